@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The run configuration, as one fixed-size block in the arena. `cpa monitor`
+ * fills it from its command line before it starts any stage; stages read it
+ * at start (and again after a restart). Only fixed-width types and
+ * NUL-terminated fixed arrays: it crosses process boundaries.
+ */
+#ifndef CPA_SHM_CONFIG_H
+#define CPA_SHM_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CPA_CONFIG_MAGIC   0x47464e4341504355ULL /* "UCPACNFG" */
+#define CPA_PATH_MAX	   1024
+#define CPA_COMM_LEN	   16
+#define CPA_ENV_LIST_MAX   512
+#define CPA_PROBE_MAX	   8
+#define CPA_PROBE_SPEC_MAX 256
+
+enum cpa_backend {
+	CPA_BACKEND_BPF,
+	CPA_BACKEND_PERF,
+};
+
+/* Boolean switches (flags word). */
+enum cpa_config_flag {
+	CPA_CFG_KERNEL_STACK_ONLY = 1u << 0, /* --kernel_stack */
+	CPA_CFG_OFFCPU		  = 1u << 1, /* --offcpu */
+	CPA_CFG_DISABLE_SYM	  = 1u << 2, /* --disable_sym */
+	CPA_CFG_FULL_PATH	  = 1u << 3, /* --include_full_path */
+	CPA_CFG_STRIP_NAME_OFF	  = 1u << 4, /* --strip_name_disable */
+	CPA_CFG_ONESHOT		  = 1u << 5, /* --oneshot */
+	CPA_CFG_BENCH		  = 1u << 6, /* --bench */
+	CPA_CFG_VERBOSE		  = 1u << 7, /* --verbose */
+	CPA_CFG_WITH_IDLE	  = 1u << 8, /* sample the idle task (pid 0) too */
+	CPA_CFG_FORCE_USTACK	  = 1u << 9, /* copy user stacks even on kernels with the NMI bug */
+};
+
+struct cpa_config {
+	uint64_t magic;
+	uint32_t version; /* CPA_CONFIG_VERSION */
+	uint32_t flags;	  /* enum cpa_config_flag */
+
+	uint32_t backend; /* enum cpa_backend */
+	uint32_t freq;	  /* Hz per CPU */
+	uint32_t record_interval_s;
+	uint32_t persistent_day;
+	uint32_t stack_size; /* user stack bytes copied per sample */
+	uint32_t max_queue_size;
+	uint32_t max_cache_size_mb;
+	uint32_t max_store_size_mb;
+	uint32_t log_print_cycles;
+	int32_t target_pid; /* -1 = all */
+	uint32_t nr_cpus;   /* possible CPUs, as the monitor saw them */
+	uint32_t debug_pid; /* --debug_option PID,FREQ,PATH; 0 = off */
+	uint32_t debug_freq;
+	uint32_t nr_probes;
+	uint64_t offcpu_min_ns; /* off-CPU block-time filters; 0 = none */
+	uint64_t offcpu_max_ns;
+	uint64_t start_realtime_ns; /* when the monitor started */
+
+	char comm[CPA_COMM_LEN]; /* --comm, "" = all */
+	char store_dir[CPA_PATH_MAX];
+	char output_prof[CPA_PATH_MAX];
+	char btf_path[CPA_PATH_MAX];
+	char debug_path[CPA_PATH_MAX];
+	char record_env_name[CPA_ENV_LIST_MAX];	 /* comma list */
+	char parse_env_values[CPA_ENV_LIST_MAX]; /* comma list */
+	char probes[CPA_PROBE_MAX][CPA_PROBE_SPEC_MAX];
+};
+
+#define CPA_CONFIG_VERSION 1
+
+_Static_assert(sizeof(struct cpa_config) % 8 == 0, "config block is 8-byte sized");
+
+#endif /* CPA_SHM_CONFIG_H */

@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Records that cross the stage rings. This header is the whole contract
+ * between capture, unwindd, symd and storer: fixed-width types, explicit
+ * padding, sizes asserted. Variable parts follow the fixed header in the
+ * order given; every count is bounds-checked by the reader against the
+ * record length (see cpa_rec_*_size() helpers).
+ *
+ *   capture --(SAMPLE, TASK, LOSS)--> unwindd
+ *   unwindd --(DICT_RESET, MODULE, FRAMES, TASK, LOSS)--> symd
+ *   symd    --(DICT_RESET, STR, MODULE, FRAME, STACK, SAMPLE_OUT, LOSS)--> storer
+ *
+ * Sequence numbers: capture gives every SAMPLE/TASK/LOSS a seq that grows
+ * strictly (generation << 40 | counter, so it also grows across a capture
+ * restart). Every later stage keeps the seq of the input record on whatever
+ * it derives from it, and publishes the highest seq it has passed on as the
+ * ring's consumer mark; after a restart it skips input with seq <= mark.
+ * Definition records (DICT_RESET, STR, MODULE, FRAME, STACK) carry no seq:
+ * they are idempotent within one dictionary epoch.
+ *
+ * Ids: a stage that interns things (unwindd: modules; symd: strings, frames,
+ * stacks, modules) numbers them from 1 within an epoch and starts every
+ * process lifetime with a DICT_RESET carrying a new epoch, after which the
+ * consumer forgets every id of that link. Id 0 means "none".
+ */
+#ifndef CPA_SHM_RECORDS_H
+#define CPA_SHM_RECORDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum cpa_rec_type {
+	/* 0 is SHM_REC_TYPE_PAD */
+	CPA_REC_SAMPLE = 1, /* capture -> unwindd: struct cpa_sample + stacks */
+	CPA_REC_TASK,	    /* exec/exit of a task: struct cpa_task_event */
+	CPA_REC_LOSS,	    /* samples lost or degraded upstream: struct cpa_loss */
+	CPA_REC_DICT_RESET, /* struct cpa_dict_reset: forget every id of this link */
+	CPA_REC_MODULE,	    /* struct cpa_module_def + path */
+	CPA_REC_FRAMES,	    /* unwindd -> symd: struct cpa_frames + pcs + uframes */
+	CPA_REC_STR,	    /* symd -> storer: struct cpa_str_def + bytes */
+	CPA_REC_FRAME,	    /* symd -> storer: struct cpa_frame_def */
+	CPA_REC_STACK,	    /* symd -> storer: struct cpa_stack_def + frame ids */
+	CPA_REC_SAMPLE_OUT, /* symd -> storer: struct cpa_sample_out */
+	CPA_REC_TYPE_MAX,
+};
+
+enum cpa_sample_kind {
+	CPA_KIND_ONCPU,
+	CPA_KIND_OFFCPU, /* weight = blocked nanoseconds */
+	CPA_KIND_PROBE,	 /* probe_id says which --probe */
+	CPA_KIND_MAX,
+};
+
+enum cpa_sample_flag {
+	CPA_SF_USER_REGS = 1u << 0,	 /* regs hold the user context */
+	CPA_SF_IN_KERNEL = 1u << 1,	 /* the sample interrupted kernel code */
+	CPA_SF_USTACK_TRUNC = 1u << 2,	 /* stack copy shorter than asked (clamped) */
+	CPA_SF_DEGRADED = 1u << 3,	 /* user stack bytes dropped under pressure */
+	CPA_SF_NO_USTACK = 1u << 4,	 /* user stack could not be read at all */
+	CPA_SF_KSTACK_ERR = 1u << 5,	 /* kernel stack could not be read */
+	CPA_SF_KERNEL_THREAD = 1u << 6,	 /* no user part by nature */
+	CPA_SF_UNWIND_PARTIAL = 1u << 7, /* unwindd stopped before the outermost frame */
+};
+
+#define CPA_COMM_LEN	    16
+#define CPA_MAX_KSTACK	    127
+#define CPA_MAX_UFRAMES	    127
+#define CPA_BUILD_ID_MAX    20
+#define CPA_MAX_STACK_COPY  65536
+
+/* x86-64 user registers unwinding can need (CFA/RA/RBP rules use these). */
+struct cpa_user_regs {
+	uint64_t ip;
+	uint64_t sp;
+	uint64_t bp;
+	uint64_t bx;
+	uint64_t r12;
+	uint64_t r13;
+	uint64_t r14;
+	uint64_t r15;
+};
+_Static_assert(sizeof(struct cpa_user_regs) == 64, "user regs");
+
+/*
+ * CPA_REC_SAMPLE, then:
+ *	uint64_t kstack[n_kstack];	kernel return addresses, leaf first
+ *	uint64_t ufp[n_ufp];		user FP-chain return addresses, leaf first
+ *					(ufp[0] is regs.ip when regs are valid)
+ *	uint8_t  stack[stack_len];	user stack bytes copied from stack_sp up
+ */
+struct cpa_sample {
+	uint64_t seq;
+	uint64_t time_ns; /* CLOCK_REALTIME nanoseconds */
+	uint64_t cgroup_id;
+	uint64_t weight; /* 1 on-CPU, ns off-CPU, hits for probes */
+	uint32_t pid;	 /* tgid */
+	uint32_t tid;
+	uint32_t cpu;
+	uint16_t kind; /* enum cpa_sample_kind */
+	uint16_t flags; /* enum cpa_sample_flag */
+	char comm[CPA_COMM_LEN];  /* thread name */
+	char pcomm[CPA_COMM_LEN]; /* group leader (process) name */
+	struct cpa_user_regs regs;
+	uint64_t stack_sp; /* user address of stack[0] */
+	uint16_t n_kstack;
+	uint16_t n_ufp;
+	uint32_t stack_len;
+	uint32_t probe_id;
+	uint32_t _pad0;
+};
+_Static_assert(sizeof(struct cpa_sample) == 168, "cpa_sample layout");
+
+enum cpa_task_event_kind {
+	CPA_TASK_EXEC = 1,
+	CPA_TASK_EXIT,
+};
+
+/* CPA_REC_TASK */
+struct cpa_task_event {
+	uint64_t seq;
+	uint64_t time_ns;
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t kind; /* enum cpa_task_event_kind */
+	uint32_t _pad0;
+	char comm[CPA_COMM_LEN];
+};
+_Static_assert(sizeof(struct cpa_task_event) == 48, "cpa_task_event layout");
+
+/*
+ * CPA_REC_LOSS: count samples of kind were lost (or degraded) for reason at
+ * stage around time_ns. reason is an enum shm_counter of that stage
+ * (SHM_CNT_DROP_RING_FULL, SHM_CNT_DEGRADED, CAP_CNT_BPF_RB_LOST, ...).
+ * The storer keeps them as "[lost: <stage> <reason>]" stacks.
+ */
+struct cpa_loss {
+	uint64_t seq;
+	uint64_t time_ns;
+	uint64_t count;
+	uint64_t weight; /* summed weight, when known (off-CPU ns); else = count */
+	uint32_t stage;	 /* enum shm_stage_id */
+	uint32_t reason; /* counter index of that stage */
+	uint32_t kind;
+	uint32_t _pad0;
+};
+_Static_assert(sizeof(struct cpa_loss) == 48, "cpa_loss layout");
+
+/* CPA_REC_DICT_RESET */
+struct cpa_dict_reset {
+	uint64_t epoch; /* strictly grows per link across restarts */
+};
+
+enum cpa_module_kind {
+	CPA_MOD_FILE = 1, /* an ELF file on disk */
+	CPA_MOD_VDSO,	  /* [vdso]: read from the process */
+	CPA_MOD_ANON,	  /* JIT / anonymous executable memory */
+	CPA_MOD_KERNEL,	  /* [kernel.kallsyms] or a module */
+};
+
+/*
+ * CPA_REC_MODULE, then char path[path_len] (no NUL).
+ * unwindd -> symd: path as the process sees it; symd opens it as
+ * /proc/<pid>/map_files/<start>-<end> or /proc/<pid>/root/<path>.
+ * symd -> storer: the same record in symd's id space.
+ */
+struct cpa_module_def {
+	uint32_t id;
+	uint32_t kind; /* enum cpa_module_kind */
+	uint32_t pid;  /* a process that maps it (for /proc/PID/... access) */
+	uint32_t path_len;
+	uint64_t dev;
+	uint64_t ino;
+	uint64_t map_start; /* one mapping of it in pid, for map_files/ */
+	uint64_t map_end;
+	uint8_t build_id_len; /* 0 when the file has none */
+	uint8_t _pad0[3];
+	uint8_t build_id[CPA_BUILD_ID_MAX];
+};
+_Static_assert(sizeof(struct cpa_module_def) == 72, "cpa_module_def layout");
+
+enum cpa_uframe_flag {
+	CPA_UF_ANON = 1u << 0,	 /* JIT/anonymous: offset is the absolute pc */
+	CPA_UF_VDSO = 1u << 1,
+	CPA_UF_SIGNAL = 1u << 2, /* signal trampoline frame */
+	CPA_UF_FP = 1u << 3,	 /* recovered through the frame pointer */
+	CPA_UF_LEAF = 1u << 4,	 /* the interrupted pc (no -1 adjustment for lookup) */
+};
+
+struct cpa_uframe {
+	uint64_t pc;	 /* absolute address in the process */
+	uint64_t offset; /* file offset in the module (pc - start + pgoff) */
+	uint32_t module_id;
+	uint32_t flags; /* enum cpa_uframe_flag */
+};
+_Static_assert(sizeof(struct cpa_uframe) == 24, "cpa_uframe layout");
+
+enum cpa_unwind_stop {
+	CPA_STOP_NONE,	  /* not unwound (kernel-only sample) */
+	CPA_STOP_END,	  /* reached the outermost frame */
+	CPA_STOP_NO_MAP,
+	CPA_STOP_NO_CFI,
+	CPA_STOP_READ,	  /* needed stack bytes outside the copy */
+	CPA_STOP_DEPTH,
+	CPA_STOP_ANON,	  /* JIT/anon region: marker frame */
+	CPA_STOP_BAD,	  /* nonsense CFA/RA */
+	CPA_STOP_FP,	  /* frame-pointer chain only (no CFI walk) */
+	CPA_STOP_MAX,
+};
+
+/*
+ * CPA_REC_FRAMES, then:
+ *	uint64_t kpc[n_kframes];		kernel addresses, leaf first
+ *	struct cpa_uframe uframes[n_uframes];	leaf first
+ */
+struct cpa_frames {
+	uint64_t seq;
+	uint64_t time_ns;
+	uint64_t cgroup_id;
+	uint64_t weight;
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t cpu;
+	uint16_t kind;
+	uint16_t flags;
+	char comm[CPA_COMM_LEN];
+	char pcomm[CPA_COMM_LEN];
+	uint16_t n_kframes;
+	uint16_t n_uframes;
+	uint16_t stop_reason; /* enum cpa_unwind_stop */
+	uint16_t _pad0;
+	uint32_t probe_id;
+	uint32_t _pad1;
+};
+_Static_assert(sizeof(struct cpa_frames) == 96, "cpa_frames layout");
+
+/* CPA_REC_STR, then char s[len] (no NUL). */
+struct cpa_str_def {
+	uint32_t id;
+	uint32_t len;
+};
+
+enum cpa_frame_flag {
+	CPA_FF_KERNEL = 1u << 0, /* printed with the _[k] suffix */
+	CPA_FF_MARKER = 1u << 1, /* synthetic: [lost: ...], [unwind stopped: ...] */
+	CPA_FF_INLINE = 1u << 2,
+	CPA_FF_UNSYMBOLIZED = 1u << 3, /* name is 0x<offset> [binary] */
+};
+
+/* CPA_REC_FRAME */
+struct cpa_frame_def {
+	uint32_t id;
+	uint32_t name_id;   /* STR id of the printed frame */
+	uint32_t module_id; /* MODULE id, 0 for kernel/markers */
+	uint32_t flags;	    /* enum cpa_frame_flag */
+	uint64_t offset;    /* file offset (user) or address (kernel) */
+};
+_Static_assert(sizeof(struct cpa_frame_def) == 24, "cpa_frame_def layout");
+
+/* CPA_REC_STACK, then uint32_t frame_id[n_frames]: leaf first, kernel frames
+ * (n_kframes of them) before user frames. */
+struct cpa_stack_def {
+	uint32_t id;
+	uint16_t n_frames;
+	uint16_t n_kframes;
+};
+
+/* CPA_REC_SAMPLE_OUT */
+struct cpa_sample_out {
+	uint64_t seq;
+	uint64_t time_ns;
+	uint64_t cgroup_id;
+	uint64_t weight;
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t cpu;
+	uint16_t kind;
+	uint16_t flags;
+	uint32_t stack_id;
+	uint32_t comm_id;  /* STR: thread name */
+	uint32_t pcomm_id; /* STR: process name */
+	uint32_t env_id;   /* STR: --record_env_name value, 0 = none */
+	uint32_t probe_id;
+	uint32_t _pad0;
+};
+_Static_assert(sizeof(struct cpa_sample_out) == 72, "cpa_sample_out layout");
+
+/* Size checks for readers: the declared counts fit in len bytes. */
+static inline int cpa_rec_sample_ok(const struct cpa_sample *s, uint32_t len)
+{
+	uint64_t need = sizeof(*s) + 8ull * s->n_kstack + 8ull * s->n_ufp + s->stack_len;
+
+	return len >= sizeof(*s) && need <= len && s->n_kstack <= CPA_MAX_KSTACK &&
+	       s->n_ufp <= CPA_MAX_UFRAMES && s->stack_len <= CPA_MAX_STACK_COPY;
+}
+
+static inline int cpa_rec_frames_ok(const struct cpa_frames *f, uint32_t len)
+{
+	uint64_t need = sizeof(*f) + 8ull * f->n_kframes + sizeof(struct cpa_uframe) * f->n_uframes;
+
+	return len >= sizeof(*f) && need <= len && f->n_kframes <= CPA_MAX_KSTACK &&
+	       f->n_uframes <= CPA_MAX_UFRAMES + 1;
+}
+
+static inline int cpa_rec_module_ok(const struct cpa_module_def *m, uint32_t len)
+{
+	return len >= sizeof(*m) && sizeof(*m) + (uint64_t)m->path_len <= len &&
+	       m->build_id_len <= CPA_BUILD_ID_MAX;
+}
+
+static inline int cpa_rec_str_ok(const struct cpa_str_def *s, uint32_t len)
+{
+	return len >= sizeof(*s) && sizeof(*s) + (uint64_t)s->len <= len;
+}
+
+static inline int cpa_rec_stack_ok(const struct cpa_stack_def *s, uint32_t len)
+{
+	return len >= sizeof(*s) && sizeof(*s) + 4ull * s->n_frames <= len &&
+	       s->n_kframes <= s->n_frames;
+}
+
+#endif /* CPA_SHM_RECORDS_H */

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+/*
+ * shm ring: ordering contract
+ * ===========================
+ *
+ * Two processes share struct shm_ring_ctrl and the data area. prod_pos and
+ * cons_pos are 64-bit free-running byte positions (never masked in memory,
+ * so they never wrap in practice, and unsigned subtraction is exact even if
+ * they do: tests start them near UINT64_MAX). Invariant:
+ *
+ *	cons_pos <= prod_pos <= cons_pos + data_size	(mod 2^64)
+ *
+ * Only the producer stores prod_pos and the data bytes in [cons_pos + size ..);
+ * only the consumer stores cons_pos and cons_mark. Each side keeps a private
+ * copy of the other's position (cons_cache, prod_cache) and re-reads the
+ * shared one only when its copy says "full" / "empty", so in the steady state
+ * neither side touches the other's cache line.
+ *
+ *  [P1] producer, commit:  store-release prod_pos = head
+ *       pairs with [C1]:   the record bytes written before the release are
+ *                          visible to a consumer that load-acquires prod_pos.
+ *  [C1] consumer, peek:    load-acquire prod_pos
+ *  [C3] consumer, release: store-release cons_pos = tail
+ *       pairs with [P2]:   every read the consumer made of a record happens
+ *                          before the producer overwrites that space.
+ *  [P2] producer, reserve: load-acquire cons_pos (only when it looks full)
+ *
+ * Sleep and wake are a Dekker handshake on two variables, prod_pos and
+ * waiting, with wake_seq as the futex word:
+ *
+ *  [C4] consumer: seq = load-acquire wake_seq; store waiting = 1;
+ *       full fence; load prod_pos; if enough is pending, store waiting = 0 and
+ *       return; else futex_wait(wake_seq, seq, deadline).
+ *  [P3] producer (commit): store-release prod_pos; full fence; load waiting;
+ *       if set and enough is pending: if exchange(waiting, 0) was 1, then
+ *       wake_seq += 1 (release) and futex_wake.
+ *
+ * The two full fences make it impossible for both sides to miss each other:
+ * either the consumer sees the new prod_pos and does not sleep, or the
+ * producer sees waiting = 1 and bumps wake_seq, after which futex_wait on the
+ * old seq returns at once. The exchange makes one wake per sleep at most, and
+ * wake_bytes lets a consumer ask for a wake only after a batch has built up;
+ * its deadline covers what is left below the threshold. At 50 records/s a
+ * consumer therefore wakes on its deadline, not per record.
+ *
+ * Crash and restart (the supervisor makes sure only one process per side is
+ * alive at a time):
+ *  - a producer killed between reserve and commit published nothing; its
+ *    successor opens at prod_pos and overwrites the half-written bytes;
+ *  - a consumer killed anywhere resumes at cons_pos: every record it did not
+ *    release is delivered again, none that it released is;
+ *  - cons_mark is stored (relaxed) just before cons_pos [C5]; after a crash
+ *    it may be ahead of cons_pos by the records of one batch, never behind.
+ *    Stages store the highest sequence number they passed on in it, so a
+ *    restarted stage skips records it already forwarded (exactly once).
+ *
+ * Hostile or corrupt memory: every length and position read from the shared
+ * area is bounds-checked against data_size before use; a violation returns
+ * -EBADMSG and is never followed.
+ */
+#include "ring.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static bool is_pow2(uint64_t x)
+{
+	return x != 0 && (x & (x - 1)) == 0;
+}
+
+static int ring_check_desc(const struct shm_ring_ctrl *ctrl, uint64_t mem_size)
+{
+	uint64_t size;
+
+	if (mem_size < shm_ring__mem_size(SHM_RING_MIN_DATA))
+		return -EINVAL;
+	if (ctrl->magic != SHM_RING_MAGIC)
+		return -EBADMSG;
+	size = ctrl->data_size;
+	if (!is_pow2(size) || size < SHM_RING_MIN_DATA || ctrl->data_off != SHM_RING_CTRL_SIZE ||
+	    size > mem_size - SHM_RING_CTRL_SIZE)
+		return -EBADMSG;
+	return 0;
+}
+
+int shm_ring__format(void *mem, uint64_t mem_size, uint64_t initial_pos)
+{
+	struct shm_ring_ctrl *ctrl = mem;
+	uint64_t size;
+
+	if (!mem || ((uintptr_t)mem & 63) || mem_size <= SHM_RING_CTRL_SIZE)
+		return -EINVAL;
+	size = mem_size - SHM_RING_CTRL_SIZE;
+	if (!is_pow2(size) || size < SHM_RING_MIN_DATA)
+		return -EINVAL;
+
+	memset(ctrl, 0, SHM_RING_CTRL_SIZE);
+	ctrl->data_size = size;
+	ctrl->data_off = SHM_RING_CTRL_SIZE;
+	ctrl->prod_pos = initial_pos;
+	ctrl->cons_pos = initial_pos;
+	ctrl->wake_bytes = 1;
+	/* Readers check the magic last; publish it last. */
+	__atomic_store_n(&ctrl->magic, SHM_RING_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int shm_ring__validate(const void *mem, uint64_t mem_size)
+{
+	const struct shm_ring_ctrl *ctrl = mem;
+	uint64_t prod, cons;
+	int r;
+
+	r = ring_check_desc(ctrl, mem_size);
+	if (r < 0)
+		return r;
+	prod = __atomic_load_n(&ctrl->prod_pos, __ATOMIC_ACQUIRE);
+	cons = __atomic_load_n(&ctrl->cons_pos, __ATOMIC_ACQUIRE);
+	if (prod - cons > ctrl->data_size)
+		return -EBADMSG;
+	if ((prod | cons) & (SHM_REC_ALIGN - 1))
+		return -EBADMSG;
+	return 0;
+}
+
+int shm_ring__open_prod(struct shm_ring_prod *p, void *mem, uint64_t mem_size)
+{
+	struct shm_ring_ctrl *ctrl = mem;
+	int r;
+
+	r = shm_ring__validate(mem, mem_size);
+	if (r < 0)
+		return r;
+	memset(p, 0, sizeof(*p));
+	p->ctrl = ctrl;
+	p->data = (uint8_t *)mem + ctrl->data_off;
+	p->size = ctrl->data_size;
+	p->mask = p->size - 1;
+	/* Resume at what was published; whatever a dead producer reserved is gone. */
+	p->head = shm__load_relaxed(&ctrl->prod_pos);
+	p->committed = p->head;
+	p->last_rec = p->head;
+	p->cons_cache = shm__load_acquire(&ctrl->cons_pos);
+	return 0;
+}
+
+int shm_ring__open_cons(struct shm_ring_cons *c, void *mem, uint64_t mem_size)
+{
+	struct shm_ring_ctrl *ctrl = mem;
+	int r;
+
+	r = shm_ring__validate(mem, mem_size);
+	if (r < 0)
+		return r;
+	memset(c, 0, sizeof(*c));
+	c->ctrl = ctrl;
+	c->data = (uint8_t *)mem + ctrl->data_off;
+	c->size = ctrl->data_size;
+	c->mask = c->size - 1;
+	/* Resume at the last released record: nothing released comes back. */
+	c->tail = shm__load_relaxed(&ctrl->cons_pos);
+	c->prod_cache = c->tail;
+	return 0;
+}
+
+uint64_t shm_ring__free_bytes_sp(struct shm_ring_prod *p)
+{
+	/* [P2] */
+	uint64_t cons = shm__load_acquire(&p->ctrl->cons_pos);
+
+	if (p->head - cons > p->size)
+		return 0;
+	p->cons_cache = cons;
+	return p->size - (p->head - cons);
+}
+
+uint64_t shm_ring__mark_sc(const struct shm_ring_cons *c)
+{
+	return shm__load_relaxed(&c->ctrl->cons_mark);
+}
+
+static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
+{
+	/* Shared (not FUTEX_PRIVATE_FLAG): the word lives in a MAP_SHARED memfd. */
+	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
+}
+
+static void ring_wake(struct shm_ring_ctrl *ctrl)
+{
+	/* Pairs with the load-acquire of wake_seq in [C4]: a sleeper that read the
+	 * old value gets EAGAIN from futex_wait or is woken by the call below. */
+	__atomic_fetch_add(&ctrl->wake_seq, 1, __ATOMIC_RELEASE);
+	futex(&ctrl->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+void shm_ring__wake_slow(struct shm_ring_prod *p)
+{
+	struct shm_ring_ctrl *ctrl = p->ctrl;
+	/* [P3] The consumer is (about to be) asleep, so cons_pos is still. */
+	uint64_t cons = shm__load_acquire(&ctrl->cons_pos);
+	uint64_t want = shm__load_relaxed(&ctrl->wake_bytes);
+
+	if (p->committed - cons < (want ? want : 1))
+		return; /* below its batch threshold: its deadline will fetch it */
+	/* Exactly one wake per sleep: whoever clears waiting does the wake. */
+	if (__atomic_exchange_n(&ctrl->waiting, 0, __ATOMIC_ACQ_REL) != 0)
+		ring_wake(ctrl);
+}
+
+void shm_ring__kick(void *mem)
+{
+	struct shm_ring_ctrl *ctrl = mem;
+
+	__atomic_store_n(&ctrl->waiting, 0, __ATOMIC_RELAXED);
+	ring_wake(ctrl);
+}
+
+int shm_ring__wait_sc(struct shm_ring_cons *c, uint64_t wake_bytes, int timeout_ms)
+{
+	struct shm_ring_ctrl *ctrl = c->ctrl;
+	struct timespec ts, *tsp = NULL;
+	uint32_t seq;
+	uint64_t prod;
+	long r;
+
+	if (wake_bytes == 0)
+		wake_bytes = 1;
+	if (wake_bytes > c->size / 2)
+		wake_bytes = c->size / 2;
+
+	/* [C4] */
+	seq = __atomic_load_n(&ctrl->wake_seq, __ATOMIC_ACQUIRE);
+	shm__store_relaxed(&ctrl->wake_bytes, wake_bytes);
+	__atomic_store_n(&ctrl->waiting, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	prod = shm__load_acquire(&ctrl->prod_pos);
+	if (prod - c->tail > c->size) {
+		__atomic_store_n(&ctrl->waiting, 0, __ATOMIC_RELAXED);
+		return -EBADMSG;
+	}
+	if (prod - c->tail >= wake_bytes) {
+		__atomic_store_n(&ctrl->waiting, 0, __ATOMIC_RELAXED);
+		return 0;
+	}
+
+	if (timeout_ms >= 0) {
+		ts.tv_sec = timeout_ms / 1000;
+		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+		tsp = &ts;
+	}
+	r = futex(&ctrl->wake_seq, FUTEX_WAIT, seq, tsp);
+	__atomic_store_n(&ctrl->waiting, 0, __ATOMIC_RELAXED);
+	if (r < 0) {
+		if (errno == EAGAIN)
+			return 0; /* woken between our read of seq and the syscall */
+		if (errno == ETIMEDOUT)
+			return -ETIMEDOUT;
+		return -errno;
+	}
+	return 0;
+}

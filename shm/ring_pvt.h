@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inline fast paths of the shm ring. Private: include shm/ring.h instead.
+ *
+ * The ordering contract is written once, at the top of shm/ring.c; the tags
+ * [P1] [C1] ... in the comments below refer to it.
+ */
+#ifndef CPA_SHM_RING_PVT_H
+#define CPA_SHM_RING_PVT_H
+
+#ifndef CPA_SHM_RING_H
+#error "include shm/ring.h, not shm/ring_pvt.h"
+#endif
+
+#include <errno.h>
+
+#define shm__load_acquire(p)	 __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define shm__load_relaxed(p)	 __atomic_load_n((p), __ATOMIC_RELAXED)
+#define shm__store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define shm__store_relaxed(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+static inline uint64_t shm__rec_total(uint32_t len)
+{
+	return ((uint64_t)len + SHM_REC_HDR_SIZE + SHM_REC_ALIGN - 1) & ~(uint64_t)(SHM_REC_ALIGN - 1);
+}
+
+static inline int shm_ring__reserve_sp(struct shm_ring_prod *p, uint32_t len, uint16_t type,
+				       void **ret_data)
+{
+	uint64_t total = shm__rec_total(len);
+	uint64_t off = p->head & p->mask;
+	uint64_t contig = p->size - off;
+	uint64_t need = total <= contig ? total : contig + total;
+	struct shm_rec *rec;
+
+	if (__builtin_expect(len > shm_ring__max_payload(p->size), 0))
+		return -EMSGSIZE;
+
+	if (__builtin_expect(p->head + need - p->cons_cache > p->size, 0)) {
+		/* [P2] pairs with [C3]: the consumer is done with every byte below cons_pos. */
+		uint64_t cons = shm__load_acquire(&p->ctrl->cons_pos);
+
+		/* Unsigned distance: a scribbled cons_pos shows up as > size. */
+		if (p->committed - cons > p->size)
+			return -EBADMSG;
+		p->cons_cache = cons;
+		if (p->head + need - cons > p->size)
+			return -ENOBUFS;
+	}
+
+	if (need != total) {
+		/* Fill the tail with a PAD record; the real one starts at offset 0. */
+		rec = (struct shm_rec *)(p->data + off);
+		rec->len = (uint32_t)(contig - SHM_REC_HDR_SIZE);
+		rec->type = SHM_REC_TYPE_PAD;
+		rec->flags = 0;
+		p->head += contig;
+		off = 0;
+	}
+
+	rec = (struct shm_rec *)(p->data + off);
+	rec->len = len;
+	rec->type = type;
+	rec->flags = 0;
+	p->last_rec = p->head;
+	p->head += total;
+	*ret_data = rec + 1;
+	return 0;
+}
+
+static inline void shm_ring__trim_sp(struct shm_ring_prod *p, uint32_t new_len)
+{
+	struct shm_rec *rec = (struct shm_rec *)(p->data + (p->last_rec & p->mask));
+
+	if (new_len >= rec->len)
+		return;
+	rec->len = new_len;
+	p->head = p->last_rec + shm__rec_total(new_len);
+}
+
+static inline void shm_ring__abort_sp(struct shm_ring_prod *p)
+{
+	p->head = p->committed;
+}
+
+static inline void shm_ring__commit_sp(struct shm_ring_prod *p)
+{
+	if (p->head == p->committed)
+		return;
+	p->committed = p->head;
+	/* [P1] pairs with [C1]: record bytes are visible before the position that covers them. */
+	shm__store_release(&p->ctrl->prod_pos, p->head);
+	/* [P3] pairs with [C4]: Dekker with the consumer's waiting flag; see ring.c. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__builtin_expect(shm__load_relaxed(&p->ctrl->waiting) != 0, 0))
+		shm_ring__wake_slow(p);
+}
+
+static inline int shm__peek_one(struct shm_ring_cons *c, struct shm_msg *ret)
+{
+	for (;;) {
+		uint64_t avail, off, contig, total;
+		struct shm_rec hdr;
+
+		if (c->tail == c->prod_cache) {
+			/* [C1] pairs with [P1]: records below prod_pos are fully written. */
+			uint64_t prod = shm__load_acquire(&c->ctrl->prod_pos);
+
+			if (prod - c->tail > c->size)
+				return -EBADMSG;
+			c->prod_cache = prod;
+			if (prod == c->tail)
+				return -EAGAIN;
+		}
+
+		avail = c->prod_cache - c->tail;
+		off = c->tail & c->mask;
+		contig = c->size - off;
+		if (avail < SHM_REC_HDR_SIZE)
+			return -EBADMSG;
+		/* One copy of the header: the checks and the caller see the same values. */
+		__builtin_memcpy(&hdr, c->data + off, sizeof(hdr));
+
+		if (hdr.type == SHM_REC_TYPE_PAD) {
+			if ((uint64_t)hdr.len + SHM_REC_HDR_SIZE != contig || contig > avail)
+				return -EBADMSG;
+			c->tail += contig;
+			continue;
+		}
+		total = shm__rec_total(hdr.len);
+		if (total > avail || total > contig)
+			return -EBADMSG;
+
+		ret->data = c->data + off + SHM_REC_HDR_SIZE;
+		ret->len = hdr.len;
+		ret->type = hdr.type;
+		ret->flags = hdr.flags;
+		c->tail += total;
+		return 0;
+	}
+}
+
+static inline int shm_ring__peek_sc(struct shm_ring_cons *c, struct shm_msg *ret)
+{
+	return shm__peek_one(c, ret);
+}
+
+static inline int shm_ring__peek_batch_sc(struct shm_ring_cons *c, struct shm_msg *msgs,
+					  unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		int r = shm__peek_one(c, &msgs[i]);
+
+		if (r == -EAGAIN)
+			break;
+		if (r < 0)
+			return r;
+	}
+	return (int)i;
+}
+
+static inline void shm_ring__release_sc(struct shm_ring_cons *c)
+{
+	/* [C3] pairs with [P2]: our reads of the records are done before the space is reused. */
+	shm__store_release(&c->ctrl->cons_pos, c->tail);
+}
+
+static inline void shm_ring__release_mark_sc(struct shm_ring_cons *c, uint64_t mark)
+{
+	/* [C5]: mark first; a crash between the two stores leaves a mark that is
+	 * ahead of cons_pos, which the restart rule in ring.c allows for. */
+	shm__store_relaxed(&c->ctrl->cons_mark, mark);
+	shm_ring__release_sc(c);
+}
+
+static inline uint64_t shm_ring__pending_sc(struct shm_ring_cons *c)
+{
+	/* [C1] again: a fresh look at the producer. */
+	uint64_t prod = shm__load_acquire(&c->ctrl->prod_pos);
+
+	if (prod - c->tail > c->size)
+		return 0;
+	c->prod_cache = prod;
+	return prod - c->tail;
+}
+
+#endif /* CPA_SHM_RING_PVT_H */

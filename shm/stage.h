@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stage control blocks: one per stage process, in the arena. The supervisor
+ * writes pid/generation/cmd/rate_limit; the stage writes state, heartbeat and
+ * its counters. Every field has exactly one writer; readers use relaxed loads
+ * (they want a recent value, not an ordering).
+ */
+#ifndef CPA_SHM_STAGE_H
+#define CPA_SHM_STAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum shm_stage_id {
+	SHM_STAGE_CAPTURE,
+	SHM_STAGE_UNWINDD,
+	SHM_STAGE_SYMD,
+	SHM_STAGE_STORER,
+	SHM_STAGE_MAX,
+};
+
+enum shm_stage_state {
+	SHM_STATE_NONE,	    /* never started */
+	SHM_STATE_STARTING, /* spawned, attaching */
+	SHM_STATE_RUNNING,
+	SHM_STATE_DRAINING, /* asked to stop: finishing its input */
+	SHM_STATE_EXITED,   /* left cleanly; its output ring is final */
+	SHM_STATE_FAILED,   /* left with an error */
+};
+
+/* Supervisor -> stage commands (the cmd word). */
+enum shm_stage_cmd {
+	SHM_CMD_NONE,
+	SHM_CMD_DRAIN, /* finish the input ring (its producer is gone), flush, exit */
+	SHM_CMD_STOP,  /* capture: stop sampling, flush, exit */
+};
+
+/* Counters every stage keeps, then stage-specific ones (see counter names). */
+enum shm_counter {
+	SHM_CNT_IN,	       /* records taken from the input */
+	SHM_CNT_OUT,	       /* records committed to the output */
+	SHM_CNT_BYTES_IN,
+	SHM_CNT_BYTES_OUT,
+	SHM_CNT_ERRORS,
+	SHM_CNT_DROP_RING_FULL, /* output ring full: record dropped */
+	SHM_CNT_DEGRADED,       /* output ring nearly full: record shrunk (e.g. no stack copy) */
+	SHM_CNT_DROP_RATE,      /* over the stage's rate limit */
+	SHM_CNT_DROP_CORRUPT,   /* malformed input record skipped */
+	SHM_CNT_DROP_DUP,       /* already passed on before a restart (sequence check) */
+	SHM_CNT_WAKEUPS,        /* times the stage woke from a sleep */
+	SHM_CNT_BATCHES,        /* input batches processed */
+	SHM_CNT_COMMON_MAX,
+	/* Stage-specific counters start here; names via shm_counter_name(). */
+	SHM_CNT_STAGE_BASE = 16,
+	SHM_CNT_MAX = 64,
+};
+
+struct shm_stage {
+	/* line 0: identity and supervision */
+	uint32_t id;
+	uint32_t state;		/* enum shm_stage_state, written by the stage */
+	int32_t pid;		/* written by the supervisor at spawn */
+	uint32_t generation;	/* bumped by the supervisor on every (re)start */
+	uint64_t heartbeat_ns;	/* CLOCK_MONOTONIC, written by the stage */
+	uint64_t rate_limit;	/* records/s, 0 = unlimited; supervisor writes, live */
+	uint32_t cmd;		/* enum shm_stage_cmd, supervisor writes */
+	uint32_t exit_code;	/* last exit status as seen by the supervisor */
+	uint64_t started_ns;	/* CLOCK_MONOTONIC of the current generation's start */
+	uint64_t restarts;	/* supervisor-owned count of restarts */
+	uint64_t _pad0;
+	/* lines 1..8: counters, owned by the stage */
+	uint64_t cnt[SHM_CNT_MAX];
+};
+
+_Static_assert(offsetof(struct shm_stage, cnt) == 64, "counters start on their own line");
+_Static_assert(sizeof(struct shm_stage) == 64 + 8 * SHM_CNT_MAX, "stage block size");
+
+static inline void shm_stage__cnt_add(struct shm_stage *st, unsigned int idx, uint64_t n)
+{
+	/* Single writer: a load and a store, no locked RMW on the hot path. */
+	uint64_t v = __atomic_load_n(&st->cnt[idx], __ATOMIC_RELAXED);
+
+	__atomic_store_n(&st->cnt[idx], v + n, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t shm_stage__cnt(const struct shm_stage *st, unsigned int idx)
+{
+	return __atomic_load_n(&st->cnt[idx], __ATOMIC_RELAXED);
+}
+
+static inline void shm_stage__set_state(struct shm_stage *st, enum shm_stage_state s)
+{
+	__atomic_store_n(&st->state, (uint32_t)s, __ATOMIC_RELEASE);
+}
+
+static inline enum shm_stage_state shm_stage__state(const struct shm_stage *st)
+{
+	return (enum shm_stage_state)__atomic_load_n(&st->state, __ATOMIC_ACQUIRE);
+}
+
+static inline enum shm_stage_cmd shm_stage__cmd(const struct shm_stage *st)
+{
+	return (enum shm_stage_cmd)__atomic_load_n(&st->cmd, __ATOMIC_ACQUIRE);
+}
+
+static inline uint64_t shm_stage__rate_limit(const struct shm_stage *st)
+{
+	return __atomic_load_n(&st->rate_limit, __ATOMIC_RELAXED);
+}
+
+/* Stamp the heartbeat with CLOCK_MONOTONIC now. */
+void shm_stage__heartbeat(struct shm_stage *st);
+
+const char *shm_stage_name(enum shm_stage_id id);
+const char *shm_state_name(enum shm_stage_state s);
+/* Name of counter idx of stage id, or NULL if that slot is unused. */
+const char *shm_counter_name(enum shm_stage_id id, unsigned int idx);
+
+#endif /* CPA_SHM_STAGE_H */
