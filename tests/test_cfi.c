@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: MIT
+/*
+ * CFI unwinder tests: table building, single steps on synthetic stacks at
+ * known instructions, and whole walks of REAL register/stack captures of the
+ * -O2 -fomit-frame-pointer fixture (tests/fixtures/cfi) taken with ptrace.
+ */
+#include <check.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "tests/fixtures/cfi/cfi_capture.h"
+#include "unwindd/cfi.h"
+#include "unwindd/cfi_pvt.h"
+#include "unwindd/walk.h"
+
+#define FIXTURE CFI_FIXTURE_DIR "/cfi_fixture"
+#define FIXLIB	CFI_FIXTURE_DIR "/libcfifix.so"
+#define LIBC	"/lib/x86_64-linux-gnu/libc.so.6"
+
+static struct cfi_table *build_path(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct cfi_table *t = NULL;
+	int r;
+
+	ck_assert_int_ge(fd, 0);
+	r = cfi_table__build(fd, -1, &t);
+	ck_assert_int_eq(r, 0);
+	return t;
+}
+
+/* File offset and size of a symbol of an ELF file, from .symtab via PT_LOAD. */
+static int sym_off(const char *path, const char *name, uint64_t *off, uint64_t *size)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf_Scn *scn = NULL;
+	int r = -ENOENT;
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	ck_assert_ptr_nonnull(e);
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		gelf_getshdr(scn, &sh);
+		if (sh.sh_type != SHT_SYMTAB)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+
+			gelf_getsym(d, (int)i, &s);
+			if (strcmp(elf_strptr(e, sh.sh_link, s.st_name), name))
+				continue;
+			size_t nph;
+
+			elf_getphdrnum(e, &nph);
+			for (size_t j = 0; j < nph; j++) {
+				GElf_Phdr ph;
+
+				gelf_getphdr(e, (int)j, &ph);
+				if (ph.p_type == PT_LOAD && s.st_value >= ph.p_vaddr &&
+				    s.st_value < ph.p_vaddr + ph.p_filesz) {
+					*off = s.st_value - ph.p_vaddr + ph.p_offset;
+					*size = s.st_size;
+					r = 0;
+				}
+			}
+		}
+	}
+	elf_end(e);
+	return r;
+}
+
+static int sec_off(const char *path, const char *name, uint64_t *off, uint64_t *size)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	int r = -ENOENT;
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	ck_assert_ptr_nonnull(e);
+	elf_getshdrstrndx(e, &shstrndx);
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+
+		gelf_getshdr(scn, &sh);
+		if (!strcmp(elf_strptr(e, shstrndx, sh.sh_name), name)) {
+			*off = sh.sh_offset;
+			*size = sh.sh_size;
+			r = 0;
+		}
+	}
+	elf_end(e);
+	return r;
+}
+
+/* ------------------------------------------------------------ table tests */
+
+START_TEST(test_build_libc)
+{
+	struct cfi_table *t = build_path(LIBC);
+	uint64_t prev_end = 0;
+	size_t rows = cfi_table__rows(t);
+
+	ck_assert_uint_gt(rows, 1000);
+	/* 8 bytes of row + page index + side rules: must stay compact */
+	ck_assert_uint_le(cfi_table__bytes(t), rows * 10);
+	for (size_t i = 0; i + 1 < rows; i++) {
+		uint64_t s, e;
+
+		ck_assert_int_eq(cfi_table__row(t, i, &s, &e, NULL), 0);
+		ck_assert_uint_lt(s, e);
+		if (i)
+			ck_assert_uint_eq(s, prev_end);
+		prev_end = e;
+	}
+	ck_assert_int_eq(cfi_table__row(t, rows, NULL, NULL, NULL), -ERANGE);
+	/* glibc: the PLT and __restore_rt need the expression evaluator */
+	ck_assert_uint_ge(cfi_table__expr_rows(t), 1);
+	cfi_table__free(t);
+}
+END_TEST
+
+START_TEST(test_build_errors)
+{
+	_cleanup_close_ int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int mfd = memfd_create("junk", MFD_CLOEXEC);
+	struct cfi_table *t = NULL;
+	char junk[4096];
+
+	ck_assert_int_eq(cfi_table__build(-1, -1, &t), -EINVAL);
+	ck_assert_int_lt(cfi_table__build(fd, -1, &t), 0);
+	memset(junk, 'x', sizeof(junk));
+	ck_assert_int_eq(write(mfd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	ck_assert_int_eq(cfi_table__build(mfd, -1, &t), -EINVAL);
+	ck_assert_ptr_null(t);
+	cfi_table__free(NULL);
+	ck_assert_uint_eq(cfi_table__bytes(NULL), 0);
+	ck_assert_uint_eq(cfi_table__rows(NULL), 0);
+}
+END_TEST
+
+/* The vDSO image, read from our own memory into a memfd, as unwindd does per process. */
+START_TEST(test_vdso_table)
+{
+	uint64_t base = getauxval(AT_SYSINFO_EHDR);
+	struct cfi_table *t = NULL;
+	char line[512];
+	uint64_t len = 0;
+	FILE *f;
+
+	if (!base)
+		return;
+	f = fopen("/proc/self/maps", "re");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &s, &e) == 2)
+			len = e - s;
+	}
+	fclose(f);
+	ck_assert_uint_gt(len, 0);
+	ck_assert_int_eq(cap_table_from_mem((const void *)base, len, &t), 0);
+	ck_assert_uint_gt(cfi_table__rows(t), 4);
+	cfi_table__free(t);
+}
+END_TEST
+
+/* A separate debug file: .debug_frame only (objcopy --only-keep-debug of a -g build). */
+START_TEST(test_debug_frame)
+{
+	char cmd[1024], dbg[] = "/tmp/cfi_dbg_XXXXXX";
+	_cleanup_close_ int dfd = mkstemp(dbg);
+	_cleanup_close_ int efd = -1;
+	struct cfi_table *t = NULL, *t2 = NULL;
+
+	ck_assert_int_ge(dfd, 0);
+	/* -fno-asynchronous-unwind-tables: CFI goes to .debug_frame, not .eh_frame */
+	snprintf(cmd, sizeof(cmd),
+		 "cc -O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-exceptions "
+		 "-shared -fPIC -nostdlib -o %s.so %s/tests/fixtures/cfi/fixlib.c && "
+		 "objcopy --only-keep-debug %s.so %s && objcopy --strip-debug %s.so",
+		 dbg, getenv("CPA_SOURCE_DIR") ? getenv("CPA_SOURCE_DIR") : ".", dbg, dbg, dbg);
+	if (system(cmd) != 0) {
+		unlink(dbg);
+		return; /* no compiler at test time: covered by the fixture build anyway */
+	}
+	snprintf(cmd, sizeof(cmd), "%s.so", dbg);
+	efd = open(cmd, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(efd, 0);
+	ck_assert_int_eq(cfi_table__build(efd, -1, &t), -ENODATA);
+	ck_assert_int_eq(cfi_table__build(efd, dfd, &t2), 0);
+	ck_assert_uint_ge(cfi_table__rows(t2), 4);
+	cfi_table__free(t2);
+	unlink(cmd);
+	unlink(dbg);
+}
+END_TEST
+
+/* -------------------------------------------------- steps at known pcs */
+
+static uint64_t stk[512];
+
+static struct unw_stack synth_stack(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(stk); i++)
+		stk[i] = 0x1000000 + i * 8; /* word i "returns" to a recognisable value */
+	return (struct unw_stack){(const uint8_t *)stk, 0x7ff000000000ull, sizeof(stk)};
+}
+
+/* The fixture's chain_a: sub $0x18,%rsp ... add $0x18,%rsp; ret */
+START_TEST(test_function_entry_exit)
+{
+	struct cfi_table *t = build_path(FIXTURE);
+	struct unw_stack s = synth_stack();
+	uint64_t off = 0, size = 0;
+	struct unw_regs r;
+	bool sig;
+
+	ck_assert_int_eq(sym_off(FIXTURE, "chain_a", &off, &size), 0);
+	/* first instruction: CFA = rsp + 8, RA at [rsp] */
+	r = (struct unw_regs){.ip = 1, .sp = s.base + 64, .bp = 42};
+	ck_assert_int_eq(unw_step(t, off, &r, &s, &sig), 0);
+	ck_assert_uint_eq(r.sp, s.base + 72);
+	ck_assert_uint_eq(r.ip, stk[8]);
+	ck_assert_uint_eq(r.bp, 42); /* rbp untouched: same value */
+	ck_assert(!sig);
+	/* last instruction (ret): CFA = rsp + 8 again */
+	r = (struct unw_regs){.ip = 1, .sp = s.base + 64, .bp = 42};
+	ck_assert_int_eq(unw_step(t, off + size - 1, &r, &s, &sig), 0);
+	ck_assert_uint_eq(r.sp, s.base + 72);
+	ck_assert_uint_eq(r.ip, stk[8]);
+	/* after the sub: CFA = rsp + 32 */
+	r = (struct unw_regs){.ip = 1, .sp = s.base + 64, .bp = 42};
+	ck_assert_int_eq(unw_step(t, off + 4, &r, &s, &sig), 0);
+	ck_assert_uint_eq(r.sp, s.base + 96);
+	ck_assert_uint_eq(r.ip, stk[11]);
+	/* RA outside the copy */
+	r = (struct unw_regs){.ip = 1, .sp = s.base + sizeof(stk) - 8, .bp = 42};
+	ck_assert_int_eq(unw_step(t, off + 4, &r, &s, &sig), CPA_STOP_READ);
+	r = (struct unw_regs){.ip = 1, .sp = s.base - 4096, .bp = 42};
+	ck_assert_int_eq(unw_step(t, off, &r, &s, &sig), CPA_STOP_READ);
+	/* an offset with no CFI at all */
+	ck_assert_int_eq(unw_step(t, 1ull << 40, &r, &s, &sig), CPA_STOP_NO_CFI);
+	cfi_table__free(t);
+}
+END_TEST
+
+/* The classic lazy PLT: CFA = rsp + 8 + ((rip & 15) >= 11) * 8, a DWARF expression. */
+START_TEST(test_plt_expression)
+{
+	struct cfi_table *t = build_path(FIXTURE);
+	struct unw_stack s = synth_stack();
+	uint64_t off = 0, size = 0, map = 0x555555554000ull;
+	struct unw_regs r;
+	bool sig;
+
+	ck_assert_int_eq(sec_off(FIXTURE, ".plt", &off, &size), 0);
+	ck_assert_uint_ge(size, 32);
+	/* entry 1: jmp *GOT (+0), push $n (+6), jmp PLT0 (+11) */
+	r = (struct unw_regs){.ip = map + off + 16, .sp = s.base + 64};
+	ck_assert_int_eq(unw_step(t, off + 16, &r, &s, &sig), 0);
+	ck_assert_uint_eq(r.sp, s.base + 72);
+	ck_assert_uint_eq(r.ip, stk[8]);
+	r = (struct unw_regs){.ip = map + off + 16 + 11, .sp = s.base + 64};
+	ck_assert_int_eq(unw_step(t, off + 16 + 11, &r, &s, &sig), 0);
+	ck_assert_uint_eq(r.sp, s.base + 80);
+	ck_assert_uint_eq(r.ip, stk[9]);
+	/* PLT0: entered with the relocation index pushed (CFA = rsp + 16), then its push */
+	r = (struct unw_regs){.ip = map + off, .sp = s.base + 64};
+	ck_assert_int_eq(unw_step(t, off, &r, &s, &sig), 0);
+	ck_assert_uint_eq(r.sp, s.base + 80);
+	r = (struct unw_regs){.ip = map + off + 6, .sp = s.base + 64};
+	ck_assert_int_eq(unw_step(t, off + 6, &r, &s, &sig), 0);
+	ck_assert_uint_eq(r.sp, s.base + 88);
+	cfi_table__free(t);
+}
+END_TEST
+
+/* ------------------------------------------------ walks of real captures */
+
+struct capture {
+	pid_t pid;
+	struct cap_proc proc;
+	struct cap_sample s;
+	struct cpa_uframe f[600];
+	unsigned int n;
+	int stop;
+	char names[8192];
+};
+
+static struct capture cap;
+
+static void capture_mode(const char *mode)
+{
+	char *argv[] = {(char *)"cfi_fixture", (char *)mode, NULL};
+	pid_t tid;
+
+	ck_assert_int_eq(cap_spawn(FIXTURE, argv, &cap.pid), 0);
+	ck_assert_int_eq(cap_run_to_trap(cap.pid, &tid), 0);
+	ck_assert_int_eq(cap_proc__load(&cap.proc, cap.pid), 0);
+	ck_assert_int_eq(cap_sample__take(&cap.proc, tid, CPA_MAX_STACK_COPY, &cap.s), 0);
+	cap_kill(cap.pid);
+}
+
+static void release_capture(void)
+{
+	cap_sample__done(&cap.s);
+	cap_proc__done(&cap.proc);
+}
+
+static const char *module_base(uint32_t id)
+{
+	const char *p = cap_proc__path(&cap.proc, id), *b;
+
+	if (!p)
+		return "?";
+	b = strrchr(p, '/');
+	return b ? b + 1 : p;
+}
+
+/* "stop_here chain_d ... main [libc.so.6] _start": runs of one foreign module collapse. */
+static const char *walk_names(unsigned int max)
+{
+	struct unw_stack st = {cap.s.bytes, cap.s.base, cap.s.len};
+	char *p = cap.names, *end = cap.names + sizeof(cap.names);
+	char last[300] = "";
+
+	cap.stop = unw_walk(&cap.s.regs, &st, cap_find, &cap.proc, cap.f, max, &cap.n);
+	cap.names[0] = 0;
+	for (unsigned int i = 0; i < cap.n; i++) {
+		const char *mod = module_base(cap.f[i].module_id);
+		const char *name = NULL;
+		char tok[300];
+
+		if (!strcmp(mod, "cfi_fixture") || !strcmp(mod, "libcfifix.so"))
+			name = cap_proc__sym(&cap.proc, &cap.f[i]);
+		if (name)
+			snprintf(tok, sizeof(tok), "%s", name);
+		else
+			snprintf(tok, sizeof(tok), "[%s]", mod);
+		if (!name && !strcmp(tok, last))
+			continue;
+		snprintf(last, sizeof(last), "%s", name ? "" : tok);
+		p += snprintf(p, (size_t)(end - p), "%s%s", p == cap.names ? "" : " ", tok);
+	}
+	return cap.names;
+}
+
+START_TEST(test_walk_chain_through_library)
+{
+	capture_mode("chain");
+	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES),
+			 "stop_here chain_d lib_c lib_b chain_a main [libc.so.6] _start");
+	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	ck_assert(cap.f[0].flags & CPA_UF_LEAF);
+	for (unsigned int i = 1; i < cap.n; i++)
+		ck_assert(!(cap.f[i].flags & CPA_UF_LEAF));
+	/* a pc/offset pair is consistent with its mapping */
+	ck_assert_uint_eq(cap.f[1].pc - cap.proc.maps[cap.f[1].module_id - 1].start +
+				  cap.proc.maps[cap.f[1].module_id - 1].pgoff,
+			  cap.f[1].offset);
+	/* stack copy cut short: clean CPA_STOP_READ after the frames that fit */
+	cap.s.len = 16;
+	walk_names(CPA_MAX_UFRAMES);
+	ck_assert_int_eq(cap.stop, CPA_STOP_READ);
+	ck_assert_uint_ge(cap.n, 1);
+	release_capture();
+}
+END_TEST
+
+START_TEST(test_walk_qsort_callback)
+{
+	capture_mode("qsort");
+	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES),
+			 "stop_here cmp_fn [libc.so.6] sort_it main [libc.so.6] _start");
+	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	release_capture();
+}
+END_TEST
+
+START_TEST(test_walk_deep_recursion)
+{
+	unsigned int deep = 0;
+
+	capture_mode("deep");
+	walk_names(CPA_MAX_UFRAMES);
+	ck_assert_int_eq(cap.stop, CPA_STOP_DEPTH);
+	ck_assert_uint_eq(cap.n, CPA_MAX_UFRAMES);
+	walk_names(600);
+	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	for (unsigned int i = 0; i < cap.n; i++) {
+		const char *n = cap_proc__sym(&cap.proc, &cap.f[i]);
+
+		deep += n && !strcmp(n, "deep");
+	}
+	ck_assert_uint_eq(deep, 201); /* deep(200) .. deep(0) */
+	ck_assert_str_eq(cap_proc__sym(&cap.proc, &cap.f[0]), "stop_here");
+	ck_assert_str_eq(cap_proc__sym(&cap.proc, &cap.f[202]), "main");
+	release_capture();
+}
+END_TEST
+
+START_TEST(test_walk_signal_frame)
+{
+	unsigned int i;
+
+	capture_mode("signal");
+	ck_assert_str_eq(
+		walk_names(CPA_MAX_UFRAMES),
+		"stop_here on_sig [libc.so.6] interrupted_fn sig_main main [libc.so.6] _start");
+	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	/* __restore_rt is flagged; the interrupted pc is exact (not a return address) */
+	for (i = 0; i < cap.n && !(cap.f[i].flags & CPA_UF_SIGNAL); i++)
+		;
+	ck_assert_uint_eq(i, 2);
+	ck_assert(cap.f[3].flags & CPA_UF_LEAF);
+	ck_assert(!(cap.f[4].flags & CPA_UF_LEAF));
+	release_capture();
+}
+END_TEST
+
+START_TEST(test_walk_thread)
+{
+	capture_mode("thread");
+	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "stop_here thr_mid thr_fn [libc.so.6]");
+	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	ck_assert_uint_eq(cap.n, 5); /* start_thread, clone3 */
+	release_capture();
+}
+END_TEST
+
+/* Random points of a running FP-less workload: every walk must reach _start. */
+static void random_samples(const char *mode, unsigned int n, unsigned int *in_vdso)
+{
+	char *argv[] = {(char *)"cfi_fixture", (char *)mode, NULL};
+	struct cap_proc proc;
+	pid_t pid;
+
+	*in_vdso = 0;
+	ck_assert_int_eq(cap_spawn(FIXTURE, argv, &pid), 0);
+	ck_assert_int_eq(cap_resume(pid), 0);
+	usleep(20000);
+	ck_assert_int_eq(cap_interrupt(pid), 0);
+	ck_assert_int_eq(cap_proc__load(&proc, pid), 0);
+	ck_assert_int_eq(cap_resume(pid), 0);
+	for (unsigned int k = 0; k < n; k++) {
+		struct cpa_uframe f[CPA_MAX_UFRAMES];
+		struct cap_sample s;
+		struct unw_stack st;
+		unsigned int nf;
+		const char *last;
+		int stop;
+
+		usleep(200 + (unsigned int)rand() % 500);
+		ck_assert_int_eq(cap_interrupt(pid), 0);
+		ck_assert_int_eq(cap_sample__take(&proc, pid, CPA_MAX_STACK_COPY, &s), 0);
+		ck_assert_int_eq(cap_resume(pid), 0);
+		st = (struct unw_stack){s.bytes, s.base, s.len};
+		stop = unw_walk(&s.regs, &st, cap_find, &proc, f, CPA_MAX_UFRAMES, &nf);
+		last = nf ? cap_proc__sym(&proc, &f[nf - 1]) : NULL;
+		if (stop != CPA_STOP_END || !last || strcmp(last, "_start"))
+			ck_abort_msg("sample %u: stop %d after %u frames, leaf pc %#lx, last %s", k,
+				     stop, nf, (unsigned long)s.regs.ip, last ? last : "?");
+		if (f[0].flags & CPA_UF_VDSO)
+			(*in_vdso)++;
+		cap_sample__done(&s);
+	}
+	cap_kill(pid);
+	cap_proc__done(&proc);
+}
+
+START_TEST(test_walk_random_points)
+{
+	unsigned int v;
+
+	random_samples("work", 150, &v);
+}
+END_TEST
+
+START_TEST(test_walk_vdso)
+{
+	unsigned int v;
+
+	random_samples("vdso", 150, &v);
+	ck_assert_uint_gt(v, 0); /* the loop lives in clock_gettime */
+}
+END_TEST
+
+/* ------------------------------------------------------------ robustness */
+
+static struct cfi_table *fuzz_table;
+static uint64_t fuzz_span;
+
+static int fuzz_find(void *ctx, uint64_t pc, struct unw_loc *ret)
+{
+	(void)ctx;
+	if (pc < 0x400000 || pc >= 0x400000 + fuzz_span)
+		return -ENOENT;
+	*ret = (struct unw_loc){fuzz_table, pc - 0x400000, 1, 0};
+	return 0;
+}
+
+/* Real registers, garbage stack: stops cleanly. */
+START_TEST(test_garbage_stack)
+{
+	capture_mode("chain");
+	srand(1);
+	for (int round = 0; round < 200; round++) {
+		struct unw_stack st = {cap.s.bytes, cap.s.base, cap.s.len};
+		struct cpa_uframe f[CPA_MAX_UFRAMES];
+		unsigned int n;
+		int stop;
+
+		for (uint32_t i = 0; i < cap.s.len; i++)
+			cap.s.bytes[i] = (uint8_t)rand();
+		stop = unw_walk(&cap.s.regs, &st, cap_find, &cap.proc, f, CPA_MAX_UFRAMES, &n);
+		ck_assert_int_gt(stop, CPA_STOP_NONE);
+		ck_assert_int_lt(stop, CPA_STOP_MAX);
+		ck_assert_uint_le(n, CPA_MAX_UFRAMES);
+	}
+	release_capture();
+}
+END_TEST
+
+/* Random registers and stacks over libc's table: never crashes, always ends. */
+START_TEST(test_fuzz_random_walks)
+{
+	static uint8_t bytes[8192];
+	uint64_t s, e;
+	size_t rows;
+
+	fuzz_table = build_path(LIBC);
+	rows = cfi_table__rows(fuzz_table);
+	ck_assert_int_eq(cfi_table__row(fuzz_table, rows - 2, &s, &e, NULL), 0);
+	fuzz_span = e;
+	srand(2);
+	for (int round = 0; round < 20000; round++) {
+		struct unw_stack st = {bytes, 0x7ffd00000000ull,
+				       (uint32_t)(rand() % sizeof(bytes))};
+		struct cpa_uframe f[32];
+		struct unw_regs r;
+		unsigned int n;
+		int stop;
+
+		if (round % 64 == 0)
+			for (size_t i = 0; i < sizeof(bytes); i++)
+				bytes[i] = (uint8_t)rand();
+		/* plant plausible return addresses so walks get a few frames deep */
+		for (int k = 0; k < 16; k++) {
+			uint64_t ra = 0x400000 + (uint64_t)rand() % fuzz_span;
+			size_t at = ((size_t)rand() % (sizeof(bytes) / 8)) * 8;
+
+			memcpy(bytes + at, &ra, 8);
+		}
+		r = (struct unw_regs){
+			.ip = 0x400000 + (uint64_t)rand() % (fuzz_span + 4096),
+			.sp = st.base + (uint64_t)(rand() % 9000) - 400,
+			.bp = round & 1 ? st.base + (uint64_t)(rand() % 8192) : (uint64_t)rand(),
+			.bx = (uint64_t)rand(),
+			.r12 = (uint64_t)rand(),
+		};
+		stop = unw_walk(&r, &st, fuzz_find, NULL, f, ARRAY_SIZE(f), &n);
+		ck_assert_int_gt(stop, CPA_STOP_NONE);
+		ck_assert_int_lt(stop, CPA_STOP_MAX);
+		ck_assert_uint_le(n, ARRAY_SIZE(f));
+	}
+	cfi_table__free(fuzz_table);
+}
+END_TEST
+
+/* Corrupted .eh_frame bytes: the builder rejects or tolerates, never crashes. */
+START_TEST(test_fuzz_eh_frame)
+{
+	_cleanup_close_ int fd = open(FIXTURE, O_RDONLY | O_CLOEXEC);
+	uint64_t off = 0, size = 0;
+	struct stat sb;
+	uint8_t *img;
+
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	ck_assert_int_eq(sec_off(FIXTURE, ".eh_frame", &off, &size), 0);
+	img = malloc((size_t)sb.st_size);
+	ck_assert_int_eq(pread(fd, img, (size_t)sb.st_size, 0), sb.st_size);
+	srand(3);
+	for (int round = 0; round < 300; round++) {
+		_cleanup_close_ int mfd = memfd_create("fuzz", MFD_CLOEXEC);
+		uint8_t *m = malloc((size_t)sb.st_size);
+		struct cfi_table *t = NULL;
+		int r;
+
+		memcpy(m, img, (size_t)sb.st_size);
+		for (int k = 0; k < 1 + round % 8; k++)
+			m[off + (uint64_t)rand() % size] = (uint8_t)rand();
+		ck_assert_int_eq(write(mfd, m, (size_t)sb.st_size), sb.st_size);
+		r = cfi_table__build(mfd, -1, &t);
+		if (r == 0) {
+			struct unw_stack s = synth_stack();
+
+			for (uint64_t o = off - 0x1000; o < off; o += 3) {
+				struct unw_regs rg = {
+					.ip = o, .sp = s.base + 128, .bp = s.base + 256};
+				bool sig;
+
+				unw_step(t, o, &rg, &s, &sig);
+			}
+			cfi_table__free(t);
+		} else {
+			ck_assert_int_lt(r, 0);
+		}
+		free(m);
+	}
+	free(img);
+}
+END_TEST
+
+static Suite *cfi_suite(void)
+{
+	Suite *s = suite_create("cfi");
+	TCase *tc = tcase_create("table");
+
+	tcase_add_test(tc, test_build_libc);
+	tcase_add_test(tc, test_build_errors);
+	tcase_add_test(tc, test_vdso_table);
+	tcase_add_test(tc, test_debug_frame);
+	tcase_add_test(tc, test_function_entry_exit);
+	tcase_add_test(tc, test_plt_expression);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("walk");
+	tcase_add_test(tc, test_walk_chain_through_library);
+	tcase_add_test(tc, test_walk_qsort_callback);
+	tcase_add_test(tc, test_walk_deep_recursion);
+	tcase_add_test(tc, test_walk_signal_frame);
+	tcase_add_test(tc, test_walk_thread);
+	tcase_add_test(tc, test_walk_random_points);
+	tcase_add_test(tc, test_walk_vdso);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("robust");
+	tcase_add_test(tc, test_garbage_stack);
+	tcase_add_test(tc, test_fuzz_random_walks);
+	tcase_add_test(tc, test_fuzz_eh_frame);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(cfi_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,1121 @@
+// SPDX-License-Identifier: MIT
+/*
+ * CFI table builder: parses .eh_frame / .debug_frame itself (the format is
+ * small and a linear pass over every FDE's CFA program yields all rows at
+ * once, where dwarf_cfi_addrframe() would re-run the program per row) and
+ * compiles the rows into the packed table of cfi_pvt.h.
+ *
+ * Build is the slow path (once per binary); nothing here runs per sample.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/macro.h"
+#include "cfi_pvt.h"
+
+/* DWARF call frame instructions */
+#define DW_CFA_advance_loc	  0x40
+#define DW_CFA_offset		  0x80
+#define DW_CFA_restore		  0xc0
+#define DW_CFA_nop		  0x00
+#define DW_CFA_set_loc		  0x01
+#define DW_CFA_advance_loc1	  0x02
+#define DW_CFA_advance_loc2	  0x03
+#define DW_CFA_advance_loc4	  0x04
+#define DW_CFA_offset_extended	  0x05
+#define DW_CFA_restore_extended	  0x06
+#define DW_CFA_undefined	  0x07
+#define DW_CFA_same_value	  0x08
+#define DW_CFA_register		  0x09
+#define DW_CFA_remember_state	  0x0a
+#define DW_CFA_restore_state	  0x0b
+#define DW_CFA_def_cfa		  0x0c
+#define DW_CFA_def_cfa_register	  0x0d
+#define DW_CFA_def_cfa_offset	  0x0e
+#define DW_CFA_def_cfa_expression 0x0f
+#define DW_CFA_expression	  0x10
+#define DW_CFA_offset_extended_sf 0x11
+#define DW_CFA_def_cfa_sf	  0x12
+#define DW_CFA_def_cfa_offset_sf  0x13
+#define DW_CFA_val_offset	  0x14
+#define DW_CFA_val_offset_sf	  0x15
+#define DW_CFA_val_expression	  0x16
+#define DW_CFA_GNU_args_size	  0x2e
+#define DW_CFA_GNU_neg_off_ext	  0x2f
+
+/* pointer encodings (.eh_frame) */
+#define DW_EH_PE_absptr	  0x00
+#define DW_EH_PE_uleb128  0x01
+#define DW_EH_PE_udata2	  0x02
+#define DW_EH_PE_udata4	  0x03
+#define DW_EH_PE_udata8	  0x04
+#define DW_EH_PE_sleb128  0x09
+#define DW_EH_PE_sdata2	  0x0a
+#define DW_EH_PE_sdata4	  0x0b
+#define DW_EH_PE_sdata8	  0x0c
+#define DW_EH_PE_pcrel	  0x10
+#define DW_EH_PE_datarel  0x30
+#define DW_EH_PE_indirect 0x80
+#define DW_EH_PE_omit	  0xff
+
+/* remember_state nesting we accept; compilers use 1, hand asm rarely 2 */
+#define CFI_STATE_STACK 8
+
+/* ------------------------------------------------------------------ reader */
+
+struct rd {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+static uint64_t rd_u(struct rd *r, unsigned int n)
+{
+	uint64_t v = 0;
+
+	if (r->bad || (size_t)(r->end - r->p) < n) {
+		r->bad = true;
+		r->p = r->end;
+		return 0;
+	}
+	memcpy(&v, r->p, n); /* x86-64: little endian host and target */
+	r->p += n;
+	return v;
+}
+
+static uint64_t rd_uleb(struct rd *r)
+{
+	uint64_t v = 0;
+	unsigned int shift = 0;
+
+	while (r->p < r->end) {
+		uint8_t b = *r->p++;
+
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			return v;
+	}
+	r->bad = true;
+	return 0;
+}
+
+static int64_t rd_sleb(struct rd *r)
+{
+	uint64_t v = 0;
+	unsigned int shift = 0;
+
+	while (r->p < r->end) {
+		uint8_t b = *r->p++;
+
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80)) {
+			if (shift < 64 && (b & 0x40))
+				v |= ~0ull << shift;
+			return (int64_t)v;
+		}
+	}
+	r->bad = true;
+	return 0;
+}
+
+/* An encoded pointer; sec_addr is the address of the section's first byte. */
+static uint64_t rd_ptr(struct rd *r, uint8_t enc, const uint8_t *sec, uint64_t sec_addr)
+{
+	uint64_t pos = sec_addr + (uint64_t)(r->p - sec);
+	uint64_t v;
+
+	if (enc == DW_EH_PE_omit)
+		return 0;
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		v = rd_u(r, 8);
+		break;
+	case DW_EH_PE_uleb128:
+		v = rd_uleb(r);
+		break;
+	case DW_EH_PE_udata2:
+		v = rd_u(r, 2);
+		break;
+	case DW_EH_PE_sdata2:
+		v = (uint64_t)(int64_t)(int16_t)rd_u(r, 2);
+		break;
+	case DW_EH_PE_udata4:
+		v = rd_u(r, 4);
+		break;
+	case DW_EH_PE_sdata4:
+		v = (uint64_t)(int64_t)(int32_t)rd_u(r, 4);
+		break;
+	case DW_EH_PE_sleb128:
+		v = (uint64_t)rd_sleb(r);
+		break;
+	default:
+		r->bad = true;
+		return 0;
+	}
+	switch (enc & 0x70) {
+	case 0:
+		break;
+	case DW_EH_PE_pcrel:
+		v += pos;
+		break;
+	default:
+		/* textrel/datarel/funcrel never appear in FDE addresses on x86-64 */
+		r->bad = true;
+	}
+	/* indirect only appears on personality pointers, which we skip */
+	return v;
+}
+
+/* --------------------------------------------------------------- row state */
+
+struct state {
+	uint8_t cfa_kind;
+	uint8_t cfa_reg;
+	int64_t cfa_off; /* or expr pool offset */
+	uint8_t rk[CFI_S_NR];
+	int64_t ro[CFI_S_NR];
+};
+
+static int dwreg_slot(uint64_t reg)
+{
+	switch (reg) {
+	case DW_RA:
+		return CFI_S_RA;
+	case DW_RBP:
+		return CFI_S_RBP;
+	case DW_RBX:
+		return CFI_S_RBX;
+	case DW_R12:
+	case DW_R13:
+	case DW_R14:
+	case DW_R15:
+		return CFI_S_R12 + (int)(reg - DW_R12);
+	default:
+		return -1;
+	}
+}
+
+struct raw_row {
+	uint64_t start, end; /* file offsets */
+	uint32_t rule;
+	uint32_t prio; /* lower wins on overlap: source, then input order */
+};
+
+struct builder {
+	/* file offset mapping from PT_LOAD */
+	GElf_Phdr load[16];
+	unsigned int n_load;
+
+	struct raw_row *rows;
+	size_t n_rows, cap_rows;
+
+	struct cfi_xrule *x;
+	size_t n_x, cap_x;
+	uint32_t *xhash; /* open addressing, index + 1 */
+	size_t xhash_cap;
+
+	uint8_t *expr;
+	size_t expr_len, expr_cap;
+
+	uint32_t prio;
+	size_t n_complex, n_expr;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	ncap = MAX(*cap * 2, MAX(need, (size_t)64));
+	np = realloc(*p, ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+/* Pool an expression; returns its offset or -errno. Identical expressions share. */
+static int64_t pool_expr(struct builder *b, const uint8_t *p, uint64_t len)
+{
+	size_t off;
+	int r;
+
+	if (len > UINT16_MAX)
+		return -EINVAL;
+	/* the few expressions of a binary repeat (PLT, signal frame): linear dedup is fine */
+	for (off = 0; off + 2 <= b->expr_len;) {
+		uint16_t l;
+
+		memcpy(&l, b->expr + off, 2);
+		if (l == len && !memcmp(b->expr + off + 2, p, len))
+			return (int64_t)off;
+		off += 2 + l;
+	}
+	r = grow((void **)&b->expr, &b->expr_cap, b->expr_len + 2 + len, 1);
+	if (r < 0)
+		return r;
+	off = b->expr_len;
+	uint16_t l16 = (uint16_t)len;
+	memcpy(b->expr + off, &l16, 2);
+	memcpy(b->expr + off + 2, p, len);
+	b->expr_len += 2 + len;
+	if (off > INT32_MAX)
+		return -EFBIG;
+	return (int64_t)off;
+}
+
+static uint64_t xrule_hash(const struct cfi_xrule *x)
+{
+	const uint8_t *p = (const uint8_t *)x;
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < sizeof(*x); i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static int xhash_insert(struct builder *b, uint32_t idx)
+{
+	size_t mask = b->xhash_cap - 1;
+	size_t h = xrule_hash(&b->x[idx]) & mask;
+
+	while (b->xhash[h])
+		h = (h + 1) & mask;
+	b->xhash[h] = idx + 1;
+	return 0;
+}
+
+static int64_t intern_x(struct builder *b, const struct cfi_xrule *x)
+{
+	size_t mask, h;
+	int r;
+
+	if (b->n_x * 2 >= b->xhash_cap) {
+		size_t ncap = b->xhash_cap ? b->xhash_cap * 2 : 256;
+		uint32_t *nh = calloc(ncap, sizeof(*nh));
+
+		if (!nh)
+			return -ENOMEM;
+		free(b->xhash);
+		b->xhash = nh;
+		b->xhash_cap = ncap;
+		for (size_t i = 0; i < b->n_x; i++)
+			xhash_insert(b, (uint32_t)i);
+	}
+	mask = b->xhash_cap - 1;
+	for (h = xrule_hash(x) & mask; b->xhash[h]; h = (h + 1) & mask)
+		if (!memcmp(&b->x[b->xhash[h] - 1], x, sizeof(*x)))
+			return b->xhash[h] - 1;
+	if (b->n_x >= CFI_X_MAX)
+		return -EFBIG;
+	r = grow((void **)&b->x, &b->cap_x, b->n_x + 1, sizeof(*x));
+	if (r < 0)
+		return r;
+	b->x[b->n_x] = *x;
+	b->xhash[h] = (uint32_t)b->n_x + 1;
+	return (int64_t)b->n_x++;
+}
+
+/* Compile a state into a rule word (interning a side rule when needed). */
+static int64_t compile_state(struct builder *b, const struct state *s, bool signal, bool *is_x,
+			     bool *has_expr)
+{
+	uint32_t w;
+	struct cfi_xrule x;
+	int64_t idx;
+
+	*has_expr = s->cfa_kind == CFI_CFA_EXPR;
+	for (int i = 0; i < CFI_S_NR; i++)
+		if (s->rk[i] == CFI_R_EXPR || s->rk[i] == CFI_R_VAL_EXPR)
+			*has_expr = true;
+
+	if (!signal && s->cfa_kind == CFI_CFA_REG &&
+	    (s->cfa_reg == DW_RSP || s->cfa_reg == DW_RBP) && s->cfa_off >= 0 &&
+	    s->cfa_off <= CFI_CFA_OFF_MAX && s->rk[CFI_S_RA] == CFI_R_OFF &&
+	    s->ro[CFI_S_RA] == -8 &&
+	    (s->rk[CFI_S_RBP] == CFI_R_SAME ||
+	     (s->rk[CFI_S_RBP] == CFI_R_OFF && s->ro[CFI_S_RBP] % 8 == 0 &&
+	      s->ro[CFI_S_RBP] >= -1024 && s->ro[CFI_S_RBP] <= 1016))) {
+		w = s->cfa_reg == DW_RSP ? CFI_K_RSP : CFI_K_RBP;
+		if (s->rk[CFI_S_RBP] == CFI_R_OFF)
+			w |= 1u << 2 | ((uint32_t)(uint8_t)(int8_t)(s->ro[CFI_S_RBP] / 8)) << 3;
+		w |= (uint32_t)s->cfa_off << 11;
+		*is_x = false;
+		return w;
+	}
+
+	memset(&x, 0, sizeof(x));
+	x.cfa_kind = s->cfa_kind;
+	x.cfa_reg = s->cfa_reg;
+	if (s->cfa_off < INT32_MIN || s->cfa_off > INT32_MAX)
+		return -ERANGE;
+	x.cfa_off = (int32_t)s->cfa_off;
+	x.flags = (signal ? CFI_XF_SIGNAL : 0) | (*has_expr ? CFI_XF_EXPR : 0);
+	for (int i = 0; i < CFI_S_NR; i++) {
+		if (s->ro[i] < INT32_MIN || s->ro[i] > INT32_MAX)
+			return -ERANGE;
+		x.r[i].kind = s->rk[i];
+		x.r[i].off = (int32_t)s->ro[i];
+	}
+	idx = intern_x(b, &x);
+	if (idx < 0)
+		return idx;
+	*is_x = true;
+	return CFI_K_X | (uint32_t)idx << 2;
+}
+
+static bool vaddr_to_off(const struct builder *b, uint64_t v, uint64_t *off, uint64_t *seg_end)
+{
+	for (unsigned int i = 0; i < b->n_load; i++) {
+		const GElf_Phdr *ph = &b->load[i];
+
+		if (v >= ph->p_vaddr && v < ph->p_vaddr + ph->p_filesz) {
+			*off = v - ph->p_vaddr + ph->p_offset;
+			*seg_end = ph->p_offset + ph->p_filesz;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int emit_row(struct builder *b, uint64_t vstart, uint64_t vend, const struct state *s,
+		    bool signal)
+{
+	uint64_t off, seg_end;
+	bool is_x, has_expr;
+	int64_t w;
+	int r;
+
+	if (vend <= vstart)
+		return 0;
+	if (!vaddr_to_off(b, vstart, &off, &seg_end))
+		return 0; /* not in a loaded segment: nothing can execute there */
+	w = compile_state(b, s, signal, &is_x, &has_expr);
+	if (w == -ERANGE)
+		return 0; /* absurd offsets: treat as no CFI for this range */
+	if (w < 0)
+		return (int)w;
+	r = grow((void **)&b->rows, &b->cap_rows, b->n_rows + 1, sizeof(*b->rows));
+	if (r < 0)
+		return r;
+	b->rows[b->n_rows++] = (struct raw_row){
+		.start = off,
+		.end = MIN(off + (vend - vstart), seg_end),
+		.rule = (uint32_t)w,
+		.prio = b->prio++,
+	};
+	return 0;
+}
+
+/* ------------------------------------------------------------ CIE and FDE */
+
+struct cie {
+	uint64_t code_align;
+	int64_t data_align;
+	uint64_t ra_reg;
+	uint8_t fde_enc;
+	bool has_z, signal;
+	const uint8_t *insns, *insns_end;
+	struct state init;
+};
+
+struct section {
+	const uint8_t *d;
+	size_t len;
+	uint64_t addr;
+	bool eh; /* .eh_frame, else .debug_frame */
+};
+
+/* Run a CFA program; emits rows when loc advances, if fde. */
+static int run_cfa(struct builder *b, const struct section *sec, const struct cie *cie,
+		   const uint8_t *p, const uint8_t *end, struct state *s, bool fde, uint64_t loc,
+		   uint64_t fend)
+{
+	struct state stack[CFI_STATE_STACK];
+	unsigned int depth = 0;
+	struct rd r = {p, end, false};
+	int ret;
+
+	while (r.p < r.end && !r.bad) {
+		uint8_t op = *r.p++;
+		uint64_t reg, nloc = loc, len;
+		int64_t off, e;
+		int slot;
+
+		switch (op & 0xc0) {
+		case DW_CFA_advance_loc:
+			nloc = loc + (op & 0x3f) * cie->code_align;
+			goto advance;
+		case DW_CFA_offset:
+			off = (int64_t)rd_uleb(&r) * cie->data_align;
+			slot = dwreg_slot(op & 0x3f);
+			if (slot >= 0) {
+				s->rk[slot] = CFI_R_OFF;
+				s->ro[slot] = off;
+			}
+			continue;
+		case DW_CFA_restore:
+			slot = dwreg_slot(op & 0x3f);
+			if (slot >= 0) {
+				s->rk[slot] = cie->init.rk[slot];
+				s->ro[slot] = cie->init.ro[slot];
+			}
+			continue;
+		}
+		switch (op) {
+		case DW_CFA_nop:
+			break;
+		case DW_CFA_set_loc:
+			nloc = rd_ptr(&r, sec->eh ? cie->fde_enc : DW_EH_PE_absptr, sec->d,
+				      sec->addr);
+			goto advance;
+		case DW_CFA_advance_loc1:
+			nloc = loc + rd_u(&r, 1) * cie->code_align;
+			goto advance;
+		case DW_CFA_advance_loc2:
+			nloc = loc + rd_u(&r, 2) * cie->code_align;
+			goto advance;
+		case DW_CFA_advance_loc4:
+			nloc = loc + rd_u(&r, 4) * cie->code_align;
+			goto advance;
+		case DW_CFA_offset_extended:
+		case DW_CFA_val_offset:
+			reg = rd_uleb(&r);
+			off = (int64_t)rd_uleb(&r) * cie->data_align;
+			goto set_off;
+		case DW_CFA_offset_extended_sf:
+		case DW_CFA_val_offset_sf:
+			reg = rd_uleb(&r);
+			off = rd_sleb(&r) * cie->data_align;
+			goto set_off;
+		case DW_CFA_GNU_neg_off_ext:
+			reg = rd_uleb(&r);
+			off = -(int64_t)rd_uleb(&r) * cie->data_align;
+set_off:
+			slot = dwreg_slot(reg);
+			if (slot >= 0) {
+				s->rk[slot] =
+					(op == DW_CFA_val_offset || op == DW_CFA_val_offset_sf)
+						? CFI_R_VAL_OFF
+						: CFI_R_OFF;
+				s->ro[slot] = off;
+			}
+			break;
+		case DW_CFA_restore_extended:
+			slot = dwreg_slot(rd_uleb(&r));
+			if (slot >= 0) {
+				s->rk[slot] = cie->init.rk[slot];
+				s->ro[slot] = cie->init.ro[slot];
+			}
+			break;
+		case DW_CFA_undefined:
+		case DW_CFA_same_value:
+			slot = dwreg_slot(rd_uleb(&r));
+			if (slot >= 0) {
+				s->rk[slot] = op == DW_CFA_undefined ? CFI_R_UNDEF : CFI_R_SAME;
+				s->ro[slot] = 0;
+			}
+			break;
+		case DW_CFA_register:
+			slot = dwreg_slot(rd_uleb(&r));
+			reg = rd_uleb(&r);
+			if (slot >= 0) {
+				s->rk[slot] = CFI_R_REG;
+				s->ro[slot] = (int64_t)reg;
+			}
+			break;
+		case DW_CFA_remember_state:
+			if (depth >= CFI_STATE_STACK)
+				return -EINVAL;
+			stack[depth++] = *s;
+			break;
+		case DW_CFA_restore_state: {
+			/* the CFA rule is part of the saved state per DWARF 5 6.4.2.4 */
+			if (!depth)
+				return -EINVAL;
+			*s = stack[--depth];
+			break;
+		}
+		case DW_CFA_def_cfa:
+			s->cfa_kind = CFI_CFA_REG;
+			reg = rd_uleb(&r);
+			s->cfa_reg = (uint8_t)MIN(reg, 255u);
+			s->cfa_off = (int64_t)rd_uleb(&r);
+			break;
+		case DW_CFA_def_cfa_sf:
+			s->cfa_kind = CFI_CFA_REG;
+			reg = rd_uleb(&r);
+			s->cfa_reg = (uint8_t)MIN(reg, 255u);
+			s->cfa_off = rd_sleb(&r) * cie->data_align;
+			break;
+		case DW_CFA_def_cfa_register:
+			s->cfa_kind = CFI_CFA_REG;
+			reg = rd_uleb(&r);
+			s->cfa_reg = (uint8_t)MIN(reg, 255u);
+			break;
+		case DW_CFA_def_cfa_offset:
+			s->cfa_off = (int64_t)rd_uleb(&r);
+			break;
+		case DW_CFA_def_cfa_offset_sf:
+			s->cfa_off = rd_sleb(&r) * cie->data_align;
+			break;
+		case DW_CFA_def_cfa_expression:
+			len = rd_uleb(&r);
+			if (r.bad || len > (uint64_t)(r.end - r.p))
+				return -EINVAL;
+			e = pool_expr(b, r.p, len);
+			if (e < 0)
+				return (int)e;
+			r.p += len;
+			s->cfa_kind = CFI_CFA_EXPR;
+			s->cfa_off = e;
+			break;
+		case DW_CFA_expression:
+		case DW_CFA_val_expression:
+			slot = dwreg_slot(rd_uleb(&r));
+			len = rd_uleb(&r);
+			if (r.bad || len > (uint64_t)(r.end - r.p))
+				return -EINVAL;
+			if (slot >= 0) {
+				e = pool_expr(b, r.p, len);
+				if (e < 0)
+					return (int)e;
+				s->rk[slot] = op == DW_CFA_expression ? CFI_R_EXPR : CFI_R_VAL_EXPR;
+				s->ro[slot] = e;
+			}
+			r.p += len;
+			break;
+		case DW_CFA_GNU_args_size:
+			rd_uleb(&r);
+			break;
+		default:
+			return -EINVAL;
+		}
+		continue;
+advance:
+		if (r.bad)
+			break;
+		if (fde) {
+			if (nloc > fend)
+				nloc = fend;
+			if (nloc > loc) {
+				ret = emit_row(b, loc, nloc, s, cie->signal);
+				if (ret < 0)
+					return ret;
+			}
+		}
+		loc = MAX(loc, nloc);
+	}
+	if (r.bad)
+		return -EINVAL;
+	if (fde && loc < fend)
+		return emit_row(b, loc, fend, s, cie->signal);
+	return 0;
+}
+
+static int parse_cie(struct builder *b, const struct section *sec, const uint8_t *p,
+		     const uint8_t *end, struct cie *cie)
+{
+	struct rd r = {p, end, false};
+	const char *aug;
+	uint8_t version;
+	const uint8_t *aug_end = NULL;
+
+	memset(cie, 0, sizeof(*cie));
+	cie->fde_enc = DW_EH_PE_absptr;
+	version = (uint8_t)rd_u(&r, 1);
+	if (version != 1 && version != 3 && version != 4)
+		return -EINVAL;
+	aug = (const char *)r.p;
+	while (r.p < r.end && *r.p)
+		r.p++;
+	if (r.p >= r.end)
+		return -EINVAL;
+	r.p++;
+	if (!strcmp(aug, "eh")) /* ancient GCC: an eh_ptr follows */
+		rd_u(&r, 8);
+	if (version == 4) {
+		if (rd_u(&r, 1) != 8)
+			return -EINVAL;
+		rd_u(&r, 1); /* segment selector size */
+	}
+	cie->code_align = rd_uleb(&r);
+	cie->data_align = rd_sleb(&r);
+	cie->ra_reg = version == 1 ? rd_u(&r, 1) : rd_uleb(&r);
+	if (cie->ra_reg != DW_RA)
+		return -EINVAL;
+	if (aug[0] == 'z') {
+		uint64_t alen = rd_uleb(&r);
+
+		if (r.bad || alen > (uint64_t)(r.end - r.p))
+			return -EINVAL;
+		aug_end = r.p + alen;
+		cie->has_z = true;
+		for (const char *a = aug + 1; *a; a++) {
+			switch (*a) {
+			case 'R':
+				cie->fde_enc = (uint8_t)rd_u(&r, 1);
+				break;
+			case 'L':
+				rd_u(&r, 1);
+				break;
+			case 'P': {
+				uint8_t enc = (uint8_t)rd_u(&r, 1);
+
+				rd_ptr(&r, enc & 0x7f, sec->d, sec->addr);
+				break;
+			}
+			case 'S':
+				cie->signal = true;
+				break;
+			default:
+				/* 'B', 'G' and unknown letters: the z length lets us skip */
+				break;
+			}
+		}
+		r.p = aug_end;
+	} else if (aug[0]) {
+		if (strcmp(aug, "eh"))
+			return -EINVAL; /* unknown augmentation without z: cannot skip */
+	}
+	if (r.bad)
+		return -EINVAL;
+	/* defaults: CFA undefined until the program says, callee-saved regs same */
+	cie->init.cfa_kind = CFI_CFA_REG;
+	cie->init.cfa_reg = DW_RSP;
+	cie->init.cfa_off = 8;
+	cie->init.rk[CFI_S_RA] = CFI_R_UNDEF;
+	cie->insns = r.p;
+	cie->insns_end = end;
+	return run_cfa(b, sec, cie, cie->insns, cie->insns_end, &cie->init, false, 0, 0);
+}
+
+/* A tiny cache: FDEs of one CIE come in runs, and there are few CIEs. */
+struct cie_cache {
+	uint64_t off[8];
+	struct cie cie[8];
+	unsigned int n, next;
+};
+
+static int get_cie(struct builder *b, const struct section *sec, struct cie_cache *cc, uint64_t off,
+		   struct cie **ret)
+{
+	struct rd r;
+	uint64_t len, id;
+	unsigned int slot;
+	int err;
+
+	for (unsigned int i = 0; i < cc->n; i++)
+		if (cc->off[i] == off) {
+			*ret = &cc->cie[i];
+			return 0;
+		}
+	if (off >= sec->len)
+		return -EINVAL;
+	r = (struct rd){sec->d + off, sec->d + sec->len, false};
+	len = rd_u(&r, 4);
+	if (len == 0xffffffffu) {
+		len = rd_u(&r, 8);
+		if (r.bad || len > (uint64_t)(r.end - r.p))
+			return -EINVAL;
+		r.end = r.p + len;
+		id = rd_u(&r, 8);
+		if (!sec->eh && id != ~0ull)
+			return -EINVAL;
+	} else {
+		if (r.bad || len > (uint64_t)(r.end - r.p))
+			return -EINVAL;
+		r.end = r.p + len;
+		id = rd_u(&r, 4);
+		if (!sec->eh && id != 0xffffffffu)
+			return -EINVAL;
+	}
+	if (sec->eh && id != 0)
+		return -EINVAL;
+	slot = cc->n < ARRAY_SIZE(cc->off) ? cc->n++ : cc->next++ % ARRAY_SIZE(cc->off);
+	cc->off[slot] = ~0ull;
+	err = parse_cie(b, sec, r.p, r.end, &cc->cie[slot]);
+	if (err < 0)
+		return err;
+	cc->off[slot] = off;
+	*ret = &cc->cie[slot];
+	return 0;
+}
+
+static int parse_section(struct builder *b, const struct section *sec)
+{
+	struct cie_cache cc = {.n = 0};
+	size_t pos = 0;
+	int err;
+
+	while (pos + 4 <= sec->len) {
+		struct rd r = {sec->d + pos, sec->d + sec->len, false};
+		uint64_t len, id, cie_off, loc, range;
+		const uint8_t *id_pos, *entry_end;
+		bool is64 = false;
+		struct cie *cie;
+		struct state s;
+
+		len = rd_u(&r, 4);
+		if (len == 0) {
+			if (sec->eh)
+				break; /* .eh_frame terminator */
+			pos += 4;
+			continue;
+		}
+		if (len == 0xffffffffu) {
+			len = rd_u(&r, 8);
+			is64 = true;
+		}
+		if (r.bad || len > (uint64_t)(r.end - r.p))
+			return -EINVAL;
+		entry_end = r.p + len;
+		r.end = entry_end;
+		id_pos = r.p;
+		id = rd_u(&r, is64 ? 8 : 4);
+		pos = (size_t)(entry_end - sec->d);
+
+		if (sec->eh ? id == 0 : id == (is64 ? ~0ull : 0xffffffffu))
+			continue; /* a CIE: parsed when an FDE refers to it */
+		if (sec->eh) {
+			if (id > (uint64_t)(id_pos - sec->d))
+				return -EINVAL;
+			cie_off = (uint64_t)(id_pos - sec->d) - id;
+		} else {
+			cie_off = id;
+		}
+		err = get_cie(b, sec, &cc, cie_off, &cie);
+		if (err == -ENOMEM || err == -EFBIG)
+			return err;
+		if (err < 0)
+			continue; /* one odd CIE (foreign RA column, unknown augmentation) */
+		if (sec->eh) {
+			loc = rd_ptr(&r, cie->fde_enc, sec->d, sec->addr);
+			range = rd_ptr(&r, cie->fde_enc & 0x0f, sec->d, sec->addr);
+		} else {
+			loc = rd_u(&r, 8);
+			range = rd_u(&r, 8);
+		}
+		if (cie->has_z) {
+			uint64_t alen = rd_uleb(&r);
+
+			if (r.bad || alen > (uint64_t)(r.end - r.p))
+				return -EINVAL;
+			r.p += alen;
+		}
+		if (r.bad)
+			return -EINVAL;
+		if (!range || loc + range < loc)
+			continue; /* discarded by the linker (COMDAT, gc-sections) */
+		s = cie->init;
+		err = run_cfa(b, sec, cie, r.p, entry_end, &s, true, loc, loc + range);
+		/* a malformed program keeps the rows it produced before the error */
+		if (err == -ENOMEM || err == -EFBIG)
+			return err;
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------------- the ELF */
+
+static int find_section(Elf *elf, const char *name, struct section *ret, bool eh)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) < 0)
+		return -EINVAL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh))
+			return -EINVAL;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!n || strcmp(n, name))
+			continue;
+		if (sh.sh_type == SHT_NOBITS)
+			return -ENODATA; /* stripped into a debug file */
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+			return -EINVAL;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || !d->d_size)
+			return -ENODATA;
+		*ret = (struct section){d->d_buf, d->d_size, sh.sh_addr, eh};
+		return 0;
+	}
+	return -ENODATA;
+}
+
+static void elf_endp(Elf **e)
+{
+	if (*e)
+		elf_end(*e);
+}
+
+static int open_elf(int fd, Elf **ret)
+{
+	GElf_Ehdr eh;
+	Elf *e;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	/* private mmap: elf_compress() on a debug file rewrites section data in place */
+	e = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
+	if (!e)
+		return -EINVAL;
+	if (elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+	    eh.e_machine != EM_X86_64) {
+		elf_end(e);
+		return -EINVAL;
+	}
+	*ret = e;
+	return 0;
+}
+
+static int load_phdrs(struct builder *b, Elf *e)
+{
+	size_t n;
+
+	if (elf_getphdrnum(e, &n) < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < n && b->n_load < ARRAY_SIZE(b->load); i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph))
+			return -EINVAL;
+		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+			b->load[b->n_load++] = ph;
+	}
+	return b->n_load ? 0 : -ENODATA;
+}
+
+static int raw_row_cmp(const void *a, const void *b)
+{
+	const struct raw_row *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->prio < y->prio ? -1 : x->prio > y->prio;
+}
+
+static atomic_uint cfi_gen_next = 1;
+
+/* Sort, clip overlaps, fill gaps, merge equal neighbours, lay out the table. */
+static int finish(struct builder *b, struct cfi_table **ret)
+{
+	_cleanup_free_ uint32_t *st = NULL, *ru = NULL;
+	size_t n = 0, cap, off;
+	uint64_t base, cur, span;
+	struct cfi_table *t;
+	uint32_t n_pages;
+	uint8_t *m;
+
+	if (!b->n_rows)
+		return -ENODATA;
+	qsort(b->rows, b->n_rows, sizeof(*b->rows), raw_row_cmp);
+	base = b->rows[0].start;
+	cap = 2 * b->n_rows + 2;
+	st = malloc(cap * sizeof(*st));
+	ru = malloc(cap * sizeof(*ru));
+	if (!st || !ru)
+		return -ENOMEM;
+	cur = base;
+	for (size_t i = 0; i < b->n_rows; i++) {
+		struct raw_row *rr = &b->rows[i];
+		uint64_t s = MAX(rr->start, cur);
+
+		if (rr->end <= s)
+			continue; /* fully shadowed by an earlier (higher priority) row */
+		if (rr->end - base > UINT32_MAX)
+			return -EFBIG;
+		if (s > cur) {
+			if (!n || ru[n - 1] != CFI_K_GAP) {
+				st[n] = (uint32_t)(cur - base);
+				ru[n++] = CFI_K_GAP;
+			}
+		}
+		if (!n || ru[n - 1] != rr->rule) {
+			st[n] = (uint32_t)(s - base);
+			ru[n++] = rr->rule;
+		}
+		cur = rr->end;
+	}
+	span = cur - base;
+	st[n] = (uint32_t)span; /* sentinel: lookups of keys >= span never reach it */
+	ru[n++] = CFI_K_GAP;
+
+	for (size_t i = 0; i < n; i++) {
+		if (CFI_RULE_KIND(ru[i]) != CFI_K_X)
+			continue;
+		b->n_complex++;
+		if (b->x[CFI_RULE_X(ru[i])].flags & CFI_XF_EXPR)
+			b->n_expr++;
+	}
+
+	n_pages = (uint32_t)((span + (1u << CFI_PAGE_SHIFT) - 1) >> CFI_PAGE_SHIFT);
+	off = ALIGN_UP(sizeof(*t), 8);
+	size_t o_start = off;
+	off = ALIGN_UP(off + n * 4, 8);
+	size_t o_rule = off;
+	off = ALIGN_UP(off + n * 4, 8);
+	size_t o_page = off;
+	off = ALIGN_UP(off + ((size_t)n_pages + 1) * 4, 8);
+	size_t o_x = off;
+	off = ALIGN_UP(off + b->n_x * sizeof(struct cfi_xrule), 8);
+	size_t o_expr = off;
+	off += b->expr_len;
+
+	m = calloc(1, off);
+	if (!m)
+		return -ENOMEM;
+	t = (struct cfi_table *)m;
+	memcpy(m + o_start, st, n * 4);
+	memcpy(m + o_rule, ru, n * 4);
+	{
+		uint32_t *page = (uint32_t *)(m + o_page);
+		size_t row = 0;
+
+		for (uint32_t p = 0; p <= n_pages; p++) {
+			uint64_t key = (uint64_t)p << CFI_PAGE_SHIFT;
+
+			while (row + 1 < n && st[row + 1] <= key)
+				row++;
+			page[p] = (uint32_t)row;
+		}
+	}
+	if (b->n_x)
+		memcpy(m + o_x, b->x, b->n_x * sizeof(struct cfi_xrule));
+	if (b->expr_len)
+		memcpy(m + o_expr, b->expr, b->expr_len);
+	*t = (struct cfi_table){
+		.gen = atomic_fetch_add(&cfi_gen_next, 1),
+		.n_rows = (uint32_t)n,
+		.base = base,
+		.span = span,
+		.n_pages = n_pages,
+		.n_x = (uint32_t)b->n_x,
+		.expr_len = (uint32_t)b->expr_len,
+		.n_complex_rows = (uint32_t)b->n_complex,
+		.n_expr_rows = (uint32_t)b->n_expr,
+		.start = (const uint32_t *)(m + o_start),
+		.rule = (const uint32_t *)(m + o_rule),
+		.page = (const uint32_t *)(m + o_page),
+		.x = (const struct cfi_xrule *)(m + o_x),
+		.expr = m + o_expr,
+		.bytes = off,
+	};
+	*ret = t;
+	return 0;
+}
+
+static void builder_done(struct builder *b)
+{
+	free(b->rows);
+	free(b->x);
+	free(b->xhash);
+	free(b->expr);
+}
+
+int cfi_table__build(int elf_fd, int debug_fd, struct cfi_table **ret)
+{
+	_cleanup_(elf_endp) Elf *e = NULL;
+	_cleanup_(elf_endp) Elf *d = NULL;
+	struct builder b;
+	struct section sec;
+	bool any = false;
+	int r;
+
+	if (elf_fd < 0 || !ret)
+		return -EINVAL;
+	memset(&b, 0, sizeof(b));
+	r = open_elf(elf_fd, &e);
+	if (r < 0)
+		return r;
+	r = load_phdrs(&b, e);
+	if (r < 0)
+		return r;
+
+	/*
+	 * Sources in priority order: .eh_frame is what the runtime itself
+	 * trusts; .debug_frame (here or in the debug file) only fills holes.
+	 */
+	if (find_section(e, ".eh_frame", &sec, true) == 0) {
+		r = parse_section(&b, &sec);
+		if (r < 0)
+			goto out;
+		any = true;
+	}
+	if (find_section(e, ".debug_frame", &sec, false) == 0) {
+		r = parse_section(&b, &sec);
+		if (r < 0)
+			goto out;
+		any = true;
+	}
+	if (debug_fd >= 0 && open_elf(debug_fd, &d) == 0 &&
+	    find_section(d, ".debug_frame", &sec, false) == 0) {
+		r = parse_section(&b, &sec);
+		if (r < 0)
+			goto out;
+		any = true;
+	}
+	r = any ? finish(&b, ret) : -ENODATA;
+out:
+	builder_done(&b);
+	return r;
+}
+
+void cfi_table__free(struct cfi_table *t)
+{
+	free(t);
+}
+
+size_t cfi_table__bytes(const struct cfi_table *t)
+{
+	return t ? t->bytes : 0;
+}
+
+size_t cfi_table__rows(const struct cfi_table *t)
+{
+	return t ? t->n_rows : 0;
+}
+
+size_t cfi_table__complex_rows(const struct cfi_table *t)
+{
+	return t ? t->n_complex_rows : 0;
+}
+
+size_t cfi_table__expr_rows(const struct cfi_table *t)
+{
+	return t ? t->n_expr_rows : 0;
+}
+
+int cfi_table__row(const struct cfi_table *t, size_t i, uint64_t *ret_start, uint64_t *ret_end,
+		   uint32_t *ret_rule)
+{
+	if (!t || i + 1 >= t->n_rows)
+		return -ERANGE;
+	if (ret_start)
+		*ret_start = t->base + t->start[i];
+	if (ret_end)
+		*ret_end = t->base + t->start[i + 1];
+	if (ret_rule)
+		*ret_rule = t->rule[i];
+	return 0;
+}

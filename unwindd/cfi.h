@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Compiled DWARF CFI of one ELF file (see docs/unwinding.md).
+ *
+ * cfi_table__build() parses .eh_frame (and .debug_frame of the file or of a
+ * separate debug file) once and compiles every FDE into a sorted array of
+ * rows keyed by FILE OFFSET: the walker looks a pc up with
+ * file_off = pc - map_start + pgoff, no per-process relocation needed, so one
+ * table serves every process that maps the file. The table is immutable after
+ * build and may be read by any number of threads.
+ */
+#ifndef CPA_UNWINDD_CFI_H
+#define CPA_UNWINDD_CFI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cfi_table;
+
+/*
+ * Build the table of the ELF open on elf_fd (a file, /proc/PID/map_files/...,
+ * or a memfd holding an image read from memory such as the vDSO). debug_fd,
+ * when >= 0, is a separate debug file whose .debug_frame fills address ranges
+ * .eh_frame does not cover. Neither fd is kept or closed.
+ * Returns 0, -ENODATA when there is no CFI at all, -EINVAL on a malformed or
+ * non-x86-64 ELF, -EFBIG when the text spans more than 4 GiB, -ENOMEM.
+ */
+int cfi_table__build(int elf_fd, int debug_fd, struct cfi_table **ret);
+void cfi_table__free(struct cfi_table *t);
+
+/* Heap bytes held by the table (rows, index, side rules, expressions). */
+size_t cfi_table__bytes(const struct cfi_table *t);
+/* Rows in the table, gap rows included. */
+size_t cfi_table__rows(const struct cfi_table *t);
+/* Rows that need the side rule table (expressions, signal frames, odd offsets). */
+size_t cfi_table__complex_rows(const struct cfi_table *t);
+/* Rows whose rules include a DWARF expression (evaluated by walk.c). */
+size_t cfi_table__expr_rows(const struct cfi_table *t);
+
+/* Row i as [start, end) file offsets, for tests and benches; -ERANGE past the end. */
+int cfi_table__row(const struct cfi_table *t, size_t i, uint64_t *ret_start, uint64_t *ret_end,
+		   uint32_t *ret_rule);
+
+#endif /* CPA_UNWINDD_CFI_H */

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The unwinder's hot path: walk a copied user stack with compiled CFI tables
+ * (cfi.h). No allocation, no I/O, no libdw: pure arithmetic and bounded reads
+ * from the copy. See docs/unwinding.md.
+ */
+#ifndef CPA_UNWINDD_WALK_H
+#define CPA_UNWINDD_WALK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shm/records.h"
+
+struct cfi_table;
+
+/* Same order as struct cpa_user_regs, so a sample's regs can be cast. */
+struct unw_regs {
+	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
+};
+_Static_assert(sizeof(struct unw_regs) == sizeof(struct cpa_user_regs), "unw_regs layout");
+
+/* The copied user stack; base is the user address of bytes[0]. */
+struct unw_stack {
+	const uint8_t *bytes;
+	uint64_t base;
+	uint32_t len;
+};
+
+/*
+ * What the caller knows about a pc: the table of the mapped ELF (NULL when it
+ * has none), the file offset of pc (pc - map_start + pgoff), the module id to
+ * report, and CPA_UF_ANON / CPA_UF_VDSO.
+ */
+struct unw_loc {
+	const struct cfi_table *table;
+	uint64_t file_off;
+	uint32_t module_id;
+	uint32_t flags;
+};
+
+/* Resolve pc in the sampled process: 0, or -ENOENT when nothing maps it. */
+typedef int (*unw_find_fn)(void *ctx, uint64_t pc, struct unw_loc *ret);
+
+/*
+ * Fill out[0..max) leaf first and set *ret_n; returns an enum cpa_unwind_stop
+ * saying why the walk ended (CPA_STOP_END when it reached the outermost
+ * frame). Frame pcs are the interrupted ip and then return addresses; every
+ * frame but the leaf and the one a signal interrupted is looked up at pc - 1
+ * (CPA_UF_LEAF marks those that were not). find is called once per frame.
+ * Thread-safe: the pc->rule cache is per thread.
+ */
+int unw_walk(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
+	     void *ctx, struct cpa_uframe *out, unsigned int max, unsigned int *ret_n);
+
+/*
+ * One step: apply the row of file_off in t to regs (which become the
+ * caller's). exact: the pc is not a return address (leaf, or interrupted by a
+ * signal). Returns 0, or CPA_STOP_END / NO_CFI / READ / BAD. *ret_signal is
+ * set when the frame was a signal trampoline (the caller's pc is then exact).
+ * The bench drives this directly.
+ */
+int unw_step(const struct cfi_table *t, uint64_t file_off, struct unw_regs *regs,
+	     const struct unw_stack *stack, bool *ret_signal);
+
+/* Counters of the calling thread's walks (monotonic). */
+struct unw_stats {
+	uint64_t walks;
+	uint64_t frames;
+	uint64_t cache_hits;
+	uint64_t cache_misses;
+	uint64_t complex_rows; /* rows evaluated through the side rule table */
+	uint64_t signal_frames;
+};
+void unw_stats__read(struct unw_stats *ret);
+
+#endif /* CPA_UNWINDD_WALK_H */
