@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/*
+ * On-CPU sampling and task events for capture. See bpf/profile.h for the
+ * records and docs/capture.md for what is recorded and why.
+ *
+ * Cost model (the whole point of this file): one ring buffer reservation per
+ * sample at a size fixed at load time, every byte written once, straight into
+ * the reservation (no per-CPU scratch, no second copy), no wakeup per record.
+ */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "bpf/profile.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h: I am a kernel thread */
+
+/* Knobs: set by capture between open and load, constants for the verifier. */
+const volatile __u32 target_tgid = 0; /* 0 = every process */
+const volatile bool filter_comm = false;
+const volatile char comm_filter[CPA_BPF_COMM_LEN] = {};
+const volatile __u32 stack_size = 0; /* user stack bytes to copy; 0 = none */
+const volatile __u32 rec_size = sizeof(struct cpa_bpf_sample); /* cpa_bpf_sample_size() */
+const volatile bool kernel_only = false;		       /* no user regs/stacks at all */
+const volatile bool with_idle = false;			       /* sample pid 0 too */
+const volatile __u64 wakeup_bytes = 0; /* force a wakeup once this much is pending; 0 never */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22); /* resized by capture before load */
+} rb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CPA_BPF_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/*
+ * The x86-64 uapi pt_regs (bpf_user_pt_regs_t), all 8-byte slots: perf_event
+ * context reads must be 8 bytes wide, and the kernel struct has a u16/u64
+ * union for cs since FRED, so the stable uapi layout is the safe view.
+ */
+struct cpa_uapi_regs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs,
+		flags, sp, ss;
+};
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline bool comm_match(const char *c)
+{
+	for (int i = 0; i < CPA_BPF_COMM_LEN; i++) {
+		if (c[i] != comm_filter[i])
+			return false;
+		if (!c[i])
+			return true;
+	}
+	return true;
+}
+
+/* Thread comm or group-leader comm matches the filter (or there is none). */
+static __always_inline bool task_wanted(struct task_struct *task, __u32 tgid, const char *comm)
+{
+	char pcomm[CPA_BPF_COMM_LEN];
+
+	if (target_tgid && tgid != target_tgid)
+		return false;
+	if (!filter_comm || comm_match(comm))
+		return true;
+	BPF_CORE_READ_STR_INTO(&pcomm, task, group_leader, comm);
+	return comm_match(pcomm);
+}
+
+static __always_inline __u64 submit_flags(void)
+{
+	/* A wakeup costs ~5 us here; capture polls on a deadline instead and
+	 * only needs a nudge when the buffer is filling up faster than that. */
+	if (wakeup_bytes && bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+/*
+ * Copy up to stack_size bytes from sp upward, page by page: the first chunk
+ * ends at sp's page boundary, the next ones are whole pages. A failing page
+ * ends the copy, so the top of a short stack (or a stack whose next page is
+ * not mapped) still yields everything below it.
+ */
+static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp)
+{
+	/* 64-bit throughout: u32 arithmetic leaves the verifier sign doubts. */
+	__u64 off = 0, len, rem, addr = sp;
+
+	for (int i = 0; i < CPA_BPF_MAX_STACK / CPA_BPF_PAGE + 1; i++) {
+		if (off >= stack_size)
+			break;
+		len = CPA_BPF_PAGE - (addr & (CPA_BPF_PAGE - 1));
+		rem = stack_size - off;
+		if (len > rem)
+			len = rem;
+		/* Explicit bounds for the verifier, checked on the very
+		 * registers used below: off < stack_size and len <= one page,
+		 * and the reservation has a page of slack past stack_size. */
+		barrier_var(len);
+		barrier_var(off);
+		if (len > CPA_BPF_PAGE || off >= stack_size)
+			break;
+		if (bpf_probe_read_user(s->stack + off, len, (const void *)addr))
+			break;
+		off += len;
+		addr += len;
+	}
+	return (__u32)off;
+}
+
+static __always_inline void read_user_regs(struct cpa_bpf_sample *s, struct task_struct *task,
+					   const struct cpa_uapi_regs *ir, bool in_user)
+{
+	if (in_user) {
+		s->regs.ip = ir->ip;
+		s->regs.sp = ir->sp;
+		s->regs.bp = ir->bp;
+		s->regs.bx = ir->bx;
+		s->regs.r12 = ir->r12;
+		s->regs.r13 = ir->r13;
+		s->regs.r14 = ir->r14;
+		s->regs.r15 = ir->r15;
+	} else {
+		/* In a syscall or interrupt: the user context saved at entry. */
+		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(task);
+
+		s->regs.ip = BPF_CORE_READ(ur, ip);
+		s->regs.sp = BPF_CORE_READ(ur, sp);
+		s->regs.bp = BPF_CORE_READ(ur, bp);
+		s->regs.bx = BPF_CORE_READ(ur, bx);
+		s->regs.r12 = BPF_CORE_READ(ur, r12);
+		s->regs.r13 = BPF_CORE_READ(ur, r13);
+		s->regs.r14 = BPF_CORE_READ(ur, r14);
+		s->regs.r15 = BPF_CORE_READ(ur, r15);
+	}
+}
+
+SEC("perf_event")
+int cpa_on_cpu(struct bpf_perf_event_data *ctx)
+{
+	const struct cpa_uapi_regs *ir = (const struct cpa_uapi_regs *)&ctx->regs;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct task_struct *task;
+	struct cpa_bpf_sample *s;
+	char comm[CPA_BPF_COMM_LEN];
+	bool in_user, kthread;
+	__u32 flags = 0;
+
+	if (tid == 0 && !with_idle)
+		return 0;
+	task = bpf_get_current_task_btf();
+	bpf_get_current_comm(comm, sizeof(comm));
+	if (!task_wanted(task, tgid, comm)) {
+		stat_inc(CPA_BPF_STAT_FILTERED);
+		return 0;
+	}
+
+	s = bpf_ringbuf_reserve(&rb, rec_size, 0);
+	if (!s) {
+		stat_inc(CPA_BPF_STAT_RB_LOST);
+		return 0;
+	}
+
+	in_user = (ir->cs & 3) == 3;
+	kthread = tid == 0 || (task->flags & PF_KTHREAD);
+	s->type = CPA_BPF_REC_SAMPLE;
+	s->time_ns = bpf_ktime_get_boot_ns();
+	s->cgroup_id = bpf_get_current_cgroup_id();
+	s->pid = tgid;
+	s->tid = tid;
+	s->cpu = bpf_get_smp_processor_id();
+	__builtin_memcpy(s->comm, comm, sizeof(comm));
+	BPF_CORE_READ_STR_INTO(&s->pcomm, task, group_leader, comm);
+
+	if (!in_user) {
+		flags |= CPA_BPF_F_IN_KERNEL;
+		s->kstack_len = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);
+	} else {
+		s->kstack_len = 0;
+	}
+
+	s->ufp_len = 0;
+	s->stack_len = 0;
+	__builtin_memset(&s->regs, 0, sizeof(s->regs));
+	if (kthread) {
+		flags |= CPA_BPF_F_KERNEL_THREAD;
+	} else if (!kernel_only) {
+		read_user_regs(s, task, ir, in_user);
+		flags |= CPA_BPF_F_USER_REGS;
+		s->ufp_len = bpf_get_stack(ctx, s->ufp, sizeof(s->ufp), BPF_F_USER_STACK);
+		if (stack_size) {
+			s->stack_len = copy_ustack(s, s->regs.sp);
+			if (s->stack_len == 0) {
+				flags |= CPA_BPF_F_NO_USTACK;
+				stat_inc(CPA_BPF_STAT_NO_USTACK);
+			} else if (s->stack_len < stack_size) {
+				flags |= CPA_BPF_F_USTACK_TRUNC;
+				stat_inc(CPA_BPF_STAT_USTACK_TRUNC);
+			}
+		}
+	}
+	s->flags = flags;
+	bpf_ringbuf_submit(s, submit_flags());
+	return 0;
+}
+
+static __always_inline int emit_task(struct task_struct *p, __u32 kind)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct cpa_bpf_task *t;
+	char comm[CPA_BPF_COMM_LEN];
+
+	if (BPF_CORE_READ(p, flags) & PF_KTHREAD)
+		return 0;
+	BPF_CORE_READ_STR_INTO(&comm, p, comm);
+	if (!task_wanted(p, tgid, comm))
+		return 0;
+	t = bpf_ringbuf_reserve(&rb, sizeof(*t), 0);
+	if (!t) {
+		stat_inc(CPA_BPF_STAT_TASK_LOST);
+		return 0;
+	}
+	t->type = CPA_BPF_REC_TASK;
+	t->kind = kind;
+	t->time_ns = bpf_ktime_get_boot_ns();
+	t->pid = tgid;
+	t->tid = BPF_CORE_READ(p, pid);
+	__builtin_memcpy(t->comm, comm, sizeof(comm));
+	bpf_ringbuf_submit(t, submit_flags());
+	return 0;
+}
+
+/* comm is already the new image's name here (set in begin_new_exec). */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(cpa_exec, struct task_struct *p)
+{
+	return emit_task(p, CPA_BPF_TASK_EXEC);
+}
+
+/*
+ * Every exiting thread passes here; the process is gone for unwindd only
+ * when the last one leaves. do_exit() decrements signal->live before the
+ * tracepoint on every kernel we support, so 0 means "last thread".
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(cpa_exit, struct task_struct *p)
+{
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	return emit_task(p, CPA_BPF_TASK_EXIT);
+}

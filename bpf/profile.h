@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: (MIT OR GPL-2.0) */
+/*
+ * The BPF <-> capture contract: the records profile.bpf.c puts in its BPF ring
+ * buffer and the statistics it keeps. Included by BPF C (after vmlinux.h) and
+ * by user C. Fixed-width types only, explicit padding, sizes asserted.
+ *
+ * One BPF ring buffer carries two record types, told apart by the first u32:
+ *
+ *   struct cpa_bpf_sample  (CPA_BPF_REC_SAMPLE), reserved at a fixed size:
+ *	+0	header (type, flags, time, ids, lengths, comms, user regs)
+ *	+144	u64 kstack[CPA_BPF_MAX_KSTACK]	kernel return addresses, leaf first
+ *	+1160	u64 ufp[CPA_BPF_MAX_UFP]	user frame-pointer chain, leaf first
+ *	+2176	u8  stack[stack_size + CPA_BPF_PAGE]	user stack bytes from regs.sp up
+ *
+ *   The stack area has one page of slack because the first chunk ends at the
+ *   page boundary above sp (variable length) and the verifier can only bound
+ *   offset and length separately. Only kstack_len/ufp_len/stack_len bytes of
+ *   each area are meaningful.
+ *
+ *   struct cpa_bpf_task (CPA_BPF_REC_TASK): exec, or exit of a thread group.
+ */
+#ifndef CPA_BPF_PROFILE_H
+#define CPA_BPF_PROFILE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define CPA_BPF_COMM_LEN   16
+#define CPA_BPF_MAX_KSTACK 127
+#define CPA_BPF_MAX_UFP	   127
+#define CPA_BPF_PAGE	   4096
+#define CPA_BPF_MAX_STACK  65536 /* largest stack_size knob */
+
+enum cpa_bpf_rec_type {
+	CPA_BPF_REC_SAMPLE = 1,
+	CPA_BPF_REC_TASK = 2,
+};
+
+/* Sample flags the BPF side sets; same bit values as enum cpa_sample_flag. */
+enum cpa_bpf_sample_flag {
+	CPA_BPF_F_USER_REGS = 1u << 0,	   /* regs hold the user context */
+	CPA_BPF_F_IN_KERNEL = 1u << 1,	   /* the sample interrupted kernel code */
+	CPA_BPF_F_USTACK_TRUNC = 1u << 2,  /* a page failed before stack_size bytes */
+	CPA_BPF_F_NO_USTACK = 1u << 4,	   /* no user stack byte could be read (or refused) */
+	CPA_BPF_F_KERNEL_THREAD = 1u << 6, /* no user part by nature */
+};
+
+enum cpa_bpf_task_kind {
+	CPA_BPF_TASK_EXEC = 1,
+	CPA_BPF_TASK_EXIT = 2, /* last thread of the group is exiting */
+};
+
+/* Per-CPU statistics (BPF_MAP_TYPE_PERCPU_ARRAY "stats", one u64 per slot). */
+enum cpa_bpf_stat {
+	CPA_BPF_STAT_RB_LOST,	   /* sample not recorded: ring buffer full */
+	CPA_BPF_STAT_TASK_LOST,	   /* task event not recorded: ring buffer full */
+	CPA_BPF_STAT_FILTERED,	   /* sample dropped by the pid/comm filters */
+	CPA_BPF_STAT_NO_USTACK,	   /* user stack copy failed (first page unreadable) */
+	CPA_BPF_STAT_USTACK_TRUNC, /* user stack copy stopped early at an unreadable page */
+	CPA_BPF_STAT_MAX,
+};
+
+struct cpa_bpf_regs {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u64 bx;
+	__u64 r12;
+	__u64 r13;
+	__u64 r14;
+	__u64 r15;
+};
+
+struct cpa_bpf_sample {
+	__u32 type;    /* CPA_BPF_REC_SAMPLE */
+	__u32 flags;   /* enum cpa_bpf_sample_flag */
+	__u64 time_ns; /* bpf_ktime_get_boot_ns() */
+	__u64 cgroup_id;
+	__u32 pid; /* tgid */
+	__u32 tid;
+	__u32 cpu;
+	__s32 kstack_len; /* bytes in kstack, or -errno from bpf_get_stack */
+	__s32 ufp_len;	  /* bytes in ufp, or -errno */
+	__u32 stack_len;  /* bytes in stack */
+	char comm[CPA_BPF_COMM_LEN];
+	char pcomm[CPA_BPF_COMM_LEN];
+	struct cpa_bpf_regs regs;
+	__u64 kstack[CPA_BPF_MAX_KSTACK];
+	__u64 ufp[CPA_BPF_MAX_UFP];
+	__u8 stack[]; /* stack_size + CPA_BPF_PAGE bytes reserved */
+};
+
+struct cpa_bpf_task {
+	__u32 type; /* CPA_BPF_REC_TASK */
+	__u32 kind; /* enum cpa_bpf_task_kind */
+	__u64 time_ns;
+	__u32 pid;
+	__u32 tid;
+	char comm[CPA_BPF_COMM_LEN];
+};
+
+_Static_assert(sizeof(struct cpa_bpf_regs) == 64, "cpa_bpf_regs layout");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, regs) == 80, "cpa_bpf_sample regs");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 144, "cpa_bpf_sample kstack");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1160, "cpa_bpf_sample ufp");
+_Static_assert(sizeof(struct cpa_bpf_sample) == 2176, "cpa_bpf_sample fixed part");
+_Static_assert(sizeof(struct cpa_bpf_task) == 40, "cpa_bpf_task layout");
+
+/* Bytes one sample reserves in the BPF ring buffer for a given stack_size. */
+static inline __u32 cpa_bpf_sample_size(__u32 stack_size)
+{
+	return (__u32)sizeof(struct cpa_bpf_sample) + (stack_size ? stack_size + CPA_BPF_PAGE : 0);
+}
+
+#endif /* CPA_BPF_PROFILE_H */

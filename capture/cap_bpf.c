@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+#include "cap_bpf.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "common/log.h"
+#include "common/macro.h"
+#include "profile.skel.h"
+
+struct cap_bpf {
+	struct profile_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links; /* one per CPU; each owns its perf event fd */
+	unsigned int n_links;
+	cap_bpf_record_fn fn;
+	void *ctx;
+	int nr_possible;
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	_cleanup_free_ char *msg = NULL;
+	size_t n;
+
+	if (level != LIBBPF_WARN && !log_enabled(LOG_LVL_DEBUG))
+		return 0;
+	/* Verifier logs arrive as one big multi-line message. */
+	if (vasprintf(&msg, fmt, ap) < 0)
+		return 0;
+	/* One log line per line: a verifier log is thousands of them. */
+	for (char *line = msg, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		n = strlen(line);
+		if (level == LIBBPF_WARN)
+			log_warn("libbpf: %.*s", (int)n, line);
+		else
+			log_debug("libbpf: %.*s", (int)n, line);
+	}
+	return 0;
+}
+
+/* One clear line per libbpf failure; libbpf's own detail went out above. */
+static int bpf_fail(int r, const char *what)
+{
+	if (r == -EPERM || r == -EACCES)
+		return log_error_errno(
+			r, "%s: %m (needs root: CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN)", what);
+	if (r == -ENOENT || r == -ESRCH)
+		return log_error_errno(r, "%s: %m (kernel BTF missing? try --btf_path)", what);
+	return log_error_errno(r, "%s: %m", what);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct cap_bpf *b = ctx;
+
+	return b->fn(b->ctx, data, size);
+}
+
+uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stack_size)
+{
+	/* Half a second of samples from every CPU: five poll deadlines of slack. */
+	uint64_t rec = cpa_bpf_sample_size(stack_size) + 8;
+	uint64_t want = (uint64_t)nr_cpus * freq * rec / 2;
+	uint64_t sz = 1u << 20;
+
+	while (sz < want && sz < (64u << 20))
+		sz <<= 1;
+	return (uint32_t)sz;
+}
+
+int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
+		  struct cap_bpf **ret)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo);
+	struct cap_bpf *b;
+	int r;
+
+	libbpf_set_print(libbpf_print);
+	if (o->btf_path && o->btf_path[0])
+		oo.btf_custom_path = o->btf_path;
+
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->fn = fn;
+	b->ctx = ctx;
+	b->nr_possible = libbpf_num_possible_cpus();
+	if (b->nr_possible <= 0) {
+		r = bpf_fail(b->nr_possible ? b->nr_possible : -EINVAL, "count possible CPUs");
+		goto out_free;
+	}
+
+	b->skel = profile_bpf__open_opts(&oo);
+	if (!b->skel) {
+		r = bpf_fail(-errno, "open BPF object");
+		goto out_free;
+	}
+
+	b->skel->rodata->target_tgid = o->target_tgid;
+	if (o->comm && o->comm[0]) {
+		b->skel->rodata->filter_comm = true;
+		strncpy((char *)b->skel->rodata->comm_filter, o->comm, CPA_BPF_COMM_LEN - 1);
+	}
+	b->skel->rodata->stack_size = o->kernel_only ? 0 : o->stack_size;
+	b->skel->rodata->rec_size = cpa_bpf_sample_size(b->skel->rodata->stack_size);
+	b->skel->rodata->kernel_only = o->kernel_only;
+	b->skel->rodata->with_idle = o->with_idle;
+	b->skel->rodata->wakeup_bytes = o->ringbuf_size / 2;
+	r = bpf_map__set_max_entries(b->skel->maps.rb, o->ringbuf_size);
+	if (r < 0) {
+		r = bpf_fail(r, "size BPF ring buffer");
+		goto out_free;
+	}
+
+	r = profile_bpf__load(b->skel);
+	if (r < 0) {
+		r = bpf_fail(r, "load BPF programs (verifier output above)");
+		goto out_free;
+	}
+
+	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.rb), on_record, b, NULL);
+	if (!b->rb) {
+		r = bpf_fail(-errno, "map BPF ring buffer");
+		goto out_free;
+	}
+	*ret = b;
+	return 0;
+
+out_free:
+	cap_bpf__free(b);
+	return r;
+}
+
+static int perf_open_cpu_clock(unsigned int cpu, uint32_t freq)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_freq = freq,
+		.freq = 1,
+	};
+	int fd = (int)syscall(__NR_perf_event_open, &attr, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int cap_bpf__attach(struct cap_bpf *b, const unsigned int *cpus, unsigned int n, uint32_t freq)
+{
+	int r;
+
+	b->links = calloc(n, sizeof(*b->links));
+	if (!b->links)
+		return -ENOMEM;
+
+	/* Task events first: an exec must not be missed between the first
+	 * sample of the new image and the tracepoint going live. */
+	r = profile_bpf__attach(b->skel);
+	if (r < 0)
+		return bpf_fail(r, "attach exec/exit tracepoints");
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct bpf_link *link;
+		int fd = perf_open_cpu_clock(cpus[i], freq);
+
+		if (fd == -ENODEV) /* went offline since we read the list */
+			continue;
+		if (fd == -EINVAL)
+			return log_error_errno(fd,
+					       "perf_event_open cpu-clock cpu %u at %u Hz: %m "
+					       "(above kernel.perf_event_max_sample_rate?)",
+					       cpus[i], freq);
+		if (fd < 0)
+			return log_error_errno(fd, "perf_event_open cpu-clock cpu %u: %m", cpus[i]);
+		link = bpf_program__attach_perf_event(b->skel->progs.cpa_on_cpu, fd);
+		if (!link) {
+			r = -errno;
+			close(fd);
+			return bpf_fail(r, "attach BPF program to cpu-clock");
+		}
+		b->links[b->n_links++] = link;
+	}
+	if (!b->n_links)
+		return log_error_errno(-ENODEV, "no online CPU to sample");
+	return 0;
+}
+
+int cap_bpf__poll(struct cap_bpf *b, int timeout_ms)
+{
+	int r, n;
+
+	/* Records are submitted without wakeups: epoll only fires when the
+	 * BPF side forced one past the watermark, so consume either way. */
+	r = ring_buffer__poll(b->rb, timeout_ms);
+	if (r < 0 && r != -EINTR)
+		return r;
+	n = ring_buffer__consume(b->rb);
+	if (n < 0)
+		return n;
+	if (r == -EINTR)
+		return -EINTR;
+	return r + n;
+}
+
+void cap_bpf__detach(struct cap_bpf *b)
+{
+	for (unsigned int i = 0; i < b->n_links; i++)
+		bpf_link__destroy(b->links[i]);
+	b->n_links = 0;
+	profile_bpf__detach(b->skel);
+}
+
+int cap_bpf__read_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_STAT_MAX])
+{
+	_cleanup_free_ uint64_t *vals = calloc((size_t)b->nr_possible, sizeof(uint64_t));
+	int fd = bpf_map__fd(b->skel->maps.stats);
+
+	if (!vals)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < CPA_BPF_STAT_MAX; k++) {
+		if (bpf_map_lookup_elem(fd, &k, vals) < 0)
+			return -errno;
+		ret[k] = 0;
+		for (int c = 0; c < b->nr_possible; c++)
+			ret[k] += vals[c];
+	}
+	return 0;
+}
+
+uint32_t cap_bpf__prog_id(const struct cap_bpf *b)
+{
+	struct bpf_prog_info info = {};
+	uint32_t len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(b->skel->progs.cpa_on_cpu), &info, &len) < 0)
+		return 0;
+	return info.id;
+}
+
+void cap_bpf__free(struct cap_bpf *b)
+{
+	if (!b)
+		return;
+	if (b->skel)
+		cap_bpf__detach(b);
+	free(b->links);
+	ring_buffer__free(b->rb);
+	profile_bpf__destroy(b->skel);
+	free(b);
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The BPF backend of capture: load bpf/profile.bpf.c, open one cpu-clock
+ * perf event per online CPU, attach, and hand every ring buffer record to a
+ * callback. libbpf errors are translated here, once, into log lines.
+ */
+#ifndef CPA_CAPTURE_CAP_BPF_H
+#define CPA_CAPTURE_CAP_BPF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf/profile.h"
+
+struct cap_bpf;
+
+struct cap_bpf_opts {
+	uint32_t target_tgid; /* 0 = all */
+	const char *comm;     /* NULL or "" = all */
+	uint32_t stack_size;  /* 0 = no user stack copy */
+	bool kernel_only;
+	bool with_idle;
+	const char *btf_path;  /* NULL or "" = the running kernel's */
+	uint32_t ringbuf_size; /* power of two, multiple of the page size */
+};
+
+/* Returns 0 to go on, < 0 to stop consuming (that error is returned). */
+typedef int (*cap_bpf_record_fn)(void *ctx, const void *data, size_t size);
+
+/* Open, set knobs, load. */
+int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
+		  struct cap_bpf **ret);
+/* One cpu-clock event per CPU at freq Hz, the program attached to each,
+ * plus the exec/exit tracepoints. */
+int cap_bpf__attach(struct cap_bpf *b, const unsigned int *cpus, unsigned int n, uint32_t freq);
+/* Sleep up to timeout_ms for a forced wakeup, then consume what is there.
+ * Returns records consumed, -EINTR, or the callback's error. */
+int cap_bpf__poll(struct cap_bpf *b, int timeout_ms);
+/* Detach everything: no new records after this returns. */
+void cap_bpf__detach(struct cap_bpf *b);
+/* Sum of each CPA_BPF_STAT_* slot over all CPUs. */
+int cap_bpf__read_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_STAT_MAX]);
+/* The program's bpf_prog id (for bpftool prog show). */
+uint32_t cap_bpf__prog_id(const struct cap_bpf *b);
+void cap_bpf__free(struct cap_bpf *b);
+
+/* Ring buffer size for nr_cpus CPUs sampling at freq with stack_size copies. */
+uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stack_size);
+
+#endif /* CPA_CAPTURE_CAP_BPF_H */

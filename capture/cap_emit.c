@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: MIT
+#include "cap_emit.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "bpf/profile.h"
+#include "common/macro.h"
+#include "shm/arena.h"
+#include "shm/counters.h"
+#include "shm/records.h"
+
+_Static_assert(CPA_BPF_COMM_LEN == CPA_COMM_LEN, "comm sizes agree");
+_Static_assert(CPA_BPF_MAX_KSTACK == CPA_MAX_KSTACK, "kernel stack depth agrees");
+_Static_assert(CPA_BPF_MAX_UFP == CPA_MAX_UFRAMES, "user FP depth agrees");
+_Static_assert(CPA_BPF_MAX_STACK == CPA_MAX_STACK_COPY, "stack copy limit agrees");
+_Static_assert((int)CPA_BPF_F_USER_REGS == (int)CPA_SF_USER_REGS &&
+		       (int)CPA_BPF_F_IN_KERNEL == (int)CPA_SF_IN_KERNEL &&
+		       (int)CPA_BPF_F_USTACK_TRUNC == (int)CPA_SF_USTACK_TRUNC &&
+		       (int)CPA_BPF_F_NO_USTACK == (int)CPA_SF_NO_USTACK &&
+		       (int)CPA_BPF_F_KERNEL_THREAD == (int)CPA_SF_KERNEL_THREAD,
+	       "BPF sample flags are cpa_sample flags");
+_Static_assert(sizeof(struct cpa_bpf_regs) == sizeof(struct cpa_user_regs), "user regs agree");
+
+#define CAP_BPF_FLAGS_MASK                                                    \
+	(CPA_BPF_F_USER_REGS | CPA_BPF_F_IN_KERNEL | CPA_BPF_F_USTACK_TRUNC | \
+	 CPA_BPF_F_NO_USTACK | CPA_BPF_F_KERNEL_THREAD)
+
+static const unsigned int loss_reason[CAP_LOSS_MAX] = {
+	[CAP_LOSS_RING_FULL] = SHM_CNT_DROP_RING_FULL,
+	[CAP_LOSS_BPF_RB] = CAP_CNT_BPF_RB_LOST,
+};
+
+uint64_t cap_now_ns(int clock_id)
+{
+	struct timespec ts;
+
+	clock_gettime(clock_id, &ts);
+	return (uint64_t)ts.tv_sec * CAP_NSEC + (uint64_t)ts.tv_nsec;
+}
+
+void cap_clock__update(struct cap_clock *c)
+{
+	/* Sandwich the realtime read between two boot-time reads: the midpoint
+	 * is the best estimate of "the same instant" on both clocks. */
+	uint64_t b0 = cap_now_ns(CLOCK_BOOTTIME);
+	uint64_t r = cap_now_ns(CLOCK_REALTIME);
+	uint64_t b1 = cap_now_ns(CLOCK_BOOTTIME);
+
+	c->boot_to_real_ns = (int64_t)(r - (b0 + (b1 - b0) / 2));
+}
+
+int cap_emit__init(struct cap_emit *e, struct shm_ring_prod *ring, struct shm_stage *st,
+		   uint32_t generation, uint32_t stack_max)
+{
+	if (!ring || !st || stack_max > CPA_MAX_STACK_COPY)
+		return -EINVAL;
+	memset(e, 0, sizeof(*e));
+	e->ring = ring;
+	e->st = st;
+	e->seq_hi = (uint64_t)generation << CAP_SEQ_COUNTER_BITS;
+	e->stack_max = stack_max;
+	cap_clock__update(&e->clock);
+	return 0;
+}
+
+/* Checked before a reservation, so a record is never reserved without a seq. */
+static bool seq_exhausted(const struct cap_emit *e)
+{
+	/* The counter must not spill into the generation bits: the next
+	 * generation (a restart) is what keeps seq growing past this. */
+	return e->seq_last + 1 >= (1ull << CAP_SEQ_COUNTER_BITS);
+}
+
+static uint64_t seq_next(struct cap_emit *e)
+{
+	return e->seq_hi | ++e->seq_last;
+}
+
+/* Reserve in ring 0; the caller counts a failure. */
+static int out_reserve(struct cap_emit *e, uint32_t len, uint16_t type, void **ret)
+{
+	int r = shm_ring__reserve_sp(e->ring, len, type, ret);
+
+	if (r < 0)
+		return r;
+	e->batch_recs++;
+	e->batch_bytes += len;
+	return 0;
+}
+
+static void out_maybe_commit(struct cap_emit *e)
+{
+	/* A long batch (a backlog after a stall) is published in slices so the
+	 * consumer can start on it and free space while we go on. */
+	if (e->batch_recs >= CAP_COMMIT_BATCH)
+		cap_emit__commit(e);
+}
+
+void cap_emit__commit(struct cap_emit *e)
+{
+	if (!e->batch_recs)
+		return;
+	shm_ring__commit_sp(e->ring);
+	shm_stage__cnt_add(e->st, SHM_CNT_OUT, e->batch_recs);
+	shm_stage__cnt_add(e->st, SHM_CNT_BYTES_OUT, e->batch_bytes);
+	e->batch_recs = 0;
+	e->batch_bytes = 0;
+}
+
+void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n, uint64_t time_ns)
+{
+	struct cap_loss_pending *l = &e->loss[slot];
+
+	if (!n)
+		return;
+	if (!l->count)
+		l->time_ns = time_ns;
+	l->count += n;
+}
+
+int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
+{
+	int left = 0;
+
+	for (unsigned int i = 0; i < CAP_LOSS_MAX; i++) {
+		struct cap_loss_pending *l = &e->loss[i];
+		struct cpa_loss *rec;
+
+		if (!l->count)
+			continue;
+		if (!force && l->last_emit_ns &&
+		    now_real_ns - l->last_emit_ns < CAP_LOSS_INTERVAL_NS) {
+			left++;
+			continue;
+		}
+		if (seq_exhausted(e))
+			return -EOVERFLOW;
+		if (out_reserve(e, sizeof(*rec), CPA_REC_LOSS, (void **)&rec) < 0) {
+			left++;
+			continue;
+		}
+		*rec = (struct cpa_loss){
+			.seq = seq_next(e),
+			.time_ns = l->time_ns,
+			.count = l->count,
+			.weight = l->count,
+			.stage = SHM_STAGE_CAPTURE,
+			.reason = loss_reason[i],
+			.kind = CPA_KIND_ONCPU,
+		};
+		l->count = 0;
+		l->last_emit_ns = now_real_ns;
+	}
+	out_maybe_commit(e);
+	return left;
+}
+
+static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size_t size)
+{
+	uint32_t nk = 0, nu = 0, slen = bs->stack_len, len;
+	uint16_t flags = (uint16_t)(bs->flags & CAP_BPF_FLAGS_MASK);
+	uint64_t time_ns = cap_clock__to_real(&e->clock, bs->time_ns);
+	struct cpa_sample *s;
+	uint8_t *p;
+	int r;
+
+	/* The kernel wrote it, but it crossed a boundary: check before trusting. */
+	if (seq_exhausted(e))
+		return -EOVERFLOW;
+	if (slen > e->stack_max || size < sizeof(*bs) + slen) {
+		shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
+		return 0;
+	}
+	if (bs->kstack_len > 0)
+		nk = MIN((uint32_t)bs->kstack_len / 8, CPA_MAX_KSTACK);
+	else if (bs->kstack_len < 0 && (flags & CPA_SF_IN_KERNEL))
+		flags |= CPA_SF_KSTACK_ERR;
+	if (bs->ufp_len > 0)
+		nu = MIN((uint32_t)bs->ufp_len / 8, CPA_MAX_UFRAMES);
+	if (e->ustack_refused && (flags & CPA_SF_USER_REGS)) {
+		flags |= CPA_SF_NO_USTACK;
+		shm_stage__cnt_add(e->st, CAP_CNT_BPF_NO_USTACK, 1);
+	}
+
+	len = (uint32_t)sizeof(*s) + 8 * (nk + nu);
+	r = out_reserve(e, len + slen, CPA_REC_SAMPLE, (void **)&s);
+	if (r < 0 && slen) {
+		/* Nearly full: keep what unwinding cannot live without (kernel
+		 * stack, FP chain, registers) and drop the bulky copy. */
+		r = out_reserve(e, len, CPA_REC_SAMPLE, (void **)&s);
+		if (r == 0) {
+			slen = 0;
+			flags |= CPA_SF_DEGRADED;
+			shm_stage__cnt_add(e->st, SHM_CNT_DEGRADED, 1);
+		}
+	}
+	if (r < 0) {
+		shm_stage__cnt_add(e->st, SHM_CNT_DROP_RING_FULL, 1);
+		cap_emit__loss_add(e, CAP_LOSS_RING_FULL, 1, time_ns);
+		return 0;
+	}
+
+	memset(s, 0, sizeof(*s));
+	s->seq = seq_next(e);
+	s->time_ns = time_ns;
+	s->cgroup_id = bs->cgroup_id;
+	s->weight = 1;
+	s->pid = bs->pid;
+	s->tid = bs->tid;
+	s->cpu = bs->cpu;
+	s->kind = CPA_KIND_ONCPU;
+	s->flags = flags;
+	memcpy(s->comm, bs->comm, CPA_COMM_LEN);
+	memcpy(s->pcomm, bs->pcomm, CPA_COMM_LEN);
+	s->comm[CPA_COMM_LEN - 1] = '\0';
+	s->pcomm[CPA_COMM_LEN - 1] = '\0';
+	memcpy(&s->regs, &bs->regs, sizeof(s->regs));
+	s->stack_sp = bs->regs.sp;
+	s->n_kstack = (uint16_t)nk;
+	s->n_ufp = (uint16_t)nu;
+	s->stack_len = slen;
+
+	p = (uint8_t *)(s + 1);
+	memcpy(p, bs->kstack, 8ull * nk);
+	p += 8ull * nk;
+	memcpy(p, bs->ufp, 8ull * nu);
+	p += 8ull * nu;
+	if (slen) {
+		memcpy(p, bs->stack, slen);
+		shm_stage__cnt_add(e->st, CAP_CNT_USTACK_BYTES, slen);
+	}
+	out_maybe_commit(e);
+	return 0;
+}
+
+static int emit_task(struct cap_emit *e, const struct cpa_bpf_task *bt)
+{
+	struct cpa_task_event *t;
+
+	if (seq_exhausted(e))
+		return -EOVERFLOW;
+	if (bt->kind != CPA_BPF_TASK_EXEC && bt->kind != CPA_BPF_TASK_EXIT) {
+		shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
+		return 0;
+	}
+	/* Not a sample: counted as a drop, but no LOSS record (that would
+	 * show up as lost samples in the profile). */
+	if (out_reserve(e, sizeof(*t), CPA_REC_TASK, (void **)&t) < 0) {
+		shm_stage__cnt_add(e->st, SHM_CNT_DROP_RING_FULL, 1);
+		return 0;
+	}
+	memset(t, 0, sizeof(*t));
+	t->seq = seq_next(e);
+	t->time_ns = cap_clock__to_real(&e->clock, bt->time_ns);
+	t->pid = bt->pid;
+	t->tid = bt->tid;
+	t->kind = bt->kind == CPA_BPF_TASK_EXEC ? CPA_TASK_EXEC : CPA_TASK_EXIT;
+	memcpy(t->comm, bt->comm, CPA_COMM_LEN);
+	t->comm[CPA_COMM_LEN - 1] = '\0';
+	shm_stage__cnt_add(e->st, CAP_CNT_TASK_EVENTS, 1);
+	out_maybe_commit(e);
+	return 0;
+}
+
+int cap_emit__record(struct cap_emit *e, const void *data, size_t size)
+{
+	uint32_t type;
+
+	shm_stage__cnt_add(e->st, SHM_CNT_IN, 1);
+	shm_stage__cnt_add(e->st, SHM_CNT_BYTES_IN, size);
+	if (size < sizeof(type)) {
+		shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
+		return 0;
+	}
+	memcpy(&type, data, sizeof(type));
+	if (type == CPA_BPF_REC_SAMPLE && size >= sizeof(struct cpa_bpf_sample)) {
+		shm_stage__cnt_add(e->st, CAP_CNT_SAMPLES, 1);
+		return emit_sample(e, data, size);
+	}
+	if (type == CPA_BPF_REC_TASK && size >= sizeof(struct cpa_bpf_task))
+		return emit_task(e, data);
+	shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
+	return 0;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * capture's output side: turn BPF ring buffer records into ring 0 records
+ * (shm/records.h), number them, degrade or drop them when ring 0 is full, and
+ * report every drop downstream as aggregated CPA_REC_LOSS records.
+ *
+ * No BPF and no syscalls besides clock_gettime here, so the unit test drives
+ * it with hand-made records against a real arena.
+ */
+#ifndef CPA_CAPTURE_CAP_EMIT_H
+#define CPA_CAPTURE_CAP_EMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/ring.h"
+#include "shm/stage.h"
+
+#define CAP_SEQ_COUNTER_BITS 40
+#define CAP_NSEC	     1000000000ull
+#define CAP_LOSS_INTERVAL_NS CAP_NSEC /* at most one LOSS record per reason per second */
+#define CAP_COMMIT_BATCH     256      /* records per commit inside one long poll batch */
+
+/* Boot-time (what BPF stamps) to CLOCK_REALTIME, recomputed every second so
+ * that a stepped wall clock is followed within a second. */
+struct cap_clock {
+	int64_t boot_to_real_ns;
+};
+
+void cap_clock__update(struct cap_clock *c);
+
+static inline uint64_t cap_clock__to_real(const struct cap_clock *c, uint64_t boot_ns)
+{
+	return (uint64_t)((int64_t)boot_ns + c->boot_to_real_ns);
+}
+
+uint64_t cap_now_ns(int clock_id);
+
+/* Why samples were lost; one pending LOSS aggregate per slot. */
+enum cap_loss_slot {
+	CAP_LOSS_RING_FULL, /* ring 0 full: SHM_CNT_DROP_RING_FULL */
+	CAP_LOSS_BPF_RB,    /* BPF ring buffer full: CAP_CNT_BPF_RB_LOST */
+	CAP_LOSS_MAX,
+};
+
+struct cap_loss_pending {
+	uint64_t count;
+	uint64_t time_ns;      /* CLOCK_REALTIME of the first loss in the aggregate */
+	uint64_t last_emit_ns; /* CLOCK_REALTIME of the last LOSS record sent */
+};
+
+struct cap_emit {
+	struct shm_ring_prod *ring;
+	struct shm_stage *st;
+	uint64_t seq_hi;   /* generation << CAP_SEQ_COUNTER_BITS */
+	uint64_t seq_last; /* counter part of the last seq handed out */
+	struct cap_clock clock;
+	uint32_t stack_max;  /* stack_size asked for; longer copies are corrupt */
+	bool ustack_refused; /* user stacks wanted but refused on this kernel */
+	uint32_t batch_recs; /* reserved since the last commit */
+	uint64_t batch_bytes;
+	struct cap_loss_pending loss[CAP_LOSS_MAX];
+};
+
+int cap_emit__init(struct cap_emit *e, struct shm_ring_prod *ring, struct shm_stage *st,
+		   uint32_t generation, uint32_t stack_max);
+
+/*
+ * One record from the BPF ring buffer (struct cpa_bpf_sample or
+ * cpa_bpf_task, size bytes). Returns 0 when it was emitted, degraded,
+ * dropped or skipped as corrupt (each counted), -EOVERFLOW when the sequence
+ * space of this generation is used up (restart needed).
+ */
+int cap_emit__record(struct cap_emit *e, const void *data, size_t size);
+
+/* Count n samples lost for slot at CLOCK_REALTIME time_ns. */
+void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n, uint64_t time_ns);
+
+/*
+ * Send pending LOSS aggregates whose last record is at least a second old
+ * (all of them with force). Returns how many slots are still pending
+ * (ring 0 had no room), 0 when everything went out.
+ */
+int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force);
+
+/* Publish everything reserved so far (once per poll batch). */
+void cap_emit__commit(struct cap_emit *e);
+
+#endif /* CPA_CAPTURE_CAP_EMIT_H */

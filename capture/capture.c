@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+#include "capture.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "cap_bpf.h"
+#include "cap_emit.h"
+#include "cap_sys.h"
+#include "common/log.h"
+#include "common/macro.h"
+#include "shm/counters.h"
+#include "shm/records.h"
+
+#define CAP_STOP_LOSS_WAIT_NS (CAP_NSEC)	 /* graceful stop: wait for room for LOSS records */
+#define CAP_STOP_RETRY_NS     (10 * 1000 * 1000) /* ... re-trying every 10 ms */
+
+static volatile sig_atomic_t exit_requested;
+
+void capture__request_exit(void)
+{
+	exit_requested = 1;
+}
+
+struct capture {
+	struct cpa_config *cfg;
+	struct shm_stage *st;
+	struct shm_ring_prod ring;
+	struct cap_emit emit;
+	struct cap_bpf *bpf;
+	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
+	unsigned int cpus[CAP_MAX_CPUS];
+	unsigned int nr_cpus;
+};
+
+static int config_check(const struct cpa_config *cfg)
+{
+	if (cfg->magic != CPA_CONFIG_MAGIC || cfg->version != CPA_CONFIG_VERSION)
+		return log_error_errno(-EPROTO, "arena config: bad magic or version %u (want %u)",
+				       cfg->version, CPA_CONFIG_VERSION);
+	if (cfg->flags & CPA_CFG_OFFCPU)
+		return log_error_errno(-EOPNOTSUPP,
+				       "off-CPU sampling (--offcpu) is not supported yet");
+	if (cfg->nr_probes > 0)
+		return log_error_errno(-EOPNOTSUPP, "probes (--probe) are not supported yet");
+	if (cfg->backend == CPA_BACKEND_PERF)
+		return log_error_errno(-EOPNOTSUPP,
+				       "perf backend not supported yet: use --backend bpf");
+	if (cfg->backend != CPA_BACKEND_BPF)
+		return log_error_errno(-EINVAL, "unknown backend %u", cfg->backend);
+	if (cfg->freq == 0 || cfg->freq > 100000)
+		return log_error_errno(-EINVAL, "freq %u Hz out of range 1..100000", cfg->freq);
+	if (cfg->stack_size > CPA_MAX_STACK_COPY)
+		return log_error_errno(-EINVAL, "stack_size %u above %u", cfg->stack_size,
+				       CPA_MAX_STACK_COPY);
+	if (memchr(cfg->comm, '\0', sizeof(cfg->comm)) == NULL)
+		return log_error_errno(-EINVAL, "comm filter not NUL-terminated");
+	return 0;
+}
+
+/* The user stack copy as this kernel and this config allow it. */
+static uint32_t ustack_size(const struct cpa_config *cfg, bool *ret_refused)
+{
+	struct utsname u;
+
+	*ret_refused = false;
+	if ((cfg->flags & CPA_CFG_KERNEL_STACK_ONLY) || cfg->stack_size == 0)
+		return 0;
+	if (uname(&u) == 0 && cap_sys_ustack_copy_unsafe(u.release)) {
+		if (cfg->flags & CPA_CFG_FORCE_USTACK) {
+			log_warn(
+				"kernel %s may deadlock on NMI user reads (5.19-6.3); copying user "
+				"stacks anyway as forced",
+				u.release);
+			return cfg->stack_size;
+		}
+		log_warn("kernel %s may deadlock on NMI user reads (5.19-6.3): user stack copies "
+			 "refused, FP stacks only (override: force user stacks)",
+			 u.release);
+		*ret_refused = true;
+		return 0;
+	}
+	return cfg->stack_size;
+}
+
+static uint32_t target_tgid(const struct cpa_config *cfg)
+{
+	int tgid;
+
+	if (cfg->target_pid <= 0)
+		return 0;
+	/* --pid may name any thread; the filter works on processes. */
+	tgid = cap_sys_tgid_of(cfg->target_pid);
+	if (tgid < 0) {
+		log_warn_errno(tgid, "pid %d: %m; filtering on it as a process id",
+			       cfg->target_pid);
+		return (uint32_t)cfg->target_pid;
+	}
+	if (tgid != cfg->target_pid)
+		log_info("pid %d is a thread of process %d: sampling the process", cfg->target_pid,
+			 tgid);
+	return (uint32_t)tgid;
+}
+
+static int on_record(void *ctx, const void *data, size_t size)
+{
+	struct capture *c = ctx;
+
+	return cap_emit__record(&c->emit, data, size);
+}
+
+/* Fold the BPF side's per-CPU statistics into our counters and losses. */
+static void stats_sync(struct capture *c)
+{
+	uint64_t now[CPA_BPF_STAT_MAX], d[CPA_BPF_STAT_MAX];
+
+	if (cap_bpf__read_stats(c->bpf, now) < 0) {
+		shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
+		return;
+	}
+	for (unsigned int i = 0; i < CPA_BPF_STAT_MAX; i++) {
+		d[i] = now[i] - c->bpf_stats[i];
+		c->bpf_stats[i] = now[i];
+	}
+	shm_stage__cnt_add(c->st, CAP_CNT_BPF_RB_LOST,
+			   d[CPA_BPF_STAT_RB_LOST] + d[CPA_BPF_STAT_TASK_LOST]);
+	shm_stage__cnt_add(c->st, CAP_CNT_BPF_FILTERED, d[CPA_BPF_STAT_FILTERED]);
+	shm_stage__cnt_add(c->st, CAP_CNT_BPF_NO_USTACK, d[CPA_BPF_STAT_NO_USTACK]);
+	cap_emit__loss_add(&c->emit, CAP_LOSS_BPF_RB, d[CPA_BPF_STAT_RB_LOST],
+			   cap_now_ns(CLOCK_REALTIME));
+}
+
+static int capture_setup(struct capture *c, struct shm_arena *a)
+{
+	struct cap_bpf_opts o = {};
+	bool refused;
+	int r;
+
+	c->cfg = shm_arena__config(a);
+	r = config_check(c->cfg);
+	if (r < 0)
+		return r;
+	r = shm_arena__open_prod(a, SHM_RING_CAPTURE, &c->ring);
+	if (r < 0)
+		return log_error_errno(r, "open ring %d as producer: %m", SHM_RING_CAPTURE);
+
+	o.stack_size = ustack_size(c->cfg, &refused);
+	r = cap_emit__init(&c->emit, &c->ring, c->st, c->st->generation, o.stack_size);
+	if (r < 0)
+		return log_error_errno(r, "set up output: %m");
+	c->emit.ustack_refused = refused;
+
+	r = cap_sys_online_cpus(c->cpus, CAP_MAX_CPUS);
+	if (r < 0)
+		return log_error_errno(r, "read /sys/devices/system/cpu/online: %m");
+	c->nr_cpus = (unsigned int)r;
+
+	o.target_tgid = target_tgid(c->cfg);
+	o.comm = c->cfg->comm;
+	o.kernel_only = c->cfg->flags & CPA_CFG_KERNEL_STACK_ONLY;
+	o.with_idle = c->cfg->flags & CPA_CFG_WITH_IDLE;
+	o.btf_path = c->cfg->btf_path[0] ? c->cfg->btf_path : NULL;
+	o.ringbuf_size = cap_bpf_ringbuf_size(c->nr_cpus, c->cfg->freq, o.stack_size);
+	r = cap_bpf__open(&o, on_record, c, &c->bpf);
+	if (r < 0)
+		return r;
+	r = cap_bpf__attach(c->bpf, c->cpus, c->nr_cpus, c->cfg->freq);
+	if (r < 0)
+		return r;
+	log_info("sampling %u CPUs at %u Hz (cpu-clock), user stack copy %u bytes%s, "
+		 "BPF ring buffer %u KiB, prog id %u",
+		 c->nr_cpus, c->cfg->freq, o.stack_size,
+		 o.kernel_only ? " (kernel stacks only)" : "", o.ringbuf_size >> 10,
+		 cap_bpf__prog_id(c->bpf));
+	return 0;
+}
+
+/* Stop sampling, drain the BPF ring buffer into ring 0, flush losses. */
+static int capture_stop(struct capture *c, bool quick)
+{
+	uint64_t deadline = cap_now_ns(CLOCK_MONOTONIC) + (quick ? 0 : CAP_STOP_LOSS_WAIT_NS);
+	int r;
+
+	cap_bpf__detach(c->bpf);
+	do {
+		r = cap_bpf__poll(c->bpf, 0);
+		cap_emit__commit(&c->emit);
+	} while (r > 0);
+	if (r < 0 && r != -EINTR)
+		return log_error_errno(r, "drain BPF ring buffer: %m");
+	stats_sync(c);
+
+	/* The consumer is still running during a graceful stop: give it a
+	 * moment to make room, so the store shows what we lost. */
+	for (;;) {
+		r = cap_emit__flush_losses(&c->emit, cap_now_ns(CLOCK_REALTIME), true);
+		cap_emit__commit(&c->emit);
+		if (r <= 0 || exit_requested || cap_now_ns(CLOCK_MONOTONIC) >= deadline)
+			break;
+		shm_stage__heartbeat(c->st);
+		nanosleep(&(struct timespec){.tv_nsec = CAP_STOP_RETRY_NS}, NULL);
+	}
+	if (r < 0)
+		return log_error_errno(r, "flush loss records: %m");
+	if (r > 0)
+		log_warn("ring 0 full at exit: %d loss aggregate(s) not sent (counted)", r);
+	return 0;
+}
+
+static int capture_loop(struct capture *c)
+{
+	uint64_t next_tick = cap_now_ns(CLOCK_MONOTONIC) + CAP_NSEC;
+	int r;
+
+	while (!exit_requested && shm_stage__cmd(c->st) != SHM_CMD_STOP) {
+		uint64_t now;
+
+		shm_stage__heartbeat(c->st);
+		r = cap_bpf__poll(c->bpf, CAP_POLL_MS);
+		if (r < 0 && r != -EINTR)
+			return log_error_errno(r, "consume BPF ring buffer: %m");
+		cap_emit__commit(&c->emit);
+		shm_stage__cnt_add(c->st, SHM_CNT_WAKEUPS, 1);
+		if (r > 0)
+			shm_stage__cnt_add(c->st, SHM_CNT_BATCHES, 1);
+
+		now = cap_now_ns(CLOCK_MONOTONIC);
+		if (now >= next_tick) {
+			/* Follow wall clock steps within a second. */
+			cap_clock__update(&c->emit.clock);
+			stats_sync(c);
+			next_tick = now + CAP_NSEC;
+		}
+		r = cap_emit__flush_losses(&c->emit, cap_now_ns(CLOCK_REALTIME), false);
+		if (r < 0)
+			return log_error_errno(r, "sequence numbers of generation %u used up: %m",
+					       c->st->generation);
+		cap_emit__commit(&c->emit);
+	}
+	return 0;
+}
+
+int capture__run(struct shm_arena *a)
+{
+	_cleanup_free_ struct capture *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c)
+		return log_error_errno(-ENOMEM, "allocate capture state: %m");
+	c->st = shm_arena__stage(a, SHM_STAGE_CAPTURE);
+	shm_stage__heartbeat(c->st);
+
+	r = capture_setup(c, a);
+	if (r < 0)
+		goto out_fail;
+	shm_stage__set_state(c->st, SHM_STATE_RUNNING);
+
+	r = capture_loop(c);
+	if (r < 0)
+		goto out_fail;
+	r = capture_stop(c, exit_requested);
+	if (r < 0)
+		goto out_fail;
+	cap_bpf__free(c->bpf);
+	log_info("stopped: %" PRIu64 " samples, %" PRIu64 " records out, %" PRIu64
+		 " dropped (ring full), %" PRIu64 " degraded, %" PRIu64 " lost in BPF",
+		 shm_stage__cnt(c->st, CAP_CNT_SAMPLES), shm_stage__cnt(c->st, SHM_CNT_OUT),
+		 shm_stage__cnt(c->st, SHM_CNT_DROP_RING_FULL),
+		 shm_stage__cnt(c->st, SHM_CNT_DEGRADED),
+		 shm_stage__cnt(c->st, CAP_CNT_BPF_RB_LOST));
+	shm_stage__set_state(c->st, SHM_STATE_EXITED);
+	return 0;
+
+out_fail:
+	cap_bpf__free(c->bpf);
+	shm_stage__set_state(c->st, SHM_STATE_FAILED);
+	return r;
+}

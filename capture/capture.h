@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The capture stage: sample on-CPU stacks with BPF and feed ring 0.
+ * Lifecycle as in docs/pipeline.md; what is recorded in docs/capture.md.
+ */
+#ifndef CPA_CAPTURE_CAPTURE_H
+#define CPA_CAPTURE_CAPTURE_H
+
+#include "shm/arena.h"
+
+/* Poll deadline: how stale ring 0 may get at low rates, and the STOP latency. */
+#define CAP_POLL_MS 100
+
+/* Run until STOP or SIGTERM. Returns 0 after a clean exit (state EXITED),
+ * -errno after a failure (state FAILED). */
+int capture__run(struct shm_arena *a);
+
+/* Ask the run loop to leave quickly (from a signal handler). */
+void capture__request_exit(void);
+
+#endif /* CPA_CAPTURE_CAPTURE_H */

@@ -1,0 +1,16 @@
+# capture: unit tests of the output side (no privileges), and the BPF
+# integration test (root + BPF, else exit 77 = skipped).
+cpa_add_test(NAME test_capture
+  SOURCES test_capture.c
+  LIBS cpa_capture_core cpa_shm cpa_common
+  LABELS capture
+  TIMEOUT 60)
+
+cpa_add_test(NAME test_capture_bpf
+  SOURCES test_capture_bpf.c
+  LIBS cpa_shm cpa_common PkgConfig::LIBBPF
+  LABELS capture bpf
+  TIMEOUT 120)
+if(TARGET capture)
+  add_dependencies(test_capture_bpf capture)
+endif()

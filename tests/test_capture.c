@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: MIT
+/*
+ * capture's output side without BPF: hand-made BPF records through
+ * cap_emit into a real ring of a real arena, read back as a consumer.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpf/profile.h"
+#include "capture/cap_emit.h"
+#include "capture/cap_sys.h"
+#include "shm/arena.h"
+#include "shm/counters.h"
+#include "shm/records.h"
+
+#define GEN	  5u
+#define STACK_MAX 8192u
+#define CLOCK_OFF 1000000000000ll /* boot -> realtime offset used by the tests */
+
+struct fix {
+	struct shm_arena *a;
+	struct shm_stage *st;
+	struct shm_ring_prod prod;
+	struct shm_ring_cons cons;
+	struct cap_emit e;
+};
+
+/* Ring 0 of ring_size data bytes, positions just below the 64-bit wrap. */
+static void fix_init(struct fix *f, uint64_t ring_size)
+{
+	struct shm_layout l;
+
+	memset(f, 0, sizeof(*f));
+	memset(&l, 0, sizeof(l));
+	l.n_rings = 1;
+	l.rings[0].data_size = ring_size;
+	l.rings[0].producer = SHM_STAGE_CAPTURE;
+	l.rings[0].consumer = SHM_STAGE_UNWINDD;
+	l.initial_pos = (UINT64_MAX - 4096) & ~7ull; /* positions are 8-aligned */
+	ck_assert_int_eq(shm_arena__create(&l, &f->a), 0);
+	f->st = shm_arena__stage(f->a, SHM_STAGE_CAPTURE);
+	ck_assert_int_eq(shm_arena__open_prod(f->a, 0, &f->prod), 0);
+	ck_assert_int_eq(shm_arena__open_cons(f->a, 0, &f->cons), 0);
+	ck_assert_int_eq(cap_emit__init(&f->e, &f->prod, f->st, GEN, STACK_MAX), 0);
+	f->e.clock.boot_to_real_ns = CLOCK_OFF;
+}
+
+static void fix_free(struct fix *f)
+{
+	shm_arena__free(f->a);
+}
+
+/* A BPF sample as profile.bpf.c lays it out, with nk/nu/slen valid entries. */
+static struct cpa_bpf_sample *bpf_sample(uint32_t nk, uint32_t nu, uint32_t slen, size_t *ret_size)
+{
+	size_t size = cpa_bpf_sample_size(STACK_MAX);
+	struct cpa_bpf_sample *s = calloc(1, size);
+
+	ck_assert_ptr_nonnull(s);
+	s->type = CPA_BPF_REC_SAMPLE;
+	s->flags = CPA_BPF_F_USER_REGS | CPA_BPF_F_IN_KERNEL;
+	s->time_ns = 123456789;
+	s->cgroup_id = 0xfedcba9876543210ull; /* all 64 bits survive */
+	s->pid = 42;
+	s->tid = 43;
+	s->cpu = 1;
+	s->kstack_len = (int32_t)(8 * nk);
+	s->ufp_len = (int32_t)(8 * nu);
+	s->stack_len = slen;
+	memcpy(s->comm, "worker", 7);
+	memcpy(s->pcomm, "server", 7);
+	s->regs.ip = 0x401000;
+	s->regs.sp = 0x7ffc0000f000;
+	s->regs.bp = 0x7ffc0000f100;
+	s->regs.r15 = 15;
+	for (uint32_t i = 0; i < nk; i++)
+		s->kstack[i] = 0xffffffff81000000ull + i;
+	for (uint32_t i = 0; i < nu; i++)
+		s->ufp[i] = 0x401000 + i;
+	for (uint32_t i = 0; i < slen; i++)
+		s->stack[i] = (uint8_t)(i * 13);
+	*ret_size = size;
+	return s;
+}
+
+static struct shm_msg peek(struct fix *f)
+{
+	struct shm_msg m;
+
+	ck_assert_int_eq(shm_ring__peek_sc(&f->cons, &m), 0);
+	return m;
+}
+
+START_TEST(test_sample_conversion)
+{
+	struct fix f;
+	size_t size;
+	struct cpa_bpf_sample *bs = bpf_sample(3, 2, 100, &size);
+	const struct cpa_sample *s;
+	const uint64_t *u;
+	struct shm_msg m;
+
+	fix_init(&f, 1u << 16);
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	/* Nothing is visible before the batch commit. */
+	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), -EAGAIN);
+	cap_emit__commit(&f.e);
+
+	m = peek(&f);
+	ck_assert_uint_eq(m.type, CPA_REC_SAMPLE);
+	ck_assert_uint_eq(m.len, sizeof(*s) + 3 * 8 + 2 * 8 + 100);
+	s = m.data;
+	ck_assert(cpa_rec_sample_ok(s, m.len));
+	ck_assert_uint_eq(s->seq, ((uint64_t)GEN << 40) | 1);
+	ck_assert_uint_eq(s->time_ns, 123456789ull + CLOCK_OFF);
+	ck_assert_uint_eq(s->cgroup_id, 0xfedcba9876543210ull);
+	ck_assert_uint_eq(s->weight, 1);
+	ck_assert_uint_eq(s->pid, 42);
+	ck_assert_uint_eq(s->tid, 43);
+	ck_assert_uint_eq(s->cpu, 1);
+	ck_assert_uint_eq(s->kind, CPA_KIND_ONCPU);
+	ck_assert_uint_eq(s->flags, CPA_SF_USER_REGS | CPA_SF_IN_KERNEL);
+	ck_assert_str_eq(s->comm, "worker");
+	ck_assert_str_eq(s->pcomm, "server");
+	ck_assert_uint_eq(s->regs.ip, 0x401000);
+	ck_assert_uint_eq(s->regs.r15, 15);
+	ck_assert_uint_eq(s->stack_sp, 0x7ffc0000f000);
+	ck_assert_uint_eq(s->n_kstack, 3);
+	ck_assert_uint_eq(s->n_ufp, 2);
+	ck_assert_uint_eq(s->stack_len, 100);
+	u = (const uint64_t *)(s + 1);
+	ck_assert_uint_eq(u[0], 0xffffffff81000000ull);
+	ck_assert_uint_eq(u[2], 0xffffffff81000002ull);
+	ck_assert_uint_eq(u[3], 0x401000);
+	ck_assert_uint_eq(u[4], 0x401001);
+	ck_assert_int_eq(memcmp(u + 5, bs->stack, 100), 0);
+
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_IN), 1);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_OUT), 1);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_SAMPLES), 1);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_USTACK_BYTES), 100);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_BYTES_OUT), m.len);
+	free(bs);
+	fix_free(&f);
+}
+END_TEST
+
+START_TEST(test_sample_edge_cases)
+{
+	struct fix f;
+	size_t size;
+	struct cpa_bpf_sample *bs = bpf_sample(0, 0, 0, &size);
+	struct cpa_bpf_task bt = {.type = CPA_BPF_REC_TASK,
+				  .kind = CPA_BPF_TASK_EXIT,
+				  .time_ns = 7,
+				  .pid = 9,
+				  .tid = 10,
+				  .comm = "gone"};
+	const struct cpa_sample *s;
+	const struct cpa_task_event *t;
+	struct shm_msg m;
+
+	fix_init(&f, 1u << 16);
+	/* bpf_get_stack failed in the kernel: flagged, no frames. */
+	bs->kstack_len = -14;
+	bs->ufp_len = 8 * 500; /* more than fits: clamped */
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	/* Corrupt: longer copy than asked for, record too short, unknown type. */
+	bs->stack_len = STACK_MAX + 1;
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	bs->stack_len = 16;
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, sizeof(*bs) + 8), 0);
+	bs->type = 99;
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, 2), 0);
+	ck_assert_int_eq(cap_emit__record(&f.e, &bt, sizeof(bt)), 0);
+	cap_emit__commit(&f.e);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_DROP_CORRUPT), 4);
+
+	m = peek(&f);
+	s = m.data;
+	ck_assert_uint_eq(m.type, CPA_REC_SAMPLE);
+	ck_assert_uint_eq(s->flags, CPA_SF_USER_REGS | CPA_SF_IN_KERNEL | CPA_SF_KSTACK_ERR);
+	ck_assert_uint_eq(s->n_kstack, 0);
+	ck_assert_uint_eq(s->n_ufp, CPA_MAX_UFRAMES);
+	ck_assert_uint_eq(m.len, sizeof(*s) + 8 * CPA_MAX_UFRAMES);
+
+	m = peek(&f);
+	t = m.data;
+	ck_assert_uint_eq(m.type, CPA_REC_TASK);
+	ck_assert_uint_eq(m.len, sizeof(*t));
+	ck_assert_uint_eq(t->seq, ((uint64_t)GEN << 40) | 2); /* corrupt ones took no seq */
+	ck_assert_uint_eq(t->kind, CPA_TASK_EXIT);
+	ck_assert_uint_eq(t->pid, 9);
+	ck_assert_uint_eq(t->tid, 10);
+	ck_assert_uint_eq(t->time_ns, 7 + CLOCK_OFF);
+	ck_assert_str_eq(t->comm, "gone");
+	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_TASK_EVENTS), 1);
+	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), -EAGAIN);
+	free(bs);
+	fix_free(&f);
+}
+END_TEST
+
+START_TEST(test_ustack_refused_flagged)
+{
+	struct fix f;
+	size_t size;
+	struct cpa_bpf_sample *bs = bpf_sample(1, 1, 0, &size);
+	struct shm_msg m;
+
+	fix_init(&f, 1u << 16);
+	f.e.ustack_refused = true;
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	cap_emit__commit(&f.e);
+	m = peek(&f);
+	ck_assert(((const struct cpa_sample *)m.data)->flags & CPA_SF_NO_USTACK);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_BPF_NO_USTACK), 1);
+	free(bs);
+	fix_free(&f);
+}
+END_TEST
+
+/* Ring full: first the stack bytes go (degraded), then whole samples (dropped),
+ * and the drops come back as one LOSS record once there is room. */
+START_TEST(test_degrade_then_drop)
+{
+	struct fix f;
+	size_t size;
+	struct cpa_bpf_sample *bs = bpf_sample(4, 4, STACK_MAX, &size);
+	unsigned int full = 0, degraded = 0, n = 0, i;
+	uint64_t last_seq = 0, drops, degr;
+	const unsigned int total = 40;
+	const struct cpa_loss *l;
+	struct shm_msg m;
+	int left;
+
+	fix_init(&f, 1u << 16);
+	for (i = 0; i < total; i++) {
+		bs->time_ns = 1000 + i;
+		ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	}
+	cap_emit__commit(&f.e);
+	drops = shm_stage__cnt(f.st, SHM_CNT_DROP_RING_FULL);
+	degr = shm_stage__cnt(f.st, SHM_CNT_DEGRADED);
+	ck_assert_uint_gt(degr, 0);
+	ck_assert_uint_gt(drops, 0);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_OUT) + drops, total);
+
+	/* Ring still full of samples: the loss record may or may not fit;
+	 * either way it is not lost. */
+	left = cap_emit__flush_losses(&f.e, 5 * CAP_NSEC, false);
+	ck_assert_int_ge(left, 0);
+
+	while (shm_ring__peek_sc(&f.cons, &m) == 0) {
+		const struct cpa_sample *s = m.data;
+
+		if (m.type == CPA_REC_LOSS)
+			break;
+		ck_assert_uint_eq(m.type, CPA_REC_SAMPLE);
+		ck_assert_uint_gt(s->seq, last_seq);
+		last_seq = s->seq;
+		n++;
+		if (s->flags & CPA_SF_DEGRADED) {
+			/* Degraded: kernel + FP stacks and regs kept, bytes gone. */
+			ck_assert_uint_eq(s->stack_len, 0);
+			ck_assert_uint_eq(s->n_kstack, 4);
+			ck_assert_uint_eq(s->n_ufp, 4);
+			ck_assert_uint_eq(m.len, sizeof(*s) + 64);
+			degraded++;
+		} else {
+			/* Degrading starts only once the full record no longer fits. */
+			ck_assert_uint_eq(degraded, 0);
+			ck_assert_uint_eq(s->stack_len, STACK_MAX);
+			full++;
+		}
+	}
+	ck_assert_uint_eq(degraded, degr);
+	ck_assert_uint_eq(full + degraded, total - drops);
+	ck_assert_uint_eq(n, full + degraded);
+	shm_ring__release_sc(&f.cons);
+
+	if (left) {
+		ck_assert_int_eq(cap_emit__flush_losses(&f.e, 5 * CAP_NSEC, false), 0);
+		cap_emit__commit(&f.e);
+		m = peek(&f);
+	}
+	ck_assert_uint_eq(m.type, CPA_REC_LOSS);
+	l = m.data;
+	ck_assert_uint_eq(m.len, sizeof(*l));
+	ck_assert_uint_eq(l->count, drops);
+	ck_assert_uint_eq(l->weight, drops);
+	ck_assert_uint_eq(l->stage, SHM_STAGE_CAPTURE);
+	ck_assert_uint_eq(l->reason, SHM_CNT_DROP_RING_FULL);
+	ck_assert_uint_eq(l->kind, CPA_KIND_ONCPU);
+	ck_assert_uint_gt(l->seq, last_seq);
+	/* Stamped with the first lost sample's time. */
+	ck_assert_uint_eq(l->time_ns, 1000 + (total - drops) + CLOCK_OFF);
+	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), -EAGAIN);
+	free(bs);
+	fix_free(&f);
+}
+END_TEST
+
+/* A record too big for the ring at all (max payload) is degraded too. */
+START_TEST(test_oversize_degrades)
+{
+	struct fix f;
+	size_t size;
+	struct cpa_bpf_sample *bs = bpf_sample(2, 2, STACK_MAX, &size);
+	struct shm_msg m;
+
+	fix_init(&f, 1u << 14); /* max payload 4 KiB - 8 */
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	cap_emit__commit(&f.e);
+	m = peek(&f);
+	ck_assert(((const struct cpa_sample *)m.data)->flags & CPA_SF_DEGRADED);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_DEGRADED), 1);
+	free(bs);
+	fix_free(&f);
+}
+END_TEST
+
+START_TEST(test_loss_aggregation)
+{
+	struct fix f;
+	const struct cpa_loss *l;
+	struct shm_msg m;
+	const uint64_t t0 = 100 * CAP_NSEC;
+
+	fix_init(&f, 1u << 16);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0, false), 0); /* nothing pending */
+	cap_emit__loss_add(&f.e, CAP_LOSS_BPF_RB, 3, t0);
+	cap_emit__loss_add(&f.e, CAP_LOSS_BPF_RB, 4, t0 + 10);
+	cap_emit__loss_add(&f.e, CAP_LOSS_RING_FULL, 0, t0); /* zero is no loss */
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0, false), 0);
+	cap_emit__commit(&f.e);
+	m = peek(&f);
+	l = m.data;
+	ck_assert_uint_eq(m.type, CPA_REC_LOSS);
+	ck_assert_uint_eq(l->count, 7);
+	ck_assert_uint_eq(l->reason, CAP_CNT_BPF_RB_LOST);
+	ck_assert_uint_eq(l->time_ns, t0);
+	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), -EAGAIN);
+
+	/* At most one record per reason per second ... */
+	cap_emit__loss_add(&f.e, CAP_LOSS_BPF_RB, 2, t0 + CAP_NSEC / 10);
+	cap_emit__loss_add(&f.e, CAP_LOSS_RING_FULL, 1, t0 + CAP_NSEC / 5);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0 + CAP_NSEC / 2, false), 1);
+	cap_emit__commit(&f.e);
+	m = peek(&f); /* RING_FULL had never been sent: it goes at once */
+	l = m.data;
+	ck_assert_uint_eq(l->reason, SHM_CNT_DROP_RING_FULL);
+	ck_assert_uint_eq(l->count, 1);
+	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), -EAGAIN);
+	/* ... the BPF one waits for its second to pass ... */
+	cap_emit__loss_add(&f.e, CAP_LOSS_BPF_RB, 1, t0 + CAP_NSEC / 2);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0 + CAP_NSEC + 1, false), 0);
+	cap_emit__commit(&f.e);
+	m = peek(&f);
+	l = m.data;
+	ck_assert_uint_eq(l->reason, CAP_CNT_BPF_RB_LOST);
+	ck_assert_uint_eq(l->count, 3);
+	ck_assert_uint_eq(l->time_ns, t0 + CAP_NSEC / 10);
+	/* ... unless forced (stop). */
+	cap_emit__loss_add(&f.e, CAP_LOSS_BPF_RB, 5, t0 + CAP_NSEC + 2);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0 + CAP_NSEC + 3, false), 1);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0 + CAP_NSEC + 3, true), 0);
+	cap_emit__commit(&f.e);
+	m = peek(&f);
+	ck_assert_uint_eq(((const struct cpa_loss *)m.data)->count, 5);
+	fix_free(&f);
+}
+END_TEST
+
+START_TEST(test_seq_exhaustion)
+{
+	struct fix f;
+	size_t size;
+	struct cpa_bpf_sample *bs = bpf_sample(1, 1, 8, &size);
+	struct shm_msg m;
+
+	fix_init(&f, 1u << 16);
+	f.e.seq_last = (1ull << 40) - 2;
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), -EOVERFLOW);
+	cap_emit__commit(&f.e);
+	m = peek(&f);
+	ck_assert_uint_eq(((const struct cpa_sample *)m.data)->seq,
+			  ((uint64_t)GEN << 40) | ((1ull << 40) - 1));
+	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), -EAGAIN);
+	free(bs);
+	fix_free(&f);
+}
+END_TEST
+
+START_TEST(test_clock_offset)
+{
+	struct cap_clock c;
+	struct timespec ts;
+	uint64_t boot, real, conv;
+
+	cap_clock__update(&c);
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	boot = (uint64_t)ts.tv_sec * CAP_NSEC + (uint64_t)ts.tv_nsec;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	real = (uint64_t)ts.tv_sec * CAP_NSEC + (uint64_t)ts.tv_nsec;
+	conv = cap_clock__to_real(&c, boot);
+	ck_assert_uint_le(conv > real ? conv - real : real - conv, 10 * 1000 * 1000);
+}
+END_TEST
+
+START_TEST(test_sys_parsers)
+{
+	unsigned int cpus[16], maj = 0, min = 0;
+
+	ck_assert_int_eq(cap_sys_parse_cpulist("0-3,5,7-8\n", cpus, 16), 7);
+	ck_assert_uint_eq(cpus[3], 3);
+	ck_assert_uint_eq(cpus[4], 5);
+	ck_assert_uint_eq(cpus[6], 8);
+	ck_assert_int_eq(cap_sys_parse_cpulist("0\n", cpus, 16), 1);
+	ck_assert_int_eq(cap_sys_parse_cpulist("0-31", cpus, 16), -E2BIG);
+	ck_assert_int_eq(cap_sys_parse_cpulist("3-1", cpus, 16), -EINVAL);
+	ck_assert_int_eq(cap_sys_parse_cpulist("x", cpus, 16), -EINVAL);
+	ck_assert_int_eq(cap_sys_parse_cpulist("", cpus, 16), -EINVAL);
+	ck_assert_int_gt(cap_sys_online_cpus(cpus, 16), 0);
+
+	ck_assert_int_eq(cap_sys_parse_release("6.18.44-fc-v657", &maj, &min), 0);
+	ck_assert_uint_eq(maj, 6);
+	ck_assert_uint_eq(min, 18);
+	ck_assert_int_eq(cap_sys_parse_release("banana", &maj, &min), -EINVAL);
+	ck_assert(!cap_sys_ustack_copy_unsafe("5.18.19"));
+	ck_assert(cap_sys_ustack_copy_unsafe("5.19.0-1-amd64"));
+	ck_assert(cap_sys_ustack_copy_unsafe("6.1.0-18-amd64"));
+	ck_assert(cap_sys_ustack_copy_unsafe("6.3.13"));
+	ck_assert(!cap_sys_ustack_copy_unsafe("6.4.0"));
+	ck_assert(!cap_sys_ustack_copy_unsafe("6.18.44-fc-v657"));
+	ck_assert(!cap_sys_ustack_copy_unsafe("5.15.0-91-generic"));
+	ck_assert(!cap_sys_ustack_copy_unsafe("weird"));
+
+	ck_assert_int_eq(cap_sys_tgid_of(getpid()), getpid());
+	ck_assert_int_lt(cap_sys_tgid_of(0), 0);
+}
+END_TEST
+
+static Suite *capture_suite(void)
+{
+	Suite *s = suite_create("capture");
+	TCase *tc = tcase_create("emit");
+
+	tcase_add_test(tc, test_sample_conversion);
+	tcase_add_test(tc, test_sample_edge_cases);
+	tcase_add_test(tc, test_ustack_refused_flagged);
+	tcase_add_test(tc, test_degrade_then_drop);
+	tcase_add_test(tc, test_oversize_degrades);
+	tcase_add_test(tc, test_loss_aggregation);
+	tcase_add_test(tc, test_seq_exhaustion);
+	tcase_add_test(tc, test_clock_offset);
+	tcase_add_test(tc, test_sys_parsers);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(capture_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: MIT
+/*
+ * capture against the real kernel: a fresh arena on fd 3, build/bin/capture
+ * spawned the way `cpa monitor` does it, ring 0 consumed right here.
+ * Needs root and BPF; exits 77 (skipped) without them.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "shm/arena.h"
+#include "shm/counters.h"
+#include "shm/records.h"
+
+#define BUSY_COMM    "cpa_busy"
+#define OTHER_COMM   "cpa_other"
+#define FREQ	     99
+#define BUSY_CPU_SEC 2
+
+static char self_exe[4096];
+
+static uint64_t now_ns(int clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The busy child (re-exec of this program: "busy <comm> <cpu_seconds>"): burn
+ * cpu_seconds of CPU time, part in user mode (a frame-pointer loop), part in
+ * the kernel (reads of /dev/zero), so both kinds of samples show up.
+ */
+static __attribute__((noinline)) uint64_t spin_user(uint64_t n)
+{
+	volatile uint64_t x = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		x += i * 7;
+	return x;
+}
+
+static int busy_main(const char *comm, double cpu_sec)
+{
+	static char buf[256 * 1024];
+	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	uint64_t until = (uint64_t)(cpu_sec * 1e9);
+
+	prctl(PR_SET_NAME, comm);
+	if (fd < 0)
+		return 1;
+	while (now_ns(CLOCK_PROCESS_CPUTIME_ID) < until) {
+		spin_user(200000);
+		if (read(fd, buf, sizeof(buf)) < 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Fork + exec a busy child that first waits for a byte on a pipe. */
+struct busy {
+	pid_t pid;
+	int go_fd;
+};
+
+static void busy_start(struct busy *b, const char *comm, double cpu_sec)
+{
+	int p[2];
+	char sec[32];
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	snprintf(sec, sizeof(sec), "%.3f", cpu_sec);
+	b->pid = fork();
+	ck_assert_int_ge(b->pid, 0);
+	if (b->pid == 0) {
+		char c;
+
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(3);
+		execl(self_exe, self_exe, "busy", comm, sec, (char *)NULL);
+		_exit(127);
+	}
+	close(p[0]);
+	b->go_fd = p[1];
+}
+
+static void busy_go(struct busy *b)
+{
+	ck_assert_int_eq(write(b->go_fd, "g", 1), 1);
+	close(b->go_fd);
+}
+
+static void busy_wait(struct busy *b)
+{
+	int status;
+
+	ck_assert_int_eq(waitpid(b->pid, &status, 0), b->pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "busy child failed: %d",
+		      status);
+}
+
+/* The spawn helper: what `cpa monitor` does for one stage. */
+struct cap_run {
+	struct shm_arena *a;
+	struct cpa_config *cfg;
+	struct shm_stage *st;
+	struct shm_ring_cons cons;
+	pid_t pid;
+};
+
+static void cap_arena(struct cap_run *cr)
+{
+	struct shm_layout l;
+
+	memset(cr, 0, sizeof(*cr));
+	shm_layout__default(&l, 8192, 256);
+	ck_assert_int_eq(shm_arena__create(&l, &cr->a), 0);
+	cr->cfg = shm_arena__config(cr->a);
+	cr->cfg->magic = CPA_CONFIG_MAGIC;
+	cr->cfg->version = CPA_CONFIG_VERSION;
+	cr->cfg->backend = CPA_BACKEND_BPF;
+	cr->cfg->freq = FREQ;
+	cr->cfg->stack_size = 8192;
+	cr->cfg->target_pid = -1;
+	cr->st = shm_arena__stage(cr->a, SHM_STAGE_CAPTURE);
+	ck_assert_int_eq(shm_arena__open_cons(cr->a, SHM_RING_CAPTURE, &cr->cons), 0);
+}
+
+static void cap_spawn(struct cap_run *cr)
+{
+	const char *bdir = getenv("CPA_BUILD_DIR");
+	char exe[4096];
+	uint64_t deadline;
+
+	ck_assert_msg(bdir != NULL, "CPA_BUILD_DIR not set");
+	snprintf(exe, sizeof(exe), "%s/bin/capture", bdir);
+	ck_assert_msg(access(exe, X_OK) == 0, "%s not built", exe);
+
+	cr->st->generation++;
+	__atomic_store_n(&cr->st->cmd, SHM_CMD_NONE, __ATOMIC_RELEASE);
+	shm_stage__set_state(cr->st, SHM_STATE_STARTING);
+	cr->pid = fork();
+	ck_assert_int_ge(cr->pid, 0);
+	if (cr->pid == 0) {
+		int fd = shm_arena__fd(cr->a);
+
+		if (fd == 3)
+			fcntl(3, F_SETFD, 0);
+		else if (dup2(fd, 3) < 0)
+			_exit(126);
+		setenv("CPA_ARENA_FD", "3", 1);
+		execl(exe, exe, (char *)NULL);
+		_exit(127);
+	}
+	cr->st->pid = cr->pid;
+
+	deadline = now_ns(CLOCK_MONOTONIC) + 20ull * 1000000000ull;
+	while (shm_stage__state(cr->st) == SHM_STATE_STARTING) {
+		int status;
+
+		ck_assert_msg(waitpid(cr->pid, &status, WNOHANG) == 0,
+			      "capture exited during start: status %d", status);
+		ck_assert_msg(now_ns(CLOCK_MONOTONIC) < deadline, "capture did not start");
+		usleep(10000);
+	}
+	ck_assert_int_eq(shm_stage__state(cr->st), SHM_STATE_RUNNING);
+}
+
+static void cap_stop(struct cap_run *cr)
+{
+	int status;
+
+	__atomic_store_n(&cr->st->cmd, SHM_CMD_STOP, __ATOMIC_RELEASE);
+	ck_assert_int_eq(waitpid(cr->pid, &status, 0), cr->pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "capture exit status %d",
+		      status);
+	ck_assert_int_eq(shm_stage__state(cr->st), SHM_STATE_EXITED);
+}
+
+/* What the test saw in ring 0. */
+struct seen {
+	uint64_t last_seq;
+	unsigned int records, samples, losses;
+	unsigned int pid_samples, pid_kstack, pid_user, pid_user_ok, pid_regs_in_kernel;
+	unsigned int pid_bad_comm, other_pid_samples, foreign_samples;
+	unsigned int exec_seen, exit_seen;
+	uint64_t t_min, t_max;
+};
+
+static void consume(struct cap_run *cr, struct seen *s, pid_t pid, pid_t other)
+{
+	struct shm_msg m[64];
+	int n;
+
+	while ((n = shm_ring__peek_batch_sc(&cr->cons, m, 64)) > 0) {
+		for (int i = 0; i < n; i++) {
+			uint64_t seq;
+
+			s->records++;
+			ck_assert_uint_ge(m[i].len, 8);
+			memcpy(&seq, m[i].data, sizeof(seq));
+			ck_assert_msg(seq > s->last_seq, "seq not growing: %#lx after %#lx",
+				      (unsigned long)seq, (unsigned long)s->last_seq);
+			ck_assert_uint_eq(seq >> 40, cr->st->generation);
+			s->last_seq = seq;
+
+			if (m[i].type == CPA_REC_SAMPLE) {
+				const struct cpa_sample *x = m[i].data;
+
+				ck_assert(cpa_rec_sample_ok(x, m[i].len));
+				ck_assert_uint_eq(m[i].len, sizeof(*x) + 8u * x->n_kstack +
+								    8u * x->n_ufp + x->stack_len);
+				s->samples++;
+				if (!s->t_min || x->time_ns < s->t_min)
+					s->t_min = x->time_ns;
+				if (x->time_ns > s->t_max)
+					s->t_max = x->time_ns;
+				if (other && x->pid == (uint32_t)other)
+					s->other_pid_samples++;
+				if (x->pid != (uint32_t)pid) {
+					s->foreign_samples++;
+					continue;
+				}
+				s->pid_samples++;
+				if (strcmp(x->comm, BUSY_COMM) || strcmp(x->pcomm, BUSY_COMM))
+					s->pid_bad_comm++;
+				if ((x->flags & CPA_SF_IN_KERNEL) && x->n_kstack > 0) {
+					s->pid_kstack++;
+					if ((x->flags & CPA_SF_USER_REGS) && x->regs.sp &&
+					    x->regs.ip)
+						s->pid_regs_in_kernel++;
+				}
+				if (!(x->flags & CPA_SF_IN_KERNEL)) {
+					s->pid_user++;
+					if ((x->flags & CPA_SF_USER_REGS) && x->regs.ip &&
+					    x->regs.sp && x->stack_len > 0 &&
+					    x->stack_sp == x->regs.sp && x->n_ufp > 0 &&
+					    ((const uint64_t *)(x + 1))[x->n_kstack] == x->regs.ip)
+						s->pid_user_ok++;
+				}
+			} else if (m[i].type == CPA_REC_TASK) {
+				const struct cpa_task_event *t = m[i].data;
+
+				ck_assert_uint_ge(m[i].len, sizeof(*t));
+				if (t->pid == (uint32_t)pid && t->kind == CPA_TASK_EXEC)
+					s->exec_seen++;
+				if (t->pid == (uint32_t)pid && t->kind == CPA_TASK_EXIT)
+					s->exit_seen++;
+			} else if (m[i].type == CPA_REC_LOSS) {
+				s->losses++;
+			} else {
+				ck_abort_msg("unexpected record type %u", m[i].type);
+			}
+		}
+		shm_ring__release_mark_sc(&cr->cons, s->last_seq);
+	}
+	ck_assert_int_ge(n, 0);
+}
+
+/* Consume until the child is done, then stop capture and drain the rest. */
+static void run_and_collect(struct cap_run *cr, struct busy *b, struct busy *other, struct seen *s)
+{
+	int status;
+
+	memset(s, 0, sizeof(*s));
+	for (;;) {
+		consume(cr, s, b->pid, other ? other->pid : 0);
+		if (waitpid(b->pid, &status, WNOHANG) == b->pid)
+			break;
+		ck_assert_msg(waitpid(cr->pid, &status, WNOHANG) == 0, "capture died: %d", status);
+		shm_ring__wait_sc(&cr->cons, 64 * 1024, 50);
+	}
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "busy child failed");
+	if (other)
+		busy_wait(other);
+	/* Let the last poll deadline pass so the exit event is in the ring buffer. */
+	usleep(300 * 1000);
+	cap_stop(cr);
+	consume(cr, s, b->pid, other ? other->pid : 0);
+}
+
+START_TEST(test_busy_child_sampled)
+{
+	struct cap_run cr;
+	struct busy b;
+	struct seen s;
+	uint64_t t0, t1;
+	double expect = FREQ * BUSY_CPU_SEC;
+
+	cap_arena(&cr);
+	cap_spawn(&cr);
+	t0 = now_ns(CLOCK_REALTIME);
+	busy_start(&b, BUSY_COMM, BUSY_CPU_SEC);
+	busy_go(&b);
+	run_and_collect(&cr, &b, NULL, &s);
+	t1 = now_ns(CLOCK_REALTIME);
+
+	fprintf(stderr,
+		"busy child %d: %u samples (expect %.0f), %u with kernel stack, %u user-mode "
+		"(%u with regs+stack+fp), %u records total, exec %u exit %u, ustack bytes %lu\n",
+		b.pid, s.pid_samples, expect, s.pid_kstack, s.pid_user, s.pid_user_ok, s.records,
+		s.exec_seen, s.exit_seen,
+		(unsigned long)shm_stage__cnt(cr.st, CAP_CNT_USTACK_BYTES));
+	ck_assert_msg(s.pid_samples >= expect * 0.7 && s.pid_samples <= expect * 1.3,
+		      "%u samples of the busy child, expected %.0f +-30%%", s.pid_samples, expect);
+	ck_assert_uint_eq(s.pid_bad_comm, 0);
+	ck_assert_uint_gt(s.pid_kstack, 0);
+	ck_assert_uint_eq(s.pid_regs_in_kernel, s.pid_kstack);
+	ck_assert_uint_gt(s.pid_user, 0);
+	/* Every user-mode sample has registers, stack bytes and an FP chain. */
+	ck_assert_uint_eq(s.pid_user_ok, s.pid_user);
+	ck_assert_uint_eq(s.exec_seen, 1);
+	ck_assert_uint_eq(s.exit_seen, 1);
+	ck_assert_uint_ge(s.t_min, t0 - 1000000000ull);
+	ck_assert_uint_le(s.t_max, t1 + 1000000000ull);
+	ck_assert_uint_eq(shm_stage__cnt(cr.st, CAP_CNT_SAMPLES), s.samples);
+	ck_assert_uint_eq(shm_stage__cnt(cr.st, SHM_CNT_OUT), s.records);
+	ck_assert_uint_eq(shm_stage__cnt(cr.st, SHM_CNT_DROP_RING_FULL), 0);
+	ck_assert_uint_eq(s.losses, 0);
+	shm_arena__free(cr.a);
+}
+END_TEST
+
+START_TEST(test_target_pid_only)
+{
+	struct cap_run cr;
+	struct busy b, other;
+	struct seen s;
+
+	cap_arena(&cr);
+	busy_start(&b, BUSY_COMM, 1.0);
+	busy_start(&other, OTHER_COMM, 1.0);
+	cr.cfg->target_pid = b.pid;
+	cap_spawn(&cr);
+	busy_go(&b);
+	busy_go(&other);
+	run_and_collect(&cr, &b, &other, &s);
+
+	fprintf(stderr, "target %d: %u samples of it, %u of others; filtered in BPF: %lu\n", b.pid,
+		s.pid_samples, s.foreign_samples,
+		(unsigned long)shm_stage__cnt(cr.st, CAP_CNT_BPF_FILTERED));
+	ck_assert_uint_ge(s.pid_samples, FREQ * 1.0 * 0.7);
+	ck_assert_uint_eq(s.foreign_samples, 0);
+	ck_assert_uint_eq(s.other_pid_samples, 0);
+	/* The other busy process was running: the filter saw and dropped it. */
+	ck_assert_uint_ge(shm_stage__cnt(cr.st, CAP_CNT_BPF_FILTERED), FREQ * 1.0 * 0.5);
+	ck_assert_uint_eq(s.exec_seen, 1);
+	shm_arena__free(cr.a);
+}
+END_TEST
+
+static bool bpf_usable(void)
+{
+	if (geteuid() != 0)
+		return false;
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+		return false;
+	return libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL) == 1;
+}
+
+static Suite *capture_bpf_suite(void)
+{
+	Suite *s = suite_create("capture_bpf");
+	TCase *tc = tcase_create("integration");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_busy_child_sampled);
+	tcase_add_test(tc, test_target_pid_only);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(int argc, char **argv)
+{
+	SRunner *sr;
+	int failed;
+	ssize_t n;
+
+	if (argc == 4 && !strcmp(argv[1], "busy"))
+		return busy_main(argv[2], atof(argv[3]));
+	if (!bpf_usable()) {
+		fprintf(stderr, "skipped: needs root and BPF\n");
+		return 77;
+	}
+	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	if (n <= 0)
+		return 1;
+	self_exe[n] = '\0';
+
+	sr = srunner_create(capture_bpf_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
