@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `cpa ctl`: look at and steer a running monitor through its arena. The
+ * monitor's pid comes from <store_dir>/.cpa-monitor.pid; the arena is
+ * reopened through /proc/<pid>/fd/<n> (the memfd named "cpa-arena"), which
+ * needs the same rights as ptrace on the monitor (root, or the same user).
+ *
+ * ctl writes only the rate_limit word (the monitor never writes it after
+ * start, so ctl is its only writer at run time) and sends SIGTERM to a stage
+ * for a restart; everything else is read.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common/log.h"
+#include "common/macro.h"
+#include "shm/arena.h"
+
+static int monitor_pid_get(const char *store_dir, pid_t *ret)
+{
+	_cleanup_close_ int fd = -1;
+	char path[PATH_MAX], buf[32];
+	long long pid;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", store_dir, CPA_PIDFILE_NAME);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			log_error("no cpa monitor runs on '%s' (no %s)", store_dir, path);
+		else
+			log_error_errno(-errno, "open '%s': %m", path);
+		return -ESRCH;
+	}
+	/* The monitor holds an exclusive flock for its whole life. */
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		log_error("no cpa monitor runs on '%s' (stale %s)", store_dir, path);
+		return -ESRCH;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return log_error_errno(n < 0 ? -errno : -EBADMSG, "read '%s': %m", path);
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	if (parse_ll(buf, 1, INT32_MAX, &pid) < 0)
+		return log_error_errno(-EBADMSG, "'%s': bad pid '%s'", path, buf);
+	*ret = (pid_t)pid;
+	return 0;
+}
+
+static int arena_open(pid_t pid, struct shm_arena **ret)
+{
+	_cleanup_close_ int fd = -1;
+	char dir[64], path[PATH_MAX], target[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int r;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	d = opendir(dir);
+	if (!d)
+		return log_error_errno(-errno,
+				       "open '%s' (cpa ctl needs root or the monitor's "
+				       "user): %m",
+				       dir);
+	while ((de = readdir(d))) {
+		ssize_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		if (strncmp(target, "/memfd:cpa-arena", 16))
+			continue;
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			r = -errno;
+			closedir(d);
+			return log_error_errno(r, "open '%s': %m", path);
+		}
+		break;
+	}
+	closedir(d);
+	if (fd < 0) {
+		log_error("monitor pid %d has no cpa arena open", pid);
+		return -ENOENT;
+	}
+	r = shm_arena__attach(fd, ret);
+	if (r < 0)
+		return log_error_errno(r, "attach the arena of monitor pid %d: %m", pid);
+	TAKE_FD(fd);
+	return 0;
+}
+
+static int stage_from_name(const char *name, enum shm_stage_id *ret)
+{
+	for (int i = 0; i < SHM_STAGE_MAX; i++)
+		if (!strcmp(name, shm_stage_name((enum shm_stage_id)i))) {
+			*ret = (enum shm_stage_id)i;
+			return 0;
+		}
+	log_error("unknown stage '%s' (capture, unwindd, symd or storer)", name);
+	return -EINVAL;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void print_status(struct shm_arena *a, pid_t mpid, const char *store_dir)
+{
+	const struct cpa_config *c = shm_arena__config(a);
+	uint64_t now = mono_ns();
+	struct timespec rt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	printf("monitor pid %d, store_dir %s, freq %u Hz, arena %llu KiB, up %llu s\n", mpid,
+	       store_dir, c->freq, (unsigned long long)(a->size >> 10),
+	       (unsigned long long)(((uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec -
+				     c->start_realtime_ns) /
+				    1000000000ull));
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		struct shm_stage *st = shm_arena__stage(a, (enum shm_stage_id)i);
+		uint64_t hb = __atomic_load_n(&st->heartbeat_ns, __ATOMIC_RELAXED);
+		uint64_t rate = shm_stage__rate_limit(st);
+		char age[32], rl[32];
+		int col = 2;
+
+		if (hb && hb <= now)
+			snprintf(age, sizeof(age), "%.1f s ago", (double)(now - hb) / 1e9);
+		else
+			snprintf(age, sizeof(age), "never");
+		if (rate)
+			snprintf(rl, sizeof(rl), "%llu/s", (unsigned long long)rate);
+		else
+			snprintf(rl, sizeof(rl), "unlimited");
+		printf("%s: %s, pid %d, generation %u, restarts %llu, heartbeat %s, rate %s, "
+		       "last exit %u\n",
+		       shm_stage_name((enum shm_stage_id)i), shm_state_name(shm_stage__state(st)),
+		       __atomic_load_n(&st->pid, __ATOMIC_RELAXED),
+		       __atomic_load_n(&st->generation, __ATOMIC_RELAXED),
+		       (unsigned long long)__atomic_load_n(&st->restarts, __ATOMIC_RELAXED), age,
+		       rl, __atomic_load_n(&st->exit_code, __ATOMIC_RELAXED));
+		printf(" ");
+		for (unsigned int k = 0; k < SHM_CNT_MAX; k++) {
+			const char *name = shm_counter_name((enum shm_stage_id)i, k);
+			char item[96];
+			int len;
+
+			if (!name)
+				continue;
+			len = snprintf(item, sizeof(item), " %s=%llu", name,
+				       (unsigned long long)shm_stage__cnt(st, k));
+			if (col + len > 100) {
+				printf("\n ");
+				col = 1;
+			}
+			fputs(item, stdout);
+			col += len;
+		}
+		printf("\n");
+	}
+	for (unsigned int r = 0; r < shm_arena__nr_rings(a); r++) {
+		uint64_t size;
+		struct shm_ring_ctrl *rc = shm_arena__ring_mem(a, r, &size);
+		const struct shm_ring_desc *d = &a->hdr->rings[r];
+		uint64_t used = __atomic_load_n(&rc->prod_pos, __ATOMIC_RELAXED) -
+				__atomic_load_n(&rc->cons_pos, __ATOMIC_RELAXED);
+
+		printf("ring %u %s -> %s: %llu of %llu KiB used\n", r,
+		       shm_stage_name((enum shm_stage_id)d->producer),
+		       shm_stage_name((enum shm_stage_id)d->consumer),
+		       (unsigned long long)(used >> 10),
+		       (unsigned long long)((size - SHM_RING_CTRL_SIZE) >> 10));
+	}
+}
+
+/* The stage pid in the block is only trusted while it is the monitor's child. */
+static bool is_child_of(pid_t pid, pid_t parent)
+{
+	char path[64], line[256];
+	bool ok = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "PPid:", 5)) {
+			ok = atoi(line + 5) == parent;
+			break;
+		}
+	fclose(f);
+	return ok;
+}
+
+int cmd_ctl(struct cpa_opts *o)
+{
+	const char *store_dir = o->mon.store_dir;
+	struct shm_arena *a = NULL;
+	enum shm_stage_id id;
+	const char *verb;
+	pid_t mpid;
+	int code = 1;
+
+	if (o->n_args < 1) {
+		log_error("ctl: missing action (status, restart <stage>, rate <stage> <N>)");
+		fprintf(stderr, "Try 'cpa ctl --help'.\n");
+		return 2;
+	}
+	verb = o->args[0];
+	if (!strcmp(verb, "status")) {
+		if (o->n_args != 1)
+			goto usage;
+	} else if (!strcmp(verb, "restart")) {
+		if (o->n_args != 2)
+			goto usage;
+		if (stage_from_name(o->args[1], &id) < 0)
+			return 2;
+	} else if (!strcmp(verb, "rate")) {
+		if (o->n_args != 3)
+			goto usage;
+		if (stage_from_name(o->args[1], &id) < 0)
+			return 2;
+	} else {
+		log_error("ctl: unknown action '%s' (status, restart, rate)", verb);
+		return 2;
+	}
+
+	if (monitor_pid_get(store_dir, &mpid) < 0)
+		return 1;
+	if (arena_open(mpid, &a) < 0)
+		return 1;
+
+	if (!strcmp(verb, "status")) {
+		print_status(a, mpid, store_dir);
+		code = 0;
+	} else if (!strcmp(verb, "restart")) {
+		struct shm_stage *st = shm_arena__stage(a, id);
+		pid_t pid = __atomic_load_n(&st->pid, __ATOMIC_RELAXED);
+
+		if (pid <= 0 || !is_child_of(pid, mpid)) {
+			log_error("%s is not running (state %s)", shm_stage_name(id),
+				  shm_state_name(shm_stage__state(st)));
+		} else if (kill(pid, SIGTERM) < 0) {
+			log_error_errno(-errno, "kill %s (pid %d): %m", shm_stage_name(id), pid);
+		} else {
+			printf("sent SIGTERM to %s (pid %d); the monitor restarts it\n",
+			       shm_stage_name(id), pid);
+			code = 0;
+		}
+	} else {
+		struct shm_stage *st = shm_arena__stage(a, id);
+		long long n;
+		uint64_t old;
+
+		if (parse_ll(o->args[2], 0, LLONG_MAX, &n) < 0) {
+			log_error("rate: invalid value '%s' (records per second, 0 = unlimited)",
+				  o->args[2]);
+			code = 2;
+		} else {
+			old = __atomic_exchange_n(&st->rate_limit, (uint64_t)n, __ATOMIC_RELAXED);
+			printf("%s rate limit: %lld records/s%s (was %llu)\n", shm_stage_name(id),
+			       n, n ? "" : " (unlimited)", (unsigned long long)old);
+			code = 0;
+		}
+	}
+	shm_arena__free(a);
+	return code;
+usage:
+	log_error("ctl %s: wrong number of arguments", verb);
+	fprintf(stderr, "Try 'cpa ctl --help'.\n");
+	return 2;
+}

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cpa: the front command. Sub-commands monitor (the supervisor), show (export
+ * a time range), ctl (inspect/steer a running monitor), help, version.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common/log.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: cpa <command> [options]\n"
+		   "\n"
+		   "Commands:\n"
+		   "  monitor   run the profiler: supervise capture, unwindd, symd, storer\n"
+		   "  show      export a time range of a store as a folded .prof\n"
+		   "  ctl       status | restart <stage> | rate <stage> <N> of a running monitor\n"
+		   "  help      [command]: this text, or the options of a command\n"
+		   "  version   print the version\n"
+		   "\n"
+		   "Run 'cpa <command> --help' for the options of a command.\n");
+}
+
+static void usage_cmd(FILE *f, enum cpa_cmd cmd)
+{
+	switch (cmd) {
+	case CPA_CMD_MONITOR:
+		fprintf(f,
+			"Usage: cpa monitor [options]\n"
+			"Sample every CPU and keep a rolling per-second history in --store_dir.\n"
+			"SIGINT, SIGTERM or --duration stop it cleanly (everything is drained).\n");
+		break;
+	case CPA_CMD_SHOW:
+		fprintf(f, "Usage: cpa show --read DIR [options]\n"
+			   "Export a time range of a store as folded stacks (.prof).\n");
+		break;
+	case CPA_CMD_CTL:
+		fprintf(f,
+			"Usage: cpa ctl [--store_dir DIR] status\n"
+			"       cpa ctl [--store_dir DIR] restart capture|unwindd|symd|storer\n"
+			"       cpa ctl [--store_dir DIR] rate <stage> <records/s, 0 = unlimited>\n"
+			"Talks to the 'cpa monitor' whose pid is in DIR/" CPA_PIDFILE_NAME ".\n");
+		break;
+	default:
+		usage(f);
+		return;
+	}
+	cpa_opts__print_help(f, cmd);
+}
+
+int self_exe_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	char *slash;
+
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= len - 1)
+		return -ENAMETOOLONG;
+	buf[n] = 0;
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return -EINVAL;
+	*slash = 0;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cpa_opts o;
+	enum cpa_cmd cmd;
+	int r;
+
+	log_set_subsystem("cpa");
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("cpa %s\n", CPA_VERSION);
+		return 0;
+	}
+	cmd = cpa_cmd__from_name(argv[1]);
+	switch (cmd) {
+	case CPA_CMD_NONE:
+		log_error("unknown command '%s'", argv[1]);
+		usage(stderr);
+		return 2;
+	case CPA_CMD_VERSION:
+		printf("cpa %s\n", CPA_VERSION);
+		return 0;
+	case CPA_CMD_HELP:
+		if (argc > 2) {
+			enum cpa_cmd c = cpa_cmd__from_name(argv[2]);
+
+			if (c == CPA_CMD_NONE) {
+				log_error("unknown command '%s'", argv[2]);
+				usage(stderr);
+				return 2;
+			}
+			usage_cmd(stdout, c);
+		} else {
+			usage(stdout);
+		}
+		return 0;
+	default:
+		break;
+	}
+
+	cpa_opts__init(&o);
+	r = cpa_opts__parse(&o, cmd, argc - 2, argv + 2);
+	if (r < 0) {
+		fprintf(stderr, "Try 'cpa %s --help'.\n", argv[1]);
+		cpa_opts__free(&o);
+		return 2;
+	}
+	if (o.help) {
+		usage_cmd(stdout, cmd);
+		cpa_opts__free(&o);
+		return 0;
+	}
+	if (o.verbose)
+		log_set_level(LOG_LVL_DEBUG);
+	if (cmd != CPA_CMD_CTL && o.n_args > 0) {
+		log_error("unexpected argument '%s'", o.args[0]);
+		fprintf(stderr, "Try 'cpa %s --help'.\n", argv[1]);
+		cpa_opts__free(&o);
+		return 2;
+	}
+
+	switch (cmd) {
+	case CPA_CMD_MONITOR:
+		r = cmd_monitor(&o);
+		break;
+	case CPA_CMD_SHOW:
+		r = cmd_show(&o);
+		break;
+	case CPA_CMD_CTL:
+		r = cmd_ctl(&o);
+		break;
+	default:
+		r = 2;
+	}
+	cpa_opts__free(&o);
+	return r;
+}

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `cpa monitor`: turn the options into an arena and a struct cpa_config,
+ * take the store_dir's pid file, and hand over to the supervisor.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common/log.h"
+#include "common/macro.h"
+#include "shm/arena.h"
+#include "supervisor.h"
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/*
+ * One monitor per store: the pid file is flock()ed for the monitor's life, so
+ * a second monitor fails at once and `cpa ctl` can tell a stale file.
+ */
+static int pidfile_take(const char *dir, char *path, size_t len, int *ret_fd)
+{
+	_cleanup_close_ int fd = -1;
+	char buf[32];
+
+	if ((size_t)snprintf(path, len, "%s/%s", dir, CPA_PIDFILE_NAME) >= len)
+		return log_error_errno(-ENAMETOOLONG, "pid file path too long");
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return log_error_errno(-errno, "--store_dir '%s': cannot write '%s': %m", dir,
+				       path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int r = -errno;
+		ssize_t n;
+
+		if (r != -EWOULDBLOCK)
+			return log_error_errno(r, "flock '%s': %m", path);
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = 0;
+		buf[strcspn(buf, "\n")] = 0;
+		log_error("another cpa monitor (pid %s) is running on --store_dir '%s'",
+			  *buf ? buf : "?", dir);
+		return -EBUSY;
+	}
+	if (ftruncate(fd, 0) < 0)
+		return log_error_errno(-errno, "truncate '%s': %m", path);
+	snprintf(buf, sizeof(buf), "%d\n", getpid());
+	if (pwrite(fd, buf, strlen(buf), 0) != (ssize_t)strlen(buf))
+		return log_error_errno(-errno, "write '%s': %m", path);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+static int copy_str(char *dst, size_t len, const char *src, const char *flag)
+{
+	if (!src)
+		src = "";
+	if (strlen(src) >= len)
+		return log_error_errno(-ENAMETOOLONG, "%s: value longer than %zu bytes", flag,
+				       len - 1);
+	memcpy(dst, src, strlen(src) + 1);
+	return 0;
+}
+
+static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const char *store_dir)
+{
+	const struct monitor_opts *m = &o->mon;
+	char btf[PATH_MAX];
+	struct timespec ts;
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	c->magic = CPA_CONFIG_MAGIC;
+	c->version = CPA_CONFIG_VERSION;
+	c->flags = (m->kernel_stack ? CPA_CFG_KERNEL_STACK_ONLY : 0) |
+		   (m->offcpu ? CPA_CFG_OFFCPU : 0) | (m->disable_sym ? CPA_CFG_DISABLE_SYM : 0) |
+		   (m->include_full_path ? CPA_CFG_FULL_PATH : 0) |
+		   (m->strip_name_disable ? CPA_CFG_STRIP_NAME_OFF : 0) |
+		   (m->oneshot ? CPA_CFG_ONESHOT : 0) | (m->bench ? CPA_CFG_BENCH : 0) |
+		   (o->verbose ? CPA_CFG_VERBOSE : 0);
+	c->backend = strcmp(m->backend, "perf") ? CPA_BACKEND_BPF : CPA_BACKEND_PERF;
+	c->freq = (uint32_t)m->freq;
+	c->record_interval_s = (uint32_t)m->record_interval;
+	c->persistent_day = (uint32_t)m->persistent_day;
+	c->stack_size = (uint32_t)m->stack_size;
+	c->max_queue_size = (uint32_t)m->max_queue_size;
+	c->max_cache_size_mb = (uint32_t)m->max_cache_size_mb;
+	c->max_store_size_mb = (uint32_t)m->max_store_size_mb;
+	c->log_print_cycles = (uint32_t)m->log_print_cycles;
+	c->target_pid = (int32_t)m->pid;
+	c->nr_cpus = ncpu > 0 ? (uint32_t)ncpu : 1;
+	c->debug_pid = (uint32_t)m->debug_pid;
+	c->debug_freq = (uint32_t)m->debug_freq;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	c->start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+
+	r = copy_str(c->comm, sizeof(c->comm), m->comm, "--comm");
+	if (r == 0)
+		r = copy_str(c->store_dir, sizeof(c->store_dir), store_dir, "--store_dir");
+	if (r == 0)
+		r = copy_str(c->output_prof, sizeof(c->output_prof), m->output_prof,
+			     "--output_prof");
+	/* Stages may chdir: hand them absolute paths. */
+	if (r == 0 && o->btf_path) {
+		if (!realpath(o->btf_path, btf))
+			return log_error_errno(-errno, "--btf_path '%s': %m", o->btf_path);
+		r = copy_str(c->btf_path, sizeof(c->btf_path), btf, "--btf_path");
+	}
+	if (r == 0)
+		r = copy_str(c->debug_path, sizeof(c->debug_path), m->debug_path, "--debug_option");
+	if (r == 0)
+		r = copy_str(c->record_env_name, sizeof(c->record_env_name), m->record_env_name,
+			     "--record_env_name");
+	if (r == 0)
+		r = copy_str(c->parse_env_values, sizeof(c->parse_env_values), m->parse_env_values,
+			     "--parse_env_values");
+	if (r == 0 && m->probe) {
+		c->nr_probes = 1;
+		r = copy_str(c->probes[0], sizeof(c->probes[0]), m->probe, "--probe");
+	}
+	return r;
+}
+
+static int stage_dir_find(char *buf, size_t len)
+{
+	const char *env = getenv("CPA_STAGE_DIR");
+	int r;
+
+	if (env && *env) {
+		if ((size_t)snprintf(buf, len, "%s", env) >= len)
+			return log_error_errno(-ENAMETOOLONG, "CPA_STAGE_DIR too long");
+	} else {
+		r = self_exe_dir(buf, len);
+		if (r < 0)
+			return log_error_errno(r, "readlink /proc/self/exe: %m");
+	}
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		char path[PATH_MAX + 16];
+		const char *name = shm_stage_name((enum shm_stage_id)i);
+
+		snprintf(path, sizeof(path), "%s/%s", buf, name);
+		if (access(path, X_OK) < 0)
+			return log_error_errno(
+				-errno,
+				"stage '%s' not usable at '%s': %m (build it, or set "
+				"CPA_STAGE_DIR)",
+				name, path);
+	}
+	return 0;
+}
+
+int cmd_monitor(struct cpa_opts *o)
+{
+	const struct monitor_opts *m = &o->mon;
+	struct supervisor_params p = {0};
+	struct shm_arena *arena = NULL;
+	struct shm_layout layout;
+	_cleanup_close_ int pidfd = -1;
+	char stage_dir[PATH_MAX], store_dir[PATH_MAX], pidfile[PATH_MAX];
+	sigset_t mask;
+	int r, code = 1;
+
+	log_set_subsystem("monitor");
+
+	r = supervisor_params__init(&p);
+	if (r < 0)
+		return 2;
+	r = stage_dir_find(stage_dir, sizeof(stage_dir));
+	if (r < 0)
+		return 1;
+
+	r = mkdir_p(m->store_dir, 0755);
+	if (r < 0) {
+		log_error_errno(r, "--store_dir '%s': cannot create it: %m", m->store_dir);
+		return 1;
+	}
+	if (!realpath(m->store_dir, store_dir)) {
+		log_error_errno(-errno, "--store_dir '%s': %m", m->store_dir);
+		return 1;
+	}
+	r = pidfile_take(store_dir, pidfile, sizeof(pidfile), &pidfd);
+	if (r < 0)
+		return 1;
+
+	shm_layout__default(&layout, (uint32_t)m->stack_size, (uint32_t)m->max_queue_size);
+	r = shm_arena__create(&layout, &arena);
+	if (r < 0) {
+		log_error_errno(r, "create the arena (stack_size %ld, max_queue_size %ld): %m",
+				m->stack_size, m->max_queue_size);
+		goto out;
+	}
+	r = config_fill(shm_arena__config(arena), o, store_dir);
+	if (r < 0)
+		goto out;
+	log_info("cpa %s: store_dir %s, freq %ld Hz, %u cpus, arena %llu KiB, stages from %s",
+		 CPA_VERSION, store_dir, m->freq, shm_arena__config(arena)->nr_cpus,
+		 (unsigned long long)(arena->size >> 10), stage_dir);
+
+	/* Before any fork: the signalfd sees every signal, no handler runs. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+		log_error_errno(-errno, "sigprocmask: %m");
+		goto out;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	p.stage_dir = stage_dir;
+	p.verbose = o->verbose;
+	p.duration_ms = (uint64_t)o->duration * 1000;
+	p.stats_every_ms = (uint64_t)m->log_print_cycles * (uint64_t)m->record_interval * 1000;
+	code = supervisor__run(arena, &p);
+out:
+	unlink(pidfile);
+	shm_arena__free(arena);
+	return code;
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The `cpa` command line: one table of every option of every sub-command
+ * (opts.c), one parser for argv and for --config files, one place that says
+ * which flags are parsed but not supported yet. Sub-commands only read the
+ * filled struct cpa_opts.
+ *
+ * Errors are logged (subsystem "cpa") and returned as -EINVAL; the caller
+ * prints the usage hint and exits 2.
+ */
+#ifndef CPA_CLI_OPTS_H
+#define CPA_CLI_OPTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum cpa_cmd {
+	CPA_CMD_NONE,
+	CPA_CMD_MONITOR,
+	CPA_CMD_SHOW,
+	CPA_CMD_CTL,
+	CPA_CMD_HELP,
+	CPA_CMD_VERSION,
+};
+
+/* Which sub-commands an option belongs to (bit per enum cpa_cmd). */
+#define OPT_SCOPE(cmd) (1u << (cmd))
+#define OPT_GLOBAL     (OPT_SCOPE(CPA_CMD_MONITOR) | OPT_SCOPE(CPA_CMD_SHOW) | OPT_SCOPE(CPA_CMD_CTL))
+
+#define CPA_FREQ_MIN	      1
+#define CPA_FREQ_MAX	      10000
+#define CPA_STACK_SIZE_MIN    4096
+#define CPA_STACK_SIZE_MAX    65536
+#define CPA_MAX_CPUS	      8192 /* cpu-list bitmap width */
+#define CPA_DEFAULT_STORE_DIR "/var/log/cpa"
+
+struct monitor_opts {
+	const char *store_dir;
+	const char *backend;
+	long freq;
+	long record_interval;
+	long persistent_day;
+	bool oneshot;
+	const char *output_prof;
+	long pid; /* -1 = all */
+	const char *comm;
+	bool kernel_stack;
+	bool offcpu;
+	const char *probe;
+	bool disable_sym;
+	bool include_full_path;
+	bool strip_name_disable;
+	const char *record_env_name;
+	const char *parse_env_values;
+	long max_queue_size;
+	long stack_size;
+	long max_cache_size_mb;
+	long max_store_size_mb;
+	long log_print_cycles;
+	bool bench;
+	const char *debug_option;
+	/* Derived from debug_option once it validated. */
+	long debug_pid;
+	long debug_freq;
+	const char *debug_path;
+};
+
+struct show_cli {
+	const char *read;
+	const char *starttime;
+	const char *endtime;
+	long output_num;
+	const char *output_prof; /* NULL: show picks cpa_<start>_<n>.prof */
+	bool show_range;
+	bool use_cui;
+	bool use_cache;
+	const char *split_path;
+	bool show_thread_name;
+	bool no_pid;
+	bool no_env;
+	bool show_raw;
+	long target_pid; /* -1 = all */
+	const char *target_comm;
+	const char *target_env;
+	long long target_cgroup_id; /* -1 = all */
+	const char *target_cpu;
+};
+
+struct cpa_opts {
+	enum cpa_cmd cmd;
+	const char *cmd_name;
+	/* global */
+	bool help;
+	bool verbose;
+	long duration; /* seconds, 0 = until stopped */
+	const char *btf_path;
+	const char *config;
+	struct monitor_opts mon; /* ctl reuses mon.store_dir */
+	struct show_cli show;
+	/* positional arguments (only `cpa ctl` takes any) */
+	char **args;
+	int n_args;
+	/* strings read from a --config file, freed with the options */
+	char **owned;
+	size_t n_owned;
+};
+
+/* Defaults of every option (CPA's), cmd = NONE. */
+void cpa_opts__init(struct cpa_opts *o);
+void cpa_opts__free(struct cpa_opts *o);
+
+/* Sub-command by name, or CPA_CMD_NONE. */
+enum cpa_cmd cpa_cmd__from_name(const char *name);
+
+/*
+ * Parse argv of sub-command cmd (argv[0] is the first argument after the
+ * sub-command name), then the --config file if one was given, then validate
+ * (ranges, files, flags not supported yet). 0, or -EINVAL after logging why.
+ */
+int cpa_opts__parse(struct cpa_opts *o, enum cpa_cmd cmd, int argc, char **argv);
+
+/* Pieces of the above, for tests and for `cpa ctl`. */
+int cpa_opts__parse_argv(struct cpa_opts *o, int argc, char **argv);
+int cpa_opts__load_config(struct cpa_opts *o, const char *path);
+int cpa_opts__check(struct cpa_opts *o);
+
+/* Print the option list of cmd (global options included). */
+void cpa_opts__print_help(FILE *f, enum cpa_cmd cmd);
+
+/*
+ * "1-3,5,7-9" into a bitmap of nbits bits (cleared first). The highest cpu
+ * set goes to *ret_max when non-NULL. 0 or -EINVAL (malformed, reversed
+ * range, cpu >= nbits).
+ */
+int cpulist__parse(const char *s, uint64_t *mask, unsigned int nbits, unsigned int *ret_max);
+
+/* Strict decimal integer in [min, max]: 0, -EINVAL or -ERANGE. */
+int parse_ll(const char *s, long long min, long long max, long long *ret);
+
+/* "HH:MM:SS" or "HH:MM:SS.mmm" local time of day. */
+bool time_of_day_valid(const char *s);
+
+/* Check that path is readable BTF (raw, magic 0xeB9F, or an ELF with .BTF). */
+int btf_file__check(const char *path);
+
+#endif /* CPA_CLI_OPTS_H */

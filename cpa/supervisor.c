@@ -1,0 +1,935 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The supervisor loop. One thread, one epoll set with a signalfd (SIGCHLD,
+ * SIGINT, SIGTERM, SIGHUP) and a 1 s timerfd; everything else (restart
+ * backoff, stop deadlines, the systemd watchdog) is a deadline that bounds
+ * the epoll timeout. No signal handlers: a handler could run in the middle
+ * of a spawn, the signalfd cannot.
+ *
+ *   RUNNING --SIGINT/SIGTERM/--duration/give-up--> STOPPING --all done--> DONE
+ *                                                     | 2nd signal
+ *                                                     v
+ *                                                  KILLING (SIGKILL all) --> DONE
+ *
+ * STOPPING walks the pipeline from the producer down, one stage at a time:
+ * capture gets cmd STOP (SIGTERM, then SIGKILL after stop_timeout each), then
+ * unwindd, symd and storer in turn get cmd DRAIN plus a kick of their input
+ * ring, so each one finds its input final and can consume it to the end.
+ */
+#include "supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/macro.h"
+#include "opts.h"
+#include "sdnotify.h"
+#include "shm/counters.h"
+
+#define NSEC_PER_MSEC 1000000ull
+#define NSEC_PER_SEC  1000000000ull
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+#define HEALTHY_MS     60000 /* up this long: backoff and fast-failure count reset */
+#define FAST_FAIL_MS   2000  /* dying sooner than this after spawn is a start failure */
+
+enum sup_phase {
+	SUP_RUNNING,
+	SUP_STOPPING,
+	SUP_KILLING,
+	SUP_DONE,
+};
+
+struct sup_stage {
+	enum shm_stage_id id;
+	const char *name;
+	char path[PATH_MAX];
+	struct shm_stage *blk;
+	int input_ring; /* -1 for capture */
+	pid_t pid;	/* > 0 until reaped */
+	uint64_t spawn_ns;
+	uint64_t restart_at_ns; /* 0: no restart pending */
+	uint64_t backoff_ms;
+	unsigned int fast_fails;
+	uint64_t restarts;
+	bool seen_running;
+	bool hung_killed;
+	uint64_t hung_for_ns;
+	bool stop_asked; /* part of the shutdown: never restarted */
+	bool stop_done;
+	bool term_sent;
+	bool gave_up;
+	uint64_t deadline_ns; /* of the current stop step */
+	uint64_t last_cnt[SHM_CNT_MAX];
+};
+
+struct supervisor {
+	struct shm_arena *arena;
+	struct supervisor_params p;
+	struct sup_stage st[SHM_STAGE_MAX];
+	struct sd_notifier notify;
+	char **envp;
+	char *argv_verbose;
+	int epfd, sigfd, tfd;
+	enum sup_phase phase;
+	int stop_idx; /* stage being stopped (pipeline order = enum order) */
+	int exit_code;
+	bool ready_sent;
+	char status[256];
+	uint64_t start_ns;
+	uint64_t stop_at_ns; /* --duration */
+	uint64_t next_stats_ns;
+	uint64_t next_watchdog_ns;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static int env_ms(const char *name, uint64_t *v)
+{
+	const char *s = getenv(name);
+	long long x;
+
+	if (!s || !*s)
+		return 0;
+	if (parse_ll(s, 1, 24LL * 3600 * 1000, &x) < 0) {
+		log_error("%s: invalid value '%s' (milliseconds, 1..86400000)", name, s);
+		return -EINVAL;
+	}
+	*v = (uint64_t)x;
+	return 0;
+}
+
+int supervisor_params__init(struct supervisor_params *p)
+{
+	const char *s = getenv("CPA_MAX_FAST_FAILS");
+	int r;
+
+	p->hang_timeout_ms = 10000;
+	p->stop_timeout_ms = 5000;
+	p->drain_timeout_ms = 20000;
+	p->max_fast_fails = 5;
+	r = env_ms("CPA_HANG_TIMEOUT_MS", &p->hang_timeout_ms);
+	if (r == 0)
+		r = env_ms("CPA_STOP_TIMEOUT_MS", &p->stop_timeout_ms);
+	if (r == 0)
+		r = env_ms("CPA_DRAIN_TIMEOUT_MS", &p->drain_timeout_ms);
+	if (r == 0 && s && *s) {
+		long long x;
+
+		if (parse_ll(s, 1, 1000, &x) < 0) {
+			log_error("CPA_MAX_FAST_FAILS: invalid value '%s' (1..1000)", s);
+			return -EINVAL;
+		}
+		p->max_fast_fails = (unsigned int)x;
+	}
+	return r;
+}
+
+/* "exited with code 2", "killed by SIGSEGV (core dumped)". */
+static void describe_status(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status)) {
+		snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
+	} else if (WIFSIGNALED(status)) {
+		const char *abbrev = sigabbrev_np(WTERMSIG(status));
+
+		if (abbrev)
+			snprintf(buf, len, "killed by SIG%s%s", abbrev,
+				 WCOREDUMP(status) ? " (core dumped)" : "");
+		else
+			snprintf(buf, len, "killed by signal %d", WTERMSIG(status));
+	} else {
+		snprintf(buf, len, "stopped (status 0x%x)", status);
+	}
+}
+
+static bool status_clean(int status)
+{
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void notify(struct supervisor *s, const char *fmt, const char *arg)
+{
+	int r;
+
+	if (!sd_notifier__enabled(&s->notify))
+		return;
+	r = sd_notifier__send(&s->notify, fmt, arg);
+	if (r < 0)
+		log_warn_errno(r, "sd_notify: %m");
+}
+
+static void set_status(struct supervisor *s, const char *status)
+{
+	if (!strcmp(s->status, status))
+		return;
+	snprintf(s->status, sizeof(s->status), "%s", status);
+	notify(s, "STATUS=%s", status);
+}
+
+/* The stages' environment: ours, with CPA_ARENA_FD=3 and without systemd's
+ * variables (a stage must not talk to systemd in the monitor's name). */
+static char **build_envp(void)
+{
+	extern char **environ;
+	static const char *const drop[] = {"CPA_ARENA_FD=", "NOTIFY_SOCKET=", "WATCHDOG_USEC=",
+					   "WATCHDOG_PID=", "LISTEN_FDS=",    "LISTEN_PID="};
+	size_t n = 0, k = 0;
+	char **envp;
+
+	while (environ[n])
+		n++;
+	envp = calloc(n + 2, sizeof(*envp));
+	if (!envp)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		bool skip = false;
+
+		for (unsigned int j = 0; j < ARRAY_SIZE(drop); j++)
+			if (!strncmp(environ[i], drop[j], strlen(drop[j])))
+				skip = true;
+		if (!skip)
+			envp[k++] = environ[i];
+	}
+	envp[k++] = (char *)"CPA_ARENA_FD=3";
+	envp[k] = NULL;
+	return envp;
+}
+
+/* Child side of a spawn: only async-signal-safe calls until execve. */
+_Noreturn static void spawn_child(struct supervisor *s, struct sup_stage *st, int errfd,
+				  pid_t parent)
+{
+	char *argv[3] = {st->path, s->argv_verbose, NULL};
+	int arena_fd = shm_arena__fd(s->arena), err;
+	struct sigaction sa = {.sa_handler = SIG_DFL};
+	sigset_t none;
+
+	/* The stage may read its own pid from its block right away. */
+	__atomic_store_n(&st->blk->pid, (int32_t)getpid(), __ATOMIC_RELAXED);
+	/* A stage without its supervisor must not outlive it (SIGTERM: leave promptly). */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+		_exit(127);
+	for (int sig = 1; sig < _NSIG; sig++)
+		sigaction(sig, &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	/* Keep the error pipe clear of fd 3 before fd 3 becomes the arena. */
+	if (errfd <= 3) {
+		int nfd = fcntl(errfd, F_DUPFD_CLOEXEC, 10);
+
+		if (nfd < 0)
+			_exit(127);
+		errfd = nfd;
+	}
+	if (arena_fd != 3) {
+		if (dup2(arena_fd, 3) < 0) /* dup2 leaves the new fd without CLOEXEC */
+			goto fail;
+	} else if (fcntl(3, F_SETFD, 0) < 0) {
+		goto fail;
+	}
+	/* Anything the monitor inherited without CLOEXEC stays out of the stages. */
+	close_range(4, ~0u, CLOSE_RANGE_CLOEXEC);
+
+	execve(st->path, argv, s->envp);
+fail:
+	err = errno;
+	(void)!write(errfd, &err, sizeof(err));
+	_exit(127);
+}
+
+static int stage_spawn(struct supervisor *s, struct sup_stage *st)
+{
+	_cleanup_close_ int rfd = -1;
+	int pfd[2], err = 0;
+	uint32_t gen;
+	ssize_t n;
+	pid_t pid, parent = getpid();
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return log_error_errno(-errno, "%s: pipe: %m", st->name);
+	rfd = pfd[0];
+
+	/* docs/pipeline.md: generation, cmd and state are set before the stage runs. */
+	gen = __atomic_load_n(&st->blk->generation, __ATOMIC_RELAXED) + 1;
+	__atomic_store_n(&st->blk->generation, gen, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->blk->restarts, st->restarts, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->blk->pid, 0, __ATOMIC_RELAXED);
+	st->spawn_ns = now_ns();
+	__atomic_store_n(&st->blk->started_ns, st->spawn_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_NONE, __ATOMIC_RELEASE);
+	shm_stage__set_state(st->blk, SHM_STATE_STARTING);
+
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		close(pfd[1]);
+		return log_error_errno(err, "%s: fork: %m", st->name);
+	}
+	if (pid == 0)
+		spawn_child(s, st, pfd[1], parent);
+	close(pfd[1]);
+	__atomic_store_n(&st->blk->pid, (int32_t)pid, __ATOMIC_RELAXED);
+
+	/* EOF means execve succeeded (the CLOEXEC write end went away). */
+	do
+		n = read(rfd, &err, sizeof(err));
+	while (n < 0 && errno == EINTR);
+	if (n == sizeof(err)) {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		__atomic_store_n(&st->blk->pid, 0, __ATOMIC_RELAXED);
+		shm_stage__set_state(st->blk, SHM_STATE_FAILED);
+		return log_error_errno(-err, "%s: exec '%s': %m", st->name, st->path);
+	}
+
+	st->pid = pid;
+	st->seen_running = false;
+	st->hung_killed = false;
+	st->restart_at_ns = 0;
+	log_debug("%s started (pid %d, generation %u)", st->name, pid, gen);
+	return 0;
+}
+
+static void begin_stop(struct supervisor *s, const char *why);
+
+static void stage_give_up(struct supervisor *s, struct sup_stage *st, const char *what)
+{
+	log_error("%s failed to start %u times in a row (last: %s); giving up", st->name,
+		  st->fast_fails, what);
+	st->gave_up = true;
+	st->restart_at_ns = 0;
+	s->exit_code = 1;
+	begin_stop(s, "a stage cannot start");
+}
+
+/* A stage died without being asked: count it, then restart it after a backoff. */
+static void stage_failed(struct supervisor *s, struct sup_stage *st, const char *what,
+			 uint64_t uptime_ns)
+{
+	bool fast = !st->seen_running || uptime_ns < FAST_FAIL_MS * NSEC_PER_MSEC;
+
+	if (uptime_ns >= HEALTHY_MS * NSEC_PER_MSEC) {
+		st->backoff_ms = BACKOFF_MIN_MS;
+		st->fast_fails = 0;
+	}
+	st->fast_fails = fast ? st->fast_fails + 1 : 0;
+	if (st->fast_fails >= s->p.max_fast_fails) {
+		stage_give_up(s, st, what);
+		return;
+	}
+	if (s->phase == SUP_KILLING || s->phase == SUP_DONE)
+		return;
+	if (s->phase == SUP_STOPPING && st->id == SHM_STAGE_CAPTURE) {
+		/* Its producer role is over; nothing to restart it for. */
+		st->stop_done = true;
+		return;
+	}
+	st->restart_at_ns = now_ns() + st->backoff_ms * NSEC_PER_MSEC;
+	log_warn("%s; restarting in %llu ms (restart %llu)", what,
+		 (unsigned long long)st->backoff_ms, (unsigned long long)st->restarts + 1);
+	st->backoff_ms = MIN(st->backoff_ms * 2, (uint64_t)BACKOFF_MAX_MS);
+}
+
+static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
+{
+	uint64_t uptime = now_ns() - st->spawn_ns;
+	enum shm_stage_state state = shm_stage__state(st->blk);
+	char how[96], what[256];
+	pid_t pid = st->pid;
+
+	st->pid = 0;
+	if (state == SHM_STATE_RUNNING || state == SHM_STATE_DRAINING)
+		st->seen_running = true;
+	__atomic_store_n(&st->blk->exit_code,
+			 WIFEXITED(status)     ? (uint32_t)WEXITSTATUS(status)
+			 : WIFSIGNALED(status) ? 128u + (uint32_t)WTERMSIG(status)
+					       : 255u,
+			 __ATOMIC_RELAXED);
+	/* The stage is gone: nobody else will say it did not leave cleanly. */
+	if (!status_clean(status) || (state != SHM_STATE_EXITED && state != SHM_STATE_FAILED))
+		shm_stage__set_state(st->blk,
+				     status_clean(status) ? SHM_STATE_EXITED : SHM_STATE_FAILED);
+	describe_status(status, how, sizeof(how));
+
+	if (st->stop_asked) {
+		st->stop_done = true;
+		if (status_clean(status)) {
+			log_info("%s (pid %d) %s", st->name, pid,
+				 st->id == SHM_STAGE_CAPTURE ? "stopped" : "drained and exited");
+		} else if (st->term_sent && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) {
+			log_warn("%s (pid %d) left on SIGTERM, not on STOP", st->name, pid);
+		} else {
+			log_error("%s (pid %d) %s while stopping", st->name, pid, how);
+			s->exit_code = 1;
+		}
+		return;
+	}
+
+	if (st->hung_killed)
+		snprintf(what, sizeof(what), "%s (pid %d) hung: no heartbeat for %.1f s, %s",
+			 st->name, pid, (double)st->hung_for_ns / NSEC_PER_SEC, how);
+	else
+		snprintf(what, sizeof(what), "%s (pid %d) %s", st->name, pid, how);
+	if (s->phase == SUP_KILLING) {
+		st->stop_done = true;
+		log_warn("%s", what);
+		return;
+	}
+	stage_failed(s, st, what, uptime);
+}
+
+static void reap_children(struct supervisor *s)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		bool ours = false;
+
+		if (pid <= 0)
+			break;
+		for (int i = 0; i < SHM_STAGE_MAX; i++)
+			if (s->st[i].pid == pid) {
+				stage_reaped(s, &s->st[i], status);
+				ours = true;
+			}
+		if (!ours)
+			log_debug("reaped unknown child %d", pid);
+	}
+}
+
+static void kick_input(struct supervisor *s, struct sup_stage *st)
+{
+	void *mem = st->input_ring >= 0
+			    ? shm_arena__ring_mem(s->arena, (unsigned int)st->input_ring, NULL)
+			    : NULL;
+
+	if (mem)
+		shm_ring__kick(mem);
+}
+
+static uint64_t ring_pending(struct supervisor *s, int ring)
+{
+	struct shm_ring_ctrl *c;
+
+	if (ring < 0)
+		return 0;
+	c = shm_arena__ring_mem(s->arena, (unsigned int)ring, NULL);
+	if (!c)
+		return 0;
+	/* Both loads relaxed: a snapshot for a log line or a decision to start
+	 * a consumer, not a synchronising read of record contents. */
+	return __atomic_load_n(&c->prod_pos, __ATOMIC_RELAXED) -
+	       __atomic_load_n(&c->cons_pos, __ATOMIC_RELAXED);
+}
+
+static void stop_step_begin(struct supervisor *s)
+{
+	uint64_t now = now_ns();
+
+	while (s->stop_idx < SHM_STAGE_MAX) {
+		struct sup_stage *st = &s->st[s->stop_idx];
+		char status[128];
+
+		if (st->stop_done || st->gave_up) {
+			s->stop_idx++;
+			continue;
+		}
+		if (st->id == SHM_STAGE_CAPTURE) {
+			st->restart_at_ns = 0;
+			if (!st->pid) {
+				st->stop_done = true;
+				continue;
+			}
+			st->stop_asked = true;
+			st->deadline_ns = now + s->p.stop_timeout_ms * NSEC_PER_MSEC;
+			__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_STOP, __ATOMIC_RELEASE);
+			log_info("stopping capture (pid %d)", st->pid);
+			set_status(s, "stopping: capture");
+			return;
+		}
+		/* A consumer that is down with input left is started to drain it:
+		 * stopping must not lose what is already in the ring. */
+		if (!st->pid && ring_pending(s, st->input_ring) > 0) {
+			st->restart_at_ns = 0;
+			if (stage_spawn(s, st) < 0) {
+				s->exit_code = 1;
+				st->stop_done = true;
+				continue;
+			}
+		}
+		st->restart_at_ns = 0;
+		if (!st->pid) {
+			st->stop_done = true;
+			continue;
+		}
+		st->stop_asked = true;
+		st->deadline_ns = now + s->p.drain_timeout_ms * NSEC_PER_MSEC;
+		__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_DRAIN, __ATOMIC_RELEASE);
+		kick_input(s, st);
+		log_info("draining %s (pid %d): %llu bytes pending in its input", st->name, st->pid,
+			 (unsigned long long)ring_pending(s, st->input_ring));
+		snprintf(status, sizeof(status), "stopping: draining %s", st->name);
+		set_status(s, status);
+		return;
+	}
+	s->phase = SUP_DONE;
+}
+
+static void stop_step_check(struct supervisor *s, uint64_t now)
+{
+	struct sup_stage *st;
+
+	if (s->stop_idx >= SHM_STAGE_MAX) {
+		s->phase = SUP_DONE;
+		return;
+	}
+	st = &s->st[s->stop_idx];
+	if (st->stop_done) {
+		s->stop_idx++;
+		stop_step_begin(s);
+		return;
+	}
+	if (!st->pid || now < st->deadline_ns)
+		return;
+	if (st->id == SHM_STAGE_CAPTURE && !st->term_sent) {
+		log_warn("capture (pid %d) did not stop within %llu ms; sending SIGTERM", st->pid,
+			 (unsigned long long)s->p.stop_timeout_ms);
+		kill(st->pid, SIGTERM);
+		st->term_sent = true;
+		st->deadline_ns = now + s->p.stop_timeout_ms * NSEC_PER_MSEC;
+		return;
+	}
+	log_error("%s (pid %d) did not %s within %llu ms; killing it (SIGKILL)", st->name, st->pid,
+		  st->id == SHM_STAGE_CAPTURE ? "stop" : "drain",
+		  (unsigned long long)(st->id == SHM_STAGE_CAPTURE ? s->p.stop_timeout_ms
+								   : s->p.drain_timeout_ms));
+	kill(st->pid, SIGKILL);
+	s->exit_code = 1;
+	st->deadline_ns = UINT64_MAX;
+}
+
+static void begin_stop(struct supervisor *s, const char *why)
+{
+	if (s->phase != SUP_RUNNING)
+		return;
+	log_info("stopping (%s): capture first, then drain unwindd, symd, storer", why);
+	notify(s, "STOPPING=1\nSTATUS=%s", "stopping");
+	s->phase = SUP_STOPPING;
+	s->stop_idx = 0;
+	stop_step_begin(s);
+}
+
+static void kill_all(struct supervisor *s)
+{
+	log_warn("second signal: killing every stage now (SIGKILL)");
+	s->phase = SUP_KILLING;
+	s->exit_code = 1;
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		s->st[i].restart_at_ns = 0;
+		s->st[i].stop_asked = false;
+		if (s->st[i].pid)
+			kill(s->st[i].pid, SIGKILL);
+	}
+}
+
+static void check_hung(struct supervisor *s, uint64_t now)
+{
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		struct sup_stage *st = &s->st[i];
+		uint64_t hb, last;
+
+		if (!st->pid || st->hung_killed || st->stop_asked)
+			continue;
+		hb = __atomic_load_n(&st->blk->heartbeat_ns, __ATOMIC_RELAXED);
+		/* A heartbeat from an earlier generation does not count. */
+		last = MAX(hb, st->spawn_ns);
+		/* last may be newer than now: a spawn or a heartbeat since now was read. */
+		if (last >= now || now - last <= s->p.hang_timeout_ms * NSEC_PER_MSEC)
+			continue;
+		st->hung_for_ns = now - last;
+		log_error("%s (pid %d) hung: no heartbeat for %.1f s; killing it (SIGKILL)",
+			  st->name, st->pid, (double)st->hung_for_ns / NSEC_PER_SEC);
+		st->hung_killed = true;
+		kill(st->pid, SIGKILL);
+	}
+}
+
+static uint64_t cnt_drops(const struct shm_stage *blk, enum shm_stage_id id, const uint64_t *last)
+{
+	static const unsigned int drops[] = {SHM_CNT_DROP_RING_FULL, SHM_CNT_DROP_RATE,
+					     SHM_CNT_DROP_CORRUPT};
+	uint64_t d = 0;
+
+	for (unsigned int i = 0; i < ARRAY_SIZE(drops); i++)
+		d += shm_stage__cnt(blk, drops[i]) - last[drops[i]];
+	if (id == SHM_STAGE_CAPTURE)
+		d += shm_stage__cnt(blk, CAP_CNT_BPF_RB_LOST) - last[CAP_CNT_BPF_RB_LOST];
+	return d;
+}
+
+static void print_stats(struct supervisor *s)
+{
+	char line[1024];
+	size_t n = 0;
+
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		struct sup_stage *st = &s->st[i];
+		const struct shm_stage *blk = st->blk;
+		uint64_t d_in = shm_stage__cnt(blk, SHM_CNT_IN) - st->last_cnt[SHM_CNT_IN];
+		uint64_t d_out = shm_stage__cnt(blk, SHM_CNT_OUT) - st->last_cnt[SHM_CNT_OUT];
+		uint64_t d_drop = cnt_drops(blk, st->id, st->last_cnt);
+		uint64_t d_deg =
+			shm_stage__cnt(blk, SHM_CNT_DEGRADED) - st->last_cnt[SHM_CNT_DEGRADED];
+		const char *state = shm_state_name(shm_stage__state(blk));
+
+		if (s->p.verbose) {
+			char more[512];
+			size_t m = 0;
+
+			more[0] = 0;
+			for (unsigned int c = 0; c < SHM_CNT_MAX && m < sizeof(more) - 1; c++) {
+				const char *name = shm_counter_name(st->id, c);
+				uint64_t d = shm_stage__cnt(blk, c) - st->last_cnt[c];
+
+				if (!name || !d || c == SHM_CNT_IN || c == SHM_CNT_OUT)
+					continue;
+				m += (size_t)snprintf(more + m, sizeof(more) - m, " %s +%llu", name,
+						      (unsigned long long)d);
+			}
+			log_info("stats %s: %s pid %d gen %u restarts %llu: in +%llu out +%llu "
+				 "drops +%llu%s",
+				 st->name, state, st->pid, blk->generation,
+				 (unsigned long long)st->restarts, (unsigned long long)d_in,
+				 (unsigned long long)d_out, (unsigned long long)d_drop, more);
+		} else if (n < sizeof(line) - 1) {
+			n += (size_t)snprintf(
+				line + n, sizeof(line) - n, "%s%s %s in %llu out %llu drop %llu",
+				i ? " | " : "", st->name, state, (unsigned long long)d_in,
+				(unsigned long long)d_out, (unsigned long long)d_drop);
+			if (d_deg && n < sizeof(line) - 1)
+				n += (size_t)snprintf(line + n, sizeof(line) - n, " degraded %llu",
+						      (unsigned long long)d_deg);
+		}
+		for (unsigned int c = 0; c < SHM_CNT_MAX; c++)
+			st->last_cnt[c] = shm_stage__cnt(blk, c);
+	}
+	if (!s->p.verbose)
+		log_info("stats: %s", line);
+}
+
+static void update_ready(struct supervisor *s)
+{
+	char buf[256];
+	size_t n = 0;
+	int running = 0;
+
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		struct sup_stage *st = &s->st[i];
+
+		if (st->pid && shm_stage__state(st->blk) == SHM_STATE_RUNNING) {
+			if (!st->seen_running)
+				log_debug("%s (pid %d) running", st->name, st->pid);
+			st->seen_running = true;
+			running++;
+		}
+	}
+	if (s->phase != SUP_RUNNING)
+		return;
+	if (running == SHM_STAGE_MAX) {
+		set_status(s, "running: capture, unwindd, symd, storer");
+		if (!s->ready_sent) {
+			for (int i = SHM_STAGE_MAX - 1; i >= 0; i--)
+				n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s %d",
+						      i == SHM_STAGE_MAX - 1 ? "" : ", ",
+						      s->st[i].name, s->st[i].pid);
+			log_info("all stages running (%s)", buf);
+			notify(s, "READY=1\nSTATUS=%s", s->status);
+			s->ready_sent = true;
+		}
+		return;
+	}
+	n = (size_t)snprintf(buf, sizeof(buf), "degraded: %d of %d stages running", running,
+			     SHM_STAGE_MAX);
+	for (int i = 0; i < SHM_STAGE_MAX; i++)
+		if (s->st[i].restart_at_ns && n < sizeof(buf) - 1)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, ", %s restarting",
+					      s->st[i].name);
+	set_status(s, buf);
+}
+
+static bool any_alive(const struct supervisor *s)
+{
+	for (int i = 0; i < SHM_STAGE_MAX; i++)
+		if (s->st[i].pid)
+			return true;
+	return false;
+}
+
+/* Everything time-driven; runs after every wakeup. */
+static void sup_step(struct supervisor *s)
+{
+	uint64_t now = now_ns();
+
+	if (s->phase == SUP_RUNNING && s->stop_at_ns && now >= s->stop_at_ns) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "--duration %llu s elapsed",
+			 (unsigned long long)(s->p.duration_ms / 1000));
+		begin_stop(s, why);
+	}
+	if (s->phase == SUP_RUNNING || s->phase == SUP_STOPPING) {
+		for (int i = SHM_STAGE_MAX - 1; i >= 0; i--) {
+			struct sup_stage *st = &s->st[i];
+
+			if (!st->restart_at_ns || now < st->restart_at_ns || st->pid)
+				continue;
+			st->restarts++;
+			if (stage_spawn(s, st) < 0) {
+				char what[128];
+
+				snprintf(what, sizeof(what), "%s could not be started", st->name);
+				stage_failed(s, st, what, 0);
+			} else {
+				log_info("%s restarted (pid %d, generation %u, restart %llu)",
+					 st->name, st->pid, st->blk->generation,
+					 (unsigned long long)st->restarts);
+			}
+		}
+		check_hung(s, now);
+	}
+	if (s->phase == SUP_STOPPING)
+		stop_step_check(s, now);
+	if (s->phase == SUP_KILLING && !any_alive(s))
+		s->phase = SUP_DONE;
+	update_ready(s);
+
+	if (s->p.stats_every_ms && now >= s->next_stats_ns) {
+		if (s->phase == SUP_RUNNING)
+			print_stats(s);
+		s->next_stats_ns = now + s->p.stats_every_ms * NSEC_PER_MSEC;
+	}
+	if (s->notify.watchdog_usec && now >= s->next_watchdog_ns) {
+		notify(s, "%s", "WATCHDOG=1");
+		s->next_watchdog_ns = now + s->notify.watchdog_usec * 1000 / 2;
+	}
+}
+
+static int next_timeout_ms(const struct supervisor *s)
+{
+	uint64_t now = now_ns(), next = UINT64_MAX;
+	int64_t ms;
+
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		if (s->st[i].restart_at_ns)
+			next = MIN(next, s->st[i].restart_at_ns);
+		if (s->st[i].pid && s->st[i].stop_asked && s->st[i].deadline_ns)
+			next = MIN(next, s->st[i].deadline_ns);
+		/* A starting stage is polled until it says RUNNING (READY=1 waits on it). */
+		if (s->st[i].pid && !s->st[i].seen_running)
+			next = MIN(next, now + 50 * NSEC_PER_MSEC);
+	}
+	if (s->stop_at_ns && s->phase == SUP_RUNNING)
+		next = MIN(next, s->stop_at_ns);
+	if (s->notify.watchdog_usec)
+		next = MIN(next, s->next_watchdog_ns);
+	if (next == UINT64_MAX)
+		return -1; /* the 1 s timerfd tick bounds the wait anyway */
+	if (next <= now)
+		return 0;
+	ms = (int64_t)((next - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
+	return (int)MIN(ms, (int64_t)INT32_MAX);
+}
+
+static int handle_signals(struct supervisor *s)
+{
+	struct signalfd_siginfo si;
+	ssize_t n;
+
+	while ((n = read(s->sigfd, &si, sizeof(si))) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGCHLD:
+			reap_children(s);
+			break;
+		case SIGINT:
+		case SIGTERM:
+			if (s->phase == SUP_RUNNING) {
+				char why[32];
+
+				snprintf(why, sizeof(why), "SIG%s",
+					 sigabbrev_np((int)si.ssi_signo));
+				begin_stop(s, why);
+			} else if (s->phase == SUP_STOPPING) {
+				kill_all(s);
+			}
+			break;
+		case SIGHUP:
+			log_info(
+				"SIGHUP: nothing to reload (restart a stage with 'cpa ctl restart')");
+			break;
+		}
+	}
+	if (n < 0 && errno != EAGAIN)
+		return log_error_errno(-errno, "read signalfd: %m");
+	/* SIGCHLD coalesces: reap whatever is there on every wakeup too. */
+	reap_children(s);
+	return 0;
+}
+
+static int sup_setup(struct supervisor *s)
+{
+	struct itimerspec its = {.it_interval = {1, 0}, .it_value = {1, 0}};
+	struct epoll_event ev = {.events = EPOLLIN};
+	sigset_t mask;
+	int r;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	s->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (s->sigfd < 0)
+		return log_error_errno(-errno, "signalfd: %m");
+	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (s->tfd < 0)
+		return log_error_errno(-errno, "timerfd_create: %m");
+	if (timerfd_settime(s->tfd, 0, &its, NULL) < 0)
+		return log_error_errno(-errno, "timerfd_settime: %m");
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0)
+		return log_error_errno(-errno, "epoll_create1: %m");
+	ev.data.fd = s->sigfd;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->sigfd, &ev) < 0)
+		return log_error_errno(-errno, "epoll_ctl: %m");
+	ev.data.fd = s->tfd;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->tfd, &ev) < 0)
+		return log_error_errno(-errno, "epoll_ctl: %m");
+
+	r = sd_notifier__open(&s->notify);
+	if (r < 0)
+		log_warn_errno(r,
+			       "NOTIFY_SOCKET/WATCHDOG_USEC malformed, not notifying systemd: %m");
+	if (s->notify.watchdog_usec)
+		log_debug("systemd watchdog: pinging every %llu ms",
+			  (unsigned long long)(s->notify.watchdog_usec / 2000));
+
+	s->envp = build_envp();
+	if (!s->envp)
+		return log_error_errno(-ENOMEM, "out of memory");
+
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		struct sup_stage *st = &s->st[i];
+
+		st->id = (enum shm_stage_id)i;
+		st->name = shm_stage_name(st->id);
+		st->blk = shm_arena__stage(s->arena, st->id);
+		st->backoff_ms = BACKOFF_MIN_MS;
+		st->input_ring = -1;
+		if (i != SHM_STAGE_CAPTURE)
+			st->input_ring =
+				shm_arena__find_ring(s->arena, (enum shm_stage_id)(i - 1), st->id);
+		if ((size_t)snprintf(st->path, sizeof(st->path), "%s/%s", s->p.stage_dir,
+				     st->name) >= sizeof(st->path))
+			return log_error_errno(-ENAMETOOLONG, "stage path too long");
+	}
+	return 0;
+}
+
+static void sup_teardown(struct supervisor *s)
+{
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->tfd >= 0)
+		close(s->tfd);
+	if (s->sigfd >= 0)
+		close(s->sigfd);
+	sd_notifier__close(&s->notify);
+	free(s->envp);
+}
+
+int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
+{
+	struct supervisor s = {
+		.arena = arena,
+		.p = *p,
+		.epfd = -1,
+		.sigfd = -1,
+		.tfd = -1,
+		.argv_verbose = p->verbose ? (char *)"--verbose" : NULL,
+	};
+	int r;
+
+	r = sup_setup(&s);
+	if (r < 0)
+		goto out;
+
+	s.start_ns = now_ns();
+	s.stop_at_ns = p->duration_ms ? s.start_ns + p->duration_ms * NSEC_PER_MSEC : 0;
+	s.next_stats_ns = s.start_ns + p->stats_every_ms * NSEC_PER_MSEC;
+	s.next_watchdog_ns = s.start_ns;
+	set_status(&s, "starting stages");
+
+	/* Consumers first, so capture's first records already have a reader. */
+	for (int i = SHM_STAGE_MAX - 1; i >= 0; i--) {
+		r = stage_spawn(&s, &s.st[i]);
+		if (r < 0) {
+			s.exit_code = 1;
+			begin_stop(&s, "a stage could not be started");
+			break;
+		}
+	}
+
+	while (s.phase != SUP_DONE) {
+		struct epoll_event evs[4];
+		int n = epoll_wait(s.epfd, evs, ARRAY_SIZE(evs), next_timeout_ms(&s));
+
+		if (n < 0 && errno != EINTR) {
+			r = log_error_errno(-errno, "epoll_wait: %m");
+			kill_all(&s);
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.fd == s.sigfd) {
+				handle_signals(&s);
+			} else if (evs[i].data.fd == s.tfd) {
+				uint64_t ticks;
+
+				(void)!read(s.tfd, &ticks, sizeof(ticks));
+			}
+		}
+		reap_children(&s);
+		sup_step(&s);
+	}
+	r = 0;
+out:
+	if (r < 0)
+		s.exit_code = 1;
+	if (s.exit_code == 0)
+		log_info("all stages stopped and drained");
+	else
+		log_error("stopped with errors (exit code %d)", s.exit_code);
+	sup_teardown(&s);
+	return r < 0 ? 1 : s.exit_code;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The supervisor side of docs/pipeline.md: spawn the four stages with the
+ * arena on fd 3, watch them (exit, hang), restart with backoff, stop them in
+ * pipeline order, talk to systemd. See docs/supervisor.md.
+ */
+#ifndef CPA_CLI_SUPERVISOR_H
+#define CPA_CLI_SUPERVISOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shm/arena.h"
+
+struct supervisor_params {
+	const char *stage_dir;	     /* where capture, unwindd, symd, storer live */
+	bool verbose;		     /* pass --verbose to stages, per-stage stats lines */
+	uint64_t duration_ms;	     /* 0 = until a signal */
+	uint64_t hang_timeout_ms;    /* heartbeat older than this: SIGKILL + restart */
+	uint64_t stop_timeout_ms;    /* capture STOP -> SIGTERM -> SIGKILL steps */
+	uint64_t drain_timeout_ms;   /* per consumer DRAIN -> SIGKILL */
+	uint64_t stats_every_ms;     /* 0 = no statistics lines */
+	unsigned int max_fast_fails; /* consecutive start failures before giving up */
+};
+
+/* Defaults (10 s hang, 5 s stop, 20 s drain, 5 fast failures), overridable
+ * for tests by CPA_HANG_TIMEOUT_MS, CPA_STOP_TIMEOUT_MS, CPA_DRAIN_TIMEOUT_MS
+ * and CPA_MAX_FAST_FAILS. -EINVAL (logged) for a malformed variable. */
+int supervisor_params__init(struct supervisor_params *p);
+
+/*
+ * Run the pipeline until stopped. The caller has blocked SIGCHLD, SIGINT,
+ * SIGTERM and SIGHUP. Returns the process exit code: 0 when every stage
+ * stopped and drained, 1 otherwise (give-up, forced kill, set-up error).
+ */
+int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p);
+
+#endif /* CPA_CLI_SUPERVISOR_H */

@@ -1,0 +1,23 @@
+# The front command and the supervisor (cpa/).
+if(NOT TARGET cpa)
+  return()
+endif()
+
+# Parser cases in-process (cpa_cli) plus the built binary (CPA_BUILD_DIR/bin/cpa).
+cpa_add_test(NAME test_cli SOURCES test_cli.c LIBS cpa_cli cpa_common LABELS cli TIMEOUT 60)
+add_dependencies(test_cli cpa)
+
+# Fake stages: one source built as capture, unwindd, symd and storer in their
+# own directory, which test_monitor hands to the monitor as CPA_STAGE_DIR.
+set(CPA_FAKE_STAGE_DIR ${CPA_TEST_DIR}/fake-stages)
+foreach(stage capture unwindd symd storer)
+  add_executable(fake_stage_${stage} test_monitor_stage.c)
+  set_target_properties(fake_stage_${stage} PROPERTIES
+    OUTPUT_NAME ${stage} RUNTIME_OUTPUT_DIRECTORY ${CPA_FAKE_STAGE_DIR})
+  target_link_libraries(fake_stage_${stage} PRIVATE cpa_shm)
+  list(APPEND CPA_FAKE_STAGES fake_stage_${stage})
+endforeach()
+
+cpa_add_test(NAME test_monitor SOURCES test_monitor.c LIBS cpa_shm cpa_common
+  LABELS monitor TIMEOUT 180)
+add_dependencies(test_monitor cpa ${CPA_FAKE_STAGES})

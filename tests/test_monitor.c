@@ -1,0 +1,554 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_monitor: the real `cpa monitor` supervising fake stages
+ * (test_monitor_stage.c) over a real arena. No root needed. Each case starts
+ * a monitor with its own store_dir and control directory, steers the fake
+ * stages through files, and reads the monitor's log, `cpa ctl status` and the
+ * stages' event file.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct mon {
+	pid_t pid;
+	char dir[PATH_MAX];
+	char store[PATH_MAX + 16];
+	char log[PATH_MAX + 16];
+};
+
+static const char *build_dir(void)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+
+	return b ? b : ".";
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf;
+	long n;
+
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc(1, (size_t)n + 1);
+	if (n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n)
+		buf[0] = 0;
+	fclose(f);
+	return buf;
+}
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Wait until every needle (NULL-terminated) shows up in one line of the file. */
+static bool wait_line(const char *path, int timeout_ms, const char *const *needles)
+{
+	uint64_t end = ms_now() + (uint64_t)timeout_ms;
+
+	do {
+		char *buf = read_file(path), *save = NULL;
+		bool found = false;
+
+		for (char *l = strtok_r(buf, "\n", &save); l && !found;
+		     l = strtok_r(NULL, "\n", &save)) {
+			bool all = true;
+
+			for (int i = 0; needles[i]; i++)
+				if (!strstr(l, needles[i]))
+					all = false;
+			found = all;
+		}
+		free(buf);
+		if (found)
+			return true;
+		usleep(20000);
+	} while (ms_now() < end);
+	return false;
+}
+
+#define WAIT_LOG(m, ms, ...) wait_line((m)->log, ms, (const char *const[]){__VA_ARGS__, NULL})
+#define WAIT_EVENT(m, ms, ...)                                               \
+	({                                                                   \
+		char _p[PATH_MAX + 16];                                      \
+		snprintf(_p, sizeof(_p), "%s/events", (m)->dir);             \
+		wait_line(_p, ms, (const char *const[]){__VA_ARGS__, NULL}); \
+	})
+
+static void dump_log(const struct mon *m)
+{
+	char *s = read_file(m->log);
+
+	fprintf(stderr, "---- monitor log %s ----\n%s---- end ----\n", m->log, s);
+	free(s);
+}
+
+/* Start `cpa monitor --store_dir <dir>/store <args...>` with env "K=V" pairs. */
+static void mon_start(struct mon *m, const char *const *env, const char *const *args)
+{
+	char tmpl[] = "/tmp/cpa-test-monitor-XXXXXX";
+	char cpa[PATH_MAX], stages[PATH_MAX];
+	const char *argv[32];
+	int n = 0;
+
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	snprintf(m->dir, sizeof(m->dir), "%s", tmpl);
+	snprintf(m->store, sizeof(m->store), "%s/store", m->dir);
+	snprintf(m->log, sizeof(m->log), "%s/monitor.log", m->dir);
+	snprintf(cpa, sizeof(cpa), "%s/bin/cpa", build_dir());
+	snprintf(stages, sizeof(stages), "%s/tests/fake-stages", build_dir());
+
+	argv[n++] = cpa;
+	argv[n++] = "monitor";
+	argv[n++] = "--store_dir";
+	argv[n++] = m->store;
+	for (int i = 0; args && args[i]; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+
+	m->pid = fork();
+	ck_assert_int_ge(m->pid, 0);
+	if (m->pid == 0) {
+		int fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		dup2(fd, 2);
+		dup2(fd, 1);
+		setenv("CPA_STAGE_DIR", stages, 1);
+		setenv("FAKE_CTL_DIR", m->dir, 1);
+		unsetenv("NOTIFY_SOCKET");
+		unsetenv("WATCHDOG_USEC");
+		for (int i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
+		execv(cpa, (char **)argv);
+		_exit(127);
+	}
+}
+
+/* Exit code of the monitor, or -1 on timeout (then it is killed). */
+static int mon_wait(struct mon *m, int timeout_ms)
+{
+	uint64_t end = ms_now() + (uint64_t)timeout_ms;
+	int status;
+
+	do {
+		pid_t p = waitpid(m->pid, &status, WNOHANG);
+
+		if (p == m->pid) {
+			m->pid = 0;
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		}
+		usleep(20000);
+	} while (ms_now() < end);
+	kill(m->pid, SIGKILL);
+	waitpid(m->pid, &status, 0);
+	m->pid = 0;
+	dump_log(m);
+	return -1;
+}
+
+static void mon_touch(struct mon *m, const char *what)
+{
+	char p[PATH_MAX + 32];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", m->dir, what);
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
+static void mon_ready(struct mon *m)
+{
+	if (!WAIT_LOG(m, 10000, "all stages running")) {
+		dump_log(m);
+		ck_abort_msg("monitor did not report all stages running");
+	}
+}
+
+/* Run `cpa ctl <args>` for m; stdout into *out (malloc'ed). Returns the exit code. */
+static int ctl(struct mon *m, char **out, const char *const *args)
+{
+	char cpa[PATH_MAX], path[PATH_MAX + 16];
+	const char *argv[16];
+	int n = 0, status;
+	pid_t pid;
+
+	snprintf(cpa, sizeof(cpa), "%s/bin/cpa", build_dir());
+	snprintf(path, sizeof(path), "%s/ctl.out", m->dir);
+	argv[n++] = cpa;
+	argv[n++] = "ctl";
+	argv[n++] = "--store_dir";
+	argv[n++] = m->store;
+	for (int i = 0; args[i]; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(cpa, (char **)argv);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	*out = read_file(path);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+#define CTL(m, out, ...) ctl(m, out, (const char *const[]){__VA_ARGS__, NULL})
+
+static long event_num(struct mon *m, const char *stage, const char *ev, const char *key)
+{
+	char p[PATH_MAX + 16], prefix[64], *buf, *save = NULL;
+	long v = -1;
+
+	snprintf(p, sizeof(p), "%s/events", m->dir);
+	snprintf(prefix, sizeof(prefix), "%s %s ", stage, ev);
+	buf = read_file(p);
+	for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *k;
+
+		if (strncmp(l, prefix, strlen(prefix)) || !(k = strstr(l, key)))
+			continue;
+		v = atol(k + strlen(key));
+	}
+	free(buf);
+	return v;
+}
+
+/* Line numbers of events, to check their order. */
+static int event_line(struct mon *m, const char *what)
+{
+	char p[PATH_MAX + 16], *buf, *save = NULL;
+	int i = 0, found = -1;
+
+	snprintf(p, sizeof(p), "%s/events", m->dir);
+	buf = read_file(p);
+	for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save), i++)
+		if (!strncmp(l, what, strlen(what))) {
+			found = i;
+			break;
+		}
+	free(buf);
+	return found;
+}
+
+static void check_drained_in_order(struct mon *m)
+{
+	int cap = event_line(m, "capture stop"), unw = event_line(m, "unwindd drain");
+	int sym = event_line(m, "symd drain"), sto = event_line(m, "storer drain");
+	long out = event_num(m, "capture", "stop", "out="),
+	     got = event_num(m, "storer", "drain", "samples=");
+
+	ck_assert_msg(cap >= 0 && unw > cap && sym > unw && sto > sym,
+		      "drain order capture %d < unwindd %d < symd %d < storer %d", cap, unw, sym,
+		      sto);
+	/* Everything capture committed reached the storer, exactly once. */
+	ck_assert_int_gt(out, 0);
+	ck_assert_int_eq(got, out);
+}
+
+START_TEST(test_start_status_stop)
+{
+	struct mon m;
+	char *out;
+
+	mon_start(&m, NULL, NULL);
+	mon_ready(&m);
+	usleep(300000);
+	ck_assert_int_eq(CTL(&m, &out, "status"), 0);
+	for (const char *const *s =
+		     (const char *const[]){"capture: running", "unwindd: running", "symd: running",
+					   "storer: running", " in=", " samples=",
+					   " drop_ring_full=", "generation 1", "restarts 0", NULL};
+	     *s; s++)
+		ck_assert_msg(strstr(out, *s), "'%s' missing from ctl status:\n%s", *s, out);
+	free(out);
+
+	kill(m.pid, SIGTERM);
+	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+	ck_assert(WAIT_LOG(&m, 100, "stopping (SIGTERM)"));
+	ck_assert(WAIT_LOG(&m, 100, "all stages stopped and drained"));
+	check_drained_in_order(&m);
+	/* The pid file goes with the monitor. */
+	ck_assert_int_ne(CTL(&m, &out, "status"), 0);
+	ck_assert_ptr_nonnull(strstr(out, "no cpa monitor runs"));
+	free(out);
+}
+END_TEST
+
+START_TEST(test_crash_restart)
+{
+	struct mon m;
+	char *out;
+
+	mon_start(&m, NULL, NULL);
+	mon_ready(&m);
+	mon_touch(&m, "crash-unwindd");
+	if (!WAIT_LOG(&m, 5000, "unwindd (pid", "killed by SIGSEGV", "restarting in",
+		      "(restart 1)"))
+		dump_log(&m), ck_abort_msg("crash not reported");
+	ck_assert(WAIT_LOG(&m, 5000, "unwindd restarted", "generation 2"));
+	ck_assert(WAIT_EVENT(&m, 5000, "unwindd start gen=2"));
+	usleep(300000);
+	ck_assert_int_eq(CTL(&m, &out, "status"), 0);
+	ck_assert_msg(strstr(out, "unwindd: running, pid") &&
+			      strstr(out, "generation 2, restarts 1"),
+		      "status after restart:\n%s", out);
+	free(out);
+
+	kill(m.pid, SIGINT);
+	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+	/* Nothing lost across the crash: ring positions live in the arena. */
+	check_drained_in_order(&m);
+}
+END_TEST
+
+START_TEST(test_hung_stage)
+{
+	struct mon m;
+
+	mon_start(&m, (const char *const[]){"CPA_HANG_TIMEOUT_MS=1200", NULL}, NULL);
+	mon_ready(&m);
+	mon_touch(&m, "hang-symd");
+	if (!WAIT_LOG(&m, 6000, "symd (pid", "hung: no heartbeat", "killing it (SIGKILL)"))
+		dump_log(&m), ck_abort_msg("hang not detected");
+	ck_assert(WAIT_LOG(&m, 3000, "symd (pid", "hung", "killed by SIGKILL", "restarting"));
+	ck_assert(WAIT_LOG(&m, 3000, "symd restarted", "generation 2"));
+	kill(m.pid, SIGTERM);
+	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+	check_drained_in_order(&m);
+}
+END_TEST
+
+START_TEST(test_duration)
+{
+	struct mon m;
+	uint64_t t0 = ms_now();
+
+	mon_start(&m, NULL, (const char *const[]){"--duration", "2", NULL});
+	ck_assert_int_eq(mon_wait(&m, 15000), 0);
+	ck_assert_uint_ge(ms_now() - t0, 1900);
+	ck_assert(WAIT_LOG(&m, 100, "stopping (--duration 2 s elapsed)"));
+	check_drained_in_order(&m);
+}
+END_TEST
+
+START_TEST(test_start_failure_gives_up)
+{
+	struct mon m;
+
+	mon_start(&m,
+		  (const char *const[]){"FAKE_FAIL_START=capture", "CPA_MAX_FAST_FAILS=3", NULL},
+		  NULL);
+	ck_assert_int_eq(mon_wait(&m, 15000), 1);
+	ck_assert(WAIT_LOG(&m, 100, "capture (pid", "exited with code 2", "restarting"));
+	ck_assert(WAIT_LOG(&m, 100, "capture failed to start 3 times in a row",
+			   "exited with code 2", "giving up"));
+	ck_assert(WAIT_LOG(&m, 100, "stopped with errors"));
+}
+END_TEST
+
+START_TEST(test_ctl_rate_restart)
+{
+	struct mon m;
+	char *out;
+
+	mon_start(&m, NULL, NULL);
+	mon_ready(&m);
+	ck_assert_int_eq(CTL(&m, &out, "rate", "unwindd", "250"), 0);
+	ck_assert_ptr_nonnull(strstr(out, "unwindd rate limit: 250 records/s (was 0)"));
+	free(out);
+	ck_assert_int_eq(CTL(&m, &out, "status"), 0);
+	ck_assert_msg(strstr(out, "rate 250/s"), "%s", out);
+	free(out);
+
+	ck_assert_int_eq(CTL(&m, &out, "restart", "symd"), 0);
+	ck_assert_ptr_nonnull(strstr(out, "sent SIGTERM to symd"));
+	free(out);
+	ck_assert(WAIT_LOG(&m, 5000, "symd (pid", "exited with code 0", "restarting"));
+	ck_assert(WAIT_LOG(&m, 5000, "symd restarted", "generation 2"));
+
+	ck_assert_int_eq(CTL(&m, &out, "restart", "nosuch"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "unknown stage 'nosuch'"));
+	free(out);
+	ck_assert_int_eq(CTL(&m, &out, "rate", "symd", "-5"), 2);
+	free(out);
+
+	kill(m.pid, SIGTERM);
+	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+	check_drained_in_order(&m);
+}
+END_TEST
+
+START_TEST(test_drain_timeout)
+{
+	struct mon m;
+
+	mon_start(&m,
+		  (const char *const[]){"FAKE_IGNORE_DRAIN=symd", "CPA_DRAIN_TIMEOUT_MS=800", NULL},
+		  NULL);
+	mon_ready(&m);
+	kill(m.pid, SIGTERM);
+	ck_assert_int_eq(mon_wait(&m, 20000), 1);
+	ck_assert(WAIT_LOG(&m, 100, "symd (pid", "did not drain within 800 ms",
+			   "killing it (SIGKILL)"));
+	/* The storer still gets its turn after symd was killed. */
+	ck_assert_int_ge(event_line(&m, "storer drain"), 0);
+}
+END_TEST
+
+START_TEST(test_second_monitor_refused)
+{
+	struct mon m, m2;
+	char cpa[PATH_MAX], *log;
+	int status;
+	pid_t pid;
+
+	mon_start(&m, NULL, NULL);
+	mon_ready(&m);
+	snprintf(cpa, sizeof(cpa), "%s/bin/cpa", build_dir());
+	snprintf(m2.log, sizeof(m2.log), "%s/second.log", m.dir);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(m2.log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		dup2(fd, 2);
+		setenv("CPA_STAGE_DIR", "/nonexistent-but-checked-later", 1);
+		execl(cpa, cpa, "monitor", "--store_dir", m.store, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	log = read_file(m2.log);
+	ck_assert_int_ne(WEXITSTATUS(status), 0);
+	ck_assert_msg(strstr(log, "not usable") || strstr(log, "another cpa monitor"), "%s", log);
+	free(log);
+
+	/* Same stage dir: the pid file lock is what refuses it. */
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(m2.log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		char stages[PATH_MAX];
+
+		dup2(fd, 2);
+		snprintf(stages, sizeof(stages), "%s/tests/fake-stages", build_dir());
+		setenv("CPA_STAGE_DIR", stages, 1);
+		execl(cpa, cpa, "monitor", "--store_dir", m.store, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	log = read_file(m2.log);
+	ck_assert_int_eq(WEXITSTATUS(status), 1);
+	ck_assert_msg(strstr(log, "another cpa monitor (pid"), "%s", log);
+	free(log);
+
+	kill(m.pid, SIGTERM);
+	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+}
+END_TEST
+
+START_TEST(test_sd_notify)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char env_sock[PATH_MAX + 32], path[PATH_MAX + 16], buf[512];
+	bool ready = false, watchdog = false, stopping = false;
+	struct timeval tv = {.tv_sec = 0, .tv_usec = 200000};
+	uint64_t end;
+	struct mon m;
+	int fd;
+
+	/* A socket path before the monitor's dir exists: make our own dir. */
+	char tmpl[] = "/tmp/cpa-test-notify-XXXXXX";
+
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	snprintf(path, sizeof(path), "%s/notify", tmpl);
+	ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	snprintf(env_sock, sizeof(env_sock), "NOTIFY_SOCKET=%s", path);
+
+	mon_start(&m, (const char *const[]){env_sock, "WATCHDOG_USEC=400000", NULL}, NULL);
+	end = ms_now() + 10000;
+	while (ms_now() < end && !(ready && watchdog)) {
+		ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		ready |= strstr(buf, "READY=1") != NULL;
+		watchdog |= strstr(buf, "WATCHDOG=1") != NULL;
+	}
+	ck_assert_msg(ready && watchdog, "ready %d watchdog %d", ready, watchdog);
+	kill(m.pid, SIGTERM);
+	end = ms_now() + 10000;
+	while (ms_now() < end && !stopping) {
+		ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		stopping |= strstr(buf, "STOPPING=1") != NULL;
+	}
+	ck_assert(stopping);
+	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+	close(fd);
+	/* Stages must not see the monitor's systemd variables. */
+	ck_assert(WAIT_EVENT(&m, 100, "capture start gen=1 notify=none"));
+}
+END_TEST
+
+static Suite *monitor_suite(void)
+{
+	Suite *s = suite_create("monitor");
+	TCase *tc = tcase_create("supervise");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_start_status_stop);
+	tcase_add_test(tc, test_crash_restart);
+	tcase_add_test(tc, test_hung_stage);
+	tcase_add_test(tc, test_duration);
+	tcase_add_test(tc, test_start_failure_gives_up);
+	tcase_add_test(tc, test_ctl_rate_restart);
+	tcase_add_test(tc, test_drain_timeout);
+	tcase_add_test(tc, test_second_monitor_refused);
+	tcase_add_test(tc, test_sd_notify);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(monitor_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
