@@ -1,2 +1,552 @@
-// placeholder
-int main(void) { return 0; }
+// SPDX-License-Identifier: MIT
+/*
+ * test_cli: the option parser in-process (cpa_cli, messages captured through
+ * the log sink) and the built `cpa` binary end to end (CPA_BUILD_DIR). No root.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <regex.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "opts.h"
+
+static char logbuf[8192];
+
+static void sink(enum log_level lvl, const char *line)
+{
+	(void)lvl;
+	strncat(logbuf, line, sizeof(logbuf) - strlen(logbuf) - 2);
+	strcat(logbuf, "\n");
+}
+
+static struct cpa_opts O;
+
+/* Parse argv (NULL-terminated) as sub-command cmd; full parse incl. config and checks. */
+static int parse_v(enum cpa_cmd cmd, const char *const *args)
+{
+	char *argv[64];
+	int n = 0;
+
+	for (; args[n]; n++)
+		argv[n] = (char *)args[n];
+	argv[n] = NULL;
+	logbuf[0] = 0;
+	cpa_opts__free(&O);
+	cpa_opts__init(&O);
+	return cpa_opts__parse(&O, cmd, n, argv);
+}
+
+#define PARSE(cmd, ...) parse_v(cmd, (const char *const[]){__VA_ARGS__, NULL})
+#define MON		CPA_CMD_MONITOR
+#define SHOW		CPA_CMD_SHOW
+
+#define ASSERT_LOG(s) ck_assert_msg(strstr(logbuf, s), "'%s' not in log: %s", s, logbuf)
+
+static void setup(void)
+{
+	log_set_sink(sink);
+	cpa_opts__init(&O);
+}
+
+static void teardown(void)
+{
+	cpa_opts__free(&O);
+	log_set_sink(NULL);
+}
+
+START_TEST(test_defaults)
+{
+	ck_assert_int_eq(PARSE(MON, "-v"), 0);
+	ck_assert(O.verbose);
+	ck_assert_str_eq(O.mon.store_dir, "/var/log/cpa");
+	ck_assert_str_eq(O.mon.backend, "bpf");
+	ck_assert_int_eq(O.mon.freq, 49);
+	ck_assert_int_eq(O.mon.record_interval, 1);
+	ck_assert_int_eq(O.mon.persistent_day, 7);
+	ck_assert_str_eq(O.mon.output_prof, "cpa.prof");
+	ck_assert_int_eq(O.mon.pid, -1);
+	ck_assert_int_eq(O.mon.max_queue_size, 4096);
+	ck_assert_int_eq(O.mon.stack_size, 8192);
+	ck_assert_int_eq(O.mon.max_cache_size_mb, 1024);
+	ck_assert_int_eq(O.mon.max_store_size_mb, 7168);
+	ck_assert_int_eq(O.mon.log_print_cycles, 1);
+	ck_assert_int_eq(O.duration, 0);
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp"), 0);
+	ck_assert_int_eq(O.show.output_num, 1);
+	ck_assert_int_eq(O.show.target_pid, -1);
+	ck_assert_int_eq(O.show.target_cgroup_id, -1);
+	ck_assert_ptr_null(O.show.output_prof);
+}
+END_TEST
+
+START_TEST(test_value_forms)
+{
+	ck_assert_int_eq(PARSE(MON, "--freq", "99"), 0);
+	ck_assert_int_eq(O.mon.freq, 99);
+	ck_assert_int_eq(PARSE(MON, "--freq=98"), 0);
+	ck_assert_int_eq(O.mon.freq, 98);
+	ck_assert_int_eq(PARSE(MON, "-F", "97"), 0);
+	ck_assert_int_eq(O.mon.freq, 97);
+	ck_assert_int_eq(PARSE(MON, "-F96"), 0);
+	ck_assert_int_eq(O.mon.freq, 96);
+	ck_assert_int_eq(PARSE(MON, "--store-dir", "/tmp/a", "-d", "5", "--comm=nginx"), 0);
+	ck_assert_str_eq(O.mon.store_dir, "/tmp/a");
+	ck_assert_int_eq(O.duration, 5);
+	ck_assert_str_eq(O.mon.comm, "nginx");
+	/* -r means --record_interval for monitor, --read for show. */
+	ck_assert_int_eq(PARSE(MON, "-r", "5"), 0);
+	ck_assert_int_eq(O.mon.record_interval, 5);
+	ck_assert_int_eq(
+		PARSE(SHOW, "-r", "/tmp", "-n", "30", "-B", "10:00:00", "-E", "10:00:30.500"), 0);
+	ck_assert_str_eq(O.show.read, "/tmp");
+	ck_assert_int_eq(O.show.output_num, 30);
+	ck_assert_str_eq(O.show.starttime, "10:00:00");
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--target_pid", "42", "--target_cgroup_id",
+			       "18446744073709551", "--target_cpu", "0-3,8", "--target_comm", "x"),
+			 0);
+	ck_assert_int_eq(O.show.target_pid, 42);
+	ck_assert_int_eq(O.show.target_cgroup_id, 18446744073709551LL);
+	ck_assert_str_eq(O.show.target_cpu, "0-3,8");
+	ck_assert_int_eq(PARSE(MON, "--record_env_name", "K1,K2", "-p", "1234", "--stack_size",
+			       "16384", "-m", "128"),
+			 0);
+	ck_assert_str_eq(O.mon.record_env_name, "K1,K2");
+	ck_assert_int_eq(O.mon.pid, 1234);
+	ck_assert_int_eq(O.mon.stack_size, 16384);
+	ck_assert_int_eq(O.mon.max_queue_size, 128);
+}
+END_TEST
+
+START_TEST(test_bool_stray_one)
+{
+	ck_assert_int_eq(PARSE(SHOW, "--show_range", "1", "--no_pid", "1", "--use_cache", "1",
+			       "--show_raw", "1", "-r", "/tmp"),
+			 0);
+	ck_assert(O.show.show_range && O.show.no_pid && O.show.use_cache && O.show.show_raw);
+	ck_assert_int_eq(O.n_args, 0);
+	/* 0 after a switch clears it (documented choice). */
+	ck_assert_int_eq(PARSE(SHOW, "--no_pid", "1", "--no_pid", "0", "-r", "/tmp"), 0);
+	ck_assert(!O.show.no_pid);
+	ck_assert_int_eq(PARSE(SHOW, "-p", "1", "-r", "/tmp", "-S"), 0);
+	ck_assert(O.show.show_range && O.show.show_thread_name);
+	ck_assert_int_eq(PARSE(SHOW, "--no_env=true", "--show_raw=false", "-r", "/tmp"), 0);
+	ck_assert(O.show.no_env && !O.show.show_raw);
+	/* bundled short switches */
+	ck_assert_int_eq(PARSE(MON, "-vK", "1", "-S"), 0);
+	ck_assert(O.verbose && O.mon.kernel_stack && O.mon.disable_sym);
+	/* anything but 1/0 after a switch is not eaten: here an unexpected argument */
+	ck_assert_int_eq(PARSE(MON, "-K", "2"), 0);
+	ck_assert_int_eq(O.n_args, 1);
+	ck_assert_int_eq(PARSE(MON, "--kernel_stack=maybe"), -EINVAL);
+	ASSERT_LOG("--kernel_stack: invalid value 'maybe'");
+}
+END_TEST
+
+START_TEST(test_bad_values_named)
+{
+	static const struct {
+		enum cpa_cmd cmd;
+		const char *flag, *val, *msg;
+	} cases[] = {
+		{MON, "--freq", "0", "--freq: value '0' out of range (must be 1..10000)"},
+		{MON, "--freq", "10001", "--freq: value '10001' out of range"},
+		{MON, "--freq", "abc", "--freq: invalid value 'abc' (expected an integer)"},
+		{MON, "--freq", "49hz", "--freq: invalid value '49hz'"},
+		{MON, "--persistent_day", "0", "--persistent_day: value '0' out of range"},
+		{MON, "--persistent_day", "-1", "--persistent_day: value '-1' out of range"},
+		{MON, "--record_interval", "0", "--record_interval: value '0' out of range"},
+		{MON, "--max_queue_size", "0", "--max_queue_size: value '0' out of range"},
+		{MON, "--pid", "-5", "--pid: value '-5' out of range"},
+		{MON, "--duration", "x", "--duration: invalid value 'x'"},
+		{MON, "--backend", "dtrace",
+		 "--backend: invalid value 'dtrace' (must be bpf or perf)"},
+		{MON, "--comm", "a-very-long-process-name",
+		 "--comm: 'a-very-long-process-name' is longer than 15"},
+		{MON, "--record_env_name", "K1,,K2",
+		 "--record_env_name: invalid value 'K1,,K2' (empty item"},
+		{MON, "--record_env_name", "K=1", "--record_env_name: invalid value 'K=1'"},
+		{MON, "--debug_option", "12,x,/tmp/d",
+		 "--debug_option: invalid value '12,x,/tmp/d' (expected PID,FREQ,PATH"},
+		{MON, "--debug_option", "12,10", "--debug_option: invalid value '12,10'"},
+		{MON, "--probe", "kprobe", "--probe: invalid value 'kprobe'"},
+		{MON, "--probe", "uprobe:lib:sym", "--probe: invalid value 'uprobe:lib:sym'"},
+		{SHOW, "--output_num", "0", "--output_num: value '0' out of range"},
+		{SHOW, "--starttime", "25:00:00",
+		 "--starttime: invalid value '25:00:00' (expected HH:MM:SS"},
+		{SHOW, "--endtime", "12:34", "--endtime: invalid value '12:34'"},
+		{SHOW, "--target_cpu", "3-1", "--target_cpu: invalid value '3-1'"},
+		{SHOW, "--target_cgroup_id", "-2", "--target_cgroup_id: value '-2' out of range"},
+	};
+
+	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int r = PARSE(cases[i].cmd, cases[i].flag, cases[i].val, "-r", "/tmp");
+
+		if (cases[i].cmd == MON)
+			r = PARSE(MON, cases[i].flag, cases[i].val);
+		ck_assert_msg(r == -EINVAL, "%s %s accepted", cases[i].flag, cases[i].val);
+		ASSERT_LOG(cases[i].msg);
+	}
+	ck_assert_int_eq(PARSE(MON, "--freq"), -EINVAL);
+	ASSERT_LOG("--freq: missing value (HZ)");
+	ck_assert_int_eq(PARSE(MON, "--bogus"), -EINVAL);
+	ASSERT_LOG("unknown option '--bogus'");
+	ck_assert_int_eq(PARSE(MON, "-Z"), -EINVAL);
+	ASSERT_LOG("unknown option '-Z'");
+	ck_assert_int_eq(PARSE(MON, "--read", "/tmp"), -EINVAL);
+	ASSERT_LOG("--read is an option of 'cpa show', not of 'cpa monitor'");
+	ck_assert_int_eq(PARSE(SHOW, "-n", "3"), -EINVAL);
+	ASSERT_LOG("--read: a store directory is required");
+}
+END_TEST
+
+START_TEST(test_stack_size)
+{
+	static const char *const ok[] = {"4096", "8192", "12288", "65536"};
+	static const char *const bad[] = {"0", "4095", "5000", "69632", "131072", "-4096"};
+
+	for (unsigned int i = 0; i < 4; i++) {
+		ck_assert_int_eq(PARSE(MON, "--stack_size", ok[i]), 0);
+		ck_assert_int_eq(O.mon.stack_size, atol(ok[i]));
+	}
+	for (unsigned int i = 0; i < 6; i++) {
+		ck_assert_msg(PARSE(MON, "--stack_size", bad[i]) == -EINVAL, "%s accepted", bad[i]);
+		ck_assert_msg(strstr(logbuf, "--stack_size") && strstr(logbuf, bad[i]), "%s",
+			      logbuf);
+	}
+	PARSE(MON, "--stack_size", "5000");
+	ASSERT_LOG("must be a multiple of 4096 in [4096, 65536]");
+}
+END_TEST
+
+START_TEST(test_cpulist)
+{
+	uint64_t m[CPA_MAX_CPUS / 64];
+	unsigned int max;
+	static const char *const bad[] = {"",	"3-1", "1,,2", "a",	 "1-",	 "-1",
+					  "1,", ",1",  "8192", "1-8192", "1 ,2", "0x3"};
+
+	ck_assert_int_eq(cpulist__parse("1-3,5,7-9", m, CPA_MAX_CPUS, &max), 0);
+	ck_assert_uint_eq(m[0], (1u << 1) | (1u << 2) | (1u << 3) | (1u << 5) | (1u << 7) |
+					(1u << 8) | (1u << 9));
+	ck_assert_uint_eq(max, 9);
+	ck_assert_int_eq(cpulist__parse("0", m, CPA_MAX_CPUS, &max), 0);
+	ck_assert_uint_eq(m[0], 1);
+	ck_assert_int_eq(cpulist__parse("64-65,8191", m, CPA_MAX_CPUS, &max), 0);
+	ck_assert_uint_eq(m[0], 0);
+	ck_assert_uint_eq(m[1], 3);
+	ck_assert_uint_eq(m[127], 1ull << 63);
+	ck_assert_uint_eq(max, 8191);
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(cpulist__parse(bad[i], m, CPA_MAX_CPUS, NULL) == -EINVAL,
+			      "'%s' accepted", bad[i]);
+}
+END_TEST
+
+START_TEST(test_unsupported_refused)
+{
+	static const struct {
+		enum cpa_cmd cmd;
+		const char *const args[4];
+		const char *msg;
+	} cases[] = {
+		{MON, {"--offcpu"}, "--offcpu: not supported yet"},
+		{MON, {"-u"}, "--offcpu: not supported yet"},
+		{MON, {"--probe", "tracepoint:sched:sched_switch"}, "--probe: not supported yet"},
+		{MON, {"--oneshot"}, "--oneshot: not supported yet"},
+		{MON, {"--backend", "perf"}, "--backend perf: not supported yet"},
+		{MON, {"--parse_env_values", "a,b"}, "--parse_env_values: not supported yet"},
+		{MON, {"--debug_option", "12,10,/tmp/dump"}, "--debug_option: not supported yet"},
+		{MON, {"--bench"}, "--bench: not supported yet"},
+		{SHOW, {"-r", "/tmp", "--split_path", "/tmp/s"}, "--split_path: not supported yet"},
+		{SHOW, {"-r", "/tmp", "-G"}, "--use_cui: not supported yet"},
+	};
+
+	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_msg(parse_v(cases[i].cmd, cases[i].args) == -EINVAL, "%s accepted",
+			      cases[i].args[0]);
+		ASSERT_LOG(cases[i].msg);
+	}
+	/* Cleared again by "false" in a config, it is not refused. */
+	ck_assert_int_eq(PARSE(MON, "--backend", "bpf"), 0);
+	ck_assert_int_eq(PARSE(MON, "--offcpu", "0"), 0);
+	/* Parsed before refused: the value is already checked. */
+	logbuf[0] = 0;
+	cpa_opts__free(&O);
+	cpa_opts__init(&O);
+	O.cmd = MON;
+	O.cmd_name = "monitor";
+	ck_assert_int_eq(cpa_opts__parse_argv(&O, 2, (char *[]){"--debug_option", "12,10,/tmp/x"}),
+			 0);
+	ck_assert_int_eq(O.mon.debug_pid, 12);
+	ck_assert_int_eq(O.mon.debug_freq, 10);
+	ck_assert_str_eq(O.mon.debug_path, "/tmp/x");
+}
+END_TEST
+
+static void write_file(const char *path, const char *s)
+{
+	FILE *f = fopen(path, "we");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(s, f);
+	fclose(f);
+}
+
+START_TEST(test_config_file)
+{
+	char path[] = "/tmp/cpa-test-cli-XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	write_file(path, "# CPA-style config\n"
+			 "freq: 200\n"
+			 "\n"
+			 "kernel_stack: false\n"
+			 "  store_dir :  /tmp/cfg-store   # trailing comment\n"
+			 "disable_sym: true\n"
+			 "verbose:\n"
+			 "record_env_name: POD,APP\n");
+	ck_assert_int_eq(PARSE(MON, "--freq", "99", "-K", "--config", path), 0);
+	ck_assert_int_eq(O.mon.freq, 200); /* the file overrides the command line */
+	ck_assert(!O.mon.kernel_stack);	   /* false clears a switch */
+	ck_assert(O.mon.disable_sym);
+	ck_assert(O.verbose);
+	ck_assert_str_eq(O.mon.store_dir, "/tmp/cfg-store");
+	ck_assert_str_eq(O.mon.record_env_name, "POD,APP");
+
+	write_file(path, "freq: 100\nbogus_key: 1\n");
+	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
+	ck_assert_msg(strstr(logbuf, path) && strstr(logbuf, ":2: unknown key 'bogus_key'"), "%s",
+		      logbuf);
+
+	write_file(path, "freq: 0\n");
+	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
+	ck_assert_msg(strstr(logbuf, ":1: --freq: value '0' out of range"), "%s", logbuf);
+
+	write_file(path, "stack_size: 5000\n");
+	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
+	ASSERT_LOG("--stack_size");
+
+	write_file(path, "just words\n");
+	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
+	ASSERT_LOG(":1: expected 'key: value'");
+
+	write_file(path, "read: /tmp\n");
+	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
+	ASSERT_LOG(":1: key 'read' is an option of 'cpa show'");
+
+	write_file(path, "offcpu: true\n");
+	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
+	ASSERT_LOG("--offcpu: not supported yet");
+
+	write_file(path, "show_range: 1\nno_pid: true\nread: /tmp\n");
+	ck_assert_int_eq(PARSE(SHOW, "--config", path), 0);
+	ck_assert(O.show.show_range && O.show.no_pid);
+	ck_assert_str_eq(O.show.read, "/tmp");
+
+	unlink(path);
+	ck_assert_int_lt(PARSE(MON, "--config", path), 0);
+	ASSERT_LOG("No such file or directory");
+}
+END_TEST
+
+START_TEST(test_btf_path)
+{
+	char path[] = "/tmp/cpa-test-btf-XXXXXX";
+	static const unsigned char fake_btf[] = {0x9f, 0xeb, 1, 0, 24, 0, 0, 0, 0, 0, 0, 0};
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(PARSE(MON, "-b", "/nonexistent/btf"), -ENOENT);
+	ASSERT_LOG("--btf_path '/nonexistent/btf': No such file or directory");
+	ck_assert_int_eq(write(fd, "hello world\n", 12), 12);
+	ck_assert_int_eq(PARSE(MON, "--btf_path", path), -EINVAL);
+	ASSERT_LOG("not a BTF file");
+	/* Right magic, truncated header: libbpf rejects it. */
+	ck_assert_int_eq(ftruncate(fd, 0), 0);
+	ck_assert_int_eq(pwrite(fd, fake_btf, sizeof(fake_btf), 0), (ssize_t)sizeof(fake_btf));
+	ck_assert_int_lt(PARSE(MON, "--btf_path", path), 0);
+	ASSERT_LOG("invalid BTF");
+	close(fd);
+	unlink(path);
+	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		ck_assert_int_eq(PARSE(MON, "--btf_path", "/sys/kernel/btf/vmlinux"), 0);
+}
+END_TEST
+
+START_TEST(test_time_of_day)
+{
+	ck_assert(time_of_day_valid("00:00:00"));
+	ck_assert(time_of_day_valid("23:59:59"));
+	ck_assert(time_of_day_valid("12:00:00.5"));
+	ck_assert(time_of_day_valid("12:00:00.123"));
+	ck_assert(!time_of_day_valid("24:00:00"));
+	ck_assert(!time_of_day_valid("12:60:00"));
+	ck_assert(!time_of_day_valid("1:00:00"));
+	ck_assert(!time_of_day_valid("12:00:00.1234"));
+	ck_assert(!time_of_day_valid("12:00:00."));
+	ck_assert(!time_of_day_valid("12:00:00x"));
+}
+END_TEST
+
+/* ---- the binary ---- */
+
+struct run {
+	int code;
+	char out[16384];
+	char err[16384];
+};
+
+static void slurp(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	buf[n > 0 ? n : 0] = 0;
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+}
+
+static void run_v(struct run *r, const char *const *args)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+	char cpa[PATH_MAX], out[] = "/tmp/cpa-cli-out-XXXXXX", err[] = "/tmp/cpa-cli-err-XXXXXX";
+	const char *argv[32] = {cpa};
+	int ofd = mkstemp(out), efd = mkstemp(err), n = 1, status;
+	pid_t pid;
+
+	snprintf(cpa, sizeof(cpa), "%s/bin/cpa", b ? b : ".");
+	for (int i = 0; args[i]; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		dup2(ofd, 1);
+		dup2(efd, 2);
+		execv(cpa, (char **)argv);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	close(ofd);
+	close(efd);
+	r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	slurp(out, r->out, sizeof(r->out));
+	slurp(err, r->err, sizeof(r->err));
+}
+
+#define RUN(r, ...) run_v(r, (const char *const[]){__VA_ARGS__, NULL})
+
+START_TEST(test_bin_version_usage)
+{
+	static struct run r;
+	char want[64];
+
+	RUN(&r, "version");
+	snprintf(want, sizeof(want), "cpa %s\n", CPA_VERSION);
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_str_eq(r.out, want);
+
+	RUN(&r, NULL);
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_str_eq(r.out, "");
+	ck_assert_ptr_nonnull(strstr(r.err, "Usage: cpa <command>"));
+
+	RUN(&r, "frobnicate");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "unknown command 'frobnicate'"));
+	ck_assert_ptr_nonnull(strstr(r.err, "Usage: cpa <command>"));
+
+	RUN(&r, "help");
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "monitor"));
+	RUN(&r, "help", "show");
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "--read DIR"));
+	RUN(&r, "monitor", "--help");
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "--freq HZ"));
+	ck_assert_ptr_nonnull(strstr(r.out, "1..10000"));
+	ck_assert_ptr_nonnull(strstr(r.out, "--offcpu"));
+}
+END_TEST
+
+START_TEST(test_bin_errors)
+{
+	static struct run r;
+	regex_t re;
+
+	RUN(&r, "monitor", "--freq", "0");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "--freq: value '0' out of range"));
+	ck_assert_ptr_nonnull(strstr(r.err, "Try 'cpa monitor --help'."));
+	/* CPA's log prefix, which people grep for */
+	ck_assert_int_eq(regcomp(&re,
+				 "^\\[[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{4}\\] ",
+				 REG_EXTENDED | REG_NOSUB),
+			 0);
+	ck_assert_int_eq(regexec(&re, r.err, 0, NULL, 0), 0);
+	regfree(&re);
+
+	RUN(&r, "monitor", "--offcpu");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "--offcpu: not supported yet"));
+
+	RUN(&r, "monitor", "extra");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "unexpected argument 'extra'"));
+
+	RUN(&r, "show", "--output_num", "0", "-r", "/tmp");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "--output_num"));
+
+	RUN(&r, "ctl");
+	ck_assert_int_eq(r.code, 2);
+	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "status");
+	ck_assert_int_eq(r.code, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "no cpa monitor runs on '/nonexistent-store'"));
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+	Suite *s = suite_create("cli");
+	TCase *tc = tcase_create("parser");
+	TCase *tb = tcase_create("binary");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_value_forms);
+	tcase_add_test(tc, test_bool_stray_one);
+	tcase_add_test(tc, test_bad_values_named);
+	tcase_add_test(tc, test_stack_size);
+	tcase_add_test(tc, test_cpulist);
+	tcase_add_test(tc, test_unsupported_refused);
+	tcase_add_test(tc, test_config_file);
+	tcase_add_test(tc, test_btf_path);
+	tcase_add_test(tc, test_time_of_day);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tb, test_bin_version_usage);
+	tcase_add_test(tb, test_bin_errors);
+	suite_add_tcase(s, tb);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(cli_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
