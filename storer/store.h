@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cpa store: per-second history of aggregated stack samples on disk.
+ * Format: docs/store-format.md (version STORE_VERSION_MAJOR.MINOR).
+ *
+ *   <root>/cpa_YYMMDD[_start_HHMMSS]/conf         CPA's key: value run description
+ *                                    /index        24-byte entry per block (time -> offset)
+ *                                    /seg_NNNNNN.cps   blocks: header + zstd dict delta + zstd rows
+ *
+ * Library code: no logging, no globals; every function returns 0 or -errno.
+ * The writer takes symd-style records (shm/records.h) and does its own
+ * interning; the reader gives back resolved samples through a callback.
+ */
+#ifndef CPA_STORE_H
+#define CPA_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/records.h"
+
+#define STORE_VERSION_MAJOR 1
+#define STORE_VERSION_MINOR 0
+
+/* ---------------------------------------------------------------- writer */
+
+struct store_writer;
+
+struct store_writer_opts {
+	const char *root; /* store_dir: cpa_YYMMDD... dirs are created below it */
+	/* conf file contents (CPA's keys) */
+	uint32_t cpu_num;
+	uint32_t freq;
+	uint32_t record_interval; /* seconds per block (>= 1) */
+	uint32_t persistent_day;  /* retention by days, 0 = off */
+	uint32_t stack_size;
+	bool kernel_stack;
+	const char *record_env_name;
+	uint64_t max_store_bytes; /* retention by size, 0 = off */
+	uint32_t segment_seconds; /* new segment file after this much data time (default 3600) */
+	int zstd_level;		  /* default 3 */
+	uint32_t max_retry_bytes; /* failed-write buffers kept for retry (default 32 MiB) */
+};
+
+struct store_writer_stats {
+	uint64_t samples;	 /* sample records taken (sum of rows' inputs) */
+	uint64_t lost_samples;	 /* counts carried by loss records */
+	uint64_t blocks;	 /* blocks closed and written */
+	uint64_t bytes_raw;	 /* encoded bytes before zstd */
+	uint64_t bytes_disk;	 /* bytes written (blocks + index entries + headers) */
+	uint64_t write_errors;	 /* failed writes (each retried later) */
+	uint64_t dropped_blocks; /* given up after the retry budget ran out */
+	uint64_t trimmed_files;	 /* removed by retention */
+	uint64_t unknown_ids;	 /* samples/frames naming an id symd never defined */
+	uint64_t uring_writes;	 /* IORING_OP_WRITE submitted */
+	uint64_t uring_fsyncs;	 /* IORING_OP_FSYNC submitted */
+	int last_error;		 /* last failed write's -errno, 0 if none */
+};
+
+int store_writer__new(const struct store_writer_opts *o, struct store_writer **ret);
+/* Closes the open block, waits for every write, fsyncs. Accepts NULL. */
+void store_writer__free(struct store_writer *w);
+
+/* A restarted storer of the same monitor run (same run_id, e.g. the monitor's
+ * start time) continues the store dir it was writing instead of opening a
+ * cpa_YYMMDD_start_HHMMSS one. Call before the first sample. */
+void store_writer__set_run_id(struct store_writer *w, uint64_t run_id);
+
+/* Definitions in symd's id space (shm/records.h). DICT_RESET forgets them. */
+void store_writer__dict_reset(struct store_writer *w, uint64_t epoch);
+int store_writer__def_str(struct store_writer *w, const struct cpa_str_def *d, const char *s);
+int store_writer__def_module(struct store_writer *w, const struct cpa_module_def *m,
+			     const char *path);
+int store_writer__def_frame(struct store_writer *w, const struct cpa_frame_def *f);
+int store_writer__def_stack(struct store_writer *w, const struct cpa_stack_def *s,
+			    const uint32_t *frame_ids);
+/* Aggregate into the open block (closing it first when the sample falls outside). */
+int store_writer__add_sample(struct store_writer *w, const struct cpa_sample_out *s);
+/* Kept as a stack of one marker frame "[lost: <stage> <reason>]". */
+int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l);
+
+/*
+ * Housekeeping at realtime now_ns: reap completions, retry failed writes,
+ * close the open block once its last second is over (plus one second of
+ * grace for pipeline latency), run retention. Returns 1 when a block was
+ * closed (the caller may release its input), 0 otherwise, or -errno.
+ */
+int store_writer__tick(struct store_writer *w, uint64_t now_ns);
+/* Close the open block now (if any); 1 if one was closed. */
+int store_writer__close_block(struct store_writer *w);
+/* Close the open block, wait for all writes, fsync (sync) the files. */
+int store_writer__flush(struct store_writer *w, bool sync);
+/* Bytes of aggregated state in the open block (to bound memory). */
+size_t store_writer__open_bytes(const struct store_writer *w);
+/* Realtime ns at which the open block is due to close, 0 when none is open. */
+uint64_t store_writer__deadline(const struct store_writer *w);
+void store_writer__stats(const struct store_writer *w, struct store_writer_stats *ret);
+/* Path of the store dir being written ("" before the first block). */
+const char *store_writer__dir(const struct store_writer *w);
+
+/* Retention over a store root: remove cpa_* dirs older than keep_days local
+ * days (0 = off), then oldest segments until the total is <= max_bytes
+ * (0 = off). Never touches keep_dir's segment keep_seg or later. Returns the
+ * number of files removed, or -errno. */
+int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_bytes,
+			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns);
+
+/* ---------------------------------------------------------------- reader */
+
+struct store_reader;
+
+struct store_frame {
+	const char *name;   /* printed frame ("func", "0x1f3 [libc.so.6]", "[lost: ...]") */
+	const char *module; /* module path, "" for kernel/markers */
+	uint64_t offset;    /* file offset (user) or address (kernel) */
+	uint32_t flags;	    /* enum cpa_frame_flag */
+	uint8_t build_id_len;
+	uint8_t build_id[CPA_BUILD_ID_MAX];
+};
+
+static inline bool store_frame__kernel(const struct store_frame *f)
+{
+	return f->flags & CPA_FF_KERNEL;
+}
+
+/* One aggregated row: (second, key) -> count, weight. Valid during the callback. */
+struct store_sample {
+	int64_t sec; /* unix second of the bucket */
+	uint64_t cgroup_id;
+	uint64_t count;	 /* samples */
+	uint64_t weight; /* 1/sample on-CPU, ns off-CPU */
+	uint32_t pid, tid, cpu, probe_id;
+	uint16_t kind;	   /* enum cpa_sample_kind */
+	bool lost;	   /* a loss marker row */
+	const char *comm;  /* thread name */
+	const char *pcomm; /* process name */
+	const char *env;   /* "" when none */
+	uint32_t seg;	   /* segment number and stack id: (seg, stack_id) names a stack */
+	uint32_t stack_id;
+	uint32_t n_frames; /* leaf first: n_kframes kernel frames, then user frames */
+	uint32_t n_kframes;
+	const struct store_frame *const *frames;
+};
+
+struct store_filter {
+	int64_t pid;		/* -1 = all */
+	const char *comm;	/* matches the thread or the process name; NULL = all */
+	const char *env;	/* NULL = all */
+	int64_t cgroup_id;	/* -1 = all */
+	const uint8_t *cpu_set; /* bitmap, NULL = all */
+	uint32_t cpu_set_bits;
+};
+
+static inline void store_filter__init(struct store_filter *f)
+{
+	*f = (struct store_filter){.pid = -1, .cgroup_id = -1};
+}
+
+struct store_read_stats {
+	uint64_t blocks_indexed;   /* blocks the index (and tail scan) know of */
+	uint64_t blocks_read;	   /* data sections read and decoded */
+	uint64_t dict_reads;	   /* dictionary sections read (no data) */
+	uint64_t blocks_corrupt;   /* bad checksum/length: reported, skipped */
+	uint64_t blocks_torn;	   /* past the end of the file (crash mid-write) */
+	uint64_t blocks_recovered; /* found by scanning past the index */
+	uint64_t bytes_read;
+	uint64_t rows; /* rows passed to the callback */
+};
+
+/* Called with a one-line description of every problem found (corrupt block, ...). */
+typedef void (*store_notice_fn)(void *ctx, const char *msg);
+typedef int (*store_sample_fn)(void *ctx, const struct store_sample *s);
+
+/* dir: a store dir (cpa_YYMMDD...). -EPROTONOSUPPORT for a newer major
+ * version, -ENOENT when it holds no store; store_reader__error() says more. */
+int store_reader__open(const char *dir, store_notice_fn notice, void *ctx,
+		       struct store_reader **ret);
+void store_reader__free(struct store_reader *r);
+/* Message of the last failure (also for a failed open: pass ret_err). */
+const char *store_reader__error(const struct store_reader *r);
+int store_reader__open_err(const char *dir, store_notice_fn notice, void *ctx,
+			   struct store_reader **ret, char *err, size_t errlen);
+
+/* First and last sample time (realtime ns) and the number of 1-second records. */
+int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t *ret_last_ns,
+			uint64_t *ret_records);
+/* Every row with sec in [t0_ns, t1_ns) (whole seconds) passing f, in block
+ * order. fn returning non-zero stops the walk and is returned. */
+int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			const struct store_filter *f, store_sample_fn fn, void *ctx);
+void store_reader__stats(const struct store_reader *r, struct store_read_stats *ret);
+
+/* Pick the store dir under root for local time-of-day tod_s (-1: newest):
+ * the newest cpa_* dir whose first record is at or before that time today,
+ * else the newest. Writes the path into buf. */
+int store_root__pick(const char *root, long tod_s, char *buf, size_t len);
+/* true if path looks like a store dir (has an index or segment files). */
+bool store_dir__is_store(const char *path);
+
+/* Parse a cpu list "1-3,5" into a bitmap of nbits; -EINVAL on bad syntax. */
+int store_cpulist__parse(const char *s, uint8_t *bits, uint32_t nbits);
+
+#endif /* CPA_STORE_H */

@@ -1,0 +1,1179 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Store reader. Trusts nothing on disk: every length is checked against the
+ * file size and the section caps before anything is allocated, every section
+ * against its crc32c, every id against the dictionary it names. A bad block
+ * is reported through the notice callback and skipped; a block past the end
+ * of its file (torn tail) is skipped; a block the index does not know of is
+ * found by scanning between and after the indexed blocks.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "common/macro.h"
+#include "store.h"
+#include "store_fmt.h"
+
+#define NS		1000000000ULL
+#define MAX_INDEX_BYTES (256u << 20)
+
+struct rblock {
+	uint32_t off, len;
+	uint32_t t_min_s;
+	uint16_t span_s;
+	uint8_t n_sec, flags;
+	bool dict_done; /* its dictionary section was applied (or found bad) */
+	bool bad;
+};
+
+struct rmod {
+	const char *path;
+	uint8_t bid_len;
+	uint8_t bid[CPA_BUILD_ID_MAX];
+};
+
+struct rstack {
+	uint32_t off; /* into stack_frames */
+	uint16_t n, nk;
+};
+
+struct rdict {
+	char **strs;
+	uint32_t n_str, cap_str;
+	struct rmod *mods;
+	uint32_t n_mod, cap_mod;
+	struct store_frame *frames;
+	uint32_t n_frame, cap_frame;
+	struct rstack *stacks;
+	uint32_t n_stack, cap_stack;
+	uint32_t *stack_frames;
+	uint32_t n_sf, cap_sf;
+};
+
+struct rseg {
+	uint32_t seg_no;
+	char path[PATH_MAX + 256];
+	int fd;
+	uint64_t size;
+	struct rblock *blocks;
+	uint32_t n, cap;
+};
+
+struct store_reader {
+	char dir[PATH_MAX];
+	store_notice_fn notice;
+	void *ctx;
+	char err[512];
+	struct rseg *segs;
+	uint32_t n_seg, cap_seg;
+	int dict_seg; /* index of the segment whose dictionary is loaded, -1 none */
+	struct rdict dict;
+	ZSTD_DCtx *dctx;
+	uint8_t *zbuf, *rawbuf;
+	size_t zcap, rawcap;
+	const struct store_frame **fptrs;
+	struct store_read_stats st;
+};
+
+static const char LOST_DICT[] = "[dictionary lost]";
+static const struct store_frame unknown_frame = {
+	.name = "[unknown stack]", .module = "", .flags = CPA_FF_MARKER};
+
+_printf_(2, 3) static void notice(struct store_reader *r, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!r->notice)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	r->notice(r->ctx, msg);
+}
+
+_printf_(3, 4) static int fail(struct store_reader *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t esz)
+{
+	uint32_t nc;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	if (need > (1u << 28))
+		return -ENOMEM;
+	nc = *cap ? *cap : 64;
+	while (nc < need)
+		nc *= 2;
+	np = realloc(*p, (size_t)nc * esz);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static bool block_hdr_ok(const struct store_block_hdr *h)
+{
+	return h->magic == STORE_BLOCK_MAGIC &&
+	       h->crc == store_crc(h, offsetof(struct store_block_hdr, crc)) &&
+	       h->type == STORE_BLOCK_DATA && h->dict_rawlen <= STORE_MAX_SECTION &&
+	       h->data_rawlen <= STORE_MAX_SECTION && h->dict_zlen <= STORE_MAX_SECTION &&
+	       h->data_zlen <= STORE_MAX_SECTION && h->t_max_ns >= h->t_min_ns &&
+	       h->t_max_ns / NS - h->t_min_ns / NS <= UINT16_MAX &&
+	       (h->dict_zlen == 0) == (h->dict_rawlen == 0);
+}
+
+static uint32_t block_len(const struct store_block_hdr *h)
+{
+	return (uint32_t)sizeof(*h) + h->dict_zlen + h->data_zlen;
+}
+
+/* ------------------------------------------------------------ dictionary */
+
+static void dict_clear(struct rdict *d)
+{
+	uint32_t i;
+
+	for (i = 0; i < d->n_str; i++)
+		if (d->strs[i] != LOST_DICT)
+			free(d->strs[i]);
+	d->n_str = d->n_mod = d->n_frame = d->n_stack = d->n_sf = 0;
+}
+
+static void dict_free(struct rdict *d)
+{
+	dict_clear(d);
+	free(d->strs);
+	free(d->mods);
+	free(d->frames);
+	free(d->stacks);
+	free(d->stack_frames);
+	memset(d, 0, sizeof(*d));
+}
+
+static const char *dict_str(const struct rdict *d, uint64_t id)
+{
+	if (!id)
+		return "";
+	if (id > d->n_str)
+		return LOST_DICT;
+	return d->strs[id - 1];
+}
+
+/* Entries come with their first id; a gap (a lost dictionary section) is
+ * filled with placeholders so later ids still line up. */
+static int dict_apply(struct rdict *d, const uint8_t *p, size_t len)
+{
+	struct rbuf b = {.p = p, .len = len};
+	uint64_t first, n, i, j;
+
+	/* strings */
+	first = rbuf__varint(&b);
+	n = rbuf__varint(&b);
+	if (b.bad || n > len || first == 0 || first > (1u << 28))
+		return -EBADMSG;
+	while (d->n_str + 1 < first) {
+		if (grow((void **)&d->strs, &d->cap_str, d->n_str + 1, sizeof(char *)) < 0)
+			return -ENOMEM;
+		d->strs[d->n_str++] = (char *)LOST_DICT;
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t sl = rbuf__varint(&b);
+		const uint8_t *s = rbuf__bytes(&b, sl);
+		char *c;
+
+		if (!s)
+			return -EBADMSG;
+		if (first + i <= d->n_str)
+			continue;
+		if (grow((void **)&d->strs, &d->cap_str, d->n_str + 1, sizeof(char *)) < 0)
+			return -ENOMEM;
+		c = malloc(sl + 1);
+		if (!c)
+			return -ENOMEM;
+		memcpy(c, s, sl);
+		c[sl] = 0;
+		d->strs[d->n_str++] = c;
+	}
+	/* modules */
+	first = rbuf__varint(&b);
+	n = rbuf__varint(&b);
+	if (b.bad || n > len || first == 0 || first > (1u << 28))
+		return -EBADMSG;
+	while (d->n_mod + 1 < first) {
+		if (grow((void **)&d->mods, &d->cap_mod, d->n_mod + 1, sizeof(*d->mods)) < 0)
+			return -ENOMEM;
+		d->mods[d->n_mod++] = (struct rmod){.path = LOST_DICT};
+	}
+	for (i = 0; i < n; i++) {
+		struct rmod m = {0};
+		const uint8_t *bid;
+
+		rbuf__varint(&b); /* kind */
+		m.path = dict_str(d, rbuf__varint(&b));
+		m.bid_len = (uint8_t)rbuf__varint(&b);
+		if (m.bid_len > CPA_BUILD_ID_MAX)
+			return -EBADMSG;
+		bid = rbuf__bytes(&b, m.bid_len);
+		if (!bid)
+			return -EBADMSG;
+		memcpy(m.bid, bid, m.bid_len);
+		if (first + i <= d->n_mod)
+			continue;
+		if (grow((void **)&d->mods, &d->cap_mod, d->n_mod + 1, sizeof(*d->mods)) < 0)
+			return -ENOMEM;
+		d->mods[d->n_mod++] = m;
+	}
+	/* frames */
+	first = rbuf__varint(&b);
+	n = rbuf__varint(&b);
+	if (b.bad || n > len || first == 0 || first > (1u << 28))
+		return -EBADMSG;
+	while (d->n_frame + 1 < first) {
+		if (grow((void **)&d->frames, &d->cap_frame, d->n_frame + 1, sizeof(*d->frames)) <
+		    0)
+			return -ENOMEM;
+		d->frames[d->n_frame++] = (struct store_frame){
+			.name = LOST_DICT, .module = "", .flags = CPA_FF_MARKER};
+	}
+	for (i = 0; i < n; i++) {
+		struct store_frame f = {0};
+		uint64_t name = rbuf__varint(&b), mod = rbuf__varint(&b);
+
+		f.flags = (uint32_t)rbuf__varint(&b);
+		f.offset = rbuf__varint(&b);
+		if (b.bad)
+			return -EBADMSG;
+		f.name = dict_str(d, name);
+		f.module = "";
+		if (mod && mod <= d->n_mod) {
+			const struct rmod *m = &d->mods[mod - 1];
+
+			f.module = m->path;
+			f.build_id_len = m->bid_len;
+			memcpy(f.build_id, m->bid, m->bid_len);
+		}
+		if (first + i <= d->n_frame)
+			continue;
+		if (grow((void **)&d->frames, &d->cap_frame, d->n_frame + 1, sizeof(*d->frames)) <
+		    0)
+			return -ENOMEM;
+		d->frames[d->n_frame++] = f;
+	}
+	/* stacks */
+	first = rbuf__varint(&b);
+	n = rbuf__varint(&b);
+	if (b.bad || n > len || first == 0 || first > (1u << 28))
+		return -EBADMSG;
+	while (d->n_stack + 1 < first) {
+		if (grow((void **)&d->stacks, &d->cap_stack, d->n_stack + 1, sizeof(*d->stacks)) <
+		    0)
+			return -ENOMEM;
+		d->stacks[d->n_stack++] = (struct rstack){.n = 0};
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t nf = rbuf__varint(&b), nk = rbuf__varint(&b);
+		struct rstack s = {.off = d->n_sf, .n = (uint16_t)nf, .nk = (uint16_t)nk};
+		int64_t prev = 0;
+		bool keep = first + i > d->n_stack;
+
+		if (b.bad || nf > STORE_MAX_FRAMES || nk > nf)
+			return -EBADMSG;
+		if (keep && grow((void **)&d->stack_frames, &d->cap_sf, d->n_sf + (uint32_t)nf,
+				 sizeof(uint32_t)) < 0)
+			return -ENOMEM;
+		for (j = 0; j < nf; j++) {
+			int64_t fid = prev + unzigzag(rbuf__varint(&b));
+
+			prev = fid;
+			if (b.bad)
+				return -EBADMSG;
+			if (keep)
+				d->stack_frames[d->n_sf++] =
+					fid >= 1 && (uint64_t)fid <= d->n_frame ? (uint32_t)fid : 0;
+		}
+		if (!keep)
+			continue;
+		if (grow((void **)&d->stacks, &d->cap_stack, d->n_stack + 1, sizeof(*d->stacks)) <
+		    0)
+			return -ENOMEM;
+		d->stacks[d->n_stack++] = s;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ block I/O */
+
+static int ensure(uint8_t **p, size_t *cap, size_t need)
+{
+	uint8_t *np;
+
+	if (need <= *cap)
+		return 0;
+	np = realloc(*p, need);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = need;
+	return 0;
+}
+
+/*
+ * Read a block's header and its dictionary section (data too when want_data),
+ * verify, and decompress the wanted section into r->rawbuf. Returns the raw
+ * length, or -EBADMSG (corrupt, reported), -ENODATA (torn), -errno.
+ */
+static int read_section(struct store_reader *r, struct rseg *s, struct rblock *b, bool data,
+			struct store_block_hdr *ret_h)
+{
+	struct store_block_hdr h;
+	uint32_t zoff, zlen, rawlen, crc, want;
+	ssize_t n;
+	size_t got;
+	int e;
+
+	if ((uint64_t)b->off + b->len > s->size) {
+		r->st.blocks_torn++;
+		b->bad = true;
+		notice(r, "%s: block at %u runs past the end of the file (torn tail), skipped",
+		       s->path, b->off);
+		return -ENODATA;
+	}
+	want = data ? b->len : MIN(b->len, (uint32_t)sizeof(h) + STORE_MAX_SECTION);
+	if (!data) {
+		/* Header first, then just the dictionary section. */
+		n = pread_full(s->fd, &h, sizeof(h), b->off);
+		if (n != (ssize_t)sizeof(h))
+			goto torn;
+		if (!block_hdr_ok(&h) || block_len(&h) != b->len)
+			goto corrupt;
+		want = (uint32_t)sizeof(h) + h.dict_zlen;
+	}
+	e = ensure(&r->zbuf, &r->zcap, want);
+	if (e < 0)
+		return e;
+	n = pread_full(s->fd, r->zbuf, want, b->off);
+	if (n < 0)
+		return (int)n;
+	if ((uint32_t)n != want)
+		goto torn;
+	r->st.bytes_read += want;
+	memcpy(&h, r->zbuf, sizeof(h));
+	if (!block_hdr_ok(&h) || block_len(&h) != b->len)
+		goto corrupt;
+	if (h.major > STORE_VERSION_MAJOR)
+		goto corrupt;
+	if (data) {
+		zoff = (uint32_t)sizeof(h) + h.dict_zlen;
+		zlen = h.data_zlen;
+		rawlen = h.data_rawlen;
+		crc = h.data_crc;
+	} else {
+		zoff = sizeof(h);
+		zlen = h.dict_zlen;
+		rawlen = h.dict_rawlen;
+		crc = h.dict_crc;
+	}
+	if (store_crc(r->zbuf + zoff, zlen) != crc)
+		goto corrupt;
+	if (ret_h)
+		*ret_h = h;
+	if (!zlen)
+		return 0;
+	e = ensure(&r->rawbuf, &r->rawcap, rawlen);
+	if (e < 0)
+		return e;
+	got = ZSTD_decompressDCtx(r->dctx, r->rawbuf, rawlen, r->zbuf + zoff, zlen);
+	if (ZSTD_isError(got) || got != rawlen)
+		goto corrupt;
+	return (int)rawlen;
+
+torn:
+	r->st.blocks_torn++;
+	b->bad = true;
+	notice(r, "%s: block at %u is cut short (torn tail), skipped", s->path, b->off);
+	return -ENODATA;
+corrupt:
+	r->st.blocks_corrupt++;
+	b->bad = true;
+	notice(r, "%s: block at %u is corrupt (bad header, length or checksum), skipped", s->path,
+	       b->off);
+	return -EBADMSG;
+}
+
+static void seg_close(struct rseg *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+}
+
+/* Load the dictionary of segment si up to and including block upto. */
+static int load_dict(struct store_reader *r, uint32_t si, uint32_t upto)
+{
+	struct rseg *s = &r->segs[si];
+	uint32_t i;
+
+	if (r->dict_seg != (int)si) {
+		dict_clear(&r->dict);
+		if (r->dict_seg >= 0) {
+			struct rseg *o = &r->segs[r->dict_seg];
+
+			for (i = 0; i < o->n; i++)
+				o->blocks[i].dict_done = false;
+		}
+		r->dict_seg = (int)si;
+	}
+	for (i = 0; i <= upto && i < s->n; i++) {
+		struct rblock *b = &s->blocks[i];
+		int n;
+
+		if (b->dict_done || !(b->flags & STORE_BF_DICT))
+			continue;
+		b->dict_done = true;
+		if (b->bad)
+			continue;
+		n = read_section(r, s, b, false, NULL);
+		if (n == -ENOMEM)
+			return n;
+		if (n < 0)
+			continue;
+		r->st.dict_reads++;
+		if (dict_apply(&r->dict, r->rawbuf, (size_t)n) < 0) {
+			r->st.blocks_corrupt++;
+			b->bad = true;
+			notice(r, "%s: block at %u has a malformed dictionary, skipped", s->path,
+			       b->off);
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ rows */
+
+struct drow {
+	int64_t sec;
+	uint64_t cgroup, count, weight;
+	uint32_t pid, tid, cpu, kind, comm, pcomm, env, probe, stack;
+};
+
+static bool filter_ok(const struct store_reader *r, const struct store_filter *f,
+		      const struct drow *d)
+{
+	if (!f)
+		return true;
+	if (f->pid >= 0 && (int64_t)d->pid != f->pid)
+		return false;
+	if (f->cgroup_id >= 0 && d->cgroup != (uint64_t)f->cgroup_id)
+		return false;
+	if (f->cpu_set &&
+	    (d->cpu >= f->cpu_set_bits || !(f->cpu_set[d->cpu / 8] & (1u << (d->cpu % 8)))))
+		return false;
+	if (f->comm && strcmp(dict_str(&r->dict, d->comm), f->comm) &&
+	    strcmp(dict_str(&r->dict, d->pcomm), f->comm))
+		return false;
+	if (f->env && strcmp(dict_str(&r->dict, d->env), f->env))
+		return false;
+	return true;
+}
+
+static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, size_t len,
+		     int64_t base_s, int64_t t0s, int64_t t1s, const struct store_filter *f,
+		     store_sample_fn fn, void *ctx)
+{
+	struct rbuf b = {.p = p, .len = len};
+	_cleanup_free_ struct drow *rows = NULL;
+	uint64_t n = rbuf__varint(&b), i;
+	int ret;
+
+	/* A row costs at least 13 bytes: a larger count is a lie. */
+	if (b.bad || n > len / 13 + 1)
+		return -EBADMSG;
+	rows = calloc(n ? n : 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+#define COLUMN(stmt)                                                     \
+	do {                                                             \
+		for (i = 0; i < n; i++) {                                \
+			struct drow *d = &rows[i];                       \
+			const struct drow *pv = i ? &rows[i - 1] : NULL; \
+			uint64_t v = rbuf__varint(&b);                   \
+			(void)pv;                                        \
+			stmt;                                            \
+		}                                                        \
+	} while (0)
+	COLUMN(d->sec = (pv ? pv->sec : base_s) + (int64_t)MIN(v, (uint64_t)UINT16_MAX));
+	COLUMN(d->pid = (uint32_t)((pv ? (int64_t)pv->pid : 0) + unzigzag(v)));
+	COLUMN(d->tid = (uint32_t)((int64_t)d->pid + unzigzag(v)));
+	COLUMN(d->cpu = (uint32_t)v);
+	COLUMN(d->cgroup = (pv ? pv->cgroup : 0) + (uint64_t)unzigzag(v));
+	COLUMN(d->kind = (uint32_t)v);
+	COLUMN(d->comm = (uint32_t)((pv ? (int64_t)pv->comm : 0) + unzigzag(v)));
+	COLUMN(d->pcomm = (uint32_t)((pv ? (int64_t)pv->pcomm : 0) + unzigzag(v)));
+	COLUMN(d->env = (uint32_t)((pv ? (int64_t)pv->env : 0) + unzigzag(v)));
+	COLUMN(d->probe = (uint32_t)v);
+	COLUMN(d->stack = (uint32_t)((pv ? (int64_t)pv->stack : 0) + unzigzag(v)));
+	COLUMN(d->count = v);
+	COLUMN(d->weight = d->count + (uint64_t)unzigzag(v));
+#undef COLUMN
+	if (b.bad)
+		return -EBADMSG;
+
+	for (i = 0; i < n; i++) {
+		const struct drow *d = &rows[i];
+		struct store_sample smp;
+		uint32_t j;
+
+		if (d->sec < t0s || d->sec >= t1s || !filter_ok(r, f, d))
+			continue;
+		memset(&smp, 0, sizeof(smp));
+		smp.sec = d->sec;
+		smp.cgroup_id = d->cgroup;
+		smp.count = d->count;
+		smp.weight = d->weight;
+		smp.pid = d->pid;
+		smp.tid = d->tid;
+		smp.cpu = d->cpu;
+		smp.probe_id = d->probe;
+		smp.kind = (uint16_t)d->kind;
+		smp.comm = dict_str(&r->dict, d->comm);
+		smp.pcomm = dict_str(&r->dict, d->pcomm);
+		smp.env = dict_str(&r->dict, d->env);
+		smp.seg = s->seg_no;
+		smp.stack_id = d->stack;
+		if (d->stack >= 1 && d->stack <= r->dict.n_stack &&
+		    r->dict.stacks[d->stack - 1].n) {
+			const struct rstack *st = &r->dict.stacks[d->stack - 1];
+
+			for (j = 0; j < st->n; j++) {
+				uint32_t fid = r->dict.stack_frames[st->off + j];
+
+				r->fptrs[j] = fid ? &r->dict.frames[fid - 1] : &unknown_frame;
+			}
+			smp.n_frames = st->n;
+			smp.n_kframes = st->nk;
+		} else {
+			r->fptrs[0] = &unknown_frame;
+			smp.n_frames = 1;
+		}
+		smp.frames = r->fptrs;
+		smp.lost = smp.n_frames == 1 && (r->fptrs[0]->flags & CPA_FF_MARKER) &&
+			   !strncmp(r->fptrs[0]->name, "[lost:", 6);
+		r->st.rows++;
+		ret = fn(ctx, &smp);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			const struct store_filter *f, store_sample_fn fn, void *ctx)
+{
+	int64_t t0s = (int64_t)(t0_ns / NS), t1s = (int64_t)((t1_ns + NS - 1) / NS);
+	uint32_t si, i;
+	int ret;
+
+	for (si = 0; si < r->n_seg; si++) {
+		struct rseg *s = &r->segs[si];
+		int64_t last = -1;
+
+		for (i = 0; i < s->n; i++) {
+			const struct rblock *b = &s->blocks[i];
+
+			if ((int64_t)b->t_min_s < t1s && (int64_t)b->t_min_s + b->span_s >= t0s)
+				last = i;
+		}
+		if (last < 0)
+			continue;
+		if (s->fd < 0) {
+			s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+			if (s->fd < 0) {
+				notice(r, "%s: %s, skipped", s->path, strerror(errno));
+				continue;
+			}
+		}
+		ret = load_dict(r, si, (uint32_t)last);
+		if (ret < 0)
+			return ret;
+		for (i = 0; i <= (uint32_t)last; i++) {
+			struct rblock *b = &s->blocks[i];
+			struct store_block_hdr h;
+			int n;
+
+			if (b->bad || (int64_t)b->t_min_s >= t1s ||
+			    (int64_t)b->t_min_s + b->span_s < t0s)
+				continue;
+			n = read_section(r, s, b, true, &h);
+			if (n == -ENOMEM)
+				return n;
+			if (n < 0)
+				continue;
+			r->st.blocks_read++;
+			ret = emit_rows(r, s, r->rawbuf, (size_t)n, (int64_t)(h.t_min_ns / NS), t0s,
+					t1s, f, fn, ctx);
+			if (ret == -EBADMSG) {
+				r->st.blocks_corrupt++;
+				b->bad = true;
+				notice(r, "%s: block at %u has malformed rows, skipped", s->path,
+				       b->off);
+				continue;
+			}
+			if (ret)
+				return ret;
+		}
+		seg_close(s);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ open */
+
+static int block_cmp(const void *a, const void *b)
+{
+	const struct rblock *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int seg_add_block(struct rseg *s, const struct rblock *b)
+{
+	if (grow((void **)&s->blocks, &s->cap, s->n + 1, sizeof(*b)) < 0)
+		return -ENOMEM;
+	s->blocks[s->n++] = *b;
+	return 0;
+}
+
+static struct rseg *seg_find(struct store_reader *r, uint32_t seg_no)
+{
+	uint32_t lo = 0, hi = r->n_seg;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (r->segs[mid].seg_no == seg_no)
+			return &r->segs[mid];
+		if (r->segs[mid].seg_no < seg_no)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int seg_cmp(const void *a, const void *b)
+{
+	const struct rseg *x = a, *y = b;
+
+	return x->seg_no < y->seg_no ? -1 : x->seg_no > y->seg_no;
+}
+
+/* Next offset in [pos, end) where a block magic starts, or end. */
+static uint64_t find_magic(int fd, uint64_t pos, uint64_t end)
+{
+	uint8_t buf[65536];
+	const uint32_t m = STORE_BLOCK_MAGIC;
+
+	while (pos + 4 <= end) {
+		size_t want = (size_t)MIN((uint64_t)sizeof(buf), end - pos);
+		ssize_t n = pread_full(fd, buf, want, pos);
+		uint8_t *hit;
+
+		if (n < 4)
+			return end;
+		hit = memmem(buf, (size_t)n, &m, 4);
+		if (hit)
+			return pos + (uint64_t)(hit - buf);
+		pos += (uint64_t)n - 3;
+	}
+	return end;
+}
+
+/* Blocks in [pos, end) the index did not list (a crash between a block and
+ * its index entry, or a lost index). Headers are trusted only with a valid crc. */
+static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uint64_t end,
+		       bool at_tail)
+{
+	while (pos < end) {
+		struct store_block_hdr h;
+		struct rblock b;
+		ssize_t n;
+
+		if (end - pos < sizeof(h)) {
+			if (at_tail) {
+				r->st.blocks_torn++;
+				notice(r, "%s: %llu stray bytes at the end (torn tail), skipped",
+				       s->path, (unsigned long long)(end - pos));
+			}
+			return 0;
+		}
+		n = pread_full(s->fd, &h, sizeof(h), pos);
+		if (n != (ssize_t)sizeof(h))
+			return 0;
+		if (!block_hdr_ok(&h)) {
+			uint64_t next = find_magic(s->fd, pos + 1, end);
+
+			if (!at_tail || next < end)
+				notice(r, "%s: %llu unreadable bytes at %llu, skipped", s->path,
+				       (unsigned long long)(next - pos), (unsigned long long)pos);
+			else {
+				r->st.blocks_torn++;
+				notice(r, "%s: torn block at %llu (crash mid-write), skipped",
+				       s->path, (unsigned long long)pos);
+			}
+			pos = next;
+			continue;
+		}
+		if (pos + block_len(&h) > end) {
+			r->st.blocks_torn++;
+			notice(r,
+			       "%s: block at %llu runs past the end of the file (torn tail), skipped",
+			       s->path, (unsigned long long)pos);
+			return 0;
+		}
+		b = (struct rblock){
+			.off = (uint32_t)pos,
+			.len = block_len(&h),
+			.t_min_s = (uint32_t)(h.t_min_ns / NS),
+			.span_s = (uint16_t)(h.t_max_ns / NS - h.t_min_ns / NS),
+			.n_sec = (uint8_t)MIN(h.t_max_ns / NS - h.t_min_ns / NS + 1, 255u),
+			.flags = h.flags,
+		};
+		if (seg_add_block(s, &b) < 0)
+			return -ENOMEM;
+		r->st.blocks_recovered++;
+		pos += b.len;
+	}
+	return 0;
+}
+
+static int open_segments(struct store_reader *r)
+{
+	DIR *d = opendir(r->dir);
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d)
+		return fail(r, -errno, "cannot open store '%s': %s", r->dir, strerror(errno));
+	while ((de = readdir(d))) {
+		unsigned int no;
+		char tail[8];
+		struct rseg *s;
+
+		if (sscanf(de->d_name, "seg_%u.cp%1s", &no, tail) != 2 || strcmp(tail, "s"))
+			continue;
+		if (grow((void **)&r->segs, &r->cap_seg, r->n_seg + 1, sizeof(*r->segs)) < 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		s = &r->segs[r->n_seg++];
+		memset(s, 0, sizeof(*s));
+		s->seg_no = no;
+		s->fd = -1;
+		snprintf(s->path, sizeof(s->path), "%s/%s", r->dir, de->d_name);
+	}
+	closedir(d);
+	if (ret < 0)
+		return ret;
+	qsort(r->segs, r->n_seg, sizeof(*r->segs), seg_cmp);
+	return 0;
+}
+
+static int check_seg_hdr(struct store_reader *r, struct rseg *s)
+{
+	struct store_seg_hdr h;
+	struct stat sb;
+	ssize_t n;
+
+	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0) {
+		notice(r, "%s: %s, skipped", s->path, strerror(errno));
+		return 0;
+	}
+	if (fstat(s->fd, &sb) < 0)
+		return -errno;
+	s->size = (uint64_t)sb.st_size;
+	n = pread_full(s->fd, &h, sizeof(h), 0);
+	if (n == (ssize_t)sizeof(h) && h.magic == STORE_SEG_MAGIC && h.major > STORE_VERSION_MAJOR)
+		return fail(
+			r, -EPROTONOSUPPORT,
+			"store '%s' has format version %u.%u, newer than the %d.%d this cpa reads: use a newer cpa",
+			r->dir, h.major, h.minor, STORE_VERSION_MAJOR, STORE_VERSION_MINOR);
+	if (n != (ssize_t)sizeof(h) || h.magic != STORE_SEG_MAGIC ||
+	    h.crc != store_crc(&h, offsetof(struct store_seg_hdr, crc))) {
+		/* Still scan it: blocks are self-describing. */
+		notice(r, "%s: bad segment header", s->path);
+		if (s->size < sizeof(h))
+			s->size = 0;
+	}
+	return 0;
+}
+
+static int read_index(struct store_reader *r)
+{
+	char path[PATH_MAX + 8];
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct store_idx_hdr h;
+	struct stat sb;
+	uint64_t off;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/index", r->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* no index: the scan finds everything */
+	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < sizeof(h))
+		return 0;
+	n = pread_full(fd, &h, sizeof(h), 0);
+	if (n != (ssize_t)sizeof(h) || h.magic != STORE_IDX_MAGIC)
+		return 0;
+	if (h.major > STORE_VERSION_MAJOR)
+		return fail(
+			r, -EPROTONOSUPPORT,
+			"store '%s' has format version %u.%u, newer than the %d.%d this cpa reads: use a newer cpa",
+			r->dir, h.major, h.minor, STORE_VERSION_MAJOR, STORE_VERSION_MINOR);
+	if (h.crc != store_crc(&h, offsetof(struct store_idx_hdr, crc)) ||
+	    h.entry_size != sizeof(struct store_idx_entry)) {
+		notice(r, "%s: bad index header, scanning segments instead", path);
+		return 0;
+	}
+	if ((uint64_t)sb.st_size > MAX_INDEX_BYTES)
+		return fail(r, -EFBIG, "%s: index too large", path);
+	buf = malloc((size_t)sb.st_size);
+	if (!buf)
+		return -ENOMEM;
+	n = pread_full(fd, buf, (size_t)sb.st_size, 0);
+	if (n < 0)
+		return (int)n;
+	for (off = sizeof(h); off + sizeof(struct store_idx_entry) <= (uint64_t)n;
+	     off += sizeof(struct store_idx_entry)) {
+		struct store_idx_entry e;
+		struct rblock b;
+		struct rseg *s;
+
+		memcpy(&e, buf + off, sizeof(e));
+		if (e.crc != store_crc(&e, offsetof(struct store_idx_entry, crc)))
+			continue; /* torn or never written (a hole left by a failed write) */
+		s = seg_find(r, e.seg_no);
+		if (!s || e.len < sizeof(struct store_block_hdr))
+			continue; /* segment trimmed by retention */
+		b = (struct rblock){.off = e.off,
+				    .len = e.len,
+				    .t_min_s = e.t_min_s,
+				    .span_s = e.span_s,
+				    .n_sec = e.n_sec,
+				    .flags = e.flags};
+		if (seg_add_block(s, &b) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Sort, drop duplicates and overlaps, then scan the gaps and the tail. */
+static int seg_finish(struct store_reader *r, struct rseg *s)
+{
+	uint32_t i, k = 0, n;
+	uint64_t pos = sizeof(struct store_seg_hdr);
+	int ret;
+
+	if (s->fd < 0)
+		return 0;
+	qsort(s->blocks, s->n, sizeof(*s->blocks), block_cmp);
+	for (i = 0; i < s->n; i++) {
+		if (k && s->blocks[i].off < (uint64_t)s->blocks[k - 1].off + s->blocks[k - 1].len)
+			continue;
+		s->blocks[k++] = s->blocks[i];
+	}
+	s->n = k;
+	n = s->n;
+	for (i = 0; i < n; i++) {
+		const struct rblock *b = &s->blocks[i];
+
+		if (b->off > pos) {
+			ret = scan_region(r, s, pos, MIN((uint64_t)b->off, s->size), false);
+			if (ret < 0)
+				return ret;
+		}
+		pos = MAX(pos, (uint64_t)b->off + b->len);
+	}
+	if (pos < s->size) {
+		ret = scan_region(r, s, pos, s->size, true);
+		if (ret < 0)
+			return ret;
+	}
+	if (s->n != n)
+		qsort(s->blocks, s->n, sizeof(*s->blocks), block_cmp);
+	r->st.blocks_indexed += s->n;
+	seg_close(s);
+	return 0;
+}
+
+int store_reader__open_err(const char *dir, store_notice_fn fn, void *ctx,
+			   struct store_reader **ret, char *err, size_t errlen)
+{
+	struct store_reader *r;
+	uint32_t i;
+	int e;
+
+	if (err && errlen)
+		err[0] = 0;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->notice = fn;
+	r->ctx = ctx;
+	r->dict_seg = -1;
+	snprintf(r->dir, sizeof(r->dir), "%s", dir);
+	r->dctx = ZSTD_createDCtx();
+	r->fptrs = calloc(STORE_MAX_FRAMES + 1, sizeof(*r->fptrs));
+	if (!r->dctx || !r->fptrs) {
+		e = -ENOMEM;
+		goto out_free;
+	}
+	e = open_segments(r);
+	if (e < 0)
+		goto out_free;
+	if (!r->n_seg) {
+		e = fail(r, -ENOENT, "'%s' holds no cpa store (no seg_*.cps files)", dir);
+		goto out_free;
+	}
+	for (i = 0; i < r->n_seg; i++) {
+		e = check_seg_hdr(r, &r->segs[i]);
+		if (e < 0)
+			goto out_free;
+	}
+	e = read_index(r);
+	if (e < 0)
+		goto out_free;
+	for (i = 0; i < r->n_seg; i++) {
+		e = seg_finish(r, &r->segs[i]);
+		if (e < 0)
+			goto out_free;
+	}
+	*ret = r;
+	return 0;
+
+out_free:
+	if (err && errlen)
+		snprintf(err, errlen, "%s", r->err[0] ? r->err : strerror(-e));
+	store_reader__free(r);
+	return e;
+}
+
+int store_reader__open(const char *dir, store_notice_fn fn, void *ctx, struct store_reader **ret)
+{
+	return store_reader__open_err(dir, fn, ctx, ret, NULL, 0);
+}
+
+const char *store_reader__error(const struct store_reader *r)
+{
+	return r->err;
+}
+
+void store_reader__free(struct store_reader *r)
+{
+	uint32_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < r->n_seg; i++) {
+		seg_close(&r->segs[i]);
+		free(r->segs[i].blocks);
+	}
+	free(r->segs);
+	dict_free(&r->dict);
+	ZSTD_freeDCtx(r->dctx);
+	free(r->zbuf);
+	free(r->rawbuf);
+	free(r->fptrs);
+	free(r);
+}
+
+void store_reader__stats(const struct store_reader *r, struct store_read_stats *ret)
+{
+	*ret = r->st;
+}
+
+/* Exact ns time of a block edge from its header; the index has seconds only. */
+static uint64_t block_edge_ns(struct store_reader *r, struct rseg *s, const struct rblock *b,
+			      bool first)
+{
+	struct store_block_hdr h;
+	uint64_t fallback =
+		first ? (uint64_t)b->t_min_s * NS : ((uint64_t)b->t_min_s + b->span_s) * NS;
+	int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	r->st.bytes_read += sizeof(h);
+	if (fd < 0)
+		return fallback;
+	n = pread_full(fd, &h, sizeof(h), b->off);
+	close(fd);
+	if (n != (ssize_t)sizeof(h) || !block_hdr_ok(&h))
+		return fallback;
+	return first ? h.t_min_ns : h.t_max_ns;
+}
+
+int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t *ret_last_ns,
+			uint64_t *ret_records)
+{
+	const struct rblock *fb = NULL, *lb = NULL;
+	struct rseg *fs = NULL, *ls = NULL;
+	uint64_t records = 0;
+	uint32_t si, i;
+
+	for (si = 0; si < r->n_seg; si++) {
+		struct rseg *s = &r->segs[si];
+
+		for (i = 0; i < s->n; i++) {
+			const struct rblock *b = &s->blocks[i];
+
+			if (b->bad)
+				continue;
+			records += b->n_sec;
+			if (!fb || b->t_min_s < fb->t_min_s) {
+				fb = b;
+				fs = s;
+			}
+			if (!lb || (uint64_t)b->t_min_s + b->span_s >=
+					   (uint64_t)lb->t_min_s + lb->span_s) {
+				lb = b;
+				ls = s;
+			}
+		}
+	}
+	if (!fb)
+		return fail(r, -ENODATA, "store '%s' holds no records", r->dir);
+	*ret_first_ns = block_edge_ns(r, fs, fb, true);
+	*ret_last_ns = block_edge_ns(r, ls, lb, false);
+	if (*ret_last_ns < *ret_first_ns)
+		*ret_last_ns = *ret_first_ns;
+	*ret_records = records;
+	return 0;
+}
+
+/* ------------------------------------------------------------ store roots */
+
+bool store_dir__is_store(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	bool yes = false;
+
+	if (!d)
+		return false;
+	while (!yes && (de = readdir(d)))
+		yes = !strncmp(de->d_name, "seg_", 4) || !strcmp(de->d_name, "index");
+	closedir(d);
+	return yes;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static long local_tod(uint64_t ns)
+{
+	time_t t = (time_t)(ns / NS);
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	return tm.tm_hour * 3600L + tm.tm_min * 60L + tm.tm_sec;
+}
+
+int store_root__pick(const char *root, long tod_s, char *buf, size_t len)
+{
+	char **names = NULL;
+	uint32_t n = 0, cap = 0, i;
+	DIR *d = opendir(root);
+	struct dirent *de;
+	int ret = -ENOENT;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char p[PATH_MAX + 256];
+
+		if (strncmp(de->d_name, "cpa_", 4))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", root, de->d_name);
+		if (!store_dir__is_store(p))
+			continue;
+		if (grow((void **)&names, &cap, n + 1, sizeof(char *)) < 0 ||
+		    !(names[n] = strdup(de->d_name))) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		n++;
+	}
+	if (!n)
+		goto out;
+	qsort(names, n, sizeof(*names), str_cmp);
+	snprintf(buf, len, "%s/%s", root, names[n - 1]);
+	ret = 0;
+	if (tod_s < 0)
+		goto out;
+	for (i = n; i-- > 0;) {
+		char p[PATH_MAX + 256];
+		struct store_reader *r;
+		uint64_t a, b, recs;
+
+		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
+		if (store_reader__open(p, NULL, NULL, &r) < 0)
+			continue;
+		if (store_reader__range(r, &a, &b, &recs) == 0 && local_tod(a) <= tod_s &&
+		    tod_s <= local_tod(b)) {
+			snprintf(buf, len, "%s", p);
+			store_reader__free(r);
+			break;
+		}
+		store_reader__free(r);
+	}
+out:
+	closedir(d);
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return ret;
+}

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Storer stage logic: records from symd into the store writer.
+ *
+ * Exactly once: input space is released (with the highest seq as the ring's
+ * consumer mark) only once the block holding those samples was closed and
+ * handed to io_uring, or at exit after the final flush. A restarted storer
+ * skips seq <= mark. A crash loses at most the open block's tail that was
+ * released with a neighbouring block (never duplicates).
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "shm/counters.h"
+#include "shm/records.h"
+#include "storer.h"
+
+#define NS 1000000000ULL
+
+void storer__init(struct storer *s, struct shm_stage *st, struct shm_ring_cons *in,
+		  struct store_writer *w)
+{
+	memset(s, 0, sizeof(*s));
+	s->st = st;
+	s->in = in;
+	s->w = w;
+	s->resume_mark = shm_ring__mark_sc(in);
+	s->max_seq = s->resume_mark;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
+}
+
+/* Log a store error at most once a minute per kind; the counters have the rest. */
+static void storer_log_err(struct storer *s, int err, const char *what)
+{
+	uint64_t now = now_ns();
+
+	if (err == s->last_logged_err && now - s->last_log_ns < 60 * NS)
+		return;
+	s->last_logged_err = err;
+	s->last_log_ns = now;
+	errno = -err;
+	log_error("%s in '%s': %m (counting, still consuming)", what, store_writer__dir(s->w));
+}
+
+static void cnt(struct storer *s, unsigned int idx, uint64_t n)
+{
+	if (s->st)
+		shm_stage__cnt_add(s->st, idx, n);
+}
+
+static bool seq_ok(struct storer *s, uint64_t seq)
+{
+	if (seq <= s->resume_mark) {
+		cnt(s, SHM_CNT_DROP_DUP, 1);
+		return false;
+	}
+	if (seq > s->max_seq)
+		s->max_seq = seq;
+	return true;
+}
+
+static int take(struct storer *s, const struct shm_msg *m)
+{
+	int r = 0;
+
+	switch (m->type) {
+	case CPA_REC_DICT_RESET: {
+		const struct cpa_dict_reset *d = m->data;
+
+		if (m->len < sizeof(*d))
+			return -EBADMSG;
+		store_writer__dict_reset(s->w, d->epoch);
+		return 0;
+	}
+	case CPA_REC_STR: {
+		const struct cpa_str_def *d = m->data;
+
+		if (!cpa_rec_str_ok(d, m->len))
+			return -EBADMSG;
+		return store_writer__def_str(s->w, d, (const char *)(d + 1));
+	}
+	case CPA_REC_MODULE: {
+		const struct cpa_module_def *d = m->data;
+
+		if (!cpa_rec_module_ok(d, m->len))
+			return -EBADMSG;
+		return store_writer__def_module(s->w, d, (const char *)(d + 1));
+	}
+	case CPA_REC_FRAME: {
+		const struct cpa_frame_def *d = m->data;
+
+		if (m->len < sizeof(*d))
+			return -EBADMSG;
+		return store_writer__def_frame(s->w, d);
+	}
+	case CPA_REC_STACK: {
+		const struct cpa_stack_def *d = m->data;
+
+		if (!cpa_rec_stack_ok(d, m->len))
+			return -EBADMSG;
+		return store_writer__def_stack(s->w, d, (const uint32_t *)(d + 1));
+	}
+	case CPA_REC_SAMPLE_OUT: {
+		const struct cpa_sample_out *d = m->data;
+
+		if (m->len < sizeof(*d) || d->kind >= CPA_KIND_MAX)
+			return -EBADMSG;
+		if (!seq_ok(s, d->seq))
+			return 0;
+		r = store_writer__add_sample(s->w, d);
+		if (!r) {
+			cnt(s, STO_CNT_SAMPLES, 1);
+			cnt(s, SHM_CNT_OUT, 1);
+		}
+		return r;
+	}
+	case CPA_REC_LOSS: {
+		const struct cpa_loss *d = m->data;
+
+		if (m->len < sizeof(*d) || d->stage >= SHM_STAGE_MAX)
+			return -EBADMSG;
+		if (!seq_ok(s, d->seq))
+			return 0;
+		r = store_writer__add_loss(s->w, d);
+		if (!r)
+			cnt(s, STO_CNT_LOST_SAMPLES, d->count);
+		return r;
+	}
+	default:
+		return -EBADMSG;
+	}
+}
+
+static void release(struct storer *s)
+{
+	shm_ring__release_mark_sc(s->in, s->max_seq);
+	s->unreleased = 0;
+	s->block_closed = false;
+}
+
+int storer__batch(struct storer *s, unsigned int max)
+{
+	struct shm_msg msgs[STORER_BATCH];
+	uint64_t blocks_before;
+	struct store_writer_stats ws;
+	int n, i;
+
+	if (max > STORER_BATCH)
+		max = STORER_BATCH;
+	store_writer__stats(s->w, &ws);
+	blocks_before = ws.blocks;
+	n = shm_ring__peek_batch_sc(s->in, msgs, max);
+	if (n <= 0)
+		return n;
+	cnt(s, SHM_CNT_BATCHES, 1);
+	cnt(s, SHM_CNT_IN, (uint64_t)n);
+	for (i = 0; i < n; i++) {
+		int r;
+
+		s->unreleased += msgs[i].len + 8;
+		cnt(s, SHM_CNT_BYTES_IN, msgs[i].len);
+		r = take(s, &msgs[i]);
+		if (r == -EBADMSG) {
+			cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+		} else if (r < 0) {
+			cnt(s, SHM_CNT_ERRORS, 1);
+			storer_log_err(s, r, "storing a record");
+		}
+	}
+	store_writer__stats(s->w, &ws);
+	if (ws.blocks != blocks_before)
+		s->block_closed = true;
+	/* Do not sit on more than a quarter of the ring: close the block early. */
+	if (s->unreleased > s->in->size / 4) {
+		if (store_writer__close_block(s->w) > 0)
+			s->block_closed = true;
+	}
+	if (s->block_closed)
+		release(s);
+	return n;
+}
+
+static void sync_counters(struct storer *s)
+{
+	struct store_writer_stats ws;
+
+	store_writer__stats(s->w, &ws);
+	cnt(s, STO_CNT_BLOCKS, ws.blocks - s->synced.blocks);
+	cnt(s, STO_CNT_BYTES_RAW, ws.bytes_raw - s->synced.bytes_raw);
+	cnt(s, STO_CNT_BYTES_DISK, ws.bytes_disk - s->synced.bytes_disk);
+	cnt(s, SHM_CNT_BYTES_OUT, ws.bytes_disk - s->synced.bytes_disk);
+	cnt(s, STO_CNT_WRITE_ERRORS, ws.write_errors - s->synced.write_errors);
+	cnt(s, STO_CNT_TRIMMED_FILES, ws.trimmed_files - s->synced.trimmed_files);
+	cnt(s, SHM_CNT_ERRORS, ws.unknown_ids - s->synced.unknown_ids);
+	if (ws.write_errors != s->synced.write_errors)
+		storer_log_err(s, ws.last_error ? ws.last_error : -EIO,
+			       "write failed, keeping the block for a retry");
+	if (ws.trimmed_files != s->synced.trimmed_files)
+		log_info("retention removed %llu file(s) under '%s'",
+			 (unsigned long long)(ws.trimmed_files - s->synced.trimmed_files),
+			 store_writer__dir(s->w));
+	if (ws.dropped_blocks != s->synced.dropped_blocks)
+		log_error("gave up %llu block(s) after repeated write failures",
+			  (unsigned long long)(ws.dropped_blocks - s->synced.dropped_blocks));
+	s->synced = ws;
+}
+
+int storer__tick(struct storer *s, uint64_t now)
+{
+	int r = store_writer__tick(s->w, now);
+
+	if (r > 0)
+		s->block_closed = true;
+	else if (r < 0)
+		storer_log_err(s, r, "closing a block");
+	if (s->block_closed)
+		release(s);
+	sync_counters(s);
+	return r < 0 ? r : 0;
+}
+
+int storer__finish(struct storer *s, bool sync)
+{
+	int r = store_writer__flush(s->w, sync);
+
+	release(s);
+	sync_counters(s);
+	if (r < 0)
+		storer_log_err(s, r, "final flush");
+	return r;
+}
+
+int storer__sleep_ms(const struct storer *s, uint64_t now)
+{
+	uint64_t dl = store_writer__deadline(s->w);
+	uint64_t ms;
+
+	if (!dl)
+		return 250;
+	if (dl <= now)
+		return 0;
+	ms = (dl - now + 999999) / 1000000;
+	return ms > 250 ? 250 : (int)ms;
+}

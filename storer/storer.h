@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The storer stage: consumer of SHM_RING_SYMD, producer of the on-disk store.
+ * The batch and tick functions are separate from main() so tests can drive
+ * them in-process over a real arena ring.
+ */
+#ifndef CPA_STORER_H
+#define CPA_STORER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shm/ring.h"
+#include "shm/stage.h"
+#include "store.h"
+
+#define STORER_BATCH	  256
+#define STORER_WAKE_BYTES (64u << 10)
+
+struct storer {
+	struct shm_stage *st;
+	struct shm_ring_cons *in;
+	struct store_writer *w;
+	uint64_t resume_mark; /* seq <= this was stored by an earlier life: skip */
+	uint64_t max_seq;     /* highest seq taken into the store (open block included) */
+	uint64_t unreleased;  /* input bytes peeked since the last release */
+	bool block_closed;    /* a block closed since the last release */
+	struct store_writer_stats synced; /* writer stats already added to the counters */
+	int last_logged_err;
+	uint64_t last_log_ns;
+};
+
+void storer__init(struct storer *s, struct shm_stage *st, struct shm_ring_cons *in,
+		  struct store_writer *w);
+/* Take up to max records from the input. Returns how many (0 = empty) or
+ * -EBADMSG when the ring itself is corrupt. */
+int storer__batch(struct storer *s, unsigned int max);
+/* Close due blocks, reap writes, release input that is in the store, sync
+ * counters. now_ns is CLOCK_REALTIME. */
+int storer__tick(struct storer *s, uint64_t now_ns);
+/* Close the open block, wait for the writes (fsync if sync) and release. */
+int storer__finish(struct storer *s, bool sync);
+/* How long the consumer may sleep (ms, <= 250) before the next block is due. */
+int storer__sleep_ms(const struct storer *s, uint64_t now_ns);
+
+#endif /* CPA_STORER_H */

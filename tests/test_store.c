@@ -1,0 +1,955 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Store library and storer stage: round trip, time index, torn tail,
+ * corruption, version check, the stage's batch function over a real arena
+ * ring, io_uring use, retention, and the bytes/sample measurement.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shm/arena.h"
+#include "shm/counters.h"
+#include "storer/store.h"
+#include "storer/store_fmt.h" /* crc32c, to forge headers */
+#include "storer/storer.h"
+#include "test_store_util.h"
+
+#define MAX_STACKS 64
+
+struct expect {
+	uint32_t nsec, nstacks;
+	uint32_t *cnt;	/* [sec * (nstacks + 1) + stack] */
+	uint32_t *lost; /* [sec] */
+	uint64_t samples;
+	char **sig; /* [stack]: frame names joined */
+};
+
+struct got {
+	const struct expect *e;
+	uint64_t base_s;
+	uint32_t *cnt;
+	uint32_t *lost;
+	uint64_t rows, bad_frames, unknown;
+};
+
+static uint64_t lcg(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+	return *s >> 33;
+}
+
+static char *stack_sig(uint32_t s)
+{
+	char *buf = calloc(1, 8192), name[160];
+	uint32_t j;
+
+	for (j = 0; j < T_STACK_FRAMES(s); j++) {
+		t_frame_name(t_stack_frame(s, j), name, sizeof(name));
+		strcat(buf, name);
+		strcat(buf, "|");
+	}
+	return buf;
+}
+
+static void expect_init(struct expect *e, uint32_t nsec, uint32_t nstacks)
+{
+	uint32_t s;
+
+	memset(e, 0, sizeof(*e));
+	e->nsec = nsec;
+	e->nstacks = nstacks;
+	e->cnt = calloc((size_t)nsec * (nstacks + 1), sizeof(uint32_t));
+	e->lost = calloc(nsec, sizeof(uint32_t));
+	e->sig = calloc(nstacks + 1, sizeof(char *));
+	for (s = 1; s <= nstacks; s++)
+		e->sig[s] = stack_sig(s);
+}
+
+static void expect_free(struct expect *e)
+{
+	uint32_t s;
+
+	for (s = 1; s <= e->nstacks; s++)
+		free(e->sig[s]);
+	free(e->sig);
+	free(e->cnt);
+	free(e->lost);
+}
+
+/*
+ * Steady workload: rate samples per second (e.g. 2 CPUs x 49 Hz), stacks
+ * skewed like a real profile (a few hot, a long tail), a loss record every
+ * tenth second. dict_reset_at: second at which symd "restarts" (new ids).
+ */
+static uint64_t feed(struct store_writer *w, struct expect *e, uint64_t base, uint32_t rate,
+		     uint32_t dict_reset_at)
+{
+	uint64_t seed = 42, seq = 1;
+	uint32_t sec, k, off = 0;
+
+	t_defs(w, e->nstacks, off);
+	for (sec = 0; sec < e->nsec; sec++) {
+		if (sec == dict_reset_at) {
+			off = 10000;
+			store_writer__dict_reset(w, 2);
+			t_defs(w, e->nstacks, off);
+		}
+		for (k = 0; k < rate; k++) {
+			double u = (double)(lcg(&seed) % 10000) / 10000.0;
+			uint32_t s = 1 + (uint32_t)(u * u * u * e->nstacks);
+			struct cpa_sample_out o;
+
+			t_sample(&o, seq++, base + sec * T_NS + (uint64_t)k * (T_NS / rate), s,
+				 off);
+			ck_assert_int_eq(store_writer__add_sample(w, &o), 0);
+			e->cnt[sec * (e->nstacks + 1) + s]++;
+			e->samples++;
+		}
+		if (sec % 10 == 5) {
+			struct cpa_loss l = {.seq = seq++,
+					     .time_ns = base + sec * T_NS + 500000000,
+					     .count = 5,
+					     .weight = 5,
+					     .stage = SHM_STAGE_CAPTURE,
+					     .reason = SHM_CNT_DROP_RING_FULL};
+
+			ck_assert_int_eq(store_writer__add_loss(w, &l), 0);
+			e->lost[sec] += 5;
+		}
+	}
+	return seq;
+}
+
+static int on_row(void *ctx, const struct store_sample *s)
+{
+	struct got *g = ctx;
+	const struct expect *e = g->e;
+	int64_t sec = s->sec - (int64_t)g->base_s;
+	char sig[8192] = "";
+	uint32_t j, st = 0;
+
+	g->rows++;
+	ck_assert(sec >= 0 && sec < (int64_t)e->nsec);
+	if (s->lost) {
+		ck_assert_str_eq(s->frames[0]->name, "[lost: capture drop_ring_full]");
+		g->lost[sec] += (uint32_t)s->count;
+		ck_assert_uint_eq(s->weight, s->count);
+		return 0;
+	}
+	for (j = 0; j < s->n_frames; j++) {
+		const struct store_frame *f = s->frames[j];
+		bool k = j < s->n_kframes;
+
+		strcat(sig, f->name);
+		strcat(sig, "|");
+		if (k != !!(f->flags & CPA_FF_KERNEL))
+			g->bad_frames++;
+		if (!k && (strcmp(f->module, "/usr/bin/app") || f->build_id_len != 20 ||
+			   memcmp(f->build_id, t_build_id, 20)))
+			g->bad_frames++;
+	}
+	for (j = 1; j <= e->nstacks; j++)
+		if (!strcmp(e->sig[j], sig)) {
+			st = j;
+			break;
+		}
+	if (!st) {
+		g->unknown++;
+		return 0;
+	}
+	if (s->n_kframes != T_STACK_KFRAMES(st) ||
+	    s->frames[0]->offset != t_frame_off(t_stack_frame(st, 0)))
+		g->bad_frames++;
+	ck_assert_str_eq(s->comm, "worker");
+	ck_assert_str_eq(s->pcomm, st % 3 == 2 ? "db" : "app");
+	ck_assert_str_eq(s->env, "ENV_A");
+	ck_assert_uint_eq(s->pid, 1000 + st % 3);
+	ck_assert_uint_eq(s->cgroup_id, 0x100000000ULL + st % 2);
+	g->cnt[sec * (e->nstacks + 1) + st] += (uint32_t)s->count;
+	return 0;
+}
+
+static void got_init(struct got *g, const struct expect *e, uint64_t base)
+{
+	memset(g, 0, sizeof(*g));
+	g->e = e;
+	g->base_s = base / T_NS;
+	g->cnt = calloc((size_t)e->nsec * (e->nstacks + 1), sizeof(uint32_t));
+	g->lost = calloc(e->nsec, sizeof(uint32_t));
+}
+
+static void got_free(struct got *g)
+{
+	free(g->cnt);
+	free(g->lost);
+}
+
+/* Seconds [from, to) must match exactly; others must be empty unless skip. */
+static void got_check(const struct got *g, uint32_t from, uint32_t to, int64_t skip_sec)
+{
+	const struct expect *e = g->e;
+	uint32_t sec, s;
+
+	ck_assert_uint_eq(g->bad_frames, 0);
+	ck_assert_uint_eq(g->unknown, 0);
+	for (sec = 0; sec < e->nsec; sec++) {
+		bool in = sec >= from && sec < to && (int64_t)sec != skip_sec;
+
+		for (s = 1; s <= e->nstacks; s++) {
+			uint32_t want = in ? e->cnt[sec * (e->nstacks + 1) + s] : 0;
+
+			if ((int64_t)sec == skip_sec)
+				continue;
+			ck_assert_msg(g->cnt[sec * (e->nstacks + 1) + s] == want,
+				      "sec %u stack %u: got %u want %u", sec, s,
+				      g->cnt[sec * (e->nstacks + 1) + s], want);
+		}
+		if ((int64_t)sec != skip_sec)
+			ck_assert_uint_eq(g->lost[sec], in ? e->lost[sec] : 0);
+	}
+}
+
+static struct store_writer *new_writer(const char *root)
+{
+	struct store_writer_opts o = {
+		.root = root,
+		.cpu_num = 2,
+		.freq = 49,
+		.record_interval = 1,
+		.stack_size = 8192,
+		.record_env_name = "ENV",
+	};
+	struct store_writer *w = NULL;
+
+	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	return w;
+}
+
+static char notices[8192];
+
+static void on_notice(void *ctx, const char *msg)
+{
+	(*(int *)ctx)++;
+	if (strlen(notices) + strlen(msg) + 2 < sizeof(notices)) {
+		strcat(notices, msg);
+		strcat(notices, "\n");
+	}
+}
+
+/* Write a store of nsec seconds; returns root (caller frees) and its dir. */
+static char *make_store(struct expect *e, uint32_t nsec, uint32_t nstacks, uint32_t rate,
+			uint32_t reset_at, char *dir, size_t dlen, struct store_writer_stats *ws)
+{
+	char *root = t_mkdtemp();
+	struct store_writer *w;
+
+	ck_assert_ptr_nonnull(root);
+	expect_init(e, nsec, nstacks);
+	w = new_writer(root);
+	feed(w, e, t_base_ns(), rate, reset_at);
+	ck_assert_int_eq(store_writer__flush(w, true), 0);
+	if (ws)
+		store_writer__stats(w, ws);
+	store_writer__free(w);
+	ck_assert_int_eq(t_store_dir(root, dir, dlen), 0);
+	return root;
+}
+
+static void query_all(const char *dir, struct got *g, int *nnot, struct store_read_stats *st)
+{
+	struct store_reader *r = NULL;
+
+	ck_assert_int_eq(store_reader__open(dir, on_notice, nnot, &r), 0);
+	ck_assert_int_eq(store_reader__query(r, 0, UINT64_MAX / 2, NULL, on_row, g), 0);
+	if (st)
+		store_reader__stats(r, st);
+	store_reader__free(r);
+}
+
+START_TEST(test_roundtrip)
+{
+	struct expect e;
+	struct got g;
+	struct store_writer_stats ws;
+	struct store_read_stats st;
+	struct store_reader *r;
+	char dir[1024];
+	uint64_t first, last, recs;
+	int nn = 0;
+	char *root = make_store(&e, 300, 60, 98, 150, dir, sizeof(dir), &ws);
+
+	/* io_uring did the writes, and the fsyncs at the end. */
+	ck_assert_uint_gt(ws.uring_writes, ws.blocks);
+	ck_assert_uint_ge(ws.uring_fsyncs, 2);
+	ck_assert_uint_eq(ws.write_errors, 0);
+	ck_assert_uint_eq(ws.samples, e.samples);
+	ck_assert_uint_eq(ws.blocks, 300);
+
+	got_init(&g, &e, t_base_ns());
+	query_all(dir, &g, &nn, &st);
+	ck_assert_int_eq(nn, 0);
+	got_check(&g, 0, 300, -1);
+	ck_assert_uint_eq(st.blocks_indexed, 300);
+	ck_assert_uint_eq(st.blocks_recovered, 0);
+
+	ck_assert_int_eq(store_reader__open(dir, NULL, NULL, &r), 0);
+	ck_assert_int_eq(store_reader__range(r, &first, &last, &recs), 0);
+	ck_assert_uint_eq(first, t_base_ns());
+	ck_assert_uint_eq(last / T_NS, t_base_ns() / T_NS + 299);
+	ck_assert_uint_eq(recs, 300);
+	store_reader__free(r);
+
+	/* conf has CPA's keys. */
+	{
+		char p[1100], buf[1024] = "";
+		FILE *f;
+
+		snprintf(p, sizeof(p), "%s/conf", dir);
+		f = fopen(p, "r");
+		ck_assert_ptr_nonnull(f);
+		ck_assert_uint_gt(fread(buf, 1, sizeof(buf) - 1, f), 0);
+		fclose(f);
+		ck_assert_ptr_nonnull(strstr(buf, "version: "));
+		ck_assert_ptr_nonnull(strstr(buf, "cpu_num: 2\n"));
+		ck_assert_ptr_nonnull(strstr(buf, "freq: 49\n"));
+		ck_assert_ptr_nonnull(strstr(buf, "record_interval: 1\n"));
+		ck_assert_ptr_nonnull(strstr(buf, "record_env_name: ENV\n"));
+		ck_assert_ptr_nonnull(strstr(buf, "kernel_stack: 0\n"));
+		ck_assert_ptr_nonnull(strstr(buf, "stack_size: 8192\n"));
+		ck_assert_ptr_nonnull(strstr(buf, "persistent_day: 0\n"));
+	}
+	got_free(&g);
+	expect_free(&e);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* Steady workload: 2 CPUs x 49 Hz for 10 minutes. Prints bytes/sample. */
+START_TEST(test_bytes_per_sample)
+{
+	struct expect e;
+	struct store_writer_stats ws;
+	char dir[1024];
+	char *root = make_store(&e, 600, 60, 98, UINT32_MAX, dir, sizeof(dir), &ws);
+	uint64_t bytes = t_dir_bytes(dir);
+	double bps = (double)bytes / (double)e.samples;
+
+	printf("store: %llu samples, %llu bytes on disk (%llu raw), %.3f bytes/sample, %llu blocks\n",
+	       (unsigned long long)e.samples, (unsigned long long)bytes,
+	       (unsigned long long)ws.bytes_raw, bps, (unsigned long long)ws.blocks);
+	ck_assert_msg(bps <= 2.6, "%.3f bytes/sample > 2.6", bps);
+	expect_free(&e);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* A one-minute window out of an hour: only its blocks (and dictionary
+ * sections) are read. */
+START_TEST(test_index_window)
+{
+	struct expect e;
+	struct got g;
+	struct store_read_stats st;
+	struct store_reader *r;
+	char dir[1024];
+	uint64_t base = t_base_ns(), t0 = base + 1800 * T_NS;
+	int nn = 0;
+	char *root = make_store(&e, 3600, 40, 20, UINT32_MAX, dir, sizeof(dir), NULL);
+
+	got_init(&g, &e, base);
+	ck_assert_int_eq(store_reader__open(dir, on_notice, &nn, &r), 0);
+	ck_assert_int_eq(store_reader__query(r, t0, t0 + 60 * T_NS, NULL, on_row, &g), 0);
+	store_reader__stats(r, &st);
+	store_reader__free(r);
+	got_check(&g, 1800, 1860, -1);
+	ck_assert_uint_eq(st.blocks_indexed, 3600);
+	ck_assert_uint_eq(st.blocks_read, 60);
+	/* Dictionary sections: only blocks that introduced new entries. */
+	ck_assert_uint_lt(st.dict_reads, 200);
+	ck_assert_uint_lt(st.bytes_read, 200 * 1024);
+	printf("window: %llu data blocks, %llu dict sections, %llu bytes read of %llu\n",
+	       (unsigned long long)st.blocks_read, (unsigned long long)st.dict_reads,
+	       (unsigned long long)st.bytes_read, (unsigned long long)t_dir_bytes(dir));
+	got_free(&g);
+	expect_free(&e);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+static void seg_path(const char *dir, uint32_t no, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/seg_%06u.cps", dir, no);
+}
+
+START_TEST(test_torn_tail)
+{
+	struct expect e;
+	struct got g;
+	struct store_read_stats st;
+	char dir[1024], seg[1100];
+	struct stat sb;
+	int nn = 0;
+	char *root = make_store(&e, 30, 20, 50, UINT32_MAX, dir, sizeof(dir), NULL);
+
+	seg_path(dir, 1, seg, sizeof(seg));
+	ck_assert_int_eq(stat(seg, &sb), 0);
+	/* Cut the last block in half: the crash came mid-write. */
+	ck_assert_int_eq(truncate(seg, sb.st_size - 40), 0);
+	got_init(&g, &e, t_base_ns());
+	query_all(dir, &g, &nn, &st);
+	got_check(&g, 0, 29, -1);
+	ck_assert_uint_ge(st.blocks_torn, 1);
+	ck_assert_int_ge(nn, 1);
+	got_free(&g);
+
+	/* Cut inside a block header, and drop the index: the scan copes. */
+	ck_assert_int_eq(truncate(seg, sb.st_size / 2), 0);
+	snprintf(seg, sizeof(seg), "%s/index", dir);
+	ck_assert_int_eq(unlink(seg), 0);
+	got_init(&g, &e, t_base_ns());
+	query_all(dir, &g, &nn, &st);
+	ck_assert_uint_gt(st.blocks_recovered, 2);
+	ck_assert_uint_lt(st.blocks_recovered, 29);
+	got_check(&g, 0, (uint32_t)st.blocks_recovered, -1);
+	got_free(&g);
+	expect_free(&e);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* Offset of block number k (0-based) of segment 1, walking the headers. */
+static uint64_t block_off(const char *seg, uint32_t k, uint32_t *ret_len)
+{
+	int fd = open(seg, O_RDONLY);
+	uint64_t off = 64;
+	uint8_t h[56];
+	uint32_t i, dz, az;
+
+	ck_assert_int_ge(fd, 0);
+	for (i = 0;; i++) {
+		ck_assert_int_eq(pread(fd, h, sizeof(h), (off_t)off), 56);
+		memcpy(&dz, h + 24, 4);
+		memcpy(&az, h + 36, 4);
+		if (i == k) {
+			*ret_len = 56 + dz + az;
+			break;
+		}
+		off += 56 + dz + az;
+	}
+	close(fd);
+	return off;
+}
+
+START_TEST(test_corrupt_block)
+{
+	struct expect e;
+	struct got g;
+	struct store_read_stats st;
+	char dir[1024], seg[1100];
+	uint32_t len;
+	uint64_t off;
+	int fd, nn = 0;
+	char *root = make_store(&e, 30, 20, 50, UINT32_MAX, dir, sizeof(dir), NULL);
+	uint8_t junk[16];
+
+	notices[0] = 0;
+	seg_path(dir, 1, seg, sizeof(seg));
+	off = block_off(seg, 12, &len);
+	fd = open(seg, O_WRONLY);
+	memset(junk, 0x5a, sizeof(junk));
+	/* Flip bytes at the end of block 12's rows (the data section). */
+	ck_assert_int_eq(pwrite(fd, junk, sizeof(junk), (off_t)(off + len - 20)), 16);
+	close(fd);
+	got_init(&g, &e, t_base_ns());
+	query_all(dir, &g, &nn, &st);
+	ck_assert_uint_eq(st.blocks_corrupt, 1);
+	ck_assert_int_eq(nn, 1);
+	ck_assert_ptr_nonnull(strstr(notices, "corrupt"));
+	got_check(&g, 0, 30, 12);
+	ck_assert_uint_eq(g.lost[12] + g.cnt[12 * 21 + 1], 0);
+	got_free(&g);
+
+	/* A smashed header in the middle (and no index): the rest is found again. */
+	fd = open(seg, O_WRONLY);
+	off = block_off(seg, 20, &len);
+	ck_assert_int_eq(pwrite(fd, junk, sizeof(junk), (off_t)off), 16);
+	close(fd);
+	snprintf(seg, sizeof(seg), "%s/index", dir);
+	unlink(seg);
+	got_init(&g, &e, t_base_ns());
+	query_all(dir, &g, &nn, &st);
+	ck_assert_uint_eq(st.blocks_recovered, 29);
+	ck_assert_uint_eq(g.lost[25], e.lost[25]);
+	ck_assert_uint_eq(g.cnt[29 * 21 + 1], e.cnt[29 * 21 + 1]);
+	got_free(&g);
+	expect_free(&e);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* Random damage anywhere: never a crash, never a hang. */
+START_TEST(test_fuzz_damage)
+{
+	struct expect e;
+	char dir[1024], seg[1100];
+	struct stat sb;
+	uint64_t seed = 7;
+	int round, nn = 0;
+	char *root = make_store(&e, 20, 20, 50, UINT32_MAX, dir, sizeof(dir), NULL);
+
+	seg_path(dir, 1, seg, sizeof(seg));
+	ck_assert_int_eq(stat(seg, &sb), 0);
+	for (round = 0; round < 200; round++) {
+		int fd = open(seg, O_WRONLY), i;
+		struct store_reader *r;
+		struct got g;
+
+		for (i = 0; i < 4; i++) {
+			uint8_t b = (uint8_t)lcg(&seed);
+
+			ck_assert_int_eq(
+				pwrite(fd, &b, 1, (off_t)(lcg(&seed) % (uint64_t)sb.st_size)), 1);
+		}
+		close(fd);
+		got_init(&g, &e, t_base_ns());
+		if (store_reader__open(dir, on_notice, &nn, &r) == 0) {
+			uint64_t a, b, c;
+
+			store_reader__range(r, &a, &b, &c);
+			store_reader__query(r, 0, UINT64_MAX / 2, NULL, on_row, &g);
+			store_reader__free(r);
+		}
+		got_free(&g);
+	}
+	expect_free(&e);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+static void bump_major(const char *path, size_t crc_at, size_t major_at, uint16_t major)
+{
+	uint8_t h[64];
+	uint32_t crc;
+	int fd = open(path, O_RDWR);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, h, crc_at + 4, 0), (ssize_t)(crc_at + 4));
+	memcpy(h + major_at, &major, 2);
+	crc = store_crc32c(0, h, crc_at);
+	memcpy(h + crc_at, &crc, 4);
+	ck_assert_int_eq(pwrite(fd, h, crc_at + 4, 0), (ssize_t)(crc_at + 4));
+	close(fd);
+}
+
+START_TEST(test_newer_major)
+{
+	struct expect e;
+	char dir[1024], seg[1100], err[512];
+	struct store_reader *r = NULL;
+	char *root = make_store(&e, 5, 10, 20, UINT32_MAX, dir, sizeof(dir), NULL);
+
+	seg_path(dir, 1, seg, sizeof(seg));
+	bump_major(seg, 60, 8, STORE_VERSION_MAJOR + 1);
+	ck_assert_int_eq(store_reader__open_err(dir, NULL, NULL, &r, err, sizeof(err)),
+			 -EPROTONOSUPPORT);
+	ck_assert_ptr_nonnull(strstr(err, "newer"));
+	ck_assert_ptr_nonnull(strstr(err, "2.0"));
+	/* A newer minor is fine. */
+	bump_major(seg, 60, 8, STORE_VERSION_MAJOR);
+	bump_major(seg, 60, 10, STORE_VERSION_MINOR + 3);
+	ck_assert_int_eq(store_reader__open_err(dir, NULL, NULL, &r, err, sizeof(err)), 0);
+	store_reader__free(r);
+	/* The index header is checked too. */
+	snprintf(seg, sizeof(seg), "%s/index", dir);
+	bump_major(seg, 28, 8, STORE_VERSION_MAJOR + 1);
+	ck_assert_int_eq(store_reader__open_err(dir, NULL, NULL, &r, err, sizeof(err)),
+			 -EPROTONOSUPPORT);
+	ck_assert_ptr_nonnull(strstr(err, "newer"));
+	expect_free(&e);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_filters)
+{
+	struct expect e;
+	struct got g;
+	struct store_filter f;
+	struct store_reader *r;
+	char dir[1024];
+	uint8_t cpus[1] = {0x2};
+	uint32_t sec, s;
+	uint64_t want = 0, got = 0;
+	char *root = make_store(&e, 20, 30, 60, UINT32_MAX, dir, sizeof(dir), NULL);
+
+	ck_assert_int_eq(store_reader__open(dir, NULL, NULL, &r), 0);
+	store_filter__init(&f);
+	f.pid = 1001;	  /* stacks with s % 3 == 1 */
+	f.cpu_set = cpus; /* cpu 1: s % 2 == 1 */
+	f.cpu_set_bits = 8;
+	f.comm = "app";
+	f.env = "ENV_A";
+	f.cgroup_id = 0x100000001LL;
+	got_init(&g, &e, t_base_ns());
+	ck_assert_int_eq(store_reader__query(r, 0, UINT64_MAX / 2, &f, on_row, &g), 0);
+	for (sec = 0; sec < 20; sec++)
+		for (s = 1; s <= 30; s++) {
+			if (s % 3 == 1 && s % 2 == 1)
+				want += e.cnt[sec * 31 + s];
+			got += g.cnt[sec * 31 + s];
+		}
+	ck_assert_uint_gt(want, 0);
+	ck_assert_uint_eq(got, want);
+	got_free(&g);
+	f.comm = "nosuch";
+	got_init(&g, &e, t_base_ns());
+	ck_assert_int_eq(store_reader__query(r, 0, UINT64_MAX / 2, &f, on_row, &g), 0);
+	ck_assert_uint_eq(g.rows, 0);
+	got_free(&g);
+	store_reader__free(r);
+	{
+		uint8_t bits[2];
+
+		ck_assert_int_eq(store_cpulist__parse("1-3,5,7-9", bits, 16), 0);
+		ck_assert_uint_eq(bits[0], 0xae);
+		ck_assert_uint_eq(bits[1], 0x03);
+		ck_assert_int_eq(store_cpulist__parse("3-1", bits, 16), -EINVAL);
+		ck_assert_int_eq(store_cpulist__parse("a", bits, 16), -EINVAL);
+		ck_assert_int_eq(store_cpulist__parse("99", bits, 16), -EINVAL);
+	}
+	expect_free(&e);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_segments_and_days)
+{
+	struct store_writer_opts o = {.root = NULL, .record_interval = 1, .segment_seconds = 100};
+	struct store_writer *w;
+	struct expect e;
+	struct got g;
+	struct store_read_stats st;
+	char *root = t_mkdtemp(), dir[1024], seg[1100];
+	int nn = 0;
+
+	o.root = root;
+	expect_init(&e, 350, 20);
+	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	feed(w, &e, t_base_ns(), 30, 120);
+	store_writer__free(w);
+	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+	seg_path(dir, 4, seg, sizeof(seg));
+	ck_assert_int_eq(access(seg, F_OK), 0);
+	got_init(&g, &e, t_base_ns());
+	query_all(dir, &g, &nn, &st);
+	got_check(&g, 0, 350, -1);
+	got_free(&g);
+
+	/* A second run the same day gets cpa_YYMMDD_start_HHMMSS; midnight rotates. */
+	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	{
+		struct cpa_sample_out s;
+		uint64_t t = t_base_ns() + 14 * 3600 * T_NS - 2 * T_NS; /* 23:59:58 */
+		int i;
+
+		t_defs(w, 5, 0);
+		for (i = 0; i < 5; i++) {
+			t_sample(&s, 100 + i, t + (uint64_t)i * T_NS, 1, 0);
+			ck_assert_int_eq(store_writer__add_sample(w, &s), 0);
+		}
+	}
+	store_writer__free(w);
+	{
+		DIR *d = opendir(root);
+		struct dirent *de;
+		int plain = 0, start = 0, next = 0;
+
+		while ((de = readdir(d))) {
+			if (!strcmp(de->d_name, "cpa_261120"))
+				plain++;
+			else if (!strncmp(de->d_name, "cpa_261120_start_", 17))
+				start++;
+			else if (!strcmp(de->d_name, "cpa_261121"))
+				next++;
+		}
+		closedir(d);
+		ck_assert_int_eq(plain, 1);
+		ck_assert_int_eq(start, 1);
+		ck_assert_int_eq(next, 1);
+	}
+	expect_free(&e);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_retention)
+{
+	char *root = t_mkdtemp(), p[1100];
+	const char *names[] = {"cpa_261101", "cpa_261110", "cpa_261118", "cpa_261119_start_101010",
+			       "cpa_261120"};
+	uint64_t now = t_base_ns();
+	unsigned int i;
+	int r;
+
+	for (i = 0; i < 5; i++) {
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+		snprintf(p, sizeof(p), "%s/%s/seg_000001.cps", root, names[i]);
+		fd = open(p, O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_eq(ftruncate(fd, 0), 0);
+		ck_assert_int_eq(write(fd, p, 100), 100);
+		close(fd);
+		snprintf(p, sizeof(p), "%s/%s/conf", root, names[i]);
+		close(open(p, O_CREAT | O_WRONLY, 0644));
+	}
+	snprintf(p, sizeof(p), "%s/cpa_261120", root);
+	/* Keep 3 days (18, 19, 20): the two oldest go, 2 files each. */
+	r = store_retention__run(root, 3, 0, p, 1, now);
+	ck_assert_int_eq(r, 4);
+	snprintf(p, sizeof(p), "%s/cpa_261110", root);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	snprintf(p, sizeof(p), "%s/cpa_261118", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	/* Size: 1 byte budget removes everything but the store being written. */
+	snprintf(p, sizeof(p), "%s/cpa_261120", root);
+	r = store_retention__run(root, 0, 1, p, 1, now);
+	ck_assert_int_eq(r, 4);
+	snprintf(p, sizeof(p), "%s/cpa_261120/seg_000001.cps", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* ------------------------------------------------------------ the stage */
+
+struct feeder {
+	struct shm_ring_prod p;
+};
+
+static void put_rec(struct shm_ring_prod *p, uint16_t type, const void *a, uint32_t alen,
+		    const void *b, uint32_t blen)
+{
+	void *d;
+
+	ck_assert_int_eq(shm_ring__reserve_sp(p, alen + blen, type, &d), 0);
+	memcpy(d, a, alen);
+	if (blen)
+		memcpy((uint8_t *)d + alen, b, blen);
+}
+
+static void ring_defs(struct shm_ring_prod *p, uint32_t nstacks)
+{
+	struct cpa_dict_reset dr = {.epoch = 1};
+	static const char *const fixed[] = {NULL, "app", "worker", "ENV_A", "/usr/bin/app", "db"};
+	struct cpa_module_def m = {
+		.id = 1, .kind = CPA_MOD_FILE, .path_len = 12, .build_id_len = 20};
+	uint32_t i, j;
+	char name[160];
+
+	put_rec(p, CPA_REC_DICT_RESET, &dr, sizeof(dr), NULL, 0);
+	for (i = 1; i < 6; i++) {
+		struct cpa_str_def s = {.id = i, .len = (uint32_t)strlen(fixed[i])};
+
+		put_rec(p, CPA_REC_STR, &s, sizeof(s), fixed[i], s.len);
+	}
+	memcpy(m.build_id, t_build_id, 20);
+	put_rec(p, CPA_REC_MODULE, &m, sizeof(m), "/usr/bin/app", 12);
+	for (i = 1; i <= T_FRAMES; i++) {
+		struct cpa_str_def s = {.id = T_STR_FRAME0 + i};
+		struct cpa_frame_def f = {.id = i,
+					  .name_id = T_STR_FRAME0 + i,
+					  .module_id = i <= T_KFRAMES ? 0 : 1,
+					  .flags = i <= T_KFRAMES ? CPA_FF_KERNEL : 0,
+					  .offset = t_frame_off(i)};
+
+		t_frame_name(i, name, sizeof(name));
+		s.len = (uint32_t)strlen(name);
+		put_rec(p, CPA_REC_STR, &s, sizeof(s), name, s.len);
+		put_rec(p, CPA_REC_FRAME, &f, sizeof(f), NULL, 0);
+		if (i % 64 == 0)
+			shm_ring__commit_sp(p);
+	}
+	for (i = 1; i <= nstacks; i++) {
+		struct cpa_stack_def sd = {.id = i,
+					   .n_frames = (uint16_t)T_STACK_FRAMES(i),
+					   .n_kframes = (uint16_t)T_STACK_KFRAMES(i)};
+		uint32_t ids[64];
+
+		for (j = 0; j < sd.n_frames; j++)
+			ids[j] = t_stack_frame(i, j);
+		put_rec(p, CPA_REC_STACK, &sd, sizeof(sd), ids, 4 * sd.n_frames);
+	}
+	shm_ring__commit_sp(p);
+}
+
+static void drain(struct storer *s)
+{
+	int n;
+
+	do {
+		n = storer__batch(s, STORER_BATCH);
+		ck_assert_int_ge(n, 0);
+	} while (n > 0);
+}
+
+START_TEST(test_stage_batch)
+{
+	struct shm_layout l;
+	struct shm_arena *a = NULL;
+	struct shm_ring_prod p;
+	struct shm_ring_cons c;
+	struct storer s;
+	struct store_writer *w;
+	struct shm_stage *st;
+	struct expect e;
+	struct got g;
+	char *root = t_mkdtemp(), dir[1024];
+	uint64_t base = t_base_ns(), seq = 1;
+	uint32_t sec, k;
+	int nn = 0;
+
+	shm_layout__default(&l, 4096, 16);
+	l.initial_pos = UINT64_MAX - 4095;
+		/* 2^64 - 4096: 8-aligned */ /* wrap the positions early */
+	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
+	st = shm_arena__stage(a, SHM_STAGE_STORER);
+	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
+	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
+	expect_init(&e, 20, 30);
+	w = new_writer(root);
+	storer__init(&s, st, &c, w);
+	ring_defs(&p, 30);
+	drain(&s);
+
+	for (sec = 0; sec < 20; sec++) {
+		for (k = 0; k < 50; k++) {
+			struct cpa_sample_out o;
+			uint32_t stk = 1 + (sec * 7 + k * 13) % 30;
+
+			t_sample(&o, seq++, base + sec * T_NS + k * 20000000ULL, stk, 0);
+			put_rec(&p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
+			e.cnt[sec * 31 + stk]++;
+		}
+		if (sec % 10 == 5) {
+			struct cpa_loss lo = {.seq = seq++,
+					      .time_ns = base + sec * T_NS,
+					      .count = 5,
+					      .stage = SHM_STAGE_CAPTURE,
+					      .reason = SHM_CNT_DROP_RING_FULL};
+
+			put_rec(&p, CPA_REC_LOSS, &lo, sizeof(lo), NULL, 0);
+			e.lost[sec] += 5;
+		}
+		/* A malformed record: counted, skipped. */
+		if (sec == 3) {
+			struct cpa_str_def bad = {.id = 9, .len = 1000};
+
+			put_rec(&p, CPA_REC_STR, &bad, sizeof(bad), NULL, 0);
+		}
+		shm_ring__commit_sp(&p);
+		drain(&s);
+		storer__tick(&s, base + sec * T_NS);
+	}
+	ck_assert_int_eq(storer__finish(&s, true), 0);
+	/* The mark is the last seq stored; the ring is fully released. */
+	ck_assert_uint_eq(shm_ring__mark_sc(&c), seq - 1);
+	ck_assert_uint_eq(shm_ring__pending_sc(&c), 0);
+	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_SAMPLES), 1000);
+	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_LOST_SAMPLES), 10);
+	ck_assert_uint_eq(shm_stage__cnt(st, SHM_CNT_DROP_CORRUPT), 1);
+	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_BLOCKS), 20);
+	ck_assert_uint_gt(shm_stage__cnt(st, STO_CNT_BYTES_DISK), 0);
+	ck_assert_uint_gt(shm_stage__cnt(st, SHM_CNT_BATCHES), 0);
+	store_writer__free(w);
+
+	/* A restarted storer skips what the mark covers: feed old and new seqs. */
+	w = new_writer(root);
+	storer__init(&s, st, &c, w);
+	ring_defs(&p, 30);
+	{
+		struct cpa_sample_out o;
+
+		t_sample(&o, seq - 5, base + 19 * T_NS, 1, 0); /* already stored */
+		put_rec(&p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
+		t_sample(&o, seq, base + 25 * T_NS, 1, 0); /* new */
+		put_rec(&p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
+		shm_ring__commit_sp(&p);
+	}
+	drain(&s);
+	ck_assert_int_eq(storer__finish(&s, true), 0);
+	ck_assert_uint_eq(shm_stage__cnt(st, SHM_CNT_DROP_DUP), 1);
+	ck_assert_uint_eq(shm_ring__mark_sc(&c), seq);
+	store_writer__free(w);
+
+	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+	got_init(&g, &e, base);
+	{
+		struct store_reader *r;
+
+		ck_assert_int_eq(store_reader__open(dir, on_notice, &nn, &r), 0);
+		ck_assert_int_eq(store_reader__query(r, 0, base + 20 * T_NS, NULL, on_row, &g), 0);
+		store_reader__free(r);
+	}
+	got_check(&g, 0, 20, -1);
+	got_free(&g);
+	expect_free(&e);
+	shm_arena__free(a);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+static Suite *store_suite(void)
+{
+	Suite *s = suite_create("store");
+	TCase *tc = tcase_create("format");
+
+	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_bytes_per_sample);
+	tcase_add_test(tc, test_index_window);
+	tcase_add_test(tc, test_torn_tail);
+	tcase_add_test(tc, test_corrupt_block);
+	tcase_add_test(tc, test_fuzz_damage);
+	tcase_add_test(tc, test_newer_major);
+	tcase_add_test(tc, test_filters);
+	tcase_add_test(tc, test_segments_and_days);
+	tcase_add_test(tc, test_retention);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("stage");
+	tcase_add_test(tc, test_stage_batch);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(store_suite());
+	int failed;
+
+	/* Local time decides day dirs and HH:MM:SS: pin it. */
+	setenv("TZ", "UTC", 1);
+	tzset();
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
