@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+/*
+ * unwindd: the second stage. Attaches to the arena on fd 3, consumes ring 0
+ * (SHM_RING_CAPTURE), produces ring 1 (SHM_RING_UNWIND). Lifecycle as in
+ * docs/pipeline.md: STARTING -> RUNNING -> (DRAINING) -> EXITED.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/macro.h"
+#include "shm/arena.h"
+#include "shm/counters.h"
+#include "unwindd.h"
+
+#define ARENA_FD	 3
+#define WAKE_BYTES	 (64u * 1024) /* a batch worth; wait_sc caps it to half the ring */
+#define WAIT_MS		 250	      /* deadline: heartbeat, loss flush, sweeps */
+#define HEARTBEAT_NS	 (250 * 1000000ull)
+#define FULL_RETRY_MS	 10
+#define DEFAULT_CACHE_MB 1024u /* CPA's --max_cache_size_mb default */
+
+static volatile sig_atomic_t got_term;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	got_term = 1;
+}
+
+static int signals_setup(void)
+{
+	struct sigaction sa = {0};
+
+	/* No SA_RESTART: a SIGTERM must cut a futex sleep short. */
+	sa.sa_handler = on_term;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTERM, &sa, NULL) < 0)
+		return -errno;
+	/* The monitor orchestrates shutdown; a terminal ^C is not ours. */
+	sa.sa_handler = SIG_IGN;
+	if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGPIPE, &sa, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: unwindd [--verbose]\n"
+		"  Stage of the cpa pipeline; started by `cpa monitor` with the arena on fd 3.\n");
+}
+
+static int run(struct shm_arena *arena, struct shm_stage *st)
+{
+	const struct cpa_config *cfg = shm_arena__config(arena);
+	struct unwindd_opts o = {0};
+	struct shm_ring_cons in;
+	struct shm_ring_prod out;
+	struct unwindd *u = NULL;
+	uint64_t last_hb = 0;
+	bool draining = false;
+	int r;
+
+	r = shm_arena__open_cons(arena, SHM_RING_CAPTURE, &in);
+	if (r < 0)
+		return log_error_errno(r, "open input ring %d: %m", SHM_RING_CAPTURE);
+	r = shm_arena__open_prod(arena, SHM_RING_UNWIND, &out);
+	if (r < 0)
+		return log_error_errno(r, "open output ring %d: %m", SHM_RING_UNWIND);
+
+	/* The generation grows on every (re)start: a new dictionary epoch. */
+	o.epoch = __atomic_load_n(&st->generation, __ATOMIC_RELAXED);
+	o.max_cache_bytes =
+		(uint64_t)(cfg->max_cache_size_mb ? cfg->max_cache_size_mb : DEFAULT_CACHE_MB)
+		<< 20;
+	r = unwindd__new(&o, &in, &out, st, &u);
+	if (r < 0)
+		return log_error_errno(r, "set up: %m");
+	if (u->skip_upto)
+		log_info("resuming after seq %#llx", (unsigned long long)u->skip_upto);
+
+	shm_stage__heartbeat(st);
+	shm_stage__set_state(st, SHM_STATE_RUNNING);
+	log_info("running: epoch %llu, cache cap %llu MiB", (unsigned long long)o.epoch,
+		 (unsigned long long)(o.max_cache_bytes >> 20));
+
+	while (!got_term) {
+		uint64_t now = unwindd_now_ns();
+		int n;
+
+		if (now - last_hb >= HEARTBEAT_NS) {
+			shm_stage__heartbeat(st);
+			last_hb = now;
+		}
+		if (!draining && shm_stage__cmd(st) == SHM_CMD_DRAIN) {
+			/* Our producer is gone: finish what it left, then leave. */
+			draining = true;
+			shm_stage__set_state(st, SHM_STATE_DRAINING);
+			log_info("draining");
+		}
+
+		n = unwindd__process_batch(u, UNWINDD_BATCH);
+		if (n == -ENOBUFS) {
+			/* DICT_RESET must precede everything; symd is slow or down.
+			 * Input waits in ring 0 meanwhile (capture degrades there). */
+			unwindd__tick(u, now);
+			usleep(FULL_RETRY_MS * 1000);
+			continue;
+		}
+		if (n < 0) {
+			r = log_error_errno(n, "input ring: %m");
+			break;
+		}
+		unwindd__tick(u, now);
+		if (n > 0)
+			continue;
+		if (draining)
+			break;
+		r = shm_ring__wait_sc(&in, WAKE_BYTES, WAIT_MS);
+		shm_stage__cnt_add(st, SHM_CNT_WAKEUPS, 1);
+		if (r == -EBADMSG) {
+			r = log_error_errno(r, "input ring: %m");
+			break;
+		}
+		r = 0; /* woken, timed out or interrupted: all mean "look again" */
+	}
+
+	if (r >= 0) {
+		/* Whatever we consumed is already committed; flush our losses. */
+		unwindd__tick(u, unwindd_now_ns());
+		log_info("%s", got_term ? "terminated" : "drained");
+	}
+	unwindd__free(u);
+	return r < 0 ? r : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{},
+	};
+	struct shm_arena *arena = NULL;
+	struct shm_stage *st;
+	struct stat sb;
+	int c, r;
+
+	log_set_subsystem("unwindd");
+	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			log_set_level(LOG_LVL_DEBUG);
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			usage();
+			return 2;
+		}
+	}
+
+	if (fstat(ARENA_FD, &sb) < 0) {
+		log_error("no arena on fd %d: run me from `cpa monitor`", ARENA_FD);
+		return 2;
+	}
+	r = shm_arena__attach(ARENA_FD, &arena);
+	if (r < 0) {
+		log_error_errno(r, "attach arena on fd %d: %m", ARENA_FD);
+		return 2;
+	}
+	st = shm_arena__stage(arena, SHM_STAGE_UNWINDD);
+	if (shm_arena__config(arena)->flags & CPA_CFG_VERBOSE)
+		log_set_level(LOG_LVL_DEBUG);
+	r = signals_setup();
+	if (r < 0)
+		log_warn_errno(r, "signal handlers: %m");
+
+	r = run(arena, st);
+	shm_stage__heartbeat(st);
+	shm_stage__set_state(st, r < 0 ? SHM_STATE_FAILED : SHM_STATE_EXITED);
+	shm_arena__free(arena);
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,875 @@
+// SPDX-License-Identifier: MIT
+#include "ucache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "elfid.h"
+#include "procmaps.h"
+#include "shm/counters.h"
+
+#if defined(UNWINDD_HAVE_CFI)
+#include "cfi.h"
+#endif
+
+#define MAPS_BUF_MAX (64u << 20) /* a maps file larger than this is hostile */
+
+/* An unwind table shared by every binary with the same build-id (the same
+ * libc in twenty containers is parsed once). */
+struct ucfi {
+	struct ucfi *next;
+	struct cfi_table *table;
+	uint64_t bytes;
+	uint32_t refs;
+	uint8_t build_id_len;
+	uint8_t build_id[CPA_BUILD_ID_MAX];
+};
+
+struct ucache {
+	struct ucache_opts o;
+	char proc_root[256];
+
+	struct uproc **procs;
+	uint32_t procs_mask;
+	uint32_t n_procs;
+
+	struct ubin **bins;
+	uint32_t bins_mask;
+	uint32_t n_bins;
+	uint32_t next_id;
+
+	struct ubin vdso;
+	struct ubin vsyscall;
+	const void *vdso_img; /* our own vDSO: the same image every 64-bit process maps */
+	uint64_t vdso_size;
+
+	struct ucfi *cfis;
+	uint64_t bytes;
+
+	/* Scratch for maps reads and parsing; reused so a refresh allocates
+	 * only when a process grows. */
+	char *buf;
+	size_t buf_cap;
+	struct umap *tmp;
+	uint32_t tmp_cap;
+	uint64_t last_sweep_ns;
+};
+
+static void cnt(struct ucache *c, unsigned int idx, uint64_t n)
+{
+	if (c->o.st)
+		shm_stage__cnt_add(c->o.st, idx, n);
+}
+
+static uint32_t hash_pid(uint32_t pid, uint32_t mask)
+{
+	return (pid * 0x9e3779b1u) & mask;
+}
+
+static uint32_t hash_bin(uint64_t dev, uint64_t ino, uint32_t mask)
+{
+	uint64_t h = (ino ^ (dev << 32 | dev >> 32)) * 0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> 32) & mask;
+}
+
+/* ---- processes ---- */
+
+static int procs_grow(struct ucache *c)
+{
+	uint32_t n = (c->procs_mask + 1) * 2, i;
+	struct uproc **nb = calloc(n, sizeof(*nb));
+
+	if (!nb)
+		return -ENOMEM;
+	for (i = 0; i <= c->procs_mask; i++) {
+		struct uproc *p = c->procs[i], *next;
+
+		for (; p; p = next) {
+			uint32_t h = hash_pid(p->pid, n - 1);
+
+			next = p->hnext;
+			p->hnext = nb[h];
+			nb[h] = p;
+		}
+	}
+	c->bytes += (uint64_t)(n - c->procs_mask - 1) * sizeof(*nb);
+	free(c->procs);
+	c->procs = nb;
+	c->procs_mask = n - 1;
+	return 0;
+}
+
+struct uproc *ucache__proc_peek(struct ucache *c, uint32_t pid)
+{
+	struct uproc *p;
+
+	for (p = c->procs[hash_pid(pid, c->procs_mask)]; p; p = p->hnext)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+struct uproc *ucache__proc(struct ucache *c, uint32_t pid, uint64_t now_ns)
+{
+	struct uproc *p = ucache__proc_peek(c, pid);
+	uint32_t h;
+
+	if (likely(p)) {
+		p->last_use = now_ns;
+		return p;
+	}
+	if (c->n_procs >= c->procs_mask + 1 && procs_grow(c) < 0)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->last_use = now_ns;
+	h = hash_pid(pid, c->procs_mask);
+	p->hnext = c->procs[h];
+	c->procs[h] = p;
+	c->n_procs++;
+	c->bytes += sizeof(*p);
+	return p;
+}
+
+static void proc_drop_maps(struct ucache *c, struct uproc *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->n_maps; i++)
+		if (p->maps[i].bin)
+			p->maps[i].bin->refs--;
+	p->n_maps = 0;
+	p->last_hit = 0;
+	(void)c;
+}
+
+static void proc_free(struct ucache *c, struct uproc *p)
+{
+	struct uproc **pp = &c->procs[hash_pid(p->pid, c->procs_mask)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == p) {
+			*pp = p->hnext;
+			break;
+		}
+	}
+	proc_drop_maps(c, p);
+	c->bytes -= sizeof(*p) + (uint64_t)p->cap_maps * sizeof(struct umap);
+	c->n_procs--;
+	free(p->maps);
+	free(p);
+}
+
+/* ---- binaries ---- */
+
+static int bins_grow(struct ucache *c)
+{
+	uint32_t n = (c->bins_mask + 1) * 2, i;
+	struct ubin **nb = calloc(n, sizeof(*nb));
+
+	if (!nb)
+		return -ENOMEM;
+	for (i = 0; i <= c->bins_mask; i++) {
+		struct ubin *b = c->bins[i], *next;
+
+		for (; b; b = next) {
+			uint32_t h = hash_bin(b->dev, b->ino, n - 1);
+
+			next = b->hnext;
+			b->hnext = nb[h];
+			nb[h] = b;
+		}
+	}
+	c->bytes += (uint64_t)(n - c->bins_mask - 1) * sizeof(*nb);
+	free(c->bins);
+	c->bins = nb;
+	c->bins_mask = n - 1;
+	return 0;
+}
+
+static struct ubin *bin_get(struct ucache *c, const struct procmaps_entry *e)
+{
+	uint32_t h = hash_bin(e->dev, e->ino, c->bins_mask);
+	struct ubin *b;
+
+	for (b = c->bins[h]; b; b = b->hnext)
+		if (b->ino == e->ino && b->dev == e->dev)
+			return b;
+
+	if (c->n_bins >= c->bins_mask + 1 && bins_grow(c) == 0)
+		h = hash_bin(e->dev, e->ino, c->bins_mask);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->path = strndup(e->path, e->path_len);
+	if (!b->path) {
+		free(b);
+		return NULL;
+	}
+	b->dev = e->dev;
+	b->ino = e->ino;
+	b->path_len = e->path_len;
+	b->mod_kind = CPA_MOD_FILE;
+	b->id = ++c->next_id;
+	b->hnext = c->bins[h];
+	c->bins[h] = b;
+	c->n_bins++;
+	c->bytes += sizeof(*b) + b->path_len + 1;
+	return b;
+}
+
+static void cfi_put(struct ucache *c, struct ucfi *f)
+{
+	struct ucfi **pp;
+
+	if (!f || --f->refs > 0)
+		return;
+	for (pp = &c->cfis; *pp; pp = &(*pp)->next) {
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	}
+#if defined(UNWINDD_HAVE_CFI)
+	cfi_table__free(f->table);
+#endif
+	c->bytes -= f->bytes + sizeof(*f);
+	free(f);
+}
+
+static void bin_drop_cfi(struct ucache *c, struct ubin *b)
+{
+	cfi_put(c, b->cfi);
+	b->cfi = NULL;
+	b->cfi_tried = false;
+}
+
+static void bin_free(struct ucache *c, struct ubin *b)
+{
+	struct ubin **pp = &c->bins[hash_bin(b->dev, b->ino, c->bins_mask)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == b) {
+			*pp = b->hnext;
+			break;
+		}
+	}
+	bin_drop_cfi(c, b);
+	c->bytes -= sizeof(*b) + b->path_len + 1;
+	c->n_bins--;
+	free(b->path);
+	free(b);
+}
+
+/*
+ * Open the file behind a mapping as the process sees it. map_files/ names
+ * the exact inode even when the path was deleted or lives in another mount
+ * namespace; it needs CAP_SYS_ADMIN, so fall back to root/<path> and check
+ * that it is still the same inode.
+ */
+static int bin_open(struct ucache *c, const struct ubin *b, uint32_t pid, uint64_t start,
+		    uint64_t end)
+{
+	char path[512];
+	struct stat sb;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/map_files/%llx-%llx", c->proc_root, pid,
+		 (unsigned long long)start, (unsigned long long)end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (snprintf(path, sizeof(path), "%s/%u/root%s", c->proc_root, pid, b->path) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_ino != b->ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+static void bin_identify(struct ucache *c, struct ubin *b, uint32_t pid, const struct umap *m)
+{
+	_cleanup_close_ int fd = -1;
+
+	b->identified = true;
+	b->def_pid = pid;
+	b->def_start = m->start;
+	b->def_end = m->end;
+	if (b == &c->vdso) {
+		if (c->vdso_img)
+			(void)elfid__from_mem(c->vdso_img, c->vdso_size, b->build_id,
+					      &b->build_id_len);
+		return;
+	}
+	if (b->mod_kind != CPA_MOD_FILE)
+		return;
+	fd = bin_open(c, b, pid, m->start, m->end);
+	if (fd < 0)
+		return; /* no build-id: symd still has pid + path + range */
+	(void)elfid__from_fd(fd, b->build_id, &b->build_id_len);
+}
+
+/* ---- maps ---- */
+
+static int maps_read(struct ucache *c, uint32_t pid, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	char path[300];
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "%s/%u/maps", c->proc_root, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+
+		if (len == c->buf_cap) {
+			size_t ncap = c->buf_cap ? c->buf_cap * 2 : 64 * 1024;
+			char *nb;
+
+			if (ncap > MAPS_BUF_MAX)
+				return -EFBIG;
+			nb = realloc(c->buf, ncap);
+			if (!nb)
+				return -ENOMEM;
+			c->bytes += ncap - c->buf_cap;
+			c->buf = nb;
+			c->buf_cap = ncap;
+		}
+		n = read(fd, c->buf + len, c->buf_cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	*ret_len = len;
+	return 0;
+}
+
+static int umap_cmp(const void *a, const void *b)
+{
+	const struct umap *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int ucache__refresh(struct ucache *c, struct uproc *p, uint64_t now_ns)
+{
+	struct procmaps_entry e;
+	const char *pos, *end;
+	uint32_t n = 0, i;
+	bool sorted = true;
+	size_t len;
+	int r;
+
+	p->refresh_ns = now_ns ? now_ns : 1;
+	cnt(c, UNW_CNT_MAPS_REFRESH, 1);
+	r = maps_read(c, p->pid, &len);
+	if (r < 0) {
+		cnt(c, UNW_CNT_MAPS_FAIL, 1);
+		return r;
+	}
+
+	pos = c->buf;
+	end = c->buf + len;
+	while ((r = procmaps__next(&pos, end, &e)) != 0) {
+		struct umap *m;
+
+		if (r < 0 || !e.exec)
+			continue;
+		if (n == c->tmp_cap) {
+			uint32_t ncap = c->tmp_cap ? c->tmp_cap * 2 : 256;
+			struct umap *nt = realloc(c->tmp, ncap * sizeof(*nt));
+
+			if (!nt)
+				return -ENOMEM;
+			c->bytes += (uint64_t)(ncap - c->tmp_cap) * sizeof(*nt);
+			c->tmp = nt;
+			c->tmp_cap = ncap;
+		}
+		m = &c->tmp[n];
+		memset(m, 0, sizeof(*m));
+		m->start = e.start;
+		m->end = e.end;
+		m->pgoff = e.pgoff;
+		switch (e.kind) {
+		case PROCMAPS_FILE:
+			m->kind = UMAP_FILE;
+			m->bin = bin_get(c, &e);
+			if (!m->bin)
+				m->kind = UMAP_ANON; /* out of memory: still resolves, as anon */
+			break;
+		case PROCMAPS_VDSO:
+			m->kind = UMAP_VDSO;
+			break;
+		case PROCMAPS_VSYSCALL:
+			m->kind = UMAP_VSYSCALL;
+			break;
+		default:
+			m->kind = UMAP_ANON;
+			break;
+		}
+		if (n && m->start < c->tmp[n - 1].start)
+			sorted = false;
+		n++;
+	}
+	if (!sorted)
+		qsort(c->tmp, n, sizeof(*c->tmp), umap_cmp);
+
+	/* New references first: a binary in both the old and the new list never
+	 * drops to zero references in between. */
+	for (i = 0; i < n; i++)
+		if (c->tmp[i].bin)
+			c->tmp[i].bin->refs++;
+	proc_drop_maps(c, p);
+	if (n > p->cap_maps) {
+		struct umap *nm = realloc(p->maps, n * sizeof(*nm));
+
+		if (!nm) {
+			for (i = 0; i < n; i++)
+				if (c->tmp[i].bin)
+					c->tmp[i].bin->refs--;
+			return -ENOMEM;
+		}
+		c->bytes += (uint64_t)(n - p->cap_maps) * sizeof(*nm);
+		p->maps = nm;
+		p->cap_maps = n;
+	}
+	if (n)
+		memcpy(p->maps, c->tmp, n * sizeof(*p->maps));
+	p->n_maps = n;
+	return 0;
+}
+
+static const struct umap *proc_lookup(struct uproc *p, uint64_t pc)
+{
+	uint32_t lo = 0, hi = p->n_maps;
+	const struct umap *m;
+
+	/* Consecutive frames of a stack often share a mapping. */
+	if (p->last_hit < p->n_maps) {
+		m = &p->maps[p->last_hit];
+		if (pc >= m->start && pc < m->end)
+			return m;
+	}
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		m = &p->maps[mid];
+		if (pc < m->start)
+			hi = mid;
+		else if (pc >= m->end)
+			lo = mid + 1;
+		else {
+			p->last_hit = mid;
+			return m;
+		}
+	}
+	return NULL;
+}
+
+int ucache__find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns, struct uloc *ret)
+{
+	const struct umap *m = proc_lookup(p, pc);
+	struct ubin *b = NULL;
+
+	if (unlikely(!m)) {
+		/* A miss means a dlopen, an exec we did not hear of, or a bad pc:
+		 * re-read, but not per sample for a process that keeps missing. */
+		if (p->dead_ns)
+			return -ENOENT;
+		if (p->refresh_ns && now_ns - p->refresh_ns < c->o.refresh_ns)
+			return -ENOENT;
+		if (ucache__refresh(c, p, now_ns) < 0)
+			return -ENOENT;
+		m = proc_lookup(p, pc);
+		if (!m)
+			return -ENOENT;
+	}
+
+	ret->map = m;
+	ret->flags = 0;
+	switch (m->kind) {
+	case UMAP_FILE:
+		b = m->bin;
+		ret->file_off = pc - m->start + m->pgoff;
+		break;
+	case UMAP_VDSO:
+		b = &c->vdso;
+		ret->file_off = pc - m->start;
+		ret->flags = CPA_UF_VDSO;
+		break;
+	case UMAP_VSYSCALL:
+		b = &c->vsyscall;
+		ret->file_off = pc;
+		ret->flags = CPA_UF_ANON;
+		break;
+	default:
+		ret->bin = NULL;
+		ret->module_id = 0;
+		ret->file_off = pc;
+		ret->flags = CPA_UF_ANON;
+		return 0;
+	}
+	if (unlikely(!b->identified))
+		bin_identify(c, b, p->pid, m);
+	b->last_use = now_ns;
+	ret->bin = b;
+	ret->module_id = b->id;
+	return 0;
+}
+
+const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const struct uloc *loc)
+{
+	struct ubin *b = loc->bin;
+
+	if (!b)
+		return NULL;
+	if (likely(b->cfi))
+		return b->cfi->table;
+	if (b->cfi_tried)
+		return NULL;
+	b->cfi_tried = true;
+#if defined(UNWINDD_HAVE_CFI)
+	{
+		_cleanup_close_ int fd = -1, dfd = -1;
+		struct cfi_table *t = NULL;
+		struct ucfi *f;
+
+		if (b->build_id_len) {
+			for (f = c->cfis; f; f = f->next) {
+				if (f->build_id_len == b->build_id_len &&
+				    memcmp(f->build_id, b->build_id, b->build_id_len) == 0) {
+					f->refs++;
+					b->cfi = f;
+					return f->table;
+				}
+			}
+		}
+		if (b == &c->vdso) {
+			/* The vDSO has no file: hand the builder our own copy. */
+			if (!c->vdso_img)
+				return NULL;
+			fd = memfd_create("cpa-vdso", MFD_CLOEXEC);
+			if (fd < 0 || write(fd, c->vdso_img, c->vdso_size) != (ssize_t)c->vdso_size)
+				return NULL;
+		} else if (b->mod_kind == CPA_MOD_FILE) {
+			fd = bin_open(c, b, p->pid, loc->map->start, loc->map->end);
+			if (fd < 0)
+				return NULL;
+		} else {
+			return NULL;
+		}
+		if (b->build_id_len >= 2) {
+			char dpath[128];
+			int n = snprintf(dpath, sizeof(dpath), "/usr/lib/debug/.build-id/%02x/",
+					 b->build_id[0]);
+			unsigned int i;
+
+			for (i = 1; i < b->build_id_len; i++)
+				n += snprintf(dpath + n, sizeof(dpath) - (size_t)n, "%02x",
+					      b->build_id[i]);
+			snprintf(dpath + n, sizeof(dpath) - (size_t)n, ".debug");
+			dfd = open(dpath, O_RDONLY | O_CLOEXEC);
+		}
+		if (cfi_table__build(fd, dfd, &t) < 0 || !t)
+			return NULL;
+		f = calloc(1, sizeof(*f));
+		if (!f) {
+			cfi_table__free(t);
+			return NULL;
+		}
+		f->table = t;
+		f->bytes = cfi_table__bytes(t);
+		f->refs = 1;
+		f->build_id_len = b->build_id_len;
+		memcpy(f->build_id, b->build_id, sizeof(f->build_id));
+		if (b->build_id_len) {
+			/* Without a build-id nothing else can share it. */
+			f->next = c->cfis;
+			c->cfis = f;
+		}
+		c->bytes += f->bytes + sizeof(*f);
+		b->cfi = f;
+		return t;
+	}
+#else
+	(void)c;
+	(void)p;
+	return NULL;
+#endif
+}
+
+/* ---- task events ---- */
+
+void ucache__task_exit(struct ucache *c, uint32_t pid, uint64_t now_ns)
+{
+	struct uproc *p = ucache__proc_peek(c, pid);
+
+	if (p && !p->dead_ns)
+		p->dead_ns = now_ns ? now_ns : 1;
+}
+
+void ucache__task_exec(struct ucache *c, uint32_t pid)
+{
+	struct uproc *p = ucache__proc_peek(c, pid);
+
+	if (!p)
+		return;
+	/* A new image (or a reused pid): nothing of the old maps applies. */
+	proc_drop_maps(c, p);
+	p->refresh_ns = 0;
+	p->dead_ns = 0;
+}
+
+/* ---- sweep and eviction ---- */
+
+static int bin_lru_cmp(const void *a, const void *b)
+{
+	const struct ubin *x = *(struct ubin *const *)a, *y = *(struct ubin *const *)b;
+
+	return x->last_use < y->last_use ? -1 : x->last_use > y->last_use;
+}
+
+static int proc_lru_cmp(const void *a, const void *b)
+{
+	const struct uproc *x = *(struct uproc *const *)a, *y = *(struct uproc *const *)b;
+
+	return x->last_use < y->last_use ? -1 : x->last_use > y->last_use;
+}
+
+/* Oldest first: unwind tables are the big items and can be rebuilt; a
+ * binary no mapping refers to any more goes entirely. */
+static void evict_bins(struct ucache *c, uint64_t target)
+{
+	_cleanup_free_ struct ubin **bv = NULL;
+	uint32_t i, n = 0;
+
+	bv = malloc((c->n_bins + 1) * sizeof(*bv));
+	if (!bv)
+		return;
+	for (i = 0; i <= c->bins_mask; i++) {
+		struct ubin *b;
+
+		for (b = c->bins[i]; b; b = b->hnext)
+			bv[n++] = b;
+	}
+	qsort(bv, n, sizeof(*bv), bin_lru_cmp);
+	for (i = 0; i < n && c->bytes > target; i++) {
+		struct ubin *b = bv[i];
+		bool evicted = false;
+
+		if (b->cfi) {
+			bin_drop_cfi(c, b);
+			evicted = true;
+		}
+		if (b->refs == 0) {
+			bin_free(c, b);
+			evicted = true;
+		}
+		if (evicted)
+			cnt(c, UNW_CNT_CACHE_EVICT, 1);
+	}
+}
+
+static void evict(struct ucache *c)
+{
+	/* Evict down to 7/8 of the cap so that we do not sort on every batch. */
+	uint64_t target = c->o.max_bytes - c->o.max_bytes / 8;
+	_cleanup_free_ struct uproc **pv = NULL;
+	uint32_t i, n = 0;
+
+	evict_bins(c, target);
+	if (c->bytes <= target)
+		return;
+
+	/* Still over: forget the maps of the least recently sampled processes
+	 * (re-read on their next sample); their binaries may go then. */
+	pv = malloc((c->n_procs + 1) * sizeof(*pv));
+	if (!pv)
+		return;
+	for (i = 0; i <= c->procs_mask; i++) {
+		struct uproc *p;
+
+		for (p = c->procs[i]; p; p = p->hnext)
+			pv[n++] = p;
+	}
+	qsort(pv, n, sizeof(*pv), proc_lru_cmp);
+	for (i = 0; i < n && c->bytes > target; i++)
+		proc_free(c, pv[i]);
+	evict_bins(c, target);
+}
+
+void ucache__sweep(struct ucache *c, uint64_t now_ns)
+{
+	uint32_t i;
+
+	for (i = 0; i <= c->procs_mask; i++) {
+		struct uproc *p = c->procs[i], *next;
+
+		for (; p; p = next) {
+			next = p->hnext;
+			if (p->dead_ns && now_ns - p->dead_ns >= c->o.dead_grace_ns)
+				proc_free(c, p);
+			else if (c->o.idle_ns && now_ns - p->last_use >= c->o.idle_ns)
+				proc_free(c, p);
+		}
+	}
+	if (c->o.max_bytes && c->bytes > c->o.max_bytes)
+		evict(c);
+	c->last_sweep_ns = now_ns;
+}
+
+void ucache__epoch_reset(struct ucache *c)
+{
+	uint32_t i;
+
+	for (i = 0; i <= c->bins_mask; i++) {
+		struct ubin *b;
+
+		for (b = c->bins[i]; b; b = b->hnext)
+			b->def_sent = false;
+	}
+	c->vdso.def_sent = false;
+	c->vsyscall.def_sent = false;
+}
+
+uint64_t ucache__bytes(const struct ucache *c)
+{
+	return c->bytes;
+}
+
+uint32_t ucache__nr_procs(const struct ucache *c)
+{
+	return c->n_procs;
+}
+
+uint32_t ucache__nr_bins(const struct ucache *c)
+{
+	return c->n_bins;
+}
+
+/* ---- life cycle ---- */
+
+/* Our own vDSO image: its build-id names every 64-bit process's [vdso]. */
+static void vdso_find(struct ucache *c)
+{
+	uint64_t base = getauxval(AT_SYSINFO_EHDR);
+	_cleanup_close_ int fd = -1;
+	char buf[64 * 1024];
+	ssize_t len;
+
+	if (!base)
+		return;
+	/* Our own maps give the image size; a fixed read is enough for the
+	 * head of the file where [vdso] sits among the last lines. */
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (;;) {
+		struct procmaps_entry e;
+		const char *pos = buf, *end;
+		int r;
+
+		len = read(fd, buf, sizeof(buf));
+		if (len <= 0)
+			return;
+		end = buf + len;
+		/* Only whole lines: keep the tail for the next read. */
+		while (end > buf && end[-1] != '\n')
+			end--;
+		while ((r = procmaps__next(&pos, end, &e)) != 0) {
+			if (r > 0 && e.kind == PROCMAPS_VDSO && e.start == base) {
+				c->vdso_img = (const void *)(uintptr_t)base;
+				c->vdso_size = e.end - e.start;
+				return;
+			}
+		}
+		if (end == buf)
+			return;
+		if (lseek(fd, (off_t)(end - buf) - len, SEEK_CUR) < 0)
+			return;
+	}
+}
+
+int ucache__new(const struct ucache_opts *o, struct ucache **ret)
+{
+	struct ucache *c;
+	int r;
+
+	r = elfid__init();
+	if (r < 0)
+		return r;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->o = *o;
+	snprintf(c->proc_root, sizeof(c->proc_root), "%s", o->proc_root ? o->proc_root : "/proc");
+	c->procs_mask = 255;
+	c->bins_mask = 255;
+	c->procs = calloc(c->procs_mask + 1, sizeof(*c->procs));
+	c->bins = calloc(c->bins_mask + 1, sizeof(*c->bins));
+	if (!c->procs || !c->bins) {
+		ucache__free(c);
+		return -ENOMEM;
+	}
+	c->bytes = sizeof(*c) + (uint64_t)(c->procs_mask + 1) * sizeof(*c->procs) +
+		   (uint64_t)(c->bins_mask + 1) * sizeof(*c->bins);
+
+	c->vdso.mod_kind = CPA_MOD_VDSO;
+	c->vdso.path = (char *)"[vdso]";
+	c->vdso.path_len = 6;
+	c->vdso.id = ++c->next_id;
+	c->vsyscall.mod_kind = CPA_MOD_ANON;
+	c->vsyscall.path = (char *)"[vsyscall]";
+	c->vsyscall.path_len = 10;
+	c->vsyscall.id = ++c->next_id;
+	vdso_find(c);
+	*ret = c;
+	return 0;
+}
+
+void ucache__free(struct ucache *c)
+{
+	uint32_t i;
+
+	if (!c)
+		return;
+	if (c->procs) {
+		for (i = 0; i <= c->procs_mask; i++)
+			while (c->procs[i])
+				proc_free(c, c->procs[i]);
+	}
+	if (c->bins) {
+		for (i = 0; i <= c->bins_mask; i++)
+			while (c->bins[i])
+				bin_free(c, c->bins[i]);
+	}
+	bin_drop_cfi(c, &c->vdso);
+	free(c->procs);
+	free(c->bins);
+	free(c->buf);
+	free(c->tmp);
+	free(c);
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unwindd's caches: per-process executable mappings (keyed by pid) and
+ * per-binary identity (keyed by the (dev, ino) that /proc/PID/maps shows),
+ * with the binary's unwind table shared by build-id.
+ *
+ *   pid --hash--> uproc { umap[] sorted by start } --> ubin (dev, ino) --> ucfi (build-id)
+ *                                                      id, path, build-id    cfi_table *
+ *
+ * A process's mappings are read lazily: on its first sample, and again when
+ * a pc misses them (at most once per refresh_ns per pid), or after exec.
+ * A binary is identified (build-id read through /proc/PID/map_files) the
+ * first time one of its pcs is resolved, from the process that hit it, so
+ * the module definition names a process that is alive right then.
+ *
+ * Memory is capped (opts.max_bytes): ucache__sweep() evicts least recently
+ * used unwind tables and unreferenced binaries first, then idle processes.
+ * Lookups never allocate once a process's maps are cached.
+ */
+#ifndef CPA_UNWINDD_UCACHE_H
+#define CPA_UNWINDD_UCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/records.h"
+#include "shm/stage.h"
+
+struct cfi_table;
+struct ucfi;
+
+struct ubin {
+	struct ubin *hnext;
+	uint64_t dev;
+	uint64_t ino;
+	char *path; /* as the first process that mapped it sees it */
+	uint32_t path_len;
+	uint32_t id;	   /* module id in this epoch; never reused */
+	uint32_t mod_kind; /* enum cpa_module_kind */
+	uint32_t refs;	   /* umaps pointing here */
+	uint64_t last_use; /* ns, for LRU eviction */
+	/* Identity, filled at the first resolved pc (ucache__find). */
+	bool identified;
+	bool def_sent; /* MODULE record emitted in this epoch */
+	bool cfi_tried;
+	uint8_t build_id_len;
+	uint8_t build_id[CPA_BUILD_ID_MAX];
+	uint32_t def_pid; /* a process that maps it, for /proc/PID/map_files */
+	uint64_t def_start;
+	uint64_t def_end;
+	struct ucfi *cfi; /* shared unwind table, NULL until built */
+};
+
+enum umap_kind {
+	UMAP_FILE,
+	UMAP_ANON,
+	UMAP_VDSO,
+	UMAP_VSYSCALL,
+};
+
+struct umap {
+	uint64_t start;
+	uint64_t end;
+	uint64_t pgoff;
+	struct ubin *bin; /* UMAP_FILE only */
+	uint32_t kind;	  /* enum umap_kind */
+	uint32_t _pad;
+};
+
+struct uproc {
+	struct uproc *hnext;
+	uint32_t pid;
+	uint32_t n_maps;
+	uint32_t cap_maps;
+	uint32_t last_hit;   /* index of the last map a pc fell in */
+	struct umap *maps;   /* executable mappings, sorted by start */
+	uint64_t refresh_ns; /* last maps read; 0 = never (or invalidated by exec) */
+	uint64_t last_use;
+	uint64_t dead_ns; /* exit seen at this time; 0 = alive */
+};
+
+/* What a pc maps to. */
+struct uloc {
+	struct ubin *bin; /* NULL for anonymous memory */
+	const struct umap *map;
+	uint64_t file_off; /* pc - start + pgoff; the pc itself for anon */
+	uint32_t module_id;
+	uint32_t flags; /* CPA_UF_ANON, CPA_UF_VDSO */
+};
+
+struct ucache_opts {
+	uint64_t max_bytes;	/* cap on everything below; 0 = none */
+	uint64_t refresh_ns;	/* at most one maps re-read per pid per this */
+	uint64_t dead_grace_ns; /* keep an exited pid's maps this long */
+	uint64_t idle_ns;	/* forget pids without samples this long */
+	const char *proc_root;	/* "/proc"; tests point it at fixtures */
+	struct shm_stage *st;	/* counters, may be NULL */
+};
+
+struct ucache;
+
+int ucache__new(const struct ucache_opts *o, struct ucache **ret);
+void ucache__free(struct ucache *c);
+
+/* The pid's entry, created empty on first sight (maps read on first find).
+ * NULL only when out of memory. */
+struct uproc *ucache__proc(struct ucache *c, uint32_t pid, uint64_t now_ns);
+/* Existing entry or NULL. */
+struct uproc *ucache__proc_peek(struct ucache *c, uint32_t pid);
+
+/* Resolve pc: 0, or -ENOENT when no executable mapping holds it (even after
+ * a throttled refresh). */
+int ucache__find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns, struct uloc *ret);
+
+/* Re-read /proc/PID/maps now (ucache__find does this when it must). */
+int ucache__refresh(struct ucache *c, struct uproc *p, uint64_t now_ns);
+
+/* Unwind table of the binary at loc (built on first use, shared by
+ * build-id), or NULL when there is none or unwindd was built without CFI. */
+const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const struct uloc *loc);
+
+/* exit: keep the maps dead_grace_ns for samples still queued, then free.
+ * exec: forget the maps; the next sample re-reads them. */
+void ucache__task_exit(struct ucache *c, uint32_t pid, uint64_t now_ns);
+void ucache__task_exec(struct ucache *c, uint32_t pid);
+
+/* Reap dead and idle processes, then evict down to the cap. */
+void ucache__sweep(struct ucache *c, uint64_t now_ns);
+
+/* Forget every module id (a new dictionary epoch): defs are sent again. */
+void ucache__epoch_reset(struct ucache *c);
+
+uint64_t ucache__bytes(const struct ucache *c);
+uint32_t ucache__nr_procs(const struct ucache *c);
+uint32_t ucache__nr_bins(const struct ucache *c);
+
+#endif /* CPA_UNWINDD_UCACHE_H */

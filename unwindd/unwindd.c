@@ -1,0 +1,643 @@
+// SPDX-License-Identifier: MIT
+/*
+ * unwindd stage work: one input batch at a time, output committed once per
+ * batch, then the input released with the highest seq passed on.
+ *
+ * Output order matters downstream: symd skips seq <= its mark after a
+ * restart, so every record with a seq leaves here in seq order. Our own loss
+ * records carry the seq of the last sample they stand for, and pending ones
+ * are flushed before any later record; while they cannot be flushed, later
+ * records are dropped into them too (the ring is full anyway).
+ */
+#include "unwindd.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/macro.h"
+#include "shm/counters.h"
+#include "ucache.h"
+
+#if defined(UNWINDD_HAVE_WALK)
+#include "walk.h"
+#endif
+
+#define NSEC_PER_SEC  1000000000ull
+#define NSEC_PER_MSEC 1000000ull
+
+uint64_t unwindd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+void unwindd_opts__defaults(struct unwindd_opts *o)
+{
+	if (!o->refresh_ns)
+		o->refresh_ns = 100 * NSEC_PER_MSEC;
+	if (!o->dead_grace_ns)
+		o->dead_grace_ns = 2 * NSEC_PER_SEC;
+	if (!o->idle_ns)
+		o->idle_ns = 300 * NSEC_PER_SEC;
+	if (!o->proc_root)
+		o->proc_root = "/proc";
+}
+
+static inline void cnt(struct unwindd *u, unsigned int idx, uint64_t n)
+{
+	shm_stage__cnt_add(u->st, idx, n);
+}
+
+static void gauge_set(struct unwindd *u, unsigned int idx, uint64_t v)
+{
+	/* Single writer, so a plain store is the whole update. */
+	__atomic_store_n(&u->st->cnt[idx], v, __ATOMIC_RELAXED);
+}
+
+static int emit(struct unwindd *u, uint16_t type, uint32_t len, void **ret)
+{
+	int r = shm_ring__reserve_sp(u->out, len, type, ret);
+
+	if (unlikely(r < 0))
+		return r;
+	/* Everything reserved is committed at the end of the batch. */
+	cnt(u, SHM_CNT_OUT, 1);
+	cnt(u, SHM_CNT_BYTES_OUT, len);
+	return 0;
+}
+
+/* ---- loss records ---- */
+
+static void loss_add(struct unwindd *u, uint32_t stage, uint32_t reason, uint32_t kind,
+		     uint64_t count, uint64_t weight, uint64_t seq, uint64_t time_ns)
+{
+	struct unwindd_loss *l = NULL, *any = NULL;
+	unsigned int i;
+
+	for (i = 0; i < u->n_loss; i++) {
+		struct unwindd_loss *x = &u->loss[i];
+
+		if (x->stage == stage && x->reason == reason) {
+			any = x;
+			if (x->kind == kind) {
+				l = x;
+				break;
+			}
+		}
+	}
+	if (!l && u->n_loss < UNWINDD_LOSS_SLOTS) {
+		l = &u->loss[u->n_loss++];
+		memset(l, 0, sizeof(*l));
+		l->stage = stage;
+		l->reason = reason;
+		l->kind = kind;
+		l->used = true;
+	}
+	if (!l)
+		l = any; /* table full: keep the count under the right reason */
+	if (!l) {
+		cnt(u, SHM_CNT_ERRORS, 1);
+		return;
+	}
+	l->count += count;
+	l->weight += weight;
+	if (seq > l->seq)
+		l->seq = seq;
+	if (time_ns > l->time_ns)
+		l->time_ns = time_ns;
+}
+
+static int loss_seq_cmp(const void *a, const void *b)
+{
+	const struct unwindd_loss *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* true when nothing is pending any more */
+static bool loss_flush(struct unwindd *u)
+{
+	unsigned int i, done = 0;
+
+	if (likely(!u->n_loss))
+		return true;
+	qsort(u->loss, u->n_loss, sizeof(u->loss[0]), loss_seq_cmp);
+	for (i = 0; i < u->n_loss; i++) {
+		const struct unwindd_loss *l = &u->loss[i];
+		struct cpa_loss *out;
+
+		if (emit(u, CPA_REC_LOSS, sizeof(*out), (void **)&out) < 0)
+			break;
+		memset(out, 0, sizeof(*out));
+		out->seq = l->seq;
+		out->time_ns = l->time_ns;
+		out->count = l->count;
+		out->weight = l->weight;
+		out->stage = l->stage;
+		out->reason = l->reason;
+		out->kind = l->kind;
+		done++;
+	}
+	if (done) {
+		memmove(u->loss, u->loss + done, (u->n_loss - done) * sizeof(u->loss[0]));
+		u->n_loss -= done;
+	}
+	return u->n_loss == 0;
+}
+
+/* ---- module definitions ---- */
+
+static void touch(struct unwindd *u, struct ubin *b)
+{
+	unsigned int i;
+
+	if (likely(!b || b->def_sent))
+		return;
+	for (i = 0; i < u->n_touched; i++)
+		if (u->touched[i] == b)
+			return;
+	if (u->n_touched < ARRAY_SIZE(u->touched))
+		u->touched[u->n_touched++] = b;
+}
+
+static int emit_module(struct unwindd *u, struct ubin *b)
+{
+	struct cpa_module_def *m;
+	int r;
+
+	r = emit(u, CPA_REC_MODULE, sizeof(*m) + b->path_len, (void **)&m);
+	if (r < 0)
+		return r;
+	memset(m, 0, sizeof(*m));
+	m->id = b->id;
+	m->kind = b->mod_kind;
+	m->pid = b->def_pid;
+	m->path_len = b->path_len;
+	m->dev = b->dev;
+	m->ino = b->ino;
+	m->map_start = b->def_start;
+	m->map_end = b->def_end;
+	m->build_id_len = b->build_id_len;
+	memcpy(m->build_id, b->build_id, sizeof(m->build_id));
+	memcpy(m + 1, b->path, b->path_len);
+	b->def_sent = true;
+	cnt(u, UNW_CNT_MODULES, 1);
+	return 0;
+}
+
+/* ---- unwinding ---- */
+
+struct sample_view {
+	struct cpa_sample s; /* header copied out of shared memory once */
+	const uint64_t *kstack;
+	const uint64_t *ufp;
+	const uint8_t *stack;
+};
+
+/* User frames from the kernel's frame-pointer chain. */
+static int unwind_fp(struct unwindd *u, struct uproc *p, const struct sample_view *v,
+		     unsigned int *ret_n)
+{
+	const struct cpa_sample *s = &v->s;
+	unsigned int i, n = 0;
+	int stop = CPA_STOP_FP;
+
+	for (i = 0; i < s->n_ufp && n < CPA_MAX_UFRAMES + 1; i++) {
+		uint64_t pc = v->ufp[i];
+		struct cpa_uframe *f = &u->uf[n];
+		struct uloc l;
+
+		if (!pc)
+			break;
+		if (ucache__find(u->cache, p, pc, u->now_ns, &l) < 0) {
+			/* The leaf alone is still worth an [unknown] frame; past it,
+			 * an unmapped pc is the end of a broken chain, not a frame. */
+			if (i == 0) {
+				f->pc = pc;
+				f->offset = pc;
+				f->module_id = 0;
+				f->flags = s->flags & CPA_SF_USER_REGS ? CPA_UF_LEAF : 0;
+				n++;
+			}
+			stop = CPA_STOP_NO_MAP;
+			break;
+		}
+		touch(u, l.bin);
+		f->pc = pc;
+		f->offset = l.file_off;
+		f->module_id = l.module_id;
+		f->flags = l.flags;
+		/* The kernel's chain starts with the interrupted ip; the rest are
+		 * return addresses (looked up as pc - 1 downstream). */
+		if (i == 0 && (!(s->flags & CPA_SF_USER_REGS) || pc == s->regs.ip))
+			f->flags |= CPA_UF_LEAF;
+		else
+			f->flags |= CPA_UF_FP;
+		n++;
+	}
+	*ret_n = n;
+	return stop;
+}
+
+#if defined(UNWINDD_HAVE_WALK)
+struct walk_ctx {
+	struct unwindd *u;
+	struct uproc *p;
+};
+
+/* unw_find_fn: the maps cache answers, and owns the unwind tables. */
+static int walk_find(void *ctx, uint64_t pc, struct unw_loc *ret)
+{
+	struct walk_ctx *w = ctx;
+	struct uloc l;
+
+	if (ucache__find(w->u->cache, w->p, pc, w->u->now_ns, &l) < 0)
+		return -ENOENT;
+	touch(w->u, l.bin);
+	ret->table = ucache__cfi(w->u->cache, w->p, &l);
+	ret->file_off = l.file_off;
+	ret->module_id = l.module_id;
+	ret->flags = l.flags;
+	return 0;
+}
+#endif
+
+/*
+ * THE SEAM: user frames for one sample into u->uf. Hybrid: the DWARF CFI walk
+ * when the sample carries user registers and stack bytes, the kernel's FP
+ * chain otherwise (and when the FP chain got further). Returns the
+ * enum cpa_unwind_stop.
+ */
+static int unwind_user(struct unwindd *u, struct uproc *p, const struct sample_view *v,
+		       unsigned int *ret_n)
+{
+#if defined(UNWINDD_HAVE_WALK)
+	const struct cpa_sample *s = &v->s;
+
+	if ((s->flags & CPA_SF_USER_REGS) && s->stack_len &&
+	    !(s->flags & (CPA_SF_DEGRADED | CPA_SF_NO_USTACK))) {
+		const struct unw_regs regs = {
+			.ip = s->regs.ip,
+			.sp = s->regs.sp,
+			.bp = s->regs.bp,
+			.bx = s->regs.bx,
+			.r12 = s->regs.r12,
+			.r13 = s->regs.r13,
+			.r14 = s->regs.r14,
+			.r15 = s->regs.r15,
+		};
+		const struct unw_stack stk = {
+			.bytes = v->stack,
+			.base = s->stack_sp,
+			.len = s->stack_len,
+		};
+		struct walk_ctx w = {.u = u, .p = p};
+		unsigned int n = 0;
+		int stop;
+
+		stop = unw_walk(&regs, &stk, walk_find, &w, u->uf, CPA_MAX_UFRAMES + 1, &n);
+		if (n > CPA_MAX_UFRAMES + 1)
+			n = CPA_MAX_UFRAMES + 1;
+		if (stop == CPA_STOP_END || stop == CPA_STOP_ANON || n >= s->n_ufp) {
+			*ret_n = n;
+			return stop;
+		}
+		/* Code built with frame pointers but without usable CFI (or a
+		 * stack copy that was too short): the kernel's chain is deeper. */
+		cnt(u, UNW_CNT_FP_DEEPER, 1);
+	}
+#endif
+	return unwind_fp(u, p, v, ret_n);
+}
+
+static void count_stop(struct unwindd *u, int stop)
+{
+	static const unsigned int idx[CPA_STOP_MAX] = {
+		[CPA_STOP_END] = UNW_CNT_STOP_END,	 [CPA_STOP_NO_MAP] = UNW_CNT_STOP_NO_MAP,
+		[CPA_STOP_NO_CFI] = UNW_CNT_STOP_NO_CFI, [CPA_STOP_READ] = UNW_CNT_STOP_READ,
+		[CPA_STOP_DEPTH] = UNW_CNT_STOP_DEPTH,	 [CPA_STOP_ANON] = UNW_CNT_STOP_ANON,
+		[CPA_STOP_BAD] = UNW_CNT_STOP_BAD,
+	};
+
+	if (stop > 0 && stop < CPA_STOP_MAX && idx[stop])
+		cnt(u, idx[stop], 1);
+}
+
+static bool stop_is_partial(int stop)
+{
+	switch (stop) {
+	case CPA_STOP_NO_MAP:
+	case CPA_STOP_NO_CFI:
+	case CPA_STOP_READ:
+	case CPA_STOP_DEPTH:
+	case CPA_STOP_BAD:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ---- input records ---- */
+
+static void drop_corrupt(struct unwindd *u)
+{
+	cnt(u, SHM_CNT_DROP_CORRUPT, 1);
+	/* Nothing in it can be trusted, not even its seq: the last one we
+	 * handled keeps the output ordered (and 0 would read as "before any
+	 * mark" to a fresh consumer). */
+	loss_add(u, SHM_STAGE_UNWINDD, SHM_CNT_DROP_CORRUPT, CPA_KIND_ONCPU, 1, 1,
+		 u->mark ? u->mark : 1, 0);
+}
+
+static bool seen(struct unwindd *u, uint64_t seq)
+{
+	if (seq <= u->skip_upto) {
+		cnt(u, SHM_CNT_DROP_DUP, 1);
+		return true;
+	}
+	if (seq > u->mark)
+		u->mark = seq;
+	return false;
+}
+
+static bool rate_ok(struct unwindd *u)
+{
+	uint64_t limit = shm_stage__rate_limit(u->st), sec;
+
+	if (likely(!limit))
+		return true;
+	sec = u->now_ns / NSEC_PER_SEC;
+	if (sec != u->rate_sec) {
+		u->rate_sec = sec;
+		u->rate_n = 0;
+	}
+	return ++u->rate_n <= limit;
+}
+
+static void drop_sample(struct unwindd *u, const struct cpa_sample *s, uint32_t reason)
+{
+	cnt(u, reason, 1);
+	loss_add(u, SHM_STAGE_UNWINDD, reason, s->kind, 1, s->weight, s->seq, s->time_ns);
+}
+
+static void handle_sample(struct unwindd *u, const struct shm_msg *msg)
+{
+	struct sample_view v;
+	const struct cpa_sample *s = &v.s;
+	unsigned int n_u = 0, i;
+	int stop = CPA_STOP_NONE;
+	struct cpa_frames *f;
+	uint32_t len;
+	uint8_t *o;
+
+	if (msg->len < sizeof(v.s)) {
+		drop_corrupt(u);
+		return;
+	}
+	memcpy(&v.s, msg->data, sizeof(v.s));
+	if (!cpa_rec_sample_ok(s, msg->len) || s->kind >= CPA_KIND_MAX) {
+		drop_corrupt(u);
+		return;
+	}
+	if (seen(u, s->seq))
+		return;
+	if (!rate_ok(u)) {
+		drop_sample(u, s, SHM_CNT_DROP_RATE);
+		return;
+	}
+	v.kstack = (const uint64_t *)((const uint8_t *)msg->data + sizeof(v.s));
+	v.ufp = v.kstack + s->n_kstack;
+	v.stack = (const uint8_t *)(v.ufp + s->n_ufp);
+
+	u->n_touched = 0;
+	if (s->pid && !(s->flags & CPA_SF_KERNEL_THREAD) &&
+	    (s->n_ufp || (s->flags & CPA_SF_USER_REGS))) {
+		struct uproc *p = ucache__proc(u->cache, s->pid, u->now_ns);
+
+		if (p)
+			stop = unwind_user(u, p, &v, &n_u);
+		else
+			cnt(u, SHM_CNT_ERRORS, 1);
+	}
+
+	/* Keep the output in seq order: older losses go first or this joins them. */
+	if (!loss_flush(u)) {
+		drop_sample(u, s, SHM_CNT_DROP_RING_FULL);
+		return;
+	}
+	for (i = 0; i < u->n_touched; i++) {
+		if (!u->touched[i]->def_sent && emit_module(u, u->touched[i]) < 0) {
+			drop_sample(u, s, SHM_CNT_DROP_RING_FULL);
+			return;
+		}
+	}
+
+	len = (uint32_t)(sizeof(*f) + 8u * s->n_kstack + sizeof(struct cpa_uframe) * n_u);
+	if (emit(u, CPA_REC_FRAMES, len, (void **)&f) < 0) {
+		drop_sample(u, s, SHM_CNT_DROP_RING_FULL);
+		return;
+	}
+	memset(f, 0, sizeof(*f));
+	f->seq = s->seq;
+	f->time_ns = s->time_ns;
+	f->cgroup_id = s->cgroup_id;
+	f->weight = s->weight;
+	f->pid = s->pid;
+	f->tid = s->tid;
+	f->cpu = s->cpu;
+	f->kind = s->kind;
+	f->flags = s->flags | (stop_is_partial(stop) ? CPA_SF_UNWIND_PARTIAL : 0);
+	memcpy(f->comm, s->comm, sizeof(f->comm));
+	memcpy(f->pcomm, s->pcomm, sizeof(f->pcomm));
+	f->n_kframes = s->n_kstack;
+	f->n_uframes = (uint16_t)n_u;
+	f->stop_reason = (uint16_t)stop;
+	f->probe_id = s->probe_id;
+	o = (uint8_t *)(f + 1);
+	memcpy(o, v.kstack, 8u * s->n_kstack);
+	memcpy(o + 8u * s->n_kstack, u->uf, sizeof(struct cpa_uframe) * n_u);
+
+	cnt(u, UNW_CNT_FRAMES, n_u);
+	count_stop(u, stop);
+}
+
+static void handle_task(struct unwindd *u, const struct shm_msg *msg)
+{
+	struct cpa_task_event t;
+	void *out;
+
+	if (msg->len < sizeof(t)) {
+		drop_corrupt(u);
+		return;
+	}
+	memcpy(&t, msg->data, sizeof(t));
+	if (t.kind != CPA_TASK_EXEC && t.kind != CPA_TASK_EXIT) {
+		drop_corrupt(u);
+		return;
+	}
+	if (seen(u, t.seq))
+		return;
+	if (t.kind == CPA_TASK_EXEC)
+		ucache__task_exec(u->cache, t.pid);
+	else if (t.tid == t.pid || t.tid == 0)
+		/* Only the group leader's exit ends the address space. */
+		ucache__task_exit(u->cache, t.pid, u->now_ns);
+
+	/* symd drops its per-pid caches on the same event. */
+	if (!loss_flush(u) || emit(u, CPA_REC_TASK, sizeof(t), &out) < 0) {
+		cnt(u, SHM_CNT_DROP_RING_FULL, 1);
+		return;
+	}
+	memcpy(out, &t, sizeof(t));
+}
+
+static void handle_loss(struct unwindd *u, const struct shm_msg *msg)
+{
+	struct cpa_loss l;
+	void *out;
+
+	if (msg->len < sizeof(l)) {
+		drop_corrupt(u);
+		return;
+	}
+	memcpy(&l, msg->data, sizeof(l));
+	if (seen(u, l.seq))
+		return;
+	if (loss_flush(u) && emit(u, CPA_REC_LOSS, sizeof(l), &out) == 0) {
+		memcpy(out, &l, sizeof(l));
+		return;
+	}
+	/* Forwarded later, aggregated, still under the upstream stage's name. */
+	loss_add(u, l.stage, l.reason, l.kind, l.count, l.weight, l.seq, l.time_ns);
+}
+
+/* ---- stage object ---- */
+
+int unwindd__start(struct unwindd *u)
+{
+	struct cpa_dict_reset *d;
+	int r;
+
+	if (u->reset_sent)
+		return 0;
+	r = emit(u, CPA_REC_DICT_RESET, sizeof(*d), (void **)&d);
+	if (r < 0)
+		return r;
+	d->epoch = u->o.epoch;
+	shm_ring__commit_sp(u->out);
+	u->reset_sent = true;
+	return 0;
+}
+
+int unwindd__process_batch(struct unwindd *u, unsigned int max)
+{
+	struct shm_msg msgs[UNWINDD_BATCH];
+	int n, i, r;
+
+	r = unwindd__start(u);
+	if (r < 0)
+		return r;
+	if (max > UNWINDD_BATCH)
+		max = UNWINDD_BATCH;
+	n = shm_ring__peek_batch_sc(u->in, msgs, max);
+	if (n <= 0)
+		return n;
+
+	u->now_ns = unwindd_now_ns();
+	for (i = 0; i < n; i++) {
+		const struct shm_msg *m = &msgs[i];
+
+		cnt(u, SHM_CNT_IN, 1);
+		cnt(u, SHM_CNT_BYTES_IN, m->len);
+		switch (m->type) {
+		case CPA_REC_SAMPLE:
+			handle_sample(u, m);
+			break;
+		case CPA_REC_TASK:
+			handle_task(u, m);
+			break;
+		case CPA_REC_LOSS:
+			handle_loss(u, m);
+			break;
+		default:
+			drop_corrupt(u);
+			break;
+		}
+	}
+	(void)loss_flush(u);
+	shm_ring__commit_sp(u->out);
+	/* Only after our output is visible: a restart resumes after this. */
+	shm_ring__release_mark_sc(u->in, u->mark);
+	cnt(u, SHM_CNT_BATCHES, 1);
+	return n;
+}
+
+void unwindd__tick(struct unwindd *u, uint64_t now_ns)
+{
+	u->now_ns = now_ns;
+	if (u->reset_sent && u->n_loss) {
+		(void)loss_flush(u);
+		shm_ring__commit_sp(u->out);
+	}
+	if (now_ns - u->last_sweep_ns >= NSEC_PER_SEC / 4) {
+		ucache__sweep(u->cache, now_ns);
+		u->last_sweep_ns = now_ns;
+	}
+	gauge_set(u, UNW_CNT_CACHE_BYTES, ucache__bytes(u->cache));
+#if defined(UNWINDD_HAVE_WALK)
+	{
+		struct unw_stats ws;
+
+		/* The walker counts per thread without atomics; publish the delta. */
+		unw_stats__read(&ws);
+		cnt(u, UNW_CNT_CFI_EXPR, ws.complex_rows - u->walk_complex_seen);
+		u->walk_complex_seen = ws.complex_rows;
+	}
+#endif
+}
+
+int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct shm_ring_prod *out,
+		 struct shm_stage *st, struct unwindd **ret)
+{
+	struct ucache_opts co = {0};
+	struct unwindd *u;
+	int r;
+
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->o = *o;
+	unwindd_opts__defaults(&u->o);
+	u->in = in;
+	u->out = out;
+	u->st = st;
+	co.max_bytes = u->o.max_cache_bytes;
+	co.refresh_ns = u->o.refresh_ns;
+	co.dead_grace_ns = u->o.dead_grace_ns;
+	co.idle_ns = u->o.idle_ns;
+	co.proc_root = u->o.proc_root;
+	co.st = st;
+	r = ucache__new(&co, &u->cache);
+	if (r < 0) {
+		free(u);
+		return r;
+	}
+	u->skip_upto = shm_ring__mark_sc(in);
+	u->mark = u->skip_upto;
+	u->now_ns = unwindd_now_ns();
+	u->last_sweep_ns = u->now_ns;
+	*ret = u;
+	return 0;
+}
+
+void unwindd__free(struct unwindd *u)
+{
+	if (!u)
+		return;
+	ucache__free(u->cache);
+	free(u);
+}
