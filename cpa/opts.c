@@ -894,6 +894,26 @@ int btf_file__check(const char *path)
 
 /* ---- help ---- */
 
+/* Words of text from column col on, wrapped at width, continuation lines indented to col. */
+static void print_wrapped(FILE *f, const char *text, int col, int width)
+{
+	int pos = col;
+
+	while (*text) {
+		int n = (int)strcspn(text, " ");
+
+		if (pos > col && pos + 1 + n > width) {
+			fprintf(f, "\n%*s", col - 1, "");
+			pos = col;
+		}
+		fprintf(f, " %.*s", n, text);
+		pos += n + 1;
+		text += n;
+		text += strspn(text, " ");
+	}
+	fputc('\n', f);
+}
+
 void cpa_opts__print_help(FILE *f, enum cpa_cmd cmd)
 {
 	unsigned int scope = OPT_SCOPE(cmd);
@@ -903,7 +923,7 @@ void cpa_opts__print_help(FILE *f, enum cpa_cmd cmd)
 			cmd_names[cmd]);
 		for (unsigned int i = 0; i < ARRAY_SIZE(opt_table); i++) {
 			const struct opt_def *d = &opt_table[i];
-			char left[64], note[64];
+			char left[64], note[64], text[512];
 			bool global = d->scope == OPT_GLOBAL;
 
 			if (!(d->scope & scope) || global != (pass == 0))
@@ -914,8 +934,10 @@ void cpa_opts__print_help(FILE *f, enum cpa_cmd cmd)
 			else
 				snprintf(left, sizeof(left), "    --%s%s%s", d->name,
 					 d->metavar ? " " : "", d->metavar ? d->metavar : "");
-			fprintf(f, "  %-34s %s%s\n", left, d->help,
-				opt_unsupported_note(d, note, sizeof(note)));
+			snprintf(text, sizeof(text), "%s%s", d->help,
+				 opt_unsupported_note(d, note, sizeof(note)));
+			fprintf(f, "  %-34s", left);
+			print_wrapped(f, text, 37, 100);
 		}
 	}
 }
