@@ -971,10 +971,8 @@ static int finish(struct builder *b, struct cfi_table **ret)
 
 	n_pages = (uint32_t)((span + (1u << CFI_PAGE_SHIFT) - 1) >> CFI_PAGE_SHIFT);
 	off = ALIGN_UP(sizeof(*t), 8);
-	size_t o_start = off;
-	off = ALIGN_UP(off + n * 4, 8);
-	size_t o_rule = off;
-	off = ALIGN_UP(off + n * 4, 8);
+	size_t o_row = off;
+	off = ALIGN_UP(off + n * sizeof(struct cfi_row), 8);
 	size_t o_page = off;
 	off = ALIGN_UP(off + ((size_t)n_pages + 1) * 4, 8);
 	size_t o_x = off;
@@ -986,8 +984,8 @@ static int finish(struct builder *b, struct cfi_table **ret)
 	if (!m)
 		return -ENOMEM;
 	t = (struct cfi_table *)m;
-	memcpy(m + o_start, st, n * 4);
-	memcpy(m + o_rule, ru, n * 4);
+	for (size_t i = 0; i < n; i++)
+		((struct cfi_row *)(m + o_row))[i] = (struct cfi_row){st[i], ru[i]};
 	{
 		uint32_t *page = (uint32_t *)(m + o_page);
 		size_t row = 0;
@@ -1014,8 +1012,7 @@ static int finish(struct builder *b, struct cfi_table **ret)
 		.expr_len = (uint32_t)b->expr_len,
 		.n_complex_rows = (uint32_t)b->n_complex,
 		.n_expr_rows = (uint32_t)b->n_expr,
-		.start = (const uint32_t *)(m + o_start),
-		.rule = (const uint32_t *)(m + o_rule),
+		.row = (const struct cfi_row *)(m + o_row),
 		.page = (const uint32_t *)(m + o_page),
 		.x = (const struct cfi_xrule *)(m + o_x),
 		.expr = m + o_expr,
@@ -1112,10 +1109,10 @@ int cfi_table__row(const struct cfi_table *t, size_t i, uint64_t *ret_start, uin
 	if (!t || i + 1 >= t->n_rows)
 		return -ERANGE;
 	if (ret_start)
-		*ret_start = t->base + t->start[i];
+		*ret_start = t->base + t->row[i].start;
 	if (ret_end)
-		*ret_end = t->base + t->start[i + 1];
+		*ret_end = t->base + t->row[i + 1].start;
 	if (ret_rule)
-		*ret_rule = t->rule[i];
+		*ret_rule = t->row[i].rule;
 	return 0;
 }

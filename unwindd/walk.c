@@ -76,7 +76,9 @@
 #define EVAL_STEPS 64
 
 /* A power of two; 2048 entries x 12 bytes stays in L1/L2. */
+#ifndef UNW_CACHE_BITS
 #define UNW_CACHE_BITS 11
+#endif
 #define UNW_CACHE_SIZE (1u << UNW_CACHE_BITS)
 
 struct unw_cache {
