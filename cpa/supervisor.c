@@ -726,9 +726,14 @@ static void sup_step(struct supervisor *s)
 	update_ready(s);
 
 	if (s->p.stats_every_ms && now >= s->next_stats_ns) {
+		uint64_t every = s->p.stats_every_ms * NSEC_PER_MSEC;
+
 		if (s->phase == SUP_RUNNING)
 			print_stats(s);
-		s->next_stats_ns = now + s->p.stats_every_ms * NSEC_PER_MSEC;
+		/* Keep the phase: a late wakeup must not push every later line back. */
+		s->next_stats_ns += every;
+		if (s->next_stats_ns <= now)
+			s->next_stats_ns = now + every;
 	}
 	if (s->notify.watchdog_usec && now >= s->next_watchdog_ns) {
 		notify(s, "%s", "WATCHDOG=1");
@@ -754,6 +759,8 @@ static int next_timeout_ms(const struct supervisor *s)
 		next = MIN(next, s->stop_at_ns);
 	if (s->notify.watchdog_usec)
 		next = MIN(next, s->next_watchdog_ns);
+	if (s->p.stats_every_ms && s->phase == SUP_RUNNING)
+		next = MIN(next, s->next_stats_ns);
 	if (next == UINT64_MAX)
 		return -1; /* the 1 s timerfd tick bounds the wait anyway */
 	if (next <= now)
