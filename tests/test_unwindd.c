@@ -302,6 +302,7 @@ static struct ucache *cache_new(const char *root, uint64_t refresh_ns, struct sh
 {
 	struct ucache_opts o = {
 		.refresh_ns = refresh_ns,
+		.refresh_ip_ns = 10 * 1000000ull,
 		.dead_grace_ns = 2 * SEC,
 		.idle_ns = 300 * SEC,
 		.proc_root = root,
@@ -396,7 +397,7 @@ START_TEST(test_refresh_throttle_and_anon)
 	struct uproc *p = ucache__proc(c, (uint32_t)getpid(), now);
 	uint64_t refreshes;
 	struct uloc l;
-	void *jit;
+	void *jit, *jit2;
 
 	ck_assert_int_eq(ucache__find(c, p, (uint64_t)(uintptr_t)&test_marker_fn, now, &l), 0);
 	refreshes = st.cnt[UNW_CNT_MAPS_REFRESH];
@@ -409,15 +410,32 @@ START_TEST(test_refresh_throttle_and_anon)
 	ck_assert_int_eq(ucache__find(c, p, (uint64_t)(uintptr_t)jit + 8, now + 1, &l), -ENOENT);
 	ck_assert_int_eq(ucache__find(c, p, (uint64_t)(uintptr_t)jit + 8, now + 2, &l), -ENOENT);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], refreshes);
+	/* An interrupted ip that misses: stale maps for sure, so only the
+	 * short ip floor applies. */
+	ck_assert_int_eq(ucache__find_ip(c, p, (uint64_t)(uintptr_t)jit + 8, now + 3, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], refreshes);
+	ck_assert_int_eq(ucache__find_ip(c, p, (uint64_t)(uintptr_t)jit, now + SEC / 50, &l), 0);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], refreshes + 1);
+	ck_assert_uint_eq(l.flags, CPA_UF_ANON);
+	refreshes++;
+	now += SEC / 50;
 
-	/* Past the throttle: re-read, and anon resolves as JIT. */
-	ck_assert_int_eq(ucache__find(c, p, (uint64_t)(uintptr_t)jit + 8, now + 3601 * SEC, &l), 0);
+	/* More new code: a return address there waits for the long throttle ... */
+	jit2 = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(jit2, MAP_FAILED);
+	ck_assert_int_eq(ucache__find(c, p, (uint64_t)(uintptr_t)jit2 + 8, now + 1, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], refreshes);
+
+	/* ... past it: re-read, and anon resolves as JIT. */
+	ck_assert_int_eq(ucache__find(c, p, (uint64_t)(uintptr_t)jit2 + 8, now + 3601 * SEC, &l),
+			 0);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], refreshes + 1);
 	ck_assert_ptr_null(l.bin);
 	ck_assert_uint_eq(l.module_id, 0);
 	ck_assert_uint_eq(l.flags, CPA_UF_ANON);
-	ck_assert_uint_eq(l.file_off, (uint64_t)(uintptr_t)jit + 8);
+	ck_assert_uint_eq(l.file_off, (uint64_t)(uintptr_t)jit2 + 8);
 	munmap(jit, 4096);
+	munmap(jit2, 4096);
 	ucache__free(c);
 }
 END_TEST
@@ -805,7 +823,7 @@ START_TEST(test_stage_task_and_loss_forwarded)
 	push_raw(&e, CPA_REC_LOSS, &l, sizeof(l));
 	t.seq = e.seq + 2;
 	t.pid = FIX_PID;
-	t.tid = FIX_PID;
+	t.tid = FIX_PID + 7; /* the last thread to leave need not be the leader */
 	t.kind = CPA_TASK_EXIT;
 	push_raw(&e, CPA_REC_TASK, &t, sizeof(t));
 	/* Queued before the exit was seen downstream: still resolved. */

@@ -489,7 +489,8 @@ static const struct umap *proc_lookup(struct uproc *p, uint64_t pc)
 	return NULL;
 }
 
-int ucache__find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns, struct uloc *ret)
+static int find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns,
+		uint64_t throttle_ns, struct uloc *ret)
 {
 	const struct umap *m = proc_lookup(p, pc);
 	struct ubin *b = NULL;
@@ -499,7 +500,7 @@ int ucache__find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns
 		 * re-read, but not per sample for a process that keeps missing. */
 		if (p->dead_ns)
 			return -ENOENT;
-		if (p->refresh_ns && now_ns - p->refresh_ns < c->o.refresh_ns)
+		if (p->refresh_ns && now_ns - p->refresh_ns < throttle_ns)
 			return -ENOENT;
 		if (ucache__refresh(c, p, now_ns) < 0)
 			return -ENOENT;
@@ -538,6 +539,17 @@ int ucache__find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns
 	ret->bin = b;
 	ret->module_id = b->id;
 	return 0;
+}
+
+int ucache__find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns, struct uloc *ret)
+{
+	return find(c, p, pc, now_ns, c->o.refresh_ns, ret);
+}
+
+int ucache__find_ip(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns,
+		    struct uloc *ret)
+{
+	return find(c, p, pc, now_ns, MIN(c->o.refresh_ip_ns, c->o.refresh_ns), ret);
 }
 
 const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const struct uloc *loc)

@@ -92,6 +92,7 @@ struct uloc {
 struct ucache_opts {
 	uint64_t max_bytes;	/* cap on everything below; 0 = none */
 	uint64_t refresh_ns;	/* at most one maps re-read per pid per this */
+	uint64_t refresh_ip_ns; /* the same when an interrupted ip missed */
 	uint64_t dead_grace_ns; /* keep an exited pid's maps this long */
 	uint64_t idle_ns;	/* forget pids without samples this long */
 	const char *proc_root;	/* "/proc"; tests point it at fixtures */
@@ -110,8 +111,13 @@ struct uproc *ucache__proc(struct ucache *c, uint32_t pid, uint64_t now_ns);
 struct uproc *ucache__proc_peek(struct ucache *c, uint32_t pid);
 
 /* Resolve pc: 0, or -ENOENT when no executable mapping holds it (even after
- * a throttled refresh). */
+ * a throttled refresh: at most one per refresh_ns per pid). */
 int ucache__find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns, struct uloc *ret);
+/* The same for an interrupted ip: it was mapped when the sample was taken,
+ * so a miss means the cached maps are stale (dlopen, new JIT code), not a
+ * bad pc, and the re-read is throttled only by refresh_ip_ns. */
+int ucache__find_ip(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns,
+		    struct uloc *ret);
 
 /* Re-read /proc/PID/maps now (ucache__find does this when it must). */
 int ucache__refresh(struct ucache *c, struct uproc *p, uint64_t now_ns);

@@ -39,6 +39,8 @@ void unwindd_opts__defaults(struct unwindd_opts *o)
 {
 	if (!o->refresh_ns)
 		o->refresh_ns = 100 * NSEC_PER_MSEC;
+	if (!o->refresh_ip_ns)
+		o->refresh_ip_ns = 10 * NSEC_PER_MSEC;
 	if (!o->dead_grace_ns)
 		o->dead_grace_ns = 2 * NSEC_PER_SEC;
 	if (!o->idle_ns)
@@ -210,10 +212,13 @@ static int unwind_fp(struct unwindd *u, struct uproc *p, const struct sample_vie
 		uint64_t pc = v->ufp[i];
 		struct cpa_uframe *f = &u->uf[n];
 		struct uloc l;
+		int r;
 
 		if (!pc)
 			break;
-		if (ucache__find(u->cache, p, pc, u->now_ns, &l) < 0) {
+		r = i == 0 ? ucache__find_ip(u->cache, p, pc, u->now_ns, &l)
+			   : ucache__find(u->cache, p, pc, u->now_ns, &l);
+		if (r < 0) {
 			/* The leaf alone is still worth an [unknown] frame; past it,
 			 * an unmapped pc is the end of a broken chain, not a frame. */
 			if (i == 0) {
@@ -247,6 +252,7 @@ static int unwind_fp(struct unwindd *u, struct uproc *p, const struct sample_vie
 struct walk_ctx {
 	struct unwindd *u;
 	struct uproc *p;
+	unsigned int calls; /* the first find of a walk is the interrupted ip */
 };
 
 /* unw_find_fn: the maps cache answers, and owns the unwind tables. */
@@ -255,7 +261,10 @@ static int walk_find(void *ctx, uint64_t pc, struct unw_loc *ret)
 	struct walk_ctx *w = ctx;
 	struct uloc l;
 
-	if (ucache__find(w->u->cache, w->p, pc, w->u->now_ns, &l) < 0)
+	int r = w->calls++ == 0 ? ucache__find_ip(w->u->cache, w->p, pc, w->u->now_ns, &l)
+				: ucache__find(w->u->cache, w->p, pc, w->u->now_ns, &l);
+
+	if (r < 0)
 		return -ENOENT;
 	touch(w->u, l.bin);
 	ret->table = ucache__cfi(w->u->cache, w->p, &l);
@@ -483,8 +492,9 @@ static void handle_task(struct unwindd *u, const struct shm_msg *msg)
 		return;
 	if (t.kind == CPA_TASK_EXEC)
 		ucache__task_exec(u->cache, t.pid);
-	else if (t.tid == t.pid || t.tid == 0)
-		/* Only the group leader's exit ends the address space. */
+	else
+		/* capture sends EXIT once per process, when its last thread
+		 * leaves (any tid), so the address space is gone. */
 		ucache__task_exit(u->cache, t.pid, u->now_ns);
 
 	/* symd drops its per-pid caches on the same event. */
@@ -617,6 +627,7 @@ int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct 
 	u->st = st;
 	co.max_bytes = u->o.max_cache_bytes;
 	co.refresh_ns = u->o.refresh_ns;
+	co.refresh_ip_ns = u->o.refresh_ip_ns;
 	co.dead_grace_ns = u->o.dead_grace_ns;
 	co.idle_ns = u->o.idle_ns;
 	co.proc_root = u->o.proc_root;

@@ -29,6 +29,7 @@ struct unwindd_opts {
 	uint64_t epoch;		  /* DICT_RESET epoch: the stage generation */
 	uint64_t max_cache_bytes; /* --max_cache_size_mb; 0 = no cap */
 	uint64_t refresh_ns;	  /* min interval between maps re-reads of one pid */
+	uint64_t refresh_ip_ns;	  /* the same when the interrupted ip missed */
 	uint64_t dead_grace_ns;	  /* keep an exited pid's maps this long */
 	uint64_t idle_ns;	  /* forget pids without samples this long */
 	const char *proc_root;	  /* "/proc" (tests: fixtures) */
