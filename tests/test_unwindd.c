@@ -852,6 +852,32 @@ START_TEST(test_stage_task_and_loss_forwarded)
 }
 END_TEST
 
+START_TEST(test_stage_regs_without_chain)
+{
+	static struct outrec recs[8];
+	struct cpa_sample s = {0};
+	const struct cpa_frames *f;
+	const struct cpa_uframe *uf;
+	struct env e;
+
+	env_init(&e, 1u << 16, fixture_proc());
+	s.seq = e.seq;
+	s.pid = FIX_PID;
+	s.tid = FIX_PID;
+	s.flags = CPA_SF_USER_REGS;
+	s.regs.ip = 0x401234;
+	push_raw(&e, CPA_REC_SAMPLE, &s, sizeof(s));
+	run_all(&e);
+	ck_assert_int_eq(pull_all(&e, recs, 8), 3); /* RESET, MODULE, FRAMES */
+	f = (const void *)recs[2].data;
+	ck_assert_uint_eq(f->n_uframes, 1);
+	uf = (const void *)(f + 1);
+	ck_assert_uint_eq(uf[0].offset, 0x1234);
+	ck_assert_uint_eq(uf[0].flags, CPA_UF_LEAF);
+	env_free(&e);
+}
+END_TEST
+
 START_TEST(test_stage_exactly_once)
 {
 	static struct outrec recs[16];
@@ -1229,6 +1255,7 @@ static Suite *unwindd_suite(void)
 	tcase_add_test(tc, test_stage_frames_and_modules);
 	tcase_add_test(tc, test_stage_kernel_only_and_unmapped);
 	tcase_add_test(tc, test_stage_task_and_loss_forwarded);
+	tcase_add_test(tc, test_stage_regs_without_chain);
 	tcase_add_test(tc, test_stage_exactly_once);
 	tcase_add_test(tc, test_stage_corrupt_skipped);
 	tcase_add_test(tc, test_stage_ring_full_loss);

@@ -205,11 +205,18 @@ static int unwind_fp(struct unwindd *u, struct uproc *p, const struct sample_vie
 		     unsigned int *ret_n)
 {
 	const struct cpa_sample *s = &v->s;
-	unsigned int i, n = 0;
+	const uint64_t *ufp = v->ufp;
+	unsigned int i, n = 0, n_ufp = s->n_ufp;
 	int stop = CPA_STOP_FP;
 
-	for (i = 0; i < s->n_ufp && n < CPA_MAX_UFRAMES + 1; i++) {
-		uint64_t pc = v->ufp[i];
+	/* No chain at all (the kernel could not read it) but registers: the
+	 * ip alone still says where the thread was. */
+	if (!n_ufp && (s->flags & CPA_SF_USER_REGS) && s->regs.ip) {
+		ufp = &s->regs.ip;
+		n_ufp = 1;
+	}
+	for (i = 0; i < n_ufp && n < CPA_MAX_UFRAMES + 1; i++) {
+		uint64_t pc = ufp[i];
 		struct cpa_uframe *f = &u->uf[n];
 		struct uloc l;
 		int r;
