@@ -136,6 +136,7 @@ int main(int argc, char **argv)
 			shm_stage__heartbeat(st);
 		if (take_file("crash", name)) {
 			event(name, "crash");
+			signal(SIGSEGV, SIG_DFL); /* past sanitizers' handlers: a real crash */
 			raise(SIGSEGV);
 		}
 		if (take_file("hang", name)) {
@@ -145,6 +146,7 @@ int main(int argc, char **argv)
 		if (got_term) {
 			event(name, "sigterm");
 			shm_stage__set_state(st, SHM_STATE_EXITED);
+			shm_arena__free(a);
 			return 0;
 		}
 		if (hanging) {
@@ -159,6 +161,7 @@ int main(int argc, char **argv)
 				event(name, "stop out=%llu",
 				      (unsigned long long)shm_stage__cnt(st, SHM_CNT_OUT));
 				shm_stage__set_state(st, SHM_STATE_EXITED);
+				shm_arena__free(a);
 				return 0;
 			}
 			if (shm_ring__reserve_sp(&out, 8, 1, &p) == 0) {
@@ -219,6 +222,7 @@ int main(int argc, char **argv)
 			      (unsigned long long)(has_out ? 0
 							   : shm_stage__cnt(st, STO_CNT_SAMPLES)));
 			shm_stage__set_state(st, SHM_STATE_EXITED);
+			shm_arena__free(a);
 			return 0;
 		}
 		if (shm_ring__wait_sc(&in, 1, 100) == 0)
