@@ -23,6 +23,10 @@
 #define STORE_VERSION_MAJOR 1
 #define STORE_VERSION_MINOR 0
 
+/* Default block length: amortises the block header, index entry and zstd frame
+ * over 5 seconds (docs/store-format.md has the measurements). */
+#define STORE_BLOCK_SECONDS 5
+
 /* ---------------------------------------------------------------- writer */
 
 struct store_writer;
@@ -32,7 +36,8 @@ struct store_writer_opts {
 	/* conf file contents (CPA's keys) */
 	uint32_t cpu_num;
 	uint32_t freq;
-	uint32_t record_interval; /* seconds per block (>= 1) */
+	uint32_t record_interval; /* seconds (conf; blocks are at least this long) */
+	uint32_t block_seconds;	  /* data time per block, per-second buckets inside (default 5) */
 	uint32_t persistent_day;  /* retention by days, 0 = off */
 	uint32_t stack_size;
 	bool kernel_stack;

@@ -1054,14 +1054,32 @@ static uint64_t block_edge_ns(struct store_reader *r, struct rseg *s, const stru
 	return first ? h.t_min_ns : h.t_max_ns;
 }
 
+struct ival {
+	uint64_t a, b; /* seconds [a, b] */
+};
+
+static int ival_cmp(const void *x, const void *y)
+{
+	const struct ival *p = x, *q = y;
+
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
 int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t *ret_last_ns,
 			uint64_t *ret_records)
 {
 	const struct rblock *fb = NULL, *lb = NULL;
 	struct rseg *fs = NULL, *ls = NULL;
-	uint64_t records = 0;
-	uint32_t si, i;
+	_cleanup_free_ struct ival *iv = NULL;
+	uint64_t records = 0, end = 0;
+	uint32_t si, i, n = 0, cap = 0;
 
+	/*
+	 * Records = seconds holding data. A block whose seconds are all present
+	 * (n_sec == span + 1, the steady case) is an interval; intervals are
+	 * merged so a second split over two blocks counts once. A sparse block
+	 * adds its own count.
+	 */
 	for (si = 0; si < r->n_seg; si++) {
 		struct rseg *s = &r->segs[si];
 
@@ -1070,7 +1088,14 @@ int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t
 
 			if (b->bad)
 				continue;
-			records += b->n_sec;
+			if (b->n_sec == (uint32_t)b->span_s + 1) {
+				if (grow((void **)&iv, &cap, n + 1, sizeof(*iv)) < 0)
+					return -ENOMEM;
+				iv[n++] =
+					(struct ival){b->t_min_s, (uint64_t)b->t_min_s + b->span_s};
+			} else {
+				records += b->n_sec;
+			}
 			if (!fb || b->t_min_s < fb->t_min_s) {
 				fb = b;
 				fs = s;
@@ -1084,6 +1109,14 @@ int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t
 	}
 	if (!fb)
 		return fail(r, -ENODATA, "store '%s' holds no records", r->dir);
+	qsort(iv, n, sizeof(*iv), ival_cmp);
+	for (i = 0; i < n; i++) {
+		uint64_t a = MAX(iv[i].a, end);
+
+		if (iv[i].b + 1 > a)
+			records += iv[i].b + 1 - a;
+		end = MAX(end, iv[i].b + 1);
+	}
 	*ret_first_ns = block_edge_ns(r, fs, fb, true);
 	*ret_last_ns = block_edge_ns(r, ls, lb, false);
 	if (*ret_last_ns < *ret_first_ns)

@@ -1196,7 +1196,7 @@ static int block_add(struct block *k, const struct row_key *key, uint64_t count,
 /* Make sure a block that can take a sample at time_ns is open. */
 static int block_for(struct store_writer *w, uint64_t time_ns)
 {
-	int64_t sec = (int64_t)(time_ns / NS), iv = w->o.record_interval;
+	int64_t sec = (int64_t)(time_ns / NS), iv = w->o.block_seconds;
 	struct block *k = &w->blk;
 	int r;
 
@@ -1321,7 +1321,7 @@ uint64_t store_writer__deadline(const struct store_writer *w)
 	if (!w->blk.open)
 		return 0;
 	/* The interval is over, plus one second for samples still in the pipeline. */
-	return (uint64_t)(w->blk.base_s + (int64_t)w->o.record_interval + 1) * NS;
+	return (uint64_t)(w->blk.base_s + (int64_t)w->o.block_seconds + 1) * NS;
 }
 
 size_t store_writer__open_bytes(const struct store_writer *w)
@@ -1423,6 +1423,11 @@ int store_writer__new(const struct store_writer_opts *o, struct store_writer **r
 		w->o.record_interval = 1;
 	if (w->o.record_interval > 60)
 		w->o.record_interval = 60;
+	if (!w->o.block_seconds)
+		w->o.block_seconds = STORE_BLOCK_SECONDS;
+	/* A block never spans less than one interval nor more than a minute. */
+	w->o.block_seconds = MAX(w->o.block_seconds, w->o.record_interval);
+	w->o.block_seconds = MIN(w->o.block_seconds, 60u);
 	if (!w->o.segment_seconds)
 		w->o.segment_seconds = 3600;
 	if (!w->o.zstd_level)

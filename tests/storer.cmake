@@ -5,6 +5,7 @@ endif()
 
 cpa_add_test(NAME test_store SOURCES test_store.c
   LIBS cpa_storer_stage cpa_store cpa_shm cpa_common LABELS store TIMEOUT 300)
+add_dependencies(test_store storer) # test_stage_process runs build/bin/storer
 # show.c is compiled in directly: the front command (cpa/) builds it the same way.
 cpa_add_test(NAME test_show SOURCES test_show.c ${CMAKE_CURRENT_LIST_DIR}/../cpa/show.c
   LIBS cpa_store cpa_common LABELS store show TIMEOUT 120)

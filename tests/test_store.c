@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "shm/arena.h"
@@ -216,10 +219,15 @@ static void got_check(const struct got *g, uint32_t from, uint32_t to, int64_t s
 	}
 }
 
+/* Block length of the next writer: 0 = the default (5 s); 1 for tests that
+ * damage exactly one second. Check forks per test, so it is per test. */
+static uint32_t t_block_s;
+
 static struct store_writer *new_writer(const char *root)
 {
 	struct store_writer_opts o = {
 		.root = root,
+		.block_seconds = t_block_s,
 		.cpu_num = 2,
 		.freq = 49,
 		.record_interval = 1,
@@ -290,13 +298,13 @@ START_TEST(test_roundtrip)
 	ck_assert_uint_ge(ws.uring_fsyncs, 2);
 	ck_assert_uint_eq(ws.write_errors, 0);
 	ck_assert_uint_eq(ws.samples, e.samples);
-	ck_assert_uint_eq(ws.blocks, 300);
+	ck_assert_uint_eq(ws.blocks, 300 / STORE_BLOCK_SECONDS);
 
 	got_init(&g, &e, t_base_ns());
 	query_all(dir, &g, &nn, &st);
 	ck_assert_int_eq(nn, 0);
 	got_check(&g, 0, 300, -1);
-	ck_assert_uint_eq(st.blocks_indexed, 300);
+	ck_assert_uint_eq(st.blocks_indexed, 300 / STORE_BLOCK_SECONDS);
 	ck_assert_uint_eq(st.blocks_recovered, 0);
 
 	ck_assert_int_eq(store_reader__open(dir, NULL, NULL, &r), 0);
@@ -371,8 +379,8 @@ START_TEST(test_index_window)
 	store_reader__stats(r, &st);
 	store_reader__free(r);
 	got_check(&g, 1800, 1860, -1);
-	ck_assert_uint_eq(st.blocks_indexed, 3600);
-	ck_assert_uint_eq(st.blocks_read, 60);
+	ck_assert_uint_eq(st.blocks_indexed, 3600 / STORE_BLOCK_SECONDS);
+	ck_assert_uint_eq(st.blocks_read, 60 / STORE_BLOCK_SECONDS);
 	/* Dictionary sections: only blocks that introduced new entries. */
 	ck_assert_uint_lt(st.dict_reads, 200);
 	ck_assert_uint_lt(st.bytes_read, 200 * 1024);
@@ -393,6 +401,7 @@ static void seg_path(const char *dir, uint32_t no, char *buf, size_t len)
 
 START_TEST(test_torn_tail)
 {
+	t_block_s = 1;
 	struct expect e;
 	struct got g;
 	struct store_read_stats st;
@@ -453,6 +462,7 @@ static uint64_t block_off(const char *seg, uint32_t k, uint32_t *ret_len)
 
 START_TEST(test_corrupt_block)
 {
+	t_block_s = 1;
 	struct expect e;
 	struct got g;
 	struct store_read_stats st;
@@ -829,13 +839,14 @@ START_TEST(test_stage_batch)
 
 	shm_layout__default(&l, 4096, 16);
 	l.initial_pos = UINT64_MAX - 4095;
-		/* 2^64 - 4096: 8-aligned */ /* wrap the positions early */
+	/* 2^64 - 4096: 8-aligned */ /* wrap the positions early */
 	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
 	st = shm_arena__stage(a, SHM_STAGE_STORER);
 	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
 	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
 	expect_init(&e, 20, 30);
 	w = new_writer(root);
+	store_writer__set_run_id(w, 4242);
 	storer__init(&s, st, &c, w);
 	ring_defs(&p, 30);
 	drain(&s);
@@ -876,13 +887,15 @@ START_TEST(test_stage_batch)
 	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_SAMPLES), 1000);
 	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_LOST_SAMPLES), 10);
 	ck_assert_uint_eq(shm_stage__cnt(st, SHM_CNT_DROP_CORRUPT), 1);
-	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_BLOCKS), 20);
+	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_BLOCKS), 20 / STORE_BLOCK_SECONDS);
 	ck_assert_uint_gt(shm_stage__cnt(st, STO_CNT_BYTES_DISK), 0);
 	ck_assert_uint_gt(shm_stage__cnt(st, SHM_CNT_BATCHES), 0);
 	store_writer__free(w);
 
 	/* A restarted storer skips what the mark covers: feed old and new seqs. */
+	/* Same monitor run: it continues the same store dir (next segment). */
 	w = new_writer(root);
+	store_writer__set_run_id(w, 4242);
 	storer__init(&s, st, &c, w);
 	ring_defs(&p, 30);
 	{
@@ -901,6 +914,12 @@ START_TEST(test_stage_batch)
 	store_writer__free(w);
 
 	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+	{
+		char seg2[1100];
+
+		seg_path(dir, 2, seg2, sizeof(seg2));
+		ck_assert_int_eq(access(seg2, F_OK), 0);
+	}
 	got_init(&g, &e, base);
 	{
 		struct store_reader *r;
@@ -913,6 +932,199 @@ START_TEST(test_stage_batch)
 	got_free(&g);
 	expect_free(&e);
 	shm_arena__free(a);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* The real executable: arena on fd 3, records in, DRAIN, exit 0, store on disk. */
+START_TEST(test_stage_process)
+{
+	const char *bd = getenv("CPA_BUILD_DIR");
+	char bin[1100], dir[1024];
+	struct shm_layout l;
+	struct shm_arena *a = NULL;
+	struct shm_ring_prod p;
+	struct cpa_config *cfg;
+	struct shm_stage *st;
+	char *root = t_mkdtemp();
+	uint64_t base = t_base_ns(), seq = 1;
+	int status, i;
+	pid_t pid;
+
+	if (!bd)
+		bd = ".";
+	snprintf(bin, sizeof(bin), "%s/bin/storer", bd);
+	if (access(bin, X_OK) != 0) {
+		fprintf(stderr, "skip: %s not built\n", bin);
+		return;
+	}
+	/* Without an arena: exit 2 with a clear message. */
+	pid = fork();
+	if (pid == 0) {
+		close(3);
+		execl(bin, "storer", (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(WEXITSTATUS(status), 2);
+
+	shm_layout__default(&l, 4096, 16);
+	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
+	cfg = shm_arena__config(a);
+	snprintf(cfg->store_dir, sizeof(cfg->store_dir), "%s", root);
+	cfg->freq = 49;
+	cfg->record_interval_s = 1;
+	cfg->nr_cpus = 2;
+	cfg->start_realtime_ns = 77;
+	st = shm_arena__stage(a, SHM_STAGE_STORER);
+	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
+	ring_defs(&p, 10);
+	for (i = 0; i < 300; i++) {
+		struct cpa_sample_out o;
+
+		t_sample(&o, seq++, base + (uint64_t)i * (T_NS / 30), 1 + i % 10, 0);
+		put_rec(&p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
+	}
+	shm_ring__commit_sp(&p);
+
+	pid = fork();
+	if (pid == 0) {
+		dup2(shm_arena__fd(a), 3);
+		execl(bin, "storer", (char *)NULL);
+		_exit(127);
+	}
+	st->pid = pid;
+	/* Wait for RUNNING and for the input to be consumed, then DRAIN. */
+	for (i = 0; i < 500 && shm_stage__cnt(st, STO_CNT_SAMPLES) < 300; i++)
+		usleep(10000);
+	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_SAMPLES), 300);
+	ck_assert_uint_gt(st->heartbeat_ns, 0);
+	__atomic_store_n(&st->cmd, SHM_CMD_DRAIN, __ATOMIC_RELEASE);
+	shm_ring__kick(shm_arena__ring_mem(a, SHM_RING_SYMD, NULL));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	ck_assert_int_eq(shm_stage__state(st), SHM_STATE_EXITED);
+	/* Two 5-second blocks, or three: this data is a day old, so a block
+	 * can be due (and closed by the deadline) between two input batches. */
+	ck_assert_uint_ge(shm_stage__cnt(st, STO_CNT_BLOCKS), 2);
+	ck_assert_uint_le(shm_stage__cnt(st, STO_CNT_BLOCKS), 4);
+	{
+		struct shm_ring_cons c;
+
+		ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
+		ck_assert_uint_eq(shm_ring__mark_sc(&c), 300);
+		ck_assert_uint_eq(shm_ring__pending_sc(&c), 0);
+	}
+	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+	{
+		struct store_reader *r;
+		uint64_t f, la, recs;
+
+		ck_assert_int_eq(store_reader__open(dir, NULL, NULL, &r), 0);
+		ck_assert_int_eq(store_reader__range(r, &f, &la, &recs), 0);
+		ck_assert_uint_eq(recs, 10);
+		store_reader__free(r);
+	}
+	shm_arena__free(a);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/*
+ * A full disk without root: RLIMIT_FSIZE makes writes past the limit fail
+ * (EFBIG), like ENOSPC. The writer counts, keeps taking samples, retries,
+ * and once the limit is lifted everything lands.
+ */
+START_TEST(test_write_errors)
+{
+	struct expect e;
+	struct got g;
+	char dir[1024];
+	char *root = t_mkdtemp();
+	int nn = 0, status;
+	pid_t pid;
+
+	expect_init(&e, 60, 20);
+	/* In a child without Check calls: the limit would hit Check's own files too. */
+	pid = fork();
+	if (pid == 0) {
+		struct store_writer_opts o = {
+			.root = root, .record_interval = 1, .block_seconds = 1};
+		struct store_writer_stats ws;
+		struct store_writer *w;
+		struct rlimit rl, small;
+		uint64_t seed = 42, seq = 1;
+		uint32_t sec, k;
+		int i;
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (getrlimit(RLIMIT_FSIZE, &rl) || store_writer__new(&o, &w))
+			_exit(10);
+		small = rl;
+		small.rlim_cur = 6000; /* the first blocks fit, the rest do not */
+		if (setrlimit(RLIMIT_FSIZE, &small))
+			_exit(11);
+		t_defs(w, 20, 0);
+		for (sec = 0; sec < 60; sec++)
+			for (k = 0; k < 50; k++) {
+				double u = (double)(lcg(&seed) % 10000) / 10000.0;
+				struct cpa_sample_out so;
+
+				t_sample(&so, seq++,
+					 t_base_ns() + sec * T_NS + (uint64_t)k * (T_NS / 50),
+					 1 + (uint32_t)(u * u * u * 20), 0);
+				if (store_writer__add_sample(w, &so))
+					_exit(12);
+			}
+		store_writer__close_block(w);
+		for (i = 0; i < 50; i++) {
+			store_writer__tick(w, t_base_ns() + 3600 * T_NS);
+			usleep(2000);
+		}
+		store_writer__stats(w, &ws);
+		if (!ws.write_errors || ws.last_error != -EFBIG) {
+			fprintf(stderr, "write_errors %llu last %d disk %llu\n",
+				(unsigned long long)ws.write_errors, ws.last_error,
+				(unsigned long long)ws.bytes_disk);
+			_exit(13);
+		}
+		if (ws.samples != 3000)
+			_exit(14);
+		/* Space is back: the retries go through. */
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(15);
+		if (store_writer__flush(w, true))
+			_exit(16);
+		store_writer__stats(w, &ws);
+		if (ws.dropped_blocks)
+			_exit(17);
+		store_writer__free(w);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	/* The parent knows what the child fed: same generator. */
+	{
+		uint64_t seed = 42;
+		uint32_t sec, k;
+
+		for (sec = 0; sec < 60; sec++)
+			for (k = 0; k < 50; k++) {
+				double u = (double)(lcg(&seed) % 10000) / 10000.0;
+
+				e.cnt[sec * 21 + 1 + (uint32_t)(u * u * u * 20)]++;
+			}
+	}
+	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+	got_init(&g, &e, t_base_ns());
+	query_all(dir, &g, &nn, NULL);
+	got_check(&g, 0, 60, -1);
+	got_free(&g);
+	expect_free(&e);
 	t_rm_rf(root);
 	free(root);
 }
@@ -933,9 +1145,11 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_filters);
 	tcase_add_test(tc, test_segments_and_days);
 	tcase_add_test(tc, test_retention);
+	tcase_add_test(tc, test_write_errors);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("stage");
 	tcase_add_test(tc, test_stage_batch);
+	tcase_add_test(tc, test_stage_process);
 	suite_add_tcase(s, tc);
 	return s;
 }

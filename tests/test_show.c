@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `cpa show` (cpa/show.c) over a store written by the store library: the
+ * lines scripts parse, byte for byte, the folded .prof layout, labels,
+ * filters and errors.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpa/show.h"
+#include "common/log.h"
+#include "shm/stage.h"
+#include "storer/store.h"
+#include "test_store_util.h"
+
+#define NSTACKS	   5
+#define NSEC	   10
+#define RATE_OF(s) (s) /* stack s is sampled s times a second */
+
+static char *root;
+static char store[1024];
+static char out[4096];
+
+/* 10 seconds from 10:00:00, stacks 1..5 sampled s times a second, an
+ * off-CPU row, and a loss record at 10:00:03. */
+static void build_store(void)
+{
+	struct store_writer_opts o = {.record_interval = 1};
+	struct store_writer *w;
+	uint64_t seq = 1, base = t_base_ns();
+	uint32_t sec, s, k;
+
+	root = t_mkdtemp();
+	o.root = root;
+	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	t_defs(w, NSTACKS, 0);
+	for (sec = 0; sec < NSEC; sec++) {
+		for (s = 1; s <= NSTACKS; s++)
+			for (k = 0; k < RATE_OF(s); k++) {
+				struct cpa_sample_out smp;
+
+				t_sample(&smp, seq++,
+					 base + sec * T_NS + (s * 100 + k * 10) * 1000000ULL, s, 0);
+				ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+			}
+		if (sec == 3) {
+			struct cpa_loss l = {.seq = seq++,
+					     .time_ns = base + sec * T_NS + 1000,
+					     .count = 7,
+					     .weight = 7,
+					     .stage = SHM_STAGE_UNWINDD,
+					     .reason = SHM_CNT_DROP_RING_FULL};
+
+			ck_assert_int_eq(store_writer__add_loss(w, &l), 0);
+		}
+	}
+	store_writer__free(w);
+	ck_assert_int_eq(t_store_dir(root, store, sizeof(store)), 0);
+}
+
+static void setup(void)
+{
+	setenv("TZ", "UTC", 1);
+	tzset();
+	build_store();
+}
+
+static void teardown(void)
+{
+	t_rm_rf(root);
+	free(root);
+}
+
+static struct show_opts defaults(void)
+{
+	struct show_opts o = {
+		.read = store, .output_num = 1, .target_pid = -1, .target_cgroup_id = -1};
+	return o;
+}
+
+/* Run show_run with stdout captured into out[]. */
+static int run(const struct show_opts *o)
+{
+	char path[1100];
+	int fd, saved, r;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/stdout", root);
+	fflush(stdout);
+	fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
+	ck_assert_int_ge(fd, 0);
+	saved = dup(1);
+	dup2(fd, 1);
+	r = show_run(o);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	n = pread(fd, out, sizeof(out) - 1, 0);
+	out[n > 0 ? n : 0] = 0;
+	close(fd);
+	return r;
+}
+
+/* The folded line of stack s with the default labels. */
+static void folded(uint32_t s, const char *labels, char *buf, size_t len)
+{
+	uint32_t n = T_STACK_FRAMES(s), nk = T_STACK_KFRAMES(s), j;
+	char name[160];
+
+	snprintf(buf, len, "%s", labels);
+	for (j = n; j-- > nk;) {
+		t_frame_name(t_stack_frame(s, j), name, sizeof(name));
+		strcat(buf, name);
+		strcat(buf, ";");
+	}
+	for (j = nk; j-- > 0;) {
+		t_frame_name(t_stack_frame(s, j), name, sizeof(name));
+		strcat(buf, name);
+		strcat(buf, "_[k];");
+	}
+}
+
+struct prof {
+	char lines[64][8192];
+	unsigned long long counts[64];
+	int n;
+};
+
+/* Parse a .prof: every line "stack; COUNT". */
+static void read_prof(const char *path, struct prof *p)
+{
+	FILE *f = fopen(path, "r");
+	char line[8192];
+
+	ck_assert_msg(f != NULL, "no %s", path);
+	p->n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+
+		ck_assert_int_lt(p->n, 64);
+		ck_assert_ptr_nonnull(sp);
+		ck_assert_msg(sp > line && sp[-1] == ';', "no '; ' before the count: %s", line);
+		ck_assert_int_eq(line[strlen(line) - 1], '\n');
+		*sp = 0;
+		snprintf(p->lines[p->n], sizeof(p->lines[0]), "%s", line);
+		p->counts[p->n] = strtoull(sp + 1, NULL, 10);
+		p->n++;
+	}
+	fclose(f);
+}
+
+static unsigned long long prof_count(const struct prof *p, const char *line)
+{
+	int i;
+
+	for (i = 0; i < p->n; i++)
+		if (!strcmp(p->lines[i], line))
+			return p->counts[i];
+	return 0;
+}
+
+START_TEST(test_show_range)
+{
+	struct show_opts o = defaults();
+
+	o.show_range = true;
+	ck_assert_int_eq(run(&o), 0);
+	/* Last sample: stack 5, k 4 of 10:00:09 -> 09.540. */
+	ck_assert_str_eq(out,
+			 "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records Num: 10\n");
+	/* The store root works too. */
+	o.read = root;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_str_eq(out,
+			 "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records Num: 10\n");
+}
+END_TEST
+
+START_TEST(test_show_export)
+{
+	struct show_opts o = defaults();
+	char path[1100], want[2048], line[8192];
+	struct prof p;
+	uint32_t s;
+
+	snprintf(path, sizeof(path), "%s/out.prof", root);
+	o.starttime = "10:00:02";
+	o.output_num = 3;
+	o.output_prof = path;
+	ck_assert_int_eq(run(&o), 0);
+	snprintf(want, sizeof(want),
+		 "Export Record Time From [ 10:00:02.000 - 10:00:05.000 ]\n"
+		 "Write  [ 10:00:02.000 - 10:00:05.000 ] Record to %s, Stack Type 6\n",
+		 path);
+	ck_assert_str_eq(out, want);
+	read_prof(path, &p);
+	ck_assert_int_eq(p.n, 6);
+	for (s = 1; s <= NSTACKS; s++) {
+		folded(s,
+		       s % 3 == 2   ? "ENV_A;db:1002;"
+		       : s % 3 == 1 ? "ENV_A;app:1001;"
+				    : "ENV_A;app:1000;",
+		       line, sizeof(line));
+		ck_assert_msg(prof_count(&p, line) == 3 * RATE_OF(s), "stack %u: %s", s, line);
+	}
+	ck_assert_uint_eq(prof_count(&p, "SYSTEM;[lost];[lost: unwindd drop_ring_full];"), 7);
+
+	/* --endtime decides the number of records. */
+	o.endtime = "10:00:04";
+	o.output_num = 1;
+	ck_assert_int_eq(run(&o), 0);
+	snprintf(want, sizeof(want),
+		 "Export Record Time From [ 10:00:02.000 - 10:00:04.000 ]\n"
+		 "Write  [ 10:00:02.000 - 10:00:04.000 ] Record to %s, Stack Type 6\n",
+		 path);
+	ck_assert_str_eq(out, want);
+	read_prof(path, &p);
+	folded(5, "ENV_A;db:1002;", line, sizeof(line));
+	ck_assert_uint_eq(prof_count(&p, line), 2 * 5);
+}
+END_TEST
+
+START_TEST(test_show_default_name)
+{
+	struct show_opts o = defaults();
+	char cwd[1024];
+	struct prof p;
+
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_int_eq(chdir(root), 0);
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_str_eq(
+		out,
+		"Export Record Time From [ 10:00:00.000 - 10:00:01.000 ]\n"
+		"Write  [ 10:00:00.000 - 10:00:01.000 ] Record to cpa_10:00:00.000_1.prof, Stack Type 5\n");
+	read_prof("cpa_10:00:00.000_1.prof", &p);
+	ck_assert_int_eq(p.n, 5);
+	ck_assert_int_eq(chdir(cwd), 0);
+}
+END_TEST
+
+START_TEST(test_show_labels)
+{
+	struct show_opts o = defaults();
+	char path[1100], line[8192];
+	struct prof p;
+
+	snprintf(path, sizeof(path), "%s/l.prof", root);
+	o.output_prof = path;
+	o.no_pid = true;
+	o.no_env = true;
+	o.show_thread_name = true;
+	ck_assert_int_eq(run(&o), 0);
+	read_prof(path, &p);
+	/* Stacks 1 and 4 share pid 1001, process "app": merged by the label. */
+	folded(1, "app;worker;", line, sizeof(line));
+	ck_assert_uint_eq(prof_count(&p, line), 1);
+	folded(5, "db;worker;", line, sizeof(line));
+	ck_assert_uint_eq(prof_count(&p, line), 5);
+
+	o = defaults();
+	o.output_prof = path;
+	o.show_raw = true;
+	ck_assert_int_eq(run(&o), 0);
+	read_prof(path, &p);
+	folded(5, "raw:pid=1002,tid=1003,cpu=1,cgroup=4294967297,kind=oncpu,probe=0;ENV_A;db:1002;",
+	       line, sizeof(line));
+	ck_assert_uint_eq(prof_count(&p, line), 5);
+}
+END_TEST
+
+START_TEST(test_show_filters)
+{
+	struct show_opts o = defaults();
+	char path[1100];
+	struct prof p;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/f.prof", root);
+	o.output_prof = path;
+	o.output_num = NSEC;
+	o.target_pid = 1001; /* stacks 1 and 4 */
+	ck_assert_int_eq(run(&o), 0);
+	read_prof(path, &p);
+	ck_assert_int_eq(p.n, 2);
+	for (i = 0; i < p.n; i++)
+		ck_assert_ptr_nonnull(strstr(p.lines[i], ";app:1001;"));
+
+	o = defaults();
+	o.output_prof = path;
+	o.target_comm = "db";
+	ck_assert_int_eq(run(&o), 0);
+	read_prof(path, &p);
+	ck_assert_int_eq(p.n, 2); /* stacks 2 and 5 */
+
+	o = defaults();
+	o.output_prof = path;
+	o.target_cpu = "1"; /* odd stacks */
+	o.target_cgroup_id = 0x100000001LL;
+	o.target_env = "ENV_A";
+	ck_assert_int_eq(run(&o), 0);
+	read_prof(path, &p);
+	ck_assert_int_eq(p.n, 3);
+
+	o.target_env = "OTHER";
+	ck_assert_int_eq(run(&o), -ENODATA);
+}
+END_TEST
+
+START_TEST(test_show_errors)
+{
+	struct show_opts o = defaults();
+	char p[1100];
+
+	log_set_level(LOG_LVL_ERROR);
+	o.read = "/nonexistent/cpa";
+	ck_assert_int_lt(run(&o), 0);
+	snprintf(p, sizeof(p), "%s/empty", root);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	o.read = p;
+	ck_assert_int_eq(run(&o), -ENOENT);
+
+	o = defaults();
+	o.starttime = "25:00:00";
+	ck_assert_int_eq(run(&o), -EINVAL);
+	o.starttime = "10:00";
+	ck_assert_int_eq(run(&o), -EINVAL);
+	o.starttime = "11:00:00"; /* no records there */
+	ck_assert_int_eq(run(&o), -ENODATA);
+	o.starttime = "10:00:05";
+	o.endtime = "10:00:04";
+	ck_assert_int_eq(run(&o), -EINVAL);
+	o = defaults();
+	o.output_num = 0;
+	ck_assert_int_eq(run(&o), -EINVAL);
+	o = defaults();
+	o.split_path = "/tmp/x";
+	ck_assert_int_eq(run(&o), -EOPNOTSUPP);
+	o = defaults();
+	o.target_cpu = "3-1";
+	ck_assert_int_eq(run(&o), -EINVAL);
+	o = defaults();
+	snprintf(p, sizeof(p), "%s/no/such/dir/x.prof", root);
+	o.output_prof = p;
+	ck_assert_int_lt(run(&o), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("show");
+	TCase *tc = tcase_create("show");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_show_range);
+	tcase_add_test(tc, test_show_export);
+	tcase_add_test(tc, test_show_default_name);
+	tcase_add_test(tc, test_show_labels);
+	tcase_add_test(tc, test_show_filters);
+	tcase_add_test(tc, test_show_errors);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
