@@ -177,6 +177,12 @@ static uint64_t rd_ptr(struct rd *r, uint8_t enc, const uint8_t *sec, uint64_t s
 	return v;
 }
 
+/* Offsets scaled by the data alignment factor: wraps instead of overflowing (fuzzed input). */
+static int64_t scale(uint64_t v, int64_t factor)
+{
+	return (int64_t)(v * (uint64_t)factor);
+}
+
 /* --------------------------------------------------------------- row state */
 
 struct state {
@@ -461,7 +467,7 @@ static int run_cfa(struct builder *b, const struct section *sec, const struct ci
 			nloc = loc + (op & 0x3f) * cie->code_align;
 			goto advance;
 		case DW_CFA_offset:
-			off = (int64_t)rd_uleb(&r) * cie->data_align;
+			off = scale(rd_uleb(&r), cie->data_align);
 			slot = dwreg_slot(op & 0x3f);
 			if (slot >= 0) {
 				s->rk[slot] = CFI_R_OFF;
@@ -495,16 +501,16 @@ static int run_cfa(struct builder *b, const struct section *sec, const struct ci
 		case DW_CFA_offset_extended:
 		case DW_CFA_val_offset:
 			reg = rd_uleb(&r);
-			off = (int64_t)rd_uleb(&r) * cie->data_align;
+			off = scale(rd_uleb(&r), cie->data_align);
 			goto set_off;
 		case DW_CFA_offset_extended_sf:
 		case DW_CFA_val_offset_sf:
 			reg = rd_uleb(&r);
-			off = rd_sleb(&r) * cie->data_align;
+			off = scale((uint64_t)rd_sleb(&r), cie->data_align);
 			goto set_off;
 		case DW_CFA_GNU_neg_off_ext:
 			reg = rd_uleb(&r);
-			off = -(int64_t)rd_uleb(&r) * cie->data_align;
+			off = scale(-rd_uleb(&r), cie->data_align);
 set_off:
 			slot = dwreg_slot(reg);
 			if (slot >= 0) {
@@ -560,18 +566,23 @@ set_off:
 			s->cfa_kind = CFI_CFA_REG;
 			reg = rd_uleb(&r);
 			s->cfa_reg = (uint8_t)MIN(reg, 255u);
-			s->cfa_off = rd_sleb(&r) * cie->data_align;
+			s->cfa_off = scale((uint64_t)rd_sleb(&r), cie->data_align);
 			break;
 		case DW_CFA_def_cfa_register:
-			s->cfa_kind = CFI_CFA_REG;
+			if (s->cfa_kind != CFI_CFA_REG)
+				return -EINVAL; /* no offset to keep after an expression */
 			reg = rd_uleb(&r);
 			s->cfa_reg = (uint8_t)MIN(reg, 255u);
 			break;
 		case DW_CFA_def_cfa_offset:
+			if (s->cfa_kind != CFI_CFA_REG)
+				return -EINVAL; /* cfa_off holds an expression's pool offset */
 			s->cfa_off = (int64_t)rd_uleb(&r);
 			break;
 		case DW_CFA_def_cfa_offset_sf:
-			s->cfa_off = rd_sleb(&r) * cie->data_align;
+			if (s->cfa_kind != CFI_CFA_REG)
+				return -EINVAL;
+			s->cfa_off = scale((uint64_t)rd_sleb(&r), cie->data_align);
 			break;
 		case DW_CFA_def_cfa_expression:
 			len = rd_uleb(&r);
@@ -733,7 +744,7 @@ static int get_cie(struct builder *b, const struct section *sec, struct cie_cach
 		if (r.bad || len > (uint64_t)(r.end - r.p))
 			return -EINVAL;
 		r.end = r.p + len;
-		id = rd_u(&r, 8);
+		id = rd_u(&r, sec->eh ? 4 : 8); /* .eh_frame ids are 4 bytes in any format */
 		if (!sec->eh && id != ~0ull)
 			return -EINVAL;
 	} else {
@@ -782,18 +793,18 @@ static int parse_section(struct builder *b, const struct section *sec)
 			is64 = true;
 		}
 		if (r.bad || len > (uint64_t)(r.end - r.p))
-			return -EINVAL;
+			break; /* broken framing: keep the rows of the entries before it */
 		entry_end = r.p + len;
 		r.end = entry_end;
 		id_pos = r.p;
-		id = rd_u(&r, is64 ? 8 : 4);
+		id = rd_u(&r, is64 && !sec->eh ? 8 : 4);
 		pos = (size_t)(entry_end - sec->d);
 
 		if (sec->eh ? id == 0 : id == (is64 ? ~0ull : 0xffffffffu))
 			continue; /* a CIE: parsed when an FDE refers to it */
 		if (sec->eh) {
 			if (id > (uint64_t)(id_pos - sec->d))
-				return -EINVAL;
+				continue;
 			cie_off = (uint64_t)(id_pos - sec->d) - id;
 		} else {
 			cie_off = id;
@@ -814,11 +825,11 @@ static int parse_section(struct builder *b, const struct section *sec)
 			uint64_t alen = rd_uleb(&r);
 
 			if (r.bad || alen > (uint64_t)(r.end - r.p))
-				return -EINVAL;
+				continue;
 			r.p += alen;
 		}
 		if (r.bad)
-			return -EINVAL;
+			continue;
 		if (!range || loc + range < loc)
 			continue; /* discarded by the linker (COMDAT, gc-sections) */
 		s = cie->init;
