@@ -454,8 +454,11 @@ START_TEST(test_fixture_proc_exec_exit)
 	ck_assert_uint_eq(l.file_off, 0x1234);
 	ck_assert_str_eq(l.bin->path, "/opt/fix/app");
 	ck_assert_uint_eq(l.bin->ino, 100);
-	ck_assert(l.bin->identified);
-	ck_assert_int_eq(l.bin->build_id_len, 0); /* no such file: identity is path + dev/ino */
+	/* No such file: identity is path + dev/ino for now, retried later. */
+	ck_assert(!l.bin->identified);
+	ck_assert_int_eq(l.bin->build_id_len, 0);
+	ck_assert_uint_gt(l.bin->ident_retry_ns, now);
+	ck_assert_uint_eq(l.bin->def_pid, FIX_PID);
 	app_id = l.module_id;
 	ck_assert_int_eq(ucache__find(c, p, 0x7f1000400010ull, now, &l), 0);
 	ck_assert_uint_eq(l.file_off, 0x4010);
@@ -505,6 +508,65 @@ START_TEST(test_fixture_proc_exec_exit)
 	ck_assert_int_eq(ucache__find(c, p, 0x401234, now + 1, &l), -ENOENT);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_FAIL], 1);
 	ucache__free(c);
+}
+END_TEST
+
+/* A binary first seen in a process that is already gone (its /proc entry
+ * cannot open the file) is identified later from a live one, and its
+ * definition is marked for re-sending. */
+START_TEST(test_identify_retry_from_live_process)
+{
+	char dir[] = "/tmp/cpa-unw-proc-XXXXXX", path[256], line[1400], cmd[300];
+	const char *exe = self_exe();
+	uint8_t want[ELFID_MAX];
+	uint64_t now = 1000 * SEC;
+	struct ucache *c;
+	struct uproc *p;
+	struct stat sb;
+	struct uloc l;
+	struct ubin *b;
+	int i, wn;
+	FILE *f;
+
+	ck_assert_int_eq(stat(exe, &sb), 0);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(line, sizeof(line), "400000-500000 r-xp 00000000 %02x:%02x %llu %s\n",
+		 major(sb.st_dev), minor(sb.st_dev), (unsigned long long)sb.st_ino, exe);
+	for (i = 1; i <= 2; i++) {
+		snprintf(path, sizeof(path), "%s/%d", dir, i);
+		ck_assert_int_eq(mkdir(path, 0700), 0);
+		snprintf(path, sizeof(path), "%s/%d/maps", dir, i);
+		f = fopen(path, "we");
+		ck_assert_ptr_nonnull(f);
+		fputs(line, f);
+		fclose(f);
+	}
+	/* pid 2 is "alive": its root/ shows the file system. */
+	snprintf(path, sizeof(path), "%s/2/root", dir);
+	ck_assert_int_eq(symlink("/", path), 0);
+
+	c = cache_new(dir, 100 * 1000000ull, NULL);
+	p = ucache__proc(c, 1, now);
+	ck_assert_int_eq(ucache__find(c, p, 0x400010, now, &l), 0);
+	b = l.bin;
+	ck_assert(!b->identified);
+	b->def_sent = true; /* as if the partial definition went out */
+
+	p = ucache__proc(c, 2, now);
+	ck_assert_int_eq(ucache__find(c, p, 0x400010, now + 1, &l), 0);
+	ck_assert(!b->identified); /* not before the retry time */
+	ck_assert_int_eq(ucache__find(c, p, 0x400010, now + 2 * SEC, &l), 0);
+	ck_assert(b->identified);
+	ck_assert(!b->def_sent);
+	ck_assert_uint_eq(b->def_pid, 2);
+	wn = readelf_build_id(exe, want, ELFID_MAX);
+	if (wn > 0) {
+		ck_assert_int_eq(b->build_id_len, wn);
+		ck_assert_mem_eq(b->build_id, want, (size_t)wn);
+	}
+	ucache__free(c);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -1248,6 +1310,7 @@ static Suite *unwindd_suite(void)
 	tcase_add_test(tc, test_pc_to_offset_self);
 	tcase_add_test(tc, test_refresh_throttle_and_anon);
 	tcase_add_test(tc, test_fixture_proc_exec_exit);
+	tcase_add_test(tc, test_identify_retry_from_live_process);
 	tcase_add_test(tc, test_cache_cap_evicts);
 	suite_add_tcase(s, tc);
 

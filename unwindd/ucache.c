@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/macro.h"
 #include "elfid.h"
 #include "procmaps.h"
@@ -20,7 +21,8 @@
 #include "cfi.h"
 #endif
 
-#define MAPS_BUF_MAX (64u << 20) /* a maps file larger than this is hostile */
+#define MAPS_BUF_MAX   (64u << 20)	       /* a maps file larger than this is hostile */
+#define IDENT_RETRY_NS (1000ull * 1000 * 1000) /* re-try opening a binary after this */
 
 /* An unwind table shared by every binary with the same build-id (the same
  * libc in twenty containers is parsed once). */
@@ -303,11 +305,11 @@ static int bin_open(struct ucache *c, const struct ubin *b, uint32_t pid, uint64
 	return fd;
 }
 
-static void bin_identify(struct ucache *c, struct ubin *b, uint32_t pid, const struct umap *m)
+static void bin_identify(struct ucache *c, struct ubin *b, uint32_t pid, const struct umap *m,
+			 uint64_t now_ns)
 {
 	_cleanup_close_ int fd = -1;
 
-	b->identified = true;
 	b->def_pid = pid;
 	b->def_start = m->start;
 	b->def_end = m->end;
@@ -315,14 +317,25 @@ static void bin_identify(struct ucache *c, struct ubin *b, uint32_t pid, const s
 		if (c->vdso_img)
 			(void)elfid__from_mem(c->vdso_img, c->vdso_size, b->build_id,
 					      &b->build_id_len);
+		b->identified = true;
 		return;
 	}
-	if (b->mod_kind != CPA_MOD_FILE)
+	if (b->mod_kind != CPA_MOD_FILE) {
+		b->identified = true;
 		return;
+	}
 	fd = bin_open(c, b, pid, m->start, m->end);
-	if (fd < 0)
-		return; /* no build-id: symd still has pid + path + range */
+	if (fd < 0) {
+		/* Mostly a process that exited before we got to its sample. The
+		 * definition goes out as it is (path, this pid); a later hit from a
+		 * live process tries again and re-sends it complete. */
+		b->ident_retry_ns = now_ns + IDENT_RETRY_NS;
+		return;
+	}
+	b->identified = true;
 	(void)elfid__from_fd(fd, b->build_id, &b->build_id_len);
+	/* symd takes a re-definition of an id as an update. */
+	b->def_sent = false;
 }
 
 /* ---- maps ---- */
@@ -533,8 +546,8 @@ static int find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns,
 		ret->flags = CPA_UF_ANON;
 		return 0;
 	}
-	if (unlikely(!b->identified))
-		bin_identify(c, b, p->pid, m);
+	if (unlikely(!b->identified) && now_ns >= b->ident_retry_ns)
+		bin_identify(c, b, p->pid, m, now_ns);
 	b->last_use = now_ns;
 	ret->bin = b;
 	ret->module_id = b->id;
@@ -560,14 +573,14 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		return NULL;
 	if (likely(b->cfi))
 		return b->cfi->table;
-	if (b->cfi_tried)
+	if (b->cfi_tried || p->last_use < b->cfi_retry_ns)
 		return NULL;
-	b->cfi_tried = true;
 #if defined(UNWINDD_HAVE_CFI)
 	{
 		_cleanup_close_ int fd = -1, dfd = -1;
 		struct cfi_table *t = NULL;
 		struct ucfi *f;
+		int r;
 
 		if (b->build_id_len) {
 			for (f = c->cfis; f; f = f->next) {
@@ -583,14 +596,21 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 			/* The vDSO has no file: hand the builder our own copy. */
 			if (!c->vdso_img)
 				return NULL;
+			b->cfi_tried = true;
 			fd = memfd_create("cpa-vdso", MFD_CLOEXEC);
 			if (fd < 0 || write(fd, c->vdso_img, c->vdso_size) != (ssize_t)c->vdso_size)
 				return NULL;
 		} else if (b->mod_kind == CPA_MOD_FILE) {
 			fd = bin_open(c, b, p->pid, loc->map->start, loc->map->end);
-			if (fd < 0)
+			if (fd < 0) {
+				/* This process is gone; another one may still map it. */
+				b->cfi_retry_ns = p->last_use + IDENT_RETRY_NS;
+				log_debug("no unwind table for '%s' (pid %u): open: %s", b->path,
+					  p->pid, strerror(-fd));
 				return NULL;
+			}
 		} else {
+			b->cfi_tried = true; /* [vsyscall]: no ELF to read */
 			return NULL;
 		}
 		if (b->build_id_len >= 2) {
@@ -605,8 +625,14 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 			snprintf(dpath + n, sizeof(dpath) - (size_t)n, ".debug");
 			dfd = open(dpath, O_RDONLY | O_CLOEXEC);
 		}
-		if (cfi_table__build(fd, dfd, &t) < 0 || !t)
+		b->cfi_tried = true; /* a build that fails fails again */
+		r = cfi_table__build(fd, dfd, &t);
+		if (r < 0 || !t) {
+			/* Once per binary (cfi_tried): not a hot path. */
+			log_debug("no unwind table for '%s': %s", b->path,
+				  strerror(r < 0 ? -r : EINVAL));
 			return NULL;
+		}
 		f = calloc(1, sizeof(*f));
 		if (!f) {
 			cfi_table__free(t);

@@ -41,9 +41,11 @@ struct ubin {
 	uint32_t refs;	   /* umaps pointing here */
 	uint64_t last_use; /* ns, for LRU eviction */
 	/* Identity, filled at the first resolved pc (ucache__find). */
-	bool identified;
-	bool def_sent; /* MODULE record emitted in this epoch */
-	bool cfi_tried;
+	bool identified;	 /* build-id read (or the file has none) */
+	bool def_sent;		 /* MODULE record emitted in this epoch (as it is now) */
+	bool cfi_tried;		 /* table build attempted: no retry */
+	uint64_t ident_retry_ns; /* open failed (process gone): next try not before */
+	uint64_t cfi_retry_ns;
 	uint8_t build_id_len;
 	uint8_t build_id[CPA_BUILD_ID_MAX];
 	uint32_t def_pid; /* a process that maps it, for /proc/PID/map_files */
