@@ -472,6 +472,9 @@ static void stop_step_begin(struct supervisor *s)
 		/* A consumer that is down with input left is started to drain it:
 		 * stopping must not lose what is already in the ring. */
 		if (!st->pid && ring_pending(s, st->input_ring) > 0) {
+			log_info(
+				"%s is down with %llu bytes in its input: starting it to drain them",
+				st->name, (unsigned long long)ring_pending(s, st->input_ring));
 			st->restart_at_ns = 0;
 			if (stage_spawn(s, st) < 0) {
 				s->exit_code = 1;

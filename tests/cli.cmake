@@ -18,6 +18,6 @@ foreach(stage capture unwindd symd storer)
   list(APPEND CPA_FAKE_STAGES fake_stage_${stage})
 endforeach()
 
-cpa_add_test(NAME test_monitor SOURCES test_monitor.c LIBS cpa_shm cpa_common
+cpa_add_test(NAME test_monitor SOURCES test_monitor.c LIBS cpa_cli cpa_shm cpa_common
   LABELS monitor TIMEOUT 180)
 add_dependencies(test_monitor cpa ${CPA_FAKE_STAGES})

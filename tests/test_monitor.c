@@ -9,9 +9,11 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "sdnotify.h"
 
 struct mon {
 	pid_t pid;
@@ -103,6 +107,18 @@ static void dump_log(const struct mon *m)
 
 	fprintf(stderr, "---- monitor log %s ----\n%s---- end ----\n", m->log, s);
 	free(s);
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+/* Remove a passing case's directory (a failing one keeps it for a look). */
+static void mon_cleanup(struct mon *m)
+{
+	nftw(m->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Start `cpa monitor --store_dir <dir>/store <args...>` with env "K=V" pairs. */
@@ -297,6 +313,7 @@ START_TEST(test_start_status_stop)
 	ck_assert_int_ne(CTL(&m, &out, "status"), 0);
 	ck_assert_ptr_nonnull(strstr(out, "no cpa monitor runs"));
 	free(out);
+	mon_cleanup(&m);
 }
 END_TEST
 
@@ -324,6 +341,7 @@ START_TEST(test_crash_restart)
 	ck_assert_int_eq(mon_wait(&m, 20000), 0);
 	/* Nothing lost across the crash: ring positions live in the arena. */
 	check_drained_in_order(&m);
+	mon_cleanup(&m);
 }
 END_TEST
 
@@ -341,6 +359,7 @@ START_TEST(test_hung_stage)
 	kill(m.pid, SIGTERM);
 	ck_assert_int_eq(mon_wait(&m, 20000), 0);
 	check_drained_in_order(&m);
+	mon_cleanup(&m);
 }
 END_TEST
 
@@ -354,6 +373,7 @@ START_TEST(test_duration)
 	ck_assert_uint_ge(ms_now() - t0, 1900);
 	ck_assert(WAIT_LOG(&m, 100, "stopping (--duration 2 s elapsed)"));
 	check_drained_in_order(&m);
+	mon_cleanup(&m);
 }
 END_TEST
 
@@ -369,6 +389,7 @@ START_TEST(test_start_failure_gives_up)
 	ck_assert(WAIT_LOG(&m, 100, "capture failed to start 3 times in a row",
 			   "exited with code 2", "giving up"));
 	ck_assert(WAIT_LOG(&m, 100, "stopped with errors"));
+	mon_cleanup(&m);
 }
 END_TEST
 
@@ -401,6 +422,7 @@ START_TEST(test_ctl_rate_restart)
 	kill(m.pid, SIGTERM);
 	ck_assert_int_eq(mon_wait(&m, 20000), 0);
 	check_drained_in_order(&m);
+	mon_cleanup(&m);
 }
 END_TEST
 
@@ -418,6 +440,7 @@ START_TEST(test_drain_timeout)
 			   "killing it (SIGKILL)"));
 	/* The storer still gets its turn after symd was killed. */
 	ck_assert_int_ge(event_line(&m, "storer drain"), 0);
+	mon_cleanup(&m);
 }
 END_TEST
 
@@ -467,6 +490,7 @@ START_TEST(test_second_monitor_refused)
 
 	kill(m.pid, SIGTERM);
 	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+	mon_cleanup(&m);
 }
 END_TEST
 
@@ -518,8 +542,97 @@ START_TEST(test_sd_notify)
 	ck_assert(stopping);
 	ck_assert_int_eq(mon_wait(&m, 20000), 0);
 	close(fd);
+	unlink(path);
+	rmdir(tmpl);
 	/* Stages must not see the monitor's systemd variables. */
 	ck_assert(WAIT_EVENT(&m, 100, "capture start gen=1 notify=none"));
+	mon_cleanup(&m);
+}
+END_TEST
+
+START_TEST(test_stop_while_consumer_down)
+{
+	struct mon m;
+
+	/* unwindd is down (100 ms backoff) or just back when the stop reaches it. */
+	mon_start(&m, NULL, NULL);
+	mon_ready(&m);
+	mon_touch(&m, "crash-unwindd");
+	ck_assert(WAIT_LOG(&m, 5000, "unwindd (pid", "killed by SIGSEGV"));
+	kill(m.pid, SIGTERM);
+	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+	/* Whether it was restarted by backoff or for the drain, nothing is lost. */
+	check_drained_in_order(&m);
+	mon_cleanup(&m);
+}
+END_TEST
+
+START_TEST(test_second_signal_kills)
+{
+	struct mon m;
+	uint64_t t0;
+
+	mon_start(
+		&m,
+		(const char *const[]){"FAKE_IGNORE_DRAIN=symd", "CPA_DRAIN_TIMEOUT_MS=30000", NULL},
+		NULL);
+	mon_ready(&m);
+	kill(m.pid, SIGTERM);
+	ck_assert(WAIT_LOG(&m, 5000, "draining symd"));
+	t0 = ms_now();
+	kill(m.pid, SIGINT);
+	ck_assert_int_eq(mon_wait(&m, 10000), 1);
+	ck_assert_uint_lt(ms_now() - t0, 5000);
+	ck_assert(WAIT_LOG(&m, 100, "second signal: killing every stage now"));
+	mon_cleanup(&m);
+}
+END_TEST
+
+START_TEST(test_sd_notify_abstract)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sd_notifier n;
+	char name[64], env[80], buf[128];
+	socklen_t len;
+	ssize_t got;
+	int fd;
+
+	snprintf(name, sizeof(name), "cpa-test-notify-%d", getpid());
+	memcpy(sa.sun_path + 1, name, strlen(name)); /* abstract: leading NUL */
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, len), 0);
+
+	snprintf(env, sizeof(env), "@%s", name);
+	setenv("NOTIFY_SOCKET", env, 1);
+	setenv("WATCHDOG_USEC", "2000000", 1);
+	setenv("WATCHDOG_PID", "1", 1); /* not us: no watchdog */
+	ck_assert_int_eq(sd_notifier__open(&n), 0);
+	ck_assert(sd_notifier__enabled(&n));
+	ck_assert_uint_eq(n.watchdog_usec, 0);
+	ck_assert_int_eq(sd_notifier__send(&n, "READY=1\nSTATUS=%s", "x"), 0);
+	got = recv(fd, buf, sizeof(buf) - 1, 0);
+	ck_assert_int_gt(got, 0);
+	buf[got] = 0;
+	ck_assert_str_eq(buf, "READY=1\nSTATUS=x");
+	sd_notifier__close(&n);
+
+	snprintf(env, sizeof(env), "%d", getpid());
+	setenv("WATCHDOG_PID", env, 1);
+	ck_assert_int_eq(sd_notifier__open(&n), 0);
+	ck_assert_uint_eq(n.watchdog_usec, 2000000);
+	sd_notifier__close(&n);
+
+	setenv("NOTIFY_SOCKET", "relative/path", 1);
+	ck_assert_int_eq(sd_notifier__open(&n), -EINVAL);
+	unsetenv("NOTIFY_SOCKET");
+	unsetenv("WATCHDOG_USEC");
+	unsetenv("WATCHDOG_PID");
+	ck_assert_int_eq(sd_notifier__open(&n), 0);
+	ck_assert(!sd_notifier__enabled(&n));
+	ck_assert_int_eq(sd_notifier__send(&n, "READY=1"), 0); /* no-op */
+	close(fd);
 }
 END_TEST
 
@@ -538,6 +651,9 @@ static Suite *monitor_suite(void)
 	tcase_add_test(tc, test_drain_timeout);
 	tcase_add_test(tc, test_second_monitor_refused);
 	tcase_add_test(tc, test_sd_notify);
+	tcase_add_test(tc, test_stop_while_consumer_down);
+	tcase_add_test(tc, test_second_signal_kills);
+	tcase_add_test(tc, test_sd_notify_abstract);
 	suite_add_tcase(s, tc);
 	return s;
 }
