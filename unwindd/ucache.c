@@ -393,7 +393,7 @@ int ucache__refresh(struct ucache *c, struct uproc *p, uint64_t now_ns)
 	const char *pos, *end;
 	uint32_t n = 0, i;
 	bool sorted = true;
-	size_t len;
+	size_t len = 0;
 	int r;
 
 	p->refresh_ns = now_ns ? now_ns : 1;
