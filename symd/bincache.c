@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Binaries' symbol tables, shared by every process that maps them: keyed by
+ * build-id (fallback dev+ino, then the path), least recently used evicted
+ * first once the byte budget is exceeded. Failures are cached too (with a
+ * retry time) so that a binary we cannot open costs one attempt, not one per
+ * frame.
+ */
+#include "symd.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+#define BIN_RETRY_OPEN_NS   (30ull * 1000000000ull)
+#define BIN_RETRY_REJECT_NS (600ull * 1000000000ull)
+#define BIN_KEY_MAX	    (CPA_PATH_MAX + 8)
+
+struct binent {
+	struct binent *hnext;
+	struct binent *prev; /* LRU: head is the most recent */
+	struct binent *next;
+	uint64_t hash;
+	struct symbin *bin; /* NULL: failed, see err/retry_ns */
+	int err;
+	uint64_t retry_ns;
+	size_t bytes;
+	uint32_t key_len;
+	uint8_t key[]; /* 'B' + build-id | 'I' + dev + ino | 'P' + path */
+};
+
+struct bincache {
+	struct binent **buckets;
+	uint32_t nbuckets;
+	uint32_t n;
+	struct binent *head;
+	struct binent *tail;
+	uint64_t budget;
+	const struct symd_paths *paths;
+	struct bincache_stats stats;
+};
+
+int bincache__new(uint64_t budget, const struct symd_paths *paths, struct bincache **ret)
+{
+	struct bincache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->nbuckets = 256;
+	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+	if (!c->buckets) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->budget = budget;
+	c->paths = paths;
+	*ret = c;
+	return 0;
+}
+
+static void binent__free(struct binent *e)
+{
+	symbin__free(e->bin);
+	free(e);
+}
+
+void bincache__free(struct bincache *c)
+{
+	struct binent *e, *next;
+
+	if (!c)
+		return;
+	for (e = c->head; e; e = next) {
+		next = e->next;
+		binent__free(e);
+	}
+	free(c->buckets);
+	free(c);
+}
+
+static void lru_unlink(struct bincache *c, struct binent *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		c->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		c->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void lru_push(struct bincache *c, struct binent *e)
+{
+	e->prev = NULL;
+	e->next = c->head;
+	if (c->head)
+		c->head->prev = e;
+	c->head = e;
+	if (!c->tail)
+		c->tail = e;
+}
+
+static void bincache__remove(struct bincache *c, struct binent *e)
+{
+	struct binent **pp = &c->buckets[e->hash & (c->nbuckets - 1)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+	lru_unlink(c, e);
+	c->stats.bytes -= e->bytes;
+	c->n--;
+	binent__free(e);
+}
+
+static void bincache__rehash(struct bincache *c)
+{
+	uint32_t nb = c->nbuckets * 2, i;
+	struct binent **b = calloc(nb, sizeof(*b));
+
+	if (!b)
+		return; /* longer chains, still correct */
+	for (i = 0; i < c->nbuckets; i++) {
+		struct binent *e = c->buckets[i], *next;
+
+		for (; e; e = next) {
+			next = e->hnext;
+			e->hnext = b[e->hash & (nb - 1)];
+			b[e->hash & (nb - 1)] = e;
+		}
+	}
+	free(c->buckets);
+	c->buckets = b;
+	c->nbuckets = nb;
+}
+
+static uint32_t make_key(const struct symd_file_ref *ref, uint64_t dev, uint64_t ino, uint8_t *key)
+{
+	size_t n;
+
+	if (ref->build_id_len) {
+		key[0] = 'B';
+		memcpy(key + 1, ref->build_id, ref->build_id_len);
+		return 1u + ref->build_id_len;
+	}
+	if (dev || ino) {
+		key[0] = 'I';
+		memcpy(key + 1, &dev, 8);
+		memcpy(key + 9, &ino, 8);
+		return 17;
+	}
+	n = strnlen(ref->path, CPA_PATH_MAX);
+	key[0] = 'P';
+	memcpy(key + 1, ref->path, n);
+	return 1u + (uint32_t)n;
+}
+
+static void bincache__evict(struct bincache *c, struct binent *keep)
+{
+	while (c->stats.bytes > c->budget && c->tail && c->tail != keep) {
+		c->stats.evictions++;
+		bincache__remove(c, c->tail);
+	}
+}
+
+static bool is_rejection(int err)
+{
+	return err == -EBADMSG || err == -EFBIG || err == -E2BIG || err == -ETIME ||
+	       err == -EOPNOTSUPP;
+}
+
+struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref, uint64_t dev,
+			     uint64_t ino, uint64_t now_ns)
+{
+	uint8_t key[BIN_KEY_MAX];
+	uint32_t klen = make_key(ref, dev, ino, key);
+	uint64_t h = symd_hash(key, klen);
+	struct binent *e;
+	struct symbin *b = NULL;
+	int r;
+
+	for (e = c->buckets[h & (c->nbuckets - 1)]; e; e = e->hnext) {
+		if (e->hash != h || e->key_len != klen || memcmp(e->key, key, klen))
+			continue;
+		if (e->bin) {
+			size_t bytes = symbin__bytes(e->bin);
+
+			/* Formatted names grow the pool: keep the account true. */
+			c->stats.bytes += bytes - e->bytes;
+			e->bytes = bytes;
+			if (c->head != e) {
+				lru_unlink(c, e);
+				lru_push(c, e);
+			}
+			return e->bin;
+		}
+		if (now_ns < e->retry_ns)
+			return NULL;
+		bincache__remove(c, e);
+		break;
+	}
+
+	c->stats.loads++;
+	r = symbin__load(c->paths, ref, &b);
+	if (r < 0) {
+		if (is_rejection(r)) {
+			c->stats.rejected++;
+			log_warn("refused ELF '%s' (pid %u): %s", ref->path, ref->pid,
+				 strerror(-r));
+		} else {
+			c->stats.open_fail++;
+			log_debug("open '%s' (pid %u): %s", ref->path, ref->pid, strerror(-r));
+		}
+	}
+
+	e = calloc(1, sizeof(*e) + klen);
+	if (!e) {
+		symbin__free(b);
+		return NULL;
+	}
+	e->hash = h;
+	e->key_len = klen;
+	memcpy(e->key, key, klen);
+	e->bin = b;
+	e->err = r;
+	e->retry_ns = now_ns + (is_rejection(r) ? BIN_RETRY_REJECT_NS : BIN_RETRY_OPEN_NS);
+	/* symbin__bytes() is what a hit refreshes, so it is the whole account. */
+	e->bytes = b ? symbin__bytes(b) : sizeof(*e) + klen;
+	e->hnext = c->buckets[h & (c->nbuckets - 1)];
+	c->buckets[h & (c->nbuckets - 1)] = e;
+	lru_push(c, e);
+	c->n++;
+	c->stats.bytes += e->bytes;
+	if (c->n > c->nbuckets)
+		bincache__rehash(c);
+	bincache__evict(c, e);
+	return b;
+}
+
+void bincache__stats(const struct bincache *c, struct bincache_stats *ret)
+{
+	*ret = c->stats;
+}

@@ -1,0 +1,994 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ELF symbol tables of one binary.
+ *
+ * The reader is our own and small on purpose: every ELF we open comes from
+ * a profiled process and may be hostile or truncated (or replaced under us),
+ * so every header and section is read with pread() into our own memory
+ * after a bounds check against the file size. No mmap of the file: a file
+ * truncated while mapped would SIGBUS the stage.
+ *
+ * Only what symbolization needs is read: program headers (file offset ->
+ * vaddr), section headers, .symtab/.dynsym with their string tables,
+ * .note.gnu.build-id, .gnu_debuglink and .gnu_debugdata (MiniDebugInfo, xz).
+ * ELF64 little-endian only (x86-64 hosts).
+ */
+#include "symd.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lzma.h>
+#include <zlib.h>
+
+#include "common/macro.h"
+
+#define SYMD_MAX_SHSTR	     (16u << 20)
+#define SYMD_MAX_STRTAB	     (256ull << 20)
+#define SYMD_MAX_NOTE	     (1u << 20)
+#define SYMD_MAX_DEBUGDATA_Z (64ull << 20)
+#define SYMD_XZ_MEMLIMIT     (128ull << 20)
+
+uint64_t symd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- bounded reads from a file or a memory image ---- */
+
+struct elfsrc {
+	int fd;		    /* -1 for memory */
+	const uint8_t *mem; /* memory image */
+	uint64_t size;
+};
+
+static int elfsrc__read(const struct elfsrc *s, uint64_t off, uint64_t len, void *dst)
+{
+	uint8_t *d = dst;
+
+	if (off > s->size || len > s->size - off)
+		return -EBADMSG;
+	if (s->mem) {
+		memcpy(d, s->mem + off, len);
+		return 0;
+	}
+	while (len) {
+		ssize_t n = pread(s->fd, d, len > (1u << 30) ? (1u << 30) : len, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EBADMSG; /* shrank under us */
+		d += n;
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+struct elfimg {
+	struct elfsrc src;
+	Elf64_Ehdr eh;
+	Elf64_Phdr *ph;
+	uint32_t phnum;
+	Elf64_Shdr *sh;
+	uint32_t shnum;
+	char *shstr;
+	uint64_t shstr_size;
+};
+
+static void elfimg__fini(struct elfimg *e)
+{
+	free(e->ph);
+	free(e->sh);
+	free(e->shstr);
+	if (e->src.fd >= 0)
+		close(e->src.fd);
+	memset(e, 0, sizeof(*e));
+	e->src.fd = -1;
+}
+
+static int elfimg__open(struct elfimg *e, const struct elfsrc *src)
+{
+	uint64_t shnum, shstrndx;
+	int r;
+
+	memset(e, 0, sizeof(*e));
+	e->src = *src;
+	r = elfsrc__read(src, 0, sizeof(e->eh), &e->eh);
+	if (r < 0)
+		return r;
+	if (memcmp(e->eh.e_ident, ELFMAG, SELFMAG) || e->eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    e->eh.e_ident[EI_DATA] != ELFDATA2LSB)
+		return -EBADMSG;
+
+	if (e->eh.e_phnum) {
+		if (e->eh.e_phentsize != sizeof(Elf64_Phdr) || e->eh.e_phnum == PN_XNUM)
+			return -EBADMSG;
+		e->phnum = e->eh.e_phnum;
+		e->ph = calloc(e->phnum, sizeof(*e->ph));
+		if (!e->ph)
+			return -ENOMEM;
+		r = elfsrc__read(src, e->eh.e_phoff, (uint64_t)e->phnum * sizeof(*e->ph), e->ph);
+		if (r < 0)
+			return r;
+	}
+
+	if (!e->eh.e_shoff)
+		return 0;
+	if (e->eh.e_shentsize != sizeof(Elf64_Shdr))
+		return -EBADMSG;
+	shnum = e->eh.e_shnum;
+	shstrndx = e->eh.e_shstrndx;
+	if (shnum == 0 || shstrndx == SHN_XINDEX) {
+		/* Extended numbering lives in section header 0. */
+		Elf64_Shdr sh0;
+
+		r = elfsrc__read(src, e->eh.e_shoff, sizeof(sh0), &sh0);
+		if (r < 0)
+			return r;
+		if (shnum == 0)
+			shnum = sh0.sh_size;
+		if (shstrndx == SHN_XINDEX)
+			shstrndx = sh0.sh_link;
+	}
+	if (shnum > SYMD_MAX_SECTIONS)
+		return -E2BIG;
+	e->shnum = (uint32_t)shnum;
+	e->sh = calloc(shnum ? shnum : 1, sizeof(*e->sh));
+	if (!e->sh)
+		return -ENOMEM;
+	r = elfsrc__read(src, e->eh.e_shoff, shnum * sizeof(*e->sh), e->sh);
+	if (r < 0)
+		return r;
+
+	if (shstrndx < shnum && e->sh[shstrndx].sh_type == SHT_STRTAB) {
+		const Elf64_Shdr *s = &e->sh[shstrndx];
+
+		if (s->sh_size > SYMD_MAX_SHSTR)
+			return -E2BIG;
+		e->shstr = malloc(s->sh_size + 1);
+		if (!e->shstr)
+			return -ENOMEM;
+		r = elfsrc__read(src, s->sh_offset, s->sh_size, e->shstr);
+		if (r < 0)
+			return r;
+		e->shstr[s->sh_size] = '\0'; /* every name lookup stays inside */
+		e->shstr_size = s->sh_size;
+	}
+	return 0;
+}
+
+static const char *elfimg__sh_name(const struct elfimg *e, const Elf64_Shdr *s)
+{
+	if (!e->shstr || s->sh_name >= e->shstr_size)
+		return "";
+	return e->shstr + s->sh_name;
+}
+
+static const Elf64_Shdr *elfimg__find(const struct elfimg *e, const char *name)
+{
+	uint32_t i;
+
+	for (i = 1; i < e->shnum; i++)
+		if (!strcmp(elfimg__sh_name(e, &e->sh[i]), name))
+			return &e->sh[i];
+	return NULL;
+}
+
+static const Elf64_Shdr *elfimg__find_type(const struct elfimg *e, uint32_t type)
+{
+	uint32_t i;
+
+	for (i = 1; i < e->shnum; i++)
+		if (e->sh[i].sh_type == type)
+			return &e->sh[i];
+	return NULL;
+}
+
+/* Section bytes in a fresh buffer (one extra NUL byte after them). */
+static int elfimg__data(const struct elfimg *e, const Elf64_Shdr *s, uint64_t max, uint8_t **ret,
+			uint64_t *ret_size)
+{
+	uint8_t *buf;
+	int r;
+
+	if (s->sh_type == SHT_NOBITS)
+		return -ENODATA;
+	if (s->sh_flags & SHF_COMPRESSED)
+		return -EOPNOTSUPP;
+	if (s->sh_size > max)
+		return -E2BIG;
+	buf = malloc(s->sh_size + 1);
+	if (!buf)
+		return -ENOMEM;
+	r = elfsrc__read(&e->src, s->sh_offset, s->sh_size, buf);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	buf[s->sh_size] = 0;
+	*ret = buf;
+	*ret_size = s->sh_size;
+	return 0;
+}
+
+static int notes_build_id(const uint8_t *p, uint64_t size, uint8_t *out, uint8_t *ret_len)
+{
+	uint64_t off = 0;
+
+	while (size - off >= sizeof(Elf64_Nhdr)) {
+		Elf64_Nhdr nh;
+		uint64_t name_off, desc_off, next;
+
+		memcpy(&nh, p + off, sizeof(nh));
+		name_off = off + sizeof(nh);
+		desc_off = name_off + ALIGN_UP((uint64_t)nh.n_namesz, 4);
+		next = desc_off + ALIGN_UP((uint64_t)nh.n_descsz, 4);
+		if (desc_off > size || (uint64_t)nh.n_descsz > size - desc_off)
+			return -EBADMSG;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    !memcmp(p + name_off, "GNU", 4) && nh.n_descsz > 0) {
+			uint8_t n = nh.n_descsz > CPA_BUILD_ID_MAX ? CPA_BUILD_ID_MAX
+								   : (uint8_t)nh.n_descsz;
+
+			memcpy(out, p + desc_off, n);
+			*ret_len = n;
+			return 0;
+		}
+		if (next <= off)
+			return -EBADMSG;
+		off = next;
+		if (off > size)
+			break;
+	}
+	return -ENOENT;
+}
+
+static int elfimg__build_id(const struct elfimg *e, uint8_t *out, uint8_t *ret_len)
+{
+	uint32_t i;
+
+	for (i = 1; i < e->shnum; i++) {
+		_cleanup_free_ uint8_t *buf = NULL;
+		uint64_t size;
+
+		if (e->sh[i].sh_type != SHT_NOTE)
+			continue;
+		if (elfimg__data(e, &e->sh[i], SYMD_MAX_NOTE, &buf, &size) < 0)
+			continue;
+		if (notes_build_id(buf, size, out, ret_len) == 0)
+			return 0;
+	}
+	for (i = 0; i < e->phnum; i++) {
+		_cleanup_free_ uint8_t *buf = NULL;
+		const Elf64_Phdr *ph = &e->ph[i];
+
+		if (ph->p_type != PT_NOTE || ph->p_filesz > SYMD_MAX_NOTE)
+			continue;
+		buf = malloc(ph->p_filesz + 1);
+		if (!buf || elfsrc__read(&e->src, ph->p_offset, ph->p_filesz, buf) < 0)
+			continue;
+		if (notes_build_id(buf, ph->p_filesz, out, ret_len) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* ---- symbol candidates from one or more tables ---- */
+
+struct symcand {
+	uint64_t addr;
+	uint32_t size;
+	uint32_t rank; /* lower wins at equal address */
+	const char *name;
+	uint32_t name_len;
+	uint32_t _pad;
+};
+
+struct symvec {
+	struct symcand *v;
+	size_t n;
+	size_t cap;
+	uint8_t **bufs; /* string tables kept alive until the build */
+	size_t nbufs;
+	uint64_t deadline;
+};
+
+static void symvec__fini(struct symvec *sv)
+{
+	size_t i;
+
+	for (i = 0; i < sv->nbufs; i++)
+		free(sv->bufs[i]);
+	free(sv->bufs);
+	free(sv->v);
+}
+
+static int symvec__keep(struct symvec *sv, uint8_t *buf)
+{
+	uint8_t **b = realloc(sv->bufs, (sv->nbufs + 1) * sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	sv->bufs = b;
+	sv->bufs[sv->nbufs++] = buf;
+	return 0;
+}
+
+static int symvec__collect(struct symvec *sv, const struct elfimg *e, uint32_t type,
+			   bool *ret_found)
+{
+	_cleanup_free_ uint8_t *syms = NULL;
+	uint8_t *strs = NULL;
+	uint64_t ssize, strsize, count, i;
+	const Elf64_Shdr *s = elfimg__find_type(e, type), *str;
+	int r;
+
+	*ret_found = false;
+	if (!s || s->sh_type == SHT_NOBITS)
+		return 0;
+	if (s->sh_entsize != sizeof(Elf64_Sym) || s->sh_size % sizeof(Elf64_Sym))
+		return -EBADMSG;
+	count = s->sh_size / sizeof(Elf64_Sym);
+	if (count > SYMD_MAX_SYMBOLS)
+		return -E2BIG;
+	if (s->sh_link == 0 || s->sh_link >= e->shnum)
+		return -EBADMSG;
+	str = &e->sh[s->sh_link];
+	if (str->sh_type != SHT_STRTAB)
+		return -EBADMSG;
+	r = elfimg__data(e, s, SYMD_MAX_SYMBOLS * sizeof(Elf64_Sym), &syms, &ssize);
+	if (r < 0)
+		return r;
+	r = elfimg__data(e, str, SYMD_MAX_STRTAB, &strs, &strsize);
+	if (r < 0)
+		return r;
+	r = symvec__keep(sv, strs);
+	if (r < 0) {
+		free(strs);
+		return r;
+	}
+	*ret_found = true;
+
+	for (i = 0; i < count; i++) {
+		Elf64_Sym sym;
+		unsigned int st, bind;
+		size_t len;
+
+		if ((i & 0xffff) == 0xffff && symd_now_ns() > sv->deadline)
+			return -ETIME;
+		memcpy(&sym, syms + i * sizeof(sym), sizeof(sym));
+		st = ELF64_ST_TYPE(sym.st_info);
+		bind = ELF64_ST_BIND(sym.st_info);
+		if ((st != STT_FUNC && st != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+		    sym.st_size == 0 || sym.st_value == 0 || sym.st_name >= strsize)
+			continue;
+		/* strs has a NUL at strsize: the name ends inside the buffer. */
+		len = strlen((const char *)strs + sym.st_name);
+		if (len == 0 || len > 4096)
+			continue;
+		if (sv->n == sv->cap) {
+			size_t cap = sv->cap ? sv->cap * 2 : 4096;
+			struct symcand *v;
+
+			if (cap > 3ull * SYMD_MAX_SYMBOLS)
+				return -E2BIG;
+			v = realloc(sv->v, cap * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			sv->v = v;
+			sv->cap = cap;
+		}
+		sv->v[sv->n++] = (struct symcand){
+			.addr = sym.st_value,
+			.size = sym.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym.st_size,
+			/* symtab before dynsym, global before weak before local */
+			.rank = (type == SHT_SYMTAB ? 0 : 4) + (bind == STB_GLOBAL ? 0
+								: bind == STB_WEAK ? 1
+										   : 2),
+			.name = (const char *)strs + sym.st_name,
+			.name_len = (uint32_t)len,
+		};
+	}
+	return 0;
+}
+
+static int symcand_cmp(const void *a, const void *b)
+{
+	const struct symcand *x = a, *y = b;
+	size_t ux, uy;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	/* Aliases at one address (printf/_IO_printf, malloc/__libc_malloc):
+	 * like perf, take the one with fewer leading underscores, then the
+	 * shorter one, so the public name wins. */
+	ux = strspn(x->name, "_");
+	uy = strspn(y->name, "_");
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	if (x->name_len != y->name_len)
+		return x->name_len < y->name_len ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int pool_add(struct symbin *b, const char *s, size_t len, uint32_t *ret_off)
+{
+	if (b->pool_len + len + 1 > UINT32_MAX)
+		return -E2BIG;
+	if (b->pool_len + len + 1 > b->pool_cap) {
+		size_t cap = b->pool_cap ? b->pool_cap : 4096;
+		char *p;
+
+		while (cap < b->pool_len + len + 1)
+			cap *= 2;
+		p = realloc(b->pool, cap);
+		if (!p)
+			return -ENOMEM;
+		b->pool = p;
+		b->pool_cap = cap;
+	}
+	memcpy(b->pool + b->pool_len, s, len);
+	b->pool[b->pool_len + len] = '\0';
+	*ret_off = (uint32_t)b->pool_len;
+	b->pool_len += len + 1;
+	return 0;
+}
+
+static int symbin__build(struct symbin *b, struct symvec *sv)
+{
+	size_t i, n = 0;
+	uint32_t off;
+	int r;
+
+	r = pool_add(b, "", 0, &off); /* offset 0 means "no name" */
+	if (r < 0)
+		return r;
+	if (sv->n)
+		qsort(sv->v, sv->n, sizeof(*sv->v), symcand_cmp);
+	b->syms = calloc(sv->n ? sv->n : 1, sizeof(*b->syms));
+	if (!b->syms)
+		return -ENOMEM;
+	for (i = 0; i < sv->n; i++) {
+		const struct symcand *c = &sv->v[i];
+
+		if (n && b->syms[n - 1].addr == c->addr)
+			continue; /* an alias: the best-ranked one is already in */
+		r = pool_add(b, c->name, c->name_len, &off);
+		if (r < 0)
+			return r;
+		b->syms[n++] = (struct symd_sym){.addr = c->addr, .size = c->size, .name = off};
+	}
+	b->nsyms = (uint32_t)n;
+	if (n < sv->n) {
+		struct symd_sym *s = realloc(b->syms, (n ? n : 1) * sizeof(*s));
+
+		if (s)
+			b->syms = s;
+	}
+	return 0;
+}
+
+static void symbin__set_loads(struct symbin *b, const struct elfimg *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->phnum && b->nloads < SYMD_MAX_LOADS; i++) {
+		const Elf64_Phdr *ph = &e->ph[i];
+
+		if (ph->p_type != PT_LOAD || ph->p_filesz == 0)
+			continue;
+		b->loads[b->nloads++] = (struct symd_load){
+			.off = ph->p_offset,
+			.vaddr = ph->p_vaddr,
+			.filesz = ph->p_filesz,
+		};
+	}
+}
+
+static bool elfimg__is_go(const struct elfimg *e)
+{
+	return elfimg__find(e, ".go.buildinfo") || elfimg__find(e, ".gopclntab") ||
+	       elfimg__find(e, ".note.go.buildid");
+}
+
+/* ---- opening files ---- */
+
+static int open_elf(const char *path, struct elfimg *e)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EBADMSG;
+	if ((uint64_t)st.st_size > SYMD_MAX_FILE_SIZE)
+		return -EFBIG;
+	r = elfimg__open(e, &(struct elfsrc){.fd = fd, .size = (uint64_t)st.st_size});
+	if (r < 0) {
+		e->src.fd = -1; /* fd is still ours */
+		elfimg__fini(e);
+		return r;
+	}
+	TAKE_FD(fd);
+	return 0;
+}
+
+static const char *proc_dir(const struct symd_paths *p)
+{
+	return p && p->proc ? p->proc : "/proc";
+}
+
+static const char *debug_root(const struct symd_paths *p)
+{
+	return p && p->debug_root ? p->debug_root : "/usr/lib/debug";
+}
+
+static bool build_id_eq(const uint8_t *a, uint8_t alen, const uint8_t *b, uint8_t blen)
+{
+	return alen && alen == blen && !memcmp(a, b, alen);
+}
+
+/* The module's own file; a candidate whose build-id differs from the one
+ * unwindd saw (binary replaced on disk) is skipped. */
+static int open_module(const struct symd_paths *paths, const struct symd_file_ref *ref,
+		       struct elfimg *e, uint8_t *bid, uint8_t *bid_len)
+{
+	char cand[3][CPA_PATH_MAX + 128];
+	unsigned int n = 0, i;
+	int r, err = -ENOENT;
+
+	if (ref->pid && ref->map_start < ref->map_end)
+		snprintf(cand[n++], sizeof(cand[0]), "%s/%u/map_files/%lx-%lx", proc_dir(paths),
+			 ref->pid, (unsigned long)ref->map_start, (unsigned long)ref->map_end);
+	if (ref->pid && ref->path[0] == '/')
+		snprintf(cand[n++], sizeof(cand[0]), "%s/%u/root%s", proc_dir(paths), ref->pid,
+			 ref->path);
+	if (ref->path[0] == '/')
+		snprintf(cand[n++], sizeof(cand[0]), "%s", ref->path);
+
+	for (i = 0; i < n; i++) {
+		r = open_elf(cand[i], e);
+		if (r < 0) {
+			/* A refused ELF says more than a missing path. */
+			if (r != -ENOENT && r != -EACCES && r != -EPERM && r != -ENOTDIR)
+				err = r;
+			else if (err == -ENOENT)
+				err = r;
+			continue;
+		}
+		*bid_len = 0;
+		elfimg__build_id(e, bid, bid_len);
+		if (ref->build_id_len &&
+		    !build_id_eq(ref->build_id, ref->build_id_len, bid, *bid_len)) {
+			elfimg__fini(e);
+			err = -ESTALE;
+			continue;
+		}
+		return 0;
+	}
+	return err;
+}
+
+static int file_crc32(int fd, uint64_t size, uint32_t *ret)
+{
+	_cleanup_free_ uint8_t *buf = malloc(1u << 16);
+	uLong crc = crc32(0, Z_NULL, 0);
+	uint64_t off = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (off < size) {
+		ssize_t n = pread(fd, buf, 1u << 16, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EBADMSG;
+		crc = crc32(crc, buf, (uInt)n);
+		off += (uint64_t)n;
+	}
+	*ret = (uint32_t)crc;
+	return 0;
+}
+
+/* A debug file is good when it carries a .symtab and matches the binary:
+ * same build-id, or (no build-id) the CRC from .gnu_debuglink. */
+static int open_debug(const char *path, const uint8_t *bid, uint8_t bid_len, bool check_crc,
+		      uint32_t crc, struct elfimg *e)
+{
+	const Elf64_Shdr *s;
+	uint8_t dbid[CPA_BUILD_ID_MAX];
+	uint8_t dlen = 0;
+	int r;
+
+	r = open_elf(path, e);
+	if (r < 0)
+		return r;
+	s = elfimg__find_type(e, SHT_SYMTAB);
+	if (!s || s->sh_type == SHT_NOBITS)
+		goto out_reject;
+	if (bid_len) {
+		elfimg__build_id(e, dbid, &dlen);
+		if (!build_id_eq(bid, bid_len, dbid, dlen))
+			goto out_reject;
+	} else if (check_crc) {
+		uint32_t c = 0;
+
+		if (file_crc32(e->src.fd, e->src.size, &c) < 0 || c != crc)
+			goto out_reject;
+	}
+	return 0;
+
+out_reject:
+	elfimg__fini(e);
+	return -ESTALE;
+}
+
+static int find_debug_file(const struct symd_paths *paths, const struct symd_file_ref *ref,
+			   const struct elfimg *main, const uint8_t *bid, uint8_t bid_len,
+			   struct elfimg *e, uint32_t *ret_src)
+{
+	char path[CPA_PATH_MAX * 2 + 256], hex[2 * CPA_BUILD_ID_MAX + 1], root[64] = "";
+	const Elf64_Shdr *link;
+	unsigned int i, pass;
+
+	if (ref->pid)
+		snprintf(root, sizeof(root), "%s/%u/root", proc_dir(paths), ref->pid);
+
+	if (bid_len >= 2) {
+		for (i = 0; i < bid_len; i++)
+			snprintf(hex + 2 * i, 3, "%02x", bid[i]);
+		for (pass = 0; pass < 2; pass++) {
+			if (pass == 1 && (!root[0] || (paths && paths->debug_root)))
+				break;
+			snprintf(path, sizeof(path), "%s%s/.build-id/%.2s/%s.debug",
+				 pass ? root : "", debug_root(paths), hex, hex + 2);
+			if (open_debug(path, bid, bid_len, false, 0, e) == 0) {
+				*ret_src = SYMBIN_SRC_DEBUG_BUILDID;
+				return 0;
+			}
+		}
+	}
+
+	link = elfimg__find(main, ".gnu_debuglink");
+	if (link && ref->path[0] == '/') {
+		_cleanup_free_ uint8_t *d = NULL;
+		char dir[CPA_PATH_MAX];
+		uint64_t size, nlen, crc_off;
+		const char *slash;
+		uint32_t crc;
+
+		if (elfimg__data(main, link, 4096, &d, &size) < 0)
+			return -ENOENT;
+		nlen = strnlen((const char *)d, size);
+		crc_off = ALIGN_UP(nlen + 1, 4);
+		if (nlen == 0 || crc_off + 4 > size || memchr(d, '/', nlen))
+			return -ENOENT;
+		memcpy(&crc, d + crc_off, 4);
+		slash = strrchr(ref->path, '/');
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - ref->path), ref->path);
+
+		for (pass = 0; pass < 2; pass++) {
+			const char *pre = pass ? root : "";
+			const char *fmt[3] = {"%s%s/%s", "%s%s/.debug/%s", NULL};
+
+			if (pass == 1 && !root[0])
+				break;
+			for (i = 0; i < 3; i++) {
+				if (fmt[i])
+					snprintf(path, sizeof(path), fmt[i], pre, dir, (char *)d);
+				else
+					snprintf(path, sizeof(path), "%s%s%s/%s", pre,
+						 debug_root(paths), dir, (char *)d);
+				if (open_debug(path, bid, bid_len, true, crc, e) == 0) {
+					*ret_src = SYMBIN_SRC_DEBUGLINK;
+					return 0;
+				}
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+static int xz_decode(const uint8_t *in, size_t in_len, uint8_t **ret, size_t *ret_len)
+{
+	lzma_stream strm = LZMA_STREAM_INIT;
+	size_t cap = 1u << 20;
+	uint8_t *out = NULL;
+	lzma_ret lr;
+	int r = 0;
+
+	/* Both the decoder memory and the output are capped: .gnu_debugdata
+	 * comes from the profiled binary, an xz bomb must not reach us. */
+	if (lzma_stream_decoder(&strm, SYMD_XZ_MEMLIMIT, 0) != LZMA_OK)
+		return -ENOMEM;
+	strm.next_in = in;
+	strm.avail_in = in_len;
+	for (;;) {
+		if (!out || strm.avail_out == 0) {
+			uint8_t *o;
+
+			if (out) {
+				if (cap >= SYMD_MAX_DEBUGDATA) {
+					r = -E2BIG;
+					break;
+				}
+				cap *= 2;
+			}
+			o = realloc(out, cap);
+			if (!o) {
+				r = -ENOMEM;
+				break;
+			}
+			out = o;
+			strm.next_out = out + strm.total_out;
+			strm.avail_out = cap - strm.total_out;
+		}
+		lr = lzma_code(&strm, LZMA_FINISH);
+		if (lr == LZMA_STREAM_END)
+			break;
+		if (lr != LZMA_OK) {
+			r = lr == LZMA_MEM_ERROR || lr == LZMA_MEMLIMIT_ERROR ? -E2BIG : -EBADMSG;
+			break;
+		}
+	}
+	if (r == 0) {
+		*ret = out;
+		*ret_len = strm.total_out;
+		out = NULL;
+	}
+	free(out);
+	lzma_end(&strm);
+	return r;
+}
+
+/* MiniDebugInfo: an xz-compressed ELF holding a .symtab of the functions
+ * missing from .dynsym. The collected names are copies, so the image goes
+ * right away. */
+static int add_minidebug(const struct elfimg *main, struct symvec *sv)
+{
+	const Elf64_Shdr *s = elfimg__find(main, ".gnu_debugdata");
+	_cleanup_free_ uint8_t *z = NULL, *img = NULL;
+	struct elfimg e;
+	uint64_t zlen;
+	size_t len;
+	bool found = false;
+	int r;
+
+	if (!s)
+		return -ENOENT;
+	r = elfimg__data(main, s, SYMD_MAX_DEBUGDATA_Z, &z, &zlen);
+	if (r < 0)
+		return r;
+	r = xz_decode(z, zlen, &img, &len);
+	if (r < 0)
+		return r;
+	r = elfimg__open(&e, &(struct elfsrc){.fd = -1, .mem = img, .size = len});
+	if (r == 0)
+		r = symvec__collect(sv, &e, SHT_SYMTAB, &found);
+	e.src.fd = -1;
+	elfimg__fini(&e);
+	if (r < 0)
+		return r;
+	return found ? 0 : -ENOENT;
+}
+
+static struct symbin *symbin__alloc(void)
+{
+	return calloc(1, sizeof(struct symbin));
+}
+
+void symbin__free(struct symbin *b)
+{
+	if (!b)
+		return;
+	free(b->syms);
+	free(b->pool);
+	free(b);
+}
+
+size_t symbin__bytes(const struct symbin *b)
+{
+	return sizeof(*b) + (size_t)b->nsyms * sizeof(*b->syms) + b->pool_cap;
+}
+
+static int symbin__from_img(struct symbin *b, const struct elfimg *e, struct symvec *sv,
+			    bool *ret_has_symtab)
+{
+	bool found;
+	int r;
+
+	symbin__set_loads(b, e);
+	if (b->nloads == 0)
+		return -EBADMSG;
+	b->is_go = elfimg__is_go(e);
+	r = symvec__collect(sv, e, SHT_SYMTAB, &found);
+	if (r < 0)
+		return r;
+	if (found)
+		b->src |= SYMBIN_SRC_SYMTAB;
+	*ret_has_symtab = found;
+	r = symvec__collect(sv, e, SHT_DYNSYM, &found);
+	if (r < 0)
+		return r;
+	if (found)
+		b->src |= SYMBIN_SRC_DYNSYM;
+	return 0;
+}
+
+int symbin__load(const struct symd_paths *paths, const struct symd_file_ref *ref,
+		 struct symbin **ret)
+{
+	struct symvec sv = {.deadline = symd_now_ns() + SYMD_BIN_TIME_NS};
+	struct elfimg e = {.src.fd = -1}, d = {.src.fd = -1};
+	struct symbin *b = symbin__alloc();
+	bool has_symtab = false;
+	uint32_t src = 0;
+	int r;
+
+	if (!b)
+		return -ENOMEM;
+	r = open_module(paths, ref, &e, b->build_id, &b->build_id_len);
+	if (r < 0)
+		goto out;
+	r = symbin__from_img(b, &e, &sv, &has_symtab);
+	if (r < 0)
+		goto out;
+	if (!has_symtab) {
+		if (find_debug_file(paths, ref, &e, b->build_id, b->build_id_len, &d, &src) == 0) {
+			bool found;
+
+			r = symvec__collect(&sv, &d, SHT_SYMTAB, &found);
+			if (r < 0)
+				goto out;
+			b->src |= src;
+			b->is_go = b->is_go || elfimg__is_go(&d);
+		} else if (add_minidebug(&e, &sv) == 0) {
+			b->src |= SYMBIN_SRC_MINIDEBUG;
+		}
+	}
+	if (symd_now_ns() > sv.deadline) {
+		r = -ETIME;
+		goto out;
+	}
+	r = symbin__build(b, &sv);
+out:
+	symvec__fini(&sv);
+	elfimg__fini(&e);
+	elfimg__fini(&d);
+	if (r < 0) {
+		symbin__free(b);
+		return r;
+	}
+	*ret = b;
+	return 0;
+}
+
+int symbin__load_mem(const void *img, size_t size, struct symbin **ret)
+{
+	struct symvec sv = {.deadline = symd_now_ns() + SYMD_BIN_TIME_NS};
+	struct elfimg e;
+	struct symbin *b = symbin__alloc();
+	bool has_symtab;
+	int r;
+
+	if (!b)
+		return -ENOMEM;
+	r = elfimg__open(&e, &(struct elfsrc){.fd = -1, .mem = img, .size = size});
+	if (r == 0) {
+		elfimg__build_id(&e, b->build_id, &b->build_id_len);
+		r = symbin__from_img(b, &e, &sv, &has_symtab);
+	}
+	if (r == 0)
+		r = symbin__build(b, &sv);
+	e.src.fd = -1;
+	elfimg__fini(&e);
+	symvec__fini(&sv);
+	if (r < 0) {
+		symbin__free(b);
+		return r;
+	}
+	*ret = b;
+	return 0;
+}
+
+/* ---- lookups ---- */
+
+int symbin__off_to_vaddr(const struct symbin *b, uint64_t off, uint64_t *ret_vaddr)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->nloads; i++) {
+		const struct symd_load *l = &b->loads[i];
+
+		if (off >= l->off && off - l->off < l->filesz) {
+			*ret_vaddr = off - l->off + l->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static uint64_t symbin__vaddr_to_off(const struct symbin *b, uint64_t vaddr, uint64_t fallback)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->nloads; i++) {
+		const struct symd_load *l = &b->loads[i];
+
+		if (vaddr >= l->vaddr && vaddr - l->vaddr < l->filesz)
+			return vaddr - l->vaddr + l->off;
+	}
+	return fallback;
+}
+
+int symbin__lookup(struct symbin *b, uint64_t off, bool keep_go, const char **ret_name,
+		   uint64_t *ret_sym_off)
+{
+	uint64_t va;
+	uint32_t lo = 0, hi = b->nsyms, i, back;
+	struct symd_sym *s = NULL;
+
+	if (symbin__off_to_vaddr(b, off, &va) < 0)
+		return -ENOENT;
+	/* Last symbol starting at or below va. */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (b->syms[mid].addr <= va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Nested symbols (a sized alias inside a bigger one) are rare; a short
+	 * look back finds the enclosing one without a linear scan. */
+	for (i = lo, back = 0; i > 0 && back < 8; i--, back++) {
+		struct symd_sym *c = &b->syms[i - 1];
+
+		if (va - c->addr < c->size) {
+			s = c;
+			break;
+		}
+	}
+	if (!s)
+		return -ENOENT;
+
+	if (!s->fmt) {
+		char buf[SYMD_MAX_NAME + 1];
+		size_t n =
+			symd_name__format(b->pool + s->name, b->is_go, keep_go, buf, sizeof(buf));
+		uint32_t fo;
+
+		if (n == strlen(b->pool + s->name) && !memcmp(buf, b->pool + s->name, n))
+			s->fmt = s->name;
+		else if (pool_add(b, buf, n, &fo) == 0)
+			s->fmt = fo;
+		else
+			s->fmt = s->name;
+	}
+	*ret_name = b->pool + s->fmt;
+	*ret_sym_off = symbin__vaddr_to_off(b, s->addr, off);
+	return 0;
+}

@@ -1,0 +1,1301 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The symd stage proper: input records from unwindd in, interned
+ * definitions and samples out.
+ *
+ *   ring 1 (unwindd ids)                       ring 2 (symd ids, this epoch)
+ *   DICT_RESET  -> forget umods[]               DICT_RESET epoch=gen<<32|n
+ *   MODULE      -> umods[id]                    STR / MODULE / FRAME / STACK
+ *   FRAMES      -> names -> frame ids -> stack  ... each before first use
+ *                                               SAMPLE_OUT (seq kept)
+ *   TASK exit   -> drop per-pid state
+ *   LOSS        -> forwarded                    LOSS (also our own drops)
+ *
+ * Every id we send is remembered only in the intern tables. If a definition
+ * could not be written (output full) or the tables outgrow their budget, the
+ * tables are cleared and a new DICT_RESET starts a fresh epoch: simpler and
+ * safer than tracking which definitions made it.
+ */
+#include "symd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/macro.h"
+#include "shm/counters.h"
+
+#define SYMD_PID_MAX	    65536u
+#define SYMD_KSYM_CHECK_NS  (5ull * 1000000000ull)
+#define SYMD_JIT_RECHECK_NS (1000000000ull)
+#define SYMD_LOSS_FLUSH_NS  (1000000000ull)
+#define SYMD_MAX_STACK	    (CPA_MAX_KSTACK + CPA_MAX_UFRAMES + 1 + 2)
+#define SYMD_FRAME_NAME_MAX (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
+
+enum symd_loss_reason {
+	SYMD_LOSS_RING_FULL,
+	SYMD_LOSS_RATE,
+	SYMD_LOSS_ERROR,
+	SYMD_LOSS_NR,
+};
+
+static const uint32_t symd_loss_counter[SYMD_LOSS_NR] = {
+	[SYMD_LOSS_RING_FULL] = SHM_CNT_DROP_RING_FULL,
+	[SYMD_LOSS_RATE] = SHM_CNT_DROP_RATE,
+	[SYMD_LOSS_ERROR] = SHM_CNT_ERRORS,
+};
+
+/* A module as unwindd defined it (unwindd's id space). */
+struct umod {
+	bool defined;
+	bool recover_tried; /* not defined to us: looked up in /proc/PID/maps once */
+	uint8_t bid_len;
+	uint16_t kind;
+	uint32_t pid;
+	uint32_t out_id; /* our MODULE id in epoch out_epoch, 0 = none */
+	uint32_t out_epoch;
+	uint64_t dev;
+	uint64_t ino;
+	uint64_t map_start;
+	uint64_t map_end;
+	uint8_t bid[CPA_BUILD_ID_MAX];
+	char *path;
+};
+
+struct pidinfo {
+	struct pidinfo *next;
+	uint32_t pid;
+	bool env_read;
+	bool jit_tried;
+	char *env; /* NULL: "SYSTEM" */
+	size_t env_len;
+	struct jitmap *jit;
+	uint64_t jit_next_ns;
+	int64_t jit_size;
+};
+
+struct symd {
+	const struct cpa_config *cfg;
+	uint32_t flags;
+	struct shm_stage *st;
+	struct shm_ring_cons *in;
+	struct shm_ring_prod *out;
+	uint32_t generation;
+	struct symd_paths paths;
+	char env_keys[CPA_ENV_LIST_MAX];
+
+	struct umod *umods;
+	uint32_t numods;
+
+	struct bincache *bins;
+	struct bincache_stats bin_seen; /* last values turned into counters */
+	uint64_t bins_loads_seen;
+	struct symbin *vdso;
+	bool vdso_tried;
+	struct ksyms ks;
+	bool ks_tried;
+	bool kptr_warned;
+
+	struct pidinfo **pids;
+	uint32_t npids;
+	size_t jit_bytes;
+
+	struct intern strs;
+	struct intern frames;
+	struct intern stacks;
+	struct intern mods;
+	uint32_t resets; /* epoch counter within this generation */
+	bool need_reset;
+	bool held;
+
+	uint64_t resume_mark; /* input seq <= this was passed on by a predecessor */
+	uint64_t mark;	      /* highest input seq handled */
+
+	uint64_t intern_budget;
+	uint64_t loss_count[SYMD_LOSS_NR][CPA_KIND_MAX];
+	uint64_t loss_weight[SYMD_LOSS_NR][CPA_KIND_MAX];
+	uint64_t loss_next_ns;
+	uint64_t rate_window_ns;
+	uint64_t rate_count;
+	uint64_t gauge_bytes;
+
+	uint32_t ids[SYMD_MAX_STACK + 2];
+	char name[SYMD_FRAME_NAME_MAX];
+};
+
+static inline void cnt(struct symd *s, unsigned int idx, uint64_t n)
+{
+	shm_stage__cnt_add(s->st, idx, n);
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- output ---- */
+
+static int emit2(struct symd *s, uint16_t type, const void *a, uint32_t alen, const void *b,
+		 uint32_t blen)
+{
+	void *d;
+	int r = shm_ring__reserve_sp(s->out, alen + blen, type, &d);
+
+	if (r < 0)
+		return r;
+	memcpy(d, a, alen);
+	if (blen)
+		memcpy((uint8_t *)d + alen, b, blen);
+	cnt(s, SHM_CNT_OUT, 1);
+	cnt(s, SHM_CNT_BYTES_OUT, alen + blen);
+	return 0;
+}
+
+static int symd__reset_sp(struct symd *s)
+{
+	struct cpa_dict_reset d;
+	int r;
+
+	intern__clear(&s->strs);
+	intern__clear(&s->frames);
+	intern__clear(&s->stacks);
+	intern__clear(&s->mods);
+	/* umods' cached MODULE ids belong to the old epoch from here on, sent
+	 * or not. */
+	s->resets++;
+	d.epoch = ((uint64_t)s->generation << 32) | s->resets;
+	r = emit2(s, CPA_REC_DICT_RESET, &d, sizeof(d), NULL, 0);
+	if (r < 0)
+		return r;
+	s->need_reset = false;
+	return 0;
+}
+
+/* Interned and, the first time, defined downstream. A definition that
+ * cannot be written poisons the epoch: the caller drops the sample and the
+ * next record starts a new epoch. */
+static int str_id(struct symd *s, const char *str, size_t len, uint32_t *ret)
+{
+	struct cpa_str_def d;
+	int r;
+
+	r = intern__get(&s->strs, str, (uint32_t)len, ret);
+	if (r <= 0)
+		return r;
+	d = (struct cpa_str_def){.id = *ret, .len = (uint32_t)len};
+	r = emit2(s, CPA_REC_STR, &d, sizeof(d), str, (uint32_t)len);
+	if (r < 0) {
+		s->need_reset = true;
+		return r;
+	}
+	cnt(s, SYM_CNT_STRINGS, 1);
+	return 0;
+}
+
+struct modkey {
+	uint32_t kind;
+	uint8_t bid_len;
+	uint8_t bid[CPA_BUILD_ID_MAX];
+	uint8_t _pad[3];
+	uint64_t dev;
+	uint64_t ino;
+};
+
+static int mod_id(struct symd *s, const struct cpa_module_def *def, const char *path, uint32_t *ret)
+{
+	uint8_t key[sizeof(struct modkey) + CPA_PATH_MAX];
+	struct modkey mk = {0};
+	size_t plen = strlen(path);
+	struct cpa_module_def d;
+	int r;
+
+	mk.kind = def->kind;
+	mk.bid_len = def->build_id_len;
+	memcpy(mk.bid, def->build_id, def->build_id_len);
+	mk.dev = def->dev;
+	mk.ino = def->ino;
+	memcpy(key, &mk, sizeof(mk));
+	memcpy(key + sizeof(mk), path, plen);
+	r = intern__get(&s->mods, key, (uint32_t)(sizeof(mk) + plen), ret);
+	if (r <= 0)
+		return r;
+	d = *def;
+	d.id = *ret;
+	d.path_len = (uint32_t)plen;
+	r = emit2(s, CPA_REC_MODULE, &d, sizeof(d), path, (uint32_t)plen);
+	if (r < 0)
+		s->need_reset = true;
+	return r;
+}
+
+struct framekey {
+	uint32_t module_id;
+	uint32_t name_id;
+	uint32_t flags;
+};
+
+static int frame_id(struct symd *s, uint32_t module_id, const char *name, size_t nlen,
+		    uint32_t flags, uint64_t offset, uint32_t *ret)
+{
+	struct framekey k = {.module_id = module_id, .flags = flags};
+	struct cpa_frame_def d;
+	int r;
+
+	r = str_id(s, name, nlen, &k.name_id);
+	if (r < 0)
+		return r;
+	/* Symbolized frames are keyed by name, not by pc: every sample in a
+	 * function shares one frame, so stacks repeat and intern well. */
+	r = intern__get(&s->frames, &k, sizeof(k), ret);
+	if (r <= 0)
+		return r;
+	d = (struct cpa_frame_def){
+		.id = *ret,
+		.name_id = k.name_id,
+		.module_id = module_id,
+		.flags = flags,
+		.offset = offset,
+	};
+	r = emit2(s, CPA_REC_FRAME, &d, sizeof(d), NULL, 0);
+	if (r < 0)
+		s->need_reset = true;
+	return r;
+}
+
+static int marker_id(struct symd *s, const char *name, uint32_t *ret)
+{
+	return frame_id(s, 0, name, strlen(name), CPA_FF_MARKER, 0, ret);
+}
+
+/* ---- per-pid state ---- */
+
+static void pidinfo__free(struct symd *s, struct pidinfo *p)
+{
+	if (p->jit)
+		s->jit_bytes -= jitmap__bytes(p->jit);
+	jitmap__free(p->jit);
+	free(p->env);
+	free(p);
+}
+
+static void pids__drop(struct symd *s, uint32_t pid)
+{
+	struct pidinfo **pp = &s->pids[pid & (SYMD_PID_MAX - 1)];
+
+	while (*pp) {
+		if ((*pp)->pid == pid) {
+			struct pidinfo *p = *pp;
+
+			*pp = p->next;
+			pidinfo__free(s, p);
+			s->npids--;
+			return;
+		}
+		pp = &(*pp)->next;
+	}
+}
+
+static void pids__clear(struct symd *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < SYMD_PID_MAX; i++) {
+		while (s->pids[i]) {
+			struct pidinfo *p = s->pids[i];
+
+			s->pids[i] = p->next;
+			pidinfo__free(s, p);
+		}
+	}
+	s->npids = 0;
+}
+
+static struct pidinfo *pids__get(struct symd *s, uint32_t pid)
+{
+	struct pidinfo **head = &s->pids[pid & (SYMD_PID_MAX - 1)], *p;
+
+	for (p = *head; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	/* Exit events keep this small; a lost exit must not grow it forever. */
+	if (s->npids >= SYMD_PID_MAX)
+		pids__clear(s);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->jit_size = -1;
+	p->next = *head;
+	*head = p;
+	s->npids++;
+	return p;
+}
+
+static int read_small(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0, cap = 4096;
+	char *buf;
+
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *b;
+
+			if (cap >= max)
+				break; /* keep what fits */
+			b = realloc(buf, cap * 2 + 1);
+			if (!b) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = b;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+static const char *proc_dir(const struct symd *s)
+{
+	return s->paths.proc ? s->paths.proc : "/proc";
+}
+
+static void pidinfo__read_env(struct symd *s, struct pidinfo *p)
+{
+	_cleanup_free_ char *env = NULL;
+	char path[128];
+	const char *v;
+	size_t len, vlen;
+
+	p->env_read = true;
+	snprintf(path, sizeof(path), "%s/%u/environ", proc_dir(s), p->pid);
+	if (read_small(path, SYMD_MAX_ENVIRON, &env, &len) < 0)
+		return;
+	v = symd_env__pick(env, len, s->env_keys, &vlen);
+	if (!v)
+		return;
+	if (vlen > SYMD_MAX_NAME)
+		vlen = SYMD_MAX_NAME;
+	p->env = strndup(v, vlen);
+	p->env_len = p->env ? vlen : 0;
+}
+
+/* The pid as the process sees it (NSpid's last field): JITs in a container
+ * name their map after that one. */
+static uint32_t ns_pid(struct symd *s, uint32_t pid)
+{
+	_cleanup_free_ char *st = NULL;
+	char path[128], *l;
+	size_t len;
+	uint32_t ns = pid;
+
+	snprintf(path, sizeof(path), "%s/%u/status", proc_dir(s), pid);
+	if (read_small(path, 1u << 16, &st, &len) < 0)
+		return pid;
+	l = strstr(st, "\nNSpid:");
+	if (l) {
+		char *e = strchr(l + 1, '\n'), *q = l + 7;
+
+		if (e)
+			*e = '\0';
+		while (*q) {
+			char *endp;
+			unsigned long v = strtoul(q, &endp, 10);
+
+			if (endp == q)
+				break;
+			ns = (uint32_t)v;
+			q = endp;
+		}
+	}
+	return ns;
+}
+
+static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
+{
+	char path[2][256];
+	unsigned int i;
+
+	p->jit_next_ns = now + SYMD_JIT_RECHECK_NS;
+	snprintf(path[0], sizeof(path[0]), "%s/%u/root/tmp/perf-%u.map", proc_dir(s), p->pid,
+		 ns_pid(s, p->pid));
+	snprintf(path[1], sizeof(path[1]), "/tmp/perf-%u.map", p->pid);
+	for (i = 0; i < 2; i++) {
+		struct jitmap *j;
+		struct stat st;
+
+		if (stat(path[i], &st) < 0)
+			continue;
+		if (p->jit && st.st_size == p->jit_size)
+			return; /* unchanged since the last load */
+		if (jitmap__load(path[i], &j) < 0)
+			continue;
+		if (p->jit)
+			s->jit_bytes -= jitmap__bytes(p->jit);
+		jitmap__free(p->jit);
+		p->jit = j;
+		p->jit_size = st.st_size;
+		s->jit_bytes += jitmap__bytes(j);
+		return;
+	}
+}
+
+static const char *jit_lookup(struct symd *s, uint32_t pid, uint64_t pc, uint64_t *ret_start)
+{
+	struct pidinfo *p = pids__get(s, pid);
+	const char *name = NULL;
+	uint64_t now;
+
+	if (!p)
+		return NULL;
+	if (p->jit)
+		name = jitmap__lookup(p->jit, pc, ret_start);
+	if (name)
+		return name;
+	/* A miss may mean new JIT code: re-read the map, at most once a second. */
+	now = symd_now_ns();
+	if (!p->jit_tried || now >= p->jit_next_ns) {
+		p->jit_tried = true;
+		pidinfo__load_jit(s, p, now);
+		if (p->jit)
+			name = jitmap__lookup(p->jit, pc, ret_start);
+	}
+	return name;
+}
+
+/* ---- symbol sources ---- */
+
+static struct symbin *vdso_get(struct symd *s)
+{
+	unsigned long base;
+	FILE *f;
+	char line[256];
+
+	if (s->vdso_tried)
+		return s->vdso;
+	s->vdso_tried = true;
+	/* Every 64-bit process of this kernel maps the same vDSO image we do. */
+	base = getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		return NULL;
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
+		    lo == base) {
+			if (symbin__load_mem((const void *)lo, hi - lo, &s->vdso) < 0)
+				s->vdso = NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return s->vdso;
+}
+
+static void ksyms_ensure(struct symd *s)
+{
+	const char *path = s->paths.kallsyms ? s->paths.kallsyms : "/proc/kallsyms";
+	int r;
+
+	if (s->ks_tried)
+		return;
+	s->ks_tried = true;
+	s->ks.modules_hash =
+		ksyms__modules_hash(s->paths.modules ? s->paths.modules : "/proc/modules");
+	s->ks.next_check_ns = symd_now_ns() + SYMD_KSYM_CHECK_NS;
+	r = ksyms__load(&s->ks, path);
+	if (r < 0) {
+		log_warn("load '%s': %s; kernel frames stay hex", path, strerror(-r));
+		return;
+	}
+	if (s->ks.zeroed && !s->kptr_warned) {
+		s->kptr_warned = true;
+		log_warn(
+			"'%s' shows zero addresses (kernel.kptr_restrict?): kernel frames stay hex",
+			path);
+	}
+}
+
+/* ---- frames ---- */
+
+static int kmod_id(struct symd *s, const char *mod, uint32_t *ret)
+{
+	struct cpa_module_def d = {.kind = CPA_MOD_KERNEL};
+	char path[96];
+
+	snprintf(path, sizeof(path), "[%s]", mod ? mod : "kernel.kallsyms");
+	return mod_id(s, &d, path, ret);
+}
+
+static int frame_kernel(struct symd *s, uint64_t pc, bool leaf, uint32_t *ret)
+{
+	const char *name, *mod;
+	uint64_t start;
+	uint32_t mid;
+	int n, r;
+
+	if (!(s->flags & CPA_CFG_DISABLE_SYM)) {
+		ksyms_ensure(s);
+		/* Return addresses may sit past a noreturn call's last byte. */
+		if (ksyms__lookup(&s->ks, leaf ? pc : pc - 1, &name, &mod, &start) == 0) {
+			r = kmod_id(s, mod, &mid);
+			if (r < 0)
+				return r;
+			cnt(s, SYM_CNT_KSYMS, 1);
+			if (mod)
+				n = snprintf(s->name, sizeof(s->name), "%s [%s]", name, mod);
+			else
+				n = snprintf(s->name, sizeof(s->name), "%s", name);
+			return frame_id(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1),
+					CPA_FF_KERNEL, start, ret);
+		}
+	}
+	r = kmod_id(s, NULL, &mid);
+	if (r < 0)
+		return r;
+	n = snprintf(s->name, sizeof(s->name), "0x%" PRIx64, pc);
+	return frame_id(s, mid, s->name, (size_t)n, CPA_FF_KERNEL | CPA_FF_UNSYMBOLIZED, pc, ret);
+}
+
+static int umods__reserve(struct symd *s, uint32_t id)
+{
+	uint32_t n = s->numods ? s->numods : 256;
+	struct umod *nu;
+
+	if (id < s->numods)
+		return 0;
+	if (id >= SYMD_MAX_MODULE_ID)
+		return -E2BIG;
+	while (n <= id)
+		n *= 2;
+	nu = realloc(s->umods, n * sizeof(*nu));
+	if (!nu)
+		return -ENOMEM;
+	memset(nu + s->numods, 0, (n - s->numods) * sizeof(*nu));
+	s->umods = nu;
+	s->numods = n;
+	return 0;
+}
+
+static uint64_t dev_of(unsigned int maj, unsigned int min)
+{
+	/* the kernel's new_encode_dev(), as stat() reports st_dev */
+	return (uint64_t)(min & 0xff) | ((uint64_t)maj << 8) | ((uint64_t)(min & ~0xffu) << 12);
+}
+
+/*
+ * A module id unwindd defined before we started (we are a restarted symd
+ * and its definition was consumed by our predecessor). unwindd never reuses
+ * an id within its epoch, so the mapping that holds this pc in this process
+ * names the same binary: rebuild the definition from /proc/PID/maps once.
+ */
+static struct umod *umod_recover(struct symd *s, uint32_t id, uint32_t pid, uint64_t pc)
+{
+	_cleanup_free_ char *maps = NULL;
+	char path[64], *line, *save = NULL;
+	struct umod *u;
+	size_t len;
+
+	if (umods__reserve(s, id) < 0)
+		return NULL;
+	u = &s->umods[id];
+	if (u->recover_tried)
+		return NULL;
+	u->recover_tried = true;
+	snprintf(path, sizeof(path), "%s/%u/maps", proc_dir(s), pid);
+	if (read_small(path, 16u << 20, &maps, &len) < 0)
+		return NULL;
+	for (line = strtok_r(maps, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long lo, hi, pgoff, ino;
+		unsigned int maj, min;
+		int pos = 0;
+		char *p, *del;
+
+		if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu %n", &lo, &hi, &pgoff, &maj, &min, &ino,
+			   &pos) < 6 ||
+		    pc < lo || pc >= hi)
+			continue;
+		p = line + pos;
+		del = strstr(p, " (deleted)");
+		if (del && !del[10])
+			*del = '\0';
+		if (p[0] == '/' && ino) {
+			u->kind = CPA_MOD_FILE;
+		} else if (!strcmp(p, "[vdso]")) {
+			u->kind = CPA_MOD_VDSO;
+		} else {
+			return NULL;
+		}
+		u->path = strdup(p);
+		if (!u->path)
+			return NULL;
+		u->defined = true;
+		u->pid = pid;
+		u->dev = dev_of(maj, min);
+		u->ino = ino;
+		u->map_start = lo;
+		u->map_end = hi;
+		log_debug("module %u recovered from %s: '%s'", id, path, u->path);
+		return u;
+	}
+	return NULL;
+}
+
+static struct umod *umod_get(struct symd *s, uint32_t id, uint32_t pid, uint64_t pc)
+{
+	if (id == 0)
+		return NULL;
+	if (id < s->numods && s->umods[id].defined)
+		return &s->umods[id];
+	return umod_recover(s, id, pid, pc);
+}
+
+static int umod_out_id(struct symd *s, struct umod *m, uint32_t *ret)
+{
+	struct cpa_module_def d;
+	int r;
+
+	if (m->out_id && m->out_epoch == s->resets) {
+		*ret = m->out_id;
+		return 0;
+	}
+	d = (struct cpa_module_def){
+		.kind = m->kind,
+		.pid = m->pid,
+		.dev = m->dev,
+		.ino = m->ino,
+		.map_start = m->map_start,
+		.map_end = m->map_end,
+		.build_id_len = m->bid_len,
+	};
+	memcpy(d.build_id, m->bid, m->bid_len);
+	r = mod_id(s, &d, m->path, ret);
+	if (r < 0)
+		return r;
+	m->out_id = *ret;
+	m->out_epoch = s->resets;
+	return 0;
+}
+
+static struct symbin *umod_bin(struct symd *s, struct umod *m)
+{
+	struct symd_file_ref ref = {
+		.path = m->path,
+		.pid = m->pid,
+		.map_start = m->map_start,
+		.map_end = m->map_end,
+		.build_id = m->bid,
+		.build_id_len = m->bid_len,
+	};
+	struct bincache_stats after;
+	struct symbin *b;
+
+	b = bincache__get(s->bins, &ref, m->dev, m->ino, symd_now_ns());
+	/* A cold binary can take seconds (capped per binary); a record full
+	 * of them must not look like a hang to the monitor. */
+	bincache__stats(s->bins, &after);
+	if (after.loads != s->bins_loads_seen) {
+		s->bins_loads_seen = after.loads;
+		shm_stage__heartbeat(s->st);
+	}
+	return b;
+}
+
+static const char *user_symbol(struct symd *s, const struct cpa_frames *f,
+			       const struct cpa_uframe *uf, struct umod *m, uint64_t *ret_off)
+{
+	uint64_t off = uf->offset;
+	bool keep_go = s->flags & CPA_CFG_STRIP_NAME_OFF;
+	struct symbin *b = NULL;
+	const char *name;
+
+	if ((uf->flags & CPA_UF_ANON) || (m && m->kind == CPA_MOD_ANON))
+		return jit_lookup(s, f->pid, uf->pc, ret_off);
+	if (!m)
+		return NULL;
+	/* Return addresses point after the call; the call may be a function's
+	 * last instruction (noreturn), so look up the byte before. */
+	if (!(uf->flags & CPA_UF_LEAF) && off > 0)
+		off--;
+	if (m->kind == CPA_MOD_VDSO || (uf->flags & CPA_UF_VDSO)) {
+		b = vdso_get(s);
+	} else if (m->kind == CPA_MOD_FILE) {
+		b = umod_bin(s, m);
+	}
+	if (!b || symbin__lookup(b, off, keep_go, &name, ret_off) < 0)
+		return NULL;
+	return name;
+}
+
+static int frame_user(struct symd *s, const struct cpa_frames *f, const struct cpa_uframe *uf,
+		      uint32_t *ret)
+{
+	struct umod *m = umod_get(s, uf->module_id, f->pid, uf->pc);
+	const char *path = m ? m->path : (uf->flags & CPA_UF_ANON) ? "[anon]" : "[unknown]";
+	const char *base;
+	uint32_t mid = 0;
+	uint64_t off;
+	int n, r;
+
+	if (m) {
+		r = umod_out_id(s, m, &mid);
+		if (r < 0)
+			return r;
+	}
+	if (!(s->flags & CPA_CFG_DISABLE_SYM)) {
+		const char *sym;
+
+		cnt(s, SYM_CNT_LOOKUPS, 1);
+		sym = user_symbol(s, f, uf, m, &off);
+		if (sym) {
+			cnt(s, SYM_CNT_HITS, 1);
+			if (s->flags & CPA_CFG_FULL_PATH)
+				n = snprintf(s->name, sizeof(s->name), "%s [%s]", sym, path);
+			else
+				n = snprintf(s->name, sizeof(s->name), "%s", sym);
+			return frame_id(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1), 0,
+					off, ret);
+		}
+		cnt(s, SYM_CNT_MISSES, 1);
+	}
+	off = (uf->flags & CPA_UF_ANON) ? uf->pc : uf->offset;
+	/* "[vdso]", "[anon]" are already bracketed */
+	base = symd_basename(path);
+	n = snprintf(s->name, sizeof(s->name),
+		     base[0] == '[' ? "0x%" PRIx64 " %s" : "0x%" PRIx64 " [%s]", off, base);
+	return frame_id(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1), CPA_FF_UNSYMBOLIZED,
+			off, ret);
+}
+
+static const char *stop_marker(uint16_t reason)
+{
+	switch (reason) {
+	case CPA_STOP_NO_MAP:
+		return "[unwind stopped: no map]";
+	case CPA_STOP_NO_CFI:
+		return "[unwind stopped: no cfi]";
+	case CPA_STOP_READ:
+		return "[unwind stopped: stack read]";
+	case CPA_STOP_DEPTH:
+		return "[unwind stopped: depth limit]";
+	case CPA_STOP_ANON:
+		return "[unwind stopped: jit]";
+	case CPA_STOP_BAD:
+		return "[unwind stopped: bad frame]";
+	default:
+		return "[unwind stopped: unknown]";
+	}
+}
+
+static int stack_id(struct symd *s, const uint32_t *ids, uint32_t n, uint32_t nk, uint32_t *ret)
+{
+	struct cpa_stack_def d;
+	int r;
+
+	/* Kernel frames are distinct frame ids (CPA_FF_KERNEL), so the id list
+	 * alone fixes the kernel/user split. */
+	r = intern__get(&s->stacks, ids, n * 4, ret);
+	if (r <= 0)
+		return r;
+	d = (struct cpa_stack_def){.id = *ret, .n_frames = (uint16_t)n, .n_kframes = (uint16_t)nk};
+	r = emit2(s, CPA_REC_STACK, &d, sizeof(d), ids, n * 4);
+	if (r < 0) {
+		s->need_reset = true;
+		return r;
+	}
+	cnt(s, SYM_CNT_STACKS, 1);
+	return 0;
+}
+
+static void loss_add(struct symd *s, enum symd_loss_reason why, uint16_t kind, uint64_t weight)
+{
+	unsigned int k = kind < CPA_KIND_MAX ? kind : 0;
+
+	s->loss_count[why][k]++;
+	s->loss_weight[why][k] += weight ? weight : 1;
+}
+
+static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t *body)
+{
+	const uint64_t *kpc = (const uint64_t *)body;
+	const struct cpa_uframe *uf = (const struct cpa_uframe *)(kpc + f->n_kframes);
+	struct cpa_sample_out o = {0};
+	uint32_t n = 0, nk, i;
+	const char *marker = NULL;
+	int r;
+
+	for (i = 0; i < f->n_kframes; i++) {
+		r = frame_kernel(s, kpc[i], i == 0, &s->ids[n]);
+		if (r < 0)
+			return r;
+		n++;
+	}
+	nk = n;
+	for (i = 0; i < f->n_uframes; i++) {
+		struct cpa_uframe u;
+
+		memcpy(&u, &uf[i], sizeof(u));
+		r = frame_user(s, f, &u, &s->ids[n]);
+		if (r < 0)
+			return r;
+		n++;
+	}
+	if (f->flags & CPA_SF_DEGRADED)
+		marker = "[degraded: no user stack]";
+	else if (f->stop_reason != CPA_STOP_END && f->stop_reason != CPA_STOP_FP &&
+		 f->stop_reason != CPA_STOP_NONE)
+		marker = stop_marker(f->stop_reason);
+	if (marker) {
+		r = marker_id(s, marker, &s->ids[n]);
+		if (r < 0)
+			return r;
+		n++;
+	}
+	r = stack_id(s, s->ids, n, nk, &o.stack_id);
+	if (r < 0)
+		return r;
+	r = str_id(s, f->comm, strnlen(f->comm, CPA_COMM_LEN), &o.comm_id);
+	if (r < 0)
+		return r;
+	r = str_id(s, f->pcomm, strnlen(f->pcomm, CPA_COMM_LEN), &o.pcomm_id);
+	if (r < 0)
+		return r;
+	if (s->env_keys[0]) {
+		struct pidinfo *p = pids__get(s, f->pid);
+
+		if (p && !p->env_read)
+			pidinfo__read_env(s, p);
+		if (p && p->env)
+			r = str_id(s, p->env, p->env_len, &o.env_id);
+		else
+			r = str_id(s, "SYSTEM", 6, &o.env_id);
+		if (r < 0)
+			return r;
+	}
+	o.seq = f->seq;
+	o.time_ns = f->time_ns;
+	o.cgroup_id = f->cgroup_id;
+	o.weight = f->weight;
+	o.pid = f->pid;
+	o.tid = f->tid;
+	o.cpu = f->cpu;
+	o.kind = f->kind;
+	o.flags = f->flags;
+	o.probe_id = f->probe_id;
+	return emit2(s, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
+}
+
+static bool rate_ok(struct symd *s)
+{
+	uint64_t limit = shm_stage__rate_limit(s->st), now;
+
+	if (!limit)
+		return true;
+	now = symd_now_ns();
+	if (now - s->rate_window_ns >= 1000000000ull) {
+		s->rate_window_ns = now;
+		s->rate_count = 0;
+	}
+	return s->rate_count++ < limit;
+}
+
+static size_t intern_bytes(const struct symd *s)
+{
+	return intern__bytes(&s->strs) + intern__bytes(&s->frames) + intern__bytes(&s->stacks) +
+	       intern__bytes(&s->mods);
+}
+
+static void on_frames(struct symd *s, const struct shm_msg *m)
+{
+	struct cpa_frames f;
+	int r;
+
+	if (m->len < sizeof(f)) {
+		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+		return;
+	}
+	/* One copy of the header: checks and use see the same counts. */
+	memcpy(&f, m->data, sizeof(f));
+	if (!cpa_rec_frames_ok(&f, m->len)) {
+		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+		return;
+	}
+	if (f.seq <= s->resume_mark) {
+		cnt(s, SHM_CNT_DROP_DUP, 1);
+		return;
+	}
+	if (f.seq > s->mark)
+		s->mark = f.seq;
+	if (!rate_ok(s)) {
+		cnt(s, SHM_CNT_DROP_RATE, 1);
+		loss_add(s, SYMD_LOSS_RATE, f.kind, f.weight);
+		return;
+	}
+	r = sample_out(s, &f, (const uint8_t *)m->data + sizeof(f));
+	if (r < 0) {
+		/* The epoch may hold ids never defined downstream: start over. */
+		s->need_reset = true;
+		if (r == -ENOBUFS) {
+			cnt(s, SHM_CNT_DROP_RING_FULL, 1);
+			loss_add(s, SYMD_LOSS_RING_FULL, f.kind, f.weight);
+		} else {
+			cnt(s, SHM_CNT_ERRORS, 1);
+			loss_add(s, SYMD_LOSS_ERROR, f.kind, f.weight);
+		}
+		return;
+	}
+	if (intern_bytes(s) > s->intern_budget)
+		s->need_reset = true;
+}
+
+static void on_module(struct symd *s, const struct shm_msg *m)
+{
+	struct cpa_module_def d;
+	struct umod *u;
+	char *path;
+
+	if (m->len < sizeof(d)) {
+		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+		return;
+	}
+	memcpy(&d, m->data, sizeof(d));
+	if (!cpa_rec_module_ok(&d, m->len) || d.id == 0 || d.id >= SYMD_MAX_MODULE_ID ||
+	    d.path_len >= CPA_PATH_MAX) {
+		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+		return;
+	}
+	if (umods__reserve(s, d.id) < 0) {
+		cnt(s, SHM_CNT_ERRORS, 1);
+		return;
+	}
+	path = strndup((const char *)m->data + sizeof(d), d.path_len);
+	if (!path) {
+		cnt(s, SHM_CNT_ERRORS, 1);
+		return;
+	}
+	u = &s->umods[d.id];
+	free(u->path);
+	*u = (struct umod){
+		.defined = true,
+		.bid_len = d.build_id_len,
+		.kind = (uint16_t)d.kind,
+		.pid = d.pid,
+		.dev = d.dev,
+		.ino = d.ino,
+		.map_start = d.map_start,
+		.map_end = d.map_end,
+		.path = path,
+	};
+	memcpy(u->bid, d.build_id, d.build_id_len);
+	/* Open it now, while the process that maps it is alive: the frames
+	 * that use it come right after, but a short-lived process may be gone
+	 * by then, and with it /proc/PID/map_files and /proc/PID/root. */
+	if (u->kind == CPA_MOD_FILE && !(s->flags & CPA_CFG_DISABLE_SYM))
+		umod_bin(s, u);
+}
+
+static void umods__clear(struct symd *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->numods; i++)
+		free(s->umods[i].path);
+	free(s->umods);
+	s->umods = NULL;
+	s->numods = 0;
+}
+
+static void on_task(struct symd *s, const struct shm_msg *m)
+{
+	struct cpa_task_event t;
+
+	if (m->len < sizeof(t)) {
+		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+		return;
+	}
+	memcpy(&t, m->data, sizeof(t));
+	if (t.seq <= s->resume_mark) {
+		cnt(s, SHM_CNT_DROP_DUP, 1);
+		return;
+	}
+	if (t.seq > s->mark)
+		s->mark = t.seq;
+	/* exec replaces the image (new environment, new JIT); capture sends
+	 * EXIT once per process, from its last thread, whatever its tid. */
+	if (t.kind == CPA_TASK_EXEC || t.kind == CPA_TASK_EXIT)
+		pids__drop(s, t.pid);
+}
+
+static void on_loss(struct symd *s, const struct shm_msg *m)
+{
+	struct cpa_loss l;
+	int r;
+
+	if (m->len < sizeof(l)) {
+		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+		return;
+	}
+	memcpy(&l, m->data, sizeof(l));
+	if (l.seq <= s->resume_mark) {
+		cnt(s, SHM_CNT_DROP_DUP, 1);
+		return;
+	}
+	if (l.seq > s->mark)
+		s->mark = l.seq;
+	r = emit2(s, CPA_REC_LOSS, &l, sizeof(l), NULL, 0);
+	if (r < 0) {
+		/* Cannot forward it: fold it into our own loss report. */
+		cnt(s, SHM_CNT_DROP_RING_FULL, 1);
+		loss_add(s, SYMD_LOSS_RING_FULL, (uint16_t)l.kind, l.weight);
+	}
+}
+
+static void symd__handle(struct symd *s, const struct shm_msg *m)
+{
+	switch (m->type) {
+	case CPA_REC_FRAMES:
+		on_frames(s, m);
+		break;
+	case CPA_REC_MODULE:
+		on_module(s, m);
+		break;
+	case CPA_REC_DICT_RESET:
+		if (m->len < sizeof(struct cpa_dict_reset)) {
+			cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+			break;
+		}
+		umods__clear(s);
+		break;
+	case CPA_REC_TASK:
+		on_task(s, m);
+		break;
+	case CPA_REC_LOSS:
+		on_loss(s, m);
+		break;
+	default:
+		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+		break;
+	}
+}
+
+/* Room we want in the output before taking another input record: a sample
+ * with all-new frames needs a few KiB, a quarter ring is ample. Below it we
+ * leave input where it is (the input ring is the buffer) instead of
+ * dropping: a restarting storer then loses nothing. */
+static uint64_t out_headroom(const struct symd *s)
+{
+	return s->out->size / 4;
+}
+
+bool symd__output_held(const struct symd *s)
+{
+	return s->held;
+}
+
+int symd__run_batch(struct symd *s, unsigned int max_records)
+{
+	unsigned int n = 0;
+	int r = 0;
+
+	s->held = false;
+	while (n < max_records) {
+		struct shm_msg m;
+
+		if (shm_ring__free_bytes_sp(s->out) < out_headroom(s)) {
+			s->held = true;
+			break;
+		}
+		if (s->need_reset && symd__reset_sp(s) < 0) {
+			s->held = true;
+			break;
+		}
+		r = shm_ring__peek_sc(s->in, &m);
+		if (r == -EAGAIN) {
+			r = 0;
+			break;
+		}
+		if (r < 0) {
+			cnt(s, SHM_CNT_ERRORS, 1);
+			break;
+		}
+		n++;
+		cnt(s, SHM_CNT_IN, 1);
+		cnt(s, SHM_CNT_BYTES_IN, m.len);
+		symd__handle(s, &m);
+	}
+	/* Output first, then the input with its mark: a crash in between makes
+	 * the successor redo the batch, and the storer skips what it has. */
+	shm_ring__commit_sp(s->out);
+	if (n) {
+		shm_ring__release_mark_sc(s->in, s->mark);
+		cnt(s, SHM_CNT_BATCHES, 1);
+	}
+	return r < 0 ? r : (int)n;
+}
+
+static void symd__flush_loss(struct symd *s)
+{
+	unsigned int w, k;
+	uint64_t now = realtime_ns();
+
+	for (w = 0; w < SYMD_LOSS_NR; w++) {
+		for (k = 0; k < CPA_KIND_MAX; k++) {
+			struct cpa_loss l;
+
+			if (!s->loss_count[w][k])
+				continue;
+			l = (struct cpa_loss){
+				.seq = s->mark,
+				.time_ns = now,
+				.count = s->loss_count[w][k],
+				.weight = s->loss_weight[w][k],
+				.stage = SHM_STAGE_SYMD,
+				.reason = symd_loss_counter[w],
+				.kind = k,
+			};
+			if (emit2(s, CPA_REC_LOSS, &l, sizeof(l), NULL, 0) < 0)
+				return; /* keep counting; next second */
+			s->loss_count[w][k] = 0;
+			s->loss_weight[w][k] = 0;
+		}
+	}
+	shm_ring__commit_sp(s->out);
+}
+
+static void symd__gauges(struct symd *s)
+{
+	struct bincache_stats bs;
+	uint64_t bytes;
+
+	bincache__stats(s->bins, &bs);
+	cnt(s, SYM_CNT_CACHE_EVICT, bs.evictions - s->bin_seen.evictions);
+	cnt(s, SYM_CNT_BIN_REJECTED, bs.rejected - s->bin_seen.rejected);
+	cnt(s, SYM_CNT_BIN_OPEN_FAIL, bs.open_fail - s->bin_seen.open_fail);
+	s->bin_seen = bs;
+	bytes = bs.bytes + ksyms__bytes(&s->ks) + s->jit_bytes + intern_bytes(s);
+	cnt(s, SYM_CNT_CACHE_BYTES, bytes - s->gauge_bytes); /* gauge: add the delta */
+	s->gauge_bytes = bytes;
+}
+
+void symd__finish(struct symd *s)
+{
+	symd__flush_loss(s);
+	symd__gauges(s);
+}
+
+void symd__tick(struct symd *s, uint64_t now)
+{
+	if (now >= s->loss_next_ns) {
+		s->loss_next_ns = now + SYMD_LOSS_FLUSH_NS;
+		symd__flush_loss(s);
+	}
+	if (s->ks.loaded && now >= s->ks.next_check_ns) {
+		uint64_t h =
+			ksyms__modules_hash(s->paths.modules ? s->paths.modules : "/proc/modules");
+
+		s->ks.next_check_ns = now + SYMD_KSYM_CHECK_NS;
+		if (h && h != s->ks.modules_hash) {
+			log_info("kernel modules changed: reloading kallsyms");
+			s->ks.modules_hash = h;
+			s->ks_tried = false;
+			ksyms_ensure(s);
+		}
+	}
+	symd__gauges(s);
+}
+
+int symd__new(const struct symd_opts *o, struct symd **ret)
+{
+	struct symd *s = calloc(1, sizeof(*s));
+	uint64_t cap;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	s->cfg = o->cfg;
+	s->flags = o->cfg->flags;
+	s->st = o->stage;
+	s->in = o->in;
+	s->out = o->out;
+	s->generation = o->generation;
+	s->paths = o->paths;
+	snprintf(s->env_keys, sizeof(s->env_keys), "%.*s", (int)sizeof(s->env_keys) - 1,
+		 o->cfg->record_env_name);
+	intern__init(&s->strs);
+	intern__init(&s->frames);
+	intern__init(&s->stacks);
+	intern__init(&s->mods);
+	s->pids = calloc(SYMD_PID_MAX, sizeof(*s->pids));
+	if (!s->pids) {
+		r = -ENOMEM;
+		goto out_free;
+	}
+	/* The cap covers everything we cache: symbol tables get 3/4, the
+	 * intern tables 1/4 (a reset refills them with what is live). */
+	cap = (uint64_t)(o->cfg->max_cache_size_mb ? o->cfg->max_cache_size_mb : 1024) << 20;
+	s->intern_budget = cap / 4;
+	r = bincache__new(cap - cap / 4, &s->paths, &s->bins);
+	if (r < 0)
+		goto out_free;
+	s->resume_mark = shm_ring__mark_sc(s->in);
+	s->mark = s->resume_mark;
+	s->need_reset = true;
+	/* Every lifetime starts with a reset; if the ring is full now, the
+	 * first batch sends it before anything else. */
+	if (symd__reset_sp(s) == 0)
+		shm_ring__commit_sp(s->out);
+	*ret = s;
+	return 0;
+
+out_free:
+	symd__free(s);
+	return r;
+}
+
+void symd__free(struct symd *s)
+{
+	if (!s)
+		return;
+	if (s->pids)
+		pids__clear(s);
+	free(s->pids);
+	umods__clear(s);
+	bincache__free(s->bins);
+	symbin__free(s->vdso);
+	ksyms__fini(&s->ks);
+	intern__fini(&s->strs);
+	intern__fini(&s->frames);
+	intern__fini(&s->stacks);
+	intern__fini(&s->mods);
+	free(s);
+}

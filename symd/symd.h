@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * symd: turns (binary, file offset) frames from unwindd into names, interns
+ * strings, frames and stacks into ids and sends the storer samples plus the
+ * definitions they need. See docs/symd.md.
+ *
+ * The stage is built as a library (cpa_symd_core) around one object, struct
+ * symd, so that tests drive the very batch function main.c runs, over a
+ * real arena. The module pieces (ELF symbols, kallsyms, names, intern
+ * tables) are declared here too because the tests check them one by one.
+ */
+#ifndef CPA_SYMD_H
+#define CPA_SYMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/config.h"
+#include "shm/records.h"
+#include "shm/ring.h"
+#include "shm/stage.h"
+
+/* Hostile-input caps (docs/symd.md). */
+#define SYMD_MAX_FILE_SIZE (512ull << 20) /* ELF files we open at all */
+#define SYMD_MAX_SYMBOLS   (4u << 20)	  /* per symbol table */
+#define SYMD_MAX_SECTIONS  65535u
+#define SYMD_MAX_LOADS	   64u		   /* PT_LOAD headers kept */
+#define SYMD_MAX_NAME	   1024u	   /* printed frame name, bytes */
+#define SYMD_MAX_DEBUGDATA (256ull << 20)  /* decompressed .gnu_debugdata */
+#define SYMD_BIN_TIME_NS   (3000000000ull) /* per binary load */
+#define SYMD_MAX_KSYMS	   (4u << 20)
+#define SYMD_MAX_JIT_SYMS  (1u << 20)
+#define SYMD_MAX_ENVIRON   (1u << 20)
+#define SYMD_MAX_MODULE_ID (1u << 20) /* unwindd module ids we track */
+
+/* ---- intern.c: blob -> dense id (1..n) ---- */
+struct intern {
+	uint32_t *slots; /* open addressing, linear probing; id or 0 */
+	uint32_t nslots; /* power of two */
+	uint32_t n;	 /* ids handed out */
+	uint32_t cap;	 /* entries allocated in the per-id arrays */
+	uint64_t *hash;	 /* per id (index id-1) */
+	uint64_t *off;	 /* per id: key offset in pool */
+	uint32_t *len;	 /* per id: key length */
+	uint8_t *pool;
+	size_t pool_len;
+	size_t pool_cap;
+};
+
+uint64_t symd_hash(const void *data, size_t len);
+void intern__init(struct intern *t);
+void intern__fini(struct intern *t);
+void intern__clear(struct intern *t);
+/* 1 if key was new (ret_id is its fresh id), 0 if known, -ENOMEM. */
+int intern__get(struct intern *t, const void *key, uint32_t len, uint32_t *ret_id);
+const void *intern__key(const struct intern *t, uint32_t id, uint32_t *ret_len);
+size_t intern__bytes(const struct intern *t);
+
+/* ---- names.c: printable names ---- */
+/* Demangle (C++, Rust) and shorten (Go, unless keep_go) raw into buf (NUL
+ * terminated, truncated to cap); returns the length. */
+size_t symd_name__format(const char *raw, bool is_go, bool keep_go, char *buf, size_t cap);
+/* Go: "github.com/x/y/pkg.(*T).M" -> "pkg.(*T).M". */
+size_t symd_name__go_short(const char *name, char *buf, size_t cap);
+const char *symd_basename(const char *path);
+
+/* ---- elfsym.c: one binary's symbols ---- */
+struct symd_sym {
+	uint64_t addr;
+	uint32_t size;
+	uint32_t name; /* raw name, offset in pool */
+	uint32_t fmt;  /* formatted name, offset in pool; 0 = not yet */
+	uint32_t _pad;
+};
+
+struct symd_load {
+	uint64_t off;
+	uint64_t vaddr;
+	uint64_t filesz;
+};
+
+enum symbin_src {
+	SYMBIN_SRC_SYMTAB = 1u << 0,
+	SYMBIN_SRC_DYNSYM = 1u << 1,
+	SYMBIN_SRC_DEBUG_BUILDID = 1u << 2,
+	SYMBIN_SRC_DEBUGLINK = 1u << 3,
+	SYMBIN_SRC_MINIDEBUG = 1u << 4,
+};
+
+struct symbin {
+	struct symd_sym *syms; /* sorted by addr, one per addr */
+	uint32_t nsyms;
+	uint32_t nloads;
+	struct symd_load loads[SYMD_MAX_LOADS];
+	char *pool; /* names; offset 0 is "" */
+	size_t pool_len;
+	size_t pool_cap;
+	uint32_t src; /* enum symbin_src */
+	bool is_go;
+	uint8_t build_id[CPA_BUILD_ID_MAX];
+	uint8_t build_id_len;
+};
+
+/* Where to look for separate debug files. Tests point these at temp dirs. */
+struct symd_paths {
+	const char *debug_root; /* default /usr/lib/debug */
+	const char *kallsyms;	/* default /proc/kallsyms */
+	const char *modules;	/* default /proc/modules */
+	const char *proc;	/* default /proc */
+};
+
+/* What identifies a file for opening: the module as unwindd described it. */
+struct symd_file_ref {
+	const char *path;
+	uint32_t pid;
+	uint64_t map_start;
+	uint64_t map_end;
+	const uint8_t *build_id;
+	uint8_t build_id_len;
+};
+
+/* Open the module's file (map_files, /proc/PID/root, plain path), read its
+ * symbols plus those of a debug file / MiniDebugInfo. -ENOENT/-EACCES when
+ * it cannot be opened, -EBADMSG/-EFBIG/-E2BIG/-ETIME when refused. */
+int symbin__load(const struct symd_paths *paths, const struct symd_file_ref *ref,
+		 struct symbin **ret);
+/* Same from an ELF image in memory (the vDSO, tests). */
+int symbin__load_mem(const void *img, size_t size, struct symbin **ret);
+void symbin__free(struct symbin *b);
+size_t symbin__bytes(const struct symbin *b);
+/* Map a file offset to the ELF virtual address; -ENOENT if in no PT_LOAD. */
+int symbin__off_to_vaddr(const struct symbin *b, uint64_t off, uint64_t *ret_vaddr);
+/* Symbol covering file offset off: formatted name (valid until the next
+ * lookup into b) and the symbol start as a file offset. -ENOENT if none. */
+int symbin__lookup(struct symbin *b, uint64_t off, bool keep_go, const char **ret_name,
+		   uint64_t *ret_sym_off);
+
+/* ---- bincache.c: binaries by build-id (or dev+ino), LRU, capped ---- */
+struct bincache;
+struct bincache_stats {
+	uint64_t bytes;
+	uint64_t evictions;
+	uint64_t rejected;
+	uint64_t open_fail;
+	uint64_t loads; /* load attempts (each may take up to SYMD_BIN_TIME_NS) */
+};
+int bincache__new(uint64_t budget, const struct symd_paths *paths, struct bincache **ret);
+void bincache__free(struct bincache *c);
+/* Binary of a module (loaded on first use; failures cached for a while).
+ * NULL when it cannot be had. The pointer is valid until the next get. */
+struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref, uint64_t dev,
+			     uint64_t ino, uint64_t now_ns);
+void bincache__stats(const struct bincache *c, struct bincache_stats *ret);
+
+/* ---- ksyms.c: /proc/kallsyms ---- */
+struct ksym {
+	uint64_t addr;
+	uint32_t name; /* pool offset */
+	uint32_t mod;  /* pool offset of module name, 0 = vmlinux */
+};
+
+struct ksyms {
+	struct ksym *syms;
+	uint32_t n;
+	char *pool;
+	size_t pool_len;
+	size_t pool_cap;
+	bool zeroed; /* kptr_restrict hid the addresses */
+	bool loaded;
+	uint64_t modules_hash;
+	uint64_t next_check_ns;
+};
+
+int ksyms__load(struct ksyms *k, const char *kallsyms_path);
+void ksyms__fini(struct ksyms *k);
+/* Name and module (NULL for vmlinux) of the text symbol covering addr. */
+int ksyms__lookup(const struct ksyms *k, uint64_t addr, const char **ret_name, const char **ret_mod,
+		  uint64_t *ret_start);
+/* Hash of the modules file (to notice loads/unloads); 0 if unreadable. */
+uint64_t ksyms__modules_hash(const char *modules_path);
+size_t ksyms__bytes(const struct ksyms *k);
+
+/* ---- procinfo.c: per-process state (JIT maps, env labels) ---- */
+struct jitmap;
+int jitmap__load(const char *path, struct jitmap **ret);
+void jitmap__free(struct jitmap *j);
+const char *jitmap__lookup(const struct jitmap *j, uint64_t pc, uint64_t *ret_start);
+size_t jitmap__bytes(const struct jitmap *j);
+
+/* Value of the first of keys (comma list) in an environ blob, or NULL. */
+const char *symd_env__pick(const char *environ, size_t len, const char *keys, size_t *ret_len);
+
+/* ---- symd.c: the stage ---- */
+struct symd_opts {
+	const struct cpa_config *cfg;
+	struct shm_stage *stage;
+	struct shm_ring_cons *in;
+	struct shm_ring_prod *out;
+	uint32_t generation;
+	struct symd_paths paths; /* NULL members take the defaults */
+};
+
+struct symd;
+
+int symd__new(const struct symd_opts *o, struct symd **ret);
+void symd__free(struct symd *s);
+/* Process up to max_records input records; commit output and release the
+ * input with its mark once. Returns the records consumed (0 = none pending
+ * or output held back), or -errno (-EBADMSG: corrupt input ring). */
+int symd__run_batch(struct symd *s, unsigned int max_records);
+/* Periodic work: loss records, kallsyms reload check, gauges. */
+void symd__tick(struct symd *s, uint64_t now_ns);
+/* Before leaving: send the pending loss report, update the gauges. */
+void symd__finish(struct symd *s);
+/* True when output is held back for lack of room in the output ring. */
+bool symd__output_held(const struct symd *s);
+
+uint64_t symd_now_ns(void);
+
+#endif /* CPA_SYMD_H */

@@ -1,0 +1,1424 @@
+// SPDX-License-Identifier: MIT
+/*
+ * symd tests: ELF symbol lookup by file offset on a fixture library built by
+ * CMake (boundaries, return-address adjustment), separate debug files by
+ * build-id and .gnu_debuglink, MiniDebugInfo, kallsyms and perf maps from
+ * fixture files, names (C++/Rust demangling, Go shortening), hostile ELF
+ * files, and the whole stage over a real arena: records in ring 1, the
+ * batch function, definitions and samples read back from ring 2.
+ */
+#include <check.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shm/arena.h"
+#include "shm/counters.h"
+#include "symd.h"
+
+#define FX_SO  SYMD_FIXTURE_SO
+#define FX_DIR SYMD_FIXTURE_DIR
+
+/* ---- helpers ---- */
+
+struct fx_fn {
+	uint64_t off;  /* file offset of the first byte */
+	uint64_t size; /* from nm -S */
+};
+
+static char tmpdir[256];
+
+static void tmp_setup(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_symd.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void tmp_teardown(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void run(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	r = system(cmd);
+	ck_assert_msg(r == 0, "command failed (%d): %s", r, cmd);
+}
+
+static void *fx_handle(void)
+{
+	static void *h;
+
+	if (!h)
+		h = dlopen(FX_SO, RTLD_NOW);
+	ck_assert_msg(h != NULL, "dlopen %s: %s", FX_SO, dlerror());
+	return h;
+}
+
+/* File offset of addr inside the fixture, as unwindd computes it from
+ * /proc/self/maps (pc - start + pgoff). */
+static uint64_t fx_off_of(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[1024];
+	uint64_t a = (uint64_t)(uintptr_t)addr, off = UINT64_MAX;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, pg;
+
+		if (sscanf(line, "%lx-%lx %*s %lx", &lo, &hi, &pg) == 3 && a >= lo && a < hi) {
+			ck_assert_ptr_nonnull(strstr(line, "cpa_symd_fixture"));
+			off = a - lo + pg;
+			break;
+		}
+	}
+	fclose(f);
+	ck_assert(off != UINT64_MAX);
+	return off;
+}
+
+static uint64_t nm_size(const char *sym)
+{
+	char cmd[512], line[512];
+	uint64_t size = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm -S --defined-only '%s'", FX_SO);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p)) {
+		char name[256];
+		unsigned long a, s;
+		char t;
+
+		if (sscanf(line, "%lx %lx %c %255s", &a, &s, &t, name) == 4 && !strcmp(name, sym))
+			size = s;
+	}
+	pclose(p);
+	ck_assert_msg(size > 0, "nm has no size for %s", sym);
+	return size;
+}
+
+static struct fx_fn fx_fn(const char *dlname, const char *nmname)
+{
+	void *addr = dlsym(fx_handle(), dlname);
+
+	ck_assert_msg(addr != NULL, "dlsym %s", dlname);
+	return (struct fx_fn){.off = fx_off_of(addr), .size = nm_size(nmname)};
+}
+
+static struct fx_fn fx_local(void)
+{
+	void *(*get)(void) = (void *(*)(void))dlsym(fx_handle(), "cpa_fx_local_addr");
+
+	ck_assert_ptr_nonnull(get);
+	return (struct fx_fn){.off = fx_off_of(get()), .size = nm_size("cpa_fx_local_helper")};
+}
+
+static struct symbin *load_path(const char *path, const char *debug_root, int *ret_err)
+{
+	struct symd_paths paths = {.debug_root = debug_root};
+	struct symd_file_ref ref = {.path = path};
+	struct symbin *b = NULL;
+	int r = symbin__load(&paths, &ref, &b);
+
+	if (ret_err)
+		*ret_err = r;
+	return r == 0 ? b : NULL;
+}
+
+static const char *lookup(struct symbin *b, uint64_t off)
+{
+	static char buf[2048];
+	const char *name;
+	uint64_t so;
+
+	if (symbin__lookup(b, off, false, &name, &so) < 0)
+		return "(none)";
+	snprintf(buf, sizeof(buf), "%s", name);
+	return buf;
+}
+
+/* ---- ELF lookups ---- */
+
+START_TEST(test_lookup_fixture)
+{
+	struct fx_fn a = fx_fn("cpa_fx_alpha", "cpa_fx_alpha");
+	struct fx_fn b = fx_fn("cpa_fx_beta", "cpa_fx_beta");
+	struct fx_fn g = fx_fn("_ZN3cpa7fixture5gammaEi", "_ZN3cpa7fixture5gammaEi");
+	struct fx_fn l = fx_local();
+	struct symbin *bin = load_path(FX_SO, NULL, NULL);
+	const char *name;
+	uint64_t so;
+
+	ck_assert_ptr_nonnull(bin);
+	ck_assert(bin->src & SYMBIN_SRC_SYMTAB);
+	ck_assert_int_gt(bin->build_id_len, 0);
+
+	/* first byte, middle, last byte */
+	ck_assert_int_eq(symbin__lookup(bin, a.off, false, &name, &so), 0);
+	ck_assert_str_eq(name, "cpa_fx_alpha");
+	ck_assert_uint_eq(so, a.off);
+	ck_assert_str_eq(lookup(bin, a.off + a.size / 2), "cpa_fx_alpha");
+	ck_assert_int_eq(symbin__lookup(bin, a.off + a.size - 1, false, &name, &so), 0);
+	ck_assert_str_eq(name, "cpa_fx_alpha");
+	ck_assert_uint_eq(so, a.off);
+	/* one past the end is not alpha any more */
+	ck_assert_str_ne(lookup(bin, a.off + a.size), "cpa_fx_alpha");
+	/* one before the start is not alpha either */
+	ck_assert_str_ne(lookup(bin, a.off - 1), "cpa_fx_alpha");
+
+	ck_assert_str_eq(lookup(bin, b.off), "cpa_fx_beta");
+	ck_assert_str_eq(lookup(bin, b.off + b.size - 1), "cpa_fx_beta");
+	ck_assert_str_eq(lookup(bin, l.off), "cpa_fx_local_helper");
+	/* C++ mangled name through the ELF path, demangled without params */
+	ck_assert_str_eq(lookup(bin, g.off + 1), "cpa::fixture::gamma");
+
+	/* offsets outside any PT_LOAD */
+	ck_assert_int_eq(symbin__lookup(bin, 1ull << 40, false, &name, &so), -ENOENT);
+	symbin__free(bin);
+}
+END_TEST
+
+START_TEST(test_debug_file_build_id)
+{
+	struct fx_fn l = fx_local();
+	struct fx_fn a = fx_fn("cpa_fx_alpha", "cpa_fx_alpha");
+	char so[512], dbg[512], empty[512], root[512];
+	struct symbin *bin;
+	char hex[64] = "";
+	unsigned int i;
+
+	tmp_setup();
+	snprintf(so, sizeof(so), "%s/lib.so", tmpdir);
+	snprintf(dbg, sizeof(dbg), "%s/lib.debug", tmpdir);
+	snprintf(empty, sizeof(empty), "%s/empty", tmpdir);
+	snprintf(root, sizeof(root), "%s/debugroot", tmpdir);
+	run("mkdir -p '%s' && cp '%s' '%s'", empty, FX_SO, so);
+	run("objcopy --only-keep-debug '%s' '%s'", so, dbg);
+	run("objcopy --strip-all '%s'", so);
+
+	/* stripped: exported functions from .dynsym, the local one is gone */
+	bin = load_path(so, empty, NULL);
+	ck_assert_ptr_nonnull(bin);
+	ck_assert(!(bin->src & SYMBIN_SRC_SYMTAB));
+	ck_assert(bin->src & SYMBIN_SRC_DYNSYM);
+	ck_assert_str_eq(lookup(bin, a.off), "cpa_fx_alpha");
+	ck_assert_str_ne(lookup(bin, l.off), "cpa_fx_local_helper");
+	for (i = 0; i < bin->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", bin->build_id[i]);
+	symbin__free(bin);
+
+	/* debug file under <root>/.build-id/xx/rest.debug */
+	run("mkdir -p '%s/.build-id/%.2s' && cp '%s' '%s/.build-id/%.2s/%s.debug'", root, hex, dbg,
+	    root, hex, hex + 2);
+	bin = load_path(so, root, NULL);
+	ck_assert_ptr_nonnull(bin);
+	ck_assert(bin->src & SYMBIN_SRC_DEBUG_BUILDID);
+	ck_assert_str_eq(lookup(bin, l.off), "cpa_fx_local_helper");
+	ck_assert_str_eq(lookup(bin, a.off), "cpa_fx_alpha");
+	symbin__free(bin);
+	tmp_teardown();
+}
+END_TEST
+
+START_TEST(test_debug_file_debuglink)
+{
+	struct fx_fn l = fx_local();
+	char so[512], dbg[512], empty[512];
+	struct symbin *bin;
+
+	tmp_setup();
+	snprintf(so, sizeof(so), "%s/lib2.so", tmpdir);
+	snprintf(dbg, sizeof(dbg), "%s/lib2.debug", tmpdir);
+	snprintf(empty, sizeof(empty), "%s/empty", tmpdir);
+	run("mkdir -p '%s/.debug' '%s' && cp '%s' '%s'", tmpdir, empty, FX_SO, so);
+	run("objcopy --only-keep-debug '%s' '%s'", so, dbg);
+	run("cd '%s' && objcopy --strip-all --add-gnu-debuglink=lib2.debug lib2.so", tmpdir);
+
+	/* same directory */
+	bin = load_path(so, empty, NULL);
+	ck_assert_ptr_nonnull(bin);
+	ck_assert(bin->src & SYMBIN_SRC_DEBUGLINK);
+	ck_assert_str_eq(lookup(bin, l.off), "cpa_fx_local_helper");
+	symbin__free(bin);
+
+	/* .debug/ subdirectory */
+	run("mv '%s' '%s/.debug/'", dbg, tmpdir);
+	bin = load_path(so, empty, NULL);
+	ck_assert_ptr_nonnull(bin);
+	ck_assert(bin->src & SYMBIN_SRC_DEBUGLINK);
+	ck_assert_str_eq(lookup(bin, l.off), "cpa_fx_local_helper");
+	symbin__free(bin);
+
+	/* a debug file of another binary is refused (build-id mismatch) */
+	run("cp /bin/true '%s/.debug/lib2.debug'", tmpdir);
+	bin = load_path(so, empty, NULL);
+	ck_assert_ptr_nonnull(bin);
+	ck_assert(!(bin->src & SYMBIN_SRC_DEBUGLINK));
+	ck_assert_str_ne(lookup(bin, l.off), "cpa_fx_local_helper");
+	symbin__free(bin);
+	tmp_teardown();
+}
+END_TEST
+
+START_TEST(test_minidebuginfo)
+{
+	struct fx_fn l = fx_local();
+	char so[512], empty[512];
+	struct symbin *bin;
+
+	if (system("command -v xz >/dev/null 2>&1") != 0)
+		return; /* no xz on this host: nothing to build the fixture with */
+	tmp_setup();
+	snprintf(so, sizeof(so), "%s/lib3.so", tmpdir);
+	snprintf(empty, sizeof(empty), "%s/empty", tmpdir);
+	run("mkdir -p '%s' && cp '%s' '%s'", empty, FX_SO, so);
+	/* The Fedora recipe, reduced: a symtab-only ELF, xz'd, as .gnu_debugdata. */
+	run("cd '%s' && objcopy --only-keep-debug lib3.so mini && objcopy --strip-debug mini && "
+	    "xz mini && objcopy --strip-all --add-section .gnu_debugdata=mini.xz lib3.so",
+	    tmpdir);
+	bin = load_path(so, empty, NULL);
+	ck_assert_ptr_nonnull(bin);
+	ck_assert(bin->src & SYMBIN_SRC_MINIDEBUG);
+	ck_assert_str_eq(lookup(bin, l.off), "cpa_fx_local_helper");
+	symbin__free(bin);
+	tmp_teardown();
+}
+END_TEST
+
+/* ---- hostile ELF ---- */
+
+static uint8_t *slurp(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long n;
+
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*ret_len = (size_t)n;
+	return buf;
+}
+
+static void spew(const char *path, const void *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
+	fclose(f);
+}
+
+static Elf64_Shdr *find_sh(uint8_t *img, uint32_t type)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	Elf64_Shdr *sh = (Elf64_Shdr *)(img + eh->e_shoff);
+	unsigned int i;
+
+	for (i = 0; i < eh->e_shnum; i++)
+		if (sh[i].sh_type == type)
+			return &sh[i];
+	ck_abort_msg("no section of type %u", type);
+	return NULL;
+}
+
+/* Write a patched copy; loading it must fail cleanly with a negative errno. */
+static int load_patched(const uint8_t *orig, size_t len, size_t keep, void (*patch)(uint8_t *img))
+{
+	uint8_t *img = malloc(len);
+	char path[512];
+	int err = 0;
+	struct symbin *b;
+
+	memcpy(img, orig, len);
+	if (patch)
+		patch(img);
+	snprintf(path, sizeof(path), "%s/hostile.so", tmpdir);
+	spew(path, img, keep);
+	b = load_path(path, tmpdir, &err);
+	symbin__free(b);
+	/* the in-memory reader must agree */
+	if (symbin__load_mem(img, keep, &b) == 0)
+		symbin__free(b);
+	free(img);
+	return err;
+}
+
+static void patch_shoff(uint8_t *img)
+{
+	((Elf64_Ehdr *)img)->e_shoff = 0xfffffffff000ull;
+}
+
+static void patch_symtab_size(uint8_t *img)
+{
+	find_sh(img, SHT_SYMTAB)->sh_size = 0x7ffffffff0ull * sizeof(Elf64_Sym) / 24;
+}
+
+static void patch_symtab_off(uint8_t *img)
+{
+	find_sh(img, SHT_SYMTAB)->sh_offset = 0x7fffffff00ull;
+}
+
+static void patch_symtab_link(uint8_t *img)
+{
+	find_sh(img, SHT_SYMTAB)->sh_link = 60000;
+}
+
+static void patch_strtab_off(uint8_t *img)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	Elf64_Shdr *sh = (Elf64_Shdr *)(img + eh->e_shoff);
+
+	sh[find_sh(img, SHT_SYMTAB)->sh_link].sh_offset = 0xffffffffffff0000ull;
+}
+
+static void patch_shnum_ext(uint8_t *img)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	Elf64_Shdr *sh = (Elf64_Shdr *)(img + eh->e_shoff);
+
+	eh->e_shnum = 0;
+	sh[0].sh_size = 0xffffffffull; /* extended count: 4 G sections */
+}
+
+static void patch_entsize(uint8_t *img)
+{
+	find_sh(img, SHT_SYMTAB)->sh_entsize = 7;
+}
+
+static void patch_phoff(uint8_t *img)
+{
+	((Elf64_Ehdr *)img)->e_phoff = 0xfffffffffff0ull;
+}
+
+static void patch_class32(uint8_t *img)
+{
+	img[EI_CLASS] = ELFCLASS32;
+}
+
+static void patch_symname(uint8_t *img)
+{
+	Elf64_Shdr *s = find_sh(img, SHT_SYMTAB);
+	Elf64_Sym *sym = (Elf64_Sym *)(img + s->sh_offset);
+	uint64_t i;
+
+	/* names pointing past the string table: symbols skipped, no crash */
+	for (i = 0; i < s->sh_size / sizeof(*sym); i++)
+		sym[i].st_name = 0x7fffffff;
+}
+
+START_TEST(test_hostile_elf)
+{
+	size_t len;
+	uint8_t *orig = slurp(FX_SO, &len);
+	struct symbin *b;
+	char path[512];
+	int err;
+
+	tmp_setup();
+	/* truncated: header only, half, no section headers */
+	ck_assert_int_lt(load_patched(orig, len, 40, NULL), 0);
+	ck_assert_int_lt(load_patched(orig, len, sizeof(Elf64_Ehdr) + 8, NULL), 0);
+	ck_assert_int_lt(load_patched(orig, len, len / 2, NULL), 0);
+	ck_assert_int_lt(load_patched(orig, len, len - 1, NULL), 0);
+	/* headers pointing out of the file, huge counts */
+	ck_assert_int_lt(load_patched(orig, len, len, patch_shoff), 0);
+	ck_assert_int_lt(load_patched(orig, len, len, patch_phoff), 0);
+	ck_assert_int_lt(load_patched(orig, len, len, patch_symtab_size), 0);
+	ck_assert_int_lt(load_patched(orig, len, len, patch_symtab_off), 0);
+	ck_assert_int_lt(load_patched(orig, len, len, patch_symtab_link), 0);
+	ck_assert_int_lt(load_patched(orig, len, len, patch_strtab_off), 0);
+	ck_assert_int_eq(load_patched(orig, len, len, patch_shnum_ext), -E2BIG);
+	ck_assert_int_lt(load_patched(orig, len, len, patch_entsize), 0);
+	ck_assert_int_lt(load_patched(orig, len, len, patch_class32), 0);
+	/* bad names only: loads, with the symtab names skipped */
+	ck_assert_int_eq(load_patched(orig, len, len, patch_symname), 0);
+
+	/* not an ELF at all; a directory; a missing file */
+	snprintf(path, sizeof(path), "%s/garbage", tmpdir);
+	spew(path, "\177ELF garbage garbage garbage garbage garbage garbage garbage", 60);
+	ck_assert_ptr_null(load_path(path, tmpdir, &err));
+	ck_assert_int_lt(err, 0);
+	ck_assert_ptr_null(load_path(tmpdir, tmpdir, &err));
+	ck_assert_ptr_null(load_path("/nonexistent/lib.so", tmpdir, &err));
+	ck_assert_int_eq(err, -ENOENT);
+	ck_assert_int_ne(symbin__load_mem("\177ELF", 4, &b), 0);
+
+	free(orig);
+	tmp_teardown();
+}
+END_TEST
+
+START_TEST(test_bincache_counts_and_evicts)
+{
+	struct symd_paths paths = {.debug_root = "/nonexistent"};
+	struct symd_file_ref ref = {.path = FX_SO};
+	struct symd_file_ref bad = {.path = "/nonexistent/x.so"};
+	struct bincache_stats st;
+	struct bincache *c;
+	struct symbin *b;
+
+	ck_assert_int_eq(bincache__new(1, &paths, &c), 0); /* everything is over budget */
+	b = bincache__get(c, &ref, 0, 0, 1);
+	ck_assert_ptr_nonnull(b);
+	/* same key: the same table, no reload */
+	ck_assert_ptr_eq(bincache__get(c, &ref, 0, 0, 2), b);
+	ck_assert_ptr_null(bincache__get(c, &bad, 0, 0, 3));
+	ck_assert_ptr_null(bincache__get(c, &bad, 0, 0, 4)); /* negative entry, no retry */
+	bincache__stats(c, &st);
+	ck_assert_uint_eq(st.open_fail, 1);
+	/* the failed entry pushed the fixture out (LRU, budget 1 byte) */
+	ck_assert_uint_ge(st.evictions, 1);
+	bincache__free(c);
+}
+END_TEST
+
+/* ---- kallsyms, perf maps, env, names ---- */
+
+START_TEST(test_kallsyms)
+{
+	struct ksyms k = {0};
+	const char *name, *mod;
+	uint64_t start;
+
+	ck_assert_int_eq(ksyms__load(&k, FX_DIR "/kallsyms"), 0);
+	ck_assert(!k.zeroed);
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffff81000150ull, &name, &mod, &start), 0);
+	ck_assert_str_eq(name, "do_one_thing");
+	ck_assert_ptr_null(mod);
+	ck_assert_uint_eq(start, 0xffffffff81000100ull);
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffff81000100ull, &name, &mod, &start), 0);
+	ck_assert_str_eq(name, "do_one_thing");
+	/* data symbols are not text: helper_two covers up to after_data */
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffff81000308ull, &name, &mod, &start), 0);
+	ck_assert_str_eq(name, "helper_two");
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffffc0001010ull, &name, &mod, &start), 0);
+	ck_assert_str_eq(name, "mod_func");
+	ck_assert_str_eq(mod, "mymod");
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffffc0002004ull, &name, &mod, &start), 0);
+	ck_assert_str_eq(mod, "othermod");
+	ck_assert_int_eq(ksyms__lookup(&k, 0x1000, &name, &mod, &start), -ENOENT);
+	ksyms__fini(&k);
+
+	ck_assert_int_eq(ksyms__load(&k, FX_DIR "/kallsyms_zeroed"), 0);
+	ck_assert(k.zeroed);
+	ck_assert_int_eq(ksyms__lookup(&k, 0, &name, &mod, &start), -ENOENT);
+	ksyms__fini(&k);
+	ck_assert_int_lt(ksyms__load(&k, "/nonexistent/kallsyms"), 0);
+
+	ck_assert_uint_ne(ksyms__modules_hash(FX_DIR "/kallsyms"), 0);
+	ck_assert_uint_eq(ksyms__modules_hash("/nonexistent"), 0);
+}
+END_TEST
+
+START_TEST(test_perf_map)
+{
+	struct jitmap *j;
+	uint64_t start;
+
+	ck_assert_int_eq(jitmap__load(FX_DIR "/perf.map", &j), 0);
+	/* the later line for the same start wins (recompiled code) */
+	ck_assert_str_eq(jitmap__lookup(j, 0x7f0000001010ull, &start),
+			 "LazyCompile:*foo_recompiled /app/x.js:1");
+	ck_assert_uint_eq(start, 0x7f0000001000ull);
+	ck_assert_str_eq(jitmap__lookup(j, 0x7f000000117full, &start), "Interpreter:bar");
+	ck_assert_ptr_null(jitmap__lookup(j, 0x7f0000001180ull, &start));
+	ck_assert_ptr_null(jitmap__lookup(j, 0x7f0000002000ull, &start));
+	ck_assert_ptr_null(jitmap__lookup(j, 0x10, &start));
+	jitmap__free(j);
+}
+END_TEST
+
+START_TEST(test_env_pick)
+{
+	static const char env[] = "A=1\0HOME=/root\0APP_ENV=prod\0EMPTY=\0";
+	size_t len;
+	const char *v;
+
+	v = symd_env__pick(env, sizeof(env), "NOPE,APP_ENV,HOME", &len);
+	ck_assert_ptr_nonnull(v);
+	ck_assert_int_eq(strncmp(v, "prod", len), 0);
+	ck_assert_uint_eq(len, 4);
+	v = symd_env__pick(env, sizeof(env), "HOME,APP_ENV", &len);
+	ck_assert_int_eq(strncmp(v, "/root", len), 0);
+	ck_assert_ptr_null(symd_env__pick(env, sizeof(env), "HOM,APP", &len));
+	ck_assert_ptr_null(symd_env__pick(env, sizeof(env), "", &len));
+}
+END_TEST
+
+static const char *fmt(const char *raw, bool go, bool keep)
+{
+	static char buf[SYMD_MAX_NAME + 1];
+
+	symd_name__format(raw, go, keep, buf, sizeof(buf));
+	return buf;
+}
+
+START_TEST(test_names)
+{
+	char longname[3000];
+
+	/* C++ */
+	ck_assert_str_eq(fmt("_ZN3foo3barEv", false, false), "foo::bar");
+	ck_assert_str_eq(fmt("_ZNSt6vectorIiSaIiEE9push_backERKi", false, false),
+			 "std::vector<int, std::allocator<int> >::push_back");
+	ck_assert_str_eq(fmt("_ZN3foo3barEv.cold", false, false), "foo::bar");
+	/* Rust legacy (hash dropped) and v0 */
+	ck_assert_str_eq(fmt("_ZN4core3fmt5write17h0123456789abcdefE", false, false),
+			 "core::fmt::write");
+	ck_assert_str_eq(fmt("_RNvNtCs1234_7mycrate3foo3bar", false, false), "mycrate::foo::bar");
+	/* plain C and garbage that only looks mangled stay as they are */
+	ck_assert_str_eq(fmt("main", false, false), "main");
+	ck_assert_str_eq(fmt("_Zgarbage", false, false), "_Zgarbage");
+	/* Go: package path shortened unless --strip_name_disable */
+	ck_assert_str_eq(fmt("github.com/x/y/pkg.(*T).Method", true, false), "pkg.(*T).Method");
+	ck_assert_str_eq(fmt("github.com/x/y/pkg.(*T).Method", true, true),
+			 "github.com/x/y/pkg.(*T).Method");
+	ck_assert_str_eq(fmt("runtime.mallocgc", true, false), "runtime.mallocgc");
+	ck_assert_str_eq(fmt("main.main.func1", true, false), "main.main.func1");
+	ck_assert_str_eq(fmt("example.com/a/b.Map[go.shape.string,github.com/c/d.T]", true, false),
+			 "b.Map[go.shape.string,github.com/c/d.T]");
+	ck_assert_str_eq(fmt("gopkg.in/yaml%2ev3.(*parser).parse", true, false),
+			 "yaml%2ev3.(*parser).parse");
+	/* symbol versions are dropped */
+	ck_assert_str_eq(fmt("pthread_create@@GLIBC_2.34", false, false), "pthread_create");
+	ck_assert_str_eq(fmt("memcpy@GLIBC_2.2.5", false, false), "memcpy");
+	ck_assert_str_eq(fmt("_ZN3foo3barEv@@V1", false, false), "foo::bar");
+	/* a C name with a slash in a non-Go binary is left alone */
+	ck_assert_str_eq(fmt("a/b.c", false, false), "a/b.c");
+	/* over-long names are cut, not overflowed */
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	ck_assert_uint_eq(strlen(fmt(longname, false, false)), SYMD_MAX_NAME);
+	ck_assert_str_eq(symd_basename("/usr/lib/libc.so.6"), "libc.so.6");
+	ck_assert_str_eq(symd_basename("[vdso]"), "[vdso]");
+}
+END_TEST
+
+START_TEST(test_intern)
+{
+	struct intern t;
+	uint32_t id, id2, len, i;
+	char key[32];
+
+	intern__init(&t);
+	ck_assert_int_eq(intern__get(&t, "abc", 3, &id), 1);
+	ck_assert_uint_eq(id, 1);
+	ck_assert_int_eq(intern__get(&t, "abc", 3, &id2), 0);
+	ck_assert_uint_eq(id2, 1);
+	ck_assert_int_eq(intern__get(&t, "abd", 3, &id2), 1);
+	ck_assert_uint_eq(id2, 2);
+	ck_assert_int_eq(intern__get(&t, "", 0, &id2), 1);
+	for (i = 0; i < 100000; i++) {
+		int n = snprintf(key, sizeof(key), "k%u", i);
+
+		ck_assert_int_ge(intern__get(&t, key, (uint32_t)n, &id), 0);
+	}
+	ck_assert_int_eq(intern__get(&t, "k4242", 5, &id), 0);
+	ck_assert_int_eq(memcmp(intern__key(&t, id, &len), "k4242", 5), 0);
+	ck_assert_uint_eq(len, 5);
+	intern__clear(&t);
+	ck_assert_int_eq(intern__get(&t, "abc", 3, &id), 1);
+	ck_assert_uint_eq(id, 1);
+	intern__fini(&t);
+}
+END_TEST
+
+/* ---- the stage over a real arena ---- */
+
+#define H_IDS (1u << 17)
+
+struct harness {
+	struct shm_arena *a;
+	struct cpa_config *cfg;
+	struct shm_stage *st;
+	struct shm_ring_prod up;   /* we play unwindd */
+	struct shm_ring_cons down; /* and the storer */
+	struct shm_ring_cons in;   /* symd's ends */
+	struct shm_ring_prod out;
+	struct symd *s;
+	uint64_t seq;
+	/* what the storer learned, by id (H_IDS of each) */
+	char **strs;
+	struct cpa_frame_def *frames;
+	bool *frame_ok;
+	uint32_t **stacks;
+	uint16_t *stack_n, *stack_nk;
+	bool mod_ok[256];
+	char *mod_path[256];
+	struct cpa_sample_out samples[64];
+	unsigned int nsamples;
+	unsigned int nresets;
+	uint64_t last_epoch;
+	unsigned int nloss;
+	struct cpa_loss last_loss;
+	struct cpa_sample_out last_sample;
+};
+
+static void h_forget(struct harness *h)
+{
+	unsigned int i;
+
+	for (i = 0; i < H_IDS; i++) {
+		free(h->strs[i]);
+		h->strs[i] = NULL;
+		free(h->stacks[i]);
+		h->stacks[i] = NULL;
+		h->stack_n[i] = 0;
+		h->frame_ok[i] = false;
+	}
+	for (i = 0; i < 256; i++) {
+		free(h->mod_path[i]);
+		h->mod_path[i] = NULL;
+		h->mod_ok[i] = false;
+	}
+}
+
+static void h_start(struct harness *h, uint32_t generation)
+{
+	struct symd_opts o = {
+		.cfg = h->cfg,
+		.stage = h->st,
+		.in = &h->in,
+		.out = &h->out,
+		.generation = generation,
+		.paths = {.kallsyms = FX_DIR "/kallsyms",
+			  .modules = FX_DIR "/kallsyms",
+			  .debug_root = "/nonexistent"},
+	};
+
+	ck_assert_int_eq(shm_arena__open_cons(h->a, SHM_RING_UNWIND, &h->in), 0);
+	ck_assert_int_eq(shm_arena__open_prod(h->a, SHM_RING_SYMD, &h->out), 0);
+	ck_assert_int_eq(symd__new(&o, &h->s), 0);
+}
+
+static struct harness *h_new(uint32_t flags, const char *env_keys)
+{
+	struct harness *h = calloc(1, sizeof(*h));
+	struct shm_layout l;
+
+	ck_assert_ptr_nonnull(h);
+	h->strs = calloc(H_IDS, sizeof(*h->strs));
+	h->frames = calloc(H_IDS, sizeof(*h->frames));
+	h->frame_ok = calloc(H_IDS, sizeof(*h->frame_ok));
+	h->stacks = calloc(H_IDS, sizeof(*h->stacks));
+	h->stack_n = calloc(H_IDS, sizeof(*h->stack_n));
+	h->stack_nk = calloc(H_IDS, sizeof(*h->stack_nk));
+	ck_assert(h->strs && h->frames && h->frame_ok && h->stacks && h->stack_n && h->stack_nk);
+	shm_layout__default(&l, 4096, 16);
+	l.initial_pos = UINT64_MAX - 300000 + 1 - 8; /* 8-aligned, wraps inside the test */
+	ck_assert_int_eq(shm_arena__create(&l, &h->a), 0);
+	h->cfg = shm_arena__config(h->a);
+	h->cfg->magic = CPA_CONFIG_MAGIC; /* as the monitor stamps it */
+	h->cfg->version = CPA_CONFIG_VERSION;
+	h->cfg->flags = flags;
+	h->cfg->max_cache_size_mb = 64;
+	snprintf(h->cfg->record_env_name, sizeof(h->cfg->record_env_name), "%s",
+		 env_keys ? env_keys : "");
+	h->st = shm_arena__stage(h->a, SHM_STAGE_SYMD);
+	ck_assert_int_eq(shm_arena__open_prod(h->a, SHM_RING_UNWIND, &h->up), 0);
+	ck_assert_int_eq(shm_arena__open_cons(h->a, SHM_RING_SYMD, &h->down), 0);
+	h->seq = (1ull << 40) + 1;
+	h_start(h, 1);
+	return h;
+}
+
+static void h_free(struct harness *h)
+{
+	symd__free(h->s);
+	h_forget(h);
+	shm_arena__free(h->a);
+	free(h->strs);
+	free(h->frames);
+	free(h->frame_ok);
+	free(h->stacks);
+	free(h->stack_n);
+	free(h->stack_nk);
+	free(h);
+}
+
+static void h_put(struct harness *h, uint16_t type, const void *a, uint32_t alen, const void *b,
+		  uint32_t blen)
+{
+	void *d;
+
+	ck_assert_int_eq(shm_ring__reserve_sp(&h->up, alen + blen, type, &d), 0);
+	memcpy(d, a, alen);
+	if (blen)
+		memcpy((uint8_t *)d + alen, b, blen);
+	shm_ring__commit_sp(&h->up);
+}
+
+static void h_module(struct harness *h, uint32_t id, uint32_t kind, const char *path)
+{
+	struct cpa_module_def m = {.id = id, .kind = kind, .path_len = (uint32_t)strlen(path)};
+	struct stat st;
+
+	if (stat(path, &st) == 0) {
+		m.dev = st.st_dev;
+		m.ino = st.st_ino;
+	}
+	h_put(h, CPA_REC_MODULE, &m, sizeof(m), path, m.path_len);
+}
+
+static uint64_t h_frames(struct harness *h, const uint64_t *kpc, unsigned int nk,
+			 const struct cpa_uframe *uf, unsigned int nu, uint16_t stop,
+			 uint16_t flags)
+{
+	uint8_t buf[sizeof(struct cpa_frames) + 8 * 16 + sizeof(struct cpa_uframe) * 16];
+	struct cpa_frames f = {
+		.seq = h->seq++,
+		.time_ns = 1700000000000000000ull,
+		.weight = 1,
+		.pid = (uint32_t)getpid(),
+		.tid = (uint32_t)getpid(),
+		.cpu = 1,
+		.flags = flags,
+		.n_kframes = (uint16_t)nk,
+		.n_uframes = (uint16_t)nu,
+		.stop_reason = stop,
+	};
+
+	snprintf(f.comm, sizeof(f.comm), "worker");
+	snprintf(f.pcomm, sizeof(f.pcomm), "app");
+	memcpy(buf, &f, sizeof(f));
+	if (nk)
+		memcpy(buf + sizeof(f), kpc, 8 * nk);
+	if (nu)
+		memcpy(buf + sizeof(f) + 8 * nk, uf, sizeof(*uf) * nu);
+	h_put(h, CPA_REC_FRAMES, buf, (uint32_t)(sizeof(f) + 8 * nk + sizeof(*uf) * nu), NULL, 0);
+	return f.seq;
+}
+
+/* Read everything symd produced, checking that every id is defined before
+ * the record that uses it. */
+static void h_drain(struct harness *h)
+{
+	struct shm_msg m;
+
+	while (shm_ring__peek_sc(&h->down, &m) == 0) {
+		switch (m.type) {
+		case CPA_REC_DICT_RESET: {
+			struct cpa_dict_reset d;
+
+			memcpy(&d, m.data, sizeof(d));
+			ck_assert_uint_gt(d.epoch, h->last_epoch);
+			h->last_epoch = d.epoch;
+			h->nresets++;
+			h_forget(h);
+			break;
+		}
+		case CPA_REC_STR: {
+			struct cpa_str_def d;
+
+			memcpy(&d, m.data, sizeof(d));
+			ck_assert(cpa_rec_str_ok(&d, m.len));
+			ck_assert(d.id > 0 && d.id < H_IDS);
+			ck_assert_ptr_null(h->strs[d.id]); /* defined once per epoch */
+			h->strs[d.id] = strndup((char *)m.data + sizeof(d), d.len);
+			break;
+		}
+		case CPA_REC_MODULE: {
+			struct cpa_module_def d;
+
+			memcpy(&d, m.data, sizeof(d));
+			ck_assert(cpa_rec_module_ok(&d, m.len));
+			ck_assert(d.id > 0 && d.id < 256 && !h->mod_ok[d.id]);
+			h->mod_ok[d.id] = true;
+			h->mod_path[d.id] = strndup((char *)m.data + sizeof(d), d.path_len);
+			break;
+		}
+		case CPA_REC_FRAME: {
+			struct cpa_frame_def d;
+
+			memcpy(&d, m.data, sizeof(d));
+			ck_assert(d.id > 0 && d.id < H_IDS && !h->frame_ok[d.id]);
+			ck_assert_msg(h->strs[d.name_id], "frame name used before definition");
+			ck_assert_msg(d.module_id == 0 || h->mod_ok[d.module_id],
+				      "module used before definition");
+			h->frames[d.id] = d;
+			h->frame_ok[d.id] = true;
+			break;
+		}
+		case CPA_REC_STACK: {
+			struct cpa_stack_def d;
+			uint32_t i;
+
+			memcpy(&d, m.data, sizeof(d));
+			ck_assert(cpa_rec_stack_ok(&d, m.len));
+			ck_assert(d.id > 0 && d.id < H_IDS && !h->stacks[d.id]);
+			h->stacks[d.id] = malloc(4u * d.n_frames + 4);
+			memcpy(h->stacks[d.id], (uint8_t *)m.data + sizeof(d), 4u * d.n_frames);
+			for (i = 0; i < d.n_frames; i++)
+				ck_assert_msg(h->frame_ok[h->stacks[d.id][i]],
+					      "frame used before definition");
+			h->stack_n[d.id] = d.n_frames;
+			h->stack_nk[d.id] = d.n_kframes;
+			break;
+		}
+		case CPA_REC_SAMPLE_OUT: {
+			struct cpa_sample_out o;
+
+			memcpy(&o, m.data, sizeof(o));
+			ck_assert_msg(h->stacks[o.stack_id], "stack used before definition");
+			ck_assert(h->strs[o.comm_id] && h->strs[o.pcomm_id]);
+			ck_assert(o.env_id == 0 || h->strs[o.env_id]);
+			if (h->nsamples < 64)
+				h->samples[h->nsamples] = o;
+			h->last_sample = o;
+			h->nsamples++;
+			break;
+		}
+		case CPA_REC_LOSS:
+			ck_assert_uint_ge(m.len, sizeof(h->last_loss));
+			memcpy(&h->last_loss, m.data, sizeof(h->last_loss));
+			h->nloss++;
+			break;
+		default:
+			ck_abort_msg("unexpected record type %u", m.type);
+		}
+	}
+	shm_ring__release_sc(&h->down);
+}
+
+/* "k1;k2;u1;u2" leaf first, as the storer would rebuild it. */
+static const char *h_stack_str(struct harness *h, uint32_t stack_id)
+{
+	static char buf[8192];
+	size_t n = 0;
+	uint32_t i;
+
+	buf[0] = '\0';
+	for (i = 0; i < h->stack_n[stack_id]; i++) {
+		const struct cpa_frame_def *f = &h->frames[h->stacks[stack_id][i]];
+
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s%s", i ? ";" : "",
+				      h->strs[f->name_id],
+				      (f->flags & CPA_FF_KERNEL) ? "_[k]" : "");
+	}
+	return buf;
+}
+
+static int h_batch(struct harness *h)
+{
+	int n = symd__run_batch(h->s, 256);
+
+	ck_assert_int_ge(n, 0);
+	h_drain(h);
+	return n;
+}
+
+static struct cpa_uframe uf(uint32_t mod, uint64_t off, uint32_t flags)
+{
+	return (struct cpa_uframe){
+		.pc = 0x7f0000000000ull + off, .offset = off, .module_id = mod, .flags = flags};
+}
+
+START_TEST(test_stage_symbolize)
+{
+	struct harness *h = h_new(0, NULL);
+	struct fx_fn a = fx_fn("cpa_fx_alpha", "cpa_fx_alpha");
+	struct fx_fn b = fx_fn("cpa_fx_beta", "cpa_fx_beta");
+	struct fx_fn g = fx_fn("_ZN3cpa7fixture5gammaEi", "_ZN3cpa7fixture5gammaEi");
+	uint64_t kpc[2] = {0xffffffffc0001010ull, 0xffffffff81000101ull};
+	struct cpa_uframe u[4];
+	struct cpa_dict_reset reset = {.epoch = 5};
+	char want[1024];
+
+	h_put(h, CPA_REC_DICT_RESET, &reset, sizeof(reset), NULL, 0);
+	h_module(h, 7, CPA_MOD_FILE, FX_SO);
+	/* leaf in alpha; return addresses: right after beta's call (inside
+	 * beta) and exactly one past gamma's end (belongs to gamma via -1) */
+	u[0] = uf(7, a.off + 2, CPA_UF_LEAF);
+	u[1] = uf(7, b.off + 4, 0);
+	u[2] = uf(7, g.off + g.size, 0);
+	u[3] = uf(99, 0x1234, 0); /* a module unwindd never defined */
+	h_frames(h, kpc, 2, u, 4, CPA_STOP_END, CPA_SF_USER_REGS);
+	h_frames(h, kpc, 2, u, 4, CPA_STOP_END, CPA_SF_USER_REGS);
+	/* same user stack, unwinding stopped early */
+	h_frames(h, NULL, 0, u, 2, CPA_STOP_NO_CFI, CPA_SF_USER_REGS);
+	/* degraded: kernel stack only plus the marker */
+	h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, CPA_SF_DEGRADED);
+	/* kernel thread */
+	h_frames(h, kpc + 1, 1, NULL, 0, CPA_STOP_NONE, CPA_SF_KERNEL_THREAD);
+
+	ck_assert_int_eq(h_batch(h), 7);
+	ck_assert_uint_eq(h->nresets, 1); /* the lifetime's own reset came first */
+	ck_assert_uint_eq(h->nsamples, 5);
+
+	snprintf(want, sizeof(want),
+		 "mod_func [mymod]_[k];do_one_thing_[k];cpa_fx_alpha;cpa_fx_beta;"
+		 "cpa::fixture::gamma;0x1234 [unknown]");
+	ck_assert_str_eq(h_stack_str(h, h->samples[0].stack_id), want);
+	ck_assert_uint_eq(h->stack_nk[h->samples[0].stack_id], 2);
+	/* duplicate stacks intern to the same id */
+	ck_assert_uint_eq(h->samples[0].stack_id, h->samples[1].stack_id);
+	ck_assert_str_eq(h_stack_str(h, h->samples[2].stack_id),
+			 "cpa_fx_alpha;cpa_fx_beta;[unwind stopped: no cfi]");
+	ck_assert_str_eq(h_stack_str(h, h->samples[3].stack_id),
+			 "mod_func [mymod]_[k];[degraded: no user stack]");
+	ck_assert_str_eq(h_stack_str(h, h->samples[4].stack_id), "do_one_thing_[k]");
+
+	/* sample fields carried over */
+	ck_assert_uint_eq(h->samples[0].seq, (1ull << 40) + 1);
+	ck_assert_uint_eq(h->samples[0].pid, (uint32_t)getpid());
+	ck_assert_str_eq(h->strs[h->samples[0].comm_id], "worker");
+	ck_assert_str_eq(h->strs[h->samples[0].pcomm_id], "app");
+	ck_assert_uint_eq(h->samples[0].env_id, 0);
+	/* frame details: symbol start offset, module path, flags */
+	{
+		const struct cpa_frame_def *f = &h->frames[h->stacks[h->samples[0].stack_id][2]];
+
+		ck_assert_uint_eq(f->offset, a.off);
+		ck_assert_str_eq(h->mod_path[f->module_id], FX_SO);
+		ck_assert_uint_eq(f->flags, 0);
+		f = &h->frames[h->stacks[h->samples[0].stack_id][5]];
+		ck_assert_uint_eq(f->flags, CPA_FF_UNSYMBOLIZED);
+	}
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_IN), 7);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_STACKS), 4);
+	ck_assert_uint_ge(shm_stage__cnt(h->st, SYM_CNT_HITS), 3);
+	ck_assert_uint_ge(shm_stage__cnt(h->st, SYM_CNT_MISSES), 1);
+	ck_assert_uint_ge(shm_stage__cnt(h->st, SYM_CNT_KSYMS), 2);
+
+	/* steady state: an already seen stack costs one SAMPLE_OUT only */
+	{
+		uint64_t out0 = shm_stage__cnt(h->st, SHM_CNT_OUT);
+
+		h_frames(h, kpc, 2, u, 4, CPA_STOP_END, CPA_SF_USER_REGS);
+		ck_assert_int_eq(h_batch(h), 1);
+		ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_OUT) - out0, 1);
+		ck_assert_uint_eq(h->samples[5].stack_id, h->samples[0].stack_id);
+	}
+
+	/* the input mark is the highest seq passed on */
+	ck_assert_uint_eq(shm_ring__mark_sc(&h->in), h->seq - 1);
+	h_free(h);
+}
+END_TEST
+
+START_TEST(test_stage_flags)
+{
+	struct fx_fn a = fx_fn("cpa_fx_alpha", "cpa_fx_alpha");
+	uint64_t kpc[1] = {0xffffffff81000101ull};
+	struct cpa_uframe u[1] = {uf(3, a.off, CPA_UF_LEAF)};
+	struct harness *h;
+	char want[1024];
+
+	/* --disable_sym */
+	h = h_new(CPA_CFG_DISABLE_SYM, NULL);
+	h_module(h, 3, CPA_MOD_FILE, FX_SO);
+	h_frames(h, kpc, 1, u, 1, CPA_STOP_END, 0);
+	ck_assert_int_eq(h_batch(h), 2);
+	snprintf(want, sizeof(want), "0xffffffff81000101_[k];0x%" PRIx64 " [%s]", a.off,
+		 symd_basename(FX_SO));
+	ck_assert_str_eq(h_stack_str(h, h->samples[0].stack_id), want);
+	h_free(h);
+
+	/* --include_full_path, and env labels */
+	h = h_new(CPA_CFG_FULL_PATH, "CPA_NO_SUCH_KEY,PATH");
+	h_module(h, 3, CPA_MOD_FILE, FX_SO);
+	h_frames(h, kpc, 1, u, 1, CPA_STOP_END, 0);
+	ck_assert_int_eq(h_batch(h), 2);
+	snprintf(want, sizeof(want), "do_one_thing_[k];cpa_fx_alpha [%s]", FX_SO);
+	ck_assert_str_eq(h_stack_str(h, h->samples[0].stack_id), want);
+	ck_assert_uint_ne(h->samples[0].env_id, 0);
+	ck_assert_str_eq(h->strs[h->samples[0].env_id], getenv("PATH"));
+	h_free(h);
+
+	h = h_new(0, "CPA_NO_SUCH_KEY");
+	h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, 0);
+	ck_assert_int_eq(h_batch(h), 1);
+	ck_assert_str_eq(h->strs[h->samples[0].env_id], "SYSTEM");
+	h_free(h);
+}
+END_TEST
+
+START_TEST(test_stage_jit)
+{
+	struct harness *h = h_new(0, NULL);
+	struct cpa_uframe u[2] = {
+		{.pc = 0x7f0000001010ull,
+		 .offset = 0x7f0000001010ull,
+		 .module_id = 4,
+		 .flags = CPA_UF_ANON | CPA_UF_LEAF},
+		{.pc = 0x7f0000009999ull,
+		 .offset = 0x7f0000009999ull,
+		 .module_id = 4,
+		 .flags = CPA_UF_ANON},
+	};
+	struct cpa_task_event exit_ev = {.kind = CPA_TASK_EXIT};
+	char path[64];
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	run("cp '%s/perf.map' '%s'", FX_DIR, path);
+	h_module(h, 4, CPA_MOD_ANON, "[anon:jit]");
+	h_frames(h, NULL, 0, u, 2, CPA_STOP_ANON, 0);
+	ck_assert_int_eq(h_batch(h), 2);
+	ck_assert_str_eq(h_stack_str(h, h->samples[0].stack_id),
+			 "LazyCompile:*foo_recompiled /app/x.js:1;0x7f0000009999 [anon:jit];"
+			 "[unwind stopped: jit]");
+	/* the exit event drops the per-pid map; the next sample reloads it */
+	exit_ev.seq = h->seq++;
+	exit_ev.pid = exit_ev.tid = (uint32_t)getpid();
+	h_put(h, CPA_REC_TASK, &exit_ev, sizeof(exit_ev), NULL, 0);
+	unlink(path);
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_ANON, 0);
+	ck_assert_int_eq(h_batch(h), 2);
+	ck_assert_str_eq(h_stack_str(h, h->samples[1].stack_id),
+			 "0x7f0000001010 [anon:jit];[unwind stopped: jit]");
+	h_free(h);
+}
+END_TEST
+
+START_TEST(test_stage_restart_and_corrupt)
+{
+	struct harness *h = h_new(0, NULL);
+	struct fx_fn a = fx_fn("cpa_fx_alpha", "cpa_fx_alpha");
+	struct cpa_uframe u[1] = {uf(3, a.off, CPA_UF_LEAF)};
+	struct cpa_frames bad = {.seq = 1ull << 41, .n_kframes = 100};
+	struct cpa_module_def badm = {.id = 3, .path_len = 5000};
+	struct cpa_loss loss = {.count = 3, .weight = 3, .stage = SHM_STAGE_CAPTURE};
+	uint64_t s1, epoch1;
+
+	h_module(h, 3, CPA_MOD_FILE, FX_SO);
+	s1 = h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	ck_assert_int_eq(h_batch(h), 2);
+	ck_assert_uint_eq(h->nsamples, 1);
+	epoch1 = h->last_epoch;
+
+	/* corrupt records are counted and skipped */
+	h_put(h, CPA_REC_FRAMES, &bad, sizeof(bad), NULL, 0);
+	h_put(h, CPA_REC_MODULE, &badm, sizeof(badm), NULL, 0);
+	h_put(h, 200, &bad, 8, NULL, 0);
+	ck_assert_int_eq(h_batch(h), 3);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_DROP_CORRUPT), 3);
+	ck_assert_uint_eq(h->nsamples, 1);
+
+	/* Restart: a new symd (generation 2) over the same rings. A record the
+	 * old one already passed on (seq <= mark) is skipped; new ones flow, and
+	 * the new lifetime begins with a reset of a higher epoch. */
+	symd__free(h->s);
+	h->s = NULL;
+	h_start(h, 2);
+	h_drain(h);
+	ck_assert_uint_eq(h->nresets, 2);
+	ck_assert_uint_gt(h->last_epoch, epoch1);
+	h->seq = s1; /* replay the same sample */
+	h_module(h, 3, CPA_MOD_FILE, FX_SO);
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	loss.seq = h->seq;
+	h_put(h, CPA_REC_LOSS, &loss, sizeof(loss), NULL, 0);
+	h->seq++;
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	ck_assert_int_eq(h_batch(h), 4);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_DROP_DUP), 1);
+	ck_assert_uint_eq(h->nsamples, 2);
+	ck_assert_uint_eq(h->nloss, 1); /* forwarded */
+	ck_assert_str_eq(h_stack_str(h, h->samples[1].stack_id), "cpa_fx_alpha");
+
+	/* A module id defined to our predecessor only: recovered from
+	 * /proc/PID/maps by pc (unwindd does not re-send definitions). */
+	{
+		struct cpa_uframe r[2] = {
+			{ .pc = (uint64_t)(uintptr_t)dlsym(fx_handle(), "cpa_fx_alpha"),
+			  .offset = a.off, .module_id = 11, .flags = CPA_UF_LEAF },
+			{ .pc = 0x10, .offset = 0x10, .module_id = 0 }, /* unwindd's no-map frame */
+		};
+
+		h_frames(h, NULL, 0, r, 2, CPA_STOP_NO_MAP, 0);
+		ck_assert_int_eq(h_batch(h), 1);
+		ck_assert_str_eq(h_stack_str(h, h->samples[2].stack_id),
+				 "cpa_fx_alpha;0x10 [unknown];[unwind stopped: no map]");
+	}
+	h_free(h);
+}
+END_TEST
+
+START_TEST(test_stage_output_full)
+{
+	struct harness *h = h_new(0, NULL);
+	struct fx_fn a = fx_fn("cpa_fx_alpha", "cpa_fx_alpha");
+	uint64_t kpc[16];
+	struct cpa_uframe u[1] = {uf(3, a.off, CPA_UF_LEAF)};
+	unsigned int i, total = 0, fed = 0;
+	int n;
+
+	h_module(h, 3, CPA_MOD_FILE, FX_SO);
+	/* Fill the output without a storer: symd must hold input back (no
+	 * drops) once its output is short of room, and resume when drained. */
+	for (i = 0; i < 3000; i++) {
+		unsigned int k;
+
+		for (k = 0; k < 16; k++)
+			kpc[k] = 0x100000ull + i * 64 + k; /* below _stext: new hex frames */
+		if (shm_ring__free_bytes_sp(&h->up) < 4096)
+			break;
+		h_frames(h, kpc, 16, u, 1, CPA_STOP_END, 0);
+		fed++;
+	}
+	for (;;) {
+		n = symd__run_batch(h->s, 256);
+		ck_assert_int_ge(n, 0);
+		total += (unsigned int)n;
+		if (n == 0)
+			break;
+	}
+	ck_assert(symd__output_held(h->s));
+	ck_assert_uint_lt(total, fed + 1);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_DROP_RING_FULL), 0);
+	/* the storer catches up: the rest flows */
+	for (;;) {
+		h->nsamples = 0;
+		h_drain(h);
+		n = symd__run_batch(h->s, 256);
+		ck_assert_int_ge(n, 0);
+		total += (unsigned int)n;
+		if (n == 0 && !symd__output_held(h->s))
+			break;
+	}
+	ck_assert_uint_eq(total, fed + 1);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_DROP_RING_FULL), 0);
+	h_free(h);
+}
+END_TEST
+
+START_TEST(test_stage_intern_budget)
+{
+	struct harness *h = h_new(0, NULL);
+	uint64_t kpc[16];
+	unsigned int i, k, total = 0;
+	char want[64];
+
+	/* 1 MiB cache cap: the intern tables get 256 KiB, so unique frames
+	 * force fresh epochs; every sample must still resolve. */
+	symd__free(h->s);
+	h->cfg->max_cache_size_mb = 1;
+	h_start(h, 2);
+	for (i = 0; i < 4000; i++) {
+		for (k = 0; k < 16; k++)
+			kpc[k] = 0x100000ull + i * 64 + k;
+		h_frames(h, kpc, 16, NULL, 0, CPA_STOP_NONE, 0);
+		if (i % 100 == 99) {
+			total += (unsigned int)h_batch(h);
+			symd__tick(h->s, symd_now_ns());
+		}
+	}
+	ck_assert_uint_eq(total, 4000);
+	ck_assert_uint_eq(h->nsamples, 4000);
+	ck_assert_uint_gt(h->nresets, 2);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_DROP_RING_FULL), 0);
+	/* the last sample, defined in the last epoch */
+	snprintf(want, sizeof(want), "0x%llx_[k];0x%llx_[k];", 0x100000ull + 3999 * 64,
+		 0x100000ull + 3999 * 64 + 1);
+	ck_assert_int_eq(strncmp(h_stack_str(h, h->last_sample.stack_id), want, strlen(want)), 0);
+	ck_assert_uint_le(shm_stage__cnt(h->st, SYM_CNT_CACHE_BYTES), 2u << 20);
+	h_free(h);
+}
+END_TEST
+
+START_TEST(test_stage_rate_limit)
+{
+	struct harness *h = h_new(0, NULL);
+	uint64_t kpc[1] = {0xffffffff81000101ull};
+	unsigned int i;
+
+	h->st->rate_limit = 2;
+	for (i = 0; i < 5; i++)
+		h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, 0);
+	ck_assert_int_eq(h_batch(h), 5);
+	ck_assert_uint_eq(h->nsamples, 2);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_DROP_RATE), 3);
+	/* the drops reach the store as one aggregated LOSS record */
+	symd__finish(h->s);
+	h_drain(h);
+	ck_assert_uint_eq(h->nloss, 1);
+	ck_assert_uint_eq(h->last_loss.count, 3);
+	ck_assert_uint_eq(h->last_loss.stage, SHM_STAGE_SYMD);
+	ck_assert_uint_eq(h->last_loss.reason, SHM_CNT_DROP_RATE);
+	h_free(h);
+}
+END_TEST
+
+/* ---- the executable, spawned the way the monitor does ---- */
+
+static const char *symd_exe(void)
+{
+	static char path[1024];
+	const char *dir = getenv("CPA_BUILD_DIR");
+
+	if (!dir)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/bin/symd", dir);
+	return access(path, X_OK) == 0 ? path : NULL;
+}
+
+static pid_t spawn_symd(struct harness *h, bool with_arena)
+{
+	const char *exe = symd_exe();
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (with_arena) {
+			if (dup2(shm_arena__fd(h->a), 3) < 0)
+				_exit(99);
+		} else {
+			close(3);
+		}
+		execl(exe, "symd", (char *)NULL);
+		_exit(98);
+	}
+	return pid;
+}
+
+START_TEST(test_exec_drain_and_term)
+{
+	struct harness *h;
+	struct fx_fn a;
+	struct cpa_uframe u[1];
+	uint64_t kpc[1] = {0xffffffff81000101ull};
+	unsigned int i;
+	int status;
+	pid_t pid;
+
+	if (!symd_exe())
+		return; /* run outside ctest: nothing to spawn */
+	a = fx_fn("cpa_fx_alpha", "cpa_fx_alpha");
+	u[0] = uf(3, a.off, CPA_UF_LEAF);
+	h = h_new(0, NULL);
+	/* the in-process symd of h_new already sent a reset; drop it */
+	symd__free(h->s);
+	h->s = NULL;
+	h_drain(h);
+
+	/* without an arena on fd 3 */
+	pid = spawn_symd(h, false);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2);
+
+	h->st->generation = 3;
+	h->st->cmd = SHM_CMD_NONE;
+	shm_stage__set_state(h->st, SHM_STATE_STARTING);
+	pid = spawn_symd(h, true);
+	h->st->pid = pid;
+	h_module(h, 3, CPA_MOD_FILE, FX_SO);
+	h_frames(h, kpc, 1, u, 1, CPA_STOP_END, 0);
+	for (i = 0; i < 500 && h->nsamples < 1; i++) {
+		usleep(10000);
+		h_drain(h);
+	}
+	ck_assert_uint_eq(h->nsamples, 1);
+	ck_assert_uint_eq(h->last_epoch >> 32, 3); /* epoch from the generation */
+	ck_assert_int_eq(shm_stage__state(h->st), SHM_STATE_RUNNING);
+	ck_assert_uint_gt(__atomic_load_n(&h->st->heartbeat_ns, __ATOMIC_RELAXED), 0);
+	/* the executable reads the real /proc/kallsyms: only the shape is known */
+	{
+		const char *st = h_stack_str(h, h->samples[0].stack_id);
+
+		ck_assert_ptr_nonnull(strstr(st, "_[k];cpa_fx_alpha"));
+		ck_assert_uint_eq(h->stack_nk[h->samples[0].stack_id], 1);
+	}
+
+	/* DRAIN: consume what is left, exit 0, state EXITED */
+	h_frames(h, kpc, 1, u, 1, CPA_STOP_END, 0);
+	__atomic_store_n(&h->st->cmd, SHM_CMD_DRAIN, __ATOMIC_RELEASE);
+	shm_ring__kick(shm_arena__ring_mem(h->a, SHM_RING_UNWIND, &(uint64_t){0}));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(shm_stage__state(h->st), SHM_STATE_EXITED);
+	h_drain(h);
+	ck_assert_uint_eq(h->nsamples, 2);
+	ck_assert_int_eq(shm_arena__open_cons(h->a, SHM_RING_UNWIND, &h->in), 0);
+	ck_assert_uint_eq(shm_ring__pending_sc(&h->in), 0); /* input fully released */
+	ck_assert_uint_eq(shm_ring__mark_sc(&h->in), h->seq - 1);
+
+	/* SIGTERM while idle: leaves promptly, exit 0 */
+	h->st->generation = 4;
+	h->st->cmd = SHM_CMD_NONE;
+	pid = spawn_symd(h, true);
+	for (i = 0; i < 500 && shm_stage__state(h->st) != SHM_STATE_RUNNING; i++)
+		usleep(10000);
+	ck_assert_int_eq(shm_stage__state(h->st), SHM_STATE_RUNNING);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(shm_stage__state(h->st), SHM_STATE_EXITED);
+	h_free(h);
+}
+END_TEST
+
+static Suite *symd_suite(void)
+{
+	Suite *s = suite_create("symd");
+	TCase *tc = tcase_create("elf");
+
+	tcase_add_test(tc, test_lookup_fixture);
+	tcase_add_test(tc, test_debug_file_build_id);
+	tcase_add_test(tc, test_debug_file_debuglink);
+	tcase_add_test(tc, test_minidebuginfo);
+	tcase_add_test(tc, test_hostile_elf);
+	tcase_add_test(tc, test_bincache_counts_and_evicts);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("parsers");
+	tcase_add_test(tc, test_kallsyms);
+	tcase_add_test(tc, test_perf_map);
+	tcase_add_test(tc, test_env_pick);
+	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_intern);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("stage");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_stage_symbolize);
+	tcase_add_test(tc, test_stage_flags);
+	tcase_add_test(tc, test_stage_jit);
+	tcase_add_test(tc, test_stage_restart_and_corrupt);
+	tcase_add_test(tc, test_stage_output_full);
+	tcase_add_test(tc, test_stage_intern_budget);
+	tcase_add_test(tc, test_stage_rate_limit);
+	tcase_add_test(tc, test_exec_drain_and_term);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(symd_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
