@@ -194,10 +194,6 @@ int cmd_monitor(struct cpa_opts *o)
 	r = supervisor_params__init(&p);
 	if (r < 0)
 		return 2;
-	r = stage_dir_find(stage_dir, sizeof(stage_dir));
-	if (r < 0)
-		return 1;
-
 	r = mkdir_p(m->store_dir, 0755);
 	if (r < 0) {
 		log_error_errno(r, "--store_dir '%s': cannot create it: %m", m->store_dir);
@@ -207,6 +203,9 @@ int cmd_monitor(struct cpa_opts *o)
 		log_error_errno(-errno, "--store_dir '%s': %m", m->store_dir);
 		return 1;
 	}
+	r = stage_dir_find(stage_dir, sizeof(stage_dir));
+	if (r < 0)
+		return 1;
 	r = pidfile_take(store_dir, pidfile, sizeof(pidfile), &pidfd);
 	if (r < 0)
 		return 1;

@@ -670,7 +670,8 @@ static int check_env_list(const struct opt_def *d, const char *val, struct cpa_o
 			return -EINVAL;
 		}
 		for (size_t i = 0; i < n; i++)
-			if (isspace((unsigned char)p[i]) || (p[i] == '=' && d->shrt == 'R')) {
+			if (isspace((unsigned char)p[i]) ||
+			    (p[i] == '=' && !strcmp(d->name, "record_env_name"))) {
 				log_error("%s--%s: invalid value '%s' (item '%.*s' has '%c')",
 					  where, d->name, val, (int)n, p, p[i] == '=' ? '=' : ' ');
 				return -EINVAL;

@@ -508,6 +508,19 @@ START_TEST(test_bin_errors)
 	ck_assert_int_eq(r.code, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "--output_num"));
 
+	/* Set-up errors of the monitor: exit 1 with the reason. */
+	setenv("CPA_STAGE_DIR", "/nonexistent-stage-dir", 1);
+	RUN(&r, "monitor", "--store_dir", "/tmp/cpa-test-cli-store");
+	unsetenv("CPA_STAGE_DIR");
+	rmdir("/tmp/cpa-test-cli-store");
+	ck_assert_int_eq(r.code, 1);
+	ck_assert_ptr_nonnull(
+		strstr(r.err, "stage 'capture' not usable at '/nonexistent-stage-dir/capture'"));
+	RUN(&r, "monitor", "--store_dir", "/etc/hostname/store");
+	ck_assert_int_eq(r.code, 1);
+	ck_assert_ptr_nonnull(strstr(
+		r.err, "--store_dir '/etc/hostname/store': cannot create it: Not a directory"));
+
 	RUN(&r, "ctl");
 	ck_assert_int_eq(r.code, 2);
 	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "status");
