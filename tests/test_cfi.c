@@ -339,20 +339,21 @@ static const char *module_base(uint32_t id)
 }
 
 /* "stop_here chain_d ... main [libc.so.6] _start": runs of one foreign module collapse. */
-static const char *walk_names(unsigned int max)
+static const char *walk_names_flags(unsigned int max, unsigned int flags)
 {
 	struct unw_stack st = {cap.s.bytes, cap.s.base, cap.s.len};
 	char *p = cap.names, *end = cap.names + sizeof(cap.names);
 	char last[300] = "";
 
-	cap.stop = unw_walk(&cap.s.regs, &st, cap_find, &cap.proc, cap.f, max, &cap.n);
+	cap.stop = unw_walk_flags(&cap.s.regs, &st, cap_find, &cap.proc, flags, cap.f, max, &cap.n);
 	cap.names[0] = 0;
 	for (unsigned int i = 0; i < cap.n; i++) {
 		const char *mod = module_base(cap.f[i].module_id);
 		const char *name = NULL;
 		char tok[300];
 
-		if (!strcmp(mod, "cfi_fixture") || !strcmp(mod, "libcfifix.so"))
+		if (!strcmp(mod, "cfi_fixture") || !strcmp(mod, "libcfifix.so") ||
+		    !strcmp(mod, "libcfifp.so"))
 			name = cap_proc__sym(&cap.proc, &cap.f[i]);
 		if (name)
 			snprintf(tok, sizeof(tok), "%s", name);
@@ -364,6 +365,11 @@ static const char *walk_names(unsigned int max)
 		p += snprintf(p, (size_t)(end - p), "%s%s", p == cap.names ? "" : " ", tok);
 	}
 	return cap.names;
+}
+
+static const char *walk_names(unsigned int max)
+{
+	return walk_names_flags(max, 0);
 }
 
 START_TEST(test_walk_chain_through_library)
@@ -445,6 +451,28 @@ START_TEST(test_walk_thread)
 	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "stop_here thr_mid thr_fn [libc.so.6]");
 	ck_assert_int_eq(cap.stop, CPA_STOP_END);
 	ck_assert_uint_eq(cap.n, 5); /* start_thread, clone3 */
+	release_capture();
+}
+END_TEST
+
+/* A library with frame pointers and no CFI: stop there, or go through it with the FP rule. */
+START_TEST(test_walk_fp_fallback)
+{
+	capture_mode("fp");
+	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "stop_here fpcb fp_a");
+	ck_assert_int_eq(cap.stop, CPA_STOP_NO_CFI);
+	ck_assert_str_eq(walk_names_flags(CPA_MAX_UFRAMES, UNW_F_FP_FALLBACK),
+			 "stop_here fpcb fp_a fp_b chain_fp main [libc.so.6] _start");
+	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	ck_assert(!(cap.f[2].flags & CPA_UF_FP));
+	ck_assert(cap.f[3].flags & CPA_UF_FP); /* fp_b: found through fp_a's rbp */
+	ck_assert(cap.f[4].flags & CPA_UF_FP);
+	ck_assert(!(cap.f[5].flags & CPA_UF_FP));
+	/* CFI code everywhere: the flag changes nothing */
+	release_capture();
+	capture_mode("chain");
+	ck_assert_str_eq(walk_names_flags(CPA_MAX_UFRAMES, UNW_F_FP_FALLBACK),
+			 "stop_here chain_d lib_c lib_b chain_a main [libc.so.6] _start");
 	release_capture();
 }
 END_TEST
@@ -651,6 +679,7 @@ static Suite *cfi_suite(void)
 	tcase_add_test(tc, test_walk_deep_recursion);
 	tcase_add_test(tc, test_walk_signal_frame);
 	tcase_add_test(tc, test_walk_thread);
+	tcase_add_test(tc, test_walk_fp_fallback);
 	tcase_add_test(tc, test_walk_random_points);
 	tcase_add_test(tc, test_walk_vdso);
 	suite_add_tcase(s, tc);

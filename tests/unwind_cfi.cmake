@@ -9,16 +9,22 @@ set(CFI_FIX_SRC ${CMAKE_SOURCE_DIR}/tests/fixtures/cfi)
 set(CFI_FIX_DIR ${CMAKE_BINARY_DIR}/tests/cfi)
 set(CFI_FIX_FLAGS -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables -fno-sanitize=all)
 add_custom_command(
-  OUTPUT ${CFI_FIX_DIR}/libcfifix.so ${CFI_FIX_DIR}/cfi_fixture
+  OUTPUT ${CFI_FIX_DIR}/libcfifix.so ${CFI_FIX_DIR}/libcfifp.so ${CFI_FIX_DIR}/cfi_fixture
   COMMAND ${CMAKE_COMMAND} -E make_directory ${CFI_FIX_DIR}
   COMMAND ${CMAKE_C_COMPILER} ${CFI_FIX_FLAGS} -fPIC -shared
           -o ${CFI_FIX_DIR}/libcfifix.so ${CFI_FIX_SRC}/fixlib.c
+  # frame pointers and no unwind tables (no -g: that would emit .debug_frame): the hybrid
+  # FP fallback case
+  COMMAND ${CMAKE_C_COMPILER} -O2 -fno-omit-frame-pointer -fno-asynchronous-unwind-tables
+          -fno-unwind-tables -fno-sanitize=all -fPIC -shared
+          -o ${CFI_FIX_DIR}/libcfifp.so ${CFI_FIX_SRC}/fplib.c
   COMMAND ${CMAKE_C_COMPILER} ${CFI_FIX_FLAGS} -Wl,-z,lazy -pthread
           -o ${CFI_FIX_DIR}/cfi_fixture ${CFI_FIX_SRC}/fixture.c
-          -L${CFI_FIX_DIR} -lcfifix -Wl,-rpath,${CFI_FIX_DIR}
-  DEPENDS ${CFI_FIX_SRC}/fixture.c ${CFI_FIX_SRC}/fixlib.c
+          -L${CFI_FIX_DIR} -lcfifix -lcfifp -Wl,-rpath,${CFI_FIX_DIR}
+  DEPENDS ${CFI_FIX_SRC}/fixture.c ${CFI_FIX_SRC}/fixlib.c ${CFI_FIX_SRC}/fplib.c
   COMMENT "CFI fixtures (-O2 -fomit-frame-pointer)")
-add_custom_target(cfi_fixtures DEPENDS ${CFI_FIX_DIR}/libcfifix.so ${CFI_FIX_DIR}/cfi_fixture)
+add_custom_target(cfi_fixtures DEPENDS ${CFI_FIX_DIR}/libcfifix.so ${CFI_FIX_DIR}/libcfifp.so
+  ${CFI_FIX_DIR}/cfi_fixture)
 
 add_library(cfi_capture STATIC ${CFI_FIX_SRC}/cfi_capture.c)
 target_link_libraries(cfi_capture PUBLIC cpa_cfi PkgConfig::LIBELF)

@@ -594,12 +594,32 @@ int unw_step(const struct cfi_table *t, uint64_t file_off, struct unw_regs *regs
 	return step_rule(t, rule_of(t, file_off), regs, stack, ret_signal);
 }
 
-int unw_walk(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
-	     void *ctx, struct cpa_uframe *out, unsigned int max, unsigned int *ret_n)
+/*
+ * The frame-pointer rule for code without CFI: CFA = rbp + 16, RA at rbp + 8,
+ * caller's rbp at rbp. Only taken when rbp points into the copy above sp.
+ */
+static int step_fp(struct unw_regs *r, const struct unw_stack *s)
+{
+	uint64_t ra, bp;
+
+	if (r->bp < r->sp || (r->bp & 7))
+		return CPA_STOP_NO_CFI; /* rbp is not a frame pointer here */
+	if (!stk_read(s, r->bp + 8, &ra) || !stk_read(s, r->bp, &bp))
+		return CPA_STOP_READ;
+	r->ip = ra;
+	r->sp = r->bp + 16;
+	r->bp = bp;
+	return 0;
+}
+
+int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
+		   void *ctx, unsigned int flags, struct cpa_uframe *out, unsigned int max,
+		   unsigned int *ret_n)
 {
 	struct unw_regs r = *regs;
 	unsigned int n = 0;
 	bool exact = true; /* the leaf's ip is not a return address */
+	uint32_t next_flags = 0;
 	int stop;
 
 	unw_stats.walks++;
@@ -607,7 +627,7 @@ int unw_walk(const struct unw_regs *regs, const struct unw_stack *stack, unw_fin
 		struct cpa_uframe *f;
 		struct unw_loc loc;
 		uint64_t old_sp = r.sp;
-		bool sig;
+		bool sig = false;
 
 		if (n >= max) {
 			stop = CPA_STOP_DEPTH;
@@ -625,18 +645,22 @@ int unw_walk(const struct unw_regs *regs, const struct unw_stack *stack, unw_fin
 		f->pc = r.ip;
 		f->offset = loc.file_off + (exact ? 0 : 1);
 		f->module_id = loc.module_id;
-		f->flags = loc.flags | (exact ? CPA_UF_LEAF : 0);
+		f->flags = loc.flags | (exact ? CPA_UF_LEAF : 0) | next_flags;
+		next_flags = 0;
 		unw_stats.frames++;
 		if (loc.flags & CPA_UF_ANON) {
 			f->offset = r.ip;
 			stop = CPA_STOP_ANON;
 			break;
 		}
-		if (!loc.table) {
-			stop = CPA_STOP_NO_CFI;
-			break;
+		stop = loc.table ? step_rule(loc.table, rule_of(loc.table, loc.file_off), &r, stack,
+					     &sig)
+				 : CPA_STOP_NO_CFI;
+		if (stop == CPA_STOP_NO_CFI && (flags & UNW_F_FP_FALLBACK)) {
+			stop = step_fp(&r, stack);
+			next_flags = CPA_UF_FP;
+			unw_stats.fp_frames++;
 		}
-		stop = step_rule(loc.table, rule_of(loc.table, loc.file_off), &r, stack, &sig);
 		if (stop)
 			break;
 		if (sig)
@@ -653,4 +677,10 @@ int unw_walk(const struct unw_regs *regs, const struct unw_stack *stack, unw_fin
 	}
 	*ret_n = n;
 	return stop;
+}
+
+int unw_walk(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
+	     void *ctx, struct cpa_uframe *out, unsigned int max, unsigned int *ret_n)
+{
+	return unw_walk_flags(regs, stack, find, ctx, 0, out, max, ret_n);
 }

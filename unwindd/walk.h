@@ -53,6 +53,23 @@ typedef int (*unw_find_fn)(void *ctx, uint64_t pc, struct unw_loc *ret);
 int unw_walk(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
 	     void *ctx, struct cpa_uframe *out, unsigned int max, unsigned int *ret_n);
 
+enum unw_walk_flag {
+	/*
+	 * Hybrid: where a frame has no CFI (no table for its module, or a gap
+	 * row) and rbp points into the stack copy above sp, take the
+	 * frame-pointer rule instead of stopping with CPA_STOP_NO_CFI. The
+	 * frame so recovered carries CPA_UF_FP. For libraries built with frame
+	 * pointers but without unwind tables; code that uses rbp as a general
+	 * register can yield a wrong caller here, which is why it is opt-in.
+	 */
+	UNW_F_FP_FALLBACK = 1u << 0,
+};
+
+/* unw_walk() with enum unw_walk_flag options; unw_walk() is flags = 0. */
+int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
+		   void *ctx, unsigned int flags, struct cpa_uframe *out, unsigned int max,
+		   unsigned int *ret_n);
+
 /*
  * One step: apply the row of file_off in t to regs (which become the
  * caller's). exact: the pc is not a return address (leaf, or interrupted by a
@@ -71,6 +88,7 @@ struct unw_stats {
 	uint64_t cache_misses;
 	uint64_t complex_rows; /* rows evaluated through the side rule table */
 	uint64_t signal_frames;
+	uint64_t fp_frames; /* UNW_F_FP_FALLBACK steps taken */
 };
 void unw_stats__read(struct unw_stats *ret);
 
