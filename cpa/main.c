@@ -4,6 +4,7 @@
  * a time range), ctl (inspect/steer a running monitor), help, version.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,12 +71,25 @@ int self_exe_dir(char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * A daemon started with stdin/stdout/stderr closed would hand those numbers to
+ * the next open(): the arena memfd could become a stage's stdin. Fill them (no
+ * O_CLOEXEC here: they are the std fds every child inherits).
+ */
+static void std_fds_ensure(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) < 0)
+			_exit(1);
+}
+
 int main(int argc, char **argv)
 {
 	struct cpa_opts o;
 	enum cpa_cmd cmd;
 	int r;
 
+	std_fds_ensure();
 	log_set_subsystem("cpa");
 	if (argc < 2) {
 		usage(stderr);
