@@ -940,6 +940,63 @@ START_TEST(test_stage_regs_without_chain)
 }
 END_TEST
 
+/* Module ids are never reused in an epoch, so cache churn grows them; before
+ * they pass the limit a new epoch starts, with the cached binaries
+ * renumbered from 1 and defined again. */
+START_TEST(test_stage_module_id_rollover)
+{
+	static struct outrec recs[32];
+	uint64_t a[3] = {0x401234, 0x7f1000000010ull, 0x7f1000400010ull};
+	struct unwindd_opts o = {
+		.epoch = 5ull << 32,
+		.max_module_id = 10,
+		.max_cache_bytes = 1, /* every sweep evicts everything */
+	};
+	const struct cpa_frames *f;
+	const struct cpa_uframe *uf;
+	uint64_t now = unwindd_now_ns();
+	struct env e;
+	int i, n, k;
+
+	env_arena(&e, 1u << 16);
+	o.proc_root = fixture_proc();
+	ck_assert_int_eq(shm_arena__open_cons(e.a, SHM_RING_CAPTURE, &e.in), 0);
+	ck_assert_int_eq(shm_arena__open_prod(e.a, SHM_RING_UNWIND, &e.out), 0);
+	ck_assert_int_eq(unwindd__new(&o, &e.in, &e.out, e.st, &e.u), 0);
+
+	/* vdso = 1, vsyscall = 2; each round brings app, libone, libtwo anew. */
+	for (k = 0; k < 3; k++) {
+		push_sample(&e, e.seq + (uint64_t)k, FIX_PID, 0, a, 3, NULL, 0, NULL, 0);
+		run_all(&e);
+		n = pull_all(&e, recs, 32);
+		ck_assert_int_eq(n, k == 0 ? 5 : 4);
+		ck_assert_int_eq(recs[n - 1].type, CPA_REC_FRAMES);
+		f = (const void *)recs[n - 1].data;
+		uf = (const void *)(f + 1);
+		ck_assert_uint_eq(uf[0].module_id, 3 + 3 * (uint32_t)k);
+		unwindd__tick(e.u, now + (uint64_t)(k + 1) * SEC);
+		ck_assert_int_eq(ucache__nr_bins(e.u->cache), 0);
+	}
+	/* ids 9..11 were handed out: past 10, so the next batch starts epoch + 1. */
+	push_sample(&e, e.seq + 3, FIX_PID, 0, a, 3, NULL, 0, NULL, 0);
+	run_all(&e);
+	n = pull_all(&e, recs, 32);
+	ck_assert_int_eq(n, 5); /* RESET, 3 x MODULE, FRAMES */
+	ck_assert_int_eq(recs[0].type, CPA_REC_DICT_RESET);
+	ck_assert_uint_eq(((const struct cpa_dict_reset *)recs[0].data)->epoch, (5ull << 32) + 1);
+	f = (const void *)recs[4].data;
+	uf = (const void *)(f + 1);
+	for (i = 0; i < 3; i++) {
+		const struct cpa_module_def *m = (const void *)recs[1 + i].data;
+
+		ck_assert_int_eq(recs[1 + i].type, CPA_REC_MODULE);
+		ck_assert_uint_eq(uf[i].module_id, m->id);
+		ck_assert_uint_le(m->id, 5);
+	}
+	env_free(&e);
+}
+END_TEST
+
 START_TEST(test_stage_exactly_once)
 {
 	static struct outrec recs[16];
@@ -1250,7 +1307,7 @@ START_TEST(test_process_drain)
 	n = pull_all(&e, recs, 16);
 	ck_assert_int_ge(n, 2);
 	ck_assert_int_eq(recs[0].type, CPA_REC_DICT_RESET);
-	ck_assert_uint_eq(((const struct cpa_dict_reset *)recs[0].data)->epoch, 3);
+	ck_assert_uint_eq(((const struct cpa_dict_reset *)recs[0].data)->epoch, 3ull << 32);
 	for (i = 0; i < n; i++)
 		frames |= recs[i].type == CPA_REC_FRAMES;
 	ck_assert(frames);
@@ -1319,6 +1376,7 @@ static Suite *unwindd_suite(void)
 	tcase_add_test(tc, test_stage_kernel_only_and_unmapped);
 	tcase_add_test(tc, test_stage_task_and_loss_forwarded);
 	tcase_add_test(tc, test_stage_regs_without_chain);
+	tcase_add_test(tc, test_stage_module_id_rollover);
 	tcase_add_test(tc, test_stage_exactly_once);
 	tcase_add_test(tc, test_stage_corrupt_skipped);
 	tcase_add_test(tc, test_stage_ring_full_loss);

@@ -74,8 +74,9 @@ static int run(struct shm_arena *arena, struct shm_stage *st)
 	if (r < 0)
 		return log_error_errno(r, "open output ring %d: %m", SHM_RING_UNWIND);
 
-	/* The generation grows on every (re)start: a new dictionary epoch. */
-	o.epoch = __atomic_load_n(&st->generation, __ATOMIC_RELAXED);
+	/* The generation grows on every (re)start; the low half counts the
+	 * epochs of one lifetime (module id roll-over). */
+	o.epoch = (uint64_t)__atomic_load_n(&st->generation, __ATOMIC_RELAXED) << 32;
 	o.max_cache_bytes =
 		(uint64_t)(cfg->max_cache_size_mb ? cfg->max_cache_size_mb : DEFAULT_CACHE_MB)
 		<< 20;
@@ -87,7 +88,7 @@ static int run(struct shm_arena *arena, struct shm_stage *st)
 
 	shm_stage__heartbeat(st);
 	shm_stage__set_state(st, SHM_STATE_RUNNING);
-	log_info("running: epoch %llu, cache cap %llu MiB", (unsigned long long)o.epoch,
+	log_info("running: epoch %#llx, cache cap %llu MiB", (unsigned long long)o.epoch,
 		 (unsigned long long)(o.max_cache_bytes >> 20));
 
 	while (!got_term) {

@@ -783,14 +783,25 @@ void ucache__epoch_reset(struct ucache *c)
 {
 	uint32_t i;
 
+	/* Ids start again from 1, dense over what is cached now. */
+	c->next_id = 0;
+	c->vdso.id = ++c->next_id;
+	c->vsyscall.id = ++c->next_id;
+	c->vdso.def_sent = false;
+	c->vsyscall.def_sent = false;
 	for (i = 0; i <= c->bins_mask; i++) {
 		struct ubin *b;
 
-		for (b = c->bins[i]; b; b = b->hnext)
+		for (b = c->bins[i]; b; b = b->hnext) {
+			b->id = ++c->next_id;
 			b->def_sent = false;
+		}
 	}
-	c->vdso.def_sent = false;
-	c->vsyscall.def_sent = false;
+}
+
+uint32_t ucache__next_id(const struct ucache *c)
+{
+	return c->next_id + 1;
 }
 
 uint64_t ucache__bytes(const struct ucache *c)

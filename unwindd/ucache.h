@@ -136,8 +136,11 @@ void ucache__task_exec(struct ucache *c, uint32_t pid);
 /* Reap dead and idle processes, then evict down to the cap. */
 void ucache__sweep(struct ucache *c, uint64_t now_ns);
 
-/* Forget every module id (a new dictionary epoch): defs are sent again. */
+/* A new dictionary epoch: every cached binary gets a new id from 1 and its
+ * definition is sent again on its next use. */
 void ucache__epoch_reset(struct ucache *c);
+/* The id the next new binary will get. */
+uint32_t ucache__next_id(const struct ucache *c);
 
 uint64_t ucache__bytes(const struct ucache *c);
 uint32_t ucache__nr_procs(const struct ucache *c);

@@ -47,6 +47,10 @@ void unwindd_opts__defaults(struct unwindd_opts *o)
 		o->idle_ns = 300 * NSEC_PER_SEC;
 	if (!o->proc_root)
 		o->proc_root = "/proc";
+	if (!o->max_module_id)
+		/* Ids are never reused within an epoch, so binary churn (eviction,
+		 * re-use) grows them; symd tracks 2^20 (SYMD_MAX_MODULE_ID). */
+		o->max_module_id = 1u << 19;
 }
 
 static inline void cnt(struct unwindd *u, unsigned int idx, uint64_t n)
@@ -544,7 +548,7 @@ int unwindd__start(struct unwindd *u)
 	r = emit(u, CPA_REC_DICT_RESET, sizeof(*d), (void **)&d);
 	if (r < 0)
 		return r;
-	d->epoch = u->o.epoch;
+	d->epoch = u->epoch;
 	shm_ring__commit_sp(u->out);
 	u->reset_sent = true;
 	return 0;
@@ -555,6 +559,15 @@ int unwindd__process_batch(struct unwindd *u, unsigned int max)
 	struct shm_msg msgs[UNWINDD_BATCH];
 	int n, i, r;
 
+	if (unlikely(ucache__next_id(u->cache) > u->o.max_module_id) &&
+	    ucache__nr_bins(u->cache) + 2 < u->o.max_module_id / 2) {
+		/* Everything already in ring 1 keeps the old ids: symd reads it
+		 * before the reset that follows. (With the cache itself near the
+		 * limit a new epoch would not help: ids just keep growing.) */
+		u->epoch++;
+		u->reset_sent = false;
+		ucache__epoch_reset(u->cache);
+	}
 	r = unwindd__start(u);
 	if (r < 0)
 		return r;
@@ -629,6 +642,7 @@ int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct 
 		return -ENOMEM;
 	u->o = *o;
 	unwindd_opts__defaults(&u->o);
+	u->epoch = u->o.epoch;
 	u->in = in;
 	u->out = out;
 	u->st = st;

@@ -26,7 +26,8 @@
 struct ucache;
 
 struct unwindd_opts {
-	uint64_t epoch;		  /* DICT_RESET epoch: the stage generation */
+	uint64_t epoch;		  /* first DICT_RESET epoch: generation << 32 */
+	uint32_t max_module_id;	  /* start a new epoch before ids pass this */
 	uint64_t max_cache_bytes; /* --max_cache_size_mb; 0 = no cap */
 	uint64_t refresh_ns;	  /* min interval between maps re-reads of one pid */
 	uint64_t refresh_ip_ns;	  /* the same when the interrupted ip missed */
@@ -56,6 +57,7 @@ struct unwindd {
 	struct shm_stage *st;
 	struct ucache *cache;
 
+	uint64_t epoch;	    /* current dictionary epoch */
 	uint64_t skip_upto; /* input mark at start: seq <= this was passed on already */
 	uint64_t mark;	    /* highest input seq handled */
 	bool reset_sent;
