@@ -141,7 +141,8 @@ static void put(struct show_ctx *c, const char *s, const char *suffix)
 
 		c->buf[c->len++] = ch == ';' ? ':' : (ch == '\n' || ch == '\r') ? ' ' : ch;
 	}
-	memcpy(c->buf + c->len, suffix, k);
+	if (k)
+		memcpy(c->buf + c->len, suffix, k);
 	c->len += k;
 	c->buf[c->len++] = ';';
 }

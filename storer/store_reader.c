@@ -25,7 +25,9 @@
 #include "store_fmt.h"
 
 #define NS		1000000000ULL
-#define MAX_INDEX_BYTES (256u << 20)
+#define MAX_INDEX_BYTES (64u << 20)
+/* A gap in dictionary ids (a lost section) larger than this is a lie. */
+#define DICT_MAX_GAP (1u << 20)
 
 struct rblock {
 	uint32_t off, len;
@@ -211,6 +213,8 @@ static int dict_apply(struct rdict *d, const uint8_t *p, size_t len)
 	n = rbuf__varint(&b);
 	if (b.bad || n > len || first == 0 || first > (1u << 28))
 		return -EBADMSG;
+	if (first > d->n_str + 1 + DICT_MAX_GAP)
+		return -EBADMSG;
 	while (d->n_str + 1 < first) {
 		if (grow((void **)&d->strs, &d->cap_str, d->n_str + 1, sizeof(char *)) < 0)
 			return -ENOMEM;
@@ -238,6 +242,8 @@ static int dict_apply(struct rdict *d, const uint8_t *p, size_t len)
 	first = rbuf__varint(&b);
 	n = rbuf__varint(&b);
 	if (b.bad || n > len || first == 0 || first > (1u << 28))
+		return -EBADMSG;
+	if (first > d->n_mod + 1 + DICT_MAX_GAP)
 		return -EBADMSG;
 	while (d->n_mod + 1 < first) {
 		if (grow((void **)&d->mods, &d->cap_mod, d->n_mod + 1, sizeof(*d->mods)) < 0)
@@ -267,6 +273,8 @@ static int dict_apply(struct rdict *d, const uint8_t *p, size_t len)
 	first = rbuf__varint(&b);
 	n = rbuf__varint(&b);
 	if (b.bad || n > len || first == 0 || first > (1u << 28))
+		return -EBADMSG;
+	if (first > d->n_frame + 1 + DICT_MAX_GAP)
 		return -EBADMSG;
 	while (d->n_frame + 1 < first) {
 		if (grow((void **)&d->frames, &d->cap_frame, d->n_frame + 1, sizeof(*d->frames)) <
@@ -303,6 +311,8 @@ static int dict_apply(struct rdict *d, const uint8_t *p, size_t len)
 	first = rbuf__varint(&b);
 	n = rbuf__varint(&b);
 	if (b.bad || n > len || first == 0 || first > (1u << 28))
+		return -EBADMSG;
+	if (first > d->n_stack + 1 + DICT_MAX_GAP)
 		return -EBADMSG;
 	while (d->n_stack + 1 < first) {
 		if (grow((void **)&d->stacks, &d->cap_stack, d->n_stack + 1, sizeof(*d->stacks)) <
@@ -814,7 +824,8 @@ static int open_segments(struct store_reader *r)
 	closedir(d);
 	if (ret < 0)
 		return ret;
-	qsort(r->segs, r->n_seg, sizeof(*r->segs), seg_cmp);
+	if (r->n_seg)
+		qsort(r->segs, r->n_seg, sizeof(*r->segs), seg_cmp);
 	return 0;
 }
 
@@ -877,8 +888,10 @@ static int read_index(struct store_reader *r)
 		notice(r, "%s: bad index header, scanning segments instead", path);
 		return 0;
 	}
-	if ((uint64_t)sb.st_size > MAX_INDEX_BYTES)
-		return fail(r, -EFBIG, "%s: index too large", path);
+	if ((uint64_t)sb.st_size > MAX_INDEX_BYTES) {
+		notice(r, "%s: index too large, scanning segments instead", path);
+		return 0;
+	}
 	buf = malloc((size_t)sb.st_size);
 	if (!buf)
 		return -ENOMEM;
@@ -918,7 +931,8 @@ static int seg_finish(struct store_reader *r, struct rseg *s)
 
 	if (s->fd < 0)
 		return 0;
-	qsort(s->blocks, s->n, sizeof(*s->blocks), block_cmp);
+	if (s->n)
+		qsort(s->blocks, s->n, sizeof(*s->blocks), block_cmp);
 	for (i = 0; i < s->n; i++) {
 		if (k && s->blocks[i].off < (uint64_t)s->blocks[k - 1].off + s->blocks[k - 1].len)
 			continue;
@@ -1109,7 +1123,8 @@ int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t
 	}
 	if (!fb)
 		return fail(r, -ENODATA, "store '%s' holds no records", r->dir);
-	qsort(iv, n, sizeof(*iv), ival_cmp);
+	if (n)
+		qsort(iv, n, sizeof(*iv), ival_cmp);
 	for (i = 0; i < n; i++) {
 		uint64_t a = MAX(iv[i].a, end);
 

@@ -151,7 +151,8 @@ int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_byte
 		n++;
 	}
 	closedir(d);
-	qsort(dirs, n, sizeof(*dirs), rdir_cmp);
+	if (n)
+		qsort(dirs, n, sizeof(*dirs), rdir_cmp);
 
 	for (i = 0; i < n; i++) {
 		char p[PATH_MAX], rp[PATH_MAX];

@@ -216,6 +216,8 @@ struct store_writer {
 	uint32_t order_cap;
 
 	uint64_t last_retention_s;
+	int open_err; /* last failure to open a dir/segment, retried at open_retry_ns */
+	uint64_t open_retry_ns;
 	struct store_writer_stats st;
 };
 
@@ -986,7 +988,8 @@ static int encode_rows(struct store_writer *w, struct sbuf *b, int64_t base_s, u
 	o = w->order;
 	for (i = 0; i < n; i++)
 		o[i] = i;
-	qsort_r(o, n, sizeof(*o), row_cmp, (void *)rows);
+	if (n)
+		qsort_r(o, n, sizeof(*o), row_cmp, (void *)rows);
 	for (i = 0; i < n; i++) {
 		if (rows[o[i]].k.sec != prev_sec)
 			nsec++;
@@ -1202,39 +1205,47 @@ static int block_for(struct store_writer *w, uint64_t time_ns)
 
 	if (k->open) {
 		bool late = sec < k->base_s;
-		int64_t lo = (int64_t)(k->t_min_ns / NS);
 
 		if (sec < k->base_s + iv &&
 		    (!late || (k->base_s - sec <= LATE_MAX_S &&
 			       (int64_t)(k->t_max_ns / NS) - sec < (int64_t)STORE_MAX_BLOCK_SPAN)))
 			return 0;
-		(void)lo;
 		r = store_writer__close_block(w);
 		if (r < 0)
 			return r;
 	}
+	/* A store dir or segment that could not be created (full disk, EACCES) is
+	 * retried once a second, not once per sample; samples meanwhile are refused. */
+	if (w->open_err && realtime_ns() < w->open_retry_ns)
+		return w->open_err;
+	w->open_err = 0;
 	/* Day rotation forward only: a late sample from before midnight goes to today's store. */
 	if (!w->dir || store_fmt__local_day(sec) > w->dir_day) {
 		r = open_dir(w, sec);
 		if (r < 0) {
 			close_dir(w);
-			return r;
+			goto out_backoff;
 		}
 		r = open_segment(w, sec);
 		if (r < 0)
-			return r;
+			goto out_backoff;
 	} else if (!w->seg || sec - w->seg_start_s >= (int64_t)w->o.segment_seconds ||
 		   sec < w->seg_start_s - (int64_t)w->o.segment_seconds ||
 		   w->seg_off > SEG_MAX_BYTES) {
 		r = open_segment(w, sec);
 		if (r < 0)
-			return r;
+			goto out_backoff;
 	}
 	k->open = true;
 	k->base_s = sec - sec % iv;
 	k->t_min_ns = time_ns;
 	k->t_max_ns = time_ns;
 	return 0;
+
+out_backoff:
+	w->open_err = r;
+	w->open_retry_ns = realtime_ns() + NS;
+	return r;
 }
 
 static void block_time(struct block *k, uint64_t t)
