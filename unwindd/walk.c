@@ -104,11 +104,23 @@ static inline bool stk_read(const struct unw_stack *s, uint64_t addr, uint64_t *
 	return true;
 }
 
+/* Out of line: keeps the hit path of rule_of() free of register saves. */
+static __attribute__((noinline)) uint32_t rule_miss(const struct cfi_table *t, uint64_t off,
+						    uint32_t h, uint64_t tag)
+{
+	uint32_t w = cfi_table__lookup(t, off);
+
+	unw_stats.cache_misses++;
+	unw_cache.tag[h] = tag;
+	unw_cache.rule[h] = w;
+	return w;
+}
+
 static inline uint32_t rule_of(const struct cfi_table *t, uint64_t off)
 {
 	uint64_t key = off - t->base;
 	uint64_t tag;
-	uint32_t h, w;
+	uint32_t h;
 
 	if (unlikely(key >= t->span))
 		return CFI_K_GAP;
@@ -118,11 +130,7 @@ static inline uint32_t rule_of(const struct cfi_table *t, uint64_t off)
 		unw_stats.cache_hits++;
 		return unw_cache.rule[h];
 	}
-	unw_stats.cache_misses++;
-	w = cfi_table__lookup(t, off);
-	unw_cache.tag[h] = tag;
-	unw_cache.rule[h] = w;
-	return w;
+	return rule_miss(t, off, h, tag);
 }
 
 static bool reg_get(const struct unw_regs *r, uint64_t dw, uint64_t *v)
