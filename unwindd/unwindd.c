@@ -319,7 +319,10 @@ static int unwind_user(struct unwindd *u, struct uproc *p, const struct sample_v
 		unsigned int n = 0;
 		int stop;
 
-		stop = unw_walk(&regs, &stk, walk_find, &w, u->uf, CPA_MAX_UFRAMES + 1, &n);
+		/* Per frame, where a module has no CFI (built without unwind
+		 * tables) the walker follows rbp instead of stopping. */
+		stop = unw_walk_flags(&regs, &stk, walk_find, &w, UNW_F_FP_FALLBACK, u->uf,
+				      CPA_MAX_UFRAMES + 1, &n);
 		if (n > CPA_MAX_UFRAMES + 1)
 			n = CPA_MAX_UFRAMES + 1;
 		if (stop == CPA_STOP_END || stop == CPA_STOP_ANON || n >= s->n_ufp) {
