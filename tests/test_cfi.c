@@ -660,7 +660,19 @@ START_TEST(test_fuzz_eh_frame)
 }
 END_TEST
 
-static Suite *cfi_suite(void)
+/* Can we trace a child? Yama scope 2/3 or a seccomp'd sandbox may forbid it. */
+static bool ptrace_works(void)
+{
+	char *argv[] = {(char *)"cfi_fixture", (char *)"chain", NULL};
+	pid_t pid;
+
+	if (cap_spawn(FIXTURE, argv, &pid) < 0)
+		return false;
+	cap_kill(pid);
+	return true;
+}
+
+static Suite *cfi_suite(bool walks)
 {
 	Suite *s = suite_create("cfi");
 	TCase *tc = tcase_create("table");
@@ -673,6 +685,8 @@ static Suite *cfi_suite(void)
 	tcase_add_test(tc, test_plt_expression);
 	suite_add_tcase(s, tc);
 
+	if (!walks)
+		goto robust;
 	tc = tcase_create("walk");
 	tcase_add_test(tc, test_walk_chain_through_library);
 	tcase_add_test(tc, test_walk_qsort_callback);
@@ -684,8 +698,10 @@ static Suite *cfi_suite(void)
 	tcase_add_test(tc, test_walk_vdso);
 	suite_add_tcase(s, tc);
 
+robust:
 	tc = tcase_create("robust");
-	tcase_add_test(tc, test_garbage_stack);
+	if (walks)
+		tcase_add_test(tc, test_garbage_stack);
 	tcase_add_test(tc, test_fuzz_random_walks);
 	tcase_add_test(tc, test_fuzz_eh_frame);
 	suite_add_tcase(s, tc);
@@ -694,11 +710,16 @@ static Suite *cfi_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(cfi_suite());
+	bool walks = ptrace_works();
+	SRunner *sr = srunner_create(cfi_suite(walks));
 	int failed;
 
+	if (!walks)
+		fprintf(stderr, "test_cfi: cannot ptrace a child: walk cases skipped\n");
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	if (failed)
+		return EXIT_FAILURE;
+	return walks ? EXIT_SUCCESS : 77; /* partly skipped: say so to CTest */
 }
