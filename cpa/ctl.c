@@ -216,7 +216,7 @@ int cmd_ctl(struct cpa_opts *o)
 {
 	const char *store_dir = o->mon.store_dir;
 	struct shm_arena *a = NULL;
-	enum shm_stage_id id;
+	enum shm_stage_id id = SHM_STAGE_MAX;
 	const char *verb;
 	pid_t mpid;
 	int code = 1;
