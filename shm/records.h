@@ -112,6 +112,8 @@ _Static_assert(sizeof(struct cpa_sample) == 168, "cpa_sample layout");
 
 enum cpa_task_event_kind {
 	CPA_TASK_EXEC = 1,
+	/* The whole process is gone: sent once, by whichever thread left last
+	 * (tid is that thread's). Per-pid caches may be dropped after it. */
 	CPA_TASK_EXIT,
 };
 

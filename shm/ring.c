@@ -28,14 +28,16 @@
  * Sleep and wake are a Dekker handshake on two variables, prod_pos and
  * waiting, with wake_seq as the futex word:
  *
- *  [C4] consumer: seq = load-acquire wake_seq; store waiting = 1;
- *       full fence; load prod_pos; if enough is pending, store waiting = 0 and
+ *  [C4] consumer: seq = load-acquire wake_seq; seq_cst store waiting = 1;
+ *       seq_cst load prod_pos; if enough is pending, store waiting = 0 and
  *       return; else futex_wait(wake_seq, seq, deadline).
- *  [P3] producer (commit): store-release prod_pos; full fence; load waiting;
+ *  [P3] producer (commit): seq_cst store prod_pos; seq_cst load waiting;
  *       if set and enough is pending: if exchange(waiting, 0) was 1, then
  *       wake_seq += 1 (release) and futex_wake.
  *
- * The two full fences make it impossible for both sides to miss each other:
+ * The four seq_cst accesses sit in one total order, which makes it
+ * impossible for both sides to miss each other (no standalone fences, so
+ * ThreadSanitizer can check the handshake too):
  * either the consumer sees the new prod_pos and does not sleep, or the
  * producer sees waiting = 1 and bumps wake_seq, after which futex_wait on the
  * old seq returns at once. The exchange makes one wake per sleep at most, and
@@ -93,7 +95,8 @@ int shm_ring__format(void *mem, uint64_t mem_size, uint64_t initial_pos)
 	struct shm_ring_ctrl *ctrl = mem;
 	uint64_t size;
 
-	if (!mem || ((uintptr_t)mem & 63) || mem_size <= SHM_RING_CTRL_SIZE)
+	if (!mem || ((uintptr_t)mem & 63) || mem_size <= SHM_RING_CTRL_SIZE ||
+	    (initial_pos & (SHM_REC_ALIGN - 1)))
 		return -EINVAL;
 	size = mem_size - SHM_RING_CTRL_SIZE;
 	if (!is_pow2(size) || size < SHM_RING_MIN_DATA)
@@ -236,9 +239,9 @@ int shm_ring__wait_sc(struct shm_ring_cons *c, uint64_t wake_bytes, int timeout_
 	/* [C4] */
 	seq = __atomic_load_n(&ctrl->wake_seq, __ATOMIC_ACQUIRE);
 	shm__store_relaxed(&ctrl->wake_bytes, wake_bytes);
-	__atomic_store_n(&ctrl->waiting, 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	prod = shm__load_acquire(&ctrl->prod_pos);
+	/* seq_cst store of waiting, then seq_cst load of prod_pos: mirror of [P3]. */
+	__atomic_store_n(&ctrl->waiting, 1, __ATOMIC_SEQ_CST);
+	prod = __atomic_load_n(&ctrl->prod_pos, __ATOMIC_SEQ_CST);
 	if (prod - c->tail > c->size) {
 		__atomic_store_n(&ctrl->waiting, 0, __ATOMIC_RELAXED);
 		return -EBADMSG;

@@ -128,7 +128,8 @@ static inline uint32_t shm_ring__max_payload(uint64_t data_size)
 /*
  * Format a ring in mem (mem_size bytes, mem 64-byte aligned). data_size is
  * mem_size - SHM_RING_CTRL_SIZE and must be a power of two >= 4096.
- * Both positions start at initial_pos (tests start near UINT64_MAX).
+ * Both positions start at initial_pos, a multiple of 8 (tests start near
+ * UINT64_MAX).
  */
 int shm_ring__format(void *mem, uint64_t mem_size, uint64_t initial_pos);
 

@@ -94,3 +94,9 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 	}
 	return idx < n ? tab[idx - SHM_CNT_STAGE_BASE] : NULL;
 }
+
+bool shm_counter_is_gauge(enum shm_stage_id id, unsigned int idx)
+{
+	return (id == SHM_STAGE_UNWINDD && idx == UNW_CNT_CACHE_BYTES) ||
+	       (id == SHM_STAGE_SYMD && idx == SYM_CNT_CACHE_BYTES);
+}

@@ -116,5 +116,8 @@ const char *shm_stage_name(enum shm_stage_id id);
 const char *shm_state_name(enum shm_stage_state s);
 /* Name of counter idx of stage id, or NULL if that slot is unused. */
 const char *shm_counter_name(enum shm_stage_id id, unsigned int idx);
+/* True for slots that hold a level (e.g. cache bytes), not a monotonic count:
+ * print them as values, never as deltas. */
+bool shm_counter_is_gauge(enum shm_stage_id id, unsigned int idx);
 
 #endif /* CPA_SHM_STAGE_H */
