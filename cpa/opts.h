@@ -26,7 +26,7 @@ enum cpa_cmd {
 
 /* Which sub-commands an option belongs to (bit per enum cpa_cmd). */
 #define OPT_SCOPE(cmd) (1u << (cmd))
-#define OPT_GLOBAL     (OPT_SCOPE(CPA_CMD_MONITOR) | OPT_SCOPE(CPA_CMD_SHOW) | OPT_SCOPE(CPA_CMD_CTL))
+#define OPT_GLOBAL     ((1u << CPA_CMD_MONITOR) | (1u << CPA_CMD_SHOW) | (1u << CPA_CMD_CTL))
 
 #define CPA_FREQ_MIN	      1
 #define CPA_FREQ_MAX	      10000

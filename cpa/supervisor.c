@@ -472,9 +472,8 @@ static void stop_step_begin(struct supervisor *s)
 		/* A consumer that is down with input left is started to drain it:
 		 * stopping must not lose what is already in the ring. */
 		if (!st->pid && ring_pending(s, st->input_ring) > 0) {
-			log_info(
-				"%s is down with %llu bytes in its input: starting it to drain them",
-				st->name, (unsigned long long)ring_pending(s, st->input_ring));
+			log_info("%s is down with %llu bytes in its input: starting it to drain",
+				 st->name, (unsigned long long)ring_pending(s, st->input_ring));
 			st->restart_at_ns = 0;
 			if (stage_spawn(s, st) < 0) {
 				s->exit_code = 1;
@@ -795,8 +794,7 @@ static int handle_signals(struct supervisor *s)
 			}
 			break;
 		case SIGHUP:
-			log_info(
-				"SIGHUP: nothing to reload (restart a stage with 'cpa ctl restart')");
+			log_info("SIGHUP: nothing to reload (restart stages with 'cpa ctl')");
 			break;
 		}
 	}
