@@ -65,6 +65,13 @@ static int run(struct shm_arena *a)
 	if (r < 0)
 		return log_error_errno(r, "store writer for '%s' (io_uring + zstd): %m", o.root);
 	store_writer__set_run_id(w, cfg->start_realtime_ns);
+	r = store_writer__journal_open(w, o.root);
+	if (r < 0)
+		log_warn_errno(
+			r, "dictionary journal in '%s': %m (a restart will show [unknown stack])",
+			o.root);
+	else if (r > 0)
+		log_info("replayed %d symd definitions from the dictionary journal", r);
 	storer__init(&s, st, &in, w);
 	log_info("writing to '%s', resuming after seq %llu", o.root,
 		 (unsigned long long)s.resume_mark);

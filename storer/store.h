@@ -72,6 +72,15 @@ void store_writer__free(struct store_writer *w);
  * cpa_YYMMDD_start_HHMMSS one. Call before the first sample. */
 void store_writer__set_run_id(struct store_writer *w, uint64_t run_id);
 
+/*
+ * Dictionary journal in dir (the store root): every definition taken is also
+ * appended (io_uring) to dir/.storer-dict-<epoch>, and a new epoch
+ * (DICT_RESET) starts a new file. Called at start, it replays the newest
+ * journal, so a restarted storer still knows the ids symd defined before
+ * and does not re-send. Returns the number of definitions replayed.
+ */
+int store_writer__journal_open(struct store_writer *w, const char *dir);
+
 /* Definitions in symd's id space (shm/records.h). DICT_RESET forgets them. */
 void store_writer__dict_reset(struct store_writer *w, uint64_t epoch);
 int store_writer__def_str(struct store_writer *w, const struct cpa_str_def *d, const char *s);

@@ -216,6 +216,13 @@ struct store_writer {
 	uint32_t order_cap;
 
 	uint64_t last_retention_s;
+	struct {
+		bool on, replaying, full;
+		char dir[PATH_MAX];
+		struct sfile *f;
+		uint64_t off, epoch;
+		struct sbuf pend;
+	} jr;	      /* dictionary journal, see store_writer__journal_open() */
 	int open_err; /* last failure to open a dir/segment, retried at open_retry_ns */
 	uint64_t open_retry_ns;
 	struct store_writer_stats st;
@@ -808,13 +815,244 @@ static int seg_sym_stack(struct store_writer *w, uint32_t id)
 	return r;
 }
 
+/* ------------------------------------------------------------ dictionary journal */
+
+#define JR_MAGIC     0x314e524a44415043ULL /* "CPADJRN1" */
+#define JR_PREFIX    ".storer-dict-"
+#define JR_MAX_BYTES (256ULL << 20)
+#define JR_MAX_REC   (1u << 20)
+
+struct jr_hdr {
+	uint64_t magic;
+	uint16_t major, minor;
+	uint32_t hdr_size;
+	uint64_t epoch;
+	uint32_t _reserved;
+	uint32_t crc; /* of the 28 bytes above */
+};
+_Static_assert(sizeof(struct jr_hdr) == 32, "journal header");
+
+struct jr_rec {
+	uint32_t len;  /* payload bytes */
+	uint16_t type; /* CPA_REC_* */
+	uint16_t _reserved;
+	uint32_t crc; /* of the payload */
+};
+_Static_assert(sizeof(struct jr_rec) == 12, "journal record header");
+
+static void jr_path(const struct store_writer *w, uint64_t epoch, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/" JR_PREFIX "%020llu", w->jr.dir, (unsigned long long)epoch);
+}
+
+static void jr_append(struct store_writer *w, uint16_t type, const void *a, uint32_t alen,
+		      const void *b, uint32_t blen)
+{
+	struct jr_rec h = {.len = alen + blen, .type = type};
+
+	if (!w->jr.on || w->jr.replaying || w->jr.full)
+		return;
+	if (w->jr.off + w->jr.pend.len + sizeof(h) + h.len > JR_MAX_BYTES) {
+		/* Past the cap a restart loses this epoch's dictionary; symd's cap keeps
+		 * us far from it in practice. */
+		w->jr.full = true;
+		return;
+	}
+	h.crc = store_crc32c(store_crc(a, alen), b, blen);
+	sbuf__put(&w->jr.pend, &h, sizeof(h));
+	sbuf__put(&w->jr.pend, a, alen);
+	if (blen)
+		sbuf__put(&w->jr.pend, b, blen);
+}
+
+/* Open a fresh journal for epoch (no blocking write: the header goes through io_uring). */
+static int jr_start(struct store_writer *w, uint64_t epoch)
+{
+	char path[PATH_MAX + 64];
+	struct jr_hdr h = {.magic = JR_MAGIC,
+			   .major = STORE_VERSION_MAJOR,
+			   .minor = STORE_VERSION_MINOR,
+			   .hdr_size = sizeof(h),
+			   .epoch = epoch};
+	DIR *d;
+	struct dirent *de;
+	int fd;
+
+	if (w->jr.f) {
+		sfile_put(w->jr.f);
+		w->jr.f = NULL;
+	}
+	w->jr.pend.len = 0;
+	w->jr.pend.oom = false;
+	w->jr.full = false;
+	if (mkdir(w->jr.dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	jr_path(w, epoch, path, sizeof(path));
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	w->jr.f = sfile_new(fd);
+	if (!w->jr.f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	w->jr.epoch = epoch;
+	h.crc = store_crc(&h, offsetof(struct jr_hdr, crc));
+	w->jr.off = sizeof(h);
+	/* Older epochs are dead: their ids mean nothing to the new symd. */
+	d = opendir(w->jr.dir);
+	if (d) {
+		while ((de = readdir(d))) {
+			char old[PATH_MAX + 320];
+
+			if (strncmp(de->d_name, JR_PREFIX, strlen(JR_PREFIX)))
+				continue;
+			snprintf(old, sizeof(old), "%s/%s", w->jr.dir, de->d_name);
+			if (strcmp(old, path))
+				unlink(old);
+		}
+		closedir(d);
+	}
+	return write_raw(w, w->jr.f, 0, &h, sizeof(h));
+}
+
+static void jr_flush(struct store_writer *w)
+{
+	if (!w->jr.f || !w->jr.pend.len || w->jr.pend.oom)
+		return;
+	if (write_raw(w, w->jr.f, w->jr.off, w->jr.pend.p, (uint32_t)w->jr.pend.len) == 0)
+		w->jr.off += w->jr.pend.len;
+	w->jr.pend.len = 0;
+}
+
+static int jr_apply(struct store_writer *w, uint16_t type, const uint8_t *p, uint32_t len)
+{
+	switch (type) {
+	case CPA_REC_STR: {
+		struct cpa_str_def d;
+
+		if (len < sizeof(d))
+			return -EBADMSG;
+		memcpy(&d, p, sizeof(d));
+		if (!cpa_rec_str_ok(&d, len))
+			return -EBADMSG;
+		return store_writer__def_str(w, &d, (const char *)p + sizeof(d));
+	}
+	case CPA_REC_MODULE: {
+		struct cpa_module_def d;
+
+		if (len < sizeof(d))
+			return -EBADMSG;
+		memcpy(&d, p, sizeof(d));
+		if (!cpa_rec_module_ok(&d, len))
+			return -EBADMSG;
+		return store_writer__def_module(w, &d, (const char *)p + sizeof(d));
+	}
+	case CPA_REC_FRAME: {
+		struct cpa_frame_def d;
+
+		if (len < sizeof(d))
+			return -EBADMSG;
+		memcpy(&d, p, sizeof(d));
+		return store_writer__def_frame(w, &d);
+	}
+	case CPA_REC_STACK: {
+		struct cpa_stack_def d;
+		uint32_t ids[CPA_MAX_KSTACK + CPA_MAX_UFRAMES + 2];
+
+		if (len < sizeof(d))
+			return -EBADMSG;
+		memcpy(&d, p, sizeof(d));
+		if (!cpa_rec_stack_ok(&d, len) || d.n_frames > ARRAY_SIZE(ids))
+			return -EBADMSG;
+		memcpy(ids, p + sizeof(d), 4u * d.n_frames);
+		return store_writer__def_stack(w, &d, ids);
+	}
+	default:
+		return -EBADMSG;
+	}
+}
+
+int store_writer__journal_open(struct store_writer *w, const char *dir)
+{
+	char path[PATH_MAX + 64];
+	uint64_t best = 0, off;
+	bool found = false;
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct jr_hdr h;
+	struct stat sb;
+	struct dirent *de;
+	int fd, n = 0;
+	DIR *d;
+
+	if (strlen(dir) >= sizeof(w->jr.dir))
+		return -ENAMETOOLONG;
+	snprintf(w->jr.dir, sizeof(w->jr.dir), "%s", dir);
+	w->jr.on = true;
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		unsigned long long e;
+
+		if (sscanf(de->d_name, JR_PREFIX "%llu", &e) == 1 && (!found || e > best)) {
+			best = e;
+			found = true;
+		}
+	}
+	closedir(d);
+	if (!found)
+		return 0;
+	jr_path(w, best, path, sizeof(path));
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < sizeof(h) ||
+	    (uint64_t)sb.st_size > JR_MAX_BYTES + JR_MAX_REC)
+		goto out_fresh;
+	buf = malloc((size_t)sb.st_size);
+	if (!buf || pread(fd, buf, (size_t)sb.st_size, 0) != sb.st_size)
+		goto out_fresh;
+	memcpy(&h, buf, sizeof(h));
+	if (h.magic != JR_MAGIC || h.major > STORE_VERSION_MAJOR ||
+	    h.crc != store_crc(&h, offsetof(struct jr_hdr, crc)))
+		goto out_fresh;
+	w->jr.replaying = true;
+	for (off = sizeof(h); off + sizeof(struct jr_rec) <= (uint64_t)sb.st_size;) {
+		struct jr_rec rh;
+
+		memcpy(&rh, buf + off, sizeof(rh));
+		if (rh.len > JR_MAX_REC || off + sizeof(rh) + rh.len > (uint64_t)sb.st_size ||
+		    store_crc(buf + off + sizeof(rh), rh.len) != rh.crc)
+			break; /* torn tail: the rest was never acknowledged */
+		if (jr_apply(w, rh.type, buf + off + sizeof(rh), rh.len) == 0)
+			n++;
+		off += sizeof(rh) + rh.len;
+	}
+	w->jr.replaying = false;
+	w->jr.f = sfile_new(fd);
+	if (!w->jr.f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	w->jr.epoch = h.epoch;
+	w->jr.off = off; /* new records overwrite a torn tail */
+	return n;
+
+out_fresh:
+	close(fd);
+	return 0;
+}
+
 /* ------------------------------------------------------------ definitions */
 
 void store_writer__dict_reset(struct store_writer *w, uint64_t epoch)
 {
 	struct sym_tables *t = &w->sym;
 
-	(void)epoch;
+	if (w->jr.on)
+		jr_start(w, epoch); /* failing that, a restart loses the dictionary: counted by symd
+				       ids */
 	u32map__free(&t->str_map);
 	u32map__free(&t->mod_map);
 	u32map__free(&t->frame_map);
@@ -837,6 +1075,7 @@ int store_writer__def_str(struct store_writer *w, const struct cpa_str_def *d, c
 	r = VEC_PUSH(w->sym.strs, e);
 	if (r < 0)
 		return r;
+	jr_append(w, CPA_REC_STR, d, sizeof(*d), s, d->len);
 	return u32map__set(&w->sym.str_map, d->id, (uint32_t)r);
 }
 
@@ -856,6 +1095,7 @@ int store_writer__def_module(struct store_writer *w, const struct cpa_module_def
 	r = VEC_PUSH(w->sym.mods, e);
 	if (r < 0)
 		return r;
+	jr_append(w, CPA_REC_MODULE, m, sizeof(*m), path, m->path_len);
 	return u32map__set(&w->sym.mod_map, m->id, (uint32_t)r);
 }
 
@@ -869,6 +1109,7 @@ int store_writer__def_frame(struct store_writer *w, const struct cpa_frame_def *
 	r = VEC_PUSH(w->sym.frames, e);
 	if (r < 0)
 		return r;
+	jr_append(w, CPA_REC_FRAME, f, sizeof(*f), NULL, 0);
 	return u32map__set(&w->sym.frame_map, f->id, (uint32_t)r);
 }
 
@@ -890,6 +1131,7 @@ int store_writer__def_stack(struct store_writer *w, const struct cpa_stack_def *
 	r = VEC_PUSH(w->sym.stacks, e);
 	if (r < 0)
 		return r;
+	jr_append(w, CPA_REC_STACK, s, sizeof(*s), frame_ids, 4u * s->n_frames);
 	return u32map__set(&w->sym.stack_map, s->id, (uint32_t)r);
 }
 
@@ -1061,6 +1303,8 @@ int store_writer__close_block(struct store_writer *w)
 	int64_t min_s, max_s;
 	int r;
 
+	/* Definitions reach the journal before the input holding them is released. */
+	jr_flush(w);
 	if (!k->open)
 		return 0;
 	min_s = (int64_t)(k->t_min_ns / NS);
@@ -1345,6 +1589,7 @@ int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 {
 	int closed = 0, r;
 
+	jr_flush(w);
 	uring_reap(w, false);
 	retry_due(w, now_ns, false);
 	if (w->blk.open && now_ns >= store_writer__deadline(w)) {
@@ -1488,6 +1733,8 @@ void store_writer__free(struct store_writer *w)
 		io_uring_queue_exit(&w->ring);
 	}
 	close_dir(w);
+	sfile_put(w->jr.f);
+	sbuf__free(&w->jr.pend);
 	ZSTD_freeCCtx(w->cctx);
 	u32map__free(&w->sym.str_map);
 	u32map__free(&w->sym.mod_map);

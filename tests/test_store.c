@@ -1017,14 +1017,53 @@ START_TEST(test_stage_process)
 		ck_assert_uint_eq(shm_ring__mark_sc(&c), 300);
 		ck_assert_uint_eq(shm_ring__pending_sc(&c), 0);
 	}
+	/* Restart (same run: same dir), more input without definitions, then
+	 * SIGTERM: leaves promptly, exit 0, what it took is in the store, and
+	 * the dictionary journal gave the new life symd's ids. */
+	for (i = 0; i < 60; i++) {
+		struct cpa_sample_out o;
+
+		t_sample(&o, seq++, base + 10 * T_NS + (uint64_t)i * (T_NS / 30), 1 + i % 10, 0);
+		put_rec(&p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
+	}
+	shm_ring__commit_sp(&p);
+	__atomic_store_n(&st->cmd, SHM_CMD_NONE, __ATOMIC_RELEASE);
+	pid = fork();
+	if (pid == 0) {
+		dup2(shm_arena__fd(a), 3);
+		execl(bin, "storer", (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 500 && shm_stage__cnt(st, STO_CNT_SAMPLES) < 360; i++)
+		usleep(10000);
+	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_SAMPLES), 360);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	ck_assert_int_eq(shm_stage__state(st), SHM_STATE_EXITED);
+
 	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
 	{
 		struct store_reader *r;
 		uint64_t f, la, recs;
 
+		struct expect e;
+		struct got g;
+
 		ck_assert_int_eq(store_reader__open(dir, NULL, NULL, &r), 0);
 		ck_assert_int_eq(store_reader__range(r, &f, &la, &recs), 0);
-		ck_assert_uint_eq(recs, 10);
+		ck_assert_uint_eq(recs, 12);
+		expect_init(&e, 12, 10);
+		got_init(&g, &e, base);
+		ck_assert_int_eq(store_reader__query(r, base + 10 * T_NS, base + 12 * T_NS, NULL,
+						     on_row, &g),
+				 0);
+		ck_assert_uint_eq(g.unknown, 0);
+		ck_assert_uint_eq(g.bad_frames, 0);
+		ck_assert_uint_eq(g.rows, 20);
+		got_free(&g);
+		expect_free(&e);
 		store_reader__free(r);
 	}
 	shm_arena__free(a);
@@ -1130,6 +1169,109 @@ START_TEST(test_write_errors)
 }
 END_TEST
 
+/* The wall clock steps back two hours and forward again: nothing is lost,
+ * every second is found by a window query. */
+START_TEST(test_clock_step)
+{
+	struct store_writer *w;
+	struct store_reader *r;
+	char *root = t_mkdtemp(), dir[1024];
+	uint64_t base = t_base_ns(), seq = 1, total = 0;
+	const int64_t offs[3] = {0, -7200, 10};
+	int part, i;
+
+	t_block_s = 0;
+	w = new_writer(root);
+	t_defs(w, 5, 0);
+	for (part = 0; part < 3; part++)
+		for (i = 0; i < 100; i++) {
+			struct cpa_sample_out o;
+
+			t_sample(&o, seq++,
+				 (uint64_t)((int64_t)base + offs[part] * (int64_t)T_NS) +
+					 (uint64_t)i * (T_NS / 10),
+				 1 + i % 5, 0);
+			ck_assert_int_eq(store_writer__add_sample(w, &o), 0);
+		}
+	store_writer__free(w);
+	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+	ck_assert_int_eq(store_reader__open(dir, NULL, NULL, &r), 0);
+	for (part = 0; part < 3; part++) {
+		struct expect e;
+		struct got g;
+		uint64_t t0 = (uint64_t)((int64_t)base + offs[part] * (int64_t)T_NS), k;
+
+		expect_init(&e, 10, 5);
+		got_init(&g, &e, t0);
+		ck_assert_int_eq(store_reader__query(r, t0, t0 + 10 * T_NS, NULL, on_row, &g), 0);
+		for (k = 0; k < 10 * 6; k++)
+			total += g.cnt[k];
+		got_free(&g);
+		expect_free(&e);
+	}
+	ck_assert_uint_eq(total, 300);
+	store_reader__free(r);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* The dictionary journal: a new writer life knows the previous life's symd ids. */
+START_TEST(test_journal)
+{
+	char *root = t_mkdtemp(), dir[1024], p[1100];
+	struct store_writer *w;
+	struct expect e;
+	struct got g;
+	struct cpa_sample_out o;
+	struct store_reader *r;
+	uint64_t base = t_base_ns();
+	int n, nn = 0;
+
+	t_block_s = 1;
+	expect_init(&e, 3, 10);
+	w = new_writer(root);
+	store_writer__set_run_id(w, 99);
+	ck_assert_int_eq(store_writer__journal_open(w, root), 0);
+	store_writer__dict_reset(w, 5);
+	t_defs(w, 10, 0);
+	t_sample(&o, 1, base, 3, 0);
+	ck_assert_int_eq(store_writer__add_sample(w, &o), 0);
+	e.cnt[0 * 11 + 3]++;
+	store_writer__free(w);
+
+	w = new_writer(root);
+	store_writer__set_run_id(w, 99);
+	n = store_writer__journal_open(w, root);
+	ck_assert_int_eq(n, 5 + 1 + 2 * T_FRAMES + 10);
+	t_sample(&o, 2, base + T_NS, 7, 0); /* no definitions sent in this life */
+	ck_assert_int_eq(store_writer__add_sample(w, &o), 0);
+	e.cnt[1 * 11 + 7]++;
+	/* A new epoch replaces the journal file. */
+	store_writer__dict_reset(w, 6);
+	t_defs(w, 10, 500);
+	t_sample(&o, 3, base + 2 * T_NS, 9, 500);
+	ck_assert_int_eq(store_writer__add_sample(w, &o), 0);
+	e.cnt[2 * 11 + 9]++;
+	store_writer__free(w);
+	snprintf(p, sizeof(p), "%s/.storer-dict-%020d", root, 5);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	snprintf(p, sizeof(p), "%s/.storer-dict-%020d", root, 6);
+	ck_assert_int_eq(access(p, F_OK), 0);
+
+	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+	got_init(&g, &e, base);
+	ck_assert_int_eq(store_reader__open(dir, on_notice, &nn, &r), 0);
+	ck_assert_int_eq(store_reader__query(r, 0, UINT64_MAX / 2, NULL, on_row, &g), 0);
+	store_reader__free(r);
+	got_check(&g, 0, 3, -1);
+	got_free(&g);
+	expect_free(&e);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *s = suite_create("store");
@@ -1146,6 +1288,8 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_segments_and_days);
 	tcase_add_test(tc, test_retention);
 	tcase_add_test(tc, test_write_errors);
+	tcase_add_test(tc, test_clock_step);
+	tcase_add_test(tc, test_journal);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("stage");
 	tcase_add_test(tc, test_stage_batch);
