@@ -39,6 +39,8 @@
 #define SYMD_LOSS_FLUSH_NS  (1000000000ull)
 #define SYMD_MAX_STACK	    (CPA_MAX_KSTACK + CPA_MAX_UFRAMES + 1 + 2)
 #define SYMD_FRAME_NAME_MAX (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
+#define SYMD_PCC_BITS	    16
+#define SYMD_PCC_KERNEL	    UINT32_MAX /* module key of kernel pcs */
 
 enum symd_loss_reason {
 	SYMD_LOSS_RING_FULL,
@@ -80,6 +82,24 @@ struct pidinfo {
 	struct jitmap *jit;
 	uint64_t jit_next_ns;
 	int64_t jit_size;
+};
+
+/*
+ * The pc cache: (unwindd module id or kernel, offset, leaf) -> frame id of
+ * the current epoch. Direct-mapped; an entry is valid only with the current
+ * pcc_gen, which moves whenever an answer could change (our reset, unwindd's
+ * reset or a redefinition, a binary or kallsyms (re)loaded). In steady state
+ * a frame costs one slot compare instead of a symbol search, a snprintf and
+ * two hash lookups.
+ */
+struct pcc_ent {
+	uint64_t off;
+	uint32_t mod;
+	uint32_t gen;
+	uint32_t fid;
+	uint16_t leaf;
+	uint16_t fflags; /* frame flags, to count hits and misses */
+	uint64_t _pad;
 };
 
 struct symd {
@@ -127,6 +147,9 @@ struct symd {
 	uint64_t rate_count;
 	uint64_t gauge_bytes;
 
+	struct pcc_ent *pcc;
+	uint32_t pcc_gen;
+
 	uint32_t ids[SYMD_MAX_STACK + 2];
 	char name[SYMD_FRAME_NAME_MAX];
 };
@@ -171,6 +194,7 @@ static int symd__reset_sp(struct symd *s)
 	intern__clear(&s->frames);
 	intern__clear(&s->stacks);
 	intern__clear(&s->mods);
+	s->pcc_gen++;
 	/* umods' cached MODULE ids belong to the old epoch from here on, sent
 	 * or not. */
 	s->resets++;
@@ -533,6 +557,7 @@ static void ksyms_ensure(struct symd *s)
 	s->ks.modules_hash =
 		ksyms__modules_hash(s->paths.modules ? s->paths.modules : "/proc/modules");
 	s->ks.next_check_ns = symd_now_ns() + SYMD_KSYM_CHECK_NS;
+	s->pcc_gen++;
 	r = ksyms__load(&s->ks, path);
 	if (r < 0) {
 		log_warn("load '%s': %s; kernel frames stay hex", path, strerror(-r));
@@ -557,7 +582,7 @@ static int kmod_id(struct symd *s, const char *mod, uint32_t *ret)
 	return mod_id(s, &d, path, ret);
 }
 
-static int frame_kernel(struct symd *s, uint64_t pc, bool leaf, uint32_t *ret)
+static int frame_kernel(struct symd *s, uint64_t pc, bool leaf, uint32_t *ret, uint32_t *ret_flags)
 {
 	const char *name, *mod;
 	uint64_t start;
@@ -571,7 +596,7 @@ static int frame_kernel(struct symd *s, uint64_t pc, bool leaf, uint32_t *ret)
 			r = kmod_id(s, mod, &mid);
 			if (r < 0)
 				return r;
-			cnt(s, SYM_CNT_KSYMS, 1);
+			*ret_flags = CPA_FF_KERNEL;
 			if (mod)
 				n = snprintf(s->name, sizeof(s->name), "%s [%s]", name, mod);
 			else
@@ -583,6 +608,7 @@ static int frame_kernel(struct symd *s, uint64_t pc, bool leaf, uint32_t *ret)
 	r = kmod_id(s, NULL, &mid);
 	if (r < 0)
 		return r;
+	*ret_flags = CPA_FF_KERNEL | CPA_FF_UNSYMBOLIZED;
 	n = snprintf(s->name, sizeof(s->name), "0x%" PRIx64, pc);
 	return frame_id(s, mid, s->name, (size_t)n, CPA_FF_KERNEL | CPA_FF_UNSYMBOLIZED, pc, ret);
 }
@@ -720,12 +746,13 @@ static struct symbin *umod_bin(struct symd *s, struct umod *m)
 	struct bincache_stats after;
 	struct symbin *b;
 
-	b = bincache__get(s->bins, &ref, m->dev, m->ino, symd_now_ns());
+	b = bincache__get(s->bins, &ref, m->dev, m->ino, 0);
 	/* A cold binary can take seconds (capped per binary); a record full
 	 * of them must not look like a hang to the monitor. */
 	bincache__stats(s->bins, &after);
 	if (after.loads != s->bins_loads_seen) {
 		s->bins_loads_seen = after.loads;
+		s->pcc_gen++; /* a retried binary may now answer earlier misses */
 		shm_stage__heartbeat(s->st);
 	}
 	return b;
@@ -758,7 +785,7 @@ static const char *user_symbol(struct symd *s, const struct cpa_frames *f,
 }
 
 static int frame_user(struct symd *s, const struct cpa_frames *f, const struct cpa_uframe *uf,
-		      uint32_t *ret)
+		      uint32_t *ret, uint32_t *ret_flags)
 {
 	struct umod *m = umod_get(s, uf->module_id, f->pid, uf->pc);
 	const char *path = m ? m->path : (uf->flags & CPA_UF_ANON) ? "[anon]" : "[unknown]";
@@ -775,10 +802,9 @@ static int frame_user(struct symd *s, const struct cpa_frames *f, const struct c
 	if (!(s->flags & CPA_CFG_DISABLE_SYM)) {
 		const char *sym;
 
-		cnt(s, SYM_CNT_LOOKUPS, 1);
 		sym = user_symbol(s, f, uf, m, &off);
 		if (sym) {
-			cnt(s, SYM_CNT_HITS, 1);
+			*ret_flags = 0;
 			if (s->flags & CPA_CFG_FULL_PATH)
 				n = snprintf(s->name, sizeof(s->name), "%s [%s]", sym, path);
 			else
@@ -786,8 +812,8 @@ static int frame_user(struct symd *s, const struct cpa_frames *f, const struct c
 			return frame_id(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1), 0,
 					off, ret);
 		}
-		cnt(s, SYM_CNT_MISSES, 1);
 	}
+	*ret_flags = CPA_FF_UNSYMBOLIZED;
 	off = (uf->flags & CPA_UF_ANON) ? uf->pc : uf->offset;
 	/* "[vdso]", "[anon]" are already bracketed */
 	base = symd_basename(path);
@@ -845,6 +871,32 @@ static void loss_add(struct symd *s, enum symd_loss_reason why, uint16_t kind, u
 	s->loss_weight[why][k] += weight ? weight : 1;
 }
 
+static struct pcc_ent *pcc_slot(struct symd *s, uint32_t mod, uint64_t off, bool leaf)
+{
+	uint64_t h = (off ^ ((uint64_t)mod << 33) ^ ((uint64_t)leaf << 32)) * 0x9e3779b97f4a7c15ULL;
+
+	return &s->pcc[h >> (64 - SYMD_PCC_BITS)];
+}
+
+static bool pcc_hit(const struct symd *s, const struct pcc_ent *e, uint32_t mod, uint64_t off,
+		    bool leaf)
+{
+	return e->gen == s->pcc_gen && e->off == off && e->mod == mod && e->leaf == leaf;
+}
+
+static void pcc_fill(struct symd *s, struct pcc_ent *e, uint32_t mod, uint64_t off, bool leaf,
+		     uint32_t fid, uint32_t fflags)
+{
+	/* The frame may have needed a binary load or a reset: only an answer
+	 * of the current generation is kept. */
+	*e = (struct pcc_ent){.off = off,
+			      .mod = mod,
+			      .gen = s->pcc_gen,
+			      .fid = fid,
+			      .leaf = leaf,
+			      .fflags = (uint16_t)fflags};
+}
+
 static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t *body)
 {
 	const uint64_t *kpc = (const uint64_t *)body;
@@ -855,20 +907,50 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 	int r;
 
 	for (i = 0; i < f->n_kframes; i++) {
-		r = frame_kernel(s, kpc[i], i == 0, &s->ids[n]);
-		if (r < 0)
-			return r;
-		n++;
+		struct pcc_ent *e = pcc_slot(s, SYMD_PCC_KERNEL, kpc[i], i == 0);
+		uint32_t ff;
+
+		if (!pcc_hit(s, e, SYMD_PCC_KERNEL, kpc[i], i == 0)) {
+			r = frame_kernel(s, kpc[i], i == 0, &s->ids[n], &ff);
+			if (r < 0)
+				return r;
+			pcc_fill(s, e, SYMD_PCC_KERNEL, kpc[i], i == 0, s->ids[n], ff);
+		}
+		s->ids[n++] = e->fid;
+		if (!(e->fflags & CPA_FF_UNSYMBOLIZED))
+			cnt(s, SYM_CNT_KSYMS, 1);
 	}
 	nk = n;
 	for (i = 0; i < f->n_uframes; i++) {
 		struct cpa_uframe u;
 
+		struct pcc_ent *e;
+		bool leaf;
+		uint32_t ff;
+
 		memcpy(&u, &uf[i], sizeof(u));
-		r = frame_user(s, f, &u, &s->ids[n]);
-		if (r < 0)
-			return r;
+		leaf = u.flags & CPA_UF_LEAF;
+		/* JIT frames change meaning when the perf map grows: not cached. */
+		if (u.flags & CPA_UF_ANON) {
+			r = frame_user(s, f, &u, &s->ids[n], &ff);
+			if (r < 0)
+				return r;
+		} else {
+			e = pcc_slot(s, u.module_id, u.offset, leaf);
+			if (!pcc_hit(s, e, u.module_id, u.offset, leaf)) {
+				r = frame_user(s, f, &u, &s->ids[n], &ff);
+				if (r < 0)
+					return r;
+				pcc_fill(s, e, u.module_id, u.offset, leaf, s->ids[n], ff);
+			}
+			s->ids[n] = e->fid;
+			ff = e->fflags;
+		}
 		n++;
+		if (!(s->flags & CPA_CFG_DISABLE_SYM)) {
+			cnt(s, SYM_CNT_LOOKUPS, 1);
+			cnt(s, (ff & CPA_FF_UNSYMBOLIZED) ? SYM_CNT_MISSES : SYM_CNT_HITS, 1);
+		}
 	}
 	if (f->flags & CPA_SF_DEGRADED)
 		marker = "[degraded: no user stack]";
@@ -1005,6 +1087,7 @@ static void on_module(struct symd *s, const struct shm_msg *m)
 	}
 	u = &s->umods[d.id];
 	free(u->path);
+	s->pcc_gen++;
 	*u = (struct umod){
 		.defined = true,
 		.bid_len = d.build_id_len,
@@ -1095,6 +1178,7 @@ static void symd__handle(struct symd *s, const struct shm_msg *m)
 			break;
 		}
 		umods__clear(s);
+		s->pcc_gen++;
 		break;
 	case CPA_REC_TASK:
 		on_task(s, m);
@@ -1256,7 +1340,9 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	intern__init(&s->stacks);
 	intern__init(&s->mods);
 	s->pids = calloc(SYMD_PID_MAX, sizeof(*s->pids));
-	if (!s->pids) {
+	s->pcc = calloc(1u << SYMD_PCC_BITS, sizeof(*s->pcc));
+	s->pcc_gen = 1;
+	if (!s->pids || !s->pcc) {
 		r = -ENOMEM;
 		goto out_free;
 	}
@@ -1289,6 +1375,7 @@ void symd__free(struct symd *s)
 	if (s->pids)
 		pids__clear(s);
 	free(s->pids);
+	free(s->pcc);
 	umods__clear(s);
 	bincache__free(s->bins);
 	symbin__free(s->vdso);

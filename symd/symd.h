@@ -148,7 +148,8 @@ struct bincache_stats {
 int bincache__new(uint64_t budget, const struct symd_paths *paths, struct bincache **ret);
 void bincache__free(struct bincache *c);
 /* Binary of a module (loaded on first use; failures cached for a while).
- * NULL when it cannot be had. The pointer is valid until the next get. */
+ * NULL when it cannot be had. The pointer is valid until the next get.
+ * now_ns 0: read the clock only if needed (not on a hit). */
 struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref, uint64_t dev,
 			     uint64_t ino, uint64_t now_ns);
 void bincache__stats(const struct bincache *c, struct bincache_stats *ret);

@@ -1020,6 +1020,15 @@ START_TEST(test_stage_symbolize)
 		ck_assert_uint_eq(h->samples[5].stack_id, h->samples[0].stack_id);
 	}
 
+	/* unwindd redefines id 7 (a new epoch of its own): cached answers for
+	 * (7, offset) must not survive */
+	h_put(h, CPA_REC_DICT_RESET, &reset, sizeof(reset), NULL, 0);
+	h_module(h, 7, CPA_MOD_FILE, "/nonexistent/libother.so");
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	ck_assert_int_eq(h_batch(h), 3);
+	snprintf(want, sizeof(want), "0x%" PRIx64 " [libother.so]", a.off + 2);
+	ck_assert_str_eq(h_stack_str(h, h->samples[6].stack_id), want);
+
 	/* the input mark is the highest seq passed on */
 	ck_assert_uint_eq(shm_ring__mark_sc(&h->in), h->seq - 1);
 	h_free(h);
@@ -1150,9 +1159,11 @@ START_TEST(test_stage_restart_and_corrupt)
 	 * /proc/PID/maps by pc (unwindd does not re-send definitions). */
 	{
 		struct cpa_uframe r[2] = {
-			{ .pc = (uint64_t)(uintptr_t)dlsym(fx_handle(), "cpa_fx_alpha"),
-			  .offset = a.off, .module_id = 11, .flags = CPA_UF_LEAF },
-			{ .pc = 0x10, .offset = 0x10, .module_id = 0 }, /* unwindd's no-map frame */
+			{.pc = (uint64_t)(uintptr_t)dlsym(fx_handle(), "cpa_fx_alpha"),
+			 .offset = a.off,
+			 .module_id = 11,
+			 .flags = CPA_UF_LEAF},
+			{.pc = 0x10, .offset = 0x10, .module_id = 0}, /* unwindd's no-map frame */
 		};
 
 		h_frames(h, NULL, 0, r, 2, CPA_STOP_NO_MAP, 0);
