@@ -6,6 +6,8 @@
  */
 #include <check.h>
 #include <elf.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -113,6 +115,182 @@ static int sec_off(const char *path, const char *name, uint64_t *off, uint64_t *
 }
 
 /* ------------------------------------------------------------ table tests */
+
+/* What one rule says, in a form both libdw's answer and ours reduce to. */
+struct rule_view {
+	int cfa_kind; /* 0 reg+off, 1 expression */
+	uint64_t cfa_reg;
+	int64_t cfa_off;
+	int ra_kind; /* 0 at CFA+off, 1 undefined, 2 other */
+	int64_t ra_off;
+	int bp_kind; /* 0 same/undefined, 1 at CFA+off, 2 other */
+	int64_t bp_off;
+	bool signal;
+};
+
+static void view_ours(const struct cfi_table *t, uint32_t w, struct rule_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	if (CFI_RULE_KIND(w) == CFI_K_RSP || CFI_RULE_KIND(w) == CFI_K_RBP) {
+		v->cfa_reg = CFI_RULE_KIND(w) == CFI_K_RSP ? DW_RSP : DW_RBP;
+		v->cfa_off = CFI_RULE_CFA_OFF(w);
+		v->ra_off = -8;
+		v->bp_kind = CFI_RULE_RBP_SAVED(w);
+		v->bp_off = CFI_RULE_RBP_SAVED(w) ? CFI_RULE_RBP_OFF(w) : 0;
+		return;
+	}
+	const struct cfi_xrule *x = &t->x[CFI_RULE_X(w)];
+
+	v->cfa_kind = x->cfa_kind == CFI_CFA_EXPR;
+	v->cfa_reg = v->cfa_kind ? 0 : x->cfa_reg;
+	v->cfa_off = v->cfa_kind ? 0 : x->cfa_off;
+	v->ra_kind = x->r[CFI_S_RA].kind == CFI_R_OFF	  ? 0
+		     : x->r[CFI_S_RA].kind == CFI_R_UNDEF ? 1
+							  : 2;
+	v->ra_off = v->ra_kind ? 0 : x->r[CFI_S_RA].off;
+	v->bp_kind = x->r[CFI_S_RBP].kind <= CFI_R_UNDEF ? 0
+		     : x->r[CFI_S_RBP].kind == CFI_R_OFF ? 1
+							 : 2;
+	v->bp_off = v->bp_kind == 1 ? x->r[CFI_S_RBP].off : 0;
+	v->signal = x->flags & CFI_XF_SIGNAL;
+}
+
+/* libdw's register rule: 0 at CFA+off, 1 undefined, 2 other, 3 same value */
+static int dw_reg_view(Dwarf_Frame *fr, int reg, int64_t *off)
+{
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t n = 0;
+
+	*off = 0;
+	if (dwarf_frame_register(fr, reg, mem, &ops, &n) != 0)
+		return 2; /* a value rule (val_offset, val_expression, register) */
+	if (n == 0)
+		return ops ? 1 : 3;
+	if (ops[0].atom != DW_OP_call_frame_cfa)
+		return 2;
+	if (n == 1)
+		return 0;
+	if (n == 2 && ops[1].atom == DW_OP_plus_uconst) {
+		*off = (int64_t)ops[1].number;
+		return 0;
+	}
+	return 2;
+}
+
+static bool view_libdw(Dwarf_CFI *cfi, uint64_t vaddr, struct rule_view *v)
+{
+	Dwarf_Frame *fr = NULL;
+	Dwarf_Op *ops;
+	size_t n;
+	int k;
+
+	memset(v, 0, sizeof(*v));
+	if (dwarf_cfi_addrframe(cfi, vaddr, &fr) != 0)
+		return false;
+	ck_assert_int_eq(dwarf_frame_cfa(fr, &ops, &n), 0);
+	if (n == 1 && ops[0].atom == DW_OP_bregx) {
+		v->cfa_reg = ops[0].number;
+		v->cfa_off = (int64_t)ops[0].number2;
+	} else {
+		v->cfa_kind = 1;
+	}
+	k = dw_reg_view(fr, DW_RA, &v->ra_off);
+	v->ra_kind = k == 3 ? 2 : k;
+	k = dw_reg_view(fr, DW_RBP, &v->bp_off);
+	v->bp_kind = k == 0 ? 1 : k == 2 ? 2 : 0;
+	if (v->bp_kind != 1)
+		v->bp_off = 0;
+	dwarf_frame_info(fr, NULL, NULL, &v->signal);
+	free(fr);
+	return true;
+}
+
+/*
+ * Cross-check against an independent reader: at the start, middle and last
+ * byte of every row, libdw's dwarf_cfi_addrframe() must describe the same
+ * CFA, RA and rbp rules as the compiled table.
+ */
+static void crosscheck(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct cfi_table *t = NULL;
+	uint64_t checked = 0;
+	GElf_Phdr load[8];
+	size_t n_load = 0, nph;
+	Dwarf_CFI *cfi;
+	Elf *e;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(cfi_table__build(fd, -1, &t), 0);
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	ck_assert_ptr_nonnull(e);
+	cfi = dwarf_getcfi_elf(e);
+	ck_assert_ptr_nonnull(cfi);
+	ck_assert_int_eq(elf_getphdrnum(e, &nph), 0);
+	for (size_t i = 0; i < nph && n_load < ARRAY_SIZE(load); i++)
+		if (gelf_getphdr(e, (int)i, &load[n_load]) && load[n_load].p_type == PT_LOAD &&
+		    (load[n_load].p_flags & PF_X))
+			n_load++;
+	for (size_t i = 0; i + 1 < cfi_table__rows(t); i++) {
+		uint64_t s, end, probe[3];
+		uint32_t w;
+
+		ck_assert_int_eq(cfi_table__row(t, i, &s, &end, &w), 0);
+		probe[0] = s;
+		probe[1] = s + (end - s) / 2;
+		probe[2] = end - 1;
+		for (int k = 0; k < 3; k++) {
+			struct rule_view ours, theirs;
+			uint64_t vaddr = 0;
+			bool found = false;
+
+			for (size_t j = 0; j < n_load; j++)
+				if (probe[k] >= load[j].p_offset &&
+				    probe[k] < load[j].p_offset + load[j].p_filesz)
+					vaddr = probe[k] - load[j].p_offset + load[j].p_vaddr;
+			ck_assert_uint_ne(vaddr, 0);
+			found = view_libdw(cfi, vaddr, &theirs);
+			if (CFI_RULE_KIND(w) == CFI_K_GAP) {
+				if (found)
+					ck_abort_msg("%s: %#lx: a gap for us, CFI for libdw", path,
+						     (unsigned long)vaddr);
+				continue;
+			}
+			if (!found)
+				ck_abort_msg("%s: %#lx: CFI for us, none for libdw", path,
+					     (unsigned long)vaddr);
+			view_ours(t, w, &ours);
+			if (memcmp(&ours, &theirs, sizeof(ours)))
+				ck_abort_msg("%s: %#lx: cfa %d r%lu%+ld ra %d%+ld bp %d%+ld sig %d "
+					     "vs libdw cfa %d r%lu%+ld ra %d%+ld bp %d%+ld sig %d",
+					     path, (unsigned long)vaddr, ours.cfa_kind,
+					     (unsigned long)ours.cfa_reg, (long)ours.cfa_off,
+					     ours.ra_kind, (long)ours.ra_off, ours.bp_kind,
+					     (long)ours.bp_off, ours.signal, theirs.cfa_kind,
+					     (unsigned long)theirs.cfa_reg, (long)theirs.cfa_off,
+					     theirs.ra_kind, (long)theirs.ra_off, theirs.bp_kind,
+					     (long)theirs.bp_off, theirs.signal);
+			checked++;
+		}
+	}
+	ck_assert_uint_gt(checked, 10);
+	dwarf_cfi_end(cfi); /* dwarf_getcfi_elf() hands ownership to the caller */
+	elf_end(e);
+	cfi_table__free(t);
+}
+
+START_TEST(test_crosscheck_libdw)
+{
+	static const char *const paths[] = {
+		FIXTURE, FIXLIB, LIBC, "/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/bin/bash",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++)
+		if (access(paths[i], R_OK) == 0)
+			crosscheck(paths[i]);
+}
+END_TEST
 
 START_TEST(test_build_libc)
 {
@@ -678,6 +856,7 @@ static Suite *cfi_suite(bool walks)
 	TCase *tc = tcase_create("table");
 
 	tcase_add_test(tc, test_build_libc);
+	tcase_add_test(tc, test_crosscheck_libdw);
 	tcase_add_test(tc, test_build_errors);
 	tcase_add_test(tc, test_vdso_table);
 	tcase_add_test(tc, test_debug_frame);

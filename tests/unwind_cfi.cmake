@@ -29,6 +29,8 @@ add_custom_target(cfi_fixtures DEPENDS ${CFI_FIX_DIR}/libcfifix.so ${CFI_FIX_DIR
 add_library(cfi_capture STATIC ${CFI_FIX_SRC}/cfi_capture.c)
 target_link_libraries(cfi_capture PUBLIC cpa_cfi PkgConfig::LIBELF)
 
-cpa_add_test(NAME test_cfi SOURCES test_cfi.c LIBS cfi_capture cpa_cfi LABELS unwind TIMEOUT 120)
+# libdw only in the test: an independent reader to cross-check the compiled rows against
+cpa_add_test(NAME test_cfi SOURCES test_cfi.c LIBS cfi_capture cpa_cfi PkgConfig::LIBDW
+  LABELS unwind TIMEOUT 120)
 add_dependencies(test_cfi cfi_fixtures)
 target_compile_definitions(test_cfi PRIVATE CFI_FIXTURE_DIR="${CFI_FIX_DIR}")
