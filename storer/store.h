@@ -101,6 +101,8 @@ int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l);
  * closed (the caller may release its input), 0 otherwise, or -errno.
  */
 int store_writer__tick(struct store_writer *w, uint64_t now_ns);
+/* false when a sample at time_ns would first close the open block. */
+bool store_writer__fits(const struct store_writer *w, uint64_t time_ns);
 /* Close the open block now (if any); 1 if one was closed. */
 int store_writer__close_block(struct store_writer *w);
 /* Close the open block, wait for all writes, fsync (sync) the files. */

@@ -1440,6 +1440,23 @@ static int block_add(struct block *k, const struct row_key *key, uint64_t count,
 	return 0;
 }
 
+/* The open block takes a sample of second sec: its interval, or a bit late. */
+static bool block_takes(const struct store_writer *w, int64_t sec)
+{
+	const struct block *k = &w->blk;
+
+	if (sec >= k->base_s + (int64_t)w->o.block_seconds)
+		return false;
+	return sec >= k->base_s ||
+	       (k->base_s - sec <= LATE_MAX_S &&
+		(int64_t)(k->t_max_ns / NS) - sec < (int64_t)STORE_MAX_BLOCK_SPAN);
+}
+
+bool store_writer__fits(const struct store_writer *w, uint64_t time_ns)
+{
+	return !w->blk.open || block_takes(w, (int64_t)(time_ns / NS));
+}
+
 /* Make sure a block that can take a sample at time_ns is open. */
 static int block_for(struct store_writer *w, uint64_t time_ns)
 {
@@ -1448,11 +1465,7 @@ static int block_for(struct store_writer *w, uint64_t time_ns)
 	int r;
 
 	if (k->open) {
-		bool late = sec < k->base_s;
-
-		if (sec < k->base_s + iv &&
-		    (!late || (k->base_s - sec <= LATE_MAX_S &&
-			       (int64_t)(k->t_max_ns / NS) - sec < (int64_t)STORE_MAX_BLOCK_SPAN)))
+		if (block_takes(w, sec))
 			return 0;
 		r = store_writer__close_block(w);
 		if (r < 0)

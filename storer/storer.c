@@ -57,6 +57,22 @@ static void cnt(struct storer *s, unsigned int idx, uint64_t n)
 		shm_stage__cnt_add(s->st, idx, n);
 }
 
+static void release(struct storer *s);
+
+/*
+ * The record at hand belongs to the next block: close the current one and
+ * release the input up to here with the seqs it holds. Only the record at
+ * hand is released ahead of its block (the ring releases whole records
+ * peeked so far); a crash right now loses that one record, never more.
+ */
+static void close_before(struct storer *s, uint64_t time_ns)
+{
+	if (store_writer__fits(s->w, time_ns))
+		return;
+	if (store_writer__close_block(s->w) > 0)
+		release(s);
+}
+
 static bool seq_ok(struct storer *s, uint64_t seq)
 {
 	if (seq <= s->resume_mark) {
@@ -114,8 +130,12 @@ static int take(struct storer *s, const struct shm_msg *m)
 
 		if (m->len < sizeof(*d) || d->kind >= CPA_KIND_MAX)
 			return -EBADMSG;
-		if (!seq_ok(s, d->seq))
+		if (d->seq <= s->resume_mark) {
+			cnt(s, SHM_CNT_DROP_DUP, 1);
 			return 0;
+		}
+		close_before(s, d->time_ns);
+		seq_ok(s, d->seq);
 		r = store_writer__add_sample(s->w, d);
 		if (!r) {
 			cnt(s, STO_CNT_SAMPLES, 1);
@@ -128,8 +148,12 @@ static int take(struct storer *s, const struct shm_msg *m)
 
 		if (m->len < sizeof(*d) || d->stage >= SHM_STAGE_MAX)
 			return -EBADMSG;
-		if (!seq_ok(s, d->seq))
+		if (d->seq <= s->resume_mark) {
+			cnt(s, SHM_CNT_DROP_DUP, 1);
 			return 0;
+		}
+		close_before(s, d->time_ns);
+		seq_ok(s, d->seq);
 		r = store_writer__add_loss(s->w, d);
 		if (!r)
 			cnt(s, STO_CNT_LOST_SAMPLES, d->count);
@@ -149,26 +173,27 @@ static void release(struct storer *s)
 
 int storer__batch(struct storer *s, unsigned int max)
 {
-	struct shm_msg msgs[STORER_BATCH];
-	uint64_t blocks_before;
 	struct store_writer_stats ws;
-	int n, i;
+	uint64_t blocks_before;
+	unsigned int n;
 
 	if (max > STORER_BATCH)
 		max = STORER_BATCH;
 	store_writer__stats(s->w, &ws);
 	blocks_before = ws.blocks;
-	n = shm_ring__peek_batch_sc(s->in, msgs, max);
-	if (n <= 0)
-		return n;
-	cnt(s, SHM_CNT_BATCHES, 1);
-	cnt(s, SHM_CNT_IN, (uint64_t)n);
-	for (i = 0; i < n; i++) {
-		int r;
+	/* One record at a time (peek_batch would move our tail past the whole
+	 * batch): a block that closes mid-batch releases exactly up to here. */
+	for (n = 0; n < max; n++) {
+		struct shm_msg m;
+		int r = shm_ring__peek_sc(s->in, &m);
 
-		s->unreleased += msgs[i].len + 8;
-		cnt(s, SHM_CNT_BYTES_IN, msgs[i].len);
-		r = take(s, &msgs[i]);
+		if (r == -EAGAIN)
+			break;
+		if (r < 0)
+			return r;
+		s->unreleased += m.len + 8;
+		cnt(s, SHM_CNT_BYTES_IN, m.len);
+		r = take(s, &m);
 		if (r == -EBADMSG) {
 			cnt(s, SHM_CNT_DROP_CORRUPT, 1);
 		} else if (r < 0) {
@@ -176,6 +201,10 @@ int storer__batch(struct storer *s, unsigned int max)
 			storer_log_err(s, r, "storing a record");
 		}
 	}
+	if (!n)
+		return 0;
+	cnt(s, SHM_CNT_BATCHES, 1);
+	cnt(s, SHM_CNT_IN, n);
 	store_writer__stats(s->w, &ws);
 	if (ws.blocks != blocks_before)
 		s->block_closed = true;
@@ -186,7 +215,7 @@ int storer__batch(struct storer *s, unsigned int max)
 	}
 	if (s->block_closed)
 		release(s);
-	return n;
+	return (int)n;
 }
 
 static void sync_counters(struct storer *s)
