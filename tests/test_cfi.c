@@ -474,6 +474,122 @@ START_TEST(test_plt_expression)
 }
 END_TEST
 
+/* ------------------------------------------------- stop reasons, synthetic */
+
+#define SYN_LIBC 0x7f0000000000ull
+#define SYN_ANON 0x10000000ull
+
+static struct cfi_table *syn_table;
+static bool syn_no_table;
+
+/* libc mapped at SYN_LIBC with pgoff 0, one anonymous executable page at SYN_ANON */
+static int syn_find(void *ctx, uint64_t pc, struct unw_loc *ret)
+{
+	(void)ctx;
+	if (pc >= SYN_ANON && pc < SYN_ANON + 4096) {
+		*ret = (struct unw_loc){NULL, pc - SYN_ANON, 2, CPA_UF_ANON};
+		return 0;
+	}
+	if (pc >= SYN_LIBC && pc < SYN_LIBC + (1ull << 30)) {
+		*ret = (struct unw_loc){syn_no_table ? NULL : syn_table, pc - SYN_LIBC, 1, 0};
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* First row of the wanted kind (and CFA offset, for rsp rows) in the table. */
+static uint64_t find_row(const struct cfi_table *t, unsigned int kind, uint32_t cfa_off)
+{
+	for (size_t i = 0; i + 1 < cfi_table__rows(t); i++) {
+		uint64_t s;
+		uint32_t w;
+
+		cfi_table__row(t, i, &s, NULL, &w);
+		if (CFI_RULE_KIND(w) == kind &&
+		    (kind != CFI_K_RSP || CFI_RULE_CFA_OFF(w) == cfa_off))
+			return s;
+	}
+	ck_abort_msg("no row of kind %u", kind);
+	return 0;
+}
+
+START_TEST(test_stop_reasons)
+{
+	struct unw_stack s = synth_stack();
+	struct cpa_uframe f[8];
+	uint64_t entry, rbp_row, gap = 0;
+	struct unw_regs r;
+	unsigned int n;
+
+	syn_table = build_path(LIBC);
+	entry = find_row(syn_table, CFI_K_RSP, 8); /* CFA = rsp + 8: RA at [sp] */
+	rbp_row = find_row(syn_table, CFI_K_RBP, 0);
+	for (size_t i = 0; i + 1 < cfi_table__rows(syn_table) && !gap; i++) {
+		uint64_t st;
+		uint32_t w;
+
+		cfi_table__row(syn_table, i, &st, NULL, &w);
+		if (CFI_RULE_KIND(w) == CFI_K_GAP)
+			gap = st;
+	}
+	ck_assert_uint_ne(gap, 0);
+	r = (struct unw_regs){.ip = SYN_LIBC + entry, .sp = s.base + 64, .bp = 7};
+
+	/* JIT/anonymous caller: a marker frame with the absolute pc, then ANON */
+	stk[8] = SYN_ANON + 0x10;
+	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_ANON);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(f[0].offset, entry);
+	ck_assert_uint_eq(f[0].module_id, 1);
+	ck_assert_uint_eq(f[0].flags, CPA_UF_LEAF);
+	ck_assert_uint_eq(f[1].pc, SYN_ANON + 0x10);
+	ck_assert_uint_eq(f[1].offset, SYN_ANON + 0x10);
+	ck_assert(f[1].flags & CPA_UF_ANON);
+
+	/* caller in no mapping: the frames so far, then NO_MAP */
+	stk[8] = 0x20000000;
+	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_NO_MAP);
+	ck_assert_uint_eq(n, 1);
+
+	/* RA 0 */
+	stk[8] = 0;
+	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_BAD);
+	ck_assert_uint_eq(n, 1);
+
+	/* caller in a gap between FDEs: its frame, then NO_CFI (pc - 1 is looked up) */
+	stk[8] = SYN_LIBC + gap + 1;
+	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_NO_CFI);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(f[1].offset, gap + 1);
+	ck_assert(!(f[1].flags & CPA_UF_LEAF));
+
+	/* a module without a table */
+	syn_no_table = true;
+	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_NO_CFI);
+	ck_assert_uint_eq(n, 1);
+	syn_no_table = false;
+
+	/* CFA = rbp + off below sp: the stack would run backwards */
+	r = (struct unw_regs){.ip = SYN_LIBC + rbp_row, .sp = s.base + 1024, .bp = s.base + 64};
+	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_BAD);
+	ck_assert_uint_eq(n, 1);
+
+	/* depth: max 1 stops after one frame even though more would follow */
+	r = (struct unw_regs){.ip = SYN_LIBC + entry, .sp = s.base + 64, .bp = 7};
+	stk[8] = SYN_LIBC + entry + 1;
+	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 1, &n), CPA_STOP_DEPTH);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 0, &n), CPA_STOP_DEPTH);
+	ck_assert_uint_eq(n, 0);
+
+	/* leaf pc in no mapping at all */
+	r.ip = 0x30000000;
+	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_NO_MAP);
+	ck_assert_uint_eq(n, 0);
+	cfi_table__free(syn_table);
+}
+END_TEST
+
 /* ------------------------------------------------ walks of real captures */
 
 struct capture {
@@ -862,6 +978,7 @@ static Suite *cfi_suite(bool walks)
 	tcase_add_test(tc, test_debug_frame);
 	tcase_add_test(tc, test_function_entry_exit);
 	tcase_add_test(tc, test_plt_expression);
+	tcase_add_test(tc, test_stop_reasons);
 	suite_add_tcase(s, tc);
 
 	if (!walks)
