@@ -388,6 +388,31 @@ START_TEST(test_debug_frame)
 	ck_assert_int_eq(cfi_table__build(efd, -1, &t), -ENODATA);
 	ck_assert_int_eq(cfi_table__build(efd, dfd, &t2), 0);
 	ck_assert_uint_ge(cfi_table__rows(t2), 4);
+
+	/* the same debug file with SHF_COMPRESSED sections: same rows */
+	char zpath[64], zcmd[256];
+	struct cfi_table *t3 = NULL;
+
+	snprintf(zpath, sizeof(zpath), "%s.z", dbg);
+	snprintf(zcmd, sizeof(zcmd), "objcopy --compress-debug-sections=zlib-gabi %s %s", dbg,
+		 zpath);
+	if (system(zcmd) == 0) {
+		_cleanup_close_ int zfd = open(zpath, O_RDONLY | O_CLOEXEC);
+
+		ck_assert_int_ge(zfd, 0);
+		ck_assert_int_eq(cfi_table__build(efd, zfd, &t3), 0);
+		ck_assert_uint_eq(cfi_table__rows(t3), cfi_table__rows(t2));
+		for (size_t i = 0; i + 1 < cfi_table__rows(t2); i++) {
+			uint64_t a, b, c, d;
+			uint32_t w1, w2;
+
+			cfi_table__row(t2, i, &a, &b, &w1);
+			cfi_table__row(t3, i, &c, &d, &w2);
+			ck_assert(a == c && b == d && w1 == w2);
+		}
+		cfi_table__free(t3);
+		unlink(zpath);
+	}
 	cfi_table__free(t2);
 	unlink(cmd);
 	unlink(dbg);
