@@ -57,6 +57,7 @@ static const uint32_t symd_loss_counter[SYMD_LOSS_NR] = {
 
 /* A module as unwindd defined it (unwindd's id space). */
 struct umod {
+	uint32_t id; /* 0: free slot */
 	bool defined;
 	bool recover_tried; /* not defined to us: looked up in /proc/PID/maps once */
 	uint8_t bid_len;
@@ -112,8 +113,9 @@ struct symd {
 	struct symd_paths paths;
 	char env_keys[CPA_ENV_LIST_MAX];
 
-	struct umod *umods;
-	uint32_t numods;
+	struct umod *umods; /* open addressing by id; cleared, never deleted from */
+	uint32_t umods_cap;
+	uint32_t umods_n;
 
 	struct bincache *bins;
 	struct bincache_stats bin_seen; /* last values turned into counters */
@@ -149,6 +151,7 @@ struct symd {
 
 	struct pcc_ent *pcc;
 	uint32_t pcc_gen;
+	uint32_t pcc_bits;
 
 	uint32_t ids[SYMD_MAX_STACK + 2];
 	char name[SYMD_FRAME_NAME_MAX];
@@ -613,24 +616,63 @@ static int frame_kernel(struct symd *s, uint64_t pc, bool leaf, uint32_t *ret, u
 	return frame_id(s, mid, s->name, (size_t)n, CPA_FF_KERNEL | CPA_FF_UNSYMBOLIZED, pc, ret);
 }
 
-static int umods__reserve(struct symd *s, uint32_t id)
-{
-	uint32_t n = s->numods ? s->numods : 256;
-	struct umod *nu;
+static void umods__clear(struct symd *s);
 
-	if (id < s->numods)
-		return 0;
-	if (id >= SYMD_MAX_MODULE_ID)
-		return -E2BIG;
-	while (n <= id)
-		n *= 2;
-	nu = realloc(s->umods, n * sizeof(*nu));
-	if (!nu)
-		return -ENOMEM;
-	memset(nu + s->numods, 0, (n - s->numods) * sizeof(*nu));
-	s->umods = nu;
-	s->numods = n;
-	return 0;
+static struct umod *umods__find(const struct symd *s, uint32_t id)
+{
+	uint32_t i;
+
+	if (!s->umods_cap)
+		return NULL;
+	for (i = (id * 0x9e3779b1u) & (s->umods_cap - 1); s->umods[i].id;
+	     i = (i + 1) & (s->umods_cap - 1))
+		if (s->umods[i].id == id)
+			return &s->umods[i];
+	return NULL;
+}
+
+/* The slot of id, created empty if new. unwindd's ids only grow within its
+ * epoch (evicted binaries come back with new ids), so the table is capped:
+ * past SYMD_MAX_UMODS it is cleared, and ids still in use are recovered
+ * from /proc/PID/maps on their next frame. Pointers into the table are
+ * valid until the next insert. */
+static struct umod *umods__insert(struct symd *s, uint32_t id)
+{
+	struct umod *u = umods__find(s, id), *old;
+	uint32_t cap, i, j;
+
+	if (u)
+		return u;
+	if ((uint64_t)(s->umods_n + 1) * 2 > s->umods_cap) {
+		if (s->umods_cap >= SYMD_MAX_UMODS) {
+			log_debug("%u module definitions: forgetting them all", s->umods_n);
+			umods__clear(s);
+			s->pcc_gen++;
+		}
+		cap = s->umods_cap ? s->umods_cap * 2 : 1024;
+		old = s->umods;
+		s->umods = calloc(cap, sizeof(*s->umods));
+		if (!s->umods) {
+			s->umods = old;
+			return NULL;
+		}
+		for (i = 0; i < s->umods_cap; i++) {
+			if (!old[i].id)
+				continue;
+			for (j = (old[i].id * 0x9e3779b1u) & (cap - 1); s->umods[j].id;
+			     j = (j + 1) & (cap - 1))
+				;
+			s->umods[j] = old[i];
+		}
+		free(old);
+		s->umods_cap = cap;
+	}
+	for (i = (id * 0x9e3779b1u) & (s->umods_cap - 1); s->umods[i].id;
+	     i = (i + 1) & (s->umods_cap - 1))
+		;
+	s->umods_n++;
+	s->umods[i].id = id;
+	return &s->umods[i];
 }
 
 static uint64_t dev_of(unsigned int maj, unsigned int min)
@@ -652,10 +694,8 @@ static struct umod *umod_recover(struct symd *s, uint32_t id, uint32_t pid, uint
 	struct umod *u;
 	size_t len;
 
-	if (umods__reserve(s, id) < 0)
-		return NULL;
-	u = &s->umods[id];
-	if (u->recover_tried)
+	u = umods__insert(s, id);
+	if (!u || u->recover_tried)
 		return NULL;
 	u->recover_tried = true;
 	snprintf(path, sizeof(path), "%s/%u/maps", proc_dir(s), pid);
@@ -699,10 +739,13 @@ static struct umod *umod_recover(struct symd *s, uint32_t id, uint32_t pid, uint
 
 static struct umod *umod_get(struct symd *s, uint32_t id, uint32_t pid, uint64_t pc)
 {
+	struct umod *u;
+
 	if (id == 0)
 		return NULL;
-	if (id < s->numods && s->umods[id].defined)
-		return &s->umods[id];
+	u = umods__find(s, id);
+	if (u && u->defined)
+		return u;
 	return umod_recover(s, id, pid, pc);
 }
 
@@ -875,7 +918,7 @@ static struct pcc_ent *pcc_slot(struct symd *s, uint32_t mod, uint64_t off, bool
 {
 	uint64_t h = (off ^ ((uint64_t)mod << 33) ^ ((uint64_t)leaf << 32)) * 0x9e3779b97f4a7c15ULL;
 
-	return &s->pcc[h >> (64 - SYMD_PCC_BITS)];
+	return &s->pcc[h >> (64 - s->pcc_bits)];
 }
 
 static bool pcc_hit(const struct symd *s, const struct pcc_ent *e, uint32_t mod, uint64_t off,
@@ -907,14 +950,17 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 	int r;
 
 	for (i = 0; i < f->n_kframes; i++) {
-		struct pcc_ent *e = pcc_slot(s, SYMD_PCC_KERNEL, kpc[i], i == 0);
+		/* On-CPU and probe samples start with the interrupted (or
+		 * probed) pc; off-CPU stacks are return addresses throughout. */
+		bool exact = i == 0 && f->kind != CPA_KIND_OFFCPU;
+		struct pcc_ent *e = pcc_slot(s, SYMD_PCC_KERNEL, kpc[i], exact);
 		uint32_t ff;
 
-		if (!pcc_hit(s, e, SYMD_PCC_KERNEL, kpc[i], i == 0)) {
-			r = frame_kernel(s, kpc[i], i == 0, &s->ids[n], &ff);
+		if (!pcc_hit(s, e, SYMD_PCC_KERNEL, kpc[i], exact)) {
+			r = frame_kernel(s, kpc[i], exact, &s->ids[n], &ff);
 			if (r < 0)
 				return r;
-			pcc_fill(s, e, SYMD_PCC_KERNEL, kpc[i], i == 0, s->ids[n], ff);
+			pcc_fill(s, e, SYMD_PCC_KERNEL, kpc[i], exact, s->ids[n], ff);
 		}
 		s->ids[n++] = e->fid;
 		if (!(e->fflags & CPA_FF_UNSYMBOLIZED))
@@ -1071,13 +1117,8 @@ static void on_module(struct symd *s, const struct shm_msg *m)
 		return;
 	}
 	memcpy(&d, m->data, sizeof(d));
-	if (!cpa_rec_module_ok(&d, m->len) || d.id == 0 || d.id >= SYMD_MAX_MODULE_ID ||
-	    d.path_len >= CPA_PATH_MAX) {
+	if (!cpa_rec_module_ok(&d, m->len) || d.id == 0 || d.path_len >= CPA_PATH_MAX) {
 		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
-		return;
-	}
-	if (umods__reserve(s, d.id) < 0) {
-		cnt(s, SHM_CNT_ERRORS, 1);
 		return;
 	}
 	path = strndup((const char *)m->data + sizeof(d), d.path_len);
@@ -1085,10 +1126,16 @@ static void on_module(struct symd *s, const struct shm_msg *m)
 		cnt(s, SHM_CNT_ERRORS, 1);
 		return;
 	}
-	u = &s->umods[d.id];
+	u = umods__insert(s, d.id);
+	if (!u) {
+		free(path);
+		cnt(s, SHM_CNT_ERRORS, 1);
+		return;
+	}
 	free(u->path);
 	s->pcc_gen++;
 	*u = (struct umod){
+		.id = d.id,
 		.defined = true,
 		.bid_len = d.build_id_len,
 		.kind = (uint16_t)d.kind,
@@ -1111,11 +1158,12 @@ static void umods__clear(struct symd *s)
 {
 	uint32_t i;
 
-	for (i = 0; i < s->numods; i++)
+	for (i = 0; i < s->umods_cap; i++)
 		free(s->umods[i].path);
 	free(s->umods);
 	s->umods = NULL;
-	s->numods = 0;
+	s->umods_cap = 0;
+	s->umods_n = 0;
 }
 
 static void on_task(struct symd *s, const struct shm_msg *m)
@@ -1286,7 +1334,8 @@ static void symd__gauges(struct symd *s)
 	cnt(s, SYM_CNT_BIN_REJECTED, bs.rejected - s->bin_seen.rejected);
 	cnt(s, SYM_CNT_BIN_OPEN_FAIL, bs.open_fail - s->bin_seen.open_fail);
 	s->bin_seen = bs;
-	bytes = bs.bytes + ksyms__bytes(&s->ks) + s->jit_bytes + intern_bytes(s);
+	bytes = bs.bytes + ksyms__bytes(&s->ks) + s->jit_bytes + intern_bytes(s) +
+		((size_t)sizeof(*s->pcc) << s->pcc_bits) + (size_t)s->umods_cap * sizeof(*s->umods);
 	cnt(s, SYM_CNT_CACHE_BYTES, bytes - s->gauge_bytes); /* gauge: add the delta */
 	s->gauge_bytes = bytes;
 }
@@ -1340,7 +1389,12 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	intern__init(&s->stacks);
 	intern__init(&s->mods);
 	s->pids = calloc(SYMD_PID_MAX, sizeof(*s->pids));
-	s->pcc = calloc(1u << SYMD_PCC_BITS, sizeof(*s->pcc));
+	cap = (uint64_t)(o->cfg->max_cache_size_mb ? o->cfg->max_cache_size_mb : 1024) << 20;
+	/* The pc cache takes at most 1/16 of the cap, 2 MiB from 32 MiB up. */
+	for (s->pcc_bits = SYMD_PCC_BITS;
+	     s->pcc_bits > 8 && (sizeof(*s->pcc) << s->pcc_bits) > cap / 16; s->pcc_bits--)
+		;
+	s->pcc = calloc(1u << s->pcc_bits, sizeof(*s->pcc));
 	s->pcc_gen = 1;
 	if (!s->pids || !s->pcc) {
 		r = -ENOMEM;
@@ -1348,7 +1402,6 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	}
 	/* The cap covers everything we cache: symbol tables get 3/4, the
 	 * intern tables 1/4 (a reset refills them with what is live). */
-	cap = (uint64_t)(o->cfg->max_cache_size_mb ? o->cfg->max_cache_size_mb : 1024) << 20;
 	s->intern_budget = cap / 4;
 	r = bincache__new(cap - cap / 4, &s->paths, &s->bins);
 	if (r < 0)

@@ -32,7 +32,7 @@
 #define SYMD_MAX_KSYMS	   (4u << 20)
 #define SYMD_MAX_JIT_SYMS  (1u << 20)
 #define SYMD_MAX_ENVIRON   (1u << 20)
-#define SYMD_MAX_MODULE_ID (1u << 20) /* unwindd module ids we track */
+#define SYMD_MAX_UMODS	   (1u << 18) /* unwindd module definitions kept */
 
 /* ---- intern.c: blob -> dense id (1..n) ---- */
 struct intern {

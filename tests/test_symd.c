@@ -1029,6 +1029,13 @@ START_TEST(test_stage_symbolize)
 	snprintf(want, sizeof(want), "0x%" PRIx64 " [libother.so]", a.off + 2);
 	ck_assert_str_eq(h_stack_str(h, h->samples[6].stack_id), want);
 
+	/* ids are sparse and only grow in unwindd: a large one is fine */
+	h_module(h, 4000000000u, CPA_MOD_FILE, FX_SO);
+	u[0].module_id = 4000000000u;
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	ck_assert_int_eq(h_batch(h), 2);
+	ck_assert_str_eq(h_stack_str(h, h->samples[7].stack_id), "cpa_fx_alpha");
+
 	/* the input mark is the highest seq passed on */
 	ck_assert_uint_eq(shm_ring__mark_sc(&h->in), h->seq - 1);
 	h_free(h);
