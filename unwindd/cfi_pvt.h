@@ -156,7 +156,7 @@ static inline uint32_t cfi_table__lookup(const struct cfi_table *t, uint64_t off
 	key = (uint32_t)key64;
 	lo = t->page[key >> CFI_PAGE_SHIFT];
 	hi = t->page[(key >> CFI_PAGE_SHIFT) + 1];
-	/* invariant: start[lo] <= key; answer in [lo, hi] */
+	/* invariant: row[lo].start <= key; answer in [lo, hi] */
 	while (lo < hi) {
 		uint32_t mid = (lo + hi + 1) >> 1;
 

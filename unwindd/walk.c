@@ -4,7 +4,7 @@
  *
  *   find(pc) -> table, file_off        caller's mapping lookup
  *   pc cache  (table gen, key) -> rule  direct-mapped, per thread
- *     miss -> page index + binary search of the table's start[] array
+ *     miss -> page index + binary search of the table's row[] (start, rule) pairs
  *   packed rule: CFA = rsp|rbp + off; RA = *(CFA-8); rbp = same | *(CFA+k)
  *   side rule:   general rules and a bounded DWARF expression evaluator
  *
