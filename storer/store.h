@@ -122,6 +122,11 @@ const char *store_writer__dir(const struct store_writer *w);
 int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_bytes,
 			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns);
 
+/* Remove the oldest segment (or the oldest store dir once it holds no
+ * segment) under root, never keep_dir's keep_seg or later: what a full disk
+ * gives up first. Returns files removed or -errno. */
+int store_retention__trim_oldest(const char *root, const char *keep_dir, uint32_t keep_seg);
+
 /* ---------------------------------------------------------------- reader */
 
 struct store_reader;

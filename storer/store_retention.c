@@ -197,3 +197,26 @@ int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_byte
 	free(dirs);
 	return removed;
 }
+
+int store_retention__trim_oldest(const char *root, const char *keep_dir, uint32_t keep_seg)
+{
+	DIR *d = opendir(root);
+	struct dirent *de;
+	uint64_t total = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char p[PATH_MAX + 256];
+
+		if (strncmp(de->d_name, "cpa_", 4))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", root, de->d_name);
+		total += dir_bytes(p);
+	}
+	closedir(d);
+	if (!total)
+		return 0;
+	/* A budget one byte under what is there removes exactly the oldest file set. */
+	return store_retention__run(root, 0, total - 1, keep_dir, keep_seg, 0);
+}

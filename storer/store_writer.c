@@ -222,7 +222,9 @@ struct store_writer {
 		struct sfile *f;
 		uint64_t off, epoch;
 		struct sbuf pend;
-	} jr;	      /* dictionary journal, see store_writer__journal_open() */
+	} jr;		/* dictionary journal, see store_writer__journal_open() */
+	bool disk_full; /* a write met ENOSPC: trim the oldest data */
+	uint64_t last_emergency_s;
 	int open_err; /* last failure to open a dir/segment, retried at open_retry_ns */
 	uint64_t open_retry_ns;
 	struct store_writer_stats st;
@@ -305,6 +307,8 @@ static void op_complete(struct store_writer *w, struct wop *op, int res)
 	if (res < 0 || (res == 0 && op->kind != WOP_FSYNC)) {
 		w->st.write_errors++;
 		w->st.last_error = res < 0 ? res : -EIO;
+		if (res == -ENOSPC || res == -EDQUOT)
+			w->disk_full = true;
 		if (op->kind == WOP_FSYNC) {
 			wop_free(op);
 			return;
@@ -1610,6 +1614,15 @@ int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 		if (r < 0)
 			return r;
 		closed = r;
+	}
+	/* Full disk: give up the oldest segment (never the one being written),
+	 * at most every 10 s, so the retries find room and sampling goes on. */
+	if (w->disk_full && w->dir && now_ns / NS >= w->last_emergency_s + 10) {
+		w->last_emergency_s = now_ns / NS;
+		w->disk_full = false;
+		r = store_retention__trim_oldest(w->root, w->dir->path, w->seg_no);
+		if (r > 0)
+			w->st.trimmed_files += (uint64_t)r;
 	}
 	if ((w->o.persistent_day || w->o.max_store_bytes) && w->dir &&
 	    now_ns / NS >= w->last_retention_s + RETENTION_EVERY_S) {

@@ -744,6 +744,22 @@ START_TEST(test_retention)
 	ck_assert_int_eq(r, 4);
 	snprintf(p, sizeof(p), "%s/cpa_261120/seg_000001.cps", root);
 	ck_assert_int_eq(access(p, F_OK), 0);
+
+	/* Full disk: the oldest segment goes, one at a time, never the current one. */
+	for (i = 2; i <= 3; i++) {
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/cpa_261120/seg_%06u.cps", root, i);
+		fd = open(p, O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_eq(write(fd, p, 100), 100);
+		close(fd);
+	}
+	snprintf(p, sizeof(p), "%s/cpa_261120", root);
+	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3), 1);
+	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3), 1);
+	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3), 0);
+	snprintf(p, sizeof(p), "%s/cpa_261120/seg_000003.cps", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
 	t_rm_rf(root);
 	free(root);
 }
