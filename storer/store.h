@@ -37,7 +37,7 @@ struct store_writer_opts {
 	uint32_t cpu_num;
 	uint32_t freq;
 	uint32_t record_interval; /* seconds (conf; blocks are at least this long) */
-	uint32_t block_seconds;	  /* data time per block, per-second buckets inside (default 5) */
+	uint32_t block_seconds;	  /* per block, 1-s buckets inside (default 5) */
 	uint32_t persistent_day;  /* retention by days, 0 = off */
 	uint32_t stack_size;
 	bool kernel_stack;

@@ -33,7 +33,7 @@
 
 #define NS		  1000000000ULL
 #define URING_DEPTH	  64u
-#define LATE_MAX_S	  60	     /* a sample this much older than the block gets its own */
+#define LATE_MAX_S	  60	     /* older than this: a block of its own */
 #define SEG_MAX_BYTES	  (1u << 30) /* offsets are u32: rotate well before 4 GiB */
 #define RETENTION_EVERY_S 60
 
