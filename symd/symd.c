@@ -42,17 +42,19 @@
 #define SYMD_PCC_BITS	    16
 #define SYMD_PCC_KERNEL	    UINT32_MAX /* module key of kernel pcs */
 
-enum symd_loss_reason {
-	SYMD_LOSS_RING_FULL,
-	SYMD_LOSS_RATE,
-	SYMD_LOSS_ERROR,
-	SYMD_LOSS_NR,
-};
+#define SYMD_LOSS_SLOTS 16
 
-static const uint32_t symd_loss_counter[SYMD_LOSS_NR] = {
-	[SYMD_LOSS_RING_FULL] = SHM_CNT_DROP_RING_FULL,
-	[SYMD_LOSS_RATE] = SHM_CNT_DROP_RATE,
-	[SYMD_LOSS_ERROR] = SHM_CNT_ERRORS,
+/* Samples lost here (or upstream losses we could not forward), aggregated
+ * by (stage, reason, kind); seq is the last sample it stands for. */
+struct loss_ent {
+	uint64_t seq;
+	uint64_t time_ns;
+	uint64_t count;
+	uint64_t weight;
+	uint32_t stage;
+	uint32_t reason;
+	uint32_t kind;
+	uint32_t _pad;
 };
 
 /* A module as unwindd defined it (unwindd's id space). */
@@ -142,8 +144,8 @@ struct symd {
 	uint64_t mark;	      /* highest input seq handled */
 
 	uint64_t intern_budget;
-	uint64_t loss_count[SYMD_LOSS_NR][CPA_KIND_MAX];
-	uint64_t loss_weight[SYMD_LOSS_NR][CPA_KIND_MAX];
+	struct loss_ent loss[SYMD_LOSS_SLOTS];
+	unsigned int nloss;
 	uint64_t loss_next_ns;
 	uint64_t rate_window_ns;
 	uint64_t rate_count;
@@ -160,14 +162,6 @@ struct symd {
 static inline void cnt(struct symd *s, unsigned int idx, uint64_t n)
 {
 	shm_stage__cnt_add(s->st, idx, n);
-}
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- output ---- */
@@ -906,12 +900,76 @@ static int stack_id(struct symd *s, const uint32_t *ids, uint32_t n, uint32_t nk
 	return 0;
 }
 
-static void loss_add(struct symd *s, enum symd_loss_reason why, uint16_t kind, uint64_t weight)
+static void loss_add(struct symd *s, uint32_t stage, uint32_t reason, uint32_t kind, uint64_t count,
+		     uint64_t weight, uint64_t seq, uint64_t time_ns)
 {
-	unsigned int k = kind < CPA_KIND_MAX ? kind : 0;
+	struct loss_ent *e = NULL;
+	unsigned int i;
 
-	s->loss_count[why][k]++;
-	s->loss_weight[why][k] += weight ? weight : 1;
+	for (i = 0; i < s->nloss; i++) {
+		if (s->loss[i].stage == stage && s->loss[i].reason == reason &&
+		    s->loss[i].kind == kind) {
+			e = &s->loss[i];
+			break;
+		}
+	}
+	if (!e) {
+		/* Full table (never in practice): fold into the last slot; the
+		 * count survives, the reason blurs. */
+		e = &s->loss[s->nloss < SYMD_LOSS_SLOTS ? s->nloss++ : SYMD_LOSS_SLOTS - 1];
+		if (!e->count)
+			*e = (struct loss_ent){.stage = stage, .reason = reason, .kind = kind};
+	}
+	e->count += count;
+	e->weight += weight ? weight : count;
+	e->seq = MAX(e->seq, seq);
+	e->time_ns = MAX(e->time_ns, time_ns);
+}
+
+/*
+ * Pending losses go out before any later record with a seq, oldest first,
+ * so seqs leave symd in order (the storer's restart rule skips seq <= mark:
+ * a loss sent after later samples could be skipped). -ENOBUFS if some stay.
+ */
+static int loss_flush(struct symd *s)
+{
+	unsigned int i, j, sent = 0;
+	int r = 0;
+
+	for (i = 1; i < s->nloss; i++)
+		for (j = i; j > 0 && s->loss[j - 1].seq > s->loss[j].seq; j--) {
+			struct loss_ent t = s->loss[j];
+
+			s->loss[j] = s->loss[j - 1];
+			s->loss[j - 1] = t;
+		}
+	for (i = 0; i < s->nloss; i++) {
+		const struct loss_ent *e = &s->loss[i];
+		struct cpa_loss l = {
+			.seq = e->seq,
+			.time_ns = e->time_ns,
+			.count = e->count,
+			.weight = e->weight,
+			.stage = e->stage,
+			.reason = e->reason,
+			.kind = e->kind,
+		};
+
+		r = emit2(s, CPA_REC_LOSS, &l, sizeof(l), NULL, 0);
+		if (r < 0)
+			break;
+		sent++;
+	}
+	memmove(s->loss, s->loss + sent, (s->nloss - sent) * sizeof(*s->loss));
+	memset(s->loss + s->nloss - sent, 0, sent * sizeof(*s->loss));
+	s->nloss -= sent;
+	return r;
+}
+
+static void loss_own(struct symd *s, unsigned int counter, const struct cpa_frames *f)
+{
+	cnt(s, counter, 1);
+	loss_add(s, SHM_STAGE_SYMD, counter, f->kind, 1, f->weight, f->seq, f->time_ns);
 }
 
 static struct pcc_ent *pcc_slot(struct symd *s, uint32_t mod, uint64_t off, bool leaf)
@@ -1085,21 +1143,19 @@ static void on_frames(struct symd *s, const struct shm_msg *m)
 	if (f.seq > s->mark)
 		s->mark = f.seq;
 	if (!rate_ok(s)) {
-		cnt(s, SHM_CNT_DROP_RATE, 1);
-		loss_add(s, SYMD_LOSS_RATE, f.kind, f.weight);
+		loss_own(s, SHM_CNT_DROP_RATE, &f);
+		return;
+	}
+	if (s->nloss && loss_flush(s) < 0) {
+		/* Our loss report does not fit: neither does this sample. */
+		loss_own(s, SHM_CNT_DROP_RING_FULL, &f);
 		return;
 	}
 	r = sample_out(s, &f, (const uint8_t *)m->data + sizeof(f));
 	if (r < 0) {
 		/* The epoch may hold ids never defined downstream: start over. */
 		s->need_reset = true;
-		if (r == -ENOBUFS) {
-			cnt(s, SHM_CNT_DROP_RING_FULL, 1);
-			loss_add(s, SYMD_LOSS_RING_FULL, f.kind, f.weight);
-		} else {
-			cnt(s, SHM_CNT_ERRORS, 1);
-			loss_add(s, SYMD_LOSS_ERROR, f.kind, f.weight);
-		}
+		loss_own(s, r == -ENOBUFS ? SHM_CNT_DROP_RING_FULL : SHM_CNT_ERRORS, &f);
 		return;
 	}
 	if (intern_bytes(s) > s->intern_budget)
@@ -1203,11 +1259,12 @@ static void on_loss(struct symd *s, const struct shm_msg *m)
 	}
 	if (l.seq > s->mark)
 		s->mark = l.seq;
-	r = emit2(s, CPA_REC_LOSS, &l, sizeof(l), NULL, 0);
+	if (s->nloss)
+		loss_flush(s);
+	r = s->nloss ? -ENOBUFS : emit2(s, CPA_REC_LOSS, &l, sizeof(l), NULL, 0);
 	if (r < 0) {
-		/* Cannot forward it: fold it into our own loss report. */
-		cnt(s, SHM_CNT_DROP_RING_FULL, 1);
-		loss_add(s, SYMD_LOSS_RING_FULL, (uint16_t)l.kind, l.weight);
+		/* Cannot forward it now: keep it, under its own stage and reason. */
+		loss_add(s, l.stage, l.reason, l.kind, l.count, l.weight, l.seq, l.time_ns);
 	}
 }
 
@@ -1297,30 +1354,9 @@ int symd__run_batch(struct symd *s, unsigned int max_records)
 
 static void symd__flush_loss(struct symd *s)
 {
-	unsigned int w, k;
-	uint64_t now = realtime_ns();
-
-	for (w = 0; w < SYMD_LOSS_NR; w++) {
-		for (k = 0; k < CPA_KIND_MAX; k++) {
-			struct cpa_loss l;
-
-			if (!s->loss_count[w][k])
-				continue;
-			l = (struct cpa_loss){
-				.seq = s->mark,
-				.time_ns = now,
-				.count = s->loss_count[w][k],
-				.weight = s->loss_weight[w][k],
-				.stage = SHM_STAGE_SYMD,
-				.reason = symd_loss_counter[w],
-				.kind = k,
-			};
-			if (emit2(s, CPA_REC_LOSS, &l, sizeof(l), NULL, 0) < 0)
-				return; /* keep counting; next second */
-			s->loss_count[w][k] = 0;
-			s->loss_weight[w][k] = 0;
-		}
-	}
+	if (!s->nloss)
+		return;
+	loss_flush(s); /* what does not fit waits for the next second */
 	shm_ring__commit_sp(s->out);
 }
 

@@ -682,6 +682,7 @@ struct harness {
 	unsigned int nloss;
 	struct cpa_loss last_loss;
 	struct cpa_sample_out last_sample;
+	uint64_t last_seq;
 };
 
 static void h_forget(struct harness *h)
@@ -892,6 +893,8 @@ static void h_drain(struct harness *h)
 			ck_assert_msg(h->stacks[o.stack_id], "stack used before definition");
 			ck_assert(h->strs[o.comm_id] && h->strs[o.pcomm_id]);
 			ck_assert(o.env_id == 0 || h->strs[o.env_id]);
+			ck_assert_uint_ge(o.seq, h->last_seq);
+			h->last_seq = o.seq;
 			if (h->nsamples < 64)
 				h->samples[h->nsamples] = o;
 			h->last_sample = o;
@@ -902,6 +905,9 @@ static void h_drain(struct harness *h)
 			ck_assert_uint_ge(m.len, sizeof(h->last_loss));
 			memcpy(&h->last_loss, m.data, sizeof(h->last_loss));
 			h->nloss++;
+			/* records with a seq leave symd in seq order */
+			ck_assert_uint_ge(h->last_loss.seq, h->last_seq);
+			h->last_seq = h->last_loss.seq;
 			break;
 		default:
 			ck_abort_msg("unexpected record type %u", m.type);
@@ -1283,6 +1289,18 @@ START_TEST(test_stage_rate_limit)
 	ck_assert_uint_eq(h->last_loss.count, 3);
 	ck_assert_uint_eq(h->last_loss.stage, SHM_STAGE_SYMD);
 	ck_assert_uint_eq(h->last_loss.reason, SHM_CNT_DROP_RATE);
+	ck_assert_uint_eq(h->last_loss.seq, h->seq - 1); /* the last sample it stands for */
+
+	/* a pending loss goes out before the next sample, in seq order */
+	h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, 0); /* still over the limit */
+	ck_assert_int_eq(h_batch(h), 1);
+	ck_assert_uint_eq(h->nloss, 1);
+	h->st->rate_limit = 0;
+	h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, 0);
+	ck_assert_int_eq(h_batch(h), 1);
+	ck_assert_uint_eq(h->nloss, 2);
+	ck_assert_uint_eq(h->last_loss.seq, h->seq - 2);
+	ck_assert_uint_eq(h->last_sample.seq, h->seq - 1);
 	h_free(h);
 }
 END_TEST
