@@ -309,6 +309,36 @@ START_TEST(test_minidebuginfo)
 }
 END_TEST
 
+START_TEST(test_go_binary)
+{
+	struct fx_fn b = fx_fn("cpa_fx_beta", "cpa_fx_beta");
+	char so[512];
+	struct symbin *bin;
+	const char *name;
+	uint64_t so_off;
+
+	/* A Go-looking binary: the Go section marker and a Go symbol name (the
+	 * renamed function keeps its size). */
+	tmp_setup();
+	snprintf(so, sizeof(so), "%s/go.so", tmpdir);
+	run("cd '%s' && printf 'go1.22' > bi && objcopy --add-section .go.buildinfo=bi "
+	    "--redefine-sym 'cpa_fx_beta=github.com/acme/proj/pkg.(*T).Method' '%s' go.so",
+	    tmpdir, FX_SO);
+	bin = load_path(so, tmpdir, NULL);
+	ck_assert_ptr_nonnull(bin);
+	ck_assert(bin->is_go);
+	ck_assert_int_eq(symbin__lookup(bin, b.off, false, &name, &so_off), 0);
+	ck_assert_str_eq(name, "pkg.(*T).Method");
+	symbin__free(bin);
+	/* --strip_name_disable keeps the full name */
+	bin = load_path(so, tmpdir, NULL);
+	ck_assert_int_eq(symbin__lookup(bin, b.off, true, &name, &so_off), 0);
+	ck_assert_str_eq(name, "github.com/acme/proj/pkg.(*T).Method");
+	symbin__free(bin);
+	tmp_teardown();
+}
+END_TEST
+
 /* ---- hostile ELF ---- */
 
 static uint8_t *slurp(const char *path, size_t *ret_len)
@@ -1422,6 +1452,7 @@ static Suite *symd_suite(void)
 	tcase_add_test(tc, test_debug_file_build_id);
 	tcase_add_test(tc, test_debug_file_debuglink);
 	tcase_add_test(tc, test_minidebuginfo);
+	tcase_add_test(tc, test_go_binary);
 	tcase_add_test(tc, test_hostile_elf);
 	tcase_add_test(tc, test_bincache_counts_and_evicts);
 	suite_add_tcase(s, tc);
