@@ -52,7 +52,7 @@ static __attribute__((noinline)) uint64_t spin_user(uint64_t n)
 	return x;
 }
 
-static int busy_main(const char *comm, double cpu_sec)
+static __attribute__((noinline)) int busy_main(const char *comm, double cpu_sec)
 {
 	static char buf[256 * 1024];
 	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
@@ -190,12 +190,41 @@ static void cap_stop(struct cap_run *cr)
 	ck_assert_int_eq(shm_stage__state(cr->st), SHM_STATE_EXITED);
 }
 
+/* The busy child's executable text: where its frame-pointer chain must lead. */
+static void exe_text_range(pid_t pid, uint64_t *lo, uint64_t *hi)
+{
+	char path[64], line[4096 + 128];
+	FILE *f;
+
+	*lo = *hi = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long a, b;
+		char perms[8];
+		int pos = 0;
+
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perms, &pos) < 3 || !pos)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		if (!strcmp(perms, "r-xp") && !strcmp(line + pos, self_exe)) {
+			*lo = a;
+			*hi = b;
+		}
+	}
+	fclose(f);
+	ck_assert_uint_ne(*hi, 0);
+}
+
 /* What the test saw in ring 0. */
 struct seen {
+	uint64_t text_lo, text_hi;
+	unsigned int pid_fp_ok;
 	uint64_t last_seq;
 	unsigned int records, samples, losses;
 	unsigned int pid_samples, pid_kstack, pid_user, pid_user_ok, pid_regs_in_kernel;
-	unsigned int pid_bad_comm, other_pid_samples, foreign_samples;
+	unsigned int pid_busy_comm, pid_bad_comm, other_pid_samples, foreign_samples;
 	unsigned int exec_seen, exit_seen;
 	uint64_t t_min, t_max;
 };
@@ -235,7 +264,12 @@ static void consume(struct cap_run *cr, struct seen *s, pid_t pid, pid_t other)
 					continue;
 				}
 				s->pid_samples++;
-				if (strcmp(x->comm, BUSY_COMM) || strcmp(x->pcomm, BUSY_COMM))
+				/* Between exec and prctl(PR_SET_NAME) the comm is
+				 * still the executable's name. */
+				if (!strcmp(x->comm, BUSY_COMM) && !strcmp(x->pcomm, BUSY_COMM))
+					s->pid_busy_comm++;
+				else if (strncmp(x->comm, "test_capture_bpf", CPA_COMM_LEN - 1) ||
+					 strcmp(x->pcomm, x->comm))
 					s->pid_bad_comm++;
 				if ((x->flags & CPA_SF_IN_KERNEL) && x->n_kstack > 0) {
 					s->pid_kstack++;
@@ -250,6 +284,17 @@ static void consume(struct cap_run *cr, struct seen *s, pid_t pid, pid_t other)
 					    x->stack_sp == x->regs.sp && x->n_ufp > 0 &&
 					    ((const uint64_t *)(x + 1))[x->n_kstack] == x->regs.ip)
 						s->pid_user_ok++;
+					/* This file is built with frame pointers: the
+					 * chain climbs spin_user -> busy_main -> libc
+					 * (main tail-calls busy_main). */
+					if (x->n_ufp >= 3) {
+						const uint64_t *u =
+							(const uint64_t *)(x + 1) + x->n_kstack;
+
+						if (u[1] >= s->text_lo && u[1] < s->text_hi &&
+						    (u[2] < s->text_lo || u[2] >= s->text_hi))
+							s->pid_fp_ok++;
+					}
 				}
 			} else if (m[i].type == CPA_REC_TASK) {
 				const struct cpa_task_event *t = m[i].data;
@@ -276,6 +321,24 @@ static void run_and_collect(struct cap_run *cr, struct busy *b, struct busy *oth
 	int status;
 
 	memset(s, 0, sizeof(*s));
+	/* Once it has named itself the child has exec'd: its maps are final. */
+	for (int i = 0;; i++) {
+		char path[64], comm[32] = "";
+		FILE *f;
+
+		ck_assert_msg(i < 500, "busy child did not start");
+		snprintf(path, sizeof(path), "/proc/%d/comm", b->pid);
+		f = fopen(path, "re");
+		if (f) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = '\0';
+			fclose(f);
+		}
+		if (!strcmp(comm, BUSY_COMM "\n"))
+			break;
+		usleep(2000);
+	}
+	exe_text_range(b->pid, &s->text_lo, &s->text_hi);
 	for (;;) {
 		consume(cr, s, b->pid, other ? other->pid : 0);
 		if (waitpid(b->pid, &status, WNOHANG) == b->pid)
@@ -310,18 +373,21 @@ START_TEST(test_busy_child_sampled)
 
 	fprintf(stderr,
 		"busy child %d: %u samples (expect %.0f), %u with kernel stack, %u user-mode "
-		"(%u with regs+stack+fp), %u records total, exec %u exit %u, ustack bytes %lu\n",
-		b.pid, s.pid_samples, expect, s.pid_kstack, s.pid_user, s.pid_user_ok, s.records,
-		s.exec_seen, s.exit_seen,
+		"(%u with regs+stack+fp, %u FP chain into the exe), %u records total, exec %u exit %u, ustack bytes %lu\n",
+		b.pid, s.pid_samples, expect, s.pid_kstack, s.pid_user, s.pid_user_ok, s.pid_fp_ok,
+		s.records, s.exec_seen, s.exit_seen,
 		(unsigned long)shm_stage__cnt(cr.st, CAP_CNT_USTACK_BYTES));
 	ck_assert_msg(s.pid_samples >= expect * 0.7 && s.pid_samples <= expect * 1.3,
 		      "%u samples of the busy child, expected %.0f +-30%%", s.pid_samples, expect);
 	ck_assert_uint_eq(s.pid_bad_comm, 0);
+	ck_assert_uint_ge(s.pid_busy_comm, s.pid_samples * 0.9);
 	ck_assert_uint_gt(s.pid_kstack, 0);
 	ck_assert_uint_eq(s.pid_regs_in_kernel, s.pid_kstack);
 	ck_assert_uint_gt(s.pid_user, 0);
 	/* Every user-mode sample has registers, stack bytes and an FP chain. */
 	ck_assert_uint_eq(s.pid_user_ok, s.pid_user);
+	/* ... and for nearly all of them the FP chain reaches our own code. */
+	ck_assert_uint_ge(s.pid_fp_ok, s.pid_user * 0.9);
 	ck_assert_uint_eq(s.exec_seen, 1);
 	ck_assert_uint_eq(s.exit_seen, 1);
 	ck_assert_uint_ge(s.t_min, t0 - 1000000000ull);
