@@ -428,6 +428,54 @@ START_TEST(test_target_pid_only)
 }
 END_TEST
 
+/* --kernel_stack: no user part at all; SIGINT is ignored, SIGTERM is a quick clean exit. */
+START_TEST(test_kernel_only_and_signals)
+{
+	struct cap_run cr;
+	struct busy b;
+	struct shm_msg m;
+	unsigned int samples = 0, kstacks = 0;
+	uint64_t t0;
+	int status;
+
+	cap_arena(&cr);
+	cr.cfg->flags |= CPA_CFG_KERNEL_STACK_ONLY;
+	cap_spawn(&cr);
+	busy_start(&b, BUSY_COMM, 0.5);
+	busy_go(&b);
+	busy_wait(&b);
+
+	ck_assert_int_eq(kill(cr.pid, SIGINT), 0);
+	usleep(300 * 1000);
+	ck_assert_int_eq(waitpid(cr.pid, &status, WNOHANG), 0);
+	ck_assert_int_eq(shm_stage__state(cr.st), SHM_STATE_RUNNING);
+
+	t0 = now_ns(CLOCK_MONOTONIC);
+	ck_assert_int_eq(kill(cr.pid, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(cr.pid, &status, 0), cr.pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+	ck_assert_int_eq(shm_stage__state(cr.st), SHM_STATE_EXITED);
+	ck_assert_uint_lt(now_ns(CLOCK_MONOTONIC) - t0, 2000000000ull);
+
+	while (shm_ring__peek_sc(&cr.cons, &m) == 0) {
+		const struct cpa_sample *x = m.data;
+
+		if (m.type != CPA_REC_SAMPLE)
+			continue;
+		ck_assert(cpa_rec_sample_ok(x, m.len));
+		ck_assert_uint_eq(x->stack_len, 0);
+		ck_assert_uint_eq(x->n_ufp, 0);
+		ck_assert_uint_eq(x->flags & CPA_SF_USER_REGS, 0);
+		samples++;
+		kstacks += x->n_kstack > 0;
+	}
+	ck_assert_uint_gt(samples, 0);
+	ck_assert_uint_gt(kstacks, 0);
+	ck_assert_uint_eq(shm_stage__cnt(cr.st, CAP_CNT_USTACK_BYTES), 0);
+	shm_arena__free(cr.a);
+}
+END_TEST
+
 static bool bpf_usable(void)
 {
 	if (geteuid() != 0)
@@ -445,6 +493,7 @@ static Suite *capture_bpf_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_busy_child_sampled);
 	tcase_add_test(tc, test_target_pid_only);
+	tcase_add_test(tc, test_kernel_only_and_signals);
 	suite_add_tcase(s, tc);
 	return s;
 }
