@@ -303,13 +303,20 @@ START_TEST(test_build_libc)
 	ck_assert_uint_le(cfi_table__bytes(t), rows * 10);
 	for (size_t i = 0; i + 1 < rows; i++) {
 		uint64_t s, e;
+		uint32_t w;
 
-		ck_assert_int_eq(cfi_table__row(t, i, &s, &e, NULL), 0);
+		ck_assert_int_eq(cfi_table__row(t, i, &s, &e, &w), 0);
 		ck_assert_uint_lt(s, e);
 		if (i)
 			ck_assert_uint_eq(s, prev_end);
 		prev_end = e;
+		/* the hot-path lookup finds the row at both ends and inside */
+		ck_assert_uint_eq(cfi_table__lookup(t, s), w);
+		ck_assert_uint_eq(cfi_table__lookup(t, s + (e - s) / 2), w);
+		ck_assert_uint_eq(cfi_table__lookup(t, e - 1), w);
 	}
+	ck_assert_uint_eq(cfi_table__lookup(t, prev_end), CFI_K_GAP);
+	ck_assert_uint_eq(cfi_table__lookup(t, 0), CFI_K_GAP);
 	ck_assert_int_eq(cfi_table__row(t, rows, NULL, NULL, NULL), -ERANGE);
 	/* glibc: the PLT and __restore_rt need the expression evaluator */
 	ck_assert_uint_ge(cfi_table__expr_rows(t), 1);

@@ -156,14 +156,16 @@ static inline uint32_t cfi_table__lookup(const struct cfi_table *t, uint64_t off
 	key = (uint32_t)key64;
 	lo = t->page[key >> CFI_PAGE_SHIFT];
 	hi = t->page[(key >> CFI_PAGE_SHIFT) + 1];
-	/* invariant: row[lo].start <= key; answer in [lo, hi] */
-	while (lo < hi) {
-		uint32_t mid = (lo + hi + 1) >> 1;
+	/*
+	 * Branchless search of [lo, hi] (invariant: row[lo].start <= key): the
+	 * few rows of a page share one or two cache lines, so mispredicted
+	 * branches, not loads, would dominate.
+	 */
+	for (uint32_t n = hi - lo + 1; n > 1;) {
+		uint32_t half = n >> 1;
 
-		if (t->row[mid].start <= key)
-			lo = mid;
-		else
-			hi = mid - 1;
+		lo = t->row[lo + half].start <= key ? lo + half : lo;
+		n -= half;
 	}
 	return t->row[lo].rule;
 }
