@@ -285,14 +285,13 @@ static void consume(struct cap_run *cr, struct seen *s, pid_t pid, pid_t other)
 					    ((const uint64_t *)(x + 1))[x->n_kstack] == x->regs.ip)
 						s->pid_user_ok++;
 					/* This file is built with frame pointers: the
-					 * chain climbs spin_user -> busy_main -> libc
-					 * (main tail-calls busy_main). */
+					 * chain climbs from spin_user into busy_main and
+					 * on (main, or libc where main tail-calls). */
 					if (x->n_ufp >= 3) {
 						const uint64_t *u =
 							(const uint64_t *)(x + 1) + x->n_kstack;
 
-						if (u[1] >= s->text_lo && u[1] < s->text_hi &&
-						    (u[2] < s->text_lo || u[2] >= s->text_hi))
+						if (u[1] >= s->text_lo && u[1] < s->text_hi && u[2])
 							s->pid_fp_ok++;
 					}
 				}
