@@ -47,10 +47,17 @@ static uint64_t hdr_csum(const struct shm_arena_hdr *h)
 
 void shm_layout__default(struct shm_layout *l, uint32_t stack_size, uint32_t depth)
 {
+	/* A capture record at its largest: header, sample, both stacks, the copy. */
 	uint64_t per = sizeof(struct shm_rec) + 168 + 8 * 127 * 2 + stack_size;
-	uint64_t want = per * (depth ? depth : 64), sz = 1u << 20;
+	uint64_t want = per * (depth ? depth : 64), sz = SHM_RING0_MIN;
 
-	while (sz < want && sz < (1ull << 30))
+	/*
+	 * The whole arena is pre-faulted and counts against every stage's PSS,
+	 * so ring 0 stops at SHM_RING0_MAX however large the in-flight budget:
+	 * 8 MiB is ~0.5 s of full 8 KiB copies at 999 Hz on two CPUs, and
+	 * many seconds at the default 49 Hz (most copies are trimmed shorter).
+	 */
+	while (sz < want && sz < SHM_RING0_MAX)
 		sz <<= 1;
 	memset(l, 0, sizeof(*l));
 	l->n_rings = SHM_RING_DEFAULT_NR;

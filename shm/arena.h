@@ -78,8 +78,12 @@ struct shm_arena {
 	struct shm_arena_hdr *hdr;
 };
 
-/* The pipeline's three rings, the first sized for capture records of
- * stack_size bytes of user stack at the given depth (records in flight). */
+#define SHM_RING0_MIN (1ull << 20)
+#define SHM_RING0_MAX (8ull << 20)
+
+/* The pipeline's three rings, the first sized for depth capture records of
+ * stack_size bytes of user stack, between SHM_RING0_MIN and SHM_RING0_MAX;
+ * the others 1 MiB (records after unwinding are small). */
 void shm_layout__default(struct shm_layout *l, uint32_t stack_size, uint32_t depth);
 
 /* memfd + ftruncate + mmap(MAP_POPULATE) + format + seal. */

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install the Debian packages cpa needs to build and test, if missing.
+# Idempotent; needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+pkgs=(
+	build-essential cmake pkg-config clang llvm bpftool
+	libbpf-dev libelf-dev libdw-dev liburing-dev libzstd-dev libjemalloc-dev
+	zlib1g-dev liblzma-dev libiberty-dev binutils check
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this):
+# install what is missing, build from a clean build directory, run every
+# test (BPF integration tests run for real as root and skip with 77
+# otherwise), then the suite again under ASan+UBSan and the ring tests
+# under TSan.
+#
+#   bash scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/deps.sh
+jobs=$(nproc)
+
+echo "== build (RelWithDebInfo) and test"
+rm -rf build-ci
+cmake -S . -B build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build-ci -j"$jobs"
+(cd build-ci && ctest --output-on-failure --timeout 900)
+
+echo "== ASan + UBSan: the whole suite"
+rm -rf build-asan
+cmake --preset asan
+cmake --build --preset asan -j"$jobs"
+ctest --preset asan --timeout 1200
+
+echo "== TSan: the ring tests"
+rm -rf build-tsan
+cmake --preset tsan
+cmake --build --preset tsan -j"$jobs" --target test_ring test_arena
+ctest --preset tsan --timeout 900
+
+echo "== all test runs passed"

@@ -1,0 +1,20 @@
+# The test workload, built twice: with frame pointers and without (-O2
+# -fomit-frame-pointer), each with its own copy of the shared library.
+foreach(variant fp nofp)
+  if(variant STREQUAL "fp")
+    set(wl_flags -O1 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+    set(wl_name cpa-workload)
+  else()
+    set(wl_flags -O2 -fomit-frame-pointer -fasynchronous-unwind-tables)
+    set(wl_name cpa-workload-nofp)
+  endif()
+  add_library(cpawl_${variant} SHARED ${CMAKE_CURRENT_LIST_DIR}/workload/wl_lib.c)
+  target_compile_options(cpawl_${variant} PRIVATE ${wl_flags} -fno-inline -fno-optimize-sibling-calls)
+  set_target_properties(cpawl_${variant} PROPERTIES OUTPUT_NAME cpawl-${variant}
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+  add_executable(${wl_name} ${CMAKE_CURRENT_LIST_DIR}/workload/workload.c)
+  target_compile_options(${wl_name} PRIVATE ${wl_flags} -fno-inline -fno-optimize-sibling-calls)
+  target_include_directories(${wl_name} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/workload)
+  target_link_libraries(${wl_name} PRIVATE cpawl_${variant} Threads::Threads)
+  set_target_properties(${wl_name} PROPERTIES BUILD_RPATH ${CMAKE_BINARY_DIR}/lib)
+endforeach()

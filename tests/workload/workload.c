@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cpa-workload: a CPU-bound program with known call chains, for the
+ * end-to-end tests, the unwinding accuracy test and the benches.
+ *
+ *   main -> wl_main_loop -> wl_path_a -> wl_lib_work -> wl_lib_spin   (main thread)
+ *   start_thread -> wl_thread_main -> wl_path_b -> wl_deep -> ... (depth
+ *            frames) -> wl_lib_work -> wl_lib_spin                  (worker thread(s))
+ *
+ * Each path measures its own CPU time with CLOCK_THREAD_CPUTIME_ID and the
+ * program prints, at exit, one line per path: "path <name> <cpu_ns>", plus
+ * "pid <pid>" at start, so a test can compare what the profiler saw with
+ * what the workload measured itself.
+ *
+ * Usage: cpa-workload [--seconds S] [--threads N] [--depth D]
+ * Built twice: with frame pointers (cpa-workload) and without (-fp-less).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wl_lib.h"
+
+/* Exact names in every build: no inlining, no IPA clones (.isra.0, .constprop.0). */
+#define WL_FN __attribute__((noinline, noclone))
+
+static double run_seconds = 5.0;
+static int nthreads = 1;
+static int depth = 20;
+static atomic_int stop;
+static _Atomic uint64_t path_ns[2];
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+WL_FN static uint64_t wl_path_a(uint64_t seed)
+{
+	uint64_t r = wl_lib_work(200000, seed);
+
+	__asm__ volatile("" : "+r"(r));
+	return r;
+}
+
+WL_FN static uint64_t wl_deep(int d, uint64_t seed)
+{
+	uint64_t r;
+
+	if (d <= 0)
+		r = wl_lib_work(200000, seed);
+	else
+		r = wl_deep(d - 1, seed + 1);
+	__asm__ volatile("" : "+r"(r)); /* no tail call: every level keeps a frame */
+	return r;
+}
+
+WL_FN static uint64_t wl_path_b(uint64_t seed)
+{
+	uint64_t r = wl_deep(depth, seed);
+
+	__asm__ volatile("" : "+r"(r));
+	return r;
+}
+
+WL_FN static void *wl_thread_main(void *arg)
+{
+	uint64_t seed = (uint64_t)(uintptr_t)arg, acc = 0, t0 = thread_cpu_ns();
+
+	prctl(PR_SET_NAME, "wl-worker");
+	while (!atomic_load(&stop))
+		acc += wl_path_b(seed++);
+	atomic_fetch_add(&path_ns[1], thread_cpu_ns() - t0);
+	return (void *)(uintptr_t)(acc & 1);
+}
+
+WL_FN static uint64_t wl_main_loop(void)
+{
+	uint64_t acc = 0, seed = 7, t0 = thread_cpu_ns(), end;
+
+	end = mono_ns() + (uint64_t)(run_seconds * 1e9);
+	while (mono_ns() < end)
+		acc += wl_path_a(seed++);
+	atomic_fetch_add(&path_ns[0], thread_cpu_ns() - t0);
+	return acc;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t th[64];
+	uint64_t acc;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			run_seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			nthreads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--depth") && i + 1 < argc)
+			depth = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "usage: %s [--seconds S] [--threads N] [--depth D]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	if (nthreads < 0 || nthreads > 64 || depth < 0 || depth > 200 || run_seconds <= 0) {
+		fprintf(stderr, "%s: bad arguments\n", argv[0]);
+		return 2;
+	}
+	printf("pid %d\n", getpid());
+	fflush(stdout);
+
+	for (i = 0; i < nthreads; i++)
+		pthread_create(&th[i], NULL, wl_thread_main, (void *)(uintptr_t)(i + 100));
+	acc = wl_main_loop();
+	atomic_store(&stop, 1);
+	for (i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+
+	printf("path wl_path_a %llu\n", (unsigned long long)atomic_load(&path_ns[0]));
+	printf("path wl_path_b %llu\n", (unsigned long long)atomic_load(&path_ns[1]));
+	return (int)(acc & 0); /* acc keeps the work alive */
+}
