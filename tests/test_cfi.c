@@ -382,9 +382,9 @@ START_TEST(test_debug_frame)
 	/* -fno-asynchronous-unwind-tables: CFI goes to .debug_frame, not .eh_frame */
 	snprintf(cmd, sizeof(cmd),
 		 "cc -O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-exceptions "
-		 "-shared -fPIC -nostdlib -o %s.so %s/tests/fixtures/cfi/fixlib.c && "
+		 "-shared -fPIC -nostdlib -o %s.so " CFI_FIXTURE_SRC "/fixlib.c 2>/dev/null && "
 		 "objcopy --only-keep-debug %s.so %s && objcopy --strip-debug %s.so",
-		 dbg, getenv("CPA_SOURCE_DIR") ? getenv("CPA_SOURCE_DIR") : ".", dbg, dbg, dbg);
+		 dbg, dbg, dbg, dbg);
 	if (system(cmd) != 0) {
 		unlink(dbg);
 		return; /* no compiler at test time: covered by the fixture build anyway */

@@ -33,4 +33,5 @@ target_link_libraries(cfi_capture PUBLIC cpa_cfi PkgConfig::LIBELF)
 cpa_add_test(NAME test_cfi SOURCES test_cfi.c LIBS cfi_capture cpa_cfi PkgConfig::LIBDW
   LABELS unwind TIMEOUT 120)
 add_dependencies(test_cfi cfi_fixtures)
-target_compile_definitions(test_cfi PRIVATE CFI_FIXTURE_DIR="${CFI_FIX_DIR}")
+target_compile_definitions(test_cfi PRIVATE CFI_FIXTURE_DIR="${CFI_FIX_DIR}"
+  CFI_FIXTURE_SRC="${CFI_FIX_SRC}")
