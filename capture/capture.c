@@ -11,6 +11,7 @@
 
 #include "cap_bpf.h"
 #include "cap_emit.h"
+#include "cap_perf.h"
 #include "cap_sys.h"
 #include "common/log.h"
 #include "common/macro.h"
@@ -32,7 +33,8 @@ struct capture {
 	struct shm_stage *st;
 	struct shm_ring_prod ring;
 	struct cap_emit emit;
-	struct cap_bpf *bpf;
+	struct cap_bpf *bpf;		      /* the BPF backend ... */
+	struct cap_perf *perf;		      /* ... or the perf_event-only one */
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
 	unsigned int cpus[CAP_MAX_CPUS];
 	unsigned int nr_cpus;
@@ -48,10 +50,7 @@ static int config_check(const struct cpa_config *cfg)
 				       "off-CPU sampling (--offcpu) is not supported yet");
 	if (cfg->nr_probes > 0)
 		return log_error_errno(-EOPNOTSUPP, "probes (--probe) are not supported yet");
-	if (cfg->backend == CPA_BACKEND_PERF)
-		return log_error_errno(-EOPNOTSUPP,
-				       "perf backend not supported yet: use --backend bpf");
-	if (cfg->backend != CPA_BACKEND_BPF)
+	if (cfg->backend != CPA_BACKEND_BPF && cfg->backend != CPA_BACKEND_PERF)
 		return log_error_errno(-EINVAL, "unknown backend %u", cfg->backend);
 	if (cfg->freq == 0 || cfg->freq > 100000)
 		return log_error_errno(-EINVAL, "freq %u Hz out of range 1..100000", cfg->freq);
@@ -114,12 +113,38 @@ static int on_record(void *ctx, const void *data, size_t size)
 	return cap_emit__record(&c->emit, data, size);
 }
 
+static int backend_poll(struct capture *c, int timeout_ms)
+{
+	return c->perf ? cap_perf__poll(c->perf, timeout_ms) : cap_bpf__poll(c->bpf, timeout_ms);
+}
+
+static void backend_detach(struct capture *c)
+{
+	if (c->perf)
+		cap_perf__detach(c->perf);
+	else
+		cap_bpf__detach(c->bpf);
+}
+
+static int backend_stats(struct capture *c, uint64_t ret[CPA_BPF_STAT_MAX])
+{
+	return c->perf ? cap_perf__read_stats(c->perf, ret) : cap_bpf__read_stats(c->bpf, ret);
+}
+
+static void backend_free(struct capture *c)
+{
+	cap_perf__free(c->perf);
+	cap_bpf__free(c->bpf);
+	c->perf = NULL;
+	c->bpf = NULL;
+}
+
 /* Fold the BPF side's per-CPU statistics into our counters and losses. */
 static void stats_sync(struct capture *c)
 {
 	uint64_t now[CPA_BPF_STAT_MAX], d[CPA_BPF_STAT_MAX];
 
-	if (cap_bpf__read_stats(c->bpf, now) < 0) {
+	if (backend_stats(c, now) < 0) {
 		shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
 		return;
 	}
@@ -165,6 +190,25 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	o.kernel_only = c->cfg->flags & CPA_CFG_KERNEL_STACK_ONLY;
 	o.with_idle = c->cfg->flags & CPA_CFG_WITH_IDLE;
 	o.btf_path = c->cfg->btf_path[0] ? c->cfg->btf_path : NULL;
+	if (c->cfg->backend == CPA_BACKEND_PERF) {
+		struct cap_perf_opts po = {
+			.target_tgid = o.target_tgid,
+			.comm = o.comm,
+			.stack_size = o.stack_size,
+			.kernel_only = o.kernel_only,
+			.with_idle = o.with_idle,
+			.freq = c->cfg->freq,
+		};
+
+		r = cap_perf__open(&po, c->cpus, c->nr_cpus, on_record, c, &c->perf);
+		if (r < 0)
+			return r;
+		log_info("sampling %u CPUs at %u Hz (cpu-clock, perf backend), user stack copy %u "
+			 "bytes%s",
+			 c->nr_cpus, c->cfg->freq, o.stack_size,
+			 o.kernel_only ? " (kernel stacks only)" : "");
+		return 0;
+	}
 	o.ringbuf_size = cap_bpf_ringbuf_size(c->nr_cpus, c->cfg->freq, o.stack_size);
 	r = cap_bpf__open(&o, on_record, c, &c->bpf);
 	if (r < 0)
@@ -180,19 +224,19 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	return 0;
 }
 
-/* Stop sampling, drain the BPF ring buffer into ring 0, flush losses. */
+/* Stop sampling, drain the kernel buffers into ring 0, flush losses. */
 static int capture_stop(struct capture *c, bool quick)
 {
 	uint64_t deadline = cap_now_ns(CLOCK_MONOTONIC) + (quick ? 0 : CAP_STOP_LOSS_WAIT_NS);
 	int r;
 
-	cap_bpf__detach(c->bpf);
+	backend_detach(c);
 	do {
-		r = cap_bpf__poll(c->bpf, 0);
+		r = backend_poll(c, 0);
 		cap_emit__commit(&c->emit);
 	} while (r > 0);
 	if (r < 0 && r != -EINTR)
-		return log_error_errno(r, "drain BPF ring buffer: %m");
+		return log_error_errno(r, "drain the kernel buffers: %m");
 	stats_sync(c);
 
 	/* The consumer is still running during a graceful stop: give it a
@@ -221,9 +265,9 @@ static int capture_loop(struct capture *c)
 		uint64_t now;
 
 		shm_stage__heartbeat(c->st);
-		r = cap_bpf__poll(c->bpf, CAP_POLL_MS);
+		r = backend_poll(c, CAP_POLL_MS);
 		if (r < 0 && r != -EINTR)
-			return log_error_errno(r, "consume BPF ring buffer: %m");
+			return log_error_errno(r, "consume samples: %m");
 		cap_emit__commit(&c->emit);
 		shm_stage__cnt_add(c->st, SHM_CNT_WAKEUPS, 1);
 		if (r > 0)
@@ -266,9 +310,9 @@ int capture__run(struct shm_arena *a)
 	r = capture_stop(c, exit_requested);
 	if (r < 0)
 		goto out_fail;
-	cap_bpf__free(c->bpf);
+	backend_free(c);
 	log_info("stopped: %" PRIu64 " samples, %" PRIu64 " records out, %" PRIu64
-		 " dropped (ring full), %" PRIu64 " degraded, %" PRIu64 " lost in BPF",
+		 " dropped (ring full), %" PRIu64 " degraded, %" PRIu64 " lost in the kernel",
 		 shm_stage__cnt(c->st, CAP_CNT_SAMPLES), shm_stage__cnt(c->st, SHM_CNT_OUT),
 		 shm_stage__cnt(c->st, SHM_CNT_DROP_RING_FULL),
 		 shm_stage__cnt(c->st, SHM_CNT_DEGRADED),
@@ -277,7 +321,7 @@ int capture__run(struct shm_arena *a)
 	return 0;
 
 out_fail:
-	cap_bpf__free(c->bpf);
+	backend_free(c);
 	shm_stage__set_state(c->st, SHM_STATE_FAILED);
 	return r;
 }

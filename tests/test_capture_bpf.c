@@ -363,6 +363,7 @@ START_TEST(test_busy_child_sampled)
 	double expect = FREQ * BUSY_CPU_SEC;
 
 	cap_arena(&cr);
+	cr.cfg->backend = (uint32_t)_i;
 	cap_spawn(&cr);
 	t0 = now_ns(CLOCK_REALTIME);
 	busy_start(&b, BUSY_COMM, BUSY_CPU_SEC);
@@ -371,10 +372,10 @@ START_TEST(test_busy_child_sampled)
 	t1 = now_ns(CLOCK_REALTIME);
 
 	fprintf(stderr,
-		"busy child %d: %u samples (expect %.0f), %u with kernel stack, %u user-mode "
+		"[%s] busy child %d: %u samples (expect %.0f), %u with kernel stack, %u user-mode "
 		"(%u with regs+stack+fp, %u FP chain into the exe), %u records total, exec %u exit %u, ustack bytes %lu\n",
-		b.pid, s.pid_samples, expect, s.pid_kstack, s.pid_user, s.pid_user_ok, s.pid_fp_ok,
-		s.records, s.exec_seen, s.exit_seen,
+		_i ? "perf" : "bpf", b.pid, s.pid_samples, expect, s.pid_kstack, s.pid_user,
+		s.pid_user_ok, s.pid_fp_ok, s.records, s.exec_seen, s.exit_seen,
 		(unsigned long)shm_stage__cnt(cr.st, CAP_CNT_USTACK_BYTES));
 	ck_assert_msg(s.pid_samples >= expect * 0.7 && s.pid_samples <= expect * 1.3,
 		      "%u samples of the busy child, expected %.0f +-30%%", s.pid_samples, expect);
@@ -406,6 +407,7 @@ START_TEST(test_target_pid_only)
 	struct seen s;
 
 	cap_arena(&cr);
+	cr.cfg->backend = (uint32_t)_i;
 	busy_start(&b, BUSY_COMM, 1.0);
 	busy_start(&other, OTHER_COMM, 1.0);
 	cr.cfg->target_pid = b.pid;
@@ -414,8 +416,8 @@ START_TEST(test_target_pid_only)
 	busy_go(&other);
 	run_and_collect(&cr, &b, &other, &s);
 
-	fprintf(stderr, "target %d: %u samples of it, %u of others; filtered in BPF: %lu\n", b.pid,
-		s.pid_samples, s.foreign_samples,
+	fprintf(stderr, "[%s] target %d: %u samples of it, %u of others; filtered: %lu\n",
+		_i ? "perf" : "bpf", b.pid, s.pid_samples, s.foreign_samples,
 		(unsigned long)shm_stage__cnt(cr.st, CAP_CNT_BPF_FILTERED));
 	ck_assert_uint_ge(s.pid_samples, FREQ * 1.0 * 0.7);
 	ck_assert_uint_eq(s.foreign_samples, 0);
@@ -490,8 +492,9 @@ static Suite *capture_bpf_suite(void)
 	TCase *tc = tcase_create("integration");
 
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_busy_child_sampled);
-	tcase_add_test(tc, test_target_pid_only);
+	/* Loop index = enum cpa_backend: BPF, then perf_event only. */
+	tcase_add_loop_test(tc, test_busy_child_sampled, CPA_BACKEND_BPF, CPA_BACKEND_PERF + 1);
+	tcase_add_loop_test(tc, test_target_pid_only, CPA_BACKEND_BPF, CPA_BACKEND_PERF + 1);
 	tcase_add_test(tc, test_kernel_only_and_signals);
 	suite_add_tcase(s, tc);
 	return s;
