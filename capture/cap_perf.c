@@ -174,7 +174,7 @@ static int on_sample(struct cap_perf *p, const struct perf_event_header *h)
 	}
 	bs->cgroup_id = (p->sample_type & PERF_SAMPLE_CGROUP) ? rd64(&r) : 0;
 	if (r.bad || nr > 4096)
-		return 0; /* counted as corrupt by nobody: the kernel wrote it */
+		return p->fn(p->ctx, h, 0); /* an empty record: counted as corrupt */
 
 	if (tid == 0 && !p->o.with_idle)
 		return 0;
