@@ -149,7 +149,93 @@ int shm_ring__open_prod(struct shm_ring_prod *p, void *mem, uint64_t mem_size)
 	p->committed = p->head;
 	p->last_rec = p->head;
 	p->cons_cache = shm__load_acquire(&ctrl->cons_pos);
+	p->max_len = shm_ring__max_payload(p->size);
 	return 0;
+}
+
+int shm_ring__reserve_slow(struct shm_ring_prod *p, uint32_t len, uint16_t type, void **ret_data)
+{
+	uint64_t total = shm__rec_total(len);
+	uint64_t off = p->head & p->mask;
+	uint64_t contig = p->size - off;
+	uint64_t need = total <= contig ? total : contig + total;
+	uint8_t *rec;
+
+	if (len > p->max_len)
+		return -EMSGSIZE;
+
+	if (p->head + need - p->cons_cache > p->size) {
+		/* [P2] pairs with [C3]: the consumer is done with every byte below cons_pos. */
+		uint64_t cons = shm__load_acquire(&p->ctrl->cons_pos);
+
+		/* Unsigned distance: a scribbled cons_pos shows up as > size. */
+		if (p->committed - cons > p->size)
+			return -EBADMSG;
+		p->cons_cache = cons;
+		if (p->head + need - cons > p->size)
+			return -ENOBUFS;
+	}
+
+	if (need != total) {
+		/* Fill the tail with a PAD record; the real one starts at offset 0. */
+		rec = p->data + off;
+		__builtin_memcpy(rec,
+				 &(uint64_t){ shm__hdr_word((uint32_t)(contig - SHM_REC_HDR_SIZE),
+							    SHM_REC_TYPE_PAD) },
+				 8);
+		p->head += contig;
+		off = 0;
+	}
+
+	rec = p->data + off;
+	__builtin_memcpy(rec, &(uint64_t){ shm__hdr_word(len, type) }, 8);
+	p->last_rec = p->head;
+	p->head += total;
+	*ret_data = rec + SHM_REC_HDR_SIZE;
+	return 0;
+}
+
+int shm_ring__peek_slow(struct shm_ring_cons *c, struct shm_msg *ret)
+{
+	for (;;) {
+		uint64_t avail, off, contig, total;
+		struct shm_rec hdr;
+
+		if (c->tail == c->prod_cache) {
+			/* [C1] pairs with [P1]: records below prod_pos are fully written. */
+			uint64_t prod = shm__load_acquire(&c->ctrl->prod_pos);
+
+			if (prod - c->tail > c->size)
+				return -EBADMSG;
+			c->prod_cache = prod;
+			if (prod == c->tail)
+				return -EAGAIN;
+		}
+
+		avail = c->prod_cache - c->tail;
+		off = c->tail & c->mask;
+		contig = c->size - off;
+		if (avail < SHM_REC_HDR_SIZE)
+			return -EBADMSG;
+		__builtin_memcpy(&hdr, c->data + off, sizeof(hdr));
+
+		if (hdr.type == SHM_REC_TYPE_PAD) {
+			if ((uint64_t)hdr.len + SHM_REC_HDR_SIZE != contig || contig > avail)
+				return -EBADMSG;
+			c->tail += contig;
+			continue;
+		}
+		total = shm__rec_total(hdr.len);
+		if (total > avail || total > contig)
+			return -EBADMSG;
+
+		ret->data = c->data + off + SHM_REC_HDR_SIZE;
+		ret->len = hdr.len;
+		ret->type = hdr.type;
+		ret->flags = hdr.flags;
+		c->tail += total;
+		return 0;
+	}
 }
 
 int shm_ring__open_cons(struct shm_ring_cons *c, void *mem, uint64_t mem_size)

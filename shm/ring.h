@@ -98,6 +98,7 @@ struct shm_ring_prod {
 	uint64_t committed;  /* last value stored to prod_pos */
 	uint64_t cons_cache; /* cons_pos as last read */
 	uint64_t last_rec;   /* position of the last reserved header (for trim) */
+	uint32_t max_len;    /* shm_ring__max_payload(size), computed once */
 };
 
 /* Consumer-private state. */
@@ -177,8 +178,10 @@ int shm_ring__wait_sc(struct shm_ring_cons *c, uint64_t wake_bytes, int timeout_
 /* Anyone (the supervisor): wake a sleeping consumer unconditionally. */
 void shm_ring__kick(void *mem);
 
-/* Slow path of commit; not for direct use. */
+/* Slow paths of the inline functions; not for direct use. */
 void shm_ring__wake_slow(struct shm_ring_prod *p);
+int shm_ring__reserve_slow(struct shm_ring_prod *p, uint32_t len, uint16_t type, void **ret_data);
+int shm_ring__peek_slow(struct shm_ring_cons *c, struct shm_msg *ret);
 
 #include "ring_pvt.h"
 

@@ -24,47 +24,32 @@ static inline uint64_t shm__rec_total(uint32_t len)
 	return ((uint64_t)len + SHM_REC_HDR_SIZE + SHM_REC_ALIGN - 1) & ~(uint64_t)(SHM_REC_ALIGN - 1);
 }
 
+/* Header as one 8-byte word: len in the low half, type and flags above. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "header word layout assumes little endian");
+static inline uint64_t shm__hdr_word(uint32_t len, uint16_t type)
+{
+	return (uint64_t)len | ((uint64_t)type << 32);
+}
+
 static inline int shm_ring__reserve_sp(struct shm_ring_prod *p, uint32_t len, uint16_t type,
 				       void **ret_data)
 {
 	uint64_t total = shm__rec_total(len);
 	uint64_t off = p->head & p->mask;
-	uint64_t contig = p->size - off;
-	uint64_t need = total <= contig ? total : contig + total;
-	struct shm_rec *rec;
+	uint8_t *rec = p->data + off;
 
-	if (__builtin_expect(len > shm_ring__max_payload(p->size), 0))
-		return -EMSGSIZE;
+	/* Fast path: fits before the end of the data area and in the space we
+	 * already know is free. Anything else (refresh cons_pos, PAD, errors)
+	 * is shm_ring__reserve_slow(). */
+	if (__builtin_expect(len > p->max_len || total > p->size - off ||
+				     p->head + total - p->cons_cache > p->size,
+			     0))
+		return shm_ring__reserve_slow(p, len, type, ret_data);
 
-	if (__builtin_expect(p->head + need - p->cons_cache > p->size, 0)) {
-		/* [P2] pairs with [C3]: the consumer is done with every byte below cons_pos. */
-		uint64_t cons = shm__load_acquire(&p->ctrl->cons_pos);
-
-		/* Unsigned distance: a scribbled cons_pos shows up as > size. */
-		if (p->committed - cons > p->size)
-			return -EBADMSG;
-		p->cons_cache = cons;
-		if (p->head + need - cons > p->size)
-			return -ENOBUFS;
-	}
-
-	if (need != total) {
-		/* Fill the tail with a PAD record; the real one starts at offset 0. */
-		rec = (struct shm_rec *)(p->data + off);
-		rec->len = (uint32_t)(contig - SHM_REC_HDR_SIZE);
-		rec->type = SHM_REC_TYPE_PAD;
-		rec->flags = 0;
-		p->head += contig;
-		off = 0;
-	}
-
-	rec = (struct shm_rec *)(p->data + off);
-	rec->len = len;
-	rec->type = type;
-	rec->flags = 0;
+	__builtin_memcpy(rec, &(uint64_t){ shm__hdr_word(len, type) }, 8);
 	p->last_rec = p->head;
 	p->head += total;
-	*ret_data = rec + 1;
+	*ret_data = rec + SHM_REC_HDR_SIZE;
 	return 0;
 }
 
@@ -102,46 +87,27 @@ static inline void shm_ring__commit_sp(struct shm_ring_prod *p)
 
 static inline int shm__peek_one(struct shm_ring_cons *c, struct shm_msg *ret)
 {
-	for (;;) {
-		uint64_t avail, off, contig, total;
-		struct shm_rec hdr;
+	uint64_t off = c->tail & c->mask, hdr, total;
 
-		if (c->tail == c->prod_cache) {
-			/* [C1] pairs with [P1]: records below prod_pos are fully written. */
-			uint64_t prod = shm__load_acquire(&c->ctrl->prod_pos);
-
-			if (prod - c->tail > c->size)
-				return -EBADMSG;
-			c->prod_cache = prod;
-			if (prod == c->tail)
-				return -EAGAIN;
+	/* Fast path: a committed, non-PAD record we can see in prod_cache. One
+	 * 8-byte copy of the header: the checks and the caller see the same
+	 * values whatever the other side scribbles afterwards. */
+	if (__builtin_expect(c->tail != c->prod_cache, 1)) {
+		__builtin_memcpy(&hdr, c->data + off, 8);
+		total = shm__rec_total((uint32_t)hdr);
+		if (__builtin_expect((uint16_t)(hdr >> 32) != SHM_REC_TYPE_PAD &&
+					     total <= c->prod_cache - c->tail &&
+					     total <= c->size - off,
+				     1)) {
+			ret->data = c->data + off + SHM_REC_HDR_SIZE;
+			ret->len = (uint32_t)hdr;
+			ret->type = (uint16_t)(hdr >> 32);
+			ret->flags = (uint16_t)(hdr >> 48);
+			c->tail += total;
+			return 0;
 		}
-
-		avail = c->prod_cache - c->tail;
-		off = c->tail & c->mask;
-		contig = c->size - off;
-		if (avail < SHM_REC_HDR_SIZE)
-			return -EBADMSG;
-		/* One copy of the header: the checks and the caller see the same values. */
-		__builtin_memcpy(&hdr, c->data + off, sizeof(hdr));
-
-		if (hdr.type == SHM_REC_TYPE_PAD) {
-			if ((uint64_t)hdr.len + SHM_REC_HDR_SIZE != contig || contig > avail)
-				return -EBADMSG;
-			c->tail += contig;
-			continue;
-		}
-		total = shm__rec_total(hdr.len);
-		if (total > avail || total > contig)
-			return -EBADMSG;
-
-		ret->data = c->data + off + SHM_REC_HDR_SIZE;
-		ret->len = hdr.len;
-		ret->type = hdr.type;
-		ret->flags = hdr.flags;
-		c->tail += total;
-		return 0;
 	}
+	return shm_ring__peek_slow(c, ret);
 }
 
 static inline int shm_ring__peek_sc(struct shm_ring_cons *c, struct shm_msg *ret)
