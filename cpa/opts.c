@@ -190,9 +190,6 @@ static const struct {
 	{"probe", MON, NULL},
 	{"oneshot", MON, NULL},
 	{"backend", MON, "perf"},
-	{"parse_env_values", MON, NULL},
-	{"debug_option", MON, NULL},
-	{"bench", MON, NULL},
 	{"split_path", SHOW, NULL},
 	{"use_cui", SHOW, NULL},
 };

@@ -13,3 +13,13 @@ if(TARGET cfi_capture AND TARGET cfi_fixtures AND TARGET cpa_unwindd)
   target_compile_definitions(test_unwindd_cfi PRIVATE
     CFI_FIXTURE_DIR="${CMAKE_BINARY_DIR}/tests/cfi")
 endif()
+
+# --bench, the symd restart epoch, --parse_env_values, and --debug_option
+# dumps replayed by build/bin/cpa-unwind-replay (which must equal live).
+cpa_add_test(NAME test_unwindd_features SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_unwindd_features.c
+  LIBS cpa_unwindd LABELS unwindd TIMEOUT 120)
+foreach(tool unwindd cpa-unwind-replay)
+  if(TARGET ${tool})
+    add_dependencies(test_unwindd_features ${tool})
+  endif()
+endforeach()

@@ -80,6 +80,21 @@ static int run(struct shm_arena *arena, struct shm_stage *st)
 	o.max_cache_bytes =
 		(uint64_t)(cfg->max_cache_size_mb ? cfg->max_cache_size_mb : DEFAULT_CACHE_MB)
 		<< 20;
+	o.peer = shm_arena__stage(arena, SHM_STAGE_SYMD);
+	o.bench = cfg->flags & CPA_CFG_BENCH;
+	o.bench_interval_ns =
+		(uint64_t)(cfg->record_interval_s ? cfg->record_interval_s : 1) * 1000000000ull;
+	o.debug_pid = cfg->debug_pid;
+	o.debug_freq = cfg->debug_freq;
+	/* The config block's arrays are NUL-terminated by the monitor; a
+	 * hostile or torn one must not make us read past them. */
+	if (memchr(cfg->debug_path, 0, sizeof(cfg->debug_path)))
+		o.debug_path = cfg->debug_path;
+	if (memchr(cfg->parse_env_values, 0, sizeof(cfg->parse_env_values)) &&
+	    memchr(cfg->record_env_name, 0, sizeof(cfg->record_env_name))) {
+		o.env_values = cfg->parse_env_values;
+		o.env_keys = cfg->record_env_name;
+	}
 	r = unwindd__new(&o, &in, &out, st, &u);
 	if (r < 0)
 		return log_error_errno(r, "set up: %m");
@@ -90,6 +105,13 @@ static int run(struct shm_arena *arena, struct shm_stage *st)
 	shm_stage__set_state(st, SHM_STATE_RUNNING);
 	log_info("running: epoch %#llx, cache cap %llu MiB", (unsigned long long)o.epoch,
 		 (unsigned long long)(o.max_cache_bytes >> 20));
+	if (o.env_values && *o.env_values)
+		log_info("unwinding only processes whose env value (first of '%s', else SYSTEM) "
+			 "is one of '%s'",
+			 o.env_keys, o.env_values);
+	if (o.bench)
+		log_info("bench: unwind statistics every %llu s",
+			 (unsigned long long)(o.bench_interval_ns / 1000000000ull));
 
 	while (!got_term) {
 		uint64_t now = unwindd_now_ns();

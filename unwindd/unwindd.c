@@ -12,11 +12,16 @@
 #include "unwindd.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "common/log.h"
 #include "common/macro.h"
+#include "dump.h"
 #include "shm/counters.h"
 #include "ucache.h"
 
@@ -205,11 +210,9 @@ struct sample_view {
 };
 
 /* User frames from the kernel's frame-pointer chain. */
-static int unwind_fp(struct unwindd *u, struct uproc *p, const struct sample_view *v,
-		     unsigned int *ret_n)
+static int unwind_fp(const struct cpa_sample *s, const uint64_t *ufp, unwindd_find_fn find,
+		     void *ctx, struct cpa_uframe *out, unsigned int *ret_n)
 {
-	const struct cpa_sample *s = &v->s;
-	const uint64_t *ufp = v->ufp;
 	unsigned int i, n = 0, n_ufp = s->n_ufp;
 	int stop = CPA_STOP_FP;
 
@@ -221,14 +224,13 @@ static int unwind_fp(struct unwindd *u, struct uproc *p, const struct sample_vie
 	}
 	for (i = 0; i < n_ufp && n < CPA_MAX_UFRAMES + 1; i++) {
 		uint64_t pc = ufp[i];
-		struct cpa_uframe *f = &u->uf[n];
-		struct uloc l;
+		struct cpa_uframe *f = &out[n];
+		struct unw_loc l;
 		int r;
 
 		if (!pc)
 			break;
-		r = i == 0 ? ucache__find_ip(u->cache, p, pc, u->now_ns, &l)
-			   : ucache__find(u->cache, p, pc, u->now_ns, &l);
+		r = find(ctx, pc, i == 0 ? UNWINDD_FIND_IP : 0, &l);
 		if (r < 0) {
 			/* The leaf alone is still worth an [unknown] frame; past it,
 			 * an unmapped pc is the end of a broken chain, not a frame. */
@@ -242,7 +244,6 @@ static int unwind_fp(struct unwindd *u, struct uproc *p, const struct sample_vie
 			stop = CPA_STOP_NO_MAP;
 			break;
 		}
-		touch(u, l.bin);
 		f->pc = pc;
 		f->offset = l.file_off;
 		f->module_id = l.module_id;
@@ -260,44 +261,33 @@ static int unwind_fp(struct unwindd *u, struct uproc *p, const struct sample_vie
 }
 
 #if defined(UNWINDD_HAVE_WALK)
-struct walk_ctx {
-	struct unwindd *u;
-	struct uproc *p;
+struct seam_walk {
+	unwindd_find_fn find;
+	void *ctx;
 	unsigned int calls; /* the first find of a walk is the interrupted ip */
 };
 
-/* unw_find_fn: the maps cache answers, and owns the unwind tables. */
-static int walk_find(void *ctx, uint64_t pc, struct unw_loc *ret)
+static int seam_walk_find(void *ctx, uint64_t pc, struct unw_loc *ret)
 {
-	struct walk_ctx *w = ctx;
-	struct uloc l;
+	struct seam_walk *w = ctx;
 
-	int r = w->calls++ == 0 ? ucache__find_ip(w->u->cache, w->p, pc, w->u->now_ns, &l)
-				: ucache__find(w->u->cache, w->p, pc, w->u->now_ns, &l);
-
-	if (r < 0)
-		return -ENOENT;
-	touch(w->u, l.bin);
-	ret->table = ucache__cfi(w->u->cache, w->p, &l);
-	ret->file_off = l.file_off;
-	ret->module_id = l.module_id;
-	ret->flags = l.flags;
-	return 0;
+	return w->find(w->ctx, pc, UNWINDD_FIND_TABLE | (w->calls++ == 0 ? UNWINDD_FIND_IP : 0),
+		       ret);
 }
 #endif
 
 /*
- * THE SEAM: user frames for one sample into u->uf. Hybrid: the DWARF CFI walk
- * when the sample carries user registers and stack bytes, the kernel's FP
- * chain otherwise (and when the FP chain got further). Returns the
- * enum cpa_unwind_stop.
+ * THE SEAM: user frames for one sample. Hybrid: the DWARF CFI walk when the
+ * sample carries user registers and stack bytes, the kernel's FP chain
+ * otherwise (and when the FP chain got further). cpa-unwind-replay runs
+ * this same function on dumped samples.
  */
-static int unwind_user(struct unwindd *u, struct uproc *p, const struct sample_view *v,
-		       unsigned int *ret_n)
+int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8_t *stack,
+		    unwindd_find_fn find, void *ctx, struct cpa_uframe *out, unsigned int *ret_n,
+		    bool *ret_fp_deeper)
 {
+	*ret_fp_deeper = false;
 #if defined(UNWINDD_HAVE_WALK)
-	const struct cpa_sample *s = &v->s;
-
 	if ((s->flags & CPA_SF_USER_REGS) && s->stack_len &&
 	    !(s->flags & (CPA_SF_DEGRADED | CPA_SF_NO_USTACK))) {
 		const struct unw_regs regs = {
@@ -311,17 +301,17 @@ static int unwind_user(struct unwindd *u, struct uproc *p, const struct sample_v
 			.r15 = s->regs.r15,
 		};
 		const struct unw_stack stk = {
-			.bytes = v->stack,
+			.bytes = stack,
 			.base = s->stack_sp,
 			.len = s->stack_len,
 		};
-		struct walk_ctx w = {.u = u, .p = p};
+		struct seam_walk w = {.find = find, .ctx = ctx};
 		unsigned int n = 0;
 		int stop;
 
 		/* Per frame, where a module has no CFI (built without unwind
 		 * tables) the walker follows rbp instead of stopping. */
-		stop = unw_walk_flags(&regs, &stk, walk_find, &w, UNW_F_FP_FALLBACK, u->uf,
+		stop = unw_walk_flags(&regs, &stk, seam_walk_find, &w, UNW_F_FP_FALLBACK, out,
 				      CPA_MAX_UFRAMES + 1, &n);
 		if (n > CPA_MAX_UFRAMES + 1)
 			n = CPA_MAX_UFRAMES + 1;
@@ -331,10 +321,62 @@ static int unwind_user(struct unwindd *u, struct uproc *p, const struct sample_v
 		}
 		/* Code built with frame pointers but without usable CFI (or a
 		 * stack copy that was too short): the kernel's chain is deeper. */
-		cnt(u, UNW_CNT_FP_DEEPER, 1);
+		*ret_fp_deeper = true;
 	}
+#else
+	(void)stack;
 #endif
-	return unwind_fp(u, p, v, ret_n);
+	return unwind_fp(s, ufp, find, ctx, out, ret_n);
+}
+
+struct live_find {
+	struct unwindd *u;
+	struct uproc *p;
+};
+
+static void dump_note_bin(struct unwindd *u, struct ubin *b)
+{
+	unsigned int i;
+
+	for (i = 0; i < u->n_dump_bins; i++)
+		if (u->dump_bins[i] == b)
+			return;
+	if (u->n_dump_bins < ARRAY_SIZE(u->dump_bins))
+		u->dump_bins[u->n_dump_bins++] = b;
+}
+
+/* unwindd_find_fn of the stage: the maps cache answers, and owns the tables. */
+static int live_find(void *ctx, uint64_t pc, unsigned int how, struct unw_loc *ret)
+{
+	struct live_find *w = ctx;
+	struct unwindd *u = w->u;
+	struct uloc l;
+	int r = how & UNWINDD_FIND_IP ? ucache__find_ip(u->cache, w->p, pc, u->now_ns, &l)
+				      : ucache__find(u->cache, w->p, pc, u->now_ns, &l);
+
+	if (r < 0)
+		return -ENOENT;
+	touch(u, l.bin);
+	if (unlikely(u->dumping) && l.bin)
+		dump_note_bin(u, l.bin);
+	ret->table = how & UNWINDD_FIND_TABLE ? ucache__cfi(u->cache, w->p, &l) : NULL;
+	ret->file_off = l.file_off;
+	ret->module_id = l.module_id;
+	ret->flags = l.flags;
+	return 0;
+}
+
+static int unwind_user(struct unwindd *u, struct uproc *p, const struct sample_view *v,
+		       unsigned int *ret_n)
+{
+	struct live_find w = {.u = u, .p = p};
+	bool fp_deeper;
+	int stop;
+
+	stop = unwindd__unwind(&v->s, v->ufp, v->stack, live_find, &w, u->uf, ret_n, &fp_deeper);
+	if (fp_deeper)
+		cnt(u, UNW_CNT_FP_DEEPER, 1);
+	return stop;
 }
 
 static void count_stop(struct unwindd *u, int stop)
@@ -362,6 +404,241 @@ static bool stop_is_partial(int stop)
 	default:
 		return false;
 	}
+}
+
+/* ---- --parse_env_values ---- */
+
+/* One decision per pid, made from /proc/PID/environ on its first sample. */
+struct uenv {
+	struct uenv *next;
+	uint32_t pid;
+	bool allow;
+	uint64_t last_use;
+	uint64_t dead_ns; /* exit seen; kept dead_grace_ns for queued samples */
+};
+
+bool unwindd__list_has(const char *list, const char *value, size_t len)
+{
+	const char *p = list;
+
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+
+		if (n == len && !memcmp(p, value, len))
+			return true;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+const char *unwindd__env_pick(const char *env, size_t len, const char *keys, size_t *ret_len)
+{
+	const char *k = keys;
+
+	/* Key order wins, not environ order: symd's rule for the label. */
+	while (k && *k) {
+		size_t klen = strcspn(k, ","), pos = 0;
+
+		while (klen && pos < len) {
+			const char *e = env + pos;
+			size_t elen = strnlen(e, len - pos);
+
+			if (elen > klen && e[klen] == '=' && !memcmp(e, k, klen)) {
+				*ret_len = elen - klen - 1;
+				return e + klen + 1;
+			}
+			pos += elen + 1;
+		}
+		k += klen;
+		if (*k == ',')
+			k++;
+	}
+	return NULL;
+}
+
+static uint32_t env_hash(uint32_t pid, uint32_t mask)
+{
+	return (pid * 0x9e3779b1u) & mask;
+}
+
+static struct uenv *env_peek(struct unwindd *u, uint32_t pid)
+{
+	struct uenv *e;
+
+	for (e = u->envs[env_hash(pid, u->envs_mask)]; e; e = e->next)
+		if (e->pid == pid)
+			return e;
+	return NULL;
+}
+
+static void env_grow(struct unwindd *u)
+{
+	uint32_t n = (u->envs_mask + 1) * 2, i;
+	struct uenv **nb = calloc(n, sizeof(*nb));
+
+	if (!nb)
+		return; /* longer chains, still correct */
+	for (i = 0; i <= u->envs_mask; i++) {
+		struct uenv *e = u->envs[i], *next;
+
+		for (; e; e = next) {
+			uint32_t h = env_hash(e->pid, n - 1);
+
+			next = e->next;
+			e->next = nb[h];
+			nb[h] = e;
+		}
+	}
+	free(u->envs);
+	u->envs = nb;
+	u->envs_mask = n - 1;
+}
+
+/* The process's env value (as symd labels it) is in --parse_env_values. */
+static bool env_decide(struct unwindd *u, uint32_t pid)
+{
+	_cleanup_close_ int fd = -1;
+	const char *v = NULL;
+	size_t len = 0, vlen = 0;
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s/%u/environ", u->o.proc_root, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	while (fd >= 0 && len < UNWINDD_ENVIRON_MAX) {
+		ssize_t n = read(fd, u->env_buf + len, UNWINDD_ENVIRON_MAX - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len && u->o.env_keys)
+		v = unwindd__env_pick(u->env_buf, len, u->o.env_keys, &vlen);
+	if (!v) {
+		/* No key found, or environ unreadable (exited, kernel thread):
+		 * symd labels it SYSTEM, and so do we. */
+		v = "SYSTEM";
+		vlen = 6;
+	}
+	return unwindd__list_has(u->o.env_values, v, vlen);
+}
+
+static bool env_allows(struct unwindd *u, uint32_t pid)
+{
+	struct uenv *e = env_peek(u, pid);
+	uint32_t h;
+
+	if (likely(e)) {
+		e->last_use = u->now_ns;
+		return e->allow;
+	}
+	if (u->n_envs > u->envs_mask)
+		env_grow(u);
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		cnt(u, SHM_CNT_ERRORS, 1);
+		return env_decide(u, pid); /* undecided is worse than uncached */
+	}
+	e->pid = pid;
+	e->last_use = u->now_ns;
+	e->allow = env_decide(u, pid);
+	h = env_hash(pid, u->envs_mask);
+	e->next = u->envs[h];
+	u->envs[h] = e;
+	u->n_envs++;
+	return e->allow;
+}
+
+static void env_task(struct unwindd *u, const struct cpa_task_event *t)
+{
+	struct uenv **pp, *e;
+
+	if (!u->envs)
+		return;
+	for (pp = &u->envs[env_hash(t->pid, u->envs_mask)]; (e = *pp); pp = &e->next)
+		if (e->pid == t->pid)
+			break;
+	if (!e)
+		return;
+	if (t->kind == CPA_TASK_EXIT) {
+		if (!e->dead_ns)
+			e->dead_ns = u->now_ns ? u->now_ns : 1;
+		return;
+	}
+	/* exec: a new environment (or a reused pid); decide again. */
+	*pp = e->next;
+	free(e);
+	u->n_envs--;
+}
+
+static void env_sweep(struct unwindd *u, uint64_t now_ns)
+{
+	uint32_t i;
+
+	for (i = 0; u->envs && i <= u->envs_mask; i++) {
+		struct uenv **pp = &u->envs[i], *e;
+
+		while ((e = *pp)) {
+			if ((e->dead_ns && now_ns - e->dead_ns >= u->o.dead_grace_ns) ||
+			    now_ns - e->last_use >= u->o.idle_ns) {
+				*pp = e->next;
+				free(e);
+				u->n_envs--;
+			} else {
+				pp = &e->next;
+			}
+		}
+	}
+}
+
+/* ---- --debug_option ---- */
+
+static void dump_sample(struct unwindd *u, struct uproc *p, const struct shm_msg *msg,
+			const struct cpa_sample *s, int stop, unsigned int n_u)
+{
+	unsigned int i;
+	int r = 0;
+
+	(void)udump__vdso(u->dump); /* once per file; a failure is not a sample's */
+	/* The maps the unwind used: on the first dumped sample and whenever the
+	 * cache re-read them since (an env-filtered pid has no cache entry). */
+	if (p ? p->refresh_ns != u->dump_maps_ns : u->dump_maps_ns == UINT64_MAX) {
+		const char *text;
+		size_t len;
+
+		/* Gone already: the sample still goes out, without maps. */
+		if (udump__read_maps(u->dump, u->o.proc_root, s->pid, &text, &len) == 0) {
+			r = udump__maps(u->dump, s->pid, text, len);
+			if (r == 0)
+				u->dump_maps_ns = p ? p->refresh_ns : 0;
+		}
+	}
+	for (i = 0; r >= 0 && i < u->n_dump_bins; i++) {
+		const struct ubin *b = u->dump_bins[i];
+		struct udump_module m = {
+			.dev = b->dev,
+			.ino = b->ino,
+			.id = b->id,
+			.path_len = b->path_len,
+			.kind = (uint8_t)b->mod_kind,
+			.build_id_len = b->build_id_len,
+		};
+
+		if (udump__module_seen(u->dump, b->dev, b->ino, b->id))
+			continue;
+		memcpy(m.build_id, b->build_id, sizeof(m.build_id));
+		r = udump__module(u->dump, &m, b->path);
+	}
+	if (r >= 0)
+		r = udump__sample(u->dump, msg->data, msg->len);
+	if (r >= 0)
+		r = udump__result(u->dump, s->seq, stop, u->uf, n_u);
+	if (r < 0)
+		cnt(u, SHM_CNT_ERRORS, 1); /* logged once by the writer */
+	u->dumping = false;
 }
 
 /* ---- input records ---- */
@@ -411,6 +688,7 @@ static void handle_sample(struct unwindd *u, const struct shm_msg *msg)
 {
 	struct sample_view v;
 	const struct cpa_sample *s = &v.s;
+	struct uproc *p = NULL;
 	unsigned int n_u = 0, i;
 	int stop = CPA_STOP_NONE;
 	struct cpa_frames *f;
@@ -437,15 +715,33 @@ static void handle_sample(struct unwindd *u, const struct shm_msg *msg)
 	v.stack = (const uint8_t *)(v.ufp + s->n_ufp);
 
 	u->n_touched = 0;
+	if (unlikely(u->dump)) {
+		u->dumping = udump__want(u->dump, s->pid);
+		u->n_dump_bins = 0;
+	}
 	if (s->pid && !(s->flags & CPA_SF_KERNEL_THREAD) &&
 	    (s->n_ufp || (s->flags & CPA_SF_USER_REGS))) {
-		struct uproc *p = ucache__proc(u->cache, s->pid, u->now_ns);
+		if (unlikely(u->envs) && !env_allows(u, s->pid)) {
+			/* --parse_env_values: kernel frames only, CPA_STOP_NONE. */
+			u->env_skipped++;
+			if (u->bench)
+				u->bench->env_skipped++;
+		} else {
+			p = ucache__proc(u->cache, s->pid, u->now_ns);
+			if (!p) {
+				cnt(u, SHM_CNT_ERRORS, 1);
+			} else if (unlikely(u->bench)) {
+				uint64_t t0 = unwindd_now_ns();
 
-		if (p)
-			stop = unwind_user(u, p, &v, &n_u);
-		else
-			cnt(u, SHM_CNT_ERRORS, 1);
+				stop = unwind_user(u, p, &v, &n_u);
+				ubench__add(u->bench, unwindd_now_ns() - t0, n_u, stop);
+			} else {
+				stop = unwind_user(u, p, &v, &n_u);
+			}
+		}
 	}
+	if (unlikely(u->dumping))
+		dump_sample(u, p, msg, s, stop, n_u);
 
 	/* Keep the output in seq order: older losses go first or this joins them. */
 	if (!loss_flush(u)) {
@@ -504,6 +800,7 @@ static void handle_task(struct unwindd *u, const struct shm_msg *msg)
 	}
 	if (seen(u, t.seq))
 		return;
+	env_task(u, &t);
 	if (t.kind == CPA_TASK_EXEC)
 		ucache__task_exec(u->cache, t.pid);
 	else
@@ -557,19 +854,41 @@ int unwindd__start(struct unwindd *u)
 	return 0;
 }
 
+static void new_epoch(struct unwindd *u)
+{
+	u->epoch++;
+	u->reset_sent = false;
+	ucache__epoch_reset(u->cache);
+}
+
 int unwindd__process_batch(struct unwindd *u, unsigned int max)
 {
 	struct shm_msg msgs[UNWINDD_BATCH];
 	int n, i, r;
 
+	if (u->o.peer) {
+		/* Pairs with nothing: the monitor bumps it before it spawns symd;
+		 * any recent value will do, we only compare. */
+		uint32_t g = __atomic_load_n(&u->o.peer->generation, __ATOMIC_RELAXED);
+
+		if (unlikely(g != u->peer_gen)) {
+			u->peer_gen = g;
+			/* A new symd forgot our module ids: define them again
+			 * before their next use. The caches stay. */
+			if (u->reset_sent) {
+				new_epoch(u);
+				log_info("symd restarted (generation %u): new epoch %#llx, "
+					 "module definitions re-sent on next use",
+					 g, (unsigned long long)u->epoch);
+			}
+		}
+	}
 	if (unlikely(ucache__next_id(u->cache) > u->o.max_module_id) &&
 	    ucache__nr_bins(u->cache) + 2 < u->o.max_module_id / 2) {
 		/* Everything already in ring 1 keeps the old ids: symd reads it
 		 * before the reset that follows. (With the cache itself near the
 		 * limit a new epoch would not help: ids just keep growing.) */
-		u->epoch++;
-		u->reset_sent = false;
-		ucache__epoch_reset(u->cache);
+		new_epoch(u);
 	}
 	r = unwindd__start(u);
 	if (r < 0)
@@ -618,8 +937,11 @@ void unwindd__tick(struct unwindd *u, uint64_t now_ns)
 	}
 	if (now_ns - u->last_sweep_ns >= NSEC_PER_SEC / 4) {
 		ucache__sweep(u->cache, now_ns);
+		env_sweep(u, now_ns);
 		u->last_sweep_ns = now_ns;
 	}
+	if (u->bench)
+		(void)ubench__tick(u->bench, now_ns);
 	gauge_set(u, UNW_CNT_CACHE_BYTES, ucache__bytes(u->cache));
 #if defined(UNWINDD_HAVE_WALK)
 	{
@@ -631,6 +953,39 @@ void unwindd__tick(struct unwindd *u, uint64_t now_ns)
 		u->walk_complex_seen = ws.complex_rows;
 	}
 #endif
+}
+
+/* --bench, --debug_option, --parse_env_values: only what is asked for exists. */
+static int unwindd_features_new(struct unwindd *u)
+{
+	int r;
+
+	if (u->o.bench) {
+		u->bench = malloc(sizeof(*u->bench));
+		if (!u->bench)
+			return -ENOMEM;
+		ubench__init(u->bench, u->o.bench_interval_ns, u->now_ns);
+	}
+	if (u->o.debug_pid && u->o.debug_path && *u->o.debug_path) {
+		r = udump__open(u->o.debug_path, u->o.debug_pid, u->o.debug_freq,
+				u->o.debug_max_bytes, &u->dump);
+		/* A debug aid: without it the stage still runs. */
+		if (r < 0)
+			log_error_errno(r, "debug dump '%s': open: %m (no samples dumped)",
+					u->o.debug_path);
+		else
+			log_info("dumping every %u. sample of pid %u to '%s'",
+				 u->o.debug_freq ? u->o.debug_freq : 1, u->o.debug_pid,
+				 u->o.debug_path);
+	}
+	if (u->o.env_values && *u->o.env_values) {
+		u->envs_mask = 255;
+		u->envs = calloc(u->envs_mask + 1, sizeof(*u->envs));
+		u->env_buf = malloc(UNWINDD_ENVIRON_MAX);
+		if (!u->envs || !u->env_buf)
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct shm_ring_prod *out,
@@ -661,6 +1016,15 @@ int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct 
 		free(u);
 		return r;
 	}
+	if (u->o.peer)
+		u->peer_gen = __atomic_load_n(&u->o.peer->generation, __ATOMIC_RELAXED);
+	u->dump_maps_ns = UINT64_MAX;
+	u->now_ns = unwindd_now_ns();
+	r = unwindd_features_new(u);
+	if (r < 0) {
+		unwindd__free(u);
+		return r;
+	}
 	u->skip_upto = shm_ring__mark_sc(in);
 	u->mark = u->skip_upto;
 	u->now_ns = unwindd_now_ns();
@@ -674,5 +1038,21 @@ void unwindd__free(struct unwindd *u)
 	if (!u)
 		return;
 	ucache__free(u->cache);
+	udump__free(u->dump);
+	free(u->bench);
+	if (u->envs) {
+		uint32_t i;
+
+		for (i = 0; i <= u->envs_mask; i++) {
+			while (u->envs[i]) {
+				struct uenv *e = u->envs[i];
+
+				u->envs[i] = e->next;
+				free(e);
+			}
+		}
+		free(u->envs);
+	}
+	free(u->env_buf);
 	free(u);
 }

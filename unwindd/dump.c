@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Dump writer and reader (dump.h). The writer runs inside unwindd on one
+ * sample in FREQ of one pid: plain blocking write(2)s to a regular file,
+ * one per record, so an O_APPEND file never holds half of a record unless
+ * the disk filled up in the middle of one (then we stop: a reader stops at a
+ * torn record and everything before it is good).
+ */
+#include "dump.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/macro.h"
+#include "procmaps.h"
+
+#define UDUMP_SEEN_MAX 1024
+#define MAPS_TEXT_MAX  (64u << 20) /* the same bound as the maps cache */
+
+struct udump_seen {
+	uint64_t dev;
+	uint64_t ino;
+	uint32_t id;
+};
+
+struct udump {
+	int fd;
+	char path[1024];
+	uint32_t pid;
+	uint32_t freq;
+	uint64_t max_bytes;
+	uint64_t bytes;
+	uint64_t count; /* samples of pid seen */
+	uint64_t samples;
+	uint64_t errors;
+	bool stopped;
+	bool vdso_done;
+
+	char *buf; /* maps text, reused */
+	size_t buf_cap;
+
+	struct udump_seen seen[UDUMP_SEEN_MAX];
+	unsigned int n_seen;
+};
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- writer ---- */
+
+static int write_iov(struct udump *d, struct iovec *iov, int n_iov, size_t total)
+{
+	ssize_t w;
+
+	if (d->stopped)
+		return -ENOSPC;
+	if (d->bytes + total > d->max_bytes) {
+		d->stopped = true;
+		log_warn("debug dump '%s': reached its cap of %llu bytes, no more samples dumped",
+			 d->path, (unsigned long long)d->max_bytes);
+		return -EFBIG;
+	}
+	do
+		w = writev(d->fd, iov, n_iov);
+	while (w < 0 && errno == EINTR);
+	if (w == (ssize_t)total) {
+		d->bytes += total;
+		return 0;
+	}
+	d->errors++;
+	if (w >= 0) {
+		/* Part of a record is in the file: anything after it would be
+		 * misread, so that is the end of this dump. */
+		d->stopped = true;
+		log_error("debug dump '%s': short write (%zd of %zu bytes), dump stopped", d->path,
+			  w, total);
+		return -EIO;
+	}
+	w = -errno;
+	if (d->errors == 1)
+		log_error_errno((int)w,
+				"debug dump '%s': write: %m (counted in errors, logged once)",
+				d->path);
+	return (int)w;
+}
+
+static int write_rec(struct udump *d, uint32_t type, const void *a, size_t alen, const void *b,
+		     size_t blen)
+{
+	static const uint8_t zero[8];
+	struct udump_rec_hdr h;
+	struct iovec iov[4];
+	size_t len = alen + blen, pad = ALIGN_UP(len, 8) - len;
+	int n = 0;
+
+	if (len > UDUMP_REC_MAX)
+		return -E2BIG;
+	h.type = type;
+	h.len = (uint32_t)len;
+	iov[n++] = (struct iovec){.iov_base = &h, .iov_len = sizeof(h)};
+	if (alen)
+		iov[n++] = (struct iovec){.iov_base = (void *)a, .iov_len = alen};
+	if (blen)
+		iov[n++] = (struct iovec){.iov_base = (void *)b, .iov_len = blen};
+	if (pad)
+		iov[n++] = (struct iovec){.iov_base = (void *)zero, .iov_len = pad};
+	return write_iov(d, iov, n, sizeof(h) + len + pad);
+}
+
+int udump__open(const char *path, uint32_t pid, uint32_t freq, uint64_t max_bytes,
+		struct udump **ret)
+{
+	_cleanup_close_ int fd = -1;
+	struct udump *d;
+	struct stat sb;
+
+	if (!path || !*path || !pid)
+		return -EINVAL;
+	if (strlen(path) >= sizeof(d->path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) < 0)
+		return -errno;
+	if (!S_ISREG(sb.st_mode))
+		return -EINVAL;
+	if (sb.st_size > 0) {
+		/* Appending after a restart: the file must be one of ours. */
+		struct udump_file_hdr h;
+
+		if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+		    memcmp(h.magic, UDUMP_MAGIC, 8) != 0)
+			return -EBADMSG;
+		if (h.version_major != UDUMP_VERSION_MAJOR)
+			return -EPROTONOSUPPORT;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	snprintf(d->path, sizeof(d->path), "%s", path);
+	d->pid = pid;
+	d->freq = freq ? freq : 1;
+	d->max_bytes = max_bytes ? max_bytes : UDUMP_MAX_BYTES;
+	d->bytes = (uint64_t)sb.st_size;
+	d->fd = TAKE_FD(fd);
+	if (!d->bytes) {
+		struct udump_file_hdr h = {
+			.version_major = UDUMP_VERSION_MAJOR,
+			.version_minor = UDUMP_VERSION_MINOR,
+			.hdr_size = sizeof(h),
+			.pid = pid,
+			.freq = d->freq,
+			.created_ns = realtime_ns(),
+		};
+		struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
+		int r;
+
+		memcpy(h.magic, UDUMP_MAGIC, 8);
+		r = write_iov(d, &iov, 1, sizeof(h));
+		if (r < 0) {
+			udump__free(d);
+			return r;
+		}
+	}
+	*ret = d;
+	return 0;
+}
+
+void udump__free(struct udump *d)
+{
+	if (!d)
+		return;
+	if (d->fd >= 0)
+		close(d->fd);
+	free(d->buf);
+	free(d);
+}
+
+bool udump__want(struct udump *d, uint32_t pid)
+{
+	if (!d || pid != d->pid || d->stopped)
+		return false;
+	return d->count++ % d->freq == 0;
+}
+
+int udump__maps(struct udump *d, uint32_t pid, const char *text, size_t len)
+{
+	struct udump_maps h = {.pid = pid, .time_ns = realtime_ns()};
+
+	return write_rec(d, UDUMP_MAPS, &h, sizeof(h), text, len);
+}
+
+static int read_file(struct udump *d, const char *path, size_t *ret_len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+
+		if (len == d->buf_cap) {
+			size_t ncap = d->buf_cap ? d->buf_cap * 2 : 64 * 1024;
+			char *nb;
+
+			if (ncap > MAPS_TEXT_MAX)
+				return -EFBIG;
+			nb = realloc(d->buf, ncap);
+			if (!nb)
+				return -ENOMEM;
+			d->buf = nb;
+			d->buf_cap = ncap;
+		}
+		n = read(fd, d->buf + len, d->buf_cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	*ret_len = len;
+	return 0;
+}
+
+int udump__read_maps(struct udump *d, const char *proc_root, uint32_t pid, const char **ret,
+		     size_t *ret_len)
+{
+	char path[300];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%u/maps", proc_root ? proc_root : "/proc", pid);
+	r = read_file(d, path, ret_len);
+	if (r < 0)
+		return r;
+	*ret = d->buf;
+	return 0;
+}
+
+bool udump__module_seen(struct udump *d, uint64_t dev, uint64_t ino, uint32_t id)
+{
+	unsigned int i;
+
+	for (i = 0; i < d->n_seen; i++)
+		if (d->seen[i].ino == ino && d->seen[i].dev == dev && d->seen[i].id == id)
+			return true;
+	if (d->n_seen == UDUMP_SEEN_MAX)
+		d->n_seen = 0; /* forget: a repeated definition is harmless */
+	d->seen[d->n_seen++] = (struct udump_seen){.dev = dev, .ino = ino, .id = id};
+	return false;
+}
+
+int udump__module(struct udump *d, const struct udump_module *m, const char *path)
+{
+	return write_rec(d, UDUMP_MODULE, m, sizeof(*m), path, m->path_len);
+}
+
+int udump__sample(struct udump *d, const void *rec, uint32_t len)
+{
+	int r = write_rec(d, UDUMP_SAMPLE, rec, len, NULL, 0);
+
+	if (r == 0)
+		d->samples++;
+	return r;
+}
+
+int udump__result(struct udump *d, uint64_t seq, int stop, const struct cpa_uframe *uf,
+		  unsigned int n)
+{
+	struct udump_result h = {
+		.seq = seq,
+		.stop_reason = (uint16_t)stop,
+		.n_uframes = (uint16_t)n,
+	};
+
+	return write_rec(d, UDUMP_RESULT, &h, sizeof(h), uf, sizeof(*uf) * n);
+}
+
+int udump__vdso(struct udump *d)
+{
+	uint64_t base = getauxval(AT_SYSINFO_EHDR);
+	struct procmaps_entry e;
+	const char *pos, *end;
+	size_t len = 0;
+	int r;
+
+	if (d->vdso_done)
+		return 0;
+	d->vdso_done = true;
+	if (!base)
+		return -ENOENT;
+	r = read_file(d, "/proc/self/maps", &len);
+	if (r < 0)
+		return r;
+	pos = d->buf;
+	end = d->buf + len;
+	while ((r = procmaps__next(&pos, end, &e)) != 0) {
+		if (r > 0 && e.kind == PROCMAPS_VDSO && e.start == base)
+			return write_rec(d, UDUMP_VDSO, (const void *)(uintptr_t)base,
+					 e.end - e.start, NULL, 0);
+	}
+	return -ENOENT;
+}
+
+uint64_t udump__bytes(const struct udump *d)
+{
+	return d->bytes;
+}
+
+uint64_t udump__errors(const struct udump *d)
+{
+	return d->errors;
+}
+
+uint64_t udump__samples(const struct udump *d)
+{
+	return d->samples;
+}
+
+bool udump__stopped(const struct udump *d)
+{
+	return d->stopped;
+}
+
+/* ---- reader ---- */
+
+struct udump_reader {
+	const uint8_t *base;
+	size_t size;
+	size_t pos;
+	struct udump_file_hdr hdr;
+};
+
+int udump_reader__open(const char *path, struct udump_reader **ret)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct udump_reader *r;
+	struct stat sb;
+	void *base;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) < 0)
+		return -errno;
+	if ((size_t)sb.st_size < sizeof(struct udump_file_hdr))
+		return -EBADMSG;
+	base = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		munmap(base, (size_t)sb.st_size);
+		return -ENOMEM;
+	}
+	r->base = base;
+	r->size = (size_t)sb.st_size;
+	memcpy(&r->hdr, base, sizeof(r->hdr));
+	if (memcmp(r->hdr.magic, UDUMP_MAGIC, 8) != 0 || r->hdr.hdr_size < sizeof(r->hdr) ||
+	    r->hdr.hdr_size > r->size) {
+		udump_reader__free(r);
+		return -EBADMSG;
+	}
+	if (r->hdr.version_major > UDUMP_VERSION_MAJOR) {
+		udump_reader__free(r);
+		return -EPROTONOSUPPORT;
+	}
+	r->pos = ALIGN_UP((size_t)r->hdr.hdr_size, 8);
+	*ret = r;
+	return 0;
+}
+
+const struct udump_file_hdr *udump_reader__hdr(const struct udump_reader *r)
+{
+	return &r->hdr;
+}
+
+int udump_reader__next(struct udump_reader *r, struct udump_rec *ret)
+{
+	struct udump_rec_hdr h;
+
+	if (r->pos >= r->size)
+		return 0;
+	if (r->size - r->pos < sizeof(h))
+		return -EBADMSG;
+	memcpy(&h, r->base + r->pos, sizeof(h));
+	if (h.len > UDUMP_REC_MAX || h.len > r->size - r->pos - sizeof(h))
+		return -EBADMSG;
+	ret->type = h.type;
+	ret->len = h.len;
+	ret->data = r->base + r->pos + sizeof(h);
+	r->pos += sizeof(h) + ALIGN_UP((size_t)h.len, 8);
+	if (r->pos > r->size)
+		r->pos = r->size; /* the last record's padding may be missing: fine */
+	return 1;
+}
+
+void udump_reader__free(struct udump_reader *r)
+{
+	if (!r)
+		return;
+	if (r->base)
+		munmap((void *)r->base, r->size);
+	free(r);
+}

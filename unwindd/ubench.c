@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+#include "ubench.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+
+static const char *const stop_names[CPA_STOP_MAX] = {
+	[CPA_STOP_NONE] = "none",     [CPA_STOP_END] = "end",	[CPA_STOP_NO_MAP] = "no_map",
+	[CPA_STOP_NO_CFI] = "no_cfi", [CPA_STOP_READ] = "read", [CPA_STOP_DEPTH] = "depth",
+	[CPA_STOP_ANON] = "anon",     [CPA_STOP_BAD] = "bad",	[CPA_STOP_FP] = "fp",
+};
+
+static const char *const bucket_names[UBENCH_BUCKETS] = {
+	"<1",	 "1-2",	   "2-4",     "4-8",	 "8-16",   "16-32",
+	"32-64", "64-128", "128-256", "256-512", "512-1K", ">=1K",
+};
+
+static void interval_reset(struct ubench *b, uint64_t now_ns)
+{
+	uint64_t interval = b->interval_ns, intervals = b->intervals;
+
+	memset(b, 0, sizeof(*b));
+	b->interval_ns = interval;
+	b->intervals = intervals;
+	b->start_ns = now_ns;
+	b->lat_min_ns = UINT64_MAX;
+}
+
+void ubench__init(struct ubench *b, uint64_t interval_ns, uint64_t now_ns)
+{
+	memset(b, 0, sizeof(*b));
+	b->interval_ns = interval_ns ? interval_ns : 1000000000ull;
+	interval_reset(b, now_ns);
+}
+
+unsigned int ubench__bucket(uint64_t lat_ns)
+{
+	uint64_t us = lat_ns / 1000;
+	unsigned int i;
+
+	if (!us)
+		return 0;
+	/* [2^(i-1), 2^i) us -> bucket i; 1024 us and more -> the last. */
+	i = 64 - (unsigned int)__builtin_clzll(us);
+	return i < UBENCH_BUCKETS - 1 ? i : UBENCH_BUCKETS - 1;
+}
+
+#define APPEND(buf, len, n, ...)                                                        \
+	do {                                                                            \
+		if ((n) < (len))                                                        \
+			(n) += (size_t)snprintf((buf) + (n), (len) - (n), __VA_ARGS__); \
+	} while (0)
+
+void ubench__format(const struct ubench *b, uint64_t elapsed_ns, char *line1, size_t len1,
+		    char *line2, size_t len2)
+{
+	double secs = elapsed_ns ? (double)elapsed_ns / 1e9 : 1.0;
+	double avg = b->samples ? (double)b->lat_sum_ns / (double)b->samples / 1e3 : 0.0;
+	double min = b->samples ? (double)b->lat_min_ns / 1e3 : 0.0;
+	double max = b->samples ? (double)b->lat_max_ns / 1e3 : 0.0;
+	double fps = b->samples ? (double)b->frames / (double)b->samples : 0.0;
+	size_t n = 0;
+	unsigned int i;
+	bool any = false;
+
+	APPEND(line1, len1, n,
+	       "bench: %.2fs samples %llu rate %.1f/s lat_us avg %.2f min %.2f max %.2f "
+	       "frames/sample %.1f env_skipped %llu stop",
+	       secs, (unsigned long long)b->samples, (double)b->samples / secs, avg, min, max, fps,
+	       (unsigned long long)b->env_skipped);
+	for (i = 0; i < CPA_STOP_MAX; i++) {
+		if (!b->stop[i])
+			continue;
+		APPEND(line1, len1, n, " %s=%llu", stop_names[i], (unsigned long long)b->stop[i]);
+		any = true;
+	}
+	if (!any)
+		APPEND(line1, len1, n, " -");
+
+	n = 0;
+	APPEND(line2, len2, n, "bench: hist_us");
+	for (i = 0; i < UBENCH_BUCKETS; i++)
+		APPEND(line2, len2, n, " %s:%llu", bucket_names[i], (unsigned long long)b->hist[i]);
+}
+
+bool ubench__tick(struct ubench *b, uint64_t now_ns)
+{
+	char l1[512], l2[320];
+	uint64_t elapsed = now_ns - b->start_ns;
+
+	if (now_ns < b->start_ns || elapsed < b->interval_ns)
+		return false;
+	ubench__format(b, elapsed, l1, sizeof(l1), l2, sizeof(l2));
+	log_info("%s", l1);
+	log_info("%s", l2);
+	b->intervals++;
+	interval_reset(b, now_ns);
+	return true;
+}
