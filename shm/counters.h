@@ -35,6 +35,8 @@ enum unwindd_counter {
 	UNW_CNT_FP_DEEPER,	 /* kernel FP chain deeper than the CFI walk */
 	UNW_CNT_CACHE_EVICT,	 /* binaries evicted under the cache cap */
 	UNW_CNT_CACHE_BYTES,	 /* (gauge) bytes held by unwind tables */
+	UNW_CNT_ENV_SKIPPED,	 /* not unwound: env value not in --parse_env_values */
+	UNW_CNT_DUMP_ERRORS,	 /* --debug_option dump writes that failed */
 	UNW_CNT_MAX_,
 };
 

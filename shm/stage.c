@@ -60,6 +60,7 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 		"frames", "stop_end", "stop_no_map", "stop_no_cfi", "stop_read",
 		"stop_depth", "stop_anon", "stop_bad", "maps_refresh", "maps_fail",
 		"modules", "cfi_expr_rows", "fp_deeper", "cache_evict", "cache_bytes",
+		"env_skipped", "dump_errors",
 	};
 	static const char *const symd[SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"lookups", "hits", "misses", "ksyms", "bin_open_fail", "bin_rejected",

@@ -261,9 +261,6 @@ START_TEST(test_unsupported_refused)
 		{MON, {"--probe", "tracepoint:sched:sched_switch"}, "--probe: not supported yet"},
 		{MON, {"--oneshot"}, "--oneshot: not supported yet"},
 		{MON, {"--backend", "perf"}, "--backend perf: not supported yet"},
-		{MON, {"--parse_env_values", "a,b"}, "--parse_env_values: not supported yet"},
-		{MON, {"--debug_option", "12,10,/tmp/dump"}, "--debug_option: not supported yet"},
-		{MON, {"--bench"}, "--bench: not supported yet"},
 		{SHOW, {"-r", "/tmp", "--split_path", "/tmp/s"}, "--split_path: not supported yet"},
 		{SHOW, {"-r", "/tmp", "-G"}, "--use_cui: not supported yet"},
 	};
@@ -273,6 +270,10 @@ START_TEST(test_unsupported_refused)
 			      cases[i].args[0]);
 		ASSERT_LOG(cases[i].msg);
 	}
+	/* Built since: accepted now. */
+	ck_assert_int_eq(PARSE(MON, "--bench"), 0);
+	ck_assert_int_eq(PARSE(MON, "--debug_option", "12,10,/tmp/dump"), 0);
+	ck_assert_int_eq(PARSE(MON, "--parse_env_values", "a,b"), 0);
 	/* Cleared again by "false" in a config, it is not refused. */
 	ck_assert_int_eq(PARSE(MON, "--backend", "bpf"), 0);
 	ck_assert_int_eq(PARSE(MON, "--offcpu", "0"), 0);

@@ -636,8 +636,10 @@ static void dump_sample(struct unwindd *u, struct uproc *p, const struct shm_msg
 		r = udump__sample(u->dump, msg->data, msg->len);
 	if (r >= 0)
 		r = udump__result(u->dump, s->seq, stop, u->uf, n_u);
-	if (r < 0)
-		cnt(u, SHM_CNT_ERRORS, 1); /* logged once by the writer */
+	if (r < 0) {
+		cnt(u, SHM_CNT_ERRORS, 1);
+		cnt(u, UNW_CNT_DUMP_ERRORS, 1); /* logged once by the writer */
+	}
 	u->dumping = false;
 }
 
@@ -724,6 +726,7 @@ static void handle_sample(struct unwindd *u, const struct shm_msg *msg)
 		if (unlikely(u->envs) && !env_allows(u, s->pid)) {
 			/* --parse_env_values: kernel frames only, CPA_STOP_NONE. */
 			u->env_skipped++;
+			cnt(u, UNW_CNT_ENV_SKIPPED, 1);
 			if (u->bench)
 				u->bench->env_skipped++;
 		} else {
