@@ -34,6 +34,11 @@ struct cap_perf_cpu {
 	void *base; /* control page + data */
 	uint8_t *data;
 	uint64_t size; /* data bytes, power of two */
+	/* drain cursor */
+	uint64_t head, tail;
+	struct perf_event_header next;
+	uint64_t next_time;
+	bool has_next;
 };
 
 struct comm_slot {
@@ -272,91 +277,129 @@ static int on_record(struct cap_perf *p, const struct perf_event_header *h)
 			return 0;
 		memcpy(&t, (const uint8_t *)h + h->size - CAP_PERF_ID_TRAILER + 8, 8);
 		return on_task(p, CPA_BPF_TASK_EXEC, u[0], u[1], t, comm_of(p, u[1]));
+	case PERF_RECORD_FORK:
+		if (h->size < sizeof(*h) + 24)
+			return 0;
+		/* A new task has its parent's comm. Set it now: the tid may be a
+		 * reused one whose old comm is still cached. */
+		memcpy(u, b, 16);
+		{
+			char comm[CPA_BPF_COMM_LEN];
+
+			memcpy(comm, comm_of(p, u[3]), sizeof(comm));
+			comm_set(p, u[2], comm, sizeof(comm));
+		}
+		return 0;
 	case PERF_RECORD_EXIT:
 		if (h->size < sizeof(*h) + 24)
 			return 0;
 		memcpy(u, b, 16);
 		memcpy(&t, b + 16, 8);
-		/* perf reports every thread; the leader's exit stands for the process. */
+		/* perf reports every thread; the leader's exit stands for the process.
+		 * Its comm stays cached: samples in other CPUs' rings may come later. */
 		if (u[0] != u[2])
 			return 0;
-		{
-			char comm[CPA_BPF_COMM_LEN];
-			int r;
-
-			memcpy(comm, comm_of(p, u[2]), sizeof(comm));
-			p->comms[u[2] % CAP_COMM_CACHE].tid = 0;
-			r = on_task(p, CPA_BPF_TASK_EXIT, u[0], u[2], t, comm);
-			return r;
-		}
+		return on_task(p, CPA_BPF_TASK_EXIT, u[0], u[2], t, comm_of(p, u[2]));
 	default:
 		return 0;
 	}
 }
 
-static int drain_cpu(struct cap_perf *p, struct cap_perf_cpu *c)
+/* Copy len bytes at ring position pos, across the wrap if need be. */
+static void ring_copy(const struct cap_perf_cpu *c, uint64_t pos, void *dst, size_t len)
 {
-	struct perf_event_mmap_page *mp = c->base;
-	/* Pairs with the kernel's smp_store_release of data_head. */
-	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = mp->data_tail, mask = c->size - 1;
+	uint64_t off = pos & (c->size - 1), first = MIN((uint64_t)len, c->size - off);
+
+	memcpy(dst, c->data + off, first);
+	memcpy((uint8_t *)dst + first, c->data, len - first);
+}
+
+/* Look at the next record of c: its header and its time. False when empty. */
+static bool cursor_peek(struct cap_perf_cpu *c)
+{
+	struct perf_event_header *h = &c->next;
+
+	if (c->head - c->tail < sizeof(*h))
+		return false;
+	ring_copy(c, c->tail, h, sizeof(*h));
+	if (h->size < sizeof(*h) || h->size > c->head - c->tail) {
+		c->tail = c->head; /* cannot happen with a sane kernel: resync */
+		return false;
+	}
+	c->next_time = 0; /* no time: handle it first */
+	if (h->type == PERF_RECORD_SAMPLE && h->size >= sizeof(*h) + 24)
+		ring_copy(c, c->tail + sizeof(*h) + 16, &c->next_time, 8); /* after ip, pid/tid */
+	else if (h->type != PERF_RECORD_SAMPLE && h->size >= sizeof(*h) + CAP_PERF_ID_TRAILER)
+		ring_copy(c, c->tail + h->size - CAP_PERF_ID_TRAILER + 8, &c->next_time, 8);
+	return true;
+}
+
+/*
+ * Drain every CPU's ring in time order. Each ring is ordered, but a task's
+ * rename (PERF_RECORD_COMM) may sit in one CPU's ring and its next samples
+ * in another's: handling the rings one after the other would label those
+ * samples with the old comm, and samples handled after the exit with none.
+ */
+static int drain_all(struct cap_perf *p)
+{
 	int n = 0, r = 0;
 
-	while (tail < head) {
-		struct perf_event_header h;
+	for (unsigned int i = 0; i < p->n_cpus; i++) {
+		struct cap_perf_cpu *c = &p->cpus[i];
+		struct perf_event_mmap_page *mp = c->base;
+
+		if (!mp)
+			continue;
+		/* Pairs with the kernel's smp_store_release of data_head. */
+		c->head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+		c->tail = mp->data_tail;
+		c->has_next = cursor_peek(c);
+	}
+	for (;;) {
+		struct cap_perf_cpu *c = NULL;
 		const struct perf_event_header *rec;
-		uint64_t off = tail & mask;
 
-		if (head - tail < sizeof(h))
+		for (unsigned int i = 0; i < p->n_cpus; i++)
+			if (p->cpus[i].has_next && (!c || p->cpus[i].next_time < c->next_time))
+				c = &p->cpus[i];
+		if (!c)
 			break;
-		if (off + sizeof(h) <= c->size) {
-			memcpy(&h, c->data + off, sizeof(h));
+		if ((c->tail & (c->size - 1)) + c->next.size <= c->size) {
+			rec = (const struct perf_event_header *)(c->data +
+								 (c->tail & (c->size - 1)));
 		} else {
-			uint64_t first = c->size - off;
-
-			memcpy(&h, c->data + off, first);
-			memcpy((uint8_t *)&h + first, c->data, sizeof(h) - first);
-		}
-		if (h.size < sizeof(h) || h.size > head - tail) {
-			tail = head; /* cannot happen with a sane kernel: resync */
-			break;
-		}
-		if (off + h.size <= c->size) {
-			rec = (const struct perf_event_header *)(c->data + off);
-		} else {
-			uint64_t first = c->size - off;
-
-			memcpy(p->rec, c->data + off, first);
-			memcpy(p->rec + first, c->data, h.size - first);
+			ring_copy(c, c->tail, p->rec, c->next.size);
 			rec = (const struct perf_event_header *)p->rec;
 		}
 		r = on_record(p, rec);
-		tail += h.size;
+		c->tail += c->next.size;
 		n++;
 		if (r < 0)
 			break;
+		c->has_next = cursor_peek(c);
 	}
-	/* Pairs with the kernel's read of data_tail: our reads are done. */
-	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+	for (unsigned int i = 0; i < p->n_cpus; i++) {
+		struct perf_event_mmap_page *mp = p->cpus[i].base;
+
+		/* Pairs with the kernel's read of data_tail: our reads are done. */
+		if (mp)
+			__atomic_store_n(&mp->data_tail, p->cpus[i].tail, __ATOMIC_RELEASE);
+	}
 	return r < 0 ? r : n;
 }
 
 int cap_perf__poll(struct cap_perf *p, int timeout_ms)
 {
 	struct epoll_event ev[16];
-	int r, total = 0;
+	int r, n;
 
 	r = epoll_wait(p->epfd, ev, ARRAY_SIZE(ev), timeout_ms);
 	if (r < 0 && errno != EINTR)
 		return -errno;
-	for (unsigned int i = 0; i < p->n_cpus; i++) {
-		int n = drain_cpu(p, &p->cpus[i]);
-
-		if (n < 0)
-			return n;
-		total += n;
-	}
-	return r < 0 ? -EINTR : total;
+	n = drain_all(p);
+	if (n < 0)
+		return n;
+	return r < 0 ? -EINTR : n;
 }
 
 static uint64_t data_pages(uint32_t freq, uint32_t stack_size, size_t page)
