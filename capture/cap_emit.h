@@ -41,6 +41,7 @@ uint64_t cap_now_ns(int clock_id);
 enum cap_loss_slot {
 	CAP_LOSS_RING_FULL, /* ring 0 full: SHM_CNT_DROP_RING_FULL */
 	CAP_LOSS_BPF_RB,    /* BPF ring buffer full: CAP_CNT_BPF_RB_LOST */
+	CAP_LOSS_RATE,	    /* over the stage's rate_limit: SHM_CNT_DROP_RATE */
 	CAP_LOSS_MAX,
 };
 
@@ -60,6 +61,8 @@ struct cap_emit {
 	bool ustack_refused; /* user stacks wanted but refused on this kernel */
 	uint32_t batch_recs; /* reserved since the last commit */
 	uint64_t batch_bytes;
+	uint64_t rate_sec; /* second (of sample time) rate_n counts */
+	uint64_t rate_n;
 	struct cap_loss_pending loss[CAP_LOSS_MAX];
 };
 

@@ -324,6 +324,48 @@ START_TEST(test_oversize_degrades)
 }
 END_TEST
 
+/* The stage's rate_limit is honoured per second of sample time, live. */
+START_TEST(test_rate_limit)
+{
+	struct fix f;
+	size_t size;
+	struct cpa_bpf_sample *bs = bpf_sample(1, 1, 16, &size);
+	const struct cpa_loss *l;
+	struct shm_msg m;
+	unsigned int samples = 0, i;
+
+	fix_init(&f, 1u << 16);
+	f.st->rate_limit = 3;
+	for (i = 0; i < 5; i++) {
+		bs->time_ns = 10 * CAP_NSEC + i; /* five in one second */
+		ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	}
+	bs->time_ns = 11 * CAP_NSEC; /* a new second: allowed again */
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	f.st->rate_limit = 0; /* lifted live */
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, 12 * CAP_NSEC, false), 0);
+	cap_emit__commit(&f.e);
+
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_DROP_RATE), 2);
+	while (shm_ring__peek_sc(&f.cons, &m) == 0) {
+		if (m.type == CPA_REC_SAMPLE) {
+			samples++;
+			continue;
+		}
+		ck_assert_uint_eq(m.type, CPA_REC_LOSS);
+		l = m.data;
+		ck_assert_uint_eq(l->reason, SHM_CNT_DROP_RATE);
+		ck_assert_uint_eq(l->count, 2);
+		ck_assert_uint_eq(l->time_ns, 10 * CAP_NSEC + 3 + CLOCK_OFF);
+	}
+	ck_assert_uint_eq(samples, 3 + 1 + 5);
+	free(bs);
+	fix_free(&f);
+}
+END_TEST
+
 START_TEST(test_loss_aggregation)
 {
 	struct fix f;
@@ -456,6 +498,7 @@ static Suite *capture_suite(void)
 	tcase_add_test(tc, test_ustack_refused_flagged);
 	tcase_add_test(tc, test_degrade_then_drop);
 	tcase_add_test(tc, test_oversize_degrades);
+	tcase_add_test(tc, test_rate_limit);
 	tcase_add_test(tc, test_loss_aggregation);
 	tcase_add_test(tc, test_seq_exhaustion);
 	tcase_add_test(tc, test_clock_offset);
