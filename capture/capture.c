@@ -160,6 +160,53 @@ static void stats_sync(struct capture *c)
 			   cap_now_ns(CLOCK_REALTIME));
 }
 
+static int setup_perf(struct capture *c, const struct cap_bpf_opts *o)
+{
+	struct cap_perf_opts po = {
+		.target_tgid = o->target_tgid,
+		.comm = o->comm,
+		.stack_size = o->stack_size,
+		.kernel_only = o->kernel_only,
+		.with_idle = o->with_idle,
+		.freq = c->cfg->freq,
+	};
+	int r;
+
+	r = cap_perf__open(&po, c->cpus, c->nr_cpus, on_record, c, &c->perf);
+	if (r < 0)
+		return r;
+	log_info("sampling %u CPUs at %u Hz (cpu-clock, perf backend), user stack copy %u "
+		 "bytes%s",
+		 c->nr_cpus, c->cfg->freq, o->stack_size,
+		 o->kernel_only ? " (kernel stacks only)" : "");
+	return 0;
+}
+
+static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
+{
+	int r;
+
+	o->ringbuf_size = cap_bpf_ringbuf_size(c->nr_cpus, c->cfg->freq, o->stack_size);
+	r = cap_bpf__open(o, on_record, c, &c->bpf);
+	if (r < 0)
+		return r;
+	r = cap_bpf__attach(c->bpf, c->cpus, c->nr_cpus, c->cfg->freq);
+	if (r < 0)
+		return r;
+	log_info("sampling %u CPUs at %u Hz (cpu-clock), user stack copy %u bytes%s, "
+		 "BPF ring buffer %u KiB, prog id %u",
+		 c->nr_cpus, c->cfg->freq, o->stack_size,
+		 o->kernel_only ? " (kernel stacks only)" : "", o->ringbuf_size >> 10,
+		 cap_bpf__prog_id(c->bpf));
+	return 0;
+}
+
+/* Only plain on-CPU sampling may fall back; BPF-only modes must fail. */
+static bool bpf_fallback_allowed(const struct cpa_config *cfg)
+{
+	return !(cfg->flags & (CPA_CFG_OFFCPU | CPA_CFG_ONESHOT)) && cfg->nr_probes == 0;
+}
+
 static int capture_setup(struct capture *c, struct shm_arena *a)
 {
 	struct cap_bpf_opts o = {};
@@ -190,38 +237,22 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	o.kernel_only = c->cfg->flags & CPA_CFG_KERNEL_STACK_ONLY;
 	o.with_idle = c->cfg->flags & CPA_CFG_WITH_IDLE;
 	o.btf_path = c->cfg->btf_path[0] ? c->cfg->btf_path : NULL;
-	if (c->cfg->backend == CPA_BACKEND_PERF) {
-		struct cap_perf_opts po = {
-			.target_tgid = o.target_tgid,
-			.comm = o.comm,
-			.stack_size = o.stack_size,
-			.kernel_only = o.kernel_only,
-			.with_idle = o.with_idle,
-			.freq = c->cfg->freq,
-		};
+	if (c->cfg->backend == CPA_BACKEND_PERF)
+		return setup_perf(c, &o);
 
-		r = cap_perf__open(&po, c->cpus, c->nr_cpus, on_record, c, &c->perf);
-		if (r < 0)
-			return r;
-		log_info("sampling %u CPUs at %u Hz (cpu-clock, perf backend), user stack copy %u "
-			 "bytes%s",
-			 c->nr_cpus, c->cfg->freq, o.stack_size,
-			 o.kernel_only ? " (kernel stacks only)" : "");
-		return 0;
-	}
-	o.ringbuf_size = cap_bpf_ringbuf_size(c->nr_cpus, c->cfg->freq, o.stack_size);
-	r = cap_bpf__open(&o, on_record, c, &c->bpf);
-	if (r < 0)
+	r = setup_bpf(c, &o);
+	if (r >= 0 || !bpf_fallback_allowed(c->cfg))
 		return r;
-	r = cap_bpf__attach(c->bpf, c->cpus, c->nr_cpus, c->cfg->freq);
-	if (r < 0)
-		return r;
-	log_info("sampling %u CPUs at %u Hz (cpu-clock), user stack copy %u bytes%s, "
-		 "BPF ring buffer %u KiB, prog id %u",
-		 c->nr_cpus, c->cfg->freq, o.stack_size,
-		 o.kernel_only ? " (kernel stacks only)" : "", o.ringbuf_size >> 10,
-		 cap_bpf__prog_id(c->bpf));
-	return 0;
+	/*
+	 * Plain on-CPU sampling does not need BPF: rather than record nothing,
+	 * say so loudly and sample through perf_event alone. BPF-only modes
+	 * (off-CPU, probes, one-shot) fail instead.
+	 */
+	log_warn("BPF backend unusable (%s): falling back to the perf backend "
+		 "(filters in user space, higher cost per sample)",
+		 strerror(r < 0 ? -r : r));
+	backend_free(c);
+	return setup_perf(c, &o);
 }
 
 /* Stop sampling, drain the kernel buffers into ring 0, flush losses. */

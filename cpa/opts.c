@@ -189,7 +189,6 @@ static const struct {
 	{"offcpu", MON, NULL},
 	{"probe", MON, NULL},
 	{"oneshot", MON, NULL},
-	{"backend", MON, "perf"},
 	{"split_path", SHOW, NULL},
 	{"use_cui", SHOW, NULL},
 };

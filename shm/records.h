@@ -130,10 +130,12 @@ struct cpa_task_event {
 _Static_assert(sizeof(struct cpa_task_event) == 48, "cpa_task_event layout");
 
 /*
- * CPA_REC_LOSS: count samples of kind were lost (or degraded) for reason at
+ * CPA_REC_LOSS: count samples of kind were lost for reason at
  * stage around time_ns. reason is an enum shm_counter of that stage
- * (SHM_CNT_DROP_RING_FULL, SHM_CNT_DEGRADED, CAP_CNT_BPF_RB_LOST, ...).
- * The storer keeps them as "[lost: <stage> <reason>]" stacks.
+ * (SHM_CNT_DROP_RING_FULL, SHM_CNT_DROP_RATE, CAP_CNT_BPF_RB_LOST, ...).
+ * The storer keeps them as "[lost: <stage> <reason>]" stacks. Degraded
+ * samples are not losses: they travel on with CPA_SF_DEGRADED set and show
+ * up as "[degraded: no user stack]" stacks instead, so nothing counts twice.
  */
 struct cpa_loss {
 	uint64_t seq;

@@ -153,7 +153,8 @@ static char *store_new(void)
 	return d;
 }
 
-static pid_t monitor_start(const char *store, int duration, int freq, int target_pid)
+static pid_t monitor_start_backend(const char *store, int duration, int freq, int target_pid,
+				   const char *backend)
 {
 	char cpa[1100], dur[16], f[16], p[16];
 	char *argv[16] = { cpa, "monitor", "--store_dir", (char *)store, "-F", f };
@@ -171,8 +172,17 @@ static pid_t monitor_start(const char *store, int duration, int freq, int target
 		argv[n++] = "--pid";
 		argv[n++] = p;
 	}
+	if (backend) {
+		argv[n++] = "--backend";
+		argv[n++] = (char *)backend;
+	}
 	argv[n] = NULL;
 	return spawn(argv, NULL);
+}
+
+static pid_t monitor_start(const char *store, int duration, int freq, int target_pid)
+{
+	return monitor_start_backend(store, duration, freq, target_pid, NULL);
 }
 
 struct range {
@@ -357,6 +367,36 @@ START_TEST(test_e2e_chain_and_count)
 }
 END_TEST
 
+/* --backend perf: perf_event alone (no BPF) gives the same intact chains. */
+START_TEST(test_e2e_perf_backend)
+{
+	char *store = store_new(), *prof;
+	struct stack_stats st;
+	struct workload w;
+	struct range r;
+	pid_t mon;
+
+	need_root_bpf();
+	mon = monitor_start_backend(store, 7, 49, 0, "perf");
+	sleep(2);
+	workload_start(&w, "cpa-workload", 3.0, 6);
+	workload_finish(&w);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+
+	show_range(store, &r);
+	prof = show_all(store, &r);
+	stats_of(prof, w.pid, &st);
+	fprintf(stderr, "e2e perf backend: %ld samples (chain a %ld, b %ld)\n", st.pid_samples,
+		st.chain_a, st.chain_b);
+	ck_assert_int_gt(st.pid_samples, 0.7 * 49 * w.cpu_s);
+	ck_assert_msg(st.chain_a + st.chain_b >= 0.9 * st.pid_samples,
+		      "only %ld of %ld samples have an intact chain", st.chain_a + st.chain_b,
+		      st.pid_samples);
+	free(prof);
+	free(store);
+}
+END_TEST
+
 /* --pid filters in the kernel: nobody else appears in the store. */
 START_TEST(test_e2e_pid_filter)
 {
@@ -485,6 +525,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_e2e_chain_and_count);
 	tcase_add_test(tc, test_e2e_pid_filter);
+	tcase_add_test(tc, test_e2e_perf_backend);
 	tcase_add_test(tc, test_e2e_stop_sigint);
 	tcase_add_test(tc, test_e2e_stop_sigterm);
 	tcase_add_test(tc, test_e2e_nofp_complete_and_shares);
