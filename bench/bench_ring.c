@@ -78,7 +78,7 @@ static struct shared *shared_new(void)
 
 static struct shm_arena *arena_new(uint64_t data_size)
 {
-	struct shm_layout l = { .n_rings = 1 };
+	struct shm_layout l = {.n_rings = 1};
 	struct shm_arena *a;
 	int r;
 
@@ -339,7 +339,8 @@ static void wake_latency(bool api, double *p50, double *p99)
 				while (__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE) == 1)
 					syscall(SYS_futex, &sh->go, FUTEX_WAIT, 1, NULL, NULL, 0);
 			}
-			sh->lat_ns[i % 4096] = now_ns() - __atomic_load_n(&sh->stamp, __ATOMIC_ACQUIRE);
+			sh->lat_ns[i % 4096] =
+				now_ns() - __atomic_load_n(&sh->stamp, __ATOMIC_ACQUIRE);
 		}
 	}
 	waitpid(pid, NULL, 0);

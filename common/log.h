@@ -35,10 +35,10 @@ void log_printf(enum log_level lvl, const char *fmt, ...) _printf_(2, 3);
 #define log_error(...) log_printf(LOG_LVL_ERROR, __VA_ARGS__)
 #define log_warn(...)  log_printf(LOG_LVL_WARN, __VA_ARGS__)
 #define log_info(...)  log_printf(LOG_LVL_INFO, __VA_ARGS__)
-#define log_debug(...)                                                                             \
-	do {                                                                                       \
-		if (log_enabled(LOG_LVL_DEBUG))                                                    \
-			log_printf(LOG_LVL_DEBUG, __VA_ARGS__);                                    \
+#define log_debug(...)                                          \
+	do {                                                    \
+		if (log_enabled(LOG_LVL_DEBUG))                 \
+			log_printf(LOG_LVL_DEBUG, __VA_ARGS__); \
 	} while (0)
 
 /*
@@ -46,20 +46,20 @@ void log_printf(enum log_level lvl, const char *fmt, ...) _printf_(2, 3);
  *	return log_error_errno(r, "open '%s': %m", path);
  * %m prints strerror(-r), whatever errno happens to be.
  */
-#define log_error_errno(r, ...)                                                                    \
-	({                                                                                         \
-		int _r = (r);                                                                      \
-		errno = _r < 0 ? -_r : _r;                                                         \
-		log_printf(LOG_LVL_ERROR, __VA_ARGS__);                                            \
-		_r < 0 ? _r : -_r;                                                                 \
+#define log_error_errno(r, ...)                         \
+	({                                              \
+		int _r = (r);                           \
+		errno = _r < 0 ? -_r : _r;              \
+		log_printf(LOG_LVL_ERROR, __VA_ARGS__); \
+		_r < 0 ? _r : -_r;                      \
 	})
 
-#define log_warn_errno(r, ...)                                                                     \
-	({                                                                                         \
-		int _r = (r);                                                                      \
-		errno = _r < 0 ? -_r : _r;                                                         \
-		log_printf(LOG_LVL_WARN, __VA_ARGS__);                                             \
-		_r < 0 ? _r : -_r;                                                                 \
+#define log_warn_errno(r, ...)                         \
+	({                                             \
+		int _r = (r);                          \
+		errno = _r < 0 ? -_r : _r;             \
+		log_printf(LOG_LVL_WARN, __VA_ARGS__); \
+		_r < 0 ? _r : -_r;                     \
 	})
 
 /* "[MM/DD HH:MM:SS.mmmm] " for the current local time into buf (>= 24 bytes). */

@@ -186,11 +186,8 @@ static const struct {
 	unsigned int scope;
 	const char *value;
 } opt_unsupported[] = {
-	{"offcpu", MON, NULL},
-	{"probe", MON, NULL},
-	{"oneshot", MON, NULL},
-	{"split_path", SHOW, NULL},
-	{"use_cui", SHOW, NULL},
+	{"offcpu", MON, NULL},	    {"probe", MON, NULL},    {"oneshot", MON, NULL},
+	{"split_path", SHOW, NULL}, {"use_cui", SHOW, NULL},
 };
 
 static void *opt_ptr(const struct opt_def *d, struct cpa_opts *o)

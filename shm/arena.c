@@ -158,8 +158,7 @@ int shm_arena__create(const struct shm_layout *layout, struct shm_arena **ret)
 			goto out_free;
 	}
 	for (i = 0; i < SHM_STAGE_MAX; i++) {
-		struct shm_stage *st =
-			(struct shm_stage *)((uint8_t *)a->base + stage_off) + i;
+		struct shm_stage *st = (struct shm_stage *)((uint8_t *)a->base + stage_off) + i;
 
 		st->id = i;
 	}
@@ -240,7 +239,8 @@ int shm_arena__validate(const void *base, uint64_t size)
 		int r;
 
 		/* Rings come in order, page aligned, without overlap. */
-		if ((d->off % SHM_PAGE) || d->off < prev_end || !range_ok(d->off, d->mem_size, size))
+		if ((d->off % SHM_PAGE) || d->off < prev_end ||
+		    !range_ok(d->off, d->mem_size, size))
 			return -EBADMSG;
 		if (d->producer >= SHM_STAGE_MAX || d->consumer >= SHM_STAGE_MAX)
 			return -EBADMSG;

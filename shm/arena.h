@@ -16,13 +16,13 @@
 #include "ring.h"
 #include "stage.h"
 
-#define SHM_ARENA_MAGIC	       0x4e45524141504355ULL /* "UCPAAREN" */
+#define SHM_ARENA_MAGIC		0x4e45524141504355ULL /* "UCPAAREN" */
 #define SHM_ARENA_VERSION_MAJOR 1
 #define SHM_ARENA_VERSION_MINOR 0
-#define SHM_MAX_RINGS	       16
-#define SHM_PAGE	       4096u
+#define SHM_MAX_RINGS		16
+#define SHM_PAGE		4096u
 /* The supervisor hands every stage the arena memfd as this descriptor. */
-#define SHM_ARENA_FD	       3
+#define SHM_ARENA_FD 3
 
 /* Well-known ring indexes of the default pipeline. */
 enum shm_ring_id {

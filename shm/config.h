@@ -26,15 +26,15 @@ enum cpa_backend {
 /* Boolean switches (flags word). */
 enum cpa_config_flag {
 	CPA_CFG_KERNEL_STACK_ONLY = 1u << 0, /* --kernel_stack */
-	CPA_CFG_OFFCPU		  = 1u << 1, /* --offcpu */
-	CPA_CFG_DISABLE_SYM	  = 1u << 2, /* --disable_sym */
-	CPA_CFG_FULL_PATH	  = 1u << 3, /* --include_full_path */
-	CPA_CFG_STRIP_NAME_OFF	  = 1u << 4, /* --strip_name_disable */
-	CPA_CFG_ONESHOT		  = 1u << 5, /* --oneshot */
-	CPA_CFG_BENCH		  = 1u << 6, /* --bench */
-	CPA_CFG_VERBOSE		  = 1u << 7, /* --verbose */
-	CPA_CFG_WITH_IDLE	  = 1u << 8, /* sample the idle task (pid 0) too */
-	CPA_CFG_FORCE_USTACK	  = 1u << 9, /* copy user stacks even on kernels with the NMI bug */
+	CPA_CFG_OFFCPU = 1u << 1,	     /* --offcpu */
+	CPA_CFG_DISABLE_SYM = 1u << 2,	     /* --disable_sym */
+	CPA_CFG_FULL_PATH = 1u << 3,	     /* --include_full_path */
+	CPA_CFG_STRIP_NAME_OFF = 1u << 4,    /* --strip_name_disable */
+	CPA_CFG_ONESHOT = 1u << 5,	     /* --oneshot */
+	CPA_CFG_BENCH = 1u << 6,	     /* --bench */
+	CPA_CFG_VERBOSE = 1u << 7,	     /* --verbose */
+	CPA_CFG_WITH_IDLE = 1u << 8,	     /* sample the idle task (pid 0) too */
+	CPA_CFG_FORCE_USTACK = 1u << 9,	     /* copy user stacks even on kernels with the NMI bug */
 };
 
 struct cpa_config {

@@ -11,57 +11,57 @@
 
 enum capture_counter {
 	CAP_CNT_SAMPLES = SHM_CNT_STAGE_BASE, /* samples read from the BPF ring buffer */
-	CAP_CNT_BPF_RB_LOST,		       /* BPF ring buffer full in the kernel */
-	CAP_CNT_BPF_NO_USTACK,		       /* user stack copy failed or refused */
-	CAP_CNT_BPF_FILTERED,		       /* dropped by pid/comm filters in BPF */
-	CAP_CNT_TASK_EVENTS,		       /* exec/exit events forwarded */
-	CAP_CNT_USTACK_BYTES,		       /* user stack bytes forwarded */
+	CAP_CNT_BPF_RB_LOST,		      /* BPF ring buffer full in the kernel */
+	CAP_CNT_BPF_NO_USTACK,		      /* user stack copy failed or refused */
+	CAP_CNT_BPF_FILTERED,		      /* dropped by pid/comm filters in BPF */
+	CAP_CNT_TASK_EVENTS,		      /* exec/exit events forwarded */
+	CAP_CNT_USTACK_BYTES,		      /* user stack bytes forwarded */
 	CAP_CNT_MAX_,
 };
 
 enum unwindd_counter {
 	UNW_CNT_FRAMES = SHM_CNT_STAGE_BASE,
-	UNW_CNT_STOP_END,	 /* reached the outermost frame */
-	UNW_CNT_STOP_NO_MAP,	 /* PC in no known mapping */
-	UNW_CNT_STOP_NO_CFI,	 /* no unwind info for the PC */
-	UNW_CNT_STOP_READ,	 /* stack read outside the copied bytes */
-	UNW_CNT_STOP_DEPTH,	 /* depth limit */
-	UNW_CNT_STOP_ANON,	 /* JIT / anonymous executable region */
-	UNW_CNT_STOP_BAD,	 /* CFA or RA did not make sense */
-	UNW_CNT_MAPS_REFRESH,	 /* /proc/PID/maps re-read */
-	UNW_CNT_MAPS_FAIL,	 /* /proc/PID/maps could not be read */
-	UNW_CNT_MODULES,	 /* module definitions sent */
-	UNW_CNT_CFI_EXPR,	 /* rows needing the DWARF expression evaluator */
-	UNW_CNT_FP_DEEPER,	 /* kernel FP chain deeper than the CFI walk */
-	UNW_CNT_CACHE_EVICT,	 /* binaries evicted under the cache cap */
-	UNW_CNT_CACHE_BYTES,	 /* (gauge) bytes held by unwind tables */
-	UNW_CNT_ENV_SKIPPED,	 /* not unwound: env value not in --parse_env_values */
-	UNW_CNT_DUMP_ERRORS,	 /* --debug_option dump writes that failed */
+	UNW_CNT_STOP_END,     /* reached the outermost frame */
+	UNW_CNT_STOP_NO_MAP,  /* PC in no known mapping */
+	UNW_CNT_STOP_NO_CFI,  /* no unwind info for the PC */
+	UNW_CNT_STOP_READ,    /* stack read outside the copied bytes */
+	UNW_CNT_STOP_DEPTH,   /* depth limit */
+	UNW_CNT_STOP_ANON,    /* JIT / anonymous executable region */
+	UNW_CNT_STOP_BAD,     /* CFA or RA did not make sense */
+	UNW_CNT_MAPS_REFRESH, /* /proc/PID/maps re-read */
+	UNW_CNT_MAPS_FAIL,    /* /proc/PID/maps could not be read */
+	UNW_CNT_MODULES,      /* module definitions sent */
+	UNW_CNT_CFI_EXPR,     /* rows needing the DWARF expression evaluator */
+	UNW_CNT_FP_DEEPER,    /* kernel FP chain deeper than the CFI walk */
+	UNW_CNT_CACHE_EVICT,  /* binaries evicted under the cache cap */
+	UNW_CNT_CACHE_BYTES,  /* (gauge) bytes held by unwind tables */
+	UNW_CNT_ENV_SKIPPED,  /* not unwound: env value not in --parse_env_values */
+	UNW_CNT_DUMP_ERRORS,  /* --debug_option dump writes that failed */
 	UNW_CNT_MAX_,
 };
 
 enum symd_counter {
 	SYM_CNT_LOOKUPS = SHM_CNT_STAGE_BASE,
-	SYM_CNT_HITS,		/* resolved to a name */
-	SYM_CNT_MISSES,		/* printed as 0x<offset> [binary] */
-	SYM_CNT_KSYMS,		/* kernel frames resolved */
-	SYM_CNT_BIN_OPEN_FAIL,	/* binary could not be opened */
-	SYM_CNT_BIN_REJECTED,	/* hostile/oversized ELF refused */
-	SYM_CNT_STRINGS,	/* frame strings interned */
-	SYM_CNT_STACKS,		/* stacks interned */
+	SYM_CNT_HITS,	       /* resolved to a name */
+	SYM_CNT_MISSES,	       /* printed as 0x<offset> [binary] */
+	SYM_CNT_KSYMS,	       /* kernel frames resolved */
+	SYM_CNT_BIN_OPEN_FAIL, /* binary could not be opened */
+	SYM_CNT_BIN_REJECTED,  /* hostile/oversized ELF refused */
+	SYM_CNT_STRINGS,       /* frame strings interned */
+	SYM_CNT_STACKS,	       /* stacks interned */
 	SYM_CNT_CACHE_EVICT,
-	SYM_CNT_CACHE_BYTES,	/* (gauge) */
+	SYM_CNT_CACHE_BYTES, /* (gauge) */
 	SYM_CNT_MAX_,
 };
 
 enum storer_counter {
 	STO_CNT_SAMPLES = SHM_CNT_STAGE_BASE,
-	STO_CNT_BLOCKS,		/* blocks written */
-	STO_CNT_BYTES_RAW,	/* before compression */
-	STO_CNT_BYTES_DISK,	/* after compression, as written */
-	STO_CNT_WRITE_ERRORS,	/* failed writes (ENOSPC, EIO) */
-	STO_CNT_TRIMMED_FILES,	/* removed by retention */
-	STO_CNT_LOST_SAMPLES,	/* loss records stored as [lost: ...] frames */
+	STO_CNT_BLOCKS,	       /* blocks written */
+	STO_CNT_BYTES_RAW,     /* before compression */
+	STO_CNT_BYTES_DISK,    /* after compression, as written */
+	STO_CNT_WRITE_ERRORS,  /* failed writes (ENOSPC, EIO) */
+	STO_CNT_TRIMMED_FILES, /* removed by retention */
+	STO_CNT_LOST_SAMPLES,  /* loss records stored as [lost: ...] frames */
 	STO_CNT_MAX_,
 };
 

@@ -62,11 +62,11 @@ enum cpa_sample_flag {
 	CPA_SF_UNWIND_PARTIAL = 1u << 7, /* unwindd stopped before the outermost frame */
 };
 
-#define CPA_COMM_LEN	    16
-#define CPA_MAX_KSTACK	    127
-#define CPA_MAX_UFRAMES	    127
-#define CPA_BUILD_ID_MAX    20
-#define CPA_MAX_STACK_COPY  65536
+#define CPA_COMM_LEN	   16
+#define CPA_MAX_KSTACK	   127
+#define CPA_MAX_UFRAMES	   127
+#define CPA_BUILD_ID_MAX   20
+#define CPA_MAX_STACK_COPY 65536
 
 /* x86-64 user registers unwinding can need (CFA/RA/RBP rules use these). */
 struct cpa_user_regs {
@@ -96,8 +96,8 @@ struct cpa_sample {
 	uint32_t pid;	 /* tgid */
 	uint32_t tid;
 	uint32_t cpu;
-	uint16_t kind; /* enum cpa_sample_kind */
-	uint16_t flags; /* enum cpa_sample_flag */
+	uint16_t kind;		  /* enum cpa_sample_kind */
+	uint16_t flags;		  /* enum cpa_sample_flag */
 	char comm[CPA_COMM_LEN];  /* thread name */
 	char pcomm[CPA_COMM_LEN]; /* group leader (process) name */
 	struct cpa_user_regs regs;
@@ -183,7 +183,7 @@ struct cpa_module_def {
 _Static_assert(sizeof(struct cpa_module_def) == 72, "cpa_module_def layout");
 
 enum cpa_uframe_flag {
-	CPA_UF_ANON = 1u << 0,	 /* JIT/anonymous: offset is the absolute pc */
+	CPA_UF_ANON = 1u << 0, /* JIT/anonymous: offset is the absolute pc */
 	CPA_UF_VDSO = 1u << 1,
 	CPA_UF_SIGNAL = 1u << 2, /* signal trampoline frame */
 	CPA_UF_FP = 1u << 3,	 /* recovered through the frame pointer */
@@ -199,15 +199,15 @@ struct cpa_uframe {
 _Static_assert(sizeof(struct cpa_uframe) == 24, "cpa_uframe layout");
 
 enum cpa_unwind_stop {
-	CPA_STOP_NONE,	  /* not unwound (kernel-only sample) */
-	CPA_STOP_END,	  /* reached the outermost frame */
+	CPA_STOP_NONE, /* not unwound (kernel-only sample) */
+	CPA_STOP_END,  /* reached the outermost frame */
 	CPA_STOP_NO_MAP,
 	CPA_STOP_NO_CFI,
-	CPA_STOP_READ,	  /* needed stack bytes outside the copy */
+	CPA_STOP_READ, /* needed stack bytes outside the copy */
 	CPA_STOP_DEPTH,
-	CPA_STOP_ANON,	  /* JIT/anon region: marker frame */
-	CPA_STOP_BAD,	  /* nonsense CFA/RA */
-	CPA_STOP_FP,	  /* frame-pointer chain only (no CFI walk) */
+	CPA_STOP_ANON, /* JIT/anon region: marker frame */
+	CPA_STOP_BAD,  /* nonsense CFA/RA */
+	CPA_STOP_FP,   /* frame-pointer chain only (no CFI walk) */
 	CPA_STOP_MAX,
 };
 

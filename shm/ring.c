@@ -180,15 +180,15 @@ int shm_ring__reserve_slow(struct shm_ring_prod *p, uint32_t len, uint16_t type,
 		/* Fill the tail with a PAD record; the real one starts at offset 0. */
 		rec = p->data + off;
 		__builtin_memcpy(rec,
-				 &(uint64_t){ shm__hdr_word((uint32_t)(contig - SHM_REC_HDR_SIZE),
-							    SHM_REC_TYPE_PAD) },
+				 &(uint64_t){shm__hdr_word((uint32_t)(contig - SHM_REC_HDR_SIZE),
+							   SHM_REC_TYPE_PAD)},
 				 8);
 		p->head += contig;
 		off = 0;
 	}
 
 	rec = p->data + off;
-	__builtin_memcpy(rec, &(uint64_t){ shm__hdr_word(len, type) }, 8);
+	__builtin_memcpy(rec, &(uint64_t){shm__hdr_word(len, type)}, 8);
 	p->last_rec = p->head;
 	p->head += total;
 	*ret_data = rec + SHM_REC_HDR_SIZE;

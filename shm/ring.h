@@ -35,12 +35,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SHM_RING_MAGIC	    0x474e495241504355ULL /* "UCPARING" */
-#define SHM_RING_CTRL_SIZE  4096u		  /* control lines, rounded to a page */
-#define SHM_RING_MIN_DATA   4096u
-#define SHM_REC_HDR_SIZE    8u
-#define SHM_REC_ALIGN	    8u
-#define SHM_REC_TYPE_PAD    0u /* filler up to the end of the data area */
+#define SHM_RING_MAGIC	   0x474e495241504355ULL /* "UCPARING" */
+#define SHM_RING_CTRL_SIZE 4096u		 /* control lines, rounded to a page */
+#define SHM_RING_MIN_DATA  4096u
+#define SHM_REC_HDR_SIZE   8u
+#define SHM_REC_ALIGN	   8u
+#define SHM_REC_TYPE_PAD   0u /* filler up to the end of the data area */
 
 /* Shared control lines. Only the layout is public; touch them through the API. */
 struct shm_ring_ctrl {
@@ -61,9 +61,9 @@ struct shm_ring_ctrl {
 	/* line 4: guard */
 	uint64_t _guard1[8];
 	/* line 5: wakeup */
-	uint32_t wake_seq;    /* futex word, bumped by every wake */
-	uint32_t waiting;     /* 1 while the consumer sleeps or is about to */
-	uint64_t wake_bytes;  /* consumer wants a wake once this many bytes are pending */
+	uint32_t wake_seq;   /* futex word, bumped by every wake */
+	uint32_t waiting;    /* 1 while the consumer sleeps or is about to */
+	uint64_t wake_bytes; /* consumer wants a wake once this many bytes are pending */
 	uint64_t _wake_pad[6];
 };
 

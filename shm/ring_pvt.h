@@ -21,11 +21,13 @@
 
 static inline uint64_t shm__rec_total(uint32_t len)
 {
-	return ((uint64_t)len + SHM_REC_HDR_SIZE + SHM_REC_ALIGN - 1) & ~(uint64_t)(SHM_REC_ALIGN - 1);
+	return ((uint64_t)len + SHM_REC_HDR_SIZE + SHM_REC_ALIGN - 1) &
+	       ~(uint64_t)(SHM_REC_ALIGN - 1);
 }
 
 /* Header as one 8-byte word: len in the low half, type and flags above. */
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "header word layout assumes little endian");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "header word layout assumes little endian");
 static inline uint64_t shm__hdr_word(uint32_t len, uint16_t type)
 {
 	return (uint64_t)len | ((uint64_t)type << 32);
@@ -46,7 +48,7 @@ static inline int shm_ring__reserve_sp(struct shm_ring_prod *p, uint32_t len, ui
 			     0))
 		return shm_ring__reserve_slow(p, len, type, ret_data);
 
-	__builtin_memcpy(rec, &(uint64_t){ shm__hdr_word(len, type) }, 8);
+	__builtin_memcpy(rec, &(uint64_t){shm__hdr_word(len, type)}, 8);
 	p->last_rec = p->head;
 	p->head += total;
 	*ret_data = rec + SHM_REC_HDR_SIZE;

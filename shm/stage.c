@@ -9,7 +9,8 @@ void shm_stage__heartbeat(struct shm_stage *st)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	__atomic_store_n(&st->heartbeat_ns, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+	__atomic_store_n(&st->heartbeat_ns,
+			 (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
 			 __ATOMIC_RELAXED);
 }
 
@@ -28,9 +29,9 @@ const char *shm_stage_name(enum shm_stage_id id)
 const char *shm_state_name(enum shm_stage_state s)
 {
 	static const char *const names[] = {
-		[SHM_STATE_NONE] = "none",	   [SHM_STATE_STARTING] = "starting",
-		[SHM_STATE_RUNNING] = "running",   [SHM_STATE_DRAINING] = "draining",
-		[SHM_STATE_EXITED] = "exited",	   [SHM_STATE_FAILED] = "failed",
+		[SHM_STATE_NONE] = "none",	 [SHM_STATE_STARTING] = "starting",
+		[SHM_STATE_RUNNING] = "running", [SHM_STATE_DRAINING] = "draining",
+		[SHM_STATE_EXITED] = "exited",	 [SHM_STATE_FAILED] = "failed",
 	};
 
 	return (unsigned int)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
@@ -53,22 +54,22 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 		[SHM_CNT_BATCHES] = "batches",
 	};
 	static const char *const capture[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-		"samples", "bpf_ringbuf_lost", "bpf_no_ustack", "bpf_filtered",
-		"task_events", "ustack_bytes",
+		"samples",	"bpf_ringbuf_lost", "bpf_no_ustack",
+		"bpf_filtered", "task_events",	    "ustack_bytes",
 	};
 	static const char *const unwindd[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-		"frames", "stop_end", "stop_no_map", "stop_no_cfi", "stop_read",
-		"stop_depth", "stop_anon", "stop_bad", "maps_refresh", "maps_fail",
-		"modules", "cfi_expr_rows", "fp_deeper", "cache_evict", "cache_bytes",
+		"frames",      "stop_end",	"stop_no_map", "stop_no_cfi",  "stop_read",
+		"stop_depth",  "stop_anon",	"stop_bad",    "maps_refresh", "maps_fail",
+		"modules",     "cfi_expr_rows", "fp_deeper",   "cache_evict",  "cache_bytes",
 		"env_skipped", "dump_errors",
 	};
 	static const char *const symd[SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-		"lookups", "hits", "misses", "ksyms", "bin_open_fail", "bin_rejected",
-		"strings", "stacks", "cache_evict", "cache_bytes",
+		"lookups",	"hits",	   "misses", "ksyms",	    "bin_open_fail",
+		"bin_rejected", "strings", "stacks", "cache_evict", "cache_bytes",
 	};
 	static const char *const storer[STO_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-		"samples", "blocks", "bytes_raw", "bytes_disk", "write_errors",
-		"trimmed_files", "lost_samples",
+		"samples",	"blocks",	 "bytes_raw",	 "bytes_disk",
+		"write_errors", "trimmed_files", "lost_samples",
 	};
 	const char *const *tab;
 	unsigned int n;

@@ -38,18 +38,18 @@ enum shm_stage_cmd {
 
 /* Counters every stage keeps, then stage-specific ones (see counter names). */
 enum shm_counter {
-	SHM_CNT_IN,	       /* records taken from the input */
-	SHM_CNT_OUT,	       /* records committed to the output */
+	SHM_CNT_IN,  /* records taken from the input */
+	SHM_CNT_OUT, /* records committed to the output */
 	SHM_CNT_BYTES_IN,
 	SHM_CNT_BYTES_OUT,
 	SHM_CNT_ERRORS,
 	SHM_CNT_DROP_RING_FULL, /* output ring full: record dropped */
-	SHM_CNT_DEGRADED,       /* output ring nearly full: record shrunk (e.g. no stack copy) */
-	SHM_CNT_DROP_RATE,      /* over the stage's rate limit */
-	SHM_CNT_DROP_CORRUPT,   /* malformed input record skipped */
-	SHM_CNT_DROP_DUP,       /* already passed on before a restart (sequence check) */
-	SHM_CNT_WAKEUPS,        /* times the stage woke from a sleep */
-	SHM_CNT_BATCHES,        /* input batches processed */
+	SHM_CNT_DEGRADED,	/* output ring nearly full: record shrunk (e.g. no stack copy) */
+	SHM_CNT_DROP_RATE,	/* over the stage's rate limit */
+	SHM_CNT_DROP_CORRUPT,	/* malformed input record skipped */
+	SHM_CNT_DROP_DUP,	/* already passed on before a restart (sequence check) */
+	SHM_CNT_WAKEUPS,	/* times the stage woke from a sleep */
+	SHM_CNT_BATCHES,	/* input batches processed */
 	SHM_CNT_COMMON_MAX,
 	/* Stage-specific counters start here; names via shm_counter_name(). */
 	SHM_CNT_STAGE_BASE = 16,
@@ -59,15 +59,15 @@ enum shm_counter {
 struct shm_stage {
 	/* line 0: identity and supervision */
 	uint32_t id;
-	uint32_t state;		/* enum shm_stage_state, written by the stage */
-	int32_t pid;		/* written by the supervisor at spawn */
-	uint32_t generation;	/* bumped by the supervisor on every (re)start */
-	uint64_t heartbeat_ns;	/* CLOCK_MONOTONIC, written by the stage */
-	uint64_t rate_limit;	/* records/s, 0 = unlimited; supervisor writes, live */
-	uint32_t cmd;		/* enum shm_stage_cmd, supervisor writes */
-	uint32_t exit_code;	/* last exit status as seen by the supervisor */
-	uint64_t started_ns;	/* CLOCK_MONOTONIC of the current generation's start */
-	uint64_t restarts;	/* supervisor-owned count of restarts */
+	uint32_t state;	       /* enum shm_stage_state, written by the stage */
+	int32_t pid;	       /* written by the supervisor at spawn */
+	uint32_t generation;   /* bumped by the supervisor on every (re)start */
+	uint64_t heartbeat_ns; /* CLOCK_MONOTONIC, written by the stage */
+	uint64_t rate_limit;   /* records/s, 0 = unlimited; supervisor writes, live */
+	uint32_t cmd;	       /* enum shm_stage_cmd, supervisor writes */
+	uint32_t exit_code;    /* last exit status as seen by the supervisor */
+	uint64_t started_ns;   /* CLOCK_MONOTONIC of the current generation's start */
+	uint64_t restarts;     /* supervisor-owned count of restarts */
 	uint64_t _pad0;
 	/* lines 1..8: counters, owned by the stage */
 	uint64_t cnt[SHM_CNT_MAX];

@@ -115,7 +115,8 @@ START_TEST(test_attach_across_fork)
 	ck_assert_int_eq(shm_stage__state(st), SHM_STATE_RUNNING);
 	ck_assert_uint_gt(st->heartbeat_ns, 0);
 	ck_assert_str_eq(shm_counter_name(SHM_STAGE_STORER, SHM_CNT_IN), "in");
-	ck_assert_str_eq(shm_counter_name(SHM_STAGE_UNWINDD, UNW_CNT_STOP_NO_CFI - 0), "stop_no_cfi");
+	ck_assert_str_eq(shm_counter_name(SHM_STAGE_UNWINDD, UNW_CNT_STOP_NO_CFI - 0),
+			 "stop_no_cfi");
 	ck_assert_ptr_null(shm_counter_name(SHM_STAGE_STORER, SHM_CNT_STAGE_BASE + 40));
 	shm_arena__free(a);
 }
@@ -123,7 +124,7 @@ END_TEST
 
 START_TEST(test_bad_layouts)
 {
-	struct shm_layout l = { .n_rings = 1 };
+	struct shm_layout l = {.n_rings = 1};
 	struct shm_arena *a;
 
 	l.rings[0].data_size = 3000; /* not a power of two */

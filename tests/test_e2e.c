@@ -29,7 +29,7 @@ static char bin_dir[1024];
 /* Start argv with stdout to a pipe (*ret_out) and stderr inherited. */
 static pid_t spawn(char *const argv[], int *ret_out)
 {
-	int pfd[2] = { -1, -1 };
+	int pfd[2] = {-1, -1};
 	pid_t pid;
 
 	if (ret_out)
@@ -109,7 +109,7 @@ struct workload {
 static void workload_start(struct workload *w, const char *exe, double seconds, int depth)
 {
 	char path[1100], secs[32], dep[16], line[64];
-	char *argv[] = { path, "--seconds", secs, "--threads", "1", "--depth", dep, NULL };
+	char *argv[] = {path, "--seconds", secs, "--threads", "1", "--depth", dep, NULL};
 	ssize_t n;
 	size_t len = 0;
 
@@ -157,7 +157,7 @@ static pid_t monitor_start_backend(const char *store, int duration, int freq, in
 				   const char *backend)
 {
 	char cpa[1100], dur[16], f[16], p[16];
-	char *argv[16] = { cpa, "monitor", "--store_dir", (char *)store, "-F", f };
+	char *argv[16] = {cpa, "monitor", "--store_dir", (char *)store, "-F", f};
 	int n = 6;
 
 	path_of(cpa, sizeof(cpa), "cpa");
@@ -194,7 +194,7 @@ struct range {
 static void show_range(const char *store, struct range *r)
 {
 	char cpa[1100];
-	char *argv[] = { cpa, "show", "--read", (char *)store, "--show_range", NULL };
+	char *argv[] = {cpa, "show", "--read", (char *)store, "--show_range", NULL};
 	regex_t re;
 	regmatch_t m[1];
 	char *out;
@@ -203,18 +203,18 @@ static void show_range(const char *store, struct range *r)
 	path_of(cpa, sizeof(cpa), "cpa");
 	out = run(argv, &rc);
 	ck_assert_msg(rc == 0, "cpa show --show_range exited %d: %s", rc, out);
-	ck_assert_int_eq(regcomp(&re,
-				 "^Record Time From \\[ [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3} \\] to "
-				 "\\[ [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3} \\] Records Num: [0-9]+$",
-				 REG_EXTENDED | REG_NEWLINE),
-			 0);
-	ck_assert_msg(regexec(&re, out, 1, m, 0) == 0, "show_range line does not parse: '%s'",
-		      out);
-	ck_assert_int_eq(sscanf(out + m[0].rm_so,
-				"Record Time From [ %d:%d:%d.%d ] to [ %d:%d:%d.%d ] Records Num: %ld",
-				&r->h0, &r->m0, &r->s0, &r->ms0, &r->h1, &r->m1, &r->s1, &r->ms1,
-				&r->n),
-			 9);
+	ck_assert_int_eq(
+		regcomp(&re,
+			"^Record Time From \\[ [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3} \\] to "
+			"\\[ [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3} \\] Records Num: [0-9]+$",
+			REG_EXTENDED | REG_NEWLINE),
+		0);
+	ck_assert_msg(regexec(&re, out, 1, m, 0) == 0, "show_range line does not parse: '%s'", out);
+	ck_assert_int_eq(
+		sscanf(out + m[0].rm_so,
+		       "Record Time From [ %d:%d:%d.%d ] to [ %d:%d:%d.%d ] Records Num: %ld",
+		       &r->h0, &r->m0, &r->s0, &r->ms0, &r->h1, &r->m1, &r->s1, &r->ms1, &r->n),
+		9);
 	regfree(&re);
 	free(out);
 }
@@ -223,9 +223,8 @@ static void show_range(const char *store, struct range *r)
 static char *show_all(const char *store, const struct range *r)
 {
 	char cpa[1100], start[32], num[32], prof[1100];
-	char *argv[] = { cpa,	   "show",	    "--read",	    (char *)store,
-			 "-B",	   start,	    "--output_num", num,
-			 "-o",	   prof,	    "--no_env",	    NULL };
+	char *argv[] = {cpa, "show", "--read", (char *)store, "-B", start, "--output_num",
+			num, "-o",   prof,     "--no_env",    NULL};
 	char *out, *text;
 	int rc, fd;
 
@@ -268,8 +267,8 @@ static bool root_is(const char *frames, const char *const *roots)
 
 static void stats_of(const char *prof, pid_t pid, struct stack_stats *st)
 {
-	static const char *const proc_roots[] = { "_start", NULL };
-	static const char *const thread_roots[] = { "clone3", "clone", "start_thread", NULL };
+	static const char *const proc_roots[] = {"_start", NULL};
+	static const char *const thread_roots[] = {"clone3", "clone", "start_thread", NULL};
 	char label[64];
 	const char *line = prof;
 
@@ -357,8 +356,8 @@ START_TEST(test_e2e_chain_and_count)
 	ck_assert_msg(st.pid_samples >= 0.7 * expect && st.pid_samples <= 1.3 * expect,
 		      "workload samples %ld not within 30%% of %.0f", st.pid_samples, expect);
 	/* Both threads' chains, intact from their roots to the DSO leaf. */
-	ck_assert_msg(st.chain_a > 0 && st.chain_b > 0, "chains missing: a %ld b %ld",
-		      st.chain_a, st.chain_b);
+	ck_assert_msg(st.chain_a > 0 && st.chain_b > 0, "chains missing: a %ld b %ld", st.chain_a,
+		      st.chain_b);
 	ck_assert_msg(st.chain_a + st.chain_b >= 0.9 * st.pid_samples,
 		      "only %ld of %ld samples have an intact chain", st.chain_a + st.chain_b,
 		      st.pid_samples);

@@ -271,7 +271,7 @@ static void *consumer_thread(void *arg)
 
 static void run_threads(uint64_t n, uint64_t data_size, uint32_t max_len, bool batch)
 {
-	struct thr_ctx t = { .n = n, .max_len = max_len, .batch = batch };
+	struct thr_ctx t = {.n = n, .max_len = max_len, .batch = batch};
 	pthread_t pt, ct;
 
 	t.mem_size = shm_ring__mem_size(data_size);
@@ -310,7 +310,7 @@ END_TEST
 
 static struct shm_arena *arena_new(uint64_t data_size)
 {
-	struct shm_layout l = { .n_rings = 1, .initial_pos = NEAR_WRAP };
+	struct shm_layout l = {.n_rings = 1, .initial_pos = NEAR_WRAP};
 	struct shm_arena *a;
 
 	l.rings[0].data_size = data_size;
@@ -422,7 +422,7 @@ static void child_consume(int fd, int report_fd, uint32_t max_len)
 			if (!rec_check(&msgs[i], seq, max_len))
 				_exit(5);
 			if (first) {
-				struct cons_report rep = { .first = seq, .released = UINT64_MAX };
+				struct cons_report rep = {.first = seq, .released = UINT64_MAX};
 
 				if (write(report_fd, &rep, sizeof(rep)) != sizeof(rep))
 					_exit(6);
@@ -613,7 +613,7 @@ static void wait_until_asleep(struct shm_ring_ctrl *ctrl)
 
 START_TEST(test_wake_batches)
 {
-	struct wake_ctx w = { 0 };
+	struct wake_ctx w = {0};
 	struct shm_ring_prod p;
 	struct shm_ring_ctrl *ctrl;
 	uint32_t seq0;
@@ -668,7 +668,7 @@ START_TEST(test_wait_deadline_and_kick)
 {
 	uint64_t sz = shm_ring__mem_size(4096);
 	void *mem = ring_mem_new(4096, 0);
-	struct wake_ctx w = { .mem = mem, .mem_size = sz };
+	struct wake_ctx w = {.mem = mem, .mem_size = sz};
 	struct shm_ring_cons c;
 	pthread_t t;
 	uint64_t t0;
