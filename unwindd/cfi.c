@@ -69,66 +69,8 @@
 
 /* ------------------------------------------------------------------ reader */
 
-struct rd {
-	const uint8_t *p, *end;
-	bool bad;
-};
-
-static uint64_t rd_u(struct rd *r, unsigned int n)
-{
-	uint64_t v = 0;
-
-	if (r->bad || (size_t)(r->end - r->p) < n) {
-		r->bad = true;
-		r->p = r->end;
-		return 0;
-	}
-	memcpy(&v, r->p, n); /* x86-64: little endian host and target */
-	r->p += n;
-	return v;
-}
-
-static uint64_t rd_uleb(struct rd *r)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	while (r->p < r->end) {
-		uint8_t b = *r->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	r->bad = true;
-	return 0;
-}
-
-static int64_t rd_sleb(struct rd *r)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	while (r->p < r->end) {
-		uint8_t b = *r->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				v |= ~0ull << shift;
-			return (int64_t)v;
-		}
-	}
-	r->bad = true;
-	return 0;
-}
-
 /* An encoded pointer; sec_addr is the address of the section's first byte. */
-static uint64_t rd_ptr(struct rd *r, uint8_t enc, const uint8_t *sec, uint64_t sec_addr)
+static uint64_t rd_ptr(struct cfi_rd *r, uint8_t enc, const uint8_t *sec, uint64_t sec_addr)
 {
 	uint64_t pos = sec_addr + (uint64_t)(r->p - sec);
 	uint64_t v;
@@ -139,25 +81,25 @@ static uint64_t rd_ptr(struct rd *r, uint8_t enc, const uint8_t *sec, uint64_t s
 	case DW_EH_PE_absptr:
 	case DW_EH_PE_udata8:
 	case DW_EH_PE_sdata8:
-		v = rd_u(r, 8);
+		v = cfi_rd_u(r, 8);
 		break;
 	case DW_EH_PE_uleb128:
-		v = rd_uleb(r);
+		v = cfi_rd_uleb(r);
 		break;
 	case DW_EH_PE_udata2:
-		v = rd_u(r, 2);
+		v = cfi_rd_u(r, 2);
 		break;
 	case DW_EH_PE_sdata2:
-		v = (uint64_t)(int64_t)(int16_t)rd_u(r, 2);
+		v = (uint64_t)(int64_t)(int16_t)cfi_rd_u(r, 2);
 		break;
 	case DW_EH_PE_udata4:
-		v = rd_u(r, 4);
+		v = cfi_rd_u(r, 4);
 		break;
 	case DW_EH_PE_sdata4:
-		v = (uint64_t)(int64_t)(int32_t)rd_u(r, 4);
+		v = (uint64_t)(int64_t)(int32_t)cfi_rd_u(r, 4);
 		break;
 	case DW_EH_PE_sleb128:
-		v = (uint64_t)rd_sleb(r);
+		v = (uint64_t)cfi_rd_sleb(r);
 		break;
 	default:
 		r->bad = true;
@@ -453,7 +395,7 @@ static int run_cfa(struct builder *b, const struct section *sec, const struct ci
 {
 	struct state stack[CFI_STATE_STACK];
 	unsigned int depth = 0;
-	struct rd r = {p, end, false};
+	struct cfi_rd r = {p, end, false};
 	int ret;
 
 	while (r.p < r.end && !r.bad) {
@@ -467,7 +409,7 @@ static int run_cfa(struct builder *b, const struct section *sec, const struct ci
 			nloc = loc + (op & 0x3f) * cie->code_align;
 			goto advance;
 		case DW_CFA_offset:
-			off = scale(rd_uleb(&r), cie->data_align);
+			off = scale(cfi_rd_uleb(&r), cie->data_align);
 			slot = dwreg_slot(op & 0x3f);
 			if (slot >= 0) {
 				s->rk[slot] = CFI_R_OFF;
@@ -490,27 +432,27 @@ static int run_cfa(struct builder *b, const struct section *sec, const struct ci
 				      sec->addr);
 			goto advance;
 		case DW_CFA_advance_loc1:
-			nloc = loc + rd_u(&r, 1) * cie->code_align;
+			nloc = loc + cfi_rd_u(&r, 1) * cie->code_align;
 			goto advance;
 		case DW_CFA_advance_loc2:
-			nloc = loc + rd_u(&r, 2) * cie->code_align;
+			nloc = loc + cfi_rd_u(&r, 2) * cie->code_align;
 			goto advance;
 		case DW_CFA_advance_loc4:
-			nloc = loc + rd_u(&r, 4) * cie->code_align;
+			nloc = loc + cfi_rd_u(&r, 4) * cie->code_align;
 			goto advance;
 		case DW_CFA_offset_extended:
 		case DW_CFA_val_offset:
-			reg = rd_uleb(&r);
-			off = scale(rd_uleb(&r), cie->data_align);
+			reg = cfi_rd_uleb(&r);
+			off = scale(cfi_rd_uleb(&r), cie->data_align);
 			goto set_off;
 		case DW_CFA_offset_extended_sf:
 		case DW_CFA_val_offset_sf:
-			reg = rd_uleb(&r);
-			off = scale((uint64_t)rd_sleb(&r), cie->data_align);
+			reg = cfi_rd_uleb(&r);
+			off = scale((uint64_t)cfi_rd_sleb(&r), cie->data_align);
 			goto set_off;
 		case DW_CFA_GNU_neg_off_ext:
-			reg = rd_uleb(&r);
-			off = scale(-rd_uleb(&r), cie->data_align);
+			reg = cfi_rd_uleb(&r);
+			off = scale(-cfi_rd_uleb(&r), cie->data_align);
 set_off:
 			slot = dwreg_slot(reg);
 			if (slot >= 0) {
@@ -522,7 +464,7 @@ set_off:
 			}
 			break;
 		case DW_CFA_restore_extended:
-			slot = dwreg_slot(rd_uleb(&r));
+			slot = dwreg_slot(cfi_rd_uleb(&r));
 			if (slot >= 0) {
 				s->rk[slot] = cie->init.rk[slot];
 				s->ro[slot] = cie->init.ro[slot];
@@ -530,15 +472,15 @@ set_off:
 			break;
 		case DW_CFA_undefined:
 		case DW_CFA_same_value:
-			slot = dwreg_slot(rd_uleb(&r));
+			slot = dwreg_slot(cfi_rd_uleb(&r));
 			if (slot >= 0) {
 				s->rk[slot] = op == DW_CFA_undefined ? CFI_R_UNDEF : CFI_R_SAME;
 				s->ro[slot] = 0;
 			}
 			break;
 		case DW_CFA_register:
-			slot = dwreg_slot(rd_uleb(&r));
-			reg = rd_uleb(&r);
+			slot = dwreg_slot(cfi_rd_uleb(&r));
+			reg = cfi_rd_uleb(&r);
 			if (slot >= 0) {
 				s->rk[slot] = CFI_R_REG;
 				s->ro[slot] = (int64_t)reg;
@@ -558,34 +500,34 @@ set_off:
 		}
 		case DW_CFA_def_cfa:
 			s->cfa_kind = CFI_CFA_REG;
-			reg = rd_uleb(&r);
+			reg = cfi_rd_uleb(&r);
 			s->cfa_reg = (uint8_t)MIN(reg, 255u);
-			s->cfa_off = (int64_t)rd_uleb(&r);
+			s->cfa_off = (int64_t)cfi_rd_uleb(&r);
 			break;
 		case DW_CFA_def_cfa_sf:
 			s->cfa_kind = CFI_CFA_REG;
-			reg = rd_uleb(&r);
+			reg = cfi_rd_uleb(&r);
 			s->cfa_reg = (uint8_t)MIN(reg, 255u);
-			s->cfa_off = scale((uint64_t)rd_sleb(&r), cie->data_align);
+			s->cfa_off = scale((uint64_t)cfi_rd_sleb(&r), cie->data_align);
 			break;
 		case DW_CFA_def_cfa_register:
 			if (s->cfa_kind != CFI_CFA_REG)
 				return -EINVAL; /* no offset to keep after an expression */
-			reg = rd_uleb(&r);
+			reg = cfi_rd_uleb(&r);
 			s->cfa_reg = (uint8_t)MIN(reg, 255u);
 			break;
 		case DW_CFA_def_cfa_offset:
 			if (s->cfa_kind != CFI_CFA_REG)
 				return -EINVAL; /* cfa_off holds an expression's pool offset */
-			s->cfa_off = (int64_t)rd_uleb(&r);
+			s->cfa_off = (int64_t)cfi_rd_uleb(&r);
 			break;
 		case DW_CFA_def_cfa_offset_sf:
 			if (s->cfa_kind != CFI_CFA_REG)
 				return -EINVAL;
-			s->cfa_off = scale((uint64_t)rd_sleb(&r), cie->data_align);
+			s->cfa_off = scale((uint64_t)cfi_rd_sleb(&r), cie->data_align);
 			break;
 		case DW_CFA_def_cfa_expression:
-			len = rd_uleb(&r);
+			len = cfi_rd_uleb(&r);
 			if (r.bad || len > (uint64_t)(r.end - r.p))
 				return -EINVAL;
 			e = pool_expr(b, r.p, len);
@@ -597,8 +539,8 @@ set_off:
 			break;
 		case DW_CFA_expression:
 		case DW_CFA_val_expression:
-			slot = dwreg_slot(rd_uleb(&r));
-			len = rd_uleb(&r);
+			slot = dwreg_slot(cfi_rd_uleb(&r));
+			len = cfi_rd_uleb(&r);
 			if (r.bad || len > (uint64_t)(r.end - r.p))
 				return -EINVAL;
 			if (slot >= 0) {
@@ -611,7 +553,7 @@ set_off:
 			r.p += len;
 			break;
 		case DW_CFA_GNU_args_size:
-			rd_uleb(&r);
+			cfi_rd_uleb(&r);
 			break;
 		default:
 			return -EINVAL;
@@ -641,14 +583,14 @@ advance:
 static int parse_cie(struct builder *b, const struct section *sec, const uint8_t *p,
 		     const uint8_t *end, struct cie *cie)
 {
-	struct rd r = {p, end, false};
+	struct cfi_rd r = {p, end, false};
 	const char *aug;
 	uint8_t version;
 	const uint8_t *aug_end = NULL;
 
 	memset(cie, 0, sizeof(*cie));
 	cie->fde_enc = DW_EH_PE_absptr;
-	version = (uint8_t)rd_u(&r, 1);
+	version = (uint8_t)cfi_rd_u(&r, 1);
 	if (version != 1 && version != 3 && version != 4)
 		return -EINVAL;
 	aug = (const char *)r.p;
@@ -658,19 +600,19 @@ static int parse_cie(struct builder *b, const struct section *sec, const uint8_t
 		return -EINVAL;
 	r.p++;
 	if (!strcmp(aug, "eh")) /* ancient GCC: an eh_ptr follows */
-		rd_u(&r, 8);
+		cfi_rd_u(&r, 8);
 	if (version == 4) {
-		if (rd_u(&r, 1) != 8)
+		if (cfi_rd_u(&r, 1) != 8)
 			return -EINVAL;
-		rd_u(&r, 1); /* segment selector size */
+		cfi_rd_u(&r, 1); /* segment selector size */
 	}
-	cie->code_align = rd_uleb(&r);
-	cie->data_align = rd_sleb(&r);
-	cie->ra_reg = version == 1 ? rd_u(&r, 1) : rd_uleb(&r);
+	cie->code_align = cfi_rd_uleb(&r);
+	cie->data_align = cfi_rd_sleb(&r);
+	cie->ra_reg = version == 1 ? cfi_rd_u(&r, 1) : cfi_rd_uleb(&r);
 	if (cie->ra_reg != DW_RA)
 		return -EINVAL;
 	if (aug[0] == 'z') {
-		uint64_t alen = rd_uleb(&r);
+		uint64_t alen = cfi_rd_uleb(&r);
 
 		if (r.bad || alen > (uint64_t)(r.end - r.p))
 			return -EINVAL;
@@ -679,13 +621,13 @@ static int parse_cie(struct builder *b, const struct section *sec, const uint8_t
 		for (const char *a = aug + 1; *a; a++) {
 			switch (*a) {
 			case 'R':
-				cie->fde_enc = (uint8_t)rd_u(&r, 1);
+				cie->fde_enc = (uint8_t)cfi_rd_u(&r, 1);
 				break;
 			case 'L':
-				rd_u(&r, 1);
+				cfi_rd_u(&r, 1);
 				break;
 			case 'P': {
-				uint8_t enc = (uint8_t)rd_u(&r, 1);
+				uint8_t enc = (uint8_t)cfi_rd_u(&r, 1);
 
 				rd_ptr(&r, enc & 0x7f, sec->d, sec->addr);
 				break;
@@ -725,7 +667,7 @@ struct cie_cache {
 static int get_cie(struct builder *b, const struct section *sec, struct cie_cache *cc, uint64_t off,
 		   struct cie **ret)
 {
-	struct rd r;
+	struct cfi_rd r;
 	uint64_t len, id;
 	unsigned int slot;
 	int err;
@@ -737,21 +679,21 @@ static int get_cie(struct builder *b, const struct section *sec, struct cie_cach
 		}
 	if (off >= sec->len)
 		return -EINVAL;
-	r = (struct rd){sec->d + off, sec->d + sec->len, false};
-	len = rd_u(&r, 4);
+	r = (struct cfi_rd){sec->d + off, sec->d + sec->len, false};
+	len = cfi_rd_u(&r, 4);
 	if (len == 0xffffffffu) {
-		len = rd_u(&r, 8);
+		len = cfi_rd_u(&r, 8);
 		if (r.bad || len > (uint64_t)(r.end - r.p))
 			return -EINVAL;
 		r.end = r.p + len;
-		id = rd_u(&r, sec->eh ? 4 : 8); /* .eh_frame ids are 4 bytes in any format */
+		id = cfi_rd_u(&r, sec->eh ? 4 : 8); /* .eh_frame ids are 4 bytes in any format */
 		if (!sec->eh && id != ~0ull)
 			return -EINVAL;
 	} else {
 		if (r.bad || len > (uint64_t)(r.end - r.p))
 			return -EINVAL;
 		r.end = r.p + len;
-		id = rd_u(&r, 4);
+		id = cfi_rd_u(&r, 4);
 		if (!sec->eh && id != 0xffffffffu)
 			return -EINVAL;
 	}
@@ -774,14 +716,14 @@ static int parse_section(struct builder *b, const struct section *sec)
 	int err;
 
 	while (pos + 4 <= sec->len) {
-		struct rd r = {sec->d + pos, sec->d + sec->len, false};
+		struct cfi_rd r = {sec->d + pos, sec->d + sec->len, false};
 		uint64_t len, id, cie_off, loc, range;
 		const uint8_t *id_pos, *entry_end;
 		bool is64 = false;
 		struct cie *cie;
 		struct state s;
 
-		len = rd_u(&r, 4);
+		len = cfi_rd_u(&r, 4);
 		if (len == 0) {
 			if (sec->eh)
 				break; /* .eh_frame terminator */
@@ -789,7 +731,7 @@ static int parse_section(struct builder *b, const struct section *sec)
 			continue;
 		}
 		if (len == 0xffffffffu) {
-			len = rd_u(&r, 8);
+			len = cfi_rd_u(&r, 8);
 			is64 = true;
 		}
 		if (r.bad || len > (uint64_t)(r.end - r.p))
@@ -797,7 +739,7 @@ static int parse_section(struct builder *b, const struct section *sec)
 		entry_end = r.p + len;
 		r.end = entry_end;
 		id_pos = r.p;
-		id = rd_u(&r, is64 && !sec->eh ? 8 : 4);
+		id = cfi_rd_u(&r, is64 && !sec->eh ? 8 : 4);
 		pos = (size_t)(entry_end - sec->d);
 
 		if (sec->eh ? id == 0 : id == (is64 ? ~0ull : 0xffffffffu))
@@ -818,11 +760,11 @@ static int parse_section(struct builder *b, const struct section *sec)
 			loc = rd_ptr(&r, cie->fde_enc, sec->d, sec->addr);
 			range = rd_ptr(&r, cie->fde_enc & 0x0f, sec->d, sec->addr);
 		} else {
-			loc = rd_u(&r, 8);
-			range = rd_u(&r, 8);
+			loc = cfi_rd_u(&r, 8);
+			range = cfi_rd_u(&r, 8);
 		}
 		if (cie->has_z) {
-			uint64_t alen = rd_uleb(&r);
+			uint64_t alen = cfi_rd_uleb(&r);
 
 			if (r.bad || alen > (uint64_t)(r.end - r.p))
 				continue;

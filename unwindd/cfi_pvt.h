@@ -27,9 +27,75 @@
 #ifndef CPA_UNWINDD_CFI_PVT_H
 #define CPA_UNWINDD_CFI_PVT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cfi.h"
+
+/*
+ * A bounded little-endian reader over DWARF bytes, shared by the table
+ * builder (cfi.c) and the expression evaluator (walk.c). Any read past the
+ * end sets bad, moves p to the end and yields 0; callers check bad once.
+ */
+struct cfi_rd {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+static inline uint64_t cfi_rd_u(struct cfi_rd *r, unsigned int n)
+{
+	uint64_t v = 0;
+
+	if (r->bad || (size_t)(r->end - r->p) < n) {
+		r->bad = true;
+		r->p = r->end;
+		return 0;
+	}
+	memcpy(&v, r->p, n); /* x86-64: little endian host and target */
+	r->p += n;
+	return v;
+}
+
+static inline uint64_t cfi_rd_uleb(struct cfi_rd *r)
+{
+	uint64_t v = 0;
+	unsigned int shift = 0;
+
+	while (r->p < r->end) {
+		uint8_t b = *r->p++;
+
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			return v;
+	}
+	r->bad = true;
+	return 0;
+}
+
+static inline int64_t cfi_rd_sleb(struct cfi_rd *r)
+{
+	uint64_t v = 0;
+	unsigned int shift = 0;
+
+	while (r->p < r->end) {
+		uint8_t b = *r->p++;
+
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80)) {
+			if (shift < 64 && (b & 0x40))
+				v |= ~0ull << shift;
+			return (int64_t)v;
+		}
+	}
+	r->bad = true;
+	return 0;
+}
 
 #ifndef CFI_PAGE_SHIFT
 #define CFI_PAGE_SHIFT 8

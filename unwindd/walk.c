@@ -165,63 +165,6 @@ static bool reg_get(const struct unw_regs *r, uint64_t dw, uint64_t *v)
 	}
 }
 
-struct eval_rd {
-	const uint8_t *p, *end;
-	bool bad;
-};
-
-static uint64_t ev_u(struct eval_rd *r, unsigned int n)
-{
-	uint64_t v = 0;
-
-	if ((size_t)(r->end - r->p) < n) {
-		r->bad = true;
-		return 0;
-	}
-	memcpy(&v, r->p, n);
-	r->p += n;
-	return v;
-}
-
-static uint64_t ev_uleb(struct eval_rd *r)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	while (r->p < r->end) {
-		uint8_t b = *r->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	r->bad = true;
-	return 0;
-}
-
-static int64_t ev_sleb(struct eval_rd *r)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	while (r->p < r->end) {
-		uint8_t b = *r->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				v |= ~0ull << shift;
-			return (int64_t)v;
-		}
-	}
-	r->bad = true;
-	return 0;
-}
-
 /*
  * Evaluate the pooled expression at expr_off. push_cfa: register rules start
  * with the CFA on the stack (DWARF 5 6.4.2.3). Returns 0 or a CPA_STOP_*.
@@ -231,7 +174,7 @@ static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_r
 {
 	uint64_t st[EVAL_STACK];
 	unsigned int sp = 0, steps = 0;
-	struct eval_rd rd;
+	struct cfi_rd rd;
 	const uint8_t *start;
 	uint16_t len;
 
@@ -241,7 +184,7 @@ static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_r
 	if (expr_off + 2u + len > t->expr_len)
 		return CPA_STOP_BAD;
 	start = t->expr + expr_off + 2;
-	rd = (struct eval_rd){start, start + len, false};
+	rd = (struct cfi_rd){start, start + len, false};
 	if (push_cfa)
 		st[sp++] = cfa;
 
@@ -278,7 +221,7 @@ static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_r
 			continue;
 		}
 		if (op >= DW_OP_breg0 && op <= DW_OP_breg31) {
-			sv = ev_sleb(&rd);
+			sv = cfi_rd_sleb(&rd);
 			if (!reg_get(r, op - DW_OP_breg0, &v))
 				return CPA_STOP_BAD;
 			PUSH(v + (uint64_t)sv);
@@ -288,35 +231,35 @@ static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_r
 		case DW_OP_addr:
 		case DW_OP_const8u:
 		case DW_OP_const8s:
-			PUSH(ev_u(&rd, 8));
+			PUSH(cfi_rd_u(&rd, 8));
 			break;
 		case DW_OP_const1u:
-			PUSH(ev_u(&rd, 1));
+			PUSH(cfi_rd_u(&rd, 1));
 			break;
 		case DW_OP_const1s:
-			PUSH((uint64_t)(int64_t)(int8_t)ev_u(&rd, 1));
+			PUSH((uint64_t)(int64_t)(int8_t)cfi_rd_u(&rd, 1));
 			break;
 		case DW_OP_const2u:
-			PUSH(ev_u(&rd, 2));
+			PUSH(cfi_rd_u(&rd, 2));
 			break;
 		case DW_OP_const2s:
-			PUSH((uint64_t)(int64_t)(int16_t)ev_u(&rd, 2));
+			PUSH((uint64_t)(int64_t)(int16_t)cfi_rd_u(&rd, 2));
 			break;
 		case DW_OP_const4u:
-			PUSH(ev_u(&rd, 4));
+			PUSH(cfi_rd_u(&rd, 4));
 			break;
 		case DW_OP_const4s:
-			PUSH((uint64_t)(int64_t)(int32_t)ev_u(&rd, 4));
+			PUSH((uint64_t)(int64_t)(int32_t)cfi_rd_u(&rd, 4));
 			break;
 		case DW_OP_constu:
-			PUSH(ev_uleb(&rd));
+			PUSH(cfi_rd_uleb(&rd));
 			break;
 		case DW_OP_consts:
-			PUSH((uint64_t)ev_sleb(&rd));
+			PUSH((uint64_t)cfi_rd_sleb(&rd));
 			break;
 		case DW_OP_bregx:
-			a = ev_uleb(&rd);
-			sv = ev_sleb(&rd);
+			a = cfi_rd_uleb(&rd);
+			sv = cfi_rd_sleb(&rd);
 			if (!reg_get(r, a, &v))
 				return CPA_STOP_BAD;
 			PUSH(v + (uint64_t)sv);
@@ -334,7 +277,7 @@ static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_r
 			PUSH(st[sp - 2]);
 			break;
 		case DW_OP_pick:
-			a = ev_u(&rd, 1);
+			a = cfi_rd_u(&rd, 1);
 			NEED(a + 1);
 			PUSH(st[sp - 1 - a]);
 			break;
@@ -358,7 +301,7 @@ static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_r
 			st[sp - 1] = v;
 			break;
 		case DW_OP_deref_size:
-			a = ev_u(&rd, 1);
+			a = cfi_rd_u(&rd, 1);
 			NEED(1);
 			if (a == 0 || a > 8)
 				return CPA_STOP_BAD;
@@ -439,11 +382,11 @@ static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_r
 			break;
 		case DW_OP_plus_uconst:
 			NEED(1);
-			st[sp - 1] += ev_uleb(&rd);
+			st[sp - 1] += cfi_rd_uleb(&rd);
 			break;
 		case DW_OP_skip:
 		case DW_OP_bra: {
-			int16_t d = (int16_t)ev_u(&rd, 2);
+			int16_t d = (int16_t)cfi_rd_u(&rd, 2);
 
 			if (op == DW_OP_bra) {
 				NEED(1);
