@@ -164,28 +164,3 @@ const char *jitmap__lookup(const struct jitmap *j, uint64_t pc, uint64_t *ret_st
 	}
 	return NULL;
 }
-
-const char *symd_env__pick(const char *env, size_t len, const char *keys, size_t *ret_len)
-{
-	const char *k = keys;
-
-	while (*k) {
-		size_t klen = strcspn(k, ",");
-		size_t pos = 0;
-
-		while (klen && pos < len) {
-			const char *e = env + pos;
-			size_t elen = strnlen(e, len - pos);
-
-			if (elen > klen && e[klen] == '=' && !memcmp(e, k, klen)) {
-				*ret_len = elen - klen - 1;
-				return e + klen + 1;
-			}
-			pos += elen + 1;
-		}
-		k += klen;
-		if (*k == ',')
-			k++;
-	}
-	return NULL;
-}

@@ -16,6 +16,7 @@
  * tables are cleared and a new DICT_RESET starts a fresh epoch: simpler and
  * safer than tracking which definitions made it.
  */
+#include "envlabel.h"
 #include "symd.h"
 
 #include <errno.h>
@@ -419,7 +420,7 @@ static void pidinfo__read_env(struct symd *s, struct pidinfo *p)
 	snprintf(path, sizeof(path), "%s/%u/environ", proc_dir(s), p->pid);
 	if (read_small(path, SYMD_MAX_ENVIRON, &env, &len) < 0)
 		return;
-	v = symd_env__pick(env, len, s->env_keys, &vlen);
+	v = env_label_pick(env, len, s->env_keys, &vlen);
 	if (!v)
 		return;
 	if (vlen > SYMD_MAX_NAME)
@@ -1084,7 +1085,7 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 		if (p && p->env)
 			r = str_id(s, p->env, p->env_len, &o.env_id);
 		else
-			r = str_id(s, "SYSTEM", 6, &o.env_id);
+			r = str_id(s, ENV_LABEL_NONE, sizeof(ENV_LABEL_NONE) - 1, &o.env_id);
 		if (r < 0)
 			return r;
 	}

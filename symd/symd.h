@@ -189,9 +189,6 @@ void jitmap__free(struct jitmap *j);
 const char *jitmap__lookup(const struct jitmap *j, uint64_t pc, uint64_t *ret_start);
 size_t jitmap__bytes(const struct jitmap *j);
 
-/* Value of the first of keys (comma list) in an environ blob, or NULL. */
-const char *symd_env__pick(const char *environ, size_t len, const char *keys, size_t *ret_len);
-
 /* ---- symd.c: the stage ---- */
 struct symd_opts {
 	const struct cpa_config *cfg;

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "envlabel.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "symd.h"
@@ -594,14 +595,14 @@ START_TEST(test_env_pick)
 	size_t len;
 	const char *v;
 
-	v = symd_env__pick(env, sizeof(env), "NOPE,APP_ENV,HOME", &len);
+	v = env_label_pick(env, sizeof(env), "NOPE,APP_ENV,HOME", &len);
 	ck_assert_ptr_nonnull(v);
 	ck_assert_int_eq(strncmp(v, "prod", len), 0);
 	ck_assert_uint_eq(len, 4);
-	v = symd_env__pick(env, sizeof(env), "HOME,APP_ENV", &len);
+	v = env_label_pick(env, sizeof(env), "HOME,APP_ENV", &len);
 	ck_assert_int_eq(strncmp(v, "/root", len), 0);
-	ck_assert_ptr_null(symd_env__pick(env, sizeof(env), "HOM,APP", &len));
-	ck_assert_ptr_null(symd_env__pick(env, sizeof(env), "", &len));
+	ck_assert_ptr_null(env_label_pick(env, sizeof(env), "HOM,APP", &len));
+	ck_assert_ptr_null(env_label_pick(env, sizeof(env), "", &len));
 }
 END_TEST
 

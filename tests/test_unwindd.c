@@ -1197,17 +1197,40 @@ __attribute__((no_sanitize_address, noinline)) static void stack_copy(uint8_t *d
 		dst[i] = src[i];
 }
 
+/* End of the mapping that holds addr (from /proc/self/maps), or 0. */
+static uint64_t mapping_end(uint64_t addr)
+{
+	unsigned long lo, hi;
+	char line[512];
+	uint64_t end = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && addr >= lo && addr < hi)
+			end = hi;
+	fclose(f);
+	return end;
+}
+
 /* A real sample of this thread: registers and a copy of the stack as capture
- * would take them, so the CFI walk runs end to end through our find. */
+ * would take them, so the CFI walk runs end to end through our find. Like
+ * capture, the copy stops at the end of the stack mapping: with ASLR and a
+ * small environment the main thread's stack top can be under len away. */
 __attribute__((noinline)) static int take_sample(struct env *e, uint8_t *stack, uint32_t len)
 {
-	uint64_t ip, sp, bp, ufp[1];
+	uint64_t ip, sp, bp, ufp[1], end;
 	struct cpa_sample *s;
 	uint8_t *p;
-	uint32_t rl = (uint32_t)(sizeof(*s) + 8 + len);
+	uint32_t rl;
 
 	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
 			 : "=r"(ip), "=r"(sp), "=r"(bp));
+	end = mapping_end(sp);
+	ck_assert_uint_gt(end, sp);
+	if (end - sp < len)
+		len = (uint32_t)(end - sp);
+	rl = (uint32_t)(sizeof(*s) + 8 + len);
 	stack_copy(stack, sp, len);
 	ufp[0] = ip;
 	ck_assert_int_eq(shm_ring__reserve_sp(&e->cap, rl, CPA_REC_SAMPLE, (void **)&s), 0);

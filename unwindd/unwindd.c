@@ -9,6 +9,7 @@
  * are flushed before any later record; while they cannot be flushed, later
  * records are dropped into them too (the ring is full anyway).
  */
+#include "envlabel.h"
 #include "unwindd.h"
 
 #include <errno.h>
@@ -433,31 +434,6 @@ bool unwindd__list_has(const char *list, const char *value, size_t len)
 	return false;
 }
 
-const char *unwindd__env_pick(const char *env, size_t len, const char *keys, size_t *ret_len)
-{
-	const char *k = keys;
-
-	/* Key order wins, not environ order: symd's rule for the label. */
-	while (k && *k) {
-		size_t klen = strcspn(k, ","), pos = 0;
-
-		while (klen && pos < len) {
-			const char *e = env + pos;
-			size_t elen = strnlen(e, len - pos);
-
-			if (elen > klen && e[klen] == '=' && !memcmp(e, k, klen)) {
-				*ret_len = elen - klen - 1;
-				return e + klen + 1;
-			}
-			pos += elen + 1;
-		}
-		k += klen;
-		if (*k == ',')
-			k++;
-	}
-	return NULL;
-}
-
 static uint32_t env_hash(uint32_t pid, uint32_t mask)
 {
 	return (pid * 0x9e3779b1u) & mask;
@@ -516,11 +492,11 @@ static bool env_decide(struct unwindd *u, uint32_t pid)
 		len += (size_t)n;
 	}
 	if (len && u->o.env_keys)
-		v = unwindd__env_pick(u->env_buf, len, u->o.env_keys, &vlen);
+		v = env_label_pick(u->env_buf, len, u->o.env_keys, &vlen);
 	if (!v) {
 		/* No key found, or environ unreadable (exited, kernel thread):
 		 * symd labels it SYSTEM, and so do we. */
-		v = "SYSTEM";
+		v = ENV_LABEL_NONE;
 		vlen = 6;
 	}
 	return unwindd__list_has(u->o.env_values, v, vlen);

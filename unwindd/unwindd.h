@@ -170,8 +170,4 @@ int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8
 /* Whether value (len bytes) is one of the comma list's items. */
 bool unwindd__list_has(const char *list, const char *value, size_t len);
 
-/* The env value of an environ image (NUL-separated KEY=VALUE): the first key
- * of the comma list keys found, in key order; NULL when none is. */
-const char *unwindd__env_pick(const char *env, size_t len, const char *keys, size_t *ret_len);
-
 #endif /* CPA_UNWINDD_UNWINDD_H */
