@@ -200,7 +200,7 @@ static struct opts {
 	bool sweep, idle, idle_all, ab, perf, whole_machine;
 	const char *json, *base_dir, *perf_stages, *monitor_args;
 	char cpa[PATH_MAX + 32], workload[PATH_MAX + 32], workload_fixed[PATH_MAX + 32];
-	unsigned long loops; /* fixed-work twin of the workload, bench_overhead_wl */
+	unsigned long loops; /* fixed work: cpa-workload-nofp --loops N */
 	char **cmd;	     /* user command after -- */
 	bool keep;
 } o = {
@@ -1548,7 +1548,7 @@ static void usage(FILE *f)
 		"  --monitor_args STR   extra `cpa monitor` options, blank separated\n"
 		"  --cpa PATH           cpa executable (default: next to this one)\n"
 		"  --workload PATH      built-in workload (default: cpa-workload-nofp next to this)\n"
-		"  --loops N            fixed work instead: bench_overhead_wl --loops N (every thread;\n"
+		"  --loops N            fixed work instead: cpa-workload-nofp --loops N (every thread;\n"
 		"                       ~2500 loops/s each), slowdown as CPU time per loop\n"
 		"  --dir DIR            where stores and logs go (default /tmp/bench_overhead.XXXXXX)\n"
 		"  --keep               keep stores, logs and perf data\n");
@@ -1673,7 +1673,7 @@ static int parse_opts(int argc, char **argv)
 	*slash = 0;
 	snprintf(o.cpa, sizeof(o.cpa), "%s/cpa", self);
 	snprintf(o.workload, sizeof(o.workload), "%s/cpa-workload-nofp", self);
-	snprintf(o.workload_fixed, sizeof(o.workload_fixed), "%s/bench_overhead_wl", self);
+	snprintf(o.workload_fixed, sizeof(o.workload_fixed), "%s/cpa-workload-nofp", self);
 
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		int r = 0;
@@ -1782,7 +1782,7 @@ static int parse_opts(int argc, char **argv)
 		return -ENOENT;
 	}
 	if (!o.cmd && o.loops && o.ab && access(o.workload_fixed, X_OK) < 0) {
-		say("fixed-work workload '%s': %s (build bench_overhead_wl)", o.workload_fixed,
+		say("fixed-work workload '%s': %s (build cpa-workload-nofp)", o.workload_fixed,
 		    strerror(errno));
 		return -ENOENT;
 	}

@@ -12,8 +12,12 @@
  * "pid <pid>" at start, so a test can compare what the profiler saw with
  * what the workload measured itself.
  *
- * Usage: cpa-workload [--seconds S] [--threads N] [--depth D]
- * Built twice: with frame pointers (cpa-workload) and without (-fp-less).
+ * Usage: cpa-workload [--seconds S | --loops N] [--threads N] [--depth D]
+ * --loops N is fixed work instead of fixed time: every thread makes N calls
+ * of its path and the program prints "loops <total>" at exit, so a bench can
+ * report CPU time per unit of work on a machine whose neighbours decide how
+ * much CPU a fixed-time run gets.
+ * Built twice: with frame pointers (cpa-workload) and without (-nofp).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,6 +35,7 @@
 #define WL_FN __attribute__((noinline, noclone))
 
 static double run_seconds = 5.0;
+static unsigned long loops; /* 0: run for run_seconds */
 static int nthreads = 1;
 static int depth = 20;
 static atomic_int stop;
@@ -85,8 +90,13 @@ WL_FN static void *wl_thread_main(void *arg)
 	uint64_t seed = (uint64_t)(uintptr_t)arg, acc = 0, t0 = thread_cpu_ns();
 
 	prctl(PR_SET_NAME, "wl-worker");
-	while (!atomic_load(&stop))
-		acc += wl_path_b(seed++);
+	if (loops) {
+		for (unsigned long n = 0; n < loops; n++)
+			acc += wl_path_b(seed++);
+	} else {
+		while (!atomic_load(&stop))
+			acc += wl_path_b(seed++);
+	}
 	atomic_fetch_add(&path_ns[1], thread_cpu_ns() - t0);
 	return (void *)(uintptr_t)(acc & 1);
 }
@@ -95,9 +105,14 @@ WL_FN static uint64_t wl_main_loop(void)
 {
 	uint64_t acc = 0, seed = 7, t0 = thread_cpu_ns(), end;
 
-	end = mono_ns() + (uint64_t)(run_seconds * 1e9);
-	while (mono_ns() < end)
-		acc += wl_path_a(seed++);
+	if (loops) {
+		for (unsigned long n = 0; n < loops; n++)
+			acc += wl_path_a(seed++);
+	} else {
+		end = mono_ns() + (uint64_t)(run_seconds * 1e9);
+		while (mono_ns() < end)
+			acc += wl_path_a(seed++);
+	}
 	atomic_fetch_add(&path_ns[0], thread_cpu_ns() - t0);
 	return acc;
 }
@@ -111,12 +126,15 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			run_seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--loops") && i + 1 < argc)
+			loops = strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			nthreads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--depth") && i + 1 < argc)
 			depth = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: %s [--seconds S] [--threads N] [--depth D]\n",
+			fprintf(stderr,
+				"usage: %s [--seconds S | --loops N] [--threads N] [--depth D]\n",
 				argv[0]);
 			return 2;
 		}
@@ -135,6 +153,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
 
+	if (loops)
+		printf("loops %lu\n", loops * (unsigned long)(nthreads + 1));
 	printf("path wl_path_a %llu\n", (unsigned long long)atomic_load(&path_ns[0]));
 	printf("path wl_path_b %llu\n", (unsigned long long)atomic_load(&path_ns[1]));
 	return (int)(acc & 0); /* acc keeps the work alive */
