@@ -526,6 +526,134 @@ START_TEST(test_fixture_proc_exec_exit)
 }
 END_TEST
 
+#define MS (SEC / 1000)
+
+/* A pc that missed a read does not cause another one: not for the same page,
+ * not as an interrupted ip, not within the same batch; a process whose reads
+ * keep missing is re-read less and less often; exec starts over. */
+START_TEST(test_neg_cache_known_missing)
+{
+	struct shm_stage st = {0};
+	struct ucache *c = cache_new(fixture_proc(), 100 * MS, &st);
+	uint64_t now = 1000 * SEC, t;
+	struct uproc *p = ucache__proc(c, FIX_PID, now);
+	struct uloc l;
+
+	ck_assert_int_eq(ucache__find(c, p, 0x401234, now, &l), 0);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 1);
+
+	/* Unknown pc past the throttle: one read, still missing. */
+	t = now + 200 * MS;
+	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 2);
+	ck_assert_uint_eq(p->n_neg, 1);
+	ck_assert_uint_eq(p->miss_level, 1);
+	/* Known missing: no read, however late, whatever the offset in the page. */
+	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t + 10 * SEC, &l), -ENOENT);
+	ck_assert_int_eq(ucache__find(c, p, 0x10000ff8, t + 11 * SEC, &l), -ENOENT);
+	ck_assert_int_eq(ucache__find_ip(c, p, 0x10000010, t + 12 * SEC, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 2);
+
+	/* Another unknown pc: the throttle has doubled (200 ms) ... */
+	ck_assert_int_eq(ucache__find(c, p, 0x20000000, t + 150 * MS, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 2);
+	/* ... past it, a read (still missing: 400 ms next). */
+	t += 13 * SEC;
+	ck_assert_int_eq(ucache__find(c, p, 0x20000000, t, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
+	ck_assert_uint_eq(p->miss_level, 2);
+	ck_assert_int_eq(ucache__find(c, p, 0x30000000, t + 300 * MS, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
+	/* A miss in the batch that read the maps is as good as a read. */
+	ck_assert_int_eq(ucache__find(c, p, 0x40000000, t, &l), -ENOENT);
+	ck_assert_int_eq(ucache__find(c, p, 0x40000000, t + 10 * SEC, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
+	ck_assert_uint_eq(p->n_neg, 3);
+	/* Mapped pcs still resolve without reads. */
+	ck_assert_int_eq(ucache__find(c, p, 0x7f1000400010ull, t + 10 * SEC, &l), 0);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
+
+	/* The knowledge ages: past neg_ttl (30 s) a known page is read again. */
+	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t + 31 * SEC, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 4);
+
+	/* exec: a new address space, nothing known, no backoff. */
+	t += 40 * SEC;
+	ucache__task_exec(c, FIX_PID);
+	ck_assert_uint_eq(p->n_neg, 0);
+	ck_assert_uint_eq(p->miss_level, 0);
+	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 5);
+	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t + 10 * SEC, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 5);
+	ucache__free(c);
+}
+END_TEST
+
+static void write_maps(const char *dir, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/7/maps", dir);
+	f = fopen(path, "we");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A library mapped after our read is found: a miss on a pc not known to be
+ * missing re-reads once the throttle allows, and a known-missing page that
+ * got mapped since is found after any later read. */
+START_TEST(test_neg_cache_new_library)
+{
+	static const char app[] = "00401000-00480000 r-xp 00001000 fd:01 100 /opt/fix/app\n";
+	static const char more[] =
+		"00401000-00480000 r-xp 00001000 fd:01 100 /opt/fix/app\n"
+		"7f1000400000-7f1000500000 r-xp 00004000 fd:01 300 /opt/fix/libtwo.so\n"
+		"7f3000000000-7f3000100000 r-xp 00000000 fd:01 400 /opt/fix/libnew.so\n";
+	char dir[] = "/tmp/cpa-unw-neg-XXXXXX", path[256], cmd[300];
+	struct shm_stage st = {0};
+	uint64_t now = 1000 * SEC;
+	struct ucache *c;
+	struct uproc *p;
+	struct uloc l;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/7", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	write_maps(dir, app);
+	c = cache_new(dir, 100 * MS, &st);
+	p = ucache__proc(c, 7, now);
+
+	ck_assert_int_eq(ucache__find(c, p, 0x401234, now, &l), 0);
+	ck_assert_int_eq(ucache__find(c, p, 0x7f1000400010ull, now + 200 * MS, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 2);
+	ck_assert_uint_eq(p->miss_level, 1);
+
+	write_maps(dir, more);
+	/* Known missing since the last read: still no read. */
+	ck_assert_int_eq(ucache__find(c, p, 0x7f1000400010ull, now + 300 * MS, &l), -ENOENT);
+	/* New pc, but inside the (doubled) throttle: no read yet ... */
+	ck_assert_int_eq(ucache__find(c, p, 0x7f3000000010ull, now + 300 * MS, &l), -ENOENT);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 2);
+	/* ... after it: read, found, backoff over. */
+	ck_assert_int_eq(ucache__find(c, p, 0x7f3000000010ull, now + 400 * MS, &l), 0);
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
+	ck_assert_str_eq(l.bin->path, "/opt/fix/libnew.so");
+	ck_assert_uint_eq(l.file_off, 0x10);
+	ck_assert_uint_eq(p->miss_level, 0);
+	/* The read dropped the page that is mapped now from the missing ones. */
+	ck_assert_uint_eq(p->n_neg, 0);
+	ck_assert_int_eq(ucache__find(c, p, 0x7f1000400010ull, now + 400 * MS, &l), 0);
+	ck_assert_str_eq(l.bin->path, "/opt/fix/libtwo.so");
+	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
+	ucache__free(c);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* A binary first seen in a process that is already gone (its /proc entry
  * cannot open the file) is identified later from a live one, and its
  * definition is marked for re-sending. */
@@ -1405,6 +1533,8 @@ static Suite *unwindd_suite(void)
 	tcase_add_test(tc, test_pc_to_offset_self);
 	tcase_add_test(tc, test_refresh_throttle_and_anon);
 	tcase_add_test(tc, test_fixture_proc_exec_exit);
+	tcase_add_test(tc, test_neg_cache_known_missing);
+	tcase_add_test(tc, test_neg_cache_new_library);
 	tcase_add_test(tc, test_identify_retry_from_live_process);
 	tcase_add_test(tc, test_cache_cap_evicts);
 	suite_add_tcase(s, tc);

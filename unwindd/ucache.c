@@ -23,6 +23,10 @@
 
 #define MAPS_BUF_MAX   (64u << 20)	       /* a maps file larger than this is hostile */
 #define IDENT_RETRY_NS (1000ull * 1000 * 1000) /* re-try opening a binary after this */
+#define REFRESH_MAX_NS (5 * IDENT_RETRY_NS)    /* default cap of the backed-off throttle */
+#define NEG_TTL_NS     (30 * IDENT_RETRY_NS)   /* default trust in a known-missing page */
+#define NEG_PAGE_SHIFT 12
+#define MISS_LEVEL_MAX 30 /* cap >> level stays meaningful */
 
 /* An unwind table shared by every binary with the same build-id (the same
  * libc in twenty containers is parsed once). */
@@ -380,6 +384,52 @@ static int maps_read(struct ucache *c, uint32_t pid, size_t *ret_len)
 	return 0;
 }
 
+static const struct umap *proc_lookup(struct uproc *p, uint64_t pc);
+
+static bool neg_has(const struct uproc *p, uint64_t page)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->n_neg; i++)
+		if (p->neg[i] == page)
+			return true;
+	return false;
+}
+
+static void neg_add(struct uproc *p, uint64_t page)
+{
+	if (neg_has(p, page))
+		return;
+	if (p->n_neg < UCACHE_NEG_SLOTS) {
+		p->neg[p->n_neg++] = page;
+		return;
+	}
+	/* Full: forget the oldest-placed one; it costs one read if it comes back. */
+	p->neg[p->neg_next] = page;
+	p->neg_next = (p->neg_next + 1) % UCACHE_NEG_SLOTS;
+}
+
+/* After a read: keep only the pages that still miss, so the whole set is
+ * known as of this read (a library mapped there since is found). */
+static void neg_prune(struct uproc *p)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < p->n_neg; i++)
+		if (!proc_lookup(p, p->neg[i] << NEG_PAGE_SHIFT))
+			p->neg[n++] = p->neg[i];
+	p->n_neg = n;
+	p->neg_next = 0;
+	p->last_hit = 0;
+}
+
+static void neg_clear(struct uproc *p)
+{
+	p->n_neg = 0;
+	p->neg_next = 0;
+	p->miss_level = 0;
+}
+
 static int umap_cmp(const void *a, const void *b)
 {
 	const struct umap *x = a, *y = b;
@@ -397,6 +447,7 @@ int ucache__refresh(struct ucache *c, struct uproc *p, uint64_t now_ns)
 	int r;
 
 	p->refresh_ns = now_ns ? now_ns : 1;
+	p->read_failed = true; /* until the new list is in place */
 	cnt(c, UNW_CNT_MAPS_REFRESH, 1);
 	r = maps_read(c, p->pid, &len);
 	if (r < 0) {
@@ -472,6 +523,8 @@ int ucache__refresh(struct ucache *c, struct uproc *p, uint64_t now_ns)
 	if (n)
 		memcpy(p->maps, c->tmp, n * sizeof(*p->maps));
 	p->n_maps = n;
+	p->read_failed = false;
+	neg_prune(p);
 	return 0;
 }
 
@@ -509,17 +562,44 @@ static int find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns,
 	struct ubin *b = NULL;
 
 	if (unlikely(!m)) {
-		/* A miss means a dlopen, an exec we did not hear of, or a bad pc:
-		 * re-read, but not per sample for a process that keeps missing. */
+		/* A miss means a dlopen, an exec we did not hear of, or a bad pc
+		 * (end of a stack, garbage return address, vanished JIT code).
+		 * The read is what costs (seq_read + openat were a third of the
+		 * stage), so: never for a page that already missed a read, not
+		 * per sample, and rarer for a process whose reads do not help. */
+		uint64_t page = pc >> NEG_PAGE_SHIFT;
+
 		if (p->dead_ns)
 			return -ENOENT;
+		if (p->refresh_ns && now_ns - p->refresh_ns < c->o.neg_ttl_ns && neg_has(p, page))
+			return -ENOENT;
+		if (p->refresh_ns == now_ns && !p->read_failed) {
+			/* Read in this very batch: the miss is as good as a read's. */
+			neg_add(p, page);
+			return -ENOENT;
+		}
+		if (p->miss_level) {
+			/* Never below the plain throttle, whatever the cap says. */
+			uint64_t cap = MAX(c->o.refresh_max_ns, throttle_ns);
+
+			throttle_ns = throttle_ns > cap >> p->miss_level
+					      ? cap
+					      : throttle_ns << p->miss_level;
+		}
 		if (p->refresh_ns && now_ns - p->refresh_ns < throttle_ns)
 			return -ENOENT;
-		if (ucache__refresh(c, p, now_ns) < 0)
+		if (ucache__refresh(c, p, now_ns) < 0) {
+			/* Mostly a process that is gone: back off as for a miss. */
+			p->miss_level += p->miss_level < MISS_LEVEL_MAX;
 			return -ENOENT;
+		}
 		m = proc_lookup(p, pc);
-		if (!m)
+		if (!m) {
+			neg_add(p, page);
+			p->miss_level += p->miss_level < MISS_LEVEL_MAX;
 			return -ENOENT;
+		}
+		p->miss_level = 0; /* the maps had changed: keep following them closely */
 	}
 
 	ret->map = m;
@@ -677,6 +757,7 @@ void ucache__task_exec(struct ucache *c, uint32_t pid)
 		return;
 	/* A new image (or a reused pid): nothing of the old maps applies. */
 	proc_drop_maps(c, p);
+	neg_clear(p);
 	p->refresh_ns = 0;
 	p->dead_ns = 0;
 }
@@ -874,6 +955,10 @@ int ucache__new(const struct ucache_opts *o, struct ucache **ret)
 	if (!c)
 		return -ENOMEM;
 	c->o = *o;
+	if (!c->o.refresh_max_ns)
+		c->o.refresh_max_ns = REFRESH_MAX_NS;
+	if (!c->o.neg_ttl_ns)
+		c->o.neg_ttl_ns = NEG_TTL_NS;
 	snprintf(c->proc_root, sizeof(c->proc_root), "%s", o->proc_root ? o->proc_root : "/proc");
 	c->procs_mask = 255;
 	c->bins_mask = 255;

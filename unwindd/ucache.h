@@ -8,7 +8,10 @@
  *                                                      id, path, build-id    cfi_table *
  *
  * A process's mappings are read lazily: on its first sample, and again when
- * a pc misses them (at most once per refresh_ns per pid), or after exec.
+ * a pc misses them (at most once per refresh_ns per pid, longer for a
+ * process whose re-reads keep not helping), or after exec. Pages that still
+ * missed after a read are remembered per process (negative cache), so the
+ * same stale or garbage pc does not cause another read.
  * A binary is identified (build-id read through /proc/PID/map_files) the
  * first time one of its pcs is resolved, from the process that hit it, so
  * the module definition names a process that is alive right then.
@@ -70,6 +73,9 @@ struct umap {
 	uint32_t _pad;
 };
 
+/* Pages per process known to be in no executable mapping as of refresh_ns. */
+#define UCACHE_NEG_SLOTS 16
+
 struct uproc {
 	struct uproc *hnext;
 	uint32_t pid;
@@ -80,6 +86,16 @@ struct uproc {
 	uint64_t refresh_ns; /* last maps read; 0 = never (or invalidated by exec) */
 	uint64_t last_use;
 	uint64_t dead_ns; /* exit seen at this time; 0 = alive */
+	/* Negative cache: pc >> 12 of pages that missed a read. Every re-read
+	 * keeps only those that still miss, so all of them hold as of refresh_ns. */
+	uint64_t neg[UCACHE_NEG_SLOTS];
+	uint32_t n_neg;
+	uint32_t neg_next; /* slot replaced next when full */
+	/* Re-reads in a row that did not resolve the pc that caused them: the
+	 * throttle is refresh_ns << miss_level (capped). Reset by a useful
+	 * re-read and by exec. */
+	uint32_t miss_level;
+	bool read_failed; /* the last read at refresh_ns failed: maps are older */
 };
 
 /* What a pc maps to. */
@@ -92,13 +108,15 @@ struct uloc {
 };
 
 struct ucache_opts {
-	uint64_t max_bytes;	/* cap on everything below; 0 = none */
-	uint64_t refresh_ns;	/* at most one maps re-read per pid per this */
-	uint64_t refresh_ip_ns; /* the same when an interrupted ip missed */
-	uint64_t dead_grace_ns; /* keep an exited pid's maps this long */
-	uint64_t idle_ns;	/* forget pids without samples this long */
-	const char *proc_root;	/* "/proc"; tests point it at fixtures */
-	struct shm_stage *st;	/* counters, may be NULL */
+	uint64_t max_bytes;	 /* cap on everything below; 0 = none */
+	uint64_t refresh_ns;	 /* at most one maps re-read per pid per this */
+	uint64_t refresh_ip_ns;	 /* the same when an interrupted ip missed */
+	uint64_t refresh_max_ns; /* cap of the backed-off throttle; 0 = 5 s */
+	uint64_t neg_ttl_ns;	 /* trust a known-missing page this long after a read; 0 = 30 s */
+	uint64_t dead_grace_ns;	 /* keep an exited pid's maps this long */
+	uint64_t idle_ns;	 /* forget pids without samples this long */
+	const char *proc_root;	 /* "/proc"; tests point it at fixtures */
+	struct shm_stage *st;	 /* counters, may be NULL */
 };
 
 struct ucache;
@@ -112,12 +130,19 @@ struct uproc *ucache__proc(struct ucache *c, uint32_t pid, uint64_t now_ns);
 /* Existing entry or NULL. */
 struct uproc *ucache__proc_peek(struct ucache *c, uint32_t pid);
 
-/* Resolve pc: 0, or -ENOENT when no executable mapping holds it (even after
- * a throttled refresh: at most one per refresh_ns per pid). */
+/*
+ * Resolve pc: 0, or -ENOENT when no executable mapping holds it. A miss
+ * re-reads the maps unless the pc's page already missed a read within
+ * neg_ttl_ns, or the last read is younger than the pid's throttle:
+ * refresh_ns, doubled by every re-read that did not resolve its pc, up to
+ * refresh_max_ns. A pc that misses a read of this same instant (now_ns, one
+ * batch) is remembered as missing without another read.
+ */
 int ucache__find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns, struct uloc *ret);
 /* The same for an interrupted ip: it was mapped when the sample was taken,
  * so a miss means the cached maps are stale (dlopen, new JIT code), not a
- * bad pc, and the re-read is throttled only by refresh_ip_ns. */
+ * bad pc, and the re-read is throttled by refresh_ip_ns (backed off and
+ * negatively cached the same way: short-lived JIT code is gone for good). */
 int ucache__find_ip(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns,
 		    struct uloc *ret);
 
