@@ -1140,6 +1140,37 @@ START_TEST(test_stage_module_id_rollover)
 }
 END_TEST
 
+/* main() reads its clock before the batch and ticks with it afterwards: a
+ * process the batch just used must survive that tick (it once looked 2^64 ns
+ * idle, so every batch re-read its maps), and so must a fresh exit's grace. */
+START_TEST(test_stage_tick_clock_before_batch)
+{
+	static struct outrec recs[16];
+	uint64_t ufp[1] = {0x401234};
+	uint64_t before;
+	struct env e;
+
+	env_init(&e, 1u << 16, fixture_proc());
+	before = unwindd_now_ns();
+	push_sample(&e, e.seq + 1, FIX_PID, 0, ufp, 1, NULL, 0, NULL, 0);
+	run_all(&e);
+	(void)pull_all(&e, recs, 16);
+	ck_assert_uint_eq(e.st->cnt[UNW_CNT_MAPS_REFRESH], 1);
+	unwindd__tick(e.u, before);
+	ck_assert_ptr_nonnull(ucache__proc_peek(e.u->cache, FIX_PID));
+	e.u->last_sweep_ns = 0; /* sweep again on the next tick */
+	ucache__task_exit(e.u->cache, FIX_PID, e.u->now_ns);
+	unwindd__tick(e.u, before);
+	ck_assert_ptr_nonnull(ucache__proc_peek(e.u->cache, FIX_PID));
+
+	push_sample(&e, e.seq + 2, FIX_PID, 0, ufp, 1, NULL, 0, NULL, 0);
+	run_all(&e);
+	ck_assert_int_eq(pull_all(&e, recs, 16), 1);
+	ck_assert_uint_eq(e.st->cnt[UNW_CNT_MAPS_REFRESH], 1);
+	env_free(&e);
+}
+END_TEST
+
 START_TEST(test_stage_exactly_once)
 {
 	static struct outrec recs[16];
@@ -1546,6 +1577,7 @@ static Suite *unwindd_suite(void)
 	tcase_add_test(tc, test_stage_regs_without_chain);
 	tcase_add_test(tc, test_stage_module_id_rollover);
 	tcase_add_test(tc, test_stage_exactly_once);
+	tcase_add_test(tc, test_stage_tick_clock_before_batch);
 	tcase_add_test(tc, test_stage_corrupt_skipped);
 	tcase_add_test(tc, test_stage_ring_full_loss);
 	tcase_add_test(tc, test_stage_reset_waits_for_room);

@@ -18,9 +18,21 @@
 #include "shm/counters.h"
 #include "unwindd.h"
 
-#define ARENA_FD	 3
-#define WAKE_BYTES	 (64u * 1024) /* a batch worth; wait_sc caps it to half the ring */
-#define WAIT_MS		 250	      /* deadline: heartbeat, loss flush, sweeps */
+#define ARENA_FD 3
+/*
+ * Input wait. Each wakeup costs 40-50 us of CPU on a small VM, as much as
+ * unwinding ten samples, so: while samples flow, wake on a burst
+ * (WAKE_BYTES, about 35 samples with 8 KiB stacks; wait_sc caps it to half
+ * the ring) or after WAIT_MS, which bounds the latency we add before symd
+ * and the storer's block deadline. When a wait brought nothing, the
+ * deadline doubles up to WAIT_IDLE_MS: an idle unwindd wakes once a
+ * second, for the heartbeat (the monitor's hang timeout is 10 s) and the
+ * sweeps. The first record after idle still wakes us at WAIT_IDLE_MS at
+ * the latest, a burst at once.
+ */
+#define WAKE_BYTES	 (256u * 1024)
+#define WAIT_MS		 250
+#define WAIT_IDLE_MS	 1000
 #define HEARTBEAT_NS	 (250 * 1000000ull)
 #define FULL_RETRY_MS	 10
 #define DEFAULT_CACHE_MB 1024u /* CPA's --max_cache_size_mb default */
@@ -64,7 +76,8 @@ static int run(struct shm_arena *arena, struct shm_stage *st)
 	struct shm_ring_prod out;
 	struct unwindd *u = NULL;
 	uint64_t last_hb = 0;
-	bool draining = false;
+	bool draining = false, waited = false;
+	int wait_ms = WAIT_MS;
 	int r;
 
 	r = shm_arena__open_cons(arena, SHM_RING_CAPTURE, &in);
@@ -141,11 +154,18 @@ static int run(struct shm_arena *arena, struct shm_stage *st)
 			break;
 		}
 		unwindd__tick(u, now);
-		if (n > 0)
+		if (n > 0) {
+			wait_ms = WAIT_MS; /* data flows: back to the short deadline */
+			waited = false;
 			continue;
+		}
 		if (draining)
 			break;
-		r = shm_ring__wait_sc(&in, WAKE_BYTES, WAIT_MS);
+		if (waited && wait_ms < WAIT_IDLE_MS)
+			wait_ms =
+				MIN(wait_ms * 2, WAIT_IDLE_MS); /* the last wait brought nothing */
+		r = shm_ring__wait_sc(&in, WAKE_BYTES, wait_ms);
+		waited = true;
 		shm_stage__cnt_add(st, SHM_CNT_WAKEUPS, 1);
 		if (r == -EBADMSG) {
 			r = log_error_errno(r, "input ring: %m");

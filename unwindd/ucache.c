@@ -849,9 +849,14 @@ void ucache__sweep(struct ucache *c, uint64_t now_ns)
 
 		for (; p; p = next) {
 			next = p->hnext;
-			if (p->dead_ns && now_ns - p->dead_ns >= c->o.dead_grace_ns)
+			/* The caller's clock may be older than the batch that last
+			 * used p (unwindd reads it before the batch): a time in our
+			 * future is "just now", not 2^64 ns ago. */
+			if (p->dead_ns && now_ns > p->dead_ns &&
+			    now_ns - p->dead_ns >= c->o.dead_grace_ns)
 				proc_free(c, p);
-			else if (c->o.idle_ns && now_ns - p->last_use >= c->o.idle_ns)
+			else if (c->o.idle_ns && now_ns > p->last_use &&
+				 now_ns - p->last_use >= c->o.idle_ns)
 				proc_free(c, p);
 		}
 	}

@@ -558,8 +558,9 @@ static void env_sweep(struct unwindd *u, uint64_t now_ns)
 		struct uenv **pp = &u->envs[i], *e;
 
 		while ((e = *pp)) {
-			if ((e->dead_ns && now_ns - e->dead_ns >= u->o.dead_grace_ns) ||
-			    now_ns - e->last_use >= u->o.idle_ns) {
+			if ((e->dead_ns && now_ns > e->dead_ns &&
+			     now_ns - e->dead_ns >= u->o.dead_grace_ns) ||
+			    (now_ns > e->last_use && now_ns - e->last_use >= u->o.idle_ns)) {
 				*pp = e->next;
 				free(e);
 				u->n_envs--;
@@ -909,6 +910,10 @@ int unwindd__process_batch(struct unwindd *u, unsigned int max)
 
 void unwindd__tick(struct unwindd *u, uint64_t now_ns)
 {
+	/* main() reads its clock before the batch, which stamps its processes
+	 * with a later one: never go back in time (the sweeps subtract). */
+	if (now_ns < u->now_ns)
+		now_ns = u->now_ns;
 	u->now_ns = now_ns;
 	if (u->reset_sent && u->n_loss) {
 		(void)loss_flush(u);
