@@ -78,7 +78,7 @@ static int run(struct shm_arena *a)
 
 	shm_stage__set_state(st, SHM_STATE_RUNNING);
 	for (;;) {
-		uint64_t mono = clock_ns(CLOCK_MONOTONIC);
+		uint64_t mono = clock_ns(CLOCK_MONOTONIC), real;
 		int n;
 
 		if (mono - last_hb >= NS / 4) {
@@ -97,14 +97,14 @@ static int run(struct shm_arena *a)
 			shm_stage__set_state(st, SHM_STATE_FAILED);
 			return n;
 		}
-		storer__tick(&s, clock_ns(CLOCK_REALTIME));
+		real = clock_ns(CLOCK_REALTIME);
+		storer__tick(&s, real);
 		if (got_term)
 			break;
 		if (n == 0) {
 			if (draining)
 				break;
-			r = shm_ring__wait_sc(&in, STORER_WAKE_BYTES,
-					      storer__sleep_ms(&s, clock_ns(CLOCK_REALTIME)));
+			r = shm_ring__wait_sc(&in, STORER_WAKE_BYTES, storer__sleep_ms(&s, real));
 			shm_stage__cnt_add(st, SHM_CNT_WAKEUPS, 1);
 			if (r == -EBADMSG) {
 				log_error("input ring is corrupt");

@@ -268,15 +268,21 @@ int storer__finish(struct storer *s, bool sync)
 	return r;
 }
 
+/*
+ * Nothing here is due before the open block's deadline (the records wait in
+ * the ring, which wakes us early past STORER_WAKE_BYTES), so the deadline
+ * is that, or STORER_IDLE_MS for the heartbeat (hang timeout 10 s), write
+ * reaping and retention. A wakeup costs as much as storing ~25 samples.
+ */
 int storer__sleep_ms(const struct storer *s, uint64_t now)
 {
 	uint64_t dl = store_writer__deadline(s->w);
 	uint64_t ms;
 
 	if (!dl)
-		return 250;
+		return STORER_IDLE_MS;
 	if (dl <= now)
 		return 0;
 	ms = (dl - now + 999999) / 1000000;
-	return ms > 250 ? 250 : (int)ms;
+	return ms > STORER_IDLE_MS ? STORER_IDLE_MS : (int)ms;
 }

@@ -16,6 +16,7 @@
 
 #define STORER_BATCH	  256
 #define STORER_WAKE_BYTES (64u << 10)
+#define STORER_IDLE_MS	  1000 /* longest sleep: heartbeat at least once a second */
 
 struct storer {
 	struct shm_stage *st;
@@ -40,7 +41,7 @@ int storer__batch(struct storer *s, unsigned int max);
 int storer__tick(struct storer *s, uint64_t now_ns);
 /* Close the open block, wait for the writes (fsync if sync) and release. */
 int storer__finish(struct storer *s, bool sync);
-/* How long the consumer may sleep (ms, <= 250) before the next block is due. */
+/* How long the consumer may sleep (ms, <= STORER_IDLE_MS) before the next block is due. */
 int storer__sleep_ms(const struct storer *s, uint64_t now_ns);
 
 #endif /* CPA_STORER_H */
