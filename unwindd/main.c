@@ -22,15 +22,16 @@
 /*
  * Input wait. Each wakeup costs 40-50 us of CPU on a small VM, as much as
  * unwinding ten samples, so: while samples flow, wake on a burst
- * (WAKE_BYTES, about 35 samples with 8 KiB stacks; wait_sc caps it to half
- * the ring) or after WAIT_MS, which bounds the latency we add before symd
- * and the storer's block deadline. When a wait brought nothing, the
- * deadline doubles up to WAIT_IDLE_MS: an idle unwindd wakes once a
- * second, for the heartbeat (the monitor's hang timeout is 10 s) and the
- * sweeps. The first record after idle still wakes us at WAIT_IDLE_MS at
- * the latest, a burst at once.
+ * (WAKE_BYTES, ~150 samples with 8 KiB stacks, at most an eighth of the
+ * ring so that capture keeps room for a poll interval's samples) or after
+ * WAIT_MS, which bounds the latency we add before symd and the storer's
+ * block deadline (1 s of grace for the whole pipeline). When a wait
+ * brought nothing, the deadline doubles up to WAIT_IDLE_MS: an idle
+ * unwindd wakes once a second, for the heartbeat (the monitor's hang
+ * timeout is 10 s) and the sweeps. The first record after idle waits at
+ * most WAIT_IDLE_MS, a burst not at all.
  */
-#define WAKE_BYTES	 (256u * 1024)
+#define WAKE_BYTES	 (1024u * 1024)
 #define WAIT_MS		 250
 #define WAIT_IDLE_MS	 1000
 #define HEARTBEAT_NS	 (250 * 1000000ull)
@@ -164,7 +165,7 @@ static int run(struct shm_arena *arena, struct shm_stage *st)
 		if (waited && wait_ms < WAIT_IDLE_MS)
 			wait_ms =
 				MIN(wait_ms * 2, WAIT_IDLE_MS); /* the last wait brought nothing */
-		r = shm_ring__wait_sc(&in, WAKE_BYTES, wait_ms);
+		r = shm_ring__wait_sc(&in, MIN(WAKE_BYTES, in.size / 8), wait_ms);
 		waited = true;
 		shm_stage__cnt_add(st, SHM_CNT_WAKEUPS, 1);
 		if (r == -EBADMSG) {
