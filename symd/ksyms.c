@@ -2,7 +2,8 @@
 /*
  * Kernel symbols from /proc/kallsyms: text symbols only, sorted once, looked
  * up by binary search (a symbol covers up to the next one's start: kallsyms
- * has no sizes). Reloaded when the set of modules changes.
+ * has no sizes). Reloaded when the set of modules changes. Layout and why
+ * in symd.h (struct ksyms): ~2.5 MB for a 120k-symbol kernel, not ~10.
  */
 #include "symd.h"
 
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/macro.h"
@@ -18,6 +20,8 @@
 #define KSYMS_FILE_MAX	 (256u << 20)
 #define MODULES_FILE_MAX (4u << 20)
 #define KSYM_LAST_SPAN	 (1u << 20) /* the last symbol has no successor */
+#define KSYM_READ_BUF	 (64u << 10)
+#define KSYM_MBUF_MIN	 (64u << 10)
 
 /* Whole file into a NUL-terminated buffer (proc files have no size). */
 static int read_file(const char *path, size_t max, char **ret, size_t *ret_len)
@@ -66,132 +70,338 @@ static int read_file(const char *path, size_t max, char **ret, size_t *ret_len)
 	return 0;
 }
 
-static int pool_put(struct ksyms *k, const char *s, size_t n, uint32_t *ret)
-{
-	if (k->pool_len + n + 1 > UINT32_MAX)
-		return -E2BIG;
-	if (k->pool_len + n + 1 > k->pool_cap) {
-		size_t cap = k->pool_cap ? k->pool_cap * 2 : (1u << 20);
-		char *p;
+/* Growable anonymous mapping: mremap() grows it without a copy, and trim/
+ * free hand the pages straight back (a freed malloc block of this size
+ * would stay in the allocator, resident, until it decides to purge). */
+struct mbuf {
+	uint8_t *p;
+	size_t len;
+	size_t cap;
+};
 
-		while (cap < k->pool_len + n + 1)
-			cap *= 2;
-		p = realloc(k->pool, cap);
-		if (!p)
-			return -ENOMEM;
-		k->pool = p;
-		k->pool_cap = cap;
-	}
-	memcpy(k->pool + k->pool_len, s, n);
-	k->pool[k->pool_len + n] = '\0';
-	*ret = (uint32_t)k->pool_len;
-	k->pool_len += n + 1;
+static size_t page_up(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (n + pg - 1) & ~(pg - 1);
+}
+
+static int mbuf_reserve(struct mbuf *b, size_t more)
+{
+	size_t need = b->len + more, cap = b->cap ? b->cap : KSYM_MBUF_MIN;
+	void *p;
+
+	if (need <= b->cap)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	if (b->p)
+		p = mremap(b->p, b->cap, cap, MREMAP_MAYMOVE);
+	else
+		p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = cap;
 	return 0;
+}
+
+static int mbuf_put(struct mbuf *b, const void *d, size_t n)
+{
+	int r = mbuf_reserve(b, n);
+
+	if (r < 0)
+		return r;
+	memcpy(b->p + b->len, d, n);
+	b->len += n;
+	return 0;
+}
+
+/* Shrink to the pages in use: the doubling would otherwise keep up to half
+ * of the mapping reserved (never touched, but counted in the gauge). */
+static void mbuf_trim(struct mbuf *b)
+{
+	size_t sz = page_up(b->len);
+	void *p;
+
+	if (!b->p || sz >= b->cap)
+		return;
+	if (!sz) {
+		munmap(b->p, b->cap);
+		*b = (struct mbuf){0};
+		return;
+	}
+	p = mremap(b->p, b->cap, sz, 0);
+	if (p != MAP_FAILED)
+		b->cap = sz;
+}
+
+static void mbuf_free(struct mbuf *b)
+{
+	if (b->p)
+		munmap(b->p, b->cap);
+	*b = (struct mbuf){0};
+}
+
+static void unmap(void *p, size_t len)
+{
+	if (p && len)
+		munmap(p, page_up(len));
+}
+
+/* Parser state of one load. */
+struct kload {
+	struct mbuf syms; /* struct ksym */
+	struct mbuf far;  /* struct ksym_far */
+	struct mbuf pool;
+	uint64_t hi; /* upper address bits of the compact table */
+	bool hi_set;
+	bool any_nonzero;
+	uint32_t count;
+	uint32_t prev_off, prev_len; /* last name put */
+	uint32_t pfx_off, pfx_len;   /* last "__pfx_x" / "__cfi_x" name stored */
+	uint32_t mod_off;	     /* last module name stored */
+	char mod[64];
+};
+
+static int pool_put(struct kload *l, const char *s, size_t n, uint32_t *ret)
+{
+	char nul = '\0';
+	int r;
+
+	if (l->pool.len + n + 1 > UINT32_MAX)
+		return -E2BIG;
+	*ret = (uint32_t)l->pool.len;
+	r = mbuf_put(&l->pool, s, n);
+	return r < 0 ? r : mbuf_put(&l->pool, &nul, 1);
+}
+
+/*
+ * Names without a malloc each, and shared where kallsyms repeats itself:
+ * half of a 6.x x86 kernel's text symbols are the "__pfx_foo" (or
+ * "__cfi_foo") padding symbol right before "foo", whose name is the tail
+ * of the prefixed one.
+ */
+static int name_put(struct kload *l, const char *name, size_t n, uint32_t *ret)
+{
+	const char *pool = (const char *)l->pool.p;
+	int r;
+
+	if (n == l->prev_len && !memcmp(pool + l->prev_off, name, n)) {
+		*ret = l->prev_off;
+		return 0;
+	}
+	if (l->pfx_len && n + 6 == l->pfx_len && !memcmp(pool + l->pfx_off + 6, name, n)) {
+		*ret = l->pfx_off + 6;
+	} else {
+		r = pool_put(l, name, n, ret);
+		if (r < 0)
+			return r;
+		if (n > 6 && (!memcmp(name, "__pfx_", 6) || !memcmp(name, "__cfi_", 6))) {
+			l->pfx_off = *ret;
+			l->pfx_len = (uint32_t)n;
+		}
+	}
+	l->prev_off = *ret;
+	l->prev_len = (uint32_t)n;
+	return 0;
+}
+
+/* One line: "<addr> <type> <name>[\t[<module>]]". */
+static int parse_line(struct kload *l, char *p)
+{
+	char *q, *name, *mod = NULL;
+	size_t nlen, mlen = 0;
+	uint32_t off;
+	uint64_t addr;
+	char type;
+	int r;
+
+	addr = strtoull(p, &q, 16);
+	if (q == p || *q != ' ' || !q[1] || q[2] != ' ')
+		return 0;
+	type = q[1];
+	name = q + 3;
+	nlen = strcspn(name, " \t");
+	if (name[nlen]) {
+		char *m = name + nlen + strspn(name + nlen, " \t");
+
+		if (*m == '[') {
+			mod = m + 1;
+			mlen = strcspn(mod, "]");
+		}
+	}
+	if (addr)
+		l->any_nonzero = true;
+	/* Text only (data symbols never hold a pc): a symbol then covers up
+	 * to the next text symbol. */
+	if ((type != 't' && type != 'T' && type != 'w' && type != 'W') || nlen == 0)
+		return 0;
+	if (l->count >= SYMD_MAX_KSYMS)
+		return -E2BIG;
+	r = name_put(l, name, nlen, &off);
+	if (r < 0)
+		return r;
+	l->count++;
+	if (!mod || !mlen) {
+		/* vmlinux: all of its text shares the upper 32 bits (x86-64,
+		 * arm64), so 8 bytes a symbol; anything else goes far. */
+		if (!l->hi_set) {
+			l->hi = addr >> 32;
+			l->hi_set = true;
+		}
+		if (addr >> 32 == l->hi) {
+			struct ksym e = {.off = (uint32_t)addr, .name = off};
+
+			return mbuf_put(&l->syms, &e, sizeof(e));
+		}
+		return mbuf_put(&l->far, &(struct ksym_far){.addr = addr, .name = off},
+				sizeof(struct ksym_far));
+	}
+	/* Module symbols come in runs: one copy of the module name per run. */
+	if (mlen >= sizeof(l->mod) || strncmp(l->mod, mod, mlen) || l->mod[mlen]) {
+		r = pool_put(l, mod, mlen, &l->mod_off);
+		if (r < 0)
+			return r;
+		snprintf(l->mod, sizeof(l->mod), "%.*s", (int)mlen, mod);
+	}
+	return mbuf_put(&l->far, &(struct ksym_far){.addr = addr, .name = off, .mod = l->mod_off},
+			sizeof(struct ksym_far));
 }
 
 static int ksym_cmp(const void *a, const void *b)
 {
 	const struct ksym *x = a, *y = b;
 
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+static int ksym_far_cmp(const void *a, const void *b)
+{
+	const struct ksym_far *x = a, *y = b;
+
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	return x->name < y->name ? -1 : x->name > y->name;
 }
 
+/* Read in KSYM_READ_BUF chunks and parse whole lines as they come: the
+ * file (5+ MB) is never held in memory. */
+static int parse_file(struct kload *l, int fd)
+{
+	size_t have = 0, total = 0;
+	bool skip = false; /* inside a line longer than the buffer */
+	char *buf;
+	int r = 0;
+
+	buf = mmap(NULL, KSYM_READ_BUF, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return -ENOMEM;
+	for (;;) {
+		char *p = buf, *end, *nl;
+		ssize_t n = read(fd, buf + have, KSYM_READ_BUF - 1 - have);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		total += (size_t)n;
+		if (total > KSYMS_FILE_MAX) {
+			r = -EFBIG;
+			break;
+		}
+		have += (size_t)n;
+		end = buf + have;
+		if (n == 0 && have && !skip) /* last line without a newline */
+			*end++ = '\n';
+		while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
+			*nl = '\0';
+			if (!skip)
+				r = parse_line(l, p);
+			skip = false;
+			if (r < 0)
+				goto out;
+			p = nl + 1;
+		}
+		if (n == 0)
+			break;
+		have = (size_t)(end - p);
+		if (have == KSYM_READ_BUF - 1) {
+			skip = true; /* not a kallsyms line: drop it */
+			have = 0;
+		} else if (have && p != buf) {
+			memmove(buf, p, have);
+		}
+	}
+out:
+	munmap(buf, KSYM_READ_BUF);
+	return r;
+}
+
+static bool ksyms_sorted(const struct ksym *e, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 1; i < n; i++)
+		if (ksym_cmp(&e[i - 1], &e[i]) > 0)
+			return false;
+	return true;
+}
+
 void ksyms__fini(struct ksyms *k)
 {
-	free(k->syms);
-	free(k->pool);
+	unmap(k->syms, (size_t)k->n * sizeof(*k->syms));
+	unmap(k->far, (size_t)k->nfar * sizeof(*k->far));
+	unmap(k->pool, k->pool_len);
 	k->syms = NULL;
+	k->far = NULL;
 	k->pool = NULL;
-	k->n = 0;
-	k->pool_len = k->pool_cap = 0;
+	k->n = k->nfar = 0;
+	k->pool_len = 0;
+	k->mapped = 0;
+	k->base = 0;
 	k->loaded = false;
 	k->zeroed = false;
 }
 
 int ksyms__load(struct ksyms *k, const char *path)
 {
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct kload l = {0};
 	struct ksyms nk = {0};
-	_cleanup_free_ char *buf = NULL;
-	char *p, *end, last_mod[64] = "";
-	uint32_t last_mod_off = 0, cap = 0, off;
-	bool any_nonzero = false;
-	size_t len;
+	uint32_t off;
 	int r;
 
-	r = read_file(path, KSYMS_FILE_MAX, &buf, &len);
-	if (r < 0)
-		return r;
-	r = pool_put(&nk, "", 0, &off);
+	if (fd < 0)
+		return -errno;
+	r = pool_put(&l, "", 0, &off); /* offset 0: "" (no module) */
 	if (r < 0)
 		goto fail;
-
-	for (p = buf, end = buf + len; p < end;) {
-		char *nl = memchr(p, '\n', (size_t)(end - p)), *q, *name, *mod = NULL;
-		size_t nlen, mlen = 0;
-		uint64_t addr;
-		char type;
-
-		if (!nl)
-			nl = end;
-		*nl = '\0';
-		addr = strtoull(p, &q, 16);
-		if (q == p || *q != ' ' || !q[1] || q[2] != ' ')
-			goto next;
-		type = q[1];
-		name = q + 3;
-		nlen = strcspn(name, " \t");
-		if (name[nlen]) {
-			char *m = name + nlen + strspn(name + nlen, " \t");
-
-			if (*m == '[') {
-				mod = m + 1;
-				mlen = strcspn(mod, "]");
-			}
-		}
-		if (addr)
-			any_nonzero = true;
-		if ((type != 't' && type != 'T') || nlen == 0)
-			goto next;
-		if (nk.n == cap) {
-			struct ksym *s;
-
-			if (cap >= SYMD_MAX_KSYMS) {
-				r = -E2BIG;
-				goto fail;
-			}
-			cap = cap ? cap * 2 : 65536;
-			s = realloc(nk.syms, cap * sizeof(*s));
-			if (!s) {
-				r = -ENOMEM;
-				goto fail;
-			}
-			nk.syms = s;
-		}
-		r = pool_put(&nk, name, nlen, &off);
-		if (r < 0)
-			goto fail;
-		nk.syms[nk.n] = (struct ksym){.addr = addr, .name = off};
-		if (mod && mlen) {
-			/* Module symbols come in runs: one copy of the name per run. */
-			if (mlen >= sizeof(last_mod) || strncmp(last_mod, mod, mlen) ||
-			    last_mod[mlen]) {
-				r = pool_put(&nk, mod, mlen, &last_mod_off);
-				if (r < 0)
-					goto fail;
-				snprintf(last_mod, sizeof(last_mod), "%.*s", (int)mlen, mod);
-			}
-			nk.syms[nk.n].mod = last_mod_off;
-		}
-		nk.n++;
-next:
-		p = nl + 1;
-	}
-	if (nk.n)
+	r = parse_file(&l, fd);
+	if (r < 0)
+		goto fail;
+	mbuf_trim(&l.syms);
+	mbuf_trim(&l.far);
+	mbuf_trim(&l.pool);
+	nk.syms = (struct ksym *)l.syms.p;
+	nk.n = (uint32_t)(l.syms.len / sizeof(struct ksym));
+	nk.far = (struct ksym_far *)l.far.p;
+	nk.nfar = (uint32_t)(l.far.len / sizeof(struct ksym_far));
+	nk.base = l.hi << 32;
+	nk.pool = (char *)l.pool.p;
+	nk.pool_len = l.pool.len;
+	nk.mapped = l.syms.cap + l.far.cap + l.pool.cap;
+	/* vmlinux comes address-ordered: usually no sort at all. */
+	if (!ksyms_sorted(nk.syms, nk.n))
 		qsort(nk.syms, nk.n, sizeof(*nk.syms), ksym_cmp);
+	if (nk.nfar)
+		qsort(nk.far, nk.nfar, sizeof(*nk.far), ksym_far_cmp);
 	/* kptr_restrict: every address reads as 0 */
-	nk.zeroed = !any_nonzero;
+	nk.zeroed = !l.any_nonzero;
 	nk.loaded = true;
 	nk.modules_hash = k->modules_hash;
 	nk.next_check_ns = k->next_check_ns;
@@ -199,36 +409,68 @@ next:
 	*k = nk;
 	return 0;
 fail:
-	ksyms__fini(&nk);
+	mbuf_free(&l.syms);
+	mbuf_free(&l.far);
+	mbuf_free(&l.pool);
 	return r;
+}
+
+static inline uint64_t ksym_addr(const struct ksyms *k, uint32_t i)
+{
+	return k->base + k->syms[i].off;
 }
 
 int ksyms__lookup(const struct ksyms *k, uint64_t addr, const char **ret_name, const char **ret_mod,
 		  uint64_t *ret_start)
 {
-	uint32_t lo = 0, hi = k->n, i;
+	uint32_t lo = 0, hi = k->n, flo = 0, fhi = k->nfar, i;
+	uint64_t start = 0;
+	bool found = false;
 
-	if (!k->n || k->zeroed)
+	if (k->zeroed)
 		return -ENOENT;
+	/* The covering symbol is the last one at or below addr in either
+	 * table; it has a successor if either table has one past addr. */
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (k->syms[mid].addr <= addr)
+		if (ksym_addr(k, mid) <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == 0)
+	while (flo < fhi) {
+		uint32_t mid = flo + (fhi - flo) / 2;
+
+		if (k->far[mid].addr <= addr)
+			flo = mid + 1;
+		else
+			fhi = mid;
+	}
+	if (lo > 0) {
+		start = ksym_addr(k, lo - 1);
+		found = true;
+	}
+	if (flo > 0 && (!found || k->far[flo - 1].addr > start)) {
+		if (lo == k->n && flo == k->nfar && addr - k->far[flo - 1].addr >= KSYM_LAST_SPAN)
+			return -ENOENT;
+		/* Symbols at the same address: the first after sorting wins. */
+		for (i = flo - 1; i > 0 && k->far[i - 1].addr == k->far[i].addr; i--)
+			;
+		*ret_name = k->pool + k->far[i].name;
+		*ret_mod = k->far[i].mod ? k->pool + k->far[i].mod : NULL;
+		*ret_start = k->far[i].addr;
+		return 0;
+	}
+	if (!found)
 		return -ENOENT;
-	i = lo - 1;
-	if (lo == k->n && addr - k->syms[i].addr >= KSYM_LAST_SPAN)
+	if (lo == k->n && flo == k->nfar && addr - start >= KSYM_LAST_SPAN)
 		return -ENOENT;
-	/* Symbols at the same address: the first after sorting wins. */
-	while (i > 0 && k->syms[i - 1].addr == k->syms[i].addr)
-		i--;
+	for (i = lo - 1; i > 0 && k->syms[i - 1].off == k->syms[i].off; i--)
+		;
 	*ret_name = k->pool + k->syms[i].name;
-	*ret_mod = k->syms[i].mod ? k->pool + k->syms[i].mod : NULL;
-	*ret_start = k->syms[i].addr;
+	*ret_mod = NULL;
+	*ret_start = start;
 	return 0;
 }
 
@@ -257,5 +499,5 @@ uint64_t ksyms__modules_hash(const char *path)
 
 size_t ksyms__bytes(const struct ksyms *k)
 {
-	return (size_t)k->n * sizeof(*k->syms) + k->pool_cap;
+	return k->mapped;
 }

@@ -40,7 +40,8 @@
 #define SYMD_LOSS_FLUSH_NS  (1000000000ull)
 #define SYMD_MAX_STACK	    (CPA_MAX_KSTACK + CPA_MAX_UFRAMES + 1 + 2)
 #define SYMD_FRAME_NAME_MAX (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
-#define SYMD_PCC_BITS	    16
+#define SYMD_PCC_BITS	    16	       /* at most 64 Ki slots (2 MiB) */
+#define SYMD_PCC_MIN_BITS   10	       /* from 1 Ki slots (32 KiB) */
 #define SYMD_PCC_KERNEL	    UINT32_MAX /* module key of kernel pcs */
 
 #define SYMD_LOSS_SLOTS 16
@@ -127,6 +128,7 @@ struct symd {
 	bool vdso_tried;
 	struct ksyms ks;
 	bool ks_tried;
+	bool ks_active; /* kernel frames seen since the last modules check */
 	bool kptr_warned;
 
 	struct pidinfo **pids;
@@ -155,6 +157,8 @@ struct symd {
 	struct pcc_ent *pcc;
 	uint32_t pcc_gen;
 	uint32_t pcc_bits;
+	uint32_t pcc_max_bits;
+	uint32_t pcc_evict; /* live entries replaced since the last resize */
 
 	uint32_t ids[SYMD_MAX_STACK + 2];
 	char name[SYMD_FRAME_NAME_MAX];
@@ -544,9 +548,12 @@ static struct symbin *vdso_get(struct symd *s)
 	return s->vdso;
 }
 
+/* Loaded once at start (symd__new), never on a sample's path: the read
+ * alone is ~50 ms of system time on a 120k-symbol kernel. */
 static void ksyms_ensure(struct symd *s)
 {
 	const char *path = s->paths.kallsyms ? s->paths.kallsyms : "/proc/kallsyms";
+	uint64_t t0;
 	int r;
 
 	if (s->ks_tried)
@@ -556,11 +563,14 @@ static void ksyms_ensure(struct symd *s)
 		ksyms__modules_hash(s->paths.modules ? s->paths.modules : "/proc/modules");
 	s->ks.next_check_ns = symd_now_ns() + SYMD_KSYM_CHECK_NS;
 	s->pcc_gen++;
+	t0 = symd_now_ns();
 	r = ksyms__load(&s->ks, path);
 	if (r < 0) {
 		log_warn("load '%s': %s; kernel frames stay hex", path, strerror(-r));
 		return;
 	}
+	log_debug("%s: %u + %u symbols, %zu KiB, %llu ms", path, s->ks.n, s->ks.nfar,
+		  ksyms__bytes(&s->ks) >> 10, (unsigned long long)((symd_now_ns() - t0) / 1000000));
 	if (s->ks.zeroed && !s->kptr_warned) {
 		s->kptr_warned = true;
 		log_warn(
@@ -588,7 +598,6 @@ static int frame_kernel(struct symd *s, uint64_t pc, bool leaf, uint32_t *ret, u
 	int n, r;
 
 	if (!(s->flags & CPA_CFG_DISABLE_SYM)) {
-		ksyms_ensure(s);
 		/* Return addresses may sit past a noreturn call's last byte. */
 		if (ksyms__lookup(&s->ks, leaf ? pc : pc - 1, &name, &mod, &start) == 0) {
 			r = kmod_id(s, mod, &mid);
@@ -991,12 +1000,36 @@ static void pcc_fill(struct symd *s, struct pcc_ent *e, uint32_t mod, uint64_t o
 {
 	/* The frame may have needed a binary load or a reset: only an answer
 	 * of the current generation is kept. */
+	if (e->gen == s->pcc_gen)
+		s->pcc_evict++;
 	*e = (struct pcc_ent){.off = off,
 			      .mod = mod,
 			      .gen = s->pcc_gen,
 			      .fid = fid,
 			      .leaf = leaf,
 			      .fflags = (uint16_t)fflags};
+}
+
+/*
+ * The cache starts small and doubles when live entries keep evicting each
+ * other (the working set outgrew it): a profile of one program touches a
+ * few hundred pcs, and every page of a 2 MiB table spread by a hash would
+ * be resident (and, on this VM, an expensive first touch on a sample's
+ * path). The new table starts empty; it is only a cache.
+ */
+static void pcc_maybe_grow(struct symd *s)
+{
+	struct pcc_ent *n;
+
+	if (s->pcc_bits >= s->pcc_max_bits || s->pcc_evict < (1u << s->pcc_bits) / 8)
+		return;
+	n = calloc(1u << (s->pcc_bits + 1), sizeof(*n));
+	if (!n)
+		return;
+	free(s->pcc);
+	s->pcc = n;
+	s->pcc_bits++;
+	s->pcc_evict = 0;
 }
 
 static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t *body)
@@ -1026,6 +1059,8 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 			cnt(s, SYM_CNT_KSYMS, 1);
 	}
 	nk = n;
+	if (nk)
+		s->ks_active = true;
 	for (i = 0; i < f->n_uframes; i++) {
 		struct cpa_uframe u;
 
@@ -1153,6 +1188,7 @@ static void on_frames(struct symd *s, const struct shm_msg *m)
 		return;
 	}
 	r = sample_out(s, &f, (const uint8_t *)m->data + sizeof(f));
+	pcc_maybe_grow(s);
 	if (r < 0) {
 		/* The epoch may hold ids never defined downstream: start over. */
 		s->need_reset = true;
@@ -1389,11 +1425,15 @@ void symd__tick(struct symd *s, uint64_t now)
 		s->loss_next_ns = now + SYMD_LOSS_FLUSH_NS;
 		symd__flush_loss(s);
 	}
-	if (s->ks.loaded && now >= s->ks.next_check_ns) {
+	/* Modules matter only to kernel frames: no check while none arrive
+	 * (idle costs no wakeup of ours), and none at all without module
+	 * support (no /proc/modules: hash 0 at load). */
+	if (s->ks.loaded && s->ks.modules_hash && s->ks_active && now >= s->ks.next_check_ns) {
 		uint64_t h =
 			ksyms__modules_hash(s->paths.modules ? s->paths.modules : "/proc/modules");
 
 		s->ks.next_check_ns = now + SYMD_KSYM_CHECK_NS;
+		s->ks_active = false;
 		if (h && h != s->ks.modules_hash) {
 			log_info("kernel modules changed: reloading kallsyms");
 			s->ks.modules_hash = h;
@@ -1428,9 +1468,11 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	s->pids = calloc(SYMD_PID_MAX, sizeof(*s->pids));
 	cap = (uint64_t)(o->cfg->max_cache_size_mb ? o->cfg->max_cache_size_mb : 1024) << 20;
 	/* The pc cache takes at most 1/16 of the cap, 2 MiB from 32 MiB up. */
-	for (s->pcc_bits = SYMD_PCC_BITS;
-	     s->pcc_bits > 8 && (sizeof(*s->pcc) << s->pcc_bits) > cap / 16; s->pcc_bits--)
+	for (s->pcc_max_bits = SYMD_PCC_BITS;
+	     s->pcc_max_bits > 8 && (sizeof(*s->pcc) << s->pcc_max_bits) > cap / 16;
+	     s->pcc_max_bits--)
 		;
+	s->pcc_bits = MIN(SYMD_PCC_MIN_BITS, s->pcc_max_bits);
 	s->pcc = calloc(1u << s->pcc_bits, sizeof(*s->pcc));
 	s->pcc_gen = 1;
 	if (!s->pids || !s->pcc) {
@@ -1446,6 +1488,8 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	s->resume_mark = shm_ring__mark_sc(s->in);
 	s->mark = s->resume_mark;
 	s->need_reset = true;
+	if (!(s->flags & CPA_CFG_DISABLE_SYM))
+		ksyms_ensure(s);
 	/* Every lifetime starts with a reset; if the ring is full now, the
 	 * first batch sends it before anything else. */
 	if (symd__reset_sp(s) == 0)

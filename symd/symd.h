@@ -155,19 +155,35 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 void bincache__stats(const struct bincache *c, struct bincache_stats *ret);
 
 /* ---- ksyms.c: /proc/kallsyms ---- */
+/*
+ * Compact: vmlinux text symbols (t/T/w/W) sharing the upper 32 address bits
+ * of the first one take 8 bytes (32-bit offset from base, name); module
+ * symbols and any far vmlinux symbol take 16 in a side table. Names live in
+ * one pool ("foo" shares the bytes of "__pfx_foo" before it). All three
+ * arrays are mmap'd and trimmed to size, so a reload gives the memory back
+ * to the kernel instead of leaving it in the allocator.
+ */
 struct ksym {
+	uint32_t off;  /* addr - base */
+	uint32_t name; /* pool offset */
+};
+
+struct ksym_far {
 	uint64_t addr;
 	uint32_t name; /* pool offset */
-	uint32_t mod;  /* pool offset of module name, 0 = vmlinux */
+	uint32_t mod;  /* pool offset of the module name, 0 = vmlinux */
 };
 
 struct ksyms {
-	struct ksym *syms;
+	struct ksym *syms; /* sorted by (off, name) */
 	uint32_t n;
+	uint32_t nfar;
+	struct ksym_far *far; /* sorted by (addr, name) */
+	uint64_t base;
 	char *pool;
 	size_t pool_len;
-	size_t pool_cap;
-	bool zeroed; /* kptr_restrict hid the addresses */
+	size_t mapped; /* bytes mapped for the three arrays */
+	bool zeroed;   /* kptr_restrict hid the addresses */
 	bool loaded;
 	uint64_t modules_hash;
 	uint64_t next_check_ns;

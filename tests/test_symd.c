@@ -571,6 +571,72 @@ START_TEST(test_kallsyms)
 }
 END_TEST
 
+/* The compact table: "__pfx_" names shared, far vmlinux symbols (other
+ * upper 32 bits) in the side table, a line too long for the read buffer
+ * skipped, the last line without a newline. */
+START_TEST(test_kallsyms_compact)
+{
+	char path[512], *big;
+	struct ksyms k = {0};
+	const char *name, *mod;
+	uint64_t start;
+	FILE *f;
+	size_t i;
+
+	tmp_setup();
+	snprintf(path, sizeof(path), "%s/kallsyms", tmpdir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("ffffffff81000000 T _stext\n"
+	      "ffffffff81000010 t __pfx_foo\n"
+	      "ffffffff81000020 t foo\n"
+	      "ffffffff81000030 W weak_fn\n"
+	      "ffffffff81000040 d data_x\n",
+	      f);
+	big = malloc(100000);
+	ck_assert_ptr_nonnull(big);
+	for (i = 0; i < 99999; i++)
+		big[i] = 'x';
+	big[99999] = '\0';
+	fprintf(f, "ffffffff81000050 T %s\n", big);
+	free(big);
+	fputs("ffffffffc0001000 t mod_a\t[m1]\n"
+	      "ffff800000001000 T far_fn\n"
+	      "ffffffff81000100 T after_long",
+	      f);
+	fclose(f);
+
+	ck_assert_int_eq(ksyms__load(&k, path), 0);
+	ck_assert_uint_eq(k.n, 5); /* _stext __pfx_foo foo weak_fn after_long */
+	ck_assert_uint_eq(k.nfar, 2);
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffff81000018ull, &name, &mod, &start), 0);
+	ck_assert_str_eq(name, "__pfx_foo");
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffff81000024ull, &name, &mod, &start), 0);
+	ck_assert_str_eq(name, "foo");
+	ck_assert_uint_eq(start, 0xffffffff81000020ull);
+	ck_assert_ptr_null(mod);
+	/* data is not text; the over-long line is gone */
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffff81000058ull, &name, &mod, &start), 0);
+	ck_assert_str_eq(name, "weak_fn");
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffff81000104ull, &name, &mod, &start), 0);
+	ck_assert_str_eq(name, "after_long");
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffffc0001008ull, &name, &mod, &start), 0);
+	ck_assert_str_eq(name, "mod_a");
+	ck_assert_str_eq(mod, "m1");
+	/* far below the compact table: its own symbol covers up to _stext */
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffff800000001234ull, &name, &mod, &start), 0);
+	ck_assert_str_eq(name, "far_fn");
+	ck_assert_uint_eq(start, 0xffff800000001000ull);
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffff800000000fffull, &name, &mod, &start), -ENOENT);
+	/* past the last symbol only its 1 MiB */
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffffc0201000ull, &name, &mod, &start), -ENOENT);
+	ck_assert_uint_gt(ksyms__bytes(&k), 0);
+	ksyms__fini(&k);
+	ck_assert_uint_eq(ksyms__bytes(&k), 0);
+	tmp_teardown();
+}
+END_TEST
+
 START_TEST(test_perf_map)
 {
 	struct jitmap *j;
@@ -697,6 +763,8 @@ struct harness {
 	struct shm_ring_cons in;   /* symd's ends */
 	struct shm_ring_prod out;
 	struct symd *s;
+	const char *ks_path; /* kallsyms and modules files; the fixture if NULL */
+	const char *mods_path;
 	uint64_t seq;
 	/* what the storer learned, by id (H_IDS of each) */
 	char **strs;
@@ -743,8 +811,8 @@ static void h_start(struct harness *h, uint32_t generation)
 		.in = &h->in,
 		.out = &h->out,
 		.generation = generation,
-		.paths = {.kallsyms = FX_DIR "/kallsyms",
-			  .modules = FX_DIR "/kallsyms",
+		.paths = {.kallsyms = h->ks_path ? h->ks_path : FX_DIR "/kallsyms",
+			  .modules = h->mods_path ? h->mods_path : FX_DIR "/kallsyms",
 			  .debug_root = "/nonexistent"},
 	};
 
@@ -753,7 +821,8 @@ static void h_start(struct harness *h, uint32_t generation)
 	ck_assert_int_eq(symd__new(&o, &h->s), 0);
 }
 
-static struct harness *h_new(uint32_t flags, const char *env_keys)
+static struct harness *h_new_ks(uint32_t flags, const char *env_keys, const char *ks,
+				const char *mods)
 {
 	struct harness *h = calloc(1, sizeof(*h));
 	struct shm_layout l;
@@ -780,8 +849,15 @@ static struct harness *h_new(uint32_t flags, const char *env_keys)
 	ck_assert_int_eq(shm_arena__open_prod(h->a, SHM_RING_UNWIND, &h->up), 0);
 	ck_assert_int_eq(shm_arena__open_cons(h->a, SHM_RING_SYMD, &h->down), 0);
 	h->seq = (1ull << 40) + 1;
+	h->ks_path = ks;
+	h->mods_path = mods;
 	h_start(h, 1);
 	return h;
+}
+
+static struct harness *h_new(uint32_t flags, const char *env_keys)
+{
+	return h_new_ks(flags, env_keys, NULL, NULL);
 }
 
 static void h_free(struct harness *h)
@@ -1076,6 +1152,64 @@ START_TEST(test_stage_symbolize)
 	/* the input mark is the highest seq passed on */
 	ck_assert_uint_eq(shm_ring__mark_sc(&h->in), h->seq - 1);
 	h_free(h);
+}
+END_TEST
+
+/* kallsyms is loaded at start and reloaded when /proc/modules changes, but
+ * the modules file is only looked at while kernel frames arrive. */
+START_TEST(test_stage_kallsyms_reload)
+{
+	static const char ks1[] = "ffffffff81000000 T _stext\n"
+				  "ffffffffc0002000 T other_mod_fn\t[othermod]\n";
+	static const char ks2[] = "ffffffff81000000 T _stext\n"
+				  "ffffffffc0002000 T other_mod_fn\t[othermod]\n"
+				  "ffffffffc0003000 t new_fn\t[newmod]\n";
+	static const char ks3[] = "ffffffff81000000 T _stext\n"
+				  "ffffffffc0002000 T other_mod_fn\t[othermod]\n"
+				  "ffffffffc0003000 t newer_fn\t[newmod]\n";
+	static const char m1[] = "othermod 4096 0 - Live 0xffffffffc0002000\n";
+	static const char m2[] = "othermod 4096 0 - Live 0xffffffffc0002000\n"
+				 "newmod 4096 0 - Live 0xffffffffc0003000\n";
+	static const char m3[] = "othermod 4096 0 - Live 0xffffffffc0002000\n"
+				 "newmod 8192 0 - Live 0xffffffffc0003000\n";
+	uint64_t kpc[1] = {0xffffffffc0003010ull}, t0 = symd_now_ns();
+	char ks[512], mods[512];
+	struct harness *h;
+
+	tmp_setup();
+	snprintf(ks, sizeof(ks), "%s/kallsyms", tmpdir);
+	snprintf(mods, sizeof(mods), "%s/modules", tmpdir);
+	spew(ks, ks1, sizeof(ks1) - 1);
+	spew(mods, m1, sizeof(m1) - 1);
+	h = h_new_ks(0, NULL, ks, mods);
+	/* loaded at start: the file may go before the first kernel frame */
+	spew(ks, "", 0);
+	h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, CPA_SF_KERNEL_THREAD);
+	h_batch(h);
+	ck_assert_str_eq(h_stack_str(h, h->last_sample.stack_id), "other_mod_fn [othermod]_[k]");
+
+	spew(ks, ks2, sizeof(ks2) - 1);
+	spew(mods, m2, sizeof(m2) - 1);
+	symd__tick(h->s, t0 + 6000000000ull);
+	h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, CPA_SF_KERNEL_THREAD);
+	h_batch(h);
+	ck_assert_str_eq(h_stack_str(h, h->last_sample.stack_id), "new_fn [newmod]_[k]");
+
+	/* a check with nothing changed; then no kernel frame until the next
+	 * one is due: the change waits for kernel frames */
+	symd__tick(h->s, t0 + 12000000000ull);
+	spew(ks, ks3, sizeof(ks3) - 1);
+	spew(mods, m3, sizeof(m3) - 1);
+	symd__tick(h->s, t0 + 18000000000ull);
+	h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, CPA_SF_KERNEL_THREAD);
+	h_batch(h);
+	ck_assert_str_eq(h_stack_str(h, h->last_sample.stack_id), "new_fn [newmod]_[k]");
+	symd__tick(h->s, t0 + 24000000000ull);
+	h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, CPA_SF_KERNEL_THREAD);
+	h_batch(h);
+	ck_assert_str_eq(h_stack_str(h, h->last_sample.stack_id), "newer_fn [newmod]_[k]");
+	h_free(h);
+	tmp_teardown();
 }
 END_TEST
 
@@ -1460,6 +1594,7 @@ static Suite *symd_suite(void)
 
 	tc = tcase_create("parsers");
 	tcase_add_test(tc, test_kallsyms);
+	tcase_add_test(tc, test_kallsyms_compact);
 	tcase_add_test(tc, test_perf_map);
 	tcase_add_test(tc, test_env_pick);
 	tcase_add_test(tc, test_names);
@@ -1470,6 +1605,7 @@ static Suite *symd_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_stage_symbolize);
 	tcase_add_test(tc, test_stage_flags);
+	tcase_add_test(tc, test_stage_kallsyms_reload);
 	tcase_add_test(tc, test_stage_jit);
 	tcase_add_test(tc, test_stage_restart_and_corrupt);
 	tcase_add_test(tc, test_stage_output_full);
