@@ -953,6 +953,49 @@ START_TEST(test_stage_batch)
 }
 END_TEST
 
+/* The storer sleeps until its open block is due, never longer than
+ * STORER_IDLE_MS (heartbeat), and STORER_IDLE_MS with no block open. */
+START_TEST(test_stage_sleep)
+{
+	struct shm_layout l;
+	struct shm_arena *a = NULL;
+	struct shm_ring_prod p;
+	struct shm_ring_cons c;
+	struct storer s;
+	struct store_writer *w;
+	struct cpa_sample_out o;
+	char *root = t_mkdtemp();
+	uint64_t base = t_base_ns(), dl;
+
+	shm_layout__default(&l, 4096, 16);
+	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
+	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
+	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
+	w = new_writer(root);
+	storer__init(&s, shm_arena__stage(a, SHM_STAGE_STORER), &c, w);
+	ck_assert_int_eq(storer__sleep_ms(&s, base), STORER_IDLE_MS);
+
+	ring_defs(&p, 30);
+	t_sample(&o, 1, base, 1, 0);
+	put_rec(&p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
+	shm_ring__commit_sp(&p);
+	drain(&s);
+	dl = store_writer__deadline(w);
+	ck_assert_uint_gt(dl, base);
+	ck_assert_int_eq(storer__sleep_ms(&s, dl - 3 * T_NS), STORER_IDLE_MS);
+	ck_assert_int_eq(storer__sleep_ms(&s, dl - 300000000ULL), 300);
+	ck_assert_int_eq(storer__sleep_ms(&s, dl), 0);
+	storer__tick(&s, dl);
+	ck_assert_uint_eq(store_writer__deadline(w), 0);
+	ck_assert_int_eq(storer__sleep_ms(&s, dl), STORER_IDLE_MS);
+	ck_assert_int_eq(storer__finish(&s, true), 0);
+	store_writer__free(w);
+	shm_arena__free(a);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
 /* The real executable: arena on fd 3, records in, DRAIN, exit 0, store on disk. */
 START_TEST(test_stage_process)
 {
@@ -1309,6 +1352,7 @@ static Suite *store_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("stage");
 	tcase_add_test(tc, test_stage_batch);
+	tcase_add_test(tc, test_stage_sleep);
 	tcase_add_test(tc, test_stage_process);
 	suite_add_tcase(s, tc);
 	return s;
