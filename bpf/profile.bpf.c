@@ -70,13 +70,14 @@ static __always_inline bool comm_match(const char *c)
 	return true;
 }
 
-/* Thread comm or group-leader comm matches the filter (or there is none). */
-static __always_inline bool task_wanted(struct task_struct *task, __u32 tgid, const char *comm)
+/*
+ * Thread comm or group-leader comm matches the filter (or there is none).
+ * The pid filter is applied by the callers before they read any comm.
+ */
+static __always_inline bool comm_wanted(struct task_struct *task, const char *comm)
 {
 	char pcomm[CPA_BPF_COMM_LEN];
 
-	if (target_tgid && tgid != target_tgid)
-		return false;
 	if (!filter_comm || comm_match(comm))
 		return true;
 	BPF_CORE_READ_STR_INTO(&pcomm, task, group_leader, comm);
@@ -98,16 +99,16 @@ static __always_inline __u64 submit_flags(void)
  * ends the copy, so the top of a short stack (or a stack whose next page is
  * not mapped) still yields everything below it.
  */
-static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp)
+static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp, __u64 want)
 {
 	/* 64-bit throughout: u32 arithmetic leaves the verifier sign doubts. */
 	__u64 off = 0, len, rem, addr = sp;
 
 	for (int i = 0; i < CPA_BPF_MAX_STACK / CPA_BPF_PAGE + 1; i++) {
-		if (off >= stack_size)
+		if (off >= want || off >= stack_size)
 			break;
 		len = CPA_BPF_PAGE - (addr & (CPA_BPF_PAGE - 1));
-		rem = stack_size - off;
+		rem = want - off;
 		if (len > rem)
 			len = rem;
 		/* Explicit bounds for the verifier, checked on the very
@@ -123,6 +124,37 @@ static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp)
 		addr += len;
 	}
 	return (__u32)off;
+}
+
+/*
+ * How much of the stack_size copy can be stack at all. Bytes above a
+ * thread's stack top are not frames: copying them costs BPF time, capture's
+ * memmove and ring 0 space for nothing, and most samples of a shallow thread
+ * are mostly such bytes.
+ *  - Thread of a glibc/musl process: the thread pointer (fsbase) is the
+ *    TCB, placed at the top of the thread's stack mapping with the static
+ *    TLS just below it and the stack below that, so no frame lies at or
+ *    above fsbase. The main thread's TCB is elsewhere (not within
+ *    stack_size above sp), so this never clamps it.
+ *  - Main thread: mm->start_stack is sp at process entry (argc); above it
+ *    are only argv/envp/auxv and their strings. A little slack keeps
+ *    _start's own frame (it pops argc and realigns) inside the copy.
+ * Any other layout (own stacks, Go) fails the range checks: full copy.
+ */
+#define START_STACK_SLACK 256
+
+static __always_inline __u64 ustack_want(struct task_struct *task, __u64 sp, bool leader)
+{
+	__u64 top = task->thread.fsbase, want = stack_size;
+
+	if (top > sp && top - sp < want)
+		want = top - sp;
+	if (leader && task->mm) {
+		top = task->mm->start_stack + START_STACK_SLACK;
+		if (top > sp && top - sp < want)
+			want = top - sp;
+	}
+	return want;
 }
 
 /*
@@ -207,9 +239,15 @@ int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 
 	if (tid == 0 && !with_idle)
 		return 0;
+	/* With --pid most runs are other processes' ticks: leave before
+	 * touching anything else (a filtered run is then ~0.2 us). */
+	if (target_tgid && tgid != target_tgid) {
+		stat_inc(CPA_BPF_STAT_FILTERED);
+		return 0;
+	}
 	task = bpf_get_current_task_btf();
 	bpf_get_current_comm(comm, sizeof(comm));
-	if (!task_wanted(task, tgid, comm)) {
+	if (!comm_wanted(task, comm)) {
 		stat_inc(CPA_BPF_STAT_FILTERED);
 		return 0;
 	}
@@ -229,7 +267,12 @@ int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 	s->tid = tid;
 	s->cpu = bpf_get_smp_processor_id();
 	__builtin_memcpy(s->comm, comm, sizeof(comm));
-	BPF_CORE_READ_STR_INTO(&s->pcomm, task, group_leader, comm);
+	/* The group leader's comm is the thread's own for the main thread:
+	 * no second task_struct to pull into the cache then. */
+	if (tid == tgid)
+		__builtin_memcpy(s->pcomm, comm, sizeof(comm));
+	else
+		BPF_CORE_READ_STR_INTO(&s->pcomm, task, group_leader, comm);
 
 	if (!in_user) {
 		flags |= CPA_BPF_F_IN_KERNEL;
@@ -247,11 +290,13 @@ int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 		read_user_regs(s, task, ir, in_user);
 		flags |= CPA_BPF_F_USER_REGS;
 		if (stack_size) {
-			s->stack_len = copy_ustack(s, s->regs.sp);
+			__u64 want = ustack_want(task, s->regs.sp, tid == tgid);
+
+			s->stack_len = copy_ustack(s, s->regs.sp, want);
 			if (s->stack_len == 0) {
 				flags |= CPA_BPF_F_NO_USTACK;
 				stat_inc(CPA_BPF_STAT_NO_USTACK);
-			} else if (s->stack_len < stack_size) {
+			} else if (s->stack_len < want) {
 				flags |= CPA_BPF_F_USTACK_TRUNC;
 				stat_inc(CPA_BPF_STAT_USTACK_TRUNC);
 			}
@@ -273,8 +318,10 @@ static __always_inline int emit_task(struct task_struct *p, __u32 kind)
 
 	if (BPF_CORE_READ(p, flags) & PF_KTHREAD)
 		return 0;
+	if (target_tgid && tgid != target_tgid)
+		return 0;
 	BPF_CORE_READ_STR_INTO(&comm, p, comm);
-	if (!task_wanted(p, tgid, comm))
+	if (!comm_wanted(p, comm))
 		return 0;
 	t = bpf_ringbuf_reserve(&rb, sizeof(*t), 0);
 	if (!t) {

@@ -118,7 +118,7 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 	b->skel->rodata->rec_size = cpa_bpf_sample_size(b->skel->rodata->stack_size);
 	b->skel->rodata->kernel_only = o->kernel_only;
 	b->skel->rodata->with_idle = o->with_idle;
-	b->skel->rodata->wakeup_bytes = o->ringbuf_size / 2;
+	b->skel->rodata->wakeup_bytes = MIN(o->wakeup_bytes, o->ringbuf_size / 2);
 	r = bpf_map__set_max_entries(b->skel->maps.rb, o->ringbuf_size);
 	if (r < 0) {
 		r = bpf_fail(r, "size BPF ring buffer");

@@ -23,6 +23,7 @@ struct cap_bpf_opts {
 	bool with_idle;
 	const char *btf_path;  /* NULL or "" = the running kernel's */
 	uint32_t ringbuf_size; /* power of two, multiple of the page size */
+	uint32_t wakeup_bytes; /* force a wakeup once this much is pending (<= ringbuf_size / 2) */
 };
 
 /* Returns 0 to go on, < 0 to stop consuming (that error is returned). */

@@ -62,6 +62,10 @@ int cap_emit__init(struct cap_emit *e, struct shm_ring_prod *ring, struct shm_st
 	e->st = st;
 	e->seq_hi = (uint64_t)generation << CAP_SEQ_COUNTER_BITS;
 	e->stack_max = stack_max;
+	/* Sliced commits let unwindd start on a big batch while we fill the
+	 * rest: a poll's worth of 8 KiB stacks at high rates is more than ring
+	 * 0 holds, and the consumer can only free what it was shown. */
+	e->commit_bytes = MIN((uint64_t)CAP_COMMIT_BYTES, ring->size / 4);
 	cap_clock__update(&e->clock);
 	return 0;
 }
@@ -95,8 +99,25 @@ static void out_maybe_commit(struct cap_emit *e)
 {
 	/* A long batch (a backlog after a stall) is published in slices so the
 	 * consumer can start on it and free space while we go on. */
-	if (e->batch_recs >= CAP_COMMIT_BATCH)
+	if (e->batch_bytes >= e->commit_bytes || e->batch_recs >= CAP_COMMIT_BATCH)
 		cap_emit__commit(e);
+}
+
+/*
+ * The next poll deadline from what the last poll brought: n records over
+ * dt_ns since the poll before it (CAP_POLL_* in cap_emit.h say why).
+ */
+int cap_poll_next_ms(int cur_ms, int n, uint64_t dt_ns)
+{
+	uint64_t ms;
+
+	if (n <= 0)
+		return cur_ms >= CAP_POLL_MAX_MS / 2 ? CAP_POLL_MAX_MS : MAX(cur_ms * 2, 1);
+	/* Time CAP_POLL_BATCH records take at this rate. */
+	ms = dt_ns * CAP_POLL_BATCH / (uint64_t)n / 1000000;
+	if (ms < CAP_POLL_MIN_MS)
+		return CAP_POLL_MIN_MS;
+	return ms > CAP_POLL_FLOW_MS ? CAP_POLL_FLOW_MS : (int)ms;
 }
 
 void cap_emit__commit(struct cap_emit *e)

@@ -19,8 +19,27 @@
 
 #define CAP_SEQ_COUNTER_BITS 40
 #define CAP_NSEC	     1000000000ull
-#define CAP_LOSS_INTERVAL_NS CAP_NSEC /* at most one LOSS record per reason per second */
-#define CAP_COMMIT_BATCH     256      /* records per commit inside one long poll batch */
+#define CAP_LOSS_INTERVAL_NS CAP_NSEC	  /* at most one LOSS record per reason per second */
+#define CAP_COMMIT_BATCH     256	  /* records per commit inside one long poll batch */
+#define CAP_COMMIT_BYTES     (256u << 10) /* ... or bytes (at most a quarter of ring 0) */
+
+/*
+ * Poll deadline, adaptive (docs/capture.md): a wakeup costs 40-50 us of CPU
+ * here, so capture sleeps as long as it can.
+ *  - While samples flow, the next deadline is the time CAP_POLL_BATCH records
+ *    take at the rate just seen, within [CAP_POLL_MIN_MS, CAP_POLL_FLOW_MS]:
+ *    batches big enough to amortise the wakeup, yet ring 0 is fed within
+ *    half a second (unwindd reads /proc/PID/maps while the process lives).
+ *  - Polls that find nothing double it up to CAP_POLL_MAX_MS: an idle
+ *    capture wakes once a second, for the heartbeat and the stats tick.
+ *  - A burst does not wait for the deadline: the BPF side forces a wakeup
+ *    once wakeup_bytes are pending.
+ * The deadline is also the STOP latency (the command is read after a poll).
+ */
+#define CAP_POLL_MIN_MS	 20
+#define CAP_POLL_FLOW_MS 500
+#define CAP_POLL_MAX_MS	 1000
+#define CAP_POLL_BATCH	 64
 
 /* Boot-time (what BPF stamps) to CLOCK_REALTIME, recomputed every second so
  * that a stepped wall clock is followed within a second. */
@@ -61,7 +80,8 @@ struct cap_emit {
 	bool ustack_refused; /* user stacks wanted but refused on this kernel */
 	uint32_t batch_recs; /* reserved since the last commit */
 	uint64_t batch_bytes;
-	uint64_t rate_sec; /* second (of sample time) rate_n counts */
+	uint64_t commit_bytes; /* commit inside a batch past this many bytes */
+	uint64_t rate_sec;     /* second (of sample time) rate_n counts */
 	uint64_t rate_n;
 	struct cap_loss_pending loss[CAP_LOSS_MAX];
 };
@@ -87,7 +107,15 @@ void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
  */
 int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force);
 
-/* Publish everything reserved so far (once per poll batch). */
+/*
+ * The next poll deadline in ms after a poll that brought n records (< 0: an
+ * error or EINTR, counted as none) dt_ns after the previous one, cur_ms
+ * being the deadline used.
+ */
+int cap_poll_next_ms(int cur_ms, int n, uint64_t dt_ns);
+
+/* Publish everything reserved so far (end of each poll batch, and every
+ * commit_bytes or CAP_COMMIT_BATCH records inside one). */
 void cap_emit__commit(struct cap_emit *e);
 
 #endif /* CPA_CAPTURE_CAP_EMIT_H */

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
@@ -187,6 +188,14 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 	int r;
 
 	o->ringbuf_size = cap_bpf_ringbuf_size(c->nr_cpus, c->cfg->freq, o->stack_size);
+	/*
+	 * Capture sleeps up to a second; a burst must wake it before either
+	 * buffer overflows: before half the BPF buffer is used, and before one
+	 * poll's worth would fill half of ring 0 (counted in BPF reservation
+	 * bytes, which are larger than the ring 0 records they become, so the
+	 * batch is well under half of ring 0).
+	 */
+	o->wakeup_bytes = (uint32_t)MIN((uint64_t)o->ringbuf_size / 2, c->ring.size / 2);
 	r = cap_bpf__open(o, on_record, c, &c->bpf);
 	if (r < 0)
 		return r;
@@ -289,14 +298,16 @@ static int capture_stop(struct capture *c, bool quick)
 
 static int capture_loop(struct capture *c)
 {
-	uint64_t next_tick = cap_now_ns(CLOCK_MONOTONIC) + CAP_NSEC;
-	int r;
+	uint64_t now = cap_now_ns(CLOCK_MONOTONIC), next_tick = now + CAP_NSEC, last = now;
+	int r, timeout_ms = CAP_POLL_FLOW_MS, wait_ms;
 
 	while (!exit_requested && shm_stage__cmd(c->st) != SHM_CMD_STOP) {
-		uint64_t now;
-
 		shm_stage__heartbeat(c->st);
-		r = backend_poll(c, CAP_POLL_MS);
+		/* Never sleep past the once-a-second tick: it stamps the
+		 * heartbeat, so an idle capture wakes exactly once a second. */
+		wait_ms = (int)MIN((uint64_t)timeout_ms,
+				   next_tick > now ? (next_tick - now + 999999) / 1000000 : 0);
+		r = backend_poll(c, wait_ms);
 		if (r < 0 && r != -EINTR)
 			return log_error_errno(r, "consume samples: %m");
 		cap_emit__commit(&c->emit);
@@ -305,11 +316,17 @@ static int capture_loop(struct capture *c)
 			shm_stage__cnt_add(c->st, SHM_CNT_BATCHES, 1);
 
 		now = cap_now_ns(CLOCK_MONOTONIC);
+		if (r != -EINTR) {
+			timeout_ms = cap_poll_next_ms(timeout_ms, r, now - last);
+			last = now;
+		}
 		if (now >= next_tick) {
 			/* Follow wall clock steps within a second. */
 			cap_clock__update(&c->emit.clock);
 			stats_sync(c);
-			next_tick = now + CAP_NSEC;
+			next_tick += CAP_NSEC;
+			if (next_tick <= now)
+				next_tick = now + CAP_NSEC;
 		}
 		r = cap_emit__flush_losses(&c->emit, cap_now_ns(CLOCK_REALTIME), false);
 		if (r < 0)
@@ -333,6 +350,10 @@ int capture__run(struct shm_arena *a)
 	r = capture_setup(c, a);
 	if (r < 0)
 		goto out_fail;
+	/* The BPF load parsed the kernel's BTF (~6 MB raw, twice that parsed)
+	 * and libbpf freed it after loading; nothing else will reuse that heap,
+	 * so give it back now instead of carrying it in RSS for the run. */
+	malloc_trim(0);
 	shm_stage__set_state(c->st, SHM_STATE_RUNNING);
 
 	r = capture_loop(c);

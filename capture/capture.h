@@ -8,8 +8,8 @@
 
 #include "shm/arena.h"
 
-/* Poll deadline: how stale ring 0 may get at low rates, and the STOP latency. */
-#define CAP_POLL_MS 100
+/* The poll deadline policy (CAP_POLL_*) lives in cap_emit.h, next to the
+ * commit policy it works with. */
 
 /* Run until STOP or SIGTERM. Returns 0 after a clean exit (state EXITED),
  * -errno after a failure (state FAILED). */

@@ -488,6 +488,76 @@ START_TEST(test_sys_parsers)
 }
 END_TEST
 
+/* A big batch is published in slices of at most a quarter of ring 0, so the
+ * consumer can start on it (and free room) before the poll batch ends. */
+START_TEST(test_commit_by_bytes)
+{
+	struct fix f;
+	size_t size;
+	struct cpa_bpf_sample *bs = bpf_sample(4, 4, STACK_MAX, &size);
+	uint64_t slice;
+	unsigned int i, seen = 0;
+	struct shm_msg m;
+
+	fix_init(&f, 1u << 20);
+	slice = f.e.commit_bytes;
+	ck_assert_uint_eq(slice, (1u << 20) / 4);
+	/* Just under one slice: nothing visible yet. */
+	for (i = 0; f.e.batch_bytes + sizeof(struct cpa_sample) + 64 + STACK_MAX < slice; i++)
+		ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	ck_assert_uint_eq(shm_ring__pending_sc(&f.cons), 0);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_OUT), 0);
+	/* The record crossing the slice size publishes the whole slice. */
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	i++;
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_OUT), i);
+	ck_assert_uint_eq(f.e.batch_recs, 0);
+	while (shm_ring__peek_sc(&f.cons, &m) == 0)
+		seen++;
+	ck_assert_uint_eq(seen, i);
+	/* The rest goes out at the end of the batch, as before. */
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	ck_assert_uint_eq(shm_ring__pending_sc(&f.cons), 0);
+	cap_emit__commit(&f.e);
+	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), 0);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_OUT), i + 1);
+
+	/* A small ring commits in quarters of itself. */
+	fix_free(&f);
+	fix_init(&f, 1u << 16);
+	ck_assert_uint_eq(f.e.commit_bytes, (1u << 16) / 4);
+	free(bs);
+	fix_free(&f);
+}
+END_TEST
+
+/* The adaptive poll deadline (capture's idle cost and batch size). */
+START_TEST(test_poll_deadline)
+{
+	const uint64_t ms = 1000000;
+	int t = CAP_POLL_FLOW_MS;
+
+	/* Nothing arrives: doubles up to the one-second cap, and stays. */
+	t = cap_poll_next_ms(CAP_POLL_MIN_MS, 0, 20 * ms);
+	ck_assert_int_eq(t, 2 * CAP_POLL_MIN_MS);
+	t = CAP_POLL_MIN_MS;
+	for (int i = 0; i < 10; i++)
+		t = cap_poll_next_ms(t, 0, (uint64_t)t * ms);
+	ck_assert_int_eq(t, CAP_POLL_MAX_MS);
+	ck_assert_int_eq(cap_poll_next_ms(CAP_POLL_MAX_MS, 0, 1000 * ms), CAP_POLL_MAX_MS);
+	ck_assert_int_eq(cap_poll_next_ms(600, 0, 600 * ms), CAP_POLL_MAX_MS);
+	ck_assert_int_eq(cap_poll_next_ms(CAP_POLL_MAX_MS, -4, 1 * ms), CAP_POLL_MAX_MS);
+	/* Samples flow: the time CAP_POLL_BATCH of them take at that rate. */
+	ck_assert_int_eq(cap_poll_next_ms(CAP_POLL_MAX_MS, 200, 1000 * ms),
+			 CAP_POLL_BATCH * 1000 / 200);
+	/* Slow flow: fed at least every CAP_POLL_FLOW_MS. */
+	ck_assert_int_eq(cap_poll_next_ms(CAP_POLL_MAX_MS, 1, 1000 * ms), CAP_POLL_FLOW_MS);
+	/* A burst: never below the floor. */
+	ck_assert_int_eq(cap_poll_next_ms(100, 100000, 10 * ms), CAP_POLL_MIN_MS);
+	ck_assert_int_le(CAP_POLL_MAX_MS, 1000); /* the heartbeat is stamped per poll */
+}
+END_TEST
+
 static Suite *capture_suite(void)
 {
 	Suite *s = suite_create("capture");
@@ -503,6 +573,8 @@ static Suite *capture_suite(void)
 	tcase_add_test(tc, test_seq_exhaustion);
 	tcase_add_test(tc, test_clock_offset);
 	tcase_add_test(tc, test_sys_parsers);
+	tcase_add_test(tc, test_commit_by_bytes);
+	tcase_add_test(tc, test_poll_deadline);
 	suite_add_tcase(s, tc);
 	return s;
 }
