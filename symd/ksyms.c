@@ -21,6 +21,9 @@
 #define MODULES_FILE_MAX (4u << 20)
 #define KSYM_LAST_SPAN	 (1u << 20) /* the last symbol has no successor */
 #define KSYM_READ_BUF	 (64u << 10)
+#define KSYM_PAD	 (1u << 31) /* in ksym.name: padding before, see fold_padding() */
+#define KSYM_NAME_MASK	 (KSYM_PAD - 1)
+#define KSYM_PAD_MAX	 64u
 #define KSYM_MBUF_MIN	 (64u << 10)
 
 /* Whole file into a NUL-terminated buffer (proc files have no size). */
@@ -159,7 +162,6 @@ struct kload {
 	bool any_nonzero;
 	uint32_t count;
 	uint32_t prev_off, prev_len; /* last name put */
-	uint32_t pfx_off, pfx_len;   /* last "__pfx_x" / "__cfi_x" name stored */
 	uint32_t mod_off;	     /* last module name stored */
 	char mod[64];
 };
@@ -169,7 +171,7 @@ static int pool_put(struct kload *l, const char *s, size_t n, uint32_t *ret)
 	char nul = '\0';
 	int r;
 
-	if (l->pool.len + n + 1 > UINT32_MAX)
+	if (l->pool.len + n + 1 > KSYM_NAME_MASK) /* the top bit is KSYM_PAD */
 		return -E2BIG;
 	*ret = (uint32_t)l->pool.len;
 	r = mbuf_put(&l->pool, s, n);
@@ -177,31 +179,29 @@ static int pool_put(struct kload *l, const char *s, size_t n, uint32_t *ret)
 }
 
 /*
- * Names without a malloc each, and shared where kallsyms repeats itself:
- * half of a 6.x x86 kernel's text symbols are the "__pfx_foo" (or
- * "__cfi_foo") padding symbol right before "foo", whose name is the tail
- * of the prefixed one.
+ * Names without a malloc each, and shared where kallsyms repeats itself.
+ * Half of a 6.x x86 kernel's text symbols are "__pfx_foo" (or "__cfi_foo"):
+ * the padding right before "foo" that the call-depth-tracking thunk or the
+ * FineIBT hash check sits in. A pc there is the entry of a call to foo, so
+ * it is named "foo" (one frame with foo in a profile), and the name is
+ * stored once for both lines.
  */
 static int name_put(struct kload *l, const char *name, size_t n, uint32_t *ret)
 {
 	const char *pool = (const char *)l->pool.p;
 	int r;
 
+	if (n > 6 && (!memcmp(name, "__pfx_", 6) || !memcmp(name, "__cfi_", 6))) {
+		name += 6;
+		n -= 6;
+	}
 	if (n == l->prev_len && !memcmp(pool + l->prev_off, name, n)) {
 		*ret = l->prev_off;
 		return 0;
 	}
-	if (l->pfx_len && n + 6 == l->pfx_len && !memcmp(pool + l->pfx_off + 6, name, n)) {
-		*ret = l->pfx_off + 6;
-	} else {
-		r = pool_put(l, name, n, ret);
-		if (r < 0)
-			return r;
-		if (n > 6 && (!memcmp(name, "__pfx_", 6) || !memcmp(name, "__cfi_", 6))) {
-			l->pfx_off = *ret;
-			l->pfx_len = (uint32_t)n;
-		}
-	}
+	r = pool_put(l, name, n, ret);
+	if (r < 0)
+		return r;
 	l->prev_off = *ret;
 	l->prev_len = (uint32_t)n;
 	return 0;
@@ -352,6 +352,35 @@ static bool ksyms_sorted(const struct ksym *e, uint32_t n)
 	return true;
 }
 
+/*
+ * "__pfx_foo" was named "foo" (name_put), so after sorting it is an entry
+ * with foo's name offset right before foo, the padding size below it. Fold
+ * each such pair into foo's entry with KSYM_PAD set: a lookup that lands in
+ * the pad bytes before a flagged entry answers foo. Half the entries of a
+ * 6.x x86 kernel. Only pairs exactly pad bytes apart fold, with pad the
+ * first distance seen (CONFIG_FUNCTION_PADDING_BYTES, 16 on x86); any other
+ * pair stays two entries, which answer the same name anyway.
+ */
+static uint32_t fold_padding(struct ksym *e, uint32_t n, uint32_t *ret_pad)
+{
+	uint32_t i, o = 0, pad = 0;
+
+	for (i = 0; i < n; i++) {
+		if (i + 1 < n && e[i].name == e[i + 1].name && e[i + 1].off > e[i].off &&
+		    e[i + 1].off - e[i].off <= KSYM_PAD_MAX &&
+		    (!pad || e[i + 1].off - e[i].off == pad)) {
+			pad = e[i + 1].off - e[i].off;
+			e[o] = e[i + 1];
+			e[o++].name |= KSYM_PAD;
+			i++;
+			continue;
+		}
+		e[o++] = e[i];
+	}
+	*ret_pad = pad;
+	return o;
+}
+
 void ksyms__fini(struct ksyms *k)
 {
 	unmap(k->syms, (size_t)k->n * sizeof(*k->syms));
@@ -384,7 +413,6 @@ int ksyms__load(struct ksyms *k, const char *path)
 	r = parse_file(&l, fd);
 	if (r < 0)
 		goto fail;
-	mbuf_trim(&l.syms);
 	mbuf_trim(&l.far);
 	mbuf_trim(&l.pool);
 	nk.syms = (struct ksym *)l.syms.p;
@@ -394,10 +422,14 @@ int ksyms__load(struct ksyms *k, const char *path)
 	nk.base = l.hi << 32;
 	nk.pool = (char *)l.pool.p;
 	nk.pool_len = l.pool.len;
-	nk.mapped = l.syms.cap + l.far.cap + l.pool.cap;
 	/* vmlinux comes address-ordered: usually no sort at all. */
 	if (!ksyms_sorted(nk.syms, nk.n))
 		qsort(nk.syms, nk.n, sizeof(*nk.syms), ksym_cmp);
+	nk.n = fold_padding(nk.syms, nk.n, &nk.pad);
+	l.syms.len = (size_t)nk.n * sizeof(struct ksym);
+	mbuf_trim(&l.syms);
+	nk.syms = (struct ksym *)l.syms.p;
+	nk.mapped = l.syms.cap + l.far.cap + l.pool.cap;
 	if (nk.nfar)
 		qsort(nk.far, nk.nfar, sizeof(*nk.far), ksym_far_cmp);
 	/* kptr_restrict: every address reads as 0 */
@@ -447,8 +479,17 @@ int ksyms__lookup(const struct ksyms *k, uint64_t addr, const char **ret_name, c
 		else
 			fhi = mid;
 	}
-	if (lo > 0) {
-		start = ksym_addr(k, lo - 1);
+	if (lo < k->n && (k->syms[lo].name & KSYM_PAD) && ksym_addr(k, lo) - addr <= k->pad &&
+	    (lo == 0 || ksym_addr(k, lo - 1) < ksym_addr(k, lo) - k->pad)) {
+		/* In the padding before the next symbol: its entry (unless
+		 * another symbol starts inside the padding, as before). */
+		i = lo;
+		start = ksym_addr(k, lo) - k->pad;
+		found = true;
+	} else if (lo > 0) {
+		for (i = lo - 1; i > 0 && k->syms[i - 1].off == k->syms[i].off; i--)
+			;
+		start = ksym_addr(k, i);
 		found = true;
 	}
 	if (flo > 0 && (!found || k->far[flo - 1].addr > start)) {
@@ -466,9 +507,7 @@ int ksyms__lookup(const struct ksyms *k, uint64_t addr, const char **ret_name, c
 		return -ENOENT;
 	if (lo == k->n && flo == k->nfar && addr - start >= KSYM_LAST_SPAN)
 		return -ENOENT;
-	for (i = lo - 1; i > 0 && k->syms[i - 1].off == k->syms[i].off; i--)
-		;
-	*ret_name = k->pool + k->syms[i].name;
+	*ret_name = k->pool + (k->syms[i].name & KSYM_NAME_MASK);
 	*ret_mod = NULL;
 	*ret_start = start;
 	return 0;

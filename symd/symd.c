@@ -160,6 +160,15 @@ struct symd {
 	uint32_t pcc_max_bits;
 	uint32_t pcc_evict; /* live entries replaced since the last resize */
 
+	/* comm and pcomm of the last sample: consecutive samples mostly come
+	 * from the same threads, and a 16-byte compare is cheaper than a
+	 * hash and a probe. Valid in the epoch (resets) they were made in. */
+	struct comm_ent {
+		char comm[CPA_COMM_LEN];
+		uint32_t id;
+		uint32_t epoch;
+	} comm_cache[2];
+
 	uint32_t ids[SYMD_MAX_STACK + 2];
 	char name[SYMD_FRAME_NAME_MAX];
 };
@@ -226,6 +235,23 @@ static int str_id(struct symd *s, const char *str, size_t len, uint32_t *ret)
 		return r;
 	}
 	cnt(s, SYM_CNT_STRINGS, 1);
+	return 0;
+}
+
+static int comm_id(struct symd *s, struct comm_ent *c, const char *comm, uint32_t *ret)
+{
+	int r;
+
+	if (c->id && c->epoch == s->resets && !memcmp(c->comm, comm, CPA_COMM_LEN)) {
+		*ret = c->id;
+		return 0;
+	}
+	r = str_id(s, comm, strnlen(comm, CPA_COMM_LEN), ret);
+	if (r < 0)
+		return r;
+	memcpy(c->comm, comm, CPA_COMM_LEN);
+	c->id = *ret;
+	c->epoch = s->resets;
 	return 0;
 }
 
@@ -1106,10 +1132,10 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 	r = stack_id(s, s->ids, n, nk, &o.stack_id);
 	if (r < 0)
 		return r;
-	r = str_id(s, f->comm, strnlen(f->comm, CPA_COMM_LEN), &o.comm_id);
+	r = comm_id(s, &s->comm_cache[0], f->comm, &o.comm_id);
 	if (r < 0)
 		return r;
-	r = str_id(s, f->pcomm, strnlen(f->pcomm, CPA_COMM_LEN), &o.pcomm_id);
+	r = comm_id(s, &s->comm_cache[1], f->pcomm, &o.pcomm_id);
 	if (r < 0)
 		return r;
 	if (s->env_keys[0]) {

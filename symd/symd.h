@@ -159,13 +159,13 @@ void bincache__stats(const struct bincache *c, struct bincache_stats *ret);
  * Compact: vmlinux text symbols (t/T/w/W) sharing the upper 32 address bits
  * of the first one take 8 bytes (32-bit offset from base, name); module
  * symbols and any far vmlinux symbol take 16 in a side table. Names live in
- * one pool ("foo" shares the bytes of "__pfx_foo" before it). All three
+ * one pool ("__pfx_foo" is named "foo" and shares its bytes). All three
  * arrays are mmap'd and trimmed to size, so a reload gives the memory back
  * to the kernel instead of leaving it in the allocator.
  */
 struct ksym {
 	uint32_t off;  /* addr - base */
-	uint32_t name; /* pool offset */
+	uint32_t name; /* pool offset; top bit: pad bytes before it are its too */
 };
 
 struct ksym_far {
@@ -180,6 +180,7 @@ struct ksyms {
 	uint32_t nfar;
 	struct ksym_far *far; /* sorted by (addr, name) */
 	uint64_t base;
+	uint32_t pad; /* bytes of padding before a KSYM_PAD entry */
 	char *pool;
 	size_t pool_len;
 	size_t mapped; /* bytes mapped for the three arrays */

@@ -571,7 +571,7 @@ START_TEST(test_kallsyms)
 }
 END_TEST
 
-/* The compact table: "__pfx_" names shared, far vmlinux symbols (other
+/* The compact table: "__pfx_foo" named "foo", far vmlinux symbols (other
  * upper 32 bits) in the side table, a line too long for the read buffer
  * skipped, the last line without a newline. */
 START_TEST(test_kallsyms_compact)
@@ -607,10 +607,14 @@ START_TEST(test_kallsyms_compact)
 	fclose(f);
 
 	ck_assert_int_eq(ksyms__load(&k, path), 0);
-	ck_assert_uint_eq(k.n, 5); /* _stext __pfx_foo foo weak_fn after_long */
+	ck_assert_uint_eq(k.n, 4); /* _stext foo (with its pad) weak_fn after_long */
+	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffff8100000cull, &name, &mod, &start), 0);
+	ck_assert_str_eq(name, "_stext");
 	ck_assert_uint_eq(k.nfar, 2);
+	/* the padding before foo is the entry of a call to foo */
 	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffff81000018ull, &name, &mod, &start), 0);
-	ck_assert_str_eq(name, "__pfx_foo");
+	ck_assert_str_eq(name, "foo");
+	ck_assert_uint_eq(start, 0xffffffff81000010ull);
 	ck_assert_int_eq(ksyms__lookup(&k, 0xffffffff81000024ull, &name, &mod, &start), 0);
 	ck_assert_str_eq(name, "foo");
 	ck_assert_uint_eq(start, 0xffffffff81000020ull);
