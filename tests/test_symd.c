@@ -1217,6 +1217,45 @@ START_TEST(test_stage_kallsyms_reload)
 }
 END_TEST
 
+/* The pc cache starts small and grows under a large working set; answers
+ * stay right across the growth. */
+START_TEST(test_stage_pc_cache_grows)
+{
+	struct harness *h = h_new(0, NULL);
+	uint64_t kpc[16], before;
+	unsigned int i, j, round;
+
+	symd__tick(h->s, symd_now_ns());
+	before = shm_stage__cnt(h->st, SYM_CNT_CACHE_BYTES);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < 256; i++) {
+			char want[1024];
+			size_t n = 0;
+
+			for (j = 0; j < 16; j++) {
+				/* on-CPU: the first pc exact, the rest return
+				 * addresses (looked up at pc - 1) */
+				uint64_t pc = 0xffffffff81000100ull + i * 16 + j;
+				uint64_t at = j ? pc - 1 : pc;
+				const char *name = at < 0xffffffff81000200ull	? "do_one_thing"
+						   : at < 0xffffffff81000400ull ? "helper_two"
+										: "after_data";
+
+				kpc[j] = pc;
+				n += (size_t)snprintf(want + n, sizeof(want) - n, "%s%s_[k]",
+						      j ? ";" : "", name);
+			}
+			h_frames(h, kpc, 16, NULL, 0, CPA_STOP_NONE, CPA_SF_KERNEL_THREAD);
+			h_batch(h);
+			ck_assert_str_eq(h_stack_str(h, h->last_sample.stack_id), want);
+		}
+	}
+	symd__tick(h->s, symd_now_ns());
+	ck_assert_uint_gt(shm_stage__cnt(h->st, SYM_CNT_CACHE_BYTES), before);
+	h_free(h);
+}
+END_TEST
+
 START_TEST(test_stage_flags)
 {
 	struct fx_fn a = fx_fn("cpa_fx_alpha", "cpa_fx_alpha");
@@ -1610,6 +1649,7 @@ static Suite *symd_suite(void)
 	tcase_add_test(tc, test_stage_symbolize);
 	tcase_add_test(tc, test_stage_flags);
 	tcase_add_test(tc, test_stage_kallsyms_reload);
+	tcase_add_test(tc, test_stage_pc_cache_grows);
 	tcase_add_test(tc, test_stage_jit);
 	tcase_add_test(tc, test_stage_restart_and_corrupt);
 	tcase_add_test(tc, test_stage_output_full);
