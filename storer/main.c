@@ -104,7 +104,8 @@ static int run(struct shm_arena *a)
 		if (n == 0) {
 			if (draining)
 				break;
-			r = shm_ring__wait_sc(&in, STORER_WAKE_BYTES, storer__sleep_ms(&s, real));
+			r = shm_ring__wait_sc(&in, storer__wake_bytes(&s),
+					      storer__sleep_ms(&s, real));
 			shm_stage__cnt_add(st, SHM_CNT_WAKEUPS, 1);
 			if (r == -EBADMSG) {
 				log_error("input ring is corrupt");

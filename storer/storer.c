@@ -269,6 +269,19 @@ int storer__finish(struct storer *s, bool sync)
 }
 
 /*
+ * A producer wakes a sleeping consumer when committed - released >= the
+ * wake threshold, and we release only when a block closes: the open block's
+ * records count against it. Past 64 KiB of them (a 5 s block at a few
+ * hundred samples/s) every commit of symd would wake us, so the threshold
+ * is 64 KiB of new records on top of what we hold. (wait_sc's own check
+ * counts from what we peeked, which only makes it stricter.)
+ */
+uint64_t storer__wake_bytes(const struct storer *s)
+{
+	return s->unreleased + STORER_WAKE_BYTES;
+}
+
+/*
  * Nothing here is due before the open block's deadline (the records wait in
  * the ring, which wakes us early past STORER_WAKE_BYTES), so the deadline
  * is that, or STORER_IDLE_MS for the heartbeat (hang timeout 10 s), write

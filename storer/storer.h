@@ -41,6 +41,8 @@ int storer__batch(struct storer *s, unsigned int max);
 int storer__tick(struct storer *s, uint64_t now_ns);
 /* Close the open block, wait for the writes (fsync if sync) and release. */
 int storer__finish(struct storer *s, bool sync);
+/* wake_bytes for shm_ring__wait_sc(): STORER_WAKE_BYTES of new input. */
+uint64_t storer__wake_bytes(const struct storer *s);
 /* How long the consumer may sleep (ms, <= STORER_IDLE_MS) before the next block is due. */
 int storer__sleep_ms(const struct storer *s, uint64_t now_ns);
 

@@ -982,12 +982,16 @@ START_TEST(test_stage_sleep)
 	drain(&s);
 	dl = store_writer__deadline(w);
 	ck_assert_uint_gt(dl, base);
+	/* What the open block holds is not released: it must not count as new. */
+	ck_assert_uint_gt(s.unreleased, 0);
+	ck_assert_uint_eq(storer__wake_bytes(&s), s.unreleased + STORER_WAKE_BYTES);
 	ck_assert_int_eq(storer__sleep_ms(&s, dl - 3 * T_NS), STORER_IDLE_MS);
 	ck_assert_int_eq(storer__sleep_ms(&s, dl - 300000000ULL), 300);
 	ck_assert_int_eq(storer__sleep_ms(&s, dl), 0);
 	storer__tick(&s, dl);
 	ck_assert_uint_eq(store_writer__deadline(w), 0);
 	ck_assert_int_eq(storer__sleep_ms(&s, dl), STORER_IDLE_MS);
+	ck_assert_uint_eq(storer__wake_bytes(&s), STORER_WAKE_BYTES);
 	ck_assert_int_eq(storer__finish(&s, true), 0);
 	store_writer__free(w);
 	shm_arena__free(a);
