@@ -160,6 +160,11 @@ struct symd {
 	uint32_t pcc_max_bits;
 	uint32_t pcc_evict; /* live entries replaced since the last resize */
 
+	/* Per-frame counters, added to the stage block once per batch: a
+	 * load and store of a shared cache line per frame was 15 % of the
+	 * batch function in a profile at 999 Hz. */
+	uint64_t acc_lookups, acc_hits, acc_misses, acc_ksyms;
+
 	/* comm and pcomm of the last sample: consecutive samples mostly come
 	 * from the same threads, and a 16-byte compare is cheaper than a
 	 * hash and a probe. Valid in the epoch (resets) they were made in. */
@@ -1058,6 +1063,36 @@ static void pcc_maybe_grow(struct symd *s)
 	s->pcc_evict = 0;
 }
 
+static void cnt_flush(struct symd *s)
+{
+	if (s->acc_lookups) {
+		cnt(s, SYM_CNT_LOOKUPS, s->acc_lookups);
+		cnt(s, SYM_CNT_HITS, s->acc_hits);
+		cnt(s, SYM_CNT_MISSES, s->acc_misses);
+	}
+	if (s->acc_ksyms)
+		cnt(s, SYM_CNT_KSYMS, s->acc_ksyms);
+	s->acc_lookups = s->acc_hits = s->acc_misses = s->acc_ksyms = 0;
+}
+
+/* The cache slots of a sample are cold (the workload ran in between):
+ * start all their loads at once instead of one cache miss per frame. */
+static void pcc_prefetch(struct symd *s, const struct cpa_frames *f, const uint64_t *kpc,
+			 const struct cpa_uframe *uf)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->n_kframes; i++)
+		__builtin_prefetch(
+			pcc_slot(s, SYMD_PCC_KERNEL, kpc[i], i == 0 && f->kind != CPA_KIND_OFFCPU));
+	for (i = 0; i < f->n_uframes; i++) {
+		struct cpa_uframe u;
+
+		memcpy(&u, &uf[i], sizeof(u));
+		__builtin_prefetch(pcc_slot(s, u.module_id, u.offset, u.flags & CPA_UF_LEAF));
+	}
+}
+
 static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t *body)
 {
 	const uint64_t *kpc = (const uint64_t *)body;
@@ -1066,6 +1101,8 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 	uint32_t n = 0, nk, i;
 	const char *marker = NULL;
 	int r;
+
+	pcc_prefetch(s, f, kpc, uf);
 
 	for (i = 0; i < f->n_kframes; i++) {
 		/* On-CPU and probe samples start with the interrupted (or
@@ -1082,7 +1119,7 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 		}
 		s->ids[n++] = e->fid;
 		if (!(e->fflags & CPA_FF_UNSYMBOLIZED))
-			cnt(s, SYM_CNT_KSYMS, 1);
+			s->acc_ksyms++;
 	}
 	nk = n;
 	if (nk)
@@ -1114,8 +1151,11 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 		}
 		n++;
 		if (!(s->flags & CPA_CFG_DISABLE_SYM)) {
-			cnt(s, SYM_CNT_LOOKUPS, 1);
-			cnt(s, (ff & CPA_FF_UNSYMBOLIZED) ? SYM_CNT_MISSES : SYM_CNT_HITS, 1);
+			s->acc_lookups++;
+			if (ff & CPA_FF_UNSYMBOLIZED)
+				s->acc_misses++;
+			else
+				s->acc_hits++;
 		}
 	}
 	if (f->flags & CPA_SF_DEGRADED)
@@ -1411,6 +1451,7 @@ int symd__run_batch(struct symd *s, unsigned int max_records)
 	if (n) {
 		shm_ring__release_mark_sc(s->in, s->mark);
 		cnt(s, SHM_CNT_BATCHES, 1);
+		cnt_flush(s);
 	}
 	return r < 0 ? r : (int)n;
 }
