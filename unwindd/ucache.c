@@ -573,7 +573,7 @@ static int find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns,
 			return -ENOENT;
 		if (p->refresh_ns && now_ns - p->refresh_ns < c->o.neg_ttl_ns && neg_has(p, page))
 			return -ENOENT;
-		if (p->refresh_ns == now_ns && !p->read_failed) {
+		if (p->refresh_ns && p->refresh_ns == now_ns && !p->read_failed) {
 			/* Read in this very batch: the miss is as good as a read's. */
 			neg_add(p, page);
 			return -ENOENT;
