@@ -416,7 +416,9 @@ START_TEST(test_e2e_pid_filter)
 	stats_of(prof, w.pid, &st);
 	fprintf(stderr, "e2e --pid: %ld samples of the target, %ld of others\n", st.pid_samples,
 		st.other_samples);
-	ck_assert_int_gt(st.pid_samples, 100);
+	/* Some samples of the target (how many depends on the CPU the neighbours
+	 * leave it: the count check is test_e2e_chain_and_count's), none of others. */
+	ck_assert_int_gt(st.pid_samples, 20);
 	ck_assert_msg(st.other_samples == 0, "%ld samples of other processes with --pid",
 		      st.other_samples);
 	free(prof);
@@ -489,7 +491,13 @@ START_TEST(test_e2e_nofp_complete_and_shares)
 	pid_t mon;
 
 	need_root_bpf();
-	mon = monitor_start(store, 11, 99, 0);
+	/*
+	 * 499 Hz: the share of a path is a proportion estimated from n samples,
+	 * with a standard error of about 0.5/sqrt(n). At 99 Hz a busy 2-CPU run
+	 * gives a few hundred samples (+-2.7 points), which would make a 3-point
+	 * bound a coin toss; a few thousand bring it under 1 point.
+	 */
+	mon = monitor_start(store, 11, 499, 0);
 	sleep(2);
 	workload_start(&w, "cpa-workload-nofp", 7.0, 20);
 	workload_finish(&w);
@@ -501,11 +509,12 @@ START_TEST(test_e2e_nofp_complete_and_shares)
 	share_seen = (double)st.in_a / (double)(st.in_a + st.in_b);
 	share_real = (double)w.path_a_ns / (double)(w.path_a_ns + w.path_b_ns);
 	fprintf(stderr,
-		"e2e nofp: %ld samples, complete %ld (%.2f%%), path a share seen %.3f real %.3f\n",
-		st.pid_samples, st.chain_a + st.chain_b,
+		"e2e nofp: cpu %.2fs, %ld samples, complete %ld (%.2f%%), path a share seen %.3f "
+		"real %.3f\n",
+		w.cpu_s, st.pid_samples, st.chain_a + st.chain_b,
 		100.0 * (double)(st.chain_a + st.chain_b) / (double)st.pid_samples, share_seen,
 		share_real);
-	ck_assert_int_gt(st.pid_samples, 300);
+	ck_assert_int_gt(st.pid_samples, 1500);
 	ck_assert_msg((double)(st.chain_a + st.chain_b) >= 0.995 * (double)st.pid_samples,
 		      "complete stacks %ld of %ld (< 99.5%%)", st.chain_a + st.chain_b,
 		      st.pid_samples);
