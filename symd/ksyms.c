@@ -111,8 +111,11 @@ static int mbuf_reserve(struct mbuf *b, size_t more)
 
 static int mbuf_put(struct mbuf *b, const void *d, size_t n)
 {
-	int r = mbuf_reserve(b, n);
+	int r;
 
+	if (!n)
+		return 0; /* nothing mapped yet: memcpy(NULL, ..., 0) is UB */
+	r = mbuf_reserve(b, n);
 	if (r < 0)
 		return r;
 	memcpy(b->p + b->len, d, n);
