@@ -210,37 +210,7 @@ int ovh_bpf_read(const struct ovh_bpf_set *set, struct ovh_bpf *ret)
 
 int ovh_arena_open(pid_t monitor_pid, struct shm_arena **ret)
 {
-	char dir[64], path[PATH_MAX], target[PATH_MAX];
-	struct dirent *de;
-	int fd = -1, r;
-	DIR *d;
-
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", monitor_pid);
-	d = opendir(dir);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		ssize_t n;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		n = readlink(path, target, sizeof(target) - 1);
-		if (n <= 0)
-			continue;
-		target[n] = 0;
-		if (strncmp(target, "/memfd:cpa-arena", 16))
-			continue;
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		break;
-	}
-	closedir(d);
-	if (fd < 0)
-		return -ENOENT;
-	r = shm_arena__attach(fd, ret);
-	if (r < 0)
-		close(fd);
-	return r;
+	return shm_arena__attach_pid(monitor_pid, ret);
 }
 
 static int dir_bytes(int dfd, uint64_t *acc, uint64_t *hidden, int depth)

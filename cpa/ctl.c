@@ -60,48 +60,17 @@ static int monitor_pid_get(const char *store_dir, pid_t *ret)
 
 static int arena_open(pid_t pid, struct shm_arena **ret)
 {
-	_cleanup_close_ int fd = -1;
-	char dir[64], path[PATH_MAX], target[PATH_MAX];
-	struct dirent *de;
-	DIR *d;
-	int r;
+	int r = shm_arena__attach_pid(pid, ret);
 
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
-	d = opendir(dir);
-	if (!d)
-		return log_error_errno(-errno,
-				       "open '%s' (cpa ctl needs root or the monitor's "
-				       "user): %m",
-				       dir);
-	while ((de = readdir(d))) {
-		ssize_t n;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		n = readlink(path, target, sizeof(target) - 1);
-		if (n <= 0)
-			continue;
-		target[n] = 0;
-		if (strncmp(target, "/memfd:cpa-arena", 16))
-			continue;
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0) {
-			r = -errno;
-			closedir(d);
-			return log_error_errno(r, "open '%s': %m", path);
-		}
-		break;
-	}
-	closedir(d);
-	if (fd < 0) {
-		log_error("monitor pid %d has no cpa arena open", pid);
-		return -ENOENT;
-	}
-	r = shm_arena__attach(fd, ret);
+	if (r == -ENOENT)
+		return log_error_errno(r, "monitor pid %d has no cpa arena open", pid);
+	if (r == -EACCES || r == -EPERM)
+		return log_error_errno(r,
+				       "open the arena of monitor pid %d (cpa ctl needs root or "
+				       "the monitor's user): %m",
+				       pid);
 	if (r < 0)
 		return log_error_errno(r, "attach the arena of monitor pid %d: %m", pid);
-	TAKE_FD(fd);
 	return 0;
 }
 

@@ -12,8 +12,11 @@
  */
 #include "arena.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -131,7 +134,7 @@ int shm_arena__create(const struct shm_layout *layout, struct shm_arena **ret)
 	}
 	a->size = off;
 
-	a->fd = memfd_create("cpa-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	a->fd = memfd_create(SHM_ARENA_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (a->fd < 0) {
 		r = -errno;
 		goto out_free;
@@ -351,4 +354,43 @@ int shm_arena__find_ring(const struct shm_arena *a, enum shm_stage_id producer,
 		    a->hdr->rings[i].consumer == (uint32_t)consumer)
 			return (int)i;
 	return -ENOENT;
+}
+
+int shm_arena__attach_pid(int pid, struct shm_arena **ret)
+{
+	static const char want[] = "/memfd:" SHM_ARENA_NAME;
+	char dir[64], path[PATH_MAX], target[PATH_MAX];
+	struct dirent *de;
+	int fd = -1, r;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		ssize_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		/* "/memfd:cpa-arena (deleted)": match the prefix. */
+		if (strncmp(target, want, sizeof(want) - 1))
+			continue;
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			r = -errno;
+		break;
+	}
+	closedir(d);
+	if (fd < 0)
+		return de ? r : -ENOENT;
+	r = shm_arena__attach(fd, ret);
+	if (r < 0)
+		close(fd);
+	return r;
 }

@@ -21,6 +21,8 @@
 #define SHM_ARENA_VERSION_MINOR 0
 #define SHM_MAX_RINGS		16
 #define SHM_PAGE		4096u
+/* memfd name of the arena, as /proc/PID/fd shows it: "/memfd:" SHM_ARENA_NAME. */
+#define SHM_ARENA_NAME "cpa-arena"
 /* The supervisor hands every stage the arena memfd as this descriptor. */
 #define SHM_ARENA_FD 3
 
@@ -91,6 +93,13 @@ int shm_arena__create(const struct shm_layout *layout, struct shm_arena **ret);
 /* Map fd and validate everything (magic, version, size, checksum, offsets,
  * rings, seals). Takes ownership of fd on success only. */
 int shm_arena__attach(int fd, struct shm_arena **ret);
+/*
+ * Attach the arena that process pid (the monitor) holds open, found through
+ * /proc/<pid>/fd (its memfd is named SHM_ARENA_NAME). -ENOENT when pid holds
+ * none; -EACCES/-EPERM without root or pid's user. Used by `cpa ctl` and the
+ * benches, which read counters live.
+ */
+int shm_arena__attach_pid(int pid, struct shm_arena **ret);
 /* Validate an arena image already in memory (used by attach and by tests). */
 int shm_arena__validate(const void *base, uint64_t size);
 /* Unmap and close; accepts NULL and half-built arenas. */
