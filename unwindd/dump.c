@@ -25,7 +25,6 @@
 #include "procmaps.h"
 
 #define UDUMP_SEEN_MAX 1024
-#define MAPS_TEXT_MAX  (64u << 20) /* the same bound as the maps cache */
 
 struct udump_seen {
 	uint64_t dev;
@@ -208,38 +207,7 @@ int udump__maps(struct udump *d, uint32_t pid, const char *text, size_t len)
 
 static int read_file(struct udump *d, const char *path, size_t *ret_len)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t len = 0;
-
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (len == d->buf_cap) {
-			size_t ncap = d->buf_cap ? d->buf_cap * 2 : 64 * 1024;
-			char *nb;
-
-			if (ncap > MAPS_TEXT_MAX)
-				return -EFBIG;
-			nb = realloc(d->buf, ncap);
-			if (!nb)
-				return -ENOMEM;
-			d->buf = nb;
-			d->buf_cap = ncap;
-		}
-		n = read(fd, d->buf + len, d->buf_cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	*ret_len = len;
-	return 0;
+	return procmaps__read(path, &d->buf, &d->buf_cap, ret_len);
 }
 
 int udump__read_maps(struct udump *d, const char *proc_root, uint32_t pid, const char **ret,

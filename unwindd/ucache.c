@@ -21,7 +21,6 @@
 #include "cfi.h"
 #endif
 
-#define MAPS_BUF_MAX   (64u << 20)	       /* a maps file larger than this is hostile */
 #define IDENT_RETRY_NS (1000ull * 1000 * 1000) /* re-try opening a binary after this */
 #define REFRESH_MAX_NS (5 * IDENT_RETRY_NS)    /* default cap of the backed-off throttle */
 #define NEG_TTL_NS     (30 * IDENT_RETRY_NS)   /* default trust in a known-missing page */
@@ -346,42 +345,14 @@ static void bin_identify(struct ucache *c, struct ubin *b, uint32_t pid, const s
 
 static int maps_read(struct ucache *c, uint32_t pid, size_t *ret_len)
 {
-	_cleanup_close_ int fd = -1;
+	size_t old_cap = c->buf_cap;
 	char path[300];
-	size_t len = 0;
+	int r;
 
 	snprintf(path, sizeof(path), "%s/%u/maps", c->proc_root, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (len == c->buf_cap) {
-			size_t ncap = c->buf_cap ? c->buf_cap * 2 : 64 * 1024;
-			char *nb;
-
-			if (ncap > MAPS_BUF_MAX)
-				return -EFBIG;
-			nb = realloc(c->buf, ncap);
-			if (!nb)
-				return -ENOMEM;
-			c->bytes += ncap - c->buf_cap;
-			c->buf = nb;
-			c->buf_cap = ncap;
-		}
-		n = read(fd, c->buf + len, c->buf_cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	*ret_len = len;
-	return 0;
+	r = procmaps__read(path, &c->buf, &c->buf_cap, ret_len);
+	c->bytes += c->buf_cap - old_cap; /* the scratch counts against the cache cap */
+	return r;
 }
 
 static const struct umap *proc_lookup(struct uproc *p, uint64_t pc);
