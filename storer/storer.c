@@ -73,12 +73,19 @@ static void close_before(struct storer *s, uint64_t time_ns)
 		release(s);
 }
 
-static bool seq_ok(struct storer *s, uint64_t seq)
+/*
+ * A sequenced record (sample or loss): skip it if a previous life of this
+ * stage already stored it, else close the block before it if it belongs to
+ * the next one (releasing the input with the seqs that block holds), and only
+ * then count its seq, so the released mark never covers the record at hand.
+ */
+static bool admit(struct storer *s, uint64_t seq, uint64_t time_ns)
 {
 	if (seq <= s->resume_mark) {
 		cnt(s, SHM_CNT_DROP_DUP, 1);
 		return false;
 	}
+	close_before(s, time_ns);
 	if (seq > s->max_seq)
 		s->max_seq = seq;
 	return true;
@@ -130,12 +137,8 @@ static int take(struct storer *s, const struct shm_msg *m)
 
 		if (m->len < sizeof(*d) || d->kind >= CPA_KIND_MAX)
 			return -EBADMSG;
-		if (d->seq <= s->resume_mark) {
-			cnt(s, SHM_CNT_DROP_DUP, 1);
+		if (!admit(s, d->seq, d->time_ns))
 			return 0;
-		}
-		close_before(s, d->time_ns);
-		seq_ok(s, d->seq);
 		r = store_writer__add_sample(s->w, d);
 		if (!r) {
 			cnt(s, STO_CNT_SAMPLES, 1);
@@ -148,12 +151,8 @@ static int take(struct storer *s, const struct shm_msg *m)
 
 		if (m->len < sizeof(*d) || d->stage >= SHM_STAGE_MAX)
 			return -EBADMSG;
-		if (d->seq <= s->resume_mark) {
-			cnt(s, SHM_CNT_DROP_DUP, 1);
+		if (!admit(s, d->seq, d->time_ns))
 			return 0;
-		}
-		close_before(s, d->time_ns);
-		seq_ok(s, d->seq);
 		r = store_writer__add_loss(s->w, d);
 		if (!r)
 			cnt(s, STO_CNT_LOST_SAMPLES, d->count);
