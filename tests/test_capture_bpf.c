@@ -480,6 +480,21 @@ START_TEST(test_kernel_only_and_signals)
 	cap_spawn(&cr);
 	busy_start(&b, BUSY_COMM, 0.5);
 	busy_go(&b);
+	/*
+	 * The busy child spins in user mode (~5% of its samples land in the
+	 * kernel): make kernel time on purpose, so samples with a kernel stack
+	 * are certain rather than likely. Reading /dev/zero is all kernel work.
+	 */
+	{
+		static char zbuf[1 << 20];
+		int zfd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+		uint64_t until = now_ns(CLOCK_MONOTONIC) + 500000000ull;
+
+		ck_assert_int_ge(zfd, 0);
+		while (now_ns(CLOCK_MONOTONIC) < until)
+			ck_assert_int_eq(read(zfd, zbuf, sizeof(zbuf)), (ssize_t)sizeof(zbuf));
+		close(zfd);
+	}
 	busy_wait(&b);
 
 	ck_assert_int_eq(kill(cr.pid, SIGINT), 0);
