@@ -312,6 +312,15 @@ static void stats_of(const char *prof, pid_t pid, struct stack_stats *st)
 	}
 }
 
+/* Both threads' full chains appear, and nearly every sample is rooted. */
+static void assert_intact(const struct stack_stats *st)
+{
+	ck_assert_msg(st->chain_a > 0 && st->chain_b > 0, "chains missing: a %ld b %ld",
+		      st->chain_a, st->chain_b);
+	ck_assert_msg(st->rooted >= 0.98 * st->pid_samples,
+		      "only %ld of %ld samples have an intact chain", st->rooted, st->pid_samples);
+}
+
 static void need_root_bpf(void)
 {
 	const char *b = getenv("CPA_BUILD_DIR");
@@ -362,10 +371,7 @@ START_TEST(test_e2e_chain_and_count)
 	ck_assert_msg(st.pid_samples >= 0.7 * expect && st.pid_samples <= 1.3 * expect,
 		      "workload samples %ld not within 30%% of %.0f", st.pid_samples, expect);
 	/* Both threads' chains, intact from their roots to the DSO leaf. */
-	ck_assert_msg(st.chain_a > 0 && st.chain_b > 0, "chains missing: a %ld b %ld", st.chain_a,
-		      st.chain_b);
-	ck_assert_msg(st.rooted >= 0.98 * st.pid_samples,
-		      "only %ld of %ld samples have an intact chain", st.rooted, st.pid_samples);
+	assert_intact(&st);
 	free(prof);
 	free(store);
 }
@@ -393,10 +399,7 @@ START_TEST(test_e2e_perf_backend)
 	fprintf(stderr, "e2e perf backend: %ld samples (rooted %ld, chain a %ld, b %ld)\n",
 		st.pid_samples, st.rooted, st.chain_a, st.chain_b);
 	ck_assert_int_gt(st.pid_samples, 0.7 * 49 * w.cpu_s);
-	ck_assert_msg(st.chain_a > 0 && st.chain_b > 0, "chains missing: a %ld b %ld", st.chain_a,
-		      st.chain_b);
-	ck_assert_msg(st.rooted >= 0.98 * st.pid_samples,
-		      "only %ld of %ld samples have an intact chain", st.rooted, st.pid_samples);
+	assert_intact(&st);
 	free(prof);
 	free(store);
 }
