@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+#define READ_FULL_FIRST (4u << 10) /* first buffer when the size is unknown */
+
+static int grow(char **buf, size_t *cap, size_t want)
+{
+	char *b = realloc(*buf, want);
+
+	if (!b)
+		return -ENOMEM;
+	*buf = b;
+	*cap = want;
+	return 0;
+}
+
+int read_full_fd(int fd, size_t max, char **buf, size_t *cap, size_t *ret_len)
+{
+	size_t len = 0, first = READ_FULL_FIRST;
+	struct stat st;
+	int r;
+
+	if (max > SIZE_MAX / 2)
+		max = SIZE_MAX / 2; /* max + 2 below must not wrap */
+	/* A regular file says its size: read it in one go (+1 to see EOF). */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+		first = (uint64_t)st.st_size < max ? (size_t)st.st_size + 2 : max + 1;
+	if (first > max + 1)
+		first = max + 1;
+	if (!*buf || *cap < first) {
+		r = grow(buf, cap, first < 2 ? 2 : first);
+		if (r < 0)
+			return r;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (*cap - len < 2) { /* room for one byte and the NUL */
+			size_t want = *cap * 2;
+
+			if (len > max)
+				return -EFBIG;
+			if (want > max + 2)
+				want = max + 2;
+			r = grow(buf, cap, want);
+			if (r < 0)
+				return r;
+		}
+		n = read(fd, *buf + len, *cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max)
+			return -EFBIG;
+	}
+	(*buf)[len] = '\0';
+	*ret_len = len;
+	return 0;
+}
+
+int read_full_file_at(int dirfd, const char *path, int open_flags, size_t max, char **buf,
+		      size_t *cap, size_t *ret_len)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | open_flags);
+
+	if (fd < 0)
+		return -errno;
+	return read_full_fd(fd, max, buf, cap, ret_len);
+}
+
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	char *buf = NULL;
+	size_t cap = 0;
+	int r;
+
+	r = read_full_file_at(AT_FDCWD, path, 0, max, &buf, &cap, ret_len);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	*ret = buf;
+	return 0;
+}

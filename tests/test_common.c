@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: MIT
+/*
+ * common/: the helpers every executable shares, one case each: time
+ * conversion, whole-file read, hash + intern table, cpu list, rate limit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cpulist.h"
+#include "common/fileio.h"
+#include "common/hash.h"
+#include "common/intern.h"
+#include "common/ratelimit.h"
+#include "common/timeutil.h"
+#include "test_util.h"
+
+START_TEST(test_timeutil)
+{
+	struct timespec ts = {.tv_sec = 3, .tv_nsec = 5}, back;
+	uint64_t a, b;
+
+	ck_assert_uint_eq(NSEC_PER_SEC, 1000 * NSEC_PER_MSEC);
+	ck_assert_uint_eq(NSEC_PER_MSEC, 1000 * NSEC_PER_USEC);
+	ck_assert_uint_eq(USEC_PER_SEC * NSEC_PER_USEC, NSEC_PER_SEC);
+	ck_assert_uint_eq(MSEC_PER_SEC * NSEC_PER_MSEC, NSEC_PER_SEC);
+	ck_assert_uint_eq(timespec_to_ns(&ts), 3000000005ull);
+	/* a 2^31-second timespec does not overflow the 32-bit way */
+	ts.tv_sec = (time_t)1 << 31;
+	ts.tv_nsec = 999999999;
+	ck_assert_uint_eq(timespec_to_ns(&ts), (1ull << 31) * 1000000000ull + 999999999ull);
+	back = ns_to_timespec(timespec_to_ns(&ts));
+	ck_assert_int_eq(back.tv_sec, ts.tv_sec);
+	ck_assert_int_eq(back.tv_nsec, ts.tv_nsec);
+
+	/* clock_ns() reads the clock it is given */
+	a = clock_ns(CLOCK_MONOTONIC);
+	ck_assert_int_eq(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
+	b = clock_ns(CLOCK_MONOTONIC);
+	ck_assert_uint_gt(a, 0);
+	ck_assert_uint_le(a, timespec_to_ns(&ts));
+	ck_assert_uint_le(timespec_to_ns(&ts), b);
+	ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
+	ck_assert_uint_ge(clock_ns(CLOCK_REALTIME), timespec_to_ns(&ts));
+	ck_assert_uint_eq(clock_ns((clockid_t)-1000), 0); /* an invalid clock id */
+}
+END_TEST
+
+static char tmp_path[64];
+
+static void write_tmp(const char *data, size_t len)
+{
+	int fd;
+
+	snprintf(tmp_path, sizeof(tmp_path), "/tmp/cpa-test-common.XXXXXX");
+	fd = mkstemp(tmp_path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+START_TEST(test_read_full_file)
+{
+	static char big[100000];
+	char *buf = NULL, *p;
+	size_t cap = 0, len, i;
+	int dfd;
+
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = (char)('a' + i % 26);
+	write_tmp(big, sizeof(big));
+
+	/* a regular file: every byte, NUL-terminated */
+	ck_assert_int_eq(read_full_file(tmp_path, sizeof(big), &p, &len), 0);
+	ck_assert_uint_eq(len, sizeof(big));
+	ck_assert(memcmp(p, big, len) == 0);
+	ck_assert_int_eq(p[len], '\0');
+	free(p);
+	/* one byte over the cap is refused */
+	ck_assert_int_eq(read_full_file(tmp_path, sizeof(big) - 1, &p, &len), -EFBIG);
+
+	/* relative to a directory fd, into a reused buffer */
+	dfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dfd, 0);
+	ck_assert_int_eq(read_full_file_at(dfd, tmp_path + 5, 0, SIZE_MAX, &buf, &cap, &len), 0);
+	ck_assert_uint_eq(len, sizeof(big));
+	ck_assert(memcmp(buf, big, len) == 0);
+	ck_assert_int_eq(read_full_file_at(dfd, "no-such-file-here", 0, 1024, &buf, &cap, &len),
+			 -ENOENT);
+	close(dfd);
+	unlink(tmp_path);
+
+	/* an empty file */
+	write_tmp("", 0);
+	ck_assert_int_eq(read_full_file_at(AT_FDCWD, tmp_path, O_NOFOLLOW, 16, &buf, &cap, &len),
+			 0);
+	ck_assert_uint_eq(len, 0);
+	ck_assert_int_eq(buf[0], '\0');
+	unlink(tmp_path);
+
+	/* a /proc file has st_size 0 and still reads whole: our own maps name
+	 * this program and end with a newline */
+	ck_assert_int_eq(
+		read_full_file_at(AT_FDCWD, "/proc/self/maps", 0, 64u << 20, &buf, &cap, &len), 0);
+	ck_assert_uint_gt(len, 0);
+	ck_assert_uint_eq(strlen(buf), len);
+	ck_assert_int_eq(buf[len - 1], '\n');
+	ck_assert_ptr_nonnull(strstr(buf, "test_common"));
+	ck_assert_ptr_nonnull(strstr(buf, "[stack]"));
+	/* and a /proc file over the cap is refused, not cut */
+	ck_assert_int_eq(read_full_file_at(AT_FDCWD, "/proc/self/maps", 0, 100, &buf, &cap, &len),
+			 -EFBIG);
+	free(buf);
+}
+END_TEST
+
+START_TEST(test_intern)
+{
+	struct intern t = {0};
+	char key[32];
+	uint32_t id, i, len, ids[3];
+	const void *k;
+	size_t bytes;
+
+	/* the hash: same bytes same value, any changed byte or length another */
+	ck_assert_uint_eq(hash64("abc", 3), hash64("abc", 3));
+	ck_assert_uint_ne(hash64("abc", 3), hash64("abd", 3));
+	ck_assert_uint_ne(hash64("abc", 3), hash64("abc\0", 4));
+	ck_assert_uint_ne(hash64("", 0), hash64("\0", 1));
+
+	intern__init(&t);
+	ck_assert_uint_eq(intern__find(&t, "x", 1), 0);
+	ck_assert_uint_eq(intern__bytes(&t), 0);
+	/* dense ids from 1 in insertion order; a known key keeps its id */
+	ck_assert_int_eq(intern__get(&t, "main", 4, &id), 1);
+	ck_assert_uint_eq(id, 1);
+	ck_assert_int_eq(intern__get(&t, "", 0, &id), 1);
+	ck_assert_uint_eq(id, 2);
+	ck_assert_int_eq(intern__get(&t, "main", 4, &id), 0);
+	ck_assert_uint_eq(id, 1);
+	ck_assert_int_eq(intern__get(&t, "", 0, &id), 0);
+	ck_assert_uint_eq(id, 2);
+	ck_assert_uint_eq(intern__find(&t, "main", 4), 1);
+	ck_assert_uint_eq(intern__find(&t, "mai", 3), 0);
+
+	/* growth: 100k keys (slots and pool regrow many times), all found again */
+	for (i = 0; i < 100000; i++) {
+		len = (uint32_t)snprintf(key, sizeof(key), "k%u", i);
+		ck_assert_int_eq(intern__get(&t, key, len, &id), 1);
+		ck_assert_uint_eq(id, i + 3);
+	}
+	ck_assert_uint_eq(intern__count(&t), 100002);
+	for (i = 0; i < 100000; i += 7) {
+		len = (uint32_t)snprintf(key, sizeof(key), "k%u", i);
+		ck_assert_uint_eq(intern__find(&t, key, len), i + 3);
+		k = intern__key(&t, i + 3, &len);
+		ck_assert_ptr_nonnull(k);
+		ck_assert_uint_eq(len, strlen(key));
+		ck_assert(memcmp(k, key, len) == 0);
+	}
+	ck_assert_ptr_null(intern__key(&t, 0, &len));
+	ck_assert_ptr_null(intern__key(&t, 100003, &len));
+	/* the accounting covers at least the keys and the ids */
+	bytes = intern__bytes(&t);
+	ck_assert_uint_ge(bytes, 100000 * (4 + 2 * sizeof(uint32_t)));
+
+	/* key order like strcmp, a prefix first */
+	intern__get(&t, "ab", 2, &ids[0]);
+	intern__get(&t, "abc", 3, &ids[1]);
+	intern__get(&t, "b", 1, &ids[2]);
+	ck_assert_int_lt(intern__cmp(&t, ids[0], ids[1]), 0);
+	ck_assert_int_lt(intern__cmp(&t, ids[1], ids[2]), 0);
+	ck_assert_int_gt(intern__cmp(&t, ids[2], ids[0]), 0);
+	ck_assert_int_eq(intern__cmp(&t, ids[1], ids[1]), 0);
+
+	/* id arrays are keys too */
+	{
+		uint32_t stack[3] = {7, 8, 9}, other[3] = {7, 8, 10};
+
+		ck_assert_int_eq(intern__get(&t, stack, sizeof(stack), &ids[0]), 1);
+		ck_assert_int_eq(intern__get(&t, other, sizeof(other), &ids[1]), 1);
+		ck_assert_uint_ne(ids[0], ids[1]);
+		ck_assert_uint_eq(intern__find(&t, stack, sizeof(stack)), ids[0]);
+	}
+
+	/* reset forgets the keys and keeps the memory; ids restart at 1 */
+	intern__reset(&t);
+	ck_assert_uint_eq(intern__count(&t), 0);
+	ck_assert_uint_eq(intern__bytes(&t), bytes);
+	ck_assert_uint_eq(intern__find(&t, "main", 4), 0);
+	ck_assert_int_eq(intern__get(&t, "k5", 2, &id), 1);
+	ck_assert_uint_eq(id, 1);
+	/* free gives it back and leaves an empty, usable table */
+	intern__free(&t);
+	ck_assert_uint_eq(intern__bytes(&t), 0);
+	ck_assert_int_eq(intern__get(&t, "k5", 2, &id), 1);
+	ck_assert_uint_eq(id, 1);
+	intern__free(&t);
+}
+END_TEST
+
+START_TEST(test_cpulist)
+{
+	uint64_t m[CPULIST_WORDS(CPULIST_MAX_CPUS)], small[1];
+	unsigned int max;
+	static const char *const bad[] = {"",	 "\n",	  "3-1",   "1,,2", "a",	     "1-",
+					  "-1",	 "1,",	  ",1",	   "8192", "1-8192", "1 ,2",
+					  "0x3", "1\n\n", "1\n,2", " 1",   "+1",     "1-2-3"};
+
+	ck_assert_int_eq(cpulist__parse("1-3,5,7-9", m, CPULIST_MAX_CPUS, &max), 0);
+	ck_assert_uint_eq(m[0], 0x3aeull);
+	ck_assert_uint_eq(max, 9);
+	ck_assert_uint_eq(cpulist__count(m, CPULIST_MAX_CPUS), 7);
+	ck_assert(cpulist__test(m, CPULIST_MAX_CPUS, 5));
+	ck_assert(!cpulist__test(m, CPULIST_MAX_CPUS, 4));
+	ck_assert(!cpulist__test(m, CPULIST_MAX_CPUS, 9000)); /* past the bitmap: not set */
+	/* the sysfs form, with its newline */
+	ck_assert_int_eq(cpulist__parse("0-3,5,7-8\n", m, CPULIST_MAX_CPUS, NULL), 0);
+	ck_assert_uint_eq(cpulist__count(m, CPULIST_MAX_CPUS), 7);
+	/* word boundaries and the last cpu */
+	ck_assert_int_eq(cpulist__parse("63-64,8191", m, CPULIST_MAX_CPUS, &max), 0);
+	ck_assert_uint_eq(m[0], 1ull << 63);
+	ck_assert_uint_eq(m[1], 1);
+	ck_assert_uint_eq(m[127], 1ull << 63);
+	ck_assert_uint_eq(max, 8191);
+	ck_assert_uint_eq(cpulist__count(m, CPULIST_MAX_CPUS), 3);
+	/* nbits bounds the cpus; a bitmap of 10 has one word */
+	ck_assert_int_eq(cpulist__parse("9", small, 10, &max), 0);
+	ck_assert_uint_eq(small[0], 1u << 9);
+	ck_assert_int_eq(cpulist__parse("10", small, 10, NULL), -EINVAL);
+	ck_assert_int_eq(cpulist__parse("0-99999999999999999999", small, 10, NULL), -EINVAL);
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(cpulist__parse(bad[i], m, CPULIST_MAX_CPUS, NULL) == -EINVAL,
+			      "'%s' accepted", bad[i]);
+}
+END_TEST
+
+START_TEST(test_ratelimit)
+{
+	struct ratelimit rl = {0};
+	unsigned int ok = 0, i;
+
+	/* no limit: everything passes */
+	for (i = 0; i < 10; i++)
+		ck_assert(ratelimit__ok(&rl, 0, 5));
+	/* 3 per second: 3 of 5 in one second, then a new window a second later */
+	rl = (struct ratelimit){0};
+	for (i = 0; i < 5; i++)
+		ok += ratelimit__ok(&rl, 3, 10 * NSEC_PER_SEC + i);
+	ck_assert_uint_eq(ok, 3);
+	ck_assert(!ratelimit__ok(&rl, 3, 11 * NSEC_PER_SEC - 1));
+	ck_assert(ratelimit__ok(&rl, 3, 11 * NSEC_PER_SEC));
+	ck_assert(ratelimit__ok(&rl, 3, 11 * NSEC_PER_SEC + 1));
+	/* a limit raised live applies in the same window */
+	ck_assert(ratelimit__ok(&rl, 3, 11 * NSEC_PER_SEC + 2));
+	ck_assert(!ratelimit__ok(&rl, 3, 11 * NSEC_PER_SEC + 3));
+	ck_assert(ratelimit__ok(&rl, 5, 11 * NSEC_PER_SEC + 4));
+	/* time going backwards (another cpu's older sample) opens a window */
+	ck_assert(ratelimit__ok(&rl, 1, 5 * NSEC_PER_SEC));
+	ck_assert(!ratelimit__ok(&rl, 1, 5 * NSEC_PER_SEC + 1));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("common");
+	struct {
+		const char *name;
+		const TTest *test;
+	} cases[] = {
+		{"timeutil", test_timeutil},   {"fileio", test_read_full_file},
+		{"intern", test_intern},       {"cpulist", test_cpulist},
+		{"ratelimit", test_ratelimit},
+	};
+
+	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		TCase *tc = tcase_create(cases[i].name);
+
+		tcase_add_test(tc, cases[i].test);
+		suite_add_tcase(s, tc);
+	}
+	return test_run_suite(s);
+}
