@@ -179,21 +179,6 @@ int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
 	return left;
 }
 
-/* The stage's rate_limit (samples/s, live from `cpa ctl`), per second of sample time. */
-static bool rate_ok(struct cap_emit *e, uint64_t time_ns)
-{
-	uint64_t limit = shm_stage__rate_limit(e->st), sec;
-
-	if (likely(!limit))
-		return true;
-	sec = time_ns / CAP_NSEC;
-	if (sec != e->rate_sec) {
-		e->rate_sec = sec;
-		e->rate_n = 0;
-	}
-	return ++e->rate_n <= limit;
-}
-
 static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size_t size)
 {
 	uint32_t nk = 0, nu = 0, slen = bs->stack_len, len;
@@ -210,7 +195,8 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 		shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
 		return 0;
 	}
-	if (!rate_ok(e, time_ns)) {
+	/* The stage's rate_limit (samples/s, live from `cpa ctl`), per second of sample time. */
+	if (!ratelimit__ok(&e->rate, shm_stage__rate_limit(e->st), time_ns)) {
 		shm_stage__cnt_add(e->st, SHM_CNT_DROP_RATE, 1);
 		cap_emit__loss_add(e, CAP_LOSS_RATE, 1, time_ns);
 		return 0;

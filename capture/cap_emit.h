@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/ratelimit.h"
 #include "shm/ring.h"
 #include "shm/stage.h"
 
@@ -81,8 +82,7 @@ struct cap_emit {
 	uint32_t batch_recs; /* reserved since the last commit */
 	uint64_t batch_bytes;
 	uint64_t commit_bytes; /* commit inside a batch past this many bytes */
-	uint64_t rate_sec;     /* second (of sample time) rate_n counts */
-	uint64_t rate_n;
+	struct ratelimit rate; /* the stage's rate_limit, over sample time */
 	struct cap_loss_pending loss[CAP_LOSS_MAX];
 };
 

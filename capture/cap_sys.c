@@ -8,7 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cpulist.h"
+#include "common/fileio.h"
 #include "common/macro.h"
+
+#define CAP_SYS_FILE_MAX (64u << 10) /* a sysfs list or a /proc status file */
 
 static int parse_uint(const char **s, unsigned int *ret)
 {
@@ -28,52 +32,28 @@ static int parse_uint(const char **s, unsigned int *ret)
 
 int cap_sys_parse_cpulist(const char *s, unsigned int *cpus, unsigned int max)
 {
-	unsigned int n = 0;
+	uint64_t mask[CPULIST_WORDS(CPULIST_MAX_CPUS)];
+	unsigned int n = 0, hi, c;
 
-	while (*s && *s != '\n') {
-		unsigned int lo, hi;
-
-		if (parse_uint(&s, &lo) < 0)
-			return -EINVAL;
-		hi = lo;
-		if (*s == '-') {
-			s++;
-			if (parse_uint(&s, &hi) < 0 || hi < lo)
-				return -EINVAL;
-		}
-		for (unsigned int c = lo; c <= hi; c++) {
-			if (n >= max)
-				return -E2BIG;
-			cpus[n++] = c;
-		}
-		if (*s == ',')
-			s++;
-		else if (*s && *s != '\n')
-			return -EINVAL;
+	if (cpulist__parse(s, mask, CPULIST_MAX_CPUS, &hi) < 0)
+		return -EINVAL;
+	for (c = 0; c <= hi; c++) {
+		if (!cpulist__test(mask, CPULIST_MAX_CPUS, c))
+			continue;
+		if (n >= max)
+			return -E2BIG;
+		cpus[n++] = c;
 	}
-	return n ? (int)n : -EINVAL;
-}
-
-static int read_small_file(const char *path, char *buf, size_t len)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
+	return (int)n;
 }
 
 int cap_sys_online_cpus(unsigned int *cpus, unsigned int max)
 {
-	char buf[4096];
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
 	int r;
 
-	r = read_small_file("/sys/devices/system/cpu/online", buf, sizeof(buf));
+	r = read_full_file("/sys/devices/system/cpu/online", CAP_SYS_FILE_MAX, &buf, &len);
 	if (r < 0)
 		return r;
 	return cap_sys_parse_cpulist(buf, cpus, max);
@@ -103,14 +83,16 @@ bool cap_sys_ustack_copy_unsafe(const char *release)
 
 int cap_sys_tgid_of(int tid)
 {
-	char path[64], buf[4096];
+	_cleanup_free_ char *buf = NULL;
+	char path[64];
 	const char *p;
+	size_t len;
 	int r;
 
 	if (tid <= 0)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	r = read_small_file(path, buf, sizeof(buf));
+	r = read_full_file(path, CAP_SYS_FILE_MAX, &buf, &len);
 	if (r < 0)
 		return r;
 	p = strstr(buf, "\nTgid:");

@@ -12,7 +12,8 @@
 
 #define CAP_MAX_CPUS 4096
 
-/* "0-3,5,7-9\n" -> cpus[] (sorted as written); returns the count or -EINVAL. */
+/* "0-3,5,7-9\n" -> cpus[] in ascending order (common/cpulist.h syntax); returns the
+ * count, -EINVAL, or -E2BIG when more than max cpus are listed. */
 int cap_sys_parse_cpulist(const char *s, unsigned int *cpus, unsigned int max);
 /* /sys/devices/system/cpu/online; returns the count or -errno. */
 int cap_sys_online_cpus(unsigned int *cpus, unsigned int max);

@@ -830,52 +830,6 @@ static int check_time(const struct opt_def *d, const char *val, struct cpa_opts 
 	return 0;
 }
 
-int cpulist__parse(const char *s, uint64_t *mask, unsigned int nbits, unsigned int *ret_max)
-{
-	unsigned int max = 0;
-	const char *p = s;
-
-	memset(mask, 0, ((nbits + 63) / 64) * sizeof(uint64_t));
-	if (!*s)
-		return -EINVAL;
-	for (;;) {
-		long long lo, hi;
-		char buf[24];
-		size_t n = strcspn(p, ","), dash;
-
-		if (n == 0 || n >= 2 * sizeof(buf))
-			return -EINVAL;
-		dash = strcspn(p, "-,");
-		if (dash >= sizeof(buf))
-			return -EINVAL;
-		memcpy(buf, p, dash);
-		buf[dash] = 0;
-		if (parse_ll(buf, 0, (long long)nbits - 1, &lo) < 0)
-			return -EINVAL;
-		hi = lo;
-		if (dash < n) {
-			size_t hl = n - dash - 1;
-
-			if (hl == 0 || hl >= sizeof(buf))
-				return -EINVAL;
-			memcpy(buf, p + dash + 1, hl);
-			buf[hl] = 0;
-			if (parse_ll(buf, 0, (long long)nbits - 1, &hi) < 0 || hi < lo)
-				return -EINVAL;
-		}
-		for (long long c = lo; c <= hi; c++)
-			mask[c / 64] |= 1ull << (c % 64);
-		if ((unsigned int)hi > max)
-			max = (unsigned int)hi;
-		if (!p[n])
-			break;
-		p += n + 1;
-	}
-	if (ret_max)
-		*ret_max = max;
-	return 0;
-}
-
 static int check_cpulist(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			 const char *where)
 {

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/cpulist.h" /* cpulist__parse() of --target_cpu */
+
 enum cpa_cmd {
 	CPA_CMD_NONE,
 	CPA_CMD_MONITOR,
@@ -32,7 +34,7 @@ enum cpa_cmd {
 #define CPA_FREQ_MAX	      10000
 #define CPA_STACK_SIZE_MIN    4096
 #define CPA_STACK_SIZE_MAX    65536
-#define CPA_MAX_CPUS	      8192 /* cpu-list bitmap width */
+#define CPA_MAX_CPUS	      CPULIST_MAX_CPUS /* cpu-list bitmap width */
 #define CPA_DEFAULT_STORE_DIR "/var/log/cpa"
 
 struct monitor_opts {
@@ -127,13 +129,6 @@ int cpa_opts__check(struct cpa_opts *o);
 
 /* Print the option list of cmd (global options included). */
 void cpa_opts__print_help(FILE *f, enum cpa_cmd cmd);
-
-/*
- * "1-3,5,7-9" into a bitmap of nbits bits (cleared first). The highest cpu
- * set goes to *ret_max when non-NULL. 0 or -EINVAL (malformed, reversed
- * range, cpu >= nbits).
- */
-int cpulist__parse(const char *s, uint64_t *mask, unsigned int nbits, unsigned int *ret_max);
 
 /* Strict decimal integer in [min, max]: 0, -EINVAL or -ERANGE. */
 int parse_ll(const char *s, long long min, long long max, long long *ret);

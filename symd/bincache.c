@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/log.h"
 
 #define BIN_RETRY_OPEN_NS   (30ull * 1000000000ull)
@@ -179,7 +180,7 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 {
 	uint8_t key[BIN_KEY_MAX];
 	uint32_t klen = make_key(ref, dev, ino, key);
-	uint64_t h = symd_hash(key, klen);
+	uint64_t h = hash64(key, klen);
 	struct binent *e;
 	struct symbin *b = NULL;
 	int r;

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "common/macro.h"
 
 #define KSYMS_FILE_MAX	 (256u << 20)
@@ -533,7 +534,7 @@ uint64_t ksyms__modules_hash(const char *path)
 
 		if (sscanf(p, "%127s %lu %*s %*s %*s %31s", name, &size, addr) < 2)
 			continue;
-		h ^= symd_hash(name, strlen(name)) + size * 31 + symd_hash(addr, strlen(addr));
+		h ^= hash64(name, strlen(name)) + size * 31 + hash64(addr, strlen(addr));
 		h *= 0x100000001b3ULL;
 	}
 	return h ? h : 1;

@@ -32,6 +32,7 @@
 
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/ratelimit.h"
 #include "shm/counters.h"
 
 #define SYMD_PID_MAX	    65536u
@@ -150,8 +151,7 @@ struct symd {
 	struct loss_ent loss[SYMD_LOSS_SLOTS];
 	unsigned int nloss;
 	uint64_t loss_next_ns;
-	uint64_t rate_window_ns;
-	uint64_t rate_count;
+	struct ratelimit rate; /* the stage's rate_limit, over CLOCK_MONOTONIC */
 	uint64_t gauge_bytes;
 
 	struct pcc_ent *pcc;
@@ -206,10 +206,10 @@ static int symd__reset_sp(struct symd *s)
 	struct cpa_dict_reset d;
 	int r;
 
-	intern__clear(&s->strs);
-	intern__clear(&s->frames);
-	intern__clear(&s->stacks);
-	intern__clear(&s->mods);
+	intern__free(&s->strs);
+	intern__free(&s->frames);
+	intern__free(&s->stacks);
+	intern__free(&s->mods);
 	s->pcc_gen++;
 	/* umods' cached MODULE ids belong to the old epoch from here on, sent
 	 * or not. */
@@ -1203,20 +1203,6 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 	return emit2(s, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
 }
 
-static bool rate_ok(struct symd *s)
-{
-	uint64_t limit = shm_stage__rate_limit(s->st), now;
-
-	if (!limit)
-		return true;
-	now = symd_now_ns();
-	if (now - s->rate_window_ns >= 1000000000ull) {
-		s->rate_window_ns = now;
-		s->rate_count = 0;
-	}
-	return s->rate_count++ < limit;
-}
-
 static size_t intern_bytes(const struct symd *s)
 {
 	return intern__bytes(&s->strs) + intern__bytes(&s->frames) + intern__bytes(&s->stacks) +
@@ -1226,6 +1212,7 @@ static size_t intern_bytes(const struct symd *s)
 static void on_frames(struct symd *s, const struct shm_msg *m)
 {
 	struct cpa_frames f;
+	uint64_t limit;
 	int r;
 
 	if (m->len < sizeof(f)) {
@@ -1244,7 +1231,9 @@ static void on_frames(struct symd *s, const struct shm_msg *m)
 	}
 	if (f.seq > s->mark)
 		s->mark = f.seq;
-	if (!rate_ok(s)) {
+	/* Rate limit: the clock is read only when a limit is set. */
+	limit = shm_stage__rate_limit(s->st);
+	if (limit && !ratelimit__ok(&s->rate, limit, symd_now_ns())) {
 		loss_own(s, SHM_CNT_DROP_RATE, &f);
 		return;
 	}
@@ -1581,9 +1570,9 @@ void symd__free(struct symd *s)
 	bincache__free(s->bins);
 	symbin__free(s->vdso);
 	ksyms__fini(&s->ks);
-	intern__fini(&s->strs);
-	intern__fini(&s->frames);
-	intern__fini(&s->stacks);
-	intern__fini(&s->mods);
+	intern__free(&s->strs);
+	intern__free(&s->frames);
+	intern__free(&s->stacks);
+	intern__free(&s->mods);
 	free(s);
 }

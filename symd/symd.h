@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/intern.h" /* struct intern: strings, frames, stacks, modules */
 #include "shm/config.h"
 #include "shm/records.h"
 #include "shm/ring.h"
@@ -33,29 +34,6 @@
 #define SYMD_MAX_JIT_SYMS  (1u << 20)
 #define SYMD_MAX_ENVIRON   (1u << 20)
 #define SYMD_MAX_UMODS	   (1u << 18) /* unwindd module definitions kept */
-
-/* ---- intern.c: blob -> dense id (1..n) ---- */
-struct intern {
-	uint32_t *slots; /* open addressing, linear probing; id or 0 */
-	uint32_t nslots; /* power of two */
-	uint32_t n;	 /* ids handed out */
-	uint32_t cap;	 /* entries allocated in the per-id arrays */
-	uint64_t *hash;	 /* per id (index id-1) */
-	uint64_t *off;	 /* per id: key offset in pool */
-	uint32_t *len;	 /* per id: key length */
-	uint8_t *pool;
-	size_t pool_len;
-	size_t pool_cap;
-};
-
-uint64_t symd_hash(const void *data, size_t len);
-void intern__init(struct intern *t);
-void intern__fini(struct intern *t);
-void intern__clear(struct intern *t);
-/* 1 if key was new (ret_id is its fresh id), 0 if known, -ENOMEM. */
-int intern__get(struct intern *t, const void *key, uint32_t len, uint32_t *ret_id);
-const void *intern__key(const struct intern *t, uint32_t id, uint32_t *ret_len);
-size_t intern__bytes(const struct intern *t);
 
 /* ---- names.c: printable names ---- */
 /* Demangle (C++, Rust) and shorten (Go, unless keep_go) raw into buf (NUL

@@ -747,10 +747,10 @@ START_TEST(test_intern)
 	ck_assert_int_eq(intern__get(&t, "k4242", 5, &id), 0);
 	ck_assert_int_eq(memcmp(intern__key(&t, id, &len), "k4242", 5), 0);
 	ck_assert_uint_eq(len, 5);
-	intern__clear(&t);
+	intern__free(&t);
 	ck_assert_int_eq(intern__get(&t, "abc", 3, &id), 1);
 	ck_assert_uint_eq(id, 1);
-	intern__fini(&t);
+	intern__free(&t);
 }
 END_TEST
 

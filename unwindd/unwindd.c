@@ -643,20 +643,6 @@ static bool seen(struct unwindd *u, uint64_t seq)
 	return false;
 }
 
-static bool rate_ok(struct unwindd *u)
-{
-	uint64_t limit = shm_stage__rate_limit(u->st), sec;
-
-	if (likely(!limit))
-		return true;
-	sec = u->now_ns / NSEC_PER_SEC;
-	if (sec != u->rate_sec) {
-		u->rate_sec = sec;
-		u->rate_n = 0;
-	}
-	return ++u->rate_n <= limit;
-}
-
 static void drop_sample(struct unwindd *u, const struct cpa_sample *s, uint32_t reason)
 {
 	cnt(u, reason, 1);
@@ -685,7 +671,7 @@ static void handle_sample(struct unwindd *u, const struct shm_msg *msg)
 	}
 	if (seen(u, s->seq))
 		return;
-	if (!rate_ok(u)) {
+	if (!ratelimit__ok(&u->rate, shm_stage__rate_limit(u->st), u->now_ns)) {
 		drop_sample(u, s, SHM_CNT_DROP_RATE);
 		return;
 	}

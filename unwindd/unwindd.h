@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/ratelimit.h"
 #include "shm/records.h"
 #include "shm/ring.h"
 #include "shm/stage.h"
@@ -97,9 +98,7 @@ struct unwindd {
 	uint64_t last_sweep_ns;
 	uint64_t walk_complex_seen; /* walker's complex_rows already counted */
 
-	/* rate limit: records admitted in the current second */
-	uint64_t rate_sec;
-	uint64_t rate_n;
+	struct ratelimit rate; /* the stage's rate_limit, over now_ns */
 
 	struct unwindd_loss loss[UNWINDD_LOSS_SLOTS];
 	unsigned int n_loss;
