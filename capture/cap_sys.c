@@ -53,7 +53,7 @@ int cap_sys_online_cpus(unsigned int *cpus, unsigned int max)
 	size_t len;
 	int r;
 
-	r = read_full_file("/sys/devices/system/cpu/online", CAP_SYS_FILE_MAX, &buf, &len);
+	r = read_full_file("/sys/devices/system/cpu/online", 0, CAP_SYS_FILE_MAX, &buf, &len);
 	if (r < 0)
 		return r;
 	return cap_sys_parse_cpulist(buf, cpus, max);
@@ -92,7 +92,7 @@ int cap_sys_tgid_of(int tid)
 	if (tid <= 0)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	r = read_full_file(path, CAP_SYS_FILE_MAX, &buf, &len);
+	r = read_full_file(path, 0, CAP_SYS_FILE_MAX, &buf, &len);
 	if (r < 0)
 		return r;
 	p = strstr(buf, "\nTgid:");

@@ -23,39 +23,34 @@ static int grow(char **buf, size_t *cap, size_t want)
 	return 0;
 }
 
-int read_full_fd(int fd, size_t max, char **buf, size_t *cap, size_t *ret_len)
+int read_full_fd(int fd, unsigned int flags, size_t max, char **buf, size_t *cap, size_t *ret_len)
 {
-	size_t len = 0, first = READ_FULL_FIRST;
+	size_t len = 0, first = READ_FULL_FIRST, limit;
 	struct stat st;
 	int r;
 
 	if (max > SIZE_MAX / 2)
-		max = SIZE_MAX / 2; /* max + 2 below must not wrap */
-	/* A regular file says its size: read it in one go (+1 to see EOF). */
+		max = SIZE_MAX / 2; /* limit + 1 below must not wrap */
+	/* Bytes we may read: one past max tells a longer file, unless we keep its head. */
+	limit = flags & READ_FULL_TRUNCATE ? max : max + 1;
+	/* A regular file says its size: read it in one go (+1 for the NUL, +1 to see EOF). */
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-		first = (uint64_t)st.st_size < max ? (size_t)st.st_size + 2 : max + 1;
-	if (first > max + 1)
-		first = max + 1;
+		first = (uint64_t)st.st_size < limit ? (size_t)st.st_size + 2 : limit + 1;
+	first = MIN(first, limit + 1);
 	if (!*buf || *cap < first) {
-		r = grow(buf, cap, first < 2 ? 2 : first);
+		r = grow(buf, cap, first);
 		if (r < 0)
 			return r;
 	}
-	for (;;) {
+	while (len < limit) {
 		ssize_t n;
 
 		if (*cap - len < 2) { /* room for one byte and the NUL */
-			size_t want = *cap * 2;
-
-			if (len > max)
-				return -EFBIG;
-			if (want > max + 2)
-				want = max + 2;
-			r = grow(buf, cap, want);
+			r = grow(buf, cap, MIN(*cap * 2, limit + 1));
 			if (r < 0)
 				return r;
 		}
-		n = read(fd, *buf + len, *cap - len - 1);
+		n = read(fd, *buf + len, MIN(*cap - len - 1, limit - len));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -64,31 +59,31 @@ int read_full_fd(int fd, size_t max, char **buf, size_t *cap, size_t *ret_len)
 		if (n == 0)
 			break;
 		len += (size_t)n;
-		if (len > max)
-			return -EFBIG;
 	}
+	if (len > max)
+		return -EFBIG;
 	(*buf)[len] = '\0';
 	*ret_len = len;
 	return 0;
 }
 
-int read_full_file_at(int dirfd, const char *path, int open_flags, size_t max, char **buf,
+int read_full_file_at(int dirfd, const char *path, unsigned int flags, size_t max, char **buf,
 		      size_t *cap, size_t *ret_len)
 {
-	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | open_flags);
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
-	return read_full_fd(fd, max, buf, cap, ret_len);
+	return read_full_fd(fd, flags, max, buf, cap, ret_len);
 }
 
-int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len)
+int read_full_file(const char *path, unsigned int flags, size_t max, char **ret, size_t *ret_len)
 {
 	char *buf = NULL;
 	size_t cap = 0;
 	int r;
 
-	r = read_full_file_at(AT_FDCWD, path, 0, max, &buf, &cap, ret_len);
+	r = read_full_file_at(AT_FDCWD, path, flags, max, &buf, &cap, ret_len);
 	if (r < 0) {
 		free(buf);
 		return r;

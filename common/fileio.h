@@ -11,18 +11,21 @@
 
 #include <stddef.h>
 
+/* Keep the first max bytes of a longer file instead of failing with -EFBIG
+ * (a process's environ, where the head is what matters). */
+#define READ_FULL_TRUNCATE 1u
+
 /*
  * From an open fd (read from its current offset; the fd stays open) into
  * *buf of *cap bytes, which may start as NULL/0 and is grown with realloc():
  * callers that read the same kind of file often keep one buffer. On error
- * *buf stays valid (and the caller's to free).
+ * *buf stays valid (and the caller's to free). flags: READ_FULL_*.
  */
-int read_full_fd(int fd, size_t max, char **buf, size_t *cap, size_t *ret_len);
-/* path relative to dirfd (AT_FDCWD: a plain path); open_flags are added to
- * O_RDONLY | O_CLOEXEC (e.g. O_NOFOLLOW). Buffer as read_full_fd(). */
-int read_full_file_at(int dirfd, const char *path, int open_flags, size_t max, char **buf,
+int read_full_fd(int fd, unsigned int flags, size_t max, char **buf, size_t *cap, size_t *ret_len);
+/* path relative to dirfd (AT_FDCWD: a plain path); buffer as read_full_fd(). */
+int read_full_file_at(int dirfd, const char *path, unsigned int flags, size_t max, char **buf,
 		      size_t *cap, size_t *ret_len);
 /* A fresh buffer in *ret (the caller frees it). */
-int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
+int read_full_file(const char *path, unsigned int flags, size_t max, char **ret, size_t *ret_len);
 
 #endif /* CPA_FILEIO_H */

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/hash.h"
 #include "common/macro.h"
 
@@ -26,53 +27,6 @@
 #define KSYM_NAME_MASK	 (KSYM_PAD - 1)
 #define KSYM_PAD_MAX	 64u
 #define KSYM_MBUF_MIN	 (64u << 10)
-
-/* Whole file into a NUL-terminated buffer (proc files have no size). */
-static int read_file(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t len = 0, cap = 1u << 16;
-	char *buf;
-
-	if (fd < 0)
-		return -errno;
-	buf = malloc(cap);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n;
-
-		if (cap - len < 4096) {
-			char *b;
-
-			if (cap >= max) {
-				free(buf);
-				return -EFBIG;
-			}
-			b = realloc(buf, cap * 2);
-			if (!b) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = b;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			free(buf);
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
 
 /* Growable anonymous mapping: mremap() grows it without a copy, and trim/
  * free hand the pages straight back (a freed malloc block of this size
@@ -524,7 +478,7 @@ uint64_t ksyms__modules_hash(const char *path)
 	char *p, *save = NULL;
 	size_t len;
 
-	if (read_file(path, MODULES_FILE_MAX, &buf, &len) < 0)
+	if (read_full_file(path, 0, MODULES_FILE_MAX, &buf, &len) < 0)
 		return 0;
 	/* Name, size and address of each module; refcounts change all the time
 	 * and must not trigger a reload. */

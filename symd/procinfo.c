@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/macro.h"
 
 #define JIT_FILE_MAX (256u << 20)
@@ -61,9 +62,10 @@ int jitmap__load(const char *path, struct jitmap **ret)
 	_cleanup_free_ char *buf = NULL;
 	struct jitmap *j;
 	struct stat st;
-	size_t len = 0, pos = 0;
+	size_t len = 0, pos = 0, buf_cap = 0;
 	uint32_t cap = 0, line = 0;
 	char *p, *end;
+	int err;
 
 	if (fd < 0)
 		return -errno;
@@ -73,19 +75,10 @@ int jitmap__load(const char *path, struct jitmap **ret)
 		return -EBADMSG;
 	if ((uint64_t)st.st_size > JIT_FILE_MAX)
 		return -EFBIG;
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	while (len < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
+	/* Read up to the size seen: the JIT appends while we read. */
+	err = read_full_fd(fd, READ_FULL_TRUNCATE, (size_t)st.st_size, &buf, &buf_cap, &len);
+	if (err < 0)
+		return err;
 
 	j = calloc(1, sizeof(*j));
 	if (!j)

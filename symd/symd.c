@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/ratelimit.h"
@@ -399,46 +400,6 @@ static struct pidinfo *pids__get(struct symd *s, uint32_t pid)
 	return p;
 }
 
-static int read_small(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t len = 0, cap = 4096;
-	char *buf;
-
-	if (fd < 0)
-		return -errno;
-	buf = malloc(cap + 1);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *b;
-
-			if (cap >= max)
-				break; /* keep what fits */
-			b = realloc(buf, cap * 2 + 1);
-			if (!b) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = b;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
 static const char *proc_dir(const struct symd *s)
 {
 	return s->paths.proc ? s->paths.proc : "/proc";
@@ -453,7 +414,7 @@ static void pidinfo__read_env(struct symd *s, struct pidinfo *p)
 
 	p->env_read = true;
 	snprintf(path, sizeof(path), "%s/%u/environ", proc_dir(s), p->pid);
-	if (read_small(path, SYMD_MAX_ENVIRON, &env, &len) < 0)
+	if (read_full_file(path, READ_FULL_TRUNCATE, SYMD_MAX_ENVIRON, &env, &len) < 0)
 		return;
 	v = env_label_pick(env, len, s->env_keys, &vlen);
 	if (!v)
@@ -474,7 +435,7 @@ static uint32_t ns_pid(struct symd *s, uint32_t pid)
 	uint32_t ns = pid;
 
 	snprintf(path, sizeof(path), "%s/%u/status", proc_dir(s), pid);
-	if (read_small(path, 1u << 16, &st, &len) < 0)
+	if (read_full_file(path, READ_FULL_TRUNCATE, 1u << 16, &st, &len) < 0)
 		return pid;
 	l = strstr(st, "\nNSpid:");
 	if (l) {
@@ -734,7 +695,7 @@ static struct umod *umod_recover(struct symd *s, uint32_t id, uint32_t pid, uint
 		return NULL;
 	u->recover_tried = true;
 	snprintf(path, sizeof(path), "%s/%u/maps", proc_dir(s), pid);
-	if (read_small(path, 16u << 20, &maps, &len) < 0)
+	if (read_full_file(path, READ_FULL_TRUNCATE, 16u << 20, &maps, &len) < 0)
 		return NULL;
 	for (line = strtok_r(maps, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long lo, hi, pgoff, ino;

@@ -75,13 +75,13 @@ START_TEST(test_read_full_file)
 	write_tmp(big, sizeof(big));
 
 	/* a regular file: every byte, NUL-terminated */
-	ck_assert_int_eq(read_full_file(tmp_path, sizeof(big), &p, &len), 0);
+	ck_assert_int_eq(read_full_file(tmp_path, 0, sizeof(big), &p, &len), 0);
 	ck_assert_uint_eq(len, sizeof(big));
 	ck_assert(memcmp(p, big, len) == 0);
 	ck_assert_int_eq(p[len], '\0');
 	free(p);
 	/* one byte over the cap is refused */
-	ck_assert_int_eq(read_full_file(tmp_path, sizeof(big) - 1, &p, &len), -EFBIG);
+	ck_assert_int_eq(read_full_file(tmp_path, 0, sizeof(big) - 1, &p, &len), -EFBIG);
 
 	/* relative to a directory fd, into a reused buffer */
 	dfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -91,13 +91,33 @@ START_TEST(test_read_full_file)
 	ck_assert(memcmp(buf, big, len) == 0);
 	ck_assert_int_eq(read_full_file_at(dfd, "no-such-file-here", 0, 1024, &buf, &cap, &len),
 			 -ENOENT);
+	/* READ_FULL_TRUNCATE keeps the head of a longer file */
+	ck_assert_int_eq(
+		read_full_file_at(dfd, tmp_path + 5, READ_FULL_TRUNCATE, 1000, &buf, &cap, &len),
+		0);
+	ck_assert_uint_eq(len, 1000);
+	ck_assert(memcmp(buf, big, len) == 0);
+	ck_assert_int_eq(buf[len], '\0');
 	close(dfd);
 	unlink(tmp_path);
 
+	/* an fd that is not a file: a pipe, written in pieces, read to EOF */
+	{
+		int pfd[2];
+
+		ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+		ck_assert_int_eq(write(pfd[1], "ab", 2), 2);
+		ck_assert_int_eq(write(pfd[1], "cd\n", 3), 3);
+		close(pfd[1]);
+		ck_assert_int_eq(read_full_fd(pfd[0], 0, 5, &buf, &cap, &len), 0);
+		ck_assert_uint_eq(len, 5);
+		ck_assert_str_eq(buf, "abcd\n");
+		close(pfd[0]);
+	}
+
 	/* an empty file */
 	write_tmp("", 0);
-	ck_assert_int_eq(read_full_file_at(AT_FDCWD, tmp_path, O_NOFOLLOW, 16, &buf, &cap, &len),
-			 0);
+	ck_assert_int_eq(read_full_file_at(AT_FDCWD, tmp_path, 0, 16, &buf, &cap, &len), 0);
 	ck_assert_uint_eq(len, 0);
 	ck_assert_int_eq(buf[0], '\0');
 	unlink(tmp_path);

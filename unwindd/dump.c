@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "procmaps.h"
@@ -205,9 +206,10 @@ int udump__maps(struct udump *d, uint32_t pid, const char *text, size_t len)
 	return write_rec(d, UDUMP_MAPS, &h, sizeof(h), text, len);
 }
 
-static int read_file(struct udump *d, const char *path, size_t *ret_len)
+static int read_maps(struct udump *d, const char *path, size_t *ret_len)
 {
-	return procmaps__read(path, &d->buf, &d->buf_cap, ret_len);
+	return read_full_file_at(AT_FDCWD, path, 0, PROCMAPS_TEXT_MAX, &d->buf, &d->buf_cap,
+				 ret_len);
 }
 
 int udump__read_maps(struct udump *d, const char *proc_root, uint32_t pid, const char **ret,
@@ -217,7 +219,7 @@ int udump__read_maps(struct udump *d, const char *proc_root, uint32_t pid, const
 	int r;
 
 	snprintf(path, sizeof(path), "%s/%u/maps", proc_root ? proc_root : "/proc", pid);
-	r = read_file(d, path, ret_len);
+	r = read_maps(d, path, ret_len);
 	if (r < 0)
 		return r;
 	*ret = d->buf;
@@ -276,7 +278,7 @@ int udump__vdso(struct udump *d)
 	d->vdso_done = true;
 	if (!base)
 		return -ENOENT;
-	r = read_file(d, "/proc/self/maps", &len);
+	r = read_maps(d, "/proc/self/maps", &len);
 	if (r < 0)
 		return r;
 	pos = d->buf;

@@ -2,13 +2,9 @@
 #include "procmaps.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
-#include <unistd.h>
-
-#include "macro.h"
 
 static int hexval(char ch)
 {
@@ -132,40 +128,4 @@ int procmaps__next(const char **pos, const char *end, struct procmaps_entry *ret
 	ret->path_len = (uint32_t)(eol - p);
 	classify(ret);
 	return 1;
-}
-
-int procmaps__read(const char *path, char **buf, size_t *cap, size_t *ret_len)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t len = 0;
-
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (len == *cap) {
-			size_t ncap = *cap ? *cap * 2 : 64 * 1024;
-			char *nb;
-
-			if (ncap > PROCMAPS_TEXT_MAX)
-				return -EFBIG;
-			nb = realloc(*buf, ncap);
-			if (!nb)
-				return -ENOMEM;
-			*buf = nb;
-			*cap = ncap;
-		}
-		n = read(fd, *buf + len, *cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	*ret_len = len;
-	return 0;
 }

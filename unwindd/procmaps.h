@@ -42,14 +42,7 @@ struct procmaps_entry {
  */
 int procmaps__next(const char **pos, const char *end, struct procmaps_entry *ret);
 
-/* A maps file larger than this is hostile. */
+/* A maps file larger than this is hostile (the cap of its read_full_file_at()). */
 #define PROCMAPS_TEXT_MAX (64u << 20)
-
-/*
- * Read the whole file at path (a /proc/PID/maps) into *buf, growing it by
- * doubling from 64 KiB up to PROCMAPS_TEXT_MAX (*cap tracks its size; the
- * buffer is reused across calls). 0 with *ret_len, or -errno (-EFBIG).
- */
-int procmaps__read(const char *path, char **buf, size_t *cap, size_t *ret_len);
 
 #endif /* CPA_UNWINDD_PROCMAPS_H */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "elfid.h"
@@ -350,7 +351,7 @@ static int maps_read(struct ucache *c, uint32_t pid, size_t *ret_len)
 	int r;
 
 	snprintf(path, sizeof(path), "%s/%u/maps", c->proc_root, pid);
-	r = procmaps__read(path, &c->buf, &c->buf_cap, ret_len);
+	r = read_full_file_at(AT_FDCWD, path, 0, PROCMAPS_TEXT_MAX, &c->buf, &c->buf_cap, ret_len);
 	c->bytes += c->buf_cap - old_cap; /* the scratch counts against the cache cap */
 	return r;
 }

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "dump.h"
@@ -475,22 +476,14 @@ static void env_grow(struct unwindd *u)
 /* The process's env value (as symd labels it) is in --parse_env_values. */
 static bool env_decide(struct unwindd *u, uint32_t pid)
 {
-	_cleanup_close_ int fd = -1;
 	const char *v = NULL;
 	size_t len = 0, vlen = 0;
 	char path[300];
 
 	snprintf(path, sizeof(path), "%s/%u/environ", u->o.proc_root, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	while (fd >= 0 && len < UNWINDD_ENVIRON_MAX) {
-		ssize_t n = read(fd, u->env_buf + len, UNWINDD_ENVIRON_MAX - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
+	if (read_full_file_at(AT_FDCWD, path, READ_FULL_TRUNCATE, UNWINDD_ENVIRON_MAX, &u->env_buf,
+			      &u->env_cap, &len) < 0)
+		len = 0;
 	if (len && u->o.env_keys)
 		v = env_label_pick(u->env_buf, len, u->o.env_keys, &vlen);
 	if (!v) {
@@ -951,7 +944,8 @@ static int unwindd_features_new(struct unwindd *u)
 	if (u->o.env_values && *u->o.env_values) {
 		u->envs_mask = 255;
 		u->envs = calloc(u->envs_mask + 1, sizeof(*u->envs));
-		u->env_buf = malloc(UNWINDD_ENVIRON_MAX);
+		u->env_buf = malloc(UNWINDD_ENVIRON_MAX + 1);
+		u->env_cap = UNWINDD_ENVIRON_MAX + 1;
 		if (!u->envs || !u->env_buf)
 			return -ENOMEM;
 	}

@@ -122,7 +122,8 @@ struct unwindd {
 	struct uenv **envs;
 	uint32_t envs_mask;
 	uint32_t n_envs;
-	char *env_buf; /* UNWINDD_ENVIRON_MAX, allocated when the filter is on */
+	char *env_buf; /* UNWINDD_ENVIRON_MAX + 1, allocated when the filter is on */
+	size_t env_cap;
 	uint64_t env_skipped;
 };
 
