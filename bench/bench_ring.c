@@ -31,18 +31,11 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "common/timeutil.h"
 #include "ring.h"
 
 static int cpu_a = 0, cpu_b = 1;
 static double seconds = 1.0;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void pin(int cpu)
 {
@@ -133,7 +126,7 @@ static void api_consumer(struct shm_arena *a, struct shared *sh, bool touch)
 	shm_arena__open_cons(a, 0, &c);
 	pin(cpu_b);
 	sh->go = 1;
-	t0 = now_ns();
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	dl = t0 + (uint64_t)(seconds * 1e9);
 	for (;;) {
 		int i, k = shm_ring__peek_batch_sc(&c, msgs, 64);
@@ -153,10 +146,10 @@ static void api_consumer(struct shm_arena *a, struct shared *sh, bool touch)
 			shm_ring__release_sc(&c);
 			n += (uint64_t)k;
 		}
-		if ((n & 0xfff) < 64 && now_ns() >= dl)
+		if ((n & 0xfff) < 64 && clock_ns(CLOCK_MONOTONIC) >= dl)
 			break;
 	}
-	sh->elapsed_ns = now_ns() - t0;
+	sh->elapsed_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	sh->consumed = n + (sink & 0); /* keep sink alive */
 	sh->stop = 1;
 }
@@ -206,7 +199,7 @@ static void raw_consumer(struct raw_ring *r, uint64_t size, struct shared *sh, u
 
 	pin(cpu_b);
 	sh->go = 1;
-	t0 = now_ns();
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	dl = t0 + (uint64_t)(seconds * 1e9);
 	for (;;) {
 		if (tail == head_cache)
@@ -226,10 +219,10 @@ static void raw_consumer(struct raw_ring *r, uint64_t size, struct shared *sh, u
 			n++;
 		}
 		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
-		if ((n & 0xfff) < 64 && now_ns() >= dl)
+		if ((n & 0xfff) < 64 && clock_ns(CLOCK_MONOTONIC) >= dl)
 			break;
 	}
-	sh->elapsed_ns = now_ns() - t0;
+	sh->elapsed_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	sh->consumed = n + (sink & 0);
 	sh->stop = 1;
 }
@@ -311,7 +304,7 @@ static void wake_latency(bool api, double *p50, double *p99)
 					;
 			}
 			usleep(300);
-			__atomic_store_n(&sh->stamp, now_ns(), __ATOMIC_RELEASE);
+			__atomic_store_n(&sh->stamp, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELEASE);
 			if (api) {
 				shm_ring__reserve_sp(&p, 8, 1, &d);
 				shm_ring__commit_sp(&p);
@@ -339,8 +332,8 @@ static void wake_latency(bool api, double *p50, double *p99)
 				while (__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE) == 1)
 					syscall(SYS_futex, &sh->go, FUTEX_WAIT, 1, NULL, NULL, 0);
 			}
-			sh->lat_ns[i % 4096] =
-				now_ns() - __atomic_load_n(&sh->stamp, __ATOMIC_ACQUIRE);
+			sh->lat_ns[i % 4096] = clock_ns(CLOCK_MONOTONIC) -
+					       __atomic_load_n(&sh->stamp, __ATOMIC_ACQUIRE);
 		}
 	}
 	waitpid(pid, NULL, 0);

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "overhead.h"
 #include "shm/counters.h"
 
@@ -223,14 +224,6 @@ static void on_signal(int sig)
 	interrupted = 1;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void say(const char *fmt, ...) _printf_(1, 2);
 static void say(const char *fmt, ...)
 {
@@ -358,7 +351,7 @@ static int workload_start(struct workload *w)
 /* The workload was started stopped (workload_start): let it run. */
 static void workload_go(struct workload *w)
 {
-	w->start_ns = mono_ns();
+	w->start_ns = clock_ns(CLOCK_MONOTONIC);
 	kill(w->pid, SIGCONT);
 }
 
@@ -452,7 +445,7 @@ static int workload_wait(struct workload *w, void (*tick)(void *), void *arg, do
 		if (tick)
 			tick(arg);
 	}
-	*ret_wall = (double)(mono_ns() - w->start_ns) / 1e9;
+	*ret_wall = (double)(clock_ns(CLOCK_MONOTONIC) - w->start_ns) / 1e9;
 	if (wait4(w->pid, &status, 0, &ru) < 0)
 		return -errno;
 	w->pid = 0;
@@ -635,7 +628,7 @@ struct mon {
 static void snap_take(struct mon *m, struct snap *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->t_ns = mono_ns();
+	s->t_ns = clock_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < SHM_STAGE_MAX; i++) {
 		struct shm_stage *st = shm_arena__stage(m->arena, (enum shm_stage_id)i);
 
@@ -695,7 +688,7 @@ static void perf_stages_start(struct mon *m)
 static void mon_tick(void *arg)
 {
 	struct mon *m = arg;
-	uint64_t now = mono_ns();
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
 	ring_fill(m);
 	m->ticks++;
@@ -777,7 +770,7 @@ static int mon_start(struct mon *m, const struct config *c, pid_t filter_pid)
 	m->pidfd = pidfd_open(m->pid);
 
 	/* The arena appears once the monitor has created and sealed it. */
-	deadline = mono_ns() + 30ull * 1000000000ull;
+	deadline = clock_ns(CLOCK_MONOTONIC) + 30ull * 1000000000ull;
 	for (;;) {
 		struct pollfd pfd = {.fd = m->pidfd, .events = POLLIN};
 		int running = 0;
@@ -800,7 +793,7 @@ static int mon_start(struct mon *m, const struct config *c, pid_t filter_pid)
 					   SHM_STATE_RUNNING;
 		if (running == SHM_STAGE_MAX)
 			break;
-		if (mono_ns() > deadline) {
+		if (clock_ns(CLOCK_MONOTONIC) > deadline) {
 			say("cpa monitor: stages not all running after 30 s; see %s", m->log);
 			return -ETIMEDOUT;
 		}
@@ -1033,10 +1026,10 @@ static int run_idle(struct result *r)
 	if (err < 0)
 		goto out;
 	m.wl_pid = 0;
-	m.t0_after_ns = mono_ns() + (uint64_t)(o.warmup * 1e9);
+	m.t0_after_ns = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o.warmup * 1e9);
 	end = m.t0_after_ns + (uint64_t)(o.idle_seconds * 1e9) + 2 * TICK_MS * 1000000ull;
 	/* One tick per second: the bench itself should not be what keeps the CPUs awake. */
-	while (mono_ns() < end && !interrupted) {
+	while (clock_ns(CLOCK_MONOTONIC) < end && !interrupted) {
 		usleep(1000 * 1000);
 		mon_tick(&m);
 	}

@@ -35,10 +35,7 @@ static const unsigned int loss_reason[CAP_LOSS_MAX] = {
 
 uint64_t cap_now_ns(int clock_id)
 {
-	struct timespec ts;
-
-	clock_gettime(clock_id, &ts);
-	return (uint64_t)ts.tv_sec * CAP_NSEC + (uint64_t)ts.tv_nsec;
+	return clock_ns(clock_id);
 }
 
 void cap_clock__update(struct cap_clock *c)

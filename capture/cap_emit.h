@@ -15,12 +15,12 @@
 #include <stdint.h>
 
 #include "common/ratelimit.h"
+#include "common/timeutil.h"
 #include "shm/ring.h"
 #include "shm/stage.h"
 
 #define CAP_SEQ_COUNTER_BITS 40
-#define CAP_NSEC	     1000000000ull
-#define CAP_LOSS_INTERVAL_NS CAP_NSEC	  /* at most one LOSS record per reason per second */
+#define CAP_LOSS_INTERVAL_NS NSEC_PER_SEC /* at most one LOSS record per reason per second */
 #define CAP_COMMIT_BATCH     256	  /* records per commit inside one long poll batch */
 #define CAP_COMMIT_BYTES     (256u << 10) /* ... or bytes (at most a quarter of ring 0) */
 

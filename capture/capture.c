@@ -19,7 +19,7 @@
 #include "shm/counters.h"
 #include "shm/records.h"
 
-#define CAP_STOP_LOSS_WAIT_NS (CAP_NSEC)	 /* graceful stop: wait for room for LOSS records */
+#define CAP_STOP_LOSS_WAIT_NS (NSEC_PER_SEC)	 /* graceful stop: wait for room for LOSS records */
 #define CAP_STOP_RETRY_NS     (10 * 1000 * 1000) /* ... re-trying every 10 ms */
 
 static volatile sig_atomic_t exit_requested;
@@ -298,7 +298,7 @@ static int capture_stop(struct capture *c, bool quick)
 
 static int capture_loop(struct capture *c)
 {
-	uint64_t now = cap_now_ns(CLOCK_MONOTONIC), next_tick = now + CAP_NSEC, last = now;
+	uint64_t now = cap_now_ns(CLOCK_MONOTONIC), next_tick = now + NSEC_PER_SEC, last = now;
 	int r, timeout_ms = CAP_POLL_FLOW_MS, wait_ms;
 
 	while (!exit_requested && shm_stage__cmd(c->st) != SHM_CMD_STOP) {
@@ -324,9 +324,9 @@ static int capture_loop(struct capture *c)
 			/* Follow wall clock steps within a second. */
 			cap_clock__update(&c->emit.clock);
 			stats_sync(c);
-			next_tick += CAP_NSEC;
+			next_tick += NSEC_PER_SEC;
 			if (next_tick <= now)
-				next_tick = now + CAP_NSEC;
+				next_tick = now + NSEC_PER_SEC;
 		}
 		r = cap_emit__flush_losses(&c->emit, cap_now_ns(CLOCK_REALTIME), false);
 		if (r < 0)

@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "shm/arena.h"
 
 static int monitor_pid_get(const char *store_dir, pid_t *ret)
@@ -85,26 +86,14 @@ static int stage_from_name(const char *name, enum shm_stage_id *ret)
 	return -EINVAL;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void print_status(struct shm_arena *a, pid_t mpid, const char *store_dir)
 {
 	const struct cpa_config *c = shm_arena__config(a);
-	uint64_t now = mono_ns();
-	struct timespec rt;
-
-	clock_gettime(CLOCK_REALTIME, &rt);
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	printf("monitor pid %d, store_dir %s, freq %u Hz, arena %llu KiB, up %llu s\n", mpid,
 	       store_dir, c->freq, (unsigned long long)(a->size >> 10),
-	       (unsigned long long)(((uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec -
-				     c->start_realtime_ns) /
-				    1000000000ull));
+	       (unsigned long long)((clock_ns(CLOCK_REALTIME) - c->start_realtime_ns) /
+				    NSEC_PER_SEC));
 	for (int i = 0; i < SHM_STAGE_MAX; i++) {
 		struct shm_stage *st = shm_arena__stage(a, (enum shm_stage_id)i);
 		uint64_t hb = __atomic_load_n(&st->heartbeat_ns, __ATOMIC_RELAXED);

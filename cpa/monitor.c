@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "shm/arena.h"
 #include "supervisor.h"
 
@@ -94,7 +95,6 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 {
 	const struct monitor_opts *m = &o->mon;
 	char btf[PATH_MAX];
-	struct timespec ts;
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	int r;
 
@@ -120,8 +120,7 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 	c->nr_cpus = ncpu > 0 ? (uint32_t)ncpu : 1;
 	c->debug_pid = (uint32_t)m->debug_pid;
 	c->debug_freq = (uint32_t)m->debug_freq;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	c->start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	c->start_realtime_ns = clock_ns(CLOCK_REALTIME);
 
 	r = copy_str(c->comm, sizeof(c->comm), m->comm, "--comm");
 	if (r == 0)

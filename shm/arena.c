@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/timeutil.h"
+
 #define REQUIRED_SEALS (F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL)
 
 static uint64_t page_up(uint64_t x)
@@ -107,7 +109,6 @@ int shm_arena__create(const struct shm_layout *layout, struct shm_arena **ret)
 {
 	struct shm_arena *a;
 	struct shm_arena_hdr *h;
-	struct timespec ts;
 	uint64_t off;
 	uint32_t i;
 	int r;
@@ -178,8 +179,7 @@ int shm_arena__create(const struct shm_layout *layout, struct shm_arena **ret)
 	h->n_stages = SHM_STAGE_MAX;
 	h->n_rings = layout->n_rings;
 	h->creator_pid = (uint32_t)getpid();
-	clock_gettime(CLOCK_REALTIME, &ts);
-	h->created_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	h->created_realtime_ns = clock_ns(CLOCK_REALTIME);
 	for (i = 0; i < layout->n_rings; i++) {
 		h->rings[i].off = ring_off[i];
 		h->rings[i].mem_size = shm_ring__mem_size(layout->rings[i].data_size);

@@ -14,9 +14,10 @@
 
 #include "common/hash.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 
-#define BIN_RETRY_OPEN_NS   (30ull * 1000000000ull)
-#define BIN_RETRY_REJECT_NS (600ull * 1000000000ull)
+#define BIN_RETRY_OPEN_NS   (30 * NSEC_PER_SEC)
+#define BIN_RETRY_REJECT_NS (600 * NSEC_PER_SEC)
 #define BIN_KEY_MAX	    (CPA_PATH_MAX + 8)
 
 struct binent {

@@ -30,6 +30,7 @@
 #include <zlib.h>
 
 #include "common/macro.h"
+#include "common/timeutil.h"
 
 #define SYMD_MAX_SHSTR	     (16u << 20)
 #define SYMD_MAX_STRTAB	     (256ull << 20)
@@ -39,10 +40,7 @@
 
 uint64_t symd_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* ---- bounded reads from a file or a memory image ---- */

@@ -34,12 +34,13 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/ratelimit.h"
+#include "common/timeutil.h"
 #include "shm/counters.h"
 
 #define SYMD_PID_MAX	    65536u
-#define SYMD_KSYM_CHECK_NS  (5ull * 1000000000ull)
-#define SYMD_JIT_RECHECK_NS (1000000000ull)
-#define SYMD_LOSS_FLUSH_NS  (1000000000ull)
+#define SYMD_KSYM_CHECK_NS  (5 * NSEC_PER_SEC)
+#define SYMD_JIT_RECHECK_NS NSEC_PER_SEC
+#define SYMD_LOSS_FLUSH_NS  NSEC_PER_SEC
 #define SYMD_MAX_STACK	    (CPA_MAX_KSTACK + CPA_MAX_UFRAMES + 1 + 2)
 #define SYMD_FRAME_NAME_MAX (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
 #define SYMD_PCC_BITS	    16	       /* at most 64 Ki slots (2 MiB) */

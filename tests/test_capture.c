@@ -12,6 +12,7 @@
 #include "bpf/profile.h"
 #include "capture/cap_emit.h"
 #include "capture/cap_sys.h"
+#include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "shm/records.h"
@@ -252,7 +253,7 @@ START_TEST(test_degrade_then_drop)
 
 	/* Ring still full of samples: the loss record may or may not fit;
 	 * either way it is not lost. */
-	left = cap_emit__flush_losses(&f.e, 5 * CAP_NSEC, false);
+	left = cap_emit__flush_losses(&f.e, 5 * NSEC_PER_SEC, false);
 	ck_assert_int_ge(left, 0);
 
 	while (shm_ring__peek_sc(&f.cons, &m) == 0) {
@@ -284,7 +285,7 @@ START_TEST(test_degrade_then_drop)
 	shm_ring__release_sc(&f.cons);
 
 	if (left) {
-		ck_assert_int_eq(cap_emit__flush_losses(&f.e, 5 * CAP_NSEC, false), 0);
+		ck_assert_int_eq(cap_emit__flush_losses(&f.e, 5 * NSEC_PER_SEC, false), 0);
 		cap_emit__commit(&f.e);
 		m = peek(&f);
 	}
@@ -337,15 +338,15 @@ START_TEST(test_rate_limit)
 	fix_init(&f, 1u << 16);
 	f.st->rate_limit = 3;
 	for (i = 0; i < 5; i++) {
-		bs->time_ns = 10 * CAP_NSEC + i; /* five in one second */
+		bs->time_ns = 10 * NSEC_PER_SEC + i; /* five in one second */
 		ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
 	}
-	bs->time_ns = 11 * CAP_NSEC; /* a new second: allowed again */
+	bs->time_ns = 11 * NSEC_PER_SEC; /* a new second: allowed again */
 	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
 	f.st->rate_limit = 0; /* lifted live */
 	for (i = 0; i < 5; i++)
 		ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
-	ck_assert_int_eq(cap_emit__flush_losses(&f.e, 12 * CAP_NSEC, false), 0);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, 12 * NSEC_PER_SEC, false), 0);
 	cap_emit__commit(&f.e);
 
 	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_DROP_RATE), 2);
@@ -358,7 +359,7 @@ START_TEST(test_rate_limit)
 		l = m.data;
 		ck_assert_uint_eq(l->reason, SHM_CNT_DROP_RATE);
 		ck_assert_uint_eq(l->count, 2);
-		ck_assert_uint_eq(l->time_ns, 10 * CAP_NSEC + 3 + CLOCK_OFF);
+		ck_assert_uint_eq(l->time_ns, 10 * NSEC_PER_SEC + 3 + CLOCK_OFF);
 	}
 	ck_assert_uint_eq(samples, 3 + 1 + 5);
 	free(bs);
@@ -371,7 +372,7 @@ START_TEST(test_loss_aggregation)
 	struct fix f;
 	const struct cpa_loss *l;
 	struct shm_msg m;
-	const uint64_t t0 = 100 * CAP_NSEC;
+	const uint64_t t0 = 100 * NSEC_PER_SEC;
 
 	fix_init(&f, 1u << 16);
 	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0, false), 0); /* nothing pending */
@@ -389,9 +390,9 @@ START_TEST(test_loss_aggregation)
 	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), -EAGAIN);
 
 	/* At most one record per reason per second ... */
-	cap_emit__loss_add(&f.e, CAP_LOSS_BPF_RB, 2, t0 + CAP_NSEC / 10);
-	cap_emit__loss_add(&f.e, CAP_LOSS_RING_FULL, 1, t0 + CAP_NSEC / 5);
-	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0 + CAP_NSEC / 2, false), 1);
+	cap_emit__loss_add(&f.e, CAP_LOSS_BPF_RB, 2, t0 + NSEC_PER_SEC / 10);
+	cap_emit__loss_add(&f.e, CAP_LOSS_RING_FULL, 1, t0 + NSEC_PER_SEC / 5);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0 + NSEC_PER_SEC / 2, false), 1);
 	cap_emit__commit(&f.e);
 	m = peek(&f); /* RING_FULL had never been sent: it goes at once */
 	l = m.data;
@@ -399,18 +400,18 @@ START_TEST(test_loss_aggregation)
 	ck_assert_uint_eq(l->count, 1);
 	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), -EAGAIN);
 	/* ... the BPF one waits for its second to pass ... */
-	cap_emit__loss_add(&f.e, CAP_LOSS_BPF_RB, 1, t0 + CAP_NSEC / 2);
-	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0 + CAP_NSEC + 1, false), 0);
+	cap_emit__loss_add(&f.e, CAP_LOSS_BPF_RB, 1, t0 + NSEC_PER_SEC / 2);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0 + NSEC_PER_SEC + 1, false), 0);
 	cap_emit__commit(&f.e);
 	m = peek(&f);
 	l = m.data;
 	ck_assert_uint_eq(l->reason, CAP_CNT_BPF_RB_LOST);
 	ck_assert_uint_eq(l->count, 3);
-	ck_assert_uint_eq(l->time_ns, t0 + CAP_NSEC / 10);
+	ck_assert_uint_eq(l->time_ns, t0 + NSEC_PER_SEC / 10);
 	/* ... unless forced (stop). */
-	cap_emit__loss_add(&f.e, CAP_LOSS_BPF_RB, 5, t0 + CAP_NSEC + 2);
-	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0 + CAP_NSEC + 3, false), 1);
-	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0 + CAP_NSEC + 3, true), 0);
+	cap_emit__loss_add(&f.e, CAP_LOSS_BPF_RB, 5, t0 + NSEC_PER_SEC + 2);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0 + NSEC_PER_SEC + 3, false), 1);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, t0 + NSEC_PER_SEC + 3, true), 0);
 	cap_emit__commit(&f.e);
 	m = peek(&f);
 	ck_assert_uint_eq(((const struct cpa_loss *)m.data)->count, 5);
@@ -442,14 +443,11 @@ END_TEST
 START_TEST(test_clock_offset)
 {
 	struct cap_clock c;
-	struct timespec ts;
 	uint64_t boot, real, conv;
 
 	cap_clock__update(&c);
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	boot = (uint64_t)ts.tv_sec * CAP_NSEC + (uint64_t)ts.tv_nsec;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	real = (uint64_t)ts.tv_sec * CAP_NSEC + (uint64_t)ts.tv_nsec;
+	boot = clock_ns(CLOCK_BOOTTIME);
+	real = clock_ns(CLOCK_REALTIME);
 	conv = cap_clock__to_real(&c, boot);
 	ck_assert_uint_le(conv > real ? conv - real : real - conv, 10 * 1000 * 1000);
 }

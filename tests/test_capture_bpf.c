@@ -19,6 +19,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "shm/records.h"
@@ -29,14 +30,6 @@
 static char self_exe[4096];
 /* Unique per run: other instances of this test may run at the same time. */
 static char BUSY_COMM[16], OTHER_COMM[16];
-
-static uint64_t now_ns(int clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * The busy child (re-exec of this program: "busy <comm> <cpu_seconds>"): burn
@@ -61,7 +54,7 @@ static __attribute__((noinline)) int busy_main(const char *comm, double cpu_sec)
 	prctl(PR_SET_NAME, comm);
 	if (fd < 0)
 		return 1;
-	while (now_ns(CLOCK_PROCESS_CPUTIME_ID) < until) {
+	while (clock_ns(CLOCK_PROCESS_CPUTIME_ID) < until) {
 		spin_user(200000);
 		if (read(fd, buf, sizeof(buf)) < 0)
 			return 1;
@@ -175,13 +168,13 @@ static void cap_spawn(struct cap_run *cr)
 	}
 	cr->st->pid = cr->pid;
 
-	deadline = now_ns(CLOCK_MONOTONIC) + 20ull * 1000000000ull;
+	deadline = clock_ns(CLOCK_MONOTONIC) + 20ull * 1000000000ull;
 	while (shm_stage__state(cr->st) == SHM_STATE_STARTING) {
 		int status;
 
 		ck_assert_msg(waitpid(cr->pid, &status, WNOHANG) == 0,
 			      "capture exited during start: status %d", status);
-		ck_assert_msg(now_ns(CLOCK_MONOTONIC) < deadline, "capture did not start");
+		ck_assert_msg(clock_ns(CLOCK_MONOTONIC) < deadline, "capture did not start");
 		usleep(10000);
 	}
 	ck_assert_int_eq(shm_stage__state(cr->st), SHM_STATE_RUNNING);
@@ -401,11 +394,11 @@ START_TEST(test_busy_child_sampled)
 	cap_arena(&cr);
 	cr.cfg->backend = (uint32_t)_i;
 	cap_spawn(&cr);
-	t0 = now_ns(CLOCK_REALTIME);
+	t0 = clock_ns(CLOCK_REALTIME);
 	busy_start(&b, BUSY_COMM, BUSY_CPU_SEC);
 	busy_go(&b);
 	run_and_collect(&cr, &b, NULL, &s);
-	t1 = now_ns(CLOCK_REALTIME);
+	t1 = clock_ns(CLOCK_REALTIME);
 
 	fprintf(stderr,
 		"[%s] busy child %d: %u samples (expect %.0f), %u with kernel stack, %u user-mode "
@@ -488,10 +481,10 @@ START_TEST(test_kernel_only_and_signals)
 	{
 		static char zbuf[1 << 20];
 		int zfd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
-		uint64_t until = now_ns(CLOCK_MONOTONIC) + 500000000ull;
+		uint64_t until = clock_ns(CLOCK_MONOTONIC) + 500000000ull;
 
 		ck_assert_int_ge(zfd, 0);
-		while (now_ns(CLOCK_MONOTONIC) < until)
+		while (clock_ns(CLOCK_MONOTONIC) < until)
 			ck_assert_int_eq(read(zfd, zbuf, sizeof(zbuf)), (ssize_t)sizeof(zbuf));
 		close(zfd);
 	}
@@ -502,12 +495,12 @@ START_TEST(test_kernel_only_and_signals)
 	ck_assert_int_eq(waitpid(cr.pid, &status, WNOHANG), 0);
 	ck_assert_int_eq(shm_stage__state(cr.st), SHM_STATE_RUNNING);
 
-	t0 = now_ns(CLOCK_MONOTONIC);
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	ck_assert_int_eq(kill(cr.pid, SIGTERM), 0);
 	ck_assert_int_eq(waitpid(cr.pid, &status, 0), cr.pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
 	ck_assert_int_eq(shm_stage__state(cr.st), SHM_STATE_EXITED);
-	ck_assert_uint_lt(now_ns(CLOCK_MONOTONIC) - t0, 2000000000ull);
+	ck_assert_uint_lt(clock_ns(CLOCK_MONOTONIC) - t0, 2000000000ull);
 
 	while (shm_ring__peek_sc(&cr.cons, &m) == 0) {
 		const struct cpa_sample *x = m.data;
@@ -556,8 +549,8 @@ START_TEST(test_ring_full_degrades_and_reports)
 
 	/* Back as a consumer: the pending LOSS aggregate goes out within ~1 s. */
 	memset(&s, 0, sizeof(s));
-	deadline = now_ns(CLOCK_MONOTONIC) + 5000000000ull;
-	while (s.losses == 0 && now_ns(CLOCK_MONOTONIC) < deadline) {
+	deadline = clock_ns(CLOCK_MONOTONIC) + 5000000000ull;
+	while (s.losses == 0 && clock_ns(CLOCK_MONOTONIC) < deadline) {
 		consume(&cr, &s, b.pid, 0);
 		usleep(20 * 1000);
 	}

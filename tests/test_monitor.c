@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/timeutil.h"
 #include "sdnotify.h"
 
 struct mon {
@@ -61,10 +62,7 @@ static char *read_file(const char *path)
 
 static uint64_t ms_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return clock_ns(CLOCK_MONOTONIC) / NSEC_PER_MSEC;
 }
 
 /* Wait until every needle (NULL-terminated) shows up in one line of the file. */

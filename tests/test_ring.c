@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "common/timeutil.h"
 #include "ring.h"
 #include "test_util.h"
 
@@ -583,14 +584,6 @@ struct wake_ctx {
 	uint64_t woke_after_ns;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void *sleeper(void *arg)
 {
 	struct wake_ctx *w = arg;
@@ -598,9 +591,9 @@ static void *sleeper(void *arg)
 	uint64_t t0;
 
 	shm_ring__open_cons(&c, w->mem, w->mem_size);
-	t0 = now_ns();
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	w->result = shm_ring__wait_sc(&c, 1024, 5000);
-	w->woke_after_ns = now_ns() - t0;
+	w->woke_after_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	return NULL;
 }
 
@@ -675,9 +668,9 @@ START_TEST(test_wait_deadline_and_kick)
 
 	/* Empty ring: the deadline ends the sleep. */
 	ck_assert_int_eq(shm_ring__open_cons(&c, mem, sz), 0);
-	t0 = now_ns();
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	ck_assert_int_eq(shm_ring__wait_sc(&c, 1, 30), -ETIMEDOUT);
-	ck_assert_uint_ge(now_ns() - t0, 25000000ull);
+	ck_assert_uint_ge(clock_ns(CLOCK_MONOTONIC) - t0, 25000000ull);
 	ck_assert_uint_eq(((struct shm_ring_ctrl *)mem)->waiting, 0);
 
 	/* A kick (the supervisor asking for a drain) wakes an empty sleeper. */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "elfid.h"
 #include "procmaps.h"
 #include "shm/arena.h"
@@ -47,7 +48,6 @@ static int test_run_suite(Suite *s)
 }
 
 #define NEAR_WRAP (0ull - 3 * 4096 + 8) /* 8-aligned, crosses 2^64 in the first pages */
-#define SEC	  1000000000ull
 #define FIX_PID	  4242u
 
 static const char *fixtures(void)
@@ -318,8 +318,8 @@ static struct ucache *cache_new(const char *root, uint64_t refresh_ns, struct sh
 	struct ucache_opts o = {
 		.refresh_ns = refresh_ns,
 		.refresh_ip_ns = 10 * 1000000ull,
-		.dead_grace_ns = 2 * SEC,
-		.idle_ns = 300 * SEC,
+		.dead_grace_ns = 2 * NSEC_PER_SEC,
+		.idle_ns = 300 * NSEC_PER_SEC,
 		.proc_root = root,
 		.st = st,
 	};
@@ -408,7 +408,7 @@ START_TEST(test_refresh_throttle_and_anon)
 {
 	struct shm_stage st = {0};
 	uint64_t now = unwindd_now_ns();
-	struct ucache *c = cache_new("/proc", 3600 * SEC, &st);
+	struct ucache *c = cache_new("/proc", 3600 * NSEC_PER_SEC, &st);
 	struct uproc *p = ucache__proc(c, (uint32_t)getpid(), now);
 	uint64_t refreshes;
 	struct uloc l;
@@ -429,11 +429,12 @@ START_TEST(test_refresh_throttle_and_anon)
 	 * short ip floor applies. */
 	ck_assert_int_eq(ucache__find_ip(c, p, (uint64_t)(uintptr_t)jit + 8, now + 3, &l), -ENOENT);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], refreshes);
-	ck_assert_int_eq(ucache__find_ip(c, p, (uint64_t)(uintptr_t)jit, now + SEC / 50, &l), 0);
+	ck_assert_int_eq(
+		ucache__find_ip(c, p, (uint64_t)(uintptr_t)jit, now + NSEC_PER_SEC / 50, &l), 0);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], refreshes + 1);
 	ck_assert_uint_eq(l.flags, CPA_UF_ANON);
 	refreshes++;
-	now += SEC / 50;
+	now += NSEC_PER_SEC / 50;
 
 	/* More new code: a return address there waits for the long throttle ... */
 	jit2 = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -442,8 +443,9 @@ START_TEST(test_refresh_throttle_and_anon)
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], refreshes);
 
 	/* ... past it: re-read, and anon resolves as JIT. */
-	ck_assert_int_eq(ucache__find(c, p, (uint64_t)(uintptr_t)jit2 + 8, now + 3601 * SEC, &l),
-			 0);
+	ck_assert_int_eq(
+		ucache__find(c, p, (uint64_t)(uintptr_t)jit2 + 8, now + 3601 * NSEC_PER_SEC, &l),
+		0);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], refreshes + 1);
 	ck_assert_ptr_null(l.bin);
 	ck_assert_uint_eq(l.module_id, 0);
@@ -459,7 +461,7 @@ START_TEST(test_fixture_proc_exec_exit)
 {
 	struct shm_stage st = {0};
 	struct ucache *c = cache_new(fixture_proc(), 100 * 1000000ull, &st);
-	uint64_t now = 1000 * SEC;
+	uint64_t now = 1000 * NSEC_PER_SEC;
 	struct uproc *p = ucache__proc(c, FIX_PID, now);
 	struct uloc l;
 	uint32_t app_id;
@@ -508,11 +510,11 @@ START_TEST(test_fixture_proc_exec_exit)
 	/* exit: still resolves inside the grace period, never re-read, then gone. */
 	ucache__task_exit(c, FIX_PID, now + 10);
 	ck_assert_int_eq(ucache__find(c, p, 0x401234, now + 20, &l), 0);
-	ck_assert_int_eq(ucache__find(c, p, 0x999999, now + 10 * SEC, &l), -ENOENT);
+	ck_assert_int_eq(ucache__find(c, p, 0x999999, now + 10 * NSEC_PER_SEC, &l), -ENOENT);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
-	ucache__sweep(c, now + SEC);
+	ucache__sweep(c, now + NSEC_PER_SEC);
 	ck_assert_ptr_nonnull(ucache__proc_peek(c, FIX_PID));
-	ucache__sweep(c, now + 3 * SEC);
+	ucache__sweep(c, now + 3 * NSEC_PER_SEC);
 	ck_assert_ptr_null(ucache__proc_peek(c, FIX_PID));
 	ck_assert_ptr_nonnull(ucache__proc_peek(c, 4343));
 
@@ -526,7 +528,7 @@ START_TEST(test_fixture_proc_exec_exit)
 }
 END_TEST
 
-#define MS (SEC / 1000)
+#define MS (NSEC_PER_SEC / 1000)
 
 /* A pc that missed a read does not cause another one: not for the same page,
  * not as an interrupted ip, not within the same batch; a process whose reads
@@ -535,7 +537,7 @@ START_TEST(test_neg_cache_known_missing)
 {
 	struct shm_stage st = {0};
 	struct ucache *c = cache_new(fixture_proc(), 100 * MS, &st);
-	uint64_t now = 1000 * SEC, t;
+	uint64_t now = 1000 * NSEC_PER_SEC, t;
 	struct uproc *p = ucache__proc(c, FIX_PID, now);
 	struct uloc l;
 
@@ -549,16 +551,16 @@ START_TEST(test_neg_cache_known_missing)
 	ck_assert_uint_eq(p->n_neg, 1);
 	ck_assert_uint_eq(p->miss_level, 1);
 	/* Known missing: no read, however late, whatever the offset in the page. */
-	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t + 10 * SEC, &l), -ENOENT);
-	ck_assert_int_eq(ucache__find(c, p, 0x10000ff8, t + 11 * SEC, &l), -ENOENT);
-	ck_assert_int_eq(ucache__find_ip(c, p, 0x10000010, t + 12 * SEC, &l), -ENOENT);
+	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t + 10 * NSEC_PER_SEC, &l), -ENOENT);
+	ck_assert_int_eq(ucache__find(c, p, 0x10000ff8, t + 11 * NSEC_PER_SEC, &l), -ENOENT);
+	ck_assert_int_eq(ucache__find_ip(c, p, 0x10000010, t + 12 * NSEC_PER_SEC, &l), -ENOENT);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 2);
 
 	/* Another unknown pc: the throttle has doubled (200 ms) ... */
 	ck_assert_int_eq(ucache__find(c, p, 0x20000000, t + 150 * MS, &l), -ENOENT);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 2);
 	/* ... past it, a read (still missing: 400 ms next). */
-	t += 13 * SEC;
+	t += 13 * NSEC_PER_SEC;
 	ck_assert_int_eq(ucache__find(c, p, 0x20000000, t, &l), -ENOENT);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
 	ck_assert_uint_eq(p->miss_level, 2);
@@ -566,25 +568,25 @@ START_TEST(test_neg_cache_known_missing)
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
 	/* A miss in the batch that read the maps is as good as a read. */
 	ck_assert_int_eq(ucache__find(c, p, 0x40000000, t, &l), -ENOENT);
-	ck_assert_int_eq(ucache__find(c, p, 0x40000000, t + 10 * SEC, &l), -ENOENT);
+	ck_assert_int_eq(ucache__find(c, p, 0x40000000, t + 10 * NSEC_PER_SEC, &l), -ENOENT);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
 	ck_assert_uint_eq(p->n_neg, 3);
 	/* Mapped pcs still resolve without reads. */
-	ck_assert_int_eq(ucache__find(c, p, 0x7f1000400010ull, t + 10 * SEC, &l), 0);
+	ck_assert_int_eq(ucache__find(c, p, 0x7f1000400010ull, t + 10 * NSEC_PER_SEC, &l), 0);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
 
 	/* The knowledge ages: past neg_ttl (30 s) a known page is read again. */
-	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t + 31 * SEC, &l), -ENOENT);
+	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t + 31 * NSEC_PER_SEC, &l), -ENOENT);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 4);
 
 	/* exec: a new address space, nothing known, no backoff. */
-	t += 40 * SEC;
+	t += 40 * NSEC_PER_SEC;
 	ucache__task_exec(c, FIX_PID);
 	ck_assert_uint_eq(p->n_neg, 0);
 	ck_assert_uint_eq(p->miss_level, 0);
 	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t, &l), -ENOENT);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 5);
-	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t + 10 * SEC, &l), -ENOENT);
+	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t + 10 * NSEC_PER_SEC, &l), -ENOENT);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 5);
 	ucache__free(c);
 }
@@ -614,7 +616,7 @@ START_TEST(test_neg_cache_new_library)
 		"7f3000000000-7f3000100000 r-xp 00000000 fd:01 400 /opt/fix/libnew.so\n";
 	char dir[] = "/tmp/cpa-unw-neg-XXXXXX", path[256], cmd[300];
 	struct shm_stage st = {0};
-	uint64_t now = 1000 * SEC;
+	uint64_t now = 1000 * NSEC_PER_SEC;
 	struct ucache *c;
 	struct uproc *p;
 	struct uloc l;
@@ -662,7 +664,7 @@ START_TEST(test_identify_retry_from_live_process)
 	char dir[] = "/tmp/cpa-unw-proc-XXXXXX", path[256], line[1400], cmd[300];
 	const char *exe = self_exe();
 	uint8_t want[ELFID_MAX];
-	uint64_t now = 1000 * SEC;
+	uint64_t now = 1000 * NSEC_PER_SEC;
 	struct ucache *c;
 	struct uproc *p;
 	struct stat sb;
@@ -698,7 +700,7 @@ START_TEST(test_identify_retry_from_live_process)
 	p = ucache__proc(c, 2, now);
 	ck_assert_int_eq(ucache__find(c, p, 0x400010, now + 1, &l), 0);
 	ck_assert(!b->identified); /* not before the retry time */
-	ck_assert_int_eq(ucache__find(c, p, 0x400010, now + 2 * SEC, &l), 0);
+	ck_assert_int_eq(ucache__find(c, p, 0x400010, now + 2 * NSEC_PER_SEC, &l), 0);
 	ck_assert(b->identified);
 	ck_assert(!b->def_sent);
 	ck_assert_uint_eq(b->def_pid, 2);
@@ -719,13 +721,13 @@ START_TEST(test_cache_cap_evicts)
 	struct ucache_opts o = {
 		.max_bytes = 1, /* everything evictable goes */
 		.refresh_ns = 1,
-		.dead_grace_ns = SEC,
-		.idle_ns = 300 * SEC,
+		.dead_grace_ns = NSEC_PER_SEC,
+		.idle_ns = 300 * NSEC_PER_SEC,
 		.proc_root = fixture_proc(),
 		.st = &st,
 	};
 	struct ucache *c = NULL;
-	uint64_t now = 1000 * SEC;
+	uint64_t now = 1000 * NSEC_PER_SEC;
 	struct uproc *p;
 	struct uloc l;
 
@@ -735,7 +737,7 @@ START_TEST(test_cache_cap_evicts)
 	ck_assert_int_eq(ucache__nr_bins(c), 3);
 	/* Referenced binaries stay while their process is cached ... */
 	ucache__task_exit(c, FIX_PID, now);
-	ucache__sweep(c, now + 2 * SEC);
+	ucache__sweep(c, now + 2 * NSEC_PER_SEC);
 	/* ... and once it is gone, nothing refers to them: evicted. */
 	ck_assert_int_eq(ucache__nr_procs(c), 0);
 	ck_assert_int_eq(ucache__nr_bins(c), 0);
@@ -1050,7 +1052,7 @@ START_TEST(test_stage_task_and_loss_forwarded)
 		0x1234);
 	/* Reaped after the grace period. */
 	ck_assert_ptr_nonnull(ucache__proc_peek(e.u->cache, FIX_PID));
-	unwindd__tick(e.u, unwindd_now_ns() + 10 * SEC);
+	unwindd__tick(e.u, unwindd_now_ns() + 10 * NSEC_PER_SEC);
 	ck_assert_ptr_null(ucache__proc_peek(e.u->cache, FIX_PID));
 	ck_assert_uint_gt(shm_stage__cnt(e.st, UNW_CNT_CACHE_BYTES), 0);
 	env_free(&e);
@@ -1117,7 +1119,7 @@ START_TEST(test_stage_module_id_rollover)
 		f = (const void *)recs[n - 1].data;
 		uf = (const void *)(f + 1);
 		ck_assert_uint_eq(uf[0].module_id, 3 + 3 * (uint32_t)k);
-		unwindd__tick(e.u, now + (uint64_t)(k + 1) * SEC);
+		unwindd__tick(e.u, now + (uint64_t)(k + 1) * NSEC_PER_SEC);
 		ck_assert_int_eq(ucache__nr_bins(e.u->cache), 0);
 	}
 	/* ids 9..11 were handed out: past 10, so the next batch starts epoch + 1. */

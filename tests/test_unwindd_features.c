@@ -21,6 +21,7 @@
 
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "dump.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
@@ -28,7 +29,6 @@
 #include "ubench.h"
 #include "unwindd.h"
 
-#define SEC	 1000000000ull
 #define FAKE_PID 4243u
 
 struct env {
@@ -212,13 +212,13 @@ START_TEST(test_bench_buckets_and_format)
 	ck_assert_uint_eq(ubench__bucket(4000), 3);
 	ck_assert_uint_eq(ubench__bucket(1023999), 10);
 	ck_assert_uint_eq(ubench__bucket(1024000), 11);
-	ck_assert_uint_eq(ubench__bucket(5 * SEC), 11);
+	ck_assert_uint_eq(ubench__bucket(5 * NSEC_PER_SEC), 11);
 
-	ubench__init(&b, SEC, 100);
+	ubench__init(&b, NSEC_PER_SEC, 100);
 	ubench__add(&b, 500, 3, CPA_STOP_END);	     /* <1 */
 	ubench__add(&b, 1500, 5, CPA_STOP_END);	     /* 1-2 */
 	ubench__add(&b, 3000000, 10, CPA_STOP_READ); /* >=1K */
-	ubench__format(&b, 2 * SEC, l1, sizeof(l1), l2, sizeof(l2));
+	ubench__format(&b, 2 * NSEC_PER_SEC, l1, sizeof(l1), l2, sizeof(l2));
 	ck_assert_msg(strstr(l1, "bench: 2.00s samples 3 rate 1.5/s ") != NULL, "%s", l1);
 	ck_assert_msg(strstr(l1, "lat_us avg 1000.67 min 0.50 max 3000.00 ") != NULL, "%s", l1);
 	ck_assert_msg(strstr(l1, "frames/sample 6.0 ") != NULL, "%s", l1);
@@ -229,15 +229,15 @@ START_TEST(test_bench_buckets_and_format)
 	/* Not yet an interval: nothing; then one, and the counts start over. */
 	log_set_sink(log_capture);
 	logbuf[0] = 0;
-	ck_assert(!ubench__tick(&b, 100 + SEC - 1));
+	ck_assert(!ubench__tick(&b, 100 + NSEC_PER_SEC - 1));
 	ck_assert_str_eq(logbuf, "");
-	ck_assert(ubench__tick(&b, 100 + SEC));
+	ck_assert(ubench__tick(&b, 100 + NSEC_PER_SEC));
 	ck_assert_ptr_nonnull(strstr(logbuf, "samples 3 "));
 	ck_assert_ptr_nonnull(strstr(logbuf, "bench: hist_us <1:1"));
 	ck_assert_uint_eq(b.samples, 0);
 	ck_assert_uint_eq(b.hist[11], 0);
 	logbuf[0] = 0;
-	ck_assert(ubench__tick(&b, 100 + 2 * SEC));
+	ck_assert(ubench__tick(&b, 100 + 2 * NSEC_PER_SEC));
 	ck_assert_msg(strstr(logbuf, "samples 0 rate 0.0/s lat_us avg 0.00 min 0.00 max 0.00") !=
 			      NULL,
 		      "%s", logbuf);
@@ -249,7 +249,8 @@ END_TEST
 START_TEST(test_bench_stage)
 {
 	static struct outrec recs[64];
-	struct unwindd_opts o = {.proc_root = "/proc", .bench = true, .bench_interval_ns = SEC};
+	struct unwindd_opts o = {
+		.proc_root = "/proc", .bench = true, .bench_interval_ns = NSEC_PER_SEC};
 	uint64_t ufp[3] = {
 		(uint64_t)(uintptr_t)&feat_marker_fn + 4,
 		(uint64_t)(uintptr_t)&getpid + 2,
@@ -289,9 +290,9 @@ START_TEST(test_bench_stage)
 	log_set_sink(log_capture);
 	logbuf[0] = 0;
 	now = b->start_ns;
-	unwindd__tick(e.u, now + SEC / 2);
+	unwindd__tick(e.u, now + NSEC_PER_SEC / 2);
 	ck_assert_str_eq(logbuf, "");
-	unwindd__tick(e.u, now + SEC + 1);
+	unwindd__tick(e.u, now + NSEC_PER_SEC + 1);
 	log_set_sink(NULL);
 	ck_assert_msg(strstr(logbuf, "bench: 1.00s samples 3 rate 3.0/s lat_us avg ") != NULL, "%s",
 		      logbuf);
@@ -481,7 +482,7 @@ START_TEST(test_env_filter)
 	pull_all(&e, (struct outrec[4]){}, 4);
 	unlink((snprintf(path, sizeof(path), "%s/100/environ", root), path));
 	sample_kind_check(&e, 100, true);
-	unwindd__tick(e.u, e.u->now_ns + 3 * SEC);
+	unwindd__tick(e.u, e.u->now_ns + 3 * NSEC_PER_SEC);
 	ck_assert_uint_eq(e.u->n_envs, 4);
 	sample_kind_check(&e, 100, false); /* re-read: gone, so SYSTEM */
 	env_free(&e);

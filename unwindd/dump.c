@@ -23,6 +23,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "procmaps.h"
 
 #define UDUMP_SEEN_MAX 1024
@@ -52,14 +53,6 @@ struct udump {
 	struct udump_seen seen[UDUMP_SEEN_MAX];
 	unsigned int n_seen;
 };
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- writer ---- */
 
@@ -166,7 +159,7 @@ int udump__open(const char *path, uint32_t pid, uint32_t freq, uint64_t max_byte
 			.hdr_size = sizeof(h),
 			.pid = pid,
 			.freq = d->freq,
-			.created_ns = realtime_ns(),
+			.created_ns = clock_ns(CLOCK_REALTIME),
 		};
 		struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
 		int r;
@@ -201,7 +194,7 @@ bool udump__want(struct udump *d, uint32_t pid)
 
 int udump__maps(struct udump *d, uint32_t pid, const char *text, size_t len)
 {
-	struct udump_maps h = {.pid = pid, .time_ns = realtime_ns()};
+	struct udump_maps h = {.pid = pid, .time_ns = clock_ns(CLOCK_REALTIME)};
 
 	return write_rec(d, UDUMP_MAPS, &h, sizeof(h), text, len);
 }

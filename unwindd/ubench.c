@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/timeutil.h"
 
 static const char *const stop_names[CPA_STOP_MAX] = {
 	[CPA_STOP_NONE] = "none",     [CPA_STOP_END] = "end",	[CPA_STOP_NO_MAP] = "no_map",
@@ -31,7 +32,7 @@ static void interval_reset(struct ubench *b, uint64_t now_ns)
 void ubench__init(struct ubench *b, uint64_t interval_ns, uint64_t now_ns)
 {
 	memset(b, 0, sizeof(*b));
-	b->interval_ns = interval_ns ? interval_ns : 1000000000ull;
+	b->interval_ns = interval_ns ? interval_ns : NSEC_PER_SEC;
 	interval_reset(b, now_ns);
 }
 

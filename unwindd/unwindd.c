@@ -23,6 +23,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "dump.h"
 #include "shm/counters.h"
 #include "ucache.h"
@@ -31,15 +32,9 @@
 #include "walk.h"
 #endif
 
-#define NSEC_PER_SEC  1000000000ull
-#define NSEC_PER_MSEC 1000000ull
-
 uint64_t unwindd_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 void unwindd_opts__defaults(struct unwindd_opts *o)

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/timeutil.h"
 #include "wl_lib.h"
 
 /* Exact names in every build: no inlining, no IPA clones (.isra.0, .constprop.0). */
@@ -40,22 +41,6 @@ static int nthreads = 1;
 static int depth = 20;
 static atomic_int stop;
 static _Atomic uint64_t path_ns[2];
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 WL_FN static uint64_t wl_path_a(uint64_t seed)
 {
@@ -87,7 +72,7 @@ WL_FN static uint64_t wl_path_b(uint64_t seed)
 
 WL_FN static void *wl_thread_main(void *arg)
 {
-	uint64_t seed = (uint64_t)(uintptr_t)arg, acc = 0, t0 = thread_cpu_ns();
+	uint64_t seed = (uint64_t)(uintptr_t)arg, acc = 0, t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 
 	prctl(PR_SET_NAME, "wl-worker");
 	if (loops) {
@@ -97,23 +82,23 @@ WL_FN static void *wl_thread_main(void *arg)
 		while (!atomic_load(&stop))
 			acc += wl_path_b(seed++);
 	}
-	atomic_fetch_add(&path_ns[1], thread_cpu_ns() - t0);
+	atomic_fetch_add(&path_ns[1], clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
 	return (void *)(uintptr_t)(acc & 1);
 }
 
 WL_FN static uint64_t wl_main_loop(void)
 {
-	uint64_t acc = 0, seed = 7, t0 = thread_cpu_ns(), end;
+	uint64_t acc = 0, seed = 7, t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), end;
 
 	if (loops) {
 		for (unsigned long n = 0; n < loops; n++)
 			acc += wl_path_a(seed++);
 	} else {
-		end = mono_ns() + (uint64_t)(run_seconds * 1e9);
-		while (mono_ns() < end)
+		end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(run_seconds * 1e9);
+		while (clock_ns(CLOCK_MONOTONIC) < end)
 			acc += wl_path_a(seed++);
 	}
-	atomic_fetch_add(&path_ns[0], thread_cpu_ns() - t0);
+	atomic_fetch_add(&path_ns[0], clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
 	return acc;
 }
 
