@@ -21,26 +21,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/macro.h"
 #include "overhead.h"
 
-static ssize_t read_text(const char *path, char *buf, size_t size)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n, off = 0;
+#define OVH_TEXT_MAX (1u << 20) /* the head of a /proc text: our fields come first */
 
-	if (fd < 0)
-		return -errno;
-	while ((size_t)off < size - 1) {
-		n = read(fd, buf + off, size - 1 - (size_t)off);
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		off += n;
-	}
-	buf[off] = 0;
-	return off;
+/* A /proc text into *buf (reused across calls, the caller frees it): its length or -errno. */
+static ssize_t read_text(const char *path, char **buf, size_t *cap)
+{
+	size_t len;
+	int r = read_full_file_at(AT_FDCWD, path, READ_FULL_TRUNCATE, OVH_TEXT_MAX, buf, cap, &len);
+
+	return r < 0 ? r : (ssize_t)len;
 }
 
 /* Value of "key:<blanks>N" in a /proc text, or 0. */
@@ -59,7 +52,9 @@ static uint64_t field_u64(const char *text, const char *key)
 
 int ovh_proc_read(pid_t pid, struct ovh_proc *ret)
 {
-	char path[384], buf[4096];
+	_cleanup_free_ char *buf = NULL;
+	char path[384];
+	size_t cap = 0;
 	struct ovh_proc p = {0};
 	struct dirent *de;
 	const char *s;
@@ -67,7 +62,7 @@ int ovh_proc_read(pid_t pid, struct ovh_proc *ret)
 	DIR *d;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	n = read_text(path, buf, sizeof(buf));
+	n = read_text(path, &buf, &cap);
 	if (n < 0)
 		return (int)n;
 	/* comm may hold blanks and parentheses: fields count from the last ')'. */
@@ -92,10 +87,10 @@ int ovh_proc_read(pid_t pid, struct ovh_proc *ret)
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/schedstat", pid, de->d_name);
-		if (read_text(path, buf, sizeof(buf)) > 0 && sscanf(buf, "%" SCNu64, &run) == 1)
+		if (read_text(path, &buf, &cap) > 0 && sscanf(buf, "%" SCNu64, &run) == 1)
 			p.cpu_ns += run;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", pid, de->d_name);
-		if (read_text(path, buf, sizeof(buf)) > 0) {
+		if (read_text(path, &buf, &cap) > 0) {
 			p.vcsw += field_u64(buf, "voluntary_ctxt_switches");
 			p.ivcsw += field_u64(buf, "nonvoluntary_ctxt_switches");
 		}
@@ -107,17 +102,19 @@ int ovh_proc_read(pid_t pid, struct ovh_proc *ret)
 
 int ovh_proc_mem(pid_t pid, struct ovh_proc *p)
 {
-	char path[64], buf[4096];
+	_cleanup_free_ char *buf = NULL;
+	char path[64];
+	size_t cap = 0;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", pid);
-	n = read_text(path, buf, sizeof(buf));
+	n = read_text(path, &buf, &cap);
 	if (n < 0)
 		return (int)n;
 	p->rss_kb = field_u64(buf, "Rss");
 	p->pss_kb = field_u64(buf, "Pss");
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	n = read_text(path, buf, sizeof(buf));
+	n = read_text(path, &buf, &cap);
 	if (n < 0)
 		return (int)n;
 	p->hwm_kb = field_u64(buf, "VmHWM");
@@ -164,7 +161,9 @@ static void set_add(struct ovh_bpf_set *set, uint32_t id)
  */
 int ovh_bpf_find(pid_t capture_pid, struct ovh_bpf_set *ret)
 {
-	char path[384], buf[4096];
+	_cleanup_free_ char *buf = NULL;
+	char path[384];
+	size_t cap = 0;
 	struct ovh_bpf_set set = {0};
 	struct dirent *de;
 	DIR *d;
@@ -179,7 +178,7 @@ int ovh_bpf_find(pid_t capture_pid, struct ovh_bpf_set *ret)
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", capture_pid, de->d_name);
-		if (read_text(path, buf, sizeof(buf)) <= 0)
+		if (read_text(path, &buf, &cap) <= 0)
 			continue;
 		for (p = buf; (p = strstr(p, "prog_id:")); p += 8)
 			set_add(&set, (uint32_t)strtoul(p + 8, NULL, 10));
@@ -266,10 +265,11 @@ int ovh_dir_bytes(const char *dir, uint64_t *ret, uint64_t *ret_hidden)
 int ovh_machine_busy(uint64_t *ret_busy, uint64_t *ret_total)
 {
 	uint64_t v[10] = {0}, total = 0;
-	char buf[512];
+	_cleanup_free_ char *buf = NULL;
+	size_t cap = 0;
 	ssize_t n;
 
-	n = read_text("/proc/stat", buf, sizeof(buf));
+	n = read_text("/proc/stat", &buf, &cap);
 	if (n < 0)
 		return (int)n;
 	if (sscanf(buf,

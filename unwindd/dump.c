@@ -260,9 +260,7 @@ int udump__result(struct udump *d, uint64_t seq, int stop, const struct cpa_ufra
 
 int udump__vdso(struct udump *d)
 {
-	uint64_t base = getauxval(AT_SYSINFO_EHDR);
-	struct procmaps_entry e;
-	const char *pos, *end;
+	uint64_t base = getauxval(AT_SYSINFO_EHDR), size;
 	size_t len = 0;
 	int r;
 
@@ -274,14 +272,10 @@ int udump__vdso(struct udump *d)
 	r = read_maps(d, "/proc/self/maps", &len);
 	if (r < 0)
 		return r;
-	pos = d->buf;
-	end = d->buf + len;
-	while ((r = procmaps__next(&pos, end, &e)) != 0) {
-		if (r > 0 && e.kind == PROCMAPS_VDSO && e.start == base)
-			return write_rec(d, UDUMP_VDSO, (const void *)(uintptr_t)base,
-					 e.end - e.start, NULL, 0);
-	}
-	return -ENOENT;
+	size = procmaps__vdso_size(d->buf, len, base);
+	if (!size)
+		return -ENOENT;
+	return write_rec(d, UDUMP_VDSO, (const void *)(uintptr_t)base, size, NULL, 0);
 }
 
 uint64_t udump__bytes(const struct udump *d)

@@ -129,3 +129,15 @@ int procmaps__next(const char **pos, const char *end, struct procmaps_entry *ret
 	classify(ret);
 	return 1;
 }
+
+uint64_t procmaps__vdso_size(const char *text, size_t len, uint64_t base)
+{
+	const char *pos = text, *end = text + len;
+	struct procmaps_entry e;
+	int r;
+
+	while ((r = procmaps__next(&pos, end, &e)) != 0)
+		if (r > 0 && e.kind == PROCMAPS_VDSO && e.start == base)
+			return e.end - e.start;
+	return 0;
+}

@@ -42,6 +42,9 @@ struct procmaps_entry {
  */
 int procmaps__next(const char **pos, const char *end, struct procmaps_entry *ret);
 
+/* Size of the [vdso] mapping at base in a maps text, or 0 when it is not there. */
+uint64_t procmaps__vdso_size(const char *text, size_t len, uint64_t base);
+
 /* A maps file larger than this is hostile (the cap of its read_full_file_at()). */
 #define PROCMAPS_TEXT_MAX (64u << 20)
 

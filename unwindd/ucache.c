@@ -883,41 +883,14 @@ uint32_t ucache__nr_bins(const struct ucache *c)
 static void vdso_find(struct ucache *c)
 {
 	uint64_t base = getauxval(AT_SYSINFO_EHDR);
-	_cleanup_close_ int fd = -1;
-	char buf[64 * 1024];
-	ssize_t len;
+	_cleanup_free_ char *maps = NULL;
+	size_t len;
 
-	if (!base)
+	if (!base || read_full_file("/proc/self/maps", 0, PROCMAPS_TEXT_MAX, &maps, &len) < 0)
 		return;
-	/* Our own maps give the image size; a fixed read is enough for the
-	 * head of the file where [vdso] sits among the last lines. */
-	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	for (;;) {
-		struct procmaps_entry e;
-		const char *pos = buf, *end;
-		int r;
-
-		len = read(fd, buf, sizeof(buf));
-		if (len <= 0)
-			return;
-		end = buf + len;
-		/* Only whole lines: keep the tail for the next read. */
-		while (end > buf && end[-1] != '\n')
-			end--;
-		while ((r = procmaps__next(&pos, end, &e)) != 0) {
-			if (r > 0 && e.kind == PROCMAPS_VDSO && e.start == base) {
-				c->vdso_img = (const void *)(uintptr_t)base;
-				c->vdso_size = e.end - e.start;
-				return;
-			}
-		}
-		if (end == buf)
-			return;
-		if (lseek(fd, (off_t)(end - buf) - len, SEEK_CUR) < 0)
-			return;
-	}
+	c->vdso_size = procmaps__vdso_size(maps, len, base);
+	if (c->vdso_size)
+		c->vdso_img = (const void *)(uintptr_t)base;
 }
 
 int ucache__new(const struct ucache_opts *o, struct ucache **ret)
