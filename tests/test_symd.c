@@ -725,35 +725,6 @@ START_TEST(test_names)
 }
 END_TEST
 
-START_TEST(test_intern)
-{
-	struct intern t;
-	uint32_t id, id2, len, i;
-	char key[32];
-
-	intern__init(&t);
-	ck_assert_int_eq(intern__get(&t, "abc", 3, &id), 1);
-	ck_assert_uint_eq(id, 1);
-	ck_assert_int_eq(intern__get(&t, "abc", 3, &id2), 0);
-	ck_assert_uint_eq(id2, 1);
-	ck_assert_int_eq(intern__get(&t, "abd", 3, &id2), 1);
-	ck_assert_uint_eq(id2, 2);
-	ck_assert_int_eq(intern__get(&t, "", 0, &id2), 1);
-	for (i = 0; i < 100000; i++) {
-		int n = snprintf(key, sizeof(key), "k%u", i);
-
-		ck_assert_int_ge(intern__get(&t, key, (uint32_t)n, &id), 0);
-	}
-	ck_assert_int_eq(intern__get(&t, "k4242", 5, &id), 0);
-	ck_assert_int_eq(memcmp(intern__key(&t, id, &len), "k4242", 5), 0);
-	ck_assert_uint_eq(len, 5);
-	intern__free(&t);
-	ck_assert_int_eq(intern__get(&t, "abc", 3, &id), 1);
-	ck_assert_uint_eq(id, 1);
-	intern__free(&t);
-}
-END_TEST
-
 /* ---- the stage over a real arena ---- */
 
 #define H_IDS (1u << 17)
@@ -1641,7 +1612,6 @@ static Suite *symd_suite(void)
 	tcase_add_test(tc, test_perf_map);
 	tcase_add_test(tc, test_env_pick);
 	tcase_add_test(tc, test_names);
-	tcase_add_test(tc, test_intern);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stage");
