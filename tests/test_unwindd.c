@@ -1343,7 +1343,6 @@ START_TEST(test_stage_reset_waits_for_room)
 }
 END_TEST
 
-#if defined(UNWINDD_HAVE_WALK)
 /* Our own stack, as the kernel would copy it: ASan's redzones are not
  * errors here. */
 __attribute__((no_sanitize_address, noinline)) static void stack_copy(uint8_t *dst, uint64_t sp,
@@ -1439,7 +1438,6 @@ START_TEST(test_stage_cfi_walk_seam)
 	env_free(&e);
 }
 END_TEST
-#endif
 
 /* ---------------------------------------------------------------- process */
 
@@ -1581,9 +1579,7 @@ static Suite *unwindd_suite(void)
 	tcase_add_test(tc, test_stage_corrupt_skipped);
 	tcase_add_test(tc, test_stage_ring_full_loss);
 	tcase_add_test(tc, test_stage_reset_waits_for_room);
-#if defined(UNWINDD_HAVE_WALK)
 	tcase_add_test(tc, test_stage_cfi_walk_seam);
-#endif
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("process");

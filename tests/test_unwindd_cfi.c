@@ -17,9 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cfi_capture.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
+#include "tests/fixtures/cfi/cfi_capture.h"
 #include "unwindd.h"
 
 /* Exit 77 = skipped (CTest SKIP_RETURN_CODE). Kept here rather than in
