@@ -961,7 +961,8 @@ static int run_cpa(const struct config *c, double warmup, struct result *r)
 	char store[PATH_MAX + 32];
 	struct workload w;
 	struct mon m;
-	double cpu, wall, units;
+	/* set when workload_wait() succeeds; -O3 cannot see that and warns */
+	double cpu = 0, wall = 0, units = 0;
 	int err;
 
 	err = workload_start(&w);

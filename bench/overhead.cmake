@@ -3,8 +3,5 @@
 add_executable(bench_overhead ${CMAKE_CURRENT_LIST_DIR}/overhead.c
   ${CMAKE_CURRENT_LIST_DIR}/overhead_proc.c)
 target_link_libraries(bench_overhead PRIVATE cpa_shm cpa_common PkgConfig::LIBBPF m)
-foreach(dep cpa capture unwindd symd storer cpa-workload-nofp)
-  if(TARGET ${dep})
-    add_dependencies(bench_overhead ${dep})
-  endif()
-endforeach()
+include(${CMAKE_SOURCE_DIR}/tests/workload.cmake)
+add_dependencies(bench_overhead cpa capture unwindd symd storer cpa-workload-nofp)

@@ -1,10 +1,5 @@
-# bench_unwind: CFI row evaluation and end-to-end walks (docs/unwinding.md).
-if(NOT TARGET cpa_cfi)
-  include(${CMAKE_SOURCE_DIR}/unwindd/cfi.cmake)
-endif()
-if(TARGET cfi_capture)
-  add_executable(bench_unwind bench_unwind.c)
-  target_link_libraries(bench_unwind PRIVATE cfi_capture cpa_cfi)
-  target_compile_definitions(bench_unwind PRIVATE CFI_FIXTURE_DIR="${CMAKE_BINARY_DIR}/tests/cfi")
-  add_dependencies(bench_unwind cfi_fixtures)
-endif()
+# bench_unwind: CFI row evaluation and end-to-end walks (docs/unwinding.md), on
+# the CFI fixture that tests/ uses too.
+include(${CMAKE_SOURCE_DIR}/tests/fixtures/cfi/cfi_fixtures.cmake)
+add_executable(bench_unwind bench_unwind.c)
+target_link_libraries(bench_unwind PRIVATE cfi_capture cpa_cfi)

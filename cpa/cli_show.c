@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * `cpa show`: the CLI half. Options were parsed and validated by opts.c; the
- * export itself is show_run() in show.c (built when that file exists).
+ * export itself is show_run() in show.c.
  */
 #include "cli.h"
-#include "common/log.h"
-
-#ifdef CPA_HAVE_SHOW
 #include "show.h"
 
 int cmd_show(struct cpa_opts *o)
@@ -35,11 +32,3 @@ int cmd_show(struct cpa_opts *o)
 
 	return show_run(&so) < 0 ? 1 : 0;
 }
-#else
-int cmd_show(struct cpa_opts *o)
-{
-	(void)o;
-	log_error("cpa show: not built in this binary (cpa/show.c is missing)");
-	return 1;
-}
-#endif

@@ -2,7 +2,8 @@
 # The whole test suite, exactly as CI runs it (.ci/run calls this):
 # install what is missing, build from a clean build directory, run every
 # test (BPF integration tests run for real as root and skip with 77
-# otherwise), then the suite again under ASan+UBSan and the ring tests
+# otherwise), build the Release preset (no run: it must compile with
+# -Werror at -O3), then the suite again under ASan+UBSan and the ring tests
 # under TSan.
 #
 #   bash scripts/test.sh
@@ -17,6 +18,11 @@ rm -rf build-ci
 cmake -S . -B build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build-ci -j"$jobs"
 (cd build-ci && ctest --output-on-failure --timeout 900)
+
+echo "== Release (-O3, what packagers build): build only, -Werror"
+rm -rf build-release
+cmake --preset release
+cmake --build --preset release -j"$jobs"
 
 echo "== ASan + UBSan: the whole suite"
 rm -rf build-asan

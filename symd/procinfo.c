@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Per-process inputs: JIT symbol maps (/tmp/perf-PID.map, the format perf
- * defined and every JIT writes) and the env label from /proc/PID/environ.
- * The per-pid cache itself lives in symd.c; this file parses.
+ * JIT symbol maps (/tmp/perf-PID.map, the format perf defined and every JIT
+ * writes): parse, sort, look up. The per-pid state that holds them (and the
+ * env label, read from /proc/PID/environ with common/envlabel.c's rule)
+ * lives in symd.c.
  */
 #include "symd.h"
 

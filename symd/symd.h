@@ -177,7 +177,7 @@ int ksyms__lookup(const struct ksyms *k, uint64_t addr, const char **ret_name, c
 uint64_t ksyms__modules_hash(const char *modules_path);
 size_t ksyms__bytes(const struct ksyms *k);
 
-/* ---- procinfo.c: per-process state (JIT maps, env labels) ---- */
+/* ---- procinfo.c: JIT symbol maps (/tmp/perf-PID.map) ---- */
 struct jitmap;
 int jitmap__load(const char *path, struct jitmap **ret);
 void jitmap__free(struct jitmap *j);

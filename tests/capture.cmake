@@ -11,6 +11,4 @@ cpa_add_test(NAME test_capture_bpf
   LIBS cpa_shm cpa_common PkgConfig::LIBBPF
   LABELS capture bpf
   TIMEOUT 120)
-if(TARGET capture)
-  add_dependencies(test_capture_bpf capture)
-endif()
+add_dependencies(test_capture_bpf capture)

@@ -1,8 +1,4 @@
 # The front command and the supervisor (cpa/).
-if(NOT TARGET cpa)
-  return()
-endif()
-
 # Parser cases in-process (cpa_cli) plus the built binary (CPA_BUILD_DIR/bin/cpa).
 cpa_add_test(NAME test_cli SOURCES test_cli.c LIBS cpa_cli cpa_common LABELS cli TIMEOUT 60)
 add_dependencies(test_cli cpa)

@@ -1,8 +1,4 @@
 # The store library, the storer stage and `cpa show` (storer/, cpa/show.c).
-if(NOT TARGET cpa_store)
-  return()
-endif()
-
 cpa_add_test(NAME test_store SOURCES test_store.c
   LIBS cpa_storer_stage cpa_store cpa_shm cpa_common LABELS store TIMEOUT 300)
 add_dependencies(test_store storer) # test_stage_process runs build/bin/storer

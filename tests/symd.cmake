@@ -1,9 +1,5 @@
 # symd: symbol lookup, debug files, kallsyms, names, hostile ELF and the
 # whole stage over a real arena.
-if(NOT TARGET cpa_symd_core)
-  return()
-endif()
-
 # Fixture library with known functions, built like any user binary
 # (build-id, .symtab). -O1 keeps the calls; noinline keeps the functions.
 add_library(symd_fixture SHARED ${CMAKE_SOURCE_DIR}/tests/fixtures/symd/fixture_lib.c)

@@ -17,25 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cfi_capture.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
+#include "test_util.h"
+#include "tests/fixtures/cfi/cfi_capture.h"
 #include "unwindd.h"
-
-/* Exit 77 = skipped (CTest SKIP_RETURN_CODE). Kept here rather than in
- * tests/test_util.h, which is not in the repository yet. */
-#define TEST_SKIP 77
-
-static int test_run_suite(Suite *s)
-{
-	SRunner *sr = srunner_create(s);
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
 
 #define FIXTURE	  CFI_FIXTURE_DIR "/cfi_fixture"
 #define NEAR_WRAP (0ull - 3 * 4096 + 8)
@@ -207,13 +193,17 @@ int main(void)
 	Suite *s = suite_create("unwindd_cfi");
 	TCase *tc = tcase_create("seam");
 	char *argv[] = {(char *)"cfi_fixture", (char *)"chain", NULL};
-	pid_t pid, tid;
+	pid_t pid = 0, tid;
 
+	if (access(FIXTURE, X_OK) != 0) {
+		fprintf(stderr, "test_unwindd_cfi: %s not built\n", FIXTURE);
+		return EXIT_FAILURE;
+	}
 	/* Probe: can we trace a child here (containers may forbid ptrace)? */
-	if (cap_spawn(FIXTURE, argv, &pid) < 0)
-		return TEST_SKIP;
-	if (cap_run_to_trap(pid, &tid) < 0) {
-		cap_kill(pid);
+	if (cap_spawn(FIXTURE, argv, &pid) < 0 || cap_run_to_trap(pid, &tid) < 0) {
+		if (pid > 0)
+			cap_kill(pid);
+		fprintf(stderr, "test_unwindd_cfi: cannot ptrace a child: skipped\n");
 		return TEST_SKIP;
 	}
 	cap_kill(pid);

@@ -507,7 +507,6 @@ END_TEST
 
 /* ---------------------------------------------------------------- dump + replay */
 
-#if defined(UNWINDD_HAVE_WALK)
 __attribute__((no_sanitize_address, noinline)) static void stack_copy(uint8_t *dst, uint64_t sp,
 								      uint32_t len)
 {
@@ -878,7 +877,6 @@ START_TEST(test_dump_cap_and_write_errors)
 	tmp_remove();
 }
 END_TEST
-#endif
 
 /* ---------------------------------------------------------------- process */
 
@@ -1015,13 +1013,11 @@ static Suite *features_suite(void)
 	tcase_add_test(tc, test_env_filter);
 	suite_add_tcase(s, tc);
 
-#if defined(UNWINDD_HAVE_WALK)
 	tc = tcase_create("dump");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_dump_replay_equals_live);
 	tcase_add_test(tc, test_dump_cap_and_write_errors);
 	suite_add_tcase(s, tc);
-#endif
 
 	tc = tcase_create("process");
 	tcase_set_timeout(tc, 60);

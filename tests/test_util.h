@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Helpers shared by the Check test programs: skip codes, environment, and a
- * runner that honours the "stress" convention (CPA_STRESS=1 adds the
- * stress-tagged cases).
+ * Helpers shared by the Check test programs: the skip code, the environment
+ * (CPA_STRESS=1 asks for bigger runs, TSan for smaller ones) and a runner.
  */
 #ifndef CPA_TEST_UTIL_H
 #define CPA_TEST_UTIL_H

@@ -1,5 +1,7 @@
 # The test workload, built twice: with frame pointers and without (-O2
-# -fomit-frame-pointer), each with its own copy of the shared library.
+# -fomit-frame-pointer), each with its own copy of the shared library. The e2e
+# tests and bench_overhead use it; each includes this file, the first defines it.
+include_guard(GLOBAL)
 foreach(variant fp nofp)
   if(variant STREQUAL "fp")
     set(wl_flags -O1 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * /proc/PID/maps parsing without stdio: one pass over a buffer, no
- * allocation, no copies (paths point into the caller's buffer). It runs on
- * every mapping-cache miss, so it is written for speed and for hostile input
- * (a line that does not parse is skipped, never followed past the buffer).
+ * /proc/PID/maps parsing without stdio: procmaps__next() makes one pass over
+ * a buffer with no allocation and no copies (paths point into the caller's
+ * buffer); procmaps__read() fills that buffer, growing it with realloc() and
+ * reusing it across calls. It runs on every mapping-cache miss, so it is
+ * written for speed and for hostile input (a line that does not parse is
+ * skipped, never followed past the buffer).
  *
  *   55d0c8a00000-55d0c8a02000 r-xp 00002000 fd:01 1312  /usr/bin/cat
  *   ^start       ^end         ^perms ^pgoff  ^dev  ^ino ^path (may hold spaces)

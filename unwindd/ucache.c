@@ -18,9 +18,7 @@
 #include "procmaps.h"
 #include "shm/counters.h"
 
-#if defined(UNWINDD_HAVE_CFI)
 #include "cfi.h"
-#endif
 
 #define IDENT_RETRY_NS (1000ull * 1000 * 1000) /* re-try opening a binary after this */
 #define REFRESH_MAX_NS (5 * IDENT_RETRY_NS)    /* default cap of the backed-off throttle */
@@ -247,9 +245,7 @@ static void cfi_put(struct ucache *c, struct ucfi *f)
 			break;
 		}
 	}
-#if defined(UNWINDD_HAVE_CFI)
 	cfi_table__free(f->table);
-#endif
 	c->bytes -= f->bytes + sizeof(*f);
 	free(f);
 }
@@ -627,7 +623,6 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		return b->cfi->table;
 	if (b->cfi_tried || p->last_use < b->cfi_retry_ns)
 		return NULL;
-#if defined(UNWINDD_HAVE_CFI)
 	{
 		_cleanup_close_ int fd = -1, dfd = -1;
 		struct cfi_table *t = NULL;
@@ -704,11 +699,6 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		b->cfi = f;
 		return t;
 	}
-#else
-	(void)c;
-	(void)p;
-	return NULL;
-#endif
 }
 
 /* ---- task events ---- */

@@ -28,9 +28,7 @@
 #include "shm/counters.h"
 #include "ucache.h"
 
-#if defined(UNWINDD_HAVE_WALK)
 #include "walk.h"
-#endif
 
 uint64_t unwindd_now_ns(void)
 {
@@ -257,7 +255,6 @@ static int unwind_fp(const struct cpa_sample *s, const uint64_t *ufp, unwindd_fi
 	return stop;
 }
 
-#if defined(UNWINDD_HAVE_WALK)
 struct seam_walk {
 	unwindd_find_fn find;
 	void *ctx;
@@ -271,7 +268,6 @@ static int seam_walk_find(void *ctx, uint64_t pc, struct unw_loc *ret)
 	return w->find(w->ctx, pc, UNWINDD_FIND_TABLE | (w->calls++ == 0 ? UNWINDD_FIND_IP : 0),
 		       ret);
 }
-#endif
 
 /*
  * THE SEAM: user frames for one sample. Hybrid: the DWARF CFI walk when the
@@ -284,7 +280,6 @@ int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8
 		    bool *ret_fp_deeper)
 {
 	*ret_fp_deeper = false;
-#if defined(UNWINDD_HAVE_WALK)
 	if ((s->flags & CPA_SF_USER_REGS) && s->stack_len &&
 	    !(s->flags & (CPA_SF_DEGRADED | CPA_SF_NO_USTACK))) {
 		const struct unw_regs regs = {
@@ -320,9 +315,6 @@ int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8
 		 * stack copy that was too short): the kernel's chain is deeper. */
 		*ret_fp_deeper = true;
 	}
-#else
-	(void)stack;
-#endif
 	return unwind_fp(s, ufp, find, ctx, out, ret_n);
 }
 
@@ -901,7 +893,6 @@ void unwindd__tick(struct unwindd *u, uint64_t now_ns)
 	if (u->bench)
 		(void)ubench__tick(u->bench, now_ns);
 	gauge_set(u, UNW_CNT_CACHE_BYTES, ucache__bytes(u->cache));
-#if defined(UNWINDD_HAVE_WALK)
 	{
 		struct unw_stats ws;
 
@@ -910,7 +901,6 @@ void unwindd__tick(struct unwindd *u, uint64_t now_ns)
 		cnt(u, UNW_CNT_CFI_EXPR, ws.complex_rows - u->walk_complex_seen);
 		u->walk_complex_seen = ws.complex_rows;
 	}
-#endif
 }
 
 /* --bench, --debug_option, --parse_env_values: only what is asked for exists. */
