@@ -153,6 +153,16 @@ static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return (ssize_t)done;
 }
 
+/* All of len bytes at off: 0, -ENODATA when the file ends first, or -errno. */
+static int pread_exact(int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pread_full(fd, buf, len, off);
+
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -ENODATA;
+}
+
 static bool block_hdr_ok(const struct store_block_hdr *h)
 {
 	return h->magic == STORE_BLOCK_MAGIC &&
@@ -377,7 +387,6 @@ static int read_section(struct store_reader *r, struct rseg *s, struct rblock *b
 {
 	struct store_block_hdr h;
 	uint32_t zoff, zlen, rawlen, crc, want;
-	ssize_t n;
 	size_t got;
 	int e;
 
@@ -391,9 +400,11 @@ static int read_section(struct store_reader *r, struct rseg *s, struct rblock *b
 	want = data ? b->len : MIN(b->len, (uint32_t)sizeof(h) + STORE_MAX_SECTION);
 	if (!data) {
 		/* Header first, then just the dictionary section. */
-		n = pread_full(s->fd, &h, sizeof(h), b->off);
-		if (n != (ssize_t)sizeof(h))
+		e = pread_exact(s->fd, &h, sizeof(h), b->off);
+		if (e == -ENODATA)
 			goto torn;
+		if (e < 0)
+			return e;
 		if (!block_hdr_ok(&h) || block_len(&h) != b->len)
 			goto corrupt;
 		want = (uint32_t)sizeof(h) + h.dict_zlen;
@@ -401,11 +412,11 @@ static int read_section(struct store_reader *r, struct rseg *s, struct rblock *b
 	e = ensure(&r->zbuf, &r->zcap, want);
 	if (e < 0)
 		return e;
-	n = pread_full(s->fd, r->zbuf, want, b->off);
-	if (n < 0)
-		return (int)n;
-	if ((uint32_t)n != want)
+	e = pread_exact(s->fd, r->zbuf, want, b->off);
+	if (e == -ENODATA)
 		goto torn;
+	if (e < 0)
+		return e;
 	r->st.bytes_read += want;
 	memcpy(&h, r->zbuf, sizeof(h));
 	if (!block_hdr_ok(&h) || block_len(&h) != b->len)
@@ -746,7 +757,6 @@ static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uin
 	while (pos < end) {
 		struct store_block_hdr h;
 		struct rblock b;
-		ssize_t n;
 
 		if (end - pos < sizeof(h)) {
 			if (at_tail) {
@@ -756,8 +766,7 @@ static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uin
 			}
 			return 0;
 		}
-		n = pread_full(s->fd, &h, sizeof(h), pos);
-		if (n != (ssize_t)sizeof(h))
+		if (pread_exact(s->fd, &h, sizeof(h), pos) < 0)
 			return 0;
 		if (!block_hdr_ok(&h)) {
 			uint64_t next = find_magic(s->fd, pos + 1, end);
@@ -1056,14 +1065,14 @@ static uint64_t block_edge_ns(struct store_reader *r, struct rseg *s, const stru
 	uint64_t fallback =
 		first ? (uint64_t)b->t_min_s * NS : ((uint64_t)b->t_min_s + b->span_s) * NS;
 	int fd = open(s->path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	int e;
 
 	r->st.bytes_read += sizeof(h);
 	if (fd < 0)
 		return fallback;
-	n = pread_full(fd, &h, sizeof(h), b->off);
+	e = pread_exact(fd, &h, sizeof(h), b->off);
 	close(fd);
-	if (n != (ssize_t)sizeof(h) || !block_hdr_ok(&h))
+	if (e < 0 || !block_hdr_ok(&h))
 		return fallback;
 	return first ? h.t_min_ns : h.t_max_ns;
 }
