@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/macro.h"
 #include "shm/records.h"
 #include "store.h"
@@ -73,7 +74,7 @@ int store_journal__start(struct store_journal *j, struct store_wq *q, uint64_t e
 			   .epoch = epoch};
 	DIR *d;
 	struct dirent *de;
-	int fd;
+	int r;
 
 	if (j->f) {
 		sfile__put(j->f);
@@ -85,14 +86,9 @@ int store_journal__start(struct store_journal *j, struct store_wq *q, uint64_t e
 	if (mkdir(j->dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	jr_path(j, epoch, path, sizeof(path));
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	j->f = sfile__new(fd);
-	if (!j->f) {
-		close(fd);
-		return -ENOMEM;
-	}
+	r = sfile__open(path, O_WRONLY | O_CREAT | O_TRUNC, &j->f);
+	if (r < 0)
+		return r;
 	j->epoch = epoch;
 	h.crc = store_crc(&h, offsetof(struct jr_hdr, crc));
 	j->off = sizeof(h);
@@ -175,9 +171,9 @@ int store_journal__open(struct store_journal *j, const char *dir, struct store_w
 	char path[PATH_MAX + 64];
 	uint64_t best = 0, off;
 	bool found = false;
-	_cleanup_free_ uint8_t *buf = NULL;
+	_cleanup_free_ char *buf = NULL;
+	size_t cap = 0, size;
 	struct jr_hdr h;
-	struct stat sb;
 	struct dirent *de;
 	int fd, n = 0;
 	DIR *d;
@@ -204,34 +200,28 @@ int store_journal__open(struct store_journal *j, const char *dir, struct store_w
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < sizeof(h) ||
-	    (uint64_t)sb.st_size > JR_MAX_BYTES + JR_MAX_REC)
-		goto out_fresh;
-	buf = malloc((size_t)sb.st_size);
-	if (!buf || pread(fd, buf, (size_t)sb.st_size, 0) != sb.st_size)
+	if (read_full_fd(fd, JR_MAX_BYTES + JR_MAX_REC, &buf, &cap, &size) < 0 || size < sizeof(h))
 		goto out_fresh;
 	memcpy(&h, buf, sizeof(h));
 	if (h.magic != JR_MAGIC || h.major > STORE_VERSION_MAJOR ||
 	    h.crc != store_crc(&h, offsetof(struct jr_hdr, crc)))
 		goto out_fresh;
 	j->replaying = true;
-	for (off = sizeof(h); off + sizeof(struct jr_rec) <= (uint64_t)sb.st_size;) {
+	for (off = sizeof(h); off + sizeof(struct jr_rec) <= size;) {
 		struct jr_rec rh;
 
 		memcpy(&rh, buf + off, sizeof(rh));
-		if (rh.len > JR_MAX_REC || off + sizeof(rh) + rh.len > (uint64_t)sb.st_size ||
+		if (rh.len > JR_MAX_REC || off + sizeof(rh) + rh.len > size ||
 		    store_crc(buf + off + sizeof(rh), rh.len) != rh.crc)
 			break; /* torn tail: the rest was never acknowledged */
-		if (jr_apply(w, rh.type, buf + off + sizeof(rh), rh.len) == 0)
+		if (jr_apply(w, rh.type, (const uint8_t *)buf + off + sizeof(rh), rh.len) == 0)
 			n++;
 		off += sizeof(rh) + rh.len;
 	}
 	j->replaying = false;
 	j->f = sfile__new(fd);
-	if (!j->f) {
-		close(fd);
+	if (!j->f)
 		return -ENOMEM;
-	}
 	j->epoch = h.epoch;
 	j->off = off; /* new records overwrite a torn tail */
 	return n;

@@ -5,6 +5,7 @@
  * completion of the block.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,11 +19,23 @@ struct sfile *sfile__new(int fd)
 {
 	struct sfile *f = calloc(1, sizeof(*f));
 
-	if (!f)
+	if (!f) {
+		close(fd);
 		return NULL;
+	}
 	f->fd = fd;
 	f->refs = 1;
 	return f;
+}
+
+int sfile__open(const char *path, int flags, struct sfile **ret)
+{
+	int fd = open(path, flags | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return -errno;
+	*ret = sfile__new(fd);
+	return *ret ? 0 : -ENOMEM;
 }
 
 void sfile__put(struct sfile *f)

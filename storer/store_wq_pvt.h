@@ -66,7 +66,10 @@ struct store_wq {
 	struct store_writer_stats *st; /* the writer's: write and drop counters */
 };
 
+/* Takes fd (closed if there is no memory for the sfile): NULL or the sfile. */
 struct sfile *sfile__new(int fd);
+/* open(path, flags | O_CLOEXEC, 0644) as an sfile: 0 or -errno. */
+int sfile__open(const char *path, int flags, struct sfile **ret);
 void sfile__put(struct sfile *f);
 void sdir__put(struct sdir *d);
 /* Frees op and drops its file and dir references. Accepts NULL. */

@@ -173,18 +173,13 @@ static int open_index(struct store_writer *w, struct sdir *d, bool existing)
 {
 	char path[PATH_MAX + 192];
 	struct stat sb;
-	int fd;
+	int r;
 
 	snprintf(path, sizeof(path), "%s/index", d->path);
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	d->idx = sfile__new(fd);
-	if (!d->idx) {
-		close(fd);
-		return -ENOMEM;
-	}
-	if (existing && fstat(fd, &sb) == 0 &&
+	r = sfile__open(path, O_WRONLY | O_CREAT, &d->idx);
+	if (r < 0)
+		return r;
+	if (existing && fstat(d->idx->fd, &sb) == 0 &&
 	    (uint64_t)sb.st_size >= sizeof(struct store_idx_hdr)) {
 		uint64_t n = ((uint64_t)sb.st_size - sizeof(struct store_idx_hdr) +
 			      sizeof(struct store_idx_entry) - 1) /
@@ -282,7 +277,7 @@ static int open_segment(struct store_writer *w, int64_t t)
 {
 	char path[PATH_MAX + 192];
 	struct store_seg_hdr h;
-	int fd;
+	int r;
 
 	if (w->seg) {
 		sfile__put(w->seg);
@@ -290,14 +285,9 @@ static int open_segment(struct store_writer *w, int64_t t)
 	}
 	w->seg_no++;
 	store_dir__seg_path(path, sizeof(path), w->dir->path, w->seg_no);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	w->seg = sfile__new(fd);
-	if (!w->seg) {
-		close(fd);
-		return -ENOMEM;
-	}
+	r = sfile__open(path, O_WRONLY | O_CREAT | O_TRUNC, &w->seg);
+	if (r < 0)
+		return r;
 	memset(&h, 0, sizeof(h));
 	h.magic = STORE_SEG_MAGIC;
 	h.major = STORE_VERSION_MAJOR;
