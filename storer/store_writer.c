@@ -26,6 +26,7 @@
 #include "shm/stage.h"
 #include "store.h"
 #include "store_block_pvt.h"
+#include "store_dict_pvt.h"
 #include "store_dir_pvt.h"
 #include "store_fmt.h"
 #include "store_journal_pvt.h"
@@ -35,42 +36,6 @@
 #define LATE_MAX_S	  60	     /* older than this: a block of its own */
 #define SEG_MAX_BYTES	  (1u << 30) /* offsets are u32: rotate well before 4 GiB */
 #define RETENTION_EVERY_S 60
-
-/* ------------------------------------------------------------ symd-side tables */
-
-struct sym_str {
-	uint64_t off;
-	uint32_t len;
-	uint32_t seg_sid, seg_gen;
-};
-
-struct sym_mod {
-	uint64_t path_off;
-	uint32_t path_len, kind;
-	uint8_t bid_len, bid[CPA_BUILD_ID_MAX];
-	uint32_t seg_sid, seg_gen;
-};
-
-struct sym_frame {
-	struct cpa_frame_def def;
-	uint32_t seg_sid, seg_gen;
-};
-
-struct sym_stack {
-	uint64_t frames_off; /* into sym.u32s */
-	uint16_t n, nk;
-	uint32_t seg_sid, seg_gen;
-};
-
-struct sym_tables {
-	struct u32map str_map, mod_map, frame_map, stack_map; /* symd id -> index + 1 */
-	VEC(struct sym_str) strs;
-	VEC(struct sym_mod) mods;
-	VEC(struct sym_frame) frames;
-	VEC(struct sym_stack) stacks;
-	struct sbuf bytes;  /* string and path bytes */
-	VEC(uint32_t) u32s; /* stack frame ids */
-};
 
 struct store_writer {
 	struct store_writer_opts o;
@@ -86,10 +51,8 @@ struct store_writer {
 	uint32_t seg_no;
 	uint64_t seg_off;
 	int64_t seg_start_s;
-	uint32_t seg_gen;
 
-	struct sym_tables sym;
-	struct seg_dict dict;
+	struct store_dict dict;
 	struct block blk;
 
 	struct store_enc enc;
@@ -299,164 +262,8 @@ static int open_segment(struct store_writer *w, int64_t t)
 	w->seg_off = sizeof(h);
 	w->seg_start_s = t;
 	/* A new segment is a full dictionary restart: ids are per segment. */
-	seg_dict__reset(&w->dict);
-	w->seg_gen++;
+	store_dict__new_segment(&w->dict);
 	return store_wq__write(&w->wq, w->seg, 0, &h, sizeof(h));
-}
-
-/* ------------------------------------------------------------ interning */
-
-static int seg_str(struct store_writer *w, const void *s, uint32_t len)
-{
-	return seg_dict__intern(&w->dict.str, s, len);
-}
-
-static int seg_marker_stack(struct store_writer *w, const char *name)
-{
-	struct seg_frame_key fk = {0};
-	struct {
-		uint16_t n, nk;
-		uint32_t f;
-	} sk;
-	int r;
-
-	r = seg_str(w, name, (uint32_t)strlen(name));
-	if (r < 0)
-		return r;
-	fk.name_sid = (uint32_t)r;
-	fk.flags = CPA_FF_MARKER;
-	r = seg_dict__intern(&w->dict.frame, &fk, sizeof(fk));
-	if (r < 0)
-		return r;
-	sk.n = 1;
-	sk.nk = 0;
-	sk.f = (uint32_t)r;
-	return seg_dict__intern(&w->dict.stack, &sk, sizeof(sk));
-}
-
-static struct sym_str *sym_str_get(struct store_writer *w, uint32_t id)
-{
-	uint32_t i = u32map__get(&w->sym.str_map, id);
-
-	return i ? &w->sym.strs.v[i - 1] : NULL;
-}
-
-/* Segment string id of symd string id (0 stays 0 = none). */
-static int seg_sym_str(struct store_writer *w, uint32_t id)
-{
-	struct sym_str *s;
-	int r;
-
-	if (!id)
-		return 0;
-	s = sym_str_get(w, id);
-	if (!s) {
-		w->st.unknown_ids++;
-		return 0;
-	}
-	if (s->seg_gen == w->seg_gen && s->seg_sid)
-		return (int)s->seg_sid;
-	r = seg_str(w, w->sym.bytes.p + s->off, s->len);
-	if (r > 0) {
-		s->seg_sid = (uint32_t)r;
-		s->seg_gen = w->seg_gen;
-	}
-	return r;
-}
-
-static int seg_sym_mod(struct store_writer *w, uint32_t id)
-{
-	uint32_t i = id ? u32map__get(&w->sym.mod_map, id) : 0;
-	struct seg_mod_key k;
-	struct sym_mod *m;
-	int r;
-
-	if (!i)
-		return 0;
-	m = &w->sym.mods.v[i - 1];
-	if (m->seg_gen == w->seg_gen && m->seg_sid)
-		return (int)m->seg_sid;
-	memset(&k, 0, sizeof(k));
-	r = seg_str(w, w->sym.bytes.p + m->path_off, m->path_len);
-	if (r < 0)
-		return r;
-	k.kind = m->kind;
-	k.path_sid = (uint32_t)r;
-	k.bid_len = m->bid_len;
-	memcpy(k.bid, m->bid, m->bid_len);
-	r = seg_dict__intern(&w->dict.mod, &k, sizeof(k));
-	if (r > 0) {
-		m->seg_sid = (uint32_t)r;
-		m->seg_gen = w->seg_gen;
-	}
-	return r;
-}
-
-static int seg_sym_frame(struct store_writer *w, uint32_t id)
-{
-	uint32_t i = u32map__get(&w->sym.frame_map, id);
-	struct seg_frame_key k = {0};
-	struct sym_frame *f;
-	int r;
-
-	if (!i) {
-		w->st.unknown_ids++;
-		r = seg_str(w, "[unknown frame]", 15);
-		if (r < 0)
-			return r;
-		k.name_sid = (uint32_t)r;
-		k.flags = CPA_FF_MARKER;
-		return seg_dict__intern(&w->dict.frame, &k, sizeof(k));
-	}
-	f = &w->sym.frames.v[i - 1];
-	if (f->seg_gen == w->seg_gen && f->seg_sid)
-		return (int)f->seg_sid;
-	r = seg_sym_str(w, f->def.name_id);
-	if (r < 0)
-		return r;
-	k.name_sid = (uint32_t)r;
-	r = seg_sym_mod(w, f->def.module_id);
-	if (r < 0)
-		return r;
-	k.mod_sid = (uint32_t)r;
-	k.flags = f->def.flags;
-	k.offset = f->def.offset;
-	r = seg_dict__intern(&w->dict.frame, &k, sizeof(k));
-	if (r > 0) {
-		f->seg_sid = (uint32_t)r;
-		f->seg_gen = w->seg_gen;
-	}
-	return r;
-}
-
-static int seg_sym_stack(struct store_writer *w, uint32_t id)
-{
-	uint32_t i = id ? u32map__get(&w->sym.stack_map, id) : 0;
-	uint32_t key[SEG_STACK_KEY_MAX];
-	struct sym_stack *s;
-	uint32_t j;
-	int r;
-
-	if (!i) {
-		w->st.unknown_ids++;
-		return seg_marker_stack(w, "[unknown stack]");
-	}
-	s = &w->sym.stacks.v[i - 1];
-	if (s->seg_gen == w->seg_gen && s->seg_sid)
-		return (int)s->seg_sid;
-	key[0] = (uint32_t)s->n | (uint32_t)s->nk << 16;
-	for (j = 0; j < s->n; j++) {
-		r = seg_sym_frame(w, w->sym.u32s.v[s->frames_off + j]);
-		if (r < 0)
-			return r;
-		key[1 + j] = (uint32_t)r;
-	}
-	r = seg_dict__intern(&w->dict.stack, key, 4 * (1 + s->n));
-	if (r > 0) {
-		s->seg_sid = (uint32_t)r;
-		s->seg_gen = w->seg_gen;
-	}
-	return r;
 }
 
 int store_writer__journal_open(struct store_writer *w, const char *dir)
@@ -468,91 +275,32 @@ int store_writer__journal_open(struct store_writer *w, const char *dir)
 
 void store_writer__dict_reset(struct store_writer *w, uint64_t epoch)
 {
-	struct sym_tables *t = &w->sym;
-
 	/* Failing that, a restart loses the dictionary: counted by symd ids. */
 	if (w->jr.on)
 		store_journal__start(&w->jr, &w->wq, epoch);
-	u32map__free(&t->str_map);
-	u32map__free(&t->mod_map);
-	u32map__free(&t->frame_map);
-	u32map__free(&t->stack_map);
-	t->strs.n = t->mods.n = t->frames.n = t->stacks.n = t->u32s.n = 0;
-	t->bytes.len = 0;
-	t->bytes.oom = false;
+	store_dict__reset(&w->dict);
 }
 
 int store_writer__def_str(struct store_writer *w, const struct cpa_str_def *d, const char *s)
 {
-	struct sym_str e = {.off = w->sym.bytes.len, .len = d->len};
-	int r;
-
-	if (!d->id)
-		return -EINVAL;
-	sbuf__put(&w->sym.bytes, s, d->len);
-	if (w->sym.bytes.oom)
-		return -ENOMEM;
-	r = VEC_PUSH(w->sym.strs, e);
-	if (r < 0)
-		return r;
-	store_journal__append(&w->jr, CPA_REC_STR, d, sizeof(*d), s, d->len);
-	return u32map__set(&w->sym.str_map, d->id, (uint32_t)r);
+	return store_dict__def_str(&w->dict, &w->jr, d, s);
 }
 
 int store_writer__def_module(struct store_writer *w, const struct cpa_module_def *m,
 			     const char *path)
 {
-	struct sym_mod e = {.path_off = w->sym.bytes.len, .path_len = m->path_len, .kind = m->kind};
-	int r;
-
-	if (!m->id || m->build_id_len > CPA_BUILD_ID_MAX)
-		return -EINVAL;
-	e.bid_len = m->build_id_len;
-	memcpy(e.bid, m->build_id, m->build_id_len);
-	sbuf__put(&w->sym.bytes, path, m->path_len);
-	if (w->sym.bytes.oom)
-		return -ENOMEM;
-	r = VEC_PUSH(w->sym.mods, e);
-	if (r < 0)
-		return r;
-	store_journal__append(&w->jr, CPA_REC_MODULE, m, sizeof(*m), path, m->path_len);
-	return u32map__set(&w->sym.mod_map, m->id, (uint32_t)r);
+	return store_dict__def_module(&w->dict, &w->jr, m, path);
 }
 
 int store_writer__def_frame(struct store_writer *w, const struct cpa_frame_def *f)
 {
-	struct sym_frame e = {.def = *f};
-	int r;
-
-	if (!f->id)
-		return -EINVAL;
-	r = VEC_PUSH(w->sym.frames, e);
-	if (r < 0)
-		return r;
-	store_journal__append(&w->jr, CPA_REC_FRAME, f, sizeof(*f), NULL, 0);
-	return u32map__set(&w->sym.frame_map, f->id, (uint32_t)r);
+	return store_dict__def_frame(&w->dict, &w->jr, f);
 }
 
 int store_writer__def_stack(struct store_writer *w, const struct cpa_stack_def *s,
 			    const uint32_t *frame_ids)
 {
-	struct sym_stack e = {.frames_off = w->sym.u32s.n, .n = s->n_frames, .nk = s->n_kframes};
-	uint32_t i;
-	int r;
-
-	if (!s->id || s->n_kframes > s->n_frames ||
-	    s->n_frames > CPA_MAX_KSTACK + CPA_MAX_UFRAMES + 1)
-		return -EINVAL;
-	for (i = 0; i < s->n_frames; i++) {
-		r = VEC_PUSH(w->sym.u32s, frame_ids[i]);
-		if (r < 0)
-			return r;
-	}
-	r = VEC_PUSH(w->sym.stacks, e);
-	if (r < 0)
-		return r;
-	store_journal__append(&w->jr, CPA_REC_STACK, s, sizeof(*s), frame_ids, 4u * s->n_frames);
-	return u32map__set(&w->sym.stack_map, s->id, (uint32_t)r);
+	return store_dict__def_stack(&w->dict, &w->jr, s, frame_ids);
 }
 
 /* ------------------------------------------------------------ block close */
@@ -571,7 +319,7 @@ int store_writer__close_block(struct store_writer *w)
 		return 0;
 	min_s = (int64_t)(k->t_min_ns / NSEC_PER_SEC);
 	max_s = (int64_t)(k->t_max_ns / NSEC_PER_SEC);
-	r = store_enc__block(&w->enc, k, &w->dict, &enc);
+	r = store_enc__block(&w->enc, k, &w->dict.seg, &enc);
 	if (r < 0)
 		goto out_reset;
 	op = calloc(1, sizeof(*op));
@@ -601,7 +349,7 @@ int store_writer__close_block(struct store_writer *w)
 	w->seg_off += op->len;
 
 	/* The dictionary delta is in this block now, whatever happens to the write. */
-	seg_dict__mark_emitted(&w->dict);
+	seg_dict__mark_emitted(&w->dict.seg);
 
 	w->st.blocks++;
 	w->st.bytes_raw += enc.raw_len;
@@ -699,19 +447,19 @@ int store_writer__add_sample(struct store_writer *w, const struct cpa_sample_out
 	key.cpu = s->cpu;
 	key.kind = s->kind;
 	key.probe = s->probe_id;
-	r = seg_sym_stack(w, s->stack_id);
+	r = store_dict__sym_stack(&w->dict, s->stack_id);
 	if (r < 0)
 		return r;
 	key.stack = (uint32_t)r;
-	r = seg_sym_str(w, s->comm_id);
+	r = store_dict__sym_str(&w->dict, s->comm_id);
 	if (r < 0)
 		return r;
 	key.comm = (uint32_t)r;
-	r = seg_sym_str(w, s->pcomm_id);
+	r = store_dict__sym_str(&w->dict, s->pcomm_id);
 	if (r < 0)
 		return r;
 	key.pcomm = (uint32_t)r;
-	r = seg_sym_str(w, s->env_id);
+	r = store_dict__sym_str(&w->dict, s->env_id);
 	if (r < 0)
 		return r;
 	key.env = (uint32_t)r;
@@ -736,7 +484,7 @@ int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
 		return r;
 	snprintf(name, sizeof(name), "[lost: %s %s]", shm_stage_name((enum shm_stage_id)l->stage),
 		 cn ? cn : "unknown");
-	r = seg_marker_stack(w, name);
+	r = store_dict__marker_stack(&w->dict, name);
 	if (r < 0)
 		return r;
 	memset(&key, 0, sizeof(key));
@@ -764,8 +512,8 @@ uint64_t store_writer__deadline(const struct store_writer *w)
 
 size_t store_writer__open_bytes(const struct store_writer *w)
 {
-	return (size_t)w->blk.rows.n * sizeof(struct row) + intern__bytes(&w->dict.str) +
-	       intern__bytes(&w->dict.stack) + intern__bytes(&w->dict.frame);
+	return (size_t)w->blk.rows.n * sizeof(struct row) + intern__bytes(&w->dict.seg.str) +
+	       intern__bytes(&w->dict.seg.stack) + intern__bytes(&w->dict.seg.frame);
 }
 
 int store_writer__tick(struct store_writer *w, uint64_t now_ns)
@@ -845,6 +593,7 @@ int store_writer__new(const struct store_writer_opts *o, struct store_writer **r
 	if (!w)
 		return -ENOMEM;
 	w->o = *o;
+	w->dict.unknown_ids = &w->st.unknown_ids;
 	snprintf(w->root, sizeof(w->root), "%s", o->root);
 	w->o.root = w->root;
 	snprintf(w->env_names, sizeof(w->env_names), "%s",
@@ -897,17 +646,7 @@ void store_writer__free(struct store_writer *w)
 	close_dir(w);
 	store_journal__free(&w->jr);
 	store_enc__free(&w->enc);
-	u32map__free(&w->sym.str_map);
-	u32map__free(&w->sym.mod_map);
-	u32map__free(&w->sym.frame_map);
-	u32map__free(&w->sym.stack_map);
-	free(w->sym.strs.v);
-	free(w->sym.mods.v);
-	free(w->sym.frames.v);
-	free(w->sym.stacks.v);
-	free(w->sym.u32s.v);
-	sbuf__free(&w->sym.bytes);
-	seg_dict__free(&w->dict);
+	store_dict__free(&w->dict);
 	block__free(&w->blk);
 	free(w);
 }
