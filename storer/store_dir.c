@@ -34,7 +34,8 @@ void store_dir__seg_path(char *buf, size_t len, const char *dir, uint32_t no)
 	snprintf(buf, len, "%s/seg_%06u.cps", dir, no);
 }
 
-int store_dir__for_each_seg(const char *dir, store_seg_fn fn, void *ctx)
+/* Every entry of dir but "." and "..", until fn returns non-zero. */
+static int for_each_entry(const char *dir, store_name_fn fn, void *ctx)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -42,43 +43,61 @@ int store_dir__for_each_seg(const char *dir, store_seg_fn fn, void *ctx)
 
 	if (!d)
 		return -errno;
-	while (!r && (de = readdir(d))) {
-		uint32_t no;
-
-		if (store_dir__seg_name(de->d_name, &no))
-			r = fn(ctx, de->d_name, no);
-	}
-	closedir(d);
-	return r;
-}
-
-int store_dir__for_each_store(const char *root, store_name_fn fn, void *ctx)
-{
-	DIR *d = opendir(root);
-	struct dirent *de;
-	int r = 0;
-
-	if (!d)
-		return -errno;
 	while (!r && (de = readdir(d)))
-		if (!strncmp(de->d_name, STORE_DIR_PREFIX, strlen(STORE_DIR_PREFIX)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			r = fn(ctx, de->d_name);
 	closedir(d);
 	return r;
 }
 
+struct seg_walk {
+	store_seg_fn fn;
+	void *ctx;
+};
+
+static int seg_entry(void *ctx, const char *name)
+{
+	struct seg_walk *w = ctx;
+	uint32_t no;
+
+	return store_dir__seg_name(name, &no) ? w->fn(w->ctx, name, no) : 0;
+}
+
+int store_dir__for_each_seg(const char *dir, store_seg_fn fn, void *ctx)
+{
+	struct seg_walk w = {fn, ctx};
+
+	return for_each_entry(dir, seg_entry, &w);
+}
+
+struct store_walk {
+	store_name_fn fn;
+	void *ctx;
+};
+
+static int store_entry(void *ctx, const char *name)
+{
+	struct store_walk *w = ctx;
+
+	return strncmp(name, STORE_DIR_PREFIX, strlen(STORE_DIR_PREFIX)) ? 0 : w->fn(w->ctx, name);
+}
+
+int store_dir__for_each_store(const char *root, store_name_fn fn, void *ctx)
+{
+	struct store_walk w = {fn, ctx};
+
+	return for_each_entry(root, store_entry, &w);
+}
+
+static int store_file_entry(void *ctx, const char *name)
+{
+	(void)ctx;
+	return !strncmp(name, "seg_", 4) || !strcmp(name, "index");
+}
+
 bool store_dir__is_store(const char *path)
 {
-	DIR *d = opendir(path);
-	struct dirent *de;
-	bool yes = false;
-
-	if (!d)
-		return false;
-	while (!yes && (de = readdir(d)))
-		yes = !strncmp(de->d_name, "seg_", 4) || !strcmp(de->d_name, "index");
-	closedir(d);
-	return yes;
+	return for_each_entry(path, store_file_entry, NULL) > 0;
 }
 
 struct list_ctx {
