@@ -429,6 +429,9 @@ static int workload_wait(struct workload *w, void (*tick)(void *), void *arg, do
 	struct rusage ru;
 	int status;
 
+	/* Defined on every return: NAN until measured (a -errno the compiler cannot
+	 * prove negative must not leave the caller with garbage). */
+	*ret_cpu = *ret_wall = *ret_units = NAN;
 	for (;;) {
 		struct pollfd pfd[2] = {{.fd = w->pidfd, .events = POLLIN},
 					{.fd = w->out, .events = POLLIN}};

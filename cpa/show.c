@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * `cpa show`: range and folded export of a store (docs/cpa-cli.md).
+ * `cpa show`: range and folded export of a store, compatible with CPA's command
+ * line (the compatibility reference kept with the project brief; docs/cli.md).
  *
  * Lines scripts parse are printed byte for byte as CPA printed them:
  *	Record Time From [ HH:MM:SS.mmm ] to [ HH:MM:SS.mmm ] Records Num: N
@@ -15,26 +16,22 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/cpulist.h"
+#include "common/intern.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "show.h"
 #include "storer/store.h"
 
-#define NS	       1000000000ULL
-#define SHOW_CPU_BITS  8192u
+#define NS	       NSEC_PER_SEC
 #define LINE_MAX_BYTES (64u << 10)
 
-struct fold_ent {
-	char *line; /* labels and frames, ends with ';' */
-	uint64_t value;
-	uint32_t hash;
-};
-
+/* Folded lines (labels and frames, each ending with ';') -> summed value. */
 struct fold {
-	struct fold_ent *ents;
-	uint32_t n, cap;
-	uint32_t *slots;
-	uint32_t nslots;
+	struct intern lines;
+	uint64_t *values; /* values[id - 1] */
+	uint32_t cap;
 };
 
 struct show_ctx {
@@ -47,84 +44,34 @@ struct show_ctx {
 	uint64_t rows;
 };
 
-static uint32_t fold_hash(const char *s, size_t len)
-{
-	uint32_t h = 2166136261u;
-
-	while (len--)
-		h = (h ^ (uint8_t)*s++) * 16777619u;
-	return h;
-}
-
-static int fold_grow(struct fold *f)
-{
-	uint32_t ns = f->nslots ? f->nslots * 2 : 1024, i;
-	uint32_t *s = calloc(ns, sizeof(*s));
-
-	if (!s)
-		return -ENOMEM;
-	for (i = 0; i < f->n; i++) {
-		uint32_t h = f->ents[i].hash & (ns - 1);
-
-		while (s[h])
-			h = (h + 1) & (ns - 1);
-		s[h] = i + 1;
-	}
-	free(f->slots);
-	f->slots = s;
-	f->nslots = ns;
-	return 0;
-}
-
 static int fold_add(struct fold *f, const char *line, size_t len, uint64_t value)
 {
-	uint32_t h = fold_hash(line, len), i;
-	char *c;
+	uint32_t id;
+	int r = intern__get(&f->lines, line, (uint32_t)len, &id);
 
-	if ((uint64_t)(f->n + 1) * 2 > f->nslots && fold_grow(f) < 0)
-		return -ENOMEM;
-	i = h & (f->nslots - 1);
-	while (f->slots[i]) {
-		struct fold_ent *e = &f->ents[f->slots[i] - 1];
+	if (r < 0)
+		return r;
+	if (r == 1) {
+		if (id > f->cap) {
+			uint32_t nc = f->cap ? f->cap * 2 : 256;
+			uint64_t *v = realloc(f->values, nc * sizeof(*v));
 
-		if (e->hash == h && strlen(e->line) == len && !memcmp(e->line, line, len)) {
-			e->value += value;
-			return 0;
+			if (!v)
+				return -ENOMEM;
+			f->values = v;
+			f->cap = nc;
 		}
-		i = (i + 1) & (f->nslots - 1);
+		f->values[id - 1] = 0;
 	}
-	if (f->n == f->cap) {
-		uint32_t nc = f->cap ? f->cap * 2 : 256;
-		struct fold_ent *e = realloc(f->ents, nc * sizeof(*e));
-
-		if (!e)
-			return -ENOMEM;
-		f->ents = e;
-		f->cap = nc;
-	}
-	c = strndup(line, len);
-	if (!c)
-		return -ENOMEM;
-	f->ents[f->n] = (struct fold_ent){.line = c, .value = value, .hash = h};
-	f->n++;
-	f->slots[i] = f->n;
+	f->values[id - 1] += value;
 	return 0;
 }
 
 static void fold_free(struct fold *f)
 {
-	uint32_t i;
-
-	for (i = 0; i < f->n; i++)
-		free(f->ents[i].line);
-	free(f->ents);
-	free(f->slots);
+	intern__free(&f->lines);
+	free(f->values);
 	memset(f, 0, sizeof(*f));
-}
-
-static int ent_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct fold_ent *)a)->line, ((const struct fold_ent *)b)->line);
 }
 
 /* Append s, with ';' and newlines made harmless: they would split the folded line. */
@@ -247,36 +194,90 @@ static void on_notice(void *ctx, const char *msg)
 		log_warn("%s", msg);
 }
 
+static int id_cmp(const void *a, const void *b, void *arg)
+{
+	return intern__cmp(arg, *(const uint32_t *)a, *(const uint32_t *)b);
+}
+
+/* The folded lines in byte order, one "line value" each. */
 static int write_prof(struct show_ctx *c, const char *path)
 {
-	FILE *f = fopen(path, "we");
-	uint32_t i;
+	const struct fold *fd = &c->f;
+	uint32_t n = intern__count(&fd->lines), i;
+	_cleanup_free_ uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids));
+	FILE *f;
 
+	if (!ids)
+		return log_error_errno(-ENOMEM, "sort folded lines: %m");
+	for (i = 0; i < n; i++)
+		ids[i] = i + 1;
+	qsort_r(ids, n, sizeof(*ids), id_cmp, (void *)&fd->lines);
+	f = fopen(path, "we");
 	if (!f)
 		return log_error_errno(-errno, "open '%s': %m", path);
-	qsort(c->f.ents, c->f.n, sizeof(*c->f.ents), ent_cmp);
-	for (i = 0; i < c->f.n; i++)
-		fprintf(f, "%s %llu\n", c->f.ents[i].line, (unsigned long long)c->f.ents[i].value);
+	for (i = 0; i < n; i++) {
+		uint32_t len;
+		const char *line = intern__key(&fd->lines, ids[i], &len);
+
+		fprintf(f, "%.*s %llu\n", (int)len, line,
+			(unsigned long long)fd->values[ids[i] - 1]);
+	}
 	if (ferror(f) | (fclose(f) != 0))
 		return log_error_errno(-(errno ? errno : EIO), "write '%s': %m", path);
 	return 0;
 }
 
-int show_run(const struct show_opts *o)
+static long local_tod(uint64_t ns)
 {
-	_cleanup_free_ uint8_t *cpus = NULL;
-	struct store_reader *r = NULL;
-	struct store_filter filt;
-	struct show_ctx c = {.o = o};
-	char dir[PATH_MAX + 256], err[512], a[32], b[32], outp[PATH_MAX];
-	uint64_t first, last, recs;
-	long stod = -1, etod = -1;
-	int64_t day0, t0, n;
-	int ret;
+	time_t t = (time_t)(ns / NS);
+	struct tm tm;
 
-	log_set_subsystem("show");
-	if (o->verbose)
-		log_set_level(LOG_LVL_DEBUG);
+	localtime_r(&t, &tm);
+	return tm.tm_hour * 3600L + tm.tm_min * 60L + tm.tm_sec;
+}
+
+/*
+ * The store dir under root for local time-of-day tod_s (-1: the newest): the
+ * newest cpa_* dir whose records span that time of day, else the newest.
+ */
+static int pick_store(const char *root, long tod_s, char *buf, size_t len)
+{
+	char **names;
+	uint32_t n, i;
+	int ret = store_root__list(root, &names, &n);
+
+	if (ret < 0)
+		return ret;
+	if (!n) {
+		store_root__list_free(names, n);
+		return -ENOENT;
+	}
+	snprintf(buf, len, "%s/%s", root, names[n - 1]);
+	for (i = n; tod_s >= 0 && i-- > 0;) {
+		char p[PATH_MAX + 256];
+		struct store_reader *r;
+		uint64_t a, b, recs;
+		bool hit;
+
+		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
+		if (store_reader__open(p, NULL, NULL, &r) < 0)
+			continue;
+		hit = store_reader__range(r, &a, &b, &recs) == 0 && local_tod(a) <= tod_s &&
+		      tod_s <= local_tod(b);
+		store_reader__free(r);
+		if (hit) {
+			snprintf(buf, len, "%s", p);
+			break;
+		}
+	}
+	store_root__list_free(names, n);
+	return 0;
+}
+
+/* What the options ask for, checked: the filter, and the times of day (-1 = none). */
+static int parse_request(const struct show_opts *o, struct store_filter *filt, uint64_t **ret_cpus,
+			 long *ret_stod, long *ret_etod)
+{
 	if (!o->read || !*o->read) {
 		log_error("--read DIR is required: a store dir (cpa_YYMMDD...) or the store root");
 		return -EINVAL;
@@ -289,101 +290,138 @@ int show_run(const struct show_opts *o)
 		log_error("--output_num must be > 0, got %ld", o->output_num);
 		return -EINVAL;
 	}
-	if (o->starttime && (stod = parse_tod(o->starttime)) < 0) {
+	if (o->starttime && (*ret_stod = parse_tod(o->starttime)) < 0) {
 		log_error("bad --starttime '%s': want HH:MM:SS", o->starttime);
 		return -EINVAL;
 	}
-	if (o->endtime && (etod = parse_tod(o->endtime)) < 0) {
+	if (o->endtime && (*ret_etod = parse_tod(o->endtime)) < 0) {
 		log_error("bad --endtime '%s': want HH:MM:SS", o->endtime);
 		return -EINVAL;
 	}
-	store_filter__init(&filt);
-	filt.pid = o->target_pid;
-	filt.comm = o->target_comm;
-	filt.env = o->target_env;
-	filt.cgroup_id = o->target_cgroup_id;
+	store_filter__init(filt);
+	filt->pid = o->target_pid;
+	filt->comm = o->target_comm;
+	filt->env = o->target_env;
+	filt->cgroup_id = o->target_cgroup_id;
 	if (o->target_cpu) {
-		cpus = calloc(SHOW_CPU_BITS / 8, 1);
+		uint64_t *cpus = calloc(CPULIST_WORDS(CPULIST_MAX_CPUS), sizeof(*cpus));
+
 		if (!cpus)
 			return log_error_errno(-ENOMEM, "cpu set: %m");
-		if (store_cpulist__parse(o->target_cpu, cpus, SHOW_CPU_BITS) < 0) {
+		*ret_cpus = cpus;
+		if (cpulist__parse(o->target_cpu, cpus, CPULIST_MAX_CPUS, NULL) < 0) {
 			log_error("bad --target_cpu '%s': want a list like 1-3,5", o->target_cpu);
 			return -EINVAL;
 		}
-		filt.cpu_set = cpus;
-		filt.cpu_set_bits = SHOW_CPU_BITS;
+		filt->cpu_set = cpus;
+		filt->cpu_set_bits = CPULIST_MAX_CPUS;
 	}
+	return 0;
+}
+
+/* --read names a store dir, or a root to pick one from by --starttime. */
+static int open_store(const struct show_opts *o, long stod, char *dir, size_t len,
+		      struct store_reader **ret)
+{
+	char err[512];
+	int r;
 
 	if (store_dir__is_store(o->read)) {
-		snprintf(dir, sizeof(dir), "%s", o->read);
+		snprintf(dir, len, "%s", o->read);
 	} else {
-		ret = store_root__pick(o->read, stod, dir, sizeof(dir));
-		if (ret == -ENOENT) {
+		r = pick_store(o->read, stod, dir, len);
+		if (r == -ENOENT) {
 			log_error(
 				"no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
 				o->read);
-			return ret;
+			return r;
 		}
-		if (ret < 0)
-			return log_error_errno(ret, "read store root '%s': %m", o->read);
+		if (r < 0)
+			return log_error_errno(r, "read store root '%s': %m", o->read);
 	}
-	ret = store_reader__open_err(dir, on_notice, NULL, &r, err, sizeof(err));
-	if (ret < 0) {
+	r = store_reader__open_err(dir, on_notice, NULL, ret, err, sizeof(err));
+	if (r < 0)
 		log_error("%s", err);
-		return ret;
-	}
-	ret = store_reader__range(r, &first, &last, &recs);
-	if (ret < 0) {
-		log_error("%s", store_reader__error(r));
-		goto out;
-	}
-	if (o->show_range) {
-		fmt_tod(first, a, sizeof(a));
-		fmt_tod(last, b, sizeof(b));
-		printf("Record Time From [ %s ] to [ %s ] Records Num: %llu\n", a, b,
-		       (unsigned long long)recs);
-		fflush(stdout);
-		goto out;
-	}
+	return r;
+}
 
+/* The export window [*ret_t0, *ret_t0 + *ret_n) in unix seconds. */
+static int select_window(const struct show_opts *o, uint64_t first, long stod, long etod,
+			 int64_t *ret_t0, int64_t *ret_n)
+{
 	/* Times of day are within the store's own day: that of its first record. */
-	day0 = local_midnight((int64_t)(first / NS));
-	t0 = stod >= 0 ? day0 + stod : (int64_t)(first / NS);
-	n = o->output_num;
+	int64_t day0 = local_midnight((int64_t)(first / NS));
+	int64_t t0 = stod >= 0 ? day0 + stod : (int64_t)(first / NS), n = o->output_num;
+
 	if (etod >= 0) {
 		n = day0 + etod - t0;
 		if (n <= 0) {
 			log_error("--endtime %s is not after the start", o->endtime);
-			ret = -EINVAL;
-			goto out;
+			return -EINVAL;
 		}
 	}
 	if (n > 366L * 86400) {
 		log_error("--output_num %lld is more than a year of records", (long long)n);
-		ret = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
+	*ret_t0 = t0;
+	*ret_n = n;
+	return 0;
+}
+
+/* Every row of the window through the filter, folded into c. */
+static int read_window(struct store_reader *r, const char *dir, int64_t t0, int64_t n,
+		       const struct store_filter *filt, struct show_ctx *c)
+{
+	int ret;
+
+	c->buf = malloc(LINE_MAX_BYTES);
+	if (!c->buf)
+		return log_error_errno(-ENOMEM, "line buffer: %m");
+	ret = store_reader__query(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt, on_sample,
+				  c);
+	if (ret < 0)
+		return log_error_errno(ret, "read '%s': %m", dir);
+	return 0;
+}
+
+static void log_read_stats(const struct store_reader *r)
+{
+	struct store_read_stats st;
+
+	store_reader__stats(r, &st);
+	log_debug("blocks: %llu indexed, %llu read, %llu dict reads, %llu corrupt, %llu torn",
+		  (unsigned long long)st.blocks_indexed, (unsigned long long)st.blocks_read,
+		  (unsigned long long)st.dict_reads, (unsigned long long)st.blocks_corrupt,
+		  (unsigned long long)st.blocks_torn);
+}
+
+/* The export: window, read and fold, write the .prof, and CPA's lines around it. */
+static int run_export(const struct show_opts *o, struct store_reader *r, const char *dir,
+		      uint64_t first, uint64_t last, long stod, long etod,
+		      const struct store_filter *filt)
+{
+	struct show_ctx c = {.o = o};
+	char a[32], b[32], ha[32], hb[32], outp[PATH_MAX];
+	int64_t t0, n;
+	int ret;
+
+	ret = select_window(o, first, stod, etod, &t0, &n);
+	if (ret < 0)
+		return ret;
 	fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
 	fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
 	printf("Export Record Time From [ %s - %s ]\n", a, b);
 	fflush(stdout);
 
-	c.buf = malloc(LINE_MAX_BYTES);
-	if (!c.buf) {
-		ret = log_error_errno(-ENOMEM, "line buffer: %m");
+	ret = read_window(r, dir, t0, n, filt, &c);
+	if (ret < 0)
 		goto out;
-	}
-	ret = store_reader__query(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, &filt, on_sample,
-				  &c);
-	if (ret < 0) {
-		log_error_errno(ret, "read '%s': %m", dir);
-		goto out;
-	}
 	if (!c.rows) {
-		fmt_tod(first, outp, sizeof(outp));
-		fmt_tod(last, err, sizeof(err));
-		log_error("no records in [ %s - %s ] of '%s' (it holds %s - %s)", a, b, dir, outp,
-			  err);
+		fmt_tod(first, ha, sizeof(ha));
+		fmt_tod(last, hb, sizeof(hb));
+		log_error("no records in [ %s - %s ] of '%s' (it holds %s - %s)", a, b, dir, ha,
+			  hb);
 		ret = -ENODATA;
 		goto out;
 	}
@@ -396,22 +434,48 @@ int show_run(const struct show_opts *o)
 		goto out;
 	fmt_tod((uint64_t)c.min_sec * NS, a, sizeof(a));
 	fmt_tod((uint64_t)(c.max_sec + 1) * NS, b, sizeof(b));
-	printf("Write  [ %s - %s ] Record to %s, Stack Type %u\n", a, b, outp, c.f.n);
+	printf("Write  [ %s - %s ] Record to %s, Stack Type %u\n", a, b, outp,
+	       intern__count(&c.f.lines));
 	fflush(stdout);
-	if (o->verbose) {
-		struct store_read_stats st;
-
-		store_reader__stats(r, &st);
-		log_debug(
-			"blocks: %llu indexed, %llu read, %llu dict reads, %llu corrupt, %llu torn",
-			(unsigned long long)st.blocks_indexed, (unsigned long long)st.blocks_read,
-			(unsigned long long)st.dict_reads, (unsigned long long)st.blocks_corrupt,
-			(unsigned long long)st.blocks_torn);
-	}
-	ret = 0;
+	if (o->verbose)
+		log_read_stats(r);
 out:
 	fold_free(&c.f);
 	free(c.buf);
+	return ret;
+}
+
+int show_run(const struct show_opts *o)
+{
+	_cleanup_free_ uint64_t *cpus = NULL;
+	struct store_reader *r = NULL;
+	struct store_filter filt;
+	char dir[PATH_MAX + 256], a[32], b[32];
+	uint64_t first, last, recs;
+	long stod = -1, etod = -1;
+	int ret;
+
+	log_set_subsystem("show");
+	if (o->verbose)
+		log_set_level(LOG_LVL_DEBUG);
+	ret = parse_request(o, &filt, &cpus, &stod, &etod);
+	if (ret < 0)
+		return ret;
+	ret = open_store(o, stod, dir, sizeof(dir), &r);
+	if (ret < 0)
+		return ret;
+	ret = store_reader__range(r, &first, &last, &recs);
+	if (ret < 0) {
+		log_error("%s", store_reader__error(r));
+	} else if (o->show_range) {
+		fmt_tod(first, a, sizeof(a));
+		fmt_tod(last, b, sizeof(b));
+		printf("Record Time From [ %s ] to [ %s ] Records Num: %llu\n", a, b,
+		       (unsigned long long)recs);
+		fflush(stdout);
+	} else {
+		ret = run_export(o, r, dir, first, last, stod, etod, &filt);
+	}
 	store_reader__free(r);
 	return ret;
 }

@@ -165,11 +165,11 @@ struct store_sample {
 };
 
 struct store_filter {
-	int64_t pid;		/* -1 = all */
-	const char *comm;	/* matches the thread or the process name; NULL = all */
-	const char *env;	/* NULL = all */
-	int64_t cgroup_id;	/* -1 = all */
-	const uint8_t *cpu_set; /* bitmap, NULL = all */
+	int64_t pid;		 /* -1 = all */
+	const char *comm;	 /* matches the thread or the process name; NULL = all */
+	const char *env;	 /* NULL = all */
+	int64_t cgroup_id;	 /* -1 = all */
+	const uint64_t *cpu_set; /* cpu bitmap as cpulist__parse() makes it; NULL = all */
 	uint32_t cpu_set_bits;
 };
 
@@ -212,14 +212,13 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 			const struct store_filter *f, store_sample_fn fn, void *ctx);
 void store_reader__stats(const struct store_reader *r, struct store_read_stats *ret);
 
-/* Pick the store dir under root for local time-of-day tod_s (-1: newest):
- * the newest cpa_* dir whose first record is at or before that time today,
- * else the newest. Writes the path into buf. */
-int store_root__pick(const char *root, long tod_s, char *buf, size_t len);
+/* ---------------------------------------------------------------- store roots */
+
 /* true if path looks like a store dir (has an index or segment files). */
 bool store_dir__is_store(const char *path);
-
-/* Parse a cpu list "1-3,5" into a bitmap of nbits; -EINVAL on bad syntax. */
-int store_cpulist__parse(const char *s, uint8_t *bits, uint32_t nbits);
+/* Names of the store dirs (cpa_*) under root, sorted: oldest day first, and
+ * within a day in start order. Free with store_root__list_free(). 0 or -errno. */
+int store_root__list(const char *root, char ***ret_names, uint32_t *ret_n);
+void store_root__list_free(char **names, uint32_t n);
 
 #endif /* CPA_STORE_H */

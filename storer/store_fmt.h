@@ -165,9 +165,4 @@ static inline const uint8_t *rbuf__bytes(struct rbuf *r, uint64_t n)
 	return p;
 }
 
-/* "cpa_YYMMDD" of the local day of t (seconds). */
-void store_fmt__day_name(int64_t t, char *buf, size_t len);
-/* Local day number (days since epoch in local time) of unix second t. */
-int64_t store_fmt__local_day(int64_t t);
-
 #endif /* CPA_STORE_FMT_H */

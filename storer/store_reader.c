@@ -7,7 +7,6 @@
  * of its file (torn tail) is skipped; a block the index does not know of is
  * found by scanning between and after the indexed blocks.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,11 +19,13 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "common/cpulist.h"
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "store.h"
+#include "store_dir_pvt.h"
 #include "store_fmt.h"
 
-#define NS		1000000000ULL
 #define MAX_INDEX_BYTES (64u << 20)
 /* A gap in dictionary ids (a lost section) larger than this is a lie. */
 #define DICT_MAX_GAP (1u << 20)
@@ -153,6 +154,16 @@ static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return (ssize_t)done;
 }
 
+/* All of len bytes at off: 0, -ENODATA when the file ends first, or -errno. */
+static int pread_exact(int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pread_full(fd, buf, len, off);
+
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -ENODATA;
+}
+
 static bool block_hdr_ok(const struct store_block_hdr *h)
 {
 	return h->magic == STORE_BLOCK_MAGIC &&
@@ -160,7 +171,7 @@ static bool block_hdr_ok(const struct store_block_hdr *h)
 	       h->type == STORE_BLOCK_DATA && h->dict_rawlen <= STORE_MAX_SECTION &&
 	       h->data_rawlen <= STORE_MAX_SECTION && h->dict_zlen <= STORE_MAX_SECTION &&
 	       h->data_zlen <= STORE_MAX_SECTION && h->t_max_ns >= h->t_min_ns &&
-	       h->t_max_ns / NS - h->t_min_ns / NS <= UINT16_MAX &&
+	       h->t_max_ns / NSEC_PER_SEC - h->t_min_ns / NSEC_PER_SEC <= UINT16_MAX &&
 	       (h->dict_zlen == 0) == (h->dict_rawlen == 0);
 }
 
@@ -377,7 +388,6 @@ static int read_section(struct store_reader *r, struct rseg *s, struct rblock *b
 {
 	struct store_block_hdr h;
 	uint32_t zoff, zlen, rawlen, crc, want;
-	ssize_t n;
 	size_t got;
 	int e;
 
@@ -391,9 +401,11 @@ static int read_section(struct store_reader *r, struct rseg *s, struct rblock *b
 	want = data ? b->len : MIN(b->len, (uint32_t)sizeof(h) + STORE_MAX_SECTION);
 	if (!data) {
 		/* Header first, then just the dictionary section. */
-		n = pread_full(s->fd, &h, sizeof(h), b->off);
-		if (n != (ssize_t)sizeof(h))
+		e = pread_exact(s->fd, &h, sizeof(h), b->off);
+		if (e == -ENODATA)
 			goto torn;
+		if (e < 0)
+			return e;
 		if (!block_hdr_ok(&h) || block_len(&h) != b->len)
 			goto corrupt;
 		want = (uint32_t)sizeof(h) + h.dict_zlen;
@@ -401,11 +413,11 @@ static int read_section(struct store_reader *r, struct rseg *s, struct rblock *b
 	e = ensure(&r->zbuf, &r->zcap, want);
 	if (e < 0)
 		return e;
-	n = pread_full(s->fd, r->zbuf, want, b->off);
-	if (n < 0)
-		return (int)n;
-	if ((uint32_t)n != want)
+	e = pread_exact(s->fd, r->zbuf, want, b->off);
+	if (e == -ENODATA)
 		goto torn;
+	if (e < 0)
+		return e;
 	r->st.bytes_read += want;
 	memcpy(&h, r->zbuf, sizeof(h));
 	if (!block_hdr_ok(&h) || block_len(&h) != b->len)
@@ -515,8 +527,7 @@ static bool filter_ok(const struct store_reader *r, const struct store_filter *f
 		return false;
 	if (f->cgroup_id >= 0 && d->cgroup != (uint64_t)f->cgroup_id)
 		return false;
-	if (f->cpu_set &&
-	    (d->cpu >= f->cpu_set_bits || !(f->cpu_set[d->cpu / 8] & (1u << (d->cpu % 8)))))
+	if (f->cpu_set && !cpulist__test(f->cpu_set, f->cpu_set_bits, d->cpu))
 		return false;
 	if (f->comm && strcmp(dict_str(&r->dict, d->comm), f->comm) &&
 	    strcmp(dict_str(&r->dict, d->pcomm), f->comm))
@@ -619,7 +630,8 @@ static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, s
 int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 			const struct store_filter *f, store_sample_fn fn, void *ctx)
 {
-	int64_t t0s = (int64_t)(t0_ns / NS), t1s = (int64_t)((t1_ns + NS - 1) / NS);
+	int64_t t0s = (int64_t)(t0_ns / NSEC_PER_SEC),
+		t1s = (int64_t)((t1_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC);
 	uint32_t si, i;
 	int ret;
 
@@ -659,8 +671,8 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 			if (n < 0)
 				continue;
 			r->st.blocks_read++;
-			ret = emit_rows(r, s, r->rawbuf, (size_t)n, (int64_t)(h.t_min_ns / NS), t0s,
-					t1s, f, fn, ctx);
+			ret = emit_rows(r, s, r->rawbuf, (size_t)n,
+					(int64_t)(h.t_min_ns / NSEC_PER_SEC), t0s, t1s, f, fn, ctx);
 			if (ret == -EBADMSG) {
 				r->st.blocks_corrupt++;
 				b->bad = true;
@@ -746,7 +758,6 @@ static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uin
 	while (pos < end) {
 		struct store_block_hdr h;
 		struct rblock b;
-		ssize_t n;
 
 		if (end - pos < sizeof(h)) {
 			if (at_tail) {
@@ -756,8 +767,7 @@ static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uin
 			}
 			return 0;
 		}
-		n = pread_full(s->fd, &h, sizeof(h), pos);
-		if (n != (ssize_t)sizeof(h))
+		if (pread_exact(s->fd, &h, sizeof(h), pos) < 0)
 			return 0;
 		if (!block_hdr_ok(&h)) {
 			uint64_t next = find_magic(s->fd, pos + 1, end);
@@ -783,9 +793,10 @@ static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uin
 		b = (struct rblock){
 			.off = (uint32_t)pos,
 			.len = block_len(&h),
-			.t_min_s = (uint32_t)(h.t_min_ns / NS),
-			.span_s = (uint16_t)(h.t_max_ns / NS - h.t_min_ns / NS),
-			.n_sec = (uint8_t)MIN(h.t_max_ns / NS - h.t_min_ns / NS + 1, 255u),
+			.t_min_s = (uint32_t)(h.t_min_ns / NSEC_PER_SEC),
+			.span_s = (uint16_t)(h.t_max_ns / NSEC_PER_SEC - h.t_min_ns / NSEC_PER_SEC),
+			.n_sec = (uint8_t)MIN(
+				h.t_max_ns / NSEC_PER_SEC - h.t_min_ns / NSEC_PER_SEC + 1, 255u),
 			.flags = h.flags,
 		};
 		if (seg_add_block(s, &b) < 0)
@@ -796,34 +807,29 @@ static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uin
 	return 0;
 }
 
+static int seg_add(void *ctx, const char *name, uint32_t no)
+{
+	struct store_reader *r = ctx;
+	struct rseg *s;
+
+	if (grow((void **)&r->segs, &r->cap_seg, r->n_seg + 1, sizeof(*r->segs)) < 0)
+		return -ENOMEM;
+	s = &r->segs[r->n_seg++];
+	memset(s, 0, sizeof(*s));
+	s->seg_no = no;
+	s->fd = -1;
+	snprintf(s->path, sizeof(s->path), "%s/%s", r->dir, name);
+	return 0;
+}
+
 static int open_segments(struct store_reader *r)
 {
-	DIR *d = opendir(r->dir);
-	struct dirent *de;
-	int ret = 0;
+	int ret = store_dir__for_each_seg(r->dir, seg_add, r);
 
-	if (!d)
-		return fail(r, -errno, "cannot open store '%s': %s", r->dir, strerror(errno));
-	while ((de = readdir(d))) {
-		unsigned int no;
-		char tail[8];
-		struct rseg *s;
-
-		if (sscanf(de->d_name, "seg_%u.cp%1s", &no, tail) != 2 || strcmp(tail, "s"))
-			continue;
-		if (grow((void **)&r->segs, &r->cap_seg, r->n_seg + 1, sizeof(*r->segs)) < 0) {
-			ret = -ENOMEM;
-			break;
-		}
-		s = &r->segs[r->n_seg++];
-		memset(s, 0, sizeof(*s));
-		s->seg_no = no;
-		s->fd = -1;
-		snprintf(s->path, sizeof(s->path), "%s/%s", r->dir, de->d_name);
-	}
-	closedir(d);
-	if (ret < 0)
+	if (ret == -ENOMEM)
 		return ret;
+	if (ret < 0)
+		return fail(r, ret, "cannot open store '%s': %s", r->dir, strerror(-ret));
 	if (r->n_seg)
 		qsort(r->segs, r->n_seg, sizeof(*r->segs), seg_cmp);
 	return 0;
@@ -1053,17 +1059,17 @@ static uint64_t block_edge_ns(struct store_reader *r, struct rseg *s, const stru
 			      bool first)
 {
 	struct store_block_hdr h;
-	uint64_t fallback =
-		first ? (uint64_t)b->t_min_s * NS : ((uint64_t)b->t_min_s + b->span_s) * NS;
+	uint64_t fallback = first ? (uint64_t)b->t_min_s * NSEC_PER_SEC
+				  : ((uint64_t)b->t_min_s + b->span_s) * NSEC_PER_SEC;
 	int fd = open(s->path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	int e;
 
 	r->st.bytes_read += sizeof(h);
 	if (fd < 0)
 		return fallback;
-	n = pread_full(fd, &h, sizeof(h), b->off);
+	e = pread_exact(fd, &h, sizeof(h), b->off);
 	close(fd);
-	if (n != (ssize_t)sizeof(h) || !block_hdr_ok(&h))
+	if (e < 0 || !block_hdr_ok(&h))
 		return fallback;
 	return first ? h.t_min_ns : h.t_max_ns;
 }
@@ -1138,90 +1144,4 @@ int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t
 		*ret_last_ns = *ret_first_ns;
 	*ret_records = records;
 	return 0;
-}
-
-/* ------------------------------------------------------------ store roots */
-
-bool store_dir__is_store(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *de;
-	bool yes = false;
-
-	if (!d)
-		return false;
-	while (!yes && (de = readdir(d)))
-		yes = !strncmp(de->d_name, "seg_", 4) || !strcmp(de->d_name, "index");
-	closedir(d);
-	return yes;
-}
-
-static int str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static long local_tod(uint64_t ns)
-{
-	time_t t = (time_t)(ns / NS);
-	struct tm tm;
-
-	localtime_r(&t, &tm);
-	return tm.tm_hour * 3600L + tm.tm_min * 60L + tm.tm_sec;
-}
-
-int store_root__pick(const char *root, long tod_s, char *buf, size_t len)
-{
-	char **names = NULL;
-	uint32_t n = 0, cap = 0, i;
-	DIR *d = opendir(root);
-	struct dirent *de;
-	int ret = -ENOENT;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		char p[PATH_MAX + 256];
-
-		if (strncmp(de->d_name, "cpa_", 4))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", root, de->d_name);
-		if (!store_dir__is_store(p))
-			continue;
-		if (grow((void **)&names, &cap, n + 1, sizeof(char *)) < 0 ||
-		    !(names[n] = strdup(de->d_name))) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		n++;
-	}
-	if (!n)
-		goto out;
-	qsort(names, n, sizeof(*names), str_cmp);
-	snprintf(buf, len, "%s/%s", root, names[n - 1]);
-	ret = 0;
-	if (tod_s < 0)
-		goto out;
-	for (i = n; i-- > 0;) {
-		char p[PATH_MAX + 256];
-		struct store_reader *r;
-		uint64_t a, b, recs;
-
-		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
-		if (store_reader__open(p, NULL, NULL, &r) < 0)
-			continue;
-		if (store_reader__range(r, &a, &b, &recs) == 0 && local_tod(a) <= tod_s &&
-		    tod_s <= local_tod(b)) {
-			snprintf(buf, len, "%s", p);
-			store_reader__free(r);
-			break;
-		}
-		store_reader__free(r);
-	}
-out:
-	closedir(d);
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return ret;
 }

@@ -16,9 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store.h"
 #include "common/macro.h"
-#include "store_fmt.h"
+#include "common/timeutil.h"
+#include "store.h"
+#include "store_dir_pvt.h"
 
 struct rdir {
 	char name[256];
@@ -28,24 +29,6 @@ struct rdir {
 static int rdir_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct rdir *)a)->name, ((const struct rdir *)b)->name);
-}
-
-static int64_t name_day(const char *name)
-{
-	unsigned int yy, mm, dd;
-	struct tm tm = {0};
-	time_t t;
-
-	if (sscanf(name, "cpa_%2u%2u%2u", &yy, &mm, &dd) != 3 || mm < 1 || mm > 12 || dd < 1 ||
-	    dd > 31)
-		return -1;
-	tm.tm_year = 100 + (int)yy;
-	tm.tm_mon = (int)mm - 1;
-	tm.tm_mday = (int)dd;
-	tm.tm_hour = 12; /* noon: immune to DST edges */
-	tm.tm_isdst = -1;
-	t = mktime(&tm);
-	return t == (time_t)-1 ? -1 : store_fmt__local_day(t);
 }
 
 static uint64_t dir_bytes(const char *path)
@@ -93,64 +76,75 @@ static int remove_dir(const char *path)
 	return n;
 }
 
+struct oldest {
+	uint32_t limit, best;
+};
+
+static int seg_oldest(void *ctx, const char *name, uint32_t no)
+{
+	struct oldest *o = ctx;
+
+	(void)name;
+	if (no && (!o->limit || no < o->limit) && (!o->best || no < o->best))
+		o->best = no;
+	return 0;
+}
+
 /* Oldest segment of a dir below limit (0 = any); 0 if none. */
 static uint32_t oldest_seg(const char *path, uint32_t limit)
 {
-	DIR *d = opendir(path);
-	struct dirent *de;
-	uint32_t best = 0;
+	struct oldest o = {.limit = limit};
 
-	if (!d)
+	store_dir__for_each_seg(path, seg_oldest, &o);
+	return o.best;
+}
+
+struct rdirs {
+	struct rdir *v;
+	uint32_t n, cap;
+};
+
+static int rdir_add(void *ctx, const char *name)
+{
+	struct rdirs *ds = ctx;
+
+	if (strlen(name) >= sizeof(ds->v->name))
 		return 0;
-	while ((de = readdir(d))) {
-		unsigned int no;
+	if (ds->n == ds->cap) {
+		uint32_t nc = ds->cap ? ds->cap * 2 : 16;
+		struct rdir *nd = realloc(ds->v, nc * sizeof(*nd));
 
-		if (sscanf(de->d_name, "seg_%u.cps", &no) != 1 || !no)
-			continue;
-		if (limit && no >= limit)
-			continue;
-		if (!best || no < best)
-			best = no;
+		if (!nd)
+			return -ENOMEM;
+		ds->v = nd;
+		ds->cap = nc;
 	}
-	closedir(d);
-	return best;
+	snprintf(ds->v[ds->n].name, sizeof(ds->v[ds->n].name), "%s", name);
+	ds->v[ds->n].day = store_dir__name_day(name);
+	ds->n++;
+	return 0;
 }
 
 int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_bytes,
 			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns)
 {
-	struct rdir *dirs = NULL;
-	uint32_t n = 0, cap = 0, i;
+	struct rdirs ds = {0};
+	struct rdir *dirs;
+	uint32_t n, i;
 	char kd[PATH_MAX] = "";
-	int64_t today = store_fmt__local_day((int64_t)(now_ns / 1000000000ULL));
+	int64_t today = store_dir__local_day((int64_t)(now_ns / NSEC_PER_SEC));
 	uint64_t total = 0;
-	DIR *d = opendir(root);
-	struct dirent *de;
-	int removed = 0;
+	int removed = 0, r;
 
-	if (!d)
-		return -errno;
 	if (keep_dir && !realpath(keep_dir, kd))
 		snprintf(kd, sizeof(kd), "%s", keep_dir);
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "cpa_", 4) || strlen(de->d_name) >= sizeof(dirs->name))
-			continue;
-		if (n == cap) {
-			struct rdir *nd = realloc(dirs, (cap ? cap * 2 : 16) * sizeof(*dirs));
-
-			if (!nd) {
-				closedir(d);
-				free(dirs);
-				return -ENOMEM;
-			}
-			dirs = nd;
-			cap = cap ? cap * 2 : 16;
-		}
-		snprintf(dirs[n].name, sizeof(dirs[n].name), "%s", de->d_name);
-		dirs[n].day = name_day(de->d_name);
-		n++;
+	r = store_dir__for_each_store(root, rdir_add, &ds);
+	if (r < 0) {
+		free(ds.v);
+		return r;
 	}
-	closedir(d);
+	dirs = ds.v;
+	n = ds.n;
 	if (n)
 		qsort(dirs, n, sizeof(*dirs), rdir_cmp);
 
@@ -181,7 +175,7 @@ int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_byte
 			char sp[PATH_MAX + 32];
 			struct stat sb;
 
-			snprintf(sp, sizeof(sp), "%s/seg_%06u.cps", p, seg);
+			store_dir__seg_path(sp, sizeof(sp), p, seg);
 			if (stat(sp, &sb) < 0 || unlink(sp) < 0)
 				break;
 			total -= MIN(total, (uint64_t)sb.st_blocks * 512);
@@ -198,23 +192,30 @@ int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_byte
 	return removed;
 }
 
+struct sum {
+	const char *root;
+	uint64_t total;
+};
+
+static int sum_store(void *ctx, const char *name)
+{
+	struct sum *s = ctx;
+	char p[PATH_MAX + 256];
+
+	snprintf(p, sizeof(p), "%s/%s", s->root, name);
+	s->total += dir_bytes(p);
+	return 0;
+}
+
 int store_retention__trim_oldest(const char *root, const char *keep_dir, uint32_t keep_seg)
 {
-	DIR *d = opendir(root);
-	struct dirent *de;
-	uint64_t total = 0;
+	struct sum s = {.root = root};
+	uint64_t total;
+	int r = store_dir__for_each_store(root, sum_store, &s);
 
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		char p[PATH_MAX + 256];
-
-		if (strncmp(de->d_name, "cpa_", 4))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", root, de->d_name);
-		total += dir_bytes(p);
-	}
-	closedir(d);
+	if (r < 0)
+		return r;
+	total = s.total;
 	if (!total)
 		return 0;
 	/* A budget one byte under what is there removes exactly the oldest file set. */

@@ -13,11 +13,10 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "shm/counters.h"
 #include "shm/records.h"
 #include "storer.h"
-
-#define NS 1000000000ULL
 
 void storer__init(struct storer *s, struct shm_stage *st, struct shm_ring_cons *in,
 		  struct store_writer *w)
@@ -32,10 +31,7 @@ void storer__init(struct storer *s, struct shm_stage *st, struct shm_ring_cons *
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_REALTIME);
 }
 
 /* Log a store error at most once a minute per kind; the counters have the rest. */
@@ -43,7 +39,7 @@ static void storer_log_err(struct storer *s, int err, const char *what)
 {
 	uint64_t now = now_ns();
 
-	if (err == s->last_logged_err && now - s->last_log_ns < 60 * NS)
+	if (err == s->last_logged_err && now - s->last_log_ns < 60 * NSEC_PER_SEC)
 		return;
 	s->last_logged_err = err;
 	s->last_log_ns = now;

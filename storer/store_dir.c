@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+/* Store dir and segment names, made and parsed once (store_dir_pvt.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store.h"
+#include "store_dir_pvt.h"
+
+bool store_dir__seg_name(const char *name, uint32_t *ret_no)
+{
+	const char *p = name + 4;
+	uint64_t no = 0;
+
+	if (strncmp(name, "seg_", 4) || *p < '0' || *p > '9')
+		return false;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		no = no * 10 + (uint64_t)(*p - '0');
+		if (no > UINT32_MAX)
+			return false;
+	}
+	if (strcmp(p, ".cps"))
+		return false;
+	*ret_no = (uint32_t)no;
+	return true;
+}
+
+void store_dir__seg_path(char *buf, size_t len, const char *dir, uint32_t no)
+{
+	snprintf(buf, len, "%s/seg_%06u.cps", dir, no);
+}
+
+/* Every entry of dir but "." and "..", until fn returns non-zero. */
+static int for_each_entry(const char *dir, store_name_fn fn, void *ctx)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	while (!r && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			r = fn(ctx, de->d_name);
+	closedir(d);
+	return r;
+}
+
+struct seg_walk {
+	store_seg_fn fn;
+	void *ctx;
+};
+
+static int seg_entry(void *ctx, const char *name)
+{
+	struct seg_walk *w = ctx;
+	uint32_t no;
+
+	return store_dir__seg_name(name, &no) ? w->fn(w->ctx, name, no) : 0;
+}
+
+int store_dir__for_each_seg(const char *dir, store_seg_fn fn, void *ctx)
+{
+	struct seg_walk w = {fn, ctx};
+
+	return for_each_entry(dir, seg_entry, &w);
+}
+
+struct store_walk {
+	store_name_fn fn;
+	void *ctx;
+};
+
+static int store_entry(void *ctx, const char *name)
+{
+	struct store_walk *w = ctx;
+
+	return strncmp(name, STORE_DIR_PREFIX, strlen(STORE_DIR_PREFIX)) ? 0 : w->fn(w->ctx, name);
+}
+
+int store_dir__for_each_store(const char *root, store_name_fn fn, void *ctx)
+{
+	struct store_walk w = {fn, ctx};
+
+	return for_each_entry(root, store_entry, &w);
+}
+
+static int store_file_entry(void *ctx, const char *name)
+{
+	(void)ctx;
+	return !strncmp(name, "seg_", 4) || !strcmp(name, "index");
+}
+
+bool store_dir__is_store(const char *path)
+{
+	return for_each_entry(path, store_file_entry, NULL) > 0;
+}
+
+struct list_ctx {
+	const char *root;
+	char **names;
+	uint32_t n, cap;
+};
+
+static int list_one(void *ctx, const char *name)
+{
+	struct list_ctx *c = ctx;
+	char p[PATH_MAX + 256];
+
+	snprintf(p, sizeof(p), "%s/%s", c->root, name);
+	if (!store_dir__is_store(p))
+		return 0;
+	if (c->n == c->cap) {
+		uint32_t nc = c->cap ? c->cap * 2 : 16;
+		char **nn = realloc(c->names, nc * sizeof(*nn));
+
+		if (!nn)
+			return -ENOMEM;
+		c->names = nn;
+		c->cap = nc;
+	}
+	c->names[c->n] = strdup(name);
+	if (!c->names[c->n])
+		return -ENOMEM;
+	c->n++;
+	return 0;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void store_root__list_free(char **names, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int store_root__list(const char *root, char ***ret_names, uint32_t *ret_n)
+{
+	struct list_ctx c = {.root = root};
+	int r = store_dir__for_each_store(root, list_one, &c);
+
+	if (r < 0) {
+		store_root__list_free(c.names, c.n);
+		return r;
+	}
+	if (c.n)
+		qsort(c.names, c.n, sizeof(*c.names), str_cmp);
+	*ret_names = c.names;
+	*ret_n = c.n;
+	return 0;
+}
+
+int64_t store_dir__local_day(int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!localtime_r(&tt, &tm))
+		return t / 86400;
+	/* Days since 1970-01-01 of the local calendar date (civil-from-days inverse). */
+	{
+		int64_t y = tm.tm_year + 1900, m = tm.tm_mon + 1, d = tm.tm_mday;
+		int64_t era, yoe, doy, doe;
+
+		y -= m <= 2;
+		era = (y >= 0 ? y : y - 399) / 400;
+		yoe = y - era * 400;
+		doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+		doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+		return era * 146097 + doe - 719468;
+	}
+}
+
+void store_dir__day_name(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!localtime_r(&tt, &tm))
+		memset(&tm, 0, sizeof(tm));
+	/* CPA's two-digit year; dirs of 2000-2099 sort in time order. */
+	snprintf(buf, len, STORE_DIR_PREFIX "%02d%02d%02d", tm.tm_year % 100, tm.tm_mon + 1,
+		 tm.tm_mday);
+}
+
+int64_t store_dir__name_day(const char *name)
+{
+	unsigned int yy, mm, dd;
+	struct tm tm = {0};
+	time_t t;
+
+	if (sscanf(name, STORE_DIR_PREFIX "%2u%2u%2u", &yy, &mm, &dd) != 3 || mm < 1 || mm > 12 ||
+	    dd < 1 || dd > 31)
+		return -1;
+	tm.tm_year = 100 + (int)yy;
+	tm.tm_mon = (int)mm - 1;
+	tm.tm_mday = (int)dd;
+	tm.tm_hour = 12; /* noon: immune to DST edges */
+	tm.tm_isdst = -1;
+	t = mktime(&tm);
+	return t == (time_t)-1 ? -1 : store_dir__local_day(t);
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to the store writer: the io_uring write queue. Every byte the
+ * writer puts on disk (segment and index headers, blocks, index entries,
+ * journal records) is an op here. A failed or short write is retried a
+ * second later at the same offset; past max_retry_bytes of waiting ops the
+ * oldest is given up (a block leaves a hole the reader skips). A block's
+ * index entry is queued only once the block's own write completed, so an
+ * index entry never points at bytes that were not handed to the kernel.
+ *
+ *   store_wq__submit(block op) --IORING_OP_WRITE--> seg_NNNNNN.cps
+ *        completion --> [idx entry 24] --IORING_OP_WRITE--> index
+ *        error/short --> retry list (1 s later, bounded in bytes)
+ */
+#ifndef CPA_STORE_WQ_PVT_H
+#define CPA_STORE_WQ_PVT_H
+
+#include <limits.h>
+#include <liburing.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store.h"
+#include "store_fmt.h"
+
+/* An open file shared by the ops that write it. */
+struct sfile {
+	int fd;
+	uint32_t refs; /* ops in flight or waiting for retry, + 1 while current */
+};
+
+/* A store dir being written: where completed blocks' index entries go. */
+struct sdir {
+	char path[PATH_MAX + 128];
+	struct sfile *idx;
+	uint64_t idx_off; /* next index entry goes here */
+	uint32_t refs;
+};
+
+enum wop_kind {
+	WOP_BLOCK, /* a block: on success, its index entry follows */
+	WOP_RAW,   /* a file header, an index entry or journal records */
+	WOP_FSYNC,
+};
+
+struct wop {
+	struct wop *next; /* retry list */
+	enum wop_kind kind;
+	struct sfile *f;
+	struct sdir *dir; /* WOP_BLOCK: where its index entry goes */
+	uint8_t *buf;
+	uint32_t len, done;
+	uint64_t off;
+	uint64_t retry_at_ns;
+	struct store_idx_entry ent;
+	uint8_t inline_buf[sizeof(struct store_idx_entry)];
+};
+
+struct store_wq {
+	struct io_uring ring;
+	bool ring_ok;
+	bool disk_full; /* a write met ENOSPC/EDQUOT: the writer trims the oldest data */
+	uint32_t inflight;
+	struct wop *retry_head, *retry_tail;
+	uint64_t retry_bytes, max_retry_bytes;
+	struct store_writer_stats *st; /* the writer's: write and drop counters */
+};
+
+/* Takes fd (closed if there is no memory for the sfile): NULL or the sfile. */
+struct sfile *sfile__new(int fd);
+/* open(path, flags | O_CLOEXEC, 0644) as an sfile: 0 or -errno. */
+int sfile__open(const char *path, int flags, struct sfile **ret);
+void sfile__put(struct sfile *f);
+void sdir__put(struct sdir *d);
+/* Frees op and drops its file and dir references. Accepts NULL. */
+void wop__free(struct wop *op);
+
+int store_wq__init(struct store_wq *q, uint64_t max_retry_bytes, struct store_writer_stats *st);
+/* Gives up whatever still waits for a retry. Call store_wq__drain() first. */
+void store_wq__exit(struct store_wq *q);
+/* Queue op (taken): submitted now, or retried later when the ring is full. */
+void store_wq__submit(struct store_wq *q, struct wop *op);
+/* A copy of buf written to f at off. 0 or -ENOMEM. */
+int store_wq__write(struct store_wq *q, struct sfile *f, uint64_t off, const void *buf,
+		    uint32_t len);
+/* fsync f once what was queued before it is written. 0 or -ENOMEM. */
+int store_wq__fsync(struct store_wq *q, struct sfile *f);
+/* Reap completions (wait for one first when wait_one). */
+void store_wq__reap(struct store_wq *q, bool wait_one);
+/* Resubmit ops whose retry time passed (all of them when all). */
+void store_wq__retry_due(struct store_wq *q, uint64_t now_ns, bool all);
+/* Push queued submissions to the kernel. */
+void store_wq__kick(struct store_wq *q);
+/* Wait for everything in flight. */
+void store_wq__wait(struct store_wq *q);
+/* Retry and wait, a bounded number of rounds (a disk that keeps failing does
+ * not hold the caller forever); q->retry_head says whether ops are left. */
+void store_wq__drain(struct store_wq *q);
+
+#endif /* CPA_STORE_WQ_PVT_H */
