@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/timeutil.h"
 
 #define BIN_RETRY_OPEN_NS   (30ull * 1000000000ull)
 #define BIN_RETRY_REJECT_NS (600ull * 1000000000ull)
@@ -200,7 +201,7 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 			return e->bin;
 		}
 		if (!now_ns)
-			now_ns = symd_now_ns();
+			now_ns = clock_ns(CLOCK_MONOTONIC);
 		if (now_ns < e->retry_ns)
 			return NULL;
 		bincache__remove(c, e);
@@ -209,7 +210,7 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 
 	c->stats.loads++;
 	if (!now_ns)
-		now_ns = symd_now_ns();
+		now_ns = clock_ns(CLOCK_MONOTONIC);
 	r = symbin__load(c->paths, ref, &b);
 	if (r < 0) {
 		if (is_rejection(r)) {
