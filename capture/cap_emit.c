@@ -7,6 +7,7 @@
 
 #include "bpf/profile.h"
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "shm/records.h"
@@ -33,21 +34,13 @@ static const unsigned int loss_reason[CAP_LOSS_MAX] = {
 	[CAP_LOSS_RATE] = SHM_CNT_DROP_RATE,
 };
 
-uint64_t cap_now_ns(int clock_id)
-{
-	struct timespec ts;
-
-	clock_gettime(clock_id, &ts);
-	return (uint64_t)ts.tv_sec * CAP_NSEC + (uint64_t)ts.tv_nsec;
-}
-
 void cap_clock__update(struct cap_clock *c)
 {
 	/* Sandwich the realtime read between two boot-time reads: the midpoint
 	 * is the best estimate of "the same instant" on both clocks. */
-	uint64_t b0 = cap_now_ns(CLOCK_BOOTTIME);
-	uint64_t r = cap_now_ns(CLOCK_REALTIME);
-	uint64_t b1 = cap_now_ns(CLOCK_BOOTTIME);
+	uint64_t b0 = clock_ns(CLOCK_BOOTTIME);
+	uint64_t r = clock_ns(CLOCK_REALTIME);
+	uint64_t b1 = clock_ns(CLOCK_BOOTTIME);
 
 	c->boot_to_real_ns = (int64_t)(r - (b0 + (b1 - b0) / 2));
 }
@@ -182,16 +175,7 @@ int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
 /* The stage's rate_limit (samples/s, live from `cpa ctl`), per second of sample time. */
 static bool rate_ok(struct cap_emit *e, uint64_t time_ns)
 {
-	uint64_t limit = shm_stage__rate_limit(e->st), sec;
-
-	if (likely(!limit))
-		return true;
-	sec = time_ns / CAP_NSEC;
-	if (sec != e->rate_sec) {
-		e->rate_sec = sec;
-		e->rate_n = 0;
-	}
-	return ++e->rate_n <= limit;
+	return shm_rate__admit(&e->rate, e->st, time_ns);
 }
 
 static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size_t size)

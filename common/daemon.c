@@ -10,14 +10,11 @@
 #include "log.h"
 
 volatile sig_atomic_t daemon_term;
-static void (*term_hook)(void);
 
 static void on_sigterm(int sig)
 {
 	(void)sig;
 	daemon_term = 1;
-	if (term_hook)
-		term_hook();
 }
 
 static int signals_setup(void)
@@ -134,7 +131,6 @@ int daemon__main(const struct daemon_stage *d, int argc, char **argv)
 	}
 	if (shm_arena__config(a)->flags & CPA_CFG_VERBOSE)
 		log_set_level(LOG_LVL_DEBUG);
-	term_hook = d->on_term;
 	r = signals_setup();
 	if (r < 0) {
 		log_error_errno(r, "install signal handlers: %m");

@@ -34,10 +34,9 @@ struct daemon_stage {
 	 * filled in here). */
 	struct shm_stage_loop loop;
 
-	/* Instead of new/loop/finish/free: the stage's own run (it sets its
-	 * states); on_term is called from the SIGTERM handler. */
+	/* Instead of new/loop/finish/free: the stage's own run, which sets
+	 * its states (it watches daemon_term for SIGTERM). */
 	int (*run)(struct shm_arena *a, struct shm_stage *st);
-	void (*on_term)(void);
 };
 
 /* Set by the SIGTERM handler. */
