@@ -73,8 +73,8 @@ static int parse_argv(const char *name, int argc, char **argv)
 static int run_loop(const struct daemon_stage *d, struct shm_arena *a, struct shm_stage *st)
 {
 	struct shm_stage_loop l = d->loop;
-	struct shm_ring_cons in;
-	struct shm_ring_prod out;
+	struct shm_ring_cons in = {0};
+	struct shm_ring_prod out = {0};
 	void *obj = NULL;
 	int r;
 

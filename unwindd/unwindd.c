@@ -884,8 +884,8 @@ int unwindd__batch(struct unwindd *u, unsigned int max)
 
 void unwindd__tick(struct unwindd *u, uint64_t now_ns)
 {
-	/* main() reads its clock before the batch, which stamps its processes
-	 * with a later one: never go back in time (the sweeps subtract). */
+	/* A caller's clock may be older than the batch's, which stamps its
+	 * processes: never go back in time (the sweeps subtract). */
 	if (now_ns < u->now_ns)
 		now_ns = u->now_ns;
 	u->now_ns = now_ns;
