@@ -331,9 +331,9 @@ int capture__tick(struct capture *c, uint64_t now_ns)
 
 int capture__next_tick_ms(const struct capture *c, uint64_t now_ns)
 {
-	return c->next_tick_ns > now_ns ? (int)((c->next_tick_ns - now_ns + NSEC_PER_MSEC - 1) /
-						NSEC_PER_MSEC)
-					: 0;
+	return c->next_tick_ns > now_ns
+		       ? (int)((c->next_tick_ns - now_ns + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC)
+		       : 0;
 }
 
 int capture__new(struct shm_arena *a, struct shm_stage *st, const volatile sig_atomic_t *term,

@@ -88,7 +88,7 @@ static int run_loop(const struct daemon_stage *d, struct shm_arena *a, struct sh
 		if (r < 0)
 			return log_error_errno(r, "open output ring %d: %m", d->out_ring);
 	}
-	r = d->new(a, st, &in, d->out_ring >= 0 ? &out : NULL, &obj);
+	r = d->new (a, st, &in, d->out_ring >= 0 ? &out : NULL, &obj);
 	if (r < 0)
 		return r;
 

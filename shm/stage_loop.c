@@ -96,7 +96,8 @@ int shm_stage__run(struct shm_stage_loop *l)
 		if (l->wait_for)
 			l->wait_for(l->obj, now, &wake_bytes, &wait_ms);
 		else if (l->backoff == SHM_WAIT_BACKOFF_EMPTY && waited)
-			wait_ms = MIN(wait_ms * 2, l->wait_idle_ms); /* the last wait brought nothing */
+			wait_ms = MIN(wait_ms * 2,
+				      l->wait_idle_ms); /* the last wait brought nothing */
 		r = shm_ring__wait_sc(l->in, wake_bytes, wait_ms);
 		waited = true;
 		shm_stage__cnt_add(l->st, SHM_CNT_WAKEUPS, 1);

@@ -59,13 +59,13 @@ struct shm_stage_loop {
 	/* Optional: called once when DRAIN is seen (the caller logs). */
 	void (*on_drain)(void *obj);
 
-	clockid_t clock;	/* of the now_ns handed to tick and wait_for */
-	unsigned int batch_max; /* records per batch */
-	uint64_t heartbeat_ns;	/* heartbeat at most this often */
-	uint64_t wake_bytes;	/* wake the consumer once this much input waits, */
+	clockid_t clock;	    /* of the now_ns handed to tick and wait_for */
+	unsigned int batch_max;	    /* records per batch */
+	uint64_t heartbeat_ns;	    /* heartbeat at most this often */
+	uint64_t wake_bytes;	    /* wake the consumer once this much input waits, */
 	unsigned int wake_ring_div; /* but at most ring size / this (0: no cap) */
-	int wait_ms;		/* deadline while records flow */
-	int wait_idle_ms;	/* longest deadline while idle */
+	int wait_ms;		    /* deadline while records flow */
+	int wait_idle_ms;	    /* longest deadline while idle */
 	enum shm_wait_backoff backoff;
 	int busy_ms; /* sleep after -ENOBUFS */
 	/* Under DRAIN leave only once the input ring is empty, not after the

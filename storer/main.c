@@ -112,14 +112,12 @@ int main(int argc, char **argv)
 		.new = stage_new,
 		.finish = stage_finish,
 		.free = stage_free,
-		.loop = {
-			.batch = stage_batch,
-			.tick = stage_tick,
-			.wait_for = stage_wait_for,
-			.clock = CLOCK_REALTIME, /* block deadlines are sample time */
-			.batch_max = STORER_BATCH,
-			.heartbeat_ns = HEARTBEAT_NS,
-		},
+		.loop.batch = stage_batch,
+		.loop.tick = stage_tick,
+		.loop.wait_for = stage_wait_for,
+		.loop.clock = CLOCK_REALTIME, /* block deadlines are sample time */
+		.loop.batch_max = STORER_BATCH,
+		.loop.heartbeat_ns = HEARTBEAT_NS,
 	};
 
 	return daemon__main(&d, argc, argv);

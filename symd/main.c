@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 
-#define SYMD_BATCH	  256
+#define SYMD_BATCH 256
 /*
  * Adaptive deadline: every wakeup costs 40-50 us of CPU on a small VM,
  * whatever it finds. A deadline that passes with less than a batch pending
@@ -22,11 +22,11 @@
  * SYMD_WAKE_BYTES, at most half the ring) or a kick (DRAIN) brings it back
  * to 200 ms.
  */
-#define SYMD_WAIT_MIN_MS  200  /* deadline once a batch's worth arrives */
-#define SYMD_WAIT_MAX_MS  1000 /* heartbeat and loss flush once a second */
-#define SYMD_WAKE_BYTES	  (64u << 10)
+#define SYMD_WAIT_MIN_MS   200	/* deadline once a batch's worth arrives */
+#define SYMD_WAIT_MAX_MS   1000 /* heartbeat and loss flush once a second */
+#define SYMD_WAKE_BYTES	   (64u << 10)
 #define SYMD_HELD_SLEEP_MS 10 /* output held: the storer is behind */
-#define SYMD_HEARTBEAT_NS (200 * NSEC_PER_MSEC)
+#define SYMD_HEARTBEAT_NS  (200 * NSEC_PER_MSEC)
 
 /*
  * jemalloc: one arena and no thread cache (one thread: neither buys speed,
@@ -98,22 +98,20 @@ int main(int argc, char **argv)
 		.new = stage_new,
 		.finish = stage_finish,
 		.free = stage_free,
-		.loop = {
-			.batch = stage_batch,
-			.tick = stage_tick,
-			.clock = CLOCK_MONOTONIC,
-			.batch_max = SYMD_BATCH,
-			.heartbeat_ns = SYMD_HEARTBEAT_NS,
-			.wake_bytes = SYMD_WAKE_BYTES,
-			.wake_ring_div = 2,
-			.wait_ms = SYMD_WAIT_MIN_MS,
-			.wait_idle_ms = SYMD_WAIT_MAX_MS,
-			.backoff = SHM_WAIT_BACKOFF_TIMEOUT,
-			.busy_ms = SYMD_HELD_SLEEP_MS,
-			/* Output held can make a batch take nothing: leave only
-			 * once the producer's leftovers are all in. */
-			.drain_until_empty = true,
-		},
+		.loop.batch = stage_batch,
+		.loop.tick = stage_tick,
+		.loop.clock = CLOCK_MONOTONIC,
+		.loop.batch_max = SYMD_BATCH,
+		.loop.heartbeat_ns = SYMD_HEARTBEAT_NS,
+		.loop.wake_bytes = SYMD_WAKE_BYTES,
+		.loop.wake_ring_div = 2,
+		.loop.wait_ms = SYMD_WAIT_MIN_MS,
+		.loop.wait_idle_ms = SYMD_WAIT_MAX_MS,
+		.loop.backoff = SHM_WAIT_BACKOFF_TIMEOUT,
+		.loop.busy_ms = SYMD_HELD_SLEEP_MS,
+		/* Output held can make a batch take nothing: leave only
+		 * once the producer's leftovers are all in. */
+		.loop.drain_until_empty = true,
 	};
 
 	return daemon__main(&d, argc, argv);

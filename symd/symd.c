@@ -46,7 +46,6 @@
 #define SYMD_PCC_MIN_BITS   10	       /* from 1 Ki slots (32 KiB) */
 #define SYMD_PCC_KERNEL	    UINT32_MAX /* module key of kernel pcs */
 
-
 /* A module as unwindd defined it (unwindd's id space). */
 struct umod {
 	uint32_t id; /* 0: free slot */
@@ -587,7 +586,8 @@ static void ksyms_ensure(struct symd *s)
 		return;
 	}
 	log_debug("%s: %u + %u symbols, %zu KiB, %llu ms", path, s->ks.n, s->ks.nfar,
-		  ksyms__bytes(&s->ks) >> 10, (unsigned long long)((clock_ns(CLOCK_MONOTONIC) - t0) / 1000000));
+		  ksyms__bytes(&s->ks) >> 10,
+		  (unsigned long long)((clock_ns(CLOCK_MONOTONIC) - t0) / 1000000));
 	if (s->ks.zeroed && !s->kptr_warned) {
 		s->kptr_warned = true;
 		log_warn(

@@ -257,17 +257,15 @@ int main(int argc, char **argv)
 		.new = fake_new,
 		.finish = fake_finish,
 		.free = fake_free,
-		.loop = {
-			.batch = fake_batch,
-			.tick = fake_tick,
-			.clock = CLOCK_MONOTONIC,
-			.batch_max = 64,
-			.heartbeat_ns = 0, /* every turn */
-			.wake_bytes = 1,
-			.wait_ms = 100,
-			.wait_idle_ms = 100,
-			.busy_ms = 50,
-		},
+		.loop.batch = fake_batch,
+		.loop.tick = fake_tick,
+		.loop.clock = CLOCK_MONOTONIC,
+		.loop.batch_max = 64,
+		.loop.heartbeat_ns = 0, /* every turn */
+		.loop.wake_bytes = 1,
+		.loop.wait_ms = 100,
+		.loop.wait_idle_ms = 100,
+		.loop.busy_ms = 50,
 	};
 
 	fake.name = name;

@@ -47,9 +47,9 @@ END_TEST
 /* A stage object that takes the input records and counts what it saw. */
 struct obj {
 	struct shm_ring_cons *in;
-	int busy;	  /* return -ENOBUFS this many times first */
-	int fail;	  /* return this error from the batch (0: none) */
-	uint64_t taken;	  /* records */
+	int busy;	/* return -ENOBUFS this many times first */
+	int fail;	/* return this error from the batch (0: none) */
+	uint64_t taken; /* records */
 	unsigned int ticks;
 	volatile sig_atomic_t *term; /* set after the first records (SIGTERM) */
 };

@@ -23,10 +23,10 @@
  * timeout is 10 s) and the sweeps. The first record after idle waits at
  * most WAIT_IDLE_MS, a burst not at all.
  */
-#define WAKE_BYTES	 (1024u * 1024)
-#define WAIT_MS		 250
-#define WAIT_IDLE_MS	 1000
-#define HEARTBEAT_NS	 (250 * NSEC_PER_MSEC)
+#define WAKE_BYTES   (1024u * 1024)
+#define WAIT_MS	     250
+#define WAIT_IDLE_MS 1000
+#define HEARTBEAT_NS (250 * NSEC_PER_MSEC)
 /* DICT_RESET must precede everything; while symd is slow or down and ring 1
  * has no room for it, retry this often. Input waits in ring 0 meanwhile
  * (capture degrades there). */
@@ -119,20 +119,18 @@ int main(int argc, char **argv)
 		.new = stage_new,
 		.finish = stage_finish,
 		.free = stage_free,
-		.loop = {
-			.batch = stage_batch,
-			.tick = stage_tick,
-			.on_drain = stage_on_drain,
-			.clock = CLOCK_MONOTONIC,
-			.batch_max = UNWINDD_BATCH,
-			.heartbeat_ns = HEARTBEAT_NS,
-			.wake_bytes = WAKE_BYTES,
-			.wake_ring_div = 8,
-			.wait_ms = WAIT_MS,
-			.wait_idle_ms = WAIT_IDLE_MS,
-			.backoff = SHM_WAIT_BACKOFF_EMPTY,
-			.busy_ms = FULL_RETRY_MS,
-		},
+		.loop.batch = stage_batch,
+		.loop.tick = stage_tick,
+		.loop.on_drain = stage_on_drain,
+		.loop.clock = CLOCK_MONOTONIC,
+		.loop.batch_max = UNWINDD_BATCH,
+		.loop.heartbeat_ns = HEARTBEAT_NS,
+		.loop.wake_bytes = WAKE_BYTES,
+		.loop.wake_ring_div = 8,
+		.loop.wait_ms = WAIT_MS,
+		.loop.wait_idle_ms = WAIT_IDLE_MS,
+		.loop.backoff = SHM_WAIT_BACKOFF_EMPTY,
+		.loop.busy_ms = FULL_RETRY_MS,
 	};
 
 	return daemon__main(&d, argc, argv);

@@ -75,7 +75,6 @@ struct unwindd {
 	uint64_t env_skipped;
 };
 
-
 void unwindd_opts__defaults(struct unwindd_opts *o)
 {
 	if (!o->refresh_ns)

@@ -26,7 +26,7 @@
 #include "ubench.h"
 #include "walk.h"
 
-#define UNWINDD_BATCH	   256 /* input records per batch */
+#define UNWINDD_BATCH 256 /* input records per batch */
 /* /proc/PID/environ read for --parse_env_values: symd's bound (SYMD_MAX_ENVIRON),
  * so the label symd stores and our decision come from the same bytes. */
 #define UNWINDD_ENVIRON_MAX (1u << 20)
