@@ -7,6 +7,7 @@
 
 #include "bpf/profile.h"
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "shm/records.h"
@@ -33,18 +34,13 @@ static const unsigned int loss_reason[CAP_LOSS_MAX] = {
 	[CAP_LOSS_RATE] = SHM_CNT_DROP_RATE,
 };
 
-uint64_t cap_now_ns(int clock_id)
-{
-	return clock_ns(clock_id);
-}
-
 void cap_clock__update(struct cap_clock *c)
 {
 	/* Sandwich the realtime read between two boot-time reads: the midpoint
 	 * is the best estimate of "the same instant" on both clocks. */
-	uint64_t b0 = cap_now_ns(CLOCK_BOOTTIME);
-	uint64_t r = cap_now_ns(CLOCK_REALTIME);
-	uint64_t b1 = cap_now_ns(CLOCK_BOOTTIME);
+	uint64_t b0 = clock_ns(CLOCK_BOOTTIME);
+	uint64_t r = clock_ns(CLOCK_REALTIME);
+	uint64_t b1 = clock_ns(CLOCK_BOOTTIME);
 
 	c->boot_to_real_ns = (int64_t)(r - (b0 + (b1 - b0) / 2));
 }
@@ -193,7 +189,7 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 		return 0;
 	}
 	/* The stage's rate_limit (samples/s, live from `cpa ctl`), per second of sample time. */
-	if (!ratelimit__ok(&e->rate, shm_stage__rate_limit(e->st), time_ns)) {
+	if (!shm_rate__admit(&e->rate, e->st, time_ns)) {
 		shm_stage__cnt_add(e->st, SHM_CNT_DROP_RATE, 1);
 		cap_emit__loss_add(e, CAP_LOSS_RATE, 1, time_ns);
 		return 0;

@@ -14,7 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/ratelimit.h"
 #include "common/timeutil.h"
 #include "shm/ring.h"
 #include "shm/stage.h"
@@ -55,8 +54,6 @@ static inline uint64_t cap_clock__to_real(const struct cap_clock *c, uint64_t bo
 	return (uint64_t)((int64_t)boot_ns + c->boot_to_real_ns);
 }
 
-uint64_t cap_now_ns(int clock_id);
-
 /* Why samples were lost; one pending LOSS aggregate per slot. */
 enum cap_loss_slot {
 	CAP_LOSS_RING_FULL, /* ring 0 full: SHM_CNT_DROP_RING_FULL */
@@ -82,7 +79,7 @@ struct cap_emit {
 	uint32_t batch_recs; /* reserved since the last commit */
 	uint64_t batch_bytes;
 	uint64_t commit_bytes; /* commit inside a batch past this many bytes */
-	struct ratelimit rate; /* the stage's rate_limit, over sample time */
+	struct shm_rate rate;  /* per second of sample time */
 	struct cap_loss_pending loss[CAP_LOSS_MAX];
 };
 

@@ -16,20 +16,15 @@
 #include "cap_sys.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "shm/counters.h"
 #include "shm/records.h"
 
 #define CAP_STOP_LOSS_WAIT_NS (NSEC_PER_SEC)	 /* graceful stop: wait for room for LOSS records */
 #define CAP_STOP_RETRY_NS     (10 * 1000 * 1000) /* ... re-trying every 10 ms */
 
-static volatile sig_atomic_t exit_requested;
-
-void capture__request_exit(void)
-{
-	exit_requested = 1;
-}
-
 struct capture {
+	const volatile sig_atomic_t *term; /* SIGTERM seen */
 	struct cpa_config *cfg;
 	struct shm_stage *st;
 	struct shm_ring_prod ring;
@@ -37,15 +32,13 @@ struct capture {
 	struct cap_bpf *bpf;		      /* the BPF backend ... */
 	struct cap_perf *perf;		      /* ... or the perf_event-only one */
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
+	uint64_t next_tick_ns;		      /* CLOCK_MONOTONIC of the next second's work */
 	unsigned int cpus[CAP_MAX_CPUS];
 	unsigned int nr_cpus;
 };
 
 static int config_check(const struct cpa_config *cfg)
 {
-	if (cfg->magic != CPA_CONFIG_MAGIC || cfg->version != CPA_CONFIG_VERSION)
-		return log_error_errno(-EPROTO, "arena config: bad magic or version %u (want %u)",
-				       cfg->version, CPA_CONFIG_VERSION);
 	if (cfg->flags & CPA_CFG_OFFCPU)
 		return log_error_errno(-EOPNOTSUPP,
 				       "off-CPU sampling (--offcpu) is not supported yet");
@@ -158,7 +151,7 @@ static void stats_sync(struct capture *c)
 	shm_stage__cnt_add(c->st, CAP_CNT_BPF_FILTERED, d[CPA_BPF_STAT_FILTERED]);
 	shm_stage__cnt_add(c->st, CAP_CNT_BPF_NO_USTACK, d[CPA_BPF_STAT_NO_USTACK]);
 	cap_emit__loss_add(&c->emit, CAP_LOSS_BPF_RB, d[CPA_BPF_STAT_RB_LOST],
-			   cap_now_ns(CLOCK_REALTIME));
+			   clock_ns(CLOCK_REALTIME));
 }
 
 static int setup_perf(struct capture *c, const struct cap_bpf_opts *o)
@@ -265,9 +258,9 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 }
 
 /* Stop sampling, drain the kernel buffers into ring 0, flush losses. */
-static int capture_stop(struct capture *c, bool quick)
+int capture__finish(struct capture *c, bool quick)
 {
-	uint64_t deadline = cap_now_ns(CLOCK_MONOTONIC) + (quick ? 0 : CAP_STOP_LOSS_WAIT_NS);
+	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (quick ? 0 : CAP_STOP_LOSS_WAIT_NS);
 	int r;
 
 	backend_detach(c);
@@ -282,9 +275,9 @@ static int capture_stop(struct capture *c, bool quick)
 	/* The consumer is still running during a graceful stop: give it a
 	 * moment to make room, so the store shows what we lost. */
 	for (;;) {
-		r = cap_emit__flush_losses(&c->emit, cap_now_ns(CLOCK_REALTIME), true);
+		r = cap_emit__flush_losses(&c->emit, clock_ns(CLOCK_REALTIME), true);
 		cap_emit__commit(&c->emit);
-		if (r <= 0 || exit_requested || cap_now_ns(CLOCK_MONOTONIC) >= deadline)
+		if (r <= 0 || *c->term || clock_ns(CLOCK_MONOTONIC) >= deadline)
 			break;
 		shm_stage__heartbeat(c->st);
 		nanosleep(&(struct timespec){.tv_nsec = CAP_STOP_RETRY_NS}, NULL);
@@ -293,75 +286,6 @@ static int capture_stop(struct capture *c, bool quick)
 		return log_error_errno(r, "flush loss records: %m");
 	if (r > 0)
 		log_warn("ring 0 full at exit: %d loss aggregate(s) not sent (counted)", r);
-	return 0;
-}
-
-static int capture_loop(struct capture *c)
-{
-	uint64_t now = cap_now_ns(CLOCK_MONOTONIC), next_tick = now + NSEC_PER_SEC, last = now;
-	int r, timeout_ms = CAP_POLL_FLOW_MS, wait_ms;
-
-	while (!exit_requested && shm_stage__cmd(c->st) != SHM_CMD_STOP) {
-		shm_stage__heartbeat(c->st);
-		/* Never sleep past the once-a-second tick: it stamps the
-		 * heartbeat, so an idle capture wakes exactly once a second. */
-		wait_ms = (int)MIN((uint64_t)timeout_ms,
-				   next_tick > now ? (next_tick - now + 999999) / 1000000 : 0);
-		r = backend_poll(c, wait_ms);
-		if (r < 0 && r != -EINTR)
-			return log_error_errno(r, "consume samples: %m");
-		cap_emit__commit(&c->emit);
-		shm_stage__cnt_add(c->st, SHM_CNT_WAKEUPS, 1);
-		if (r > 0)
-			shm_stage__cnt_add(c->st, SHM_CNT_BATCHES, 1);
-
-		now = cap_now_ns(CLOCK_MONOTONIC);
-		if (r != -EINTR) {
-			timeout_ms = cap_poll_next_ms(timeout_ms, r, now - last);
-			last = now;
-		}
-		if (now >= next_tick) {
-			/* Follow wall clock steps within a second. */
-			cap_clock__update(&c->emit.clock);
-			stats_sync(c);
-			next_tick += NSEC_PER_SEC;
-			if (next_tick <= now)
-				next_tick = now + NSEC_PER_SEC;
-		}
-		r = cap_emit__flush_losses(&c->emit, cap_now_ns(CLOCK_REALTIME), false);
-		if (r < 0)
-			return log_error_errno(r, "sequence numbers of generation %u used up: %m",
-					       c->st->generation);
-		cap_emit__commit(&c->emit);
-	}
-	return 0;
-}
-
-int capture__run(struct shm_arena *a)
-{
-	_cleanup_free_ struct capture *c = calloc(1, sizeof(*c));
-	int r;
-
-	if (!c)
-		return log_error_errno(-ENOMEM, "allocate capture state: %m");
-	c->st = shm_arena__stage(a, SHM_STAGE_CAPTURE);
-	shm_stage__heartbeat(c->st);
-
-	r = capture_setup(c, a);
-	if (r < 0)
-		goto out_fail;
-	/* The BPF load parsed the kernel's BTF (~6 MB raw, twice that parsed)
-	 * and libbpf freed it after loading; nothing else will reuse that heap,
-	 * so give it back now instead of carrying it in RSS for the run. */
-	malloc_trim(0);
-	shm_stage__set_state(c->st, SHM_STATE_RUNNING);
-
-	r = capture_loop(c);
-	if (r < 0)
-		goto out_fail;
-	r = capture_stop(c, exit_requested);
-	if (r < 0)
-		goto out_fail;
 	backend_free(c);
 	log_info("stopped: %" PRIu64 " samples, %" PRIu64 " records out, %" PRIu64
 		 " dropped (ring full), %" PRIu64 " degraded, %" PRIu64 " lost in the kernel",
@@ -369,11 +293,77 @@ int capture__run(struct shm_arena *a)
 		 shm_stage__cnt(c->st, SHM_CNT_DROP_RING_FULL),
 		 shm_stage__cnt(c->st, SHM_CNT_DEGRADED),
 		 shm_stage__cnt(c->st, CAP_CNT_BPF_RB_LOST));
-	shm_stage__set_state(c->st, SHM_STATE_EXITED);
 	return 0;
+}
 
-out_fail:
-	backend_free(c);
-	shm_stage__set_state(c->st, SHM_STATE_FAILED);
+int capture__batch(struct capture *c, int wait_ms)
+{
+	int r = backend_poll(c, wait_ms);
+
+	if (r < 0 && r != -EINTR)
+		return log_error_errno(r, "consume samples: %m");
+	cap_emit__commit(&c->emit);
+	shm_stage__cnt_add(c->st, SHM_CNT_WAKEUPS, 1);
+	if (r > 0)
+		shm_stage__cnt_add(c->st, SHM_CNT_BATCHES, 1);
 	return r;
+}
+
+int capture__tick(struct capture *c, uint64_t now_ns)
+{
+	int r;
+
+	if (now_ns >= c->next_tick_ns) {
+		/* Follow wall clock steps within a second. */
+		cap_clock__update(&c->emit.clock);
+		stats_sync(c);
+		c->next_tick_ns += NSEC_PER_SEC;
+		if (c->next_tick_ns <= now_ns)
+			c->next_tick_ns = now_ns + NSEC_PER_SEC;
+	}
+	r = cap_emit__flush_losses(&c->emit, clock_ns(CLOCK_REALTIME), false);
+	if (r < 0)
+		return log_error_errno(r, "sequence numbers of generation %u used up: %m",
+				       c->st->generation);
+	cap_emit__commit(&c->emit);
+	return 0;
+}
+
+int capture__next_tick_ms(const struct capture *c, uint64_t now_ns)
+{
+	return c->next_tick_ns > now_ns
+		       ? (int)((c->next_tick_ns - now_ns + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC)
+		       : 0;
+}
+
+int capture__new(struct shm_arena *a, struct shm_stage *st, const volatile sig_atomic_t *term,
+		 struct capture **ret)
+{
+	struct capture *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c)
+		return log_error_errno(-ENOMEM, "allocate capture state: %m");
+	c->st = st;
+	c->term = term;
+	r = capture_setup(c, a);
+	if (r < 0) {
+		capture__free(c);
+		return r;
+	}
+	/* The BPF load parsed the kernel's BTF (~6 MB raw, twice that parsed)
+	 * and libbpf freed it after loading; nothing else will reuse that heap,
+	 * so give it back now instead of carrying it in RSS for the run. */
+	malloc_trim(0);
+	c->next_tick_ns = clock_ns(CLOCK_MONOTONIC) + NSEC_PER_SEC;
+	*ret = c;
+	return 0;
+}
+
+void capture__free(struct capture *c)
+{
+	if (!c)
+		return;
+	backend_free(c);
+	free(c);
 }

@@ -2,20 +2,42 @@
 /*
  * The capture stage: sample on-CPU stacks with BPF and feed ring 0.
  * Lifecycle as in docs/pipeline.md; what is recorded in docs/capture.md.
+ *
+ * The same object shape as every stage (new/batch/tick/finish/free); its
+ * loop is its own (capture/main.c): it is fed by the kernel's buffers, not
+ * by a ring, so it polls those instead of waiting on a ring.
  */
 #ifndef CPA_CAPTURE_CAPTURE_H
 #define CPA_CAPTURE_CAPTURE_H
 
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "shm/arena.h"
 
-/* The poll deadline policy (CAP_POLL_*) lives in cap_emit.h, next to the
- * commit policy it works with. */
+/* The poll deadline policy (CAP_POLL_*, cap_poll_next_ms()) lives in
+ * cap_emit.h, next to the commit policy it works with. */
 
-/* Run until STOP or SIGTERM. Returns 0 after a clean exit (state EXITED),
- * -errno after a failure (state FAILED). */
-int capture__run(struct shm_arena *a);
+struct capture;
 
-/* Ask the run loop to leave quickly (from a signal handler). */
-void capture__request_exit(void);
+/* Check the config, open ring 0, load and attach the sampler (BPF, or the
+ * perf backend as a fallback). term: the SIGTERM flag (a graceful stop
+ * stops waiting for room once it is set). Logs what failed. */
+int capture__new(struct shm_arena *a, struct shm_stage *st, const volatile sig_atomic_t *term,
+		 struct capture **ret);
+/* Poll the kernel buffers up to wait_ms, emit and commit what came: how many
+ * records, -EINTR, or -errno after a failure (logged). */
+int capture__batch(struct capture *c, int wait_ms);
+/* After every batch (now_ns CLOCK_MONOTONIC): once a second the clock and
+ * the kernel-side statistics; loss records. -errno (logged) when the
+ * sequence space is used up. */
+int capture__tick(struct capture *c, uint64_t now_ns);
+/* ms until the next once-a-second tick is due (the poll never sleeps past it). */
+int capture__next_tick_ms(const struct capture *c, uint64_t now_ns);
+/* Stop sampling, drain the kernel buffers into ring 0, flush losses (quick:
+ * do not wait for room for them). */
+int capture__finish(struct capture *c, bool quick);
+void capture__free(struct capture *c);
 
 #endif /* CPA_CAPTURE_CAPTURE_H */

@@ -1,67 +1,60 @@
 // SPDX-License-Identifier: MIT
-/* capture: spawned by `cpa monitor` with the arena on fd 3 (docs/pipeline.md). */
+/*
+ * capture: spawned by `cpa monitor` with the arena on fd 3. The process is
+ * common/daemon.h (docs/pipeline.md); the loop is its own: capture produces
+ * ring 0 from the kernel's buffers, it consumes no ring.
+ */
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <string.h>
 
+#include "cap_emit.h"
 #include "capture.h"
-#include "common/log.h"
-#include "shm/arena.h"
+#include "common/daemon.h"
+#include "common/macro.h"
+#include "common/timeutil.h"
 
-#define SHM_ARENA_FD 3
-
-static void on_sigterm(int sig)
+/* Until STOP or SIGTERM; the state is ours to set (RUNNING, EXITED, FAILED). */
+static int run(struct shm_arena *a, struct shm_stage *st)
 {
-	(void)sig;
-	capture__request_exit();
-}
+	struct capture *c = NULL;
+	int r, timeout_ms = CAP_POLL_FLOW_MS;
+	uint64_t now, last;
 
-static int signals_setup(void)
-{
-	struct sigaction sa = {.sa_handler = on_sigterm};
-
-	/* No SA_RESTART: the poll must return EINTR so SIGTERM is prompt. */
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGTERM, &sa, NULL) < 0)
-		return -errno;
-	/* The monitor orchestrates shutdown; a terminal's ^C is not for us. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGPIPE, SIG_IGN);
-	return 0;
+	shm_stage__heartbeat(st);
+	r = capture__new(a, st, &daemon_term, &c);
+	if (r < 0)
+		goto out;
+	shm_stage__set_state(st, SHM_STATE_RUNNING);
+	now = last = clock_ns(CLOCK_MONOTONIC);
+	while (!daemon_term && shm_stage__cmd(st) != SHM_CMD_STOP) {
+		shm_stage__heartbeat(st);
+		/* Never sleep past the once-a-second tick: it stamps the
+		 * heartbeat, so an idle capture wakes exactly once a second. */
+		r = capture__batch(c, MIN(timeout_ms, capture__next_tick_ms(c, now)));
+		if (r < 0 && r != -EINTR)
+			goto out;
+		now = clock_ns(CLOCK_MONOTONIC);
+		if (r != -EINTR) {
+			timeout_ms = cap_poll_next_ms(timeout_ms, r, now - last);
+			last = now;
+		}
+		r = capture__tick(c, now);
+		if (r < 0)
+			goto out;
+	}
+	r = capture__finish(c, daemon_term);
+out:
+	capture__free(c);
+	shm_stage__exit(st, r);
+	return r;
 }
 
 int main(int argc, char **argv)
 {
-	struct shm_arena *a = NULL;
-	int r;
+	static const struct daemon_stage d = {
+		.name = "capture",
+		.id = SHM_STAGE_CAPTURE,
+		.run = run,
+	};
 
-	log_set_subsystem("capture");
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) {
-			log_set_level(LOG_LVL_DEBUG);
-		} else {
-			log_error("unknown argument '%s'", argv[i]);
-			return 2;
-		}
-	}
-	if (fcntl(SHM_ARENA_FD, F_GETFD) < 0) {
-		log_error("no arena on fd 3: run me from `cpa monitor`");
-		return 2;
-	}
-	r = shm_arena__attach(SHM_ARENA_FD, &a);
-	if (r < 0) {
-		log_error_errno(r, "attach arena on fd 3: %m");
-		return 2;
-	}
-	r = signals_setup();
-	if (r < 0) {
-		log_error_errno(r, "install signal handlers: %m");
-		shm_arena__free(a);
-		return 1;
-	}
-	r = capture__run(a);
-	shm_arena__free(a);
-	return r < 0 ? 1 : 0;
+	return daemon__main(&d, argc, argv);
 }

@@ -109,6 +109,7 @@ int shm_arena__create(const struct shm_layout *layout, struct shm_arena **ret)
 {
 	struct shm_arena *a;
 	struct shm_arena_hdr *h;
+	struct cpa_config *cfg;
 	uint64_t off;
 	uint32_t i;
 	int r;
@@ -166,6 +167,12 @@ int shm_arena__create(const struct shm_layout *layout, struct shm_arena **ret)
 
 		st->id = i;
 	}
+
+	/* The config block carries the creator's build: a stage of another
+	 * one refuses it (shm_stage__attach). The monitor fills the rest. */
+	cfg = (struct cpa_config *)((uint8_t *)a->base + config_off);
+	cfg->magic = CPA_CONFIG_MAGIC;
+	cfg->version = CPA_CONFIG_VERSION;
 
 	h = a->base;
 	h->version_major = SHM_ARENA_VERSION_MAJOR;

@@ -2,16 +2,11 @@
 #include "counters.h"
 #include "stage.h"
 
-#include <time.h>
+#include "common/timeutil.h"
 
 void shm_stage__heartbeat(struct shm_stage *st)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	__atomic_store_n(&st->heartbeat_ns,
-			 (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
-			 __ATOMIC_RELAXED);
+	__atomic_store_n(&st->heartbeat_ns, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
 }
 
 const char *shm_stage_name(enum shm_stage_id id)

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/timeutil.h"
+
 enum shm_stage_id {
 	SHM_STAGE_CAPTURE,
 	SHM_STAGE_UNWINDD,
@@ -107,6 +109,29 @@ static inline enum shm_stage_cmd shm_stage__cmd(const struct shm_stage *st)
 static inline uint64_t shm_stage__rate_limit(const struct shm_stage *st)
 {
 	return __atomic_load_n(&st->rate_limit, __ATOMIC_RELAXED);
+}
+
+/*
+ * The stage's rate limit (records/s, rate_limit above, live), counted per
+ * second of now_ns: true when one more record may pass now.
+ */
+struct shm_rate {
+	uint64_t sec; /* the second n counts */
+	uint64_t n;
+};
+
+static inline bool shm_rate__admit(struct shm_rate *r, const struct shm_stage *st, uint64_t now_ns)
+{
+	uint64_t limit = shm_stage__rate_limit(st), sec;
+
+	if (__builtin_expect(!limit, 1))
+		return true;
+	sec = now_ns / NSEC_PER_SEC;
+	if (sec != r->sec) {
+		r->sec = sec;
+		r->n = 0;
+	}
+	return ++r->n <= limit;
 }
 
 /* Stamp the heartbeat with CLOCK_MONOTONIC now. */

@@ -9,8 +9,8 @@
  * released with a neighbouring block (never duplicates).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -18,26 +18,54 @@
 #include "shm/records.h"
 #include "storer.h"
 
-void storer__init(struct storer *s, struct shm_stage *st, struct shm_ring_cons *in,
-		  struct store_writer *w)
+struct storer {
+	struct shm_stage *st;
+	struct shm_ring_cons *in;
+	struct store_writer *w;
+	uint64_t resume_mark; /* seq <= this was stored by an earlier life: skip */
+	uint64_t max_seq;     /* highest seq taken into the store (open block included) */
+	uint64_t unreleased;  /* input bytes peeked since the last release */
+	bool block_closed;    /* a block closed since the last release */
+	struct store_writer_stats synced; /* writer stats already added to the counters */
+	int last_logged_err;
+	uint64_t last_log_ns;
+};
+
+int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_writer *w,
+		struct storer **ret)
 {
-	memset(s, 0, sizeof(*s));
+	struct storer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
 	s->st = st;
 	s->in = in;
 	s->w = w;
 	s->resume_mark = shm_ring__mark_sc(in);
 	s->max_seq = s->resume_mark;
+	*ret = s;
+	return 0;
 }
 
-static uint64_t now_ns(void)
+void storer__free(struct storer *s)
 {
-	return clock_ns(CLOCK_REALTIME);
+	free(s);
+}
+
+uint64_t storer__resume_seq(const struct storer *s)
+{
+	return s->resume_mark;
+}
+
+uint64_t storer__unreleased(const struct storer *s)
+{
+	return s->unreleased;
 }
 
 /* Log a store error at most once a minute per kind; the counters have the rest. */
 static void storer_log_err(struct storer *s, int err, const char *what)
 {
-	uint64_t now = now_ns();
+	uint64_t now = clock_ns(CLOCK_REALTIME);
 
 	if (err == s->last_logged_err && now - s->last_log_ns < 60 * NSEC_PER_SEC)
 		return;

@@ -18,21 +18,14 @@
 #define STORER_WAKE_BYTES (64u << 10)
 #define STORER_IDLE_MS	  1000 /* longest sleep: heartbeat at least once a second */
 
-struct storer {
-	struct shm_stage *st;
-	struct shm_ring_cons *in;
-	struct store_writer *w;
-	uint64_t resume_mark; /* seq <= this was stored by an earlier life: skip */
-	uint64_t max_seq;     /* highest seq taken into the store (open block included) */
-	uint64_t unreleased;  /* input bytes peeked since the last release */
-	bool block_closed;    /* a block closed since the last release */
-	struct store_writer_stats synced; /* writer stats already added to the counters */
-	int last_logged_err;
-	uint64_t last_log_ns;
-};
+/* The stage object; opaque. It reads in and writes through w, which stay
+ * the caller's (free the storer first). */
+struct storer;
 
-void storer__init(struct storer *s, struct shm_stage *st, struct shm_ring_cons *in,
-		  struct store_writer *w);
+int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_writer *w,
+		struct storer **ret);
+void storer__free(struct storer *s);
+
 /* Take up to max records from the input. Returns how many (0 = empty) or
  * -EBADMSG when the ring itself is corrupt. */
 int storer__batch(struct storer *s, unsigned int max);
@@ -41,6 +34,10 @@ int storer__batch(struct storer *s, unsigned int max);
 int storer__tick(struct storer *s, uint64_t now_ns);
 /* Close the open block, wait for the writes (fsync if sync) and release. */
 int storer__finish(struct storer *s, bool sync);
+/* The input mark at start: seq <= this was stored by an earlier life. */
+uint64_t storer__resume_seq(const struct storer *s);
+/* Input bytes peeked since the last release (held by the open block). */
+uint64_t storer__unreleased(const struct storer *s);
 /* wake_bytes for shm_ring__wait_sc(): STORER_WAKE_BYTES of new input. */
 uint64_t storer__wake_bytes(const struct storer *s);
 /* How long the consumer may sleep (ms, <= STORER_IDLE_MS) before the next block is due. */

@@ -202,7 +202,7 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 			return e->bin;
 		}
 		if (!now_ns)
-			now_ns = symd_now_ns();
+			now_ns = clock_ns(CLOCK_MONOTONIC);
 		if (now_ns < e->retry_ns)
 			return NULL;
 		bincache__remove(c, e);
@@ -211,7 +211,7 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 
 	c->stats.loads++;
 	if (!now_ns)
-		now_ns = symd_now_ns();
+		now_ns = clock_ns(CLOCK_MONOTONIC);
 	r = symbin__load(c->paths, ref, &b);
 	if (r < 0) {
 		if (is_rejection(r)) {

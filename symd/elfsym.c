@@ -38,11 +38,6 @@
 #define SYMD_MAX_DEBUGDATA_Z (64ull << 20)
 #define SYMD_XZ_MEMLIMIT     (128ull << 20)
 
-uint64_t symd_now_ns(void)
-{
-	return clock_ns(CLOCK_MONOTONIC);
-}
-
 /* ---- bounded reads from a file or a memory image ---- */
 
 struct elfsrc {
@@ -368,7 +363,7 @@ static int symvec__collect(struct symvec *sv, const struct elfimg *e, uint32_t t
 		unsigned int st, bind;
 		size_t len;
 
-		if ((i & 0xffff) == 0xffff && symd_now_ns() > sv->deadline)
+		if ((i & 0xffff) == 0xffff && clock_ns(CLOCK_MONOTONIC) > sv->deadline)
 			return -ETIME;
 		memcpy(&sym, syms + i * sizeof(sym), sizeof(sym));
 		st = ELF64_ST_TYPE(sym.st_info);
@@ -839,7 +834,7 @@ static int symbin__from_img(struct symbin *b, const struct elfimg *e, struct sym
 int symbin__load(const struct symd_paths *paths, const struct symd_file_ref *ref,
 		 struct symbin **ret)
 {
-	struct symvec sv = {.deadline = symd_now_ns() + SYMD_BIN_TIME_NS};
+	struct symvec sv = {.deadline = clock_ns(CLOCK_MONOTONIC) + SYMD_BIN_TIME_NS};
 	struct elfimg e = {.src.fd = -1}, d = {.src.fd = -1};
 	struct symbin *b = symbin__alloc();
 	bool has_symtab = false;
@@ -867,7 +862,7 @@ int symbin__load(const struct symd_paths *paths, const struct symd_file_ref *ref
 			b->src |= SYMBIN_SRC_MINIDEBUG;
 		}
 	}
-	if (symd_now_ns() > sv.deadline) {
+	if (clock_ns(CLOCK_MONOTONIC) > sv.deadline) {
 		r = -ETIME;
 		goto out;
 	}
@@ -886,7 +881,7 @@ out:
 
 int symbin__load_mem(const void *img, size_t size, struct symbin **ret)
 {
-	struct symvec sv = {.deadline = symd_now_ns() + SYMD_BIN_TIME_NS};
+	struct symvec sv = {.deadline = clock_ns(CLOCK_MONOTONIC) + SYMD_BIN_TIME_NS};
 	struct elfimg e;
 	struct symbin *b = symbin__alloc();
 	bool has_symtab;

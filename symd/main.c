@@ -1,29 +1,32 @@
 // SPDX-License-Identifier: MIT
 /*
- * symd executable: attach to the arena on fd 3, consume ring 1, produce
- * ring 2, per docs/pipeline.md (batches, deadline waits, marks, DRAIN,
- * SIGTERM, heartbeat).
+ * symd executable: consumes ring 1, produces ring 2. The process and its
+ * loop are common/daemon.h and shm/stage_loop.h (docs/pipeline.md: batches,
+ * deadline waits, marks, DRAIN, SIGTERM, heartbeat); this is the table of
+ * its hooks.
  */
 #include "symd.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <string.h>
-#include <time.h>
 
+#include "common/daemon.h"
 #include "common/log.h"
-#include "common/macro.h"
-#include "shm/arena.h"
+#include "common/timeutil.h"
 
-#define SYMD_ARENA_FD	   3
-#define SYMD_BATCH	   256
+#define SYMD_BATCH 256
+/*
+ * Adaptive deadline: every wakeup costs 40-50 us of CPU on a small VM,
+ * whatever it finds. A deadline that passes with less than a batch pending
+ * (idle, or a low rate) doubles it up to 1 s: the same records then come in
+ * one wakeup instead of five. A batch's worth (the producer's futex wake,
+ * SYMD_WAKE_BYTES, at most half the ring) or a kick (DRAIN) brings it back
+ * to 200 ms.
+ */
 #define SYMD_WAIT_MIN_MS   200	/* deadline once a batch's worth arrives */
 #define SYMD_WAIT_MAX_MS   1000 /* heartbeat and loss flush once a second */
 #define SYMD_WAKE_BYTES	   (64u << 10)
-#define SYMD_HELD_SLEEP_NS (10 * 1000000L)
-#define SYMD_HEARTBEAT_NS  (200ull * 1000000ull)
+#define SYMD_HELD_SLEEP_MS 10 /* output held: the storer is behind */
+#define SYMD_HEARTBEAT_NS  (200 * NSEC_PER_MSEC)
 
 /*
  * jemalloc: one arena and no thread cache (one thread: neither buys speed,
@@ -35,151 +38,81 @@
  */
 const char *malloc_conf = "narenas:1,tcache:false,dirty_decay_ms:0,muzzy_decay_ms:0";
 
-static volatile sig_atomic_t symd_term;
-
-static void on_sigterm(int sig)
+static int stage_new(struct shm_arena *a, struct shm_stage *st, struct shm_ring_cons *in,
+		     struct shm_ring_prod *out, void **ret)
 {
-	(void)sig;
-	symd_term = 1;
+	uint32_t gen = __atomic_load_n(&st->generation, __ATOMIC_RELAXED);
+	struct symd *s = NULL;
+	int r;
+
+	r = symd__new(&(struct symd_opts){.cfg = shm_arena__config(a),
+					  .stage = st,
+					  .in = in,
+					  .out = out,
+					  .generation = gen},
+		      &s);
+	if (r < 0)
+		return log_error_errno(r, "set up: %m");
+	log_info("running (generation %u, resume after seq %#llx)", gen,
+		 (unsigned long long)shm_ring__mark_sc(in));
+	*ret = s;
+	return 0;
 }
 
-static void signals_setup(void)
+static int stage_batch(void *s, unsigned int max)
 {
-	struct sigaction sa = {.sa_handler = on_sigterm};
+	int n = symd__batch(s, max);
 
-	/* No SA_RESTART: the futex wait returns -EINTR and we leave promptly. */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGINT, SIG_IGN); /* the monitor orchestrates shutdown */
-	signal(SIGPIPE, SIG_IGN);
+	/* Nothing taken because the storer is behind: let it catch up, keep
+	 * our input (the loop sleeps SYMD_HELD_SLEEP_MS). */
+	return n == 0 && symd__output_held(s) ? -ENOBUFS : n;
+}
+
+static void stage_tick(void *s, uint64_t now_ns)
+{
+	symd__tick(s, now_ns);
+}
+
+static void stage_finish(void *s, int r, bool draining, bool terminated)
+{
+	(void)draining;
+	(void)terminated;
+	/* SIGTERM or drained: everything passed on is committed and released
+	 * (symd__batch does both per batch); flush our own loss report. */
+	if (r >= 0)
+		symd__finish(s);
+}
+
+static void stage_free(void *s)
+{
+	symd__free(s);
 }
 
 int main(int argc, char **argv)
 {
-	struct shm_ring_cons in;
-	struct shm_ring_prod out;
-	struct shm_arena *a = NULL;
-	struct cpa_config *cfg;
-	struct shm_stage *st;
-	struct symd *s = NULL;
-	uint64_t wake_bytes, last_hb = 0;
-	int wait_ms = SYMD_WAIT_MIN_MS;
-	bool draining = false;
-	int i, r;
+	static const struct daemon_stage d = {
+		.name = "symd",
+		.id = SHM_STAGE_SYMD,
+		.in_ring = SHM_RING_UNWIND,
+		.out_ring = SHM_RING_SYMD,
+		.new = stage_new,
+		.finish = stage_finish,
+		.free = stage_free,
+		.loop.batch = stage_batch,
+		.loop.tick = stage_tick,
+		.loop.clock = CLOCK_MONOTONIC,
+		.loop.batch_max = SYMD_BATCH,
+		.loop.heartbeat_ns = SYMD_HEARTBEAT_NS,
+		.loop.wake_bytes = SYMD_WAKE_BYTES,
+		.loop.wake_ring_div = 2,
+		.loop.wait_ms = SYMD_WAIT_MIN_MS,
+		.loop.wait_idle_ms = SYMD_WAIT_MAX_MS,
+		.loop.backoff = SHM_WAIT_BACKOFF_TIMEOUT,
+		.loop.busy_ms = SYMD_HELD_SLEEP_MS,
+		/* Output held can make a batch take nothing: leave only
+		 * once the producer's leftovers are all in. */
+		.loop.drain_until_empty = true,
+	};
 
-	log_set_subsystem("symd");
-	for (i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v"))
-			log_set_level(LOG_LVL_DEBUG);
-
-	if (fcntl(SYMD_ARENA_FD, F_GETFD) < 0) {
-		log_error("no arena on fd 3: run me from `cpa monitor`");
-		return 2;
-	}
-	r = shm_arena__attach(SYMD_ARENA_FD, &a);
-	if (r < 0) {
-		log_error_errno(r, "attach arena on fd 3: %m");
-		return 2;
-	}
-	cfg = shm_arena__config(a);
-	st = shm_arena__stage(a, SHM_STAGE_SYMD);
-	if (!cfg || !st || cfg->magic != CPA_CONFIG_MAGIC || cfg->version != CPA_CONFIG_VERSION) {
-		log_error("arena config missing or of another version");
-		shm_arena__free(a);
-		return 2;
-	}
-	if (cfg->flags & CPA_CFG_VERBOSE)
-		log_set_level(LOG_LVL_DEBUG);
-	signals_setup();
-
-	r = shm_arena__open_cons(a, SHM_RING_UNWIND, &in);
-	if (r < 0) {
-		log_error_errno(r, "open input ring %d: %m", SHM_RING_UNWIND);
-		goto out_fail;
-	}
-	r = shm_arena__open_prod(a, SHM_RING_SYMD, &out);
-	if (r < 0) {
-		log_error_errno(r, "open output ring %d: %m", SHM_RING_SYMD);
-		goto out_fail;
-	}
-	r = symd__new(&(struct symd_opts){.cfg = cfg,
-					  .stage = st,
-					  .in = &in,
-					  .out = &out,
-					  .generation = __atomic_load_n(&st->generation,
-									__ATOMIC_RELAXED)},
-		      &s);
-	if (r < 0) {
-		log_error_errno(r, "set up: %m");
-		goto out_fail;
-	}
-	wake_bytes = MIN((uint64_t)SYMD_WAKE_BYTES, in.size / 2);
-	shm_stage__heartbeat(st);
-	shm_stage__set_state(st, SHM_STATE_RUNNING);
-	log_info("running (generation %u, resume after seq %#llx)",
-		 __atomic_load_n(&st->generation, __ATOMIC_RELAXED),
-		 (unsigned long long)shm_ring__mark_sc(&in));
-
-	while (!symd_term) {
-		uint64_t now;
-		int n;
-
-		if (!draining && shm_stage__cmd(st) == SHM_CMD_DRAIN) {
-			draining = true;
-			shm_stage__set_state(st, SHM_STATE_DRAINING);
-		}
-		n = symd__run_batch(s, SYMD_BATCH);
-		if (n < 0) {
-			log_error_errno(n, "input ring: %m");
-			goto out_fail;
-		}
-		now = symd_now_ns();
-		symd__tick(s, now);
-		if (now - last_hb >= SYMD_HEARTBEAT_NS) {
-			shm_stage__heartbeat(st);
-			last_hb = now;
-		}
-		if (n > 0)
-			continue;
-		if (symd__output_held(s)) {
-			/* The storer is behind: let it catch up, keep our input. */
-			nanosleep(&(struct timespec){.tv_nsec = SYMD_HELD_SLEEP_NS}, NULL);
-			continue;
-		}
-		if (draining) {
-			/* Producer gone and input empty: flush and leave. */
-			if (shm_ring__pending_sc(&in) == 0)
-				break;
-			continue;
-		}
-		/* -ETIMEDOUT / -EINTR just loop: the deadline work and the
-		 * SIGTERM check are at the top.
-		 * Adaptive deadline: every wakeup costs 40-50 us of CPU on a
-		 * small VM, whatever it finds. A deadline that passes with less
-		 * than a batch pending (idle, or a low rate) doubles it up to
-		 * 1 s: the same records then come in one wakeup instead of
-		 * five. A batch's worth (the producer's futex wake) or a kick
-		 * (DRAIN) brings it back to 200 ms. */
-		r = shm_ring__wait_sc(&in, wake_bytes, wait_ms);
-		if (r == -ETIMEDOUT)
-			wait_ms = MIN(wait_ms * 2, SYMD_WAIT_MAX_MS);
-		else if (r == 0)
-			wait_ms = SYMD_WAIT_MIN_MS;
-		shm_stage__cnt_add(st, SHM_CNT_WAKEUPS, 1);
-	}
-
-	/* SIGTERM or drained: everything passed on is committed and released
-	 * (run_batch does both per batch); flush our own loss report. */
-	symd__finish(s);
-	log_info("%s", symd_term ? "terminated" : "drained");
-	symd__free(s);
-	shm_stage__set_state(st, SHM_STATE_EXITED);
-	shm_arena__free(a);
-	return 0;
-
-out_fail:
-	symd__free(s);
-	shm_stage__set_state(st, SHM_STATE_FAILED);
-	shm_arena__free(a);
-	return 1;
+	return daemon__main(&d, argc, argv);
 }

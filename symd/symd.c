@@ -33,9 +33,9 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
-#include "common/ratelimit.h"
 #include "common/timeutil.h"
 #include "shm/counters.h"
+#include "shm/loss.h"
 
 #define SYMD_PID_MAX	    65536u
 #define SYMD_KSYM_CHECK_NS  (5 * NSEC_PER_SEC)
@@ -46,21 +46,6 @@
 #define SYMD_PCC_BITS	    16	       /* at most 64 Ki slots (2 MiB) */
 #define SYMD_PCC_MIN_BITS   10	       /* from 1 Ki slots (32 KiB) */
 #define SYMD_PCC_KERNEL	    UINT32_MAX /* module key of kernel pcs */
-
-#define SYMD_LOSS_SLOTS 16
-
-/* Samples lost here (or upstream losses we could not forward), aggregated
- * by (stage, reason, kind); seq is the last sample it stands for. */
-struct loss_ent {
-	uint64_t seq;
-	uint64_t time_ns;
-	uint64_t count;
-	uint64_t weight;
-	uint32_t stage;
-	uint32_t reason;
-	uint32_t kind;
-	uint32_t _pad;
-};
 
 /* A module as unwindd defined it (unwindd's id space). */
 struct umod {
@@ -150,10 +135,9 @@ struct symd {
 	uint64_t mark;	      /* highest input seq handled */
 
 	uint64_t intern_budget;
-	struct loss_ent loss[SYMD_LOSS_SLOTS];
-	unsigned int nloss;
+	struct shm_loss_table loss; /* own drops, upstream losses not forwarded yet */
 	uint64_t loss_next_ns;
-	struct ratelimit rate; /* the stage's rate_limit, over CLOCK_MONOTONIC */
+	struct shm_rate rate;
 	uint64_t gauge_bytes;
 
 	struct pcc_ent *pcc;
@@ -499,7 +483,7 @@ static const char *jit_lookup(struct symd *s, uint32_t pid, uint64_t pc, uint64_
 	if (name)
 		return name;
 	/* A miss may mean new JIT code: re-read the map, at most once a second. */
-	now = symd_now_ns();
+	now = clock_ns(CLOCK_MONOTONIC);
 	if (!p->jit_tried || now >= p->jit_next_ns) {
 		p->jit_tried = true;
 		pidinfo__load_jit(s, p, now);
@@ -554,16 +538,17 @@ static void ksyms_ensure(struct symd *s)
 	s->ks_tried = true;
 	s->ks.modules_hash =
 		ksyms__modules_hash(s->paths.modules ? s->paths.modules : "/proc/modules");
-	s->ks.next_check_ns = symd_now_ns() + SYMD_KSYM_CHECK_NS;
+	s->ks.next_check_ns = clock_ns(CLOCK_MONOTONIC) + SYMD_KSYM_CHECK_NS;
 	s->pcc_gen++;
-	t0 = symd_now_ns();
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	r = ksyms__load(&s->ks, path);
 	if (r < 0) {
 		log_warn("load '%s': %s; kernel frames stay hex", path, strerror(-r));
 		return;
 	}
 	log_debug("%s: %u + %u symbols, %zu KiB, %llu ms", path, s->ks.n, s->ks.nfar,
-		  ksyms__bytes(&s->ks) >> 10, (unsigned long long)((symd_now_ns() - t0) / 1000000));
+		  ksyms__bytes(&s->ks) >> 10,
+		  (unsigned long long)((clock_ns(CLOCK_MONOTONIC) - t0) / 1000000));
 	if (s->ks.zeroed && !s->kptr_warned) {
 		s->kptr_warned = true;
 		log_warn(
@@ -906,27 +891,12 @@ static int stack_id(struct symd *s, const uint32_t *ids, uint32_t n, uint32_t nk
 static void loss_add(struct symd *s, uint32_t stage, uint32_t reason, uint32_t kind, uint64_t count,
 		     uint64_t weight, uint64_t seq, uint64_t time_ns)
 {
-	struct loss_ent *e = NULL;
-	unsigned int i;
+	(void)shm_loss__add(&s->loss, stage, reason, kind, count, weight, seq, time_ns);
+}
 
-	for (i = 0; i < s->nloss; i++) {
-		if (s->loss[i].stage == stage && s->loss[i].reason == reason &&
-		    s->loss[i].kind == kind) {
-			e = &s->loss[i];
-			break;
-		}
-	}
-	if (!e) {
-		/* Full table (never in practice): fold into the last slot; the
-		 * count survives, the reason blurs. */
-		e = &s->loss[s->nloss < SYMD_LOSS_SLOTS ? s->nloss++ : SYMD_LOSS_SLOTS - 1];
-		if (!e->count)
-			*e = (struct loss_ent){.stage = stage, .reason = reason, .kind = kind};
-	}
-	e->count += count;
-	e->weight += weight ? weight : count;
-	e->seq = MAX(e->seq, seq);
-	e->time_ns = MAX(e->time_ns, time_ns);
+static int loss_emit(void *ctx, const struct cpa_loss *l)
+{
+	return emit2(ctx, CPA_REC_LOSS, l, sizeof(*l), NULL, 0);
 }
 
 /*
@@ -936,37 +906,7 @@ static void loss_add(struct symd *s, uint32_t stage, uint32_t reason, uint32_t k
  */
 static int loss_flush(struct symd *s)
 {
-	unsigned int i, j, sent = 0;
-	int r = 0;
-
-	for (i = 1; i < s->nloss; i++)
-		for (j = i; j > 0 && s->loss[j - 1].seq > s->loss[j].seq; j--) {
-			struct loss_ent t = s->loss[j];
-
-			s->loss[j] = s->loss[j - 1];
-			s->loss[j - 1] = t;
-		}
-	for (i = 0; i < s->nloss; i++) {
-		const struct loss_ent *e = &s->loss[i];
-		struct cpa_loss l = {
-			.seq = e->seq,
-			.time_ns = e->time_ns,
-			.count = e->count,
-			.weight = e->weight,
-			.stage = e->stage,
-			.reason = e->reason,
-			.kind = e->kind,
-		};
-
-		r = emit2(s, CPA_REC_LOSS, &l, sizeof(l), NULL, 0);
-		if (r < 0)
-			break;
-		sent++;
-	}
-	memmove(s->loss, s->loss + sent, (s->nloss - sent) * sizeof(*s->loss));
-	memset(s->loss + s->nloss - sent, 0, sent * sizeof(*s->loss));
-	s->nloss -= sent;
-	return r;
+	return shm_loss__flush(&s->loss, loss_emit, s);
 }
 
 static void loss_own(struct symd *s, unsigned int counter, const struct cpa_frames *f)
@@ -1165,6 +1105,13 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 	return emit2(s, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
 }
 
+static bool rate_ok(struct symd *s)
+{
+	/* No clock read unless a limit is set. */
+	return !shm_stage__rate_limit(s->st) ||
+	       shm_rate__admit(&s->rate, s->st, clock_ns(CLOCK_MONOTONIC));
+}
+
 static size_t intern_bytes(const struct symd *s)
 {
 	return intern__bytes(&s->strs) + intern__bytes(&s->frames) + intern__bytes(&s->stacks) +
@@ -1174,7 +1121,6 @@ static size_t intern_bytes(const struct symd *s)
 static void on_frames(struct symd *s, const struct shm_msg *m)
 {
 	struct cpa_frames f;
-	uint64_t limit;
 	int r;
 
 	if (m->len < sizeof(f)) {
@@ -1193,13 +1139,11 @@ static void on_frames(struct symd *s, const struct shm_msg *m)
 	}
 	if (f.seq > s->mark)
 		s->mark = f.seq;
-	/* Rate limit: the clock is read only when a limit is set. */
-	limit = shm_stage__rate_limit(s->st);
-	if (limit && !ratelimit__ok(&s->rate, limit, symd_now_ns())) {
+	if (!rate_ok(s)) {
 		loss_own(s, SHM_CNT_DROP_RATE, &f);
 		return;
 	}
-	if (s->nloss && loss_flush(s) < 0) {
+	if (shm_loss__pending(&s->loss) && loss_flush(s) < 0) {
 		/* Our loss report does not fit: neither does this sample. */
 		loss_own(s, SHM_CNT_DROP_RING_FULL, &f);
 		return;
@@ -1313,9 +1257,9 @@ static void on_loss(struct symd *s, const struct shm_msg *m)
 	}
 	if (l.seq > s->mark)
 		s->mark = l.seq;
-	if (s->nloss)
+	if (shm_loss__pending(&s->loss))
 		loss_flush(s);
-	r = s->nloss ? -ENOBUFS : emit2(s, CPA_REC_LOSS, &l, sizeof(l), NULL, 0);
+	r = shm_loss__pending(&s->loss) ? -ENOBUFS : emit2(s, CPA_REC_LOSS, &l, sizeof(l), NULL, 0);
 	if (r < 0) {
 		/* Cannot forward it now: keep it, under its own stage and reason. */
 		loss_add(s, l.stage, l.reason, l.kind, l.count, l.weight, l.seq, l.time_ns);
@@ -1365,7 +1309,7 @@ bool symd__output_held(const struct symd *s)
 	return s->held;
 }
 
-int symd__run_batch(struct symd *s, unsigned int max_records)
+int symd__batch(struct symd *s, unsigned int max_records)
 {
 	unsigned int n = 0;
 	int r = 0;
@@ -1409,7 +1353,7 @@ int symd__run_batch(struct symd *s, unsigned int max_records)
 
 static void symd__flush_loss(struct symd *s)
 {
-	if (!s->nloss)
+	if (!shm_loss__pending(&s->loss))
 		return;
 	loss_flush(s); /* what does not fit waits for the next second */
 	shm_ring__commit_sp(s->out);

@@ -201,14 +201,13 @@ void symd__free(struct symd *s);
 /* Process up to max_records input records; commit output and release the
  * input with its mark once. Returns the records consumed (0 = none pending
  * or output held back), or -errno (-EBADMSG: corrupt input ring). */
-int symd__run_batch(struct symd *s, unsigned int max_records);
-/* Periodic work: loss records, kallsyms reload check, gauges. */
+int symd__batch(struct symd *s, unsigned int max_records);
+/* Periodic work: loss records, kallsyms reload check, gauges. now_ns is
+ * CLOCK_MONOTONIC. */
 void symd__tick(struct symd *s, uint64_t now_ns);
 /* Before leaving: send the pending loss report, update the gauges. */
 void symd__finish(struct symd *s);
 /* True when output is held back for lack of room in the output ring. */
 bool symd__output_held(const struct symd *s);
-
-uint64_t symd_now_ns(void);
 
 #endif /* CPA_SYMD_H */

@@ -10,7 +10,7 @@ foreach(stage capture unwindd symd storer)
   add_executable(fake_stage_${stage} test_monitor_stage.c)
   set_target_properties(fake_stage_${stage} PROPERTIES
     OUTPUT_NAME ${stage} RUNTIME_OUTPUT_DIRECTORY ${CPA_FAKE_STAGE_DIR})
-  target_link_libraries(fake_stage_${stage} PRIVATE cpa_shm)
+  target_link_libraries(fake_stage_${stage} PRIVATE cpa_daemon)
   list(APPEND CPA_FAKE_STAGES fake_stage_${stage})
 endforeach()
 

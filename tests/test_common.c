@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * common/: the helpers every executable shares, one case each: time
- * conversion, whole-file read, hash + intern table, cpu list, rate limit.
+ * conversion, whole-file read, hash + intern table, cpu list.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,6 @@
 #include "common/fileio.h"
 #include "common/hash.h"
 #include "common/intern.h"
-#include "common/ratelimit.h"
 #include "common/timeutil.h"
 #include "test_util.h"
 
@@ -259,32 +258,6 @@ START_TEST(test_cpulist)
 }
 END_TEST
 
-START_TEST(test_ratelimit)
-{
-	struct ratelimit rl = {0};
-	unsigned int ok = 0, i;
-
-	/* no limit: everything passes */
-	for (i = 0; i < 10; i++)
-		ck_assert(ratelimit__ok(&rl, 0, 5));
-	/* 3 per second: 3 of 5 in one second, then a new window a second later */
-	rl = (struct ratelimit){0};
-	for (i = 0; i < 5; i++)
-		ok += ratelimit__ok(&rl, 3, 10 * NSEC_PER_SEC + i);
-	ck_assert_uint_eq(ok, 3);
-	ck_assert(!ratelimit__ok(&rl, 3, 11 * NSEC_PER_SEC - 1));
-	ck_assert(ratelimit__ok(&rl, 3, 11 * NSEC_PER_SEC));
-	ck_assert(ratelimit__ok(&rl, 3, 11 * NSEC_PER_SEC + 1));
-	/* a limit raised live applies in the same window */
-	ck_assert(ratelimit__ok(&rl, 3, 11 * NSEC_PER_SEC + 2));
-	ck_assert(!ratelimit__ok(&rl, 3, 11 * NSEC_PER_SEC + 3));
-	ck_assert(ratelimit__ok(&rl, 5, 11 * NSEC_PER_SEC + 4));
-	/* time going backwards (another cpu's older sample) opens a window */
-	ck_assert(ratelimit__ok(&rl, 1, 5 * NSEC_PER_SEC));
-	ck_assert(!ratelimit__ok(&rl, 1, 5 * NSEC_PER_SEC + 1));
-}
-END_TEST
-
 int main(void)
 {
 	Suite *s = suite_create("common");
@@ -294,7 +267,6 @@ int main(void)
 	} cases[] = {
 		{"timeutil", test_timeutil},   {"fileio", test_read_full_file},
 		{"intern", test_intern},       {"cpulist", test_cpulist},
-		{"ratelimit", test_ratelimit},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

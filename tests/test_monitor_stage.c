@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * A fake pipeline stage for test_monitor: built four times, as capture,
- * unwindd, symd and storer (its role is its file name). It follows the stage
- * side of docs/pipeline.md with real rings in the real arena on fd 3:
+ * unwindd, symd and storer (its role is its file name). It runs on the real
+ * stage skeleton (common/daemon.h, shm/stage_loop.h) with real rings in the
+ * real arena on fd 3, with fake work:
  * capture produces a sequence-numbered record every few ms, the others pass
  * records along, the storer counts them. The test steers it with files in
  * $FAKE_CTL_DIR:
@@ -24,16 +25,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/daemon.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 
-static volatile sig_atomic_t got_term;
-
-static void on_term(int sig)
-{
-	(void)sig;
-	got_term = 1;
-}
+/* The stage at hand (one process, one stage). */
+static struct fake {
+	const char *name;
+	enum shm_stage_id id;
+	struct shm_stage *st;
+	struct shm_ring_cons *in;
+	struct shm_ring_prod *out; /* NULL for the storer */
+	uint64_t mark;		   /* highest seq passed on */
+	bool hanging;
+} fake;
 
 static const char *ctl_dir(void)
 {
@@ -77,25 +82,198 @@ static bool env_is(const char *name, const char *stage)
 	return v && !strcmp(v, stage);
 }
 
+/* Crash and hang on request. A hang stops heartbeating until SIGTERM/SIGKILL. */
+static void ctl_files(void)
+{
+	if (take_file("crash", fake.name)) {
+		event(fake.name, "crash");
+		signal(SIGSEGV, SIG_DFL); /* past sanitizers' handlers: a real crash */
+		raise(SIGSEGV);
+	}
+	if (take_file("hang", fake.name)) {
+		event(fake.name, "hang");
+		fake.hanging = true;
+	}
+	while (fake.hanging && !daemon_term)
+		usleep(50000);
+}
+
+static void fake_start(void)
+{
+	event(fake.name, "start gen=%u notify=%s", fake.st->generation,
+	      getenv("NOTIFY_SOCKET") ? "set" : "none");
+}
+
+static int fake_new(struct shm_arena *a, struct shm_stage *st, struct shm_ring_cons *in,
+		    struct shm_ring_prod *out, void **ret)
+{
+	(void)a;
+	if (st->pid != getpid()) {
+		fprintf(stderr, "%s: block pid %d is not mine\n", fake.name, st->pid);
+		return -ESRCH;
+	}
+	fake.st = st;
+	fake.in = in;
+	fake.out = out;
+	fake.mark = shm_ring__mark_sc(in);
+	fake_start();
+	*ret = &fake;
+	return 0;
+}
+
+/* Pass sequence-numbered records along; the storer counts them. */
+static int fake_batch(void *obj, unsigned int max)
+{
+	struct shm_msg msgs[64];
+	uint64_t hi = fake.mark;
+	int n;
+
+	(void)obj;
+	ctl_files();
+	n = shm_ring__peek_batch_sc(fake.in, msgs, max < 64 ? max : 64);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		uint64_t seq;
+		void *p;
+
+		if (msgs[i].len != 8) {
+			shm_stage__cnt_add(fake.st, SHM_CNT_DROP_CORRUPT, 1);
+			continue;
+		}
+		memcpy(&seq, msgs[i].data, 8);
+		shm_stage__cnt_add(fake.st, SHM_CNT_IN, 1);
+		if (seq <= fake.mark) {
+			shm_stage__cnt_add(fake.st, SHM_CNT_DROP_DUP, 1);
+			continue;
+		}
+		hi = seq;
+		if (!fake.out) {
+			shm_stage__cnt_add(fake.st, STO_CNT_SAMPLES, 1);
+			continue;
+		}
+		if (shm_ring__reserve_sp(fake.out, 8, 1, &p) < 0) {
+			shm_stage__cnt_add(fake.st, SHM_CNT_DROP_RING_FULL, 1);
+			continue;
+		}
+		memcpy(p, &seq, 8);
+		shm_stage__cnt_add(fake.st, SHM_CNT_OUT, 1);
+	}
+	if (n > 0) {
+		if (fake.out)
+			shm_ring__commit_sp(fake.out);
+		shm_ring__release_mark_sc(fake.in, hi);
+		fake.mark = hi;
+		shm_stage__cnt_add(fake.st, SHM_CNT_BATCHES, 1);
+		return n;
+	}
+	/* Asked to ignore DRAIN: keep "busy" instead of leaving. */
+	if (shm_stage__cmd(fake.st) == SHM_CMD_DRAIN && env_is("FAKE_IGNORE_DRAIN", fake.name))
+		return -ENOBUFS;
+	return 0;
+}
+
+static void fake_tick(void *obj, uint64_t now_ns)
+{
+	(void)obj;
+	(void)now_ns;
+}
+
+static void fake_finish(void *obj, int r, bool draining, bool terminated)
+{
+	(void)obj;
+	(void)draining;
+	if (r < 0)
+		return;
+	if (terminated) {
+		event(fake.name, "sigterm");
+		return;
+	}
+	event(fake.name, "drain in=%llu out=%llu samples=%llu",
+	      (unsigned long long)shm_stage__cnt(fake.st, SHM_CNT_IN),
+	      (unsigned long long)shm_stage__cnt(fake.st, SHM_CNT_OUT),
+	      (unsigned long long)(fake.out ? 0 : shm_stage__cnt(fake.st, STO_CNT_SAMPLES)));
+}
+
+static void fake_free(void *obj)
+{
+	(void)obj;
+}
+
+/* capture: a sequence-numbered record every few ms until STOP or SIGTERM. */
+static int fake_capture(struct shm_arena *a, struct shm_stage *st)
+{
+	struct shm_ring_prod out;
+	uint64_t counter = 0;
+	int r;
+
+	fake.st = st;
+	if (st->pid != getpid()) {
+		fprintf(stderr, "%s: block pid %d is not mine\n", fake.name, st->pid);
+		return -ESRCH;
+	}
+	r = shm_arena__open_prod(a, SHM_RING_CAPTURE, &out);
+	if (r < 0)
+		return r;
+	shm_stage__heartbeat(st);
+	shm_stage__set_state(st, SHM_STATE_RUNNING);
+	fake_start();
+	for (;;) {
+		void *p;
+
+		if (!fake.hanging)
+			shm_stage__heartbeat(st);
+		ctl_files();
+		if (daemon_term) {
+			event(fake.name, "sigterm");
+			break;
+		}
+		if (shm_stage__cmd(st) == SHM_CMD_STOP) {
+			event(fake.name, "stop out=%llu",
+			      (unsigned long long)shm_stage__cnt(st, SHM_CNT_OUT));
+			break;
+		}
+		if (shm_ring__reserve_sp(&out, 8, 1, &p) == 0) {
+			uint64_t seq = ((uint64_t)st->generation << 40) | ++counter;
+
+			memcpy(p, &seq, 8);
+			shm_ring__commit_sp(&out);
+			shm_stage__cnt_add(st, SHM_CNT_OUT, 1);
+			shm_stage__cnt_add(st, CAP_CNT_SAMPLES, 1);
+		} else {
+			shm_stage__cnt_add(st, SHM_CNT_DROP_RING_FULL, 1);
+		}
+		usleep(5000);
+	}
+	shm_stage__exit(st, 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	const char *fds = getenv("CPA_ARENA_FD");
-	struct shm_ring_prod out;
-	struct shm_ring_cons in;
-	struct shm_arena *a;
-	struct shm_stage *st;
-	struct sigaction sa = {.sa_handler = on_term};
-	enum shm_stage_id id = SHM_STAGE_MAX;
-	bool has_in, has_out, hanging = false;
-	uint64_t counter = 0, mark;
-	uint32_t gen;
+	struct daemon_stage d = {
+		.new = fake_new,
+		.finish = fake_finish,
+		.free = fake_free,
+		.loop.batch = fake_batch,
+		.loop.tick = fake_tick,
+		.loop.clock = CLOCK_MONOTONIC,
+		.loop.batch_max = 64,
+		.loop.heartbeat_ns = 0, /* every turn */
+		.loop.wake_bytes = 1,
+		.loop.wait_ms = 100,
+		.loop.wait_idle_ms = 100,
+		.loop.busy_ms = 50,
+	};
 
-	(void)argc;
+	fake.name = name;
+	fake.id = SHM_STAGE_MAX;
 	for (int i = 0; i < SHM_STAGE_MAX; i++)
 		if (!strcmp(name, shm_stage_name((enum shm_stage_id)i)))
-			id = (enum shm_stage_id)i;
-	if (id == SHM_STAGE_MAX || !fds || strcmp(fds, "3")) {
+			fake.id = (enum shm_stage_id)i;
+	if (fake.id == SHM_STAGE_MAX || !fds || strcmp(fds, "3")) {
 		fprintf(stderr, "%s: no arena on fd 3: run me from `cpa monitor`\n", name);
 		return 2;
 	}
@@ -103,129 +281,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: failing at start as asked\n", name);
 		return 2;
 	}
-	if (shm_arena__attach(3, &a) < 0) {
-		fprintf(stderr, "%s: attach failed\n", name);
-		return 2;
-	}
-	signal(SIGINT, SIG_IGN); /* the monitor orchestrates the shutdown */
-	sigaction(SIGTERM, &sa, NULL);
-	st = shm_arena__stage(a, id);
-	gen = st->generation;
-	if (st->pid != getpid()) {
-		fprintf(stderr, "%s: block pid %d is not mine\n", name, st->pid);
-		return 3;
-	}
-	has_in = id != SHM_STAGE_CAPTURE;
-	has_out = id != SHM_STAGE_STORER;
-	if (has_in && shm_arena__open_cons(a, (unsigned int)id - 1, &in) < 0)
-		return 4;
-	if (has_out && shm_arena__open_prod(a, (unsigned int)id, &out) < 0)
-		return 4;
-	mark = has_in ? shm_ring__mark_sc(&in) : 0;
-	shm_stage__heartbeat(st);
-	shm_stage__set_state(st, SHM_STATE_RUNNING);
-	event(name, "start gen=%u notify=%s", gen, getenv("NOTIFY_SOCKET") ? "set" : "none");
-
-	for (;;) {
-		enum shm_stage_cmd cmd = shm_stage__cmd(st);
-		struct shm_msg msgs[64];
-		uint64_t hi = mark;
-		int n;
-
-		if (!hanging)
-			shm_stage__heartbeat(st);
-		if (take_file("crash", name)) {
-			event(name, "crash");
-			signal(SIGSEGV, SIG_DFL); /* past sanitizers' handlers: a real crash */
-			raise(SIGSEGV);
-		}
-		if (take_file("hang", name)) {
-			event(name, "hang");
-			hanging = true;
-		}
-		if (got_term) {
-			event(name, "sigterm");
-			shm_stage__set_state(st, SHM_STATE_EXITED);
-			shm_arena__free(a);
-			return 0;
-		}
-		if (hanging) {
-			usleep(50000);
-			continue;
-		}
-
-		if (id == SHM_STAGE_CAPTURE) {
-			void *p;
-
-			if (cmd == SHM_CMD_STOP) {
-				event(name, "stop out=%llu",
-				      (unsigned long long)shm_stage__cnt(st, SHM_CNT_OUT));
-				shm_stage__set_state(st, SHM_STATE_EXITED);
-				shm_arena__free(a);
-				return 0;
-			}
-			if (shm_ring__reserve_sp(&out, 8, 1, &p) == 0) {
-				uint64_t seq = ((uint64_t)gen << 40) | ++counter;
-
-				memcpy(p, &seq, 8);
-				shm_ring__commit_sp(&out);
-				shm_stage__cnt_add(st, SHM_CNT_OUT, 1);
-				shm_stage__cnt_add(st, CAP_CNT_SAMPLES, 1);
-			} else {
-				shm_stage__cnt_add(st, SHM_CNT_DROP_RING_FULL, 1);
-			}
-			usleep(5000);
-			continue;
-		}
-
-		n = shm_ring__peek_batch_sc(&in, msgs, 64);
-		if (n < 0)
-			return 5;
-		for (int i = 0; i < n; i++) {
-			uint64_t seq;
-			void *p;
-
-			if (msgs[i].len != 8) {
-				shm_stage__cnt_add(st, SHM_CNT_DROP_CORRUPT, 1);
-				continue;
-			}
-			memcpy(&seq, msgs[i].data, 8);
-			shm_stage__cnt_add(st, SHM_CNT_IN, 1);
-			if (seq <= mark) {
-				shm_stage__cnt_add(st, SHM_CNT_DROP_DUP, 1);
-				continue;
-			}
-			hi = seq;
-			if (!has_out) {
-				shm_stage__cnt_add(st, STO_CNT_SAMPLES, 1);
-				continue;
-			}
-			if (shm_ring__reserve_sp(&out, 8, 1, &p) < 0) {
-				shm_stage__cnt_add(st, SHM_CNT_DROP_RING_FULL, 1);
-				continue;
-			}
-			memcpy(p, &seq, 8);
-			shm_stage__cnt_add(st, SHM_CNT_OUT, 1);
-		}
-		if (n > 0) {
-			if (has_out)
-				shm_ring__commit_sp(&out);
-			shm_ring__release_mark_sc(&in, hi);
-			mark = hi;
-			shm_stage__cnt_add(st, SHM_CNT_BATCHES, 1);
-			continue;
-		}
-		if (cmd == SHM_CMD_DRAIN && !env_is("FAKE_IGNORE_DRAIN", name)) {
-			event(name, "drain in=%llu out=%llu samples=%llu",
-			      (unsigned long long)shm_stage__cnt(st, SHM_CNT_IN),
-			      (unsigned long long)shm_stage__cnt(st, SHM_CNT_OUT),
-			      (unsigned long long)(has_out ? 0
-							   : shm_stage__cnt(st, STO_CNT_SAMPLES)));
-			shm_stage__set_state(st, SHM_STATE_EXITED);
-			shm_arena__free(a);
-			return 0;
-		}
-		if (shm_ring__wait_sc(&in, 1, 100) == 0)
-			shm_stage__cnt_add(st, SHM_CNT_WAKEUPS, 1);
-	}
+	d.name = name;
+	d.id = fake.id;
+	d.in_ring = fake.id == SHM_STAGE_CAPTURE ? -1 : (int)fake.id - 1;
+	d.out_ring = fake.id == SHM_STAGE_STORER ? -1 : (int)fake.id;
+	if (fake.id == SHM_STAGE_CAPTURE)
+		d.run = fake_capture;
+	return daemon__main(&d, argc, argv);
 }

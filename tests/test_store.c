@@ -833,7 +833,7 @@ START_TEST(test_stage_batch)
 	struct shm_arena *a = NULL;
 	struct shm_ring_prod p;
 	struct shm_ring_cons c;
-	struct storer s;
+	struct storer *s;
 	struct store_writer *w;
 	struct shm_stage *st;
 	struct expect e;
@@ -853,9 +853,9 @@ START_TEST(test_stage_batch)
 	expect_init(&e, 20, 30);
 	w = new_writer(root);
 	store_writer__set_run_id(w, 4242);
-	storer__init(&s, st, &c, w);
+	ck_assert_int_eq(storer__new(st, &c, w, &s), 0);
 	ring_defs(&p, 30);
-	drain(&s);
+	drain(s);
 
 	for (sec = 0; sec < 20; sec++) {
 		for (k = 0; k < 50; k++) {
@@ -883,10 +883,11 @@ START_TEST(test_stage_batch)
 			put_rec(&p, CPA_REC_STR, &bad, sizeof(bad), NULL, 0);
 		}
 		shm_ring__commit_sp(&p);
-		drain(&s);
-		storer__tick(&s, base + sec * T_NS);
+		drain(s);
+		storer__tick(s, base + sec * T_NS);
 	}
-	ck_assert_int_eq(storer__finish(&s, true), 0);
+	ck_assert_int_eq(storer__finish(s, true), 0);
+	storer__free(s);
 	/* The mark is the last seq stored; the ring is fully released. */
 	ck_assert_uint_eq(shm_ring__mark_sc(&c), seq - 1);
 	ck_assert_uint_eq(shm_ring__pending_sc(&c), 0);
@@ -902,7 +903,7 @@ START_TEST(test_stage_batch)
 	/* Same monitor run: it continues the same store dir (next segment). */
 	w = new_writer(root);
 	store_writer__set_run_id(w, 4242);
-	storer__init(&s, st, &c, w);
+	ck_assert_int_eq(storer__new(st, &c, w, &s), 0);
 	ring_defs(&p, 30);
 	{
 		struct cpa_sample_out o;
@@ -913,8 +914,9 @@ START_TEST(test_stage_batch)
 		put_rec(&p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
 		shm_ring__commit_sp(&p);
 	}
-	drain(&s);
-	ck_assert_int_eq(storer__finish(&s, true), 0);
+	drain(s);
+	ck_assert_int_eq(storer__finish(s, true), 0);
+	storer__free(s);
 	ck_assert_uint_eq(shm_stage__cnt(st, SHM_CNT_DROP_DUP), 1);
 	ck_assert_uint_eq(shm_ring__mark_sc(&c), seq);
 	store_writer__free(w);
@@ -951,7 +953,7 @@ START_TEST(test_stage_sleep)
 	struct shm_arena *a = NULL;
 	struct shm_ring_prod p;
 	struct shm_ring_cons c;
-	struct storer s;
+	struct storer *s;
 	struct store_writer *w;
 	struct cpa_sample_out o;
 	char *root = t_mkdtemp();
@@ -962,27 +964,28 @@ START_TEST(test_stage_sleep)
 	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
 	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
 	w = new_writer(root);
-	storer__init(&s, shm_arena__stage(a, SHM_STAGE_STORER), &c, w);
-	ck_assert_int_eq(storer__sleep_ms(&s, base), STORER_IDLE_MS);
+	ck_assert_int_eq(storer__new(shm_arena__stage(a, SHM_STAGE_STORER), &c, w, &s), 0);
+	ck_assert_int_eq(storer__sleep_ms(s, base), STORER_IDLE_MS);
 
 	ring_defs(&p, 30);
 	t_sample(&o, 1, base, 1, 0);
 	put_rec(&p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
 	shm_ring__commit_sp(&p);
-	drain(&s);
+	drain(s);
 	dl = store_writer__deadline(w);
 	ck_assert_uint_gt(dl, base);
 	/* What the open block holds is not released: it must not count as new. */
-	ck_assert_uint_gt(s.unreleased, 0);
-	ck_assert_uint_eq(storer__wake_bytes(&s), s.unreleased + STORER_WAKE_BYTES);
-	ck_assert_int_eq(storer__sleep_ms(&s, dl - 3 * T_NS), STORER_IDLE_MS);
-	ck_assert_int_eq(storer__sleep_ms(&s, dl - 300000000ULL), 300);
-	ck_assert_int_eq(storer__sleep_ms(&s, dl), 0);
-	storer__tick(&s, dl);
+	ck_assert_uint_gt(storer__unreleased(s), 0);
+	ck_assert_uint_eq(storer__wake_bytes(s), storer__unreleased(s) + STORER_WAKE_BYTES);
+	ck_assert_int_eq(storer__sleep_ms(s, dl - 3 * T_NS), STORER_IDLE_MS);
+	ck_assert_int_eq(storer__sleep_ms(s, dl - 300000000ULL), 300);
+	ck_assert_int_eq(storer__sleep_ms(s, dl), 0);
+	storer__tick(s, dl);
 	ck_assert_uint_eq(store_writer__deadline(w), 0);
-	ck_assert_int_eq(storer__sleep_ms(&s, dl), STORER_IDLE_MS);
-	ck_assert_uint_eq(storer__wake_bytes(&s), STORER_WAKE_BYTES);
-	ck_assert_int_eq(storer__finish(&s, true), 0);
+	ck_assert_int_eq(storer__sleep_ms(s, dl), STORER_IDLE_MS);
+	ck_assert_uint_eq(storer__wake_bytes(s), STORER_WAKE_BYTES);
+	ck_assert_int_eq(storer__finish(s, true), 0);
+	storer__free(s);
 	store_writer__free(w);
 	shm_arena__free(a);
 	t_rm_rf(root);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "envlabel.h"
+#include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "symd.h"
@@ -1018,7 +1019,7 @@ static const char *h_stack_str(struct harness *h, uint32_t stack_id)
 
 static int h_batch(struct harness *h)
 {
-	int n = symd__run_batch(h->s, 256);
+	int n = symd__batch(h->s, 256);
 
 	ck_assert_int_ge(n, 0);
 	h_drain(h);
@@ -1147,7 +1148,7 @@ START_TEST(test_stage_kallsyms_reload)
 				 "newmod 4096 0 - Live 0xffffffffc0003000\n";
 	static const char m3[] = "othermod 4096 0 - Live 0xffffffffc0002000\n"
 				 "newmod 8192 0 - Live 0xffffffffc0003000\n";
-	uint64_t kpc[1] = {0xffffffffc0003010ull}, t0 = symd_now_ns();
+	uint64_t kpc[1] = {0xffffffffc0003010ull}, t0 = clock_ns(CLOCK_MONOTONIC);
 	char ks[512], mods[512];
 	struct harness *h;
 
@@ -1196,7 +1197,7 @@ START_TEST(test_stage_pc_cache_grows)
 	uint64_t kpc[16], before;
 	unsigned int i, j, round;
 
-	symd__tick(h->s, symd_now_ns());
+	symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
 	before = shm_stage__cnt(h->st, SYM_CNT_CACHE_BYTES);
 	for (round = 0; round < 2; round++) {
 		for (i = 0; i < 256; i++) {
@@ -1221,7 +1222,7 @@ START_TEST(test_stage_pc_cache_grows)
 			ck_assert_str_eq(h_stack_str(h, h->last_sample.stack_id), want);
 		}
 	}
-	symd__tick(h->s, symd_now_ns());
+	symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
 	ck_assert_uint_gt(shm_stage__cnt(h->st, SYM_CNT_CACHE_BYTES), before);
 	h_free(h);
 }
@@ -1390,7 +1391,7 @@ START_TEST(test_stage_output_full)
 		fed++;
 	}
 	for (;;) {
-		n = symd__run_batch(h->s, 256);
+		n = symd__batch(h->s, 256);
 		ck_assert_int_ge(n, 0);
 		total += (unsigned int)n;
 		if (n == 0)
@@ -1403,7 +1404,7 @@ START_TEST(test_stage_output_full)
 	for (;;) {
 		h->nsamples = 0;
 		h_drain(h);
-		n = symd__run_batch(h->s, 256);
+		n = symd__batch(h->s, 256);
 		ck_assert_int_ge(n, 0);
 		total += (unsigned int)n;
 		if (n == 0 && !symd__output_held(h->s))
@@ -1433,7 +1434,7 @@ START_TEST(test_stage_intern_budget)
 		h_frames(h, kpc, 16, NULL, 0, CPA_STOP_NONE, 0);
 		if (i % 100 == 99) {
 			total += (unsigned int)h_batch(h);
-			symd__tick(h->s, symd_now_ns());
+			symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
 		}
 	}
 	ck_assert_uint_eq(total, 4000);

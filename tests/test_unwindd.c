@@ -334,7 +334,7 @@ static void check_file_bytes(const struct uloc *l, uint64_t pc, size_t len)
 
 START_TEST(test_pc_to_offset_self)
 {
-	uint64_t now = unwindd_now_ns();
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	struct ucache *c = cache_new("/proc", 100 * 1000000ull, NULL);
 	struct uproc *p = ucache__proc(c, (uint32_t)getpid(), now);
 	uint64_t pc_exe = (uint64_t)(uintptr_t)&test_marker_fn;
@@ -390,7 +390,7 @@ END_TEST
 START_TEST(test_refresh_throttle_and_anon)
 {
 	struct shm_stage st = {0};
-	uint64_t now = unwindd_now_ns();
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	struct ucache *c = cache_new("/proc", 3600 * NSEC_PER_SEC, &st);
 	struct uproc *p = ucache__proc(c, (uint32_t)getpid(), now);
 	uint64_t refreshes;
@@ -860,7 +860,7 @@ static int run_all(struct env *e)
 {
 	int total = 0, n;
 
-	while ((n = unwindd__process_batch(e->u, UNWINDD_BATCH)) > 0)
+	while ((n = unwindd__batch(e->u, UNWINDD_BATCH)) > 0)
 		total += n;
 	ck_assert_int_eq(n, 0);
 	return total;
@@ -981,7 +981,7 @@ START_TEST(test_stage_kernel_only_and_unmapped)
 	f = (const void *)recs[1].data;
 	ck_assert_uint_eq(f->n_uframes, 0);
 	ck_assert_uint_eq(f->stop_reason, CPA_STOP_NONE);
-	ck_assert_ptr_null(ucache__proc_peek(e.u->cache, 2));
+	ck_assert_ptr_null(ucache__proc_peek(unwindd__cache(e.u), 2));
 	f = (const void *)recs[2].data;
 	ck_assert_uint_eq(f->n_uframes, 1);
 	ck_assert_uint_eq(f->stop_reason, CPA_STOP_NO_MAP);
@@ -1034,9 +1034,9 @@ START_TEST(test_stage_task_and_loss_forwarded)
 		((const struct cpa_uframe *)(recs[5].data + sizeof(struct cpa_frames)))->offset,
 		0x1234);
 	/* Reaped after the grace period. */
-	ck_assert_ptr_nonnull(ucache__proc_peek(e.u->cache, FIX_PID));
-	unwindd__tick(e.u, unwindd_now_ns() + 10 * NSEC_PER_SEC);
-	ck_assert_ptr_null(ucache__proc_peek(e.u->cache, FIX_PID));
+	ck_assert_ptr_nonnull(ucache__proc_peek(unwindd__cache(e.u), FIX_PID));
+	unwindd__tick(e.u, clock_ns(CLOCK_MONOTONIC) + 10 * NSEC_PER_SEC);
+	ck_assert_ptr_null(ucache__proc_peek(unwindd__cache(e.u), FIX_PID));
 	ck_assert_uint_gt(shm_stage__cnt(e.st, UNW_CNT_CACHE_BYTES), 0);
 	env_free(&e);
 }
@@ -1082,7 +1082,7 @@ START_TEST(test_stage_module_id_rollover)
 	};
 	const struct cpa_frames *f;
 	const struct cpa_uframe *uf;
-	uint64_t now = unwindd_now_ns();
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	struct env e;
 	int i, n, k;
 
@@ -1103,7 +1103,7 @@ START_TEST(test_stage_module_id_rollover)
 		uf = (const void *)(f + 1);
 		ck_assert_uint_eq(uf[0].module_id, 3 + 3 * (uint32_t)k);
 		unwindd__tick(e.u, now + (uint64_t)(k + 1) * NSEC_PER_SEC);
-		ck_assert_int_eq(ucache__nr_bins(e.u->cache), 0);
+		ck_assert_int_eq(ucache__nr_bins(unwindd__cache(e.u)), 0);
 	}
 	/* ids 9..11 were handed out: past 10, so the next batch starts epoch + 1. */
 	push_sample(&e, e.seq + 3, FIX_PID, 0, a, 3, NULL, 0, NULL, 0);
@@ -1136,17 +1136,17 @@ START_TEST(test_stage_tick_clock_before_batch)
 	struct env e;
 
 	env_init(&e, 1u << 16, fixture_proc());
-	before = unwindd_now_ns();
+	before = clock_ns(CLOCK_MONOTONIC);
 	push_sample(&e, e.seq + 1, FIX_PID, 0, ufp, 1, NULL, 0, NULL, 0);
 	run_all(&e);
 	(void)pull_all(&e, recs, 16);
 	ck_assert_uint_eq(e.st->cnt[UNW_CNT_MAPS_REFRESH], 1);
 	unwindd__tick(e.u, before);
-	ck_assert_ptr_nonnull(ucache__proc_peek(e.u->cache, FIX_PID));
-	e.u->last_sweep_ns = 0; /* sweep again on the next tick */
-	ucache__task_exit(e.u->cache, FIX_PID, e.u->now_ns);
+	ck_assert_ptr_nonnull(ucache__proc_peek(unwindd__cache(e.u), FIX_PID));
+	unwindd__sweep_next_tick(e.u); /* sweep again on the next tick */
+	ucache__task_exit(unwindd__cache(e.u), FIX_PID, unwindd__now(e.u));
 	unwindd__tick(e.u, before);
-	ck_assert_ptr_nonnull(ucache__proc_peek(e.u->cache, FIX_PID));
+	ck_assert_ptr_nonnull(ucache__proc_peek(unwindd__cache(e.u), FIX_PID));
 
 	push_sample(&e, e.seq + 2, FIX_PID, 0, ufp, 1, NULL, 0, NULL, 0);
 	run_all(&e);
@@ -1171,7 +1171,7 @@ START_TEST(test_stage_exactly_once)
 	ck_assert_int_eq(shm_arena__open_cons(e.a, SHM_RING_CAPTURE, &c0), 0);
 	shm_ring__release_mark_sc(&c0, mark);
 	env_start(&e, fixture_proc());
-	ck_assert_uint_eq(e.u->skip_upto, mark);
+	ck_assert_uint_eq(unwindd__resume_seq(e.u), mark);
 
 	push_sample(&e, mark - 1, FIX_PID, 0, ufp, 1, NULL, 0, NULL, 0);
 	push_sample(&e, mark, FIX_PID, 0, ufp, 1, NULL, 0, NULL, 0);
@@ -1270,7 +1270,7 @@ START_TEST(test_stage_ring_full_loss)
 
 	/* symd catches up; the next tick reports the drops. */
 	n = pull_all(&e, recs, 256);
-	unwindd__tick(e.u, unwindd_now_ns());
+	unwindd__tick(e.u, clock_ns(CLOCK_MONOTONIC));
 	n += pull_all(&e, recs + n, 256 - n);
 	for (i = 0; i < (unsigned int)n; i++) {
 		if (recs[i].type == CPA_REC_FRAMES) {
@@ -1315,11 +1315,11 @@ START_TEST(test_stage_reset_waits_for_room)
 
 	/* No DICT_RESET, so no output at all, and the input stays queued. */
 	push_sample(&e, e.seq, FIX_PID, 0, NULL, 0, NULL, 0, NULL, 0);
-	ck_assert_int_eq(unwindd__process_batch(e.u, 16), -ENOBUFS);
+	ck_assert_int_eq(unwindd__batch(e.u, 16), -ENOBUFS);
 	ck_assert_uint_gt(shm_ring__pending_sc(&e.in), 0);
 
 	ck_assert_int_eq(pull_all(&e, recs, 64), k);
-	ck_assert_int_eq(unwindd__process_batch(e.u, 16), 1);
+	ck_assert_int_eq(unwindd__batch(e.u, 16), 1);
 	ck_assert_int_eq(pull_all(&e, recs, 64), 2);
 	ck_assert_int_eq(recs[0].type, CPA_REC_DICT_RESET);
 	ck_assert_int_eq(recs[1].type, CPA_REC_FRAMES);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "test_util.h"
@@ -135,7 +136,7 @@ START_TEST(test_fp_less_chain_through_stage)
 	env_init(&e);
 	push(&e, 10, pid, tid, &s, true);
 	push(&e, 11, pid, tid, &s, false);
-	ck_assert_int_eq(unwindd__process_batch(e.u, UNWINDD_BATCH), 2);
+	ck_assert_int_eq(unwindd__batch(e.u, UNWINDD_BATCH), 2);
 
 	while (shm_ring__peek_sc(&e.sym, &m) == 0) {
 		if (m.type == CPA_REC_MODULE) {
@@ -176,7 +177,7 @@ START_TEST(test_fp_less_chain_through_stage)
 	ck_assert_uint_eq(shm_stage__cnt(e.st, UNW_CNT_STOP_END), 1);
 	ck_assert_uint_ge(shm_stage__cnt(e.st, UNW_CNT_FRAMES), 7);
 	/* The tables built for the walk are accounted for. */
-	unwindd__tick(e.u, unwindd_now_ns());
+	unwindd__tick(e.u, clock_ns(CLOCK_MONOTONIC));
 	ck_assert_uint_gt(shm_stage__cnt(e.st, UNW_CNT_CACHE_BYTES), 64 * 1024);
 
 	shm_ring__release_sc(&e.sym);

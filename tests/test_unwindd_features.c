@@ -122,7 +122,7 @@ static int run_all(struct env *e)
 {
 	int total = 0, n;
 
-	while ((n = unwindd__process_batch(e->u, UNWINDD_BATCH)) > 0)
+	while ((n = unwindd__batch(e->u, UNWINDD_BATCH)) > 0)
 		total += n;
 	ck_assert_int_eq(n, 0);
 	return total;
@@ -262,7 +262,7 @@ START_TEST(test_bench_stage)
 	struct ubench *b;
 
 	env_init(&e, &o);
-	b = e.u->bench;
+	b = unwindd__bench(e.u);
 	ck_assert_ptr_nonnull(b);
 	push_sample(&e, (uint32_t)getpid(), CPA_SF_USER_REGS, ufp, 3, k, 1);
 	push_sample(&e, (uint32_t)getpid(), CPA_SF_USER_REGS, ufp, 3, k, 1);
@@ -305,7 +305,7 @@ START_TEST(test_bench_stage)
 	/* Off: no bench object at all, so no clock call on the hot path. */
 	o.bench = false;
 	env_init(&e, &o);
-	ck_assert_ptr_null(e.u->bench);
+	ck_assert_ptr_null(unwindd__bench(e.u));
 	env_free(&e);
 }
 END_TEST
@@ -462,8 +462,8 @@ START_TEST(test_env_filter)
 	sample_kind_check(&e, 102, true);
 	sample_kind_check(&e, 103, false); /* SYSTEM */
 	sample_kind_check(&e, 104, false); /* no environ at all: SYSTEM */
-	ck_assert_uint_eq(e.u->env_skipped, 3);
-	ck_assert_uint_eq(e.u->n_envs, 5);
+	ck_assert_uint_eq(unwindd__env_skipped(e.u), 3);
+	ck_assert_uint_eq(unwindd__nr_envs(e.u), 5);
 	/* Filtered samples never touched the maps cache. */
 	ck_assert_uint_eq(shm_stage__cnt(e.st, UNW_CNT_MAPS_REFRESH), 2);
 
@@ -482,8 +482,8 @@ START_TEST(test_env_filter)
 	pull_all(&e, (struct outrec[4]){}, 4);
 	unlink((snprintf(path, sizeof(path), "%s/100/environ", root), path));
 	sample_kind_check(&e, 100, true);
-	unwindd__tick(e.u, e.u->now_ns + 3 * NSEC_PER_SEC);
-	ck_assert_uint_eq(e.u->n_envs, 4);
+	unwindd__tick(e.u, unwindd__now(e.u) + 3 * NSEC_PER_SEC);
+	ck_assert_uint_eq(unwindd__nr_envs(e.u), 4);
 	sample_kind_check(&e, 100, false); /* re-read: gone, so SYSTEM */
 	env_free(&e);
 
@@ -688,7 +688,7 @@ START_TEST(test_dump_replay_equals_live)
 	o.debug_freq = 2;
 	o.debug_path = dump;
 	env_init(&e, &o);
-	ck_assert_ptr_nonnull(e.u->dump);
+	ck_assert_ptr_nonnull(unwindd__dump(e.u));
 
 	/* Samples 1 and 3 of our pid are dumped (every 2nd, the first
 	 * included); the FP-only one in between and another pid's are not. */
@@ -698,8 +698,8 @@ START_TEST(test_dump_replay_equals_live)
 	sample_deep(&e, stack, 5);
 	ck_assert_int_eq(run_all(&e), 4);
 	n = pull_all(&e, recs, 64);
-	ck_assert_uint_eq(udump__samples(e.u->dump), 2);
-	ck_assert_uint_eq(udump__errors(e.u->dump), 0);
+	ck_assert_uint_eq(udump__samples(unwindd__dump(e.u)), 2);
+	ck_assert_uint_eq(udump__errors(unwindd__dump(e.u)), 0);
 	ck_assert_uint_eq(shm_stage__cnt(e.st, SHM_CNT_ERRORS), 0);
 	unwindd__free(e.u); /* closes the dump */
 	e.u = NULL;
@@ -837,12 +837,12 @@ START_TEST(test_dump_cap_and_write_errors)
 	n = pull_all(&e, recs, 64);
 	/* Cap reached: dumping stopped, unwinding did not. */
 	ck_assert_int_eq(count_type(recs, n, CPA_REC_FRAMES), 12);
-	ck_assert(udump__stopped(e.u->dump));
-	ck_assert_uint_gt(udump__samples(e.u->dump), 0);
-	ck_assert_uint_lt(udump__samples(e.u->dump), 12);
+	ck_assert(udump__stopped(unwindd__dump(e.u)));
+	ck_assert_uint_gt(udump__samples(unwindd__dump(e.u)), 0);
+	ck_assert_uint_lt(udump__samples(unwindd__dump(e.u)), 12);
 	ck_assert_int_eq(stat(dump, &sb), 0);
 	ck_assert_uint_le((uint64_t)sb.st_size, o.debug_max_bytes);
-	ck_assert_uint_eq(udump__bytes(e.u->dump), (uint64_t)sb.st_size);
+	ck_assert_uint_eq(udump__bytes(unwindd__dump(e.u)), (uint64_t)sb.st_size);
 	env_free(&e);
 
 	/* Write errors (file size limit, like a full disk): counted, the stage
@@ -861,7 +861,7 @@ START_TEST(test_dump_cap_and_write_errors)
 
 		if (setrlimit(RLIMIT_FSIZE, &lim) < 0)
 			abort();
-		while ((got = unwindd__process_batch(e.u, UNWINDD_BATCH)) > 0)
+		while ((got = unwindd__batch(e.u, UNWINDD_BATCH)) > 0)
 			total += got;
 		if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
 			abort();
@@ -870,9 +870,9 @@ START_TEST(test_dump_cap_and_write_errors)
 	}
 	n = pull_all(&e, recs, 64);
 	ck_assert_int_eq(count_type(recs, n, CPA_REC_FRAMES), 5);
-	ck_assert_uint_ge(udump__errors(e.u->dump), 1);
+	ck_assert_uint_ge(udump__errors(unwindd__dump(e.u)), 1);
 	ck_assert_uint_ge(shm_stage__cnt(e.st, SHM_CNT_ERRORS), 1);
-	ck_assert_uint_eq(udump__samples(e.u->dump), 0);
+	ck_assert_uint_eq(udump__samples(unwindd__dump(e.u)), 0);
 	env_free(&e);
 	tmp_remove();
 }

@@ -1,24 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * unwindd: the second stage. Attaches to the arena on fd 3, consumes ring 0
- * (SHM_RING_CAPTURE), produces ring 1 (SHM_RING_UNWIND). Lifecycle as in
- * docs/pipeline.md: STARTING -> RUNNING -> (DRAINING) -> EXITED.
+ * unwindd: the second stage. Consumes ring 0 (SHM_RING_CAPTURE), produces
+ * ring 1 (SHM_RING_UNWIND). The process and its loop are common/daemon.h
+ * and shm/stage_loop.h (docs/pipeline.md); this is the table of its hooks.
  */
-#include <errno.h>
-#include <getopt.h>
-#include <signal.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "common/daemon.h"
 #include "common/log.h"
-#include "common/macro.h"
-#include "shm/arena.h"
-#include "shm/counters.h"
+#include "common/timeutil.h"
 #include "unwindd.h"
 
-#define ARENA_FD 3
 /*
  * Input wait. Each wakeup costs 40-50 us of CPU on a small VM, as much as
  * unwinding ten samples, so: while samples flow, wake on a burst
@@ -31,62 +23,23 @@
  * timeout is 10 s) and the sweeps. The first record after idle waits at
  * most WAIT_IDLE_MS, a burst not at all.
  */
-#define WAKE_BYTES	 (1024u * 1024)
-#define WAIT_MS		 250
-#define WAIT_IDLE_MS	 1000
-#define HEARTBEAT_NS	 (250 * 1000000ull)
+#define WAKE_BYTES   (1024u * 1024)
+#define WAIT_MS	     250
+#define WAIT_IDLE_MS 1000
+#define HEARTBEAT_NS (250 * NSEC_PER_MSEC)
+/* DICT_RESET must precede everything; while symd is slow or down and ring 1
+ * has no room for it, retry this often. Input waits in ring 0 meanwhile
+ * (capture degrades there). */
 #define FULL_RETRY_MS	 10
 #define DEFAULT_CACHE_MB 1024u /* CPA's --max_cache_size_mb default */
 
-static volatile sig_atomic_t got_term;
-
-static void on_term(int sig)
-{
-	(void)sig;
-	got_term = 1;
-}
-
-static int signals_setup(void)
-{
-	struct sigaction sa = {0};
-
-	/* No SA_RESTART: a SIGTERM must cut a futex sleep short. */
-	sa.sa_handler = on_term;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGTERM, &sa, NULL) < 0)
-		return -errno;
-	/* The monitor orchestrates shutdown; a terminal ^C is not ours. */
-	sa.sa_handler = SIG_IGN;
-	if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGPIPE, &sa, NULL) < 0)
-		return -errno;
-	return 0;
-}
-
-static void usage(void)
-{
-	fprintf(stderr,
-		"usage: unwindd [--verbose]\n"
-		"  Stage of the cpa pipeline; started by `cpa monitor` with the arena on fd 3.\n");
-}
-
-static int run(struct shm_arena *arena, struct shm_stage *st)
+static int stage_new(struct shm_arena *arena, struct shm_stage *st, struct shm_ring_cons *in,
+		     struct shm_ring_prod *out, void **ret)
 {
 	const struct cpa_config *cfg = shm_arena__config(arena);
 	struct unwindd_opts o = {0};
-	struct shm_ring_cons in;
-	struct shm_ring_prod out;
 	struct unwindd *u = NULL;
-	uint64_t last_hb = 0;
-	bool draining = false, waited = false;
-	int wait_ms = WAIT_MS;
 	int r;
-
-	r = shm_arena__open_cons(arena, SHM_RING_CAPTURE, &in);
-	if (r < 0)
-		return log_error_errno(r, "open input ring %d: %m", SHM_RING_CAPTURE);
-	r = shm_arena__open_prod(arena, SHM_RING_UNWIND, &out);
-	if (r < 0)
-		return log_error_errno(r, "open output ring %d: %m", SHM_RING_UNWIND);
 
 	/* The generation grows on every (re)start; the low half counts the
 	 * epochs of one lifetime (module id roll-over). */
@@ -97,7 +50,7 @@ static int run(struct shm_arena *arena, struct shm_stage *st)
 	o.peer = shm_arena__stage(arena, SHM_STAGE_SYMD);
 	o.bench = cfg->flags & CPA_CFG_BENCH;
 	o.bench_interval_ns =
-		(uint64_t)(cfg->record_interval_s ? cfg->record_interval_s : 1) * 1000000000ull;
+		(uint64_t)(cfg->record_interval_s ? cfg->record_interval_s : 1) * NSEC_PER_SEC;
 	o.debug_pid = cfg->debug_pid;
 	o.debug_freq = cfg->debug_freq;
 	/* The config block's arrays are NUL-terminated by the monitor; a
@@ -109,14 +62,11 @@ static int run(struct shm_arena *arena, struct shm_stage *st)
 		o.env_values = cfg->parse_env_values;
 		o.env_keys = cfg->record_env_name;
 	}
-	r = unwindd__new(&o, &in, &out, st, &u);
+	r = unwindd__new(&o, in, out, st, &u);
 	if (r < 0)
 		return log_error_errno(r, "set up: %m");
-	if (u->skip_upto)
-		log_info("resuming after seq %#llx", (unsigned long long)u->skip_upto);
-
-	shm_stage__heartbeat(st);
-	shm_stage__set_state(st, SHM_STATE_RUNNING);
+	if (unwindd__resume_seq(u))
+		log_info("resuming after seq %#llx", (unsigned long long)unwindd__resume_seq(u));
 	log_info("running: epoch %#llx, cache cap %llu MiB", (unsigned long long)o.epoch,
 		 (unsigned long long)(o.max_cache_bytes >> 20));
 	if (o.env_values && *o.env_values)
@@ -125,111 +75,63 @@ static int run(struct shm_arena *arena, struct shm_stage *st)
 			 o.env_keys, o.env_values);
 	if (o.bench)
 		log_info("bench: unwind statistics every %llu s",
-			 (unsigned long long)(o.bench_interval_ns / 1000000000ull));
+			 (unsigned long long)(o.bench_interval_ns / NSEC_PER_SEC));
+	*ret = u;
+	return 0;
+}
 
-	while (!got_term) {
-		uint64_t now = unwindd_now_ns();
-		int n;
+static int stage_batch(void *u, unsigned int max)
+{
+	return unwindd__batch(u, max);
+}
 
-		if (now - last_hb >= HEARTBEAT_NS) {
-			shm_stage__heartbeat(st);
-			last_hb = now;
-		}
-		if (!draining && shm_stage__cmd(st) == SHM_CMD_DRAIN) {
-			/* Our producer is gone: finish what it left, then leave. */
-			draining = true;
-			shm_stage__set_state(st, SHM_STATE_DRAINING);
-			log_info("draining");
-		}
+static void stage_tick(void *u, uint64_t now_ns)
+{
+	unwindd__tick(u, now_ns);
+}
 
-		n = unwindd__process_batch(u, UNWINDD_BATCH);
-		if (n == -ENOBUFS) {
-			/* DICT_RESET must precede everything; symd is slow or down.
-			 * Input waits in ring 0 meanwhile (capture degrades there). */
-			unwindd__tick(u, now);
-			usleep(FULL_RETRY_MS * 1000);
-			continue;
-		}
-		if (n < 0) {
-			r = log_error_errno(n, "input ring: %m");
-			break;
-		}
-		unwindd__tick(u, now);
-		if (n > 0) {
-			wait_ms = WAIT_MS; /* data flows: back to the short deadline */
-			waited = false;
-			continue;
-		}
-		if (draining)
-			break;
-		if (waited && wait_ms < WAIT_IDLE_MS)
-			wait_ms =
-				MIN(wait_ms * 2, WAIT_IDLE_MS); /* the last wait brought nothing */
-		r = shm_ring__wait_sc(&in, MIN(WAKE_BYTES, in.size / 8), wait_ms);
-		waited = true;
-		shm_stage__cnt_add(st, SHM_CNT_WAKEUPS, 1);
-		if (r == -EBADMSG) {
-			r = log_error_errno(r, "input ring: %m");
-			break;
-		}
-		r = 0; /* woken, timed out or interrupted: all mean "look again" */
-	}
+static void stage_on_drain(void *u)
+{
+	(void)u;
+	log_info("draining");
+}
 
-	if (r >= 0) {
-		/* Whatever we consumed is already committed; flush our losses. */
-		unwindd__tick(u, unwindd_now_ns());
-		log_info("%s", got_term ? "terminated" : "drained");
-	}
+static void stage_finish(void *u, int r, bool draining, bool terminated)
+{
+	(void)draining;
+	(void)terminated;
+	if (r >= 0)
+		unwindd__finish(u);
+}
+
+static void stage_free(void *u)
+{
 	unwindd__free(u);
-	return r < 0 ? r : 0;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{},
+	static const struct daemon_stage d = {
+		.name = "unwindd",
+		.id = SHM_STAGE_UNWINDD,
+		.in_ring = SHM_RING_CAPTURE,
+		.out_ring = SHM_RING_UNWIND,
+		.new = stage_new,
+		.finish = stage_finish,
+		.free = stage_free,
+		.loop.batch = stage_batch,
+		.loop.tick = stage_tick,
+		.loop.on_drain = stage_on_drain,
+		.loop.clock = CLOCK_MONOTONIC,
+		.loop.batch_max = UNWINDD_BATCH,
+		.loop.heartbeat_ns = HEARTBEAT_NS,
+		.loop.wake_bytes = WAKE_BYTES,
+		.loop.wake_ring_div = 8,
+		.loop.wait_ms = WAIT_MS,
+		.loop.wait_idle_ms = WAIT_IDLE_MS,
+		.loop.backoff = SHM_WAIT_BACKOFF_EMPTY,
+		.loop.busy_ms = FULL_RETRY_MS,
 	};
-	struct shm_arena *arena = NULL;
-	struct shm_stage *st;
-	struct stat sb;
-	int c, r;
 
-	log_set_subsystem("unwindd");
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'v':
-			log_set_level(LOG_LVL_DEBUG);
-			break;
-		case 'h':
-			usage();
-			return 0;
-		default:
-			usage();
-			return 2;
-		}
-	}
-
-	if (fstat(ARENA_FD, &sb) < 0) {
-		log_error("no arena on fd %d: run me from `cpa monitor`", ARENA_FD);
-		return 2;
-	}
-	r = shm_arena__attach(ARENA_FD, &arena);
-	if (r < 0) {
-		log_error_errno(r, "attach arena on fd %d: %m", ARENA_FD);
-		return 2;
-	}
-	st = shm_arena__stage(arena, SHM_STAGE_UNWINDD);
-	if (shm_arena__config(arena)->flags & CPA_CFG_VERBOSE)
-		log_set_level(LOG_LVL_DEBUG);
-	r = signals_setup();
-	if (r < 0)
-		log_warn_errno(r, "signal handlers: %m");
-
-	r = run(arena, st);
-	shm_stage__heartbeat(st);
-	shm_stage__set_state(st, r < 0 ? SHM_STATE_FAILED : SHM_STATE_EXITED);
-	shm_arena__free(arena);
-	return r < 0 ? 1 : 0;
+	return daemon__main(&d, argc, argv);
 }

@@ -26,14 +26,53 @@
 #include "common/timeutil.h"
 #include "dump.h"
 #include "shm/counters.h"
+#include "shm/loss.h"
 #include "ucache.h"
-
 #include "walk.h"
 
-uint64_t unwindd_now_ns(void)
-{
-	return clock_ns(CLOCK_MONOTONIC);
-}
+struct unwindd {
+	struct unwindd_opts o;
+	struct shm_ring_cons *in;
+	struct shm_ring_prod *out;
+	struct shm_stage *st;
+	struct ucache *cache;
+
+	uint64_t epoch;	    /* current dictionary epoch */
+	uint32_t peer_gen;  /* symd generation our definitions were sent to */
+	uint64_t skip_upto; /* input mark at start: seq <= this was passed on already */
+	uint64_t mark;	    /* highest input seq handled */
+	bool reset_sent;
+
+	uint64_t now_ns; /* CLOCK_MONOTONIC at the start of the batch */
+	uint64_t last_sweep_ns;
+	uint64_t walk_complex_seen; /* walker's complex_rows already counted */
+
+	struct shm_rate rate;
+	struct shm_loss_table loss; /* our own drops, upstream losses not forwarded yet */
+
+	/* Per-sample scratch: no allocation on the hot path. */
+	struct cpa_uframe uf[CPA_MAX_UFRAMES + 1];
+	struct ubin *touched[CPA_MAX_UFRAMES + 1];
+	unsigned int n_touched;
+
+	/* --bench: NULL when off (then no clock call on the hot path). */
+	struct ubench *bench;
+
+	/* --debug_option: the dump, and the binaries the sample being dumped used. */
+	struct udump *dump;
+	bool dumping;	       /* the sample in hand is being dumped */
+	uint64_t dump_maps_ns; /* the dumped pid's maps refresh_ns last dumped; ~0 = never */
+	struct ubin *dump_bins[CPA_MAX_UFRAMES + 1];
+	unsigned int n_dump_bins;
+
+	/* --parse_env_values: per-pid decisions (environ read once per pid). */
+	struct uenv **envs;
+	uint32_t envs_mask;
+	uint32_t n_envs;
+	char *env_buf; /* UNWINDD_ENVIRON_MAX + 1, allocated when the filter is on */
+	size_t env_cap;
+	uint64_t env_skipped;
+};
 
 void unwindd_opts__defaults(struct unwindd_opts *o)
 {
@@ -81,78 +120,26 @@ static int emit(struct unwindd *u, uint16_t type, uint32_t len, void **ret)
 static void loss_add(struct unwindd *u, uint32_t stage, uint32_t reason, uint32_t kind,
 		     uint64_t count, uint64_t weight, uint64_t seq, uint64_t time_ns)
 {
-	struct unwindd_loss *l = NULL, *any = NULL;
-	unsigned int i;
-
-	for (i = 0; i < u->n_loss; i++) {
-		struct unwindd_loss *x = &u->loss[i];
-
-		if (x->stage == stage && x->reason == reason) {
-			any = x;
-			if (x->kind == kind) {
-				l = x;
-				break;
-			}
-		}
-	}
-	if (!l && u->n_loss < UNWINDD_LOSS_SLOTS) {
-		l = &u->loss[u->n_loss++];
-		memset(l, 0, sizeof(*l));
-		l->stage = stage;
-		l->reason = reason;
-		l->kind = kind;
-		l->used = true;
-	}
-	if (!l)
-		l = any; /* table full: keep the count under the right reason */
-	if (!l) {
-		cnt(u, SHM_CNT_ERRORS, 1);
-		return;
-	}
-	l->count += count;
-	l->weight += weight;
-	if (seq > l->seq)
-		l->seq = seq;
-	if (time_ns > l->time_ns)
-		l->time_ns = time_ns;
+	(void)shm_loss__add(&u->loss, stage, reason, kind, count, weight, seq, time_ns);
 }
 
-static int loss_seq_cmp(const void *a, const void *b)
+static int loss_emit(void *ctx, const struct cpa_loss *l)
 {
-	const struct unwindd_loss *x = a, *y = b;
+	struct cpa_loss *out;
+	int r = emit(ctx, CPA_REC_LOSS, sizeof(*out), (void **)&out);
 
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	if (r < 0)
+		return r;
+	memcpy(out, l, sizeof(*out));
+	return 0;
 }
 
 /* true when nothing is pending any more */
 static bool loss_flush(struct unwindd *u)
 {
-	unsigned int i, done = 0;
-
-	if (likely(!u->n_loss))
+	if (likely(!shm_loss__pending(&u->loss)))
 		return true;
-	qsort(u->loss, u->n_loss, sizeof(u->loss[0]), loss_seq_cmp);
-	for (i = 0; i < u->n_loss; i++) {
-		const struct unwindd_loss *l = &u->loss[i];
-		struct cpa_loss *out;
-
-		if (emit(u, CPA_REC_LOSS, sizeof(*out), (void **)&out) < 0)
-			break;
-		memset(out, 0, sizeof(*out));
-		out->seq = l->seq;
-		out->time_ns = l->time_ns;
-		out->count = l->count;
-		out->weight = l->weight;
-		out->stage = l->stage;
-		out->reason = l->reason;
-		out->kind = l->kind;
-		done++;
-	}
-	if (done) {
-		memmove(u->loss, u->loss + done, (u->n_loss - done) * sizeof(u->loss[0]));
-		u->n_loss -= done;
-	}
-	return u->n_loss == 0;
+	return shm_loss__flush(&u->loss, loss_emit, u) == 0;
 }
 
 /* ---- module definitions ---- */
@@ -623,6 +610,11 @@ static bool seen(struct unwindd *u, uint64_t seq)
 	return false;
 }
 
+static bool rate_ok(struct unwindd *u)
+{
+	return shm_rate__admit(&u->rate, u->st, u->now_ns);
+}
+
 static void drop_sample(struct unwindd *u, const struct cpa_sample *s, uint32_t reason)
 {
 	cnt(u, reason, 1);
@@ -651,7 +643,7 @@ static void handle_sample(struct unwindd *u, const struct shm_msg *msg)
 	}
 	if (seen(u, s->seq))
 		return;
-	if (!ratelimit__ok(&u->rate, shm_stage__rate_limit(u->st), u->now_ns)) {
+	if (!rate_ok(u)) {
 		drop_sample(u, s, SHM_CNT_DROP_RATE);
 		return;
 	}
@@ -677,10 +669,10 @@ static void handle_sample(struct unwindd *u, const struct shm_msg *msg)
 			if (!p) {
 				cnt(u, SHM_CNT_ERRORS, 1);
 			} else if (unlikely(u->bench)) {
-				uint64_t t0 = unwindd_now_ns();
+				uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 
 				stop = unwind_user(u, p, &v, &n_u);
-				ubench__add(u->bench, unwindd_now_ns() - t0, n_u, stop);
+				ubench__add(u->bench, clock_ns(CLOCK_MONOTONIC) - t0, n_u, stop);
 			} else {
 				stop = unwind_user(u, p, &v, &n_u);
 			}
@@ -807,7 +799,7 @@ static void new_epoch(struct unwindd *u)
 	ucache__epoch_reset(u->cache);
 }
 
-int unwindd__process_batch(struct unwindd *u, unsigned int max)
+int unwindd__batch(struct unwindd *u, unsigned int max)
 {
 	struct shm_msg msgs[UNWINDD_BATCH];
 	int n, i, r;
@@ -845,7 +837,7 @@ int unwindd__process_batch(struct unwindd *u, unsigned int max)
 	if (n <= 0)
 		return n;
 
-	u->now_ns = unwindd_now_ns();
+	u->now_ns = clock_ns(CLOCK_MONOTONIC);
 	for (i = 0; i < n; i++) {
 		const struct shm_msg *m = &msgs[i];
 
@@ -876,12 +868,12 @@ int unwindd__process_batch(struct unwindd *u, unsigned int max)
 
 void unwindd__tick(struct unwindd *u, uint64_t now_ns)
 {
-	/* main() reads its clock before the batch, which stamps its processes
-	 * with a later one: never go back in time (the sweeps subtract). */
+	/* A caller's clock may be older than the batch's, which stamps its
+	 * processes: never go back in time (the sweeps subtract). */
 	if (now_ns < u->now_ns)
 		now_ns = u->now_ns;
 	u->now_ns = now_ns;
-	if (u->reset_sent && u->n_loss) {
+	if (u->reset_sent && shm_loss__pending(&u->loss)) {
 		(void)loss_flush(u);
 		shm_ring__commit_sp(u->out);
 	}
@@ -968,7 +960,7 @@ int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct 
 	if (u->o.peer)
 		u->peer_gen = __atomic_load_n(&u->o.peer->generation, __ATOMIC_RELAXED);
 	u->dump_maps_ns = UINT64_MAX;
-	u->now_ns = unwindd_now_ns();
+	u->now_ns = clock_ns(CLOCK_MONOTONIC);
 	r = unwindd_features_new(u);
 	if (r < 0) {
 		unwindd__free(u);
@@ -976,7 +968,7 @@ int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct 
 	}
 	u->skip_upto = shm_ring__mark_sc(in);
 	u->mark = u->skip_upto;
-	u->now_ns = unwindd_now_ns();
+	u->now_ns = clock_ns(CLOCK_MONOTONIC);
 	u->last_sweep_ns = u->now_ns;
 	*ret = u;
 	return 0;
@@ -1004,4 +996,49 @@ void unwindd__free(struct unwindd *u)
 	}
 	free(u->env_buf);
 	free(u);
+}
+
+void unwindd__finish(struct unwindd *u)
+{
+	unwindd__tick(u, clock_ns(CLOCK_MONOTONIC));
+}
+
+uint64_t unwindd__resume_seq(const struct unwindd *u)
+{
+	return u->skip_upto;
+}
+
+uint64_t unwindd__now(const struct unwindd *u)
+{
+	return u->now_ns;
+}
+
+struct ucache *unwindd__cache(const struct unwindd *u)
+{
+	return u->cache;
+}
+
+struct ubench *unwindd__bench(const struct unwindd *u)
+{
+	return u->bench;
+}
+
+struct udump *unwindd__dump(const struct unwindd *u)
+{
+	return u->dump;
+}
+
+uint64_t unwindd__env_skipped(const struct unwindd *u)
+{
+	return u->env_skipped;
+}
+
+uint32_t unwindd__nr_envs(const struct unwindd *u)
+{
+	return u->n_envs;
+}
+
+void unwindd__sweep_next_tick(struct unwindd *u)
+{
+	u->last_sweep_ns = 0;
 }

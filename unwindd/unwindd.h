@@ -20,15 +20,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/ratelimit.h"
 #include "shm/records.h"
 #include "shm/ring.h"
 #include "shm/stage.h"
 #include "ubench.h"
 #include "walk.h"
 
-#define UNWINDD_BATCH	   256 /* input records per batch */
-#define UNWINDD_LOSS_SLOTS 32  /* distinct (stage, reason, kind) pending */
+#define UNWINDD_BATCH 256 /* input records per batch */
 /* /proc/PID/environ read for --parse_env_values: symd's bound (SYMD_MAX_ENVIRON),
  * so the label symd stores and our decision come from the same bytes. */
 #define UNWINDD_ENVIRON_MAX (1u << 20)
@@ -70,63 +68,9 @@ struct unwindd_opts {
 /* Defaults for the fields above that are 0. */
 void unwindd_opts__defaults(struct unwindd_opts *o);
 
-struct unwindd_loss {
-	uint64_t seq; /* highest seq folded in: keeps the output ordered */
-	uint64_t time_ns;
-	uint64_t count;
-	uint64_t weight;
-	uint32_t stage;
-	uint32_t reason;
-	uint32_t kind;
-	bool used;
-};
+struct unwindd;
 
-struct unwindd {
-	struct unwindd_opts o;
-	struct shm_ring_cons *in;
-	struct shm_ring_prod *out;
-	struct shm_stage *st;
-	struct ucache *cache;
-
-	uint64_t epoch;	    /* current dictionary epoch */
-	uint32_t peer_gen;  /* symd generation our definitions were sent to */
-	uint64_t skip_upto; /* input mark at start: seq <= this was passed on already */
-	uint64_t mark;	    /* highest input seq handled */
-	bool reset_sent;
-
-	uint64_t now_ns; /* CLOCK_MONOTONIC at the start of the batch */
-	uint64_t last_sweep_ns;
-	uint64_t walk_complex_seen; /* walker's complex_rows already counted */
-
-	struct ratelimit rate; /* the stage's rate_limit, over now_ns */
-
-	struct unwindd_loss loss[UNWINDD_LOSS_SLOTS];
-	unsigned int n_loss;
-
-	/* Per-sample scratch: no allocation on the hot path. */
-	struct cpa_uframe uf[CPA_MAX_UFRAMES + 1];
-	struct ubin *touched[CPA_MAX_UFRAMES + 1];
-	unsigned int n_touched;
-
-	/* --bench: NULL when off (then no clock call on the hot path). */
-	struct ubench *bench;
-
-	/* --debug_option: the dump, and the binaries the sample being dumped used. */
-	struct udump *dump;
-	bool dumping;	       /* the sample in hand is being dumped */
-	uint64_t dump_maps_ns; /* the dumped pid's maps refresh_ns last dumped; ~0 = never */
-	struct ubin *dump_bins[CPA_MAX_UFRAMES + 1];
-	unsigned int n_dump_bins;
-
-	/* --parse_env_values: per-pid decisions (environ read once per pid). */
-	struct uenv **envs;
-	uint32_t envs_mask;
-	uint32_t n_envs;
-	char *env_buf; /* UNWINDD_ENVIRON_MAX + 1, allocated when the filter is on */
-	size_t env_cap;
-	uint64_t env_skipped;
-};
-
+/* The stage object over its rings (in: ring 0, out: ring 1); opaque. */
 int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct shm_ring_prod *out,
 		 struct shm_stage *st, struct unwindd **ret);
 void unwindd__free(struct unwindd *u);
@@ -137,13 +81,27 @@ int unwindd__start(struct unwindd *u);
 /* Take up to max input records, emit their output, commit, release with the
  * mark. Returns the number of records taken (0 = input empty), -ENOBUFS if
  * the DICT_RESET is not out yet, -EBADMSG on a corrupt input ring. */
-int unwindd__process_batch(struct unwindd *u, unsigned int max);
+int unwindd__batch(struct unwindd *u, unsigned int max);
 
 /* Periodic work (>= 4 times a second, idle or not): flush pending loss
- * records, reap exited processes, enforce the cache cap, update gauges. */
+ * records, reap exited processes, enforce the cache cap, update gauges.
+ * now_ns is CLOCK_MONOTONIC. */
 void unwindd__tick(struct unwindd *u, uint64_t now_ns);
 
-uint64_t unwindd_now_ns(void);
+/* Before leaving: whatever we consumed is already committed; flush our
+ * pending losses (a tick now). */
+void unwindd__finish(struct unwindd *u);
+
+/* Read-only views for main.c and the tests. */
+uint64_t unwindd__resume_seq(const struct unwindd *u); /* input mark at start */
+uint64_t unwindd__now(const struct unwindd *u);	       /* clock of the last batch/tick */
+struct ucache *unwindd__cache(const struct unwindd *u);
+struct ubench *unwindd__bench(const struct unwindd *u); /* NULL without --bench */
+struct udump *unwindd__dump(const struct unwindd *u);	/* NULL without --debug_option */
+uint64_t unwindd__env_skipped(const struct unwindd *u); /* samples the env filter skipped */
+uint32_t unwindd__nr_envs(const struct unwindd *u);	/* pids with an env decision */
+/* Sweep the caches on the next tick, whenever the last sweep was (tests). */
+void unwindd__sweep_next_tick(struct unwindd *u);
 
 /* ---- the unwinder seam, shared by the stage and cpa-unwind-replay ---- */
 

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pending LOSS records of a stage: samples it dropped itself, and upstream
+ * LOSS records it could not forward at once, aggregated by (stage, reason,
+ * kind) until the output ring takes them. Used by every stage that passes
+ * sequenced records on (unwindd, symd); capture numbers its own LOSS records
+ * and keeps per-reason slots (capture/cap_emit.h).
+ *
+ * The one behaviour (docs/pipeline.md, "Loss records"):
+ * - a record's weight is its weight, or its count when it has none (the
+ *   contract in records.h: "else = count");
+ * - the aggregate keeps the highest seq and time folded in;
+ * - a full table folds the loss into an entry of the same (stage, reason),
+ *   else into the last entry: the count and weight always survive, only the
+ *   kind (or reason) blurs;
+ * - flushing sends the entries oldest seq first (stable: ties keep arrival
+ *   order), so seqs leave the stage in order.
+ *
+ * Library code: no logging.
+ */
+#ifndef CPA_SHM_LOSS_H
+#define CPA_SHM_LOSS_H
+
+#include <stdint.h>
+
+#include "records.h"
+
+#define SHM_LOSS_SLOTS 32 /* distinct (stage, reason, kind) pending */
+
+struct shm_loss_table {
+	struct cpa_loss ent[SHM_LOSS_SLOTS];
+	unsigned int n;
+};
+
+/* Fold a loss of count samples into the table. 0, or -ENOSPC when the table
+ * was full and it joined another entry (nothing is lost but the detail). */
+int shm_loss__add(struct shm_loss_table *t, uint32_t stage, uint32_t reason, uint32_t kind,
+		  uint64_t count, uint64_t weight, uint64_t seq, uint64_t time_ns);
+
+/* Send one record: 0, or -errno (e.g. -ENOBUFS: no room) to stop the flush. */
+typedef int (*shm_loss_emit_fn)(void *ctx, const struct cpa_loss *l);
+
+/* Emit the pending entries oldest seq first until emit fails. 0 when none is
+ * left, else emit's error (the rest stays pending). */
+int shm_loss__flush(struct shm_loss_table *t, shm_loss_emit_fn emit, void *ctx);
+
+static inline unsigned int shm_loss__pending(const struct shm_loss_table *t)
+{
+	return t->n;
+}
+
+#endif /* CPA_SHM_LOSS_H */

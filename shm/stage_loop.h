@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The stage side of docs/pipeline.md, written once: attach the arena and
+ * check its config block, then the consumer loop every ring-consuming stage
+ * runs (heartbeat, DRAIN, batch, tick, adaptive wait on the input ring,
+ * wakeup counting). A stage fills a struct shm_stage_loop with its hooks and
+ * wait parameters; common/daemon.c drives the process around it.
+ *
+ * Library code: no logging; every function returns 0 or -errno.
+ */
+#ifndef CPA_SHM_STAGE_LOOP_H
+#define CPA_SHM_STAGE_LOOP_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "arena.h"
+
+/*
+ * Attach the arena on fd and find stage id's block. -EPROTO when the config
+ * block is missing or of another magic/version (a stage of another build);
+ * other -errno from shm_arena__attach(). Takes ownership of fd on success.
+ */
+int shm_stage__attach(int fd, enum shm_stage_id id, struct shm_arena **ret_arena,
+		      struct shm_stage **ret_st);
+
+/* Stamp the heartbeat and leave: EXITED when r >= 0, else FAILED. */
+void shm_stage__exit(struct shm_stage *st, int r);
+
+/* How the input wait's deadline grows while the input is idle. */
+enum shm_wait_backoff {
+	/* Double after a wait whose following batch found nothing; any
+	 * record brings it back to wait_ms. */
+	SHM_WAIT_BACKOFF_EMPTY,
+	/* Double after a wait that timed out (whatever it found); a wakeup by
+	 * the producer (wake_bytes arrived, or DRAIN) brings it back. */
+	SHM_WAIT_BACKOFF_TIMEOUT,
+};
+
+struct shm_stage_loop {
+	struct shm_stage *st;
+	struct shm_ring_cons *in;
+	void *obj;
+	const volatile sig_atomic_t *term; /* set by the SIGTERM handler */
+
+	/*
+	 * Up to max input records: how many were taken (0 = nothing to do),
+	 * -ENOBUFS when the output side is busy (the loop ticks, sleeps
+	 * busy_ms and tries again, keeping the input), other -errno fails.
+	 */
+	int (*batch)(void *obj, unsigned int max);
+	/* Periodic work, after every batch; now_ns on clock `clock`. */
+	void (*tick)(void *obj, uint64_t now_ns);
+	/* Optional: the wait's wake bytes and deadline, decided by the stage
+	 * (no backoff then). Without it: wake_bytes and the backoff below. */
+	void (*wait_for)(void *obj, uint64_t now_ns, uint64_t *ret_wake_bytes, int *ret_ms);
+	/* Optional: called once when DRAIN is seen (the caller logs). */
+	void (*on_drain)(void *obj);
+
+	clockid_t clock;	    /* of the now_ns handed to tick and wait_for */
+	unsigned int batch_max;	    /* records per batch */
+	uint64_t heartbeat_ns;	    /* heartbeat at most this often */
+	uint64_t wake_bytes;	    /* wake the consumer once this much input waits, */
+	unsigned int wake_ring_div; /* but at most ring size / this (0: no cap) */
+	int wait_ms;		    /* deadline while records flow */
+	int wait_idle_ms;	    /* longest deadline while idle */
+	enum shm_wait_backoff backoff;
+	int busy_ms; /* sleep after -ENOBUFS */
+	/* Under DRAIN leave only once the input ring is empty, not after the
+	 * first empty batch (a batch can take nothing while output is held). */
+	bool drain_until_empty;
+
+	/* Out: DRAIN was seen (the stage's finish may depend on it). */
+	bool draining;
+};
+
+/*
+ * Mark the stage RUNNING and loop until SIGTERM (*term) or, under DRAIN,
+ * until the input is done. 0 then, or the first hard -errno of batch or of
+ * the wait (-EBADMSG: corrupt input ring). Leaves the state to the caller.
+ */
+int shm_stage__run(struct shm_stage_loop *l);
+
+#endif /* CPA_SHM_STAGE_LOOP_H */

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The stage skeleton's shm/ half over a real arena: shm_stage__attach's
+ * config check, shm_stage__run (RUNNING, batches, DRAIN, SIGTERM, busy
+ * retry, hard errors), the rate limit and the pending LOSS table.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "counters.h"
+#include "loss.h"
+#include "stage_loop.h"
+#include "test_util.h"
+
+static struct shm_arena *arena_new(void)
+{
+	struct shm_layout l;
+	struct shm_arena *a;
+
+	shm_layout__default(&l, 4096, 16);
+	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
+	return a;
+}
+
+START_TEST(test_attach_checks_config)
+{
+	struct shm_arena *a = arena_new(), *b = NULL;
+	struct shm_stage *st = NULL;
+	int fd;
+
+	fd = dup(shm_arena__fd(a));
+	ck_assert_int_eq(shm_stage__attach(fd, SHM_STAGE_SYMD, &b, &st), 0);
+	ck_assert_ptr_eq(st, shm_arena__stage(b, SHM_STAGE_SYMD));
+	shm_arena__free(b);
+
+	/* A config block of another build is refused, the fd stays ours. */
+	shm_arena__config(a)->version = CPA_CONFIG_VERSION + 1;
+	fd = dup(shm_arena__fd(a));
+	ck_assert_int_eq(shm_stage__attach(fd, SHM_STAGE_SYMD, &b, &st), -EPROTO);
+	close(fd);
+	shm_arena__free(a);
+}
+END_TEST
+
+/* A stage object that takes the input records and counts what it saw. */
+struct obj {
+	struct shm_ring_cons *in;
+	int busy;	/* return -ENOBUFS this many times first */
+	int fail;	/* return this error from the batch (0: none) */
+	uint64_t taken; /* records */
+	unsigned int ticks;
+	volatile sig_atomic_t *term; /* set after the first records (SIGTERM) */
+};
+
+static int obj_batch(void *p, unsigned int max)
+{
+	struct obj *o = p;
+	struct shm_msg m[16];
+	int n;
+
+	if (o->fail)
+		return o->fail;
+	if (o->busy > 0) {
+		o->busy--;
+		return -ENOBUFS;
+	}
+	n = shm_ring__peek_batch_sc(o->in, m, max < 16 ? max : 16);
+	if (n > 0) {
+		o->taken += (uint64_t)n;
+		shm_ring__release_sc(o->in);
+		if (o->term)
+			*o->term = 1;
+	}
+	return n;
+}
+
+static void obj_tick(void *p, uint64_t now_ns)
+{
+	(void)now_ns;
+	((struct obj *)p)->ticks++;
+}
+
+struct fixture {
+	struct shm_arena *a;
+	struct shm_stage *st;
+	struct shm_ring_prod out;
+	struct shm_ring_cons in;
+	struct obj o;
+	struct shm_stage_loop l;
+	volatile sig_atomic_t term;
+};
+
+static void fixture_init(struct fixture *f, unsigned int records)
+{
+	memset(f, 0, sizeof(*f));
+	f->a = arena_new();
+	f->st = shm_arena__stage(f->a, SHM_STAGE_UNWINDD);
+	ck_assert_int_eq(shm_arena__open_prod(f->a, SHM_RING_CAPTURE, &f->out), 0);
+	ck_assert_int_eq(shm_arena__open_cons(f->a, SHM_RING_CAPTURE, &f->in), 0);
+	for (unsigned int i = 0; i < records; i++) {
+		void *p;
+
+		ck_assert_int_eq(shm_ring__reserve_sp(&f->out, 8, CPA_REC_SAMPLE, &p), 0);
+		memset(p, 0, 8);
+	}
+	shm_ring__commit_sp(&f->out);
+	f->o.in = &f->in;
+	f->l = (struct shm_stage_loop){
+		.st = f->st,
+		.in = &f->in,
+		.obj = &f->o,
+		.term = &f->term,
+		.batch = obj_batch,
+		.tick = obj_tick,
+		.clock = CLOCK_MONOTONIC,
+		.batch_max = 4,
+		.heartbeat_ns = 0,
+		.wake_bytes = 1,
+		.wait_ms = 10,
+		.wait_idle_ms = 20,
+		.busy_ms = 1,
+	};
+}
+
+/* DRAIN: RUNNING, then DRAINING; every record taken, then the loop leaves. */
+START_TEST(test_run_drains)
+{
+	struct fixture f;
+
+	fixture_init(&f, 10);
+	f.o.busy = 2;
+	__atomic_store_n(&f.st->cmd, SHM_CMD_DRAIN, __ATOMIC_RELEASE);
+	ck_assert_int_eq(shm_stage__run(&f.l), 0);
+	ck_assert(f.l.draining);
+	ck_assert_int_eq(shm_stage__state(f.st), SHM_STATE_DRAINING);
+	ck_assert_uint_eq(f.o.taken, 10);
+	ck_assert_int_eq(f.o.busy, 0);
+	/* A tick after every batch, the busy ones included: 2 busy, 3 with
+	 * records (4 + 4 + 2), 1 empty. */
+	ck_assert_uint_eq(f.o.ticks, 6);
+	ck_assert_uint_gt(f.st->heartbeat_ns, 0);
+	shm_stage__exit(f.st, 0);
+	ck_assert_int_eq(shm_stage__state(f.st), SHM_STATE_EXITED);
+	shm_arena__free(f.a);
+}
+END_TEST
+
+/* SIGTERM: the loop leaves after the batch in hand, input left in the ring. */
+START_TEST(test_run_sigterm)
+{
+	struct fixture f;
+
+	fixture_init(&f, 10);
+	f.o.term = &f.term;
+	ck_assert_int_eq(shm_stage__run(&f.l), 0);
+	ck_assert(!f.l.draining);
+	ck_assert_int_eq(shm_stage__state(f.st), SHM_STATE_RUNNING);
+	ck_assert_uint_eq(f.o.taken, 4);
+	ck_assert_uint_gt(shm_ring__pending_sc(&f.in), 0);
+	shm_arena__free(f.a);
+}
+END_TEST
+
+/* An idle input: the loop waits (each wait counted) until SIGTERM. */
+static struct fixture *alarm_f;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarm_f->term = 1;
+}
+
+START_TEST(test_run_waits_idle)
+{
+	struct sigaction sa = {.sa_handler = on_alarm};
+	struct fixture f;
+
+	fixture_init(&f, 0);
+	alarm_f = &f;
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	alarm(1);
+	ck_assert_int_eq(shm_stage__run(&f.l), 0);
+	ck_assert_uint_gt(shm_stage__cnt(f.st, SHM_CNT_WAKEUPS), 0);
+	ck_assert_uint_eq(f.o.taken, 0);
+	signal(SIGALRM, SIG_DFL);
+	shm_arena__free(f.a);
+}
+END_TEST
+
+/* A hard error of the batch ends the loop with it; the caller sets FAILED. */
+START_TEST(test_run_error)
+{
+	struct fixture f;
+
+	fixture_init(&f, 1);
+	f.o.fail = -EBADMSG;
+	ck_assert_int_eq(shm_stage__run(&f.l), -EBADMSG);
+	shm_stage__exit(f.st, -EBADMSG);
+	ck_assert_int_eq(shm_stage__state(f.st), SHM_STATE_FAILED);
+	shm_arena__free(f.a);
+}
+END_TEST
+
+START_TEST(test_rate_limit)
+{
+	struct shm_arena *a = arena_new();
+	struct shm_stage *st = shm_arena__stage(a, SHM_STAGE_SYMD);
+	struct shm_rate r = {0};
+	unsigned int ok = 0;
+
+	for (int i = 0; i < 10; i++)
+		ok += shm_rate__admit(&r, st, 5 * NSEC_PER_SEC + (uint64_t)i);
+	ck_assert_uint_eq(ok, 10); /* no limit */
+	st->rate_limit = 3;
+	ok = 0;
+	for (int i = 0; i < 10; i++)
+		ok += shm_rate__admit(&r, st, 6 * NSEC_PER_SEC + (uint64_t)i);
+	ck_assert_uint_eq(ok, 3);
+	ck_assert(shm_rate__admit(&r, st, 7 * NSEC_PER_SEC)); /* a new second */
+	shm_arena__free(a);
+}
+END_TEST
+
+struct sink {
+	struct cpa_loss got[SHM_LOSS_SLOTS + 1];
+	unsigned int n;
+	unsigned int room; /* records that fit */
+};
+
+static int sink_emit(void *ctx, const struct cpa_loss *l)
+{
+	struct sink *s = ctx;
+
+	if (s->n >= s->room)
+		return -ENOBUFS;
+	s->got[s->n++] = *l;
+	return 0;
+}
+
+START_TEST(test_loss_table)
+{
+	struct shm_loss_table t = {0};
+	struct sink s = {.room = 2};
+
+	/* Same key: aggregated, highest seq and time kept, weight = count
+	 * when the loss has none. */
+	ck_assert_int_eq(shm_loss__add(&t, 1, SHM_CNT_DROP_RATE, 0, 1, 0, 30, 300), 0);
+	ck_assert_int_eq(shm_loss__add(&t, 1, SHM_CNT_DROP_RATE, 0, 2, 0, 20, 200), 0);
+	ck_assert_int_eq(shm_loss__add(&t, 2, SHM_CNT_DROP_RING_FULL, 1, 1, 500, 10, 100), 0);
+	ck_assert_int_eq(shm_loss__add(&t, 2, SHM_CNT_DROP_RING_FULL, 0, 1, 0, 30, 100), 0);
+	ck_assert_uint_eq(shm_loss__pending(&t), 3);
+
+	/* Oldest seq first, equal seqs in arrival order; what does not fit stays. */
+	ck_assert_int_eq(shm_loss__flush(&t, sink_emit, &s), -ENOBUFS);
+	ck_assert_uint_eq(s.n, 2);
+	ck_assert_uint_eq(s.got[0].seq, 10);
+	ck_assert_uint_eq(s.got[0].weight, 500);
+	ck_assert_uint_eq(s.got[1].seq, 30);
+	ck_assert_uint_eq(s.got[1].stage, 1);
+	ck_assert_uint_eq(s.got[1].count, 3);
+	ck_assert_uint_eq(s.got[1].weight, 3);
+	ck_assert_uint_eq(s.got[1].time_ns, 300);
+	ck_assert_uint_eq(shm_loss__pending(&t), 1);
+	s.room = 3;
+	ck_assert_int_eq(shm_loss__flush(&t, sink_emit, &s), 0);
+	ck_assert_uint_eq(s.got[2].stage, 2);
+	ck_assert_uint_eq(s.got[2].kind, 0);
+	ck_assert_uint_eq(shm_loss__pending(&t), 0);
+
+	/* Full: a new kind joins its (stage, reason), a new reason the last
+	 * entry; no count is lost. */
+	for (uint32_t i = 0; i < SHM_LOSS_SLOTS; i++)
+		ck_assert_int_eq(shm_loss__add(&t, 1, 100 + i, 0, 1, 0, i, 0), 0);
+	ck_assert_int_eq(shm_loss__add(&t, 1, 100, 2, 5, 0, 99, 0), -ENOSPC);
+	ck_assert_uint_eq(t.ent[0].count, 6);
+	ck_assert_uint_eq(t.ent[0].seq, 99);
+	ck_assert_int_eq(shm_loss__add(&t, 3, 7, 0, 4, 0, 1, 0), -ENOSPC);
+	ck_assert_uint_eq(t.ent[SHM_LOSS_SLOTS - 1].count, 5);
+	ck_assert_uint_eq(shm_loss__pending(&t), SHM_LOSS_SLOTS);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("stage_loop");
+	TCase *tc = tcase_create("stage_loop");
+
+	tcase_add_test(tc, test_attach_checks_config);
+	tcase_add_test(tc, test_run_drains);
+	tcase_add_test(tc, test_run_sigterm);
+	tcase_add_test(tc, test_run_waits_idle);
+	tcase_add_test(tc, test_run_error);
+	tcase_add_test(tc, test_rate_limit);
+	tcase_add_test(tc, test_loss_table);
+	suite_add_tcase(s, tc);
+	return test_run_suite(s);
+}
