@@ -288,12 +288,34 @@ static int parse_bool(const char *s, bool *ret)
 	return -EINVAL;
 }
 
+static size_t opt_size(const struct opt_def *d)
+{
+	switch (d->type) {
+	case OPT_BOOL:
+		return sizeof(bool);
+	case OPT_LONG:
+		return sizeof(long);
+	case OPT_LLONG:
+		return sizeof(long long);
+	default:
+		return sizeof(const char *);
+	}
+}
+
 /* "where" is "" for argv, "FILE:LINE: " for config lines. */
 static int opt_set(const struct opt_def *d, const char *val, struct cpa_opts *o, const char *where)
 {
 	long long v;
 	int r;
 
+	/* CPA's config files write "null" for an unset value: the default. */
+	if (val && !strcmp(val, "null")) {
+		struct cpa_opts def;
+
+		cpa_opts__init(&def);
+		memcpy(opt_ptr(d, o), opt_ptr(d, &def), opt_size(d));
+		return 0;
+	}
 	switch (d->type) {
 	case OPT_BOOL: {
 		bool b = true;

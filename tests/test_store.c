@@ -700,38 +700,42 @@ END_TEST
 
 START_TEST(test_retention)
 {
-	char *root = t_mkdtemp(), p[1100];
-	const char *names[] = {"cpa_261101", "cpa_261110", "cpa_261118", "cpa_261119_start_101010",
-			       "cpa_261120"};
-	uint64_t now = t_base_ns();
+	char *root = t_mkdtemp(), p[1100], names[512];
+	const char *dirs[] = {"cpa_261101", "cpa_261116", "cpa_261117", "cpa_261119_start_101010",
+			      "cpa_261120"};
+	uint64_t now = t_base_ns(); /* 2026-11-20 */
 	unsigned int i;
 	int r;
 
 	for (i = 0; i < 5; i++) {
 		int fd;
 
-		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
+		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
 		ck_assert_int_eq(mkdir(p, 0755), 0);
-		snprintf(p, sizeof(p), "%s/%s/seg_000001.cps", root, names[i]);
+		snprintf(p, sizeof(p), "%s/%s/seg_000001.cps", root, dirs[i]);
 		fd = open(p, O_CREAT | O_WRONLY, 0644);
 		ck_assert_int_eq(ftruncate(fd, 0), 0);
 		ck_assert_int_eq(write(fd, p, 100), 100);
 		close(fd);
-		snprintf(p, sizeof(p), "%s/%s/conf", root, names[i]);
+		snprintf(p, sizeof(p), "%s/%s/conf", root, dirs[i]);
 		close(open(p, O_CREAT | O_WRONLY, 0644));
 	}
 	snprintf(p, sizeof(p), "%s/cpa_261120", root);
-	/* Keep 3 days (18, 19, 20): the two oldest go, 2 files each. */
-	r = store_retention__run(root, 3, 0, p, 1, now);
+	/* --persistent_day 3 keeps today and the 3 days before (17..20): the 1st and
+	 * the 16th go, 2 files each, and the caller learns which. */
+	r = store_retention__run(root, 3, 0, p, 1, now, names, sizeof(names));
 	ck_assert_int_eq(r, 4);
-	snprintf(p, sizeof(p), "%s/cpa_261110", root);
+	ck_assert_str_eq(names, "cpa_261101, cpa_261116");
+	snprintf(p, sizeof(p), "%s/cpa_261116", root);
 	ck_assert_int_ne(access(p, F_OK), 0);
-	snprintf(p, sizeof(p), "%s/cpa_261118", root);
+	snprintf(p, sizeof(p), "%s/cpa_261117", root);
 	ck_assert_int_eq(access(p, F_OK), 0);
 	/* Size: 1 byte budget removes everything but the store being written. */
 	snprintf(p, sizeof(p), "%s/cpa_261120", root);
-	r = store_retention__run(root, 0, 1, p, 1, now);
+	r = store_retention__run(root, 0, 1, p, 1, now, names, sizeof(names));
 	ck_assert_int_eq(r, 4);
+	ck_assert_str_eq(names, "cpa_261117/seg_000001.cps, cpa_261117, "
+				"cpa_261119_start_101010/seg_000001.cps, cpa_261119_start_101010");
 	snprintf(p, sizeof(p), "%s/cpa_261120/seg_000001.cps", root);
 	ck_assert_int_eq(access(p, F_OK), 0);
 
@@ -745,9 +749,10 @@ START_TEST(test_retention)
 		close(fd);
 	}
 	snprintf(p, sizeof(p), "%s/cpa_261120", root);
-	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3), 1);
-	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3), 1);
-	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3), 0);
+	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3, names, sizeof(names)), 1);
+	ck_assert_str_eq(names, "cpa_261120/seg_000001.cps");
+	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3, NULL, 0), 1);
+	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3, NULL, 0), 0);
 	snprintf(p, sizeof(p), "%s/cpa_261120/seg_000003.cps", root);
 	ck_assert_int_eq(access(p, F_OK), 0);
 	t_rm_rf(root);
@@ -852,7 +857,7 @@ START_TEST(test_stage_batch)
 	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
 	expect_init(&e, 20, 30);
 	w = new_writer(root);
-	store_writer__set_run_id(w, 4242);
+	store_writer__set_run_id(w, base);
 	storer__init(&s, st, &c, w);
 	ring_defs(&p, 30);
 	drain(&s);
@@ -901,7 +906,7 @@ START_TEST(test_stage_batch)
 	/* A restarted storer skips what the mark covers: feed old and new seqs. */
 	/* Same monitor run: it continues the same store dir (next segment). */
 	w = new_writer(root);
-	store_writer__set_run_id(w, 4242);
+	store_writer__set_run_id(w, base);
 	storer__init(&s, st, &c, w);
 	ring_defs(&p, 30);
 	{
@@ -1281,7 +1286,7 @@ START_TEST(test_journal)
 	t_block_s = 1;
 	expect_init(&e, 3, 10);
 	w = new_writer(root);
-	store_writer__set_run_id(w, 99);
+	store_writer__set_run_id(w, base);
 	ck_assert_int_eq(store_writer__journal_open(w, root), 0);
 	store_writer__dict_reset(w, 5);
 	t_defs(w, 10, 0);
@@ -1291,7 +1296,7 @@ START_TEST(test_journal)
 	store_writer__free(w);
 
 	w = new_writer(root);
-	store_writer__set_run_id(w, 99);
+	store_writer__set_run_id(w, base);
 	n = store_writer__journal_open(w, root);
 	ck_assert_int_eq(n, 5 + 1 + 2 * T_FRAMES + 10);
 	t_sample(&o, 2, base + T_NS, 7, 0); /* no definitions sent in this life */
