@@ -530,6 +530,48 @@ START_TEST(test_bin_errors)
 }
 END_TEST
 
+/* CPA's config files write "null" for an unset value: the default. */
+START_TEST(test_null_is_default)
+{
+	char path[] = "/tmp/cpa-test-cli-XXXXXX";
+	static struct run r;
+	int fd = mkstemp(path);
+
+	ck_assert_int_eq(PARSE(MON, "--btf_path", "null", "--freq", "99", "--freq", "null", "-p",
+			       "null", "--probe", "null", "--record_env_name=null"),
+			 0);
+	ck_assert_ptr_null(O.btf_path);
+	ck_assert_int_eq(O.mon.freq, 49);
+	ck_assert_int_eq(O.mon.pid, -1);
+	ck_assert_ptr_null(O.mon.probe);
+	ck_assert_ptr_null(O.mon.record_env_name);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	write_file(path, "btf_path: null\n"
+			 "probe: null\n"
+			 "comm: null\n"
+			 "store_dir: null\n"
+			 "persistent_day: null\n"
+			 "debug_option: null\n"
+			 "kernel_stack: null\n");
+	ck_assert_int_eq(PARSE(MON, "-s", "/tmp/x", "-P", "3", "-K", "--config", path), 0);
+	ck_assert_ptr_null(O.btf_path);
+	ck_assert_ptr_null(O.mon.probe);
+	ck_assert_ptr_null(O.mon.comm);
+	ck_assert_str_eq(O.mon.store_dir, "/var/log/cpa");
+	ck_assert_int_eq(O.mon.persistent_day, 7);
+	ck_assert(!O.mon.kernel_stack);
+	unlink(path);
+
+	/* The binary: a null BTF path is no BTF path (the error is about the store). */
+	RUN(&r, "show", "--btf_path", "null", "--read", "/nonexistent-cpa-store");
+	ck_assert_int_eq(r.code, 1);
+	ck_assert_ptr_null(strstr(r.err, "btf"));
+	ck_assert_ptr_nonnull(strstr(r.err, "no cpa store in '/nonexistent-cpa-store'"));
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -547,6 +589,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_config_file);
 	tcase_add_test(tc, test_btf_path);
 	tcase_add_test(tc, test_time_of_day);
+	tcase_add_test(tc, test_null_is_default);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tb, test_bin_version_usage);
 	tcase_add_test(tb, test_bin_errors);

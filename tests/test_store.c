@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "storer/store.h"
@@ -760,6 +761,99 @@ START_TEST(test_retention)
 }
 END_TEST
 
+/* The run's store dir and conf exist from the monitor's start, before any
+ * sample; a later run the same day is _start_HHMMSS of its own start. */
+START_TEST(test_dir_at_start)
+{
+	char *root = t_mkdtemp(), p[1100], conf[512];
+	uint64_t base = t_base_ns(); /* 10:00:00 */
+	struct store_writer *w;
+	struct cpa_sample_out o;
+	int fd;
+	ssize_t n;
+
+	w = new_writer(root);
+	store_writer__set_run_id(w, base);
+	snprintf(p, sizeof(p), "%s/cpa_261120/conf", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	ck_assert_str_eq(store_writer__dir(w) + strlen(root), "/cpa_261120");
+	store_writer__free(w); /* captured nothing */
+	fd = open(p, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, conf, sizeof(conf) - 1);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	conf[n] = 0;
+	ck_assert_ptr_nonnull(strstr(conf, "freq: 49\n"));
+
+	/* Second run started at 11:30:15, first sample at 11:31:00. */
+	w = new_writer(root);
+	store_writer__set_run_id(w, base + 5415 * T_NS);
+	snprintf(p, sizeof(p), "%s/cpa_261120_start_113015/conf", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	t_defs(w, 3, 0);
+	t_sample(&o, 1, base + 5460 * T_NS, 1, 0);
+	ck_assert_int_eq(store_writer__add_sample(w, &o), 0);
+	store_writer__free(w);
+	snprintf(p, sizeof(p), "%s/cpa_261120_start_113015/seg_000001.cps", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	snprintf(p, sizeof(p), "%s/cpa_261120_start_113100", root);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+static char t_log[4096];
+
+static void log_into(enum log_level lvl, const char *line)
+{
+	(void)lvl;
+	strncat(t_log, line, sizeof(t_log) - strlen(t_log) - 2);
+	strcat(t_log, "\n");
+}
+
+/* The storer's log line of a retention removal names what went. */
+START_TEST(test_retention_log)
+{
+	struct shm_layout l;
+	struct shm_arena *a = NULL;
+	struct shm_ring_cons c;
+	struct store_writer_opts o = {.record_interval = 1, .persistent_day = 7};
+	struct store_writer *w;
+	struct storer s;
+	char *root = t_mkdtemp(), p[1100];
+	uint64_t base = t_base_ns(); /* 2026-11-20 */
+	const char *dirs[] = {"cpa_261112", "cpa_261113"};
+
+	for (unsigned int i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+		snprintf(p, sizeof(p), "%s/%s/seg_000001.cps", root, dirs[i]);
+		close(open(p, O_CREAT | O_WRONLY, 0644));
+	}
+	shm_layout__default(&l, 4096, 16);
+	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
+	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
+	o.root = root;
+	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	store_writer__set_run_id(w, base);
+	storer__init(&s, shm_arena__stage(a, SHM_STAGE_STORER), &c, w);
+	log_set_sink(log_into);
+	/* The default 7 days keep the 13th..20th (8 day dirs); the 12th goes. */
+	storer__tick(&s, base);
+	log_set_sink(NULL);
+	ck_assert_msg(strstr(t_log, "retention removed 1 file(s): cpa_261112\n"), "%s", t_log);
+	snprintf(p, sizeof(p), "%s/cpa_261113", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	ck_assert_int_eq(storer__finish(&s, true), 0);
+	store_writer__free(w);
+	shm_arena__free(a);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
 /* ------------------------------------------------------------ the stage */
 
 struct feeder {
@@ -1342,6 +1436,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_filters);
 	tcase_add_test(tc, test_segments_and_days);
 	tcase_add_test(tc, test_retention);
+	tcase_add_test(tc, test_dir_at_start);
 	tcase_add_test(tc, test_write_errors);
 	tcase_add_test(tc, test_clock_step);
 	tcase_add_test(tc, test_journal);
@@ -1349,6 +1444,7 @@ static Suite *store_suite(void)
 	tc = tcase_create("stage");
 	tcase_add_test(tc, test_stage_batch);
 	tcase_add_test(tc, test_stage_sleep);
+	tcase_add_test(tc, test_retention_log);
 	tcase_add_test(tc, test_stage_process);
 	suite_add_tcase(s, tc);
 	return s;
