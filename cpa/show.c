@@ -277,12 +277,15 @@ static long local_tod(uint64_t ns)
 
 /*
  * The store dir under root for local time-of-day tod_s (-1: the newest): the
- * newest cpa_* dir whose records span that time of day, else the newest.
+ * newest cpa_* dir whose records span that time of day, else the newest one
+ * holding records (a run that captured nothing leaves an empty dir), else the
+ * newest.
  */
 static int pick_store(const char *root, long tod_s, char *buf, size_t len)
 {
 	char **names;
 	uint32_t n, i;
+	bool have_data = false;
 	int ret = store_root__list(root, &names, &n);
 
 	if (ret < 0)
@@ -292,22 +295,26 @@ static int pick_store(const char *root, long tod_s, char *buf, size_t len)
 		return -ENOENT;
 	}
 	snprintf(buf, len, "%s/%s", root, names[n - 1]);
-	for (i = n; tod_s >= 0 && i-- > 0;) {
+	for (i = n; i-- > 0;) {
 		char p[PATH_MAX + 256];
 		struct store_reader *r;
 		uint64_t a, b, recs;
-		bool hit;
+		bool data, hit;
 
 		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
 		if (store_reader__open(p, NULL, NULL, &r) < 0)
 			continue;
-		hit = store_reader__range(r, &a, &b, &recs) == 0 && local_tod(a) <= tod_s &&
-		      tod_s <= local_tod(b);
+		data = store_reader__range(r, &a, &b, &recs) == 0;
+		hit = data && tod_s >= 0 && local_tod(a) <= tod_s && tod_s <= local_tod(b);
 		store_reader__free(r);
-		if (hit) {
+		if (data && !have_data) {
 			snprintf(buf, len, "%s", p);
-			break;
+			have_data = true;
 		}
+		if (hit)
+			snprintf(buf, len, "%s", p);
+		if (hit || (have_data && tod_s < 0))
+			break;
 	}
 	store_root__list_free(names, n);
 	return 0;

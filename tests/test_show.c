@@ -205,7 +205,16 @@ START_TEST(test_show_range)
 	/* Last sample: stack 5, k 4 of 10:00:09 -> 09.540. */
 	ck_assert_str_eq(out,
 			 "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records Num: 10\n");
-	/* The store root works too. */
+	/* The store root works too, also when a later run captured nothing (its
+	 * empty cpa_261120_start_110000 is newer). */
+	{
+		struct store_writer_opts wo = {.root = root, .record_interval = 1};
+		struct store_writer *w;
+
+		ck_assert_int_eq(store_writer__new(&wo, &w), 0);
+		store_writer__set_run_id(w, t_base_ns() + 3600 * T_NS);
+		store_writer__free(w);
+	}
 	o.read = root;
 	ck_assert_int_eq(run(&o), 0);
 	ck_assert_str_eq(out,
