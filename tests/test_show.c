@@ -19,6 +19,7 @@
 #include "shm/stage.h"
 #include "storer/store.h"
 #include "test_store_util.h"
+#include "test_util.h"
 
 #define NSTACKS	   5
 #define NSEC	   10
@@ -418,54 +419,14 @@ END_TEST
 
 /* ---- the real `cpa show` ---- */
 
-struct bin_run {
-	int code;
-	char out[8192], err[8192];
-};
-
-static void slurp_into(int fd, char *buf, size_t len)
-{
-	ssize_t n = pread(fd, buf, len - 1, 0);
-
-	buf[n > 0 ? n : 0] = 0;
-	close(fd);
-}
-
-static void run_bin(struct bin_run *r, const char *const *args)
-{
-	const char *b = getenv("CPA_BUILD_DIR");
-	char cpa[1100], op[1100], ep[1100];
-	const char *argv[32] = {cpa, "show", "--read", store};
-	int n = 4, ofd, efd, status;
-	pid_t pid;
-
-	snprintf(cpa, sizeof(cpa), "%s/bin/cpa", b ? b : ".");
-	snprintf(op, sizeof(op), "%s/bin.out", root);
-	snprintf(ep, sizeof(ep), "%s/bin.err", root);
-	ofd = open(op, O_CREAT | O_TRUNC | O_RDWR, 0644);
-	efd = open(ep, O_CREAT | O_TRUNC | O_RDWR, 0644);
-	for (int i = 0; args[i]; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	pid = fork();
-	if (pid == 0) {
-		dup2(ofd, 1);
-		dup2(efd, 2);
-		execv(cpa, (char **)argv);
-		_exit(127);
-	}
-	waitpid(pid, &status, 0);
-	r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	slurp_into(ofd, r->out, sizeof(r->out));
-	slurp_into(efd, r->err, sizeof(r->err));
-}
-
-#define RUN_BIN(r, ...) run_bin(r, (const char *const[]){__VA_ARGS__, NULL})
+/* `cpa show --read <the store> args...` */
+#define RUN_BIN(r, ...) \
+	test_run_bin(r, "cpa", (const char *const[]){"show", "--read", store, __VA_ARGS__, NULL})
 
 /* What a script sees: the range line on every run, the raw label, the error exit. */
 START_TEST(test_show_binary)
 {
-	static struct bin_run r;
+	static struct test_run r;
 	char path[1100], line[8192];
 	struct prof p;
 

@@ -804,6 +804,16 @@ START_TEST(test_dir_at_start)
 }
 END_TEST
 
+/* The end of a stage test: final flush, then everything freed and removed. */
+static void stage_done(struct storer *s, struct store_writer *w, struct shm_arena *a, char *root)
+{
+	ck_assert_int_eq(storer__finish(s, true), 0);
+	store_writer__free(w);
+	shm_arena__free(a);
+	t_rm_rf(root);
+	free(root);
+}
+
 static char t_log[4096];
 
 static void log_into(enum log_level lvl, const char *line)
@@ -846,11 +856,7 @@ START_TEST(test_retention_log)
 	ck_assert_msg(strstr(t_log, "retention removed 1 file(s): cpa_261112\n"), "%s", t_log);
 	snprintf(p, sizeof(p), "%s/cpa_261113", root);
 	ck_assert_int_eq(access(p, F_OK), 0);
-	ck_assert_int_eq(storer__finish(&s, true), 0);
-	store_writer__free(w);
-	shm_arena__free(a);
-	t_rm_rf(root);
-	free(root);
+	stage_done(&s, w, a, root);
 }
 END_TEST
 
@@ -1081,11 +1087,7 @@ START_TEST(test_stage_sleep)
 	ck_assert_uint_eq(store_writer__deadline(w), 0);
 	ck_assert_int_eq(storer__sleep_ms(&s, dl), STORER_IDLE_MS);
 	ck_assert_uint_eq(storer__wake_bytes(&s), STORER_WAKE_BYTES);
-	ck_assert_int_eq(storer__finish(&s, true), 0);
-	store_writer__free(w);
-	shm_arena__free(a);
-	t_rm_rf(root);
-	free(root);
+	stage_done(&s, w, a, root);
 }
 END_TEST
 
