@@ -128,6 +128,12 @@ static void marker_name(const char *name, char *buf, size_t len)
 	memcpy(buf + o, " #>", 4);
 }
 
+/* A marker of the stack (printed first, CPA's way), not a frame's stand-in. */
+static bool is_marker(const struct store_frame *f)
+{
+	return (f->flags & CPA_FF_MARKER) && !store_frame__placeholder(f);
+}
+
 /* CPA's raw label: thread and process name in 15 columns each, then
  * -<cgroup_id>-<cpu>-<pid>|<env>. */
 static void raw_label(const struct store_sample *s, const char *pc, char *buf, size_t len)
@@ -167,18 +173,21 @@ static int on_sample(void *ctx, const struct store_sample *s)
 	}
 	/* Markers first, in the root layer, wherever the stack keeps them. */
 	for (i = s->n_frames; i-- > 0;) {
-		if (!(s->frames[i]->flags & CPA_FF_MARKER))
+		if (!is_marker(s->frames[i]))
 			continue;
 		marker_name(s->frames[i]->name, tmp, sizeof(tmp));
 		put(c, tmp, NULL);
 	}
 	/* Stored leaf first, kernel frames first: print user root..leaf, then kernel root..leaf. */
 	for (i = s->n_frames; i-- > s->n_kframes;)
-		if (!(s->frames[i]->flags & CPA_FF_MARKER))
+		if (!is_marker(s->frames[i]))
 			put(c, s->frames[i]->name, NULL);
-	for (i = s->n_kframes; i-- > 0;)
-		if (!(s->frames[i]->flags & CPA_FF_MARKER))
-			put(c, s->frames[i]->name, "_[k]");
+	for (i = s->n_kframes; i-- > 0;) {
+		const struct store_frame *f = s->frames[i];
+
+		if (!is_marker(f))
+			put(c, f->name, (f->flags & CPA_FF_MARKER) ? NULL : "_[k]");
+	}
 	r = fold_add(&c->f, c->buf, c->len, s->kind == CPA_KIND_OFFCPU ? s->weight : s->count);
 	if (r < 0)
 		return r;

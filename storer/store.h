@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "shm/records.h"
 
@@ -153,6 +154,17 @@ struct store_frame {
 static inline bool store_frame__kernel(const struct store_frame *f)
 {
 	return f->flags & CPA_FF_KERNEL;
+}
+
+/* Stand-ins for one frame whose definition is gone (flag MARKER, or a lost
+ * name). Unlike the stack's own markers (unwind stops, losses), they hold the
+ * place of a real frame: readers print them where they are. */
+#define STORE_FRAME_UNKNOWN "[unknown frame]"
+#define STORE_DICT_LOST	    "[dictionary lost]"
+
+static inline bool store_frame__placeholder(const struct store_frame *f)
+{
+	return !strcmp(f->name, STORE_FRAME_UNKNOWN) || !strcmp(f->name, STORE_DICT_LOST);
 }
 
 /* One aggregated row: (second, key) -> count, weight. Valid during the callback. */

@@ -33,8 +33,9 @@ static char out[4096];
  * Stack MARKER_STACK as symd sends an unwind stop: kernel frame 1, user
  * frames 30 (leaf) and 31, then the marker frame at the root end.
  */
-#define MARKER_STACK 50
-#define MARKER_FRAME 500
+#define MARKER_STACK  50
+#define UNKNOWN_STACK 51 /* like 50, with a frame symd never defined in the middle */
+#define MARKER_FRAME  500
 static void marker_stack(struct store_writer *w)
 {
 	static const char name[] = "[unwind stopped: no cfi]";
@@ -46,10 +47,14 @@ static void marker_stack(struct store_writer *w)
 	struct cpa_stack_def sd = {.id = MARKER_STACK, .n_frames = 4, .n_kframes = 1};
 	uint32_t ids[] = {1, T_KFRAMES + 30, T_KFRAMES + 31, MARKER_FRAME};
 
+	struct cpa_stack_def ud = {.id = UNKNOWN_STACK, .n_frames = 4, .n_kframes = 1};
+	uint32_t uids[] = {1, T_KFRAMES + 30, 999, T_KFRAMES + 31}; /* 999: never defined */
+
 	memcpy(str.s, name, sizeof(name) - 1);
 	store_writer__def_str(w, &str.d, str.s);
 	store_writer__def_frame(w, &f);
 	store_writer__def_stack(w, &sd, ids);
+	store_writer__def_stack(w, &ud, uids);
 }
 
 /* 10 seconds from 10:00:00, stacks 1..5 sampled s times a second, a stack
@@ -79,6 +84,8 @@ static void build_store(void)
 			struct cpa_sample_out smp;
 
 			t_sample(&smp, seq++, base + sec * T_NS + 990000000ULL, MARKER_STACK, 0);
+			ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+			t_sample(&smp, seq++, base + sec * T_NS + 990000000ULL, UNKNOWN_STACK, 0);
 			ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
 		}
 		if (sec == 3) {
@@ -347,7 +354,7 @@ END_TEST
 START_TEST(test_show_markers)
 {
 	struct show_opts o = defaults();
-	char path[1100], frames[4096], line[8192], name[160];
+	char path[1100], frames[4096], line[8192], f31[160], f30[160], k1[160];
 	struct prof p;
 
 	snprintf(path, sizeof(path), "%s/m.prof", root);
@@ -358,17 +365,17 @@ START_TEST(test_show_markers)
 	read_prof(path, &p);
 	ck_assert_uint_eq(prof_count(&p, "SYSTEM;[lost];<# LOST: UNWINDD DROP RING FULL #>;"), 7);
 	/* Stack 50 keeps its marker at the root end: printed first, no _[k]. */
-	snprintf(frames, sizeof(frames), "<# NO CFI #>;");
-	t_frame_name(T_KFRAMES + 31, name, sizeof(name));
-	strcat(strcat(frames, name), ";");
-	t_frame_name(T_KFRAMES + 30, name, sizeof(name));
-	strcat(strcat(frames, name), ";");
-	t_frame_name(1, name, sizeof(name));
-	strcat(strcat(frames, name), "_[k];");
+	t_frame_name(T_KFRAMES + 31, f31, sizeof(f31));
+	t_frame_name(T_KFRAMES + 30, f30, sizeof(f30));
+	t_frame_name(1, k1, sizeof(k1));
+	snprintf(frames, sizeof(frames), "<# NO CFI #>;%s;%s;%s_[k];", f31, f30, k1);
 	snprintf(line, sizeof(line), "ENV_A;db:1002;%s", frames);
 	ck_assert_msg(prof_count(&p, line) == 1, "no %s", line);
 	for (int i = 0; i < p.n; i++)
 		ck_assert_ptr_null(strstr(p.lines[i], "[unwind"));
+	/* A frame whose definition is lost keeps its place: not a marker. */
+	snprintf(line, sizeof(line), "ENV_A;app:1000;%s;[unknown frame];%s;%s_[k];", f31, f30, k1);
+	ck_assert_msg(prof_count(&p, line) == 1, "no %s", line);
 
 	/* With --show_raw the marker follows the raw label directly. */
 	o.show_raw = true;
@@ -436,7 +443,7 @@ START_TEST(test_show_binary)
 	snprintf(line, sizeof(line),
 		 "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records Num: 10\n"
 		 "Export Record Time From [ 10:00:05.000 - 10:00:06.000 ]\n"
-		 "Write  [ 10:00:05.000 - 10:00:06.000 ] Record to %s, Stack Type 6\n",
+		 "Write  [ 10:00:05.000 - 10:00:06.000 ] Record to %s, Stack Type 7\n",
 		 path);
 	ck_assert_str_eq(r.out, line);
 	read_prof(path, &p);
