@@ -1127,9 +1127,24 @@ START_TEST(test_stage_process)
 	cfg->freq = 49;
 	cfg->record_interval_s = 1;
 	cfg->nr_cpus = 2;
-	cfg->start_realtime_ns = 77;
+	cfg->start_realtime_ns = base; /* the monitor started at the data's time */
 	st = shm_arena__stage(a, SHM_STAGE_STORER);
 	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
+	/* A run that captures nothing still leaves its store dir and conf. */
+	pid = fork();
+	if (pid == 0) {
+		dup2(shm_arena__fd(a), 3);
+		execl(bin, "storer", (char *)NULL);
+		_exit(127);
+	}
+	st->pid = pid;
+	for (i = 0; i < 500 && shm_stage__state(st) != SHM_STATE_RUNNING; i++)
+		usleep(10000);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	snprintf(dir, sizeof(dir), "%s/cpa_261120/conf", root);
+	ck_assert_msg(access(dir, F_OK) == 0, "no %s after a run without samples", dir);
 	ring_defs(&p, 10);
 	for (i = 0; i < 300; i++) {
 		struct cpa_sample_out o;
