@@ -1091,6 +1091,20 @@ START_TEST(test_stage_sleep)
 }
 END_TEST
 
+/* The storer executable on arena a (fd 3), as the monitor starts it. */
+static pid_t start_storer(const char *bin, struct shm_arena *a, struct shm_stage *st)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		dup2(shm_arena__fd(a), 3);
+		execl(bin, "storer", (char *)NULL);
+		_exit(127);
+	}
+	st->pid = pid;
+	return pid;
+}
+
 /* The real executable: arena on fd 3, records in, DRAIN, exit 0, store on disk. */
 START_TEST(test_stage_process)
 {
@@ -1131,13 +1145,7 @@ START_TEST(test_stage_process)
 	st = shm_arena__stage(a, SHM_STAGE_STORER);
 	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
 	/* A run that captures nothing still leaves its store dir and conf. */
-	pid = fork();
-	if (pid == 0) {
-		dup2(shm_arena__fd(a), 3);
-		execl(bin, "storer", (char *)NULL);
-		_exit(127);
-	}
-	st->pid = pid;
+	pid = start_storer(bin, a, st);
 	for (i = 0; i < 500 && shm_stage__state(st) != SHM_STATE_RUNNING; i++)
 		usleep(10000);
 	kill(pid, SIGTERM);
@@ -1154,13 +1162,7 @@ START_TEST(test_stage_process)
 	}
 	shm_ring__commit_sp(&p);
 
-	pid = fork();
-	if (pid == 0) {
-		dup2(shm_arena__fd(a), 3);
-		execl(bin, "storer", (char *)NULL);
-		_exit(127);
-	}
-	st->pid = pid;
+	pid = start_storer(bin, a, st);
 	/* Wait for RUNNING and for the input to be consumed, then DRAIN. */
 	for (i = 0; i < 500 && shm_stage__cnt(st, STO_CNT_SAMPLES) < 300; i++)
 		usleep(10000);
@@ -1194,12 +1196,7 @@ START_TEST(test_stage_process)
 	}
 	shm_ring__commit_sp(&p);
 	__atomic_store_n(&st->cmd, SHM_CMD_NONE, __ATOMIC_RELEASE);
-	pid = fork();
-	if (pid == 0) {
-		dup2(shm_arena__fd(a), 3);
-		execl(bin, "storer", (char *)NULL);
-		_exit(127);
-	}
+	pid = start_storer(bin, a, st);
 	for (i = 0; i < 500 && shm_stage__cnt(st, STO_CNT_SAMPLES) < 360; i++)
 		usleep(10000);
 	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_SAMPLES), 360);
