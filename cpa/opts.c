@@ -146,7 +146,9 @@ static const struct opt_def opt_table[] = {
 	{"endtime", 'E', OPT_STR, SHOW, O(show.endtime), 0, 0, "HH:MM:SS",
 	 "end, local time of day; decides the number of records", check_time},
 	{"output_num", 'n', OPT_LONG, SHOW, O(show.output_num), 1, LONG_MAX, "N",
-	 "number of 1-second records from the start, N > 0 (default 1)", NULL},
+	 "number of 1-second records from the start, N > 0 (default 1); past the last record: "
+	 "Not Found Enough Records",
+	 NULL},
 	{"output_prof", 'o', OPT_STR, SHOW, O(show.output_prof), 0, 0, "PATH",
 	 "output file (default cpa_<HH:MM:SS.mmm>_<n>.prof)", check_path},
 	{"show_range", 'p', OPT_BOOL, SHOW, O(show.show_range), 0, 0, NULL,
@@ -163,7 +165,9 @@ static const struct opt_def opt_table[] = {
 	 "label 'comm' instead of 'comm:pid'", NULL},
 	{"no_env", 'V', OPT_BOOL, SHOW, O(show.no_env), 0, 0, NULL, "drop the env label", NULL},
 	{"show_raw", 'R', OPT_BOOL, SHOW, O(show.show_raw), 0, 0, NULL,
-	 "first frame is the raw metadata label", NULL},
+	 "CPA's raw label instead of the others: thread and process name in 15 columns each, "
+	 "-cgroup-cpu-pid|env",
+	 NULL},
 	{"target_pid", 0, OPT_LONG, SHOW, O(show.target_pid), 0, 4194304, "PID", "only this pid",
 	 NULL},
 	{"target_comm", 0, OPT_STR, SHOW, O(show.target_comm), 0, 0, "NAME", "only this comm",
@@ -288,12 +292,34 @@ static int parse_bool(const char *s, bool *ret)
 	return -EINVAL;
 }
 
+static size_t opt_size(const struct opt_def *d)
+{
+	switch (d->type) {
+	case OPT_BOOL:
+		return sizeof(bool);
+	case OPT_LONG:
+		return sizeof(long);
+	case OPT_LLONG:
+		return sizeof(long long);
+	default:
+		return sizeof(const char *);
+	}
+}
+
 /* "where" is "" for argv, "FILE:LINE: " for config lines. */
 static int opt_set(const struct opt_def *d, const char *val, struct cpa_opts *o, const char *where)
 {
 	long long v;
 	int r;
 
+	/* CPA's config files write "null" for an unset value: the default. */
+	if (val && !strcmp(val, "null")) {
+		struct cpa_opts def;
+
+		cpa_opts__init(&def);
+		memcpy(opt_ptr(d, o), opt_ptr(d, &def), opt_size(d));
+		return 0;
+	}
 	switch (d->type) {
 	case OPT_BOOL: {
 		bool b = true;

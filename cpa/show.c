@@ -94,51 +94,99 @@ static void put(struct show_ctx *c, const char *s, const char *suffix)
 	c->buf[c->len++] = ';';
 }
 
-static const char *kind_name(unsigned int k)
+/*
+ * A marker frame as CPA prints it: "<# REASON #>". The store keeps our
+ * spelling ("[unwind stopped: no cfi]", "[lost: capture drop_ring_full]"):
+ * the brackets go, an unwind stop keeps only its reason, the rest is upper
+ * case with '_' as ' ' ("<# NO CFI #>", "<# LOST: CAPTURE DROP RING FULL #>").
+ * A name already in CPA's form is kept. docs/cli.md lists them all.
+ */
+static void marker_name(const char *name, char *buf, size_t len)
 {
-	static const char *const names[] = {"oncpu", "offcpu", "probe"};
+	static const char STOP[] = "unwind stopped: ";
+	size_t n = strlen(name), o = 0;
 
-	return k < ARRAY_SIZE(names) ? names[k] : "?";
+	if (!strncmp(name, "<#", 2) || len < 8) {
+		snprintf(buf, len, "%s", name);
+		return;
+	}
+	if (n >= 2 && name[0] == '[' && name[n - 1] == ']') {
+		name++;
+		n -= 2;
+	}
+	if (n > sizeof(STOP) - 1 && !strncmp(name, STOP, sizeof(STOP) - 1)) {
+		name += sizeof(STOP) - 1;
+		n -= sizeof(STOP) - 1;
+	}
+	memcpy(buf, "<# ", 3);
+	o = 3;
+	for (size_t i = 0; i < n && o + 4 < len; i++) {
+		char ch = name[i];
+
+		buf[o++] = ch == '_' ? ' ' : (ch >= 'a' && ch <= 'z') ? (char)(ch - 'a' + 'A') : ch;
+	}
+	memcpy(buf + o, " #>", 4);
+}
+
+/* A marker of the stack (printed first, CPA's way), not a frame's stand-in. */
+static bool is_marker(const struct store_frame *f)
+{
+	return (f->flags & CPA_FF_MARKER) && !store_frame__placeholder(f);
+}
+
+/* CPA's raw label: thread and process name in 15 columns each, then
+ * -<cgroup_id>-<cpu>-<pid>|<env>. */
+static void raw_label(const struct store_sample *s, const char *pc, char *buf, size_t len)
+{
+	snprintf(buf, len, "%-15.15s%-15.15s-%llu-%u-%u|%s", s->comm[0] ? s->comm : pc, pc,
+		 (unsigned long long)s->cgroup_id, s->cpu, s->pid, s->env[0] ? s->env : "SYSTEM");
 }
 
 static int on_sample(void *ctx, const struct store_sample *s)
 {
 	struct show_ctx *c = ctx;
 	const struct show_opts *o = c->o;
+	const char *pc = s->lost       ? "[lost]"
+			 : s->pcomm[0] ? s->pcomm
+			 : s->comm[0]  ? s->comm
+				       : "[unknown]";
 	char tmp[256];
 	uint32_t i;
 	int r;
 
 	c->len = 0;
 	if (o->show_raw) {
-		snprintf(tmp, sizeof(tmp), "raw:pid=%u,tid=%u,cpu=%u,cgroup=%llu,kind=%s,probe=%u",
-			 s->pid, s->tid, s->cpu, (unsigned long long)s->cgroup_id,
-			 kind_name(s->kind), s->probe_id);
+		/* The raw label stands alone: it holds the env and names already. */
+		raw_label(s, pc, tmp, sizeof(tmp));
 		put(c, tmp, NULL);
-	}
-	if (!o->no_env)
-		put(c, s->env[0] ? s->env : "SYSTEM", NULL);
-	if (s->lost) {
-		put(c, "[lost]", NULL);
 	} else {
-		const char *pc = s->pcomm[0] ? s->pcomm : s->comm[0] ? s->comm : "[unknown]";
-
-		if (o->no_pid) {
+		if (!o->no_env)
+			put(c, s->env[0] ? s->env : "SYSTEM", NULL);
+		if (o->no_pid || s->lost) {
 			put(c, pc, NULL);
 		} else {
 			snprintf(tmp, sizeof(tmp), "%s:%u", pc, s->pid);
 			put(c, tmp, NULL);
 		}
-		if (o->show_thread_name)
+		if (o->show_thread_name && !s->lost)
 			put(c, s->comm[0] ? s->comm : pc, NULL);
+	}
+	/* Markers first, in the root layer, wherever the stack keeps them. */
+	for (i = s->n_frames; i-- > 0;) {
+		if (!is_marker(s->frames[i]))
+			continue;
+		marker_name(s->frames[i]->name, tmp, sizeof(tmp));
+		put(c, tmp, NULL);
 	}
 	/* Stored leaf first, kernel frames first: print user root..leaf, then kernel root..leaf. */
 	for (i = s->n_frames; i-- > s->n_kframes;)
-		put(c, s->frames[i]->name, NULL);
+		if (!is_marker(s->frames[i]))
+			put(c, s->frames[i]->name, NULL);
 	for (i = s->n_kframes; i-- > 0;) {
 		const struct store_frame *f = s->frames[i];
 
-		put(c, f->name, (f->flags & CPA_FF_MARKER) ? NULL : "_[k]");
+		if (!is_marker(f))
+			put(c, f->name, (f->flags & CPA_FF_MARKER) ? NULL : "_[k]");
 	}
 	r = fold_add(&c->f, c->buf, c->len, s->kind == CPA_KIND_OFFCPU ? s->weight : s->count);
 	if (r < 0)
@@ -238,12 +286,15 @@ static long local_tod(uint64_t ns)
 
 /*
  * The store dir under root for local time-of-day tod_s (-1: the newest): the
- * newest cpa_* dir whose records span that time of day, else the newest.
+ * newest cpa_* dir whose records span that time of day, else the newest one
+ * holding records (a run that captured nothing leaves an empty dir), else the
+ * newest.
  */
 static int pick_store(const char *root, long tod_s, char *buf, size_t len)
 {
 	char **names;
 	uint32_t n, i;
+	bool have_data = false;
 	int ret = store_root__list(root, &names, &n);
 
 	if (ret < 0)
@@ -253,22 +304,26 @@ static int pick_store(const char *root, long tod_s, char *buf, size_t len)
 		return -ENOENT;
 	}
 	snprintf(buf, len, "%s/%s", root, names[n - 1]);
-	for (i = n; tod_s >= 0 && i-- > 0;) {
+	for (i = n; i-- > 0;) {
 		char p[PATH_MAX + 256];
 		struct store_reader *r;
 		uint64_t a, b, recs;
-		bool hit;
+		bool data, hit;
 
 		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
 		if (store_reader__open(p, NULL, NULL, &r) < 0)
 			continue;
-		hit = store_reader__range(r, &a, &b, &recs) == 0 && local_tod(a) <= tod_s &&
-		      tod_s <= local_tod(b);
+		data = store_reader__range(r, &a, &b, &recs) == 0;
+		hit = data && tod_s >= 0 && local_tod(a) <= tod_s && tod_s <= local_tod(b);
 		store_reader__free(r);
-		if (hit) {
+		if (data && !have_data) {
 			snprintf(buf, len, "%s", p);
-			break;
+			have_data = true;
 		}
+		if (hit)
+			snprintf(buf, len, "%s", p);
+		if (hit || (have_data && tod_s < 0))
+			break;
 	}
 	store_root__list_free(names, n);
 	return 0;
@@ -345,27 +400,48 @@ static int open_store(const struct show_opts *o, long stod, char *dir, size_t le
 	return r;
 }
 
-/* The export window [*ret_t0, *ret_t0 + *ret_n) in unix seconds. */
-static int select_window(const struct show_opts *o, uint64_t first, long stod, long etod,
-			 int64_t *ret_t0, int64_t *ret_n)
+/*
+ * The export window [*ret_t0, *ret_t0 + *ret_n) in unix seconds, within the
+ * records [first, last]. A start before the first record starts at it (CPA
+ * reads the records from there); a window reaching past the last record, or
+ * starting after it, is "Not Found Enough Records" (-ENODATA).
+ */
+static int select_window(const struct show_opts *o, uint64_t first, uint64_t last, long stod,
+			 long etod, int64_t *ret_t0, int64_t *ret_n)
 {
 	/* Times of day are within the store's own day: that of its first record. */
-	int64_t day0 = local_midnight((int64_t)(first / NS));
-	int64_t t0 = stod >= 0 ? day0 + stod : (int64_t)(first / NS), n = o->output_num;
+	int64_t first_s = (int64_t)(first / NS), last_s = (int64_t)(last / NS);
+	int64_t day0 = local_midnight(first_s);
+	int64_t t0 = stod >= 0 ? day0 + stod : first_s, end;
+	char a[32], b[32], ha[32], hb[32];
 
 	if (etod >= 0) {
-		n = day0 + etod - t0;
-		if (n <= 0) {
+		end = day0 + etod;
+		if (end <= t0) {
 			log_error("--endtime %s is not after the start", o->endtime);
 			return -EINVAL;
 		}
+		t0 = MAX(t0, first_s);
+	} else {
+		if (o->output_num > 366L * 86400) {
+			log_error("--output_num %ld is more than a year of records", o->output_num);
+			return -EINVAL;
+		}
+		t0 = MAX(t0, first_s);
+		end = t0 + o->output_num;
 	}
-	if (n > 366L * 86400) {
-		log_error("--output_num %lld is more than a year of records", (long long)n);
-		return -EINVAL;
+	if (end > last_s + 1 || end <= t0) {
+		fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
+		fmt_tod((uint64_t)end * NS, b, sizeof(b));
+		fmt_tod((uint64_t)first_s * NS, ha, sizeof(ha));
+		fmt_tod((uint64_t)(last_s + 1) * NS, hb, sizeof(hb));
+		log_error("Not Found Enough Records: asked for [ %s - %s ], the store holds [ %s - "
+			  "%s ]",
+			  a, b, ha, hb);
+		return -ENODATA;
 	}
 	*ret_t0 = t0;
-	*ret_n = n;
+	*ret_n = end - t0;
 	return 0;
 }
 
@@ -406,7 +482,7 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	int64_t t0, n;
 	int ret;
 
-	ret = select_window(o, first, stod, etod, &t0, &n);
+	ret = select_window(o, first, last, stod, etod, &t0, &n);
 	if (ret < 0)
 		return ret;
 	fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
@@ -467,14 +543,15 @@ int show_run(const struct show_opts *o)
 	ret = store_reader__range(r, &first, &last, &recs);
 	if (ret < 0) {
 		log_error("%s", store_reader__error(r));
-	} else if (o->show_range) {
+	} else {
+		/* On every run, as CPA: scripts read the range from an export too. */
 		fmt_tod(first, a, sizeof(a));
 		fmt_tod(last, b, sizeof(b));
 		printf("Record Time From [ %s ] to [ %s ] Records Num: %llu\n", a, b,
 		       (unsigned long long)recs);
 		fflush(stdout);
-	} else {
-		ret = run_export(o, r, dir, first, last, stod, etod, &filt);
+		if (!o->show_range)
+			ret = run_export(o, r, dir, first, last, stod, etod, &filt);
 	}
 	store_reader__free(r);
 	return ret;

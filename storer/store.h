@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "shm/records.h"
 
@@ -67,9 +68,10 @@ int store_writer__new(const struct store_writer_opts *o, struct store_writer **r
 /* Closes the open block, waits for every write, fsyncs. Accepts NULL. */
 void store_writer__free(struct store_writer *w);
 
-/* A restarted storer of the same monitor run (same run_id, e.g. the monitor's
- * start time) continues the store dir it was writing instead of opening a
- * cpa_YYMMDD_start_HHMMSS one. Call before the first sample. */
+/* run_id is the monitor's start time (realtime ns). The run's store dir is
+ * created now, with its conf: cpa_YYMMDD, or cpa_YYMMDD_start_HHMMSS (the
+ * start time) when that is taken. A restarted storer of the same run (same
+ * run_id) continues the store dir it was writing. Call before the first sample. */
 void store_writer__set_run_id(struct store_writer *w, uint64_t run_id);
 
 /*
@@ -112,20 +114,29 @@ size_t store_writer__open_bytes(const struct store_writer *w);
 /* Realtime ns at which the open block is due to close, 0 when none is open. */
 uint64_t store_writer__deadline(const struct store_writer *w);
 void store_writer__stats(const struct store_writer *w, struct store_writer_stats *ret);
+/* What retention removed since the last call (store_retention__run()'s names,
+ * "" if nothing), for the caller's log; clears it. */
+void store_writer__take_removed(struct store_writer *w, char *buf, size_t len);
 /* Path of the store dir being written ("" before the first block). */
 const char *store_writer__dir(const struct store_writer *w);
 
-/* Retention over a store root: remove cpa_* dirs older than keep_days local
- * days (0 = off), then oldest segments until the total is <= max_bytes
- * (0 = off). Never touches keep_dir's segment keep_seg or later. Returns the
- * number of files removed, or -errno. */
+/* Retention over a store root: remove cpa_* dirs of days before today -
+ * keep_days (today and the keep_days days before it stay; 0 = off), then
+ * oldest segments until the total is <= max_bytes (0 = off). Never touches
+ * keep_dir's segment keep_seg or later. names (may be NULL) gets what went,
+ * relative to root and ", "-separated ("cpa_261101, cpa_261120/seg_000003.cps",
+ * "..." once names_len is full), for the caller to log. Returns the number of
+ * files removed, or -errno. */
 int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_bytes,
-			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns);
+			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns, char *names,
+			 size_t names_len);
 
 /* Remove the oldest segment (or the oldest store dir once it holds no
  * segment) under root, never keep_dir's keep_seg or later: what a full disk
- * gives up first. Returns files removed or -errno. */
-int store_retention__trim_oldest(const char *root, const char *keep_dir, uint32_t keep_seg);
+ * gives up first. names as for store_retention__run(). Returns files removed
+ * or -errno. */
+int store_retention__trim_oldest(const char *root, const char *keep_dir, uint32_t keep_seg,
+				 char *names, size_t names_len);
 
 /* ---------------------------------------------------------------- reader */
 
@@ -143,6 +154,17 @@ struct store_frame {
 static inline bool store_frame__kernel(const struct store_frame *f)
 {
 	return f->flags & CPA_FF_KERNEL;
+}
+
+/* Stand-ins for one frame whose definition is gone (flag MARKER, or a lost
+ * name). Unlike the stack's own markers (unwind stops, losses), they hold the
+ * place of a real frame: readers print them where they are. */
+#define STORE_FRAME_UNKNOWN "[unknown frame]"
+#define STORE_DICT_LOST	    "[dictionary lost]"
+
+static inline bool store_frame__placeholder(const struct store_frame *f)
+{
+	return !strcmp(f->name, STORE_FRAME_UNKNOWN) || !strcmp(f->name, STORE_DICT_LOST);
 }
 
 /* One aggregated row: (second, key) -> count, weight. Valid during the callback. */

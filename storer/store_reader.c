@@ -88,7 +88,7 @@ struct store_reader {
 	struct store_read_stats st;
 };
 
-static const char LOST_DICT[] = "[dictionary lost]";
+static const char LOST_DICT[] = STORE_DICT_LOST;
 static const struct store_frame unknown_frame = {
 	.name = "[unknown stack]", .module = "", .flags = CPA_FF_MARKER};
 

@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "opts.h"
+#include "test_util.h"
 
 static char logbuf[8192];
 
@@ -400,55 +401,11 @@ END_TEST
 
 /* ---- the binary ---- */
 
-struct run {
-	int code;
-	char out[16384];
-	char err[16384];
-};
-
-static void slurp(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
-
-	buf[n > 0 ? n : 0] = 0;
-	if (fd >= 0)
-		close(fd);
-	unlink(path);
-}
-
-static void run_v(struct run *r, const char *const *args)
-{
-	const char *b = getenv("CPA_BUILD_DIR");
-	char cpa[PATH_MAX], out[] = "/tmp/cpa-cli-out-XXXXXX", err[] = "/tmp/cpa-cli-err-XXXXXX";
-	const char *argv[32] = {cpa};
-	int ofd = mkstemp(out), efd = mkstemp(err), n = 1, status;
-	pid_t pid;
-
-	snprintf(cpa, sizeof(cpa), "%s/bin/cpa", b ? b : ".");
-	for (int i = 0; args[i]; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	pid = fork();
-	if (pid == 0) {
-		dup2(ofd, 1);
-		dup2(efd, 2);
-		execv(cpa, (char **)argv);
-		_exit(127);
-	}
-	waitpid(pid, &status, 0);
-	close(ofd);
-	close(efd);
-	r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	slurp(out, r->out, sizeof(r->out));
-	slurp(err, r->err, sizeof(r->err));
-}
-
-#define RUN(r, ...) run_v(r, (const char *const[]){__VA_ARGS__, NULL})
+#define RUN(r, ...) test_run_bin(r, "cpa", (const char *const[]){__VA_ARGS__, NULL})
 
 START_TEST(test_bin_version_usage)
 {
-	static struct run r;
+	static struct test_run r;
 	char want[64];
 
 	RUN(&r, "version");
@@ -482,7 +439,7 @@ END_TEST
 
 START_TEST(test_bin_errors)
 {
-	static struct run r;
+	static struct test_run r;
 	regex_t re;
 
 	RUN(&r, "monitor", "--freq", "0");
@@ -530,6 +487,48 @@ START_TEST(test_bin_errors)
 }
 END_TEST
 
+/* CPA's config files write "null" for an unset value: the default. */
+START_TEST(test_null_is_default)
+{
+	char path[] = "/tmp/cpa-test-cli-XXXXXX";
+	static struct test_run r;
+	int fd = mkstemp(path);
+
+	ck_assert_int_eq(PARSE(MON, "--btf_path", "null", "--freq", "99", "--freq", "null", "-p",
+			       "null", "--probe", "null", "--record_env_name=null"),
+			 0);
+	ck_assert_ptr_null(O.btf_path);
+	ck_assert_int_eq(O.mon.freq, 49);
+	ck_assert_int_eq(O.mon.pid, -1);
+	ck_assert_ptr_null(O.mon.probe);
+	ck_assert_ptr_null(O.mon.record_env_name);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	write_file(path, "btf_path: null\n"
+			 "probe: null\n"
+			 "comm: null\n"
+			 "store_dir: null\n"
+			 "persistent_day: null\n"
+			 "debug_option: null\n"
+			 "kernel_stack: null\n");
+	ck_assert_int_eq(PARSE(MON, "-s", "/tmp/x", "-P", "3", "-K", "--config", path), 0);
+	ck_assert_ptr_null(O.btf_path);
+	ck_assert_ptr_null(O.mon.probe);
+	ck_assert_ptr_null(O.mon.comm);
+	ck_assert_str_eq(O.mon.store_dir, "/var/log/cpa");
+	ck_assert_int_eq(O.mon.persistent_day, 7);
+	ck_assert(!O.mon.kernel_stack);
+	unlink(path);
+
+	/* The binary: a null BTF path is no BTF path (the error is about the store). */
+	RUN(&r, "show", "--btf_path", "null", "--read", "/nonexistent-cpa-store");
+	ck_assert_int_eq(r.code, 1);
+	ck_assert_ptr_null(strstr(r.err, "btf"));
+	ck_assert_ptr_nonnull(strstr(r.err, "no cpa store in '/nonexistent-cpa-store'"));
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -547,6 +546,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_config_file);
 	tcase_add_test(tc, test_btf_path);
 	tcase_add_test(tc, test_time_of_day);
+	tcase_add_test(tc, test_null_is_default);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tb, test_bin_version_usage);
 	tcase_add_test(tb, test_bin_errors);

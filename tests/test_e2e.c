@@ -226,11 +226,15 @@ static char *show_all(const char *store, const struct range *r)
 	char *argv[] = {cpa, "show", "--read", (char *)store, "-B", start, "--output_num",
 			num, "-o",   prof,     "--no_env",    NULL};
 	char *out, *text;
+	long span;
 	int rc, fd;
 
 	path_of(cpa, sizeof(cpa), "cpa");
 	snprintf(start, sizeof(start), "%02d:%02d:%02d", r->h0, r->m0, r->s0);
-	snprintf(num, sizeof(num), "%ld", r->n + 2);
+	/* Every second from the first record to the last: asking past the last
+	 * record is an error ("Not Found Enough Records"), as in CPA. */
+	span = (r->h1 * 3600L + r->m1 * 60 + r->s1) - (r->h0 * 3600L + r->m0 * 60 + r->s0) + 1;
+	snprintf(num, sizeof(num), "%ld", span > 0 ? span : span + 86400);
 	snprintf(prof, sizeof(prof), "%s/out.prof", store);
 	out = run(argv, &rc);
 	ck_assert_msg(rc == 0, "cpa show exited %d: %s", rc, out);
