@@ -71,6 +71,8 @@ static int check_cpulist(const struct opt_def *d, const char *val, struct cpa_op
 			 const char *where);
 static int check_path(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		      const char *where);
+static int check_format(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			const char *where);
 
 static const struct opt_def opt_table[] = {
 	/* global */
@@ -174,6 +176,16 @@ static const struct opt_def opt_table[] = {
 	 "only this cgroup id (64-bit)", NULL},
 	{"target_cpu", 0, OPT_STR, SHOW, O(show.target_cpu), 0, 0, "SET",
 	 "only these cpus, e.g. 1-3,5,7-9", check_cpulist},
+	{"format", 0, OPT_STR, SHOW, O(show.format), 0, 0, "FMT",
+	 "folded, pprof, svg or speedscope (default: from -o's suffix .prof, .pb.gz, .svg, "
+	 ".speedscope.json; else folded)",
+	 check_format},
+	{"diff_base_start", 0, OPT_STR, SHOW, O(show.diff_base_start), 0, 0, "HH:MM:SS",
+	 "diff against the range from this time (red grew, blue shrank)", check_time},
+	{"diff_base_end", 0, OPT_STR, SHOW, O(show.diff_base_end), 0, 0, "HH:MM:SS",
+	 "end of the diff base (default: as long as the range exported)", check_time},
+	{"diff_base_read", 0, OPT_STR, SHOW, O(show.diff_base_read), 0, 0, "DIR",
+	 "store of the diff base (default --read), e.g. yesterday's", check_path},
 };
 
 /*
@@ -828,6 +840,21 @@ static int check_time(const struct opt_def *d, const char *val, struct cpa_opts 
 		return -EINVAL;
 	}
 	return 0;
+}
+
+static int check_format(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			const char *where)
+{
+	static const char *const formats[] = {"folded", "pprof", "svg", "speedscope"};
+	size_t i;
+
+	(void)o;
+	for (i = 0; i < ARRAY_SIZE(formats); i++)
+		if (!strcmp(val, formats[i]))
+			return 0;
+	log_error("%s--%s: invalid value '%s' (expected folded, pprof, svg or speedscope)", where,
+		  d->name, val);
+	return -EINVAL;
 }
 
 int cpulist__parse(const char *s, uint64_t *mask, unsigned int nbits, unsigned int *ret_max)

@@ -85,6 +85,8 @@ struct show_cli {
 	const char *target_env;
 	long long target_cgroup_id; /* -1 = all */
 	const char *target_cpu;
+	const char *format; /* --format; NULL: from -o's suffix */
+	const char *diff_base_start, *diff_base_end, *diff_base_read;
 };
 
 struct cpa_opts {
