@@ -73,4 +73,21 @@ const char *export__error(const struct exporter *e);
 /* freq from a store dir's conf ("freq: N"), or -errno. */
 int export__store_freq(const char *store_dir, uint32_t *ret);
 
+/*
+ * --split_path: the rows of a range written through the store writer as a
+ * new store under root (cpa_YYMMDD... dirs), readable by every cpa command.
+ * Rows are re-interned into the new store's own id space; a row of count N
+ * becomes N samples whose weights add up to the row's.
+ */
+struct store_split;
+
+int store_split__new(const char *root, uint32_t freq, struct store_split **ret);
+/* store_sample_fn-compatible; ctx is the split. */
+int store_split__add(void *ctx, const struct store_sample *s);
+/* A new source of rows (another store dir): forget its (seg, stack_id) ids. */
+void store_split__new_source(struct store_split *sp);
+/* Flush, fsync and close the new store; samples written in *ret_samples. */
+int store_split__close(struct store_split *sp, uint64_t *ret_samples, char *dir, size_t len);
+void store_split__free(struct store_split *sp);
+
 #endif /* CPA_EXPORT_H */

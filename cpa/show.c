@@ -281,10 +281,6 @@ int show_run(const struct show_opts *o)
 		log_error("--read DIR is required: a store dir (cpa_YYMMDD...) or the store root");
 		return -EINVAL;
 	}
-	if (o->split_path) {
-		log_error("--split_path is not supported yet by this cpa");
-		return -EOPNOTSUPP;
-	}
 	if (o->output_num <= 0) {
 		log_error("--output_num must be > 0, got %ld", o->output_num);
 		return -EINVAL;

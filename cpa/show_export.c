@@ -20,7 +20,7 @@ bool show_export_wanted(const struct show_opts *o)
 {
 	enum export_format f = EXPORT_FOLDED;
 
-	if (o->diff_base_read || o->diff_base_start || o->diff_base_end)
+	if (o->split_path || o->diff_base_read || o->diff_base_start || o->diff_base_end)
 		return true;
 	if (o->format)
 		return strcmp(o->format, "folded") != 0;
@@ -106,6 +106,49 @@ out:
 	return ret;
 }
 
+/* --split_path: the range (and filters) as a new store. */
+static int split(const struct show_opts *o, struct store_reader *r, const char *dir,
+		 const struct store_filter *filt, int64_t t0, int64_t n)
+{
+	struct store_split *sp = NULL;
+	char out[PATH_MAX], a[32], b[32];
+	uint32_t freq = 0;
+	uint64_t samples = 0;
+	int ret;
+
+	if (o->diff_base_read || o->diff_base_start || o->diff_base_end) {
+		log_error("--split_path writes a store: it takes no --diff_base_*");
+		return -EINVAL;
+	}
+	(void)export__store_freq(dir, &freq);
+	ret = store_split__new(o->split_path, freq, &sp);
+	if (ret < 0)
+		return log_error_errno(ret, "new store in '%s': %m", o->split_path);
+	ret = store_reader__query(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt,
+				  store_split__add, sp);
+	if (ret < 0) {
+		log_error_errno(ret, "split '%s' into '%s': %m", dir, o->split_path);
+		goto out;
+	}
+	ret = store_split__close(sp, &samples, out, sizeof(out));
+	if (ret < 0) {
+		log_error_errno(ret, "write '%s': %m", o->split_path);
+		goto out;
+	}
+	if (!samples) {
+		show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
+		show_fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
+		log_error("no records in [ %s - %s ] of '%s'", a, b, dir);
+		ret = -ENODATA;
+		goto out;
+	}
+	printf("Split %llu samples into %s\n", (unsigned long long)samples, out);
+	fflush(stdout);
+out:
+	store_split__free(sp);
+	return ret;
+}
+
 int show_export(const struct show_opts *o, struct store_reader *r, const char *dir,
 		const struct store_filter *filt, int64_t t0, int64_t n)
 {
@@ -122,6 +165,8 @@ int show_export(const struct show_opts *o, struct store_reader *r, const char *d
 	char outp[PATH_MAX], a[32], b[32], title[PATH_MAX + 64];
 	int ret;
 
+	if (o->split_path)
+		return split(o, r, dir, filt, t0, n);
 	if (o->format) {
 		if (export__parse_format(o->format, &fmt) < 0) {
 			log_error("bad --format '%s': want folded, pprof, svg or speedscope",

@@ -300,6 +300,18 @@ START_TEST(test_export_real_run)
 	ck_assert_msg(rc == 1, "script errors in Chromium:\n%s", o);
 	free(o);
 
+	/* --split_path: the window as a new store; its folded export is the same file */
+	o = cmd_out(&rc, "%s/cpa show --read %s -B %02d:%02d:%02d -n 4 --split_path %s/split", bin,
+		    dir, (t0 + 2) / 3600, (t0 + 2) / 60 % 60, (t0 + 2) % 60, dir);
+	ck_assert_msg(rc == 0 && strstr(o, "Split "), "split: %s", o);
+	free(o);
+	export(t0 + 2, 4, "window.prof", NULL);
+	o = cmd_out(&rc, "%s/cpa show --read %s/split -B %02d:%02d:%02d -n 4 -o %s/split.prof && "
+			 "cmp %s/window.prof %s/split.prof",
+		    bin, dir, (t0 + 2) / 3600, (t0 + 2) / 60 % 60, (t0 + 2) % 60, dir, dir, dir);
+	ck_assert_msg(rc == 0, "split store reads back differently: %s", o);
+	free(o);
+
 	free(prof);
 	o = cmd_out(&rc, "rm -rf '%s'", dir);
 	free(o);
