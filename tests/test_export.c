@@ -812,6 +812,59 @@ START_TEST(test_split)
 }
 END_TEST
 
+/* A diff across two store dirs (yesterday vs today): the halves of the store
+ * split into two stores, each read by its own reader, ids kept apart. */
+START_TEST(test_diff_two_stores)
+{
+	char dirs[2][1100], roots[2][1100], path[1100], line[4096], *text, *p;
+	struct export_opts eo = {.freq = FREQ, .t0_ns = 0, .t1_ns = UINT64_MAX / 2};
+	struct store_filter flt;
+	struct exporter *e;
+	int h;
+
+	store_filter__init(&flt);
+	for (h = 0; h < 2; h++) {
+		struct store_split *sp;
+		struct store_reader *r;
+
+		snprintf(roots[h], sizeof(roots[h]), "%s/half%d", root, h);
+		ck_assert_int_eq(store_split__new(roots[h], FREQ, &sp), 0);
+		ck_assert_int_eq(store_reader__open(store, NULL, NULL, &r), 0);
+		ck_assert_int_eq(store_reader__query(r, t_base_ns() + h * 10 * T_NS,
+						     t_base_ns() + (h + 1) * 10 * T_NS, &flt,
+						     store_split__add, sp),
+				 0);
+		store_reader__free(r);
+		ck_assert_int_eq(store_split__close(sp, NULL, dirs[h], sizeof(dirs[h])), 0);
+		store_split__free(sp);
+	}
+	ck_assert_int_eq(export__new(EXPORT_FOLDED, &eo, &e), 0);
+	for (h = 1; h >= 0; h--) {
+		struct store_reader *r;
+
+		ck_assert_int_eq(store_reader__open(dirs[h], NULL, NULL, &r), 0);
+		export__new_source(e);
+		ck_assert_int_eq(store_reader__query(r, eo.t0_ns, eo.t1_ns, &flt,
+						     h ? export__add : export__add_base, e),
+				 0);
+		store_reader__free(r);
+	}
+	snprintf(path, sizeof(path), "%s/two.prof", root);
+	ck_assert_int_eq(export__write(e, path), 0);
+	export__free(e);
+	text = slurp(path, NULL);
+	folded_path(1, line, sizeof(line));
+	p = strstr(text, line);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(strstr(p + strlen(line), " 300 100\n") == p + strlen(line) ? p : NULL);
+	folded_path(2, line, sizeof(line));
+	p = strstr(text, line);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(strstr(p + strlen(line), " 100 300\n") == p + strlen(line) ? p : NULL);
+	free(text);
+}
+END_TEST
+
 START_TEST(test_format_names)
 {
 	enum export_format f;
@@ -847,6 +900,7 @@ int main(void)
 	tcase_add_test(tc, test_speedscope_schema);
 	tcase_add_test(tc, test_format_names);
 	tcase_add_test(tc, test_split);
+	tcase_add_test(tc, test_diff_two_stores);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }
