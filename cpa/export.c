@@ -37,16 +37,16 @@ static uint32_t hash_bytes(const void *p, uint32_t len)
 static int xtab_grow_slots(struct xtab *t)
 {
 	uint32_t ns = t->nslots ? t->nslots * 2 : 256, i;
-	uint32_t *s = calloc(ns, sizeof(*s));
+	struct xtab_slot *s = calloc(ns, sizeof(*s));
 
 	if (!s)
 		return -ENOMEM;
 	for (i = 0; i < t->n; i++) {
 		uint32_t h = t->hash[i] & (ns - 1);
 
-		while (s[h])
+		while (s[h].id1)
 			h = (h + 1) & (ns - 1);
-		s[h] = i + 1;
+		s[h] = (struct xtab_slot){i + 1, t->hash[i]};
 	}
 	free(t->slots);
 	t->slots = s;
@@ -58,10 +58,11 @@ static uint32_t xtab_slot(const struct xtab *t, const void *p, uint32_t len, uin
 {
 	uint32_t i = h & (t->nslots - 1);
 
-	while (t->slots[i]) {
-		uint32_t id = t->slots[i] - 1;
+	while (t->slots[i].id1) {
+		uint32_t id = t->slots[i].id1 - 1;
 
-		if (t->hash[id] == h && t->len[id] == len && !memcmp(t->arena + t->off[id], p, len))
+		if (t->slots[i].hash == h && t->len[id] == len &&
+		    !memcmp(t->arena + t->off[id], p, len))
 			return i;
 		i = (i + 1) & (t->nslots - 1);
 	}
@@ -75,9 +76,9 @@ int xtab__find(const struct xtab *t, const void *p, uint32_t len, uint32_t *ret_
 	if (!t->nslots)
 		return -ENOENT;
 	i = xtab_slot(t, p, len, hash_bytes(p, len));
-	if (!t->slots[i])
+	if (!t->slots[i].id1)
 		return -ENOENT;
-	*ret_id = t->slots[i] - 1;
+	*ret_id = t->slots[i].id1 - 1;
 	return 0;
 }
 
@@ -105,8 +106,8 @@ int xtab__intern(struct xtab *t, const void *p, uint32_t len, uint32_t *ret_id)
 	if ((uint64_t)(t->n + 1) * 2 > t->nslots && xtab_grow_slots(t) < 0)
 		return -ENOMEM;
 	i = xtab_slot(t, p, len, h);
-	if (t->slots[i]) {
-		*ret_id = t->slots[i] - 1;
+	if (t->slots[i].id1) {
+		*ret_id = t->slots[i].id1 - 1;
 		return 0;
 	}
 	if (t->n == t->cap) {
@@ -136,7 +137,7 @@ int xtab__intern(struct xtab *t, const void *p, uint32_t len, uint32_t *ret_id)
 	t->alen += len;
 	t->alen = ALIGN_UP(t->alen, 4); /* keeps uint32 keys aligned when read back */
 	*ret_id = t->n;
-	t->slots[i] = ++t->n;
+	t->slots[i] = (struct xtab_slot){++t->n, h};
 	return 1;
 }
 
@@ -157,7 +158,7 @@ void xtab__free(struct xtab *t)
 
 size_t xtab__bytes(const struct xtab *t)
 {
-	return t->nslots * 4ull + t->cap * 16ull + t->acap;
+	return t->nslots * 8ull + t->cap * 16ull + t->acap;
 }
 
 int u32vec__push(struct u32vec *a, uint32_t x)
@@ -192,6 +193,8 @@ void tree__free(struct tree *t)
 	xtab__free(&t->names);
 	xtab__free(&t->edges);
 	xtab__free(&t->stacks);
+	xtab__free(&t->paths);
+	u32vec__free(&t->path_node);
 	u32vec__free(&t->stack_off);
 	u32vec__free(&t->frames);
 	free(t->nodes);
@@ -314,6 +317,21 @@ int tree__add(struct tree *t, const struct export_opts *o, uint32_t src,
 				return r;
 		}
 	}
+	/* The same stack under the same labels ends at the same node: look it up
+	 * once instead of walking its frames for every row. */
+	if (s->n_frames > 1) {
+		uint32_t key[4] = {node, src, s->seg, s->stack_id}, pid_;
+
+		r = xtab__intern(&t->paths, key, sizeof(key), &pid_);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			node = t->path_node.v[pid_];
+			goto found;
+		}
+		if (u32vec__push(&t->path_node, 0) < 0)
+			return -ENOMEM;
+	}
 	r = stack_frames(t, src, s, &fr);
 	if (r < 0)
 		return r;
@@ -323,6 +341,9 @@ int tree__add(struct tree *t, const struct export_opts *o, uint32_t src,
 		if (r < 0)
 			return r;
 	}
+	if (s->n_frames > 1)
+		t->path_node.v[t->path_node.n - 1] = node;
+found:
 	if (s->kind == CPA_KIND_OFFCPU)
 		t->nodes[node].self[side].off += s->weight;
 	else

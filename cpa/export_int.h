@@ -13,8 +13,13 @@
 
 /* ---- intern table: byte strings -> ids 0, 1, 2, ... in first-seen order ---- */
 
+struct xtab_slot {
+	uint32_t id1; /* id + 1, 0 = empty */
+	uint32_t hash; /* compared before the entry is touched: one cache miss per probe */
+};
+
 struct xtab {
-	uint32_t *slots; /* id + 1, 0 = empty */
+	struct xtab_slot *slots;
 	uint32_t nslots;
 	uint32_t n, cap;
 	uint64_t *off; /* entry i: arena[off[i] .. off[i] + len[i]) */
@@ -83,6 +88,9 @@ struct tree {
 	struct xtab stacks;
 	struct u32vec stack_off; /* per stack: offset in frames; frames[off] = count */
 	struct u32vec frames;	 /* count, then (name id, flags) pairs */
+	/* (label node, src, seg, stack_id) -> the stack's last node: rows repeat */
+	struct xtab paths;
+	struct u32vec path_node;
 };
 
 int tree__init(struct tree *t);
