@@ -120,6 +120,10 @@ static const struct opt_def opt_table[] = {
 	 "frames as 'sym [path]'", NULL},
 	{"strip_name_disable", 0, OPT_BOOL, MON, O(mon.strip_name_disable), 0, 0, NULL,
 	 "keep full Go symbol names", NULL},
+	{"pc_locations", 0, OPT_BOOL, MON, O(mon.pc_locations), 0, 0, NULL,
+	 "store one frame per pc, not per function (pprof Locations at the sampled instruction; "
+	 "a bigger store)",
+	 NULL},
 	{"record_env_name", 'R', OPT_STR, MON, O(mon.record_env_name), 0, 0, "K1,K2",
 	 "env label: first of these keys found in /proc/PID/environ (else SYSTEM)", check_env_list},
 	{"parse_env_values", 'V', OPT_STR, MON, O(mon.parse_env_values), 0, 0, "V1,V2",

@@ -51,6 +51,7 @@ struct monitor_opts {
 	bool disable_sym;
 	bool include_full_path;
 	bool strip_name_disable;
+	bool pc_locations;
 	const char *record_env_name;
 	const char *parse_env_values;
 	long max_queue_size;

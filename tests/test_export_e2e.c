@@ -120,6 +120,57 @@ static void build_id(const char *path, char *buf, size_t len)
 	free(o);
 }
 
+/*
+ * --pc_locations: the hot function has several Locations, each at a file
+ * offset (address - mapping start + mapping offset) inside the function's
+ * symbol in the library (whose text has file offset == vaddr, checked).
+ */
+static void pc_locations(const char *raw, const char *lib, const char *fn)
+{
+	unsigned long long sym, size, start = 0, off, addr;
+	const char *p = strstr(raw, "\nMappings\n"), *l;
+	char pat[64], *o;
+	int rc, map = -1, n = 0;
+
+	o = cmd_out(&rc, "nm -S --defined-only '%s' | awk '$4 == \"%s\" {print $1, $2}'", lib, fn);
+	ck_assert_int_eq(sscanf(o, "%llx %llx", &sym, &size), 2);
+	free(o);
+	o = cmd_out(&rc, "readelf -lW '%s' | awk '$1 == \"LOAD\" && / E / {print $2, $3}'", lib);
+	ck_assert_msg(sscanf(o, "%llx %llx", &off, &addr) == 2 && off == addr,
+		      "text of %s not at file offset == vaddr: %s", lib, o);
+	free(o);
+	/* "27: 0x1a000000000/0x1b000000000/0x0 /path/libcpawl-fp.so BUILDID [FN]" */
+	ck_assert_ptr_nonnull(p);
+	for (l = p + 10; l && *l && *l != '\n'; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		unsigned long long st, lim, fo;
+		int id;
+		char path[512];
+
+		if (sscanf(l, "%d: %llx/%llx/%llx %511s", &id, &st, &lim, &fo, path) == 5 &&
+		    strstr(path, "/libcpawl-fp.so")) {
+			map = id;
+			start = st - fo;
+		}
+	}
+	ck_assert_msg(map > 0, "no mapping of %s", lib);
+	/* Locations: "1363: 0x1a000001123 M=27 wl_lib_spin :0 s=0" */
+	snprintf(pat, sizeof(pat), " M=%d %s ", map, fn);
+	for (l = strstr(raw, pat); l; l = strstr(l + 1, pat)) {
+		const char *b = l;
+
+		while (b > raw && b[-1] != ' ')
+			b--;
+		addr = strtoull(b, NULL, 16);
+		off = addr - start;
+		ck_assert_msg(off >= sym && off < sym + size,
+			      "%s location at offset 0x%llx, outside [0x%llx, 0x%llx)", fn, off, sym,
+			      sym + size);
+		n++;
+	}
+	fprintf(stderr, "export e2e: %d pc locations in %s\n", n, fn);
+	ck_assert_msg(n >= 2, "%s has %d locations: not per pc", fn, n);
+}
+
 static void need(const char *tool)
 {
 	int rc;
@@ -140,8 +191,9 @@ static pid_t monitor(int seconds, int freq)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
+		/* --pc_locations: pprof Locations at the sampled instructions */
 		execl(cpa, cpa, "monitor", "--store_dir", dir, "-F", f, "--duration", d,
-		      (char *)NULL);
+		      "--pc_locations", (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -242,6 +294,7 @@ START_TEST(test_export_real_run)
 	snprintf(lib, sizeof(lib), "%s/../lib/libcpawl-fp.so", bin);
 	build_id(lib, bid, sizeof(bid));
 	ck_assert_msg(strstr(o, bid) != NULL, "build id %s of %s not in the mappings", bid, lib);
+	pc_locations(o, lib, "wl_lib_spin");
 	free(o);
 
 	/* -diff_base between two exports of the run's two halves */
