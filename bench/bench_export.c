@@ -29,13 +29,13 @@
 
 #include "storer/store.h"
 
-#define NS	     1000000000ull
-#define NMODS	     60
-#define NUFRAMES     8000
-#define NKFRAMES     600
-#define STR_FRAME0   1000
-#define STR_PROC0    100000
-#define MAX_DEPTH    40
+#define NS	   1000000000ull
+#define NMODS	   60
+#define NUFRAMES   8000
+#define NKFRAMES   600
+#define STR_FRAME0 1000
+#define STR_PROC0  100000
+#define MAX_DEPTH  40
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -74,10 +74,11 @@ static int64_t day_start(void)
 	return (int64_t)mktime(&tm);
 }
 
-static int generate(const char *dir, double hours, uint32_t rate, uint32_t nstacks,
-		    uint32_t nprocs, uint32_t ncpus)
+static int generate(const char *dir, double hours, uint32_t rate, uint32_t nstacks, uint32_t nprocs,
+		    uint32_t ncpus)
 {
-	struct store_writer_opts o = {.root = dir, .freq = 99, .record_interval = 1, .cpu_num = ncpus};
+	struct store_writer_opts o = {
+		.root = dir, .freq = 99, .record_interval = 1, .cpu_num = ncpus};
 	struct store_writer_stats st;
 	struct store_writer *w;
 	uint32_t i, j, ids[MAX_DEPTH];
@@ -112,8 +113,9 @@ static int generate(const char *dir, double hours, uint32_t rate, uint32_t nstac
 		if (i <= NKFRAMES)
 			snprintf(buf, sizeof(buf), "kfunc_%u", i);
 		else
-			snprintf(buf, sizeof(buf), "app::module%u::Service%u::handle_%u(Request const&)",
-				 i % 97, i % 13, i);
+			snprintf(buf, sizeof(buf),
+				 "app::module%u::Service%u::handle_%u(Request const&)", i % 97,
+				 i % 13, i);
 		def_str(w, STR_FRAME0 + i, buf);
 		f.module_id = i <= NKFRAMES ? 0 : 1 + i % NMODS;
 		f.flags = i <= NKFRAMES ? CPA_FF_KERNEL : 0;
@@ -127,7 +129,8 @@ static int generate(const char *dir, double hours, uint32_t rate, uint32_t nstac
 	for (i = 1; i <= nstacks; i++) {
 		uint32_t n = 8 + (uint32_t)(next() % (MAX_DEPTH - 8)), nk = (uint32_t)(next() % 6),
 			 proc = i % nprocs;
-		struct cpa_stack_def d = {.id = i, .n_frames = (uint16_t)n, .n_kframes = (uint16_t)nk};
+		struct cpa_stack_def d = {
+			.id = i, .n_frames = (uint16_t)n, .n_kframes = (uint16_t)nk};
 
 		/* leaf first: kernel frames, then user frames whose roots are the
 		 * process's own (main, its loop), like real programs */
@@ -146,10 +149,12 @@ static int generate(const char *dir, double hours, uint32_t rate, uint32_t nstac
 	for (sec = 0; sec < secs; sec++) {
 		for (i = 0; i < rate; i++) {
 			/* skewed popularity: a few stacks hot, a long tail */
-			uint32_t s = 1 + (uint32_t)(unif() * unif() * unif() * nstacks), pid = s % nprocs;
+			uint32_t s = 1 + (uint32_t)(unif() * unif() * unif() * nstacks),
+				 pid = s % nprocs;
 			struct cpa_sample_out smp = {
 				.seq = ++seq,
-				.time_ns = (uint64_t)(t0 + (int64_t)sec) * NS + (uint64_t)i * (NS / rate),
+				.time_ns = (uint64_t)(t0 + (int64_t)sec) * NS +
+					   (uint64_t)i * (NS / rate),
 				.cgroup_id = 0x100000000ull + pid % 20,
 				.weight = 1,
 				.pid = 1000 + pid,
@@ -213,10 +218,14 @@ static int run_show(const char *cpa, const char *dir, long secs, const char *fmt
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"dir", required_argument, NULL, 'd'},	  {"hours", required_argument, NULL, 'h'},
-		{"rate", required_argument, NULL, 'r'},	  {"stacks", required_argument, NULL, 's'},
-		{"procs", required_argument, NULL, 'p'},  {"cpus", required_argument, NULL, 'c'},
-		{"windows", required_argument, NULL, 'w'}, {"formats", required_argument, NULL, 'f'},
+		{"dir", required_argument, NULL, 'd'},
+		{"hours", required_argument, NULL, 'h'},
+		{"rate", required_argument, NULL, 'r'},
+		{"stacks", required_argument, NULL, 's'},
+		{"procs", required_argument, NULL, 'p'},
+		{"cpus", required_argument, NULL, 'c'},
+		{"windows", required_argument, NULL, 'w'},
+		{"formats", required_argument, NULL, 'f'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *dir = "/tmp/cpa-bench-export", *windows = "60,3600,86400",

@@ -29,7 +29,7 @@ enum export_format {
 struct export_opts {
 	/* Label frames at the root, as in the folded export (svg, speedscope, folded diff). */
 	bool no_pid, no_env, show_thread_name;
-	uint32_t freq;	      /* sampling frequency of the store (on-CPU period = 1e9/freq) */
+	uint32_t freq;	       /* sampling frequency of the store (on-CPU period = 1e9/freq) */
 	uint64_t t0_ns, t1_ns; /* the range exported (pprof time_nanos/duration_nanos) */
 	const char *title;     /* SVG title, NULL: "cpa" */
 	uint32_t width;	       /* SVG width in px, 0: 1200 */
@@ -61,11 +61,11 @@ int export__add_base(void *ctx, const struct store_sample *s);
 int export__write(struct exporter *e, const char *path);
 
 struct export_stats {
-	uint64_t rows[2];     /* rows taken: [0] = new, [1] = base */
+	uint64_t rows[2];	  /* rows taken: [0] = new, [1] = base */
 	int64_t min_sec, max_sec; /* of the new rows */
-	uint64_t stacks;      /* distinct stacks written (the "Stack Type" count) */
-	uint64_t merged;      /* SVG: frames narrower than a pixel merged into "[...]" */
-	uint64_t merged_value; /* ... and the value they carried */
+	uint64_t stacks;	  /* distinct stacks written (the "Stack Type" count) */
+	uint64_t merged;	  /* SVG: frames narrower than a pixel merged into "[...]" */
+	uint64_t merged_value;	  /* ... and the value they carried */
 };
 void export__stats(const struct exporter *e, struct export_stats *ret);
 const char *export__error(const struct exporter *e);

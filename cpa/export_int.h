@@ -14,7 +14,7 @@
 /* ---- intern table: byte strings -> ids 0, 1, 2, ... in first-seen order ---- */
 
 struct xtab_slot {
-	uint32_t id1; /* id + 1, 0 = empty */
+	uint32_t id1;  /* id + 1, 0 = empty */
 	uint32_t hash; /* compared before the entry is touched: one cache miss per probe */
 };
 
@@ -70,8 +70,8 @@ struct tval {
 };
 
 struct tnode {
-	uint32_t parent; /* node id; the root is node 0 */
-	uint32_t name;	 /* id in tree.names */
+	uint32_t parent;		    /* node id; the root is node 0 */
+	uint32_t name;			    /* id in tree.names */
 	uint32_t first_child, next_sibling; /* built by tree__link(), 0 = none */
 	uint32_t flags;
 	uint32_t depth;
@@ -138,7 +138,8 @@ int export_pprof__write(struct exporter *e, FILE *f);
 void export_pprof__free(struct exporter *e);
 
 /* printf into e->err; returns err (negative errno). */
-int export__fail(struct exporter *e, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int export__fail(struct exporter *e, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Name of a sample kind ("oncpu", "offcpu", "probe"). */
 const char *export__kind_name(unsigned int kind);

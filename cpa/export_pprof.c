@@ -59,10 +59,10 @@ struct pp_skey {
 };
 
 struct pprof {
-	struct xtab strs;  /* string table; "" is 0 */
-	struct xtab maps;  /* pp_map -> id - 1 */
-	struct xtab funcs; /* (name, map) -> id - 1 */
-	struct xtab locs;  /* pp_loc -> id - 1 */
+	struct xtab strs;     /* string table; "" is 0 */
+	struct xtab maps;     /* pp_map -> id - 1 */
+	struct xtab funcs;    /* (name, map) -> id - 1 */
+	struct xtab locs;     /* pp_loc -> id - 1 */
 	struct xtab stacks;   /* location ids, leaf first -> stack */
 	struct xtab stkcache; /* (src, seg, stack_id) -> stkval */
 	struct u32vec stkval;
@@ -367,8 +367,8 @@ int export_pprof__write(struct exporter *e, FILE *f)
 {
 	struct pprof *p = e->pp;
 	struct pbuf b = {0}, m = {0}, sub = {0};
-	uint32_t s_samples, s_count, s_cpu, s_ns, s_off, s_pid, s_tid, s_cpul, s_cg, s_comm,
-		s_proc, s_env, s_kind, s_probe, s_base, s_true, s_kinds[CPA_KIND_MAX], i, j = 0;
+	uint32_t s_samples, s_count, s_cpu, s_ns, s_off, s_pid, s_tid, s_cpul, s_cg, s_comm, s_proc,
+		s_env, s_kind, s_probe, s_base, s_true, s_kinds[CPA_KIND_MAX], i, j = 0;
 	_cleanup_free_ uint32_t *mapid = NULL;
 	int r = 0;
 

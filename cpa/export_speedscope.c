@@ -23,9 +23,12 @@ static void json_str(FILE *f, const char *s)
 
 	fputc('"', f);
 	while (*p) {
-		unsigned int c = *p, n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
-						   : (c & 0xf8) == 0xf0		    ? 3
-										    : 9,
+		unsigned int c = *p,
+			     n = c < 0x80	      ? 0
+				 : (c & 0xe0) == 0xc0 ? 1
+				 : (c & 0xf0) == 0xe0 ? 2
+				 : (c & 0xf8) == 0xf0 ? 3
+						      : 9,
 			     i;
 
 		if (c == '"' || c == '\\') {
@@ -56,6 +59,22 @@ static uint32_t process_depth(const struct export_opts *o)
 	return o->no_env ? 1 : 2;
 }
 
+/* Push nd's children on stk (n entries) so that they pop in name order. */
+static uint32_t push_children(const struct tree *t, uint32_t nd, uint32_t *stk, uint32_t n)
+{
+	uint32_t k = n, c, i;
+
+	for (c = t->nodes[nd].first_child; c; c = t->nodes[c].next_sibling)
+		stk[n++] = c;
+	for (i = 0; i < (n - k) / 2; i++) {
+		uint32_t tmp = stk[k + i];
+
+		stk[k + i] = stk[n - 1 - i];
+		stk[n - 1 - i] = tmp;
+	}
+	return n;
+}
+
 static int write_profile(struct exporter *e, FILE *f, uint32_t proc, const uint32_t *fidx,
 			 uint32_t *path, uint32_t *stk, bool first)
 {
@@ -80,9 +99,11 @@ static int write_profile(struct exporter *e, FILE *f, uint32_t proc, const uint3
 		nl += k + (nl ? 3 : 0);
 	}
 	name[nl] = 0;
-	fputs(first ? "\n{\"type\":\"sampled\",\"name\":" : ",\n{\"type\":\"sampled\",\"name\":", f);
+	fputs(first ? "\n{\"type\":\"sampled\",\"name\":" : ",\n{\"type\":\"sampled\",\"name\":",
+	      f);
 	json_str(f, name);
-	fprintf(f, ",\"unit\":\"%s\",\"startValue\":0,\"samples\":[", e->o.freq ? "nanoseconds" : "none");
+	fprintf(f, ",\"unit\":\"%s\",\"startValue\":0,\"samples\":[",
+		e->o.freq ? "nanoseconds" : "none");
 	/* Depth first over the process's subtree; path[d] = frame at depth base + 1 + d. */
 	stk[n++] = proc;
 	while (n) {
@@ -103,19 +124,7 @@ static int write_profile(struct exporter *e, FILE *f, uint32_t proc, const uint3
 				nsamples++;
 			}
 		}
-		/* push children in reverse so they come out in name order */
-		{
-			uint32_t k = n;
-
-			for (c = t->nodes[nd].first_child; c; c = t->nodes[c].next_sibling)
-				stk[n++] = c;
-			for (i = 0; i < (n - k) / 2; i++) {
-				uint32_t tmp = stk[k + i];
-
-				stk[k + i] = stk[n - 1 - i];
-				stk[n - 1 - i] = tmp;
-			}
-		}
+		n = push_children(t, nd, stk, n);
 	}
 	fputs("],\"weights\":[", f);
 	/* the same walk again for the weights */
@@ -123,7 +132,7 @@ static int write_profile(struct exporter *e, FILE *f, uint32_t proc, const uint3
 	n = 0;
 	stk[n++] = proc;
 	while (n) {
-		uint32_t nd = stk[--n], k;
+		uint32_t nd = stk[--n];
 		uint64_t v = nd == proc ? 0 : tval_time(&t->nodes[nd].self[0], e->o.freq);
 
 		if (v) {
@@ -131,15 +140,7 @@ static int write_profile(struct exporter *e, FILE *f, uint32_t proc, const uint3
 			samples_first = false;
 			total += v;
 		}
-		k = n;
-		for (c = t->nodes[nd].first_child; c; c = t->nodes[c].next_sibling)
-			stk[n++] = c;
-		for (i = 0; i < (n - k) / 2; i++) {
-			uint32_t tmp = stk[k + i];
-
-			stk[k + i] = stk[n - 1 - i];
-			stk[n - 1 - i] = tmp;
-		}
+		n = push_children(t, nd, stk, n);
 	}
 	fprintf(f, "],\"endValue\":%llu}", (unsigned long long)total);
 	e->st.stacks += nsamples;
@@ -189,11 +190,11 @@ int export_speedscope__write(struct exporter *e, FILE *f)
 	fputs("]},\"profiles\":[", f);
 	/* Processes in name order: a depth-first walk down to the process depth. */
 	{
-		uint32_t n = 0, c;
+		uint32_t n = 0;
 
 		stk[n++] = 0;
 		while (n) {
-			uint32_t nd = stk[--n], k = n, j;
+			uint32_t nd = stk[--n];
 
 			if (t->nodes[nd].depth == pd ||
 			    (nd && !t->nodes[nd].first_child && t->nodes[nd].depth < pd)) {
@@ -201,14 +202,7 @@ int export_speedscope__write(struct exporter *e, FILE *f)
 				first = false;
 				continue;
 			}
-			for (c = t->nodes[nd].first_child; c; c = t->nodes[c].next_sibling)
-				stk[n++] = c;
-			for (j = 0; j < (n - k) / 2; j++) {
-				uint32_t tmp = stk[k + j];
-
-				stk[k + j] = stk[n - 1 - j];
-				stk[n - 1 - j] = tmp;
-			}
+			n = push_children(t, nd, stk, n);
 		}
 	}
 	fputs("\n]}\n", f);

@@ -170,7 +170,8 @@ static int stack_def(struct store_split *sp, const struct store_sample *s, uint3
 	if (r == 1) {
 		struct cpa_stack_def d = {.id = id + 1,
 					  .n_frames = (uint16_t)n,
-					  .n_kframes = (uint16_t)(s->n_kframes < n ? s->n_kframes : n)};
+					  .n_kframes =
+						  (uint16_t)(s->n_kframes < n ? s->n_kframes : n)};
 
 		r = store_writer__def_stack(sp->w, &d, ids);
 		if (r < 0)
@@ -193,7 +194,8 @@ int store_split__add(void *ctx, const struct store_sample *s)
 	if (r < 0)
 		return r;
 	if ((r = str_def(sp, s->comm, &o.comm_id)) < 0 ||
-	    (r = str_def(sp, s->pcomm, &o.pcomm_id)) < 0 || (r = str_def(sp, s->env, &o.env_id)) < 0)
+	    (r = str_def(sp, s->pcomm, &o.pcomm_id)) < 0 ||
+	    (r = str_def(sp, s->env, &o.env_id)) < 0)
 		return r;
 	o.time_ns = (uint64_t)s->sec * NS;
 	o.cgroup_id = s->cgroup_id;

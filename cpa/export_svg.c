@@ -34,7 +34,7 @@ struct svg {
 	uint32_t *size; /* per node: nodes in its subtree */
 	double sum[2];	/* root totals */
 	bool diff, any_off;
-	double width;	/* drawable width in px */
+	double width; /* drawable width in px */
 	uint32_t height;
 	double scale_max_delta;
 	uint64_t drawn;
@@ -125,8 +125,8 @@ static void fill_of(const struct svg *g, const struct tnode *nd, uint32_t i, con
 	}
 }
 
-static void svg_frame(struct svg *g, double x, double w, uint32_t depth,
-		      const char *name, const char *fill, const char *title_extra)
+static void svg_frame(struct svg *g, double x, double w, uint32_t depth, const char *name,
+		      const char *fill, const char *title_extra)
 {
 	double y = (double)g->height - PAD_BOT - (double)(depth + 1) * FRAME_H;
 	FILE *f = g->f;
@@ -135,8 +135,9 @@ static void svg_frame(struct svg *g, double x, double w, uint32_t depth,
 	fprintf(f, "<g data-x=\"%.6f\" data-w=\"%.6f\" data-d=\"%u\"><title>", x / g->width,
 		w / g->width, depth);
 	xml_escape(f, name, 4096);
-	fprintf(f, " (%s)</title><rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%d\" "
-		   "fill=\"%s\" rx=\"2\"/><text x=\"%.1f\" y=\"%.0f\">",
+	fprintf(f,
+		" (%s)</title><rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%d\" "
+		"fill=\"%s\" rx=\"2\"/><text x=\"%.1f\" y=\"%.0f\">",
 		title_extra, PAD_X + x, y, w, FRAME_H - 1, fill, PAD_X + x + 3, y + 11.5);
 	if (chars >= 3) {
 		if (strlen(name) <= chars)
@@ -175,7 +176,7 @@ static int draw(struct svg *g, uint32_t root)
 	struct item {
 		uint32_t node;
 		double x;
-	} *stk;
+	} * stk;
 	size_t n = 0;
 	double total = node_value(g, root);
 	char fill[40], val[96];
@@ -225,8 +226,9 @@ static int draw(struct svg *g, uint32_t root)
 				char nm[64];
 
 				snprintf(nm, sizeof(nm), "[%u merged]", nmerged);
-				snprintf(val, sizeof(val), "%u frames narrower than a pixel, %.2f%%",
-					 nmerged, 100.0 * mw / g->width);
+				snprintf(val, sizeof(val),
+					 "%u frames narrower than a pixel, %.2f%%", nmerged,
+					 100.0 * mw / g->width);
 				svg_frame(g, cx, mw, nd->depth + 1, nm, "rgb(220,220,220)", val);
 			}
 		}
@@ -384,11 +386,13 @@ int export_svg__write(struct exporter *e, FILE *f)
 	fprintf(f, "%u\" y=\"20\" text-anchor=\"middle\" style=\"font-size:16px\">", width / 2);
 	xml_escape(f, e->o.title ? e->o.title : g.diff ? "cpa diff" : "cpa", 512);
 	fputs("</text>\n", f);
-	fprintf(f, "<text id=\"unzoom\" class=\"button\" x=\"%d\" y=\"20\" style=\"display:none\">"
-		   "Reset Zoom</text>\n",
+	fprintf(f,
+		"<text id=\"unzoom\" class=\"button\" x=\"%d\" y=\"20\" style=\"display:none\">"
+		"Reset Zoom</text>\n",
 		PAD_X);
-	fprintf(f, "<text id=\"search\" class=\"button\" x=\"%u\" y=\"20\" text-anchor=\"end\">"
-		   "Search</text>\n",
+	fprintf(f,
+		"<text id=\"search\" class=\"button\" x=\"%u\" y=\"20\" text-anchor=\"end\">"
+		"Search</text>\n",
 		width - PAD_X);
 	fprintf(f, "<text id=\"matched\" x=\"%u\" y=\"%u\" text-anchor=\"end\"> </text>\n",
 		width - PAD_X, g.height - 10);
@@ -401,8 +405,9 @@ int export_svg__write(struct exporter *e, FILE *f)
 		goto out;
 	}
 	fputs("</g>\n", f);
-	fprintf(f, "<text id=\"subtitle\" x=\"%u\" y=\"38\" text-anchor=\"middle\" "
-		   "style=\"fill:rgb(90,90,90)\">",
+	fprintf(f,
+		"<text id=\"subtitle\" x=\"%u\" y=\"38\" text-anchor=\"middle\" "
+		"style=\"fill:rgb(90,90,90)\">",
 		width / 2);
 	if (g.diff)
 		fputs("red: grew, blue: shrank (share of each range's total); ", f);

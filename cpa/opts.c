@@ -202,7 +202,9 @@ static const struct {
 	unsigned int scope;
 	const char *value;
 } opt_unsupported[] = {
-	{"offcpu", MON, NULL},	    {"probe", MON, NULL},    {"oneshot", MON, NULL},
+	{"offcpu", MON, NULL},
+	{"probe", MON, NULL},
+	{"oneshot", MON, NULL},
 	{"use_cui", SHOW, NULL},
 };
 

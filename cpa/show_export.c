@@ -38,8 +38,9 @@ static int pick_dir(const char *read, long tod, char *buf, size_t len)
 	}
 	ret = store_root__pick(read, tod, buf, len);
 	if (ret == -ENOENT)
-		log_error("no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
-			  read);
+		log_error(
+			"no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
+			read);
 	else if (ret < 0)
 		log_error_errno(ret, "read store root '%s': %m", read);
 	return ret;
@@ -187,7 +188,8 @@ int show_export(const struct show_opts *o, struct store_reader *r, const char *d
 		return log_error_errno(ret, "exporter: %m");
 	ret = store_reader__query(r, eo.t0_ns, eo.t1_ns, filt, export__add, e);
 	if (ret < 0) {
-		log_error("read '%s': %s", dir, ret == -ENOMEM ? "out of memory" : export__error(e));
+		log_error("read '%s': %s", dir,
+			  ret == -ENOMEM ? "out of memory" : export__error(e));
 		goto out;
 	}
 	export__stats(e, &st);

@@ -27,10 +27,10 @@
 #include "test_store_util.h"
 #include "test_util.h"
 
-#define NSEC	20
-#define FREQ	100
-#define PERIOD	(1000000000ull / FREQ)
-#define OFF_NS	1000000ull
+#define NSEC	     20
+#define FREQ	     100
+#define PERIOD	     (1000000000ull / FREQ)
+#define OFF_NS	     1000000ull
 #define RATE(s, sec) ((s) == 1 ? ((sec) < 10 ? 30 : 10) : (s) == 2 ? ((sec) < 10 ? 10 : 30) : 2)
 
 static char *root;
@@ -80,9 +80,8 @@ static void teardown(void)
 static void export_range(enum export_format f, uint32_t from, uint32_t to, uint32_t bfrom,
 			 uint32_t bto, const char *path, struct export_stats *st)
 {
-	struct export_opts eo = {.freq = FREQ,
-				 .t0_ns = t_base_ns() + from * T_NS,
-				 .t1_ns = t_base_ns() + to * T_NS};
+	struct export_opts eo = {
+		.freq = FREQ, .t0_ns = t_base_ns() + from * T_NS, .t1_ns = t_base_ns() + to * T_NS};
 	struct store_reader *r;
 	struct exporter *e;
 	struct store_filter flt;
@@ -359,8 +358,7 @@ static const char *label_str(const struct dprof *d, const struct dsample *s, con
 	return NULL;
 }
 
-static bool label_num(const struct dprof *d, const struct dsample *s, const char *key,
-		      int64_t *ret)
+static bool label_num(const struct dprof *d, const struct dsample *s, const char *key, int64_t *ret)
 {
 	uint32_t i;
 
@@ -615,7 +613,8 @@ START_TEST(test_svg_diff)
 	{
 		double tot = 400.0 * PERIOD + 10 * 2 * OFF_NS;
 
-		snprintf(pat, sizeof(pat), "<title>app:1001 (base %.2f%%, new %.2f%%, %+.2f points)",
+		snprintf(pat, sizeof(pat),
+			 "<title>app:1001 (base %.2f%%, new %.2f%%, %+.2f points)",
 			 100.0 * 300 * PERIOD / tot, 100.0 * 100 * PERIOD / tot,
 			 100.0 * -200.0 * PERIOD / tot);
 		ck_assert_msg(strstr(text, pat) != NULL, "no '%s'", pat);
@@ -715,8 +714,9 @@ START_TEST(test_speedscope_schema)
 	snprintf(path, sizeof(path), "%s/out.speedscope.json", root);
 	export_range(EXPORT_SPEEDSCOPE, 0, NSEC, 0, 0, path, &st);
 	ck_assert_uint_eq(st.stacks, 3);
-	snprintf(cmd, sizeof(cmd), "NODE_PATH='%s/npm/node_modules' node '%s/tests/export_schema.js' '%s' '%s'",
-		 b, src, schema, path);
+	snprintf(cmd, sizeof(cmd),
+		 "NODE_PATH='%s/npm/node_modules' node '%s/tests/export_schema.js' '%s' '%s'", b,
+		 src, schema, path);
 	ck_assert_int_eq(sh(cmd), 0);
 }
 END_TEST
@@ -856,11 +856,13 @@ START_TEST(test_diff_two_stores)
 	folded_path(1, line, sizeof(line));
 	p = strstr(text, line);
 	ck_assert_ptr_nonnull(p);
-	ck_assert_ptr_nonnull(strstr(p + strlen(line), " 300 100\n") == p + strlen(line) ? p : NULL);
+	ck_assert_ptr_nonnull(strstr(p + strlen(line), " 300 100\n") == p + strlen(line) ? p
+											 : NULL);
 	folded_path(2, line, sizeof(line));
 	p = strstr(text, line);
 	ck_assert_ptr_nonnull(p);
-	ck_assert_ptr_nonnull(strstr(p + strlen(line), " 100 300\n") == p + strlen(line) ? p : NULL);
+	ck_assert_ptr_nonnull(strstr(p + strlen(line), " 100 300\n") == p + strlen(line) ? p
+											 : NULL);
 	free(text);
 }
 END_TEST

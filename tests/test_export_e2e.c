@@ -163,8 +163,8 @@ static void pc_locations(const char *raw, const char *lib, const char *fn)
 		addr = strtoull(b, NULL, 16);
 		off = addr - start;
 		ck_assert_msg(off >= sym && off < sym + size,
-			      "%s location at offset 0x%llx, outside [0x%llx, 0x%llx)", fn, off, sym,
-			      sym + size);
+			      "%s location at offset 0x%llx, outside [0x%llx, 0x%llx)", fn, off,
+			      sym, sym + size);
 		n++;
 	}
 	fprintf(stderr, "export e2e: %d pc locations in %s\n", n, fn);
@@ -215,9 +215,9 @@ static int first_tod(void)
 static void export(int from, int n, const char *out, const char *extra)
 {
 	int rc;
-	char *o = cmd_out(&rc, "%s/cpa show --read %s -B %02d:%02d:%02d -n %d -o %s/%s %s", bin,
-			  dir, from / 3600, from / 60 % 60, from % 60, n, dir, out,
-			  extra ? extra : "");
+	char *o =
+		cmd_out(&rc, "%s/cpa show --read %s -B %02d:%02d:%02d -n %d -o %s/%s %s", bin, dir,
+			from / 3600, from / 60 % 60, from % 60, n, dir, out, extra ? extra : "");
 
 	ck_assert_msg(rc == 0 && strstr(o, "Write  [ "), "cpa show -o %s: %s", out, o);
 	free(o);
@@ -267,7 +267,8 @@ START_TEST(test_export_real_run)
 		      share, fshare);
 	free(top);
 	/* -sample_index=samples: counts, the same share again */
-	top = cmd_out(&rc, "go tool pprof -top -sample_index=samples -nodecount=200 %s/all.pb.gz 2>&1",
+	top = cmd_out(&rc,
+		      "go tool pprof -top -sample_index=samples -nodecount=200 %s/all.pb.gz 2>&1",
 		      dir);
 	ck_assert_int_eq(rc, 0);
 	share = pprof_cum(top, "wl_lib_spin");
@@ -323,8 +324,8 @@ START_TEST(test_export_real_run)
 			p = e;
 		}
 		fprintf(stderr, "export e2e: wl_lib_spin in SVG titles %.2f%%\n", sum);
-		ck_assert_msg(sum > fshare - 0.5 && sum < fshare + 0.5, "svg %.2f%% vs folded %.2f%%",
-			      sum, fshare);
+		ck_assert_msg(sum > fshare - 0.5 && sum < fshare + 0.5,
+			      "svg %.2f%% vs folded %.2f%%", sum, fshare);
 	}
 	free(svg);
 
@@ -359,8 +360,9 @@ START_TEST(test_export_real_run)
 	ck_assert_msg(rc == 0 && strstr(o, "Split "), "split: %s", o);
 	free(o);
 	export(t0 + 2, 4, "window.prof", NULL);
-	o = cmd_out(&rc, "%s/cpa show --read %s/split -B %02d:%02d:%02d -n 4 -o %s/split.prof && "
-			 "cmp %s/window.prof %s/split.prof",
+	o = cmd_out(&rc,
+		    "%s/cpa show --read %s/split -B %02d:%02d:%02d -n 4 -o %s/split.prof && "
+		    "cmp %s/window.prof %s/split.prof",
 		    bin, dir, (t0 + 2) / 3600, (t0 + 2) / 60 % 60, (t0 + 2) % 60, dir, dir, dir);
 	ck_assert_msg(rc == 0, "split store reads back differently: %s", o);
 	free(o);
