@@ -190,7 +190,7 @@ out:
 }
 
 static int run_show(const char *cpa, const char *dir, long secs, const char *fmt, const char *out,
-		    double *ret_s, long *ret_kb)
+		    double *ret_s, double *ret_cpu, long *ret_kb)
 {
 	char n[32];
 	struct rusage ru;
@@ -211,6 +211,8 @@ static int run_show(const char *cpa, const char *dir, long secs, const char *fmt
 	if (wait4(pid, &status, 0, &ru) != pid)
 		return -errno;
 	*ret_s = now_s() - t;
+	*ret_cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+		   (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 	*ret_kb = ru.ru_maxrss;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
@@ -292,24 +294,24 @@ int main(int argc, char **argv)
 	} else {
 		printf("reusing the store in %s (remove it to generate a new one)\n", dir);
 	}
-	printf("\n%-10s %-11s %10s %12s %12s\n", "window", "format", "time_s", "peak_rss_MB",
-	       "file_MB");
+	printf("\n%-10s %-11s %10s %10s %12s %12s\n", "window", "format", "wall_s", "cpu_s",
+	       "peak_rss_MB", "file_MB");
 	snprintf(wl, sizeof(wl), "%s", windows);
 	for (w = strtok_r(wl, ",", &sw); w; w = strtok_r(NULL, ",", &sw)) {
 		snprintf(fl, sizeof(fl), "%s", formats);
 		for (f = strtok_r(fl, ",", &sf); f; f = strtok_r(NULL, ",", &sf)) {
 			struct stat stt;
-			double s = 0;
+			double s = 0, cpu = 0;
 			long kb = 0;
 
 			snprintf(out, sizeof(out), "%s.out.%s", dir, f);
-			r = run_show(cpa, dir, atol(w), f, out, &s, &kb);
+			r = run_show(cpa, dir, atol(w), f, out, &s, &cpu, &kb);
 			if (r < 0) {
 				printf("%-10s %-11s failed\n", w, f);
 				continue;
 			}
 			stat(out, &stt);
-			printf("%-10s %-11s %10.2f %12.1f %12.2f\n", w, f, s, kb / 1024.0,
+			printf("%-10s %-11s %10.2f %10.2f %12.1f %12.2f\n", w, f, s, cpu, kb / 1024.0,
 			       (double)stt.st_size / 1048576.0);
 			unlink(out);
 		}
