@@ -7,7 +7,7 @@ pkgs=(
 	build-essential cmake pkg-config clang llvm bpftool
 	libbpf-dev libelf-dev libdw-dev liburing-dev libzstd-dev libjemalloc-dev
 	zlib1g-dev liblzma-dev libiberty-dev binutils check
-	golang-go chromium libxml2-utils libcap2-bin
+	golang-go chromium libxml2-utils libcap2-bin libcurl4-openssl-dev
 )
 
 missing=()
