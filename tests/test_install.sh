@@ -38,7 +38,7 @@ fi
 
 command -v systemd-analyze >/dev/null || exit 77
 cmake --install "$build" --prefix "$tmp/p" >"$tmp/install.log" || { cat "$tmp/install.log"; fail install; }
-for f in bin/cpa bin/capture bin/unwindd bin/symd bin/storer; do
+for f in bin/cpa bin/capture bin/unwindd bin/symd bin/storer bin/cpa-push; do
 	[ -x "$tmp/p/$f" ] || fail "$f not installed"
 done
 [ -f "$tmp/p/share/doc/cpa/export.md" ] || fail "docs not installed"
