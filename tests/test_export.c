@@ -580,8 +580,33 @@ START_TEST(test_svg)
 		      share, expect);
 	ck_assert_ptr_nonnull(strstr(text, "data-cpa-ready"));
 	ck_assert_ptr_nonnull(strstr(text, "<script"));
-	/* off-CPU stack 3 in the blue palette: the "blue: off-CPU" legend is there */
+	/* off-CPU stack 3 (pid 1000, alone under its label) in the blue palette */
 	ck_assert_ptr_nonnull(strstr(text, "blue: off-CPU"));
+	{
+		char pat[300];
+		const char *p = strstr(text, "<title>app:1000 (");
+		int rr, gg, bb;
+
+		ck_assert_ptr_nonnull(p);
+		t_frame_name(t_stack_frame(3, 0), name, sizeof(name));
+		snprintf(pat, sizeof(pat), "<title>%s%s (", name, T_STACK_KFRAMES(3) ? "_[k]" : "");
+		p = strstr(p, pat);
+		ck_assert_ptr_nonnull(p);
+		p = strstr(p, "fill=\"rgb(");
+		ck_assert_int_eq(sscanf(p, "fill=\"rgb(%d,%d,%d)", &rr, &gg, &bb), 3);
+		ck_assert_msg(bb >= 220 && bb > rr && bb > gg, "off-CPU frame is rgb(%d,%d,%d)", rr,
+			      gg, bb);
+		/* and an on-CPU one (stack 1's leaf under app:1001) is not */
+		p = strstr(text, "<title>app:1001 (");
+		ck_assert_ptr_nonnull(p);
+		t_frame_name(t_stack_frame(1, 0), name, sizeof(name));
+		snprintf(pat, sizeof(pat), "<title>%s%s (", name, T_STACK_KFRAMES(1) ? "_[k]" : "");
+		p = strstr(p, pat);
+		ck_assert_ptr_nonnull(p);
+		p = strstr(p, "fill=\"rgb(");
+		ck_assert_int_eq(sscanf(p, "fill=\"rgb(%d,%d,%d)", &rr, &gg, &bb), 3);
+		ck_assert_msg(rr > bb, "on-CPU frame is rgb(%d,%d,%d)", rr, gg, bb);
+	}
 	free(text);
 }
 END_TEST
