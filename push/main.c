@@ -4,7 +4,8 @@
  *
  *   cpa-push --store_dir /var/log/cpa --url http://pyroscope:4040 [--interval 10]
  *            [--name cpa.cpu] [--host H] [--org_id ID] [--backlog 360]
- *            [--retry_ms 1000] [--once] [--max_posts N] [--verbose]
+ *            [--retry_ms 1000] [--protocol pyroscope|parca] [--once] [--max_posts N]
+ *            [--verbose]
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -18,8 +19,8 @@ static int usage(int rc)
 {
 	fprintf(rc ? stderr : stdout,
 		"usage: cpa-push --store_dir DIR --url URL [--interval S] [--name NAME] [--host H]\n"
-		"                [--org_id ID] [--backlog N] [--retry_ms MS] [--once] [--max_posts N]\n"
-		"                [--verbose]\n");
+		"                [--org_id ID] [--backlog N] [--retry_ms MS] [--protocol pyroscope|parca]\n"
+		"                [--once] [--max_posts N] [--verbose]\n");
 	return rc;
 }
 
@@ -51,6 +52,7 @@ int main(int argc, char **argv)
 		{"max_posts", required_argument, NULL, 'm'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
+		{"protocol", required_argument, NULL, 'P'},
 		{NULL, 0, NULL, 0},
 	};
 	struct push_opts o = {.name = "cpa.cpu", .interval = 10, .backlog = 360, .retry_ms = 1000};
@@ -97,6 +99,14 @@ int main(int argc, char **argv)
 			break;
 		case '1':
 			o.once = true;
+			break;
+		case 'P':
+			if (strcmp(optarg, "pyroscope") && strcmp(optarg, "parca")) {
+				log_error("--protocol: invalid value '%s' (pyroscope or parca)",
+					  optarg);
+				return 2;
+			}
+			o.parca = !strcmp(optarg, "parca");
 			break;
 		case 'v':
 			log_set_level(LOG_LVL_DEBUG);

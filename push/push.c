@@ -195,24 +195,70 @@ struct poster {
 	char host[256];
 };
 
-/* POST body as Pyroscope's /ingest wants it; 0 on a 2xx. */
+/*
+ * Parca's WriteRaw (profilestore.v1alpha1) in its REST/JSON mapping: one
+ * series labelled __name__ and host, the pprof base64'd as rawProfile.
+ */
+static char *parca_body(const struct poster *p, const char *pb, size_t len, size_t *ret_len)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t cap = len / 3 * 4 + 1024 + strlen(p->o->name) + strlen(p->host), n, i;
+	char *out = malloc(cap);
+
+	if (!out)
+		return NULL;
+	n = (size_t)snprintf(out, cap,
+			     "{\"series\":[{\"labels\":{\"labels\":[{\"name\":\"__name__\","
+			     "\"value\":\"%s\"},{\"name\":\"host\",\"value\":\"%s\"}]},"
+			     "\"samples\":[{\"rawProfile\":\"",
+			     p->o->name, p->host);
+	for (i = 0; i < len; i += 3) {
+		uint32_t v = (uint32_t)(uint8_t)pb[i] << 16;
+
+		if (i + 1 < len)
+			v |= (uint32_t)(uint8_t)pb[i + 1] << 8;
+		if (i + 2 < len)
+			v |= (uint8_t)pb[i + 2];
+		out[n++] = b64[v >> 18 & 63];
+		out[n++] = b64[v >> 12 & 63];
+		out[n++] = i + 1 < len ? b64[v >> 6 & 63] : '=';
+		out[n++] = i + 2 < len ? b64[v & 63] : '=';
+	}
+	n += (size_t)snprintf(out + n, cap - n, "\"}]}],\"normalized\":false}");
+	*ret_len = n;
+	return out;
+}
+
+/* POST the window's pprof as the backend wants it; 0 on a 2xx. */
 static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const char *body, size_t len)
 {
 	char name[512], url[4096], hdr[300];
 	struct curl_slist *h = NULL;
+	_cleanup_free_ char *json = NULL;
 	char *ename;
 	long code = 0;
 	CURLcode cr;
 
-	snprintf(name, sizeof(name), "%s{host=%s}", p->o->name, p->host);
-	ename = curl_easy_escape(p->c, name, 0);
-	if (!ename)
-		return -ENOMEM;
-	snprintf(url, sizeof(url),
-		 "%s/ingest?name=%s&from=%lld&until=%lld&format=pprof&spyName=cpa&sampleRate=%u",
-		 p->o->url, ename, (long long)a, (long long)b, freq);
-	curl_free(ename);
-	h = curl_slist_append(h, "Content-Type: application/octet-stream");
+	if (p->o->parca) {
+		json = parca_body(p, body, len, &len);
+		if (!json)
+			return -ENOMEM;
+		body = json;
+		snprintf(url, sizeof(url), "%s/profiles/writeraw", p->o->url);
+		h = curl_slist_append(h, "Content-Type: application/json");
+	} else {
+		snprintf(name, sizeof(name), "%s{host=%s}", p->o->name, p->host);
+		ename = curl_easy_escape(p->c, name, 0);
+		if (!ename)
+			return -ENOMEM;
+		snprintf(url, sizeof(url),
+			 "%s/ingest?name=%s&from=%lld&until=%lld&format=pprof&spyName=cpa&"
+			 "sampleRate=%u",
+			 p->o->url, ename, (long long)a, (long long)b, freq);
+		curl_free(ename);
+		h = curl_slist_append(h, "Content-Type: application/octet-stream");
+	}
 	if (p->o->org_id) {
 		snprintf(hdr, sizeof(hdr), "X-Scope-OrgID: %s", p->o->org_id);
 		h = curl_slist_append(h, hdr);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cpa-push: tails a store and posts each interval's profile (pprof) to an
- * existing backend, Pyroscope's /ingest (docs/push.md). Its own process: it
+ * existing backend: Pyroscope's /ingest or Parca's /profiles/writeraw
+ * (docs/push.md). Its own process: it
  * only reads the store (sealed blocks), so a slow or absent backend never
  * touches the pipeline.
  */
@@ -20,6 +21,7 @@ struct push_opts {
 	uint32_t interval;  /* seconds per upload (default 10) */
 	uint32_t backlog;   /* windows kept when the backend is down (default 360) */
 	uint32_t retry_ms;  /* first retry delay after a failed post (default 1000) */
+	bool parca;	    /* Parca's /profiles/writeraw instead of Pyroscope's /ingest */
 	bool once;	    /* exit when caught up */
 	long max_posts;	    /* exit after this many posts (tests), 0 = no limit */
 };

@@ -37,7 +37,8 @@ struct upload {
 	long long from, until;
 	char query[1024];
 	char org[64];
-	char path[1100];
+	char target[256]; /* request path without the query */
+	char path[1100];  /* the body, as received */
 };
 
 static struct {
@@ -88,6 +89,13 @@ static void *rx_main(void *arg)
 			FILE *f;
 
 			memset(u, 0, sizeof(*u));
+			{
+				const char *t = strchr(head, ' ');
+
+				if (t)
+					snprintf(u->target, sizeof(u->target), "%.*s",
+						 (int)strcspn(t + 1, " ?"), t + 1);
+			}
 			if (q && sp)
 				snprintf(u->query, sizeof(u->query), "%.*s", (int)(sp - q - 1),
 					 q + 1);
@@ -263,6 +271,37 @@ START_TEST(test_push_restart_and_outage)
 	ck_assert_int_eq(atomic_load(&rx.n), n + 3);
 	ck_assert_int_eq(rx.up[n].from, expect_from - 3 * INTERVAL);
 	ck_assert_int_eq(rx.up[n + 2].until, expect_from);
+	/* 5: Parca: WriteRaw JSON with the pprof base64'd, the same samples */
+	{
+		char pos[1100], cmd[2600];
+		long ptotal = 0;
+
+		snprintf(pos, sizeof(pos), "%s/.cpa-push.pos", root);
+		ck_assert_int_eq(unlink(pos), 0);
+		n = atomic_load(&rx.n);
+		rc = push("--protocol", "parca");
+		ck_assert_int_eq(rc, 0);
+		ck_assert_int_eq(atomic_load(&rx.n) - n, (int)((expect_from - first) / INTERVAL));
+		for (i = n; i < atomic_load(&rx.n); i++) {
+			const struct upload *u = &rx.up[i];
+			char dec[1200];
+			FILE *f;
+
+			ck_assert_str_eq(u->target, "/profiles/writeraw");
+			snprintf(dec, sizeof(dec), "%s.pb.gz", u->path);
+			snprintf(cmd, sizeof(cmd),
+				 "grep -q '\"name\":\"host\",\"value\":\"testhost\"' '%s' && "
+				 "sed 's/.*\"rawProfile\":\"\\([^\"]*\\)\".*/\\1/' '%s' | "
+				 "base64 -d > '%s'",
+				 u->path, u->path, dec);
+			ck_assert_int_eq(system(cmd), 0);
+			f = fopen(dec, "re");
+			ck_assert_ptr_nonnull(f);
+			fclose(f);
+			ptotal += upload_samples(dec, raw, sizeof(raw));
+		}
+		ck_assert_int_eq(ptotal, want);
+	}
 }
 END_TEST
 
