@@ -561,6 +561,36 @@ static double svg_share(const char *svg, const char *name)
 	return sum;
 }
 
+/* Fill of the first frame titled "title (" (after the one titled "from (" when
+ * given: a frame's subtree follows it in the file, depth first). */
+static void fill_of(const char *svg, const char *from, const char *title, int *r, int *g, int *b)
+{
+	char pat[300];
+	const char *p = svg;
+
+	if (from) {
+		snprintf(pat, sizeof(pat), "<title>%s (", from);
+		p = strstr(p, pat);
+		ck_assert_ptr_nonnull(p);
+	}
+	snprintf(pat, sizeof(pat), "<title>%s (", title);
+	p = strstr(p, pat);
+	ck_assert_msg(p != NULL, "no frame '%s'", title);
+	p = strstr(p, "fill=\"rgb(");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(sscanf(p, "fill=\"rgb(%d,%d,%d)", r, g, b), 3);
+}
+
+/* Fill of stack s's leaf frame drawn under the process label. */
+static void leaf_fill(const char *svg, const char *label, uint32_t s, int *r, int *g, int *b)
+{
+	char name[160];
+
+	t_frame_name(t_stack_frame(s, 0), name, sizeof(name));
+	strcat(name, T_STACK_KFRAMES(s) ? "_[k]" : "");
+	fill_of(svg, label, name, r, g, b);
+}
+
 START_TEST(test_svg)
 {
 	char path[1100], cmd[1300], name[160], *text;
@@ -583,28 +613,13 @@ START_TEST(test_svg)
 	/* off-CPU stack 3 (pid 1000, alone under its label) in the blue palette */
 	ck_assert_ptr_nonnull(strstr(text, "blue: off-CPU"));
 	{
-		char pat[300];
-		const char *p = strstr(text, "<title>app:1000 (");
 		int rr, gg, bb;
 
-		ck_assert_ptr_nonnull(p);
-		t_frame_name(t_stack_frame(3, 0), name, sizeof(name));
-		snprintf(pat, sizeof(pat), "<title>%s%s (", name, T_STACK_KFRAMES(3) ? "_[k]" : "");
-		p = strstr(p, pat);
-		ck_assert_ptr_nonnull(p);
-		p = strstr(p, "fill=\"rgb(");
-		ck_assert_int_eq(sscanf(p, "fill=\"rgb(%d,%d,%d)", &rr, &gg, &bb), 3);
+		leaf_fill(text, "app:1000", 3, &rr, &gg, &bb);
 		ck_assert_msg(bb >= 220 && bb > rr && bb > gg, "off-CPU frame is rgb(%d,%d,%d)", rr,
 			      gg, bb);
 		/* and an on-CPU one (stack 1's leaf under app:1001) is not */
-		p = strstr(text, "<title>app:1001 (");
-		ck_assert_ptr_nonnull(p);
-		t_frame_name(t_stack_frame(1, 0), name, sizeof(name));
-		snprintf(pat, sizeof(pat), "<title>%s%s (", name, T_STACK_KFRAMES(1) ? "_[k]" : "");
-		p = strstr(p, pat);
-		ck_assert_ptr_nonnull(p);
-		p = strstr(p, "fill=\"rgb(");
-		ck_assert_int_eq(sscanf(p, "fill=\"rgb(%d,%d,%d)", &rr, &gg, &bb), 3);
+		leaf_fill(text, "app:1001", 1, &rr, &gg, &bb);
 		ck_assert_msg(rr > bb, "on-CPU frame is rgb(%d,%d,%d)", rr, gg, bb);
 	}
 	free(text);
@@ -614,7 +629,7 @@ END_TEST
 /* Red/blue diff SVG: stack 1 shrank (blue), stack 2 grew (red). */
 START_TEST(test_svg_diff)
 {
-	char path[1100], pat[300], *text, *p;
+	char path[1100], pat[300], *text;
 	int rr, gg, bb;
 
 	snprintf(path, sizeof(path), "%s/diff.svg", root);
@@ -622,17 +637,9 @@ START_TEST(test_svg_diff)
 	text = slurp(path, NULL);
 	ck_assert_ptr_nonnull(strstr(text, "red: grew, blue: shrank"));
 	/* pid labels: app:1001 holds stack 1, db:1002 stack 2 */
-	snprintf(pat, sizeof(pat), "<title>app:1001 (base ");
-	p = strstr(text, pat);
-	ck_assert_ptr_nonnull(p);
-	p = strstr(p, "fill=\"rgb(");
-	ck_assert_int_eq(sscanf(p, "fill=\"rgb(%d,%d,%d)", &rr, &gg, &bb), 3);
+	fill_of(text, NULL, "app:1001", &rr, &gg, &bb);
 	ck_assert_msg(bb == 255 && rr < 255, "shrunk frame is rgb(%d,%d,%d)", rr, gg, bb);
-	snprintf(pat, sizeof(pat), "<title>db:1002 (base ");
-	p = strstr(text, pat);
-	ck_assert_ptr_nonnull(p);
-	p = strstr(p, "fill=\"rgb(");
-	ck_assert_int_eq(sscanf(p, "fill=\"rgb(%d,%d,%d)", &rr, &gg, &bb), 3);
+	fill_of(text, NULL, "db:1002", &rr, &gg, &bb);
 	ck_assert_msg(rr == 255 && bb < 255, "grown frame is rgb(%d,%d,%d)", rr, gg, bb);
 	/* Magnitudes: each range's share of its own total time (samples x period + ns). */
 	{
