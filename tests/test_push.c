@@ -273,7 +273,7 @@ START_TEST(test_push_restart_and_outage)
 	ck_assert_int_eq(rx.up[n + 2].until, expect_from);
 	/* 5: Parca: WriteRaw JSON with the pprof base64'd, the same samples */
 	{
-		char pos[1100], cmd[2600];
+		char pos[1100], cmd[4096];
 		long ptotal = 0;
 
 		snprintf(pos, sizeof(pos), "%s/.cpa-push.pos", root);
