@@ -373,6 +373,159 @@ START_TEST(test_export_real_run)
 }
 END_TEST
 
+static int tod_now(void)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	return tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec;
+}
+
+/* The "base A%, new B%, +-C points" of the first frame titled name in a diff SVG. */
+static void diff_title(const char *svg, const char *name, double *a, double *b, double *c)
+{
+	char pat[128];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "<title>%s (base ", name);
+	p = strstr(svg, pat);
+	ck_assert_msg(p != NULL, "no diff frame %s", name);
+	ck_assert_int_eq(sscanf(p + strlen(pat), "%lf%%, new %lf%%, %lf points", a, b, c), 3);
+}
+
+/* Sums of the counts of folded lines holding ";fn;" (all when fn is NULL): the base
+ * column of a diff (0 for a plain .prof) and the last one. */
+static void diff_counts(const char *prof, const char *fn, long *base, long *now)
+{
+	char pat[128];
+	const char *l = prof;
+
+	*base = *now = 0;
+	snprintf(pat, sizeof(pat), ";%s;", fn ? fn : "");
+	while (l && *l) {
+		const char *eol = strchr(l, '\n');
+		char *line = strndup(l, eol ? (size_t)(eol - l) : strlen(l)), *sp;
+
+		sp = strrchr(line, ' ');
+		ck_assert_ptr_nonnull(sp);
+		*sp = 0;
+		if (!fn || strstr(line, pat)) {
+			/* "stack; BASE" is left of a diff line, "stack;" of a plain one */
+			char *semi = strrchr(line, ';');
+
+			if (semi && semi[1] == ' ')
+				*base += strtol(semi + 2, NULL, 10);
+			*now += strtol(sp + 1, NULL, 10);
+		}
+		free(line);
+		l = eol ? eol + 1 : NULL;
+	}
+}
+
+/*
+ * The hot path switches: first the workload runs path a alone (--threads 0),
+ * then path a and path b (--threads 1). The diff of the second range against
+ * the first shows wl_path_b grown and wl_path_a shrunk (opposite signs), by
+ * what the two ranges exported apart say (the right magnitudes), in the
+ * folded diff, the red/blue SVG and go tool pprof -diff_base.
+ */
+START_TEST(test_export_diff_switch)
+{
+	double fa0, fa1, fb0, fb1, a, b, c;
+	long base, now, tb, tn;
+	int rc, status, b0, b1, n0, n1;
+	char extra[256], *o, *p0, *p1, *svg, *fd;
+	pid_t mon;
+
+	need("go");
+	snprintf(dir, sizeof(dir), "/tmp/cpa-export-e2e-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	/* Our own copy under our own name: the monitor sees the whole machine, where
+	 * other tests may run cpa-workload; --target_comm keeps to ours. */
+	o = cmd_out(&rc, "cp %s/cpa-workload %s/wlswitch", bin, dir);
+	ck_assert_int_eq(rc, 0);
+	free(o);
+	mon = monitor(15, 199);
+	sleep(2);
+	b0 = tod_now() + 1;
+	o = cmd_out(&rc, "%s/wlswitch --seconds 5 --threads 0", dir);
+	ck_assert_int_eq(rc, 0);
+	free(o);
+	b1 = tod_now() - 1;
+	n0 = tod_now() + 1;
+	o = cmd_out(&rc, "%s/wlswitch --seconds 5 --threads 1 --depth 6", dir);
+	ck_assert_int_eq(rc, 0);
+	free(o);
+	n1 = tod_now() - 1;
+	ck_assert_int_eq(waitpid(mon, &status, 0), mon);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert(b1 > b0 && n1 > n0);
+
+	/* the two ranges apart, then the diff; --no_pid: the two runs are two pids */
+	export(b0, b1 - b0, "base.prof", "--no_pid --target_comm wlswitch");
+	export(n0, n1 - n0, "new.prof", "--no_pid --target_comm wlswitch");
+	export(b0, b1 - b0, "base.pb.gz", "--target_comm wlswitch");
+	export(n0, n1 - n0, "new.pb.gz", "--target_comm wlswitch");
+	snprintf(
+		extra, sizeof(extra),
+		"--no_pid --target_comm wlswitch --diff_base_start %02d:%02d:%02d --diff_base_end %02d:%02d:%02d",
+		b0 / 3600, b0 / 60 % 60, b0 % 60, b1 / 3600, b1 / 60 % 60, b1 % 60);
+	export(n0, n1 - n0, "diff.prof", extra);
+	export(n0, n1 - n0, "diff.svg", extra);
+
+	p0 = cmd_out(&rc, "cat %s/base.prof", dir);
+	p1 = cmd_out(&rc, "cat %s/new.prof", dir);
+	fa0 = folded_share(p0, "wl_path_a");
+	fa1 = folded_share(p1, "wl_path_a");
+	fb0 = folded_share(p0, "wl_path_b");
+	fb1 = folded_share(p1, "wl_path_b");
+	fprintf(stderr, "export e2e diff: path a %.2f%% -> %.2f%%, path b %.2f%% -> %.2f%%\n", fa0,
+		fa1, fb0, fb1);
+	ck_assert(fb0 == 0 && fb1 > 5 && fa1 < fa0);
+
+	/* folded diff: the columns are the two ranges, stack by stack */
+	fd = cmd_out(&rc, "cat %s/diff.prof", dir);
+	diff_counts(fd, NULL, &base, &now);
+	diff_counts(p0, NULL, &tb, &tn); /* a plain .prof has one count: read it as "now" */
+	(void)tb;
+	ck_assert_int_eq(base, tn);
+	diff_counts(p1, NULL, &tb, &tn);
+	ck_assert_int_eq(now, tn);
+	diff_counts(fd, "wl_path_b", &base, &now);
+	ck_assert(base == 0 && now > 0);
+
+	/* SVG: shares of each range's total, opposite signs, the right magnitudes */
+	svg = cmd_out(&rc, "cat %s/diff.svg", dir);
+	diff_title(svg, "wl_path_a", &a, &b, &c);
+	fprintf(stderr, "export e2e diff svg: wl_path_a base %.2f new %.2f %+.2f\n", a, b, c);
+	ck_assert(a > fa0 - 0.05 && a < fa0 + 0.05 && b > fa1 - 0.05 && b < fa1 + 0.05 && c < 0);
+	diff_title(svg, "wl_path_b", &a, &b, &c);
+	fprintf(stderr, "export e2e diff svg: wl_path_b base %.2f new %.2f %+.2f\n", a, b, c);
+	ck_assert(a == 0 && b > fb1 - 0.05 && b < fb1 + 0.05 && c > 0);
+	ck_assert_ptr_nonnull(strstr(svg, "red: grew, blue: shrank"));
+
+	/* go tool pprof -diff_base: path b grew by its samples in the new range */
+	o = cmd_out(
+		&rc,
+		"go tool pprof -top -sample_index=samples -diff_base %s/base.pb.gz %s/new.pb.gz 2>&1",
+		dir, dir);
+	ck_assert_msg(rc == 0, "pprof -diff_base: %s", o);
+	{
+		double cum = pprof_cum(o, "wl_path_b");
+
+		ck_assert_msg(cum > 0, "wl_path_b did not grow in pprof -diff_base:\n%s", o);
+	}
+	free(o);
+	free(p0);
+	free(p1);
+	free(fd);
+	free(svg);
+	o = cmd_out(&rc, "rm -rf '%s'", dir);
+	free(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("export_e2e");
@@ -386,6 +539,7 @@ int main(void)
 	snprintf(bin, sizeof(bin), "%s/bin", b);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_export_real_run);
+	tcase_add_test(tc, test_export_diff_switch);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }
