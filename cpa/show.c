@@ -204,7 +204,7 @@ static int on_sample(void *ctx, const struct store_sample *s)
 	return 0;
 }
 
-void show_fmt_tod(uint64_t ns, char *buf, size_t len)
+static void fmt_tod(uint64_t ns, char *buf, size_t len)
 {
 	time_t t = (time_t)(ns / NS);
 	struct tm tm;
@@ -215,7 +215,7 @@ void show_fmt_tod(uint64_t ns, char *buf, size_t len)
 }
 
 /* "HH:MM:SS" -> seconds of the day, or -EINVAL. */
-long show_parse_tod(const char *s)
+static long parse_tod(const char *s)
 {
 	unsigned int h, m, sec;
 	char extra;
@@ -226,7 +226,7 @@ long show_parse_tod(const char *s)
 }
 
 /* Local midnight (unix seconds) of the day holding t. */
-int64_t show_local_midnight(int64_t t)
+static int64_t local_midnight(int64_t t)
 {
 	time_t tt = (time_t)t;
 	struct tm tm;
@@ -237,7 +237,7 @@ int64_t show_local_midnight(int64_t t)
 	return (int64_t)mktime(&tm);
 }
 
-void show_on_notice(void *ctx, const char *msg)
+static void on_notice(void *ctx, const char *msg)
 {
 	(void)ctx;
 	/* The block being written right now looks torn to a reader: not news. */
@@ -285,11 +285,11 @@ int show_run(const struct show_opts *o)
 		log_error("--output_num must be > 0, got %ld", o->output_num);
 		return -EINVAL;
 	}
-	if (o->starttime && (stod = show_parse_tod(o->starttime)) < 0) {
+	if (o->starttime && (stod = parse_tod(o->starttime)) < 0) {
 		log_error("bad --starttime '%s': want HH:MM:SS", o->starttime);
 		return -EINVAL;
 	}
-	if (o->endtime && (etod = show_parse_tod(o->endtime)) < 0) {
+	if (o->endtime && (etod = parse_tod(o->endtime)) < 0) {
 		log_error("bad --endtime '%s': want HH:MM:SS", o->endtime);
 		return -EINVAL;
 	}
@@ -323,7 +323,7 @@ int show_run(const struct show_opts *o)
 		if (ret < 0)
 			return log_error_errno(ret, "read store root '%s': %m", o->read);
 	}
-	ret = store_reader__open_err(dir, show_on_notice, NULL, &r, err, sizeof(err));
+	ret = store_reader__open_err(dir, on_notice, NULL, &r, err, sizeof(err));
 	if (ret < 0) {
 		log_error("%s", err);
 		return ret;
@@ -334,8 +334,8 @@ int show_run(const struct show_opts *o)
 		goto out;
 	}
 	if (o->show_range) {
-		show_fmt_tod(first, a, sizeof(a));
-		show_fmt_tod(last, b, sizeof(b));
+		fmt_tod(first, a, sizeof(a));
+		fmt_tod(last, b, sizeof(b));
 		printf("Record Time From [ %s ] to [ %s ] Records Num: %llu\n", a, b,
 		       (unsigned long long)recs);
 		fflush(stdout);
@@ -343,7 +343,7 @@ int show_run(const struct show_opts *o)
 	}
 
 	/* Times of day are within the store's own day: that of its first record. */
-	day0 = show_local_midnight((int64_t)(first / NS));
+	day0 = local_midnight((int64_t)(first / NS));
 	t0 = stod >= 0 ? day0 + stod : (int64_t)(first / NS);
 	n = o->output_num;
 	if (etod >= 0) {
@@ -359,11 +359,11 @@ int show_run(const struct show_opts *o)
 		ret = -EINVAL;
 		goto out;
 	}
-	show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
-	show_fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
+	fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
+	fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
 	printf("Export Record Time From [ %s - %s ]\n", a, b);
 	fflush(stdout);
-	if (show_export_wanted(o)) {
+	if (show_export_wanted(o)) { /* pprof, svg, speedscope, diffs, split: show_export.c */
 		ret = show_export(o, r, dir, &filt, t0, n);
 		goto out;
 	}
@@ -380,8 +380,8 @@ int show_run(const struct show_opts *o)
 		goto out;
 	}
 	if (!c.rows) {
-		show_fmt_tod(first, outp, sizeof(outp));
-		show_fmt_tod(last, err, sizeof(err));
+		fmt_tod(first, outp, sizeof(outp));
+		fmt_tod(last, err, sizeof(err));
 		log_error("no records in [ %s - %s ] of '%s' (it holds %s - %s)", a, b, dir, outp,
 			  err);
 		ret = -ENODATA;
@@ -394,8 +394,8 @@ int show_run(const struct show_opts *o)
 	ret = write_prof(&c, outp);
 	if (ret < 0)
 		goto out;
-	show_fmt_tod((uint64_t)c.min_sec * NS, a, sizeof(a));
-	show_fmt_tod((uint64_t)(c.max_sec + 1) * NS, b, sizeof(b));
+	fmt_tod((uint64_t)c.min_sec * NS, a, sizeof(a));
+	fmt_tod((uint64_t)(c.max_sec + 1) * NS, b, sizeof(b));
 	printf("Write  [ %s - %s ] Record to %s, Stack Type %u\n", a, b, outp, c.f.n);
 	fflush(stdout);
 	if (o->verbose) {
@@ -414,4 +414,25 @@ out:
 	free(c.buf);
 	store_reader__free(r);
 	return ret;
+}
+
+/* For show_export.c (show.h). */
+void show_fmt_tod(uint64_t ns, char *buf, size_t len)
+{
+	fmt_tod(ns, buf, len);
+}
+
+long show_parse_tod(const char *s)
+{
+	return parse_tod(s);
+}
+
+int64_t show_local_midnight(int64_t t)
+{
+	return local_midnight(t);
+}
+
+void show_on_notice(void *ctx, const char *msg)
+{
+	on_notice(ctx, msg);
 }
