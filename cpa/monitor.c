@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "push_keeper.h"
 #include "shm/arena.h"
 #include "supervisor.h"
 
@@ -188,6 +189,7 @@ int cmd_monitor(struct cpa_opts *o)
 	_cleanup_close_ int pidfd = -1;
 	char stage_dir[PATH_MAX], store_dir[PATH_MAX], pidfile[PATH_MAX];
 	sigset_t mask;
+	pid_t keeper = -1;
 	int r, code = 1;
 
 	log_set_subsystem("monitor");
@@ -241,7 +243,10 @@ int cmd_monitor(struct cpa_opts *o)
 	p.verbose = o->verbose;
 	p.duration_ms = (uint64_t)o->duration * 1000;
 	p.stats_every_ms = (uint64_t)m->log_print_cycles * (uint64_t)m->record_interval * 1000;
+	if (m->push)
+		keeper = push_keeper__start(stage_dir, store_dir, m->push);
 	code = supervisor__run(arena, &p);
+	push_keeper__stop(keeper);
 out:
 	unlink(pidfile);
 	shm_arena__free(arena);

@@ -120,6 +120,9 @@ static const struct opt_def opt_table[] = {
 	 "frames as 'sym [path]'", NULL},
 	{"strip_name_disable", 0, OPT_BOOL, MON, O(mon.strip_name_disable), 0, 0, NULL,
 	 "keep full Go symbol names", NULL},
+	{"push", 0, OPT_STR, MON, O(mon.push), 0, 0, "URL",
+	 "post every interval of the store to Pyroscope at URL (cpa-push, restarted if it exits)",
+	 NULL},
 	{"pc_locations", 0, OPT_BOOL, MON, O(mon.pc_locations), 0, 0, NULL,
 	 "store one frame per pc, not per function (pprof Locations at the sampled instruction; "
 	 "a bigger store)",

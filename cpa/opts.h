@@ -52,6 +52,7 @@ struct monitor_opts {
 	bool include_full_path;
 	bool strip_name_disable;
 	bool pc_locations;
+	const char *push; /* --push URL: cpa-push next to the stages */
 	const char *record_env_name;
 	const char *parse_env_values;
 	long max_queue_size;

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,18 +306,118 @@ START_TEST(test_push_restart_and_outage)
 }
 END_TEST
 
+/*
+ * cpa monitor --push URL (built as test_push_monitor; root + BTF): the
+ * monitor runs cpa-push next to the stages; while the workload runs, sealed
+ * windows reach the receiver, contiguous, holding the workload's samples.
+ */
+/* The child of parent whose /proc/PID/exe ends with name, or -1. */
+static pid_t child_named(pid_t parent, const char *name)
+{
+	char path[128], buf[4096], exe[1100];
+	FILE *f;
+	long pid;
+	pid_t found = -1;
+	char *p, *end;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", parent, parent);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+	fclose(f);
+	for (p = buf; (pid = strtol(p, &end, 10)) > 0; p = end) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
+		n = readlink(path, exe, sizeof(exe) - 1);
+		if (n <= 0)
+			continue;
+		exe[n] = 0;
+		if (strlen(exe) >= strlen(name) && !strcmp(exe + strlen(exe) - strlen(name), name))
+			found = (pid_t)pid;
+	}
+	return found;
+}
+
+START_TEST(test_monitor_push)
+{
+	static char raw[1 << 20];
+	const char *b = getenv("CPA_BUILD_DIR");
+	char cpa[1100], wl[1100], url[64];
+	pid_t mon, w;
+	int st, i, n;
+
+	snprintf(cpa, sizeof(cpa), "%s/bin/cpa", b);
+	snprintf(wl, sizeof(wl), "%s/bin/cpa-workload", b);
+	rx_start();
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", rx.port);
+	mon = fork();
+	ck_assert_int_ge(mon, 0);
+	if (mon == 0) {
+		execl(cpa, cpa, "monitor", "--store_dir", root, "-F", "99", "--duration", "34",
+		      "--push", url, (char *)NULL);
+		_exit(127);
+	}
+	sleep(2);
+	w = fork();
+	ck_assert_int_ge(w, 0);
+	if (w == 0) {
+		execl(wl, wl, "--seconds", "28", "--threads", "1", (char *)NULL);
+		_exit(127);
+	}
+	/* cpa-push dies mid-run (its keeper is the monitor's child running cpa):
+	 * the keeper restarts it, which resumes from its position */
+	sleep(8);
+	{
+		pid_t keeper = child_named(mon, "/cpa"), pusher;
+
+		ck_assert_int_gt(keeper, 0);
+		pusher = child_named(keeper, "/cpa-push");
+		ck_assert_int_gt(pusher, 0);
+		ck_assert_int_eq(kill(pusher, SIGKILL), 0);
+		sleep(3);
+		ck_assert_int_gt(child_named(keeper, "/cpa-push"), 0);
+		ck_assert_int_ne(child_named(keeper, "/cpa-push"), pusher);
+	}
+	ck_assert_int_eq(waitpid(w, &st, 0), w);
+	ck_assert_int_eq(waitpid(mon, &st, 0), mon);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	n = atomic_load(&rx.n);
+	fprintf(stderr, "monitor --push: %d uploads\n", n);
+	ck_assert_int_ge(n, 1);
+	for (i = 0; i < n; i++) {
+		ck_assert_int_eq(rx.up[i].until - rx.up[i].from, INTERVAL);
+		if (i)
+			ck_assert_int_eq(rx.up[i].from, rx.up[i - 1].until);
+		ck_assert_int_gt(upload_samples(rx.up[i].path, raw, sizeof(raw)), 0);
+	}
+	ck_assert_ptr_nonnull(strstr(raw, "process:[cpa-workload]"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("push");
-	TCase *tc = tcase_create("push");
+	TCase *tc = tcase_create("push"), *tcm = tcase_create("monitor");
 	int r;
 
 	setenv("TZ", "UTC", 1);
 	tzset();
 	root = t_mkdtemp();
 	tcase_set_timeout(tc, 120);
+	tcase_set_timeout(tcm, 120);
 	tcase_add_test(tc, test_push_restart_and_outage);
+	tcase_add_test(tcm, test_monitor_push);
+#ifdef PUSH_MONITOR
+	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		fprintf(stderr, "skip: needs root and BTF\n");
+		return TEST_SKIP;
+	}
+	suite_add_tcase(s, tcm);
+#else
 	suite_add_tcase(s, tc);
+#endif
 	/* no fork: the receiver thread and its state live in this process */
 	setenv("CK_FORK", "no", 1);
 	r = test_run_suite(s);
