@@ -23,10 +23,10 @@ run() {
 	shift
 	mkdir "$store" && chown nobody "$store"
 	(cd "$tmp" && timeout 60 setpriv --reuid=nobody --regid=nogroup --clear-groups "$@" \
-		"$tmp/bin/cpa" monitor --store_dir "$store" -F 99 --duration 6 >"$tmp/$name.log" 2>&1) &
+		"$tmp/bin/cpa" monitor --store_dir "$store" -F 99 --duration 7 >"$tmp/$name.log" 2>&1) &
 	local mon=$!
 	sleep 2
-	"$tmp/bin/cpa-workload-nofp" --seconds 3 --depth 4 >"$tmp/$name.wl"
+	"$tmp/bin/cpa-workload-nofp" --seconds 4 --depth 4 >"$tmp/$name.wl"
 	wait $mon
 }
 
@@ -35,11 +35,16 @@ check() {
 	pid=$(awk '/^pid/ {print $2}' "$tmp/$name.wl")
 	"$tmp/bin/cpa" show --read "$tmp/store-$name" -n 30 -o "$tmp/$name.prof" --no_env >/dev/null ||
 		fail "$name: cpa show"
-	awk -v p=":$pid;" '
+	local got
+	got=$(awk -v p=":$pid;" '
 		index($0, p) == 0 { next }
 		/;main;wl_main_loop;wl_path_a;wl_lib_work;wl_lib_spin;/ { chain += $NF }
 		{ all += $NF }
-		END { if (!chain) exit 1 }' "$tmp/$name.prof" || fail "$name: no complete workload chain"
+		END { print chain + 0, all + 0 }' "$tmp/$name.prof")
+	[ "${got%% *}" -gt 0 ] || {
+		grep ":$pid;" "$tmp/$name.prof" | sort -t' ' -k2 -nr | head -5 >&2
+		fail "$name: no complete workload chain (chain, all samples of pid $pid: $got)"
+	}
 	local k kx
 	k=$(awk '/_\[k\];/ {s += $NF} END {print s + 0}' "$tmp/$name.prof")
 	kx=$(awk '/;0xffff[0-9a-f]*_\[k\];/ {s += $NF} END {print s + 0}' "$tmp/$name.prof")
