@@ -28,6 +28,10 @@ int cmd_show(struct cpa_opts *o)
 		.target_cpu = c->target_cpu,
 		.target_cgroup_id = c->target_cgroup_id,
 		.verbose = o->verbose,
+		.format = c->format,
+		.diff_base_read = c->diff_base_read,
+		.diff_base_start = c->diff_base_start,
+		.diff_base_end = c->diff_base_end,
 	};
 
 	return show_run(&so) < 0 ? 1 : 0;

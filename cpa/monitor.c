@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
+#include "push_keeper.h"
 #include "shm/arena.h"
 #include "supervisor.h"
 
@@ -105,6 +106,7 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 		   (m->offcpu ? CPA_CFG_OFFCPU : 0) | (m->disable_sym ? CPA_CFG_DISABLE_SYM : 0) |
 		   (m->include_full_path ? CPA_CFG_FULL_PATH : 0) |
 		   (m->strip_name_disable ? CPA_CFG_STRIP_NAME_OFF : 0) |
+		   (m->pc_locations ? CPA_CFG_PC_LOCATIONS : 0) |
 		   (m->oneshot ? CPA_CFG_ONESHOT : 0) | (m->bench ? CPA_CFG_BENCH : 0) |
 		   (o->verbose ? CPA_CFG_VERBOSE : 0);
 	c->backend = strcmp(m->backend, "perf") ? CPA_BACKEND_BPF : CPA_BACKEND_PERF;
@@ -186,6 +188,7 @@ int cmd_monitor(struct cpa_opts *o)
 	_cleanup_close_ int pidfd = -1;
 	char stage_dir[PATH_MAX], store_dir[PATH_MAX], pidfile[PATH_MAX];
 	sigset_t mask;
+	pid_t keeper = -1;
 	int r, code = 1;
 
 	log_set_subsystem("monitor");
@@ -239,7 +242,10 @@ int cmd_monitor(struct cpa_opts *o)
 	p.verbose = o->verbose;
 	p.duration_ms = (uint64_t)o->duration * 1000;
 	p.stats_every_ms = (uint64_t)m->log_print_cycles * (uint64_t)m->record_interval * 1000;
+	if (m->push)
+		keeper = push_keeper__start(stage_dir, store_dir, m->push);
 	code = supervisor__run(arena, &p);
+	push_keeper__stop(keeper);
 out:
 	unlink(pidfile);
 	shm_arena__free(arena);

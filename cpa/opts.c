@@ -71,6 +71,8 @@ static int check_cpulist(const struct opt_def *d, const char *val, struct cpa_op
 			 const char *where);
 static int check_path(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		      const char *where);
+static int check_format(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			const char *where);
 
 static const struct opt_def opt_table[] = {
 	/* global */
@@ -118,6 +120,13 @@ static const struct opt_def opt_table[] = {
 	 "frames as 'sym [path]'", NULL},
 	{"strip_name_disable", 0, OPT_BOOL, MON, O(mon.strip_name_disable), 0, 0, NULL,
 	 "keep full Go symbol names", NULL},
+	{"push", 0, OPT_STR, MON, O(mon.push), 0, 0, "URL",
+	 "post every interval of the store to Pyroscope at URL (cpa-push, restarted if it exits)",
+	 NULL},
+	{"pc_locations", 0, OPT_BOOL, MON, O(mon.pc_locations), 0, 0, NULL,
+	 "store one frame per pc, not per function (pprof Locations at the sampled instruction; "
+	 "a bigger store)",
+	 NULL},
 	{"record_env_name", 'R', OPT_STR, MON, O(mon.record_env_name), 0, 0, "K1,K2",
 	 "env label: first of these keys found in /proc/PID/environ (else SYSTEM)", check_env_list},
 	{"parse_env_values", 'V', OPT_STR, MON, O(mon.parse_env_values), 0, 0, "V1,V2",
@@ -178,6 +187,16 @@ static const struct opt_def opt_table[] = {
 	 "only this cgroup id (64-bit)", NULL},
 	{"target_cpu", 0, OPT_STR, SHOW, O(show.target_cpu), 0, 0, "SET",
 	 "only these cpus, e.g. 1-3,5,7-9", check_cpulist},
+	{"format", 0, OPT_STR, SHOW, O(show.format), 0, 0, "FMT",
+	 "folded, pprof, svg or speedscope (default: from -o's suffix .prof, .pb.gz, .svg, "
+	 ".speedscope.json; else folded)",
+	 check_format},
+	{"diff_base_start", 0, OPT_STR, SHOW, O(show.diff_base_start), 0, 0, "HH:MM:SS",
+	 "diff against the range from this time (red grew, blue shrank)", check_time},
+	{"diff_base_end", 0, OPT_STR, SHOW, O(show.diff_base_end), 0, 0, "HH:MM:SS",
+	 "end of the diff base (default: as long as the range exported)", check_time},
+	{"diff_base_read", 0, OPT_STR, SHOW, O(show.diff_base_read), 0, 0, "DIR",
+	 "store of the diff base (default --read), e.g. yesterday's", check_path},
 };
 
 /*
@@ -190,8 +209,10 @@ static const struct {
 	unsigned int scope;
 	const char *value;
 } opt_unsupported[] = {
-	{"offcpu", MON, NULL},	    {"probe", MON, NULL},    {"oneshot", MON, NULL},
-	{"split_path", SHOW, NULL}, {"use_cui", SHOW, NULL},
+	{"offcpu", MON, NULL},
+	{"probe", MON, NULL},
+	{"oneshot", MON, NULL},
+	{"use_cui", SHOW, NULL},
 };
 
 static void *opt_ptr(const struct opt_def *d, struct cpa_opts *o)
@@ -854,6 +875,21 @@ static int check_time(const struct opt_def *d, const char *val, struct cpa_opts 
 		return -EINVAL;
 	}
 	return 0;
+}
+
+static int check_format(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			const char *where)
+{
+	static const char *const formats[] = {"folded", "pprof", "svg", "speedscope"};
+	size_t i;
+
+	(void)o;
+	for (i = 0; i < ARRAY_SIZE(formats); i++)
+		if (!strcmp(val, formats[i]))
+			return 0;
+	log_error("%s--%s: invalid value '%s' (expected folded, pprof, svg or speedscope)", where,
+		  d->name, val);
+	return -EINVAL;
 }
 
 static int check_cpulist(const struct opt_def *d, const char *val, struct cpa_opts *o,

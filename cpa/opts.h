@@ -53,6 +53,8 @@ struct monitor_opts {
 	bool disable_sym;
 	bool include_full_path;
 	bool strip_name_disable;
+	bool pc_locations;
+	const char *push; /* --push URL: cpa-push next to the stages */
 	const char *record_env_name;
 	const char *parse_env_values;
 	long max_queue_size;
@@ -87,6 +89,8 @@ struct show_cli {
 	const char *target_env;
 	long long target_cgroup_id; /* -1 = all */
 	const char *target_cpu;
+	const char *format; /* --format; NULL: from -o's suffix */
+	const char *diff_base_start, *diff_base_end, *diff_base_read;
 };
 
 struct cpa_opts {

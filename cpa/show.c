@@ -337,10 +337,6 @@ static int parse_request(const struct show_opts *o, struct store_filter *filt, u
 		log_error("--read DIR is required: a store dir (cpa_YYMMDD...) or the store root");
 		return -EINVAL;
 	}
-	if (o->split_path) {
-		log_error("--split_path is not supported yet by this cpa");
-		return -EOPNOTSUPP;
-	}
 	if (o->output_num <= 0) {
 		log_error("--output_num must be > 0, got %ld", o->output_num);
 		return -EINVAL;
@@ -374,26 +370,34 @@ static int parse_request(const struct show_opts *o, struct store_filter *filt, u
 	return 0;
 }
 
-/* --read names a store dir, or a root to pick one from by --starttime. */
+/* --read names a store dir, or a root to pick one from by --starttime (tod, -1 =
+ * the newest): the dir into buf, or -errno (logged). */
+int show_pick_dir(const char *read, long tod, char *buf, size_t len)
+{
+	int r;
+
+	if (store_dir__is_store(read)) {
+		snprintf(buf, len, "%s", read);
+		return 0;
+	}
+	r = pick_store(read, tod, buf, len);
+	if (r == -ENOENT)
+		log_error("no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
+			  read);
+	else if (r < 0)
+		log_error_errno(r, "read store root '%s': %m", read);
+	return r;
+}
+
 static int open_store(const struct show_opts *o, long stod, char *dir, size_t len,
 		      struct store_reader **ret)
 {
 	char err[512];
 	int r;
 
-	if (store_dir__is_store(o->read)) {
-		snprintf(dir, len, "%s", o->read);
-	} else {
-		r = pick_store(o->read, stod, dir, len);
-		if (r == -ENOENT) {
-			log_error(
-				"no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
-				o->read);
-			return r;
-		}
-		if (r < 0)
-			return log_error_errno(r, "read store root '%s': %m", o->read);
-	}
+	r = show_pick_dir(o->read, stod, dir, len);
+	if (r < 0)
+		return r;
 	r = store_reader__open_err(dir, on_notice, NULL, ret, err, sizeof(err));
 	if (r < 0)
 		log_error("%s", err);
@@ -489,6 +493,10 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
 	printf("Export Record Time From [ %s - %s ]\n", a, b);
 	fflush(stdout);
+	if (show_export_wanted(o)) { /* pprof, svg, speedscope, diffs, split: show_export.c */
+		ret = show_export(o, r, dir, filt, t0, n);
+		goto out;
+	}
 
 	ret = read_window(r, dir, t0, n, filt, &c);
 	if (ret < 0)
@@ -555,4 +563,25 @@ int show_run(const struct show_opts *o)
 	}
 	store_reader__free(r);
 	return ret;
+}
+
+/* For show_export.c (show.h). */
+void show_fmt_tod(uint64_t ns, char *buf, size_t len)
+{
+	fmt_tod(ns, buf, len);
+}
+
+long show_parse_tod(const char *s)
+{
+	return parse_tod(s);
+}
+
+int64_t show_local_midnight(int64_t t)
+{
+	return local_midnight(t);
+}
+
+void show_on_notice(void *ctx, const char *msg)
+{
+	on_notice(ctx, msg);
 }

@@ -35,6 +35,7 @@ enum cpa_config_flag {
 	CPA_CFG_VERBOSE = 1u << 7,	     /* --verbose */
 	CPA_CFG_WITH_IDLE = 1u << 8,	     /* sample the idle task (pid 0) too */
 	CPA_CFG_FORCE_USTACK = 1u << 9,	     /* copy user stacks even on kernels with the NMI bug */
+	CPA_CFG_PC_LOCATIONS = 1u << 10,     /* --pc_locations: symd keeps one frame per pc */
 };
 
 struct cpa_config {

@@ -261,7 +261,6 @@ START_TEST(test_unsupported_refused)
 		{MON, {"-u"}, "--offcpu: not supported yet"},
 		{MON, {"--probe", "tracepoint:sched:sched_switch"}, "--probe: not supported yet"},
 		{MON, {"--oneshot"}, "--oneshot: not supported yet"},
-		{SHOW, {"-r", "/tmp", "--split_path", "/tmp/s"}, "--split_path: not supported yet"},
 		{SHOW, {"-r", "/tmp", "-G"}, "--use_cui: not supported yet"},
 	};
 
@@ -272,6 +271,11 @@ START_TEST(test_unsupported_refused)
 	}
 	/* Built since: accepted now. */
 	ck_assert_int_eq(PARSE(MON, "--bench"), 0);
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--split_path", "/tmp/s"), 0);
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--format", "svg", "--diff_base_start",
+			       "10:00:00", "--diff_base_end", "10:01:00"),
+			 0);
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--format", "perf"), -EINVAL);
 	ck_assert_int_eq(PARSE(MON, "--backend", "perf"), 0);
 	ck_assert_int_eq(PARSE(MON, "--debug_option", "12,10,/tmp/dump"), 0);
 	ck_assert_int_eq(PARSE(MON, "--parse_env_values", "a,b"), 0);

@@ -526,9 +526,6 @@ START_TEST(test_show_errors)
 	o.output_num = 0;
 	ck_assert_int_eq(run(&o), -EINVAL);
 	o = defaults();
-	o.split_path = "/tmp/x";
-	ck_assert_int_eq(run(&o), -EOPNOTSUPP);
-	o = defaults();
 	o.target_cpu = "3-1";
 	ck_assert_int_eq(run(&o), -EINVAL);
 	o = defaults();
