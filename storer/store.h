@@ -222,4 +222,20 @@ bool store_dir__is_store(const char *path);
 /* Parse a cpu list "1-3,5" into a bitmap of nbits; -EINVAL on bad syntax. */
 int store_cpulist__parse(const char *s, uint8_t *bits, uint32_t nbits);
 
+/* ---- timeline (store_timeline.c): counts from the index and block headers only */
+
+struct store_tl_block {
+	int64_t t_min_s;    /* first second of the block */
+	uint32_t span_s;    /* t_max_s - t_min_s */
+	uint32_t n_sec;     /* seconds with data */
+	uint32_t n_samples; /* samples incl. lost (saturating) */
+};
+
+/* Every indexed block with a valid header, sorted by (segment, offset), read
+ * without decompressing anything (*ret: free()). ret_bad: headers that failed
+ * their check. -ENOENT without an index, -EBADMSG for a bad one,
+ * -EPROTONOSUPPORT for a newer major version. */
+int store_timeline__read(const char *dir, struct store_tl_block **ret, size_t *ret_n,
+			 uint64_t *ret_bad);
+
 #endif /* CPA_STORE_H */
