@@ -187,7 +187,7 @@ static const struct {
 	const char *value;
 } opt_unsupported[] = {
 	{"offcpu", MON, NULL},	    {"probe", MON, NULL},    {"oneshot", MON, NULL},
-	{"split_path", SHOW, NULL}, {"use_cui", SHOW, NULL},
+	{"split_path", SHOW, NULL},
 };
 
 static void *opt_ptr(const struct opt_def *d, struct cpa_opts *o)

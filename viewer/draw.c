@@ -392,7 +392,7 @@ static void draw_details(struct vapp *a, int y)
 	} else if (n->cls == VCLS_KERNEL) {
 		snprintf(extra, sizeof(extra), "  [kernel]");
 	}
-	snprintf(buf, sizeof(buf), "%s  total %.1f%% (%llu samples)  self %.1f%% (%llu)%s",
+	snprintf(buf, sizeof(buf), "%s  total %.1f%% (%llu)  self %.1f%% (%llu)%s",
 		 vtree__name(t, a->sel), pct(n->total, root), (unsigned long long)n->total,
 		 pct(n->self, root), (unsigned long long)n->self, extra);
 	line_fill(y, A_BOLD, buf, a->cols);
@@ -489,30 +489,53 @@ static void draw_header(struct vapp *a)
 	char buf[1024], f[16], l[16], r0[16], r1[16], sp[32], filt[256];
 	const char *dir = strrchr(a->m.dir, '/') ? strrchr(a->m.dir, '/') + 1 : a->m.dir;
 	uint64_t corrupt = vmodel__corrupt(&a->m);
+	size_t o;
 
 	fmt_tod(a->m.first_s, f, sizeof(f));
 	fmt_tod(a->m.last_s + 1, l, sizeof(l));
-	snprintf(buf, sizeof(buf), " cpa-view  %.200s  %s-%s%s%s", dir, f, l, a->o.follow ? "  [live]" : "",
-		 a->diff && a->have_a ? "  [diff]" : "");
-	if (corrupt) {
-		size_t o = strlen(buf);
-
-		snprintf(buf + o, sizeof(buf) - o, "  corrupt blocks skipped: %llu",
-			 (unsigned long long)corrupt);
-	}
+	vfilter__describe(&a->f, filt, sizeof(filt));
+	o = (size_t)snprintf(buf, sizeof(buf), " cpa-view  %.200s  %s-%s%s%s", dir, f, l,
+			     a->o.follow ? "  [live]" : "", a->diff && a->have_a ? "  [diff]" : "");
+	if (corrupt)
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "  corrupt blocks skipped: %llu",
+				      (unsigned long long)corrupt);
+	snprintf(buf + o, sizeof(buf) - o, "  group %s%s%s%s", vgroup__name(a->f.group),
+		 a->f.kernel ? "" : "  no-kernel", filt[0] ? "  " : "", filt);
 	line_fill(0, pair_attr(a, P_TITLE) | (a->color ? 0 : A_REVERSE), buf, a->cols);
 
 	fmt_tod(a->r0, r0, sizeof(r0));
 	fmt_tod(a->r1, r1, sizeof(r1));
 	fmt_span(a->r1 - a->r0, sp, sizeof(sp));
-	vfilter__describe(&a->f, filt, sizeof(filt));
-	snprintf(buf, sizeof(buf),
-		 "range %s-%s (%s)  %llu samples: on %llu off %llu lost %llu  group %s%s%s%s",
+	snprintf(buf, sizeof(buf), "range %s-%s (%s)  %llu samples: on %llu off %llu lost %llu",
 		 r0, r1, sp, (unsigned long long)a->st.samples, (unsigned long long)a->st.on,
-		 (unsigned long long)a->st.off, (unsigned long long)a->st.lost,
-		 vgroup__name(a->f.group), a->f.kernel ? "" : "  no-kernel", filt[0] ? "  " : "",
-		 filt);
+		 (unsigned long long)a->st.off, (unsigned long long)a->st.lost);
+	if (a->st.probe) {
+		o = strlen(buf);
+		snprintf(buf + o, sizeof(buf) - o, " probe %llu", (unsigned long long)a->st.probe);
+	}
 	line_fill(2 + tl_height(a->rows) + 2 - 1, A_BOLD, buf, a->cols);
+}
+
+/* Word-wrapped text from row y, at most max_rows rows; returns rows used. */
+static int put_wrapped(int y, int x, const char *s, int w, int max_rows)
+{
+	int rows = 0;
+
+	while (*s && rows < max_rows) {
+		int n = (int)strlen(s), cut = n;
+
+		if (n > w) {
+			for (cut = w; cut > w / 2 && s[cut] != ' '; cut--)
+				;
+			if (s[cut] != ' ')
+				cut = w;
+		}
+		mvaddnstr(y + rows++, x, s, cut);
+		s += cut;
+		while (*s == ' ')
+			s++;
+	}
+	return rows;
 }
 
 static void draw_bottom(struct vapp *a)
@@ -561,9 +584,7 @@ void vdraw__screen(struct vapp *a)
 	if (!a->have_model) {
 		line_fill(0, A_REVERSE, " cpa-view", a->cols);
 		mvaddnstr(2, 2, "Cannot show this store:", a->cols - 2);
-		move(3, 2);
-		addnstr(a->err, a->cols * 3);
-		mvaddnstr(6, 2, a->o.follow ? "live mode: retrying every second; q quits"
+		mvaddnstr(4 + put_wrapped(3, 2, a->err, a->cols - 4, a->rows - 6), 2, a->o.follow ? "live mode: retrying every second; q quits"
 					    : "q quits",
 			  a->cols - 2);
 		return;

@@ -16,8 +16,8 @@
 static const struct vkey keys[] = {
 	{'?', VV_ALL | VV_HELP, VA_HELP, "?", "show / hide this help"},
 	{'q', VV_ALL, VA_QUIT, "q", "quit"},
-	{'Q', VV_ALL, VA_QUIT, "Q", NULL},
-	{CTRL('c'), VV_ALL | VV_HELP, VA_QUIT, "^C", NULL},
+	{'Q', VV_ALL, VA_QUIT, NULL, NULL},
+	{CTRL('c'), VV_ALL | VV_HELP, VA_QUIT, NULL, NULL},
 	{'q', VV_HELP, VA_HELP, NULL, NULL},
 	{27, VV_HELP, VA_HELP, NULL, NULL},
 	/* timeline and range */

@@ -20,10 +20,14 @@
 
 long vapp__parse_tod(const char *s)
 {
-	unsigned int h, m, sec;
+	unsigned int h, m, sec, ms;
 	char extra;
+	int n = sscanf(s, "%2u:%2u:%2u.%3u%c", &h, &m, &sec, &ms, &extra);
 
-	if (sscanf(s, "%2u:%2u:%2u%c", &h, &m, &sec, &extra) != 3 || h > 23 || m > 59 || sec > 59)
+	/* HH:MM:SS, or HH:MM:SS.mmm as cpa show takes it (milliseconds ignored) */
+	if (n == 3 && sscanf(s, "%2u:%2u:%2u%c", &h, &m, &sec, &extra) != 3)
+		return -1;
+	if ((n != 3 && n != 4) || h > 23 || m > 59 || sec > 59)
 		return -1;
 	return (long)h * 3600 + m * 60 + sec;
 }
@@ -210,7 +214,9 @@ static int top_cmp_self(const void *x, const void *y)
 
 	if (a->self != b->self)
 		return a->self > b->self ? -1 : 1;
-	return a->total > b->total ? -1 : a->total < b->total;
+	if (a->total != b->total)
+		return a->total > b->total ? -1 : 1;
+	return a->name < b->name ? -1 : a->name > b->name;
 }
 
 static int top_cmp_total(const void *x, const void *y)
@@ -219,7 +225,9 @@ static int top_cmp_total(const void *x, const void *y)
 
 	if (a->total != b->total)
 		return a->total > b->total ? -1 : 1;
-	return a->self > b->self ? -1 : a->self < b->self;
+	if (a->self != b->self)
+		return a->self > b->self ? -1 : 1;
+	return a->name < b->name ? -1 : a->name > b->name;
 }
 
 static int top_cmp_delta(const void *x, const void *y)
@@ -227,7 +235,9 @@ static int top_cmp_delta(const void *x, const void *y)
 	const struct vtop_row *a = x, *b = y;
 	double da = a->delta < 0 ? -a->delta : a->delta, db = b->delta < 0 ? -b->delta : b->delta;
 
-	return da > db ? -1 : da < db;
+	if (da != db)
+		return da > db ? -1 : 1;
+	return a->name < b->name ? -1 : a->name > b->name;
 }
 
 /* Per name: self summed, total summed over outermost occurrences only. */
@@ -370,6 +380,7 @@ static void recompute(struct vapp *a)
 	a->agg_ms = (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6;
 	/* Keep the zoom and the selection where the same frames still exist. */
 	a->zoom = find_path(&a->tree, zp, zn);
+	a->n_zstack = 0;
 	a->sel = find_path(&a->tree, sp, sn);
 	search_update(a);
 	if (a->view & (VV_TOP | VV_SANDWICH))
@@ -738,7 +749,7 @@ void vapp__key(struct vapp *a, int key)
 			a->view = VV_FLAME;
 		} else if (a->zoom) {
 			a->sel = a->zoom;
-			a->zoom = a->tree.nodes[a->sel].parent;
+			a->zoom = a->n_zstack ? a->zstack[--a->n_zstack] : a->tree.nodes[a->sel].parent;
 			a->top_depth = 0;
 		}
 		break;
@@ -770,13 +781,17 @@ void vapp__key(struct vapp *a, int key)
 				a->sw_name = a->top[a->top_sel].name;
 				go_view(a, VV_SANDWICH);
 			}
-		} else if (a->view == VV_FLAME && a->tree.nodes[a->sel].child != VNODE_NONE) {
+		} else if (a->view == VV_FLAME && a->tree.nodes[a->sel].child != VNODE_NONE &&
+			   a->sel != a->zoom) {
+			if (a->n_zstack < ARRAY_SIZE(a->zstack))
+				a->zstack[a->n_zstack++] = a->zoom;
 			a->zoom = a->sel;
 			a->top_depth = 0;
 		}
 		break;
 	case VA_ZOOM_RESET:
 		a->zoom = 0;
+		a->n_zstack = 0;
 		a->top_depth = 0;
 		break;
 	case VA_RANGE_PREV:

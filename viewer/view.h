@@ -56,6 +56,8 @@ struct vapp {
 	struct vrange_stats st_a;
 	/* flamegraph */
 	uint32_t zoom; /* node at the top of the flamegraph */
+	uint32_t zstack[32]; /* earlier zooms, for Esc (cleared on re-aggregation) */
+	uint32_t n_zstack;
 	uint32_t sel;  /* selected node */
 	uint32_t top_depth;
 	struct vlayout lay;
