@@ -26,6 +26,7 @@ struct vgen {
 	/* frame name -> frame id, open addressing */
 	char *names[VG_NAMES_CAP];
 	uint32_t ids[VG_NAMES_CAP];
+	uint32_t n_names;
 };
 
 static inline uint32_t vgen_str(struct vgen *g, const char *s)
@@ -85,6 +86,10 @@ static inline uint32_t vgen_frame(struct vgen *g, const char *name, size_t len)
 	for (j = (uint32_t)h & (VG_NAMES_CAP - 1); g->names[j]; j = (j + 1) & (VG_NAMES_CAP - 1))
 		if (!strncmp(g->names[j], name, len) && !g->names[j][len])
 			return g->ids[j];
+	if (++g->n_names > VG_NAMES_CAP / 2) {
+		fprintf(stderr, "vgen: more than %u distinct frame names\n", VG_NAMES_CAP / 2);
+		abort();
+	}
 	g->names[j] = strndup(name, len);
 	{
 		char tmp[512];

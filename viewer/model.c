@@ -320,7 +320,10 @@ void vmodel__free(struct vmodel *m)
 
 	model_close(m);
 	strtab__free(&m->names);
-	u64map__free(&m->stack_idx);
+	for (i = 0; i < m->n_segs; i++)
+		free(m->segs[i].idx);
+	free(m->segs);
+	u64map__free(&m->stack_dedup);
 	for (i = 0; i < VG_MAX; i++)
 		u64map__free(&m->groups[i]);
 	u64map__free(&m->agg);
@@ -384,21 +387,64 @@ static int grow_arr(void **p, uint32_t *cap, uint32_t need, size_t esz)
 	return 0;
 }
 
-/* Interned stack of a row: index into m->stacks, or UINT32_MAX on ENOMEM. */
+/* The (seg, stack_id) slot of the segment map, NULL on ENOMEM. */
+static uint32_t *seg_slot(struct vmodel *m, uint32_t seg, uint32_t stack_id)
+{
+	struct vseg_map *sm = NULL;
+	uint32_t i;
+
+	if (m->last_seg < m->n_segs && m->segs[m->last_seg].seg == seg) {
+		sm = &m->segs[m->last_seg];
+	} else {
+		for (i = 0; i < m->n_segs; i++)
+			if (m->segs[i].seg == seg)
+				break;
+		if (i == m->n_segs) {
+			struct vseg_map *ns = realloc(m->segs, (m->n_segs + 1) * sizeof(*ns));
+
+			if (!ns)
+				return NULL;
+			m->segs = ns;
+			m->segs[m->n_segs++] = (struct vseg_map){.seg = seg};
+		}
+		m->last_seg = i;
+		sm = &m->segs[i];
+	}
+	if (stack_id >= sm->cap) {
+		uint32_t nc = sm->cap ? sm->cap : 1024, *ni;
+
+		while (nc <= stack_id)
+			nc *= 2;
+		ni = realloc(sm->idx, (size_t)nc * sizeof(*ni));
+		if (!ni)
+			return NULL;
+		memset(ni + sm->cap, 0, (size_t)(nc - sm->cap) * sizeof(*ni));
+		sm->idx = ni;
+		sm->cap = nc;
+	}
+	return &sm->idx[stack_id];
+}
+
+/* Interned stack of a row: index into m->stacks, or UINT32_MAX on ENOMEM.
+ * Each segment numbers its stacks anew; the same frames in another segment
+ * map to the same entry (hash of the frames, checked). */
 static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 {
-	uint64_t key = (uint64_t)s->seg << 32 | s->stack_id;
-	uint32_t idx = u64map__get(&m->stack_idx, key), i, k = 0, n, nk;
+	uint32_t *slot = seg_slot(m, s->seg, s->stack_id), i, k = 0, n, nk, cand;
 	struct vstack *st;
+	uint64_t h = 0x9e3779b97f4a7c15ULL;
 
-	if (idx != UINT32_MAX)
-		return idx;
+	if (!slot)
+		return UINT32_MAX;
+	if (*slot)
+		return *slot - 1;
 	n = MIN(s->n_frames, 512u);
 	nk = MIN(s->n_kframes, n);
 	if (grow_arr((void **)&m->stacks, &m->cap_stacks, m->n_stacks + 1, sizeof(*m->stacks)) ||
 	    grow_arr((void **)&m->frames, &m->cap_frames, m->n_frames + n, sizeof(*m->frames)))
 		return UINT32_MAX;
 	st = &m->stacks[m->n_stacks];
+	memset(st, 0, sizeof(*st));
 	st->off = m->n_frames;
 	st->n = (uint16_t)n;
 	st->nk = (uint16_t)nk;
@@ -412,10 +458,19 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 		e->module = f->module[0] ? strtab__intern(&m->names, f->module, strlen(f->module)) : 0;
 		if (!e->name)
 			return UINT32_MAX;
+		h = vmap_mix(h ^ ((uint64_t)e->name << 24 ^ (uint64_t)e->module << 4 ^ e->cls));
+	}
+	h = vmap_mix(h ^ nk);
+	cand = u64map__get(&m->stack_dedup, h);
+	if (cand != UINT32_MAX && m->stacks[cand].n == n && m->stacks[cand].nk == nk &&
+	    !memcmp(&m->frames[m->stacks[cand].off], &m->frames[st->off], n * sizeof(*m->frames))) {
+		*slot = cand + 1; /* seen in another segment: drop the copy */
+		return cand;
 	}
 	m->n_frames += n;
-	if (u64map__put(&m->stack_idx, key, m->n_stacks) < 0)
+	if (cand == UINT32_MAX && u64map__put(&m->stack_dedup, h, m->n_stacks) < 0)
 		return UINT32_MAX;
+	*slot = m->n_stacks + 1;
 	return m->n_stacks++;
 }
 
@@ -429,6 +484,10 @@ static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sam
 
 	if (s->lost)
 		return 0;
+	/* rows come sorted by (second, pid, tid): the last answer is often right */
+	if ((g == VG_PROCESS || g == VG_THREAD) && m->last_group_kind == (int)g &&
+	    m->last_group_key_pid == (g == VG_PROCESS ? s->pid : s->tid))
+		return m->last_group;
 	switch (g) {
 	case VG_PROCESS:
 		key = s->pid;
@@ -450,7 +509,7 @@ static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sam
 	}
 	id = u64map__get(&m->groups[g], key);
 	if (id != UINT32_MAX)
-		return id;
+		goto out;
 	switch (g) {
 	case VG_PROCESS:
 		n = snprintf(buf, sizeof(buf), "%s:%u",
@@ -469,6 +528,10 @@ static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sam
 	id = strtab__intern(&m->names, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
 	if (id)
 		u64map__put(&m->groups[g], key, id);
+out:
+	m->last_group_kind = (int)g;
+	m->last_group_key_pid = (uint32_t)key;
+	m->last_group = id;
 	return id;
 }
 
@@ -485,6 +548,7 @@ static int on_row(void *ctx, const struct store_sample *s)
 	struct agg_ctx *c = ctx;
 	struct vmodel *m = c->m;
 	uint32_t stack, group, idx;
+	struct vstack *st;
 	uint64_t key;
 
 	if (c->timeline && s->sec >= m->first_s && s->sec <= m->last_s) {
@@ -516,6 +580,11 @@ static int on_row(void *ctx, const struct store_sample *s)
 	group = group_of(m, c->f->group, s);
 	if (stack == UINT32_MAX)
 		return -ENOMEM;
+	st = &m->stacks[stack];
+	if (st->agg_gen == m->agg_gen && st->agg_group == group) {
+		m->aggs[st->agg_idx].value += s->count;
+		return 0;
+	}
 	key = (uint64_t)stack << 32 | group;
 	idx = u64map__get(&m->agg, key);
 	if (idx == UINT32_MAX) {
@@ -527,6 +596,9 @@ static int on_row(void *ctx, const struct store_sample *s)
 		m->n_agg++;
 	}
 	m->aggs[idx].value += s->count;
+	st->agg_gen = m->agg_gen;
+	st->agg_group = group;
+	st->agg_idx = idx;
 	return 0;
 }
 
@@ -550,6 +622,8 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 	to_store_filter(f, &sf);
 	u64map__clear(&m->agg);
 	m->n_agg = 0;
+	m->agg_gen++; /* forgets every stack's last slot */
+	m->last_group_kind = -1;
 	if (c.timeline) {
 		memset(&m->exact[t0 - m->first_s], 0, (size_t)(t1 - t0) * sizeof(*m->exact));
 	}

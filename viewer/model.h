@@ -55,9 +55,20 @@ struct vsec {
 	uint32_t on, off, probe, lost;
 };
 
+/* A distinct stack (same frames in every segment: one entry). */
 struct vstack {
 	uint32_t off; /* into frames: root first, user frames then kernel */
 	uint16_t n, nk;
+	/* the aggregation slot this stack used last: rows of one stack mostly
+	 * share a group, so this spares the (stack, group) hash lookup */
+	uint32_t agg_gen, agg_group, agg_idx;
+};
+
+/* Segment's stack ids -> distinct stacks (ids are dense per segment). */
+struct vseg_map {
+	uint32_t seg;
+	uint32_t *idx; /* stack_id -> vstack index + 1, 0 = not seen */
+	uint32_t cap;
 };
 
 struct vagg {
@@ -74,7 +85,9 @@ struct vmodel {
 	struct store_reader *r;
 	struct strtab names;
 	/* (seg, stack_id) -> interned stack */
-	struct u64map stack_idx;
+	struct vseg_map *segs;
+	uint32_t n_segs, last_seg;
+	struct u64map stack_dedup; /* hash of the frames -> stack */
 	struct vstack *stacks;
 	uint32_t n_stacks, cap_stacks;
 	struct vpath_ent *frames;
@@ -91,7 +104,9 @@ struct vmodel {
 	/* aggregation scratch: (stack, group) -> value */
 	struct u64map agg;
 	struct vagg *aggs;
-	uint32_t n_agg, cap_agg;
+	uint32_t n_agg, cap_agg, agg_gen;
+	uint32_t last_group_key_pid, last_group; /* one-entry cache of group_of() */
+	int last_group_kind;
 };
 
 /* path: a store dir (cpa_YYMMDD...) or a root holding them (the newest is

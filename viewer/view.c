@@ -492,6 +492,17 @@ void vapp__tick(struct vapp *a)
 	a->dirty = true;
 }
 
+void vapp__set_range(struct vapp *a, int64_t r0, int64_t r1)
+{
+	if (a->have_model)
+		set_range(a, r0, r1);
+}
+
+void vapp__search(struct vapp *a, const char *pat)
+{
+	set_search(a, pat);
+}
+
 /* ------------------------------------------------------------ flame navigation */
 
 static int sel_box(const struct vapp *a)

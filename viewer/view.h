@@ -92,6 +92,10 @@ void vapp__free(struct vapp *a);
 void vapp__render(struct vapp *a);
 /* One key (curses code). Prompts read more keys through vapp_getch. */
 void vapp__key(struct vapp *a, int key);
+/* Select [r0, r1) (unix seconds, clamped to the store) / search pat (regex,
+ * "" clears): what the keys do, for the bench and scripted use. */
+void vapp__set_range(struct vapp *a, int64_t r0, int64_t r1);
+void vapp__search(struct vapp *a, const char *pat);
 /* Live mode tick: re-read the store, follow the end. */
 void vapp__tick(struct vapp *a);
 
