@@ -572,6 +572,44 @@ START_TEST(test_bad_stores)
 }
 END_TEST
 
+/* ---- live mode: the timeline grows while the store is written ---- */
+
+START_TEST(test_live)
+{
+	char root[400], args[600];
+	struct vgen *g = calloc(1, sizeof(*g));
+	uint64_t base = vt_base_ns();
+	uint32_t stack, comm, s;
+
+	snprintf(root, sizeof(root), "%s/live", tmp_root);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	ck_assert_ptr_nonnull(g);
+	ck_assert_int_eq(vgen_open(g, root, 2), 0);
+	comm = vgen_str(g, "app");
+	stack = vgen_stack(g, "main;first_minute");
+	for (s = 0; s < 60; s++)
+		ck_assert_int_eq(vgen_sample(g, base + s * 1000000000ULL, stack, 1, 1, 0,
+					     CPA_KIND_ONCPU, 1, comm, comm),
+				 0);
+	ck_assert_int_eq(store_writer__flush(g->w, false), 0);
+	snprintf(args, sizeof(args), "--follow %s", root);
+	tui_start(args, 80, 24);
+	free(wait_for("10:00:00-10:01:00 (60s)  [live]"));
+	free(wait_for("first_minute"));
+	/* a minute more arrives: the timeline and the range (it was at the end) follow */
+	stack = vgen_stack(g, "main;second_minute");
+	for (s = 60; s < 120; s++)
+		ck_assert_int_eq(vgen_sample(g, base + s * 1000000000ULL, stack, 1, 1, 0,
+					     CPA_KIND_ONCPU, 1, comm, comm),
+				 0);
+	ck_assert_int_eq(store_writer__flush(g->w, false), 0);
+	free(wait_for("10:00:00-10:02:00 (2m00s)  [live]"));
+	free(wait_for("second_minute"));
+	vgen_close(g);
+	free(g);
+}
+END_TEST
+
 /* ---- cpa show --use_cui ---- */
 
 START_TEST(test_show_use_cui)
@@ -660,6 +698,7 @@ static Suite *suite(bool bpf)
 	tcase_add_test(tc, test_sizes);
 	tcase_add_test(tc, test_bad_stores);
 	tcase_add_test(tc, test_show_use_cui);
+	tcase_add_test(tc, test_live);
 	suite_add_tcase(s, tc);
 	return s;
 }

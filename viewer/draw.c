@@ -224,7 +224,7 @@ static void draw_timeline(struct vapp *a, int y0, int h)
 			bool first = a->v0 + i * spc <= a->r0, last = a->v0 + (i + 1) * spc >= a->r1;
 
 			attron(pair_attr(a, P_MARK) | A_BOLD);
-			addch(first ? '[' : last ? ']' : '=');
+			addch(first && last ? '|' : first ? '[' : last ? ']' : '=');
 			attroff(pair_attr(a, P_MARK) | A_BOLD);
 		} else if (a->have_a && a->v0 + i * spc < a->a1 && a->v0 + (i + 1) * spc > a->a0) {
 			addch('A');
@@ -486,7 +486,7 @@ static void draw_help(struct vapp *a, int y0, int h)
 
 static void draw_header(struct vapp *a)
 {
-	char buf[1024], f[16], l[16], r0[16], r1[16], sp[32], filt[256];
+	char buf[1024], f[16], l[16], r0[16], r1[16], sp[32], filt[256], all[32];
 	const char *dir = strrchr(a->m.dir, '/') ? strrchr(a->m.dir, '/') + 1 : a->m.dir;
 	uint64_t corrupt = vmodel__corrupt(&a->m);
 	size_t o;
@@ -494,7 +494,8 @@ static void draw_header(struct vapp *a)
 	fmt_tod(a->m.first_s, f, sizeof(f));
 	fmt_tod(a->m.last_s + 1, l, sizeof(l));
 	vfilter__describe(&a->f, filt, sizeof(filt));
-	o = (size_t)snprintf(buf, sizeof(buf), " cpa-view  %.200s  %s-%s%s%s", dir, f, l,
+	fmt_span(a->m.last_s + 1 - a->m.first_s, all, sizeof(all));
+	o = (size_t)snprintf(buf, sizeof(buf), " cpa-view  %.200s  %s-%s (%s)%s%s", dir, f, l, all,
 			     a->o.follow ? "  [live]" : "", a->diff && a->have_a ? "  [diff]" : "");
 	if (corrupt)
 		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "  corrupt blocks skipped: %llu",
