@@ -8,8 +8,8 @@
  *
  * Prints: time to the first screen (open, timeline from the index and block
  * headers, aggregate the default range, lay out, draw), re-aggregate + draw
- * of a 1-minute, 1-hour and 24-hour range (first and second time: the
- * second has the stacks interned), regex search over the 24-hour range, and
+ * of a 1-minute, 1-hour and 24-hour range (cold: the first time; warm: best
+ * of 3 more, the stacks interned), regex search over the 24-hour range, and
  * peak RSS. Goals (issue 13): first screen <= 1 s, 1 minute <= 50 ms,
  * 1 hour <= 500 ms, peak RSS <= 100 MB.
  */
@@ -92,19 +92,40 @@ int main(int argc, char **argv)
 	row("first screen (last 5 min)", ms_since(t0), "<= 1000", a);
 
 	mid = a->m.first_s + (a->m.last_s - a->m.first_s) / 2;
-	for (i = 0; i < 2; i++) {
-		const char *pass = i ? " (again)" : "";
+	{
+		/* cold: the first time each range is read; warm: best of 3 more
+		 * (stacks interned, the segment's dictionary loaded again by the reader) */
+		static const struct {
+			const char *name, *goal;
+			int64_t len; /* 0: the whole store */
+		} rg[] = {{"1-minute range", "<= 50", 60},
+			  {"1-hour range", "<= 500", 3600},
+			  {"24-hour range", "", 0}};
+		double best[3] = {1e18, 1e18, 1e18};
 		char what[64];
+		size_t k;
 
-		vapp__set_range(a, mid, mid + 60);
-		snprintf(what, sizeof(what), "1-minute range%s", pass);
-		row(what, frame(a), "<= 50", a);
-		vapp__set_range(a, mid, mid + 3600);
-		snprintf(what, sizeof(what), "1-hour range%s", pass);
-		row(what, frame(a), "<= 500", a);
-		vapp__set_range(a, a->m.first_s, a->m.last_s + 1);
-		snprintf(what, sizeof(what), "24-hour range%s", pass);
-		row(what, frame(a), "", a);
+		for (i = 0; i < 4; i++) {
+			for (k = 0; k < 3; k++) {
+				double ms;
+
+				if (rg[k].len)
+					vapp__set_range(a, mid, mid + rg[k].len);
+				else
+					vapp__set_range(a, a->m.first_s, a->m.last_s + 1);
+				ms = frame(a);
+				if (!i) {
+					snprintf(what, sizeof(what), "%s (cold)", rg[k].name);
+					row(what, ms, rg[k].goal, a);
+				} else if (ms < best[k]) {
+					best[k] = ms;
+				}
+			}
+		}
+		for (k = 0; k < 3; k++) {
+			snprintf(what, sizeof(what), "%s (warm, best of 3)", rg[k].name);
+			printf("%-34s %10.1f ms  %-10s\n", what, best[k], rg[k].goal);
+		}
 	}
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	vapp__search(a, "handle_event_1[0-9]+\\(");
