@@ -138,6 +138,18 @@ static void prompt_answer(const char *key, const char *label, const char *text)
 	keys("Enter");
 }
 
+/* "/pat" Enter, then the next keys (e.g. "n" to select the first match). */
+static void search_for(const char *pat, const char *then)
+{
+	keys("/");
+	free(wait_for("search (regex)"));
+	keys("C-u");
+	type(pat);
+	keys("Enter");
+	if (then)
+		keys(then);
+}
+
 /* Screen line holding s (a copy), or NULL. */
 static char *line_with(const char *scr, const char *s)
 {
@@ -224,10 +236,7 @@ START_TEST(test_first_screen)
 	ck_assert_ptr_nonnull(strstr(s, "? help"));
 	free(s);
 	/* the hot function and its share */
-	keys("/");
-	free(wait_for("search (regex)"));
-	type("^hot_function$");
-	keys("Enter n");
+	search_for("^hot_function$", "n");
 	pct_str(want, sizeof(want), "hot_function  total ",
 		100.0 * VT_SECS * VT_HOT / (double)vt_total());
 	s = wait_for(want);
@@ -244,10 +253,7 @@ START_TEST(test_search)
 
 	tui_start(store_root, 80, 24);
 	free(wait_for("cpa-view"));
-	keys("/");
-	free(wait_for("search (regex)"));
-	type("hot|grow");
-	keys("Enter");
+	search_for("hot|grow", NULL);
 	snprintf(want, sizeof(want), "/hot|grow/ matches %.1f%% of the range", share);
 	free(wait_for(want));
 	/* highlighted: both matched boxes drawn on magenta (SGR 45) */
@@ -264,11 +270,13 @@ START_TEST(test_search)
 	ck_assert_ptr_nonnull(p);
 	{
 		const char *e = p;
+		char *esc;
 
 		while (e > l && *e != '\033')
 			e--;
-		ck_assert_msg(!strstr(strndup(e, (size_t)(p - e)), "45m"), "cold highlighted: %s",
-			      l);
+		esc = strndup(e, (size_t)(p - e));
+		ck_assert_msg(!strstr(esc, "45m"), "cold highlighted: %s", l);
+		free(esc);
 	}
 	free(l);
 	free(s);
@@ -287,10 +295,7 @@ START_TEST(test_zoom)
 
 	tui_start(store_root, 80, 24);
 	free(wait_for("cpa-view"));
-	keys("/");
-	free(wait_for("search (regex)"));
-	type("^run_loop$");
-	keys("Enter n");
+	search_for("^run_loop$", "n");
 	free(wait_for("run_loop  total"));
 	keys("Enter");
 	/* zoomed: run_loop is the first flamegraph row, the root and process are gone */
@@ -309,11 +314,7 @@ START_TEST(test_zoom)
 	keys("Escape");
 	free(wait_for("app:1000"));
 	/* deeper: zoom into main, then run_loop; Esc returns to main, 0 to the root */
-	keys("/");
-	free(wait_for("search (regex)"));
-	keys("C-u");
-	type("^main$");
-	keys("Enter n Enter / C-u");
+	search_for("^main$", "n Enter / C-u");
 	type("^run_loop$");
 	keys("Enter n Enter Escape");
 	/* back in main's zoom, run_loop (where we came from) selected */
@@ -654,10 +655,7 @@ START_TEST(test_bpf_store)
 	ck_assert_int_eq(r, 0);
 	tui_start(store_root, 100, 30);
 	free(wait_for("cpa-view"));
-	keys("/");
-	free(wait_for("search (regex)"));
-	type("wl_path_a");
-	keys("Enter");
+	search_for("wl_path_a", NULL);
 	s = wait_for("/wl_path_a/ matches");
 	p = strstr(s, "matches ");
 	share = strtod(p + 8, NULL);
