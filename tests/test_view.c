@@ -295,11 +295,16 @@ START_TEST(test_filter_parse)
 	ck_assert_int_eq(f.group, VG_CPU);
 	ck_assert(!f.kernel);
 	/* errors leave the filter as it was */
+	ck_assert_int_eq(vfilter__parse(&f, "kind=probe probe=3 env=prod", err, sizeof(err)), 0);
+	ck_assert_int_eq(f.probe, 3);
+	vfilter__describe(&f, d, sizeof(d));
+	ck_assert_str_eq(d, "env=prod kind=probe probe=3");
 	ck_assert_int_eq(vfilter__parse(&f, "pid=7", err, sizeof(err)), 0);
 	ck_assert_int_eq(vfilter__parse(&f, "bogus=1", err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "unknown filter 'bogus'"));
 	ck_assert_int_eq(vfilter__parse(&f, "pid=abc", err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(vfilter__parse(&f, "kind=sideways", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(vfilter__parse(&f, "probe=-1", err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(vfilter__parse(&f, "cpu=3-1", err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(vfilter__parse(&f, "pid", err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(f.pid, 7);

@@ -61,7 +61,7 @@ static const struct vkey keys[] = {
 	{'s', VV_TOP, VA_SORT_SELF, "s t", "top table: sort by self / by total"},
 	{'t', VV_TOP, VA_SORT_TOTAL, NULL, NULL},
 	/* filters */
-	{':', VV_ALL, VA_FILTER, ":", "filter: pid= comm= cgroup= cpu=0-3 env= kind=on,off,probe,lost"},
+	{':', VV_ALL, VA_FILTER, ":", "filter: pid= comm= cgroup= cpu=0-3 env= kind=on,off,probe,lost probe="},
 	{'G', VV_ALL, VA_GROUP, "G", "group the root by process / thread / cgroup / env / cpu / none"},
 	{'K', VV_ALL, VA_KERNEL, "K", "kernel frames on / off"},
 	/* diff */

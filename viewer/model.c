@@ -34,6 +34,7 @@ void vfilter__init(struct vfilter *f)
 	memset(f, 0, sizeof(*f));
 	f->pid = -1;
 	f->cgroup = -1;
+	f->probe = -1;
 	f->kinds = VK_ALL;
 	f->group = VG_PROCESS;
 	f->kernel = true;
@@ -41,7 +42,7 @@ void vfilter__init(struct vfilter *f)
 
 bool vfilter__selects_all(const struct vfilter *f)
 {
-	return f->pid < 0 && f->cgroup < 0 && !f->comm[0] && !f->env[0] && !f->has_cpus &&
+	return f->pid < 0 && f->cgroup < 0 && f->probe < 0 && !f->comm[0] && !f->env[0] && !f->has_cpus &&
 	       f->kinds == VK_ALL;
 }
 
@@ -98,6 +99,10 @@ int vfilter__parse(struct vfilter *f, const char *s, char *err, size_t errlen)
 			n.cgroup = strtoll(v, &end, 0);
 			if (*end || n.cgroup < 0)
 				goto bad;
+		} else if (!strcmp(tok, "probe")) {
+			n.probe = strtoll(v, &end, 10);
+			if (*end || n.probe < 0)
+				goto bad;
 		} else if (!strcmp(tok, "comm")) {
 			snprintf(n.comm, sizeof(n.comm), "%s", v);
 		} else if (!strcmp(tok, "env")) {
@@ -111,7 +116,7 @@ int vfilter__parse(struct vfilter *f, const char *s, char *err, size_t errlen)
 			if (parse_kinds(v, &n.kinds) < 0)
 				goto bad;
 		} else {
-			snprintf(err, errlen, "unknown filter '%s' (pid comm cgroup cpu env kind)",
+			snprintf(err, errlen, "unknown filter '%s' (pid comm cgroup cpu env kind probe)",
 				 tok);
 			return -EINVAL;
 		}
@@ -126,12 +131,18 @@ bad:
 
 void vfilter__describe(const struct vfilter *f, char *buf, size_t len)
 {
-	size_t o = 0;
+	static const char *const kind_names[] = {"on", "off", "probe", "lost"};
+	char kinds[32] = "";
+	size_t o = 0, k;
 
 	buf[0] = '\0';
-#define ADD(...)                                                            \
-	do {                                                                \
-		if (o < len)                                                \
+	for (k = 0; k < 4; k++)
+		if (f->kinds & (1u << k))
+			snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds), "%s%s",
+				 kinds[0] ? "," : "", kind_names[k]);
+#define ADD(...)                                                              \
+	do {                                                                  \
+		if (o < len)                                                  \
 			o += (size_t)snprintf(buf + o, len - o, __VA_ARGS__); \
 	} while (0)
 	if (f->pid >= 0)
@@ -145,14 +156,12 @@ void vfilter__describe(const struct vfilter *f, char *buf, size_t len)
 	if (f->env[0])
 		ADD("env=%s ", f->env);
 	if (f->kinds != VK_ALL)
-		ADD("kind=%s%s%s%s ", f->kinds & VK_ON ? "on," : "", f->kinds & VK_OFF ? "off," : "",
-		    f->kinds & VK_PROBE ? "probe," : "", f->kinds & VK_LOST ? "lost," : "");
+		ADD("kind=%s ", kinds);
+	if (f->probe >= 0)
+		ADD("probe=%lld ", (long long)f->probe);
 #undef ADD
-	if (o && o <= len)
-		buf[o - 1] = '\0';
-	/* "kind=on," -> "kind=on" */
 	o = strlen(buf);
-	if (o && buf[o - 1] == ',')
+	if (o && buf[o - 1] == ' ')
 		buf[o - 1] = '\0';
 }
 
@@ -171,6 +180,8 @@ static void to_store_filter(const struct vfilter *f, struct store_filter *sf)
 
 static bool kind_ok(const struct vfilter *f, const struct store_sample *s)
 {
+	if (f->probe >= 0 && (s->lost || s->kind != CPA_KIND_PROBE || s->probe_id != f->probe))
+		return false;
 	if (s->lost)
 		return f->kinds & VK_LOST;
 	switch (s->kind) {

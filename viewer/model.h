@@ -31,6 +31,7 @@ enum {
 struct vfilter {
 	int64_t pid;	/* -1 = all */
 	int64_t cgroup; /* -1 = all */
+	int64_t probe;	/* -1 = all; else only probe samples of this --probe id */
 	char comm[64];	/* "" = all; thread or process name */
 	char env[64];	/* "" = all */
 	char cpu_list[64];
@@ -42,7 +43,7 @@ struct vfilter {
 };
 
 void vfilter__init(struct vfilter *f);
-/* "pid=1 comm=x cgroup=N cpu=0-3 env=E kind=on,off,probe,lost"; "" clears.
+/* "pid=1 comm=x cgroup=N cpu=0-3 env=E kind=on,off,probe,lost probe=N"; "" clears.
  * Group and kernel are kept. 0 or -EINVAL with err set. */
 int vfilter__parse(struct vfilter *f, const char *s, char *err, size_t errlen);
 /* "pid=1 kind=on" or "" when nothing is filtered. */
