@@ -198,7 +198,7 @@ static void synth_teardown(void)
 static uint64_t vt_total(void)
 {
 	return (uint64_t)VT_SECS * (VT_HOT + VT_COLD + VT_VEC + VT_OFF) +
-	       (uint64_t)VT_SECS / 2 * (VT_GROW0 + VT_GROW1) + VT_LOST;
+	       (uint64_t)VT_SECS / 2 * (VT_GROW0 + VT_GROW1) + VT_LOST + VT_DEGRADED;
 }
 
 static void pct_str(char *buf, size_t len, const char *prefix, double v)
@@ -219,14 +219,17 @@ START_TEST(test_first_screen)
 	/* the status counts on-CPU, off-CPU and lost apart */
 	snprintf(want, sizeof(want), "%llu samples: on %u off %u lost %u",
 		 (unsigned long long)vt_total(),
-		 VT_SECS * (VT_HOT + VT_COLD + VT_VEC) + VT_SECS / 2 * (VT_GROW0 + VT_GROW1),
+		 VT_SECS * (VT_HOT + VT_COLD + VT_VEC) + VT_SECS / 2 * (VT_GROW0 + VT_GROW1) +
+			 VT_DEGRADED,
 		 VT_SECS * VT_OFF, VT_LOST);
 	ck_assert_msg(strstr(s, want), "want '%s' in\n%s", want, s);
-	/* timeline: bars, the range marked, the loss at 10:01:40 marked */
+	/* timeline: bars, the range marked, the loss at 10:01:40 and the pressure
+	 * at 10:03:20 marked in their cells (8 s per cell) */
 	ck_assert_ptr_nonnull(strstr(s, "\u2588\u2588\u2588\u2588"));
 	l = line_with(s, "[====");
 	ck_assert_ptr_nonnull(l);
-	ck_assert_ptr_nonnull(strchr(l, '!'));
+	ck_assert_int_eq(strchr(l, '!') - l, 100 / 8);
+	ck_assert_int_eq(strchr(l, '~') - l, 200 / 8);
 	ck_assert_ptr_nonnull(strstr(l, "]"));
 	free(l);
 	/* the flamegraph: root, process, the hot path */

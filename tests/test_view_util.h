@@ -99,8 +99,8 @@ static inline uint32_t vgen_frame(struct vgen *g, const char *name, size_t len)
 	}
 	f.id = ++g->next_id;
 	f.name_id = sid;
-	f.flags = k ? CPA_FF_KERNEL : 0;
-	f.module_id = k ? 0 : strstr(g->names[j], "libc_") == g->names[j] ? g->mod_lib : g->mod_exe;
+	f.flags = k ? CPA_FF_KERNEL : name[0] == '[' ? CPA_FF_MARKER : 0;
+	f.module_id = k || name[0] == '[' ? 0 : strstr(g->names[j], "libc_") == g->names[j] ? g->mod_lib : g->mod_exe;
 	f.offset = 0x1000 + f.id * 16;
 	store_writer__def_frame(g->w, &f);
 	g->ids[j] = f.id;
@@ -174,7 +174,7 @@ static inline void vgen_close(struct vgen *g)
  *   app:1000  main;run_loop;cold_function;parse_request         20 on-CPU
  *   db:2000   main;worker;std::vector<...>::push_back(...)      10 on-CPU
  *   app:1000  main;run_loop;wait_event;schedule_[k]            10 off-CPU
- * and 7 lost samples at 10:01:40.
+ * and 7 lost samples at 10:01:40, 3 degraded ones (pressure) at 10:03:20.
  */
 #define VT_SECS	     600
 #define VT_HOT	     60
@@ -184,6 +184,7 @@ static inline void vgen_close(struct vgen *g)
 #define VT_VEC	     10
 #define VT_OFF	     10
 #define VT_LOST	     7
+#define VT_DEGRADED  3
 #define VT_LONG_NAME "std::vector<int, std::allocator<int> >::push_back(int const&)"
 
 static inline uint64_t vt_base_ns(void)
@@ -196,7 +197,7 @@ static inline uint64_t vt_base_ns(void)
 static inline int vt_write_store(const char *root)
 {
 	struct vgen *g = calloc(1, sizeof(*g));
-	uint32_t hot, grow, cold, vec, off, app, db;
+	uint32_t hot, grow, cold, vec, off, deg, app, db;
 	uint64_t base = vt_base_ns();
 	uint32_t s, k;
 	int r = 0;
@@ -212,6 +213,7 @@ static inline int vt_write_store(const char *root)
 	cold = vgen_stack(g, "main;run_loop;cold_function;parse_request");
 	vec = vgen_stack(g, "main;worker;" VT_LONG_NAME);
 	off = vgen_stack(g, "main;run_loop;wait_event;schedule_[k]");
+	deg = vgen_stack(g, "[degraded: no user stack]");
 	for (s = 0; s < VT_SECS && !r; s++) {
 		uint64_t t = base + (uint64_t)s * 1000000000ULL;
 		uint32_t ng = s < VT_SECS / 2 ? VT_GROW0 : VT_GROW1;
@@ -228,6 +230,8 @@ static inline int vt_write_store(const char *root)
 			r = vgen_sample(g, t + k * 1000, off, 1000, 1000, 0, CPA_KIND_OFFCPU, 2000000, app, app);
 		if (s == 100)
 			r = vgen_loss(g, t + 500000000ULL, VT_LOST);
+		for (k = 0; s == 200 && k < VT_DEGRADED && !r; k++)
+			r = vgen_sample(g, t + k * 1000, deg, 1000, 1000, 0, CPA_KIND_ONCPU, 1, app, app);
 	}
 	vgen_close(g);
 	free(g);

@@ -4,7 +4,7 @@
  *
  *   header      store, its time span, live/diff marks
  *   timeline    tl_h rows of bars: samples per second, seconds per cell to fit
- *   marks       [=====] the selected range, A the diff baseline, ! loss
+ *   marks       [=====] the selected range, A the diff baseline, ! loss, ~ pressure
  *   axis        times at the left, middle and right of the timeline
  *   status      the range, its samples (on/off-CPU, lost), group, filter
  *   body        flamegraph (icicle: callers above callees), top table, sandwich, help
@@ -146,7 +146,7 @@ static void line_fill(int y, attr_t at, const char *s, int cols)
 /* ------------------------------------------------------------ timeline */
 
 struct tl_cell {
-	uint64_t on, off, probe, lost, unknown;
+	uint64_t on, off, probe, lost, unknown, degraded;
 };
 
 static uint64_t cell_total(const struct tl_cell *c)
@@ -187,6 +187,7 @@ static void draw_timeline(struct vapp *a, int y0, int h)
 				cells[i].off += m->exact[k].off;
 				cells[i].probe += m->exact[k].probe;
 				cells[i].lost += m->exact[k].lost;
+				cells[i].degraded += m->exact[k].degraded;
 			} else {
 				cells[i].unknown += m->hdr[k];
 			}
@@ -220,6 +221,10 @@ static void draw_timeline(struct vapp *a, int y0, int h)
 			attron(pair_attr(a, P_TL_LOST) | A_BOLD);
 			addch('!');
 			attroff(pair_attr(a, P_TL_LOST) | A_BOLD);
+		} else if (c->degraded) {
+			attron(pair_attr(a, P_TL_PROBE) | A_BOLD);
+			addch('~');
+			attroff(pair_attr(a, P_TL_PROBE) | A_BOLD);
 		} else if (in) {
 			bool first = a->v0 + i * spc <= a->r0, last = a->v0 + (i + 1) * spc >= a->r1;
 

@@ -465,6 +465,8 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 		struct vpath_ent *e = &m->frames[st->off + k++];
 
 		e->cls = frame_cls(f);
+		if (e->cls == VCLS_MARKER && !strncmp(f->name, "[degraded", 9))
+			st->degraded = true;
 		e->name = strtab__intern(&m->names, f->name, strlen(f->name));
 		e->module = f->module[0] ? strtab__intern(&m->names, f->module, strlen(f->module)) : 0;
 		if (!e->name)
@@ -474,6 +476,7 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 	h = vmap_mix(h ^ nk);
 	cand = u64map__get(&m->stack_dedup, h);
 	if (cand != UINT32_MAX && m->stacks[cand].n == n && m->stacks[cand].nk == nk &&
+	    m->stacks[cand].degraded == st->degraded &&
 	    !memcmp(&m->frames[m->stacks[cand].off], &m->frames[st->off], n * sizeof(*m->frames))) {
 		*slot = cand + 1; /* seen in another segment: drop the copy */
 		return cand;
@@ -562,10 +565,15 @@ static int on_row(void *ctx, const struct store_sample *s)
 	struct vstack *st;
 	uint64_t key;
 
+	stack = stack_of(m, s);
+	if (stack == UINT32_MAX)
+		return -ENOMEM;
 	if (c->timeline && s->sec >= m->first_s && s->sec <= m->last_s) {
 		struct vsec *e = &m->exact[s->sec - m->first_s];
 		uint32_t v = (uint32_t)MIN(s->count, (uint64_t)UINT32_MAX);
 
+		if (m->stacks[stack].degraded)
+			e->degraded += v;
 		if (s->lost)
 			e->lost += v;
 		else if (s->kind == CPA_KIND_ONCPU)
@@ -587,10 +595,7 @@ static int on_row(void *ctx, const struct store_sample *s)
 		c->st->off += s->count;
 	else
 		c->st->probe += s->count;
-	stack = stack_of(m, s);
 	group = group_of(m, c->f->group, s);
-	if (stack == UINT32_MAX)
-		return -ENOMEM;
 	st = &m->stacks[stack];
 	if (st->agg_gen == m->agg_gen && st->agg_group == group) {
 		m->aggs[st->agg_idx].value += s->count;

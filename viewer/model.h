@@ -54,12 +54,14 @@ const char *vgroup__name(enum vgroup g);
 /* Exact counts of one second (from decoded rows). */
 struct vsec {
 	uint32_t on, off, probe, lost;
+	uint32_t degraded; /* of the above: samples kept without their user stack (pressure) */
 };
 
 /* A distinct stack (same frames in every segment: one entry). */
 struct vstack {
 	uint32_t off; /* into frames: root first, user frames then kernel */
 	uint16_t n, nk;
+	bool degraded; /* a "[degraded: ...]" marker: the pipeline was under pressure */
 	/* the aggregation slot this stack used last: rows of one stack mostly
 	 * share a group, so this spares the (stack, group) hash lookup */
 	uint32_t agg_gen, agg_group, agg_idx;
