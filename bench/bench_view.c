@@ -28,19 +28,23 @@ static double ms_since(uint64_t t0)
 	return (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6;
 }
 
+/* CPU time of the last frame(): on a loaded machine, wall time is mostly waiting. */
+static double last_cpu_ms;
+
 static double frame(struct vapp *a)
 {
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 
 	vapp__render(a);
 	refresh();
+	last_cpu_ms = (double)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) / 1e6;
 	return ms_since(t0);
 }
 
 static void row(const char *what, double ms, const char *goal, const struct vapp *a)
 {
-	printf("%-34s %10.1f ms  %-10s rows %-10llu nodes %u\n", what, ms, goal,
-	       (unsigned long long)a->st.rows, a->tree.n);
+	printf("%-34s %10.1f ms %8.1f cpu  %-8s rows %-9llu nodes %u\n", what, ms, last_cpu_ms,
+	       goal, (unsigned long long)a->st.rows, a->tree.n);
 }
 
 int main(int argc, char **argv)
@@ -49,6 +53,7 @@ int main(int argc, char **argv)
 					   {"rows", required_argument, NULL, 'r'},
 					   {NULL, 0, NULL, 0}};
 	struct vview_opts o = {0};
+	uint64_t c_start = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	struct vapp *a = calloc(1, sizeof(*a));
 	char num[16];
 	const char *cols = "80", *rows = "24";
@@ -87,6 +92,7 @@ int main(int argc, char **argv)
 	a->color = true;
 	vdraw__init_colors(a);
 	frame(a);
+	last_cpu_ms = (double)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c_start) / 1e6;
 	printf("store %s: %lld s (%s x %s terminal)\n\n", a->m.dir,
 	       (long long)(a->m.last_s - a->m.first_s + 1), cols, rows);
 	row("first screen (last 5 min)", ms_since(t0), "<= 1000", a);
@@ -101,7 +107,7 @@ int main(int argc, char **argv)
 		} rg[] = {{"1-minute range", "<= 50", 60},
 			  {"1-hour range", "<= 500", 3600},
 			  {"24-hour range", "", 0}};
-		double best[3] = {1e18, 1e18, 1e18};
+		double best[3] = {1e18, 1e18, 1e18}, best_cpu[3] = {1e18, 1e18, 1e18};
 		char what[64];
 		size_t k;
 
@@ -117,19 +123,23 @@ int main(int argc, char **argv)
 				if (!i) {
 					snprintf(what, sizeof(what), "%s (cold)", rg[k].name);
 					row(what, ms, rg[k].goal, a);
-				} else if (ms < best[k]) {
-					best[k] = ms;
+				} else {
+					best[k] = ms < best[k] ? ms : best[k];
+					best_cpu[k] = last_cpu_ms < best_cpu[k] ? last_cpu_ms
+										: best_cpu[k];
 				}
 			}
 		}
 		for (k = 0; k < 3; k++) {
 			snprintf(what, sizeof(what), "%s (warm, best of 3)", rg[k].name);
-			printf("%-34s %10.1f ms  %-10s\n", what, best[k], rg[k].goal);
+			printf("%-34s %10.1f ms %8.1f cpu  %-8s\n", what, best[k], best_cpu[k],
+			       rg[k].goal);
 		}
 	}
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	vapp__search(a, "handle_event_1[0-9]+\\(");
 	frame(a);
+	last_cpu_ms = 0; /* (the search ran before frame(): wall time only) */
 	snprintf(num, sizeof(num), "%.1f%%", 100 * a->match_share);
 	row("regex search over 24 h", ms_since(t0), num, a);
 	/* one cell step of the timeline over 24 h: what [ ] cost when moved */
@@ -144,7 +154,10 @@ int main(int argc, char **argv)
 	endwin();
 	delscreen(scr);
 	getrusage(RUSAGE_SELF, &ru);
-	printf("%-34s %10.1f MB  %-10s\n", "peak RSS", (double)ru.ru_maxrss / 1024, "<= 100");
+	printf("%-34s %10.1f MB %8s      %-8s\n", "peak RSS", (double)ru.ru_maxrss / 1024, "",
+	       "<= 100");
+	if (0)
+		printf("%-34s %10.1f MB  %-10s\n", "peak RSS", (double)ru.ru_maxrss / 1024, "<= 100");
 	vapp__free(a);
 	free(a);
 	fclose(devnull);

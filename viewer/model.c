@@ -335,6 +335,8 @@ void vmodel__free(struct vmodel *m)
 		free(m->segs[i].idx);
 	free(m->segs);
 	u64map__free(&m->stack_dedup);
+	u64map__free(&m->fcache_map);
+	free(m->fcache);
 	for (i = 0; i < VG_MAX; i++)
 		u64map__free(&m->groups[i]);
 	u64map__free(&m->agg);
@@ -436,6 +438,45 @@ static uint32_t *seg_slot(struct vmodel *m, uint32_t seg, uint32_t stack_id)
 	return &sm->idx[stack_id];
 }
 
+/* Interned name, module and class of a frame of segment seg. Frames are
+ * cached by address for the rows of one segment: hashing the address is
+ * cheaper than hashing an 80-byte C++ name. */
+static int frame_of(struct vmodel *m, uint32_t seg, const struct store_frame *f,
+		    struct vpath_ent *ret)
+{
+	uint32_t i;
+
+	if (seg != m->fcache_seg) {
+		u64map__clear(&m->fcache_map);
+		m->n_fcache = 0;
+		m->fcache_seg = seg;
+	}
+	i = u64map__get(&m->fcache_map, (uint64_t)(uintptr_t)f);
+	if (i != UINT32_MAX) {
+		*ret = m->fcache[i];
+		return 0;
+	}
+	ret->cls = frame_cls(f);
+	ret->name = strtab__intern(&m->names, f->name, strlen(f->name));
+	ret->module = f->module[0] ? strtab__intern(&m->names, f->module, strlen(f->module)) : 0;
+	if (!ret->name || grow_arr((void **)&m->fcache, &m->cap_fcache, m->n_fcache + 1,
+				   sizeof(*m->fcache)))
+		return -ENOMEM;
+	m->fcache[m->n_fcache] = *ret;
+	return u64map__put(&m->fcache_map, (uint64_t)(uintptr_t)f, m->n_fcache++);
+}
+
+/* Same frames (field by field: vpath_ent has padding). */
+static bool frames_eq(const struct vpath_ent *a, const struct vpath_ent *b, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (a[i].name != b[i].name || a[i].module != b[i].module || a[i].cls != b[i].cls)
+			return false;
+	return true;
+}
+
 /* Interned stack of a row: index into m->stacks, or UINT32_MAX on ENOMEM.
  * Each segment numbers its stacks anew; the same frames in another segment
  * map to the same entry (hash of the frames, checked). */
@@ -464,20 +505,17 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 		const struct store_frame *f = s->frames[i];
 		struct vpath_ent *e = &m->frames[st->off + k++];
 
-		e->cls = frame_cls(f);
+		if (frame_of(m, s->seg, f, e) < 0)
+			return UINT32_MAX;
 		if (e->cls == VCLS_MARKER && !strncmp(f->name, "[degraded", 9))
 			st->degraded = true;
-		e->name = strtab__intern(&m->names, f->name, strlen(f->name));
-		e->module = f->module[0] ? strtab__intern(&m->names, f->module, strlen(f->module)) : 0;
-		if (!e->name)
-			return UINT32_MAX;
 		h = vmap_mix(h ^ ((uint64_t)e->name << 24 ^ (uint64_t)e->module << 4 ^ e->cls));
 	}
 	h = vmap_mix(h ^ nk);
 	cand = u64map__get(&m->stack_dedup, h);
 	if (cand != UINT32_MAX && m->stacks[cand].n == n && m->stacks[cand].nk == nk &&
 	    m->stacks[cand].degraded == st->degraded &&
-	    !memcmp(&m->frames[m->stacks[cand].off], &m->frames[st->off], n * sizeof(*m->frames))) {
+	    frames_eq(&m->frames[m->stacks[cand].off], &m->frames[st->off], n)) {
 		*slot = cand + 1; /* seen in another segment: drop the copy */
 		return cand;
 	}
@@ -638,6 +676,7 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 	to_store_filter(f, &sf);
 	u64map__clear(&m->agg);
 	m->n_agg = 0;
+	m->fcache_seg = UINT32_MAX; /* frame addresses are the reader's: valid within one query */
 	m->agg_gen++; /* forgets every stack's last slot */
 	m->last_group_kind = -1;
 	if (c.timeline) {

@@ -91,6 +91,11 @@ struct vmodel {
 	struct vseg_map *segs;
 	uint32_t n_segs, last_seg;
 	struct u64map stack_dedup; /* hash of the frames -> stack */
+	/* frame pointer -> index into fcache, valid while rows of fcache_seg come
+	 * (the reader's dictionary, and so its frame addresses, is per segment) */
+	struct u64map fcache_map;
+	struct vpath_ent *fcache;
+	uint32_t n_fcache, cap_fcache, fcache_seg;
 	struct vstack *stacks;
 	uint32_t n_stacks, cap_stacks;
 	struct vpath_ent *frames;
