@@ -157,7 +157,8 @@ int main(int argc, char **argv)
 	printf("%-34s %10.1f MB %8s      %-8s\n", "peak RSS", (double)ru.ru_maxrss / 1024, "",
 	       "<= 100");
 	if (0)
-		printf("%-34s %10.1f MB  %-10s\n", "peak RSS", (double)ru.ru_maxrss / 1024, "<= 100");
+		printf("%-34s %10.1f MB  %-10s\n", "peak RSS", (double)ru.ru_maxrss / 1024,
+		       "<= 100");
 	vapp__free(a);
 	free(a);
 	fclose(devnull);

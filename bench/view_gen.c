@@ -49,15 +49,18 @@ static void stack_text(const struct gen_opts *o, uint32_t s, char *buf, size_t l
 		/* shared pool of functions: callers near the root are shared more */
 		uint32_t fn = (uint32_t)(x % (i < 8 ? 60 : 3000));
 
-		n += (size_t)snprintf(buf + n, len - n,
-				      ";svc%u::Component%u::handle_event_%u(std::shared_ptr<Event> const&, Context&)",
-				      fn % 40, fn % 97, fn);
+		n += (size_t)snprintf(
+			buf + n, len - n,
+			";svc%u::Component%u::handle_event_%u(std::shared_ptr<Event> const&, Context&)",
+			fn % 40, fn % 97, fn);
 	}
 	if (off)
-		snprintf(buf + n, len - n,
-			 ";libc_read;entry_SYSCALL_64_[k];__x64_sys_read_[k];vfs_read_[k];schedule_[k];__schedule_[k]");
+		snprintf(
+			buf + n, len - n,
+			";libc_read;entry_SYSCALL_64_[k];__x64_sys_read_[k];vfs_read_[k];schedule_[k];__schedule_[k]");
 	else if (sys)
-		snprintf(buf + n, len - n, ";libc_write;entry_SYSCALL_64_[k];__x64_sys_write_[k];ksys_write_[k]");
+		snprintf(buf + n, len - n,
+			 ";libc_write;entry_SYSCALL_64_[k];__x64_sys_write_[k];ksys_write_[k]");
 	else
 		snprintf(buf + n, len - n, ";libc_memcpy");
 }
@@ -65,13 +68,13 @@ static void stack_text(const struct gen_opts *o, uint32_t s, char *buf, size_t l
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"out", required_argument, NULL, 'o'},	  {"hours", required_argument, NULL, 'H'},
-		{"cpus", required_argument, NULL, 'c'},	  {"hz", required_argument, NULL, 'z'},
-		{"procs", required_argument, NULL, 'p'},  {"stacks", required_argument, NULL, 's'},
-		{"seed", required_argument, NULL, 'r'},	  {NULL, 0, NULL, 0},
+		{"out", required_argument, NULL, 'o'},	 {"hours", required_argument, NULL, 'H'},
+		{"cpus", required_argument, NULL, 'c'},	 {"hz", required_argument, NULL, 'z'},
+		{"procs", required_argument, NULL, 'p'}, {"stacks", required_argument, NULL, 's'},
+		{"seed", required_argument, NULL, 'r'},	 {NULL, 0, NULL, 0},
 	};
-	struct gen_opts o = {.hours = 24, .cpus = 8, .hz = 49, .procs = 200, .stacks = 12000,
-			     .seed = 1};
+	struct gen_opts o = {
+		.hours = 24, .cpus = 8, .hz = 49, .procs = 200, .stacks = 12000, .seed = 1};
 	struct vgen *g = calloc(1, sizeof(*g));
 	uint32_t *stack_ids, *comm, i;
 	double *cdf, sum = 0;
@@ -156,11 +159,14 @@ int main(int argc, char **argv)
 			}
 			s = lo_i;
 			p = s % o.procs;
-			vgen_sample(g, base + sec * NSEC_PER_SEC + (uint64_t)k * (NSEC_PER_SEC / (n + 1)),
-				    stack_ids[s], 1000 + p, 1000 + p + (uint32_t)(rng(&seed) % (1 + p % 8)),
-				    (uint32_t)(rng(&seed) % o.cpus),
-				    s % 5 == 0 ? CPA_KIND_OFFCPU : CPA_KIND_ONCPU,
-				    s % 5 == 0 ? 1000 + rng(&seed) % 10000000 : 1, comm[p], comm[p]);
+			vgen_sample(
+				g,
+				base + sec * NSEC_PER_SEC + (uint64_t)k * (NSEC_PER_SEC / (n + 1)),
+				stack_ids[s], 1000 + p,
+				1000 + p + (uint32_t)(rng(&seed) % (1 + p % 8)),
+				(uint32_t)(rng(&seed) % o.cpus),
+				s % 5 == 0 ? CPA_KIND_OFFCPU : CPA_KIND_ONCPU,
+				s % 5 == 0 ? 1000 + rng(&seed) % 10000000 : 1, comm[p], comm[p]);
 			total++;
 		}
 		if (sec % 600 == 300)

@@ -227,7 +227,7 @@ int store_cpulist__parse(const char *s, uint8_t *bits, uint32_t nbits);
 struct store_tl_block {
 	int64_t t_min_s;    /* first second of the block */
 	uint32_t span_s;    /* t_max_s - t_min_s */
-	uint32_t n_sec;     /* seconds with data */
+	uint32_t n_sec;	    /* seconds with data */
 	uint32_t n_samples; /* samples incl. lost (saturating) */
 };
 

@@ -101,10 +101,11 @@ int store_timeline__read(const char *dir, struct store_tl_block **ret, size_t *r
 			bad++;
 			continue;
 		}
-		out[k++] = (struct store_tl_block){.t_min_s = (int64_t)(bh.t_min_ns / 1000000000ULL),
-						   .span_s = e->span_s,
-						   .n_sec = e->n_sec,
-						   .n_samples = bh.n_samples};
+		out[k++] =
+			(struct store_tl_block){.t_min_s = (int64_t)(bh.t_min_ns / 1000000000ULL),
+						.span_s = e->span_s,
+						.n_sec = e->n_sec,
+						.n_samples = bh.n_samples};
 	}
 	*ret = TAKE_PTR(out);
 	*ret_n = k;

@@ -69,7 +69,8 @@ START_TEST(test_tree_from_folded)
 	ck_assert_uint_eq(tree.nodes[b].self, 6);
 	ck_assert_uint_eq(tree.nodes[k].cls, VCLS_KERNEL);
 	/* the two "main;d" lines are one node */
-	ck_assert_uint_eq(tree.nodes[vtree__child(&tree, m, strtab__find(&names, "d", 1))].total, 2);
+	ck_assert_uint_eq(tree.nodes[vtree__child(&tree, m, strtab__find(&names, "d", 1))].total,
+			  2);
 	/* sorted: a (9) before d (2) */
 	ck_assert_uint_eq(tree.nodes[m].child, a);
 }
@@ -102,10 +103,10 @@ START_TEST(test_layout_boxes)
 	ck_assert_uint_eq(b->x, 6);
 	ck_assert_uint_eq(b->w, 2);
 	/* zoom into a: a is the full width, d is gone */
-	ck_assert_int_eq(
-		vlayout__build(&l, &tree, vtree__child(&tree, 0, strtab__find(&names, "a", 1)), 80,
-			       10, 1),
-		0);
+	ck_assert_int_eq(vlayout__build(&l, &tree,
+					vtree__child(&tree, 0, strtab__find(&names, "a", 1)), 80,
+					10, 1),
+			 0);
 	ck_assert_uint_eq(l.n, 3);
 	ck_assert_uint_eq(l.boxes[0].w, 80);
 	ck_assert_uint_eq(box_named(&l, "b")->w, 60);
@@ -218,9 +219,9 @@ START_TEST(test_label)
 	/* markers keep their brackets; (anonymous namespace) stays */
 	ck_assert_str_eq(vlayout__label("[lost: capture ring_full]", 10, "~", buf, sizeof(buf)),
 			 "[lost: ca~");
-	ck_assert_str_eq(vlayout__label("(anonymous namespace)::helper(int)", 30, "~", buf,
-					sizeof(buf)),
-			 "(anonymous namespace)::helper");
+	ck_assert_str_eq(
+		vlayout__label("(anonymous namespace)::helper(int)", 30, "~", buf, sizeof(buf)),
+		"(anonymous namespace)::helper");
 	ck_assert_str_eq(vlayout__label("abc", 0, "~", buf, sizeof(buf)), "");
 	ck_assert_str_eq(vlayout__label("abc", 1, "~", buf, sizeof(buf)), "~");
 }
@@ -276,9 +277,9 @@ START_TEST(test_filter_parse)
 
 	vfilter__init(&f);
 	ck_assert(vfilter__selects_all(&f));
-	ck_assert_int_eq(vfilter__parse(&f, "pid=12 comm=nginx cpu=0-3,7 kind=on,lost", err,
-					sizeof(err)),
-			 0);
+	ck_assert_int_eq(
+		vfilter__parse(&f, "pid=12 comm=nginx cpu=0-3,7 kind=on,lost", err, sizeof(err)),
+		0);
 	ck_assert_int_eq(f.pid, 12);
 	ck_assert_str_eq(f.comm, "nginx");
 	ck_assert(f.has_cpus);
@@ -325,9 +326,9 @@ START_TEST(test_tree_match)
 			 strtab__find(&names, "b", 1));
 	ck_assert_uint_eq(other.nodes[vtree__match(&tree, b, &other)].total, 9);
 	ck_assert_int_eq(vtree__add_folded(&tree, "main;y 1"), 0);
-	ck_assert_uint_eq(vtree__match(&tree, vtree__child(&tree, a, strtab__find(&names, "y", 1)),
-				       &other),
-			  VNODE_NONE);
+	ck_assert_uint_eq(
+		vtree__match(&tree, vtree__child(&tree, a, strtab__find(&names, "y", 1)), &other),
+		VNODE_NONE);
 	vtree__free(&other);
 }
 END_TEST

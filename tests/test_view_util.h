@@ -61,8 +61,11 @@ static inline uint32_t vgen_module(struct vgen *g, const char *path)
 
 static inline int vgen_open(struct vgen *g, const char *root, uint32_t cpus)
 {
-	struct store_writer_opts o = {.root = root, .cpu_num = cpus, .freq = 49,
-				      .record_interval = 1, .stack_size = 32768,
+	struct store_writer_opts o = {.root = root,
+				      .cpu_num = cpus,
+				      .freq = 49,
+				      .record_interval = 1,
+				      .stack_size = 32768,
 				      .kernel_stack = true};
 
 	memset(g, 0, sizeof(*g));
@@ -100,7 +103,9 @@ static inline uint32_t vgen_frame(struct vgen *g, const char *name, size_t len)
 	f.id = ++g->next_id;
 	f.name_id = sid;
 	f.flags = k ? CPA_FF_KERNEL : name[0] == '[' ? CPA_FF_MARKER : 0;
-	f.module_id = k || name[0] == '[' ? 0 : strstr(g->names[j], "libc_") == g->names[j] ? g->mod_lib : g->mod_exe;
+	f.module_id = k || name[0] == '['			    ? 0
+		      : strstr(g->names[j], "libc_") == g->names[j] ? g->mod_lib
+								    : g->mod_exe;
 	f.offset = 0x1000 + f.id * 16;
 	store_writer__def_frame(g->w, &f);
 	g->ids[j] = f.id;
@@ -140,9 +145,16 @@ static inline int vgen_sample(struct vgen *g, uint64_t t_ns, uint32_t stack, uin
 			      uint32_t tid, uint32_t cpu, uint16_t kind, uint64_t weight,
 			      uint32_t comm, uint32_t pcomm)
 {
-	struct cpa_sample_out o = {.seq = ++g->seq, .time_ns = t_ns, .cgroup_id = 0x100 + pid % 4,
-				   .weight = weight, .pid = pid, .tid = tid, .cpu = cpu,
-				   .kind = kind, .stack_id = stack, .comm_id = comm,
+	struct cpa_sample_out o = {.seq = ++g->seq,
+				   .time_ns = t_ns,
+				   .cgroup_id = 0x100 + pid % 4,
+				   .weight = weight,
+				   .pid = pid,
+				   .tid = tid,
+				   .cpu = cpu,
+				   .kind = kind,
+				   .stack_id = stack,
+				   .comm_id = comm,
 				   .pcomm_id = pcomm};
 
 	return store_writer__add_sample(g->w, &o);
@@ -150,8 +162,12 @@ static inline int vgen_sample(struct vgen *g, uint64_t t_ns, uint32_t stack, uin
 
 static inline int vgen_loss(struct vgen *g, uint64_t t_ns, uint64_t count)
 {
-	struct cpa_loss l = {.seq = ++g->seq, .time_ns = t_ns, .count = count, .weight = count,
-			     .stage = SHM_STAGE_CAPTURE, .reason = SHM_CNT_DROP_RING_FULL};
+	struct cpa_loss l = {.seq = ++g->seq,
+			     .time_ns = t_ns,
+			     .count = count,
+			     .weight = count,
+			     .stage = SHM_STAGE_CAPTURE,
+			     .reason = SHM_CNT_DROP_RING_FULL};
 
 	return store_writer__add_loss(g->w, &l);
 }
@@ -219,19 +235,25 @@ static inline int vt_write_store(const char *root)
 		uint32_t ng = s < VT_SECS / 2 ? VT_GROW0 : VT_GROW1;
 
 		for (k = 0; k < VT_HOT && !r; k++)
-			r = vgen_sample(g, t + k * 1000, hot, 1000, 1000, k % 2, CPA_KIND_ONCPU, 1, app, app);
+			r = vgen_sample(g, t + k * 1000, hot, 1000, 1000, k % 2, CPA_KIND_ONCPU, 1,
+					app, app);
 		for (k = 0; k < ng && !r; k++)
-			r = vgen_sample(g, t + k * 1000, grow, 1000, 1001, k % 2, CPA_KIND_ONCPU, 1, app, app);
+			r = vgen_sample(g, t + k * 1000, grow, 1000, 1001, k % 2, CPA_KIND_ONCPU, 1,
+					app, app);
 		for (k = 0; k < VT_COLD && !r; k++)
-			r = vgen_sample(g, t + k * 1000, cold, 1000, 1000, 0, CPA_KIND_ONCPU, 1, app, app);
+			r = vgen_sample(g, t + k * 1000, cold, 1000, 1000, 0, CPA_KIND_ONCPU, 1,
+					app, app);
 		for (k = 0; k < VT_VEC && !r; k++)
-			r = vgen_sample(g, t + k * 1000, vec, 2000, 2000, 1, CPA_KIND_ONCPU, 1, db, db);
+			r = vgen_sample(g, t + k * 1000, vec, 2000, 2000, 1, CPA_KIND_ONCPU, 1, db,
+					db);
 		for (k = 0; k < VT_OFF && !r; k++)
-			r = vgen_sample(g, t + k * 1000, off, 1000, 1000, 0, CPA_KIND_OFFCPU, 2000000, app, app);
+			r = vgen_sample(g, t + k * 1000, off, 1000, 1000, 0, CPA_KIND_OFFCPU,
+					2000000, app, app);
 		if (s == 100)
 			r = vgen_loss(g, t + 500000000ULL, VT_LOST);
 		for (k = 0; s == 200 && k < VT_DEGRADED && !r; k++)
-			r = vgen_sample(g, t + k * 1000, deg, 1000, 1000, 0, CPA_KIND_ONCPU, 1, app, app);
+			r = vgen_sample(g, t + k * 1000, deg, 1000, 1000, 0, CPA_KIND_ONCPU, 1, app,
+					app);
 	}
 	vgen_close(g);
 	free(g);

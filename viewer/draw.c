@@ -43,8 +43,8 @@ enum {
 };
 
 static const short cls_pair[VCLS_MAX] = {
-	[VCLS_ROOT] = P_ROOT,	  [VCLS_EXE] = P_EXE,	    [VCLS_LIB] = P_LIB,
-	[VCLS_JIT] = P_JIT,	  [VCLS_UNSYM] = P_UNSYM,   [VCLS_KERNEL] = P_KERNEL,
+	[VCLS_ROOT] = P_ROOT,	  [VCLS_EXE] = P_EXE,	  [VCLS_LIB] = P_LIB,
+	[VCLS_JIT] = P_JIT,	  [VCLS_UNSYM] = P_UNSYM, [VCLS_KERNEL] = P_KERNEL,
 	[VCLS_MARKER] = P_MARKER, [VCLS_GROUP] = P_GROUP,
 };
 
@@ -161,7 +161,7 @@ static int tl_height(int rows)
 
 static void draw_timeline(struct vapp *a, int y0, int h)
 {
-	static const char *const ublk[9] = {" ", "\u2581", "\u2582", "\u2583", "\u2584",
+	static const char *const ublk[9] = {" ",      "\u2581", "\u2582", "\u2583", "\u2584",
 					    "\u2585", "\u2586", "\u2587", "\u2588"};
 	static const char ablk[9] = {' ', '.', '.', '_', '_', 'o', 'o', '#', '#'};
 	const struct vmodel *m = &a->m;
@@ -199,9 +199,10 @@ static void draw_timeline(struct vapp *a, int y0, int h)
 		uint64_t tot = cell_total(c);
 		int level = tot ? (int)((tot * (uint64_t)h * 8 + max - 1) / max) : 0;
 		bool in = a->v0 + i * spc < a->r1 && a->v0 + (i + 1) * spc > a->r0;
-		short p = c->unknown >= tot / 2 && c->unknown ? P_TL_UNKNOWN
-			: c->off > c->on && c->off >= c->probe ? P_TL_OFF
-			: c->probe > c->on ? P_TL_PROBE : P_TL_ON;
+		short p = c->unknown >= tot / 2 && c->unknown	 ? P_TL_UNKNOWN
+			  : c->off > c->on && c->off >= c->probe ? P_TL_OFF
+			  : c->probe > c->on			 ? P_TL_PROBE
+								 : P_TL_ON;
 		attr_t at = pair_attr(a, p) | (in ? A_BOLD : A_DIM);
 
 		attron(at);
@@ -226,7 +227,8 @@ static void draw_timeline(struct vapp *a, int y0, int h)
 			addch('~');
 			attroff(pair_attr(a, P_TL_PROBE) | A_BOLD);
 		} else if (in) {
-			bool first = a->v0 + i * spc <= a->r0, last = a->v0 + (i + 1) * spc >= a->r1;
+			bool first = a->v0 + i * spc <= a->r0,
+			     last = a->v0 + (i + 1) * spc >= a->r1;
 
 			attron(pair_attr(a, P_MARK) | A_BOLD);
 			addch(first && last ? '|' : first ? '[' : last ? ']' : '=');
@@ -414,9 +416,11 @@ static void draw_top(struct vapp *a, int y0, int h)
 	int row;
 
 	if (diff)
-		snprintf(buf, sizeof(buf), "  A TOTAL%%  B TOTAL%%    CHANGE  FUNCTION   (biggest movers first)");
+		snprintf(buf, sizeof(buf),
+			 "  A TOTAL%%  B TOTAL%%    CHANGE  FUNCTION   (biggest movers first)");
 	else
-		snprintf(buf, sizeof(buf), "  %sTOTAL%%   %sSELF%%    SAMPLES  FUNCTION   (sorted by %s; s/t)",
+		snprintf(buf, sizeof(buf),
+			 "  %sTOTAL%%   %sSELF%%    SAMPLES  FUNCTION   (sorted by %s; s/t)",
 			 a->sort_self ? " " : "*", a->sort_self ? "*" : " ",
 			 a->sort_self ? "self" : "total");
 	line_fill(y0, A_BOLD | A_UNDERLINE, buf, a->cols);
@@ -433,11 +437,14 @@ static void draw_top(struct vapp *a, int y0, int h)
 		if (diff)
 			snprintf(buf, sizeof(buf), "  %7.2f%%  %7.2f%%  %+7.2f%%  %s%s",
 				 pct(r->total_a, root_a), pct(r->total, root), 100 * r->delta,
-				 r->delta >= DIFF_MARK ? "+" : r->delta <= -DIFF_MARK ? "-" : "",
+				 r->delta >= DIFF_MARK	  ? "+"
+				 : r->delta <= -DIFF_MARK ? "-"
+							  : "",
 				 name);
 		else
-			snprintf(buf, sizeof(buf), "  %6.2f%%  %6.2f%%  %9llu  %s", pct(r->total, root),
-				 pct(r->self, root), (unsigned long long)r->total, name);
+			snprintf(buf, sizeof(buf), "  %6.2f%%  %6.2f%%  %9llu  %s",
+				 pct(r->total, root), pct(r->self, root),
+				 (unsigned long long)r->total, name);
 		if (a->have_re && !regexec(&a->re, name, 0, NULL, 0) && a->color)
 			at |= COLOR_PAIR(P_MATCH);
 		line_fill(y0 + 1 + row, at, buf, a->cols);
@@ -512,8 +519,8 @@ static void draw_header(struct vapp *a)
 	fmt_tod(a->r0, r0, sizeof(r0));
 	fmt_tod(a->r1, r1, sizeof(r1));
 	fmt_span(a->r1 - a->r0, sp, sizeof(sp));
-	snprintf(buf, sizeof(buf), "range %s-%s (%s)  %llu samples: on %llu off %llu lost %llu",
-		 r0, r1, sp, (unsigned long long)a->st.samples, (unsigned long long)a->st.on,
+	snprintf(buf, sizeof(buf), "range %s-%s (%s)  %llu samples: on %llu off %llu lost %llu", r0,
+		 r1, sp, (unsigned long long)a->st.samples, (unsigned long long)a->st.on,
 		 (unsigned long long)a->st.off, (unsigned long long)a->st.lost);
 	if (a->st.probe) {
 		o = strlen(buf);
@@ -553,8 +560,9 @@ static void draw_bottom(struct vapp *a)
 		return;
 	}
 	if (a->have_re) {
-		snprintf(buf, sizeof(buf), "/%s/ matches %.1f%% of the range   n/N next/prev  / clear",
-			 a->search, 100 * a->match_share);
+		snprintf(buf, sizeof(buf),
+			 "/%s/ matches %.1f%% of the range   n/N next/prev  / clear", a->search,
+			 100 * a->match_share);
 		line_fill(a->rows - 1, a->color ? COLOR_PAIR(P_MATCH) : A_BOLD, buf, a->cols);
 		return;
 	}
@@ -582,16 +590,16 @@ void vdraw__screen(struct vapp *a)
 	if (a->cols < VIEW_MIN_COLS || a->rows < VIEW_MIN_ROWS) {
 		char buf[128];
 
-		snprintf(buf, sizeof(buf), "terminal too small: %dx%d, cpa-view needs %dx%d", a->cols,
-			 a->rows, VIEW_MIN_COLS, VIEW_MIN_ROWS);
+		snprintf(buf, sizeof(buf), "terminal too small: %dx%d, cpa-view needs %dx%d",
+			 a->cols, a->rows, VIEW_MIN_COLS, VIEW_MIN_ROWS);
 		mvaddnstr(0, 0, buf, a->cols);
 		return;
 	}
 	if (!a->have_model) {
 		line_fill(0, A_REVERSE, " cpa-view", a->cols);
 		mvaddnstr(2, 2, "Cannot show this store:", a->cols - 2);
-		mvaddnstr(4 + put_wrapped(3, 2, a->err, a->cols - 4, a->rows - 6), 2, a->o.follow ? "live mode: retrying every second; q quits"
-					    : "q quits",
+		mvaddnstr(4 + put_wrapped(3, 2, a->err, a->cols - 4, a->rows - 6), 2,
+			  a->o.follow ? "live mode: retrying every second; q quits" : "q quits",
 			  a->cols - 2);
 		return;
 	}

@@ -40,8 +40,8 @@ static void emit(struct lctx *c, uint32_t node, uint32_t n_merged, uint32_t x, u
 		l->cap = nc;
 	}
 	b = &l->boxes[l->n++];
-	*b = (struct vbox){.node = node, .n_merged = n_merged, .x = x, .w = w, .depth = depth,
-			   .value = value};
+	*b = (struct vbox){
+		.node = node, .n_merged = n_merged, .x = x, .w = w, .depth = depth, .value = value};
 	if (depth + 1 > l->depth)
 		l->depth = depth + 1;
 }
@@ -99,8 +99,8 @@ static int box_cmp(const void *a, const void *b)
 int vlayout__build(struct vlayout *l, const struct vtree *t, uint32_t zoom, uint32_t width,
 		   uint32_t max_depth, uint32_t min_w)
 {
-	struct lctx c = {.l = l, .t = t, .width = width, .max_depth = max_depth,
-			 .min_w = min_w ? min_w : 1};
+	struct lctx c = {
+		.l = l, .t = t, .width = width, .max_depth = max_depth, .min_w = min_w ? min_w : 1};
 
 	l->n = 0;
 	l->depth = 0;

@@ -20,22 +20,27 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: cpa-view [--ascii] [--mono] [--follow] [-B HH:MM:SS] [-E HH:MM:SS] STORE\n"
-		   "  STORE      a store dir (cpa_YYMMDD...) or the store root (newest dir)\n"
-		   "  -B, -E     open on this range (local time of the store's first day)\n"
-		   "  --ascii    no UTF-8 block characters\n"
-		   "  --mono     no colours (also: NO_COLOR set)\n"
-		   "  --follow   live mode: follow a store being written\n"
-		   "keys: press ? in the viewer, or see docs/viewer.md\n");
+	fprintf(f,
+		"usage: cpa-view [--ascii] [--mono] [--follow] [-B HH:MM:SS] [-E HH:MM:SS] STORE\n"
+		"  STORE      a store dir (cpa_YYMMDD...) or the store root (newest dir)\n"
+		"  -B, -E     open on this range (local time of the store's first day)\n"
+		"  --ascii    no UTF-8 block characters\n"
+		"  --mono     no colours (also: NO_COLOR set)\n"
+		"  --follow   live mode: follow a store being written\n"
+		"keys: press ? in the viewer, or see docs/viewer.md\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{"ascii", no_argument, NULL, 'a'},	  {"mono", no_argument, NULL, 'm'},
-		{"follow", no_argument, NULL, 'f'},	  {"begin", required_argument, NULL, 'B'},
-		{"starttime", required_argument, NULL, 'B'}, {"end", required_argument, NULL, 'E'},
-		{"endtime", required_argument, NULL, 'E'},   {"help", no_argument, NULL, 'h'},
+		{"ascii", no_argument, NULL, 'a'},
+		{"mono", no_argument, NULL, 'm'},
+		{"follow", no_argument, NULL, 'f'},
+		{"begin", required_argument, NULL, 'B'},
+		{"starttime", required_argument, NULL, 'B'},
+		{"end", required_argument, NULL, 'E'},
+		{"endtime", required_argument, NULL, 'E'},
+		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct vview_opts o = {0};

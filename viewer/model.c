@@ -22,7 +22,7 @@
 /* ------------------------------------------------------------ filters */
 
 static const char *const group_names[VG_MAX] = {"process", "thread", "cgroup",
-						 "env",	    "cpu",    "none"};
+						"env",	   "cpu",    "none"};
 
 const char *vgroup__name(enum vgroup g)
 {
@@ -42,8 +42,8 @@ void vfilter__init(struct vfilter *f)
 
 bool vfilter__selects_all(const struct vfilter *f)
 {
-	return f->pid < 0 && f->cgroup < 0 && f->probe < 0 && !f->comm[0] && !f->env[0] && !f->has_cpus &&
-	       f->kinds == VK_ALL;
+	return f->pid < 0 && f->cgroup < 0 && f->probe < 0 && !f->comm[0] && !f->env[0] &&
+	       !f->has_cpus && f->kinds == VK_ALL;
 }
 
 static int parse_kinds(const char *v, unsigned int *ret)
@@ -116,8 +116,8 @@ int vfilter__parse(struct vfilter *f, const char *s, char *err, size_t errlen)
 			if (parse_kinds(v, &n.kinds) < 0)
 				goto bad;
 		} else {
-			snprintf(err, errlen, "unknown filter '%s' (pid comm cgroup cpu env kind probe)",
-				 tok);
+			snprintf(err, errlen,
+				 "unknown filter '%s' (pid comm cgroup cpu env kind probe)", tok);
 			return -EINVAL;
 		}
 		continue;
@@ -300,8 +300,10 @@ static int model_load(struct vmodel *m, char *err, size_t errlen)
 	}
 	r = load_timeline(m);
 	if (r == -EPROTONOSUPPORT) {
-		snprintf(err, errlen, "store '%s' has a newer format version than this cpa-view reads: use a newer cpa",
-			 m->dir);
+		snprintf(
+			err, errlen,
+			"store '%s' has a newer format version than this cpa-view reads: use a newer cpa",
+			m->dir);
 		return r;
 	}
 	return 0;
@@ -459,8 +461,8 @@ static int frame_of(struct vmodel *m, uint32_t seg, const struct store_frame *f,
 	ret->cls = frame_cls(f);
 	ret->name = strtab__intern(&m->names, f->name, strlen(f->name));
 	ret->module = f->module[0] ? strtab__intern(&m->names, f->module, strlen(f->module)) : 0;
-	if (!ret->name || grow_arr((void **)&m->fcache, &m->cap_fcache, m->n_fcache + 1,
-				   sizeof(*m->fcache)))
+	if (!ret->name ||
+	    grow_arr((void **)&m->fcache, &m->cap_fcache, m->n_fcache + 1, sizeof(*m->fcache)))
 		return -ENOMEM;
 	m->fcache[m->n_fcache] = *ret;
 	return u64map__put(&m->fcache_map, (uint64_t)(uintptr_t)f, m->n_fcache++);
@@ -565,7 +567,10 @@ static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sam
 	switch (g) {
 	case VG_PROCESS:
 		n = snprintf(buf, sizeof(buf), "%s:%u",
-			     s->pcomm[0] ? s->pcomm : s->comm[0] ? s->comm : "[unknown]", s->pid);
+			     s->pcomm[0]  ? s->pcomm
+			     : s->comm[0] ? s->comm
+					  : "[unknown]",
+			     s->pid);
 		break;
 	case VG_THREAD:
 		n = snprintf(buf, sizeof(buf), "%s:%u", s->comm[0] ? s->comm : "[unknown]", s->tid);
@@ -677,7 +682,7 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 	u64map__clear(&m->agg);
 	m->n_agg = 0;
 	m->fcache_seg = UINT32_MAX; /* frame addresses are the reader's: valid within one query */
-	m->agg_gen++; /* forgets every stack's last slot */
+	m->agg_gen++;		    /* forgets every stack's last slot */
 	m->last_group_kind = -1;
 	if (c.timeline) {
 		memset(&m->exact[t0 - m->first_s], 0, (size_t)(t1 - t0) * sizeof(*m->exact));
@@ -749,7 +754,10 @@ static int on_export(void *ctx, const struct store_sample *s)
 		exp_put(c, "[lost]", NULL);
 	} else {
 		snprintf(tmp, sizeof(tmp), "%s:%u",
-			 s->pcomm[0] ? s->pcomm : s->comm[0] ? s->comm : "[unknown]", s->pid);
+			 s->pcomm[0]  ? s->pcomm
+			 : s->comm[0] ? s->comm
+				      : "[unknown]",
+			 s->pid);
 		exp_put(c, tmp, NULL);
 	}
 	for (i = s->n_frames; i-- > s->n_kframes;)

@@ -106,8 +106,8 @@ struct vmodel {
 	uint64_t *hdr;	    /* samples per second from block headers (spread over a block) */
 	struct vsec *exact; /* valid where known[] */
 	uint8_t *known;
-	uint64_t hdr_bad;  /* block headers failing their check */
-	uint64_t notices;  /* problems reported by the reader */
+	uint64_t hdr_bad; /* block headers failing their check */
+	uint64_t notices; /* problems reported by the reader */
 	char last_notice[256];
 	/* aggregation scratch: (stack, group) -> value */
 	struct u64map agg;

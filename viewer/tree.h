@@ -29,8 +29,8 @@ enum vcls {
 };
 
 struct vnode {
-	uint32_t name;	 /* strtab id */
-	uint32_t module; /* strtab id, 0 = none */
+	uint32_t name;		      /* strtab id */
+	uint32_t module;	      /* strtab id, 0 = none */
 	uint32_t parent, child, next; /* VNODE_NONE = none */
 	uint32_t depth;
 	uint8_t cls;

@@ -302,7 +302,9 @@ static void top_update(struct vapp *a)
 		};
 	}
 	qsort(a->top, a->n_top, sizeof(*a->top),
-	      diff ? top_cmp_delta : a->sort_self ? top_cmp_self : top_cmp_total);
+	      diff	     ? top_cmp_delta
+	      : a->sort_self ? top_cmp_self
+			     : top_cmp_total);
 	if (a->top_sel >= a->n_top)
 		a->top_sel = a->n_top ? a->n_top - 1 : 0;
 }
@@ -403,8 +405,7 @@ int vapp__init(struct vapp *a, const struct vview_opts *o)
 	vfilter__init(&a->f);
 	r = vmodel__open(&a->m, o->store, a->err, sizeof(a->err));
 	if (vtree__init(&a->tree, &a->m.names) < 0 || vtree__init(&a->tree_a, &a->m.names) < 0 ||
-	    vtree__init(&a->callers, &a->m.names) < 0 ||
-	    vtree__init(&a->callees, &a->m.names) < 0)
+	    vtree__init(&a->callers, &a->m.names) < 0 || vtree__init(&a->callees, &a->m.names) < 0)
 		return -ENOMEM;
 	if (r < 0)
 		return r;
@@ -678,7 +679,8 @@ static void prompt_export(struct vapp *a)
 		return;
 	r = vmodel__export(&a->m, a->r0, a->r1, &a->f, buf);
 	if (r < 0)
-		snprintf(a->msg, sizeof(a->msg), "export to '%.160s' failed: %s", buf, strerror(-r));
+		snprintf(a->msg, sizeof(a->msg), "export to '%.160s' failed: %s", buf,
+			 strerror(-r));
 	else
 		snprintf(a->msg, sizeof(a->msg), "wrote %d stacks to %.200s", r, buf);
 }
@@ -760,7 +762,8 @@ void vapp__key(struct vapp *a, int key)
 			a->view = VV_FLAME;
 		} else if (a->zoom) {
 			a->sel = a->zoom;
-			a->zoom = a->n_zstack ? a->zstack[--a->n_zstack] : a->tree.nodes[a->sel].parent;
+			a->zoom = a->n_zstack ? a->zstack[--a->n_zstack]
+					      : a->tree.nodes[a->sel].parent;
 			a->top_depth = 0;
 		}
 		break;

@@ -32,9 +32,9 @@ struct vview_opts {
 /* One function of the top table. */
 struct vtop_row {
 	uint32_t name;
-	uint64_t self, total;	    /* in B (or the only range) */
-	uint64_t self_a, total_a;   /* in A when diffing */
-	double delta;		    /* total share B - A, diff only */
+	uint64_t self, total;	  /* in B (or the only range) */
+	uint64_t self_a, total_a; /* in A when diffing */
+	double delta;		  /* total share B - A, diff only */
 };
 
 struct vapp {
@@ -55,10 +55,10 @@ struct vapp {
 	struct vtree tree_a;
 	struct vrange_stats st_a;
 	/* flamegraph */
-	uint32_t zoom; /* node at the top of the flamegraph */
+	uint32_t zoom;	     /* node at the top of the flamegraph */
 	uint32_t zstack[32]; /* earlier zooms, for Esc (cleared on re-aggregation) */
 	uint32_t n_zstack;
-	uint32_t sel;  /* selected node */
+	uint32_t sel; /* selected node */
 	uint32_t top_depth;
 	struct vlayout lay;
 	/* search */

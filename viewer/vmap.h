@@ -38,7 +38,7 @@ static inline uint64_t vmap_mix(uint64_t x)
 }
 
 struct strtab {
-	char **strs; /* id - 1 -> string (owned, in chunks) */
+	char **strs;	 /* id - 1 -> string (owned, in chunks) */
 	uint32_t *slots; /* hash slot -> id, 0 empty */
 	uint32_t n, cap_strs, cap_slots;
 	char *chunk;
