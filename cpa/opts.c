@@ -212,7 +212,6 @@ static const struct {
 	{"offcpu", MON, NULL},
 	{"probe", MON, NULL},
 	{"oneshot", MON, NULL},
-	{"use_cui", SHOW, NULL},
 };
 
 static void *opt_ptr(const struct opt_def *d, struct cpa_opts *o)

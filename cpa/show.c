@@ -275,59 +275,6 @@ static int write_prof(struct show_ctx *c, const char *path)
 	return 0;
 }
 
-static long local_tod(uint64_t ns)
-{
-	time_t t = (time_t)(ns / NS);
-	struct tm tm;
-
-	localtime_r(&t, &tm);
-	return tm.tm_hour * 3600L + tm.tm_min * 60L + tm.tm_sec;
-}
-
-/*
- * The store dir under root for local time-of-day tod_s (-1: the newest): the
- * newest cpa_* dir whose records span that time of day, else the newest one
- * holding records (a run that captured nothing leaves an empty dir), else the
- * newest.
- */
-static int pick_store(const char *root, long tod_s, char *buf, size_t len)
-{
-	char **names;
-	uint32_t n, i;
-	bool have_data = false;
-	int ret = store_root__list(root, &names, &n);
-
-	if (ret < 0)
-		return ret;
-	if (!n) {
-		store_root__list_free(names, n);
-		return -ENOENT;
-	}
-	snprintf(buf, len, "%s/%s", root, names[n - 1]);
-	for (i = n; i-- > 0;) {
-		char p[PATH_MAX + 256];
-		struct store_reader *r;
-		uint64_t a, b, recs;
-		bool data, hit;
-
-		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
-		if (store_reader__open(p, NULL, NULL, &r) < 0)
-			continue;
-		data = store_reader__range(r, &a, &b, &recs) == 0;
-		hit = data && tod_s >= 0 && local_tod(a) <= tod_s && tod_s <= local_tod(b);
-		store_reader__free(r);
-		if (data && !have_data) {
-			snprintf(buf, len, "%s", p);
-			have_data = true;
-		}
-		if (hit)
-			snprintf(buf, len, "%s", p);
-		if (hit || (have_data && tod_s < 0))
-			break;
-	}
-	store_root__list_free(names, n);
-	return 0;
-}
 
 /* What the options ask for, checked: the filter, and the times of day (-1 = none). */
 static int parse_request(const struct show_opts *o, struct store_filter *filt, uint64_t **ret_cpus,
@@ -380,7 +327,7 @@ int show_pick_dir(const char *read, long tod, char *buf, size_t len)
 		snprintf(buf, len, "%s", read);
 		return 0;
 	}
-	r = pick_store(read, tod, buf, len);
+	r = store_root__pick(read, tod, buf, len);
 	if (r == -ENOENT)
 		log_error("no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
 			  read);

@@ -8,6 +8,7 @@ pkgs=(
 	libbpf-dev libelf-dev libdw-dev liburing-dev libzstd-dev libjemalloc-dev
 	zlib1g-dev liblzma-dev libiberty-dev binutils xz-utils check
 	golang-go chromium libxml2-utils libcap2-bin libcurl4-openssl-dev
+	libncurses-dev libncursesw6 tmux
 )
 
 missing=()

@@ -242,5 +242,29 @@ bool store_dir__is_store(const char *path);
  * within a day in start order. Free with store_root__list_free(). 0 or -errno. */
 int store_root__list(const char *root, char ***ret_names, uint32_t *ret_n);
 void store_root__list_free(char **names, uint32_t n);
+/*
+ * The store dir under root for local time of day tod_s (-1: the newest): the
+ * newest cpa_* dir whose records span that time of day, else the newest one
+ * holding records (a run that captured nothing leaves an empty dir), else the
+ * newest. Its path into buf; -ENOENT when root holds none. Used by `cpa show`
+ * and cpa-view.
+ */
+int store_root__pick(const char *root, long tod_s, char *buf, size_t len);
+
+/* ---- timeline (store_timeline.c): counts from the index and block headers only */
+
+struct store_tl_block {
+	int64_t t_min_s;    /* first second of the block */
+	uint32_t span_s;    /* t_max_s - t_min_s */
+	uint32_t n_sec;	    /* seconds with data */
+	uint32_t n_samples; /* samples incl. lost (saturating) */
+};
+
+/* Every indexed block with a valid header, sorted by (segment, offset), read
+ * without decompressing anything (*ret: free()). ret_bad: headers that failed
+ * their check. -ENOENT without an index, -EBADMSG for a bad one,
+ * -EPROTONOSUPPORT for a newer major version. */
+int store_timeline__read(const char *dir, struct store_tl_block **ret, size_t *ret_n,
+			 uint64_t *ret_bad);
 
 #endif /* CPA_STORE_H */

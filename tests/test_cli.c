@@ -261,7 +261,6 @@ START_TEST(test_unsupported_refused)
 		{MON, {"-u"}, "--offcpu: not supported yet"},
 		{MON, {"--probe", "tracepoint:sched:sched_switch"}, "--probe: not supported yet"},
 		{MON, {"--oneshot"}, "--oneshot: not supported yet"},
-		{SHOW, {"-r", "/tmp", "-G"}, "--use_cui: not supported yet"},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -270,6 +269,7 @@ START_TEST(test_unsupported_refused)
 		ASSERT_LOG(cases[i].msg);
 	}
 	/* Built since: accepted now. */
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "-G"), 0);
 	ck_assert_int_eq(PARSE(MON, "--bench"), 0);
 	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--split_path", "/tmp/s"), 0);
 	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--format", "svg", "--diff_base_start",
