@@ -97,7 +97,7 @@ static const struct opt_def opt_table[] = {
 	{"persistent_day", 'P', OPT_LONG, MON, O(mon.persistent_day), 1, 36500, "N",
 	 "keep the latest N days, N > 0 (default 7)", NULL},
 	{"oneshot", 0, OPT_BOOL, MON, O(mon.oneshot), 0, 0, NULL,
-	 "write one folded profile at exit instead of a store (BPF only)", NULL},
+	 "write one folded profile (--output_prof) at exit instead of a store (BPF only)", NULL},
 	{"output_prof", 'o', OPT_STR, MON, O(mon.output_prof), 0, 0, "PATH",
 	 "one-shot output (default cpa.prof)", check_path},
 	{"pid", 'p', OPT_LONG, MON, O(mon.pid), 1, 4194304, "PID",
@@ -186,8 +186,10 @@ static const struct {
 	unsigned int scope;
 	const char *value;
 } opt_unsupported[] = {
-	{"offcpu", MON, NULL},	    {"probe", MON, NULL},    {"oneshot", MON, NULL},
-	{"split_path", SHOW, NULL}, {"use_cui", SHOW, NULL},
+	{"offcpu", MON, NULL},
+	{"probe", MON, NULL},
+	{"split_path", SHOW, NULL},
+	{"use_cui", SHOW, NULL},
 };
 
 static void *opt_ptr(const struct opt_def *d, struct cpa_opts *o)

@@ -27,4 +27,13 @@ struct show_opts {
 /* 0 ok, or negative errno (already logged). */
 int show_run(const struct show_opts *o);
 
+/*
+ * `cpa monitor --oneshot`'s export: every record of every store dir under
+ * root (the run's private store), no filter, the default labels, folded and
+ * written to output_prof exactly as an export writes a .prof, then CPA's
+ * Write line. A store without records gives an empty file (and a warning).
+ * 0 or negative errno (already logged).
+ */
+int show_export_root(const char *root, const char *output_prof);
+
 #endif /* CPA_SHOW_H */

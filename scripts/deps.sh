@@ -5,8 +5,9 @@ set -euo pipefail
 
 pkgs=(
 	build-essential cmake pkg-config clang llvm bpftool
-	libbpf-dev libelf-dev libdw-dev liburing-dev libzstd-dev libjemalloc-dev
+	libbpf-dev libelf-dev libdw-dev liburing-dev libzstd-dev
 	zlib1g-dev liblzma-dev libiberty-dev binutils xz-utils check
+	faketime libfaketime
 )
 
 missing=()

@@ -134,7 +134,7 @@ static inline bool shm_rate__admit(struct shm_rate *r, const struct shm_stage *s
 	return ++r->n <= limit;
 }
 
-/* Stamp the heartbeat with CLOCK_MONOTONIC now. */
+/* Stamp the heartbeat with the kernel's CLOCK_MONOTONIC now (clock_kernel_ns()). */
 void shm_stage__heartbeat(struct shm_stage *st);
 
 const char *shm_stage_name(enum shm_stage_id id);

@@ -122,6 +122,12 @@ const char *store_writer__dir(const struct store_writer *w);
 int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_bytes,
 			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns);
 
+/* Remove a whole store root: every store dir in it (files only, as the
+ * writer makes them), the files beside them (dictionary journals, pid file),
+ * then root itself. For a private root such as a one-shot run's. Returns the
+ * files removed, or -errno (e.g. -ENOTEMPTY when something else lives there). */
+int store_root__remove(const char *root);
+
 /* Remove the oldest segment (or the oldest store dir once it holds no
  * segment) under root, never keep_dir's keep_seg or later: what a full disk
  * gives up first. Returns files removed or -errno. */
