@@ -610,8 +610,11 @@ static void oneshot_check(const char *dir, const char *prof, const char *out, pi
 	free(text);
 }
 
-/* --oneshot --duration: the profile appears when the duration is over. */
-START_TEST(test_oneshot_duration)
+/*
+ * A one-shot run with the workload: stopped by --duration, or by SIGINT
+ * after sigint_after seconds when that is not 0; the profile must appear.
+ */
+static void oneshot_run(double wl_seconds, const char *duration, unsigned int sigint_after)
 {
 	char *dir = store_new(), prof[1100], *out;
 	struct workload w;
@@ -619,8 +622,12 @@ START_TEST(test_oneshot_duration)
 	int fd;
 
 	need_root_bpf();
-	workload_start(&w, "cpa-workload", 7.0, 6);
-	mon = oneshot_start(dir, prof, sizeof(prof), "4", &fd);
+	workload_start(&w, "cpa-workload", wl_seconds, 6);
+	mon = oneshot_start(dir, prof, sizeof(prof), duration, &fd);
+	if (sigint_after) {
+		sleep(sigint_after);
+		kill(mon, SIGINT);
+	}
 	out = slurp_fd(fd);
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
 	workload_finish(&w);
@@ -628,53 +635,56 @@ START_TEST(test_oneshot_duration)
 	free(out);
 	free(dir);
 }
+
+/* --oneshot --duration: the profile appears when the duration is over. */
+START_TEST(test_oneshot_duration)
+{
+	oneshot_run(7.0, "4", 0);
+}
 END_TEST
 
-/* --oneshot stopped by SIGINT before its duration: the profile still appears. */
+/* --oneshot stopped by SIGINT long before its duration: the profile still appears. */
 START_TEST(test_oneshot_sigint)
 {
-	char *dir = store_new(), prof[1100], *out;
-	struct workload w;
-	pid_t mon;
-	int fd;
-
-	need_root_bpf();
-	workload_start(&w, "cpa-workload", 9.0, 6);
-	mon = oneshot_start(dir, prof, sizeof(prof), "3600", &fd);
-	sleep(5);
-	kill(mon, SIGINT);
-	out = slurp_fd(fd);
-	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-	workload_finish(&w);
-	oneshot_check(dir, prof, out, w.pid);
-	free(out);
-	free(dir);
+	oneshot_run(9.0, "3600", 5);
 }
 END_TEST
 
 /* ---- --bench ---- */
 
+/*
+ * Run `cpa monitor` (argv, env added) to its end with its stderr in
+ * <store>/monitor.log while the workload runs; it must exit 0. Returns the log.
+ */
+static char *monitor_logged(const char *store, char *const argv[], char *const env[],
+			    const char *wl, double wl_seconds, int wl_depth)
+{
+	char err[1100];
+	struct workload w;
+	pid_t mon;
+
+	snprintf(err, sizeof(err), "%s/monitor.log", store);
+	workload_start(&w, wl, wl_seconds, wl_depth);
+	mon = spawn_env(argv, NULL, err, env);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	workload_finish(&w);
+	return slurp_path(err);
+}
+
 /* CPA's two lines per interval are in the monitor's stderr, with numbers. */
 START_TEST(test_bench_cpa_lines)
 {
-	char *store = store_new(), cpa[1100], err[1100], *log;
+	char *store = store_new(), cpa[1100], *log;
 	char *argv[] = {cpa,  "monitor", "--store_dir", store, "--bench",
 			"-F", "99",	 "--duration",	"8",   NULL};
 	regex_t unw, hist;
 	regmatch_t m[2];
-	struct workload w;
 	const char *p;
 	long lines = 0, with_samples = 0;
-	pid_t mon;
 
 	need_root_bpf();
 	path_of(cpa, sizeof(cpa), "cpa");
-	snprintf(err, sizeof(err), "%s/monitor.log", store);
-	workload_start(&w, "cpa-workload-nofp", 10.0, 10);
-	mon = spawn_env(argv, NULL, err, NULL);
-	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-	workload_finish(&w);
-	log = slurp_path(err);
+	log = monitor_logged(store, argv, NULL, "cpa-workload-nofp", 10.0, 10);
 	ck_assert_int_eq(regcomp(&unw,
 				 "Bench DWARF Unwind: count=([0-9]+) rate=[0-9]+\\.[0-9]{2}/s "
 				 "avg=[0-9]+\\.[0-9]{2} us min=[0-9]+\\.[0-9]{2} us "
@@ -728,20 +738,13 @@ static bool store_has_records(const char *dir)
  */
 START_TEST(test_faketime_midnight)
 {
-	char *store = store_new(), cpa[1100], err[1100], *log, day1[1200], day2[1200];
+	char *store = store_new(), cpa[1100], *log, day1[1200], day2[1200];
 	char *argv[] = {cpa, "monitor", "--store_dir", store, "-F", "99", "--duration", "20", NULL};
 	char *env[] = {"LD_PRELOAD=" FAKETIME_LIB, "FAKETIME=@2026-01-01 23:59:50", NULL};
-	struct workload w;
-	pid_t mon;
 
 	need_root_bpf();
 	path_of(cpa, sizeof(cpa), "cpa");
-	snprintf(err, sizeof(err), "%s/monitor.log", store);
-	workload_start(&w, "cpa-workload", 22.0, 4);
-	mon = spawn_env(argv, NULL, err, env);
-	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-	workload_finish(&w);
-	log = slurp_path(err);
+	log = monitor_logged(store, argv, env, "cpa-workload", 22.0, 4);
 	ck_assert_msg(strstr(log, "all stages running") != NULL, "stages never all ran:\n%s", log);
 	ck_assert_msg(strstr(log, "hung") == NULL && strstr(log, "restart") == NULL,
 		      "a stage hung or restarted:\n%s", log);

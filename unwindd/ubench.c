@@ -75,13 +75,27 @@ unsigned int ubench__cpa_bucket(uint64_t lat_ns)
 			(n) += (size_t)snprintf((buf) + (n), (len) - (n), __VA_ARGS__); \
 	} while (0)
 
+/* The interval's figures both forms print: seconds, latencies in us (0 without samples). */
+struct figures {
+	double secs, avg_us, min_us, max_us;
+};
+
+static struct figures figures_of(const struct ubench *b, uint64_t elapsed_ns)
+{
+	struct figures f = {.secs = elapsed_ns ? (double)elapsed_ns / 1e9 : 1.0};
+
+	if (b->samples) {
+		f.avg_us = (double)b->lat_sum_ns / (double)b->samples / 1e3;
+		f.min_us = (double)b->lat_min_ns / 1e3;
+		f.max_us = (double)b->lat_max_ns / 1e3;
+	}
+	return f;
+}
+
 void ubench__format(const struct ubench *b, uint64_t elapsed_ns, char *line1, size_t len1,
 		    char *line2, size_t len2)
 {
-	double secs = elapsed_ns ? (double)elapsed_ns / 1e9 : 1.0;
-	double avg = b->samples ? (double)b->lat_sum_ns / (double)b->samples / 1e3 : 0.0;
-	double min = b->samples ? (double)b->lat_min_ns / 1e3 : 0.0;
-	double max = b->samples ? (double)b->lat_max_ns / 1e3 : 0.0;
+	struct figures f = figures_of(b, elapsed_ns);
 	double fps = b->samples ? (double)b->frames / (double)b->samples : 0.0;
 	size_t n = 0;
 	unsigned int i;
@@ -90,8 +104,8 @@ void ubench__format(const struct ubench *b, uint64_t elapsed_ns, char *line1, si
 	APPEND(line1, len1, n,
 	       "bench: %.2fs samples %llu rate %.1f/s lat_us avg %.2f min %.2f max %.2f "
 	       "frames/sample %.1f env_skipped %llu stop",
-	       secs, (unsigned long long)b->samples, (double)b->samples / secs, avg, min, max, fps,
-	       (unsigned long long)b->env_skipped);
+	       f.secs, (unsigned long long)b->samples, (double)b->samples / f.secs, f.avg_us,
+	       f.min_us, f.max_us, fps, (unsigned long long)b->env_skipped);
 	for (i = 0; i < CPA_STOP_MAX; i++) {
 		if (!b->stop[i])
 			continue;
@@ -110,16 +124,14 @@ void ubench__format(const struct ubench *b, uint64_t elapsed_ns, char *line1, si
 void ubench__format_cpa(const struct ubench *b, uint64_t elapsed_ns, char *line1, size_t len1,
 			char *line2, size_t len2)
 {
-	double secs = elapsed_ns ? (double)elapsed_ns / 1e9 : 1.0;
-	double avg = b->samples ? (double)b->lat_sum_ns / (double)b->samples / 1e3 : 0.0;
-	double min = b->samples ? (double)b->lat_min_ns / 1e3 : 0.0;
-	double max = b->samples ? (double)b->lat_max_ns / 1e3 : 0.0;
+	struct figures f = figures_of(b, elapsed_ns);
 	size_t n = 0;
 	unsigned int i;
 
 	snprintf(line1, len1,
 		 "Bench DWARF Unwind: count=%llu rate=%.2f/s avg=%.2f us min=%.2f us max=%.2f us",
-		 (unsigned long long)b->samples, (double)b->samples / secs, avg, min, max);
+		 (unsigned long long)b->samples, (double)b->samples / f.secs, f.avg_us, f.min_us,
+		 f.max_us);
 	line2[0] = 0;
 	if (!b->samples)
 		return;
