@@ -234,9 +234,6 @@ int cmd_monitor(struct cpa_opts *o)
 	r = supervisor_params__init(&p);
 	if (r < 0)
 		return 2;
-	r = stage_dir_find(stage_dir, sizeof(stage_dir));
-	if (r < 0)
-		return 1;
 	if (m->oneshot) {
 		if (oneshot_root(m->output_prof, oneshot_dir, sizeof(oneshot_dir)) < 0)
 			return 1;
@@ -251,6 +248,9 @@ int cmd_monitor(struct cpa_opts *o)
 		log_error_errno(-errno, "--store_dir '%s': %m", store_arg);
 		goto out;
 	}
+	r = stage_dir_find(stage_dir, sizeof(stage_dir));
+	if (r < 0)
+		goto out;
 	r = pidfile_take(store_dir, pidfile, sizeof(pidfile), &pidfd);
 	if (r < 0) {
 		*pidfile = 0; /* another monitor's: not ours to remove */
