@@ -38,9 +38,9 @@ void cap_clock__update(struct cap_clock *c)
 {
 	/* Sandwich the realtime read between two boot-time reads: the midpoint
 	 * is the best estimate of "the same instant" on both clocks. */
-	uint64_t b0 = clock_ns(CLOCK_BOOTTIME);
+	uint64_t b0 = clock_kernel_ns(CLOCK_BOOTTIME);
 	uint64_t r = clock_ns(CLOCK_REALTIME);
-	uint64_t b1 = clock_ns(CLOCK_BOOTTIME);
+	uint64_t b1 = clock_kernel_ns(CLOCK_BOOTTIME);
 
 	c->boot_to_real_ns = (int64_t)(r - (b0 + (b1 - b0) / 2));
 }

@@ -99,7 +99,7 @@ static const struct opt_def opt_table[] = {
 	{"persistent_day", 'P', OPT_LONG, MON, O(mon.persistent_day), 1, 36500, "N",
 	 "keep the latest N days, N > 0 (default 7)", NULL},
 	{"oneshot", 0, OPT_BOOL, MON, O(mon.oneshot), 0, 0, NULL,
-	 "write one folded profile at exit instead of a store (BPF only)", NULL},
+	 "write one folded profile (--output_prof) at exit instead of a store", NULL},
 	{"output_prof", 'o', OPT_STR, MON, O(mon.output_prof), 0, 0, "PATH",
 	 "one-shot output (default cpa.prof)", check_path},
 	{"pid", 'p', OPT_LONG, MON, O(mon.pid), 1, 4194304, "PID",
@@ -211,7 +211,6 @@ static const struct {
 } opt_unsupported[] = {
 	{"offcpu", MON, NULL},
 	{"probe", MON, NULL},
-	{"oneshot", MON, NULL},
 };
 
 static void *opt_ptr(const struct opt_def *d, struct cpa_opts *o)

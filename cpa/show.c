@@ -423,6 +423,18 @@ static void log_read_stats(const struct store_reader *r)
 		  (unsigned long long)st.blocks_torn);
 }
 
+/* CPA's last line: the seconds actually written and the distinct stacks. */
+static void print_write_line(const struct show_ctx *c, const char *path)
+{
+	char a[32], b[32];
+
+	fmt_tod((uint64_t)c->min_sec * NS, a, sizeof(a));
+	fmt_tod((uint64_t)(c->max_sec + 1) * NS, b, sizeof(b));
+	printf("Write  [ %s - %s ] Record to %s, Stack Type %u\n", a, b, path,
+	       intern__count(&c->f.lines));
+	fflush(stdout);
+}
+
 /* The export: window, read and fold, write the .prof, and CPA's lines around it. */
 static int run_export(const struct show_opts *o, struct store_reader *r, const char *dir,
 		      uint64_t first, uint64_t last, long stod, long etod,
@@ -463,11 +475,7 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	ret = write_prof(&c, outp);
 	if (ret < 0)
 		goto out;
-	fmt_tod((uint64_t)c.min_sec * NS, a, sizeof(a));
-	fmt_tod((uint64_t)(c.max_sec + 1) * NS, b, sizeof(b));
-	printf("Write  [ %s - %s ] Record to %s, Stack Type %u\n", a, b, outp,
-	       intern__count(&c.f.lines));
-	fflush(stdout);
+	print_write_line(&c, outp);
 	if (o->verbose)
 		log_read_stats(r);
 out:
@@ -531,4 +539,67 @@ int64_t show_local_midnight(int64_t t)
 void show_on_notice(void *ctx, const char *msg)
 {
 	on_notice(ctx, msg);
+}
+
+/* Fold every record of the store dir at dir into c; an empty one adds nothing. */
+static int fold_store(const char *dir, const struct store_filter *filt, struct show_ctx *c)
+{
+	struct store_reader *r;
+	uint64_t first, last, recs;
+	char err[512];
+	int ret = store_reader__open_err(dir, on_notice, NULL, &r, err, sizeof(err));
+
+	if (ret == -ENOENT)
+		return 0; /* made at start, nothing written to it */
+	if (ret < 0) {
+		log_error("%s", err);
+		return ret;
+	}
+	if (store_reader__range(r, &first, &last, &recs) == 0 && recs) {
+		ret = store_reader__query(r, first / NS * NS, (last / NS + 1) * NS, filt, on_sample,
+					  c);
+		if (ret < 0)
+			log_error_errno(ret, "read '%s': %m", dir);
+	}
+	store_reader__free(r);
+	return ret;
+}
+
+int show_export_root(const char *root, const char *output_prof)
+{
+	const struct show_opts o = {.read = root,
+				    .output_prof = output_prof,
+				    .output_num = 1,
+				    .target_pid = -1,
+				    .target_cgroup_id = -1};
+	struct show_ctx c = {.o = &o};
+	struct store_filter filt;
+	char **names = NULL;
+	uint32_t n = 0, i;
+	int ret;
+
+	store_filter__init(&filt);
+	ret = store_root__list(root, &names, &n);
+	if (ret < 0)
+		return log_error_errno(ret, "read store root '%s': %m", root);
+	c.buf = malloc(LINE_MAX_BYTES);
+	if (!c.buf)
+		ret = log_error_errno(-ENOMEM, "line buffer: %m");
+	for (i = 0; i < n && ret >= 0; i++) {
+		char dir[PATH_MAX + 256];
+
+		snprintf(dir, sizeof(dir), "%s/%s", root, names[i]);
+		ret = fold_store(dir, &filt, &c);
+	}
+	store_root__list_free(names, n);
+	if (ret >= 0)
+		ret = write_prof(&c, output_prof);
+	if (ret >= 0 && !c.rows) {
+		log_warn("no samples recorded: '%s' is empty", output_prof);
+	} else if (ret >= 0) {
+		print_write_line(&c, output_prof);
+	}
+	fold_free(&c.f);
+	free(c.buf);
+	return ret;
 }

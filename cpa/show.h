@@ -50,5 +50,13 @@ bool show_export_wanted(const struct show_opts *o);
 /* Export [t0, t0 + n) seconds of r (store dir dir) as o asks; 0 or -errno (logged). */
 int show_export(const struct show_opts *o, struct store_reader *r, const char *dir,
 		const struct store_filter *filt, int64_t t0, int64_t n);
+/*
+ * `cpa monitor --oneshot`'s export: every record of every store dir under
+ * root (the run's private store), no filter, the default labels, folded and
+ * written to output_prof exactly as an export writes a .prof, then CPA's
+ * Write line. A store without records gives an empty file (and a warning).
+ * 0 or negative errno (already logged).
+ */
+int show_export_root(const char *root, const char *output_prof);
 
 #endif /* CPA_SHOW_H */

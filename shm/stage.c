@@ -6,7 +6,7 @@
 
 void shm_stage__heartbeat(struct shm_stage *st)
 {
-	__atomic_store_n(&st->heartbeat_ns, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
+	__atomic_store_n(&st->heartbeat_ns, clock_kernel_ns(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
 }
 
 const char *shm_stage_name(enum shm_stage_id id)

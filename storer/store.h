@@ -131,6 +131,12 @@ int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_byte
 			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns, char *names,
 			 size_t names_len);
 
+/* Remove a whole store root: every store dir in it (files only, as the
+ * writer makes them), the files beside them (dictionary journals, pid file),
+ * then root itself. For a private root such as a one-shot run's. Returns the
+ * files removed, or -errno (e.g. -ENOTEMPTY when something else lives there). */
+int store_root__remove(const char *root);
+
 /* Remove the oldest segment (or the oldest store dir once it holds no
  * segment) under root, never keep_dir's keep_seg or later: what a full disk
  * gives up first. names as for store_retention__run(). Returns files removed

@@ -245,3 +245,31 @@ int store_retention__trim_oldest(const char *root, const char *keep_dir, uint32_
 	/* A budget one byte under what is there removes exactly the oldest file set. */
 	return store_retention__run(root, 0, total - 1, keep_dir, keep_seg, 0, names, names_len);
 }
+
+int store_root__remove(const char *root)
+{
+	DIR *d = opendir(root);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char p[PATH_MAX + 256];
+		struct stat sb;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", root, de->d_name);
+		if (lstat(p, &sb) < 0)
+			continue;
+		if (S_ISDIR(sb.st_mode))
+			n += remove_dir(p);
+		else if (unlink(p) == 0)
+			n++;
+	}
+	closedir(d);
+	if (rmdir(root) < 0)
+		return -errno;
+	return n;
+}

@@ -260,7 +260,6 @@ START_TEST(test_unsupported_refused)
 		{MON, {"--offcpu"}, "--offcpu: not supported yet"},
 		{MON, {"-u"}, "--offcpu: not supported yet"},
 		{MON, {"--probe", "tracepoint:sched:sched_switch"}, "--probe: not supported yet"},
-		{MON, {"--oneshot"}, "--oneshot: not supported yet"},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -279,6 +278,9 @@ START_TEST(test_unsupported_refused)
 	ck_assert_int_eq(PARSE(MON, "--backend", "perf"), 0);
 	ck_assert_int_eq(PARSE(MON, "--debug_option", "12,10,/tmp/dump"), 0);
 	ck_assert_int_eq(PARSE(MON, "--parse_env_values", "a,b"), 0);
+	ck_assert_int_eq(PARSE(MON, "--oneshot", "-o", "/tmp/x.prof"), 0);
+	ck_assert(O.mon.oneshot);
+	ck_assert_str_eq(O.mon.output_prof, "/tmp/x.prof");
 	/* Cleared again by "false" in a config, it is not refused. */
 	ck_assert_int_eq(PARSE(MON, "--backend", "bpf"), 0);
 	ck_assert_int_eq(PARSE(MON, "--offcpu", "0"), 0);

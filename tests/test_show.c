@@ -535,6 +535,41 @@ START_TEST(test_show_errors)
 }
 END_TEST
 
+/*
+ * `cpa monitor --oneshot`'s export: every record of the root's stores, the
+ * same lines and counts as `cpa show` writes for the whole range; then
+ * store_root__remove() leaves nothing of the root.
+ */
+START_TEST(test_show_export_root)
+{
+	struct show_opts o = defaults();
+	struct prof *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+	char pa[1100], pb[1100];
+	int i;
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	snprintf(pa, sizeof(pa), "%s/show.prof", root);
+	snprintf(pb, sizeof(pb), "%s/oneshot.prof", root);
+	o.output_num = NSEC;
+	o.output_prof = pa;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_int_eq(show_export_root(root, pb), 0);
+	read_prof(pa, a);
+	read_prof(pb, b);
+	ck_assert_int_eq(a->n, b->n);
+	ck_assert_int_gt(a->n, NSTACKS);
+	for (i = 0; i < a->n; i++) {
+		ck_assert_str_eq(a->lines[i], b->lines[i]);
+		ck_assert_uint_eq(a->counts[i], b->counts[i]);
+	}
+	ck_assert_int_gt(store_root__remove(root), 0);
+	ck_assert_int_eq(access(root, F_OK), -1);
+	free(a);
+	free(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("show");
@@ -553,6 +588,7 @@ int main(void)
 	tcase_add_test(tc, test_show_binary);
 	tcase_add_test(tc, test_show_filters);
 	tcase_add_test(tc, test_show_errors);
+	tcase_add_test(tc, test_show_export_root);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
