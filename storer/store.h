@@ -31,6 +31,8 @@
 
 struct store_writer;
 
+#define STORE_PROBES_MAX 8 /* CPA_PROBE_MAX */
+
 struct store_writer_opts {
 	const char *root; /* store_dir: cpa_YYMMDD... dirs are created below it */
 	/* conf file contents (CPA's keys) */
@@ -42,6 +44,10 @@ struct store_writer_opts {
 	uint32_t stack_size;
 	bool kernel_stack;
 	const char *record_env_name;
+	/* --probe specs by probe id, written to conf as "probe_<id>: <spec>";
+	 * the strings must outlive the writer (the arena's config block). */
+	const char *probes[STORE_PROBES_MAX];
+	uint32_t nr_probes;
 	uint64_t max_store_bytes; /* retention by size, 0 = off */
 	uint32_t segment_seconds; /* new segment file after this much data time (default 3600) */
 	int zstd_level;		  /* default 3 */
