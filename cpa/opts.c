@@ -175,6 +175,9 @@ static const struct opt_def opt_table[] = {
 	 NULL},
 	{"target_env", 0, OPT_STR, SHOW, O(show.target_env), 0, 0, "VALUE", "only this env label",
 	 NULL},
+	{"probe_id", 0, OPT_LONG, SHOW, O(show.probe_id), 0, CPA_PROBE_MAX - 1, "N",
+	 "only the samples of --probe number N (0 = the first; the store's conf names them)",
+	 NULL},
 	{"target_cgroup_id", 0, OPT_LLONG, SHOW, O(show.target_cgroup_id), 0, LLONG_MAX, "ID",
 	 "only this cgroup id (64-bit)", NULL},
 	{"target_cpu", 0, OPT_STR, SHOW, O(show.target_cpu), 0, 0, "SET",
@@ -232,6 +235,7 @@ void cpa_opts__init(struct cpa_opts *o)
 	o->show.output_num = 1;
 	o->show.target_pid = -1;
 	o->show.target_cgroup_id = -1;
+	o->show.probe_id = -1;
 }
 
 void cpa_opts__free(struct cpa_opts *o)

@@ -91,6 +91,7 @@ struct show_cli {
 	const char *target_comm;
 	const char *target_env;
 	long long target_cgroup_id; /* -1 = all */
+	long probe_id;		    /* -1 = all */
 	const char *target_cpu;
 };
 

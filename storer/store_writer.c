@@ -106,19 +106,9 @@ static int write_conf(struct store_writer *w, const char *dir)
 /* run_id of an existing store dir's conf, 0 if none. */
 static uint64_t dir_run_id(const char *dir)
 {
-	char path[PATH_MAX + 192], line[256];
-	uint64_t id = 0;
-	FILE *f;
+	char v[32];
 
-	snprintf(path, sizeof(path), "%s/conf", dir);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "run_id: ", 8))
-			id = strtoull(line + 8, NULL, 10);
-	fclose(f);
-	return id;
+	return store_dir__conf_get(dir, "run_id", v, sizeof(v)) < 0 ? 0 : strtoull(v, NULL, 10);
 }
 
 static int seg_max(void *ctx, const char *name, uint32_t no)
