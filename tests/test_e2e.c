@@ -20,77 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_proc.h"
 #include "test_util.h"
 
 static char bin_dir[1024];
-
-/* ---- process helpers ---- */
-
-/* Start argv with stdout to a pipe (*ret_out) and stderr inherited. */
-static pid_t spawn(char *const argv[], int *ret_out)
-{
-	int pfd[2] = {-1, -1};
-	pid_t pid;
-
-	if (ret_out)
-		ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		if (ret_out)
-			dup2(pfd[1], 1);
-		execv(argv[0], argv);
-		fprintf(stderr, "exec %s: %m\n", argv[0]);
-		_exit(127);
-	}
-	if (ret_out) {
-		close(pfd[1]);
-		*ret_out = pfd[0];
-	}
-	return pid;
-}
-
-static int wait_exit(pid_t pid, struct rusage *ru)
-{
-	int status;
-
-	ck_assert_int_eq(wait4(pid, &status, 0, ru), pid);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
-}
-
-/* Read everything from fd into a malloc'd NUL-terminated string. */
-static char *slurp_fd(int fd)
-{
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	ssize_t n;
-
-	ck_assert_ptr_nonnull(buf);
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += (size_t)n;
-		if (cap - len < 2) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			ck_assert_ptr_nonnull(buf);
-		}
-	}
-	buf[len] = 0;
-	close(fd);
-	return buf;
-}
-
-/* Run argv to completion; returns its stdout, *ret_rc its exit code. */
-static char *run(char *const argv[], int *ret_rc)
-{
-	int out;
-	pid_t pid = spawn(argv, &out);
-	char *s = slurp_fd(out);
-
-	*ret_rc = wait_exit(pid, NULL);
-	return s;
-}
 
 static void path_of(char *buf, size_t len, const char *name)
 {

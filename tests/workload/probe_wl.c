@@ -3,7 +3,9 @@
  * The probe workload (tests/test_probe.c): prints "pid N", waits for a line
  * on stdin (the probes are attached by then), then calls wl_probe_target()
  * N times, getppid() M times and passes the USDT probe cpa_wl:tick K times,
- * prints "done" and exits. Usage: cpa-probe-wl N M K
+ * prints "done", and exits at the end of stdin: the test stops the monitor
+ * first, so unwindd reads the maps of a live process (as for a service).
+ * Usage: cpa-probe-wl N M K
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,8 @@
 #endif
 
 static volatile long sink;
+
+long wl_probe_target(long i); /* the uprobe target: a global symbol */
 
 __attribute__((noinline)) long wl_probe_target(long i)
 {
@@ -64,5 +68,7 @@ int main(int argc, char **argv)
 	wl_run_usdt(atol(argv[3]));
 	printf("done\n");
 	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin))
+		;
 	return 0;
 }

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+#include "test_proc.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+pid_t spawn_fds(char *const argv[], int in, int out, int err)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (in >= 0)
+			dup2(in, 0);
+		if (out >= 0)
+			dup2(out, 1);
+		if (err >= 0)
+			dup2(err, 2);
+		execv(argv[0], argv);
+		fprintf(stderr, "exec %s: %m\n", argv[0]);
+		_exit(127);
+	}
+	return pid;
+}
+
+pid_t spawn(char *const argv[], int *ret_out)
+{
+	int pfd[2] = {-1, -1};
+	pid_t pid;
+
+	if (ret_out)
+		ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	pid = spawn_fds(argv, -1, pfd[1], -1);
+	if (ret_out) {
+		close(pfd[1]);
+		*ret_out = pfd[0];
+	}
+	return pid;
+}
+
+int wait_exit(pid_t pid, struct rusage *ru)
+{
+	int status;
+
+	ck_assert_int_eq(wait4(pid, &status, 0, ru), pid);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+char *slurp_fd(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+
+	ck_assert_ptr_nonnull(buf);
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (cap - len < 2) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			ck_assert_ptr_nonnull(buf);
+		}
+	}
+	buf[len] = 0;
+	close(fd);
+	return buf;
+}
+
+char *run(char *const argv[], int *ret_rc)
+{
+	int out;
+	pid_t pid = spawn(argv, &out);
+	char *s = slurp_fd(out);
+
+	*ret_rc = wait_exit(pid, NULL);
+	return s;
+}
