@@ -423,6 +423,34 @@ int cpa_probe_kernel(struct pt_regs *ctx)
 			     (__u32)bpf_get_attach_cookie(ctx));
 }
 
+/*
+ * fentry:FUNC and fexit:FUNC (BTF trampolines: kernel functions without
+ * kprobes). A tracing program is bound to its target at load time, so each
+ * probe id has its own pair; capture sets the target of the ones in use and
+ * loads only those. The id is the slot, no cookie needed.
+ */
+#define CPA_FENTRY_SLOT(i)                                                                      \
+	SEC("fentry")                                                                           \
+	int cpa_fentry##i(unsigned long long *ctx)                                              \
+	{                                                                                       \
+		return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE, i);                  \
+	}                                                                                       \
+	SEC("fexit")                                                                            \
+	int cpa_fexit##i(unsigned long long *ctx)                                               \
+	{                                                                                       \
+		return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE, i);                  \
+	}
+
+CPA_FENTRY_SLOT(0)
+CPA_FENTRY_SLOT(1)
+CPA_FENTRY_SLOT(2)
+CPA_FENTRY_SLOT(3)
+CPA_FENTRY_SLOT(4)
+CPA_FENTRY_SLOT(5)
+CPA_FENTRY_SLOT(6)
+CPA_FENTRY_SLOT(7)
+_Static_assert(CPA_BPF_PROBE_MAX == 8, "one fentry/fexit pair per probe id");
+
 /* tracepoint:GROUP:NAME (perf-event attach, so it can carry a cookie). */
 SEC("tracepoint")
 int cpa_probe_tp(void *ctx)

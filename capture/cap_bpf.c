@@ -97,6 +97,26 @@ uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stac
 static void probes_autoload(struct cap_bpf *b)
 {
 	bool user = false, usdt = false, kern = false, tp = false;
+	struct bpf_object *obj = b->skel->obj;
+	char name[32];
+
+	/* One fentry/fexit pair per probe id, bound to its function at load. */
+	for (unsigned int i = 0; i < CPA_BPF_PROBE_MAX; i++) {
+		bool fentry = i < b->nr_probes && b->probes[i].type == PROBE_FENTRY;
+		bool fexit = i < b->nr_probes && b->probes[i].type == PROBE_FEXIT;
+		struct bpf_program *pe, *px;
+
+		snprintf(name, sizeof(name), "cpa_fentry%u", i);
+		pe = bpf_object__find_program_by_name(obj, name);
+		snprintf(name, sizeof(name), "cpa_fexit%u", i);
+		px = bpf_object__find_program_by_name(obj, name);
+		bpf_program__set_autoload(pe, fentry);
+		bpf_program__set_autoload(px, fexit);
+		bpf_program__set_autoattach(pe, false);
+		bpf_program__set_autoattach(px, false);
+		if (fentry || fexit)
+			bpf_program__set_attach_target(fentry ? pe : px, 0, b->probes[i].a);
+	}
 
 	for (unsigned int i = 0; i < b->nr_probes; i++) {
 		switch (b->probes[i].type) {
@@ -113,6 +133,9 @@ static void probes_autoload(struct cap_bpf *b)
 			break;
 		case PROBE_TRACEPOINT:
 			tp = true;
+			break;
+		case PROBE_FENTRY:
+		case PROBE_FEXIT:
 			break;
 		}
 	}
@@ -285,6 +308,14 @@ static struct bpf_link *probe_attach(struct cap_bpf *b, unsigned int i)
 			    .retprobe = p->type == PROBE_KRETPROBE);
 
 		return bpf_program__attach_kprobe_opts(sk->progs.cpa_probe_kernel, p->a, &ko);
+	}
+	case PROBE_FENTRY:
+	case PROBE_FEXIT: {
+		char name[32];
+
+		snprintf(name, sizeof(name), "%s%u",
+			 p->type == PROBE_FENTRY ? "cpa_fentry" : "cpa_fexit", i);
+		return bpf_program__attach_trace(bpf_object__find_program_by_name(sk->obj, name));
 	}
 	}
 	errno = EINVAL;

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bpf/btf.h>
+
 #include "log.h"
 #include "macro.h"
 
@@ -23,6 +25,7 @@ static const struct {
 	{"tracepoint:", PROBE_TRACEPOINT}, {"uprobe:", PROBE_UPROBE},
 	{"uretprobe:", PROBE_URETPROBE},   {"usdt:", PROBE_USDT},
 	{"kprobe:", PROBE_KPROBE},	   {"kretprobe:", PROBE_KRETPROBE},
+	{"fentry:", PROBE_FENTRY},	   {"fexit:", PROBE_FEXIT},
 };
 
 static int part_copy(char *dst, const char *src, size_t n)
@@ -98,6 +101,8 @@ int probe_spec__parse(const char *spec, struct probe_spec *p)
 	}
 	case PROBE_KPROBE:
 	case PROBE_KRETPROBE:
+	case PROBE_FENTRY:
+	case PROBE_FEXIT:
 		if (strchr(rest, ':'))
 			return -EINVAL;
 		return sym_off(p, rest, p->type == PROBE_KPROBE);
@@ -151,8 +156,56 @@ static int kprobe_check(const char *spec)
 		return log_error_errno(-EOPNOTSUPP,
 				       "probe '%s': this kernel has no kprobes (built without "
 				       "CONFIG_KPROBES: no /sys/bus/event_source/devices/kprobe); "
-				       "use a tracepoint: probe instead",
+				       "use fentry:/fexit: (BTF) or a tracepoint: probe instead",
 				       spec);
+	return 0;
+}
+
+/*
+ * fentry/fexit attach through a BTF trampoline: the function must be in the
+ * kernel's BTF (the verifier's target) and in ftrace's list of traceable
+ * functions (not notrace, not inlined away).
+ */
+static int fentry_check(const char *spec, const struct probe_spec *p)
+{
+	char dir[64], path[128], line[512];
+	struct btf *btf = btf__load_vmlinux_btf();
+	size_t n = strlen(p->a);
+	bool found = false;
+	FILE *f;
+	int r;
+
+	if (!btf)
+		return log_error_errno(-errno, "probe '%s': kernel BTF unreadable: %m", spec);
+	r = btf__find_by_name_kind(btf, p->a, BTF_KIND_FUNC);
+	btf__free(btf);
+	if (r < 0)
+		return log_error_errno(-ENOENT, "probe '%s': no function '%s' in the kernel's BTF",
+				       spec, p->a);
+	r = probe_tracefs_dir(dir, sizeof(dir));
+	if (r < 0)
+		return log_error_errno(r, "probe '%s': tracefs not mounted and mounting it failed: %m",
+				       spec);
+	snprintf(path, sizeof(path), "%s/available_filter_functions", dir);
+	f = fopen(path, "re");
+	if (!f && (errno == EPERM || errno == EACCES))
+		/* Seen on our test kernel, where fentry loads fail with EPERM too:
+		 * function tracing is refused to root as a whole. */
+		return log_error_errno(-EOPNOTSUPP,
+				       "probe '%s': this kernel refuses function tracing (%s: %m), "
+				       "so fentry/fexit cannot attach; use a tracepoint: probe",
+				       spec, path);
+	if (!f)
+		return log_error_errno(-errno, "probe '%s': %s: %m", spec, path);
+	/* "name" or "name [module]" per line. */
+	while (!found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, p->a, n) && (line[n] == '\n' || line[n] == ' ');
+	fclose(f);
+	if (!found)
+		return log_error_errno(-ENOENT,
+				       "probe '%s': '%s' is not traceable (not in %s: notrace or "
+				       "inlined)",
+				       spec, p->a, path);
 	return 0;
 }
 
@@ -295,6 +348,9 @@ int probe_spec__resolve(const char *spec, struct probe_spec *p)
 	case PROBE_KPROBE:
 	case PROBE_KRETPROBE:
 		return kprobe_check(spec);
+	case PROBE_FENTRY:
+	case PROBE_FEXIT:
+		return fentry_check(spec, p);
 	case PROBE_UPROBE:
 	case PROBE_URETPROBE:
 	case PROBE_USDT:

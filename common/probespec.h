@@ -8,6 +8,7 @@
  *   uprobe:/PATH:SYMBOL[+OFF]   uretprobe:/PATH:SYMBOL[+OFF]
  *   usdt:/PATH:PROVIDER:NAME
  *   kprobe:FUNC[+OFF]           kretprobe:FUNC
+ *   fentry:FUNC                 fexit:FUNC
  */
 #ifndef CPA_COMMON_PROBESPEC_H
 #define CPA_COMMON_PROBESPEC_H
@@ -23,6 +24,8 @@ enum probe_type {
 	PROBE_USDT,
 	PROBE_KPROBE,
 	PROBE_KRETPROBE,
+	PROBE_FENTRY,
+	PROBE_FEXIT,
 };
 
 struct probe_spec {
@@ -36,7 +39,7 @@ struct probe_spec {
 
 #define PROBE_SPEC_GRAMMAR                                                                 \
 	"tracepoint:GROUP:NAME, uprobe:/PATH:SYMBOL[+OFF], uretprobe:/PATH:SYMBOL[+OFF], " \
-	"usdt:/PATH:PROVIDER:NAME, kprobe:FUNC[+OFF] or kretprobe:FUNC"
+	"usdt:/PATH:PROVIDER:NAME, kprobe:FUNC[+OFF], kretprobe:FUNC, fentry:FUNC or fexit:FUNC"
 
 /* Syntax only, nothing logged: -EINVAL. */
 int probe_spec__parse(const char *spec, struct probe_spec *ret);
@@ -45,7 +48,8 @@ int probe_spec__parse(const char *spec, struct probe_spec *ret);
  * Can this spec be attached here? The file exists and is an ELF with the
  * symbol (uprobes: file_off set as libbpf wants it) or the USDT note, the
  * tracepoint exists (tracefs is mounted at /sys/kernel/tracing if it was
- * not), the kernel has kprobes (-EOPNOTSUPP naming CONFIG_KPROBES if not).
+ * not), the kernel has kprobes (-EOPNOTSUPP naming CONFIG_KPROBES if not),
+ * fentry/fexit: the function is in the kernel's BTF and traceable.
  * One error line naming spec on failure.
  */
 int probe_spec__resolve(const char *spec, struct probe_spec *p);

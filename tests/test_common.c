@@ -269,7 +269,7 @@ START_TEST(test_probespec)
 {
 	static const char *const bad[] = {
 		"",	     "kprobe:",		 "kprobe:a:b",		"kretprobe:fn+4",
-		"fentry:fn", "tracepoint:a",	 "tracepoint:a:b:c",	"tracepoint:a/b:c",
+		"fentry:a:b", "tracepoint:a",	 "tracepoint:a:b:c",	"tracepoint:a/b:c",
 		"uprobe:x:y", "uprobe:/x",	 "uprobe:/x:sym+",	"uprobe:/x:sym+zz",
 		"usdt:/x:n", "usdt:/x::n",	 "uretprobe:/x:",
 	};
@@ -298,6 +298,9 @@ START_TEST(test_probespec)
 	ck_assert_int_eq(probe_spec__parse("kprobe:vfs_read+8", &p), 0);
 	ck_assert_int_eq(p.type, PROBE_KPROBE);
 	ck_assert_uint_eq(p.off, 8);
+	ck_assert_int_eq(probe_spec__parse("fexit:vfs_read", &p), 0);
+	ck_assert_int_eq(p.type, PROBE_FEXIT);
+	ck_assert_str_eq(p.a, "vfs_read");
 
 	/* Our own (PIE) executable: the file offset libbpf wants is where the
 	 * function's bytes are in the file. */
