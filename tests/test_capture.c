@@ -240,18 +240,19 @@ START_TEST(test_probe_sample)
 	cap_emit__loss_add(&f.e, (enum cap_loss_slot)(CAP_LOSS_PROBE_RB + 1), 2, 8);
 	ck_assert_int_eq(cap_emit__flush_losses(&f.e, 9, false), 0);
 	cap_emit__commit(&f.e);
-	m = peek(&f);
-	l = m.data;
-	ck_assert_uint_eq(l->kind, CPA_KIND_PROBE);
-	ck_assert_uint_eq(l->probe_id, 3);
-	ck_assert_uint_eq(l->reason, CAP_CNT_PROBE_SKIPPED);
-	ck_assert_uint_eq(l->count, 40);
-	m = peek(&f);
-	l = m.data;
-	ck_assert_uint_eq(l->kind, CPA_KIND_PROBE);
-	ck_assert_uint_eq(l->probe_id, 1);
-	ck_assert_uint_eq(l->reason, CAP_CNT_BPF_RB_LOST);
-	ck_assert_uint_eq(l->count, 2);
+	for (unsigned int i = 0; i < 2; i++) {
+		static const struct cpa_loss want[] = {
+			{.probe_id = 3, .reason = CAP_CNT_PROBE_SKIPPED, .count = 40},
+			{.probe_id = 1, .reason = CAP_CNT_BPF_RB_LOST, .count = 2},
+		};
+
+		m = peek(&f);
+		l = m.data;
+		ck_assert_uint_eq(l->kind, CPA_KIND_PROBE);
+		ck_assert_uint_eq(l->probe_id, want[i].probe_id);
+		ck_assert_uint_eq(l->reason, want[i].reason);
+		ck_assert_uint_eq(l->count, want[i].count);
+	}
 	free(bs);
 	fix_free(&f);
 }

@@ -256,14 +256,7 @@ static void assert_intact(const struct stack_stats *st)
 
 static void need_root_bpf(void)
 {
-	const char *b = getenv("CPA_BUILD_DIR");
-
-	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		fprintf(stderr, "skip: needs root and BTF\n");
-		exit(TEST_SKIP);
-	}
-	ck_assert_msg(b != NULL, "CPA_BUILD_DIR not set");
-	snprintf(bin_dir, sizeof(bin_dir), "%s/bin", b);
+	test_need_root_bpf(bin_dir, sizeof(bin_dir));
 }
 
 /* ---- tests ---- */

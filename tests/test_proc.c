@@ -81,3 +81,15 @@ char *run(char *const argv[], int *ret_rc)
 	*ret_rc = wait_exit(pid, NULL);
 	return s;
 }
+
+void test_need_root_bpf(char *bin_dir, size_t len)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+
+	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		fprintf(stderr, "skip: needs root and BTF\n");
+		exit(77);
+	}
+	ck_assert_msg(b != NULL, "CPA_BUILD_DIR not set");
+	snprintf(bin_dir, len, "%s/bin", b);
+}

@@ -6,6 +6,7 @@
 #ifndef CPA_TEST_PROC_H
 #define CPA_TEST_PROC_H
 
+#include <stddef.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -19,5 +20,7 @@ int wait_exit(pid_t pid, struct rusage *ru);
 char *slurp_fd(int fd);
 /* Run argv to completion; returns its stdout, *ret_rc its exit code. */
 char *run(char *const argv[], int *ret_rc);
+/* Exit 77 unless root with kernel BTF; bin_dir = $CPA_BUILD_DIR/bin. */
+void test_need_root_bpf(char *bin_dir, size_t len);
 
 #endif /* CPA_TEST_PROC_H */
