@@ -138,8 +138,9 @@ static int tracepoint_check(const char *spec, const struct probe_spec *p)
 	int r = probe_tracefs_dir(dir, sizeof(dir));
 
 	if (r < 0)
-		return log_error_errno(r, "probe '%s': tracefs not mounted and mounting it at "
-					  "/sys/kernel/tracing failed: %m",
+		return log_error_errno(r,
+				       "probe '%s': tracefs not mounted and mounting it at "
+				       "/sys/kernel/tracing failed: %m",
 				       spec);
 	snprintf(path, sizeof(path), "%s/events/%s/%s/id", dir, p->a, p->b);
 	if (access(path, R_OK) < 0)
@@ -184,8 +185,8 @@ static int fentry_check(const char *spec, const struct probe_spec *p)
 				       spec, p->a);
 	r = probe_tracefs_dir(dir, sizeof(dir));
 	if (r < 0)
-		return log_error_errno(r, "probe '%s': tracefs not mounted and mounting it failed: %m",
-				       spec);
+		return log_error_errno(
+			r, "probe '%s': tracefs not mounted and mounting it failed: %m", spec);
 	snprintf(path, sizeof(path), "%s/available_filter_functions", dir);
 	f = fopen(path, "re");
 	if (!f && (errno == EPERM || errno == EACCES))
@@ -325,12 +326,13 @@ static int elf_check(const char *spec, struct probe_spec *p)
 			r = log_error_errno(-ENOENT, "probe '%s': %s has no USDT note %s:%s", spec,
 					    p->path, p->a, p->b);
 	} else if (elf_func(e, p->a, &v) < 0) {
-		r = log_error_errno(-ENOENT, "probe '%s': no function '%s' in %s (.symtab or "
-					     ".dynsym)",
+		r = log_error_errno(-ENOENT,
+				    "probe '%s': no function '%s' in %s (.symtab or "
+				    ".dynsym)",
 				    spec, p->a, p->path);
 	} else if (vaddr_to_off(e, v + p->off, &p->file_off) < 0) {
-		r = log_error_errno(-ENOENT, "probe '%s': %s+%#llx is in no loadable segment",
-				    spec, p->a, (unsigned long long)p->off);
+		r = log_error_errno(-ENOENT, "probe '%s': %s+%#llx is in no loadable segment", spec,
+				    p->a, (unsigned long long)p->off);
 	}
 	elf_end(e);
 	return r;
@@ -339,8 +341,8 @@ static int elf_check(const char *spec, struct probe_spec *p)
 int probe_spec__resolve(const char *spec, struct probe_spec *p)
 {
 	if (probe_spec__parse(spec, p) < 0)
-		return log_error_errno(-EINVAL, "probe '%s': invalid spec (expected " PROBE_SPEC_GRAMMAR
-						")",
+		return log_error_errno(-EINVAL,
+				       "probe '%s': invalid spec (expected " PROBE_SPEC_GRAMMAR ")",
 				       spec);
 	switch (p->type) {
 	case PROBE_TRACEPOINT:

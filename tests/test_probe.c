@@ -82,8 +82,7 @@ static void wl_start(struct wl *w, long n, long m, long k)
 	while (len < sizeof(line) - 1 && read(w->out, line + len, 1) == 1 && line[len] != '\n')
 		len++;
 	line[len] = 0;
-	ck_assert_msg(sscanf(line, "pid %d usdt %d", &pid, &usdt) == 2, "workload said '%s'",
-		      line);
+	ck_assert_msg(sscanf(line, "pid %d usdt %d", &pid, &usdt) == 2, "workload said '%s'", line);
 	w->usdt = usdt;
 }
 
@@ -120,8 +119,9 @@ struct mon {
 static void mon_start(struct mon *m, pid_t wl, const char *const *probes, const char *rate)
 {
 	char cpa[1100], pid[16];
-	char *argv[40] = {cpa,	"monitor", "--store_dir", m->store, "-F", "1", "--pid", pid,
-			  "--stack_size", "4096", "--probe_rate", (char *)rate};
+	char *argv[40] = {
+		cpa,	 "monitor", "--store_dir",  m->store, "-F",	      "1",
+		"--pid", pid,	    "--stack_size", "4096",   "--probe_rate", (char *)rate};
 	int n = 12, fd;
 
 	snprintf(m->store, sizeof(m->store), "/tmp/cpa-probe-XXXXXX");
@@ -168,8 +168,8 @@ static char *show_probe(const struct mon *m, int id, char **ret_head)
 {
 	char cpa[1100], sid[16], b[16], e[16], prof[128];
 	char *argr[] = {cpa, "show", "--read", (char *)m->store, "--show_range", NULL};
-	char *argv[] = {cpa, "show",	 "--read", (char *)m->store, "-B",		b, "-E", e,
-			"-o", prof, "--no_env", "--probe_id",	   sid,	    NULL};
+	char *argv[] = {cpa, "show", "--read", (char *)m->store, "-B",	       b,   "-E",
+			e,   "-o",   prof,     "--no_env",	 "--probe_id", sid, NULL};
 	int h0, m0, s0, h1, m1, s1, rc, fd;
 	char *out, *p;
 	long t1;
@@ -290,8 +290,8 @@ START_TEST(test_probe_counts)
 		tally(prof, w.pid, want[i].stack, &t);
 		ck_assert_msg(t.hits == want[i].n && t.whole == want[i].n && !t.lost && !t.other,
 			      "%s: %ld hits (want %ld), %ld with '%s', %ld lost, %ld others:\n%s",
-			      probes[i], t.hits, want[i].n, t.whole, want[i].stack, t.lost,
-			      t.other, prof);
+			      probes[i], t.hits, want[i].n, t.whole, want[i].stack, t.lost, t.other,
+			      prof);
 		free(prof);
 		free(head);
 	}
@@ -351,8 +351,9 @@ START_TEST(test_probe_bad_specs)
 		{"tracepoint:syscalls:sys_enter_cpa_nonexistent", "no tracepoint syscalls:"},
 		{"usdt:/bin/true:cpa_wl:nonexistent", "has no USDT note cpa_wl:nonexistent"},
 		{"fprobe:vfs_read", "invalid value 'fprobe:vfs_read'"},
-		{"fentry:cpa_no_such_kernel_function", "no function 'cpa_no_such_kernel_function' in "
-						       "the kernel's BTF"},
+		{"fentry:cpa_no_such_kernel_function",
+		 "no function 'cpa_no_such_kernel_function' in "
+		 "the kernel's BTF"},
 		{"fexit:vfs_read", "refuses function tracing"},
 		{"uprobe:relative/path:main", "invalid value"},
 	};
@@ -380,8 +381,8 @@ START_TEST(test_probe_bad_specs)
 		const char *says = i < sizeof(bad) / sizeof(bad[0])
 					   ? bad[i].says
 					   : "no function 'wl_no_such_fn' in";
-		char *argv[] = {cpa,	   "monitor", "--store_dir", store,
-				"--probe", (char *)spec, "--duration", "1", NULL};
+		char *argv[] = {cpa,	      "monitor",    "--store_dir", store, "--probe",
+				(char *)spec, "--duration", "1",	   NULL};
 		int err[2], rc;
 		pid_t pid;
 		char *text;
