@@ -26,6 +26,7 @@ struct cap_bpf {
 	struct bpf_link *probe_links[CPA_BPF_PROBE_MAX];
 	const struct probe_spec *probes;
 	unsigned int nr_probes;
+	int uprobe_pid; /* --pid's process, else -1: every process */
 	cap_bpf_record_fn fn;
 	void *ctx;
 	int nr_possible;
@@ -189,6 +190,9 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 	b->skel->rodata->wakeup_bytes = MIN(o->wakeup_bytes, o->ringbuf_size / 2);
 	b->skel->rodata->probe_rate = o->probe_rate;
 	b->probes = o->probes;
+	/* With --pid, user probes trap in that process only: other processes
+	 * never pay the breakpoint (the BPF filter would drop them anyway). */
+	b->uprobe_pid = o->target_tgid ? (int)o->target_tgid : -1;
 	b->nr_probes = MIN(o->nr_probes, (unsigned int)CPA_BPF_PROBE_MAX);
 	probes_autoload(b);
 	r = bpf_map__set_max_entries(b->skel->maps.rb, o->ringbuf_size);
@@ -293,14 +297,14 @@ static struct bpf_link *probe_attach(struct cap_bpf *b, unsigned int i)
 		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = i,
 			    .retprobe = p->type == PROBE_URETPROBE);
 
-		return bpf_program__attach_uprobe_opts(sk->progs.cpa_probe_user, -1, p->path,
-						       (size_t)p->file_off, &uo);
+		return bpf_program__attach_uprobe_opts(sk->progs.cpa_probe_user, b->uprobe_pid,
+						       p->path, (size_t)p->file_off, &uo);
 	}
 	case PROBE_USDT: {
 		LIBBPF_OPTS(bpf_usdt_opts, so, .usdt_cookie = i);
 
-		return bpf_program__attach_usdt(sk->progs.cpa_probe_usdt, -1, p->path, p->a, p->b,
-						&so);
+		return bpf_program__attach_usdt(sk->progs.cpa_probe_usdt, b->uprobe_pid, p->path,
+						p->a, p->b, &so);
 	}
 	case PROBE_KPROBE:
 	case PROBE_KRETPROBE: {
