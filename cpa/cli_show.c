@@ -68,6 +68,7 @@ int cmd_show(struct cpa_opts *o)
 		.target_env = c->target_env,
 		.target_cpu = c->target_cpu,
 		.target_cgroup_id = c->target_cgroup_id,
+		.probe_id = c->probe_id,
 		.verbose = o->verbose,
 		.format = c->format,
 		.diff_base_read = c->diff_base_read,

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/probespec.h"
 #include "common/timeutil.h"
 #include "push_keeper.h"
 #include "shm/arena.h"
@@ -94,6 +95,28 @@ static int copy_str(char *dst, size_t len, const char *src, const char *flag)
 	return 0;
 }
 
+/* Every --probe checked against this machine now, before any stage runs:
+ * a missing file, symbol, tracepoint or kprobes support is one clear error. */
+static int config_probes(struct cpa_config *c, const struct monitor_opts *m)
+{
+	struct probe_spec p;
+	int r;
+
+	if (m->nr_probes && c->backend != CPA_BACKEND_BPF)
+		return log_error_errno(-EINVAL, "--probe needs the BPF backend (--backend bpf)");
+	for (unsigned int i = 0; i < m->nr_probes; i++) {
+		r = probe_spec__resolve(m->probes[i], &p);
+		if (r < 0)
+			return r;
+		r = copy_str(c->probes[i], sizeof(c->probes[i]), m->probes[i], "--probe");
+		if (r < 0)
+			return r;
+	}
+	c->nr_probes = m->nr_probes;
+	c->probe_rate = (uint64_t)m->probe_rate;
+	return 0;
+}
+
 static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const char *store_dir)
 {
 	const struct monitor_opts *m = &o->mon;
@@ -146,11 +169,9 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 	if (r == 0)
 		r = copy_str(c->parse_env_values, sizeof(c->parse_env_values), m->parse_env_values,
 			     "--parse_env_values");
-	if (r == 0 && m->probe) {
-		c->nr_probes = 1;
-		r = copy_str(c->probes[0], sizeof(c->probes[0]), m->probe, "--probe");
-	}
-	return r;
+	if (r < 0)
+		return r;
+	return config_probes(c, m);
 }
 
 static int stage_dir_find(char *buf, size_t len)

@@ -24,6 +24,7 @@
 
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/probespec.h"
 #include "shm/config.h"
 
 enum opt_type {
@@ -111,9 +112,13 @@ static const struct opt_def opt_table[] = {
 	{"offcpu", 'u', OPT_BOOL, MON, O(mon.offcpu), 0, 0, NULL,
 	 "off-CPU samples, weight = blocked nanoseconds", NULL},
 	{"probe", 0, OPT_STR, MON, O(mon.probe), 0, 0, "SPEC",
-	 "stack on each probe hit: kprobe:fn, kretprobe:fn, tracepoint:grp:name, "
-	 "uprobe:/path:sym, uretprobe:/path:sym",
+	 "a stack on each hit of SPEC, repeatable (up to 8): tracepoint:GROUP:NAME, "
+	 "uprobe:/PATH:SYM[+OFF], uretprobe:/PATH:SYM[+OFF], usdt:/PATH:PROVIDER:NAME, "
+	 "kprobe:FN[+OFF], kretprobe:FN, fentry:FN, fexit:FN",
 	 check_probe},
+	{"probe_rate", 0, OPT_LONG, MON, O(mon.probe_rate), 0, 1000000, "N",
+	 "samples per second per probe, the rest counted as lost (default 100, 0 = no limit)",
+	 NULL},
 	{"disable_sym", 'S', OPT_BOOL, MON, O(mon.disable_sym), 0, 0, NULL,
 	 "no symbolization: frames as 0x<offset> [<binary>]", NULL},
 	{"include_full_path", 0, OPT_BOOL, MON, O(mon.include_full_path), 0, 0, NULL,
@@ -183,6 +188,9 @@ static const struct opt_def opt_table[] = {
 	 NULL},
 	{"target_env", 0, OPT_STR, SHOW, O(show.target_env), 0, 0, "VALUE", "only this env label",
 	 NULL},
+	{"probe_id", 0, OPT_LONG, SHOW, O(show.probe_id), 0, CPA_PROBE_MAX - 1, "N",
+	 "only the samples of --probe number N (0 = the first; the store's conf names them)",
+	 NULL},
 	{"target_cgroup_id", 0, OPT_LLONG, SHOW, O(show.target_cgroup_id), 0, LLONG_MAX, "ID",
 	 "only this cgroup id (64-bit)", NULL},
 	{"target_cpu", 0, OPT_STR, SHOW, O(show.target_cpu), 0, 0, "SET",
@@ -210,7 +218,6 @@ static const struct {
 	const char *value;
 } opt_unsupported[] = {
 	{"offcpu", MON, NULL},
-	{"probe", MON, NULL},
 };
 
 static void *opt_ptr(const struct opt_def *d, struct cpa_opts *o)
@@ -246,9 +253,11 @@ void cpa_opts__init(struct cpa_opts *o)
 	o->mon.max_cache_size_mb = 1024;
 	o->mon.max_store_size_mb = 7168;
 	o->mon.log_print_cycles = 1;
+	o->mon.probe_rate = CPA_PROBE_RATE_DEFAULT;
 	o->show.output_num = 1;
 	o->show.target_pid = -1;
 	o->show.target_cgroup_id = -1;
+	o->show.probe_id = -1;
 }
 
 void cpa_opts__free(struct cpa_opts *o)
@@ -767,46 +776,28 @@ static int check_env_list(const struct opt_def *d, const char *val, struct cpa_o
 	}
 }
 
+/* Repeatable: each --probe appends; probe id = its position. */
 static int check_probe(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		       const char *where)
 {
-	static const char *const kinds[] = {
-		"kprobe:", "kretprobe:", "tracepoint:", "uprobe:", "uretprobe:"};
-	const char *rest = NULL;
-	unsigned int k;
+	struct probe_spec p;
 
-	(void)o;
 	if (strlen(val) >= CPA_PROBE_SPEC_MAX) {
 		log_error("%s--%s: spec longer than %d bytes", where, d->name,
 			  CPA_PROBE_SPEC_MAX - 1);
 		return -EINVAL;
 	}
-	for (k = 0; k < ARRAY_SIZE(kinds); k++)
-		if (!strncmp(val, kinds[k], strlen(kinds[k]))) {
-			rest = val + strlen(kinds[k]);
-			break;
-		}
-	if (!rest || !*rest)
-		goto bad;
-	if (k == 2) { /* tracepoint:grp:name */
-		const char *c = strchr(rest, ':');
-
-		if (!c || c == rest || !c[1] || strchr(c + 1, ':'))
-			goto bad;
-	} else if (k >= 3) { /* uprobe:/path:sym */
-		const char *c = strrchr(rest, ':');
-
-		if (rest[0] != '/' || !c || !c[1])
-			goto bad;
-	} else if (strchr(rest, ':')) {
-		goto bad;
+	if (probe_spec__parse(val, &p) < 0) {
+		log_error("%s--%s: invalid value '%s' (expected " PROBE_SPEC_GRAMMAR ")", where,
+			  d->name, val);
+		return -EINVAL;
 	}
+	if (o->mon.nr_probes >= CPA_PROBE_MAX) {
+		log_error("%s--%s: at most %d probes", where, d->name, CPA_PROBE_MAX);
+		return -EINVAL;
+	}
+	o->mon.probes[o->mon.nr_probes++] = val;
 	return 0;
-bad:
-	log_error("%s--%s: invalid value '%s' (expected kprobe:fn, kretprobe:fn, "
-		  "tracepoint:grp:name, uprobe:/path:sym or uretprobe:/path:sym)",
-		  where, d->name, val);
-	return -EINVAL;
 }
 
 static int check_debug_option(const struct opt_def *d, const char *val, struct cpa_opts *o,

@@ -301,6 +301,7 @@ static int parse_request(const struct show_opts *o, struct store_filter *filt, u
 	filt->comm = o->target_comm;
 	filt->env = o->target_env;
 	filt->cgroup_id = o->target_cgroup_id;
+	filt->probe_id = o->probe_id;
 	if (o->target_cpu) {
 		uint64_t *cpus = calloc(CPULIST_WORDS(CPULIST_MAX_CPUS), sizeof(*cpus));
 
@@ -484,6 +485,24 @@ out:
 	return ret;
 }
 
+/* --probe_id N: the spec it was, from the store's conf ("Probe N: SPEC"). */
+static int show_probe(const char *dir, long id)
+{
+	char key[32], spec[512];
+	int r;
+
+	snprintf(key, sizeof(key), "probe_%ld", id);
+	r = store_dir__conf_get(dir, key, spec, sizeof(spec));
+	if (r < 0)
+		return log_error_errno(r == -ENAMETOOLONG ? r : -ENOENT,
+				       "--probe_id %ld: the store '%s' has no probe %ld (its conf "
+				       "lists the --probe specs of the run as probe_N lines)",
+				       id, dir, id);
+	printf("Probe %ld: %s\n", id, spec);
+	fflush(stdout);
+	return 0;
+}
+
 int show_run(const struct show_opts *o)
 {
 	_cleanup_free_ uint64_t *cpus = NULL;
@@ -506,6 +525,8 @@ int show_run(const struct show_opts *o)
 	ret = store_reader__range(r, &first, &last, &recs);
 	if (ret < 0) {
 		log_error("%s", store_reader__error(r));
+	} else if (o->probe_id >= 0 && (ret = show_probe(dir, o->probe_id)) < 0) {
+		/* logged */
 	} else {
 		/* On every run, as CPA: scripts read the range from an export too. */
 		fmt_tod(first, a, sizeof(a));

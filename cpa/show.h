@@ -23,6 +23,7 @@ struct show_opts {
 	long target_pid;				   /* -1 = all */
 	const char *target_comm, *target_env, *target_cpu; /* NULL = all; cpu as list "1-3,5" */
 	long long target_cgroup_id;			   /* -1 = all */
+	long probe_id; /* -1 = all; else only that --probe's samples (and losses) */
 	bool verbose;
 	/* Exports (show_export.c, docs/export.md). */
 	const char *format; /* --format folded|pprof|svg|speedscope; NULL: from -o's suffix */

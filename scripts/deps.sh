@@ -10,6 +10,7 @@ pkgs=(
 	golang-go chromium libxml2-utils libcap2-bin libcurl4-openssl-dev
 	libncurses-dev libncursesw6 tmux
 	faketime libfaketime
+	systemtap-sdt-dev
 )
 
 missing=()

@@ -60,6 +60,7 @@ struct cpa_config {
 	uint64_t offcpu_min_ns; /* off-CPU block-time filters; 0 = none */
 	uint64_t offcpu_max_ns;
 	uint64_t start_realtime_ns; /* when the monitor started */
+	uint64_t probe_rate;	    /* --probe_rate: samples/s per probe, 0 = no limit */
 
 	char comm[CPA_COMM_LEN]; /* --comm, "" = all */
 	char store_dir[CPA_PATH_MAX];

@@ -32,6 +32,8 @@
 
 struct store_writer;
 
+#define STORE_PROBES_MAX 8 /* CPA_PROBE_MAX */
+
 struct store_writer_opts {
 	const char *root; /* store_dir: cpa_YYMMDD... dirs are created below it */
 	/* conf file contents (CPA's keys) */
@@ -43,6 +45,10 @@ struct store_writer_opts {
 	uint32_t stack_size;
 	bool kernel_stack;
 	const char *record_env_name;
+	/* --probe specs by probe id, written to conf as "probe_<id>: <spec>";
+	 * the strings must outlive the writer (the arena's config block). */
+	const char *probes[STORE_PROBES_MAX];
+	uint32_t nr_probes;
 	uint64_t max_store_bytes; /* retention by size, 0 = off */
 	uint32_t segment_seconds; /* new segment file after this much data time (default 3600) */
 	int zstd_level;		  /* default 3 */
@@ -199,11 +205,12 @@ struct store_filter {
 	int64_t cgroup_id;	 /* -1 = all */
 	const uint64_t *cpu_set; /* cpu bitmap as cpulist__parse() makes it; NULL = all */
 	uint32_t cpu_set_bits;
+	int64_t probe_id; /* -1 = all; else only kind PROBE rows of this probe */
 };
 
 static inline void store_filter__init(struct store_filter *f)
 {
-	*f = (struct store_filter){.pid = -1, .cgroup_id = -1};
+	*f = (struct store_filter){.pid = -1, .cgroup_id = -1, .probe_id = -1};
 }
 
 struct store_read_stats {
@@ -244,6 +251,9 @@ void store_reader__stats(const struct store_reader *r, struct store_read_stats *
 
 /* true if path looks like a store dir (has an index or segment files). */
 bool store_dir__is_store(const char *path);
+/* The value of "key: value" in dir's conf file, without the newline.
+ * -ENOENT when the file or the key is missing, -ENAMETOOLONG if len is short. */
+int store_dir__conf_get(const char *dir, const char *key, char *buf, size_t len);
 /* Names of the store dirs (cpa_*) under root, sorted: oldest day first, and
  * within a day in start order. Free with store_root__list_free(). 0 or -errno. */
 int store_root__list(const char *root, char ***ret_names, uint32_t *ret_n);

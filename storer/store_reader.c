@@ -527,6 +527,8 @@ static bool filter_ok(const struct store_reader *r, const struct store_filter *f
 		return false;
 	if (f->cgroup_id >= 0 && d->cgroup != (uint64_t)f->cgroup_id)
 		return false;
+	if (f->probe_id >= 0 && (d->kind != CPA_KIND_PROBE || (int64_t)d->probe != f->probe_id))
+		return false;
 	if (f->cpu_set && !cpulist__test(f->cpu_set, f->cpu_set_bits, d->cpu))
 		return false;
 	if (f->comm && strcmp(dict_str(&r->dict, d->comm), f->comm) &&

@@ -33,6 +33,8 @@
 #include "store_tab.h"
 #include "store_wq_pvt.h"
 
+_Static_assert(STORE_PROBES_MAX == CPA_PROBE_MAX, "probe count agrees");
+
 #define LATE_MAX_S	  60	     /* older than this: a block of its own */
 #define SEG_MAX_BYTES	  (1u << 30) /* offsets are u32: rotate well before 4 GiB */
 #define RETENTION_EVERY_S 60
@@ -70,7 +72,7 @@ struct store_writer {
 
 static int write_conf(struct store_writer *w, const char *dir)
 {
-	char path[PATH_MAX + 192], buf[2048];
+	char path[PATH_MAX + 192], buf[2048 + STORE_PROBES_MAX * (CPA_PROBE_SPEC_MAX + 16)];
 	_cleanup_close_ int fd = -1;
 	int n;
 
@@ -88,6 +90,11 @@ static int write_conf(struct store_writer *w, const char *dir)
 		     STORE_VERSION_MAJOR, STORE_VERSION_MINOR, w->o.cpu_num, w->o.freq,
 		     w->o.record_interval, w->o.persistent_day, w->env_names,
 		     w->o.kernel_stack ? 1 : 0, w->o.stack_size, (unsigned long long)w->run_id);
+	for (uint32_t i = 0; i < w->o.nr_probes && n >= 0 && (size_t)n < sizeof(buf); i++)
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "probe_%u: %s\n", i,
+			      w->o.probes[i]);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return -ENAMETOOLONG;
 	/* Once per store dir (a day), not on the sample path: a plain write is fine. */
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -100,19 +107,9 @@ static int write_conf(struct store_writer *w, const char *dir)
 /* run_id of an existing store dir's conf, 0 if none. */
 static uint64_t dir_run_id(const char *dir)
 {
-	char path[PATH_MAX + 192], line[256];
-	uint64_t id = 0;
-	FILE *f;
+	char v[32];
 
-	snprintf(path, sizeof(path), "%s/conf", dir);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "run_id: ", 8))
-			id = strtoull(line + 8, NULL, 10);
-	fclose(f);
-	return id;
+	return store_dir__conf_get(dir, "run_id", v, sizeof(v)) < 0 ? 0 : strtoull(v, NULL, 10);
 }
 
 static int seg_max(void *ctx, const char *name, uint32_t no)
@@ -497,6 +494,7 @@ int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
 	key.sec = (int64_t)(l->time_ns / NSEC_PER_SEC);
 	key.stack = (uint32_t)r;
 	key.kind = l->kind;
+	key.probe = l->probe_id;
 	block__time(&w->blk, l->time_ns);
 	r = block__add(&w->blk, &key, l->count, l->weight ? l->weight : l->count);
 	if (r < 0)

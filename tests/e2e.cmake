@@ -4,7 +4,7 @@
 # One executable, one ctest per case group (its argument): test_e2e_oneshot
 # (--oneshot), test_e2e_bench (--bench's CPA lines), test_e2e_faketime (the
 # stages under LD_PRELOAD=libfaketime across a fake midnight; 77 without it).
-cpa_add_test(NAME test_e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_e2e.c
+cpa_add_test(NAME test_e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_e2e.c ${CMAKE_CURRENT_LIST_DIR}/test_proc.c
   LABELS e2e root TIMEOUT 600 ARGS e2e)
 add_dependencies(test_e2e cpa capture unwindd symd storer cpa-workload cpa-workload-nofp)
 foreach(group oneshot bench faketime)

@@ -178,6 +178,14 @@ START_TEST(test_bad_values_named)
 		{MON, "--debug_option", "12,10", "--debug_option: invalid value '12,10'"},
 		{MON, "--probe", "kprobe", "--probe: invalid value 'kprobe'"},
 		{MON, "--probe", "uprobe:lib:sym", "--probe: invalid value 'uprobe:lib:sym'"},
+		{MON, "--probe", "fentry:a:b", "--probe: invalid value 'fentry:a:b'"},
+		{MON, "--probe", "fexit:fn+4", "--probe: invalid value 'fexit:fn+4'"},
+		{MON, "--probe", "tracepoint:sched", "--probe: invalid value 'tracepoint:sched'"},
+		{MON, "--probe", "usdt:/bin/x:name", "--probe: invalid value 'usdt:/bin/x:name'"},
+		{MON, "--probe", "uprobe:/bin/x:sym+", "--probe: invalid value 'uprobe:/bin/x:sym+'"},
+		{MON, "--probe", "kretprobe:fn+4", "--probe: invalid value 'kretprobe:fn+4'"},
+		{MON, "--probe_rate", "-1", "--probe_rate: value '-1' out of range"},
+		{SHOW, "--probe_id", "8", "--probe_id: value '8' out of range"},
 		{SHOW, "--output_num", "0", "--output_num: value '0' out of range"},
 		{SHOW, "--starttime", "25:00:00",
 		 "--starttime: invalid value '25:00:00' (expected HH:MM:SS"},
@@ -259,7 +267,6 @@ START_TEST(test_unsupported_refused)
 	} cases[] = {
 		{MON, {"--offcpu"}, "--offcpu: not supported yet"},
 		{MON, {"-u"}, "--offcpu: not supported yet"},
-		{MON, {"--probe", "tracepoint:sched:sched_switch"}, "--probe: not supported yet"},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -275,6 +282,21 @@ START_TEST(test_unsupported_refused)
 			       "10:00:00", "--diff_base_end", "10:01:00"),
 			 0);
 	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--format", "perf"), -EINVAL);
+	/* --probe is repeatable: probe id = position; at most CPA_PROBE_MAX. */
+	ck_assert_int_eq(PARSE(MON, "--probe", "tracepoint:sched:sched_switch", "--probe",
+			       "uprobe:/bin/true:main+0x10", "--probe", "usdt:/bin/x:prov:name",
+			       "--probe_rate", "0"),
+			 0);
+	ck_assert_uint_eq(O.mon.nr_probes, 3);
+	ck_assert_str_eq(O.mon.probes[1], "uprobe:/bin/true:main+0x10");
+	ck_assert_int_eq(O.mon.probe_rate, 0);
+	ck_assert_int_eq(PARSE(MON, "--probe", "tracepoint:a:b", "--probe", "tracepoint:a:b",
+			       "--probe", "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
+			       "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
+			       "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
+			       "tracepoint:a:b"),
+			 -EINVAL);
+	ASSERT_LOG("--probe: at most 8 probes");
 	ck_assert_int_eq(PARSE(MON, "--backend", "perf"), 0);
 	ck_assert_int_eq(PARSE(MON, "--debug_option", "12,10,/tmp/dump"), 0);
 	ck_assert_int_eq(PARSE(MON, "--parse_env_values", "a,b"), 0);

@@ -21,94 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_proc.h"
 #include "test_util.h"
 
 static char bin_dir[1024];
-
-/* ---- process helpers ---- */
-
-/*
- * Start argv with stdout to a pipe (*ret_out) and stderr to err_path (NULL:
- * inherited), with the NAME=value strings of env added to the environment.
- */
-static pid_t spawn_env(char *const argv[], int *ret_out, const char *err_path, char *const env[])
-{
-	int pfd[2] = {-1, -1};
-	pid_t pid;
-
-	if (ret_out)
-		ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		if (ret_out)
-			dup2(pfd[1], 1);
-		if (err_path) {
-			int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-			if (fd < 0 || dup2(fd, 2) < 0)
-				_exit(127);
-		}
-		for (int i = 0; env && env[i]; i++)
-			putenv(env[i]);
-		execv(argv[0], argv);
-		fprintf(stderr, "exec %s: %m\n", argv[0]);
-		_exit(127);
-	}
-	if (ret_out) {
-		close(pfd[1]);
-		*ret_out = pfd[0];
-	}
-	return pid;
-}
-
-/* Start argv with stdout to a pipe (*ret_out) and stderr inherited. */
-static pid_t spawn(char *const argv[], int *ret_out)
-{
-	return spawn_env(argv, ret_out, NULL, NULL);
-}
-
-static int wait_exit(pid_t pid, struct rusage *ru)
-{
-	int status;
-
-	ck_assert_int_eq(wait4(pid, &status, 0, ru), pid);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
-}
-
-/* Read everything from fd into a malloc'd NUL-terminated string. */
-static char *slurp_fd(int fd)
-{
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	ssize_t n;
-
-	ck_assert_ptr_nonnull(buf);
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += (size_t)n;
-		if (cap - len < 2) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			ck_assert_ptr_nonnull(buf);
-		}
-	}
-	buf[len] = 0;
-	close(fd);
-	return buf;
-}
-
-/* Run argv to completion; returns its stdout, *ret_rc its exit code. */
-static char *run(char *const argv[], int *ret_rc)
-{
-	int out;
-	pid_t pid = spawn(argv, &out);
-	char *s = slurp_fd(out);
-
-	*ret_rc = wait_exit(pid, NULL);
-	return s;
-}
 
 static void path_of(char *buf, size_t len, const char *name)
 {
@@ -345,14 +261,7 @@ static void assert_intact(const struct stack_stats *st)
 
 static void need_root_bpf(void)
 {
-	const char *b = getenv("CPA_BUILD_DIR");
-
-	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		fprintf(stderr, "skip: needs root and BTF\n");
-		exit(TEST_SKIP);
-	}
-	ck_assert_msg(b != NULL, "CPA_BUILD_DIR not set");
-	snprintf(bin_dir, sizeof(bin_dir), "%s/bin", b);
+	test_need_root_bpf(bin_dir, sizeof(bin_dir));
 }
 
 /* ---- tests ---- */

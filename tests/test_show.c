@@ -119,7 +119,8 @@ static void teardown(void)
 static struct show_opts defaults(void)
 {
 	struct show_opts o = {
-		.read = store, .output_num = 1, .target_pid = -1, .target_cgroup_id = -1};
+		.read = store, .output_num = 1, .target_pid = -1, .target_cgroup_id = -1,
+		.probe_id = -1};
 	return o;
 }
 
@@ -477,6 +478,13 @@ START_TEST(test_show_filters)
 	ck_assert_int_eq(p.n, 2);
 	for (i = 0; i < p.n; i++)
 		ck_assert_ptr_nonnull(strstr(p.lines[i], ";app:1001;"));
+
+	/* A probe the run did not have (no probe_0 line in conf): an error. */
+	o = defaults();
+	o.output_prof = path;
+	o.output_num = NSEC;
+	o.probe_id = 0;
+	ck_assert_int_eq(run(&o), -ENOENT);
 
 	o = defaults();
 	o.output_prof = path;
