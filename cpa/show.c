@@ -161,15 +161,28 @@ static void fmt_tod(uint64_t ns, char *buf, size_t len)
 		 (unsigned int)(ns % NS / 1000000));
 }
 
-/* "HH:MM:SS" -> seconds of the day, or -EINVAL. */
+/* "HH:MM:SS" or "HH:MM:SS.mmm" (1 to 3 digits of fraction) -> milliseconds
+ * of the day, or -EINVAL. */
 static long parse_tod(const char *s)
 {
-	unsigned int h, m, sec;
-	char extra;
+	unsigned int h, m, sec, ms = 0, i;
+	int n = 0;
 
-	if (sscanf(s, "%2u:%2u:%2u%c", &h, &m, &sec, &extra) != 3 || h > 23 || m > 59 || sec > 59)
+	if (sscanf(s, "%2u:%2u:%2u%n", &h, &m, &sec, &n) != 3 || n != 8 || h > 23 || m > 59 ||
+	    sec > 59)
 		return -EINVAL;
-	return (long)h * 3600 + m * 60 + sec;
+	if (s[8]) {
+		if (s[8] != '.' || !s[9] || strlen(s + 9) > 3)
+			return -EINVAL;
+		for (i = 9; s[i]; i++) {
+			if (s[i] < '0' || s[i] > '9')
+				return -EINVAL;
+			ms = ms * 10 + (unsigned int)(s[i] - '0');
+		}
+		for (; i < 12; i++) /* ".5" is 500 ms */
+			ms *= 10;
+	}
+	return ((long)h * 3600 + m * 60 + sec) * 1000 + ms;
 }
 
 /* Local midnight (unix seconds) of the day holding t. */
@@ -227,20 +240,22 @@ static int write_prof(struct show_ctx *c, const char *path)
 	return 0;
 }
 
+/* Milliseconds of the local day at ns. */
 static long local_tod(uint64_t ns)
 {
 	time_t t = (time_t)(ns / NS);
 	struct tm tm;
 
 	localtime_r(&t, &tm);
-	return tm.tm_hour * 3600L + tm.tm_min * 60L + tm.tm_sec;
+	return (tm.tm_hour * 3600L + tm.tm_min * 60L + tm.tm_sec) * 1000 +
+	       (long)(ns % NS / 1000000);
 }
 
 /*
- * The store dir under root for local time-of-day tod_s (-1: the newest): the
+ * The store dir under root for local time-of-day tod_ms (-1: the newest): the
  * newest cpa_* dir whose records span that time of day, else the newest.
  */
-static int pick_store(const char *root, long tod_s, char *buf, size_t len)
+static int pick_store(const char *root, long tod_ms, char *buf, size_t len)
 {
 	char **names;
 	uint32_t n, i;
@@ -253,7 +268,7 @@ static int pick_store(const char *root, long tod_s, char *buf, size_t len)
 		return -ENOENT;
 	}
 	snprintf(buf, len, "%s/%s", root, names[n - 1]);
-	for (i = n; tod_s >= 0 && i-- > 0;) {
+	for (i = n; tod_ms >= 0 && i-- > 0;) {
 		char p[PATH_MAX + 256];
 		struct store_reader *r;
 		uint64_t a, b, recs;
@@ -262,8 +277,8 @@ static int pick_store(const char *root, long tod_s, char *buf, size_t len)
 		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
 		if (store_reader__open(p, NULL, NULL, &r) < 0)
 			continue;
-		hit = store_reader__range(r, &a, &b, &recs) == 0 && local_tod(a) <= tod_s &&
-		      tod_s <= local_tod(b);
+		hit = store_reader__range(r, &a, &b, &recs) == 0 && local_tod(a) <= tod_ms &&
+		      tod_ms <= local_tod(b);
 		store_reader__free(r);
 		if (hit) {
 			snprintf(buf, len, "%s", p);
@@ -291,11 +306,11 @@ static int parse_request(const struct show_opts *o, struct store_filter *filt, u
 		return -EINVAL;
 	}
 	if (o->starttime && (*ret_stod = parse_tod(o->starttime)) < 0) {
-		log_error("bad --starttime '%s': want HH:MM:SS", o->starttime);
+		log_error("bad --starttime '%s': want HH:MM:SS[.mmm]", o->starttime);
 		return -EINVAL;
 	}
 	if (o->endtime && (*ret_etod = parse_tod(o->endtime)) < 0) {
-		log_error("bad --endtime '%s': want HH:MM:SS", o->endtime);
+		log_error("bad --endtime '%s': want HH:MM:SS[.mmm]", o->endtime);
 		return -EINVAL;
 	}
 	store_filter__init(filt);
@@ -345,13 +360,14 @@ static int open_store(const struct show_opts *o, long stod, char *dir, size_t le
 	return r;
 }
 
-/* The export window [*ret_t0, *ret_t0 + *ret_n) in unix seconds. */
+/* The export window [*ret_t0, *ret_t0 + *ret_n) in unix milliseconds. */
 static int select_window(const struct show_opts *o, uint64_t first, long stod, long etod,
 			 int64_t *ret_t0, int64_t *ret_n)
 {
 	/* Times of day are within the store's own day: that of its first record. */
-	int64_t day0 = local_midnight((int64_t)(first / NS));
-	int64_t t0 = stod >= 0 ? day0 + stod : (int64_t)(first / NS), n = o->output_num;
+	int64_t day0 = local_midnight((int64_t)(first / NS)) * 1000;
+	int64_t t0 = stod >= 0 ? day0 + stod : (int64_t)(first / NS) * 1000,
+		n = (int64_t)MIN(o->output_num, 366L * 86400 + 1) * 1000;
 
 	if (etod >= 0) {
 		n = day0 + etod - t0;
@@ -360,8 +376,13 @@ static int select_window(const struct show_opts *o, uint64_t first, long stod, l
 			return -EINVAL;
 		}
 	}
-	if (n > 366L * 86400) {
-		log_error("--output_num %lld is more than a year of records", (long long)n);
+	/* Rows are kept per second (docs/store-format.md): a time with
+	 * milliseconds selects the whole seconds it falls into. */
+	n += t0 % 1000;
+	t0 -= t0 % 1000;
+	n = (n + 999) / 1000 * 1000;
+	if (n > 366LL * 86400 * 1000) {
+		log_error("--output_num %lld is more than a year of records", (long long)n / 1000);
 		return -EINVAL;
 	}
 	*ret_t0 = t0;
@@ -378,8 +399,8 @@ static int read_window(struct store_reader *r, const char *dir, int64_t t0, int6
 	c->buf = malloc(LINE_MAX_BYTES);
 	if (!c->buf)
 		return log_error_errno(-ENOMEM, "line buffer: %m");
-	ret = store_reader__query(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt, on_sample,
-				  c);
+	ret = store_reader__query(r, (uint64_t)t0 * 1000000, (uint64_t)(t0 + n) * 1000000, filt,
+				  on_sample, c);
 	if (ret < 0)
 		return log_error_errno(ret, "read '%s': %m", dir);
 	return 0;
@@ -409,8 +430,8 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	ret = select_window(o, first, stod, etod, &t0, &n);
 	if (ret < 0)
 		return ret;
-	fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
-	fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
+	fmt_tod((uint64_t)t0 * 1000000, a, sizeof(a));
+	fmt_tod((uint64_t)(t0 + n) * 1000000, b, sizeof(b));
 	printf("Export Record Time From [ %s - %s ]\n", a, b);
 	fflush(stdout);
 
@@ -428,7 +449,7 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	if (o->output_prof && *o->output_prof)
 		snprintf(outp, sizeof(outp), "%s", o->output_prof);
 	else
-		snprintf(outp, sizeof(outp), "cpa_%s_%lld.prof", a, (long long)n);
+		snprintf(outp, sizeof(outp), "cpa_%s_%lld.prof", a, (long long)n / 1000);
 	ret = write_prof(&c, outp);
 	if (ret < 0)
 		goto out;

@@ -1065,6 +1065,10 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 	else if (f->stop_reason != CPA_STOP_END && f->stop_reason != CPA_STOP_FP &&
 		 f->stop_reason != CPA_STOP_NONE)
 		marker = stop_marker(f->stop_reason);
+	else if (n == 0 && (s->flags & CPA_CFG_KERNEL_STACK_ONLY) && !(f->flags & CPA_SF_IN_KERNEL))
+		/* --kernel_stack: a sample of user code has no frames to show; its
+		 * own text, not the storer's "[unknown stack]" of a lost stack id. */
+		marker = "[user mode]";
 	if (marker) {
 		r = marker_id(s, marker, &s->ids[n]);
 		if (r < 0)

@@ -222,6 +222,25 @@ START_TEST(test_show_export)
 	read_prof(path, &p);
 	folded(5, "ENV_A;db:1002;", line, sizeof(line));
 	ck_assert_uint_eq(prof_count(&p, line), 2 * 5);
+
+	/* Milliseconds as docs/cli.md says; rows are per second, so the window
+	 * is the whole seconds the two times fall into: 2, 3 and 4. */
+	o.starttime = "10:00:02.999";
+	o.endtime = "10:00:04.01";
+	ck_assert_int_eq(run(&o), 0);
+	snprintf(want, sizeof(want),
+		 "Export Record Time From [ 10:00:02.000 - 10:00:05.000 ]\n"
+		 "Write  [ 10:00:02.000 - 10:00:05.000 ] Record to %s, Stack Type 6\n",
+		 path);
+	ck_assert_str_eq(out, want);
+	read_prof(path, &p);
+	folded(5, "ENV_A;db:1002;", line, sizeof(line));
+	ck_assert_uint_eq(prof_count(&p, line), 3 * 5);
+	o.starttime = "10:00:02.500";
+	o.endtime = "10:00:02.600"; /* within one second: that second */
+	ck_assert_int_eq(run(&o), 0);
+	read_prof(path, &p);
+	ck_assert_uint_eq(prof_count(&p, line), 5);
 }
 END_TEST
 
@@ -329,6 +348,10 @@ START_TEST(test_show_errors)
 	o.starttime = "25:00:00";
 	ck_assert_int_eq(run(&o), -EINVAL);
 	o.starttime = "10:00";
+	ck_assert_int_eq(run(&o), -EINVAL);
+	o.starttime = "10:00:00.1234";
+	ck_assert_int_eq(run(&o), -EINVAL);
+	o.starttime = "10:00:00.";
 	ck_assert_int_eq(run(&o), -EINVAL);
 	o.starttime = "11:00:00"; /* no records there */
 	ck_assert_int_eq(run(&o), -ENODATA);

@@ -1262,6 +1262,17 @@ START_TEST(test_stage_flags)
 	ck_assert_int_eq(h_batch(h), 1);
 	ck_assert_str_eq(h->strs[h->samples[0].env_id], "SYSTEM");
 	h_free(h);
+
+	/* --kernel_stack: a sample of user code (no kernel frames) says so,
+	 * one in the kernel shows its kernel frames. */
+	h = h_new(CPA_CFG_KERNEL_STACK_ONLY, NULL);
+	h_frames(h, NULL, 0, NULL, 0, CPA_STOP_NONE, CPA_SF_USER_REGS);
+	h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, CPA_SF_IN_KERNEL);
+	ck_assert_int_eq(h_batch(h), 2);
+	ck_assert_str_eq(h_stack_str(h, h->samples[0].stack_id), "[user mode]");
+	ck_assert_uint_eq(h->frames[h->stacks[h->samples[0].stack_id][0]].flags, CPA_FF_MARKER);
+	ck_assert_str_eq(h_stack_str(h, h->samples[1].stack_id), "do_one_thing_[k]");
+	h_free(h);
 }
 END_TEST
 
