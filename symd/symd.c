@@ -783,8 +783,11 @@ static struct symbin *umod_bin(struct symd *s, struct umod *m)
 	return b;
 }
 
+/* The symbol of a user frame, or NULL. *ret_fde: no symbol, but an FDE
+ * gave the function's start (in *ret_off). */
 static const char *user_symbol(struct symd *s, const struct cpa_frames *f,
-			       const struct cpa_uframe *uf, struct umod *m, uint64_t *ret_off)
+			       const struct cpa_uframe *uf, struct umod *m, uint64_t *ret_off,
+			       bool *ret_fde)
 {
 	uint64_t off = uf->offset;
 	bool keep_go = s->flags & CPA_CFG_STRIP_NAME_OFF;
@@ -804,9 +807,12 @@ static const char *user_symbol(struct symd *s, const struct cpa_frames *f,
 	} else if (m->kind == CPA_MOD_FILE) {
 		b = umod_bin(s, m);
 	}
-	if (!b || symbin__lookup(b, off, keep_go, &name, ret_off) < 0)
+	if (!b)
 		return NULL;
-	return name;
+	if (symbin__lookup(b, off, keep_go, &name, ret_off) == 0)
+		return name;
+	*ret_fde = symbin__func_start(b, off, ret_off) == 0;
+	return NULL;
 }
 
 static int frame_user(struct symd *s, const struct cpa_frames *f, const struct cpa_uframe *uf,
@@ -817,6 +823,7 @@ static int frame_user(struct symd *s, const struct cpa_frames *f, const struct c
 	const char *base;
 	uint32_t mid = 0;
 	uint64_t off;
+	bool fde = false;
 	int n, r;
 
 	if (m) {
@@ -827,7 +834,7 @@ static int frame_user(struct symd *s, const struct cpa_frames *f, const struct c
 	if (!(s->flags & CPA_CFG_DISABLE_SYM)) {
 		const char *sym;
 
-		sym = user_symbol(s, f, uf, m, &off);
+		sym = user_symbol(s, f, uf, m, &off, &fde);
 		if (sym) {
 			*ret_flags = 0;
 			if (s->flags & CPA_CFG_FULL_PATH)
@@ -839,9 +846,16 @@ static int frame_user(struct symd *s, const struct cpa_frames *f, const struct c
 		}
 	}
 	*ret_flags = CPA_FF_UNSYMBOLIZED;
+	base = symd_basename(path);
+	if (fde) {
+		/* No symbol: the function is named by its start (from its FDE),
+		 * so every pc of it is one frame. */
+		n = snprintf(s->name, sizeof(s->name), "%s+0x%" PRIx64, base, off);
+		return frame_id(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1),
+				CPA_FF_UNSYMBOLIZED, off, ret);
+	}
 	off = (uf->flags & CPA_UF_ANON) ? uf->pc : uf->offset;
 	/* "[vdso]", "[anon]" are already bracketed */
-	base = symd_basename(path);
 	n = snprintf(s->name, sizeof(s->name),
 		     base[0] == '[' ? "0x%" PRIx64 " %s" : "0x%" PRIx64 " [%s]", off, base);
 	return frame_id(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1), CPA_FF_UNSYMBOLIZED,

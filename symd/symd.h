@@ -49,7 +49,18 @@ struct symd_sym {
 	uint32_t size;
 	uint32_t name; /* raw name, offset in pool */
 	uint32_t fmt;  /* formatted name, offset in pool; 0 = not yet */
-	uint32_t _pad;
+	uint32_t flags; /* SYMD_SYM_* */
+};
+
+enum {
+	SYMD_SYM_PLT = 1u << 0, /* a PLT stub: printed "<name>@plt" */
+};
+
+/* One function's range from an FDE of .eh_frame (through .eh_frame_hdr's
+ * sorted table): start relative to the binary's first PT_LOAD vaddr. */
+struct symd_fde {
+	uint32_t start;
+	uint32_t size; /* 0: unknown, up to the next FDE */
 };
 
 struct symd_load {
@@ -64,6 +75,8 @@ enum symbin_src {
 	SYMBIN_SRC_DEBUG_BUILDID = 1u << 2,
 	SYMBIN_SRC_DEBUGLINK = 1u << 3,
 	SYMBIN_SRC_MINIDEBUG = 1u << 4,
+	SYMBIN_SRC_FDE = 1u << 5, /* function starts from .eh_frame_hdr */
+	SYMBIN_SRC_PLT = 1u << 6, /* PLT stubs named from their relocations */
 };
 
 struct symbin {
@@ -74,7 +87,10 @@ struct symbin {
 	char *pool; /* names; offset 0 is "" */
 	size_t pool_len;
 	size_t pool_cap;
-	uint32_t src; /* enum symbin_src */
+	struct symd_fde *fdes; /* sorted by start */
+	uint32_t nfdes;
+	uint64_t fde_base; /* vaddr the fde starts are relative to */
+	uint32_t src;	   /* enum symbin_src */
 	bool is_go;
 	uint8_t build_id[CPA_BUILD_ID_MAX];
 	uint8_t build_id_len;
@@ -113,6 +129,10 @@ int symbin__off_to_vaddr(const struct symbin *b, uint64_t off, uint64_t *ret_vad
  * lookup into b) and the symbol start as a file offset. -ENOENT if none. */
 int symbin__lookup(struct symbin *b, uint64_t off, bool keep_go, const char **ret_name,
 		   uint64_t *ret_sym_off);
+/* Start (file offset) of the function holding file offset off, from the
+ * FDEs of .eh_frame: the identity of a function without a symbol. -ENOENT
+ * if no FDE covers it. */
+int symbin__func_start(const struct symbin *b, uint64_t off, uint64_t *ret_start_off);
 
 /* ---- bincache.c: binaries by build-id (or dev+ino), LRU, capped ---- */
 struct bincache;

@@ -204,6 +204,120 @@ START_TEST(test_lookup_fixture)
 }
 END_TEST
 
+/* File offset of an ELF vaddr of b (the PT_LOAD it lies in). */
+static uint64_t va_to_off(const struct symbin *b, uint64_t va)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->nloads; i++)
+		if (va >= b->loads[i].vaddr && va - b->loads[i].vaddr < b->loads[i].filesz)
+			return va - b->loads[i].vaddr + b->loads[i].off;
+	ck_abort_msg("vaddr %#lx in no PT_LOAD", (unsigned long)va);
+	return 0;
+}
+
+/* Every PLT stub objdump names ("<free@plt>:") gets the same name from us,
+ * for any pc inside the stub. */
+static unsigned int check_plt_names(const char *path)
+{
+	struct symbin *bin = load_path(path, "/nonexistent", NULL);
+	char cmd[1024], line[1024];
+	unsigned int n = 0;
+	FILE *p;
+
+	ck_assert_ptr_nonnull(bin);
+	snprintf(cmd, sizeof(cmd), "objdump -d -j .plt -j .plt.sec -j .plt.got '%s'", path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p)) {
+		char name[512], want[600];
+		unsigned long va;
+
+		if (sscanf(line, "%lx <%511[^>]>:", &va, name) != 2 || !strstr(name, "@plt") ||
+		    strchr(name, '+') || strchr(name, '-'))
+			continue;
+		snprintf(want, sizeof(want), "%s", name);
+		ck_assert_str_eq(lookup(bin, va_to_off(bin, va)), want);
+		ck_assert_str_eq(lookup(bin, va_to_off(bin, va) + 5), want);
+		n++;
+	}
+	pclose(p);
+	ck_assert(bin->src & SYMBIN_SRC_PLT);
+	symbin__free(bin);
+	return n;
+}
+
+/* Every FDE readelf lists ("pc=start..end") gives its start for a pc in
+ * its middle and its last byte; returns the FDEs checked. */
+static unsigned int check_fdes(const char *path)
+{
+	struct symbin *bin = load_path(path, "/nonexistent", NULL);
+	char cmd[1024], line[1024];
+	unsigned int n = 0;
+	FILE *p;
+
+	ck_assert_ptr_nonnull(bin);
+	ck_assert(bin->src & SYMBIN_SRC_FDE);
+	snprintf(cmd, sizeof(cmd), "readelf --debug-dump=frames '%s'", path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p)) {
+		const char *pc = strstr(line, " FDE ");
+		unsigned long lo, hi;
+		uint64_t got = 0;
+
+		if (!pc || !(pc = strstr(pc, "pc=")) || sscanf(pc, "pc=%lx..%lx", &lo, &hi) != 2 ||
+		    hi <= lo)
+			continue;
+		ck_assert_int_eq(symbin__func_start(bin, va_to_off(bin, lo + (hi - lo) / 2), &got),
+				 0);
+		ck_assert_uint_eq(got, va_to_off(bin, lo));
+		ck_assert_int_eq(symbin__func_start(bin, va_to_off(bin, hi - 1), &got), 0);
+		ck_assert_uint_eq(got, va_to_off(bin, lo));
+		n++;
+	}
+	pclose(p);
+	ck_assert_uint_eq(n, bin->nfdes);
+	symbin__free(bin);
+	return n;
+}
+
+START_TEST(test_fde_and_plt)
+{
+	struct fx_fn l = fx_local();
+	char so[512];
+	struct symbin *bin;
+	uint64_t start;
+
+	/* The fixture's PLT (.plt lazy stubs and .plt.got) and a Debian binary
+	 * nobody here wrote (IBT or not, whatever the distribution built). */
+	ck_assert_uint_ge(check_plt_names(FX_SO), 3);
+	if (access("/usr/bin/gzip", R_OK) == 0)
+		ck_assert_uint_ge(check_plt_names("/usr/bin/gzip"), 10);
+
+	/* Stripped: the local function has no symbol, its FDE names it by
+	 * its start, for any pc inside it. */
+	tmp_setup();
+	snprintf(so, sizeof(so), "%s/strip.so", tmpdir);
+	run("cp '%s' '%s' && objcopy --strip-all '%s'", FX_SO, so, so);
+	bin = load_path(so, "/nonexistent", NULL);
+	ck_assert_ptr_nonnull(bin);
+	ck_assert_str_eq(lookup(bin, l.off + 3), "(none)");
+	ck_assert_int_eq(symbin__func_start(bin, l.off + 3, &start), 0);
+	ck_assert_uint_eq(start, l.off);
+	ck_assert_int_eq(symbin__func_start(bin, l.off + l.size - 1, &start), 0);
+	ck_assert_uint_eq(start, l.off);
+	symbin__free(bin);
+	ck_assert_uint_ge(check_fdes(so), 4);
+	tmp_teardown();
+	/* Stripped Debian libraries and programs: every FDE readelf sees. */
+	if (access("/usr/lib/x86_64-linux-gnu/liblzma.so.5", R_OK) == 0)
+		ck_assert_uint_ge(check_fdes("/usr/lib/x86_64-linux-gnu/liblzma.so.5"), 100);
+	if (access("/usr/bin/gzip", R_OK) == 0)
+		ck_assert_uint_ge(check_fdes("/usr/bin/gzip"), 50);
+}
+END_TEST
+
 START_TEST(test_debug_file_build_id)
 {
 	struct fx_fn l = fx_local();
@@ -1607,6 +1721,7 @@ static Suite *symd_suite(void)
 	TCase *tc = tcase_create("elf");
 
 	tcase_add_test(tc, test_lookup_fixture);
+	tcase_add_test(tc, test_fde_and_plt);
 	tcase_add_test(tc, test_debug_file_build_id);
 	tcase_add_test(tc, test_debug_file_debuglink);
 	tcase_add_test(tc, test_minidebuginfo);
