@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(
 	build-essential cmake pkg-config clang llvm bpftool
 	libbpf-dev libelf-dev libdw-dev liburing-dev libzstd-dev libjemalloc-dev
-	zlib1g-dev liblzma-dev libiberty-dev binutils xz-utils check
+	zlib1g-dev liblzma-dev libiberty-dev libdebuginfod-dev binutils xz-utils check
 )
 
 missing=()

@@ -956,6 +956,13 @@ static int find_debug_file(const struct symd_paths *paths, const struct symd_fil
 				return 0;
 			}
 		}
+		if (paths && paths->debuginfod_cache) {
+			snprintf(path, sizeof(path), "%s/%s/debuginfo", paths->debuginfod_cache, hex);
+			if (open_debug(path, bid, bid_len, false, 0, e) == 0) {
+				*ret_src = SYMBIN_SRC_DEBUGINFOD;
+				return 0;
+			}
+		}
 	}
 
 	link = elfimg__find(main, ".gnu_debuglink");

@@ -110,6 +110,8 @@ struct symd {
 	uint32_t umods_n;
 
 	struct bincache *bins;
+	struct dfetch *df; /* debuginfod, NULL = off */
+	char dcache[CPA_PATH_MAX + 16];
 	struct bincache_stats bin_seen; /* last values turned into counters */
 	uint64_t bins_loads_seen;
 	struct symbin *vdso;
@@ -772,6 +774,12 @@ static struct symbin *umod_bin(struct symd *s, struct umod *m)
 	struct symbin *b;
 
 	b = bincache__get(s->bins, &ref, m->dev, m->ino, 0);
+	/* No symbol table here: ask debuginfod (in the background; the
+	 * binary is forgotten and loaded again when the file arrives). */
+	if (s->df && b && b->build_id_len &&
+	    !(b->src & (SYMBIN_SRC_SYMTAB | SYMBIN_SRC_DEBUG_BUILDID | SYMBIN_SRC_DEBUGLINK |
+			SYMBIN_SRC_DEBUGINFOD)))
+		dfetch__want(s->df, b->build_id, b->build_id_len);
 	/* A cold binary can take seconds (capped per binary); a record full
 	 * of them must not look like a hang to the monitor. */
 	bincache__stats(s->bins, &after);
@@ -1401,6 +1409,12 @@ void symd__finish(struct symd *s)
 
 void symd__tick(struct symd *s, uint64_t now)
 {
+	uint8_t bid[CPA_BUILD_ID_MAX], blen;
+
+	while (dfetch__done(s->df, bid, &blen)) {
+		bincache__forget(s->bins, bid, blen);
+		s->pcc_gen++; /* later samples of it get the new names */
+	}
 	if (now >= s->loss_next_ns) {
 		s->loss_next_ns = now + SYMD_LOSS_FLUSH_NS;
 		symd__flush_loss(s);
@@ -1462,6 +1476,20 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	/* The cap covers everything we cache: symbol tables get 3/4, the
 	 * intern tables 1/4 (a reset refills them with what is live). */
 	s->intern_budget = cap / 4;
+	if (o->cfg->debuginfod_urls[0] && !(s->flags & CPA_CFG_DISABLE_SYM)) {
+		char urls[sizeof(o->cfg->debuginfod_urls)];
+
+		snprintf(urls, sizeof(urls), "%.*s", (int)sizeof(urls) - 1,
+			 o->cfg->debuginfod_urls);
+		snprintf(s->dcache, sizeof(s->dcache), "%.*s/.debuginfod", CPA_PATH_MAX - 1,
+			 o->cfg->store_dir[0] ? o->cfg->store_dir : "/var/cache/cpa");
+		r = dfetch__new(urls, s->dcache,
+				(uint64_t)(o->cfg->debuginfod_cache_mb ?: 1024) << 20, &s->df);
+		if (r < 0)
+			log_warn("debuginfod (%s) off: %s", urls, strerror(-r));
+		else
+			s->paths.debuginfod_cache = s->dcache;
+	}
 	r = bincache__new(cap - cap / 4, &s->paths, &s->bins);
 	if (r < 0)
 		goto out_free;
@@ -1491,6 +1519,7 @@ void symd__free(struct symd *s)
 	free(s->pids);
 	free(s->pcc);
 	umods__clear(s);
+	dfetch__free(s->df);
 	bincache__free(s->bins);
 	symbin__free(s->vdso);
 	ksyms__fini(&s->ks);

@@ -77,6 +77,7 @@ enum symbin_src {
 	SYMBIN_SRC_MINIDEBUG = 1u << 4,
 	SYMBIN_SRC_FDE = 1u << 5, /* function starts from .eh_frame_hdr */
 	SYMBIN_SRC_PLT = 1u << 6, /* PLT stubs named from their relocations */
+	SYMBIN_SRC_DEBUGINFOD = 1u << 7, /* debug file from the debuginfod cache */
 };
 
 struct symbin {
@@ -102,6 +103,7 @@ struct symd_paths {
 	const char *kallsyms;	/* default /proc/kallsyms */
 	const char *modules;	/* default /proc/modules */
 	const char *proc;	/* default /proc */
+	const char *debuginfod_cache; /* <dir>/<build-id hex>/debuginfo; NULL = none */
 };
 
 /* What identifies a file for opening: the module as unwindd described it. */
@@ -151,6 +153,30 @@ void bincache__free(struct bincache *c);
 struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref, uint64_t dev,
 			     uint64_t ino, uint64_t now_ns);
 void bincache__stats(const struct bincache *c, struct bincache_stats *ret);
+/* Drop the binary with this build-id (a debug file arrived): the next get
+ * loads it again. */
+void bincache__forget(struct bincache *c, const uint8_t *build_id, uint8_t len);
+
+/* ---- debuginfod.c: debug files fetched by build-id, in a thread ---- */
+struct dfetch;
+struct dfetch_stats {
+	uint64_t asked;	  /* build-ids queued */
+	uint64_t fetched; /* debug files now in the cache */
+	uint64_t failed;  /* not found, server down, aborted */
+	uint64_t dropped; /* not queued: queue or asked-set full */
+	uint64_t trimmed; /* cached files removed to stay under the cap */
+};
+/* Start the fetching thread (libdebuginfod is dlopen()ed here). urls as in
+ * DEBUGINFOD_URLS; cache_dir is created; files over cap_bytes are trimmed
+ * oldest first. -ENOENT: no libdebuginfod.so.1. */
+int dfetch__new(const char *urls, const char *cache_dir, uint64_t cap_bytes,
+		struct dfetch **ret);
+void dfetch__free(struct dfetch *df);
+/* Queue a fetch (once per build-id per lifetime; never blocks on it). */
+void dfetch__want(struct dfetch *df, const uint8_t *id, uint8_t len);
+/* A build-id whose debug file arrived since the last call; false if none. */
+bool dfetch__done(struct dfetch *df, uint8_t *id, uint8_t *len);
+void dfetch__stats(struct dfetch *df, struct dfetch_stats *ret);
 
 /* ---- ksyms.c: /proc/kallsyms ---- */
 /*

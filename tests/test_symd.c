@@ -1575,6 +1575,99 @@ START_TEST(test_stage_intern_budget)
 }
 END_TEST
 
+/* A debuginfod server on loopback: python's http.server over a directory
+ * laid out as buildid/<hex>/debuginfo. Returns its pid, the port in *port. */
+static pid_t http_server(const char *dir, unsigned int *port)
+{
+	char cmd[1200], line[256];
+	FILE *f;
+	pid_t pid = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && { python3 -u -m http.server --bind 127.0.0.1 0 >out 2>err & "
+		 "echo $!; }",
+		 dir);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	pid = (pid_t)atoi(line);
+	pclose(f);
+	snprintf(cmd, sizeof(cmd), "%s/out", dir);
+	*port = 0;
+	while (!*port) { /* until it says where it listens */
+		f = fopen(cmd, "r");
+		if (f) {
+			if (fgets(line, sizeof(line), f)) {
+				const char *p = strstr(line, " port ");
+
+				if (p)
+					*port = (unsigned int)atoi(p + 6);
+			}
+			fclose(f);
+		}
+		if (!*port)
+			usleep(20000);
+	}
+	return pid;
+}
+
+START_TEST(test_debuginfod_fetch)
+{
+	struct fx_fn l = fx_local();
+	char so[512], srv[512], urls[128], hex[64] = "", want[600];
+	struct cpa_uframe u[1];
+	struct harness *h;
+	struct symbin *bin;
+	unsigned int port, i, tries;
+	pid_t pid;
+
+	tmp_setup();
+	snprintf(so, sizeof(so), "%s/libdi.so", tmpdir);
+	snprintf(srv, sizeof(srv), "%s/srv", tmpdir);
+	run("cp '%s' '%s' && objcopy --only-keep-debug '%s' '%s.debug' && objcopy --strip-all '%s'",
+	    FX_SO, so, so, so, so);
+	bin = load_path(so, "/nonexistent", NULL);
+	ck_assert_ptr_nonnull(bin);
+	for (i = 0; i < bin->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", bin->build_id[i]);
+	symbin__free(bin);
+	run("mkdir -p '%s/buildid/%s' && cp '%s.debug' '%s/buildid/%s/debuginfo'", srv, hex, so,
+	    srv, hex);
+	pid = http_server(srv, &port);
+	snprintf(urls, sizeof(urls), "http://127.0.0.1:%u", port);
+
+	h = h_new(0, NULL);
+	symd__free(h->s);
+	snprintf(h->cfg->debuginfod_urls, sizeof(h->cfg->debuginfod_urls), "%s", urls);
+	snprintf(h->cfg->store_dir, sizeof(h->cfg->store_dir), "%s/store", tmpdir);
+	h->cfg->debuginfod_cache_mb = 64;
+	run("mkdir -p '%s/store'", tmpdir);
+	h_start(h, 2);
+	h_module(h, 4, CPA_MOD_FILE, so);
+	u[0] = uf(4, l.off + 2, CPA_UF_LEAF);
+	/* The first sample does not wait for the fetch: named by its FDE. */
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, CPA_SF_USER_REGS);
+	ck_assert_int_eq(h_batch(h), 2);
+	snprintf(want, sizeof(want), "libdi.so+0x%" PRIx64, l.off);
+	ck_assert_str_eq(h_stack_str(h, h->last_sample.stack_id), want);
+	/* Later samples get the name once the file is in the cache. */
+	for (tries = 0; tries < 3000; tries++) {
+		symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
+		h_frames(h, NULL, 0, u, 1, CPA_STOP_END, CPA_SF_USER_REGS);
+		ck_assert_int_eq(h_batch(h), 1);
+		if (!strcmp(h_stack_str(h, h->last_sample.stack_id), "cpa_fx_local_helper"))
+			break;
+		usleep(10000);
+	}
+	ck_assert_str_eq(h_stack_str(h, h->last_sample.stack_id), "cpa_fx_local_helper");
+	run("test -s '%s/store/.debuginfod/%s/debuginfo'", tmpdir, hex);
+	h_free(h);
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	tmp_teardown();
+}
+END_TEST
+
 START_TEST(test_stage_rate_limit)
 {
 	struct harness *h = h_new(0, NULL);
@@ -1749,6 +1842,7 @@ static Suite *symd_suite(void)
 	tcase_add_test(tc, test_stage_output_full);
 	tcase_add_test(tc, test_stage_intern_budget);
 	tcase_add_test(tc, test_stage_rate_limit);
+	tcase_add_test(tc, test_debuginfod_fetch);
 	tcase_add_test(tc, test_exec_drain_and_term);
 	suite_add_tcase(s, tc);
 	return s;
