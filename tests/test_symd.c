@@ -216,19 +216,28 @@ static uint64_t va_to_off(const struct symbin *b, uint64_t va)
 	return 0;
 }
 
+/* The output of a binutils command run on path. */
+static FILE *tool_out(const char *tool, const char *path)
+{
+	char cmd[1024];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s '%s'", tool, path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
 /* Every PLT stub objdump names ("<free@plt>:") gets the same name from us,
  * for any pc inside the stub. */
 static unsigned int check_plt_names(const char *path)
 {
 	struct symbin *bin = load_path(path, "/nonexistent", NULL);
-	char cmd[1024], line[1024];
+	FILE *p = tool_out("objdump -d -j .plt -j .plt.sec -j .plt.got", path);
 	unsigned int n = 0;
-	FILE *p;
+	char line[1024];
 
 	ck_assert_ptr_nonnull(bin);
-	snprintf(cmd, sizeof(cmd), "objdump -d -j .plt -j .plt.sec -j .plt.got '%s'", path);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
 	while (fgets(line, sizeof(line), p)) {
 		char name[512], want[600];
 		unsigned long va;
@@ -252,15 +261,12 @@ static unsigned int check_plt_names(const char *path)
 static unsigned int check_fdes(const char *path)
 {
 	struct symbin *bin = load_path(path, "/nonexistent", NULL);
-	char cmd[1024], line[1024];
+	FILE *p = tool_out("readelf --debug-dump=frames", path);
 	unsigned int n = 0;
-	FILE *p;
+	char line[1024];
 
 	ck_assert_ptr_nonnull(bin);
 	ck_assert(bin->src & SYMBIN_SRC_FDE);
-	snprintf(cmd, sizeof(cmd), "readelf --debug-dump=frames '%s'", path);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
 	while (fgets(line, sizeof(line), p)) {
 		const char *pc = strstr(line, " FDE ");
 		unsigned long lo, hi;
