@@ -111,7 +111,7 @@ static void df_trim(struct dfetch *df)
 		if (stat(p, &sb) < 0 || !S_ISREG(sb.st_mode))
 			continue;
 		v[n] = (struct trim_ent){.mtime = sb.st_mtime, .size = (uint64_t)sb.st_size};
-		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
+		memcpy(v[n].name, de->d_name, strlen(de->d_name) + 1); /* length checked above */
 		total += v[n].size;
 		n++;
 	}
@@ -238,8 +238,8 @@ void dfetch__free(struct dfetch *df)
 		pthread_mutex_unlock(&df->mu);
 		pthread_join(df->thr, NULL);
 	}
-	if (df->dl)
-		dlclose(df->dl);
+	/* df->dl stays loaded: libcurl under it is not made to be unloaded
+	 * (its global state would leak, or dangle), and symd loads it once. */
 	pthread_cond_destroy(&df->cv);
 	pthread_mutex_destroy(&df->mu);
 	free(df);
