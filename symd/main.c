@@ -29,8 +29,9 @@
 #define SYMD_HEARTBEAT_NS  (200 * NSEC_PER_MSEC)
 
 /*
- * jemalloc: one arena and no thread cache (one thread: neither buys speed,
- * both hold memory), and freed pages go back at once instead of after ten
+ * jemalloc: one arena and no thread cache (one thread, plus the debuginfod
+ * fetcher when configured, idle but for a fetch: neither buys speed, both
+ * hold memory), and freed pages go back at once instead of after ten
  * seconds: binary loads free megabytes of section copies, and jemalloc
  * purges on a delay only during later allocator calls, which a symd in
  * steady state does not make (its per-sample path does not allocate).
