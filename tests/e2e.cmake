@@ -7,7 +7,7 @@
 cpa_add_test(NAME test_e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_e2e.c ${CMAKE_CURRENT_LIST_DIR}/test_proc.c
   LABELS e2e root TIMEOUT 600 ARGS e2e)
 add_dependencies(test_e2e cpa capture unwindd symd storer cpa-workload cpa-workload-nofp)
-foreach(group oneshot bench faketime)
+foreach(group oneshot bench faketime real)
   add_test(NAME test_e2e_${group} COMMAND test_e2e ${group})
   set_tests_properties(test_e2e_${group} PROPERTIES
     SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "e2e;root"
