@@ -238,18 +238,6 @@ static long parse_tod(const char *s)
 	return parse_tod_r(s, false);
 }
 
-/* Local midnight (unix seconds) of the day holding t. */
-static int64_t local_midnight(int64_t t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	localtime_r(&tt, &tm);
-	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-	tm.tm_isdst = -1;
-	return (int64_t)mktime(&tm);
-}
-
 static void on_notice(void *ctx, const char *msg)
 {
 	(void)ctx;
@@ -568,11 +556,6 @@ void show_fmt_tod(uint64_t ns, char *buf, size_t len)
 long show_parse_tod(const char *s)
 {
 	return parse_tod(s);
-}
-
-int64_t show_local_midnight(int64_t t)
-{
-	return local_midnight(t);
 }
 
 void show_on_notice(void *ctx, const char *msg)
