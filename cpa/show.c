@@ -229,8 +229,7 @@ static long parse_tod_r(const char *s, bool round_up)
 		if (s[8] != '.' || frac < 1 || frac > 3 || s[9 + frac])
 			return -EINVAL;
 	}
-	return (long)h * 3600 + m * 60 + sec +
-	       (round_up && strspn(s + 9, "0") < frac ? 1 : 0);
+	return (long)h * 3600 + m * 60 + sec + (round_up && strspn(s + 9, "0") < frac ? 1 : 0);
 }
 
 static long parse_tod(const char *s)
@@ -280,7 +279,6 @@ static int write_prof(struct show_ctx *c, const char *path)
 		return log_error_errno(-(errno ? errno : EIO), "write '%s': %m", path);
 	return 0;
 }
-
 
 /* What the options ask for, checked: the filter, and the times of day (-1 = none). */
 static int parse_request(const struct show_opts *o, struct store_filter *filt, uint64_t **ret_cpus,
@@ -336,8 +334,9 @@ int show_pick_dir(const char *read, long tod, char *buf, size_t len)
 	}
 	r = store_root__pick(read, tod, buf, len);
 	if (r == -ENOENT)
-		log_error("no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
-			  read);
+		log_error(
+			"no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
+			read);
 	else if (r < 0)
 		log_error_errno(r, "read store root '%s': %m", read);
 	return r;
