@@ -225,52 +225,29 @@ static __always_inline void read_user_regs(struct cpa_bpf_sample *s, struct task
 	}
 }
 
-SEC("perf_event")
-int cpa_on_cpu(struct bpf_perf_event_data *ctx)
+/*
+ * Everything of a sample but its type and time: ids, comms, kernel stack,
+ * user regs, user stack copy and FP chain of task (the current task). ir is
+ * the interrupted context when in_user (perf_event), else unused: the user
+ * regs are the task's saved ones. Shared by on-CPU samples (written straight
+ * into the ring buffer reservation) and off-CPU stacks (into the stash).
+ */
+static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
+					struct task_struct *task, const struct cpa_uapi_regs *ir,
+					bool in_user, __u32 tgid, __u32 tid, const char *comm)
 {
-	const struct cpa_uapi_regs *ir = (const struct cpa_uapi_regs *)&ctx->regs;
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
-	struct task_struct *task;
-	struct cpa_bpf_sample *s;
-	char comm[CPA_BPF_COMM_LEN];
-	bool in_user, kthread;
+	bool kthread = tid == 0 || (task->flags & PF_KTHREAD);
 	__u32 flags = 0;
 
-	if (tid == 0 && !with_idle)
-		return 0;
-	/* With --pid most runs are other processes' ticks: leave before
-	 * touching anything else (a filtered run is then ~0.2 us). */
-	if (target_tgid && tgid != target_tgid) {
-		stat_inc(CPA_BPF_STAT_FILTERED);
-		return 0;
-	}
-	task = bpf_get_current_task_btf();
-	bpf_get_current_comm(comm, sizeof(comm));
-	if (!comm_wanted(task, comm)) {
-		stat_inc(CPA_BPF_STAT_FILTERED);
-		return 0;
-	}
-
-	s = bpf_ringbuf_reserve(&rb, rec_size, 0);
-	if (!s) {
-		stat_inc(CPA_BPF_STAT_RB_LOST);
-		return 0;
-	}
-
-	in_user = (ir->cs & 3) == 3;
-	kthread = tid == 0 || (task->flags & PF_KTHREAD);
-	s->type = CPA_BPF_REC_SAMPLE;
-	s->time_ns = bpf_ktime_get_boot_ns();
 	s->cgroup_id = bpf_get_current_cgroup_id();
 	s->pid = tgid;
 	s->tid = tid;
 	s->cpu = bpf_get_smp_processor_id();
-	__builtin_memcpy(s->comm, comm, sizeof(comm));
+	__builtin_memcpy(s->comm, comm, CPA_BPF_COMM_LEN);
 	/* The group leader's comm is the thread's own for the main thread:
 	 * no second task_struct to pull into the cache then. */
 	if (tid == tgid)
-		__builtin_memcpy(s->pcomm, comm, sizeof(comm));
+		__builtin_memcpy(s->pcomm, comm, CPA_BPF_COMM_LEN);
 	else
 		BPF_CORE_READ_STR_INTO(&s->pcomm, task, group_leader, comm);
 
@@ -306,6 +283,41 @@ int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 		}
 	}
 	s->flags = flags;
+}
+
+SEC("perf_event")
+int cpa_on_cpu(struct bpf_perf_event_data *ctx)
+{
+	const struct cpa_uapi_regs *ir = (const struct cpa_uapi_regs *)&ctx->regs;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct task_struct *task;
+	struct cpa_bpf_sample *s;
+	char comm[CPA_BPF_COMM_LEN];
+
+	if (tid == 0 && !with_idle)
+		return 0;
+	/* With --pid most runs are other processes' ticks: leave before
+	 * touching anything else (a filtered run is then ~0.2 us). */
+	if (target_tgid && tgid != target_tgid) {
+		stat_inc(CPA_BPF_STAT_FILTERED);
+		return 0;
+	}
+	task = bpf_get_current_task_btf();
+	bpf_get_current_comm(comm, sizeof(comm));
+	if (!comm_wanted(task, comm)) {
+		stat_inc(CPA_BPF_STAT_FILTERED);
+		return 0;
+	}
+
+	s = bpf_ringbuf_reserve(&rb, rec_size, 0);
+	if (!s) {
+		stat_inc(CPA_BPF_STAT_RB_LOST);
+		return 0;
+	}
+	s->type = CPA_BPF_REC_SAMPLE;
+	s->time_ns = bpf_ktime_get_boot_ns();
+	fill_sample(ctx, s, task, ir, (ir->cs & 3) == 3, tgid, tid, comm);
 	bpf_ringbuf_submit(s, submit_flags());
 	return 0;
 }
@@ -356,4 +368,230 @@ int BPF_PROG(cpa_exit, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	return emit_task(p, CPA_BPF_TASK_EXIT);
+}
+
+/*
+ * Off-CPU (--offcpu): docs/capture.md "Off-CPU". Separate from the on-CPU
+ * path but for fill_sample().
+ *
+ * One stash entry per thread (by tid) holds the stack it last blocked with.
+ * sched_switch, prev side: if the thread blocks at the same place as last
+ * time (same state, user ip/sp/bp and the 64 stack bytes above sp) the stash
+ * is kept as is; else the ns pending for the old place go out as one record
+ * and the stack is built anew into the stash (the thread is current here, so
+ * its user memory is readable). Then acct_ns = now marks it blocked.
+ * next side: acct_ns is taken (xchg to 0) and the span acct_ns..now, if the
+ * block passes the min/max filter, is added to pending_ns. cpa_offcpu_flush
+ * (run by capture just after every wall-clock second and at stop) emits, per
+ * thread, the pending ns plus the span so far of a thread still blocked
+ * (moving acct_ns to now with a compare-and-swap): a thread that blocks at
+ * one place 10000 times a second costs one record a second, and one blocked
+ * for an hour has a record in every second.
+ */
+const volatile bool offcpu = false;
+const volatile __u32 offcpu_states = CPA_BPF_OFFCPU_R | CPA_BPF_OFFCPU_S | CPA_BPF_OFFCPU_D;
+const volatile __u64 offcpu_min_ns = 0; /* whole block shorter than this: not recorded */
+const volatile __u64 offcpu_max_ns = 0; /* longer than this: not recorded further; 0 = none */
+const volatile __u32 offcpu_rec_size = sizeof(struct cpa_bpf_offcpu); /* cpa_bpf_offcpu_size() */
+
+/* Value size set by capture to offcpu_rec_size before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct cpa_bpf_offcpu));
+} offcpu_stash SEC(".maps");
+
+/* One zeroed value of the same size: the source of a new stash entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct cpa_bpf_offcpu));
+} offcpu_zero SEC(".maps");
+
+#define TASK_INTERRUPTIBLE   0x0001
+#define TASK_UNINTERRUPTIBLE 0x0002
+#define TASK_DEAD	     0x0080
+
+static __always_inline __u32 offcpu_state(bool preempt, unsigned int prev_state, char *letter)
+{
+	if (preempt || prev_state == 0) {
+		*letter = 'R';
+		return CPA_BPF_OFFCPU_R;
+	}
+	if (prev_state & TASK_UNINTERRUPTIBLE) {
+		*letter = 'D';
+		return CPA_BPF_OFFCPU_D;
+	}
+	if (prev_state & TASK_INTERRUPTIBLE) {
+		*letter = 'S';
+		return CPA_BPF_OFFCPU_S;
+	}
+	return 0; /* stopped, traced, dead: not off-CPU time we report */
+}
+
+/* A record of e's stack carrying weight ns at time; NULL when the ring buffer is full. */
+static __always_inline struct cpa_bpf_offcpu *offcpu_copy(struct cpa_bpf_offcpu *e, __u64 weight,
+							   __u64 time)
+{
+	struct cpa_bpf_offcpu *r = bpf_ringbuf_reserve(&rb, offcpu_rec_size, 0);
+
+	if (!r) {
+		stat_inc(CPA_BPF_STAT_OFFCPU_LOST);
+		return NULL;
+	}
+	bpf_probe_read_kernel(r, offcpu_rec_size, e);
+	r->weight_ns = weight;
+	r->s.time_ns = time;
+	return r;
+}
+
+static __always_inline bool offcpu_len_ok(__u64 len)
+{
+	return len >= offcpu_min_ns && (!offcpu_max_ns || len <= offcpu_max_ns);
+}
+
+/* Does task block where e's stack was taken? Fills place for the stash. */
+static __always_inline bool offcpu_same_place(struct cpa_bpf_offcpu *e, struct task_struct *task,
+					      char letter, __u64 place[8])
+{
+	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(task);
+	__u64 sp = BPF_CORE_READ(ur, sp);
+
+	if (bpf_probe_read_user(place, 64, (const void *)sp))
+		__builtin_memset(place, 0, 64);
+	if (kernel_only || e->type != CPA_BPF_REC_OFFCPU || e->state != letter ||
+	    e->s.regs.sp != sp || e->s.regs.ip != BPF_CORE_READ(ur, ip) ||
+	    e->s.regs.bp != BPF_CORE_READ(ur, bp))
+		return false;
+	for (int i = 0; i < 8; i++)
+		if (e->place[i] != place[i])
+			return false;
+	return true;
+}
+
+static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bool preempt,
+					 unsigned int prev_state)
+{
+	__u64 id = bpf_get_current_pid_tgid(), place[8], p, now;
+	__u32 tgid = id >> 32, tid = (__u32)id, zkey = 0;
+	struct cpa_bpf_offcpu *e, *r;
+	char comm[CPA_BPF_COMM_LEN];
+	char letter = 0;
+	void *zero;
+
+	if (tid == 0 || (prev->flags & PF_KTHREAD))
+		return;
+	if (prev_state & TASK_DEAD) {
+		bpf_map_delete_elem(&offcpu_stash, &tid);
+		return;
+	}
+	if (!(offcpu_state(preempt, prev_state, &letter) & offcpu_states))
+		return;
+	if (target_tgid && tgid != target_tgid)
+		return;
+	bpf_get_current_comm(comm, sizeof(comm));
+	if (!comm_wanted(prev, comm))
+		return;
+
+	e = bpf_map_lookup_elem(&offcpu_stash, &tid);
+	if (!e) {
+		zero = bpf_map_lookup_elem(&offcpu_zero, &zkey);
+		if (!zero)
+			return;
+		bpf_map_update_elem(&offcpu_stash, &tid, zero, BPF_NOEXIST);
+		e = bpf_map_lookup_elem(&offcpu_stash, &tid);
+		if (!e) {
+			stat_inc(CPA_BPF_STAT_OFFCPU_NOSTASH);
+			return;
+		}
+	}
+	now = bpf_ktime_get_boot_ns();
+	if (!offcpu_same_place(e, prev, letter, place)) {
+		/* What the old place gathered goes out before it is overwritten. */
+		p = __sync_lock_test_and_set(&e->pending_ns, 0);
+		if (p) {
+			r = offcpu_copy(e, p, now);
+			if (r)
+				bpf_ringbuf_submit(r, submit_flags());
+		}
+		/* Odd gen while rewriting: a flush copying meanwhile drops its copy. */
+		__sync_fetch_and_add(&e->gen, 1);
+		e->type = CPA_BPF_REC_OFFCPU;
+		e->state = letter;
+		e->s.type = CPA_BPF_REC_SAMPLE;
+		fill_sample(ctx, &e->s, prev, NULL, false, tgid, tid, comm);
+		__builtin_memcpy(e->place, place, sizeof(place));
+		__sync_fetch_and_add(&e->gen, 1);
+	}
+	e->start_ns = now;
+	/* Published last: from here on the thread counts as blocked. */
+	__sync_lock_test_and_set(&e->acct_ns, now);
+}
+
+static __always_inline void offcpu_wake(struct task_struct *next)
+{
+	__u32 tid = next->pid;
+	struct cpa_bpf_offcpu *e;
+	__u64 from, now;
+
+	if (!tid)
+		return;
+	e = bpf_map_lookup_elem(&offcpu_stash, &tid);
+	if (!e)
+		return;
+	from = __sync_lock_test_and_set(&e->acct_ns, 0);
+	if (!from)
+		return;
+	now = bpf_ktime_get_boot_ns();
+	if (now > from && offcpu_len_ok(now - e->start_ns))
+		__sync_fetch_and_add(&e->pending_ns, now - from);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(cpa_offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	offcpu_block(ctx, prev, preempt, prev_state);
+	offcpu_wake(next);
+	return 0;
+}
+
+static long offcpu_flush_one(struct bpf_map *map, __u32 *key, struct cpa_bpf_offcpu *e,
+			     __u64 *now)
+{
+	__u64 from = e->acct_ns, gen = e->gen, to = *now, w = 0;
+	struct cpa_bpf_offcpu *r;
+
+	if (gen & 1)
+		return 0; /* being rewritten: its pending ns went out with the old stack */
+	if (from && to > from && offcpu_len_ok(to - e->start_ns) &&
+	    __sync_val_compare_and_swap(&e->acct_ns, from, to) == from)
+		w = to - from; /* still blocked: the span so far */
+	w += __sync_lock_test_and_set(&e->pending_ns, 0);
+	if (!w)
+		return 0;
+	r = offcpu_copy(e, w, to);
+	if (!r)
+		return 0;
+	if (__sync_fetch_and_add(&e->gen, 0) != gen) {
+		/* Blocked elsewhere while we copied: torn, dropped (counted). */
+		bpf_ringbuf_discard(r, 0);
+		stat_inc(CPA_BPF_STAT_OFFCPU_TORN);
+		return 0;
+	}
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+/* Not attached: capture runs it (BPF_PROG_TEST_RUN) every wall-clock second and at stop. */
+SEC("raw_tp")
+int cpa_offcpu_flush(void *ctx)
+{
+	__u64 now = bpf_ktime_get_boot_ns();
+
+	bpf_for_each_map_elem(&offcpu_stash, offcpu_flush_one, &now, 0);
+	return 0;
 }

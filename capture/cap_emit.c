@@ -32,7 +32,15 @@ static const unsigned int loss_reason[CAP_LOSS_MAX] = {
 	[CAP_LOSS_RING_FULL] = SHM_CNT_DROP_RING_FULL,
 	[CAP_LOSS_BPF_RB] = CAP_CNT_BPF_RB_LOST,
 	[CAP_LOSS_RATE] = SHM_CNT_DROP_RATE,
+	[CAP_LOSS_OFF_RING_FULL] = SHM_CNT_DROP_RING_FULL,
+	[CAP_LOSS_OFF_BPF_RB] = CAP_CNT_BPF_RB_LOST,
+	[CAP_LOSS_OFF_RATE] = SHM_CNT_DROP_RATE,
 };
+
+static bool loss_offcpu(unsigned int slot)
+{
+	return slot >= CAP_LOSS_OFF_RING_FULL;
+}
 
 void cap_clock__update(struct cap_clock *c)
 {
@@ -124,7 +132,8 @@ void cap_emit__commit(struct cap_emit *e)
 	e->batch_bytes = 0;
 }
 
-void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n, uint64_t time_ns)
+void cap_emit__loss_add_weight(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
+			       uint64_t weight, uint64_t time_ns)
 {
 	struct cap_loss_pending *l = &e->loss[slot];
 
@@ -133,6 +142,12 @@ void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
 	if (!l->count)
 		l->time_ns = time_ns;
 	l->count += n;
+	l->weight += weight;
+}
+
+void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n, uint64_t time_ns)
+{
+	cap_emit__loss_add_weight(e, slot, n, n, time_ns);
 }
 
 int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
@@ -160,20 +175,30 @@ int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
 			.seq = seq_next(e),
 			.time_ns = l->time_ns,
 			.count = l->count,
-			.weight = l->count,
+			.weight = l->weight,
 			.stage = SHM_STAGE_CAPTURE,
 			.reason = loss_reason[i],
-			.kind = CPA_KIND_ONCPU,
+			.kind = loss_offcpu(i) ? CPA_KIND_OFFCPU : CPA_KIND_ONCPU,
 		};
 		l->count = 0;
+		l->weight = 0;
 		l->last_emit_ns = now_real_ns;
 	}
 	out_maybe_commit(e);
 	return left;
 }
 
-static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size_t size)
+/* What an off-CPU record adds to its sample; on-CPU: kind ONCPU, weight 1. */
+struct sample_meta {
+	uint16_t kind;
+	uint8_t state;
+	uint64_t weight;
+};
+
+static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size_t size,
+		       const struct sample_meta *m)
 {
+	bool off = m->kind == CPA_KIND_OFFCPU;
 	uint32_t nk = 0, nu = 0, slen = bs->stack_len, len;
 	uint16_t flags = (uint16_t)(bs->flags & CAP_BPF_FLAGS_MASK);
 	uint64_t time_ns = cap_clock__to_real(&e->clock, bs->time_ns);
@@ -191,7 +216,8 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	/* The stage's rate_limit (samples/s, live from `cpa ctl`), per second of sample time. */
 	if (!shm_rate__admit(&e->rate, e->st, time_ns)) {
 		shm_stage__cnt_add(e->st, SHM_CNT_DROP_RATE, 1);
-		cap_emit__loss_add(e, CAP_LOSS_RATE, 1, time_ns);
+		cap_emit__loss_add_weight(e, off ? CAP_LOSS_OFF_RATE : CAP_LOSS_RATE, 1, m->weight,
+					  time_ns);
 		return 0;
 	}
 	if (bs->kstack_len > 0)
@@ -219,7 +245,8 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	}
 	if (r < 0) {
 		shm_stage__cnt_add(e->st, SHM_CNT_DROP_RING_FULL, 1);
-		cap_emit__loss_add(e, CAP_LOSS_RING_FULL, 1, time_ns);
+		cap_emit__loss_add_weight(e, off ? CAP_LOSS_OFF_RING_FULL : CAP_LOSS_RING_FULL, 1,
+					  m->weight, time_ns);
 		return 0;
 	}
 
@@ -227,11 +254,12 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	s->seq = seq_next(e);
 	s->time_ns = time_ns;
 	s->cgroup_id = bs->cgroup_id;
-	s->weight = 1;
+	s->weight = m->weight;
+	s->offcpu_state = m->state;
 	s->pid = bs->pid;
 	s->tid = bs->tid;
 	s->cpu = bs->cpu;
-	s->kind = CPA_KIND_ONCPU;
+	s->kind = m->kind;
 	s->flags = flags;
 	memcpy(s->comm, bs->comm, CPA_COMM_LEN);
 	memcpy(s->pcomm, bs->pcomm, CPA_COMM_LEN);
@@ -254,6 +282,22 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	}
 	out_maybe_commit(e);
 	return 0;
+}
+
+/* An off-CPU span: the blocked thread's stack, weighted by the ns it spans. */
+static int emit_offcpu(struct cap_emit *e, const struct cpa_bpf_offcpu *bo, size_t size)
+{
+	const size_t hdr = offsetof(struct cpa_bpf_offcpu, s);
+	struct sample_meta m = {.kind = CPA_KIND_OFFCPU, .weight = bo->weight_ns};
+
+	if (bo->state != 'R' && bo->state != 'S' && bo->state != 'D') {
+		shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
+		return 0;
+	}
+	m.state = (uint8_t)bo->state;
+	shm_stage__cnt_add(e->st, CAP_CNT_OFFCPU, 1);
+	shm_stage__cnt_add(e->st, CAP_CNT_OFFCPU_NS, bo->weight_ns);
+	return emit_sample(e, &bo->s, size - hdr, &m);
 }
 
 static int emit_task(struct cap_emit *e, const struct cpa_bpf_task *bt)
@@ -297,9 +341,13 @@ int cap_emit__record(struct cap_emit *e, const void *data, size_t size)
 	}
 	memcpy(&type, data, sizeof(type));
 	if (type == CPA_BPF_REC_SAMPLE && size >= sizeof(struct cpa_bpf_sample)) {
+		static const struct sample_meta oncpu = {.kind = CPA_KIND_ONCPU, .weight = 1};
+
 		shm_stage__cnt_add(e->st, CAP_CNT_SAMPLES, 1);
-		return emit_sample(e, data, size);
+		return emit_sample(e, data, size, &oncpu);
 	}
+	if (type == CPA_BPF_REC_OFFCPU && size >= sizeof(struct cpa_bpf_offcpu))
+		return emit_offcpu(e, data, size);
 	if (type == CPA_BPF_REC_TASK && size >= sizeof(struct cpa_bpf_task))
 		return emit_task(e, data);
 	shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);

@@ -71,6 +71,10 @@ static int check_cpulist(const struct opt_def *d, const char *val, struct cpa_op
 			 const char *where);
 static int check_path(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		      const char *where);
+static int check_offcpu_state(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			      const char *where);
+static int check_kind(const struct opt_def *d, const char *val, struct cpa_opts *o,
+		      const char *where);
 
 static const struct opt_def opt_table[] = {
 	/* global */
@@ -107,7 +111,15 @@ static const struct opt_def opt_table[] = {
 	{"kernel_stack", 'K', OPT_BOOL, MON, O(mon.kernel_stack), 0, 0, NULL,
 	 "kernel stacks only (no user copy, no unwinding)", NULL},
 	{"offcpu", 'u', OPT_BOOL, MON, O(mon.offcpu), 0, 0, NULL,
-	 "off-CPU samples, weight = blocked nanoseconds", NULL},
+	 "also record off-CPU samples (sched_switch), weight = blocked nanoseconds", NULL},
+	{"offcpu_min_us", 0, OPT_LONG, MON, O(mon.offcpu_min_us), 0, 3600L * 1000000, "US",
+	 "off-CPU: blocks shorter than US microseconds are not recorded (default 1)", NULL},
+	{"offcpu_max_us", 0, OPT_LONG, MON, O(mon.offcpu_max_us), 0, 365L * 86400 * 1000000, "US",
+	 "off-CPU: blocks longer than US microseconds are not recorded, 0 = no limit (default 0)",
+	 NULL},
+	{"offcpu_state", 0, OPT_STR, MON, O(mon.offcpu_state), 0, 0, "RSD",
+	 "off-CPU: states recorded, letters of R (preempted), S (sleep), D (I/O) (default RSD)",
+	 check_offcpu_state},
 	{"probe", 0, OPT_STR, MON, O(mon.probe), 0, 0, "SPEC",
 	 "stack on each probe hit: kprobe:fn, kretprobe:fn, tracepoint:grp:name, "
 	 "uprobe:/path:sym, uretprobe:/path:sym",
@@ -174,6 +186,10 @@ static const struct opt_def opt_table[] = {
 	 "only this cgroup id (64-bit)", NULL},
 	{"target_cpu", 0, OPT_STR, SHOW, O(show.target_cpu), 0, 0, "SET",
 	 "only these cpus, e.g. 1-3,5,7-9", check_cpulist},
+	{"kind", 0, OPT_STR, SHOW, O(show.kind), 0, 0, "on|off|all",
+	 "samples to export: on-CPU, off-CPU (counts in ns) or all (default: off-CPU when the "
+	 "window has any, else on-CPU)",
+	 check_kind},
 };
 
 /*
@@ -186,7 +202,7 @@ static const struct {
 	unsigned int scope;
 	const char *value;
 } opt_unsupported[] = {
-	{"offcpu", MON, NULL},	    {"probe", MON, NULL},    {"oneshot", MON, NULL},
+	{"probe", MON, NULL},	    {"oneshot", MON, NULL},
 	{"split_path", SHOW, NULL}, {"use_cui", SHOW, NULL},
 };
 
@@ -223,6 +239,8 @@ void cpa_opts__init(struct cpa_opts *o)
 	o->mon.max_cache_size_mb = 1024;
 	o->mon.max_store_size_mb = 7168;
 	o->mon.log_print_cycles = 1;
+	o->mon.offcpu_min_us = 1;
+	o->mon.offcpu_state = "RSD";
 	o->show.output_num = 1;
 	o->show.target_pid = -1;
 	o->show.target_cgroup_id = -1;
@@ -670,6 +688,47 @@ static int check_backend(const struct opt_def *d, const char *val, struct cpa_op
 	(void)o;
 	if (strcmp(val, "bpf") && strcmp(val, "perf")) {
 		log_error("%s--%s: invalid value '%s' (must be bpf or perf)", where, d->name, val);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Letters R, S, D, each at most once, at least one. */
+int cpa_opts__offcpu_states(const char *val)
+{
+	int bits = 0, b;
+
+	for (const char *p = val; *p; p++) {
+		b = *p == 'R' ? CPA_OFFCPU_STATE_R
+		    : *p == 'S' ? CPA_OFFCPU_STATE_S
+		    : *p == 'D' ? CPA_OFFCPU_STATE_D
+				: 0;
+		if (!b || (bits & b))
+			return -EINVAL;
+		bits |= b;
+	}
+	return bits ? bits : -EINVAL;
+}
+
+static int check_offcpu_state(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			      const char *where)
+{
+	(void)o;
+	if (cpa_opts__offcpu_states(val) < 0) {
+		log_error("%s--%s: invalid value '%s' (letters R, S, D, e.g. SD)", where, d->name,
+			  val);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_kind(const struct opt_def *d, const char *val, struct cpa_opts *o,
+		      const char *where)
+{
+	(void)o;
+	if (strcmp(val, "on") && strcmp(val, "off") && strcmp(val, "all")) {
+		log_error("%s--%s: invalid value '%s' (must be on, off or all)", where, d->name,
+			  val);
 		return -EINVAL;
 	}
 	return 0;

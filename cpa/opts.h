@@ -49,6 +49,9 @@ struct monitor_opts {
 	const char *comm;
 	bool kernel_stack;
 	bool offcpu;
+	long offcpu_min_us;
+	long offcpu_max_us; /* 0 = no limit */
+	const char *offcpu_state;
 	const char *probe;
 	bool disable_sym;
 	bool include_full_path;
@@ -87,6 +90,7 @@ struct show_cli {
 	const char *target_env;
 	long long target_cgroup_id; /* -1 = all */
 	const char *target_cpu;
+	const char *kind; /* --kind on|off|all, NULL = auto */
 };
 
 struct cpa_opts {
@@ -129,6 +133,8 @@ int cpa_opts__check(struct cpa_opts *o);
 
 /* Print the option list of cmd (global options included). */
 void cpa_opts__print_help(FILE *f, enum cpa_cmd cmd);
+/* --offcpu_state letters (R, S, D) as CPA_OFFCPU_STATE_* bits, or -EINVAL. */
+int cpa_opts__offcpu_states(const char *val);
 
 /* Strict decimal integer in [min, max]: 0, -EINVAL or -ERANGE. */
 int parse_ll(const char *s, long long min, long long max, long long *ret);

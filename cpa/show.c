@@ -34,14 +34,22 @@ struct fold {
 	uint32_t cap;
 };
 
+/* What one export gathers: the folded lines and the seconds they span. */
+struct show_acc {
+	struct fold f;
+	int64_t min_sec, max_sec;
+	uint64_t rows;
+};
+
 struct show_ctx {
 	const struct show_opts *o;
-	struct fold f;
+	/* [0]: what --kind selects; with the default (auto) [0] holds the
+	 * on-CPU rows and [1] the off-CPU ones, and the export is [1] when the
+	 * window has any (a --offcpu run shows off-CPU, as CPA did). */
+	struct show_acc acc[2];
 	char *buf; /* line being built */
 	size_t len;
 	bool oom;
-	int64_t min_sec, max_sec;
-	uint64_t rows;
 };
 
 static int fold_add(struct fold *f, const char *line, size_t len, uint64_t value)
@@ -105,10 +113,16 @@ static int on_sample(void *ctx, const struct store_sample *s)
 {
 	struct show_ctx *c = ctx;
 	const struct show_opts *o = c->o;
+	bool off = s->kind == CPA_KIND_OFFCPU;
+	struct show_acc *acc = &c->acc[0];
 	char tmp[256];
 	uint32_t i;
 	int r;
 
+	if ((o->kind == SHOW_KIND_ON && off) || (o->kind == SHOW_KIND_OFF && !off))
+		return 0;
+	if (o->kind == SHOW_KIND_AUTO && off)
+		acc = &c->acc[1];
 	c->len = 0;
 	if (o->show_raw) {
 		snprintf(tmp, sizeof(tmp), "raw:pid=%u,tid=%u,cpu=%u,cgroup=%llu,kind=%s,probe=%u",
@@ -140,14 +154,14 @@ static int on_sample(void *ctx, const struct store_sample *s)
 
 		put(c, f->name, (f->flags & CPA_FF_MARKER) ? NULL : "_[k]");
 	}
-	r = fold_add(&c->f, c->buf, c->len, s->kind == CPA_KIND_OFFCPU ? s->weight : s->count);
+	r = fold_add(&acc->f, c->buf, c->len, off ? s->weight : s->count);
 	if (r < 0)
 		return r;
-	if (!c->rows || s->sec < c->min_sec)
-		c->min_sec = s->sec;
-	if (!c->rows || s->sec > c->max_sec)
-		c->max_sec = s->sec;
-	c->rows++;
+	if (!acc->rows || s->sec < acc->min_sec)
+		acc->min_sec = s->sec;
+	if (!acc->rows || s->sec > acc->max_sec)
+		acc->max_sec = s->sec;
+	acc->rows++;
 	return 0;
 }
 
@@ -200,9 +214,9 @@ static int id_cmp(const void *a, const void *b, void *arg)
 }
 
 /* The folded lines in byte order, one "line value" each. */
-static int write_prof(struct show_ctx *c, const char *path)
+static int write_prof(const struct show_acc *acc, const char *path)
 {
-	const struct fold *fd = &c->f;
+	const struct fold *fd = &acc->f;
 	uint32_t n = intern__count(&fd->lines), i;
 	_cleanup_free_ uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids));
 	FILE *f;
@@ -402,6 +416,7 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 		      const struct store_filter *filt)
 {
 	struct show_ctx c = {.o = o};
+	const struct show_acc *acc;
 	char a[32], b[32], ha[32], hb[32], outp[PATH_MAX];
 	int64_t t0, n;
 	int ret;
@@ -417,7 +432,8 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	ret = read_window(r, dir, t0, n, filt, &c);
 	if (ret < 0)
 		goto out;
-	if (!c.rows) {
+	acc = &c.acc[o->kind == SHOW_KIND_AUTO && c.acc[1].rows ? 1 : 0];
+	if (!acc->rows) {
 		fmt_tod(first, ha, sizeof(ha));
 		fmt_tod(last, hb, sizeof(hb));
 		log_error("no records in [ %s - %s ] of '%s' (it holds %s - %s)", a, b, dir, ha,
@@ -429,18 +445,19 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 		snprintf(outp, sizeof(outp), "%s", o->output_prof);
 	else
 		snprintf(outp, sizeof(outp), "cpa_%s_%lld.prof", a, (long long)n);
-	ret = write_prof(&c, outp);
+	ret = write_prof(acc, outp);
 	if (ret < 0)
 		goto out;
-	fmt_tod((uint64_t)c.min_sec * NS, a, sizeof(a));
-	fmt_tod((uint64_t)(c.max_sec + 1) * NS, b, sizeof(b));
+	fmt_tod((uint64_t)acc->min_sec * NS, a, sizeof(a));
+	fmt_tod((uint64_t)(acc->max_sec + 1) * NS, b, sizeof(b));
 	printf("Write  [ %s - %s ] Record to %s, Stack Type %u\n", a, b, outp,
-	       intern__count(&c.f.lines));
+	       intern__count(&acc->f.lines));
 	fflush(stdout);
 	if (o->verbose)
 		log_read_stats(r);
 out:
-	fold_free(&c.f);
+	fold_free(&c.acc[0].f);
+	fold_free(&c.acc[1].f);
 	free(c.buf);
 	return ret;
 }
