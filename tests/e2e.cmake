@@ -3,4 +3,4 @@
 # (the workload comes from tests/workload.cmake).
 cpa_add_test(NAME test_e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_e2e.c
   LABELS e2e root TIMEOUT 600)
-add_dependencies(test_e2e cpa capture unwindd symd storer cpa-workload cpa-workload-nofp)
+add_dependencies(test_e2e cpa capture unwindd symd storer cpa-workload cpa-workload-nofp cpa-wl-offcpu)
