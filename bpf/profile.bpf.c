@@ -229,12 +229,14 @@ static __always_inline void read_user_regs(struct cpa_bpf_sample *s, struct task
  * Everything of a sample but its type and time: ids, comms, kernel stack,
  * user regs, user stack copy and FP chain of task (the current task). ir is
  * the interrupted context when in_user (perf_event), else unused: the user
- * regs are the task's saved ones. Shared by on-CPU samples (written straight
+ * regs are the task's saved ones; kskip leaf kernel frames are left out (a
+ * tracepoint's own BPF frames). Shared by on-CPU samples (written straight
  * into the ring buffer reservation) and off-CPU stacks (into the stash).
  */
 static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
 					struct task_struct *task, const struct cpa_uapi_regs *ir,
-					bool in_user, __u32 tgid, __u32 tid, const char *comm)
+					bool in_user, __u32 kskip, __u32 tgid, __u32 tid,
+					const char *comm)
 {
 	bool kthread = tid == 0 || (task->flags & PF_KTHREAD);
 	__u32 flags = 0;
@@ -253,7 +255,8 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
 
 	if (!in_user) {
 		flags |= CPA_BPF_F_IN_KERNEL;
-		s->kstack_len = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);
+		s->kstack_len = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack),
+					      kskip & BPF_F_SKIP_FIELD_MASK);
 	} else {
 		s->kstack_len = 0;
 	}
@@ -317,7 +320,7 @@ int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 	}
 	s->type = CPA_BPF_REC_SAMPLE;
 	s->time_ns = bpf_ktime_get_boot_ns();
-	fill_sample(ctx, s, task, ir, (ir->cs & 3) == 3, tgid, tid, comm);
+	fill_sample(ctx, s, task, ir, (ir->cs & 3) == 3, 0, tgid, tid, comm);
 	bpf_ringbuf_submit(s, submit_flags());
 	return 0;
 }
@@ -374,19 +377,21 @@ int BPF_PROG(cpa_exit, struct task_struct *p)
  * Off-CPU (--offcpu): docs/capture.md "Off-CPU". Separate from the on-CPU
  * path but for fill_sample().
  *
- * One stash entry per thread (by tid) holds the stack it last blocked with.
- * sched_switch, prev side: if the thread blocks at the same place as last
- * time (same state, user ip/sp/bp and the 64 stack bytes above sp) the stash
- * is kept as is; else the ns pending for the old place go out as one record
- * and the stack is built anew into the stash (the thread is current here, so
- * its user memory is readable). Then acct_ns = now marks it blocked.
+ * One stash entry per (thread, place): the stack the thread had when it
+ * blocked there. A place is the state, user ip/sp/bp and the words that may
+ * be return addresses among the 64 stack bytes above sp, hashed into the key.
+ * sched_switch, prev side: the entry of the place it blocks at is found or
+ * created; only a new entry (or a hash collision) builds the stack (the
+ * thread is current here, so its user memory is readable). Then acct_ns =
+ * now marks it blocked and offcpu_cur remembers the place for the wake-up.
  * next side: acct_ns is taken (xchg to 0) and the span acct_ns..now, if the
  * block passes the min/max filter, is added to pending_ns. cpa_offcpu_flush
  * (run by capture just after every wall-clock second and at stop) emits, per
- * thread, the pending ns plus the span so far of a thread still blocked
- * (moving acct_ns to now with a compare-and-swap): a thread that blocks at
- * one place 10000 times a second costs one record a second, and one blocked
- * for an hour has a record in every second.
+ * entry, the pending ns plus the span so far of a thread still blocked there
+ * (moving acct_ns to now with a compare-and-swap), and deletes entries idle
+ * for a whole second. A thread that blocks at a few places 10000 times a
+ * second costs a few records a second; one blocked for an hour has a record
+ * in every second.
  */
 const volatile bool offcpu = false;
 const volatile __u32 offcpu_states = CPA_BPF_OFFCPU_R | CPA_BPF_OFFCPU_S | CPA_BPF_OFFCPU_D;
@@ -394,16 +399,34 @@ const volatile __u64 offcpu_min_ns = 0; /* whole block shorter than this: not re
 const volatile __u64 offcpu_max_ns = 0; /* longer than this: not recorded further; 0 = none */
 const volatile __u32 offcpu_rec_size = sizeof(struct cpa_bpf_offcpu); /* cpa_bpf_offcpu_size() */
 
+/* tp_btf programs see two frames of their own on the kernel stack: the
+ * program and bpf_trace_run4. */
+#define OFFCPU_KSKIP 2
+
+struct offcpu_key {
+	__u32 tid;
+	__u32 _pad;
+	__u64 place; /* hash of the place */
+};
+
 /* Value size set by capture to offcpu_rec_size before load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
-	__uint(key_size, sizeof(__u32));
+	__uint(key_size, sizeof(struct offcpu_key));
 	__uint(value_size, sizeof(struct cpa_bpf_offcpu));
 } offcpu_stash SEC(".maps");
 
-/* One zeroed value of the same size: the source of a new stash entry. */
+/* tid -> the place hash of its current (or last) block. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} offcpu_cur SEC(".maps");
+
+/* One zeroed value of the stash's size: the source of a new entry. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -453,21 +476,44 @@ static __always_inline bool offcpu_len_ok(__u64 len)
 	return len >= offcpu_min_ns && (!offcpu_max_ns || len <= offcpu_max_ns);
 }
 
-/* Does task block where e's stack was taken? Fills place for the stash. */
-static __always_inline bool offcpu_same_place(struct cpa_bpf_offcpu *e, struct task_struct *task,
-					      char letter, __u64 place[8])
+/* Where a task blocks: its user ip/sp/bp and the words above sp that may be
+ * return addresses (a loop counter or a pointer into the stack changes from
+ * one block to the next at the same place). */
+struct offcpu_place {
+	__u64 ip, sp, bp;
+	__u64 words[8];
+};
+
+static __always_inline __u64 offcpu_place(struct task_struct *task, char letter,
+					  struct offcpu_place *pl)
 {
 	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(task);
-	__u64 sp = BPF_CORE_READ(ur, sp);
+	__u64 h = 0xcbf29ce484222325ull ^ (__u64)letter;
 
-	if (bpf_probe_read_user(place, 64, (const void *)sp))
-		__builtin_memset(place, 0, 64);
-	if (kernel_only || e->type != CPA_BPF_REC_OFFCPU || e->state != letter ||
-	    e->s.regs.sp != sp || e->s.regs.ip != BPF_CORE_READ(ur, ip) ||
-	    e->s.regs.bp != BPF_CORE_READ(ur, bp))
+	pl->ip = BPF_CORE_READ(ur, ip);
+	pl->sp = BPF_CORE_READ(ur, sp);
+	pl->bp = BPF_CORE_READ(ur, bp);
+	if (kernel_only || bpf_probe_read_user(pl->words, sizeof(pl->words), (const void *)pl->sp))
+		__builtin_memset(pl->words, 0, sizeof(pl->words));
+	for (int i = 0; i < 8; i++)
+		if (pl->words[i] < (1ull << 32) || pl->words[i] - (pl->sp - FP_MAX_SPAN) < 2 * FP_MAX_SPAN)
+			pl->words[i] = 0;
+	h = (h ^ pl->ip) * 0x100000001b3ull;
+	h = (h ^ pl->sp) * 0x100000001b3ull;
+	h = (h ^ pl->bp) * 0x100000001b3ull;
+	for (int i = 0; i < 8; i++)
+		h = (h ^ pl->words[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static __always_inline bool offcpu_same_place(const struct cpa_bpf_offcpu *e, char letter,
+					      const struct offcpu_place *pl)
+{
+	if (e->type != CPA_BPF_REC_OFFCPU || e->state != letter || e->s.regs.ip != pl->ip ||
+	    e->s.regs.sp != pl->sp || e->s.regs.bp != pl->bp)
 		return false;
 	for (int i = 0; i < 8; i++)
-		if (e->place[i] != place[i])
+		if (e->place[i] != pl->words[i])
 			return false;
 	return true;
 }
@@ -475,8 +521,10 @@ static __always_inline bool offcpu_same_place(struct cpa_bpf_offcpu *e, struct t
 static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bool preempt,
 					 unsigned int prev_state)
 {
-	__u64 id = bpf_get_current_pid_tgid(), place[8], p, now;
+	__u64 id = bpf_get_current_pid_tgid(), p, now, *cur;
 	__u32 tgid = id >> 32, tid = (__u32)id, zkey = 0;
+	struct offcpu_key key = {.tid = tid};
+	struct offcpu_place pl;
 	struct cpa_bpf_offcpu *e, *r;
 	char comm[CPA_BPF_COMM_LEN];
 	char letter = 0;
@@ -485,32 +533,37 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 	if (tid == 0 || (prev->flags & PF_KTHREAD))
 		return;
 	if (prev_state & TASK_DEAD) {
-		bpf_map_delete_elem(&offcpu_stash, &tid);
+		/* Its stash entries go at the next flush that finds them idle. */
+		bpf_map_delete_elem(&offcpu_cur, &tid);
 		return;
 	}
 	if (!(offcpu_state(preempt, prev_state, &letter) & offcpu_states))
 		return;
 	if (target_tgid && tgid != target_tgid)
 		return;
-	bpf_get_current_comm(comm, sizeof(comm));
-	if (!comm_wanted(prev, comm))
-		return;
+	if (filter_comm) {
+		bpf_get_current_comm(comm, sizeof(comm));
+		if (!comm_wanted(prev, comm))
+			return;
+	}
 
-	e = bpf_map_lookup_elem(&offcpu_stash, &tid);
+	key.place = offcpu_place(prev, letter, &pl);
+	e = bpf_map_lookup_elem(&offcpu_stash, &key);
 	if (!e) {
 		zero = bpf_map_lookup_elem(&offcpu_zero, &zkey);
 		if (!zero)
 			return;
-		bpf_map_update_elem(&offcpu_stash, &tid, zero, BPF_NOEXIST);
-		e = bpf_map_lookup_elem(&offcpu_stash, &tid);
+		bpf_map_update_elem(&offcpu_stash, &key, zero, BPF_NOEXIST);
+		e = bpf_map_lookup_elem(&offcpu_stash, &key);
 		if (!e) {
 			stat_inc(CPA_BPF_STAT_OFFCPU_NOSTASH);
 			return;
 		}
 	}
 	now = bpf_ktime_get_boot_ns();
-	if (!offcpu_same_place(e, prev, letter, place)) {
-		/* What the old place gathered goes out before it is overwritten. */
+	if (!offcpu_same_place(e, letter, &pl)) {
+		/* New entry, or another place with the same hash: what the old
+		 * one gathered goes out before it is overwritten. */
 		p = __sync_lock_test_and_set(&e->pending_ns, 0);
 		if (p) {
 			r = offcpu_copy(e, p, now);
@@ -522,24 +575,34 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 		e->type = CPA_BPF_REC_OFFCPU;
 		e->state = letter;
 		e->s.type = CPA_BPF_REC_SAMPLE;
-		fill_sample(ctx, &e->s, prev, NULL, false, tgid, tid, comm);
-		__builtin_memcpy(e->place, place, sizeof(place));
+		bpf_get_current_comm(comm, sizeof(comm));
+		fill_sample(ctx, &e->s, prev, NULL, false, OFFCPU_KSKIP, tgid, tid, comm);
+		__builtin_memcpy(e->place, pl.words, sizeof(pl.words));
 		__sync_fetch_and_add(&e->gen, 1);
 	}
 	e->start_ns = now;
 	/* Published last: from here on the thread counts as blocked. */
 	__sync_lock_test_and_set(&e->acct_ns, now);
+	cur = bpf_map_lookup_elem(&offcpu_cur, &tid);
+	if (cur)
+		*cur = key.place; /* a hash update costs more than this lookup */
+	else
+		bpf_map_update_elem(&offcpu_cur, &tid, &key.place, BPF_ANY);
 }
 
 static __always_inline void offcpu_wake(struct task_struct *next)
 {
-	__u32 tid = next->pid;
+	struct offcpu_key key = {.tid = next->pid};
 	struct cpa_bpf_offcpu *e;
-	__u64 from, now;
+	__u64 from, now, *place;
 
-	if (!tid)
+	if (!key.tid)
 		return;
-	e = bpf_map_lookup_elem(&offcpu_stash, &tid);
+	place = bpf_map_lookup_elem(&offcpu_cur, &key.tid);
+	if (!place)
+		return;
+	key.place = *place;
+	e = bpf_map_lookup_elem(&offcpu_stash, &key);
 	if (!e)
 		return;
 	from = __sync_lock_test_and_set(&e->acct_ns, 0);
@@ -559,8 +622,8 @@ int BPF_PROG(cpa_offcpu_switch, bool preempt, struct task_struct *prev, struct t
 	return 0;
 }
 
-static long offcpu_flush_one(struct bpf_map *map, __u32 *key, struct cpa_bpf_offcpu *e,
-			     __u64 *now)
+static long offcpu_flush_one(struct bpf_map *map, struct offcpu_key *key,
+			     struct cpa_bpf_offcpu *e, __u64 *now)
 {
 	__u64 from = e->acct_ns, gen = e->gen, to = *now, w = 0;
 	struct cpa_bpf_offcpu *r;
@@ -571,13 +634,17 @@ static long offcpu_flush_one(struct bpf_map *map, __u32 *key, struct cpa_bpf_off
 	    __sync_val_compare_and_swap(&e->acct_ns, from, to) == from)
 		w = to - from; /* still blocked: the span so far */
 	w += __sync_lock_test_and_set(&e->pending_ns, 0);
-	if (!w)
+	if (!w) {
+		/* Idle for a second: forget the place (its thread may be gone). */
+		if (!from)
+			bpf_map_delete_elem(map, key);
 		return 0;
+	}
 	r = offcpu_copy(e, w, to);
 	if (!r)
 		return 0;
 	if (__sync_fetch_and_add(&e->gen, 0) != gen) {
-		/* Blocked elsewhere while we copied: torn, dropped (counted). */
+		/* Rewritten while we copied (a hash collision): torn, dropped (counted). */
 		bpf_ringbuf_discard(r, 0);
 		stat_inc(CPA_BPF_STAT_OFFCPU_TORN);
 		return 0;

@@ -124,7 +124,7 @@ struct cpa_bpf_offcpu {
 	__u64 gen;	 /* stash: odd while the stack is being rewritten */
 	__u64 start_ns;	 /* boot ns the block started */
 	__u64 pending_ns; /* stash: ns of ended blocks at this place not yet emitted */
-	__u64 place[8];	  /* stash: the 64 stack bytes above regs.sp when it blocked */
+	__u64 place[8];	  /* stash: the words above regs.sp that may be return addresses */
 	struct cpa_bpf_sample s; /* s.time_ns = end of the span, s.stack as usual */
 };
 

@@ -107,6 +107,9 @@ static int offcpu_setup(struct cap_bpf *b, const struct cap_bpf_opts *o)
 	if (r >= 0)
 		r = bpf_map__set_max_entries(b->skel->maps.offcpu_stash,
 					     o->offcpu ? MAX(o->offcpu_threads, 1u) : 1);
+	if (r >= 0)
+		r = bpf_map__set_max_entries(b->skel->maps.offcpu_cur,
+					     o->offcpu ? MAX(o->offcpu_threads, 1u) : 1);
 	return r < 0 ? bpf_fail(r, "size off-CPU maps") : 0;
 }
 

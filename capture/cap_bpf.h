@@ -29,7 +29,7 @@ struct cap_bpf_opts {
 	uint32_t offcpu_states;	 /* enum cpa_bpf_offcpu_state_bit set */
 	uint64_t offcpu_min_ns;	 /* blocks shorter than this are not recorded */
 	uint64_t offcpu_max_ns;	 /* ... nor longer than this (0 = no limit) */
-	uint32_t offcpu_threads; /* blocked threads tracked at once */
+	uint32_t offcpu_threads; /* (thread, place) pairs tracked at once */
 };
 
 /* Returns 0 to go on, < 0 to stop consuming (that error is returned). */

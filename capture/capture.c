@@ -23,7 +23,7 @@
 #define CAP_STOP_LOSS_WAIT_NS (NSEC_PER_SEC)	 /* graceful stop: wait for room for LOSS records */
 #define CAP_STOP_RETRY_NS     (10 * 1000 * 1000) /* ... re-trying every 10 ms */
 #define CAP_OFFCPU_RINGBUF    (16u << 20) /* BPF ring buffer floor with --offcpu */
-#define CAP_OFFCPU_THREADS    16384	  /* blocked threads tracked at once (stash entries) */
+#define CAP_OFFCPU_THREADS    16384	  /* (thread, place) stash entries at once */
 #define CAP_OFFCPU_TICK_LAG_NS (2 * NSEC_PER_MSEC) /* tick this long after a wall second */
 
 struct capture {
@@ -242,7 +242,7 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 		 cap_bpf__prog_id(c->bpf));
 	if (o->offcpu)
 		log_info("off-CPU: states %s%s%s, blocks of %" PRIu64 " ns to %" PRIu64
-			 " ns (0 = no limit), %u threads tracked",
+			 " ns (0 = no limit), %u places tracked",
 			 (o->offcpu_states & CPA_OFFCPU_STATE_R) ? "R" : "",
 			 (o->offcpu_states & CPA_OFFCPU_STATE_S) ? "S" : "",
 			 (o->offcpu_states & CPA_OFFCPU_STATE_D) ? "D" : "", o->offcpu_min_ns,

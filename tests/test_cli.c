@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "shm/config.h"
 #include "opts.h"
 
 static char logbuf[8192];
@@ -256,8 +257,6 @@ START_TEST(test_unsupported_refused)
 		const char *const args[4];
 		const char *msg;
 	} cases[] = {
-		{MON, {"--offcpu"}, "--offcpu: not supported yet"},
-		{MON, {"-u"}, "--offcpu: not supported yet"},
 		{MON, {"--probe", "tracepoint:sched:sched_switch"}, "--probe: not supported yet"},
 		{MON, {"--oneshot"}, "--oneshot: not supported yet"},
 		{SHOW, {"-r", "/tmp", "--split_path", "/tmp/s"}, "--split_path: not supported yet"},
@@ -274,6 +273,18 @@ START_TEST(test_unsupported_refused)
 	ck_assert_int_eq(PARSE(MON, "--backend", "perf"), 0);
 	ck_assert_int_eq(PARSE(MON, "--debug_option", "12,10,/tmp/dump"), 0);
 	ck_assert_int_eq(PARSE(MON, "--parse_env_values", "a,b"), 0);
+	ck_assert_int_eq(PARSE(MON, "--offcpu"), 0);
+	ck_assert_int_eq(PARSE(MON, "-u", "--offcpu_min_us", "50", "--offcpu_max_us", "0"), 0);
+	ck_assert_int_eq(PARSE(MON, "-u", "--offcpu_state", "SD"), 0);
+	ck_assert_int_eq(cpa_opts__offcpu_states(O.mon.offcpu_state),
+			 CPA_OFFCPU_STATE_S | CPA_OFFCPU_STATE_D);
+	ck_assert_int_eq(PARSE(MON, "-u", "--offcpu_state", "SS"), -EINVAL);
+	ASSERT_LOG("--offcpu_state: invalid value 'SS'");
+	ck_assert_int_eq(PARSE(MON, "-u", "--offcpu_state", "x"), -EINVAL);
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--kind", "off"), 0);
+	ck_assert_str_eq(O.show.kind, "off");
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--kind", "offcpu"), -EINVAL);
+	ASSERT_LOG("--kind: invalid value 'offcpu' (must be on, off or all)");
 	/* Cleared again by "false" in a config, it is not refused. */
 	ck_assert_int_eq(PARSE(MON, "--backend", "bpf"), 0);
 	ck_assert_int_eq(PARSE(MON, "--offcpu", "0"), 0);
@@ -344,9 +355,9 @@ START_TEST(test_config_file)
 	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
 	ASSERT_LOG(":1: key 'read' is an option of 'cpa show'");
 
-	write_file(path, "offcpu: true\n");
+	write_file(path, "oneshot: true\n");
 	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
-	ASSERT_LOG("--offcpu: not supported yet");
+	ASSERT_LOG("--oneshot: not supported yet");
 
 	write_file(path, "show_range: 1\nno_pid: true\nread: /tmp\n");
 	ck_assert_int_eq(PARSE(SHOW, "--config", path), 0);
@@ -497,9 +508,9 @@ START_TEST(test_bin_errors)
 	ck_assert_int_eq(regexec(&re, r.err, 0, NULL, 0), 0);
 	regfree(&re);
 
-	RUN(&r, "monitor", "--offcpu");
+	RUN(&r, "monitor", "--offcpu_state", "Q");
 	ck_assert_int_eq(r.code, 2);
-	ck_assert_ptr_nonnull(strstr(r.err, "--offcpu: not supported yet"));
+	ck_assert_ptr_nonnull(strstr(r.err, "--offcpu_state: invalid value 'Q'"));
 
 	RUN(&r, "monitor", "extra");
 	ck_assert_int_eq(r.code, 2);
