@@ -457,7 +457,7 @@ static __always_inline __u32 offcpu_state(bool preempt, unsigned int prev_state,
 
 /* A record of e's stack carrying weight ns at time; NULL when the ring buffer is full. */
 static __always_inline struct cpa_bpf_offcpu *offcpu_copy(struct cpa_bpf_offcpu *e, __u64 weight,
-							   __u64 time)
+							  __u64 time)
 {
 	struct cpa_bpf_offcpu *r = bpf_ringbuf_reserve(&rb, offcpu_rec_size, 0);
 
@@ -496,7 +496,8 @@ static __always_inline __u64 offcpu_place(struct task_struct *task, char letter,
 	if (kernel_only || bpf_probe_read_user(pl->words, sizeof(pl->words), (const void *)pl->sp))
 		__builtin_memset(pl->words, 0, sizeof(pl->words));
 	for (int i = 0; i < 8; i++)
-		if (pl->words[i] < (1ull << 32) || pl->words[i] - (pl->sp - FP_MAX_SPAN) < 2 * FP_MAX_SPAN)
+		if (pl->words[i] < (1ull << 32) ||
+		    pl->words[i] - (pl->sp - FP_MAX_SPAN) < 2 * FP_MAX_SPAN)
 			pl->words[i] = 0;
 	h = (h ^ pl->ip) * 0x100000001b3ull;
 	h = (h ^ pl->sp) * 0x100000001b3ull;
@@ -622,8 +623,8 @@ int BPF_PROG(cpa_offcpu_switch, bool preempt, struct task_struct *prev, struct t
 	return 0;
 }
 
-static long offcpu_flush_one(struct bpf_map *map, struct offcpu_key *key,
-			     struct cpa_bpf_offcpu *e, __u64 *now)
+static long offcpu_flush_one(struct bpf_map *map, struct offcpu_key *key, struct cpa_bpf_offcpu *e,
+			     __u64 *now)
 {
 	__u64 from = e->acct_ns, gen = e->gen, to = *now, w = 0;
 	struct cpa_bpf_offcpu *r;

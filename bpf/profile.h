@@ -54,14 +54,14 @@ enum cpa_bpf_task_kind {
 
 /* Per-CPU statistics (BPF_MAP_TYPE_PERCPU_ARRAY "stats", one u64 per slot). */
 enum cpa_bpf_stat {
-	CPA_BPF_STAT_RB_LOST,	   /* sample not recorded: ring buffer full */
-	CPA_BPF_STAT_TASK_LOST,	   /* task event not recorded: ring buffer full */
-	CPA_BPF_STAT_FILTERED,	   /* sample dropped by the pid/comm filters */
-	CPA_BPF_STAT_NO_USTACK,	   /* user stack copy failed (first page unreadable) */
-	CPA_BPF_STAT_USTACK_TRUNC, /* user stack copy stopped early at an unreadable page */
-	CPA_BPF_STAT_OFFCPU_LOST,  /* off-CPU record not recorded: ring buffer full */
+	CPA_BPF_STAT_RB_LOST,	     /* sample not recorded: ring buffer full */
+	CPA_BPF_STAT_TASK_LOST,	     /* task event not recorded: ring buffer full */
+	CPA_BPF_STAT_FILTERED,	     /* sample dropped by the pid/comm filters */
+	CPA_BPF_STAT_NO_USTACK,	     /* user stack copy failed (first page unreadable) */
+	CPA_BPF_STAT_USTACK_TRUNC,   /* user stack copy stopped early at an unreadable page */
+	CPA_BPF_STAT_OFFCPU_LOST,    /* off-CPU record not recorded: ring buffer full */
 	CPA_BPF_STAT_OFFCPU_NOSTASH, /* blocked thread not tracked: stash map full */
-	CPA_BPF_STAT_OFFCPU_TORN,  /* partial flush dropped: the thread blocked anew meanwhile */
+	CPA_BPF_STAT_OFFCPU_TORN,    /* partial flush dropped: the thread blocked anew meanwhile */
 	CPA_BPF_STAT_MAX,
 };
 
@@ -117,14 +117,14 @@ enum cpa_bpf_offcpu_state_bit {
 };
 
 struct cpa_bpf_offcpu {
-	__u32 type;	 /* CPA_BPF_REC_OFFCPU */
-	__u32 state;	 /* 'R', 'S' or 'D' */
-	__u64 weight_ns; /* blocked ns this record accounts for (ends at s.time_ns) */
-	__u64 acct_ns;	 /* stash: boot ns accounted up to while blocked, 0 = running */
-	__u64 gen;	 /* stash: odd while the stack is being rewritten */
-	__u64 start_ns;	 /* boot ns the block started */
-	__u64 pending_ns; /* stash: ns of ended blocks at this place not yet emitted */
-	__u64 place[8];	  /* stash: the words above regs.sp that may be return addresses */
+	__u32 type;		 /* CPA_BPF_REC_OFFCPU */
+	__u32 state;		 /* 'R', 'S' or 'D' */
+	__u64 weight_ns;	 /* blocked ns this record accounts for (ends at s.time_ns) */
+	__u64 acct_ns;		 /* stash: boot ns accounted up to while blocked, 0 = running */
+	__u64 gen;		 /* stash: odd while the stack is being rewritten */
+	__u64 start_ns;		 /* boot ns the block started */
+	__u64 pending_ns;	 /* stash: ns of ended blocks at this place not yet emitted */
+	__u64 place[8];		 /* stash: the words above regs.sp that may be return addresses */
 	struct cpa_bpf_sample s; /* s.time_ns = end of the span, s.stack as usual */
 };
 
@@ -145,7 +145,8 @@ static inline __u32 cpa_bpf_sample_size(__u32 stack_size)
 /* Bytes one off-CPU record (and stash entry) takes for a given stack_size. */
 static inline __u32 cpa_bpf_offcpu_size(__u32 stack_size)
 {
-	return (__u32)__builtin_offsetof(struct cpa_bpf_offcpu, s) + cpa_bpf_sample_size(stack_size);
+	return (__u32) __builtin_offsetof(struct cpa_bpf_offcpu, s) +
+	       cpa_bpf_sample_size(stack_size);
 }
 
 #endif /* CPA_BPF_PROFILE_H */

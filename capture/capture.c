@@ -20,10 +20,10 @@
 #include "shm/counters.h"
 #include "shm/records.h"
 
-#define CAP_STOP_LOSS_WAIT_NS (NSEC_PER_SEC)	 /* graceful stop: wait for room for LOSS records */
-#define CAP_STOP_RETRY_NS     (10 * 1000 * 1000) /* ... re-trying every 10 ms */
-#define CAP_OFFCPU_RINGBUF    (16u << 20) /* BPF ring buffer floor with --offcpu */
-#define CAP_OFFCPU_THREADS    16384	  /* (thread, place) stash entries at once */
+#define CAP_STOP_LOSS_WAIT_NS  (NSEC_PER_SEC) /* graceful stop: wait for room for LOSS records */
+#define CAP_STOP_RETRY_NS      (10 * 1000 * 1000)  /* ... re-trying every 10 ms */
+#define CAP_OFFCPU_RINGBUF     (16u << 20)	   /* BPF ring buffer floor with --offcpu */
+#define CAP_OFFCPU_THREADS     16384		   /* (thread, place) stash entries at once */
 #define CAP_OFFCPU_TICK_LAG_NS (2 * NSEC_PER_MSEC) /* tick this long after a wall second */
 
 struct capture {

@@ -202,8 +202,10 @@ static const struct {
 	unsigned int scope;
 	const char *value;
 } opt_unsupported[] = {
-	{"probe", MON, NULL},	    {"oneshot", MON, NULL},
-	{"split_path", SHOW, NULL}, {"use_cui", SHOW, NULL},
+	{"probe", MON, NULL},
+	{"oneshot", MON, NULL},
+	{"split_path", SHOW, NULL},
+	{"use_cui", SHOW, NULL},
 };
 
 static void *opt_ptr(const struct opt_def *d, struct cpa_opts *o)
@@ -699,7 +701,7 @@ int cpa_opts__offcpu_states(const char *val)
 	int bits = 0, b;
 
 	for (const char *p = val; *p; p++) {
-		b = *p == 'R' ? CPA_OFFCPU_STATE_R
+		b = *p == 'R'	? CPA_OFFCPU_STATE_R
 		    : *p == 'S' ? CPA_OFFCPU_STATE_S
 		    : *p == 'D' ? CPA_OFFCPU_STATE_D
 				: 0;
@@ -710,28 +712,29 @@ int cpa_opts__offcpu_states(const char *val)
 	return bits ? bits : -EINVAL;
 }
 
+/* "--<name>: invalid value '<val>' (<hint>)", -EINVAL. */
+static int bad_value(const struct opt_def *d, const char *val, const char *where, const char *hint)
+{
+	log_error("%s--%s: invalid value '%s' (%s)", where, d->name, val, hint);
+	return -EINVAL;
+}
+
 static int check_offcpu_state(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			      const char *where)
 {
 	(void)o;
-	if (cpa_opts__offcpu_states(val) < 0) {
-		log_error("%s--%s: invalid value '%s' (letters R, S, D, e.g. SD)", where, d->name,
-			  val);
-		return -EINVAL;
-	}
-	return 0;
+	return cpa_opts__offcpu_states(val) < 0
+		       ? bad_value(d, val, where, "letters R, S, D, e.g. SD")
+		       : 0;
 }
 
 static int check_kind(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		      const char *where)
 {
 	(void)o;
-	if (strcmp(val, "on") && strcmp(val, "off") && strcmp(val, "all")) {
-		log_error("%s--%s: invalid value '%s' (must be on, off or all)", where, d->name,
-			  val);
-		return -EINVAL;
-	}
-	return 0;
+	return strcmp(val, "on") && strcmp(val, "off") && strcmp(val, "all")
+		       ? bad_value(d, val, where, "must be on, off or all")
+		       : 0;
 }
 
 static int check_comm(const struct opt_def *d, const char *val, struct cpa_opts *o,

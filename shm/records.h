@@ -231,8 +231,8 @@ struct cpa_frames {
 	char pcomm[CPA_COMM_LEN];
 	uint16_t n_kframes;
 	uint16_t n_uframes;
-	uint16_t stop_reason;  /* enum cpa_unwind_stop */
-	uint8_t offcpu_state;  /* as cpa_sample.offcpu_state */
+	uint16_t stop_reason; /* enum cpa_unwind_stop */
+	uint8_t offcpu_state; /* as cpa_sample.offcpu_state */
 	uint8_t _pad0;
 	uint32_t probe_id;
 	uint32_t _pad1;

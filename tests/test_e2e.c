@@ -240,8 +240,8 @@ static void show_range(const char *store, struct range *r)
 static char *show_kind(const char *store, const struct range *r, const char *kind)
 {
 	char cpa[1100], start[32], num[32], prof[1100];
-	char *argv[] = {cpa,	  "show",     "--read", (char *)store, "-B",	     start,
-			"--output_num", num, "-o",	prof,	       "--no_env", NULL, NULL, NULL};
+	char *argv[] = {cpa, "show", "--read", (char *)store, "-B", start, "--output_num",
+			num, "-o",   prof,     "--no_env",    NULL, NULL,  NULL};
 	char *out, *text;
 	int rc, fd;
 
@@ -558,7 +558,6 @@ START_TEST(test_e2e_nofp_complete_and_shares)
 }
 END_TEST
 
-
 /* ---- off-CPU ---- */
 
 enum { OFF_SLEEP, OFF_PIPE, OFF_MUTEX, OFF_FSYNC, OFF_PATHS };
@@ -626,8 +625,8 @@ START_TEST(test_e2e_offcpu)
 	char *store = store_new(), *prof, *out, *p;
 	char wl[1100], secs[] = "4", cpa[1100], pid_s[16];
 	char *wargv[] = {wl, "--seconds", secs, "--dir", store, NULL};
-	char *margv[] = {cpa, "monitor", "--store_dir", store, "--offcpu", "-p", pid_s,
-			 "--duration", "10", NULL};
+	char *margv[] = {cpa,  "monitor", "--store_dir", store, "--offcpu",
+			 "-p", pid_s,	  "--duration",	 "10",	NULL};
 	double truth[OFF_PATHS] = {0}, t3 = 0, s3 = 0;
 	struct offcpu_seen o;
 	struct range r;

@@ -253,8 +253,8 @@ static int run_pingpong(double seconds)
 
 int main(int argc, char **argv)
 {
-	void *(*fns[])(void *) = {sleep_main,  pipe_main,   feeder_main, mutex_main,
-				  mutex_main,  fsync_main,  pinned_main, hog_main};
+	void *(*fns[])(void *) = {sleep_main, pipe_main,  feeder_main, mutex_main,
+				  mutex_main, fsync_main, pinned_main, hog_main};
 	pthread_t th[sizeof(fns) / sizeof(fns[0])];
 	double seconds = 4.0;
 	bool pingpong = false, wait_go = true;
