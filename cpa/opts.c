@@ -642,6 +642,13 @@ int cpa_opts__check(struct cpa_opts *o)
 			  o->mon.stack_size);
 		return -EINVAL;
 	}
+	if (o->cmd == CPA_CMD_MONITOR && o->mon.offcpu_max_us &&
+	    o->mon.offcpu_max_us < o->mon.offcpu_min_us) {
+		log_error("--offcpu_max_us %ld is below --offcpu_min_us %ld: no block would be "
+			  "recorded",
+			  o->mon.offcpu_max_us, o->mon.offcpu_min_us);
+		return -EINVAL;
+	}
 	if (o->cmd == CPA_CMD_SHOW && !o->show.read && !o->help) {
 		log_error("--read: a store directory is required");
 		return -EINVAL;

@@ -281,6 +281,9 @@ START_TEST(test_unsupported_refused)
 	ck_assert_int_eq(PARSE(MON, "-u", "--offcpu_state", "SS"), -EINVAL);
 	ASSERT_LOG("--offcpu_state: invalid value 'SS'");
 	ck_assert_int_eq(PARSE(MON, "-u", "--offcpu_state", "x"), -EINVAL);
+	ck_assert_int_eq(PARSE(MON, "-u", "--offcpu_min_us", "50", "--offcpu_max_us", "10"),
+			 -EINVAL);
+	ASSERT_LOG("--offcpu_max_us 10 is below --offcpu_min_us 50");
 	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--kind", "off"), 0);
 	ck_assert_str_eq(O.show.kind, "off");
 	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--kind", "offcpu"), -EINVAL);
