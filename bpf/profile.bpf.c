@@ -389,7 +389,7 @@ int BPF_PROG(cpa_exit, struct task_struct *p)
  * (run by capture just after every wall-clock second and at stop) emits, per
  * entry, the pending ns plus the span so far of a thread still blocked there
  * (moving acct_ns to now with a compare-and-swap), and deletes entries idle
- * for a whole second. A thread that blocks at a few places 10000 times a
+ * for ten seconds. A thread that blocks at a few places 10000 times a
  * second costs a few records a second; one blocked for an hour has a record
  * in every second.
  */
@@ -401,7 +401,8 @@ const volatile __u32 offcpu_rec_size = sizeof(struct cpa_bpf_offcpu); /* cpa_bpf
 
 /* tp_btf programs see two frames of their own on the kernel stack: the
  * program and bpf_trace_run4. */
-#define OFFCPU_KSKIP 2
+#define OFFCPU_KSKIP	    2
+#define OFFCPU_IDLE_FLUSHES 10 /* an entry idle this many flushes in a row is deleted */
 
 struct offcpu_key {
 	__u32 tid;
@@ -582,9 +583,19 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 		__sync_fetch_and_add(&e->gen, 1);
 	}
 	e->start_ns = now;
+	e->idle = 0;
 	/* Published last: from here on the thread counts as blocked. */
 	__sync_lock_test_and_set(&e->acct_ns, now);
 	cur = bpf_map_lookup_elem(&offcpu_cur, &tid);
+	if (cur && *cur != key.place) {
+		/* A thread blocks at one place at a time: one still marked
+		 * blocked elsewhere missed its wake-up; it must not be flushed. */
+		struct offcpu_key old = {.tid = tid, .place = *cur};
+		struct cpa_bpf_offcpu *o = bpf_map_lookup_elem(&offcpu_stash, &old);
+
+		if (o && __sync_lock_test_and_set(&o->acct_ns, 0))
+			stat_inc(CPA_BPF_STAT_OFFCPU_TORN);
+	}
 	if (cur)
 		*cur = key.place; /* a hash update costs more than this lookup */
 	else
@@ -626,18 +637,28 @@ int BPF_PROG(cpa_offcpu_switch, bool preempt, struct task_struct *prev, struct t
 static long offcpu_flush_one(struct bpf_map *map, struct offcpu_key *key, struct cpa_bpf_offcpu *e,
 			     __u64 *now)
 {
-	__u64 from = e->acct_ns, gen = e->gen, to = *now, w = 0;
+	__u64 from = e->acct_ns, gen = e->gen, to = *now, w = 0, *cur;
 	struct cpa_bpf_offcpu *r;
 
 	if (gen & 1)
 		return 0; /* being rewritten: its pending ns went out with the old stack */
+	cur = bpf_map_lookup_elem(&offcpu_cur, &key->tid);
+	if (from && (!cur || *cur != key->place)) {
+		/* Not where its thread is (or was last) blocked: a missed wake-up. */
+		if (__sync_val_compare_and_swap(&e->acct_ns, from, 0) == from)
+			stat_inc(CPA_BPF_STAT_OFFCPU_TORN);
+		from = 0;
+	}
 	if (from && to > from && offcpu_len_ok(to - e->start_ns) &&
 	    __sync_val_compare_and_swap(&e->acct_ns, from, to) == from)
 		w = to - from; /* still blocked: the span so far */
 	w += __sync_lock_test_and_set(&e->pending_ns, 0);
 	if (!w) {
-		/* Idle for a second: forget the place (its thread may be gone). */
-		if (!from)
+		/* Idle for OFFCPU_IDLE_FLUSHES seconds: forget the place (its
+		 * thread may be gone). Not sooner: a block that looked the entry
+		 * up just before the delete would write into a freed element,
+		 * which the hash map may hand out again at once. */
+		if (!from && ++e->idle >= OFFCPU_IDLE_FLUSHES)
 			bpf_map_delete_elem(map, key);
 		return 0;
 	}

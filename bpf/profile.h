@@ -117,12 +117,14 @@ enum cpa_bpf_offcpu_state_bit {
 };
 
 struct cpa_bpf_offcpu {
-	__u32 type;		 /* CPA_BPF_REC_OFFCPU */
-	__u32 state;		 /* 'R', 'S' or 'D' */
-	__u64 weight_ns;	 /* blocked ns this record accounts for (ends at s.time_ns) */
-	__u64 acct_ns;		 /* stash: boot ns accounted up to while blocked, 0 = running */
-	__u64 gen;		 /* stash: odd while the stack is being rewritten */
-	__u64 start_ns;		 /* boot ns the block started */
+	__u32 type;	 /* CPA_BPF_REC_OFFCPU */
+	__u32 state;	 /* 'R', 'S' or 'D' */
+	__u64 weight_ns; /* blocked ns this record accounts for (ends at s.time_ns) */
+	__u64 acct_ns;	 /* stash: boot ns accounted up to while blocked, 0 = running */
+	__u64 gen;	 /* stash: odd while the stack is being rewritten */
+	__u64 start_ns;	 /* boot ns the block started */
+	__u32 _pad0;
+	__u32 idle;		 /* stash: flushes in a row that found nothing to send */
 	__u64 pending_ns;	 /* stash: ns of ended blocks at this place not yet emitted */
 	__u64 place[8];		 /* stash: the words above regs.sp that may be return addresses */
 	struct cpa_bpf_sample s; /* s.time_ns = end of the span, s.stack as usual */
@@ -134,7 +136,7 @@ _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 144, "cpa_bp
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1160, "cpa_bpf_sample ufp");
 _Static_assert(sizeof(struct cpa_bpf_sample) == 2176, "cpa_bpf_sample fixed part");
 _Static_assert(sizeof(struct cpa_bpf_task) == 40, "cpa_bpf_task layout");
-_Static_assert(__builtin_offsetof(struct cpa_bpf_offcpu, s) == 112, "cpa_bpf_offcpu layout");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_offcpu, s) == 120, "cpa_bpf_offcpu layout");
 
 /* Bytes one sample reserves in the BPF ring buffer for a given stack_size. */
 static inline __u32 cpa_bpf_sample_size(__u32 stack_size)

@@ -692,6 +692,9 @@ START_TEST(test_e2e_offcpu)
 		ck_assert_msg(o.state[i][1], "%s: no S marker", off_names[i]);
 	}
 	ck_assert_msg(o.pinned_r, "no R marker on the preempted thread");
+	/* Blocked time inside fdatasync cannot exceed the time spent in it. */
+	ck_assert_msg(o.ns[OFF_FSYNC] <= 1.05 * truth[OFF_FSYNC],
+		      "fdatasync off-CPU %.0f ns > %.0f", o.ns[OFF_FSYNC], truth[OFF_FSYNC]);
 	/* fdatasync only waits for I/O on a disk filesystem (not tmpfs). */
 	ck_assert_int_eq(statfs(store, &fs), 0);
 	if (fs.f_type != TMPFS_MAGIC)
