@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (MIT OR GPL-2.0)
 /*
- * On-CPU sampling and task events for capture. See bpf/profile.h for the
+ * On-CPU sampling, probe-triggered samples and task events for capture. See bpf/profile.h for the
  * records and docs/capture.md for what is recorded and why.
  *
  * Cost model (the whole point of this file): one ring buffer reservation per
@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
 
 #include "bpf/profile.h"
 
@@ -226,21 +227,85 @@ static __always_inline void read_user_regs(struct cpa_bpf_sample *s, struct task
 }
 
 /*
+ * Per-probe rate limit: at most probe_rate samples per second per probe
+ * (second of bpf_ktime_get_ns). The window is shared by all CPUs; two CPUs
+ * crossing a second boundary at once may both reset it, so the limit is
+ * approximate by a few hits at boundaries, never unbounded. Skipped hits
+ * are counted per probe for capture's LOSS records.
+ */
+struct probe_window {
+	__u64 sec;
+	__u64 n;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CPA_BPF_PROBE_MAX);
+	__type(key, __u32);
+	__type(value, struct probe_window);
+} probe_win SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CPA_BPF_PROBE_MAX * CPA_BPF_PSTAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} probe_stats SEC(".maps");
+
+const volatile __u64 probe_rate = 0; /* samples per second per probe; 0 = no limit */
+
+static __always_inline void probe_stat_inc(__u32 probe_id, __u32 what)
+{
+	__u32 k = probe_id * CPA_BPF_PSTAT_MAX + what;
+	__u64 *v = bpf_map_lookup_elem(&probe_stats, &k);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline bool probe_admit(__u32 probe_id)
+{
+	struct probe_window *w;
+	__u64 sec;
+
+	if (probe_id >= CPA_BPF_PROBE_MAX)
+		return false;
+	probe_stat_inc(probe_id, CPA_BPF_PSTAT_HITS);
+	if (!probe_rate)
+		return true;
+	w = bpf_map_lookup_elem(&probe_win, &probe_id);
+	if (!w)
+		return false;
+	sec = bpf_ktime_get_ns() / 1000000000ull;
+	if (w->sec != sec) {
+		w->sec = sec;
+		w->n = 0;
+	}
+	if (__sync_fetch_and_add(&w->n, 1) < probe_rate)
+		return true;
+	probe_stat_inc(probe_id, CPA_BPF_PSTAT_SKIPPED);
+	return false;
+}
+
+/*
  * Everything of a sample but its type and time: ids, comms, kernel stack,
  * user regs, user stack copy and FP chain of task (the current task). ir is
  * the interrupted context when in_user (perf_event), else unused: the user
  * regs are the task's saved ones; kskip leaf kernel frames are left out (a
- * tracepoint's own BPF frames). Shared by on-CPU samples (written straight
- * into the ring buffer reservation) and off-CPU stacks (into the stash).
+ * tracepoint's own BPF frames). The one sample builder: on-CPU and probe
+ * samples (through record_sample(), straight into the ring buffer
+ * reservation) and off-CPU stacks (into the stash, kind OFFCPU) all use it.
  */
 static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
 					struct task_struct *task, const struct cpa_uapi_regs *ir,
 					bool in_user, __u32 kskip, __u32 tgid, __u32 tid,
-					const char *comm)
+					const char *comm, __u32 kind, __u32 probe_id)
 {
 	bool kthread = tid == 0 || (task->flags & PF_KTHREAD);
 	__u32 flags = 0;
 
+	s->kind = kind;
+	s->probe_id = probe_id;
 	s->cgroup_id = bpf_get_current_cgroup_id();
 	s->pid = tgid;
 	s->tid = tid;
@@ -288,10 +353,15 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
 	s->flags = flags;
 }
 
-SEC("perf_event")
-int cpa_on_cpu(struct bpf_perf_event_data *ctx)
+/*
+ * The pid/comm filters, then one full sample (fill_sample()) straight into
+ * the ring buffer. Every sample source (cpu-clock, probes) goes through
+ * here, so they all unwind alike; off-CPU builds its stash entry with
+ * fill_sample() too.
+ */
+static __always_inline int record_sample(void *ctx, const struct cpa_uapi_regs *ir, bool in_user,
+					 __u32 kind, __u32 probe_id)
 {
-	const struct cpa_uapi_regs *ir = (const struct cpa_uapi_regs *)&ctx->regs;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct task_struct *task;
@@ -312,17 +382,98 @@ int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 		stat_inc(CPA_BPF_STAT_FILTERED);
 		return 0;
 	}
+	if (kind == CPA_BPF_KIND_PROBE && !probe_admit(probe_id))
+		return 0;
 
 	s = bpf_ringbuf_reserve(&rb, rec_size, 0);
 	if (!s) {
-		stat_inc(CPA_BPF_STAT_RB_LOST);
+		if (kind == CPA_BPF_KIND_PROBE)
+			probe_stat_inc(probe_id, CPA_BPF_PSTAT_RB_LOST);
+		else
+			stat_inc(CPA_BPF_STAT_RB_LOST);
 		return 0;
 	}
 	s->type = CPA_BPF_REC_SAMPLE;
 	s->time_ns = bpf_ktime_get_boot_ns();
-	fill_sample(ctx, s, task, ir, (ir->cs & 3) == 3, 0, tgid, tid, comm);
+	fill_sample(ctx, s, task, ir, in_user, 0, tgid, tid, comm, kind, probe_id);
 	bpf_ringbuf_submit(s, submit_flags());
 	return 0;
+}
+
+SEC("perf_event")
+int cpa_on_cpu(struct bpf_perf_event_data *ctx)
+{
+	const struct cpa_uapi_regs *ir = (const struct cpa_uapi_regs *)&ctx->regs;
+
+	return record_sample(ctx, ir, (ir->cs & 3) == 3, CPA_BPF_KIND_ONCPU, 0);
+}
+
+/*
+ * --probe programs (docs/capture.md, "Probes"). capture attaches each spec
+ * with its index as the BPF cookie; one program serves every spec of its
+ * program type.
+ */
+
+/* uprobe: and uretprobe: (usdt: too, through libbpf's usdt attach): the
+ * context is the user registers at the hit. */
+SEC("uprobe")
+int cpa_probe_user(struct pt_regs *ctx)
+{
+	return record_sample(ctx, (const struct cpa_uapi_regs *)ctx, true, CPA_BPF_KIND_PROBE,
+			     (__u32)bpf_get_attach_cookie(ctx));
+}
+
+/* usdt: libbpf's USDT attach uses the BPF cookie itself; ours is the USDT cookie. */
+SEC("usdt")
+int cpa_probe_usdt(struct pt_regs *ctx)
+{
+	return record_sample(ctx, (const struct cpa_uapi_regs *)ctx, true, CPA_BPF_KIND_PROBE,
+			     (__u32)bpf_usdt_cookie(ctx));
+}
+
+/* kprobe: and kretprobe: the context is kernel registers; user regs are the
+ * task's saved ones. Never attached on kernels without kprobes. */
+SEC("kprobe")
+int cpa_probe_kernel(struct pt_regs *ctx)
+{
+	return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE,
+			     (__u32)bpf_get_attach_cookie(ctx));
+}
+
+/*
+ * fentry:FUNC and fexit:FUNC (BTF trampolines: kernel functions without
+ * kprobes). A tracing program is bound to its target at load time, so each
+ * probe id has its own pair; capture sets the target of the ones in use and
+ * loads only those. The id is the slot, no cookie needed.
+ */
+#define CPA_FENTRY_SLOT(i)                                                                      \
+	SEC("fentry")                                                                           \
+	int cpa_fentry##i(unsigned long long *ctx)                                              \
+	{                                                                                       \
+		return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE, i);                  \
+	}                                                                                       \
+	SEC("fexit")                                                                            \
+	int cpa_fexit##i(unsigned long long *ctx)                                               \
+	{                                                                                       \
+		return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE, i);                  \
+	}
+
+CPA_FENTRY_SLOT(0)
+CPA_FENTRY_SLOT(1)
+CPA_FENTRY_SLOT(2)
+CPA_FENTRY_SLOT(3)
+CPA_FENTRY_SLOT(4)
+CPA_FENTRY_SLOT(5)
+CPA_FENTRY_SLOT(6)
+CPA_FENTRY_SLOT(7)
+_Static_assert(CPA_BPF_PROBE_MAX == 8, "one fentry/fexit pair per probe id");
+
+/* tracepoint:GROUP:NAME (perf-event attach, so it can carry a cookie). */
+SEC("tracepoint")
+int cpa_probe_tp(void *ctx)
+{
+	return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE,
+			     (__u32)bpf_get_attach_cookie(ctx));
 }
 
 static __always_inline int emit_task(struct task_struct *p, __u32 kind)
@@ -578,7 +729,8 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 		e->state = letter;
 		e->s.type = CPA_BPF_REC_SAMPLE;
 		bpf_get_current_comm(comm, sizeof(comm));
-		fill_sample(ctx, &e->s, prev, NULL, false, OFFCPU_KSKIP, tgid, tid, comm);
+		fill_sample(ctx, &e->s, prev, NULL, false, OFFCPU_KSKIP, tgid, tid, comm,
+			    CPA_BPF_KIND_OFFCPU, 0);
 		__builtin_memcpy(e->place, pl.words, sizeof(pl.words));
 		__sync_fetch_and_add(&e->gen, 1);
 	}

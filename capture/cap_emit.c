@@ -9,6 +9,7 @@
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "shm/arena.h"
+#include "shm/config.h"
 #include "shm/counters.h"
 #include "shm/records.h"
 
@@ -22,6 +23,11 @@ _Static_assert((int)CPA_BPF_F_USER_REGS == (int)CPA_SF_USER_REGS &&
 		       (int)CPA_BPF_F_NO_USTACK == (int)CPA_SF_NO_USTACK &&
 		       (int)CPA_BPF_F_KERNEL_THREAD == (int)CPA_SF_KERNEL_THREAD,
 	       "BPF sample flags are cpa_sample flags");
+_Static_assert((int)CPA_BPF_KIND_ONCPU == (int)CPA_KIND_ONCPU &&
+		       (int)CPA_BPF_KIND_OFFCPU == (int)CPA_KIND_OFFCPU &&
+		       (int)CPA_BPF_KIND_PROBE == (int)CPA_KIND_PROBE,
+	       "BPF sample kinds are cpa_sample kinds");
+_Static_assert(CPA_BPF_PROBE_MAX == CPA_PROBE_MAX, "probe count agrees");
 _Static_assert(sizeof(struct cpa_bpf_regs) == sizeof(struct cpa_user_regs), "user regs agree");
 
 #define CAP_BPF_FLAGS_MASK                                                    \
@@ -35,20 +41,22 @@ static const unsigned int loss_reason[CAP_LOSS_MAX] = {
 	[CAP_LOSS_OFF_RING_FULL] = SHM_CNT_DROP_RING_FULL,
 	[CAP_LOSS_OFF_BPF_RB] = CAP_CNT_BPF_RB_LOST,
 	[CAP_LOSS_OFF_RATE] = SHM_CNT_DROP_RATE,
+	[CAP_LOSS_PROBE_RATE... CAP_LOSS_PROBE_RB - 1] = CAP_CNT_PROBE_SKIPPED,
+	[CAP_LOSS_PROBE_RB... CAP_LOSS_MAX - 1] = CAP_CNT_BPF_RB_LOST,
 };
 
 static bool loss_offcpu(unsigned int slot)
 {
-	return slot >= CAP_LOSS_OFF_RING_FULL;
+	return slot >= CAP_LOSS_OFF_RING_FULL && slot <= CAP_LOSS_OFF_RATE;
 }
 
 void cap_clock__update(struct cap_clock *c)
 {
 	/* Sandwich the realtime read between two boot-time reads: the midpoint
 	 * is the best estimate of "the same instant" on both clocks. */
-	uint64_t b0 = clock_ns(CLOCK_BOOTTIME);
+	uint64_t b0 = clock_kernel_ns(CLOCK_BOOTTIME);
 	uint64_t r = clock_ns(CLOCK_REALTIME);
-	uint64_t b1 = clock_ns(CLOCK_BOOTTIME);
+	uint64_t b1 = clock_kernel_ns(CLOCK_BOOTTIME);
 
 	c->boot_to_real_ns = (int64_t)(r - (b0 + (b1 - b0) / 2));
 }
@@ -178,7 +186,12 @@ int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
 			.weight = l->weight,
 			.stage = SHM_STAGE_CAPTURE,
 			.reason = loss_reason[i],
-			.kind = loss_offcpu(i) ? CPA_KIND_OFFCPU : CPA_KIND_ONCPU,
+			.kind = i >= CAP_LOSS_PROBE_RATE ? CPA_KIND_PROBE
+				: loss_offcpu(i)	 ? CPA_KIND_OFFCPU
+							 : CPA_KIND_ONCPU,
+			.probe_id = i >= CAP_LOSS_PROBE_RATE
+					    ? (i - CAP_LOSS_PROBE_RATE) % CPA_BPF_PROBE_MAX
+					    : 0,
 		};
 		l->count = 0;
 		l->weight = 0;
@@ -188,9 +201,8 @@ int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
 	return left;
 }
 
-/* What an off-CPU record adds to its sample; on-CPU: kind ONCPU, weight 1. */
+/* What an off-CPU record adds to its sample (whose kind is OFFCPU); else weight 1. */
 struct sample_meta {
-	uint16_t kind;
 	uint8_t state;
 	uint64_t weight;
 };
@@ -198,7 +210,7 @@ struct sample_meta {
 static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size_t size,
 		       const struct sample_meta *m)
 {
-	bool off = m->kind == CPA_KIND_OFFCPU;
+	bool off = bs->kind == CPA_BPF_KIND_OFFCPU;
 	uint32_t nk = 0, nu = 0, slen = bs->stack_len, len;
 	uint16_t flags = (uint16_t)(bs->flags & CAP_BPF_FLAGS_MASK);
 	uint64_t time_ns = cap_clock__to_real(&e->clock, bs->time_ns);
@@ -209,7 +221,9 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	/* The kernel wrote it, but it crossed a boundary: check before trusting. */
 	if (seq_exhausted(e))
 		return -EOVERFLOW;
-	if (slen > e->stack_max || size < sizeof(*bs) + slen) {
+	if (slen > e->stack_max || size < sizeof(*bs) + slen ||
+	    (bs->kind != CPA_BPF_KIND_ONCPU && bs->kind != CPA_BPF_KIND_PROBE && !off) ||
+	    bs->probe_id >= CPA_BPF_PROBE_MAX) {
 		shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
 		return 0;
 	}
@@ -259,7 +273,8 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	s->pid = bs->pid;
 	s->tid = bs->tid;
 	s->cpu = bs->cpu;
-	s->kind = m->kind;
+	s->kind = (uint16_t)bs->kind;
+	s->probe_id = bs->probe_id;
 	s->flags = flags;
 	memcpy(s->comm, bs->comm, CPA_COMM_LEN);
 	memcpy(s->pcomm, bs->pcomm, CPA_COMM_LEN);
@@ -288,9 +303,10 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 static int emit_offcpu(struct cap_emit *e, const struct cpa_bpf_offcpu *bo, size_t size)
 {
 	const size_t hdr = offsetof(struct cpa_bpf_offcpu, s);
-	struct sample_meta m = {.kind = CPA_KIND_OFFCPU, .weight = bo->weight_ns};
+	struct sample_meta m = {.weight = bo->weight_ns};
 
-	if (bo->state != 'R' && bo->state != 'S' && bo->state != 'D') {
+	if ((bo->state != 'R' && bo->state != 'S' && bo->state != 'D') ||
+	    bo->s.kind != CPA_BPF_KIND_OFFCPU) {
 		shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
 		return 0;
 	}
@@ -341,8 +357,13 @@ int cap_emit__record(struct cap_emit *e, const void *data, size_t size)
 	}
 	memcpy(&type, data, sizeof(type));
 	if (type == CPA_BPF_REC_SAMPLE && size >= sizeof(struct cpa_bpf_sample)) {
-		static const struct sample_meta oncpu = {.kind = CPA_KIND_ONCPU, .weight = 1};
+		static const struct sample_meta oncpu = {.weight = 1};
+		const struct cpa_bpf_sample *bs = data;
 
+		if (bs->kind == CPA_BPF_KIND_OFFCPU) { /* only inside an off-CPU record */
+			shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
+			return 0;
+		}
 		shm_stage__cnt_add(e->st, CAP_CNT_SAMPLES, 1);
 		return emit_sample(e, data, size, &oncpu);
 	}

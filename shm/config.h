@@ -35,6 +35,7 @@ enum cpa_config_flag {
 	CPA_CFG_VERBOSE = 1u << 7,	     /* --verbose */
 	CPA_CFG_WITH_IDLE = 1u << 8,	     /* sample the idle task (pid 0) too */
 	CPA_CFG_FORCE_USTACK = 1u << 9,	     /* copy user stacks even on kernels with the NMI bug */
+	CPA_CFG_PC_LOCATIONS = 1u << 10,     /* --pc_locations: symd keeps one frame per pc */
 };
 
 /* Off-CPU states (--offcpu_state); the same bits as bpf/profile.h's. */
@@ -69,6 +70,7 @@ struct cpa_config {
 	uint32_t offcpu_states; /* off-CPU states recorded: CPA_OFFCPU_STATE_* bits */
 	uint32_t _pad0;
 	uint64_t start_realtime_ns; /* when the monitor started */
+	uint64_t probe_rate;	    /* --probe_rate: samples/s per probe, 0 = no limit */
 
 	char comm[CPA_COMM_LEN]; /* --comm, "" = all */
 	char store_dir[CPA_PATH_MAX];

@@ -19,6 +19,7 @@ enum capture_counter {
 	CAP_CNT_OFFCPU,			      /* off-CPU records read from BPF */
 	CAP_CNT_OFFCPU_NS,		      /* blocked ns those records carry */
 	CAP_CNT_OFFCPU_UNTRACKED,	      /* BPF: blocks not tracked or torn (lost) */
+	CAP_CNT_PROBE_SKIPPED,		      /* probe hits over --probe_rate (no sample) */
 	CAP_CNT_MAX_,
 };
 

@@ -286,14 +286,34 @@ struct framekey {
 	uint32_t module_id;
 	uint32_t name_id;
 	uint32_t flags;
+	uint32_t _pad0;
+	uint64_t pc_off; /* with --pc_locations: the pc's offset (or kernel address), else 0 */
 };
+
+static int frame_id_pc(struct symd *s, uint32_t module_id, const char *name, size_t nlen,
+		       uint32_t flags, uint64_t offset, uint64_t pc_off, uint32_t *ret);
 
 static int frame_id(struct symd *s, uint32_t module_id, const char *name, size_t nlen,
 		    uint32_t flags, uint64_t offset, uint32_t *ret)
 {
+	return frame_id_pc(s, module_id, name, nlen, flags, offset, 0, ret);
+}
+
+/*
+ * A symbolized frame. With --pc_locations (CPA_CFG_PC_LOCATIONS) it is keyed
+ * by its pc too and its offset is the pc's, not the symbol's start: pprof
+ * Locations then name the sampled instruction (docs/export.md). Names, and
+ * so folded output, do not change.
+ */
+static int frame_id_pc(struct symd *s, uint32_t module_id, const char *name, size_t nlen,
+		       uint32_t flags, uint64_t offset, uint64_t pc_off, uint32_t *ret)
+{
 	struct framekey k = {.module_id = module_id, .flags = flags};
 	struct cpa_frame_def d;
 	int r;
+
+	if (s->flags & CPA_CFG_PC_LOCATIONS)
+		k.pc_off = pc_off;
 
 	r = str_id(s, name, nlen, &k.name_id);
 	if (r < 0)
@@ -308,7 +328,7 @@ static int frame_id(struct symd *s, uint32_t module_id, const char *name, size_t
 		.name_id = k.name_id,
 		.module_id = module_id,
 		.flags = flags,
-		.offset = offset,
+		.offset = k.pc_off ? k.pc_off : offset,
 	};
 	r = emit2(s, CPA_REC_FRAME, &d, sizeof(d), NULL, 0);
 	if (r < 0)
@@ -586,8 +606,8 @@ static int frame_kernel(struct symd *s, uint64_t pc, bool leaf, uint32_t *ret, u
 				n = snprintf(s->name, sizeof(s->name), "%s [%s]", name, mod);
 			else
 				n = snprintf(s->name, sizeof(s->name), "%s", name);
-			return frame_id(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1),
-					CPA_FF_KERNEL, start, ret);
+			return frame_id_pc(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1),
+					   CPA_FF_KERNEL, start, pc, ret);
 		}
 	}
 	r = kmod_id(s, NULL, &mid);
@@ -834,8 +854,8 @@ static int frame_user(struct symd *s, const struct cpa_frames *f, const struct c
 				n = snprintf(s->name, sizeof(s->name), "%s [%s]", sym, path);
 			else
 				n = snprintf(s->name, sizeof(s->name), "%s", sym);
-			return frame_id(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1), 0,
-					off, ret);
+			return frame_id_pc(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1), 0,
+					   off, uf->offset, ret);
 		}
 	}
 	*ret_flags = CPA_FF_UNSYMBOLIZED;

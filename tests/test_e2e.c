@@ -7,6 +7,7 @@
  * Needs root and BTF (exit 77 otherwise). No mocks: real BPF, real
  * io_uring, real zstd, real libdw.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <regex.h>
@@ -22,91 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_proc.h"
 #include "test_util.h"
 
 static char bin_dir[1024];
-
-/* ---- process helpers ---- */
-
-/* Start argv with stdin from a pipe (*ret_in, if asked), stdout to a pipe
- * (*ret_out, if asked) and stderr inherited. */
-static pid_t spawn_io(char *const argv[], int *ret_in, int *ret_out)
-{
-	int pfd[2] = {-1, -1}, ifd[2] = {-1, -1};
-	pid_t pid;
-
-	if (ret_out)
-		ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
-	if (ret_in)
-		ck_assert_int_eq(pipe2(ifd, O_CLOEXEC), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		if (ret_out)
-			dup2(pfd[1], 1);
-		if (ret_in)
-			dup2(ifd[0], 0);
-		execv(argv[0], argv);
-		fprintf(stderr, "exec %s: %m\n", argv[0]);
-		_exit(127);
-	}
-	if (ret_out) {
-		close(pfd[1]);
-		*ret_out = pfd[0];
-	}
-	if (ret_in) {
-		close(ifd[0]);
-		*ret_in = ifd[1];
-	}
-	return pid;
-}
-
-static pid_t spawn(char *const argv[], int *ret_out)
-{
-	return spawn_io(argv, NULL, ret_out);
-}
-
-static int wait_exit(pid_t pid, struct rusage *ru)
-{
-	int status;
-
-	ck_assert_int_eq(wait4(pid, &status, 0, ru), pid);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
-}
-
-/* Read everything from fd into a malloc'd NUL-terminated string. */
-static char *slurp_fd(int fd)
-{
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	ssize_t n;
-
-	ck_assert_ptr_nonnull(buf);
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += (size_t)n;
-		if (cap - len < 2) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			ck_assert_ptr_nonnull(buf);
-		}
-	}
-	buf[len] = 0;
-	close(fd);
-	return buf;
-}
-
-/* Run argv to completion; returns its stdout, *ret_rc its exit code. */
-static char *run(char *const argv[], int *ret_rc)
-{
-	int out;
-	pid_t pid = spawn(argv, &out);
-	char *s = slurp_fd(out);
-
-	*ret_rc = wait_exit(pid, NULL);
-	return s;
-}
 
 static void path_of(char *buf, size_t len, const char *name)
 {
@@ -243,11 +163,15 @@ static char *show_kind(const char *store, const struct range *r, const char *kin
 	char *argv[] = {cpa, "show", "--read", (char *)store, "-B", start, "--output_num",
 			num, "-o",   prof,     "--no_env",    NULL, NULL,  NULL};
 	char *out, *text;
+	long span;
 	int rc, fd;
 
 	path_of(cpa, sizeof(cpa), "cpa");
 	snprintf(start, sizeof(start), "%02d:%02d:%02d", r->h0, r->m0, r->s0);
-	snprintf(num, sizeof(num), "%ld", r->n + 2);
+	/* Every second from the first record to the last: asking past the last
+	 * record is an error ("Not Found Enough Records"), as in CPA. */
+	span = (r->h1 * 3600L + r->m1 * 60 + r->s1) - (r->h0 * 3600L + r->m0 * 60 + r->s0) + 1;
+	snprintf(num, sizeof(num), "%ld", span > 0 ? span : span + 86400);
 	snprintf(prof, sizeof(prof), "%s/out.prof", store);
 	if (kind) {
 		argv[11] = "--kind";
@@ -349,14 +273,7 @@ static void assert_intact(const struct stack_stats *st)
 
 static void need_root_bpf(void)
 {
-	const char *b = getenv("CPA_BUILD_DIR");
-
-	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		fprintf(stderr, "skip: needs root and BTF\n");
-		exit(TEST_SKIP);
-	}
-	ck_assert_msg(b != NULL, "CPA_BUILD_DIR not set");
-	snprintf(bin_dir, sizeof(bin_dir), "%s/bin", b);
+	test_need_root_bpf(bin_dir, sizeof(bin_dir));
 }
 
 /* ---- tests ---- */
@@ -708,10 +625,226 @@ START_TEST(test_e2e_offcpu)
 }
 END_TEST
 
-int main(void)
+/* ---- one-shot ---- */
+
+static char *slurp_path(const char *path)
 {
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_msg(fd >= 0, "cannot open '%s': %s", path, strerror(errno));
+	return slurp_fd(fd);
+}
+
+/* `cpa monitor --oneshot -o <dir>/out.prof` plus extra arguments. */
+static pid_t oneshot_start(const char *dir, char *prof, size_t len, const char *duration,
+			   int *ret_out)
+{
+	char cpa[1100];
+	char *argv[] = {cpa,  "monitor",    "--oneshot",      "-o", prof, "-F",
+			"99", "--duration", (char *)duration, NULL};
+
+	path_of(cpa, sizeof(cpa), "cpa");
+	snprintf(prof, len, "%s/out.prof", dir);
+	return spawn(argv, ret_out);
+}
+
+/*
+ * The one-shot profile, as a user checks it: CPA's folded layout on every
+ * line ("SYSTEM;comm:pid;root;...;leaf; COUNT", the env label first as in a
+ * `cpa show` export without --no_env), the workload's two hot chains intact,
+ * and nothing of the run's work store left beside it.
+ */
+static void oneshot_check(const char *dir, const char *prof, const char *out, pid_t pid)
+{
+	char *text = slurp_path(prof), *noenv = calloc(1, strlen(text) + 1), *l, *save = NULL;
+	struct stack_stats st;
+	char write_line[1200];
+	DIR *d;
+	struct dirent *de;
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(noenv);
+	snprintf(write_line, sizeof(write_line), "] Record to %s, Stack Type ", prof);
+	ck_assert_msg(strncmp(out, "Write  [ ", 9) == 0 && strstr(out, write_line),
+		      "no Write line: '%s'", out);
+	for (l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		ck_assert_msg(strncmp(l, "SYSTEM;", 7) == 0, "no env label first: '%s'", l);
+		n += (size_t)sprintf(noenv + n, "%s\n", l + 7);
+	}
+	stats_of(noenv, pid, &st);
+	fprintf(stderr, "e2e oneshot: %ld samples of the workload (rooted %ld, a %ld, b %ld)\n",
+		st.pid_samples, st.rooted, st.chain_a, st.chain_b);
+	assert_intact(&st);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		ck_assert_msg(strncmp(de->d_name, ".cpa-oneshot", 12) != 0,
+			      "work store '%s' left behind", de->d_name);
+	closedir(d);
+	free(noenv);
+	free(text);
+}
+
+/*
+ * A one-shot run with the workload: stopped by --duration, or by SIGINT
+ * after sigint_after seconds when that is not 0; the profile must appear.
+ */
+static void oneshot_run(double wl_seconds, const char *duration, unsigned int sigint_after)
+{
+	char *dir = store_new(), prof[1100], *out;
+	struct workload w;
+	pid_t mon;
+	int fd;
+
+	need_root_bpf();
+	workload_start(&w, "cpa-workload", wl_seconds, 6);
+	mon = oneshot_start(dir, prof, sizeof(prof), duration, &fd);
+	if (sigint_after) {
+		sleep(sigint_after);
+		kill(mon, SIGINT);
+	}
+	out = slurp_fd(fd);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	workload_finish(&w);
+	oneshot_check(dir, prof, out, w.pid);
+	free(out);
+	free(dir);
+}
+
+/* --oneshot --duration: the profile appears when the duration is over. */
+START_TEST(test_oneshot_duration)
+{
+	oneshot_run(7.0, "4", 0);
+}
+END_TEST
+
+/* --oneshot stopped by SIGINT long before its duration: the profile still appears. */
+START_TEST(test_oneshot_sigint)
+{
+	oneshot_run(9.0, "3600", 5);
+}
+END_TEST
+
+/* ---- --bench ---- */
+
+/*
+ * Run `cpa monitor` (argv, env added) to its end with its stderr in
+ * <store>/monitor.log while the workload runs; it must exit 0. Returns the log.
+ */
+static char *monitor_logged(const char *store, char *const argv[], char *const env[],
+			    const char *wl, double wl_seconds, int wl_depth)
+{
+	char err[1100];
+	struct workload w;
+	pid_t mon;
+
+	snprintf(err, sizeof(err), "%s/monitor.log", store);
+	workload_start(&w, wl, wl_seconds, wl_depth);
+	mon = spawn_env(argv, NULL, err, env);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	workload_finish(&w);
+	return slurp_path(err);
+}
+
+/* CPA's two lines per interval are in the monitor's stderr, with numbers. */
+START_TEST(test_bench_cpa_lines)
+{
+	char *store = store_new(), cpa[1100], *log;
+	char *argv[] = {cpa,  "monitor", "--store_dir", store, "--bench",
+			"-F", "99",	 "--duration",	"8",   NULL};
+	regex_t unw, hist;
+	regmatch_t m[2];
+	const char *p;
+	long lines = 0, with_samples = 0;
+
+	need_root_bpf();
+	path_of(cpa, sizeof(cpa), "cpa");
+	log = monitor_logged(store, argv, NULL, "cpa-workload-nofp", 10.0, 10);
+	ck_assert_int_eq(regcomp(&unw,
+				 "Bench DWARF Unwind: count=([0-9]+) rate=[0-9]+\\.[0-9]{2}/s "
+				 "avg=[0-9]+\\.[0-9]{2} us min=[0-9]+\\.[0-9]{2} us "
+				 "max=[0-9]+\\.[0-9]{2} us$",
+				 REG_EXTENDED | REG_NEWLINE),
+			 0);
+	ck_assert_int_eq(regcomp(&hist,
+				 "Bench DWARF Histogram:( (<1|[0-9]+-[0-9]+|>=4096)us=[0-9]+)+$",
+				 REG_EXTENDED | REG_NEWLINE),
+			 0);
+	for (p = log; regexec(&unw, p, 2, m, 0) == 0; p += m[0].rm_eo) {
+		lines++;
+		with_samples += strtol(p + m[1].rm_so, NULL, 10) > 0;
+	}
+	/* One per interval (the first ones may come before the first sample). */
+	ck_assert_msg(lines >= 3 && with_samples >= 1,
+		      "%ld Bench DWARF Unwind lines, %ld with samples:\n%s", lines, with_samples,
+		      log);
+	ck_assert_msg(regexec(&hist, log, 0, NULL, 0) == 0, "no Bench DWARF Histogram line:\n%s",
+		      log);
+	regfree(&unw);
+	regfree(&hist);
+	free(log);
+	free(store);
+}
+END_TEST
+
+/* ---- under a clock interposer ---- */
+
+#define FAKETIME_LIB "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+static bool store_has_records(const char *dir)
+{
+	char cpa[1100];
+	char *argv[] = {cpa, "show", "--read", (char *)dir, "--show_range", NULL};
+	char *out;
+	int rc;
+
+	path_of(cpa, sizeof(cpa), "cpa");
+	out = run(argv, &rc);
+	fprintf(stderr, "e2e faketime: %s: %s", dir, out);
+	free(out);
+	return rc == 0;
+}
+
+/*
+ * CPA's date-rotation test: `cpa monitor` under LD_PRELOAD=libfaketime with
+ * the clock set to ten seconds before midnight runs past midnight of the
+ * fake clock. Every stage keeps running (no hang, no restart), and the store
+ * has a day directory with records for each fake day.
+ */
+START_TEST(test_faketime_midnight)
+{
+	char *store = store_new(), cpa[1100], *log, day1[1200], day2[1200];
+	char *argv[] = {cpa, "monitor", "--store_dir", store, "-F", "99", "--duration", "20", NULL};
+	char *env[] = {"LD_PRELOAD=" FAKETIME_LIB, "FAKETIME=@2026-01-01 23:59:50", NULL};
+
+	need_root_bpf();
+	path_of(cpa, sizeof(cpa), "cpa");
+	log = monitor_logged(store, argv, env, "cpa-workload", 22.0, 4);
+	ck_assert_msg(strstr(log, "all stages running") != NULL, "stages never all ran:\n%s", log);
+	ck_assert_msg(strstr(log, "hung") == NULL && strstr(log, "restart") == NULL,
+		      "a stage hung or restarted:\n%s", log);
+	ck_assert_msg(strstr(log, "all stages stopped and drained") != NULL, "%s", log);
+	snprintf(day1, sizeof(day1), "%s/cpa_260101", store);
+	snprintf(day2, sizeof(day2), "%s/cpa_260102", store);
+	ck_assert_msg(store_has_records(day1), "no records on the first fake day:\n%s", log);
+	ck_assert_msg(store_has_records(day2), "no records on the second fake day:\n%s", log);
+	free(log);
+	free(store);
+}
+END_TEST
+
+/*
+ * One case group per argument ("e2e", "oneshot", "bench", "faketime"; none:
+ * all), so ctest runs them as tests of their own (tests/e2e.cmake).
+ */
+int main(int argc, char **argv)
+{
+	const char *only = argc > 1 ? argv[1] : NULL;
 	Suite *s = suite_create("e2e");
-	TCase *tc = tcase_create("e2e");
+	TCase *tc = tcase_create("e2e"), *one = tcase_create("oneshot");
+	TCase *bench = tcase_create("bench"), *ft = tcase_create("faketime");
+	TCase *off = tcase_create("offcpu");
+	bool have_ft = access(FAKETIME_LIB, R_OK) == 0;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_e2e_chain_and_count);
@@ -720,15 +853,32 @@ int main(void)
 	tcase_add_test(tc, test_e2e_stop_sigint);
 	tcase_add_test(tc, test_e2e_stop_sigterm);
 	tcase_add_test(tc, test_e2e_nofp_complete_and_shares);
-	suite_add_tcase(s, tc);
-	/* A case of its own: CK_RUN_CASE=offcpu runs it alone. */
-	tc = tcase_create("offcpu");
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_e2e_offcpu);
-	suite_add_tcase(s, tc);
+	tcase_set_timeout(one, 120);
+	tcase_add_test(one, test_oneshot_duration);
+	tcase_add_test(one, test_oneshot_sigint);
+	tcase_set_timeout(bench, 120);
+	tcase_add_test(bench, test_bench_cpa_lines);
+	tcase_set_timeout(off, 120);
+	tcase_add_test(off, test_e2e_offcpu);
+	tcase_set_timeout(ft, 180);
+	tcase_add_test(ft, test_faketime_midnight);
+	if (!only || !strcmp(only, "e2e"))
+		suite_add_tcase(s, tc);
+	if (!only || !strcmp(only, "oneshot"))
+		suite_add_tcase(s, one);
+	if (!only || !strcmp(only, "bench"))
+		suite_add_tcase(s, bench);
+	if (!only || !strcmp(only, "offcpu"))
+		suite_add_tcase(s, off);
+	if ((!only && have_ft) || (only && !strcmp(only, "faketime")))
+		suite_add_tcase(s, ft);
 	/* Root/BPF check before Check forks the cases, so a skip is a skip. */
 	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
 		fprintf(stderr, "skip: needs root and BTF\n");
+		return TEST_SKIP;
+	}
+	if (only && !strcmp(only, "faketime") && !have_ft) {
+		fprintf(stderr, "skip: needs %s (Debian package libfaketime)\n", FAKETIME_LIB);
 		return TEST_SKIP;
 	}
 	return test_run_suite(s);
