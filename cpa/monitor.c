@@ -167,6 +167,11 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 	}
 	if (r == 0)
 		r = copy_str(c->debug_path, sizeof(c->debug_path), m->debug_path, "--debug_option");
+	c->debuginfod_cache_mb = (uint32_t)m->debuginfod_cache_mb;
+	if (r == 0)
+		r = copy_str(c->debuginfod_urls, sizeof(c->debuginfod_urls),
+			     m->debuginfod ? m->debuginfod : getenv("DEBUGINFOD_URLS"),
+			     "--debuginfod");
 	if (r == 0)
 		r = copy_str(c->record_env_name, sizeof(c->record_env_name), m->record_env_name,
 			     "--record_env_name");

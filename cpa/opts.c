@@ -163,6 +163,12 @@ static const struct opt_def opt_table[] = {
 	 "print per-interval unwind statistics", NULL},
 	{"debug_option", 0, OPT_STR, MON, O(mon.debug_option), 0, 0, "PID,FREQ,PATH",
 	 "dump every FREQ-th raw sample of PID to PATH", check_debug_option},
+	{"debuginfod", 0, OPT_STR, MON, O(mon.debuginfod), 0, 0, "URLS",
+	 "fetch missing debug files from these debuginfod servers (space-separated, as "
+	 "DEBUGINFOD_URLS; default: that variable, else off)",
+	 NULL},
+	{"debuginfod_cache_mb", 0, OPT_LONG, MON, O(mon.debuginfod_cache_mb), 1, 1048576, "MB",
+	 "cap on <store_dir>/.debuginfod, oldest files removed beyond (default 1024)", NULL},
 
 	/* cpa show */
 	{"read", 'r', OPT_STR, SHOW, O(show.read), 0, 0, "DIR",
@@ -267,6 +273,7 @@ void cpa_opts__init(struct cpa_opts *o)
 	o->mon.max_queue_size = 4096;
 	o->mon.stack_size = 8192;
 	o->mon.max_cache_size_mb = 1024;
+	o->mon.debuginfod_cache_mb = 1024;
 	o->mon.max_store_size_mb = 7168;
 	o->mon.log_print_cycles = 1;
 	o->mon.offcpu_min_us = 1;

@@ -76,6 +76,8 @@ struct monitor_opts {
 	long debug_pid;
 	long debug_freq;
 	const char *debug_path;
+	const char *debuginfod; /* NULL: DEBUGINFOD_URLS of the environment */
+	long debuginfod_cache_mb;
 };
 
 struct show_cli {

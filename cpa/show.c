@@ -223,15 +223,33 @@ static void fmt_tod(uint64_t ns, char *buf, size_t len)
 		 (unsigned int)(ns % NS / 1000000));
 }
 
-/* "HH:MM:SS" -> seconds of the day, or -EINVAL. */
-static long parse_tod(const char *s)
+/*
+ * "HH:MM:SS" or "HH:MM:SS.mmm" (1 to 3 digits of fraction) -> seconds of the
+ * day, or -EINVAL. Rows are kept per second (docs/store-format.md), so a time
+ * with milliseconds selects the whole second it falls into: an end time
+ * (round_up) past the start of its second takes that second in too.
+ */
+static long parse_tod_r(const char *s, bool round_up)
 {
 	unsigned int h, m, sec;
-	char extra;
+	size_t frac = 0;
+	int n = 0;
 
-	if (sscanf(s, "%2u:%2u:%2u%c", &h, &m, &sec, &extra) != 3 || h > 23 || m > 59 || sec > 59)
+	if (sscanf(s, "%2u:%2u:%2u%n", &h, &m, &sec, &n) != 3 || n != 8 || h > 23 || m > 59 ||
+	    sec > 59)
 		return -EINVAL;
-	return (long)h * 3600 + m * 60 + sec;
+	if (s[8]) {
+		frac = strspn(s + 9, "0123456789");
+		if (s[8] != '.' || frac < 1 || frac > 3 || s[9 + frac])
+			return -EINVAL;
+	}
+	return (long)h * 3600 + m * 60 + sec +
+	       (round_up && strspn(s + 9, "0") < frac ? 1 : 0);
+}
+
+static long parse_tod(const char *s)
+{
+	return parse_tod_r(s, false);
 }
 
 /* Local midnight (unix seconds) of the day holding t. */
@@ -303,11 +321,11 @@ static int parse_request(const struct show_opts *o, struct store_filter *filt, u
 		return -EINVAL;
 	}
 	if (o->starttime && (*ret_stod = parse_tod(o->starttime)) < 0) {
-		log_error("bad --starttime '%s': want HH:MM:SS", o->starttime);
+		log_error("bad --starttime '%s': want HH:MM:SS[.mmm]", o->starttime);
 		return -EINVAL;
 	}
-	if (o->endtime && (*ret_etod = parse_tod(o->endtime)) < 0) {
-		log_error("bad --endtime '%s': want HH:MM:SS", o->endtime);
+	if (o->endtime && (*ret_etod = parse_tod_r(o->endtime, true)) < 0) {
+		log_error("bad --endtime '%s': want HH:MM:SS[.mmm]", o->endtime);
 		return -EINVAL;
 	}
 	store_filter__init(filt);

@@ -71,6 +71,8 @@ struct cpa_config {
 	uint32_t _pad0;
 	uint64_t start_realtime_ns; /* when the monitor started */
 	uint64_t probe_rate;	    /* --probe_rate: samples/s per probe, 0 = no limit */
+	uint32_t debuginfod_cache_mb; /* cap of <store_dir>/.debuginfod */
+	uint32_t _pad1;
 
 	char comm[CPA_COMM_LEN]; /* --comm, "" = all */
 	char store_dir[CPA_PATH_MAX];
@@ -80,6 +82,7 @@ struct cpa_config {
 	char record_env_name[CPA_ENV_LIST_MAX];	 /* comma list */
 	char parse_env_values[CPA_ENV_LIST_MAX]; /* comma list */
 	char probes[CPA_PROBE_MAX][CPA_PROBE_SPEC_MAX];
+	char debuginfod_urls[CPA_PATH_MAX]; /* --debuginfod / DEBUGINFOD_URLS; "" = off */
 };
 
 #define CPA_CONFIG_VERSION 1

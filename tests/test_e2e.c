@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/macro.h"
 #include "test_proc.h"
 #include "test_util.h"
 
@@ -625,6 +627,359 @@ START_TEST(test_e2e_offcpu)
 }
 END_TEST
 
+/* ---- real Debian programs nobody here wrote ---- */
+
+/* Run argv (stdin from in or /dev/null, stdout to /dev/null) to its end; its pid. */
+static pid_t run_prog(char *const argv[], const char *in)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fi = open(in ? in : "/dev/null", O_RDONLY), fo = open("/dev/null", O_WRONLY);
+
+		dup2(fi, 0);
+		dup2(fo, 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(wait_exit(pid, NULL), 0);
+	return pid;
+}
+
+/* A text file of n MiB that compresses like text (words of a small vocabulary). */
+static void gen_text(const char *path, unsigned int mib)
+{
+	static const char *const words[] = {"profile", "stack", "frame", "sample", "kernel",
+					    "unwind", "symbol", "ring", "store", "monitor",
+					    "the", "of", "a", "to", "cpu", "perf"};
+	FILE *f = fopen(path, "w");
+	uint64_t x = 88172645463325252ull, n = 0;
+
+	ck_assert_ptr_nonnull(f);
+	while (n < (uint64_t)mib << 20) {
+		int k;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		k = fprintf(f, "%s%s%llu", words[x % 16], (x >> 8) % 11 ? " " : "\n",
+			    (unsigned long long)(x >> 40) % 1000);
+		n += (uint64_t)k;
+	}
+	fclose(f);
+}
+
+/* Function starts (file offsets) of every FDE readelf sees in path, and
+ * the entry point as a file offset. */
+struct fde_set {
+	unsigned long *v;
+	size_t n;
+	unsigned long entry;
+};
+
+static unsigned long va_off(const char *path, unsigned long va)
+{
+	char cmd[1200], line[512];
+	unsigned long off = va, o, v, fs;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf -lW '%s'", path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p))
+		if (sscanf(line, " LOAD 0x%lx 0x%lx 0x%*x 0x%lx", &o, &v, &fs) == 3 && va >= v &&
+		    va - v < fs)
+			off = va - v + o;
+	pclose(p);
+	return off;
+}
+
+static void fde_set_of(const char *path, struct fde_set *fs)
+{
+	char cmd[1200], line[1024];
+	unsigned long lo, hi, base_o = 0, base_v = 0, o, v, sz;
+	size_t cap = 0;
+	FILE *p;
+
+	memset(fs, 0, sizeof(*fs));
+	/* text: the executable LOAD (one per binary here) */
+	snprintf(cmd, sizeof(cmd), "readelf -lW '%s'", path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p))
+		if (sscanf(line, " LOAD 0x%lx 0x%lx 0x%*x 0x%*x 0x%lx", &o, &v, &sz) == 3 &&
+		    strstr(line, " R E ")) {
+			base_o = o;
+			base_v = v;
+		}
+	pclose(p);
+	snprintf(cmd, sizeof(cmd), "readelf --debug-dump=frames '%s'", path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p)) {
+		const char *pc = strstr(line, " FDE ");
+
+		if (!pc || !(pc = strstr(pc, "pc=")) || sscanf(pc, "pc=%lx..%lx", &lo, &hi) != 2)
+			continue;
+		if (fs->n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			fs->v = realloc(fs->v, cap * sizeof(*fs->v));
+			ck_assert_ptr_nonnull(fs->v);
+		}
+		fs->v[fs->n++] = lo - base_v + base_o;
+	}
+	pclose(p);
+	snprintf(cmd, sizeof(cmd), "readelf -hW '%s'", path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p))
+		if (sscanf(line, " Entry point address: 0x%lx", &lo) == 1)
+			fs->entry = va_off(path, lo);
+	pclose(p);
+}
+
+static bool fde_set_has(const struct fde_set *fs, unsigned long off)
+{
+	size_t i;
+
+	for (i = 0; i < fs->n; i++)
+		if (fs->v[i] == off)
+			return true;
+	return false;
+}
+
+struct real_stats {
+	long samples, complete, stopped;
+	long mod_named;	   /* distinct "<module>+0x..." frames */
+	long mod_bad;	   /* of them, not at an FDE start */
+	long mod_exact;	   /* distinct "0x... [<module>]" frames (exact pcs) */
+};
+
+/* Per pid: complete = rooted at the process or a thread start (the entry
+ * point of a stripped program is named "<prog>+0x<entry>"). Frames of the
+ * stripped module must be named by FDE starts. */
+static void real_stats_of(const char *prof, pid_t pid, const char *prog, const char *modpath,
+			  struct real_stats *st)
+{
+	static const char *const roots[] = {"_start", "__libc_start_main", "clone3", "clone",
+					    "start_thread", NULL};
+	char label[64], entry[256], named[256][64], exact[256][64], real[PATH_MAX];
+	const char *mod = NULL;
+	const char *line = prof, *comm;
+	struct fde_set fs = {0}, pfs = {0};
+	size_t nnamed = 0, nexact = 0, i;
+
+	memset(st, 0, sizeof(*st));
+	if (modpath) {
+		/* frames carry the name of the file mapped: symlinks resolved */
+		ck_assert_ptr_nonnull(realpath(modpath, real));
+		mod = strrchr(real, '/') + 1;
+		fde_set_of(modpath, &fs);
+	}
+	fde_set_of(prog, &pfs);
+	snprintf(entry, sizeof(entry), "%s+0x%lx", strrchr(prog, '/') + 1, pfs.entry);
+	snprintf(label, sizeof(label), ":%d;", pid);
+	comm = strrchr(prog, '/') + 1;
+	while (line && *line) {
+		const char *eol = strchr(line, '\n'), *semi;
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+		char *l = strndup(line, len), *sp, *tok, *save = NULL, *root;
+		long count;
+
+		line = eol ? eol + 1 : NULL;
+		sp = strrchr(l, ' ');
+		semi = strchr(l, ';');
+		if (!sp || !semi || !strstr(l, label) || strstr(l, label) > semi) {
+			free(l);
+			continue;
+		}
+		count = strtol(sp + 1, NULL, 10);
+		*sp = 0;
+		/* The program's own comm only: before and during its execve the
+		 * pid is the forking test process (its registers, its comm). */
+		if (strncmp(l, comm, strlen(comm)) || l[strlen(comm)] != ':') {
+			free(l);
+			continue;
+		}
+		st->samples += count;
+		root = strndup(semi + 1, strcspn(semi + 1, ";"));
+		if (strstr(l, "[unwind stopped") || strstr(l, "[degraded")) {
+			if (st->stopped < 5) /* what a failure looks like */
+				fprintf(stderr, "  stopped: %.300s\n", l + strlen(l) - MIN(strlen(l), 300));
+			st->stopped += count;
+		}
+		else {
+			bool ok = !strcmp(root, entry);
+
+			for (i = 0; roots[i]; i++)
+				ok = ok || !strcmp(root, roots[i]);
+			if (ok)
+				st->complete += count;
+			else if (st->samples - st->complete - st->stopped < 5 + count)
+				fprintf(stderr, "  not rooted: %.300s\n", l);
+		}
+		free(root);
+		for (tok = strtok_r((char *)semi + 1, ";", &save); mod && tok;
+		     tok = strtok_r(NULL, ";", &save)) {
+			size_t ml = strlen(mod);
+			char (*set)[64] = NULL;
+			size_t *n = NULL, j;
+
+			if (!strncmp(tok, mod, ml) && !strncmp(tok + ml, "+0x", 3)) {
+				set = named;
+				n = &nnamed;
+				if (!fde_set_has(&fs, strtoul(tok + ml + 3, NULL, 16))) {
+					fprintf(stderr, "not an FDE start: %s\n", tok);
+					st->mod_bad++;
+				}
+			} else if (!strncmp(tok, "0x", 2) && strstr(tok, mod)) {
+				set = exact;
+				n = &nexact;
+				fprintf(stderr, "  exact pc: %s\n", tok);
+			}
+			if (!set)
+				continue;
+			for (j = 0; j < *n && strcmp(set[j], tok); j++)
+				;
+			if (j == *n && *n < 256)
+				snprintf(set[(*n)++], 64, "%s", tok);
+		}
+		free(l);
+	}
+	st->mod_named = (long)nnamed;
+	st->mod_exact = (long)nexact;
+	free(fs.v);
+	free(pfs.v);
+}
+
+struct real_prog {
+	const char *name;
+	char *argv[12];
+	const char *in;	     /* stdin file, or NULL */
+	const char *modpath; /* a stripped module it spends its time in */
+};
+
+/* Run progs one after the other under one `cpa monitor` (whole machine,
+ * 99 Hz, extra options), export, check each by its pid. */
+static void run_real(const char *tag, struct real_prog *progs, size_t n, const char *stack_size,
+		     double min_complete)
+{
+	char *store = store_new(), *prof, cpa[1100];
+	char *argv[16] = {cpa, "monitor", "--store_dir", store, "-F", "99"};
+	int a = 6;
+	pid_t mon, pids[8];
+	struct range r;
+	size_t i;
+
+	path_of(cpa, sizeof(cpa), "cpa");
+	if (stack_size) {
+		argv[a++] = "--stack_size";
+		argv[a++] = (char *)stack_size;
+	}
+	argv[a] = NULL;
+	mon = spawn(argv, NULL);
+	sleep(2);
+	for (i = 0; i < n; i++)
+		pids[i] = run_prog(progs[i].argv, progs[i].in);
+	sleep(1);
+	kill(mon, SIGINT);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	show_range(store, &r);
+	prof = show_all(store, &r);
+	for (i = 0; i < n; i++) {
+		struct real_stats st;
+
+		real_stats_of(prof, pids[i], progs[i].argv[0], progs[i].modpath, &st);
+		fprintf(stderr,
+			"e2e real %s%s: %ld samples, complete %.2f%%, stopped %.2f%%; %s: %ld "
+			"functions named by FDE (%ld not at an FDE start), %ld exact-pc frames\n",
+			progs[i].name, tag, st.samples,
+			100.0 * (double)st.complete / (double)(st.samples ? st.samples : 1),
+			100.0 * (double)st.stopped / (double)(st.samples ? st.samples : 1),
+			progs[i].modpath ? progs[i].modpath : "-", st.mod_named, st.mod_bad,
+			st.mod_exact);
+		ck_assert_msg(st.samples >= 50, "%s: only %ld samples", progs[i].name, st.samples);
+		ck_assert_msg((double)st.complete >= min_complete * (double)st.samples,
+			      "%s: complete %ld of %ld (< %.0f%%)", progs[i].name, st.complete,
+			      st.samples, 100 * min_complete);
+		ck_assert_msg(st.mod_bad == 0, "%s: %ld frames not at an FDE start",
+			      progs[i].name, st.mod_bad);
+		if (progs[i].modpath)
+			ck_assert_msg(st.mod_named > 0 && st.mod_exact == 0,
+				      "%s: %ld FDE-named, %ld exact-pc frames in %s",
+				      progs[i].name, st.mod_named, st.mod_exact,
+				      progs[i].modpath);
+	}
+	free(prof);
+	free(store);
+}
+
+/*
+ * Debian's own gzip and xz (stripped, FP-less, -O2): complete stacks
+ * (>= 99 %, where perf --call-graph dwarf gets 100 %), and the functions
+ * of stripped code named one frame per function (by FDE start).
+ */
+START_TEST(test_e2e_real_programs)
+{
+	char big[64] = "/tmp/cpa-e2e-real-big.txt", mid[64] = "/tmp/cpa-e2e-real-mid.txt";
+	struct real_prog progs[] = {
+		{"gzip -9", {"/usr/bin/gzip", "-9", "-c", NULL}, big, "/usr/bin/gzip"},
+		{"xz -9", {"/usr/bin/xz", "-9", "-T1", "-c", NULL}, mid,
+		 "/usr/lib/x86_64-linux-gnu/liblzma.so.5"},
+	};
+
+	need_root_bpf();
+	gen_text(big, 48);
+	gen_text(mid, 5);
+	run_real("", progs, ARRAY_SIZE(progs), NULL, 0.99);
+	unlink(big);
+	unlink(mid);
+}
+END_TEST
+
+/*
+ * bzip2 -9 and sqlite3: their 5-6 KB frames need more than the default 8 KiB
+ * stack copy; run with --stack_size 32768 until the adaptive copy lands
+ * (issue 10, points 1-3), then without. perl: 3-4 % of its samples stop at
+ * the first step ("stack read" with only the leaf, Perl_pp_*), the epilogue
+ * case of point 2 (95-97.5 % complete in five runs): its bar is 90 % (perf
+ * --call-graph dwarf got 86-90 % in bench_fidelity), sqlite3's 95 % (perf
+ * 96.5-97.7 % in issue 10), until that fix lands; then 99 % both.
+ */
+START_TEST(test_e2e_real_big_frames)
+{
+	char big[64] = "/tmp/cpa-e2e-real-bz.txt";
+	struct real_prog progs[] = {
+		{"bzip2 -9", {"/usr/bin/bzip2", "-9", "-c", NULL}, big,
+		 "/usr/lib/x86_64-linux-gnu/libbz2.so.1.0"},
+		{"sqlite3",
+		 {"/usr/bin/sqlite3", ":memory:",
+		  "CREATE TABLE t(a, b); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
+		  "FROM c WHERE x < 1500000) INSERT INTO t SELECT x, hex(randomblob(8)) FROM c; "
+		  "CREATE INDEX ti ON t(b); SELECT count(*), sum(a % 7) FROM t WHERE b > '8'; "
+		  "SELECT b FROM t ORDER BY b DESC LIMIT 3;",
+		  NULL},
+		 NULL, "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0"},
+		{"perl",
+		 {"/usr/bin/perl", "-e",
+		  "my ($n, %h) = (0); while ($n++ < 500000) { $h{$_ % 1000} .= 'x' for 1..100; "
+		  "%h = () if length($h{7}) > 400 }",
+		  NULL},
+		 NULL, "/usr/bin/perl"},
+	};
+
+	need_root_bpf();
+	if (access("/usr/bin/sqlite3", X_OK) != 0 || access("/usr/bin/bzip2", X_OK) != 0) {
+		fprintf(stderr, "skip: sqlite3 or bzip2 not installed\n");
+		return;
+	}
+	gen_text(big, 48);
+	run_real(" (--stack_size 32768)", progs, 1, "32768", 0.99);
+	run_real(" (--stack_size 32768)", progs + 1, 1, "32768", 0.95);
+	run_real(" (--stack_size 32768)", progs + 2, 1, "32768", 0.90);
+	unlink(big);
+}
+END_TEST
+
 /* ---- one-shot ---- */
 
 static char *slurp_path(const char *path)
@@ -844,6 +1199,7 @@ int main(int argc, char **argv)
 	TCase *tc = tcase_create("e2e"), *one = tcase_create("oneshot");
 	TCase *bench = tcase_create("bench"), *ft = tcase_create("faketime");
 	TCase *off = tcase_create("offcpu");
+	TCase *real = tcase_create("real");
 	bool have_ft = access(FAKETIME_LIB, R_OK) == 0;
 
 	tcase_set_timeout(tc, 120);
@@ -870,6 +1226,12 @@ int main(int argc, char **argv)
 		suite_add_tcase(s, bench);
 	if (!only || !strcmp(only, "offcpu"))
 		suite_add_tcase(s, off);
+	/* Debian's programs nobody here wrote: a group of their own. */
+	tcase_set_timeout(real, 300);
+	tcase_add_test(real, test_e2e_real_programs);
+	tcase_add_test(real, test_e2e_real_big_frames);
+	if (!only || !strcmp(only, "real"))
+		suite_add_tcase(s, real);
 	if ((!only && have_ft) || (only && !strcmp(only, "faketime")))
 		suite_add_tcase(s, ft);
 	/* Root/BPF check before Check forks the cases, so a skip is a skip. */
