@@ -2,12 +2,14 @@
 # cpa show. Root + BTF, else exit 77. They need every executable built
 # (the workload comes from tests/workload.cmake).
 # One executable, one ctest per case group (its argument): test_e2e_oneshot
-# (--oneshot), test_e2e_bench (--bench's CPA lines), test_e2e_faketime (the
-# stages under LD_PRELOAD=libfaketime across a fake midnight; 77 without it).
+# (--oneshot), test_e2e_bench (--bench's CPA lines), test_e2e_offcpu (--offcpu
+# against the workload's measured blocking), test_e2e_faketime (the stages under
+# LD_PRELOAD=libfaketime across a fake midnight; 77 without it), test_e2e_real
+# (Debian's own programs).
 cpa_add_test(NAME test_e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_e2e.c ${CMAKE_CURRENT_LIST_DIR}/test_proc.c
   LABELS e2e root TIMEOUT 600 ARGS e2e)
-add_dependencies(test_e2e cpa capture unwindd symd storer cpa-workload cpa-workload-nofp)
-foreach(group oneshot bench faketime real)
+add_dependencies(test_e2e cpa capture unwindd symd storer cpa-workload cpa-workload-nofp cpa-wl-offcpu)
+foreach(group oneshot bench offcpu faketime real)
   add_test(NAME test_e2e_${group} COMMAND test_e2e ${group})
   set_tests_properties(test_e2e_${group} PROPERTIES
     SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "e2e;root"
