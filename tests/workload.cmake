@@ -2,6 +2,17 @@
 # -fomit-frame-pointer), each with its own copy of the shared library. The e2e
 # tests and bench_overhead use it; each includes this file, the first defines it.
 include_guard(GLOBAL)
+
+# The workloads stand for the programs users profile, so they are built as
+# those are: without the sanitizer of an asan/tsan build (its interceptors and
+# redzones would change the very stacks the e2e tests check).
+function(cpa_profiled_program target)
+  if(CPA_SANITIZE)
+    target_compile_options(${target} PRIVATE -fno-sanitize=all)
+    target_link_options(${target} PRIVATE -fno-sanitize=all)
+  endif()
+endfunction()
+
 foreach(variant fp nofp)
   if(variant STREQUAL "fp")
     set(wl_flags -O1 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
@@ -19,6 +30,8 @@ foreach(variant fp nofp)
   target_include_directories(${wl_name} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/workload)
   target_link_libraries(${wl_name} PRIVATE cpawl_${variant} Threads::Threads)
   set_target_properties(${wl_name} PROPERTIES BUILD_RPATH ${CMAKE_BINARY_DIR}/lib)
+  cpa_profiled_program(cpawl_${variant})
+  cpa_profiled_program(${wl_name})
 endforeach()
 
 # cpa-wl-offcpu: known blocking (nanosleep, pipe, mutex, fdatasync, preemption)
@@ -29,3 +42,4 @@ target_compile_options(cpa-wl-offcpu PRIVATE -O2 -fomit-frame-pointer
   -fasynchronous-unwind-tables -fno-inline -fno-optimize-sibling-calls)
 target_include_directories(cpa-wl-offcpu PRIVATE ${CMAKE_SOURCE_DIR})
 target_link_libraries(cpa-wl-offcpu PRIVATE Threads::Threads)
+cpa_profiled_program(cpa-wl-offcpu)
