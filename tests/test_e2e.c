@@ -510,6 +510,13 @@ static void offcpu_of(const char *prof, struct offcpu_seen *o)
 
 		line = eol ? eol + 1 : NULL;
 		o->lines++;
+		if (strstr(l, "<# LOST: ")) {
+			/* a loss row (counted and shown, e.g. a ring full on a
+			 * slow sanitizer build): not a sample, no state to carry */
+			o->lines--;
+			free(l);
+			continue;
+		}
 		if (!m || st < 0 || strncmp(m + 21, ") #>;", 5)) {
 			o->unmarked++;
 			free(l);
