@@ -411,7 +411,10 @@ START_TEST(test_busy_child_sampled)
 	ck_assert_uint_eq(s.pid_bad_comm, 0);
 	ck_assert_uint_ge(s.pid_busy_comm, s.pid_samples * 0.9);
 	ck_assert_uint_gt(s.pid_kstack, 0);
-	ck_assert_uint_eq(s.pid_regs_in_kernel, s.pid_kstack);
+	/* A kernel-mode sample carries the user registers, except in the
+	 * few ticks of exec and exit where the task has no user mm (the
+	 * kernel then reports no user regs at all). */
+	ck_assert_uint_ge(s.pid_regs_in_kernel + 3, s.pid_kstack);
 	ck_assert_uint_gt(s.pid_user, 0);
 	/* Every user-mode sample has registers, stack bytes and an FP chain. */
 	ck_assert_uint_eq(s.pid_user_ok, s.pid_user);
