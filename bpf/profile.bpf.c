@@ -41,16 +41,6 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-/*
- * The x86-64 uapi pt_regs (bpf_user_pt_regs_t), all 8-byte slots: perf_event
- * context reads must be 8 bytes wide, and the kernel struct has a u16/u64
- * union for cs since FRED, so the stable uapi layout is the safe view.
- */
-struct cpa_uapi_regs {
-	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs,
-		flags, sp, ss;
-};
-
 static __always_inline void stat_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
@@ -198,37 +188,46 @@ static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, __u64 copied)
 	return (__s32)(n * sizeof(__u64));
 }
 
+/*
+ * All user registers: the interrupted context's own when the sample hit user
+ * mode (perf_event context reads must be 8 bytes wide: field by field), else
+ * the context saved at kernel entry, in one read of the task's pt_regs.
+ */
 static __always_inline void read_user_regs(struct cpa_bpf_sample *s, struct task_struct *task,
-					   const struct cpa_uapi_regs *ir, bool in_user)
+					   const struct cpa_bpf_regs *ir, bool in_user)
 {
 	if (in_user) {
-		s->regs.ip = ir->ip;
-		s->regs.sp = ir->sp;
+		s->regs.r15 = ir->r15;
+		s->regs.r14 = ir->r14;
+		s->regs.r13 = ir->r13;
+		s->regs.r12 = ir->r12;
 		s->regs.bp = ir->bp;
 		s->regs.bx = ir->bx;
-		s->regs.r12 = ir->r12;
-		s->regs.r13 = ir->r13;
-		s->regs.r14 = ir->r14;
-		s->regs.r15 = ir->r15;
-	} else {
-		/* In a syscall or interrupt: the user context saved at entry. */
-		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(task);
-
-		s->regs.ip = BPF_CORE_READ(ur, ip);
-		s->regs.sp = BPF_CORE_READ(ur, sp);
-		s->regs.bp = BPF_CORE_READ(ur, bp);
-		s->regs.bx = BPF_CORE_READ(ur, bx);
-		s->regs.r12 = BPF_CORE_READ(ur, r12);
-		s->regs.r13 = BPF_CORE_READ(ur, r13);
-		s->regs.r14 = BPF_CORE_READ(ur, r14);
-		s->regs.r15 = BPF_CORE_READ(ur, r15);
+		s->regs.r11 = ir->r11;
+		s->regs.r10 = ir->r10;
+		s->regs.r9 = ir->r9;
+		s->regs.r8 = ir->r8;
+		s->regs.ax = ir->ax;
+		s->regs.cx = ir->cx;
+		s->regs.dx = ir->dx;
+		s->regs.si = ir->si;
+		s->regs.di = ir->di;
+		s->regs.orig_ax = ir->orig_ax;
+		s->regs.ip = ir->ip;
+		s->regs.cs = ir->cs;
+		s->regs.flags = ir->flags;
+		s->regs.sp = ir->sp;
+		s->regs.ss = ir->ss;
+	} else if (bpf_probe_read_kernel(&s->regs, sizeof(s->regs),
+					 (const void *)bpf_task_pt_regs(task))) {
+		__builtin_memset(&s->regs, 0, sizeof(s->regs));
 	}
 }
 
 SEC("perf_event")
 int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 {
-	const struct cpa_uapi_regs *ir = (const struct cpa_uapi_regs *)&ctx->regs;
+	const struct cpa_bpf_regs *ir = (const struct cpa_bpf_regs *)&ctx->regs;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct task_struct *task;
@@ -283,7 +282,8 @@ int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 
 	s->ufp_len = 0;
 	s->stack_len = 0;
-	__builtin_memset(&s->regs, 0, sizeof(s->regs));
+	if (kthread || kernel_only)
+		__builtin_memset(&s->regs, 0, sizeof(s->regs));
 	if (kthread) {
 		flags |= CPA_BPF_F_KERNEL_THREAD;
 	} else if (!kernel_only) {

@@ -7,10 +7,11 @@
  * One BPF ring buffer carries two record types, told apart by the first u32:
  *
  *   struct cpa_bpf_sample  (CPA_BPF_REC_SAMPLE), reserved at a fixed size:
- *	+0	header (type, flags, time, ids, lengths, comms, user regs)
- *	+144	u64 kstack[CPA_BPF_MAX_KSTACK]	kernel return addresses, leaf first
- *	+1160	u64 ufp[CPA_BPF_MAX_UFP]	user frame-pointer chain, leaf first
- *	+2176	u8  stack[stack_size + CPA_BPF_PAGE]	user stack bytes from regs.sp up
+ *	+0	header (type, flags, time, ids, lengths, comms)
+ *	+80	struct cpa_bpf_regs regs	the user pt_regs, all 168 bytes
+ *	+248	u64 kstack[CPA_BPF_MAX_KSTACK]	kernel return addresses, leaf first
+ *	+1264	u64 ufp[CPA_BPF_MAX_UFP]	user frame-pointer chain, leaf first
+ *	+2280	u8  stack[stack_size + CPA_BPF_PAGE]	user stack bytes from regs.sp up
  *
  *   The stack area has one page of slack because the first chunk ends at the
  *   page boundary above sp (variable length) and the verifier can only bound
@@ -61,15 +62,15 @@ enum cpa_bpf_stat {
 	CPA_BPF_STAT_MAX,
 };
 
+/*
+ * The x86-64 user pt_regs verbatim (uapi layout, bpf_user_pt_regs_t): every
+ * general-purpose register, so any CFA rule evaluates (OpenSSL's AES-GCM
+ * keeps its CFA in rax). Same order as the kernel's so the BPF side fills it
+ * with one read; capture reorders it into struct cpa_user_regs.
+ */
 struct cpa_bpf_regs {
-	__u64 ip;
-	__u64 sp;
-	__u64 bp;
-	__u64 bx;
-	__u64 r12;
-	__u64 r13;
-	__u64 r14;
-	__u64 r15;
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs,
+		flags, sp, ss;
 };
 
 struct cpa_bpf_sample {
@@ -100,11 +101,11 @@ struct cpa_bpf_task {
 	char comm[CPA_BPF_COMM_LEN];
 };
 
-_Static_assert(sizeof(struct cpa_bpf_regs) == 64, "cpa_bpf_regs layout");
+_Static_assert(sizeof(struct cpa_bpf_regs) == 168, "cpa_bpf_regs layout (pt_regs)");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, regs) == 80, "cpa_bpf_sample regs");
-_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 144, "cpa_bpf_sample kstack");
-_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1160, "cpa_bpf_sample ufp");
-_Static_assert(sizeof(struct cpa_bpf_sample) == 2176, "cpa_bpf_sample fixed part");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 248, "cpa_bpf_sample kstack");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1264, "cpa_bpf_sample ufp");
+_Static_assert(sizeof(struct cpa_bpf_sample) == 2280, "cpa_bpf_sample fixed part");
 _Static_assert(sizeof(struct cpa_bpf_task) == 40, "cpa_bpf_task layout");
 
 /* Bytes one sample reserves in the BPF ring buffer for a given stack_size. */

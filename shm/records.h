@@ -68,18 +68,20 @@ enum cpa_sample_flag {
 #define CPA_BUILD_ID_MAX   20
 #define CPA_MAX_STACK_COPY 65536
 
-/* x86-64 user registers unwinding can need (CFA/RA/RBP rules use these). */
+/*
+ * Every x86-64 general-purpose user register, in DWARF register number order
+ * (psABI figure 3.36: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then the return
+ * address column = rip), so an unwinder indexes it by DWARF number. Any CFA or
+ * register rule can name any of them (OpenSSL's AES-GCM: CFA = rax + off).
+ */
 struct cpa_user_regs {
+	uint64_t ax, dx, cx, bx, si, di, bp, sp;
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
 	uint64_t ip;
-	uint64_t sp;
-	uint64_t bp;
-	uint64_t bx;
-	uint64_t r12;
-	uint64_t r13;
-	uint64_t r14;
-	uint64_t r15;
 };
-_Static_assert(sizeof(struct cpa_user_regs) == 64, "user regs");
+_Static_assert(sizeof(struct cpa_user_regs) == 136, "user regs");
+_Static_assert(offsetof(struct cpa_user_regs, sp) == 7 * 8, "user regs: DWARF order");
+_Static_assert(offsetof(struct cpa_user_regs, ip) == 16 * 8, "user regs: DWARF order");
 
 /*
  * CPA_REC_SAMPLE, then:
@@ -108,7 +110,7 @@ struct cpa_sample {
 	uint32_t probe_id;
 	uint32_t _pad0;
 };
-_Static_assert(sizeof(struct cpa_sample) == 168, "cpa_sample layout");
+_Static_assert(sizeof(struct cpa_sample) == 240, "cpa_sample layout");
 
 enum cpa_task_event_kind {
 	CPA_TASK_EXEC = 1,

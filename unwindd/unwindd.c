@@ -257,10 +257,14 @@ static int seam_walk_find(void *ctx, uint64_t pc, struct unw_loc *ret)
 }
 
 /*
- * THE SEAM: user frames for one sample. Hybrid: the DWARF CFI walk when the
- * sample carries user registers and stack bytes, the kernel's FP chain
- * otherwise (and when the FP chain got further). cpa-unwind-replay runs
- * this same function on dumped samples.
+ * THE SEAM: user frames for one sample. The DWARF CFI walk when the sample
+ * carries user registers and stack bytes; its frames stand as they are even
+ * when it stops early (never replaced by the kernel's FP chain, which in
+ * FP-less code invents callers). The FP chain only for samples that have no
+ * stack copy to walk (--stack_size 0, degraded under pressure, unreadable),
+ * and then every frame past the leaf is marked CPA_UF_FP. *ret_fp_deeper says
+ * the FP chain had more frames than a partial CFI walk (a diagnostic: the
+ * chain is not used). cpa-unwind-replay runs this same function on dumps.
  */
 int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8_t *stack,
 		    unwindd_find_fn find, void *ctx, struct cpa_uframe *out, unsigned int *ret_n,
@@ -269,16 +273,7 @@ int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8
 	*ret_fp_deeper = false;
 	if ((s->flags & CPA_SF_USER_REGS) && s->stack_len &&
 	    !(s->flags & (CPA_SF_DEGRADED | CPA_SF_NO_USTACK))) {
-		const struct unw_regs regs = {
-			.ip = s->regs.ip,
-			.sp = s->regs.sp,
-			.bp = s->regs.bp,
-			.bx = s->regs.bx,
-			.r12 = s->regs.r12,
-			.r13 = s->regs.r13,
-			.r14 = s->regs.r14,
-			.r15 = s->regs.r15,
-		};
+		struct unw_regs regs;
 		const struct unw_stack stk = {
 			.bytes = stack,
 			.base = s->stack_sp,
@@ -288,19 +283,16 @@ int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8
 		unsigned int n = 0;
 		int stop;
 
-		/* Per frame, where a module has no CFI (built without unwind
-		 * tables) the walker follows rbp instead of stopping. */
+		memcpy(&regs, &s->regs, sizeof(regs));
+		/* Per frame, where a module has no CFI at all (built without
+		 * unwind tables) the walker follows rbp instead of stopping. */
 		stop = unw_walk_flags(&regs, &stk, seam_walk_find, &w, UNW_F_FP_FALLBACK, out,
 				      CPA_MAX_UFRAMES + 1, &n);
 		if (n > CPA_MAX_UFRAMES + 1)
 			n = CPA_MAX_UFRAMES + 1;
-		if (stop == CPA_STOP_END || stop == CPA_STOP_ANON || n >= s->n_ufp) {
-			*ret_n = n;
-			return stop;
-		}
-		/* Code built with frame pointers but without usable CFI (or a
-		 * stack copy that was too short): the kernel's chain is deeper. */
-		*ret_fp_deeper = true;
+		*ret_fp_deeper = stop != CPA_STOP_END && stop != CPA_STOP_ANON && n < s->n_ufp;
+		*ret_n = n;
+		return stop;
 	}
 	return unwind_fp(s, ufp, find, ctx, out, ret_n);
 }
