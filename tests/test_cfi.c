@@ -799,6 +799,48 @@ START_TEST(test_walk_fp_fallback)
 }
 END_TEST
 
+/* CFA = rax + 8 for the whole body (OpenSSL AES-GCM): needs every register of the leaf. */
+START_TEST(test_walk_cfa_in_rax)
+{
+	capture_mode("rax");
+	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "rax_fn rax_caller main [libc.so.6] _start");
+	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	/* the CFA really comes from rax: without its value the walk stops */
+	cap.s.regs.ax = 0;
+	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "rax_fn");
+	ck_assert_int_eq(cap.stop, CPA_STOP_READ);
+	release_capture();
+}
+END_TEST
+
+/*
+ * On the ret of a function whose pops are done, GCC's CFI still names the
+ * save slots (now below rsp, outside the copy): the registers hold their
+ * restored values. The caller's CFA is rbp-based, so a wrong rbp derails.
+ */
+START_TEST(test_walk_epilogue)
+{
+	capture_mode("epi_trap");
+	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "epi_fn epi_loop main [libc.so.6] _start");
+	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	release_capture();
+}
+END_TEST
+
+/* Three 6 KB frames: an 8 KiB copy stops short (CPA_STOP_READ), a 24 KiB one does not. */
+START_TEST(test_walk_big_frames)
+{
+	capture_mode("big");
+	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES),
+			 "stop_here big_c big_b big_a main [libc.so.6] _start");
+	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	cap.s.len = MIN(cap.s.len, 8192u);
+	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "stop_here big_c big_b");
+	ck_assert_int_eq(cap.stop, CPA_STOP_READ);
+	release_capture();
+}
+END_TEST
+
 /* Random points of a running FP-less workload: every walk must reach _start. */
 static void random_samples(const char *mode, unsigned int n, unsigned int *in_vdso)
 {
@@ -844,6 +886,15 @@ START_TEST(test_walk_random_points)
 	unsigned int v;
 
 	random_samples("work", 150, &v);
+}
+END_TEST
+
+/* A tight loop of calls to a function that is mostly epilogue: every sample to _start. */
+START_TEST(test_walk_epilogue_random_points)
+{
+	unsigned int v;
+
+	random_samples("epilogue", 300, &v);
 }
 END_TEST
 
@@ -1020,6 +1071,10 @@ static Suite *cfi_suite(bool walks, bool vdso)
 	tcase_add_test(tc, test_walk_signal_frame);
 	tcase_add_test(tc, test_walk_thread);
 	tcase_add_test(tc, test_walk_fp_fallback);
+	tcase_add_test(tc, test_walk_cfa_in_rax);
+	tcase_add_test(tc, test_walk_epilogue);
+	tcase_add_test(tc, test_walk_big_frames);
+	tcase_add_test(tc, test_walk_epilogue_random_points);
 	tcase_add_test(tc, test_walk_random_points);
 	if (vdso)
 		tcase_add_test(tc, test_walk_vdso);
