@@ -88,6 +88,35 @@ static void push(struct env *e, uint64_t seq, pid_t pid, pid_t tid, const struct
 	shm_ring__commit_sp(&e->cap);
 }
 
+/*
+ * The same sample with its copy cut to cut bytes and a 3-entry FP chain that,
+ * as in FP-less code, is garbage past the ip (here: the ip again).
+ */
+static void push_short(struct env *e, uint64_t seq, pid_t pid, pid_t tid,
+		       const struct cap_sample *s, uint32_t cut)
+{
+	uint32_t len = (uint32_t)(sizeof(struct cpa_sample) + 24 + cut);
+	struct cpa_sample *r;
+	uint8_t *p;
+
+	ck_assert_int_eq(shm_ring__reserve_sp(&e->cap, len, CPA_REC_SAMPLE, (void **)&r), 0);
+	memset(r, 0, sizeof(*r));
+	r->seq = seq;
+	r->pid = (uint32_t)pid;
+	r->tid = (uint32_t)tid;
+	r->weight = 1;
+	r->flags = CPA_SF_USER_REGS;
+	memcpy(&r->regs, &s->regs, sizeof(r->regs));
+	r->stack_sp = s->base;
+	r->n_ufp = 3;
+	r->stack_len = cut;
+	p = (uint8_t *)(r + 1);
+	for (int i = 0; i < 3; i++)
+		memcpy(p + 8 * i, &s->regs.ip, 8);
+	memcpy(p + 24, s->bytes, cut);
+	shm_ring__commit_sp(&e->cap);
+}
+
 /* Name of an output frame, through the fixture helper's own view of the
  * process (independent of unwindd's maps cache). */
 static const char *frame_name(struct cap_proc *cp, const struct cpa_uframe *f, char *buf,
@@ -117,7 +146,7 @@ START_TEST(test_fp_less_chain_through_stage)
 	static char names[4096];
 	char *argv[] = {(char *)"cfi_fixture", (char *)"chain", NULL};
 	struct cap_proc *cp = calloc(1, sizeof(*cp));
-	const struct cpa_frames *f[2] = {NULL, NULL};
+	const struct cpa_frames *f[3] = {NULL, NULL, NULL};
 	const struct cpa_uframe *uf;
 	struct cap_sample s;
 	struct shm_msg m;
@@ -136,7 +165,8 @@ START_TEST(test_fp_less_chain_through_stage)
 	env_init(&e);
 	push(&e, 10, pid, tid, &s, true);
 	push(&e, 11, pid, tid, &s, false);
-	ck_assert_int_eq(unwindd__batch(e.u, UNWINDD_BATCH), 2);
+	push_short(&e, 12, pid, tid, &s, 16);
+	ck_assert_int_eq(unwindd__batch(e.u, UNWINDD_BATCH), 3);
 
 	while (shm_ring__peek_sc(&e.sym, &m) == 0) {
 		if (m.type == CPA_REC_MODULE) {
@@ -148,12 +178,12 @@ START_TEST(test_fp_less_chain_through_stage)
 				ck_assert_uint_gt(d->build_id_len, 0);
 			mods++;
 		} else if (m.type == CPA_REC_FRAMES) {
-			ck_assert_uint_lt(nf, 2);
+			ck_assert_uint_lt(nf, 3);
 			ck_assert(cpa_rec_frames_ok(m.data, m.len));
 			f[nf++] = m.data;
 		}
 	}
-	ck_assert_uint_eq(nf, 2);
+	ck_assert_uint_eq(nf, 3);
 	ck_assert_uint_ge(mods, 3); /* fixture, libcfifix.so, libc */
 
 	/* With the stack copy: the CFI walk, to the outermost frame. */
@@ -173,6 +203,21 @@ START_TEST(test_fp_less_chain_through_stage)
 	/* Without it: the FP chain, which for this code is the ip alone. */
 	ck_assert_uint_eq(f[1]->stop_reason, CPA_STOP_FP);
 	ck_assert_uint_eq(f[1]->n_uframes, 1);
+
+	/* A copy too short: the partial CFI walk stands (stop_here chain_d,
+	 * READ), not the longer garbage FP chain, and nothing is marked FP. */
+	ck_assert_uint_eq(f[2]->stop_reason, CPA_STOP_READ);
+	ck_assert(f[2]->flags & CPA_SF_UNWIND_PARTIAL);
+	ck_assert_uint_eq(f[2]->n_uframes, 2);
+	uf = (const void *)(f[2] + 1);
+	{
+		char b0[300], b1[300];
+
+		ck_assert_str_eq(frame_name(cp, &uf[0], b0, sizeof(b0)), "stop_here");
+		ck_assert_str_eq(frame_name(cp, &uf[1], b1, sizeof(b1)), "chain_d");
+	}
+	ck_assert(!(uf[1].flags & CPA_UF_FP));
+	ck_assert_uint_eq(shm_stage__cnt(e.st, UNW_CNT_FP_DEEPER), 1);
 
 	ck_assert_uint_eq(shm_stage__cnt(e.st, UNW_CNT_STOP_END), 1);
 	ck_assert_uint_ge(shm_stage__cnt(e.st, UNW_CNT_FRAMES), 7);
