@@ -23,7 +23,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 const volatile __u32 target_tgid = 0; /* 0 = every process */
 const volatile bool filter_comm = false;
 const volatile char comm_filter[CPA_BPF_COMM_LEN] = {};
-const volatile __u32 stack_size = 0; /* user stack bytes to copy; 0 = none */
+const volatile __u32 stack_size = 0;  /* most user stack bytes to copy (the cap); 0 = none */
+const volatile __u32 stack_start = 0; /* bytes for a process not in ustack_size */
 const volatile __u32 rec_size = sizeof(struct cpa_bpf_sample); /* cpa_bpf_sample_size() */
 const volatile bool kernel_only = false;		       /* no user regs/stacks at all */
 const volatile bool with_idle = false;			       /* sample pid 0 too */
@@ -33,6 +34,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 22); /* resized by capture before load */
 } rb SEC(".maps");
+
+/* Per process copy size, learned by unwindd, written by capture (docs/capture.md). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CPA_BPF_USTACK_PIDS);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u32); /* bytes */
+} ustack_size SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -117,7 +126,8 @@ static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp, __u
 }
 
 /*
- * How much of the stack_size copy can be stack at all. Bytes above a
+ * How many bytes to copy: the process's learned size (ustack_size, else
+ * stack_start), at most stack_size, and no more than can be stack at all. Bytes above a
  * thread's stack top are not frames: copying them costs BPF time, capture's
  * memmove and ring 0 space for nothing, and most samples of a shallow thread
  * are mostly such bytes.
@@ -133,9 +143,14 @@ static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp, __u
  */
 #define START_STACK_SLACK 256
 
-static __always_inline __u64 ustack_want(struct task_struct *task, __u64 sp, bool leader)
+static __always_inline __u64 ustack_want(struct task_struct *task, __u64 sp, bool leader,
+					 __u32 tgid)
 {
-	__u64 top = task->thread.fsbase, want = stack_size;
+	__u32 *learned = bpf_map_lookup_elem(&ustack_size, &tgid);
+	__u64 top = task->thread.fsbase, want = learned ? *learned : stack_start;
+
+	if (want > stack_size)
+		want = stack_size;
 
 	if (top > sp && top - sp < want)
 		want = top - sp;
@@ -290,7 +305,7 @@ int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 		read_user_regs(s, task, ir, in_user);
 		flags |= CPA_BPF_F_USER_REGS;
 		if (stack_size) {
-			__u64 want = ustack_want(task, s->regs.sp, tid == tgid);
+			__u64 want = ustack_want(task, s->regs.sp, tid == tgid, tgid);
 
 			s->stack_len = copy_ustack(s, s->regs.sp, want);
 			if (s->stack_len == 0) {

@@ -32,6 +32,7 @@
 #define CPA_BPF_MAX_UFP	   127
 #define CPA_BPF_PAGE	   4096
 #define CPA_BPF_MAX_STACK  65536 /* largest stack_size knob */
+#define CPA_BPF_USTACK_PIDS 8192 /* processes with a learned copy size (map ustack_size) */
 
 enum cpa_bpf_rec_type {
 	CPA_BPF_REC_SAMPLE = 1,

@@ -69,6 +69,15 @@ static int on_record(void *ctx, void *data, size_t size)
 	return b->fn(b->ctx, data, size);
 }
 
+int cap_bpf__ustack_set(struct cap_bpf *b, uint32_t pid, uint32_t bytes)
+{
+	int fd = bpf_map__fd(b->skel->maps.ustack_size);
+
+	if (!bytes)
+		return bpf_map_delete_elem(fd, &pid) < 0 && errno != ENOENT ? -errno : 0;
+	return bpf_map_update_elem(fd, &pid, &bytes, BPF_ANY) < 0 ? -errno : 0;
+}
+
 uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stack_size)
 {
 	/* Half a second of samples from every CPU: five poll deadlines of slack. */
@@ -115,6 +124,8 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 		strncpy((char *)b->skel->rodata->comm_filter, o->comm, CPA_BPF_COMM_LEN - 1);
 	}
 	b->skel->rodata->stack_size = o->kernel_only ? 0 : o->stack_size;
+	b->skel->rodata->stack_start =
+		MIN(o->stack_start ? o->stack_start : o->stack_size, b->skel->rodata->stack_size);
 	b->skel->rodata->rec_size = cpa_bpf_sample_size(b->skel->rodata->stack_size);
 	b->skel->rodata->kernel_only = o->kernel_only;
 	b->skel->rodata->with_idle = o->with_idle;

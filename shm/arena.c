@@ -76,6 +76,10 @@ void shm_layout__default(struct shm_layout *l, uint32_t stack_size, uint32_t dep
 	l->rings[SHM_RING_SYMD].data_size = 1u << 20;
 	l->rings[SHM_RING_SYMD].producer = SHM_STAGE_SYMD;
 	l->rings[SHM_RING_SYMD].consumer = SHM_STAGE_STORER;
+	/* 16-byte hints, a few per process and second at most */
+	l->rings[SHM_RING_HINT].data_size = 64u << 10;
+	l->rings[SHM_RING_HINT].producer = SHM_STAGE_UNWINDD;
+	l->rings[SHM_RING_HINT].consumer = SHM_STAGE_CAPTURE;
 }
 
 static int layout_check(const struct shm_layout *l)

@@ -16,6 +16,7 @@ enum capture_counter {
 	CAP_CNT_BPF_FILTERED,		      /* dropped by pid/comm filters in BPF */
 	CAP_CNT_TASK_EVENTS,		      /* exec/exit events forwarded */
 	CAP_CNT_USTACK_BYTES,		      /* user stack bytes forwarded */
+	CAP_CNT_USTACK_HINTS,		      /* unwindd's copy size hints applied */
 	CAP_CNT_MAX_,
 };
 
@@ -37,6 +38,7 @@ enum unwindd_counter {
 	UNW_CNT_CACHE_BYTES,  /* (gauge) bytes held by unwind tables */
 	UNW_CNT_ENV_SKIPPED,  /* not unwound: env value not in --parse_env_values */
 	UNW_CNT_DUMP_ERRORS,  /* --debug_option dump writes that failed */
+	UNW_CNT_USTACK_HINTS, /* copy size hints sent to capture */
 	UNW_CNT_MAX_,
 };
 

@@ -7,6 +7,7 @@
  * record length (see cpa_rec_*_size() helpers).
  *
  *   capture --(SAMPLE, TASK, LOSS)--> unwindd
+ *   unwindd --(USTACK_HINT)--> capture	(feedback ring: the adaptive stack copy)
  *   unwindd --(DICT_RESET, MODULE, FRAMES, TASK, LOSS)--> symd
  *   symd    --(DICT_RESET, STR, MODULE, FRAME, STACK, SAMPLE_OUT, LOSS)--> storer
  *
@@ -31,16 +32,17 @@
 
 enum cpa_rec_type {
 	/* 0 is SHM_REC_TYPE_PAD */
-	CPA_REC_SAMPLE = 1, /* capture -> unwindd: struct cpa_sample + stacks */
-	CPA_REC_TASK,	    /* exec/exit of a task: struct cpa_task_event */
-	CPA_REC_LOSS,	    /* samples lost or degraded upstream: struct cpa_loss */
-	CPA_REC_DICT_RESET, /* struct cpa_dict_reset: forget every id of this link */
-	CPA_REC_MODULE,	    /* struct cpa_module_def + path */
-	CPA_REC_FRAMES,	    /* unwindd -> symd: struct cpa_frames + pcs + uframes */
-	CPA_REC_STR,	    /* symd -> storer: struct cpa_str_def + bytes */
-	CPA_REC_FRAME,	    /* symd -> storer: struct cpa_frame_def */
-	CPA_REC_STACK,	    /* symd -> storer: struct cpa_stack_def + frame ids */
-	CPA_REC_SAMPLE_OUT, /* symd -> storer: struct cpa_sample_out */
+	CPA_REC_SAMPLE = 1,  /* capture -> unwindd: struct cpa_sample + stacks */
+	CPA_REC_TASK,	     /* exec/exit of a task: struct cpa_task_event */
+	CPA_REC_LOSS,	     /* samples lost or degraded upstream: struct cpa_loss */
+	CPA_REC_DICT_RESET,  /* struct cpa_dict_reset: forget every id of this link */
+	CPA_REC_MODULE,	     /* struct cpa_module_def + path */
+	CPA_REC_FRAMES,	     /* unwindd -> symd: struct cpa_frames + pcs + uframes */
+	CPA_REC_STR,	     /* symd -> storer: struct cpa_str_def + bytes */
+	CPA_REC_FRAME,	     /* symd -> storer: struct cpa_frame_def */
+	CPA_REC_STACK,	     /* symd -> storer: struct cpa_stack_def + frame ids */
+	CPA_REC_SAMPLE_OUT,  /* symd -> storer: struct cpa_sample_out */
+	CPA_REC_USTACK_HINT, /* unwindd -> capture: struct cpa_ustack_hint */
 	CPA_REC_TYPE_MAX,
 };
 
@@ -289,6 +291,21 @@ struct cpa_sample_out {
 	uint32_t _pad0;
 };
 _Static_assert(sizeof(struct cpa_sample_out) == 72, "cpa_sample_out layout");
+
+/*
+ * CPA_REC_USTACK_HINT (ring SHM_RING_HINT, unwindd -> capture): copy this
+ * many user stack bytes per sample of pid from now on (capture clamps it to
+ * [CPA_USTACK_HINT_MIN, its cap]; 0 = forget pid: the start size again).
+ * No seq: a later hint for the same pid replaces an earlier one, and a lost
+ * hint is sent again by the next walk that runs out of bytes.
+ */
+#define CPA_USTACK_HINT_MIN 1024u
+struct cpa_ustack_hint {
+	uint32_t pid;
+	uint32_t bytes;
+	uint64_t time_ns; /* CLOCK_MONOTONIC when unwindd decided */
+};
+_Static_assert(sizeof(struct cpa_ustack_hint) == 16, "cpa_ustack_hint layout");
 
 /* Size checks for readers: the declared counts fit in len bytes. */
 static inline int cpa_rec_sample_ok(const struct cpa_sample *s, uint32_t len)

@@ -627,6 +627,7 @@ struct capture {
 	struct cpa_uframe f[600];
 	unsigned int n;
 	int stop;
+	uint64_t top; /* the walk's highest sp */
 	char names[8192];
 };
 
@@ -667,7 +668,8 @@ static const char *walk_names_flags(unsigned int max, unsigned int flags)
 	char *p = cap.names, *end = cap.names + sizeof(cap.names);
 	char last[300] = "";
 
-	cap.stop = unw_walk_flags(&cap.s.regs, &st, cap_find, &cap.proc, flags, cap.f, max, &cap.n);
+	cap.stop = unw_walk_flags(&cap.s.regs, &st, cap_find, &cap.proc, flags, cap.f, max, &cap.n,
+				  &cap.top);
 	cap.names[0] = 0;
 	for (unsigned int i = 0; i < cap.n; i++) {
 		const char *mod = module_base(cap.f[i].module_id);

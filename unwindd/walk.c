@@ -134,7 +134,7 @@ static inline uint32_t rule_of(const struct cfi_table *t, uint64_t off)
 }
 
 /* DWARF numbers of the caller-saved registers: rax rdx rcx rsi rdi r8-r11. */
-#define UNW_VOLATILE_REGS                                                                    \
+#define UNW_VOLATILE_REGS                                                                     \
 	(1u << DW_RAX | 1u << DW_RDX | 1u << DW_RCX | 1u << DW_RSI | 1u << DW_RDI | 1u << 8 | \
 	 1u << 9 | 1u << 10 | 1u << 11)
 
@@ -573,9 +573,10 @@ static int step_fp(struct unw_regs *r, const struct unw_stack *s)
 
 int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
 		   void *ctx, unsigned int flags, struct cpa_uframe *out, unsigned int max,
-		   unsigned int *ret_n)
+		   unsigned int *ret_n, uint64_t *ret_top)
 {
 	struct unw_regs r = *regs;
+	uint64_t top = regs->sp;
 	unsigned int n = 0;
 	bool exact = true; /* the leaf's ip is not a return address */
 	uint32_t next_flags = 0;
@@ -612,8 +613,8 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 			stop = CPA_STOP_ANON;
 			break;
 		}
-		stop = loc.table ? step_rule(loc.table, rule_of(loc.table, loc.file_off), &r, n == 1,
-					     stack, &sig)
+		stop = loc.table ? step_rule(loc.table, rule_of(loc.table, loc.file_off), &r,
+					     n == 1, stack, &sig)
 				 : CPA_STOP_NO_CFI;
 		if (stop == CPA_STOP_NO_CFI && !loc.table && (flags & UNW_F_FP_FALLBACK)) {
 			stop = step_fp(&r, stack);
@@ -633,13 +634,17 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 			break;
 		}
 		exact = sig;
+		if (r.sp > top)
+			top = r.sp;
 	}
 	*ret_n = n;
+	if (ret_top)
+		*ret_top = top;
 	return stop;
 }
 
 int unw_walk(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
 	     void *ctx, struct cpa_uframe *out, unsigned int max, unsigned int *ret_n)
 {
-	return unw_walk_flags(regs, stack, find, ctx, 0, out, max, ret_n);
+	return unw_walk_flags(regs, stack, find, ctx, 0, out, max, ret_n, NULL);
 }

@@ -75,10 +75,14 @@ enum unw_walk_flag {
 	UNW_F_FP_FALLBACK = 1u << 0,
 };
 
-/* unw_walk() with enum unw_walk_flag options; unw_walk() is flags = 0. */
+/*
+ * unw_walk() with enum unw_walk_flag options; unw_walk() is flags = 0.
+ * ret_top (may be NULL): the highest stack pointer the walk reached (the last
+ * CFA): the copy bytes a complete walk needed lie below it.
+ */
 int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
 		   void *ctx, unsigned int flags, struct cpa_uframe *out, unsigned int max,
-		   unsigned int *ret_n);
+		   unsigned int *ret_n, uint64_t *ret_top);
 
 /*
  * One step: apply the row of file_off in t to regs (which become the
