@@ -359,9 +359,10 @@ static void ucopy_send(struct unwindd *u, struct uproc *p, uint32_t bytes)
 
 /*
  * Learn from one walk how many stack bytes this process needs. A walk that
- * ran out of copied bytes doubles what the sample had (up to the cap) at
- * once; complete walks only lower the size, once per UCOPY_WINDOW of them,
- * to their deepest need plus slack. A hint capture has not applied yet
+ * ran out of copied bytes raises the size to the cap at once (one round trip
+ * through capture, not one per doubling: samples in between are incomplete);
+ * complete walks then lower it, once per UCOPY_WINDOW of them, to their
+ * deepest need plus slack. A hint capture has not applied yet
  * (samples still arrive short) is sent again now and then, which also
  * re-teaches a restarted capture.
  */
@@ -377,9 +378,7 @@ static void ucopy_learn(struct unwindd *u, struct uproc *p, const struct cpa_sam
 	if (stop == CPA_STOP_READ) {
 		p->ucopy_need = 0;
 		p->ucopy_walks = 0;
-		want = (uint32_t)MIN(
-			(uint64_t)u->o.ustack_cap,
-			MAX((uint64_t)cur, ((uint64_t)s->stack_len + 4095) / 4096 * 8192));
+		want = u->o.ustack_cap;
 		if (want > cur || (s->stack_len < cur && want > s->stack_len &&
 				   u->now_ns - p->ucopy_sent_ns >= UCOPY_RESEND_NS))
 			ucopy_send(u, p, want);
