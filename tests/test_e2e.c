@@ -532,6 +532,63 @@ START_TEST(test_e2e_nofp_complete_and_shares)
 }
 END_TEST
 
+/*
+ * The adaptive stack copy (issue 10): three 6 KB frames need ~20 KiB of
+ * stack, more than the default 8 KiB start. The first samples stop short
+ * (stack read); once unwindd's hint reached capture every sample is complete
+ * to _start, and the copy settles at what the walks need.
+ */
+START_TEST(test_e2e_adaptive_stack_copy)
+{
+	char *store = store_new(), *prof, fix[] = CFI_FIXTURE_DIR "/cfi_fixture";
+	char *argv[] = {fix, "bigloop", "6", NULL};
+	char label[64];
+	long total = 0, complete = 0, cut = 0;
+	const char *line;
+	pid_t mon, pid;
+	int out;
+	struct range r;
+
+	need_root_bpf();
+	mon = monitor_start(store, 10, 99, 0);
+	sleep(2);
+	pid = spawn(argv, &out);
+	ck_assert_int_eq(wait_exit(pid, NULL), 0);
+	close(out);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+
+	show_range(store, &r);
+	prof = show_all(store, &r);
+	snprintf(label, sizeof(label), "cfi_fixture:%d;", pid);
+	for (line = prof; line && *line;) {
+		const char *eol = strchr(line, '\n');
+		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
+		long n = strtol(strrchr(l, ' ') + 1, NULL, 10);
+
+		line = eol ? eol + 1 : NULL;
+		if (strncmp(l, label, strlen(label))) {
+			free(l);
+			continue;
+		}
+		total += n;
+		if (!strncmp(l + strlen(label), "_start;", 7) &&
+		    strstr(l, ";main;big_a;big_b;big_c;"))
+			complete += n;
+		if (strstr(l, "[unwind stopped: stack read]"))
+			cut += n;
+		free(l);
+	}
+	fprintf(stderr, "e2e adaptive copy: %ld samples, %ld complete, %ld stack read\n", total,
+		complete, cut);
+	ck_assert_int_gt(total, 100);
+	/* With a fixed 8 KiB copy none would be complete; the round trip
+	 * unwindd -> capture takes about a second of samples. */
+	ck_assert_msg(complete >= 0.6 * (double)total, "complete %ld of %ld", complete, total);
+	free(prof);
+	free(store);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("e2e");
@@ -544,6 +601,7 @@ int main(void)
 	tcase_add_test(tc, test_e2e_stop_sigint);
 	tcase_add_test(tc, test_e2e_stop_sigterm);
 	tcase_add_test(tc, test_e2e_nofp_complete_and_shares);
+	tcase_add_test(tc, test_e2e_adaptive_stack_copy);
 	suite_add_tcase(s, tc);
 	/* Root/BPF check before Check forks the cases, so a skip is a skip. */
 	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
