@@ -801,44 +801,46 @@ START_TEST(test_walk_fp_fallback)
 }
 END_TEST
 
-/* CFA = rax + 8 for the whole body (OpenSSL AES-GCM): needs every register of the leaf. */
-START_TEST(test_walk_cfa_in_rax)
-{
-	capture_mode("rax");
-	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "rax_fn rax_caller main [libc.so.6] _start");
-	ck_assert_int_eq(cap.stop, CPA_STOP_END);
-	/* the CFA really comes from rax: without its value the walk stops */
-	cap.s.regs.ax = 0;
-	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "rax_fn");
-	ck_assert_int_eq(cap.stop, CPA_STOP_READ);
-	release_capture();
-}
-END_TEST
-
 /*
- * On the ret of a function whose pops are done, GCC's CFI still names the
- * save slots (now below rsp, outside the copy): the registers hold their
- * restored values. The caller's CFA is rbp-based, so a wrong rbp derails.
+ * The CFI edges of issue 10, each walked whole and then damaged to show what
+ * the walk depends on:
+ *  - rax: CFA = rax + 8 for the whole body (OpenSSL AES-GCM): needs every
+ *    register of the leaf; with rax zeroed the walk stops.
+ *  - epi_trap: on the ret of a function whose pops are done, GCC's CFI still
+ *    names the save slots (below rsp, outside the copy): the registers hold
+ *    their restored values. The caller's CFA is rbp-based, so a wrong rbp
+ *    derails. (Before the fix: "epi_fn", READ.)
+ *  - big: three 6 KB frames: an 8 KiB copy stops short.
  */
-START_TEST(test_walk_epilogue)
-{
-	capture_mode("epi_trap");
-	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "epi_fn epi_loop main [libc.so.6] _start");
-	ck_assert_int_eq(cap.stop, CPA_STOP_END);
-	release_capture();
-}
-END_TEST
+enum issue10_damage { DMG_NONE, DMG_RAX, DMG_COPY_8K };
 
-/* Three 6 KB frames: an 8 KiB copy stops short (CPA_STOP_READ), a 24 KiB one does not. */
-START_TEST(test_walk_big_frames)
+static const struct {
+	const char *mode, *names;
+	enum issue10_damage damage;
+	const char *damaged_names;
+	int damaged_stop;
+} issue10_cases[] = {
+	{"rax", "rax_fn rax_caller main [libc.so.6] _start", DMG_RAX, "rax_fn", CPA_STOP_READ},
+	{"epi_trap", "epi_fn epi_loop main [libc.so.6] _start", DMG_NONE, NULL, 0},
+	{"big", "stop_here big_c big_b big_a main [libc.so.6] _start", DMG_COPY_8K,
+	 "stop_here big_c big_b", CPA_STOP_READ},
+};
+
+START_TEST(test_walk_issue10_edges)
 {
-	capture_mode("big");
-	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES),
-			 "stop_here big_c big_b big_a main [libc.so.6] _start");
+	const typeof(issue10_cases[0]) *c = &issue10_cases[_i];
+
+	capture_mode(c->mode);
+	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), c->names);
 	ck_assert_int_eq(cap.stop, CPA_STOP_END);
-	cap.s.len = MIN(cap.s.len, 8192u);
-	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "stop_here big_c big_b");
-	ck_assert_int_eq(cap.stop, CPA_STOP_READ);
+	if (c->damage == DMG_RAX)
+		cap.s.regs.ax = 0;
+	else if (c->damage == DMG_COPY_8K)
+		cap.s.len = MIN(cap.s.len, 8192u);
+	if (c->damage != DMG_NONE) {
+		ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), c->damaged_names);
+		ck_assert_int_eq(cap.stop, c->damaged_stop);
+	}
 	release_capture();
 }
 END_TEST
@@ -1073,9 +1075,7 @@ static Suite *cfi_suite(bool walks, bool vdso)
 	tcase_add_test(tc, test_walk_signal_frame);
 	tcase_add_test(tc, test_walk_thread);
 	tcase_add_test(tc, test_walk_fp_fallback);
-	tcase_add_test(tc, test_walk_cfa_in_rax);
-	tcase_add_test(tc, test_walk_epilogue);
-	tcase_add_test(tc, test_walk_big_frames);
+	tcase_add_loop_test(tc, test_walk_issue10_edges, 0, (int)ARRAY_SIZE(issue10_cases));
 	tcase_add_test(tc, test_walk_epilogue_random_points);
 	tcase_add_test(tc, test_walk_random_points);
 	if (vdso)

@@ -60,13 +60,15 @@ static void env_free(struct env *e)
 	shm_arena__free(e->a);
 }
 
-/* A SAMPLE as capture sends it for an FP-less process: the kernel's FP
- * chain holds only the ip. */
-static void push(struct env *e, uint64_t seq, pid_t pid, pid_t tid, const struct cap_sample *s,
-		 bool with_stack)
+/*
+ * A SAMPLE as capture sends it for an FP-less process: the kernel's FP chain
+ * is the ip and, past it, garbage (here: the ip again), n_ufp entries. The
+ * first slen bytes of the stack copy go along; 0 = a degraded sample.
+ */
+static void push_n(struct env *e, uint64_t seq, pid_t pid, pid_t tid, const struct cap_sample *s,
+		   uint32_t slen, unsigned int n_ufp)
 {
-	uint32_t slen = with_stack ? s->len : 0;
-	uint32_t len = (uint32_t)(sizeof(struct cpa_sample) + 8 + slen);
+	uint32_t len = (uint32_t)(sizeof(struct cpa_sample) + 8 * n_ufp + slen);
 	struct cpa_sample *r;
 	uint8_t *p;
 
@@ -76,45 +78,22 @@ static void push(struct env *e, uint64_t seq, pid_t pid, pid_t tid, const struct
 	r->pid = (uint32_t)pid;
 	r->tid = (uint32_t)tid;
 	r->weight = 1;
-	r->flags = CPA_SF_USER_REGS | (with_stack ? 0 : CPA_SF_DEGRADED);
+	r->flags = CPA_SF_USER_REGS | (slen ? 0 : CPA_SF_DEGRADED);
 	memcpy(&r->regs, &s->regs, sizeof(r->regs));
 	r->stack_sp = s->base;
-	r->n_ufp = 1;
+	r->n_ufp = (uint16_t)n_ufp;
 	r->stack_len = slen;
 	p = (uint8_t *)(r + 1);
-	memcpy(p, &s->regs.ip, 8);
-	if (slen)
-		memcpy(p + 8, s->bytes, slen);
+	for (unsigned int i = 0; i < n_ufp; i++)
+		memcpy(p + 8 * i, &s->regs.ip, 8);
+	memcpy(p + 8 * n_ufp, s->bytes, slen);
 	shm_ring__commit_sp(&e->cap);
 }
 
-/*
- * The same sample with its copy cut to cut bytes and a 3-entry FP chain that,
- * as in FP-less code, is garbage past the ip (here: the ip again).
- */
-static void push_short(struct env *e, uint64_t seq, pid_t pid, pid_t tid,
-		       const struct cap_sample *s, uint32_t cut)
+static void push(struct env *e, uint64_t seq, pid_t pid, pid_t tid, const struct cap_sample *s,
+		 bool with_stack)
 {
-	uint32_t len = (uint32_t)(sizeof(struct cpa_sample) + 24 + cut);
-	struct cpa_sample *r;
-	uint8_t *p;
-
-	ck_assert_int_eq(shm_ring__reserve_sp(&e->cap, len, CPA_REC_SAMPLE, (void **)&r), 0);
-	memset(r, 0, sizeof(*r));
-	r->seq = seq;
-	r->pid = (uint32_t)pid;
-	r->tid = (uint32_t)tid;
-	r->weight = 1;
-	r->flags = CPA_SF_USER_REGS;
-	memcpy(&r->regs, &s->regs, sizeof(r->regs));
-	r->stack_sp = s->base;
-	r->n_ufp = 3;
-	r->stack_len = cut;
-	p = (uint8_t *)(r + 1);
-	for (int i = 0; i < 3; i++)
-		memcpy(p + 8 * i, &s->regs.ip, 8);
-	memcpy(p + 24, s->bytes, cut);
-	shm_ring__commit_sp(&e->cap);
+	push_n(e, seq, pid, tid, s, with_stack ? s->len : 0, 1);
 }
 
 /* Name of an output frame, through the fixture helper's own view of the
@@ -165,7 +144,7 @@ START_TEST(test_fp_less_chain_through_stage)
 	env_init(&e);
 	push(&e, 10, pid, tid, &s, true);
 	push(&e, 11, pid, tid, &s, false);
-	push_short(&e, 12, pid, tid, &s, 16);
+	push_n(&e, 12, pid, tid, &s, 16, 3); /* copy too short, FP chain longer */
 	ck_assert_int_eq(unwindd__batch(e.u, UNWINDD_BATCH), 3);
 
 	while (shm_ring__peek_sc(&e.sym, &m) == 0) {
