@@ -35,12 +35,12 @@ struct {
 	__uint(max_entries, 1 << 22); /* resized by capture before load */
 } rb SEC(".maps");
 
-/* Per process copy size, learned by unwindd, written by capture (docs/capture.md). */
+/* Per process copy size, learned by unwindd, written by capture (bpf/profile.h). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, CPA_BPF_USTACK_PIDS);
-	__type(key, __u32);   /* tgid */
-	__type(value, __u32); /* bytes */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CPA_BPF_USTACK_SLOTS);
+	__type(key, __u32);   /* tgid % CPA_BPF_USTACK_SLOTS */
+	__type(value, __u64); /* bytes << 32 | tgid; 0 = empty */
 } ustack_size SEC(".maps");
 
 struct {
@@ -146,8 +146,9 @@ static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp, __u
 static __always_inline __u64 ustack_want(struct task_struct *task, __u64 sp, bool leader,
 					 __u32 tgid)
 {
-	__u32 *learned = bpf_map_lookup_elem(&ustack_size, &tgid);
-	__u64 top = task->thread.fsbase, want = learned ? *learned : stack_start;
+	__u32 slot = tgid % CPA_BPF_USTACK_SLOTS;
+	__u64 *learned = bpf_map_lookup_elem(&ustack_size, &slot), e = learned ? *learned : 0;
+	__u64 top = task->thread.fsbase, want = (__u32)e == tgid ? e >> 32 : stack_start;
 
 	if (want > stack_size)
 		want = stack_size;

@@ -32,7 +32,14 @@
 #define CPA_BPF_MAX_UFP	   127
 #define CPA_BPF_PAGE	   4096
 #define CPA_BPF_MAX_STACK  65536 /* largest stack_size knob */
-#define CPA_BPF_USTACK_PIDS 8192 /* processes with a learned copy size (map ustack_size) */
+/*
+ * Map ustack_size: an ARRAY of CPA_BPF_USTACK_SLOTS u64 slots, slot
+ * tgid % CPA_BPF_USTACK_SLOTS = (u64)bytes << 32 | tgid, 0 = empty. An array
+ * lookup is inlined by the verifier (one load, no helper call, no hashing):
+ * at low sampling rates every run starts cache-cold and each line costs. Two
+ * processes on one slot: the last hint wins, the other copies stack_start.
+ */
+#define CPA_BPF_USTACK_SLOTS 32768
 
 enum cpa_bpf_rec_type {
 	CPA_BPF_REC_SAMPLE = 1,

@@ -72,10 +72,18 @@ static int on_record(void *ctx, void *data, size_t size)
 int cap_bpf__ustack_set(struct cap_bpf *b, uint32_t pid, uint32_t bytes)
 {
 	int fd = bpf_map__fd(b->skel->maps.ustack_size);
+	uint32_t slot = pid % CPA_BPF_USTACK_SLOTS;
+	uint64_t v = (uint64_t)bytes << 32 | pid, cur;
 
-	if (!bytes)
-		return bpf_map_delete_elem(fd, &pid) < 0 && errno != ENOENT ? -errno : 0;
-	return bpf_map_update_elem(fd, &pid, &bytes, BPF_ANY) < 0 ? -errno : 0;
+	if (!bytes) {
+		/* forget pid, not whoever shares its slot now */
+		if (bpf_map_lookup_elem(fd, &slot, &cur) < 0)
+			return -errno;
+		if ((uint32_t)cur != pid)
+			return 0;
+		v = 0;
+	}
+	return bpf_map_update_elem(fd, &slot, &v, BPF_ANY) < 0 ? -errno : 0;
 }
 
 uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stack_size)
