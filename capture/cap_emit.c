@@ -237,10 +237,22 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	s->comm[CPA_COMM_LEN - 1] = '\0';
 	s->pcomm[CPA_COMM_LEN - 1] = '\0';
 	s->regs = (struct cpa_user_regs){
-		.ax = bs->regs.ax, .dx = bs->regs.dx, .cx = bs->regs.cx, .bx = bs->regs.bx,
-		.si = bs->regs.si, .di = bs->regs.di, .bp = bs->regs.bp, .sp = bs->regs.sp,
-		.r8 = bs->regs.r8, .r9 = bs->regs.r9, .r10 = bs->regs.r10, .r11 = bs->regs.r11,
-		.r12 = bs->regs.r12, .r13 = bs->regs.r13, .r14 = bs->regs.r14, .r15 = bs->regs.r15,
+		.ax = bs->regs.ax,
+		.dx = bs->regs.dx,
+		.cx = bs->regs.cx,
+		.bx = bs->regs.bx,
+		.si = bs->regs.si,
+		.di = bs->regs.di,
+		.bp = bs->regs.bp,
+		.sp = bs->regs.sp,
+		.r8 = bs->regs.r8,
+		.r9 = bs->regs.r9,
+		.r10 = bs->regs.r10,
+		.r11 = bs->regs.r11,
+		.r12 = bs->regs.r12,
+		.r13 = bs->regs.r13,
+		.r14 = bs->regs.r14,
+		.r15 = bs->regs.r15,
 		.ip = bs->regs.ip,
 	};
 	s->stack_sp = bs->regs.sp;

@@ -54,7 +54,8 @@ static uint64_t hdr_csum(const struct shm_arena_hdr *h)
 void shm_layout__default(struct shm_layout *l, uint32_t stack_size, uint32_t depth)
 {
 	/* A capture record at its largest: header, sample, both stacks, the copy. */
-	uint64_t per = sizeof(struct shm_rec) + sizeof(struct cpa_sample) + 8 * 127 * 2 + stack_size;
+	uint64_t per =
+		sizeof(struct shm_rec) + sizeof(struct cpa_sample) + 8 * 127 * 2 + stack_size;
 	uint64_t want = per * (depth ? depth : 64), sz = SHM_RING0_MIN;
 
 	/*

@@ -86,9 +86,9 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 
 /*
  * One step: apply the row of file_off in t to regs (which become the
- * caller's), as for a frame above the leaf (caller-saved registers unknown). Returns 0, or CPA_STOP_END / NO_CFI / READ / BAD. *ret_signal is
- * set when the frame was a signal trampoline (the caller's pc is then exact).
- * The bench drives this directly.
+ * caller's), as for a frame above the leaf (caller-saved registers unknown). Returns 0, or
+ * CPA_STOP_END / NO_CFI / READ / BAD. *ret_signal is set when the frame was a signal trampoline
+ * (the caller's pc is then exact). The bench drives this directly.
  */
 int unw_step(const struct cfi_table *t, uint64_t file_off, struct unw_regs *regs,
 	     const struct unw_stack *stack, bool *ret_signal);
