@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (MIT OR GPL-2.0)
 /*
- * On-CPU sampling and task events for capture. See bpf/profile.h for the
+ * On-CPU sampling, probe-triggered samples and task events for capture. See bpf/profile.h for the
  * records and docs/capture.md for what is recorded and why.
  *
  * Cost model (the whole point of this file): one ring buffer reservation per
@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
 
 #include "bpf/profile.h"
 
@@ -240,16 +241,82 @@ static __always_inline void read_user_regs(struct cpa_bpf_sample *s, struct task
 	}
 }
 
-SEC("perf_event")
-int cpa_on_cpu(struct bpf_perf_event_data *ctx)
+/*
+ * Per-probe rate limit: at most probe_rate samples per second per probe
+ * (second of bpf_ktime_get_ns). The window is shared by all CPUs; two CPUs
+ * crossing a second boundary at once may both reset it, so the limit is
+ * approximate by a few hits at boundaries, never unbounded. Skipped hits
+ * are counted per probe for capture's LOSS records.
+ */
+struct probe_window {
+	__u64 sec;
+	__u64 n;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CPA_BPF_PROBE_MAX);
+	__type(key, __u32);
+	__type(value, struct probe_window);
+} probe_win SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CPA_BPF_PROBE_MAX *CPA_BPF_PSTAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} probe_stats SEC(".maps");
+
+const volatile __u64 probe_rate = 0; /* samples per second per probe; 0 = no limit */
+
+static __always_inline void probe_stat_inc(__u32 probe_id, __u32 what)
 {
-	const struct cpa_bpf_regs *ir = (const struct cpa_bpf_regs *)&ctx->regs;
+	__u32 k = probe_id * CPA_BPF_PSTAT_MAX + what;
+	__u64 *v = bpf_map_lookup_elem(&probe_stats, &k);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline bool probe_admit(__u32 probe_id)
+{
+	struct probe_window *w;
+	__u64 sec;
+
+	if (probe_id >= CPA_BPF_PROBE_MAX)
+		return false;
+	probe_stat_inc(probe_id, CPA_BPF_PSTAT_HITS);
+	if (!probe_rate)
+		return true;
+	w = bpf_map_lookup_elem(&probe_win, &probe_id);
+	if (!w)
+		return false;
+	sec = bpf_ktime_get_ns() / 1000000000ull;
+	if (w->sec != sec) {
+		w->sec = sec;
+		w->n = 0;
+	}
+	if (__sync_fetch_and_add(&w->n, 1) < probe_rate)
+		return true;
+	probe_stat_inc(probe_id, CPA_BPF_PSTAT_SKIPPED);
+	return false;
+}
+
+/*
+ * The pid/comm filters, then one full sample: header, kernel stack (when ctx
+ * is in the kernel), user regs (from ir when the event hit user mode, else
+ * the task's saved ones), user stack copy and FP chain. Every sample source
+ * (cpu-clock, probes) goes through here, so they all unwind alike.
+ */
+static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *ir, bool in_user,
+					 __u32 kind, __u32 probe_id)
+{
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct task_struct *task;
 	struct cpa_bpf_sample *s;
 	char comm[CPA_BPF_COMM_LEN];
-	bool in_user, kthread;
+	bool kthread;
 	__u32 flags = 0;
 
 	if (tid == 0 && !with_idle)
@@ -266,16 +333,22 @@ int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 		stat_inc(CPA_BPF_STAT_FILTERED);
 		return 0;
 	}
+	if (kind == CPA_BPF_KIND_PROBE && !probe_admit(probe_id))
+		return 0;
 
 	s = bpf_ringbuf_reserve(&rb, rec_size, 0);
 	if (!s) {
-		stat_inc(CPA_BPF_STAT_RB_LOST);
+		if (kind == CPA_BPF_KIND_PROBE)
+			probe_stat_inc(probe_id, CPA_BPF_PSTAT_RB_LOST);
+		else
+			stat_inc(CPA_BPF_STAT_RB_LOST);
 		return 0;
 	}
 
-	in_user = (ir->cs & 3) == 3;
 	kthread = tid == 0 || (task->flags & PF_KTHREAD);
 	s->type = CPA_BPF_REC_SAMPLE;
+	s->kind = kind;
+	s->probe_id = probe_id;
 	s->time_ns = bpf_ktime_get_boot_ns();
 	s->cgroup_id = bpf_get_current_cgroup_id();
 	s->pid = tgid;
@@ -324,6 +397,82 @@ int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 	s->flags = flags;
 	bpf_ringbuf_submit(s, submit_flags());
 	return 0;
+}
+
+SEC("perf_event")
+int cpa_on_cpu(struct bpf_perf_event_data *ctx)
+{
+	const struct cpa_bpf_regs *ir = (const struct cpa_bpf_regs *)&ctx->regs;
+
+	return record_sample(ctx, ir, (ir->cs & 3) == 3, CPA_BPF_KIND_ONCPU, 0);
+}
+
+/*
+ * --probe programs (docs/capture.md, "Probes"). capture attaches each spec
+ * with its index as the BPF cookie; one program serves every spec of its
+ * program type.
+ */
+
+/* uprobe: and uretprobe: (usdt: too, through libbpf's usdt attach): the
+ * context is the user registers at the hit. */
+SEC("uprobe")
+int cpa_probe_user(struct pt_regs *ctx)
+{
+	return record_sample(ctx, (const struct cpa_bpf_regs *)ctx, true, CPA_BPF_KIND_PROBE,
+			     (__u32)bpf_get_attach_cookie(ctx));
+}
+
+/* usdt: libbpf's USDT attach uses the BPF cookie itself; ours is the USDT cookie. */
+SEC("usdt")
+int cpa_probe_usdt(struct pt_regs *ctx)
+{
+	return record_sample(ctx, (const struct cpa_bpf_regs *)ctx, true, CPA_BPF_KIND_PROBE,
+			     (__u32)bpf_usdt_cookie(ctx));
+}
+
+/* kprobe: and kretprobe: the context is kernel registers; user regs are the
+ * task's saved ones. Never attached on kernels without kprobes. */
+SEC("kprobe")
+int cpa_probe_kernel(struct pt_regs *ctx)
+{
+	return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE,
+			     (__u32)bpf_get_attach_cookie(ctx));
+}
+
+/*
+ * fentry:FUNC and fexit:FUNC (BTF trampolines: kernel functions without
+ * kprobes). A tracing program is bound to its target at load time, so each
+ * probe id has its own pair; capture sets the target of the ones in use and
+ * loads only those. The id is the slot, no cookie needed.
+ */
+#define CPA_FENTRY_SLOT(i)                                                     \
+	SEC("fentry")                                                          \
+	int cpa_fentry##i(unsigned long long *ctx)                             \
+	{                                                                      \
+		return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE, i); \
+	}                                                                      \
+	SEC("fexit")                                                           \
+	int cpa_fexit##i(unsigned long long *ctx)                              \
+	{                                                                      \
+		return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE, i); \
+	}
+
+CPA_FENTRY_SLOT(0)
+CPA_FENTRY_SLOT(1)
+CPA_FENTRY_SLOT(2)
+CPA_FENTRY_SLOT(3)
+CPA_FENTRY_SLOT(4)
+CPA_FENTRY_SLOT(5)
+CPA_FENTRY_SLOT(6)
+CPA_FENTRY_SLOT(7)
+_Static_assert(CPA_BPF_PROBE_MAX == 8, "one fentry/fexit pair per probe id");
+
+/* tracepoint:GROUP:NAME (perf-event attach, so it can carry a cookie). */
+SEC("tracepoint")
+int cpa_probe_tp(void *ctx)
+{
+	return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE,
+			     (__u32)bpf_get_attach_cookie(ctx));
 }
 
 static __always_inline int emit_task(struct task_struct *p, __u32 kind)

@@ -7,11 +7,11 @@
  * One BPF ring buffer carries two record types, told apart by the first u32:
  *
  *   struct cpa_bpf_sample  (CPA_BPF_REC_SAMPLE), reserved at a fixed size:
- *	+0	header (type, flags, time, ids, lengths, comms)
- *	+80	struct cpa_bpf_regs regs	the user pt_regs, all 168 bytes
- *	+248	u64 kstack[CPA_BPF_MAX_KSTACK]	kernel return addresses, leaf first
- *	+1264	u64 ufp[CPA_BPF_MAX_UFP]	user frame-pointer chain, leaf first
- *	+2280	u8  stack[stack_size + CPA_BPF_PAGE]	user stack bytes from regs.sp up
+ *	+0	header (type, flags, time, ids, lengths, kind, probe, comms)
+ *	+88	struct cpa_bpf_regs regs	the user pt_regs, all 168 bytes
+ *	+256	u64 kstack[CPA_BPF_MAX_KSTACK]	kernel return addresses, leaf first
+ *	+1272	u64 ufp[CPA_BPF_MAX_UFP]	user frame-pointer chain, leaf first
+ *	+2288	u8  stack[stack_size + CPA_BPF_PAGE]	user stack bytes from regs.sp up
  *
  *   The stack area has one page of slack because the first chunk ends at the
  *   page boundary above sp (variable length) and the verifier can only bound
@@ -40,6 +40,7 @@
  * processes on one slot: the last hint wins, the other copies stack_start.
  */
 #define CPA_BPF_USTACK_SLOTS 32768
+#define CPA_BPF_PROBE_MAX    8 /* --probe specs (CPA_PROBE_MAX) */
 
 enum cpa_bpf_rec_type {
 	CPA_BPF_REC_SAMPLE = 1,
@@ -70,6 +71,23 @@ enum cpa_bpf_stat {
 	CPA_BPF_STAT_MAX,
 };
 
+/* What started a sample (cpa_bpf_sample.kind); same values as enum cpa_sample_kind. */
+enum cpa_bpf_kind {
+	CPA_BPF_KIND_ONCPU = 0,
+	CPA_BPF_KIND_PROBE = 2,
+};
+
+/*
+ * Per-probe statistics (BPF_MAP_TYPE_PERCPU_ARRAY "probe_stats"), slot
+ * probe_id * CPA_BPF_PSTAT_MAX + enum cpa_bpf_probe_stat.
+ */
+enum cpa_bpf_probe_stat {
+	CPA_BPF_PSTAT_HITS,    /* hits that passed the filters */
+	CPA_BPF_PSTAT_SKIPPED, /* hits over the probe's rate limit: no sample */
+	CPA_BPF_PSTAT_RB_LOST, /* admitted, but the ring buffer was full (not in STAT_RB_LOST) */
+	CPA_BPF_PSTAT_MAX,
+};
+
 /*
  * The x86-64 user pt_regs verbatim (uapi layout, bpf_user_pt_regs_t): every
  * general-purpose register, so any CFA rule evaluates (OpenSSL's AES-GCM
@@ -92,6 +110,8 @@ struct cpa_bpf_sample {
 	__s32 kstack_len; /* bytes in kstack, or -errno from bpf_get_stack */
 	__s32 ufp_len;	  /* bytes in ufp, or -errno */
 	__u32 stack_len;  /* bytes in stack */
+	__u32 kind;	  /* enum cpa_bpf_kind */
+	__u32 probe_id;	  /* index of the --probe spec (kind PROBE) */
 	char comm[CPA_BPF_COMM_LEN];
 	char pcomm[CPA_BPF_COMM_LEN];
 	struct cpa_bpf_regs regs;
@@ -110,10 +130,10 @@ struct cpa_bpf_task {
 };
 
 _Static_assert(sizeof(struct cpa_bpf_regs) == 168, "cpa_bpf_regs layout (pt_regs)");
-_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, regs) == 80, "cpa_bpf_sample regs");
-_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 248, "cpa_bpf_sample kstack");
-_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1264, "cpa_bpf_sample ufp");
-_Static_assert(sizeof(struct cpa_bpf_sample) == 2280, "cpa_bpf_sample fixed part");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, regs) == 88, "cpa_bpf_sample regs");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 256, "cpa_bpf_sample kstack");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1272, "cpa_bpf_sample ufp");
+_Static_assert(sizeof(struct cpa_bpf_sample) == 2288, "cpa_bpf_sample fixed part");
 _Static_assert(sizeof(struct cpa_bpf_task) == 40, "cpa_bpf_task layout");
 
 /* Bytes one sample reserves in the BPF ring buffer for a given stack_size. */

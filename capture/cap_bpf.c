@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/probespec.h"
 #include "profile.skel.h"
 
 struct cap_bpf {
@@ -22,6 +23,10 @@ struct cap_bpf {
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* one per CPU; each owns its perf event fd */
 	unsigned int n_links;
+	struct bpf_link *probe_links[CPA_BPF_PROBE_MAX];
+	const struct probe_spec *probes;
+	unsigned int nr_probes;
+	int uprobe_pid; /* --pid's process, else -1: every process */
 	cap_bpf_record_fn fn;
 	void *ctx;
 	int nr_possible;
@@ -86,16 +91,80 @@ int cap_bpf__ustack_set(struct cap_bpf *b, uint32_t pid, uint32_t bytes)
 	return bpf_map_update_elem(fd, &slot, &v, BPF_ANY) < 0 ? -errno : 0;
 }
 
-uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stack_size)
+uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stack_size,
+			      unsigned int nr_probes, uint64_t probe_rate)
 {
 	/* Half a second of samples from every CPU: five poll deadlines of slack. */
 	uint64_t rec = cpa_bpf_sample_size(stack_size) + 8;
 	uint64_t want = (uint64_t)nr_cpus * freq * rec / 2;
+
+	/* A probe may use its whole second's budget in one burst (a loop):
+	 * room for all of it, so a burst within the limit loses nothing.
+	 * Without a limit, the 64 MiB cap below decides. */
+	if (nr_probes)
+		want += (uint64_t)nr_probes * (probe_rate ? MIN(probe_rate, 1u << 20) : 1u << 20) *
+			rec;
 	uint64_t sz = 1u << 20;
 
 	while (sz < want && sz < (64u << 20))
 		sz <<= 1;
 	return (uint32_t)sz;
+}
+
+/* Load only the probe programs some spec needs; none are auto-attached. */
+static void probes_autoload(struct cap_bpf *b)
+{
+	bool user = false, usdt = false, kern = false, tp = false;
+	struct bpf_object *obj = b->skel->obj;
+	char name[32];
+
+	/* One fentry/fexit pair per probe id, bound to its function at load. */
+	for (unsigned int i = 0; i < CPA_BPF_PROBE_MAX; i++) {
+		bool fentry = i < b->nr_probes && b->probes[i].type == PROBE_FENTRY;
+		bool fexit = i < b->nr_probes && b->probes[i].type == PROBE_FEXIT;
+		struct bpf_program *pe, *px;
+
+		snprintf(name, sizeof(name), "cpa_fentry%u", i);
+		pe = bpf_object__find_program_by_name(obj, name);
+		snprintf(name, sizeof(name), "cpa_fexit%u", i);
+		px = bpf_object__find_program_by_name(obj, name);
+		bpf_program__set_autoload(pe, fentry);
+		bpf_program__set_autoload(px, fexit);
+		bpf_program__set_autoattach(pe, false);
+		bpf_program__set_autoattach(px, false);
+		if (fentry || fexit)
+			bpf_program__set_attach_target(fentry ? pe : px, 0, b->probes[i].a);
+	}
+
+	for (unsigned int i = 0; i < b->nr_probes; i++) {
+		switch (b->probes[i].type) {
+		case PROBE_UPROBE:
+		case PROBE_URETPROBE:
+			user = true;
+			break;
+		case PROBE_USDT:
+			usdt = true;
+			break;
+		case PROBE_KPROBE:
+		case PROBE_KRETPROBE:
+			kern = true;
+			break;
+		case PROBE_TRACEPOINT:
+			tp = true;
+			break;
+		case PROBE_FENTRY:
+		case PROBE_FEXIT:
+			break;
+		}
+	}
+	bpf_program__set_autoload(b->skel->progs.cpa_probe_user, user);
+	bpf_program__set_autoload(b->skel->progs.cpa_probe_usdt, usdt);
+	bpf_program__set_autoload(b->skel->progs.cpa_probe_kernel, kern);
+	bpf_program__set_autoload(b->skel->progs.cpa_probe_tp, tp);
+	bpf_program__set_autoattach(b->skel->progs.cpa_probe_user, false);
+	bpf_program__set_autoattach(b->skel->progs.cpa_probe_usdt, false);
+	bpf_program__set_autoattach(b->skel->progs.cpa_probe_kernel, false);
+	bpf_program__set_autoattach(b->skel->progs.cpa_probe_tp, false);
 }
 
 int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
@@ -138,6 +207,13 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 	b->skel->rodata->kernel_only = o->kernel_only;
 	b->skel->rodata->with_idle = o->with_idle;
 	b->skel->rodata->wakeup_bytes = MIN(o->wakeup_bytes, o->ringbuf_size / 2);
+	b->skel->rodata->probe_rate = o->probe_rate;
+	b->probes = o->probes;
+	/* With --pid, user probes trap in that process only: other processes
+	 * never pay the breakpoint (the BPF filter would drop them anyway). */
+	b->uprobe_pid = o->target_tgid ? (int)o->target_tgid : -1;
+	b->nr_probes = MIN(o->nr_probes, (unsigned int)CPA_BPF_PROBE_MAX);
+	probes_autoload(b);
 	r = bpf_map__set_max_entries(b->skel->maps.rb, o->ringbuf_size);
 	if (r < 0) {
 		r = bpf_fail(r, "size BPF ring buffer");
@@ -217,6 +293,88 @@ int cap_bpf__attach(struct cap_bpf *b, const unsigned int *cpus, unsigned int n,
 	return 0;
 }
 
+static struct bpf_link *probe_attach(struct cap_bpf *b, unsigned int i)
+{
+	const struct probe_spec *p = &b->probes[i];
+	struct profile_bpf *sk = b->skel;
+	char dir[64];
+	int r;
+
+	switch (p->type) {
+	case PROBE_TRACEPOINT: {
+		LIBBPF_OPTS(bpf_tracepoint_opts, to, .bpf_cookie = i);
+
+		r = probe_tracefs_dir(dir, sizeof(dir));
+		if (r < 0) {
+			errno = -r;
+			return NULL;
+		}
+		return bpf_program__attach_tracepoint_opts(sk->progs.cpa_probe_tp, p->a, p->b, &to);
+	}
+	case PROBE_UPROBE:
+	case PROBE_URETPROBE: {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = i,
+			    .retprobe = p->type == PROBE_URETPROBE);
+
+		return bpf_program__attach_uprobe_opts(sk->progs.cpa_probe_user, b->uprobe_pid,
+						       p->path, (size_t)p->file_off, &uo);
+	}
+	case PROBE_USDT: {
+		LIBBPF_OPTS(bpf_usdt_opts, so, .usdt_cookie = i);
+
+		return bpf_program__attach_usdt(sk->progs.cpa_probe_usdt, b->uprobe_pid, p->path,
+						p->a, p->b, &so);
+	}
+	case PROBE_KPROBE:
+	case PROBE_KRETPROBE: {
+		LIBBPF_OPTS(bpf_kprobe_opts, ko, .bpf_cookie = i, .offset = (size_t)p->off,
+			    .retprobe = p->type == PROBE_KRETPROBE);
+
+		return bpf_program__attach_kprobe_opts(sk->progs.cpa_probe_kernel, p->a, &ko);
+	}
+	case PROBE_FENTRY:
+	case PROBE_FEXIT: {
+		char name[32];
+
+		snprintf(name, sizeof(name), "%s%u",
+			 p->type == PROBE_FENTRY ? "cpa_fentry" : "cpa_fexit", i);
+		return bpf_program__attach_trace(bpf_object__find_program_by_name(sk->obj, name));
+	}
+	}
+	errno = EINVAL;
+	return NULL;
+}
+
+int cap_bpf__attach_probes(struct cap_bpf *b)
+{
+	for (unsigned int i = 0; i < b->nr_probes; i++) {
+		b->probe_links[i] = probe_attach(b, i);
+		if (!b->probe_links[i]) {
+			int r = -errno;
+
+			return bpf_fail(r, "attach probe");
+		}
+	}
+	return 0;
+}
+
+int cap_bpf__read_probe_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX])
+{
+	_cleanup_free_ uint64_t *vals = calloc((size_t)b->nr_possible, sizeof(uint64_t));
+	int fd = bpf_map__fd(b->skel->maps.probe_stats);
+
+	if (!vals)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < CPA_BPF_PROBE_MAX * CPA_BPF_PSTAT_MAX; k++) {
+		if (bpf_map_lookup_elem(fd, &k, vals) < 0)
+			return -errno;
+		ret[k / CPA_BPF_PSTAT_MAX][k % CPA_BPF_PSTAT_MAX] = 0;
+		for (int c = 0; c < b->nr_possible; c++)
+			ret[k / CPA_BPF_PSTAT_MAX][k % CPA_BPF_PSTAT_MAX] += vals[c];
+	}
+	return 0;
+}
+
 int cap_bpf__poll(struct cap_bpf *b, int timeout_ms)
 {
 	int r, n;
@@ -239,6 +397,10 @@ void cap_bpf__detach(struct cap_bpf *b)
 	for (unsigned int i = 0; i < b->n_links; i++)
 		bpf_link__destroy(b->links[i]);
 	b->n_links = 0;
+	for (unsigned int i = 0; i < CPA_BPF_PROBE_MAX; i++) {
+		bpf_link__destroy(b->probe_links[i]);
+		b->probe_links[i] = NULL;
+	}
 	profile_bpf__detach(b->skel);
 }
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "bpf/profile.h"
+#include "common/probespec.h"
 
 struct cap_bpf;
 
@@ -25,6 +26,9 @@ struct cap_bpf_opts {
 	const char *btf_path;  /* NULL or "" = the running kernel's */
 	uint32_t ringbuf_size; /* power of two, multiple of the page size */
 	uint32_t wakeup_bytes; /* force a wakeup once this much is pending (<= ringbuf_size / 2) */
+	const struct probe_spec *probes; /* --probe specs, resolved; probe id = index */
+	unsigned int nr_probes;		 /* <= CPA_BPF_PROBE_MAX */
+	uint32_t probe_rate;		 /* samples/s per probe; 0 = no limit */
 };
 
 /* Returns 0 to go on, < 0 to stop consuming (that error is returned). */
@@ -36,6 +40,11 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 /* One cpu-clock event per CPU at freq Hz, the program attached to each,
  * plus the exec/exit tracepoints. */
 int cap_bpf__attach(struct cap_bpf *b, const unsigned int *cpus, unsigned int n, uint32_t freq);
+/* Attach each probe of the opts with its index as cookie (after cap_bpf__attach). */
+int cap_bpf__attach_probes(struct cap_bpf *b);
+/* Per-probe hits and skipped hits (enum cpa_bpf_probe_stat), summed over CPUs. */
+int cap_bpf__read_probe_stats(struct cap_bpf *b,
+			      uint64_t ret[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]);
 /* Sleep up to timeout_ms for a forced wakeup, then consume what is there.
  * Returns records consumed, -EINTR, or the callback's error. */
 int cap_bpf__poll(struct cap_bpf *b, int timeout_ms);
@@ -50,7 +59,9 @@ int cap_bpf__ustack_set(struct cap_bpf *b, uint32_t pid, uint32_t bytes);
 uint32_t cap_bpf__prog_id(const struct cap_bpf *b);
 void cap_bpf__free(struct cap_bpf *b);
 
-/* Ring buffer size for nr_cpus CPUs sampling at freq with stack_size copies. */
-uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stack_size);
+/* Ring buffer size for nr_cpus CPUs sampling at freq with stack_size copies,
+ * plus a second's budget of nr_probes probes at probe_rate (0 = no limit). */
+uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stack_size,
+			      unsigned int nr_probes, uint64_t probe_rate);
 
 #endif /* CPA_CAPTURE_CAP_BPF_H */

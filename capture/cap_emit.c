@@ -9,6 +9,7 @@
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "shm/arena.h"
+#include "shm/config.h"
 #include "shm/counters.h"
 #include "shm/records.h"
 
@@ -22,6 +23,10 @@ _Static_assert((int)CPA_BPF_F_USER_REGS == (int)CPA_SF_USER_REGS &&
 		       (int)CPA_BPF_F_NO_USTACK == (int)CPA_SF_NO_USTACK &&
 		       (int)CPA_BPF_F_KERNEL_THREAD == (int)CPA_SF_KERNEL_THREAD,
 	       "BPF sample flags are cpa_sample flags");
+_Static_assert((int)CPA_BPF_KIND_ONCPU == (int)CPA_KIND_ONCPU &&
+		       (int)CPA_BPF_KIND_PROBE == (int)CPA_KIND_PROBE,
+	       "BPF sample kinds are cpa_sample kinds");
+_Static_assert(CPA_BPF_PROBE_MAX == CPA_PROBE_MAX, "probe count agrees");
 
 #define CAP_BPF_FLAGS_MASK                                                    \
 	(CPA_BPF_F_USER_REGS | CPA_BPF_F_IN_KERNEL | CPA_BPF_F_USTACK_TRUNC | \
@@ -31,15 +36,17 @@ static const unsigned int loss_reason[CAP_LOSS_MAX] = {
 	[CAP_LOSS_RING_FULL] = SHM_CNT_DROP_RING_FULL,
 	[CAP_LOSS_BPF_RB] = CAP_CNT_BPF_RB_LOST,
 	[CAP_LOSS_RATE] = SHM_CNT_DROP_RATE,
+	[CAP_LOSS_PROBE_RATE... CAP_LOSS_PROBE_RB - 1] = CAP_CNT_PROBE_SKIPPED,
+	[CAP_LOSS_PROBE_RB... CAP_LOSS_MAX - 1] = CAP_CNT_BPF_RB_LOST,
 };
 
 void cap_clock__update(struct cap_clock *c)
 {
 	/* Sandwich the realtime read between two boot-time reads: the midpoint
 	 * is the best estimate of "the same instant" on both clocks. */
-	uint64_t b0 = clock_ns(CLOCK_BOOTTIME);
+	uint64_t b0 = clock_kernel_ns(CLOCK_BOOTTIME);
 	uint64_t r = clock_ns(CLOCK_REALTIME);
-	uint64_t b1 = clock_ns(CLOCK_BOOTTIME);
+	uint64_t b1 = clock_kernel_ns(CLOCK_BOOTTIME);
 
 	c->boot_to_real_ns = (int64_t)(r - (b0 + (b1 - b0) / 2));
 }
@@ -162,7 +169,10 @@ int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
 			.weight = l->count,
 			.stage = SHM_STAGE_CAPTURE,
 			.reason = loss_reason[i],
-			.kind = CPA_KIND_ONCPU,
+			.kind = i >= CAP_LOSS_PROBE_RATE ? CPA_KIND_PROBE : CPA_KIND_ONCPU,
+			.probe_id = i >= CAP_LOSS_PROBE_RATE
+					    ? (i - CAP_LOSS_PROBE_RATE) % CPA_BPF_PROBE_MAX
+					    : 0,
 		};
 		l->count = 0;
 		l->last_emit_ns = now_real_ns;
@@ -183,7 +193,9 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	/* The kernel wrote it, but it crossed a boundary: check before trusting. */
 	if (seq_exhausted(e))
 		return -EOVERFLOW;
-	if (slen > e->stack_max || size < sizeof(*bs) + slen) {
+	if (slen > e->stack_max || size < sizeof(*bs) + slen ||
+	    (bs->kind != CPA_BPF_KIND_ONCPU && bs->kind != CPA_BPF_KIND_PROBE) ||
+	    bs->probe_id >= CPA_BPF_PROBE_MAX) {
 		shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
 		return 0;
 	}
@@ -230,7 +242,8 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	s->pid = bs->pid;
 	s->tid = bs->tid;
 	s->cpu = bs->cpu;
-	s->kind = CPA_KIND_ONCPU;
+	s->kind = (uint16_t)bs->kind;
+	s->probe_id = bs->probe_id;
 	s->flags = flags;
 	memcpy(s->comm, bs->comm, CPA_COMM_LEN);
 	memcpy(s->pcomm, bs->pcomm, CPA_COMM_LEN);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpf/profile.h"
 #include "common/timeutil.h"
 #include "shm/ring.h"
 #include "shm/stage.h"
@@ -59,7 +60,12 @@ enum cap_loss_slot {
 	CAP_LOSS_RING_FULL, /* ring 0 full: SHM_CNT_DROP_RING_FULL */
 	CAP_LOSS_BPF_RB,    /* BPF ring buffer full: CAP_CNT_BPF_RB_LOST */
 	CAP_LOSS_RATE,	    /* over the stage's rate_limit: SHM_CNT_DROP_RATE */
-	CAP_LOSS_MAX,
+	/* kind PROBE, one slot per probe id from each of these: hits over
+	 * --probe_rate (CAP_CNT_PROBE_SKIPPED), BPF ring buffer full
+	 * (CAP_CNT_BPF_RB_LOST) */
+	CAP_LOSS_PROBE_RATE,
+	CAP_LOSS_PROBE_RB = CAP_LOSS_PROBE_RATE + CPA_BPF_PROBE_MAX,
+	CAP_LOSS_MAX = CAP_LOSS_PROBE_RB + CPA_BPF_PROBE_MAX,
 };
 
 struct cap_loss_pending {

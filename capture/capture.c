@@ -35,7 +35,9 @@ struct capture {
 	struct cap_bpf *bpf;		      /* the BPF backend ... */
 	struct cap_perf *perf;		      /* ... or the perf_event-only one */
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
-	uint64_t next_tick_ns;		      /* CLOCK_MONOTONIC of the next second's work */
+	struct probe_spec probes[CPA_PROBE_MAX];
+	uint64_t probe_stats[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]; /* totals as last read */
+	uint64_t next_tick_ns; /* CLOCK_MONOTONIC of the next second's work */
 	unsigned int cpus[CAP_MAX_CPUS];
 	unsigned int nr_cpus;
 };
@@ -45,8 +47,14 @@ static int config_check(const struct cpa_config *cfg)
 	if (cfg->flags & CPA_CFG_OFFCPU)
 		return log_error_errno(-EOPNOTSUPP,
 				       "off-CPU sampling (--offcpu) is not supported yet");
-	if (cfg->nr_probes > 0)
-		return log_error_errno(-EOPNOTSUPP, "probes (--probe) are not supported yet");
+	if (cfg->nr_probes > CPA_PROBE_MAX)
+		return log_error_errno(-EINVAL, "%u probes, at most %d", cfg->nr_probes,
+				       CPA_PROBE_MAX);
+	if (cfg->nr_probes > 0 && cfg->backend != CPA_BACKEND_BPF)
+		return log_error_errno(-EOPNOTSUPP, "probes (--probe) need the BPF backend");
+	for (unsigned int i = 0; i < cfg->nr_probes; i++)
+		if (memchr(cfg->probes[i], '\0', sizeof(cfg->probes[i])) == NULL)
+			return log_error_errno(-EINVAL, "probe %u not NUL-terminated", i);
 	if (cfg->backend != CPA_BACKEND_BPF && cfg->backend != CPA_BACKEND_PERF)
 		return log_error_errno(-EINVAL, "unknown backend %u", cfg->backend);
 	if (cfg->freq == 0 || cfg->freq > 100000)
@@ -170,6 +178,41 @@ static void backend_free(struct capture *c)
 	c->bpf = NULL;
 }
 
+/* Probe hits over --probe_rate: a counter and a LOSS record of kind PROBE. */
+static void probe_stats_sync(struct capture *c)
+{
+	uint64_t now[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX], d, skipped = 0, lost = 0;
+	uint64_t t = clock_ns(CLOCK_REALTIME);
+
+	if (!c->cfg->nr_probes || !c->bpf)
+		return;
+	if (cap_bpf__read_probe_stats(c->bpf, now) < 0) {
+		shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
+		return;
+	}
+	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
+		d = now[i][CPA_BPF_PSTAT_SKIPPED] - c->probe_stats[i][CPA_BPF_PSTAT_SKIPPED];
+		cap_emit__loss_add(&c->emit, (enum cap_loss_slot)(CAP_LOSS_PROBE_RATE + i), d, t);
+		skipped += d;
+		d = now[i][CPA_BPF_PSTAT_RB_LOST] - c->probe_stats[i][CPA_BPF_PSTAT_RB_LOST];
+		cap_emit__loss_add(&c->emit, (enum cap_loss_slot)(CAP_LOSS_PROBE_RB + i), d, t);
+		lost += d;
+	}
+	memcpy(c->probe_stats, now, sizeof(now));
+	shm_stage__cnt_add(c->st, CAP_CNT_PROBE_SKIPPED, skipped);
+	shm_stage__cnt_add(c->st, CAP_CNT_BPF_RB_LOST, lost);
+}
+
+static void probes_log(const struct capture *c)
+{
+	for (unsigned int i = 0; i < c->cfg->nr_probes; i++)
+		log_info("probe %u '%s': %" PRIu64 " hits, %" PRIu64 " over --probe_rate, %" PRIu64
+			 " lost (BPF ring buffer full)",
+			 i, c->cfg->probes[i], c->probe_stats[i][CPA_BPF_PSTAT_HITS],
+			 c->probe_stats[i][CPA_BPF_PSTAT_SKIPPED],
+			 c->probe_stats[i][CPA_BPF_PSTAT_RB_LOST]);
+}
+
 /* Fold the BPF side's per-CPU statistics into our counters and losses. */
 static void stats_sync(struct capture *c)
 {
@@ -189,6 +232,7 @@ static void stats_sync(struct capture *c)
 	shm_stage__cnt_add(c->st, CAP_CNT_BPF_NO_USTACK, d[CPA_BPF_STAT_NO_USTACK]);
 	cap_emit__loss_add(&c->emit, CAP_LOSS_BPF_RB, d[CPA_BPF_STAT_RB_LOST],
 			   clock_ns(CLOCK_REALTIME));
+	probe_stats_sync(c);
 }
 
 static int setup_perf(struct capture *c, const struct cap_bpf_opts *o)
@@ -218,7 +262,8 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 {
 	int r;
 
-	o->ringbuf_size = cap_bpf_ringbuf_size(c->nr_cpus, c->cfg->freq, o->stack_size);
+	o->ringbuf_size = cap_bpf_ringbuf_size(c->nr_cpus, c->cfg->freq, o->stack_size,
+					       c->cfg->nr_probes, c->cfg->probe_rate);
 	/*
 	 * Capture sleeps up to a second; a burst must wake it before either
 	 * buffer overflows: before half the BPF buffer is used, and before one
@@ -227,12 +272,32 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 	 * batch is well under half of ring 0).
 	 */
 	o->wakeup_bytes = (uint32_t)MIN((uint64_t)o->ringbuf_size / 2, c->ring.size / 2);
+	/* The monitor checked them already; the file or tracefs may have
+	 * changed since (a restart), so check again and say which. */
+	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
+		r = probe_spec__resolve(c->cfg->probes[i], &c->probes[i]);
+		if (r < 0)
+			return r;
+	}
+	o->probes = c->probes;
+	o->nr_probes = c->cfg->nr_probes;
+	o->probe_rate = (uint32_t)MIN(c->cfg->probe_rate, UINT32_MAX);
 	r = cap_bpf__open(o, on_record, c, &c->bpf);
 	if (r < 0)
 		return r;
 	r = cap_bpf__attach(c->bpf, c->cpus, c->nr_cpus, c->cfg->freq);
 	if (r < 0)
 		return r;
+	r = cap_bpf__attach_probes(c->bpf);
+	if (r < 0)
+		return r;
+	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
+		if (c->cfg->probe_rate)
+			log_info("probe %u: %s (at most %" PRIu64 " samples/s)", i,
+				 c->cfg->probes[i], c->cfg->probe_rate);
+		else
+			log_info("probe %u: %s (no rate limit)", i, c->cfg->probes[i]);
+	}
 	log_info("sampling %u CPUs at %u Hz (cpu-clock), user stack copy %u bytes (adaptive up "
 		 "to %u)%s, BPF ring buffer %u KiB, prog id %u",
 		 c->nr_cpus, c->cfg->freq, o->stack_start, o->stack_size,
@@ -338,6 +403,7 @@ int capture__finish(struct capture *c, bool quick)
 		return log_error_errno(r, "flush loss records: %m");
 	if (r > 0)
 		log_warn("ring 0 full at exit: %d loss aggregate(s) not sent (counted)", r);
+	probes_log(c);
 	backend_free(c);
 	log_info("stopped: %" PRIu64 " samples, %" PRIu64 " records out, %" PRIu64
 		 " dropped (ring full), %" PRIu64 " degraded, %" PRIu64 " lost in the kernel",

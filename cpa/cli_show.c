@@ -3,13 +3,54 @@
  * `cpa show`: the CLI half. Options were parsed and validated by opts.c; the
  * export itself is show_run() in show.c.
  */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "cli.h"
+#include "common/log.h"
+
+/* --use_cui: the terminal UI is its own program, cpa-view, next to cpa. */
+static int exec_viewer(const struct show_cli *c)
+{
+	char self[PATH_MAX], view[PATH_MAX + 16];
+	char *argv[8];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int k = 0;
+
+	if (n <= 0)
+		return log_error_errno(-errno, "cpa show --use_cui: /proc/self/exe: %m"), 1;
+	self[n] = '\0';
+	snprintf(view, sizeof(view), "%.*s/cpa-view", (int)(strrchr(self, '/') - self), self);
+	argv[k++] = view;
+	if (c->starttime) {
+		argv[k++] = "--begin";
+		argv[k++] = (char *)c->starttime;
+	}
+	if (c->endtime) {
+		argv[k++] = "--end";
+		argv[k++] = (char *)c->endtime;
+	}
+	argv[k++] = (char *)c->read;
+	argv[k] = NULL;
+	execv(view, argv);
+	execvp("cpa-view", argv); /* installed elsewhere on PATH */
+	log_error_errno(-errno, "cpa show --use_cui: cannot run cpa-view: %m");
+	return 1;
+}
+
 #include "show.h"
 
 int cmd_show(struct cpa_opts *o)
 {
 	const struct show_cli *c = &o->show;
-	struct show_opts so = {
+	struct show_opts so;
+
+	if (c->use_cui)
+		return exec_viewer(c);
+	so = (struct show_opts){
 		.read = c->read,
 		.starttime = c->starttime,
 		.endtime = c->endtime,
@@ -27,8 +68,12 @@ int cmd_show(struct cpa_opts *o)
 		.target_env = c->target_env,
 		.target_cpu = c->target_cpu,
 		.target_cgroup_id = c->target_cgroup_id,
+		.probe_id = c->probe_id,
 		.verbose = o->verbose,
+		.format = c->format,
+		.diff_base_read = c->diff_base_read,
+		.diff_base_start = c->diff_base_start,
+		.diff_base_end = c->diff_base_end,
 	};
-
 	return show_run(&so) < 0 ? 1 : 0;
 }

@@ -89,7 +89,7 @@ static int stage_from_name(const char *name, enum shm_stage_id *ret)
 static void print_status(struct shm_arena *a, pid_t mpid, const char *store_dir)
 {
 	const struct cpa_config *c = shm_arena__config(a);
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = clock_kernel_ns(CLOCK_MONOTONIC);
 	printf("monitor pid %d, store_dir %s, freq %u Hz, arena %llu KiB, up %llu s\n", mpid,
 	       store_dir, c->freq, (unsigned long long)(a->size >> 10),
 	       (unsigned long long)((clock_ns(CLOCK_REALTIME) - c->start_realtime_ns) /

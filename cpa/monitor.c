@@ -18,8 +18,12 @@
 #include "cli.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/probespec.h"
 #include "common/timeutil.h"
+#include "push_keeper.h"
 #include "shm/arena.h"
+#include "show.h"
+#include "storer/store.h"
 #include "supervisor.h"
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -91,6 +95,28 @@ static int copy_str(char *dst, size_t len, const char *src, const char *flag)
 	return 0;
 }
 
+/* Every --probe checked against this machine now, before any stage runs:
+ * a missing file, symbol, tracepoint or kprobes support is one clear error. */
+static int config_probes(struct cpa_config *c, const struct monitor_opts *m)
+{
+	struct probe_spec p;
+	int r;
+
+	if (m->nr_probes && c->backend != CPA_BACKEND_BPF)
+		return log_error_errno(-EINVAL, "--probe needs the BPF backend (--backend bpf)");
+	for (unsigned int i = 0; i < m->nr_probes; i++) {
+		r = probe_spec__resolve(m->probes[i], &p);
+		if (r < 0)
+			return r;
+		r = copy_str(c->probes[i], sizeof(c->probes[i]), m->probes[i], "--probe");
+		if (r < 0)
+			return r;
+	}
+	c->nr_probes = m->nr_probes;
+	c->probe_rate = (uint64_t)m->probe_rate;
+	return 0;
+}
+
 static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const char *store_dir)
 {
 	const struct monitor_opts *m = &o->mon;
@@ -105,6 +131,7 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 		   (m->offcpu ? CPA_CFG_OFFCPU : 0) | (m->disable_sym ? CPA_CFG_DISABLE_SYM : 0) |
 		   (m->include_full_path ? CPA_CFG_FULL_PATH : 0) |
 		   (m->strip_name_disable ? CPA_CFG_STRIP_NAME_OFF : 0) |
+		   (m->pc_locations ? CPA_CFG_PC_LOCATIONS : 0) |
 		   (m->oneshot ? CPA_CFG_ONESHOT : 0) | (m->bench ? CPA_CFG_BENCH : 0) |
 		   (o->verbose ? CPA_CFG_VERBOSE : 0);
 	c->backend = strcmp(m->backend, "perf") ? CPA_BACKEND_BPF : CPA_BACKEND_PERF;
@@ -136,17 +163,20 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 	}
 	if (r == 0)
 		r = copy_str(c->debug_path, sizeof(c->debug_path), m->debug_path, "--debug_option");
+	c->debuginfod_cache_mb = (uint32_t)m->debuginfod_cache_mb;
+	if (r == 0)
+		r = copy_str(c->debuginfod_urls, sizeof(c->debuginfod_urls),
+			     m->debuginfod ? m->debuginfod : getenv("DEBUGINFOD_URLS"),
+			     "--debuginfod");
 	if (r == 0)
 		r = copy_str(c->record_env_name, sizeof(c->record_env_name), m->record_env_name,
 			     "--record_env_name");
 	if (r == 0)
 		r = copy_str(c->parse_env_values, sizeof(c->parse_env_values), m->parse_env_values,
 			     "--parse_env_values");
-	if (r == 0 && m->probe) {
-		c->nr_probes = 1;
-		r = copy_str(c->probes[0], sizeof(c->probes[0]), m->probe, "--probe");
-	}
-	return r;
+	if (r < 0)
+		return r;
+	return config_probes(c, m);
 }
 
 static int stage_dir_find(char *buf, size_t len)
@@ -177,6 +207,43 @@ static int stage_dir_find(char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * --oneshot: the run writes a store like any other run, into a private root
+ * next to the output file (the same file system, and a directory we can
+ * write to, checked before anything starts); after the drain,
+ * show_export_root() folds it into --output_prof, the folding `cpa show`
+ * does, and the root is removed. docs/pipeline.md, "One-shot".
+ */
+static int oneshot_root(const char *output, char *buf, size_t len)
+{
+	const char *slash = strrchr(output, '/');
+	struct stat sb;
+	int n;
+
+	if (!*output || (stat(output, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+		log_error("--output_prof '%s': want a file name, not a directory", output);
+		return -EISDIR;
+	}
+	if (!slash)
+		n = snprintf(buf, len, "./.cpa-oneshot-XXXXXX");
+	else
+		n = snprintf(buf, len, "%.*s/.cpa-oneshot-XXXXXX", (int)(slash - output), output);
+	if (n < 0 || (size_t)n >= len)
+		return log_error_errno(-ENAMETOOLONG, "--output_prof '%s': path too long", output);
+	if (!mkdtemp(buf))
+		return log_error_errno(-errno, "--output_prof '%s': cannot create '%s': %m", output,
+				       buf);
+	return 0;
+}
+
+static void oneshot_remove(const char *root)
+{
+	int r = store_root__remove(root);
+
+	if (r < 0)
+		log_warn("one-shot: cannot remove the work store '%s': %s", root, strerror(-r));
+}
+
 int cmd_monitor(struct cpa_opts *o)
 {
 	const struct monitor_opts *m = &o->mon;
@@ -184,8 +251,11 @@ int cmd_monitor(struct cpa_opts *o)
 	struct shm_arena *arena = NULL;
 	struct shm_layout layout;
 	_cleanup_close_ int pidfd = -1;
-	char stage_dir[PATH_MAX], store_dir[PATH_MAX], pidfile[PATH_MAX];
+	char stage_dir[PATH_MAX], store_dir[PATH_MAX], pidfile[PATH_MAX] = "";
+	char oneshot_dir[PATH_MAX] = "";
+	const char *store_arg = m->store_dir;
 	sigset_t mask;
+	pid_t keeper = -1;
 	int r, code = 1;
 
 	log_set_subsystem("monitor");
@@ -193,21 +263,28 @@ int cmd_monitor(struct cpa_opts *o)
 	r = supervisor_params__init(&p);
 	if (r < 0)
 		return 2;
-	r = mkdir_p(m->store_dir, 0755);
-	if (r < 0) {
-		log_error_errno(r, "--store_dir '%s': cannot create it: %m", m->store_dir);
-		return 1;
+	if (m->oneshot) {
+		if (oneshot_root(m->output_prof, oneshot_dir, sizeof(oneshot_dir)) < 0)
+			return 1;
+		store_arg = oneshot_dir;
 	}
-	if (!realpath(m->store_dir, store_dir)) {
-		log_error_errno(-errno, "--store_dir '%s': %m", m->store_dir);
-		return 1;
+	r = mkdir_p(store_arg, 0755);
+	if (r < 0) {
+		log_error_errno(r, "--store_dir '%s': cannot create it: %m", store_arg);
+		goto out;
+	}
+	if (!realpath(store_arg, store_dir)) {
+		log_error_errno(-errno, "--store_dir '%s': %m", store_arg);
+		goto out;
 	}
 	r = stage_dir_find(stage_dir, sizeof(stage_dir));
 	if (r < 0)
-		return 1;
+		goto out;
 	r = pidfile_take(store_dir, pidfile, sizeof(pidfile), &pidfd);
-	if (r < 0)
-		return 1;
+	if (r < 0) {
+		*pidfile = 0; /* another monitor's: not ours to remove */
+		goto out;
+	}
 
 	shm_layout__default(&layout, (uint32_t)m->stack_size, (uint32_t)m->max_queue_size);
 	r = shm_arena__create(&layout, &arena);
@@ -222,6 +299,8 @@ int cmd_monitor(struct cpa_opts *o)
 	log_info("cpa %s: store_dir %s, freq %ld Hz, %u cpus, arena %llu KiB, stages from %s",
 		 CPA_VERSION, store_dir, m->freq, shm_arena__config(arena)->nr_cpus,
 		 (unsigned long long)(arena->size >> 10), stage_dir);
+	if (m->oneshot)
+		log_info("one-shot: the profile goes to '%s' when the run ends", m->output_prof);
 
 	/* Before any fork: the signalfd sees every signal, no handler runs. */
 	sigemptyset(&mask);
@@ -239,9 +318,18 @@ int cmd_monitor(struct cpa_opts *o)
 	p.verbose = o->verbose;
 	p.duration_ms = (uint64_t)o->duration * 1000;
 	p.stats_every_ms = (uint64_t)m->log_print_cycles * (uint64_t)m->record_interval * 1000;
+	if (m->push)
+		keeper = push_keeper__start(stage_dir, store_dir, m->push);
 	code = supervisor__run(arena, &p);
+	push_keeper__stop(keeper);
+	/* Every stage has drained (or was killed): what the store holds is final. */
+	if (m->oneshot && show_export_root(store_dir, m->output_prof) < 0)
+		code = 1;
 out:
-	unlink(pidfile);
+	if (*pidfile)
+		unlink(pidfile);
+	if (*oneshot_dir)
+		oneshot_remove(oneshot_dir);
 	shm_arena__free(arena);
 	return code;
 }

@@ -24,6 +24,7 @@
 
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/probespec.h"
 #include "shm/config.h"
 
 enum opt_type {
@@ -71,6 +72,8 @@ static int check_cpulist(const struct opt_def *d, const char *val, struct cpa_op
 			 const char *where);
 static int check_path(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		      const char *where);
+static int check_format(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			const char *where);
 
 static const struct opt_def opt_table[] = {
 	/* global */
@@ -97,7 +100,7 @@ static const struct opt_def opt_table[] = {
 	{"persistent_day", 'P', OPT_LONG, MON, O(mon.persistent_day), 1, 36500, "N",
 	 "keep the latest N days, N > 0 (default 7)", NULL},
 	{"oneshot", 0, OPT_BOOL, MON, O(mon.oneshot), 0, 0, NULL,
-	 "write one folded profile at exit instead of a store (BPF only)", NULL},
+	 "write one folded profile (--output_prof) at exit instead of a store", NULL},
 	{"output_prof", 'o', OPT_STR, MON, O(mon.output_prof), 0, 0, "PATH",
 	 "one-shot output (default cpa.prof)", check_path},
 	{"pid", 'p', OPT_LONG, MON, O(mon.pid), 1, 4194304, "PID",
@@ -109,15 +112,26 @@ static const struct opt_def opt_table[] = {
 	{"offcpu", 'u', OPT_BOOL, MON, O(mon.offcpu), 0, 0, NULL,
 	 "off-CPU samples, weight = blocked nanoseconds", NULL},
 	{"probe", 0, OPT_STR, MON, O(mon.probe), 0, 0, "SPEC",
-	 "stack on each probe hit: kprobe:fn, kretprobe:fn, tracepoint:grp:name, "
-	 "uprobe:/path:sym, uretprobe:/path:sym",
+	 "a stack on each hit of SPEC, repeatable (up to 8): tracepoint:GROUP:NAME, "
+	 "uprobe:/PATH:SYM[+OFF], uretprobe:/PATH:SYM[+OFF], usdt:/PATH:PROVIDER:NAME, "
+	 "kprobe:FN[+OFF], kretprobe:FN, fentry:FN, fexit:FN",
 	 check_probe},
+	{"probe_rate", 0, OPT_LONG, MON, O(mon.probe_rate), 0, 1000000, "N",
+	 "samples per second per probe, the rest counted as lost (default 100, 0 = no limit)",
+	 NULL},
 	{"disable_sym", 'S', OPT_BOOL, MON, O(mon.disable_sym), 0, 0, NULL,
 	 "no symbolization: frames as 0x<offset> [<binary>]", NULL},
 	{"include_full_path", 0, OPT_BOOL, MON, O(mon.include_full_path), 0, 0, NULL,
 	 "frames as 'sym [path]'", NULL},
 	{"strip_name_disable", 0, OPT_BOOL, MON, O(mon.strip_name_disable), 0, 0, NULL,
 	 "keep full Go symbol names", NULL},
+	{"push", 0, OPT_STR, MON, O(mon.push), 0, 0, "URL",
+	 "post every interval of the store to Pyroscope at URL (cpa-push, restarted if it exits)",
+	 NULL},
+	{"pc_locations", 0, OPT_BOOL, MON, O(mon.pc_locations), 0, 0, NULL,
+	 "store one frame per pc, not per function (pprof Locations at the sampled instruction; "
+	 "a bigger store)",
+	 NULL},
 	{"record_env_name", 'R', OPT_STR, MON, O(mon.record_env_name), 0, 0, "K1,K2",
 	 "env label: first of these keys found in /proc/PID/environ (else SYSTEM)", check_env_list},
 	{"parse_env_values", 'V', OPT_STR, MON, O(mon.parse_env_values), 0, 0, "V1,V2",
@@ -137,6 +151,12 @@ static const struct opt_def opt_table[] = {
 	 "print per-interval unwind statistics", NULL},
 	{"debug_option", 0, OPT_STR, MON, O(mon.debug_option), 0, 0, "PID,FREQ,PATH",
 	 "dump every FREQ-th raw sample of PID to PATH", check_debug_option},
+	{"debuginfod", 0, OPT_STR, MON, O(mon.debuginfod), 0, 0, "URLS",
+	 "fetch missing debug files from these debuginfod servers (space-separated, as "
+	 "DEBUGINFOD_URLS; default: that variable, else off)",
+	 NULL},
+	{"debuginfod_cache_mb", 0, OPT_LONG, MON, O(mon.debuginfod_cache_mb), 1, 1048576, "MB",
+	 "cap on <store_dir>/.debuginfod, oldest files removed beyond (default 1024)", NULL},
 
 	/* cpa show */
 	{"read", 'r', OPT_STR, SHOW, O(show.read), 0, 0, "DIR",
@@ -146,7 +166,9 @@ static const struct opt_def opt_table[] = {
 	{"endtime", 'E', OPT_STR, SHOW, O(show.endtime), 0, 0, "HH:MM:SS",
 	 "end, local time of day; decides the number of records", check_time},
 	{"output_num", 'n', OPT_LONG, SHOW, O(show.output_num), 1, LONG_MAX, "N",
-	 "number of 1-second records from the start, N > 0 (default 1)", NULL},
+	 "number of 1-second records from the start, N > 0 (default 1); past the last record: "
+	 "Not Found Enough Records",
+	 NULL},
 	{"output_prof", 'o', OPT_STR, SHOW, O(show.output_prof), 0, 0, "PATH",
 	 "output file (default cpa_<HH:MM:SS.mmm>_<n>.prof)", check_path},
 	{"show_range", 'p', OPT_BOOL, SHOW, O(show.show_range), 0, 0, NULL,
@@ -163,17 +185,32 @@ static const struct opt_def opt_table[] = {
 	 "label 'comm' instead of 'comm:pid'", NULL},
 	{"no_env", 'V', OPT_BOOL, SHOW, O(show.no_env), 0, 0, NULL, "drop the env label", NULL},
 	{"show_raw", 'R', OPT_BOOL, SHOW, O(show.show_raw), 0, 0, NULL,
-	 "first frame is the raw metadata label", NULL},
+	 "CPA's raw label instead of the others: thread and process name in 15 columns each, "
+	 "-cgroup-cpu-pid|env",
+	 NULL},
 	{"target_pid", 0, OPT_LONG, SHOW, O(show.target_pid), 0, 4194304, "PID", "only this pid",
 	 NULL},
 	{"target_comm", 0, OPT_STR, SHOW, O(show.target_comm), 0, 0, "NAME", "only this comm",
 	 NULL},
 	{"target_env", 0, OPT_STR, SHOW, O(show.target_env), 0, 0, "VALUE", "only this env label",
 	 NULL},
+	{"probe_id", 0, OPT_LONG, SHOW, O(show.probe_id), 0, CPA_PROBE_MAX - 1, "N",
+	 "only the samples of --probe number N (0 = the first; the store's conf names them)",
+	 NULL},
 	{"target_cgroup_id", 0, OPT_LLONG, SHOW, O(show.target_cgroup_id), 0, LLONG_MAX, "ID",
 	 "only this cgroup id (64-bit)", NULL},
 	{"target_cpu", 0, OPT_STR, SHOW, O(show.target_cpu), 0, 0, "SET",
 	 "only these cpus, e.g. 1-3,5,7-9", check_cpulist},
+	{"format", 0, OPT_STR, SHOW, O(show.format), 0, 0, "FMT",
+	 "folded, pprof, svg or speedscope (default: from -o's suffix .prof, .pb.gz, .svg, "
+	 ".speedscope.json; else folded)",
+	 check_format},
+	{"diff_base_start", 0, OPT_STR, SHOW, O(show.diff_base_start), 0, 0, "HH:MM:SS",
+	 "diff against the range from this time (red grew, blue shrank)", check_time},
+	{"diff_base_end", 0, OPT_STR, SHOW, O(show.diff_base_end), 0, 0, "HH:MM:SS",
+	 "end of the diff base (default: as long as the range exported)", check_time},
+	{"diff_base_read", 0, OPT_STR, SHOW, O(show.diff_base_read), 0, 0, "DIR",
+	 "store of the diff base (default --read), e.g. yesterday's", check_path},
 };
 
 /*
@@ -186,8 +223,7 @@ static const struct {
 	unsigned int scope;
 	const char *value;
 } opt_unsupported[] = {
-	{"offcpu", MON, NULL},	    {"probe", MON, NULL},    {"oneshot", MON, NULL},
-	{"split_path", SHOW, NULL}, {"use_cui", SHOW, NULL},
+	{"offcpu", MON, NULL},
 };
 
 static void *opt_ptr(const struct opt_def *d, struct cpa_opts *o)
@@ -221,11 +257,14 @@ void cpa_opts__init(struct cpa_opts *o)
 	o->mon.max_queue_size = 4096;
 	o->mon.stack_size = 8192;
 	o->mon.max_cache_size_mb = 1024;
+	o->mon.debuginfod_cache_mb = 1024;
 	o->mon.max_store_size_mb = 7168;
 	o->mon.log_print_cycles = 1;
+	o->mon.probe_rate = CPA_PROBE_RATE_DEFAULT;
 	o->show.output_num = 1;
 	o->show.target_pid = -1;
 	o->show.target_cgroup_id = -1;
+	o->show.probe_id = -1;
 }
 
 void cpa_opts__free(struct cpa_opts *o)
@@ -288,12 +327,34 @@ static int parse_bool(const char *s, bool *ret)
 	return -EINVAL;
 }
 
+static size_t opt_size(const struct opt_def *d)
+{
+	switch (d->type) {
+	case OPT_BOOL:
+		return sizeof(bool);
+	case OPT_LONG:
+		return sizeof(long);
+	case OPT_LLONG:
+		return sizeof(long long);
+	default:
+		return sizeof(const char *);
+	}
+}
+
 /* "where" is "" for argv, "FILE:LINE: " for config lines. */
 static int opt_set(const struct opt_def *d, const char *val, struct cpa_opts *o, const char *where)
 {
 	long long v;
 	int r;
 
+	/* CPA's config files write "null" for an unset value: the default. */
+	if (val && !strcmp(val, "null")) {
+		struct cpa_opts def;
+
+		cpa_opts__init(&def);
+		memcpy(opt_ptr(d, o), opt_ptr(d, &def), opt_size(d));
+		return 0;
+	}
 	switch (d->type) {
 	case OPT_BOOL: {
 		bool b = true;
@@ -722,46 +783,28 @@ static int check_env_list(const struct opt_def *d, const char *val, struct cpa_o
 	}
 }
 
+/* Repeatable: each --probe appends; probe id = its position. */
 static int check_probe(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		       const char *where)
 {
-	static const char *const kinds[] = {
-		"kprobe:", "kretprobe:", "tracepoint:", "uprobe:", "uretprobe:"};
-	const char *rest = NULL;
-	unsigned int k;
+	struct probe_spec p;
 
-	(void)o;
 	if (strlen(val) >= CPA_PROBE_SPEC_MAX) {
 		log_error("%s--%s: spec longer than %d bytes", where, d->name,
 			  CPA_PROBE_SPEC_MAX - 1);
 		return -EINVAL;
 	}
-	for (k = 0; k < ARRAY_SIZE(kinds); k++)
-		if (!strncmp(val, kinds[k], strlen(kinds[k]))) {
-			rest = val + strlen(kinds[k]);
-			break;
-		}
-	if (!rest || !*rest)
-		goto bad;
-	if (k == 2) { /* tracepoint:grp:name */
-		const char *c = strchr(rest, ':');
-
-		if (!c || c == rest || !c[1] || strchr(c + 1, ':'))
-			goto bad;
-	} else if (k >= 3) { /* uprobe:/path:sym */
-		const char *c = strrchr(rest, ':');
-
-		if (rest[0] != '/' || !c || !c[1])
-			goto bad;
-	} else if (strchr(rest, ':')) {
-		goto bad;
+	if (probe_spec__parse(val, &p) < 0) {
+		log_error("%s--%s: invalid value '%s' (expected " PROBE_SPEC_GRAMMAR ")", where,
+			  d->name, val);
+		return -EINVAL;
 	}
+	if (o->mon.nr_probes >= CPA_PROBE_MAX) {
+		log_error("%s--%s: at most %d probes", where, d->name, CPA_PROBE_MAX);
+		return -EINVAL;
+	}
+	o->mon.probes[o->mon.nr_probes++] = val;
 	return 0;
-bad:
-	log_error("%s--%s: invalid value '%s' (expected kprobe:fn, kretprobe:fn, "
-		  "tracepoint:grp:name, uprobe:/path:sym or uretprobe:/path:sym)",
-		  where, d->name, val);
-	return -EINVAL;
 }
 
 static int check_debug_option(const struct opt_def *d, const char *val, struct cpa_opts *o,
@@ -828,6 +871,21 @@ static int check_time(const struct opt_def *d, const char *val, struct cpa_opts 
 		return -EINVAL;
 	}
 	return 0;
+}
+
+static int check_format(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			const char *where)
+{
+	static const char *const formats[] = {"folded", "pprof", "svg", "speedscope"};
+	size_t i;
+
+	(void)o;
+	for (i = 0; i < ARRAY_SIZE(formats); i++)
+		if (!strcmp(val, formats[i]))
+			return 0;
+	log_error("%s--%s: invalid value '%s' (expected folded, pprof, svg or speedscope)", where,
+		  d->name, val);
+	return -EINVAL;
 }
 
 static int check_cpulist(const struct opt_def *d, const char *val, struct cpa_opts *o,

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "common/cpulist.h" /* cpulist__parse() of --target_cpu */
+#include "shm/config.h"	     /* CPA_PROBE_MAX */
 
 enum cpa_cmd {
 	CPA_CMD_NONE,
@@ -36,6 +37,7 @@ enum cpa_cmd {
 #define CPA_STACK_SIZE_MAX    65536
 #define CPA_MAX_CPUS	      CPULIST_MAX_CPUS /* cpu-list bitmap width */
 #define CPA_DEFAULT_STORE_DIR "/var/log/cpa"
+#define CPA_PROBE_RATE_DEFAULT 100 /* --probe_rate: samples/s per probe */
 
 struct monitor_opts {
 	const char *store_dir;
@@ -49,10 +51,15 @@ struct monitor_opts {
 	const char *comm;
 	bool kernel_stack;
 	bool offcpu;
-	const char *probe;
+	const char *probe;		      /* the last --probe */
+	const char *probes[CPA_PROBE_MAX]; /* every --probe, in order: probe id = index */
+	unsigned int nr_probes;
+	long probe_rate; /* 0 = no limit */
 	bool disable_sym;
 	bool include_full_path;
 	bool strip_name_disable;
+	bool pc_locations;
+	const char *push; /* --push URL: cpa-push next to the stages */
 	const char *record_env_name;
 	const char *parse_env_values;
 	long max_queue_size;
@@ -66,6 +73,8 @@ struct monitor_opts {
 	long debug_pid;
 	long debug_freq;
 	const char *debug_path;
+	const char *debuginfod; /* NULL: DEBUGINFOD_URLS of the environment */
+	long debuginfod_cache_mb;
 };
 
 struct show_cli {
@@ -86,7 +95,10 @@ struct show_cli {
 	const char *target_comm;
 	const char *target_env;
 	long long target_cgroup_id; /* -1 = all */
+	long probe_id;		    /* -1 = all */
 	const char *target_cpu;
+	const char *format; /* --format; NULL: from -o's suffix */
+	const char *diff_base_start, *diff_base_end, *diff_base_read;
 };
 
 struct cpa_opts {

@@ -94,51 +94,99 @@ static void put(struct show_ctx *c, const char *s, const char *suffix)
 	c->buf[c->len++] = ';';
 }
 
-static const char *kind_name(unsigned int k)
+/*
+ * A marker frame as CPA prints it: "<# REASON #>". The store keeps our
+ * spelling ("[unwind stopped: no cfi]", "[lost: capture drop_ring_full]"):
+ * the brackets go, an unwind stop keeps only its reason, the rest is upper
+ * case with '_' as ' ' ("<# NO CFI #>", "<# LOST: CAPTURE DROP RING FULL #>").
+ * A name already in CPA's form is kept. docs/cli.md lists them all.
+ */
+static void marker_name(const char *name, char *buf, size_t len)
 {
-	static const char *const names[] = {"oncpu", "offcpu", "probe"};
+	static const char STOP[] = "unwind stopped: ";
+	size_t n = strlen(name), o = 0;
 
-	return k < ARRAY_SIZE(names) ? names[k] : "?";
+	if (!strncmp(name, "<#", 2) || len < 8) {
+		snprintf(buf, len, "%s", name);
+		return;
+	}
+	if (n >= 2 && name[0] == '[' && name[n - 1] == ']') {
+		name++;
+		n -= 2;
+	}
+	if (n > sizeof(STOP) - 1 && !strncmp(name, STOP, sizeof(STOP) - 1)) {
+		name += sizeof(STOP) - 1;
+		n -= sizeof(STOP) - 1;
+	}
+	memcpy(buf, "<# ", 3);
+	o = 3;
+	for (size_t i = 0; i < n && o + 4 < len; i++) {
+		char ch = name[i];
+
+		buf[o++] = ch == '_' ? ' ' : (ch >= 'a' && ch <= 'z') ? (char)(ch - 'a' + 'A') : ch;
+	}
+	memcpy(buf + o, " #>", 4);
+}
+
+/* A marker of the stack (printed first, CPA's way), not a frame's stand-in. */
+static bool is_marker(const struct store_frame *f)
+{
+	return (f->flags & CPA_FF_MARKER) && !store_frame__placeholder(f);
+}
+
+/* CPA's raw label: thread and process name in 15 columns each, then
+ * -<cgroup_id>-<cpu>-<pid>|<env>. */
+static void raw_label(const struct store_sample *s, const char *pc, char *buf, size_t len)
+{
+	snprintf(buf, len, "%-15.15s%-15.15s-%llu-%u-%u|%s", s->comm[0] ? s->comm : pc, pc,
+		 (unsigned long long)s->cgroup_id, s->cpu, s->pid, s->env[0] ? s->env : "SYSTEM");
 }
 
 static int on_sample(void *ctx, const struct store_sample *s)
 {
 	struct show_ctx *c = ctx;
 	const struct show_opts *o = c->o;
+	const char *pc = s->lost       ? "[lost]"
+			 : s->pcomm[0] ? s->pcomm
+			 : s->comm[0]  ? s->comm
+				       : "[unknown]";
 	char tmp[256];
 	uint32_t i;
 	int r;
 
 	c->len = 0;
 	if (o->show_raw) {
-		snprintf(tmp, sizeof(tmp), "raw:pid=%u,tid=%u,cpu=%u,cgroup=%llu,kind=%s,probe=%u",
-			 s->pid, s->tid, s->cpu, (unsigned long long)s->cgroup_id,
-			 kind_name(s->kind), s->probe_id);
+		/* The raw label stands alone: it holds the env and names already. */
+		raw_label(s, pc, tmp, sizeof(tmp));
 		put(c, tmp, NULL);
-	}
-	if (!o->no_env)
-		put(c, s->env[0] ? s->env : "SYSTEM", NULL);
-	if (s->lost) {
-		put(c, "[lost]", NULL);
 	} else {
-		const char *pc = s->pcomm[0] ? s->pcomm : s->comm[0] ? s->comm : "[unknown]";
-
-		if (o->no_pid) {
+		if (!o->no_env)
+			put(c, s->env[0] ? s->env : "SYSTEM", NULL);
+		if (o->no_pid || s->lost) {
 			put(c, pc, NULL);
 		} else {
 			snprintf(tmp, sizeof(tmp), "%s:%u", pc, s->pid);
 			put(c, tmp, NULL);
 		}
-		if (o->show_thread_name)
+		if (o->show_thread_name && !s->lost)
 			put(c, s->comm[0] ? s->comm : pc, NULL);
+	}
+	/* Markers first, in the root layer, wherever the stack keeps them. */
+	for (i = s->n_frames; i-- > 0;) {
+		if (!is_marker(s->frames[i]))
+			continue;
+		marker_name(s->frames[i]->name, tmp, sizeof(tmp));
+		put(c, tmp, NULL);
 	}
 	/* Stored leaf first, kernel frames first: print user root..leaf, then kernel root..leaf. */
 	for (i = s->n_frames; i-- > s->n_kframes;)
-		put(c, s->frames[i]->name, NULL);
+		if (!is_marker(s->frames[i]))
+			put(c, s->frames[i]->name, NULL);
 	for (i = s->n_kframes; i-- > 0;) {
 		const struct store_frame *f = s->frames[i];
 
-		put(c, f->name, (f->flags & CPA_FF_MARKER) ? NULL : "_[k]");
+		if (!is_marker(f))
+			put(c, f->name, (f->flags & CPA_FF_MARKER) ? NULL : "_[k]");
 	}
 	r = fold_add(&c->f, c->buf, c->len, s->kind == CPA_KIND_OFFCPU ? s->weight : s->count);
 	if (r < 0)
@@ -161,15 +209,33 @@ static void fmt_tod(uint64_t ns, char *buf, size_t len)
 		 (unsigned int)(ns % NS / 1000000));
 }
 
-/* "HH:MM:SS" -> seconds of the day, or -EINVAL. */
-static long parse_tod(const char *s)
+/*
+ * "HH:MM:SS" or "HH:MM:SS.mmm" (1 to 3 digits of fraction) -> seconds of the
+ * day, or -EINVAL. Rows are kept per second (docs/store-format.md), so a time
+ * with milliseconds selects the whole second it falls into: an end time
+ * (round_up) past the start of its second takes that second in too.
+ */
+static long parse_tod_r(const char *s, bool round_up)
 {
 	unsigned int h, m, sec;
-	char extra;
+	size_t frac = 0;
+	int n = 0;
 
-	if (sscanf(s, "%2u:%2u:%2u%c", &h, &m, &sec, &extra) != 3 || h > 23 || m > 59 || sec > 59)
+	if (sscanf(s, "%2u:%2u:%2u%n", &h, &m, &sec, &n) != 3 || n != 8 || h > 23 || m > 59 ||
+	    sec > 59)
 		return -EINVAL;
-	return (long)h * 3600 + m * 60 + sec;
+	if (s[8]) {
+		frac = strspn(s + 9, "0123456789");
+		if (s[8] != '.' || frac < 1 || frac > 3 || s[9 + frac])
+			return -EINVAL;
+	}
+	return (long)h * 3600 + m * 60 + sec +
+	       (round_up && strspn(s + 9, "0") < frac ? 1 : 0);
+}
+
+static long parse_tod(const char *s)
+{
+	return parse_tod_r(s, false);
 }
 
 /* Local midnight (unix seconds) of the day holding t. */
@@ -227,52 +293,6 @@ static int write_prof(struct show_ctx *c, const char *path)
 	return 0;
 }
 
-static long local_tod(uint64_t ns)
-{
-	time_t t = (time_t)(ns / NS);
-	struct tm tm;
-
-	localtime_r(&t, &tm);
-	return tm.tm_hour * 3600L + tm.tm_min * 60L + tm.tm_sec;
-}
-
-/*
- * The store dir under root for local time-of-day tod_s (-1: the newest): the
- * newest cpa_* dir whose records span that time of day, else the newest.
- */
-static int pick_store(const char *root, long tod_s, char *buf, size_t len)
-{
-	char **names;
-	uint32_t n, i;
-	int ret = store_root__list(root, &names, &n);
-
-	if (ret < 0)
-		return ret;
-	if (!n) {
-		store_root__list_free(names, n);
-		return -ENOENT;
-	}
-	snprintf(buf, len, "%s/%s", root, names[n - 1]);
-	for (i = n; tod_s >= 0 && i-- > 0;) {
-		char p[PATH_MAX + 256];
-		struct store_reader *r;
-		uint64_t a, b, recs;
-		bool hit;
-
-		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
-		if (store_reader__open(p, NULL, NULL, &r) < 0)
-			continue;
-		hit = store_reader__range(r, &a, &b, &recs) == 0 && local_tod(a) <= tod_s &&
-		      tod_s <= local_tod(b);
-		store_reader__free(r);
-		if (hit) {
-			snprintf(buf, len, "%s", p);
-			break;
-		}
-	}
-	store_root__list_free(names, n);
-	return 0;
-}
 
 /* What the options ask for, checked: the filter, and the times of day (-1 = none). */
 static int parse_request(const struct show_opts *o, struct store_filter *filt, uint64_t **ret_cpus,
@@ -282,20 +302,16 @@ static int parse_request(const struct show_opts *o, struct store_filter *filt, u
 		log_error("--read DIR is required: a store dir (cpa_YYMMDD...) or the store root");
 		return -EINVAL;
 	}
-	if (o->split_path) {
-		log_error("--split_path is not supported yet by this cpa");
-		return -EOPNOTSUPP;
-	}
 	if (o->output_num <= 0) {
 		log_error("--output_num must be > 0, got %ld", o->output_num);
 		return -EINVAL;
 	}
 	if (o->starttime && (*ret_stod = parse_tod(o->starttime)) < 0) {
-		log_error("bad --starttime '%s': want HH:MM:SS", o->starttime);
+		log_error("bad --starttime '%s': want HH:MM:SS[.mmm]", o->starttime);
 		return -EINVAL;
 	}
-	if (o->endtime && (*ret_etod = parse_tod(o->endtime)) < 0) {
-		log_error("bad --endtime '%s': want HH:MM:SS", o->endtime);
+	if (o->endtime && (*ret_etod = parse_tod_r(o->endtime, true)) < 0) {
+		log_error("bad --endtime '%s': want HH:MM:SS[.mmm]", o->endtime);
 		return -EINVAL;
 	}
 	store_filter__init(filt);
@@ -303,6 +319,7 @@ static int parse_request(const struct show_opts *o, struct store_filter *filt, u
 	filt->comm = o->target_comm;
 	filt->env = o->target_env;
 	filt->cgroup_id = o->target_cgroup_id;
+	filt->probe_id = o->probe_id;
 	if (o->target_cpu) {
 		uint64_t *cpus = calloc(CPULIST_WORDS(CPULIST_MAX_CPUS), sizeof(*cpus));
 
@@ -319,53 +336,82 @@ static int parse_request(const struct show_opts *o, struct store_filter *filt, u
 	return 0;
 }
 
-/* --read names a store dir, or a root to pick one from by --starttime. */
+/* --read names a store dir, or a root to pick one from by --starttime (tod, -1 =
+ * the newest): the dir into buf, or -errno (logged). */
+int show_pick_dir(const char *read, long tod, char *buf, size_t len)
+{
+	int r;
+
+	if (store_dir__is_store(read)) {
+		snprintf(buf, len, "%s", read);
+		return 0;
+	}
+	r = store_root__pick(read, tod, buf, len);
+	if (r == -ENOENT)
+		log_error("no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
+			  read);
+	else if (r < 0)
+		log_error_errno(r, "read store root '%s': %m", read);
+	return r;
+}
+
 static int open_store(const struct show_opts *o, long stod, char *dir, size_t len,
 		      struct store_reader **ret)
 {
 	char err[512];
 	int r;
 
-	if (store_dir__is_store(o->read)) {
-		snprintf(dir, len, "%s", o->read);
-	} else {
-		r = pick_store(o->read, stod, dir, len);
-		if (r == -ENOENT) {
-			log_error(
-				"no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
-				o->read);
-			return r;
-		}
-		if (r < 0)
-			return log_error_errno(r, "read store root '%s': %m", o->read);
-	}
+	r = show_pick_dir(o->read, stod, dir, len);
+	if (r < 0)
+		return r;
 	r = store_reader__open_err(dir, on_notice, NULL, ret, err, sizeof(err));
 	if (r < 0)
 		log_error("%s", err);
 	return r;
 }
 
-/* The export window [*ret_t0, *ret_t0 + *ret_n) in unix seconds. */
-static int select_window(const struct show_opts *o, uint64_t first, long stod, long etod,
-			 int64_t *ret_t0, int64_t *ret_n)
+/*
+ * The export window [*ret_t0, *ret_t0 + *ret_n) in unix seconds, within the
+ * records [first, last]. A start before the first record starts at it (CPA
+ * reads the records from there); a window reaching past the last record, or
+ * starting after it, is "Not Found Enough Records" (-ENODATA).
+ */
+static int select_window(const struct show_opts *o, uint64_t first, uint64_t last, long stod,
+			 long etod, int64_t *ret_t0, int64_t *ret_n)
 {
 	/* Times of day are within the store's own day: that of its first record. */
-	int64_t day0 = local_midnight((int64_t)(first / NS));
-	int64_t t0 = stod >= 0 ? day0 + stod : (int64_t)(first / NS), n = o->output_num;
+	int64_t first_s = (int64_t)(first / NS), last_s = (int64_t)(last / NS);
+	int64_t day0 = local_midnight(first_s);
+	int64_t t0 = stod >= 0 ? day0 + stod : first_s, end;
+	char a[32], b[32], ha[32], hb[32];
 
 	if (etod >= 0) {
-		n = day0 + etod - t0;
-		if (n <= 0) {
+		end = day0 + etod;
+		if (end <= t0) {
 			log_error("--endtime %s is not after the start", o->endtime);
 			return -EINVAL;
 		}
+		t0 = MAX(t0, first_s);
+	} else {
+		if (o->output_num > 366L * 86400) {
+			log_error("--output_num %ld is more than a year of records", o->output_num);
+			return -EINVAL;
+		}
+		t0 = MAX(t0, first_s);
+		end = t0 + o->output_num;
 	}
-	if (n > 366L * 86400) {
-		log_error("--output_num %lld is more than a year of records", (long long)n);
-		return -EINVAL;
+	if (end > last_s + 1 || end <= t0) {
+		fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
+		fmt_tod((uint64_t)end * NS, b, sizeof(b));
+		fmt_tod((uint64_t)first_s * NS, ha, sizeof(ha));
+		fmt_tod((uint64_t)(last_s + 1) * NS, hb, sizeof(hb));
+		log_error("Not Found Enough Records: asked for [ %s - %s ], the store holds [ %s - "
+			  "%s ]",
+			  a, b, ha, hb);
+		return -ENODATA;
 	}
 	*ret_t0 = t0;
-	*ret_n = n;
+	*ret_n = end - t0;
 	return 0;
 }
 
@@ -396,6 +442,18 @@ static void log_read_stats(const struct store_reader *r)
 		  (unsigned long long)st.blocks_torn);
 }
 
+/* CPA's last line: the seconds actually written and the distinct stacks. */
+static void print_write_line(const struct show_ctx *c, const char *path)
+{
+	char a[32], b[32];
+
+	fmt_tod((uint64_t)c->min_sec * NS, a, sizeof(a));
+	fmt_tod((uint64_t)(c->max_sec + 1) * NS, b, sizeof(b));
+	printf("Write  [ %s - %s ] Record to %s, Stack Type %u\n", a, b, path,
+	       intern__count(&c->f.lines));
+	fflush(stdout);
+}
+
 /* The export: window, read and fold, write the .prof, and CPA's lines around it. */
 static int run_export(const struct show_opts *o, struct store_reader *r, const char *dir,
 		      uint64_t first, uint64_t last, long stod, long etod,
@@ -406,13 +464,17 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	int64_t t0, n;
 	int ret;
 
-	ret = select_window(o, first, stod, etod, &t0, &n);
+	ret = select_window(o, first, last, stod, etod, &t0, &n);
 	if (ret < 0)
 		return ret;
 	fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
 	fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
 	printf("Export Record Time From [ %s - %s ]\n", a, b);
 	fflush(stdout);
+	if (show_export_wanted(o)) { /* pprof, svg, speedscope, diffs, split: show_export.c */
+		ret = show_export(o, r, dir, filt, t0, n);
+		goto out;
+	}
 
 	ret = read_window(r, dir, t0, n, filt, &c);
 	if (ret < 0)
@@ -432,17 +494,31 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	ret = write_prof(&c, outp);
 	if (ret < 0)
 		goto out;
-	fmt_tod((uint64_t)c.min_sec * NS, a, sizeof(a));
-	fmt_tod((uint64_t)(c.max_sec + 1) * NS, b, sizeof(b));
-	printf("Write  [ %s - %s ] Record to %s, Stack Type %u\n", a, b, outp,
-	       intern__count(&c.f.lines));
-	fflush(stdout);
+	print_write_line(&c, outp);
 	if (o->verbose)
 		log_read_stats(r);
 out:
 	fold_free(&c.f);
 	free(c.buf);
 	return ret;
+}
+
+/* --probe_id N: the spec it was, from the store's conf ("Probe N: SPEC"). */
+static int show_probe(const char *dir, long id)
+{
+	char key[32], spec[512];
+	int r;
+
+	snprintf(key, sizeof(key), "probe_%ld", id);
+	r = store_dir__conf_get(dir, key, spec, sizeof(spec));
+	if (r < 0)
+		return log_error_errno(r == -ENAMETOOLONG ? r : -ENOENT,
+				       "--probe_id %ld: the store '%s' has no probe %ld (its conf "
+				       "lists the --probe specs of the run as probe_N lines)",
+				       id, dir, id);
+	printf("Probe %ld: %s\n", id, spec);
+	fflush(stdout);
+	return 0;
 }
 
 int show_run(const struct show_opts *o)
@@ -467,15 +543,102 @@ int show_run(const struct show_opts *o)
 	ret = store_reader__range(r, &first, &last, &recs);
 	if (ret < 0) {
 		log_error("%s", store_reader__error(r));
-	} else if (o->show_range) {
+	} else if (o->probe_id >= 0 && (ret = show_probe(dir, o->probe_id)) < 0) {
+		/* logged */
+	} else {
+		/* On every run, as CPA: scripts read the range from an export too. */
 		fmt_tod(first, a, sizeof(a));
 		fmt_tod(last, b, sizeof(b));
 		printf("Record Time From [ %s ] to [ %s ] Records Num: %llu\n", a, b,
 		       (unsigned long long)recs);
 		fflush(stdout);
-	} else {
-		ret = run_export(o, r, dir, first, last, stod, etod, &filt);
+		if (!o->show_range)
+			ret = run_export(o, r, dir, first, last, stod, etod, &filt);
 	}
 	store_reader__free(r);
+	return ret;
+}
+
+/* For show_export.c (show.h). */
+void show_fmt_tod(uint64_t ns, char *buf, size_t len)
+{
+	fmt_tod(ns, buf, len);
+}
+
+long show_parse_tod(const char *s)
+{
+	return parse_tod(s);
+}
+
+int64_t show_local_midnight(int64_t t)
+{
+	return local_midnight(t);
+}
+
+void show_on_notice(void *ctx, const char *msg)
+{
+	on_notice(ctx, msg);
+}
+
+/* Fold every record of the store dir at dir into c; an empty one adds nothing. */
+static int fold_store(const char *dir, const struct store_filter *filt, struct show_ctx *c)
+{
+	struct store_reader *r;
+	uint64_t first, last, recs;
+	char err[512];
+	int ret = store_reader__open_err(dir, on_notice, NULL, &r, err, sizeof(err));
+
+	if (ret == -ENOENT)
+		return 0; /* made at start, nothing written to it */
+	if (ret < 0) {
+		log_error("%s", err);
+		return ret;
+	}
+	if (store_reader__range(r, &first, &last, &recs) == 0 && recs) {
+		ret = store_reader__query(r, first / NS * NS, (last / NS + 1) * NS, filt, on_sample,
+					  c);
+		if (ret < 0)
+			log_error_errno(ret, "read '%s': %m", dir);
+	}
+	store_reader__free(r);
+	return ret;
+}
+
+int show_export_root(const char *root, const char *output_prof)
+{
+	const struct show_opts o = {.read = root,
+				    .output_prof = output_prof,
+				    .output_num = 1,
+				    .target_pid = -1,
+				    .target_cgroup_id = -1};
+	struct show_ctx c = {.o = &o};
+	struct store_filter filt;
+	char **names = NULL;
+	uint32_t n = 0, i;
+	int ret;
+
+	store_filter__init(&filt);
+	ret = store_root__list(root, &names, &n);
+	if (ret < 0)
+		return log_error_errno(ret, "read store root '%s': %m", root);
+	c.buf = malloc(LINE_MAX_BYTES);
+	if (!c.buf)
+		ret = log_error_errno(-ENOMEM, "line buffer: %m");
+	for (i = 0; i < n && ret >= 0; i++) {
+		char dir[PATH_MAX + 256];
+
+		snprintf(dir, sizeof(dir), "%s/%s", root, names[i]);
+		ret = fold_store(dir, &filt, &c);
+	}
+	store_root__list_free(names, n);
+	if (ret >= 0)
+		ret = write_prof(&c, output_prof);
+	if (ret >= 0 && !c.rows) {
+		log_warn("no samples recorded: '%s' is empty", output_prof);
+	} else if (ret >= 0) {
+		print_write_line(&c, output_prof);
+	}
+	fold_free(&c.f);
+	free(c.buf);
 	return ret;
 }

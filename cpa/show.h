@@ -8,6 +8,8 @@
 #define CPA_SHOW_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 struct show_opts {
 	const char *read;      /* --read,-r DIR: a store dir (cpa_YYMMDD...) or the store root */
@@ -17,14 +19,45 @@ struct show_opts {
 	const char
 		*output_prof; /* --output_prof,-o or NULL (default cpa_<HH:MM:SS.mmm>_<n>.prof) */
 	bool show_range, show_thread_name, no_pid, no_env, show_raw, use_cache;
-	const char *split_path;				   /* not supported yet: refuse clearly */
+	const char *split_path; /* a new store of the range (show_export.c) */
 	long target_pid;				   /* -1 = all */
 	const char *target_comm, *target_env, *target_cpu; /* NULL = all; cpu as list "1-3,5" */
 	long long target_cgroup_id;			   /* -1 = all */
+	long probe_id; /* -1 = all; else only that --probe's samples (and losses) */
 	bool verbose;
+	/* Exports (show_export.c, docs/export.md). */
+	const char *format; /* --format folded|pprof|svg|speedscope; NULL: from -o's suffix */
+	const char *diff_base_read;  /* --diff_base_read DIR: the base's store (default --read) */
+	const char *diff_base_start; /* --diff_base_start HH:MM:SS: the base range of a diff */
+	const char *diff_base_end;   /* --diff_base_end HH:MM:SS */
 };
 
 /* 0 ok, or negative errno (already logged). */
 int show_run(const struct show_opts *o);
+
+/* show.c's helpers that show_export.c shares. */
+struct store_reader;
+struct store_filter;
+void show_fmt_tod(uint64_t ns, char *buf, size_t len);
+long show_parse_tod(const char *s);
+int64_t show_local_midnight(int64_t t);
+void show_on_notice(void *ctx, const char *msg);
+/* The store dir --read names, or the one picked under a root for time of day tod
+ * (-1: the newest); -errno (logged) when there is none. */
+int show_pick_dir(const char *read, long tod, char *buf, size_t len);
+
+/* true when the options ask for something other than the plain folded .prof. */
+bool show_export_wanted(const struct show_opts *o);
+/* Export [t0, t0 + n) seconds of r (store dir dir) as o asks; 0 or -errno (logged). */
+int show_export(const struct show_opts *o, struct store_reader *r, const char *dir,
+		const struct store_filter *filt, int64_t t0, int64_t n);
+/*
+ * `cpa monitor --oneshot`'s export: every record of every store dir under
+ * root (the run's private store), no filter, the default labels, folded and
+ * written to output_prof exactly as an export writes a .prof, then CPA's
+ * Write line. A store without records gives an empty file (and a warning).
+ * 0 or negative errno (already logged).
+ */
+int show_export_root(const char *root, const char *output_prof);
 
 #endif /* CPA_SHOW_H */

@@ -266,7 +266,7 @@ static int stage_spawn(struct supervisor *s, struct sup_stage *st)
 	__atomic_store_n(&st->blk->generation, gen, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->blk->restarts, st->restarts, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->blk->pid, 0, __ATOMIC_RELAXED);
-	st->spawn_ns = clock_ns(CLOCK_MONOTONIC);
+	st->spawn_ns = clock_kernel_ns(CLOCK_MONOTONIC);
 	__atomic_store_n(&st->blk->started_ns, st->spawn_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_NONE, __ATOMIC_RELEASE);
 	shm_stage__set_state(st->blk, SHM_STATE_STARTING);
@@ -336,7 +336,7 @@ static void stage_failed(struct supervisor *s, struct sup_stage *st, const char 
 		st->stop_done = true;
 		return;
 	}
-	st->restart_at_ns = clock_ns(CLOCK_MONOTONIC) + st->backoff_ms * NSEC_PER_MSEC;
+	st->restart_at_ns = clock_kernel_ns(CLOCK_MONOTONIC) + st->backoff_ms * NSEC_PER_MSEC;
 	log_warn("%s; restarting in %llu ms (restart %llu)", what,
 		 (unsigned long long)st->backoff_ms, (unsigned long long)st->restarts + 1);
 	st->backoff_ms = MIN(st->backoff_ms * 2, (uint64_t)BACKOFF_MAX_MS);
@@ -344,7 +344,7 @@ static void stage_failed(struct supervisor *s, struct sup_stage *st, const char 
 
 static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 {
-	uint64_t uptime = clock_ns(CLOCK_MONOTONIC) - st->spawn_ns;
+	uint64_t uptime = clock_kernel_ns(CLOCK_MONOTONIC) - st->spawn_ns;
 	enum shm_stage_state state = shm_stage__state(st->blk);
 	char how[96], what[256];
 	pid_t pid = st->pid;
@@ -436,7 +436,7 @@ static uint64_t ring_pending(struct supervisor *s, int ring)
 
 static void stop_step_begin(struct supervisor *s)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = clock_kernel_ns(CLOCK_MONOTONIC);
 
 	while (s->stop_idx < SHM_STAGE_MAX) {
 		struct sup_stage *st = &s->st[s->stop_idx];
@@ -682,7 +682,7 @@ static bool any_alive(const struct supervisor *s)
 /* Everything time-driven; runs after every wakeup. */
 static void sup_step(struct supervisor *s)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = clock_kernel_ns(CLOCK_MONOTONIC);
 
 	if (s->phase == SUP_RUNNING && s->stop_at_ns && now >= s->stop_at_ns) {
 		char why[64];
@@ -735,7 +735,7 @@ static void sup_step(struct supervisor *s)
 
 static int next_timeout_ms(const struct supervisor *s)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC), next = UINT64_MAX;
+	uint64_t now = clock_kernel_ns(CLOCK_MONOTONIC), next = UINT64_MAX;
 	int64_t ms;
 
 	for (int i = 0; i < SHM_STAGE_MAX; i++) {
@@ -883,7 +883,7 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 	if (r < 0)
 		goto out;
 
-	s.start_ns = clock_ns(CLOCK_MONOTONIC);
+	s.start_ns = clock_kernel_ns(CLOCK_MONOTONIC);
 	s.stop_at_ns = p->duration_ms ? s.start_ns + p->duration_ms * NSEC_PER_MSEC : 0;
 	s.next_stats_ns = s.start_ns + p->stats_every_ms * NSEC_PER_MSEC;
 	s.next_watchdog_ns = s.start_ns;

@@ -5,8 +5,12 @@ set -euo pipefail
 
 pkgs=(
 	build-essential cmake pkg-config clang llvm bpftool
-	libbpf-dev libelf-dev libdw-dev liburing-dev libzstd-dev libjemalloc-dev
-	zlib1g-dev liblzma-dev libiberty-dev binutils xz-utils check
+	libbpf-dev libelf-dev libdw-dev liburing-dev libzstd-dev
+	zlib1g-dev liblzma-dev libiberty-dev libdebuginfod-dev binutils xz-utils check
+	golang-go chromium libxml2-utils libcap2-bin libcurl4-openssl-dev
+	libncurses-dev libncursesw6 tmux
+	faketime libfaketime
+	systemtap-sdt-dev
 )
 
 missing=()

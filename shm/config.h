@@ -35,6 +35,7 @@ enum cpa_config_flag {
 	CPA_CFG_VERBOSE = 1u << 7,	     /* --verbose */
 	CPA_CFG_WITH_IDLE = 1u << 8,	     /* sample the idle task (pid 0) too */
 	CPA_CFG_FORCE_USTACK = 1u << 9,	     /* copy user stacks even on kernels with the NMI bug */
+	CPA_CFG_PC_LOCATIONS = 1u << 10,     /* --pc_locations: symd keeps one frame per pc */
 };
 
 struct cpa_config {
@@ -59,6 +60,9 @@ struct cpa_config {
 	uint64_t offcpu_min_ns; /* off-CPU block-time filters; 0 = none */
 	uint64_t offcpu_max_ns;
 	uint64_t start_realtime_ns; /* when the monitor started */
+	uint64_t probe_rate;	    /* --probe_rate: samples/s per probe, 0 = no limit */
+	uint32_t debuginfod_cache_mb; /* cap of <store_dir>/.debuginfod */
+	uint32_t _pad0;
 
 	char comm[CPA_COMM_LEN]; /* --comm, "" = all */
 	char store_dir[CPA_PATH_MAX];
@@ -68,6 +72,7 @@ struct cpa_config {
 	char record_env_name[CPA_ENV_LIST_MAX];	 /* comma list */
 	char parse_env_values[CPA_ENV_LIST_MAX]; /* comma list */
 	char probes[CPA_PROBE_MAX][CPA_PROBE_SPEC_MAX];
+	char debuginfod_urls[CPA_PATH_MAX]; /* --debuginfod / DEBUGINFOD_URLS; "" = off */
 };
 
 #define CPA_CONFIG_VERSION 1

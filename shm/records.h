@@ -149,7 +149,9 @@ struct cpa_loss {
 	uint32_t stage;	 /* enum shm_stage_id */
 	uint32_t reason; /* counter index of that stage */
 	uint32_t kind;
-	uint32_t _pad0;
+	/* kind PROBE: which probe (0 otherwise). Stages that re-aggregate a
+	 * loss they could not forward (shm/loss.h) keep only its count. */
+	uint32_t probe_id;
 };
 _Static_assert(sizeof(struct cpa_loss) == 48, "cpa_loss layout");
 

@@ -6,7 +6,7 @@
 
 void shm_stage__heartbeat(struct shm_stage *st)
 {
-	__atomic_store_n(&st->heartbeat_ns, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
+	__atomic_store_n(&st->heartbeat_ns, clock_kernel_ns(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
 }
 
 const char *shm_stage_name(enum shm_stage_id id)
@@ -50,7 +50,7 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 	};
 	static const char *const capture[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"samples",     "bpf_ringbuf_lost", "bpf_no_ustack", "bpf_filtered",
-		"task_events", "ustack_bytes",	   "ustack_hints",
+		"task_events", "ustack_bytes",	   "probe_skipped", "ustack_hints",
 	};
 	static const char *const unwindd[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"frames",      "stop_end",	"stop_no_map",	"stop_no_cfi",	"stop_read",

@@ -64,11 +64,11 @@ struct shm_stage {
 	uint32_t state;	       /* enum shm_stage_state, written by the stage */
 	int32_t pid;	       /* written by the supervisor at spawn */
 	uint32_t generation;   /* bumped by the supervisor on every (re)start */
-	uint64_t heartbeat_ns; /* CLOCK_MONOTONIC, written by the stage */
+	uint64_t heartbeat_ns; /* kernel CLOCK_MONOTONIC (clock_kernel_ns), by the stage */
 	uint64_t rate_limit;   /* records/s, 0 = unlimited; supervisor writes, live */
 	uint32_t cmd;	       /* enum shm_stage_cmd, supervisor writes */
 	uint32_t exit_code;    /* last exit status as seen by the supervisor */
-	uint64_t started_ns;   /* CLOCK_MONOTONIC of the current generation's start */
+	uint64_t started_ns;   /* kernel CLOCK_MONOTONIC of this generation's start */
 	uint64_t restarts;     /* supervisor-owned count of restarts */
 	uint64_t _pad0;
 	/* lines 1..8: counters, owned by the stage */
@@ -134,7 +134,7 @@ static inline bool shm_rate__admit(struct shm_rate *r, const struct shm_stage *s
 	return ++r->n <= limit;
 }
 
-/* Stamp the heartbeat with CLOCK_MONOTONIC now. */
+/* Stamp the heartbeat with the kernel's CLOCK_MONOTONIC now (clock_kernel_ns()). */
 void shm_stage__heartbeat(struct shm_stage *st);
 
 const char *shm_stage_name(enum shm_stage_id id);

@@ -50,6 +50,8 @@ static int stage_new(struct shm_arena *a, struct shm_stage *st, struct shm_ring_
 	o.stack_size = cfg->stack_size;
 	o.kernel_stack = cfg->flags & CPA_CFG_KERNEL_STACK_ONLY;
 	o.record_env_name = cfg->record_env_name;
+	for (uint32_t i = 0; i < cfg->nr_probes && i < STORE_PROBES_MAX; i++)
+		o.probes[o.nr_probes++] = cfg->probes[i];
 	o.max_store_bytes = (uint64_t)cfg->max_store_size_mb << 20;
 	r = store_writer__new(&o, &x->w);
 	if (r < 0) {

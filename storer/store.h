@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "shm/records.h"
 
@@ -31,6 +32,8 @@
 
 struct store_writer;
 
+#define STORE_PROBES_MAX 8 /* CPA_PROBE_MAX */
+
 struct store_writer_opts {
 	const char *root; /* store_dir: cpa_YYMMDD... dirs are created below it */
 	/* conf file contents (CPA's keys) */
@@ -42,6 +45,10 @@ struct store_writer_opts {
 	uint32_t stack_size;
 	bool kernel_stack;
 	const char *record_env_name;
+	/* --probe specs by probe id, written to conf as "probe_<id>: <spec>";
+	 * the strings must outlive the writer (the arena's config block). */
+	const char *probes[STORE_PROBES_MAX];
+	uint32_t nr_probes;
 	uint64_t max_store_bytes; /* retention by size, 0 = off */
 	uint32_t segment_seconds; /* new segment file after this much data time (default 3600) */
 	int zstd_level;		  /* default 3 */
@@ -67,9 +74,10 @@ int store_writer__new(const struct store_writer_opts *o, struct store_writer **r
 /* Closes the open block, waits for every write, fsyncs. Accepts NULL. */
 void store_writer__free(struct store_writer *w);
 
-/* A restarted storer of the same monitor run (same run_id, e.g. the monitor's
- * start time) continues the store dir it was writing instead of opening a
- * cpa_YYMMDD_start_HHMMSS one. Call before the first sample. */
+/* run_id is the monitor's start time (realtime ns). The run's store dir is
+ * created now, with its conf: cpa_YYMMDD, or cpa_YYMMDD_start_HHMMSS (the
+ * start time) when that is taken. A restarted storer of the same run (same
+ * run_id) continues the store dir it was writing. Call before the first sample. */
 void store_writer__set_run_id(struct store_writer *w, uint64_t run_id);
 
 /*
@@ -112,20 +120,35 @@ size_t store_writer__open_bytes(const struct store_writer *w);
 /* Realtime ns at which the open block is due to close, 0 when none is open. */
 uint64_t store_writer__deadline(const struct store_writer *w);
 void store_writer__stats(const struct store_writer *w, struct store_writer_stats *ret);
+/* What retention removed since the last call (store_retention__run()'s names,
+ * "" if nothing), for the caller's log; clears it. */
+void store_writer__take_removed(struct store_writer *w, char *buf, size_t len);
 /* Path of the store dir being written ("" before the first block). */
 const char *store_writer__dir(const struct store_writer *w);
 
-/* Retention over a store root: remove cpa_* dirs older than keep_days local
- * days (0 = off), then oldest segments until the total is <= max_bytes
- * (0 = off). Never touches keep_dir's segment keep_seg or later. Returns the
- * number of files removed, or -errno. */
+/* Retention over a store root: remove cpa_* dirs of days before today -
+ * keep_days (today and the keep_days days before it stay; 0 = off), then
+ * oldest segments until the total is <= max_bytes (0 = off). Never touches
+ * keep_dir's segment keep_seg or later. names (may be NULL) gets what went,
+ * relative to root and ", "-separated ("cpa_261101, cpa_261120/seg_000003.cps",
+ * "..." once names_len is full), for the caller to log. Returns the number of
+ * files removed, or -errno. */
 int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_bytes,
-			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns);
+			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns, char *names,
+			 size_t names_len);
+
+/* Remove a whole store root: every store dir in it (files only, as the
+ * writer makes them), the files beside them (dictionary journals, pid file),
+ * then root itself. For a private root such as a one-shot run's. Returns the
+ * files removed, or -errno (e.g. -ENOTEMPTY when something else lives there). */
+int store_root__remove(const char *root);
 
 /* Remove the oldest segment (or the oldest store dir once it holds no
  * segment) under root, never keep_dir's keep_seg or later: what a full disk
- * gives up first. Returns files removed or -errno. */
-int store_retention__trim_oldest(const char *root, const char *keep_dir, uint32_t keep_seg);
+ * gives up first. names as for store_retention__run(). Returns files removed
+ * or -errno. */
+int store_retention__trim_oldest(const char *root, const char *keep_dir, uint32_t keep_seg,
+				 char *names, size_t names_len);
 
 /* ---------------------------------------------------------------- reader */
 
@@ -143,6 +166,17 @@ struct store_frame {
 static inline bool store_frame__kernel(const struct store_frame *f)
 {
 	return f->flags & CPA_FF_KERNEL;
+}
+
+/* Stand-ins for one frame whose definition is gone (flag MARKER, or a lost
+ * name). Unlike the stack's own markers (unwind stops, losses), they hold the
+ * place of a real frame: readers print them where they are. */
+#define STORE_FRAME_UNKNOWN "[unknown frame]"
+#define STORE_DICT_LOST	    "[dictionary lost]"
+
+static inline bool store_frame__placeholder(const struct store_frame *f)
+{
+	return !strcmp(f->name, STORE_FRAME_UNKNOWN) || !strcmp(f->name, STORE_DICT_LOST);
 }
 
 /* One aggregated row: (second, key) -> count, weight. Valid during the callback. */
@@ -171,11 +205,12 @@ struct store_filter {
 	int64_t cgroup_id;	 /* -1 = all */
 	const uint64_t *cpu_set; /* cpu bitmap as cpulist__parse() makes it; NULL = all */
 	uint32_t cpu_set_bits;
+	int64_t probe_id; /* -1 = all; else only kind PROBE rows of this probe */
 };
 
 static inline void store_filter__init(struct store_filter *f)
 {
-	*f = (struct store_filter){.pid = -1, .cgroup_id = -1};
+	*f = (struct store_filter){.pid = -1, .cgroup_id = -1, .probe_id = -1};
 }
 
 struct store_read_stats {
@@ -216,9 +251,36 @@ void store_reader__stats(const struct store_reader *r, struct store_read_stats *
 
 /* true if path looks like a store dir (has an index or segment files). */
 bool store_dir__is_store(const char *path);
+/* The value of "key: value" in dir's conf file, without the newline.
+ * -ENOENT when the file or the key is missing, -ENAMETOOLONG if len is short. */
+int store_dir__conf_get(const char *dir, const char *key, char *buf, size_t len);
 /* Names of the store dirs (cpa_*) under root, sorted: oldest day first, and
  * within a day in start order. Free with store_root__list_free(). 0 or -errno. */
 int store_root__list(const char *root, char ***ret_names, uint32_t *ret_n);
 void store_root__list_free(char **names, uint32_t n);
+/*
+ * The store dir under root for local time of day tod_s (-1: the newest): the
+ * newest cpa_* dir whose records span that time of day, else the newest one
+ * holding records (a run that captured nothing leaves an empty dir), else the
+ * newest. Its path into buf; -ENOENT when root holds none. Used by `cpa show`
+ * and cpa-view.
+ */
+int store_root__pick(const char *root, long tod_s, char *buf, size_t len);
+
+/* ---- timeline (store_timeline.c): counts from the index and block headers only */
+
+struct store_tl_block {
+	int64_t t_min_s;    /* first second of the block */
+	uint32_t span_s;    /* t_max_s - t_min_s */
+	uint32_t n_sec;	    /* seconds with data */
+	uint32_t n_samples; /* samples incl. lost (saturating) */
+};
+
+/* Every indexed block with a valid header, sorted by (segment, offset), read
+ * without decompressing anything (*ret: free()). ret_bad: headers that failed
+ * their check. -ENOENT without an index, -EBADMSG for a bad one,
+ * -EPROTONOSUPPORT for a newer major version. */
+int store_timeline__read(const char *dir, struct store_tl_block **ret, size_t *ret_n,
+			 uint64_t *ret_bad);
 
 #endif /* CPA_STORE_H */

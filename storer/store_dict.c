@@ -103,7 +103,7 @@ static int seg_sym_frame(struct store_dict *dc, uint32_t id)
 
 	if (!i) {
 		(*dc->unknown_ids)++;
-		r = dict_str(dc, "[unknown frame]", 15);
+		r = dict_str(dc, STORE_FRAME_UNKNOWN, sizeof(STORE_FRAME_UNKNOWN) - 1);
 		if (r < 0)
 			return r;
 		k.name_sid = (uint32_t)r;

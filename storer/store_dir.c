@@ -95,6 +95,29 @@ static int store_file_entry(void *ctx, const char *name)
 	return !strncmp(name, "seg_", 4) || !strcmp(name, "index");
 }
 
+int store_dir__conf_get(const char *dir, const char *key, char *buf, size_t len)
+{
+	char path[PATH_MAX], line[1024];
+	size_t kl = strlen(key), n;
+	int r = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/conf", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, kl) || line[kl] != ':' || line[kl + 1] != ' ')
+			continue;
+		n = strcspn(line + kl + 2, "\n");
+		r = n < len ? 0 : -ENAMETOOLONG;
+		if (r == 0)
+			snprintf(buf, len, "%.*s", (int)n, line + kl + 2);
+	}
+	fclose(f);
+	return r;
+}
+
 bool store_dir__is_store(const char *path)
 {
 	return for_each_entry(path, store_file_entry, NULL) > 0;

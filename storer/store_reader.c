@@ -88,7 +88,7 @@ struct store_reader {
 	struct store_read_stats st;
 };
 
-static const char LOST_DICT[] = "[dictionary lost]";
+static const char LOST_DICT[] = STORE_DICT_LOST;
 static const struct store_frame unknown_frame = {
 	.name = "[unknown stack]", .module = "", .flags = CPA_FF_MARKER};
 
@@ -526,6 +526,8 @@ static bool filter_ok(const struct store_reader *r, const struct store_filter *f
 	if (f->pid >= 0 && (int64_t)d->pid != f->pid)
 		return false;
 	if (f->cgroup_id >= 0 && d->cgroup != (uint64_t)f->cgroup_id)
+		return false;
+	if (f->probe_id >= 0 && (d->kind != CPA_KIND_PROBE || (int64_t)d->probe != f->probe_id))
 		return false;
 	if (f->cpu_set && !cpulist__test(f->cpu_set, f->cpu_set_bits, d->cpu))
 		return false;
@@ -1143,5 +1145,61 @@ int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t
 	if (*ret_last_ns < *ret_first_ns)
 		*ret_last_ns = *ret_first_ns;
 	*ret_records = records;
+	return 0;
+}
+
+/* ------------------------------------------------ picking a dir under a root */
+
+static long local_tod(uint64_t ns)
+{
+	time_t t = (time_t)(ns / NSEC_PER_SEC);
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	return tm.tm_hour * 3600L + tm.tm_min * 60L + tm.tm_sec;
+}
+
+/*
+ * The store dir under root for local time-of-day tod_s (-1: the newest): the
+ * newest cpa_* dir whose records span that time of day, else the newest one
+ * holding records (a run that captured nothing leaves an empty dir), else the
+ * newest.
+ */
+int store_root__pick(const char *root, long tod_s, char *buf, size_t len)
+{
+	char **names;
+	uint32_t n, i;
+	bool have_data = false;
+	int ret = store_root__list(root, &names, &n);
+
+	if (ret < 0)
+		return ret;
+	if (!n) {
+		store_root__list_free(names, n);
+		return -ENOENT;
+	}
+	snprintf(buf, len, "%s/%s", root, names[n - 1]);
+	for (i = n; i-- > 0;) {
+		char p[PATH_MAX + 256];
+		struct store_reader *r;
+		uint64_t a, b, recs;
+		bool data, hit;
+
+		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
+		if (store_reader__open(p, NULL, NULL, &r) < 0)
+			continue;
+		data = store_reader__range(r, &a, &b, &recs) == 0;
+		hit = data && tod_s >= 0 && local_tod(a) <= tod_s && tod_s <= local_tod(b);
+		store_reader__free(r);
+		if (data && !have_data) {
+			snprintf(buf, len, "%s", p);
+			have_data = true;
+		}
+		if (hit)
+			snprintf(buf, len, "%s", p);
+		if (hit || (have_data && tod_s < 0))
+			break;
+	}
+	store_root__list_free(names, n);
 	return 0;
 }

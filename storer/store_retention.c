@@ -99,6 +99,22 @@ static uint32_t oldest_seg(const char *path, uint32_t limit)
 	return o.best;
 }
 
+/* Append name to the caller's ", "-separated list (NULL: not wanted); "..." once full. */
+static void note(char *names, size_t len, const char *name)
+{
+	size_t n;
+
+	if (!names || !len)
+		return;
+	n = strlen(names);
+	if (n + strlen(name) + 2 + 4 >= len) {
+		if (n + 4 < len && (n < 3 || strcmp(names + n - 3, "...")))
+			snprintf(names + n, len - n, "%s...", n ? ", " : "");
+		return;
+	}
+	snprintf(names + n, len - n, "%s%s", n ? ", " : "", name);
+}
+
 struct rdirs {
 	struct rdir *v;
 	uint32_t n, cap;
@@ -126,7 +142,8 @@ static int rdir_add(void *ctx, const char *name)
 }
 
 int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_bytes,
-			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns)
+			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns, char *names,
+			 size_t names_len)
 {
 	struct rdirs ds = {0};
 	struct rdir *dirs;
@@ -136,6 +153,8 @@ int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_byte
 	uint64_t total = 0;
 	int removed = 0, r;
 
+	if (names && names_len)
+		names[0] = 0;
 	if (keep_dir && !realpath(keep_dir, kd))
 		snprintf(kd, sizeof(kd), "%s", keep_dir);
 	r = store_dir__for_each_store(root, rdir_add, &ds);
@@ -154,9 +173,11 @@ int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_byte
 
 		snprintf(p, sizeof(p), "%s/%s", root, dirs[i].name);
 		is_keep = kd[0] && realpath(p, rp) && !strcmp(rp, kd);
+		/* Today and the keep_days days before it stay (CPA: now - (N+1) days). */
 		if (!is_keep && keep_days && dirs[i].day >= 0 &&
-		    dirs[i].day <= today - (int64_t)keep_days) {
+		    dirs[i].day < today - (int64_t)keep_days) {
 			removed += remove_dir(p);
+			note(names, names_len, dirs[i].name);
 			dirs[i].name[0] = 0;
 			continue;
 		}
@@ -180,11 +201,13 @@ int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_byte
 				break;
 			total -= MIN(total, (uint64_t)sb.st_blocks * 512);
 			removed++;
+			note(names, names_len, sp + strlen(root) + 1);
 		}
 		if (!is_keep && !oldest_seg(p, 0)) {
 			uint64_t rest = dir_bytes(p);
 
 			removed += remove_dir(p);
+			note(names, names_len, dirs[i].name);
 			total -= MIN(total, rest);
 		}
 	}
@@ -207,7 +230,8 @@ static int sum_store(void *ctx, const char *name)
 	return 0;
 }
 
-int store_retention__trim_oldest(const char *root, const char *keep_dir, uint32_t keep_seg)
+int store_retention__trim_oldest(const char *root, const char *keep_dir, uint32_t keep_seg,
+				 char *names, size_t names_len)
 {
 	struct sum s = {.root = root};
 	uint64_t total;
@@ -219,5 +243,33 @@ int store_retention__trim_oldest(const char *root, const char *keep_dir, uint32_
 	if (!total)
 		return 0;
 	/* A budget one byte under what is there removes exactly the oldest file set. */
-	return store_retention__run(root, 0, total - 1, keep_dir, keep_seg, 0);
+	return store_retention__run(root, 0, total - 1, keep_dir, keep_seg, 0, names, names_len);
+}
+
+int store_root__remove(const char *root)
+{
+	DIR *d = opendir(root);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char p[PATH_MAX + 256];
+		struct stat sb;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", root, de->d_name);
+		if (lstat(p, &sb) < 0)
+			continue;
+		if (S_ISDIR(sb.st_mode))
+			n += remove_dir(p);
+		else if (unlink(p) == 0)
+			n++;
+	}
+	closedir(d);
+	if (rmdir(root) < 0)
+		return -errno;
+	return n;
 }

@@ -33,6 +33,8 @@
 #include "store_tab.h"
 #include "store_wq_pvt.h"
 
+_Static_assert(STORE_PROBES_MAX == CPA_PROBE_MAX, "probe count agrees");
+
 #define LATE_MAX_S	  60	     /* older than this: a block of its own */
 #define SEG_MAX_BYTES	  (1u << 30) /* offsets are u32: rotate well before 4 GiB */
 #define RETENTION_EVERY_S 60
@@ -63,13 +65,14 @@ struct store_writer {
 	int open_err; /* last failure to open a dir/segment, retried at open_retry_ns */
 	uint64_t open_retry_ns;
 	struct store_writer_stats st;
+	char removed[512]; /* what retention removed since store_writer__take_removed() */
 };
 
 /* ------------------------------------------------------------ store dirs */
 
 static int write_conf(struct store_writer *w, const char *dir)
 {
-	char path[PATH_MAX + 192], buf[2048];
+	char path[PATH_MAX + 192], buf[2048 + STORE_PROBES_MAX * (CPA_PROBE_SPEC_MAX + 16)];
 	_cleanup_close_ int fd = -1;
 	int n;
 
@@ -87,6 +90,11 @@ static int write_conf(struct store_writer *w, const char *dir)
 		     STORE_VERSION_MAJOR, STORE_VERSION_MINOR, w->o.cpu_num, w->o.freq,
 		     w->o.record_interval, w->o.persistent_day, w->env_names,
 		     w->o.kernel_stack ? 1 : 0, w->o.stack_size, (unsigned long long)w->run_id);
+	for (uint32_t i = 0; i < w->o.nr_probes && n >= 0 && (size_t)n < sizeof(buf); i++)
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "probe_%u: %s\n", i,
+			      w->o.probes[i]);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return -ENAMETOOLONG;
 	/* Once per store dir (a day), not on the sample path: a plain write is fine. */
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -99,19 +107,9 @@ static int write_conf(struct store_writer *w, const char *dir)
 /* run_id of an existing store dir's conf, 0 if none. */
 static uint64_t dir_run_id(const char *dir)
 {
-	char path[PATH_MAX + 192], line[256];
-	uint64_t id = 0;
-	FILE *f;
+	char v[32];
 
-	snprintf(path, sizeof(path), "%s/conf", dir);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "run_id: ", 8))
-			id = strtoull(line + 8, NULL, 10);
-	fclose(f);
-	return id;
+	return store_dir__conf_get(dir, "run_id", v, sizeof(v)) < 0 ? 0 : strtoull(v, NULL, 10);
 }
 
 static int seg_max(void *ctx, const char *name, uint32_t no)
@@ -198,11 +196,16 @@ static int open_dir(struct store_writer *w, int64_t t)
 		if (attempt == 0) {
 			snprintf(path, sizeof(path), "%s/%s", w->root, name);
 		} else {
-			time_t now = time(NULL) + attempt - 1;
+			/* Named by the run's start when it began this day, else by t. */
+			int64_t st = (int64_t)(w->run_id / NSEC_PER_SEC);
+			time_t stamp;
 			struct tm tm;
 			char hms[16];
 
-			localtime_r(&now, &tm);
+			if (store_dir__local_day(st) != store_dir__local_day(t))
+				st = t;
+			stamp = (time_t)st + attempt - 1;
+			localtime_r(&stamp, &tm);
 			strftime(hms, sizeof(hms), "%H%M%S", &tm);
 			snprintf(path, sizeof(path), "%s/%s_start_%s", w->root, name, hms);
 		}
@@ -491,6 +494,7 @@ int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
 	key.sec = (int64_t)(l->time_ns / NSEC_PER_SEC);
 	key.stack = (uint32_t)r;
 	key.kind = l->kind;
+	key.probe = l->probe_id;
 	block__time(&w->blk, l->time_ns);
 	r = block__add(&w->blk, &key, l->count, l->weight ? l->weight : l->count);
 	if (r < 0)
@@ -516,8 +520,26 @@ size_t store_writer__open_bytes(const struct store_writer *w)
 	       intern__bytes(&w->dict.seg.stack) + intern__bytes(&w->dict.seg.frame);
 }
 
+static void note_removed(struct store_writer *w, int files, const char *names)
+{
+	size_t n = strlen(w->removed);
+
+	w->st.trimmed_files += (uint64_t)files;
+	if (n + strlen(names) + 3 < sizeof(w->removed))
+		snprintf(w->removed + n, sizeof(w->removed) - n, "%s%s", n ? ", " : "", names);
+	else if (n + 5 < sizeof(w->removed) && !strstr(w->removed, "..."))
+		snprintf(w->removed + n, sizeof(w->removed) - n, "%s...", n ? ", " : "");
+}
+
+void store_writer__take_removed(struct store_writer *w, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", w->removed);
+	w->removed[0] = 0;
+}
+
 int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 {
+	char names[sizeof(w->removed)];
 	int closed = 0, r;
 
 	store_journal__flush(&w->jr, &w->wq);
@@ -534,17 +556,18 @@ int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 	if (w->wq.disk_full && w->dir && now_ns / NSEC_PER_SEC >= w->last_emergency_s + 10) {
 		w->last_emergency_s = now_ns / NSEC_PER_SEC;
 		w->wq.disk_full = false;
-		r = store_retention__trim_oldest(w->root, w->dir->path, w->seg_no);
+		r = store_retention__trim_oldest(w->root, w->dir->path, w->seg_no, names,
+						 sizeof(names));
 		if (r > 0)
-			w->st.trimmed_files += (uint64_t)r;
+			note_removed(w, r, names);
 	}
 	if ((w->o.persistent_day || w->o.max_store_bytes) && w->dir &&
 	    now_ns / NSEC_PER_SEC >= w->last_retention_s + RETENTION_EVERY_S) {
 		w->last_retention_s = now_ns / NSEC_PER_SEC;
 		r = store_retention__run(w->root, w->o.persistent_day, w->o.max_store_bytes,
-					 w->dir->path, w->seg_no, now_ns);
+					 w->dir->path, w->seg_no, now_ns, names, sizeof(names));
 		if (r > 0)
-			w->st.trimmed_files += (uint64_t)r;
+			note_removed(w, r, names);
 	}
 	if (closed)
 		store_wq__kick(&w->wq);
@@ -630,8 +653,13 @@ int store_writer__new(const struct store_writer_opts *o, struct store_writer **r
 
 void store_writer__set_run_id(struct store_writer *w, uint64_t run_id)
 {
-	if (run_id)
-		w->run_id = run_id;
+	if (!run_id)
+		return;
+	w->run_id = run_id;
+	/* The run's store dir (and conf) exist from its start, even if it never
+	 * captures; a failure here is retried by the first block. */
+	if (!w->dir && open_dir(w, (int64_t)(run_id / NSEC_PER_SEC)) < 0)
+		close_dir(w);
 }
 
 void store_writer__free(struct store_writer *w)

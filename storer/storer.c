@@ -256,10 +256,13 @@ static void sync_counters(struct storer *s)
 	if (ws.write_errors != s->synced.write_errors)
 		storer_log_err(s, ws.last_error ? ws.last_error : -EIO,
 			       "write failed, keeping the block for a retry");
-	if (ws.trimmed_files != s->synced.trimmed_files)
-		log_info("retention removed %llu file(s) under '%s'",
-			 (unsigned long long)(ws.trimmed_files - s->synced.trimmed_files),
-			 store_writer__dir(s->w));
+	if (ws.trimmed_files != s->synced.trimmed_files) {
+		char names[512];
+
+		store_writer__take_removed(s->w, names, sizeof(names));
+		log_info("retention removed %llu file(s): %s",
+			 (unsigned long long)(ws.trimmed_files - s->synced.trimmed_files), names);
+	}
 	if (ws.dropped_blocks != s->synced.dropped_blocks)
 		log_error("gave up %llu block(s) after repeated write failures",
 			  (unsigned long long)(ws.dropped_blocks - s->synced.dropped_blocks));

@@ -252,3 +252,16 @@ void bincache__stats(const struct bincache *c, struct bincache_stats *ret)
 {
 	*ret = c->stats;
 }
+
+void bincache__forget(struct bincache *c, const uint8_t *build_id, uint8_t len)
+{
+	struct binent *e, *next;
+
+	/* By the loaded file's build-id: the key may be dev+ino or the path
+	 * when unwindd sent none. Rare (a debug file arrived): a list walk. */
+	for (e = c->head; e; e = next) {
+		next = e->next;
+		if (e->bin && e->bin->build_id_len == len && !memcmp(e->bin->build_id, build_id, len))
+			bincache__remove(c, e);
+	}
+}

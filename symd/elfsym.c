@@ -290,7 +290,7 @@ struct symcand {
 	uint32_t rank; /* lower wins at equal address */
 	const char *name;
 	uint32_t name_len;
-	uint32_t _pad;
+	uint32_t flags; /* SYMD_SYM_* */
 };
 
 struct symvec {
@@ -323,22 +323,38 @@ static int symvec__keep(struct symvec *sv, uint8_t *buf)
 	return 0;
 }
 
-static int symvec__collect(struct symvec *sv, const struct elfimg *e, uint32_t type,
-			   bool *ret_found)
+static int symvec__push(struct symvec *sv, const struct symcand *c)
+{
+	if (sv->n == sv->cap) {
+		size_t cap = sv->cap ? sv->cap * 2 : 4096;
+		struct symcand *v;
+
+		if (cap > 3ull * SYMD_MAX_SYMBOLS)
+			return -E2BIG;
+		v = realloc(sv->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		sv->v = v;
+		sv->cap = cap;
+	}
+	sv->v[sv->n++] = *c;
+	return 0;
+}
+
+/* A symbol table and its string table (kept in sv until the build). */
+static int symvec__read_table(struct symvec *sv, const struct elfimg *e, const Elf64_Shdr *s,
+			      uint8_t **ret_syms, uint64_t *ret_count, const uint8_t **ret_strs,
+			      uint64_t *ret_strsize)
 {
 	_cleanup_free_ uint8_t *syms = NULL;
 	uint8_t *strs = NULL;
-	uint64_t ssize, strsize, count, i;
-	const Elf64_Shdr *s = elfimg__find_type(e, type), *str;
+	uint64_t ssize;
+	const Elf64_Shdr *str;
 	int r;
 
-	*ret_found = false;
-	if (!s || s->sh_type == SHT_NOBITS)
-		return 0;
 	if (s->sh_entsize != sizeof(Elf64_Sym) || s->sh_size % sizeof(Elf64_Sym))
 		return -EBADMSG;
-	count = s->sh_size / sizeof(Elf64_Sym);
-	if (count > SYMD_MAX_SYMBOLS)
+	if (s->sh_size / sizeof(Elf64_Sym) > SYMD_MAX_SYMBOLS)
 		return -E2BIG;
 	if (s->sh_link == 0 || s->sh_link >= e->shnum)
 		return -EBADMSG;
@@ -348,7 +364,7 @@ static int symvec__collect(struct symvec *sv, const struct elfimg *e, uint32_t t
 	r = elfimg__data(e, s, SYMD_MAX_SYMBOLS * sizeof(Elf64_Sym), &syms, &ssize);
 	if (r < 0)
 		return r;
-	r = elfimg__data(e, str, SYMD_MAX_STRTAB, &strs, &strsize);
+	r = elfimg__data(e, str, SYMD_MAX_STRTAB, &strs, ret_strsize);
 	if (r < 0)
 		return r;
 	r = symvec__keep(sv, strs);
@@ -356,6 +372,27 @@ static int symvec__collect(struct symvec *sv, const struct elfimg *e, uint32_t t
 		free(strs);
 		return r;
 	}
+	*ret_count = ssize / sizeof(Elf64_Sym);
+	*ret_syms = TAKE_PTR(syms);
+	*ret_strs = strs;
+	return 0;
+}
+
+static int symvec__collect(struct symvec *sv, const struct elfimg *e, uint32_t type,
+			   bool *ret_found)
+{
+	_cleanup_free_ uint8_t *syms = NULL;
+	const uint8_t *strs;
+	uint64_t strsize, count, i;
+	const Elf64_Shdr *s = elfimg__find_type(e, type);
+	int r;
+
+	*ret_found = false;
+	if (!s || s->sh_type == SHT_NOBITS)
+		return 0;
+	r = symvec__read_table(sv, e, s, &syms, &count, &strs, &strsize);
+	if (r < 0)
+		return r;
 	*ret_found = true;
 
 	for (i = 0; i < count; i++) {
@@ -375,19 +412,7 @@ static int symvec__collect(struct symvec *sv, const struct elfimg *e, uint32_t t
 		len = strlen((const char *)strs + sym.st_name);
 		if (len == 0 || len > 4096)
 			continue;
-		if (sv->n == sv->cap) {
-			size_t cap = sv->cap ? sv->cap * 2 : 4096;
-			struct symcand *v;
-
-			if (cap > 3ull * SYMD_MAX_SYMBOLS)
-				return -E2BIG;
-			v = realloc(sv->v, cap * sizeof(*v));
-			if (!v)
-				return -ENOMEM;
-			sv->v = v;
-			sv->cap = cap;
-		}
-		sv->v[sv->n++] = (struct symcand){
+		r = symvec__push(sv, &(struct symcand){
 			.addr = sym.st_value,
 			.size = sym.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym.st_size,
 			/* symtab before dynsym, global before weak before local */
@@ -396,9 +421,276 @@ static int symvec__collect(struct symvec *sv, const struct elfimg *e, uint32_t t
 										   : 2),
 			.name = (const char *)strs + sym.st_name,
 			.name_len = (uint32_t)len,
-		};
+		});
+		if (r < 0)
+			return r;
 	}
 	return 0;
+}
+
+/* ---- PLT stubs: "sym@plt" ---- */
+
+struct pltrel {
+	uint64_t got; /* r_offset: the GOT slot the stub jumps through */
+	uint32_t sym; /* .dynsym index */
+	uint32_t _pad;
+};
+
+static int pltrel_cmp(const void *a, const void *b)
+{
+	const struct pltrel *x = a, *y = b;
+
+	return x->got < y->got ? -1 : x->got > y->got;
+}
+
+static const struct pltrel *pltrel_find(const struct pltrel *v, size_t n, uint64_t got)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].got == got)
+			return &v[mid];
+		if (v[mid].got < got)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* The JUMP_SLOT / GLOB_DAT relocations against .dynsym (index dsidx). */
+static int plt_relocs(const struct elfimg *e, uint32_t dsidx, uint64_t nsyms, struct pltrel **ret,
+		      size_t *ret_n)
+{
+	struct pltrel *v = NULL;
+	size_t n = 0, cap = 0;
+	uint32_t i;
+
+	for (i = 1; i < e->shnum; i++) {
+		const Elf64_Shdr *s = &e->sh[i];
+		_cleanup_free_ uint8_t *buf = NULL;
+		uint64_t size, k;
+
+		if (s->sh_type != SHT_RELA || s->sh_link != dsidx ||
+		    s->sh_entsize != sizeof(Elf64_Rela))
+			continue;
+		if (elfimg__data(e, s, SYMD_MAX_SYMBOLS * sizeof(Elf64_Rela), &buf, &size) < 0)
+			continue;
+		for (k = 0; k + sizeof(Elf64_Rela) <= size; k += sizeof(Elf64_Rela)) {
+			Elf64_Rela r;
+			uint64_t sym;
+
+			memcpy(&r, buf + k, sizeof(r));
+			sym = ELF64_R_SYM(r.r_info);
+			if ((ELF64_R_TYPE(r.r_info) != R_X86_64_JUMP_SLOT &&
+			     ELF64_R_TYPE(r.r_info) != R_X86_64_GLOB_DAT) ||
+			    sym == 0 || sym >= nsyms)
+				continue;
+			if (n == cap) {
+				struct pltrel *nv;
+
+				cap = cap ? cap * 2 : 256;
+				if (cap > SYMD_MAX_SYMBOLS) {
+					free(v);
+					return -E2BIG;
+				}
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv) {
+					free(v);
+					return -ENOMEM;
+				}
+				v = nv;
+			}
+			v[n++] = (struct pltrel){.got = r.r_offset, .sym = (uint32_t)sym};
+		}
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), pltrel_cmp);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/*
+ * Every stub of .plt, .plt.sec and .plt.got jumps through its GOT slot with
+ * `jmp *disp32(%rip)` (ff 25, maybe after endbr64 / a bnd prefix); the
+ * relocation of that slot names the function (perf's "memcmp@plt"). The
+ * lazy-binding halves of an IBT .plt (push; jmp PLT0) and PLT0 itself have
+ * no such jump and stay unnamed.
+ */
+static int symvec__collect_plt(struct symvec *sv, const struct elfimg *e, bool *ret_found)
+{
+	static const char *const names[] = {".plt", ".plt.sec", ".plt.got"};
+	const Elf64_Shdr *ds = elfimg__find_type(e, SHT_DYNSYM);
+	_cleanup_free_ struct pltrel *rels = NULL;
+	_cleanup_free_ uint8_t *syms = NULL;
+	const uint8_t *strs;
+	uint64_t nsyms, strsize;
+	size_t nrels, i;
+	int r;
+
+	*ret_found = false;
+	if (!ds || ds->sh_type == SHT_NOBITS)
+		return 0;
+	r = symvec__read_table(sv, e, ds, &syms, &nsyms, &strs, &strsize);
+	if (r < 0)
+		return r;
+	r = plt_relocs(e, (uint32_t)(ds - e->sh), nsyms, &rels, &nrels);
+	if (r < 0 || nrels == 0)
+		return r;
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		const Elf64_Shdr *s = elfimg__find(e, names[i]);
+		_cleanup_free_ uint8_t *code = NULL;
+		uint64_t size, ent, k, j;
+
+		if (!s || !(s->sh_flags & SHF_EXECINSTR) ||
+		    elfimg__data(e, s, 16u << 20, &code, &size) < 0)
+			continue;
+		ent = s->sh_entsize == 8 || s->sh_entsize == 16 ? s->sh_entsize : 16;
+		for (k = 0; k + ent <= size; k += ent) {
+			for (j = 0; j + 6 <= ent; j++) {
+				const struct pltrel *pr;
+				Elf64_Sym sym;
+				int32_t disp;
+				size_t len;
+
+				if (code[k + j] != 0xff || code[k + j + 1] != 0x25)
+					continue;
+				memcpy(&disp, code + k + j + 2, 4);
+				pr = pltrel_find(rels, nrels, s->sh_addr + k + j + 6 + (int64_t)disp);
+				if (!pr)
+					break;
+				memcpy(&sym, syms + (uint64_t)pr->sym * sizeof(sym), sizeof(sym));
+				if (sym.st_name == 0 || sym.st_name >= strsize)
+					break;
+				len = strlen((const char *)strs + sym.st_name);
+				if (len == 0 || len > 4096)
+					break;
+				r = symvec__push(sv, &(struct symcand){
+							     .addr = s->sh_addr + k,
+							     .size = (uint32_t)ent,
+							     .rank = 8,
+							     .name = (const char *)strs + sym.st_name,
+							     .name_len = (uint32_t)len,
+							     .flags = SYMD_SYM_PLT,
+						     });
+				if (r < 0)
+					return r;
+				*ret_found = true;
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- function starts: .eh_frame_hdr's search table ---- */
+
+#define DW_EH_PE_udata4	 0x03
+#define DW_EH_PE_sdata4	 0x0b
+#define DW_EH_PE_pcrel	 0x10
+#define DW_EH_PE_datarel 0x30
+#define SYMD_MAX_EH_FRAME (256ull << 20)
+
+static int fde_cmp(const void *a, const void *b)
+{
+	const struct symd_fde *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/*
+ * Every function compiled with unwind info has an FDE, stripped or not, and
+ * .eh_frame_hdr (PT_GNU_EH_FRAME) holds their start addresses sorted (the
+ * table the runtime unwinder searches). The usual encodings only (version 1,
+ * 4-byte pointers, table datarel|sdata4); the FDE's own length is read from
+ * .eh_frame when its pc_begin (pcrel|sdata4) confirms the table entry,
+ * else the function reaches to the next start. Failures leave no table.
+ */
+static void symbin__read_fdes(struct symbin *b, const struct elfimg *e)
+{
+	_cleanup_free_ uint8_t *hdr = NULL, *ef = NULL;
+	_cleanup_free_ struct symd_fde *v = NULL;
+	uint64_t hoff = 0, hsize = 0, hva = 0, efva = 0, efsize = 0, base = UINT64_MAX, count, i;
+	const Elf64_Shdr *s;
+	uint32_t n = 0, k;
+	bool sorted = true;
+
+	for (k = 0; k < e->phnum; k++)
+		if (e->ph[k].p_type == PT_GNU_EH_FRAME) {
+			hoff = e->ph[k].p_offset;
+			hsize = e->ph[k].p_filesz;
+			hva = e->ph[k].p_vaddr;
+		}
+	s = elfimg__find(e, ".eh_frame_hdr");
+	if (!hsize && s && s->sh_type != SHT_NOBITS) {
+		hoff = s->sh_offset;
+		hsize = s->sh_size;
+		hva = s->sh_addr;
+	}
+	for (k = 0; k < b->nloads; k++)
+		base = MIN(base, b->loads[k].vaddr);
+	if (hsize < 12 || hsize > SYMD_MAX_EH_FRAME || base == UINT64_MAX)
+		return;
+	hdr = malloc(hsize);
+	if (!hdr || elfsrc__read(&e->src, hoff, hsize, hdr) < 0)
+		return;
+	if (hdr[0] != 1 || (hdr[1] & 0x0f) != DW_EH_PE_sdata4 ||
+	    (hdr[2] != DW_EH_PE_udata4 && hdr[2] != DW_EH_PE_sdata4) ||
+	    hdr[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+		return;
+	count = le32(hdr + 8);
+	if (count == 0 || count > SYMD_MAX_SYMBOLS || 12 + count * 8 > hsize)
+		return;
+	if ((hdr[1] & 0x70) == DW_EH_PE_pcrel)
+		efva = hva + 4 + (int64_t)(int32_t)le32(hdr + 4);
+	s = elfimg__find(e, ".eh_frame");
+	if (efva && s && s->sh_addr == efva && s->sh_type != SHT_NOBITS &&
+	    elfimg__data(e, s, SYMD_MAX_EH_FRAME, &ef, &efsize) < 0)
+		ef = NULL;
+	v = calloc(count, sizeof(*v));
+	if (!v)
+		return;
+	for (i = 0; i < count; i++) {
+		uint64_t start = hva + (int64_t)(int32_t)le32(hdr + 12 + i * 8);
+		uint64_t fva = hva + (int64_t)(int32_t)le32(hdr + 16 + i * 8);
+		uint32_t size = 0;
+
+		if (start < base || start - base > UINT32_MAX)
+			continue;
+		if (ef && fva >= efva && fva - efva + 16 <= efsize) {
+			uint64_t o = fva - efva;
+
+			/* length (not 64-bit DWARF), CIE pointer, pc_begin, pc_range */
+			if (le32(ef + o) != 0xffffffffu && le32(ef + o) >= 12 &&
+			    fva + 8 + (int64_t)(int32_t)le32(ef + o + 8) == start)
+				size = le32(ef + o + 12);
+		}
+		if (n && v[n - 1].start > start - base)
+			sorted = false;
+		v[n++] = (struct symd_fde){.start = (uint32_t)(start - base), .size = size};
+	}
+	if (!n)
+		return;
+	if (!sorted)
+		qsort(v, n, sizeof(*v), fde_cmp);
+	b->fdes = realloc(v, n * sizeof(*v));
+	if (!b->fdes)
+		b->fdes = v;
+	v = NULL;
+	b->nfdes = n;
+	b->fde_base = base;
+	b->src |= SYMBIN_SRC_FDE;
 }
 
 static int symcand_cmp(const void *a, const void *b)
@@ -467,7 +759,8 @@ static int symbin__build(struct symbin *b, struct symvec *sv)
 		r = pool_add(b, c->name, c->name_len, &off);
 		if (r < 0)
 			return r;
-		b->syms[n++] = (struct symd_sym){.addr = c->addr, .size = c->size, .name = off};
+		b->syms[n++] = (struct symd_sym){
+			.addr = c->addr, .size = c->size, .name = off, .flags = c->flags};
 	}
 	b->nsyms = (uint32_t)n;
 	if (n < sv->n) {
@@ -663,6 +956,13 @@ static int find_debug_file(const struct symd_paths *paths, const struct symd_fil
 				return 0;
 			}
 		}
+		if (paths && paths->debuginfod_cache) {
+			snprintf(path, sizeof(path), "%s/%s/debuginfo", paths->debuginfod_cache, hex);
+			if (open_debug(path, bid, bid_len, false, 0, e) == 0) {
+				*ret_src = SYMBIN_SRC_DEBUGINFOD;
+				return 0;
+			}
+		}
 	}
 
 	link = elfimg__find(main, ".gnu_debuglink");
@@ -798,13 +1098,15 @@ void symbin__free(struct symbin *b)
 	if (!b)
 		return;
 	free(b->syms);
+	free(b->fdes);
 	free(b->pool);
 	free(b);
 }
 
 size_t symbin__bytes(const struct symbin *b)
 {
-	return sizeof(*b) + (size_t)b->nsyms * sizeof(*b->syms) + b->pool_cap;
+	return sizeof(*b) + (size_t)b->nsyms * sizeof(*b->syms) +
+	       (size_t)b->nfdes * sizeof(*b->fdes) + b->pool_cap;
 }
 
 static int symbin__from_img(struct symbin *b, const struct elfimg *e, struct symvec *sv,
@@ -828,6 +1130,12 @@ static int symbin__from_img(struct symbin *b, const struct elfimg *e, struct sym
 		return r;
 	if (found)
 		b->src |= SYMBIN_SRC_DYNSYM;
+	r = symvec__collect_plt(sv, e, &found);
+	if (r < 0)
+		return r;
+	if (found)
+		b->src |= SYMBIN_SRC_PLT;
+	symbin__read_fdes(b, e);
 	return 0;
 }
 
@@ -974,6 +1282,10 @@ int symbin__lookup(struct symbin *b, uint64_t off, bool keep_go, const char **re
 			symd_name__format(b->pool + s->name, b->is_go, keep_go, buf, sizeof(buf));
 		uint32_t fo;
 
+		if ((s->flags & SYMD_SYM_PLT) && n + 4 < sizeof(buf)) {
+			memcpy(buf + n, "@plt", 5);
+			n += 4;
+		}
 		if (n == strlen(b->pool + s->name) && !memcmp(buf, b->pool + s->name, n))
 			s->fmt = s->name;
 		else if (pool_add(b, buf, n, &fo) == 0)
@@ -983,5 +1295,32 @@ int symbin__lookup(struct symbin *b, uint64_t off, bool keep_go, const char **re
 	}
 	*ret_name = b->pool + s->fmt;
 	*ret_sym_off = symbin__vaddr_to_off(b, s->addr, off);
+	return 0;
+}
+
+int symbin__func_start(const struct symbin *b, uint64_t off, uint64_t *ret_start_off)
+{
+	uint32_t lo = 0, hi = b->nfdes;
+	const struct symd_fde *f;
+	uint64_t va, rel;
+
+	if (!b->nfdes || symbin__off_to_vaddr(b, off, &va) < 0 || va < b->fde_base ||
+	    va - b->fde_base > UINT32_MAX)
+		return -ENOENT;
+	rel = va - b->fde_base;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (b->fdes[mid].start <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -ENOENT;
+	f = &b->fdes[lo - 1];
+	if (f->size && rel - f->start >= f->size)
+		return -ENOENT; /* padding between functions, or code without an FDE */
+	*ret_start_off = symbin__vaddr_to_off(b, b->fde_base + f->start, off);
 	return 0;
 }

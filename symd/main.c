@@ -28,16 +28,6 @@
 #define SYMD_HELD_SLEEP_MS 10 /* output held: the storer is behind */
 #define SYMD_HEARTBEAT_NS  (200 * NSEC_PER_MSEC)
 
-/*
- * jemalloc: one arena and no thread cache (one thread: neither buys speed,
- * both hold memory), and freed pages go back at once instead of after ten
- * seconds: binary loads free megabytes of section copies, and jemalloc
- * purges on a delay only during later allocator calls, which a symd in
- * steady state does not make (its per-sample path does not allocate).
- * Ignored without jemalloc (sanitizer builds).
- */
-const char *malloc_conf = "narenas:1,tcache:false,dirty_decay_ms:0,muzzy_decay_ms:0";
-
 static int stage_new(struct shm_arena *a, struct shm_stage *st, struct shm_ring_cons *in,
 		     struct shm_ring_prod *out, void **ret)
 {

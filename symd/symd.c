@@ -110,6 +110,8 @@ struct symd {
 	uint32_t umods_n;
 
 	struct bincache *bins;
+	struct dfetch *df; /* debuginfod, NULL = off */
+	char dcache[CPA_PATH_MAX + 16];
 	struct bincache_stats bin_seen; /* last values turned into counters */
 	uint64_t bins_loads_seen;
 	struct symbin *vdso;
@@ -286,14 +288,34 @@ struct framekey {
 	uint32_t module_id;
 	uint32_t name_id;
 	uint32_t flags;
+	uint32_t _pad0;
+	uint64_t pc_off; /* with --pc_locations: the pc's offset (or kernel address), else 0 */
 };
+
+static int frame_id_pc(struct symd *s, uint32_t module_id, const char *name, size_t nlen,
+		       uint32_t flags, uint64_t offset, uint64_t pc_off, uint32_t *ret);
 
 static int frame_id(struct symd *s, uint32_t module_id, const char *name, size_t nlen,
 		    uint32_t flags, uint64_t offset, uint32_t *ret)
 {
+	return frame_id_pc(s, module_id, name, nlen, flags, offset, 0, ret);
+}
+
+/*
+ * A symbolized frame. With --pc_locations (CPA_CFG_PC_LOCATIONS) it is keyed
+ * by its pc too and its offset is the pc's, not the symbol's start: pprof
+ * Locations then name the sampled instruction (docs/export.md). Names, and
+ * so folded output, do not change.
+ */
+static int frame_id_pc(struct symd *s, uint32_t module_id, const char *name, size_t nlen,
+		       uint32_t flags, uint64_t offset, uint64_t pc_off, uint32_t *ret)
+{
 	struct framekey k = {.module_id = module_id, .flags = flags};
 	struct cpa_frame_def d;
 	int r;
+
+	if (s->flags & CPA_CFG_PC_LOCATIONS)
+		k.pc_off = pc_off;
 
 	r = str_id(s, name, nlen, &k.name_id);
 	if (r < 0)
@@ -308,7 +330,7 @@ static int frame_id(struct symd *s, uint32_t module_id, const char *name, size_t
 		.name_id = k.name_id,
 		.module_id = module_id,
 		.flags = flags,
-		.offset = offset,
+		.offset = k.pc_off ? k.pc_off : offset,
 	};
 	r = emit2(s, CPA_REC_FRAME, &d, sizeof(d), NULL, 0);
 	if (r < 0)
@@ -586,8 +608,8 @@ static int frame_kernel(struct symd *s, uint64_t pc, bool leaf, uint32_t *ret, u
 				n = snprintf(s->name, sizeof(s->name), "%s [%s]", name, mod);
 			else
 				n = snprintf(s->name, sizeof(s->name), "%s", name);
-			return frame_id(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1),
-					CPA_FF_KERNEL, start, ret);
+			return frame_id_pc(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1),
+					   CPA_FF_KERNEL, start, pc, ret);
 		}
 	}
 	r = kmod_id(s, NULL, &mid);
@@ -772,6 +794,12 @@ static struct symbin *umod_bin(struct symd *s, struct umod *m)
 	struct symbin *b;
 
 	b = bincache__get(s->bins, &ref, m->dev, m->ino, 0);
+	/* No symbol table here: ask debuginfod (in the background; the
+	 * binary is forgotten and loaded again when the file arrives). */
+	if (s->df && b && b->build_id_len &&
+	    !(b->src & (SYMBIN_SRC_SYMTAB | SYMBIN_SRC_DEBUG_BUILDID | SYMBIN_SRC_DEBUGLINK |
+			SYMBIN_SRC_DEBUGINFOD)))
+		dfetch__want(s->df, b->build_id, b->build_id_len);
 	/* A cold binary can take seconds (capped per binary); a record full
 	 * of them must not look like a hang to the monitor. */
 	bincache__stats(s->bins, &after);
@@ -783,8 +811,11 @@ static struct symbin *umod_bin(struct symd *s, struct umod *m)
 	return b;
 }
 
+/* The symbol of a user frame, or NULL. *ret_fde: no symbol, but an FDE
+ * gave the function's start (in *ret_off). */
 static const char *user_symbol(struct symd *s, const struct cpa_frames *f,
-			       const struct cpa_uframe *uf, struct umod *m, uint64_t *ret_off)
+			       const struct cpa_uframe *uf, struct umod *m, uint64_t *ret_off,
+			       bool *ret_fde)
 {
 	uint64_t off = uf->offset;
 	bool keep_go = s->flags & CPA_CFG_STRIP_NAME_OFF;
@@ -804,9 +835,12 @@ static const char *user_symbol(struct symd *s, const struct cpa_frames *f,
 	} else if (m->kind == CPA_MOD_FILE) {
 		b = umod_bin(s, m);
 	}
-	if (!b || symbin__lookup(b, off, keep_go, &name, ret_off) < 0)
+	if (!b)
 		return NULL;
-	return name;
+	if (symbin__lookup(b, off, keep_go, &name, ret_off) == 0)
+		return name;
+	*ret_fde = symbin__func_start(b, off, ret_off) == 0;
+	return NULL;
 }
 
 static int frame_user(struct symd *s, const struct cpa_frames *f, const struct cpa_uframe *uf,
@@ -817,6 +851,7 @@ static int frame_user(struct symd *s, const struct cpa_frames *f, const struct c
 	const char *base;
 	uint32_t mid = 0;
 	uint64_t off;
+	bool fde = false;
 	int n, r;
 
 	if (m) {
@@ -827,21 +862,28 @@ static int frame_user(struct symd *s, const struct cpa_frames *f, const struct c
 	if (!(s->flags & CPA_CFG_DISABLE_SYM)) {
 		const char *sym;
 
-		sym = user_symbol(s, f, uf, m, &off);
+		sym = user_symbol(s, f, uf, m, &off, &fde);
 		if (sym) {
 			*ret_flags = 0;
 			if (s->flags & CPA_CFG_FULL_PATH)
 				n = snprintf(s->name, sizeof(s->name), "%s [%s]", sym, path);
 			else
 				n = snprintf(s->name, sizeof(s->name), "%s", sym);
-			return frame_id(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1), 0,
-					off, ret);
+			return frame_id_pc(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1), 0,
+					   off, uf->offset, ret);
 		}
 	}
 	*ret_flags = CPA_FF_UNSYMBOLIZED;
+	base = symd_basename(path);
+	if (fde) {
+		/* No symbol: the function is named by its start (from its FDE),
+		 * so every pc of it is one frame. */
+		n = snprintf(s->name, sizeof(s->name), "%s+0x%" PRIx64, base, off);
+		return frame_id(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1),
+				CPA_FF_UNSYMBOLIZED, off, ret);
+	}
 	off = (uf->flags & CPA_UF_ANON) ? uf->pc : uf->offset;
 	/* "[vdso]", "[anon]" are already bracketed */
-	base = symd_basename(path);
 	n = snprintf(s->name, sizeof(s->name),
 		     base[0] == '[' ? "0x%" PRIx64 " %s" : "0x%" PRIx64 " [%s]", off, base);
 	return frame_id(s, mid, s->name, MIN((size_t)n, sizeof(s->name) - 1), CPA_FF_UNSYMBOLIZED,
@@ -1065,6 +1107,10 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 	else if (f->stop_reason != CPA_STOP_END && f->stop_reason != CPA_STOP_FP &&
 		 f->stop_reason != CPA_STOP_NONE)
 		marker = stop_marker(f->stop_reason);
+	else if (n == 0 && (s->flags & CPA_CFG_KERNEL_STACK_ONLY) && !(f->flags & CPA_SF_IN_KERNEL))
+		/* --kernel_stack: a sample of user code has no frames to show; its
+		 * own text, not the storer's "[unknown stack]" of a lost stack id. */
+		marker = "[user mode]";
 	if (marker) {
 		r = marker_id(s, marker, &s->ids[n]);
 		if (r < 0)
@@ -1383,6 +1429,12 @@ void symd__finish(struct symd *s)
 
 void symd__tick(struct symd *s, uint64_t now)
 {
+	uint8_t bid[CPA_BUILD_ID_MAX], blen;
+
+	while (dfetch__done(s->df, bid, &blen)) {
+		bincache__forget(s->bins, bid, blen);
+		s->pcc_gen++; /* later samples of it get the new names */
+	}
 	if (now >= s->loss_next_ns) {
 		s->loss_next_ns = now + SYMD_LOSS_FLUSH_NS;
 		symd__flush_loss(s);
@@ -1444,6 +1496,20 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	/* The cap covers everything we cache: symbol tables get 3/4, the
 	 * intern tables 1/4 (a reset refills them with what is live). */
 	s->intern_budget = cap / 4;
+	if (o->cfg->debuginfod_urls[0] && !(s->flags & CPA_CFG_DISABLE_SYM)) {
+		char urls[sizeof(o->cfg->debuginfod_urls)];
+
+		snprintf(urls, sizeof(urls), "%.*s", (int)sizeof(urls) - 1,
+			 o->cfg->debuginfod_urls);
+		snprintf(s->dcache, sizeof(s->dcache), "%.*s/.debuginfod", CPA_PATH_MAX - 1,
+			 o->cfg->store_dir[0] ? o->cfg->store_dir : "/var/cache/cpa");
+		r = dfetch__new(urls, s->dcache,
+				(uint64_t)(o->cfg->debuginfod_cache_mb ?: 1024) << 20, &s->df);
+		if (r < 0)
+			log_warn("debuginfod (%s) off: %s", urls, strerror(-r));
+		else
+			s->paths.debuginfod_cache = s->dcache;
+	}
 	r = bincache__new(cap - cap / 4, &s->paths, &s->bins);
 	if (r < 0)
 		goto out_free;
@@ -1473,6 +1539,7 @@ void symd__free(struct symd *s)
 	free(s->pids);
 	free(s->pcc);
 	umods__clear(s);
+	dfetch__free(s->df);
 	bincache__free(s->bins);
 	symbin__free(s->vdso);
 	ksyms__fini(&s->ks);

@@ -49,7 +49,18 @@ struct symd_sym {
 	uint32_t size;
 	uint32_t name; /* raw name, offset in pool */
 	uint32_t fmt;  /* formatted name, offset in pool; 0 = not yet */
-	uint32_t _pad;
+	uint32_t flags; /* SYMD_SYM_* */
+};
+
+enum {
+	SYMD_SYM_PLT = 1u << 0, /* a PLT stub: printed "<name>@plt" */
+};
+
+/* One function's range from an FDE of .eh_frame (through .eh_frame_hdr's
+ * sorted table): start relative to the binary's first PT_LOAD vaddr. */
+struct symd_fde {
+	uint32_t start;
+	uint32_t size; /* 0: unknown, up to the next FDE */
 };
 
 struct symd_load {
@@ -64,6 +75,9 @@ enum symbin_src {
 	SYMBIN_SRC_DEBUG_BUILDID = 1u << 2,
 	SYMBIN_SRC_DEBUGLINK = 1u << 3,
 	SYMBIN_SRC_MINIDEBUG = 1u << 4,
+	SYMBIN_SRC_FDE = 1u << 5, /* function starts from .eh_frame_hdr */
+	SYMBIN_SRC_PLT = 1u << 6, /* PLT stubs named from their relocations */
+	SYMBIN_SRC_DEBUGINFOD = 1u << 7, /* debug file from the debuginfod cache */
 };
 
 struct symbin {
@@ -74,7 +88,10 @@ struct symbin {
 	char *pool; /* names; offset 0 is "" */
 	size_t pool_len;
 	size_t pool_cap;
-	uint32_t src; /* enum symbin_src */
+	struct symd_fde *fdes; /* sorted by start */
+	uint32_t nfdes;
+	uint64_t fde_base; /* vaddr the fde starts are relative to */
+	uint32_t src;	   /* enum symbin_src */
 	bool is_go;
 	uint8_t build_id[CPA_BUILD_ID_MAX];
 	uint8_t build_id_len;
@@ -86,6 +103,7 @@ struct symd_paths {
 	const char *kallsyms;	/* default /proc/kallsyms */
 	const char *modules;	/* default /proc/modules */
 	const char *proc;	/* default /proc */
+	const char *debuginfod_cache; /* <dir>/<build-id hex>/debuginfo; NULL = none */
 };
 
 /* What identifies a file for opening: the module as unwindd described it. */
@@ -113,6 +131,10 @@ int symbin__off_to_vaddr(const struct symbin *b, uint64_t off, uint64_t *ret_vad
  * lookup into b) and the symbol start as a file offset. -ENOENT if none. */
 int symbin__lookup(struct symbin *b, uint64_t off, bool keep_go, const char **ret_name,
 		   uint64_t *ret_sym_off);
+/* Start (file offset) of the function holding file offset off, from the
+ * FDEs of .eh_frame: the identity of a function without a symbol. -ENOENT
+ * if no FDE covers it. */
+int symbin__func_start(const struct symbin *b, uint64_t off, uint64_t *ret_start_off);
 
 /* ---- bincache.c: binaries by build-id (or dev+ino), LRU, capped ---- */
 struct bincache;
@@ -131,6 +153,30 @@ void bincache__free(struct bincache *c);
 struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref, uint64_t dev,
 			     uint64_t ino, uint64_t now_ns);
 void bincache__stats(const struct bincache *c, struct bincache_stats *ret);
+/* Drop the binary with this build-id (a debug file arrived): the next get
+ * loads it again. */
+void bincache__forget(struct bincache *c, const uint8_t *build_id, uint8_t len);
+
+/* ---- debuginfod.c: debug files fetched by build-id, in a thread ---- */
+struct dfetch;
+struct dfetch_stats {
+	uint64_t asked;	  /* build-ids queued */
+	uint64_t fetched; /* debug files now in the cache */
+	uint64_t failed;  /* not found, server down, aborted */
+	uint64_t dropped; /* not queued: queue or asked-set full */
+	uint64_t trimmed; /* cached files removed to stay under the cap */
+};
+/* Start the fetching thread (libdebuginfod is dlopen()ed here). urls as in
+ * DEBUGINFOD_URLS; cache_dir is created; files over cap_bytes are trimmed
+ * oldest first. -ENOENT: no libdebuginfod.so.1. */
+int dfetch__new(const char *urls, const char *cache_dir, uint64_t cap_bytes,
+		struct dfetch **ret);
+void dfetch__free(struct dfetch *df);
+/* Queue a fetch (once per build-id per lifetime; never blocks on it). */
+void dfetch__want(struct dfetch *df, const uint8_t *id, uint8_t len);
+/* A build-id whose debug file arrived since the last call; false if none. */
+bool dfetch__done(struct dfetch *df, uint8_t *id, uint8_t *len);
+void dfetch__stats(struct dfetch *df, struct dfetch_stats *ret);
 
 /* ---- ksyms.c: /proc/kallsyms ---- */
 /*

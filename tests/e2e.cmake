@@ -1,10 +1,19 @@
 # End-to-end tests: cpa monitor with the real stages on the real kernel, then
 # cpa show. Root + BTF, else exit 77. They need every executable built
 # (the workload comes from tests/workload.cmake).
-cpa_add_test(NAME test_e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_e2e.c
-  LABELS e2e root TIMEOUT 600)
+# One executable, one ctest per case group (its argument): test_e2e_oneshot
+# (--oneshot), test_e2e_bench (--bench's CPA lines), test_e2e_faketime (the
+# stages under LD_PRELOAD=libfaketime across a fake midnight; 77 without it).
+cpa_add_test(NAME test_e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_e2e.c ${CMAKE_CURRENT_LIST_DIR}/test_proc.c
+  LABELS e2e root TIMEOUT 600 ARGS e2e)
 add_dependencies(test_e2e cpa capture unwindd symd storer cpa-workload cpa-workload-nofp)
 # the CFI fixture's bigloop mode (6 KB frames 3 deep) for the adaptive stack copy
 include(${CMAKE_SOURCE_DIR}/tests/fixtures/cfi/cfi_fixtures.cmake)
 add_dependencies(test_e2e cfi_fixtures)
 target_compile_definitions(test_e2e PRIVATE CFI_FIXTURE_DIR="${CMAKE_BINARY_DIR}/tests/cfi")
+foreach(group oneshot bench faketime real)
+  add_test(NAME test_e2e_${group} COMMAND test_e2e ${group})
+  set_tests_properties(test_e2e_${group} PROPERTIES
+    SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "e2e;root"
+    ENVIRONMENT "CPA_BUILD_DIR=${CMAKE_BINARY_DIR};CPA_SOURCE_DIR=${CMAKE_SOURCE_DIR};CK_DEFAULT_TIMEOUT=300")
+endforeach()

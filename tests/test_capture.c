@@ -14,6 +14,7 @@
 #include "capture/cap_sys.h"
 #include "common/timeutil.h"
 #include "shm/arena.h"
+#include "shm/config.h"
 #include "shm/counters.h"
 #include "shm/records.h"
 
@@ -206,6 +207,57 @@ START_TEST(test_sample_edge_cases)
 }
 END_TEST
 
+/* A probe hit keeps its kind and probe id; an id past CPA_PROBE_MAX is corrupt. */
+START_TEST(test_probe_sample)
+{
+	struct fix f;
+	size_t size;
+	struct cpa_bpf_sample *bs = bpf_sample(1, 1, 0, &size);
+	const struct cpa_sample *s;
+	const struct cpa_loss *l;
+	struct shm_msg m;
+
+	fix_init(&f, 1u << 16);
+	bs->kind = CPA_BPF_KIND_PROBE;
+	bs->probe_id = 5;
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	bs->probe_id = CPA_PROBE_MAX;
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	bs->probe_id = 0;
+	bs->kind = 77; /* no such kind */
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	cap_emit__commit(&f.e);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_DROP_CORRUPT), 2);
+	m = peek(&f);
+	s = m.data;
+	ck_assert_uint_eq(s->kind, CPA_KIND_PROBE);
+	ck_assert_uint_eq(s->probe_id, 5);
+	ck_assert_uint_eq(s->weight, 1);
+	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), -EAGAIN);
+
+	/* Hits over --probe_rate: a LOSS of kind PROBE naming the probe. */
+	cap_emit__loss_add(&f.e, (enum cap_loss_slot)(CAP_LOSS_PROBE_RATE + 3), 40, 7);
+	cap_emit__loss_add(&f.e, (enum cap_loss_slot)(CAP_LOSS_PROBE_RB + 1), 2, 8);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, 9, false), 0);
+	cap_emit__commit(&f.e);
+	for (unsigned int i = 0; i < 2; i++) {
+		static const struct cpa_loss want[] = {
+			{.probe_id = 3, .reason = CAP_CNT_PROBE_SKIPPED, .count = 40},
+			{.probe_id = 1, .reason = CAP_CNT_BPF_RB_LOST, .count = 2},
+		};
+
+		m = peek(&f);
+		l = m.data;
+		ck_assert_uint_eq(l->kind, CPA_KIND_PROBE);
+		ck_assert_uint_eq(l->probe_id, want[i].probe_id);
+		ck_assert_uint_eq(l->reason, want[i].reason);
+		ck_assert_uint_eq(l->count, want[i].count);
+	}
+	free(bs);
+	fix_free(&f);
+}
+END_TEST
+
 START_TEST(test_ustack_refused_flagged)
 {
 	struct fix f;
@@ -386,6 +438,8 @@ START_TEST(test_loss_aggregation)
 	ck_assert_uint_eq(m.type, CPA_REC_LOSS);
 	ck_assert_uint_eq(l->count, 7);
 	ck_assert_uint_eq(l->reason, CAP_CNT_BPF_RB_LOST);
+	ck_assert_uint_eq(l->kind, CPA_KIND_ONCPU);
+	ck_assert_uint_eq(l->probe_id, 0);
 	ck_assert_uint_eq(l->time_ns, t0);
 	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), -EAGAIN);
 
@@ -563,6 +617,7 @@ static Suite *capture_suite(void)
 
 	tcase_add_test(tc, test_sample_conversion);
 	tcase_add_test(tc, test_sample_edge_cases);
+	tcase_add_test(tc, test_probe_sample);
 	tcase_add_test(tc, test_ustack_refused_flagged);
 	tcase_add_test(tc, test_degrade_then_drop);
 	tcase_add_test(tc, test_oversize_degrades);

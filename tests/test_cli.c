@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "opts.h"
+#include "test_util.h"
 
 static char logbuf[8192];
 
@@ -177,6 +178,14 @@ START_TEST(test_bad_values_named)
 		{MON, "--debug_option", "12,10", "--debug_option: invalid value '12,10'"},
 		{MON, "--probe", "kprobe", "--probe: invalid value 'kprobe'"},
 		{MON, "--probe", "uprobe:lib:sym", "--probe: invalid value 'uprobe:lib:sym'"},
+		{MON, "--probe", "fentry:a:b", "--probe: invalid value 'fentry:a:b'"},
+		{MON, "--probe", "fexit:fn+4", "--probe: invalid value 'fexit:fn+4'"},
+		{MON, "--probe", "tracepoint:sched", "--probe: invalid value 'tracepoint:sched'"},
+		{MON, "--probe", "usdt:/bin/x:name", "--probe: invalid value 'usdt:/bin/x:name'"},
+		{MON, "--probe", "uprobe:/bin/x:sym+", "--probe: invalid value 'uprobe:/bin/x:sym+'"},
+		{MON, "--probe", "kretprobe:fn+4", "--probe: invalid value 'kretprobe:fn+4'"},
+		{MON, "--probe_rate", "-1", "--probe_rate: value '-1' out of range"},
+		{SHOW, "--probe_id", "8", "--probe_id: value '8' out of range"},
 		{SHOW, "--output_num", "0", "--output_num: value '0' out of range"},
 		{SHOW, "--starttime", "25:00:00",
 		 "--starttime: invalid value '25:00:00' (expected HH:MM:SS"},
@@ -258,10 +267,6 @@ START_TEST(test_unsupported_refused)
 	} cases[] = {
 		{MON, {"--offcpu"}, "--offcpu: not supported yet"},
 		{MON, {"-u"}, "--offcpu: not supported yet"},
-		{MON, {"--probe", "tracepoint:sched:sched_switch"}, "--probe: not supported yet"},
-		{MON, {"--oneshot"}, "--oneshot: not supported yet"},
-		{SHOW, {"-r", "/tmp", "--split_path", "/tmp/s"}, "--split_path: not supported yet"},
-		{SHOW, {"-r", "/tmp", "-G"}, "--use_cui: not supported yet"},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -270,10 +275,34 @@ START_TEST(test_unsupported_refused)
 		ASSERT_LOG(cases[i].msg);
 	}
 	/* Built since: accepted now. */
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "-G"), 0);
 	ck_assert_int_eq(PARSE(MON, "--bench"), 0);
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--split_path", "/tmp/s"), 0);
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--format", "svg", "--diff_base_start",
+			       "10:00:00", "--diff_base_end", "10:01:00"),
+			 0);
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--format", "perf"), -EINVAL);
+	/* --probe is repeatable: probe id = position; at most CPA_PROBE_MAX. */
+	ck_assert_int_eq(PARSE(MON, "--probe", "tracepoint:sched:sched_switch", "--probe",
+			       "uprobe:/bin/true:main+0x10", "--probe", "usdt:/bin/x:prov:name",
+			       "--probe_rate", "0"),
+			 0);
+	ck_assert_uint_eq(O.mon.nr_probes, 3);
+	ck_assert_str_eq(O.mon.probes[1], "uprobe:/bin/true:main+0x10");
+	ck_assert_int_eq(O.mon.probe_rate, 0);
+	ck_assert_int_eq(PARSE(MON, "--probe", "tracepoint:a:b", "--probe", "tracepoint:a:b",
+			       "--probe", "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
+			       "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
+			       "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
+			       "tracepoint:a:b"),
+			 -EINVAL);
+	ASSERT_LOG("--probe: at most 8 probes");
 	ck_assert_int_eq(PARSE(MON, "--backend", "perf"), 0);
 	ck_assert_int_eq(PARSE(MON, "--debug_option", "12,10,/tmp/dump"), 0);
 	ck_assert_int_eq(PARSE(MON, "--parse_env_values", "a,b"), 0);
+	ck_assert_int_eq(PARSE(MON, "--oneshot", "-o", "/tmp/x.prof"), 0);
+	ck_assert(O.mon.oneshot);
+	ck_assert_str_eq(O.mon.output_prof, "/tmp/x.prof");
 	/* Cleared again by "false" in a config, it is not refused. */
 	ck_assert_int_eq(PARSE(MON, "--backend", "bpf"), 0);
 	ck_assert_int_eq(PARSE(MON, "--offcpu", "0"), 0);
@@ -400,55 +429,11 @@ END_TEST
 
 /* ---- the binary ---- */
 
-struct run {
-	int code;
-	char out[16384];
-	char err[16384];
-};
-
-static void slurp(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
-
-	buf[n > 0 ? n : 0] = 0;
-	if (fd >= 0)
-		close(fd);
-	unlink(path);
-}
-
-static void run_v(struct run *r, const char *const *args)
-{
-	const char *b = getenv("CPA_BUILD_DIR");
-	char cpa[PATH_MAX], out[] = "/tmp/cpa-cli-out-XXXXXX", err[] = "/tmp/cpa-cli-err-XXXXXX";
-	const char *argv[32] = {cpa};
-	int ofd = mkstemp(out), efd = mkstemp(err), n = 1, status;
-	pid_t pid;
-
-	snprintf(cpa, sizeof(cpa), "%s/bin/cpa", b ? b : ".");
-	for (int i = 0; args[i]; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	pid = fork();
-	if (pid == 0) {
-		dup2(ofd, 1);
-		dup2(efd, 2);
-		execv(cpa, (char **)argv);
-		_exit(127);
-	}
-	waitpid(pid, &status, 0);
-	close(ofd);
-	close(efd);
-	r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	slurp(out, r->out, sizeof(r->out));
-	slurp(err, r->err, sizeof(r->err));
-}
-
-#define RUN(r, ...) run_v(r, (const char *const[]){__VA_ARGS__, NULL})
+#define RUN(r, ...) test_run_bin(r, "cpa", (const char *const[]){__VA_ARGS__, NULL})
 
 START_TEST(test_bin_version_usage)
 {
-	static struct run r;
+	static struct test_run r;
 	char want[64];
 
 	RUN(&r, "version");
@@ -482,7 +467,7 @@ END_TEST
 
 START_TEST(test_bin_errors)
 {
-	static struct run r;
+	static struct test_run r;
 	regex_t re;
 
 	RUN(&r, "monitor", "--freq", "0");
@@ -530,6 +515,48 @@ START_TEST(test_bin_errors)
 }
 END_TEST
 
+/* CPA's config files write "null" for an unset value: the default. */
+START_TEST(test_null_is_default)
+{
+	char path[] = "/tmp/cpa-test-cli-XXXXXX";
+	static struct test_run r;
+	int fd = mkstemp(path);
+
+	ck_assert_int_eq(PARSE(MON, "--btf_path", "null", "--freq", "99", "--freq", "null", "-p",
+			       "null", "--probe", "null", "--record_env_name=null"),
+			 0);
+	ck_assert_ptr_null(O.btf_path);
+	ck_assert_int_eq(O.mon.freq, 49);
+	ck_assert_int_eq(O.mon.pid, -1);
+	ck_assert_ptr_null(O.mon.probe);
+	ck_assert_ptr_null(O.mon.record_env_name);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	write_file(path, "btf_path: null\n"
+			 "probe: null\n"
+			 "comm: null\n"
+			 "store_dir: null\n"
+			 "persistent_day: null\n"
+			 "debug_option: null\n"
+			 "kernel_stack: null\n");
+	ck_assert_int_eq(PARSE(MON, "-s", "/tmp/x", "-P", "3", "-K", "--config", path), 0);
+	ck_assert_ptr_null(O.btf_path);
+	ck_assert_ptr_null(O.mon.probe);
+	ck_assert_ptr_null(O.mon.comm);
+	ck_assert_str_eq(O.mon.store_dir, "/var/log/cpa");
+	ck_assert_int_eq(O.mon.persistent_day, 7);
+	ck_assert(!O.mon.kernel_stack);
+	unlink(path);
+
+	/* The binary: a null BTF path is no BTF path (the error is about the store). */
+	RUN(&r, "show", "--btf_path", "null", "--read", "/nonexistent-cpa-store");
+	ck_assert_int_eq(r.code, 1);
+	ck_assert_ptr_null(strstr(r.err, "btf"));
+	ck_assert_ptr_nonnull(strstr(r.err, "no cpa store in '/nonexistent-cpa-store'"));
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -547,6 +574,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_config_file);
 	tcase_add_test(tc, test_btf_path);
 	tcase_add_test(tc, test_time_of_day);
+	tcase_add_test(tc, test_null_is_default);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tb, test_bin_version_usage);
 	tcase_add_test(tb, test_bin_errors);

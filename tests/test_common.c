@@ -14,6 +14,7 @@
 #include "common/cpulist.h"
 #include "common/fileio.h"
 #include "common/hash.h"
+#include "common/probespec.h"
 #include "common/intern.h"
 #include "common/timeutil.h"
 #include "test_util.h"
@@ -258,6 +259,77 @@ START_TEST(test_cpulist)
 }
 END_TEST
 
+__attribute__((noinline)) int probespec_target(int x);
+__attribute__((noinline)) int probespec_target(int x)
+{
+	return x * 3 + 1;
+}
+
+START_TEST(test_probespec)
+{
+	static const char *const bad[] = {
+		"",	     "kprobe:",		 "kprobe:a:b",		"kretprobe:fn+4",
+		"fentry:a:b", "tracepoint:a",	 "tracepoint:a:b:c",	"tracepoint:a/b:c",
+		"uprobe:x:y", "uprobe:/x",	 "uprobe:/x:sym+",	"uprobe:/x:sym+zz",
+		"usdt:/x:n", "usdt:/x::n",	 "uretprobe:/x:",
+	};
+	char self[4096], spec[4200];
+	struct probe_spec p;
+	uint8_t code[16];
+	ssize_t n;
+	int fd;
+
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(probe_spec__parse(bad[i], &p) == -EINVAL, "'%s' accepted", bad[i]);
+	ck_assert_int_eq(probe_spec__parse("tracepoint:sched:sched_switch", &p), 0);
+	ck_assert_int_eq(p.type, PROBE_TRACEPOINT);
+	ck_assert_str_eq(p.a, "sched");
+	ck_assert_str_eq(p.b, "sched_switch");
+	ck_assert_int_eq(probe_spec__parse("uretprobe:/usr/lib/a:b.so:fn+0x20", &p), 0);
+	ck_assert_int_eq(p.type, PROBE_URETPROBE);
+	ck_assert_str_eq(p.path, "/usr/lib/a:b.so");
+	ck_assert_str_eq(p.a, "fn");
+	ck_assert_uint_eq(p.off, 0x20);
+	ck_assert_int_eq(probe_spec__parse("usdt:/bin/x:prov:name", &p), 0);
+	ck_assert_int_eq(p.type, PROBE_USDT);
+	ck_assert_str_eq(p.path, "/bin/x");
+	ck_assert_str_eq(p.a, "prov");
+	ck_assert_str_eq(p.b, "name");
+	ck_assert_int_eq(probe_spec__parse("kprobe:vfs_read+8", &p), 0);
+	ck_assert_int_eq(p.type, PROBE_KPROBE);
+	ck_assert_uint_eq(p.off, 8);
+	ck_assert_int_eq(probe_spec__parse("fexit:vfs_read", &p), 0);
+	ck_assert_int_eq(p.type, PROBE_FEXIT);
+	ck_assert_str_eq(p.a, "vfs_read");
+
+	/* Our own (PIE) executable: the file offset libbpf wants is where the
+	 * function's bytes are in the file. */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ck_assert_int_gt(n, 0);
+	self[n] = 0;
+	snprintf(spec, sizeof(spec), "uprobe:%s:probespec_target+4", self);
+	ck_assert_int_eq(probe_spec__resolve(spec, &p), 0);
+	fd = open(self, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, code, sizeof(code), (off_t)p.file_off), sizeof(code));
+	close(fd);
+	ck_assert_int_eq(memcmp(code, (const uint8_t *)probespec_target + 4, sizeof(code)), 0);
+	/* In a shared library too (.dynsym only there once stripped). */
+	if (access("/lib/x86_64-linux-gnu/libc.so.6", R_OK) == 0) {
+		ck_assert_int_eq(
+			probe_spec__resolve("uprobe:/lib/x86_64-linux-gnu/libc.so.6:getppid", &p), 0);
+		ck_assert_uint_gt(p.file_off, 0);
+	}
+	snprintf(spec, sizeof(spec), "uprobe:%s:no_such_function_here", self);
+	ck_assert_int_eq(probe_spec__resolve(spec, &p), -ENOENT);
+	ck_assert_int_eq(probe_spec__resolve("uprobe:/nonexistent/x:main", &p), -ENOENT);
+	snprintf(spec, sizeof(spec), "usdt:%s:cpa:none", self);
+	ck_assert_int_eq(probe_spec__resolve(spec, &p), -ENOENT);
+	if (access("/sys/bus/event_source/devices/kprobe/type", F_OK) != 0)
+		ck_assert_int_eq(probe_spec__resolve("kprobe:vfs_read", &p), -EOPNOTSUPP);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common");
@@ -267,6 +339,7 @@ int main(void)
 	} cases[] = {
 		{"timeutil", test_timeutil},   {"fileio", test_read_full_file},
 		{"intern", test_intern},       {"cpulist", test_cpulist},
+		{"probespec", test_probespec},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cpa/show.h"
@@ -17,6 +19,7 @@
 #include "shm/stage.h"
 #include "storer/store.h"
 #include "test_store_util.h"
+#include "test_util.h"
 
 #define NSTACKS	   5
 #define NSEC	   10
@@ -26,8 +29,36 @@ static char *root;
 static char store[1024];
 static char out[4096];
 
-/* 10 seconds from 10:00:00, stacks 1..5 sampled s times a second, an
- * off-CPU row, and a loss record at 10:00:03. */
+/*
+ * Stack MARKER_STACK as symd sends an unwind stop: kernel frame 1, user
+ * frames 30 (leaf) and 31, then the marker frame at the root end.
+ */
+#define MARKER_STACK  50
+#define UNKNOWN_STACK 51 /* like 50, with a frame symd never defined in the middle */
+#define MARKER_FRAME  500
+static void marker_stack(struct store_writer *w)
+{
+	static const char name[] = "[unwind stopped: no cfi]";
+	struct {
+		struct cpa_str_def d;
+		char s[64];
+	} str = {.d = {.id = 900, .len = sizeof(name) - 1}};
+	struct cpa_frame_def f = {.id = MARKER_FRAME, .name_id = 900, .flags = CPA_FF_MARKER};
+	struct cpa_stack_def sd = {.id = MARKER_STACK, .n_frames = 4, .n_kframes = 1};
+	uint32_t ids[] = {1, T_KFRAMES + 30, T_KFRAMES + 31, MARKER_FRAME};
+
+	struct cpa_stack_def ud = {.id = UNKNOWN_STACK, .n_frames = 4, .n_kframes = 1};
+	uint32_t uids[] = {1, T_KFRAMES + 30, 999, T_KFRAMES + 31}; /* 999: never defined */
+
+	memcpy(str.s, name, sizeof(name) - 1);
+	store_writer__def_str(w, &str.d, str.s);
+	store_writer__def_frame(w, &f);
+	store_writer__def_stack(w, &sd, ids);
+	store_writer__def_stack(w, &ud, uids);
+}
+
+/* 10 seconds from 10:00:00, stacks 1..5 sampled s times a second, a stack
+ * ending in an unwind stop at 10:00:05, and a loss record at 10:00:03. */
 static void build_store(void)
 {
 	struct store_writer_opts o = {.record_interval = 1};
@@ -39,6 +70,7 @@ static void build_store(void)
 	o.root = root;
 	ck_assert_int_eq(store_writer__new(&o, &w), 0);
 	t_defs(w, NSTACKS, 0);
+	marker_stack(w);
 	for (sec = 0; sec < NSEC; sec++) {
 		for (s = 1; s <= NSTACKS; s++)
 			for (k = 0; k < RATE_OF(s); k++) {
@@ -48,6 +80,14 @@ static void build_store(void)
 					 base + sec * T_NS + (s * 100 + k * 10) * 1000000ULL, s, 0);
 				ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
 			}
+		if (sec == 5) {
+			struct cpa_sample_out smp;
+
+			t_sample(&smp, seq++, base + sec * T_NS + 990000000ULL, MARKER_STACK, 0);
+			ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+			t_sample(&smp, seq++, base + sec * T_NS + 990000000ULL, UNKNOWN_STACK, 0);
+			ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+		}
 		if (sec == 3) {
 			struct cpa_loss l = {.seq = seq++,
 					     .time_ns = base + sec * T_NS + 1000,
@@ -79,7 +119,8 @@ static void teardown(void)
 static struct show_opts defaults(void)
 {
 	struct show_opts o = {
-		.read = store, .output_num = 1, .target_pid = -1, .target_cgroup_id = -1};
+		.read = store, .output_num = 1, .target_pid = -1, .target_cgroup_id = -1,
+		.probe_id = -1};
 	return o;
 }
 
@@ -173,7 +214,16 @@ START_TEST(test_show_range)
 	/* Last sample: stack 5, k 4 of 10:00:09 -> 09.540. */
 	ck_assert_str_eq(out,
 			 "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records Num: 10\n");
-	/* The store root works too. */
+	/* The store root works too, also when a later run captured nothing (its
+	 * empty cpa_261120_start_110000 is newer). */
+	{
+		struct store_writer_opts wo = {.root = root, .record_interval = 1};
+		struct store_writer *w;
+
+		ck_assert_int_eq(store_writer__new(&wo, &w), 0);
+		store_writer__set_run_id(w, t_base_ns() + 3600 * T_NS);
+		store_writer__free(w);
+	}
 	o.read = root;
 	ck_assert_int_eq(run(&o), 0);
 	ck_assert_str_eq(out,
@@ -181,10 +231,24 @@ START_TEST(test_show_range)
 }
 END_TEST
 
+/* Run the export and check CPA's two lines: the window asked, the rows written. */
+static void export_expect(const struct show_opts *o, const char *path, const char *window,
+			  const char *written)
+{
+	char want[2048];
+
+	ck_assert_int_eq(run(o), 0);
+	snprintf(want, sizeof(want),
+		 "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records Num: 10\n"
+		 "Export Record Time From [ %s ]\nWrite  [ %s ] Record to %s, Stack Type 6\n",
+		 window, written, path);
+	ck_assert_str_eq(out, want);
+}
+
 START_TEST(test_show_export)
 {
 	struct show_opts o = defaults();
-	char path[1100], want[2048], line[8192];
+	char path[1100], line[8192];
 	struct prof p;
 	uint32_t s;
 
@@ -192,12 +256,7 @@ START_TEST(test_show_export)
 	o.starttime = "10:00:02";
 	o.output_num = 3;
 	o.output_prof = path;
-	ck_assert_int_eq(run(&o), 0);
-	snprintf(want, sizeof(want),
-		 "Export Record Time From [ 10:00:02.000 - 10:00:05.000 ]\n"
-		 "Write  [ 10:00:02.000 - 10:00:05.000 ] Record to %s, Stack Type 6\n",
-		 path);
-	ck_assert_str_eq(out, want);
+	export_expect(&o, path, "10:00:02.000 - 10:00:05.000", "10:00:02.000 - 10:00:05.000");
 	read_prof(path, &p);
 	ck_assert_int_eq(p.n, 6);
 	for (s = 1; s <= NSTACKS; s++) {
@@ -208,20 +267,28 @@ START_TEST(test_show_export)
 		       line, sizeof(line));
 		ck_assert_msg(prof_count(&p, line) == 3 * RATE_OF(s), "stack %u: %s", s, line);
 	}
-	ck_assert_uint_eq(prof_count(&p, "SYSTEM;[lost];[lost: unwindd drop_ring_full];"), 7);
 
 	/* --endtime decides the number of records. */
 	o.endtime = "10:00:04";
 	o.output_num = 1;
-	ck_assert_int_eq(run(&o), 0);
-	snprintf(want, sizeof(want),
-		 "Export Record Time From [ 10:00:02.000 - 10:00:04.000 ]\n"
-		 "Write  [ 10:00:02.000 - 10:00:04.000 ] Record to %s, Stack Type 6\n",
-		 path);
-	ck_assert_str_eq(out, want);
+	export_expect(&o, path, "10:00:02.000 - 10:00:04.000", "10:00:02.000 - 10:00:04.000");
 	read_prof(path, &p);
 	folded(5, "ENV_A;db:1002;", line, sizeof(line));
 	ck_assert_uint_eq(prof_count(&p, line), 2 * 5);
+
+	/* Milliseconds as docs/cli.md says; rows are per second, so the window
+	 * is the whole seconds the two times fall into: 2, 3 and 4. */
+	o.starttime = "10:00:02.999";
+	o.endtime = "10:00:04.01";
+	export_expect(&o, path, "10:00:02.000 - 10:00:05.000", "10:00:02.000 - 10:00:05.000");
+	read_prof(path, &p);
+	folded(5, "ENV_A;db:1002;", line, sizeof(line));
+	ck_assert_uint_eq(prof_count(&p, line), 3 * 5);
+	o.starttime = "10:00:02.500";
+	o.endtime = "10:00:02.600"; /* within one second: that second */
+	ck_assert_int_eq(run(&o), 0);
+	read_prof(path, &p);
+	ck_assert_uint_eq(prof_count(&p, line), 5);
 }
 END_TEST
 
@@ -236,6 +303,7 @@ START_TEST(test_show_default_name)
 	ck_assert_int_eq(run(&o), 0);
 	ck_assert_str_eq(
 		out,
+		"Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records Num: 10\n"
 		"Export Record Time From [ 10:00:00.000 - 10:00:01.000 ]\n"
 		"Write  [ 10:00:00.000 - 10:00:01.000 ] Record to cpa_10:00:00.000_1.prof, Stack Type 5\n");
 	read_prof("cpa_10:00:00.000_1.prof", &p);
@@ -262,15 +330,151 @@ START_TEST(test_show_labels)
 	ck_assert_uint_eq(prof_count(&p, line), 1);
 	folded(5, "db;worker;", line, sizeof(line));
 	ck_assert_uint_eq(prof_count(&p, line), 5);
+}
+END_TEST
 
-	o = defaults();
+/* The raw label alone, then the frames: CPA's columns, byte for byte. */
+START_TEST(test_show_raw)
+{
+	struct show_opts o = defaults();
+	char path[1100], line[8192];
+	struct prof p;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/raw.prof", root);
 	o.output_prof = path;
+	o.show_raw = true;
+	o.show_thread_name = true; /* the raw label has the thread name already */
+	ck_assert_int_eq(run(&o), 0);
+	read_prof(path, &p);
+	/* Stack 5: thread "worker", process "db", cgroup 2^32 + 1, cpu 1, pid 1002. */
+	folded(5, "worker         db             -4294967297-1-1002|ENV_A;", line, sizeof(line));
+	ck_assert_uint_eq(prof_count(&p, line), 5);
+	folded(4, "worker         app            -4294967296-0-1001|ENV_A;", line, sizeof(line));
+	ck_assert_uint_eq(prof_count(&p, line), 4);
+	ck_assert_int_eq(p.n, NSTACKS);
+	for (i = 0; i < p.n; i++) {
+		const char *semi = strchr(p.lines[i], ';');
+
+		/* Scripts slice columns 0-15 and 15-30; no other label follows. */
+		ck_assert_int_eq(strncmp(p.lines[i], "worker         ", 15), 0);
+		ck_assert_int_eq(p.lines[i][30], '-');
+		ck_assert_ptr_nonnull(semi);
+		ck_assert_int_eq(strncmp(semi - 6, "|ENV_A;", 7), 0);
+		ck_assert_ptr_null(strstr(semi, ";ENV_A;"));
+		ck_assert_ptr_null(strstr(semi, ":100"));
+	}
+}
+END_TEST
+
+/* Markers are "<# ... #>" frames in the root layer, before any normal frame. */
+START_TEST(test_show_markers)
+{
+	struct show_opts o = defaults();
+	char path[1100], frames[4096], line[8192], f31[160], f30[160], k1[160];
+	struct prof p;
+
+	snprintf(path, sizeof(path), "%s/m.prof", root);
+	o.output_prof = path;
+	o.starttime = "10:00:03";
+	o.output_num = 3;
+	ck_assert_int_eq(run(&o), 0);
+	read_prof(path, &p);
+	ck_assert_uint_eq(prof_count(&p, "SYSTEM;[lost];<# LOST: UNWINDD DROP RING FULL #>;"), 7);
+	/* Stack 50 keeps its marker at the root end: printed first, no _[k]. */
+	t_frame_name(T_KFRAMES + 31, f31, sizeof(f31));
+	t_frame_name(T_KFRAMES + 30, f30, sizeof(f30));
+	t_frame_name(1, k1, sizeof(k1));
+	snprintf(frames, sizeof(frames), "<# NO CFI #>;%s;%s;%s_[k];", f31, f30, k1);
+	snprintf(line, sizeof(line), "ENV_A;db:1002;%s", frames);
+	ck_assert_msg(prof_count(&p, line) == 1, "no %s", line);
+	for (int i = 0; i < p.n; i++)
+		ck_assert_ptr_null(strstr(p.lines[i], "[unwind"));
+	/* A frame whose definition is lost keeps its place: not a marker. */
+	snprintf(line, sizeof(line), "ENV_A;app:1000;%s;[unknown frame];%s;%s_[k];", f31, f30, k1);
+	ck_assert_msg(prof_count(&p, line) == 1, "no %s", line);
+
+	/* With --show_raw the marker follows the raw label directly. */
 	o.show_raw = true;
 	ck_assert_int_eq(run(&o), 0);
 	read_prof(path, &p);
-	folded(5, "raw:pid=1002,tid=1003,cpu=1,cgroup=4294967297,kind=oncpu,probe=0;ENV_A;db:1002;",
-	       line, sizeof(line));
-	ck_assert_uint_eq(prof_count(&p, line), 5);
+	snprintf(line, sizeof(line), "worker         db             -4294967296-0-1002|ENV_A;%s",
+		 frames);
+	ck_assert_msg(prof_count(&p, line) == 1, "no %s", line);
+}
+END_TEST
+
+/* More records than the store holds: an error, nothing written. */
+START_TEST(test_show_not_enough)
+{
+	struct show_opts o = defaults();
+	char path[1100];
+
+	log_set_level(LOG_LVL_ERROR);
+	snprintf(path, sizeof(path), "%s/ne.prof", root);
+	o.output_prof = path;
+	o.output_num = NSEC + 1; /* 10:00:00 .. 10:00:11, the last record is in 10:00:09 */
+	ck_assert_int_eq(run(&o), -ENODATA);
+	ck_assert_str_eq(out, "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records "
+			      "Num: 10\n");
+	ck_assert_int_ne(access(path, F_OK), 0);
+	o.output_num = NSEC; /* exactly what there is */
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_ptr_nonnull(
+		strstr(out, "Export Record Time From [ 10:00:00.000 - 10:00:10.000 ]\n"));
+	o.starttime = "10:00:08";
+	o.output_num = 3;
+	ck_assert_int_eq(run(&o), -ENODATA);
+	o.starttime = "10:00:11";
+	o.output_num = 1;
+	ck_assert_int_eq(run(&o), -ENODATA);
+	o.starttime = "10:00:05";
+	o.endtime = "10:00:12";
+	ck_assert_int_eq(run(&o), -ENODATA);
+	/* A start before the first record starts at it: the line says so. */
+	o.starttime = "09:59:58";
+	o.endtime = NULL;
+	o.output_num = 2;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_ptr_nonnull(
+		strstr(out, "Export Record Time From [ 10:00:00.000 - 10:00:02.000 ]\n"));
+}
+END_TEST
+
+/* ---- the real `cpa show` ---- */
+
+/* `cpa show --read <the store> args...` */
+#define RUN_BIN(r, ...) \
+	test_run_bin(r, "cpa", (const char *const[]){"show", "--read", store, __VA_ARGS__, NULL})
+
+/* What a script sees: the range line on every run, the raw label, the error exit. */
+START_TEST(test_show_binary)
+{
+	static struct test_run r;
+	char path[1100], line[8192];
+	struct prof p;
+
+	snprintf(path, sizeof(path), "%s/bin.prof", root);
+	RUN_BIN(&r, "-B", "10:00:05", "-n", "1", "-o", path, "--show_raw", "1");
+	ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+	snprintf(line, sizeof(line),
+		 "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records Num: 10\n"
+		 "Export Record Time From [ 10:00:05.000 - 10:00:06.000 ]\n"
+		 "Write  [ 10:00:05.000 - 10:00:06.000 ] Record to %s, Stack Type 7\n",
+		 path);
+	ck_assert_str_eq(r.out, line);
+	read_prof(path, &p);
+	folded(3, "worker         app            -4294967297-1-1000|ENV_A;", line, sizeof(line));
+	ck_assert_uint_eq(prof_count(&p, line), 3);
+
+	RUN_BIN(&r, "-n", "11");
+	ck_assert_int_ne(r.code, 0);
+	ck_assert_msg(strstr(r.err, "Not Found Enough Records"), "%s", r.err);
+	ck_assert_str_eq(r.out, "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records "
+				"Num: 10\n");
+	RUN_BIN(&r, "-B", "12:00:00");
+	ck_assert_int_ne(r.code, 0);
+	ck_assert_msg(strstr(r.err, "Not Found Enough Records"), "%s", r.err);
 }
 END_TEST
 
@@ -290,6 +494,13 @@ START_TEST(test_show_filters)
 	ck_assert_int_eq(p.n, 2);
 	for (i = 0; i < p.n; i++)
 		ck_assert_ptr_nonnull(strstr(p.lines[i], ";app:1001;"));
+
+	/* A probe the run did not have (no probe_0 line in conf): an error. */
+	o = defaults();
+	o.output_prof = path;
+	o.output_num = NSEC;
+	o.probe_id = 0;
+	ck_assert_int_eq(run(&o), -ENOENT);
 
 	o = defaults();
 	o.output_prof = path;
@@ -330,6 +541,10 @@ START_TEST(test_show_errors)
 	ck_assert_int_eq(run(&o), -EINVAL);
 	o.starttime = "10:00";
 	ck_assert_int_eq(run(&o), -EINVAL);
+	o.starttime = "10:00:00.1234";
+	ck_assert_int_eq(run(&o), -EINVAL);
+	o.starttime = "10:00:00.";
+	ck_assert_int_eq(run(&o), -EINVAL);
 	o.starttime = "11:00:00"; /* no records there */
 	ck_assert_int_eq(run(&o), -ENODATA);
 	o.starttime = "10:00:05";
@@ -339,15 +554,47 @@ START_TEST(test_show_errors)
 	o.output_num = 0;
 	ck_assert_int_eq(run(&o), -EINVAL);
 	o = defaults();
-	o.split_path = "/tmp/x";
-	ck_assert_int_eq(run(&o), -EOPNOTSUPP);
-	o = defaults();
 	o.target_cpu = "3-1";
 	ck_assert_int_eq(run(&o), -EINVAL);
 	o = defaults();
 	snprintf(p, sizeof(p), "%s/no/such/dir/x.prof", root);
 	o.output_prof = p;
 	ck_assert_int_lt(run(&o), 0);
+}
+END_TEST
+
+/*
+ * `cpa monitor --oneshot`'s export: every record of the root's stores, the
+ * same lines and counts as `cpa show` writes for the whole range; then
+ * store_root__remove() leaves nothing of the root.
+ */
+START_TEST(test_show_export_root)
+{
+	struct show_opts o = defaults();
+	struct prof *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+	char pa[1100], pb[1100];
+	int i;
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	snprintf(pa, sizeof(pa), "%s/show.prof", root);
+	snprintf(pb, sizeof(pb), "%s/oneshot.prof", root);
+	o.output_num = NSEC;
+	o.output_prof = pa;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_int_eq(show_export_root(root, pb), 0);
+	read_prof(pa, a);
+	read_prof(pb, b);
+	ck_assert_int_eq(a->n, b->n);
+	ck_assert_int_gt(a->n, NSTACKS);
+	for (i = 0; i < a->n; i++) {
+		ck_assert_str_eq(a->lines[i], b->lines[i]);
+		ck_assert_uint_eq(a->counts[i], b->counts[i]);
+	}
+	ck_assert_int_gt(store_root__remove(root), 0);
+	ck_assert_int_eq(access(root, F_OK), -1);
+	free(a);
+	free(b);
 }
 END_TEST
 
@@ -363,8 +610,13 @@ int main(void)
 	tcase_add_test(tc, test_show_export);
 	tcase_add_test(tc, test_show_default_name);
 	tcase_add_test(tc, test_show_labels);
+	tcase_add_test(tc, test_show_raw);
+	tcase_add_test(tc, test_show_markers);
+	tcase_add_test(tc, test_show_not_enough);
+	tcase_add_test(tc, test_show_binary);
 	tcase_add_test(tc, test_show_filters);
 	tcase_add_test(tc, test_show_errors);
+	tcase_add_test(tc, test_show_export_root);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

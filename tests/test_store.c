@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "storer/store.h"
@@ -700,38 +701,42 @@ END_TEST
 
 START_TEST(test_retention)
 {
-	char *root = t_mkdtemp(), p[1100];
-	const char *names[] = {"cpa_261101", "cpa_261110", "cpa_261118", "cpa_261119_start_101010",
-			       "cpa_261120"};
-	uint64_t now = t_base_ns();
+	char *root = t_mkdtemp(), p[1100], names[512];
+	const char *dirs[] = {"cpa_261101", "cpa_261116", "cpa_261117", "cpa_261119_start_101010",
+			      "cpa_261120"};
+	uint64_t now = t_base_ns(); /* 2026-11-20 */
 	unsigned int i;
 	int r;
 
 	for (i = 0; i < 5; i++) {
 		int fd;
 
-		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
+		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
 		ck_assert_int_eq(mkdir(p, 0755), 0);
-		snprintf(p, sizeof(p), "%s/%s/seg_000001.cps", root, names[i]);
+		snprintf(p, sizeof(p), "%s/%s/seg_000001.cps", root, dirs[i]);
 		fd = open(p, O_CREAT | O_WRONLY, 0644);
 		ck_assert_int_eq(ftruncate(fd, 0), 0);
 		ck_assert_int_eq(write(fd, p, 100), 100);
 		close(fd);
-		snprintf(p, sizeof(p), "%s/%s/conf", root, names[i]);
+		snprintf(p, sizeof(p), "%s/%s/conf", root, dirs[i]);
 		close(open(p, O_CREAT | O_WRONLY, 0644));
 	}
 	snprintf(p, sizeof(p), "%s/cpa_261120", root);
-	/* Keep 3 days (18, 19, 20): the two oldest go, 2 files each. */
-	r = store_retention__run(root, 3, 0, p, 1, now);
+	/* --persistent_day 3 keeps today and the 3 days before (17..20): the 1st and
+	 * the 16th go, 2 files each, and the caller learns which. */
+	r = store_retention__run(root, 3, 0, p, 1, now, names, sizeof(names));
 	ck_assert_int_eq(r, 4);
-	snprintf(p, sizeof(p), "%s/cpa_261110", root);
+	ck_assert_str_eq(names, "cpa_261101, cpa_261116");
+	snprintf(p, sizeof(p), "%s/cpa_261116", root);
 	ck_assert_int_ne(access(p, F_OK), 0);
-	snprintf(p, sizeof(p), "%s/cpa_261118", root);
+	snprintf(p, sizeof(p), "%s/cpa_261117", root);
 	ck_assert_int_eq(access(p, F_OK), 0);
 	/* Size: 1 byte budget removes everything but the store being written. */
 	snprintf(p, sizeof(p), "%s/cpa_261120", root);
-	r = store_retention__run(root, 0, 1, p, 1, now);
+	r = store_retention__run(root, 0, 1, p, 1, now, names, sizeof(names));
 	ck_assert_int_eq(r, 4);
+	ck_assert_str_eq(names, "cpa_261117/seg_000001.cps, cpa_261117, "
+				"cpa_261119_start_101010/seg_000001.cps, cpa_261119_start_101010");
 	snprintf(p, sizeof(p), "%s/cpa_261120/seg_000001.cps", root);
 	ck_assert_int_eq(access(p, F_OK), 0);
 
@@ -745,13 +750,114 @@ START_TEST(test_retention)
 		close(fd);
 	}
 	snprintf(p, sizeof(p), "%s/cpa_261120", root);
-	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3), 1);
-	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3), 1);
-	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3), 0);
+	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3, names, sizeof(names)), 1);
+	ck_assert_str_eq(names, "cpa_261120/seg_000001.cps");
+	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3, NULL, 0), 1);
+	ck_assert_int_eq(store_retention__trim_oldest(root, p, 3, NULL, 0), 0);
 	snprintf(p, sizeof(p), "%s/cpa_261120/seg_000003.cps", root);
 	ck_assert_int_eq(access(p, F_OK), 0);
 	t_rm_rf(root);
 	free(root);
+}
+END_TEST
+
+/* The run's store dir and conf exist from the monitor's start, before any
+ * sample; a later run the same day is _start_HHMMSS of its own start. */
+START_TEST(test_dir_at_start)
+{
+	char *root = t_mkdtemp(), p[1100], conf[512];
+	uint64_t base = t_base_ns(); /* 10:00:00 */
+	struct store_writer *w;
+	struct cpa_sample_out o;
+	int fd;
+	ssize_t n;
+
+	w = new_writer(root);
+	store_writer__set_run_id(w, base);
+	snprintf(p, sizeof(p), "%s/cpa_261120/conf", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	ck_assert_str_eq(store_writer__dir(w) + strlen(root), "/cpa_261120");
+	store_writer__free(w); /* captured nothing */
+	fd = open(p, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, conf, sizeof(conf) - 1);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	conf[n] = 0;
+	ck_assert_ptr_nonnull(strstr(conf, "freq: 49\n"));
+
+	/* Second run started at 11:30:15, first sample at 11:31:00. */
+	w = new_writer(root);
+	store_writer__set_run_id(w, base + 5415 * T_NS);
+	snprintf(p, sizeof(p), "%s/cpa_261120_start_113015/conf", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	t_defs(w, 3, 0);
+	t_sample(&o, 1, base + 5460 * T_NS, 1, 0);
+	ck_assert_int_eq(store_writer__add_sample(w, &o), 0);
+	store_writer__free(w);
+	snprintf(p, sizeof(p), "%s/cpa_261120_start_113015/seg_000001.cps", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	snprintf(p, sizeof(p), "%s/cpa_261120_start_113100", root);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* The end of a stage test: final flush, then everything freed and removed. */
+static void stage_done(struct storer *s, struct store_writer *w, struct shm_arena *a, char *root)
+{
+	ck_assert_int_eq(storer__finish(s, true), 0);
+	storer__free(s);
+	store_writer__free(w);
+	shm_arena__free(a);
+	t_rm_rf(root);
+	free(root);
+}
+
+static char t_log[4096];
+
+static void log_into(enum log_level lvl, const char *line)
+{
+	(void)lvl;
+	strncat(t_log, line, sizeof(t_log) - strlen(t_log) - 2);
+	strcat(t_log, "\n");
+}
+
+/* The storer's log line of a retention removal names what went. */
+START_TEST(test_retention_log)
+{
+	struct shm_layout l;
+	struct shm_arena *a = NULL;
+	struct shm_ring_cons c;
+	struct store_writer_opts o = {.record_interval = 1, .persistent_day = 7};
+	struct store_writer *w;
+	struct storer *s;
+	char *root = t_mkdtemp(), p[1100];
+	uint64_t base = t_base_ns(); /* 2026-11-20 */
+	const char *dirs[] = {"cpa_261112", "cpa_261113"};
+
+	for (unsigned int i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+		snprintf(p, sizeof(p), "%s/%s/seg_000001.cps", root, dirs[i]);
+		close(open(p, O_CREAT | O_WRONLY, 0644));
+	}
+	shm_layout__default(&l, 4096, 16);
+	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
+	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
+	o.root = root;
+	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	store_writer__set_run_id(w, base);
+	ck_assert_int_eq(storer__new(shm_arena__stage(a, SHM_STAGE_STORER), &c, w, &s), 0);
+	log_set_sink(log_into);
+	/* The default 7 days keep the 13th..20th (8 day dirs); the 12th goes. */
+	storer__tick(s, base);
+	log_set_sink(NULL);
+	ck_assert_msg(strstr(t_log, "retention removed 1 file(s): cpa_261112\n"), "%s", t_log);
+	snprintf(p, sizeof(p), "%s/cpa_261113", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	stage_done(s, w, a, root);
 }
 END_TEST
 
@@ -852,7 +958,7 @@ START_TEST(test_stage_batch)
 	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
 	expect_init(&e, 20, 30);
 	w = new_writer(root);
-	store_writer__set_run_id(w, 4242);
+	store_writer__set_run_id(w, base);
 	ck_assert_int_eq(storer__new(st, &c, w, &s), 0);
 	ring_defs(&p, 30);
 	drain(s);
@@ -902,7 +1008,7 @@ START_TEST(test_stage_batch)
 	/* A restarted storer skips what the mark covers: feed old and new seqs. */
 	/* Same monitor run: it continues the same store dir (next segment). */
 	w = new_writer(root);
-	store_writer__set_run_id(w, 4242);
+	store_writer__set_run_id(w, base);
 	ck_assert_int_eq(storer__new(st, &c, w, &s), 0);
 	ring_defs(&p, 30);
 	{
@@ -984,14 +1090,23 @@ START_TEST(test_stage_sleep)
 	ck_assert_uint_eq(store_writer__deadline(w), 0);
 	ck_assert_int_eq(storer__sleep_ms(s, dl), STORER_IDLE_MS);
 	ck_assert_uint_eq(storer__wake_bytes(s), STORER_WAKE_BYTES);
-	ck_assert_int_eq(storer__finish(s, true), 0);
-	storer__free(s);
-	store_writer__free(w);
-	shm_arena__free(a);
-	t_rm_rf(root);
-	free(root);
+	stage_done(s, w, a, root);
 }
 END_TEST
+
+/* The storer executable on arena a (fd 3), as the monitor starts it. */
+static pid_t start_storer(const char *bin, struct shm_arena *a, struct shm_stage *st)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		dup2(shm_arena__fd(a), 3);
+		execl(bin, "storer", (char *)NULL);
+		_exit(127);
+	}
+	st->pid = pid;
+	return pid;
+}
 
 /* The real executable: arena on fd 3, records in, DRAIN, exit 0, store on disk. */
 START_TEST(test_stage_process)
@@ -1029,9 +1144,18 @@ START_TEST(test_stage_process)
 	cfg->freq = 49;
 	cfg->record_interval_s = 1;
 	cfg->nr_cpus = 2;
-	cfg->start_realtime_ns = 77;
+	cfg->start_realtime_ns = base; /* the monitor started at the data's time */
 	st = shm_arena__stage(a, SHM_STAGE_STORER);
 	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
+	/* A run that captures nothing still leaves its store dir and conf. */
+	pid = start_storer(bin, a, st);
+	for (i = 0; i < 500 && shm_stage__state(st) != SHM_STATE_RUNNING; i++)
+		usleep(10000);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	snprintf(dir, sizeof(dir), "%s/cpa_261120/conf", root);
+	ck_assert_msg(access(dir, F_OK) == 0, "no %s after a run without samples", dir);
 	ring_defs(&p, 10);
 	for (i = 0; i < 300; i++) {
 		struct cpa_sample_out o;
@@ -1041,13 +1165,7 @@ START_TEST(test_stage_process)
 	}
 	shm_ring__commit_sp(&p);
 
-	pid = fork();
-	if (pid == 0) {
-		dup2(shm_arena__fd(a), 3);
-		execl(bin, "storer", (char *)NULL);
-		_exit(127);
-	}
-	st->pid = pid;
+	pid = start_storer(bin, a, st);
 	/* Wait for RUNNING and for the input to be consumed, then DRAIN. */
 	for (i = 0; i < 500 && shm_stage__cnt(st, STO_CNT_SAMPLES) < 300; i++)
 		usleep(10000);
@@ -1081,12 +1199,7 @@ START_TEST(test_stage_process)
 	}
 	shm_ring__commit_sp(&p);
 	__atomic_store_n(&st->cmd, SHM_CMD_NONE, __ATOMIC_RELEASE);
-	pid = fork();
-	if (pid == 0) {
-		dup2(shm_arena__fd(a), 3);
-		execl(bin, "storer", (char *)NULL);
-		_exit(127);
-	}
+	pid = start_storer(bin, a, st);
 	for (i = 0; i < 500 && shm_stage__cnt(st, STO_CNT_SAMPLES) < 360; i++)
 		usleep(10000);
 	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_SAMPLES), 360);
@@ -1284,7 +1397,7 @@ START_TEST(test_journal)
 	t_block_s = 1;
 	expect_init(&e, 3, 10);
 	w = new_writer(root);
-	store_writer__set_run_id(w, 99);
+	store_writer__set_run_id(w, base);
 	ck_assert_int_eq(store_writer__journal_open(w, root), 0);
 	store_writer__dict_reset(w, 5);
 	t_defs(w, 10, 0);
@@ -1294,7 +1407,7 @@ START_TEST(test_journal)
 	store_writer__free(w);
 
 	w = new_writer(root);
-	store_writer__set_run_id(w, 99);
+	store_writer__set_run_id(w, base);
 	n = store_writer__journal_open(w, root);
 	ck_assert_int_eq(n, 5 + 1 + 2 * T_FRAMES + 10);
 	t_sample(&o, 2, base + T_NS, 7, 0); /* no definitions sent in this life */
@@ -1340,6 +1453,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_filters);
 	tcase_add_test(tc, test_segments_and_days);
 	tcase_add_test(tc, test_retention);
+	tcase_add_test(tc, test_dir_at_start);
 	tcase_add_test(tc, test_write_errors);
 	tcase_add_test(tc, test_clock_step);
 	tcase_add_test(tc, test_journal);
@@ -1347,6 +1461,7 @@ static Suite *store_suite(void)
 	tc = tcase_create("stage");
 	tcase_add_test(tc, test_stage_batch);
 	tcase_add_test(tc, test_stage_sleep);
+	tcase_add_test(tc, test_retention_log);
 	tcase_add_test(tc, test_stage_process);
 	suite_add_tcase(s, tc);
 	return s;

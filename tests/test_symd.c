@@ -204,6 +204,126 @@ START_TEST(test_lookup_fixture)
 }
 END_TEST
 
+/* File offset of an ELF vaddr of b (the PT_LOAD it lies in). */
+static uint64_t va_to_off(const struct symbin *b, uint64_t va)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->nloads; i++)
+		if (va >= b->loads[i].vaddr && va - b->loads[i].vaddr < b->loads[i].filesz)
+			return va - b->loads[i].vaddr + b->loads[i].off;
+	ck_abort_msg("vaddr %#lx in no PT_LOAD", (unsigned long)va);
+	return 0;
+}
+
+/* The output of a binutils command run on path. */
+static FILE *tool_out(const char *tool, const char *path)
+{
+	char cmd[1024];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s '%s'", tool, path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
+/* Every PLT stub objdump names ("<free@plt>:") gets the same name from us,
+ * for any pc inside the stub. */
+static unsigned int check_plt_names(const char *path)
+{
+	struct symbin *bin = load_path(path, "/nonexistent", NULL);
+	FILE *p = tool_out("objdump -d -j .plt -j .plt.sec -j .plt.got", path);
+	unsigned int n = 0;
+	char line[1024];
+
+	ck_assert_ptr_nonnull(bin);
+	while (fgets(line, sizeof(line), p)) {
+		char name[512], want[600];
+		unsigned long va;
+
+		if (sscanf(line, "%lx <%511[^>]>:", &va, name) != 2 || !strstr(name, "@plt") ||
+		    strchr(name, '+') || strchr(name, '-'))
+			continue;
+		snprintf(want, sizeof(want), "%s", name);
+		ck_assert_str_eq(lookup(bin, va_to_off(bin, va)), want);
+		ck_assert_str_eq(lookup(bin, va_to_off(bin, va) + 5), want);
+		n++;
+	}
+	pclose(p);
+	ck_assert(bin->src & SYMBIN_SRC_PLT);
+	symbin__free(bin);
+	return n;
+}
+
+/* Every FDE readelf lists ("pc=start..end") gives its start for a pc in
+ * its middle and its last byte; returns the FDEs checked. */
+static unsigned int check_fdes(const char *path)
+{
+	struct symbin *bin = load_path(path, "/nonexistent", NULL);
+	FILE *p = tool_out("readelf --debug-dump=frames", path);
+	unsigned int n = 0;
+	char line[1024];
+
+	ck_assert_ptr_nonnull(bin);
+	ck_assert(bin->src & SYMBIN_SRC_FDE);
+	while (fgets(line, sizeof(line), p)) {
+		const char *pc = strstr(line, " FDE ");
+		unsigned long lo, hi;
+		uint64_t got = 0;
+
+		if (!pc || !(pc = strstr(pc, "pc=")) || sscanf(pc, "pc=%lx..%lx", &lo, &hi) != 2 ||
+		    hi <= lo)
+			continue;
+		ck_assert_int_eq(symbin__func_start(bin, va_to_off(bin, lo + (hi - lo) / 2), &got),
+				 0);
+		ck_assert_uint_eq(got, va_to_off(bin, lo));
+		ck_assert_int_eq(symbin__func_start(bin, va_to_off(bin, hi - 1), &got), 0);
+		ck_assert_uint_eq(got, va_to_off(bin, lo));
+		n++;
+	}
+	pclose(p);
+	ck_assert_uint_eq(n, bin->nfdes);
+	symbin__free(bin);
+	return n;
+}
+
+START_TEST(test_fde_and_plt)
+{
+	struct fx_fn l = fx_local();
+	char so[512];
+	struct symbin *bin;
+	uint64_t start;
+
+	/* The fixture's PLT (.plt lazy stubs and .plt.got) and a Debian binary
+	 * nobody here wrote (IBT or not, whatever the distribution built). */
+	ck_assert_uint_ge(check_plt_names(FX_SO), 3);
+	if (access("/usr/bin/gzip", R_OK) == 0)
+		ck_assert_uint_ge(check_plt_names("/usr/bin/gzip"), 10);
+
+	/* Stripped: the local function has no symbol, its FDE names it by
+	 * its start, for any pc inside it. */
+	tmp_setup();
+	snprintf(so, sizeof(so), "%s/strip.so", tmpdir);
+	run("cp '%s' '%s' && objcopy --strip-all '%s'", FX_SO, so, so);
+	bin = load_path(so, "/nonexistent", NULL);
+	ck_assert_ptr_nonnull(bin);
+	ck_assert_str_eq(lookup(bin, l.off + 3), "(none)");
+	ck_assert_int_eq(symbin__func_start(bin, l.off + 3, &start), 0);
+	ck_assert_uint_eq(start, l.off);
+	ck_assert_int_eq(symbin__func_start(bin, l.off + l.size - 1, &start), 0);
+	ck_assert_uint_eq(start, l.off);
+	symbin__free(bin);
+	ck_assert_uint_ge(check_fdes(so), 4);
+	tmp_teardown();
+	/* Stripped Debian libraries and programs: every FDE readelf sees. */
+	if (access("/usr/lib/x86_64-linux-gnu/liblzma.so.5", R_OK) == 0)
+		ck_assert_uint_ge(check_fdes("/usr/lib/x86_64-linux-gnu/liblzma.so.5"), 100);
+	if (access("/usr/bin/gzip", R_OK) == 0)
+		ck_assert_uint_ge(check_fdes("/usr/bin/gzip"), 50);
+}
+END_TEST
+
 START_TEST(test_debug_file_build_id)
 {
 	struct fx_fn l = fx_local();
@@ -1262,6 +1382,17 @@ START_TEST(test_stage_flags)
 	ck_assert_int_eq(h_batch(h), 1);
 	ck_assert_str_eq(h->strs[h->samples[0].env_id], "SYSTEM");
 	h_free(h);
+
+	/* --kernel_stack: a sample of user code (no kernel frames) says so,
+	 * one in the kernel shows its kernel frames. */
+	h = h_new(CPA_CFG_KERNEL_STACK_ONLY, NULL);
+	h_frames(h, NULL, 0, NULL, 0, CPA_STOP_NONE, CPA_SF_USER_REGS);
+	h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, CPA_SF_IN_KERNEL);
+	ck_assert_int_eq(h_batch(h), 2);
+	ck_assert_str_eq(h_stack_str(h, h->samples[0].stack_id), "[user mode]");
+	ck_assert_uint_eq(h->frames[h->stacks[h->samples[0].stack_id][0]].flags, CPA_FF_MARKER);
+	ck_assert_str_eq(h_stack_str(h, h->samples[1].stack_id), "do_one_thing_[k]");
+	h_free(h);
 }
 END_TEST
 
@@ -1450,6 +1581,99 @@ START_TEST(test_stage_intern_budget)
 }
 END_TEST
 
+/* A debuginfod server on loopback: python's http.server over a directory
+ * laid out as buildid/<hex>/debuginfo. Returns its pid, the port in *port. */
+static pid_t http_server(const char *dir, unsigned int *port)
+{
+	char cmd[1200], line[256];
+	FILE *f;
+	pid_t pid = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && { python3 -u -m http.server --bind 127.0.0.1 0 >out 2>err & "
+		 "echo $!; }",
+		 dir);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	pid = (pid_t)atoi(line);
+	pclose(f);
+	snprintf(cmd, sizeof(cmd), "%s/out", dir);
+	*port = 0;
+	while (!*port) { /* until it says where it listens */
+		f = fopen(cmd, "r");
+		if (f) {
+			if (fgets(line, sizeof(line), f)) {
+				const char *p = strstr(line, " port ");
+
+				if (p)
+					*port = (unsigned int)atoi(p + 6);
+			}
+			fclose(f);
+		}
+		if (!*port)
+			usleep(20000);
+	}
+	return pid;
+}
+
+START_TEST(test_debuginfod_fetch)
+{
+	struct fx_fn l = fx_local();
+	char so[512], srv[512], urls[128], hex[64] = "", want[600];
+	struct cpa_uframe u[1];
+	struct harness *h;
+	struct symbin *bin;
+	unsigned int port, i, tries;
+	pid_t pid;
+
+	tmp_setup();
+	snprintf(so, sizeof(so), "%s/libdi.so", tmpdir);
+	snprintf(srv, sizeof(srv), "%s/srv", tmpdir);
+	run("cp '%s' '%s' && objcopy --only-keep-debug '%s' '%s.debug' && objcopy --strip-all '%s'",
+	    FX_SO, so, so, so, so);
+	bin = load_path(so, "/nonexistent", NULL);
+	ck_assert_ptr_nonnull(bin);
+	for (i = 0; i < bin->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", bin->build_id[i]);
+	symbin__free(bin);
+	run("mkdir -p '%s/buildid/%s' && cp '%s.debug' '%s/buildid/%s/debuginfo'", srv, hex, so,
+	    srv, hex);
+	pid = http_server(srv, &port);
+	snprintf(urls, sizeof(urls), "http://127.0.0.1:%u", port);
+
+	h = h_new(0, NULL);
+	symd__free(h->s);
+	snprintf(h->cfg->debuginfod_urls, sizeof(h->cfg->debuginfod_urls), "%s", urls);
+	snprintf(h->cfg->store_dir, sizeof(h->cfg->store_dir), "%s/store", tmpdir);
+	h->cfg->debuginfod_cache_mb = 64;
+	run("mkdir -p '%s/store'", tmpdir);
+	h_start(h, 2);
+	h_module(h, 4, CPA_MOD_FILE, so);
+	u[0] = uf(4, l.off + 2, CPA_UF_LEAF);
+	/* The first sample does not wait for the fetch: named by its FDE. */
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, CPA_SF_USER_REGS);
+	ck_assert_int_eq(h_batch(h), 2);
+	snprintf(want, sizeof(want), "libdi.so+0x%" PRIx64, l.off);
+	ck_assert_str_eq(h_stack_str(h, h->last_sample.stack_id), want);
+	/* Later samples get the name once the file is in the cache. */
+	for (tries = 0; tries < 3000; tries++) {
+		symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
+		h_frames(h, NULL, 0, u, 1, CPA_STOP_END, CPA_SF_USER_REGS);
+		ck_assert_int_eq(h_batch(h), 1);
+		if (!strcmp(h_stack_str(h, h->last_sample.stack_id), "cpa_fx_local_helper"))
+			break;
+		usleep(10000);
+	}
+	ck_assert_str_eq(h_stack_str(h, h->last_sample.stack_id), "cpa_fx_local_helper");
+	run("test -s '%s/store/.debuginfod/%s/debuginfo'", tmpdir, hex);
+	h_free(h);
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	tmp_teardown();
+}
+END_TEST
+
 START_TEST(test_stage_rate_limit)
 {
 	struct harness *h = h_new(0, NULL);
@@ -1596,6 +1820,7 @@ static Suite *symd_suite(void)
 	TCase *tc = tcase_create("elf");
 
 	tcase_add_test(tc, test_lookup_fixture);
+	tcase_add_test(tc, test_fde_and_plt);
 	tcase_add_test(tc, test_debug_file_build_id);
 	tcase_add_test(tc, test_debug_file_debuglink);
 	tcase_add_test(tc, test_minidebuginfo);
@@ -1623,6 +1848,7 @@ static Suite *symd_suite(void)
 	tcase_add_test(tc, test_stage_output_full);
 	tcase_add_test(tc, test_stage_intern_budget);
 	tcase_add_test(tc, test_stage_rate_limit);
+	tcase_add_test(tc, test_debuginfod_fetch);
 	tcase_add_test(tc, test_exec_drain_and_term);
 	suite_add_tcase(s, tc);
 	return s;

@@ -200,8 +200,13 @@ static void log_capture(enum log_level lvl, const char *line)
 
 START_TEST(test_bench_buckets_and_format)
 {
+	static const uint64_t cpa_edges[][2] = {
+		{999, 0},    {1000, 1},	  {3999, 1},	{4000, 2},
+		{255999, 4}, {256000, 5}, {4095999, 8}, {4096000, 9},
+	};
 	struct ubench b;
 	char l1[512], l2[320];
+	unsigned int i;
 
 	ck_assert_uint_eq(ubench__bucket(0), 0);
 	ck_assert_uint_eq(ubench__bucket(999), 0);
@@ -226,6 +231,16 @@ START_TEST(test_bench_buckets_and_format)
 	ck_assert_str_eq(l2, "bench: hist_us <1:1 1-2:1 2-4:0 4-8:0 8-16:0 16-32:0 32-64:0 "
 			     "64-128:0 128-256:0 256-512:0 512-1K:0 >=1K:1");
 
+	/* CPA's buckets: <1, 1-4, 4-16, 16-64, 64-256, 256-512, ... 2048-4096, >=4096 us. */
+	for (i = 0; i < sizeof(cpa_edges) / sizeof(cpa_edges[0]); i++)
+		ck_assert_msg(ubench__cpa_bucket(cpa_edges[i][0]) == cpa_edges[i][1],
+			      "%llu ns in bucket %u", (unsigned long long)cpa_edges[i][0],
+			      ubench__cpa_bucket(cpa_edges[i][0]));
+	ubench__format_cpa(&b, 2 * NSEC_PER_SEC, l1, sizeof(l1), l2, sizeof(l2));
+	ck_assert_str_eq(l1, "Bench DWARF Unwind: count=3 rate=1.50/s avg=1000.67 us min=0.50 us "
+			     "max=3000.00 us");
+	ck_assert_str_eq(l2, "Bench DWARF Histogram: <1us=1 1-4us=1 2048-4096us=1");
+
 	/* Not yet an interval: nothing; then one, and the counts start over. */
 	log_set_sink(log_capture);
 	logbuf[0] = 0;
@@ -242,6 +257,10 @@ START_TEST(test_bench_buckets_and_format)
 			      NULL,
 		      "%s", logbuf);
 	ck_assert_ptr_nonnull(strstr(logbuf, "stop -"));
+	/* CPA's lines: the totals every interval, no histogram without samples. */
+	ck_assert_ptr_nonnull(
+		strstr(logbuf, "Bench DWARF Unwind: count=0 rate=0.00/s avg=0.00 us"));
+	ck_assert_ptr_null(strstr(logbuf, "Bench DWARF Histogram:"));
 	log_set_sink(NULL);
 }
 END_TEST

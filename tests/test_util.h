@@ -7,9 +7,12 @@
 #define CPA_TEST_UTIL_H
 
 #include <check.h>
+#include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define TEST_SKIP 77
@@ -47,6 +50,51 @@ static inline int test_run_suite(Suite *s)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* What a built program printed, and how it exited (-1: killed by a signal). */
+struct test_run {
+	int code;
+	char out[16384];
+	char err[16384];
+};
+
+static inline void test_slurp_fd(int fd, char *buf, size_t len)
+{
+	ssize_t n = pread(fd, buf, len - 1, 0);
+
+	buf[n > 0 ? n : 0] = 0;
+	close(fd);
+}
+
+/* Run CPA_BUILD_DIR/bin/<exe> with args (NULL-terminated), stdout and stderr captured. */
+static inline void test_run_bin(struct test_run *r, const char *exe, const char *const *args)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+	char path[PATH_MAX], out[] = "/tmp/cpa-test-out-XXXXXX", err[] = "/tmp/cpa-test-err-XXXXXX";
+	const char *argv[64] = {path};
+	int ofd = mkstemp(out), efd = mkstemp(err), n = 1, status;
+	pid_t pid;
+
+	ck_assert_int_ge(ofd, 0);
+	ck_assert_int_ge(efd, 0);
+	unlink(out);
+	unlink(err);
+	snprintf(path, sizeof(path), "%s/bin/%s", b ? b : ".", exe);
+	for (int i = 0; args[i] && n < 63; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		dup2(ofd, 1);
+		dup2(efd, 2);
+		execv(path, (char **)argv);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	test_slurp_fd(ofd, r->out, sizeof(r->out));
+	test_slurp_fd(efd, r->err, sizeof(r->err));
 }
 
 #endif /* CPA_TEST_UTIL_H */

@@ -9,6 +9,12 @@
  *          env_skipped 0 stop end=47 read=2
  *   bench: hist_us <1:3 1-2:20 2-4:21 4-8:4 8-16:1 16-32:0 ... 512-1K:0 >=1K:0
  *
+ * followed by CPA's two lines, in CPA's form, for the scripts that parse them
+ * (only the buckets that are not empty; no histogram line without samples):
+ *
+ *   Bench DWARF Unwind: count=49 rate=49.00/s avg=2.41 us min=0.80 us max=12.30 us
+ *   Bench DWARF Histogram: <1us=3 1-4us=41 4-16us=5
+ *
  * Nothing here allocates or does I/O except ubench__tick()'s two log lines.
  * When --bench is off the stage holds no ubench and makes no timing call.
  */
@@ -24,6 +30,10 @@
 /* log2 buckets of microseconds: <1, 1-2, 2-4, ..., 512-1024, >=1024. */
 #define UBENCH_BUCKETS 12
 
+/* CPA's buckets of microseconds: <1, 1-4, 4-16, 16-64, 64-256, then doubling
+ * to 2048-4096; ours adds >=4096 (CPA's last bucket has no upper end). */
+#define UBENCH_CPA_BUCKETS 10
+
 struct ubench {
 	uint64_t interval_ns;
 	uint64_t start_ns; /* CLOCK_MONOTONIC start of the current interval */
@@ -36,6 +46,7 @@ struct ubench {
 	uint64_t lat_max_ns;
 	uint64_t env_skipped; /* samples not unwound: --parse_env_values */
 	uint64_t hist[UBENCH_BUCKETS];
+	uint64_t cpa_hist[UBENCH_CPA_BUCKETS];
 	uint64_t stop[CPA_STOP_MAX];
 
 	uint64_t intervals; /* lines printed, for tests */
@@ -45,6 +56,7 @@ void ubench__init(struct ubench *b, uint64_t interval_ns, uint64_t now_ns);
 
 /* Bucket index of a latency (exposed for tests). */
 unsigned int ubench__bucket(uint64_t lat_ns);
+unsigned int ubench__cpa_bucket(uint64_t lat_ns);
 
 /* One timed unwind: its latency, frames and stop reason. */
 static inline void ubench__add(struct ubench *b, uint64_t lat_ns, unsigned int frames, int stop)
@@ -57,6 +69,7 @@ static inline void ubench__add(struct ubench *b, uint64_t lat_ns, unsigned int f
 	if (lat_ns > b->lat_max_ns)
 		b->lat_max_ns = lat_ns;
 	b->hist[ubench__bucket(lat_ns)]++;
+	b->cpa_hist[ubench__cpa_bucket(lat_ns)]++;
 	if (stop >= 0 && stop < CPA_STOP_MAX)
 		b->stop[stop]++;
 }
@@ -68,7 +81,12 @@ static inline void ubench__add(struct ubench *b, uint64_t lat_ns, unsigned int f
 void ubench__format(const struct ubench *b, uint64_t elapsed_ns, char *line1, size_t len1,
 		    char *line2, size_t len2);
 
-/* When an interval has passed: log its two lines, start the next. True if it printed. */
+/* CPA's two lines of the interval ("Bench DWARF Unwind: ...", "Bench DWARF
+ * Histogram: ..."); line2 is "" when the interval had no sample. */
+void ubench__format_cpa(const struct ubench *b, uint64_t elapsed_ns, char *line1, size_t len1,
+			char *line2, size_t len2);
+
+/* When an interval has passed: log its four lines, start the next. True if it printed. */
 bool ubench__tick(struct ubench *b, uint64_t now_ns);
 
 #endif /* CPA_UNWINDD_UBENCH_H */

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_view: cpa-view's costs on a big store (make one with bench_view_gen).
+ * Runs the viewer's own code (viewer/view.c, draw.c) against a curses
+ * terminal on /dev/null, 80x24 unless told:
+ *
+ *   bench_view [--cols N] [--rows N] STORE
+ *
+ * Prints: time to the first screen (open, timeline from the index and block
+ * headers, aggregate the default range, lay out, draw), re-aggregate + draw
+ * of a 1-minute, 1-hour and 24-hour range (cold: the first time; warm: best
+ * of 3 more, the stacks interned), regex search over the 24-hour range, and
+ * peak RSS. Goals (issue 13): first screen <= 1 s, 1 minute <= 50 ms,
+ * 1 hour <= 500 ms, peak RSS <= 100 MB.
+ */
+#include <curses.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "common/timeutil.h"
+#include "viewer/view.h"
+
+static double ms_since(uint64_t t0)
+{
+	return (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6;
+}
+
+/* CPU time of the last frame(): on a loaded machine, wall time is mostly waiting. */
+static double last_cpu_ms;
+
+static double frame(struct vapp *a)
+{
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+
+	vapp__render(a);
+	refresh();
+	last_cpu_ms = (double)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) / 1e6;
+	return ms_since(t0);
+}
+
+static void row(const char *what, double ms, const char *goal, const struct vapp *a)
+{
+	printf("%-34s %10.1f ms %8.1f cpu  %-8s rows %-9llu nodes %u\n", what, ms, last_cpu_ms,
+	       goal, (unsigned long long)a->st.rows, a->tree.n);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {{"cols", required_argument, NULL, 'c'},
+					   {"rows", required_argument, NULL, 'r'},
+					   {NULL, 0, NULL, 0}};
+	struct vview_opts o = {0};
+	uint64_t c_start = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	struct vapp *a = calloc(1, sizeof(*a));
+	char num[16];
+	const char *cols = "80", *rows = "24";
+	FILE *devnull;
+	SCREEN *scr;
+	struct rusage ru;
+	uint64_t t0;
+	int64_t mid;
+	int c, i;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		if (c == 'c')
+			cols = optarg;
+		else if (c == 'r')
+			rows = optarg;
+		else
+			return 2;
+	}
+	if (optind != argc - 1 || !a) {
+		fprintf(stderr, "usage: bench_view [--cols N] [--rows N] STORE\n");
+		return 2;
+	}
+	o.store = argv[optind];
+	setenv("COLUMNS", cols, 1);
+	setenv("LINES", rows, 1);
+	devnull = fopen("/dev/null", "w");
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	if (vapp__init(a, &o) < 0) {
+		fprintf(stderr, "bench_view: %s\n", a->err);
+		return 1;
+	}
+	scr = newterm("xterm-256color", devnull, stdin);
+	if (!scr)
+		return 1;
+	a->utf8 = true;
+	a->color = true;
+	vdraw__init_colors(a);
+	frame(a);
+	last_cpu_ms = (double)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c_start) / 1e6;
+	printf("store %s: %lld s (%s x %s terminal)\n\n", a->m.dir,
+	       (long long)(a->m.last_s - a->m.first_s + 1), cols, rows);
+	row("first screen (last 5 min)", ms_since(t0), "<= 1000", a);
+
+	mid = a->m.first_s + (a->m.last_s - a->m.first_s) / 2;
+	{
+		/* cold: the first time each range is read; warm: best of 3 more
+		 * (stacks interned, the segment's dictionary loaded again by the reader) */
+		static const struct {
+			const char *name, *goal;
+			int64_t len; /* 0: the whole store */
+		} rg[] = {{"1-minute range", "<= 50", 60},
+			  {"1-hour range", "<= 500", 3600},
+			  {"24-hour range", "", 0}};
+		double best[3] = {1e18, 1e18, 1e18}, best_cpu[3] = {1e18, 1e18, 1e18};
+		char what[64];
+		size_t k;
+
+		for (i = 0; i < 4; i++) {
+			for (k = 0; k < 3; k++) {
+				double ms;
+
+				if (rg[k].len)
+					vapp__set_range(a, mid, mid + rg[k].len);
+				else
+					vapp__set_range(a, a->m.first_s, a->m.last_s + 1);
+				ms = frame(a);
+				if (!i) {
+					snprintf(what, sizeof(what), "%s (cold)", rg[k].name);
+					row(what, ms, rg[k].goal, a);
+				} else {
+					best[k] = ms < best[k] ? ms : best[k];
+					best_cpu[k] = last_cpu_ms < best_cpu[k] ? last_cpu_ms
+										: best_cpu[k];
+				}
+			}
+		}
+		for (k = 0; k < 3; k++) {
+			snprintf(what, sizeof(what), "%s (warm, best of 3)", rg[k].name);
+			printf("%-34s %10.1f ms %8.1f cpu  %-8s\n", what, best[k], best_cpu[k],
+			       rg[k].goal);
+		}
+	}
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	vapp__search(a, "handle_event_1[0-9]+\\(");
+	frame(a);
+	last_cpu_ms = 0; /* (the search ran before frame(): wall time only) */
+	snprintf(num, sizeof(num), "%.1f%%", 100 * a->match_share);
+	row("regex search over 24 h", ms_since(t0), num, a);
+	/* one cell step of the timeline over 24 h: what [ ] cost when moved */
+	vapp__set_range(a, mid, mid + 60);
+	frame(a);
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	for (i = 0; i < 10; i++) {
+		vapp__set_range(a, mid + 60 * (i + 1), mid + 60 * (i + 2));
+		frame(a);
+	}
+	row("step a 1-minute range (mean of 10)", ms_since(t0) / 10, "", a);
+	endwin();
+	delscreen(scr);
+	getrusage(RUSAGE_SELF, &ru);
+	printf("%-34s %10.1f MB %8s      %-8s\n", "peak RSS", (double)ru.ru_maxrss / 1024, "",
+	       "<= 100");
+	if (0)
+		printf("%-34s %10.1f MB  %-10s\n", "peak RSS", (double)ru.ru_maxrss / 1024,
+		       "<= 100");
+	vapp__free(a);
+	free(a);
+	fclose(devnull);
+	return 0;
+}

@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_fidelity: cpa's stacks next to `perf record --call-graph dwarf` on
+ * real programs nobody here wrote (docs/bench.md, issue 10).
+ *
+ * For each program of --programs: the program is forked and held at a gate
+ * (a pipe read) so its pid is known; `cpa monitor --pid PID` and
+ * `perf record -p PID --call-graph dwarf -e cpu-clock` both attach to it;
+ * then the gate opens (the child execs the program) and both sample the same
+ * process at the same time. Afterwards `cpa show` and `perf script` are
+ * folded the same way and printed per program:
+ *
+ *   - samples (cpa, perf);
+ *   - complete share: the stack holds the process or thread start
+ *     (_start, __libc_start_main(_impl), __libc_start_call_main,
+ *     start_thread, clone3, clone);
+ *   - cpa's stop reasons ([unwind stopped: ...], [degraded ...]) as shares;
+ *   - top-10 self (leaf) shares side by side and the largest difference
+ *     (frames without a symbol compare as "[unknown]": cpa names them
+ *     lib+0xSTART, perf [unknown]);
+ *   - cpa's CPU (all its processes, schedstat) and BPF time per sample.
+ */
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "overhead.h"
+
+#define MAX_NAMES 4096
+#define TOP	  10
+
+struct prog {
+	const char *name;
+	const char *cmd; /* sh -c, exec'd: the pid stays the one cpa and perf watch */
+};
+
+/* {in} is replaced by the generated text file. */
+static const struct prog progs[] = {
+	{"gzip", "exec gzip -9 -c < {in} > /dev/null"},
+	{"xz", "exec xz -9 -T1 -c < {in}.head > /dev/null"},
+	{"bzip2", "exec bzip2 -9 -c < {in} > /dev/null"},
+	{"perl", "exec perl -e 'my ($n, %h) = (0); while ($n++ < 500000) "
+		 "{ $h{$_ % 1000} .= \"x\" for 1..100; %h = () if length($h{7}) > 400 }'"},
+	{"sqlite3", "exec sqlite3 :memory: 'CREATE TABLE t(a, b); WITH RECURSIVE c(x) AS "
+		    "(SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1500000) INSERT INTO t "
+		    "SELECT x, hex(randomblob(8)) FROM c; CREATE INDEX ti ON t(b); SELECT count(*) "
+		    "FROM t WHERE b > \"8\";' > /dev/null"},
+	{"python3", "exec python3 -c 'import json; d = [{\"k\": i, \"v\": str(i) * 3} for i in "
+		    "range(300000)]; [json.loads(json.dumps(d)) for _ in range(3)]'"},
+};
+
+struct tally {
+	char *names[MAX_NAMES];
+	double counts[MAX_NAMES];
+	int n;
+};
+
+static void tally_add(struct tally *t, const char *name, double c)
+{
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (!strcmp(t->names[i], name)) {
+			t->counts[i] += c;
+			return;
+		}
+	if (t->n == MAX_NAMES)
+		return;
+	t->names[t->n] = strdup(name);
+	t->counts[t->n++] = c;
+}
+
+static double tally_get(const struct tally *t, const char *name)
+{
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (!strcmp(t->names[i], name))
+			return t->counts[i];
+	return 0;
+}
+
+static void tally_free(struct tally *t)
+{
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		free(t->names[i]);
+	t->n = 0;
+}
+
+struct side {
+	double samples, complete;
+	struct tally self;
+	struct tally stops; /* cpa only */
+};
+
+static bool is_root(const char *f)
+{
+	/* perf's unwinder ends at __libc_start_call_main (libc's CFI marks it
+	 * outermost); cpa continues to __libc_start_main and _start. */
+	static const char *const roots[] = {"_start",
+					    "__libc_start_main",
+					    "__libc_start_main_impl",
+					    "__libc_start_call_main",
+					    "start_thread",
+					    "clone3",
+					    "clone",
+					    NULL};
+	int i;
+
+	for (i = 0; roots[i]; i++)
+		if (!strcmp(f, roots[i]))
+			return true;
+	return false;
+}
+
+/* cpa's "lib+0x1234" and "0x1234 [lib]" and perf's "[unknown]" alike. */
+static const char *self_key(const char *f)
+{
+	if (!strncmp(f, "0x", 2) || strstr(f, "+0x"))
+		return "[unknown]";
+	return f;
+}
+
+/* `cpa show` folded lines: "comm:pid;root;...;leaf; COUNT". */
+static void fold_cpa(const char *path, struct side *s)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		char *sp = strrchr(line, ' '), *tok, *save = NULL, *leaf = NULL;
+		bool complete = false;
+		double c;
+
+		if (!sp)
+			continue;
+		c = strtod(sp + 1, NULL);
+		*sp = 0;
+		tok = strtok_r(line, ";", &save); /* comm:pid */
+		while ((tok = strtok_r(NULL, ";", &save))) {
+			size_t n = strlen(tok);
+
+			if (n > 4 && !strcmp(tok + n - 4, "_[k]"))
+				tok[n - 4] = 0;
+			if (tok[0] == '[' && (strstr(tok, "stopped") || strstr(tok, "degraded")))
+				tally_add(&s->stops, tok, c);
+			complete = complete || is_root(tok);
+			leaf = tok;
+		}
+		s->samples += c;
+		if (complete)
+			s->complete += c;
+		if (leaf)
+			tally_add(&s->self, self_key(leaf), c);
+	}
+	free(line);
+	fclose(f);
+}
+
+/* `perf script -F comm,pid,sym`: a header line, then one frame per line
+ * (leaf first), a blank line between samples. */
+static void fold_perf(const char *path, struct side *s)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL, leaf[512] = "";
+	size_t cap = 0;
+	bool in = false, complete = false;
+	int frames = 0;
+
+	if (!f)
+		return;
+	for (;;) {
+		ssize_t n = getline(&line, &cap, f);
+		char *p;
+
+		if (n <= 0 || line[0] == '\n') {
+			if (in) {
+				s->samples++;
+				if (complete)
+					s->complete++;
+				tally_add(&s->self, frames ? self_key(leaf) : "[unknown]", 1);
+			}
+			in = complete = false;
+			frames = 0;
+			if (n <= 0)
+				break;
+			continue;
+		}
+		if (!in) {
+			in = true;
+			continue;
+		}
+		line[strcspn(line, "\n")] = 0;
+		p = line + strspn(line, " \t");
+		p += strcspn(p, " \t"); /* the ip */
+		p += strspn(p, " \t");
+		p[strcspn(p, " ")] = 0; /* sym, "(dso)" after a blank */
+		if (!frames++)
+			snprintf(leaf, sizeof(leaf), "%s", p);
+		complete = complete || is_root(p);
+	}
+	free(line);
+	fclose(f);
+}
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+static pid_t spawn_sh(const char *cmd)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The stage pids of a monitor: its children, by comm. */
+static void stage_pids(pid_t mon, pid_t *ret, int *n, pid_t *capture)
+{
+	char path[128], buf[512], *tok, *save = NULL;
+	FILE *f;
+
+	*n = 0;
+	*capture = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", mon, mon);
+	f = fopen(path, "r");
+	if (!f || !fgets(buf, sizeof(buf), f)) {
+		if (f)
+			fclose(f);
+		return;
+	}
+	fclose(f);
+	for (tok = strtok_r(buf, " \n", &save); tok && *n < 8; tok = strtok_r(NULL, " \n", &save)) {
+		char comm[64] = "";
+		pid_t p = atoi(tok);
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", p);
+		f = fopen(path, "r");
+		if (f) {
+			if (fgets(comm, sizeof(comm), f) && !strncmp(comm, "capture", 7))
+				*capture = p;
+			fclose(f);
+		}
+		ret[(*n)++] = p;
+	}
+}
+
+static uint64_t agent_cpu_ns(pid_t mon, const pid_t *st, int n)
+{
+	struct ovh_proc p;
+	uint64_t sum = 0;
+	int i;
+
+	if (ovh_proc_read(mon, &p) == 0)
+		sum += p.cpu_ns;
+	for (i = 0; i < n; i++)
+		if (ovh_proc_read(st[i], &p) == 0)
+			sum += p.cpu_ns;
+	return sum;
+}
+
+struct opts {
+	const char *programs;
+	const char *bin;
+	const char *dir;
+	int freq;
+	int stack_size;
+};
+
+static int run_one(const struct opts *o, const struct prog *pg, const char *in)
+{
+	char cmd[4096], d[16384], store[4200], pdata[4200], pscript[4200], prof[4200];
+	struct side c = {0}, p = {0};
+	struct ovh_bpf_set bset = {0};
+	struct ovh_bpf b0 = {0}, b1 = {0};
+	pid_t child, mon, perf, st[8], cap;
+	uint64_t cpu0, cpu1;
+	int gate[2], nst, i, j, status;
+	char stack[32] = "";
+	const char *s;
+	size_t k = 0;
+	double maxd = 0;
+	struct tally top = {0};
+
+	/* the command with {in} filled */
+	for (s = pg->cmd; *s && k < sizeof(cmd) - 256; s++) {
+		if (!strncmp(s, "{in}", 4)) {
+			k += (size_t)snprintf(cmd + k, sizeof(cmd) - k, "%s", in);
+			s += 3;
+		} else {
+			cmd[k++] = *s;
+		}
+	}
+	cmd[k] = 0;
+	snprintf(d, 1024, "%s/%s", o->dir, pg->name);
+	sh("rm -rf '%s' && mkdir -p '%s'", d, d);
+	snprintf(store, sizeof(store), "%.1000s/store", d);
+	snprintf(pdata, sizeof(pdata), "%.1000s/perf.data", d);
+	snprintf(pscript, sizeof(pscript), "%.1000s/perf.txt", d);
+	snprintf(prof, sizeof(prof), "%.1000s/cpa.prof", d);
+
+	if (pipe(gate) < 0)
+		return -errno;
+	child = fork();
+	if (child == 0) {
+		char x;
+
+		close(gate[1]);
+		if (read(gate[0], &x, 1) != 1)
+			_exit(1);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(gate[0]);
+	if (o->stack_size)
+		snprintf(stack, sizeof(stack), "--stack_size %d", o->stack_size);
+	snprintf(d, sizeof(d), "exec %s/cpa monitor --store_dir '%s' -F %d --pid %d %s 2>%s.log",
+		 o->bin, store, o->freq, child, stack, store);
+	mon = spawn_sh(d);
+	snprintf(d, sizeof(d),
+		 "exec perf record -q -e cpu-clock -F %d --call-graph dwarf -p %d -o '%s' "
+		 "2>/dev/null >/dev/null",
+		 o->freq, child, pdata);
+	perf = spawn_sh(d);
+	sleep(3); /* both attached: the stages RUNNING, perf's events open */
+	stage_pids(mon, st, &nst, &cap);
+	if (cap)
+		ovh_bpf_find(cap, &bset);
+	ovh_bpf_read(&bset, &b0);
+	cpu0 = agent_cpu_ns(mon, st, nst);
+	if (write(gate[1], "x", 1) != 1)
+		return -EIO;
+	close(gate[1]);
+	waitpid(child, &status, 0);
+	ovh_bpf_read(&bset, &b1);
+	cpu1 = agent_cpu_ns(mon, st, nst);
+	sleep(2); /* the last samples through the pipeline */
+	kill(mon, SIGINT);
+	waitpid(mon, NULL, 0);
+	waitpid(perf, NULL, 0);
+
+	sh("%s/cpa show --read '%s' -B 00:00:00 -E 23:59:59 --no_env -o '%s' >/dev/null 2>&1",
+	   o->bin, store, prof);
+	sh("perf script -i '%s' -F comm,pid,ip,sym > '%s' 2>/dev/null", pdata, pscript);
+	fold_cpa(prof, &c);
+	fold_perf(pscript, &p);
+
+	printf("\n== %s: %s\n", pg->name, cmd);
+	printf("  %-34s %12s %12s\n", "", "cpa", "perf dwarf");
+	printf("  %-34s %12.0f %12.0f\n", "samples", c.samples, p.samples);
+	printf("  %-34s %11.2f%% %11.2f%%\n", "complete (rooted at process/thread start)",
+	       c.samples ? 100 * c.complete / c.samples : NAN,
+	       p.samples ? 100 * p.complete / p.samples : NAN);
+	for (i = 0; i < c.stops.n; i++)
+		printf("  %-34s %11.2f%% %12s\n", c.stops.names[i],
+		       100 * c.stops.counts[i] / c.samples, "-");
+	/* top-10 self of either side, by the larger share */
+	for (j = 0; j < 2; j++) {
+		const struct side *a = j ? &p : &c;
+		bool used[MAX_NAMES] = {false};
+
+		for (i = 0; i < TOP; i++) {
+			int best = -1, m;
+
+			for (m = 0; m < a->self.n; m++)
+				if (!used[m] && (best < 0 || a->self.counts[m] > a->self.counts[best]))
+					best = m;
+			if (best < 0)
+				break;
+			used[best] = true;
+			tally_add(&top, a->self.names[best], 0);
+		}
+	}
+	printf("  top self shares:\n");
+	for (i = 0; i < top.n; i++) {
+		double sc = c.samples ? 100 * tally_get(&c.self, top.names[i]) / c.samples : 0;
+		double sp = p.samples ? 100 * tally_get(&p.self, top.names[i]) / p.samples : 0;
+
+		printf("    %-32.32s %11.2f%% %11.2f%%\n", top.names[i], sc, sp);
+		maxd = fmax(maxd, fabs(sc - sp));
+	}
+	printf("  %-34s %11.2f points\n", "max self-share difference", maxd);
+	printf("  %-34s %9.1f us\n", "cpa CPU per sample (all processes)",
+	       c.samples ? (double)(cpu1 - cpu0) / 1e3 / c.samples : NAN);
+	printf("  %-34s %9.2f us\n", "cpa BPF time per sample",
+	       b1.sample_cnt > b0.sample_cnt ? (double)(b1.sample_ns - b0.sample_ns) / 1e3 /
+						       (double)(b1.sample_cnt - b0.sample_cnt)
+					     : NAN);
+	fflush(stdout);
+	tally_free(&top);
+	tally_free(&c.self);
+	tally_free(&c.stops);
+	tally_free(&p.self);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: bench_fidelity [--programs LIST] [--freq HZ] [--stack_size BYTES]\n"
+		   "                      [--bin DIR] [--dir DIR]\n"
+		   "Runs each program under cpa monitor --pid and perf record --call-graph dwarf\n"
+		   "at once and compares their stacks. Root. Programs (default all):");
+	for (i = 0; i < ARRAY_SIZE(progs); i++)
+		fprintf(f, " %s", progs[i].name);
+	fprintf(f, "\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {{"programs", required_argument, NULL, 'p'},
+					   {"freq", required_argument, NULL, 'F'},
+					   {"stack_size", required_argument, NULL, 's'},
+					   {"bin", required_argument, NULL, 'b'},
+					   {"dir", required_argument, NULL, 'd'},
+					   {"help", no_argument, NULL, 'h'},
+					   {}};
+	char self[1024], bin[1024], in[1200];
+	struct opts o = {.freq = 99, .dir = "/tmp/bench_fidelity"};
+	ssize_t n;
+	size_t i;
+	int c, stats_fd;
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = 0;
+	snprintf(bin, sizeof(bin), "%.*s", (int)(strrchr(self, '/') ? strrchr(self, '/') - self : 0),
+		 self);
+	o.bin = bin;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			o.programs = optarg;
+			break;
+		case 'F':
+			o.freq = atoi(optarg);
+			break;
+		case 's':
+			o.stack_size = atoi(optarg);
+			break;
+		case 'b':
+			o.bin = optarg;
+			break;
+		case 'd':
+			o.dir = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "bench_fidelity: needs root (BPF, perf -p)\n");
+		return 77;
+	}
+	/* bpf_stats on while this fd lives */
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	sh("mkdir -p '%s'", o.dir);
+	snprintf(in, sizeof(in), "%s/input.txt", o.dir);
+	/* ~50 MB of text that compresses like text; xz gets its first 5 MB */
+	sh("test -s '%s' || seq -f 'sample %%g of the unwind frame in a ring' 1 1400000 | "
+	   "awk '{ print $0, NR * 7919 %% 10007 }' > '%s'; head -c 5000000 '%s' > '%s.head'",
+	   in, in, in, in);
+	printf("bench_fidelity: %d Hz, stack_size %s, cpa from %s\n", o.freq,
+	       o.stack_size ? "set" : "default", o.bin);
+	for (i = 0; i < ARRAY_SIZE(progs); i++) {
+		if (o.programs) {
+			const char *p = strstr(o.programs, progs[i].name);
+			size_t l = strlen(progs[i].name);
+
+			if (!p || (p != o.programs && p[-1] != ',') || (p[l] && p[l] != ','))
+				continue;
+		}
+		run_one(&o, &progs[i], in);
+	}
+	if (stats_fd >= 0)
+		close(stats_fd);
+	return 0;
+}

@@ -1,0 +1,583 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The export interface (export.h) and what the formats share: the intern
+ * table, the name tree, format names and suffixes. Formats: export_pprof.c,
+ * export_svg.c, export_speedscope.c, export_folded.c. docs/export.md.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/macro.h"
+#include "export_int.h"
+
+/* ---------------------------------------------------------------- xtab */
+
+static uint32_t hash_bytes(const void *p, uint32_t len)
+{
+	const uint8_t *b = p;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, k;
+
+	while (len >= 8) {
+		memcpy(&k, b, 8);
+		h = (h ^ (k * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
+		h ^= h >> 29;
+		b += 8;
+		len -= 8;
+	}
+	k = 0;
+	memcpy(&k, b, len);
+	h = (h ^ (k * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 32;
+	return (uint32_t)h;
+}
+
+static int xtab_grow_slots(struct xtab *t)
+{
+	uint32_t ns = t->nslots ? t->nslots * 2 : 256, i;
+	struct xtab_slot *s = calloc(ns, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	for (i = 0; i < t->n; i++) {
+		uint32_t h = t->hash[i] & (ns - 1);
+
+		while (s[h].id1)
+			h = (h + 1) & (ns - 1);
+		s[h] = (struct xtab_slot){i + 1, t->hash[i]};
+	}
+	free(t->slots);
+	t->slots = s;
+	t->nslots = ns;
+	return 0;
+}
+
+static uint32_t xtab_slot(const struct xtab *t, const void *p, uint32_t len, uint32_t h)
+{
+	uint32_t i = h & (t->nslots - 1);
+
+	while (t->slots[i].id1) {
+		uint32_t id = t->slots[i].id1 - 1;
+
+		if (t->slots[i].hash == h && t->len[id] == len &&
+		    !memcmp(t->arena + t->off[id], p, len))
+			return i;
+		i = (i + 1) & (t->nslots - 1);
+	}
+	return i;
+}
+
+int xtab__find(const struct xtab *t, const void *p, uint32_t len, uint32_t *ret_id)
+{
+	uint32_t i;
+
+	if (!t->nslots)
+		return -ENOENT;
+	i = xtab_slot(t, p, len, hash_bytes(p, len));
+	if (!t->slots[i].id1)
+		return -ENOENT;
+	*ret_id = t->slots[i].id1 - 1;
+	return 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t nc = *cap ? *cap : 64;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	while (nc < need)
+		nc *= 2;
+	np = realloc(*p, nc * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+int xtab__intern(struct xtab *t, const void *p, uint32_t len, uint32_t *ret_id)
+{
+	uint32_t h = hash_bytes(p, len), i;
+
+	if ((uint64_t)(t->n + 1) * 2 > t->nslots && xtab_grow_slots(t) < 0)
+		return -ENOMEM;
+	i = xtab_slot(t, p, len, h);
+	if (t->slots[i].id1) {
+		*ret_id = t->slots[i].id1 - 1;
+		return 0;
+	}
+	if (t->n == t->cap) {
+		uint32_t nc = t->cap ? t->cap * 2 : 256;
+		uint64_t *o = realloc(t->off, nc * sizeof(*o));
+		uint32_t *l, *hs;
+
+		if (!o)
+			return -ENOMEM;
+		t->off = o;
+		l = realloc(t->len, nc * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		t->len = l;
+		hs = realloc(t->hash, nc * sizeof(*hs));
+		if (!hs)
+			return -ENOMEM;
+		t->hash = hs;
+		t->cap = nc;
+	}
+	if (grow((void **)&t->arena, &t->acap, t->alen + len + 1, 1) < 0)
+		return -ENOMEM;
+	memcpy(t->arena + t->alen, p, len);
+	t->off[t->n] = t->alen;
+	t->len[t->n] = len;
+	t->hash[t->n] = h;
+	t->alen += len;
+	t->alen = ALIGN_UP(t->alen, 4); /* keeps uint32 keys aligned when read back */
+	*ret_id = t->n;
+	t->slots[i] = (struct xtab_slot){++t->n, h};
+	return 1;
+}
+
+int xtab__intern_str(struct xtab *t, const char *s, uint32_t *ret_id)
+{
+	return xtab__intern(t, s, (uint32_t)strlen(s) + 1, ret_id);
+}
+
+void xtab__free(struct xtab *t)
+{
+	free(t->slots);
+	free(t->off);
+	free(t->len);
+	free(t->hash);
+	free(t->arena);
+	memset(t, 0, sizeof(*t));
+}
+
+size_t xtab__bytes(const struct xtab *t)
+{
+	return t->nslots * 8ull + t->cap * 16ull + t->acap;
+}
+
+int u32vec__push(struct u32vec *a, uint32_t x)
+{
+	if (grow((void **)&a->v, &a->cap, a->n + 1, sizeof(*a->v)) < 0)
+		return -ENOMEM;
+	a->v[a->n++] = x;
+	return 0;
+}
+
+void u32vec__free(struct u32vec *a)
+{
+	free(a->v);
+	memset(a, 0, sizeof(*a));
+}
+
+/* ---------------------------------------------------------------- tree */
+
+int tree__init(struct tree *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->cap = 1024;
+	t->nodes = calloc(t->cap, sizeof(*t->nodes));
+	if (!t->nodes)
+		return -ENOMEM;
+	t->n = 1; /* the root, name "" */
+	return xtab__intern_str(&t->names, "all", &t->nodes[0].name) < 0 ? -ENOMEM : 0;
+}
+
+void tree__free(struct tree *t)
+{
+	xtab__free(&t->names);
+	xtab__free(&t->edges);
+	xtab__free(&t->stacks);
+	xtab__free(&t->paths);
+	u32vec__free(&t->path_node);
+	u32vec__free(&t->stack_off);
+	u32vec__free(&t->frames);
+	free(t->nodes);
+	memset(t, 0, sizeof(*t));
+}
+
+/* The name as the folded export prints it: ';' and newlines would split a line. */
+static int intern_name(struct tree *t, const char *s, const char *suffix, uint32_t *ret)
+{
+	char buf[4096];
+	size_t n = 0;
+
+	for (; *s && n < sizeof(buf) - 8; s++)
+		buf[n++] = *s == ';' ? ':' : (*s == '\n' || *s == '\r') ? ' ' : *s;
+	if (suffix)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s", suffix);
+	buf[n] = 0;
+	return xtab__intern(&t->names, buf, (uint32_t)n + 1, ret) < 0 ? -ENOMEM : 0;
+}
+
+static int child(struct tree *t, uint32_t parent, uint32_t name, uint32_t flags, uint32_t *ret)
+{
+	uint32_t key[2] = {parent, name}, id;
+	int r = xtab__intern(&t->edges, key, sizeof(key), &id);
+
+	if (r < 0)
+		return r;
+	id++; /* node 0 is the root */
+	if (r == 1) {
+		if (t->n == t->cap) {
+			struct tnode *nn = realloc(t->nodes, t->cap * 2 * sizeof(*nn));
+
+			if (!nn)
+				return -ENOMEM;
+			t->nodes = nn;
+			t->cap *= 2;
+		}
+		t->nodes[id] = (struct tnode){.parent = parent,
+					      .name = name,
+					      .flags = flags,
+					      .depth = t->nodes[parent].depth + 1};
+		t->n++;
+		if (t->nodes[id].depth > t->max_depth)
+			t->max_depth = t->nodes[id].depth;
+	}
+	*ret = id;
+	return 0;
+}
+
+/* Frame names of a stack, root first, cached per (src, seg, stack_id). */
+static int stack_frames(struct tree *t, uint32_t src, const struct store_sample *s,
+			const uint32_t **ret)
+{
+	uint32_t key[3] = {src, s->seg, s->stack_id}, id, i, name;
+	size_t off = t->frames.n;
+	bool cache = s->n_frames > 1; /* a lone frame may stand for an undefined id */
+	int r;
+
+	if (cache) {
+		r = xtab__intern(&t->stacks, key, sizeof(key), &id);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			*ret = &t->frames.v[t->stack_off.v[id]];
+			return 0;
+		}
+		if (u32vec__push(&t->stack_off, (uint32_t)off) < 0)
+			return -ENOMEM;
+	}
+	if (u32vec__push(&t->frames, s->n_frames) < 0)
+		return -ENOMEM;
+	/* Stored leaf first, kernel frames first: user root..leaf, then kernel root..leaf. */
+	for (i = s->n_frames; i-- > 0;) {
+		const struct store_frame *f = s->frames[i];
+		bool k = i < s->n_kframes;
+		uint32_t fl = (k ? TN_KERNEL : 0) | ((f->flags & CPA_FF_MARKER) ? TN_MARKER : 0);
+
+		r = intern_name(t, f->name, k && !(f->flags & CPA_FF_MARKER) ? "_[k]" : NULL,
+				&name);
+		if (r < 0 || u32vec__push(&t->frames, name) < 0 || u32vec__push(&t->frames, fl) < 0)
+			return -ENOMEM;
+	}
+	*ret = &t->frames.v[off];
+	if (!cache)
+		t->frames.n = off; /* valid until the next call */
+	return 0;
+}
+
+int tree__add(struct tree *t, const struct export_opts *o, uint32_t src,
+	      const struct store_sample *s, int side)
+{
+	const uint32_t *fr;
+	uint32_t node = 0, name, i, n;
+	char tmp[64];
+	int r;
+
+	if (!o->no_env) {
+		r = intern_name(t, s->env[0] ? s->env : "SYSTEM", NULL, &name);
+		if (r < 0 || (r = child(t, node, name, TN_LABEL, &node)) < 0)
+			return r;
+	}
+	if (s->lost) {
+		r = intern_name(t, "[lost]", NULL, &name);
+		if (r < 0 || (r = child(t, node, name, TN_LABEL, &node)) < 0)
+			return r;
+	} else {
+		const char *pc = s->pcomm[0] ? s->pcomm : s->comm[0] ? s->comm : "[unknown]";
+
+		if (o->no_pid) {
+			r = intern_name(t, pc, NULL, &name);
+		} else {
+			snprintf(tmp, sizeof(tmp), ":%u", s->pid);
+			r = intern_name(t, pc, tmp, &name);
+		}
+		if (r < 0 || (r = child(t, node, name, TN_LABEL, &node)) < 0)
+			return r;
+		if (o->show_thread_name) {
+			r = intern_name(t, s->comm[0] ? s->comm : pc, NULL, &name);
+			if (r < 0 || (r = child(t, node, name, TN_LABEL, &node)) < 0)
+				return r;
+		}
+	}
+	/* The same stack under the same labels ends at the same node: look it up
+	 * once instead of walking its frames for every row. */
+	if (s->n_frames > 1) {
+		uint32_t key[4] = {node, src, s->seg, s->stack_id}, pid_;
+
+		r = xtab__intern(&t->paths, key, sizeof(key), &pid_);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			node = t->path_node.v[pid_];
+			goto found;
+		}
+		if (u32vec__push(&t->path_node, 0) < 0)
+			return -ENOMEM;
+	}
+	r = stack_frames(t, src, s, &fr);
+	if (r < 0)
+		return r;
+	n = fr[0];
+	for (i = 0; i < n; i++) {
+		r = child(t, node, fr[1 + 2 * i], fr[2 + 2 * i], &node);
+		if (r < 0)
+			return r;
+	}
+	if (s->n_frames > 1)
+		t->path_node.v[t->path_node.n - 1] = node;
+found:
+	if (s->kind == CPA_KIND_OFFCPU)
+		t->nodes[node].self[side].off += s->weight;
+	else
+		t->nodes[node].self[side].on += s->count;
+	return 0;
+}
+
+static const struct tree *sort_tree;
+
+static int child_cmp(const void *a, const void *b)
+{
+	return strcmp(tree__name(sort_tree, *(const uint32_t *)a),
+		      tree__name(sort_tree, *(const uint32_t *)b));
+}
+
+int tree__link(struct tree *t)
+{
+	_cleanup_free_ uint32_t *cnt = calloc(t->n + 1, sizeof(uint32_t));
+	_cleanup_free_ uint32_t *ord = malloc((size_t)t->n * sizeof(uint32_t));
+	uint32_t i, j;
+
+	if (!cnt || !ord)
+		return -ENOMEM;
+	/* Bucket the nodes by parent, sort each bucket by name, chain it. */
+	for (i = 1; i < t->n; i++)
+		cnt[t->nodes[i].parent + 1]++;
+	for (i = 1; i <= t->n; i++)
+		cnt[i] += cnt[i - 1];
+	for (i = 1; i < t->n; i++)
+		ord[cnt[t->nodes[i].parent]++] = i;
+	/* cnt[p] is now the end of p's bucket; its start is the end of p - 1's. */
+	sort_tree = t;
+	for (i = 0; i < t->n; i++) {
+		uint32_t b = i ? cnt[i - 1] : 0, e = cnt[i];
+
+		t->nodes[i].first_child = 0;
+		if (e <= b)
+			continue;
+		qsort(ord + b, e - b, sizeof(*ord), child_cmp);
+		t->nodes[i].first_child = ord[b];
+		for (j = b; j < e; j++)
+			t->nodes[ord[j]].next_sibling = j + 1 < e ? ord[j + 1] : 0;
+	}
+	sort_tree = NULL;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- interface */
+
+static const struct {
+	const char *name, *suffix;
+} formats[EXPORT_FORMAT_MAX] = {
+	[EXPORT_FOLDED] = {"folded", ".prof"},
+	[EXPORT_PPROF] = {"pprof", ".pb.gz"},
+	[EXPORT_SVG] = {"svg", ".svg"},
+	[EXPORT_SPEEDSCOPE] = {"speedscope", ".speedscope.json"},
+};
+
+int export__parse_format(const char *s, enum export_format *ret)
+{
+	unsigned int i;
+
+	for (i = 0; i < EXPORT_FORMAT_MAX; i++) {
+		if (!strcmp(s, formats[i].name)) {
+			*ret = (enum export_format)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+int export__format_of_path(const char *path, enum export_format *ret)
+{
+	unsigned int i;
+
+	for (i = 0; i < EXPORT_FORMAT_MAX; i++) {
+		if (ends_with(path, formats[i].suffix)) {
+			*ret = (enum export_format)i;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+const char *export__suffix(enum export_format f)
+{
+	return f < EXPORT_FORMAT_MAX ? formats[f].suffix : "";
+}
+
+const char *export__kind_name(unsigned int k)
+{
+	static const char *const names[] = {"oncpu", "offcpu", "probe"};
+
+	return k < ARRAY_SIZE(names) ? names[k] : "?";
+}
+
+int export__fail(struct exporter *e, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(e->err, sizeof(e->err), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int export__new(enum export_format f, const struct export_opts *o, struct exporter **ret)
+{
+	struct exporter *e;
+	int r;
+
+	if (f >= EXPORT_FORMAT_MAX)
+		return -EINVAL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->fmt = f;
+	e->o = *o;
+	e->st.min_sec = INT64_MAX;
+	e->st.max_sec = INT64_MIN;
+	r = f == EXPORT_PPROF ? export_pprof__new(e) : tree__init(&e->tree);
+	if (r < 0) {
+		export__free(e);
+		return r;
+	}
+	*ret = e;
+	return 0;
+}
+
+void export__free(struct exporter *e)
+{
+	if (!e)
+		return;
+	if (e->fmt == EXPORT_PPROF)
+		export_pprof__free(e);
+	tree__free(&e->tree);
+	free(e);
+}
+
+void export__new_source(struct exporter *e)
+{
+	e->src++;
+}
+
+static int add(struct exporter *e, const struct store_sample *s, int side)
+{
+	e->st.rows[side]++;
+	if (!side) {
+		if (s->sec < e->st.min_sec)
+			e->st.min_sec = s->sec;
+		if (s->sec > e->st.max_sec)
+			e->st.max_sec = s->sec;
+	} else {
+		e->have_base = true;
+	}
+	if (e->fmt == EXPORT_PPROF)
+		return export_pprof__add(e, s, side);
+	return tree__add(&e->tree, &e->o, e->src, s, side);
+}
+
+int export__add(void *ctx, const struct store_sample *s)
+{
+	return add(ctx, s, 0);
+}
+
+int export__add_base(void *ctx, const struct store_sample *s)
+{
+	return add(ctx, s, 1);
+}
+
+int export__write(struct exporter *e, const char *path)
+{
+	FILE *f = fopen(path, "we");
+	int r;
+
+	if (!f)
+		return export__fail(e, -errno, "open '%s': %s", path, strerror(errno));
+	switch (e->fmt) {
+	case EXPORT_PPROF:
+		r = export_pprof__write(e, f);
+		break;
+	case EXPORT_SVG:
+		r = export_svg__write(e, f);
+		break;
+	case EXPORT_SPEEDSCOPE:
+		r = export_speedscope__write(e, f);
+		break;
+	default:
+		r = export_folded__write(e, f);
+		break;
+	}
+	if (ferror(f) && r >= 0)
+		r = export__fail(e, -EIO, "write '%s': %s", path, strerror(errno ? errno : EIO));
+	if (fclose(f) != 0 && r >= 0)
+		r = export__fail(e, -errno, "close '%s': %s", path, strerror(errno));
+	return r;
+}
+
+void export__stats(const struct exporter *e, struct export_stats *ret)
+{
+	*ret = e->st;
+}
+
+const char *export__error(const struct exporter *e)
+{
+	return e->err;
+}
+
+int export__store_freq(const char *store_dir, uint32_t *ret)
+{
+	char path[4096], line[256];
+	FILE *f;
+	int r = -ENOENT;
+
+	snprintf(path, sizeof(path), "%s/conf", store_dir);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int v;
+
+		if (sscanf(line, "freq: %u", &v) == 1 && v > 0) {
+			*ret = v;
+			r = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}

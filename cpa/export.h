@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Exports of a store range for other tools: pprof, SVG flamegraph,
+ * speedscope JSON, and the two-count folded diff (docs/export.md).
+ *
+ * One interface for every format: an exporter is fed the store reader's rows
+ * (export__add() has store_sample_fn's shape, so it is passed straight to
+ * store_reader__query()), optionally a second set as the base of a diff
+ * (export__add_base()), and writes one file. Library code: no logging; 0 or
+ * -errno, with export__error() saying more.
+ */
+#ifndef CPA_EXPORT_H
+#define CPA_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storer/store.h"
+
+enum export_format {
+	EXPORT_FOLDED, /* CPA's .prof; with a base: "stack base new" lines (difffolded.pl) */
+	EXPORT_PPROF,  /* gzip'd perftools.profiles.Profile */
+	EXPORT_SVG,    /* self-contained interactive flamegraph */
+	EXPORT_SPEEDSCOPE,
+	EXPORT_FORMAT_MAX,
+};
+
+struct export_opts {
+	/* Label frames at the root, as in the folded export (svg, speedscope, folded diff). */
+	bool no_pid, no_env, show_thread_name;
+	uint32_t freq;	       /* sampling frequency of the store (on-CPU period = 1e9/freq) */
+	uint64_t t0_ns, t1_ns; /* the range exported (pprof time_nanos/duration_nanos) */
+	const char *title;     /* SVG title, NULL: "cpa" */
+	uint32_t width;	       /* SVG width in px, 0: 1200 */
+};
+
+struct exporter;
+
+/* "folded", "pprof", "svg", "speedscope"; -EINVAL otherwise. */
+int export__parse_format(const char *s, enum export_format *ret);
+/* Format implied by a file name's suffix (.prof, .pb.gz, .svg, .speedscope.json), or -ENOENT. */
+int export__format_of_path(const char *path, enum export_format *ret);
+/* Default file suffix of a format (".prof", ".pb.gz", ...). */
+const char *export__suffix(enum export_format f);
+
+int export__new(enum export_format f, const struct export_opts *o, struct exporter **ret);
+void export__free(struct exporter *e);
+
+/*
+ * A new source of rows begins (another store dir): ids of the previous one
+ * ((seg, stack_id)) are forgotten. Implied by export__new().
+ */
+void export__new_source(struct exporter *e);
+/* ctx is the exporter: store_sample_fn-compatible. */
+int export__add(void *ctx, const struct store_sample *s);
+/* Rows of the base range of a diff. */
+int export__add_base(void *ctx, const struct store_sample *s);
+
+/* Write the file (after every row was added). */
+int export__write(struct exporter *e, const char *path);
+
+struct export_stats {
+	uint64_t rows[2];	  /* rows taken: [0] = new, [1] = base */
+	int64_t min_sec, max_sec; /* of the new rows */
+	uint64_t stacks;	  /* distinct stacks written (the "Stack Type" count) */
+	uint64_t merged;	  /* SVG: frames narrower than a pixel merged into "[...]" */
+	uint64_t merged_value;	  /* ... and the value they carried */
+};
+void export__stats(const struct exporter *e, struct export_stats *ret);
+const char *export__error(const struct exporter *e);
+
+/* freq from a store dir's conf ("freq: N"), or -errno. */
+int export__store_freq(const char *store_dir, uint32_t *ret);
+
+/*
+ * --split_path: the rows of a range written through the store writer as a
+ * new store under root (cpa_YYMMDD... dirs), readable by every cpa command.
+ * Rows are re-interned into the new store's own id space; a row of count N
+ * becomes N samples whose weights add up to the row's.
+ */
+struct store_split;
+
+int store_split__new(const char *root, uint32_t freq, struct store_split **ret);
+/* store_sample_fn-compatible; ctx is the split. */
+int store_split__add(void *ctx, const struct store_sample *s);
+/* A new source of rows (another store dir): forget its (seg, stack_id) ids. */
+void store_split__new_source(struct store_split *sp);
+/* Flush, fsync and close the new store; samples written in *ret_samples. */
+int store_split__close(struct store_split *sp, uint64_t *ret_samples, char *dir, size_t len);
+void store_split__free(struct store_split *sp);
+
+#endif /* CPA_EXPORT_H */

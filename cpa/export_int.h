@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals shared by the export formats (export*.c only): an intern table
+ * (bytes -> dense id), the stack cache, the name tree that folded-diff, SVG
+ * and speedscope are written from, and the format vtable.
+ */
+#ifndef CPA_EXPORT_INT_H
+#define CPA_EXPORT_INT_H
+
+#include <stdio.h>
+
+#include "export.h"
+
+/* ---- intern table: byte strings -> ids 0, 1, 2, ... in first-seen order ---- */
+
+struct xtab_slot {
+	uint32_t id1;  /* id + 1, 0 = empty */
+	uint32_t hash; /* compared before the entry is touched: one cache miss per probe */
+};
+
+struct xtab {
+	struct xtab_slot *slots;
+	uint32_t nslots;
+	uint32_t n, cap;
+	uint64_t *off; /* entry i: arena[off[i] .. off[i] + len[i]) */
+	uint32_t *len;
+	uint32_t *hash;
+	char *arena;
+	size_t alen, acap;
+};
+
+/* 1 when new, 0 when it was there, -ENOMEM. */
+int xtab__intern(struct xtab *t, const void *p, uint32_t len, uint32_t *ret_id);
+/* -ENOENT when absent. */
+int xtab__find(const struct xtab *t, const void *p, uint32_t len, uint32_t *ret_id);
+static inline const void *xtab__get(const struct xtab *t, uint32_t id, uint32_t *ret_len)
+{
+	if (ret_len)
+		*ret_len = t->len[id];
+	return t->arena + t->off[id];
+}
+static inline const char *xtab__str(const struct xtab *t, uint32_t id)
+{
+	return t->arena + t->off[id]; /* strings are interned with their NUL */
+}
+int xtab__intern_str(struct xtab *t, const char *s, uint32_t *ret_id);
+void xtab__free(struct xtab *t);
+size_t xtab__bytes(const struct xtab *t);
+
+/* A growable uint32 array. */
+struct u32vec {
+	uint32_t *v;
+	size_t n, cap;
+};
+int u32vec__push(struct u32vec *a, uint32_t x);
+void u32vec__free(struct u32vec *a);
+
+/* ---- the name tree (folded diff, svg, speedscope) ---- */
+
+enum tnode_flag {
+	TN_LABEL = 1u << 0,  /* env, process or thread label, not a frame */
+	TN_KERNEL = 1u << 1, /* kernel frame */
+	TN_MARKER = 1u << 2, /* [lost: ...], [unwind stopped: ...] */
+};
+
+/* Per side ([0] new, [1] base of a diff): what ended at this node. */
+struct tval {
+	uint64_t on;  /* on-CPU / probe samples */
+	uint64_t off; /* off-CPU blocked ns */
+};
+
+struct tnode {
+	uint32_t parent;		    /* node id; the root is node 0 */
+	uint32_t name;			    /* id in tree.names */
+	uint32_t first_child, next_sibling; /* built by tree__link(), 0 = none */
+	uint32_t flags;
+	uint32_t depth;
+	struct tval self[2];
+};
+
+struct tree {
+	struct xtab names; /* sanitised names with NUL */
+	struct xtab edges; /* (parent, name) -> node id - 1 */
+	struct tnode *nodes;
+	uint32_t n, cap;
+	uint32_t max_depth;
+	/* (src, seg, stack_id) -> run of frame name ids (root first) in frames */
+	struct xtab stacks;
+	struct u32vec stack_off; /* per stack: offset in frames; frames[off] = count */
+	struct u32vec frames;	 /* count, then (name id, flags) pairs */
+	/* (label node, src, seg, stack_id) -> the stack's last node: rows repeat */
+	struct xtab paths;
+	struct u32vec path_node;
+};
+
+int tree__init(struct tree *t);
+void tree__free(struct tree *t);
+int tree__add(struct tree *t, const struct export_opts *o, uint32_t src,
+	      const struct store_sample *s, int side);
+/* Children lists sorted by name (flamegraph order), depth-first ids. */
+int tree__link(struct tree *t);
+static inline const char *tree__name(const struct tree *t, uint32_t node)
+{
+	return xtab__str(&t->names, t->nodes[node].name);
+}
+
+/* Value helpers: folded = samples + ns (what `cpa show` prints); time = ns. */
+static inline uint64_t tval_folded(const struct tval *v)
+{
+	return v->on + v->off;
+}
+static inline uint64_t tval_time(const struct tval *v, uint32_t freq)
+{
+	return freq ? v->on * (1000000000ull / freq) + v->off : v->on + v->off;
+}
+
+/* ---- formats ---- */
+
+struct exporter {
+	enum export_format fmt;
+	struct export_opts o;
+	uint32_t src;
+	bool have_base;
+	struct export_stats st;
+	char err[256];
+	struct tree tree; /* folded, svg, speedscope */
+	void *pp;	  /* pprof's state */
+};
+
+int export_folded__write(struct exporter *e, FILE *f);
+int export_svg__write(struct exporter *e, FILE *f);
+int export_speedscope__write(struct exporter *e, FILE *f);
+
+int export_pprof__new(struct exporter *e);
+int export_pprof__add(struct exporter *e, const struct store_sample *s, int side);
+/* Writes gzip'd protobuf to fd f. */
+int export_pprof__write(struct exporter *e, FILE *f);
+void export_pprof__free(struct exporter *e);
+
+/* printf into e->err; returns err (negative errno). */
+int export__fail(struct exporter *e, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Name of a sample kind ("oncpu", "offcpu", "probe"). */
+const char *export__kind_name(unsigned int kind);
+
+#endif /* CPA_EXPORT_INT_H */

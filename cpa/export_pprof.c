@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pprof export: a gzip'd perftools.profiles.Profile (profile.proto of
+ * github.com/google/pprof), encoded by hand: the message is a handful of
+ * varint/length-delimited fields, zlib does the gzip, and no generated code
+ * or protobuf runtime is needed (docs/export.md says why).
+ *
+ *   sample_type  samples/count, cpu/nanoseconds, off-cpu/nanoseconds
+ *                (default_sample_type "cpu"; period_type cpu/nanoseconds,
+ *                period 1e9/freq)
+ *   sample       location ids (leaf first), three values, labels pid, tid,
+ *                cpu, cgroup (numbers), comm, process, env, kind (strings),
+ *                probe (number, probe samples only); a diff base's samples
+ *                are negated and labelled pprof::base=true (what
+ *                `pprof -diff_base` does)
+ *   mapping      one per (path, build-id) of user code; one "[kernel]"
+ *   location     one per frame: address = mapping start + file offset
+ *                (user; the mapping's file_offset is 0) or the kernel
+ *                address; a line naming the function
+ *   function     name = system_name = the frame's name
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "common/macro.h"
+#include "export_int.h"
+
+/* User mappings are laid out 64 GiB apart (one mapping's size): the size
+ * enters pprof's mapping key, so it must not depend on the range exported. */
+#define MAP_SHIFT    36
+#define MAP_SIZE     (1ull << MAP_SHIFT)
+#define KERNEL_START 0xffff800000000000ull
+#define KERNEL_LIMIT 0xffffffffffffffffull
+
+struct pp_map {
+	uint32_t file, build_id; /* string ids */
+	uint32_t kernel;	 /* no padding: the struct is a hash key */
+};
+
+struct pp_func {
+	uint32_t name; /* string id */
+};
+
+struct pp_loc {
+	uint32_t map; /* mapping id (1-based), 0 = none */
+	uint32_t func;
+	uint64_t addr;
+};
+
+/* The key samples are aggregated by. */
+struct pp_skey {
+	uint32_t stack;
+	uint32_t pid, tid, cpu, probe;
+	uint32_t comm, process, env; /* string ids */
+	uint32_t kind, side;
+	uint64_t cgroup;
+};
+
+struct pprof {
+	struct xtab strs;     /* string table; "" is 0 */
+	struct xtab maps;     /* pp_map -> id - 1 */
+	struct xtab funcs;    /* (name, map) -> id - 1 */
+	struct xtab locs;     /* pp_loc -> id - 1 */
+	struct xtab stacks;   /* location ids, leaf first -> stack */
+	struct xtab stkcache; /* (src, seg, stack_id) -> stkval */
+	struct u32vec stkval;
+	struct xtab samples; /* pp_skey -> sample */
+	int64_t (*vals)[3];
+	size_t nvals, capvals;
+	uint32_t s_kernel, s_oncpu[CPA_KIND_MAX + 1];
+};
+
+static int str_id(struct pprof *p, const char *s, uint32_t *ret)
+{
+	/* Interned without the NUL: the table is written back as is. */
+	return xtab__intern(&p->strs, s, (uint32_t)strlen(s), ret) < 0 ? -ENOMEM : 0;
+}
+
+int export_pprof__new(struct exporter *e)
+{
+	struct pprof *p = calloc(1, sizeof(*p));
+	uint32_t id;
+
+	if (!p)
+		return -ENOMEM;
+	e->pp = p;
+	if (str_id(p, "", &id) < 0 || str_id(p, "[kernel]", &p->s_kernel) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+void export_pprof__free(struct exporter *e)
+{
+	struct pprof *p = e->pp;
+
+	if (!p)
+		return;
+	xtab__free(&p->strs);
+	xtab__free(&p->maps);
+	xtab__free(&p->funcs);
+	xtab__free(&p->locs);
+	xtab__free(&p->stacks);
+	xtab__free(&p->stkcache);
+	u32vec__free(&p->stkval);
+	xtab__free(&p->samples);
+	free(p->vals);
+	free(p);
+	e->pp = NULL;
+}
+
+static int location_of(struct pprof *p, const struct store_frame *f, bool kernel, uint32_t *ret)
+{
+	struct pp_map m;
+	struct pp_loc l;
+	uint32_t fk[2], id;
+	char hex[2 * CPA_BUILD_ID_MAX + 1];
+	int r;
+
+	memset(&m, 0, sizeof(m));
+	memset(&l, 0, sizeof(l));
+	if (kernel && !(f->flags & CPA_FF_MARKER)) {
+		m.kernel = 1;
+		m.file = p->s_kernel;
+		l.addr = f->offset;
+	} else if (f->module && f->module[0] && f->offset < MAP_SIZE) {
+		unsigned int i;
+
+		for (i = 0; i < f->build_id_len && i < CPA_BUILD_ID_MAX; i++)
+			snprintf(hex + 2 * i, 3, "%02x", f->build_id[i]);
+		hex[2 * i] = 0;
+		if (str_id(p, f->module, &m.file) < 0 || str_id(p, hex, &m.build_id) < 0)
+			return -ENOMEM;
+		l.addr = f->offset;
+	}
+	if (m.file) {
+		r = xtab__intern(&p->maps, &m, sizeof(m), &id);
+		if (r < 0)
+			return r;
+		l.map = id + 1; /* user addresses get their mapping's start at write */
+	}
+	if (str_id(p, f->name, &fk[0]) < 0)
+		return -ENOMEM;
+	fk[1] = l.map;
+	r = xtab__intern(&p->funcs, fk, sizeof(fk), &id);
+	if (r < 0)
+		return r;
+	l.func = id + 1;
+	r = xtab__intern(&p->locs, &l, sizeof(l), &id);
+	if (r < 0)
+		return r;
+	*ret = id + 1;
+	return 0;
+}
+
+static int stack_of(struct exporter *e, struct pprof *p, const struct store_sample *s,
+		    uint32_t *ret)
+{
+	uint32_t key[3] = {e->src, s->seg, s->stack_id}, cid = 0, locs[CPA_MAX_KSTACK + 256], i,
+		 n = 0;
+	bool cache = s->n_frames > 1; /* a lone frame may stand for an undefined id */
+	int r;
+
+	if (cache) {
+		r = xtab__intern(&p->stkcache, key, sizeof(key), &cid);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			*ret = p->stkval.v[cid];
+			return 0;
+		}
+	}
+	for (i = 0; i < s->n_frames && n < ARRAY_SIZE(locs); i++) {
+		r = location_of(p, s->frames[i], i < s->n_kframes, &locs[n]);
+		if (r < 0)
+			return r;
+		n++;
+	}
+	r = xtab__intern(&p->stacks, locs, n * (uint32_t)sizeof(*locs), ret);
+	if (r < 0)
+		return r;
+	if (cache && u32vec__push(&p->stkval, *ret) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int export_pprof__add(struct exporter *e, const struct store_sample *s, int side)
+{
+	struct pprof *p = e->pp;
+	struct pp_skey k;
+	uint64_t period = e->o.freq ? 1000000000ull / e->o.freq : 0;
+	int64_t sign = side ? -1 : 1, *v;
+	uint32_t id;
+	int r;
+
+	memset(&k, 0, sizeof(k));
+	r = stack_of(e, p, s, &k.stack);
+	if (r < 0)
+		return r;
+	k.pid = s->pid;
+	k.tid = s->tid;
+	k.cpu = s->cpu;
+	k.probe = s->kind == CPA_KIND_PROBE ? s->probe_id : 0;
+	k.kind = s->kind;
+	k.side = (uint32_t)side;
+	k.cgroup = s->cgroup_id;
+	if (str_id(p, s->comm, &k.comm) < 0 || str_id(p, s->pcomm, &k.process) < 0 ||
+	    str_id(p, s->env, &k.env) < 0)
+		return -ENOMEM;
+	r = xtab__intern(&p->samples, &k, sizeof(k), &id);
+	if (r < 0)
+		return r;
+	if (r == 1) {
+		if (id >= p->capvals) {
+			size_t nc = p->capvals ? p->capvals * 2 : 1024;
+			int64_t(*nv)[3] = realloc(p->vals, nc * sizeof(*nv));
+
+			if (!nv)
+				return -ENOMEM;
+			p->vals = nv;
+			p->capvals = nc;
+		}
+		memset(p->vals[id], 0, sizeof(p->vals[id]));
+		p->nvals = id + 1;
+	}
+	v = p->vals[id];
+	v[0] += sign * (int64_t)s->count;
+	if (s->kind == CPA_KIND_OFFCPU)
+		v[2] += sign * (int64_t)s->weight;
+	else if (s->kind == CPA_KIND_ONCPU)
+		v[1] += sign * (int64_t)(s->count * period);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- encoding */
+
+struct pbuf {
+	uint8_t *b;
+	size_t n, cap;
+	bool oom;
+};
+
+static void pb_reserve(struct pbuf *b, size_t k)
+{
+	size_t nc;
+	uint8_t *nb;
+
+	if (b->n + k <= b->cap || b->oom)
+		return;
+	nc = b->cap ? b->cap : 4096;
+	while (nc < b->n + k)
+		nc *= 2;
+	nb = realloc(b->b, nc);
+	if (!nb) {
+		b->oom = true;
+		return;
+	}
+	b->b = nb;
+	b->cap = nc;
+}
+
+static void pb_varint(struct pbuf *b, uint64_t v)
+{
+	pb_reserve(b, 10);
+	if (b->oom)
+		return;
+	while (v >= 0x80) {
+		b->b[b->n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	b->b[b->n++] = (uint8_t)v;
+}
+
+static void pb_bytes(struct pbuf *b, const void *p, size_t len)
+{
+	pb_reserve(b, len);
+	if (b->oom)
+		return;
+	memcpy(b->b + b->n, p, len);
+	b->n += len;
+}
+
+/* Field tags: wire type 0 (varint) or 2 (length-delimited). */
+static void pb_uint(struct pbuf *b, uint32_t field, uint64_t v)
+{
+	if (!v)
+		return; /* proto3: zero is the default, not written */
+	pb_varint(b, (uint64_t)field << 3);
+	pb_varint(b, v);
+}
+
+static void pb_int(struct pbuf *b, uint32_t field, int64_t v)
+{
+	pb_uint(b, field, (uint64_t)v); /* int64: two's complement varint */
+}
+
+static void pb_msg(struct pbuf *b, uint32_t field, const struct pbuf *m)
+{
+	pb_varint(b, (uint64_t)field << 3 | 2);
+	pb_varint(b, m->n);
+	pb_bytes(b, m->b, m->n);
+	if (m->oom)
+		b->oom = true;
+}
+
+static void pb_str(struct pbuf *b, uint32_t field, const void *s, size_t len)
+{
+	pb_varint(b, (uint64_t)field << 3 | 2);
+	pb_varint(b, len);
+	pb_bytes(b, s, len);
+}
+
+static void value_type(struct pbuf *out, struct pbuf *m, uint32_t field, uint32_t type,
+		       uint32_t unit)
+{
+	m->n = 0;
+	pb_uint(m, 1, type);
+	pb_uint(m, 2, unit);
+	pb_msg(out, field, m);
+}
+
+static void label(struct pbuf *out, struct pbuf *m, uint32_t key, uint32_t str, int64_t num,
+		  bool is_num)
+{
+	m->n = 0;
+	pb_uint(m, 1, key);
+	if (is_num) {
+		/* A zero num is still a label: write it explicitly. */
+		pb_varint(m, 3 << 3);
+		pb_varint(m, (uint64_t)num);
+	} else {
+		pb_uint(m, 2, str);
+	}
+	pb_msg(out, 3, m);
+}
+
+static int gz_write(struct exporter *e, FILE *f, const struct pbuf *b)
+{
+	z_stream z = {0};
+	uint8_t out[1 << 16];
+	int r;
+
+	/* windowBits 15 + 16: a gzip wrapper, as pprof expects. */
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return export__fail(e, -ENOMEM, "pprof: deflateInit2 failed");
+	z.next_in = b->b;
+	z.avail_in = (uInt)b->n; /* profiles over 4 GiB are not a goal */
+	do {
+		z.next_out = out;
+		z.avail_out = sizeof(out);
+		r = deflate(&z, Z_FINISH);
+		if (r == Z_STREAM_ERROR) {
+			deflateEnd(&z);
+			return export__fail(e, -EIO, "pprof: deflate failed");
+		}
+		if (fwrite(out, 1, sizeof(out) - z.avail_out, f) != sizeof(out) - z.avail_out) {
+			deflateEnd(&z);
+			return export__fail(e, -EIO, "pprof: write failed");
+		}
+	} while (r != Z_STREAM_END);
+	deflateEnd(&z);
+	return 0;
+}
+
+int export_pprof__write(struct exporter *e, FILE *f)
+{
+	struct pprof *p = e->pp;
+	struct pbuf b = {0}, m = {0}, sub = {0};
+	uint32_t s_samples, s_count, s_cpu, s_ns, s_off, s_pid, s_tid, s_cpul, s_cg, s_comm, s_proc,
+		s_env, s_kind, s_probe, s_base, s_true, s_kinds[CPA_KIND_MAX], i, j = 0;
+	_cleanup_free_ uint32_t *mapid = NULL;
+	int r = 0;
+
+	if (str_id(p, "samples", &s_samples) < 0 || str_id(p, "count", &s_count) < 0 ||
+	    str_id(p, "cpu", &s_cpu) < 0 || str_id(p, "nanoseconds", &s_ns) < 0 ||
+	    str_id(p, "off-cpu", &s_off) < 0 || str_id(p, "pid", &s_pid) < 0 ||
+	    str_id(p, "tid", &s_tid) < 0 || str_id(p, "cpu", &s_cpul) < 0 ||
+	    str_id(p, "cgroup", &s_cg) < 0 || str_id(p, "comm", &s_comm) < 0 ||
+	    str_id(p, "process", &s_proc) < 0 || str_id(p, "env", &s_env) < 0 ||
+	    str_id(p, "kind", &s_kind) < 0 || str_id(p, "probe", &s_probe) < 0 ||
+	    str_id(p, "pprof::base", &s_base) < 0 || str_id(p, "true", &s_true) < 0)
+		return export__fail(e, -ENOMEM, "pprof: out of memory");
+	for (i = 0; i < CPA_KIND_MAX; i++)
+		if (str_id(p, export__kind_name(i), &s_kinds[i]) < 0)
+			return export__fail(e, -ENOMEM, "pprof: out of memory");
+
+	/* Mapping ids: user code first, [kernel] last: pprof calls mapping 1 the main binary. */
+	mapid = calloc(p->maps.n + 1, sizeof(*mapid));
+	if (!mapid)
+		return export__fail(e, -ENOMEM, "pprof: out of memory");
+	for (i = 0; i < p->maps.n; i++)
+		if (!((const struct pp_map *)xtab__get(&p->maps, i, NULL))->kernel)
+			mapid[i] = ++j;
+	for (i = 0; i < p->maps.n; i++)
+		if (!mapid[i])
+			mapid[i] = ++j;
+
+	value_type(&b, &m, 1, s_samples, s_count);
+	value_type(&b, &m, 1, s_cpu, s_ns);
+	value_type(&b, &m, 1, s_off, s_ns);
+
+	for (i = 0; i < p->samples.n; i++) {
+		const struct pp_skey *k = xtab__get(&p->samples, i, NULL);
+		const uint32_t *locs;
+		uint32_t nl;
+
+		if (!p->vals[i][0] && !p->vals[i][1] && !p->vals[i][2])
+			continue;
+		locs = xtab__get(&p->stacks, k->stack, &nl);
+		nl /= sizeof(uint32_t);
+		m.n = 0;
+		/* packed location ids */
+		sub.n = 0;
+		for (j = 0; j < nl; j++)
+			pb_varint(&sub, locs[j]);
+		pb_str(&m, 1, sub.b, sub.n);
+		sub.n = 0;
+		for (j = 0; j < 3; j++)
+			pb_varint(&sub, (uint64_t)p->vals[i][j]);
+		pb_str(&m, 2, sub.b, sub.n);
+		label(&m, &sub, s_pid, 0, k->pid, true);
+		label(&m, &sub, s_tid, 0, k->tid, true);
+		label(&m, &sub, s_cpul, 0, k->cpu, true);
+		label(&m, &sub, s_cg, 0, (int64_t)k->cgroup, true);
+		if (k->comm)
+			label(&m, &sub, s_comm, k->comm, 0, false);
+		if (k->process)
+			label(&m, &sub, s_proc, k->process, 0, false);
+		if (k->env)
+			label(&m, &sub, s_env, k->env, 0, false);
+		if (k->kind < CPA_KIND_MAX)
+			label(&m, &sub, s_kind, s_kinds[k->kind], 0, false);
+		if (k->kind == CPA_KIND_PROBE)
+			label(&m, &sub, s_probe, 0, k->probe, true);
+		if (k->side)
+			label(&m, &sub, s_base, s_true, 0, false);
+		pb_msg(&b, 2, &m);
+		e->st.stacks++;
+	}
+	for (j = 1; j <= p->maps.n; j++) {
+		const struct pp_map *mp;
+		uint64_t id = j;
+
+		for (i = 0; mapid[i] != j; i++) /* a few hundred mappings at most */
+			;
+		mp = xtab__get(&p->maps, i, NULL);
+		m.n = 0;
+		pb_uint(&m, 1, id);
+		pb_uint(&m, 2, mp->kernel ? KERNEL_START : id << MAP_SHIFT);
+		pb_uint(&m, 3, mp->kernel ? KERNEL_LIMIT : (id << MAP_SHIFT) + MAP_SIZE);
+		pb_uint(&m, 5, mp->file);
+		pb_uint(&m, 6, mp->build_id);
+		pb_uint(&m, 7, 1); /* has_functions: symbolized here, nothing for pprof to do */
+		pb_msg(&b, 3, &m);
+	}
+	for (i = 0; i < p->locs.n; i++) {
+		const struct pp_loc *l = xtab__get(&p->locs, i, NULL);
+
+		const struct pp_map *mp = l->map ? xtab__get(&p->maps, l->map - 1, NULL) : NULL;
+		uint64_t id = l->map ? mapid[l->map - 1] : 0;
+
+		m.n = 0;
+		pb_uint(&m, 1, i + 1);
+		pb_uint(&m, 2, id);
+		pb_uint(&m, 3, l->addr + (mp && !mp->kernel ? id << MAP_SHIFT : 0));
+		sub.n = 0;
+		pb_uint(&sub, 1, l->func);
+		pb_msg(&m, 4, &sub);
+		pb_msg(&b, 4, &m);
+	}
+	for (i = 0; i < p->funcs.n; i++) {
+		const uint32_t *fk = xtab__get(&p->funcs, i, NULL);
+
+		m.n = 0;
+		pb_uint(&m, 1, i + 1);
+		pb_uint(&m, 2, fk[0]);
+		pb_uint(&m, 3, fk[0]);
+		pb_msg(&b, 5, &m);
+	}
+	for (i = 0; i < p->strs.n; i++) {
+		uint32_t len;
+		const void *s = xtab__get(&p->strs, i, &len);
+
+		pb_str(&b, 6, s, len);
+	}
+	pb_int(&b, 9, (int64_t)e->o.t0_ns);
+	pb_int(&b, 10, (int64_t)(e->o.t1_ns - e->o.t0_ns));
+	value_type(&b, &m, 11, s_cpu, s_ns);
+	pb_int(&b, 12, e->o.freq ? 1000000000ll / e->o.freq : 0);
+	pb_uint(&b, 14, s_cpu);
+	if (b.oom || m.oom || sub.oom)
+		r = export__fail(e, -ENOMEM, "pprof: out of memory");
+	else
+		r = gz_write(e, f, &b);
+	free(b.b);
+	free(m.b);
+	free(sub.b);
+	return r;
+}

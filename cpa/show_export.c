@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `cpa show --format pprof|svg|speedscope` and diffs (--diff_base_*): feeds
+ * the store reader's rows to an exporter (export.h) and writes its file.
+ * The plain folded .prof stays show.c's. docs/export.md.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "export.h"
+#include "show.h"
+#include "storer/store.h"
+
+#define NS 1000000000ULL
+
+bool show_export_wanted(const struct show_opts *o)
+{
+	enum export_format f = EXPORT_FOLDED;
+
+	if (o->split_path || o->diff_base_read || o->diff_base_start || o->diff_base_end)
+		return true;
+	if (o->format)
+		return strcmp(o->format, "folded") != 0;
+	return o->output_prof && export__format_of_path(o->output_prof, &f) == 0 &&
+	       f != EXPORT_FOLDED;
+}
+
+/* The base range of a diff: its own store (or ours), its own day. */
+static int add_base(const struct show_opts *o, struct exporter *e, struct store_reader *r,
+		    const struct store_filter *filt, int64_t n)
+{
+	struct store_reader *br = r, *own = NULL;
+	char dir[PATH_MAX + 256], err[512], a[32], b[32];
+	long stod = -1, etod = -1;
+	uint64_t first, last, recs;
+	int64_t day0, t0, t1;
+	int ret;
+
+	if (o->diff_base_start && (stod = show_parse_tod(o->diff_base_start)) < 0) {
+		log_error("bad --diff_base_start '%s': want HH:MM:SS", o->diff_base_start);
+		return -EINVAL;
+	}
+	if (o->diff_base_end && (etod = show_parse_tod(o->diff_base_end)) < 0) {
+		log_error("bad --diff_base_end '%s': want HH:MM:SS", o->diff_base_end);
+		return -EINVAL;
+	}
+	if (o->diff_base_read) {
+		ret = show_pick_dir(o->diff_base_read, stod, dir, sizeof(dir));
+		if (ret < 0)
+			return ret;
+		ret = store_reader__open_err(dir, show_on_notice, NULL, &own, err, sizeof(err));
+		if (ret < 0) {
+			log_error("%s", err);
+			return ret;
+		}
+		br = own;
+		export__new_source(e);
+	}
+	ret = store_reader__range(br, &first, &last, &recs);
+	if (ret < 0) {
+		log_error("%s", store_reader__error(br));
+		goto out;
+	}
+	day0 = show_local_midnight((int64_t)(first / NS));
+	t0 = stod >= 0 ? day0 + stod : (int64_t)(first / NS);
+	/* Without an end, the base is as long as the range it is compared with. */
+	t1 = etod >= 0 ? day0 + etod : t0 + n;
+	if (t1 <= t0) {
+		log_error("--diff_base_end %s is not after the base's start", o->diff_base_end);
+		ret = -EINVAL;
+		goto out;
+	}
+	show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
+	show_fmt_tod((uint64_t)t1 * NS, b, sizeof(b));
+	printf("Diff Base Record Time From [ %s - %s ]\n", a, b);
+	fflush(stdout);
+	ret = store_reader__query(br, (uint64_t)t0 * NS, (uint64_t)t1 * NS, filt, export__add_base,
+				  e);
+	if (ret < 0) {
+		log_error("read base: %s", ret == -ENOMEM ? "out of memory" : export__error(e));
+		goto out;
+	}
+	ret = 0;
+out:
+	store_reader__free(own);
+	return ret;
+}
+
+/* --split_path: the range (and filters) as a new store. */
+static int split(const struct show_opts *o, struct store_reader *r, const char *dir,
+		 const struct store_filter *filt, int64_t t0, int64_t n)
+{
+	struct store_split *sp = NULL;
+	char out[PATH_MAX], a[32], b[32];
+	uint32_t freq = 0;
+	uint64_t samples = 0;
+	int ret;
+
+	if (o->diff_base_read || o->diff_base_start || o->diff_base_end) {
+		log_error("--split_path writes a store: it takes no --diff_base_*");
+		return -EINVAL;
+	}
+	(void)export__store_freq(dir, &freq);
+	ret = store_split__new(o->split_path, freq, &sp);
+	if (ret < 0)
+		return log_error_errno(ret, "new store in '%s': %m", o->split_path);
+	ret = store_reader__query(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt,
+				  store_split__add, sp);
+	if (ret < 0) {
+		log_error_errno(ret, "split '%s' into '%s': %m", dir, o->split_path);
+		goto out;
+	}
+	ret = store_split__close(sp, &samples, out, sizeof(out));
+	if (ret < 0) {
+		log_error_errno(ret, "write '%s': %m", o->split_path);
+		goto out;
+	}
+	if (!samples) {
+		show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
+		show_fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
+		log_error("no records in [ %s - %s ] of '%s'", a, b, dir);
+		ret = -ENODATA;
+		goto out;
+	}
+	printf("Split %llu samples into %s\n", (unsigned long long)samples, out);
+	fflush(stdout);
+out:
+	store_split__free(sp);
+	return ret;
+}
+
+int show_export(const struct show_opts *o, struct store_reader *r, const char *dir,
+		const struct store_filter *filt, int64_t t0, int64_t n)
+{
+	struct export_opts eo = {
+		.no_pid = o->no_pid,
+		.no_env = o->no_env,
+		.show_thread_name = o->show_thread_name,
+		.t0_ns = (uint64_t)t0 * NS,
+		.t1_ns = (uint64_t)(t0 + n) * NS,
+	};
+	enum export_format fmt = EXPORT_FOLDED;
+	struct exporter *e = NULL;
+	struct export_stats st;
+	char outp[PATH_MAX], a[32], b[32], title[PATH_MAX + 64];
+	int ret;
+
+	if (o->split_path)
+		return split(o, r, dir, filt, t0, n);
+	if (o->format) {
+		if (export__parse_format(o->format, &fmt) < 0) {
+			log_error("bad --format '%s': want folded, pprof, svg or speedscope",
+				  o->format);
+			return -EINVAL;
+		}
+	} else if (o->output_prof) {
+		(void)export__format_of_path(o->output_prof, &fmt); /* else folded */
+	}
+	if (export__store_freq(dir, &eo.freq) < 0)
+		log_warn("no freq in '%s/conf': on-CPU time is counted in samples", dir);
+	show_fmt_tod(eo.t0_ns, a, sizeof(a));
+	show_fmt_tod(eo.t1_ns, b, sizeof(b));
+	snprintf(title, sizeof(title), "cpa %s - %s", a, b);
+	eo.title = title;
+	ret = export__new(fmt, &eo, &e);
+	if (ret < 0)
+		return log_error_errno(ret, "exporter: %m");
+	ret = store_reader__query(r, eo.t0_ns, eo.t1_ns, filt, export__add, e);
+	if (ret < 0) {
+		log_error("read '%s': %s", dir,
+			  ret == -ENOMEM ? "out of memory" : export__error(e));
+		goto out;
+	}
+	export__stats(e, &st);
+	if (!st.rows[0]) {
+		log_error("no records in [ %s - %s ] of '%s'", a, b, dir);
+		ret = -ENODATA;
+		goto out;
+	}
+	if (o->diff_base_read || o->diff_base_start || o->diff_base_end) {
+		ret = add_base(o, e, r, filt, n);
+		if (ret < 0)
+			goto out;
+		export__stats(e, &st);
+		if (!st.rows[1])
+			log_warn("the diff base range holds no records");
+	}
+	if (o->output_prof && *o->output_prof)
+		snprintf(outp, sizeof(outp), "%s", o->output_prof);
+	else
+		snprintf(outp, sizeof(outp), "cpa_%s_%lld%s", a, (long long)n, export__suffix(fmt));
+	ret = export__write(e, outp);
+	if (ret < 0) {
+		log_error("%s", export__error(e));
+		goto out;
+	}
+	export__stats(e, &st);
+	show_fmt_tod((uint64_t)st.min_sec * NS, a, sizeof(a));
+	show_fmt_tod((uint64_t)(st.max_sec + 1) * NS, b, sizeof(b));
+	printf("Write  [ %s - %s ] Record to %s, Stack Type %llu\n", a, b, outp,
+	       (unsigned long long)st.stacks);
+	if (fmt == EXPORT_SVG)
+		printf("SVG: %llu frames narrower than a pixel merged\n",
+		       (unsigned long long)st.merged);
+	fflush(stdout);
+	ret = 0;
+out:
+	export__free(e);
+	return ret;
+}

@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cpa-push (push.h, docs/push.md). The loop:
+ *
+ *   pos = saved position (<root>/.cpa-push.pos), else the store's first
+ *         record rounded down to the interval
+ *   limit = newest record in the store - SEAL_MARGIN_S: a window that ends
+ *         before it is in sealed blocks only (the storer closes a block at
+ *         most block_seconds + 1 s of grace after its last second)
+ *   while [pos, pos + interval) ends before limit:
+ *         export it as pprof (every store dir that overlaps), POST it, and
+ *         on a 2xx move pos on and save it (write + rename); on a failure
+ *         keep pos and retry later with a growing delay
+ *   when more than `backlog` windows wait (backend down for long), the
+ *         oldest are given up, counted and logged: memory and disk use stay
+ *         bounded whatever the backend does
+ */
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/macro.h"
+#include "export.h"
+#include "push.h"
+#include "storer/store.h"
+
+#define NS	      1000000000ull
+#define SEAL_MARGIN_S (2 * STORE_BLOCK_SECONDS + 2)
+#define MAX_DIRS      64
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+struct sdir {
+	char path[PATH_MAX];
+	struct store_reader *r;
+	int64_t first, last; /* seconds */
+	uint32_t freq;
+};
+
+static int dir_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct sdir *)a)->path, ((const struct sdir *)b)->path);
+}
+
+/* Open every store dir under root, oldest first. */
+static int dirs_open(const char *root, struct sdir *d, int max)
+{
+	DIR *dp = opendir(root);
+	struct dirent *de;
+	int n = 0;
+
+	if (!dp)
+		return -errno;
+	while ((de = readdir(dp)) && n < max) {
+		uint64_t a, b, recs;
+
+		if (strncmp(de->d_name, "cpa_", 4))
+			continue;
+		snprintf(d[n].path, sizeof(d[n].path), "%s/%s", root, de->d_name);
+		if (!store_dir__is_store(d[n].path) ||
+		    store_reader__open(d[n].path, NULL, NULL, &d[n].r) < 0)
+			continue;
+		if (store_reader__range(d[n].r, &a, &b, &recs) < 0 || !recs) {
+			store_reader__free(d[n].r);
+			continue;
+		}
+		d[n].first = (int64_t)(a / NS);
+		d[n].last = (int64_t)(b / NS);
+		d[n].freq = 0;
+		(void)export__store_freq(d[n].path, &d[n].freq);
+		n++;
+	}
+	closedir(dp);
+	qsort(d, (size_t)n, sizeof(*d), dir_cmp);
+	return n;
+}
+
+static void dirs_close(struct sdir *d, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		store_reader__free(d[i].r);
+}
+
+static int64_t pos_load(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	long long v = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static int pos_save(const char *path, int64_t pos)
+{
+	char tmp[PATH_MAX + 8];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	fprintf(f, "%lld\n", (long long)pos);
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+		fclose(f);
+		return -errno;
+	}
+	fclose(f);
+	return rename(tmp, path) < 0 ? -errno : 0;
+}
+
+static char *slurp(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "re");
+	char *b = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+		b = malloc((size_t)n + 1);
+		if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+			free(b);
+			b = NULL;
+		}
+		*ret_len = (size_t)n;
+	}
+	fclose(f);
+	return b;
+}
+
+/* The window's pprof into tmp; 1 when written, 0 when the window holds no row. */
+static int export_window(struct sdir *d, int nd, int64_t a, int64_t b, const char *tmp)
+{
+	struct export_opts eo = {.t0_ns = (uint64_t)a * NS, .t1_ns = (uint64_t)b * NS};
+	struct export_stats st;
+	struct store_filter f;
+	struct exporter *e;
+	int i, r;
+
+	store_filter__init(&f);
+	for (i = 0; i < nd; i++)
+		if (d[i].freq)
+			eo.freq = d[i].freq;
+	r = export__new(EXPORT_PPROF, &eo, &e);
+	if (r < 0)
+		return r;
+	for (i = 0; i < nd; i++) {
+		if (d[i].last < a || d[i].first >= b)
+			continue;
+		export__new_source(e);
+		r = store_reader__query(d[i].r, eo.t0_ns, eo.t1_ns, &f, export__add, e);
+		if (r < 0)
+			goto out;
+	}
+	export__stats(e, &st);
+	r = 0;
+	if (st.rows[0]) {
+		r = export__write(e, tmp);
+		if (r < 0)
+			log_error("pprof of [%lld, %lld): %s", (long long)a, (long long)b,
+				  export__error(e));
+		else
+			r = 1;
+	}
+out:
+	export__free(e);
+	return r;
+}
+
+struct poster {
+	CURL *c;
+	const struct push_opts *o;
+	char host[256];
+};
+
+/*
+ * Parca's WriteRaw (profilestore.v1alpha1) in its REST/JSON mapping: one
+ * series labelled __name__ and host, the pprof base64'd as rawProfile.
+ */
+static char *parca_body(const struct poster *p, const char *pb, size_t len, size_t *ret_len)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t cap = len / 3 * 4 + 1024 + strlen(p->o->name) + strlen(p->host), n, i;
+	char *out = malloc(cap);
+
+	if (!out)
+		return NULL;
+	n = (size_t)snprintf(out, cap,
+			     "{\"series\":[{\"labels\":{\"labels\":[{\"name\":\"__name__\","
+			     "\"value\":\"%s\"},{\"name\":\"host\",\"value\":\"%s\"}]},"
+			     "\"samples\":[{\"rawProfile\":\"",
+			     p->o->name, p->host);
+	for (i = 0; i < len; i += 3) {
+		uint32_t v = (uint32_t)(uint8_t)pb[i] << 16;
+
+		if (i + 1 < len)
+			v |= (uint32_t)(uint8_t)pb[i + 1] << 8;
+		if (i + 2 < len)
+			v |= (uint8_t)pb[i + 2];
+		out[n++] = b64[v >> 18 & 63];
+		out[n++] = b64[v >> 12 & 63];
+		out[n++] = i + 1 < len ? b64[v >> 6 & 63] : '=';
+		out[n++] = i + 2 < len ? b64[v & 63] : '=';
+	}
+	n += (size_t)snprintf(out + n, cap - n, "\"}]}],\"normalized\":false}");
+	*ret_len = n;
+	return out;
+}
+
+/* POST the window's pprof as the backend wants it; 0 on a 2xx. */
+static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const char *body, size_t len)
+{
+	char name[512], url[4096], hdr[300];
+	struct curl_slist *h = NULL;
+	_cleanup_free_ char *json = NULL;
+	char *ename;
+	long code = 0;
+	CURLcode cr;
+
+	if (p->o->parca) {
+		json = parca_body(p, body, len, &len);
+		if (!json)
+			return -ENOMEM;
+		body = json;
+		snprintf(url, sizeof(url), "%s/profiles/writeraw", p->o->url);
+		h = curl_slist_append(h, "Content-Type: application/json");
+	} else {
+		snprintf(name, sizeof(name), "%s{host=%s}", p->o->name, p->host);
+		ename = curl_easy_escape(p->c, name, 0);
+		if (!ename)
+			return -ENOMEM;
+		snprintf(url, sizeof(url),
+			 "%s/ingest?name=%s&from=%lld&until=%lld&format=pprof&spyName=cpa&"
+			 "sampleRate=%u",
+			 p->o->url, ename, (long long)a, (long long)b, freq);
+		curl_free(ename);
+		h = curl_slist_append(h, "Content-Type: application/octet-stream");
+	}
+	if (p->o->org_id) {
+		snprintf(hdr, sizeof(hdr), "X-Scope-OrgID: %s", p->o->org_id);
+		h = curl_slist_append(h, hdr);
+	}
+	curl_easy_reset(p->c);
+	curl_easy_setopt(p->c, CURLOPT_URL, url);
+	curl_easy_setopt(p->c, CURLOPT_POST, 1L);
+	curl_easy_setopt(p->c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(p->c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(p->c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(p->c, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(p->c, CURLOPT_CONNECTTIMEOUT, 5L);
+	curl_easy_setopt(p->c, CURLOPT_NOSIGNAL, 1L);
+	cr = curl_easy_perform(p->c);
+	curl_slist_free_all(h);
+	if (cr != CURLE_OK) {
+		log_warn("post [%lld, %lld) to %s: %s", (long long)a, (long long)b, p->o->url,
+			 curl_easy_strerror(cr));
+		return -EIO;
+	}
+	curl_easy_getinfo(p->c, CURLINFO_RESPONSE_CODE, &code);
+	if (code < 200 || code > 299) {
+		log_warn("post [%lld, %lld) to %s: HTTP %ld", (long long)a, (long long)b, p->o->url,
+			 code);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void sleep_ms(uint32_t ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	while (!stop && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int push__run(const struct push_opts *o, struct push_stats *ret)
+{
+	struct push_stats st = {0};
+	struct poster p = {.o = o};
+	char posf[PATH_MAX], tmp[PATH_MAX];
+	struct sigaction sa = {.sa_handler = on_signal};
+	uint32_t delay = o->retry_ms;
+	int r = 0;
+
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	if (o->host)
+		snprintf(p.host, sizeof(p.host), "%s", o->host);
+	else if (gethostname(p.host, sizeof(p.host) - 1) < 0)
+		snprintf(p.host, sizeof(p.host), "unknown");
+	snprintf(posf, sizeof(posf), "%s/.cpa-push.pos", o->root);
+	snprintf(tmp, sizeof(tmp), "%s/.cpa-push.pb.gz", o->root);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(p.c = curl_easy_init()))
+		return log_error_errno(-ENOMEM, "libcurl init failed");
+	st.pos = pos_load(posf);
+	if (st.pos >= 0)
+		log_info("resuming at %lld (%s)", (long long)st.pos, posf);
+
+	while (!stop) {
+		struct sdir d[MAX_DIRS];
+		int nd = dirs_open(o->root, d, MAX_DIRS), i;
+		int64_t first = INT64_MAX, last = INT64_MIN, limit, waiting;
+		bool posted = false;
+
+		if (nd < 0) {
+			r = log_error_errno(nd, "read '%s': %m", o->root);
+			break;
+		}
+		for (i = 0; i < nd; i++) {
+			first = MIN(first, d[i].first);
+			last = MAX(last, d[i].last);
+		}
+		if (!nd) {
+			dirs_close(d, nd);
+			if (o->once)
+				break;
+			sleep_ms(1000);
+			continue;
+		}
+		if (st.pos < 0)
+			st.pos = first - first % o->interval;
+		limit = last - SEAL_MARGIN_S;
+		waiting = (limit - st.pos) / (int64_t)o->interval;
+		if (waiting > (int64_t)o->backlog) {
+			int64_t skip = waiting - o->backlog;
+
+			log_warn(
+				"backlog of %lld windows: giving up the oldest %lld ([%lld, %lld))",
+				(long long)waiting, (long long)skip, (long long)st.pos,
+				(long long)(st.pos + skip * o->interval));
+			st.windows_dropped += (uint64_t)skip;
+			st.pos += skip * o->interval;
+		}
+		while (!stop && st.pos + (int64_t)o->interval <= limit) {
+			int64_t a = st.pos, b = st.pos + o->interval;
+			uint32_t freq = 0;
+			size_t len = 0;
+			char *body;
+
+			r = export_window(d, nd, a, b, tmp);
+			if (r < 0)
+				break;
+			if (r == 0) {
+				st.windows_empty++;
+			} else {
+				for (i = 0; i < nd; i++)
+					if (d[i].freq)
+						freq = d[i].freq;
+				body = slurp(tmp, &len);
+				if (!body) {
+					r = log_error_errno(-EIO, "read '%s': %m", tmp);
+					break;
+				}
+				r = post(&p, a, b, freq, body, len);
+				free(body);
+				if (r < 0) {
+					st.post_errors++;
+					break; /* retry this window after a delay */
+				}
+				st.posts++;
+				posted = true;
+			}
+			st.pos = b;
+			r = pos_save(posf, st.pos);
+			if (r < 0) {
+				log_error_errno(r, "save '%s': %m", posf);
+				break;
+			}
+			delay = o->retry_ms;
+			if (o->max_posts && (long)st.posts >= o->max_posts) {
+				stop = 1;
+				break;
+			}
+		}
+		dirs_close(d, nd);
+		if (r < 0 && r != -EIO)
+			break;
+		if (r == -EIO) {
+			sleep_ms(delay);
+			delay = MIN(delay * 2, o->interval * 1000u);
+			r = 0;
+			continue;
+		}
+		if (o->once && !posted && st.pos + (int64_t)o->interval > limit)
+			break;
+		if (!posted)
+			sleep_ms(1000);
+	}
+	unlink(tmp);
+	curl_easy_cleanup(p.c);
+	curl_global_cleanup();
+	if (ret)
+		*ret = st;
+	return r < 0 ? r : 0;
+}

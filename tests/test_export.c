@@ -1,0 +1,940 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The exports (cpa/export*.c) over a store written by the real store writer:
+ * the pprof file decoded back (gunzip + a protobuf reader of our own), the
+ * two-count folded diff, the SVG (xmllint, merge of sub-pixel frames, diff
+ * colours) and speedscope JSON against the schema of the speedscope npm
+ * package (ajv; both installed by the export_npm fixture).
+ *
+ * The store: 20 seconds from 10:00:00 UTC. Stack 1 is sampled 30 times a
+ * second in the first 10 s and 10 times in the last 10, stack 2 the other way
+ * round (the hot path switches half-way); stack 3 is off-CPU, 2 switches a
+ * second of 1 ms each. freq 100 (period 10 ms).
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "cpa/export.h"
+#include "storer/store.h"
+#include "test_store_util.h"
+#include "test_util.h"
+
+#define NSEC	     20
+#define FREQ	     100
+#define PERIOD	     (1000000000ull / FREQ)
+#define OFF_NS	     1000000ull
+#define RATE(s, sec) ((s) == 1 ? ((sec) < 10 ? 30 : 10) : (s) == 2 ? ((sec) < 10 ? 10 : 30) : 2)
+
+static char *root;
+static char store[1024];
+
+static void build_store(void)
+{
+	struct store_writer_opts o = {.record_interval = 1, .freq = FREQ};
+	struct store_writer *w;
+	uint64_t seq = 1, base = t_base_ns();
+	uint32_t sec, s, k;
+
+	root = t_mkdtemp();
+	o.root = root;
+	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	t_defs(w, 3, 0);
+	for (sec = 0; sec < NSEC; sec++)
+		for (s = 1; s <= 3; s++)
+			for (k = 0; k < RATE(s, sec); k++) {
+				struct cpa_sample_out smp;
+
+				t_sample(&smp, seq++, base + sec * T_NS + k * 20000000ull, s, 0);
+				if (s == 3) {
+					smp.kind = CPA_KIND_OFFCPU;
+					smp.weight = OFF_NS;
+				}
+				ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+			}
+	store_writer__free(w);
+	ck_assert_int_eq(t_store_dir(root, store, sizeof(store)), 0);
+}
+
+static void setup(void)
+{
+	setenv("TZ", "UTC", 1);
+	tzset();
+	build_store();
+}
+
+static void teardown(void)
+{
+	t_rm_rf(root);
+	free(root);
+}
+
+/* Export [from, to) seconds (and a base range when bto > bfrom) to path. */
+static void export_range(enum export_format f, uint32_t from, uint32_t to, uint32_t bfrom,
+			 uint32_t bto, const char *path, struct export_stats *st)
+{
+	struct export_opts eo = {
+		.freq = FREQ, .t0_ns = t_base_ns() + from * T_NS, .t1_ns = t_base_ns() + to * T_NS};
+	struct store_reader *r;
+	struct exporter *e;
+	struct store_filter flt;
+
+	store_filter__init(&flt);
+	ck_assert_int_eq(store_reader__open(store, NULL, NULL, &r), 0);
+	ck_assert_int_eq(export__new(f, &eo, &e), 0);
+	ck_assert_int_eq(store_reader__query(r, eo.t0_ns, eo.t1_ns, &flt, export__add, e), 0);
+	if (bto > bfrom)
+		ck_assert_int_eq(store_reader__query(r, t_base_ns() + bfrom * T_NS,
+						     t_base_ns() + bto * T_NS, &flt,
+						     export__add_base, e),
+				 0);
+	ck_assert_msg(export__write(e, path) == 0, "write: %s", export__error(e));
+	if (st)
+		export__stats(e, st);
+	export__free(e);
+	store_reader__free(r);
+}
+
+static char *slurp(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "re");
+	char *b;
+	long n;
+
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(fread(b, 1, (size_t)n, f), n);
+	b[n] = 0;
+	fclose(f);
+	if (ret_len)
+		*ret_len = (size_t)n;
+	return b;
+}
+
+static int sh(const char *cmd)
+{
+	int st = system(cmd);
+
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* ---------------------------------------------------------------- a protobuf reader */
+
+struct pb {
+	const uint8_t *p, *end;
+};
+
+static uint64_t pb_varint(struct pb *b)
+{
+	uint64_t v = 0;
+	int sh_ = 0;
+
+	while (b->p < b->end) {
+		uint8_t c = *b->p++;
+
+		v |= (uint64_t)(c & 0x7f) << sh_;
+		if (!(c & 0x80))
+			return v;
+		sh_ += 7;
+		ck_assert_int_lt(sh_, 64);
+	}
+	ck_abort_msg("truncated varint");
+	return 0;
+}
+
+/* Next field: returns the field number, 0 at the end; *sub for wire type 2. */
+static uint32_t pb_next(struct pb *b, uint64_t *val, struct pb *sub)
+{
+	uint64_t tag, len;
+
+	if (b->p >= b->end)
+		return 0;
+	tag = pb_varint(b);
+	switch (tag & 7) {
+	case 0:
+		*val = pb_varint(b);
+		break;
+	case 2:
+		len = pb_varint(b);
+		ck_assert_uint_le(len, (uint64_t)(b->end - b->p));
+		sub->p = b->p;
+		sub->end = b->p + len;
+		b->p += len;
+		break;
+	default:
+		ck_abort_msg("unexpected wire type %d", (int)(tag & 7));
+	}
+	return (uint32_t)(tag >> 3);
+}
+
+#define MAXN 4096
+
+struct dlabel {
+	uint64_t key, str;
+	int64_t num;
+};
+
+struct dsample {
+	uint64_t loc[64];
+	uint32_t nloc;
+	int64_t v[3];
+	struct dlabel lab[16];
+	uint32_t nlab;
+};
+
+struct dprof {
+	char *str[MAXN];
+	uint32_t nstr;
+	uint64_t st_type[4], st_unit[4];
+	uint32_t nst;
+	struct dsample smp[MAXN];
+	uint32_t nsmp;
+	struct {
+		uint64_t id, start, limit, off, file, build_id;
+	} map[64];
+	uint32_t nmap;
+	struct {
+		uint64_t id, map, addr, func;
+	} loc[MAXN];
+	uint32_t nloc;
+	struct {
+		uint64_t id, name;
+	} fn[MAXN];
+	uint32_t nfn;
+	int64_t time_nanos, duration, period;
+	uint64_t default_type;
+};
+
+static void decode_packed(struct pb *sub, uint64_t *out, uint32_t *n, uint32_t max)
+{
+	while (sub->p < sub->end) {
+		ck_assert_uint_lt(*n, max);
+		out[(*n)++] = pb_varint(sub);
+	}
+}
+
+static void decode(const uint8_t *raw, size_t len, struct dprof *d)
+{
+	struct pb b = {raw, raw + len}, sub, s2, s3;
+	uint64_t v = 0;
+	uint32_t f, g, n;
+
+	memset(d, 0, sizeof(*d));
+	while ((f = pb_next(&b, &v, &sub))) {
+		switch (f) {
+		case 1:
+			while ((g = pb_next(&sub, &v, &s2)))
+				(g == 1 ? d->st_type : d->st_unit)[d->nst] = v;
+			d->nst++;
+			break;
+		case 2: {
+			struct dsample *s = &d->smp[d->nsmp++];
+			uint64_t vals[3];
+
+			ck_assert_uint_lt(d->nsmp, MAXN);
+			while ((g = pb_next(&sub, &v, &s2))) {
+				if (g == 1) {
+					decode_packed(&s2, s->loc, &s->nloc, 64);
+				} else if (g == 2) {
+					n = 0;
+					decode_packed(&s2, vals, &n, 3);
+					ck_assert_uint_eq(n, 3);
+					s->v[0] = (int64_t)vals[0];
+					s->v[1] = (int64_t)vals[1];
+					s->v[2] = (int64_t)vals[2];
+				} else if (g == 3) {
+					struct dlabel *l = &s->lab[s->nlab++];
+					uint32_t h;
+
+					while ((h = pb_next(&s2, &v, &s3))) {
+						if (h == 1)
+							l->key = v;
+						else if (h == 2)
+							l->str = v;
+						else if (h == 3)
+							l->num = (int64_t)v;
+					}
+				}
+			}
+			break;
+		}
+		case 3: {
+			uint64_t *m = &d->map[d->nmap++].id;
+
+			while ((g = pb_next(&sub, &v, &s2)))
+				if (g >= 1 && g <= 6)
+					m[g - 1] = v;
+			break;
+		}
+		case 4: {
+			uint64_t *l = &d->loc[d->nloc++].id;
+
+			while ((g = pb_next(&sub, &v, &s2))) {
+				if (g >= 1 && g <= 3)
+					l[g - 1] = v;
+				if (g == 4)
+					while (pb_next(&s2, &v, &s3) == 1)
+						l[3] = v;
+			}
+			break;
+		}
+		case 5: {
+			uint64_t *fn = &d->fn[d->nfn++].id;
+
+			while ((g = pb_next(&sub, &v, &s2)))
+				if (g <= 2)
+					fn[g - 1] = v;
+			break;
+		}
+		case 6:
+			ck_assert_uint_lt(d->nstr, MAXN);
+			d->str[d->nstr++] = strndup((const char *)sub.p, (size_t)(sub.end - sub.p));
+			break;
+		case 9:
+			d->time_nanos = (int64_t)v;
+			break;
+		case 10:
+			d->duration = (int64_t)v;
+			break;
+		case 12:
+			d->period = (int64_t)v;
+			break;
+		case 14:
+			d->default_type = v;
+			break;
+		}
+	}
+}
+
+static uint8_t *gunzip_file(const char *path, size_t *ret_len)
+{
+	size_t zlen, cap = 1 << 20;
+	char *z = slurp(path, &zlen);
+	uint8_t *out = malloc(cap);
+	z_stream s = {0};
+	int r;
+
+	ck_assert_ptr_nonnull(out);
+	ck_assert_msg((uint8_t)z[0] == 0x1f && (uint8_t)z[1] == 0x8b, "not gzip");
+	ck_assert_int_eq(inflateInit2(&s, 15 + 16), Z_OK);
+	s.next_in = (uint8_t *)z;
+	s.avail_in = (uInt)zlen;
+	s.next_out = out;
+	s.avail_out = (uInt)cap;
+	r = inflate(&s, Z_FINISH);
+	ck_assert_int_eq(r, Z_STREAM_END);
+	*ret_len = s.total_out;
+	inflateEnd(&s);
+	free(z);
+	return out;
+}
+
+static void dprof_free(struct dprof *d)
+{
+	uint32_t i;
+
+	for (i = 0; i < d->nstr; i++)
+		free(d->str[i]);
+}
+
+static const char *label_str(const struct dprof *d, const struct dsample *s, const char *key)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nlab; i++)
+		if (!strcmp(d->str[s->lab[i].key], key))
+			return d->str[s->lab[i].str];
+	return NULL;
+}
+
+static bool label_num(const struct dprof *d, const struct dsample *s, const char *key, int64_t *ret)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nlab; i++)
+		if (!strcmp(d->str[s->lab[i].key], key)) {
+			*ret = s->lab[i].num;
+			return true;
+		}
+	return false;
+}
+
+static struct dprof dp;
+
+/* The exported pprof decodes to the store's contents. */
+START_TEST(test_pprof_decode)
+{
+	char path[1100];
+	uint8_t *raw;
+	size_t len;
+	uint32_t i, j, on = 0, off = 0;
+	int64_t sum[3] = {0};
+	bool have_kernel = false, have_app = false;
+
+	snprintf(path, sizeof(path), "%s/out.pb.gz", root);
+	export_range(EXPORT_PPROF, 0, NSEC, 0, 0, path, NULL);
+	raw = gunzip_file(path, &len);
+	decode(raw, len, &dp);
+	free(raw);
+
+	ck_assert_str_eq(dp.str[0], "");
+	ck_assert_uint_eq(dp.nst, 3);
+	ck_assert_str_eq(dp.str[dp.st_type[0]], "samples");
+	ck_assert_str_eq(dp.str[dp.st_unit[0]], "count");
+	ck_assert_str_eq(dp.str[dp.st_type[1]], "cpu");
+	ck_assert_str_eq(dp.str[dp.st_unit[1]], "nanoseconds");
+	ck_assert_str_eq(dp.str[dp.st_type[2]], "off-cpu");
+	ck_assert_str_eq(dp.str[dp.st_unit[2]], "nanoseconds");
+	ck_assert_str_eq(dp.str[dp.default_type], "cpu");
+	ck_assert_int_eq(dp.period, (int64_t)PERIOD);
+	ck_assert_int_eq(dp.time_nanos, (int64_t)t_base_ns());
+	ck_assert_int_eq(dp.duration, (int64_t)(NSEC * T_NS));
+
+	for (i = 0; i < dp.nmap; i++) {
+		if (!strcmp(dp.str[dp.map[i].file], "[kernel]"))
+			have_kernel = true;
+		if (!strcmp(dp.str[dp.map[i].file], "/usr/bin/app")) {
+			ck_assert_str_eq(dp.str[dp.map[i].build_id],
+					 "deadbeef0102030405060708090a0b0c0d0e0f10");
+			have_app = true;
+		}
+	}
+	ck_assert(have_kernel && have_app);
+	/* Kernel mapping last: pprof calls mapping 1 the main binary. */
+	ck_assert_str_eq(dp.str[dp.map[dp.nmap - 1].file], "[kernel]");
+
+	for (i = 0; i < dp.nsmp; i++) {
+		const struct dsample *s = &dp.smp[i];
+		const char *kind = label_str(&dp, s, "kind");
+		int64_t pid, tid, cpu, cg, stack;
+
+		for (j = 0; j < 3; j++)
+			sum[j] += s->v[j];
+		ck_assert_ptr_nonnull(kind);
+		ck_assert(label_num(&dp, s, "pid", &pid) && label_num(&dp, s, "tid", &tid) &&
+			  label_num(&dp, s, "cpu", &cpu) && label_num(&dp, s, "cgroup", &cg));
+		ck_assert_str_eq(label_str(&dp, s, "env"), "ENV_A");
+		ck_assert_str_eq(label_str(&dp, s, "comm"), "worker");
+		/* t_sample: pid = 1000 + stack % 3 */
+		stack = pid - 1000 == 0 ? 3 : pid - 1000;
+		ck_assert_int_eq(cg, 0x100000000ll + stack % 2);
+		ck_assert_uint_eq(s->nloc, T_STACK_FRAMES(stack));
+		/* Leaf first; every location names the frame of the store, at its offset. */
+		for (j = 0; j < s->nloc; j++) {
+			uint32_t fid = t_stack_frame((uint32_t)stack, j), k, m;
+			char name[160];
+
+			t_frame_name(fid, name, sizeof(name));
+			k = (uint32_t)s->loc[j] - 1;
+			ck_assert_uint_eq(dp.loc[k].id, s->loc[j]);
+			ck_assert_str_eq(dp.str[dp.fn[dp.loc[k].func - 1].name], name);
+			for (m = 0; m < dp.nmap && dp.map[m].id != dp.loc[k].map; m++)
+				;
+			ck_assert_uint_lt(m, dp.nmap);
+			if (fid <= T_KFRAMES)
+				ck_assert_uint_eq(dp.loc[k].addr, t_frame_off(fid));
+			else
+				ck_assert_uint_eq(dp.loc[k].addr - dp.map[m].start + dp.map[m].off,
+						  t_frame_off(fid));
+		}
+		if (!strcmp(kind, "offcpu")) {
+			ck_assert_int_eq(stack, 3);
+			off++;
+		} else {
+			ck_assert_str_eq(kind, "oncpu");
+			on++;
+		}
+	}
+	ck_assert(on > 0 && off > 0);
+	/* samples: every row's count; cpu: on-CPU samples x period; off-cpu: blocked ns. */
+	ck_assert_int_eq(sum[0], (10 * 30 + 10 * 10) * 2 + NSEC * 2);
+	ck_assert_int_eq(sum[1], (int64_t)((10 * 30 + 10 * 10) * 2 * PERIOD));
+	ck_assert_int_eq(sum[2], (int64_t)(NSEC * 2 * OFF_NS));
+	dprof_free(&dp);
+}
+END_TEST
+
+/* A pprof diff: the base's samples negated and labelled pprof::base. */
+START_TEST(test_pprof_diff)
+{
+	char path[1100];
+	uint8_t *raw;
+	size_t len;
+	uint32_t i;
+	int64_t by_stack[4] = {0};
+
+	snprintf(path, sizeof(path), "%s/diff.pb.gz", root);
+	export_range(EXPORT_PPROF, 10, 20, 0, 10, path, NULL);
+	raw = gunzip_file(path, &len);
+	decode(raw, len, &dp);
+	free(raw);
+	for (i = 0; i < dp.nsmp; i++) {
+		const struct dsample *s = &dp.smp[i];
+		const char *base = label_str(&dp, s, "pprof::base");
+		int64_t pid;
+
+		ck_assert(label_num(&dp, s, "pid", &pid));
+		ck_assert_msg((s->v[0] < 0) == (base != NULL), "sign and base label disagree");
+		by_stack[pid - 1000 == 0 ? 3 : pid - 1000] += s->v[0];
+	}
+	ck_assert_int_eq(by_stack[1], 10 * 10 - 10 * 30); /* shrank by 200 samples */
+	ck_assert_int_eq(by_stack[2], 10 * 30 - 10 * 10); /* grew by 200 */
+	ck_assert_int_eq(by_stack[3], 0);
+	dprof_free(&dp);
+}
+END_TEST
+
+/* The path of stack s as the folded export writes it (labels env;comm:pid). */
+static void folded_path(uint32_t s, char *buf, size_t len)
+{
+	uint32_t n = T_STACK_FRAMES(s), nk = T_STACK_KFRAMES(s), j;
+	char name[160];
+
+	snprintf(buf, len, "ENV_A;%s:%u;", s % 3 == 2 ? "db" : "app", 1000 + s % 3);
+	for (j = n; j-- > nk;) {
+		t_frame_name(t_stack_frame(s, j), name, sizeof(name));
+		strcat(buf, name);
+		strcat(buf, ";");
+	}
+	for (j = nk; j-- > 0;) {
+		t_frame_name(t_stack_frame(s, j), name, sizeof(name));
+		strcat(buf, name);
+		strcat(buf, "_[k];");
+	}
+}
+
+/* Folded diff: "stack BASE NEW"; the switched paths move in opposite directions. */
+START_TEST(test_folded_diff)
+{
+	char path[1100], line[4096], *text, *p;
+	uint32_t s;
+
+	snprintf(path, sizeof(path), "%s/diff.prof", root);
+	export_range(EXPORT_FOLDED, 10, 20, 0, 10, path, NULL);
+	text = slurp(path, NULL);
+	for (s = 1; s <= 3; s++) {
+		unsigned long long a, b;
+
+		folded_path(s, line, sizeof(line));
+		p = strstr(text, line);
+		ck_assert_msg(p != NULL, "no line for stack %u in\n%s", s, text);
+		ck_assert_int_eq(sscanf(p + strlen(line), " %llu %llu", &a, &b), 2);
+		if (s == 1)
+			ck_assert(a == 300 && b == 100);
+		else if (s == 2)
+			ck_assert(a == 100 && b == 300);
+		else
+			ck_assert(a == 10 * 2 * OFF_NS && b == 10 * 2 * OFF_NS);
+	}
+	free(text);
+}
+END_TEST
+
+/* Sum of the shares in the <title>s of frames named name ("name (..., P%)"). */
+static double svg_share(const char *svg, const char *name)
+{
+	char pat[256];
+	const char *p = svg;
+	double sum = 0;
+
+	snprintf(pat, sizeof(pat), "<title>%s (", name);
+	while ((p = strstr(p, pat))) {
+		const char *e = strstr(p, "%)</title>"), *c;
+
+		ck_assert_ptr_nonnull(e);
+		for (c = e; c > p && c[-1] != ' '; c--)
+			;
+		sum += strtod(c, NULL);
+		p = e;
+	}
+	return sum;
+}
+
+/* Fill of the first frame titled "title (" (after the one titled "from (" when
+ * given: a frame's subtree follows it in the file, depth first). */
+static void fill_of(const char *svg, const char *from, const char *title, int *r, int *g, int *b)
+{
+	char pat[300];
+	const char *p = svg;
+
+	if (from) {
+		snprintf(pat, sizeof(pat), "<title>%s (", from);
+		p = strstr(p, pat);
+		ck_assert_ptr_nonnull(p);
+	}
+	snprintf(pat, sizeof(pat), "<title>%s (", title);
+	p = strstr(p, pat);
+	ck_assert_msg(p != NULL, "no frame '%s'", title);
+	p = strstr(p, "fill=\"rgb(");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(sscanf(p, "fill=\"rgb(%d,%d,%d)", r, g, b), 3);
+}
+
+/* Fill of stack s's leaf frame drawn under the process label. */
+static void leaf_fill(const char *svg, const char *label, uint32_t s, int *r, int *g, int *b)
+{
+	char name[160];
+
+	t_frame_name(t_stack_frame(s, 0), name, sizeof(name));
+	strcat(name, T_STACK_KFRAMES(s) ? "_[k]" : "");
+	fill_of(svg, label, name, r, g, b);
+}
+
+START_TEST(test_svg)
+{
+	char path[1100], cmd[1300], name[160], *text;
+	double share, expect;
+
+	snprintf(path, sizeof(path), "%s/out.svg", root);
+	export_range(EXPORT_SVG, 0, NSEC, 0, 0, path, NULL);
+	snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
+	ck_assert_int_eq(sh(cmd), 0);
+	text = slurp(path, NULL);
+	/* Stack 1's leaf: its share of the time (on-CPU samples x period + off-CPU ns). */
+	t_frame_name(t_stack_frame(1, 0), name, sizeof(name));
+	strcat(name, T_STACK_KFRAMES(1) ? "_[k]" : "");
+	share = svg_share(text, name);
+	expect = 100.0 * 400 * PERIOD / (800.0 * PERIOD + NSEC * 2 * OFF_NS);
+	ck_assert_msg(share > expect - 0.01 && share < expect + 0.01, "share %.3f, expected %.3f",
+		      share, expect);
+	ck_assert_ptr_nonnull(strstr(text, "data-cpa-ready"));
+	ck_assert_ptr_nonnull(strstr(text, "<script"));
+	/* off-CPU stack 3 (pid 1000, alone under its label) in the blue palette */
+	ck_assert_ptr_nonnull(strstr(text, "blue: off-CPU"));
+	{
+		int rr, gg, bb;
+
+		leaf_fill(text, "app:1000", 3, &rr, &gg, &bb);
+		ck_assert_msg(bb >= 220 && bb > rr && bb > gg, "off-CPU frame is rgb(%d,%d,%d)", rr,
+			      gg, bb);
+		/* and an on-CPU one (stack 1's leaf under app:1001) is not */
+		leaf_fill(text, "app:1001", 1, &rr, &gg, &bb);
+		ck_assert_msg(rr > bb, "on-CPU frame is rgb(%d,%d,%d)", rr, gg, bb);
+	}
+	free(text);
+}
+END_TEST
+
+/* Red/blue diff SVG: stack 1 shrank (blue), stack 2 grew (red). */
+START_TEST(test_svg_diff)
+{
+	char path[1100], pat[300], *text;
+	int rr, gg, bb;
+
+	snprintf(path, sizeof(path), "%s/diff.svg", root);
+	export_range(EXPORT_SVG, 10, 20, 0, 10, path, NULL);
+	text = slurp(path, NULL);
+	ck_assert_ptr_nonnull(strstr(text, "red: grew, blue: shrank"));
+	/* pid labels: app:1001 holds stack 1, db:1002 stack 2 */
+	fill_of(text, NULL, "app:1001", &rr, &gg, &bb);
+	ck_assert_msg(bb == 255 && rr < 255, "shrunk frame is rgb(%d,%d,%d)", rr, gg, bb);
+	fill_of(text, NULL, "db:1002", &rr, &gg, &bb);
+	ck_assert_msg(rr == 255 && bb < 255, "grown frame is rgb(%d,%d,%d)", rr, gg, bb);
+	/* Magnitudes: each range's share of its own total time (samples x period + ns). */
+	{
+		double tot = 400.0 * PERIOD + 10 * 2 * OFF_NS;
+
+		snprintf(pat, sizeof(pat),
+			 "<title>app:1001 (base %.2f%%, new %.2f%%, %+.2f points)",
+			 100.0 * 300 * PERIOD / tot, 100.0 * 100 * PERIOD / tot,
+			 100.0 * -200.0 * PERIOD / tot);
+		ck_assert_msg(strstr(text, pat) != NULL, "no '%s'", pat);
+		snprintf(pat, sizeof(pat), "<title>db:1002 (base %.2f%%, new %.2f%%, %+.2f points)",
+			 100.0 * 100 * PERIOD / tot, 100.0 * 300 * PERIOD / tot,
+			 100.0 * 200.0 * PERIOD / tot);
+		ck_assert_msg(strstr(text, pat) != NULL, "no '%s'", pat);
+	}
+	free(text);
+}
+END_TEST
+
+/* 100,000 distinct stacks at 1,200 px: every frame drawn is a pixel or wider,
+ * the rest is merged and counted. Rows are made by hand (no store needed). */
+START_TEST(test_svg_100k_stacks)
+{
+	struct export_opts eo = {.freq = FREQ, .t0_ns = 0, .t1_ns = T_NS};
+	struct store_frame fr[8], *fp[8];
+	char names[8][32], path[1100], cmd[1300], *text, *p;
+	struct export_stats st;
+	struct exporter *e;
+	uint32_t i, j, drawn = 0;
+
+	ck_assert_int_eq(export__new(EXPORT_SVG, &eo, &e), 0);
+	for (i = 0; i < 8; i++) {
+		memset(&fr[i], 0, sizeof(fr[i]));
+		fr[i].name = names[i];
+		fr[i].module = "/usr/bin/app";
+		fp[i] = &fr[i];
+	}
+	for (i = 0; i < 100000; i++) {
+		struct store_sample s = {.count = 1 + (i % 7 == 0) * 500,
+					 .weight = 1,
+					 .pid = 1,
+					 .comm = "app",
+					 .pcomm = "app",
+					 .env = "",
+					 .stack_id = i + 1,
+					 .n_frames = 8,
+					 .frames = (const struct store_frame *const *)fp};
+
+		/* Leaf first, 8 levels: main, five levels of fan-out 10, one distinct
+		 * frame per stack, a common leaf: 100,000 distinct stacks. */
+		for (j = 0; j < 8; j++) {
+			uint32_t level = 7 - j, d = 1, k;
+
+			for (k = 1; k < level && level <= 5; k++)
+				d *= 10;
+			if (level == 0)
+				snprintf(names[j], sizeof(names[j]), "main");
+			else if (level <= 5)
+				snprintf(names[j], sizeof(names[j]), "f%u_%u", level, i / d % 10);
+			else if (level == 6)
+				snprintf(names[j], sizeof(names[j]), "g_%u", i);
+			else
+				snprintf(names[j], sizeof(names[j]), "leaf");
+		}
+		ck_assert_int_eq(export__add(e, &s), 0);
+	}
+	snprintf(path, sizeof(path), "%s/many.svg", root);
+	ck_assert_int_eq(export__write(e, path), 0);
+	export__stats(e, &st);
+	export__free(e);
+	ck_assert_uint_gt(st.merged, 0);
+	snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
+	ck_assert_int_eq(sh(cmd), 0);
+	text = slurp(path, NULL);
+	for (p = text; (p = strstr(p, "<rect x=")); p++) {
+		double w;
+		char *wp = strstr(p, "width=\"");
+
+		ck_assert_ptr_nonnull(wp);
+		w = strtod(wp + 7, NULL);
+		if (strstr(p, "height=\"15\"") && strstr(p, "height=\"15\"") < strchr(p, '>'))
+			ck_assert_msg(w >= 1.0, "a frame %.2f px wide", w);
+		drawn++;
+	}
+	fprintf(stderr, "100k stacks: %u rects, %llu frames merged\n", drawn,
+		(unsigned long long)st.merged);
+	ck_assert_ptr_nonnull(strstr(text, "narrower than a pixel merged"));
+	free(text);
+}
+END_TEST
+
+/* speedscope JSON validates against the schema the npm package ships. */
+START_TEST(test_speedscope_schema)
+{
+	const char *b = getenv("CPA_BUILD_DIR"), *src = getenv("CPA_SOURCE_DIR");
+	char path[1100], cmd[4096], schema[1100];
+	struct export_stats st;
+
+	ck_assert(b && src);
+	snprintf(schema, sizeof(schema),
+		 "%s/npm/node_modules/speedscope/dist/release/file-format-schema.json", b);
+	ck_assert_msg(access(schema, R_OK) == 0,
+		      "%s missing: the export_npm fixture (npm install) did not run", schema);
+	snprintf(path, sizeof(path), "%s/out.speedscope.json", root);
+	export_range(EXPORT_SPEEDSCOPE, 0, NSEC, 0, 0, path, &st);
+	ck_assert_uint_eq(st.stacks, 3);
+	snprintf(cmd, sizeof(cmd),
+		 "NODE_PATH='%s/npm/node_modules' node '%s/tests/export_schema.js' '%s' '%s'", b,
+		 src, schema, path);
+	ck_assert_int_eq(sh(cmd), 0);
+}
+END_TEST
+
+/* Every row of [from, to) of the store at dir, as text: a canonical dump. */
+struct dump {
+	char *buf;
+	size_t len, cap;
+	uint64_t samples;
+};
+
+static int dump_row(void *ctx, const struct store_sample *s)
+{
+	struct dump *d = ctx;
+	char line[8192];
+	int n = snprintf(line, sizeof(line), "%lld %u %u %u %u %llu %u %d %s %s %s %llu %llu |",
+			 (long long)s->sec, s->pid, s->tid, s->cpu, s->probe_id,
+			 (unsigned long long)s->cgroup_id, s->kind, s->lost, s->comm, s->pcomm,
+			 s->env, (unsigned long long)s->count, (unsigned long long)s->weight);
+	uint32_t i, j;
+
+	for (i = 0; i < s->n_frames && n < (int)sizeof(line) - 512; i++) {
+		const struct store_frame *f = s->frames[i];
+
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " %s@%s+%llx/%x/%d/", f->name,
+			      f->module, (unsigned long long)f->offset, f->flags, i < s->n_kframes);
+		for (j = 0; j < f->build_id_len; j++)
+			n += snprintf(line + n, sizeof(line) - (size_t)n, "%02x", f->build_id[j]);
+	}
+	line[n++] = '\n';
+	if (d->len + (size_t)n + 1 > d->cap) {
+		d->cap = (d->cap + (size_t)n + 1) * 2;
+		d->buf = realloc(d->buf, d->cap);
+		ck_assert_ptr_nonnull(d->buf);
+	}
+	memcpy(d->buf + d->len, line, (size_t)n);
+	d->len += (size_t)n;
+	d->buf[d->len] = 0;
+	d->samples += s->count;
+	return 0;
+}
+
+static void dump_store(const char *dir, uint64_t t0, uint64_t t1, struct dump *d)
+{
+	struct store_reader *r;
+	struct store_filter flt;
+
+	memset(d, 0, sizeof(*d));
+	store_filter__init(&flt);
+	ck_assert_int_eq(store_reader__open(dir, NULL, NULL, &r), 0);
+	ck_assert_int_eq(store_reader__query(r, t0, t1, &flt, dump_row, d), 0);
+	store_reader__free(r);
+}
+
+/* --split_path: a window as a new store holds exactly the window's rows. */
+START_TEST(test_split)
+{
+	uint64_t t0 = t_base_ns() + 5 * T_NS, t1 = t_base_ns() + 15 * T_NS, first, last, recs,
+		 samples;
+	char sroot[1100], sdir[1100];
+	struct store_split *sp;
+	struct store_reader *r;
+	struct store_filter flt;
+	struct dump a, b, all;
+
+	snprintf(sroot, sizeof(sroot), "%s/split", root);
+	store_filter__init(&flt);
+	ck_assert_int_eq(store_split__new(sroot, FREQ, &sp), 0);
+	ck_assert_int_eq(store_reader__open(store, NULL, NULL, &r), 0);
+	ck_assert_int_eq(store_reader__query(r, t0, t1, &flt, store_split__add, sp), 0);
+	store_reader__free(r);
+	ck_assert_int_eq(store_split__close(sp, &samples, sdir, sizeof(sdir)), 0);
+	store_split__free(sp);
+	ck_assert(store_dir__is_store(sdir));
+
+	dump_store(store, t0, t1, &a);
+	dump_store(sdir, t0, t1, &b);
+	dump_store(sdir, 0, UINT64_MAX / 2, &all);
+	ck_assert_uint_eq(samples, a.samples);
+	ck_assert_uint_eq(a.samples, (5 * 30 + 5 * 10) * 2 + 10 * 2);
+	/* Nothing outside the window, and the window reads back identically. */
+	ck_assert_str_eq(all.buf, b.buf);
+	ck_assert_str_eq(a.buf, b.buf);
+	ck_assert_int_eq(store_reader__open(sdir, NULL, NULL, &r), 0);
+	ck_assert_int_eq(store_reader__range(r, &first, &last, &recs), 0);
+	store_reader__free(r);
+	ck_assert_uint_ge(first, t0);
+	ck_assert_uint_lt(last, t1);
+	ck_assert_uint_eq(recs, 10);
+	free(a.buf);
+	free(b.buf);
+	free(all.buf);
+}
+END_TEST
+
+/* A diff across two store dirs (yesterday vs today): the halves of the store
+ * split into two stores, each read by its own reader, ids kept apart. */
+START_TEST(test_diff_two_stores)
+{
+	char dirs[2][1100], roots[2][1100], path[1100], line[4096], *text, *p;
+	struct export_opts eo = {.freq = FREQ, .t0_ns = 0, .t1_ns = UINT64_MAX / 2};
+	struct store_filter flt;
+	struct exporter *e;
+	int h;
+
+	store_filter__init(&flt);
+	for (h = 0; h < 2; h++) {
+		struct store_split *sp;
+		struct store_reader *r;
+
+		snprintf(roots[h], sizeof(roots[h]), "%s/half%d", root, h);
+		ck_assert_int_eq(store_split__new(roots[h], FREQ, &sp), 0);
+		ck_assert_int_eq(store_reader__open(store, NULL, NULL, &r), 0);
+		ck_assert_int_eq(store_reader__query(r, t_base_ns() + h * 10 * T_NS,
+						     t_base_ns() + (h + 1) * 10 * T_NS, &flt,
+						     store_split__add, sp),
+				 0);
+		store_reader__free(r);
+		ck_assert_int_eq(store_split__close(sp, NULL, dirs[h], sizeof(dirs[h])), 0);
+		store_split__free(sp);
+	}
+	ck_assert_int_eq(export__new(EXPORT_FOLDED, &eo, &e), 0);
+	for (h = 1; h >= 0; h--) {
+		struct store_reader *r;
+
+		ck_assert_int_eq(store_reader__open(dirs[h], NULL, NULL, &r), 0);
+		export__new_source(e);
+		ck_assert_int_eq(store_reader__query(r, eo.t0_ns, eo.t1_ns, &flt,
+						     h ? export__add : export__add_base, e),
+				 0);
+		store_reader__free(r);
+	}
+	snprintf(path, sizeof(path), "%s/two.prof", root);
+	ck_assert_int_eq(export__write(e, path), 0);
+	export__free(e);
+	text = slurp(path, NULL);
+	folded_path(1, line, sizeof(line));
+	p = strstr(text, line);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(strstr(p + strlen(line), " 300 100\n") == p + strlen(line) ? p
+											 : NULL);
+	folded_path(2, line, sizeof(line));
+	p = strstr(text, line);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(strstr(p + strlen(line), " 100 300\n") == p + strlen(line) ? p
+											 : NULL);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_format_names)
+{
+	enum export_format f;
+
+	ck_assert_int_eq(export__format_of_path("x.pb.gz", &f), 0);
+	ck_assert_int_eq(f, EXPORT_PPROF);
+	ck_assert_int_eq(export__format_of_path("a/b.speedscope.json", &f), 0);
+	ck_assert_int_eq(f, EXPORT_SPEEDSCOPE);
+	ck_assert_int_eq(export__format_of_path("x.svg", &f), 0);
+	ck_assert_int_eq(f, EXPORT_SVG);
+	ck_assert_int_eq(export__format_of_path("x.prof", &f), 0);
+	ck_assert_int_eq(f, EXPORT_FOLDED);
+	ck_assert_int_eq(export__format_of_path("x.json", &f), -ENOENT);
+	ck_assert_int_eq(export__parse_format("pprof", &f), 0);
+	ck_assert_int_eq(f, EXPORT_PPROF);
+	ck_assert_int_eq(export__parse_format("perf", &f), -EINVAL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("export");
+	TCase *tc = tcase_create("export");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_pprof_decode);
+	tcase_add_test(tc, test_pprof_diff);
+	tcase_add_test(tc, test_folded_diff);
+	tcase_add_test(tc, test_svg);
+	tcase_add_test(tc, test_svg_diff);
+	tcase_add_test(tc, test_svg_100k_stacks);
+	tcase_add_test(tc, test_speedscope_schema);
+	tcase_add_test(tc, test_format_names);
+	tcase_add_test(tc, test_split);
+	tcase_add_test(tc, test_diff_two_stores);
+	suite_add_tcase(s, tc);
+	return test_run_suite(s);
+}

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Probe-triggered stacks end to end: `cpa monitor --probe ...` with the four
+ * real stages on the real kernel while build/bin/cpa-probe-wl calls its own
+ * wl_probe_target() N times, getppid() M times and passes its USDT probe K
+ * times; then `cpa show --probe_id I` must count exactly that, every stack
+ * unwound from the hit up to main (and _start). Bad specs must stop
+ * `cpa monitor` before it starts anything, with an error naming the cause.
+ *
+ * Needs root and BTF (exit 77 otherwise).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_proc.h"
+#include "test_util.h"
+
+static char bin_dir[1024];
+
+static void need_root_bpf(void)
+{
+	test_need_root_bpf(bin_dir, sizeof(bin_dir));
+}
+
+static const char *libc_path(void)
+{
+	static char path[512];
+	char line[1024];
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	ck_assert_ptr_nonnull(f);
+	path[0] = 0;
+	while (!path[0] && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+
+		if (p && strstr(p, "/libc.so.6")) {
+			p[strcspn(p, "\n")] = 0;
+			snprintf(path, sizeof(path), "%s", p);
+		}
+	}
+	fclose(f);
+	ck_assert_msg(path[0], "libc.so.6 not mapped");
+	return path;
+}
+
+/* ---- the workload ---- */
+
+struct wl {
+	pid_t pid;
+	int go;	 /* write a line: start calling */
+	int out; /* "pid N usdt U", later "done" */
+	bool usdt;
+	char exe[1100];
+};
+
+static void wl_start(struct wl *w, long n, long m, long k)
+{
+	char sn[32], sm[32], sk[32], line[64];
+	char *argv[] = {w->exe, sn, sm, sk, NULL};
+	int in[2], out[2], usdt = 0, pid = 0;
+	size_t len = 0;
+
+	snprintf(w->exe, sizeof(w->exe), "%s/cpa-probe-wl", bin_dir);
+	snprintf(sn, sizeof(sn), "%ld", n);
+	snprintf(sm, sizeof(sm), "%ld", m);
+	snprintf(sk, sizeof(sk), "%ld", k);
+	ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	w->pid = spawn_fds(argv, in[0], out[1], -1);
+	close(in[0]);
+	close(out[1]);
+	w->go = in[1];
+	w->out = out[0];
+	while (len < sizeof(line) - 1 && read(w->out, line + len, 1) == 1 && line[len] != '\n')
+		len++;
+	line[len] = 0;
+	ck_assert_msg(sscanf(line, "pid %d usdt %d", &pid, &usdt) == 2, "workload said '%s'", line);
+	w->usdt = usdt;
+}
+
+/* Let it run its calls; returns once they are done (it still lives). */
+static void wl_run(struct wl *w)
+{
+	char line[16];
+	size_t len = 0;
+
+	ck_assert_int_eq(write(w->go, "go\n", 3), 3);
+	while (len < sizeof(line) - 1 && read(w->out, line + len, 1) == 1 && line[len] != '\n')
+		len++;
+	line[len] = 0;
+	ck_assert_msg(!strcmp(line, "done"), "workload said '%s'", line);
+}
+
+/* End of its stdin: it exits. */
+static void wl_end(struct wl *w)
+{
+	close(w->go);
+	close(w->out);
+	ck_assert_int_eq(wait_exit(w->pid, NULL), 0);
+}
+
+/* ---- cpa monitor / show ---- */
+
+struct mon {
+	pid_t pid;
+	char store[64];
+	char log[128];
+};
+
+/* cpa monitor --pid wl --probe ... ; returns once every stage runs. */
+static void mon_start(struct mon *m, pid_t wl, const char *const *probes, const char *rate)
+{
+	char cpa[1100], pid[16];
+	char *argv[40] = {
+		cpa,	 "monitor", "--store_dir",  m->store, "-F",	      "1",
+		"--pid", pid,	    "--stack_size", "4096",   "--probe_rate", (char *)rate};
+	int n = 12, fd;
+
+	snprintf(m->store, sizeof(m->store), "/tmp/cpa-probe-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(m->store));
+	snprintf(m->log, sizeof(m->log), "%s.log", m->store);
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
+	snprintf(pid, sizeof(pid), "%d", (int)wl);
+	for (int i = 0; probes[i]; i++) {
+		argv[n++] = "--probe";
+		argv[n++] = (char *)probes[i];
+	}
+	argv[n] = NULL;
+	fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	m->pid = spawn_fds(argv, -1, fd, fd);
+	close(fd);
+	/* Probes are attached before capture reports RUNNING. */
+	for (int i = 0; i < 600; i++) {
+		char *text;
+
+		fd = open(m->log, O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		text = slurp_fd(fd);
+		if (strstr(text, "all stages running")) {
+			free(text);
+			return;
+		}
+		ck_assert_msg(!strstr(text, "ERROR"), "monitor failed: %s", text);
+		free(text);
+		usleep(50 * 1000);
+	}
+	ck_abort_msg("cpa monitor did not start in 30 s");
+}
+
+/* SIGINT: capture drains the BPF buffer, every stage drains into the store. */
+static void mon_stop(struct mon *m)
+{
+	kill(m->pid, SIGINT);
+	ck_assert_int_eq(wait_exit(m->pid, NULL), 0);
+}
+
+/* `cpa show --probe_id id` over the whole store; the .prof text, *ret_head stdout. */
+static char *show_probe(const struct mon *m, int id, char **ret_head)
+{
+	char cpa[1100], sid[16], b[16], e[16], prof[128];
+	char *argr[] = {cpa, "show", "--read", (char *)m->store, "--show_range", NULL};
+	char *argv[] = {cpa, "show", "--read", (char *)m->store, "-B",	       b,   "-E",
+			e,   "-o",   prof,     "--no_env",	 "--probe_id", sid, NULL};
+	int h0, m0, s0, h1, m1, s1, rc, fd;
+	char *out, *p;
+	long t1;
+
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
+	out = run(argr, &rc);
+	ck_assert_msg(rc == 0, "cpa show --show_range: %s", out);
+	p = strstr(out, "Record Time From [ ");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(sscanf(p, "Record Time From [ %d:%d:%d.%*d ] to [ %d:%d:%d.%*d ]", &h0,
+				&m0, &s0, &h1, &m1, &s1),
+			 6);
+	free(out);
+	t1 = (h1 * 3600L + m1 * 60 + s1 + 1) % 86400;
+	snprintf(b, sizeof(b), "%02d:%02d:%02d", h0, m0, s0);
+	snprintf(e, sizeof(e), "%02ld:%02ld:%02ld", t1 / 3600, t1 / 60 % 60, t1 % 60);
+	snprintf(sid, sizeof(sid), "%d", id);
+	snprintf(prof, sizeof(prof), "%s/probe%d.prof", m->store, id);
+	*ret_head = run(argv, &rc);
+	ck_assert_msg(rc == 0, "cpa show --probe_id %d exited %d: %s", id, rc, *ret_head);
+	fd = open(prof, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	return slurp_fd(fd);
+}
+
+struct tally {
+	long hits;  /* samples of the workload */
+	long whole; /* ... whose stack contains want */
+	long lost;  /* loss rows ([lost] label) */
+	long other; /* any other process */
+};
+
+/* Sum the folded lines "comm:pid;frames; COUNT" of show_probe(). */
+static void tally(const char *prof, pid_t pid, const char *want, struct tally *t)
+{
+	char label[64];
+	const char *line = prof;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(label, sizeof(label), ":%d;", (int)pid);
+	while (*line) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		char *l = strndup(line, len), *sp = strrchr(l, ' ');
+		long c = sp ? strtol(sp + 1, NULL, 10) : 0;
+
+		if (strstr(l, "[lost"))
+			t->lost += c;
+		else if (strstr(l, label)) {
+			t->hits += c;
+			if (strstr(l, want))
+				t->whole += c;
+		} else if (len) {
+			t->other += c;
+		}
+		free(l);
+		line = nl ? nl + 1 : line + len;
+	}
+}
+
+static void mon_cleanup(struct mon *m)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", m->store, m->log);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* ---- tests ---- */
+
+#define N_CALLS	 300
+#define M_CALLS	 200
+#define K_CALLS	 100
+#define RATE_ALL "1000" /* above every count: nothing skipped */
+
+START_TEST(test_probe_counts)
+{
+	char up[1200], uret[1200], libc[700], usdt[1200];
+	const char *probes[6] = {up, "tracepoint:syscalls:sys_enter_getppid", uret, libc};
+	static const struct {
+		long n;
+		const char *stack; /* up to main, root first */
+	} want[] = {
+		{N_CALLS, "_start;__libc_start_main;__libc_start_call_main;main;wl_run_targets;"
+			  "wl_probe_target; "},
+		{M_CALLS, ";main;wl_run_getppid;getppid;entry_SYSCALL_64"},
+		{N_CALLS, ";main;wl_run_targets; "}, /* the return lands in the caller */
+		{M_CALLS, ";main;wl_run_getppid;getppid; "},
+		{K_CALLS, ";main;wl_run_usdt; "},
+	};
+	struct mon m;
+	struct wl w;
+	int nprobes = 4;
+
+	need_root_bpf();
+	wl_start(&w, N_CALLS, M_CALLS, K_CALLS);
+	snprintf(up, sizeof(up), "uprobe:%s:wl_probe_target", w.exe);
+	snprintf(uret, sizeof(uret), "uretprobe:%s:wl_probe_target", w.exe);
+	snprintf(libc, sizeof(libc), "uprobe:%s:getppid", libc_path());
+	if (w.usdt) {
+		snprintf(usdt, sizeof(usdt), "usdt:%s:cpa_wl:tick", w.exe);
+		probes[nprobes++] = usdt;
+	} else {
+		fprintf(stderr, "no <sys/sdt.h> at build time: USDT probe not tested\n");
+	}
+	probes[nprobes] = NULL;
+	mon_start(&m, w.pid, probes, RATE_ALL);
+	wl_run(&w);
+	mon_stop(&m);
+	wl_end(&w);
+
+	for (int i = 0; i < nprobes; i++) {
+		char *head, *prof = show_probe(&m, i, &head), line[1300];
+		struct tally t;
+
+		snprintf(line, sizeof(line), "Probe %d: %s\n", i, probes[i]);
+		ck_assert_msg(strstr(head, line), "cpa show did not name probe %d: %s", i, head);
+		tally(prof, w.pid, want[i].stack, &t);
+		ck_assert_msg(t.hits == want[i].n && t.whole == want[i].n && !t.lost && !t.other,
+			      "%s: %ld hits (want %ld), %ld with '%s', %ld lost, %ld others:\n%s",
+			      probes[i], t.hits, want[i].n, t.whole, want[i].stack, t.lost, t.other,
+			      prof);
+		free(prof);
+		free(head);
+	}
+	mon_cleanup(&m);
+}
+END_TEST
+
+/* A hot uprobe over --probe_rate: what was not recorded is a counted loss. */
+START_TEST(test_probe_rate_limit)
+{
+	enum { CALLS = 3000, RATE = 200 };
+	char up[1200], *head, *prof;
+	const char *probes[] = {up, NULL};
+	struct timespec t0, t1;
+	struct tally t;
+	struct mon m;
+	struct wl w;
+	double secs;
+
+	need_root_bpf();
+	wl_start(&w, CALLS, 0, 0);
+	snprintf(up, sizeof(up), "uprobe:%s:wl_probe_target", w.exe);
+	mon_start(&m, w.pid, probes, "200");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	wl_run(&w);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	mon_stop(&m);
+	wl_end(&w);
+	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+
+	prof = show_probe(&m, 0, &head);
+	tally(prof, w.pid, ";wl_probe_target; ", &t);
+	/* Every call is either a sample or a loss; the samples stay within the
+	 * limit for each second the calls spanned (at most secs + 1 windows). */
+	ck_assert_msg(t.hits + t.lost == CALLS, "%ld samples + %ld lost != %d calls:\n%s", t.hits,
+		      t.lost, CALLS, prof);
+	ck_assert_msg(t.hits > 0 && t.hits == t.whole, "%ld samples, %ld whole", t.hits, t.whole);
+	ck_assert_msg(t.hits <= RATE * ((long)secs + 2), "%ld samples in %.2f s at %d/s", t.hits,
+		      secs, RATE);
+	ck_assert_msg(strstr(prof, "<# LOST: CAPTURE PROBE SKIPPED #>"), "no loss row:\n%s", prof);
+	free(prof);
+	free(head);
+	mon_cleanup(&m);
+}
+END_TEST
+
+/* Bad specs stop cpa monitor before anything starts, naming the cause. */
+START_TEST(test_probe_bad_specs)
+{
+	static const struct {
+		const char *spec, *says;
+	} bad[] = {
+		{"kprobe:do_sys_openat2", "CONFIG_KPROBES"},
+		{"kretprobe:do_sys_openat2", "CONFIG_KPROBES"},
+		{"uprobe:/nonexistent/cpa-bin:main", "/nonexistent/cpa-bin: No such file"},
+		{"uprobe:/proc/self/cmdline:main", "is not an ELF file"},
+		{"tracepoint:syscalls:sys_enter_cpa_nonexistent", "no tracepoint syscalls:"},
+		{"usdt:/bin/true:cpa_wl:nonexistent", "has no USDT note cpa_wl:nonexistent"},
+		{"fprobe:vfs_read", "invalid value 'fprobe:vfs_read'"},
+		{"fentry:cpa_no_such_kernel_function",
+		 "no function 'cpa_no_such_kernel_function' in "
+		 "the kernel's BTF"},
+		{"fexit:vfs_read", "refuses function tracing"},
+		{"uprobe:relative/path:main", "invalid value"},
+	};
+	char cpa[1100], uprobe_sym[1200], store[] = "/tmp/cpa-probe-XXXXXX";
+	struct dirent *de;
+	DIR *d;
+	bool kprobes = access("/sys/bus/event_source/devices/kprobe/type", F_OK) == 0;
+	bool ftrace_refused = false;
+	FILE *ff;
+
+	need_root_bpf();
+	ck_assert_ptr_nonnull(mkdtemp(store));
+	/* Our test kernel refuses function tracing (fentry loads fail): then
+	 * fentry/fexit must be refused at start too. tracefs is mounted by now
+	 * if cpa ran before; mount errors only mean we skip that item. */
+	ff = fopen("/sys/kernel/tracing/available_filter_functions", "re");
+	if (ff)
+		fclose(ff);
+	else
+		ftrace_refused = errno == EPERM || errno == EACCES;
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
+	snprintf(uprobe_sym, sizeof(uprobe_sym), "uprobe:%s/cpa-probe-wl:wl_no_such_fn", bin_dir);
+	for (unsigned int i = 0; i <= sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *spec = i < sizeof(bad) / sizeof(bad[0]) ? bad[i].spec : uprobe_sym;
+		const char *says = i < sizeof(bad) / sizeof(bad[0])
+					   ? bad[i].says
+					   : "no function 'wl_no_such_fn' in";
+		char *argv[] = {cpa,	      "monitor",    "--store_dir", store, "--probe",
+				(char *)spec, "--duration", "1",	   NULL};
+		int err[2], rc;
+		pid_t pid;
+		char *text;
+
+		if (kprobes && strstr(says, "CONFIG_KPROBES"))
+			continue; /* this kernel has them: nothing to refuse */
+		if (!ftrace_refused && strstr(says, "refuses function tracing"))
+			continue;
+		ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0);
+		pid = spawn_fds(argv, -1, err[1], err[1]);
+		close(err[1]);
+		text = slurp_fd(err[0]);
+		rc = wait_exit(pid, NULL);
+		ck_assert_msg(rc != 0 && strstr(text, says), "'%s': exit %d, wanted '%s' in: %s",
+			      spec, rc, says, text);
+		ck_assert_msg(!strstr(text, "stages running"), "'%s' started stages: %s", spec,
+			      text);
+		free(text);
+	}
+	/* No store (day directory) was started. */
+	d = opendir(store);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		ck_assert_msg(strncmp(de->d_name, "cpa_", 4), "store %s/%s created", store,
+			      de->d_name);
+	closedir(d);
+	snprintf(uprobe_sym, sizeof(uprobe_sym), "rm -rf '%s'", store);
+	ck_assert_int_eq(system(uprobe_sym), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("probe");
+	TCase *tc = tcase_create("e2e");
+
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, test_probe_counts);
+	tcase_add_test(tc, test_probe_rate_limit);
+	tcase_add_test(tc, test_probe_bad_specs);
+	suite_add_tcase(s, tc);
+	return test_run_suite(s);
+}

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+#include "test_proc.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static pid_t spawn_fds_env(char *const argv[], int in, int out, int err, char *const env[])
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (in >= 0)
+			dup2(in, 0);
+		if (out >= 0)
+			dup2(out, 1);
+		if (err >= 0)
+			dup2(err, 2);
+		for (int i = 0; env && env[i]; i++)
+			putenv(env[i]);
+		execv(argv[0], argv);
+		fprintf(stderr, "exec %s: %m\n", argv[0]);
+		_exit(127);
+	}
+	return pid;
+}
+
+pid_t spawn_fds(char *const argv[], int in, int out, int err)
+{
+	return spawn_fds_env(argv, in, out, err, NULL);
+}
+
+pid_t spawn_env(char *const argv[], int *ret_out, const char *err_path, char *const env[])
+{
+	int pfd[2] = {-1, -1}, efd = -1;
+	pid_t pid;
+
+	if (ret_out)
+		ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	if (err_path) {
+		efd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		ck_assert_msg(efd >= 0, "open '%s': %m", err_path);
+	}
+	pid = spawn_fds_env(argv, -1, pfd[1], efd, env);
+	if (efd >= 0)
+		close(efd);
+	if (ret_out) {
+		close(pfd[1]);
+		*ret_out = pfd[0];
+	}
+	return pid;
+}
+
+pid_t spawn(char *const argv[], int *ret_out)
+{
+	int pfd[2] = {-1, -1};
+	pid_t pid;
+
+	if (ret_out)
+		ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	pid = spawn_fds(argv, -1, pfd[1], -1);
+	if (ret_out) {
+		close(pfd[1]);
+		*ret_out = pfd[0];
+	}
+	return pid;
+}
+
+int wait_exit(pid_t pid, struct rusage *ru)
+{
+	int status;
+
+	ck_assert_int_eq(wait4(pid, &status, 0, ru), pid);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+char *slurp_fd(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+
+	ck_assert_ptr_nonnull(buf);
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (cap - len < 2) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			ck_assert_ptr_nonnull(buf);
+		}
+	}
+	buf[len] = 0;
+	close(fd);
+	return buf;
+}
+
+char *run(char *const argv[], int *ret_rc)
+{
+	int out;
+	pid_t pid = spawn(argv, &out);
+	char *s = slurp_fd(out);
+
+	*ret_rc = wait_exit(pid, NULL);
+	return s;
+}
+
+void test_need_root_bpf(char *bin_dir, size_t len)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+
+	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		fprintf(stderr, "skip: needs root and BTF\n");
+		exit(77);
+	}
+	ck_assert_msg(b != NULL, "CPA_BUILD_DIR not set");
+	snprintf(bin_dir, len, "%s/bin", b);
+}

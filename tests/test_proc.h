@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Child processes for the end-to-end tests (test_e2e, test_probe): spawn with
+ * pipes, wait, read everything a pipe says. Failures are Check assertions.
+ */
+#ifndef CPA_TEST_PROC_H
+#define CPA_TEST_PROC_H
+
+#include <stddef.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+/* Start argv with stdout to a pipe (*ret_out) and stderr inherited. */
+pid_t spawn(char *const argv[], int *ret_out);
+/* Start argv with stdin/stdout/stderr from these fds (-1: inherited). */
+pid_t spawn_fds(char *const argv[], int in, int out, int err);
+/* Start argv with stdout to a pipe (*ret_out, NULL: inherited), stderr to err_path
+ * (NULL: inherited), the NAME=value strings of env added to its environment. */
+pid_t spawn_env(char *const argv[], int *ret_out, const char *err_path, char *const env[]);
+/* Exit code, or 128 + signal. */
+int wait_exit(pid_t pid, struct rusage *ru);
+/* Read everything from fd into a malloc'd NUL-terminated string; closes fd. */
+char *slurp_fd(int fd);
+/* Run argv to completion; returns its stdout, *ret_rc its exit code. */
+char *run(char *const argv[], int *ret_rc);
+/* Exit 77 unless root with kernel BTF; bin_dir = $CPA_BUILD_DIR/bin. */
+void test_need_root_bpf(char *bin_dir, size_t len);
+
+#endif /* CPA_TEST_PROC_H */

@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cpa-push against a local HTTP receiver (loopback, in this test) that
+ * keeps what it gets: uploads are pprof that `go tool pprof` reads, with the
+ * labels and the window of each; across a cpa-push restart and a backend
+ * outage (the receiver answers 503) no window is lost or sent twice, and
+ * their samples add up to the store's.
+ *
+ * The store: 95 seconds from 10:00:00 UTC, written by the store writer;
+ * stack s (1..5) is sampled s times a second.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "storer/store.h"
+#include "test_store_util.h"
+#include "test_util.h"
+
+#define NSEC	 95
+#define NSTACKS	 5
+#define INTERVAL 10
+#define MAXUP	 64
+
+static char *root;
+
+struct upload {
+	long long from, until;
+	char query[1024];
+	char org[64];
+	char target[256]; /* request path without the query */
+	char path[1100];  /* the body, as received */
+};
+
+static struct {
+	int fd, port;
+	pthread_t th;
+	atomic_int fail_next; /* answer 503 to this many requests */
+	atomic_int failed;
+	struct upload up[MAXUP];
+	atomic_int n;
+} rx;
+
+static void *rx_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int c = accept(rx.fd, NULL, NULL), n;
+		char head[8192], *body, *p;
+		size_t len = 0, clen = 0, got;
+
+		if (c < 0)
+			return NULL;
+		while (len < sizeof(head) - 1 &&
+		       (n = (int)read(c, head + len, sizeof(head) - 1 - len)) > 0) {
+			len += (size_t)n;
+			head[len] = 0;
+			if (strstr(head, "\r\n\r\n"))
+				break;
+		}
+		head[len] = 0;
+		p = strcasestr(head, "Content-Length:");
+		if (p)
+			clen = strtoul(p + 15, NULL, 10);
+		body = malloc(clen + 1);
+		p = strstr(head, "\r\n\r\n");
+		got = p ? len - (size_t)(p + 4 - head) : 0;
+		if (body && got)
+			memcpy(body, p + 4, got);
+		while (body && got < clen && (n = (int)read(c, body + got, clen - got)) > 0)
+			got += (size_t)n;
+		if (atomic_load(&rx.fail_next) > 0) {
+			atomic_fetch_sub(&rx.fail_next, 1);
+			atomic_fetch_add(&rx.failed, 1);
+			dprintf(c,
+				"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+		} else if (atomic_load(&rx.n) < MAXUP && body) {
+			struct upload *u = &rx.up[atomic_load(&rx.n)];
+			char *q = strchr(head, '?'), *sp = q ? strchr(q, ' ') : NULL, *o;
+			FILE *f;
+
+			memset(u, 0, sizeof(*u));
+			{
+				const char *t = strchr(head, ' ');
+
+				if (t)
+					snprintf(u->target, sizeof(u->target), "%.*s",
+						 (int)strcspn(t + 1, " ?"), t + 1);
+			}
+			if (q && sp)
+				snprintf(u->query, sizeof(u->query), "%.*s", (int)(sp - q - 1),
+					 q + 1);
+			p = strstr(u->query, "from=");
+			u->from = p ? atoll(p + 5) : -1;
+			p = strstr(u->query, "until=");
+			u->until = p ? atoll(p + 6) : -1;
+			o = strcasestr(head, "X-Scope-OrgID: ");
+			if (o)
+				snprintf(u->org, sizeof(u->org), "%.*s",
+					 (int)strcspn(o + 15, "\r\n"), o + 15);
+			snprintf(u->path, sizeof(u->path), "%s/up%02d.pb.gz", root,
+				 atomic_load(&rx.n));
+			f = fopen(u->path, "we");
+			if (f) {
+				fwrite(body, 1, got, f);
+				fclose(f);
+			}
+			atomic_fetch_add(&rx.n, 1);
+			dprintf(c,
+				"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+		}
+		free(body);
+		close(c);
+	}
+}
+
+static void rx_start(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	int one = 1;
+
+	rx.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(rx.fd, 0);
+	setsockopt(rx.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	ck_assert_int_eq(bind(rx.fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(rx.fd, 16), 0);
+	ck_assert_int_eq(getsockname(rx.fd, (struct sockaddr *)&a, &al), 0);
+	rx.port = ntohs(a.sin_port);
+	ck_assert_int_eq(pthread_create(&rx.th, NULL, rx_main, NULL), 0);
+}
+
+static void build_store(void)
+{
+	struct store_writer_opts o = {.record_interval = 1, .freq = 100};
+	struct store_writer *w;
+	uint64_t seq = 1, base = t_base_ns();
+	uint32_t sec, s, k;
+
+	o.root = root;
+	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	t_defs(w, NSTACKS, 0);
+	for (sec = 0; sec < NSEC; sec++)
+		for (s = 1; s <= NSTACKS; s++)
+			for (k = 0; k < s; k++) {
+				struct cpa_sample_out smp;
+
+				t_sample(&smp, seq++, base + sec * T_NS + k * 1000000ull, s, 0);
+				ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+			}
+	store_writer__free(w);
+}
+
+/* Run cpa-push --once with extra args; its exit code. */
+static int push(const char *extra1, const char *extra2)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+	char exe[1100], url[64];
+	pid_t pid;
+	int st;
+
+	snprintf(exe, sizeof(exe), "%s/bin/cpa-push", b);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", rx.port);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execl(exe, exe, "--store_dir", root, "--url", url, "--interval", "10", "--once",
+		      "--retry_ms", "20", "--host", "testhost", "--org_id", "tenant-1", extra1,
+		      extra2, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Samples in one upload, from go tool pprof -raw (first value column). */
+static long upload_samples(const char *path, char *raw, size_t rawlen)
+{
+	char cmd[1300];
+	FILE *p;
+	size_t n;
+	long sum = 0;
+	const char *l;
+
+	snprintf(cmd, sizeof(cmd), "go tool pprof -raw '%s' 2>&1", path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	n = fread(raw, 1, rawlen - 1, p);
+	raw[n] = 0;
+	ck_assert_int_eq(pclose(p), 0);
+	l = strstr(raw, "\nSamples:\n");
+	ck_assert_ptr_nonnull(l);
+	for (l = strchr(l + 1, '\n') + 1; l && *l && strncmp(l, "Locations", 9);
+	     l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		long v;
+		char colon;
+
+		/* "          3   30303030          0: 1 2 3 " (labels on the next lines) */
+		if (sscanf(l, " %ld %*d %*d%c", &v, &colon) == 2 && colon == ':')
+			sum += v;
+	}
+	return sum;
+}
+
+START_TEST(test_push_restart_and_outage)
+{
+	static char raw[1 << 20];
+	long long first, expect_from;
+	long total = 0, want = 0;
+	int i, n, rc;
+
+	if (system("command -v go >/dev/null") != 0)
+		ck_abort_msg("go (golang-go) is missing: run scripts/deps.sh");
+	build_store();
+	rx_start();
+	/* 1: three posts, then cpa-push exits (stands for a restart) */
+	rc = push("--max_posts", "3");
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(atomic_load(&rx.n), 3);
+	/* 2: the backend fails the next 2 requests; cpa-push retries, resumes, catches up */
+	atomic_store(&rx.fail_next, 2);
+	rc = push("--verbose", NULL);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(atomic_load(&rx.failed), 2);
+	n = atomic_load(&rx.n);
+	/* sealed windows only: data ends at 10:01:35, minus the seal margin */
+	ck_assert_int_ge(n, 7);
+	first = (long long)(t_base_ns() / T_NS);
+	expect_from = first;
+	for (i = 0; i < n; i++) {
+		const struct upload *u = &rx.up[i];
+
+		ck_assert_msg(u->from == expect_from,
+			      "upload %d is [%lld, %lld), expected from %lld", i, u->from, u->until,
+			      expect_from);
+		ck_assert_int_eq(u->until - u->from, INTERVAL);
+		ck_assert_ptr_nonnull(strstr(u->query, "format=pprof"));
+		ck_assert_ptr_nonnull(strstr(u->query, "name=cpa.cpu%7Bhost%3Dtesthost%7D"));
+		ck_assert_str_eq(u->org, "tenant-1");
+		total += upload_samples(u->path, raw, sizeof(raw));
+		ck_assert_ptr_nonnull(strstr(raw, "pid:["));
+		ck_assert_ptr_nonnull(strstr(raw, "comm:[worker]"));
+		expect_from = u->until;
+	}
+	/* every sample of the pushed seconds, once: 1 + 2 + ... + 5 a second */
+	want = (long)(expect_from - first) * (NSTACKS * (NSTACKS + 1) / 2);
+	ck_assert_int_eq(total, want);
+	/* 3: nothing new: a third run posts nothing */
+	rc = push(NULL, NULL);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(atomic_load(&rx.n), n);
+	/* 4: bounded backlog: from scratch with room for 3 windows, the oldest are
+	 * given up and only the newest 3 are posted */
+	{
+		char pos[1100];
+
+		snprintf(pos, sizeof(pos), "%s/.cpa-push.pos", root);
+		ck_assert_int_eq(unlink(pos), 0);
+	}
+	rc = push("--backlog", "3");
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(atomic_load(&rx.n), n + 3);
+	ck_assert_int_eq(rx.up[n].from, expect_from - 3 * INTERVAL);
+	ck_assert_int_eq(rx.up[n + 2].until, expect_from);
+	/* 5: Parca: WriteRaw JSON with the pprof base64'd, the same samples */
+	{
+		char pos[1100], cmd[4096];
+		long ptotal = 0;
+
+		snprintf(pos, sizeof(pos), "%s/.cpa-push.pos", root);
+		ck_assert_int_eq(unlink(pos), 0);
+		n = atomic_load(&rx.n);
+		rc = push("--protocol", "parca");
+		ck_assert_int_eq(rc, 0);
+		ck_assert_int_eq(atomic_load(&rx.n) - n, (int)((expect_from - first) / INTERVAL));
+		for (i = n; i < atomic_load(&rx.n); i++) {
+			const struct upload *u = &rx.up[i];
+			char dec[1200];
+			FILE *f;
+
+			ck_assert_str_eq(u->target, "/profiles/writeraw");
+			snprintf(dec, sizeof(dec), "%s.pb.gz", u->path);
+			snprintf(cmd, sizeof(cmd),
+				 "grep -q '\"name\":\"host\",\"value\":\"testhost\"' '%s' && "
+				 "sed 's/.*\"rawProfile\":\"\\([^\"]*\\)\".*/\\1/' '%s' | "
+				 "base64 -d > '%s'",
+				 u->path, u->path, dec);
+			ck_assert_int_eq(system(cmd), 0);
+			f = fopen(dec, "re");
+			ck_assert_ptr_nonnull(f);
+			fclose(f);
+			ptotal += upload_samples(dec, raw, sizeof(raw));
+		}
+		ck_assert_int_eq(ptotal, want);
+	}
+}
+END_TEST
+
+/*
+ * cpa monitor --push URL (built as test_push_monitor; root + BTF): the
+ * monitor runs cpa-push next to the stages; while the workload runs, sealed
+ * windows reach the receiver, contiguous, holding the workload's samples.
+ */
+/* The child of parent whose /proc/PID/exe ends with name, or -1. */
+static pid_t child_named(pid_t parent, const char *name)
+{
+	char path[128], buf[4096], exe[1100];
+	FILE *f;
+	long pid;
+	pid_t found = -1;
+	char *p, *end;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", parent, parent);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+	fclose(f);
+	for (p = buf; (pid = strtol(p, &end, 10)) > 0; p = end) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
+		n = readlink(path, exe, sizeof(exe) - 1);
+		if (n <= 0)
+			continue;
+		exe[n] = 0;
+		if (strlen(exe) >= strlen(name) && !strcmp(exe + strlen(exe) - strlen(name), name))
+			found = (pid_t)pid;
+	}
+	return found;
+}
+
+START_TEST(test_monitor_push)
+{
+	static char raw[1 << 20];
+	const char *b = getenv("CPA_BUILD_DIR");
+	char cpa[1100], wl[1100], url[64];
+	pid_t mon, w;
+	int st, i, n;
+
+	snprintf(cpa, sizeof(cpa), "%s/bin/cpa", b);
+	snprintf(wl, sizeof(wl), "%s/bin/cpa-workload", b);
+	rx_start();
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", rx.port);
+	mon = fork();
+	ck_assert_int_ge(mon, 0);
+	if (mon == 0) {
+		execl(cpa, cpa, "monitor", "--store_dir", root, "-F", "99", "--duration", "34",
+		      "--push", url, (char *)NULL);
+		_exit(127);
+	}
+	sleep(2);
+	w = fork();
+	ck_assert_int_ge(w, 0);
+	if (w == 0) {
+		execl(wl, wl, "--seconds", "28", "--threads", "1", (char *)NULL);
+		_exit(127);
+	}
+	/* cpa-push dies mid-run (its keeper is the monitor's child running cpa):
+	 * the keeper restarts it, which resumes from its position */
+	sleep(8);
+	{
+		pid_t keeper = child_named(mon, "/cpa"), pusher;
+
+		ck_assert_int_gt(keeper, 0);
+		pusher = child_named(keeper, "/cpa-push");
+		ck_assert_int_gt(pusher, 0);
+		ck_assert_int_eq(kill(pusher, SIGKILL), 0);
+		sleep(3);
+		ck_assert_int_gt(child_named(keeper, "/cpa-push"), 0);
+		ck_assert_int_ne(child_named(keeper, "/cpa-push"), pusher);
+	}
+	ck_assert_int_eq(waitpid(w, &st, 0), w);
+	ck_assert_int_eq(waitpid(mon, &st, 0), mon);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	n = atomic_load(&rx.n);
+	fprintf(stderr, "monitor --push: %d uploads\n", n);
+	ck_assert_int_ge(n, 1);
+	for (i = 0; i < n; i++) {
+		ck_assert_int_eq(rx.up[i].until - rx.up[i].from, INTERVAL);
+		if (i)
+			ck_assert_int_eq(rx.up[i].from, rx.up[i - 1].until);
+		ck_assert_int_gt(upload_samples(rx.up[i].path, raw, sizeof(raw)), 0);
+	}
+	ck_assert_ptr_nonnull(strstr(raw, "process:[cpa-workload]"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("push");
+	TCase *tc = tcase_create("push"), *tcm = tcase_create("monitor");
+	int r;
+
+	setenv("TZ", "UTC", 1);
+	tzset();
+	root = t_mkdtemp();
+	tcase_set_timeout(tc, 120);
+	tcase_set_timeout(tcm, 120);
+	tcase_add_test(tc, test_push_restart_and_outage);
+	tcase_add_test(tcm, test_monitor_push);
+#ifdef PUSH_MONITOR
+	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		fprintf(stderr, "skip: needs root and BTF\n");
+		return TEST_SKIP;
+	}
+	suite_add_tcase(s, tcm);
+#else
+	suite_add_tcase(s, tc);
+#endif
+	/* no fork: the receiver thread and its state live in this process */
+	setenv("CK_FORK", "no", 1);
+	r = test_run_suite(s);
+	t_rm_rf(root);
+	free(root);
+	return r;
+}

@@ -1,0 +1,723 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cpa-view through a real terminal: tmux runs the built cpa-view, send-keys
+ * types what a user types, capture-pane gives back what a user sees.
+ *
+ * The synthetic store (tests/test_view_util.h, written through the real
+ * store writer) has known shares: hot_function 49.0% of the 10 minutes,
+ * grow_function grows from 5/s to 40/s at 10:05:00. The BPF case records a
+ * store with `cpa monitor` and the test workload (root + BTF, else 77).
+ *
+ * Waiting is "until the screen shows X" with a generous bound, never a
+ * timing assertion.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "storer/store_fmt.h"
+#include "test_store_util.h"
+#include "test_util.h"
+#include "test_view_util.h"
+
+static char bin_dir[1024];
+static char sock[64];
+static char tmp_root[256];
+
+static void path_of(char *buf, size_t len, const char *exe)
+{
+	snprintf(buf, len, "%s/%s", bin_dir, exe);
+}
+
+_printf_(1, 2) static int sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+static char *run_out(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	size_t cap = 1 << 16, len = 0, n;
+	char *buf = malloc(cap);
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(buf);
+	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (cap - len < 2) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			ck_assert_ptr_nonnull(buf);
+		}
+	}
+	buf[len] = 0;
+	pclose(p);
+	return buf;
+}
+
+/* ---- tmux ---- */
+
+static void tui_start(const char *args, int cols, int rows)
+{
+	char view[1100];
+
+	path_of(view, sizeof(view), "cpa-view");
+	snprintf(sock, sizeof(sock), "cpa-view-test-%d", (int)getpid());
+	sh("tmux -L %s kill-server 2>/dev/null", sock);
+	/* remain-on-exit: a crash leaves its last screen to capture */
+	ck_assert_int_eq(sh("tmux -L %s -f /dev/null new-session -d -x %d -y %d "
+			    "'env LANG=C.UTF-8 %s %s'",
+			    sock, cols, rows, view, args),
+			 0);
+	sh("tmux -L %s set-option -g remain-on-exit on >/dev/null", sock);
+}
+
+static void tui_stop(void)
+{
+	sh("tmux -L %s kill-server 2>/dev/null", sock);
+}
+
+static char *screen(bool esc)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "tmux -L %s capture-pane -p %s -t 0", sock, esc ? "-e" : "");
+	return run_out(cmd);
+}
+
+/* Wait until the screen holds want (30 s bound); returns the screen. */
+static char *wait_for(const char *want)
+{
+	char *s = NULL;
+	int i;
+
+	for (i = 0; i < 600; i++) {
+		free(s);
+		s = screen(false);
+		if (strstr(s, want))
+			return s;
+		usleep(50000);
+	}
+	ck_abort_msg("screen never showed '%s'; last screen:\n%s", want, s);
+	return s;
+}
+
+/* Keys in tmux send-keys syntax (Enter, Escape, Tab, C-u...). */
+static void keys(const char *k)
+{
+	ck_assert_int_eq(sh("tmux -L %s send-keys -t 0 %s", sock, k), 0);
+}
+
+/* Literal text. */
+static void type(const char *text)
+{
+	ck_assert_int_eq(sh("tmux -L %s send-keys -t 0 -l '%s'", sock, text), 0);
+}
+
+static void prompt_answer(const char *key, const char *label, const char *text)
+{
+	free(wait_for("range"));
+	keys(key);
+	free(wait_for(label));
+	keys("C-u");
+	type(text);
+	keys("Enter");
+}
+
+/* "/pat" Enter, then the next keys (e.g. "n" to select the first match). */
+static void search_for(const char *pat, const char *then)
+{
+	keys("/");
+	free(wait_for("search (regex)"));
+	keys("C-u");
+	type(pat);
+	keys("Enter");
+	if (then)
+		keys(then);
+}
+
+/* Screen line holding s (a copy), or NULL. */
+static char *line_with(const char *scr, const char *s)
+{
+	const char *p = strstr(scr, s), *b, *e;
+
+	if (!p)
+		return NULL;
+	for (b = p; b > scr && b[-1] != '\n'; b--)
+		;
+	e = strchr(p, '\n');
+	return strndup(b, e ? (size_t)(e - b) : strlen(b));
+}
+
+static int line_no(const char *scr, const char *s)
+{
+	const char *p = strstr(scr, s), *q;
+	int n = 0;
+
+	if (!p)
+		return -1;
+	for (q = scr; q < p; q++)
+		n += *q == '\n';
+	return n;
+}
+
+/* ---- the synthetic store ---- */
+
+static char store_root[300];
+
+static void synth_setup(void)
+{
+	snprintf(tmp_root, sizeof(tmp_root), "/tmp/cpa-view-test-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmp_root));
+	snprintf(store_root, sizeof(store_root), "%s/store", tmp_root);
+	ck_assert_int_eq(mkdir(store_root, 0755), 0);
+	ck_assert_int_eq(vt_write_store(store_root), 0);
+}
+
+static void synth_teardown(void)
+{
+	tui_stop();
+	sh("rm -rf '%s'", tmp_root);
+}
+
+/* Expected shares of the whole store, as the viewer prints them. */
+static uint64_t vt_total(void)
+{
+	return (uint64_t)VT_SECS * (VT_HOT + VT_COLD + VT_VEC + VT_OFF) +
+	       (uint64_t)VT_SECS / 2 * (VT_GROW0 + VT_GROW1) + VT_LOST + VT_DEGRADED;
+}
+
+static void pct_str(char *buf, size_t len, const char *prefix, double v)
+{
+	snprintf(buf, len, "%s%.1f%%", prefix, v);
+}
+
+START_TEST(test_first_screen)
+{
+	char args[512], want[64], *s, *l;
+
+	snprintf(args, sizeof(args), "%s", store_root);
+	tui_start(args, 80, 24);
+	s = wait_for("cpa-view");
+	/* header: the store and its span; the whole 10 minutes selected */
+	ck_assert_ptr_nonnull(strstr(s, "10:00:00-10:10:00"));
+	ck_assert_ptr_nonnull(strstr(s, "range 10:00:00-10:10:00 (10m00s)"));
+	/* the status counts on-CPU, off-CPU and lost apart */
+	snprintf(want, sizeof(want), "%llu samples: on %u off %u lost %u",
+		 (unsigned long long)vt_total(),
+		 VT_SECS * (VT_HOT + VT_COLD + VT_VEC) + VT_SECS / 2 * (VT_GROW0 + VT_GROW1) +
+			 VT_DEGRADED,
+		 VT_SECS * VT_OFF, VT_LOST);
+	ck_assert_msg(strstr(s, want), "want '%s' in\n%s", want, s);
+	/* timeline: bars, the range marked, the loss at 10:01:40 and the pressure
+	 * at 10:03:20 marked in their cells (8 s per cell) */
+	ck_assert_ptr_nonnull(strstr(s, "\u2588\u2588\u2588\u2588"));
+	l = line_with(s, "[====");
+	ck_assert_ptr_nonnull(l);
+	ck_assert_int_eq(strchr(l, '!') - l, 100 / 8);
+	ck_assert_int_eq(strchr(l, '~') - l, 200 / 8);
+	ck_assert_ptr_nonnull(strstr(l, "]"));
+	free(l);
+	/* the flamegraph: root, process, the hot path */
+	ck_assert_int_lt(line_no(s, "app:1000"), line_no(s, "hot_function"));
+	ck_assert_int_lt(line_no(s, "run_loop"), line_no(s, "hot_function"));
+	/* 80x24: exactly 24 rows, hints on the last */
+	ck_assert_ptr_nonnull(strstr(s, "? help"));
+	free(s);
+	/* the hot function and its share */
+	search_for("^hot_function$", "n");
+	pct_str(want, sizeof(want), "hot_function  total ",
+		100.0 * VT_SECS * VT_HOT / (double)vt_total());
+	s = wait_for(want);
+	ck_assert_ptr_nonnull(strstr(s, "module /usr/bin/app"));
+	free(s);
+}
+END_TEST
+
+START_TEST(test_search)
+{
+	char want[128], *s, *l, *p;
+	double share = 100.0 * (VT_SECS * VT_HOT + VT_SECS / 2 * (VT_GROW0 + VT_GROW1)) /
+		       (double)vt_total();
+
+	tui_start(store_root, 80, 24);
+	free(wait_for("cpa-view"));
+	search_for("hot|grow", NULL);
+	snprintf(want, sizeof(want), "/hot|grow/ matches %.1f%% of the range", share);
+	free(wait_for(want));
+	/* highlighted: both matched boxes drawn on magenta (SGR 45) */
+	s = screen(true);
+	l = line_with(s, "hot_function");
+	ck_assert_ptr_nonnull(l);
+	p = strstr(l, "hot_function");
+	ck_assert_msg(p - l >= 3 && memmem(l, (size_t)(p - l), "45m", 3), "no highlight: %s", l);
+	p = strstr(l, "grow_function");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_msg(memmem(l, (size_t)(p - l), "45m", 3), "no highlight: %s", l);
+	/* cold_function is not highlighted: the escape right before it is not magenta */
+	p = strstr(l, "cold_functi");
+	ck_assert_ptr_nonnull(p);
+	{
+		const char *e = p;
+		char *esc;
+
+		while (e > l && *e != '\033')
+			e--;
+		esc = strndup(e, (size_t)(p - e));
+		ck_assert_msg(!strstr(esc, "45m"), "cold highlighted: %s", l);
+		free(esc);
+	}
+	free(l);
+	free(s);
+	/* n selects a match; # searches exactly the selected frame */
+	keys("n");
+	free(wait_for("hot_function  total"));
+	keys("'#'");
+	s = wait_for("/^hot_function$/ matches");
+	free(s);
+}
+END_TEST
+
+START_TEST(test_zoom)
+{
+	char *s;
+
+	tui_start(store_root, 80, 24);
+	free(wait_for("cpa-view"));
+	search_for("^run_loop$", "n");
+	free(wait_for("run_loop  total"));
+	keys("Enter");
+	/* zoomed: run_loop is the first flamegraph row, the root and process are gone */
+	s = wait_for("run_loop  total");
+	for (int i = 0; i < 100 && line_no(s, "app:1000") >= 0; i++) {
+		free(s);
+		usleep(50000);
+		s = screen(false);
+	}
+	ck_assert_int_lt(line_no(s, "app:1000"), 0);
+	ck_assert_int_eq(line_no(s, "run_loop"), line_no(s, "hot_function") - 1);
+	/* wider than before: cold_function's name fits now */
+	ck_assert_ptr_nonnull(strstr(s, "cold_function "));
+	free(s);
+	/* Esc zooms back out to where Enter came from */
+	keys("Escape");
+	free(wait_for("app:1000"));
+	/* deeper: zoom into main, then run_loop; Esc returns to main, 0 to the root */
+	search_for("^main$", "n Enter / C-u");
+	type("^run_loop$");
+	keys("Enter n Enter Escape");
+	/* back in main's zoom, run_loop (where we came from) selected */
+	s = wait_for("run_loop  total");
+	free(s);
+	for (int i = 0; i < 100; i++) {
+		s = screen(false);
+		if (line_no(s, "main\n") == 8 && line_no(s, "app:1000") < 0)
+			break;
+		free(s);
+		s = NULL;
+		usleep(50000);
+	}
+	ck_assert_msg(s, "main is not the top row after Esc");
+	free(s);
+	keys("0");
+	free(wait_for("app:1000"));
+}
+END_TEST
+
+START_TEST(test_top_and_sandwich)
+{
+	char *s;
+
+	tui_start(store_root, 80, 24);
+	free(wait_for("cpa-view"));
+	keys("Tab");
+	s = wait_for("TOTAL%");
+	free(s);
+	keys("s");
+	s = wait_for("sorted by self");
+	/* by self: hot 36000, grow 13500, parse_request 12000, push_back/schedule 6000 */
+	ck_assert_int_gt(line_no(s, "hot_function"), 0);
+	ck_assert_int_lt(line_no(s, "hot_function"), line_no(s, "grow_function"));
+	ck_assert_int_lt(line_no(s, "grow_function"), line_no(s, "parse_request"));
+	ck_assert_int_lt(line_no(s, "parse_request"), line_no(s, "schedule"));
+	free(s);
+	keys("t");
+	s = wait_for("sorted by total");
+	/* by total: main first (every stack but the loss), run_loop before hot_function */
+	ck_assert_int_lt(line_no(s, " main"), line_no(s, "run_loop"));
+	ck_assert_int_lt(line_no(s, "run_loop"), line_no(s, "hot_function"));
+	free(s);
+	/* sandwich of parse_request: callers above, callees below */
+	keys("s j j");
+	free(wait_for("parse_request  total"));
+	keys("Enter");
+	s = wait_for("callers of parse_request");
+	ck_assert_int_lt(line_no(s, "callers of parse_request"), line_no(s, "cold_function"));
+	ck_assert_int_lt(line_no(s, "run_loop"), line_no(s, "cold_function"));
+	ck_assert_int_lt(line_no(s, "cold_function"), line_no(s, "callees of parse_request"));
+	free(s);
+	keys("Escape");
+	free(wait_for("sorted by self"));
+}
+END_TEST
+
+START_TEST(test_diff)
+{
+	char *s, *l;
+
+	tui_start(store_root, 80, 24);
+	free(wait_for("cpa-view"));
+	prompt_answer("r", "range (", "10:00:00 +5m");
+	free(wait_for("range 10:00:00-10:05:00"));
+	keys("A");
+	free(wait_for("range A marked"));
+	prompt_answer("r", "range (", "10:05:00 10:10:00");
+	free(wait_for("range 10:05:00-10:10:00"));
+	keys("B");
+	s = wait_for("[diff]");
+	/* the grown path is marked +, the shrunk one - */
+	ck_assert_ptr_nonnull(strstr(s, "+grow_function"));
+	ck_assert_ptr_nonnull(strstr(s, "-hot_function"));
+	ck_assert_ptr_nonnull(strstr(s, "diff: A 10:00:00-10:05:00"));
+	free(s);
+	/* the movers table: grow_function moved most (4.6% -> 28.6%), first row */
+	keys("Tab");
+	s = wait_for("CHANGE");
+	l = line_with(s, "CHANGE");
+	ck_assert_int_eq(line_no(s, "+grow_function"), line_no(s, "CHANGE") + 1);
+	free(l);
+	free(s);
+}
+END_TEST
+
+START_TEST(test_range_keys)
+{
+	char *s;
+
+	tui_start(store_root, 80, 24);
+	free(wait_for("cpa-view"));
+	keys("+");
+	free(wait_for("range 10:02:30-10:07:30 (5m00s)"));
+	keys("g");
+	free(wait_for("jump to"));
+	type("10:01:00");
+	keys("Enter");
+	free(wait_for("range 10:01:00-10:06:00"));
+	keys("]");
+	free(wait_for("range 10:05:00-10:10:00"));
+	keys("[");
+	free(wait_for("range 10:00:00-10:05:00"));
+	keys("-");
+	free(wait_for("range 10:00:00-10:10:00"));
+	/* filters and grouping */
+	prompt_answer(":", "filter:", "pid=2000");
+	s = wait_for("pid=2000");
+	ck_assert_ptr_nonnull(strstr(s, "db:2000"));
+	ck_assert_ptr_null(strstr(s, "app:1000"));
+	free(s);
+	prompt_answer(":", "filter:", "kind=off");
+	s = wait_for("kind=off");
+	ck_assert_ptr_nonnull(strstr(s, "wait_event"));
+	ck_assert_ptr_null(strstr(s, "hot_function"));
+	ck_assert_ptr_nonnull(strstr(s, "schedule"));
+	free(s);
+	keys("K");
+	s = wait_for("no-kernel");
+	ck_assert_ptr_null(strstr(s, "schedule"));
+	free(s);
+	keys("G");
+	free(wait_for("group thread"));
+	/* help */
+	keys("?");
+	s = wait_for("cpa-view keys");
+	ck_assert_ptr_nonnull(strstr(s, "regex search"));
+	free(s);
+}
+END_TEST
+
+START_TEST(test_export)
+{
+	char path[400], *s, *out;
+
+	snprintf(path, sizeof(path), "%s/out.prof", tmp_root);
+	tui_start(store_root, 80, 24);
+	free(wait_for("cpa-view"));
+	prompt_answer("x", "export folded to:", path);
+	free(wait_for("stacks to"));
+	snprintf(path, sizeof(path), "cat '%s/out.prof'", tmp_root);
+	out = run_out(path);
+	s = strstr(out, "SYSTEM;app:1000;main;run_loop;hot_function 36000\n");
+	ck_assert_msg(s, "export:\n%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "wait_event;schedule_[k] "));
+	free(out);
+}
+END_TEST
+
+START_TEST(test_sizes)
+{
+	char *s, *l;
+
+	tui_start(store_root, 80, 24);
+	free(wait_for("cpa-view"));
+	sh("tmux -L %s resize-window -t 0 -x 120 -y 40", sock);
+	/* the axis row ends with the store's end time at the right edge */
+	s = wait_for("10:10:00\n");
+	for (int i = 0; i < 100; i++) {
+		l = line_with(s, "cell max");
+		if (l && strlen(l) == 120)
+			break;
+		free(l);
+		l = NULL;
+		free(s);
+		usleep(50000);
+		s = screen(false);
+	}
+	ck_assert_msg(l && strlen(l) == 120, "axis not redrawn at 120 columns:\n%s", s);
+	free(l);
+	free(s);
+	sh("tmux -L %s resize-window -t 0 -x 50 -y 12", sock);
+	free(wait_for("terminal too small: 50x12"));
+	sh("tmux -L %s resize-window -t 0 -x 80 -y 24", sock);
+	free(wait_for("hot_function"));
+	tui_stop();
+	/* ASCII fallback */
+	{
+		char args[400];
+
+		snprintf(args, sizeof(args), "--ascii --mono %s", store_root);
+		tui_start(args, 80, 24);
+	}
+	s = wait_for("cpa-view");
+	ck_assert_ptr_nonnull(strstr(s, "####"));
+	ck_assert_ptr_null(strstr(s, "\u2588"));
+	free(s);
+}
+END_TEST
+
+/* ---- bad stores ---- */
+
+START_TEST(test_bad_stores)
+{
+	char args[600], dir[1024], p[1200], *s;
+	int fd;
+
+	snprintf(args, sizeof(args), "%s/missing", tmp_root);
+	tui_start(args, 80, 24);
+	s = wait_for("Cannot show this store");
+	ck_assert_ptr_nonnull(strstr(s, "No such file"));
+	free(s);
+	tui_stop();
+
+	snprintf(dir, sizeof(dir), "%s/empty", tmp_root);
+	mkdir(dir, 0755);
+	tui_start(dir, 80, 24);
+	free(wait_for("no cpa store in"));
+	tui_stop();
+
+	/* a corrupt block: flip a byte inside the third block's data */
+	ck_assert_int_eq(t_store_dir(store_root, dir, sizeof(dir)), 0);
+	{
+		struct store_idx_entry e;
+
+		snprintf(p, sizeof(p), "%s/index", dir);
+		fd = open(p, O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(pread(fd, &e, sizeof(e), 32 + 2 * sizeof(e)), (ssize_t)sizeof(e));
+		close(fd);
+		snprintf(p, sizeof(p), "%s/seg_%06u.cps", dir, e.seg_no);
+		fd = open(p, O_RDWR);
+		ck_assert_int_ge(fd, 0);
+		{
+			uint8_t b;
+
+			ck_assert_int_eq(pread(fd, &b, 1, e.off + e.len - 2), 1);
+			b ^= 0x5a;
+			ck_assert_int_eq(pwrite(fd, &b, 1, e.off + e.len - 2), 1);
+		}
+		close(fd);
+	}
+	tui_start(store_root, 80, 24);
+	s = wait_for("corrupt blocks skipped: 1");
+	ck_assert_ptr_nonnull(strstr(s, "hot_function"));
+	free(s);
+	tui_stop();
+
+	/* a newer major version */
+	{
+		struct store_seg_hdr h;
+
+		snprintf(p, sizeof(p), "%s/seg_000001.cps", dir);
+		fd = open(p, O_RDWR);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(pread(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+		h.major = 2;
+		h.crc = store_crc(&h, offsetof(struct store_seg_hdr, crc));
+		ck_assert_int_eq(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+		close(fd);
+	}
+	tui_start(store_root, 80, 24);
+	s = wait_for("newer than");
+	ck_assert_ptr_nonnull(strstr(s, "use a newer cpa"));
+	free(s);
+}
+END_TEST
+
+/* ---- live mode: the timeline grows while the store is written ---- */
+
+START_TEST(test_live)
+{
+	char root[400], args[600];
+	struct vgen *g = calloc(1, sizeof(*g));
+	uint64_t base = vt_base_ns();
+	uint32_t stack, comm, s;
+
+	snprintf(root, sizeof(root), "%s/live", tmp_root);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	ck_assert_ptr_nonnull(g);
+	ck_assert_int_eq(vgen_open(g, root, 2), 0);
+	comm = vgen_str(g, "app");
+	stack = vgen_stack(g, "main;first_minute");
+	for (s = 0; s < 60; s++)
+		ck_assert_int_eq(vgen_sample(g, base + s * 1000000000ULL, stack, 1, 1, 0,
+					     CPA_KIND_ONCPU, 1, comm, comm),
+				 0);
+	ck_assert_int_eq(store_writer__flush(g->w, false), 0);
+	snprintf(args, sizeof(args), "--follow %s", root);
+	tui_start(args, 80, 24);
+	free(wait_for("10:00:00-10:01:00 (60s)  [live]"));
+	free(wait_for("first_minute"));
+	/* a minute more arrives: the timeline and the range (it was at the end) follow */
+	stack = vgen_stack(g, "main;second_minute");
+	for (s = 60; s < 120; s++)
+		ck_assert_int_eq(vgen_sample(g, base + s * 1000000000ULL, stack, 1, 1, 0,
+					     CPA_KIND_ONCPU, 1, comm, comm),
+				 0);
+	ck_assert_int_eq(store_writer__flush(g->w, false), 0);
+	free(wait_for("10:00:00-10:02:00 (2m00s)  [live]"));
+	free(wait_for("second_minute"));
+	vgen_close(g);
+	free(g);
+}
+END_TEST
+
+/* ---- cpa show --use_cui ---- */
+
+START_TEST(test_show_use_cui)
+{
+	char args[2400], cpa[1100];
+
+	path_of(cpa, sizeof(cpa), "cpa");
+	if (access(cpa, X_OK) != 0)
+		return; /* the front command is not built in this tree */
+	snprintf(sock, sizeof(sock), "cpa-view-test-%d", (int)getpid());
+	sh("tmux -L %s kill-server 2>/dev/null", sock);
+	snprintf(args, sizeof(args),
+		 "tmux -L %s -f /dev/null new-session -d -x 80 -y 24 "
+		 "'env LANG=C.UTF-8 %s show --read %s --use_cui -B 10:05:00 -E 10:06:00'",
+		 sock, cpa, store_root);
+	ck_assert_int_eq(system(args), 0);
+	free(wait_for("range 10:05:00-10:06:00 (60s)"));
+}
+END_TEST
+
+/* ---- a store recorded by real BPF ---- */
+
+static bool can_bpf(void)
+{
+	return geteuid() == 0 && access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+}
+
+START_TEST(test_bpf_store)
+{
+	char cpa[1100], wl[1100], cmd[4096], *s, *p;
+	int r;
+	double share;
+
+	path_of(cpa, sizeof(cpa), "cpa");
+	path_of(wl, sizeof(wl), "cpa-workload");
+	/* record 6 s of the whole machine while the workload runs 4 s */
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' monitor --store_dir '%s' -F 99 --duration 6 >/dev/null 2>&1 & m=$!; "
+		 "sleep 1; '%s' --seconds 4 --threads 1 --depth 6 >/dev/null; wait $m",
+		 cpa, store_root, wl);
+	r = system(cmd);
+	ck_assert_int_eq(r, 0);
+	tui_start(store_root, 100, 30);
+	free(wait_for("cpa-view"));
+	search_for("wl_path_a", NULL);
+	s = wait_for("/wl_path_a/ matches");
+	p = strstr(s, "matches ");
+	share = strtod(p + 8, NULL);
+	ck_assert_msg(share > 1.0, "wl_path_a only %.1f%% of a recording of the workload:\n%s",
+		      share, s);
+	free(s);
+	keys("n");
+	free(wait_for("wl_path_a  total"));
+	keys("Tab s");
+	s = wait_for("sorted by self");
+	ck_assert_ptr_nonnull(strstr(s, "wl_"));
+	free(s);
+}
+END_TEST
+
+static Suite *suite(bool bpf)
+{
+	Suite *s = suite_create("view_tui");
+	TCase *tc = tcase_create("synthetic");
+
+	if (bpf) {
+		tc = tcase_create("bpf");
+		tcase_add_checked_fixture(tc, synth_setup, synth_teardown);
+		tcase_set_timeout(tc, 180);
+		tcase_add_test(tc, test_bpf_store);
+		suite_add_tcase(s, tc);
+		return s;
+	}
+	tcase_add_checked_fixture(tc, synth_setup, synth_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_first_screen);
+	tcase_add_test(tc, test_search);
+	tcase_add_test(tc, test_zoom);
+	tcase_add_test(tc, test_top_and_sandwich);
+	tcase_add_test(tc, test_diff);
+	tcase_add_test(tc, test_range_keys);
+	tcase_add_test(tc, test_export);
+	tcase_add_test(tc, test_sizes);
+	tcase_add_test(tc, test_bad_stores);
+	tcase_add_test(tc, test_show_use_cui);
+	tcase_add_test(tc, test_live);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+/* No argument: the synthetic cases. "bpf": the recorded store (77 without root/BTF). */
+int main(int argc, char **argv)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+	bool bpf = argc > 1 && !strcmp(argv[1], "bpf");
+
+	if (system("tmux -V >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "tmux not installed (scripts/deps.sh): skipped\n");
+		return TEST_SKIP;
+	}
+	if (bpf && !can_bpf()) {
+		fprintf(stderr, "needs root and BTF: skipped\n");
+		return TEST_SKIP;
+	}
+	snprintf(bin_dir, sizeof(bin_dir), "%s/bin", b ? b : "build");
+	return test_run_suite(suite(bpf));
+}

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Synthetic stores for cpa-view's tests and bench, written through the real
+ * store writer: stacks are given as folded text ("main;run;work", kernel
+ * frames suffixed "_[k]", root first) and samples name them.
+ */
+#ifndef CPA_TEST_VIEW_UTIL_H
+#define CPA_TEST_VIEW_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shm/counters.h"
+#include "shm/stage.h"
+#include "storer/store.h"
+
+#define VG_NAMES_CAP (1u << 16)
+
+struct vgen {
+	struct store_writer *w;
+	uint32_t next_id; /* one id space for strings, frames, stacks, modules: simple */
+	uint64_t seq;
+	uint32_t mod_exe, mod_lib;
+	/* frame name -> frame id, open addressing */
+	char *names[VG_NAMES_CAP];
+	uint32_t ids[VG_NAMES_CAP];
+	uint32_t n_names;
+};
+
+static inline uint32_t vgen_str(struct vgen *g, const char *s)
+{
+	struct {
+		struct cpa_str_def d;
+		char s[512];
+	} str;
+
+	str.d.id = ++g->next_id;
+	str.d.len = (uint32_t)strnlen(s, sizeof(str.s));
+	memcpy(str.s, s, str.d.len);
+	store_writer__def_str(g->w, &str.d, str.s);
+	return str.d.id;
+}
+
+static inline uint32_t vgen_module(struct vgen *g, const char *path)
+{
+	struct {
+		struct cpa_module_def m;
+		char p[256];
+	} mod;
+
+	memset(&mod, 0, sizeof(mod));
+	mod.m.id = ++g->next_id;
+	mod.m.kind = CPA_MOD_FILE;
+	mod.m.path_len = (uint32_t)strlen(path);
+	memcpy(mod.p, path, mod.m.path_len);
+	store_writer__def_module(g->w, &mod.m, path);
+	return mod.m.id;
+}
+
+static inline int vgen_open(struct vgen *g, const char *root, uint32_t cpus)
+{
+	struct store_writer_opts o = {.root = root,
+				      .cpu_num = cpus,
+				      .freq = 49,
+				      .record_interval = 1,
+				      .stack_size = 32768,
+				      .kernel_stack = true};
+
+	memset(g, 0, sizeof(*g));
+	if (store_writer__new(&o, &g->w) < 0)
+		return -1;
+	g->mod_exe = vgen_module(g, "/usr/bin/app");
+	g->mod_lib = vgen_module(g, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	return 0;
+}
+
+static inline uint32_t vgen_frame(struct vgen *g, const char *name, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	uint32_t j, sid;
+	struct cpa_frame_def f = {0};
+	bool k = len > 4 && !memcmp(name + len - 4, "_[k]", 4);
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (uint8_t)name[i]) * 1099511628211ULL;
+	for (j = (uint32_t)h & (VG_NAMES_CAP - 1); g->names[j]; j = (j + 1) & (VG_NAMES_CAP - 1))
+		if (!strncmp(g->names[j], name, len) && !g->names[j][len])
+			return g->ids[j];
+	if (++g->n_names > VG_NAMES_CAP / 2) {
+		fprintf(stderr, "vgen: more than %u distinct frame names\n", VG_NAMES_CAP / 2);
+		abort();
+	}
+	g->names[j] = strndup(name, len);
+	{
+		char tmp[512];
+
+		snprintf(tmp, sizeof(tmp), "%.*s", (int)(k ? len - 4 : len), name);
+		sid = vgen_str(g, tmp);
+	}
+	f.id = ++g->next_id;
+	f.name_id = sid;
+	f.flags = k ? CPA_FF_KERNEL : name[0] == '[' ? CPA_FF_MARKER : 0;
+	f.module_id = k || name[0] == '['			    ? 0
+		      : strstr(g->names[j], "libc_") == g->names[j] ? g->mod_lib
+								    : g->mod_exe;
+	f.offset = 0x1000 + f.id * 16;
+	store_writer__def_frame(g->w, &f);
+	g->ids[j] = f.id;
+	return f.id;
+}
+
+/* "main;run;leaf_[k]" root first -> stack id. */
+static inline uint32_t vgen_stack(struct vgen *g, const char *folded)
+{
+	uint32_t root_first[256], ids[256], n = 0, nk = 0, i;
+	const char *p = folded;
+	struct cpa_stack_def sd;
+
+	while (*p && n < 256) {
+		const char *e = strchr(p, ';');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+
+		root_first[n] = vgen_frame(g, p, len);
+		if (len > 4 && !memcmp(p + len - 4, "_[k]", 4))
+			nk++;
+		n++;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	/* stored leaf first, kernel frames first: the reverse of root first */
+	for (i = 0; i < n; i++)
+		ids[i] = root_first[n - 1 - i];
+	sd.id = ++g->next_id;
+	sd.n_frames = (uint16_t)n;
+	sd.n_kframes = (uint16_t)nk;
+	store_writer__def_stack(g->w, &sd, ids);
+	return sd.id;
+}
+
+static inline int vgen_sample(struct vgen *g, uint64_t t_ns, uint32_t stack, uint32_t pid,
+			      uint32_t tid, uint32_t cpu, uint16_t kind, uint64_t weight,
+			      uint32_t comm, uint32_t pcomm)
+{
+	struct cpa_sample_out o = {.seq = ++g->seq,
+				   .time_ns = t_ns,
+				   .cgroup_id = 0x100 + pid % 4,
+				   .weight = weight,
+				   .pid = pid,
+				   .tid = tid,
+				   .cpu = cpu,
+				   .kind = kind,
+				   .stack_id = stack,
+				   .comm_id = comm,
+				   .pcomm_id = pcomm};
+
+	return store_writer__add_sample(g->w, &o);
+}
+
+static inline int vgen_loss(struct vgen *g, uint64_t t_ns, uint64_t count)
+{
+	struct cpa_loss l = {.seq = ++g->seq,
+			     .time_ns = t_ns,
+			     .count = count,
+			     .weight = count,
+			     .stage = SHM_STAGE_CAPTURE,
+			     .reason = SHM_CNT_DROP_RING_FULL};
+
+	return store_writer__add_loss(g->w, &l);
+}
+
+static inline void vgen_close(struct vgen *g)
+{
+	uint32_t i;
+
+	store_writer__flush(g->w, true);
+	store_writer__free(g->w);
+	for (i = 0; i < VG_NAMES_CAP; i++)
+		free(g->names[i]);
+	memset(g, 0, sizeof(*g));
+}
+
+/*
+ * The test store: 10 minutes from 10:00:00 local on 2026-11-20, per second
+ *   app:1000  main;run_loop;hot_function                       60 on-CPU
+ *   app:1000  main;run_loop;grow_function                       5 on-CPU (40 from 10:05:00)
+ *   app:1000  main;run_loop;cold_function;parse_request         20 on-CPU
+ *   db:2000   main;worker;std::vector<...>::push_back(...)      10 on-CPU
+ *   app:1000  main;run_loop;wait_event;schedule_[k]            10 off-CPU
+ * and 7 lost samples at 10:01:40, 3 degraded ones (pressure) at 10:03:20.
+ */
+#define VT_SECS	     600
+#define VT_HOT	     60
+#define VT_GROW0     5
+#define VT_GROW1     40
+#define VT_COLD	     20
+#define VT_VEC	     10
+#define VT_OFF	     10
+#define VT_LOST	     7
+#define VT_DEGRADED  3
+#define VT_LONG_NAME "std::vector<int, std::allocator<int> >::push_back(int const&)"
+
+static inline uint64_t vt_base_ns(void)
+{
+	struct tm tm = {.tm_year = 126, .tm_mon = 10, .tm_mday = 20, .tm_hour = 10, .tm_isdst = -1};
+
+	return (uint64_t)mktime(&tm) * 1000000000ULL;
+}
+
+static inline int vt_write_store(const char *root)
+{
+	struct vgen *g = calloc(1, sizeof(*g));
+	uint32_t hot, grow, cold, vec, off, deg, app, db;
+	uint64_t base = vt_base_ns();
+	uint32_t s, k;
+	int r = 0;
+
+	if (!g || vgen_open(g, root, 2) < 0) {
+		free(g);
+		return -1;
+	}
+	app = vgen_str(g, "app");
+	db = vgen_str(g, "db");
+	hot = vgen_stack(g, "main;run_loop;hot_function");
+	grow = vgen_stack(g, "main;run_loop;grow_function");
+	cold = vgen_stack(g, "main;run_loop;cold_function;parse_request");
+	vec = vgen_stack(g, "main;worker;" VT_LONG_NAME);
+	off = vgen_stack(g, "main;run_loop;wait_event;schedule_[k]");
+	deg = vgen_stack(g, "[degraded: no user stack]");
+	for (s = 0; s < VT_SECS && !r; s++) {
+		uint64_t t = base + (uint64_t)s * 1000000000ULL;
+		uint32_t ng = s < VT_SECS / 2 ? VT_GROW0 : VT_GROW1;
+
+		for (k = 0; k < VT_HOT && !r; k++)
+			r = vgen_sample(g, t + k * 1000, hot, 1000, 1000, k % 2, CPA_KIND_ONCPU, 1,
+					app, app);
+		for (k = 0; k < ng && !r; k++)
+			r = vgen_sample(g, t + k * 1000, grow, 1000, 1001, k % 2, CPA_KIND_ONCPU, 1,
+					app, app);
+		for (k = 0; k < VT_COLD && !r; k++)
+			r = vgen_sample(g, t + k * 1000, cold, 1000, 1000, 0, CPA_KIND_ONCPU, 1,
+					app, app);
+		for (k = 0; k < VT_VEC && !r; k++)
+			r = vgen_sample(g, t + k * 1000, vec, 2000, 2000, 1, CPA_KIND_ONCPU, 1, db,
+					db);
+		for (k = 0; k < VT_OFF && !r; k++)
+			r = vgen_sample(g, t + k * 1000, off, 1000, 1000, 0, CPA_KIND_OFFCPU,
+					2000000, app, app);
+		if (s == 100)
+			r = vgen_loss(g, t + 500000000ULL, VT_LOST);
+		for (k = 0; s == 200 && k < VT_DEGRADED && !r; k++)
+			r = vgen_sample(g, t + k * 1000, deg, 1000, 1000, 0, CPA_KIND_ONCPU, 1, app,
+					app);
+	}
+	vgen_close(g);
+	free(g);
+	return r;
+}
+
+#endif /* CPA_TEST_VIEW_UTIL_H */

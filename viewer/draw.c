@@ -1,0 +1,666 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Drawing (ncursesw). The screen, top to bottom:
+ *
+ *   header      store, its time span, live/diff marks
+ *   timeline    tl_h rows of bars: samples per second, seconds per cell to fit
+ *   marks       [=====] the selected range, A the diff baseline, ! loss, ~ pressure
+ *   axis        times at the left, middle and right of the timeline
+ *   status      the range, its samples (on/off-CPU, lost), group, filter
+ *   body        flamegraph (icicle: callers above callees), top table, sandwich, help
+ *   details     the selected frame: share of range, self, total, module
+ *   bottom      messages, prompts, key hints
+ */
+#include <curses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/macro.h"
+#include "view.h"
+
+enum {
+	P_EXE = 1,
+	P_LIB,
+	P_JIT,
+	P_UNSYM,
+	P_KERNEL,
+	P_MARKER,
+	P_GROUP,
+	P_ROOT,
+	P_MATCH,
+	P_TL_ON,
+	P_TL_OFF,
+	P_TL_PROBE,
+	P_TL_LOST,
+	P_TL_UNKNOWN,
+	P_GREW,
+	P_SHRANK,
+	P_SAME,
+	P_TITLE,
+	P_MARK,
+};
+
+static const short cls_pair[VCLS_MAX] = {
+	[VCLS_ROOT] = P_ROOT,	  [VCLS_EXE] = P_EXE,	  [VCLS_LIB] = P_LIB,
+	[VCLS_JIT] = P_JIT,	  [VCLS_UNSYM] = P_UNSYM, [VCLS_KERNEL] = P_KERNEL,
+	[VCLS_MARKER] = P_MARKER, [VCLS_GROUP] = P_GROUP,
+};
+
+/* A change of at least this share of the range is marked + / - in a diff. */
+#define DIFF_MARK 0.01
+
+void vdraw__init_colors(struct vapp *a)
+{
+	a->color = a->color && has_colors();
+	if (!a->color)
+		return;
+	start_color();
+	use_default_colors();
+	init_pair(P_EXE, COLOR_BLACK, COLOR_YELLOW);
+	init_pair(P_LIB, COLOR_BLACK, COLOR_CYAN);
+	init_pair(P_JIT, COLOR_BLACK, COLOR_WHITE);
+	init_pair(P_UNSYM, COLOR_BLACK, COLOR_WHITE);
+	init_pair(P_KERNEL, COLOR_WHITE, COLOR_BLUE);
+	init_pair(P_MARKER, COLOR_WHITE, COLOR_RED);
+	init_pair(P_GROUP, COLOR_BLACK, COLOR_GREEN);
+	init_pair(P_ROOT, COLOR_BLACK, COLOR_WHITE);
+	init_pair(P_MATCH, COLOR_BLACK, COLOR_MAGENTA);
+	init_pair(P_TL_ON, COLOR_GREEN, -1);
+	init_pair(P_TL_OFF, COLOR_BLUE, -1);
+	init_pair(P_TL_PROBE, COLOR_YELLOW, -1);
+	init_pair(P_TL_LOST, COLOR_RED, -1);
+	init_pair(P_TL_UNKNOWN, COLOR_WHITE, -1);
+	init_pair(P_GREW, COLOR_WHITE, COLOR_RED);
+	init_pair(P_SHRANK, COLOR_WHITE, COLOR_BLUE);
+	init_pair(P_SAME, COLOR_BLACK, COLOR_WHITE);
+	init_pair(P_TITLE, COLOR_BLACK, COLOR_CYAN);
+	init_pair(P_MARK, COLOR_YELLOW, -1);
+}
+
+static attr_t pair_attr(const struct vapp *a, short p)
+{
+	return a->color ? COLOR_PAIR(p) : A_NORMAL;
+}
+
+static void fmt_tod(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	localtime_r(&tt, &tm);
+	snprintf(buf, len, "%02d:%02d:%02d", tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+static void fmt_span(int64_t s, char *buf, size_t len)
+{
+	if (s < 120)
+		snprintf(buf, len, "%llds", (long long)s);
+	else if (s < 7200)
+		snprintf(buf, len, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
+	else
+		snprintf(buf, len, "%lldh%02lldm", (long long)(s / 3600), (long long)(s / 60 % 60));
+}
+
+static double pct(uint64_t v, uint64_t total)
+{
+	return total ? 100.0 * (double)v / (double)total : 0;
+}
+
+/* Print s at (y, x), at most w columns, padding with spaces to w. */
+static void put_cols(int y, int x, const char *s, int w)
+{
+	int n = (int)vlayout__cols(s);
+
+	if (w <= 0)
+		return;
+	move(y, x);
+	if (n <= w) {
+		addstr(s);
+		for (; n < w; n++)
+			addch(' ');
+	} else {
+		/* plain text: cut at w columns (multi-byte sequences kept whole) */
+		const char *p = s;
+		int c = 0;
+
+		for (; *p; p++) {
+			if (((unsigned char)*p & 0xc0) != 0x80) {
+				if (c == w)
+					break;
+				c++;
+			}
+		}
+		addnstr(s, (int)(p - s));
+	}
+}
+
+static void line_fill(int y, attr_t at, const char *s, int cols)
+{
+	attron(at);
+	put_cols(y, 0, s, cols);
+	attroff(at);
+}
+
+/* ------------------------------------------------------------ timeline */
+
+struct tl_cell {
+	uint64_t on, off, probe, lost, unknown, degraded;
+};
+
+static uint64_t cell_total(const struct tl_cell *c)
+{
+	return c->on + c->off + c->probe + c->lost + c->unknown;
+}
+
+static int tl_height(int rows)
+{
+	return rows >= 40 ? 6 : rows >= 22 ? 4 : 2;
+}
+
+static void draw_timeline(struct vapp *a, int y0, int h)
+{
+	static const char *const ublk[9] = {" ",      "\u2581", "\u2582", "\u2583", "\u2584",
+					    "\u2585", "\u2586", "\u2587", "\u2588"};
+	static const char ablk[9] = {' ', '.', '.', '_', '_', 'o', 'o', '#', '#'};
+	const struct vmodel *m = &a->m;
+	int cols = a->cols, i, r;
+	int64_t span = a->v1 - a->v0, spc = span <= cols ? 1 : (span + cols - 1) / cols;
+	int ncell = (int)MIN((int64_t)cols, (span + spc - 1) / spc);
+	struct tl_cell *cells = calloc((size_t)MAX(ncell, 1), sizeof(*cells));
+	uint64_t max = 1;
+	char t0[16], t1[16], tm[16], lbl[64];
+
+	if (!cells)
+		return;
+	for (i = 0; i < ncell; i++) {
+		int64_t s;
+
+		for (s = a->v0 + i * spc; s < a->v0 + (i + 1) * spc && s <= m->last_s; s++) {
+			int64_t k = s - m->first_s;
+
+			if (k < 0)
+				continue;
+			if (m->known[k]) {
+				cells[i].on += m->exact[k].on;
+				cells[i].off += m->exact[k].off;
+				cells[i].probe += m->exact[k].probe;
+				cells[i].lost += m->exact[k].lost;
+				cells[i].degraded += m->exact[k].degraded;
+			} else {
+				cells[i].unknown += m->hdr[k];
+			}
+		}
+		max = MAX(max, cell_total(&cells[i]));
+	}
+	for (i = 0; i < ncell; i++) {
+		const struct tl_cell *c = &cells[i];
+		uint64_t tot = cell_total(c);
+		int level = tot ? (int)((tot * (uint64_t)h * 8 + max - 1) / max) : 0;
+		bool in = a->v0 + i * spc < a->r1 && a->v0 + (i + 1) * spc > a->r0;
+		short p = c->unknown >= tot / 2 && c->unknown	 ? P_TL_UNKNOWN
+			  : c->off > c->on && c->off >= c->probe ? P_TL_OFF
+			  : c->probe > c->on			 ? P_TL_PROBE
+								 : P_TL_ON;
+		attr_t at = pair_attr(a, p) | (in ? A_BOLD : A_DIM);
+
+		attron(at);
+		for (r = 0; r < h; r++) {
+			int e = level - (h - 1 - r) * 8;
+
+			e = e < 0 ? 0 : e > 8 ? 8 : e;
+			if (a->utf8)
+				mvaddstr(y0 + r, i, ublk[e]);
+			else
+				mvaddch(y0 + r, i, (chtype)ablk[e]);
+		}
+		attroff(at);
+		/* marks row: the range, A, losses */
+		move(y0 + h, i);
+		if (c->lost) {
+			attron(pair_attr(a, P_TL_LOST) | A_BOLD);
+			addch('!');
+			attroff(pair_attr(a, P_TL_LOST) | A_BOLD);
+		} else if (c->degraded) {
+			attron(pair_attr(a, P_TL_PROBE) | A_BOLD);
+			addch('~');
+			attroff(pair_attr(a, P_TL_PROBE) | A_BOLD);
+		} else if (in) {
+			bool first = a->v0 + i * spc <= a->r0,
+			     last = a->v0 + (i + 1) * spc >= a->r1;
+
+			attron(pair_attr(a, P_MARK) | A_BOLD);
+			addch(first && last ? '|' : first ? '[' : last ? ']' : '=');
+			attroff(pair_attr(a, P_MARK) | A_BOLD);
+		} else if (a->have_a && a->v0 + i * spc < a->a1 && a->v0 + (i + 1) * spc > a->a0) {
+			addch('A');
+		} else {
+			addch(' ');
+		}
+	}
+	/* axis row */
+	fmt_tod(a->v0, t0, sizeof(t0));
+	fmt_tod(a->v1, t1, sizeof(t1));
+	fmt_tod(a->v0 + span / 2, tm, sizeof(tm));
+	move(y0 + h + 1, 0);
+	clrtoeol();
+	mvaddstr(y0 + h + 1, 0, t0);
+	if (cols > 40)
+		mvaddstr(y0 + h + 1, cols / 2 - 4, tm);
+	mvaddstr(y0 + h + 1, cols - 8, t1);
+	snprintf(lbl, sizeof(lbl), " %llds/cell max %llu/s ", (long long)spc,
+		 (unsigned long long)(max / (uint64_t)spc));
+	if (cols > 70)
+		mvaddstr(y0 + h + 1, cols / 4 - (int)strlen(lbl) / 2, lbl);
+	free(cells);
+}
+
+/* ------------------------------------------------------------ flamegraph */
+
+static double node_share(const struct vtree *t, uint32_t n)
+{
+	return t->nodes[0].total ? (double)t->nodes[n].total / (double)t->nodes[0].total : 0;
+}
+
+/* Change of the node's share of its range, B (current) minus A. */
+static double diff_delta(const struct vapp *a, uint32_t node)
+{
+	uint32_t m = vtree__match(&a->tree, node, &a->tree_a);
+	double sa = m == VNODE_NONE ? 0 : node_share(&a->tree_a, m);
+
+	return node_share(&a->tree, node) - sa;
+}
+
+static void draw_box(struct vapp *a, const struct vtree *t, const struct vbox *b, int y,
+		     bool selected, bool matched, bool diff)
+{
+	char name[1024], label[1024];
+	const struct vnode *n = &t->nodes[b->node];
+	int w = (int)b->w, lw = w >= 2 ? w - 1 : w;
+	attr_t at;
+	const char *ell = a->utf8 ? "\u2026" : "~";
+
+	if (w <= 0)
+		return;
+	if (b->n_merged)
+		snprintf(name, sizeof(name), "+%u", b->n_merged);
+	else
+		snprintf(name, sizeof(name), "%s", strtab__str(t->names, n->name));
+	if (diff && !b->n_merged) {
+		double d = diff_delta(a, b->node);
+		at = pair_attr(a, d >= DIFF_MARK ? P_GREW : d <= -DIFF_MARK ? P_SHRANK : P_SAME);
+		if (d >= DIFF_MARK || d <= -DIFF_MARK) {
+			memmove(name + 1, name, sizeof(name) - 1);
+			name[sizeof(name) - 1] = '\0';
+			name[0] = d > 0 ? '+' : '-';
+		}
+	} else if (matched) {
+		at = a->color ? COLOR_PAIR(P_MATCH) : A_BOLD | A_UNDERLINE;
+	} else {
+		at = b->n_merged ? pair_attr(a, P_ROOT) : pair_attr(a, cls_pair[n->cls]);
+	}
+	if (selected)
+		at |= A_REVERSE | A_BOLD;
+	vlayout__label(name, (uint32_t)lw, ell, label, sizeof(label));
+	attron(at);
+	put_cols(y, (int)b->x, label, lw);
+	attroff(at);
+	if (w >= 2)
+		mvaddch(y, (int)(b->x + b->w - 1), ' ');
+}
+
+/* Boxes of lay from depth top_depth on, rows h, starting at screen row y0;
+ * up = true draws bottom-up (callers of a sandwich). */
+static void draw_layout(struct vapp *a, const struct vtree *t, const struct vlayout *lay, int y0,
+			int h, uint32_t top_depth, bool up, bool interactive)
+{
+	uint32_t i;
+
+	for (i = 0; i < lay->n; i++) {
+		const struct vbox *b = &lay->boxes[i];
+		int row;
+
+		if (b->depth < top_depth || b->depth >= top_depth + (uint32_t)h)
+			continue;
+		row = (int)(b->depth - top_depth);
+		draw_box(a, t, b, up ? y0 + h - 1 - row : y0 + row,
+			 interactive && !b->n_merged && b->node == a->sel,
+			 interactive && !b->n_merged && a->have_re && b->node < a->tree.n &&
+				 a->match[b->node],
+			 interactive && a->diff && a->have_a);
+	}
+}
+
+static void draw_flame(struct vapp *a, int y0, int h)
+{
+	int i;
+
+	vlayout__build(&a->lay, &a->tree, a->zoom, (uint32_t)a->cols, 600, 3);
+	i = vlayout__find(&a->lay, a->sel);
+	if (i < 0) {
+		a->sel = a->zoom;
+		i = vlayout__find(&a->lay, a->sel);
+	}
+	if (i >= 0) {
+		uint32_t d = a->lay.boxes[i].depth;
+
+		if (d < a->top_depth)
+			a->top_depth = d;
+		if (d >= a->top_depth + (uint32_t)h)
+			a->top_depth = d - (uint32_t)h + 1;
+	}
+	if (!a->tree.nodes[0].total) {
+		mvaddstr(y0 + 1, 2, "no samples in this range (with these filters)");
+		return;
+	}
+	draw_layout(a, &a->tree, &a->lay, y0, h, a->top_depth, false, true);
+	if (a->top_depth)
+		mvaddstr(y0, a->cols - 12, a->utf8 ? " \u2191 more \u2191 " : " ^ more ^ ");
+	if (a->lay.depth > a->top_depth + (uint32_t)h)
+		mvaddstr(y0 + h - 1, a->cols - 12, a->utf8 ? " \u2193 more \u2193 " : " v more v ");
+}
+
+static void draw_details(struct vapp *a, int y)
+{
+	const struct vtree *t = &a->tree;
+	const struct vnode *n;
+	char buf[1024], extra[256] = "";
+	uint64_t root = t->nodes[0].total;
+
+	if (a->view == VV_TOP || a->view == VV_SANDWICH) {
+		if (a->top_sel < a->n_top) {
+			const struct vtop_row *r = &a->top[a->view == VV_SANDWICH ? 0 : a->top_sel];
+			uint32_t name = a->view == VV_SANDWICH ? a->sw_name : r->name;
+			uint32_t k;
+
+			for (k = 0; k < a->n_top; k++)
+				if (a->top[k].name == name)
+					r = &a->top[k];
+			snprintf(buf, sizeof(buf), "%s  total %.1f%% (%llu)  self %.1f%% (%llu)",
+				 strtab__str(&a->m.names, name), pct(r->total, root),
+				 (unsigned long long)r->total, pct(r->self, root),
+				 (unsigned long long)r->self);
+			line_fill(y, A_BOLD, buf, a->cols);
+		}
+		return;
+	}
+	if (a->sel >= t->n)
+		return;
+	n = &t->nodes[a->sel];
+	if (a->diff && a->have_a) {
+		uint32_t m = vtree__match(t, a->sel, &a->tree_a);
+
+		snprintf(extra, sizeof(extra), "  A %.1f%% -> B %.1f%% (%+.1f)",
+			 m == VNODE_NONE ? 0 : 100 * node_share(&a->tree_a, m),
+			 100 * node_share(t, a->sel), 100 * diff_delta(a, a->sel));
+	} else if (n->module) {
+		snprintf(extra, sizeof(extra), "  module %s", strtab__str(t->names, n->module));
+	} else if (n->cls == VCLS_KERNEL) {
+		snprintf(extra, sizeof(extra), "  [kernel]");
+	}
+	snprintf(buf, sizeof(buf), "%s  total %.1f%% (%llu)  self %.1f%% (%llu)%s",
+		 vtree__name(t, a->sel), pct(n->total, root), (unsigned long long)n->total,
+		 pct(n->self, root), (unsigned long long)n->self, extra);
+	line_fill(y, A_BOLD, buf, a->cols);
+}
+
+/* ------------------------------------------------------------ top table, sandwich */
+
+static void draw_top(struct vapp *a, int y0, int h)
+{
+	uint64_t root = a->tree.nodes[0].total, root_a = a->tree_a.nodes[0].total;
+	bool diff = a->diff && a->have_a;
+	char buf[1024];
+	uint32_t i;
+	int row;
+
+	if (diff)
+		snprintf(buf, sizeof(buf),
+			 "  A TOTAL%%  B TOTAL%%    CHANGE  FUNCTION   (biggest movers first)");
+	else
+		snprintf(buf, sizeof(buf),
+			 "  %sTOTAL%%   %sSELF%%    SAMPLES  FUNCTION   (sorted by %s; s/t)",
+			 a->sort_self ? " " : "*", a->sort_self ? "*" : " ",
+			 a->sort_self ? "self" : "total");
+	line_fill(y0, A_BOLD | A_UNDERLINE, buf, a->cols);
+	h--;
+	if (a->top_sel < a->top_scroll)
+		a->top_scroll = a->top_sel;
+	if (a->top_sel >= a->top_scroll + (uint32_t)h)
+		a->top_scroll = a->top_sel - (uint32_t)h + 1;
+	for (row = 0, i = a->top_scroll; row < h && i < a->n_top; row++, i++) {
+		const struct vtop_row *r = &a->top[i];
+		const char *name = strtab__str(&a->m.names, r->name);
+		attr_t at = i == a->top_sel ? A_REVERSE : A_NORMAL;
+
+		if (diff)
+			snprintf(buf, sizeof(buf), "  %7.2f%%  %7.2f%%  %+7.2f%%  %s%s",
+				 pct(r->total_a, root_a), pct(r->total, root), 100 * r->delta,
+				 r->delta >= DIFF_MARK	  ? "+"
+				 : r->delta <= -DIFF_MARK ? "-"
+							  : "",
+				 name);
+		else
+			snprintf(buf, sizeof(buf), "  %6.2f%%  %6.2f%%  %9llu  %s",
+				 pct(r->total, root), pct(r->self, root),
+				 (unsigned long long)r->total, name);
+		if (a->have_re && !regexec(&a->re, name, 0, NULL, 0) && a->color)
+			at |= COLOR_PAIR(P_MATCH);
+		line_fill(y0 + 1 + row, at, buf, a->cols);
+	}
+}
+
+static void draw_sandwich(struct vapp *a, int y0, int h)
+{
+	int hu = (h - 2) / 2, hd = h - 2 - hu;
+	uint32_t zu = vtree__child(&a->callers, 0, a->sw_name),
+		 zd = vtree__child(&a->callees, 0, a->sw_name);
+	char buf[512];
+	const char *name = strtab__str(&a->m.names, a->sw_name);
+
+	snprintf(buf, sizeof(buf), "callers of %s (above), bottom-up", name);
+	line_fill(y0, A_BOLD, buf, a->cols);
+	if (zu != VNODE_NONE) {
+		vlayout__build(&a->lay_up, &a->callers, zu, (uint32_t)a->cols, (uint32_t)hu, 3);
+		draw_layout(a, &a->callers, &a->lay_up, y0 + 1, hu, 0, true, false);
+	}
+	snprintf(buf, sizeof(buf), "callees of %s (below)", name);
+	line_fill(y0 + 1 + hu, A_BOLD, buf, a->cols);
+	if (zd != VNODE_NONE) {
+		vlayout__build(&a->lay_down, &a->callees, zd, (uint32_t)a->cols, (uint32_t)hd, 3);
+		draw_layout(a, &a->callees, &a->lay_down, y0 + 2 + hu, hd, 0, false, false);
+	}
+}
+
+static void draw_help(struct vapp *a, int y0, int h)
+{
+	size_t n, i;
+	const struct vkey *k = vkeymap__table(&n);
+	uint32_t skip = a->help_scroll;
+	int row = 0;
+	char buf[512];
+
+	line_fill(y0, A_BOLD, "cpa-view keys (j/k scroll, any other key closes)", a->cols);
+	for (i = 0; i < n && row < h - 1; i++) {
+		if (!k[i].name || !k[i].help)
+			continue;
+		if (skip) {
+			skip--;
+			continue;
+		}
+		snprintf(buf, sizeof(buf), " %-8s %s", k[i].name, k[i].help);
+		put_cols(y0 + 1 + row++, 0, buf, a->cols);
+	}
+}
+
+/* ------------------------------------------------------------ screen */
+
+static void draw_header(struct vapp *a)
+{
+	char buf[1024], f[16], l[16], r0[16], r1[16], sp[32], filt[256], all[32];
+	const char *dir = strrchr(a->m.dir, '/') ? strrchr(a->m.dir, '/') + 1 : a->m.dir;
+	uint64_t corrupt = vmodel__corrupt(&a->m);
+	size_t o;
+
+	fmt_tod(a->m.first_s, f, sizeof(f));
+	fmt_tod(a->m.last_s + 1, l, sizeof(l));
+	vfilter__describe(&a->f, filt, sizeof(filt));
+	fmt_span(a->m.last_s + 1 - a->m.first_s, all, sizeof(all));
+	o = (size_t)snprintf(buf, sizeof(buf), " cpa-view  %.200s  %s-%s (%s)%s%s", dir, f, l, all,
+			     a->o.follow ? "  [live]" : "", a->diff && a->have_a ? "  [diff]" : "");
+	if (corrupt)
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "  corrupt blocks skipped: %llu",
+				      (unsigned long long)corrupt);
+	snprintf(buf + o, sizeof(buf) - o, "  group %s%s%s%s", vgroup__name(a->f.group),
+		 a->f.kernel ? "" : "  no-kernel", filt[0] ? "  " : "", filt);
+	line_fill(0, pair_attr(a, P_TITLE) | (a->color ? 0 : A_REVERSE), buf, a->cols);
+
+	fmt_tod(a->r0, r0, sizeof(r0));
+	fmt_tod(a->r1, r1, sizeof(r1));
+	fmt_span(a->r1 - a->r0, sp, sizeof(sp));
+	snprintf(buf, sizeof(buf), "range %s-%s (%s)  %llu samples: on %llu off %llu lost %llu", r0,
+		 r1, sp, (unsigned long long)a->st.samples, (unsigned long long)a->st.on,
+		 (unsigned long long)a->st.off, (unsigned long long)a->st.lost);
+	if (a->st.probe) {
+		o = strlen(buf);
+		snprintf(buf + o, sizeof(buf) - o, " probe %llu", (unsigned long long)a->st.probe);
+	}
+	line_fill(2 + tl_height(a->rows) + 2 - 1, A_BOLD, buf, a->cols);
+}
+
+/* Word-wrapped text from row y, at most max_rows rows; returns rows used. */
+static int put_wrapped(int y, int x, const char *s, int w, int max_rows)
+{
+	int rows = 0;
+
+	while (*s && rows < max_rows) {
+		int n = (int)strlen(s), cut = n;
+
+		if (n > w) {
+			for (cut = w; cut > w / 2 && s[cut] != ' '; cut--)
+				;
+			if (s[cut] != ' ')
+				cut = w;
+		}
+		mvaddnstr(y + rows++, x, s, cut);
+		s += cut;
+		while (*s == ' ')
+			s++;
+	}
+	return rows;
+}
+
+static void draw_bottom(struct vapp *a)
+{
+	char buf[512];
+
+	if (a->msg[0]) {
+		line_fill(a->rows - 1, A_BOLD, a->msg, a->cols);
+		return;
+	}
+	if (a->have_re) {
+		snprintf(buf, sizeof(buf),
+			 "/%s/ matches %.1f%% of the range   n/N next/prev  / clear", a->search,
+			 100 * a->match_share);
+		line_fill(a->rows - 1, a->color ? COLOR_PAIR(P_MATCH) : A_BOLD, buf, a->cols);
+		return;
+	}
+	if (a->diff && a->have_a) {
+		char x0[16], x1[16];
+
+		fmt_tod(a->a0, x0, sizeof(x0));
+		fmt_tod(a->a1, x1, sizeof(x1));
+		snprintf(buf, sizeof(buf), "diff: A %s-%s vs B = range; +grew -shrank   D diff off",
+			 x0, x1);
+		line_fill(a->rows - 1, A_NORMAL, buf, a->cols);
+		return;
+	}
+	line_fill(a->rows - 1, A_DIM,
+		  "? help  [ ] - + range  g jump  Enter zoom  / search  Tab top  : filter  q quit",
+		  a->cols);
+}
+
+void vdraw__screen(struct vapp *a)
+{
+	int tl_h, body_y, body_h;
+
+	getmaxyx(stdscr, a->rows, a->cols);
+	erase();
+	if (a->cols < VIEW_MIN_COLS || a->rows < VIEW_MIN_ROWS) {
+		char buf[128];
+
+		snprintf(buf, sizeof(buf), "terminal too small: %dx%d, cpa-view needs %dx%d",
+			 a->cols, a->rows, VIEW_MIN_COLS, VIEW_MIN_ROWS);
+		mvaddnstr(0, 0, buf, a->cols);
+		return;
+	}
+	if (!a->have_model) {
+		line_fill(0, A_REVERSE, " cpa-view", a->cols);
+		mvaddnstr(2, 2, "Cannot show this store:", a->cols - 2);
+		mvaddnstr(4 + put_wrapped(3, 2, a->err, a->cols - 4, a->rows - 6), 2,
+			  a->o.follow ? "live mode: retrying every second; q quits" : "q quits",
+			  a->cols - 2);
+		return;
+	}
+	tl_h = tl_height(a->rows);
+	/* header 1, timeline tl_h, marks 1, axis 1, status 1 */
+	draw_timeline(a, 1, tl_h);
+	draw_header(a);
+	body_y = 1 + tl_h + 3;
+	body_h = a->rows - body_y - 2;
+	switch (a->view) {
+	case VV_TOP:
+		draw_top(a, body_y, body_h);
+		break;
+	case VV_SANDWICH:
+		draw_sandwich(a, body_y, body_h);
+		break;
+	case VV_HELP:
+		draw_help(a, body_y - 1 - tl_h - 2, a->rows - 1);
+		break;
+	default:
+		draw_flame(a, body_y, body_h);
+		break;
+	}
+	if (a->view != VV_HELP)
+		draw_details(a, a->rows - 2);
+	draw_bottom(a);
+}
+
+bool vdraw__prompt(struct vapp *a, const char *label, char *buf, size_t len)
+{
+	size_t n = strlen(buf);
+	int ch;
+
+	curs_set(1);
+	timeout(-1);
+	for (;;) {
+		move(a->rows - 1, 0);
+		clrtoeol();
+		attron(A_BOLD);
+		addnstr(label, a->cols - 1);
+		attroff(A_BOLD);
+		addnstr(buf, MAX(a->cols - 1 - (int)strlen(label), 0));
+		refresh();
+		ch = getch();
+		if (ch == 27) {
+			curs_set(0);
+			return false;
+		}
+		if (ch == '\n' || ch == '\r' || ch == KEY_ENTER)
+			break;
+		if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+			if (n)
+				buf[--n] = '\0';
+		} else if (ch == 21) { /* ^U */
+			n = 0;
+			buf[0] = '\0';
+		} else if (ch >= 32 && ch < 256 && n + 1 < len) {
+			buf[n++] = (char)ch;
+			buf[n] = '\0';
+		}
+	}
+	curs_set(0);
+	return true;
+}

@@ -1,0 +1,833 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Store -> timeline and call trees (model.h).
+ *
+ * A range is aggregated in two passes so the per-row cost stays a few hash
+ * lookups: rows -> (stack, group) sums, where a stack is interned once per
+ * (segment, stack id) into root-first name ids; then each distinct
+ * (stack, group) pair is added to the tree along its path.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/macro.h"
+#include "model.h"
+
+#define NS 1000000000ULL
+
+/* ------------------------------------------------------------ filters */
+
+static const char *const group_names[VG_MAX] = {"process", "thread", "cgroup",
+						"env",	   "cpu",    "none"};
+
+const char *vgroup__name(enum vgroup g)
+{
+	return g < VG_MAX ? group_names[g] : "?";
+}
+
+void vfilter__init(struct vfilter *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->pid = -1;
+	f->cgroup = -1;
+	f->probe = -1;
+	f->kinds = VK_ALL;
+	f->group = VG_PROCESS;
+	f->kernel = true;
+}
+
+bool vfilter__selects_all(const struct vfilter *f)
+{
+	return f->pid < 0 && f->cgroup < 0 && f->probe < 0 && !f->comm[0] && !f->env[0] &&
+	       !f->has_cpus && f->kinds == VK_ALL;
+}
+
+static int parse_kinds(const char *v, unsigned int *ret)
+{
+	unsigned int k = 0;
+	char buf[64], *save = NULL, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "on") || !strcmp(tok, "oncpu"))
+			k |= VK_ON;
+		else if (!strcmp(tok, "off") || !strcmp(tok, "offcpu"))
+			k |= VK_OFF;
+		else if (!strcmp(tok, "probe"))
+			k |= VK_PROBE;
+		else if (!strcmp(tok, "lost"))
+			k |= VK_LOST;
+		else if (!strcmp(tok, "all"))
+			k |= VK_ALL;
+		else
+			return -EINVAL;
+	}
+	if (!k)
+		return -EINVAL;
+	*ret = k;
+	return 0;
+}
+
+int vfilter__parse(struct vfilter *f, const char *s, char *err, size_t errlen)
+{
+	struct vfilter n;
+	char buf[512], *save = NULL, *tok;
+
+	vfilter__init(&n);
+	n.group = f->group;
+	n.kernel = f->kernel;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+		char *eq = strchr(tok, '='), *end;
+		const char *v;
+
+		if (!eq || eq == tok || !eq[1]) {
+			snprintf(err, errlen, "want key=value, got '%s'", tok);
+			return -EINVAL;
+		}
+		*eq = '\0';
+		v = eq + 1;
+		if (!strcmp(tok, "pid")) {
+			n.pid = strtoll(v, &end, 10);
+			if (*end || n.pid < 0)
+				goto bad;
+		} else if (!strcmp(tok, "cgroup")) {
+			n.cgroup = strtoll(v, &end, 0);
+			if (*end || n.cgroup < 0)
+				goto bad;
+		} else if (!strcmp(tok, "probe")) {
+			n.probe = strtoll(v, &end, 10);
+			if (*end || n.probe < 0)
+				goto bad;
+		} else if (!strcmp(tok, "comm")) {
+			snprintf(n.comm, sizeof(n.comm), "%s", v);
+		} else if (!strcmp(tok, "env")) {
+			snprintf(n.env, sizeof(n.env), "%s", v);
+		} else if (!strcmp(tok, "cpu")) {
+			if (cpulist__parse(v, n.cpus, VCPU_BITS, NULL) < 0)
+				goto bad;
+			n.has_cpus = true;
+			snprintf(n.cpu_list, sizeof(n.cpu_list), "%s", v);
+		} else if (!strcmp(tok, "kind")) {
+			if (parse_kinds(v, &n.kinds) < 0)
+				goto bad;
+		} else {
+			snprintf(err, errlen,
+				 "unknown filter '%s' (pid comm cgroup cpu env kind probe)", tok);
+			return -EINVAL;
+		}
+		continue;
+bad:
+		snprintf(err, errlen, "bad value for %s: '%s'", tok, v);
+		return -EINVAL;
+	}
+	*f = n;
+	return 0;
+}
+
+void vfilter__describe(const struct vfilter *f, char *buf, size_t len)
+{
+	static const char *const kind_names[] = {"on", "off", "probe", "lost"};
+	char kinds[32] = "";
+	size_t o = 0, k;
+
+	buf[0] = '\0';
+	for (k = 0; k < 4; k++)
+		if (f->kinds & (1u << k))
+			snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds), "%s%s",
+				 kinds[0] ? "," : "", kind_names[k]);
+#define ADD(...)                                                              \
+	do {                                                                  \
+		if (o < len)                                                  \
+			o += (size_t)snprintf(buf + o, len - o, __VA_ARGS__); \
+	} while (0)
+	if (f->pid >= 0)
+		ADD("pid=%lld ", (long long)f->pid);
+	if (f->comm[0])
+		ADD("comm=%s ", f->comm);
+	if (f->cgroup >= 0)
+		ADD("cgroup=%lld ", (long long)f->cgroup);
+	if (f->has_cpus)
+		ADD("cpu=%s ", f->cpu_list);
+	if (f->env[0])
+		ADD("env=%s ", f->env);
+	if (f->kinds != VK_ALL)
+		ADD("kind=%s ", kinds);
+	if (f->probe >= 0)
+		ADD("probe=%lld ", (long long)f->probe);
+#undef ADD
+	o = strlen(buf);
+	if (o && buf[o - 1] == ' ')
+		buf[o - 1] = '\0';
+}
+
+static void to_store_filter(const struct vfilter *f, struct store_filter *sf)
+{
+	store_filter__init(sf);
+	sf->pid = f->pid;
+	sf->cgroup_id = f->cgroup;
+	sf->comm = f->comm[0] ? f->comm : NULL;
+	sf->env = f->env[0] ? f->env : NULL;
+	if (f->has_cpus) {
+		sf->cpu_set = f->cpus;
+		sf->cpu_set_bits = VCPU_BITS;
+	}
+}
+
+static bool kind_ok(const struct vfilter *f, const struct store_sample *s)
+{
+	if (f->probe >= 0 && (s->lost || s->kind != CPA_KIND_PROBE || s->probe_id != f->probe))
+		return false;
+	if (s->lost)
+		return f->kinds & VK_LOST;
+	switch (s->kind) {
+	case CPA_KIND_ONCPU:
+		return f->kinds & VK_ON;
+	case CPA_KIND_OFFCPU:
+		return f->kinds & VK_OFF;
+	default:
+		return f->kinds & VK_PROBE;
+	}
+}
+
+/* ------------------------------------------------------------ open */
+
+static void on_notice(void *ctx, const char *msg)
+{
+	struct vmodel *m = ctx;
+
+	/* The block being written right now looks torn to a reader: not news. */
+	if (strstr(msg, "torn"))
+		return;
+	m->notices++;
+	snprintf(m->last_notice, sizeof(m->last_notice), "%s", msg);
+}
+
+static int pick_dir(const char *path, char *dir, size_t len, char *err, size_t errlen)
+{
+	struct stat sb;
+	int r;
+
+	if (stat(path, &sb) < 0) {
+		snprintf(err, errlen, "'%s': %s", path, strerror(errno));
+		return -errno;
+	}
+	if (store_dir__is_store(path)) {
+		snprintf(dir, len, "%s", path);
+		return 0;
+	}
+	r = store_root__pick(path, -1, dir, len);
+	if (r == -ENOENT)
+		snprintf(err, errlen,
+			 "no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
+			 path);
+	else if (r < 0)
+		snprintf(err, errlen, "read store root '%s': %s", path, strerror(-r));
+	return r;
+}
+
+/* Spread each block's header count over its seconds. */
+static int load_timeline(struct vmodel *m)
+{
+	_cleanup_free_ struct store_tl_block *bl = NULL;
+	size_t n, i;
+	uint64_t bad = 0;
+	int r = store_timeline__read(m->dir, &bl, &n, &bad);
+
+	if (r < 0)
+		return r; /* no usable index: the exact counts are all there is */
+	m->hdr_bad = bad;
+	for (i = 0; i < n; i++) {
+		int64_t s0 = bl[i].t_min_s, ns = (int64_t)bl[i].span_s + 1, s;
+		uint64_t per = bl[i].n_samples / (uint64_t)ns, rem = bl[i].n_samples % (uint64_t)ns;
+
+		for (s = 0; s < ns; s++) {
+			int64_t sec = s0 + s;
+
+			if (sec < m->first_s || sec > m->last_s)
+				continue;
+			m->hdr[sec - m->first_s] += per + ((uint64_t)s < rem);
+		}
+	}
+	return 0;
+}
+
+static void model_close(struct vmodel *m)
+{
+	store_reader__free(m->r);
+	m->r = NULL;
+	free(m->hdr);
+	free(m->exact);
+	free(m->known);
+	m->hdr = NULL;
+	m->exact = NULL;
+	m->known = NULL;
+}
+
+static int model_load(struct vmodel *m, char *err, size_t errlen)
+{
+	uint64_t first, last, recs;
+	size_t n;
+	int r;
+
+	r = store_reader__open_err(m->dir, on_notice, m, &m->r, err, errlen);
+	if (r < 0)
+		return r;
+	r = store_reader__range(m->r, &first, &last, &recs);
+	if (r < 0 || !recs) {
+		snprintf(err, errlen, "store '%s' holds no samples yet%s%s", m->dir,
+			 r < 0 ? ": " : "", r < 0 ? store_reader__error(m->r) : "");
+		return r < 0 ? r : -ENODATA;
+	}
+	m->first_s = (int64_t)(first / NS);
+	m->last_s = (int64_t)(last / NS);
+	if (m->last_s - m->first_s > 400L * 86400) {
+		snprintf(err, errlen, "store '%s' spans more than 400 days: damaged times?",
+			 m->dir);
+		return -EBADMSG;
+	}
+	n = (size_t)(m->last_s - m->first_s + 1);
+	m->hdr = calloc(n, sizeof(*m->hdr));
+	m->exact = calloc(n, sizeof(*m->exact));
+	m->known = calloc(n, 1);
+	if (!m->hdr || !m->exact || !m->known) {
+		snprintf(err, errlen, "out of memory for a %zu-second timeline", n);
+		return -ENOMEM;
+	}
+	r = load_timeline(m);
+	if (r == -EPROTONOSUPPORT) {
+		snprintf(
+			err, errlen,
+			"store '%s' has a newer format version than this cpa-view reads: use a newer cpa",
+			m->dir);
+		return r;
+	}
+	return 0;
+}
+
+int vmodel__open(struct vmodel *m, const char *path, char *err, size_t errlen)
+{
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	r = pick_dir(path, m->dir, sizeof(m->dir), err, errlen);
+	if (r < 0)
+		return r;
+	return model_load(m, err, errlen);
+}
+
+int vmodel__reload(struct vmodel *m, char *err, size_t errlen)
+{
+	model_close(m);
+	/* The interned stacks stay valid: segments are append-only. */
+	return model_load(m, err, errlen);
+}
+
+void vmodel__free(struct vmodel *m)
+{
+	uint32_t i;
+
+	model_close(m);
+	strtab__free(&m->names);
+	for (i = 0; i < m->n_segs; i++)
+		free(m->segs[i].idx);
+	free(m->segs);
+	u64map__free(&m->stack_dedup);
+	u64map__free(&m->fcache_map);
+	free(m->fcache);
+	for (i = 0; i < VG_MAX; i++)
+		u64map__free(&m->groups[i]);
+	u64map__free(&m->agg);
+	free(m->stacks);
+	free(m->frames);
+	free(m->aggs);
+	memset(m, 0, sizeof(*m));
+}
+
+uint64_t vmodel__corrupt(const struct vmodel *m)
+{
+	struct store_read_stats st = {0};
+
+	if (m->r)
+		store_reader__stats(m->r, &st);
+	return st.blocks_corrupt + m->hdr_bad;
+}
+
+uint64_t vmodel__sec_total(const struct vmodel *m, int64_t s)
+{
+	const struct vsec *e;
+
+	if (!m->hdr || s < m->first_s || s > m->last_s)
+		return 0;
+	if (!m->known[s - m->first_s])
+		return m->hdr[s - m->first_s];
+	e = &m->exact[s - m->first_s];
+	return (uint64_t)e->on + e->off + e->probe + e->lost;
+}
+
+/* ------------------------------------------------------------ aggregation */
+
+static uint8_t frame_cls(const struct store_frame *f)
+{
+	if (f->flags & CPA_FF_MARKER)
+		return VCLS_MARKER;
+	if (f->flags & CPA_FF_KERNEL)
+		return VCLS_KERNEL;
+	if (f->flags & CPA_FF_UNSYMBOLIZED)
+		return VCLS_UNSYM;
+	if (!f->module[0] || f->module[0] == '[')
+		return VCLS_JIT;
+	return strstr(f->module, ".so") ? VCLS_LIB : VCLS_EXE;
+}
+
+static int grow_arr(void **p, uint32_t *cap, uint32_t need, size_t esz)
+{
+	uint32_t nc;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	nc = *cap ? *cap : 1024;
+	while (nc < need)
+		nc *= 2;
+	np = realloc(*p, (size_t)nc * esz);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+/* The (seg, stack_id) slot of the segment map, NULL on ENOMEM. */
+static uint32_t *seg_slot(struct vmodel *m, uint32_t seg, uint32_t stack_id)
+{
+	struct vseg_map *sm = NULL;
+	uint32_t i;
+
+	if (m->last_seg < m->n_segs && m->segs[m->last_seg].seg == seg) {
+		sm = &m->segs[m->last_seg];
+	} else {
+		for (i = 0; i < m->n_segs; i++)
+			if (m->segs[i].seg == seg)
+				break;
+		if (i == m->n_segs) {
+			struct vseg_map *ns = realloc(m->segs, (m->n_segs + 1) * sizeof(*ns));
+
+			if (!ns)
+				return NULL;
+			m->segs = ns;
+			m->segs[m->n_segs++] = (struct vseg_map){.seg = seg};
+		}
+		m->last_seg = i;
+		sm = &m->segs[i];
+	}
+	if (stack_id >= sm->cap) {
+		uint32_t nc = sm->cap ? sm->cap : 1024, *ni;
+
+		while (nc <= stack_id)
+			nc *= 2;
+		ni = realloc(sm->idx, (size_t)nc * sizeof(*ni));
+		if (!ni)
+			return NULL;
+		memset(ni + sm->cap, 0, (size_t)(nc - sm->cap) * sizeof(*ni));
+		sm->idx = ni;
+		sm->cap = nc;
+	}
+	return &sm->idx[stack_id];
+}
+
+/* Interned name, module and class of a frame of segment seg. Frames are
+ * cached by address for the rows of one segment: hashing the address is
+ * cheaper than hashing an 80-byte C++ name. */
+static int frame_of(struct vmodel *m, uint32_t seg, const struct store_frame *f,
+		    struct vpath_ent *ret)
+{
+	uint32_t i;
+
+	if (seg != m->fcache_seg) {
+		u64map__clear(&m->fcache_map);
+		m->n_fcache = 0;
+		m->fcache_seg = seg;
+	}
+	i = u64map__get(&m->fcache_map, (uint64_t)(uintptr_t)f);
+	if (i != UINT32_MAX) {
+		*ret = m->fcache[i];
+		return 0;
+	}
+	ret->cls = frame_cls(f);
+	ret->name = strtab__intern(&m->names, f->name, strlen(f->name));
+	ret->module = f->module[0] ? strtab__intern(&m->names, f->module, strlen(f->module)) : 0;
+	if (!ret->name ||
+	    grow_arr((void **)&m->fcache, &m->cap_fcache, m->n_fcache + 1, sizeof(*m->fcache)))
+		return -ENOMEM;
+	m->fcache[m->n_fcache] = *ret;
+	return u64map__put(&m->fcache_map, (uint64_t)(uintptr_t)f, m->n_fcache++);
+}
+
+/* Same frames (field by field: vpath_ent has padding). */
+static bool frames_eq(const struct vpath_ent *a, const struct vpath_ent *b, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (a[i].name != b[i].name || a[i].module != b[i].module || a[i].cls != b[i].cls)
+			return false;
+	return true;
+}
+
+/* Interned stack of a row: index into m->stacks, or UINT32_MAX on ENOMEM.
+ * Each segment numbers its stacks anew; the same frames in another segment
+ * map to the same entry (hash of the frames, checked). */
+static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
+{
+	uint32_t *slot = seg_slot(m, s->seg, s->stack_id), i, k = 0, n, nk, cand;
+	struct vstack *st;
+	uint64_t h = 0x9e3779b97f4a7c15ULL;
+
+	if (!slot)
+		return UINT32_MAX;
+	if (*slot)
+		return *slot - 1;
+	n = MIN(s->n_frames, 512u);
+	nk = MIN(s->n_kframes, n);
+	if (grow_arr((void **)&m->stacks, &m->cap_stacks, m->n_stacks + 1, sizeof(*m->stacks)) ||
+	    grow_arr((void **)&m->frames, &m->cap_frames, m->n_frames + n, sizeof(*m->frames)))
+		return UINT32_MAX;
+	st = &m->stacks[m->n_stacks];
+	memset(st, 0, sizeof(*st));
+	st->off = m->n_frames;
+	st->n = (uint16_t)n;
+	st->nk = (uint16_t)nk;
+	for (i = n; i-- > 0;) {
+		/* Stored leaf first, kernel first: n-1..0 is user root..leaf, kernel root..leaf. */
+		const struct store_frame *f = s->frames[i];
+		struct vpath_ent *e = &m->frames[st->off + k++];
+
+		if (frame_of(m, s->seg, f, e) < 0)
+			return UINT32_MAX;
+		if (e->cls == VCLS_MARKER && !strncmp(f->name, "[degraded", 9))
+			st->degraded = true;
+		h = vmap_mix(h ^ ((uint64_t)e->name << 24 ^ (uint64_t)e->module << 4 ^ e->cls));
+	}
+	h = vmap_mix(h ^ nk);
+	cand = u64map__get(&m->stack_dedup, h);
+	if (cand != UINT32_MAX && m->stacks[cand].n == n && m->stacks[cand].nk == nk &&
+	    m->stacks[cand].degraded == st->degraded &&
+	    frames_eq(&m->frames[m->stacks[cand].off], &m->frames[st->off], n)) {
+		*slot = cand + 1; /* seen in another segment: drop the copy */
+		return cand;
+	}
+	m->n_frames += n;
+	if (cand == UINT32_MAX && u64map__put(&m->stack_dedup, h, m->n_stacks) < 0)
+		return UINT32_MAX;
+	*slot = m->n_stacks + 1;
+	return m->n_stacks++;
+}
+
+/* Label id of the row's group (0 = none). */
+static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sample *s)
+{
+	char buf[160];
+	uint64_t key;
+	uint32_t id;
+	int n;
+
+	if (s->lost)
+		return 0;
+	/* rows come sorted by (second, pid, tid): the last answer is often right */
+	if ((g == VG_PROCESS || g == VG_THREAD) && m->last_group_kind == (int)g &&
+	    m->last_group_key_pid == (g == VG_PROCESS ? s->pid : s->tid))
+		return m->last_group;
+	switch (g) {
+	case VG_PROCESS:
+		key = s->pid;
+		break;
+	case VG_THREAD:
+		key = s->tid;
+		break;
+	case VG_CGROUP:
+		key = s->cgroup_id;
+		break;
+	case VG_CPU:
+		key = s->cpu;
+		break;
+	case VG_ENV:
+		return strtab__intern(&m->names, s->env[0] ? s->env : "SYSTEM",
+				      strlen(s->env[0] ? s->env : "SYSTEM"));
+	default:
+		return 0;
+	}
+	id = u64map__get(&m->groups[g], key);
+	if (id != UINT32_MAX)
+		goto out;
+	switch (g) {
+	case VG_PROCESS:
+		n = snprintf(buf, sizeof(buf), "%s:%u",
+			     s->pcomm[0]  ? s->pcomm
+			     : s->comm[0] ? s->comm
+					  : "[unknown]",
+			     s->pid);
+		break;
+	case VG_THREAD:
+		n = snprintf(buf, sizeof(buf), "%s:%u", s->comm[0] ? s->comm : "[unknown]", s->tid);
+		break;
+	case VG_CGROUP:
+		n = snprintf(buf, sizeof(buf), "cgroup:%llu", (unsigned long long)s->cgroup_id);
+		break;
+	default:
+		n = snprintf(buf, sizeof(buf), "cpu:%u", s->cpu);
+		break;
+	}
+	id = strtab__intern(&m->names, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
+	if (id)
+		u64map__put(&m->groups[g], key, id);
+out:
+	m->last_group_kind = (int)g;
+	m->last_group_key_pid = (uint32_t)key;
+	m->last_group = id;
+	return id;
+}
+
+struct agg_ctx {
+	struct vmodel *m;
+	const struct vfilter *f;
+	struct vrange_stats *st;
+	bool timeline; /* unfiltered: the exact per-second counts can be kept */
+	int err;
+};
+
+static int on_row(void *ctx, const struct store_sample *s)
+{
+	struct agg_ctx *c = ctx;
+	struct vmodel *m = c->m;
+	uint32_t stack, group, idx;
+	struct vstack *st;
+	uint64_t key;
+
+	stack = stack_of(m, s);
+	if (stack == UINT32_MAX)
+		return -ENOMEM;
+	if (c->timeline && s->sec >= m->first_s && s->sec <= m->last_s) {
+		struct vsec *e = &m->exact[s->sec - m->first_s];
+		uint32_t v = (uint32_t)MIN(s->count, (uint64_t)UINT32_MAX);
+
+		if (m->stacks[stack].degraded)
+			e->degraded += v;
+		if (s->lost)
+			e->lost += v;
+		else if (s->kind == CPA_KIND_ONCPU)
+			e->on += v;
+		else if (s->kind == CPA_KIND_OFFCPU)
+			e->off += v;
+		else
+			e->probe += v;
+	}
+	if (!kind_ok(c->f, s))
+		return 0;
+	c->st->rows++;
+	c->st->samples += s->count;
+	if (s->lost)
+		c->st->lost += s->count;
+	else if (s->kind == CPA_KIND_ONCPU)
+		c->st->on += s->count;
+	else if (s->kind == CPA_KIND_OFFCPU)
+		c->st->off += s->count;
+	else
+		c->st->probe += s->count;
+	group = group_of(m, c->f->group, s);
+	st = &m->stacks[stack];
+	if (st->agg_gen == m->agg_gen && st->agg_group == group) {
+		m->aggs[st->agg_idx].value += s->count;
+		return 0;
+	}
+	key = (uint64_t)stack << 32 | group;
+	idx = u64map__get(&m->agg, key);
+	if (idx == UINT32_MAX) {
+		idx = m->n_agg;
+		if (grow_arr((void **)&m->aggs, &m->cap_agg, idx + 1, sizeof(*m->aggs)) ||
+		    u64map__put(&m->agg, key, idx) < 0)
+			return -ENOMEM;
+		m->aggs[idx] = (struct vagg){.stack = stack, .group = group};
+		m->n_agg++;
+	}
+	m->aggs[idx].value += s->count;
+	st->agg_gen = m->agg_gen;
+	st->agg_group = group;
+	st->agg_idx = idx;
+	return 0;
+}
+
+int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilter *f,
+		      struct vtree *out, struct vrange_stats *st)
+{
+	struct agg_ctx c = {.m = m, .f = f, .st = st, .timeline = vfilter__selects_all(f)};
+	struct store_filter sf;
+	struct vpath_ent path[520];
+	uint32_t i;
+	int r;
+
+	memset(st, 0, sizeof(*st));
+	vtree__reset(out);
+	if (!m->r)
+		return -ENOENT;
+	t0 = MAX(t0, m->first_s);
+	t1 = MIN(t1, m->last_s + 1);
+	if (t1 <= t0)
+		return 0;
+	to_store_filter(f, &sf);
+	u64map__clear(&m->agg);
+	m->n_agg = 0;
+	m->fcache_seg = UINT32_MAX; /* frame addresses are the reader's: valid within one query */
+	m->agg_gen++;		    /* forgets every stack's last slot */
+	m->last_group_kind = -1;
+	if (c.timeline) {
+		memset(&m->exact[t0 - m->first_s], 0, (size_t)(t1 - t0) * sizeof(*m->exact));
+	}
+	r = store_reader__query(m->r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, &sf, on_row, &c);
+	if (r < 0)
+		return r;
+	if (c.timeline)
+		memset(&m->known[t0 - m->first_s], 1, (size_t)(t1 - t0));
+	for (i = 0; i < m->n_agg; i++) {
+		const struct vagg *a = &m->aggs[i];
+		const struct vstack *sk = &m->stacks[a->stack];
+		uint32_t n = 0, nf = f->kernel ? sk->n : (uint32_t)(sk->n - sk->nk);
+
+		if (a->group)
+			path[n++] = (struct vpath_ent){.name = a->group, .cls = VCLS_GROUP};
+		memcpy(&path[n], &m->frames[sk->off], nf * sizeof(*path));
+		n += nf;
+		r = vtree__add(out, path, n, a->value);
+		if (r < 0)
+			return r;
+	}
+	vtree__sort(out);
+	return 0;
+}
+
+/* ------------------------------------------------------------ export */
+
+struct exp_ctx {
+	struct vmodel *m;
+	const struct vfilter *f;
+	struct strtab lines;
+	uint64_t *vals;
+	uint32_t cap;
+	char *buf;
+	size_t len;
+	bool full;
+};
+
+#define EXP_LINE_MAX (256u << 10)
+
+/* Append s with ';' and newlines made harmless (as cpa show does). */
+static void exp_put(struct exp_ctx *c, const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = suffix ? strlen(suffix) : 0, i;
+
+	if (c->len + n + k + 1 >= EXP_LINE_MAX) {
+		c->full = true;
+		return;
+	}
+	for (i = 0; i < n; i++)
+		c->buf[c->len++] = s[i] == ';' ? ':' : (s[i] == '\n' || s[i] == '\r') ? ' ' : s[i];
+	memcpy(c->buf + c->len, suffix ? suffix : "", k);
+	c->len += k;
+	c->buf[c->len++] = ';';
+}
+
+static int on_export(void *ctx, const struct store_sample *s)
+{
+	struct exp_ctx *c = ctx;
+	char tmp[160];
+	uint32_t i, id, before;
+
+	if (!kind_ok(c->f, s))
+		return 0;
+	c->len = 0;
+	exp_put(c, s->env[0] ? s->env : "SYSTEM", NULL);
+	if (s->lost) {
+		exp_put(c, "[lost]", NULL);
+	} else {
+		snprintf(tmp, sizeof(tmp), "%s:%u",
+			 s->pcomm[0]  ? s->pcomm
+			 : s->comm[0] ? s->comm
+				      : "[unknown]",
+			 s->pid);
+		exp_put(c, tmp, NULL);
+	}
+	for (i = s->n_frames; i-- > s->n_kframes;)
+		exp_put(c, s->frames[i]->name, NULL);
+	if (c->f->kernel)
+		for (i = s->n_kframes; i-- > 0;)
+			exp_put(c, s->frames[i]->name,
+				(s->frames[i]->flags & CPA_FF_MARKER) ? NULL : "_[k]");
+	if (c->len)
+		c->len--; /* the last ';' */
+	before = c->lines.n;
+	id = strtab__intern(&c->lines, c->buf, c->len);
+	if (!id || grow_arr((void **)&c->vals, &c->cap, id + 1, sizeof(*c->vals)))
+		return -ENOMEM;
+	if (c->lines.n != before) /* a new line: its slot was never set */
+		c->vals[id] = 0;
+	c->vals[id] += s->kind == CPA_KIND_OFFCPU ? s->weight : s->count;
+	return 0;
+}
+
+static const struct strtab *exp_sort_tab;
+
+static int exp_cmp(const void *a, const void *b)
+{
+	return strcmp(strtab__str(exp_sort_tab, *(const uint32_t *)a),
+		      strtab__str(exp_sort_tab, *(const uint32_t *)b));
+}
+
+int vmodel__export(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilter *f,
+		   const char *path)
+{
+	struct exp_ctx c = {.m = m, .f = f};
+	struct store_filter sf;
+	_cleanup_free_ uint32_t *order = NULL;
+	FILE *out = NULL;
+	uint32_t i;
+	int r;
+
+	if (!m->r)
+		return -ENOENT;
+	c.buf = malloc(EXP_LINE_MAX);
+	if (!c.buf)
+		return -ENOMEM;
+	to_store_filter(f, &sf);
+	r = store_reader__query(m->r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, &sf, on_export, &c);
+	if (r < 0)
+		goto out;
+	order = malloc((c.lines.n + 1) * sizeof(*order));
+	if (!order) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < c.lines.n; i++)
+		order[i] = i + 1;
+	exp_sort_tab = &c.lines;
+	qsort(order, c.lines.n, sizeof(*order), exp_cmp);
+	out = fopen(path, "we");
+	if (!out) {
+		r = -errno;
+		goto out;
+	}
+	for (i = 0; i < c.lines.n; i++)
+		fprintf(out, "%s %llu\n", strtab__str(&c.lines, order[i]),
+			(unsigned long long)c.vals[order[i]]);
+	r = ferror(out) ? -EIO : (int)c.lines.n;
+	if (fclose(out) != 0 && r >= 0)
+		r = -errno;
+out:
+	strtab__free(&c.lines);
+	free(c.vals);
+	free(c.buf);
+	return r;
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The viewer's model of a store: the per-second timeline (from block headers,
+ * refined with exact on/off-CPU/lost counts wherever rows were decoded), and
+ * the aggregation of a time range with filters and grouping into a call tree.
+ * Reads the store only through storer/store.h. No curses here.
+ */
+#ifndef CPA_VMODEL_H
+#define CPA_VMODEL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/cpulist.h"
+#include "storer/store.h"
+#include "tree.h"
+#include "vmap.h"
+
+#define VCPU_BITS 4096
+
+enum vgroup { VG_PROCESS, VG_THREAD, VG_CGROUP, VG_ENV, VG_CPU, VG_NONE, VG_MAX };
+
+enum {
+	VK_ON = 1u << 0,
+	VK_OFF = 1u << 1,
+	VK_PROBE = 1u << 2,
+	VK_LOST = 1u << 3,
+	VK_ALL = 0xf,
+};
+
+struct vfilter {
+	int64_t pid;	/* -1 = all */
+	int64_t cgroup; /* -1 = all */
+	int64_t probe;	/* -1 = all; else only probe samples of this --probe id */
+	char comm[64];	/* "" = all; thread or process name */
+	char env[64];	/* "" = all */
+	char cpu_list[64];
+	bool has_cpus;
+	uint64_t cpus[CPULIST_WORDS(VCPU_BITS)];
+	unsigned int kinds; /* VK_* */
+	enum vgroup group;
+	bool kernel; /* kernel frames shown */
+};
+
+void vfilter__init(struct vfilter *f);
+/* "pid=1 comm=x cgroup=N cpu=0-3 env=E kind=on,off,probe,lost probe=N"; "" clears.
+ * Group and kernel are kept. 0 or -EINVAL with err set. */
+int vfilter__parse(struct vfilter *f, const char *s, char *err, size_t errlen);
+/* "pid=1 kind=on" or "" when nothing is filtered. */
+void vfilter__describe(const struct vfilter *f, char *buf, size_t len);
+bool vfilter__selects_all(const struct vfilter *f);
+const char *vgroup__name(enum vgroup g);
+
+/* Exact counts of one second (from decoded rows). */
+struct vsec {
+	uint32_t on, off, probe, lost;
+	uint32_t degraded; /* of the above: samples kept without their user stack (pressure) */
+};
+
+/* A distinct stack (same frames in every segment: one entry). */
+struct vstack {
+	uint32_t off; /* into frames: root first, user frames then kernel */
+	uint16_t n, nk;
+	bool degraded; /* a "[degraded: ...]" marker: the pipeline was under pressure */
+	/* the aggregation slot this stack used last: rows of one stack mostly
+	 * share a group, so this spares the (stack, group) hash lookup */
+	uint32_t agg_gen, agg_group, agg_idx;
+};
+
+/* Segment's stack ids -> distinct stacks (ids are dense per segment). */
+struct vseg_map {
+	uint32_t seg;
+	uint32_t *idx; /* stack_id -> vstack index + 1, 0 = not seen */
+	uint32_t cap;
+};
+
+struct vagg {
+	uint32_t stack, group;
+	uint64_t value;
+};
+
+struct vrange_stats {
+	uint64_t samples, on, off, probe, lost, rows;
+};
+
+struct vmodel {
+	char dir[PATH_MAX];
+	struct store_reader *r;
+	struct strtab names;
+	/* (seg, stack_id) -> interned stack */
+	struct vseg_map *segs;
+	uint32_t n_segs, last_seg;
+	struct u64map stack_dedup; /* hash of the frames -> stack */
+	/* frame pointer -> index into fcache, valid while rows of fcache_seg come
+	 * (the reader's dictionary, and so its frame addresses, is per segment) */
+	struct u64map fcache_map;
+	struct vpath_ent *fcache;
+	uint32_t n_fcache, cap_fcache, fcache_seg;
+	struct vstack *stacks;
+	uint32_t n_stacks, cap_stacks;
+	struct vpath_ent *frames;
+	uint32_t n_frames, cap_frames;
+	struct u64map groups[VG_MAX]; /* value -> label id */
+	/* timeline: seconds [first_s, last_s] */
+	int64_t first_s, last_s;
+	uint64_t *hdr;	    /* samples per second from block headers (spread over a block) */
+	struct vsec *exact; /* valid where known[] */
+	uint8_t *known;
+	uint64_t hdr_bad; /* block headers failing their check */
+	uint64_t notices; /* problems reported by the reader */
+	char last_notice[256];
+	/* aggregation scratch: (stack, group) -> value */
+	struct u64map agg;
+	struct vagg *aggs;
+	uint32_t n_agg, cap_agg, agg_gen;
+	uint32_t last_group_key_pid, last_group; /* one-entry cache of group_of() */
+	int last_group_kind;
+};
+
+/* path: a store dir (cpa_YYMMDD...) or a root holding them (the newest is
+ * taken). 0, or -errno with a user-facing message in err. */
+int vmodel__open(struct vmodel *m, const char *path, char *err, size_t errlen);
+/* Re-read the store (live mode): the timeline grows. */
+int vmodel__reload(struct vmodel *m, char *err, size_t errlen);
+void vmodel__free(struct vmodel *m);
+uint64_t vmodel__corrupt(const struct vmodel *m);
+
+/* Samples of second s on the timeline: exact when known, else the header estimate. */
+uint64_t vmodel__sec_total(const struct vmodel *m, int64_t s);
+
+/* Aggregate [t0, t1) (unix seconds) passing f into out (reset first, sorted after). */
+int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilter *f,
+		      struct vtree *out, struct vrange_stats *st);
+/* Write [t0, t1) passing f as folded lines in `cpa show`'s .prof layout.
+ * Returns the number of distinct lines, or -errno. */
+int vmodel__export(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilter *f,
+		   const char *path);
+
+#endif /* CPA_VMODEL_H */

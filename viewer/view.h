@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cpa-view's state and actions (view.c) and its drawing (draw.c). main.c
+ * only parses the command line, sets up curses and runs the loop:
+ *
+ *   vapp__init -> loop { vapp__render; key = getch; vapp__key } -> vapp__free
+ *
+ * The bench drives the same functions against a terminal on /dev/null.
+ */
+#ifndef CPA_VIEW_H
+#define CPA_VIEW_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "keymap.h"
+#include "layout.h"
+#include "model.h"
+#include "tree.h"
+
+/* Smallest terminal the screen is laid out for. */
+#define VIEW_MIN_COLS 60
+#define VIEW_MIN_ROWS 16
+
+struct vview_opts {
+	const char *store;
+	const char *begin, *end; /* HH:MM:SS of the store's first day, or NULL */
+	bool ascii, mono, follow;
+};
+
+/* One function of the top table. */
+struct vtop_row {
+	uint32_t name;
+	uint64_t self, total;	  /* in B (or the only range) */
+	uint64_t self_a, total_a; /* in A when diffing */
+	double delta;		  /* total share B - A, diff only */
+};
+
+struct vapp {
+	struct vview_opts o;
+	struct vmodel m;
+	bool have_model;
+	char err[512]; /* the store could not be shown: why */
+	struct vfilter f;
+	int64_t r0, r1; /* selected range [r0, r1), unix seconds */
+	int64_t v0, v1; /* timeline view */
+	struct vtree tree;
+	struct vrange_stats st;
+	bool dirty;
+	double agg_ms; /* last aggregation */
+	/* diff: A is the baseline, the current range is B */
+	bool diff, have_a;
+	int64_t a0, a1;
+	struct vtree tree_a;
+	struct vrange_stats st_a;
+	/* flamegraph */
+	uint32_t zoom;	     /* node at the top of the flamegraph */
+	uint32_t zstack[32]; /* earlier zooms, for Esc (cleared on re-aggregation) */
+	uint32_t n_zstack;
+	uint32_t sel; /* selected node */
+	uint32_t top_depth;
+	struct vlayout lay;
+	/* search */
+	regex_t re;
+	bool have_re;
+	char search[128];
+	uint8_t *match; /* per node of tree */
+	uint32_t n_match_cap;
+	double match_share;
+	/* top table */
+	struct vtop_row *top;
+	uint32_t n_top, cap_top;
+	uint32_t top_sel, top_scroll;
+	bool sort_self;
+	/* sandwich */
+	uint32_t sw_name;
+	struct vtree callers, callees;
+	struct vlayout lay_up, lay_down;
+	/* screen */
+	unsigned int view, prev_view; /* enum vview */
+	uint32_t help_scroll;
+	bool utf8, color;
+	int rows, cols;
+	char msg[256];
+	bool quit;
+};
+
+int vapp__init(struct vapp *a, const struct vview_opts *o);
+void vapp__free(struct vapp *a);
+/* Recompute what changed and draw the screen (stdscr); no refresh. */
+void vapp__render(struct vapp *a);
+/* One key (curses code). Prompts read more keys through vapp_getch. */
+void vapp__key(struct vapp *a, int key);
+/* Select [r0, r1) (unix seconds, clamped to the store) / search pat (regex,
+ * "" clears): what the keys do, for the bench and scripted use. */
+void vapp__set_range(struct vapp *a, int64_t r0, int64_t r1);
+void vapp__search(struct vapp *a, const char *pat);
+/* Live mode tick: re-read the store, follow the end. */
+void vapp__tick(struct vapp *a);
+
+/* "HH:MM:SS" -> seconds of the day, or -1. */
+long vapp__parse_tod(const char *s);
+
+/* draw.c */
+void vdraw__init_colors(struct vapp *a);
+void vdraw__screen(struct vapp *a);
+/* Read a line on the bottom row; false when cancelled (Esc). */
+bool vdraw__prompt(struct vapp *a, const char *label, char *buf, size_t len);
+
+#endif /* CPA_VIEW_H */
