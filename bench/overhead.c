@@ -203,6 +203,9 @@ static struct opts {
 	char cpa[PATH_MAX + 32], workload[PATH_MAX + 32], workload_fixed[PATH_MAX + 32];
 	unsigned long loops; /* fixed work: cpa-workload-nofp --loops N */
 	char **cmd;	     /* user command after -- */
+	bool pingpong;	     /* --pingpong: cpa-wl-offcpu --pingpong (context-switch heavy) */
+	char pp_exe[PATH_MAX + 32], pp_secs[32];
+	char *pp_argv[8];
 	bool keep;
 } o = {
 	.reps = 3,
@@ -1547,6 +1550,9 @@ static void usage(FILE *f)
 		"  --workload PATH      built-in workload (default: cpa-workload-nofp next to this)\n"
 		"  --loops N            fixed work instead: cpa-workload-nofp --loops N (every thread;\n"
 		"                       ~2500 loops/s each), slowdown as CPU time per loop\n"
+		"  --pingpong           switch-heavy workload: cpa-wl-offcpu --pingpong --seconds S\n"
+		"                       (a byte bounced between two threads over pipes; with\n"
+		"                       --monitor_args \"--offcpu\" it measures off-CPU's cost)\n"
 		"  --dir DIR            where stores and logs go (default /tmp/bench_overhead.XXXXXX)\n"
 		"  --keep               keep stores, logs and perf data\n");
 }
@@ -1630,7 +1636,8 @@ static int parse_opts(int argc, char **argv)
 		O_LOOPS,
 		O_WHOLE_MACHINE,
 		O_DIR,
-		O_KEEP
+		O_KEEP,
+		O_PINGPONG
 	};
 	static const struct option lo[] = {
 		{"freq", required_argument, NULL, O_FREQ},
@@ -1655,6 +1662,7 @@ static int parse_opts(int argc, char **argv)
 		{"whole_machine", no_argument, NULL, O_WHOLE_MACHINE},
 		{"dir", required_argument, NULL, O_DIR},
 		{"keep", no_argument, NULL, O_KEEP},
+		{"pingpong", no_argument, NULL, O_PINGPONG},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -1752,6 +1760,9 @@ static int parse_opts(int argc, char **argv)
 		case O_KEEP:
 			o.keep = true;
 			break;
+		case O_PINGPONG:
+			o.pingpong = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -1764,6 +1775,19 @@ static int parse_opts(int argc, char **argv)
 	}
 	if (optind < argc)
 		o.cmd = &argv[optind];
+	if (o.pingpong && !o.cmd) {
+		/* Two threads bouncing a byte over pipes: every round trip is two
+		 * context switches, the worst case for --offcpu. */
+		snprintf(o.pp_exe, sizeof(o.pp_exe), "%s/cpa-wl-offcpu", self);
+		snprintf(o.pp_secs, sizeof(o.pp_secs), "%g", o.seconds);
+		o.pp_argv[0] = o.pp_exe;
+		o.pp_argv[1] = "--pingpong";
+		o.pp_argv[2] = "--no-wait";
+		o.pp_argv[3] = "--seconds";
+		o.pp_argv[4] = o.pp_secs;
+		o.pp_argv[5] = NULL;
+		o.cmd = o.pp_argv;
+	}
 	if (!o.sweep && !o.idle)
 		o.ab = true;
 	if (!o.n_freqs && o.ab && !o.sweep) {

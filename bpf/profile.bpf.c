@@ -303,68 +303,40 @@ static __always_inline bool probe_admit(__u32 probe_id)
 }
 
 /*
- * The pid/comm filters, then one full sample: header, kernel stack (when ctx
- * is in the kernel), user regs (from ir when the event hit user mode, else
- * the task's saved ones), user stack copy and FP chain. Every sample source
- * (cpu-clock, probes) goes through here, so they all unwind alike.
+ * Everything of a sample but its type and time: ids, comms, kernel stack,
+ * user regs, user stack copy and FP chain of task (the current task). ir is
+ * the interrupted context when in_user (perf_event), else unused: the user
+ * regs are the task's saved ones; kskip leaf kernel frames are left out (a
+ * tracepoint's own BPF frames). The one sample builder: on-CPU and probe
+ * samples (through record_sample(), straight into the ring buffer
+ * reservation) and off-CPU stacks (into the stash, kind OFFCPU) all use it.
  */
-static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *ir, bool in_user,
-					 __u32 kind, __u32 probe_id)
+static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
+					struct task_struct *task, const struct cpa_bpf_regs *ir,
+					bool in_user, __u32 kskip, __u32 tgid, __u32 tid,
+					const char *comm, __u32 kind, __u32 probe_id)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
-	struct task_struct *task;
-	struct cpa_bpf_sample *s;
-	char comm[CPA_BPF_COMM_LEN];
-	bool kthread;
+	bool kthread = tid == 0 || (task->flags & PF_KTHREAD);
 	__u32 flags = 0;
 
-	if (tid == 0 && !with_idle)
-		return 0;
-	/* With --pid most runs are other processes' ticks: leave before
-	 * touching anything else (a filtered run is then ~0.2 us). */
-	if (target_tgid && tgid != target_tgid) {
-		stat_inc(CPA_BPF_STAT_FILTERED);
-		return 0;
-	}
-	task = bpf_get_current_task_btf();
-	bpf_get_current_comm(comm, sizeof(comm));
-	if (!comm_wanted(task, comm)) {
-		stat_inc(CPA_BPF_STAT_FILTERED);
-		return 0;
-	}
-	if (kind == CPA_BPF_KIND_PROBE && !probe_admit(probe_id))
-		return 0;
-
-	s = bpf_ringbuf_reserve(&rb, rec_size, 0);
-	if (!s) {
-		if (kind == CPA_BPF_KIND_PROBE)
-			probe_stat_inc(probe_id, CPA_BPF_PSTAT_RB_LOST);
-		else
-			stat_inc(CPA_BPF_STAT_RB_LOST);
-		return 0;
-	}
-
-	kthread = tid == 0 || (task->flags & PF_KTHREAD);
-	s->type = CPA_BPF_REC_SAMPLE;
 	s->kind = kind;
 	s->probe_id = probe_id;
-	s->time_ns = bpf_ktime_get_boot_ns();
 	s->cgroup_id = bpf_get_current_cgroup_id();
 	s->pid = tgid;
 	s->tid = tid;
 	s->cpu = bpf_get_smp_processor_id();
-	__builtin_memcpy(s->comm, comm, sizeof(comm));
+	__builtin_memcpy(s->comm, comm, CPA_BPF_COMM_LEN);
 	/* The group leader's comm is the thread's own for the main thread:
 	 * no second task_struct to pull into the cache then. */
 	if (tid == tgid)
-		__builtin_memcpy(s->pcomm, comm, sizeof(comm));
+		__builtin_memcpy(s->pcomm, comm, CPA_BPF_COMM_LEN);
 	else
 		BPF_CORE_READ_STR_INTO(&s->pcomm, task, group_leader, comm);
 
 	if (!in_user) {
 		flags |= CPA_BPF_F_IN_KERNEL;
-		s->kstack_len = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);
+		s->kstack_len = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack),
+					      kskip & BPF_F_SKIP_FIELD_MASK);
 	} else {
 		s->kstack_len = 0;
 	}
@@ -395,6 +367,51 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 		}
 	}
 	s->flags = flags;
+}
+
+/*
+ * The pid/comm filters, then one full sample (fill_sample()) straight into
+ * the ring buffer. Every sample source (cpu-clock, probes) goes through
+ * here, so they all unwind alike; off-CPU builds its stash entry with
+ * fill_sample() too.
+ */
+static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *ir, bool in_user,
+					 __u32 kind, __u32 probe_id)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct task_struct *task;
+	struct cpa_bpf_sample *s;
+	char comm[CPA_BPF_COMM_LEN];
+
+	if (tid == 0 && !with_idle)
+		return 0;
+	/* With --pid most runs are other processes' ticks: leave before
+	 * touching anything else (a filtered run is then ~0.2 us). */
+	if (target_tgid && tgid != target_tgid) {
+		stat_inc(CPA_BPF_STAT_FILTERED);
+		return 0;
+	}
+	task = bpf_get_current_task_btf();
+	bpf_get_current_comm(comm, sizeof(comm));
+	if (!comm_wanted(task, comm)) {
+		stat_inc(CPA_BPF_STAT_FILTERED);
+		return 0;
+	}
+	if (kind == CPA_BPF_KIND_PROBE && !probe_admit(probe_id))
+		return 0;
+
+	s = bpf_ringbuf_reserve(&rb, rec_size, 0);
+	if (!s) {
+		if (kind == CPA_BPF_KIND_PROBE)
+			probe_stat_inc(probe_id, CPA_BPF_PSTAT_RB_LOST);
+		else
+			stat_inc(CPA_BPF_STAT_RB_LOST);
+		return 0;
+	}
+	s->type = CPA_BPF_REC_SAMPLE;
+	s->time_ns = bpf_ktime_get_boot_ns();
+	fill_sample(ctx, s, task, ir, in_user, 0, tgid, tid, comm, kind, probe_id);
 	bpf_ringbuf_submit(s, submit_flags());
 	return 0;
 }
@@ -521,4 +538,317 @@ int BPF_PROG(cpa_exit, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	return emit_task(p, CPA_BPF_TASK_EXIT);
+}
+
+/*
+ * Off-CPU (--offcpu): docs/capture.md "Off-CPU". Separate from the on-CPU
+ * path but for fill_sample().
+ *
+ * One stash entry per (thread, place): the stack the thread had when it
+ * blocked there. A place is the state, user ip/sp/bp and the words that may
+ * be return addresses among the 64 stack bytes above sp, hashed into the key.
+ * sched_switch, prev side: the entry of the place it blocks at is found or
+ * created; only a new entry (or a hash collision) builds the stack (the
+ * thread is current here, so its user memory is readable). Then acct_ns =
+ * now marks it blocked and offcpu_cur remembers the place for the wake-up.
+ * next side: acct_ns is taken (xchg to 0) and the span acct_ns..now, if the
+ * block passes the min/max filter, is added to pending_ns. cpa_offcpu_flush
+ * (run by capture just after every wall-clock second and at stop) emits, per
+ * entry, the pending ns plus the span so far of a thread still blocked there
+ * (moving acct_ns to now with a compare-and-swap), and deletes entries idle
+ * for ten seconds. A thread that blocks at a few places 10000 times a
+ * second costs a few records a second; one blocked for an hour has a record
+ * in every second.
+ */
+const volatile bool offcpu = false;
+const volatile __u32 offcpu_states = CPA_BPF_OFFCPU_R | CPA_BPF_OFFCPU_S | CPA_BPF_OFFCPU_D;
+const volatile __u64 offcpu_min_ns = 0; /* whole block shorter than this: not recorded */
+const volatile __u64 offcpu_max_ns = 0; /* longer than this: not recorded further; 0 = none */
+const volatile __u32 offcpu_rec_size = sizeof(struct cpa_bpf_offcpu); /* cpa_bpf_offcpu_size() */
+
+/* tp_btf programs see two frames of their own on the kernel stack: the
+ * program and bpf_trace_run4. */
+#define OFFCPU_KSKIP	    2
+#define OFFCPU_IDLE_FLUSHES 10 /* an entry idle this many flushes in a row is deleted */
+
+struct offcpu_key {
+	__u32 tid;
+	__u32 _pad;
+	__u64 place; /* hash of the place */
+};
+
+/* Value size set by capture to offcpu_rec_size before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(struct offcpu_key));
+	__uint(value_size, sizeof(struct cpa_bpf_offcpu));
+} offcpu_stash SEC(".maps");
+
+/* tid -> the place hash of its current (or last) block. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} offcpu_cur SEC(".maps");
+
+/* One zeroed value of the stash's size: the source of a new entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct cpa_bpf_offcpu));
+} offcpu_zero SEC(".maps");
+
+#define TASK_INTERRUPTIBLE   0x0001
+#define TASK_UNINTERRUPTIBLE 0x0002
+#define TASK_DEAD	     0x0080
+
+static __always_inline __u32 offcpu_state(bool preempt, unsigned int prev_state, char *letter)
+{
+	if (preempt || prev_state == 0) {
+		*letter = 'R';
+		return CPA_BPF_OFFCPU_R;
+	}
+	if (prev_state & TASK_UNINTERRUPTIBLE) {
+		*letter = 'D';
+		return CPA_BPF_OFFCPU_D;
+	}
+	if (prev_state & TASK_INTERRUPTIBLE) {
+		*letter = 'S';
+		return CPA_BPF_OFFCPU_S;
+	}
+	return 0; /* stopped, traced, dead: not off-CPU time we report */
+}
+
+/* A record of e's stack carrying weight ns at time; NULL when the ring buffer is full. */
+static __always_inline struct cpa_bpf_offcpu *offcpu_copy(struct cpa_bpf_offcpu *e, __u64 weight,
+							  __u64 time)
+{
+	struct cpa_bpf_offcpu *r = bpf_ringbuf_reserve(&rb, offcpu_rec_size, 0);
+
+	if (!r) {
+		stat_inc(CPA_BPF_STAT_OFFCPU_LOST);
+		return NULL;
+	}
+	bpf_probe_read_kernel(r, offcpu_rec_size, e);
+	r->weight_ns = weight;
+	r->s.time_ns = time;
+	return r;
+}
+
+static __always_inline bool offcpu_len_ok(__u64 len)
+{
+	return len >= offcpu_min_ns && (!offcpu_max_ns || len <= offcpu_max_ns);
+}
+
+/* Where a task blocks: its user ip/sp/bp and the words above sp that may be
+ * return addresses (a loop counter or a pointer into the stack changes from
+ * one block to the next at the same place). */
+struct offcpu_place {
+	__u64 ip, sp, bp;
+	__u64 words[8];
+};
+
+static __always_inline __u64 offcpu_place(struct task_struct *task, char letter,
+					  struct offcpu_place *pl)
+{
+	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(task);
+	__u64 h = 0xcbf29ce484222325ull ^ (__u64)letter;
+
+	pl->ip = BPF_CORE_READ(ur, ip);
+	pl->sp = BPF_CORE_READ(ur, sp);
+	pl->bp = BPF_CORE_READ(ur, bp);
+	if (kernel_only || bpf_probe_read_user(pl->words, sizeof(pl->words), (const void *)pl->sp))
+		__builtin_memset(pl->words, 0, sizeof(pl->words));
+	for (int i = 0; i < 8; i++)
+		if (pl->words[i] < (1ull << 32) ||
+		    pl->words[i] - (pl->sp - FP_MAX_SPAN) < 2 * FP_MAX_SPAN)
+			pl->words[i] = 0;
+	h = (h ^ pl->ip) * 0x100000001b3ull;
+	h = (h ^ pl->sp) * 0x100000001b3ull;
+	h = (h ^ pl->bp) * 0x100000001b3ull;
+	for (int i = 0; i < 8; i++)
+		h = (h ^ pl->words[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static __always_inline bool offcpu_same_place(const struct cpa_bpf_offcpu *e, char letter,
+					      const struct offcpu_place *pl)
+{
+	if (e->type != CPA_BPF_REC_OFFCPU || e->state != letter || e->s.regs.ip != pl->ip ||
+	    e->s.regs.sp != pl->sp || e->s.regs.bp != pl->bp)
+		return false;
+	for (int i = 0; i < 8; i++)
+		if (e->place[i] != pl->words[i])
+			return false;
+	return true;
+}
+
+static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bool preempt,
+					 unsigned int prev_state)
+{
+	__u64 id = bpf_get_current_pid_tgid(), p, now, *cur;
+	__u32 tgid = id >> 32, tid = (__u32)id, zkey = 0;
+	struct offcpu_key key = {.tid = tid};
+	struct offcpu_place pl;
+	struct cpa_bpf_offcpu *e, *r;
+	char comm[CPA_BPF_COMM_LEN];
+	char letter = 0;
+	void *zero;
+
+	if (tid == 0 || (prev->flags & PF_KTHREAD))
+		return;
+	if (prev_state & TASK_DEAD) {
+		/* Its stash entries go at the next flush that finds them idle. */
+		bpf_map_delete_elem(&offcpu_cur, &tid);
+		return;
+	}
+	if (!(offcpu_state(preempt, prev_state, &letter) & offcpu_states))
+		return;
+	if (target_tgid && tgid != target_tgid)
+		return;
+	if (filter_comm) {
+		bpf_get_current_comm(comm, sizeof(comm));
+		if (!comm_wanted(prev, comm))
+			return;
+	}
+
+	key.place = offcpu_place(prev, letter, &pl);
+	e = bpf_map_lookup_elem(&offcpu_stash, &key);
+	if (!e) {
+		zero = bpf_map_lookup_elem(&offcpu_zero, &zkey);
+		if (!zero)
+			return;
+		bpf_map_update_elem(&offcpu_stash, &key, zero, BPF_NOEXIST);
+		e = bpf_map_lookup_elem(&offcpu_stash, &key);
+		if (!e) {
+			stat_inc(CPA_BPF_STAT_OFFCPU_NOSTASH);
+			return;
+		}
+	}
+	now = bpf_ktime_get_boot_ns();
+	if (!offcpu_same_place(e, letter, &pl)) {
+		/* New entry, or another place with the same hash: what the old
+		 * one gathered goes out before it is overwritten. */
+		p = __sync_lock_test_and_set(&e->pending_ns, 0);
+		if (p) {
+			r = offcpu_copy(e, p, now);
+			if (r)
+				bpf_ringbuf_submit(r, submit_flags());
+		}
+		/* Odd gen while rewriting: a flush copying meanwhile drops its copy. */
+		__sync_fetch_and_add(&e->gen, 1);
+		e->type = CPA_BPF_REC_OFFCPU;
+		e->state = letter;
+		e->s.type = CPA_BPF_REC_SAMPLE;
+		bpf_get_current_comm(comm, sizeof(comm));
+		fill_sample(ctx, &e->s, prev, NULL, false, OFFCPU_KSKIP, tgid, tid, comm,
+			    CPA_BPF_KIND_OFFCPU, 0);
+		__builtin_memcpy(e->place, pl.words, sizeof(pl.words));
+		__sync_fetch_and_add(&e->gen, 1);
+	}
+	e->start_ns = now;
+	e->idle = 0;
+	/* Published last: from here on the thread counts as blocked. */
+	__sync_lock_test_and_set(&e->acct_ns, now);
+	cur = bpf_map_lookup_elem(&offcpu_cur, &tid);
+	if (cur && *cur != key.place) {
+		/* A thread blocks at one place at a time: one still marked
+		 * blocked elsewhere missed its wake-up; it must not be flushed. */
+		struct offcpu_key old = {.tid = tid, .place = *cur};
+		struct cpa_bpf_offcpu *o = bpf_map_lookup_elem(&offcpu_stash, &old);
+
+		if (o && __sync_lock_test_and_set(&o->acct_ns, 0))
+			stat_inc(CPA_BPF_STAT_OFFCPU_TORN);
+	}
+	if (cur)
+		*cur = key.place; /* a hash update costs more than this lookup */
+	else
+		bpf_map_update_elem(&offcpu_cur, &tid, &key.place, BPF_ANY);
+}
+
+static __always_inline void offcpu_wake(struct task_struct *next)
+{
+	struct offcpu_key key = {.tid = next->pid};
+	struct cpa_bpf_offcpu *e;
+	__u64 from, now, *place;
+
+	if (!key.tid)
+		return;
+	place = bpf_map_lookup_elem(&offcpu_cur, &key.tid);
+	if (!place)
+		return;
+	key.place = *place;
+	e = bpf_map_lookup_elem(&offcpu_stash, &key);
+	if (!e)
+		return;
+	from = __sync_lock_test_and_set(&e->acct_ns, 0);
+	if (!from)
+		return;
+	now = bpf_ktime_get_boot_ns();
+	if (now > from && offcpu_len_ok(now - e->start_ns))
+		__sync_fetch_and_add(&e->pending_ns, now - from);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(cpa_offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	offcpu_block(ctx, prev, preempt, prev_state);
+	offcpu_wake(next);
+	return 0;
+}
+
+static long offcpu_flush_one(struct bpf_map *map, struct offcpu_key *key, struct cpa_bpf_offcpu *e,
+			     __u64 *now)
+{
+	__u64 from = e->acct_ns, gen = e->gen, to = *now, w = 0, *cur;
+	struct cpa_bpf_offcpu *r;
+
+	if (gen & 1)
+		return 0; /* being rewritten: its pending ns went out with the old stack */
+	cur = bpf_map_lookup_elem(&offcpu_cur, &key->tid);
+	if (from && (!cur || *cur != key->place)) {
+		/* Not where its thread is (or was last) blocked: a missed wake-up. */
+		if (__sync_val_compare_and_swap(&e->acct_ns, from, 0) == from)
+			stat_inc(CPA_BPF_STAT_OFFCPU_TORN);
+		from = 0;
+	}
+	if (from && to > from && offcpu_len_ok(to - e->start_ns) &&
+	    __sync_val_compare_and_swap(&e->acct_ns, from, to) == from)
+		w = to - from; /* still blocked: the span so far */
+	w += __sync_lock_test_and_set(&e->pending_ns, 0);
+	if (!w) {
+		/* Idle for OFFCPU_IDLE_FLUSHES seconds: forget the place (its
+		 * thread may be gone). Not sooner: a block that looked the entry
+		 * up just before the delete would write into a freed element,
+		 * which the hash map may hand out again at once. */
+		if (!from && ++e->idle >= OFFCPU_IDLE_FLUSHES)
+			bpf_map_delete_elem(map, key);
+		return 0;
+	}
+	r = offcpu_copy(e, w, to);
+	if (!r)
+		return 0;
+	if (__sync_fetch_and_add(&e->gen, 0) != gen) {
+		/* Rewritten while we copied (a hash collision): torn, dropped (counted). */
+		bpf_ringbuf_discard(r, 0);
+		stat_inc(CPA_BPF_STAT_OFFCPU_TORN);
+		return 0;
+	}
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+/* Not attached: capture runs it (BPF_PROG_TEST_RUN) every wall-clock second and at stop. */
+SEC("raw_tp")
+int cpa_offcpu_flush(void *ctx)
+{
+	__u64 now = bpf_ktime_get_boot_ns();
+
+	bpf_for_each_map_elem(&offcpu_stash, offcpu_flush_one, &now, 0);
+	return 0;
 }

@@ -45,6 +45,7 @@
 enum cpa_bpf_rec_type {
 	CPA_BPF_REC_SAMPLE = 1,
 	CPA_BPF_REC_TASK = 2,
+	CPA_BPF_REC_OFFCPU = 3,
 };
 
 /* Sample flags the BPF side sets; same bit values as enum cpa_sample_flag. */
@@ -63,17 +64,21 @@ enum cpa_bpf_task_kind {
 
 /* Per-CPU statistics (BPF_MAP_TYPE_PERCPU_ARRAY "stats", one u64 per slot). */
 enum cpa_bpf_stat {
-	CPA_BPF_STAT_RB_LOST,	   /* sample not recorded: ring buffer full */
-	CPA_BPF_STAT_TASK_LOST,	   /* task event not recorded: ring buffer full */
-	CPA_BPF_STAT_FILTERED,	   /* sample dropped by the pid/comm filters */
-	CPA_BPF_STAT_NO_USTACK,	   /* user stack copy failed (first page unreadable) */
-	CPA_BPF_STAT_USTACK_TRUNC, /* user stack copy stopped early at an unreadable page */
+	CPA_BPF_STAT_RB_LOST,	     /* sample not recorded: ring buffer full */
+	CPA_BPF_STAT_TASK_LOST,	     /* task event not recorded: ring buffer full */
+	CPA_BPF_STAT_FILTERED,	     /* sample dropped by the pid/comm filters */
+	CPA_BPF_STAT_NO_USTACK,	     /* user stack copy failed (first page unreadable) */
+	CPA_BPF_STAT_USTACK_TRUNC,   /* user stack copy stopped early at an unreadable page */
+	CPA_BPF_STAT_OFFCPU_LOST,    /* off-CPU record not recorded: ring buffer full */
+	CPA_BPF_STAT_OFFCPU_NOSTASH, /* blocked thread not tracked: stash map full */
+	CPA_BPF_STAT_OFFCPU_TORN,    /* partial flush dropped: the thread blocked anew meanwhile */
 	CPA_BPF_STAT_MAX,
 };
 
 /* What started a sample (cpa_bpf_sample.kind); same values as enum cpa_sample_kind. */
 enum cpa_bpf_kind {
 	CPA_BPF_KIND_ONCPU = 0,
+	CPA_BPF_KIND_OFFCPU = 1, /* the sample inside a cpa_bpf_offcpu record */
 	CPA_BPF_KIND_PROBE = 2,
 };
 
@@ -129,17 +134,51 @@ struct cpa_bpf_task {
 	char comm[CPA_BPF_COMM_LEN];
 };
 
+/*
+ * Off-CPU (CPA_BPF_REC_OFFCPU): a header, then the blocked thread's stack as
+ * an ordinary sample built at sched_switch when it blocked. The same layout is
+ * the value of the "offcpu_stash" map (one per blocked thread, by tid), from
+ * which the record is copied when the thread runs again or at a flush.
+ */
+enum cpa_bpf_offcpu_state_bit {
+	CPA_BPF_OFFCPU_R = 1u << 0, /* preempted (runnable) */
+	CPA_BPF_OFFCPU_S = 1u << 1, /* interruptible sleep */
+	CPA_BPF_OFFCPU_D = 1u << 2, /* uninterruptible (I/O) */
+};
+
+struct cpa_bpf_offcpu {
+	__u32 type;	 /* CPA_BPF_REC_OFFCPU */
+	__u32 state;	 /* 'R', 'S' or 'D' */
+	__u64 weight_ns; /* blocked ns this record accounts for (ends at s.time_ns) */
+	__u64 acct_ns;	 /* stash: boot ns accounted up to while blocked, 0 = running */
+	__u64 gen;	 /* stash: odd while the stack is being rewritten */
+	__u64 start_ns;	 /* boot ns the block started */
+	__u32 _pad0;
+	__u32 idle;		 /* stash: flushes in a row that found nothing to send */
+	__u64 pending_ns;	 /* stash: ns of ended blocks at this place not yet emitted */
+	__u64 place[8];		 /* stash: the words above regs.sp that may be return addresses */
+	struct cpa_bpf_sample s; /* s.time_ns = end of the span, s.stack as usual */
+};
+
 _Static_assert(sizeof(struct cpa_bpf_regs) == 168, "cpa_bpf_regs layout (pt_regs)");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, regs) == 88, "cpa_bpf_sample regs");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 256, "cpa_bpf_sample kstack");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1272, "cpa_bpf_sample ufp");
 _Static_assert(sizeof(struct cpa_bpf_sample) == 2288, "cpa_bpf_sample fixed part");
 _Static_assert(sizeof(struct cpa_bpf_task) == 40, "cpa_bpf_task layout");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_offcpu, s) == 120, "cpa_bpf_offcpu layout");
 
 /* Bytes one sample reserves in the BPF ring buffer for a given stack_size. */
 static inline __u32 cpa_bpf_sample_size(__u32 stack_size)
 {
 	return (__u32)sizeof(struct cpa_bpf_sample) + (stack_size ? stack_size + CPA_BPF_PAGE : 0);
+}
+
+/* Bytes one off-CPU record (and stash entry) takes for a given stack_size. */
+static inline __u32 cpa_bpf_offcpu_size(__u32 stack_size)
+{
+	return (__u32) __builtin_offsetof(struct cpa_bpf_offcpu, s) +
+	       cpa_bpf_sample_size(stack_size);
 }
 
 #endif /* CPA_BPF_PROFILE_H */

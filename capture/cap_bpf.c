@@ -30,6 +30,7 @@ struct cap_bpf {
 	cap_bpf_record_fn fn;
 	void *ctx;
 	int nr_possible;
+	bool offcpu;
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -109,6 +110,48 @@ uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stac
 	while (sz < want && sz < (64u << 20))
 		sz <<= 1;
 	return (uint32_t)sz;
+}
+
+/* The off-CPU programs and maps: loaded only with --offcpu, sized to the stack copy. */
+static int offcpu_setup(struct cap_bpf *b, const struct cap_bpf_opts *o)
+{
+	uint32_t vsize = cpa_bpf_offcpu_size(b->skel->rodata->stack_size);
+	int r;
+
+	b->offcpu = o->offcpu;
+	b->skel->rodata->offcpu = o->offcpu;
+	b->skel->rodata->offcpu_states = o->offcpu_states;
+	b->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
+	b->skel->rodata->offcpu_max_ns = o->offcpu_max_ns;
+	b->skel->rodata->offcpu_rec_size = vsize;
+	/* The flush is run by us, never attached. */
+	bpf_program__set_autoattach(b->skel->progs.cpa_offcpu_flush, false);
+	if (!o->offcpu) {
+		bpf_program__set_autoload(b->skel->progs.cpa_offcpu_switch, false);
+		bpf_program__set_autoload(b->skel->progs.cpa_offcpu_flush, false);
+		vsize = sizeof(struct cpa_bpf_offcpu);
+	}
+	r = bpf_map__set_value_size(b->skel->maps.offcpu_stash, vsize);
+	if (r >= 0)
+		r = bpf_map__set_value_size(b->skel->maps.offcpu_zero, vsize);
+	if (r >= 0)
+		r = bpf_map__set_max_entries(b->skel->maps.offcpu_stash,
+					     o->offcpu ? MAX(o->offcpu_threads, 1u) : 1);
+	if (r >= 0)
+		r = bpf_map__set_max_entries(b->skel->maps.offcpu_cur,
+					     o->offcpu ? MAX(o->offcpu_threads, 1u) : 1);
+	return r < 0 ? bpf_fail(r, "size off-CPU maps") : 0;
+}
+
+int cap_bpf__offcpu_flush(struct cap_bpf *b)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, t);
+
+	if (!b->offcpu)
+		return 0;
+	if (bpf_prog_test_run_opts(bpf_program__fd(b->skel->progs.cpa_offcpu_flush), &t) < 0)
+		return -errno;
+	return 0;
 }
 
 /* Load only the probe programs some spec needs; none are auto-attached. */
@@ -219,6 +262,9 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 		r = bpf_fail(r, "size BPF ring buffer");
 		goto out_free;
 	}
+	r = offcpu_setup(b, o);
+	if (r < 0)
+		goto out_free;
 
 	r = profile_bpf__load(b->skel);
 	if (r < 0) {
@@ -265,7 +311,8 @@ int cap_bpf__attach(struct cap_bpf *b, const unsigned int *cpus, unsigned int n,
 	 * sample of the new image and the tracepoint going live. */
 	r = profile_bpf__attach(b->skel);
 	if (r < 0)
-		return bpf_fail(r, "attach exec/exit tracepoints");
+		return bpf_fail(r, b->offcpu ? "attach exec/exit/sched_switch tracepoints"
+					     : "attach exec/exit tracepoints");
 
 	for (unsigned int i = 0; i < n; i++) {
 		struct bpf_link *link;

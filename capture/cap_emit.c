@@ -24,6 +24,7 @@ _Static_assert((int)CPA_BPF_F_USER_REGS == (int)CPA_SF_USER_REGS &&
 		       (int)CPA_BPF_F_KERNEL_THREAD == (int)CPA_SF_KERNEL_THREAD,
 	       "BPF sample flags are cpa_sample flags");
 _Static_assert((int)CPA_BPF_KIND_ONCPU == (int)CPA_KIND_ONCPU &&
+		       (int)CPA_BPF_KIND_OFFCPU == (int)CPA_KIND_OFFCPU &&
 		       (int)CPA_BPF_KIND_PROBE == (int)CPA_KIND_PROBE,
 	       "BPF sample kinds are cpa_sample kinds");
 _Static_assert(CPA_BPF_PROBE_MAX == CPA_PROBE_MAX, "probe count agrees");
@@ -36,9 +37,17 @@ static const unsigned int loss_reason[CAP_LOSS_MAX] = {
 	[CAP_LOSS_RING_FULL] = SHM_CNT_DROP_RING_FULL,
 	[CAP_LOSS_BPF_RB] = CAP_CNT_BPF_RB_LOST,
 	[CAP_LOSS_RATE] = SHM_CNT_DROP_RATE,
+	[CAP_LOSS_OFF_RING_FULL] = SHM_CNT_DROP_RING_FULL,
+	[CAP_LOSS_OFF_BPF_RB] = CAP_CNT_BPF_RB_LOST,
+	[CAP_LOSS_OFF_RATE] = SHM_CNT_DROP_RATE,
 	[CAP_LOSS_PROBE_RATE... CAP_LOSS_PROBE_RB - 1] = CAP_CNT_PROBE_SKIPPED,
 	[CAP_LOSS_PROBE_RB... CAP_LOSS_MAX - 1] = CAP_CNT_BPF_RB_LOST,
 };
+
+static bool loss_offcpu(unsigned int slot)
+{
+	return slot >= CAP_LOSS_OFF_RING_FULL && slot <= CAP_LOSS_OFF_RATE;
+}
 
 void cap_clock__update(struct cap_clock *c)
 {
@@ -130,7 +139,8 @@ void cap_emit__commit(struct cap_emit *e)
 	e->batch_bytes = 0;
 }
 
-void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n, uint64_t time_ns)
+void cap_emit__loss_add_weight(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
+			       uint64_t weight, uint64_t time_ns)
 {
 	struct cap_loss_pending *l = &e->loss[slot];
 
@@ -139,6 +149,12 @@ void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
 	if (!l->count)
 		l->time_ns = time_ns;
 	l->count += n;
+	l->weight += weight;
+}
+
+void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n, uint64_t time_ns)
+{
+	cap_emit__loss_add_weight(e, slot, n, n, time_ns);
 }
 
 int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
@@ -166,23 +182,34 @@ int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
 			.seq = seq_next(e),
 			.time_ns = l->time_ns,
 			.count = l->count,
-			.weight = l->count,
+			.weight = l->weight,
 			.stage = SHM_STAGE_CAPTURE,
 			.reason = loss_reason[i],
-			.kind = i >= CAP_LOSS_PROBE_RATE ? CPA_KIND_PROBE : CPA_KIND_ONCPU,
+			.kind = i >= CAP_LOSS_PROBE_RATE ? CPA_KIND_PROBE
+				: loss_offcpu(i)	 ? CPA_KIND_OFFCPU
+							 : CPA_KIND_ONCPU,
 			.probe_id = i >= CAP_LOSS_PROBE_RATE
 					    ? (i - CAP_LOSS_PROBE_RATE) % CPA_BPF_PROBE_MAX
 					    : 0,
 		};
 		l->count = 0;
+		l->weight = 0;
 		l->last_emit_ns = now_real_ns;
 	}
 	out_maybe_commit(e);
 	return left;
 }
 
-static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size_t size)
+/* What an off-CPU record adds to its sample (whose kind is OFFCPU); else weight 1. */
+struct sample_meta {
+	uint8_t state;
+	uint64_t weight;
+};
+
+static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size_t size,
+		       const struct sample_meta *m)
 {
+	bool off = bs->kind == CPA_BPF_KIND_OFFCPU;
 	uint32_t nk = 0, nu = 0, slen = bs->stack_len, len;
 	uint16_t flags = (uint16_t)(bs->flags & CAP_BPF_FLAGS_MASK);
 	uint64_t time_ns = cap_clock__to_real(&e->clock, bs->time_ns);
@@ -194,7 +221,7 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	if (seq_exhausted(e))
 		return -EOVERFLOW;
 	if (slen > e->stack_max || size < sizeof(*bs) + slen ||
-	    (bs->kind != CPA_BPF_KIND_ONCPU && bs->kind != CPA_BPF_KIND_PROBE) ||
+	    (bs->kind != CPA_BPF_KIND_ONCPU && bs->kind != CPA_BPF_KIND_PROBE && !off) ||
 	    bs->probe_id >= CPA_BPF_PROBE_MAX) {
 		shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
 		return 0;
@@ -202,7 +229,8 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	/* The stage's rate_limit (samples/s, live from `cpa ctl`), per second of sample time. */
 	if (!shm_rate__admit(&e->rate, e->st, time_ns)) {
 		shm_stage__cnt_add(e->st, SHM_CNT_DROP_RATE, 1);
-		cap_emit__loss_add(e, CAP_LOSS_RATE, 1, time_ns);
+		cap_emit__loss_add_weight(e, off ? CAP_LOSS_OFF_RATE : CAP_LOSS_RATE, 1, m->weight,
+					  time_ns);
 		return 0;
 	}
 	if (bs->kstack_len > 0)
@@ -230,7 +258,8 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	}
 	if (r < 0) {
 		shm_stage__cnt_add(e->st, SHM_CNT_DROP_RING_FULL, 1);
-		cap_emit__loss_add(e, CAP_LOSS_RING_FULL, 1, time_ns);
+		cap_emit__loss_add_weight(e, off ? CAP_LOSS_OFF_RING_FULL : CAP_LOSS_RING_FULL, 1,
+					  m->weight, time_ns);
 		return 0;
 	}
 
@@ -238,7 +267,8 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	s->seq = seq_next(e);
 	s->time_ns = time_ns;
 	s->cgroup_id = bs->cgroup_id;
-	s->weight = 1;
+	s->weight = m->weight;
+	s->offcpu_state = m->state;
 	s->pid = bs->pid;
 	s->tid = bs->tid;
 	s->cpu = bs->cpu;
@@ -286,6 +316,23 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	return 0;
 }
 
+/* An off-CPU span: the blocked thread's stack, weighted by the ns it spans. */
+static int emit_offcpu(struct cap_emit *e, const struct cpa_bpf_offcpu *bo, size_t size)
+{
+	const size_t hdr = offsetof(struct cpa_bpf_offcpu, s);
+	struct sample_meta m = {.weight = bo->weight_ns};
+
+	if ((bo->state != 'R' && bo->state != 'S' && bo->state != 'D') ||
+	    bo->s.kind != CPA_BPF_KIND_OFFCPU) {
+		shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
+		return 0;
+	}
+	m.state = (uint8_t)bo->state;
+	shm_stage__cnt_add(e->st, CAP_CNT_OFFCPU, 1);
+	shm_stage__cnt_add(e->st, CAP_CNT_OFFCPU_NS, bo->weight_ns);
+	return emit_sample(e, &bo->s, size - hdr, &m);
+}
+
 static int emit_task(struct cap_emit *e, const struct cpa_bpf_task *bt)
 {
 	struct cpa_task_event *t;
@@ -327,9 +374,18 @@ int cap_emit__record(struct cap_emit *e, const void *data, size_t size)
 	}
 	memcpy(&type, data, sizeof(type));
 	if (type == CPA_BPF_REC_SAMPLE && size >= sizeof(struct cpa_bpf_sample)) {
+		static const struct sample_meta oncpu = {.weight = 1};
+		const struct cpa_bpf_sample *bs = data;
+
+		if (bs->kind == CPA_BPF_KIND_OFFCPU) { /* only inside an off-CPU record */
+			shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
+			return 0;
+		}
 		shm_stage__cnt_add(e->st, CAP_CNT_SAMPLES, 1);
-		return emit_sample(e, data, size);
+		return emit_sample(e, data, size, &oncpu);
 	}
+	if (type == CPA_BPF_REC_OFFCPU && size >= sizeof(struct cpa_bpf_offcpu))
+		return emit_offcpu(e, data, size);
 	if (type == CPA_BPF_REC_TASK && size >= sizeof(struct cpa_bpf_task))
 		return emit_task(e, data);
 	shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);

@@ -60,6 +60,10 @@ enum cap_loss_slot {
 	CAP_LOSS_RING_FULL, /* ring 0 full: SHM_CNT_DROP_RING_FULL */
 	CAP_LOSS_BPF_RB,    /* BPF ring buffer full: CAP_CNT_BPF_RB_LOST */
 	CAP_LOSS_RATE,	    /* over the stage's rate_limit: SHM_CNT_DROP_RATE */
+	/* The same reasons for off-CPU samples (kind OFFCPU, weight = ns). */
+	CAP_LOSS_OFF_RING_FULL,
+	CAP_LOSS_OFF_BPF_RB,
+	CAP_LOSS_OFF_RATE,
 	/* kind PROBE, one slot per probe id from each of these: hits over
 	 * --probe_rate (CAP_CNT_PROBE_SKIPPED), BPF ring buffer full
 	 * (CAP_CNT_BPF_RB_LOST) */
@@ -70,6 +74,7 @@ enum cap_loss_slot {
 
 struct cap_loss_pending {
 	uint64_t count;
+	uint64_t weight;       /* off-CPU: blocked ns lost; on-CPU: = count */
 	uint64_t time_ns;      /* CLOCK_REALTIME of the first loss in the aggregate */
 	uint64_t last_emit_ns; /* CLOCK_REALTIME of the last LOSS record sent */
 };
@@ -102,6 +107,9 @@ int cap_emit__record(struct cap_emit *e, const void *data, size_t size);
 
 /* Count n samples lost for slot at CLOCK_REALTIME time_ns. */
 void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n, uint64_t time_ns);
+/* The same with the weight those samples had (off-CPU: blocked ns). */
+void cap_emit__loss_add_weight(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
+			       uint64_t weight, uint64_t time_ns);
 
 /*
  * Send pending LOSS aggregates whose last record is at least a second old

@@ -20,8 +20,11 @@
 #include "shm/counters.h"
 #include "shm/records.h"
 
-#define CAP_STOP_LOSS_WAIT_NS (NSEC_PER_SEC)	 /* graceful stop: wait for room for LOSS records */
-#define CAP_STOP_RETRY_NS     (10 * 1000 * 1000) /* ... re-trying every 10 ms */
+#define CAP_STOP_LOSS_WAIT_NS  (NSEC_PER_SEC) /* graceful stop: wait for room for LOSS records */
+#define CAP_STOP_RETRY_NS      (10 * 1000 * 1000)  /* ... re-trying every 10 ms */
+#define CAP_OFFCPU_RINGBUF     (16u << 20)	   /* BPF ring buffer floor with --offcpu */
+#define CAP_OFFCPU_THREADS     16384		   /* (thread, place) stash entries at once */
+#define CAP_OFFCPU_TICK_LAG_NS (2 * NSEC_PER_MSEC) /* tick this long after a wall second */
 
 struct capture {
 	const volatile sig_atomic_t *term; /* SIGTERM seen */
@@ -44,9 +47,11 @@ struct capture {
 
 static int config_check(const struct cpa_config *cfg)
 {
-	if (cfg->flags & CPA_CFG_OFFCPU)
+	if ((cfg->flags & CPA_CFG_OFFCPU) && cfg->backend == CPA_BACKEND_PERF)
 		return log_error_errno(-EOPNOTSUPP,
-				       "off-CPU sampling (--offcpu) is not supported yet");
+				       "off-CPU sampling (--offcpu) needs the BPF backend");
+	if ((cfg->flags & CPA_CFG_OFFCPU) && !(cfg->offcpu_states & CPA_OFFCPU_STATE_ALL))
+		return log_error_errno(-EINVAL, "off-CPU sampling with no state to record");
 	if (cfg->nr_probes > CPA_PROBE_MAX)
 		return log_error_errno(-EINVAL, "%u probes, at most %d", cfg->nr_probes,
 				       CPA_PROBE_MAX);
@@ -232,7 +237,39 @@ static void stats_sync(struct capture *c)
 	shm_stage__cnt_add(c->st, CAP_CNT_BPF_NO_USTACK, d[CPA_BPF_STAT_NO_USTACK]);
 	cap_emit__loss_add(&c->emit, CAP_LOSS_BPF_RB, d[CPA_BPF_STAT_RB_LOST],
 			   clock_ns(CLOCK_REALTIME));
+	/* Off-CPU spans lost in the kernel: their ns are unknown, counted as 1 each. */
+	shm_stage__cnt_add(c->st, CAP_CNT_BPF_RB_LOST, d[CPA_BPF_STAT_OFFCPU_LOST]);
+	cap_emit__loss_add(&c->emit, CAP_LOSS_OFF_BPF_RB, d[CPA_BPF_STAT_OFFCPU_LOST],
+			   clock_ns(CLOCK_REALTIME));
+	shm_stage__cnt_add(c->st, CAP_CNT_OFFCPU_UNTRACKED,
+			   d[CPA_BPF_STAT_OFFCPU_NOSTASH] + d[CPA_BPF_STAT_OFFCPU_TORN]);
 	probe_stats_sync(c);
+}
+
+/*
+ * With off-CPU the tick (and its flush) runs just after each wall-clock second
+ * begins, so a thread blocked for an hour has a span in every second, none in
+ * two flushes of one second and none skipped.
+ */
+static uint64_t offcpu_next_tick(uint64_t now_mono_ns)
+{
+	uint64_t real = clock_ns(CLOCK_REALTIME);
+
+	return now_mono_ns + (NSEC_PER_SEC - real % NSEC_PER_SEC) + CAP_OFFCPU_TICK_LAG_NS;
+}
+
+/* Still-blocked threads: their blocked time so far goes into this second. */
+static void offcpu_flush(struct capture *c)
+{
+	int r;
+
+	if (!c->bpf)
+		return;
+	r = cap_bpf__offcpu_flush(c->bpf);
+	if (r < 0) {
+		shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
+		log_warn_errno(r, "flush off-CPU spans: %m");
+	}
 }
 
 static int setup_perf(struct capture *c, const struct cap_bpf_opts *o)
@@ -264,6 +301,19 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 
 	o->ringbuf_size = cap_bpf_ringbuf_size(c->nr_cpus, c->cfg->freq, o->stack_size,
 					       c->cfg->nr_probes, c->cfg->probe_rate);
+	/* Off-CPU spans come at the context-switch rate, not at freq, and a
+	 * flush emits one record per stash entry at once: room for as many
+	 * records as CAP_OFFCPU_RINGBUF holds with 8 KiB stacks, whatever the
+	 * stack copy cap (the records are sized to it). */
+	if (o->offcpu) {
+		uint64_t want = (uint64_t)CAP_OFFCPU_RINGBUF / cpa_bpf_offcpu_size(8192) *
+				cpa_bpf_offcpu_size(o->stack_size);
+		uint32_t sz = CAP_OFFCPU_RINGBUF;
+
+		while (sz < want && sz < (64u << 20))
+			sz <<= 1;
+		o->ringbuf_size = MAX(o->ringbuf_size, sz);
+	}
 	/*
 	 * Capture sleeps up to a second; a burst must wake it before either
 	 * buffer overflows: before half the BPF buffer is used, and before one
@@ -303,6 +353,13 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 		 c->nr_cpus, c->cfg->freq, o->stack_start, o->stack_size,
 		 o->kernel_only ? " (kernel stacks only)" : "", o->ringbuf_size >> 10,
 		 cap_bpf__prog_id(c->bpf));
+	if (o->offcpu)
+		log_info("off-CPU: states %s%s%s, blocks of %" PRIu64 " ns to %" PRIu64
+			 " ns (0 = no limit), %u places tracked",
+			 (o->offcpu_states & CPA_OFFCPU_STATE_R) ? "R" : "",
+			 (o->offcpu_states & CPA_OFFCPU_STATE_S) ? "S" : "",
+			 (o->offcpu_states & CPA_OFFCPU_STATE_D) ? "D" : "", o->offcpu_min_ns,
+			 o->offcpu_max_ns, o->offcpu_threads);
 	return 0;
 }
 
@@ -356,6 +413,11 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	o.kernel_only = c->cfg->flags & CPA_CFG_KERNEL_STACK_ONLY;
 	o.with_idle = c->cfg->flags & CPA_CFG_WITH_IDLE;
 	o.btf_path = c->cfg->btf_path[0] ? c->cfg->btf_path : NULL;
+	o.offcpu = c->cfg->flags & CPA_CFG_OFFCPU;
+	o.offcpu_states = c->cfg->offcpu_states;
+	o.offcpu_min_ns = c->cfg->offcpu_min_ns;
+	o.offcpu_max_ns = c->cfg->offcpu_max_ns;
+	o.offcpu_threads = CAP_OFFCPU_THREADS;
 	if (c->cfg->backend == CPA_BACKEND_PERF)
 		return setup_perf(c, &o);
 
@@ -381,6 +443,8 @@ int capture__finish(struct capture *c, bool quick)
 	int r;
 
 	backend_detach(c);
+	/* Threads still blocked now: their time up to the stop counts. */
+	offcpu_flush(c);
 	do {
 		r = backend_poll(c, 0);
 		cap_emit__commit(&c->emit);
@@ -434,10 +498,13 @@ int capture__tick(struct capture *c, uint64_t now_ns)
 	if (now_ns >= c->next_tick_ns) {
 		/* Follow wall clock steps within a second. */
 		cap_clock__update(&c->emit.clock);
+		offcpu_flush(c);
 		stats_sync(c);
 		c->next_tick_ns += NSEC_PER_SEC;
 		if (c->next_tick_ns <= now_ns)
 			c->next_tick_ns = now_ns + NSEC_PER_SEC;
+		if (c->cfg->flags & CPA_CFG_OFFCPU)
+			c->next_tick_ns = offcpu_next_tick(now_ns);
 	}
 	hints_apply(c);
 	r = cap_emit__flush_losses(&c->emit, clock_ns(CLOCK_REALTIME), false);
@@ -475,6 +542,8 @@ int capture__new(struct shm_arena *a, struct shm_stage *st, const volatile sig_a
 	 * so give it back now instead of carrying it in RSS for the run. */
 	malloc_trim(0);
 	c->next_tick_ns = clock_ns(CLOCK_MONOTONIC) + NSEC_PER_SEC;
+	if (c->cfg->flags & CPA_CFG_OFFCPU)
+		c->next_tick_ns = offcpu_next_tick(clock_ns(CLOCK_MONOTONIC));
 	*ret = c;
 	return 0;
 }

@@ -68,6 +68,10 @@ int cmd_show(struct cpa_opts *o)
 		.target_env = c->target_env,
 		.target_cpu = c->target_cpu,
 		.target_cgroup_id = c->target_cgroup_id,
+		.kind = !c->kind		  ? SHOW_KIND_AUTO
+			: !strcmp(c->kind, "on")  ? SHOW_KIND_ON
+			: !strcmp(c->kind, "off") ? SHOW_KIND_OFF
+						  : SHOW_KIND_ALL,
 		.probe_id = c->probe_id,
 		.verbose = o->verbose,
 		.format = c->format,

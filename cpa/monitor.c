@@ -148,6 +148,10 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 	c->debug_pid = (uint32_t)m->debug_pid;
 	c->debug_freq = (uint32_t)m->debug_freq;
 	c->start_realtime_ns = clock_ns(CLOCK_REALTIME);
+	c->offcpu_min_ns = (uint64_t)m->offcpu_min_us * 1000;
+	c->offcpu_max_ns = (uint64_t)m->offcpu_max_us * 1000;
+	r = cpa_opts__offcpu_states(m->offcpu_state);
+	c->offcpu_states = r > 0 ? (uint32_t)r : CPA_OFFCPU_STATE_ALL;
 
 	r = copy_str(c->comm, sizeof(c->comm), m->comm, "--comm");
 	if (r == 0)

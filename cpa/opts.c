@@ -72,6 +72,10 @@ static int check_cpulist(const struct opt_def *d, const char *val, struct cpa_op
 			 const char *where);
 static int check_path(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		      const char *where);
+static int check_offcpu_state(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			      const char *where);
+static int check_kind(const struct opt_def *d, const char *val, struct cpa_opts *o,
+		      const char *where);
 static int check_format(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			const char *where);
 
@@ -110,7 +114,15 @@ static const struct opt_def opt_table[] = {
 	{"kernel_stack", 'K', OPT_BOOL, MON, O(mon.kernel_stack), 0, 0, NULL,
 	 "kernel stacks only (no user copy, no unwinding)", NULL},
 	{"offcpu", 'u', OPT_BOOL, MON, O(mon.offcpu), 0, 0, NULL,
-	 "off-CPU samples, weight = blocked nanoseconds", NULL},
+	 "also record off-CPU samples (sched_switch), weight = blocked nanoseconds", NULL},
+	{"offcpu_min_us", 0, OPT_LONG, MON, O(mon.offcpu_min_us), 0, 3600L * 1000000, "US",
+	 "off-CPU: blocks shorter than US microseconds are not recorded (default 1)", NULL},
+	{"offcpu_max_us", 0, OPT_LONG, MON, O(mon.offcpu_max_us), 0, 365L * 86400 * 1000000, "US",
+	 "off-CPU: blocks longer than US microseconds are not recorded, 0 = no limit (default 0)",
+	 NULL},
+	{"offcpu_state", 0, OPT_STR, MON, O(mon.offcpu_state), 0, 0, "RSD",
+	 "off-CPU: states recorded, letters of R (preempted), S (sleep), D (I/O) (default RSD)",
+	 check_offcpu_state},
 	{"probe", 0, OPT_STR, MON, O(mon.probe), 0, 0, "SPEC",
 	 "a stack on each hit of SPEC, repeatable (up to 8): tracepoint:GROUP:NAME, "
 	 "uprobe:/PATH:SYM[+OFF], uretprobe:/PATH:SYM[+OFF], usdt:/PATH:PROVIDER:NAME, "
@@ -201,6 +213,10 @@ static const struct opt_def opt_table[] = {
 	 "only this cgroup id (64-bit)", NULL},
 	{"target_cpu", 0, OPT_STR, SHOW, O(show.target_cpu), 0, 0, "SET",
 	 "only these cpus, e.g. 1-3,5,7-9", check_cpulist},
+	{"kind", 0, OPT_STR, SHOW, O(show.kind), 0, 0, "on|off|all",
+	 "samples to export: on-CPU, off-CPU (counts in ns) or all (default: off-CPU when the "
+	 "window has any, else on-CPU)",
+	 check_kind},
 	{"format", 0, OPT_STR, SHOW, O(show.format), 0, 0, "FMT",
 	 "folded, pprof, svg or speedscope (default: from -o's suffix .prof, .pb.gz, .svg, "
 	 ".speedscope.json; else folded)",
@@ -216,14 +232,14 @@ static const struct opt_def opt_table[] = {
 /*
  * Flags that parse and validate but whose feature is not built yet. They are
  * refused, never silently ignored; remove a line when its feature lands.
- * value != NULL: refused only with that value.
+ * value != NULL: refused only with that value. Ends at name == NULL.
  */
 static const struct {
 	const char *name;
 	unsigned int scope;
 	const char *value;
 } opt_unsupported[] = {
-	{"offcpu", MON, NULL},
+	{NULL, 0, NULL}, /* end; empty while every flag is built */
 };
 
 static void *opt_ptr(const struct opt_def *d, struct cpa_opts *o)
@@ -260,6 +276,8 @@ void cpa_opts__init(struct cpa_opts *o)
 	o->mon.debuginfod_cache_mb = 1024;
 	o->mon.max_store_size_mb = 7168;
 	o->mon.log_print_cycles = 1;
+	o->mon.offcpu_min_us = 1;
+	o->mon.offcpu_state = "RSD";
 	o->mon.probe_rate = CPA_PROBE_RATE_DEFAULT;
 	o->show.output_num = 1;
 	o->show.target_pid = -1;
@@ -644,7 +662,7 @@ static bool opt_is_set(const struct opt_def *d, struct cpa_opts *o, const char *
 /* The help note of an option on the unsupported list, "" if none. */
 static const char *opt_unsupported_note(const struct opt_def *d, char *buf, size_t len)
 {
-	for (unsigned int i = 0; i < ARRAY_SIZE(opt_unsupported); i++) {
+	for (unsigned int i = 0; opt_unsupported[i].name; i++) {
 		if (!(opt_unsupported[i].scope & d->scope) ||
 		    strcmp(opt_unsupported[i].name, d->name))
 			continue;
@@ -661,7 +679,7 @@ int cpa_opts__check(struct cpa_opts *o)
 	unsigned int scope = cmd_scope(o);
 	int r;
 
-	for (unsigned int i = 0; i < ARRAY_SIZE(opt_unsupported); i++) {
+	for (unsigned int i = 0; opt_unsupported[i].name; i++) {
 		const struct opt_def *d;
 
 		if (!(opt_unsupported[i].scope & scope))
@@ -681,6 +699,13 @@ int cpa_opts__check(struct cpa_opts *o)
 		log_error("--stack_size: invalid value '%ld' (must be a multiple of 4096 in [4096, "
 			  "65536])",
 			  o->mon.stack_size);
+		return -EINVAL;
+	}
+	if (o->cmd == CPA_CMD_MONITOR && o->mon.offcpu_max_us &&
+	    o->mon.offcpu_max_us < o->mon.offcpu_min_us) {
+		log_error("--offcpu_max_us %ld is below --offcpu_min_us %ld: no block would be "
+			  "recorded",
+			  o->mon.offcpu_max_us, o->mon.offcpu_min_us);
 		return -EINVAL;
 	}
 	if (o->cmd == CPA_CMD_SHOW && !o->show.read && !o->help) {
@@ -734,6 +759,48 @@ static int check_backend(const struct opt_def *d, const char *val, struct cpa_op
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* Letters R, S, D, each at most once, at least one. */
+int cpa_opts__offcpu_states(const char *val)
+{
+	int bits = 0, b;
+
+	for (const char *p = val; *p; p++) {
+		b = *p == 'R'	? CPA_OFFCPU_STATE_R
+		    : *p == 'S' ? CPA_OFFCPU_STATE_S
+		    : *p == 'D' ? CPA_OFFCPU_STATE_D
+				: 0;
+		if (!b || (bits & b))
+			return -EINVAL;
+		bits |= b;
+	}
+	return bits ? bits : -EINVAL;
+}
+
+/* "--<name>: invalid value '<val>' (<hint>)", -EINVAL. */
+static int bad_value(const struct opt_def *d, const char *val, const char *where, const char *hint)
+{
+	log_error("%s--%s: invalid value '%s' (%s)", where, d->name, val, hint);
+	return -EINVAL;
+}
+
+static int check_offcpu_state(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			      const char *where)
+{
+	(void)o;
+	return cpa_opts__offcpu_states(val) < 0
+		       ? bad_value(d, val, where, "letters R, S, D, e.g. SD")
+		       : 0;
+}
+
+static int check_kind(const struct opt_def *d, const char *val, struct cpa_opts *o,
+		      const char *where)
+{
+	(void)o;
+	return strcmp(val, "on") && strcmp(val, "off") && strcmp(val, "all")
+		       ? bad_value(d, val, where, "must be on, off or all")
+		       : 0;
 }
 
 static int check_comm(const struct opt_def *d, const char *val, struct cpa_opts *o,

@@ -51,6 +51,9 @@ struct monitor_opts {
 	const char *comm;
 	bool kernel_stack;
 	bool offcpu;
+	long offcpu_min_us;
+	long offcpu_max_us; /* 0 = no limit */
+	const char *offcpu_state;
 	const char *probe;		      /* the last --probe */
 	const char *probes[CPA_PROBE_MAX]; /* every --probe, in order: probe id = index */
 	unsigned int nr_probes;
@@ -97,6 +100,7 @@ struct show_cli {
 	long long target_cgroup_id; /* -1 = all */
 	long probe_id;		    /* -1 = all */
 	const char *target_cpu;
+	const char *kind; /* --kind on|off|all, NULL = auto */
 	const char *format; /* --format; NULL: from -o's suffix */
 	const char *diff_base_start, *diff_base_end, *diff_base_read;
 };
@@ -141,6 +145,8 @@ int cpa_opts__check(struct cpa_opts *o);
 
 /* Print the option list of cmd (global options included). */
 void cpa_opts__print_help(FILE *f, enum cpa_cmd cmd);
+/* --offcpu_state letters (R, S, D) as CPA_OFFCPU_STATE_* bits, or -EINVAL. */
+int cpa_opts__offcpu_states(const char *val);
 
 /* Strict decimal integer in [min, max]: 0, -EINVAL or -ERANGE. */
 int parse_ll(const char *s, long long min, long long max, long long *ret);

@@ -34,14 +34,22 @@ struct fold {
 	uint32_t cap;
 };
 
+/* What one export gathers: the folded lines and the seconds they span. */
+struct show_acc {
+	struct fold f;
+	int64_t min_sec, max_sec;
+	uint64_t rows;
+};
+
 struct show_ctx {
 	const struct show_opts *o;
-	struct fold f;
+	/* [0]: what --kind selects; with the default (auto) [0] holds the
+	 * on-CPU rows and [1] the off-CPU ones, and the export is [1] when the
+	 * window has any (a --offcpu run shows off-CPU, as CPA did). */
+	struct show_acc acc[2];
 	char *buf; /* line being built */
 	size_t len;
 	bool oom;
-	int64_t min_sec, max_sec;
-	uint64_t rows;
 };
 
 static int fold_add(struct fold *f, const char *line, size_t len, uint64_t value)
@@ -146,6 +154,8 @@ static int on_sample(void *ctx, const struct store_sample *s)
 {
 	struct show_ctx *c = ctx;
 	const struct show_opts *o = c->o;
+	bool off = s->kind == CPA_KIND_OFFCPU;
+	struct show_acc *acc = &c->acc[0];
 	const char *pc = s->lost       ? "[lost]"
 			 : s->pcomm[0] ? s->pcomm
 			 : s->comm[0]  ? s->comm
@@ -154,6 +164,10 @@ static int on_sample(void *ctx, const struct store_sample *s)
 	uint32_t i;
 	int r;
 
+	if ((o->kind == SHOW_KIND_ON && off) || (o->kind == SHOW_KIND_OFF && !off))
+		return 0;
+	if (o->kind == SHOW_KIND_AUTO && off)
+		acc = &c->acc[1];
 	c->len = 0;
 	if (o->show_raw) {
 		/* The raw label stands alone: it holds the env and names already. */
@@ -188,14 +202,14 @@ static int on_sample(void *ctx, const struct store_sample *s)
 		if (!is_marker(f))
 			put(c, f->name, (f->flags & CPA_FF_MARKER) ? NULL : "_[k]");
 	}
-	r = fold_add(&c->f, c->buf, c->len, s->kind == CPA_KIND_OFFCPU ? s->weight : s->count);
+	r = fold_add(&acc->f, c->buf, c->len, off ? s->weight : s->count);
 	if (r < 0)
 		return r;
-	if (!c->rows || s->sec < c->min_sec)
-		c->min_sec = s->sec;
-	if (!c->rows || s->sec > c->max_sec)
-		c->max_sec = s->sec;
-	c->rows++;
+	if (!acc->rows || s->sec < acc->min_sec)
+		acc->min_sec = s->sec;
+	if (!acc->rows || s->sec > acc->max_sec)
+		acc->max_sec = s->sec;
+	acc->rows++;
 	return 0;
 }
 
@@ -266,9 +280,9 @@ static int id_cmp(const void *a, const void *b, void *arg)
 }
 
 /* The folded lines in byte order, one "line value" each. */
-static int write_prof(struct show_ctx *c, const char *path)
+static int write_prof(const struct show_acc *acc, const char *path)
 {
-	const struct fold *fd = &c->f;
+	const struct fold *fd = &acc->f;
 	uint32_t n = intern__count(&fd->lines), i;
 	_cleanup_free_ uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids));
 	FILE *f;
@@ -443,14 +457,20 @@ static void log_read_stats(const struct store_reader *r)
 }
 
 /* CPA's last line: the seconds actually written and the distinct stacks. */
-static void print_write_line(const struct show_ctx *c, const char *path)
+/* What --kind exports: with the default, off-CPU when the window has any. */
+static const struct show_acc *export_acc(const struct show_ctx *c)
+{
+	return &c->acc[c->o->kind == SHOW_KIND_AUTO && c->acc[1].rows ? 1 : 0];
+}
+
+static void print_write_line(const struct show_acc *acc, const char *path)
 {
 	char a[32], b[32];
 
-	fmt_tod((uint64_t)c->min_sec * NS, a, sizeof(a));
-	fmt_tod((uint64_t)(c->max_sec + 1) * NS, b, sizeof(b));
+	fmt_tod((uint64_t)acc->min_sec * NS, a, sizeof(a));
+	fmt_tod((uint64_t)(acc->max_sec + 1) * NS, b, sizeof(b));
 	printf("Write  [ %s - %s ] Record to %s, Stack Type %u\n", a, b, path,
-	       intern__count(&c->f.lines));
+	       intern__count(&acc->f.lines));
 	fflush(stdout);
 }
 
@@ -460,6 +480,7 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 		      const struct store_filter *filt)
 {
 	struct show_ctx c = {.o = o};
+	const struct show_acc *acc;
 	char a[32], b[32], ha[32], hb[32], outp[PATH_MAX];
 	int64_t t0, n;
 	int ret;
@@ -479,7 +500,8 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	ret = read_window(r, dir, t0, n, filt, &c);
 	if (ret < 0)
 		goto out;
-	if (!c.rows) {
+	acc = export_acc(&c);
+	if (!acc->rows) {
 		fmt_tod(first, ha, sizeof(ha));
 		fmt_tod(last, hb, sizeof(hb));
 		log_error("no records in [ %s - %s ] of '%s' (it holds %s - %s)", a, b, dir, ha,
@@ -491,14 +513,15 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 		snprintf(outp, sizeof(outp), "%s", o->output_prof);
 	else
 		snprintf(outp, sizeof(outp), "cpa_%s_%lld.prof", a, (long long)n);
-	ret = write_prof(&c, outp);
+	ret = write_prof(acc, outp);
 	if (ret < 0)
 		goto out;
-	print_write_line(&c, outp);
+	print_write_line(acc, outp);
 	if (o->verbose)
 		log_read_stats(r);
 out:
-	fold_free(&c.f);
+	fold_free(&c.acc[0].f);
+	fold_free(&c.acc[1].f);
 	free(c.buf);
 	return ret;
 }
@@ -612,6 +635,7 @@ int show_export_root(const char *root, const char *output_prof)
 				    .target_pid = -1,
 				    .target_cgroup_id = -1};
 	struct show_ctx c = {.o = &o};
+	const struct show_acc *acc;
 	struct store_filter filt;
 	char **names = NULL;
 	uint32_t n = 0, i;
@@ -631,14 +655,16 @@ int show_export_root(const char *root, const char *output_prof)
 		ret = fold_store(dir, &filt, &c);
 	}
 	store_root__list_free(names, n);
+	acc = export_acc(&c);
 	if (ret >= 0)
-		ret = write_prof(&c, output_prof);
-	if (ret >= 0 && !c.rows) {
+		ret = write_prof(acc, output_prof);
+	if (ret >= 0 && !acc->rows) {
 		log_warn("no samples recorded: '%s' is empty", output_prof);
 	} else if (ret >= 0) {
-		print_write_line(&c, output_prof);
+		print_write_line(acc, output_prof);
 	}
-	fold_free(&c.f);
+	fold_free(&c.acc[0].f);
+	fold_free(&c.acc[1].f);
 	free(c.buf);
 	return ret;
 }

@@ -11,6 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* --kind: which samples an export folds. */
+enum show_kind {
+	SHOW_KIND_AUTO, /* default: off-CPU if the window has any, else the rest */
+	SHOW_KIND_ON,	/* on-CPU (and probe) samples */
+	SHOW_KIND_OFF,	/* off-CPU samples, counts in ns */
+	SHOW_KIND_ALL,	/* both in one file (counts of two units: mind the labels) */
+};
+
 struct show_opts {
 	const char *read;      /* --read,-r DIR: a store dir (cpa_YYMMDD...) or the store root */
 	const char *starttime; /* --starttime,-B HH:MM:SS or NULL (first record) */
@@ -23,6 +31,7 @@ struct show_opts {
 	long target_pid;				   /* -1 = all */
 	const char *target_comm, *target_env, *target_cpu; /* NULL = all; cpu as list "1-3,5" */
 	long long target_cgroup_id;			   /* -1 = all */
+	enum show_kind kind;				   /* --kind */
 	long probe_id; /* -1 = all; else only that --probe's samples (and losses) */
 	bool verbose;
 	/* Exports (show_export.c, docs/export.md). */

@@ -38,6 +38,14 @@ enum cpa_config_flag {
 	CPA_CFG_PC_LOCATIONS = 1u << 10,     /* --pc_locations: symd keeps one frame per pc */
 };
 
+/* Off-CPU states (--offcpu_state); the same bits as bpf/profile.h's. */
+enum cpa_offcpu_state {
+	CPA_OFFCPU_STATE_R = 1u << 0, /* preempted */
+	CPA_OFFCPU_STATE_S = 1u << 1, /* sleeping (interruptible) */
+	CPA_OFFCPU_STATE_D = 1u << 2, /* uninterruptible, mostly I/O */
+	CPA_OFFCPU_STATE_ALL = 7,
+};
+
 struct cpa_config {
 	uint64_t magic;
 	uint32_t version; /* CPA_CONFIG_VERSION */
@@ -57,12 +65,14 @@ struct cpa_config {
 	uint32_t debug_pid; /* --debug_option PID,FREQ,PATH; 0 = off */
 	uint32_t debug_freq;
 	uint32_t nr_probes;
-	uint64_t offcpu_min_ns; /* off-CPU block-time filters; 0 = none */
-	uint64_t offcpu_max_ns;
+	uint64_t offcpu_min_ns; /* off-CPU: blocks shorter than this are not recorded */
+	uint64_t offcpu_max_ns; /* ... nor longer than this; 0 = no limit */
+	uint32_t offcpu_states; /* off-CPU states recorded: CPA_OFFCPU_STATE_* bits */
+	uint32_t _pad0;
 	uint64_t start_realtime_ns; /* when the monitor started */
 	uint64_t probe_rate;	    /* --probe_rate: samples/s per probe, 0 = no limit */
 	uint32_t debuginfod_cache_mb; /* cap of <store_dir>/.debuginfod */
-	uint32_t _pad0;
+	uint32_t _pad1;
 
 	char comm[CPA_COMM_LEN]; /* --comm, "" = all */
 	char store_dir[CPA_PATH_MAX];

@@ -16,6 +16,9 @@ enum capture_counter {
 	CAP_CNT_BPF_FILTERED,		      /* dropped by pid/comm filters in BPF */
 	CAP_CNT_TASK_EVENTS,		      /* exec/exit events forwarded */
 	CAP_CNT_USTACK_BYTES,		      /* user stack bytes forwarded */
+	CAP_CNT_OFFCPU,			      /* off-CPU records read from BPF */
+	CAP_CNT_OFFCPU_NS,		      /* blocked ns those records carry */
+	CAP_CNT_OFFCPU_UNTRACKED,	      /* BPF: blocks not tracked or torn (lost) */
 	CAP_CNT_PROBE_SKIPPED,		      /* probe hits over --probe_rate (no sample) */
 	CAP_CNT_USTACK_HINTS,		      /* unwindd's copy size hints applied */
 	CAP_CNT_MAX_,

@@ -110,7 +110,8 @@ struct cpa_sample {
 	uint16_t n_ufp;
 	uint32_t stack_len;
 	uint32_t probe_id;
-	uint32_t _pad0;
+	uint8_t offcpu_state; /* off-CPU: 'R', 'S' or 'D' (state it blocked in); else 0 */
+	uint8_t _pad0[3];
 };
 _Static_assert(sizeof(struct cpa_sample) == 240, "cpa_sample layout");
 
@@ -237,7 +238,8 @@ struct cpa_frames {
 	uint16_t n_kframes;
 	uint16_t n_uframes;
 	uint16_t stop_reason; /* enum cpa_unwind_stop */
-	uint16_t _pad0;
+	uint8_t offcpu_state; /* as cpa_sample.offcpu_state */
+	uint8_t _pad0;
 	uint32_t probe_id;
 	uint32_t _pad1;
 };

@@ -49,8 +49,9 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 		[SHM_CNT_BATCHES] = "batches",
 	};
 	static const char *const capture[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-		"samples",     "bpf_ringbuf_lost", "bpf_no_ustack", "bpf_filtered",
-		"task_events", "ustack_bytes",	   "probe_skipped", "ustack_hints",
+		"samples",	    "bpf_ringbuf_lost", "bpf_no_ustack", "bpf_filtered",
+		"task_events",	    "ustack_bytes",	"offcpu",	 "offcpu_ns",
+		"offcpu_untracked", "probe_skipped",	"ustack_hints",
 	};
 	static const char *const unwindd[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"frames",      "stop_end",	"stop_no_map",	"stop_no_cfi",	"stop_read",

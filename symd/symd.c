@@ -1117,6 +1117,17 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 			return r;
 		n++;
 	}
+	/* The state an off-CPU sample blocked in, as CPA shows it: the
+	 * outermost frame, a marker named from the state letter. */
+	if (f->kind == CPA_KIND_OFFCPU && f->offcpu_state) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "<# OFFCPU SAMPLE: (%c) #>", f->offcpu_state);
+		r = marker_id(s, name, &s->ids[n]);
+		if (r < 0)
+			return r;
+		n++;
+	}
 	r = stack_id(s, s->ids, n, nk, &o.stack_id);
 	if (r < 0)
 		return r;

@@ -419,6 +419,80 @@ START_TEST(test_rate_limit)
 }
 END_TEST
 
+/* An off-CPU record (header + the sample as BPF built it into the stash). */
+START_TEST(test_offcpu_conversion)
+{
+	const size_t hdr = offsetof(struct cpa_bpf_offcpu, s);
+	struct fix f;
+	size_t size;
+	struct cpa_bpf_sample *bs = bpf_sample(2, 1, 64, &size);
+	struct cpa_bpf_offcpu *bo = calloc(1, hdr + size);
+	const struct cpa_sample *s;
+	const struct cpa_loss *l;
+	struct shm_msg m;
+
+	ck_assert_ptr_nonnull(bo);
+	memcpy(&bo->s, bs, size);
+	bo->s.kind = CPA_BPF_KIND_OFFCPU; /* fill_sample() at sched_switch */
+	bo->type = CPA_BPF_REC_OFFCPU;
+	bo->state = 'D';
+	bo->weight_ns = 2500000;
+	ck_assert_uint_eq(hdr + size, cpa_bpf_offcpu_size(STACK_MAX));
+	fix_init(&f, 1u << 16);
+	ck_assert_int_eq(cap_emit__record(&f.e, bo, hdr + size), 0);
+	cap_emit__commit(&f.e);
+	m = peek(&f);
+	ck_assert_uint_eq(m.type, CPA_REC_SAMPLE);
+	s = m.data;
+	ck_assert(cpa_rec_sample_ok(s, m.len));
+	ck_assert_uint_eq(s->kind, CPA_KIND_OFFCPU);
+	ck_assert_uint_eq(s->weight, 2500000);
+	ck_assert_uint_eq(s->offcpu_state, 'D');
+	ck_assert_uint_eq(s->n_kstack, 2);
+	ck_assert_uint_eq(s->stack_len, 64);
+	ck_assert_uint_eq(s->time_ns, 123456789ull + CLOCK_OFF);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_OFFCPU), 1);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_OFFCPU_NS), 2500000);
+
+	/* A state that is none of R, S, D: corrupt, dropped. */
+	bo->state = 'X';
+	ck_assert_int_eq(cap_emit__record(&f.e, bo, hdr + size), 0);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_DROP_CORRUPT), 1);
+	/* The sample kind agrees with the record type: off-CPU only inside an
+	 * off-CPU record, never an on-CPU sample inside one. */
+	bo->state = 'D';
+	bo->s.kind = CPA_BPF_KIND_ONCPU;
+	ck_assert_int_eq(cap_emit__record(&f.e, bo, hdr + size), 0);
+	bs->kind = CPA_BPF_KIND_OFFCPU;
+	ck_assert_int_eq(cap_emit__record(&f.e, bs, size), 0);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_CNT_DROP_CORRUPT), 3);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_OFFCPU), 1);
+	bo->s.kind = CPA_BPF_KIND_OFFCPU;
+
+	/* Dropped off-CPU records are reported as off-CPU losses weighing their ns. */
+	bo->state = 'S';
+	f.st->rate_limit = 1;
+	bo->s.time_ns = 50 * NSEC_PER_SEC;
+	ck_assert_int_eq(cap_emit__record(&f.e, bo, hdr + size), 0);
+	ck_assert_int_eq(cap_emit__record(&f.e, bo, hdr + size), 0);
+	ck_assert_int_eq(cap_emit__record(&f.e, bo, hdr + size), 0);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, 51 * NSEC_PER_SEC, false), 0);
+	cap_emit__commit(&f.e);
+	m = peek(&f);
+	ck_assert_uint_eq(m.type, CPA_REC_SAMPLE);
+	m = peek(&f);
+	ck_assert_uint_eq(m.type, CPA_REC_LOSS);
+	l = m.data;
+	ck_assert_uint_eq(l->kind, CPA_KIND_OFFCPU);
+	ck_assert_uint_eq(l->reason, SHM_CNT_DROP_RATE);
+	ck_assert_uint_eq(l->count, 2);
+	ck_assert_uint_eq(l->weight, 2 * 2500000);
+	free(bo);
+	free(bs);
+	fix_free(&f);
+}
+END_TEST
+
 START_TEST(test_loss_aggregation)
 {
 	struct fix f;
@@ -622,6 +696,7 @@ static Suite *capture_suite(void)
 	tcase_add_test(tc, test_degrade_then_drop);
 	tcase_add_test(tc, test_oversize_degrades);
 	tcase_add_test(tc, test_rate_limit);
+	tcase_add_test(tc, test_offcpu_conversion);
 	tcase_add_test(tc, test_loss_aggregation);
 	tcase_add_test(tc, test_seq_exhaustion);
 	tcase_add_test(tc, test_clock_offset);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "shm/config.h"
 #include "opts.h"
 #include "test_util.h"
 
@@ -258,22 +259,9 @@ START_TEST(test_cpulist)
 }
 END_TEST
 
-START_TEST(test_unsupported_refused)
+/* Every flag once refused as "not supported yet" is built: all parse now. */
+START_TEST(test_built_flags_accepted)
 {
-	static const struct {
-		enum cpa_cmd cmd;
-		const char *const args[4];
-		const char *msg;
-	} cases[] = {
-		{MON, {"--offcpu"}, "--offcpu: not supported yet"},
-		{MON, {"-u"}, "--offcpu: not supported yet"},
-	};
-
-	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ck_assert_msg(parse_v(cases[i].cmd, cases[i].args) == -EINVAL, "%s accepted",
-			      cases[i].args[0]);
-		ASSERT_LOG(cases[i].msg);
-	}
 	/* Built since: accepted now. */
 	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "-G"), 0);
 	ck_assert_int_eq(PARSE(MON, "--bench"), 0);
@@ -300,6 +288,21 @@ START_TEST(test_unsupported_refused)
 	ck_assert_int_eq(PARSE(MON, "--backend", "perf"), 0);
 	ck_assert_int_eq(PARSE(MON, "--debug_option", "12,10,/tmp/dump"), 0);
 	ck_assert_int_eq(PARSE(MON, "--parse_env_values", "a,b"), 0);
+	ck_assert_int_eq(PARSE(MON, "--offcpu"), 0);
+	ck_assert_int_eq(PARSE(MON, "-u", "--offcpu_min_us", "50", "--offcpu_max_us", "0"), 0);
+	ck_assert_int_eq(PARSE(MON, "-u", "--offcpu_state", "SD"), 0);
+	ck_assert_int_eq(cpa_opts__offcpu_states(O.mon.offcpu_state),
+			 CPA_OFFCPU_STATE_S | CPA_OFFCPU_STATE_D);
+	ck_assert_int_eq(PARSE(MON, "-u", "--offcpu_state", "SS"), -EINVAL);
+	ASSERT_LOG("--offcpu_state: invalid value 'SS'");
+	ck_assert_int_eq(PARSE(MON, "-u", "--offcpu_state", "x"), -EINVAL);
+	ck_assert_int_eq(PARSE(MON, "-u", "--offcpu_min_us", "50", "--offcpu_max_us", "10"),
+			 -EINVAL);
+	ASSERT_LOG("--offcpu_max_us 10 is below --offcpu_min_us 50");
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--kind", "off"), 0);
+	ck_assert_str_eq(O.show.kind, "off");
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--kind", "offcpu"), -EINVAL);
+	ASSERT_LOG("--kind: invalid value 'offcpu' (must be on, off or all)");
 	ck_assert_int_eq(PARSE(MON, "--oneshot", "-o", "/tmp/x.prof"), 0);
 	ck_assert(O.mon.oneshot);
 	ck_assert_str_eq(O.mon.output_prof, "/tmp/x.prof");
@@ -374,8 +377,8 @@ START_TEST(test_config_file)
 	ASSERT_LOG(":1: key 'read' is an option of 'cpa show'");
 
 	write_file(path, "offcpu: true\n");
-	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
-	ASSERT_LOG("--offcpu: not supported yet");
+	ck_assert_int_eq(PARSE(MON, "-C", path), 0);
+	ck_assert(O.mon.offcpu);
 
 	write_file(path, "show_range: 1\nno_pid: true\nread: /tmp\n");
 	ck_assert_int_eq(PARSE(SHOW, "--config", path), 0);
@@ -482,9 +485,9 @@ START_TEST(test_bin_errors)
 	ck_assert_int_eq(regexec(&re, r.err, 0, NULL, 0), 0);
 	regfree(&re);
 
-	RUN(&r, "monitor", "--offcpu");
+	RUN(&r, "monitor", "--offcpu_state", "Q");
 	ck_assert_int_eq(r.code, 2);
-	ck_assert_ptr_nonnull(strstr(r.err, "--offcpu: not supported yet"));
+	ck_assert_ptr_nonnull(strstr(r.err, "--offcpu_state: invalid value 'Q'"));
 
 	RUN(&r, "monitor", "extra");
 	ck_assert_int_eq(r.code, 2);
@@ -570,7 +573,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_bad_values_named);
 	tcase_add_test(tc, test_stack_size);
 	tcase_add_test(tc, test_cpulist);
-	tcase_add_test(tc, test_unsupported_refused);
+	tcase_add_test(tc, test_built_flags_accepted);
 	tcase_add_test(tc, test_config_file);
 	tcase_add_test(tc, test_btf_path);
 	tcase_add_test(tc, test_time_of_day);

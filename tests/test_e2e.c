@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,12 +157,13 @@ static void show_range(const char *store, struct range *r)
 	free(out);
 }
 
-/* Export the whole range as folded stacks without the env label. */
-static char *show_all(const char *store, const struct range *r)
+/* Export the whole range as folded stacks without the env label; kind is
+ * --kind's value, NULL for the default. */
+static char *show_kind(const char *store, const struct range *r, const char *kind)
 {
 	char cpa[1100], start[32], num[32], prof[1100];
 	char *argv[] = {cpa, "show", "--read", (char *)store, "-B", start, "--output_num",
-			num, "-o",   prof,     "--no_env",    NULL};
+			num, "-o",   prof,     "--no_env",    NULL, NULL,  NULL};
 	char *out, *text;
 	long span;
 	int rc, fd;
@@ -172,6 +175,10 @@ static char *show_all(const char *store, const struct range *r)
 	span = (r->h1 * 3600L + r->m1 * 60 + r->s1) - (r->h0 * 3600L + r->m0 * 60 + r->s0) + 1;
 	snprintf(num, sizeof(num), "%ld", span > 0 ? span : span + 86400);
 	snprintf(prof, sizeof(prof), "%s/out.prof", store);
+	if (kind) {
+		argv[11] = "--kind";
+		argv[12] = (char *)kind;
+	}
 	out = run(argv, &rc);
 	ck_assert_msg(rc == 0, "cpa show exited %d: %s", rc, out);
 	ck_assert_msg(strstr(out, "Write  [ ") != NULL, "no Write line: %s", out);
@@ -180,6 +187,11 @@ static char *show_all(const char *store, const struct range *r)
 	ck_assert_int_ge(fd, 0);
 	text = slurp_fd(fd);
 	return text;
+}
+
+static char *show_all(const char *store, const struct range *r)
+{
+	return show_kind(store, r, NULL);
 }
 
 /* ---- parsing folded lines: "comm:pid;root;...;leaf; COUNT" ---- */
@@ -522,6 +534,156 @@ START_TEST(test_e2e_adaptive_stack_copy)
 }
 END_TEST
 
+/* ---- off-CPU ---- */
+
+enum { OFF_SLEEP, OFF_PIPE, OFF_MUTEX, OFF_FSYNC, OFF_PATHS };
+static const char *const off_names[OFF_PATHS] = {"sleep", "pipe", "mutex", "fsync"};
+
+struct offcpu_seen {
+	double ns[OFF_PATHS];	  /* weight on stacks through wl_block_<name> */
+	bool state[OFF_PATHS][3]; /* R, S, D markers seen on them */
+	bool pinned_r;		  /* R marker on wl_pinned_spin (preempted by the hog) */
+	long lines, unmarked;	  /* folded lines; lines without an off-CPU marker */
+};
+
+static int state_idx(char c)
+{
+	return c == 'R' ? 0 : c == 'S' ? 1 : c == 'D' ? 2 : -1;
+}
+
+/* Folded off-CPU lines: "comm:pid;<# OFFCPU SAMPLE: (S) #>;root;...;leaf; NS". */
+static void offcpu_of(const char *prof, struct offcpu_seen *o)
+{
+	const char *line = prof;
+	char frame[64];
+
+	memset(o, 0, sizeof(*o));
+	while (line && *line) {
+		const char *eol = strchr(line, '\n');
+		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
+		const char *m = strstr(l, ";<# OFFCPU SAMPLE: (");
+		double ns = strtod(strrchr(l, ' ') + 1, NULL);
+		int st = m ? state_idx(m[20]) : -1;
+
+		line = eol ? eol + 1 : NULL;
+		o->lines++;
+		if (!m || st < 0 || strncmp(m + 21, ") #>;", 5)) {
+			o->unmarked++;
+			free(l);
+			continue;
+		}
+		for (int i = 0; i < OFF_PATHS; i++) {
+			snprintf(frame, sizeof(frame), ";wl_block_%s;", off_names[i]);
+			if (strstr(l, frame)) {
+				o->ns[i] += ns;
+				o->state[i][st] = true;
+			}
+		}
+		if (st == 0 && strstr(l, ";wl_pinned_spin;"))
+			o->pinned_r = true;
+		free(l);
+	}
+}
+
+/*
+ * Off-CPU with known blocking (tests/workload/offcpu.c): nanosleep ~30 % and
+ * a pipe read ~20 % of their threads' time, two threads contending a mutex,
+ * fdatasync, and a thread preempted by a hog on its CPU. The workload times
+ * each blocking call with CLOCK_MONOTONIC. Checked: each path's share of the
+ * off-CPU time of the three (sleep, pipe, mutex) within 3 points of the
+ * truth, their ns summing to the truth within 5 %, the states (S for the
+ * three, D for fdatasync on a disk filesystem, R for the preempted thread),
+ * and --kind: the default export of an --offcpu run is its off-CPU samples,
+ * --kind on its on-CPU ones.
+ */
+START_TEST(test_e2e_offcpu)
+{
+	char *store = store_new(), *prof, *out, *p;
+	char wl[1100], secs[] = "4", cpa[1100], pid_s[16];
+	char *wargv[] = {wl, "--seconds", secs, "--dir", store, NULL};
+	char *margv[] = {cpa,  "monitor", "--store_dir", store, "--offcpu",
+			 "-p", pid_s,	  "--duration",	 "10",	NULL};
+	double truth[OFF_PATHS] = {0}, t3 = 0, s3 = 0;
+	struct offcpu_seen o;
+	struct range r;
+	struct statfs fs;
+	int in, outfd;
+	pid_t w, mon;
+
+	need_root_bpf();
+	path_of(wl, sizeof(wl), "cpa-wl-offcpu");
+	path_of(cpa, sizeof(cpa), "cpa");
+	w = spawn_io(wargv, &in, &outfd);
+	/* "pid N" first; it then waits for a line on stdin. */
+	{
+		char line[64];
+		size_t len = 0;
+
+		while (len < sizeof(line) - 1 && read(outfd, line + len, 1) == 1 &&
+		       line[len] != '\n')
+			len++;
+		line[len] = 0;
+		ck_assert_msg(sscanf(line, "pid %15s", pid_s) == 1, "workload said '%s'", line);
+	}
+	mon = spawn(margv, NULL);
+	sleep(2); /* stages up, sched_switch attached */
+	ck_assert_int_eq(write(in, "go\n", 3), 3);
+	close(in);
+	out = slurp_fd(outfd);
+	ck_assert_int_eq(wait_exit(w, NULL), 0);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	for (int i = 0; i < OFF_PATHS; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "block %s ", off_names[i]);
+		p = strstr(out, key);
+		ck_assert_msg(p, "no '%s' in workload output: %s", key, out);
+		truth[i] = strtod(p + strlen(key), NULL);
+	}
+	free(out);
+
+	show_range(store, &r);
+	prof = show_all(store, &r); /* default: off-CPU, as the run recorded it */
+	offcpu_of(prof, &o);
+	free(prof);
+	for (int i = 0; i < OFF_FSYNC; i++) {
+		t3 += truth[i];
+		s3 += o.ns[i];
+	}
+	for (int i = 0; i < OFF_PATHS; i++)
+		fprintf(stderr, "e2e offcpu: %-5s truth %.3fs seen %.3fs (R%d S%d D%d)\n",
+			off_names[i], truth[i] / 1e9, o.ns[i] / 1e9, o.state[i][0], o.state[i][1],
+			o.state[i][2]);
+	fprintf(stderr, "e2e offcpu: three paths truth %.3fs seen %.3fs, %ld lines\n", t3 / 1e9,
+		s3 / 1e9, o.lines);
+	ck_assert_msg(o.lines > 0 && o.unmarked == 0, "%ld of %ld lines without a state marker",
+		      o.unmarked, o.lines);
+	ck_assert_msg(s3 >= 0.95 * t3 && s3 <= 1.05 * t3, "off-CPU ns %.0f vs blocked %.0f", s3,
+		      t3);
+	for (int i = 0; i < OFF_FSYNC; i++) {
+		double seen = o.ns[i] / s3, real = truth[i] / t3;
+
+		ck_assert_msg(seen - real < 0.03 && real - seen < 0.03,
+			      "%s share seen %.3f vs measured %.3f", off_names[i], seen, real);
+		ck_assert_msg(o.state[i][1], "%s: no S marker", off_names[i]);
+	}
+	ck_assert_msg(o.pinned_r, "no R marker on the preempted thread");
+	/* Blocked time inside fdatasync cannot exceed the time spent in it. */
+	ck_assert_msg(o.ns[OFF_FSYNC] <= 1.05 * truth[OFF_FSYNC],
+		      "fdatasync off-CPU %.0f ns > %.0f", o.ns[OFF_FSYNC], truth[OFF_FSYNC]);
+	/* fdatasync only waits for I/O on a disk filesystem (not tmpfs). */
+	ck_assert_int_eq(statfs(store, &fs), 0);
+	if (fs.f_type != TMPFS_MAGIC)
+		ck_assert_msg(o.state[OFF_FSYNC][2], "fdatasync: no D marker");
+
+	prof = show_kind(store, &r, "on");
+	ck_assert_msg(strstr(prof, "OFFCPU SAMPLE") == NULL, "--kind on exported off-CPU lines");
+	ck_assert_msg(strstr(prof, ";wl_pinned_spin;") != NULL, "--kind on: no on-CPU samples");
+	free(prof);
+	free(store);
+}
+END_TEST
+
 /* ---- real Debian programs nobody here wrote ---- */
 
 /* Run argv (stdin from in or /dev/null, stdout to /dev/null) to its end; its pid. */
@@ -697,7 +859,7 @@ static void real_stats_of(const char *prof, pid_t pid, const char *prog, const c
 		}
 		st->samples += count;
 		root = strndup(semi + 1, strcspn(semi + 1, ";"));
-		if (strstr(semi, ";<# ")) { /* a marker: unwind stop, degraded */
+		if (strstr(semi, ";<# ")) {  /* a marker: unwind stop, degraded */
 			if (st->stopped < 5) /* what a failure looks like */
 				fprintf(stderr, "  stopped: %.300s\n",
 					l + strlen(l) - MIN(strlen(l), 300));
@@ -1100,6 +1262,7 @@ int main(int argc, char **argv)
 	Suite *s = suite_create("e2e");
 	TCase *tc = tcase_create("e2e"), *one = tcase_create("oneshot");
 	TCase *bench = tcase_create("bench"), *ft = tcase_create("faketime");
+	TCase *off = tcase_create("offcpu");
 	TCase *real = tcase_create("real");
 	bool have_ft = access(FAKETIME_LIB, R_OK) == 0;
 
@@ -1116,6 +1279,8 @@ int main(int argc, char **argv)
 	tcase_add_test(one, test_oneshot_sigint);
 	tcase_set_timeout(bench, 120);
 	tcase_add_test(bench, test_bench_cpa_lines);
+	tcase_set_timeout(off, 120);
+	tcase_add_test(off, test_e2e_offcpu);
 	tcase_set_timeout(ft, 180);
 	tcase_add_test(ft, test_faketime_midnight);
 	if (!only || !strcmp(only, "e2e"))
@@ -1124,6 +1289,8 @@ int main(int argc, char **argv)
 		suite_add_tcase(s, one);
 	if (!only || !strcmp(only, "bench"))
 		suite_add_tcase(s, bench);
+	if (!only || !strcmp(only, "offcpu"))
+		suite_add_tcase(s, off);
 	/* Debian's programs nobody here wrote: a group of their own. */
 	tcase_set_timeout(real, 300);
 	tcase_add_test(real, test_e2e_real_programs);

@@ -55,19 +55,30 @@ pid_t spawn_env(char *const argv[], int *ret_out, const char *err_path, char *co
 	return pid;
 }
 
-pid_t spawn(char *const argv[], int *ret_out)
+pid_t spawn_io(char *const argv[], int *ret_in, int *ret_out)
 {
-	int pfd[2] = {-1, -1};
+	int pfd[2] = {-1, -1}, ifd[2] = {-1, -1};
 	pid_t pid;
 
 	if (ret_out)
 		ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
-	pid = spawn_fds(argv, -1, pfd[1], -1);
+	if (ret_in)
+		ck_assert_int_eq(pipe2(ifd, O_CLOEXEC), 0);
+	pid = spawn_fds(argv, ifd[0], pfd[1], -1);
 	if (ret_out) {
 		close(pfd[1]);
 		*ret_out = pfd[0];
 	}
+	if (ret_in) {
+		close(ifd[0]);
+		*ret_in = ifd[1];
+	}
 	return pid;
+}
+
+pid_t spawn(char *const argv[], int *ret_out)
+{
+	return spawn_io(argv, NULL, ret_out);
 }
 
 int wait_exit(pid_t pid, struct rusage *ru)

@@ -12,6 +12,9 @@
 
 /* Start argv with stdout to a pipe (*ret_out) and stderr inherited. */
 pid_t spawn(char *const argv[], int *ret_out);
+/* The same with stdin from a pipe too (*ret_in, NULL: inherited; NULL ret_out:
+ * stdout inherited). */
+pid_t spawn_io(char *const argv[], int *ret_in, int *ret_out);
 /* Start argv with stdin/stdout/stderr from these fds (-1: inherited). */
 pid_t spawn_fds(char *const argv[], int in, int out, int err);
 /* Start argv with stdout to a pipe (*ret_out, NULL: inherited), stderr to err_path

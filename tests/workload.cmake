@@ -20,3 +20,12 @@ foreach(variant fp nofp)
   target_link_libraries(${wl_name} PRIVATE cpawl_${variant} Threads::Threads)
   set_target_properties(${wl_name} PROPERTIES BUILD_RPATH ${CMAKE_BINARY_DIR}/lib)
 endforeach()
+
+# cpa-wl-offcpu: known blocking (nanosleep, pipe, mutex, fdatasync, preemption)
+# for the off-CPU test, and a pipe ping-pong for bench_overhead. Built without
+# frame pointers: off-CPU stacks must unwind through DWARF like on-CPU ones.
+add_executable(cpa-wl-offcpu ${CMAKE_CURRENT_LIST_DIR}/workload/offcpu.c)
+target_compile_options(cpa-wl-offcpu PRIVATE -O2 -fomit-frame-pointer
+  -fasynchronous-unwind-tables -fno-inline -fno-optimize-sibling-calls)
+target_include_directories(cpa-wl-offcpu PRIVATE ${CMAKE_SOURCE_DIR})
+target_link_libraries(cpa-wl-offcpu PRIVATE Threads::Threads)

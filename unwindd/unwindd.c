@@ -774,6 +774,7 @@ static void handle_sample(struct unwindd *u, const struct shm_msg *msg)
 	f->n_uframes = (uint16_t)n_u;
 	f->stop_reason = (uint16_t)stop;
 	f->probe_id = s->probe_id;
+	f->offcpu_state = s->offcpu_state;
 	o = (uint8_t *)(f + 1);
 	memcpy(o, v.kstack, 8u * s->n_kstack);
 	memcpy(o + 8u * s->n_kstack, u->uf, sizeof(struct cpa_uframe) * n_u);
