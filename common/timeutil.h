@@ -60,4 +60,16 @@ static inline uint64_t clock_kernel_ns(clockid_t id)
 	return timespec_to_ns(&ts);
 }
 
+/* Local midnight (unix seconds) of the day holding unix second t (DST aware). */
+static inline int64_t local_midnight(int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	localtime_r(&tt, &tm);
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	tm.tm_isdst = -1;
+	return (int64_t)mktime(&tm);
+}
+
 #endif /* CPA_TIMEUTIL_H */

@@ -243,25 +243,12 @@ static long parse_tod_r(const char *s, bool round_up)
 		if (s[8] != '.' || frac < 1 || frac > 3 || s[9 + frac])
 			return -EINVAL;
 	}
-	return (long)h * 3600 + m * 60 + sec +
-	       (round_up && strspn(s + 9, "0") < frac ? 1 : 0);
+	return (long)h * 3600 + m * 60 + sec + (round_up && strspn(s + 9, "0") < frac ? 1 : 0);
 }
 
 static long parse_tod(const char *s)
 {
 	return parse_tod_r(s, false);
-}
-
-/* Local midnight (unix seconds) of the day holding t. */
-static int64_t local_midnight(int64_t t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	localtime_r(&tt, &tm);
-	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-	tm.tm_isdst = -1;
-	return (int64_t)mktime(&tm);
 }
 
 static void on_notice(void *ctx, const char *msg)
@@ -306,7 +293,6 @@ static int write_prof(const struct show_acc *acc, const char *path)
 		return log_error_errno(-(errno ? errno : EIO), "write '%s': %m", path);
 	return 0;
 }
-
 
 /* What the options ask for, checked: the filter, and the times of day (-1 = none). */
 static int parse_request(const struct show_opts *o, struct store_filter *filt, uint64_t **ret_cpus,
@@ -362,8 +348,9 @@ int show_pick_dir(const char *read, long tod, char *buf, size_t len)
 	}
 	r = store_root__pick(read, tod, buf, len);
 	if (r == -ENOENT)
-		log_error("no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
-			  read);
+		log_error(
+			"no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
+			read);
 	else if (r < 0)
 		log_error_errno(r, "read store root '%s': %m", read);
 	return r;
@@ -591,11 +578,6 @@ void show_fmt_tod(uint64_t ns, char *buf, size_t len)
 long show_parse_tod(const char *s)
 {
 	return parse_tod(s);
-}
-
-int64_t show_local_midnight(int64_t t)
-{
-	return local_midnight(t);
 }
 
 void show_on_notice(void *ctx, const char *msg)

@@ -49,7 +49,6 @@ struct store_reader;
 struct store_filter;
 void show_fmt_tod(uint64_t ns, char *buf, size_t len);
 long show_parse_tod(const char *s);
-int64_t show_local_midnight(int64_t t);
 void show_on_notice(void *ctx, const char *msg);
 /* The store dir --read names, or the one picked under a root for time of day tod
  * (-1: the newest); -errno (logged) when there is none. */

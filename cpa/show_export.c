@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "export.h"
+#include "common/timeutil.h"
 #include "show.h"
 #include "storer/store.h"
 
@@ -64,7 +65,7 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 		log_error("%s", store_reader__error(br));
 		goto out;
 	}
-	day0 = show_local_midnight((int64_t)(first / NS));
+	day0 = local_midnight((int64_t)(first / NS));
 	t0 = stod >= 0 ? day0 + stod : (int64_t)(first / NS);
 	/* Without an end, the base is as long as the range it is compared with. */
 	t1 = etod >= 0 ? day0 + etod : t0 + n;

@@ -511,9 +511,9 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 			return UINT32_MAX;
 		if (e->cls == VCLS_MARKER && !strncmp(f->name, "[degraded", 9))
 			st->degraded = true;
-		h = vmap_mix(h ^ ((uint64_t)e->name << 24 ^ (uint64_t)e->module << 4 ^ e->cls));
+		h = hash64_mix(h ^ ((uint64_t)e->name << 24 ^ (uint64_t)e->module << 4 ^ e->cls));
 	}
-	h = vmap_mix(h ^ nk);
+	h = hash64_mix(h ^ nk);
 	cand = u64map__get(&m->stack_dedup, h);
 	if (cand != UINT32_MAX && m->stacks[cand].n == n && m->stacks[cand].nk == nk &&
 	    m->stacks[cand].degraded == st->degraded &&

@@ -32,18 +32,6 @@ long vapp__parse_tod(const char *s)
 	return (long)h * 3600 + m * 60 + sec;
 }
 
-/* Local midnight (unix seconds) of the day holding t. */
-static int64_t local_midnight(int64_t t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	localtime_r(&tt, &tm);
-	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-	tm.tm_isdst = -1;
-	return (int64_t)mktime(&tm);
-}
-
 /* Seconds of the day tod on the first store day where it falls inside the store. */
 static int64_t tod_to_time(const struct vapp *a, long tod)
 {

@@ -25,7 +25,7 @@ static int u64map_grow(struct u64map *m)
 
 		if (!m->vals[i])
 			continue;
-		j = (uint32_t)vmap_mix(m->keys[i]) & (ncap - 1);
+		j = (uint32_t)hash64_mix(m->keys[i]) & (ncap - 1);
 		while (nv[j])
 			j = (j + 1) & (ncap - 1);
 		nk[j] = m->keys[i];
@@ -45,7 +45,7 @@ uint32_t u64map__get(const struct u64map *m, uint64_t key)
 
 	if (!m->cap)
 		return UINT32_MAX;
-	j = (uint32_t)vmap_mix(key) & (m->cap - 1);
+	j = (uint32_t)hash64_mix(key) & (m->cap - 1);
 	while (m->vals[j]) {
 		if (m->keys[j] == key)
 			return m->vals[j] - 1;
@@ -60,7 +60,7 @@ int u64map__put(struct u64map *m, uint64_t key, uint32_t val)
 
 	if ((m->n + 1) * 2 > m->cap && u64map_grow(m) < 0)
 		return -ENOMEM;
-	j = (uint32_t)vmap_mix(key) & (m->cap - 1);
+	j = (uint32_t)hash64_mix(key) & (m->cap - 1);
 	while (m->vals[j]) {
 		if (m->keys[j] == key) {
 			m->vals[j] = val + 1;
@@ -97,7 +97,7 @@ static uint64_t str_hash(const char *s, size_t len)
 
 	for (i = 0; i < len; i++)
 		h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
-	return vmap_mix(h);
+	return hash64_mix(h);
 }
 
 static bool str_eq(const char *a, const char *s, size_t len)

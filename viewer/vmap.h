@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/hash.h"
+
 struct u64map {
 	uint64_t *keys;
 	uint32_t *vals; /* 0 = empty slot: values are stored + 1 */
@@ -27,15 +29,6 @@ int u64map__put(struct u64map *m, uint64_t key, uint32_t val);
 void u64map__clear(struct u64map *m);
 void u64map__free(struct u64map *m);
 
-static inline uint64_t vmap_mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
 
 struct strtab {
 	char **strs;	 /* id - 1 -> string (owned, in chunks) */
