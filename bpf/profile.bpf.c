@@ -24,7 +24,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 const volatile __u32 target_tgid = 0; /* 0 = every process */
 const volatile bool filter_comm = false;
 const volatile char comm_filter[CPA_BPF_COMM_LEN] = {};
-const volatile __u32 stack_size = 0; /* user stack bytes to copy; 0 = none */
+const volatile __u32 stack_size = 0;  /* most user stack bytes to copy (the cap); 0 = none */
+const volatile __u32 stack_start = 0; /* bytes for a process not in ustack_size */
 const volatile __u32 rec_size = sizeof(struct cpa_bpf_sample); /* cpa_bpf_sample_size() */
 const volatile bool kernel_only = false;		       /* no user regs/stacks at all */
 const volatile bool with_idle = false;			       /* sample pid 0 too */
@@ -35,22 +36,20 @@ struct {
 	__uint(max_entries, 1 << 22); /* resized by capture before load */
 } rb SEC(".maps");
 
+/* Per process copy size, learned by unwindd, written by capture (bpf/profile.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CPA_BPF_USTACK_SLOTS);
+	__type(key, __u32);   /* tgid % CPA_BPF_USTACK_SLOTS */
+	__type(value, __u64); /* bytes << 32 | tgid; 0 = empty */
+} ustack_size SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, CPA_BPF_STAT_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
-
-/*
- * The x86-64 uapi pt_regs (bpf_user_pt_regs_t), all 8-byte slots: perf_event
- * context reads must be 8 bytes wide, and the kernel struct has a u16/u64
- * union for cs since FRED, so the stable uapi layout is the safe view.
- */
-struct cpa_uapi_regs {
-	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs,
-		flags, sp, ss;
-};
 
 static __always_inline void stat_inc(__u32 idx)
 {
@@ -128,7 +127,8 @@ static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp, __u
 }
 
 /*
- * How much of the stack_size copy can be stack at all. Bytes above a
+ * How many bytes to copy: the process's learned size (ustack_size, else
+ * stack_start), at most stack_size, and no more than can be stack at all. Bytes above a
  * thread's stack top are not frames: copying them costs BPF time, capture's
  * memmove and ring 0 space for nothing, and most samples of a shallow thread
  * are mostly such bytes.
@@ -144,9 +144,15 @@ static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp, __u
  */
 #define START_STACK_SLACK 256
 
-static __always_inline __u64 ustack_want(struct task_struct *task, __u64 sp, bool leader)
+static __always_inline __u64 ustack_want(struct task_struct *task, __u64 sp, bool leader,
+					 __u32 tgid)
 {
-	__u64 top = task->thread.fsbase, want = stack_size;
+	__u32 slot = tgid % CPA_BPF_USTACK_SLOTS;
+	__u64 *learned = bpf_map_lookup_elem(&ustack_size, &slot), e = learned ? *learned : 0;
+	__u64 top = task->thread.fsbase, want = (__u32)e == tgid ? e >> 32 : stack_start;
+
+	if (want > stack_size)
+		want = stack_size;
 
 	if (top > sp && top - sp < want)
 		want = top - sp;
@@ -199,30 +205,39 @@ static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, __u64 copied)
 	return (__s32)(n * sizeof(__u64));
 }
 
+/*
+ * All user registers: the interrupted context's own when the sample hit user
+ * mode (perf_event context reads must be 8 bytes wide: field by field), else
+ * the context saved at kernel entry, in one read of the task's pt_regs.
+ */
 static __always_inline void read_user_regs(struct cpa_bpf_sample *s, struct task_struct *task,
-					   const struct cpa_uapi_regs *ir, bool in_user)
+					   const struct cpa_bpf_regs *ir, bool in_user)
 {
 	if (in_user) {
-		s->regs.ip = ir->ip;
-		s->regs.sp = ir->sp;
+		s->regs.r15 = ir->r15;
+		s->regs.r14 = ir->r14;
+		s->regs.r13 = ir->r13;
+		s->regs.r12 = ir->r12;
 		s->regs.bp = ir->bp;
 		s->regs.bx = ir->bx;
-		s->regs.r12 = ir->r12;
-		s->regs.r13 = ir->r13;
-		s->regs.r14 = ir->r14;
-		s->regs.r15 = ir->r15;
-	} else {
-		/* In a syscall or interrupt: the user context saved at entry. */
-		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(task);
-
-		s->regs.ip = BPF_CORE_READ(ur, ip);
-		s->regs.sp = BPF_CORE_READ(ur, sp);
-		s->regs.bp = BPF_CORE_READ(ur, bp);
-		s->regs.bx = BPF_CORE_READ(ur, bx);
-		s->regs.r12 = BPF_CORE_READ(ur, r12);
-		s->regs.r13 = BPF_CORE_READ(ur, r13);
-		s->regs.r14 = BPF_CORE_READ(ur, r14);
-		s->regs.r15 = BPF_CORE_READ(ur, r15);
+		s->regs.r11 = ir->r11;
+		s->regs.r10 = ir->r10;
+		s->regs.r9 = ir->r9;
+		s->regs.r8 = ir->r8;
+		s->regs.ax = ir->ax;
+		s->regs.cx = ir->cx;
+		s->regs.dx = ir->dx;
+		s->regs.si = ir->si;
+		s->regs.di = ir->di;
+		s->regs.orig_ax = ir->orig_ax;
+		s->regs.ip = ir->ip;
+		s->regs.cs = ir->cs;
+		s->regs.flags = ir->flags;
+		s->regs.sp = ir->sp;
+		s->regs.ss = ir->ss;
+	} else if (bpf_probe_read_kernel(&s->regs, sizeof(s->regs),
+					 (const void *)bpf_task_pt_regs(task))) {
+		__builtin_memset(&s->regs, 0, sizeof(s->regs));
 	}
 }
 
@@ -247,7 +262,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CPA_BPF_PROBE_MAX * CPA_BPF_PSTAT_MAX);
+	__uint(max_entries, CPA_BPF_PROBE_MAX *CPA_BPF_PSTAT_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
 } probe_stats SEC(".maps");
@@ -297,7 +312,7 @@ static __always_inline bool probe_admit(__u32 probe_id)
  * reservation) and off-CPU stacks (into the stash, kind OFFCPU) all use it.
  */
 static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
-					struct task_struct *task, const struct cpa_uapi_regs *ir,
+					struct task_struct *task, const struct cpa_bpf_regs *ir,
 					bool in_user, __u32 kskip, __u32 tgid, __u32 tid,
 					const char *comm, __u32 kind, __u32 probe_id)
 {
@@ -328,14 +343,15 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
 
 	s->ufp_len = 0;
 	s->stack_len = 0;
-	__builtin_memset(&s->regs, 0, sizeof(s->regs));
+	if (kthread || kernel_only)
+		__builtin_memset(&s->regs, 0, sizeof(s->regs));
 	if (kthread) {
 		flags |= CPA_BPF_F_KERNEL_THREAD;
 	} else if (!kernel_only) {
 		read_user_regs(s, task, ir, in_user);
 		flags |= CPA_BPF_F_USER_REGS;
 		if (stack_size) {
-			__u64 want = ustack_want(task, s->regs.sp, tid == tgid);
+			__u64 want = ustack_want(task, s->regs.sp, tid == tgid, tgid);
 
 			s->stack_len = copy_ustack(s, s->regs.sp, want);
 			if (s->stack_len == 0) {
@@ -359,7 +375,7 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
  * here, so they all unwind alike; off-CPU builds its stash entry with
  * fill_sample() too.
  */
-static __always_inline int record_sample(void *ctx, const struct cpa_uapi_regs *ir, bool in_user,
+static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *ir, bool in_user,
 					 __u32 kind, __u32 probe_id)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -403,7 +419,7 @@ static __always_inline int record_sample(void *ctx, const struct cpa_uapi_regs *
 SEC("perf_event")
 int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 {
-	const struct cpa_uapi_regs *ir = (const struct cpa_uapi_regs *)&ctx->regs;
+	const struct cpa_bpf_regs *ir = (const struct cpa_bpf_regs *)&ctx->regs;
 
 	return record_sample(ctx, ir, (ir->cs & 3) == 3, CPA_BPF_KIND_ONCPU, 0);
 }
@@ -419,7 +435,7 @@ int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 SEC("uprobe")
 int cpa_probe_user(struct pt_regs *ctx)
 {
-	return record_sample(ctx, (const struct cpa_uapi_regs *)ctx, true, CPA_BPF_KIND_PROBE,
+	return record_sample(ctx, (const struct cpa_bpf_regs *)ctx, true, CPA_BPF_KIND_PROBE,
 			     (__u32)bpf_get_attach_cookie(ctx));
 }
 
@@ -427,7 +443,7 @@ int cpa_probe_user(struct pt_regs *ctx)
 SEC("usdt")
 int cpa_probe_usdt(struct pt_regs *ctx)
 {
-	return record_sample(ctx, (const struct cpa_uapi_regs *)ctx, true, CPA_BPF_KIND_PROBE,
+	return record_sample(ctx, (const struct cpa_bpf_regs *)ctx, true, CPA_BPF_KIND_PROBE,
 			     (__u32)bpf_usdt_cookie(ctx));
 }
 
@@ -446,16 +462,16 @@ int cpa_probe_kernel(struct pt_regs *ctx)
  * probe id has its own pair; capture sets the target of the ones in use and
  * loads only those. The id is the slot, no cookie needed.
  */
-#define CPA_FENTRY_SLOT(i)                                                                      \
-	SEC("fentry")                                                                           \
-	int cpa_fentry##i(unsigned long long *ctx)                                              \
-	{                                                                                       \
-		return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE, i);                  \
-	}                                                                                       \
-	SEC("fexit")                                                                            \
-	int cpa_fexit##i(unsigned long long *ctx)                                               \
-	{                                                                                       \
-		return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE, i);                  \
+#define CPA_FENTRY_SLOT(i)                                                     \
+	SEC("fentry")                                                          \
+	int cpa_fentry##i(unsigned long long *ctx)                             \
+	{                                                                      \
+		return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE, i); \
+	}                                                                      \
+	SEC("fexit")                                                           \
+	int cpa_fexit##i(unsigned long long *ctx)                              \
+	{                                                                      \
+		return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE, i); \
 	}
 
 CPA_FENTRY_SLOT(0)

@@ -7,10 +7,11 @@
  * One BPF ring buffer carries two record types, told apart by the first u32:
  *
  *   struct cpa_bpf_sample  (CPA_BPF_REC_SAMPLE), reserved at a fixed size:
- *	+0	header (type, flags, time, ids, lengths, kind, probe, comms, user regs)
- *	+152	u64 kstack[CPA_BPF_MAX_KSTACK]	kernel return addresses, leaf first
- *	+1168	u64 ufp[CPA_BPF_MAX_UFP]	user frame-pointer chain, leaf first
- *	+2184	u8  stack[stack_size + CPA_BPF_PAGE]	user stack bytes from regs.sp up
+ *	+0	header (type, flags, time, ids, lengths, kind, probe, comms)
+ *	+88	struct cpa_bpf_regs regs	the user pt_regs, all 168 bytes
+ *	+256	u64 kstack[CPA_BPF_MAX_KSTACK]	kernel return addresses, leaf first
+ *	+1272	u64 ufp[CPA_BPF_MAX_UFP]	user frame-pointer chain, leaf first
+ *	+2288	u8  stack[stack_size + CPA_BPF_PAGE]	user stack bytes from regs.sp up
  *
  *   The stack area has one page of slack because the first chunk ends at the
  *   page boundary above sp (variable length) and the verifier can only bound
@@ -31,7 +32,15 @@
 #define CPA_BPF_MAX_UFP	   127
 #define CPA_BPF_PAGE	   4096
 #define CPA_BPF_MAX_STACK  65536 /* largest stack_size knob */
-#define CPA_BPF_PROBE_MAX  8	 /* --probe specs (CPA_PROBE_MAX) */
+/*
+ * Map ustack_size: an ARRAY of CPA_BPF_USTACK_SLOTS u64 slots, slot
+ * tgid % CPA_BPF_USTACK_SLOTS = (u64)bytes << 32 | tgid, 0 = empty. An array
+ * lookup is inlined by the verifier (one load, no helper call, no hashing):
+ * at low sampling rates every run starts cache-cold and each line costs. Two
+ * processes on one slot: the last hint wins, the other copies stack_start.
+ */
+#define CPA_BPF_USTACK_SLOTS 32768
+#define CPA_BPF_PROBE_MAX    8 /* --probe specs (CPA_PROBE_MAX) */
 
 enum cpa_bpf_rec_type {
 	CPA_BPF_REC_SAMPLE = 1,
@@ -84,15 +93,15 @@ enum cpa_bpf_probe_stat {
 	CPA_BPF_PSTAT_MAX,
 };
 
+/*
+ * The x86-64 user pt_regs verbatim (uapi layout, bpf_user_pt_regs_t): every
+ * general-purpose register, so any CFA rule evaluates (OpenSSL's AES-GCM
+ * keeps its CFA in rax). Same order as the kernel's so the BPF side fills it
+ * with one read; capture reorders it into struct cpa_user_regs.
+ */
 struct cpa_bpf_regs {
-	__u64 ip;
-	__u64 sp;
-	__u64 bp;
-	__u64 bx;
-	__u64 r12;
-	__u64 r13;
-	__u64 r14;
-	__u64 r15;
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs,
+		flags, sp, ss;
 };
 
 struct cpa_bpf_sample {
@@ -151,11 +160,11 @@ struct cpa_bpf_offcpu {
 	struct cpa_bpf_sample s; /* s.time_ns = end of the span, s.stack as usual */
 };
 
-_Static_assert(sizeof(struct cpa_bpf_regs) == 64, "cpa_bpf_regs layout");
+_Static_assert(sizeof(struct cpa_bpf_regs) == 168, "cpa_bpf_regs layout (pt_regs)");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, regs) == 88, "cpa_bpf_sample regs");
-_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 152, "cpa_bpf_sample kstack");
-_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1168, "cpa_bpf_sample ufp");
-_Static_assert(sizeof(struct cpa_bpf_sample) == 2184, "cpa_bpf_sample fixed part");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 256, "cpa_bpf_sample kstack");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1272, "cpa_bpf_sample ufp");
+_Static_assert(sizeof(struct cpa_bpf_sample) == 2288, "cpa_bpf_sample fixed part");
 _Static_assert(sizeof(struct cpa_bpf_task) == 40, "cpa_bpf_task layout");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_offcpu, s) == 120, "cpa_bpf_offcpu layout");
 

@@ -75,6 +75,23 @@ static int on_record(void *ctx, void *data, size_t size)
 	return b->fn(b->ctx, data, size);
 }
 
+int cap_bpf__ustack_set(struct cap_bpf *b, uint32_t pid, uint32_t bytes)
+{
+	int fd = bpf_map__fd(b->skel->maps.ustack_size);
+	uint32_t slot = pid % CPA_BPF_USTACK_SLOTS;
+	uint64_t v = (uint64_t)bytes << 32 | pid, cur;
+
+	if (!bytes) {
+		/* forget pid, not whoever shares its slot now */
+		if (bpf_map_lookup_elem(fd, &slot, &cur) < 0)
+			return -errno;
+		if ((uint32_t)cur != pid)
+			return 0;
+		v = 0;
+	}
+	return bpf_map_update_elem(fd, &slot, &v, BPF_ANY) < 0 ? -errno : 0;
+}
+
 uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stack_size,
 			      unsigned int nr_probes, uint64_t probe_rate)
 {
@@ -227,6 +244,8 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 		strncpy((char *)b->skel->rodata->comm_filter, o->comm, CPA_BPF_COMM_LEN - 1);
 	}
 	b->skel->rodata->stack_size = o->kernel_only ? 0 : o->stack_size;
+	b->skel->rodata->stack_start =
+		MIN(o->stack_start ? o->stack_start : o->stack_size, b->skel->rodata->stack_size);
 	b->skel->rodata->rec_size = cpa_bpf_sample_size(b->skel->rodata->stack_size);
 	b->skel->rodata->kernel_only = o->kernel_only;
 	b->skel->rodata->with_idle = o->with_idle;
@@ -386,8 +405,7 @@ int cap_bpf__attach_probes(struct cap_bpf *b)
 	return 0;
 }
 
-int cap_bpf__read_probe_stats(struct cap_bpf *b,
-			      uint64_t ret[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX])
+int cap_bpf__read_probe_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX])
 {
 	_cleanup_free_ uint64_t *vals = calloc((size_t)b->nr_possible, sizeof(uint64_t));
 	int fd = bpf_map__fd(b->skel->maps.probe_stats);

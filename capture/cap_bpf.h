@@ -19,7 +19,8 @@ struct cap_bpf;
 struct cap_bpf_opts {
 	uint32_t target_tgid; /* 0 = all */
 	const char *comm;     /* NULL or "" = all */
-	uint32_t stack_size;  /* 0 = no user stack copy */
+	uint32_t stack_size;  /* most user stack bytes per sample (the cap); 0 = no copy */
+	uint32_t stack_start; /* bytes for a process without a learned size (<= stack_size) */
 	bool kernel_only;
 	bool with_idle;
 	const char *btf_path;  /* NULL or "" = the running kernel's */
@@ -60,6 +61,9 @@ void cap_bpf__detach(struct cap_bpf *b);
 int cap_bpf__offcpu_flush(struct cap_bpf *b);
 /* Sum of each CPA_BPF_STAT_* slot over all CPUs. */
 int cap_bpf__read_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_STAT_MAX]);
+/* Copy bytes of user stack per sample of pid from now on (the BPF side caps
+ * it at stack_size); bytes 0 forgets pid (back to stack_start). */
+int cap_bpf__ustack_set(struct cap_bpf *b, uint32_t pid, uint32_t bytes);
 /* The program's bpf_prog id (for bpftool prog show). */
 uint32_t cap_bpf__prog_id(const struct cap_bpf *b);
 void cap_bpf__free(struct cap_bpf *b);

@@ -28,7 +28,6 @@ _Static_assert((int)CPA_BPF_KIND_ONCPU == (int)CPA_KIND_ONCPU &&
 		       (int)CPA_BPF_KIND_PROBE == (int)CPA_KIND_PROBE,
 	       "BPF sample kinds are cpa_sample kinds");
 _Static_assert(CPA_BPF_PROBE_MAX == CPA_PROBE_MAX, "probe count agrees");
-_Static_assert(sizeof(struct cpa_bpf_regs) == sizeof(struct cpa_user_regs), "user regs agree");
 
 #define CAP_BPF_FLAGS_MASK                                                    \
 	(CPA_BPF_F_USER_REGS | CPA_BPF_F_IN_KERNEL | CPA_BPF_F_USTACK_TRUNC | \
@@ -280,7 +279,25 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	memcpy(s->pcomm, bs->pcomm, CPA_COMM_LEN);
 	s->comm[CPA_COMM_LEN - 1] = '\0';
 	s->pcomm[CPA_COMM_LEN - 1] = '\0';
-	memcpy(&s->regs, &bs->regs, sizeof(s->regs));
+	s->regs = (struct cpa_user_regs){
+		.ax = bs->regs.ax,
+		.dx = bs->regs.dx,
+		.cx = bs->regs.cx,
+		.bx = bs->regs.bx,
+		.si = bs->regs.si,
+		.di = bs->regs.di,
+		.bp = bs->regs.bp,
+		.sp = bs->regs.sp,
+		.r8 = bs->regs.r8,
+		.r9 = bs->regs.r9,
+		.r10 = bs->regs.r10,
+		.r11 = bs->regs.r11,
+		.r12 = bs->regs.r12,
+		.r13 = bs->regs.r13,
+		.r14 = bs->regs.r14,
+		.r15 = bs->regs.r15,
+		.ip = bs->regs.ip,
+	};
 	s->stack_sp = bs->regs.sp;
 	s->n_kstack = (uint16_t)nk;
 	s->n_ufp = (uint16_t)nu;

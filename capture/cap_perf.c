@@ -19,9 +19,14 @@
 #include "common/macro.h"
 
 /* User registers asked for, in the bit order perf writes them. */
-#define CAP_PERF_REGS                                                                          \
-	((1ull << PERF_REG_X86_BX) | (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) |   \
-	 (1ull << PERF_REG_X86_IP) | (1ull << PERF_REG_X86_R12) | (1ull << PERF_REG_X86_R13) | \
+/* Every general-purpose register (a CFA rule may name any); the kernel
+ * writes them in mask-bit order: ax bx cx dx si di bp sp ip r8..r15. */
+#define CAP_PERF_REGS                                                                           \
+	((1ull << PERF_REG_X86_AX) | (1ull << PERF_REG_X86_BX) | (1ull << PERF_REG_X86_CX) |    \
+	 (1ull << PERF_REG_X86_DX) | (1ull << PERF_REG_X86_SI) | (1ull << PERF_REG_X86_DI) |    \
+	 (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) | (1ull << PERF_REG_X86_IP) |    \
+	 (1ull << PERF_REG_X86_R8) | (1ull << PERF_REG_X86_R9) | (1ull << PERF_REG_X86_R10) |   \
+	 (1ull << PERF_REG_X86_R11) | (1ull << PERF_REG_X86_R12) | (1ull << PERF_REG_X86_R13) | \
 	 (1ull << PERF_REG_X86_R14) | (1ull << PERF_REG_X86_R15))
 #define CAP_PERF_NREGS	    8
 #define CAP_PERF_MAX_STACK  65528u /* sample_stack_user: u64 aligned, below U16_MAX */
@@ -158,10 +163,19 @@ static int on_sample(struct cap_perf *p, const struct perf_event_header *h)
 	if (p->sample_type & PERF_SAMPLE_REGS_USER) {
 		abi = rd64(&r);
 		if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+			bs->regs.ax = rd64(&r);
 			bs->regs.bx = rd64(&r);
+			bs->regs.cx = rd64(&r);
+			bs->regs.dx = rd64(&r);
+			bs->regs.si = rd64(&r);
+			bs->regs.di = rd64(&r);
 			bs->regs.bp = rd64(&r);
 			bs->regs.sp = rd64(&r);
 			bs->regs.ip = rd64(&r);
+			bs->regs.r8 = rd64(&r);
+			bs->regs.r9 = rd64(&r);
+			bs->regs.r10 = rd64(&r);
+			bs->regs.r11 = rd64(&r);
 			bs->regs.r12 = rd64(&r);
 			bs->regs.r13 = rd64(&r);
 			bs->regs.r14 = rd64(&r);

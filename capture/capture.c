@@ -31,13 +31,16 @@ struct capture {
 	struct cpa_config *cfg;
 	struct shm_stage *st;
 	struct shm_ring_prod ring;
+	struct shm_ring_cons hints; /* unwindd's copy size hints (SHM_RING_HINT) */
+	bool have_hints;
+	uint32_t stack_start, stack_cap; /* the adaptive copy's bounds (docs/capture.md) */
 	struct cap_emit emit;
 	struct cap_bpf *bpf;		      /* the BPF backend ... */
 	struct cap_perf *perf;		      /* ... or the perf_event-only one */
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
 	struct probe_spec probes[CPA_PROBE_MAX];
 	uint64_t probe_stats[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]; /* totals as last read */
-	uint64_t next_tick_ns;		      /* CLOCK_MONOTONIC of the next second's work */
+	uint64_t next_tick_ns; /* CLOCK_MONOTONIC of the next second's work */
 	unsigned int cpus[CAP_MAX_CPUS];
 	unsigned int nr_cpus;
 };
@@ -116,8 +119,42 @@ static uint32_t target_tgid(const struct cpa_config *cfg)
 static int on_record(void *ctx, const void *data, size_t size)
 {
 	struct capture *c = ctx;
+	const struct cpa_bpf_task *t = data;
 
+	/* A gone process's learned copy size goes with it (pids are reused). */
+	if (c->bpf && size >= sizeof(*t) && t->type == CPA_BPF_REC_TASK &&
+	    t->kind == CPA_BPF_TASK_EXIT)
+		cap_bpf__ustack_set(c->bpf, t->pid, 0);
 	return cap_emit__record(&c->emit, data, size);
+}
+
+/*
+ * unwindd's hints: how many stack bytes each process's walks need. Applied
+ * once per tick, into the BPF map the sampler reads (the perf backend has a
+ * fixed copy: hints are consumed and dropped).
+ */
+static void hints_apply(struct capture *c)
+{
+	struct shm_msg m;
+	unsigned int n = 0;
+
+	if (!c->have_hints)
+		return;
+	while (shm_ring__peek_sc(&c->hints, &m) == 0) {
+		const struct cpa_ustack_hint *h = m.data;
+		uint32_t bytes;
+
+		n++;
+		if (m.type != CPA_REC_USTACK_HINT || m.len < sizeof(*h) || !c->bpf)
+			continue;
+		bytes = h->bytes ? MIN(MAX(h->bytes, CPA_USTACK_HINT_MIN), c->stack_cap) : 0;
+		if (cap_bpf__ustack_set(c->bpf, h->pid, bytes) < 0)
+			shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
+		else
+			shm_stage__cnt_add(c->st, CAP_CNT_USTACK_HINTS, 1);
+	}
+	if (n)
+		shm_ring__release_sc(&c->hints);
 }
 
 static int backend_poll(struct capture *c, int timeout_ms)
@@ -247,6 +284,7 @@ static int setup_perf(struct capture *c, const struct cap_bpf_opts *o)
 	};
 	int r;
 
+	po.stack_size = c->stack_start; /* no per-process size in perf_event */
 	r = cap_perf__open(&po, c->cpus, c->nr_cpus, on_record, c, &c->perf);
 	if (r < 0)
 		return r;
@@ -263,9 +301,19 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 
 	o->ringbuf_size = cap_bpf_ringbuf_size(c->nr_cpus, c->cfg->freq, o->stack_size,
 					       c->cfg->nr_probes, c->cfg->probe_rate);
-	/* Off-CPU spans come at the context-switch rate, not at freq. */
-	if (o->offcpu)
-		o->ringbuf_size = MAX(o->ringbuf_size, CAP_OFFCPU_RINGBUF);
+	/* Off-CPU spans come at the context-switch rate, not at freq, and a
+	 * flush emits one record per stash entry at once: room for as many
+	 * records as CAP_OFFCPU_RINGBUF holds with 8 KiB stacks, whatever the
+	 * stack copy cap (the records are sized to it). */
+	if (o->offcpu) {
+		uint64_t want = (uint64_t)CAP_OFFCPU_RINGBUF / cpa_bpf_offcpu_size(8192) *
+				cpa_bpf_offcpu_size(o->stack_size);
+		uint32_t sz = CAP_OFFCPU_RINGBUF;
+
+		while (sz < want && sz < (64u << 20))
+			sz <<= 1;
+		o->ringbuf_size = MAX(o->ringbuf_size, sz);
+	}
 	/*
 	 * Capture sleeps up to a second; a burst must wake it before either
 	 * buffer overflows: before half the BPF buffer is used, and before one
@@ -300,9 +348,9 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 		else
 			log_info("probe %u: %s (no rate limit)", i, c->cfg->probes[i]);
 	}
-	log_info("sampling %u CPUs at %u Hz (cpu-clock), user stack copy %u bytes%s, "
-		 "BPF ring buffer %u KiB, prog id %u",
-		 c->nr_cpus, c->cfg->freq, o->stack_size,
+	log_info("sampling %u CPUs at %u Hz (cpu-clock), user stack copy %u bytes (adaptive up "
+		 "to %u)%s, BPF ring buffer %u KiB, prog id %u",
+		 c->nr_cpus, c->cfg->freq, o->stack_start, o->stack_size,
 		 o->kernel_only ? " (kernel stacks only)" : "", o->ringbuf_size >> 10,
 		 cap_bpf__prog_id(c->bpf));
 	if (o->offcpu)
@@ -335,7 +383,21 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	if (r < 0)
 		return log_error_errno(r, "open ring %d as producer: %m", SHM_RING_CAPTURE);
 
-	o.stack_size = ustack_size(c->cfg, &refused);
+	/* The adaptive copy: --stack_size to start with, up to the cap once
+	 * unwindd has seen a process's walks run out of bytes. */
+	c->stack_start = ustack_size(c->cfg, &refused);
+	c->stack_cap = c->stack_start ? cpa_config__stack_cap(c->stack_start) : 0;
+	r = shm_arena__find_ring(a, SHM_STAGE_UNWINDD, SHM_STAGE_CAPTURE);
+	if (r >= 0 && c->stack_cap > c->stack_start) {
+		r = shm_arena__open_cons(a, (unsigned int)r, &c->hints);
+		if (r < 0)
+			return log_error_errno(r, "open the hint ring as consumer: %m");
+		c->have_hints = true;
+	}
+	if (!c->have_hints)
+		c->stack_cap = c->stack_start; /* nobody to learn from: a fixed copy */
+	o.stack_size = c->stack_cap;
+	o.stack_start = c->stack_start;
 	r = cap_emit__init(&c->emit, &c->ring, c->st, c->st->generation, o.stack_size);
 	if (r < 0)
 		return log_error_errno(r, "set up output: %m");
@@ -444,6 +506,7 @@ int capture__tick(struct capture *c, uint64_t now_ns)
 		if (c->cfg->flags & CPA_CFG_OFFCPU)
 			c->next_tick_ns = offcpu_next_tick(now_ns);
 	}
+	hints_apply(c);
 	r = cap_emit__flush_losses(&c->emit, clock_ns(CLOCK_REALTIME), false);
 	if (r < 0)
 		return log_error_errno(r, "sequence numbers of generation %u used up: %m",

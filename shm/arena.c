@@ -11,6 +11,7 @@
  * process may map the arena at a different address.
  */
 #include "arena.h"
+#include "records.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -53,7 +54,8 @@ static uint64_t hdr_csum(const struct shm_arena_hdr *h)
 void shm_layout__default(struct shm_layout *l, uint32_t stack_size, uint32_t depth)
 {
 	/* A capture record at its largest: header, sample, both stacks, the copy. */
-	uint64_t per = sizeof(struct shm_rec) + 168 + 8 * 127 * 2 + stack_size;
+	uint64_t per =
+		sizeof(struct shm_rec) + sizeof(struct cpa_sample) + 8 * 127 * 2 + stack_size;
 	uint64_t want = per * (depth ? depth : 64), sz = SHM_RING0_MIN;
 
 	/*
@@ -75,6 +77,10 @@ void shm_layout__default(struct shm_layout *l, uint32_t stack_size, uint32_t dep
 	l->rings[SHM_RING_SYMD].data_size = 1u << 20;
 	l->rings[SHM_RING_SYMD].producer = SHM_STAGE_SYMD;
 	l->rings[SHM_RING_SYMD].consumer = SHM_STAGE_STORER;
+	/* 16-byte hints, a few per process and second at most */
+	l->rings[SHM_RING_HINT].data_size = 64u << 10;
+	l->rings[SHM_RING_HINT].producer = SHM_STAGE_UNWINDD;
+	l->rings[SHM_RING_HINT].consumer = SHM_STAGE_CAPTURE;
 }
 
 static int layout_check(const struct shm_layout *l)

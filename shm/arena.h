@@ -31,6 +31,7 @@ enum shm_ring_id {
 	SHM_RING_CAPTURE, /* capture -> unwindd */
 	SHM_RING_UNWIND,  /* unwindd -> symd */
 	SHM_RING_SYMD,	  /* symd -> storer */
+	SHM_RING_HINT,	  /* unwindd -> capture: CPA_REC_USTACK_HINT (feedback, not data) */
 	SHM_RING_DEFAULT_NR,
 };
 

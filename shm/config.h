@@ -87,6 +87,25 @@ struct cpa_config {
 
 #define CPA_CONFIG_VERSION 1
 
+/*
+ * The adaptive user stack copy (docs/capture.md): stack_size is what a
+ * process gets until unwindd has learned what its walks need; unwindd may
+ * then lower it, or raise it (walks that ran out of bytes) up to this cap,
+ * 4x stack_size and at most 64 KiB. Capture reserves every BPF record at the
+ * cap; only the bytes copied travel on.
+ */
+#define CPA_STACK_CAP_MULT 4u
+#define CPA_STACK_CAP_MAX  65536u
+
+static inline uint32_t cpa_config__stack_cap(uint32_t stack_size)
+{
+	uint64_t cap = (uint64_t)stack_size * CPA_STACK_CAP_MULT;
+
+	if (cap > CPA_STACK_CAP_MAX)
+		cap = CPA_STACK_CAP_MAX;
+	return cap < stack_size ? stack_size : (uint32_t)cap;
+}
+
 _Static_assert(sizeof(struct cpa_config) % 8 == 0, "config block is 8-byte sized");
 
 #endif /* CPA_SHM_CONFIG_H */

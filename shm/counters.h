@@ -20,6 +20,7 @@ enum capture_counter {
 	CAP_CNT_OFFCPU_NS,		      /* blocked ns those records carry */
 	CAP_CNT_OFFCPU_UNTRACKED,	      /* BPF: blocks not tracked or torn (lost) */
 	CAP_CNT_PROBE_SKIPPED,		      /* probe hits over --probe_rate (no sample) */
+	CAP_CNT_USTACK_HINTS,		      /* unwindd's copy size hints applied */
 	CAP_CNT_MAX_,
 };
 
@@ -41,6 +42,7 @@ enum unwindd_counter {
 	UNW_CNT_CACHE_BYTES,  /* (gauge) bytes held by unwind tables */
 	UNW_CNT_ENV_SKIPPED,  /* not unwound: env value not in --parse_env_values */
 	UNW_CNT_DUMP_ERRORS,  /* --debug_option dump writes that failed */
+	UNW_CNT_USTACK_HINTS, /* copy size hints sent to capture */
 	UNW_CNT_MAX_,
 };
 

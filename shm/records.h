@@ -7,6 +7,7 @@
  * record length (see cpa_rec_*_size() helpers).
  *
  *   capture --(SAMPLE, TASK, LOSS)--> unwindd
+ *   unwindd --(USTACK_HINT)--> capture	(feedback ring: the adaptive stack copy)
  *   unwindd --(DICT_RESET, MODULE, FRAMES, TASK, LOSS)--> symd
  *   symd    --(DICT_RESET, STR, MODULE, FRAME, STACK, SAMPLE_OUT, LOSS)--> storer
  *
@@ -31,16 +32,17 @@
 
 enum cpa_rec_type {
 	/* 0 is SHM_REC_TYPE_PAD */
-	CPA_REC_SAMPLE = 1, /* capture -> unwindd: struct cpa_sample + stacks */
-	CPA_REC_TASK,	    /* exec/exit of a task: struct cpa_task_event */
-	CPA_REC_LOSS,	    /* samples lost or degraded upstream: struct cpa_loss */
-	CPA_REC_DICT_RESET, /* struct cpa_dict_reset: forget every id of this link */
-	CPA_REC_MODULE,	    /* struct cpa_module_def + path */
-	CPA_REC_FRAMES,	    /* unwindd -> symd: struct cpa_frames + pcs + uframes */
-	CPA_REC_STR,	    /* symd -> storer: struct cpa_str_def + bytes */
-	CPA_REC_FRAME,	    /* symd -> storer: struct cpa_frame_def */
-	CPA_REC_STACK,	    /* symd -> storer: struct cpa_stack_def + frame ids */
-	CPA_REC_SAMPLE_OUT, /* symd -> storer: struct cpa_sample_out */
+	CPA_REC_SAMPLE = 1,  /* capture -> unwindd: struct cpa_sample + stacks */
+	CPA_REC_TASK,	     /* exec/exit of a task: struct cpa_task_event */
+	CPA_REC_LOSS,	     /* samples lost or degraded upstream: struct cpa_loss */
+	CPA_REC_DICT_RESET,  /* struct cpa_dict_reset: forget every id of this link */
+	CPA_REC_MODULE,	     /* struct cpa_module_def + path */
+	CPA_REC_FRAMES,	     /* unwindd -> symd: struct cpa_frames + pcs + uframes */
+	CPA_REC_STR,	     /* symd -> storer: struct cpa_str_def + bytes */
+	CPA_REC_FRAME,	     /* symd -> storer: struct cpa_frame_def */
+	CPA_REC_STACK,	     /* symd -> storer: struct cpa_stack_def + frame ids */
+	CPA_REC_SAMPLE_OUT,  /* symd -> storer: struct cpa_sample_out */
+	CPA_REC_USTACK_HINT, /* unwindd -> capture: struct cpa_ustack_hint */
 	CPA_REC_TYPE_MAX,
 };
 
@@ -68,18 +70,20 @@ enum cpa_sample_flag {
 #define CPA_BUILD_ID_MAX   20
 #define CPA_MAX_STACK_COPY 65536
 
-/* x86-64 user registers unwinding can need (CFA/RA/RBP rules use these). */
+/*
+ * Every x86-64 general-purpose user register, in DWARF register number order
+ * (psABI figure 3.36: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then the return
+ * address column = rip), so an unwinder indexes it by DWARF number. Any CFA or
+ * register rule can name any of them (OpenSSL's AES-GCM: CFA = rax + off).
+ */
 struct cpa_user_regs {
+	uint64_t ax, dx, cx, bx, si, di, bp, sp;
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
 	uint64_t ip;
-	uint64_t sp;
-	uint64_t bp;
-	uint64_t bx;
-	uint64_t r12;
-	uint64_t r13;
-	uint64_t r14;
-	uint64_t r15;
 };
-_Static_assert(sizeof(struct cpa_user_regs) == 64, "user regs");
+_Static_assert(sizeof(struct cpa_user_regs) == 136, "user regs");
+_Static_assert(offsetof(struct cpa_user_regs, sp) == 7 * 8, "user regs: DWARF order");
+_Static_assert(offsetof(struct cpa_user_regs, ip) == 16 * 8, "user regs: DWARF order");
 
 /*
  * CPA_REC_SAMPLE, then:
@@ -109,7 +113,7 @@ struct cpa_sample {
 	uint8_t offcpu_state; /* off-CPU: 'R', 'S' or 'D' (state it blocked in); else 0 */
 	uint8_t _pad0[3];
 };
-_Static_assert(sizeof(struct cpa_sample) == 168, "cpa_sample layout");
+_Static_assert(sizeof(struct cpa_sample) == 240, "cpa_sample layout");
 
 enum cpa_task_event_kind {
 	CPA_TASK_EXEC = 1,
@@ -291,6 +295,21 @@ struct cpa_sample_out {
 	uint32_t _pad0;
 };
 _Static_assert(sizeof(struct cpa_sample_out) == 72, "cpa_sample_out layout");
+
+/*
+ * CPA_REC_USTACK_HINT (ring SHM_RING_HINT, unwindd -> capture): copy this
+ * many user stack bytes per sample of pid from now on (capture clamps it to
+ * [CPA_USTACK_HINT_MIN, its cap]; 0 = forget pid: the start size again).
+ * No seq: a later hint for the same pid replaces an earlier one, and a lost
+ * hint is sent again by the next walk that runs out of bytes.
+ */
+#define CPA_USTACK_HINT_MIN 1024u
+struct cpa_ustack_hint {
+	uint32_t pid;
+	uint32_t bytes;
+	uint64_t time_ns; /* CLOCK_MONOTONIC when unwindd decided */
+};
+_Static_assert(sizeof(struct cpa_ustack_hint) == 16, "cpa_ustack_hint layout");
 
 /* Size checks for readers: the declared counts fit in len bytes. */
 static inline int cpa_rec_sample_ok(const struct cpa_sample *s, uint32_t len)

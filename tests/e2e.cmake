@@ -9,6 +9,10 @@
 cpa_add_test(NAME test_e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_e2e.c ${CMAKE_CURRENT_LIST_DIR}/test_proc.c
   LABELS e2e root TIMEOUT 600 ARGS e2e)
 add_dependencies(test_e2e cpa capture unwindd symd storer cpa-workload cpa-workload-nofp cpa-wl-offcpu)
+# the CFI fixture's bigloop mode (6 KB frames 3 deep) for the adaptive stack copy
+include(${CMAKE_SOURCE_DIR}/tests/fixtures/cfi/cfi_fixtures.cmake)
+add_dependencies(test_e2e cfi_fixtures)
+target_compile_definitions(test_e2e PRIVATE CFI_FIXTURE_DIR="${CMAKE_BINARY_DIR}/tests/cfi")
 foreach(group oneshot bench offcpu faketime real)
   add_test(NAME test_e2e_${group} COMMAND test_e2e ${group})
   set_tests_properties(test_e2e_${group} PROPERTIES

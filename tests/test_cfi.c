@@ -627,6 +627,7 @@ struct capture {
 	struct cpa_uframe f[600];
 	unsigned int n;
 	int stop;
+	uint64_t top; /* the walk's highest sp */
 	char names[8192];
 };
 
@@ -667,7 +668,8 @@ static const char *walk_names_flags(unsigned int max, unsigned int flags)
 	char *p = cap.names, *end = cap.names + sizeof(cap.names);
 	char last[300] = "";
 
-	cap.stop = unw_walk_flags(&cap.s.regs, &st, cap_find, &cap.proc, flags, cap.f, max, &cap.n);
+	cap.stop = unw_walk_flags(&cap.s.regs, &st, cap_find, &cap.proc, flags, cap.f, max, &cap.n,
+				  &cap.top);
 	cap.names[0] = 0;
 	for (unsigned int i = 0; i < cap.n; i++) {
 		const char *mod = module_base(cap.f[i].module_id);
@@ -799,6 +801,50 @@ START_TEST(test_walk_fp_fallback)
 }
 END_TEST
 
+/*
+ * The CFI edges of issue 10, each walked whole and then damaged to show what
+ * the walk depends on:
+ *  - rax: CFA = rax + 8 for the whole body (OpenSSL AES-GCM): needs every
+ *    register of the leaf; with rax zeroed the walk stops.
+ *  - epi_trap: on the ret of a function whose pops are done, GCC's CFI still
+ *    names the save slots (below rsp, outside the copy): the registers hold
+ *    their restored values. The caller's CFA is rbp-based, so a wrong rbp
+ *    derails. (Before the fix: "epi_fn", READ.)
+ *  - big: three 6 KB frames: an 8 KiB copy stops short.
+ */
+enum issue10_damage { DMG_NONE, DMG_RAX, DMG_COPY_8K };
+
+static const struct {
+	const char *mode, *names;
+	enum issue10_damage damage;
+	const char *damaged_names;
+	int damaged_stop;
+} issue10_cases[] = {
+	{"rax", "rax_fn rax_caller main [libc.so.6] _start", DMG_RAX, "rax_fn", CPA_STOP_READ},
+	{"epi_trap", "epi_fn epi_loop main [libc.so.6] _start", DMG_NONE, NULL, 0},
+	{"big", "stop_here big_c big_b big_a main [libc.so.6] _start", DMG_COPY_8K,
+	 "stop_here big_c big_b", CPA_STOP_READ},
+};
+
+START_TEST(test_walk_issue10_edges)
+{
+	const typeof(issue10_cases[0]) *c = &issue10_cases[_i];
+
+	capture_mode(c->mode);
+	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), c->names);
+	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	if (c->damage == DMG_RAX)
+		cap.s.regs.ax = 0;
+	else if (c->damage == DMG_COPY_8K)
+		cap.s.len = MIN(cap.s.len, 8192u);
+	if (c->damage != DMG_NONE) {
+		ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), c->damaged_names);
+		ck_assert_int_eq(cap.stop, c->damaged_stop);
+	}
+	release_capture();
+}
+END_TEST
+
 /* Random points of a running FP-less workload: every walk must reach _start. */
 static void random_samples(const char *mode, unsigned int n, unsigned int *in_vdso)
 {
@@ -844,6 +890,15 @@ START_TEST(test_walk_random_points)
 	unsigned int v;
 
 	random_samples("work", 150, &v);
+}
+END_TEST
+
+/* A tight loop of calls to a function that is mostly epilogue: every sample to _start. */
+START_TEST(test_walk_epilogue_random_points)
+{
+	unsigned int v;
+
+	random_samples("epilogue", 300, &v);
 }
 END_TEST
 
@@ -1020,6 +1075,8 @@ static Suite *cfi_suite(bool walks, bool vdso)
 	tcase_add_test(tc, test_walk_signal_frame);
 	tcase_add_test(tc, test_walk_thread);
 	tcase_add_test(tc, test_walk_fp_fallback);
+	tcase_add_loop_test(tc, test_walk_issue10_edges, 0, (int)ARRAY_SIZE(issue10_cases));
+	tcase_add_test(tc, test_walk_epilogue_random_points);
 	tcase_add_test(tc, test_walk_random_points);
 	if (vdso)
 		tcase_add_test(tc, test_walk_vdso);

@@ -477,6 +477,63 @@ START_TEST(test_e2e_nofp_complete_and_shares)
 }
 END_TEST
 
+/*
+ * The adaptive stack copy (issue 10): three 6 KB frames need ~20 KiB of
+ * stack, more than the default 8 KiB start. The first samples stop short
+ * (stack read); once unwindd's hint reached capture every sample is complete
+ * to _start, and the copy settles at what the walks need.
+ */
+START_TEST(test_e2e_adaptive_stack_copy)
+{
+	char *store = store_new(), *prof, fix[] = CFI_FIXTURE_DIR "/cfi_fixture";
+	char *argv[] = {fix, "bigloop", "6", NULL};
+	char label[64];
+	long total = 0, complete = 0, cut = 0;
+	const char *line;
+	pid_t mon, pid;
+	int out;
+	struct range r;
+
+	need_root_bpf();
+	mon = monitor_start(store, 10, 99, 0);
+	sleep(2);
+	pid = spawn(argv, &out);
+	ck_assert_int_eq(wait_exit(pid, NULL), 0);
+	close(out);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+
+	show_range(store, &r);
+	prof = show_all(store, &r);
+	snprintf(label, sizeof(label), "cfi_fixture:%d;", pid);
+	for (line = prof; line && *line;) {
+		const char *eol = strchr(line, '\n');
+		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
+		long n = strtol(strrchr(l, ' ') + 1, NULL, 10);
+
+		line = eol ? eol + 1 : NULL;
+		if (strncmp(l, label, strlen(label))) {
+			free(l);
+			continue;
+		}
+		total += n;
+		if (!strncmp(l + strlen(label), "_start;", 7) &&
+		    strstr(l, ";main;big_a;big_b;big_c;"))
+			complete += n;
+		if (strstr(l, "<# STACK READ #>"))
+			cut += n;
+		free(l);
+	}
+	fprintf(stderr, "e2e adaptive copy: %ld samples, %ld complete, %ld stack read\n", total,
+		complete, cut);
+	ck_assert_int_gt(total, 100);
+	/* With a fixed 8 KiB copy none would be complete; the round trip
+	 * unwindd -> capture takes about a second of samples. */
+	ck_assert_msg(complete >= 0.6 * (double)total, "complete %ld of %ld", complete, total);
+	free(prof);
+	free(store);
+}
+END_TEST
+
 /* ---- off-CPU ---- */
 
 enum { OFF_SLEEP, OFF_PIPE, OFF_MUTEX, OFF_FSYNC, OFF_PATHS };
@@ -657,9 +714,9 @@ static pid_t run_prog(char *const argv[], const char *in)
 /* A text file of n MiB that compresses like text (words of a small vocabulary). */
 static void gen_text(const char *path, unsigned int mib)
 {
-	static const char *const words[] = {"profile", "stack", "frame", "sample", "kernel",
-					    "unwind", "symbol", "ring", "store", "monitor",
-					    "the", "of", "a", "to", "cpu", "perf"};
+	static const char *const words[] = {
+		"profile", "stack",   "frame", "sample", "kernel", "unwind", "symbol", "ring",
+		"store",   "monitor", "the",   "of",	 "a",	   "to",     "cpu",    "perf"};
 	FILE *f = fopen(path, "w");
 	uint64_t x = 88172645463325252ull, n = 0;
 
@@ -756,9 +813,9 @@ static bool fde_set_has(const struct fde_set *fs, unsigned long off)
 
 struct real_stats {
 	long samples, complete, stopped;
-	long mod_named;	   /* distinct "<module>+0x..." frames */
-	long mod_bad;	   /* of them, not at an FDE start */
-	long mod_exact;	   /* distinct "0x... [<module>]" frames (exact pcs) */
+	long mod_named; /* distinct "<module>+0x..." frames */
+	long mod_bad;	/* of them, not at an FDE start */
+	long mod_exact; /* distinct "0x... [<module>]" frames (exact pcs) */
 };
 
 /* Per pid: complete = rooted at the process or a thread start (the entry
@@ -767,8 +824,8 @@ struct real_stats {
 static void real_stats_of(const char *prof, pid_t pid, const char *prog, const char *modpath,
 			  struct real_stats *st)
 {
-	static const char *const roots[] = {"_start", "__libc_start_main", "clone3", "clone",
-					    "start_thread", NULL};
+	static const char *const roots[] = {"_start", "__libc_start_main", "clone3",
+					    "clone",  "start_thread",	   NULL};
 	char label[64], entry[256], named[256][64], exact[256][64], real[PATH_MAX];
 	const char *mod = NULL;
 	const char *line = prof, *comm;
@@ -809,12 +866,12 @@ static void real_stats_of(const char *prof, pid_t pid, const char *prog, const c
 		}
 		st->samples += count;
 		root = strndup(semi + 1, strcspn(semi + 1, ";"));
-		if (strstr(l, "[unwind stopped") || strstr(l, "[degraded")) {
+		if (strstr(semi, ";<# ")) {  /* a marker: unwind stop, degraded */
 			if (st->stopped < 5) /* what a failure looks like */
-				fprintf(stderr, "  stopped: %.300s\n", l + strlen(l) - MIN(strlen(l), 300));
+				fprintf(stderr, "  stopped: %.300s\n",
+					l + strlen(l) - MIN(strlen(l), 300));
 			st->stopped += count;
-		}
-		else {
+		} else {
 			bool ok = !strcmp(root, entry);
 
 			for (i = 0; roots[i]; i++)
@@ -828,7 +885,7 @@ static void real_stats_of(const char *prof, pid_t pid, const char *prog, const c
 		for (tok = strtok_r((char *)semi + 1, ";", &save); mod && tok;
 		     tok = strtok_r(NULL, ";", &save)) {
 			size_t ml = strlen(mod);
-			char (*set)[64] = NULL;
+			char(*set)[64] = NULL;
 			size_t *n = NULL, j;
 
 			if (!strncmp(tok, mod, ml) && !strncmp(tok + ml, "+0x", 3)) {
@@ -908,13 +965,12 @@ static void run_real(const char *tag, struct real_prog *progs, size_t n, const c
 		ck_assert_msg((double)st.complete >= min_complete * (double)st.samples,
 			      "%s: complete %ld of %ld (< %.0f%%)", progs[i].name, st.complete,
 			      st.samples, 100 * min_complete);
-		ck_assert_msg(st.mod_bad == 0, "%s: %ld frames not at an FDE start",
-			      progs[i].name, st.mod_bad);
+		ck_assert_msg(st.mod_bad == 0, "%s: %ld frames not at an FDE start", progs[i].name,
+			      st.mod_bad);
 		if (progs[i].modpath)
 			ck_assert_msg(st.mod_named > 0 && st.mod_exact == 0,
-				      "%s: %ld FDE-named, %ld exact-pc frames in %s",
-				      progs[i].name, st.mod_named, st.mod_exact,
-				      progs[i].modpath);
+				      "%s: %ld FDE-named, %ld exact-pc frames in %s", progs[i].name,
+				      st.mod_named, st.mod_exact, progs[i].modpath);
 	}
 	free(prof);
 	free(store);
@@ -930,7 +986,9 @@ START_TEST(test_e2e_real_programs)
 	char big[64] = "/tmp/cpa-e2e-real-big.txt", mid[64] = "/tmp/cpa-e2e-real-mid.txt";
 	struct real_prog progs[] = {
 		{"gzip -9", {"/usr/bin/gzip", "-9", "-c", NULL}, big, "/usr/bin/gzip"},
-		{"xz -9", {"/usr/bin/xz", "-9", "-T1", "-c", NULL}, mid,
+		{"xz -9",
+		 {"/usr/bin/xz", "-9", "-T1", "-c", NULL},
+		 mid,
 		 "/usr/lib/x86_64-linux-gnu/liblzma.so.5"},
 	};
 
@@ -945,18 +1003,22 @@ END_TEST
 
 /*
  * bzip2 -9 and sqlite3: their 5-6 KB frames need more than the default 8 KiB
- * stack copy; run with --stack_size 32768 until the adaptive copy lands
- * (issue 10, points 1-3), then without. perl: 3-4 % of its samples stop at
- * the first step ("stack read" with only the leaf, Perl_pp_*), the epilogue
- * case of point 2 (95-97.5 % complete in five runs): its bar is 90 % (perf
- * --call-graph dwarf got 86-90 % in bench_fidelity), sqlite3's 95 % (perf
- * 96.5-97.7 % in issue 10), until that fix lands; then 99 % both.
+ * stack copy start; the adaptive copy (issue 10) grows it per process once
+ * unwindd's hint reaches capture. sqlite3 and perl run without --stack_size
+ * (99.2 % and 99.7 % complete in the run of the merge); bzip2 -9 keeps
+ * --stack_size 32768: it runs ~3 s and its samples before the hint lands
+ * (95 % complete without the flag) would miss its 99 % bar. The bars of
+ * sqlite3 (95 %) and perl (90 %, perf --call-graph dwarf got 86-90 % in
+ * bench_fidelity) predate the epilogue fix and are kept until more runs
+ * show 99 % holds.
  */
 START_TEST(test_e2e_real_big_frames)
 {
 	char big[64] = "/tmp/cpa-e2e-real-bz.txt";
 	struct real_prog progs[] = {
-		{"bzip2 -9", {"/usr/bin/bzip2", "-9", "-c", NULL}, big,
+		{"bzip2 -9",
+		 {"/usr/bin/bzip2", "-9", "-c", NULL},
+		 big,
 		 "/usr/lib/x86_64-linux-gnu/libbz2.so.1.0"},
 		{"sqlite3",
 		 {"/usr/bin/sqlite3", ":memory:",
@@ -965,13 +1027,15 @@ START_TEST(test_e2e_real_big_frames)
 		  "CREATE INDEX ti ON t(b); SELECT count(*), sum(a % 7) FROM t WHERE b > '8'; "
 		  "SELECT b FROM t ORDER BY b DESC LIMIT 3;",
 		  NULL},
-		 NULL, "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0"},
+		 NULL,
+		 "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0"},
 		{"perl",
 		 {"/usr/bin/perl", "-e",
 		  "my ($n, %h) = (0); while ($n++ < 500000) { $h{$_ % 1000} .= 'x' for 1..100; "
 		  "%h = () if length($h{7}) > 400 }",
 		  NULL},
-		 NULL, "/usr/bin/perl"},
+		 NULL,
+		 "/usr/bin/perl"},
 	};
 
 	need_root_bpf();
@@ -981,8 +1045,8 @@ START_TEST(test_e2e_real_big_frames)
 	}
 	gen_text(big, 48);
 	run_real(" (--stack_size 32768)", progs, 1, "32768", 0.99);
-	run_real(" (--stack_size 32768)", progs + 1, 1, "32768", 0.95);
-	run_real(" (--stack_size 32768)", progs + 2, 1, "32768", 0.90);
+	run_real("", progs + 1, 1, NULL, 0.95);
+	run_real("", progs + 2, 1, NULL, 0.90);
 	unlink(big);
 }
 END_TEST
@@ -1214,12 +1278,13 @@ int main(int argc, char **argv)
 	const struct e2e_group {
 		const char *name;
 		int timeout_s;
-		const TTest *tests[7];
+		const TTest *tests[8];
 	} e2e_groups[] = {
 		{"e2e",
 		 120,
 		 {test_e2e_chain_and_count, test_e2e_pid_filter, test_e2e_perf_backend,
-		  test_e2e_stop_sigint, test_e2e_stop_sigterm, test_e2e_nofp_complete_and_shares}},
+		  test_e2e_stop_sigint, test_e2e_stop_sigterm, test_e2e_nofp_complete_and_shares,
+		  test_e2e_adaptive_stack_copy}},
 		{"oneshot", 120, {test_oneshot_duration, test_oneshot_sigint}},
 		{"bench", 120, {test_bench_cpa_lines}},
 		{"offcpu", 120, {test_e2e_offcpu}},
@@ -1254,7 +1319,7 @@ int main(int argc, char **argv)
 			continue;
 		tc = tcase_create(eg->name);
 		tcase_set_timeout(tc, eg->timeout_s);
-		for (size_t i = 0; i < 7 && eg->tests[i]; i++)
+		for (size_t i = 0; i < sizeof(eg->tests) / sizeof(eg->tests[0]) && eg->tests[i]; i++)
 			tcase_add_test(tc, eg->tests[i]);
 		suite_add_tcase(s, tc);
 	}

@@ -60,13 +60,15 @@ static void env_free(struct env *e)
 	shm_arena__free(e->a);
 }
 
-/* A SAMPLE as capture sends it for an FP-less process: the kernel's FP
- * chain holds only the ip. */
-static void push(struct env *e, uint64_t seq, pid_t pid, pid_t tid, const struct cap_sample *s,
-		 bool with_stack)
+/*
+ * A SAMPLE as capture sends it for an FP-less process: the kernel's FP chain
+ * is the ip and, past it, garbage (here: the ip again), n_ufp entries. The
+ * first slen bytes of the stack copy go along; 0 = a degraded sample.
+ */
+static void push_n(struct env *e, uint64_t seq, pid_t pid, pid_t tid, const struct cap_sample *s,
+		   uint32_t slen, unsigned int n_ufp)
 {
-	uint32_t slen = with_stack ? s->len : 0;
-	uint32_t len = (uint32_t)(sizeof(struct cpa_sample) + 8 + slen);
+	uint32_t len = (uint32_t)(sizeof(struct cpa_sample) + 8 * n_ufp + slen);
 	struct cpa_sample *r;
 	uint8_t *p;
 
@@ -76,16 +78,22 @@ static void push(struct env *e, uint64_t seq, pid_t pid, pid_t tid, const struct
 	r->pid = (uint32_t)pid;
 	r->tid = (uint32_t)tid;
 	r->weight = 1;
-	r->flags = CPA_SF_USER_REGS | (with_stack ? 0 : CPA_SF_DEGRADED);
+	r->flags = CPA_SF_USER_REGS | (slen ? 0 : CPA_SF_DEGRADED);
 	memcpy(&r->regs, &s->regs, sizeof(r->regs));
 	r->stack_sp = s->base;
-	r->n_ufp = 1;
+	r->n_ufp = (uint16_t)n_ufp;
 	r->stack_len = slen;
 	p = (uint8_t *)(r + 1);
-	memcpy(p, &s->regs.ip, 8);
-	if (slen)
-		memcpy(p + 8, s->bytes, slen);
+	for (unsigned int i = 0; i < n_ufp; i++)
+		memcpy(p + 8 * i, &s->regs.ip, 8);
+	memcpy(p + 8 * n_ufp, s->bytes, slen);
 	shm_ring__commit_sp(&e->cap);
+}
+
+static void push(struct env *e, uint64_t seq, pid_t pid, pid_t tid, const struct cap_sample *s,
+		 bool with_stack)
+{
+	push_n(e, seq, pid, tid, s, with_stack ? s->len : 0, 1);
 }
 
 /* Name of an output frame, through the fixture helper's own view of the
@@ -117,7 +125,7 @@ START_TEST(test_fp_less_chain_through_stage)
 	static char names[4096];
 	char *argv[] = {(char *)"cfi_fixture", (char *)"chain", NULL};
 	struct cap_proc *cp = calloc(1, sizeof(*cp));
-	const struct cpa_frames *f[2] = {NULL, NULL};
+	const struct cpa_frames *f[3] = {NULL, NULL, NULL};
 	const struct cpa_uframe *uf;
 	struct cap_sample s;
 	struct shm_msg m;
@@ -136,7 +144,8 @@ START_TEST(test_fp_less_chain_through_stage)
 	env_init(&e);
 	push(&e, 10, pid, tid, &s, true);
 	push(&e, 11, pid, tid, &s, false);
-	ck_assert_int_eq(unwindd__batch(e.u, UNWINDD_BATCH), 2);
+	push_n(&e, 12, pid, tid, &s, 16, 3); /* copy too short, FP chain longer */
+	ck_assert_int_eq(unwindd__batch(e.u, UNWINDD_BATCH), 3);
 
 	while (shm_ring__peek_sc(&e.sym, &m) == 0) {
 		if (m.type == CPA_REC_MODULE) {
@@ -148,12 +157,12 @@ START_TEST(test_fp_less_chain_through_stage)
 				ck_assert_uint_gt(d->build_id_len, 0);
 			mods++;
 		} else if (m.type == CPA_REC_FRAMES) {
-			ck_assert_uint_lt(nf, 2);
+			ck_assert_uint_lt(nf, 3);
 			ck_assert(cpa_rec_frames_ok(m.data, m.len));
 			f[nf++] = m.data;
 		}
 	}
-	ck_assert_uint_eq(nf, 2);
+	ck_assert_uint_eq(nf, 3);
 	ck_assert_uint_ge(mods, 3); /* fixture, libcfifix.so, libc */
 
 	/* With the stack copy: the CFI walk, to the outermost frame. */
@@ -173,6 +182,21 @@ START_TEST(test_fp_less_chain_through_stage)
 	/* Without it: the FP chain, which for this code is the ip alone. */
 	ck_assert_uint_eq(f[1]->stop_reason, CPA_STOP_FP);
 	ck_assert_uint_eq(f[1]->n_uframes, 1);
+
+	/* A copy too short: the partial CFI walk stands (stop_here chain_d,
+	 * READ), not the longer garbage FP chain, and nothing is marked FP. */
+	ck_assert_uint_eq(f[2]->stop_reason, CPA_STOP_READ);
+	ck_assert(f[2]->flags & CPA_SF_UNWIND_PARTIAL);
+	ck_assert_uint_eq(f[2]->n_uframes, 2);
+	uf = (const void *)(f[2] + 1);
+	{
+		char b0[300], b1[300];
+
+		ck_assert_str_eq(frame_name(cp, &uf[0], b0, sizeof(b0)), "stop_here");
+		ck_assert_str_eq(frame_name(cp, &uf[1], b1, sizeof(b1)), "chain_d");
+	}
+	ck_assert(!(uf[1].flags & CPA_UF_FP));
+	ck_assert_uint_eq(shm_stage__cnt(e.st, UNW_CNT_FP_DEEPER), 1);
 
 	ck_assert_uint_eq(shm_stage__cnt(e.st, UNW_CNT_STOP_END), 1);
 	ck_assert_uint_ge(shm_stage__cnt(e.st, UNW_CNT_FRAMES), 7);

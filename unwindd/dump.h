@@ -27,7 +27,7 @@
 #include "shm/records.h"
 
 #define UDUMP_MAGIC	    "CPAUDUMP"
-#define UDUMP_VERSION_MAJOR 1
+#define UDUMP_VERSION_MAJOR 2 /* 2: struct cpa_sample carries all 17 user registers */
 #define UDUMP_VERSION_MINOR 0
 #define UDUMP_MAX_BYTES	    (256ull << 20) /* default cap of one dump file */
 #define UDUMP_REC_MAX	    (64u << 20)	   /* a reader rejects larger records */

@@ -38,6 +38,7 @@ static int stage_new(struct shm_arena *arena, struct shm_stage *st, struct shm_r
 {
 	const struct cpa_config *cfg = shm_arena__config(arena);
 	struct unwindd_opts o = {0};
+	struct shm_ring_prod hint;
 	struct unwindd *u = NULL;
 	int r;
 
@@ -61,6 +62,17 @@ static int stage_new(struct shm_arena *arena, struct shm_stage *st, struct shm_r
 	    memchr(cfg->record_env_name, 0, sizeof(cfg->record_env_name))) {
 		o.env_values = cfg->parse_env_values;
 		o.env_keys = cfg->record_env_name;
+	}
+	/* The adaptive stack copy: the bounds capture uses, hints on their ring. */
+	r = shm_arena__find_ring(arena, SHM_STAGE_UNWINDD, SHM_STAGE_CAPTURE);
+	if (r >= 0 && !(cfg->flags & CPA_CFG_KERNEL_STACK_ONLY) && cfg->stack_size &&
+	    cfg->backend == CPA_BACKEND_BPF) {
+		r = shm_arena__open_prod(arena, (unsigned int)r, &hint);
+		if (r < 0)
+			return log_error_errno(r, "open the hint ring as producer: %m");
+		o.hint = &hint;
+		o.ustack_start = cfg->stack_size;
+		o.ustack_cap = cpa_config__stack_cap(cfg->stack_size);
 	}
 	r = unwindd__new(&o, in, out, st, &u);
 	if (r < 0)

@@ -556,7 +556,7 @@ static void replay_sample(struct replay *r, const void *data, uint32_t len)
 	if (s->pid && !(s->flags & CPA_SF_KERNEL_THREAD) &&
 	    (s->n_ufp || (s->flags & CPA_SF_USER_REGS)))
 		r->stop = unwindd__unwind(s, ufp, (const uint8_t *)(ufp + s->n_ufp), replay_find,
-					  &f, r->out, &r->n_out, &fp_deeper);
+					  &f, r->out, &r->n_out, &fp_deeper, NULL);
 	if (r->stop >= 0 && r->stop < CPA_STOP_MAX)
 		r->stops[r->stop]++;
 	if (r->stop == CPA_STOP_END)

@@ -96,6 +96,13 @@ struct uproc {
 	 * re-read and by exec. */
 	uint32_t miss_level;
 	bool read_failed; /* the last read at refresh_ns failed: maps are older */
+	/* The adaptive stack copy (unwindd.c ucopy_learn): bytes asked of
+	 * capture (0 = its start size), the deepest need of complete walks in
+	 * the current window and their count, when the last hint went out. */
+	uint32_t ucopy;
+	uint32_t ucopy_need;
+	uint32_t ucopy_walks;
+	uint64_t ucopy_sent_ns;
 };
 
 /* What a pc maps to. */

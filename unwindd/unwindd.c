@@ -36,6 +36,8 @@ struct unwindd {
 	struct shm_ring_prod *out;
 	struct shm_stage *st;
 	struct ucache *cache;
+	struct shm_ring_prod hint; /* valid when have_hint */
+	bool have_hint;
 
 	uint64_t epoch;	    /* current dictionary epoch */
 	uint32_t peer_gen;  /* symd generation our definitions were sent to */
@@ -257,28 +259,25 @@ static int seam_walk_find(void *ctx, uint64_t pc, struct unw_loc *ret)
 }
 
 /*
- * THE SEAM: user frames for one sample. Hybrid: the DWARF CFI walk when the
- * sample carries user registers and stack bytes, the kernel's FP chain
- * otherwise (and when the FP chain got further). cpa-unwind-replay runs
- * this same function on dumped samples.
+ * THE SEAM: user frames for one sample. The DWARF CFI walk when the sample
+ * carries user registers and stack bytes; its frames stand as they are even
+ * when it stops early (never replaced by the kernel's FP chain, which in
+ * FP-less code invents callers). The FP chain only for samples that have no
+ * stack copy to walk (--stack_size 0, degraded under pressure, unreadable),
+ * and then every frame past the leaf is marked CPA_UF_FP. *ret_fp_deeper says
+ * the FP chain had more frames than a partial CFI walk (a diagnostic: the
+ * chain is not used). cpa-unwind-replay runs this same function on dumps.
  */
 int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8_t *stack,
 		    unwindd_find_fn find, void *ctx, struct cpa_uframe *out, unsigned int *ret_n,
-		    bool *ret_fp_deeper)
+		    bool *ret_fp_deeper, uint64_t *ret_top)
 {
 	*ret_fp_deeper = false;
+	if (ret_top)
+		*ret_top = 0;
 	if ((s->flags & CPA_SF_USER_REGS) && s->stack_len &&
 	    !(s->flags & (CPA_SF_DEGRADED | CPA_SF_NO_USTACK))) {
-		const struct unw_regs regs = {
-			.ip = s->regs.ip,
-			.sp = s->regs.sp,
-			.bp = s->regs.bp,
-			.bx = s->regs.bx,
-			.r12 = s->regs.r12,
-			.r13 = s->regs.r13,
-			.r14 = s->regs.r14,
-			.r15 = s->regs.r15,
-		};
+		struct unw_regs regs;
 		const struct unw_stack stk = {
 			.bytes = stack,
 			.base = s->stack_sp,
@@ -288,19 +287,16 @@ int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8
 		unsigned int n = 0;
 		int stop;
 
-		/* Per frame, where a module has no CFI (built without unwind
-		 * tables) the walker follows rbp instead of stopping. */
+		memcpy(&regs, &s->regs, sizeof(regs));
+		/* Per frame, where a module has no CFI at all (built without
+		 * unwind tables) the walker follows rbp instead of stopping. */
 		stop = unw_walk_flags(&regs, &stk, seam_walk_find, &w, UNW_F_FP_FALLBACK, out,
-				      CPA_MAX_UFRAMES + 1, &n);
+				      CPA_MAX_UFRAMES + 1, &n, ret_top);
 		if (n > CPA_MAX_UFRAMES + 1)
 			n = CPA_MAX_UFRAMES + 1;
-		if (stop == CPA_STOP_END || stop == CPA_STOP_ANON || n >= s->n_ufp) {
-			*ret_n = n;
-			return stop;
-		}
-		/* Code built with frame pointers but without usable CFI (or a
-		 * stack copy that was too short): the kernel's chain is deeper. */
-		*ret_fp_deeper = true;
+		*ret_fp_deeper = stop != CPA_STOP_END && stop != CPA_STOP_ANON && n < s->n_ufp;
+		*ret_n = n;
+		return stop;
 	}
 	return unwind_fp(s, ufp, find, ctx, out, ret_n);
 }
@@ -342,16 +338,80 @@ static int live_find(void *ctx, uint64_t pc, unsigned int how, struct unw_loc *r
 	return 0;
 }
 
+/* ---- the adaptive stack copy (docs/capture.md) ---- */
+
+#define UCOPY_WINDOW	32		   /* complete walks per shrink decision */
+#define UCOPY_SLACK	1024		   /* bytes above the deepest need seen */
+#define UCOPY_RESEND_NS (NSEC_PER_SEC / 2) /* a hint not applied yet: send it again */
+
+static void ucopy_send(struct unwindd *u, struct uproc *p, uint32_t bytes)
+{
+	struct cpa_ustack_hint *h;
+
+	if (shm_ring__reserve_sp(&u->hint, sizeof(*h), CPA_REC_USTACK_HINT, (void **)&h) < 0)
+		return; /* full: the next walk that needs it asks again */
+	*h = (struct cpa_ustack_hint){.pid = p->pid, .bytes = bytes, .time_ns = u->now_ns};
+	shm_ring__commit_sp(&u->hint);
+	p->ucopy = bytes;
+	p->ucopy_sent_ns = u->now_ns;
+	cnt(u, UNW_CNT_USTACK_HINTS, 1);
+}
+
+/*
+ * Learn from one walk how many stack bytes this process needs. A walk that
+ * ran out of copied bytes raises the size to the cap at once (one round trip
+ * through capture, not one per doubling: samples in between are incomplete);
+ * complete walks then lower it, once per UCOPY_WINDOW of them, to their
+ * deepest need plus slack. A hint capture has not applied yet
+ * (samples still arrive short) is sent again now and then, which also
+ * re-teaches a restarted capture.
+ */
+static void ucopy_learn(struct unwindd *u, struct uproc *p, const struct cpa_sample *s, int stop,
+			uint64_t top)
+{
+	uint32_t cur, want;
+	uint64_t need;
+
+	if (!u->have_hint || !s->stack_len || !top)
+		return;
+	cur = p->ucopy ? p->ucopy : u->o.ustack_start;
+	if (stop == CPA_STOP_READ) {
+		p->ucopy_need = 0;
+		p->ucopy_walks = 0;
+		want = u->o.ustack_cap;
+		if (want > cur || (s->stack_len < cur && want > s->stack_len &&
+				   u->now_ns - p->ucopy_sent_ns >= UCOPY_RESEND_NS))
+			ucopy_send(u, p, want);
+		return;
+	}
+	if (stop != CPA_STOP_END && stop != CPA_STOP_ANON)
+		return;
+	need = top > s->stack_sp ? top - s->stack_sp + UCOPY_SLACK : UCOPY_SLACK;
+	if (need > p->ucopy_need)
+		p->ucopy_need = (uint32_t)MIN(need, (uint64_t)UINT32_MAX);
+	if (++p->ucopy_walks < UCOPY_WINDOW)
+		return;
+	want = MAX((p->ucopy_need + 1023) / 1024 * 1024, CPA_USTACK_HINT_MIN);
+	p->ucopy_need = 0;
+	p->ucopy_walks = 0;
+	/* hysteresis: a quarter below the current size, or stay */
+	if (want + want / 4 < cur)
+		ucopy_send(u, p, want);
+}
+
 static int unwind_user(struct unwindd *u, struct uproc *p, const struct sample_view *v,
 		       unsigned int *ret_n)
 {
 	struct live_find w = {.u = u, .p = p};
 	bool fp_deeper;
+	uint64_t top;
 	int stop;
 
-	stop = unwindd__unwind(&v->s, v->ufp, v->stack, live_find, &w, u->uf, ret_n, &fp_deeper);
+	stop = unwindd__unwind(&v->s, v->ufp, v->stack, live_find, &w, u->uf, ret_n, &fp_deeper,
+			       &top);
 	if (fp_deeper)
 		cnt(u, UNW_CNT_FP_DEEPER, 1);
+	ucopy_learn(u, p, &v->s, stop, top);
 	return stop;
 }
 
@@ -946,6 +1006,11 @@ int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct 
 	u->in = in;
 	u->out = out;
 	u->st = st;
+	if (o->hint && o->ustack_cap > o->ustack_start && o->ustack_start) {
+		u->hint = *o->hint;
+		u->have_hint = true;
+	}
+	u->o.hint = NULL; /* copied: the caller's may go away */
 	co.max_bytes = u->o.max_cache_bytes;
 	co.refresh_ns = u->o.refresh_ns;
 	co.refresh_ip_ns = u->o.refresh_ip_ns;

@@ -63,6 +63,13 @@ struct unwindd_opts {
 	 * "SYSTEM" when none is. Both comma lists. */
 	const char *env_values;
 	const char *env_keys;
+
+	/* The adaptive stack copy: hints go to capture on this ring (copied;
+	 * NULL = off). ustack_start is what capture copies for a process it has
+	 * no hint for (--stack_size), ustack_cap the most it will copy. */
+	const struct shm_ring_prod *hint;
+	uint32_t ustack_start;
+	uint32_t ustack_cap;
 };
 
 /* Defaults for the fields above that are 0. */
@@ -115,15 +122,15 @@ typedef int (*unwindd_find_fn)(void *ctx, uint64_t pc, unsigned int how, struct 
 
 /*
  * User frames of one sample into out[CPA_MAX_UFRAMES + 1], leaf first. The
- * hybrid rule of docs/unwindd.md: the CFI walk when the sample carries user
- * registers and stack bytes (kept when it reached the end, a JIT region, or
- * is at least as deep as the kernel's FP chain), the FP chain otherwise.
- * *ret_fp_deeper tells that the FP chain won over a CFI walk. Returns the
- * enum cpa_unwind_stop.
+ * rule of docs/unwindd.md: the CFI walk when the sample carries user
+ * registers and stack bytes (kept whatever its stop reason), the kernel's FP
+ * chain only when it does not. *ret_fp_deeper: a partial CFI walk had fewer
+ * frames than the FP chain (diagnostic). *ret_top (may be NULL): the highest
+ * sp the CFI walk reached, 0 without one. Returns the enum cpa_unwind_stop.
  */
 int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8_t *stack,
 		    unwindd_find_fn find, void *ctx, struct cpa_uframe *out, unsigned int *ret_n,
-		    bool *ret_fp_deeper);
+		    bool *ret_fp_deeper, uint64_t *ret_top);
 
 /* Whether value (len bytes) is one of the comma list's items. */
 bool unwindd__list_has(const char *list, const char *value, size_t len);

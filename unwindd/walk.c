@@ -133,43 +133,35 @@ static inline uint32_t rule_of(const struct cfi_table *t, uint64_t off)
 	return rule_miss(t, off, h, tag);
 }
 
-static bool reg_get(const struct unw_regs *r, uint64_t dw, uint64_t *v)
+/* DWARF numbers of the caller-saved registers: rax rdx rcx rsi rdi r8-r11. */
+#define UNW_VOLATILE_REGS                                                                     \
+	(1u << DW_RAX | 1u << DW_RDX | 1u << DW_RCX | 1u << DW_RSI | 1u << DW_RDI | 1u << 8 | \
+	 1u << 9 | 1u << 10 | 1u << 11)
+
+/*
+ * Register dw of the frame. live: the frame is the leaf, whose caller-saved
+ * registers the sample holds; above it they are unknown (no rule restores
+ * them). DW_RA is rip: the PLT expression tests the pc's offset in its stub.
+ */
+static bool reg_get(const struct unw_regs *r, uint64_t dw, bool live, uint64_t *v)
 {
-	switch (dw) {
-	case DW_RBX:
-		*v = r->bx;
-		return true;
-	case DW_RBP:
-		*v = r->bp;
-		return true;
-	case DW_RSP:
-		*v = r->sp;
-		return true;
-	case DW_R12:
-		*v = r->r12;
-		return true;
-	case DW_R13:
-		*v = r->r13;
-		return true;
-	case DW_R14:
-		*v = r->r14;
-		return true;
-	case DW_R15:
-		*v = r->r15;
-		return true;
-	case DW_RA: /* rip: the PLT expression tests the pc's offset in its stub */
-		*v = r->ip;
-		return true;
-	default:
-		return false; /* caller-saved registers are not in a sample */
-	}
+	if (dw > DW_RA || (!live && (UNW_VOLATILE_REGS >> dw & 1)))
+		return false;
+	*v = ((const uint64_t *)r)[dw]; /* struct unw_regs is in DWARF order */
+	return true;
 }
+
+/* DWARF number of the register a rule slot restores. */
+static const uint8_t slot_dw[CFI_S_NR] = {
+	[CFI_S_RA] = DW_RA,   [CFI_S_RBP] = DW_RBP, [CFI_S_RBX] = DW_RBX, [CFI_S_R12] = DW_R12,
+	[CFI_S_R13] = DW_R13, [CFI_S_R14] = DW_R14, [CFI_S_R15] = DW_R15,
+};
 
 /*
  * Evaluate the pooled expression at expr_off. push_cfa: register rules start
  * with the CFA on the stack (DWARF 5 6.4.2.3). Returns 0 or a CPA_STOP_*.
  */
-static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_regs *r,
+static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_regs *r, bool live,
 		const struct unw_stack *s, bool push_cfa, uint64_t cfa, uint64_t *out)
 {
 	uint64_t st[EVAL_STACK];
@@ -222,7 +214,7 @@ static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_r
 		}
 		if (op >= DW_OP_breg0 && op <= DW_OP_breg31) {
 			sv = cfi_rd_sleb(&rd);
-			if (!reg_get(r, op - DW_OP_breg0, &v))
+			if (!reg_get(r, op - DW_OP_breg0, live, &v))
 				return CPA_STOP_BAD;
 			PUSH(v + (uint64_t)sv);
 			continue;
@@ -260,7 +252,7 @@ static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_r
 		case DW_OP_bregx:
 			a = cfi_rd_uleb(&rd);
 			sv = cfi_rd_sleb(&rd);
-			if (!reg_get(r, a, &v))
+			if (!reg_get(r, a, live, &v))
 				return CPA_STOP_BAD;
 			PUSH(v + (uint64_t)sv);
 			break;
@@ -424,20 +416,25 @@ static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_r
 	return 0;
 }
 
-/* The general rule: every value computed from the callee's registers, then stored. */
+/*
+ * The general rule: every value computed from the callee's registers, then
+ * stored. A register saved at an address below the stack pointer was already
+ * restored (an epilogue after its pop: the CFI still names the slot, which
+ * is dead and outside the copy): it keeps its current value.
+ */
 static int step_x(const struct cfi_table *t, const struct cfi_xrule *x, struct unw_regs *r,
-		  const struct unw_stack *s)
+		  bool live, const struct unw_stack *s)
 {
 	uint64_t cfa, v[CFI_S_NR];
 	int ret;
 
 	unw_stats.complex_rows++;
 	if (x->cfa_kind == CFI_CFA_REG) {
-		if (!reg_get(r, x->cfa_reg, &cfa) || x->cfa_reg == DW_RA)
+		if (!reg_get(r, x->cfa_reg, live, &cfa) || x->cfa_reg == DW_RA)
 			return CPA_STOP_BAD;
 		cfa += (uint64_t)(int64_t)x->cfa_off;
 	} else {
-		ret = eval(t, (uint32_t)x->cfa_off, r, s, false, 0, &cfa);
+		ret = eval(t, (uint32_t)x->cfa_off, r, live, s, false, 0, &cfa);
 		if (ret)
 			return ret;
 	}
@@ -455,25 +452,34 @@ static int step_x(const struct cfi_table *t, const struct cfi_xrule *x, struct u
 			v[i] = 0;
 			continue;
 		case CFI_R_OFF:
-			if (!stk_read(s, cfa + (uint64_t)(int64_t)xr->off, &v[i]))
+			addr = cfa + (uint64_t)(int64_t)xr->off;
+			if (addr < r->sp && i != CFI_S_RA) {
+				v[i] = ((const uint64_t *)r)[slot_dw[i]]; /* restored */
+				continue;
+			}
+			if (!stk_read(s, addr, &v[i]))
 				return CPA_STOP_READ;
 			continue;
 		case CFI_R_VAL_OFF:
 			v[i] = cfa + (uint64_t)(int64_t)xr->off;
 			continue;
 		case CFI_R_REG:
-			if (!reg_get(r, (uint64_t)xr->off, &v[i]))
+			if (!reg_get(r, (uint64_t)xr->off, live, &v[i]))
 				return CPA_STOP_BAD;
 			continue;
 		case CFI_R_EXPR:
-			ret = eval(t, (uint32_t)xr->off, r, s, true, cfa, &addr);
+			ret = eval(t, (uint32_t)xr->off, r, live, s, true, cfa, &addr);
 			if (ret)
 				return ret;
+			if (addr < r->sp && i != CFI_S_RA) {
+				v[i] = ((const uint64_t *)r)[slot_dw[i]]; /* restored */
+				continue;
+			}
 			if (!stk_read(s, addr, &v[i]))
 				return CPA_STOP_READ;
 			continue;
 		case CFI_R_VAL_EXPR:
-			ret = eval(t, (uint32_t)xr->off, r, s, true, cfa, &v[i]);
+			ret = eval(t, (uint32_t)xr->off, r, live, s, true, cfa, &v[i]);
 			if (ret)
 				return ret;
 			continue;
@@ -502,10 +508,10 @@ static int step_x(const struct cfi_table *t, const struct cfi_xrule *x, struct u
 	return 0;
 }
 
-static inline int step_rule(const struct cfi_table *t, uint32_t w, struct unw_regs *r,
+static inline int step_rule(const struct cfi_table *t, uint32_t w, struct unw_regs *r, bool live,
 			    const struct unw_stack *s, bool *ret_signal)
 {
-	uint64_t cfa, ra, bp;
+	uint64_t cfa, ra, bp, slot;
 
 	*ret_signal = false;
 	switch (CFI_RULE_KIND(w)) {
@@ -522,15 +528,17 @@ static inline int step_rule(const struct cfi_table *t, uint32_t w, struct unw_re
 			*ret_signal = true;
 			unw_stats.signal_frames++;
 		}
-		return step_x(t, x, r, s);
+		return step_x(t, x, r, live, s);
 	}
 	default:
 		return CPA_STOP_NO_CFI;
 	}
 	if (!stk_read(s, cfa - 8, &ra))
 		return CPA_STOP_READ;
-	if (CFI_RULE_RBP_SAVED(w)) {
-		if (!stk_read(s, cfa + (uint64_t)CFI_RULE_RBP_OFF(w), &bp))
+	/* A slot below sp: the epilogue already popped rbp (its value is live). */
+	slot = cfa + (uint64_t)CFI_RULE_RBP_OFF(w);
+	if (CFI_RULE_RBP_SAVED(w) && slot >= r->sp) {
+		if (!stk_read(s, slot, &bp))
 			return CPA_STOP_READ;
 		r->bp = bp;
 	}
@@ -542,7 +550,7 @@ static inline int step_rule(const struct cfi_table *t, uint32_t w, struct unw_re
 int unw_step(const struct cfi_table *t, uint64_t file_off, struct unw_regs *regs,
 	     const struct unw_stack *stack, bool *ret_signal)
 {
-	return step_rule(t, rule_of(t, file_off), regs, stack, ret_signal);
+	return step_rule(t, rule_of(t, file_off), regs, false, stack, ret_signal);
 }
 
 /*
@@ -565,9 +573,10 @@ static int step_fp(struct unw_regs *r, const struct unw_stack *s)
 
 int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
 		   void *ctx, unsigned int flags, struct cpa_uframe *out, unsigned int max,
-		   unsigned int *ret_n)
+		   unsigned int *ret_n, uint64_t *ret_top)
 {
 	struct unw_regs r = *regs;
+	uint64_t top = regs->sp;
 	unsigned int n = 0;
 	bool exact = true; /* the leaf's ip is not a return address */
 	uint32_t next_flags = 0;
@@ -604,10 +613,10 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 			stop = CPA_STOP_ANON;
 			break;
 		}
-		stop = loc.table ? step_rule(loc.table, rule_of(loc.table, loc.file_off), &r, stack,
-					     &sig)
+		stop = loc.table ? step_rule(loc.table, rule_of(loc.table, loc.file_off), &r,
+					     n == 1, stack, &sig)
 				 : CPA_STOP_NO_CFI;
-		if (stop == CPA_STOP_NO_CFI && (flags & UNW_F_FP_FALLBACK)) {
+		if (stop == CPA_STOP_NO_CFI && !loc.table && (flags & UNW_F_FP_FALLBACK)) {
 			stop = step_fp(&r, stack);
 			next_flags = CPA_UF_FP;
 			unw_stats.fp_frames++;
@@ -625,13 +634,17 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 			break;
 		}
 		exact = sig;
+		if (r.sp > top)
+			top = r.sp;
 	}
 	*ret_n = n;
+	if (ret_top)
+		*ret_top = top;
 	return stop;
 }
 
 int unw_walk(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
 	     void *ctx, struct cpa_uframe *out, unsigned int max, unsigned int *ret_n)
 {
-	return unw_walk_flags(regs, stack, find, ctx, 0, out, max, ret_n);
+	return unw_walk_flags(regs, stack, find, ctx, 0, out, max, ret_n, NULL);
 }

@@ -8,17 +8,27 @@
 #define CPA_UNWINDD_WALK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shm/records.h"
 
 struct cfi_table;
 
-/* Same order as struct cpa_user_regs, so a sample's regs can be cast. */
+/*
+ * Every general-purpose register in DWARF number order, as struct
+ * cpa_user_regs (a sample's regs can be copied as is). The caller-saved ones
+ * (rax rdx rcx rsi rdi r8-r11) are only known in the leaf frame: a rule of an
+ * outer frame that names one of them stops the walk with CPA_STOP_BAD.
+ */
 struct unw_regs {
-	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
+	uint64_t ax, dx, cx, bx, si, di, bp, sp;
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+	uint64_t ip;
 };
 _Static_assert(sizeof(struct unw_regs) == sizeof(struct cpa_user_regs), "unw_regs layout");
+_Static_assert(offsetof(struct unw_regs, ip) == offsetof(struct cpa_user_regs, ip),
+	       "unw_regs layout");
 
 /* The copied user stack; base is the user address of bytes[0]. */
 struct unw_stack {
@@ -55,27 +65,30 @@ int unw_walk(const struct unw_regs *regs, const struct unw_stack *stack, unw_fin
 
 enum unw_walk_flag {
 	/*
-	 * Hybrid: where a frame has no CFI (no table for its module, or a gap
-	 * row) and rbp points into the stack copy above sp, take the
-	 * frame-pointer rule instead of stopping with CPA_STOP_NO_CFI. The
-	 * frame so recovered carries CPA_UF_FP. For libraries built with frame
-	 * pointers but without unwind tables; code that uses rbp as a general
-	 * register can yield a wrong caller here, which is why it is opt-in.
+	 * Hybrid: where a frame's module has no CFI at all (built without
+	 * unwind tables, so frame pointers are its only unwind information)
+	 * and rbp points into the stack copy above sp, take the frame-pointer
+	 * rule instead of stopping with CPA_STOP_NO_CFI. The frame so
+	 * recovered carries CPA_UF_FP. A gap row inside a module that has CFI
+	 * (hand-written asm) still stops: there rbp is anybody's register.
 	 */
 	UNW_F_FP_FALLBACK = 1u << 0,
 };
 
-/* unw_walk() with enum unw_walk_flag options; unw_walk() is flags = 0. */
+/*
+ * unw_walk() with enum unw_walk_flag options; unw_walk() is flags = 0.
+ * ret_top (may be NULL): the highest stack pointer the walk reached (the last
+ * CFA): the copy bytes a complete walk needed lie below it.
+ */
 int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
 		   void *ctx, unsigned int flags, struct cpa_uframe *out, unsigned int max,
-		   unsigned int *ret_n);
+		   unsigned int *ret_n, uint64_t *ret_top);
 
 /*
  * One step: apply the row of file_off in t to regs (which become the
- * caller's). exact: the pc is not a return address (leaf, or interrupted by a
- * signal). Returns 0, or CPA_STOP_END / NO_CFI / READ / BAD. *ret_signal is
- * set when the frame was a signal trampoline (the caller's pc is then exact).
- * The bench drives this directly.
+ * caller's), as for a frame above the leaf (caller-saved registers unknown). Returns 0, or
+ * CPA_STOP_END / NO_CFI / READ / BAD. *ret_signal is set when the frame was a signal trampoline
+ * (the caller's pc is then exact). The bench drives this directly.
  */
 int unw_step(const struct cfi_table *t, uint64_t file_off, struct unw_regs *regs,
 	     const struct unw_stack *stack, bool *ret_signal);
