@@ -311,8 +311,8 @@ int main(int argc, char **argv)
 				continue;
 			}
 			stat(out, &stt);
-			printf("%-10s %-11s %10.2f %10.2f %12.1f %12.2f\n", w, f, s, cpu, kb / 1024.0,
-			       (double)stt.st_size / 1048576.0);
+			printf("%-10s %-11s %10.2f %10.2f %12.1f %12.2f\n", w, f, s, cpu,
+			       kb / 1024.0, (double)stt.st_size / 1048576.0);
 			unlink(out);
 		}
 	}

@@ -392,7 +392,8 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 			int best = -1, m;
 
 			for (m = 0; m < a->self.n; m++)
-				if (!used[m] && (best < 0 || a->self.counts[m] > a->self.counts[best]))
+				if (!used[m] &&
+				    (best < 0 || a->self.counts[m] > a->self.counts[best]))
 					best = m;
 			if (best < 0)
 				break;
@@ -453,8 +454,8 @@ int main(int argc, char **argv)
 
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[n > 0 ? n : 0] = 0;
-	snprintf(bin, sizeof(bin), "%.*s", (int)(strrchr(self, '/') ? strrchr(self, '/') - self : 0),
-		 self);
+	snprintf(bin, sizeof(bin), "%.*s",
+		 (int)(strrchr(self, '/') ? strrchr(self, '/') - self : 0), self);
 	o.bin = bin;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {

@@ -28,10 +28,10 @@ struct cap_bpf_opts {
 	uint32_t wakeup_bytes; /* force a wakeup once this much is pending (<= ringbuf_size / 2) */
 	/* Off-CPU (sched_switch); docs/capture.md "Off-CPU". */
 	bool offcpu;
-	uint32_t offcpu_states;	 /* enum cpa_bpf_offcpu_state_bit set */
-	uint64_t offcpu_min_ns;	 /* blocks shorter than this are not recorded */
-	uint64_t offcpu_max_ns;	 /* ... nor longer than this (0 = no limit) */
-	uint32_t offcpu_threads; /* (thread, place) pairs tracked at once */
+	uint32_t offcpu_states;		 /* enum cpa_bpf_offcpu_state_bit set */
+	uint64_t offcpu_min_ns;		 /* blocks shorter than this are not recorded */
+	uint64_t offcpu_max_ns;		 /* ... nor longer than this (0 = no limit) */
+	uint32_t offcpu_threads;	 /* (thread, place) pairs tracked at once */
 	const struct probe_spec *probes; /* --probe specs, resolved; probe id = index */
 	unsigned int nr_probes;		 /* <= CPA_BPF_PROBE_MAX */
 	uint32_t probe_rate;		 /* samples/s per probe; 0 = no limit */

@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 #include "common/cpulist.h" /* cpulist__parse() of --target_cpu */
-#include "shm/config.h"	     /* CPA_PROBE_MAX */
+#include "shm/config.h"	    /* CPA_PROBE_MAX */
 
 enum cpa_cmd {
 	CPA_CMD_NONE,
@@ -31,12 +31,12 @@ enum cpa_cmd {
 #define OPT_SCOPE(cmd) (1u << (cmd))
 #define OPT_GLOBAL     ((1u << CPA_CMD_MONITOR) | (1u << CPA_CMD_SHOW) | (1u << CPA_CMD_CTL))
 
-#define CPA_FREQ_MIN	      1
-#define CPA_FREQ_MAX	      10000
-#define CPA_STACK_SIZE_MIN    4096
-#define CPA_STACK_SIZE_MAX    65536
-#define CPA_MAX_CPUS	      CPULIST_MAX_CPUS /* cpu-list bitmap width */
-#define CPA_DEFAULT_STORE_DIR "/var/log/cpa"
+#define CPA_FREQ_MIN	       1
+#define CPA_FREQ_MAX	       10000
+#define CPA_STACK_SIZE_MIN     4096
+#define CPA_STACK_SIZE_MAX     65536
+#define CPA_MAX_CPUS	       CPULIST_MAX_CPUS /* cpu-list bitmap width */
+#define CPA_DEFAULT_STORE_DIR  "/var/log/cpa"
 #define CPA_PROBE_RATE_DEFAULT 100 /* --probe_rate: samples/s per probe */
 
 struct monitor_opts {
@@ -54,7 +54,7 @@ struct monitor_opts {
 	long offcpu_min_us;
 	long offcpu_max_us; /* 0 = no limit */
 	const char *offcpu_state;
-	const char *probe;		      /* the last --probe */
+	const char *probe;		   /* the last --probe */
 	const char *probes[CPA_PROBE_MAX]; /* every --probe, in order: probe id = index */
 	unsigned int nr_probes;
 	long probe_rate; /* 0 = no limit */
@@ -100,7 +100,7 @@ struct show_cli {
 	long long target_cgroup_id; /* -1 = all */
 	long probe_id;		    /* -1 = all */
 	const char *target_cpu;
-	const char *kind; /* --kind on|off|all, NULL = auto */
+	const char *kind;   /* --kind on|off|all, NULL = auto */
 	const char *format; /* --format; NULL: from -o's suffix */
 	const char *diff_base_start, *diff_base_end, *diff_base_read;
 };

@@ -243,7 +243,8 @@ static long parse_tod_r(const char *s, bool round_up)
 		if (s[8] != '.' || frac < 1 || frac > 3 || s[9 + frac])
 			return -EINVAL;
 	}
-	return (long)h * 3600 + m * 60 + sec + (round_up && frac && strspn(s + 9, "0") < frac ? 1 : 0);
+	return (long)h * 3600 + m * 60 + sec +
+	       (round_up && frac && strspn(s + 9, "0") < frac ? 1 : 0);
 }
 
 static long parse_tod(const char *s)

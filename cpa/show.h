@@ -28,7 +28,7 @@ struct show_opts {
 		*output_prof; /* --output_prof,-o or NULL (default cpa_<HH:MM:SS.mmm>_<n>.prof) */
 	bool show_range, show_thread_name, no_pid, no_env, show_raw, use_cache;
 	const char *split_path; /* a new store of the range (show_export.c) */
-	long target_pid;				   /* -1 = all */
+	long target_pid;	/* -1 = all */
 	const char *target_comm, *target_env, *target_cpu; /* NULL = all; cpu as list "1-3,5" */
 	long long target_cgroup_id;			   /* -1 = all */
 	enum show_kind kind;				   /* --kind */

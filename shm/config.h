@@ -69,8 +69,8 @@ struct cpa_config {
 	uint64_t offcpu_max_ns; /* ... nor longer than this; 0 = no limit */
 	uint32_t offcpu_states; /* off-CPU states recorded: CPA_OFFCPU_STATE_* bits */
 	uint32_t _pad0;
-	uint64_t start_realtime_ns; /* when the monitor started */
-	uint64_t probe_rate;	    /* --probe_rate: samples/s per probe, 0 = no limit */
+	uint64_t start_realtime_ns;   /* when the monitor started */
+	uint64_t probe_rate;	      /* --probe_rate: samples/s per probe, 0 = no limit */
 	uint32_t debuginfod_cache_mb; /* cap of <store_dir>/.debuginfod */
 	uint32_t _pad1;
 

@@ -200,7 +200,8 @@ int store_journal__open(struct store_journal *j, const char *dir, struct store_w
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (read_full_fd(fd, 0, JR_MAX_BYTES + JR_MAX_REC, &buf, &cap, &size) < 0 || size < sizeof(h))
+	if (read_full_fd(fd, 0, JR_MAX_BYTES + JR_MAX_REC, &buf, &cap, &size) < 0 ||
+	    size < sizeof(h))
 		goto out_fresh;
 	memcpy(&h, buf, sizeof(h));
 	if (h.magic != JR_MAGIC || h.major > STORE_VERSION_MAJOR ||

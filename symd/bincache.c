@@ -261,7 +261,8 @@ void bincache__forget(struct bincache *c, const uint8_t *build_id, uint8_t len)
 	 * when unwindd sent none. Rare (a debug file arrived): a list walk. */
 	for (e = c->head; e; e = next) {
 		next = e->next;
-		if (e->bin && e->bin->build_id_len == len && !memcmp(e->bin->build_id, build_id, len))
+		if (e->bin && e->bin->build_id_len == len &&
+		    !memcmp(e->bin->build_id, build_id, len))
 			bincache__remove(c, e);
 	}
 }

@@ -174,8 +174,7 @@ static void *df_main(void *arg)
 	return NULL;
 }
 
-int dfetch__new(const char *urls, const char *cache_dir, uint64_t cap_bytes,
-		struct dfetch **ret)
+int dfetch__new(const char *urls, const char *cache_dir, uint64_t cap_bytes, struct dfetch **ret)
 {
 	struct dfetch *df;
 	int r;

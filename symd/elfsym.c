@@ -412,16 +412,18 @@ static int symvec__collect(struct symvec *sv, const struct elfimg *e, uint32_t t
 		len = strlen((const char *)strs + sym.st_name);
 		if (len == 0 || len > 4096)
 			continue;
-		r = symvec__push(sv, &(struct symcand){
-			.addr = sym.st_value,
-			.size = sym.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym.st_size,
-			/* symtab before dynsym, global before weak before local */
-			.rank = (type == SHT_SYMTAB ? 0 : 4) + (bind == STB_GLOBAL ? 0
-								: bind == STB_WEAK ? 1
-										   : 2),
-			.name = (const char *)strs + sym.st_name,
-			.name_len = (uint32_t)len,
-		});
+		r = symvec__push(
+			sv, &(struct symcand){
+				    .addr = sym.st_value,
+				    .size = sym.st_size > UINT32_MAX ? UINT32_MAX
+								     : (uint32_t)sym.st_size,
+				    /* symtab before dynsym, global before weak before local */
+				    .rank = (type == SHT_SYMTAB ? 0 : 4) + (bind == STB_GLOBAL ? 0
+									    : bind == STB_WEAK ? 1
+											       : 2),
+				    .name = (const char *)strs + sym.st_name,
+				    .name_len = (uint32_t)len,
+			    });
 		if (r < 0)
 			return r;
 	}
@@ -559,7 +561,8 @@ static int symvec__collect_plt(struct symvec *sv, const struct elfimg *e, bool *
 				if (code[k + j] != 0xff || code[k + j + 1] != 0x25)
 					continue;
 				memcpy(&disp, code + k + j + 2, 4);
-				pr = pltrel_find(rels, nrels, s->sh_addr + k + j + 6 + (int64_t)disp);
+				pr = pltrel_find(rels, nrels,
+						 s->sh_addr + k + j + 6 + (int64_t)disp);
 				if (!pr)
 					break;
 				memcpy(&sym, syms + (uint64_t)pr->sym * sizeof(sym), sizeof(sym));
@@ -568,14 +571,15 @@ static int symvec__collect_plt(struct symvec *sv, const struct elfimg *e, bool *
 				len = strlen((const char *)strs + sym.st_name);
 				if (len == 0 || len > 4096)
 					break;
-				r = symvec__push(sv, &(struct symcand){
-							     .addr = s->sh_addr + k,
-							     .size = (uint32_t)ent,
-							     .rank = 8,
-							     .name = (const char *)strs + sym.st_name,
-							     .name_len = (uint32_t)len,
-							     .flags = SYMD_SYM_PLT,
-						     });
+				r = symvec__push(sv,
+						 &(struct symcand){
+							 .addr = s->sh_addr + k,
+							 .size = (uint32_t)ent,
+							 .rank = 8,
+							 .name = (const char *)strs + sym.st_name,
+							 .name_len = (uint32_t)len,
+							 .flags = SYMD_SYM_PLT,
+						 });
 				if (r < 0)
 					return r;
 				*ret_found = true;
@@ -588,10 +592,10 @@ static int symvec__collect_plt(struct symvec *sv, const struct elfimg *e, bool *
 
 /* ---- function starts: .eh_frame_hdr's search table ---- */
 
-#define DW_EH_PE_udata4	 0x03
-#define DW_EH_PE_sdata4	 0x0b
-#define DW_EH_PE_pcrel	 0x10
-#define DW_EH_PE_datarel 0x30
+#define DW_EH_PE_udata4	  0x03
+#define DW_EH_PE_sdata4	  0x0b
+#define DW_EH_PE_pcrel	  0x10
+#define DW_EH_PE_datarel  0x30
 #define SYMD_MAX_EH_FRAME (256ull << 20)
 
 static int fde_cmp(const void *a, const void *b)
@@ -957,7 +961,8 @@ static int find_debug_file(const struct symd_paths *paths, const struct symd_fil
 			}
 		}
 		if (paths && paths->debuginfod_cache) {
-			snprintf(path, sizeof(path), "%s/%s/debuginfo", paths->debuginfod_cache, hex);
+			snprintf(path, sizeof(path), "%s/%s/debuginfo", paths->debuginfod_cache,
+				 hex);
 			if (open_debug(path, bid, bid_len, false, 0, e) == 0) {
 				*ret_src = SYMBIN_SRC_DEBUGINFOD;
 				return 0;

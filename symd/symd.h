@@ -47,8 +47,8 @@ const char *symd_basename(const char *path);
 struct symd_sym {
 	uint64_t addr;
 	uint32_t size;
-	uint32_t name; /* raw name, offset in pool */
-	uint32_t fmt;  /* formatted name, offset in pool; 0 = not yet */
+	uint32_t name;	/* raw name, offset in pool */
+	uint32_t fmt;	/* formatted name, offset in pool; 0 = not yet */
 	uint32_t flags; /* SYMD_SYM_* */
 };
 
@@ -75,8 +75,8 @@ enum symbin_src {
 	SYMBIN_SRC_DEBUG_BUILDID = 1u << 2,
 	SYMBIN_SRC_DEBUGLINK = 1u << 3,
 	SYMBIN_SRC_MINIDEBUG = 1u << 4,
-	SYMBIN_SRC_FDE = 1u << 5, /* function starts from .eh_frame_hdr */
-	SYMBIN_SRC_PLT = 1u << 6, /* PLT stubs named from their relocations */
+	SYMBIN_SRC_FDE = 1u << 5,	 /* function starts from .eh_frame_hdr */
+	SYMBIN_SRC_PLT = 1u << 6,	 /* PLT stubs named from their relocations */
 	SYMBIN_SRC_DEBUGINFOD = 1u << 7, /* debug file from the debuginfod cache */
 };
 
@@ -99,10 +99,10 @@ struct symbin {
 
 /* Where to look for separate debug files. Tests point these at temp dirs. */
 struct symd_paths {
-	const char *debug_root; /* default /usr/lib/debug */
-	const char *kallsyms;	/* default /proc/kallsyms */
-	const char *modules;	/* default /proc/modules */
-	const char *proc;	/* default /proc */
+	const char *debug_root;	      /* default /usr/lib/debug */
+	const char *kallsyms;	      /* default /proc/kallsyms */
+	const char *modules;	      /* default /proc/modules */
+	const char *proc;	      /* default /proc */
 	const char *debuginfod_cache; /* <dir>/<build-id hex>/debuginfo; NULL = none */
 };
 
@@ -169,8 +169,7 @@ struct dfetch_stats {
 /* Start the fetching thread (libdebuginfod is dlopen()ed here). urls as in
  * DEBUGINFOD_URLS; cache_dir is created; files over cap_bytes are trimmed
  * oldest first. -ENOENT: no libdebuginfod.so.1. */
-int dfetch__new(const char *urls, const char *cache_dir, uint64_t cap_bytes,
-		struct dfetch **ret);
+int dfetch__new(const char *urls, const char *cache_dir, uint64_t cap_bytes, struct dfetch **ret);
 void dfetch__free(struct dfetch *df);
 /* Queue a fetch (once per build-id per lifetime; never blocks on it). */
 void dfetch__want(struct dfetch *df, const uint8_t *id, uint8_t len);

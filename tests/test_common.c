@@ -268,10 +268,10 @@ __attribute__((noinline)) int probespec_target(int x)
 START_TEST(test_probespec)
 {
 	static const char *const bad[] = {
-		"",	     "kprobe:",		 "kprobe:a:b",		"kretprobe:fn+4",
-		"fentry:a:b", "tracepoint:a",	 "tracepoint:a:b:c",	"tracepoint:a/b:c",
-		"uprobe:x:y", "uprobe:/x",	 "uprobe:/x:sym+",	"uprobe:/x:sym+zz",
-		"usdt:/x:n", "usdt:/x::n",	 "uretprobe:/x:",
+		"",	      "kprobe:",      "kprobe:a:b",	  "kretprobe:fn+4",
+		"fentry:a:b", "tracepoint:a", "tracepoint:a:b:c", "tracepoint:a/b:c",
+		"uprobe:x:y", "uprobe:/x",    "uprobe:/x:sym+",	  "uprobe:/x:sym+zz",
+		"usdt:/x:n",  "usdt:/x::n",   "uretprobe:/x:",
 	};
 	char self[4096], spec[4200];
 	struct probe_spec p;
@@ -317,7 +317,8 @@ START_TEST(test_probespec)
 	/* In a shared library too (.dynsym only there once stripped). */
 	if (access("/lib/x86_64-linux-gnu/libc.so.6", R_OK) == 0) {
 		ck_assert_int_eq(
-			probe_spec__resolve("uprobe:/lib/x86_64-linux-gnu/libc.so.6:getppid", &p), 0);
+			probe_spec__resolve("uprobe:/lib/x86_64-linux-gnu/libc.so.6:getppid", &p),
+			0);
 		ck_assert_uint_gt(p.file_off, 0);
 	}
 	snprintf(spec, sizeof(spec), "uprobe:%s:no_such_function_here", self);

@@ -1319,7 +1319,8 @@ int main(int argc, char **argv)
 			continue;
 		tc = tcase_create(eg->name);
 		tcase_set_timeout(tc, eg->timeout_s);
-		for (size_t i = 0; i < sizeof(eg->tests) / sizeof(eg->tests[0]) && eg->tests[i]; i++)
+		for (size_t i = 0; i < sizeof(eg->tests) / sizeof(eg->tests[0]) && eg->tests[i];
+		     i++)
 			tcase_add_test(tc, eg->tests[i]);
 		suite_add_tcase(s, tc);
 	}

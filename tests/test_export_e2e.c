@@ -208,14 +208,12 @@ static int first_tod_n(int *ret_n)
 	const char *p = strstr(o, "From [ ");
 
 	ck_assert_msg(rc == 0 && p, "show_range: %s", o);
-	ck_assert_int_eq(sscanf(p, "From [ %d:%d:%d%*[.0-9] ] to [ %d:%d:%d", &h, &m, &s, &h1, &m1,
-				&s1),
-			 6);
+	ck_assert_int_eq(
+		sscanf(p, "From [ %d:%d:%d%*[.0-9] ] to [ %d:%d:%d", &h, &m, &s, &h1, &m1, &s1), 6);
 	free(o);
 	*ret_n = (h1 * 3600 + m1 * 60 + s1) - (h * 3600 + m * 60 + s) + 1;
 	return h * 3600 + m * 60 + s;
 }
-
 
 static void export(int from, int n, const char *out, const char *extra)
 {

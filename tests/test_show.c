@@ -118,9 +118,11 @@ static void teardown(void)
 
 static struct show_opts defaults(void)
 {
-	struct show_opts o = {
-		.read = store, .output_num = 1, .target_pid = -1, .target_cgroup_id = -1,
-		.probe_id = -1};
+	struct show_opts o = {.read = store,
+			      .output_num = 1,
+			      .target_pid = -1,
+			      .target_cgroup_id = -1,
+			      .probe_id = -1};
 	return o;
 }
 

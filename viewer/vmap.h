@@ -29,7 +29,6 @@ int u64map__put(struct u64map *m, uint64_t key, uint32_t val);
 void u64map__clear(struct u64map *m);
 void u64map__free(struct u64map *m);
 
-
 struct strtab {
 	char **strs;	 /* id - 1 -> string (owned, in chunks) */
 	uint32_t *slots; /* hash slot -> id, 0 empty */
