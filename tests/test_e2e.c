@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -204,6 +205,7 @@ struct stack_stats {
 	long rooted;	    /* complete: from _start (main) or clone3 (worker) through the
 			     * workload's own entry, whatever the leaf (e.g. clock_gettime) */
 	long in_a, in_b;    /* samples inside wl_path_a / wl_path_b at all */
+	char broken[2048];  /* the first stacks that are not rooted, for the failure message */
 };
 
 static bool root_is(const char *frames, const char *const *roots)
@@ -253,6 +255,9 @@ static void stats_of(const char *prof, pid_t pid, struct stack_stats *st)
 		if ((root_is(semi + 1, proc_roots) && strstr(l, ";main;wl_main_loop;")) ||
 		    (root_is(semi + 1, thread_roots) && strstr(l, ";wl_thread_main;")))
 			st->rooted += count;
+		else if (strlen(st->broken) + len + 2 < sizeof(st->broken))
+			snprintf(st->broken + strlen(st->broken),
+				 sizeof(st->broken) - strlen(st->broken), "%s\n", l);
 		if (root_is(semi + 1, proc_roots) &&
 		    strstr(l, ";main;wl_main_loop;wl_path_a;wl_lib_work;wl_lib_spin;"))
 			st->chain_a += count;
@@ -270,7 +275,8 @@ static void assert_intact(const struct stack_stats *st)
 	ck_assert_msg(st->chain_a > 0 && st->chain_b > 0, "chains missing: a %ld b %ld",
 		      st->chain_a, st->chain_b);
 	ck_assert_msg(st->rooted >= 0.98 * st->pid_samples,
-		      "only %ld of %ld samples have an intact chain", st->rooted, st->pid_samples);
+		      "only %ld of %ld samples have an intact chain; the first others:\n%s",
+		      st->rooted, st->pid_samples, st->broken);
 }
 
 static void need_root_bpf(void)
@@ -441,7 +447,7 @@ START_TEST(test_e2e_nofp_complete_and_shares)
 	struct stack_stats st;
 	struct workload w;
 	struct range r;
-	double share_seen, share_real;
+	double share_seen, share_real, tol;
 	pid_t mon;
 
 	need_root_bpf();
@@ -467,11 +473,19 @@ START_TEST(test_e2e_nofp_complete_and_shares)
 		"real %.3f\n",
 		w.cpu_s, st.pid_samples, st.rooted,
 		100.0 * (double)st.rooted / (double)st.pid_samples, share_seen, share_real);
-	ck_assert_int_gt(st.pid_samples, 1500);
+	/* Samples in proportion to the CPU the workload got (a loaded
+	 * machine gives it less), not an absolute count. */
+	ck_assert_msg((double)st.pid_samples >= 0.7 * 499.0 * w.cpu_s,
+		      "%ld samples for %.2f s of CPU at 499 Hz", st.pid_samples, w.cpu_s);
 	ck_assert_msg((double)st.rooted >= 0.995 * (double)st.pid_samples,
 		      "complete stacks %ld of %ld (< 99.5%%)", st.rooted, st.pid_samples);
-	ck_assert_msg(share_seen - share_real < 0.03 && share_real - share_seen < 0.03,
-		      "path share seen %.3f vs measured %.3f", share_seen, share_real);
+	/* 3 points, or three standard errors when fewer samples came. */
+	tol = 1.5 / sqrt((double)st.pid_samples);
+	if (tol < 0.03)
+		tol = 0.03;
+	ck_assert_msg(share_seen - share_real < tol && share_real - share_seen < tol,
+		      "path share seen %.3f vs measured %.3f (tolerance %.3f)", share_seen,
+		      share_real, tol);
 	free(prof);
 	free(store);
 }
