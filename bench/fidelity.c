@@ -57,6 +57,8 @@ static const struct prog progs[] = {
 		    "(SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1500000) INSERT INTO t "
 		    "SELECT x, hex(randomblob(8)) FROM c; CREATE INDEX ti ON t(b); SELECT count(*) "
 		    "FROM t WHERE b > \"8\";' > /dev/null"},
+	{"openssl", "exec openssl speed -seconds 2 -bytes 16384 -evp aes-128-gcm rsa2048 "
+		    "> /dev/null 2>&1"},
 	{"python3", "exec python3 -c 'import json; d = [{\"k\": i, \"v\": str(i) * 3} for i in "
 		    "range(300000)]; [json.loads(json.dumps(d)) for _ in range(3)]'"},
 };
@@ -232,6 +234,36 @@ static int sh(const char *fmt, ...)
 	return system(cmd);
 }
 
+/*
+ * Export every second of a store: the range from `cpa show --show_range`
+ * (asking past the last record is an error, as in CPA).
+ */
+static void show_whole(const char *bin, const char *store, const char *prof)
+{
+	int h0, m0, s0, ms0, h1, m1, s1, ms1;
+	char cmd[8192], line[256];
+	long n = 0, span;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "%s/cpa show --read '%s' --show_range 2>/dev/null", bin, store);
+	f = popen(cmd, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line,
+			   "Record Time From [ %d:%d:%d.%d ] to [ %d:%d:%d.%d ] Records Num: %ld",
+			   &h0, &m0, &s0, &ms0, &h1, &m1, &s1, &ms1, &n) == 9)
+			break;
+	pclose(f);
+	if (n <= 0)
+		return;
+	span = (h1 * 3600L + m1 * 60 + s1) - (h0 * 3600L + m0 * 60 + s0) + 1;
+	if (span <= 0)
+		span += 86400;
+	sh("%s/cpa show --read '%s' -B %02d:%02d:%02d -n %ld --no_env -o '%s' >/dev/null 2>&1", bin,
+	   store, h0, m0, s0, span, prof);
+}
+
 static pid_t spawn_sh(const char *cmd)
 {
 	pid_t pid = fork();
@@ -368,8 +400,7 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	waitpid(mon, NULL, 0);
 	waitpid(perf, NULL, 0);
 
-	sh("%s/cpa show --read '%s' -B 00:00:00 -E 23:59:59 --no_env -o '%s' >/dev/null 2>&1",
-	   o->bin, store, prof);
+	show_whole(o->bin, store, prof);
 	sh("perf script -i '%s' -F comm,pid,ip,sym > '%s' 2>/dev/null", pdata, pscript);
 	fold_cpa(prof, &c);
 	fold_perf(pscript, &p);

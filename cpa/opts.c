@@ -407,6 +407,13 @@ static int opt_set(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			log_error("%s--%s: empty value", where, d->name);
 			return -EINVAL;
 		}
+		/* `--store_dir --offcpu` is a forgotten value, not a directory
+		 * named "--offcpu" (write ./--offcpu for that). */
+		if (val[0] == '-' && val[1] == '-' && val[2]) {
+			log_error("%s--%s: missing value (got the option '%s')", where, d->name,
+				  val);
+			return -EINVAL;
+		}
 		if (d->check) {
 			r = d->check(d, val, o, where);
 			if (r < 0)

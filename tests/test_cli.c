@@ -194,6 +194,9 @@ START_TEST(test_bad_values_named)
 		{SHOW, "--endtime", "12:34", "--endtime: invalid value '12:34'"},
 		{SHOW, "--target_cpu", "3-1", "--target_cpu: invalid value '3-1'"},
 		{SHOW, "--target_cgroup_id", "-2", "--target_cgroup_id: value '-2' out of range"},
+		{MON, "--store_dir", "--offcpu",
+		 "--store_dir: missing value (got the option '--offcpu')"},
+		{SHOW, "--read", "--no_env", "--read: missing value (got the option '--no_env')"},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
