@@ -806,6 +806,9 @@ END_TEST
  * the walk depends on:
  *  - rax: CFA = rax + 8 for the whole body (OpenSSL AES-GCM): needs every
  *    register of the leaf; with rax zeroed the walk stops.
+ *  - rax_call: the same body calls an inner routine that leaves rax alone:
+ *    the caller's CFA takes the sampled rax (carried, as libunwind and perf
+ *    do); with rax zeroed the walk stops there.
  *  - epi_trap: on the ret of a function whose pops are done, GCC's CFI still
  *    names the save slots (below rsp, outside the copy): the registers hold
  *    their restored values. The caller's CFA is rbp-based, so a wrong rbp
@@ -821,6 +824,8 @@ static const struct {
 	int damaged_stop;
 } issue10_cases[] = {
 	{"rax", "rax_fn rax_caller main [libc.so.6] _start", DMG_RAX, "rax_fn", CPA_STOP_READ},
+	{"rax_call", "rax_inner rax_outer rax_call_caller main [libc.so.6] _start", DMG_RAX,
+	 "rax_inner rax_outer", CPA_STOP_BAD},
 	{"epi_trap", "epi_fn epi_loop main [libc.so.6] _start", DMG_NONE, NULL, 0},
 	{"big", "stop_here big_c big_b big_a main [libc.so.6] _start", DMG_COPY_8K,
 	 "stop_here big_c big_b", CPA_STOP_READ},

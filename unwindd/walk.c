@@ -430,8 +430,23 @@ static int step_x(const struct cfi_table *t, const struct cfi_xrule *x, struct u
 
 	unw_stats.complex_rows++;
 	if (x->cfa_kind == CFI_CFA_REG) {
-		if (!reg_get(r, x->cfa_reg, live, &cfa) || x->cfa_reg == DW_RA)
+		/*
+		 * A CFA in a caller-saved register above the leaf (OpenSSL's
+		 * asm keeps it in rax across calls to routines that leave rax
+		 * alone): no rule restores such a register, so it holds the
+		 * sampled value unless a callee wrote it. Taken as libunwind
+		 * and perf take it; a wrong value fails the walk's checks (the
+		 * CFA above sp and in the copy, the return address mapped).
+		 */
+		bool carry = !live && x->cfa_reg < DW_RA && (UNW_VOLATILE_REGS >> x->cfa_reg & 1);
+
+		if (!reg_get(r, x->cfa_reg, live || carry, &cfa) || x->cfa_reg == DW_RA)
 			return CPA_STOP_BAD;
+		if (carry) {
+			if (cfa <= r->sp)
+				return CPA_STOP_BAD;
+			unw_stats.carried_cfa++;
+		}
 		cfa += (uint64_t)(int64_t)x->cfa_off;
 	} else {
 		ret = eval(t, (uint32_t)x->cfa_off, r, live, s, false, 0, &cfa);

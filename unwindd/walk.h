@@ -101,7 +101,8 @@ struct unw_stats {
 	uint64_t cache_misses;
 	uint64_t complex_rows; /* rows evaluated through the side rule table */
 	uint64_t signal_frames;
-	uint64_t fp_frames; /* UNW_F_FP_FALLBACK steps taken */
+	uint64_t fp_frames;   /* UNW_F_FP_FALLBACK steps taken */
+	uint64_t carried_cfa; /* caller CFAs taken from a caller-saved register's sampled value */
 };
 void unw_stats__read(struct unw_stats *ret);
 
