@@ -72,8 +72,10 @@ int sd_notifier__send(struct sd_notifier *n, const char *fmt, ...)
 		return -EINVAL;
 	if ((size_t)len >= sizeof(buf))
 		len = sizeof(buf) - 1;
-	if (sendto(n->fd, buf, (size_t)len, MSG_NOSIGNAL, (struct sockaddr *)n->addr, n->addr_len) <
-	    0)
+	/* Never block the supervisor on a reader that stopped reading (a
+	 * wedged service manager): a full socket queue drops the message. */
+	if (sendto(n->fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)n->addr,
+		   n->addr_len) < 0)
 		return -errno;
 	return 0;
 }

@@ -40,10 +40,11 @@
 #include "sdnotify.h"
 #include "shm/counters.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
-#define HEALTHY_MS     60000 /* up this long: backoff and fast-failure count reset */
-#define FAST_FAIL_MS   2000  /* dying sooner than this after spawn is a start failure */
+#define BACKOFF_MIN_MS		100
+#define BACKOFF_MAX_MS		5000
+#define HEALTHY_MS		60000 /* up this long: backoff and fast-failure count reset */
+#define FAST_FAIL_MS		2000  /* dying sooner than this after spawn is a start failure */
+#define SUP_DURATION_STARTUP_MS 30000 /* --duration: the most start-up may add */
 
 enum sup_phase {
 	SUP_RUNNING,
@@ -89,7 +90,7 @@ struct supervisor {
 	bool ready_sent;
 	char status[256];
 	uint64_t start_ns;
-	uint64_t stop_at_ns; /* --duration */
+	uint64_t stop_at_ns; /* --duration: from the moment every stage runs */
 	uint64_t next_stats_ns;
 	uint64_t next_watchdog_ns;
 };
@@ -165,7 +166,9 @@ static void notify(struct supervisor *s, const char *fmt, const char *arg)
 	if (!sd_notifier__enabled(&s->notify))
 		return;
 	r = sd_notifier__send(&s->notify, fmt, arg);
-	if (r < 0)
+	if (r == -EAGAIN)
+		log_debug("sd_notify: the service manager's queue is full, message dropped");
+	else if (r < 0)
 		log_warn_errno(r, "sd_notify: %m");
 }
 
@@ -659,6 +662,11 @@ static void update_ready(struct supervisor *s)
 			log_info("all stages running (%s)", buf);
 			notify(s, "READY=1\nSTATUS=%s", s->status);
 			s->ready_sent = true;
+			/* --duration counts sampled time: from here, not from a
+			 * start-up that a loaded host may stretch. */
+			if (s->p.duration_ms)
+				s->stop_at_ns = clock_kernel_ns(CLOCK_MONOTONIC) +
+						s->p.duration_ms * NSEC_PER_MSEC;
 		}
 		return;
 	}
@@ -884,7 +892,12 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 		goto out;
 
 	s.start_ns = clock_kernel_ns(CLOCK_MONOTONIC);
-	s.stop_at_ns = p->duration_ms ? s.start_ns + p->duration_ms * NSEC_PER_MSEC : 0;
+	/* Until every stage runs (then the clock restarts): start-up gets
+	 * SUP_DURATION_STARTUP_MS on top, so a pipeline that never comes up
+	 * still ends. */
+	s.stop_at_ns = p->duration_ms ? s.start_ns + (p->duration_ms + SUP_DURATION_STARTUP_MS) *
+							     NSEC_PER_MSEC
+				      : 0;
 	s.next_stats_ns = s.start_ns + p->stats_every_ms * NSEC_PER_MSEC;
 	s.next_watchdog_ns = s.start_ns;
 	set_status(&s, "starting stages");
