@@ -67,9 +67,15 @@ struct store_writer_stats {
 	uint64_t unknown_ids;	 /* samples/frames naming an id symd never defined */
 	uint64_t uring_writes;	 /* IORING_OP_WRITE submitted */
 	uint64_t uring_fsyncs;	 /* IORING_OP_FSYNC submitted */
+	uint64_t refused_samples; /* samples (incl. lost) refused: no store dir/segment could be made */
+	uint64_t lost_samples_dropped; /* samples in the blocks given up (dropped_blocks) */
+	uint64_t lost_recorded;	 /* of both, stored as [lost: storer write_errors] rows */
+	uint64_t store_gone;	 /* times the store dir or segment was deleted under the writer */
 	int last_error;		 /* last failed write's -errno, 0 if none */
 };
 
+/* Also takes an exclusive flock(2) on the root's lock file (.cpa-lock): -EBUSY
+ * when another writer (a second cpa monitor) holds it. */
 int store_writer__new(const struct store_writer_opts *o, struct store_writer **ret);
 /* Closes the open block, waits for every write, fsyncs. Accepts NULL. */
 void store_writer__free(struct store_writer *w);
@@ -123,6 +129,9 @@ void store_writer__stats(const struct store_writer *w, struct store_writer_stats
 /* What retention removed since the last call (store_retention__run()'s names,
  * "" if nothing), for the caller's log; clears it. */
 void store_writer__take_removed(struct store_writer *w, char *buf, size_t len);
+/* true when nothing waits for a retry and the store dir and segment could
+ * be made: the store takes writes. */
+bool store_writer__healthy(const struct store_writer *w);
 /* Path of the store dir being written ("" before the first block). */
 const char *store_writer__dir(const struct store_writer *w);
 
@@ -136,6 +145,12 @@ const char *store_writer__dir(const struct store_writer *w);
 int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_bytes,
 			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns, char *names,
 			 size_t names_len);
+
+/* The store root's lock: an exclusive, non-blocking flock(2) on root/.cpa-lock
+ * (made if missing). Returns the fd holding it, -EBUSY when another process
+ * holds it (ret_pid gets its pid as written in the file, 0 if unknown), or
+ * -errno. Closing the fd (or the holder's death) releases it. */
+int store_root__lock(const char *root, int *ret_pid);
 
 /* Remove a whole store root: every store dir in it (files only, as the
  * writer makes them), the files beside them (dictionary journals, pid file),

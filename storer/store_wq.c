@@ -83,8 +83,10 @@ static void retry_push(struct store_wq *q, struct wop *op, uint64_t now)
 
 		q->retry_head = old->next;
 		q->retry_bytes -= old->len;
-		if (old->kind == WOP_BLOCK)
+		if (old->kind == WOP_BLOCK) {
 			q->st->dropped_blocks++;
+			q->st->lost_samples_dropped += old->n_samples;
+		}
 		wop__free(old);
 	}
 }
