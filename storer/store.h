@@ -236,7 +236,9 @@ struct store_read_stats {
 	uint64_t blocks_torn;	   /* past the end of the file (crash mid-write) */
 	uint64_t blocks_recovered; /* found by scanning past the index */
 	uint64_t bytes_read;
-	uint64_t rows; /* rows passed to the callback */
+	uint64_t rows;		/* rows passed to the callback */
+	uint64_t bytes_skipped; /* torn or unreadable bytes passed over in the segments */
+	uint32_t segs_skipped;	/* segment files not read: not regular, a copy, unreadable */
 };
 
 /* Called with a one-line description of every problem found (corrupt block, ...). */
