@@ -255,6 +255,15 @@ const char *store_reader__error(const struct store_reader *r);
 int store_reader__open_err(const char *dir, store_notice_fn notice, void *ctx,
 			   struct store_reader **ret, char *err, size_t errlen);
 
+/*
+ * Several store dirs read as one (the runs of one day under a root, oldest
+ * first): range and query span them all, query in dir order, and the
+ * segment numbers of the samples are offset per dir so (seg, stack_id) stays
+ * unique. Every dir must open (-errno and err as store_reader__open_err()).
+ */
+int store_reader__open_set(const char *const *dirs, uint32_t n, store_notice_fn notice, void *ctx,
+			   struct store_reader **ret, char *err, size_t errlen);
+
 /* First and last sample time (realtime ns) and the number of 1-second records. */
 int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t *ret_last_ns,
 			uint64_t *ret_records);

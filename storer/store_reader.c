@@ -87,6 +87,12 @@ struct store_reader {
 	size_t zcap, rawcap;
 	const struct store_frame **fptrs;
 	struct store_read_stats st;
+	/* A set of store dirs read as one (store_reader__open_set()): the
+	 * readers of the dirs, oldest first, and the number added to each
+	 * one's segment numbers so (seg, stack_id) stays unique. */
+	struct store_reader **subs;
+	uint32_t *seg_base;
+	uint32_t n_subs;
 };
 
 static const char LOST_DICT[] = STORE_DICT_LOST;
@@ -630,8 +636,36 @@ static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, s
 	return 0;
 }
 
-int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
-			const struct store_filter *f, store_sample_fn fn, void *ctx)
+struct set_query {
+	store_sample_fn fn;
+	void *ctx;
+	uint32_t seg_base;
+};
+
+static int set_row(void *ctx, const struct store_sample *s)
+{
+	struct set_query *q = ctx;
+	struct store_sample c = *s;
+
+	c.seg += q->seg_base;
+	return q->fn(q->ctx, &c);
+}
+
+static int set_query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+		     const struct store_filter *f, store_sample_fn fn, void *ctx)
+{
+	for (uint32_t i = 0; i < r->n_subs; i++) {
+		struct set_query q = {fn, ctx, r->seg_base[i]};
+		int ret = store_reader__query(r->subs[i], t0_ns, t1_ns, f, set_row, &q);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+		     const struct store_filter *f, store_sample_fn fn, void *ctx)
 {
 	int64_t t0s = (int64_t)(t0_ns / NSEC_PER_SEC),
 		t1s = (int64_t)((t1_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC);
@@ -690,6 +724,14 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 		seg_close(s);
 	}
 	return 0;
+}
+
+int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			const struct store_filter *f, store_sample_fn fn, void *ctx)
+{
+	if (r->subs)
+		return set_query(r, t0_ns, t1_ns, f, fn, ctx);
+	return query_one(r, t0_ns, t1_ns, f, fn, ctx);
 }
 
 /* ------------------------------------------------------------ open */
@@ -1160,6 +1202,10 @@ void store_reader__free(struct store_reader *r)
 
 	if (!r)
 		return;
+	for (i = 0; i < r->n_subs; i++)
+		store_reader__free(r->subs[i]);
+	free(r->subs);
+	free(r->seg_base);
 	for (i = 0; i < r->n_seg; i++) {
 		seg_close(&r->segs[i]);
 		free(r->segs[i].blocks);
@@ -1176,6 +1222,65 @@ void store_reader__free(struct store_reader *r)
 void store_reader__stats(const struct store_reader *r, struct store_read_stats *ret)
 {
 	*ret = r->st;
+	for (uint32_t i = 0; i < r->n_subs; i++) {
+		struct store_read_stats s;
+
+		store_reader__stats(r->subs[i], &s);
+		ret->blocks_indexed += s.blocks_indexed;
+		ret->blocks_read += s.blocks_read;
+		ret->dict_reads += s.dict_reads;
+		ret->blocks_corrupt += s.blocks_corrupt;
+		ret->blocks_torn += s.blocks_torn;
+		ret->blocks_recovered += s.blocks_recovered;
+		ret->bytes_read += s.bytes_read;
+		ret->rows += s.rows;
+		ret->bytes_skipped += s.bytes_skipped;
+		ret->segs_skipped += s.segs_skipped;
+	}
+}
+
+static uint32_t max_seg_no(const struct store_reader *r)
+{
+	return r->n_seg ? r->segs[r->n_seg - 1].seg_no : 0;
+}
+
+int store_reader__open_set(const char *const *dirs, uint32_t n, store_notice_fn fn, void *ctx,
+			   struct store_reader **ret, char *err, size_t errlen)
+{
+	struct store_reader *r;
+	uint64_t base = 0;
+	int e;
+
+	if (n == 1)
+		return store_reader__open_err(dirs[0], fn, ctx, ret, err, errlen);
+	if (!n)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->subs = calloc(n, sizeof(*r->subs));
+	r->seg_base = calloc(n, sizeof(*r->seg_base));
+	if (!r->subs || !r->seg_base) {
+		store_reader__free(r);
+		return -ENOMEM;
+	}
+	snprintf(r->dir, sizeof(r->dir), "%s", dirs[n - 1]);
+	for (uint32_t i = 0; i < n; i++) {
+		e = store_reader__open_err(dirs[i], fn, ctx, &r->subs[r->n_subs], err, errlen);
+		if (e < 0) {
+			store_reader__free(r);
+			return e;
+		}
+		r->seg_base[r->n_subs] = (uint32_t)base;
+		base += max_seg_no(r->subs[r->n_subs]);
+		r->n_subs++;
+		if (base > UINT32_MAX / 2) {
+			store_reader__free(r);
+			return -E2BIG;
+		}
+	}
+	*ret = r;
+	return 0;
 }
 
 /* Exact ns time of a block edge from its header; the index has seconds only. */
@@ -1217,6 +1322,25 @@ int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t
 	_cleanup_free_ struct ival *iv = NULL;
 	uint64_t records = 0, end = 0;
 	uint32_t si, i, n = 0, cap = 0;
+
+	if (r->subs) {
+		bool any = false;
+
+		*ret_records = 0;
+		for (i = 0; i < r->n_subs; i++) {
+			uint64_t a, b, k;
+
+			if (store_reader__range(r->subs[i], &a, &b, &k) < 0)
+				continue;
+			if (!any || a < *ret_first_ns)
+				*ret_first_ns = a;
+			if (!any || b > *ret_last_ns)
+				*ret_last_ns = b;
+			*ret_records += k;
+			any = true;
+		}
+		return any ? 0 : fail(r, -ENODATA, "store '%s' holds no records", r->dir);
+	}
 
 	/*
 	 * Records = seconds holding data. A block whose seconds are all present
