@@ -69,6 +69,7 @@ struct store_writer_stats {
 	uint64_t uring_fsyncs;	 /* IORING_OP_FSYNC submitted */
 	uint64_t refused_samples; /* samples (incl. lost) refused: no store dir/segment could be made */
 	uint64_t lost_samples_dropped; /* samples in the blocks given up (dropped_blocks) */
+	uint64_t lost_samples_discarded; /* in open blocks given up: store deleted, dictionary lost */
 	uint64_t lost_recorded;	 /* of both, stored as [lost: storer write_errors] rows */
 	uint64_t store_gone;	 /* times the store dir or segment was deleted under the writer */
 	int last_error;		 /* last failed write's -errno, 0 if none */

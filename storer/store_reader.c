@@ -858,6 +858,7 @@ static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uin
 {
 	struct scan_win w = {.fd = s->fd};
 	uint64_t bad_from = UINT64_MAX;
+	bool cut = false; /* the bad run starts like a block cut short: torn at the tail */
 
 	w.buf = malloc(SCAN_WIN);
 	if (!w.buf)
@@ -868,8 +869,10 @@ static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uin
 		struct rblock b;
 
 		if (end - pos < sizeof(h)) {
-			if (bad_from == UINT64_MAX)
+			if (bad_from == UINT64_MAX) {
 				bad_from = pos;
+				cut = true;
+			}
 			break;
 		}
 		p = win_get(&w, pos, sizeof(h), end);
@@ -877,16 +880,23 @@ static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uin
 			break;
 		memcpy(&h, p, sizeof(h));
 		if (!block_hdr_ok(&h)) {
-			if (bad_from == UINT64_MAX)
+			if (bad_from == UINT64_MAX) {
 				bad_from = pos;
+				cut = h.magic == STORE_BLOCK_MAGIC;
+			}
 			pos = find_magic(&w, pos + 1, end);
+			/* A cut block is the last thing in its file: more magics
+			 * after it are garbage, not a tear. */
+			cut = cut && pos == end;
 			continue;
 		}
 		if (pos + block_len(&h) > end) {
 			/* Runs past the end: torn when this is the tail, else
 			 * garbage that happens to look like a header. */
-			if (bad_from == UINT64_MAX)
+			if (bad_from == UINT64_MAX) {
 				bad_from = pos;
+				cut = true;
+			}
 			if (at_tail) {
 				pos = end;
 				break;
@@ -915,7 +925,7 @@ static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uin
 		pos += b.len;
 	}
 	if (bad_from != UINT64_MAX && bad_from < end)
-		note_skipped(r, s, bad_from, end, at_tail);
+		note_skipped(r, s, bad_from, end, at_tail && cut);
 	free(w.buf);
 	return 0;
 }

@@ -67,7 +67,6 @@ struct store_writer {
 	uint64_t open_retry_ns;
 	bool force_new_seg;	  /* full disk with nothing older to trim: rotate, so the
 				   * next emergency trim can give up this segment */
-	uint64_t lost_gone;	  /* samples of the open block when the store was deleted */
 	uint64_t last_gone_check_s;
 	int lock_fd;		  /* store_root__lock() on root */
 	struct store_writer_stats st;
@@ -355,7 +354,8 @@ int store_writer__close_block(struct store_writer *w)
 		goto out_reset;
 	}
 	op->kind = WOP_BLOCK;
-	op->n_samples = k->samples;
+	op->n_samples = k->samples - k->lost_rec;
+	op->n_lost_rec = k->lost_rec;
 	op->buf = enc.buf;
 	op->len = enc.len;
 	op->off = w->seg_off;
@@ -410,9 +410,35 @@ bool store_writer__fits(const struct store_writer *w, uint64_t time_ns)
 	return !w->blk.open || block_takes(w, (int64_t)(time_ns / NSEC_PER_SEC));
 }
 
+/* Give up the open block: its samples are counted as lost (and its own loss
+ * row is to be recorded again). */
+static void discard_block(struct store_writer *w)
+{
+	if (!w->blk.open)
+		return;
+	w->st.lost_samples_discarded += w->blk.samples - w->blk.lost_rec;
+	w->st.lost_recorded -= w->blk.lost_rec;
+	block__reset(&w->blk);
+}
+
+/*
+ * A block with a dictionary section was given up (the retry budget ran out):
+ * the rest of its segment would name ids no reader can resolve, the open
+ * block's rows included. Those rows are counted as lost, and the next block
+ * starts a new segment with a full dictionary.
+ */
+static void check_dict_lost(struct store_writer *w)
+{
+	if (!w->wq.dict_lost)
+		return;
+	w->wq.dict_lost = false;
+	discard_block(w);
+	w->force_new_seg = true;
+}
+
 static uint64_t lost_unrecorded(const struct store_writer *w)
 {
-	return w->st.refused_samples + w->st.lost_samples_dropped + w->lost_gone -
+	return w->st.refused_samples + w->st.lost_samples_dropped + w->st.lost_samples_discarded -
 	       w->st.lost_recorded;
 }
 
@@ -440,6 +466,7 @@ static int record_lost(struct store_writer *w, uint64_t time_ns)
 	if (block__add(&w->blk, &key, n, n) < 0)
 		return 0;
 	w->blk.samples += n;
+	w->blk.lost_rec += n;
 	w->st.lost_samples += n;
 	w->st.lost_recorded += n;
 	return 0;
@@ -452,6 +479,7 @@ static int block_for(struct store_writer *w, uint64_t time_ns)
 	struct block *k = &w->blk;
 	int r;
 
+	check_dict_lost(w);
 	if (k->open) {
 		if (block_takes(w, sec))
 			return 0;
@@ -611,27 +639,22 @@ static bool file_gone(int fd)
 /*
  * The store dir or the segment deleted under us (rm -rf of the store): the
  * writes would go on into unlinked files until the next rotation. Checked
- * once a second: the open block is closed (into the dead file: its samples
- * are counted as lost), and the next block makes a new dir and segment.
- * Returns 1 when a block was closed.
+ * once a second: the open block is given up (its samples counted as lost),
+ * and the next block makes a new dir and segment. What completed into the
+ * unlinked files since the last check is gone uncounted (up to a second).
  */
-static int check_gone(struct store_writer *w)
+static void check_gone(struct store_writer *w)
 {
 	struct stat sb;
-	int closed = 0;
 
 	if (!w->dir)
-		return 0;
+		return;
 	if (stat(w->dir->path, &sb) == 0 && !(w->seg && file_gone(w->seg->fd)) &&
 	    !file_gone(w->dir->idx->fd))
-		return 0;
+		return;
 	w->st.store_gone++;
-	if (w->blk.open) {
-		w->lost_gone += w->blk.samples;
-		closed = store_writer__close_block(w) > 0;
-	}
+	discard_block(w);
 	close_dir(w);
-	return closed;
 }
 
 int store_writer__tick(struct store_writer *w, uint64_t now_ns)
@@ -642,17 +665,16 @@ int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 	store_journal__flush(&w->jr, &w->wq);
 	store_wq__reap(&w->wq, false);
 	store_wq__retry_due(&w->wq, now_ns, false);
+	check_dict_lost(w);
 	if (now_ns / NSEC_PER_SEC != w->last_gone_check_s) {
 		w->last_gone_check_s = now_ns / NSEC_PER_SEC;
-		r = check_gone(w);
-		if (r > 0)
-			closed = 1;
+		check_gone(w);
 	}
 	if (w->blk.open && now_ns >= store_writer__deadline(w)) {
 		r = store_writer__close_block(w);
 		if (r < 0)
 			return r;
-		closed |= r;
+		closed = r;
 	}
 	/* Full disk: give up the oldest segment (never the one being written),
 	 * at most every 10 s, so the retries find room and sampling goes on. */
