@@ -62,10 +62,11 @@ static int stage_new(struct shm_arena *a, struct shm_stage *st, struct shm_ring_
 		if (fd >= 0)
 			close(fd);
 		stage_free(x);
-		return log_error_errno(r,
-				       "store '%s' is in use by another cpa monitor (storer pid %d): "
-				       "one monitor per store dir, use another --store_dir",
-				       o.root, pid);
+		return log_error_errno(
+			r,
+			"store '%s' is in use by another cpa monitor (storer pid %d): "
+			"one monitor per store dir, use another --store_dir",
+			o.root, pid);
 	}
 	if (r < 0) {
 		stage_free(x);

@@ -56,23 +56,25 @@ struct store_writer_opts {
 };
 
 struct store_writer_stats {
-	uint64_t samples;	 /* sample records taken (sum of rows' inputs) */
-	uint64_t lost_samples;	 /* counts carried by loss records */
-	uint64_t blocks;	 /* blocks closed and written */
-	uint64_t bytes_raw;	 /* encoded bytes before zstd */
-	uint64_t bytes_disk;	 /* bytes written (blocks + index entries + headers) */
-	uint64_t write_errors;	 /* failed writes (each retried later) */
-	uint64_t dropped_blocks; /* given up after the retry budget ran out */
-	uint64_t trimmed_files;	 /* removed by retention */
-	uint64_t unknown_ids;	 /* samples/frames naming an id symd never defined */
-	uint64_t uring_writes;	 /* IORING_OP_WRITE submitted */
-	uint64_t uring_fsyncs;	 /* IORING_OP_FSYNC submitted */
-	uint64_t refused_samples; /* samples (incl. lost) refused: no store dir/segment could be made */
-	uint64_t lost_samples_dropped; /* samples in the blocks given up (dropped_blocks) */
-	uint64_t lost_samples_discarded; /* in open blocks given up: store deleted, dictionary lost */
-	uint64_t lost_recorded;	 /* of both, stored as [lost: storer write_errors] rows */
-	uint64_t store_gone;	 /* times the store dir or segment was deleted under the writer */
-	int last_error;		 /* last failed write's -errno, 0 if none */
+	uint64_t samples;	  /* sample records taken (sum of rows' inputs) */
+	uint64_t lost_samples;	  /* counts carried by loss records */
+	uint64_t blocks;	  /* blocks closed and written */
+	uint64_t bytes_raw;	  /* encoded bytes before zstd */
+	uint64_t bytes_disk;	  /* bytes written (blocks + index entries + headers) */
+	uint64_t write_errors;	  /* failed writes (each retried later) */
+	uint64_t dropped_blocks;  /* given up after the retry budget ran out */
+	uint64_t trimmed_files;	  /* removed by retention */
+	uint64_t unknown_ids;	  /* samples/frames naming an id symd never defined */
+	uint64_t uring_writes;	  /* IORING_OP_WRITE submitted */
+	uint64_t uring_fsyncs;	  /* IORING_OP_FSYNC submitted */
+	uint64_t refused_samples; /* samples (incl. lost) refused: no store dir/segment could be
+				     made */
+	uint64_t lost_samples_dropped;	 /* samples in the blocks given up (dropped_blocks) */
+	uint64_t lost_samples_discarded; /* in open blocks given up: store deleted, dictionary lost
+					  */
+	uint64_t lost_recorded;		 /* of both, stored as [lost: storer write_errors] rows */
+	uint64_t store_gone; /* times the store dir or segment was deleted under the writer */
+	int last_error;	     /* last failed write's -errno, 0 if none */
 };
 
 /* Also takes an exclusive flock(2) on the root's lock file (.cpa-lock): -EBUSY

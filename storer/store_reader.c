@@ -842,7 +842,8 @@ static void note_skipped(struct store_reader *r, struct rseg *s, uint64_t from, 
 	r->st.bytes_skipped += to - from;
 	if (torn) {
 		r->st.blocks_torn++;
-		notice(r, "%s: %llu bytes at %llu cut short at the end (torn tail, crash mid-write), skipped",
+		notice(r,
+		       "%s: %llu bytes at %llu cut short at the end (torn tail, crash mid-write), skipped",
 		       s->path, (unsigned long long)(to - from), (unsigned long long)from);
 	} else {
 		notice(r, "%s: %llu unreadable bytes at %llu, skipped", s->path,
@@ -958,6 +959,14 @@ static int open_segments(struct store_reader *r)
 	return 0;
 }
 
+static int fail_newer(struct store_reader *r, unsigned int major, unsigned int minor)
+{
+	return fail(
+		r, -EPROTONOSUPPORT,
+		"store '%s' has format version %u.%u, newer than the %d.%d this cpa reads: use a newer cpa",
+		r->dir, major, minor, STORE_VERSION_MAJOR, STORE_VERSION_MINOR);
+}
+
 static void seg_skip(struct store_reader *r, struct rseg *s, const char *why)
 {
 	notice(r, "%s: %s, skipped", s->path, why);
@@ -1006,10 +1015,7 @@ static int check_seg_hdr(struct store_reader *r, struct rseg *s)
 		return 0;
 	}
 	if (h.major > STORE_VERSION_MAJOR)
-		return fail(
-			r, -EPROTONOSUPPORT,
-			"store '%s' has format version %u.%u, newer than the %d.%d this cpa reads: use a newer cpa",
-			r->dir, h.major, h.minor, STORE_VERSION_MAJOR, STORE_VERSION_MINOR);
+		return fail_newer(r, h.major, h.minor);
 	if (h.seg_no != s->seg_no) {
 		char why[96];
 
@@ -1049,10 +1055,7 @@ static int read_index(struct store_reader *r)
 		return 0;
 	}
 	if (h.major > STORE_VERSION_MAJOR)
-		return fail(
-			r, -EPROTONOSUPPORT,
-			"store '%s' has format version %u.%u, newer than the %d.%d this cpa reads: use a newer cpa",
-			r->dir, h.major, h.minor, STORE_VERSION_MAJOR, STORE_VERSION_MINOR);
+		return fail_newer(r, h.major, h.minor);
 	if (h.entry_size != sizeof(struct store_idx_entry)) {
 		notice(r, "%s: bad index header, rebuilding the index from the segments", path);
 		return 0;
@@ -1113,7 +1116,8 @@ static int seg_finish(struct store_reader *r, struct rseg *s)
 			 * The scan below reports the bytes that are there. */
 			if (b->off >= s->size) {
 				r->st.blocks_torn++;
-				notice(r, "%s: indexed block at %u lies past the end of the file, skipped",
+				notice(r,
+				       "%s: indexed block at %u lies past the end of the file, skipped",
 				       s->path, b->off);
 			}
 			continue;

@@ -50,7 +50,7 @@ struct wop {
 	struct sdir *dir; /* WOP_BLOCK: where its index entry goes */
 	uint8_t *buf;
 	uint32_t len, done;
-	uint64_t n_samples; /* WOP_BLOCK: samples (incl. lost) it holds, lost if given up, */
+	uint64_t n_samples;  /* WOP_BLOCK: samples (incl. lost) it holds, lost if given up, */
 	uint64_t n_lost_rec; /* but for its [lost: storer write_errors] row: recorded again */
 	uint64_t off;
 	uint64_t retry_at_ns;

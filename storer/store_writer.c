@@ -65,10 +65,10 @@ struct store_writer {
 	uint64_t last_emergency_s;
 	int open_err; /* last failure to open a dir/segment, retried at open_retry_ns */
 	uint64_t open_retry_ns;
-	bool force_new_seg;	  /* full disk with nothing older to trim: rotate, so the
-				   * next emergency trim can give up this segment */
+	bool force_new_seg; /* full disk with nothing older to trim: rotate, so the
+			     * next emergency trim can give up this segment */
 	uint64_t last_gone_check_s;
-	int lock_fd;		  /* store_root__lock() on root */
+	int lock_fd; /* store_root__lock() on root */
 	struct store_writer_stats st;
 	char removed[512]; /* what retention removed since store_writer__take_removed() */
 };

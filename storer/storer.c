@@ -298,12 +298,14 @@ static void sync_counters(struct storer *s)
 			 (unsigned long long)(ws.trimmed_files - s->synced.trimmed_files), names);
 	}
 	if (ws.dropped_blocks != s->synced.dropped_blocks && !s->synced.dropped_blocks)
-		log_error("gave up a block after repeated write failures (counted, "
-			  "stored as [lost: storer write_errors] once the store takes writes again)");
+		log_error(
+			"gave up a block after repeated write failures (counted, "
+			"stored as [lost: storer write_errors] once the store takes writes again)");
 	if (ws.store_gone != s->synced.store_gone)
-		log_error("the store dir or segment was deleted under us: started a new one in '%s' "
-			  "(what was written since the last check, up to a second, is gone)",
-			  store_writer__dir(s->w));
+		log_error(
+			"the store dir or segment was deleted under us: started a new one in '%s' "
+			"(what was written since the last check, up to a second, is gone)",
+			store_writer__dir(s->w));
 	storer_check_recovered(s, &ws);
 	s->synced = ws;
 }

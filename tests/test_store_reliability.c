@@ -329,8 +329,8 @@ START_TEST(test_sparse_and_magic)
 	/* 4 MiB of magics: one notice for the run (and one for the header), not
 	 * a million. */
 	ck_assert_int_eq(count_in(nt.all, "seg_000008.cps"), 2);
-	ck_assert_msg(strstr(nt.all, "seg_000008.cps: 4194240 unreadable bytes at 64, skipped"), "%s",
-		      nt.all);
+	ck_assert_msg(strstr(nt.all, "seg_000008.cps: 4194240 unreadable bytes at 64, skipped"),
+		      "%s", nt.all);
 	ck_assert_msg(strstr(nt.all, "seg_000007.cps: 107374182400 bytes, larger than a segment"),
 		      "%s", nt.all);
 	ck_assert_uint_ge(st.bytes_skipped, 4u << 20);
@@ -343,7 +343,7 @@ END_TEST
  * copy under another canonical name is caught by its header. */
 START_TEST(test_segment_copies)
 {
-	static const char *const names[] = {"seg_000000.cps", "seg_-1.cps", "seg_1.cps",
+	static const char *const names[] = {"seg_000000.cps",  "seg_-1.cps", "seg_1.cps",
 					    "seg_0000001.cps", "seg_+1.cps", "seg_000001.cps.bak"};
 	char *root = t_mkdtemp(), dir[1024], p[1100], q[1200];
 	uint64_t n = make_store(root, 20, 10, dir, sizeof(dir));
@@ -359,8 +359,9 @@ START_TEST(test_segment_copies)
 	copy_file(p, q);
 	tally_dir(dir, &t, &nt);
 	ck_assert_uint_eq(t.samples, n);
-	ck_assert_msg(strstr(nt.all, "seg_000009.cps: its header says segment 1 (a copy?), skipped"),
-		      "%s", nt.all);
+	ck_assert_msg(
+		strstr(nt.all, "seg_000009.cps: its header says segment 1 (a copy?), skipped"),
+		"%s", nt.all);
 	t_rm_rf(root);
 	free(root);
 }
@@ -401,7 +402,7 @@ START_TEST(test_store_deleted)
 	store_writer__set_run_id(w, base);
 	t_defs(w, NSTACKS, 0);
 	feed(w, base, 10, 20, &seq);
-	store_writer__tick(w, base + 11 * T_NS); /* blocks up to 10 s written */
+	store_writer__tick(w, base + 11 * T_NS);	 /* blocks up to 10 s written */
 	before = feed(w, base + 10 * T_NS, 2, 20, &seq); /* in the open block */
 	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
 	t_rm_rf(dir);
@@ -462,8 +463,7 @@ START_TEST(test_kill_after_block_boundary)
 		struct store_writer_opts o = {.root = root, .record_interval = 1};
 		int n;
 
-		if (shm_arena__open_cons(a, SHM_RING_SYMD, &c) < 0 ||
-		    store_writer__new(&o, &w) < 0)
+		if (shm_arena__open_cons(a, SHM_RING_SYMD, &c) < 0 || store_writer__new(&o, &w) < 0)
 			_exit(2);
 		store_writer__set_run_id(w, base);
 		if (store_writer__journal_open(w, root) < 0 || storer__new(st, &c, w, &s) < 0)
@@ -550,8 +550,10 @@ START_TEST(test_show_spans_runs)
 	ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
 	ck_assert_uint_eq(prof_total(out), n1 + n2);
 	/* The range line covers both runs. */
-	ck_assert_msg(strstr(r.out, "Record Time From [ 10:00:00.000 ] to [ 10:00:49.900 ] Records Num: 40"),
-		      "%s", r.out);
+	ck_assert_msg(
+		strstr(r.out,
+		       "Record Time From [ 10:00:00.000 ] to [ 10:00:49.900 ] Records Num: 40"),
+		"%s", r.out);
 	/* Only the second run's part of the day. */
 	RUN_SHOW(&r, root, "-B", "10:00:35", "-n", "5", "-o", out);
 	ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
@@ -652,8 +654,7 @@ START_TEST(test_full_disk)
 	struct store_writer_stats ws;
 	struct storer *s;
 	struct tally t = {0};
-	uint64_t now = clock_ns(CLOCK_REALTIME), t0 = (now / T_NS - 900) * T_NS, seq = 1,
-		 fed = 0;
+	uint64_t now = clock_ns(CLOCK_REALTIME), t0 = (now / T_NS - 900) * T_NS, seq = 1, fed = 0;
 
 	snprintf(root, sizeof(root), "%s/s", mnt);
 	snprintf(filler, sizeof(filler), "%s/filler", mnt);
@@ -665,9 +666,8 @@ START_TEST(test_full_disk)
 	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
 	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
 	{
-		struct store_writer_opts o = {.root = root,
-					      .record_interval = 1,
-					      .max_retry_bytes = 1}; /* keep one */
+		struct store_writer_opts o = {
+			.root = root, .record_interval = 1, .max_retry_bytes = 1}; /* keep one */
 
 		ck_assert_int_eq(store_writer__new(&o, &w), 0);
 	}
@@ -722,8 +722,8 @@ START_TEST(test_full_disk)
 	ck_assert_int_eq(count_store_dirs(root), 1);
 	tally_root(root, &t);
 	ck_assert_uint_gt(t.lost_store, 0);
-	ck_assert_uint_eq(t.lost_store, ws.refused_samples + ws.lost_samples_dropped +
-						ws.lost_samples_discarded);
+	ck_assert_uint_eq(t.lost_store,
+			  ws.refused_samples + ws.lost_samples_dropped + ws.lost_samples_discarded);
 	ck_assert_uint_eq(t.samples + t.lost_store, fed);
 	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_LOST_SAMPLES), t.lost_store);
 	shm_arena__free(a);

@@ -202,7 +202,7 @@ static inline uint64_t t_dir_bytes(const char *dir)
  * a DICT_RESET, then the same definitions as t_defs(). */
 #ifdef CPA_SHM_RING_H
 static inline void put_rec(struct shm_ring_prod *p, uint16_t type, const void *a, uint32_t alen,
-		    const void *b, uint32_t blen)
+			   const void *b, uint32_t blen)
 {
 	void *d;
 
