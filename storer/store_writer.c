@@ -328,6 +328,17 @@ int store_writer__def_stack(struct store_writer *w, const struct cpa_stack_def *
 	return store_dict__def_stack(&w->dict, &w->jr, s, frame_ids);
 }
 
+/* Give up the open block: its samples are counted as lost (and its own loss
+ * row is to be recorded again). */
+static void discard_block(struct store_writer *w)
+{
+	if (!w->blk.open)
+		return;
+	w->st.lost_samples_discarded += w->blk.samples - w->blk.lost_rec;
+	w->st.lost_recorded -= w->blk.lost_rec;
+	block__reset(&w->blk);
+}
+
 /* ------------------------------------------------------------ block close */
 
 int store_writer__close_block(struct store_writer *w)
@@ -386,8 +397,9 @@ int store_writer__close_block(struct store_writer *w)
 	return 1;
 
 out_reset:
-	/* Cannot encode (out of memory): the rows are lost, the dict is re-sent. */
-	block__reset(k);
+	/* Cannot encode (out of memory): the rows are lost (counted, a loss row
+	 * later), the dict is re-sent. */
+	discard_block(w);
 	return r;
 }
 
@@ -408,17 +420,6 @@ static bool block_takes(const struct store_writer *w, int64_t sec)
 bool store_writer__fits(const struct store_writer *w, uint64_t time_ns)
 {
 	return !w->blk.open || block_takes(w, (int64_t)(time_ns / NSEC_PER_SEC));
-}
-
-/* Give up the open block: its samples are counted as lost (and its own loss
- * row is to be recorded again). */
-static void discard_block(struct store_writer *w)
-{
-	if (!w->blk.open)
-		return;
-	w->st.lost_samples_discarded += w->blk.samples - w->blk.lost_rec;
-	w->st.lost_recorded -= w->blk.lost_rec;
-	block__reset(&w->blk);
 }
 
 /*
@@ -522,16 +523,14 @@ out_backoff:
 	return r;
 }
 
-int store_writer__add_sample(struct store_writer *w, const struct cpa_sample_out *s)
+static int add_sample(struct store_writer *w, const struct cpa_sample_out *s)
 {
 	struct row_key key;
 	int r;
 
 	r = block_for(w, s->time_ns);
-	if (r < 0) {
-		w->st.refused_samples++;
+	if (r < 0)
 		return r;
-	}
 	memset(&key, 0, sizeof(key));
 	key.sec = (int64_t)(s->time_ns / NSEC_PER_SEC);
 	key.cgroup = s->cgroup_id;
@@ -565,7 +564,17 @@ int store_writer__add_sample(struct store_writer *w, const struct cpa_sample_out
 	return 0;
 }
 
-int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
+int store_writer__add_sample(struct store_writer *w, const struct cpa_sample_out *s)
+{
+	int r = add_sample(w, s);
+
+	/* Not stored (no store, no memory): counted, a loss row later. */
+	if (r < 0)
+		w->st.refused_samples++;
+	return r;
+}
+
+static int add_loss(struct store_writer *w, const struct cpa_loss *l)
 {
 	const char *cn = shm_counter_name((enum shm_stage_id)l->stage, l->reason);
 	struct row_key key;
@@ -573,10 +582,8 @@ int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
 	int r;
 
 	r = block_for(w, l->time_ns);
-	if (r < 0) {
-		w->st.refused_samples += l->count;
+	if (r < 0)
 		return r;
-	}
 	snprintf(name, sizeof(name), "[lost: %s %s]", shm_stage_name((enum shm_stage_id)l->stage),
 		 cn ? cn : "unknown");
 	r = store_dict__marker_stack(&w->dict, name);
@@ -594,6 +601,15 @@ int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
 	w->blk.samples += l->count;
 	w->st.lost_samples += l->count;
 	return 0;
+}
+
+int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
+{
+	int r = add_loss(w, l);
+
+	if (r < 0)
+		w->st.refused_samples += l->count;
+	return r;
 }
 
 /* ------------------------------------------------------------ lifecycle */
