@@ -215,6 +215,20 @@ static int take(struct storer *s, const struct shm_msg *m)
 	}
 }
 
+/*
+ * No block open: everything peeked is in a submitted block, a definition
+ * (journal flushed by close_block), a duplicate, or a sample the store
+ * refused or gave up and the writer counted as lost. Holding it would only
+ * fill the ring while the disk is full.
+ */
+static void release_if_idle(struct storer *s)
+{
+	if (!s->block_closed && s->unreleased && !store_writer__deadline(s->w)) {
+		store_writer__close_block(s->w);
+		s->block_closed = true;
+	}
+}
+
 static void release(struct storer *s)
 {
 	shm_ring__release_mark_sc(s->in, s->max_seq);
@@ -261,14 +275,7 @@ int storer__batch(struct storer *s, unsigned int max)
 		if (store_writer__close_block(s->w) > 0)
 			s->block_closed = true;
 	}
-	/* No block open: everything peeked is in a submitted block, a
-	 * definition (journal flushed by close_block), a duplicate, or a
-	 * sample the store refused and the writer counted as lost. Holding it
-	 * would only fill the ring while the disk is full. */
-	if (!s->block_closed && s->unreleased && !store_writer__deadline(s->w)) {
-		store_writer__close_block(s->w);
-		s->block_closed = true;
-	}
+	release_if_idle(s);
 	if (s->block_closed)
 		release(s);
 	return (int)n;
@@ -318,6 +325,7 @@ int storer__tick(struct storer *s, uint64_t now)
 		s->block_closed = true;
 	else if (r < 0)
 		storer_log_err(s, r, "closing a block");
+	release_if_idle(s);
 	if (s->block_closed)
 		release(s);
 	sync_counters(s);
