@@ -357,19 +357,94 @@ int show_pick_dir(const char *read, long tod, char *buf, size_t len)
 	return r;
 }
 
+#define DAY_NAME_LEN 10 /* "cpa_YYMMDD" */
+
+/*
+ * The store dirs of picked's day under root that hold records, oldest first
+ * (every monitor run of that day: a window may span a restart). Their paths
+ * into *ret_dirs (free each, then it).
+ */
+static int day_dirs(const char *root, const char *picked, char ***ret_dirs, uint32_t *ret_n)
+{
+	const char *base = strrchr(picked, '/') ? strrchr(picked, '/') + 1 : picked;
+	char **names = NULL, **out;
+	uint32_t n = 0, k = 0;
+	int r = store_root__list(root, &names, &n);
+
+	if (r < 0)
+		return r;
+	out = calloc(n + 1, sizeof(*out));
+	if (!out) {
+		store_root__list_free(names, n);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		char p[PATH_MAX + 256];
+		struct store_reader *sr;
+		uint64_t a, b, recs;
+		bool data;
+
+		if (strncmp(names[i], base, DAY_NAME_LEN) ||
+		    (names[i][DAY_NAME_LEN] && names[i][DAY_NAME_LEN] != '_'))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
+		if (store_reader__open(p, NULL, NULL, &sr) < 0)
+			continue;
+		data = store_reader__range(sr, &a, &b, &recs) == 0;
+		store_reader__free(sr);
+		if (!data)
+			continue;
+		out[k] = strdup(p);
+		if (!out[k])
+			break;
+		k++;
+	}
+	store_root__list_free(names, n);
+	*ret_dirs = out;
+	*ret_n = k;
+	return 0;
+}
+
 static int open_store(const struct show_opts *o, long stod, char *dir, size_t len,
 		      struct store_reader **ret)
 {
-	char err[512];
+	char err[512], **dirs = NULL;
+	uint32_t n = 0;
 	int r;
 
 	r = show_pick_dir(o->read, stod, dir, len);
 	if (r < 0)
 		return r;
-	r = store_reader__open_err(dir, on_notice, NULL, ret, err, sizeof(err));
+	/* A root: every run of the picked dir's day, read as one. */
+	if (!store_dir__is_store(o->read) && day_dirs(o->read, dir, &dirs, &n) == 0 && n > 1) {
+		for (uint32_t i = 0; i < n; i++)
+			log_debug("reading '%s'", dirs[i]);
+		r = store_reader__open_set((const char *const *)dirs, n, on_notice, NULL, ret, err,
+					   sizeof(err));
+	} else {
+		r = store_reader__open_err(dir, on_notice, NULL, ret, err, sizeof(err));
+	}
+	for (uint32_t i = 0; i < n; i++)
+		free(dirs[i]);
+	free(dirs);
 	if (r < 0)
 		log_error("%s", err);
 	return r;
+}
+
+/* What the reader passed over, at default verbosity: the output lacks it. */
+static void warn_skipped(const struct store_reader *r, const char *dir)
+{
+	struct store_read_stats st;
+
+	store_reader__stats(r, &st);
+	if (!st.blocks_torn && !st.blocks_corrupt && !st.bytes_skipped && !st.segs_skipped)
+		return;
+	log_warn("'%s': skipped %llu torn and %llu corrupt block(s), %llu unreadable byte(s) and "
+		 "%u segment file(s): their samples are not in this output (a crash mid-write, a "
+		 "block being written right now, or damage; -v says where)",
+		 dir, (unsigned long long)st.blocks_torn, (unsigned long long)st.blocks_corrupt,
+		 (unsigned long long)st.bytes_skipped, st.segs_skipped);
 }
 
 /*
@@ -566,6 +641,7 @@ int show_run(const struct show_opts *o)
 		if (!o->show_range)
 			ret = run_export(o, r, dir, first, last, stod, etod, &filt);
 	}
+	warn_skipped(r, dir);
 	store_reader__free(r);
 	return ret;
 }

@@ -165,6 +165,13 @@ static inline void shm_ring__release_sc(struct shm_ring_cons *c);
 /* Same, and publish mark (read back by a restarted consumer). */
 static inline void shm_ring__release_mark_sc(struct shm_ring_cons *c, uint64_t mark);
 uint64_t shm_ring__mark_sc(const struct shm_ring_cons *c);
+/* Position of the next record to peek (for shm_ring__release_upto_mark_sc()). */
+static inline uint64_t shm_ring__tail_sc(const struct shm_ring_cons *c);
+/* Give back the space of the records peeked before pos only (pos: a value of
+ * shm_ring__tail_sc() since the last release) and publish mark: what was
+ * peeked after pos stays in the ring for a restarted consumer. */
+static inline void shm_ring__release_upto_mark_sc(struct shm_ring_cons *c, uint64_t pos,
+						  uint64_t mark);
 /* Bytes committed and not yet peeked. */
 static inline uint64_t shm_ring__pending_sc(struct shm_ring_cons *c);
 

@@ -147,6 +147,19 @@ static inline void shm_ring__release_mark_sc(struct shm_ring_cons *c, uint64_t m
 	shm_ring__release_sc(c);
 }
 
+static inline uint64_t shm_ring__tail_sc(const struct shm_ring_cons *c)
+{
+	return c->tail;
+}
+
+static inline void shm_ring__release_upto_mark_sc(struct shm_ring_cons *c, uint64_t pos,
+						  uint64_t mark)
+{
+	/* [C5] as above; [C3] for the records before pos. */
+	shm__store_relaxed(&c->ctrl->cons_mark, mark);
+	shm__store_release(&c->ctrl->cons_pos, pos);
+}
+
 static inline uint64_t shm_ring__pending_sc(struct shm_ring_cons *c)
 {
 	/* [C1] again: a fresh look at the producer. */

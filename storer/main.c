@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "common/daemon.h"
 #include "common/log.h"
@@ -54,6 +55,19 @@ static int stage_new(struct shm_arena *a, struct shm_stage *st, struct shm_ring_
 		o.probes[o.nr_probes++] = cfg->probes[i];
 	o.max_store_bytes = (uint64_t)cfg->max_store_size_mb << 20;
 	r = store_writer__new(&o, &x->w);
+	if (r == -EBUSY) {
+		int pid = 0;
+		int fd = store_root__lock(o.root, &pid);
+
+		if (fd >= 0)
+			close(fd);
+		stage_free(x);
+		return log_error_errno(
+			r,
+			"store '%s' is in use by another cpa monitor (storer pid %d): "
+			"one monitor per store dir, use another --store_dir",
+			o.root, pid);
+	}
 	if (r < 0) {
 		stage_free(x);
 		return log_error_errno(r, "store writer for '%s' (io_uring + zstd): %m", o.root);

@@ -56,20 +56,29 @@ struct store_writer_opts {
 };
 
 struct store_writer_stats {
-	uint64_t samples;	 /* sample records taken (sum of rows' inputs) */
-	uint64_t lost_samples;	 /* counts carried by loss records */
-	uint64_t blocks;	 /* blocks closed and written */
-	uint64_t bytes_raw;	 /* encoded bytes before zstd */
-	uint64_t bytes_disk;	 /* bytes written (blocks + index entries + headers) */
-	uint64_t write_errors;	 /* failed writes (each retried later) */
-	uint64_t dropped_blocks; /* given up after the retry budget ran out */
-	uint64_t trimmed_files;	 /* removed by retention */
-	uint64_t unknown_ids;	 /* samples/frames naming an id symd never defined */
-	uint64_t uring_writes;	 /* IORING_OP_WRITE submitted */
-	uint64_t uring_fsyncs;	 /* IORING_OP_FSYNC submitted */
-	int last_error;		 /* last failed write's -errno, 0 if none */
+	uint64_t samples;	  /* sample records taken (sum of rows' inputs) */
+	uint64_t lost_samples;	  /* counts carried by loss records */
+	uint64_t blocks;	  /* blocks closed and written */
+	uint64_t bytes_raw;	  /* encoded bytes before zstd */
+	uint64_t bytes_disk;	  /* bytes written (blocks + index entries + headers) */
+	uint64_t write_errors;	  /* failed writes (each retried later) */
+	uint64_t dropped_blocks;  /* given up after the retry budget ran out */
+	uint64_t trimmed_files;	  /* removed by retention */
+	uint64_t unknown_ids;	  /* samples/frames naming an id symd never defined */
+	uint64_t uring_writes;	  /* IORING_OP_WRITE submitted */
+	uint64_t uring_fsyncs;	  /* IORING_OP_FSYNC submitted */
+	uint64_t refused_samples; /* samples (incl. lost) refused: no store dir/segment could be
+				     made */
+	uint64_t lost_samples_dropped;	 /* samples in the blocks given up (dropped_blocks) */
+	uint64_t lost_samples_discarded; /* in open blocks given up: store deleted, dictionary lost
+					  */
+	uint64_t lost_recorded;		 /* of both, stored as [lost: storer write_errors] rows */
+	uint64_t store_gone; /* times the store dir or segment was deleted under the writer */
+	int last_error;	     /* last failed write's -errno, 0 if none */
 };
 
+/* Also takes an exclusive flock(2) on the root's lock file (.cpa-lock): -EBUSY
+ * when another writer (a second cpa monitor) holds it. */
 int store_writer__new(const struct store_writer_opts *o, struct store_writer **ret);
 /* Closes the open block, waits for every write, fsyncs. Accepts NULL. */
 void store_writer__free(struct store_writer *w);
@@ -123,6 +132,9 @@ void store_writer__stats(const struct store_writer *w, struct store_writer_stats
 /* What retention removed since the last call (store_retention__run()'s names,
  * "" if nothing), for the caller's log; clears it. */
 void store_writer__take_removed(struct store_writer *w, char *buf, size_t len);
+/* true when nothing waits for a retry and the store dir and segment could
+ * be made: the store takes writes. */
+bool store_writer__healthy(const struct store_writer *w);
 /* Path of the store dir being written ("" before the first block). */
 const char *store_writer__dir(const struct store_writer *w);
 
@@ -136,6 +148,12 @@ const char *store_writer__dir(const struct store_writer *w);
 int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_bytes,
 			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns, char *names,
 			 size_t names_len);
+
+/* The store root's lock: an exclusive, non-blocking flock(2) on root/.cpa-lock
+ * (made if missing). Returns the fd holding it, -EBUSY when another process
+ * holds it (ret_pid gets its pid as written in the file, 0 if unknown), or
+ * -errno. Closing the fd (or the holder's death) releases it. */
+int store_root__lock(const char *root, int *ret_pid);
 
 /* Remove a whole store root: every store dir in it (files only, as the
  * writer makes them), the files beside them (dictionary journals, pid file),
@@ -221,7 +239,9 @@ struct store_read_stats {
 	uint64_t blocks_torn;	   /* past the end of the file (crash mid-write) */
 	uint64_t blocks_recovered; /* found by scanning past the index */
 	uint64_t bytes_read;
-	uint64_t rows; /* rows passed to the callback */
+	uint64_t rows;		/* rows passed to the callback */
+	uint64_t bytes_skipped; /* torn or unreadable bytes passed over in the segments */
+	uint32_t segs_skipped;	/* segment files not read: not regular, a copy, unreadable */
 };
 
 /* Called with a one-line description of every problem found (corrupt block, ...). */
@@ -236,6 +256,15 @@ void store_reader__free(struct store_reader *r);
 /* Message of the last failure (also for a failed open: pass ret_err). */
 const char *store_reader__error(const struct store_reader *r);
 int store_reader__open_err(const char *dir, store_notice_fn notice, void *ctx,
+			   struct store_reader **ret, char *err, size_t errlen);
+
+/*
+ * Several store dirs read as one (the runs of one day under a root, oldest
+ * first): range and query span them all, query in dir order, and the
+ * segment numbers of the samples are offset per dir so (seg, stack_id) stays
+ * unique. Every dir must open (-errno and err as store_reader__open_err()).
+ */
+int store_reader__open_set(const char *const *dirs, uint32_t n, store_notice_fn notice, void *ctx,
 			   struct store_reader **ret, char *err, size_t errlen);
 
 /* First and last sample time (realtime ns) and the number of 1-second records. */

@@ -111,6 +111,7 @@ void block__reset(struct block *k)
 	k->open = false;
 	k->rows.n = 0;
 	k->samples = 0;
+	k->lost_rec = 0;
 	if (k->slots)
 		memset(k->slots, 0, (size_t)k->nslots * sizeof(*k->slots));
 }

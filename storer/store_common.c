@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /* Helpers shared by the store writer and reader: crc32c, buffers, tables. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store.h"
 #include "store_fmt.h"
@@ -185,4 +188,18 @@ void u32map__free(struct u32map *m)
 {
 	free(m->slots);
 	*m = (struct u32map){0};
+}
+
+int store_open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat sb;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
 }

@@ -2,11 +2,15 @@
 /* Store dir and segment names, made and parsed once (store_dir_pvt.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store.h"
 #include "store_dir_pvt.h"
@@ -14,6 +18,7 @@
 bool store_dir__seg_name(const char *name, uint32_t *ret_no)
 {
 	const char *p = name + 4;
+	char canon[32];
 	uint64_t no = 0;
 
 	if (strncmp(name, "seg_", 4) || *p < '0' || *p > '9')
@@ -23,7 +28,13 @@ bool store_dir__seg_name(const char *name, uint32_t *ret_no)
 		if (no > UINT32_MAX)
 			return false;
 	}
-	if (strcmp(p, ".cps"))
+	if (strcmp(p, ".cps") || !no)
+		return false;
+	/* Strict: only the name the writer makes (seg_%06u.cps, from 1), so
+	 * seg_1.cps or seg_0000001.cps beside seg_000001.cps is not a second
+	 * copy of segment 1. */
+	snprintf(canon, sizeof(canon), "seg_%06u.cps", (uint32_t)no);
+	if (strcmp(name, canon))
 		return false;
 	*ret_no = (uint32_t)no;
 	return true;
@@ -232,4 +243,40 @@ int64_t store_dir__name_day(const char *name)
 	tm.tm_isdst = -1;
 	t = mktime(&tm);
 	return t == (time_t)-1 ? -1 : store_dir__local_day(t);
+}
+
+int store_root__lock(const char *root, int *ret_pid)
+{
+	char p[PATH_MAX + 16], buf[32];
+	int fd;
+
+	if (ret_pid)
+		*ret_pid = 0;
+	if (mkdir(root, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(p, sizeof(p), "%s/" STORE_LOCK_NAME, root);
+	fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+		if (n > 0 && ret_pid) {
+			buf[n] = 0;
+			*ret_pid = atoi(buf);
+		}
+		close(fd);
+		return e;
+	}
+	/* The holder's pid, for the message of the one refused. Best effort:
+	 * the lock, not the pid, is what counts (a full disk may refuse it). */
+	if (ftruncate(fd, 0) == 0) {
+		int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+
+		if (pwrite(fd, buf, (size_t)n, 0) < 0) {
+			/* nothing: see above */
+		}
+	}
+	return fd;
 }

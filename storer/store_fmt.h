@@ -83,6 +83,10 @@ struct store_idx_entry {
 _Static_assert(sizeof(struct store_idx_entry) == 24, "index entry");
 
 uint32_t store_crc32c(uint32_t crc, const void *buf, size_t len);
+/* open(path) read-only for a reader: O_NONBLOCK (a FIFO put in place of a
+ * store file must not hang us), then the fd only if it is a regular file:
+ * else -EFTYPE-like -EINVAL. fd or -errno. */
+int store_open_regular(const char *path);
 
 static inline uint32_t store_crc(const void *buf, size_t len)
 {

@@ -65,6 +65,7 @@ struct rdict {
 
 struct rseg {
 	uint32_t seg_no;
+	bool skipped; /* not read: not a regular file, a copy of another, unreadable */
 	char path[PATH_MAX + 256];
 	int fd;
 	uint64_t size;
@@ -86,6 +87,12 @@ struct store_reader {
 	size_t zcap, rawcap;
 	const struct store_frame **fptrs;
 	struct store_read_stats st;
+	/* A set of store dirs read as one (store_reader__open_set()): the
+	 * readers of the dirs, oldest first, and the number added to each
+	 * one's segment numbers so (seg, stack_id) stays unique. */
+	struct store_reader **subs;
+	uint32_t *seg_base;
+	uint32_t n_subs;
 };
 
 static const char LOST_DICT[] = STORE_DICT_LOST;
@@ -629,8 +636,36 @@ static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, s
 	return 0;
 }
 
-int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
-			const struct store_filter *f, store_sample_fn fn, void *ctx)
+struct set_query {
+	store_sample_fn fn;
+	void *ctx;
+	uint32_t seg_base;
+};
+
+static int set_row(void *ctx, const struct store_sample *s)
+{
+	struct set_query *q = ctx;
+	struct store_sample c = *s;
+
+	c.seg += q->seg_base;
+	return q->fn(q->ctx, &c);
+}
+
+static int set_query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+		     const struct store_filter *f, store_sample_fn fn, void *ctx)
+{
+	for (uint32_t i = 0; i < r->n_subs; i++) {
+		struct set_query q = {fn, ctx, r->seg_base[i]};
+		int ret = store_reader__query(r->subs[i], t0_ns, t1_ns, f, set_row, &q);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+		     const struct store_filter *f, store_sample_fn fn, void *ctx)
 {
 	int64_t t0s = (int64_t)(t0_ns / NSEC_PER_SEC),
 		t1s = (int64_t)((t1_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC);
@@ -650,9 +685,10 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 		if (last < 0)
 			continue;
 		if (s->fd < 0) {
-			s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+			s->fd = store_open_regular(s->path);
 			if (s->fd < 0) {
-				notice(r, "%s: %s, skipped", s->path, strerror(errno));
+				notice(r, "%s: %s, skipped", s->path, strerror(-s->fd));
+				s->fd = -1;
 				continue;
 			}
 		}
@@ -688,6 +724,14 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 		seg_close(s);
 	}
 	return 0;
+}
+
+int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			const struct store_filter *f, store_sample_fn fn, void *ctx)
+{
+	if (r->subs)
+		return set_query(r, t0_ns, t1_ns, f, fn, ctx);
+	return query_one(r, t0_ns, t1_ns, f, fn, ctx);
 }
 
 /* ------------------------------------------------------------ open */
@@ -731,66 +775,139 @@ static int seg_cmp(const void *a, const void *b)
 	return x->seg_no < y->seg_no ? -1 : x->seg_no > y->seg_no;
 }
 
-/* Next offset in [pos, end) where a block magic starts, or end. */
-static uint64_t find_magic(int fd, uint64_t pos, uint64_t end)
+/*
+ * A read window over a segment for the scan: header checks and magic
+ * searches are served from one buffer, so resynchronising over garbage
+ * (even a segment made of nothing but block magics) costs one read per
+ * window, not one per candidate; holes of a sparse file are skipped with
+ * SEEK_DATA rather than read as zeros.
+ */
+#define SCAN_WIN (256u << 10)
+
+struct scan_win {
+	int fd;
+	uint64_t start; /* file offset of buf[0] */
+	size_t n;	/* valid bytes */
+	uint8_t *buf;
+};
+
+/* The bytes [pos, pos + len) (len <= SCAN_WIN), or NULL past what the file has. */
+static const uint8_t *win_get(struct scan_win *w, uint64_t pos, size_t len, uint64_t end)
 {
-	uint8_t buf[65536];
+	ssize_t n;
+
+	if (pos >= w->start && pos + len <= w->start + w->n)
+		return w->buf + (pos - w->start);
+	if (pos + len > end)
+		return NULL;
+	n = pread_full(w->fd, w->buf, (size_t)MIN((uint64_t)SCAN_WIN, end - pos), pos);
+	w->start = pos;
+	w->n = n < 0 ? 0 : (size_t)n;
+	return len <= w->n ? w->buf : NULL;
+}
+
+/* Next offset in [pos, end) where a block magic starts, or end. */
+static uint64_t find_magic(struct scan_win *w, uint64_t pos, uint64_t end)
+{
 	const uint32_t m = STORE_BLOCK_MAGIC;
 
 	while (pos + 4 <= end) {
-		size_t want = (size_t)MIN((uint64_t)sizeof(buf), end - pos);
-		ssize_t n = pread_full(fd, buf, want, pos);
-		uint8_t *hit;
+		const uint8_t *p, *hit;
+		uint64_t lim;
+		off_t data;
 
-		if (n < 4)
-			return end;
-		hit = memmem(buf, (size_t)n, &m, 4);
+		if (!(pos >= w->start && pos + 4 <= w->start + w->n)) {
+			/* Refill; jump over a hole first. */
+			data = lseek(w->fd, (off_t)pos, SEEK_DATA);
+			if (data < 0 && errno == ENXIO)
+				return end;
+			if (data > (off_t)pos)
+				pos = (uint64_t)data;
+			if (pos + 4 > end || !win_get(w, pos, 4, end))
+				return end;
+		}
+		lim = MIN(w->start + w->n, end); /* >= pos + 4 */
+		p = w->buf + (pos - w->start);
+		hit = memmem(p, (size_t)(lim - pos), &m, 4);
 		if (hit)
-			return pos + (uint64_t)(hit - buf);
-		pos += (uint64_t)n - 3;
+			return pos + (uint64_t)(hit - p);
+		pos = lim - 3;
 	}
 	return end;
 }
 
+static void note_skipped(struct store_reader *r, struct rseg *s, uint64_t from, uint64_t to,
+			 bool torn)
+{
+	r->st.bytes_skipped += to - from;
+	if (torn) {
+		r->st.blocks_torn++;
+		notice(r,
+		       "%s: %llu bytes at %llu cut short at the end (torn tail, crash mid-write), skipped",
+		       s->path, (unsigned long long)(to - from), (unsigned long long)from);
+	} else {
+		notice(r, "%s: %llu unreadable bytes at %llu, skipped", s->path,
+		       (unsigned long long)(to - from), (unsigned long long)from);
+	}
+}
+
 /* Blocks in [pos, end) the index did not list (a crash between a block and
- * its index entry, or a lost index). Headers are trusted only with a valid crc. */
+ * its index entry, or a lost index). Headers are trusted only with a valid
+ * crc; a run of garbage is reported once. */
 static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uint64_t end,
 		       bool at_tail)
 {
+	struct scan_win w = {.fd = s->fd};
+	uint64_t bad_from = UINT64_MAX;
+	bool cut = false; /* the bad run starts like a block cut short: torn at the tail */
+
+	w.buf = malloc(SCAN_WIN);
+	if (!w.buf)
+		return -ENOMEM;
 	while (pos < end) {
 		struct store_block_hdr h;
+		const uint8_t *p;
 		struct rblock b;
 
 		if (end - pos < sizeof(h)) {
-			if (at_tail) {
-				r->st.blocks_torn++;
-				notice(r, "%s: %llu stray bytes at the end (torn tail), skipped",
-				       s->path, (unsigned long long)(end - pos));
+			if (bad_from == UINT64_MAX) {
+				bad_from = pos;
+				cut = true;
 			}
-			return 0;
+			break;
 		}
-		if (pread_exact(s->fd, &h, sizeof(h), pos) < 0)
-			return 0;
+		p = win_get(&w, pos, sizeof(h), end);
+		if (!p)
+			break;
+		memcpy(&h, p, sizeof(h));
 		if (!block_hdr_ok(&h)) {
-			uint64_t next = find_magic(s->fd, pos + 1, end);
-
-			if (!at_tail || next < end)
-				notice(r, "%s: %llu unreadable bytes at %llu, skipped", s->path,
-				       (unsigned long long)(next - pos), (unsigned long long)pos);
-			else {
-				r->st.blocks_torn++;
-				notice(r, "%s: torn block at %llu (crash mid-write), skipped",
-				       s->path, (unsigned long long)pos);
+			if (bad_from == UINT64_MAX) {
+				bad_from = pos;
+				cut = h.magic == STORE_BLOCK_MAGIC;
 			}
-			pos = next;
+			pos = find_magic(&w, pos + 1, end);
+			/* A cut block is the last thing in its file: more magics
+			 * after it are garbage, not a tear. */
+			cut = cut && pos == end;
 			continue;
 		}
 		if (pos + block_len(&h) > end) {
-			r->st.blocks_torn++;
-			notice(r,
-			       "%s: block at %llu runs past the end of the file (torn tail), skipped",
-			       s->path, (unsigned long long)pos);
-			return 0;
+			/* Runs past the end: torn when this is the tail, else
+			 * garbage that happens to look like a header. */
+			if (bad_from == UINT64_MAX) {
+				bad_from = pos;
+				cut = true;
+			}
+			if (at_tail) {
+				pos = end;
+				break;
+			}
+			pos = find_magic(&w, pos + 1, end);
+			continue;
+		}
+		if (bad_from != UINT64_MAX) {
+			note_skipped(r, s, bad_from, pos, false);
+			bad_from = UINT64_MAX;
 		}
 		b = (struct rblock){
 			.off = (uint32_t)pos,
@@ -801,11 +918,16 @@ static int scan_region(struct store_reader *r, struct rseg *s, uint64_t pos, uin
 				h.t_max_ns / NSEC_PER_SEC - h.t_min_ns / NSEC_PER_SEC + 1, 255u),
 			.flags = h.flags,
 		};
-		if (seg_add_block(s, &b) < 0)
+		if (seg_add_block(s, &b) < 0) {
+			free(w.buf);
 			return -ENOMEM;
+		}
 		r->st.blocks_recovered++;
 		pos += b.len;
 	}
+	if (bad_from != UINT64_MAX && bad_from < end)
+		note_skipped(r, s, bad_from, end, at_tail && cut);
+	free(w.buf);
 	return 0;
 }
 
@@ -837,32 +959,70 @@ static int open_segments(struct store_reader *r)
 	return 0;
 }
 
+static int fail_newer(struct store_reader *r, unsigned int major, unsigned int minor)
+{
+	return fail(
+		r, -EPROTONOSUPPORT,
+		"store '%s' has format version %u.%u, newer than the %d.%d this cpa reads: use a newer cpa",
+		r->dir, major, minor, STORE_VERSION_MAJOR, STORE_VERSION_MINOR);
+}
+
+static void seg_skip(struct store_reader *r, struct rseg *s, const char *why)
+{
+	notice(r, "%s: %s, skipped", s->path, why);
+	s->skipped = true;
+	seg_close(s);
+	s->size = 0;
+	r->st.segs_skipped++;
+}
+
 static int check_seg_hdr(struct store_reader *r, struct rseg *s)
 {
 	struct store_seg_hdr h;
 	struct stat sb;
 	ssize_t n;
 
-	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	s->fd = store_open_regular(s->path);
 	if (s->fd < 0) {
-		notice(r, "%s: %s, skipped", s->path, strerror(errno));
+		notice(r, "%s: %s, skipped", s->path,
+		       s->fd == -EINVAL ? "not a regular file" : strerror(-s->fd));
+		s->fd = -1;
+		s->skipped = true;
+		r->st.segs_skipped++;
 		return 0;
 	}
-	if (fstat(s->fd, &sb) < 0)
-		return -errno;
+	if (fstat(s->fd, &sb) < 0) {
+		seg_skip(r, s, strerror(errno));
+		return 0;
+	}
 	s->size = (uint64_t)sb.st_size;
+	/* Offsets are u32 and the writer rotates at 1 GiB: the rest of a
+	 * larger file is not ours. */
+	if (s->size > UINT32_MAX) {
+		notice(r, "%s: %llu bytes, larger than a segment can be: reading the first 4 GiB",
+		       s->path, (unsigned long long)s->size);
+		r->st.bytes_skipped += s->size - UINT32_MAX;
+		s->size = UINT32_MAX;
+	}
 	n = pread_full(s->fd, &h, sizeof(h), 0);
-	if (n == (ssize_t)sizeof(h) && h.magic == STORE_SEG_MAGIC && h.major > STORE_VERSION_MAJOR)
-		return fail(
-			r, -EPROTONOSUPPORT,
-			"store '%s' has format version %u.%u, newer than the %d.%d this cpa reads: use a newer cpa",
-			r->dir, h.major, h.minor, STORE_VERSION_MAJOR, STORE_VERSION_MINOR);
 	if (n != (ssize_t)sizeof(h) || h.magic != STORE_SEG_MAGIC ||
 	    h.crc != store_crc(&h, offsetof(struct store_seg_hdr, crc))) {
-		/* Still scan it: blocks are self-describing. */
-		notice(r, "%s: bad segment header", s->path);
+		/* The checksum first: a flipped version byte is corruption, not
+		 * a newer format. Still scan it: blocks are self-describing. */
+		notice(r, "%s: bad segment header (corrupt), scanning its blocks", s->path);
 		if (s->size < sizeof(h))
 			s->size = 0;
+		return 0;
+	}
+	if (h.major > STORE_VERSION_MAJOR)
+		return fail_newer(r, h.major, h.minor);
+	if (h.seg_no != s->seg_no) {
+		char why[96];
+
+		/* A copy of another segment under a name of its own would count
+		 * its samples twice. */
+		snprintf(why, sizeof(why), "its header says segment %u (a copy?)", h.seg_no);
+		seg_skip(r, s, why);
 	}
 	return 0;
 }
@@ -878,22 +1038,26 @@ static int read_index(struct store_reader *r)
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s/index", r->dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = store_open_regular(path);
+	if (fd == -EINVAL)
+		notice(r, "%s: not a regular file, rebuilding the index from the segments", path);
 	if (fd < 0)
 		return 0; /* no index: the scan finds everything */
 	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < sizeof(h))
 		return 0;
 	n = pread_full(fd, &h, sizeof(h), 0);
-	if (n != (ssize_t)sizeof(h) || h.magic != STORE_IDX_MAGIC)
+	/* The checksum first: a flipped byte in the version is a corrupt
+	 * header, not a newer format. */
+	if (n != (ssize_t)sizeof(h) || h.magic != STORE_IDX_MAGIC ||
+	    h.crc != store_crc(&h, offsetof(struct store_idx_hdr, crc))) {
+		notice(r, "%s: bad index header (corrupt), rebuilding the index from the segments",
+		       path);
 		return 0;
+	}
 	if (h.major > STORE_VERSION_MAJOR)
-		return fail(
-			r, -EPROTONOSUPPORT,
-			"store '%s' has format version %u.%u, newer than the %d.%d this cpa reads: use a newer cpa",
-			r->dir, h.major, h.minor, STORE_VERSION_MAJOR, STORE_VERSION_MINOR);
-	if (h.crc != store_crc(&h, offsetof(struct store_idx_hdr, crc)) ||
-	    h.entry_size != sizeof(struct store_idx_entry)) {
-		notice(r, "%s: bad index header, scanning segments instead", path);
+		return fail_newer(r, h.major, h.minor);
+	if (h.entry_size != sizeof(struct store_idx_entry)) {
+		notice(r, "%s: bad index header, rebuilding the index from the segments", path);
 		return 0;
 	}
 	if ((uint64_t)sb.st_size > MAX_INDEX_BYTES) {
@@ -916,8 +1080,8 @@ static int read_index(struct store_reader *r)
 		if (e.crc != store_crc(&e, offsetof(struct store_idx_entry, crc)))
 			continue; /* torn or never written (a hole left by a failed write) */
 		s = seg_find(r, e.seg_no);
-		if (!s || e.len < sizeof(struct store_block_hdr))
-			continue; /* segment trimmed by retention */
+		if (!s || s->skipped || e.len < sizeof(struct store_block_hdr))
+			continue; /* segment trimmed by retention, or not read */
 		b = (struct rblock){.off = e.off,
 				    .len = e.len,
 				    .t_min_s = e.t_min_s,
@@ -942,9 +1106,23 @@ static int seg_finish(struct store_reader *r, struct rseg *s)
 	if (s->n)
 		qsort(s->blocks, s->n, sizeof(*s->blocks), block_cmp);
 	for (i = 0; i < s->n; i++) {
-		if (k && s->blocks[i].off < (uint64_t)s->blocks[k - 1].off + s->blocks[k - 1].len)
+		const struct rblock *b = &s->blocks[i];
+
+		if (k && b->off < (uint64_t)s->blocks[k - 1].off + s->blocks[k - 1].len)
 			continue;
-		s->blocks[k++] = s->blocks[i];
+		if ((uint64_t)b->off + b->len > s->size) {
+			/* Indexed, but the file ends first (a torn write, a
+			 * truncated copy): not readable, so not in the range.
+			 * The scan below reports the bytes that are there. */
+			if (b->off >= s->size) {
+				r->st.blocks_torn++;
+				notice(r,
+				       "%s: indexed block at %u lies past the end of the file, skipped",
+				       s->path, b->off);
+			}
+			continue;
+		}
+		s->blocks[k++] = *b;
 	}
 	s->n = k;
 	n = s->n;
@@ -1038,6 +1216,10 @@ void store_reader__free(struct store_reader *r)
 
 	if (!r)
 		return;
+	for (i = 0; i < r->n_subs; i++)
+		store_reader__free(r->subs[i]);
+	free(r->subs);
+	free(r->seg_base);
 	for (i = 0; i < r->n_seg; i++) {
 		seg_close(&r->segs[i]);
 		free(r->segs[i].blocks);
@@ -1054,6 +1236,65 @@ void store_reader__free(struct store_reader *r)
 void store_reader__stats(const struct store_reader *r, struct store_read_stats *ret)
 {
 	*ret = r->st;
+	for (uint32_t i = 0; i < r->n_subs; i++) {
+		struct store_read_stats s;
+
+		store_reader__stats(r->subs[i], &s);
+		ret->blocks_indexed += s.blocks_indexed;
+		ret->blocks_read += s.blocks_read;
+		ret->dict_reads += s.dict_reads;
+		ret->blocks_corrupt += s.blocks_corrupt;
+		ret->blocks_torn += s.blocks_torn;
+		ret->blocks_recovered += s.blocks_recovered;
+		ret->bytes_read += s.bytes_read;
+		ret->rows += s.rows;
+		ret->bytes_skipped += s.bytes_skipped;
+		ret->segs_skipped += s.segs_skipped;
+	}
+}
+
+static uint32_t max_seg_no(const struct store_reader *r)
+{
+	return r->n_seg ? r->segs[r->n_seg - 1].seg_no : 0;
+}
+
+int store_reader__open_set(const char *const *dirs, uint32_t n, store_notice_fn fn, void *ctx,
+			   struct store_reader **ret, char *err, size_t errlen)
+{
+	struct store_reader *r;
+	uint64_t base = 0;
+	int e;
+
+	if (n == 1)
+		return store_reader__open_err(dirs[0], fn, ctx, ret, err, errlen);
+	if (!n)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->subs = calloc(n, sizeof(*r->subs));
+	r->seg_base = calloc(n, sizeof(*r->seg_base));
+	if (!r->subs || !r->seg_base) {
+		store_reader__free(r);
+		return -ENOMEM;
+	}
+	snprintf(r->dir, sizeof(r->dir), "%s", dirs[n - 1]);
+	for (uint32_t i = 0; i < n; i++) {
+		e = store_reader__open_err(dirs[i], fn, ctx, &r->subs[r->n_subs], err, errlen);
+		if (e < 0) {
+			store_reader__free(r);
+			return e;
+		}
+		r->seg_base[r->n_subs] = (uint32_t)base;
+		base += max_seg_no(r->subs[r->n_subs]);
+		r->n_subs++;
+		if (base > UINT32_MAX / 2) {
+			store_reader__free(r);
+			return -E2BIG;
+		}
+	}
+	*ret = r;
+	return 0;
 }
 
 /* Exact ns time of a block edge from its header; the index has seconds only. */
@@ -1063,7 +1304,7 @@ static uint64_t block_edge_ns(struct store_reader *r, struct rseg *s, const stru
 	struct store_block_hdr h;
 	uint64_t fallback = first ? (uint64_t)b->t_min_s * NSEC_PER_SEC
 				  : ((uint64_t)b->t_min_s + b->span_s) * NSEC_PER_SEC;
-	int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	int fd = store_open_regular(s->path);
 	int e;
 
 	r->st.bytes_read += sizeof(h);
@@ -1095,6 +1336,25 @@ int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t
 	_cleanup_free_ struct ival *iv = NULL;
 	uint64_t records = 0, end = 0;
 	uint32_t si, i, n = 0, cap = 0;
+
+	if (r->subs) {
+		bool any = false;
+
+		*ret_records = 0;
+		for (i = 0; i < r->n_subs; i++) {
+			uint64_t a, b, k;
+
+			if (store_reader__range(r->subs[i], &a, &b, &k) < 0)
+				continue;
+			if (!any || a < *ret_first_ns)
+				*ret_first_ns = a;
+			if (!any || b > *ret_last_ns)
+				*ret_last_ns = b;
+			*ret_records += k;
+			any = true;
+		}
+		return any ? 0 : fail(r, -ENODATA, "store '%s' holds no records", r->dir);
+	}
 
 	/*
 	 * Records = seconds holding data. A block whose seconds are all present

@@ -56,9 +56,9 @@ int store_timeline__read(const char *dir, struct store_tl_block **ret, size_t *r
 	*ret = NULL;
 	*ret_n = 0;
 	snprintf(path, sizeof(path), "%s/index", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = store_open_regular(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &sb) < 0)
 		return -errno;
 	if ((uint64_t)sb.st_size < sizeof(h) || (uint64_t)sb.st_size > TL_MAX_INDEX_BYTES)
@@ -90,7 +90,7 @@ int store_timeline__read(const char *dir, struct store_tl_block **ret, size_t *r
 			if (sfd >= 0)
 				close(sfd);
 			snprintf(path, sizeof(path), "%s/seg_%06u.cps", dir, e->seg_no);
-			sfd = open(path, O_RDONLY | O_CLOEXEC);
+			sfd = store_open_regular(path);
 			open_seg = e->seg_no;
 		}
 		if (sfd < 0)

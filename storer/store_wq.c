@@ -77,14 +77,36 @@ static void retry_push(struct store_wq *q, struct wop *op, uint64_t now)
 		q->retry_head = op;
 	q->retry_tail = op;
 	q->retry_bytes += op->len;
-	/* Over budget: give up the oldest; its bytes leave a hole the reader skips. */
-	while (q->retry_bytes > q->max_retry_bytes && q->retry_head != op) {
-		struct wop *old = q->retry_head;
+	/* Over budget: give up the oldest data-only block (op itself too); its
+	 * bytes leave a hole the reader skips. Blocks with a dictionary section
+	 * (later blocks of the segment name their ids) and the small header,
+	 * index and journal writes go only when nothing else is left; the last
+	 * op always stays. */
+	while (q->retry_bytes > q->max_retry_bytes && q->retry_head != q->retry_tail) {
+		struct wop *old = NULL, *prev = NULL, *p, *pp = NULL;
 
-		q->retry_head = old->next;
+		for (p = q->retry_head; p; pp = p, p = p->next)
+			if (p->kind == WOP_BLOCK && !(p->ent.flags & STORE_BF_DICT)) {
+				old = p;
+				prev = pp;
+				break;
+			}
+		if (!old)
+			old = q->retry_head;
+		if (prev)
+			prev->next = old->next;
+		else
+			q->retry_head = old->next;
+		if (q->retry_tail == old)
+			q->retry_tail = prev;
 		q->retry_bytes -= old->len;
-		if (old->kind == WOP_BLOCK)
+		if (old->kind == WOP_BLOCK) {
 			q->st->dropped_blocks++;
+			q->st->lost_samples_dropped += old->n_samples;
+			q->st->lost_recorded -= old->n_lost_rec;
+			if (old->ent.flags & STORE_BF_DICT)
+				q->dict_lost = true;
+		}
 		wop__free(old);
 	}
 }

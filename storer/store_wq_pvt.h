@@ -50,6 +50,8 @@ struct wop {
 	struct sdir *dir; /* WOP_BLOCK: where its index entry goes */
 	uint8_t *buf;
 	uint32_t len, done;
+	uint64_t n_samples;  /* WOP_BLOCK: samples (incl. lost) it holds, lost if given up, */
+	uint64_t n_lost_rec; /* but for its [lost: storer write_errors] row: recorded again */
 	uint64_t off;
 	uint64_t retry_at_ns;
 	struct store_idx_entry ent;
@@ -60,6 +62,8 @@ struct store_wq {
 	struct io_uring ring;
 	bool ring_ok;
 	bool disk_full; /* a write met ENOSPC/EDQUOT: the writer trims the oldest data */
+	bool dict_lost; /* a block with a dictionary section was given up: the rest of
+			 * its segment names ids nobody will read, start a new one */
 	uint32_t inflight;
 	struct wop *retry_head, *retry_tail;
 	uint64_t retry_bytes, max_retry_bytes;

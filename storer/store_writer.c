@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,6 +65,10 @@ struct store_writer {
 	uint64_t last_emergency_s;
 	int open_err; /* last failure to open a dir/segment, retried at open_retry_ns */
 	uint64_t open_retry_ns;
+	bool force_new_seg; /* full disk with nothing older to trim: rotate, so the
+			     * next emergency trim can give up this segment */
+	uint64_t last_gone_check_s;
+	int lock_fd; /* store_root__lock() on root */
 	struct store_writer_stats st;
 	char removed[512]; /* what retention removed since store_writer__take_removed() */
 };
@@ -177,6 +182,18 @@ static void close_dir(struct store_writer *w)
 	}
 }
 
+static void remove_new_dir(const char *dir)
+{
+	static const char *const files[] = {"index", "conf"};
+	char p[PATH_MAX + 192];
+
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
 /*
  * The store dir for local day of t: cpa_YYMMDD if free, the one this run
  * already writes (a storer restart continues it), else cpa_YYMMDD_start_HHMMSS.
@@ -188,9 +205,10 @@ static int open_dir(struct store_writer *w, int64_t t)
 	struct sdir *d;
 	int r, attempt;
 
-	close_dir(w);
 	if (mkdir(w->root, 0755) < 0 && errno != EEXIST)
 		return -errno;
+
+	close_dir(w);
 	store_dir__day_name(t, name, sizeof(name));
 	for (attempt = 0;; attempt++) {
 		if (attempt == 0) {
@@ -227,12 +245,15 @@ static int open_dir(struct store_writer *w, int64_t t)
 	snprintf(d->path, sizeof(d->path), "%s", path);
 	w->dir = d;
 	r = open_index(w, d, existing);
-	if (r < 0)
-		return r;
-	if (!existing) {
+	if (r >= 0 && !existing)
 		r = write_conf(w, path);
-		if (r < 0)
-			return r;
+	if (r < 0) {
+		/* A dir we made and could not fill (a full disk): remove it, so
+		 * the retry a second later takes the same name instead of piling
+		 * up empty cpa_*_start_* dirs. */
+		if (!existing)
+			remove_new_dir(path);
+		return r;
 	}
 	w->seg_no = existing ? dir_max_seg(path) : 0;
 	w->dir_day = store_dir__local_day(t);
@@ -249,11 +270,12 @@ static int open_segment(struct store_writer *w, int64_t t)
 		sfile__put(w->seg);
 		w->seg = NULL;
 	}
-	w->seg_no++;
-	store_dir__seg_path(path, sizeof(path), w->dir->path, w->seg_no);
+	store_dir__seg_path(path, sizeof(path), w->dir->path, w->seg_no + 1);
 	r = sfile__open(path, O_WRONLY | O_CREAT | O_TRUNC, &w->seg);
 	if (r < 0)
 		return r;
+	w->seg_no++;
+	w->force_new_seg = false;
 	memset(&h, 0, sizeof(h));
 	h.magic = STORE_SEG_MAGIC;
 	h.major = STORE_VERSION_MAJOR;
@@ -306,6 +328,17 @@ int store_writer__def_stack(struct store_writer *w, const struct cpa_stack_def *
 	return store_dict__def_stack(&w->dict, &w->jr, s, frame_ids);
 }
 
+/* Give up the open block: its samples are counted as lost (and its own loss
+ * row is to be recorded again). */
+static void discard_block(struct store_writer *w)
+{
+	if (!w->blk.open)
+		return;
+	w->st.lost_samples_discarded += w->blk.samples - w->blk.lost_rec;
+	w->st.lost_recorded -= w->blk.lost_rec;
+	block__reset(&w->blk);
+}
+
 /* ------------------------------------------------------------ block close */
 
 int store_writer__close_block(struct store_writer *w)
@@ -332,6 +365,8 @@ int store_writer__close_block(struct store_writer *w)
 		goto out_reset;
 	}
 	op->kind = WOP_BLOCK;
+	op->n_samples = k->samples - k->lost_rec;
+	op->n_lost_rec = k->lost_rec;
 	op->buf = enc.buf;
 	op->len = enc.len;
 	op->off = w->seg_off;
@@ -362,8 +397,9 @@ int store_writer__close_block(struct store_writer *w)
 	return 1;
 
 out_reset:
-	/* Cannot encode (out of memory): the rows are lost, the dict is re-sent. */
-	block__reset(k);
+	/* Cannot encode (out of memory): the rows are lost (counted, a loss row
+	 * later), the dict is re-sent. */
+	discard_block(w);
 	return r;
 }
 
@@ -386,6 +422,57 @@ bool store_writer__fits(const struct store_writer *w, uint64_t time_ns)
 	return !w->blk.open || block_takes(w, (int64_t)(time_ns / NSEC_PER_SEC));
 }
 
+/*
+ * A block with a dictionary section was given up (the retry budget ran out):
+ * the rest of its segment would name ids no reader can resolve, the open
+ * block's rows included. Those rows are counted as lost, and the next block
+ * starts a new segment with a full dictionary.
+ */
+static void check_dict_lost(struct store_writer *w)
+{
+	if (!w->wq.dict_lost)
+		return;
+	w->wq.dict_lost = false;
+	discard_block(w);
+	w->force_new_seg = true;
+}
+
+static uint64_t lost_unrecorded(const struct store_writer *w)
+{
+	return w->st.refused_samples + w->st.lost_samples_dropped + w->st.lost_samples_discarded -
+	       w->st.lost_recorded;
+}
+
+/*
+ * Samples the store could not keep (refused while no dir or segment could be
+ * made, in blocks given up after the retry budget, in the open block when the
+ * store was deleted) become a loss row in the block just opened, at its time:
+ * the store itself says what it lost once it can say anything.
+ */
+static int record_lost(struct store_writer *w, uint64_t time_ns)
+{
+	uint64_t n = lost_unrecorded(w);
+	struct row_key key;
+	int r;
+
+	if (!n)
+		return 0;
+	r = store_dict__marker_stack(&w->dict, "[lost: storer write_errors]");
+	if (r < 0)
+		return 0; /* tried again with the next block */
+	memset(&key, 0, sizeof(key));
+	key.sec = (int64_t)(time_ns / NSEC_PER_SEC);
+	key.stack = (uint32_t)r;
+	key.kind = CPA_KIND_ONCPU;
+	if (block__add(&w->blk, &key, n, n) < 0)
+		return 0;
+	w->blk.samples += n;
+	w->blk.lost_rec += n;
+	w->st.lost_samples += n;
+	w->st.lost_recorded += n;
+	return 0;
+}
+
 /* Make sure a block that can take a sample at time_ns is open. */
 static int block_for(struct store_writer *w, uint64_t time_ns)
 {
@@ -393,6 +480,7 @@ static int block_for(struct store_writer *w, uint64_t time_ns)
 	struct block *k = &w->blk;
 	int r;
 
+	check_dict_lost(w);
 	if (k->open) {
 		if (block_takes(w, sec))
 			return 0;
@@ -417,7 +505,8 @@ static int block_for(struct store_writer *w, uint64_t time_ns)
 			goto out_backoff;
 	} else if (!w->seg || sec - w->seg_start_s >= (int64_t)w->o.segment_seconds ||
 		   sec < w->seg_start_s - (int64_t)w->o.segment_seconds ||
-		   w->seg_off > SEG_MAX_BYTES) {
+		   w->seg_off > SEG_MAX_BYTES || w->force_new_seg ||
+		   (w->o.max_store_bytes && w->seg_off > w->o.max_store_bytes / 4)) {
 		r = open_segment(w, sec);
 		if (r < 0)
 			goto out_backoff;
@@ -426,7 +515,7 @@ static int block_for(struct store_writer *w, uint64_t time_ns)
 	k->base_s = sec - sec % iv;
 	k->t_min_ns = time_ns;
 	k->t_max_ns = time_ns;
-	return 0;
+	return record_lost(w, time_ns);
 
 out_backoff:
 	w->open_err = r;
@@ -434,7 +523,7 @@ out_backoff:
 	return r;
 }
 
-int store_writer__add_sample(struct store_writer *w, const struct cpa_sample_out *s)
+static int add_sample(struct store_writer *w, const struct cpa_sample_out *s)
 {
 	struct row_key key;
 	int r;
@@ -475,7 +564,17 @@ int store_writer__add_sample(struct store_writer *w, const struct cpa_sample_out
 	return 0;
 }
 
-int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
+int store_writer__add_sample(struct store_writer *w, const struct cpa_sample_out *s)
+{
+	int r = add_sample(w, s);
+
+	/* Not stored (no store, no memory): counted, a loss row later. */
+	if (r < 0)
+		w->st.refused_samples++;
+	return r;
+}
+
+static int add_loss(struct store_writer *w, const struct cpa_loss *l)
 {
 	const char *cn = shm_counter_name((enum shm_stage_id)l->stage, l->reason);
 	struct row_key key;
@@ -502,6 +601,15 @@ int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
 	w->blk.samples += l->count;
 	w->st.lost_samples += l->count;
 	return 0;
+}
+
+int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
+{
+	int r = add_loss(w, l);
+
+	if (r < 0)
+		w->st.refused_samples += l->count;
+	return r;
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -537,6 +645,34 @@ void store_writer__take_removed(struct store_writer *w, char *buf, size_t len)
 	w->removed[0] = 0;
 }
 
+static bool file_gone(int fd)
+{
+	struct stat sb;
+
+	return fstat(fd, &sb) == 0 && sb.st_nlink == 0;
+}
+
+/*
+ * The store dir or the segment deleted under us (rm -rf of the store): the
+ * writes would go on into unlinked files until the next rotation. Checked
+ * once a second: the open block is given up (its samples counted as lost),
+ * and the next block makes a new dir and segment. What completed into the
+ * unlinked files since the last check is gone uncounted (up to a second).
+ */
+static void check_gone(struct store_writer *w)
+{
+	struct stat sb;
+
+	if (!w->dir)
+		return;
+	if (stat(w->dir->path, &sb) == 0 && !(w->seg && file_gone(w->seg->fd)) &&
+	    !file_gone(w->dir->idx->fd))
+		return;
+	w->st.store_gone++;
+	discard_block(w);
+	close_dir(w);
+}
+
 int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 {
 	char names[sizeof(w->removed)];
@@ -545,6 +681,11 @@ int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 	store_journal__flush(&w->jr, &w->wq);
 	store_wq__reap(&w->wq, false);
 	store_wq__retry_due(&w->wq, now_ns, false);
+	check_dict_lost(w);
+	if (now_ns / NSEC_PER_SEC != w->last_gone_check_s) {
+		w->last_gone_check_s = now_ns / NSEC_PER_SEC;
+		check_gone(w);
+	}
 	if (w->blk.open && now_ns >= store_writer__deadline(w)) {
 		r = store_writer__close_block(w);
 		if (r < 0)
@@ -560,6 +701,8 @@ int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 						 sizeof(names));
 		if (r > 0)
 			note_removed(w, r, names);
+		else if (w->seg && w->seg_off > sizeof(struct store_seg_hdr))
+			w->force_new_seg = true;
 	}
 	if ((w->o.persistent_day || w->o.max_store_bytes) && w->dir &&
 	    now_ns / NSEC_PER_SEC >= w->last_retention_s + RETENTION_EVERY_S) {
@@ -595,6 +738,11 @@ int store_writer__flush(struct store_writer *w, bool sync)
 	return r;
 }
 
+bool store_writer__healthy(const struct store_writer *w)
+{
+	return !w->open_err && !w->wq.retry_head && !lost_unrecorded(w);
+}
+
 void store_writer__stats(const struct store_writer *w, struct store_writer_stats *ret)
 {
 	*ret = w->st;
@@ -615,6 +763,12 @@ int store_writer__new(const struct store_writer_opts *o, struct store_writer **r
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	w->lock_fd = store_root__lock(o->root, NULL);
+	if (w->lock_fd < 0) {
+		r = w->lock_fd;
+		free(w);
+		return r;
+	}
 	w->o = *o;
 	w->dict.unknown_ids = &w->st.unknown_ids;
 	snprintf(w->root, sizeof(w->root), "%s", o->root);
@@ -639,6 +793,7 @@ int store_writer__new(const struct store_writer_opts *o, struct store_writer **r
 	w->run_id = clock_ns(CLOCK_REALTIME);
 	r = store_wq__init(&w->wq, w->o.max_retry_bytes, &w->st);
 	if (r < 0) {
+		close(w->lock_fd);
 		free(w);
 		return r;
 	}
@@ -676,5 +831,7 @@ void store_writer__free(struct store_writer *w)
 	store_enc__free(&w->enc);
 	store_dict__free(&w->dict);
 	block__free(&w->blk);
+	if (w->lock_fd >= 0)
+		close(w->lock_fd);
 	free(w);
 }

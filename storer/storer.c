@@ -5,8 +5,12 @@
  * Exactly once: input space is released (with the highest seq as the ring's
  * consumer mark) only once the block holding those samples was closed and
  * handed to io_uring, or at exit after the final flush. A restarted storer
- * skips seq <= mark. A crash loses at most the open block's tail that was
- * released with a neighbouring block (never duplicates).
+ * skips seq <= mark. When a record opens the next block, the input is
+ * released only up to that record (shm_ring__release_upto_mark_sc()), so a
+ * crash loses nothing that is not in a submitted block (never duplicates).
+ * Records the store refused (no dir or segment could be made: a full disk)
+ * are counted by the writer and stored as a [lost: storer write_errors] row
+ * once it can write again; they are released meanwhile, so symd keeps going.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,7 +29,10 @@ struct storer {
 	uint64_t resume_mark; /* seq <= this was stored by an earlier life: skip */
 	uint64_t max_seq;     /* highest seq taken into the store (open block included) */
 	uint64_t unreleased;  /* input bytes peeked since the last release */
+	uint64_t rec_pos;     /* ring position of the record at hand */
+	uint32_t rec_bytes;   /* its size in the ring */
 	bool block_closed;    /* a block closed since the last release */
+	int fail_err;	      /* the store failure reported and not yet recovered, 0 = none */
 	struct store_writer_stats synced; /* writer stats already added to the counters */
 	int last_logged_err;
 	uint64_t last_log_ns;
@@ -62,17 +69,35 @@ uint64_t storer__unreleased(const struct storer *s)
 	return s->unreleased;
 }
 
-/* Log a store error at most once a minute per kind; the counters have the rest. */
+/*
+ * Log a store failure once per condition: again only when the error changes
+ * (or after an hour), and once when the store is writable again
+ * (storer_check_recovered()). The counters have the rest.
+ */
 static void storer_log_err(struct storer *s, int err, const char *what)
 {
 	uint64_t now = clock_ns(CLOCK_REALTIME);
 
-	if (err == s->last_logged_err && now - s->last_log_ns < 60 * NSEC_PER_SEC)
+	if (err == s->last_logged_err && now - s->last_log_ns < 3600 * NSEC_PER_SEC)
 		return;
 	s->last_logged_err = err;
 	s->last_log_ns = now;
+	s->fail_err = err;
 	errno = -err;
-	log_error("%s in '%s': %m (counting, still consuming)", what, store_writer__dir(s->w));
+	log_error("%s in '%s': %m (counting what is lost, still consuming, retrying every second)",
+		  what, store_writer__dir(s->w));
+}
+
+static void storer_check_recovered(struct storer *s, const struct store_writer_stats *ws)
+{
+	if (!s->fail_err || !store_writer__healthy(s->w))
+		return;
+	log_info("store '%s' is writable again: %llu block(s) given up and %llu sample(s) "
+		 "refused meanwhile, stored as [lost: storer write_errors]",
+		 store_writer__dir(s->w), (unsigned long long)ws->dropped_blocks,
+		 (unsigned long long)ws->refused_samples);
+	s->fail_err = 0;
+	s->last_logged_err = 0;
 }
 
 static void cnt(struct storer *s, unsigned int idx, uint64_t n)
@@ -85,16 +110,19 @@ static void release(struct storer *s);
 
 /*
  * The record at hand belongs to the next block: close the current one and
- * release the input up to here with the seqs it holds. Only the record at
- * hand is released ahead of its block (the ring releases whole records
- * peeked so far); a crash right now loses that one record, never more.
+ * release the input before the record at hand, with the seqs the closed
+ * block holds. The record at hand stays in the ring: a crash right now
+ * loses nothing (a restart reads it again, its seq is above the mark).
  */
 static void close_before(struct storer *s, uint64_t time_ns)
 {
 	if (store_writer__fits(s->w, time_ns))
 		return;
-	if (store_writer__close_block(s->w) > 0)
-		release(s);
+	if (store_writer__close_block(s->w) > 0) {
+		shm_ring__release_upto_mark_sc(s->in, s->rec_pos, s->max_seq);
+		s->unreleased = s->rec_bytes;
+		s->block_closed = false;
+	}
 }
 
 /*
@@ -187,6 +215,20 @@ static int take(struct storer *s, const struct shm_msg *m)
 	}
 }
 
+/*
+ * No block open: everything peeked is in a submitted block, a definition
+ * (journal flushed by close_block), a duplicate, or a sample the store
+ * refused or gave up and the writer counted as lost. Holding it would only
+ * fill the ring while the disk is full.
+ */
+static void release_if_idle(struct storer *s)
+{
+	if (!s->block_closed && s->unreleased && !store_writer__deadline(s->w)) {
+		store_writer__close_block(s->w);
+		s->block_closed = true;
+	}
+}
+
 static void release(struct storer *s)
 {
 	shm_ring__release_mark_sc(s->in, s->max_seq);
@@ -196,25 +238,25 @@ static void release(struct storer *s)
 
 int storer__batch(struct storer *s, unsigned int max)
 {
-	struct store_writer_stats ws;
-	uint64_t blocks_before;
 	unsigned int n;
 
 	if (max > STORER_BATCH)
 		max = STORER_BATCH;
-	store_writer__stats(s->w, &ws);
-	blocks_before = ws.blocks;
 	/* One record at a time (peek_batch would move our tail past the whole
-	 * batch): a block that closes mid-batch releases exactly up to here. */
+	 * batch): a block that closes mid-batch releases exactly up to the
+	 * record that opens the next one (close_before()). */
 	for (n = 0; n < max; n++) {
 		struct shm_msg m;
+		uint64_t pos = shm_ring__tail_sc(s->in);
 		int r = shm_ring__peek_sc(s->in, &m);
 
 		if (r == -EAGAIN)
 			break;
 		if (r < 0)
 			return r;
-		s->unreleased += m.len + 8;
+		s->rec_pos = pos;
+		s->rec_bytes = (uint32_t)(shm_ring__tail_sc(s->in) - pos);
+		s->unreleased += s->rec_bytes;
 		cnt(s, SHM_CNT_BYTES_IN, m.len);
 		r = take(s, &m);
 		if (r == -EBADMSG) {
@@ -228,14 +270,12 @@ int storer__batch(struct storer *s, unsigned int max)
 		return 0;
 	cnt(s, SHM_CNT_BATCHES, 1);
 	cnt(s, SHM_CNT_IN, n);
-	store_writer__stats(s->w, &ws);
-	if (ws.blocks != blocks_before)
-		s->block_closed = true;
 	/* Do not sit on more than a quarter of the ring: close the block early. */
 	if (s->unreleased > s->in->size / 4) {
 		if (store_writer__close_block(s->w) > 0)
 			s->block_closed = true;
 	}
+	release_if_idle(s);
 	if (s->block_closed)
 		release(s);
 	return (int)n;
@@ -252,6 +292,7 @@ static void sync_counters(struct storer *s)
 	cnt(s, SHM_CNT_BYTES_OUT, ws.bytes_disk - s->synced.bytes_disk);
 	cnt(s, STO_CNT_WRITE_ERRORS, ws.write_errors - s->synced.write_errors);
 	cnt(s, STO_CNT_TRIMMED_FILES, ws.trimmed_files - s->synced.trimmed_files);
+	cnt(s, STO_CNT_LOST_SAMPLES, ws.lost_recorded - s->synced.lost_recorded);
 	cnt(s, SHM_CNT_ERRORS, ws.unknown_ids - s->synced.unknown_ids);
 	if (ws.write_errors != s->synced.write_errors)
 		storer_log_err(s, ws.last_error ? ws.last_error : -EIO,
@@ -263,9 +304,16 @@ static void sync_counters(struct storer *s)
 		log_info("retention removed %llu file(s): %s",
 			 (unsigned long long)(ws.trimmed_files - s->synced.trimmed_files), names);
 	}
-	if (ws.dropped_blocks != s->synced.dropped_blocks)
-		log_error("gave up %llu block(s) after repeated write failures",
-			  (unsigned long long)(ws.dropped_blocks - s->synced.dropped_blocks));
+	if (ws.dropped_blocks != s->synced.dropped_blocks && !s->synced.dropped_blocks)
+		log_error(
+			"gave up a block after repeated write failures (counted, "
+			"stored as [lost: storer write_errors] once the store takes writes again)");
+	if (ws.store_gone != s->synced.store_gone)
+		log_error(
+			"the store dir or segment was deleted under us: started a new one in '%s' "
+			"(what was written since the last check, up to a second, is gone)",
+			store_writer__dir(s->w));
+	storer_check_recovered(s, &ws);
 	s->synced = ws;
 }
 
@@ -277,6 +325,7 @@ int storer__tick(struct storer *s, uint64_t now)
 		s->block_closed = true;
 	else if (r < 0)
 		storer_log_err(s, r, "closing a block");
+	release_if_idle(s);
 	if (s->block_closed)
 		release(s);
 	sync_counters(s);

@@ -7,3 +7,11 @@ cpa_add_test(NAME test_show SOURCES test_show.c ${CMAKE_CURRENT_LIST_DIR}/../cpa
   ${CMAKE_CURRENT_LIST_DIR}/../cpa/show_export.c
   LIBS cpa_export cpa_store cpa_common LABELS store show TIMEOUT 120)
 add_dependencies(test_show cpa) # test_show_binary runs build/bin/cpa
+# Damage, hostile files, accidents and full disks (docs/reliability.md, "Store").
+# The same program with "disk" mounts a 2 MiB tmpfs: root only, else 77.
+cpa_add_test(NAME test_store_reliability SOURCES test_store_reliability.c
+  LIBS cpa_storer_stage cpa_store cpa_shm cpa_common LABELS store TIMEOUT 300)
+add_dependencies(test_store_reliability cpa) # the show cases run build/bin/cpa
+add_test(NAME test_store_disk COMMAND test_store_reliability disk)
+set_tests_properties(test_store_disk PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS store
+  ENVIRONMENT "CPA_BUILD_DIR=${CMAKE_BINARY_DIR};CK_DEFAULT_TIMEOUT=300")

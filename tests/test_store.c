@@ -863,66 +863,6 @@ END_TEST
 
 /* ------------------------------------------------------------ the stage */
 
-struct feeder {
-	struct shm_ring_prod p;
-};
-
-static void put_rec(struct shm_ring_prod *p, uint16_t type, const void *a, uint32_t alen,
-		    const void *b, uint32_t blen)
-{
-	void *d;
-
-	ck_assert_int_eq(shm_ring__reserve_sp(p, alen + blen, type, &d), 0);
-	memcpy(d, a, alen);
-	if (blen)
-		memcpy((uint8_t *)d + alen, b, blen);
-}
-
-static void ring_defs(struct shm_ring_prod *p, uint32_t nstacks)
-{
-	struct cpa_dict_reset dr = {.epoch = 1};
-	static const char *const fixed[] = {NULL, "app", "worker", "ENV_A", "/usr/bin/app", "db"};
-	struct cpa_module_def m = {
-		.id = 1, .kind = CPA_MOD_FILE, .path_len = 12, .build_id_len = 20};
-	uint32_t i, j;
-	char name[160];
-
-	put_rec(p, CPA_REC_DICT_RESET, &dr, sizeof(dr), NULL, 0);
-	for (i = 1; i < 6; i++) {
-		struct cpa_str_def s = {.id = i, .len = (uint32_t)strlen(fixed[i])};
-
-		put_rec(p, CPA_REC_STR, &s, sizeof(s), fixed[i], s.len);
-	}
-	memcpy(m.build_id, t_build_id, 20);
-	put_rec(p, CPA_REC_MODULE, &m, sizeof(m), "/usr/bin/app", 12);
-	for (i = 1; i <= T_FRAMES; i++) {
-		struct cpa_str_def s = {.id = T_STR_FRAME0 + i};
-		struct cpa_frame_def f = {.id = i,
-					  .name_id = T_STR_FRAME0 + i,
-					  .module_id = i <= T_KFRAMES ? 0 : 1,
-					  .flags = i <= T_KFRAMES ? CPA_FF_KERNEL : 0,
-					  .offset = t_frame_off(i)};
-
-		t_frame_name(i, name, sizeof(name));
-		s.len = (uint32_t)strlen(name);
-		put_rec(p, CPA_REC_STR, &s, sizeof(s), name, s.len);
-		put_rec(p, CPA_REC_FRAME, &f, sizeof(f), NULL, 0);
-		if (i % 64 == 0)
-			shm_ring__commit_sp(p);
-	}
-	for (i = 1; i <= nstacks; i++) {
-		struct cpa_stack_def sd = {.id = i,
-					   .n_frames = (uint16_t)T_STACK_FRAMES(i),
-					   .n_kframes = (uint16_t)T_STACK_KFRAMES(i)};
-		uint32_t ids[64];
-
-		for (j = 0; j < sd.n_frames; j++)
-			ids[j] = t_stack_frame(i, j);
-		put_rec(p, CPA_REC_STACK, &sd, sizeof(sd), ids, 4 * sd.n_frames);
-	}
-	shm_ring__commit_sp(p);
-}
-
 static void drain(struct storer *s)
 {
 	int n;

@@ -7,6 +7,7 @@
 #define CPA_TEST_STORE_UTIL_H
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,7 +152,7 @@ static inline char *t_mkdtemp(void)
 
 static inline void t_rm_rf(const char *path)
 {
-	char cmd[512];
+	char cmd[PATH_MAX + 16];
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
 	if (system(cmd) != 0)
@@ -196,5 +197,65 @@ static inline uint64_t t_dir_bytes(const char *dir)
 	closedir(d);
 	return sum;
 }
+
+/* ---- symd's records through a real ring (the stage tests); ring_defs():
+ * a DICT_RESET, then the same definitions as t_defs(). */
+#ifdef CPA_SHM_RING_H
+static inline void put_rec(struct shm_ring_prod *p, uint16_t type, const void *a, uint32_t alen,
+			   const void *b, uint32_t blen)
+{
+	void *d;
+
+	ck_assert_int_eq(shm_ring__reserve_sp(p, alen + blen, type, &d), 0);
+	memcpy(d, a, alen);
+	if (blen)
+		memcpy((uint8_t *)d + alen, b, blen);
+}
+
+static inline void ring_defs(struct shm_ring_prod *p, uint32_t nstacks)
+{
+	struct cpa_dict_reset dr = {.epoch = 1};
+	static const char *const fixed[] = {NULL, "app", "worker", "ENV_A", "/usr/bin/app", "db"};
+	struct cpa_module_def m = {
+		.id = 1, .kind = CPA_MOD_FILE, .path_len = 12, .build_id_len = 20};
+	uint32_t i, j;
+	char name[160];
+
+	put_rec(p, CPA_REC_DICT_RESET, &dr, sizeof(dr), NULL, 0);
+	for (i = 1; i < 6; i++) {
+		struct cpa_str_def s = {.id = i, .len = (uint32_t)strlen(fixed[i])};
+
+		put_rec(p, CPA_REC_STR, &s, sizeof(s), fixed[i], s.len);
+	}
+	memcpy(m.build_id, t_build_id, 20);
+	put_rec(p, CPA_REC_MODULE, &m, sizeof(m), "/usr/bin/app", 12);
+	for (i = 1; i <= T_FRAMES; i++) {
+		struct cpa_str_def s = {.id = T_STR_FRAME0 + i};
+		struct cpa_frame_def f = {.id = i,
+					  .name_id = T_STR_FRAME0 + i,
+					  .module_id = i <= T_KFRAMES ? 0 : 1,
+					  .flags = i <= T_KFRAMES ? CPA_FF_KERNEL : 0,
+					  .offset = t_frame_off(i)};
+
+		t_frame_name(i, name, sizeof(name));
+		s.len = (uint32_t)strlen(name);
+		put_rec(p, CPA_REC_STR, &s, sizeof(s), name, s.len);
+		put_rec(p, CPA_REC_FRAME, &f, sizeof(f), NULL, 0);
+		if (i % 64 == 0)
+			shm_ring__commit_sp(p);
+	}
+	for (i = 1; i <= nstacks; i++) {
+		struct cpa_stack_def sd = {.id = i,
+					   .n_frames = (uint16_t)T_STACK_FRAMES(i),
+					   .n_kframes = (uint16_t)T_STACK_KFRAMES(i)};
+		uint32_t ids[64];
+
+		for (j = 0; j < sd.n_frames; j++)
+			ids[j] = t_stack_frame(i, j);
+		put_rec(p, CPA_REC_STACK, &sd, sizeof(sd), ids, 4 * sd.n_frames);
+	}
+	shm_ring__commit_sp(p);
+}
+#endif /* CPA_SHM_RING_H */
 
 #endif /* CPA_TEST_STORE_UTIL_H */

@@ -1,0 +1,778 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The store under damage, hostile files and operator accidents
+ * (docs/reliability.md, "Store"): a full disk at creation and later (real
+ * tmpfs, root only: `test_store_reliability disk`), a storer killed right
+ * after a block boundary, a flipped version byte, a FIFO / sparse / magic-
+ * filled / copied segment, the store dir deleted while writing, a second
+ * writer on the same root, `cpa show --read ROOT` over two runs of a day, and
+ * a torn tail said at default verbosity.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "shm/arena.h"
+#include "shm/counters.h"
+#include "storer/store.h"
+#include "storer/storer.h"
+#include "test_store_util.h"
+#include "test_util.h"
+
+#define NSTACKS	   12
+#define LOST_STORE "[lost: storer write_errors]"
+
+/* ------------------------------------------------------------ helpers */
+
+struct tally {
+	uint64_t samples;    /* non-loss rows' counts */
+	uint64_t lost_store; /* [lost: storer write_errors] */
+	uint64_t lost_other;
+	uint64_t rows;
+};
+
+static int tally_row(void *ctx, const struct store_sample *s)
+{
+	struct tally *t = ctx;
+
+	t->rows++;
+	if (!s->lost)
+		t->samples += s->count;
+	else if (s->n_frames && !strcmp(s->frames[s->n_frames - 1]->name, LOST_STORE))
+		t->lost_store += s->count;
+	else
+		t->lost_other += s->count;
+	return 0;
+}
+
+struct notes {
+	int n;
+	char last[512];
+	char all[8192];
+};
+
+static void on_note(void *ctx, const char *msg)
+{
+	struct notes *nt = ctx;
+
+	if (!nt)
+		return;
+	nt->n++;
+	snprintf(nt->last, sizeof(nt->last), "%s", msg);
+	if (strlen(nt->all) + strlen(msg) + 2 < sizeof(nt->all)) {
+		strcat(nt->all, msg);
+		strcat(nt->all, "\n");
+	}
+}
+
+/* Everything in dir (a store dir), or under root when dir is a root (every dir). */
+static void tally_dir(const char *dir, struct tally *t, struct notes *nt)
+{
+	struct store_reader *r;
+	char err[512];
+	int e = store_reader__open_err(dir, on_note, nt, &r, err, sizeof(err));
+
+	ck_assert_msg(e == 0, "open %s: %s", dir, err);
+	ck_assert_int_eq(store_reader__query(r, 0, UINT64_MAX / 2, NULL, tally_row, t), 0);
+	store_reader__free(r);
+}
+
+static void tally_root(const char *root, struct tally *t)
+{
+	char **names;
+	uint32_t n;
+
+	ck_assert_int_eq(store_root__list(root, &names, &n), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		char p[1200];
+		struct store_reader *r;
+
+		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
+		if (store_reader__open(p, NULL, NULL, &r) < 0)
+			continue;
+		ck_assert_int_eq(store_reader__query(r, 0, UINT64_MAX / 2, NULL, tally_row, t), 0);
+		store_reader__free(r);
+	}
+	store_root__list_free(names, n);
+}
+
+static int count_store_dirs(const char *root)
+{
+	char **names;
+	uint32_t n;
+
+	ck_assert_int_eq(store_root__list(root, &names, &n), 0);
+	store_root__list_free(names, n);
+	return (int)n;
+}
+
+static struct store_writer *writer(const char *root, uint32_t seg_s, uint32_t max_retry)
+{
+	struct store_writer_opts o = {.root = root,
+				      .cpu_num = 2,
+				      .freq = 49,
+				      .record_interval = 1,
+				      .segment_seconds = seg_s,
+				      .max_retry_bytes = max_retry};
+	struct store_writer *w;
+
+	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	return w;
+}
+
+/* nsec seconds from base at rate samples/s, straight into a writer. */
+static uint64_t feed(struct store_writer *w, uint64_t base, uint32_t nsec, uint32_t rate,
+		     uint64_t *seq)
+{
+	uint64_t n = 0;
+
+	for (uint32_t sec = 0; sec < nsec; sec++)
+		for (uint32_t k = 0; k < rate; k++) {
+			struct cpa_sample_out o;
+
+			t_sample(&o, (*seq)++, base + sec * T_NS + k * (T_NS / rate),
+				 1 + (sec + k) % NSTACKS, 0);
+			ck_assert_int_eq(store_writer__add_sample(w, &o), 0);
+			n++;
+		}
+	return n;
+}
+
+/* A store of nsec seconds in segments of seg_s seconds; its dir into dir. */
+static uint64_t make_store(const char *root, uint32_t nsec, uint32_t seg_s, char *dir, size_t len)
+{
+	struct store_writer *w = writer(root, seg_s, 0);
+	uint64_t seq = 1, n;
+
+	store_writer__set_run_id(w, t_base_ns());
+	t_defs(w, NSTACKS, 0);
+	n = feed(w, t_base_ns(), nsec, 20, &seq);
+	store_writer__free(w);
+	ck_assert_int_eq(t_store_dir(root, dir, len), 0);
+	return n;
+}
+
+static void seg_file(const char *dir, uint32_t no, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/seg_%06u.cps", dir, no);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char cmd[3000];
+
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", from, to);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void flip_byte(const char *path, off_t off)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t b;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &b, 1, off), 1);
+	b ^= 0x02; /* major 1 -> 3: "newer" if the crc were not checked first */
+	ck_assert_int_eq(pwrite(fd, &b, 1, off), 1);
+	close(fd);
+}
+
+static char t_log[16384];
+
+static void log_into(enum log_level lvl, const char *line)
+{
+	(void)lvl;
+	if (strlen(t_log) + strlen(line) + 2 < sizeof(t_log)) {
+		strcat(t_log, line);
+		strcat(t_log, "\n");
+	}
+}
+
+static int count_in(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* ------------------------------------------------------------ corruption */
+
+/* A flipped byte in the version field of one segment or of the index is
+ * corruption: the store still reads, the other segments whole. */
+START_TEST(test_version_byte)
+{
+	char *root = t_mkdtemp(), dir[1024], p[1100];
+	struct tally t = {0}, t0 = {0};
+	struct notes nt = {0};
+	uint64_t n = make_store(root, 30, 10, dir, sizeof(dir)); /* 3 segments */
+	struct store_reader *r;
+	char err[512];
+
+	tally_dir(dir, &t0, NULL);
+	ck_assert_uint_eq(t0.samples, n);
+	seg_file(dir, 1, p, sizeof(p));
+	flip_byte(p, 8);
+	snprintf(p, sizeof(p), "%s/index", dir);
+	flip_byte(p, 8);
+	ck_assert_msg(store_reader__open_err(dir, on_note, &nt, &r, err, sizeof(err)) == 0, "%s",
+		      err);
+	ck_assert_int_eq(store_reader__query(r, 0, UINT64_MAX / 2, NULL, tally_row, &t), 0);
+	store_reader__free(r);
+	/* Segment 1's blocks are self-describing: nothing is lost at all. */
+	ck_assert_uint_eq(t.samples, n);
+	ck_assert_msg(strstr(nt.all, "bad segment header (corrupt)"), "%s", nt.all);
+	ck_assert_msg(strstr(nt.all, "bad index header (corrupt), rebuilding"), "%s", nt.all);
+	ck_assert_msg(!strstr(nt.all, "newer"), "%s", nt.all);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* ------------------------------------------------------------ hostile files */
+
+static void tally_guarded(const char *dir, struct tally *t, struct notes *nt)
+{
+	/* A hang is the failure mode here: the test dies rather than waits. */
+	alarm(120);
+	tally_dir(dir, t, nt);
+	alarm(0);
+}
+
+/* A FIFO in place of the index or of a segment: no hang, the rest reads. */
+START_TEST(test_fifo)
+{
+	char *root = t_mkdtemp(), dir[1024], p[1100];
+	uint64_t n = make_store(root, 30, 10, dir, sizeof(dir));
+	struct tally t = {0}, t2 = {0};
+	struct notes nt = {0};
+
+	seg_file(dir, 2, p, sizeof(p));
+	tally_dir(dir, &t2, NULL); /* what segment 2 holds: all minus the others */
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(mkfifo(p, 0644), 0);
+	snprintf(p, sizeof(p), "%s/index", dir);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(mkfifo(p, 0644), 0);
+	tally_guarded(dir, &t, &nt);
+	ck_assert_uint_gt(t.samples, 0);
+	ck_assert_uint_lt(t.samples, n); /* segment 2 is gone, 1 and 3 are there */
+	ck_assert_uint_eq(t.samples, n - 10 * 20);
+	ck_assert_msg(strstr(nt.all, "seg_000002.cps: not a regular file, skipped"), "%s", nt.all);
+	ck_assert_msg(strstr(nt.all, "index: not a regular file"), "%s", nt.all);
+	{
+		struct store_tl_block *tl = NULL;
+		size_t tn = 0;
+
+		alarm(60);
+		ck_assert_int_lt(store_timeline__read(dir, &tl, &tn, NULL), 0);
+		alarm(0);
+		free(tl);
+	}
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* A sparse 100 GiB segment (holes) and a segment of nothing but block magics:
+ * bounded work, one notice for a run of garbage, the real segment whole. */
+START_TEST(test_sparse_and_magic)
+{
+	char *root = t_mkdtemp(), dir[1024], p[1100];
+	uint64_t n = make_store(root, 10, 3600, dir, sizeof(dir));
+	struct tally t = {0};
+	struct notes nt = {0};
+	struct store_read_stats st;
+	struct store_reader *r;
+	int fd;
+
+	seg_file(dir, 7, p, sizeof(p));
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 100LL << 30), 0);
+	/* a little garbage in the middle of the holes */
+	ck_assert_int_eq(pwrite(fd, "CPABxxxxxxxx", 12, 50LL << 30), 12);
+	close(fd);
+
+	seg_file(dir, 8, p, sizeof(p));
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	{
+		static char buf[1 << 20];
+
+		for (size_t i = 0; i < sizeof(buf); i += 4)
+			memcpy(buf + i, "CPAB", 4);
+		for (int i = 0; i < 4; i++)
+			ck_assert_int_eq(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	}
+	close(fd);
+
+	alarm(120);
+	ck_assert_int_eq(store_reader__open(dir, on_note, &nt, &r), 0);
+	ck_assert_int_eq(store_reader__query(r, 0, UINT64_MAX / 2, NULL, tally_row, &t), 0);
+	store_reader__stats(r, &st);
+	store_reader__free(r);
+	alarm(0);
+	ck_assert_uint_eq(t.samples, n);
+	/* 4 MiB of magics: one notice for the run (and one for the header), not
+	 * a million. */
+	ck_assert_int_eq(count_in(nt.all, "seg_000008.cps"), 2);
+	ck_assert_msg(strstr(nt.all, "seg_000008.cps: 4194240 unreadable bytes at 64, skipped"),
+		      "%s", nt.all);
+	ck_assert_msg(strstr(nt.all, "seg_000007.cps: 107374182400 bytes, larger than a segment"),
+		      "%s", nt.all);
+	ck_assert_uint_ge(st.bytes_skipped, 4u << 20);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* Copies of a segment under other names: only the canonical name counts, a
+ * copy under another canonical name is caught by its header. */
+START_TEST(test_segment_copies)
+{
+	static const char *const names[] = {"seg_000000.cps",  "seg_-1.cps", "seg_1.cps",
+					    "seg_0000001.cps", "seg_+1.cps", "seg_000001.cps.bak"};
+	char *root = t_mkdtemp(), dir[1024], p[1100], q[1200];
+	uint64_t n = make_store(root, 20, 10, dir, sizeof(dir));
+	struct tally t = {0};
+	struct notes nt = {0};
+
+	seg_file(dir, 1, p, sizeof(p));
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		snprintf(q, sizeof(q), "%s/%s", dir, names[i]);
+		copy_file(p, q);
+	}
+	seg_file(dir, 9, q, sizeof(q));
+	copy_file(p, q);
+	tally_dir(dir, &t, &nt);
+	ck_assert_uint_eq(t.samples, n);
+	ck_assert_msg(
+		strstr(nt.all, "seg_000009.cps: its header says segment 1 (a copy?), skipped"),
+		"%s", nt.all);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* ------------------------------------------------------------ operator accidents */
+
+/* One writer per store root: a second one (a second monitor) is refused. */
+START_TEST(test_root_lock)
+{
+	char *root = t_mkdtemp();
+	struct store_writer_opts o = {.root = root};
+	struct store_writer *w1, *w2;
+	int pid = 0;
+
+	ck_assert_int_eq(store_writer__new(&o, &w1), 0);
+	ck_assert_int_eq(store_writer__new(&o, &w2), -EBUSY);
+	ck_assert_int_eq(store_root__lock(root, &pid), -EBUSY);
+	ck_assert_int_eq(pid, getpid());
+	store_writer__free(w1);
+	ck_assert_int_eq(store_writer__new(&o, &w2), 0);
+	store_writer__free(w2);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* rm -rf of the store dir while writing: noticed within a second, a new dir
+ * is made, and the open block's samples are a loss row there. */
+START_TEST(test_store_deleted)
+{
+	char *root = t_mkdtemp(), dir[1024];
+	struct store_writer *w = writer(root, 3600, 0);
+	struct store_writer_stats ws;
+	uint64_t seq = 1, base = t_base_ns(), before, after;
+	struct tally t = {0};
+
+	store_writer__set_run_id(w, base);
+	t_defs(w, NSTACKS, 0);
+	feed(w, base, 10, 20, &seq);
+	store_writer__tick(w, base + 11 * T_NS);	 /* blocks up to 10 s written */
+	before = feed(w, base + 10 * T_NS, 2, 20, &seq); /* in the open block */
+	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+	t_rm_rf(dir);
+	store_writer__tick(w, base + 12 * T_NS);
+	store_writer__stats(w, &ws);
+	ck_assert_uint_eq(ws.store_gone, 1);
+	after = feed(w, base + 20 * T_NS, 10, 20, &seq);
+	store_writer__free(w);
+	ck_assert_int_eq(count_store_dirs(root), 1);
+	tally_root(root, &t);
+	ck_assert_uint_eq(t.samples, after);
+	ck_assert_uint_eq(t.lost_store, before);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/*
+ * A storer killed (SIGKILL) right after a batch in which a block closed and
+ * the next one opened: the restarted storer stores every sample exactly
+ * once. The input is released only up to the record that opened the new block.
+ */
+START_TEST(test_kill_after_block_boundary)
+{
+	char *root = t_mkdtemp();
+	struct shm_layout l;
+	struct shm_arena *a = NULL;
+	struct shm_ring_prod p;
+	struct shm_ring_cons c;
+	struct shm_stage *st;
+	uint64_t base = t_base_ns(), seq = 1, fed = 0;
+	struct tally t = {0};
+	struct store_writer *w;
+	struct storer *s;
+	int status;
+	pid_t pid;
+
+	shm_layout__default(&l, 4096, 16);
+	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
+	st = shm_arena__stage(a, SHM_STAGE_STORER);
+	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
+	ring_defs(&p, NSTACKS);
+	/* 4 s of block 1, then 2 s of block 2, committed at once: one batch. */
+	for (uint32_t sec = 1; sec < 7; sec++)
+		for (uint32_t k = 0; k < 20; k++) {
+			struct cpa_sample_out o;
+
+			t_sample(&o, seq++, base + sec * T_NS + k * (T_NS / 20),
+				 1 + (sec + k) % NSTACKS, 0);
+			put_rec(&p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
+			fed++;
+		}
+	shm_ring__commit_sp(&p);
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct store_writer_opts o = {.root = root, .record_interval = 1};
+		int n;
+
+		if (shm_arena__open_cons(a, SHM_RING_SYMD, &c) < 0 || store_writer__new(&o, &w) < 0)
+			_exit(2);
+		store_writer__set_run_id(w, base);
+		if (store_writer__journal_open(w, root) < 0 || storer__new(st, &c, w, &s) < 0)
+			_exit(3);
+		do
+			n = storer__batch(s, STORER_BATCH);
+		while (n > 0);
+		/* Block 1 is handed to io_uring, block 2 is open: die now. */
+		usleep(200000);
+		raise(SIGKILL);
+		_exit(4);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
+	{
+		struct store_writer_opts o = {.root = root, .record_interval = 1};
+
+		ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	}
+	store_writer__set_run_id(w, base);
+	ck_assert_int_ge(store_writer__journal_open(w, root), 1);
+	ck_assert_int_eq(storer__new(st, &c, w, &s), 0);
+	while (storer__batch(s, STORER_BATCH) > 0)
+		;
+	ck_assert_int_eq(storer__finish(s, true), 0);
+	storer__free(s);
+	store_writer__free(w);
+	tally_root(root, &t);
+	ck_assert_uint_eq(t.samples, fed);
+	ck_assert_uint_eq(shm_stage__cnt(st, SHM_CNT_DROP_DUP), 0);
+	shm_arena__free(a);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* ------------------------------------------------------------ cpa show */
+
+#define RUN_SHOW(r, rd, ...) \
+	test_run_bin(r, "cpa", (const char *const[]){"show", "--read", rd, __VA_ARGS__, NULL})
+
+static uint64_t prof_total(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[16384];
+	uint64_t sum = 0;
+
+	ck_assert_msg(f != NULL, "no %s", path);
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+
+		if (sp)
+			sum += strtoull(sp + 1, NULL, 10);
+	}
+	fclose(f);
+	return sum;
+}
+
+/* Two monitor runs the same day (a restart at 10:00:30): a window over both
+ * exports both. */
+START_TEST(test_show_spans_runs)
+{
+	static struct test_run r;
+	char *root = t_mkdtemp(), out[1100];
+	uint64_t base = t_base_ns(), seq = 1, n1, n2;
+	struct store_writer *w;
+
+	w = writer(root, 3600, 0);
+	store_writer__set_run_id(w, base);
+	t_defs(w, NSTACKS, 0);
+	n1 = feed(w, base, 20, 10, &seq);
+	store_writer__free(w);
+	w = writer(root, 3600, 0);
+	store_writer__set_run_id(w, base + 30 * T_NS);
+	t_defs(w, NSTACKS, 0);
+	n2 = feed(w, base + 30 * T_NS, 20, 10, &seq);
+	store_writer__free(w);
+	ck_assert_int_eq(count_store_dirs(root), 2);
+
+	snprintf(out, sizeof(out), "%s/w.prof", root);
+	RUN_SHOW(&r, root, "-B", "10:00:00", "-E", "10:00:50", "-o", out);
+	ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+	ck_assert_uint_eq(prof_total(out), n1 + n2);
+	/* The range line covers both runs. */
+	ck_assert_msg(
+		strstr(r.out,
+		       "Record Time From [ 10:00:00.000 ] to [ 10:00:49.900 ] Records Num: 40"),
+		"%s", r.out);
+	/* Only the second run's part of the day. */
+	RUN_SHOW(&r, root, "-B", "10:00:35", "-n", "5", "-o", out);
+	ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+	ck_assert_uint_eq(prof_total(out), 50);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* A torn tail: one warning line at default verbosity, and --show_range counts
+ * only what is readable. */
+START_TEST(test_show_torn_tail)
+{
+	static struct test_run r;
+	char *root = t_mkdtemp(), dir[1024], p[1100];
+	struct stat sb;
+
+	make_store(root, 20, 3600, dir, sizeof(dir)); /* 4 blocks of 5 s */
+	seg_file(dir, 1, p, sizeof(p));
+	ck_assert_int_eq(stat(p, &sb), 0);
+	ck_assert_int_eq(truncate(p, sb.st_size - 40), 0);
+	RUN_SHOW(&r, dir, "--show_range", "1");
+	ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+	ck_assert_msg(strstr(r.out, "Records Num: 15\n"), "%s", r.out);
+	ck_assert_msg(strstr(r.err, "skipped 1 torn and 0 corrupt block(s)"), "%s", r.err);
+	ck_assert_int_eq(count_in(r.err, "\n"), 1);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* ------------------------------------------------------------ full disk (root) */
+
+static char mnt[64];
+
+static void fill_disk(const char *path)
+{
+	static char buf[4096];
+	int fd = open(path, O_CREAT | O_WRONLY | O_APPEND, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	while (write(fd, buf, sizeof(buf)) > 0)
+		;
+	ck_assert_int_eq(errno, ENOSPC);
+	close(fd);
+}
+
+/* sec seconds of samples from t0 through the ring into the storer. */
+static uint64_t ring_feed(struct shm_ring_prod *p, struct storer *s, uint64_t t0, uint32_t nsec,
+			  uint64_t *seq)
+{
+	uint64_t n = 0;
+
+	for (uint32_t sec = 0; sec < nsec; sec++) {
+		for (uint32_t k = 0; k < 20; k++) {
+			struct cpa_sample_out o;
+
+			t_sample(&o, (*seq)++, t0 + sec * T_NS + k * (T_NS / 20),
+				 1 + (sec + k) % NSTACKS, 0);
+			put_rec(p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
+			n++;
+		}
+		shm_ring__commit_sp(p);
+		while (storer__batch(s, STORER_BATCH) > 0)
+			;
+		storer__tick(s, clock_ns(CLOCK_REALTIME));
+	}
+	return n;
+}
+
+/* Ticks a second apart (retries are due a second after a failure) until
+ * the storer says the store takes writes again. */
+static void until_recovered(struct storer *s, int times_before)
+{
+	for (int i = 0; i < 10 && count_in(t_log, "is writable again") == times_before; i++) {
+		usleep(1100000);
+		storer__tick(s, clock_ns(CLOCK_REALTIME));
+	}
+}
+
+/*
+ * The red-team repro on a real 2 MiB tmpfs: the disk is full when the store
+ * is created. The storer keeps consuming (the ring never fills), makes one
+ * store dir, reports once, and once space returns stores again and says what
+ * it lost as a loss row. Then the disk fills again with the store open:
+ * blocks past the retry budget are given up, and counted in the store too.
+ * stored + lost == fed, exactly.
+ */
+START_TEST(test_full_disk)
+{
+	char root[128], filler[128];
+	struct shm_layout l;
+	struct shm_arena *a = NULL;
+	struct shm_ring_prod p;
+	struct shm_ring_cons c;
+	struct shm_stage *st;
+	struct store_writer *w;
+	struct store_writer_stats ws;
+	struct storer *s;
+	struct tally t = {0};
+	uint64_t now = clock_ns(CLOCK_REALTIME), t0 = (now / T_NS - 900) * T_NS, seq = 1, fed = 0;
+
+	snprintf(root, sizeof(root), "%s/s", mnt);
+	snprintf(filler, sizeof(filler), "%s/filler", mnt);
+	fill_disk(filler);
+
+	shm_layout__default(&l, 4096, 16);
+	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
+	st = shm_arena__stage(a, SHM_STAGE_STORER);
+	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
+	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
+	{
+		struct store_writer_opts o = {
+			.root = root, .record_interval = 1, .max_retry_bytes = 1}; /* keep one */
+
+		ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	}
+	t_log[0] = 0;
+	log_set_sink(log_into);
+	store_writer__set_run_id(w, t0);
+	ck_assert_int_eq(storer__new(st, &c, w, &s), 0);
+	ring_defs(&p, NSTACKS);
+	while (storer__batch(s, STORER_BATCH) > 0)
+		;
+
+	/* Phase 1: no store dir can be made. 3 s apart in real time, so the
+	 * writer retries the creation a few times. */
+	for (int i = 0; i < 3; i++) {
+		fed += ring_feed(&p, s, t0 + (uint64_t)i * 10 * T_NS, 10, &seq);
+		usleep(1100000);
+	}
+	store_writer__stats(w, &ws);
+	ck_assert_uint_eq(ws.refused_samples, fed);
+	/* Sampling never blocks: every record was consumed and released. */
+	ck_assert_uint_eq(shm_ring__pending_sc(&c), 0);
+	ck_assert_uint_eq(shm_ring__free_bytes_sp(&p), p.size);
+	ck_assert_int_le(count_store_dirs(root), 1);
+	ck_assert_int_eq(count_in(t_log, "counting what is lost"), 1);
+
+	/* Space returns. */
+	ck_assert_int_eq(unlink(filler), 0);
+	usleep(1100000);
+	fed += ring_feed(&p, s, t0 + 40 * T_NS, 20, &seq);
+	until_recovered(s, 0);
+	ck_assert_int_eq(count_in(t_log, "is writable again"), 1);
+
+	/* Phase 2: the disk fills up again under an open store. */
+	fill_disk(filler);
+	fed += ring_feed(&p, s, t0 + 60 * T_NS, 120, &seq);
+	storer__tick(s, clock_ns(CLOCK_REALTIME));
+	store_writer__stats(w, &ws);
+	ck_assert_uint_gt(ws.write_errors, 0);
+	ck_assert_uint_gt(ws.dropped_blocks, 0);
+	ck_assert_int_eq(count_in(t_log, "counting what is lost"), 2);
+	ck_assert_int_eq(unlink(filler), 0);
+	usleep(1100000);
+	fed += ring_feed(&p, s, t0 + 190 * T_NS, 10, &seq);
+	until_recovered(s, 1);
+	ck_assert_int_eq(count_in(t_log, "is writable again"), 2);
+	ck_assert_int_eq(storer__finish(s, true), 0);
+	log_set_sink(NULL);
+	storer__free(s);
+	store_writer__stats(w, &ws);
+	store_writer__free(w);
+
+	ck_assert_int_eq(count_store_dirs(root), 1);
+	tally_root(root, &t);
+	ck_assert_uint_gt(t.lost_store, 0);
+	ck_assert_uint_eq(t.lost_store,
+			  ws.refused_samples + ws.lost_samples_dropped + ws.lost_samples_discarded);
+	ck_assert_uint_eq(t.samples + t.lost_store, fed);
+	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_LOST_SAMPLES), t.lost_store);
+	shm_arena__free(a);
+}
+END_TEST
+
+static void disk_setup(void)
+{
+	snprintf(mnt, sizeof(mnt), "/tmp/cpa-tmpfs-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(mnt));
+	ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), 0);
+}
+
+static void disk_teardown(void)
+{
+	umount2(mnt, MNT_DETACH);
+	rmdir(mnt);
+}
+
+int main(int argc, char **argv)
+{
+	Suite *s = suite_create("store_reliability");
+	TCase *tc;
+
+	if (argc > 1 && !strcmp(argv[1], "disk")) {
+		if (geteuid() != 0) {
+			fprintf(stderr, "needs root (mounts a tmpfs): skipped\n");
+			return TEST_SKIP;
+		}
+		tc = tcase_create("disk");
+		tcase_add_unchecked_fixture(tc, disk_setup, disk_teardown);
+		tcase_add_test(tc, test_full_disk);
+		suite_add_tcase(s, tc);
+		return test_run_suite(s);
+	}
+	tc = tcase_create("damage");
+	tcase_add_test(tc, test_version_byte);
+	tcase_add_test(tc, test_fifo);
+	tcase_add_test(tc, test_sparse_and_magic);
+	tcase_add_test(tc, test_segment_copies);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("accidents");
+	tcase_add_test(tc, test_root_lock);
+	tcase_add_test(tc, test_store_deleted);
+	tcase_add_test(tc, test_kill_after_block_boundary);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("show");
+	tcase_add_test(tc, test_show_spans_runs);
+	tcase_add_test(tc, test_show_torn_tail);
+	suite_add_tcase(s, tc);
+	return test_run_suite(s);
+}
