@@ -16,8 +16,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct store_writer_opts o = {.block_seconds = 5, .cpu_num = 2, .freq = 49,
-				      .record_interval = 1, .stack_size = 8192};
+	struct store_writer_opts o = {.block_seconds = 5,
+				      .cpu_num = 2,
+				      .freq = 49,
+				      .record_interval = 1,
+				      .stack_size = 8192};
 	struct store_writer *w = NULL;
 	char root[512], name[64], path[600];
 

@@ -86,7 +86,8 @@ static void ring_seed(uint32_t nframes, uint32_t nstacks, uint32_t nsec, const c
 {
 	static const char *const fixed[] = {NULL, "app", "worker", "ENV_A", "/usr/bin/app", "db"};
 	struct cpa_dict_reset dr = {.epoch = 1};
-	struct cpa_module_def m = {.id = 1, .kind = CPA_MOD_FILE, .path_len = 12, .build_id_len = 20};
+	struct cpa_module_def m = {
+		.id = 1, .kind = CPA_MOD_FILE, .path_len = 12, .build_id_len = 20};
 	uint64_t base = t_base_ns(), seq = 1;
 	char fname[160];
 	uint32_t i, j;
@@ -143,9 +144,13 @@ static void ring_seed(uint32_t nframes, uint32_t nstacks, uint32_t nsec, const c
 
 static void store_seeds(void)
 {
-	struct store_writer_opts o = {.block_seconds = 5, .cpu_num = 2, .freq = 49,
-				      .record_interval = 1, .stack_size = 8192,
-				      .record_env_name = "ENV", .segment_seconds = 10};
+	struct store_writer_opts o = {.block_seconds = 5,
+				      .cpu_num = 2,
+				      .freq = 49,
+				      .record_interval = 1,
+				      .stack_size = 8192,
+				      .record_env_name = "ENV",
+				      .segment_seconds = 10};
 	char *root = t_mkdtemp(), dir[1024], path[1400];
 	struct store_writer *w = NULL;
 	uint64_t base = t_base_ns(), seq = 1;
@@ -167,15 +172,18 @@ static void store_seeds(void)
 		for (uint32_t k = 0; k < 6; k++) {
 			struct cpa_sample_out s;
 
-			t_sample(&s, seq++, base + sec * T_NS + k * 100000000ull, 1 + (sec + k) % 12,
-				 0);
+			t_sample(&s, seq++, base + sec * T_NS + k * 100000000ull,
+				 1 + (sec + k) % 12, 0);
 			if (!store_writer__fits(w, s.time_ns))
 				store_writer__close_block(w);
 			store_writer__add_sample(w, &s);
 		}
 		if (sec % 7 == 3) {
-			struct cpa_loss lo = {.seq = seq++, .time_ns = base + sec * T_NS, .count = 4,
-					      .stage = 1, .reason = 2};
+			struct cpa_loss lo = {.seq = seq++,
+					      .time_ns = base + sec * T_NS,
+					      .count = 4,
+					      .stage = 1,
+					      .reason = 2};
 
 			store_writer__add_loss(w, &lo);
 		}
@@ -305,17 +313,23 @@ static void text_seeds(const char *src)
 		for (int i = 0; i < 60 && n < sizeof(map) - 128; i++)
 			n += (size_t)snprintf(map + n, sizeof(map) - n, "%llx %x %s_%d [jit]\n",
 					      0x7f1234560000ull + (unsigned long long)i * 0x140,
-					      0x100 + i, i % 2 ? "LazyCompile:*fn" : "Builtin:Stub", i);
+					      0x100 + i, i % 2 ? "LazyCompile:*fn" : "Builtin:Stub",
+					      i);
 		put("jitmap", "generated", map, n);
 	}
 
 	/* opts: byte 0 = sub-command (0 monitor, 1 show, 2 ctl), then argv at NULs */
 	{
-		static const char mon[] = "\0-F\0" "99\0--pid\0" "1\0--duration\0" "5\0-K\0"
+		static const char mon[] = "\0-F\0"
+					  "99\0--pid\0"
+					  "1\0--duration\0"
+					  "5\0-K\0"
 					  "--store_dir\0/tmp/s\0--probe\0uprobe:/bin/true:main\0"
-					  "--offcpu\0--offcpu_state\0RSD\0--debug_option\0" "12,99,/tmp/d";
+					  "--offcpu\0--offcpu_state\0RSD\0--debug_option\0"
+					  "12,99,/tmp/d";
 		static const char show[] = "\1--read\0/tmp/s\0--show_range\0--starttime\0"
-					   "10:00:00\0--endtime\0" "10:00:05.500\0--target_cpu\0"
+					   "10:00:00\0--endtime\0"
+					   "10:00:05.500\0--target_cpu\0"
 					   "0-3,5\0--format\0svg";
 		static const char ctl[] = "\2--store_dir\0/tmp/s\0status";
 
