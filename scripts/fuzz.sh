@@ -30,6 +30,9 @@ b=build-fuzz
 mkdir -p "$b/crashes" "$b/corpus" "$b/logs"
 rm -rf "$b/seeds"
 "$b/bin/fuzz_seeds" "$b/seeds" "$PWD" >/dev/null
+# and the library with hostile CFI test_hostile_elf uses (tests/fixtures/hostile)
+cc -O2 -fPIC -shared -o "$b/seeds/cfi/cfi_hostile.so" tests/fixtures/hostile/cfi_hostile.c
+cp "$b/seeds/cfi/cfi_hostile.so" "$b/seeds/elfsym/"
 
 failed=()
 printf '%-12s %8s %10s %8s %6s %6s %8s %7s\n' target seconds execs execs/s cov ft corpus rss_mb
