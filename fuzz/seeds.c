@@ -8,6 +8,7 @@
  *                           per segment rotation);
  *   journal                 the dictionary journal that writer kept;
  *   ring_storer             the records symd sends the storer (ring 2);
+ *   ring_symd               the records unwindd sends symd (ring 1), naming libc;
  *   procmaps                /proc/self/maps and the unwindd fixture;
  *   ksyms                   the first 400 lines of /proc/kallsyms and the fixtures;
  *   jitmap                  the perf-PID.map fixture and a generated map;
@@ -138,6 +139,79 @@ static void ring_seed(uint32_t nframes, uint32_t nstacks, uint32_t nsec, const c
 		}
 	}
 	put("ring_storer", name, ring, ring_len);
+}
+
+/* ---- ring 1 records: what unwindd sends symd (fuzz_ring_symd.c) ---- */
+
+static void symd_seed(const char *elf, const char *name)
+{
+	struct cpa_module_def m = {.id = 3, .kind = CPA_MOD_FILE, .pid = 4242};
+	struct cpa_module_def k = {.id = 4, .kind = CPA_MOD_KERNEL};
+	struct cpa_module_def v = {.id = 5, .kind = CPA_MOD_ANON, .pid = 4242};
+	struct cpa_task_event te = {.seq = 1,
+				    .time_ns = t_base_ns(),
+				    .pid = 4242,
+				    .tid = 4243,
+				    .kind = CPA_TASK_EXEC,
+				    .comm = "worker"};
+	struct cpa_loss lo = {
+		.seq = 2, .time_ns = t_base_ns(), .count = 7, .stage = 1, .reason = 2};
+	uint64_t seq = 3;
+
+	ring_len = 0;
+	m.path_len = (uint32_t)strlen(elf);
+	m.map_start = 0x7f0000000000ull;
+	m.map_end = 0x7f0000100000ull;
+	rec(CPA_REC_MODULE, &m, sizeof(m), elf, m.path_len);
+	rec(CPA_REC_MODULE, &k, sizeof(k), NULL, 0);
+	rec(CPA_REC_MODULE, &v, sizeof(v), "[anon:jit]", 10);
+	rec(CPA_REC_TASK, &te, sizeof(te), NULL, 0);
+	rec(CPA_REC_LOSS, &lo, sizeof(lo), NULL, 0);
+	for (uint32_t i = 0; i < 24; i++) {
+		struct {
+			struct cpa_frames f;
+			uint64_t kpc[2];
+			struct cpa_uframe uf[4];
+		} r = {0};
+
+		r.f.seq = seq++;
+		r.f.time_ns = t_base_ns() + i * (T_NS / 8);
+		r.f.weight = 1;
+		r.f.pid = 4242;
+		r.f.tid = 4243 + i % 2;
+		r.f.kind = CPA_KIND_ONCPU;
+		memcpy(r.f.comm, "worker", 7);
+		memcpy(r.f.pcomm, "app", 4);
+		r.f.n_kframes = i % 3 ? 2 : 0;
+		r.f.n_uframes = 4;
+		r.f.stop_reason = i % 5 ? CPA_STOP_END : CPA_STOP_NO_CFI;
+		r.kpc[0] = 0xffffffff81000150ull + i;
+		r.kpc[1] = 0xffffffffc0001010ull;
+		for (uint32_t j = 0; j < 4; j++) {
+			r.uf[j].offset = 0x1000 + (i * 97 + j * 331) % 0x4000;
+			r.uf[j].pc = m.map_start + r.uf[j].offset;
+			r.uf[j].module_id = j == 3 && i % 4 == 0 ? 5 : 3;
+			r.uf[j].flags = j == 0		       ? CPA_UF_LEAF
+					: j == 3 && i % 4 == 0 ? CPA_UF_ANON
+							       : 0;
+		}
+		if (r.f.n_kframes) {
+			rec(CPA_REC_FRAMES, &r, sizeof(r), NULL, 0);
+		} else {
+			/* no kernel pcs: the user frames follow the header directly */
+			struct {
+				struct cpa_frames f;
+				struct cpa_uframe uf[4];
+			} u = {.f = r.f};
+
+			memcpy(u.uf, r.uf, sizeof(u.uf));
+			rec(CPA_REC_FRAMES, &u, sizeof(u), NULL, 0);
+		}
+	}
+	te.kind = CPA_TASK_EXIT;
+	te.seq = seq++;
+	rec(CPA_REC_TASK, &te, sizeof(te), NULL, 0);
+	put("ring_symd", name, ring, ring_len);
 }
 
 /* ---- a store written by the real writer ---- */
@@ -360,6 +434,8 @@ int main(int argc, char **argv)
 	store_seeds();
 	ring_seed(40, 12, 8, "defs_samples_loss");
 	ring_seed(8, 3, 2, "small");
+	symd_seed("/usr/lib/x86_64-linux-gnu/libc.so.6", "libc_frames");
+	symd_seed("/nonexistent/lib.so", "missing_module");
 	elf_seeds();
 	text_seeds(argv[2]);
 	printf("fuzz_seeds: corpora in %s\n", outdir);
