@@ -3,8 +3,8 @@
 # install what is missing, build from a clean build directory, run every
 # test (BPF integration tests run for real as root and skip with 77
 # otherwise), build the Release preset (no run: it must compile with
-# -Werror at -O3), then the suite again under ASan+UBSan and the ring tests
-# under TSan.
+# -Werror at -O3), then the suite again under ASan+UBSan, the ring tests
+# under TSan, and a short run of every fuzz target (scripts/fuzz.sh).
 #
 #   bash scripts/test.sh
 set -euo pipefail
@@ -35,5 +35,8 @@ rm -rf build-tsan
 cmake --preset tsan
 cmake --build --preset tsan -j"$jobs" --target test_ring test_arena
 ctest --preset tsan --timeout 900
+
+echo "== fuzz: every libFuzzer target for 4 s (clang, ASan + UBSan; scripts/fuzz.sh)"
+bash scripts/fuzz.sh 4
 
 echo "== all test runs passed"

@@ -37,6 +37,8 @@
 #define SYMD_MAX_NOTE	     (1u << 20)
 #define SYMD_MAX_DEBUGDATA_Z (64ull << 20)
 #define SYMD_XZ_MEMLIMIT     (128ull << 20)
+#define SYMD_XZ_MIN_OUT	     (16u << 20) /* decompressed .gnu_debugdata allowed whatever its size */
+#define SYMD_XZ_MAX_RATIO    32u	 /* beyond that, decompressed/compressed is a bomb */
 
 /* ---- bounded reads from a file or a memory image ---- */
 
@@ -1017,9 +1019,14 @@ static int xz_decode(const uint8_t *in, size_t in_len, uint8_t **ret, size_t *re
 	uint8_t *out = NULL;
 	lzma_ret lr;
 	int r = 0;
-
 	/* Both the decoder memory and the output are capped: .gnu_debugdata
-	 * comes from the profiled binary, an xz bomb must not reach us. */
+	 * comes from the profiled binary, an xz bomb must not reach us. A
+	 * real MiniDebugInfo (symbols and names) packs 3-8x; the output may
+	 * be SYMD_XZ_MAX_RATIO times the input (at least SYMD_XZ_MIN_OUT), so
+	 * a 46 KB bomb stops at 16 MiB instead of SYMD_MAX_DEBUGDATA. */
+	uint64_t limit = MIN(SYMD_MAX_DEBUGDATA,
+			     MAX((uint64_t)SYMD_XZ_MIN_OUT, (uint64_t)in_len * SYMD_XZ_MAX_RATIO));
+
 	if (lzma_stream_decoder(&strm, SYMD_XZ_MEMLIMIT, 0) != LZMA_OK)
 		return -ENOMEM;
 	strm.next_in = in;
@@ -1029,11 +1036,11 @@ static int xz_decode(const uint8_t *in, size_t in_len, uint8_t **ret, size_t *re
 			uint8_t *o;
 
 			if (out) {
-				if (cap >= SYMD_MAX_DEBUGDATA) {
+				if (cap >= limit) {
 					r = -E2BIG;
 					break;
 				}
-				cap *= 2;
+				cap = MIN(cap * 2, limit);
 			}
 			o = realloc(out, cap);
 			if (!o) {
@@ -1171,8 +1178,13 @@ int symbin__load(const struct symd_paths *paths, const struct symd_file_ref *ref
 				goto out;
 			b->src |= src;
 			b->is_go = b->is_go || elfimg__is_go(&d);
-		} else if (add_minidebug(&e, &sv) == 0) {
-			b->src |= SYMBIN_SRC_MINIDEBUG;
+		} else {
+			int mr = add_minidebug(&e, &sv);
+
+			if (mr == 0)
+				b->src |= SYMBIN_SRC_MINIDEBUG;
+			else if (mr == -E2BIG)
+				b->refused = true; /* an xz bomb: counted by the cache */
 		}
 	}
 	if (clock_ns(CLOCK_MONOTONIC) > sv.deadline) {

@@ -93,6 +93,7 @@ struct symbin {
 	uint64_t fde_base; /* vaddr the fde starts are relative to */
 	uint32_t src;	   /* enum symbin_src */
 	bool is_go;
+	bool refused; /* loaded, but a part was refused as hostile (.gnu_debugdata bomb) */
 	uint8_t build_id[CPA_BUILD_ID_MAX];
 	uint8_t build_id_len;
 };

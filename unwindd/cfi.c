@@ -785,6 +785,13 @@ static int parse_section(struct builder *b, const struct section *sec)
 
 /* ----------------------------------------------------------------- the ELF */
 
+/* A compressed .eh_frame/.debug_frame is refused when it would inflate past
+ * 256 MiB, or past 32 times its compressed size when that is over 16 MiB (real
+ * CFI packs 4-6x; more is a zlib bomb). */
+#define CFI_MAX_INFLATED  (256ull << 20)
+#define CFI_INFLATE_MIN	  (16ull << 20)
+#define CFI_INFLATE_RATIO 32u
+
 static int find_section(Elf *elf, const char *name, struct section *ret, bool eh)
 {
 	size_t shstrndx;
@@ -804,8 +811,16 @@ static int find_section(Elf *elf, const char *name, struct section *ret, bool eh
 			continue;
 		if (sh.sh_type == SHT_NOBITS)
 			return -ENODATA; /* stripped into a debug file */
-		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
-			return -EINVAL;
+		if (sh.sh_flags & SHF_COMPRESSED) {
+			GElf_Chdr ch;
+
+			/* libelf allocates ch_size before inflating: a header
+			 * claiming gigabytes (or a zlib bomb) is refused first. */
+			if (!gelf_getchdr(scn, &ch) || ch.ch_size > CFI_MAX_INFLATED ||
+			    ch.ch_size > MAX(CFI_INFLATE_MIN, sh.sh_size * CFI_INFLATE_RATIO) ||
+			    elf_compress(scn, 0, 0) < 0)
+				return -EINVAL;
+		}
 		d = elf_getdata(scn, NULL);
 		if (!d || !d->d_buf || !d->d_size)
 			return -ENODATA;
