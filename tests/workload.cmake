@@ -47,9 +47,10 @@ cpa_profiled_program(cpa-wl-offcpu)
 # cpa-wl-churn: short-lived children (fork and fork+exec) working in the
 # FP-less shared library, and a process that dlopen()s libcpawl-dl, works in
 # it and dlclose()s it before it exits: the mapping history's e2e tests.
-add_library(cpawl_dl SHARED ${CMAKE_CURRENT_LIST_DIR}/workload/wl_dl.c)
+add_library(cpawl_dl SHARED ${CMAKE_CURRENT_LIST_DIR}/workload/wl_lib.c)
 target_compile_options(cpawl_dl PRIVATE -O2 -fomit-frame-pointer -fasynchronous-unwind-tables
   -fno-inline -fno-optimize-sibling-calls)
+target_compile_definitions(cpawl_dl PRIVATE WL_DL)
 set_target_properties(cpawl_dl PROPERTIES OUTPUT_NAME cpawl-dl
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
 add_executable(cpa-wl-churn ${CMAKE_CURRENT_LIST_DIR}/workload/churn.c)
