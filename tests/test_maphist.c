@@ -265,9 +265,29 @@ START_TEST(test_ucache_events_gone_process)
 	ck_assert_uint_eq(l.bin->ino, sb.st_ino);
 	ck_assert_uint_eq(l.bin->build_id_len, 20);
 	ck_assert_uint_eq(l.bin->build_id[0], 0xab);
+	/* Its unwind table: opened by path (the process and its /proc are gone). */
+	ck_assert_ptr_nonnull(ucache__cfi(c, p, &l));
+	ck_assert(!l.bin->gone);
 	/* Before the mapping existed: nothing (and /proc has no such pid). */
 	p->sample_ns = 250;
 	ck_assert_int_lt(ucache__find(c, p, 0x555555555010, 2, &l), 0);
+
+	/* A temporary build product deleted before we could open it: its
+	 * mapping resolves (module and offset known), its table cannot be
+	 * read, and the binary says why (the walk's stop reason "deleted"). */
+	ev.time_ns = 500;
+	ev.start = 0x600000;
+	ev.len = 0x1000;
+	ev.pgoff = 0;
+	memset(ev.build_id, 0xcd, 20);
+	ev.path_len = (uint16_t)strlen("/nonexistent/cpa-tmp-prog");
+	ck_assert_int_eq(ucache__map_event(c, &ev, "/nonexistent/cpa-tmp-prog"), 0);
+	p->sample_ns = 600;
+	ck_assert_int_eq(ucache__find(c, p, 0x600100, 3, &l), 0);
+	ck_assert_ptr_nonnull(l.bin);
+	ck_assert_uint_eq(l.bin->dev, 0); /* known by build-id only */
+	ck_assert_ptr_null(ucache__cfi(c, p, &l));
+	ck_assert(l.bin->gone);
 	ucache__free(c);
 }
 END_TEST
