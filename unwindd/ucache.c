@@ -583,6 +583,8 @@ static int find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns,
 
 	/* The mappings in force when the sample was taken, if the kernel told us. */
 	if (p->sample_ns) {
+		if (unlikely(p->sample_ns > c->hist_now))
+			c->hist_now = p->sample_ns; /* the sweep's clock, with the events' */
 		m = maphist__find(c->mh, p->pid, pc, p->sample_ns);
 		if (m)
 			cnt(c, UNW_CNT_HIST_HITS, 1);
