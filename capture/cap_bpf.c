@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -437,6 +438,14 @@ int cap_bpf__poll(struct cap_bpf *b, int timeout_ms)
 	if (r == -EINTR)
 		return -EINTR;
 	return r + n;
+}
+
+int cap_bpf__wait(struct cap_bpf *b, int timeout_ms)
+{
+	struct epoll_event ev;
+	int r = epoll_wait(ring_buffer__epoll_fd(b->rb), &ev, 1, timeout_ms);
+
+	return r < 0 ? -errno : r;
 }
 
 void cap_bpf__detach(struct cap_bpf *b)

@@ -54,6 +54,9 @@ int cap_bpf__read_probe_stats(struct cap_bpf *b,
 /* Sleep up to timeout_ms for a forced wakeup, then consume what is there.
  * Returns records consumed, -EINTR, or the callback's error. */
 int cap_bpf__poll(struct cap_bpf *b, int timeout_ms);
+/* Sleep up to timeout_ms until the buffer has a wakeup pending, consuming
+ * nothing (cap_bpf__poll(b, 0) does after): 1, 0 on timeout, -EINTR, -errno. */
+int cap_bpf__wait(struct cap_bpf *b, int timeout_ms);
 /* Detach everything: no new records after this returns. */
 void cap_bpf__detach(struct cap_bpf *b);
 /* Emit the blocked time so far of every thread still off-CPU (once a second

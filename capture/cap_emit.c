@@ -391,3 +391,24 @@ int cap_emit__record(struct cap_emit *e, const void *data, size_t size)
 	shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
 	return 0;
 }
+
+int cap_emit__map(struct cap_emit *e, const struct cpa_map_event *m, const char *path)
+{
+	struct cpa_map_event *out;
+	uint32_t len = (uint32_t)sizeof(*out) + m->path_len;
+
+	if (seq_exhausted(e))
+		return -EOVERFLOW;
+	/* Not a sample: counted as a drop, but no LOSS record (as for TASK). */
+	if (out_reserve(e, len, CPA_REC_MAP, (void **)&out) < 0) {
+		shm_stage__cnt_add(e->st, SHM_CNT_DROP_RING_FULL, 1);
+		return 0;
+	}
+	memcpy(out, m, sizeof(*out));
+	memcpy(out + 1, path, m->path_len);
+	out->seq = seq_next(e);
+	out->time_ns = cap_clock__to_real(&e->clock, m->time_ns);
+	shm_stage__cnt_add(e->st, CAP_CNT_MAP_EVENTS, 1);
+	out_maybe_commit(e);
+	return 0;
+}

@@ -105,6 +105,14 @@ int cap_emit__init(struct cap_emit *e, struct shm_ring_prod *ring, struct shm_st
  */
 int cap_emit__record(struct cap_emit *e, const void *data, size_t size);
 
+/*
+ * One mapping history record (struct cpa_map_event with time_ns still on the
+ * boot-time clock, then path_len bytes at path): numbered, its time made
+ * CLOCK_REALTIME like the samples'. 0, or -EOVERFLOW as cap_emit__record().
+ */
+struct cpa_map_event;
+int cap_emit__map(struct cap_emit *e, const struct cpa_map_event *m, const char *path);
+
 /* Count n samples lost for slot at CLOCK_REALTIME time_ns. */
 void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n, uint64_t time_ns);
 /* The same with the weight those samples had (off-CPU: blocked ns). */

@@ -12,6 +12,7 @@
 
 #include "cap_bpf.h"
 #include "cap_emit.h"
+#include "cap_mmapev.h"
 #include "cap_perf.h"
 #include "cap_sys.h"
 #include "common/log.h"
@@ -37,6 +38,7 @@ struct capture {
 	struct cap_emit emit;
 	struct cap_bpf *bpf;		      /* the BPF backend ... */
 	struct cap_perf *perf;		      /* ... or the perf_event-only one */
+	struct cap_mmapev *mmapev;	      /* the mapping history (cap_mmapev.h) */
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
 	struct probe_spec probes[CPA_PROBE_MAX];
 	uint64_t probe_stats[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]; /* totals as last read */
@@ -418,6 +420,13 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	o.offcpu_min_ns = c->cfg->offcpu_min_ns;
 	o.offcpu_max_ns = c->cfg->offcpu_max_ns;
 	o.offcpu_threads = CAP_OFFCPU_THREADS;
+	if (!o.kernel_only) {
+		/* Without it unwindd reads /proc/PID/maps, racing short-lived processes. */
+		r = cap_mmapev__open(c->cpus, c->nr_cpus, o.target_tgid, &c->emit, &c->mmapev);
+		if (r < 0)
+			log_warn_errno(r, "no mapping history (%m): user frames of processes that "
+					  "exit quickly will be unresolved");
+	}
 	if (c->cfg->backend == CPA_BACKEND_PERF)
 		return setup_perf(c, &o);
 
@@ -436,6 +445,14 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	return setup_perf(c, &o);
 }
 
+/* Mapping events first: each mapping reaches ring 0 before the samples in it. */
+static int mmapev_drain(struct capture *c)
+{
+	int r = c->mmapev ? cap_mmapev__drain(c->mmapev) : 0;
+
+	return r < 0 ? log_error_errno(r, "emit mapping events: %m") : 0;
+}
+
 /* Stop sampling, drain the kernel buffers into ring 0, flush losses. */
 int capture__finish(struct capture *c, bool quick)
 {
@@ -446,7 +463,9 @@ int capture__finish(struct capture *c, bool quick)
 	/* Threads still blocked now: their time up to the stop counts. */
 	offcpu_flush(c);
 	do {
-		r = backend_poll(c, 0);
+		r = mmapev_drain(c);
+		if (r >= 0)
+			r = backend_poll(c, 0);
 		cap_emit__commit(&c->emit);
 	} while (r > 0);
 	if (r < 0 && r != -EINTR)
@@ -469,6 +488,8 @@ int capture__finish(struct capture *c, bool quick)
 		log_warn("ring 0 full at exit: %d loss aggregate(s) not sent (counted)", r);
 	probes_log(c);
 	backend_free(c);
+	cap_mmapev__free(c->mmapev);
+	c->mmapev = NULL;
 	log_info("stopped: %" PRIu64 " samples, %" PRIu64 " records out, %" PRIu64
 		 " dropped (ring full), %" PRIu64 " degraded, %" PRIu64 " lost in the kernel",
 		 shm_stage__cnt(c->st, CAP_CNT_SAMPLES), shm_stage__cnt(c->st, SHM_CNT_OUT),
@@ -480,7 +501,16 @@ int capture__finish(struct capture *c, bool quick)
 
 int capture__batch(struct capture *c, int wait_ms)
 {
-	int r = backend_poll(c, wait_ms);
+	int r = 0;
+
+	if (c->mmapev && c->bpf) {
+		r = cap_bpf__wait(c->bpf, wait_ms);
+		wait_ms = 0;
+	}
+	if (r >= 0 || r == -EINTR)
+		r = mmapev_drain(c);
+	if (r >= 0)
+		r = backend_poll(c, wait_ms);
 
 	if (r < 0 && r != -EINTR)
 		return log_error_errno(r, "consume samples: %m");
@@ -553,5 +583,6 @@ void capture__free(struct capture *c)
 	if (!c)
 		return;
 	backend_free(c);
+	cap_mmapev__free(c->mmapev);
 	free(c);
 }

@@ -21,6 +21,8 @@ enum capture_counter {
 	CAP_CNT_OFFCPU_UNTRACKED,	      /* BPF: blocks not tracked or torn (lost) */
 	CAP_CNT_PROBE_SKIPPED,		      /* probe hits over --probe_rate (no sample) */
 	CAP_CNT_USTACK_HINTS,		      /* unwindd's copy size hints applied */
+	CAP_CNT_MAP_EVENTS,		      /* mapping history records (CPA_REC_MAP) sent */
+	CAP_CNT_MAP_LOST,		      /* perf mmap/task events lost in the kernel */
 	CAP_CNT_MAX_,
 };
 
@@ -43,6 +45,9 @@ enum unwindd_counter {
 	UNW_CNT_ENV_SKIPPED,  /* not unwound: env value not in --parse_env_values */
 	UNW_CNT_DUMP_ERRORS,  /* --debug_option dump writes that failed */
 	UNW_CNT_USTACK_HINTS, /* copy size hints sent to capture */
+	UNW_CNT_STOP_DELETED, /* binary deleted before it could be opened */
+	UNW_CNT_MAP_EVENTS,   /* mapping history records taken in */
+	UNW_CNT_HIST_HITS,    /* pcs resolved from the mapping history */
 	UNW_CNT_MAX_,
 };
 

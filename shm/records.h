@@ -6,12 +6,12 @@
  * order given; every count is bounds-checked by the reader against the
  * record length (see cpa_rec_*_size() helpers).
  *
- *   capture --(SAMPLE, TASK, LOSS)--> unwindd
+ *   capture --(SAMPLE, TASK, LOSS, MAP)--> unwindd
  *   unwindd --(USTACK_HINT)--> capture	(feedback ring: the adaptive stack copy)
  *   unwindd --(DICT_RESET, MODULE, FRAMES, TASK, LOSS)--> symd
  *   symd    --(DICT_RESET, STR, MODULE, FRAME, STACK, SAMPLE_OUT, LOSS)--> storer
  *
- * Sequence numbers: capture gives every SAMPLE/TASK/LOSS a seq that grows
+ * Sequence numbers: capture gives every SAMPLE/TASK/LOSS/MAP a seq that grows
  * strictly (generation << 40 | counter, so it also grows across a capture
  * restart). Every later stage keeps the seq of the input record on whatever
  * it derives from it, and publishes the highest seq it has passed on as the
@@ -43,6 +43,7 @@ enum cpa_rec_type {
 	CPA_REC_STACK,	     /* symd -> storer: struct cpa_stack_def + frame ids */
 	CPA_REC_SAMPLE_OUT,  /* symd -> storer: struct cpa_sample_out */
 	CPA_REC_USTACK_HINT, /* unwindd -> capture: struct cpa_ustack_hint */
+	CPA_REC_MAP,	     /* capture -> unwindd: struct cpa_map_event + path */
 	CPA_REC_TYPE_MAX,
 };
 
@@ -134,6 +135,49 @@ struct cpa_task_event {
 };
 _Static_assert(sizeof(struct cpa_task_event) == 48, "cpa_task_event layout");
 
+enum cpa_map_event_kind {
+	CPA_MAP_MMAP = 1, /* an executable mapping appeared (mmap, mprotect +x) */
+	CPA_MAP_FORK,	  /* pid was forked from ppid: it starts with ppid's mappings */
+	CPA_MAP_EXEC,	  /* pid exec'd: every mapping before time_ns is gone */
+};
+
+/*
+ * CPA_REC_MAP, then char path[path_len] (no NUL; MMAP only): the address
+ * space history of every process, from the kernel's perf mmap2/comm/task
+ * events as they happen (docs/capture.md), so that unwindd resolves a
+ * sample against the mappings in force at its time_ns even after the
+ * process is gone. Only executable mappings are reported. An MMAP that
+ * overlaps earlier mappings of pid ends them at time_ns (there is no
+ * munmap event: a range is in force until something replaces it, an exec,
+ * or the process's exit, CPA_REC_TASK EXIT). FORK is sent for new
+ * processes only (not threads); EXEC comes before the new image's MMAPs
+ * (the BPF CPA_TASK_EXEC of the same exec comes after them).
+ * The file is named by build_id when build_id_len > 0 (the kernel read it
+ * at mmap time; dev and ino are 0 then), else by dev and ino.
+ */
+struct cpa_map_event {
+	uint64_t seq;
+	uint64_t time_ns; /* CLOCK_REALTIME, the clock of cpa_sample.time_ns */
+	uint64_t start;	  /* MMAP: the range [start, start + len) */
+	uint64_t len;
+	uint64_t pgoff; /* file offset of start, bytes */
+	uint64_t ino;
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t ppid; /* FORK: the parent process */
+	uint32_t kind; /* enum cpa_map_event_kind */
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint32_t prot;	/* PROT_* */
+	uint32_t flags; /* MAP_* */
+	uint16_t path_len;
+	uint8_t build_id_len;
+	uint8_t _pad0[5];
+	uint8_t build_id[CPA_BUILD_ID_MAX];
+	uint8_t _pad1[4];
+};
+_Static_assert(sizeof(struct cpa_map_event) == 112, "cpa_map_event layout");
+
 /*
  * CPA_REC_LOSS: count samples of kind were lost for reason at
  * stage around time_ns. reason is an enum shm_counter of that stage
@@ -215,6 +259,9 @@ enum cpa_unwind_stop {
 	CPA_STOP_ANON, /* JIT/anon region: marker frame */
 	CPA_STOP_BAD,  /* nonsense CFA/RA */
 	CPA_STOP_FP,   /* frame-pointer chain only (no CFI walk) */
+	/* The binary was deleted before unwindd could open it (temporary
+	 * build products): its mapping is known, its unwind table is not. */
+	CPA_STOP_DELETED,
 	CPA_STOP_MAX,
 };
 
@@ -329,6 +376,12 @@ static inline int cpa_rec_frames_ok(const struct cpa_frames *f, uint32_t len)
 }
 
 static inline int cpa_rec_module_ok(const struct cpa_module_def *m, uint32_t len)
+{
+	return len >= sizeof(*m) && sizeof(*m) + (uint64_t)m->path_len <= len &&
+	       m->build_id_len <= CPA_BUILD_ID_MAX;
+}
+
+static inline int cpa_rec_map_ok(const struct cpa_map_event *m, uint32_t len)
 {
 	return len >= sizeof(*m) && sizeof(*m) + (uint64_t)m->path_len <= len &&
 	       m->build_id_len <= CPA_BUILD_ID_MAX;

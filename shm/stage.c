@@ -51,13 +51,15 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 	static const char *const capture[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"samples",	    "bpf_ringbuf_lost", "bpf_no_ustack", "bpf_filtered",
 		"task_events",	    "ustack_bytes",	"offcpu",	 "offcpu_ns",
-		"offcpu_untracked", "probe_skipped",	"ustack_hints",
+		"offcpu_untracked", "probe_skipped",	"ustack_hints",	 "map_events",
+		"map_lost",
 	};
 	static const char *const unwindd[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"frames",      "stop_end",	"stop_no_map",	"stop_no_cfi",	"stop_read",
 		"stop_depth",  "stop_anon",	"stop_bad",	"maps_refresh", "maps_fail",
 		"modules",     "cfi_expr_rows", "fp_deeper",	"cache_evict",	"cache_bytes",
-		"env_skipped", "dump_errors",	"ustack_hints",
+		"env_skipped", "dump_errors",	"ustack_hints", "stop_deleted", "map_events",
+		"hist_hits",
 	};
 	static const char *const symd[SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"lookups",	"hits",	   "misses", "ksyms",	    "bin_open_fail",

@@ -905,6 +905,8 @@ static const char *stop_marker(uint16_t reason)
 		return "[unwind stopped: jit]";
 	case CPA_STOP_BAD:
 		return "[unwind stopped: bad frame]";
+	case CPA_STOP_DELETED:
+		return "[unwind stopped: deleted]";
 	default:
 		return "[unwind stopped: unknown]";
 	}

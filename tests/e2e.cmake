@@ -5,15 +5,17 @@
 # (--oneshot), test_e2e_bench (--bench's CPA lines), test_e2e_offcpu (--offcpu
 # against the workload's measured blocking), test_e2e_faketime (the stages under
 # LD_PRELOAD=libfaketime across a fake midnight; 77 without it), test_e2e_real
-# (Debian's own programs).
+# (Debian's own programs), test_e2e_churn (200 short-lived children and a dlopen/dlclose
+# process: the mapping history).
 cpa_add_test(NAME test_e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_e2e.c ${CMAKE_CURRENT_LIST_DIR}/test_proc.c
   LABELS e2e root TIMEOUT 600 ARGS e2e)
-add_dependencies(test_e2e cpa capture unwindd symd storer cpa-workload cpa-workload-nofp cpa-wl-offcpu)
+add_dependencies(test_e2e cpa capture unwindd symd storer cpa-workload cpa-workload-nofp cpa-wl-offcpu
+  cpa-wl-churn cpawl_dl)
 # the CFI fixture's bigloop mode (6 KB frames 3 deep) for the adaptive stack copy
 include(${CMAKE_SOURCE_DIR}/tests/fixtures/cfi/cfi_fixtures.cmake)
 add_dependencies(test_e2e cfi_fixtures)
 target_compile_definitions(test_e2e PRIVATE CFI_FIXTURE_DIR="${CMAKE_BINARY_DIR}/tests/cfi")
-foreach(group oneshot bench offcpu faketime real)
+foreach(group oneshot bench offcpu faketime real churn)
   add_test(NAME test_e2e_${group} COMMAND test_e2e ${group})
   set_tests_properties(test_e2e_${group} PROPERTIES
     SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "e2e;root"

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,6 +217,8 @@ struct seen {
 	unsigned int pid_samples, pid_kstack, pid_user, pid_user_ok, pid_regs_in_kernel;
 	unsigned int pid_busy_comm, pid_bad_comm, other_pid_samples, foreign_samples;
 	unsigned int exec_seen, exit_seen, degraded;
+	/* The mapping history (CPA_REC_MAP) of the busy child, and of the other one. */
+	unsigned int map_exec, map_mmap_exe, map_other;
 	uint64_t lost_ring_full;
 	char foreign[96]; /* the first foreign sample, for failure messages */
 	uint64_t t_min, t_max;
@@ -302,6 +305,23 @@ static void consume(struct cap_run *cr, struct seen *s, pid_t pid, pid_t other)
 					s->exec_seen++;
 				if (t->pid == (uint32_t)pid && t->kind == CPA_TASK_EXIT)
 					s->exit_seen++;
+			} else if (m[i].type == CPA_REC_MAP) {
+				const struct cpa_map_event *e = m[i].data;
+				const char *path = (const char *)(e + 1);
+
+				ck_assert(cpa_rec_map_ok(e, m[i].len));
+				if (other && e->pid == (uint32_t)other)
+					s->map_other++;
+				if (e->pid != (uint32_t)pid)
+					continue;
+				if (e->kind == CPA_MAP_EXEC)
+					s->map_exec++;
+				/* Its own executable text, as the kernel names it. */
+				if (e->kind == CPA_MAP_MMAP && (e->prot & PROT_EXEC) &&
+				    e->path_len == strlen(self_exe) &&
+				    !memcmp(path, self_exe, e->path_len) &&
+				    (e->build_id_len || e->ino))
+					s->map_mmap_exe++;
 			} else if (m[i].type == CPA_REC_LOSS) {
 				const struct cpa_loss *l = m[i].data;
 
@@ -422,6 +442,9 @@ START_TEST(test_busy_child_sampled)
 	ck_assert_uint_ge(s.pid_fp_ok, s.pid_user * 0.9);
 	ck_assert_uint_eq(s.exec_seen, 1);
 	ck_assert_uint_eq(s.exit_seen, 1);
+	/* The kernel's mapping events: its exec, then its executable mapped. */
+	ck_assert_uint_eq(s.map_exec, 1);
+	ck_assert_uint_ge(s.map_mmap_exe, 1);
 	ck_assert_uint_ge(s.t_min, t0 - 1000000000ull);
 	ck_assert_uint_le(s.t_max, t1 + 1000000000ull);
 	ck_assert_uint_eq(shm_stage__cnt(cr.st, CAP_CNT_SAMPLES), s.samples);
@@ -457,6 +480,9 @@ START_TEST(test_target_pid_only)
 	/* The other busy process was running: the filter saw and dropped it. */
 	ck_assert_uint_ge(shm_stage__cnt(cr.st, CAP_CNT_BPF_FILTERED), FREQ * 1.0 * 0.5);
 	ck_assert_uint_eq(s.exec_seen, 1);
+	/* Mapping events of the target only. */
+	ck_assert_uint_ge(s.map_mmap_exe, 1);
+	ck_assert_uint_eq(s.map_other, 0);
 	shm_arena__free(cr.a);
 }
 END_TEST

@@ -1287,6 +1287,202 @@ END_TEST
  * One case group per argument ("e2e", "oneshot", "bench", "faketime"; none:
  * all), so ctest runs them as tests of their own (tests/e2e.cmake).
  */
+/* ---- short-lived processes: the mapping history (docs/unwindd.md) ---- */
+
+struct churn_stats {
+	long user;     /* samples with user frames */
+	long known;    /* ... whose leaf is in a known module */
+	long entry;    /* ... unwound from _start through main */
+	long loader;   /* ... in the dynamic loader before main */
+	long teardown; /* ... in exit or execve after the address space went: a leaf only */
+	long named;    /* ... through the dlopen'ed library's functions */
+	long kernel;   /* samples with kernel frames only */
+	long shown;    /* lines printed as not unwound to the entry */
+};
+
+static bool frame_is_user(const char *f, size_t n)
+{
+	return n && !(n > 4 && !memcmp(f + n - 4, "_[k]", 4)) && !(n > 2 && !memcmp(f, "<#", 2));
+}
+
+/* Samples of comm (process name) whose pid is not skip_pid. */
+static void churn_stats_of(const char *prof, const char *comm, pid_t skip_pid,
+			   struct churn_stats *st)
+{
+	static const char *const roots[] = {"_start", NULL};
+	const char *line = prof;
+	char skip[64];
+	size_t cl = strlen(comm);
+
+	memset(st, 0, sizeof(*st));
+	snprintf(skip, sizeof(skip), "%s:%d;", comm, skip_pid);
+	while (line && *line) {
+		const char *eol = strchr(line, '\n');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+		char *l = strndup(line, len), *sp, *semi, *f, *leaf = NULL;
+		size_t leaf_n = 0;
+		unsigned int n_user = 0;
+		long count;
+
+		line = eol ? eol + 1 : NULL;
+		sp = strrchr(l, ' ');
+		semi = strchr(l, ';');
+		ck_assert_msg(sp && semi && sp[-1] == ';', "bad folded line '%s'", l);
+		count = strtol(sp + 1, NULL, 10);
+		if (strncmp(l, comm, cl) || l[cl] != ':' || !strncmp(l, skip, strlen(skip))) {
+			free(l);
+			continue;
+		}
+		/* The innermost user frame: the last one that is neither a kernel
+		 * frame nor a marker. */
+		for (f = semi + 1; f < sp; f = strchr(f, ';') + 1) {
+			size_t n = (size_t)(strchr(f, ';') - f);
+
+			if (frame_is_user(f, n)) {
+				leaf = f;
+				leaf_n = n;
+				n_user++;
+			}
+		}
+		if (!leaf) {
+			st->kernel += count;
+			free(l);
+			continue;
+		}
+		st->user += count;
+		if (!memmem(leaf, leaf_n, "[unknown]", 9) && !strstr(l, "<# NO MAP #>"))
+			st->known += count;
+		if ((root_is(semi + 1, roots) && strstr(l, ";main;")) || !strcmp(semi, ";_start; "))
+			st->entry += count;
+		else if (strstr(l, ";_dl_start;") || strstr(l, "[ld-linux"))
+			st->loader += count;
+		/* In exit after exit_mmap, in execve after the old mm went: the
+		 * registers are there, the user stack is not any more. */
+		else if (n_user == 1 &&
+			 (strstr(l, ";do_exit_[k];") || strstr(l, ";__x64_sys_execve_[k];")))
+			st->teardown += count;
+		else if (st->shown++ < 10)
+			fprintf(stderr, "churn: not to the entry: %s\n", l);
+		if (strstr(l, ";wl_dl_work;wl_dl_spin;"))
+			st->named += count;
+		free(l);
+	}
+}
+
+static pid_t churn_start(char *const argv[], int *ret_out)
+{
+	char line[64];
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid = spawn(argv, ret_out);
+
+	while (len < sizeof(line) - 1 && (n = read(*ret_out, line + len, 1)) == 1 &&
+	       line[len] != '\n')
+		len++;
+	line[len] = 0;
+	ck_assert_msg(strncmp(line, "pid ", 4) == 0, "cpa-wl-churn said '%s'", line);
+	return pid;
+}
+
+static char *churn_profile(const char *store, pid_t mon)
+{
+	struct range r;
+
+	sleep(1); /* the last samples through the pipeline */
+	kill(mon, SIGINT);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	show_range(store, &r);
+	return show_all(store, &r);
+}
+
+/*
+ * 200 children of 20-100 ms each (half of them exec'd, all FP-less, in a
+ * shared library), whole machine: nearly every sample of theirs has a known
+ * leaf module and unwinds to their entry, though most of them are gone
+ * before unwindd gets to their samples; and their sample count matches the
+ * CPU time they used.
+ */
+START_TEST(test_e2e_churn_children)
+{
+	const int freq = 99;
+	char *store = store_new(), *prof, *out, exe[1100], *p;
+	char *argv[] = {exe, "--children", "200", NULL};
+	struct churn_stats st;
+	unsigned long long cpu_ns = 0;
+	pid_t mon, wl;
+	double expect;
+	int fd;
+
+	need_root_bpf();
+	path_of(exe, sizeof(exe), "cpa-wl-churn");
+	mon = monitor_start(store, 0, freq, 0);
+	sleep(2); /* stages up and sampling */
+	wl = churn_start(argv, &fd);
+	out = slurp_fd(fd);
+	ck_assert_int_eq(wait_exit(wl, NULL), 0);
+	p = strstr(out, "children 200 ");
+	ck_assert_ptr_nonnull(p);
+	cpu_ns = strtoull(p + 13, NULL, 10);
+	prof = churn_profile(store, mon);
+	churn_stats_of(prof, "cpa-wl-churn", wl, &st);
+
+	expect = freq * (double)cpu_ns / 1e9;
+	fprintf(stderr,
+		"churn: children cpu %.2fs, expected %.0f samples, got %ld user + %ld kernel-only; "
+		"known leaf %ld, from _start through main %ld, in the loader %ld, in exit/exec "
+		"teardown %ld\n",
+		(double)cpu_ns / 1e9, expect, st.user, st.kernel, st.known, st.entry, st.loader,
+		st.teardown);
+	ck_assert_msg(st.user + st.kernel >= 0.7 * expect && st.user + st.kernel <= 1.3 * expect,
+		      "children's samples %ld not within 30%% of %.0f", st.user + st.kernel,
+		      expect);
+	ck_assert_msg(st.known >= 0.99 * st.user, "only %ld of %ld samples have a known leaf",
+		      st.known, st.user);
+	ck_assert_msg(st.entry + st.loader >= 0.99 * (st.user - st.teardown),
+		      "only %ld (+ %ld in the loader) of %ld samples unwind to the entry", st.entry,
+		      st.loader, st.user - st.teardown);
+	free(out);
+	free(prof);
+	free(store);
+}
+END_TEST
+
+/*
+ * A process that dlopen()s a library, works in it, dlclose()s it and exits,
+ * five times: the samples name the library's functions, though the library
+ * was unmapped (and the process gone) by the time they were resolved.
+ */
+START_TEST(test_e2e_dlopen_dlclose)
+{
+	char *store = store_new(), *prof, exe[1100], lib[1100];
+	char *argv[] = {exe, "--dlopen", lib, "--ms", "150", NULL};
+	struct churn_stats st;
+	pid_t mon;
+
+	need_root_bpf();
+	path_of(exe, sizeof(exe), "cpa-wl-churn");
+	path_of(lib, sizeof(lib), "../lib/libcpawl-dl.so");
+	mon = monitor_start(store, 0, 99, 0);
+	sleep(2);
+	for (int i = 0; i < 5; i++) {
+		int fd;
+		pid_t wl = churn_start(argv, &fd);
+
+		free(slurp_fd(fd));
+		ck_assert_int_eq(wait_exit(wl, NULL), 0);
+	}
+	prof = churn_profile(store, mon);
+	churn_stats_of(prof, "cpa-wl-churn", 0, &st);
+	fprintf(stderr, "dlopen: %ld user samples, %ld through wl_dl_work -> wl_dl_spin\n", st.user,
+		st.named);
+	ck_assert_int_gt(st.user, 0);
+	ck_assert_msg(st.named >= 0.9 * st.user, "only %ld of %ld samples name the library",
+		      st.named, st.user);
+	free(prof);
+	free(store);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
@@ -1315,6 +1511,8 @@ int main(int argc, char **argv)
 		/* Debian's programs nobody here wrote. */
 		{"real", 300, {test_e2e_real_programs, test_e2e_real_big_frames}},
 		{"faketime", 180, {test_faketime_midnight}},
+		/* Short-lived processes: the mapping history. */
+		{"churn", 180, {test_e2e_churn_children, test_e2e_dlopen_dlclose}},
 	};
 	Suite *s;
 

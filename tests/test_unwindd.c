@@ -491,7 +491,7 @@ START_TEST(test_fixture_proc_exec_exit)
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
 
 	/* exit: still resolves inside the grace period, never re-read, then gone. */
-	ucache__task_exit(c, FIX_PID, now + 10);
+	ucache__task_exit(c, FIX_PID, now + 10, now + 10);
 	ck_assert_int_eq(ucache__find(c, p, 0x401234, now + 20, &l), 0);
 	ck_assert_int_eq(ucache__find(c, p, 0x999999, now + 10 * NSEC_PER_SEC, &l), -ENOENT);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
@@ -640,11 +640,12 @@ START_TEST(test_neg_cache_new_library)
 END_TEST
 
 /* A binary first seen in a process that is already gone (its /proc entry
- * cannot open the file) is identified later from a live one, and its
+ * cannot open the file, and the path does not exist in our own root either:
+ * another mount namespace) is identified later from a live one, and its
  * definition is marked for re-sending. */
 START_TEST(test_identify_retry_from_live_process)
 {
-	char dir[] = "/tmp/cpa-unw-proc-XXXXXX", path[256], line[1400], cmd[300];
+	char dir[] = "/tmp/cpa-unw-proc-XXXXXX", path[256], line[1400], cmd[600], prog[300];
 	const char *exe = self_exe();
 	uint8_t want[ELFID_MAX];
 	uint64_t now = 1000 * NSEC_PER_SEC;
@@ -656,10 +657,17 @@ START_TEST(test_identify_retry_from_live_process)
 	int i, wn;
 	FILE *f;
 
-	ck_assert_int_eq(stat(exe, &sb), 0);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
+	/* The program as pid 2's root shows it, at a path ours does not have. */
+	snprintf(path, sizeof(path), "%s/rootfs", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(prog, sizeof(prog), "%s/rootfs/cpa-unw-prog", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", exe, prog);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(stat(prog, &sb), 0);
 	snprintf(line, sizeof(line), "400000-500000 r-xp 00000000 %02x:%02x %llu %s\n",
-		 major(sb.st_dev), minor(sb.st_dev), (unsigned long long)sb.st_ino, exe);
+		 major(sb.st_dev), minor(sb.st_dev), (unsigned long long)sb.st_ino,
+		 "/cpa-unw-prog");
 	for (i = 1; i <= 2; i++) {
 		snprintf(path, sizeof(path), "%s/%d", dir, i);
 		ck_assert_int_eq(mkdir(path, 0700), 0);
@@ -669,9 +677,10 @@ START_TEST(test_identify_retry_from_live_process)
 		fputs(line, f);
 		fclose(f);
 	}
-	/* pid 2 is "alive": its root/ shows the file system. */
+	/* pid 2 is "alive": its root/ shows its file system. */
 	snprintf(path, sizeof(path), "%s/2/root", dir);
-	ck_assert_int_eq(symlink("/", path), 0);
+	snprintf(cmd, sizeof(cmd), "%s/rootfs", dir);
+	ck_assert_int_eq(symlink(cmd, path), 0);
 
 	c = cache_new(dir, 100 * 1000000ull, NULL);
 	p = ucache__proc(c, 1, now);
@@ -687,7 +696,7 @@ START_TEST(test_identify_retry_from_live_process)
 	ck_assert(b->identified);
 	ck_assert(!b->def_sent);
 	ck_assert_uint_eq(b->def_pid, 2);
-	wn = readelf_build_id(exe, want, ELFID_MAX);
+	wn = readelf_build_id(prog, want, ELFID_MAX);
 	if (wn > 0) {
 		ck_assert_int_eq(b->build_id_len, wn);
 		ck_assert_mem_eq(b->build_id, want, (size_t)wn);
@@ -719,7 +728,7 @@ START_TEST(test_cache_cap_evicts)
 	ck_assert_int_eq(ucache__find(c, p, 0x401234, now, &l), 0);
 	ck_assert_int_eq(ucache__nr_bins(c), 3);
 	/* Referenced binaries stay while their process is cached ... */
-	ucache__task_exit(c, FIX_PID, now);
+	ucache__task_exit(c, FIX_PID, now, now);
 	ucache__sweep(c, now + 2 * NSEC_PER_SEC);
 	/* ... and once it is gone, nothing refers to them: evicted. */
 	ck_assert_int_eq(ucache__nr_procs(c), 0);
@@ -1144,7 +1153,7 @@ START_TEST(test_stage_tick_clock_before_batch)
 	unwindd__tick(e.u, before);
 	ck_assert_ptr_nonnull(ucache__proc_peek(unwindd__cache(e.u), FIX_PID));
 	unwindd__sweep_next_tick(e.u); /* sweep again on the next tick */
-	ucache__task_exit(unwindd__cache(e.u), FIX_PID, unwindd__now(e.u));
+	ucache__task_exit(unwindd__cache(e.u), FIX_PID, unwindd__now(e.u), unwindd__now(e.u));
 	unwindd__tick(e.u, before);
 	ck_assert_ptr_nonnull(ucache__proc_peek(unwindd__cache(e.u), FIX_PID));
 

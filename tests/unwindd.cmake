@@ -15,3 +15,7 @@ cpa_add_test(NAME test_unwindd_cfi SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_unwind
 cpa_add_test(NAME test_unwindd_features SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_unwindd_features.c
   LIBS cpa_unwindd LABELS unwindd TIMEOUT 120)
 add_dependencies(test_unwindd_features unwindd cpa-unwind-replay)
+
+# The mapping history (maphist) and ucache fed the kernel's mapping events.
+cpa_add_test(NAME test_maphist SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_maphist.c
+  LIBS cpa_unwindd LABELS unwindd)

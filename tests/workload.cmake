@@ -43,3 +43,25 @@ target_compile_options(cpa-wl-offcpu PRIVATE -O2 -fomit-frame-pointer
 target_include_directories(cpa-wl-offcpu PRIVATE ${CMAKE_SOURCE_DIR})
 target_link_libraries(cpa-wl-offcpu PRIVATE Threads::Threads)
 cpa_profiled_program(cpa-wl-offcpu)
+
+# cpa-wl-churn: short-lived children (fork and fork+exec) working in the
+# FP-less shared library, and a process that dlopen()s libcpawl-dl, works in
+# it and dlclose()s it before it exits: the mapping history's e2e tests.
+add_library(cpawl_dl SHARED ${CMAKE_CURRENT_LIST_DIR}/workload/wl_lib.c)
+target_compile_options(cpawl_dl PRIVATE -O2 -fomit-frame-pointer -fasynchronous-unwind-tables
+  -fno-inline -fno-optimize-sibling-calls)
+target_compile_definitions(cpawl_dl PRIVATE WL_DL)
+set_target_properties(cpawl_dl PROPERTIES OUTPUT_NAME cpawl-dl
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+add_executable(cpa-wl-churn ${CMAKE_CURRENT_LIST_DIR}/workload/churn.c)
+target_compile_options(cpa-wl-churn PRIVATE -O2 -fomit-frame-pointer -fasynchronous-unwind-tables
+  -fno-inline -fno-optimize-sibling-calls)
+target_include_directories(cpa-wl-churn PRIVATE ${CMAKE_CURRENT_LIST_DIR}/workload)
+# Bound at load (-z now): no lazy PLT resolution in every forked child, whose
+# _dl_runtime_resolve xsave frames are a stack-copy matter, not a mapping one.
+target_link_libraries(cpa-wl-churn PRIVATE cpawl_nofp ${CMAKE_DL_LIBS})
+target_link_options(cpa-wl-churn PRIVATE -Wl,-z,now)
+set_target_properties(cpa-wl-churn PROPERTIES BUILD_RPATH ${CMAKE_BINARY_DIR}/lib)
+add_dependencies(cpa-wl-churn cpawl_dl)
+cpa_profiled_program(cpawl_dl)
+cpa_profiled_program(cpa-wl-churn)

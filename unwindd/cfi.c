@@ -998,6 +998,33 @@ static void builder_done(struct builder *b)
 	free(b->expr);
 }
 
+/*
+ * The ELF entry point is the outermost frame by definition (the kernel jumps
+ * there with nothing to return to), but not every entry has an FDE saying so:
+ * Debian's ld.so `_start` (`mov %rsp,%rdi; call _dl_start`) has none, so every
+ * sample in the loader ended "no cfi" one frame short. A row "return address
+ * undefined" over its first 16 bytes, below every FDE (the last priority): an
+ * FDE that covers the entry still wins.
+ */
+static int entry_row(struct builder *b, Elf *e)
+{
+	struct state s = {.cfa_kind = CFI_CFA_REG, .cfa_reg = DW_RSP, .cfa_off = 8};
+	uint64_t off, seg_end;
+	GElf_Ehdr eh;
+
+	if (!gelf_getehdr(e, &eh) || !eh.e_entry || !vaddr_to_off(b, eh.e_entry, &off, &seg_end))
+		return 0;
+	/* Rows are clipped by start in finish(), not by priority: only where
+	 * no FDE reaches. Once per table: a plain scan. */
+	for (size_t i = 0; i < b->n_rows; i++)
+		if (b->rows[i].start < off + 16 && off < b->rows[i].end)
+			return 0;
+	for (int i = 0; i < CFI_S_NR; i++)
+		s.rk[i] = CFI_R_SAME;
+	s.rk[CFI_S_RA] = CFI_R_UNDEF;
+	return emit_row(b, eh.e_entry, eh.e_entry + 16, &s, false);
+}
+
 int cfi_table__build(int elf_fd, int debug_fd, struct cfi_table **ret)
 {
 	_cleanup_(elf_endp) Elf *e = NULL;
@@ -1039,6 +1066,11 @@ int cfi_table__build(int elf_fd, int debug_fd, struct cfi_table **ret)
 		if (r < 0)
 			goto out;
 		any = true;
+	}
+	if (any) {
+		r = entry_row(&b, e);
+		if (r < 0)
+			goto out;
 	}
 	r = any ? finish(&b, ret) : -ENODATA;
 out:

@@ -40,9 +40,10 @@
 #include "unwindd.h"
 
 static const char *const stop_names[CPA_STOP_MAX] = {
-	[CPA_STOP_NONE] = "none",     [CPA_STOP_END] = "end",	[CPA_STOP_NO_MAP] = "no_map",
-	[CPA_STOP_NO_CFI] = "no_cfi", [CPA_STOP_READ] = "read", [CPA_STOP_DEPTH] = "depth",
-	[CPA_STOP_ANON] = "anon",     [CPA_STOP_BAD] = "bad",	[CPA_STOP_FP] = "fp",
+	[CPA_STOP_NONE] = "none",	[CPA_STOP_END] = "end",	  [CPA_STOP_NO_MAP] = "no_map",
+	[CPA_STOP_NO_CFI] = "no_cfi",	[CPA_STOP_READ] = "read", [CPA_STOP_DEPTH] = "depth",
+	[CPA_STOP_ANON] = "anon",	[CPA_STOP_BAD] = "bad",	  [CPA_STOP_FP] = "fp",
+	[CPA_STOP_DELETED] = "deleted",
 };
 
 struct rsym {

@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: MIT
 #include "ucache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "elfid.h"
@@ -24,7 +28,9 @@
 #define REFRESH_MAX_NS (5 * IDENT_RETRY_NS)    /* default cap of the backed-off throttle */
 #define NEG_TTL_NS     (30 * IDENT_RETRY_NS)   /* default trust in a known-missing page */
 #define NEG_PAGE_SHIFT 12
-#define MISS_LEVEL_MAX 30 /* cap >> level stays meaningful */
+#define MISS_LEVEL_MAX 30		    /* cap >> level stays meaningful */
+#define BIDS_SLOTS     1024		    /* build-id table: chains are fine past this */
+#define HIST_GRACE_NS  (5 * IDENT_RETRY_NS) /* floor of the history's grace */
 
 /* An unwind table shared by every binary with the same build-id (the same
  * libc in twenty containers is parsed once). */
@@ -57,6 +63,12 @@ struct ucache {
 
 	struct ucfi *cfis;
 	uint64_t bytes;
+
+	/* The mapping history (maphist.h), the binaries named by a build-id
+	 * in mapping events, and the newest time_ns seen (the history's now). */
+	struct maphist *mh;
+	struct ubin *bids[BIDS_SLOTS];
+	uint64_t hist_now;
 
 	/* Scratch for maps reads and parsing; reused so a refresh allocates
 	 * only when a process grows. */
@@ -267,6 +279,16 @@ static void bin_free(struct ucache *c, struct ubin *b)
 			break;
 		}
 	}
+	if (b->in_bids) {
+		struct ubin **bp = &c->bids[hash64(b->build_id, b->build_id_len) % BIDS_SLOTS];
+
+		for (; *bp; bp = &(*bp)->bnext) {
+			if (*bp == b) {
+				*bp = b->bnext;
+				break;
+			}
+		}
+	}
 	bin_drop_cfi(c, b);
 	c->bytes -= sizeof(*b) + b->path_len + 1;
 	c->n_bins--;
@@ -296,11 +318,27 @@ static int bin_open(struct ucache *c, const struct ubin *b, uint32_t pid, uint64
 	    (int)sizeof(path))
 		return -ENAMETOOLONG;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && b->path[0] == '/')
+		/* The process is gone (its /proc/PID with it): the path as we
+		 * see it, checked to be the same file below. */
+		fd = open(b->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_ino != b->ino) {
-		close(fd);
-		return -ESTALE;
+	if (b->dev || !b->ino) {
+		if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_ino != b->ino) {
+			close(fd);
+			return -ESTALE;
+		}
+	} else {
+		/* Known by build-id only (dev 0): the same build-id or nothing. */
+		uint8_t bid[CPA_BUILD_ID_MAX];
+		uint8_t n = 0;
+
+		if (elfid__from_fd(fd, bid, &n) < 0 || n != b->build_id_len ||
+		    memcmp(bid, b->build_id, n) != 0) {
+			close(fd);
+			return -ESTALE;
+		}
 	}
 	return fd;
 }
@@ -405,24 +443,20 @@ static int umap_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int ucache__refresh(struct ucache *c, struct uproc *p, uint64_t now_ns)
+/* The executable mappings of pid's /proc/PID/maps into c->tmp (sorted by
+ * start; binaries looked up but no references taken): how many, or -errno. */
+static int maps_parse(struct ucache *c, uint32_t pid)
 {
 	struct procmaps_entry e;
 	const char *pos, *end;
-	uint32_t n = 0, i;
+	uint32_t n = 0;
 	bool sorted = true;
 	size_t len = 0;
 	int r;
 
-	p->refresh_ns = now_ns ? now_ns : 1;
-	p->read_failed = true; /* until the new list is in place */
-	cnt(c, UNW_CNT_MAPS_REFRESH, 1);
-	r = maps_read(c, p->pid, &len);
-	if (r < 0) {
-		cnt(c, UNW_CNT_MAPS_FAIL, 1);
+	r = maps_read(c, pid, &len);
+	if (r < 0)
 		return r;
-	}
-
 	pos = c->buf;
 	end = c->buf + len;
 	while ((r = procmaps__next(&pos, end, &e)) != 0) {
@@ -468,6 +502,24 @@ int ucache__refresh(struct ucache *c, struct uproc *p, uint64_t now_ns)
 	}
 	if (!sorted)
 		qsort(c->tmp, n, sizeof(*c->tmp), umap_cmp);
+	return (int)n;
+}
+
+int ucache__refresh(struct ucache *c, struct uproc *p, uint64_t now_ns)
+{
+	uint32_t n, i;
+	int r;
+
+	p->refresh_ns = now_ns ? now_ns : 1;
+	p->read_failed = true; /* until the new list is in place */
+	cnt(c, UNW_CNT_MAPS_REFRESH, 1);
+	r = maps_parse(c, p->pid);
+	if (r < 0) {
+		if (r != -ENOMEM)
+			cnt(c, UNW_CNT_MAPS_FAIL, 1);
+		return r;
+	}
+	n = (uint32_t)r;
 
 	/* New references first: a binary in both the old and the new list never
 	 * drops to zero references in between. */
@@ -526,9 +578,19 @@ static const struct umap *proc_lookup(struct uproc *p, uint64_t pc)
 static int find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns,
 		uint64_t throttle_ns, struct uloc *ret)
 {
-	const struct umap *m = proc_lookup(p, pc);
+	const struct umap *m = NULL;
 	struct ubin *b = NULL;
 
+	/* The mappings in force when the sample was taken, if the kernel told us. */
+	if (p->sample_ns) {
+		if (unlikely(p->sample_ns > c->hist_now))
+			c->hist_now = p->sample_ns; /* the sweep's clock, with the events' */
+		m = maphist__find(c->mh, p->pid, pc, p->sample_ns);
+		if (m)
+			cnt(c, UNW_CNT_HIST_HITS, 1);
+	}
+	if (!m)
+		m = proc_lookup(p, pc);
 	if (unlikely(!m)) {
 		/* A miss means a dlopen, an exec we did not hear of, or a bad pc
 		 * (end of a stack, garbage return address, vanished JIT code).
@@ -649,6 +711,8 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 				return NULL;
 		} else if (b->mod_kind == CPA_MOD_FILE) {
 			fd = bin_open(c, b, p->pid, loc->map->start, loc->map->end);
+			/* Not there by any name, or another file there now: deleted. */
+			b->gone = fd == -ENOENT || fd == -ESTALE;
 			if (fd < 0) {
 				/* This process is gone; another one may still map it. */
 				b->cfi_retry_ns = p->last_use + IDENT_RETRY_NS;
@@ -703,10 +767,11 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 
 /* ---- task events ---- */
 
-void ucache__task_exit(struct ucache *c, uint32_t pid, uint64_t now_ns)
+void ucache__task_exit(struct ucache *c, uint32_t pid, uint64_t now_ns, uint64_t time_ns)
 {
 	struct uproc *p = ucache__proc_peek(c, pid);
 
+	maphist__exit(c->mh, pid, time_ns);
 	if (p && !p->dead_ns)
 		p->dead_ns = now_ns ? now_ns : 1;
 }
@@ -722,6 +787,167 @@ void ucache__task_exec(struct ucache *c, uint32_t pid)
 	neg_clear(p);
 	p->refresh_ns = 0;
 	p->dead_ns = 0;
+}
+
+/* ---- the mapping history ---- */
+
+static void hist_ref(void *ctx, struct ubin *b, int delta)
+{
+	(void)ctx;
+	b->refs += (uint32_t)delta;
+}
+
+static struct ubin **bid_slot(struct ucache *c, const uint8_t *bid, uint8_t len)
+{
+	return &c->bids[hash64(bid, len) % BIDS_SLOTS];
+}
+
+static struct ubin *bid_find(struct ucache *c, const uint8_t *bid, uint8_t len)
+{
+	struct ubin *b;
+
+	for (b = *bid_slot(c, bid, len); b; b = b->bnext)
+		if (b->build_id_len == len && !memcmp(b->build_id, bid, len))
+			return b;
+	return NULL;
+}
+
+/*
+ * The binary of a mapping event. By dev and inode when the kernel gave
+ * them; by build-id otherwise: a build-id seen before names its binary
+ * without a syscall, a new one is looked up by path (stat) so that it is
+ * the same binary as /proc shows, or, when the path is gone already, kept
+ * under a key of its own (dev 0) and opened by path + build-id check.
+ */
+static struct ubin *bin_of_event(struct ucache *c, const struct cpa_map_event *ev, const char *path)
+{
+	struct procmaps_entry e = {
+		.path = path,
+		.path_len = ev->path_len,
+		.dev = makedev(ev->dev_major, ev->dev_minor),
+		.ino = ev->ino,
+	};
+	char buf[PATH_MAX];
+	struct stat sb;
+	struct ubin *b;
+
+	if (!ev->build_id_len)
+		return bin_get(c, &e);
+	b = bid_find(c, ev->build_id, ev->build_id_len);
+	if (b)
+		return b;
+	e.dev = 0;
+	e.ino = hash64(ev->build_id, ev->build_id_len) | 1ull << 63;
+	if (ev->path_len < sizeof(buf) - 64) {
+		int n = snprintf(buf, sizeof(buf), "%s/%u/root", c->proc_root, ev->pid);
+
+		memcpy(buf + n, path, ev->path_len);
+		buf[n + ev->path_len] = '\0';
+		if (stat(buf, &sb) == 0 || stat(buf + n, &sb) == 0) {
+			e.dev = sb.st_dev;
+			e.ino = sb.st_ino;
+		}
+	}
+	b = bin_get(c, &e);
+	if (!b)
+		return NULL;
+	if (b->build_id_len && (b->build_id_len != ev->build_id_len ||
+				memcmp(b->build_id, ev->build_id, ev->build_id_len))) {
+		/* The path holds another build now (rebuilt since): key it apart. */
+		e.dev = 0;
+		e.ino = hash64(ev->build_id, ev->build_id_len) | 1ull << 63;
+		b = bin_get(c, &e);
+		if (!b)
+			return NULL;
+	}
+	if (!b->identified || !b->build_id_len) {
+		memcpy(b->build_id, ev->build_id, ev->build_id_len);
+		b->build_id_len = ev->build_id_len;
+		b->identified = true;
+		b->def_sent = false;
+		b->def_pid = ev->pid;
+		b->def_start = ev->start;
+		b->def_end = ev->start + ev->len;
+	}
+	if (!b->in_bids) {
+		struct ubin **slot = bid_slot(c, b->build_id, b->build_id_len);
+
+		b->bnext = *slot;
+		*slot = b;
+		b->in_bids = true;
+	}
+	return b;
+}
+
+static bool path_is(const char *path, uint32_t len, const char *lit)
+{
+	return len == strlen(lit) && !memcmp(path, lit, len);
+}
+
+int ucache__map_event(struct ucache *c, const struct cpa_map_event *ev, const char *path)
+{
+	struct umap m = {0};
+
+	if (ev->time_ns > c->hist_now)
+		c->hist_now = ev->time_ns;
+	switch (ev->kind) {
+	case CPA_MAP_EXEC:
+		return maphist__exec(c->mh, ev->pid, ev->time_ns);
+	case CPA_MAP_FORK:
+		return maphist__fork(c->mh, ev->pid, ev->ppid, ev->time_ns);
+	case CPA_MAP_MMAP:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (!ev->len || ev->start + ev->len < ev->start)
+		return -EINVAL;
+	m.start = ev->start;
+	m.end = ev->start + ev->len;
+	m.pgoff = ev->pgoff;
+	if (path_is(path, ev->path_len, "[vdso]")) {
+		m.kind = UMAP_VDSO;
+	} else if (path_is(path, ev->path_len, "[vsyscall]")) {
+		m.kind = UMAP_VSYSCALL;
+	} else if (!ev->path_len || path[0] != '/' ||
+		   (ev->path_len >= 6 && !memcmp(path, "//anon", 6)) ||
+		   (!ev->build_id_len && !ev->ino)) {
+		/* "//anon", "[heap]", "[anon:...]": JIT-ish memory. */
+		m.kind = UMAP_ANON;
+	} else {
+		m.kind = UMAP_FILE;
+		m.bin = bin_of_event(c, ev, path);
+		if (!m.bin)
+			m.kind = UMAP_ANON; /* out of memory: still resolves, as anon */
+	}
+	return maphist__mmap(c->mh, ev->pid, ev->time_ns, &m);
+}
+
+/* Every process's executable mappings as of now, in force since forever:
+ * processes that exist at start have no mapping events before their exit. */
+static void hist_seed(struct ucache *c)
+{
+	DIR *d = opendir(c->proc_root);
+	struct dirent *de;
+	uint32_t procs = 0;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+		int n, i;
+
+		if (*end || !pid || pid > UINT32_MAX)
+			continue;
+		n = maps_parse(c, (uint32_t)pid);
+		for (i = 0; i < n; i++)
+			if (maphist__mmap(c->mh, (uint32_t)pid, 0, &c->tmp[i]) < 0)
+				break;
+		procs += n > 0;
+	}
+	closedir(d);
+	log_debug("mapping history seeded from %u processes", procs);
 }
 
 /* ---- sweep and eviction ---- */
@@ -822,6 +1048,9 @@ void ucache__sweep(struct ucache *c, uint64_t now_ns)
 				proc_free(c, p);
 		}
 	}
+	/* Samples trail their mapping events by up to a poll or two: keep an
+	 * ended mapping a little longer than queued samples can be old. */
+	maphist__sweep(c->mh, c->hist_now, MAX(c->o.dead_grace_ns, HIST_GRACE_NS));
 	if (c->o.max_bytes && c->bytes > c->o.max_bytes)
 		evict(c);
 	c->last_sweep_ns = now_ns;
@@ -854,7 +1083,12 @@ uint32_t ucache__next_id(const struct ucache *c)
 
 uint64_t ucache__bytes(const struct ucache *c)
 {
-	return c->bytes;
+	return c->bytes + maphist__bytes(c->mh);
+}
+
+struct maphist *ucache__history(const struct ucache *c)
+{
+	return c->mh;
 }
 
 uint32_t ucache__nr_procs(const struct ucache *c)
@@ -920,6 +1154,13 @@ int ucache__new(const struct ucache_opts *o, struct ucache **ret)
 	c->vsyscall.path_len = 10;
 	c->vsyscall.id = ++c->next_id;
 	vdso_find(c);
+	r = maphist__new(hist_ref, c, &c->mh);
+	if (r < 0) {
+		ucache__free(c);
+		return r;
+	}
+	if (o->seed)
+		hist_seed(c);
 	*ret = c;
 	return 0;
 }
@@ -930,6 +1171,8 @@ void ucache__free(struct ucache *c)
 
 	if (!c)
 		return;
+	/* Its entries hold references to the binaries: gone first. */
+	maphist__free(c->mh);
 	if (c->procs) {
 		for (i = 0; i <= c->procs_mask; i++)
 			while (c->procs[i])

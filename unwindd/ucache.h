@@ -16,6 +16,12 @@
  * first time one of its pcs is resolved, from the process that hit it, so
  * the module definition names a process that is alive right then.
  *
+ * The kernel's mapping events (CPA_REC_MAP) feed a per-process history with
+ * timestamps (maphist.h), seeded from /proc at start: a pc is looked up
+ * there first, at the sample's time (uproc.sample_ns), so a process that is
+ * gone by then still resolves; /proc/PID/maps is the fallback for pcs the
+ * history does not hold (a pid seen before any of its events).
+ *
  * Memory is capped (opts.max_bytes): ucache__sweep() evicts least recently
  * used unwind tables and unreferenced binaries first, then idle processes.
  * Lookups never allocate once a process's maps are cached.
@@ -27,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "maphist.h"
 #include "shm/records.h"
 #include "shm/stage.h"
 
@@ -35,6 +42,7 @@ struct ucfi;
 
 struct ubin {
 	struct ubin *hnext;
+	struct ubin *bnext; /* chain of the build-id table */
 	uint64_t dev;
 	uint64_t ino;
 	char *path; /* as the first process that mapped it sees it */
@@ -47,6 +55,8 @@ struct ubin {
 	bool identified;	 /* build-id read (or the file has none) */
 	bool def_sent;		 /* MODULE record emitted in this epoch (as it is now) */
 	bool cfi_tried;		 /* table build attempted: no retry */
+	bool gone;		 /* no way left to open it: deleted (or replaced) */
+	bool in_bids;		 /* in the build-id table */
 	uint64_t ident_retry_ns; /* open failed (process gone): next try not before */
 	uint64_t cfi_retry_ns;
 	uint8_t build_id_len;
@@ -55,22 +65,6 @@ struct ubin {
 	uint64_t def_start;
 	uint64_t def_end;
 	struct ucfi *cfi; /* shared unwind table, NULL until built */
-};
-
-enum umap_kind {
-	UMAP_FILE,
-	UMAP_ANON,
-	UMAP_VDSO,
-	UMAP_VSYSCALL,
-};
-
-struct umap {
-	uint64_t start;
-	uint64_t end;
-	uint64_t pgoff;
-	struct ubin *bin; /* UMAP_FILE only */
-	uint32_t kind;	  /* enum umap_kind */
-	uint32_t _pad;
 };
 
 /* Pages per process known to be in no executable mapping as of refresh_ns. */
@@ -86,6 +80,9 @@ struct uproc {
 	uint64_t refresh_ns; /* last maps read; 0 = never (or invalidated by exec) */
 	uint64_t last_use;
 	uint64_t dead_ns; /* exit seen at this time; 0 = alive */
+	/* time_ns of the sample being resolved: the history's lookup time
+	 * (0 = none: /proc only). Set by the caller before its finds. */
+	uint64_t sample_ns;
 	/* Negative cache: pc >> 12 of pages that missed a read. Every re-read
 	 * keeps only those that still miss, so all of them hold as of refresh_ns. */
 	uint64_t neg[UCACHE_NEG_SLOTS];
@@ -123,6 +120,7 @@ struct ucache_opts {
 	uint64_t dead_grace_ns;	 /* keep an exited pid's maps this long */
 	uint64_t idle_ns;	 /* forget pids without samples this long */
 	const char *proc_root;	 /* "/proc"; tests point it at fixtures */
+	bool seed;		 /* seed the history from every process in proc_root */
 	struct shm_stage *st;	 /* counters, may be NULL */
 };
 
@@ -160,10 +158,15 @@ int ucache__refresh(struct ucache *c, struct uproc *p, uint64_t now_ns);
  * build-id), or NULL when there is none or unwindd was built without CFI. */
 const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const struct uloc *loc);
 
-/* exit: keep the maps dead_grace_ns for samples still queued, then free.
- * exec: forget the maps; the next sample re-reads them. */
-void ucache__task_exit(struct ucache *c, uint32_t pid, uint64_t now_ns);
+/* exit: keep the maps dead_grace_ns for samples still queued, then free
+ * (now_ns: the caller's clock; time_ns: the exit's, the samples' clock).
+ * exec: forget the /proc maps; the next sample re-reads them (the history
+ * follows the CPA_MAP_EXEC event instead, which is earlier). */
+void ucache__task_exit(struct ucache *c, uint32_t pid, uint64_t now_ns, uint64_t time_ns);
 void ucache__task_exec(struct ucache *c, uint32_t pid);
+
+/* One mapping event into the history: 0, -EINVAL (malformed), -ENOMEM. */
+int ucache__map_event(struct ucache *c, const struct cpa_map_event *ev, const char *path);
 
 /* Reap dead and idle processes, then evict down to the cap. */
 void ucache__sweep(struct ucache *c, uint64_t now_ns);
@@ -175,6 +178,8 @@ void ucache__epoch_reset(struct ucache *c);
 uint32_t ucache__next_id(const struct ucache *c);
 
 uint64_t ucache__bytes(const struct ucache *c);
+/* The mapping history (tests, dumps). */
+struct maphist *ucache__history(const struct ucache *c);
 uint32_t ucache__nr_procs(const struct ucache *c);
 uint32_t ucache__nr_bins(const struct ucache *c);
 

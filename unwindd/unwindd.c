@@ -304,6 +304,7 @@ int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8
 struct live_find {
 	struct unwindd *u;
 	struct uproc *p;
+	bool last_gone; /* the last pc found is in a binary we cannot open */
 };
 
 static void dump_note_bin(struct unwindd *u, struct ubin *b)
@@ -328,10 +329,13 @@ static int live_find(void *ctx, uint64_t pc, unsigned int how, struct unw_loc *r
 
 	if (r < 0)
 		return -ENOENT;
+	w->last_gone = false;
 	touch(u, l.bin);
 	if (unlikely(u->dumping) && l.bin)
 		dump_note_bin(u, l.bin);
 	ret->table = how & UNWINDD_FIND_TABLE ? ucache__cfi(u->cache, w->p, &l) : NULL;
+	if (!ret->table && l.bin && l.bin->gone)
+		w->last_gone = true;
 	ret->file_off = l.file_off;
 	ret->module_id = l.module_id;
 	ret->flags = l.flags;
@@ -399,6 +403,8 @@ static void ucopy_learn(struct unwindd *u, struct uproc *p, const struct cpa_sam
 		ucopy_send(u, p, want);
 }
 
+static bool stop_is_partial(int stop);
+
 static int unwind_user(struct unwindd *u, struct uproc *p, const struct sample_view *v,
 		       unsigned int *ret_n)
 {
@@ -411,6 +417,10 @@ static int unwind_user(struct unwindd *u, struct uproc *p, const struct sample_v
 			       &top);
 	if (fp_deeper)
 		cnt(u, UNW_CNT_FP_DEEPER, 1);
+	/* Stopped in a binary deleted before we could read its unwind table:
+	 * its own reason, not a walk that went wrong. */
+	if (w.last_gone && stop_is_partial(stop))
+		stop = CPA_STOP_DELETED;
 	ucopy_learn(u, p, &v->s, stop, top);
 	return stop;
 }
@@ -421,7 +431,7 @@ static void count_stop(struct unwindd *u, int stop)
 		[CPA_STOP_END] = UNW_CNT_STOP_END,	 [CPA_STOP_NO_MAP] = UNW_CNT_STOP_NO_MAP,
 		[CPA_STOP_NO_CFI] = UNW_CNT_STOP_NO_CFI, [CPA_STOP_READ] = UNW_CNT_STOP_READ,
 		[CPA_STOP_DEPTH] = UNW_CNT_STOP_DEPTH,	 [CPA_STOP_ANON] = UNW_CNT_STOP_ANON,
-		[CPA_STOP_BAD] = UNW_CNT_STOP_BAD,
+		[CPA_STOP_BAD] = UNW_CNT_STOP_BAD,	 [CPA_STOP_DELETED] = UNW_CNT_STOP_DELETED,
 	};
 
 	if (stop > 0 && stop < CPA_STOP_MAX && idx[stop])
@@ -436,6 +446,7 @@ static bool stop_is_partial(int stop)
 	case CPA_STOP_READ:
 	case CPA_STOP_DEPTH:
 	case CPA_STOP_BAD:
+	case CPA_STOP_DELETED:
 		return true;
 	default:
 		return false;
@@ -726,6 +737,8 @@ static void handle_sample(struct unwindd *u, const struct shm_msg *msg)
 				u->bench->env_skipped++;
 		} else {
 			p = ucache__proc(u->cache, s->pid, u->now_ns);
+			if (p)
+				p->sample_ns = s->time_ns;
 			if (!p) {
 				cnt(u, SHM_CNT_ERRORS, 1);
 			} else if (unlikely(u->bench)) {
@@ -805,7 +818,7 @@ static void handle_task(struct unwindd *u, const struct shm_msg *msg)
 	else
 		/* capture sends EXIT once per process, when its last thread
 		 * leaves (any tid), so the address space is gone. */
-		ucache__task_exit(u->cache, t.pid, u->now_ns);
+		ucache__task_exit(u->cache, t.pid, u->now_ns, t.time_ns);
 
 	/* symd drops its per-pid caches on the same event. */
 	if (!loss_flush(u) || emit(u, CPA_REC_TASK, sizeof(t), &out) < 0) {
@@ -813,6 +826,29 @@ static void handle_task(struct unwindd *u, const struct shm_msg *msg)
 		return;
 	}
 	memcpy(out, &t, sizeof(t));
+}
+
+/* The kernel's mapping events: into the history, not passed on (symd gets
+ * what it needs in the module definitions). */
+static void handle_map(struct unwindd *u, const struct shm_msg *msg)
+{
+	const struct cpa_map_event *ev = msg->data;
+	struct cpa_map_event m;
+
+	if (msg->len < sizeof(m)) {
+		drop_corrupt(u);
+		return;
+	}
+	memcpy(&m, ev, sizeof(m));
+	if (!cpa_rec_map_ok(&m, msg->len)) {
+		drop_corrupt(u);
+		return;
+	}
+	if (seen(u, m.seq))
+		return;
+	cnt(u, UNW_CNT_MAP_EVENTS, 1);
+	if (ucache__map_event(u->cache, &m, (const char *)(ev + 1)) < 0)
+		cnt(u, SHM_CNT_ERRORS, 1);
 }
 
 static void handle_loss(struct unwindd *u, const struct shm_msg *msg)
@@ -913,6 +949,9 @@ int unwindd__batch(struct unwindd *u, unsigned int max)
 			break;
 		case CPA_REC_LOSS:
 			handle_loss(u, m);
+			break;
+		case CPA_REC_MAP:
+			handle_map(u, m);
 			break;
 		default:
 			drop_corrupt(u);
@@ -1017,6 +1056,8 @@ int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct 
 	co.dead_grace_ns = u->o.dead_grace_ns;
 	co.idle_ns = u->o.idle_ns;
 	co.proc_root = u->o.proc_root;
+	/* The real /proc only: tests with fixture roots read their maps lazily. */
+	co.seed = !strcmp(u->o.proc_root, "/proc");
 	co.st = st;
 	r = ucache__new(&co, &u->cache);
 	if (r < 0) {

@@ -5,6 +5,13 @@
  */
 #include <stdint.h>
 
+/* Built a second time as libcpawl-dl (cpa-wl-churn --dlopen): the same code
+ * under names of its own, never linked, only dlopen()ed. */
+#ifdef WL_DL
+#define wl_lib_spin wl_dl_spin
+#define wl_lib_work wl_dl_work
+#endif
+
 #include "wl_lib.h"
 
 __attribute__((noinline)) uint64_t wl_lib_spin(uint64_t n, uint64_t seed)

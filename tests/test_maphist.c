@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The mapping history (unwindd/maphist.h): "what was mapped at address A in
+ * pid P at time T" across mmap, overlap, exec, fork, exit and pid reuse, and
+ * the references it holds on the caller's binaries; and the same through
+ * ucache, fed the kernel's CPA_REC_MAP events for a real file after its
+ * process is gone.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "maphist.h"
+#include "shm/records.h"
+#include "test_util.h"
+#include "ucache.h"
+
+/* Fake binaries: maphist never looks inside, only counts references. */
+static struct fake_bin {
+	int refs;
+} bins[4];
+
+static void ref(void *ctx, struct ubin *b, int delta)
+{
+	(void)ctx;
+	((struct fake_bin *)(void *)b)->refs += delta;
+}
+
+static struct umap file_map(uint64_t start, uint64_t end, uint64_t pgoff, int bin)
+{
+	return (struct umap){.start = start,
+			     .end = end,
+			     .pgoff = pgoff,
+			     .bin = (struct ubin *)(void *)&bins[bin],
+			     .kind = UMAP_FILE};
+}
+
+static struct maphist *hist_new(void)
+{
+	struct maphist *h;
+
+	memset(bins, 0, sizeof(bins));
+	ck_assert_int_eq(maphist__new(ref, NULL, &h), 0);
+	return h;
+}
+
+/* The bin index at (pid, addr, t), -1 for nothing mapped. */
+static int at(struct maphist *h, uint32_t pid, uint64_t addr, uint64_t t)
+{
+	const struct umap *m = maphist__find(h, pid, addr, t);
+
+	return m ? (int)((struct fake_bin *)(void *)m->bin - bins) : -1;
+}
+
+START_TEST(test_mmap_lookup_by_time)
+{
+	struct maphist *h = hist_new();
+	struct umap m = file_map(0x1000, 0x5000, 0x2000, 0);
+	const struct umap *got;
+
+	ck_assert(!maphist__has(h, 10));
+	ck_assert_int_eq(maphist__mmap(h, 10, 100, &m), 0);
+	ck_assert(maphist__has(h, 10));
+	ck_assert_int_eq(at(h, 10, 0x1000, 99), -1); /* before it was mapped */
+	ck_assert_int_eq(at(h, 10, 0x1000, 100), 0);
+	ck_assert_int_eq(at(h, 10, 0x4fff, 1000), 0);
+	ck_assert_int_eq(at(h, 10, 0x5000, 1000), -1); /* end is exclusive */
+	ck_assert_int_eq(at(h, 11, 0x1000, 1000), -1); /* another pid */
+	got = maphist__find(h, 10, 0x3000, 500);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_uint_eq(got->pgoff, 0x2000);
+	/* The same mapping again (a /proc seed and its event): one entry. */
+	ck_assert_int_eq(maphist__mmap(h, 10, 200, &m), 0);
+	ck_assert_uint_eq(maphist__nr_maps(h, 10), 1);
+	ck_assert_int_eq(bins[0].refs, 1);
+	maphist__free(h);
+	ck_assert_int_eq(bins[0].refs, 0);
+}
+END_TEST
+
+/* A new mapping over part of an old one: the old one ends there, what it
+ * had outside the new range stays (with its file offsets). */
+START_TEST(test_overlap_splits)
+{
+	struct maphist *h = hist_new();
+	struct umap a = file_map(0x10000, 0x20000, 0, 0), b = file_map(0x14000, 0x18000, 0, 1);
+	const struct umap *m;
+
+	ck_assert_int_eq(maphist__mmap(h, 7, 100, &a), 0);
+	ck_assert_int_eq(maphist__mmap(h, 7, 200, &b), 0);
+	ck_assert_int_eq(at(h, 7, 0x15000, 150), 0); /* before the new one: the old one */
+	ck_assert_int_eq(at(h, 7, 0x15000, 250), 1);
+	ck_assert_int_eq(at(h, 7, 0x11000, 250), 0); /* left of it */
+	m = maphist__find(h, 7, 0x19000, 250);	     /* right of it */
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(at(h, 7, 0x19000, 250), 0);
+	ck_assert_uint_eq(m->start, 0x18000);
+	ck_assert_uint_eq(m->pgoff, 0x8000);
+	ck_assert_int_eq(bins[0].refs, 3); /* the old entry and its two pieces */
+	ck_assert_int_eq(bins[1].refs, 1);
+
+	/* Out of order: a mapping older than one already known over its range
+	 * is cut where the later one starts. */
+	ck_assert_int_eq(maphist__mmap(h, 8, 500, &b), 0);
+	ck_assert_int_eq(maphist__mmap(h, 8, 300, &a), 0);
+	ck_assert_int_eq(at(h, 8, 0x15000, 400), 0);
+	ck_assert_int_eq(at(h, 8, 0x15000, 600), 1);
+	maphist__free(h);
+	ck_assert_int_eq(bins[0].refs + bins[1].refs, 0);
+}
+END_TEST
+
+START_TEST(test_exec_new_generation)
+{
+	struct maphist *h = hist_new();
+	struct umap old = file_map(0x400000, 0x401000, 0, 0),
+		    img = file_map(0x500000, 0x501000, 0, 1);
+
+	ck_assert_int_eq(maphist__mmap(h, 5, 100, &old), 0);
+	ck_assert_int_eq(maphist__exec(h, 5, 1000), 0);
+	ck_assert_int_eq(maphist__mmap(h, 5, 1001, &img), 0);
+	ck_assert_int_eq(at(h, 5, 0x400000, 999), 0);
+	ck_assert_int_eq(at(h, 5, 0x500000, 1002), 1);
+	/* Long after the exec the old image is not there... */
+	ck_assert_int_eq(at(h, 5, 0x400000, 1000 + 1000000000ull), -1);
+	/* ...but right after it a sample in the kernel's execve still shows it. */
+	ck_assert_int_eq(at(h, 5, 0x400000, 1500), 0);
+	/* An mmap event that arrives after the exec but is older than it ends
+	 * at the exec. */
+	{
+		struct umap late = file_map(0x600000, 0x601000, 0, 2);
+
+		ck_assert_int_eq(maphist__mmap(h, 5, 900, &late), 0);
+		ck_assert_int_eq(at(h, 5, 0x600000, 950), 2);
+		ck_assert_int_eq(at(h, 5, 0x600000, 1000 + 1000000000ull), -1);
+	}
+	maphist__free(h);
+}
+END_TEST
+
+START_TEST(test_fork_inherits)
+{
+	struct maphist *h = hist_new();
+	struct umap lib = file_map(0x7000, 0x8000, 0, 0), dl = file_map(0x9000, 0xa000, 0, 1);
+
+	ck_assert_int_eq(maphist__mmap(h, 1, 10, &lib), 0);
+	ck_assert_int_eq(maphist__fork(h, 2, 1, 100), 0);
+	ck_assert_int_eq(at(h, 2, 0x7000, 150), 0);
+	ck_assert_int_eq(at(h, 2, 0x7000, 50), -1); /* the child did not exist yet */
+	/* The parent maps more after the fork: not the child's. */
+	ck_assert_int_eq(maphist__mmap(h, 1, 200, &dl), 0);
+	ck_assert_int_eq(at(h, 1, 0x9000, 250), 1);
+	ck_assert_int_eq(at(h, 2, 0x9000, 250), -1);
+	/* An unknown parent leaves the child without a history (/proc then). */
+	ck_assert_int_eq(maphist__fork(h, 4, 3, 100), 0);
+	ck_assert(!maphist__has(h, 4));
+	ck_assert_int_eq(bins[0].refs, 2);
+	maphist__free(h);
+	ck_assert_int_eq(bins[0].refs, 0);
+}
+END_TEST
+
+/* dlopen, dlclose (no event), exit: the library answers for samples up to
+ * the exit, and the process is kept until the sweep is past it by the grace. */
+START_TEST(test_exit_and_sweep)
+{
+	struct maphist *h = hist_new();
+	struct umap dl = file_map(0x9000, 0xa000, 0, 1);
+
+	ck_assert_int_eq(maphist__mmap(h, 3, 1000, &dl), 0);
+	maphist__exit(h, 3, 5000);
+	ck_assert_int_eq(at(h, 3, 0x9000, 4999), 1);
+	maphist__sweep(h, 6000, 2000); /* within the grace */
+	ck_assert_int_eq(at(h, 3, 0x9000, 4999), 1);
+	maphist__sweep(h, 8000, 2000);
+	ck_assert(!maphist__has(h, 3));
+	ck_assert_int_eq(bins[1].refs, 0);
+
+	/* Ended mappings of a live process go too; those in force stay. */
+	{
+		struct umap a = file_map(0x1000, 0x2000, 0, 0), b = file_map(0x1000, 0x2000, 0, 2);
+
+		ck_assert_int_eq(maphist__mmap(h, 9, 100, &a), 0);
+		ck_assert_int_eq(maphist__mmap(h, 9, 200, &b), 0);
+		maphist__sweep(h, 10000, 2000);
+		ck_assert_uint_eq(maphist__nr_maps(h, 9), 1);
+		ck_assert_int_eq(bins[0].refs, 0);
+		ck_assert_int_eq(at(h, 9, 0x1000, 10000), 2);
+	}
+	maphist__free(h);
+}
+END_TEST
+
+/* A pid reused by a new process (fork into it): samples of the old process
+ * still see its mappings, samples of the new one its own. */
+START_TEST(test_pid_reuse)
+{
+	struct maphist *h = hist_new();
+	struct umap old = file_map(0x1000, 0x2000, 0, 0), par = file_map(0x3000, 0x4000, 0, 1);
+
+	ck_assert_int_eq(maphist__mmap(h, 42, 100, &old), 0);
+	maphist__exit(h, 42, 500);
+	ck_assert_int_eq(maphist__mmap(h, 1, 50, &par), 0);
+	ck_assert_int_eq(maphist__fork(h, 42, 1, 600), 0);
+	ck_assert_int_eq(at(h, 42, 0x1000, 400), 0);
+	ck_assert_int_eq(at(h, 42, 0x1000, 700), -1);
+	ck_assert_int_eq(at(h, 42, 0x3000, 700), 1);
+	ck_assert_int_eq(at(h, 42, 0x3000, 400), -1);
+	/* The new process is alive: a sweep long after the old exit keeps it. */
+	maphist__sweep(h, 100000, 2000);
+	ck_assert_int_eq(at(h, 42, 0x3000, 100000), 1);
+	maphist__free(h);
+}
+END_TEST
+
+/*
+ * Through ucache: the kernel's events for a real file (a build-id, no
+ * dev/inode, as 6.x sends them) in a process that no longer exists resolve
+ * to that file's module, with the build-id the kernel gave, and the file is
+ * opened by path for its unwind table.
+ */
+START_TEST(test_ucache_events_gone_process)
+{
+	const char *path = "/usr/bin/true";
+	const uint32_t pid = 0x7ffffff0; /* no such process */
+	struct ucache_opts o = {.dead_grace_ns = 1000000000ull};
+	struct cpa_map_event ev = {0};
+	struct ucache *c;
+	struct uproc *p;
+	struct uloc l;
+	struct stat sb;
+
+	if (stat(path, &sb) < 0)
+		return;
+	ck_assert_int_eq(ucache__new(&o, &c), 0);
+	ev.kind = CPA_MAP_FORK;
+	ev.pid = pid;
+	ev.ppid = pid - 1; /* unknown parent */
+	ev.time_ns = 100;
+	ck_assert_int_eq(ucache__map_event(c, &ev, ""), 0);
+	ev.kind = CPA_MAP_EXEC;
+	ev.time_ns = 200;
+	ck_assert_int_eq(ucache__map_event(c, &ev, ""), 0);
+	ev.kind = CPA_MAP_MMAP;
+	ev.time_ns = 300;
+	ev.start = 0x555555554000;
+	ev.len = 0x4000;
+	ev.pgoff = 0x1000;
+	ev.build_id_len = 20;
+	memset(ev.build_id, 0xab, 20);
+	ev.path_len = (uint16_t)strlen(path);
+	ck_assert_int_eq(ucache__map_event(c, &ev, path), 0);
+	ucache__task_exit(c, pid, 1, 400);
+
+	p = ucache__proc(c, pid, 1);
+	ck_assert_ptr_nonnull(p);
+	p->sample_ns = 350;
+	ck_assert_int_eq(ucache__find(c, p, 0x555555555010, 1, &l), 0);
+	ck_assert_ptr_nonnull(l.bin);
+	ck_assert_str_eq(l.bin->path, path);
+	ck_assert_uint_eq(l.file_off, 0x2010);
+	ck_assert_uint_eq(l.bin->dev, sb.st_dev); /* found by path: the same file as /proc shows */
+	ck_assert_uint_eq(l.bin->ino, sb.st_ino);
+	ck_assert_uint_eq(l.bin->build_id_len, 20);
+	ck_assert_uint_eq(l.bin->build_id[0], 0xab);
+	/* Its unwind table: opened by path (the process and its /proc are gone). */
+	ck_assert_ptr_nonnull(ucache__cfi(c, p, &l));
+	ck_assert(!l.bin->gone);
+	/* Before the mapping existed: nothing (and /proc has no such pid). */
+	p->sample_ns = 250;
+	ck_assert_int_lt(ucache__find(c, p, 0x555555555010, 2, &l), 0);
+
+	/* A temporary build product deleted before we could open it: its
+	 * mapping resolves (module and offset known), its table cannot be
+	 * read, and the binary says why (the walk's stop reason "deleted"). */
+	ev.time_ns = 500;
+	ev.start = 0x600000;
+	ev.len = 0x1000;
+	ev.pgoff = 0;
+	memset(ev.build_id, 0xcd, 20);
+	ev.path_len = (uint16_t)strlen("/nonexistent/cpa-tmp-prog");
+	ck_assert_int_eq(ucache__map_event(c, &ev, "/nonexistent/cpa-tmp-prog"), 0);
+	p->sample_ns = 600;
+	ck_assert_int_eq(ucache__find(c, p, 0x600100, 3, &l), 0);
+	ck_assert_ptr_nonnull(l.bin);
+	ck_assert_uint_eq(l.bin->dev, 0); /* known by build-id only */
+	ck_assert_ptr_null(ucache__cfi(c, p, &l));
+	ck_assert(l.bin->gone);
+	ucache__free(c);
+}
+END_TEST
+
+static Suite *maphist_suite(void)
+{
+	Suite *s = suite_create("maphist");
+	TCase *tc = tcase_create("history");
+
+	tcase_add_test(tc, test_mmap_lookup_by_time);
+	tcase_add_test(tc, test_overlap_splits);
+	tcase_add_test(tc, test_exec_new_generation);
+	tcase_add_test(tc, test_fork_inherits);
+	tcase_add_test(tc, test_exit_and_sweep);
+	tcase_add_test(tc, test_pid_reuse);
+	tcase_add_test(tc, test_ucache_events_gone_process);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(maphist_suite());
+}
