@@ -73,8 +73,9 @@ struct store_writer_stats {
 	uint64_t lost_samples_discarded; /* in open blocks given up: store deleted, dictionary lost
 					  */
 	uint64_t lost_recorded;		 /* of both, stored as [lost: storer write_errors] rows */
-	uint64_t store_gone; /* times the store dir or segment was deleted under the writer */
-	int last_error;	     /* last failed write's -errno, 0 if none */
+	uint64_t store_gone;	   /* times the store dir or segment was deleted under the writer */
+	uint64_t journal_given_up; /* dictionary journal bytes freed on a full disk */
+	int last_error;		   /* last failed write's -errno, 0 if none */
 };
 
 /* Also takes an exclusive flock(2) on the root's lock file (.cpa-lock): -EBUSY

@@ -308,6 +308,10 @@ static void sync_counters(struct storer *s)
 		log_error(
 			"gave up a block after repeated write failures (counted, "
 			"stored as [lost: storer write_errors] once the store takes writes again)");
+	if (ws.journal_given_up != s->synced.journal_given_up)
+		log_error("disk full: gave up the dictionary journal (%llu bytes) for the samples; "
+			  "a storer restart before symd's next epoch shows [unknown stack]",
+			  (unsigned long long)(ws.journal_given_up - s->synced.journal_given_up));
 	if (ws.store_gone != s->synced.store_gone)
 		log_error(
 			"the store dir or segment was deleted under us: started a new one in '%s' "

@@ -674,6 +674,7 @@ START_TEST(test_full_disk)
 	t_log[0] = 0;
 	log_set_sink(log_into);
 	store_writer__set_run_id(w, t0);
+	ck_assert_int_ge(store_writer__journal_open(w, root), 0);
 	ck_assert_int_eq(storer__new(st, &c, w, &s), 0);
 	ring_defs(&p, NSTACKS);
 	while (storer__batch(s, STORER_BATCH) > 0)
@@ -708,6 +709,10 @@ START_TEST(test_full_disk)
 	ck_assert_uint_gt(ws.write_errors, 0);
 	ck_assert_uint_gt(ws.dropped_blocks, 0);
 	ck_assert_int_eq(count_in(t_log, "counting what is lost"), 2);
+	/* The journal (~40 KiB of definitions, more than the segment) gave its
+	 * space to the samples. */
+	ck_assert_uint_gt(ws.journal_given_up, 0);
+	ck_assert_int_eq(count_in(t_log, "gave up the dictionary journal"), 1);
 	ck_assert_int_eq(unlink(filler), 0);
 	usleep(1100000);
 	fed += ring_feed(&p, s, t0 + 190 * T_NS, 10, &seq);
