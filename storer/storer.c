@@ -84,8 +84,14 @@ static void storer_log_err(struct storer *s, int err, const char *what)
 	s->last_log_ns = now;
 	s->fail_err = err;
 	errno = -err;
-	log_error("%s in '%s': %m (counting what is lost, still consuming, retrying every second)",
-		  what, store_writer__dir(s->w));
+	if (!*store_writer__dir(s->w))
+		log_error("%s: no store dir could be made: %m (counting what is lost, still "
+			  "consuming, retrying every second)",
+			  what);
+	else
+		log_error("%s in '%s': %m (counting what is lost, still consuming, retrying "
+			  "every second)",
+			  what, store_writer__dir(s->w));
 }
 
 static void storer_check_recovered(struct storer *s, const struct store_writer_stats *ws)
