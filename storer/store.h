@@ -73,12 +73,13 @@ struct store_writer_stats {
 	uint64_t lost_samples_discarded; /* in open blocks given up: store deleted, dictionary lost
 					  */
 	uint64_t lost_recorded;		 /* of both, stored as [lost: storer write_errors] rows */
-	uint64_t store_gone; /* times the store dir or segment was deleted under the writer */
-	int last_error;	     /* last failed write's -errno, 0 if none */
+	uint64_t store_gone;	   /* times the store dir or segment was deleted under the writer */
+	uint64_t journal_given_up; /* dictionary journal bytes freed on a full disk */
+	int last_error;		   /* last failed write's -errno, 0 if none */
 };
 
-/* Also takes an exclusive flock(2) on the root's lock file (.cpa-lock): -EBUSY
- * when another writer (a second cpa monitor) holds it. */
+/* Also takes the root's lock (store_root__lock()): -EBUSY when another
+ * writer (a second cpa monitor) holds it. */
 int store_writer__new(const struct store_writer_opts *o, struct store_writer **ret);
 /* Closes the open block, waits for every write, fsyncs. Accepts NULL. */
 void store_writer__free(struct store_writer *w);
@@ -149,10 +150,11 @@ int store_retention__run(const char *root, uint32_t keep_days, uint64_t max_byte
 			 const char *keep_dir, uint32_t keep_seg, uint64_t now_ns, char *names,
 			 size_t names_len);
 
-/* The store root's lock: an exclusive, non-blocking flock(2) on root/.cpa-lock
- * (made if missing). Returns the fd holding it, -EBUSY when another process
- * holds it (ret_pid gets its pid as written in the file, 0 if unknown), or
- * -errno. Closing the fd (or the holder's death) releases it. */
+/* The store root's lock: an exclusive, non-blocking flock(2) on the root
+ * directory itself (made if missing); the holder's pid goes to root/.cpa-lock
+ * as a note. Returns the fd holding it, -EBUSY when another process holds it
+ * (ret_pid gets the pid of the note, 0 if unknown), or -errno. Closing the fd
+ * (or the holder's death) releases it. */
 int store_root__lock(const char *root, int *ret_pid);
 
 /* Remove a whole store root: every store dir in it (files only, as the

@@ -245,38 +245,63 @@ int64_t store_dir__name_day(const char *name)
 	return t == (time_t)-1 ? -1 : store_dir__local_day(t);
 }
 
+static int read_pid_note(const char *path)
+{
+	char buf[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return atoi(buf);
+}
+
+/* The holder's pid beside the lock, for the message of the one refused. Best
+ * effort: the lock, not the note, is what counts (a full disk may refuse it). */
+static void write_pid_note(const char *path)
+{
+	char buf[32];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int n;
+
+	if (fd < 0)
+		return;
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (write(fd, buf, (size_t)n) < 0) {
+		/* nothing: see above */
+	}
+	close(fd);
+}
+
 int store_root__lock(const char *root, int *ret_pid)
 {
-	char p[PATH_MAX + 16], buf[32];
+	char note[PATH_MAX + 16];
 	int fd;
 
 	if (ret_pid)
 		*ret_pid = 0;
 	if (mkdir(root, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	snprintf(p, sizeof(p), "%s/" STORE_LOCK_NAME, root);
-	fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	/* The root directory itself: a lock file could be deleted under us
+	 * (that is how a pid file lock was beaten), the root cannot while it
+	 * holds the store. */
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	snprintf(note, sizeof(note), "%s/" STORE_LOCK_NAME, root);
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 
-		if (n > 0 && ret_pid) {
-			buf[n] = 0;
-			*ret_pid = atoi(buf);
-		}
+		if (ret_pid)
+			*ret_pid = read_pid_note(note);
 		close(fd);
 		return e;
 	}
-	/* The holder's pid, for the message of the one refused. Best effort:
-	 * the lock, not the pid, is what counts (a full disk may refuse it). */
-	if (ftruncate(fd, 0) == 0) {
-		int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-
-		if (pwrite(fd, buf, (size_t)n, 0) < 0) {
-			/* nothing: see above */
-		}
-	}
+	write_pid_note(note);
 	return fd;
 }

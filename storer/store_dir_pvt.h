@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define STORE_DIR_PREFIX "cpa_"
-#define STORE_LOCK_NAME	 ".cpa-lock" /* store_root__lock(): one writer per root */
+#define STORE_LOCK_NAME	 ".cpa-lock" /* store_root__lock(): the pid of the root lock's holder */
 
 /* Exactly "seg_<decimal>.cps": true, with the number in *ret_no. */
 bool store_dir__seg_name(const char *name, uint32_t *ret_no);

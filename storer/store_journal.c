@@ -109,6 +109,26 @@ int store_journal__start(struct store_journal *j, struct store_wq *q, uint64_t e
 	return store_wq__write(q, j->f, 0, &h, sizeof(h));
 }
 
+uint64_t store_journal__give_up(struct store_journal *j)
+{
+	char path[PATH_MAX + 64];
+	uint64_t n = j->off;
+
+	if (!j->f)
+		return 0;
+	/* Truncate first: writes still queued hold the file open. */
+	if (ftruncate(j->f->fd, 0) < 0) {
+		/* nothing: the unlink below still frees it once they are done */
+	}
+	jr_path(j, j->epoch, path, sizeof(path));
+	unlink(path);
+	sfile__put(j->f);
+	j->f = NULL;
+	j->full = true;
+	j->pend.len = 0;
+	return n;
+}
+
 void store_journal__flush(struct store_journal *j, struct store_wq *q)
 {
 	if (!j->f || !j->pend.len || j->pend.oom)

@@ -41,6 +41,9 @@ int store_journal__start(struct store_journal *j, struct store_wq *q, uint64_t e
 /* Append a record of type (a + b as payload) to the pending buffer. */
 void store_journal__append(struct store_journal *j, uint16_t type, const void *a, uint32_t alen,
 			   const void *b, uint32_t blen);
+/* A full disk: free the journal's space now (truncate, remove) and append
+ * nothing more until the next epoch. Returns the bytes it held. */
+uint64_t store_journal__give_up(struct store_journal *j);
 /* Queue the pending records for writing. */
 void store_journal__flush(struct store_journal *j, struct store_wq *q);
 void store_journal__free(struct store_journal *j);

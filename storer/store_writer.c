@@ -697,6 +697,10 @@ int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 	if (w->wq.disk_full && w->dir && now_ns / NSEC_PER_SEC >= w->last_emergency_s + 10) {
 		w->last_emergency_s = now_ns / NSEC_PER_SEC;
 		w->wq.disk_full = false;
+		/* The journal only serves a restart: once it is larger than the
+		 * segment it describes, the data gets its space first. */
+		if (w->jr.f && w->jr.off > w->seg_off)
+			w->st.journal_given_up += store_journal__give_up(&w->jr);
 		r = store_retention__trim_oldest(w->root, w->dir->path, w->seg_no, names,
 						 sizeof(names));
 		if (r > 0)

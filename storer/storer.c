@@ -84,8 +84,14 @@ static void storer_log_err(struct storer *s, int err, const char *what)
 	s->last_log_ns = now;
 	s->fail_err = err;
 	errno = -err;
-	log_error("%s in '%s': %m (counting what is lost, still consuming, retrying every second)",
-		  what, store_writer__dir(s->w));
+	if (!*store_writer__dir(s->w))
+		log_error("%s: no store dir could be made: %m (counting what is lost, still "
+			  "consuming, retrying every second)",
+			  what);
+	else
+		log_error("%s in '%s': %m (counting what is lost, still consuming, retrying "
+			  "every second)",
+			  what, store_writer__dir(s->w));
 }
 
 static void storer_check_recovered(struct storer *s, const struct store_writer_stats *ws)
@@ -308,6 +314,10 @@ static void sync_counters(struct storer *s)
 		log_error(
 			"gave up a block after repeated write failures (counted, "
 			"stored as [lost: storer write_errors] once the store takes writes again)");
+	if (ws.journal_given_up != s->synced.journal_given_up)
+		log_error("disk full: gave up the dictionary journal (%llu bytes) for the samples; "
+			  "a storer restart before symd's next epoch shows [unknown stack]",
+			  (unsigned long long)(ws.journal_given_up - s->synced.journal_given_up));
 	if (ws.store_gone != s->synced.store_gone)
 		log_error(
 			"the store dir or segment was deleted under us: started a new one in '%s' "
