@@ -13,6 +13,7 @@
 #include "cap_bpf.h"
 #include "cap_emit.h"
 #include "cap_perf.h"
+#include "cap_sched.h"
 #include "cap_sys.h"
 #include "common/log.h"
 #include "common/macro.h"
@@ -37,6 +38,7 @@ struct capture {
 	struct cap_emit emit;
 	struct cap_bpf *bpf;		      /* the BPF backend ... */
 	struct cap_perf *perf;		      /* ... or the perf_event-only one */
+	struct cap_sched *sched;	      /* scheduler metrics (docs/metrics.md) */
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
 	struct probe_spec probes[CPA_PROBE_MAX];
 	uint64_t probe_stats[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]; /* totals as last read */
@@ -500,6 +502,10 @@ int capture__tick(struct capture *c, uint64_t now_ns)
 		cap_clock__update(&c->emit.clock);
 		offcpu_flush(c);
 		stats_sync(c);
+		if (c->sched && cap_sched__tick(c->sched, &c->emit, clock_ns(CLOCK_REALTIME)) < 0)
+			return log_error_errno(-EOVERFLOW,
+					       "sequence numbers of generation %u used up",
+					       c->st->generation);
 		c->next_tick_ns += NSEC_PER_SEC;
 		if (c->next_tick_ns <= now_ns)
 			c->next_tick_ns = now_ns + NSEC_PER_SEC;
@@ -533,6 +539,10 @@ int capture__new(struct shm_arena *a, struct shm_stage *st, const volatile sig_a
 	c->st = st;
 	c->term = term;
 	r = capture_setup(c, a);
+	/* Metrics are an extra: without them the profile still records. */
+	if (r >= 0 && (c->cfg->flags & CPA_CFG_SCHED_METRICS) && c->bpf &&
+	    cap_sched__open(c->cfg->btf_path[0] ? c->cfg->btf_path : NULL, &c->sched) < 0)
+		shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
 	if (r < 0) {
 		capture__free(c);
 		return r;
@@ -553,5 +563,6 @@ void capture__free(struct capture *c)
 	if (!c)
 		return;
 	backend_free(c);
+	cap_sched__free(c->sched);
 	free(c);
 }

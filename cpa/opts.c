@@ -167,6 +167,10 @@ static const struct opt_def opt_table[] = {
 	 "fetch missing debug files from these debuginfod servers (space-separated, as "
 	 "DEBUGINFOD_URLS; default: that variable, else off)",
 	 NULL},
+	{"sched_metrics", 0, OPT_BOOL, MON, O(mon.sched_metrics), 0, 0, NULL,
+	 "per-second scheduler metrics into the store: run-queue latency, slices, switch "
+	 "reasons, load, CPU, PSI (default on; =0 turns them off)",
+	 NULL},
 	{"debuginfod_cache_mb", 0, OPT_LONG, MON, O(mon.debuginfod_cache_mb), 1, 1048576, "MB",
 	 "cap on <store_dir>/.debuginfod, oldest files removed beyond (default 1024)", NULL},
 
@@ -222,6 +226,14 @@ static const struct opt_def opt_table[] = {
 	 check_format},
 	{"diff_base_start", 0, OPT_STR, SHOW, O(show.diff_base_start), 0, 0, "HH:MM:SS",
 	 "diff against the range from this time (red grew, blue shrank)", check_time},
+	{"sched", 0, OPT_BOOL, SHOW, O(show.sched), 0, 0, NULL,
+	 "print the scheduler metrics of the range instead of a profile: run-queue latency "
+	 "P50/P99, slices, switch reasons, per process (--target_pid/--target_comm select)",
+	 NULL},
+	{"sched_csv", 0, OPT_STR, SHOW, O(show.sched_csv), 0, 0, "FILE",
+	 "write the range's per-second scheduler metrics as CSV", check_path},
+	{"sched_json", 0, OPT_STR, SHOW, O(show.sched_json), 0, 0, "FILE",
+	 "write the range's per-second scheduler metrics as JSON", check_path},
 	{"diff_base_end", 0, OPT_STR, SHOW, O(show.diff_base_end), 0, 0, "HH:MM:SS",
 	 "end of the diff base (default: as long as the range exported)", check_time},
 	{"diff_base_read", 0, OPT_STR, SHOW, O(show.diff_base_read), 0, 0, "DIR",
@@ -278,6 +290,7 @@ void cpa_opts__init(struct cpa_opts *o)
 	o->mon.offcpu_min_us = 1;
 	o->mon.offcpu_state = "RSD";
 	o->mon.probe_rate = CPA_PROBE_RATE_DEFAULT;
+	o->mon.sched_metrics = true;
 	o->show.output_num = 1;
 	o->show.target_pid = -1;
 	o->show.target_cgroup_id = -1;

@@ -111,6 +111,8 @@ void block__reset(struct block *k)
 	k->open = false;
 	k->rows.n = 0;
 	k->samples = 0;
+	k->metrics.len = 0;
+	k->n_metrics = 0;
 	if (k->slots)
 		memset(k->slots, 0, (size_t)k->nslots * sizeof(*k->slots));
 }
@@ -119,6 +121,7 @@ void block__free(struct block *k)
 {
 	free(k->rows.v);
 	free(k->slots);
+	sbuf__free(&k->metrics);
 	memset(k, 0, sizeof(*k));
 }
 
@@ -290,6 +293,13 @@ int store_enc__block(struct store_enc *e, const struct block *k, const struct se
 	r = encode_rows(e, k, &e->raw_data, (int64_t)(k->t_min_ns / NSEC_PER_SEC), &nsec);
 	if (r < 0)
 		return r;
+	/* Format 1.1: the metrics section after the rows, where a 1.0 reader stops. */
+	if (k->n_metrics) {
+		sbuf__varint(&e->raw_data, k->n_metrics);
+		sbuf__put(&e->raw_data, k->metrics.p, k->metrics.len);
+		if (e->raw_data.oom || k->metrics.oom)
+			return -ENOMEM;
+	}
 	if (e->raw_dict.oom)
 		return -ENOMEM;
 	cap = sizeof(h) + ZSTD_compressBound(e->raw_dict.len) + ZSTD_compressBound(e->raw_data.len);
@@ -308,7 +318,7 @@ int store_enc__block(struct store_enc *e, const struct block *k, const struct se
 	h.major = STORE_VERSION_MAJOR;
 	h.minor = STORE_VERSION_MINOR;
 	h.type = STORE_BLOCK_DATA;
-	h.flags = dz ? STORE_BF_DICT : 0;
+	h.flags = (dz ? STORE_BF_DICT : 0) | (k->n_metrics ? STORE_BF_METRICS : 0);
 	h.t_min_ns = k->t_min_ns;
 	h.t_max_ns = k->t_max_ns;
 	h.dict_zlen = dz;

@@ -76,6 +76,8 @@ struct block {
 	VEC(struct row) rows;
 	uint32_t *slots;
 	uint32_t nslots;
+	struct sbuf metrics; /* encoded CPA_REC_METRICS records (store_metrics.c) */
+	uint32_t n_metrics;
 };
 
 /* Add count and weight to key's row. 0 or -ENOMEM. */

@@ -25,6 +25,7 @@
 #include "store.h"
 #include "store_dir_pvt.h"
 #include "store_fmt.h"
+#include "store_metrics_pvt.h"
 
 #define MAX_INDEX_BYTES (64u << 20)
 /* A gap in dictionary ids (a lost section) larger than this is a lie. */
@@ -680,6 +681,60 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 				b->bad = true;
 				notice(r, "%s: block at %u has malformed rows, skipped", s->path,
 				       b->off);
+				continue;
+			}
+			if (ret)
+				return ret;
+		}
+		seg_close(s);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ metrics */
+
+/* Format 1.1's metrics sections (docs/metrics.md): no dictionary needed. */
+int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			  store_metrics_fn fn, void *ctx)
+{
+	int64_t t0s = (int64_t)(t0_ns / NSEC_PER_SEC),
+		t1s = (int64_t)((t1_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC);
+	uint32_t si, i;
+	int ret;
+
+	for (si = 0; si < r->n_seg; si++) {
+		struct rseg *s = &r->segs[si];
+
+		for (i = 0; i < s->n; i++) {
+			struct rblock *b = &s->blocks[i];
+			struct store_block_hdr h;
+			size_t off;
+			int n;
+
+			if (b->bad || !(b->flags & STORE_BF_METRICS) ||
+			    (int64_t)b->t_min_s >= t1s || (int64_t)b->t_min_s + b->span_s < t0s)
+				continue;
+			if (s->fd < 0) {
+				s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+				if (s->fd < 0) {
+					notice(r, "%s: %s, skipped", s->path, strerror(errno));
+					break;
+				}
+			}
+			n = read_section(r, s, b, true, &h);
+			if (n == -ENOMEM)
+				return n;
+			if (n < 0 || !(h.flags & STORE_BF_METRICS))
+				continue;
+			ret = store_metrics__offset(r->rawbuf, (size_t)n, &off);
+			if (!ret)
+				ret = store_metrics__decode(r->rawbuf + off, (size_t)n - off, t0_ns,
+							    t1_ns, fn, ctx);
+			if (ret == -EBADMSG) {
+				r->st.blocks_corrupt++;
+				notice(r,
+				       "%s: block at %u has a malformed metrics section, skipped",
+				       s->path, b->off);
 				continue;
 			}
 			if (ret)

@@ -30,6 +30,7 @@
 #include "store_dir_pvt.h"
 #include "store_fmt.h"
 #include "store_journal_pvt.h"
+#include "store_metrics_pvt.h"
 #include "store_tab.h"
 #include "store_wq_pvt.h"
 
@@ -501,6 +502,22 @@ int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
 		return r;
 	w->blk.samples += l->count;
 	w->st.lost_samples += l->count;
+	return 0;
+}
+
+/* Per-second metrics: encoded at once into the block's metrics section. */
+int store_writer__add_metrics(struct store_writer *w, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents)
+{
+	int r = block_for(w, m->time_ns);
+
+	if (r < 0)
+		return r;
+	store_metrics__encode(&w->blk.metrics, m, ents);
+	if (w->blk.metrics.oom)
+		return -ENOMEM;
+	block__time(&w->blk, m->time_ns);
+	w->blk.n_metrics++;
 	return 0;
 }
 

@@ -1323,6 +1323,26 @@ static void on_loss(struct symd *s, const struct shm_msg *m)
 	}
 }
 
+/* Per-second metrics (docs/metrics.md): passed on to the storer unchanged. */
+static void on_metrics(struct symd *s, const struct shm_msg *m)
+{
+	uint64_t seq;
+
+	if (m->len < sizeof(struct cpa_metrics)) {
+		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+		return;
+	}
+	memcpy(&seq, m->data, sizeof(seq)); /* struct cpa_metrics starts with it */
+	if (seq <= s->resume_mark) {
+		cnt(s, SHM_CNT_DROP_DUP, 1);
+		return;
+	}
+	if (seq > s->mark)
+		s->mark = seq;
+	if (emit2(s, CPA_REC_METRICS, m->data, m->len, NULL, 0) < 0)
+		cnt(s, SHM_CNT_DROP_RING_FULL, 1);
+}
+
 static void symd__handle(struct symd *s, const struct shm_msg *m)
 {
 	switch (m->type) {
@@ -1345,6 +1365,9 @@ static void symd__handle(struct symd *s, const struct shm_msg *m)
 		break;
 	case CPA_REC_LOSS:
 		on_loss(s, m);
+		break;
+	case CPA_REC_METRICS:
+		on_metrics(s, m);
 		break;
 	default:
 		cnt(s, SHM_CNT_DROP_CORRUPT, 1);

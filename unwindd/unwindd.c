@@ -835,6 +835,26 @@ static void handle_loss(struct unwindd *u, const struct shm_msg *msg)
 	loss_add(u, l.stage, l.reason, l.kind, l.count, l.weight, l.seq, l.time_ns);
 }
 
+/* Per-second metrics (docs/metrics.md): not ours, passed on unchanged. */
+static void handle_metrics(struct unwindd *u, const struct shm_msg *msg)
+{
+	struct cpa_metrics m;
+	void *out;
+
+	if (msg->len < sizeof(m)) {
+		drop_corrupt(u);
+		return;
+	}
+	memcpy(&m, msg->data, sizeof(m));
+	if (seen(u, m.seq))
+		return;
+	if (!loss_flush(u) || emit(u, CPA_REC_METRICS, msg->len, &out) < 0) {
+		cnt(u, SHM_CNT_DROP_RING_FULL, 1);
+		return;
+	}
+	memcpy(out, msg->data, msg->len);
+}
+
 /* ---- stage object ---- */
 
 int unwindd__start(struct unwindd *u)
@@ -913,6 +933,9 @@ int unwindd__batch(struct unwindd *u, unsigned int max)
 			break;
 		case CPA_REC_LOSS:
 			handle_loss(u, m);
+			break;
+		case CPA_REC_METRICS:
+			handle_metrics(u, m);
 			break;
 		default:
 			drop_corrupt(u);
