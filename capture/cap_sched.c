@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ struct cap_sched {
 	unsigned int nr_cpus; /* slots of the per-CPU array read */
 	struct cpa_sched_val *cpu_prev;
 	uint32_t *keys;
+	struct policy_proc *pprocs; /* this second's processes for the policies */
 	uint64_t last_real_ns;
 	/* /proc/stat "cpu" line: busy, iowait, idle ticks as last read */
 	uint64_t stat_prev[3];
@@ -302,13 +304,31 @@ static void add(struct emitter *x, uint32_t id, uint16_t kind, const struct cpa_
 		flush(x);
 }
 
-int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_ns)
+/* A process of this second as the policies see it. */
+static void policy_proc_fill(struct policy_proc *pp, uint32_t pid, const struct cpa_sched_val *v,
+			     uint32_t interval_ms)
+{
+	memset(pp, 0, sizeof(*pp));
+	pp->pid = pid;
+	memcpy(pp->comm, v->comm, sizeof(pp->comm));
+	pp->comm[sizeof(pp->comm) - 1] = '\0';
+	for (int i = 0; i < POLICY_ITEM_MAX; i++)
+		pp->value[i] = NAN;
+	pp->value[POLICY_CPU_PERCENT] =
+		interval_ms ? (double)v->oncpu_ns / ((double)interval_ms * 1e4) : NAN;
+	if (v->runq_n)
+		pp->value[POLICY_RUNQ_P99_US] =
+			cpa_metrics_hist_quantile(v->runq_hist, 0.99) / 1000.0;
+}
+
+int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_ns,
+		    struct cap_policy *pol)
 {
 	int pfd = bpf_map__fd(s->skel->maps.sched_procs);
 	int cfd = bpf_map__fd(s->skel->maps.sched_cpus);
 	struct emitter *x = calloc(1, sizeof(*x));
 	struct cpa_sched_val v, d;
-	unsigned int nk = 0;
+	unsigned int nk = 0, np = 0;
 	uint32_t k, *prev = NULL;
 	int r;
 
@@ -326,9 +346,13 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 		s->keys[nk] = k;
 		prev = &s->keys[nk++];
 	}
-	for (unsigned int i = 0; i < nk; i++)
-		if (bpf_map_lookup_and_delete_elem(pfd, &s->keys[i], &v) == 0)
-			add(x, s->keys[i], CPA_MK_PROC, &v);
+	for (unsigned int i = 0; i < nk; i++) {
+		if (bpf_map_lookup_and_delete_elem(pfd, &s->keys[i], &v) < 0)
+			continue;
+		add(x, s->keys[i], CPA_MK_PROC, &v);
+		if (pol && s->pprocs)
+			policy_proc_fill(&s->pprocs[np++], s->keys[i], &v, x->hdr.interval_ms);
+	}
 	for (unsigned int c = 0; c < s->nr_cpus; c++) {
 		if (bpf_map_lookup_elem(cfd, &c, &v) < 0)
 			continue;
@@ -338,6 +362,9 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 	}
 	if (x->n || !x->sent)
 		flush(x);
+	if (pol)
+		cap_policy__second(pol, e, now_real_ns, s->pprocs, np,
+				   x->hdr.load_milli[0] / 1000.0);
 	r = x->err;
 	free(x);
 	return r;
@@ -372,7 +399,8 @@ int cap_sched__open(const char *btf_path, struct cap_sched **ret)
 	s->nr_cpus = r > 0 ? (unsigned int)MIN(r, CPA_SCHED_CPUS) : 1;
 	s->cpu_prev = calloc(s->nr_cpus, sizeof(*s->cpu_prev));
 	s->keys = calloc(CPA_SCHED_PROCS, sizeof(*s->keys));
-	if (!s->cpu_prev || !s->keys) {
+	s->pprocs = calloc(CPA_SCHED_PROCS, sizeof(*s->pprocs));
+	if (!s->cpu_prev || !s->keys || !s->pprocs) {
 		cap_sched__free(s);
 		return log_error_errno(-ENOMEM, "scheduler metrics: %m");
 	}
@@ -403,6 +431,7 @@ void cap_sched__free(struct cap_sched *s)
 	}
 	free(s->cpu_prev);
 	free(s->keys);
+	free(s->pprocs);
 	free(s->buf);
 	free(s);
 }

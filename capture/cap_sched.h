@@ -11,14 +11,17 @@
 #include <stdint.h>
 
 #include "cap_emit.h"
+#include "cap_policy.h"
 
 struct cap_sched;
 
 /* Load and attach (btf_path: NULL = the kernel's). Logs what failed. */
 int cap_sched__open(const char *btf_path, struct cap_sched **ret);
-/* Once a second: one second of metrics into ring 0 through e. -EOVERFLOW
- * when the sequence space is used up; other failures are counted. */
-int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_ns);
+/* Once a second: one second of metrics into ring 0 through e, then the
+ * trigger policies evaluated on them (pol, NULL = none). -EOVERFLOW when the
+ * sequence space is used up; other failures are counted. */
+int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_ns,
+		    struct cap_policy *pol);
 void cap_sched__free(struct cap_sched *s);
 
 #endif /* CPA_CAPTURE_CAP_SCHED_H */

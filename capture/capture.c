@@ -13,6 +13,7 @@
 #include "cap_bpf.h"
 #include "cap_emit.h"
 #include "cap_perf.h"
+#include "cap_policy.h"
 #include "cap_sched.h"
 #include "cap_sys.h"
 #include "common/log.h"
@@ -39,6 +40,7 @@ struct capture {
 	struct cap_bpf *bpf;		      /* the BPF backend ... */
 	struct cap_perf *perf;		      /* ... or the perf_event-only one */
 	struct cap_sched *sched;	      /* scheduler metrics (docs/metrics.md) */
+	struct cap_policy *policy;	      /* --policy: trigger policies (docs/metrics.md) */
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
 	struct probe_spec probes[CPA_PROBE_MAX];
 	uint64_t probe_stats[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]; /* totals as last read */
@@ -420,6 +422,14 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	o.offcpu_min_ns = c->cfg->offcpu_min_ns;
 	o.offcpu_max_ns = c->cfg->offcpu_max_ns;
 	o.offcpu_threads = CAP_OFFCPU_THREADS;
+	if (c->cfg->policy_path[0]) {
+		r = cap_policy__open(c->cfg->policy_path, 100000, &c->policy);
+		if (r < 0)
+			return r;
+		/* A policy's off-CPU action: the programs loaded, gated per target. */
+		o.offcpu_gated = !o.offcpu && cap_policy__wants_offcpu(c->policy);
+		o.offcpu = o.offcpu || o.offcpu_gated;
+	}
 	if (c->cfg->backend == CPA_BACKEND_PERF)
 		return setup_perf(c, &o);
 
@@ -444,6 +454,7 @@ int capture__finish(struct capture *c, bool quick)
 	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (quick ? 0 : CAP_STOP_LOSS_WAIT_NS);
 	int r;
 
+	cap_policy__undo_all(c->policy, &c->emit, clock_ns(CLOCK_REALTIME));
 	backend_detach(c);
 	/* Threads still blocked now: their time up to the stop counts. */
 	offcpu_flush(c);
@@ -502,7 +513,8 @@ int capture__tick(struct capture *c, uint64_t now_ns)
 		cap_clock__update(&c->emit.clock);
 		offcpu_flush(c);
 		stats_sync(c);
-		if (c->sched && cap_sched__tick(c->sched, &c->emit, clock_ns(CLOCK_REALTIME)) < 0)
+		if (c->sched &&
+		    cap_sched__tick(c->sched, &c->emit, clock_ns(CLOCK_REALTIME), c->policy) < 0)
 			return log_error_errno(-EOVERFLOW,
 					       "sequence numbers of generation %u used up",
 					       c->st->generation);
@@ -543,6 +555,8 @@ int capture__new(struct shm_arena *a, struct shm_stage *st, const volatile sig_a
 	if (r >= 0 && (c->cfg->flags & CPA_CFG_SCHED_METRICS) && c->bpf &&
 	    cap_sched__open(c->cfg->btf_path[0] ? c->cfg->btf_path : NULL, &c->sched) < 0)
 		shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
+	if (r >= 0 && c->policy)
+		cap_policy__attach(c->policy, c->bpf, c->cfg->freq, c->stack_cap);
 	if (r < 0) {
 		capture__free(c);
 		return r;
@@ -564,5 +578,6 @@ void capture__free(struct capture *c)
 		return;
 	backend_free(c);
 	cap_sched__free(c->sched);
+	cap_policy__free(c->policy);
 	free(c);
 }

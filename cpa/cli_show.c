@@ -81,6 +81,7 @@ int cmd_show(struct cpa_opts *o)
 		.sched = c->sched,
 		.sched_csv = c->sched_csv,
 		.sched_json = c->sched_json,
+		.triggers = c->triggers,
 	};
 	return show_run(&so) < 0 ? 1 : 0;
 }

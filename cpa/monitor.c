@@ -173,6 +173,16 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 		r = copy_str(c->debuginfod_urls, sizeof(c->debuginfod_urls),
 			     m->debuginfod ? m->debuginfod : getenv("DEBUGINFOD_URLS"),
 			     "--debuginfod");
+	if (r == 0 && m->policy) {
+		/* docs/metrics.md "Trigger policies": capture evaluates them on the metrics. */
+		if (!(c->flags & CPA_CFG_SCHED_METRICS) || c->backend != CPA_BACKEND_BPF)
+			return log_error_errno(-EINVAL, "--policy needs the scheduler metrics and "
+							"the BPF backend (not --sched_metrics=0, "
+							"--oneshot or --backend perf)");
+		if (!realpath(m->policy, btf))
+			return log_error_errno(-errno, "--policy '%s': %m", m->policy);
+		r = copy_str(c->policy_path, sizeof(c->policy_path), btf, "--policy");
+	}
 	if (r == 0)
 		r = copy_str(c->record_env_name, sizeof(c->record_env_name), m->record_env_name,
 			     "--record_env_name");

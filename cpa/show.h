@@ -42,6 +42,7 @@ struct show_opts {
 	/* Scheduler metrics instead of a profile (show_sched.c, docs/metrics.md). */
 	bool sched;			    /* --sched: the summary on stdout */
 	const char *sched_csv, *sched_json; /* --sched_csv/--sched_json FILE: the series */
+	bool triggers;			    /* --triggers: the policy triggers of the range */
 };
 
 /* 0 ok, or negative errno (already logged). */

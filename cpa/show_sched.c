@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/policy.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "show.h"
@@ -54,28 +55,9 @@ static void ent_add(struct cpa_metrics_ent *d, const struct cpa_metrics_ent *s)
 	}
 }
 
-/* The p-quantile (0..1) of a log2 histogram, interpolated inside its
- * bucket [2^b, 2^(b+1)), in microseconds; 0 when empty. */
 static double hist_q_us(const uint32_t *h, double p)
 {
-	uint64_t total = 0, cum = 0;
-	double want;
-
-	for (int i = 0; i < CPA_METRICS_HIST; i++)
-		total += h[i];
-	if (!total)
-		return 0;
-	want = p * (double)total;
-	for (int b = 0; b < CPA_METRICS_HIST; b++) {
-		double lo = b ? (double)(1ull << b) : 0, hi = (double)(1ull << (b + 1));
-
-		if (!h[b])
-			continue;
-		if ((double)(cum + h[b]) >= want)
-			return (lo + (hi - lo) * (want - (double)cum) / h[b]) / 1000.0;
-		cum += h[b];
-	}
-	return (double)(1ull << CPA_METRICS_HIST) / 1000.0;
+	return cpa_metrics_hist_quantile(h, p) / 1000.0;
 }
 
 static bool proc_selected(const struct show_opts *o, const struct cpa_metrics_ent *e)
@@ -320,9 +302,79 @@ static int close_out(FILE *f, const char *path)
 	return 0;
 }
 
+/* ---- policy triggers (docs/metrics.md "Trigger policies") ---- */
+
+struct evs {
+	struct cpa_policy_event *v;
+	size_t n, cap;
+};
+
+static int on_event(void *ctx, const struct cpa_policy_event *ev)
+{
+	struct evs *e = ctx;
+
+	if (e->n == e->cap) {
+		size_t nc = e->cap ? e->cap * 2 : 32;
+		struct cpa_policy_event *nv = realloc(e->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		e->v = nv;
+		e->cap = nc;
+	}
+	e->v[e->n++] = *ev;
+	return 0;
+}
+
+/* One line per trigger in the window: "Trigger TIME policy NAME pid N (COMM): ...". */
+static int print_triggers(const struct show_opts *o, struct store_reader *r, int64_t t0, int64_t n)
+{
+	struct evs e = {0};
+	unsigned int shown = 0;
+	int ret = store_reader__events(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, on_event, &e);
+
+	if (ret < 0) {
+		free(e.v);
+		return log_error_errno(ret, "read the policy events: %m");
+	}
+	for (size_t i = 0; i < e.n; i++) {
+		const struct cpa_policy_event *s = &e.v[i], *end = NULL;
+		char a[32], b[32];
+
+		if (s->kind != CPA_PE_START)
+			continue;
+		if (o->target_pid >= 0 && s->pid != (uint32_t)o->target_pid)
+			continue;
+		if (o->target_comm && strncmp(s->comm, o->target_comm, CPA_COMM_LEN - 1))
+			continue;
+		for (size_t j = i + 1; j < e.n && !end; j++)
+			if (e.v[j].kind == CPA_PE_END && e.v[j].pid == s->pid &&
+			    !strcmp(e.v[j].policy, s->policy))
+				end = &e.v[j];
+		show_fmt_tod(s->time_ns, a, sizeof(a));
+		show_fmt_tod(end ? end->time_ns : s->end_ns, b, sizeof(b));
+		printf("Trigger %s policy %s pid %u (%s): %s %.2f %s %.2f, actions", a, s->policy,
+		       s->pid, s->comm, policy_item_name((enum policy_item)s->item), s->value,
+		       policy_cmp_name((enum policy_cmp)s->cmp), s->threshold);
+		if (s->actions & POLICY_ACT_FREQ)
+			printf(" freq=%u", s->freq);
+		if (s->actions & POLICY_ACT_OFFCPU)
+			printf(" offcpu=1");
+		if (s->actions & POLICY_ACT_STACK_SIZE)
+			printf(" stack_size=%u", s->stack_size);
+		printf(", until %s%s\n", b, end ? "" : " (planned; no end recorded in the range)");
+		shown++;
+	}
+	if (!shown)
+		printf("No policy triggers in the range\n");
+	fflush(stdout);
+	free(e.v);
+	return 0;
+}
+
 bool show_sched_wanted(const struct show_opts *o)
 {
-	return o->sched || o->sched_csv || o->sched_json;
+	return o->sched || o->sched_csv || o->sched_json || o->triggers;
 }
 
 int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, int64_t n)
@@ -331,6 +383,8 @@ int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, in
 	char a[32], b[32];
 	int ret = 0, e;
 
+	if (o->triggers && !o->sched && !o->sched_csv && !o->sched_json)
+		return print_triggers(o, r, t0, n);
 	if (o->sched_csv && !(c.csv = open_out(o->sched_csv)))
 		return -EIO;
 	if (o->sched_json && !(c.json = open_out(o->sched_json))) {
@@ -363,6 +417,8 @@ int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, in
 	}
 	if (ret >= 0 && o->sched)
 		print_summary(&c, a, b);
+	if (ret >= 0 && (o->sched || o->triggers))
+		ret = print_triggers(o, r, t0, n);
 	if (ret >= 0 && o->sched_csv)
 		printf("Write scheduler metrics to %s\n", o->sched_csv);
 	if (ret >= 0 && o->sched_json)

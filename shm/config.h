@@ -84,6 +84,7 @@ struct cpa_config {
 	char parse_env_values[CPA_ENV_LIST_MAX]; /* comma list */
 	char probes[CPA_PROBE_MAX][CPA_PROBE_SPEC_MAX];
 	char debuginfod_urls[CPA_PATH_MAX]; /* --debuginfod / DEBUGINFOD_URLS; "" = off */
+	char policy_path[CPA_PATH_MAX];	    /* --policy FILE (capture evaluates it); "" = none */
 };
 
 #define CPA_CONFIG_VERSION 1

@@ -10,7 +10,7 @@
  *   unwindd --(USTACK_HINT)--> capture	(feedback ring: the adaptive stack copy)
  *   unwindd --(DICT_RESET, MODULE, FRAMES, TASK, LOSS)--> symd
  *   symd    --(DICT_RESET, STR, MODULE, FRAME, STACK, SAMPLE_OUT, LOSS)--> storer
- *   capture --(METRICS)--> unwindd --> symd --> storer	(forwarded unchanged)
+ *   capture --(METRICS, EVENT)--> unwindd --> symd --> storer	(forwarded unchanged)
  *
  * Sequence numbers: capture gives every SAMPLE/TASK/LOSS a seq that grows
  * strictly (generation << 40 | counter, so it also grows across a capture
@@ -45,6 +45,7 @@ enum cpa_rec_type {
 	CPA_REC_SAMPLE_OUT,  /* symd -> storer: struct cpa_sample_out */
 	CPA_REC_USTACK_HINT, /* unwindd -> capture: struct cpa_ustack_hint */
 	CPA_REC_METRICS,     /* capture -> storer, forwarded as is: struct cpa_metrics + entries */
+	CPA_REC_EVENT,	     /* capture -> storer, forwarded as is: struct cpa_policy_event */
 	CPA_REC_TYPE_MAX,
 };
 
@@ -405,6 +406,59 @@ static inline int cpa_rec_stack_ok(const struct cpa_stack_def *s, uint32_t len)
 {
 	return len >= sizeof(*s) && sizeof(*s) + 4ull * s->n_frames <= len &&
 	       s->n_kframes <= s->n_frames;
+}
+
+/*
+ * CPA_REC_EVENT (docs/metrics.md "Trigger policies"): a policy fired for a
+ * target (kind START: its actions are on until end_ns) or its actions were
+ * undone (kind END, time_ns = when). Same seq rules as CPA_REC_METRICS.
+ */
+#define CPA_POLICY_NAME_LEN 32
+
+enum cpa_policy_event_kind { CPA_PE_START = 1, CPA_PE_END };
+
+struct cpa_policy_event {
+	uint64_t seq;
+	uint64_t time_ns; /* CLOCK_REALTIME */
+	uint64_t end_ns;  /* START: the actions' planned end */
+	double threshold;
+	double value;  /* START: the item's value in the second that fired */
+	uint32_t pid;  /* target process; 0 = system-wide */
+	uint16_t kind; /* enum cpa_policy_event_kind */
+	uint16_t item; /* enum policy_item (common/policy.h) */
+	uint16_t cmp;  /* enum policy_cmp */
+	uint16_t _pad0;
+	uint32_t actions; /* enum policy_action */
+	uint32_t freq;	  /* Hz for the target (action FREQ) */
+	uint32_t stack_size;
+	char policy[CPA_POLICY_NAME_LEN];
+	char comm[CPA_COMM_LEN];
+};
+_Static_assert(sizeof(struct cpa_policy_event) == 112, "cpa_policy_event layout");
+
+/* The quantile q (0..1) of a CPA_METRICS_HIST log2 histogram in ns,
+ * interpolated inside its bucket [2^b, 2^(b+1)); 0 when empty. */
+static inline double cpa_metrics_hist_quantile(const uint32_t *h, double q)
+{
+	uint64_t total = 0, cum = 0;
+	double want;
+	int b;
+
+	for (b = 0; b < CPA_METRICS_HIST; b++)
+		total += h[b];
+	if (!total)
+		return 0;
+	want = q * (double)total;
+	for (b = 0; b < CPA_METRICS_HIST; b++) {
+		double lo = b ? (double)(1ull << b) : 0, hi = (double)(1ull << (b + 1));
+
+		if (!h[b])
+			continue;
+		if ((double)(cum + h[b]) >= want)
+			return lo + (hi - lo) * (want - (double)cum) / h[b];
+		cum += h[b];
+	}
+	return (double)(1ull << CPA_METRICS_HIST);
 }
 
 static inline int cpa_rec_metrics_ok(const struct cpa_metrics *m, uint32_t len)

@@ -105,6 +105,8 @@ int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l);
  * metrics section (docs/metrics.md). */
 int store_writer__add_metrics(struct store_writer *w, const struct cpa_metrics *m,
 			      const struct cpa_metrics_ent *ents);
+/* A policy event (CPA_REC_EVENT) into the same section. */
+int store_writer__add_event(struct store_writer *w, const struct cpa_policy_event *ev);
 
 /*
  * Housekeeping at realtime now_ns: reap completions, retry failed writes,
@@ -262,6 +264,10 @@ typedef int (*store_metrics_fn)(void *ctx, const struct cpa_metrics *m,
  * returning non-zero stops the walk and is returned. */
 int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 			  store_metrics_fn fn, void *ctx);
+/* Policy events (start and end records) with time_ns in [t0_ns, t1_ns). */
+typedef int (*store_event_fn)(void *ctx, const struct cpa_policy_event *ev);
+int store_reader__events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, store_event_fn fn,
+			 void *ctx);
 
 /* ---------------------------------------------------------------- store roots */
 

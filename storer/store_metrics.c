@@ -91,6 +91,82 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 	}
 }
 
+static void str_put(struct sbuf *b, const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+
+	sbuf__varint(b, n);
+	sbuf__put(b, s, n);
+}
+
+static bool str_get(struct rbuf *r, char *dst, size_t max)
+{
+	uint64_t n = rbuf__varint(r);
+	const uint8_t *p;
+
+	if (r->bad || n >= max)
+		return false;
+	p = rbuf__bytes(r, n);
+	if (!p)
+		return false;
+	memcpy(dst, p, n);
+	dst[n] = '\0';
+	return true;
+}
+
+void store_metrics__encode_event(struct sbuf *b, const struct cpa_policy_event *ev)
+{
+	sbuf__varint(b, ev->time_ns);
+	sbuf__varint(b, ev->end_ns);
+	sbuf__varint(b, ev->kind);
+	sbuf__varint(b, ev->item);
+	sbuf__varint(b, ev->cmp);
+	sbuf__varint(b, ev->pid);
+	sbuf__varint(b, ev->actions);
+	sbuf__varint(b, ev->freq);
+	sbuf__varint(b, ev->stack_size);
+	sbuf__put(b, &ev->threshold, sizeof(double)); /* IEEE 754, little-endian */
+	sbuf__put(b, &ev->value, sizeof(double));
+	str_put(b, ev->policy, CPA_POLICY_NAME_LEN - 1);
+	str_put(b, ev->comm, CPA_COMM_LEN - 1);
+}
+
+static int decode_events(struct rbuf *r, uint64_t t0_ns, uint64_t t1_ns, store_event_fn fn,
+			 void *ctx)
+{
+	uint64_t n = rbuf__varint(r), i;
+	int ret;
+
+	if (r->bad || n > r->len)
+		return -EBADMSG;
+	for (i = 0; i < n; i++) {
+		struct cpa_policy_event ev = {0};
+		const uint8_t *d;
+
+		ev.time_ns = rbuf__varint(r);
+		ev.end_ns = rbuf__varint(r);
+		ev.kind = (uint16_t)rbuf__varint(r);
+		ev.item = (uint16_t)rbuf__varint(r);
+		ev.cmp = (uint16_t)rbuf__varint(r);
+		ev.pid = (uint32_t)rbuf__varint(r);
+		ev.actions = (uint32_t)rbuf__varint(r);
+		ev.freq = (uint32_t)rbuf__varint(r);
+		ev.stack_size = (uint32_t)rbuf__varint(r);
+		d = rbuf__bytes(r, 2 * sizeof(double));
+		if (!d || !str_get(r, ev.policy, sizeof(ev.policy)) ||
+		    !str_get(r, ev.comm, sizeof(ev.comm)))
+			return -EBADMSG;
+		memcpy(&ev.threshold, d, sizeof(double));
+		memcpy(&ev.value, d + sizeof(double), sizeof(double));
+		if (ev.time_ns < t0_ns || ev.time_ns >= t1_ns || !fn)
+			continue;
+		ret = fn(ctx, &ev);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 int store_metrics__offset(const uint8_t *p, size_t len, size_t *ret_off)
 {
 	struct rbuf r = {.p = p, .len = len};
@@ -107,7 +183,7 @@ int store_metrics__offset(const uint8_t *p, size_t len, size_t *ret_off)
 }
 
 int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t t1_ns,
-			  store_metrics_fn fn, void *ctx)
+			  store_metrics_fn fn, store_event_fn efn, void *ctx)
 {
 	struct rbuf r = {.p = p, .len = len};
 	_cleanup_free_ struct cpa_metrics_ent *ents = NULL;
@@ -172,11 +248,11 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 		}
 		if (r.bad)
 			return -EBADMSG;
-		if (m.time_ns < t0_ns || m.time_ns >= t1_ns)
+		if (m.time_ns < t0_ns || m.time_ns >= t1_ns || !fn)
 			continue;
 		ret = fn(ctx, &m, ents);
 		if (ret)
 			return ret;
 	}
-	return 0;
+	return decode_events(&r, t0_ns, t1_ns, efn, ctx);
 }

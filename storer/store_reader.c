@@ -694,8 +694,8 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 /* ------------------------------------------------------------ metrics */
 
 /* Format 1.1's metrics sections (docs/metrics.md): no dictionary needed. */
-int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
-			  store_metrics_fn fn, void *ctx)
+static int metrics_walk(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, store_metrics_fn fn,
+			store_event_fn efn, void *ctx)
 {
 	int64_t t0s = (int64_t)(t0_ns / NSEC_PER_SEC),
 		t1s = (int64_t)((t1_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC);
@@ -729,7 +729,7 @@ int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns
 			ret = store_metrics__offset(r->rawbuf, (size_t)n, &off);
 			if (!ret)
 				ret = store_metrics__decode(r->rawbuf + off, (size_t)n - off, t0_ns,
-							    t1_ns, fn, ctx);
+							    t1_ns, fn, efn, ctx);
 			if (ret == -EBADMSG) {
 				r->st.blocks_corrupt++;
 				notice(r,
@@ -743,6 +743,18 @@ int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns
 		seg_close(s);
 	}
 	return 0;
+}
+
+int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			  store_metrics_fn fn, void *ctx)
+{
+	return metrics_walk(r, t0_ns, t1_ns, fn, NULL, ctx);
+}
+
+int store_reader__events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, store_event_fn fn,
+			 void *ctx)
+{
+	return metrics_walk(r, t0_ns, t1_ns, NULL, fn, ctx);
 }
 
 /* ------------------------------------------------------------ open */

@@ -521,6 +521,20 @@ int store_writer__add_metrics(struct store_writer *w, const struct cpa_metrics *
 	return 0;
 }
 
+int store_writer__add_event(struct store_writer *w, const struct cpa_policy_event *ev)
+{
+	int r = block_for(w, ev->time_ns);
+
+	if (r < 0)
+		return r;
+	store_metrics__encode_event(&w->blk.events, ev);
+	if (w->blk.events.oom)
+		return -ENOMEM;
+	block__time(&w->blk, ev->time_ns);
+	w->blk.n_events++;
+	return 0;
+}
+
 /* ------------------------------------------------------------ lifecycle */
 
 uint64_t store_writer__deadline(const struct store_writer *w)

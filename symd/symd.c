@@ -1323,23 +1323,24 @@ static void on_loss(struct symd *s, const struct shm_msg *m)
 	}
 }
 
-/* Per-second metrics (docs/metrics.md): passed on to the storer unchanged. */
-static void on_metrics(struct symd *s, const struct shm_msg *m)
+/* Metrics and policy events (docs/metrics.md): passed on to the storer
+ * unchanged. Both records start with their seq. */
+static void on_forward(struct symd *s, const struct shm_msg *m)
 {
 	uint64_t seq;
 
-	if (m->len < sizeof(struct cpa_metrics)) {
+	if (m->len < sizeof(struct cpa_policy_event)) {
 		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
 		return;
 	}
-	memcpy(&seq, m->data, sizeof(seq)); /* struct cpa_metrics starts with it */
+	memcpy(&seq, m->data, sizeof(seq));
 	if (seq <= s->resume_mark) {
 		cnt(s, SHM_CNT_DROP_DUP, 1);
 		return;
 	}
 	if (seq > s->mark)
 		s->mark = seq;
-	if (emit2(s, CPA_REC_METRICS, m->data, m->len, NULL, 0) < 0)
+	if (emit2(s, m->type, m->data, m->len, NULL, 0) < 0)
 		cnt(s, SHM_CNT_DROP_RING_FULL, 1);
 }
 
@@ -1367,7 +1368,8 @@ static void symd__handle(struct symd *s, const struct shm_msg *m)
 		on_loss(s, m);
 		break;
 	case CPA_REC_METRICS:
-		on_metrics(s, m);
+	case CPA_REC_EVENT:
+		on_forward(s, m);
 		break;
 	default:
 		cnt(s, SHM_CNT_DROP_CORRUPT, 1);

@@ -14,6 +14,7 @@
 #include <check.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -205,6 +206,242 @@ START_TEST(test_metrics_runq)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- policies */
+
+#define PBURN "cpam_pburn"
+
+static void burn_for(double secs)
+{
+	double end = now_s() + secs;
+	volatile unsigned long x = 0;
+
+	while (now_s() < end)
+		x++;
+}
+
+static void *burn_thread(void *arg)
+{
+	burn_for(*(double *)arg);
+	return NULL;
+}
+
+/* BURN_THREADS threads burning for secs: on a machine shared with other
+ * work one thread may get less than half a CPU; three get more than one. */
+#define BURN_THREADS 3
+static void burst(double secs)
+{
+	pthread_t t[BURN_THREADS];
+
+	for (int i = 0; i < BURN_THREADS; i++)
+		if (pthread_create(&t[i], NULL, burn_thread, &secs))
+			_exit(5);
+	for (int i = 0; i < BURN_THREADS; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* The workload: idle 5 s, burn 10 s, idle 10 s, burn 5 s. */
+static pid_t phases(void)
+{
+	pid_t p = fork();
+
+	ck_assert_int_ge(p, 0);
+	if (p)
+		return p;
+	prctl(PR_SET_NAME, PBURN);
+	sleep(5);
+	burst(10);
+	sleep(10);
+	burst(5);
+	_exit(0);
+}
+
+struct trig {
+	int n, hh, mm, ss, eh, em, es;
+	unsigned int pid;
+	double value, threshold;
+	char line[512];
+};
+
+static struct trig triggers(const char *out)
+{
+	struct trig t = {0};
+
+	for (const char *p = strstr(out, "Trigger "); p; p = strstr(p + 1, "\nTrigger ")) {
+		if (*p == '\n')
+			p++;
+		t.n++;
+		snprintf(t.line, sizeof(t.line), "%.*s", (int)strcspn(p, "\n"), p);
+		sscanf(p,
+		       "Trigger %d:%d:%d.%*d policy burst pid %u (" PBURN
+		       "): cpu_percent %lf > %lf, actions freq=499 offcpu=1, until %d:%d:%d",
+		       &t.hh, &t.mm, &t.ss, &t.pid, &t.value, &t.threshold, &t.eh, &t.em, &t.es);
+	}
+	return t;
+}
+
+static void hms(char *buf, size_t len, long s)
+{
+	snprintf(buf, len, "%02d:%02d:%02d", (int)(s / 3600 % 24), (int)(s / 60 % 60),
+		 (int)(s % 60));
+}
+
+/* Samples (on-CPU, or off-CPU ns) of pid in [from, to) local seconds of day; -1: none. */
+static double folded(const char *store, unsigned int pid, long from, long to, const char *kind)
+{
+	char cpa[PATH_MAX + 8], a[32], b[32], p[16], out[PATH_MAX];
+	char *argv[] = {cpa,	     "show", "--read", (char *)store, "--starttime",  a,
+			"--endtime", b,	     "--kind", (char *)kind,  "--target_pid", p,
+			"-o",	     out,    NULL};
+	double sum = 0;
+	char line[8192];
+	FILE *f;
+	int rc;
+
+	path_of(cpa, sizeof(cpa), "cpa");
+	hms(a, sizeof(a), from);
+	hms(b, sizeof(b), to);
+	snprintf(p, sizeof(p), "%u", pid);
+	snprintf(out, sizeof(out), "%s/w.prof", store);
+	unlink(out);
+	free(run(argv, &rc));
+	f = fopen(out, "r");
+	if (rc || !f) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+
+		if (sp)
+			sum += strtod(sp + 1, NULL);
+	}
+	fclose(f);
+	return sum;
+}
+
+/* On-CPU seconds of pid in [from, to) from `cpa show --sched_csv`. */
+static double oncpu_s(const char *store, unsigned int pid, long from, long to)
+{
+	char cpa[PATH_MAX + 8], a[32], b[32], p[16], csv[PATH_MAX], line[1024];
+	char *argv[] = {
+		cpa, "show",	     "--read", (char *)store, "--starttime", a,	  "--endtime",
+		b,   "--target_pid", p,	       "--sched_csv", csv,	     NULL};
+	double ms = 0;
+	FILE *f;
+	int rc;
+
+	path_of(cpa, sizeof(cpa), "cpa");
+	hms(a, sizeof(a), from);
+	hms(b, sizeof(b), to);
+	snprintf(p, sizeof(p), "%u", pid);
+	snprintf(csv, sizeof(csv), "%s/w.csv", store);
+	free(run(argv, &rc));
+	ck_assert_int_eq(rc, 0);
+	f = fopen(csv, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int id;
+		double v;
+
+		if (sscanf(line, "%*[^,],process,%u,%*[^,],%lf", &id, &v) == 2 && id == pid)
+			ms += v;
+	}
+	fclose(f);
+	return ms / 1000.0;
+}
+
+static long sod(time_t t)
+{
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	return tm.tm_hour * 3600L + tm.tm_min * 60 + tm.tm_sec;
+}
+
+START_TEST(test_metrics_policy)
+{
+	char cpa[PATH_MAX + 8], store[] = "/tmp/cpa-test-policy-XXXXXX", pol[PATH_MAX], a[32],
+				b[32];
+	char *margv[] = {cpa,	     "monitor", "--store_dir", store, "-F", "49",
+			 "--policy", pol,	"--duration",  "38",  NULL};
+	char *sargv[] = {cpa, "show",	   "--read", store,	   "--starttime",
+			 a,   "--endtime", b,	     "--triggers", NULL};
+	struct trig t;
+	double in, out, off;
+	long w0, trig_s, end_s;
+	char *o;
+	pid_t mon, w;
+	time_t t0;
+	FILE *f;
+	int rc;
+
+	test_need_root_bpf(bin, sizeof(bin));
+	path_of(cpa, sizeof(cpa), "cpa");
+	ck_assert_ptr_nonnull(mkdtemp(store));
+	snprintf(pol, sizeof(pol), "%s/burst.policy", store);
+	f = fopen(pol, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "# the issue's policy\n"
+		   "policy=burst item=cpu_percent op=> threshold=50 count=3 period=5 comm=" PBURN
+		   " freq=499 offcpu=1 duration=8 silence=30\n");
+	fclose(f);
+	mon = spawn_fds(margv, -1, -1, -1);
+	sleep(3);
+	t0 = time(NULL);
+	w = phases();
+	ck_assert_int_eq(wait_exit(w, NULL), 0);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+
+	w0 = sod(t0);
+	hms(a, sizeof(a), w0 - 2);
+	hms(b, sizeof(b), w0 + 32);
+	o = run(sargv, &rc);
+	fprintf(stderr, "%s", o);
+	ck_assert_int_eq(rc, 0);
+	t = triggers(o);
+	free(o);
+	/* One trigger: the first burst; the second is inside the 30 s silence. */
+	ck_assert_int_eq(t.n, 1);
+	ck_assert_msg(t.pid == (unsigned int)w, "trigger for pid %u, workload %d: %s", t.pid,
+		      (int)w, t.line);
+	ck_assert_msg(t.threshold == 50 && t.value > 50, "%s", t.line);
+	trig_s = t.hh * 3600L + t.mm * 60 + t.ss;
+	end_s = t.eh * 3600L + t.em * 60 + t.es;
+	/* 3 of 5 seconds over 50 %: in the 3rd to 5th second of the burst */
+	ck_assert_msg(trig_s >= w0 + 5 + 2 && trig_s <= w0 + 5 + 6, "trigger at +%ld s",
+		      trig_s - w0);
+	ck_assert_msg(end_s >= trig_s + 7 && end_s <= trig_s + 9, "%s", t.line);
+
+	/* Inside the window, while it burns: ~499 samples per second of CPU it
+	 * used (the metrics say how much); the second burst: ~49. */
+	in = folded(store, (unsigned int)w, trig_s + 1, w0 + 14, "on") /
+	     oncpu_s(store, (unsigned int)w, trig_s + 1, w0 + 14);
+	out = folded(store, (unsigned int)w, w0 + 26, w0 + 29, "on") /
+	      oncpu_s(store, (unsigned int)w, w0 + 26, w0 + 29);
+	fprintf(stderr,
+		"target on-CPU samples per CPU second: %.1f inside the window, %.1f "
+		"outside\n",
+		in, out);
+	ck_assert_msg(in >= 499 * 0.7 && in <= 499 * 1.3, "%.1f samples/s inside", in);
+	ck_assert_msg(out >= 49 * 0.7 && out <= 49 * 1.3, "%.1f samples/s outside", out);
+	/* Off-CPU: only inside the window (the idle before it and after it: none). */
+	ck_assert_msg(folded(store, (unsigned int)w, w0, trig_s, "off") < 0,
+		      "off-CPU samples before the trigger");
+	ck_assert_msg(folded(store, (unsigned int)w, end_s + 2, w0 + 30, "off") < 0,
+		      "off-CPU samples after the window");
+	off = folded(store, (unsigned int)w, trig_s, end_s + 1, "off");
+	ck_assert_msg(off > 0, "no off-CPU samples inside the window");
+	{
+		char cmd[PATH_MAX + 16];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", store);
+		rc = system(cmd);
+		(void)rc;
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("metrics");
@@ -212,6 +449,10 @@ int main(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_metrics_runq);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("policy");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_metrics_policy);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

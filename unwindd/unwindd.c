@@ -835,20 +835,21 @@ static void handle_loss(struct unwindd *u, const struct shm_msg *msg)
 	loss_add(u, l.stage, l.reason, l.kind, l.count, l.weight, l.seq, l.time_ns);
 }
 
-/* Per-second metrics (docs/metrics.md): not ours, passed on unchanged. */
-static void handle_metrics(struct unwindd *u, const struct shm_msg *msg)
+/* Metrics and policy events (docs/metrics.md): not ours, passed on unchanged.
+ * Both records start with their seq. */
+static void handle_forward(struct unwindd *u, const struct shm_msg *msg)
 {
-	struct cpa_metrics m;
+	uint64_t seq;
 	void *out;
 
-	if (msg->len < sizeof(m)) {
+	if (msg->len < sizeof(struct cpa_policy_event)) {
 		drop_corrupt(u);
 		return;
 	}
-	memcpy(&m, msg->data, sizeof(m));
-	if (seen(u, m.seq))
+	memcpy(&seq, msg->data, sizeof(seq));
+	if (seen(u, seq))
 		return;
-	if (!loss_flush(u) || emit(u, CPA_REC_METRICS, msg->len, &out) < 0) {
+	if (!loss_flush(u) || emit(u, msg->type, msg->len, &out) < 0) {
 		cnt(u, SHM_CNT_DROP_RING_FULL, 1);
 		return;
 	}
@@ -935,7 +936,8 @@ int unwindd__batch(struct unwindd *u, unsigned int max)
 			handle_loss(u, m);
 			break;
 		case CPA_REC_METRICS:
-			handle_metrics(u, m);
+		case CPA_REC_EVENT:
+			handle_forward(u, m);
 			break;
 		default:
 			drop_corrupt(u);
