@@ -301,9 +301,14 @@ int cap_bpf__policy_target(struct cap_bpf *b, uint32_t tgid, uint32_t flags)
 
 int cap_bpf__boost(struct cap_bpf *b, uint32_t freq, uint32_t div)
 {
-	uint64_t f = freq;
+	/* The kernel turns a cpu-clock event's frequency into a fixed period
+	 * when it opens it (perf_swevent_init_hrtimer clears attr.freq), so
+	 * PERF_EVENT_IOC_PERIOD takes nanoseconds here, not Hz. */
+	uint64_t f = freq ? 1000000000ull / freq : 0;
 	int r = 0;
 
+	if (freq == 0 || freq > 100000)
+		return -EINVAL;
 	/* Others thinned first when raising, last when lowering: never a
 	 * moment of everyone at the raised rate. */
 	if (div > 1)
