@@ -88,36 +88,50 @@ static struct sacc *acc_find(struct sacc **v, size_t *n, size_t *cap, uint32_t i
 	return &(*v)[(*n)++];
 }
 
+/* What every output says of an entry. */
+struct ent_sum {
+	double oncpu_ms, rq_p50, rq_p99, rq_mean, sl_p50;
+	unsigned long long waits, slices, preempt, sleep, iowait;
+};
+
+static struct ent_sum ent_sum(const struct cpa_metrics_ent *e)
+{
+	return (struct ent_sum){
+		.oncpu_ms = (double)e->oncpu_ns / 1e6,
+		.rq_p50 = hist_q_us(e->runq_hist, 0.5),
+		.rq_p99 = hist_q_us(e->runq_hist, 0.99),
+		.rq_mean = e->runq_n ? (double)e->runq_ns / (double)e->runq_n / 1000.0 : 0.0,
+		.sl_p50 = hist_q_us(e->slice_hist, 0.5),
+		.waits = e->runq_n,
+		.slices = e->slices,
+		.preempt = e->switches[CPA_MR_PREEMPT],
+		.sleep = e->switches[CPA_MR_SLEEP],
+		.iowait = e->switches[CPA_MR_IOWAIT],
+	};
+}
+
 static void csv_ent(FILE *f, const char *t, const char *kind, const struct cpa_metrics_ent *e)
 {
+	struct ent_sum m = ent_sum(e);
+
 	fprintf(f, "%s,%s,%u,%s,%.3f,%llu,%.1f,%.1f,%.1f,%llu,%.1f,%llu,%llu,%llu,,,,,,,\n", t,
-		kind, e->id, e->kind == CPA_MK_PROC ? e->comm : "", (double)e->oncpu_ns / 1e6,
-		(unsigned long long)e->runq_n, hist_q_us(e->runq_hist, 0.5),
-		hist_q_us(e->runq_hist, 0.99),
-		e->runq_n ? (double)e->runq_ns / (double)e->runq_n / 1000.0 : 0.0,
-		(unsigned long long)e->slices, hist_q_us(e->slice_hist, 0.5),
-		(unsigned long long)e->switches[CPA_MR_PREEMPT],
-		(unsigned long long)e->switches[CPA_MR_SLEEP],
-		(unsigned long long)e->switches[CPA_MR_IOWAIT]);
+		kind, e->id, e->kind == CPA_MK_PROC ? e->comm : "", m.oncpu_ms, m.waits, m.rq_p50,
+		m.rq_p99, m.rq_mean, m.slices, m.sl_p50, m.preempt, m.sleep, m.iowait);
 }
 
 static void json_ent(FILE *f, const struct cpa_metrics_ent *e, bool first)
 {
+	struct ent_sum m = ent_sum(e);
+	bool proc = e->kind == CPA_MK_PROC;
+
 	fprintf(f,
 		"%s\n      {\"%s\": %u, %s%s%s\"oncpu_ms\": %.3f, \"runq_waits\": %llu, "
 		"\"runq_p50_us\": %.1f, \"runq_p99_us\": %.1f, \"runq_mean_us\": %.1f, "
 		"\"slices\": %llu, \"slice_p50_us\": %.1f, \"preempted\": %llu, "
 		"\"voluntary\": %llu, \"iowait\": %llu}",
-		first ? "" : ",", e->kind == CPA_MK_PROC ? "pid" : "cpu", e->id,
-		e->kind == CPA_MK_PROC ? "\"comm\": \"" : "", e->kind == CPA_MK_PROC ? e->comm : "",
-		e->kind == CPA_MK_PROC ? "\", " : "", (double)e->oncpu_ns / 1e6,
-		(unsigned long long)e->runq_n, hist_q_us(e->runq_hist, 0.5),
-		hist_q_us(e->runq_hist, 0.99),
-		e->runq_n ? (double)e->runq_ns / (double)e->runq_n / 1000.0 : 0.0,
-		(unsigned long long)e->slices, hist_q_us(e->slice_hist, 0.5),
-		(unsigned long long)e->switches[CPA_MR_PREEMPT],
-		(unsigned long long)e->switches[CPA_MR_SLEEP],
-		(unsigned long long)e->switches[CPA_MR_IOWAIT]);
+		first ? "" : ",", proc ? "pid" : "cpu", e->id, proc ? "\"comm\": \"" : "",
+		proc ? e->comm : "", proc ? "\", " : "", m.oncpu_ms, m.waits, m.rq_p50, m.rq_p99,
+		m.rq_mean, m.slices, m.sl_p50, m.preempt, m.sleep, m.iowait);
 }
 
 static double pct(uint64_t a, uint64_t total)
@@ -230,15 +244,12 @@ static int oncpu_cmp(const void *x, const void *y)
 
 static void print_row(const struct cpa_metrics_ent *e, const char *label)
 {
-	uint64_t sw = e->switches[0] + e->switches[1] + e->switches[2];
+	struct ent_sum m = ent_sum(e);
+	uint64_t sw = m.preempt + m.sleep + m.iowait;
 
 	printf("%-24s %10.1f %8llu %9.1f %9.1f %9.1f %8llu %9.1f %7.1f%% %7.1f%% %7.1f%%\n", label,
-	       (double)e->oncpu_ns / 1e6, (unsigned long long)e->runq_n,
-	       hist_q_us(e->runq_hist, 0.5), hist_q_us(e->runq_hist, 0.99),
-	       e->runq_n ? (double)e->runq_ns / (double)e->runq_n / 1000.0 : 0.0,
-	       (unsigned long long)e->slices, hist_q_us(e->slice_hist, 0.5),
-	       pct(e->switches[CPA_MR_PREEMPT], sw), pct(e->switches[CPA_MR_SLEEP], sw),
-	       pct(e->switches[CPA_MR_IOWAIT], sw));
+	       m.oncpu_ms, m.waits, m.rq_p50, m.rq_p99, m.rq_mean, m.slices, m.sl_p50,
+	       pct(m.preempt, sw), pct(m.sleep, sw), pct(m.iowait, sw));
 }
 
 static void print_summary(struct sched_ctx *c, const char *a, const char *b)
