@@ -37,6 +37,7 @@ struct cap_policy {
 	struct policy_eval ev;
 	struct cap_bpf *bpf;
 	uint32_t base_freq, stack_cap, boost_freq;
+	bool boost_all; /* the raised rate for every process (a system-wide policy) */
 	struct active act[POLICY_TRACKED_MAX];
 	unsigned int n_act;
 	bool want_threads;
@@ -127,6 +128,7 @@ static void event(struct cap_policy *p, struct cap_emit *e, const struct policy_
 static void apply(struct cap_policy *p, uint32_t pid, bool stack_changed)
 {
 	uint32_t flags = 0, stack = 0, freq = p->base_freq;
+	bool everyone = false; /* a system-wide policy raises every process */
 	int r = 0;
 
 	for (unsigned int i = 0; i < p->n_act; i++) {
@@ -134,6 +136,8 @@ static void apply(struct cap_policy *p, uint32_t pid, bool stack_changed)
 
 		if (pol->actions & POLICY_ACT_FREQ)
 			freq = MAX(freq, pol->freq);
+		if ((pol->actions & POLICY_ACT_FREQ) && !p->act[i].pid)
+			everyone = true;
 		if (p->act[i].pid != pid)
 			continue;
 		if (pol->actions & POLICY_ACT_FREQ)
@@ -149,14 +153,17 @@ static void apply(struct cap_policy *p, uint32_t pid, bool stack_changed)
 		r = cap_bpf__policy_target(p->bpf, pid, flags);
 	if (pid && r >= 0 && stack_changed)
 		r = cap_bpf__ustack_set(p->bpf, pid, stack ? MIN(stack, p->stack_cap) : 0);
-	if (r >= 0 && freq != p->boost_freq) {
-		uint32_t div = (freq + p->base_freq / 2) / p->base_freq;
+	if (r >= 0 && (freq != p->boost_freq || everyone != p->boost_all)) {
+		uint32_t div = everyone ? 1 : (freq + p->base_freq / 2) / p->base_freq;
 
 		r = cap_bpf__boost(p->bpf, freq, div);
-		if (r >= 0)
-			log_info("policies: sampling at %u Hz (others 1 in %u: ~%u Hz)", freq, div,
-				 p->base_freq);
+		if (r >= 0 && everyone)
+			log_info("policies: every process sampled at %u Hz", freq);
+		else if (r >= 0)
+			log_info("policies: targets sampled at %u Hz, others 1 in %u (~%u Hz)",
+				 freq, div, p->base_freq);
 		p->boost_freq = freq;
+		p->boost_all = everyone;
 	}
 	if (r < 0)
 		log_warn_errno(r, "policies: apply actions for pid %u: %m", pid);
