@@ -416,11 +416,56 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 	return 0;
 }
 
+/*
+ * Trigger policies (docs/metrics.md): while a policy raises a target's
+ * frequency, capture runs the cpu-clock events at the raised rate and sets
+ * boost_div; every other process keeps one sample in boost_div per CPU, so
+ * it stays at the base rate.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CPA_BPF_POLICY_TARGETS);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u32); /* enum cpa_bpf_policy_flag */
+} policy_targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} boost_ctr SEC(".maps");
+
+volatile __u32 boost_div = 1;		  /* written by capture; 1 = no boost */
+const volatile bool offcpu_gated = false; /* off-CPU only for CPA_BPF_POLICY_OFFCPU targets */
+
+static __always_inline bool policy_has(__u32 tgid, __u32 flag)
+{
+	__u32 *f = bpf_map_lookup_elem(&policy_targets, &tgid);
+
+	return f && (*f & flag);
+}
+
+/* Under a boost: false for the samples of other processes beyond the base rate. */
+static __always_inline bool boost_keep(void)
+{
+	__u32 div = boost_div, k = 0, *c;
+
+	if (div <= 1 || policy_has(bpf_get_current_pid_tgid() >> 32, CPA_BPF_POLICY_BOOST))
+		return true;
+	c = bpf_map_lookup_elem(&boost_ctr, &k);
+	if (!c)
+		return true;
+	return (*c)++ % div == 0;
+}
+
 SEC("perf_event")
 int cpa_on_cpu(struct bpf_perf_event_data *ctx)
 {
 	const struct cpa_bpf_regs *ir = (const struct cpa_bpf_regs *)&ctx->regs;
 
+	if (!boost_keep())
+		return 0;
 	return record_sample(ctx, ir, (ir->cs & 3) == 3, CPA_BPF_KIND_ONCPU, 0);
 }
 
@@ -710,6 +755,8 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 		return;
 	if (target_tgid && tgid != target_tgid)
 		return;
+	if (offcpu_gated && !policy_has(tgid, CPA_BPF_POLICY_OFFCPU))
+		return;
 	if (filter_comm) {
 		bpf_get_current_comm(comm, sizeof(comm));
 		if (!comm_wanted(prev, comm))
@@ -810,6 +857,14 @@ static long offcpu_flush_one(struct bpf_map *map, struct offcpu_key *key, struct
 
 	if (gen & 1)
 		return 0; /* being rewritten: its pending ns went out with the old stack */
+	if (offcpu_gated && !policy_has(e->s.pid, CPA_BPF_POLICY_OFFCPU)) {
+		/* A policy's off-CPU window is over: nothing after it. */
+		__sync_lock_test_and_set(&e->acct_ns, 0);
+		__sync_lock_test_and_set(&e->pending_ns, 0);
+		if (++e->idle >= OFFCPU_IDLE_FLUSHES)
+			bpf_map_delete_elem(map, key);
+		return 0;
+	}
 	cur = bpf_map_lookup_elem(&offcpu_cur, &key->tid);
 	if (from && (!cur || *cur != key->place)) {
 		/* Not where its thread is (or was last) blocked: a missed wake-up. */

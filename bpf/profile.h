@@ -42,6 +42,14 @@
 #define CPA_BPF_USTACK_SLOTS 32768
 #define CPA_BPF_PROBE_MAX    8 /* --probe specs (CPA_PROBE_MAX) */
 
+/* Trigger policies (docs/metrics.md): map "policy_targets", tgid -> these
+ * flags, written by capture while a policy's actions are on. */
+#define CPA_BPF_POLICY_TARGETS 256
+enum cpa_bpf_policy_flag {
+	CPA_BPF_POLICY_BOOST = 1u << 0,	 /* sampled at the raised rate */
+	CPA_BPF_POLICY_OFFCPU = 1u << 1, /* off-CPU recorded (with offcpu_gated) */
+};
+
 enum cpa_bpf_rec_type {
 	CPA_BPF_REC_SAMPLE = 1,
 	CPA_BPF_REC_TASK = 2,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ struct cap_bpf {
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* one per CPU; each owns its perf event fd */
+	int *pfds;		 /* those fds (not ours to close): a policy's freq */
 	unsigned int n_links;
 	struct bpf_link *probe_links[CPA_BPF_PROBE_MAX];
 	const struct probe_spec *probes;
@@ -125,6 +127,7 @@ static int offcpu_setup(struct cap_bpf *b, const struct cap_bpf_opts *o)
 	b->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
 	b->skel->rodata->offcpu_max_ns = o->offcpu_max_ns;
 	b->skel->rodata->offcpu_rec_size = vsize;
+	b->skel->rodata->offcpu_gated = o->offcpu_gated;
 	/* The flush is run by us, never attached. */
 	bpf_program__set_autoattach(b->skel->progs.cpa_offcpu_flush, false);
 	if (!o->offcpu) {
@@ -286,6 +289,39 @@ out_free:
 	return r;
 }
 
+/* ---- trigger policies (docs/metrics.md): capture/cap_policy.c drives these ---- */
+
+int cap_bpf__policy_target(struct cap_bpf *b, uint32_t tgid, uint32_t flags)
+{
+	int fd = bpf_map__fd(b->skel->maps.policy_targets);
+
+	if (!flags)
+		return bpf_map_delete_elem(fd, &tgid) < 0 && errno != ENOENT ? -errno : 0;
+	return bpf_map_update_elem(fd, &tgid, &flags, BPF_ANY) < 0 ? -errno : 0;
+}
+
+int cap_bpf__boost(struct cap_bpf *b, uint32_t freq, uint32_t div)
+{
+	/* The kernel turns a cpu-clock event's frequency into a fixed period
+	 * when it opens it (perf_swevent_init_hrtimer clears attr.freq), so
+	 * PERF_EVENT_IOC_PERIOD takes nanoseconds here, not Hz. */
+	uint64_t f = freq ? 1000000000ull / freq : 0;
+	int r = 0;
+
+	if (freq == 0 || freq > 100000)
+		return -EINVAL;
+	/* Others thinned first when raising, last when lowering: never a
+	 * moment of everyone at the raised rate. */
+	if (div > 1)
+		__atomic_store_n(&b->skel->data->boost_div, div, __ATOMIC_RELAXED);
+	for (unsigned int i = 0; i < b->n_links; i++)
+		if (ioctl(b->pfds[i], PERF_EVENT_IOC_PERIOD, &f) < 0 && !r)
+			r = -errno;
+	if (div <= 1)
+		__atomic_store_n(&b->skel->data->boost_div, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
 static int perf_open_cpu_clock(unsigned int cpu, uint32_t freq)
 {
 	struct perf_event_attr attr = {
@@ -305,7 +341,8 @@ int cap_bpf__attach(struct cap_bpf *b, const unsigned int *cpus, unsigned int n,
 	int r;
 
 	b->links = calloc(n, sizeof(*b->links));
-	if (!b->links)
+	b->pfds = calloc(n, sizeof(*b->pfds));
+	if (!b->links || !b->pfds)
 		return -ENOMEM;
 
 	/* Task events first: an exec must not be missed between the first
@@ -334,6 +371,7 @@ int cap_bpf__attach(struct cap_bpf *b, const unsigned int *cpus, unsigned int n,
 			close(fd);
 			return bpf_fail(r, "attach BPF program to cpu-clock");
 		}
+		b->pfds[b->n_links] = fd;
 		b->links[b->n_links++] = link;
 	}
 	if (!b->n_links)
@@ -494,6 +532,7 @@ void cap_bpf__free(struct cap_bpf *b)
 	if (b->skel)
 		cap_bpf__detach(b);
 	free(b->links);
+	free(b->pfds);
 	ring_buffer__free(b->rb);
 	profile_bpf__destroy(b->skel);
 	free(b);

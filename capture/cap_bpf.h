@@ -28,10 +28,11 @@ struct cap_bpf_opts {
 	uint32_t wakeup_bytes; /* force a wakeup once this much is pending (<= ringbuf_size / 2) */
 	/* Off-CPU (sched_switch); docs/capture.md "Off-CPU". */
 	bool offcpu;
-	uint32_t offcpu_states;		 /* enum cpa_bpf_offcpu_state_bit set */
-	uint64_t offcpu_min_ns;		 /* blocks shorter than this are not recorded */
-	uint64_t offcpu_max_ns;		 /* ... nor longer than this (0 = no limit) */
-	uint32_t offcpu_threads;	 /* (thread, place) pairs tracked at once */
+	bool offcpu_gated;	 /* off-CPU only for policy targets (cap_bpf__policy_target) */
+	uint32_t offcpu_states;	 /* enum cpa_bpf_offcpu_state_bit set */
+	uint64_t offcpu_min_ns;	 /* blocks shorter than this are not recorded */
+	uint64_t offcpu_max_ns;	 /* ... nor longer than this (0 = no limit) */
+	uint32_t offcpu_threads; /* (thread, place) pairs tracked at once */
 	const struct probe_spec *probes; /* --probe specs, resolved; probe id = index */
 	unsigned int nr_probes;		 /* <= CPA_BPF_PROBE_MAX */
 	uint32_t probe_rate;		 /* samples/s per probe; 0 = no limit */
@@ -62,6 +63,12 @@ void cap_bpf__detach(struct cap_bpf *b);
 /* Emit the blocked time so far of every thread still off-CPU (once a second
  * and at stop); 0 when off-CPU is off. */
 int cap_bpf__offcpu_flush(struct cap_bpf *b);
+
+/* Trigger policies (docs/metrics.md). tgid's enum cpa_bpf_policy_flag set
+ * (0: none, the entry goes). */
+int cap_bpf__policy_target(struct cap_bpf *b, uint32_t tgid, uint32_t flags);
+/* cpu-clock events at freq Hz; other processes keep one sample in div (1 = all). */
+int cap_bpf__boost(struct cap_bpf *b, uint32_t freq, uint32_t div);
 /* Sum of each CPA_BPF_STAT_* slot over all CPUs. */
 int cap_bpf__read_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_STAT_MAX]);
 /* Copy bytes of user stack per sample of pid from now on (the BPF side caps

@@ -362,6 +362,24 @@ static int emit_task(struct cap_emit *e, const struct cpa_bpf_task *bt)
 	return 0;
 }
 
+int cap_emit__reserve_seq(struct cap_emit *e, uint16_t type, uint32_t len, void **ret)
+{
+	int r;
+
+	if (seq_exhausted(e))
+		return -EOVERFLOW;
+	if (len < sizeof(uint64_t))
+		return -EINVAL;
+	r = out_reserve(e, len, type, ret);
+	if (r < 0) {
+		shm_stage__cnt_add(e->st, SHM_CNT_DROP_RING_FULL, 1);
+		return r;
+	}
+	memset(*ret, 0, len);
+	*(uint64_t *)*ret = seq_next(e);
+	return 0;
+}
+
 int cap_emit__record(struct cap_emit *e, const void *data, size_t size)
 {
 	uint32_t type;

@@ -14,6 +14,8 @@
 #include "cap_emit.h"
 #include "cap_mmapev.h"
 #include "cap_perf.h"
+#include "cap_policy.h"
+#include "cap_sched.h"
 #include "cap_sys.h"
 #include "common/log.h"
 #include "common/macro.h"
@@ -39,6 +41,8 @@ struct capture {
 	struct cap_bpf *bpf;		      /* the BPF backend ... */
 	struct cap_perf *perf;		      /* ... or the perf_event-only one */
 	struct cap_mmapev *mmapev;	      /* the mapping history (cap_mmapev.h) */
+	struct cap_sched *sched;	      /* scheduler metrics (docs/metrics.md) */
+	struct cap_policy *policy;	      /* --policy: trigger policies (docs/metrics.md) */
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
 	struct probe_spec probes[CPA_PROBE_MAX];
 	uint64_t probe_stats[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]; /* totals as last read */
@@ -427,6 +431,14 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 			log_warn_errno(r, "no mapping history (%m): user frames of processes that "
 					  "exit quickly will be unresolved");
 	}
+	if (c->cfg->policy_path[0]) {
+		r = cap_policy__open(c->cfg->policy_path, 100000, &c->policy);
+		if (r < 0)
+			return r;
+		/* A policy's off-CPU action: the programs loaded, gated per target. */
+		o.offcpu_gated = !o.offcpu && cap_policy__wants_offcpu(c->policy);
+		o.offcpu = o.offcpu || o.offcpu_gated;
+	}
 	if (c->cfg->backend == CPA_BACKEND_PERF)
 		return setup_perf(c, &o);
 
@@ -459,6 +471,7 @@ int capture__finish(struct capture *c, bool quick)
 	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (quick ? 0 : CAP_STOP_LOSS_WAIT_NS);
 	int r;
 
+	cap_policy__undo_all(c->policy, &c->emit, clock_ns(CLOCK_REALTIME));
 	backend_detach(c);
 	/* Threads still blocked now: their time up to the stop counts. */
 	offcpu_flush(c);
@@ -530,6 +543,11 @@ int capture__tick(struct capture *c, uint64_t now_ns)
 		cap_clock__update(&c->emit.clock);
 		offcpu_flush(c);
 		stats_sync(c);
+		if (c->sched &&
+		    cap_sched__tick(c->sched, &c->emit, clock_ns(CLOCK_REALTIME), c->policy) < 0)
+			return log_error_errno(-EOVERFLOW,
+					       "sequence numbers of generation %u used up",
+					       c->st->generation);
 		c->next_tick_ns += NSEC_PER_SEC;
 		if (c->next_tick_ns <= now_ns)
 			c->next_tick_ns = now_ns + NSEC_PER_SEC;
@@ -563,6 +581,12 @@ int capture__new(struct shm_arena *a, struct shm_stage *st, const volatile sig_a
 	c->st = st;
 	c->term = term;
 	r = capture_setup(c, a);
+	/* Metrics are an extra: without them the profile still records. */
+	if (r >= 0 && (c->cfg->flags & CPA_CFG_SCHED_METRICS) && c->bpf &&
+	    cap_sched__open(c->cfg->btf_path[0] ? c->cfg->btf_path : NULL, &c->sched) < 0)
+		shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
+	if (r >= 0 && c->policy)
+		cap_policy__attach(c->policy, c->bpf, c->cfg->freq, c->stack_cap);
 	if (r < 0) {
 		capture__free(c);
 		return r;
@@ -584,5 +608,7 @@ void capture__free(struct capture *c)
 		return;
 	backend_free(c);
 	cap_mmapev__free(c->mmapev);
+	cap_sched__free(c->sched);
+	cap_policy__free(c->policy);
 	free(c);
 }

@@ -78,6 +78,10 @@ int cmd_show(struct cpa_opts *o)
 		.diff_base_read = c->diff_base_read,
 		.diff_base_start = c->diff_base_start,
 		.diff_base_end = c->diff_base_end,
+		.sched = c->sched,
+		.sched_csv = c->sched_csv,
+		.sched_json = c->sched_json,
+		.triggers = c->triggers,
 	};
 	return show_run(&so) < 0 ? 1 : 0;
 }

@@ -132,6 +132,7 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 		   (m->include_full_path ? CPA_CFG_FULL_PATH : 0) |
 		   (m->strip_name_disable ? CPA_CFG_STRIP_NAME_OFF : 0) |
 		   (m->pc_locations ? CPA_CFG_PC_LOCATIONS : 0) |
+		   (m->sched_metrics && !m->oneshot ? CPA_CFG_SCHED_METRICS : 0) |
 		   (m->oneshot ? CPA_CFG_ONESHOT : 0) | (m->bench ? CPA_CFG_BENCH : 0) |
 		   (o->verbose ? CPA_CFG_VERBOSE : 0);
 	c->backend = strcmp(m->backend, "perf") ? CPA_BACKEND_BPF : CPA_BACKEND_PERF;
@@ -172,6 +173,16 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 		r = copy_str(c->debuginfod_urls, sizeof(c->debuginfod_urls),
 			     m->debuginfod ? m->debuginfod : getenv("DEBUGINFOD_URLS"),
 			     "--debuginfod");
+	if (r == 0 && m->policy) {
+		/* docs/metrics.md "Trigger policies": capture evaluates them on the metrics. */
+		if (!(c->flags & CPA_CFG_SCHED_METRICS) || c->backend != CPA_BACKEND_BPF)
+			return log_error_errno(-EINVAL, "--policy needs the scheduler metrics and "
+							"the BPF backend (not --sched_metrics=0, "
+							"--oneshot or --backend perf)");
+		if (!realpath(m->policy, btf))
+			return log_error_errno(-errno, "--policy '%s': %m", m->policy);
+		r = copy_str(c->policy_path, sizeof(c->policy_path), btf, "--policy");
+	}
 	if (r == 0)
 		r = copy_str(c->record_env_name, sizeof(c->record_env_name), m->record_env_name,
 			     "--record_env_name");

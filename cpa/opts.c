@@ -24,6 +24,7 @@
 
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/policy.h"
 #include "common/probespec.h"
 #include "shm/config.h"
 
@@ -77,6 +78,8 @@ static int check_offcpu_state(const struct opt_def *d, const char *val, struct c
 static int check_kind(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		      const char *where);
 static int check_format(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			const char *where);
+static int check_policy(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			const char *where);
 
 static const struct opt_def opt_table[] = {
@@ -167,6 +170,14 @@ static const struct opt_def opt_table[] = {
 	 "fetch missing debug files from these debuginfod servers (space-separated, as "
 	 "DEBUGINFOD_URLS; default: that variable, else off)",
 	 NULL},
+	{"policy", 0, OPT_STR, MON, O(mon.policy), 0, 0, "FILE",
+	 "trigger policies: more detail (freq, off-CPU, stack size) for a process while a "
+	 "metric crosses a threshold (docs/metrics.md); checked before anything starts",
+	 check_policy},
+	{"sched_metrics", 0, OPT_BOOL, MON, O(mon.sched_metrics), 0, 0, NULL,
+	 "per-second scheduler metrics into the store: run-queue latency, slices, switch "
+	 "reasons, load, CPU, PSI (default on; =0 turns them off)",
+	 NULL},
 	{"debuginfod_cache_mb", 0, OPT_LONG, MON, O(mon.debuginfod_cache_mb), 1, 1048576, "MB",
 	 "cap on <store_dir>/.debuginfod, oldest files removed beyond (default 1024)", NULL},
 
@@ -222,6 +233,18 @@ static const struct opt_def opt_table[] = {
 	 check_format},
 	{"diff_base_start", 0, OPT_STR, SHOW, O(show.diff_base_start), 0, 0, "HH:MM:SS",
 	 "diff against the range from this time (red grew, blue shrank)", check_time},
+	{"sched", 0, OPT_BOOL, SHOW, O(show.sched), 0, 0, NULL,
+	 "print the scheduler metrics of the range instead of a profile: run-queue latency "
+	 "P50/P99, slices, switch reasons, per process (--target_pid/--target_comm select)",
+	 NULL},
+	{"triggers", 0, OPT_BOOL, SHOW, O(show.triggers), 0, 0, NULL,
+	 "list the trigger policies' triggers of the range (time, policy, process, item, "
+	 "threshold, value, actions, end)",
+	 NULL},
+	{"sched_csv", 0, OPT_STR, SHOW, O(show.sched_csv), 0, 0, "FILE",
+	 "write the range's per-second scheduler metrics as CSV", check_path},
+	{"sched_json", 0, OPT_STR, SHOW, O(show.sched_json), 0, 0, "FILE",
+	 "write the range's per-second scheduler metrics as JSON", check_path},
 	{"diff_base_end", 0, OPT_STR, SHOW, O(show.diff_base_end), 0, 0, "HH:MM:SS",
 	 "end of the diff base (default: as long as the range exported)", check_time},
 	{"diff_base_read", 0, OPT_STR, SHOW, O(show.diff_base_read), 0, 0, "DIR",
@@ -278,6 +301,7 @@ void cpa_opts__init(struct cpa_opts *o)
 	o->mon.offcpu_min_us = 1;
 	o->mon.offcpu_state = "RSD";
 	o->mon.probe_rate = CPA_PROBE_RATE_DEFAULT;
+	o->mon.sched_metrics = true;
 	o->show.output_num = 1;
 	o->show.target_pid = -1;
 	o->show.target_cgroup_id = -1;
@@ -857,6 +881,26 @@ static int check_env_list(const struct opt_def *d, const char *val, struct cpa_o
 }
 
 /* Repeatable: each --probe appends; probe id = its position. */
+static int check_policy(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			const char *where)
+{
+	_cleanup_free_ struct policy_set *set = calloc(1, sizeof(*set));
+	char err[512];
+
+	(void)o;
+	if (!set)
+		return log_error_errno(-ENOMEM, "%s--%s: %m", where, d->name);
+	if (strlen(val) >= CPA_PATH_MAX) {
+		log_error("%s--%s: path longer than %d bytes", where, d->name, CPA_PATH_MAX - 1);
+		return -EINVAL;
+	}
+	if (policy_set__load(val, CPA_FREQ_MAX, set, err, sizeof(err)) < 0) {
+		log_error("%s--%s: %s", where, d->name, err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int check_probe(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		       const char *where)
 {

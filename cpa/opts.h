@@ -78,6 +78,8 @@ struct monitor_opts {
 	const char *debug_path;
 	const char *debuginfod; /* NULL: DEBUGINFOD_URLS of the environment */
 	long debuginfod_cache_mb;
+	bool sched_metrics; /* --sched_metrics (default on): docs/metrics.md */
+	const char *policy; /* --policy FILE, checked at parse time (common/policy.h) */
 };
 
 struct show_cli {
@@ -103,6 +105,9 @@ struct show_cli {
 	const char *kind;   /* --kind on|off|all, NULL = auto */
 	const char *format; /* --format; NULL: from -o's suffix */
 	const char *diff_base_start, *diff_base_end, *diff_base_read;
+	bool sched;			    /* --sched */
+	const char *sched_csv, *sched_json; /* --sched_csv, --sched_json */
+	bool triggers;			    /* --triggers */
 };
 
 struct cpa_opts {

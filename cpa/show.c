@@ -555,6 +555,10 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
 	printf("Export Record Time From [ %s - %s ]\n", a, b);
 	fflush(stdout);
+	if (show_sched_wanted(o)) { /* scheduler metrics: show_sched.c */
+		ret = show_sched(o, r, t0, n);
+		goto out;
+	}
 	if (show_export_wanted(o)) { /* pprof, svg, speedscope, diffs, split: show_export.c */
 		ret = show_export(o, r, dir, filt, t0, n);
 		goto out;

@@ -39,6 +39,10 @@ struct show_opts {
 	const char *diff_base_read;  /* --diff_base_read DIR: the base's store (default --read) */
 	const char *diff_base_start; /* --diff_base_start HH:MM:SS: the base range of a diff */
 	const char *diff_base_end;   /* --diff_base_end HH:MM:SS */
+	/* Scheduler metrics instead of a profile (show_sched.c, docs/metrics.md). */
+	bool sched;			    /* --sched: the summary on stdout */
+	const char *sched_csv, *sched_json; /* --sched_csv/--sched_json FILE: the series */
+	bool triggers;			    /* --triggers: the policy triggers of the range */
 };
 
 /* 0 ok, or negative errno (already logged). */
@@ -53,6 +57,11 @@ void show_on_notice(void *ctx, const char *msg);
 /* The store dir --read names, or the one picked under a root for time of day tod
  * (-1: the newest); -errno (logged) when there is none. */
 int show_pick_dir(const char *read, long tod, char *buf, size_t len);
+
+/* --sched, --sched_csv, --sched_json (show_sched.c, docs/metrics.md). */
+bool show_sched_wanted(const struct show_opts *o);
+/* The metrics of [t0, t0 + n) seconds of r: summary and/or series; 0 or -errno (logged). */
+int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, int64_t n);
 
 /* true when the options ask for something other than the plain folded .prof. */
 bool show_export_wanted(const struct show_opts *o);

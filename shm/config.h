@@ -36,6 +36,7 @@ enum cpa_config_flag {
 	CPA_CFG_WITH_IDLE = 1u << 8,	     /* sample the idle task (pid 0) too */
 	CPA_CFG_FORCE_USTACK = 1u << 9,	     /* copy user stacks even on kernels with the NMI bug */
 	CPA_CFG_PC_LOCATIONS = 1u << 10,     /* --pc_locations: symd keeps one frame per pc */
+	CPA_CFG_SCHED_METRICS = 1u << 11,    /* --sched_metrics: capture loads bpf/sched.bpf.c */
 };
 
 /* Off-CPU states (--offcpu_state); the same bits as bpf/profile.h's. */
@@ -83,6 +84,7 @@ struct cpa_config {
 	char parse_env_values[CPA_ENV_LIST_MAX]; /* comma list */
 	char probes[CPA_PROBE_MAX][CPA_PROBE_SPEC_MAX];
 	char debuginfod_urls[CPA_PATH_MAX]; /* --debuginfod / DEBUGINFOD_URLS; "" = off */
+	char policy_path[CPA_PATH_MAX];	    /* --policy FILE (capture evaluates it); "" = none */
 };
 
 #define CPA_CONFIG_VERSION 1

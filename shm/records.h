@@ -10,6 +10,7 @@
  *   unwindd --(USTACK_HINT)--> capture	(feedback ring: the adaptive stack copy)
  *   unwindd --(DICT_RESET, MODULE, FRAMES, TASK, LOSS)--> symd
  *   symd    --(DICT_RESET, STR, MODULE, FRAME, STACK, SAMPLE_OUT, LOSS)--> storer
+ *   capture --(METRICS, EVENT)--> unwindd --> symd --> storer	(forwarded unchanged)
  *
  * Sequence numbers: capture gives every SAMPLE/TASK/LOSS/MAP a seq that grows
  * strictly (generation << 40 | counter, so it also grows across a capture
@@ -44,6 +45,8 @@ enum cpa_rec_type {
 	CPA_REC_SAMPLE_OUT,  /* symd -> storer: struct cpa_sample_out */
 	CPA_REC_USTACK_HINT, /* unwindd -> capture: struct cpa_ustack_hint */
 	CPA_REC_MAP,	     /* capture -> unwindd: struct cpa_map_event + path */
+	CPA_REC_METRICS,     /* capture -> storer, forwarded as is: struct cpa_metrics + entries */
+	CPA_REC_EVENT,	     /* capture -> storer, forwarded as is: struct cpa_policy_event */
 	CPA_REC_TYPE_MAX,
 };
 
@@ -358,6 +361,66 @@ struct cpa_ustack_hint {
 };
 _Static_assert(sizeof(struct cpa_ustack_hint) == 16, "cpa_ustack_hint layout");
 
+/*
+ * CPA_REC_METRICS (docs/metrics.md): one second of scheduler and system
+ * metrics, then struct cpa_metrics_ent ents[n_ents]. capture sends a second
+ * as one or more records with the same time_ns; the first carries the
+ * system part (CPA_MF_SYSTEM). unwindd and symd forward it unchanged (its
+ * seq rules as a LOSS's); the storer keeps it in the block's metrics section.
+ */
+#define CPA_METRICS_HIST     40 /* log2 ns buckets: [2^b, 2^(b+1)); 0 holds 0..1 */
+#define CPA_METRICS_PER_REC  32 /* entries per record at most */
+#define CPA_METRICS_PSI_NONE UINT32_MAX
+
+enum cpa_metrics_flag {
+	CPA_MF_SYSTEM = 1u << 0, /* load, /proc/stat, PSI fields are valid */
+	CPA_MF_HW = 1u << 1,	 /* hardware counters fields are valid */
+	CPA_MF_HW_NA = 1u << 2,	 /* hardware counters not available on this host */
+};
+
+enum cpa_metrics_psi { CPA_PSI_CPU, CPA_PSI_IO, CPA_PSI_MEM, CPA_PSI_MAX };
+
+struct cpa_metrics {
+	uint64_t seq;
+	uint64_t time_ns;     /* CLOCK_REALTIME: the start of the second covered */
+	uint32_t interval_ms; /* length of the interval covered */
+	uint16_t n_ents;
+	uint16_t flags;		   /* enum cpa_metrics_flag */
+	uint32_t load_milli[3];	   /* /proc/loadavg x 1000 */
+	uint32_t nr_cpus;	   /* CPUs in /proc/stat */
+	uint64_t cpu_busy_ticks;   /* /proc/stat "cpu" deltas, USER_HZ: all but idle+iowait */
+	uint64_t cpu_iowait_ticks; /* iowait */
+	uint64_t cpu_idle_ticks;   /* idle */
+	uint32_t psi_some_us[CPA_PSI_MAX]; /* stall us in the interval; CPA_METRICS_PSI_NONE */
+	uint32_t psi_full_us[CPA_PSI_MAX];
+	uint64_t hw_cycles, hw_instructions, hw_cache_misses; /* CPA_MF_HW */
+	uint32_t dropped;				      /* processes not tracked */
+	uint32_t _pad0;
+};
+_Static_assert(sizeof(struct cpa_metrics) == 120, "cpa_metrics layout");
+
+enum cpa_metrics_kind {
+	CPA_MK_PROC = 1, /* id = tgid, comm = process name */
+	CPA_MK_CPU,	 /* id = cpu */
+};
+
+enum cpa_metrics_reason { CPA_MR_PREEMPT, CPA_MR_SLEEP, CPA_MR_IOWAIT, CPA_MR_MAX };
+
+struct cpa_metrics_ent {
+	uint32_t id;
+	uint16_t kind; /* enum cpa_metrics_kind */
+	uint16_t _pad0;
+	char comm[CPA_COMM_LEN];
+	uint64_t oncpu_ns;
+	uint64_t runq_ns; /* summed run-queue latency of runq_n waits */
+	uint64_t runq_n;
+	uint64_t slices;
+	uint64_t switches[CPA_MR_MAX]; /* enum cpa_metrics_reason */
+	uint32_t runq_hist[CPA_METRICS_HIST];
+	uint32_t slice_hist[CPA_METRICS_HIST];
+};
+_Static_assert(sizeof(struct cpa_metrics_ent) == 400, "cpa_metrics_ent layout");
+
 /* Size checks for readers: the declared counts fit in len bytes. */
 static inline int cpa_rec_sample_ok(const struct cpa_sample *s, uint32_t len)
 {
@@ -396,6 +459,65 @@ static inline int cpa_rec_stack_ok(const struct cpa_stack_def *s, uint32_t len)
 {
 	return len >= sizeof(*s) && sizeof(*s) + 4ull * s->n_frames <= len &&
 	       s->n_kframes <= s->n_frames;
+}
+
+/*
+ * CPA_REC_EVENT (docs/metrics.md "Trigger policies"): a policy fired for a
+ * target (kind START: its actions are on until end_ns) or its actions were
+ * undone (kind END, time_ns = when). Same seq rules as CPA_REC_METRICS.
+ */
+#define CPA_POLICY_NAME_LEN 32
+
+enum cpa_policy_event_kind { CPA_PE_START = 1, CPA_PE_END };
+
+struct cpa_policy_event {
+	uint64_t seq;
+	uint64_t time_ns; /* CLOCK_REALTIME */
+	uint64_t end_ns;  /* START: the actions' planned end */
+	double threshold;
+	double value;  /* START: the item's value in the second that fired */
+	uint32_t pid;  /* target process; 0 = system-wide */
+	uint16_t kind; /* enum cpa_policy_event_kind */
+	uint16_t item; /* enum policy_item (common/policy.h) */
+	uint16_t cmp;  /* enum policy_cmp */
+	uint16_t _pad0;
+	uint32_t actions; /* enum policy_action */
+	uint32_t freq;	  /* Hz for the target (action FREQ) */
+	uint32_t stack_size;
+	char policy[CPA_POLICY_NAME_LEN];
+	char comm[CPA_COMM_LEN];
+};
+_Static_assert(sizeof(struct cpa_policy_event) == 112, "cpa_policy_event layout");
+
+/* The quantile q (0..1) of a CPA_METRICS_HIST log2 histogram in ns,
+ * interpolated inside its bucket [2^b, 2^(b+1)); 0 when empty. */
+static inline double cpa_metrics_hist_quantile(const uint32_t *h, double q)
+{
+	uint64_t total = 0, cum = 0;
+	double want;
+	int b;
+
+	for (b = 0; b < CPA_METRICS_HIST; b++)
+		total += h[b];
+	if (!total)
+		return 0;
+	want = q * (double)total;
+	for (b = 0; b < CPA_METRICS_HIST; b++) {
+		double lo = b ? (double)(1ull << b) : 0, hi = (double)(1ull << (b + 1));
+
+		if (!h[b])
+			continue;
+		if ((double)(cum + h[b]) >= want)
+			return lo + (hi - lo) * (want - (double)cum) / h[b];
+		cum += h[b];
+	}
+	return (double)(1ull << CPA_METRICS_HIST);
+}
+
+static inline int cpa_rec_metrics_ok(const struct cpa_metrics *m, uint32_t len)
+{
+	return len >= sizeof(*m) && m->n_ents <= CPA_METRICS_PER_REC &&
+	       sizeof(*m) + sizeof(struct cpa_metrics_ent) * (uint64_t)m->n_ents <= len;
 }
 
 #endif /* CPA_SHM_RECORDS_H */

@@ -22,7 +22,7 @@
 #include "shm/records.h"
 
 #define STORE_VERSION_MAJOR 1
-#define STORE_VERSION_MINOR 0
+#define STORE_VERSION_MINOR 1 /* 1.1: the metrics section */
 
 /* Default block length: amortises the block header, index entry and zstd frame
  * over 5 seconds (docs/store-format.md has the measurements). */
@@ -111,6 +111,12 @@ int store_writer__def_stack(struct store_writer *w, const struct cpa_stack_def *
 int store_writer__add_sample(struct store_writer *w, const struct cpa_sample_out *s);
 /* Kept as a stack of one marker frame "[lost: <stage> <reason>]". */
 int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l);
+/* A CPA_REC_METRICS record (m->n_ents entries in ents) into the open block's
+ * metrics section (docs/metrics.md). */
+int store_writer__add_metrics(struct store_writer *w, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents);
+/* A policy event (CPA_REC_EVENT) into the same section. */
+int store_writer__add_event(struct store_writer *w, const struct cpa_policy_event *ev);
 
 /*
  * Housekeeping at realtime now_ns: reap completions, retry failed writes,
@@ -277,6 +283,22 @@ int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t
 int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 			const struct store_filter *f, store_sample_fn fn, void *ctx);
 void store_reader__stats(const struct store_reader *r, struct store_read_stats *ret);
+
+/* ---------------------------------------------------------------- metrics
+ * Per-second scheduler and system metrics (docs/metrics.md), kept in the
+ * blocks' metrics section (format 1.1). */
+
+/* One CPA_REC_METRICS record as stored: m->n_ents entries in ents. */
+typedef int (*store_metrics_fn)(void *ctx, const struct cpa_metrics *m,
+				const struct cpa_metrics_ent *ents);
+/* Every metrics record with time_ns in [t0_ns, t1_ns), in block order. fn
+ * returning non-zero stops the walk and is returned. */
+int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			  store_metrics_fn fn, void *ctx);
+/* Policy events (start and end records) with time_ns in [t0_ns, t1_ns). */
+typedef int (*store_event_fn)(void *ctx, const struct cpa_policy_event *ev);
+int store_reader__events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, store_event_fn fn,
+			 void *ctx);
 
 /* ---------------------------------------------------------------- store roots */
 

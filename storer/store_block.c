@@ -112,6 +112,10 @@ void block__reset(struct block *k)
 	k->rows.n = 0;
 	k->samples = 0;
 	k->lost_rec = 0;
+	k->metrics.len = 0;
+	k->n_metrics = 0;
+	k->events.len = 0;
+	k->n_events = 0;
 	if (k->slots)
 		memset(k->slots, 0, (size_t)k->nslots * sizeof(*k->slots));
 }
@@ -120,6 +124,8 @@ void block__free(struct block *k)
 {
 	free(k->rows.v);
 	free(k->slots);
+	sbuf__free(&k->metrics);
+	sbuf__free(&k->events);
 	memset(k, 0, sizeof(*k));
 }
 
@@ -291,6 +297,15 @@ int store_enc__block(struct store_enc *e, const struct block *k, const struct se
 	r = encode_rows(e, k, &e->raw_data, (int64_t)(k->t_min_ns / NSEC_PER_SEC), &nsec);
 	if (r < 0)
 		return r;
+	/* Format 1.1: the metrics section after the rows, where a 1.0 reader stops. */
+	if (k->n_metrics || k->n_events) {
+		sbuf__varint(&e->raw_data, k->n_metrics);
+		sbuf__put(&e->raw_data, k->metrics.p, k->metrics.len);
+		sbuf__varint(&e->raw_data, k->n_events);
+		sbuf__put(&e->raw_data, k->events.p, k->events.len);
+		if (e->raw_data.oom || k->metrics.oom || k->events.oom)
+			return -ENOMEM;
+	}
 	if (e->raw_dict.oom)
 		return -ENOMEM;
 	cap = sizeof(h) + ZSTD_compressBound(e->raw_dict.len) + ZSTD_compressBound(e->raw_data.len);
@@ -309,7 +324,7 @@ int store_enc__block(struct store_enc *e, const struct block *k, const struct se
 	h.major = STORE_VERSION_MAJOR;
 	h.minor = STORE_VERSION_MINOR;
 	h.type = STORE_BLOCK_DATA;
-	h.flags = dz ? STORE_BF_DICT : 0;
+	h.flags = (dz ? STORE_BF_DICT : 0) | (k->n_metrics || k->n_events ? STORE_BF_METRICS : 0);
 	h.t_min_ns = k->t_min_ns;
 	h.t_max_ns = k->t_max_ns;
 	h.dict_zlen = dz;

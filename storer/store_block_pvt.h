@@ -77,6 +77,10 @@ struct block {
 	VEC(struct row) rows;
 	uint32_t *slots;
 	uint32_t nslots;
+	struct sbuf metrics; /* encoded CPA_REC_METRICS records (store_metrics.c) */
+	uint32_t n_metrics;
+	struct sbuf events; /* encoded CPA_REC_EVENT records */
+	uint32_t n_events;
 };
 
 /* Add count and weight to key's row. 0 or -ENOMEM. */

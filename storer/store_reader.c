@@ -25,6 +25,7 @@
 #include "store.h"
 #include "store_dir_pvt.h"
 #include "store_fmt.h"
+#include "store_metrics_pvt.h"
 
 #define MAX_INDEX_BYTES (64u << 20)
 /* A gap in dictionary ids (a lost section) larger than this is a lie. */
@@ -732,6 +733,79 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 	if (r->subs)
 		return set_query(r, t0_ns, t1_ns, f, fn, ctx);
 	return query_one(r, t0_ns, t1_ns, f, fn, ctx);
+}
+
+/* ------------------------------------------------------------ metrics */
+
+/* Format 1.1's metrics sections (docs/metrics.md): no dictionary needed. */
+static int metrics_walk(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, store_metrics_fn fn,
+			store_event_fn efn, void *ctx)
+{
+	int64_t t0s = (int64_t)(t0_ns / NSEC_PER_SEC),
+		t1s = (int64_t)((t1_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC);
+	uint32_t si, i;
+	int ret;
+
+	/* A set (every run of a day): each run's metrics in turn. */
+	for (i = 0; i < r->n_subs; i++) {
+		ret = metrics_walk(r->subs[i], t0_ns, t1_ns, fn, efn, ctx);
+		if (ret)
+			return ret;
+	}
+	for (si = 0; si < r->n_seg; si++) {
+		struct rseg *s = &r->segs[si];
+
+		for (i = 0; i < s->n; i++) {
+			struct rblock *b = &s->blocks[i];
+			struct store_block_hdr h;
+			size_t off;
+			int n;
+
+			if (b->bad || !(b->flags & STORE_BF_METRICS) ||
+			    (int64_t)b->t_min_s >= t1s || (int64_t)b->t_min_s + b->span_s < t0s)
+				continue;
+			if (s->fd < 0) {
+				s->fd = store_open_regular(s->path);
+				if (s->fd < 0) {
+					notice(r, "%s: %s, skipped", s->path, strerror(-s->fd));
+					s->fd = -1;
+					break;
+				}
+			}
+			n = read_section(r, s, b, true, &h);
+			if (n == -ENOMEM)
+				return n;
+			if (n < 0 || !(h.flags & STORE_BF_METRICS))
+				continue;
+			ret = store_metrics__offset(r->rawbuf, (size_t)n, &off);
+			if (!ret)
+				ret = store_metrics__decode(r->rawbuf + off, (size_t)n - off, t0_ns,
+							    t1_ns, fn, efn, ctx);
+			if (ret == -EBADMSG) {
+				r->st.blocks_corrupt++;
+				notice(r,
+				       "%s: block at %u has a malformed metrics section, skipped",
+				       s->path, b->off);
+				continue;
+			}
+			if (ret)
+				return ret;
+		}
+		seg_close(s);
+	}
+	return 0;
+}
+
+int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			  store_metrics_fn fn, void *ctx)
+{
+	return metrics_walk(r, t0_ns, t1_ns, fn, NULL, ctx);
+}
+
+int store_reader__events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, store_event_fn fn,
+			 void *ctx)
+{
+	return metrics_walk(r, t0_ns, t1_ns, NULL, fn, ctx);
 }
 
 /* ------------------------------------------------------------ open */

@@ -31,6 +31,7 @@
 #include "store_dir_pvt.h"
 #include "store_fmt.h"
 #include "store_journal_pvt.h"
+#include "store_metrics_pvt.h"
 #include "store_tab.h"
 #include "store_wq_pvt.h"
 
@@ -610,6 +611,36 @@ int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
 	if (r < 0)
 		w->st.refused_samples += l->count;
 	return r;
+}
+
+/* Per-second metrics: encoded at once into the block's metrics section. */
+int store_writer__add_metrics(struct store_writer *w, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents)
+{
+	int r = block_for(w, m->time_ns);
+
+	if (r < 0)
+		return r;
+	store_metrics__encode(&w->blk.metrics, m, ents);
+	if (w->blk.metrics.oom)
+		return -ENOMEM;
+	block__time(&w->blk, m->time_ns);
+	w->blk.n_metrics++;
+	return 0;
+}
+
+int store_writer__add_event(struct store_writer *w, const struct cpa_policy_event *ev)
+{
+	int r = block_for(w, ev->time_ns);
+
+	if (r < 0)
+		return r;
+	store_metrics__encode_event(&w->blk.events, ev);
+	if (w->blk.events.oom)
+		return -ENOMEM;
+	block__time(&w->blk, ev->time_ns);
+	w->blk.n_events++;
+	return 0;
 }
 
 /* ------------------------------------------------------------ lifecycle */

@@ -216,6 +216,24 @@ static int take(struct storer *s, const struct shm_msg *m)
 			cnt(s, STO_CNT_LOST_SAMPLES, d->count);
 		return r;
 	}
+	case CPA_REC_METRICS: { /* docs/metrics.md: the blocks' metrics section */
+		const struct cpa_metrics *d = m->data;
+
+		if (!cpa_rec_metrics_ok(d, m->len))
+			return -EBADMSG;
+		if (!admit(s, d->seq, d->time_ns))
+			return 0;
+		return store_writer__add_metrics(s->w, d, (const struct cpa_metrics_ent *)(d + 1));
+	}
+	case CPA_REC_EVENT: { /* docs/metrics.md "Trigger policies" */
+		const struct cpa_policy_event *d = m->data;
+
+		if (m->len < sizeof(*d))
+			return -EBADMSG;
+		if (!admit(s, d->seq, d->time_ns))
+			return 0;
+		return store_writer__add_event(s->w, d);
+	}
 	default:
 		return -EBADMSG;
 	}

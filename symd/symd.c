@@ -1325,6 +1325,27 @@ static void on_loss(struct symd *s, const struct shm_msg *m)
 	}
 }
 
+/* Metrics and policy events (docs/metrics.md): passed on to the storer
+ * unchanged. Both records start with their seq. */
+static void on_forward(struct symd *s, const struct shm_msg *m)
+{
+	uint64_t seq;
+
+	if (m->len < sizeof(struct cpa_policy_event)) {
+		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+		return;
+	}
+	memcpy(&seq, m->data, sizeof(seq));
+	if (seq <= s->resume_mark) {
+		cnt(s, SHM_CNT_DROP_DUP, 1);
+		return;
+	}
+	if (seq > s->mark)
+		s->mark = seq;
+	if (emit2(s, m->type, m->data, m->len, NULL, 0) < 0)
+		cnt(s, SHM_CNT_DROP_RING_FULL, 1);
+}
+
 static void symd__handle(struct symd *s, const struct shm_msg *m)
 {
 	switch (m->type) {
@@ -1347,6 +1368,10 @@ static void symd__handle(struct symd *s, const struct shm_msg *m)
 		break;
 	case CPA_REC_LOSS:
 		on_loss(s, m);
+		break;
+	case CPA_REC_METRICS:
+	case CPA_REC_EVENT:
+		on_forward(s, m);
 		break;
 	default:
 		cnt(s, SHM_CNT_DROP_CORRUPT, 1);

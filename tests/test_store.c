@@ -577,7 +577,12 @@ START_TEST(test_newer_major)
 	ck_assert_int_eq(store_reader__open_err(dir, NULL, NULL, &r, err, sizeof(err)),
 			 -EPROTONOSUPPORT);
 	ck_assert_ptr_nonnull(strstr(err, "newer"));
-	ck_assert_ptr_nonnull(strstr(err, "2.0"));
+	{
+		char want[32]; /* the file's version: the next major, our minor */
+
+		snprintf(want, sizeof(want), "%d.%d", STORE_VERSION_MAJOR + 1, STORE_VERSION_MINOR);
+		ck_assert_ptr_nonnull(strstr(err, want));
+	}
 	/* A newer minor is fine. */
 	bump_major(seg, 60, 8, STORE_VERSION_MAJOR);
 	bump_major(seg, 60, 10, STORE_VERSION_MINOR + 3);

@@ -871,6 +871,27 @@ static void handle_loss(struct unwindd *u, const struct shm_msg *msg)
 	loss_add(u, l.stage, l.reason, l.kind, l.count, l.weight, l.seq, l.time_ns);
 }
 
+/* Metrics and policy events (docs/metrics.md): not ours, passed on unchanged.
+ * Both records start with their seq. */
+static void handle_forward(struct unwindd *u, const struct shm_msg *msg)
+{
+	uint64_t seq;
+	void *out;
+
+	if (msg->len < sizeof(struct cpa_policy_event)) {
+		drop_corrupt(u);
+		return;
+	}
+	memcpy(&seq, msg->data, sizeof(seq));
+	if (seen(u, seq))
+		return;
+	if (!loss_flush(u) || emit(u, msg->type, msg->len, &out) < 0) {
+		cnt(u, SHM_CNT_DROP_RING_FULL, 1);
+		return;
+	}
+	memcpy(out, msg->data, msg->len);
+}
+
 /* ---- stage object ---- */
 
 int unwindd__start(struct unwindd *u)
@@ -952,6 +973,10 @@ int unwindd__batch(struct unwindd *u, unsigned int max)
 			break;
 		case CPA_REC_MAP:
 			handle_map(u, m);
+			break;
+		case CPA_REC_METRICS:
+		case CPA_REC_EVENT:
+			handle_forward(u, m);
 			break;
 		default:
 			drop_corrupt(u);

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/*
+ * Scheduler metrics for capture (docs/metrics.md): per process and per CPU,
+ * time on CPU, run-queue latency (wakeup or preemption -> on CPU), time
+ * slices and context switches by reason, aggregated here and read once a
+ * second by capture (capture/cap_sched.c). bpf/sched.h is the contract.
+ *
+ * Cost: three tp_btf programs on the scheduler's hottest tracepoints; each
+ * does one task-storage lookup per task it touches, one hash lookup per
+ * process and a handful of atomic adds. No ring buffer, no per-event record.
+ */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "bpf/sched.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define TASK_UNINTERRUPTIBLE 0x0002
+
+/* Per thread: when it became runnable, when it got the CPU (0 = not known). */
+struct sched_task {
+	__u64 ready_ns;
+	__u64 on_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sched_task);
+} sched_tasks SEC(".maps");
+
+/* Per process (tgid) over the current second: capture takes and deletes them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CPA_SCHED_PROCS);
+	__type(key, __u32);
+	__type(value, struct cpa_sched_val);
+} sched_procs SEC(".maps");
+
+/* Per CPU, cumulative since load (only that CPU writes its slot): capture
+ * keeps the previous read and takes the difference. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CPA_SCHED_CPUS);
+	__type(key, __u32);
+	__type(value, struct cpa_sched_val);
+} sched_cpus SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpa_sched_val);
+} sched_zero SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CPA_SCHED_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} sched_stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&sched_stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline struct cpa_sched_val *proc_val(struct task_struct *t)
+{
+	__u32 tgid = t->tgid, zk = 0;
+	struct cpa_sched_val *v = bpf_map_lookup_elem(&sched_procs, &tgid), *z;
+
+	if (v)
+		return v;
+	z = bpf_map_lookup_elem(&sched_zero, &zk);
+	if (!z)
+		return NULL;
+	bpf_probe_read_kernel_str(z->comm, sizeof(z->comm), t->group_leader->comm);
+	if (bpf_map_update_elem(&sched_procs, &tgid, z, BPF_NOEXIST) < 0 &&
+	    !bpf_map_lookup_elem(&sched_procs, &tgid)) {
+		stat_inc(CPA_SCHED_STAT_PROC_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&sched_procs, &tgid);
+}
+
+static __always_inline struct cpa_sched_val *cpu_val(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&sched_cpus, &cpu);
+}
+
+static __always_inline struct sched_task *task_get(struct task_struct *t)
+{
+	struct sched_task *s =
+		bpf_task_storage_get(&sched_tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!s)
+		stat_inc(CPA_SCHED_STAT_NO_STORAGE);
+	return s;
+}
+
+static __always_inline void ready(struct task_struct *t)
+{
+	struct sched_task *s;
+
+	if (!t->pid)
+		return;
+	s = task_get(t);
+	if (s && !s->ready_ns)
+		s->ready_ns = bpf_ktime_get_ns();
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(cpa_sched_wakeup, struct task_struct *p)
+{
+	ready(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(cpa_sched_wakeup_new, struct task_struct *p)
+{
+	ready(p);
+	return 0;
+}
+
+static __always_inline void slice_end(struct task_struct *prev, bool preempt,
+				      unsigned int prev_state, __u64 now)
+{
+	struct cpa_sched_val *pv, *cv;
+	struct sched_task *s;
+	__u64 slice;
+	__u32 why, b;
+
+	if (!prev->pid)
+		return;
+	s = task_get(prev);
+	if (!s)
+		return;
+	if (preempt || prev_state == 0) {
+		why = CPA_SCHED_PREEMPT;
+		s->ready_ns = now; /* back on the run queue right away */
+	} else {
+		why = (prev_state & TASK_UNINTERRUPTIBLE) || BPF_CORE_READ_BITFIELD(prev, in_iowait)
+			      ? CPA_SCHED_IOWAIT
+			      : CPA_SCHED_SLEEP;
+		s->ready_ns = 0; /* the wakeup sets it */
+	}
+	if (!s->on_ns)
+		return; /* went on CPU before we were loaded */
+	slice = now - s->on_ns;
+	s->on_ns = 0;
+	b = cpa_sched_bucket(slice);
+	pv = proc_val(prev);
+	if (pv) {
+		__sync_fetch_and_add(&pv->oncpu_ns, slice);
+		__sync_fetch_and_add(&pv->slices, 1);
+		__sync_fetch_and_add(&pv->switches[why], 1);
+		__sync_fetch_and_add(&pv->slice_hist[b], 1);
+	}
+	cv = cpu_val();
+	if (cv) {
+		cv->oncpu_ns += slice;
+		cv->slices += 1;
+		cv->switches[why] += 1;
+		cv->slice_hist[b] += 1;
+	}
+}
+
+static __always_inline void slice_start(struct task_struct *next, __u64 now)
+{
+	struct cpa_sched_val *pv, *cv;
+	struct sched_task *s;
+	__u64 lat;
+	__u32 b;
+
+	if (!next->pid)
+		return;
+	s = task_get(next);
+	if (!s)
+		return;
+	s->on_ns = now;
+	if (!s->ready_ns || s->ready_ns > now) {
+		s->ready_ns = 0;
+		return;
+	}
+	lat = now - s->ready_ns;
+	s->ready_ns = 0;
+	b = cpa_sched_bucket(lat);
+	pv = proc_val(next);
+	if (pv) {
+		__sync_fetch_and_add(&pv->runq_ns, lat);
+		__sync_fetch_and_add(&pv->runq_n, 1);
+		__sync_fetch_and_add(&pv->runq_hist[b], 1);
+	}
+	cv = cpu_val();
+	if (cv) {
+		cv->runq_ns += lat;
+		cv->runq_n += 1;
+		cv->runq_hist[b] += 1;
+	}
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(cpa_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	slice_end(prev, preempt, prev_state, now);
+	slice_start(next, now);
+	return 0;
+}

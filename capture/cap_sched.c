@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: MIT
+#include "cap_sched.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/sched.h"
+#include "cap_sys.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "common/macro.h"
+#include "common/timeutil.h"
+#include "sched.skel.h"
+#include "shm/counters.h"
+#include "shm/records.h"
+
+_Static_assert(CPA_SCHED_HIST == CPA_METRICS_HIST, "histogram sizes");
+_Static_assert((int)CPA_SCHED_REASON_MAX == (int)CPA_MR_MAX, "switch reasons");
+_Static_assert(CPA_SCHED_COMM_LEN == CPA_COMM_LEN, "comm length");
+
+enum { HW_CYCLES, HW_INSTR, HW_CMISS, HW_MAX };
+
+static const char *const psi_path[CPA_PSI_MAX] = {
+	[CPA_PSI_CPU] = "/proc/pressure/cpu",
+	[CPA_PSI_IO] = "/proc/pressure/io",
+	[CPA_PSI_MEM] = "/proc/pressure/memory",
+};
+
+struct cap_sched {
+	struct sched_bpf *skel;
+	unsigned int nr_cpus; /* slots of the per-CPU array read */
+	struct cpa_sched_val *cpu_prev;
+	uint32_t *keys;
+	struct policy_proc *pprocs; /* this second's processes for the policies */
+	uint64_t last_real_ns;
+	/* /proc/stat "cpu" line: busy, iowait, idle ticks as last read */
+	uint64_t stat_prev[3];
+	bool stat_ok;
+	uint64_t psi_prev[CPA_PSI_MAX][2]; /* some, full totals (us) */
+	bool psi_ok[CPA_PSI_MAX][2];
+	int *hw_fd; /* [cpu * HW_MAX + event], -1 = none; NULL = not available */
+	uint64_t hw_prev[HW_MAX];
+	uint64_t dropped_prev;
+	char *buf;
+	size_t buf_cap;
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static const char *read_proc(struct cap_sched *s, const char *path)
+{
+	size_t len;
+
+	if (read_full_file_at(AT_FDCWD, path, READ_FULL_TRUNCATE, 64 << 10, &s->buf, &s->buf_cap,
+			      &len) < 0)
+		return NULL;
+	return s->buf;
+}
+
+static bool stat_read(struct cap_sched *s, uint64_t ret[3], uint32_t *ret_cpus)
+{
+	unsigned long long v[10] = {0};
+	const char *p = read_proc(s, "/proc/stat");
+	uint32_t n = 0;
+
+	if (!p || sscanf(p, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+			 &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) < 5)
+		return false;
+	/* guest and guest_nice are already inside user and nice */
+	ret[0] = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+	ret[1] = v[4];
+	ret[2] = v[3];
+	while ((p = strstr(p + 1, "\ncpu")) != NULL)
+		if (p[4] >= '0' && p[4] <= '9')
+			n++;
+	*ret_cpus = n;
+	return true;
+}
+
+/* "some avg10=.. total=N\nfull ... total=N": the two totals (us). */
+static void psi_read(struct cap_sched *s, unsigned int i, uint64_t ret[2], bool ok[2])
+{
+	const char *p = read_proc(s, psi_path[i]);
+	static const char *const line[2] = {"some ", "full "};
+
+	for (unsigned int j = 0; j < 2; j++) {
+		const char *l = p ? strstr(p, line[j]) : NULL;
+		const char *t = l ? strstr(l, "total=") : NULL;
+
+		ok[j] = t != NULL;
+		ret[j] = t ? strtoull(t + 6, NULL, 10) : 0;
+	}
+}
+
+static void hw_open(struct cap_sched *s)
+{
+	static const uint64_t cfg[HW_MAX] = {PERF_COUNT_HW_CPU_CYCLES, PERF_COUNT_HW_INSTRUCTIONS,
+					     PERF_COUNT_HW_CACHE_MISSES};
+	unsigned int cpus[CAP_MAX_CPUS];
+	int n = cap_sys_online_cpus(cpus, CAP_MAX_CPUS), err = 0;
+
+	if (n <= 0)
+		return;
+	s->hw_fd = malloc(sizeof(int) * (size_t)n * HW_MAX + sizeof(int));
+	if (!s->hw_fd)
+		return;
+	for (int c = 0; c < n; c++)
+		for (int k = 0; k < HW_MAX; k++) {
+			struct perf_event_attr a = {
+				.type = PERF_TYPE_HARDWARE,
+				.size = sizeof(a),
+				.config = cfg[k],
+			};
+			int fd = (int)syscall(__NR_perf_event_open, &a, -1, (int)cpus[c], -1,
+					      PERF_FLAG_FD_CLOEXEC);
+
+			if (fd < 0 && !err)
+				err = -errno;
+			s->hw_fd[c * HW_MAX + k] = fd;
+		}
+	s->hw_fd[n * HW_MAX] = -2; /* end */
+	if (err) {
+		log_info("hardware counters (IPC, cache misses): not available on this host "
+			 "(perf_event_open: %s)",
+			 strerror(-err));
+		for (int i = 0; s->hw_fd[i] != -2; i++)
+			if (s->hw_fd[i] >= 0)
+				close(s->hw_fd[i]);
+		free(s->hw_fd);
+		s->hw_fd = NULL;
+	}
+}
+
+static bool hw_read(struct cap_sched *s, uint64_t ret[HW_MAX])
+{
+	uint64_t now[HW_MAX] = {0};
+
+	if (!s->hw_fd)
+		return false;
+	for (int i = 0; s->hw_fd[i] != -2; i++) {
+		uint64_t v;
+
+		if (read(s->hw_fd[i], &v, sizeof(v)) == sizeof(v))
+			now[i % HW_MAX] += v;
+	}
+	for (int k = 0; k < HW_MAX; k++) {
+		ret[k] = now[k] - s->hw_prev[k];
+		s->hw_prev[k] = now[k];
+	}
+	return true;
+}
+
+static void system_fill(struct cap_sched *s, struct cpa_metrics *m)
+{
+	uint64_t st[3], psi[2], hw[HW_MAX];
+	double l[3] = {0};
+	const char *p = read_proc(s, "/proc/loadavg");
+	bool ok[2];
+
+	m->flags |= CPA_MF_SYSTEM;
+	if (p && sscanf(p, "%lf %lf %lf", &l[0], &l[1], &l[2]) == 3)
+		for (int i = 0; i < 3; i++)
+			m->load_milli[i] = (uint32_t)(l[i] * 1000.0 + 0.5);
+	if (stat_read(s, st, &m->nr_cpus)) {
+		if (s->stat_ok) {
+			m->cpu_busy_ticks = st[0] - s->stat_prev[0];
+			m->cpu_iowait_ticks = st[1] - s->stat_prev[1];
+			m->cpu_idle_ticks = st[2] - s->stat_prev[2];
+		}
+		memcpy(s->stat_prev, st, sizeof(st));
+		s->stat_ok = true;
+	}
+	for (unsigned int i = 0; i < CPA_PSI_MAX; i++) {
+		psi_read(s, i, psi, ok);
+		m->psi_some_us[i] =
+			ok[0] && s->psi_ok[i][0]
+				? (uint32_t)MIN(psi[0] - s->psi_prev[i][0], UINT32_MAX - 1)
+				: CPA_METRICS_PSI_NONE;
+		m->psi_full_us[i] =
+			ok[1] && s->psi_ok[i][1]
+				? (uint32_t)MIN(psi[1] - s->psi_prev[i][1], UINT32_MAX - 1)
+				: CPA_METRICS_PSI_NONE;
+		memcpy(s->psi_prev[i], psi, sizeof(psi));
+		memcpy(s->psi_ok[i], ok, sizeof(ok));
+	}
+	if (hw_read(s, hw)) {
+		m->flags |= CPA_MF_HW;
+		m->hw_cycles = hw[HW_CYCLES];
+		m->hw_instructions = hw[HW_INSTR];
+		m->hw_cache_misses = hw[HW_CMISS];
+	} else {
+		m->flags |= CPA_MF_HW_NA;
+	}
+}
+
+static void ent_fill(struct cpa_metrics_ent *o, uint32_t id, uint16_t kind,
+		     const struct cpa_sched_val *v)
+{
+	memset(o, 0, sizeof(*o));
+	o->id = id;
+	o->kind = kind;
+	memcpy(o->comm, v->comm, CPA_COMM_LEN);
+	o->comm[CPA_COMM_LEN - 1] = '\0';
+	o->oncpu_ns = v->oncpu_ns;
+	o->runq_ns = v->runq_ns;
+	o->runq_n = v->runq_n;
+	o->slices = v->slices;
+	memcpy(o->switches, v->switches, sizeof(o->switches));
+	memcpy(o->runq_hist, v->runq_hist, sizeof(o->runq_hist));
+	memcpy(o->slice_hist, v->slice_hist, sizeof(o->slice_hist));
+}
+
+/* The per-CPU slots are cumulative: this second is now - prev. */
+static bool cpu_delta(struct cpa_sched_val *d, const struct cpa_sched_val *now,
+		      const struct cpa_sched_val *prev)
+{
+	memset(d, 0, sizeof(*d));
+	d->oncpu_ns = now->oncpu_ns - prev->oncpu_ns;
+	d->runq_ns = now->runq_ns - prev->runq_ns;
+	d->runq_n = now->runq_n - prev->runq_n;
+	d->slices = now->slices - prev->slices;
+	for (int i = 0; i < CPA_SCHED_REASON_MAX; i++)
+		d->switches[i] = now->switches[i] - prev->switches[i];
+	for (int i = 0; i < CPA_SCHED_HIST; i++) {
+		d->runq_hist[i] = now->runq_hist[i] - prev->runq_hist[i];
+		d->slice_hist[i] = now->slice_hist[i] - prev->slice_hist[i];
+	}
+	return d->slices || d->runq_n;
+}
+
+/* Process updates that found the map full since the last call (all CPUs). */
+static uint32_t dropped(struct cap_sched *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.sched_stats), n = libbpf_num_possible_cpus();
+	_cleanup_free_ uint64_t *v = n > 0 ? calloc((size_t)n, sizeof(*v)) : NULL;
+	uint32_t k = CPA_SCHED_STAT_PROC_FULL;
+	uint64_t sum = 0, d;
+
+	if (!v || bpf_map_lookup_elem(fd, &k, v) < 0)
+		return 0;
+	for (int i = 0; i < n; i++)
+		sum += v[i];
+	d = sum - s->dropped_prev;
+	s->dropped_prev = sum;
+	return (uint32_t)MIN(d, UINT32_MAX);
+}
+
+struct emitter {
+	struct cap_emit *e;
+	struct cpa_metrics hdr;
+	struct cpa_metrics_ent ents[CPA_METRICS_PER_REC];
+	unsigned int n;
+	bool sent; /* the first record (with the system part) went out */
+	int err;
+};
+
+static void flush(struct emitter *x)
+{
+	struct cpa_metrics *m;
+	uint32_t len = (uint32_t)(sizeof(*m) + x->n * sizeof(x->ents[0]));
+	uint64_t seq;
+	int r;
+
+	if (x->err == -EOVERFLOW)
+		return;
+	r = cap_emit__reserve_seq(x->e, CPA_REC_METRICS, len, (void **)&m);
+	if (r < 0) {
+		if (r == -EOVERFLOW)
+			x->err = r;
+		x->n = 0;
+		return;
+	}
+	seq = m->seq;
+	memcpy(m, &x->hdr, sizeof(*m));
+	m->seq = seq;
+	m->n_ents = (uint16_t)x->n;
+	if (x->sent) /* the system part once per second */
+		m->flags &= (uint16_t) ~(CPA_MF_SYSTEM | CPA_MF_HW | CPA_MF_HW_NA);
+	memcpy(m + 1, x->ents, x->n * sizeof(x->ents[0]));
+	x->sent = true;
+	x->n = 0;
+}
+
+static void add(struct emitter *x, uint32_t id, uint16_t kind, const struct cpa_sched_val *v)
+{
+	ent_fill(&x->ents[x->n++], id, kind, v);
+	if (x->n == CPA_METRICS_PER_REC)
+		flush(x);
+}
+
+/* A process of this second as the policies see it. */
+static void policy_proc_fill(struct policy_proc *pp, uint32_t pid, const struct cpa_sched_val *v,
+			     uint32_t interval_ms)
+{
+	memset(pp, 0, sizeof(*pp));
+	pp->pid = pid;
+	memcpy(pp->comm, v->comm, sizeof(pp->comm));
+	pp->comm[sizeof(pp->comm) - 1] = '\0';
+	for (int i = 0; i < POLICY_ITEM_MAX; i++)
+		pp->value[i] = NAN;
+	pp->value[POLICY_CPU_PERCENT] =
+		interval_ms ? (double)v->oncpu_ns / ((double)interval_ms * 1e4) : NAN;
+	if (v->runq_n)
+		pp->value[POLICY_RUNQ_P99_US] =
+			cpa_metrics_hist_quantile(v->runq_hist, 0.99) / 1000.0;
+}
+
+int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_ns,
+		    struct cap_policy *pol)
+{
+	int pfd = bpf_map__fd(s->skel->maps.sched_procs);
+	int cfd = bpf_map__fd(s->skel->maps.sched_cpus);
+	struct emitter *x = calloc(1, sizeof(*x));
+	struct cpa_sched_val v, d;
+	unsigned int nk = 0, np = 0;
+	uint32_t k, *prev = NULL;
+	int r;
+
+	if (!x)
+		return 0;
+	x->e = e;
+	x->hdr.time_ns = s->last_real_ns;
+	x->hdr.interval_ms = (uint32_t)((now_real_ns - s->last_real_ns) / NSEC_PER_MSEC);
+	s->last_real_ns = now_real_ns;
+	system_fill(s, &x->hdr);
+	x->hdr.dropped = dropped(s);
+
+	/* Keys first, then take each (lookup and delete is atomic per entry). */
+	while (nk < CPA_SCHED_PROCS && bpf_map_get_next_key(pfd, prev, &k) == 0) {
+		s->keys[nk] = k;
+		prev = &s->keys[nk++];
+	}
+	for (unsigned int i = 0; i < nk; i++) {
+		if (bpf_map_lookup_and_delete_elem(pfd, &s->keys[i], &v) < 0)
+			continue;
+		add(x, s->keys[i], CPA_MK_PROC, &v);
+		if (pol && s->pprocs)
+			policy_proc_fill(&s->pprocs[np++], s->keys[i], &v, x->hdr.interval_ms);
+	}
+	for (unsigned int c = 0; c < s->nr_cpus; c++) {
+		if (bpf_map_lookup_elem(cfd, &c, &v) < 0)
+			continue;
+		if (cpu_delta(&d, &v, &s->cpu_prev[c]))
+			add(x, c, CPA_MK_CPU, &d);
+		s->cpu_prev[c] = v;
+	}
+	if (x->n || !x->sent)
+		flush(x);
+	if (pol)
+		cap_policy__second(pol, e, now_real_ns, s->pprocs, np,
+				   x->hdr.load_milli[0] / 1000.0);
+	r = x->err;
+	free(x);
+	return r;
+}
+
+int cap_sched__open(const char *btf_path, struct cap_sched **ret)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo);
+	struct cap_sched *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (!s)
+		return log_error_errno(-ENOMEM, "scheduler metrics: %m");
+	libbpf_set_print(libbpf_print);
+	if (btf_path)
+		oo.btf_custom_path = btf_path;
+	s->skel = sched_bpf__open_opts(&oo);
+	if (!s->skel) {
+		r = -errno;
+		cap_sched__free(s);
+		return log_error_errno(r, "scheduler metrics: open BPF object: %m");
+	}
+	r = sched_bpf__load(s->skel);
+	if (r >= 0)
+		r = sched_bpf__attach(s->skel);
+	if (r < 0) {
+		cap_sched__free(s);
+		return log_error_errno(r,
+				       "scheduler metrics: load/attach sched_switch programs: %m");
+	}
+	r = libbpf_num_possible_cpus();
+	s->nr_cpus = r > 0 ? (unsigned int)MIN(r, CPA_SCHED_CPUS) : 1;
+	s->cpu_prev = calloc(s->nr_cpus, sizeof(*s->cpu_prev));
+	s->keys = calloc(CPA_SCHED_PROCS, sizeof(*s->keys));
+	s->pprocs = calloc(CPA_SCHED_PROCS, sizeof(*s->pprocs));
+	if (!s->cpu_prev || !s->keys || !s->pprocs) {
+		cap_sched__free(s);
+		return log_error_errno(-ENOMEM, "scheduler metrics: %m");
+	}
+	hw_open(s);
+	/* Prime the deltas: the first record covers the first whole second. */
+	s->last_real_ns = clock_ns(CLOCK_REALTIME);
+	{
+		struct cpa_metrics m = {0};
+
+		system_fill(s, &m);
+	}
+	log_info("scheduler metrics: run-queue latency, slices, switch reasons per process and "
+		 "CPU, once a second");
+	*ret = s;
+	return 0;
+}
+
+void cap_sched__free(struct cap_sched *s)
+{
+	if (!s)
+		return;
+	sched_bpf__destroy(s->skel);
+	if (s->hw_fd) {
+		for (int i = 0; s->hw_fd[i] != -2; i++)
+			if (s->hw_fd[i] >= 0)
+				close(s->hw_fd[i]);
+		free(s->hw_fd);
+	}
+	free(s->cpu_prev);
+	free(s->keys);
+	free(s->pprocs);
+	free(s->buf);
+	free(s);
+}

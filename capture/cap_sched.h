@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-second scheduler and system metrics (docs/metrics.md): loads
+ * bpf/sched.bpf.c beside the sampler, and once a second reads and clears its
+ * maps, reads load average, /proc/stat and PSI, and emits CPA_REC_METRICS
+ * records into ring 0.
+ */
+#ifndef CPA_CAPTURE_CAP_SCHED_H
+#define CPA_CAPTURE_CAP_SCHED_H
+
+#include <stdint.h>
+
+#include "cap_emit.h"
+#include "cap_policy.h"
+
+struct cap_sched;
+
+/* Load and attach (btf_path: NULL = the kernel's). Logs what failed. */
+int cap_sched__open(const char *btf_path, struct cap_sched **ret);
+/* Once a second: one second of metrics into ring 0 through e, then the
+ * trigger policies evaluated on them (pol, NULL = none). -EOVERFLOW when the
+ * sequence space is used up; other failures are counted. */
+int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_ns,
+		    struct cap_policy *pol);
+void cap_sched__free(struct cap_sched *s);
+
+#endif /* CPA_CAPTURE_CAP_SCHED_H */

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `cpa show --sched`, `--sched_csv FILE`, `--sched_json FILE`: the
+ * per-second scheduler and system metrics of a range (docs/metrics.md), as a
+ * perf-agent-style summary on stdout or as a series for other tools.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/policy.h"
+#include "common/macro.h"
+#include "common/timeutil.h"
+#include "show.h"
+#include "storer/store.h"
+
+#define NS NSEC_PER_SEC
+
+/* One process's (or CPU's, or everything's) metrics summed over the range. */
+struct sacc {
+	uint32_t id;
+	char comm[CPA_COMM_LEN];
+	struct cpa_metrics_ent e;
+};
+
+struct sched_ctx {
+	const struct show_opts *o;
+	/* system part */
+	uint64_t secs, load_sum, load_max, busy, iowait, idle;
+	uint64_t psi_some[CPA_PSI_MAX], psi_secs[CPA_PSI_MAX];
+	uint64_t hw_secs, cycles, instr, cmiss;
+	bool hw_na;
+	uint64_t dropped;
+	struct sacc all;
+	struct sacc *procs, *cpus;
+	size_t n_procs, cap_procs, n_cpus, cap_cpus;
+	/* series */
+	FILE *csv, *json;
+	bool json_first, json_sec_open;
+};
+
+static void ent_add(struct cpa_metrics_ent *d, const struct cpa_metrics_ent *s)
+{
+	d->oncpu_ns += s->oncpu_ns;
+	d->runq_ns += s->runq_ns;
+	d->runq_n += s->runq_n;
+	d->slices += s->slices;
+	for (int i = 0; i < CPA_MR_MAX; i++)
+		d->switches[i] += s->switches[i];
+	for (int i = 0; i < CPA_METRICS_HIST; i++) {
+		d->runq_hist[i] += s->runq_hist[i];
+		d->slice_hist[i] += s->slice_hist[i];
+	}
+}
+
+static double hist_q_us(const uint32_t *h, double p)
+{
+	return cpa_metrics_hist_quantile(h, p) / 1000.0;
+}
+
+static bool proc_selected(const struct show_opts *o, const struct cpa_metrics_ent *e)
+{
+	if (e->kind != CPA_MK_PROC)
+		return false;
+	if (o->target_pid >= 0 && e->id != (uint32_t)o->target_pid)
+		return false;
+	return !o->target_comm || !strncmp(e->comm, o->target_comm, CPA_COMM_LEN - 1);
+}
+
+static struct sacc *acc_find(struct sacc **v, size_t *n, size_t *cap, uint32_t id)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*v)[i].id == id)
+			return &(*v)[i];
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct sacc *nv = realloc(*v, nc * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		*v = nv;
+		*cap = nc;
+	}
+	memset(&(*v)[*n], 0, sizeof(**v));
+	(*v)[*n].id = id;
+	return &(*v)[(*n)++];
+}
+
+/* What every output says of an entry. */
+struct ent_sum {
+	double oncpu_ms, rq_p50, rq_p99, rq_mean, sl_p50;
+	unsigned long long waits, slices, preempt, sleep, iowait;
+};
+
+static struct ent_sum ent_sum(const struct cpa_metrics_ent *e)
+{
+	return (struct ent_sum){
+		.oncpu_ms = (double)e->oncpu_ns / 1e6,
+		.rq_p50 = hist_q_us(e->runq_hist, 0.5),
+		.rq_p99 = hist_q_us(e->runq_hist, 0.99),
+		.rq_mean = e->runq_n ? (double)e->runq_ns / (double)e->runq_n / 1000.0 : 0.0,
+		.sl_p50 = hist_q_us(e->slice_hist, 0.5),
+		.waits = e->runq_n,
+		.slices = e->slices,
+		.preempt = e->switches[CPA_MR_PREEMPT],
+		.sleep = e->switches[CPA_MR_SLEEP],
+		.iowait = e->switches[CPA_MR_IOWAIT],
+	};
+}
+
+static void csv_ent(FILE *f, const char *t, const char *kind, const struct cpa_metrics_ent *e)
+{
+	struct ent_sum m = ent_sum(e);
+
+	fprintf(f, "%s,%s,%u,%s,%.3f,%llu,%.1f,%.1f,%.1f,%llu,%.1f,%llu,%llu,%llu,,,,,,,\n", t,
+		kind, e->id, e->kind == CPA_MK_PROC ? e->comm : "", m.oncpu_ms, m.waits, m.rq_p50,
+		m.rq_p99, m.rq_mean, m.slices, m.sl_p50, m.preempt, m.sleep, m.iowait);
+}
+
+static void json_ent(FILE *f, const struct cpa_metrics_ent *e, bool first)
+{
+	struct ent_sum m = ent_sum(e);
+	bool proc = e->kind == CPA_MK_PROC;
+
+	fprintf(f,
+		"%s\n      {\"%s\": %u, %s%s%s\"oncpu_ms\": %.3f, \"runq_waits\": %llu, "
+		"\"runq_p50_us\": %.1f, \"runq_p99_us\": %.1f, \"runq_mean_us\": %.1f, "
+		"\"slices\": %llu, \"slice_p50_us\": %.1f, \"preempted\": %llu, "
+		"\"voluntary\": %llu, \"iowait\": %llu}",
+		first ? "" : ",", proc ? "pid" : "cpu", e->id, proc ? "\"comm\": \"" : "",
+		proc ? e->comm : "", proc ? "\", " : "", m.oncpu_ms, m.waits, m.rq_p50, m.rq_p99,
+		m.rq_mean, m.slices, m.sl_p50, m.preempt, m.sleep, m.iowait);
+}
+
+static double pct(uint64_t a, uint64_t total)
+{
+	return total ? 100.0 * (double)a / (double)total : 0.0;
+}
+
+static void series_system(struct sched_ctx *c, const struct cpa_metrics *m, const char *t)
+{
+	uint64_t tot = m->cpu_busy_ticks + m->cpu_iowait_ticks + m->cpu_idle_ticks;
+	char psi[CPA_PSI_MAX][24], jpsi[CPA_PSI_MAX][24];
+
+	for (int i = 0; i < CPA_PSI_MAX; i++) {
+		psi[i][0] = '\0';
+		if (m->psi_some_us[i] != CPA_METRICS_PSI_NONE)
+			snprintf(psi[i], sizeof(psi[i]), "%u", m->psi_some_us[i]);
+		strcpy(jpsi[i], psi[i][0] ? psi[i] : "null");
+	}
+	if (c->csv) {
+		fprintf(c->csv, "%s,system,,,,,,,,,,,,,%.2f,%.1f,%.1f,%s,%s,%s,", t,
+			m->load_milli[0] / 1000.0, pct(m->cpu_busy_ticks, tot),
+			pct(m->cpu_iowait_ticks, tot), psi[0], psi[1], psi[2]);
+		if (m->flags & CPA_MF_HW && m->hw_cycles)
+			fprintf(c->csv, "%.3f", (double)m->hw_instructions / (double)m->hw_cycles);
+		fputc('\n', c->csv);
+	}
+	if (c->json) {
+		fprintf(c->json,
+			"%s\n  {\"time\": \"%s\", \"time_ns\": %llu, \"load1\": %.2f, "
+			"\"cpu_busy_pct\": %.1f, \"cpu_iowait_pct\": %.1f, \"psi_some_us\": "
+			"{\"cpu\": %s, \"io\": %s, \"memory\": %s}, ",
+			c->json_sec_open ? "\n  ]}," : "", t, (unsigned long long)m->time_ns,
+			m->load_milli[0] / 1000.0, pct(m->cpu_busy_ticks, tot),
+			pct(m->cpu_iowait_ticks, tot), jpsi[0], jpsi[1], jpsi[2]);
+		if (m->flags & CPA_MF_HW && m->hw_cycles)
+			fprintf(c->json, "\"ipc\": %.3f, \"cache_misses\": %llu, ",
+				(double)m->hw_instructions / (double)m->hw_cycles,
+				(unsigned long long)m->hw_cache_misses);
+		else
+			fprintf(c->json, "\"ipc\": null, \"cache_misses\": null, ");
+		fprintf(c->json, "\"entries\": [");
+		c->json_first = true;
+		c->json_sec_open = true;
+	}
+}
+
+static int on_metrics(void *ctx, const struct cpa_metrics *m, const struct cpa_metrics_ent *ents)
+{
+	struct sched_ctx *c = ctx;
+	char t[32];
+
+	show_fmt_tod(m->time_ns, t, sizeof(t));
+	if (m->flags & CPA_MF_SYSTEM) {
+		c->secs++;
+		c->load_sum += m->load_milli[0];
+		c->load_max = MAX(c->load_max, m->load_milli[0]);
+		c->busy += m->cpu_busy_ticks;
+		c->iowait += m->cpu_iowait_ticks;
+		c->idle += m->cpu_idle_ticks;
+		c->dropped += m->dropped;
+		for (int i = 0; i < CPA_PSI_MAX; i++)
+			if (m->psi_some_us[i] != CPA_METRICS_PSI_NONE) {
+				c->psi_some[i] += m->psi_some_us[i];
+				c->psi_secs[i]++;
+			}
+		if (m->flags & CPA_MF_HW) {
+			c->hw_secs++;
+			c->cycles += m->hw_cycles;
+			c->instr += m->hw_instructions;
+			c->cmiss += m->hw_cache_misses;
+		}
+		if (m->flags & CPA_MF_HW_NA)
+			c->hw_na = true;
+		series_system(c, m, t);
+	}
+	for (unsigned int i = 0; i < m->n_ents; i++) {
+		const struct cpa_metrics_ent *e = &ents[i];
+		struct sacc *a;
+
+		if (e->kind == CPA_MK_CPU) {
+			a = acc_find(&c->cpus, &c->n_cpus, &c->cap_cpus, e->id);
+		} else if (proc_selected(c->o, e)) {
+			a = acc_find(&c->procs, &c->n_procs, &c->cap_procs, e->id);
+			ent_add(&c->all.e, e);
+		} else {
+			continue;
+		}
+		if (!a)
+			return -ENOMEM;
+		ent_add(&a->e, e);
+		a->e.id = e->id;
+		a->e.kind = e->kind;
+		memcpy(a->e.comm, e->comm, CPA_COMM_LEN);
+		if (c->csv)
+			csv_ent(c->csv, t, e->kind == CPA_MK_PROC ? "process" : "cpu", e);
+		if (c->json && c->json_sec_open) {
+			json_ent(c->json, e, c->json_first);
+			c->json_first = false;
+		}
+	}
+	return 0;
+}
+
+static int oncpu_cmp(const void *x, const void *y)
+{
+	const struct sacc *a = x, *b = y;
+
+	return a->e.oncpu_ns < b->e.oncpu_ns ? 1 : a->e.oncpu_ns > b->e.oncpu_ns ? -1 : 0;
+}
+
+static void print_row(const struct cpa_metrics_ent *e, const char *label)
+{
+	struct ent_sum m = ent_sum(e);
+	uint64_t sw = m.preempt + m.sleep + m.iowait;
+
+	printf("%-24s %10.1f %8llu %9.1f %9.1f %9.1f %8llu %9.1f %7.1f%% %7.1f%% %7.1f%%\n", label,
+	       m.oncpu_ms, m.waits, m.rq_p50, m.rq_p99, m.rq_mean, m.slices, m.sl_p50,
+	       pct(m.preempt, sw), pct(m.sleep, sw), pct(m.iowait, sw));
+}
+
+static void print_summary(struct sched_ctx *c, const char *a, const char *b)
+{
+	uint64_t tot = c->busy + c->iowait + c->idle;
+	static const char *const psi_name[CPA_PSI_MAX] = {"cpu", "io", "memory"};
+	char label[48];
+
+	printf("Scheduler metrics [ %s - %s ]: %llu seconds\n", a, b, (unsigned long long)c->secs);
+	printf("System: load average %.2f (max %.2f), CPU busy %.1f%%, iowait %.1f%%\n",
+	       c->secs ? (double)c->load_sum / (double)c->secs / 1000.0 : 0.0,
+	       (double)c->load_max / 1000.0, pct(c->busy, tot), pct(c->iowait, tot));
+	printf("Pressure (PSI some):");
+	for (int i = 0; i < CPA_PSI_MAX; i++) {
+		if (c->psi_secs[i])
+			printf(" %s %.2f%%", psi_name[i],
+			       (double)c->psi_some[i] / ((double)c->psi_secs[i] * 1e4));
+		else
+			printf(" %s n/a", psi_name[i]);
+	}
+	printf("\n");
+	if (c->hw_secs && c->cycles)
+		printf("Hardware: IPC %.2f, cache misses %.0f/s\n",
+		       (double)c->instr / (double)c->cycles, (double)c->cmiss / (double)c->hw_secs);
+	else
+		printf("Hardware counters (IPC, cache misses): not available on this host\n");
+	if (c->dropped)
+		printf("Processes not tracked (map full): %llu\n", (unsigned long long)c->dropped);
+	printf("\n%-24s %10s %8s %9s %9s %9s %8s %9s %8s %8s %8s\n", "PROCESS", "ONCPU_MS", "WAITS",
+	       "RQ_P50_US", "RQ_P99_US", "RQ_AVG_US", "SLICES", "SL_P50_US", "PREEMPT", "SLEEP",
+	       "IOWAIT");
+	print_row(&c->all.e, "[all selected]");
+	qsort(c->procs, c->n_procs, sizeof(*c->procs), oncpu_cmp);
+	for (size_t i = 0; i < c->n_procs; i++) {
+		snprintf(label, sizeof(label), "%.15s:%u", c->procs[i].e.comm, c->procs[i].id);
+		print_row(&c->procs[i].e, label);
+	}
+	printf("\n");
+	for (size_t i = 0; i < c->n_cpus; i++) {
+		snprintf(label, sizeof(label), "[cpu %u]", c->cpus[i].id);
+		print_row(&c->cpus[i].e, label);
+	}
+	fflush(stdout);
+}
+
+static FILE *open_out(const char *path)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		log_error_errno(-errno, "open '%s': %m", path);
+	return f;
+}
+
+static int close_out(FILE *f, const char *path)
+{
+	if (!f)
+		return 0;
+	if (ferror(f) | (fclose(f) != 0))
+		return log_error_errno(-(errno ? errno : EIO), "write '%s': %m", path);
+	return 0;
+}
+
+/* ---- policy triggers (docs/metrics.md "Trigger policies") ---- */
+
+struct evs {
+	struct cpa_policy_event *v;
+	size_t n, cap;
+};
+
+static int on_event(void *ctx, const struct cpa_policy_event *ev)
+{
+	struct evs *e = ctx;
+
+	if (e->n == e->cap) {
+		size_t nc = e->cap ? e->cap * 2 : 32;
+		struct cpa_policy_event *nv = realloc(e->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		e->v = nv;
+		e->cap = nc;
+	}
+	e->v[e->n++] = *ev;
+	return 0;
+}
+
+/* One line per trigger in the window: "Trigger TIME policy NAME pid N (COMM): ...". */
+static int print_triggers(const struct show_opts *o, struct store_reader *r, int64_t t0, int64_t n)
+{
+	struct evs e = {0};
+	unsigned int shown = 0;
+	int ret = store_reader__events(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, on_event, &e);
+
+	if (ret < 0) {
+		free(e.v);
+		return log_error_errno(ret, "read the policy events: %m");
+	}
+	for (size_t i = 0; i < e.n; i++) {
+		const struct cpa_policy_event *s = &e.v[i], *end = NULL;
+		char a[32], b[32];
+
+		if (s->kind != CPA_PE_START)
+			continue;
+		if (o->target_pid >= 0 && s->pid != (uint32_t)o->target_pid)
+			continue;
+		if (o->target_comm && strncmp(s->comm, o->target_comm, CPA_COMM_LEN - 1))
+			continue;
+		for (size_t j = i + 1; j < e.n && !end; j++)
+			if (e.v[j].kind == CPA_PE_END && e.v[j].pid == s->pid &&
+			    !strcmp(e.v[j].policy, s->policy))
+				end = &e.v[j];
+		show_fmt_tod(s->time_ns, a, sizeof(a));
+		show_fmt_tod(end ? end->time_ns : s->end_ns, b, sizeof(b));
+		printf("Trigger %s policy %s pid %u (%s): %s %.2f %s %.2f, actions", a, s->policy,
+		       s->pid, s->comm, policy_item_name((enum policy_item)s->item), s->value,
+		       policy_cmp_name((enum policy_cmp)s->cmp), s->threshold);
+		if (s->actions & POLICY_ACT_FREQ)
+			printf(" freq=%u", s->freq);
+		if (s->actions & POLICY_ACT_OFFCPU)
+			printf(" offcpu=1");
+		if (s->actions & POLICY_ACT_STACK_SIZE)
+			printf(" stack_size=%u", s->stack_size);
+		printf(", until %s%s\n", b, end ? "" : " (planned; no end recorded in the range)");
+		shown++;
+	}
+	if (!shown)
+		printf("No policy triggers in the range\n");
+	fflush(stdout);
+	free(e.v);
+	return 0;
+}
+
+bool show_sched_wanted(const struct show_opts *o)
+{
+	return o->sched || o->sched_csv || o->sched_json || o->triggers;
+}
+
+int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, int64_t n)
+{
+	struct sched_ctx c = {.o = o, .json_first = true};
+	char a[32], b[32];
+	int ret = 0, e;
+
+	if (o->triggers && !o->sched && !o->sched_csv && !o->sched_json)
+		return print_triggers(o, r, t0, n);
+	if (o->sched_csv && !(c.csv = open_out(o->sched_csv)))
+		return -EIO;
+	if (o->sched_json && !(c.json = open_out(o->sched_json))) {
+		fclose(c.csv);
+		return -EIO;
+	}
+	if (c.csv)
+		fprintf(c.csv, "time,kind,id,comm,oncpu_ms,runq_waits,runq_p50_us,runq_p99_us,"
+			       "runq_mean_us,slices,slice_p50_us,preempted,voluntary,iowait,load1,"
+			       "cpu_busy_pct,cpu_iowait_pct,psi_cpu_some_us,psi_io_some_us,"
+			       "psi_mem_some_us,ipc\n");
+	if (c.json)
+		fprintf(c.json, "{\"seconds\": [");
+	ret = store_reader__metrics(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, on_metrics, &c);
+	if (ret < 0)
+		log_error_errno(ret, "read the metrics: %m");
+	if (c.json)
+		fprintf(c.json, "%s\n]}\n", c.json_sec_open ? "\n  ]}" : "");
+	e = close_out(c.csv, o->sched_csv);
+	ret = ret < 0 ? ret : e;
+	e = close_out(c.json, o->sched_json);
+	ret = ret < 0 ? ret : e;
+	show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
+	show_fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
+	if (ret >= 0 && !c.secs) {
+		log_error("no scheduler metrics in [ %s - %s ] (recorded with --sched_metrics, the "
+			  "default, on a BPF-capable host)",
+			  a, b);
+		ret = -ENODATA;
+	}
+	if (ret >= 0 && o->sched)
+		print_summary(&c, a, b);
+	if (ret >= 0 && (o->sched || o->triggers))
+		ret = print_triggers(o, r, t0, n);
+	if (ret >= 0 && o->sched_csv)
+		printf("Write scheduler metrics to %s\n", o->sched_csv);
+	if (ret >= 0 && o->sched_json)
+		printf("Write scheduler metrics to %s\n", o->sched_json);
+	free(c.procs);
+	free(c.cpus);
+	return ret;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to the store library: the metrics section's encoder and decoder
+ * (storer/store_metrics.c, docs/store-format.md "Metrics section").
+ */
+#ifndef CPA_STORE_METRICS_PVT_H
+#define CPA_STORE_METRICS_PVT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/records.h"
+#include "store.h"
+#include "store_fmt.h"
+
+/* Append one CPA_REC_METRICS record (header + its entries) to b. */
+void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
+			   const struct cpa_metrics_ent *ents);
+/* Append one CPA_REC_EVENT record to b. */
+void store_metrics__encode_event(struct sbuf *b, const struct cpa_policy_event *ev);
+/* Where the metrics section starts in a decoded data section (after the rows). */
+int store_metrics__offset(const uint8_t *p, size_t len, size_t *ret_off);
+/* Every record of a metrics section with time_ns in [t0_ns, t1_ns) to fn,
+ * and every event to efn (either may be NULL). */
+int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t t1_ns,
+			  store_metrics_fn fn, store_event_fn efn, void *ctx);
+
+#endif /* CPA_STORE_METRICS_PVT_H */
