@@ -46,7 +46,9 @@ static int run_file(const char *path)
 	before = peak_rss();
 	LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
 	free(buf);
-#ifndef __SANITIZE_ADDRESS__
+#ifdef __SANITIZE_ADDRESS__
+	(void)before;
+#else
 	if (peak_rss() - before > REPLAY_RSS_MAX) {
 		fprintf(stderr, "%s: peak RSS grew %llu MiB\n", path,
 			(unsigned long long)((peak_rss() - before) >> 20));
