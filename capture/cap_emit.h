@@ -112,6 +112,8 @@ int cap_emit__record(struct cap_emit *e, const void *data, size_t size);
  */
 struct cpa_map_event;
 int cap_emit__map(struct cap_emit *e, const struct cpa_map_event *m, const char *path);
+
+/*
  * A zeroed record of type and len bytes in ring 0 whose first 8 bytes are a
  * new seq (records that carry one and are made outside this file:
  * CPA_REC_METRICS). A full ring is counted as a drop (no LOSS record: not a

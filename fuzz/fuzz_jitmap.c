@@ -17,23 +17,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (jitmap__load(path, &j) < 0)
 		return 0;
 	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		char num[17];
-		size_t n = 0;
-		uint64_t a;
+		uint64_t a = fuzz__line_addr(&p, end);
 
-		while (p + n < end && n < 16 && p[n] && strchr("0123456789abcdefABCDEFx", p[n]))
-			n++;
-		memcpy(num, p, n);
-		num[n] = 0;
-		a = strtoull(num, NULL, 16);
 		for (int d = -1; d <= 1; d++) {
 			const char *s = jitmap__lookup(j, a + (uint64_t)d, &start);
 
 			if (s && strlen(s) == SIZE_MAX)
 				__builtin_trap(); /* reads the whole name */
 		}
-		p = eol ? eol + 1 : end;
 	}
 	jitmap__bytes(j);
 	jitmap__free(j);

@@ -16,11 +16,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct store_writer_opts o = {.block_seconds = 5,
-				      .cpu_num = 2,
-				      .freq = 49,
-				      .record_interval = 1,
-				      .stack_size = 8192};
+	struct store_writer_opts o;
 	struct store_writer *w = NULL;
 	char root[512], name[64], path[600];
 
@@ -30,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	snprintf(name, sizeof(name), "root/.storer-dict-%020llu", 1ull);
 	fuzz__write(name, data, size, path, sizeof(path));
-	o.root = root;
+	o = fuzz__writer_opts(root);
 	if (store_writer__new(&o, &w) < 0)
 		__builtin_trap();
 	store_writer__set_run_id(w, BASE_NS);

@@ -21,20 +21,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* Look up every line's address, one byte past it and one before. */
 	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		char num[17];
-		size_t n = 0;
-		uint64_t a;
+		uint64_t a = fuzz__line_addr(&p, end);
 
-		while (p + n < end && n < 16 && strchr("0123456789abcdefABCDEF", p[n]) && p[n])
-			n++;
-		memcpy(num, p, n);
-		num[n] = 0;
-		a = strtoull(num, NULL, 16);
 		for (int d = -1; d <= 1; d++)
 			if (ksyms__lookup(&k, a + (uint64_t)d, &name, &mod, &start) == 0 && !name)
 				__builtin_trap();
-		p = eol ? eol + 1 : end;
 	}
 	ksyms__bytes(&k);
 	ksyms__fini(&k);

@@ -18,13 +18,23 @@
 
 #define BASE_NS 1795000000000000000ull
 
+struct feed {
+	struct storer *s;
+	uint64_t now;
+};
+
+static void take(void *ctx, bool tick)
+{
+	struct feed *f = ctx;
+
+	storer__batch(f->s, 4096);
+	if (tick)
+		storer__tick(f->s, f->now += 100000000ull);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct store_writer_opts o = {.block_seconds = 5,
-				      .cpu_num = 2,
-				      .freq = 49,
-				      .record_interval = 1,
-				      .stack_size = 8192};
+	struct store_writer_opts o;
 	struct store_writer *w = NULL;
 	struct shm_arena *a = NULL;
 	struct shm_ring_prod p;
@@ -33,7 +43,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct shm_layout l;
 	struct shm_stage *st;
 	char root[512];
-	size_t pos = 0;
 
 	snprintf(root, sizeof(root), "%s/root", fuzz__dir());
 	fuzz__rm_rf(root);
@@ -46,38 +55,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (shm_arena__open_prod(a, SHM_RING_SYMD, &p) < 0 ||
 	    shm_arena__open_cons(a, SHM_RING_SYMD, &c) < 0)
 		__builtin_trap();
-	o.root = root;
+	o = fuzz__writer_opts(root);
 	if (store_writer__new(&o, &w) < 0)
 		__builtin_trap();
 	store_writer__set_run_id(w, BASE_NS);
 	if (storer__new(st, &c, w, &s) < 0)
 		__builtin_trap();
 
-	while (pos + 4 <= size) {
-		uint16_t type, len;
-		void *d;
-
-		memcpy(&type, data + pos, 2);
-		memcpy(&len, data + pos + 2, 2);
-		pos += 4;
-		if (len > size - pos)
-			len = (uint16_t)(size - pos);
-		if (shm_ring__reserve_sp(&p, len, type, &d) < 0) {
-			/* full: let the storer take what is there */
-			shm_ring__commit_sp(&p);
-			storer__batch(s, 4096);
-			if (shm_ring__reserve_sp(&p, len, type, &d) < 0)
-				break;
-		}
-		memcpy(d, data + pos, len);
-		pos += len;
-		if (type == CPA_REC_LOSS || (pos & 0x3ff) < 4) {
-			shm_ring__commit_sp(&p);
-			storer__batch(s, 4096);
-			storer__tick(s, BASE_NS + pos * 1000000ull);
-		}
-	}
-	shm_ring__commit_sp(&p);
+	fuzz__feed(data, size, &p, take, &(struct feed){s, BASE_NS});
 	while (shm_ring__pending_sc(&c) && storer__batch(s, 4096) > 0)
 		;
 	storer__tick(s, BASE_NS + 3600 * 1000000000ull);

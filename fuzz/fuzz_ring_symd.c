@@ -46,6 +46,22 @@ static void drain(struct shm_ring_cons *c)
 	shm_ring__release_sc(c);
 }
 
+struct feed {
+	struct symd *s;
+	struct shm_ring_cons *down;
+	uint64_t now;
+};
+
+static void take(void *ctx, bool tick)
+{
+	struct feed *f = ctx;
+
+	symd__batch(f->s, 4096);
+	drain(f->down);
+	if (tick)
+		symd__tick(f->s, f->now += 100000000ull);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static char ks[512], proc[512];
@@ -55,7 +71,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct cpa_config *cfg;
 	struct symd *s = NULL;
 	struct shm_layout l;
-	size_t pos = 0;
 
 	log_set_sink(quiet);
 	if (!ks[0]) {
@@ -89,26 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (shm_arena__open_prod(a, SHM_RING_SYMD, &op) < 0 || symd__new(&o, &s) < 0)
 			__builtin_trap();
 
-		while (pos + 4 <= size) {
-			uint16_t type, len;
-			void *d;
-
-			memcpy(&type, data + pos, 2);
-			memcpy(&len, data + pos + 2, 2);
-			pos += 4;
-			if (len > size - pos)
-				len = (uint16_t)(size - pos);
-			if (shm_ring__reserve_sp(&p, len, type, &d) < 0) {
-				shm_ring__commit_sp(&p);
-				symd__batch(s, 4096);
-				drain(&down);
-				if (shm_ring__reserve_sp(&p, len, type, &d) < 0)
-					break;
-			}
-			memcpy(d, data + pos, len);
-			pos += len;
-		}
-		shm_ring__commit_sp(&p);
+		fuzz__feed(data, size, &p, take, &(struct feed){s, &down, BASE_NS});
 		for (int i = 0; i < 64 && shm_ring__pending_sc(&in); i++) {
 			symd__batch(s, 4096);
 			drain(&down);

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "fuzz_util.h"
+#include "shm/records.h"
+#include "shm/ring.h"
 
 static char scratch[64];
 
@@ -86,4 +88,51 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 void fuzz__rm_rf(const char *path)
 {
 	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void fuzz__feed(const uint8_t *data, size_t size, struct shm_ring_prod *p,
+		void (*take)(void *ctx, bool tick), void *ctx)
+{
+	size_t pos = 0;
+
+	while (pos + 4 <= size) {
+		uint16_t type, len;
+		void *d;
+
+		memcpy(&type, data + pos, 2);
+		memcpy(&len, data + pos + 2, 2);
+		pos += 4;
+		if (len > size - pos)
+			len = (uint16_t)(size - pos);
+		if (shm_ring__reserve_sp(p, len, type, &d) < 0) {
+			/* full: let the consumer take what is there */
+			shm_ring__commit_sp(p);
+			take(ctx, false);
+			if (shm_ring__reserve_sp(p, len, type, &d) < 0)
+				break;
+		}
+		memcpy(d, data + pos, len);
+		pos += len;
+		if (type == CPA_REC_LOSS || (pos & 0x3ff) < 4) {
+			shm_ring__commit_sp(p);
+			take(ctx, true);
+		}
+	}
+	shm_ring__commit_sp(p);
+}
+
+uint64_t fuzz__line_addr(const char **pos, const char *end)
+{
+	const char *p = *pos, *eol = memchr(p, '\n', (size_t)(end - p));
+	char num[17];
+	size_t n = 0;
+
+	if (p + 2 <= end && p[0] == '0' && p[1] == 'x')
+		p += 2;
+	while (p + n < end && n < 16 && p[n] && strchr("0123456789abcdefABCDEF", p[n]))
+		n++;
+	memcpy(num, p, n);
+	num[n] = 0;
+	*pos = eol ? eol + 1 : end;
+	return strtoull(num, NULL, 16);
 }

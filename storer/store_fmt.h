@@ -106,7 +106,8 @@ void sbuf__free(struct sbuf *b);
 
 static inline void sbuf__put(struct sbuf *b, const void *src, size_t n)
 {
-	if (sbuf__reserve(b, n) < 0)
+	/* n == 0 (an empty string): b->p may still be NULL, and NULL + 0 is UB */
+	if (!n || sbuf__reserve(b, n) < 0)
 		return;
 	memcpy(b->p + b->len, src, n);
 	b->len += n;
