@@ -198,7 +198,7 @@ static struct opts {
 	unsigned int reps;
 	double seconds, warmup, sweep_seconds, idle_seconds;
 	unsigned int threads;
-	bool sweep, idle, idle_all, ab, perf, whole_machine;
+	bool sweep, idle, idle_all, ab, perf, pid_filter;
 	const char *json, *base_dir, *perf_stages, *monitor_args;
 	char cpa[PATH_MAX + 32], workload[PATH_MAX + 32], workload_fixed[PATH_MAX + 32];
 	unsigned long loops; /* fixed work: cpa-workload-nofp --loops N */
@@ -617,6 +617,7 @@ struct snap {
 struct mon {
 	const struct config *c;
 	pid_t pid, wl_pid;
+	bool whole; /* no --pid: every process is sampled */
 	int pidfd;
 	struct shm_arena *arena;
 	struct ovh_bpf_set bpf;
@@ -736,6 +737,7 @@ static int mon_start(struct mon *m, const struct config *c, pid_t filter_pid)
 	memset(m, 0, sizeof(*m));
 	m->c = c;
 	m->pidfd = -1;
+	m->whole = filter_pid <= 0;
 	snprintf(store, sizeof(store), "%s/store-%u", run_dir, ++run_seq);
 	snprintf(m->store, sizeof(m->store), "%s", store);
 	snprintf(m->log, sizeof(m->log), "%s/monitor-%u.log", run_dir, run_seq);
@@ -905,6 +907,11 @@ static void mon_result(struct mon *m, struct result *r)
 	r->s[M_MACHINE_BUSY_CPUS] = ddiv((double)(b->machine_busy - a->machine_busy),
 					 (double)(b->machine_total - a->machine_total)) *
 				    (double)sysconf(_SC_NPROCESSORS_ONLN);
+	if (m->whole) {
+		/* Every busy CPU is sampled, not only the workload's. */
+		r->s[M_EXPECTED] = m->c->freq * r->s[M_MACHINE_BUSY_CPUS] * win_ns / 1e9;
+		r->s[M_CAPTURE_PCT] = 100 * ddiv(samples, r->s[M_EXPECTED]);
+	}
 	r->s[M_BPF_US] = ddiv((double)(b->bpf.sample_ns - a->bpf.sample_ns) / 1e3,
 			      (double)(b->bpf.sample_cnt - a->bpf.sample_cnt));
 	r->s[M_BPF_ALL_US] = ddiv((double)(b->bpf.all_ns - a->bpf.all_ns) / 1e3, samples);
@@ -961,7 +968,7 @@ static int rm_rf(const char *path)
 	return 0;
 }
 
-/* B: the workload under cpa monitor (--pid of the workload unless --whole_machine). */
+/* B: the workload under cpa monitor (whole machine; --pid: only the workload). */
 static int run_cpa(const struct config *c, double warmup, struct result *r)
 {
 	char store[PATH_MAX + 32];
@@ -974,7 +981,7 @@ static int run_cpa(const struct config *c, double warmup, struct result *r)
 	err = workload_start(&w);
 	if (err < 0)
 		return err;
-	err = mon_start(&m, c, o.whole_machine ? 0 : w.pid);
+	err = mon_start(&m, c, o.pid_filter ? w.pid : 0);
 	snprintf(store, sizeof(store), "%s/store-%u", run_dir, run_seq);
 	if (err < 0) {
 		workload_kill(&w);
@@ -1543,8 +1550,9 @@ static void usage(FILE *f)
 		"  --ab                 the A/B runs too when --sweep or --idle is given\n"
 		"  --json FILE          everything, for scripts\n"
 		"  --perf_stages DIR    perf record -g -F 19997 the cpa processes over each steady window\n"
-		"  --whole_machine      profile every process, not only the workload (cpa monitor\n"
-		"                       --pid <workload> by default: neighbours stay out of the numbers)\n"
+		"  --pid                profile only the workload (cpa monitor --pid <workload>):\n"
+		"                       neighbours stay out of the numbers (default: whole machine,\n"
+		"                       as users run it; --whole_machine says so explicitly)\n"
 		"  --monitor_args STR   extra `cpa monitor` options, blank separated\n"
 		"  --cpa PATH           cpa executable (default: next to this one)\n"
 		"  --workload PATH      built-in workload (default: cpa-workload-nofp next to this)\n"
@@ -1635,6 +1643,7 @@ static int parse_opts(int argc, char **argv)
 		O_WORKLOAD,
 		O_LOOPS,
 		O_WHOLE_MACHINE,
+		O_PID,
 		O_DIR,
 		O_KEEP,
 		O_PINGPONG
@@ -1660,6 +1669,7 @@ static int parse_opts(int argc, char **argv)
 		{"workload", required_argument, NULL, O_WORKLOAD},
 		{"loops", required_argument, NULL, O_LOOPS},
 		{"whole_machine", no_argument, NULL, O_WHOLE_MACHINE},
+		{"pid", no_argument, NULL, O_PID},
 		{"dir", required_argument, NULL, O_DIR},
 		{"keep", no_argument, NULL, O_KEEP},
 		{"pingpong", no_argument, NULL, O_PINGPONG},
@@ -1752,7 +1762,10 @@ static int parse_opts(int argc, char **argv)
 			break;
 		}
 		case O_WHOLE_MACHINE:
-			o.whole_machine = true;
+			o.pid_filter = false;
+			break;
+		case O_PID:
+			o.pid_filter = true;
 			break;
 		case O_DIR:
 			o.base_dir = optarg;
@@ -1872,7 +1885,7 @@ int main(int argc, char **argv)
 	       : o.loops ? o.workload_fixed
 			 : o.workload,
 	       o.cmd ? " (user command)" : "", o.warmup,
-	       o.whole_machine ? "whole machine" : "cpa monitor --pid <workload>", run_dir);
+	       o.pid_filter ? "cpa monitor --pid <workload>" : "whole machine", run_dir);
 	fflush(stdout);
 
 	ab_nf = o.n_freqs, ab_ns = o.n_stacks;

@@ -8,6 +8,13 @@ add_dependencies(bench_overhead cpa capture unwindd symd storer cpa-workload-nof
 
 # bench_fidelity: cpa next to perf --call-graph dwarf on real programs (issue 10).
 add_executable(bench_fidelity ${CMAKE_CURRENT_LIST_DIR}/fidelity.c
-  ${CMAKE_CURRENT_LIST_DIR}/overhead_proc.c)
+  ${CMAKE_CURRENT_LIST_DIR}/overhead_proc.c ${CMAKE_CURRENT_LIST_DIR}/fold.c)
 target_link_libraries(bench_fidelity PRIVATE cpa_shm cpa_common PkgConfig::LIBBPF m)
 add_dependencies(bench_fidelity cpa capture unwindd symd storer)
+
+# bench_churn: cpa and perf record -a --call-graph dwarf at once on a churn workload (issue 9).
+add_executable(bench_churn ${CMAKE_CURRENT_LIST_DIR}/churn.c
+  ${CMAKE_CURRENT_LIST_DIR}/overhead_proc.c ${CMAKE_CURRENT_LIST_DIR}/fold.c)
+target_link_libraries(bench_churn PRIVATE cpa_shm cpa_common PkgConfig::LIBBPF m)
+target_compile_definitions(bench_churn PRIVATE CPA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+add_dependencies(bench_churn cpa capture unwindd symd storer)
