@@ -54,7 +54,7 @@ static struct {
 	double seconds;
 	unsigned int freq, stack, jobs;
 	bool build, storm, perf, keep;
-	const char *dir, *monitor_args;
+	const char *dir, *monitor_args, *perf_stages;
 	char src[PATH_MAX], cpa[PATH_MAX + 8];
 } o = {
 	.seconds = 60,
@@ -442,7 +442,7 @@ static int run(const char *dir)
 	double max_pss[NPROC] = {0}, perf_cpu_s = NAN, settle_s;
 	struct agent a = {0};
 	struct snap s0, s1;
-	pid_t build = 0, storm_pid = 0, perf = 0;
+	pid_t build = 0, storm_pid = 0, perf = 0, pstages = 0;
 	unsigned int n_life = 0;
 	int life_pipe[2] = {-1, -1}, err;
 	uint64_t end;
@@ -484,6 +484,21 @@ static int run(const char *dir)
 		perf = start_group(argv, NULL);
 		sleep(2); /* its events open */
 	}
+	if (o.perf_stages) {
+		char pids[128];
+		int k = 0;
+
+		for (int i = 0; i < NPROC; i++)
+			k += snprintf(pids + k, sizeof(pids) - (size_t)k, "%s%d", i ? "," : "",
+				      a.pid[i]);
+		{
+			char *argv[] = {"perf", "record", "-q", "-e", "cpu-clock",
+					"-F",	"4999",	  "-g", "-o", (char *)o.perf_stages,
+					"-p",	pids,	  NULL};
+
+			pstages = start_group(argv, NULL);
+		}
+	}
 	agent_snap(&a, &s0);
 	end = s0.t_ns + (uint64_t)(o.seconds * 1e9);
 	say("window: %.0f s, cpa monitor -F %u whole machine%s", o.seconds, o.freq,
@@ -524,14 +539,21 @@ static int run(const char *dir)
 	/* What the window captured is processed before the second reading. */
 	settle_s = agent_settle(&a);
 	agent_snap(&a, &s1);
+	stop_group(pstages, SIGINT);
+	pstages = 0;
 	for (int i = 0; i < NPROC; i++)
 		if (s1.ok[i])
 			ovh_proc_mem(a.pid[i], &s1.p[i]);
 	if (perf > 0) {
 		struct rusage ru;
 
+		int status = 0;
+
 		kill(perf, SIGINT);
-		if (wait4(perf, NULL, 0, &ru) == perf)
+		/* perf record re-raises the SIGINT it stopped on: status 2 is its normal end */
+		if (wait4(perf, &status, 0, &ru) == perf && status && status != SIGINT)
+			say("perf record ended with status 0x%x", status);
+		if (status == 0 || status == SIGINT)
 			perf_cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 				     (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 		perf = 0;
@@ -553,9 +575,11 @@ static int run(const char *dir)
 	}
 	say("the pipeline caught up %.1f s after the window", settle_s);
 	report(&a, &s0, &s1, max_pss, life, n_life, perf_cpu_s, &c, &p);
+	fflush(stdout);
 	err = 0;
 out:
 	stop_group(build, SIGKILL);
+	stop_group(pstages, SIGINT);
 	if (perf > 0)
 		stop_group(perf, SIGINT);
 	agent_stop(&a);
@@ -582,12 +606,24 @@ static void usage(FILE *f)
 		"  --monitor_args STR extra `cpa monitor` options, blank separated\n"
 		"  --cpa PATH         cpa executable (default: next to this one)\n"
 		"  --dir DIR          scratch directory (default /tmp/bench_churn.XXXXXX)\n"
-		"  --keep             keep the scratch directory (store, perf.data, logs)\n");
+		"  --keep             keep the scratch directory (store, perf.data, logs)\n"
+		"  --perf_stages FILE perf record -g -F 4999 of the five cpa processes over the\n"
+		"                     window into FILE (it inflates their CPU: for proportions)\n");
 }
 
 int main(int argc, char **argv)
 {
-	enum { O_NO_BUILD = 256, O_NO_STORM, O_NO_PERF, O_SRC, O_MARGS, O_CPA, O_DIR, O_KEEP };
+	enum {
+		O_NO_BUILD = 256,
+		O_NO_STORM,
+		O_NO_PERF,
+		O_SRC,
+		O_MARGS,
+		O_CPA,
+		O_DIR,
+		O_KEEP,
+		O_PERF_STAGES
+	};
 	static const struct option lo[] = {
 		{"seconds", required_argument, NULL, 's'},
 		{"freq", required_argument, NULL, 'F'},
@@ -601,6 +637,7 @@ int main(int argc, char **argv)
 		{"cpa", required_argument, NULL, O_CPA},
 		{"dir", required_argument, NULL, O_DIR},
 		{"keep", no_argument, NULL, O_KEEP},
+		{"perf_stages", required_argument, NULL, O_PERF_STAGES},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -653,6 +690,9 @@ int main(int argc, char **argv)
 			break;
 		case O_KEEP:
 			o.keep = true;
+			break;
+		case O_PERF_STAGES:
+			o.perf_stages = optarg;
 			break;
 		case 'h':
 			usage(stdout);
