@@ -38,6 +38,7 @@
 
 #include "common/macro.h"
 #include "common/timeutil.h"
+#include "benchutil.h"
 #include "fold.h"
 #include "overhead.h"
 #include "shm/counters.h"
@@ -64,38 +65,6 @@ static struct {
 	.storm = true,
 	.perf = true,
 };
-
-static volatile sig_atomic_t interrupted;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-}
-
-static void say(const char *fmt, ...) _printf_(1, 2);
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "bench_churn: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-static int run_sh(const char *fmt, ...) _printf_(1, 2);
-static int run_sh(const char *fmt, ...)
-{
-	char cmd[3 * PATH_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
 
 /* argv in its own process group (so the whole build can be stopped), stdout and stderr to
  * log (or /dev/null). */
@@ -250,13 +219,13 @@ static int agent_start(struct agent *a, const char *dir)
 	if (a->mon < 0)
 		return a->mon;
 	/* Every stage RUNNING, read through the monitor's arena. */
-	while (!interrupted && clock_ns(CLOCK_MONOTONIC) < deadline) {
+	while (!bench_interrupted && clock_ns(CLOCK_MONOTONIC) < deadline) {
 		int running = 0;
 
 		usleep(100 * 1000);
 		if (waitpid(a->mon, NULL, WNOHANG) == a->mon) {
 			a->mon = 0;
-			say("cpa monitor exited during start-up; see %s", a->log);
+			bench_say("cpa monitor exited during start-up; see %s", a->log);
 			return -ECHILD;
 		}
 		if (!a->arena && ovh_arena_open(a->mon, &a->arena) < 0)
@@ -273,7 +242,7 @@ static int agent_start(struct agent *a, const char *dir)
 			return 0;
 		}
 	}
-	say("cpa monitor: stages not all running; see %s", a->log);
+	bench_say("cpa monitor: stages not all running; see %s", a->log);
 	return -ETIMEDOUT;
 }
 
@@ -300,7 +269,7 @@ static double agent_settle(struct agent *a)
 		struct shm_ring_ctrl *c = shm_arena__ring_mem(a->arena, r, NULL);
 		uint64_t mark = c ? __atomic_load_n(&c->prod_pos, __ATOMIC_RELAXED) : 0;
 
-		while (c && !interrupted && clock_ns(CLOCK_MONOTONIC) < end &&
+		while (c && !bench_interrupted && clock_ns(CLOCK_MONOTONIC) < end &&
 		       __atomic_load_n(&c->cons_pos, __ATOMIC_RELAXED) < mark)
 			usleep(20 * 1000);
 	}
@@ -457,19 +426,20 @@ static int run(const char *dir)
 	snprintf(jobs, sizeof(jobs), "-j%u", o.jobs);
 
 	/* Inputs and the build tree's configure come before the window. */
-	run_sh("cd '%s' && test -s in.txt || { seq -f 'sample %%g of the unwind frame in a ring' 1 "
-	       "200000 | awk '{ print $0, NR * 7919 %% 10007 }' > in.txt && head -c 1048576 in.txt "
-	       "> in-1m && head -c 4194304 in.txt > in-4m && head -c 262144 in.txt > in-256k; }",
-	       dir);
+	bench_sh(
+		"cd '%s' && test -s in.txt || { seq -f 'sample %%g of the unwind frame in a ring' 1 "
+		"200000 | awk '{ print $0, NR * 7919 %% 10007 }' > in.txt && head -c 1048576 in.txt "
+		"> in-1m && head -c 4194304 in.txt > in-4m && head -c 262144 in.txt > in-256k; }",
+		dir);
 	if (o.build) {
-		say("configuring %s in %s", o.src, bdir);
-		if (run_sh("cmake -S '%s' -B '%s' -DCMAKE_BUILD_TYPE=RelWithDebInfo "
-			   "-DCPA_BUILD_TESTS=OFF > '%s' 2>&1",
-			   o.src, bdir, blog) != 0) {
-			say("cmake configure failed; see %s", blog);
+		bench_say("configuring %s in %s", o.src, bdir);
+		if (bench_sh("cmake -S '%s' -B '%s' -DCMAKE_BUILD_TYPE=RelWithDebInfo "
+			     "-DCPA_BUILD_TESTS=OFF > '%s' 2>&1",
+			     o.src, bdir, blog) != 0) {
+			bench_say("cmake configure failed; see %s", blog);
 			return -EIO;
 		}
-		run_sh("cmake --build '%s' --target clean > /dev/null 2>&1", bdir);
+		bench_sh("cmake --build '%s' --target clean > /dev/null 2>&1", bdir);
 	}
 
 	err = agent_start(&a, dir);
@@ -501,8 +471,8 @@ static int run(const char *dir)
 	}
 	agent_snap(&a, &s0);
 	end = s0.t_ns + (uint64_t)(o.seconds * 1e9);
-	say("window: %.0f s, cpa monitor -F %u whole machine%s", o.seconds, o.freq,
-	    o.perf ? " + perf record -a --call-graph dwarf" : "");
+	bench_say("window: %.0f s, cpa monitor -F %u whole machine%s", o.seconds, o.freq,
+		  o.perf ? " + perf record -a --call-graph dwarf" : "");
 	if (o.build) {
 		char *argv[] = {"cmake", "--build", bdir, jobs, NULL};
 
@@ -516,7 +486,7 @@ static int run(const char *dir)
 		}
 		close(life_pipe[1]);
 	}
-	while (!interrupted && clock_ns(CLOCK_MONOTONIC) < end) {
+	while (!bench_interrupted && clock_ns(CLOCK_MONOTONIC) < end) {
 		sleep(1);
 		for (int i = 0; i < NPROC; i++) {
 			struct ovh_proc m = {0};
@@ -552,28 +522,28 @@ static int run(const char *dir)
 		kill(perf, SIGINT);
 		/* perf record re-raises the SIGINT it stopped on: status 2 is its normal end */
 		if (wait4(perf, &status, 0, &ru) == perf && status && status != SIGINT)
-			say("perf record ended with status 0x%x", status);
+			bench_say("perf record ended with status 0x%x", status);
 		if (status == 0 || status == SIGINT)
 			perf_cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 				     (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 		perf = 0;
 	}
 	agent_stop(&a);
-	if (interrupted) {
+	if (bench_interrupted) {
 		err = -EINTR;
 		goto out;
 	}
-	say("folding the store and perf.data (perf script can take a minute)");
+	bench_say("folding the store and perf.data (perf script can take a minute)");
 	err = ovh_cpa_export(o.cpa, a.store, prof);
 	if (err < 0)
-		say("cpa show of %s: %s", a.store, strerror(-err));
+		bench_say("cpa show of %s: %s", a.store, strerror(-err));
 	fold_cpa_file(prof, &c);
 	if (o.perf) {
-		run_sh("perf script -i '%s' -F comm,pid,tid,ip,sym,dso > '%s' 2>/dev/null", pdata,
-		       ptxt);
+		bench_sh("perf script -i '%s' -F comm,pid,tid,ip,sym,dso > '%s' 2>/dev/null", pdata,
+			 ptxt);
 		fold_perf_file(ptxt, &p);
 	}
-	say("the pipeline caught up %.1f s after the window", settle_s);
+	bench_say("the pipeline caught up %.1f s after the window", settle_s);
 	report(&a, &s0, &s1, max_pss, life, n_life, perf_cpu_s, &c, &p);
 	fflush(stdout);
 	err = 0;
@@ -641,7 +611,6 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
-	struct sigaction sa = {.sa_handler = on_signal};
 	char self[PATH_MAX], dir[PATH_MAX];
 	int c, stats_fd, err;
 	ssize_t n;
@@ -703,27 +672,26 @@ int main(int argc, char **argv)
 		}
 	}
 	if (o.seconds < 5 || !o.freq || o.freq > 10000 || !o.jobs) {
-		say("--seconds >= 5, --freq 1..10000, --jobs >= 1");
+		bench_say("--seconds >= 5, --freq 1..10000, --jobs >= 1");
 		return 2;
 	}
 	if (geteuid() != 0) {
-		say("needs root (BPF, perf -a)");
+		bench_say("needs root (BPF, perf -a)");
 		return 77;
 	}
 	if (access(o.cpa, X_OK) < 0) {
-		say("cpa executable '%s': %s (build it, or give --cpa)", o.cpa, strerror(errno));
+		bench_say("cpa executable '%s': %s (build it, or give --cpa)", o.cpa,
+			  strerror(errno));
 		return 2;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	bench_catch_signals();
 	if (o.dir) {
 		snprintf(dir, sizeof(dir), "%s", o.dir);
 		mkdir(dir, 0755);
 	} else {
 		snprintf(dir, sizeof(dir), "/tmp/bench_churn.XXXXXX");
 		if (!mkdtemp(dir)) {
-			say("mkdtemp: %s", strerror(errno));
+			bench_say("mkdtemp: %s", strerror(errno));
 			return 1;
 		}
 	}
@@ -736,6 +704,6 @@ int main(int argc, char **argv)
 	if (stats_fd >= 0)
 		close(stats_fd);
 	if (!o.keep && !o.dir)
-		run_sh("rm -rf '%s'", dir);
+		bench_sh("rm -rf '%s'", dir);
 	return err < 0 ? 1 : 0;
 }

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "benchutil.h"
 #include "fold.h"
 #include "overhead.h"
 
@@ -60,18 +61,6 @@ static const struct prog progs[] = {
 	{"python3", "exec python3 -c 'import json; d = [{\"k\": i, \"v\": str(i) * 3} for i in "
 		    "range(300000)]; [json.loads(json.dumps(d)) for _ in range(3)]'"},
 };
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
 
 static pid_t spawn_sh(const char *cmd)
 {
@@ -163,7 +152,7 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	}
 	cmd[k] = 0;
 	snprintf(d, 1024, "%s/%s", o->dir, pg->name);
-	sh("rm -rf '%s' && mkdir -p '%s'", d, d);
+	bench_sh("rm -rf '%s' && mkdir -p '%s'", d, d);
 	snprintf(store, sizeof(store), "%.1000s/store", d);
 	snprintf(pdata, sizeof(pdata), "%.1000s/perf.data", d);
 	snprintf(pscript, sizeof(pscript), "%.1000s/perf.txt", d);
@@ -211,7 +200,8 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 
 	snprintf(d, sizeof(d), "%s/cpa", o->bin);
 	ovh_cpa_export(d, store, prof);
-	sh("perf script -i '%s' -F comm,pid,tid,ip,sym,dso > '%s' 2>/dev/null", pdata, pscript);
+	bench_sh("perf script -i '%s' -F comm,pid,tid,ip,sym,dso > '%s' 2>/dev/null", pdata,
+		 pscript);
 	memset(&c, 0, sizeof(c));
 	memset(&p, 0, sizeof(p));
 	fold_cpa_file(prof, &c);
@@ -325,12 +315,12 @@ int main(int argc, char **argv)
 	}
 	/* bpf_stats on while this fd lives */
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	sh("mkdir -p '%s'", o.dir);
+	bench_sh("mkdir -p '%s'", o.dir);
 	snprintf(in, sizeof(in), "%s/input.txt", o.dir);
 	/* ~50 MB of text that compresses like text; xz gets its first 5 MB */
-	sh("test -s '%s' || seq -f 'sample %%g of the unwind frame in a ring' 1 1400000 | "
-	   "awk '{ print $0, NR * 7919 %% 10007 }' > '%s'; head -c 5000000 '%s' > '%s.head'",
-	   in, in, in, in);
+	bench_sh("test -s '%s' || seq -f 'sample %%g of the unwind frame in a ring' 1 1400000 | "
+		 "awk '{ print $0, NR * 7919 %% 10007 }' > '%s'; head -c 5000000 '%s' > '%s.head'",
+		 in, in, in, in);
 	printf("bench_fidelity: %d Hz, stack_size %s, cpa from %s\n", o.freq,
 	       o.stack_size ? "set" : "default", o.bin);
 	for (i = 0; i < ARRAY_SIZE(progs); i++) {
