@@ -406,7 +406,7 @@ static int run(const char *dir)
 {
 	static struct fold_side c, p;
 	char bdir[PATH_MAX + 16], blog[PATH_MAX + 16], pdata[PATH_MAX + 16], ptxt[PATH_MAX + 16];
-	char prof[PATH_MAX + 16], freq[16], jobs[16];
+	char prof[PATH_MAX + 16], plog[PATH_MAX + 16], freq[16], jobs[16];
 	static double life[65536];
 	double max_pss[NPROC] = {0}, perf_cpu_s = NAN, settle_s;
 	struct agent a = {0};
@@ -422,6 +422,7 @@ static int run(const char *dir)
 	snprintf(pdata, sizeof(pdata), "%s/perf.data", dir);
 	snprintf(ptxt, sizeof(ptxt), "%s/perf.txt", dir);
 	snprintf(prof, sizeof(prof), "%s/cpa.prof", dir);
+	snprintf(plog, sizeof(plog), "%s/perf.log", dir);
 	snprintf(freq, sizeof(freq), "%u", o.freq);
 	snprintf(jobs, sizeof(jobs), "-j%u", o.jobs);
 
@@ -446,12 +447,25 @@ static int run(const char *dir)
 	if (err < 0)
 		goto out;
 	if (o.perf) {
-		char *argv[] = {"perf", "record", "-q",
-				"-a",	"-e",	  "cpu-clock",
-				"-F",	freq,	  "--call-graph=dwarf",
-				"-o",	pdata,	  NULL};
+		/* -B: no build-id pass over the data at the end (perf 6.1 aborted in
+		 * it after long churn runs, leaving the header unwritten); perf script
+		 * finds the binaries by path, as it does for DSOs anyway. */
+		char *argv[] = {"perf",
+				"record",
+				"-q",
+				"-a",
+				"-B",
+				"-N",
+				"-e",
+				"cpu-clock",
+				"-F",
+				freq,
+				"--call-graph=dwarf",
+				"-o",
+				pdata,
+				NULL};
 
-		perf = start_group(argv, NULL);
+		perf = start_group(argv, plog);
 		sleep(2); /* its events open */
 	}
 	if (o.perf_stages) {
@@ -522,7 +536,7 @@ static int run(const char *dir)
 		kill(perf, SIGINT);
 		/* perf record re-raises the SIGINT it stopped on: status 2 is its normal end */
 		if (wait4(perf, &status, 0, &ru) == perf && status && status != SIGINT)
-			bench_say("perf record ended with status 0x%x", status);
+			bench_say("perf record ended with status 0x%x; see %s", status, plog);
 		if (status == 0 || status == SIGINT)
 			perf_cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 				     (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
