@@ -36,10 +36,11 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "benchutil.h"
+#include "fold.h"
 #include "overhead.h"
 
-#define MAX_NAMES 4096
-#define TOP	  10
+#define TOP 10
 
 struct prog {
 	const char *name;
@@ -62,207 +63,6 @@ static const struct prog progs[] = {
 	{"python3", "exec python3 -c 'import json; d = [{\"k\": i, \"v\": str(i) * 3} for i in "
 		    "range(300000)]; [json.loads(json.dumps(d)) for _ in range(3)]'"},
 };
-
-struct tally {
-	char *names[MAX_NAMES];
-	double counts[MAX_NAMES];
-	int n;
-};
-
-static void tally_add(struct tally *t, const char *name, double c)
-{
-	int i;
-
-	for (i = 0; i < t->n; i++)
-		if (!strcmp(t->names[i], name)) {
-			t->counts[i] += c;
-			return;
-		}
-	if (t->n == MAX_NAMES)
-		return;
-	t->names[t->n] = strdup(name);
-	t->counts[t->n++] = c;
-}
-
-static double tally_get(const struct tally *t, const char *name)
-{
-	int i;
-
-	for (i = 0; i < t->n; i++)
-		if (!strcmp(t->names[i], name))
-			return t->counts[i];
-	return 0;
-}
-
-static void tally_free(struct tally *t)
-{
-	int i;
-
-	for (i = 0; i < t->n; i++)
-		free(t->names[i]);
-	t->n = 0;
-}
-
-struct side {
-	double samples, complete;
-	struct tally self;
-	struct tally stops; /* cpa only */
-};
-
-static bool is_root(const char *f)
-{
-	/* perf's unwinder ends at __libc_start_call_main (libc's CFI marks it
-	 * outermost); cpa continues to __libc_start_main and _start. */
-	static const char *const roots[] = {"_start",
-					    "__libc_start_main",
-					    "__libc_start_main_impl",
-					    "__libc_start_call_main",
-					    "start_thread",
-					    "clone3",
-					    "clone",
-					    NULL};
-	int i;
-
-	for (i = 0; roots[i]; i++)
-		if (!strcmp(f, roots[i]))
-			return true;
-	return false;
-}
-
-/* cpa's "lib+0x1234" and "0x1234 [lib]" and perf's "[unknown]" alike. */
-static const char *self_key(const char *f)
-{
-	if (!strncmp(f, "0x", 2) || strstr(f, "+0x"))
-		return "[unknown]";
-	return f;
-}
-
-/* `cpa show` folded lines: "comm:pid;root;...;leaf; COUNT". */
-static void fold_cpa(const char *path, struct side *s)
-{
-	FILE *f = fopen(path, "r");
-	char *line = NULL;
-	size_t cap = 0;
-
-	if (!f)
-		return;
-	while (getline(&line, &cap, f) > 0) {
-		char *sp = strrchr(line, ' '), *tok, *save = NULL, *leaf = NULL;
-		bool complete = false;
-		double c;
-
-		if (!sp)
-			continue;
-		c = strtod(sp + 1, NULL);
-		*sp = 0;
-		tok = strtok_r(line, ";", &save); /* comm:pid */
-		while ((tok = strtok_r(NULL, ";", &save))) {
-			size_t n = strlen(tok);
-
-			if (n > 4 && !strcmp(tok + n - 4, "_[k]"))
-				tok[n - 4] = 0;
-			if (tok[0] == '[' && (strstr(tok, "stopped") || strstr(tok, "degraded")))
-				tally_add(&s->stops, tok, c);
-			complete = complete || is_root(tok);
-			leaf = tok;
-		}
-		s->samples += c;
-		if (complete)
-			s->complete += c;
-		if (leaf)
-			tally_add(&s->self, self_key(leaf), c);
-	}
-	free(line);
-	fclose(f);
-}
-
-/* `perf script -F comm,pid,sym`: a header line, then one frame per line
- * (leaf first), a blank line between samples. */
-static void fold_perf(const char *path, struct side *s)
-{
-	FILE *f = fopen(path, "r");
-	char *line = NULL, leaf[512] = "";
-	size_t cap = 0;
-	bool in = false, complete = false;
-	int frames = 0;
-
-	if (!f)
-		return;
-	for (;;) {
-		ssize_t n = getline(&line, &cap, f);
-		char *p;
-
-		if (n <= 0 || line[0] == '\n') {
-			if (in) {
-				s->samples++;
-				if (complete)
-					s->complete++;
-				tally_add(&s->self, frames ? self_key(leaf) : "[unknown]", 1);
-			}
-			in = complete = false;
-			frames = 0;
-			if (n <= 0)
-				break;
-			continue;
-		}
-		if (!in) {
-			in = true;
-			continue;
-		}
-		line[strcspn(line, "\n")] = 0;
-		p = line + strspn(line, " \t");
-		p += strcspn(p, " \t"); /* the ip */
-		p += strspn(p, " \t");
-		p[strcspn(p, " ")] = 0; /* sym, "(dso)" after a blank */
-		if (!frames++)
-			snprintf(leaf, sizeof(leaf), "%s", p);
-		complete = complete || is_root(p);
-	}
-	free(line);
-	fclose(f);
-}
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-/*
- * Export every second of a store: the range from `cpa show --show_range`
- * (asking past the last record is an error, as in CPA).
- */
-static void show_whole(const char *bin, const char *store, const char *prof)
-{
-	int h0, m0, s0, ms0, h1, m1, s1, ms1;
-	char cmd[8192], line[256];
-	long n = 0, span;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "%s/cpa show --read '%s' --show_range 2>/dev/null", bin, store);
-	f = popen(cmd, "r");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line,
-			   "Record Time From [ %d:%d:%d.%d ] to [ %d:%d:%d.%d ] Records Num: %ld",
-			   &h0, &m0, &s0, &ms0, &h1, &m1, &s1, &ms1, &n) == 9)
-			break;
-	pclose(f);
-	if (n <= 0)
-		return;
-	span = (h1 * 3600L + m1 * 60 + s1) - (h0 * 3600L + m0 * 60 + s0) + 1;
-	if (span <= 0)
-		span += 86400;
-	sh("%s/cpa show --read '%s' -B %02d:%02d:%02d -n %ld --no_env -o '%s' >/dev/null 2>&1", bin,
-	   store, h0, m0, s0, span, prof);
-}
 
 static pid_t spawn_sh(const char *cmd)
 {
@@ -331,7 +131,8 @@ struct opts {
 static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 {
 	char cmd[4096], d[16384], store[4200], pdata[4200], pscript[4200], prof[4200];
-	struct side c = {0}, p = {0};
+	static struct fold_side c, p;
+	static struct tally top;
 	struct ovh_bpf_set bset = {0};
 	struct ovh_bpf b0 = {0}, b1 = {0};
 	pid_t child, mon, perf, st[8], cap;
@@ -341,7 +142,6 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	const char *s;
 	size_t k = 0;
 	double maxd = 0;
-	struct tally top = {0};
 
 	/* the command with {in} filled */
 	for (s = pg->cmd; *s && k < sizeof(cmd) - 256; s++) {
@@ -354,7 +154,7 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	}
 	cmd[k] = 0;
 	snprintf(d, 1024, "%s/%s", o->dir, pg->name);
-	sh("rm -rf '%s' && mkdir -p '%s'", d, d);
+	bench_sh("rm -rf '%s' && mkdir -p '%s'", d, d);
 	snprintf(store, sizeof(store), "%.1000s/store", d);
 	snprintf(pdata, sizeof(pdata), "%.1000s/perf.data", d);
 	snprintf(pscript, sizeof(pscript), "%.1000s/perf.txt", d);
@@ -400,10 +200,14 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	waitpid(mon, NULL, 0);
 	waitpid(perf, NULL, 0);
 
-	show_whole(o->bin, store, prof);
-	sh("perf script -i '%s' -F comm,pid,ip,sym > '%s' 2>/dev/null", pdata, pscript);
-	fold_cpa(prof, &c);
-	fold_perf(pscript, &p);
+	snprintf(d, sizeof(d), "%s/cpa", o->bin);
+	ovh_cpa_export(d, store, prof);
+	bench_sh("perf script -i '%s' -F comm,pid,tid,ip,sym,dso > '%s' 2>/dev/null", pdata,
+		 pscript);
+	memset(&c, 0, sizeof(c));
+	memset(&p, 0, sizeof(p));
+	fold_cpa_file(prof, &c);
+	fold_perf_file(pscript, &p);
 
 	printf("\n== %s: %s\n", pg->name, cmd);
 	printf("  %-34s %12s %12s\n", "", "cpa", "perf dwarf");
@@ -416,19 +220,14 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 		       100 * c.stops.counts[i] / c.samples, "-");
 	/* top-10 self of either side, by the larger share */
 	for (j = 0; j < 2; j++) {
-		const struct side *a = j ? &p : &c;
-		bool used[MAX_NAMES] = {false};
+		const struct fold_side *a = j ? &p : &c;
+		bool used[FOLD_MAX_NAMES] = {false};
 
 		for (i = 0; i < TOP; i++) {
-			int best = -1, m;
+			int best = tally_top(&a->self, used);
 
-			for (m = 0; m < a->self.n; m++)
-				if (!used[m] &&
-				    (best < 0 || a->self.counts[m] > a->self.counts[best]))
-					best = m;
 			if (best < 0)
 				break;
-			used[best] = true;
 			tally_add(&top, a->self.names[best], 0);
 		}
 	}
@@ -449,9 +248,8 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 					     : NAN);
 	fflush(stdout);
 	tally_free(&top);
-	tally_free(&c.self);
-	tally_free(&c.stops);
-	tally_free(&p.self);
+	fold_side_free(&c);
+	fold_side_free(&p);
 	return 0;
 }
 
@@ -519,12 +317,12 @@ int main(int argc, char **argv)
 	}
 	/* bpf_stats on while this fd lives */
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	sh("mkdir -p '%s'", o.dir);
+	bench_sh("mkdir -p '%s'", o.dir);
 	snprintf(in, sizeof(in), "%s/input.txt", o.dir);
 	/* ~50 MB of text that compresses like text; xz gets its first 5 MB */
-	sh("test -s '%s' || seq -f 'sample %%g of the unwind frame in a ring' 1 1400000 | "
-	   "awk '{ print $0, NR * 7919 %% 10007 }' > '%s'; head -c 5000000 '%s' > '%s.head'",
-	   in, in, in, in);
+	bench_sh("test -s '%s' || seq -f 'sample %%g of the unwind frame in a ring' 1 1400000 | "
+		 "awk '{ print $0, NR * 7919 %% 10007 }' > '%s'; head -c 5000000 '%s' > '%s.head'",
+		 in, in, in, in);
 	printf("bench_fidelity: %d Hz, stack_size %s, cpa from %s\n", o.freq,
 	       o.stack_size ? "set" : "default", o.bin);
 	for (i = 0; i < ARRAY_SIZE(progs); i++) {

@@ -51,6 +51,7 @@
 
 #include "common/macro.h"
 #include "common/timeutil.h"
+#include "benchutil.h"
 #include "overhead.h"
 #include "shm/counters.h"
 
@@ -198,7 +199,7 @@ static struct opts {
 	unsigned int reps;
 	double seconds, warmup, sweep_seconds, idle_seconds;
 	unsigned int threads;
-	bool sweep, idle, idle_all, ab, perf, whole_machine;
+	bool sweep, idle, idle_all, ab, perf, pid_filter;
 	const char *json, *base_dir, *perf_stages, *monitor_args;
 	char cpa[PATH_MAX + 32], workload[PATH_MAX + 32], workload_fixed[PATH_MAX + 32];
 	unsigned long loops; /* fixed work: cpa-workload-nofp --loops N */
@@ -216,28 +217,9 @@ static struct opts {
 	.threads = 1,
 };
 
-static volatile sig_atomic_t interrupted;
 static bool sweeping; /* the sweep runs the fixed-time workload for --sweep_seconds */
 static char run_dir[PATH_MAX];
 static unsigned int run_seq;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-}
-
-static void say(const char *fmt, ...) _printf_(1, 2);
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "bench_overhead: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
 
 static int pidfd_open(pid_t pid)
 {
@@ -439,7 +421,7 @@ static int workload_wait(struct workload *w, void (*tick)(void *), void *arg, do
 		struct pollfd pfd[2] = {{.fd = w->pidfd, .events = POLLIN},
 					{.fd = w->out, .events = POLLIN}};
 
-		if (interrupted) {
+		if (bench_interrupted) {
 			workload_kill(w);
 			return -EINTR;
 		}
@@ -459,7 +441,8 @@ static int workload_wait(struct workload *w, void (*tick)(void *), void *arg, do
 	*ret_cpu = tv_s(&ru.ru_utime) + tv_s(&ru.ru_stime);
 	*ret_units = workload_units(w);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		say("workload failed (status 0x%x); its output:\n%s", status, w->buf ? w->buf : "");
+		bench_say("workload failed (status 0x%x); its output:\n%s", status,
+			  w->buf ? w->buf : "");
 		return -ECHILD;
 	}
 	return 0;
@@ -617,6 +600,7 @@ struct snap {
 struct mon {
 	const struct config *c;
 	pid_t pid, wl_pid;
+	bool whole; /* no --pid: every process is sampled */
 	int pidfd;
 	struct shm_arena *arena;
 	struct ovh_bpf_set bpf;
@@ -688,7 +672,7 @@ static void perf_stages_start(struct mon *m)
 		m->perf_stages = spawn(argv, devnull, -1);
 		close(devnull);
 	}
-	say("perf record of the stages (%s) -> %s", pids, data);
+	bench_say("perf record of the stages (%s) -> %s", pids, data);
 }
 
 static void mon_tick(void *arg)
@@ -736,6 +720,7 @@ static int mon_start(struct mon *m, const struct config *c, pid_t filter_pid)
 	memset(m, 0, sizeof(*m));
 	m->c = c;
 	m->pidfd = -1;
+	m->whole = filter_pid <= 0;
 	snprintf(store, sizeof(store), "%s/store-%u", run_dir, ++run_seq);
 	snprintf(m->store, sizeof(m->store), "%s", store);
 	snprintf(m->log, sizeof(m->log), "%s/monitor-%u.log", run_dir, run_seq);
@@ -781,10 +766,10 @@ static int mon_start(struct mon *m, const struct config *c, pid_t filter_pid)
 		struct pollfd pfd = {.fd = m->pidfd, .events = POLLIN};
 		int running = 0;
 
-		if (interrupted)
+		if (bench_interrupted)
 			return -EINTR;
 		if (poll(&pfd, 1, 50) > 0) {
-			say("cpa monitor exited during start-up; see %s", m->log);
+			bench_say("cpa monitor exited during start-up; see %s", m->log);
 			return -ECHILD;
 		}
 		if (!m->arena) {
@@ -800,7 +785,7 @@ static int mon_start(struct mon *m, const struct config *c, pid_t filter_pid)
 		if (running == SHM_STAGE_MAX)
 			break;
 		if (clock_ns(CLOCK_MONOTONIC) > deadline) {
-			say("cpa monitor: stages not all running after 30 s; see %s", m->log);
+			bench_say("cpa monitor: stages not all running after 30 s; see %s", m->log);
 			return -ETIMEDOUT;
 		}
 	}
@@ -823,7 +808,7 @@ static int mon_stop(struct mon *m)
 		return 0;
 	kill(m->pid, SIGINT);
 	if (wait_exit(m->pid, m->pidfd, 150000, &status, &ru) < 0) {
-		say("cpa monitor did not stop within 150 s; killing it");
+		bench_say("cpa monitor did not stop within 150 s; killing it");
 		kill(m->pid, SIGKILL);
 		waitpid(m->pid, &status, 0);
 	}
@@ -905,6 +890,11 @@ static void mon_result(struct mon *m, struct result *r)
 	r->s[M_MACHINE_BUSY_CPUS] = ddiv((double)(b->machine_busy - a->machine_busy),
 					 (double)(b->machine_total - a->machine_total)) *
 				    (double)sysconf(_SC_NPROCESSORS_ONLN);
+	if (m->whole) {
+		/* Every busy CPU is sampled, not only the workload's. */
+		r->s[M_EXPECTED] = m->c->freq * r->s[M_MACHINE_BUSY_CPUS] * win_ns / 1e9;
+		r->s[M_CAPTURE_PCT] = 100 * ddiv(samples, r->s[M_EXPECTED]);
+	}
 	r->s[M_BPF_US] = ddiv((double)(b->bpf.sample_ns - a->bpf.sample_ns) / 1e3,
 			      (double)(b->bpf.sample_cnt - a->bpf.sample_cnt));
 	r->s[M_BPF_ALL_US] = ddiv((double)(b->bpf.all_ns - a->bpf.all_ns) / 1e3, samples);
@@ -961,7 +951,7 @@ static int rm_rf(const char *path)
 	return 0;
 }
 
-/* B: the workload under cpa monitor (--pid of the workload unless --whole_machine). */
+/* B: the workload under cpa monitor (whole machine; --pid: only the workload). */
 static int run_cpa(const struct config *c, double warmup, struct result *r)
 {
 	char store[PATH_MAX + 32];
@@ -974,7 +964,7 @@ static int run_cpa(const struct config *c, double warmup, struct result *r)
 	err = workload_start(&w);
 	if (err < 0)
 		return err;
-	err = mon_start(&m, c, o.whole_machine ? 0 : w.pid);
+	err = mon_start(&m, c, o.pid_filter ? w.pid : 0);
 	snprintf(store, sizeof(store), "%s/store-%u", run_dir, run_seq);
 	if (err < 0) {
 		workload_kill(&w);
@@ -989,8 +979,9 @@ static int run_cpa(const struct config *c, double warmup, struct result *r)
 	if (err < 0)
 		goto out;
 	if (!m.have_t1) {
-		say("the workload ran %.1f s: too short for a steady window after a %.1f s warmup",
-		    wall, warmup);
+		bench_say(
+			"the workload ran %.1f s: too short for a steady window after a %.1f s warmup",
+			wall, warmup);
 		err = -EINVAL;
 		goto out;
 	}
@@ -1001,7 +992,7 @@ static int run_cpa(const struct config *c, double warmup, struct result *r)
 	r->s[M_MONITOR_EXIT] = mon_stop(&m);
 	mon_final(&m, r, store);
 	if (r->s[M_MONITOR_EXIT] != 0)
-		say("cpa monitor exited with %g; see %s", r->s[M_MONITOR_EXIT], m.log);
+		bench_say("cpa monitor exited with %g; see %s", r->s[M_MONITOR_EXIT], m.log);
 out:
 	mon_free(&m);
 	if (!o.keep)
@@ -1036,11 +1027,11 @@ static int run_idle(struct result *r)
 	m.t0_after_ns = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o.warmup * 1e9);
 	end = m.t0_after_ns + (uint64_t)(o.idle_seconds * 1e9) + 2 * TICK_MS * 1000000ull;
 	/* One tick per second: the bench itself should not be what keeps the CPUs awake. */
-	while (clock_ns(CLOCK_MONOTONIC) < end && !interrupted) {
+	while (clock_ns(CLOCK_MONOTONIC) < end && !bench_interrupted) {
 		usleep(1000 * 1000);
 		mon_tick(&m);
 	}
-	if (interrupted) {
+	if (bench_interrupted) {
 		err = -EINTR;
 		goto out;
 	}
@@ -1306,9 +1297,9 @@ static int mode_ab(const struct config *c)
 	unsigned int n = 0;
 	int err = 0;
 
-	say("%u Hz, stack %u: %u reps of A (alone) / B (cpa monitor)%s", c->freq, c->stack, o.reps,
-	    o.perf ? " / perf -g / perf dwarf" : "");
-	for (unsigned int i = 0; i < o.reps && !interrupted; i++) {
+	bench_say("%u Hz, stack %u: %u reps of A (alone) / B (cpa monitor)%s", c->freq, c->stack,
+		  o.reps, o.perf ? " / perf -g / perf dwarf" : "");
+	for (unsigned int i = 0; i < o.reps && !bench_interrupted; i++) {
 		struct result *r = &runs[n];
 
 		result_init(r);
@@ -1327,7 +1318,7 @@ static int mode_ab(const struct config *c)
 		if (!err && o.perf)
 			err = run_perf(c, true, r);
 		if (err < 0) {
-			say("rep %u failed: %s", i + 1, strerror(-err));
+			bench_say("rep %u failed: %s", i + 1, strerror(-err));
 			return err;
 		}
 		r->s[M_CPU_DELTA_PCT] = 100 * (r->s[M_WL_CPU_S] / r->s[M_BASE_CPU_S] - 1);
@@ -1337,10 +1328,10 @@ static int mode_ab(const struct config *c)
 			100 * (r->s[M_PERF_FP_WL_CPU_S] / r->s[M_BASE_CPU_S] - 1);
 		r->s[M_PERF_DW_DELTA_PCT] =
 			100 * (r->s[M_PERF_DW_WL_CPU_S] / r->s[M_BASE_CPU_S] - 1);
-		say("  rep %u: workload %.2f s alone / %.2f s under cpa; cpa %.1f us/sample, "
-		    "BPF %.2f us, %.0f samples",
-		    i + 1, r->s[M_BASE_CPU_S], r->s[M_WL_CPU_S], r->p[P_TOTAL][PM_US_PER_SAMPLE],
-		    r->s[M_BPF_US], r->s[M_SAMPLES]);
+		bench_say("  rep %u: workload %.2f s alone / %.2f s under cpa; cpa %.1f us/sample, "
+			  "BPF %.2f us, %.0f samples",
+			  i + 1, r->s[M_BASE_CPU_S], r->s[M_WL_CPU_S],
+			  r->p[P_TOTAL][PM_US_PER_SAMPLE], r->s[M_BPF_US], r->s[M_SAMPLES]);
 		n++;
 	}
 	if (!n)
@@ -1391,14 +1382,14 @@ static int mode_sweep(void)
 	o.seconds = o.sweep_seconds;
 	sweeping = true;
 	for (unsigned int s = 0; s < ns; s++)
-		for (unsigned int f = 0; f < nf && !interrupted; f++) {
+		for (unsigned int f = 0; f < nf && !bench_interrupted; f++) {
 			struct config c = {.freq = fr[f], .stack = sk[s]};
 
 			result_init(&res[s][f]);
-			say("sweep: %u Hz, stack %u, %.0f s", c.freq, c.stack, o.seconds);
+			bench_say("sweep: %u Hz, stack %u, %.0f s", c.freq, c.stack, o.seconds);
 			err = run_cpa(&c, MIN(o.warmup, o.seconds / 4), &res[s][f]);
 			if (err < 0) {
-				say("sweep run failed: %s", strerror(-err));
+				bench_say("sweep run failed: %s", strerror(-err));
 				goto out;
 			}
 		}
@@ -1491,10 +1482,10 @@ static int mode_idle(void)
 	int err;
 
 	result_init(&r);
-	say("idle: %s, %.0f s",
-	    o.idle_all ? "whole machine as it is"
-		       : "nothing to sample (--pid of a sleeping process)",
-	    o.idle_seconds);
+	bench_say("idle: %s, %.0f s",
+		  o.idle_all ? "whole machine as it is"
+			     : "nothing to sample (--pid of a sleeping process)",
+		  o.idle_seconds);
 	err = run_idle(&r);
 	if (err < 0)
 		return err;
@@ -1543,8 +1534,9 @@ static void usage(FILE *f)
 		"  --ab                 the A/B runs too when --sweep or --idle is given\n"
 		"  --json FILE          everything, for scripts\n"
 		"  --perf_stages DIR    perf record -g -F 19997 the cpa processes over each steady window\n"
-		"  --whole_machine      profile every process, not only the workload (cpa monitor\n"
-		"                       --pid <workload> by default: neighbours stay out of the numbers)\n"
+		"  --pid                profile only the workload (cpa monitor --pid <workload>):\n"
+		"                       neighbours stay out of the numbers (default: whole machine,\n"
+		"                       as users run it; --whole_machine says so explicitly)\n"
 		"  --monitor_args STR   extra `cpa monitor` options, blank separated\n"
 		"  --cpa PATH           cpa executable (default: next to this one)\n"
 		"  --workload PATH      built-in workload (default: cpa-workload-nofp next to this)\n"
@@ -1566,7 +1558,7 @@ static int parse_u(const char *flag, const char *s, unsigned long lo, unsigned l
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	if (errno || end == s || *end || *s == '-' || v < lo || v > hi) {
-		say("--%s: bad value '%s' (must be %lu..%lu)", flag, s, lo, hi);
+		bench_say("--%s: bad value '%s' (must be %lu..%lu)", flag, s, lo, hi);
 		return -EINVAL;
 	}
 	*ret = (unsigned int)v;
@@ -1581,7 +1573,7 @@ static int parse_d(const char *flag, const char *s, double lo, double hi, double
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-		say("--%s: bad value '%s' (must be %g..%g)", flag, s, lo, hi);
+		bench_say("--%s: bad value '%s' (must be %g..%g)", flag, s, lo, hi);
 		return -EINVAL;
 	}
 	*ret = v;
@@ -1597,7 +1589,7 @@ static int parse_list(const char *flag, const char *s, unsigned long lo, unsigne
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (n == MAX_LIST) {
-			say("--%s: at most %d values", flag, MAX_LIST);
+			bench_say("--%s: at most %d values", flag, MAX_LIST);
 			return -EINVAL;
 		}
 		if (parse_u(flag, t, lo, hi, &out[n]) < 0)
@@ -1605,7 +1597,7 @@ static int parse_list(const char *flag, const char *s, unsigned long lo, unsigne
 		n++;
 	}
 	if (!n) {
-		say("--%s: empty list", flag);
+		bench_say("--%s: empty list", flag);
 		return -EINVAL;
 	}
 	*ret_n = n;
@@ -1635,6 +1627,7 @@ static int parse_opts(int argc, char **argv)
 		O_WORKLOAD,
 		O_LOOPS,
 		O_WHOLE_MACHINE,
+		O_PID,
 		O_DIR,
 		O_KEEP,
 		O_PINGPONG
@@ -1660,6 +1653,7 @@ static int parse_opts(int argc, char **argv)
 		{"workload", required_argument, NULL, O_WORKLOAD},
 		{"loops", required_argument, NULL, O_LOOPS},
 		{"whole_machine", no_argument, NULL, O_WHOLE_MACHINE},
+		{"pid", no_argument, NULL, O_PID},
 		{"dir", required_argument, NULL, O_DIR},
 		{"keep", no_argument, NULL, O_KEEP},
 		{"pingpong", no_argument, NULL, O_PINGPONG},
@@ -1691,8 +1685,8 @@ static int parse_opts(int argc, char **argv)
 			r = parse_list("stack_size", optarg, 4096, 65536, o.stacks, &o.n_stacks);
 			for (unsigned int i = 0; !r && i < o.n_stacks; i++)
 				if (o.stacks[i] % 4096) {
-					say("--stack_size: %u is not a multiple of 4096",
-					    o.stacks[i]);
+					bench_say("--stack_size: %u is not a multiple of 4096",
+						  o.stacks[i]);
 					r = -EINVAL;
 				}
 			break;
@@ -1752,7 +1746,10 @@ static int parse_opts(int argc, char **argv)
 			break;
 		}
 		case O_WHOLE_MACHINE:
-			o.whole_machine = true;
+			o.pid_filter = false;
+			break;
+		case O_PID:
+			o.pid_filter = true;
 			break;
 		case O_DIR:
 			o.base_dir = optarg;
@@ -1795,21 +1792,24 @@ static int parse_opts(int argc, char **argv)
 		o.n_freqs = 2;
 	}
 	if (o.warmup + 1 >= o.seconds && !o.cmd && o.ab) {
-		say("--warmup %.1f leaves no steady window in --seconds %.1f", o.warmup, o.seconds);
+		bench_say("--warmup %.1f leaves no steady window in --seconds %.1f", o.warmup,
+			  o.seconds);
 		return -EINVAL;
 	}
 	if (access(o.cpa, X_OK) < 0) {
-		say("cpa executable '%s': %s (build it, or give --cpa)", o.cpa, strerror(errno));
+		bench_say("cpa executable '%s': %s (build it, or give --cpa)", o.cpa,
+			  strerror(errno));
 		return -ENOENT;
 	}
 	if (!o.cmd && o.loops && o.ab && access(o.workload_fixed, X_OK) < 0) {
-		say("fixed-work workload '%s': %s (build cpa-workload-nofp)", o.workload_fixed,
-		    strerror(errno));
+		bench_say("fixed-work workload '%s': %s (build cpa-workload-nofp)",
+			  o.workload_fixed, strerror(errno));
 		return -ENOENT;
 	}
 	if (!o.cmd && ((o.ab && !o.loops) || o.sweep) && access(o.workload, X_OK) < 0) {
-		say("workload '%s': %s (build cpa-workload-nofp, or give --workload or -- CMD)",
-		    o.workload, strerror(errno));
+		bench_say(
+			"workload '%s': %s (build cpa-workload-nofp, or give --workload or -- CMD)",
+			o.workload, strerror(errno));
 		return -ENOENT;
 	}
 	return 0;
@@ -1817,46 +1817,44 @@ static int parse_opts(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = {.sa_handler = on_signal};
 	unsigned int ab_freqs[MAX_LIST], ab_nf, ab_stacks[MAX_LIST], ab_ns;
 	int stats_fd = -1, err = 0;
 
 	if (parse_opts(argc, argv) < 0)
 		return 2;
 	if (geteuid() != 0)
-		say("not root: cpa monitor needs BPF and the bench reads other processes' /proc");
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+		bench_say(
+			"not root: cpa monitor needs BPF and the bench reads other processes' /proc");
+	bench_catch_signals();
 
 	/* bpf_stats on for as long as this fd lives: the kernel turns them off again when the
 	 * last such fd closes, also when the bench is killed (unlike the sysctl). */
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (stats_fd < 0)
-		say("BPF_ENABLE_STATS: %s; BPF time will read 0 unless "
-		    "kernel.bpf_stats_enabled=1",
-		    strerror(-stats_fd));
+		bench_say("BPF_ENABLE_STATS: %s; BPF time will read 0 unless "
+			  "kernel.bpf_stats_enabled=1",
+			  strerror(-stats_fd));
 	if (o.base_dir) {
 		snprintf(run_dir, sizeof(run_dir), "%s", o.base_dir);
 		if (mkdir(run_dir, 0755) < 0 && errno != EEXIST) {
-			say("--dir '%s': %s", run_dir, strerror(errno));
+			bench_say("--dir '%s': %s", run_dir, strerror(errno));
 			return 1;
 		}
 	} else {
 		snprintf(run_dir, sizeof(run_dir), "/tmp/bench_overhead.XXXXXX");
 		if (!mkdtemp(run_dir)) {
-			say("mkdtemp: %s", strerror(errno));
+			bench_say("mkdtemp: %s", strerror(errno));
 			return 1;
 		}
 	}
 	if (o.perf_stages && mkdir(o.perf_stages, 0755) < 0 && errno != EEXIST) {
-		say("--perf_stages '%s': %s", o.perf_stages, strerror(errno));
+		bench_say("--perf_stages '%s': %s", o.perf_stages, strerror(errno));
 		return 1;
 	}
 	if (o.json) {
 		json = fopen(o.json, "we");
 		if (!json) {
-			say("--json '%s': %s", o.json, strerror(errno));
+			bench_say("--json '%s': %s", o.json, strerror(errno));
 			return 1;
 		}
 		fprintf(json, "{\"bench\": \"overhead\", \"workload\": ");
@@ -1872,7 +1870,7 @@ int main(int argc, char **argv)
 	       : o.loops ? o.workload_fixed
 			 : o.workload,
 	       o.cmd ? " (user command)" : "", o.warmup,
-	       o.whole_machine ? "whole machine" : "cpa monitor --pid <workload>", run_dir);
+	       o.pid_filter ? "cpa monitor --pid <workload>" : "whole machine", run_dir);
 	fflush(stdout);
 
 	ab_nf = o.n_freqs, ab_ns = o.n_stacks;
@@ -1883,17 +1881,17 @@ int main(int argc, char **argv)
 			ab_freqs[0] = 49, ab_freqs[1] = 99, ab_nf = 2;
 		if (!ab_ns)
 			ab_stacks[0] = 8192, ab_ns = 1;
-		for (unsigned int s = 0; s < ab_ns && !err && !interrupted; s++)
-			for (unsigned int f = 0; f < ab_nf && !err && !interrupted; f++) {
+		for (unsigned int s = 0; s < ab_ns && !err && !bench_interrupted; s++)
+			for (unsigned int f = 0; f < ab_nf && !err && !bench_interrupted; f++) {
 				struct config c = {.freq = ab_freqs[f], .stack = ab_stacks[s]};
 
 				err = mode_ab(&c);
 			}
 	}
-	if (!err && o.sweep && !interrupted) {
+	if (!err && o.sweep && !bench_interrupted) {
 		err = mode_sweep();
 	}
-	if (!err && o.idle && !interrupted)
+	if (!err && o.idle && !bench_interrupted)
 		err = mode_idle();
 	if (json) {
 		fprintf(json, "\n]}\n");
@@ -1903,7 +1901,7 @@ int main(int argc, char **argv)
 		close(stats_fd);
 	if (!o.keep && !o.base_dir)
 		rm_rf(run_dir);
-	if (interrupted)
+	if (bench_interrupted)
 		return 130;
 	return err < 0 ? 1 : 0;
 }

@@ -48,6 +48,9 @@ int ovh_arena_open(pid_t monitor_pid, struct shm_arena **ret);
  * *ret_hidden the dot files (storer journal) except the monitor pid file. */
 int ovh_dir_bytes(const char *dir, uint64_t *ret, uint64_t *ret_hidden);
 
+/* The whole of a store as `cpa show` folded stacks in out (cpa: the executable). */
+int ovh_cpa_export(const char *cpa, const char *store, const char *out);
+
 /* Machine-wide busy and total jiffies from /proc/stat. */
 int ovh_machine_busy(uint64_t *ret_busy, uint64_t *ret_total);
 

@@ -283,3 +283,30 @@ int ovh_machine_busy(uint64_t *ret_busy, uint64_t *ret_total)
 	*ret_busy = total - v[3] - v[4]; /* minus idle and iowait */
 	return 0;
 }
+
+int ovh_cpa_export(const char *cpa, const char *store, const char *out)
+{
+	char cmd[3 * PATH_MAX], line[512];
+	unsigned long n = 0;
+	FILE *f;
+	int r;
+
+	/* `cpa show -p`: "Record Time From [ .. ] to [ .. ] Records Num: N"; then all N. */
+	snprintf(cmd, sizeof(cmd), "'%s' show --read '%s' -p 2>/dev/null", cpa, store);
+	f = popen(cmd, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		const char *p = strstr(line, "Records Num:");
+
+		if (p)
+			n = strtoul(p + 12, NULL, 10);
+	}
+	pclose(f);
+	if (!n)
+		return -ENODATA;
+	snprintf(cmd, sizeof(cmd), "'%s' show --read '%s' -n %lu --no_env -o '%s' >/dev/null 2>&1",
+		 cpa, store, n, out);
+	r = system(cmd);
+	return r == 0 ? 0 : -EIO;
+}

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * The supervisor loop. One thread, one epoll set with a signalfd (SIGCHLD,
- * SIGINT, SIGTERM, SIGHUP) and a 1 s timerfd; everything else (restart
- * backoff, stop deadlines, the systemd watchdog) is a deadline that bounds
- * the epoll timeout. No signal handlers: a handler could run in the middle
- * of a spawn, the signalfd cannot.
+ * SIGINT, SIGTERM, SIGHUP); everything else (restart backoff, stop
+ * deadlines, the stages' hang deadlines, statistics, the systemd watchdog)
+ * is a deadline that bounds the epoll timeout, so an idle supervisor sleeps
+ * until the oldest heartbeat could turn into a hang (~9 s), not for a fixed
+ * tick. No signal handlers: a handler could run in the middle of a spawn,
+ * the signalfd cannot.
  *
  *   RUNNING --SIGINT/SIGTERM/--duration/give-up--> STOPPING --all done--> DONE
  *                                                     | 2nd signal
@@ -28,7 +30,6 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,7 +84,7 @@ struct supervisor {
 	struct sd_notifier notify;
 	char **envp;
 	char *argv_verbose;
-	int epfd, sigfd, tfd;
+	int epfd, sigfd;
 	enum sup_phase phase;
 	int stop_idx; /* stage being stopped (pipeline order = enum order) */
 	int exit_code;
@@ -549,17 +550,27 @@ static void kill_all(struct supervisor *s)
 	}
 }
 
+/* When st counts as hung if it does not beat again; 0 when it is not watched. */
+static uint64_t hang_deadline(const struct supervisor *s, const struct sup_stage *st)
+{
+	uint64_t hb;
+
+	if (!st->pid || st->hung_killed || st->stop_asked)
+		return 0;
+	hb = __atomic_load_n(&st->blk->heartbeat_ns, __ATOMIC_RELAXED);
+	/* A heartbeat from an earlier generation does not count. */
+	return MAX(hb, st->spawn_ns) + s->p.hang_timeout_ms * NSEC_PER_MSEC;
+}
+
 static void check_hung(struct supervisor *s, uint64_t now)
 {
 	for (int i = 0; i < SHM_STAGE_MAX; i++) {
 		struct sup_stage *st = &s->st[i];
-		uint64_t hb, last;
+		uint64_t deadline = hang_deadline(s, st), last;
 
-		if (!st->pid || st->hung_killed || st->stop_asked)
+		if (!deadline)
 			continue;
-		hb = __atomic_load_n(&st->blk->heartbeat_ns, __ATOMIC_RELAXED);
-		/* A heartbeat from an earlier generation does not count. */
-		last = MAX(hb, st->spawn_ns);
+		last = deadline - s->p.hang_timeout_ms * NSEC_PER_MSEC;
 		/* last may be newer than now: a spawn or a heartbeat since now was read. */
 		if (last >= now || now - last <= s->p.hang_timeout_ms * NSEC_PER_MSEC)
 			continue;
@@ -687,11 +698,9 @@ static bool any_alive(const struct supervisor *s)
 	return false;
 }
 
-/* Everything time-driven; runs after every wakeup. */
-static void sup_step(struct supervisor *s)
+/* Everything time-driven; runs after every wakeup, now read once for it. */
+static void sup_step(struct supervisor *s, uint64_t now)
 {
-	uint64_t now = clock_kernel_ns(CLOCK_MONOTONIC);
-
 	if (s->phase == SUP_RUNNING && s->stop_at_ns && now >= s->stop_at_ns) {
 		char why[64];
 
@@ -741,12 +750,21 @@ static void sup_step(struct supervisor *s)
 	}
 }
 
-static int next_timeout_ms(const struct supervisor *s)
+/* How long epoll may sleep: until the nearest deadline. A stage's hang
+ * deadline is its last heartbeat + the hang timeout, read now; a stage that
+ * beats meanwhile only moves it later, so waking at it checks in time. */
+static int next_timeout_ms(const struct supervisor *s, uint64_t now)
 {
-	uint64_t now = clock_kernel_ns(CLOCK_MONOTONIC), next = UINT64_MAX;
+	uint64_t next = UINT64_MAX;
 	int64_t ms;
 
 	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		uint64_t hang = s->phase == SUP_RUNNING || s->phase == SUP_STOPPING
+					? hang_deadline(s, &s->st[i])
+					: 0;
+
+		if (hang)
+			next = MIN(next, hang + NSEC_PER_MSEC);
 		if (s->st[i].restart_at_ns)
 			next = MIN(next, s->st[i].restart_at_ns);
 		if (s->st[i].pid && s->st[i].stop_asked && s->st[i].deadline_ns)
@@ -762,7 +780,7 @@ static int next_timeout_ms(const struct supervisor *s)
 	if (s->p.stats_every_ms && s->phase == SUP_RUNNING)
 		next = MIN(next, s->next_stats_ns);
 	if (next == UINT64_MAX)
-		return -1; /* the 1 s timerfd tick bounds the wait anyway */
+		return -1; /* nothing due: only a signal wakes us */
 	if (next <= now)
 		return 0;
 	ms = (int64_t)((next - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
@@ -798,14 +816,13 @@ static int handle_signals(struct supervisor *s)
 	}
 	if (n < 0 && errno != EAGAIN)
 		return log_error_errno(-errno, "read signalfd: %m");
-	/* SIGCHLD coalesces: reap whatever is there on every wakeup too. */
+	/* SIGCHLD coalesces: whatever the signals were, reap what is there. */
 	reap_children(s);
 	return 0;
 }
 
 static int sup_setup(struct supervisor *s)
 {
-	struct itimerspec its = {.it_interval = {1, 0}, .it_value = {1, 0}};
 	struct epoll_event ev = {.events = EPOLLIN};
 	sigset_t mask;
 	int r;
@@ -818,19 +835,11 @@ static int sup_setup(struct supervisor *s)
 	s->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (s->sigfd < 0)
 		return log_error_errno(-errno, "signalfd: %m");
-	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (s->tfd < 0)
-		return log_error_errno(-errno, "timerfd_create: %m");
-	if (timerfd_settime(s->tfd, 0, &its, NULL) < 0)
-		return log_error_errno(-errno, "timerfd_settime: %m");
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0)
 		return log_error_errno(-errno, "epoll_create1: %m");
 	ev.data.fd = s->sigfd;
 	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->sigfd, &ev) < 0)
-		return log_error_errno(-errno, "epoll_ctl: %m");
-	ev.data.fd = s->tfd;
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->tfd, &ev) < 0)
 		return log_error_errno(-errno, "epoll_ctl: %m");
 
 	r = sd_notifier__open(&s->notify);
@@ -867,8 +876,6 @@ static void sup_teardown(struct supervisor *s)
 {
 	if (s->epfd >= 0)
 		close(s->epfd);
-	if (s->tfd >= 0)
-		close(s->tfd);
 	if (s->sigfd >= 0)
 		close(s->sigfd);
 	sd_notifier__close(&s->notify);
@@ -882,7 +889,6 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 		.p = *p,
 		.epfd = -1,
 		.sigfd = -1,
-		.tfd = -1,
 		.argv_verbose = p->verbose ? (char *)"--verbose" : NULL,
 	};
 	int r;
@@ -912,26 +918,31 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 		}
 	}
 
+	/*
+	 * One clock read per wakeup, shared by the step and the next timeout
+	 * (on this kind of VM every syscall of an idle tick is ~10-50 us). A
+	 * deadline set during the step from a later clock read is at most that
+	 * step's length late. Children are reaped when SIGCHLD says so
+	 * (handle_signals), not on every wakeup.
+	 */
 	while (s.phase != SUP_DONE) {
 		struct epoll_event evs[4];
-		int n = epoll_wait(s.epfd, evs, ARRAY_SIZE(evs), next_timeout_ms(&s));
+		uint64_t now;
+		int n;
 
+		now = clock_kernel_ns(CLOCK_MONOTONIC);
+		sup_step(&s, now);
+		if (s.phase == SUP_DONE)
+			break;
+		n = epoll_wait(s.epfd, evs, ARRAY_SIZE(evs), next_timeout_ms(&s, now));
 		if (n < 0 && errno != EINTR) {
 			r = log_error_errno(-errno, "epoll_wait: %m");
 			kill_all(&s);
 			continue;
 		}
-		for (int i = 0; i < n; i++) {
-			if (evs[i].data.fd == s.sigfd) {
+		for (int i = 0; i < n; i++)
+			if (evs[i].data.fd == s.sigfd)
 				handle_signals(&s);
-			} else if (evs[i].data.fd == s.tfd) {
-				uint64_t ticks;
-
-				(void)!read(s.tfd, &ticks, sizeof(ticks));
-			}
-		}
-		reap_children(&s);
-		sup_step(&s);
 	}
 	r = 0;
 out:

@@ -12,6 +12,7 @@ pkgs=(
 	libncurses-dev libncursesw6 tmux
 	faketime libfaketime
 	systemtap-sdt-dev
+	linux-perf bzip2 perl
 )
 
 missing=()

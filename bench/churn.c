@@ -1,0 +1,723 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_churn: cpa on a machine where processes come and go (issue 9,
+ * docs/bench.md), next to `perf record -a --call-graph dwarf` in the same
+ * run, on the same workload, at the same time:
+ *
+ *   - a parallel build of this repository (`cmake --build -j2` of a fresh
+ *     configure in a scratch directory: compilers, assemblers, linkers,
+ *     cmake itself), stopped when the window ends;
+ *   - a fork/exec storm of short-lived Debian programs (gzip, xz, bzip2,
+ *     sed, awk, sort, sha256sum, perl) on generated text, each living
+ *     ~20-300 ms, one after the other.
+ *
+ * cpa monitor runs on the whole machine (no --pid). Over the window it reads
+ * each cpa process's CPU (schedstat; user/system split from /proc/PID/stat),
+ * PSS / RSS (smaps_rollup, every second: the maximum is printed) and peak RSS
+ * (VmHWM), BPF run time (bpf_stats) and capture's sample counter; after it,
+ * `cpa show` of the whole store and `perf script` of the whole perf.data are
+ * folded alike (bench/fold.c) for the fidelity half: leaf module known,
+ * rooted stacks, cpa's stop reasons.
+ */
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "common/timeutil.h"
+#include "benchutil.h"
+#include "fold.h"
+#include "overhead.h"
+#include "shm/counters.h"
+#include "shm/stage.h"
+
+#define NSTAGE	 SHM_STAGE_MAX
+#define NPROC	 (NSTAGE + 1) /* the four stages and the monitor */
+#define P_MON	 NSTAGE
+#define TOP_COMM 8
+
+static const char *const pname[NPROC] = {"capture", "unwindd", "symd", "storer", "monitor"};
+
+static struct {
+	double seconds;
+	unsigned int freq, stack, jobs;
+	bool build, storm, perf, keep;
+	const char *dir, *monitor_args, *perf_stages;
+	char src[PATH_MAX], cpa[PATH_MAX + 8];
+} o = {
+	.seconds = 60,
+	.freq = 99,
+	.jobs = 2,
+	.build = true,
+	.storm = true,
+	.perf = true,
+};
+
+/* argv in its own process group (so the whole build can be stopped), stdout and stderr to
+ * log (or /dev/null). */
+static pid_t start_group(char *const argv[], const char *log)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int fd = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+			      0644);
+
+		setpgid(0, 0);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	return pid;
+}
+
+static void stop_group(pid_t pid, int sig)
+{
+	if (pid <= 0)
+		return;
+	kill(-pid, sig);
+	for (int i = 0; i < 100; i++) {
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return;
+		usleep(100 * 1000);
+	}
+	kill(-pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* ---- the storm ----------------------------------------------------------------------------- */
+
+struct storm_prog {
+	const char *argv[6];
+	const char *input; /* a slice of the generated text, sized for ~20-300 ms */
+};
+
+static const struct storm_prog storm[] = {
+	{{"gzip", "-6", "-c", NULL}, "in-1m"},
+	{{"xz", "-1", "-T1", "-c", NULL}, "in-256k"},
+	{{"bzip2", "-c", NULL}, "in-1m"},
+	{{"sed", "s/[0-9]/#/g", NULL}, "in-1m"},
+	{{"awk", "{ s += length($0) } END { print s }", NULL}, "in-4m"},
+	{{"sort", NULL}, "in-1m"},
+	{{"sha256sum", NULL}, "in-4m"},
+	{{"perl", "-ne", "$s += tr/0-9//; END { print $s }", NULL}, "in-4m"},
+};
+
+/* The storm process: one program after the other until deadline_ns; it writes each
+ * program's lifetime (ms, one per line) to the pipe fd out. */
+_Noreturn static void storm_main(const char *dir, uint64_t deadline_ns, int out)
+{
+	char in[PATH_MAX + 16];
+	unsigned int i = 0;
+	FILE *f = fdopen(out, "w");
+
+	signal(SIGTERM, SIG_DFL);
+	while (clock_ns(CLOCK_MONOTONIC) < deadline_ns) {
+		const struct storm_prog *p = &storm[i++ % ARRAY_SIZE(storm)];
+		uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+		pid_t pid;
+
+		snprintf(in, sizeof(in), "%s/%s", dir, p->input);
+		pid = fork();
+		if (pid < 0)
+			_exit(1);
+		if (pid == 0) {
+			int fd = open(in, O_RDONLY | O_CLOEXEC), null = open("/dev/null", O_WRONLY);
+
+			if (fd < 0 || null < 0)
+				_exit(127);
+			dup2(fd, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+			execvp(p->argv[0], (char *const *)p->argv);
+			_exit(127);
+		}
+		waitpid(pid, NULL, 0);
+		if (f)
+			fprintf(f, "%.1f\n", (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+	}
+	if (f)
+		fclose(f);
+	_exit(0);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ---- the agent ------------------------------------------------------------------------------ */
+
+struct agent {
+	pid_t mon, pid[NPROC];
+	struct shm_arena *arena;
+	struct ovh_bpf_set bpf;
+	char store[PATH_MAX + 16], log[PATH_MAX + 16];
+};
+
+struct snap {
+	uint64_t t_ns, samples, busy, total;
+	struct ovh_proc p[NPROC];
+	bool ok[NPROC];
+	struct ovh_bpf bpf;
+};
+
+static int agent_start(struct agent *a, const char *dir)
+{
+	char freq[16], stack[16], *argv[48], *extra = NULL;
+	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + 60 * NSEC_PER_SEC;
+	int n = 0;
+
+	snprintf(a->store, sizeof(a->store), "%s/store", dir);
+	snprintf(a->log, sizeof(a->log), "%s/monitor.log", dir);
+	snprintf(freq, sizeof(freq), "%u", o.freq);
+	snprintf(stack, sizeof(stack), "%u", o.stack);
+	argv[n++] = o.cpa;
+	argv[n++] = "monitor";
+	argv[n++] = "--store_dir";
+	argv[n++] = a->store;
+	argv[n++] = "-F";
+	argv[n++] = freq;
+	argv[n++] = "--log_print_cycles";
+	argv[n++] = "0";
+	if (o.stack) {
+		argv[n++] = "--stack_size";
+		argv[n++] = stack;
+	}
+	if (o.monitor_args) {
+		extra = strdup(o.monitor_args);
+		for (char *save, *t = strtok_r(extra, " ", &save); t && n < 44;
+		     t = strtok_r(NULL, " ", &save))
+			argv[n++] = t;
+	}
+	argv[n] = NULL;
+	a->mon = start_group(argv, a->log);
+	free(extra);
+	if (a->mon < 0)
+		return a->mon;
+	/* Every stage RUNNING, read through the monitor's arena. */
+	while (!bench_interrupted && clock_ns(CLOCK_MONOTONIC) < deadline) {
+		int running = 0;
+
+		usleep(100 * 1000);
+		if (waitpid(a->mon, NULL, WNOHANG) == a->mon) {
+			a->mon = 0;
+			bench_say("cpa monitor exited during start-up; see %s", a->log);
+			return -ECHILD;
+		}
+		if (!a->arena && ovh_arena_open(a->mon, &a->arena) < 0)
+			continue;
+		for (int i = 0; i < NSTAGE; i++) {
+			struct shm_stage *st = shm_arena__stage(a->arena, (enum shm_stage_id)i);
+
+			running += shm_stage__state(st) == SHM_STATE_RUNNING;
+			a->pid[i] = __atomic_load_n(&st->pid, __ATOMIC_RELAXED);
+		}
+		if (running == NSTAGE) {
+			a->pid[P_MON] = a->mon;
+			ovh_bpf_find(a->pid[SHM_STAGE_CAPTURE], &a->bpf);
+			return 0;
+		}
+	}
+	bench_say("cpa monitor: stages not all running; see %s", a->log);
+	return -ETIMEDOUT;
+}
+
+static void agent_snap(struct agent *a, struct snap *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->t_ns = clock_ns(CLOCK_MONOTONIC);
+	for (int i = 0; i < NPROC; i++)
+		s->ok[i] = ovh_proc_read(a->pid[i], &s->p[i]) == 0;
+	s->samples = shm_stage__cnt(shm_arena__stage(a->arena, SHM_STAGE_CAPTURE), CAP_CNT_SAMPLES);
+	ovh_bpf_read(&a->bpf, &s->bpf);
+	ovh_machine_busy(&s->busy, &s->total);
+}
+
+/* What the window captured, processed: ring by ring, in pipeline order, until its consumer
+ * has passed where its producer was once the previous ring was done (the whole machine
+ * keeps sampling meanwhile, so "empty" may never come); at most 20 s in all. Returns how
+ * long it took. */
+static double agent_settle(struct agent *a)
+{
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), end = t0 + 20 * NSEC_PER_SEC;
+
+	for (unsigned int r = 0; r < shm_arena__nr_rings(a->arena); r++) {
+		struct shm_ring_ctrl *c = shm_arena__ring_mem(a->arena, r, NULL);
+		uint64_t mark = c ? __atomic_load_n(&c->prod_pos, __ATOMIC_RELAXED) : 0;
+
+		while (c && !bench_interrupted && clock_ns(CLOCK_MONOTONIC) < end &&
+		       __atomic_load_n(&c->cons_pos, __ATOMIC_RELAXED) < mark)
+			usleep(20 * 1000);
+	}
+	return (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+}
+
+static void agent_stop(struct agent *a)
+{
+	if (a->mon > 0) {
+		kill(a->mon, SIGINT);
+		for (int i = 0; i < 600 && waitpid(a->mon, NULL, WNOHANG) != a->mon; i++)
+			usleep(100 * 1000);
+		kill(a->mon, SIGKILL);
+		waitpid(a->mon, NULL, WNOHANG);
+		a->mon = 0;
+	}
+	shm_arena__free(a->arena);
+	a->arena = NULL;
+}
+
+/* ---- report --------------------------------------------------------------------------------- */
+
+static double pct(double a, double b)
+{
+	return b > 0 ? 100 * a / b : NAN;
+}
+
+static void print_fidelity(const struct fold_side *c, const struct fold_side *p)
+{
+	bool used[FOLD_MAX_NAMES] = {false};
+
+	printf("\n  fidelity (the whole store / the whole perf.data) %12s %12s\n", "cpa",
+	       o.perf ? "perf dwarf" : "");
+	printf("  %-46s %12.0f %12.0f\n", "samples", c->samples, p->samples);
+	printf("  %-46s %12.0f %12.0f\n", "samples with a user part", c->user, p->user);
+	printf("  %-46s %11.2f%% %11.2f%%\n", "leaf module known (of those)",
+	       pct(c->user_known_leaf, c->user), pct(p->user_known_leaf, p->user));
+	printf("  %-46s %11.2f%% %11.2f%%\n", "leaf module unknown",
+	       pct(c->user - c->user_known_leaf, c->user),
+	       pct(p->user - p->user_known_leaf, p->user));
+	printf("  %-46s %11.2f%% %11.2f%%\n", "rooted, user samples with unwind info (*)",
+	       pct(c->user_cfi_rooted, c->user_cfi), pct(p->user_cfi_rooted, p->user_cfi));
+	printf("  %-46s %11.2f%% %11.2f%%\n", "rooted, all samples", pct(c->complete, c->samples),
+	       pct(p->complete, p->samples));
+	printf("  (*) cpa: user samples not stopped at NO CFI or JIT; perf: every user sample\n");
+	printf("  cpa's markers (share of all samples):\n");
+	for (int i; (i = tally_top(&c->stops, used)) >= 0;)
+		printf("    %-44s %11.2f%%\n", c->stops.names[i],
+		       pct(c->stops.counts[i], c->samples));
+	printf("  user samples with an unknown leaf module, by comm (top %d):\n", TOP_COMM);
+	memset(used, 0, sizeof(used));
+	for (int k = 0, i; k < TOP_COMM && (i = tally_top(&c->unknown_comm, used)) >= 0; k++)
+		printf("    cpa  %-20s %8.0f of %.0f user samples\n", c->unknown_comm.names[i],
+		       c->unknown_comm.counts[i], c->user);
+	memset(used, 0, sizeof(used));
+	for (int k = 0, i; k < TOP_COMM && (i = tally_top(&p->unknown_comm, used)) >= 0; k++)
+		printf("    perf %-20s %8.0f of %.0f user samples\n", p->unknown_comm.names[i],
+		       p->unknown_comm.counts[i], p->user);
+}
+
+static const char *verdict(double v, double goal)
+{
+	return isnan(v) ? "n/a" : v <= goal ? "ok" : "MISSED";
+}
+
+static void report(const struct agent *a, const struct snap *s0, const struct snap *s1,
+		   const double *max_pss, const double *life, unsigned int n_life,
+		   double perf_cpu_s, const struct fold_side *c, const struct fold_side *p)
+{
+	double win = (double)(s1->t_ns - s0->t_ns) / 1e9;
+	double smp = (double)(s1->samples - s0->samples), tot = 0, tot_pss = 0;
+	double bpf_runs = (double)(s1->bpf.sample_cnt - s0->bpf.sample_cnt);
+	double unw_pss = NAN;
+
+	printf("\n=== bench_churn: %.0f s window (+ catch-up), %u Hz, whole machine:%s%s ===\n",
+	       win, o.freq, o.build ? " parallel build" : "", o.storm ? " + fork/exec storm" : "");
+	if (o.build)
+		printf("  build: -j%u of %s (stopped at the window's end)\n", o.jobs, o.src);
+	if (n_life)
+		printf("  storm: %u programs, lifetime min %.0f / median %.0f / max %.0f ms\n",
+		       n_life, life[0], life[n_life / 2], life[n_life - 1]);
+	printf("  machine busy CPUs %.2f; samples captured in the window %.0f (%.1f/s)\n",
+	       (double)(s1->busy - s0->busy) / (double)(s1->total - s0->total) *
+		       (double)sysconf(_SC_NPROCESSORS_ONLN),
+	       smp, smp / win);
+	printf("  %-8s %10s %10s %10s %8s %8s %9s %9s\n", "process", "cpu_us/smp", "user_us",
+	       "sys_us", "cores", "PSS_MB", "maxPSS_MB", "peakRSS");
+	for (int i = 0; i < NPROC; i++) {
+		const struct ovh_proc *x = &s0->p[i], *y = &s1->p[i];
+		double cpu, ticks, uf;
+
+		if (!s0->ok[i] || !s1->ok[i]) {
+			printf("  %-8s (restarted or gone during the window)\n", pname[i]);
+			continue;
+		}
+		cpu = (double)(y->cpu_ns - x->cpu_ns) / 1e3;
+		ticks = (double)(y->utime + y->stime - x->utime - x->stime);
+		uf = ticks > 0 ? (double)(y->utime - x->utime) / ticks : NAN;
+		tot += cpu;
+		tot_pss += max_pss[i];
+		if (i == SHM_STAGE_UNWINDD)
+			unw_pss = max_pss[i];
+		printf("  %-8s %10.1f %10.1f %10.1f %8.4f %8.1f %9.1f %9.1f\n", pname[i], cpu / smp,
+		       cpu * uf / smp, cpu * (1 - uf) / smp, cpu / 1e6 / win,
+		       (double)y->pss_kb / 1024, max_pss[i], (double)y->hwm_kb / 1024);
+	}
+	printf("  %-8s %10.1f %10s %10s %8.4f %8s %9.1f\n", "total", tot / smp, "", "",
+	       tot / 1e6 / win, "", tot_pss);
+	printf("  BPF: cpa_on_cpu %.2f us/run (%.0f ns, %.0f runs), all cpa programs %.2f us/sample\n",
+	       bpf_runs > 0 ? (double)(s1->bpf.sample_ns - s0->bpf.sample_ns) / 1e3 / bpf_runs
+			    : NAN,
+	       bpf_runs > 0 ? (double)(s1->bpf.sample_ns - s0->bpf.sample_ns) / bpf_runs : NAN,
+	       bpf_runs, (double)(s1->bpf.all_ns - s0->bpf.all_ns) / 1e3 / smp);
+	if (o.perf)
+		printf("  perf record -a --call-graph dwarf: %.3f s of CPU recording (%.1f us per "
+		       "sample of its own), perf script afterwards not counted\n",
+		       perf_cpu_s, p->samples > 0 ? perf_cpu_s * 1e6 / p->samples : NAN);
+	print_fidelity(c, p);
+	printf("  goals (issue 9):\n");
+	printf("    cpa CPU per sample under churn <= 30 us ..... %8.1f  %s\n", tot / smp,
+	       verdict(tot / smp, 30));
+	printf("    unwindd PSS under churn <= 20 MB (max) ...... %8.1f  %s\n", unw_pss,
+	       verdict(unw_pss, 20));
+	printf("    unknown leaf module <= 1 %% (perf: %.2f %%) .. %8.2f  %s\n",
+	       pct(p->user - p->user_known_leaf, p->user),
+	       pct(c->user - c->user_known_leaf, c->user),
+	       verdict(pct(c->user - c->user_known_leaf, c->user), 1));
+	(void)a;
+}
+
+/* ---- the run -------------------------------------------------------------------------------- */
+
+static int run(const char *dir)
+{
+	static struct fold_side c, p;
+	char bdir[PATH_MAX + 16], blog[PATH_MAX + 16], pdata[PATH_MAX + 16], ptxt[PATH_MAX + 16];
+	char prof[PATH_MAX + 16], plog[PATH_MAX + 16], freq[16], jobs[16];
+	static double life[65536];
+	double max_pss[NPROC] = {0}, perf_cpu_s = NAN, settle_s;
+	struct agent a = {0};
+	struct snap s0, s1;
+	pid_t build = 0, storm_pid = 0, perf = 0, pstages = 0;
+	unsigned int n_life = 0;
+	int life_pipe[2] = {-1, -1}, err;
+	uint64_t end;
+	FILE *lf;
+
+	snprintf(bdir, sizeof(bdir), "%s/build", dir);
+	snprintf(blog, sizeof(blog), "%s/build.log", dir);
+	snprintf(pdata, sizeof(pdata), "%s/perf.data", dir);
+	snprintf(ptxt, sizeof(ptxt), "%s/perf.txt", dir);
+	snprintf(prof, sizeof(prof), "%s/cpa.prof", dir);
+	snprintf(plog, sizeof(plog), "%s/perf.log", dir);
+	snprintf(freq, sizeof(freq), "%u", o.freq);
+	snprintf(jobs, sizeof(jobs), "-j%u", o.jobs);
+
+	/* Inputs and the build tree's configure come before the window. */
+	bench_sh(
+		"cd '%s' && test -s in.txt || { seq -f 'sample %%g of the unwind frame in a ring' 1 "
+		"200000 | awk '{ print $0, NR * 7919 %% 10007 }' > in.txt && head -c 1048576 in.txt "
+		"> in-1m && head -c 4194304 in.txt > in-4m && head -c 262144 in.txt > in-256k; }",
+		dir);
+	if (o.build) {
+		bench_say("configuring %s in %s", o.src, bdir);
+		if (bench_sh("cmake -S '%s' -B '%s' -DCMAKE_BUILD_TYPE=RelWithDebInfo "
+			     "-DCPA_BUILD_TESTS=OFF > '%s' 2>&1",
+			     o.src, bdir, blog) != 0) {
+			bench_say("cmake configure failed; see %s", blog);
+			return -EIO;
+		}
+		bench_sh("cmake --build '%s' --target clean > /dev/null 2>&1", bdir);
+	}
+
+	err = agent_start(&a, dir);
+	if (err < 0)
+		goto out;
+	if (o.perf) {
+		/* -B: no build-id pass over the data at the end (perf 6.1 aborted in
+		 * it after long churn runs, leaving the header unwritten); perf script
+		 * finds the binaries by path, as it does for DSOs anyway. */
+		char *argv[] = {"perf",
+				"record",
+				"-q",
+				"-a",
+				"-B",
+				"-N",
+				"-e",
+				"cpu-clock",
+				"-F",
+				freq,
+				"--call-graph=dwarf",
+				"-o",
+				pdata,
+				NULL};
+
+		perf = start_group(argv, plog);
+		sleep(2); /* its events open */
+	}
+	if (o.perf_stages) {
+		char pids[128];
+		int k = 0;
+
+		for (int i = 0; i < NPROC; i++)
+			k += snprintf(pids + k, sizeof(pids) - (size_t)k, "%s%d", i ? "," : "",
+				      a.pid[i]);
+		{
+			char *argv[] = {"perf", "record", "-q", "-e", "cpu-clock",
+					"-F",	"4999",	  "-g", "-o", (char *)o.perf_stages,
+					"-p",	pids,	  NULL};
+
+			pstages = start_group(argv, NULL);
+		}
+	}
+	agent_snap(&a, &s0);
+	end = s0.t_ns + (uint64_t)(o.seconds * 1e9);
+	bench_say("window: %.0f s, cpa monitor -F %u whole machine%s", o.seconds, o.freq,
+		  o.perf ? " + perf record -a --call-graph dwarf" : "");
+	if (o.build) {
+		char *argv[] = {"cmake", "--build", bdir, jobs, NULL};
+
+		build = start_group(argv, blog);
+	}
+	if (o.storm && pipe2(life_pipe, O_CLOEXEC) == 0) {
+		storm_pid = fork();
+		if (storm_pid == 0) {
+			close(life_pipe[0]);
+			storm_main(dir, end, life_pipe[1]);
+		}
+		close(life_pipe[1]);
+	}
+	while (!bench_interrupted && clock_ns(CLOCK_MONOTONIC) < end) {
+		sleep(1);
+		for (int i = 0; i < NPROC; i++) {
+			struct ovh_proc m = {0};
+
+			if (ovh_proc_mem(a.pid[i], &m) == 0) {
+				max_pss[i] = fmax(max_pss[i], (double)m.pss_kb / 1024);
+			}
+		}
+	}
+	stop_group(build, SIGTERM);
+	if (storm_pid > 0) {
+		lf = fdopen(life_pipe[0], "r");
+		while (lf && n_life < ARRAY_SIZE(life) && fscanf(lf, "%lf", &life[n_life]) == 1)
+			n_life++;
+		if (lf)
+			fclose(lf);
+		waitpid(storm_pid, NULL, 0);
+		qsort(life, n_life, sizeof(life[0]), cmp_d);
+	}
+	/* What the window captured is processed before the second reading. */
+	settle_s = agent_settle(&a);
+	agent_snap(&a, &s1);
+	stop_group(pstages, SIGINT);
+	pstages = 0;
+	for (int i = 0; i < NPROC; i++)
+		if (s1.ok[i])
+			ovh_proc_mem(a.pid[i], &s1.p[i]);
+	if (perf > 0) {
+		struct rusage ru;
+
+		int status = 0;
+
+		kill(perf, SIGINT);
+		/* perf record re-raises the SIGINT it stopped on: status 2 is its normal end */
+		if (wait4(perf, &status, 0, &ru) == perf && status && status != SIGINT)
+			bench_say("perf record ended with status 0x%x; see %s", status, plog);
+		if (status == 0 || status == SIGINT)
+			perf_cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+				     (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+		perf = 0;
+	}
+	agent_stop(&a);
+	if (bench_interrupted) {
+		err = -EINTR;
+		goto out;
+	}
+	bench_say("folding the store and perf.data (perf script can take a minute)");
+	err = ovh_cpa_export(o.cpa, a.store, prof);
+	if (err < 0)
+		bench_say("cpa show of %s: %s", a.store, strerror(-err));
+	fold_cpa_file(prof, &c);
+	if (o.perf) {
+		bench_sh("perf script -i '%s' -F comm,pid,tid,ip,sym,dso > '%s' 2>/dev/null", pdata,
+			 ptxt);
+		fold_perf_file(ptxt, &p);
+	}
+	bench_say("the pipeline caught up %.1f s after the window", settle_s);
+	report(&a, &s0, &s1, max_pss, life, n_life, perf_cpu_s, &c, &p);
+	fflush(stdout);
+	err = 0;
+out:
+	stop_group(build, SIGKILL);
+	stop_group(pstages, SIGINT);
+	if (perf > 0)
+		stop_group(perf, SIGINT);
+	agent_stop(&a);
+	fold_side_free(&c);
+	fold_side_free(&p);
+	return err;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bench_churn [options]\n"
+		"  cpa monitor (whole machine) and perf record -a --call-graph dwarf at once on a\n"
+		"  churn workload: a parallel build of this repository and a fork/exec storm of\n"
+		"  short-lived Debian programs (docs/bench.md). Root.\n"
+		"  --seconds S        the window (default 60)\n"
+		"  --freq HZ          both profilers' rate (default 99)\n"
+		"  --stack_size B     cpa monitor --stack_size (default: cpa's)\n"
+		"  --jobs N           cmake --build -jN (default 2)\n"
+		"  --no_build         storm only\n"
+		"  --no_storm         build only\n"
+		"  --no_perf          cpa only\n"
+		"  --src DIR          the repository to build (default: this bench's source tree)\n"
+		"  --monitor_args STR extra `cpa monitor` options, blank separated\n"
+		"  --cpa PATH         cpa executable (default: next to this one)\n"
+		"  --dir DIR          scratch directory (default /tmp/bench_churn.XXXXXX)\n"
+		"  --keep             keep the scratch directory (store, perf.data, logs)\n"
+		"  --perf_stages FILE perf record -g -F 4999 of the five cpa processes over the\n"
+		"                     window into FILE (it inflates their CPU: for proportions)\n");
+}
+
+int main(int argc, char **argv)
+{
+	enum {
+		O_NO_BUILD = 256,
+		O_NO_STORM,
+		O_NO_PERF,
+		O_SRC,
+		O_MARGS,
+		O_CPA,
+		O_DIR,
+		O_KEEP,
+		O_PERF_STAGES
+	};
+	static const struct option lo[] = {
+		{"seconds", required_argument, NULL, 's'},
+		{"freq", required_argument, NULL, 'F'},
+		{"stack_size", required_argument, NULL, 'k'},
+		{"jobs", required_argument, NULL, 'j'},
+		{"no_build", no_argument, NULL, O_NO_BUILD},
+		{"no_storm", no_argument, NULL, O_NO_STORM},
+		{"no_perf", no_argument, NULL, O_NO_PERF},
+		{"src", required_argument, NULL, O_SRC},
+		{"monitor_args", required_argument, NULL, O_MARGS},
+		{"cpa", required_argument, NULL, O_CPA},
+		{"dir", required_argument, NULL, O_DIR},
+		{"keep", no_argument, NULL, O_KEEP},
+		{"perf_stages", required_argument, NULL, O_PERF_STAGES},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	char self[PATH_MAX], dir[PATH_MAX];
+	int c, stats_fd, err;
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(o.cpa, sizeof(o.cpa), "%s/cpa", self);
+	snprintf(o.src, sizeof(o.src), "%s", CPA_SOURCE_DIR);
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			o.seconds = strtod(optarg, NULL);
+			break;
+		case 'F':
+			o.freq = (unsigned int)strtoul(optarg, NULL, 10);
+			break;
+		case 'k':
+			o.stack = (unsigned int)strtoul(optarg, NULL, 10);
+			break;
+		case 'j':
+			o.jobs = (unsigned int)strtoul(optarg, NULL, 10);
+			break;
+		case O_NO_BUILD:
+			o.build = false;
+			break;
+		case O_NO_STORM:
+			o.storm = false;
+			break;
+		case O_NO_PERF:
+			o.perf = false;
+			break;
+		case O_SRC:
+			snprintf(o.src, sizeof(o.src), "%s", optarg);
+			break;
+		case O_MARGS:
+			o.monitor_args = optarg;
+			break;
+		case O_CPA:
+			snprintf(o.cpa, sizeof(o.cpa), "%s", optarg);
+			break;
+		case O_DIR:
+			o.dir = optarg;
+			break;
+		case O_KEEP:
+			o.keep = true;
+			break;
+		case O_PERF_STAGES:
+			o.perf_stages = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (o.seconds < 5 || !o.freq || o.freq > 10000 || !o.jobs) {
+		bench_say("--seconds >= 5, --freq 1..10000, --jobs >= 1");
+		return 2;
+	}
+	if (geteuid() != 0) {
+		bench_say("needs root (BPF, perf -a)");
+		return 77;
+	}
+	if (access(o.cpa, X_OK) < 0) {
+		bench_say("cpa executable '%s': %s (build it, or give --cpa)", o.cpa,
+			  strerror(errno));
+		return 2;
+	}
+	bench_catch_signals();
+	if (o.dir) {
+		snprintf(dir, sizeof(dir), "%s", o.dir);
+		mkdir(dir, 0755);
+	} else {
+		snprintf(dir, sizeof(dir), "/tmp/bench_churn.XXXXXX");
+		if (!mkdtemp(dir)) {
+			bench_say("mkdtemp: %s", strerror(errno));
+			return 1;
+		}
+	}
+	/* bpf_stats on while this fd lives */
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	printf("bench_churn: %s, %ld CPUs, %.0f s, %u Hz, scratch %s\n", o.cpa,
+	       sysconf(_SC_NPROCESSORS_ONLN), o.seconds, o.freq, dir);
+	fflush(stdout);
+	err = run(dir);
+	if (stats_fd >= 0)
+		close(stats_fd);
+	if (!o.keep && !o.dir)
+		bench_sh("rm -rf '%s'", dir);
+	return err < 0 ? 1 : 0;
+}
