@@ -14,7 +14,7 @@ add_custom_target(hostile_fixtures DEPENDS ${HOSTILE_DIR}/libcfihostile.so)
 
 pkg_check_modules(LIBLZMA REQUIRED IMPORTED_TARGET liblzma)
 pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
-cpa_add_test(NAME test_hostile_elf SOURCES test_hostile_elf.c
+cpa_add_test(NAME test_hostile_elf SOURCES test_hostile_elf.c test_proc.c
   LIBS cpa_symd_core cpa_unwindd PkgConfig::LIBLZMA PkgConfig::ZLIB LABELS symd unwind
   TIMEOUT 300)
 add_dependencies(test_hostile_elf hostile_fixtures symd_fixture)

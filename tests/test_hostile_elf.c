@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "test_proc.h"
 #include "common/macro.h"
 #include "shm/records.h"
 #include "symd/symd.h"
@@ -47,20 +48,6 @@
 
 static char tmpdir[256];
 
-static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	r = system(cmd);
-	ck_assert_msg(r == 0, "command failed (%d): %s", r, cmd);
-}
-
 static void tmp_setup(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/cpa-hostile-XXXXXX");
@@ -69,7 +56,7 @@ static void tmp_setup(void)
 
 static void tmp_teardown(void)
 {
-	run("rm -rf '%s'", tmpdir);
+	run_sh("rm -rf '%s'", tmpdir);
 }
 
 static uint8_t *slurp(const char *path, size_t *ret_len)
@@ -552,14 +539,14 @@ START_TEST(test_xz_bomb)
 	printf("xz bomb: %zu bytes expanding to %llu MiB\n", zlen,
 	       (unsigned long long)(BOMB_BYTES >> 20));
 	ck_assert_uint_lt(zlen, 128 << 10);
-	run("cd '%s' && cp '%s' bomb.so && objcopy --strip-all --add-section .gnu_debugdata=bomb.xz "
-	    "bomb.so",
-	    tmpdir, SYMD_FIXTURE_SO);
+	run_sh("cd '%s' && cp '%s' bomb.so && objcopy --strip-all --add-section .gnu_debugdata=bomb.xz "
+	       "bomb.so",
+	       tmpdir, SYMD_FIXTURE_SO);
 	/* the control: the Fedora recipe, reduced (as test_symd's test_minidebuginfo) */
-	run("cd '%s' && cp '%s' real.so && objcopy --only-keep-debug real.so mini && "
-	    "objcopy --strip-debug mini && xz mini && "
-	    "objcopy --strip-all --add-section .gnu_debugdata=mini.xz real.so",
-	    tmpdir, SYMD_FIXTURE_SO);
+	run_sh("cd '%s' && cp '%s' real.so && objcopy --only-keep-debug real.so mini && "
+	       "objcopy --strip-debug mini && xz mini && "
+	       "objcopy --strip-all --add-section .gnu_debugdata=mini.xz real.so",
+	       tmpdir, SYMD_FIXTURE_SO);
 
 	o = probe_child(so);
 	printf("xz bomb: symd %d, src 0x%x, refused %d, rejected %llu, rss +%llu MiB\n", o.sym_path,
@@ -599,8 +586,8 @@ START_TEST(test_zlib_bomb)
 	snprintf(path, sizeof(path), "%s/zbomb.so", tmpdir);
 	snprintf(bpath, sizeof(bpath), "%s/blob", tmpdir);
 	spew(bpath, blob, sizeof(ch) + zlen);
-	run("cp '%s' '%s' && objcopy --add-section .debug_frame='%s' '%s'", SYMD_FIXTURE_SO, path,
-	    bpath, path);
+	run_sh("cp '%s' '%s' && objcopy --add-section .debug_frame='%s' '%s'", SYMD_FIXTURE_SO,
+	       path, bpath, path);
 	img = slurp(path, &len);
 	section(img, ".debug_frame")->sh_flags |= SHF_COMPRESSED;
 	spew(path, img, len);
@@ -625,9 +612,9 @@ START_TEST(test_debuglink_paths)
 	char so[512], dbg[512], sec[512];
 
 	tmp_setup();
-	run("mkdir -p '%s/sub' && cp '%s' '%s/sub/lib.so' && objcopy --only-keep-debug "
-	    "'%s/sub/lib.so' '%s/lib.debug'",
-	    tmpdir, SYMD_FIXTURE_SO, tmpdir, tmpdir, tmpdir);
+	run_sh("mkdir -p '%s/sub' && cp '%s' '%s/sub/lib.so' && objcopy --only-keep-debug "
+	       "'%s/sub/lib.so' '%s/lib.debug'",
+	       tmpdir, SYMD_FIXTURE_SO, tmpdir, tmpdir, tmpdir);
 	snprintf(dbg, sizeof(dbg), "%s/lib.debug", tmpdir);
 	snprintf(so, sizeof(so), "%s/sub/lib.so", tmpdir);
 	snprintf(sec, sizeof(sec), "%s/link", tmpdir);
@@ -643,14 +630,14 @@ START_TEST(test_debuglink_paths)
 		else
 			snprintf(name, sizeof(name), "%s", links[i]);
 		if (i == 2)
-			run("cp '%s' '%s/sub/lib.debug'", dbg, tmpdir);
+			run_sh("cp '%s' '%s/sub/lib.debug'", dbg, tmpdir);
 		n = strlen(name) + 1;
 		memcpy(buf, name, n);
 		n = (n + 3) & ~(size_t)3;
 		memcpy(buf + n, &crc, 4);
 		spew(sec, buf, n + 4);
-		run("cp '%s' '%s' && objcopy --strip-all --add-section .gnu_debuglink='%s' '%s'",
-		    SYMD_FIXTURE_SO, so, sec, so);
+		run_sh("cp '%s' '%s' && objcopy --strip-all --add-section .gnu_debuglink='%s' '%s'",
+		       SYMD_FIXTURE_SO, so, sec, so);
 		o = probe_child(so);
 		printf("debuglink '%s': symd %d src 0x%x\n", name, o.sym_path, o.src);
 		ck_assert_int_eq(o.sym_path, 0);

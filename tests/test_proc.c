@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -119,6 +120,19 @@ char *run(char *const argv[], int *ret_rc)
 
 	*ret_rc = wait_exit(pid, NULL);
 	return s;
+}
+
+void run_sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	r = system(cmd);
+	ck_assert_msg(r == 0, "command failed (%d): %s", r, cmd);
 }
 
 void test_need_root_bpf(char *bin_dir, size_t len)

@@ -26,6 +26,8 @@ int wait_exit(pid_t pid, struct rusage *ru);
 char *slurp_fd(int fd);
 /* Run argv to completion; returns its stdout, *ret_rc its exit code. */
 char *run(char *const argv[], int *ret_rc);
+/* Run a shell command line built from fmt; the test fails unless it exits 0. */
+void run_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Exit 77 unless root with kernel BTF; bin_dir = $CPA_BUILD_DIR/bin. */
 void test_need_root_bpf(char *bin_dir, size_t len);
 

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test_proc.h"
 #include "envlabel.h"
 #include "common/timeutil.h"
 #include "shm/arena.h"
@@ -52,20 +53,6 @@ static void tmp_teardown(void)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	ck_assert_int_eq(system(cmd), 0);
-}
-
-static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	r = system(cmd);
-	ck_assert_msg(r == 0, "command failed (%d): %s", r, cmd);
 }
 
 static void *fx_handle(void)
@@ -305,7 +292,7 @@ START_TEST(test_fde_and_plt)
 	 * its start, for any pc inside it. */
 	tmp_setup();
 	snprintf(so, sizeof(so), "%s/strip.so", tmpdir);
-	run("cp '%s' '%s' && objcopy --strip-all '%s'", FX_SO, so, so);
+	run_sh("cp '%s' '%s' && objcopy --strip-all '%s'", FX_SO, so, so);
 	bin = load_path(so, "/nonexistent", NULL);
 	ck_assert_ptr_nonnull(bin);
 	ck_assert_str_eq(lookup(bin, l.off + 3), "(none)");
@@ -338,9 +325,9 @@ START_TEST(test_debug_file_build_id)
 	snprintf(dbg, sizeof(dbg), "%s/lib.debug", tmpdir);
 	snprintf(empty, sizeof(empty), "%s/empty", tmpdir);
 	snprintf(root, sizeof(root), "%s/debugroot", tmpdir);
-	run("mkdir -p '%s' && cp '%s' '%s'", empty, FX_SO, so);
-	run("objcopy --only-keep-debug '%s' '%s'", so, dbg);
-	run("objcopy --strip-all '%s'", so);
+	run_sh("mkdir -p '%s' && cp '%s' '%s'", empty, FX_SO, so);
+	run_sh("objcopy --only-keep-debug '%s' '%s'", so, dbg);
+	run_sh("objcopy --strip-all '%s'", so);
 
 	/* stripped: exported functions from .dynsym, the local one is gone */
 	bin = load_path(so, empty, NULL);
@@ -354,8 +341,8 @@ START_TEST(test_debug_file_build_id)
 	symbin__free(bin);
 
 	/* debug file under <root>/.build-id/xx/rest.debug */
-	run("mkdir -p '%s/.build-id/%.2s' && cp '%s' '%s/.build-id/%.2s/%s.debug'", root, hex, dbg,
-	    root, hex, hex + 2);
+	run_sh("mkdir -p '%s/.build-id/%.2s' && cp '%s' '%s/.build-id/%.2s/%s.debug'", root, hex,
+	       dbg, root, hex, hex + 2);
 	bin = load_path(so, root, NULL);
 	ck_assert_ptr_nonnull(bin);
 	ck_assert(bin->src & SYMBIN_SRC_DEBUG_BUILDID);
@@ -376,9 +363,9 @@ START_TEST(test_debug_file_debuglink)
 	snprintf(so, sizeof(so), "%s/lib2.so", tmpdir);
 	snprintf(dbg, sizeof(dbg), "%s/lib2.debug", tmpdir);
 	snprintf(empty, sizeof(empty), "%s/empty", tmpdir);
-	run("mkdir -p '%s/.debug' '%s' && cp '%s' '%s'", tmpdir, empty, FX_SO, so);
-	run("objcopy --only-keep-debug '%s' '%s'", so, dbg);
-	run("cd '%s' && objcopy --strip-all --add-gnu-debuglink=lib2.debug lib2.so", tmpdir);
+	run_sh("mkdir -p '%s/.debug' '%s' && cp '%s' '%s'", tmpdir, empty, FX_SO, so);
+	run_sh("objcopy --only-keep-debug '%s' '%s'", so, dbg);
+	run_sh("cd '%s' && objcopy --strip-all --add-gnu-debuglink=lib2.debug lib2.so", tmpdir);
 
 	/* same directory */
 	bin = load_path(so, empty, NULL);
@@ -388,7 +375,7 @@ START_TEST(test_debug_file_debuglink)
 	symbin__free(bin);
 
 	/* .debug/ subdirectory */
-	run("mv '%s' '%s/.debug/'", dbg, tmpdir);
+	run_sh("mv '%s' '%s/.debug/'", dbg, tmpdir);
 	bin = load_path(so, empty, NULL);
 	ck_assert_ptr_nonnull(bin);
 	ck_assert(bin->src & SYMBIN_SRC_DEBUGLINK);
@@ -396,7 +383,7 @@ START_TEST(test_debug_file_debuglink)
 	symbin__free(bin);
 
 	/* a debug file of another binary is refused (build-id mismatch) */
-	run("cp /bin/true '%s/.debug/lib2.debug'", tmpdir);
+	run_sh("cp /bin/true '%s/.debug/lib2.debug'", tmpdir);
 	bin = load_path(so, empty, NULL);
 	ck_assert_ptr_nonnull(bin);
 	ck_assert(!(bin->src & SYMBIN_SRC_DEBUGLINK));
@@ -417,11 +404,11 @@ START_TEST(test_minidebuginfo)
 	tmp_setup();
 	snprintf(so, sizeof(so), "%s/lib3.so", tmpdir);
 	snprintf(empty, sizeof(empty), "%s/empty", tmpdir);
-	run("mkdir -p '%s' && cp '%s' '%s'", empty, FX_SO, so);
+	run_sh("mkdir -p '%s' && cp '%s' '%s'", empty, FX_SO, so);
 	/* The Fedora recipe, reduced: a symtab-only ELF, xz'd, as .gnu_debugdata. */
-	run("cd '%s' && objcopy --only-keep-debug lib3.so mini && objcopy --strip-debug mini && "
-	    "xz mini && objcopy --strip-all --add-section .gnu_debugdata=mini.xz lib3.so",
-	    tmpdir);
+	run_sh("cd '%s' && objcopy --only-keep-debug lib3.so mini && objcopy --strip-debug mini && "
+	       "xz mini && objcopy --strip-all --add-section .gnu_debugdata=mini.xz lib3.so",
+	       tmpdir);
 	bin = load_path(so, empty, NULL);
 	ck_assert_ptr_nonnull(bin);
 	ck_assert(bin->src & SYMBIN_SRC_MINIDEBUG);
@@ -443,9 +430,9 @@ START_TEST(test_go_binary)
 	 * renamed function keeps its size). */
 	tmp_setup();
 	snprintf(so, sizeof(so), "%s/go.so", tmpdir);
-	run("cd '%s' && printf 'go1.22' > bi && objcopy --add-section .go.buildinfo=bi "
-	    "--redefine-sym 'cpa_fx_beta=github.com/acme/proj/pkg.(*T).Method' '%s' go.so",
-	    tmpdir, FX_SO);
+	run_sh("cd '%s' && printf 'go1.22' > bi && objcopy --add-section .go.buildinfo=bi "
+	       "--redefine-sym 'cpa_fx_beta=github.com/acme/proj/pkg.(*T).Method' '%s' go.so",
+	       tmpdir, FX_SO);
 	bin = load_path(so, tmpdir, NULL);
 	ck_assert_ptr_nonnull(bin);
 	ck_assert(bin->is_go);
@@ -1413,7 +1400,7 @@ START_TEST(test_stage_jit)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
-	run("cp '%s/perf.map' '%s'", FX_DIR, path);
+	run_sh("cp '%s/perf.map' '%s'", FX_DIR, path);
 	h_module(h, 4, CPA_MOD_ANON, "[anon:jit]");
 	h_frames(h, NULL, 0, u, 2, CPA_STOP_ANON, 0);
 	ck_assert_int_eq(h_batch(h), 2);
@@ -1630,15 +1617,15 @@ START_TEST(test_debuginfod_fetch)
 	tmp_setup();
 	snprintf(so, sizeof(so), "%s/libdi.so", tmpdir);
 	snprintf(srv, sizeof(srv), "%s/srv", tmpdir);
-	run("cp '%s' '%s' && objcopy --only-keep-debug '%s' '%s.debug' && objcopy --strip-all '%s'",
-	    FX_SO, so, so, so, so);
+	run_sh("cp '%s' '%s' && objcopy --only-keep-debug '%s' '%s.debug' && objcopy --strip-all '%s'",
+	       FX_SO, so, so, so, so);
 	bin = load_path(so, "/nonexistent", NULL);
 	ck_assert_ptr_nonnull(bin);
 	for (i = 0; i < bin->build_id_len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", bin->build_id[i]);
 	symbin__free(bin);
-	run("mkdir -p '%s/buildid/%s' && cp '%s.debug' '%s/buildid/%s/debuginfo'", srv, hex, so,
-	    srv, hex);
+	run_sh("mkdir -p '%s/buildid/%s' && cp '%s.debug' '%s/buildid/%s/debuginfo'", srv, hex, so,
+	       srv, hex);
 	pid = http_server(srv, &port);
 	snprintf(urls, sizeof(urls), "http://127.0.0.1:%u", port);
 
@@ -1647,7 +1634,7 @@ START_TEST(test_debuginfod_fetch)
 	snprintf(h->cfg->debuginfod_urls, sizeof(h->cfg->debuginfod_urls), "%s", urls);
 	snprintf(h->cfg->store_dir, sizeof(h->cfg->store_dir), "%s/store", tmpdir);
 	h->cfg->debuginfod_cache_mb = 64;
-	run("mkdir -p '%s/store'", tmpdir);
+	run_sh("mkdir -p '%s/store'", tmpdir);
 	h_start(h, 2);
 	h_module(h, 4, CPA_MOD_FILE, so);
 	u[0] = uf(4, l.off + 2, CPA_UF_LEAF);
@@ -1666,7 +1653,7 @@ START_TEST(test_debuginfod_fetch)
 		usleep(10000);
 	}
 	ck_assert_str_eq(h_stack_str(h, h->last_sample.stack_id), "cpa_fx_local_helper");
-	run("test -s '%s/store/.debuginfod/%s/debuginfo'", tmpdir, hex);
+	run_sh("test -s '%s/store/.debuginfod/%s/debuginfo'", tmpdir, hex);
 	h_free(h);
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
