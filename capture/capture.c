@@ -354,9 +354,10 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 		else
 			log_info("probe %u: %s (no rate limit)", i, c->cfg->probes[i]);
 	}
-	log_info("sampling %u CPUs at %u Hz (cpu-clock), user stack copy %u bytes (adaptive up "
-		 "to %u)%s, BPF ring buffer %u KiB, prog id %u",
-		 c->nr_cpus, c->cfg->freq, o->stack_start, o->stack_size,
+	log_info("sampling %u CPUs at %u Hz (cpu-clock), user stack copy %u bytes%s%s, BPF ring "
+		 "buffer %u KiB, prog id %u",
+		 c->nr_cpus, c->cfg->freq, o->stack_start,
+		 c->have_hints ? " until unwindd learns a process (adaptive)" : "",
 		 o->kernel_only ? " (kernel stacks only)" : "", o->ringbuf_size >> 10,
 		 cap_bpf__prog_id(c->bpf));
 	if (o->offcpu)
@@ -403,7 +404,14 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	if (!c->have_hints)
 		c->stack_cap = c->stack_start; /* nobody to learn from: a fixed copy */
 	o.stack_size = c->stack_cap;
-	o.stack_start = c->stack_start;
+	/*
+	 * A process unwindd has not learned yet gets the cap: the BPF side
+	 * clamps every copy at the stack's top, so a shallow process copies
+	 * what it has, and a deep one is complete from its first sample
+	 * instead of after the hint's round trip (up to ~1 s). unwindd
+	 * lowers it once 32 walks have shown what they need.
+	 */
+	o.stack_start = c->have_hints ? c->stack_cap : c->stack_start;
 	r = cap_emit__init(&c->emit, &c->ring, c->st, c->st->generation, o.stack_size);
 	if (r < 0)
 		return log_error_errno(r, "set up output: %m");

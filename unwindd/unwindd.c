@@ -378,7 +378,8 @@ static void ucopy_learn(struct unwindd *u, struct uproc *p, const struct cpa_sam
 
 	if (!u->have_hint || !s->stack_len || !top)
 		return;
-	cur = p->ucopy ? p->ucopy : u->o.ustack_start;
+	/* capture gives a process it has no hint for the cap (docs/capture.md) */
+	cur = p->ucopy ? p->ucopy : u->o.ustack_cap;
 	if (stop == CPA_STOP_READ) {
 		p->ucopy_need = 0;
 		p->ucopy_walks = 0;
