@@ -645,7 +645,7 @@ END_TEST
  * definition is marked for re-sending. */
 START_TEST(test_identify_retry_from_live_process)
 {
-	char dir[] = "/tmp/cpa-unw-proc-XXXXXX", path[256], line[1400], cmd[600], prog[300];
+	char dir[] = "/tmp/cpa-unw-proc-XXXXXX", path[256], line[1400], cmd[1400], prog[300];
 	const char *exe = self_exe();
 	uint8_t want[ELFID_MAX];
 	uint64_t now = 1000 * NSEC_PER_SEC;

@@ -45,6 +45,7 @@ static const char *const stop_names[CPA_STOP_MAX] = {
 	[CPA_STOP_ANON] = "anon",	[CPA_STOP_BAD] = "bad",	  [CPA_STOP_FP] = "fp",
 	[CPA_STOP_DELETED] = "deleted",
 };
+_Static_assert(CPA_STOP_DELETED + 1 == CPA_STOP_MAX, "a name for every stop reason");
 
 struct rsym {
 	uint64_t addr;
