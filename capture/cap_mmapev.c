@@ -313,7 +313,8 @@ int cap_mmapev__drain(struct cap_mmapev *m)
 			shm_stage__cnt_add(m->emit->st, SHM_CNT_ERRORS, 1);
 	/* Each ring is in time order, but a process's fork, exec and mmaps may
 	 * sit in the rings of different CPUs. */
-	qsort(m->recs, m->n_recs, sizeof(*m->recs), rec_cmp);
+	if (m->n_recs > 1) /* qsort(NULL, 0, ...) is undefined (UBSan) */
+		qsort(m->recs, m->n_recs, sizeof(*m->recs), rec_cmp);
 	for (i = 0; i < m->n_recs && r >= 0; i++)
 		r = handle(m, m->buf + m->recs[i].off, m->recs[i].time);
 	return r < 0 ? r : (int)m->n_recs;
