@@ -1379,15 +1379,16 @@ static void churn_stats_of(const char *prof, const char *comm, pid_t skip_pid, b
 		st->user += count;
 		if (!memmem(leaf, leaf_n, "[unknown]", 9) && !strstr(l, "<# NO MAP #>"))
 			st->known += count;
-		if ((root_is(semi + 1, roots) && strstr(l, ";main;")) || !strcmp(semi, ";_start; ")) {
+		if ((root_is(semi + 1, roots) && strstr(l, ";main;")) ||
+		    !strcmp(semi, ";_start; ")) {
 			st->entry += count;
 		} else if (strstr(l, ";_dl_start;") || strstr(l, "[ld-linux")) {
 			st->loader += count;
 			phase = false;
-		/* In exit after exit_mmap, in execve after the old mm went: the
-		 * registers are there, the user stack is not any more. */
 		} else if (n_user == 1 &&
 			   (strstr(l, ";do_exit_[k];") || strstr(l, ";__x64_sys_execve_[k];"))) {
+			/* In exit after exit_mmap, in execve after the old mm
+			 * went: the registers are there, the user stack is not. */
 			st->teardown += count;
 			phase = false;
 		} else if (st->shown++ < 10) {
@@ -1395,9 +1396,9 @@ static void churn_stats_of(const char *prof, const char *comm, pid_t skip_pid, b
 		}
 		if (strstr(l, ";wl_dl_work;"))
 			st->named += count;
-		else if (phase && (strstr(l, "dlopen") || strstr(l, "dlclose") ||
-				   strstr(l, "dlsym") || strstr(l, "clock_gettime") ||
-				   strstr(l, ";exit;")))
+		else if (phase &&
+			 (strstr(l, "dlopen") || strstr(l, "dlclose") || strstr(l, "dlsym") ||
+			  strstr(l, "clock_gettime") || strstr(l, ";exit;")))
 			st->outside += count;
 		else if (dl && phase && st->shown++ < 20)
 			fprintf(stderr, "churn: not through the library: %s\n", l);
@@ -1521,8 +1522,8 @@ START_TEST(test_e2e_dlopen_dlclose)
 		"%ld of %ld in the library phase through wl_dl_work\n",
 		st.user, st.loader, st.teardown, st.outside, st.named, work);
 	ck_assert_int_gt(work, 0);
-	ck_assert_msg(st.named >= 0.95 * work, "only %ld of %ld samples name the library",
-		      st.named, work);
+	ck_assert_msg(st.named >= 0.95 * work, "only %ld of %ld samples name the library", st.named,
+		      work);
 	free(prof);
 	free(store);
 }
