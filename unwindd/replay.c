@@ -38,14 +38,7 @@
 #include "elfid.h"
 #include "procmaps.h"
 #include "unwindd.h"
-
-static const char *const stop_names[CPA_STOP_MAX] = {
-	[CPA_STOP_NONE] = "none",	[CPA_STOP_END] = "end",	  [CPA_STOP_NO_MAP] = "no_map",
-	[CPA_STOP_NO_CFI] = "no_cfi",	[CPA_STOP_READ] = "read", [CPA_STOP_DEPTH] = "depth",
-	[CPA_STOP_ANON] = "anon",	[CPA_STOP_BAD] = "bad",	  [CPA_STOP_FP] = "fp",
-	[CPA_STOP_DELETED] = "deleted",
-};
-_Static_assert(CPA_STOP_DELETED + 1 == CPA_STOP_MAX, "a name for every stop reason");
+#include "walk.h"
 
 struct rsym {
 	uint64_t addr;
@@ -512,8 +505,7 @@ static void flush_pending(struct replay *r, const struct udump_result *res,
 		return;
 	printf("sample %u seq=%#llx pid=%u tid=%u comm=%.*s stop=%s frames=%u live=%s\n",
 	       r->samples, (unsigned long long)s->seq, s->pid, s->tid, CPA_COMM_LEN, s->comm,
-	       r->stop >= 0 && r->stop < CPA_STOP_MAX ? stop_names[r->stop] : "?", r->n_out,
-	       verdict);
+	       r->stop >= 0 ? unw_stop_name((unsigned int)r->stop) : "?", r->n_out, verdict);
 	for (i = 0; i < r->n_out; i++) {
 		const struct cpa_uframe *f = &r->out[i];
 		char sym[512];
@@ -524,8 +516,7 @@ static void flush_pending(struct replay *r, const struct udump_result *res,
 		       frame_module(r, f));
 	}
 	if (res && strcmp(verdict, "match")) {
-		printf("  live: stop=%s frames=%u\n",
-		       res->stop_reason < CPA_STOP_MAX ? stop_names[res->stop_reason] : "?",
+		printf("  live: stop=%s frames=%u\n", unw_stop_name(res->stop_reason),
 		       res->n_uframes);
 		for (i = 0; i < res->n_uframes; i++)
 			printf("  live #%u pc=%#llx off=%#llx flags=0x%x\n", i,
@@ -707,7 +698,7 @@ int main(int argc, char **argv)
 	printf(" stop");
 	for (i = 0; i < CPA_STOP_MAX; i++)
 		if (r.stops[i])
-			printf(" %s=%u", stop_names[i], r.stops[i]);
+			printf(" %s=%u", unw_stop_name(i), r.stops[i]);
 	printf("%s\n", torn ? " (torn tail)" : "");
 	if (r.no_maps)
 		fprintf(stderr, "warning: %u samples came before any maps record\n", r.no_maps);

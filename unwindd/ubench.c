@@ -6,14 +6,7 @@
 
 #include "common/log.h"
 #include "common/timeutil.h"
-
-static const char *const stop_names[CPA_STOP_MAX] = {
-	[CPA_STOP_NONE] = "none",	[CPA_STOP_END] = "end",	  [CPA_STOP_NO_MAP] = "no_map",
-	[CPA_STOP_NO_CFI] = "no_cfi",	[CPA_STOP_READ] = "read", [CPA_STOP_DEPTH] = "depth",
-	[CPA_STOP_ANON] = "anon",	[CPA_STOP_BAD] = "bad",	  [CPA_STOP_FP] = "fp",
-	[CPA_STOP_DELETED] = "deleted",
-};
-_Static_assert(CPA_STOP_DELETED + 1 == CPA_STOP_MAX, "a name for every stop reason");
+#include "walk.h"
 
 static const char *const bucket_names[UBENCH_BUCKETS] = {
 	"<1",	 "1-2",	   "2-4",     "4-8",	 "8-16",   "16-32",
@@ -111,7 +104,8 @@ void ubench__format(const struct ubench *b, uint64_t elapsed_ns, char *line1, si
 	for (i = 0; i < CPA_STOP_MAX; i++) {
 		if (!b->stop[i])
 			continue;
-		APPEND(line1, len1, n, " %s=%llu", stop_names[i], (unsigned long long)b->stop[i]);
+		APPEND(line1, len1, n, " %s=%llu", unw_stop_name(i),
+		       (unsigned long long)b->stop[i]);
 		any = true;
 	}
 	if (!any)

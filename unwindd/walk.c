@@ -663,3 +663,16 @@ int unw_walk(const struct unw_regs *regs, const struct unw_stack *stack, unw_fin
 {
 	return unw_walk_flags(regs, stack, find, ctx, 0, out, max, ret_n, NULL);
 }
+
+static const char *const stop_names[CPA_STOP_MAX] = {
+	[CPA_STOP_NONE] = "none",	[CPA_STOP_END] = "end",	  [CPA_STOP_NO_MAP] = "no_map",
+	[CPA_STOP_NO_CFI] = "no_cfi",	[CPA_STOP_READ] = "read", [CPA_STOP_DEPTH] = "depth",
+	[CPA_STOP_ANON] = "anon",	[CPA_STOP_BAD] = "bad",	  [CPA_STOP_FP] = "fp",
+	[CPA_STOP_DELETED] = "deleted",
+};
+_Static_assert(CPA_STOP_DELETED + 1 == CPA_STOP_MAX, "a name for every stop reason");
+
+const char *unw_stop_name(unsigned int stop)
+{
+	return stop < CPA_STOP_MAX ? stop_names[stop] : "?";
+}

@@ -106,4 +106,8 @@ struct unw_stats {
 };
 void unw_stats__read(struct unw_stats *ret);
 
+/* A stop reason's short name for tables and dumps ("no_map", "read", ...;
+ * "?" past the enum). */
+const char *unw_stop_name(unsigned int stop);
+
 #endif /* CPA_UNWINDD_WALK_H */
