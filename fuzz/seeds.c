@@ -83,46 +83,20 @@ static void rec(uint16_t type, const void *a, uint32_t alen, const void *b, uint
 	ring_len += 4 + len;
 }
 
+static void rec_sink(void *ctx, uint16_t type, const void *a, uint32_t alen, const void *b,
+		     uint32_t blen)
+{
+	(void)ctx;
+	rec(type, a, alen, b, blen);
+}
+
 static void ring_seed(uint32_t nframes, uint32_t nstacks, uint32_t nsec, const char *name)
 {
-	static const char *const fixed[] = {NULL, "app", "worker", "ENV_A", "/usr/bin/app", "db"};
-	struct cpa_dict_reset dr = {.epoch = 1};
-	struct cpa_module_def m = {
-		.id = 1, .kind = CPA_MOD_FILE, .path_len = 12, .build_id_len = 20};
 	uint64_t base = t_base_ns(), seq = 1;
-	char fname[160];
-	uint32_t i, j;
+	uint32_t i;
 
 	ring_len = 0;
-	rec(CPA_REC_DICT_RESET, &dr, sizeof(dr), NULL, 0);
-	for (i = 1; i < 6; i++) {
-		struct cpa_str_def s = {.id = i, .len = (uint32_t)strlen(fixed[i])};
-
-		rec(CPA_REC_STR, &s, sizeof(s), fixed[i], s.len);
-	}
-	memcpy(m.build_id, t_build_id, 20);
-	rec(CPA_REC_MODULE, &m, sizeof(m), "/usr/bin/app", 12);
-	for (i = 1; i <= nframes; i++) {
-		struct cpa_str_def s = {.id = T_STR_FRAME0 + i};
-		struct cpa_frame_def f = {.id = i,
-					  .name_id = T_STR_FRAME0 + i,
-					  .module_id = i <= T_KFRAMES ? 0 : 1,
-					  .flags = i <= T_KFRAMES ? CPA_FF_KERNEL : 0,
-					  .offset = t_frame_off(i)};
-
-		t_frame_name(i, fname, sizeof(fname));
-		s.len = (uint32_t)strlen(fname);
-		rec(CPA_REC_STR, &s, sizeof(s), fname, s.len);
-		rec(CPA_REC_FRAME, &f, sizeof(f), NULL, 0);
-	}
-	for (i = 1; i <= nstacks; i++) {
-		struct cpa_stack_def sd = {.id = i, .n_frames = 4, .n_kframes = (uint16_t)(i % 2)};
-		uint32_t ids[4];
-
-		for (j = 0; j < 4; j++)
-			ids[j] = 1 + (i * 7 + j * 5) % nframes;
-		rec(CPA_REC_STACK, &sd, sizeof(sd), ids, sizeof(ids));
-	}
+	t_defs_emit(rec_sink, NULL, nframes, nstacks);
 	for (i = 0; i < nsec * 4; i++) {
 		struct cpa_sample_out o;
 

@@ -198,8 +198,57 @@ static inline uint64_t t_dir_bytes(const char *dir)
 	return sum;
 }
 
+/* ---- the dictionary as symd sends it: DICT_RESET, the fixed strings, one
+ * module, nframes frames (<= T_FRAMES) and nstacks stacks shaped like
+ * t_stack_frame()'s, as (type, head, tail) records to a sink: a real ring
+ * (ring_defs() below) or a byte buffer (fuzz/seeds.c). */
+typedef void (*t_rec_fn)(void *ctx, uint16_t type, const void *a, uint32_t alen, const void *b,
+			 uint32_t blen);
+
+static inline void t_defs_emit(t_rec_fn put, void *ctx, uint32_t nframes, uint32_t nstacks)
+{
+	struct cpa_dict_reset dr = {.epoch = 1};
+	static const char *const fixed[] = {NULL, "app", "worker", "ENV_A", "/usr/bin/app", "db"};
+	struct cpa_module_def m = {
+		.id = 1, .kind = CPA_MOD_FILE, .path_len = 12, .build_id_len = 20};
+	uint32_t i, j;
+	char name[160];
+
+	put(ctx, CPA_REC_DICT_RESET, &dr, sizeof(dr), NULL, 0);
+	for (i = 1; i < 6; i++) {
+		struct cpa_str_def s = {.id = i, .len = (uint32_t)strlen(fixed[i])};
+
+		put(ctx, CPA_REC_STR, &s, sizeof(s), fixed[i], s.len);
+	}
+	memcpy(m.build_id, t_build_id, 20);
+	put(ctx, CPA_REC_MODULE, &m, sizeof(m), "/usr/bin/app", 12);
+	for (i = 1; i <= nframes; i++) {
+		struct cpa_str_def s = {.id = T_STR_FRAME0 + i};
+		struct cpa_frame_def f = {.id = i,
+					  .name_id = T_STR_FRAME0 + i,
+					  .module_id = i <= T_KFRAMES ? 0 : 1,
+					  .flags = i <= T_KFRAMES ? CPA_FF_KERNEL : 0,
+					  .offset = t_frame_off(i)};
+
+		t_frame_name(i, name, sizeof(name));
+		s.len = (uint32_t)strlen(name);
+		put(ctx, CPA_REC_STR, &s, sizeof(s), name, s.len);
+		put(ctx, CPA_REC_FRAME, &f, sizeof(f), NULL, 0);
+	}
+	for (i = 1; i <= nstacks; i++) {
+		struct cpa_stack_def sd = {.id = i,
+					   .n_frames = (uint16_t)T_STACK_FRAMES(i),
+					   .n_kframes = (uint16_t)T_STACK_KFRAMES(i)};
+		uint32_t ids[64];
+
+		for (j = 0; j < sd.n_frames; j++)
+			ids[j] = 1 + (t_stack_frame(i, j) - 1) % nframes;
+		put(ctx, CPA_REC_STACK, &sd, sizeof(sd), ids, 4 * sd.n_frames);
+	}
+}
+
 /* ---- symd's records through a real ring (the stage tests); ring_defs():
- * a DICT_RESET, then the same definitions as t_defs(). */
+ * t_defs_emit() of all T_FRAMES frames, committed every 64 records. */
 #ifdef CPA_SHM_RING_H
 static inline void put_rec(struct shm_ring_prod *p, uint16_t type, const void *a, uint32_t alen,
 			   const void *b, uint32_t blen)
@@ -212,48 +261,26 @@ static inline void put_rec(struct shm_ring_prod *p, uint16_t type, const void *a
 		memcpy((uint8_t *)d + alen, b, blen);
 }
 
+struct t_ring_sink {
+	struct shm_ring_prod *p;
+	uint32_t n;
+};
+
+static inline void t_ring_put(void *ctx, uint16_t type, const void *a, uint32_t alen, const void *b,
+			      uint32_t blen)
+{
+	struct t_ring_sink *k = (struct t_ring_sink *)ctx;
+
+	put_rec(k->p, type, a, alen, b, blen);
+	if (++k->n % 64 == 0)
+		shm_ring__commit_sp(k->p);
+}
+
 static inline void ring_defs(struct shm_ring_prod *p, uint32_t nstacks)
 {
-	struct cpa_dict_reset dr = {.epoch = 1};
-	static const char *const fixed[] = {NULL, "app", "worker", "ENV_A", "/usr/bin/app", "db"};
-	struct cpa_module_def m = {
-		.id = 1, .kind = CPA_MOD_FILE, .path_len = 12, .build_id_len = 20};
-	uint32_t i, j;
-	char name[160];
+	struct t_ring_sink k = {.p = p};
 
-	put_rec(p, CPA_REC_DICT_RESET, &dr, sizeof(dr), NULL, 0);
-	for (i = 1; i < 6; i++) {
-		struct cpa_str_def s = {.id = i, .len = (uint32_t)strlen(fixed[i])};
-
-		put_rec(p, CPA_REC_STR, &s, sizeof(s), fixed[i], s.len);
-	}
-	memcpy(m.build_id, t_build_id, 20);
-	put_rec(p, CPA_REC_MODULE, &m, sizeof(m), "/usr/bin/app", 12);
-	for (i = 1; i <= T_FRAMES; i++) {
-		struct cpa_str_def s = {.id = T_STR_FRAME0 + i};
-		struct cpa_frame_def f = {.id = i,
-					  .name_id = T_STR_FRAME0 + i,
-					  .module_id = i <= T_KFRAMES ? 0 : 1,
-					  .flags = i <= T_KFRAMES ? CPA_FF_KERNEL : 0,
-					  .offset = t_frame_off(i)};
-
-		t_frame_name(i, name, sizeof(name));
-		s.len = (uint32_t)strlen(name);
-		put_rec(p, CPA_REC_STR, &s, sizeof(s), name, s.len);
-		put_rec(p, CPA_REC_FRAME, &f, sizeof(f), NULL, 0);
-		if (i % 64 == 0)
-			shm_ring__commit_sp(p);
-	}
-	for (i = 1; i <= nstacks; i++) {
-		struct cpa_stack_def sd = {.id = i,
-					   .n_frames = (uint16_t)T_STACK_FRAMES(i),
-					   .n_kframes = (uint16_t)T_STACK_KFRAMES(i)};
-		uint32_t ids[64];
-
-		for (j = 0; j < sd.n_frames; j++)
-			ids[j] = t_stack_frame(i, j);
-		put_rec(p, CPA_REC_STACK, &sd, sizeof(sd), ids, 4 * sd.n_frames);
-	}
+	t_defs_emit(t_ring_put, &k, T_FRAMES, nstacks);
 	shm_ring__commit_sp(p);
 }
 #endif /* CPA_SHM_RING_H */
