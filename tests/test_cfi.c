@@ -205,6 +205,39 @@ static bool view_libdw(Dwarf_CFI *cfi, uint64_t vaddr, struct rule_view *v)
 	return true;
 }
 
+/* File offset, size and first bytes of a section (sections of PT_LOAD
+ * segments at offset == vaddr - the segment's delta, as in the fixtures). */
+static bool section_of(const char *path, const char *name, uint64_t *off, uint64_t *size,
+		       uint8_t *head, size_t n_head)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	bool found = false;
+	Elf *e;
+
+	ck_assert_int_ge(fd, 0);
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(elf_getshdrstrndx(e, &shstrndx), 0);
+	while (!found && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || strcmp(elf_strptr(e, shstrndx, sh.sh_name), name))
+			continue;
+		d = elf_getdata(scn, NULL);
+		ck_assert(d && d->d_size >= n_head);
+		memcpy(head, d->d_buf, n_head);
+		*off = sh.sh_offset;
+		*size = sh.sh_size;
+		found = true;
+	}
+	elf_end(e);
+	return found;
+}
+
 /*
  * Cross-check against an independent reader: at the start, middle and last
  * byte of every row, libdw's dwarf_cfi_addrframe() must describe the same
@@ -214,7 +247,7 @@ static void crosscheck(const char *path)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct cfi_table *t = NULL;
-	uint64_t checked = 0;
+	uint64_t checked = 0, crt[2][2];
 	GElf_Phdr load[8];
 	size_t n_load = 0, nph;
 	Dwarf_CFI *cfi;
@@ -232,11 +265,23 @@ static void crosscheck(const char *path)
 		if (gelf_getphdr(e, (int)i, &load[n_load]) && load[n_load].p_type == PT_LOAD &&
 		    (load[n_load].p_flags & PF_X))
 			n_load++;
+	/* Rows libdw has no CFI for by design: cfi.c's rows for crti's
+	 * `.init`/`.fini`. */
+	for (int k = 0; k < 2; k++) {
+		uint8_t head[4];
+
+		if (!section_of(path, k ? ".fini" : ".init", &crt[k][0], &crt[k][1], head,
+				sizeof(head)))
+			crt[k][0] = crt[k][1] = 0;
+	}
 	for (size_t i = 0; i + 1 < cfi_table__rows(t); i++) {
 		uint64_t s, end, probe[3];
 		uint32_t w;
 
 		ck_assert_int_eq(cfi_table__row(t, i, &s, &end, &w), 0);
+		if ((s >= crt[0][0] && s < crt[0][0] + crt[0][1]) ||
+		    (s >= crt[1][0] && s < crt[1][0] + crt[1][1]))
+			continue;
 		probe[0] = s;
 		probe[1] = s + (end - s) / 2;
 		probe[2] = end - 1;
@@ -850,6 +895,29 @@ START_TEST(test_walk_issue10_edges)
 }
 END_TEST
 
+/* A sample of the stopped pid walks through main to _start. */
+static bool in_main(struct cap_proc *proc, pid_t pid)
+{
+	struct cpa_uframe f[CPA_MAX_UFRAMES];
+	struct cap_sample s;
+	struct unw_stack st;
+	unsigned int nf, i;
+	bool main_seen = false;
+	int stop;
+
+	ck_assert_int_eq(cap_sample__take(proc, pid, CPA_MAX_STACK_COPY, &s), 0);
+	st = (struct unw_stack){s.bytes, s.base, s.len};
+	stop = unw_walk(&s.regs, &st, cap_find, proc, f, CPA_MAX_UFRAMES, &nf);
+	for (i = 0; i < nf; i++) {
+		const char *n = cap_proc__sym(proc, &f[i]);
+
+		main_seen |= n && !strcmp(n, "main");
+	}
+	cap_sample__done(&s);
+	return stop == CPA_STOP_END && main_seen && nf &&
+	       !strcmp(cap_proc__sym(proc, &f[nf - 1]) ?: "", "_start");
+}
+
 /* Random points of a running FP-less workload: every walk must reach _start. */
 static void random_samples(const char *mode, unsigned int n, unsigned int *in_vdso)
 {
@@ -860,10 +928,22 @@ static void random_samples(const char *mode, unsigned int n, unsigned int *in_vd
 	*in_vdso = 0;
 	ck_assert_int_eq(cap_spawn(FIXTURE, argv, &pid), 0);
 	ck_assert_int_eq(cap_resume(pid), 0);
-	usleep(20000);
-	ck_assert_int_eq(cap_interrupt(pid), 0);
-	ck_assert_int_eq(cap_proc__load(&proc, pid), 0);
-	ck_assert_int_eq(cap_resume(pid), 0);
+	/* Past the loader and the constructors (on a loaded host that takes
+	 * longer than any fixed sleep): the maps are read again until a sample
+	 * walks through main to _start. */
+	for (unsigned int tries = 0;; tries++) {
+		bool ready;
+
+		usleep(20000);
+		ck_assert_int_eq(cap_interrupt(pid), 0);
+		ck_assert_int_eq(cap_proc__load(&proc, pid), 0);
+		ready = in_main(&proc, pid);
+		ck_assert_int_eq(cap_resume(pid), 0);
+		if (ready)
+			break;
+		cap_proc__done(&proc);
+		ck_assert_msg(tries < 250, "the fixture did not reach main in 5 s");
+	}
 	for (unsigned int k = 0; k < n; k++) {
 		struct cpa_uframe f[CPA_MAX_UFRAMES];
 		struct cap_sample s;
@@ -1054,6 +1134,103 @@ static bool ptrace_works(void)
 	return true;
 }
 
+/*
+ * The dynamic loader's start code has no FDE: `_start` calls `_dl_start`,
+ * then `_dl_start_user` calls `_dl_init` (every library constructor runs
+ * under it) and jumps to the program. Each return address in that code is
+ * the outermost frame, not "no cfi"; the next function's FDE still rules.
+ */
+START_TEST(test_loader_start_outermost)
+{
+	static const char ld[] = "/lib64/ld-linux-x86-64.so.2";
+	_cleanup_close_ int fd = open(ld, O_RDONLY | O_CLOEXEC);
+	struct unw_stack s = synth_stack();
+	struct cfi_table *t;
+	uint64_t entry = 0, gap_end = UINT64_MAX;
+	struct unw_regs r;
+	GElf_Ehdr eh;
+	bool sig;
+	Elf *e;
+
+	if (fd < 0) {
+		fprintf(stderr, "no %s: case skipped\n", ld);
+		return;
+	}
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(gelf_getehdr(e, &eh));
+	for (size_t i = 0; i < 16; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    eh.e_entry >= ph.p_vaddr && eh.e_entry < ph.p_vaddr + ph.p_filesz)
+			entry = eh.e_entry - ph.p_vaddr + ph.p_offset;
+	}
+	elf_end(e);
+	ck_assert_uint_ne(entry, 0);
+	t = build_path(ld);
+	/* Where the next FDE starts: the first row past the entry's own that
+	 * is not a gap. */
+	for (size_t i = 0; i + 1 < cfi_table__rows(t); i++) {
+		uint64_t st, en;
+		uint32_t w;
+
+		ck_assert_int_eq(cfi_table__row(t, i, &st, &en, &w), 0);
+		if (st > entry && st < gap_end && w != CFI_K_GAP)
+			gap_end = st;
+	}
+	ck_assert_uint_gt(gap_end, entry + 8);
+	fprintf(stderr, "ld.so entry %#llx, FDE-less start code up to %#llx\n",
+		(unsigned long long)entry, (unsigned long long)gap_end);
+	for (uint64_t pc = entry; pc < gap_end; pc += 8) {
+		r = (struct unw_regs){.ip = 1, .sp = s.base + 64};
+		ck_assert_msg(unw_step(t, pc, &r, &s, &sig) == CPA_STOP_END, "pc %#llx",
+			      (unsigned long long)pc);
+	}
+	r = (struct unw_regs){.ip = 1, .sp = s.base + 64};
+	ck_assert_int_eq(unw_step(t, gap_end, &r, &s, &sig), 0);
+	cfi_table__free(t);
+}
+END_TEST
+
+/*
+ * A library's `_init` (crti.o: no CFI) runs its constructors: a sample
+ * under it unwinds through `.init` to ld.so's call_init, by the rows built
+ * for its fixed shape ([endbr64] sub $8,%rsp ... add $8,%rsp; ret).
+ */
+START_TEST(test_crt_init_rows)
+{
+	struct cfi_table *t = build_path(FIXLIB);
+	struct unw_stack s = synth_stack();
+	uint64_t off = 0, size = 0, k;
+	uint8_t head[4];
+	struct unw_regs r;
+	bool sig;
+
+	ck_assert(section_of(FIXLIB, ".init", &off, &size, head, sizeof(head)));
+	k = memcmp(head, "\xf3\x0f\x1e\xfa", 4) ? 0 : 4;
+	/* on the sub: CFA = rsp + 8 */
+	r = (struct unw_regs){.ip = 1, .sp = s.base + 64};
+	ck_assert_int_eq(unw_step(t, off + k, &r, &s, &sig), 0);
+	ck_assert_uint_eq(r.ip, stk[8]);
+	ck_assert_uint_eq(r.sp, s.base + 72);
+	/* after it, up to the add: CFA = rsp + 16 */
+	r = (struct unw_regs){.ip = 1, .sp = s.base + 64};
+	ck_assert_int_eq(unw_step(t, off + k + 4, &r, &s, &sig), 0);
+	ck_assert_uint_eq(r.ip, stk[9]);
+	ck_assert_uint_eq(r.sp, s.base + 80);
+	r = (struct unw_regs){.ip = 1, .sp = s.base + 64};
+	ck_assert_int_eq(unw_step(t, off + size - 5, &r, &s, &sig), 0);
+	ck_assert_uint_eq(r.ip, stk[9]);
+	/* on the ret: CFA = rsp + 8 */
+	r = (struct unw_regs){.ip = 1, .sp = s.base + 64};
+	ck_assert_int_eq(unw_step(t, off + size - 1, &r, &s, &sig), 0);
+	ck_assert_uint_eq(r.ip, stk[8]);
+	cfi_table__free(t);
+}
+END_TEST
+
 /* walks: we may ptrace a child; vdso: the kernel maps a vDSO (not booted with vdso=0). */
 static Suite *cfi_suite(bool walks, bool vdso)
 {
@@ -1067,6 +1244,8 @@ static Suite *cfi_suite(bool walks, bool vdso)
 		tcase_add_test(tc, test_vdso_table);
 	tcase_add_test(tc, test_debug_frame);
 	tcase_add_test(tc, test_function_entry_exit);
+	tcase_add_test(tc, test_loader_start_outermost);
+	tcase_add_test(tc, test_crt_init_rows);
 	tcase_add_test(tc, test_plt_expression);
 	tcase_add_test(tc, test_stop_reasons);
 	suite_add_tcase(s, tc);
