@@ -48,6 +48,7 @@ enum unwindd_counter {
 	UNW_CNT_STOP_DELETED, /* binary deleted before it could be opened */
 	UNW_CNT_MAP_EVENTS,   /* mapping history records taken in */
 	UNW_CNT_HIST_HITS,    /* pcs resolved from the mapping history */
+	UNW_CNT_UCOPY_MISS,   /* a lowered copy size proved too small */
 	UNW_CNT_MAX_,
 };
 

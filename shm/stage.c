@@ -59,7 +59,7 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 		"stop_depth",  "stop_anon",	"stop_bad",	"maps_refresh", "maps_fail",
 		"modules",     "cfi_expr_rows", "fp_deeper",	"cache_evict",	"cache_bytes",
 		"env_skipped", "dump_errors",	"ustack_hints", "stop_deleted", "map_events",
-		"hist_hits",
+		"hist_hits",   "ustack_misses",
 	};
 	static const char *const symd[SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"lookups",	"hits",	   "misses", "ksyms",	    "bin_open_fail",

@@ -344,7 +344,7 @@ static int live_find(void *ctx, uint64_t pc, unsigned int how, struct unw_loc *r
 
 /* ---- the adaptive stack copy (docs/capture.md) ---- */
 
-#define UCOPY_WINDOW	32		   /* complete walks per shrink decision */
+#define UCOPY_WINDOW	32u		   /* complete walks per shrink decision */
 #define UCOPY_SLACK	1024		   /* bytes above the deepest need seen */
 #define UCOPY_RESEND_NS (NSEC_PER_SEC / 2) /* a hint not applied yet: send it again */
 
@@ -365,25 +365,40 @@ static void ucopy_send(struct unwindd *u, struct uproc *p, uint32_t bytes)
  * Learn from one walk how many stack bytes this process needs. A walk that
  * ran out of copied bytes raises the size to the cap at once (one round trip
  * through capture, not one per doubling: samples in between are incomplete);
- * complete walks then lower it, once per UCOPY_WINDOW of them, to their
- * deepest need plus slack. A hint capture has not applied yet
- * (samples still arrive short) is sent again now and then, which also
+ * complete walks then lower it, once per window of them, to their deepest
+ * need plus slack. A walk that runs out after a lowering (the process went
+ * deeper than the window saw: a supervisor idling in epoll_wait that logs
+ * now and then, a compiler's recursion) proves the lowering wrong: the size
+ * that failed, doubled, becomes a floor no later lowering goes under, and
+ * the window doubles (up to 32 times), so a process costs a bounded number
+ * of incomplete samples, not one per window. A hint capture has not applied
+ * yet (samples still arrive short) is sent again now and then, which also
  * re-teaches a restarted capture.
  */
+#define UCOPY_MISSES_MAX 5
+
 static void ucopy_learn(struct unwindd *u, struct uproc *p, const struct cpa_sample *s, int stop,
 			uint64_t top)
 {
-	uint32_t cur, want;
+	uint32_t cur, want, cap = u->o.ustack_cap;
 	uint64_t need;
 
 	if (!u->have_hint || !s->stack_len || !top)
 		return;
 	/* capture gives a process it has no hint for the cap (docs/capture.md) */
-	cur = p->ucopy ? p->ucopy : u->o.ustack_cap;
+	cur = p->ucopy ? p->ucopy : cap;
 	if (stop == CPA_STOP_READ) {
 		p->ucopy_need = 0;
 		p->ucopy_walks = 0;
-		want = u->o.ustack_cap;
+		/* Copied all that was asked (not a hint still in flight), and
+		 * that was a lowered size: the lowering was wrong. */
+		if (cur < cap && s->stack_len >= cur) {
+			p->ucopy_floor = (uint32_t)MIN((uint64_t)cur * 2, (uint64_t)cap);
+			if (p->ucopy_misses < UCOPY_MISSES_MAX)
+				p->ucopy_misses++;
+			cnt(u, UNW_CNT_UCOPY_MISS, 1);
+		}
+		want = cap;
 		if (want > cur || (s->stack_len < cur && want > s->stack_len &&
 				   u->now_ns - p->ucopy_sent_ns >= UCOPY_RESEND_NS))
 			ucopy_send(u, p, want);
@@ -394,9 +409,10 @@ static void ucopy_learn(struct unwindd *u, struct uproc *p, const struct cpa_sam
 	need = top > s->stack_sp ? top - s->stack_sp + UCOPY_SLACK : UCOPY_SLACK;
 	if (need > p->ucopy_need)
 		p->ucopy_need = (uint32_t)MIN(need, (uint64_t)UINT32_MAX);
-	if (++p->ucopy_walks < UCOPY_WINDOW)
+	if (++p->ucopy_walks < (UCOPY_WINDOW << p->ucopy_misses))
 		return;
 	want = MAX((p->ucopy_need + 1023) / 1024 * 1024, CPA_USTACK_HINT_MIN);
+	want = MAX(want, p->ucopy_floor);
 	p->ucopy_need = 0;
 	p->ucopy_walks = 0;
 	/* hysteresis: a quarter below the current size, or stay */
