@@ -5,6 +5,7 @@
  * -O2 -fomit-frame-pointer fixture (tests/fixtures/cfi) taken with ptrace.
  */
 #include <check.h>
+#include <dlfcn.h>
 #include <elf.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -646,6 +647,23 @@ START_TEST(test_stop_reasons)
 	r = (struct unw_regs){.ip = SYN_LIBC + rbp_row, .sp = s.base + 1024, .bp = s.base + 64};
 	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_BAD);
 	ck_assert_uint_eq(n, 1);
+
+	/* vfork after its `pop %rdi` (CFA = rsp, RA in rdi: the leaf keeps its
+	 * sp), its caller found through rdi; a caller that kept the same sp
+	 * would be BAD */
+	{
+		Dl_info di;
+		void *vf = dlsym(RTLD_DEFAULT, "vfork");
+
+		ck_assert(vf && dladdr(vf, &di));
+		r = (struct unw_regs){.ip = SYN_LIBC +
+					    (uint64_t)((char *)vf - (char *)di.dli_fbase) + 1,
+				      .sp = s.base + 64,
+				      .di = SYN_ANON + 0x20};
+		ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_ANON);
+		ck_assert_uint_eq(n, 2);
+		ck_assert_uint_eq(f[1].pc, SYN_ANON + 0x20);
+	}
 
 	/* depth: max 1 stops after one frame even though more would follow */
 	r = (struct unw_regs){.ip = SYN_LIBC + entry, .sp = s.base + 64, .bp = 7};

@@ -642,9 +642,14 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 			f->flags |= CPA_UF_SIGNAL;
 		/*
 		 * Progress check: the stack grows down, so a caller's CFA lies
-		 * above. A signal frame may jump anywhere (sigaltstack).
+		 * above. A signal frame may jump anywhere (sigaltstack). The
+		 * leaf alone may keep its sp: a function that popped its return
+		 * address into a register (vfork: `pop %rdi; syscall; push %rdi`,
+		 * CFA = rsp, RA in rdi) has its caller's CFA at rsp; once only,
+		 * so no walk can loop.
 		 */
-		if (r.ip == 0 || (!sig && r.sp <= old_sp) || (sig && r.sp == old_sp)) {
+		if (r.ip == 0 || (!sig && (r.sp < old_sp || (r.sp == old_sp && n > 1))) ||
+		    (sig && r.sp == old_sp)) {
 			stop = CPA_STOP_BAD;
 			break;
 		}
