@@ -465,7 +465,9 @@ static void parse_err(const char *text, const char *want)
 	char err[512] = "";
 
 	ck_assert_ptr_nonnull(set);
-	ck_assert_int_eq(policy_set__parse("p.policy", text, 10000, set, err, sizeof(err)),
+	ck_assert_int_eq(policy_set__parse("p.policy", text,
+					   &(struct policy_limits){.freq_max = 10000}, set, err,
+					   sizeof(err)),
 			 -EINVAL);
 	ck_assert_msg(strstr(err, want), "error '%s', wanted '%s'", err, want);
 	free(set);
@@ -487,9 +489,7 @@ START_TEST(test_policy_file_errors)
 		  "p.policy:1: policy 'a': no action");
 	parse_err("policy=a item=system_load threshold=1 period=3 count=2 comm=x freq=9 "
 		  "duration=4",
-		  "comm=/pid= do not apply");
-	parse_err("policy=a item=offcpu_percent threshold=1",
-		  "item offcpu_percent is not supported yet");
+		  "comm=/pid=/cgroup=/env= do not apply");
 	parse_err("policy=a item=cpu_percent threshold=1 period=3 count=2 freq=20000 duration=4",
 		  "p.policy:1: freq '20000': Hz, 1..10000");
 	parse_err("policy=a item=cpu_percent threshold=1 period=3 count=2 stack_size=5000 "
@@ -522,7 +522,9 @@ START_TEST(test_policy_eval)
 
 	ck_assert_ptr_nonnull(set);
 	ck_assert_ptr_nonnull(ev);
-	ck_assert_int_eq(policy_set__parse("p", text, 10000, set, err, sizeof(err)), 0);
+	ck_assert_int_eq(policy_set__parse("p", text, &(struct policy_limits){.freq_max = 10000},
+					   set, err, sizeof(err)),
+			 0);
 	policy_eval__init(ev, set);
 	for (uint64_t s = 1000; s < 1030; s++) {
 		uint64_t t = s - 1000;
