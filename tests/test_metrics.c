@@ -294,12 +294,6 @@ static struct trig triggers(const char *out)
 	return t;
 }
 
-static void hms(char *buf, size_t len, long s)
-{
-	snprintf(buf, len, "%02d:%02d:%02d", (int)(s / 3600 % 24), (int)(s / 60 % 60),
-		 (int)(s % 60));
-}
-
 /* Samples (on-CPU, or off-CPU ns) of pid in [from, to) local seconds of day; -1: none. */
 static double folded(const char *store, unsigned int pid, long from, long to, const char *kind)
 {
@@ -313,8 +307,8 @@ static double folded(const char *store, unsigned int pid, long from, long to, co
 	int rc;
 
 	path_of(cpa, sizeof(cpa), "cpa");
-	hms(a, sizeof(a), from);
-	hms(b, sizeof(b), to);
+	test_hms(a, sizeof(a), from);
+	test_hms(b, sizeof(b), to);
 	snprintf(p, sizeof(p), "%u", pid);
 	snprintf(out, sizeof(out), "%s/w.prof", store);
 	unlink(out);
@@ -347,8 +341,8 @@ static double oncpu_s(const char *store, unsigned int pid, long from, long to)
 	int rc;
 
 	path_of(cpa, sizeof(cpa), "cpa");
-	hms(a, sizeof(a), from);
-	hms(b, sizeof(b), to);
+	test_hms(a, sizeof(a), from);
+	test_hms(b, sizeof(b), to);
 	snprintf(p, sizeof(p), "%u", pid);
 	snprintf(csv, sizeof(csv), "%s/w.csv", store);
 	free(run(argv, &rc));
@@ -364,14 +358,6 @@ static double oncpu_s(const char *store, unsigned int pid, long from, long to)
 	}
 	fclose(f);
 	return ms / 1000.0;
-}
-
-static long sod(time_t t)
-{
-	struct tm tm;
-
-	localtime_r(&t, &tm);
-	return tm.tm_hour * 3600L + tm.tm_min * 60 + tm.tm_sec;
 }
 
 START_TEST(test_metrics_policy)
@@ -408,9 +394,9 @@ START_TEST(test_metrics_policy)
 	ck_assert_int_eq(wait_exit(w, NULL), 0);
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
 
-	w0 = sod(t0);
-	hms(a, sizeof(a), w0 - 2);
-	hms(b, sizeof(b), w0 + 32);
+	w0 = test_sod(t0);
+	test_hms(a, sizeof(a), w0 - 2);
+	test_hms(b, sizeof(b), w0 + 32);
 	o = run(sargv, &rc);
 	fprintf(stderr, "%s", o);
 	ck_assert_int_eq(rc, 0);

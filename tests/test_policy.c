@@ -136,20 +136,6 @@ static int child_main(const char *mode)
 
 /* ---------------------------------------------------------------- helpers */
 
-static long sod(time_t t)
-{
-	struct tm tm;
-
-	localtime_r(&t, &tm);
-	return tm.tm_hour * 3600L + tm.tm_min * 60 + tm.tm_sec;
-}
-
-static void hms(char *buf, size_t len, long s)
-{
-	snprintf(buf, len, "%02d:%02d:%02d", (int)(s / 3600 % 24), (int)(s / 60 % 60),
-		 (int)(s % 60));
-}
-
 struct trig {
 	char policy[32], item[48], acts[128], line[512];
 	unsigned int pid;
@@ -210,8 +196,8 @@ static long probe_samples(const char *store, int id, unsigned int pid, long from
 	int rc;
 
 	snprintf(cpa, sizeof(cpa), "%s/cpa", bin);
-	hms(a, sizeof(a), from);
-	hms(b, sizeof(b), to);
+	test_hms(a, sizeof(a), from);
+	test_hms(b, sizeof(b), to);
 	snprintf(p, sizeof(p), "%u", pid);
 	snprintf(sid, sizeof(sid), "%d", id);
 	snprintf(out, sizeof(out), "%s/probe.prof", store);
@@ -357,9 +343,9 @@ START_TEST(test_policy_e2e)
 		rmdir(cgdir);
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
 
-	w0 = sod(t0);
-	hms(a, sizeof(a), w0 - 2);
-	hms(b, sizeof(b), w0 + 18);
+	w0 = test_sod(t0);
+	test_hms(a, sizeof(a), w0 - 2);
+	test_hms(b, sizeof(b), w0 + 18);
 	o = run(sargv, &rc);
 	fprintf(stderr, "%s", o);
 	ck_assert_int_eq(rc, 0);
