@@ -172,8 +172,8 @@ static const struct opt_def opt_table[] = {
 	 "DEBUGINFOD_URLS; default: that variable, else off)",
 	 NULL},
 	{"policy", 0, OPT_STR, MON, O(mon.policy), 0, 0, "FILE",
-	 "trigger policies: more detail (freq, off-CPU, stack size) for a process while a "
-	 "metric crosses a threshold (docs/metrics.md); checked before anything starts",
+	 "trigger policies: more detail (freq, off-CPU, stack size, probes) for a process while "
+	 "a metric crosses a threshold (docs/metrics.md); checked before anything starts",
 	 check_policy},
 	{"sched_metrics", 0, OPT_BOOL, MON, O(mon.sched_metrics), 0, 0, NULL,
 	 "per-second scheduler metrics into the store: run-queue latency, slices, switch "
