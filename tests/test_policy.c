@@ -302,11 +302,18 @@ START_TEST(test_policy_e2e)
 		"policy=att item=cpu_percent threshold=30 count=2 period=3 comm=cpap_att attach=1 "
 		"duration=4 silence=60\n",
 		p0);
-	if (have_cg)
+	if (have_cg) {
+		struct stat st;
+
+		/* by path, and by id: the inode of its directory (what BPF sees) */
+		ck_assert_int_eq(stat(cgdir, &st), 0);
 		fprintf(f,
 			"policy=cg item=cpu_percent threshold=1 count=2 period=3 comm=cpap_cg "
-			"cgroup=%s stack_size=16384 duration=2 silence=60\n",
-			cgname);
+			"cgroup=%s stack_size=16384 duration=2 silence=60\n"
+			"policy=cgid item=cpu_percent threshold=1 count=2 period=3 comm=cpap_cg "
+			"cgroup=%llu stack_size=16384 duration=2 silence=60\n",
+			cgname, (unsigned long long)st.st_ino);
+	}
 	fclose(f);
 
 	mon = spawn_fds(margv, -1, -1, -1);
@@ -375,6 +382,9 @@ START_TEST(test_policy_e2e)
 	if (have_cg) {
 		ck_assert_uint_eq(count_of(t, n, "cg", &x), 1);
 		ck_assert_msg(x->pid == (unsigned int)cg_in, "cg fired for %u (in %d, out %d)",
+			      x->pid, (int)cg_in, (int)cg_out);
+		ck_assert_uint_eq(count_of(t, n, "cgid", &x), 1);
+		ck_assert_msg(x->pid == (unsigned int)cg_in, "cgid fired for %u (in %d, out %d)",
 			      x->pid, (int)cg_in, (int)cg_out);
 	}
 
