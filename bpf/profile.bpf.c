@@ -369,6 +369,9 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
 	s->flags = flags;
 }
 
+/* Trigger policies' probes (below): false when this hit is not wanted. */
+static __always_inline bool policy_probe_pass(__u32 tgid, __u32 probe_id);
+
 /*
  * The pid/comm filters, then one full sample (fill_sample()) straight into
  * the ring buffer. Every sample source (cpu-clock, probes) goes through
@@ -398,7 +401,8 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 		stat_inc(CPA_BPF_STAT_FILTERED);
 		return 0;
 	}
-	if (kind == CPA_BPF_KIND_PROBE && !probe_admit(probe_id))
+	if (kind == CPA_BPF_KIND_PROBE &&
+	    (!policy_probe_pass(tgid, probe_id) || !probe_admit(probe_id)))
 		return 0;
 
 	s = bpf_ringbuf_reserve(&rb, rec_size, 0);
@@ -444,6 +448,48 @@ static __always_inline bool policy_has(__u32 tgid, __u32 flag)
 	__u32 *f = bpf_map_lookup_elem(&policy_targets, &tgid);
 
 	return f && (*f & flag);
+}
+
+/*
+ * Probes of the policies: one counted per process for a probe_rate item
+ * (policy_rate_probes: hits into policy_hits, the sample goes on as any
+ * --probe's), or attached by a trigger for its targets only
+ * (policy_attach_probes: the hits of other processes are filtered out).
+ */
+const volatile __u32 policy_rate_probes = 0;
+const volatile __u32 policy_attach_probes = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CPA_BPF_POLICY_HITS);
+	__type(key, struct cpa_bpf_policy_hit);
+	__type(value, __u64);
+} policy_hits SEC(".maps");
+
+static __always_inline bool policy_probe_pass(__u32 tgid, __u32 probe_id)
+{
+	struct cpa_bpf_policy_hit k = {.tgid = tgid, .probe_id = probe_id};
+	__u64 one = 1, *n;
+	__u32 bit;
+
+	if (probe_id >= CPA_BPF_PROBE_MAX)
+		return true; /* probe_admit() refuses it */
+	bit = 1u << probe_id;
+	if (policy_attach_probes & bit) {
+		if (policy_has(tgid, CPA_BPF_POLICY_PROBE(probe_id)))
+			return true;
+		stat_inc(CPA_BPF_STAT_FILTERED);
+		return false;
+	}
+	if (!(policy_rate_probes & bit))
+		return true;
+	n = bpf_map_lookup_elem(&policy_hits, &k);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else if (bpf_map_update_elem(&policy_hits, &k, &one, BPF_NOEXIST) < 0 &&
+		 (n = bpf_map_lookup_elem(&policy_hits, &k)))
+		__sync_fetch_and_add(n, 1);
+	return true;
 }
 
 /* Under a boost: false for the samples of other processes beyond the base rate. */

@@ -49,6 +49,16 @@ enum cpa_bpf_policy_flag {
 	CPA_BPF_POLICY_BOOST = 1u << 0,	 /* sampled at the raised rate */
 	CPA_BPF_POLICY_OFFCPU = 1u << 1, /* off-CPU recorded (with offcpu_gated) */
 };
+/* Flag of a probe a policy attached for this target (attach=): its hits are
+ * kept for the targets that have it, the probe being in policy_attach_probes. */
+#define CPA_BPF_POLICY_PROBE(id) (1u << (8 + (id)))
+/* Map "policy_hits": hits per (process, probe) of the probes in
+ * policy_rate_probes (item probe_rate), taken and cleared by capture each second. */
+#define CPA_BPF_POLICY_HITS 4096
+struct cpa_bpf_policy_hit {
+	__u32 tgid;
+	__u32 probe_id;
+};
 
 enum cpa_bpf_rec_type {
 	CPA_BPF_REC_SAMPLE = 1,

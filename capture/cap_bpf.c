@@ -27,6 +27,7 @@ struct cap_bpf {
 	int *pfds;		 /* those fds (not ours to close): a policy's freq */
 	unsigned int n_links;
 	struct bpf_link *probe_links[CPA_BPF_PROBE_MAX];
+	uint32_t held_probes; /* attached by policies only (cap_bpf__policy_probe) */
 	const struct probe_spec *probes;
 	unsigned int nr_probes;
 	int uprobe_pid; /* --pid's process, else -1: every process */
@@ -255,6 +256,9 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 	b->skel->rodata->with_idle = o->with_idle;
 	b->skel->rodata->wakeup_bytes = MIN(o->wakeup_bytes, o->ringbuf_size / 2);
 	b->skel->rodata->probe_rate = o->probe_rate;
+	b->skel->rodata->policy_rate_probes = o->policy_rate_probes;
+	b->skel->rodata->policy_attach_probes = o->policy_attach_probes;
+	b->held_probes = o->policy_attach_probes;
 	b->probes = o->probes;
 	/* With --pid, user probes trap in that process only: other processes
 	 * never pay the breakpoint (the BPF filter would drop them anyway). */
@@ -434,6 +438,8 @@ static struct bpf_link *probe_attach(struct cap_bpf *b, unsigned int i)
 int cap_bpf__attach_probes(struct cap_bpf *b)
 {
 	for (unsigned int i = 0; i < b->nr_probes; i++) {
+		if (b->held_probes & (1u << i))
+			continue;
 		b->probe_links[i] = probe_attach(b, i);
 		if (!b->probe_links[i]) {
 			int r = -errno;
@@ -442,6 +448,42 @@ int cap_bpf__attach_probes(struct cap_bpf *b)
 		}
 	}
 	return 0;
+}
+
+/* ---- trigger policies: their probes (probe=, attach=) ---- */
+
+int cap_bpf__policy_probe(struct cap_bpf *b, unsigned int id, bool on)
+{
+	if (id >= b->nr_probes || !(b->held_probes & (1u << id)))
+		return -EINVAL;
+	if (!on) {
+		bpf_link__destroy(b->probe_links[id]);
+		b->probe_links[id] = NULL;
+		return 0;
+	}
+	if (b->probe_links[id])
+		return 0;
+	b->probe_links[id] = probe_attach(b, id);
+	return b->probe_links[id] ? 0 : -errno;
+}
+
+int cap_bpf__policy_hits(struct cap_bpf *b, cap_bpf_hit_fn fn, void *ctx)
+{
+	int fd = bpf_map__fd(b->skel->maps.policy_hits);
+	struct cpa_bpf_policy_hit keys[256], *prev = NULL, k;
+	unsigned int n = 0;
+	uint64_t v;
+
+	/* Keys first, then take each (lookup and delete is atomic per entry);
+	 * 256 at a time, the rest the next second. */
+	while (n < ARRAY_SIZE(keys) && bpf_map_get_next_key(fd, prev, &k) == 0) {
+		keys[n] = k;
+		prev = &keys[n++];
+	}
+	for (unsigned int i = 0; i < n; i++)
+		if (bpf_map_lookup_and_delete_elem(fd, &keys[i], &v) == 0)
+			fn(ctx, keys[i].tgid, keys[i].probe_id, v);
+	return (int)n;
 }
 
 int cap_bpf__read_probe_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX])

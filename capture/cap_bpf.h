@@ -36,6 +36,9 @@ struct cap_bpf_opts {
 	const struct probe_spec *probes; /* --probe specs, resolved; probe id = index */
 	unsigned int nr_probes;		 /* <= CPA_BPF_PROBE_MAX */
 	uint32_t probe_rate;		 /* samples/s per probe; 0 = no limit */
+	/* Trigger policies: probe ids counted per process (probe_rate), and
+	 * probe ids attached only by a trigger (attach=: not at start). */
+	uint32_t policy_rate_probes, policy_attach_probes;
 };
 
 /* Returns 0 to go on, < 0 to stop consuming (that error is returned). */
@@ -67,6 +70,12 @@ int cap_bpf__offcpu_flush(struct cap_bpf *b);
 /* Trigger policies (docs/metrics.md). tgid's enum cpa_bpf_policy_flag set
  * (0: none, the entry goes). */
 int cap_bpf__policy_target(struct cap_bpf *b, uint32_t tgid, uint32_t flags);
+/* Attach (on) or detach a probe of policy_attach_probes. */
+int cap_bpf__policy_probe(struct cap_bpf *b, unsigned int id, bool on);
+/* Take and clear the per-process hits of policy_rate_probes: fn per entry.
+ * Returns the entries taken or -errno. */
+typedef void (*cap_bpf_hit_fn)(void *ctx, uint32_t tgid, uint32_t probe_id, uint64_t hits);
+int cap_bpf__policy_hits(struct cap_bpf *b, cap_bpf_hit_fn fn, void *ctx);
 /* cpu-clock events at freq Hz; other processes keep one sample in div (1 = all). */
 int cap_bpf__boost(struct cap_bpf *b, uint32_t freq, uint32_t div);
 /* Sum of each CPA_BPF_STAT_* slot over all CPUs. */

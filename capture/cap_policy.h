@@ -17,8 +17,13 @@
 
 struct cap_policy;
 
-/* Parse path again (the monitor checked it before). Logs what failed. */
-int cap_policy__open(const char *path, uint32_t freq_max, struct cap_policy **ret);
+/* Parse path again (the monitor checked it before) against the run's
+ * --probe specs (probe id = index). Logs what failed. */
+int cap_policy__open(const char *path, uint32_t freq_max, const char *const *probes,
+		     unsigned int nr_probes, struct cap_policy **ret);
+/* Probe ids counted per process (probe_rate), and attached only by
+ * triggers (attach=), for the BPF side (struct cap_bpf_opts). */
+void cap_policy__probe_masks(const struct cap_policy *p, uint32_t *ret_rate, uint32_t *ret_attach);
 /* Some policy turns off-CPU on: the off-CPU programs must be loaded, gated. */
 bool cap_policy__wants_offcpu(const struct cap_policy *p);
 /* The BPF backend the actions go through, the base --freq, the stack copy cap. */

@@ -440,9 +440,16 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 					  "exit quickly will be unresolved");
 	}
 	if (c->cfg->policy_path[0]) {
-		r = cap_policy__open(c->cfg->policy_path, 100000, &c->policy);
+		const char *specs[CPA_PROBE_MAX];
+
+		for (unsigned int i = 0; i < c->cfg->nr_probes; i++)
+			specs[i] = c->cfg->probes[i];
+		r = cap_policy__open(c->cfg->policy_path, 100000, specs, c->cfg->nr_probes,
+				     &c->policy);
 		if (r < 0)
 			return r;
+		/* probe=: counted per process; attach=: held back until a trigger. */
+		cap_policy__probe_masks(c->policy, &o.policy_rate_probes, &o.policy_attach_probes);
 		/* A policy's off-CPU action: the programs loaded, gated per target. */
 		o.offcpu_gated = !o.offcpu && cap_policy__wants_offcpu(c->policy);
 		o.offcpu = o.offcpu || o.offcpu_gated;

@@ -9,25 +9,74 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envlabel.h"
 #include "fileio.h"
 #include "macro.h"
 
+/* clang-format off */
 static const char *const item_names[POLICY_ITEM_MAX] = {
 	[POLICY_CPU_PERCENT] = "cpu_percent",
 	[POLICY_SYSTEM_LOAD] = "system_load",
 	[POLICY_RUNQ_P99_US] = "runq_latency_p99_us",
 	[POLICY_THREAD_COUNT] = "thread_count",
+	[POLICY_OFFCPU_PERCENT] = "offcpu_percent",
+	[POLICY_PROBE_RATE] = "probe_rate",
 };
+/* clang-format on */
 
-/* Items of the issue that need what the metrics do not carry yet. */
-static const char *const items_later[] = {"offcpu_percent", "probe_rate"};
+#define ITEM_LIST                                                                     \
+	"cpu_percent, offcpu_percent, probe_rate, runq_latency_p99_us, system_load, " \
+	"thread_count"
+#define KEY_LIST                                                                      \
+	"policy, item, probe, op, threshold, period, count, comm, pid, cgroup, env, " \
+	"freq, offcpu, stack_size, attach, duration, silence"
 
 static const char *const cmp_names[] = {
 	[POLICY_GT] = ">", [POLICY_GE] = ">=", [POLICY_LT] = "<", [POLICY_LE] = "<="};
 
-const char *policy_item_name(enum policy_item i)
+const char *policy_item_name(unsigned int i)
 {
+	i &= 0xff;
 	return i > 0 && i < POLICY_ITEM_MAX ? item_names[i] : "?";
+}
+
+void policy_item_format(char *buf, size_t len, uint16_t ev_item)
+{
+	if ((ev_item & 0xff) == POLICY_PROBE_RATE)
+		snprintf(buf, len, "%s(probe=%u)", item_names[POLICY_PROBE_RATE],
+			 ev_item >> POLICY_EV_PROBE_SHIFT);
+	else
+		snprintf(buf, len, "%s", policy_item_name(ev_item));
+}
+
+void policy_actions_format(char *buf, size_t len, uint32_t ev_actions, uint32_t freq,
+			   uint32_t stack_size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+#define APPEND(...)                                                           \
+	do {                                                                  \
+		if (n < len)                                                  \
+			n += (size_t)snprintf(buf + n, len - n, __VA_ARGS__); \
+	} while (0)
+	if (ev_actions & POLICY_ACT_FREQ)
+		APPEND(" freq=%u", freq);
+	if (ev_actions & POLICY_ACT_OFFCPU)
+		APPEND(" offcpu=1");
+	if (ev_actions & POLICY_ACT_STACK_SIZE)
+		APPEND(" stack_size=%u", stack_size);
+	if (ev_actions & POLICY_ACT_PROBES) {
+		const char *sep = "=";
+
+		APPEND(" attach");
+		for (unsigned int i = 0; i < POLICY_PROBES; i++)
+			if (ev_actions & (1u << (POLICY_EV_PROBE_SHIFT + i))) {
+				APPEND("%s%u", sep, i);
+				sep = ",";
+			}
+	}
+#undef APPEND
 }
 
 const char *policy_cmp_name(enum policy_cmp c)
@@ -38,6 +87,48 @@ const char *policy_cmp_name(enum policy_cmp c)
 bool policy_is_per_process(enum policy_item i)
 {
 	return i != POLICY_SYSTEM_LOAD;
+}
+
+bool policy_selects(const struct policy *p, uint32_t pid, const char *comm)
+{
+	if (p->pid >= 0 && pid != (uint32_t)p->pid)
+		return false;
+	return !p->comm[0] || !strncmp(comm, p->comm, POLICY_COMM_MAX - 1);
+}
+
+bool policy_has_proc_selector(const struct policy *p)
+{
+	return p->cgroup[0] || p->cgroup_id || p->env[0];
+}
+
+bool policy_cgroup_match(const struct policy *p, const char *cg_path, uint64_t cg_id)
+{
+	size_t n = strlen(p->cgroup);
+
+	if (p->cgroup_id && cg_id != p->cgroup_id)
+		return false;
+	if (!n)
+		return true;
+	if (!cg_path)
+		return false;
+	if (n == 1) /* "/": every process */
+		return true;
+	return !strncmp(cg_path, p->cgroup, n) && (cg_path[n] == '\0' || cg_path[n] == '/');
+}
+
+bool policy_env_match(const struct policy *p, const char *environ, size_t len)
+{
+	const char *eq = strchr(p->env, '='), *v;
+	char name[POLICY_ENV_MAX];
+	size_t vlen;
+
+	if (!p->env[0])
+		return true;
+	if (!eq || !environ)
+		return false;
+	snprintf(name, sizeof(name), "%.*s", (int)(eq - p->env), p->env);
+	v = env_label_pick(environ, len, name, &vlen);
+	return v && vlen == strlen(eq + 1) && !memcmp(v, eq + 1, vlen);
 }
 
 _printf_(4, 5) static int bad(char *err, size_t len, const char *where, const char *fmt, ...)
@@ -80,10 +171,43 @@ static int uint_(const char *v, unsigned long lo, unsigned long hi, unsigned lon
 	return 0;
 }
 
-/* One "key=value" token of a policy line into p; seen collects the keys. */
-static int token(struct policy *p, const char *k, const char *v, uint32_t freq_max, char *err,
-		 size_t len, const char *where)
+/* A probe named by probe= or attach=: its id (an index, or the --probe spec
+ * as given), -1 with the reason in err. */
+static int probe_id(const char *v, const struct policy_limits *lim, char *err, size_t len,
+		    const char *where, const char *key)
 {
+	unsigned long u;
+
+	if (!*v) {
+		bad(err, len, where, "%s=: a probe (its number or its --probe spec)", key);
+		return -1;
+	}
+	if (isdigit((unsigned char)*v)) {
+		if (uint_(v, 0, POLICY_PROBES - 1, &u) < 0 ||
+		    (lim->probes_known && u >= lim->nr_probes)) {
+			bad(err, len, where, "%s=%s: no such probe (%u --probe given)", key, v,
+			    lim->probes_known ? lim->nr_probes : POLICY_PROBES);
+			return -1;
+		}
+		return (int)u;
+	}
+	if (!lim->probes_known)
+		return 0; /* looked up once the --probe options are known */
+	for (unsigned int i = 0; i < lim->nr_probes; i++)
+		if (!strcmp(lim->probes[i], v))
+			return (int)i;
+	bad(err, len, where,
+	    "%s=%s: not a probe of this run (name one of the %u --probe specs, as given, or "
+	    "its number)",
+	    key, v, lim->nr_probes);
+	return -1;
+}
+
+/* One "key=value" token of a policy line into p. */
+static int token(struct policy *p, const char *k, const char *v, const struct policy_limits *lim,
+		 char *err, size_t len, const char *where)
+{
+	uint32_t freq_max = lim->freq_max;
 	unsigned long u;
 	double d;
 
@@ -103,14 +227,12 @@ static int token(struct policy *p, const char *k, const char *v, uint32_t freq_m
 		for (unsigned int i = 1; i < POLICY_ITEM_MAX; i++)
 			if (!strcmp(v, item_names[i]))
 				p->item = (enum policy_item)i;
-		for (size_t i = 0; i < ARRAY_SIZE(items_later); i++)
-			if (!strcmp(v, items_later[i]))
-				return bad(err, len, where, "item %s is not supported yet", v);
 		if (!p->item)
-			return bad(err, len, where,
-				   "unknown item '%s' (cpu_percent, system_load, "
-				   "runq_latency_p99_us, thread_count)",
-				   v);
+			return bad(err, len, where, "unknown item '%s' (" ITEM_LIST ")", v);
+	} else if (!strcmp(k, "probe")) {
+		p->probe = probe_id(v, lim, err, len, where, k);
+		if (p->probe < 0)
+			return -EINVAL;
 	} else if (!strcmp(k, "op")) {
 		for (unsigned int i = POLICY_GT; i <= POLICY_LE; i++)
 			if (!strcmp(v, cmp_names[i]))
@@ -142,6 +264,57 @@ static int token(struct policy *p, const char *k, const char *v, uint32_t freq_m
 		if (uint_(v, 1, 4194304, &u) < 0)
 			return bad(err, len, where, "pid '%s': 1..4194304", v);
 		p->pid = (int64_t)u;
+	} else if (!strcmp(k, "cgroup")) {
+		size_t n = strlen(v);
+
+		if (*v == '/') {
+			if (n >= POLICY_CGROUP_MAX || strstr(v, "/..") || strstr(v, "//"))
+				return bad(err, len, where,
+					   "cgroup '%s': a cgroup v2 path from the root of the v2 "
+					   "hierarchy (/a/b, at most %d characters), or its id",
+					   v, POLICY_CGROUP_MAX - 1);
+			memcpy(p->cgroup, v, n + 1);
+			if (n > 1 && p->cgroup[n - 1] == '/')
+				p->cgroup[n - 1] = '\0';
+		} else {
+			char *end;
+
+			errno = 0;
+			p->cgroup_id = isdigit((unsigned char)*v) ? strtoull(v, &end, 10) : 0;
+			if (!p->cgroup_id || errno || *end)
+				return bad(err, len, where,
+					   "cgroup '%s': a cgroup v2 path (/a/b) or a cgroup id "
+					   "(a number > 0)",
+					   v);
+		}
+	} else if (!strcmp(k, "env")) {
+		const char *eq = strchr(v, '=');
+
+		if (!eq || eq == v || memchr(v, ',', (size_t)(eq - v)) ||
+		    strlen(v) >= POLICY_ENV_MAX)
+			return bad(err, len, where,
+				   "env '%s': NAME=VALUE (a name without ',', at most %d "
+				   "characters in all)",
+				   v, POLICY_ENV_MAX - 1);
+		memcpy(p->env, v, strlen(v) + 1);
+	} else if (!strcmp(k, "attach")) {
+		_cleanup_free_ char *list = strdup(v);
+		char *save = NULL, *one;
+
+		if (!list)
+			return -ENOMEM;
+		if (!*v)
+			return bad(err, len, where,
+				   "attach=: probes to attach (numbers or --probe specs, "
+				   "comma-separated)");
+		for (one = strtok_r(list, ",", &save); one; one = strtok_r(NULL, ",", &save)) {
+			int id = probe_id(one, lim, err, len, where, k);
+
+			if (id < 0)
+				return -EINVAL;
+			p->attach |= 1u << id;
+		}
+		p->actions |= POLICY_ACT_PROBES;
 	} else if (!strcmp(k, "freq")) {
 		if (uint_(v, 1, freq_max, &u) < 0)
 			return bad(err, len, where, "freq '%s': Hz, 1..%u", v, freq_max);
@@ -168,19 +341,16 @@ static int token(struct policy *p, const char *k, const char *v, uint32_t freq_m
 			return bad(err, len, where, "silence '%s': seconds, 0..86400", v);
 		p->silence = (unsigned int)u;
 	} else {
-		return bad(err, len, where,
-			   "unknown key '%s' (policy, item, op, threshold, period, count, comm, "
-			   "pid, freq, offcpu, stack_size, duration, silence)",
-			   k);
+		return bad(err, len, where, "unknown key '%s' (" KEY_LIST ")", k);
 	}
 	return 0;
 }
 
-static int line(const char *name, unsigned int no, char *s, uint32_t freq_max,
+static int line(const char *name, unsigned int no, char *s, const struct policy_limits *lim,
 		struct policy_set *set, char *err, size_t len)
 {
-	struct policy p = {.pid = -1, .line = no, .silence = UINT32_MAX};
-	char where[300], *save = NULL, *tok;
+	struct policy p = {.pid = -1, .line = no, .silence = UINT32_MAX, .probe = -1};
+	char where[300], *save = NULL, *tok, *keys[32];
 	unsigned int seen = 0;
 
 	snprintf(where, sizeof(where), "%s:%u", name, no);
@@ -191,9 +361,14 @@ static int line(const char *name, unsigned int no, char *s, uint32_t freq_max,
 		if (!eq || eq == tok)
 			return bad(err, len, where, "'%s' is not key=value", tok);
 		*eq = '\0';
-		r = token(&p, tok, eq + 1, freq_max, err, len, where);
+		for (unsigned int i = 0; i < seen && i < ARRAY_SIZE(keys); i++)
+			if (!strcmp(keys[i], tok))
+				return bad(err, len, where, "%s= given twice", tok);
+		r = token(&p, tok, eq + 1, lim, err, len, where);
 		if (r < 0)
 			return r;
+		if (seen < ARRAY_SIZE(keys))
+			keys[seen] = tok;
 		seen++;
 	}
 	if (!seen)
@@ -213,19 +388,28 @@ static int line(const char *name, unsigned int no, char *s, uint32_t freq_max,
 	if (p.count > p.period)
 		return bad(err, len, where, "policy '%s': count %u is more than period %u", p.name,
 			   p.count, p.period);
+	if (p.item == POLICY_PROBE_RATE && p.probe < 0)
+		return bad(
+			err, len, where,
+			"policy '%s': probe_rate needs probe= (the --probe whose hits are counted)",
+			p.name);
+	if (p.item != POLICY_PROBE_RATE && p.probe >= 0)
+		return bad(err, len, where, "policy '%s': probe= is for item=probe_rate", p.name);
 	if (!p.actions)
-		return bad(err, len, where, "policy '%s': no action (freq=, offcpu=1, stack_size=)",
+		return bad(err, len, where,
+			   "policy '%s': no action (freq=, offcpu=1, stack_size=, attach=)",
 			   p.name);
 	if (!p.duration)
 		return bad(err, len, where, "policy '%s': needs duration= (seconds)", p.name);
-	if (!policy_is_per_process(p.item) && (p.comm[0] || p.pid >= 0))
+	if (!policy_is_per_process(p.item) &&
+	    (p.comm[0] || p.pid >= 0 || policy_has_proc_selector(&p)))
 		return bad(err, len, where,
-			   "policy '%s': %s is system-wide, comm=/pid= do not apply", p.name,
-			   policy_item_name(p.item));
+			   "policy '%s': %s is system-wide, comm=/pid=/cgroup=/env= do not apply",
+			   p.name, policy_item_name(p.item));
 	if (!policy_is_per_process(p.item) && (p.actions & ~POLICY_ACT_FREQ))
 		return bad(err, len, where,
-			   "policy '%s': a system-wide item can only raise freq= (offcpu= and "
-			   "stack_size= need a target process)",
+			   "policy '%s': a system-wide item can only raise freq= (offcpu=, "
+			   "stack_size= and attach= need a target process)",
 			   p.name);
 	if (p.silence == UINT32_MAX)
 		p.silence = p.duration;
@@ -235,8 +419,35 @@ static int line(const char *name, unsigned int no, char *s, uint32_t freq_max,
 	return 0;
 }
 
-int policy_set__parse(const char *name, const char *text, uint32_t freq_max, struct policy_set *ret,
-		      char *err, size_t errlen)
+/* A probe is counted (probe=, attached all along) or attached by a
+ * trigger (attach=, attached only while one is on), never both. */
+static int probes_check(const char *name, const struct policy_set *set, char *err, size_t len)
+{
+	char where[300];
+
+	for (unsigned int i = 0; i < set->n; i++) {
+		const struct policy *c = &set->p[i];
+
+		if (c->probe < 0)
+			continue;
+		for (unsigned int j = 0; j < set->n; j++) {
+			const struct policy *a = &set->p[j];
+
+			if (!(a->attach & (1u << c->probe)))
+				continue;
+			snprintf(where, sizeof(where), "%s:%u", name, MAX(a->line, c->line));
+			return bad(err, len, where,
+				   "probe %d is counted by policy '%s' (line %u, probe=) and "
+				   "attached only during triggers by policy '%s' (line %u, "
+				   "attach=): a probe is one or the other",
+				   c->probe, c->name, c->line, a->name, a->line);
+		}
+	}
+	return 0;
+}
+
+int policy_set__parse(const char *name, const char *text, const struct policy_limits *lim,
+		      struct policy_set *ret, char *err, size_t errlen)
 {
 	_cleanup_free_ char *buf = strdup(text);
 	char *s, *nl;
@@ -256,7 +467,7 @@ int policy_set__parse(const char *name, const char *text, uint32_t freq_max, str
 		hash = strchr(s, '#');
 		if (hash)
 			*hash = '\0';
-		r = line(name, no, s, freq_max, ret, err, errlen);
+		r = line(name, no, s, lim, ret, err, errlen);
 		if (r < 0)
 			return r;
 	}
@@ -264,11 +475,11 @@ int policy_set__parse(const char *name, const char *text, uint32_t freq_max, str
 		snprintf(err, errlen, "%s: no policy in the file", name);
 		return -EINVAL;
 	}
-	return 0;
+	return lim->probes_known ? probes_check(name, ret, err, errlen) : 0;
 }
 
-int policy_set__load(const char *path, uint32_t freq_max, struct policy_set *ret, char *err,
-		     size_t errlen)
+int policy_set__load(const char *path, const struct policy_limits *lim, struct policy_set *ret,
+		     char *err, size_t errlen)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len;
@@ -282,7 +493,7 @@ int policy_set__load(const char *path, uint32_t freq_max, struct policy_set *ret
 		snprintf(err, errlen, "%s: a NUL byte in the file", path);
 		return -EINVAL;
 	}
-	return policy_set__parse(path, text, freq_max, ret, err, errlen);
+	return policy_set__parse(path, text, lim, ret, err, errlen);
 }
 
 /* ---------------------------------------------------------------- evaluation */
@@ -391,13 +602,15 @@ unsigned int policy_eval__second(struct policy_eval *e, uint64_t now_s,
 		}
 		for (size_t i = 0; i < n; i++) {
 			const struct policy_proc *pr = &procs[i];
+			double v;
 
-			if (p->pid >= 0 && pr->pid != (uint32_t)p->pid)
+			if (!policy_selects(p, pr->pid, pr->comm))
 				continue;
-			if (p->comm[0] && strncmp(pr->comm, p->comm, POLICY_COMM_MAX - 1))
+			if (policy_has_proc_selector(p) && !(pr->selected & (1u << pi)))
 				continue;
-			if (nf < max &&
-			    sample(e, pi, pr->pid, pr->comm, pr->value[p->item], now_s, &fires[nf]))
+			v = p->item == POLICY_PROBE_RATE ? pr->probe_hz[p->probe]
+							 : pr->value[p->item];
+			if (nf < max && sample(e, pi, pr->pid, pr->comm, v, now_s, &fires[nf]))
 				nf++;
 		}
 	}

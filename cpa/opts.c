@@ -81,6 +81,7 @@ static int check_format(const struct opt_def *d, const char *val, struct cpa_opt
 			const char *where);
 static int check_policy(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			const char *where);
+static int policy_probes_check(const struct cpa_opts *o);
 
 static const struct opt_def opt_table[] = {
 	/* global */
@@ -171,8 +172,8 @@ static const struct opt_def opt_table[] = {
 	 "DEBUGINFOD_URLS; default: that variable, else off)",
 	 NULL},
 	{"policy", 0, OPT_STR, MON, O(mon.policy), 0, 0, "FILE",
-	 "trigger policies: more detail (freq, off-CPU, stack size) for a process while a "
-	 "metric crosses a threshold (docs/metrics.md); checked before anything starts",
+	 "trigger policies: more detail (freq, off-CPU, stack size, probes) for a process while "
+	 "a metric crosses a threshold (docs/metrics.md); checked before anything starts",
 	 check_policy},
 	{"sched_metrics", 0, OPT_BOOL, MON, O(mon.sched_metrics), 0, 0, NULL,
 	 "per-second scheduler metrics into the store: run-queue latency, slices, switch "
@@ -738,6 +739,11 @@ int cpa_opts__check(struct cpa_opts *o)
 			  o->mon.offcpu_max_us, o->mon.offcpu_min_us);
 		return -EINVAL;
 	}
+	if (o->cmd == CPA_CMD_MONITOR && o->mon.policy) {
+		r = policy_probes_check(o);
+		if (r < 0)
+			return r;
+	}
 	if (o->cmd == CPA_CMD_SHOW && !o->show.read && !o->help) {
 		log_error("--read: a store directory is required");
 		return -EINVAL;
@@ -894,8 +900,30 @@ static int check_policy(const struct opt_def *d, const char *val, struct cpa_opt
 		log_error("%s--%s: path longer than %d bytes", where, d->name, CPA_PATH_MAX - 1);
 		return -EINVAL;
 	}
-	if (policy_set__load(val, CPA_FREQ_MAX, set, err, sizeof(err)) < 0) {
+	/* The --probe options may come after: probe names are looked up in
+	 * cpa_opts__check(), once every option is read. */
+	if (policy_set__load(val, &(struct policy_limits){.freq_max = CPA_FREQ_MAX}, set, err,
+			     sizeof(err)) < 0) {
 		log_error("%s--%s: %s", where, d->name, err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The policy file again, its probe=/attach= names against the --probe list. */
+static int policy_probes_check(const struct cpa_opts *o)
+{
+	_cleanup_free_ struct policy_set *set = calloc(1, sizeof(*set));
+	struct policy_limits lim = {.freq_max = CPA_FREQ_MAX,
+				    .probes = o->mon.probes,
+				    .nr_probes = o->mon.nr_probes,
+				    .probes_known = true};
+	char err[512];
+
+	if (!set)
+		return log_error_errno(-ENOMEM, "--policy: %m");
+	if (policy_set__load(o->mon.policy, &lim, set, err, sizeof(err)) < 0) {
+		log_error("--policy: %s", err);
 		return -EINVAL;
 	}
 	return 0;

@@ -350,7 +350,7 @@ static int print_triggers(const struct show_opts *o, struct store_reader *r, int
 	}
 	for (size_t i = 0; i < e.n; i++) {
 		const struct cpa_policy_event *s = &e.v[i], *end = NULL;
-		char a[32], b[32];
+		char a[32], b[32], item[48], acts[128];
 
 		if (s->kind != CPA_PE_START)
 			continue;
@@ -364,16 +364,12 @@ static int print_triggers(const struct show_opts *o, struct store_reader *r, int
 				end = &e.v[j];
 		show_fmt_tod(s->time_ns, a, sizeof(a));
 		show_fmt_tod(end ? end->time_ns : s->end_ns, b, sizeof(b));
-		printf("Trigger %s policy %s pid %u (%s): %s %.2f %s %.2f, actions", a, s->policy,
-		       s->pid, s->comm, policy_item_name((enum policy_item)s->item), s->value,
-		       policy_cmp_name((enum policy_cmp)s->cmp), s->threshold);
-		if (s->actions & POLICY_ACT_FREQ)
-			printf(" freq=%u", s->freq);
-		if (s->actions & POLICY_ACT_OFFCPU)
-			printf(" offcpu=1");
-		if (s->actions & POLICY_ACT_STACK_SIZE)
-			printf(" stack_size=%u", s->stack_size);
-		printf(", until %s%s\n", b, end ? "" : " (planned; no end recorded in the range)");
+		policy_item_format(item, sizeof(item), s->item);
+		policy_actions_format(acts, sizeof(acts), s->actions, s->freq, s->stack_size);
+		printf("Trigger %s policy %s pid %u (%s): %s %.2f %s %.2f, actions%s, until %s%s\n",
+		       a, s->policy, s->pid, s->comm, item, s->value,
+		       policy_cmp_name((enum policy_cmp)s->cmp), s->threshold, acts, b,
+		       end ? "" : " (planned; no end recorded in the range)");
 		shown++;
 	}
 	if (!shown)

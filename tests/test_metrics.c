@@ -294,12 +294,6 @@ static struct trig triggers(const char *out)
 	return t;
 }
 
-static void hms(char *buf, size_t len, long s)
-{
-	snprintf(buf, len, "%02d:%02d:%02d", (int)(s / 3600 % 24), (int)(s / 60 % 60),
-		 (int)(s % 60));
-}
-
 /* Samples (on-CPU, or off-CPU ns) of pid in [from, to) local seconds of day; -1: none. */
 static double folded(const char *store, unsigned int pid, long from, long to, const char *kind)
 {
@@ -313,8 +307,8 @@ static double folded(const char *store, unsigned int pid, long from, long to, co
 	int rc;
 
 	path_of(cpa, sizeof(cpa), "cpa");
-	hms(a, sizeof(a), from);
-	hms(b, sizeof(b), to);
+	test_hms(a, sizeof(a), from);
+	test_hms(b, sizeof(b), to);
 	snprintf(p, sizeof(p), "%u", pid);
 	snprintf(out, sizeof(out), "%s/w.prof", store);
 	unlink(out);
@@ -347,8 +341,8 @@ static double oncpu_s(const char *store, unsigned int pid, long from, long to)
 	int rc;
 
 	path_of(cpa, sizeof(cpa), "cpa");
-	hms(a, sizeof(a), from);
-	hms(b, sizeof(b), to);
+	test_hms(a, sizeof(a), from);
+	test_hms(b, sizeof(b), to);
 	snprintf(p, sizeof(p), "%u", pid);
 	snprintf(csv, sizeof(csv), "%s/w.csv", store);
 	free(run(argv, &rc));
@@ -364,14 +358,6 @@ static double oncpu_s(const char *store, unsigned int pid, long from, long to)
 	}
 	fclose(f);
 	return ms / 1000.0;
-}
-
-static long sod(time_t t)
-{
-	struct tm tm;
-
-	localtime_r(&t, &tm);
-	return tm.tm_hour * 3600L + tm.tm_min * 60 + tm.tm_sec;
 }
 
 START_TEST(test_metrics_policy)
@@ -408,9 +394,9 @@ START_TEST(test_metrics_policy)
 	ck_assert_int_eq(wait_exit(w, NULL), 0);
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
 
-	w0 = sod(t0);
-	hms(a, sizeof(a), w0 - 2);
-	hms(b, sizeof(b), w0 + 32);
+	w0 = test_sod(t0);
+	test_hms(a, sizeof(a), w0 - 2);
+	test_hms(b, sizeof(b), w0 + 32);
 	o = run(sargv, &rc);
 	fprintf(stderr, "%s", o);
 	ck_assert_int_eq(rc, 0);
@@ -465,7 +451,9 @@ static void parse_err(const char *text, const char *want)
 	char err[512] = "";
 
 	ck_assert_ptr_nonnull(set);
-	ck_assert_int_eq(policy_set__parse("p.policy", text, 10000, set, err, sizeof(err)),
+	ck_assert_int_eq(policy_set__parse("p.policy", text,
+					   &(struct policy_limits){.freq_max = 10000}, set, err,
+					   sizeof(err)),
 			 -EINVAL);
 	ck_assert_msg(strstr(err, want), "error '%s', wanted '%s'", err, want);
 	free(set);
@@ -487,9 +475,7 @@ START_TEST(test_policy_file_errors)
 		  "p.policy:1: policy 'a': no action");
 	parse_err("policy=a item=system_load threshold=1 period=3 count=2 comm=x freq=9 "
 		  "duration=4",
-		  "comm=/pid= do not apply");
-	parse_err("policy=a item=offcpu_percent threshold=1",
-		  "item offcpu_percent is not supported yet");
+		  "comm=/pid=/cgroup=/env= do not apply");
 	parse_err("policy=a item=cpu_percent threshold=1 period=3 count=2 freq=20000 duration=4",
 		  "p.policy:1: freq '20000': Hz, 1..10000");
 	parse_err("policy=a item=cpu_percent threshold=1 period=3 count=2 stack_size=5000 "
@@ -522,7 +508,9 @@ START_TEST(test_policy_eval)
 
 	ck_assert_ptr_nonnull(set);
 	ck_assert_ptr_nonnull(ev);
-	ck_assert_int_eq(policy_set__parse("p", text, 10000, set, err, sizeof(err)), 0);
+	ck_assert_int_eq(policy_set__parse("p", text, &(struct policy_limits){.freq_max = 10000},
+					   set, err, sizeof(err)),
+			 0);
 	policy_eval__init(ev, set);
 	for (uint64_t s = 1000; s < 1030; s++) {
 		uint64_t t = s - 1000;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TEST_SKIP 77
@@ -38,6 +39,22 @@ static inline bool test_under_tsan(void)
 #else
 	return false;
 #endif
+}
+
+/* Local second of the day of t: what `cpa show --starttime` takes. */
+static inline long test_sod(time_t t)
+{
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	return tm.tm_hour * 3600L + tm.tm_min * 60 + tm.tm_sec;
+}
+
+/* A second of the day as HH:MM:SS. */
+static inline void test_hms(char *buf, size_t len, long s)
+{
+	snprintf(buf, len, "%02d:%02d:%02d", (int)(s / 3600 % 24), (int)(s / 60 % 60),
+		 (int)(s % 60));
 }
 
 /* Run a suite; exit 0 when every case passed, 1 otherwise. */
