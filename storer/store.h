@@ -299,6 +299,9 @@ int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns
 typedef int (*store_event_fn)(void *ctx, const struct cpa_policy_event *ev);
 int store_reader__events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, store_event_fn fn,
 			 void *ctx);
+/* Both in one walk (each block's metrics section decoded once); either fn may be NULL. */
+int store_reader__metrics_events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+				 store_metrics_fn fn, store_event_fn efn, void *ctx);
 
 /* ---------------------------------------------------------------- store roots */
 
@@ -319,6 +322,13 @@ void store_root__list_free(char **names, uint32_t n);
  * and cpa-view.
  */
 int store_root__pick(const char *root, long tod_s, char *buf, size_t len);
+/*
+ * The store dirs of picked's day (picked: a path or name cpa_YYMMDD...) under
+ * root that hold records, oldest first: every monitor run of that day, for
+ * store_reader__open_set() (a window may span a restart). Their paths into
+ * *ret_dirs (free each, then it). 0 or -errno. Used by `cpa show` and cpa-view.
+ */
+int store_root__day_dirs(const char *root, const char *picked, char ***ret_dirs, uint32_t *ret_n);
 
 /* ---- timeline (store_timeline.c): counts from the index and block headers only */
 
