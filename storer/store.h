@@ -299,9 +299,23 @@ int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns
 typedef int (*store_event_fn)(void *ctx, const struct cpa_policy_event *ev);
 int store_reader__events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, store_event_fn fn,
 			 void *ctx);
-/* Both in one walk (each block's metrics section decoded once); either fn may be NULL. */
-int store_reader__metrics_events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
-				 store_metrics_fn fn, store_event_fn efn, void *ctx);
+
+/* A policy trigger: its START event paired with the END of the same policy
+ * and target (docs/metrics.md "Events in the history"). */
+struct store_trigger {
+	struct cpa_policy_event
+		ev; /* the START record (the END when the start is before the range) */
+	uint64_t start_ns, end_ns;
+	bool end_recorded; /* end_ns from an END record, else the planned end */
+	bool start_before; /* started before the range: start_ns is the range's start */
+};
+/* Triggers whose start or recorded end falls in [t0_ns, t1_ns), by start
+ * time; *ret (free()) is NULL when there are none. 0 or -errno. */
+int store_reader__triggers(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			   struct store_trigger **ret, size_t *ret_n);
+/* "policy burst pid 8123 (myserver): cpu_percent 183.20 > 50.00, actions freq=499 offcpu=1",
+ * as `cpa show --triggers` prints it. */
+void store_trigger__describe(const struct store_trigger *t, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- store roots */
 

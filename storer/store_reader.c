@@ -21,6 +21,7 @@
 
 #include "common/cpulist.h"
 #include "common/macro.h"
+#include "common/policy.h"
 #include "common/timeutil.h"
 #include "store.h"
 #include "store_dir_pvt.h"
@@ -846,10 +847,97 @@ int store_reader__events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 	return metrics_walk(r, t0_ns, t1_ns, NULL, fn, ctx);
 }
 
-int store_reader__metrics_events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
-				 store_metrics_fn fn, store_event_fn efn, void *ctx)
+/* ------------------------------------------------------------ triggers */
+
+struct trig_acc {
+	uint64_t t0_ns;
+	struct store_trigger *v;
+	size_t n, cap;
+};
+
+static int on_trig_event(void *ctx, const struct cpa_policy_event *ev)
 {
-	return metrics_walk(r, t0_ns, t1_ns, fn, efn, ctx);
+	struct trig_acc *a = ctx;
+	struct store_trigger *t;
+
+	if (ev->kind == CPA_PE_END) {
+		/* the oldest open START of the same policy and target */
+		for (size_t i = 0; i < a->n; i++) {
+			t = &a->v[i];
+			if (!t->end_recorded && !t->start_before && t->ev.pid == ev->pid &&
+			    !strncmp(t->ev.policy, ev->policy, sizeof(ev->policy))) {
+				t->end_ns = ev->time_ns;
+				t->end_recorded = true;
+				return 0;
+			}
+		}
+	} else if (ev->kind != CPA_PE_START) {
+		return 0;
+	}
+	if (a->n == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 16;
+		struct store_trigger *nv = realloc(a->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		a->v = nv;
+		a->cap = nc;
+	}
+	t = &a->v[a->n++];
+	*t = (struct store_trigger){.ev = *ev};
+	if (ev->kind == CPA_PE_START) {
+		t->start_ns = ev->time_ns;
+		t->end_ns = MAX(ev->end_ns, ev->time_ns);
+	} else {
+		t->start_ns = MIN(a->t0_ns, ev->time_ns);
+		t->end_ns = ev->time_ns;
+		t->end_recorded = t->start_before = true;
+	}
+	return 0;
+}
+
+static int trig_cmp(const void *x, const void *y)
+{
+	const struct store_trigger *a = x, *b = y;
+
+	return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
+}
+
+int store_reader__triggers(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			   struct store_trigger **ret, size_t *ret_n)
+{
+	struct trig_acc a = {.t0_ns = t0_ns};
+	int e = store_reader__events(r, t0_ns, t1_ns, on_trig_event, &a);
+
+	if (e < 0) {
+		free(a.v);
+		return e;
+	}
+	if (a.n)
+		qsort(a.v, a.n, sizeof(*a.v), trig_cmp);
+	*ret = a.v;
+	*ret_n = a.n;
+	return 0;
+}
+
+void store_trigger__describe(const struct store_trigger *t, char *buf, size_t len)
+{
+	const struct cpa_policy_event *e = &t->ev;
+	size_t o;
+
+	o = (size_t)snprintf(buf, len, "policy %.*s pid %u (%.*s)", (int)sizeof(e->policy),
+			     e->policy, e->pid, (int)sizeof(e->comm), e->comm);
+	if (e->kind != CPA_PE_START || o >= len)
+		return; /* an END only: the start (and what fired) is before the range */
+	o += (size_t)snprintf(buf + o, len - o, ": %s %.2f %s %.2f, actions",
+			      policy_item_name((enum policy_item)e->item), e->value,
+			      policy_cmp_name((enum policy_cmp)e->cmp), e->threshold);
+	if (o < len && (e->actions & POLICY_ACT_FREQ))
+		o += (size_t)snprintf(buf + o, len - o, " freq=%u", e->freq);
+	if (o < len && (e->actions & POLICY_ACT_OFFCPU))
+		o += (size_t)snprintf(buf + o, len - o, " offcpu=1");
+	if (o < len && (e->actions & POLICY_ACT_STACK_SIZE))
+		snprintf(buf + o, len - o, " stack_size=%u", e->stack_size);
 }
 
 /* ------------------------------------------------------------ open */
