@@ -506,22 +506,13 @@ int export__add_trigger(struct exporter *e, const struct store_trigger *t)
 	return 0;
 }
 
-/* The seconds [s0, s1) a trigger covers: its start to its end, whole seconds. */
-static void trig_secs(const struct store_trigger *t, int64_t *s0, int64_t *s1)
-{
-	*s0 = (int64_t)(t->start_ns / NSEC_PER_SEC);
-	*s1 = (int64_t)((t->end_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC);
-	if (*s1 <= *s0)
-		*s1 = *s0 + 1;
-}
-
 int export__trigger_of(const struct exporter *e, const struct store_sample *s)
 {
 	for (uint32_t i = 0; i < e->n_trig; i++) {
 		const struct store_trigger *t = &e->trig[i];
 		int64_t s0, s1;
 
-		trig_secs(t, &s0, &s1);
+		store_trigger__secs(t, &s0, &s1);
 		if (s->sec >= s0 && s->sec < s1 && !s->lost && (!t->ev.pid || t->ev.pid == s->pid))
 			return (int)i;
 	}
@@ -543,7 +534,7 @@ void export__trigger_text(const struct store_trigger *t, char *buf, size_t len)
 	int64_t s0, s1;
 	size_t o;
 
-	trig_secs(t, &s0, &s1);
+	store_trigger__secs(t, &s0, &s1);
 	fmt_tod(s0, a, sizeof(a));
 	fmt_tod(s1, b, sizeof(b));
 	o = (size_t)snprintf(buf, len, "%s-%s ", a, b);
@@ -564,7 +555,7 @@ static int add_trigger_copy(struct exporter *e, const struct store_sample *s, in
 
 	if (i < 0)
 		return 0;
-	trig_secs(&e->trig[i], &s0, &s1);
+	store_trigger__secs(&e->trig[i], &s0, &s1);
 	fmt_tod(s0, a, sizeof(a));
 	fmt_tod(s1, b, sizeof(b));
 	snprintf(lbl, sizeof(lbl), "[trigger %s-%s policy %.*s pid %u]", a, b,

@@ -309,6 +309,15 @@ struct store_trigger {
 	bool end_recorded; /* end_ns from an END record, else the planned end */
 	bool start_before; /* started before the range: start_ns is the range's start */
 };
+/* The whole seconds [*s0, *s1) a trigger covers (its start and end rounded out):
+ * the store keeps rows per second, so these are the rows of its window. */
+static inline void store_trigger__secs(const struct store_trigger *t, int64_t *s0, int64_t *s1)
+{
+	*s0 = (int64_t)(t->start_ns / 1000000000ull);
+	*s1 = (int64_t)((t->end_ns + 999999999ull) / 1000000000ull);
+	if (*s1 <= *s0)
+		*s1 = *s0 + 1;
+}
 /* Triggers whose start or recorded end falls in [t0_ns, t1_ns), by start
  * time; *ret (free()) is NULL when there are none. 0 or -errno. */
 int store_reader__triggers(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,

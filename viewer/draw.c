@@ -305,15 +305,6 @@ static void put_part(const struct vapp *a, int y, int *x, attr_t at, const char 
 	*x += MIN(n, w);
 }
 
-/* The seconds [s0, s1) of a trigger: its start to its end, whole seconds. */
-static void trig_secs(const struct store_trigger *t, int64_t *s0, int64_t *s1)
-{
-	*s0 = (int64_t)(t->start_ns / 1000000000ULL);
-	*s1 = (int64_t)((t->end_ns + 999999999ULL) / 1000000000ULL);
-	if (*s1 <= *s0)
-		*s1 = *s0 + 1;
-}
-
 static void draw_series(struct vapp *a, int y0, int h)
 {
 	static const short pairs[SER_N] = {P_TL_ON, P_SER_RQ, P_SER_CS};
@@ -368,7 +359,7 @@ static void draw_series(struct vapp *a, int y0, int h)
 		bool sel = a->view == VV_TRIGGERS && j == a->trig_sel;
 		int64_t s0, s1, c;
 
-		trig_secs(t, &s0, &s1);
+		store_trigger__secs(t, &s0, &s1);
 		if (s1 <= a->v0 || s0 >= a->v1)
 			continue;
 		n_trig++;

@@ -299,10 +299,10 @@ static int model_load(struct vmodel *m, char *err, size_t errlen)
 
 	/* A root: every run of the picked dir's day, read as one (as `cpa show`). */
 	if (m->root[0] && store_root__day_dirs(m->root, m->dir, &m->dirs, &m->n_dirs) == 0 &&
-	    m->n_dirs > 1)
+	    m->n_dirs > 1) {
 		r = store_reader__open_set((const char *const *)m->dirs, m->n_dirs, on_notice, m,
 					   &m->r, err, errlen);
-	else {
+	} else {
 		dirs_free(m);
 		r = store_reader__open_err(m->dir, on_notice, m, &m->r, err, errlen);
 	}

@@ -714,10 +714,7 @@ static void trigger_jump(struct vapp *a)
 	if (a->trig_sel >= a->m.ser.n_trig)
 		return;
 	t = &a->m.ser.trig[a->trig_sel];
-	r0 = (int64_t)(t->start_ns / 1000000000ULL);
-	r1 = (int64_t)((t->end_ns + 999999999ULL) / 1000000000ULL);
-	if (r1 <= r0)
-		r1 = r0 + 1;
+	store_trigger__secs(t, &r0, &r1);
 	snprintf(a->msg, sizeof(a->msg), "range = the window of trigger %.*s pid %u",
 		 (int)sizeof(t->ev.policy), t->ev.policy, t->ev.pid);
 	set_range(a, r0, r1);
