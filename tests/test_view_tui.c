@@ -645,17 +645,25 @@ static bool can_bpf(void)
 
 START_TEST(test_bpf_store)
 {
-	char cpa[1100], wl[1100], cmd[4096], *s, *p;
+	char cpa[1100], wl[1100], cmd[4096], pol[400], *s, *p;
 	int r;
 	double share;
+	FILE *f;
 
 	path_of(cpa, sizeof(cpa), "cpa");
 	path_of(wl, sizeof(wl), "cpa-workload");
-	/* record 6 s of the whole machine while the workload runs 4 s */
+	/* a policy that fires on the workload's burst (one busy thread: ~100% of a CPU) */
+	snprintf(pol, sizeof(pol), "%s/hot.policy", tmp_root);
+	f = fopen(pol, "we");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "policy=hot item=cpu_percent op=> threshold=30 count=2 period=3 "
+		   "comm=cpa-workload freq=199 duration=2 silence=60\n");
+	fclose(f);
+	/* record 8 s of the whole machine while the workload runs 4 s */
 	snprintf(cmd, sizeof(cmd),
-		 "'%s' monitor --store_dir '%s' -F 99 --duration 6 >/dev/null 2>&1 & m=$!; "
-		 "sleep 1; '%s' --seconds 4 --threads 1 --depth 6 >/dev/null; wait $m",
-		 cpa, store_root, wl);
+		 "'%s' monitor --store_dir '%s' -F 99 --policy '%s' --duration 8 >/dev/null 2>&1 "
+		 "& m=$!; sleep 1; '%s' --seconds 4 --threads 1 --depth 6 >/dev/null; wait $m",
+		 cpa, store_root, pol, wl);
 	r = system(cmd);
 	ck_assert_int_eq(r, 0);
 	tui_start(store_root, 100, 30);
@@ -673,6 +681,18 @@ START_TEST(test_bpf_store)
 	s = wait_for("sorted by self");
 	ck_assert_ptr_nonnull(strstr(s, "wl_"));
 	free(s);
+	/* the recorded metrics drawn (the legend has maxima), the trigger listed and jumped to */
+	keys("Tab");
+	s = wait_for("triggers 1 (T)");
+	ck_assert_msg(strstr(s, "system:") && strstr(s, "max: cpu "), "%s", s);
+	ck_assert_msg(strstr(s, "T-"), "no trigger window on the trigger row:\n%s", s);
+	free(s);
+	keys("T");
+	s = wait_for("policy hot pid");
+	ck_assert_msg(strstr(s, "(cpa-workload): cpu_percent") && strstr(s, "freq=199"), "%s", s);
+	free(s);
+	keys("Enter");
+	free(wait_for("range = the window of trigger hot"));
 }
 END_TEST
 
