@@ -427,12 +427,13 @@ START_TEST(test_range_keys)
 	free(wait_for("range 10:00:00-10:10:00"));
 	/* filters and grouping */
 	prompt_answer(":", "filter:", "pid=2000");
-	s = wait_for("pid=2000");
+	/* the header's filter, not the prompt's echo: drawn with the filtered flamegraph */
+	s = wait_for("group process  pid=2000");
 	ck_assert_ptr_nonnull(strstr(s, "db:2000"));
 	ck_assert_ptr_null(strstr(s, "app:1000"));
 	free(s);
 	prompt_answer(":", "filter:", "kind=off");
-	s = wait_for("kind=off");
+	s = wait_for("group process  kind=off");
 	ck_assert_ptr_nonnull(strstr(s, "wait_event"));
 	ck_assert_ptr_null(strstr(s, "hot_function"));
 	ck_assert_ptr_nonnull(strstr(s, "schedule"));
