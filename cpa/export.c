@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "export_int.h"
 
 /* ---------------------------------------------------------------- xtab */
@@ -495,6 +497,74 @@ void export__new_source(struct exporter *e)
 	e->src++;
 }
 
+int export__add_trigger(struct exporter *e, const struct store_trigger *t)
+{
+	if (e->n_trig == EXPORT_TRIGGERS_MAX)
+		return export__fail(e, -E2BIG, "more than %d policy triggers in the range",
+				    EXPORT_TRIGGERS_MAX);
+	e->trig[e->n_trig++] = *t;
+	return 0;
+}
+
+int export__trigger_of(const struct exporter *e, const struct store_sample *s)
+{
+	for (uint32_t i = 0; i < e->n_trig; i++) {
+		const struct store_trigger *t = &e->trig[i];
+		int64_t s0, s1;
+
+		store_trigger__secs(t, &s0, &s1);
+		if (s->sec >= s0 && s->sec < s1 && !s->lost && (!t->ev.pid || t->ev.pid == s->pid))
+			return (int)i;
+	}
+	return -1;
+}
+
+static void fmt_tod(int64_t sec, char *buf, size_t len)
+{
+	time_t tt = (time_t)sec;
+	struct tm tm;
+
+	localtime_r(&tt, &tm);
+	snprintf(buf, len, "%02d:%02d:%02d", tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+void export__trigger_text(const struct store_trigger *t, char *buf, size_t len)
+{
+	char a[16], b[16];
+	int64_t s0, s1;
+	size_t o;
+
+	store_trigger__secs(t, &s0, &s1);
+	fmt_tod(s0, a, sizeof(a));
+	fmt_tod(s1, b, sizeof(b));
+	o = (size_t)snprintf(buf, len, "%s-%s ", a, b);
+	if (o < len)
+		store_trigger__describe(t, buf + o, len - o);
+}
+
+/* Speedscope: a row inside a trigger's window also goes below a label of its
+ * own, "[trigger HH:MM:SS-HH:MM:SS policy P pid N]", so that it becomes a
+ * profile of its own named after the window. */
+static int add_trigger_copy(struct exporter *e, const struct store_sample *s, int side)
+{
+	int i = export__trigger_of(e, s);
+	struct export_opts o = e->o;
+	struct store_sample c = *s;
+	char lbl[128], a[16], b[16];
+	int64_t s0, s1;
+
+	if (i < 0)
+		return 0;
+	store_trigger__secs(&e->trig[i], &s0, &s1);
+	fmt_tod(s0, a, sizeof(a));
+	fmt_tod(s1, b, sizeof(b));
+	snprintf(lbl, sizeof(lbl), "[trigger %s-%s policy %.*s pid %u]", a, b,
+		 (int)sizeof(e->trig[i].ev.policy), e->trig[i].ev.policy, e->trig[i].ev.pid);
+	c.env = lbl;
+	o.no_env = false;
+	return tree__add(&e->tree, &o, e->src, &c, side);
+}
+
 static int add(struct exporter *e, const struct store_sample *s, int side)
 {
 	e->st.rows[side]++;
@@ -508,6 +578,12 @@ static int add(struct exporter *e, const struct store_sample *s, int side)
 	}
 	if (e->fmt == EXPORT_PPROF)
 		return export_pprof__add(e, s, side);
+	if (e->fmt == EXPORT_SPEEDSCOPE && e->n_trig && !side) {
+		int r = add_trigger_copy(e, s, side);
+
+		if (r < 0)
+			return r;
+	}
 	return tree__add(&e->tree, &e->o, e->src, s, side);
 }
 

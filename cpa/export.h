@@ -57,6 +57,17 @@ int export__add(void *ctx, const struct store_sample *s);
 /* Rows of the base range of a diff. */
 int export__add_base(void *ctx, const struct store_sample *s);
 
+/*
+ * A policy trigger of the range (store_reader__triggers()), added before the
+ * rows: pprof gets a comment per trigger and the label trigger=<policy> on
+ * the samples inside its window (its process's, or every sample for a
+ * system-wide trigger); speedscope a profile of each window; SVG lists them
+ * in its subtitle; folded files get nothing (docs/export.md). At most
+ * EXPORT_TRIGGERS_MAX are kept (-E2BIG past that).
+ */
+#define EXPORT_TRIGGERS_MAX 64
+int export__add_trigger(struct exporter *e, const struct store_trigger *t);
+
 /* Write the file (after every row was added). */
 int export__write(struct exporter *e, const char *path);
 

@@ -125,7 +125,15 @@ struct exporter {
 	char err[256];
 	struct tree tree; /* folded, svg, speedscope */
 	void *pp;	  /* pprof's state */
+	struct store_trigger trig[EXPORT_TRIGGERS_MAX];
+	uint32_t n_trig;
 };
+
+/* Index of the first trigger whose window holds row s (its process, or a
+ * system-wide trigger), or -1. */
+int export__trigger_of(const struct exporter *e, const struct store_sample *s);
+/* "10:02:00-10:02:30 policy burst pid 1000 (app): cpu_percent 183.20 > 50.00, actions ..." */
+void export__trigger_text(const struct store_trigger *t, char *buf, size_t len);
 
 int export_folded__write(struct exporter *e, FILE *f);
 int export_svg__write(struct exporter *e, FILE *f);

@@ -10,14 +10,16 @@
  *                period 1e9/freq)
  *   sample       location ids (leaf first), three values, labels pid, tid,
  *                cpu, cgroup (numbers), comm, process, env, kind (strings),
- *                probe (number, probe samples only); a diff base's samples
- *                are negated and labelled pprof::base=true (what
- *                `pprof -diff_base` does)
+ *                probe (number, probe samples only), trigger (the policy's
+ *                name, on samples inside a policy trigger's window); a
+ *                diff base's samples are negated and labelled
+ *                pprof::base=true (what `pprof -diff_base` does)
  *   mapping      one per (path, build-id) of user code; one "[kernel]"
  *   location     one per frame: address = mapping start + file offset
  *                (user; the mapping's file_offset is 0) or the kernel
  *                address; a line naming the function
  *   function     name = system_name = the frame's name
+ *   comment      one per policy trigger of the range (`pprof -comments`)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -55,6 +57,7 @@ struct pp_skey {
 	uint32_t pid, tid, cpu, probe;
 	uint32_t comm, process, env; /* string ids */
 	uint32_t kind, side;
+	uint32_t trigger; /* string id of the policy whose window holds the row, 0 = none */
 	uint64_t cgroup;
 };
 
@@ -208,6 +211,18 @@ int export_pprof__add(struct exporter *e, const struct store_sample *s, int side
 	if (str_id(p, s->comm, &k.comm) < 0 || str_id(p, s->pcomm, &k.process) < 0 ||
 	    str_id(p, s->env, &k.env) < 0)
 		return -ENOMEM;
+	if (!side) {
+		int ti = export__trigger_of(e, s);
+
+		char pol[CPA_POLICY_NAME_LEN + 1];
+
+		if (ti >= 0) {
+			snprintf(pol, sizeof(pol), "%.*s", CPA_POLICY_NAME_LEN,
+				 e->trig[ti].ev.policy);
+			if (str_id(p, pol, &k.trigger) < 0)
+				return -ENOMEM;
+		}
+	}
 	r = xtab__intern(&p->samples, &k, sizeof(k), &id);
 	if (r < 0)
 		return r;
@@ -368,7 +383,8 @@ int export_pprof__write(struct exporter *e, FILE *f)
 	struct pprof *p = e->pp;
 	struct pbuf b = {0}, m = {0}, sub = {0};
 	uint32_t s_samples, s_count, s_cpu, s_ns, s_off, s_pid, s_tid, s_cpul, s_cg, s_comm, s_proc,
-		s_env, s_kind, s_probe, s_base, s_true, s_kinds[CPA_KIND_MAX], i, j = 0;
+		s_env, s_kind, s_probe, s_base, s_true, s_trig, s_kinds[CPA_KIND_MAX], i, j = 0;
+	uint32_t s_comments[EXPORT_TRIGGERS_MAX];
 	_cleanup_free_ uint32_t *mapid = NULL;
 	int r = 0;
 
@@ -379,8 +395,17 @@ int export_pprof__write(struct exporter *e, FILE *f)
 	    str_id(p, "cgroup", &s_cg) < 0 || str_id(p, "comm", &s_comm) < 0 ||
 	    str_id(p, "process", &s_proc) < 0 || str_id(p, "env", &s_env) < 0 ||
 	    str_id(p, "kind", &s_kind) < 0 || str_id(p, "probe", &s_probe) < 0 ||
-	    str_id(p, "pprof::base", &s_base) < 0 || str_id(p, "true", &s_true) < 0)
+	    str_id(p, "pprof::base", &s_base) < 0 || str_id(p, "true", &s_true) < 0 ||
+	    str_id(p, "trigger", &s_trig) < 0)
 		return export__fail(e, -ENOMEM, "pprof: out of memory");
+	for (i = 0; i < e->n_trig; i++) {
+		char text[512], c[600];
+
+		export__trigger_text(&e->trig[i], text, sizeof(text));
+		snprintf(c, sizeof(c), "trigger %s", text);
+		if (str_id(p, c, &s_comments[i]) < 0)
+			return export__fail(e, -ENOMEM, "pprof: out of memory");
+	}
 	for (i = 0; i < CPA_KIND_MAX; i++)
 		if (str_id(p, export__kind_name(i), &s_kinds[i]) < 0)
 			return export__fail(e, -ENOMEM, "pprof: out of memory");
@@ -435,6 +460,8 @@ int export_pprof__write(struct exporter *e, FILE *f)
 			label(&m, &sub, s_probe, 0, k->probe, true);
 		if (k->side)
 			label(&m, &sub, s_base, s_true, 0, false);
+		if (k->trigger)
+			label(&m, &sub, s_trig, k->trigger, 0, false);
 		pb_msg(&b, 2, &m);
 		e->st.stacks++;
 	}
@@ -488,6 +515,8 @@ int export_pprof__write(struct exporter *e, FILE *f)
 	pb_int(&b, 10, (int64_t)(e->o.t1_ns - e->o.t0_ns));
 	value_type(&b, &m, 11, s_cpu, s_ns);
 	pb_int(&b, 12, e->o.freq ? 1000000000ll / e->o.freq : 0);
+	for (i = 0; i < e->n_trig; i++)
+		pb_int(&b, 13, s_comments[i]);
 	pb_uint(&b, 14, s_cpu);
 	if (b.oom || m.oom || sub.oom)
 		r = export__fail(e, -ENOMEM, "pprof: out of memory");

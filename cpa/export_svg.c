@@ -413,8 +413,17 @@ int export_svg__write(struct exporter *e, FILE *f)
 		fputs("red: grew, blue: shrank (share of each range's total); ", f);
 	else if (g.any_off)
 		fputs("blue: off-CPU; ", f);
-	fprintf(f, "%llu frames drawn, %llu narrower than a pixel merged</text>\n",
+	fprintf(f, "%llu frames drawn, %llu narrower than a pixel merged",
 		(unsigned long long)g.drawn, (unsigned long long)e->st.merged);
+	/* the policy triggers of the range (a line of its own when there is room) */
+	for (i = 0; i < e->n_trig; i++) {
+		char text[512];
+
+		export__trigger_text(&e->trig[i], text, sizeof(text));
+		fputs(i ? "; " : "; policy triggers: ", f);
+		xml_escape(f, text, sizeof(text));
+	}
+	fputs("</text>\n", f);
 	fputs(svg_script, f);
 	fputs("</svg>\n", f);
 	for (i = 1; i < t->n; i++)

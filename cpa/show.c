@@ -357,54 +357,6 @@ int show_pick_dir(const char *read, long tod, char *buf, size_t len)
 	return r;
 }
 
-#define DAY_NAME_LEN 10 /* "cpa_YYMMDD" */
-
-/*
- * The store dirs of picked's day under root that hold records, oldest first
- * (every monitor run of that day: a window may span a restart). Their paths
- * into *ret_dirs (free each, then it).
- */
-static int day_dirs(const char *root, const char *picked, char ***ret_dirs, uint32_t *ret_n)
-{
-	const char *base = strrchr(picked, '/') ? strrchr(picked, '/') + 1 : picked;
-	char **names = NULL, **out;
-	uint32_t n = 0, k = 0;
-	int r = store_root__list(root, &names, &n);
-
-	if (r < 0)
-		return r;
-	out = calloc(n + 1, sizeof(*out));
-	if (!out) {
-		store_root__list_free(names, n);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		char p[PATH_MAX + 256];
-		struct store_reader *sr;
-		uint64_t a, b, recs;
-		bool data;
-
-		if (strncmp(names[i], base, DAY_NAME_LEN) ||
-		    (names[i][DAY_NAME_LEN] && names[i][DAY_NAME_LEN] != '_'))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
-		if (store_reader__open(p, NULL, NULL, &sr) < 0)
-			continue;
-		data = store_reader__range(sr, &a, &b, &recs) == 0;
-		store_reader__free(sr);
-		if (!data)
-			continue;
-		out[k] = strdup(p);
-		if (!out[k])
-			break;
-		k++;
-	}
-	store_root__list_free(names, n);
-	*ret_dirs = out;
-	*ret_n = k;
-	return 0;
-}
-
 static int open_store(const struct show_opts *o, long stod, char *dir, size_t len,
 		      struct store_reader **ret)
 {
@@ -416,7 +368,8 @@ static int open_store(const struct show_opts *o, long stod, char *dir, size_t le
 	if (r < 0)
 		return r;
 	/* A root: every run of the picked dir's day, read as one. */
-	if (!store_dir__is_store(o->read) && day_dirs(o->read, dir, &dirs, &n) == 0 && n > 1) {
+	if (!store_dir__is_store(o->read) && store_root__day_dirs(o->read, dir, &dirs, &n) == 0 &&
+	    n > 1) {
 		for (uint32_t i = 0; i < n; i++)
 			log_debug("reading '%s'", dirs[i]);
 		r = store_reader__open_set((const char *const *)dirs, n, on_notice, NULL, ret, err,

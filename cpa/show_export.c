@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -133,6 +134,32 @@ out:
 	return ret;
 }
 
+/* The policy triggers of the range for the exporter to mark (docs/export.md),
+ * those of the processes the filter selects (and system-wide ones). */
+static int add_triggers(struct exporter *e, struct store_reader *r, const struct export_opts *eo,
+			const struct store_filter *filt)
+{
+	struct store_trigger *t = NULL;
+	size_t n = 0;
+	int ret = store_reader__triggers(r, eo->t0_ns, eo->t1_ns, &t, &n);
+
+	if (ret < 0)
+		return log_error_errno(ret, "read the policy events: %m");
+	for (size_t i = 0; i < n && ret >= 0; i++) {
+		const struct cpa_policy_event *ev = &t[i].ev;
+
+		if (ev->pid && filt->pid >= 0 && ev->pid != (uint32_t)filt->pid)
+			continue;
+		if (ev->pid && filt->comm && strncmp(ev->comm, filt->comm, CPA_COMM_LEN - 1))
+			continue;
+		ret = export__add_trigger(e, &t[i]);
+		if (ret < 0)
+			log_warn("%s: the rest are not marked", export__error(e));
+	}
+	free(t);
+	return 0;
+}
+
 int show_export(const struct show_opts *o, struct store_reader *r, const char *dir,
 		const struct store_filter *filt, int64_t t0, int64_t n)
 {
@@ -169,6 +196,9 @@ int show_export(const struct show_opts *o, struct store_reader *r, const char *d
 	ret = export__new(fmt, &eo, &e);
 	if (ret < 0)
 		return log_error_errno(ret, "exporter: %m");
+	ret = add_triggers(e, r, &eo, filt);
+	if (ret < 0)
+		goto out;
 	ret = store_reader__query(r, eo.t0_ns, eo.t1_ns, filt, export__add, e);
 	if (ret < 0) {
 		log_error("read '%s': %s", dir,

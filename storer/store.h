@@ -300,6 +300,32 @@ typedef int (*store_event_fn)(void *ctx, const struct cpa_policy_event *ev);
 int store_reader__events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, store_event_fn fn,
 			 void *ctx);
 
+/* A policy trigger: its START event paired with the END of the same policy
+ * and target (docs/metrics.md "Events in the history"). */
+struct store_trigger {
+	struct cpa_policy_event
+		ev; /* the START record (the END when the start is before the range) */
+	uint64_t start_ns, end_ns;
+	bool end_recorded; /* end_ns from an END record, else the planned end */
+	bool start_before; /* started before the range: start_ns is the range's start */
+};
+/* The whole seconds [*s0, *s1) a trigger covers (its start and end rounded out):
+ * the store keeps rows per second, so these are the rows of its window. */
+static inline void store_trigger__secs(const struct store_trigger *t, int64_t *s0, int64_t *s1)
+{
+	*s0 = (int64_t)(t->start_ns / 1000000000ull);
+	*s1 = (int64_t)((t->end_ns + 999999999ull) / 1000000000ull);
+	if (*s1 <= *s0)
+		*s1 = *s0 + 1;
+}
+/* Triggers whose start or recorded end falls in [t0_ns, t1_ns), by start
+ * time; *ret (free()) is NULL when there are none. 0 or -errno. */
+int store_reader__triggers(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			   struct store_trigger **ret, size_t *ret_n);
+/* "policy burst pid 8123 (myserver): cpu_percent 183.20 > 50.00, actions freq=499 offcpu=1",
+ * as `cpa show --triggers` prints it. */
+void store_trigger__describe(const struct store_trigger *t, char *buf, size_t len);
+
 /* ---------------------------------------------------------------- store roots */
 
 /* true if path looks like a store dir (has an index or segment files). */
@@ -319,6 +345,13 @@ void store_root__list_free(char **names, uint32_t n);
  * and cpa-view.
  */
 int store_root__pick(const char *root, long tod_s, char *buf, size_t len);
+/*
+ * The store dirs of picked's day (picked: a path or name cpa_YYMMDD...) under
+ * root that hold records, oldest first: every monitor run of that day, for
+ * store_reader__open_set() (a window may span a restart). Their paths into
+ * *ret_dirs (free each, then it). 0 or -errno. Used by `cpa show` and cpa-view.
+ */
+int store_root__day_dirs(const char *root, const char *picked, char ***ret_dirs, uint32_t *ret_n);
 
 /* ---- timeline (store_timeline.c): counts from the index and block headers only */
 

@@ -21,6 +21,7 @@
 
 #include "common/cpulist.h"
 #include "common/macro.h"
+#include "common/policy.h"
 #include "common/timeutil.h"
 #include "store.h"
 #include "store_dir_pvt.h"
@@ -665,66 +666,122 @@ static int set_query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 	return 0;
 }
 
-static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
-		     const struct store_filter *f, store_sample_fn fn, void *ctx)
+/* ------------------------------------------------------------ block walk */
+
+static bool block_in(const struct rblock *b, int64_t t0s, int64_t t1s)
 {
-	int64_t t0s = (int64_t)(t0_ns / NSEC_PER_SEC),
-		t1s = (int64_t)((t1_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC);
+	return (int64_t)b->t_min_s < t1s && (int64_t)b->t_min_s + b->span_s >= t0s;
+}
+
+/* The segment's file open (on demand; closed once a walk is done with it).
+ * 0, or -errno with a notice: the caller skips the segment. */
+static int seg_ensure_open(struct store_reader *r, struct rseg *s)
+{
+	if (s->fd >= 0)
+		return 0;
+	s->fd = store_open_regular(s->path);
+	if (s->fd >= 0)
+		return 0;
+	notice(r, "%s: %s, skipped", s->path, strerror(-s->fd));
+	s->fd = -1;
+	return -EIO;
+}
+
+/*
+ * The blocks of seconds [t0s, t1s) carrying the flags need, segment by
+ * segment in block order: each segment is opened as the walk enters it and
+ * closed as it leaves; with dict, the segment's dictionary is loaded up to
+ * its last block in the range first. Bad blocks are passed over.
+ */
+struct blk_iter {
+	int64_t t0s, t1s;
+	uint8_t need; /* STORE_BF_* the block must have */
+	bool dict;
 	uint32_t si, i;
-	int ret;
+	int64_t last; /* last block of segment si in the range; -1: not entered */
+};
 
-	for (si = 0; si < r->n_seg; si++) {
-		struct rseg *s = &r->segs[si];
-		int64_t last = -1;
+static void blk_iter_init(struct blk_iter *it, uint64_t t0_ns, uint64_t t1_ns, uint8_t need,
+			  bool dict)
+{
+	*it = (struct blk_iter){
+		.t0s = (int64_t)(t0_ns / NSEC_PER_SEC),
+		.t1s = (int64_t)((t1_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC),
+		.need = need,
+		.dict = dict,
+		.last = -1,
+	};
+}
 
-		for (i = 0; i < s->n; i++) {
-			const struct rblock *b = &s->blocks[i];
+/* 1 with the next block in *ret_s, *ret_b; 0 at the end; -ENOMEM. */
+static int blk_next(struct store_reader *r, struct blk_iter *it, struct rseg **ret_s,
+		    struct rblock **ret_b)
+{
+	for (; it->si < r->n_seg; it->si++, it->last = -1) {
+		struct rseg *s = &r->segs[it->si];
 
-			if ((int64_t)b->t_min_s < t1s && (int64_t)b->t_min_s + b->span_s >= t0s)
-				last = i;
-		}
-		if (last < 0)
-			continue;
-		if (s->fd < 0) {
-			s->fd = store_open_regular(s->path);
-			if (s->fd < 0) {
-				notice(r, "%s: %s, skipped", s->path, strerror(-s->fd));
-				s->fd = -1;
+		if (it->last < 0) {
+			for (uint32_t i = 0; i < s->n; i++)
+				if ((s->blocks[i].flags & it->need) == it->need &&
+				    block_in(&s->blocks[i], it->t0s, it->t1s))
+					it->last = i;
+			if (it->last < 0 || seg_ensure_open(r, s) < 0) {
+				it->last = -1;
 				continue;
 			}
-		}
-		ret = load_dict(r, si, (uint32_t)last);
-		if (ret < 0)
-			return ret;
-		for (i = 0; i <= (uint32_t)last; i++) {
-			struct rblock *b = &s->blocks[i];
-			struct store_block_hdr h;
-			int n;
+			if (it->dict) {
+				int ret = load_dict(r, it->si, (uint32_t)it->last);
 
-			if (b->bad || (int64_t)b->t_min_s >= t1s ||
-			    (int64_t)b->t_min_s + b->span_s < t0s)
-				continue;
-			n = read_section(r, s, b, true, &h);
-			if (n == -ENOMEM)
-				return n;
-			if (n < 0)
-				continue;
-			r->st.blocks_read++;
-			ret = emit_rows(r, s, r->rawbuf, (size_t)n,
-					(int64_t)(h.t_min_ns / NSEC_PER_SEC), t0s, t1s, f, fn, ctx);
-			if (ret == -EBADMSG) {
-				r->st.blocks_corrupt++;
-				b->bad = true;
-				notice(r, "%s: block at %u has malformed rows, skipped", s->path,
-				       b->off);
-				continue;
+				if (ret < 0)
+					return ret;
 			}
-			if (ret)
-				return ret;
+			it->i = 0;
+		}
+		while (it->i <= (uint32_t)it->last) {
+			struct rblock *b = &s->blocks[it->i++];
+
+			if (b->bad || (b->flags & it->need) != it->need ||
+			    !block_in(b, it->t0s, it->t1s))
+				continue;
+			*ret_s = s;
+			*ret_b = b;
+			return 1;
 		}
 		seg_close(s);
 	}
 	return 0;
+}
+
+static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+		     const struct store_filter *f, store_sample_fn fn, void *ctx)
+{
+	struct blk_iter it;
+	struct rseg *s;
+	struct rblock *b;
+	int ret;
+
+	blk_iter_init(&it, t0_ns, t1_ns, 0, true);
+	while ((ret = blk_next(r, &it, &s, &b)) > 0) {
+		struct store_block_hdr h;
+		int n = read_section(r, s, b, true, &h);
+
+		if (n == -ENOMEM)
+			return n;
+		if (n < 0)
+			continue;
+		r->st.blocks_read++;
+		ret = emit_rows(r, s, r->rawbuf, (size_t)n, (int64_t)(h.t_min_ns / NSEC_PER_SEC),
+				it.t0s, it.t1s, f, fn, ctx);
+		if (ret == -EBADMSG) {
+			r->st.blocks_corrupt++;
+			b->bad = true;
+			notice(r, "%s: block at %u has malformed rows, skipped", s->path, b->off);
+			continue;
+		}
+		if (ret)
+			return ret;
+	}
+	return ret;
 }
 
 int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
@@ -741,59 +798,41 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 static int metrics_walk(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, store_metrics_fn fn,
 			store_event_fn efn, void *ctx)
 {
-	int64_t t0s = (int64_t)(t0_ns / NSEC_PER_SEC),
-		t1s = (int64_t)((t1_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC);
-	uint32_t si, i;
+	struct blk_iter it;
+	struct rseg *s;
+	struct rblock *b;
 	int ret;
 
 	/* A set (every run of a day): each run's metrics in turn. */
-	for (i = 0; i < r->n_subs; i++) {
+	for (uint32_t i = 0; i < r->n_subs; i++) {
 		ret = metrics_walk(r->subs[i], t0_ns, t1_ns, fn, efn, ctx);
 		if (ret)
 			return ret;
 	}
-	for (si = 0; si < r->n_seg; si++) {
-		struct rseg *s = &r->segs[si];
+	blk_iter_init(&it, t0_ns, t1_ns, STORE_BF_METRICS, false);
+	while ((ret = blk_next(r, &it, &s, &b)) > 0) {
+		struct store_block_hdr h;
+		size_t off;
+		int n = read_section(r, s, b, true, &h);
 
-		for (i = 0; i < s->n; i++) {
-			struct rblock *b = &s->blocks[i];
-			struct store_block_hdr h;
-			size_t off;
-			int n;
-
-			if (b->bad || !(b->flags & STORE_BF_METRICS) ||
-			    (int64_t)b->t_min_s >= t1s || (int64_t)b->t_min_s + b->span_s < t0s)
-				continue;
-			if (s->fd < 0) {
-				s->fd = store_open_regular(s->path);
-				if (s->fd < 0) {
-					notice(r, "%s: %s, skipped", s->path, strerror(-s->fd));
-					s->fd = -1;
-					break;
-				}
-			}
-			n = read_section(r, s, b, true, &h);
-			if (n == -ENOMEM)
-				return n;
-			if (n < 0 || !(h.flags & STORE_BF_METRICS))
-				continue;
-			ret = store_metrics__offset(r->rawbuf, (size_t)n, &off);
-			if (!ret)
-				ret = store_metrics__decode(r->rawbuf + off, (size_t)n - off, t0_ns,
-							    t1_ns, fn, efn, ctx);
-			if (ret == -EBADMSG) {
-				r->st.blocks_corrupt++;
-				notice(r,
-				       "%s: block at %u has a malformed metrics section, skipped",
-				       s->path, b->off);
-				continue;
-			}
-			if (ret)
-				return ret;
+		if (n == -ENOMEM)
+			return n;
+		if (n < 0 || !(h.flags & STORE_BF_METRICS))
+			continue;
+		ret = store_metrics__offset(r->rawbuf, (size_t)n, &off);
+		if (!ret)
+			ret = store_metrics__decode(r->rawbuf + off, (size_t)n - off, t0_ns, t1_ns,
+						    fn, efn, ctx);
+		if (ret == -EBADMSG) {
+			r->st.blocks_corrupt++;
+			notice(r, "%s: block at %u has a malformed metrics section, skipped",
+			       s->path, b->off);
+			continue;
 		}
-		seg_close(s);
+		if (ret)
+			return ret;
 	}
-	return 0;
+	return ret;
 }
 
 int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
@@ -806,6 +845,99 @@ int store_reader__events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 			 void *ctx)
 {
 	return metrics_walk(r, t0_ns, t1_ns, NULL, fn, ctx);
+}
+
+/* ------------------------------------------------------------ triggers */
+
+struct trig_acc {
+	uint64_t t0_ns;
+	struct store_trigger *v;
+	size_t n, cap;
+};
+
+static int on_trig_event(void *ctx, const struct cpa_policy_event *ev)
+{
+	struct trig_acc *a = ctx;
+	struct store_trigger *t;
+
+	if (ev->kind == CPA_PE_END) {
+		/* the oldest open START of the same policy and target */
+		for (size_t i = 0; i < a->n; i++) {
+			t = &a->v[i];
+			if (!t->end_recorded && !t->start_before && t->ev.pid == ev->pid &&
+			    !strncmp(t->ev.policy, ev->policy, sizeof(ev->policy))) {
+				t->end_ns = ev->time_ns;
+				t->end_recorded = true;
+				return 0;
+			}
+		}
+	} else if (ev->kind != CPA_PE_START) {
+		return 0;
+	}
+	if (a->n == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 16;
+		struct store_trigger *nv = realloc(a->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		a->v = nv;
+		a->cap = nc;
+	}
+	t = &a->v[a->n++];
+	*t = (struct store_trigger){.ev = *ev};
+	if (ev->kind == CPA_PE_START) {
+		t->start_ns = ev->time_ns;
+		t->end_ns = MAX(ev->end_ns, ev->time_ns);
+	} else {
+		t->start_ns = MIN(a->t0_ns, ev->time_ns);
+		t->end_ns = ev->time_ns;
+		t->end_recorded = t->start_before = true;
+	}
+	return 0;
+}
+
+static int trig_cmp(const void *x, const void *y)
+{
+	const struct store_trigger *a = x, *b = y;
+
+	return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
+}
+
+int store_reader__triggers(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			   struct store_trigger **ret, size_t *ret_n)
+{
+	struct trig_acc a = {.t0_ns = t0_ns};
+	int e = store_reader__events(r, t0_ns, t1_ns, on_trig_event, &a);
+
+	if (e < 0) {
+		free(a.v);
+		return e;
+	}
+	if (a.n)
+		qsort(a.v, a.n, sizeof(*a.v), trig_cmp);
+	*ret = a.v;
+	*ret_n = a.n;
+	return 0;
+}
+
+void store_trigger__describe(const struct store_trigger *t, char *buf, size_t len)
+{
+	const struct cpa_policy_event *e = &t->ev;
+	size_t o;
+
+	o = (size_t)snprintf(buf, len, "policy %.*s pid %u (%.*s)", (int)sizeof(e->policy),
+			     e->policy, e->pid, (int)sizeof(e->comm), e->comm);
+	if (e->kind != CPA_PE_START || o >= len)
+		return; /* an END only: the start (and what fired) is before the range */
+	o += (size_t)snprintf(buf + o, len - o, ": %s %.2f %s %.2f, actions",
+			      policy_item_name((enum policy_item)e->item), e->value,
+			      policy_cmp_name((enum policy_cmp)e->cmp), e->threshold);
+	if (o < len && (e->actions & POLICY_ACT_FREQ))
+		o += (size_t)snprintf(buf + o, len - o, " freq=%u", e->freq);
+	if (o < len && (e->actions & POLICY_ACT_OFFCPU))
+		o += (size_t)snprintf(buf + o, len - o, " offcpu=1");
+	if (o < len && (e->actions & POLICY_ACT_STACK_SIZE))
+		snprintf(buf + o, len - o, " stack_size=%u", e->stack_size);
 }
 
 /* ------------------------------------------------------------ open */
@@ -1535,5 +1667,48 @@ int store_root__pick(const char *root, long tod_s, char *buf, size_t len)
 			break;
 	}
 	store_root__list_free(names, n);
+	return 0;
+}
+
+#define DAY_NAME_LEN 10 /* "cpa_YYMMDD" */
+
+int store_root__day_dirs(const char *root, const char *picked, char ***ret_dirs, uint32_t *ret_n)
+{
+	const char *base = strrchr(picked, '/') ? strrchr(picked, '/') + 1 : picked;
+	char **names = NULL, **out;
+	uint32_t n = 0, k = 0;
+	int r = store_root__list(root, &names, &n);
+
+	if (r < 0)
+		return r;
+	out = calloc(n + 1, sizeof(*out));
+	if (!out) {
+		store_root__list_free(names, n);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		char p[PATH_MAX + 256];
+		struct store_reader *sr;
+		uint64_t a, b, recs;
+		bool data;
+
+		if (strncmp(names[i], base, DAY_NAME_LEN) ||
+		    (names[i][DAY_NAME_LEN] && names[i][DAY_NAME_LEN] != '_'))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
+		if (store_reader__open(p, NULL, NULL, &sr) < 0)
+			continue;
+		data = store_reader__range(sr, &a, &b, &recs) == 0;
+		store_reader__free(sr);
+		if (!data)
+			continue;
+		out[k] = strdup(p);
+		if (!out[k])
+			break;
+		k++;
+	}
+	store_root__list_free(names, n);
+	*ret_dirs = out;
+	*ret_n = k;
 	return 0;
 }

@@ -9,10 +9,12 @@
  * The store: 20 seconds from 10:00:00 UTC. Stack 1 is sampled 30 times a
  * second in the first 10 s and 10 times in the last 10, stack 2 the other way
  * round (the hot path switches half-way); stack 3 is off-CPU, 2 switches a
- * second of 1 ms each. freq 100 (period 10 ms).
+ * second of 1 ms each. freq 100 (period 10 ms). A policy trigger "burst" of
+ * pid 1001 (stack 1's process) covers seconds 5..7 (TRIG_S0, TRIG_S1).
  */
 #include <check.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +33,13 @@
 #define FREQ	     100
 #define PERIOD	     (1000000000ull / FREQ)
 #define OFF_NS	     1000000ull
+#define TRIG_S0	     5
+#define TRIG_S1	     8
 #define RATE(s, sec) ((s) == 1 ? ((sec) < 10 ? 30 : 10) : (s) == 2 ? ((sec) < 10 ? 10 : 30) : 2)
 
 static char *root;
 static char store[1024];
+static bool with_triggers; /* export_range() marks the store's policy triggers */
 
 static void build_store(void)
 {
@@ -47,7 +52,26 @@ static void build_store(void)
 	o.root = root;
 	ck_assert_int_eq(store_writer__new(&o, &w), 0);
 	t_defs(w, 3, 0);
-	for (sec = 0; sec < NSEC; sec++)
+	for (sec = 0; sec < NSEC; sec++) {
+		if (sec == TRIG_S0 || sec == TRIG_S1) {
+			/* item 1 = cpu_percent, cmp 1 = '>', actions freq + offcpu */
+			struct cpa_policy_event ev = {.seq = seq++,
+						      .time_ns = base + sec * T_NS,
+						      .end_ns = base + TRIG_S1 * T_NS,
+						      .threshold = 50,
+						      .value = 183.2,
+						      .pid = 1001,
+						      .kind = sec == TRIG_S0 ? CPA_PE_START
+									     : CPA_PE_END,
+						      .item = 1,
+						      .cmp = 1,
+						      .actions = 3,
+						      .freq = 499,
+						      .policy = "burst",
+						      .comm = "app"};
+
+			ck_assert_int_eq(store_writer__add_event(w, &ev), 0);
+		}
 		for (s = 1; s <= 3; s++)
 			for (k = 0; k < RATE(s, sec); k++) {
 				struct cpa_sample_out smp;
@@ -59,6 +83,7 @@ static void build_store(void)
 				}
 				ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
 			}
+	}
 	store_writer__free(w);
 	ck_assert_int_eq(t_store_dir(root, store, sizeof(store)), 0);
 }
@@ -72,6 +97,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+	with_triggers = false;
 	t_rm_rf(root);
 	free(root);
 }
@@ -89,6 +115,15 @@ static void export_range(enum export_format f, uint32_t from, uint32_t to, uint3
 	store_filter__init(&flt);
 	ck_assert_int_eq(store_reader__open(store, NULL, NULL, &r), 0);
 	ck_assert_int_eq(export__new(f, &eo, &e), 0);
+	if (with_triggers) {
+		struct store_trigger *t;
+		size_t n;
+
+		ck_assert_int_eq(store_reader__triggers(r, eo.t0_ns, eo.t1_ns, &t, &n), 0);
+		for (size_t i = 0; i < n; i++)
+			ck_assert_int_eq(export__add_trigger(e, &t[i]), 0);
+		free(t);
+	}
 	ck_assert_int_eq(store_reader__query(r, eo.t0_ns, eo.t1_ns, &flt, export__add, e), 0);
 	if (bto > bfrom)
 		ck_assert_int_eq(store_reader__query(r, t_base_ns() + bfrom * T_NS,
@@ -899,6 +934,118 @@ START_TEST(test_diff_two_stores)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- policy triggers */
+
+static char *cmd_out(int *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *cmd_out(int *rc, const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	FILE *p;
+	size_t cap = 1 << 16, len = 0, n;
+	char *buf = malloc(cap);
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(buf);
+	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0)
+		len += n;
+	buf[len] = 0;
+	*rc = pclose(p);
+	return buf;
+}
+
+#define TRIG_TEXT "10:00:05-10:00:08 policy burst pid 1001 (app): cpu_percent 183.20 > 50.00"
+
+/* pprof: a comment per trigger, the label trigger=burst on exactly the samples
+ * of pid 1001 in seconds 5..7: decoded here and read by go tool pprof. */
+START_TEST(test_pprof_triggers)
+{
+	char path[1100], *o;
+	uint8_t *raw;
+	size_t len;
+	int64_t in = 0, pid;
+	int rc;
+
+	with_triggers = true;
+	snprintf(path, sizeof(path), "%s/trig.pb.gz", root);
+	export_range(EXPORT_PPROF, 0, NSEC, 0, 0, path, NULL);
+	raw = gunzip_file(path, &len);
+	decode(raw, len, &dp);
+	free(raw);
+	for (uint32_t i = 0; i < dp.nsmp; i++) {
+		const char *t = label_str(&dp, &dp.smp[i], "trigger");
+
+		if (!t)
+			continue;
+		ck_assert_str_eq(t, "burst");
+		ck_assert(label_num(&dp, &dp.smp[i], "pid", &pid) && pid == 1001);
+		in += dp.smp[i].v[0];
+	}
+	/* stack 1 (pid 1001) at 30 a second in seconds 5, 6, 7 */
+	ck_assert_int_eq(in, 3 * 30);
+	dprof_free(&dp);
+	if (system("go version >/dev/null 2>&1") != 0)
+		return; /* the decode above is the check without go */
+	o = cmd_out(&rc, "HOME=/tmp go tool pprof -comments '%s' 2>&1", path);
+	ck_assert_msg(rc == 0 && strstr(o, "trigger " TRIG_TEXT ", actions freq=499 offcpu=1"),
+		      "pprof -comments: %s", o);
+	free(o);
+	o = cmd_out(&rc, "HOME=/tmp go tool pprof -tags -sample_index=samples '%s' 2>&1", path);
+	ck_assert_msg(rc == 0 && strstr(o, "trigger: Total 90") && strstr(o, "burst"),
+		      "pprof -tags: %s", o);
+	free(o);
+	o = cmd_out(&rc,
+		    "HOME=/tmp go tool pprof -top -sample_index=samples -tagfocus=trigger=burst "
+		    "'%s' 2>&1",
+		    path);
+	ck_assert_msg(rc == 0 && strstr(o, "Showing nodes accounting for 90,"),
+		      "pprof -tagfocus: %s", o);
+	free(o);
+}
+END_TEST
+
+/* SVG: the triggers in the subtitle; speedscope: a profile of the window,
+ * valid against speedscope's schema. */
+START_TEST(test_svg_speedscope_triggers)
+{
+	const char *b = getenv("CPA_BUILD_DIR"), *src = getenv("CPA_SOURCE_DIR");
+	char path[1100], cmd[4096], *text, *p;
+
+	with_triggers = true;
+	snprintf(path, sizeof(path), "%s/trig.svg", root);
+	export_range(EXPORT_SVG, 0, NSEC, 0, 0, path, NULL);
+	snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
+	ck_assert_int_eq(sh(cmd), 0);
+	text = slurp(path, NULL);
+	p = strstr(text, "<text id=\"subtitle\"");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_msg(strstr(p, "policy triggers: 10:00:05-10:00:08 policy burst pid 1001 (app): "
+				"cpu_percent 183.20 &gt; 50.00"),
+		      "%.400s", p);
+	free(text);
+
+	ck_assert(b && src);
+	snprintf(path, sizeof(path), "%s/trig.speedscope.json", root);
+	export_range(EXPORT_SPEEDSCOPE, 0, NSEC, 0, 0, path, NULL);
+	snprintf(cmd, sizeof(cmd),
+		 "NODE_PATH='%s/npm/node_modules' node '%s/tests/export_schema.js' "
+		 "'%s/npm/node_modules/speedscope/dist/release/file-format-schema.json' '%s'",
+		 b, src, b, path);
+	ck_assert_int_eq(sh(cmd), 0);
+	text = slurp(path, NULL);
+	p = strstr(text,
+		   "\"name\":\"[trigger 10:00:05-10:00:08 policy burst pid 1001] / app:1001\"");
+	ck_assert_msg(p, "no trigger profile in %.2000s", text);
+	/* its weights: 90 on-CPU samples of 10 ms */
+	ck_assert_ptr_nonnull(strstr(p, "\"endValue\":900000000}"));
+	free(text);
+}
+END_TEST
+
 START_TEST(test_format_names)
 {
 	enum export_format f;
@@ -933,6 +1080,8 @@ int main(void)
 	tcase_add_test(tc, test_svg_100k_stacks);
 	tcase_add_test(tc, test_speedscope_schema);
 	tcase_add_test(tc, test_format_names);
+	tcase_add_test(tc, test_pprof_triggers);
+	tcase_add_test(tc, test_svg_speedscope_triggers);
 	tcase_add_test(tc, test_split);
 	tcase_add_test(tc, test_diff_two_stores);
 	suite_add_tcase(s, tc);

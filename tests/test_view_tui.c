@@ -325,7 +325,9 @@ START_TEST(test_zoom)
 	free(s);
 	for (int i = 0; i < 100; i++) {
 		s = screen(false);
-		if (line_no(s, "main\n") == 8 && line_no(s, "app:1000") < 0)
+		/* the body starts on row 13 at 80x24: header, 4 timeline rows, marks, axis,
+		 * 5 series rows (metrics, triggers, legend), status */
+		if (line_no(s, "main\n") == 13 && line_no(s, "app:1000") < 0)
 			break;
 		free(s);
 		s = NULL;
@@ -425,12 +427,13 @@ START_TEST(test_range_keys)
 	free(wait_for("range 10:00:00-10:10:00"));
 	/* filters and grouping */
 	prompt_answer(":", "filter:", "pid=2000");
-	s = wait_for("pid=2000");
+	/* the header's filter, not the prompt's echo: drawn with the filtered flamegraph */
+	s = wait_for("group process  pid=2000");
 	ck_assert_ptr_nonnull(strstr(s, "db:2000"));
 	ck_assert_ptr_null(strstr(s, "app:1000"));
 	free(s);
 	prompt_answer(":", "filter:", "kind=off");
-	s = wait_for("kind=off");
+	s = wait_for("group process  kind=off");
 	ck_assert_ptr_nonnull(strstr(s, "wait_event"));
 	ck_assert_ptr_null(strstr(s, "hot_function"));
 	ck_assert_ptr_nonnull(strstr(s, "schedule"));
@@ -643,17 +646,29 @@ static bool can_bpf(void)
 
 START_TEST(test_bpf_store)
 {
-	char cpa[1100], wl[1100], cmd[4096], *s, *p;
+	char cpa[1100], wl[1100], cmd[4096], pol[400], *s, *p;
 	int r;
 	double share;
+	FILE *f;
 
 	path_of(cpa, sizeof(cpa), "cpa");
 	path_of(wl, sizeof(wl), "cpa-workload");
-	/* record 6 s of the whole machine while the workload runs 4 s */
+	/* a policy that fires on the workload's burst: a low threshold, since the host may
+	 * be busy with other work (the workload's one busy thread gets less than a CPU) */
+	snprintf(pol, sizeof(pol), "%s/hot.policy", tmp_root);
+	f = fopen(pol, "we");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "policy=hot item=cpu_percent op=> threshold=1 count=1 period=2 "
+		   "comm=cpa-workload freq=199 duration=2 silence=60\n");
+	fclose(f);
+	/* record the whole machine while the workload runs 4 s, from when every stage runs
+	 * (a busy host may take seconds to start them) */
 	snprintf(cmd, sizeof(cmd),
-		 "'%s' monitor --store_dir '%s' -F 99 --duration 6 >/dev/null 2>&1 & m=$!; "
-		 "sleep 1; '%s' --seconds 4 --threads 1 --depth 6 >/dev/null; wait $m",
-		 cpa, store_root, wl);
+		 "'%s' monitor --store_dir '%s' -F 99 --policy '%s' --duration 14 >'%s/mon.log' "
+		 "2>&1 & m=$!; for i in $(seq 300); do grep -q 'all stages running' '%s/mon.log' "
+		 "&& break; sleep 0.1; done; '%s' --seconds 4 --threads 1 --depth 6 >/dev/null; "
+		 "wait $m",
+		 cpa, store_root, pol, tmp_root, tmp_root, wl);
 	r = system(cmd);
 	ck_assert_int_eq(r, 0);
 	tui_start(store_root, 100, 30);
@@ -671,6 +686,140 @@ START_TEST(test_bpf_store)
 	s = wait_for("sorted by self");
 	ck_assert_ptr_nonnull(strstr(s, "wl_"));
 	free(s);
+	/* the recorded metrics drawn (the legend has maxima), the trigger listed and jumped to */
+	keys("Tab");
+	s = wait_for("(T)");
+	p = strstr(s, "triggers ");
+	/* ours at least (another cpa-workload on the host may trigger too) */
+	ck_assert_msg(p && atoi(p + 9) >= 1, "no trigger counted:\n%s", s);
+	ck_assert_msg(strstr(s, "system:") && strstr(s, "max: cpu "), "%s", s);
+	ck_assert_msg(strstr(s, "T-"), "no trigger window on the trigger row:\n%s", s);
+	free(s);
+	keys("T");
+	s = wait_for("policy hot pid");
+	ck_assert_msg(strstr(s, "(cpa-workload): cpu_percent") && strstr(s, "freq=199"), "%s", s);
+	free(s);
+	keys("Enter");
+	free(wait_for("range = the window of trigger hot"));
+}
+END_TEST
+
+/* Row i (0-based) of a screen (a copy). */
+static char *row_of(const char *scr, int i)
+{
+	const char *p = scr, *e;
+
+	for (; i > 0 && p; i--) {
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	ck_assert_ptr_nonnull(p);
+	e = strchr(p, '\n');
+	return strndup(p, e ? (size_t)(e - p) : strlen(p));
+}
+
+/* Byte offset of the cell-th display column of a UTF-8 line. */
+static const char *col_at(const char *l, int cell)
+{
+	for (; *l; l++)
+		if (((unsigned char)*l & 0xc0) != 0x80 && cell-- == 0)
+			return l;
+	return l;
+}
+
+START_TEST(test_metrics_triggers)
+{
+	char *s, *l, want[128];
+
+	tui_start(store_root, 80, 24);
+	/* legend: system-wide maxima (busy 95%, P99 in the 1 ms bucket, 2 CPUs x 200
+	 * switches), the trigger counted, no hardware counters on this "host" */
+	s = wait_for("triggers 1 (T)");
+	l = row_of(s, 11);
+	ck_assert_msg(strstr(l, "system:") && strstr(l, "cpu 95%") && strstr(l, "rq-p99 2.1ms") &&
+			      strstr(l, "cs 400/s") && strstr(l, "IPC n/a on this host"),
+		      "legend: '%s'\n%s", l, s);
+	free(l);
+	/* the series rows under the axis (8 s per cell, 75 cells): busy 25% then
+	 * 95% of every CPU from 10:05:00 (cell 37.5); run-queue P99 ~32 us then ~2 ms */
+	l = row_of(s, 7);
+	ck_assert_msg(!strncmp(col_at(l, 0), "\u2582", 3) && !strncmp(col_at(l, 36), "\u2582", 3) &&
+			      !strncmp(col_at(l, 38), "\u2588", 3) &&
+			      !strncmp(col_at(l, 74), "\u2588", 3),
+		      "cpu busy row: '%s'", l);
+	free(l);
+	l = row_of(s, 8);
+	ck_assert_msg(!strncmp(col_at(l, 0), "\u2581", 3) && !strncmp(col_at(l, 74), "\u2588", 3),
+		      "run-queue P99 row: '%s'", l);
+	free(l);
+	/* the trigger's window, 10:02:00-10:02:30: T in cell 120/8, - to cell 149/8 */
+	l = row_of(s, 10);
+	ck_assert_msg(strchr(l, 'T') && strchr(l, 'T') - l == VT_TRIG_AT / 8 &&
+			      !strncmp(strchr(l, 'T'), "T---", 4) &&
+			      strrchr(l, '-') - l == (VT_TRIG_AT + VT_TRIG_LEN - 1) / 8,
+		      "trigger row: '%s'\n%s", l, s);
+	free(l);
+	free(s);
+	/* the process filter: app:1000's own series (800 ms on CPU = 80% of one CPU) */
+	prompt_answer(":", "filter:", "pid=1000");
+	s = wait_for("pid 1000:");
+	ck_assert_msg(strstr(s, "cpu 80%") && strstr(s, "cs 400/s"), "%s", s);
+	free(s);
+	keys(":");
+	free(wait_for("filter:"));
+	keys("C-u Enter");
+	free(wait_for("system:"));
+	/* T lists it; Enter makes its window the range */
+	keys("T");
+	s = wait_for("policy burst pid 1000 (app)");
+	/* two rows a trigger at 80 columns: its window and what fired, then the rest */
+	l = line_with(s, "policy burst");
+	ck_assert_msg(strstr(l, "10:02:00-10:02:30") && strstr(l, "cpu_percent 183.20 > 50.00"),
+		      "'%s'\n%s", l, s);
+	free(l);
+	ck_assert_msg(strstr(s, "actions freq=499 offcpu=1"), "%s", s);
+	free(s);
+	keys("Enter");
+	s = wait_for("range 10:02:00-10:02:30 (30s)");
+	ck_assert_ptr_nonnull(strstr(s, "range = the window of trigger burst pid 1000"));
+	snprintf(want, sizeof(want), "%u samples",
+		 VT_TRIG_LEN * (VT_HOT + VT_GROW0 + VT_COLD + VT_VEC + VT_OFF));
+	ck_assert_msg(strstr(s, want), "want '%s' in\n%s", want, s);
+	free(s);
+}
+END_TEST
+
+/* Two monitor runs of the day under one root: cpa-view opens both, as `cpa show`. */
+START_TEST(test_day_runs)
+{
+	struct vgen *g = calloc(1, sizeof(*g));
+	uint64_t t = vt_base_ns() + 3600ULL * 1000000000ULL;
+	uint32_t st, app;
+	char *s;
+
+	ck_assert_ptr_nonnull(g);
+	ck_assert_int_eq(vgen_open(g, store_root, 2), 0);
+	store_writer__set_run_id(g->w, t);
+	app = vgen_str(g, "app");
+	st = vgen_stack(g, "main;second_run");
+	for (uint32_t i = 0; i < 60; i++)
+		ck_assert_int_eq(vgen_sample(g, t + i * 1000000000ULL, st, 1000, 1000, 0,
+					     CPA_KIND_ONCPU, 1, app, app),
+				 0);
+	vgen_close(g);
+	free(g);
+	tui_start(store_root, 80, 24);
+	s = wait_for("(2 runs)");
+	ck_assert_msg(strstr(s, "10:00:00-11:01:00"), "%s", s);
+	free(s);
+	/* both runs read: second_run in the second's minute, hot_function in the first's */
+	prompt_answer("r", "range (", "11:00:00 11:01:00");
+	s = wait_for("second_run");
+	ck_assert_ptr_nonnull(strstr(s, "60 samples"));
+	free(s);
+	prompt_answer("r", "range (", "10:09:00 10:10:00");
+	free(wait_for("hot_function"));
 }
 END_TEST
 
@@ -702,6 +851,8 @@ static Suite *suite(bool bpf)
 	tcase_add_test(tc, test_bad_stores);
 	tcase_add_test(tc, test_show_use_cui);
 	tcase_add_test(tc, test_live);
+	tcase_add_test(tc, test_metrics_triggers);
+	tcase_add_test(tc, test_day_runs);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -172,6 +172,57 @@ static inline int vgen_loss(struct vgen *g, uint64_t t_ns, uint64_t count)
 	return store_writer__add_loss(g->w, &l);
 }
 
+/* One second of metrics: the system part (2 CPUs, 100 ticks each, busy of
+ * them busy, no hardware counters on this "host"), both CPUs and app:1000
+ * (oncpu_ms on CPU, switches context switches, every wait in runq bucket rq_b). */
+static inline int vgen_metrics(struct vgen *g, uint64_t t_ns, uint32_t busy, uint32_t oncpu_ms,
+			       uint32_t switches, uint32_t rq_b)
+{
+	struct cpa_metrics m = {.seq = ++g->seq,
+				.time_ns = t_ns,
+				.interval_ms = 1000,
+				.n_ents = 3,
+				.flags = CPA_MF_SYSTEM | CPA_MF_HW_NA,
+				.nr_cpus = 2,
+				.cpu_busy_ticks = busy,
+				.cpu_idle_ticks = 200 - busy};
+	struct cpa_metrics_ent e[3];
+
+	memset(e, 0, sizeof(e));
+	for (int i = 0; i < CPA_PSI_MAX; i++)
+		m.psi_some_us[i] = m.psi_full_us[i] = CPA_METRICS_PSI_NONE;
+	for (int i = 0; i < 3; i++) {
+		e[i].kind = i < 2 ? CPA_MK_CPU : CPA_MK_PROC;
+		e[i].id = i < 2 ? (uint32_t)i : 1000;
+		e[i].oncpu_ns = (uint64_t)oncpu_ms * 1000000ULL / (i < 2 ? 2 : 1);
+		e[i].switches[CPA_MR_PREEMPT] = switches / (i < 2 ? 2 : 1);
+		e[i].runq_n = e[i].runq_hist[rq_b] = switches / (i < 2 ? 2 : 1);
+		e[i].slices = e[i].runq_n;
+	}
+	snprintf(e[2].comm, sizeof(e[2].comm), "app");
+	return store_writer__add_metrics(g->w, &m, e);
+}
+
+/* A policy trigger of app:1000 (item 1 = cpu_percent, cmp 1 = '>'), or its end. */
+static inline int vgen_trigger(struct vgen *g, uint64_t t_ns, uint16_t kind, uint64_t end_ns)
+{
+	struct cpa_policy_event ev = {.seq = ++g->seq,
+				      .time_ns = t_ns,
+				      .end_ns = end_ns,
+				      .threshold = 50,
+				      .value = 183.2,
+				      .pid = 1000,
+				      .kind = kind,
+				      .item = 1,
+				      .cmp = 1,
+				      .actions = 3, /* freq, offcpu */
+				      .freq = 499};
+
+	snprintf(ev.policy, sizeof(ev.policy), "burst");
+	snprintf(ev.comm, sizeof(ev.comm), "app");
+	return store_writer__add_event(g->w, &ev);
+}
+
 static inline void vgen_close(struct vgen *g)
 {
 	uint32_t i;
@@ -191,6 +242,10 @@ static inline void vgen_close(struct vgen *g)
  *   db:2000   main;worker;std::vector<...>::push_back(...)      10 on-CPU
  *   app:1000  main;run_loop;wait_event;schedule_[k]            10 off-CPU
  * and 7 lost samples at 10:01:40, 3 degraded ones (pressure) at 10:03:20.
+ * Metrics every second (vgen_metrics): system busy 25%, app:1000 on CPU 800 ms
+ * with 100 switches and run-queue waits in bucket 14 (16 us); from 10:05:00
+ * busy 95%, 400 switches, waits in bucket 20 (1 ms). One policy trigger
+ * "burst" of app:1000 from 10:02:00 to 10:02:30 (VT_TRIG_AT, VT_TRIG_LEN).
  */
 #define VT_SECS	     600
 #define VT_HOT	     60
@@ -202,6 +257,8 @@ static inline void vgen_close(struct vgen *g)
 #define VT_LOST	     7
 #define VT_DEGRADED  3
 #define VT_LONG_NAME "std::vector<int, std::allocator<int> >::push_back(int const&)"
+#define VT_TRIG_AT   120 /* seconds after 10:00:00 */
+#define VT_TRIG_LEN  30
 
 static inline uint64_t vt_base_ns(void)
 {
@@ -254,6 +311,13 @@ static inline int vt_write_store(const char *root)
 		for (k = 0; s == 200 && k < VT_DEGRADED && !r; k++)
 			r = vgen_sample(g, t + k * 1000, deg, 1000, 1000, 0, CPA_KIND_ONCPU, 1, app,
 					app);
+		if (!r)
+			r = s < VT_SECS / 2 ? vgen_metrics(g, t, 50, 800, 100, 14)
+					    : vgen_metrics(g, t, 190, 800, 400, 20);
+		if (!r && s == VT_TRIG_AT)
+			r = vgen_trigger(g, t, CPA_PE_START, t + VT_TRIG_LEN * 1000000000ULL);
+		if (!r && s == VT_TRIG_AT + VT_TRIG_LEN)
+			r = vgen_trigger(g, t, CPA_PE_END, 0);
 	}
 	vgen_close(g);
 	free(g);

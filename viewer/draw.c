@@ -6,6 +6,8 @@
  *   timeline    tl_h rows of bars: samples per second, seconds per cell to fit
  *   marks       [=====] the selected range, A the diff baseline, ! loss, ~ pressure
  *   axis        times at the left, middle and right of the timeline
+ *   series      per-second metrics (CPU busy, run-queue P99, switches) under the
+ *               timeline's cells, the policy triggers' windows, and their legend
  *   status      the range, its samples (on/off-CPU, lost), group, filter
  *   body        flamegraph (icicle: callers above callees), top table, sandwich, help
  *   details     the selected frame: share of range, self, total, module
@@ -40,6 +42,8 @@ enum {
 	P_SAME,
 	P_TITLE,
 	P_MARK,
+	P_SER_RQ,
+	P_SER_CS,
 };
 
 static const short cls_pair[VCLS_MAX] = {
@@ -77,6 +81,8 @@ void vdraw__init_colors(struct vapp *a)
 	init_pair(P_SAME, COLOR_BLACK, COLOR_WHITE);
 	init_pair(P_TITLE, COLOR_BLACK, COLOR_CYAN);
 	init_pair(P_MARK, COLOR_YELLOW, -1);
+	init_pair(P_SER_RQ, COLOR_MAGENTA, -1);
+	init_pair(P_SER_CS, COLOR_CYAN, -1);
 }
 
 static attr_t pair_attr(const struct vapp *a, short p)
@@ -159,15 +165,33 @@ static int tl_height(int rows)
 	return rows >= 40 ? 6 : rows >= 22 ? 4 : 2;
 }
 
+/* Seconds per timeline cell and the number of cells for the view. */
+static int64_t tl_geom(const struct vapp *a, int *ret_ncell)
+{
+	int64_t span = a->v1 - a->v0, spc = span <= a->cols ? 1 : (span + a->cols - 1) / a->cols;
+
+	*ret_ncell = (int)MIN((int64_t)a->cols, (span + spc - 1) / spc);
+	return spc;
+}
+
+static const char *const ublk[9] = {" ",      "\u2581", "\u2582", "\u2583", "\u2584",
+				    "\u2585", "\u2586", "\u2587", "\u2588"};
+static const char ablk[9] = {' ', '.', '.', '_', '_', 'o', 'o', '#', '#'};
+
+static void put_level(const struct vapp *a, int y, int x, int e)
+{
+	e = e < 0 ? 0 : e > 8 ? 8 : e;
+	if (a->utf8)
+		mvaddstr(y, x, ublk[e]);
+	else
+		mvaddch(y, x, (chtype)ablk[e]);
+}
+
 static void draw_timeline(struct vapp *a, int y0, int h)
 {
-	static const char *const ublk[9] = {" ",      "\u2581", "\u2582", "\u2583", "\u2584",
-					    "\u2585", "\u2586", "\u2587", "\u2588"};
-	static const char ablk[9] = {' ', '.', '.', '_', '_', 'o', 'o', '#', '#'};
 	const struct vmodel *m = &a->m;
-	int cols = a->cols, i, r;
-	int64_t span = a->v1 - a->v0, spc = span <= cols ? 1 : (span + cols - 1) / cols;
-	int ncell = (int)MIN((int64_t)cols, (span + spc - 1) / spc);
+	int cols = a->cols, i, r, ncell;
+	int64_t span = a->v1 - a->v0, spc = tl_geom(a, &ncell);
 	struct tl_cell *cells = calloc((size_t)MAX(ncell, 1), sizeof(*cells));
 	uint64_t max = 1;
 	char t0[16], t1[16], tm[16], lbl[64];
@@ -206,15 +230,8 @@ static void draw_timeline(struct vapp *a, int y0, int h)
 		attr_t at = pair_attr(a, p) | (in ? A_BOLD : A_DIM);
 
 		attron(at);
-		for (r = 0; r < h; r++) {
-			int e = level - (h - 1 - r) * 8;
-
-			e = e < 0 ? 0 : e > 8 ? 8 : e;
-			if (a->utf8)
-				mvaddstr(y0 + r, i, ublk[e]);
-			else
-				mvaddch(y0 + r, i, (chtype)ablk[e]);
-		}
+		for (r = 0; r < h; r++)
+			put_level(a, y0 + r, i, level - (h - 1 - r) * 8);
 		attroff(at);
 		/* marks row: the range, A, losses */
 		move(y0 + h, i);
@@ -254,6 +271,144 @@ static void draw_timeline(struct vapp *a, int y0, int h)
 	if (cols > 70)
 		mvaddstr(y0 + h + 1, cols / 4 - (int)strlen(lbl) / 2, lbl);
 	free(cells);
+}
+
+/* ------------------------------------------------------------ series */
+
+enum { SER_BUSY, SER_RQ, SER_CS, SER_N };
+
+/* Rows under the axis: the SER_N series, the trigger row and the legend; only
+ * the last two on a short terminal. */
+static int ser_height(int rows)
+{
+	return rows >= 22 ? SER_N + 2 : 2;
+}
+
+static void fmt_us(double us, char *buf, size_t len)
+{
+	if (us >= 1000)
+		snprintf(buf, len, "%.1fms", us / 1000);
+	else
+		snprintf(buf, len, "%.0fus", us);
+}
+
+/* Text at (y, *x) in attribute at, cut at the screen's edge; *x moves on. */
+static void put_part(const struct vapp *a, int y, int *x, attr_t at, const char *s)
+{
+	int w = a->cols - *x, n = (int)vlayout__cols(s);
+
+	if (w <= 0)
+		return;
+	attron(at);
+	put_cols(y, *x, s, MIN(n, w));
+	attroff(at);
+	*x += MIN(n, w);
+}
+
+static void draw_series(struct vapp *a, int y0, int h)
+{
+	static const short pairs[SER_N] = {P_TL_ON, P_SER_RQ, P_SER_CS};
+	static const char *const names[SER_N] = {"cpu busy", "runq p99", "switches"};
+	const struct vseries *v = &a->m.ser;
+	int ncell, i, k, x, nser = h - 2, y_trig = y0 + h - 2, y_leg = y0 + h - 1;
+	int64_t spc = tl_geom(a, &ncell);
+	double *val = calloc((size_t)MAX(ncell, 1) * SER_N, sizeof(*val)), max[SER_N] = {0};
+	bool *have = calloc((size_t)MAX(ncell, 1), sizeof(*have)), any = false;
+	attr_t trig_at = pair_attr(a, P_TL_LOST) | A_BOLD;
+	char buf[512], num[32];
+	size_t j, n_trig = 0;
+
+	if (!val || !have)
+		goto out;
+	for (i = 0; i < ncell; i++) {
+		double *c = &val[i * SER_N];
+		int64_t s0 = a->v0 + i * spc;
+
+		have[i] = vmodel__series_cell(&a->m, s0, s0 + spc, &c[SER_BUSY], &c[SER_RQ],
+					      &c[SER_CS]);
+		any |= have[i];
+		for (k = 0; have[i] && k < SER_N; k++)
+			max[k] = MAX(max[k], c[k]);
+	}
+	for (k = 0; k < nser; k++) {
+		/* system busy is a share of every CPU: on a 0..100 scale */
+		double scale = k == SER_BUSY && !v->proc ? 100 : max[k];
+
+		if (!any) {
+			snprintf(buf, sizeof(buf), "%s: not available%s", names[k],
+				 v->too_long ? " (the timeline spans more than 6h: z zooms in)"
+					     : " (no metrics recorded in this view)");
+			line_fill(y0 + k, A_DIM, buf, a->cols);
+			continue;
+		}
+		attron(pair_attr(a, pairs[k]));
+		for (i = 0; i < ncell; i++) {
+			double val_k = val[i * SER_N + k];
+			int e = scale > 0 ? (int)(val_k * 8 / scale + 0.999) : 0;
+
+			if (have[i])
+				put_level(a, y0 + k, i, val_k > 0 ? MAX(e, 1) : 0);
+		}
+		attroff(pair_attr(a, pairs[k]));
+	}
+	/* trigger row: T at the start cell, - until the end */
+	move(y_trig, 0);
+	clrtoeol();
+	for (j = 0; j < v->n_trig; j++) {
+		const struct store_trigger *t = &v->trig[j];
+		bool sel = a->view == VV_TRIGGERS && j == a->trig_sel;
+		int64_t s0, s1, c;
+
+		store_trigger__secs(t, &s0, &s1);
+		if (s1 <= a->v0 || s0 >= a->v1)
+			continue;
+		n_trig++;
+		attron(trig_at | (sel ? A_REVERSE : 0));
+		for (c = (MAX(s0, a->v0) - a->v0) / spc;
+		     c <= (MIN(s1, a->v1) - 1 - a->v0) / spc && c < ncell; c++)
+			mvaddch(y_trig, (int)c, s0 >= a->v0 && c == (s0 - a->v0) / spc ? 'T' : '-');
+		attroff(trig_at | (sel ? A_REVERSE : 0));
+	}
+	/* legend */
+	move(y_leg, 0);
+	clrtoeol();
+	x = 0;
+	if (v->proc) {
+		if (v->pid >= 0)
+			snprintf(buf, sizeof(buf), "pid %lld%s%s:", (long long)v->pid,
+				 v->comm[0] ? " " : "", v->comm);
+		else
+			snprintf(buf, sizeof(buf), "%s:", v->comm);
+	} else {
+		snprintf(buf, sizeof(buf), "system:");
+	}
+	put_part(a, y_leg, &x, A_BOLD, buf);
+	snprintf(buf, sizeof(buf), " triggers %zu (T) ", n_trig);
+	put_part(a, y_leg, &x, n_trig ? trig_at : A_DIM, buf);
+	if (any && nser) {
+		put_part(a, y_leg, &x, A_NORMAL, " max: ");
+		snprintf(buf, sizeof(buf), "cpu %.0f%% ", max[SER_BUSY]);
+		put_part(a, y_leg, &x, pair_attr(a, P_TL_ON), buf);
+		fmt_us(max[SER_RQ], num, sizeof(num));
+		snprintf(buf, sizeof(buf), "rq-p99 %s ", num);
+		put_part(a, y_leg, &x, pair_attr(a, P_SER_RQ), buf);
+		snprintf(buf, sizeof(buf), "cs %.0f/s ", max[SER_CS]);
+		put_part(a, y_leg, &x, pair_attr(a, P_SER_CS), buf);
+	} else if (any) {
+		put_part(a, y_leg, &x, A_DIM, "series: a taller terminal shows them ");
+	} else {
+		put_part(a, y_leg, &x, A_DIM, "no metrics ");
+	}
+	if (v->hw && v->cycles) {
+		snprintf(buf, sizeof(buf), " IPC %.2f ",
+			 (double)v->instructions / (double)v->cycles);
+		put_part(a, y_leg, &x, A_NORMAL, buf);
+	} else if (v->hw_na) {
+		put_part(a, y_leg, &x, A_DIM, " IPC n/a on this host");
+	}
+out:
+	free(val);
+	free(have);
 }
 
 /* ------------------------------------------------------------ flamegraph */
@@ -494,41 +649,6 @@ static void draw_help(struct vapp *a, int y0, int h)
 	}
 }
 
-/* ------------------------------------------------------------ screen */
-
-static void draw_header(struct vapp *a)
-{
-	char buf[1024], f[16], l[16], r0[16], r1[16], sp[32], filt[256], all[32];
-	const char *dir = strrchr(a->m.dir, '/') ? strrchr(a->m.dir, '/') + 1 : a->m.dir;
-	uint64_t corrupt = vmodel__corrupt(&a->m);
-	size_t o;
-
-	fmt_tod(a->m.first_s, f, sizeof(f));
-	fmt_tod(a->m.last_s + 1, l, sizeof(l));
-	vfilter__describe(&a->f, filt, sizeof(filt));
-	fmt_span(a->m.last_s + 1 - a->m.first_s, all, sizeof(all));
-	o = (size_t)snprintf(buf, sizeof(buf), " cpa-view  %.200s  %s-%s (%s)%s%s", dir, f, l, all,
-			     a->o.follow ? "  [live]" : "", a->diff && a->have_a ? "  [diff]" : "");
-	if (corrupt)
-		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "  corrupt blocks skipped: %llu",
-				      (unsigned long long)corrupt);
-	snprintf(buf + o, sizeof(buf) - o, "  group %s%s%s%s", vgroup__name(a->f.group),
-		 a->f.kernel ? "" : "  no-kernel", filt[0] ? "  " : "", filt);
-	line_fill(0, pair_attr(a, P_TITLE) | (a->color ? 0 : A_REVERSE), buf, a->cols);
-
-	fmt_tod(a->r0, r0, sizeof(r0));
-	fmt_tod(a->r1, r1, sizeof(r1));
-	fmt_span(a->r1 - a->r0, sp, sizeof(sp));
-	snprintf(buf, sizeof(buf), "range %s-%s (%s)  %llu samples: on %llu off %llu lost %llu", r0,
-		 r1, sp, (unsigned long long)a->st.samples, (unsigned long long)a->st.on,
-		 (unsigned long long)a->st.off, (unsigned long long)a->st.lost);
-	if (a->st.probe) {
-		o = strlen(buf);
-		snprintf(buf + o, sizeof(buf) - o, " probe %llu", (unsigned long long)a->st.probe);
-	}
-	line_fill(2 + tl_height(a->rows) + 2 - 1, A_BOLD, buf, a->cols);
-}
-
 /* Word-wrapped text from row y, at most max_rows rows; returns rows used. */
 static int put_wrapped(int y, int x, const char *s, int w, int max_rows)
 {
@@ -549,6 +669,94 @@ static int put_wrapped(int y, int x, const char *s, int w, int max_rows)
 			s++;
 	}
 	return rows;
+}
+
+/* The trigger list: TRIG_ROWS rows a trigger (its window, then what fired, wrapped). */
+#define TRIG_ROWS 2
+
+static void draw_triggers(struct vapp *a, int y0, int h)
+{
+	const struct vseries *v = &a->m.ser;
+	char buf[1024], desc[512], t0[16], t1[16];
+	uint32_t i, per_page;
+	int row;
+
+	line_fill(y0, A_BOLD | A_UNDERLINE,
+		  "policy triggers in the timeline  (j/k select, Enter: range = its window, Esc)",
+		  a->cols);
+	h--;
+	if (!v->n_trig) {
+		put_cols(y0 + 1, 2,
+			 v->too_long
+				 ? "the timeline spans more than 6h: z zooms in to read triggers"
+				 : "no policy triggers in the timeline view (Z: the whole store)",
+			 a->cols - 2);
+		return;
+	}
+	per_page = (uint32_t)MAX(h / TRIG_ROWS, 1);
+	if (a->trig_sel >= v->n_trig)
+		a->trig_sel = (uint32_t)v->n_trig - 1;
+	if (a->trig_sel < a->trig_scroll)
+		a->trig_scroll = a->trig_sel;
+	if (a->trig_sel >= a->trig_scroll + per_page)
+		a->trig_scroll = a->trig_sel - per_page + 1;
+	for (row = 0, i = a->trig_scroll; row + TRIG_ROWS <= h && i < v->n_trig;
+	     row += TRIG_ROWS, i++) {
+		const struct store_trigger *t = &v->trig[i];
+		attr_t at = i == a->trig_sel ? A_REVERSE : A_NORMAL;
+
+		fmt_tod((int64_t)(t->start_ns / 1000000000ULL), t0, sizeof(t0));
+		fmt_tod((int64_t)(t->end_ns / 1000000000ULL), t1, sizeof(t1));
+		store_trigger__describe(t, desc, sizeof(desc));
+		snprintf(buf, sizeof(buf), "%s%s-%s%s %s", t->start_before ? "<" : "", t0, t1,
+			 t->end_recorded ? "" : " (planned)", desc);
+		attron(at);
+		move(y0 + 1 + row, 0);
+		clrtoeol();
+		move(y0 + 2 + row, 0);
+		clrtoeol();
+		put_wrapped(y0 + 1 + row, 0, buf, a->cols, TRIG_ROWS);
+		attroff(at);
+	}
+}
+
+/* ------------------------------------------------------------ screen */
+
+static void draw_header(struct vapp *a)
+{
+	char buf[1024], f[16], l[16], r0[16], r1[16], sp[32], filt[256], all[32];
+	const char *dir = strrchr(a->m.dir, '/') ? strrchr(a->m.dir, '/') + 1 : a->m.dir;
+	uint64_t corrupt = vmodel__corrupt(&a->m);
+	char runs[32] = "";
+	size_t o;
+
+	fmt_tod(a->m.first_s, f, sizeof(f));
+	fmt_tod(a->m.last_s + 1, l, sizeof(l));
+	vfilter__describe(&a->f, filt, sizeof(filt));
+	fmt_span(a->m.last_s + 1 - a->m.first_s, all, sizeof(all));
+	if (a->m.n_dirs > 1)
+		snprintf(runs, sizeof(runs), " (%u runs)", a->m.n_dirs);
+	o = (size_t)snprintf(buf, sizeof(buf), " cpa-view  %.200s%s  %s-%s (%s)%s%s", dir, runs, f,
+			     l, all, a->o.follow ? "  [live]" : "",
+			     a->diff && a->have_a ? "  [diff]" : "");
+	if (corrupt)
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "  corrupt blocks skipped: %llu",
+				      (unsigned long long)corrupt);
+	snprintf(buf + o, sizeof(buf) - o, "  group %s%s%s%s", vgroup__name(a->f.group),
+		 a->f.kernel ? "" : "  no-kernel", filt[0] ? "  " : "", filt);
+	line_fill(0, pair_attr(a, P_TITLE) | (a->color ? 0 : A_REVERSE), buf, a->cols);
+
+	fmt_tod(a->r0, r0, sizeof(r0));
+	fmt_tod(a->r1, r1, sizeof(r1));
+	fmt_span(a->r1 - a->r0, sp, sizeof(sp));
+	snprintf(buf, sizeof(buf), "range %s-%s (%s)  %llu samples: on %llu off %llu lost %llu", r0,
+		 r1, sp, (unsigned long long)a->st.samples, (unsigned long long)a->st.on,
+		 (unsigned long long)a->st.off, (unsigned long long)a->st.lost);
+	if (a->st.probe) {
+		o = strlen(buf);
+		snprintf(buf + o, sizeof(buf) - o, " probe %llu", (unsigned long long)a->st.probe);
+	}
+	line_fill(1 + tl_height(a->rows) + 2 + ser_height(a->rows), A_BOLD, buf, a->cols);
 }
 
 static void draw_bottom(struct vapp *a)
@@ -583,7 +791,7 @@ static void draw_bottom(struct vapp *a)
 
 void vdraw__screen(struct vapp *a)
 {
-	int tl_h, body_y, body_h;
+	int tl_h, ser_h, body_y, body_h;
 
 	getmaxyx(stdscr, a->rows, a->cols);
 	erase();
@@ -604,10 +812,12 @@ void vdraw__screen(struct vapp *a)
 		return;
 	}
 	tl_h = tl_height(a->rows);
-	/* header 1, timeline tl_h, marks 1, axis 1, status 1 */
+	ser_h = ser_height(a->rows);
+	/* header 1, timeline tl_h, marks 1, axis 1, series ser_h, status 1 */
 	draw_timeline(a, 1, tl_h);
+	draw_series(a, 1 + tl_h + 2, ser_h);
 	draw_header(a);
-	body_y = 1 + tl_h + 3;
+	body_y = 1 + tl_h + 2 + ser_h + 1;
 	body_h = a->rows - body_y - 2;
 	switch (a->view) {
 	case VV_TOP:
@@ -617,7 +827,10 @@ void vdraw__screen(struct vapp *a)
 		draw_sandwich(a, body_y, body_h);
 		break;
 	case VV_HELP:
-		draw_help(a, body_y - 1 - tl_h - 2, a->rows - 1);
+		draw_help(a, 1, a->rows - 1);
+		break;
+	case VV_TRIGGERS:
+		draw_triggers(a, body_y, body_h);
 		break;
 	default:
 		draw_flame(a, body_y, body_h);

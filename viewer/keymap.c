@@ -77,6 +77,8 @@ static const struct vkey keys[] = {
 	/* misc */
 	{'x', VV_ALL, VA_EXPORT, "x",
 	 "export the range (with filters) as folded stacks (cpa show's .prof)"},
+	{'T', VV_ALL, VA_TRIGGERS, "T",
+	 "policy triggers in the timeline: list (j/k select, Enter sets the range to one)"},
 	{'F', VV_ALL, VA_FOLLOW, "F", "live: follow the store being written"},
 	{CTRL('l'), VV_ALL, VA_REDRAW, "^L", "redraw"},
 	{K_RESIZE, VV_ALL | VV_HELP, VA_REDRAW, NULL, NULL},

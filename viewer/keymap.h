@@ -14,7 +14,8 @@ enum vview {
 	VV_TOP = 1u << 1,
 	VV_SANDWICH = 1u << 2,
 	VV_HELP = 1u << 3,
-	VV_ALL = VV_FLAME | VV_TOP | VV_SANDWICH,
+	VV_TRIGGERS = 1u << 4, /* the list of policy triggers in the timeline view */
+	VV_ALL = VV_FLAME | VV_TOP | VV_SANDWICH | VV_TRIGGERS,
 };
 
 enum vact {
@@ -55,6 +56,7 @@ enum vact {
 	VA_EXPORT,
 	VA_FOLLOW,
 	VA_REDRAW,
+	VA_TRIGGERS, /* the trigger list on / off */
 };
 
 struct vkey {

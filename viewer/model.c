@@ -230,17 +230,17 @@ static int pick_dir(const char *path, char *dir, size_t len, char *err, size_t e
 	return r;
 }
 
-/* Spread each block's header count over its seconds. */
-static int load_timeline(struct vmodel *m)
+/* Spread each block's header count of dir over its seconds. */
+static int load_timeline_dir(struct vmodel *m, const char *dir)
 {
 	_cleanup_free_ struct store_tl_block *bl = NULL;
 	size_t n, i;
 	uint64_t bad = 0;
-	int r = store_timeline__read(m->dir, &bl, &n, &bad);
+	int r = store_timeline__read(dir, &bl, &n, &bad);
 
 	if (r < 0)
 		return r; /* no usable index: the exact counts are all there is */
-	m->hdr_bad = bad;
+	m->hdr_bad += bad;
 	for (i = 0; i < n; i++) {
 		int64_t s0 = bl[i].t_min_s, ns = (int64_t)bl[i].span_s + 1, s;
 		uint64_t per = bl[i].n_samples / (uint64_t)ns, rem = bl[i].n_samples % (uint64_t)ns;
@@ -256,10 +256,33 @@ static int load_timeline(struct vmodel *m)
 	return 0;
 }
 
+static int load_timeline(struct vmodel *m)
+{
+	int r = 0;
+
+	m->hdr_bad = 0;
+	if (!m->n_dirs)
+		return load_timeline_dir(m, m->dir);
+	for (uint32_t i = 0; i < m->n_dirs && r != -EPROTONOSUPPORT; i++)
+		r = load_timeline_dir(m, m->dirs[i]);
+	return r;
+}
+
+static void dirs_free(struct vmodel *m)
+{
+	for (uint32_t i = 0; i < m->n_dirs; i++)
+		free(m->dirs[i]);
+	free(m->dirs);
+	m->dirs = NULL;
+	m->n_dirs = 0;
+}
+
 static void model_close(struct vmodel *m)
 {
 	store_reader__free(m->r);
 	m->r = NULL;
+	dirs_free(m);
+	vmodel__series_reset(m);
 	free(m->hdr);
 	free(m->exact);
 	free(m->known);
@@ -274,7 +297,15 @@ static int model_load(struct vmodel *m, char *err, size_t errlen)
 	size_t n;
 	int r;
 
-	r = store_reader__open_err(m->dir, on_notice, m, &m->r, err, errlen);
+	/* A root: every run of the picked dir's day, read as one (as `cpa show`). */
+	if (m->root[0] && store_root__day_dirs(m->root, m->dir, &m->dirs, &m->n_dirs) == 0 &&
+	    m->n_dirs > 1) {
+		r = store_reader__open_set((const char *const *)m->dirs, m->n_dirs, on_notice, m,
+					   &m->r, err, errlen);
+	} else {
+		dirs_free(m);
+		r = store_reader__open_err(m->dir, on_notice, m, &m->r, err, errlen);
+	}
 	if (r < 0)
 		return r;
 	r = store_reader__range(m->r, &first, &last, &recs);
@@ -317,6 +348,8 @@ int vmodel__open(struct vmodel *m, const char *path, char *err, size_t errlen)
 	r = pick_dir(path, m->dir, sizeof(m->dir), err, errlen);
 	if (r < 0)
 		return r;
+	if (strcmp(m->dir, path))
+		snprintf(m->root, sizeof(m->root), "%s", path);
 	return model_load(m, err, errlen);
 }
 

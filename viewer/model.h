@@ -84,8 +84,41 @@ struct vrange_stats {
 	uint64_t samples, on, off, probe, lost, rows;
 };
 
+/* One second of the metrics series (series.c), for the selection it was loaded for. */
+struct vmsec {
+	uint64_t busy, total; /* system: /proc/stat busy and all ticks; process: on-CPU ns and
+				 the interval's ns (% of one CPU) */
+	uint64_t switches;    /* context switches (every reason) */
+	uint32_t runq_hist[CPA_METRICS_HIST]; /* log2 ns */
+	bool have;			      /* a metrics record covers this second */
+};
+
+/* The per-second metrics and policy triggers of the timeline view [t0, t1). */
+struct vseries {
+	int64_t t0, t1;
+	int64_t pid;   /* the selection loaded: pid / comm of the filter, or system-wide */
+	char comm[64]; /* "" = any */
+	bool loaded;
+	bool too_long;	/* the view is longer than VSERIES_MAX_SPAN: nothing read */
+	bool proc;	/* per process (a pid or comm filter), else system-wide */
+	bool any;	/* at least one metrics record in the view */
+	bool hw, hw_na; /* hardware counters seen / "not available on this host" */
+	uint64_t cycles, instructions;
+	struct vmsec *sec;	    /* t1 - t0 seconds */
+	struct store_trigger *trig; /* by start time */
+	size_t n_trig;
+};
+
+/* Metrics and triggers are read (decompressing blocks) for a view up to this long. */
+#define VSERIES_MAX_SPAN (6 * 3600)
+
 struct vmodel {
 	char dir[PATH_MAX];
+	char root[PATH_MAX]; /* the store root given, "" when a store dir was */
+	/* every run of dir's day when the store was given as a root (dirs[0..n_dirs)),
+	 * read as one (store_reader__open_set()); else just dir */
+	char **dirs;
+	uint32_t n_dirs;
 	struct store_reader *r;
 	struct strtab names;
 	/* (seg, stack_id) -> interned stack */
@@ -116,6 +149,7 @@ struct vmodel {
 	uint32_t n_agg, cap_agg, agg_gen;
 	uint32_t last_group_key_pid, last_group; /* one-entry cache of group_of() */
 	int last_group_kind;
+	struct vseries ser;
 };
 
 /* path: a store dir (cpa_YYMMDD...) or a root holding them (the newest is
@@ -128,6 +162,17 @@ uint64_t vmodel__corrupt(const struct vmodel *m);
 
 /* Samples of second s on the timeline: exact when known, else the header estimate. */
 uint64_t vmodel__sec_total(const struct vmodel *m, int64_t s);
+
+/* Load the metrics series and triggers of [t0, t1) for f's process selection
+ * (pid / comm; system-wide without), unless already loaded (series.c). */
+int vmodel__series(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilter *f);
+/* Forget them (the store was re-read). */
+void vmodel__series_reset(struct vmodel *m);
+/* Of seconds [s0, s1) of the loaded series: busy % (system: of all CPUs;
+ * process: of one CPU), run-queue latency P99 in us, switches per second.
+ * false when no second of them has a record. */
+bool vmodel__series_cell(const struct vmodel *m, int64_t s0, int64_t s1, double *busy_pct,
+			 double *rq_p99_us, double *cs_per_s);
 
 /* Aggregate [t0, t1) (unix seconds) passing f into out (reset first, sorted after). */
 int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilter *f,

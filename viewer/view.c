@@ -443,6 +443,13 @@ void vapp__render(struct vapp *a)
 {
 	if (a->have_model && a->dirty)
 		recompute(a);
+	if (a->have_model) {
+		int r = vmodel__series(&a->m, a->v0, a->v1, &a->f);
+
+		if (r < 0)
+			snprintf(a->msg, sizeof(a->msg), "read of the metrics failed: %s",
+				 strerror(-r));
+	}
 	vdraw__screen(a);
 }
 
@@ -696,6 +703,24 @@ static void search_selected(struct vapp *a)
 	set_search(a, pat);
 }
 
+/* ------------------------------------------------------------ triggers */
+
+/* The range becomes the selected trigger's window (whole seconds around it). */
+static void trigger_jump(struct vapp *a)
+{
+	const struct store_trigger *t;
+	int64_t r0, r1;
+
+	if (a->trig_sel >= a->m.ser.n_trig)
+		return;
+	t = &a->m.ser.trig[a->trig_sel];
+	store_trigger__secs(t, &r0, &r1);
+	snprintf(a->msg, sizeof(a->msg), "range = the window of trigger %.*s pid %u",
+		 (int)sizeof(t->ev.policy), t->ev.policy, t->ev.pid);
+	set_range(a, r0, r1);
+	a->view = VV_FLAME;
+}
+
 /* ------------------------------------------------------------ keys */
 
 static void go_view(struct vapp *a, unsigned int v)
@@ -744,7 +769,9 @@ void vapp__key(struct vapp *a, int key)
 		a->help_scroll = 0;
 		break;
 	case VA_BACK:
-		if (a->view == VV_SANDWICH) {
+		if (a->view == VV_TRIGGERS) {
+			a->view = VV_FLAME;
+		} else if (a->view == VV_SANDWICH) {
 			a->view = VV_TOP;
 		} else if (a->view == VV_TOP) {
 			a->view = VV_FLAME;
@@ -762,7 +789,10 @@ void vapp__key(struct vapp *a, int key)
 		nav_lr(a, 1);
 		break;
 	case VA_UP:
-		if (a->view == VV_TOP) {
+		if (a->view == VV_TRIGGERS) {
+			if (a->trig_sel)
+				a->trig_sel--;
+		} else if (a->view == VV_TOP) {
 			if (a->top_sel)
 				a->top_sel--;
 		} else if (a->view == VV_FLAME && a->sel != a->zoom && a->sel) {
@@ -770,7 +800,10 @@ void vapp__key(struct vapp *a, int key)
 		}
 		break;
 	case VA_DOWN:
-		if (a->view == VV_TOP) {
+		if (a->view == VV_TRIGGERS) {
+			if (a->trig_sel + 1 < a->m.ser.n_trig)
+				a->trig_sel++;
+		} else if (a->view == VV_TOP) {
 			if (a->top_sel + 1 < a->n_top)
 				a->top_sel++;
 		} else if (a->view == VV_FLAME) {
@@ -778,7 +811,9 @@ void vapp__key(struct vapp *a, int key)
 		}
 		break;
 	case VA_ENTER:
-		if (a->view == VV_TOP) {
+		if (a->view == VV_TRIGGERS) {
+			trigger_jump(a);
+		} else if (a->view == VV_TOP) {
 			if (a->top_sel < a->n_top) {
 				a->sw_name = a->top[a->top_sel].name;
 				go_view(a, VV_SANDWICH);
@@ -898,6 +933,14 @@ void vapp__key(struct vapp *a, int key)
 	case VA_FOLLOW:
 		a->o.follow = !a->o.follow;
 		snprintf(a->msg, sizeof(a->msg), "live mode %s", a->o.follow ? "on" : "off");
+		break;
+	case VA_TRIGGERS:
+		if (a->view == VV_TRIGGERS) {
+			a->view = VV_FLAME;
+			break;
+		}
+		a->view = VV_TRIGGERS;
+		a->trig_sel = a->trig_scroll = 0;
 		break;
 	case VA_REDRAW:
 		break;

@@ -77,6 +77,8 @@ struct vapp {
 	uint32_t sw_name;
 	struct vtree callers, callees;
 	struct vlayout lay_up, lay_down;
+	/* trigger list (model's ser.trig) */
+	uint32_t trig_sel, trig_scroll;
 	/* screen */
 	unsigned int view, prev_view; /* enum vview */
 	uint32_t help_scroll;
