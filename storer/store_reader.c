@@ -923,21 +923,19 @@ int store_reader__triggers(struct store_reader *r, uint64_t t0_ns, uint64_t t1_n
 void store_trigger__describe(const struct store_trigger *t, char *buf, size_t len)
 {
 	const struct cpa_policy_event *e = &t->ev;
+	char item[64], acts[128];
 	size_t o;
 
 	o = (size_t)snprintf(buf, len, "policy %.*s pid %u (%.*s)", (int)sizeof(e->policy),
 			     e->policy, e->pid, (int)sizeof(e->comm), e->comm);
 	if (e->kind != CPA_PE_START || o >= len)
 		return; /* an END only: the start (and what fired) is before the range */
-	o += (size_t)snprintf(buf + o, len - o, ": %s %.2f %s %.2f, actions",
-			      policy_item_name((enum policy_item)e->item), e->value,
-			      policy_cmp_name((enum policy_cmp)e->cmp), e->threshold);
-	if (o < len && (e->actions & POLICY_ACT_FREQ))
-		o += (size_t)snprintf(buf + o, len - o, " freq=%u", e->freq);
-	if (o < len && (e->actions & POLICY_ACT_OFFCPU))
-		o += (size_t)snprintf(buf + o, len - o, " offcpu=1");
-	if (o < len && (e->actions & POLICY_ACT_STACK_SIZE))
-		snprintf(buf + o, len - o, " stack_size=%u", e->stack_size);
+	/* the stored item and actions carry probe ids (POLICY_EV_ITEM/ACTIONS):
+	 * the policy file's words, as `cpa show --triggers` prints them */
+	policy_item_format(item, sizeof(item), e->item);
+	policy_actions_format(acts, sizeof(acts), e->actions, e->freq, e->stack_size);
+	snprintf(buf + o, len - o, ": %s %.2f %s %.2f, actions%s", item, e->value,
+		 policy_cmp_name((enum policy_cmp)e->cmp), e->threshold, acts);
 }
 
 /* ------------------------------------------------------------ open */
