@@ -43,8 +43,8 @@
 
 #define BACKOFF_MIN_MS		100
 #define BACKOFF_MAX_MS		5000
-#define HEALTHY_MS		60000 /* up this long: backoff and fast-failure count reset */
-#define FAST_FAIL_MS		2000  /* dying sooner than this after spawn is a start failure */
+#define FAST_FAIL_MS		2000  /* dying sooner than this after spawn is a fast failure */
+#define LOOP_FAILS		3     /* fast failures in a row: "failing repeatedly" */
 #define SUP_DURATION_STARTUP_MS 30000 /* --duration: the most start-up may add */
 
 enum sup_phase {
@@ -67,6 +67,8 @@ struct sup_stage {
 	unsigned int fast_fails;
 	uint64_t restarts;
 	bool seen_running;
+	bool ever_running; /* some generation reached RUNNING: it can start */
+	bool looping;	   /* failing repeatedly: restarts logged at debug level */
 	bool hung_killed;
 	uint64_t hung_for_ns;
 	bool stop_asked; /* part of the shutdown: never restarted */
@@ -120,7 +122,10 @@ int supervisor_params__init(struct supervisor_params *p)
 	p->stop_timeout_ms = 5000;
 	p->drain_timeout_ms = 20000;
 	p->max_fast_fails = 5;
+	p->healthy_ms = 60000;
 	r = env_ms("CPA_HANG_TIMEOUT_MS", &p->hang_timeout_ms);
+	if (r == 0)
+		r = env_ms("CPA_HEALTHY_MS", &p->healthy_ms);
 	if (r == 0)
 		r = env_ms("CPA_STOP_TIMEOUT_MS", &p->stop_timeout_ms);
 	if (r == 0)
@@ -318,18 +323,39 @@ static void stage_give_up(struct supervisor *s, struct sup_stage *st, const char
 	begin_stop(s, "a stage cannot start");
 }
 
-/* A stage died without being asked: count it, then restart it after a backoff. */
+/* A stage that ran healthy_ms since its spawn: its failure streak is over. */
+static void stage_healthy(struct supervisor *s, struct sup_stage *st, uint64_t now)
+{
+	if (!st->pid || !st->seen_running || now - st->spawn_ns < s->p.healthy_ms * NSEC_PER_MSEC)
+		return;
+	if (st->looping)
+		log_info("%s (pid %d) healthy again: running %.0f s since restart %llu", st->name,
+			 st->pid, (double)(now - st->spawn_ns) / NSEC_PER_SEC,
+			 (unsigned long long)st->restarts);
+	st->looping = false;
+	st->fast_fails = 0;
+	st->backoff_ms = BACKOFF_MIN_MS;
+}
+
+/*
+ * A stage died without being asked: count it, then restart it after a
+ * backoff (100 ms doubling to 5 s, reset once a generation runs healthy_ms).
+ * Only a stage that never reached RUNNING in this monitor's life gives up
+ * (a set-up failure: no BPF, a bad config); one that has run is restarted
+ * for as long as it takes, whatever kills it.
+ */
 static void stage_failed(struct supervisor *s, struct sup_stage *st, const char *what,
 			 uint64_t uptime_ns)
 {
 	bool fast = !st->seen_running || uptime_ns < FAST_FAIL_MS * NSEC_PER_MSEC;
 
-	if (uptime_ns >= HEALTHY_MS * NSEC_PER_MSEC) {
+	if (uptime_ns >= s->p.healthy_ms * NSEC_PER_MSEC) {
 		st->backoff_ms = BACKOFF_MIN_MS;
 		st->fast_fails = 0;
+		st->looping = false;
 	}
 	st->fast_fails = fast ? st->fast_fails + 1 : 0;
-	if (st->fast_fails >= s->p.max_fast_fails) {
+	if (!st->ever_running && st->fast_fails >= s->p.max_fast_fails) {
 		stage_give_up(s, st, what);
 		return;
 	}
@@ -341,8 +367,21 @@ static void stage_failed(struct supervisor *s, struct sup_stage *st, const char 
 		return;
 	}
 	st->restart_at_ns = clock_kernel_ns(CLOCK_MONOTONIC) + st->backoff_ms * NSEC_PER_MSEC;
-	log_warn("%s; restarting in %llu ms (restart %llu)", what,
-		 (unsigned long long)st->backoff_ms, (unsigned long long)st->restarts + 1);
+	if (st->looping) {
+		log_debug("%s; restarting in %llu ms (restart %llu)", what,
+			  (unsigned long long)st->backoff_ms, (unsigned long long)st->restarts + 1);
+	} else if (st->ever_running && st->fast_fails >= LOOP_FAILS) {
+		/* Once per streak, not once per death. */
+		st->looping = true;
+		log_error("%s; %s is failing repeatedly (%u times within %d s of a start): "
+			  "restarting it with a backoff of up to %d s, further restarts "
+			  "logged with --verbose until it runs %llu s",
+			  what, st->name, st->fast_fails, FAST_FAIL_MS / 1000, BACKOFF_MAX_MS / 1000,
+			  (unsigned long long)(s->p.healthy_ms / 1000));
+	} else {
+		log_warn("%s; restarting in %llu ms (restart %llu)", what,
+			 (unsigned long long)st->backoff_ms, (unsigned long long)st->restarts + 1);
+	}
 	st->backoff_ms = MIN(st->backoff_ms * 2, (uint64_t)BACKOFF_MAX_MS);
 }
 
@@ -658,6 +697,7 @@ static void update_ready(struct supervisor *s)
 			if (!st->seen_running)
 				log_debug("%s (pid %d) running", st->name, st->pid);
 			st->seen_running = true;
+			st->ever_running = true;
 			running++;
 		}
 	}
@@ -683,10 +723,19 @@ static void update_ready(struct supervisor *s)
 	}
 	n = (size_t)snprintf(buf, sizeof(buf), "degraded: %d of %d stages running", running,
 			     SHM_STAGE_MAX);
-	for (int i = 0; i < SHM_STAGE_MAX; i++)
-		if (s->st[i].restart_at_ns && n < sizeof(buf) - 1)
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		const struct sup_stage *st = &s->st[i];
+
+		if (n >= sizeof(buf) - 1)
+			break;
+		if (st->looping)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+					      ", %s failing repeatedly (%llu restarts)", st->name,
+					      (unsigned long long)st->restarts);
+		else if (st->restart_at_ns)
 			n += (size_t)snprintf(buf + n, sizeof(buf) - n, ", %s restarting",
-					      s->st[i].name);
+					      st->name);
+	}
 	set_status(s, buf);
 }
 
@@ -721,11 +770,14 @@ static void sup_step(struct supervisor *s, uint64_t now)
 				snprintf(what, sizeof(what), "%s could not be started", st->name);
 				stage_failed(s, st, what, 0);
 			} else {
-				log_info("%s restarted (pid %d, generation %u, restart %llu)",
+				log_printf(st->looping ? LOG_LVL_DEBUG : LOG_LVL_INFO,
+					 "%s restarted (pid %d, generation %u, restart %llu)",
 					 st->name, st->pid, st->blk->generation,
 					 (unsigned long long)st->restarts);
 			}
 		}
+		for (int i = 0; i < SHM_STAGE_MAX; i++)
+			stage_healthy(s, &s->st[i], now);
 		check_hung(s, now);
 	}
 	if (s->phase == SUP_STOPPING)
@@ -767,6 +819,10 @@ static int next_timeout_ms(const struct supervisor *s, uint64_t now)
 			next = MIN(next, hang + NSEC_PER_MSEC);
 		if (s->st[i].restart_at_ns)
 			next = MIN(next, s->st[i].restart_at_ns);
+		/* The end of a failure streak is logged when it happens. */
+		if (s->st[i].pid && s->st[i].seen_running &&
+		    (s->st[i].fast_fails || s->st[i].backoff_ms > BACKOFF_MIN_MS))
+			next = MIN(next, s->st[i].spawn_ns + s->p.healthy_ms * NSEC_PER_MSEC);
 		if (s->st[i].pid && s->st[i].stop_asked && s->st[i].deadline_ns)
 			next = MIN(next, s->st[i].deadline_ns);
 		/* A starting stage is polled until it says RUNNING (READY=1 waits on it). */

@@ -20,12 +20,14 @@ struct supervisor_params {
 	uint64_t stop_timeout_ms;    /* capture STOP -> SIGTERM -> SIGKILL steps */
 	uint64_t drain_timeout_ms;   /* per consumer DRAIN -> SIGKILL */
 	uint64_t stats_every_ms;     /* 0 = no statistics lines */
-	unsigned int max_fast_fails; /* consecutive start failures before giving up */
+	unsigned int max_fast_fails; /* start failures in a row before giving up (never ran) */
+	uint64_t healthy_ms;	     /* up this long: failure streak and backoff reset */
 };
 
-/* Defaults (10 s hang, 5 s stop, 20 s drain, 5 fast failures), overridable
- * for tests by CPA_HANG_TIMEOUT_MS, CPA_STOP_TIMEOUT_MS, CPA_DRAIN_TIMEOUT_MS
- * and CPA_MAX_FAST_FAILS. -EINVAL (logged) for a malformed variable. */
+/* Defaults (10 s hang, 5 s stop, 20 s drain, 5 fast failures, 60 s healthy),
+ * overridable for tests by CPA_HANG_TIMEOUT_MS, CPA_STOP_TIMEOUT_MS,
+ * CPA_DRAIN_TIMEOUT_MS, CPA_MAX_FAST_FAILS and CPA_HEALTHY_MS. -EINVAL
+ * (logged) for a malformed variable. */
 int supervisor_params__init(struct supervisor_params *p);
 
 /*

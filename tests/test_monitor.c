@@ -391,6 +391,138 @@ START_TEST(test_start_failure_gives_up)
 }
 END_TEST
 
+/* The pid of stage in `cpa ctl status` when it runs generation gen, else 0. */
+static pid_t running_pid(struct mon *m, const char *stage, unsigned int gen)
+{
+	char *out, want[64], *l;
+	pid_t pid = 0;
+	unsigned int g;
+	int p;
+
+	snprintf(want, sizeof(want), "%s: running, pid ", stage);
+	if (CTL(m, &out, "status") == 0 && (l = strstr(out, want)) &&
+	    sscanf(l + strlen(want), "%d, generation %u", &p, &g) == 2 && g == gen)
+		pid = p;
+	free(out);
+	return pid;
+}
+
+/* A counter of stage in `cpa ctl status`, -1 if not found. */
+static long ctl_counter(struct mon *m, const char *stage, const char *name)
+{
+	char *out, head[64], key[64], *l, *next, *k;
+	long v = -1;
+
+	snprintf(head, sizeof(head), "\n%s: ", stage);
+	snprintf(key, sizeof(key), " %s=", name);
+	if (CTL(m, &out, "status") == 0 && (l = strstr(out, head))) {
+		next = strstr(l + 1, ": running") ? strchr(l + 1, '\n') : NULL;
+		/* The counters are the indented lines after the stage's line. */
+		while (next && next[1] == ' ' && v < 0) {
+			char *end = strchr(next + 1, '\n');
+
+			if (end)
+				*end = 0;
+			if ((k = strstr(next + 1, key)))
+				v = atol(k + strlen(key));
+			next = end;
+		}
+	}
+	free(out);
+	return v;
+}
+
+/* Read what the monitor told systemd so far (the datagram queue holds ~10). */
+static void notify_drain(int fd, bool *status_loop, bool *status_ok)
+{
+	char buf[512];
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT)) > 0) {
+		buf[n] = 0;
+		*status_loop |= strstr(buf, "STATUS=degraded: 3 of 4 stages running, unwindd "
+					    "failing repeatedly") != NULL;
+		*status_ok |= *status_loop &&
+			      strstr(buf, "STATUS=running: capture, unwindd, symd, storer");
+	}
+}
+
+START_TEST(test_crash_loop_keeps_trying)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char env_sock[PATH_MAX + 32], path[PATH_MAX + 16], *st;
+	char tmpl[] = "/tmp/cpa-test-notify-XXXXXX";
+	bool status_loop = false, status_ok = false, healthy = false;
+	uint64_t end;
+	long out0, out1;
+	struct mon m;
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	snprintf(path, sizeof(path), "%s/notify", tmpl);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	snprintf(env_sock, sizeof(env_sock), "NOTIFY_SOCKET=%s", path);
+
+	/* The red-team case: SIGKILL within 2 s of every restart, after RUNNING,
+	 * more often than the give-up count of a stage that cannot start. */
+	mon_start(&m,
+		  (const char *const[]){env_sock, "CPA_MAX_FAST_FAILS=3", "CPA_HEALTHY_MS=2500",
+					NULL},
+		  NULL);
+	mon_ready(&m);
+	for (unsigned int gen = 1; gen <= 7; gen++) {
+		pid_t pid = 0;
+
+		end = ms_now() + 15000;
+		while (!pid && ms_now() < end) {
+			notify_drain(fd, &status_loop, &status_ok);
+			if (!(pid = running_pid(&m, "unwindd", gen)))
+				usleep(20000);
+		}
+		if (!pid)
+			dump_log(&m), ck_abort_msg("unwindd generation %u never ran", gen);
+		ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	}
+	if (!WAIT_LOG(&m, 100, "unwindd is failing repeatedly (3 times within 2 s of a start)",
+		      "backoff of up to 5 s"))
+		dump_log(&m), ck_abort_msg("no 'failing repeatedly' line");
+	/* Once per streak, not once per kill. */
+	ck_assert(!WAIT_LOG(&m, 0, "unwindd (pid", "killed by SIGKILL; restarting in 400 ms"));
+	ck_assert(!WAIT_LOG(&m, 0, "giving up"));
+	/* Left alone, it comes back, and the failure streak ends. */
+	for (end = ms_now() + 20000; ms_now() < end && !healthy;) {
+		notify_drain(fd, &status_loop, &status_ok);
+		healthy = WAIT_LOG(&m, 0, "unwindd (pid", "healthy again", "since restart 7");
+		usleep(20000);
+	}
+	if (!healthy)
+		dump_log(&m), ck_abort_msg("unwindd not healthy again");
+	notify_drain(fd, &status_loop, &status_ok);
+	/* systemd heard of both states. */
+	ck_assert_msg(status_loop && status_ok, "STATUS: loop %d, running again %d", status_loop,
+		      status_ok);
+	/* Samples flow again: the storer keeps counting. */
+	out0 = ctl_counter(&m, "storer", "samples");
+	usleep(500000);
+	out1 = ctl_counter(&m, "storer", "samples");
+	ck_assert_msg(out0 > 0 && out1 > out0, "storer samples %ld, then %ld", out0, out1);
+	ck_assert_int_eq(CTL(&m, &st, "status"), 0);
+	ck_assert_msg(strstr(st, "generation 8, restarts 7"), "%s", st);
+	free(st);
+	kill(m.pid, SIGTERM);
+	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+	/* Exactly once across the seven kills. */
+	check_drained_in_order(&m);
+	close(fd);
+	unlink(path);
+	rmdir(tmpl);
+	mon_cleanup(&m);
+}
+END_TEST
+
 START_TEST(test_ctl_rate_restart)
 {
 	struct mon m;
@@ -645,6 +777,7 @@ static Suite *monitor_suite(void)
 	tcase_add_test(tc, test_hung_stage);
 	tcase_add_test(tc, test_duration);
 	tcase_add_test(tc, test_start_failure_gives_up);
+	tcase_add_test(tc, test_crash_loop_keeps_trying);
 	tcase_add_test(tc, test_ctl_rate_restart);
 	tcase_add_test(tc, test_drain_timeout);
 	tcase_add_test(tc, test_second_monitor_refused);
