@@ -29,11 +29,13 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
@@ -76,6 +78,7 @@ struct sup_stage {
 	bool term_sent;
 	bool gave_up;
 	uint64_t deadline_ns; /* of the current stop step */
+	uint64_t as_limit;    /* RLIMIT_AS set at spawn, 0 = none */
 	uint64_t last_cnt[SHM_CNT_MAX];
 };
 
@@ -215,6 +218,26 @@ static char **build_envp(void)
 	return envp;
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SUP_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SUP_SANITIZED 1
+#endif
+#endif
+
+uint64_t supervisor__as_limit(enum shm_stage_id id, uint64_t mb)
+{
+#ifdef SUP_SANITIZED
+	(void)id, (void)mb;
+	return 0;
+#else
+	if (id != SHM_STAGE_UNWINDD && id != SHM_STAGE_SYMD)
+		return 0;
+	return (2 * mb + 1024) << 20;
+#endif
+}
+
 /* Child side of a spawn: only async-signal-safe calls until execve. */
 _Noreturn static void spawn_child(struct supervisor *s, struct sup_stage *st, int errfd,
 				  pid_t parent)
@@ -233,6 +256,12 @@ _Noreturn static void spawn_child(struct supervisor *s, struct sup_stage *st, in
 		sigaction(sig, &sa, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* The memory backstop (the stage's own cap is the limit it keeps). */
+	if (st->as_limit) {
+		struct rlimit rl = {.rlim_cur = st->as_limit, .rlim_max = st->as_limit};
+
+		setrlimit(RLIMIT_AS, &rl);
+	}
 
 	/* Keep the error pipe clear of fd 3 before fd 3 becomes the arena. */
 	if (errfd <= 3) {
@@ -270,6 +299,9 @@ static int stage_spawn(struct supervisor *s, struct sup_stage *st)
 		return log_error_errno(-errno, "%s: pipe: %m", st->name);
 	rfd = pfd[0];
 
+	/* The limit of now: cpa ctl mem may have changed it. */
+	st->as_limit = supervisor__as_limit(
+		st->id, __atomic_load_n(&st->blk->mem_limit_mb, __ATOMIC_RELAXED));
 	/* docs/pipeline.md: generation, cmd and state are set before the stage runs. */
 	gen = __atomic_load_n(&st->blk->generation, __ATOMIC_RELAXED) + 1;
 	__atomic_store_n(&st->blk->generation, gen, __ATOMIC_RELAXED);
@@ -877,6 +909,40 @@ static int handle_signals(struct supervisor *s)
 	return 0;
 }
 
+/*
+ * How the stages' memory is held: their own cache caps (mem_limit_mb, from
+ * --max_cache_size_mb, live through cpa ctl mem) and an RLIMIT_AS backstop.
+ * A cgroup v2 memory.max per stage would be the kernel's enforcement; it
+ * needs the memory controller delegated to our cgroup, which is said once.
+ */
+static void log_memory_limits(struct supervisor *s)
+{
+	const struct cpa_config *cfg = shm_arena__config(s->arena);
+	uint64_t mb = cfg->max_cache_size_mb ? cfg->max_cache_size_mb : 1024;
+	_cleanup_free_ char *ctrl = NULL;
+	const char *v2 = NULL;
+	size_t len;
+
+	for (int i = 0; i < SHM_STAGE_MAX; i++)
+		if (!__atomic_load_n(&s->st[i].blk->mem_limit_mb, __ATOMIC_RELAXED))
+			__atomic_store_n(&s->st[i].blk->mem_limit_mb, mb, __ATOMIC_RELAXED);
+	if (read_full_file("/sys/fs/cgroup/cgroup.controllers", 0, 4096, &ctrl, &len) == 0)
+		v2 = "/sys/fs/cgroup";
+	else if (read_full_file("/sys/fs/cgroup/unified/cgroup.controllers", 0, 4096, &ctrl,
+				&len) == 0)
+		v2 = "/sys/fs/cgroup/unified";
+	if (ctrl)
+		ctrl[strcspn(ctrl, "\n")] = 0;
+	log_info("memory: unwindd and symd keep their caches under %llu MiB each (cpa ctl mem "
+		 "changes it live), RLIMIT_AS %llu MiB as a backstop%s; no cgroup memory.max "
+		 "(%s%s%s%s)",
+		 (unsigned long long)mb,
+		 (unsigned long long)(supervisor__as_limit(SHM_STAGE_SYMD, mb) >> 20),
+		 supervisor__as_limit(SHM_STAGE_SYMD, mb) ? "" : " (none: sanitizer build)",
+		 v2 ? "the cgroup v2 hierarchy at " : "no cgroup v2 hierarchy", v2 ? v2 : "",
+		 v2 ? " has controllers: " : "", v2 ? (*ctrl ? ctrl : "none") : "");
+}
+
 static int sup_setup(struct supervisor *s)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
@@ -925,6 +991,7 @@ static int sup_setup(struct supervisor *s)
 				     st->name) >= sizeof(st->path))
 			return log_error_errno(-ENAMETOOLONG, "stage path too long");
 	}
+	log_memory_limits(s);
 	return 0;
 }
 

@@ -37,4 +37,14 @@ int supervisor_params__init(struct supervisor_params *p);
  */
 int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p);
 
+/*
+ * The RLIMIT_AS backstop of a stage with a cache cap of mb MiB: twice the cap
+ * plus 1 GiB for the rest of the process (arena, libraries, stacks, malloc
+ * arenas, mapped binaries). The cap itself is the stage's own accounting
+ * (it evicts); this only keeps a runaway from taking the host. 0: none (no
+ * cache: capture, storer; or a sanitizer build, whose shadow memory needs
+ * terabytes of address space).
+ */
+uint64_t supervisor__as_limit(enum shm_stage_id id, uint64_t mb);
+
 #endif /* CPA_CLI_SUPERVISOR_H */

@@ -128,6 +128,7 @@ struct symd {
 	size_t jit_bytes;  /* perf maps held */
 	size_t jit_budget; /* perf maps at most (1/4 of the cap) */
 	uint64_t jit_clock;
+	uint64_t cap;	     /* --max_cache_size_mb or cpa ctl mem, bytes */
 	uint64_t sym_budget; /* binary cache + perf maps (3/4 of the cap) */
 	bool jit_warned[2];  /* too big, not trusted: one warning each */
 
@@ -351,6 +352,13 @@ static int marker_id(struct symd *s, const char *name, uint32_t *ret)
 
 /* ---- per-pid state ---- */
 
+static void bins_rebudget(struct symd *s)
+{
+	if (s->bins)
+		bincache__set_budget(s->bins,
+				     s->sym_budget - MIN((uint64_t)s->jit_bytes, s->sym_budget / 2));
+}
+
 /* Replace p's perf map with j (NULL: drop it). Perf maps and the binary
  * cache share the symbol tables' 3/4 of the cap: what the maps hold, the
  * binary cache may not. */
@@ -363,9 +371,7 @@ static void pidinfo__set_jit(struct symd *s, struct pidinfo *p, struct jitmap *j
 	p->jit_size = j ? size : -1;
 	if (j)
 		s->jit_bytes += jitmap__bytes(j);
-	if (s->bins)
-		bincache__set_budget(s->bins, s->sym_budget - MIN((uint64_t)s->jit_bytes,
-								s->sym_budget / 2));
+	bins_rebudget(s);
 }
 
 static void pidinfo__free(struct symd *s, struct pidinfo *p)
@@ -1553,6 +1559,25 @@ void symd__finish(struct symd *s)
 	symd__gauges(s);
 }
 
+/* The cap is live: cpa ctl mem writes it into our block. The symbol tables
+ * shrink now; the intern tables at the next batch (a reset). */
+static void symd__apply_cap(struct symd *s)
+{
+	uint64_t mb = s->st ? __atomic_load_n(&s->st->mem_limit_mb, __ATOMIC_RELAXED) : 0;
+	uint64_t cap = mb << 20;
+
+	if (!mb || cap == s->cap)
+		return;
+	log_info("cache cap: %llu MiB (was %llu MiB)", (unsigned long long)mb,
+		 (unsigned long long)(s->cap >> 20));
+	s->cap = cap;
+	s->intern_budget = cap / 4;
+	s->sym_budget = cap - cap / 4;
+	s->jit_budget = cap / 4;
+	jit_make_room(s, NULL, 0);
+	bins_rebudget(s);
+}
+
 void symd__tick(struct symd *s, uint64_t now)
 {
 	uint8_t bid[CPA_BUILD_ID_MAX], blen;
@@ -1581,6 +1606,7 @@ void symd__tick(struct symd *s, uint64_t now)
 			ksyms_ensure(s);
 		}
 	}
+	symd__apply_cap(s);
 	symd__gauges(s);
 }
 
@@ -1638,6 +1664,7 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	}
 	/* Perf maps: at most 1/4 of the cap, taken from the symbol tables'
 	 * 3/4 while they hold it (pidinfo__set_jit()). */
+	s->cap = cap;
 	s->sym_budget = cap - cap / 4;
 	s->jit_budget = cap / 4;
 	r = bincache__new(s->sym_budget, &s->paths, &s->bins);

@@ -523,6 +523,70 @@ START_TEST(test_crash_loop_keeps_trying)
 }
 END_TEST
 
+/* "Max address space" of pid in bytes, 0 = unlimited or unreadable. */
+static unsigned long long as_limit_of(pid_t pid)
+{
+	char p[64], *buf, *l;
+	unsigned long long v = 0;
+
+	snprintf(p, sizeof(p), "/proc/%d/limits", pid);
+	buf = read_file(p);
+	l = strstr(buf, "Max address space");
+	if (l)
+		v = strtoull(l + strlen("Max address space"), NULL, 10);
+	free(buf);
+	return v;
+}
+
+START_TEST(test_ctl_mem)
+{
+	unsigned long long sym_as;
+	struct mon m;
+	char *out;
+	pid_t pid;
+
+	mon_start(&m, NULL, (const char *const[]){"--max_cache_size_mb", "256", NULL});
+	mon_ready(&m);
+	ck_assert(WAIT_LOG(&m, 100, "memory: unwindd and symd keep their caches under 256 MiB"));
+	ck_assert_int_eq(CTL(&m, &out, "status"), 0);
+	ck_assert_msg(strstr(out, "unwindd: running") && strstr(out, "mem limit 256 MiB"), "%s",
+		      out);
+	free(out);
+	/* The backstop the monitor set at spawn (none in a sanitizer build). */
+	pid = running_pid(&m, "symd", 1);
+	ck_assert_int_gt(pid, 0);
+	sym_as = as_limit_of(pid);
+	ck_assert(sym_as == (2ull * 256 + 1024) << 20 || sym_as == 0);
+
+	ck_assert_int_eq(CTL(&m, &out, "mem", "symd", "64"), 0);
+	ck_assert_msg(strstr(out, "symd mem limit: 64 MiB (was 256 MiB)"), "%s", out);
+	free(out);
+	if (sym_as)
+		ck_assert_uint_eq(as_limit_of(pid), (2ull * 64 + 1024) << 20);
+	ck_assert_int_eq(CTL(&m, &out, "status"), 0);
+	ck_assert_msg(strstr(out, "mem limit 64 MiB"), "%s", out);
+	free(out);
+	/* A restarted symd keeps the new limit. */
+	ck_assert_int_eq(CTL(&m, &out, "restart", "symd"), 0);
+	free(out);
+	ck_assert(WAIT_LOG(&m, 5000, "symd restarted", "generation 2"));
+	for (uint64_t end = ms_now() + 5000; !(pid = running_pid(&m, "symd", 2)) && ms_now() < end;)
+		usleep(20000);
+	ck_assert_int_gt(pid, 0);
+	if (sym_as)
+		ck_assert_uint_eq(as_limit_of(pid), (2ull * 64 + 1024) << 20);
+
+	ck_assert_int_eq(CTL(&m, &out, "mem", "storer", "64"), 2);
+	ck_assert_msg(strstr(out, "storer has no cache to cap"), "%s", out);
+	free(out);
+	ck_assert_int_eq(CTL(&m, &out, "mem", "symd", "0"), 2);
+	free(out);
+	kill(m.pid, SIGTERM);
+	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+	mon_cleanup(&m);
+}
+END_TEST
+
 START_TEST(test_ctl_rate_restart)
 {
 	struct mon m;
@@ -778,6 +842,7 @@ static Suite *monitor_suite(void)
 	tcase_add_test(tc, test_duration);
 	tcase_add_test(tc, test_start_failure_gives_up);
 	tcase_add_test(tc, test_crash_loop_keeps_trying);
+	tcase_add_test(tc, test_ctl_mem);
 	tcase_add_test(tc, test_ctl_rate_restart);
 	tcase_add_test(tc, test_drain_timeout);
 	tcase_add_test(tc, test_second_monitor_refused);

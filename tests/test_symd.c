@@ -1555,6 +1555,18 @@ START_TEST(test_stage_jit_caps)
 		kill(nobody, SIGKILL);
 		waitpid(nobody, NULL, 0);
 	}
+	/* cpa ctl mem: a lower cap applies on the next tick, maps evicted. */
+	{
+		uint64_t ev = shm_stage__cnt(h->st, SYM_CNT_CACHE_EVICT);
+
+		ck_assert_str_eq(jit_frame(h, kids[2], 9), "jit_k2_9");
+		__atomic_store_n(&h->st->mem_limit_mb, 16, __ATOMIC_RELAXED);
+		symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
+		ck_assert_uint_gt(shm_stage__cnt(h->st, SYM_CNT_CACHE_EVICT), ev);
+		ck_assert_uint_le(shm_stage__cnt(h->st, SYM_CNT_CACHE_BYTES), 16ull << 20);
+		/* A 7 MiB map is over the 4 MiB share now: refused, counted. */
+		ck_assert_str_eq(jit_frame(h, kids[2], 9), "0x7f0000000094 [anon:jit]");
+	}
 	for (i = 0; i < 8; i++) {
 		snprintf(path, sizeof(path), "/tmp/perf-%d.map", kids[i]);
 		unlink(path);
