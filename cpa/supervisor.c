@@ -31,6 +31,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -943,6 +944,33 @@ static void log_memory_limits(struct supervisor *s)
 		 v2 ? " has controllers: " : "", v2 ? (*ctrl ? ctrl : "none") : "");
 }
 
+/*
+ * The store directory is where root's stages write and the storer creates
+ * directories: whoever else may write it could plant symlinks or dirs there.
+ * It must be owned by root or by us and not writable by others.
+ */
+static int check_store_dir(const struct supervisor *s)
+{
+	const char *dir = shm_arena__config(s->arena)->store_dir;
+	struct stat sb;
+
+	if (!dir[0])
+		return 0;
+	if (stat(dir, &sb) < 0)
+		return log_error_errno(-errno, "--store_dir '%s': %m", dir);
+	if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
+		log_error("--store_dir '%s': owned by uid %u, not by root or uid %u: refused", dir,
+			  (unsigned int)sb.st_uid, (unsigned int)geteuid());
+		return -EPERM;
+	}
+	if (sb.st_mode & S_IWOTH) {
+		log_error("--store_dir '%s': writable by anyone (mode %04o): refused", dir,
+			  (unsigned int)(sb.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int sup_setup(struct supervisor *s)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
@@ -992,7 +1020,7 @@ static int sup_setup(struct supervisor *s)
 			return log_error_errno(-ENAMETOOLONG, "stage path too long");
 	}
 	log_memory_limits(s);
-	return 0;
+	return check_store_dir(s);
 }
 
 static void sup_teardown(struct supervisor *s)

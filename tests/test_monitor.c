@@ -523,6 +523,21 @@ START_TEST(test_crash_loop_keeps_trying)
 }
 END_TEST
 
+/* A /proc file (size 0 to stat: read to EOF), malloc'ed. */
+static char *read_proc(const char *path)
+{
+	char *buf = calloc(1, 65536);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, len = 0;
+
+	ck_assert_ptr_nonnull(buf);
+	while (fd >= 0 && len < 65535 && (n = read(fd, buf + len, (size_t)(65535 - len))) > 0)
+		len += n;
+	if (fd >= 0)
+		close(fd);
+	return buf;
+}
+
 /* "Max address space" of pid in bytes, 0 = unlimited or unreadable. */
 static unsigned long long as_limit_of(pid_t pid)
 {
@@ -530,7 +545,7 @@ static unsigned long long as_limit_of(pid_t pid)
 	unsigned long long v = 0;
 
 	snprintf(p, sizeof(p), "/proc/%d/limits", pid);
-	buf = read_file(p);
+	buf = read_proc(p);
 	l = strstr(buf, "Max address space");
 	if (l)
 		v = strtoull(l + strlen("Max address space"), NULL, 10);
@@ -584,6 +599,88 @@ START_TEST(test_ctl_mem)
 	kill(m.pid, SIGTERM);
 	ck_assert_int_eq(mon_wait(&m, 20000), 0);
 	mon_cleanup(&m);
+}
+END_TEST
+
+/* CapEff of pid, ~0 if unreadable or without no_new_privs. */
+static unsigned long long cap_eff(pid_t pid)
+{
+	char p[64], *buf, *l;
+	unsigned long long v = ~0ull;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	buf = read_proc(p);
+	l = strstr(buf, "\nCapEff:");
+	if (l)
+		v = strtoull(l + 8, NULL, 16);
+	l = strstr(buf, "\nNoNewPrivs:");
+	if (!l || atoi(l + 13) != 1)
+		v = ~0ull; /* no_new_privs must be set too */
+	free(buf);
+	return v;
+}
+
+START_TEST(test_stage_capabilities)
+{
+	/* The policy, stated here independently of common/daemon.c. */
+	const unsigned long long procs = 1ull << 19 /* SYS_PTRACE */ | 1ull << 2 /* DAC_READ_SEARCH */;
+	const struct {
+		const char *stage;
+		unsigned long long caps;
+	} want[] = {
+		{"capture", 1ull << 39 /* BPF */ | 1ull << 38 /* PERFMON */ | 1ull << 21 /* SYS_ADMIN */ |
+				    1ull << 24 /* SYS_RESOURCE */ | 1ull << 14 /* IPC_LOCK */ | procs},
+		{"unwindd", procs | 1ull << 40 /* CHECKPOINT_RESTORE */},
+		{"symd", procs | 1ull << 40 | 1ull << 34 /* SYSLOG */},
+		{"storer", 0},
+	};
+	unsigned long long mine;
+	char *buf = read_proc("/proc/self/status"), *l = strstr(buf, "\nCapEff:");
+	struct mon m;
+
+	mine = l ? strtoull(l + 8, NULL, 16) : 0;
+	free(buf);
+	mon_start(&m, NULL, NULL);
+	mon_ready(&m);
+	for (unsigned int i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		pid_t pid = running_pid(&m, want[i].stage, 1);
+
+		ck_assert_int_gt(pid, 0);
+		/* What it keeps of what it had; nothing at all without privileges. */
+		ck_assert_msg(cap_eff(pid) == (want[i].caps & mine),
+			      "%s: CapEff %llx, want %llx (no_new_privs set)", want[i].stage,
+			      cap_eff(pid), want[i].caps & mine);
+	}
+	kill(m.pid, SIGTERM);
+	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+	check_drained_in_order(&m);
+	mon_cleanup(&m);
+}
+END_TEST
+
+START_TEST(test_store_dir_refused)
+{
+	char dir[] = "/tmp/cpa-test-wwstore-XXXXXX";
+	struct mon m;
+
+	/* A store anyone can write: refused before any stage runs. */
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	mon_start(&m, NULL, (const char *const[]){"--store_dir", dir, NULL});
+	ck_assert_int_eq(mon_wait(&m, 20000), 1);
+	if (!WAIT_LOG(&m, 100, "--store_dir '", "writable by anyone (mode 0777): refused"))
+		dump_log(&m), ck_abort_msg("no refusal");
+	ck_assert(!WAIT_LOG(&m, 0, "all stages running"));
+	mon_cleanup(&m);
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chmod(dir, 0755), 0);
+		ck_assert_int_eq(chown(dir, 65534, 65534), 0);
+		mon_start(&m, NULL, (const char *const[]){"--store_dir", dir, NULL});
+		ck_assert_int_eq(mon_wait(&m, 20000), 1);
+		ck_assert(WAIT_LOG(&m, 100, "owned by uid 65534, not by root or uid 0: refused"));
+		mon_cleanup(&m);
+	}
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 END_TEST
 
@@ -843,6 +940,8 @@ static Suite *monitor_suite(void)
 	tcase_add_test(tc, test_start_failure_gives_up);
 	tcase_add_test(tc, test_crash_loop_keeps_trying);
 	tcase_add_test(tc, test_ctl_mem);
+	tcase_add_test(tc, test_stage_capabilities);
+	tcase_add_test(tc, test_store_dir_refused);
 	tcase_add_test(tc, test_ctl_rate_restart);
 	tcase_add_test(tc, test_drain_timeout);
 	tcase_add_test(tc, test_second_monitor_refused);
