@@ -138,8 +138,8 @@ static int set_mem(struct shm_stage *st, enum shm_stage_id id, pid_t mpid, const
 		struct rlimit rl = {.rlim_cur = as, .rlim_max = as};
 
 		if (prlimit(pid, RLIMIT_AS, &rl, NULL) < 0)
-			log_warn_errno(-errno, "prlimit %s (pid %d) RLIMIT_AS: %m", shm_stage_name(id),
-				       pid);
+			log_warn_errno(-errno, "prlimit %s (pid %d) RLIMIT_AS: %m",
+				       shm_stage_name(id), pid);
 		else
 			printf("%s RLIMIT_AS backstop: %llu MiB\n", shm_stage_name(id),
 			       (unsigned long long)(as >> 20));

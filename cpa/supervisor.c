@@ -409,8 +409,8 @@ static void stage_failed(struct supervisor *s, struct sup_stage *st, const char 
 		log_error("%s; %s is failing repeatedly (%u times within %d s of a start): "
 			  "restarting it with a backoff of up to %d s, further restarts "
 			  "logged with --verbose until it runs %llu s",
-			  what, st->name, st->fast_fails, FAST_FAIL_MS / 1000, BACKOFF_MAX_MS / 1000,
-			  (unsigned long long)(s->p.healthy_ms / 1000));
+			  what, st->name, st->fast_fails, FAST_FAIL_MS / 1000,
+			  BACKOFF_MAX_MS / 1000, (unsigned long long)(s->p.healthy_ms / 1000));
 	} else {
 		log_warn("%s; restarting in %llu ms (restart %llu)", what,
 			 (unsigned long long)st->backoff_ms, (unsigned long long)st->restarts + 1);
@@ -804,9 +804,9 @@ static void sup_step(struct supervisor *s, uint64_t now)
 				stage_failed(s, st, what, 0);
 			} else {
 				log_printf(st->looping ? LOG_LVL_DEBUG : LOG_LVL_INFO,
-					 "%s restarted (pid %d, generation %u, restart %llu)",
-					 st->name, st->pid, st->blk->generation,
-					 (unsigned long long)st->restarts);
+					   "%s restarted (pid %d, generation %u, restart %llu)",
+					   st->name, st->pid, st->blk->generation,
+					   (unsigned long long)st->restarts);
 			}
 		}
 		for (int i = 0; i < SHM_STAGE_MAX; i++)

@@ -118,7 +118,8 @@ int jitmap__load(const char *path, size_t max_bytes, const uint32_t *uids, struc
 			continue;
 		if (j->n == cap) {
 			/* The entries count in max_bytes too: grow to what is left. */
-			size_t left = (max_bytes - j->pool_len - sizeof(*j)) / sizeof(struct jitsym);
+			size_t left =
+				(max_bytes - j->pool_len - sizeof(*j)) / sizeof(struct jitsym);
 			struct jitsym *s;
 
 			if (cap >= SYMD_MAX_JIT_SYMS)

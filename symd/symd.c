@@ -355,8 +355,8 @@ static int marker_id(struct symd *s, const char *name, uint32_t *ret)
 static void bins_rebudget(struct symd *s)
 {
 	if (s->bins)
-		bincache__set_budget(s->bins,
-				     s->sym_budget - MIN((uint64_t)s->jit_bytes, s->sym_budget / 2));
+		bincache__set_budget(
+			s->bins, s->sym_budget - MIN((uint64_t)s->jit_bytes, s->sym_budget / 2));
 }
 
 /* Replace p's perf map with j (NULL: drop it). Perf maps and the binary

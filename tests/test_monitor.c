@@ -285,6 +285,15 @@ static void check_drained_in_order(struct mon *m)
 	ck_assert_int_eq(got, out);
 }
 
+/* Stop the monitor with sig: exit 0, every stage drained in order, exactly once. */
+static void mon_stop_drained(struct mon *m, int sig)
+{
+	kill(m->pid, sig);
+	ck_assert_int_eq(mon_wait(m, 20000), 0);
+	check_drained_in_order(m);
+	mon_cleanup(m);
+}
+
 START_TEST(test_start_status_stop)
 {
 	struct mon m;
@@ -335,11 +344,8 @@ START_TEST(test_crash_restart)
 		      "status after restart:\n%s", out);
 	free(out);
 
-	kill(m.pid, SIGINT);
-	ck_assert_int_eq(mon_wait(&m, 20000), 0);
 	/* Nothing lost across the crash: ring positions live in the arena. */
-	check_drained_in_order(&m);
-	mon_cleanup(&m);
+	mon_stop_drained(&m, SIGINT);
 }
 END_TEST
 
@@ -512,14 +518,11 @@ START_TEST(test_crash_loop_keeps_trying)
 	ck_assert_int_eq(CTL(&m, &st, "status"), 0);
 	ck_assert_msg(strstr(st, "generation 8, restarts 7"), "%s", st);
 	free(st);
-	kill(m.pid, SIGTERM);
-	ck_assert_int_eq(mon_wait(&m, 20000), 0);
-	/* Exactly once across the seven kills. */
-	check_drained_in_order(&m);
 	close(fd);
 	unlink(path);
 	rmdir(tmpl);
-	mon_cleanup(&m);
+	/* Exactly once across the seven kills. */
+	mon_stop_drained(&m, SIGTERM);
 }
 END_TEST
 
@@ -596,9 +599,7 @@ START_TEST(test_ctl_mem)
 	free(out);
 	ck_assert_int_eq(CTL(&m, &out, "mem", "symd", "0"), 2);
 	free(out);
-	kill(m.pid, SIGTERM);
-	ck_assert_int_eq(mon_wait(&m, 20000), 0);
-	mon_cleanup(&m);
+	mon_stop_drained(&m, SIGTERM);
 }
 END_TEST
 
@@ -623,13 +624,15 @@ static unsigned long long cap_eff(pid_t pid)
 START_TEST(test_stage_capabilities)
 {
 	/* The policy, stated here independently of common/daemon.c. */
-	const unsigned long long procs = 1ull << 19 /* SYS_PTRACE */ | 1ull << 2 /* DAC_READ_SEARCH */;
+	const unsigned long long procs =
+		1ull << 19 /* SYS_PTRACE */ | 1ull << 2 /* DAC_READ_SEARCH */;
 	const struct {
 		const char *stage;
 		unsigned long long caps;
 	} want[] = {
-		{"capture", 1ull << 39 /* BPF */ | 1ull << 38 /* PERFMON */ | 1ull << 21 /* SYS_ADMIN */ |
-				    1ull << 24 /* SYS_RESOURCE */ | 1ull << 14 /* IPC_LOCK */ | procs},
+		{"capture", 1ull << 39 /* BPF */ | 1ull << 38 /* PERFMON */ |
+				    1ull << 21 /* SYS_ADMIN */ | 1ull << 24 /* SYS_RESOURCE */ |
+				    1ull << 14 /* IPC_LOCK */ | procs},
 		{"unwindd", procs | 1ull << 40 /* CHECKPOINT_RESTORE */},
 		{"symd", procs | 1ull << 40 | 1ull << 34 /* SYSLOG */},
 		{"storer", 0},
@@ -651,10 +654,7 @@ START_TEST(test_stage_capabilities)
 			      "%s: CapEff %llx, want %llx (no_new_privs set)", want[i].stage,
 			      cap_eff(pid), want[i].caps & mine);
 	}
-	kill(m.pid, SIGTERM);
-	ck_assert_int_eq(mon_wait(&m, 20000), 0);
-	check_drained_in_order(&m);
-	mon_cleanup(&m);
+	mon_stop_drained(&m, SIGTERM);
 }
 END_TEST
 
