@@ -710,25 +710,16 @@ END_TEST
 START_TEST(test_cache_cap_live)
 {
 	struct shm_stage st = {0};
-	struct ucache_opts o = {
-		.max_bytes = 1ull << 30,
-		.refresh_ns = 1,
-		.dead_grace_ns = NSEC_PER_SEC,
-		.idle_ns = 300 * NSEC_PER_SEC,
-		.proc_root = fixture_proc(),
-		.st = &st,
-	};
-	struct ucache *c = NULL;
+	struct ucache *c = cache_new(fixture_proc(), 1, &st); /* no cap yet */
 	uint64_t now = 1000 * NSEC_PER_SEC;
 	struct uproc *p;
 	struct uloc l;
 
-	ck_assert_int_eq(ucache__new(&o, &c), 0);
 	p = ucache__proc(c, FIX_PID, now);
 	ck_assert_int_eq(ucache__find(c, p, 0x401234, now, &l), 0);
 	ck_assert_int_eq(ucache__nr_bins(c), 3);
-	/* Under 1 GiB: a sweep keeps everything. */
-	ucache__sweep(c, now + 1);
+	/* Under 1 GiB: nothing to do. */
+	ucache__set_max_bytes(c, 1ull << 30);
 	ck_assert_int_eq(ucache__nr_procs(c), 1);
 	/* cpa ctl mem: a cap under what is held evicts at once, no sweep needed. */
 	ucache__set_max_bytes(c, 1);
