@@ -5,7 +5,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <linux/capability.h>
 #include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -69,6 +73,79 @@ static int parse_argv(const char *name, int argc, char **argv)
 	return -1;
 }
 
+#define CAPB(c) (1ull << (c))
+
+/*
+ * What a stage keeps once it is set up (docs/reliability.md, "Limits and
+ * privileges"). capture: BPF and perf events (SYS_ADMIN for what the kernel
+ * still gates on it: tracefs, some BPF helpers; SYS_RESOURCE/IPC_LOCK for
+ * locked BPF memory), /proc/PID of any user (SYS_PTRACE, DAC_READ_SEARCH).
+ * unwindd, symd: other processes' maps and files (SYS_PTRACE for
+ * /proc/PID/maps and /proc/PID/root, CHECKPOINT_RESTORE for
+ * /proc/PID/map_files, DAC_READ_SEARCH for binaries we may not read);
+ * symd also SYSLOG (kallsyms addresses under kptr_restrict). storer: none.
+ */
+uint64_t daemon__caps_kept(enum shm_stage_id id)
+{
+	const uint64_t procs = CAPB(CAP_SYS_PTRACE) | CAPB(CAP_DAC_READ_SEARCH);
+
+	switch (id) {
+	case SHM_STAGE_CAPTURE:
+		return CAPB(CAP_BPF) | CAPB(CAP_PERFMON) | CAPB(CAP_SYS_ADMIN) |
+		       CAPB(CAP_SYS_RESOURCE) | CAPB(CAP_IPC_LOCK) | procs;
+	case SHM_STAGE_UNWINDD:
+		return procs | CAPB(CAP_CHECKPOINT_RESTORE);
+	case SHM_STAGE_SYMD:
+		return procs | CAPB(CAP_CHECKPOINT_RESTORE) | CAPB(CAP_SYSLOG);
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Keep only keep of our capabilities, for good: the bounding set loses the
+ * rest (while CAP_SETPCAP is still ours), no ambient ones, no_new_privs (an
+ * exec cannot give anything back), then permitted = effective = keep. An
+ * unprivileged stage has nothing to drop but sets no_new_privs all the same.
+ */
+static int caps_drop(uint64_t keep)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {{0}};
+	uint64_t perm;
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	perm = d[0].permitted | (uint64_t)d[1].permitted << 32;
+	keep &= perm;
+	for (int c = 0; c < 64 && prctl(PR_CAPBSET_READ, c, 0, 0, 0) >= 0; c++)
+		if (!(keep & CAPB(c)) && (perm & CAPB(CAP_SETPCAP)))
+			(void)prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	if (keep == perm && (d[0].effective | (uint64_t)d[1].effective << 32) == perm &&
+	    !d[0].inheritable && !d[1].inheritable)
+		return 0;
+	d[0].permitted = d[0].effective = (uint32_t)keep;
+	d[1].permitted = d[1].effective = (uint32_t)(keep >> 32);
+	d[0].inheritable = d[1].inheritable = 0;
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	log_debug("capabilities: kept 0x%llx of 0x%llx", (unsigned long long)keep,
+		  (unsigned long long)perm);
+	return 0;
+}
+
+static int drop_privileges(const struct daemon_stage *d)
+{
+	int r = caps_drop(daemon__caps_kept(d->id));
+
+	if (r < 0)
+		log_error_errno(r, "drop capabilities: %m");
+	return r;
+}
+
 /* The consumer stages: rings, object, the shared loop, the finish. */
 static int run_loop(const struct daemon_stage *d, struct shm_arena *a, struct shm_stage *st)
 {
@@ -91,6 +168,12 @@ static int run_loop(const struct daemon_stage *d, struct shm_arena *a, struct sh
 	r = d->new (a, st, &in, d->out_ring >= 0 ? &out : NULL, &obj);
 	if (r < 0)
 		return r;
+	/* Set up: from here on only what the stage needs. */
+	r = drop_privileges(d);
+	if (r < 0) {
+		d->free(obj);
+		return r;
+	}
 
 	l.st = st;
 	l.in = &in;
@@ -139,7 +222,13 @@ int daemon__main(const struct daemon_stage *d, int argc, char **argv)
 	}
 
 	if (d->run) {
-		r = d->run(a, st);
+		/* A stage with its own loop sets up inside it: it keeps what it
+		 * needs for that too (capture: BPF, perf events). */
+		r = drop_privileges(d);
+		if (r == 0)
+			r = d->run(a, st);
+		else
+			shm_stage__exit(st, r);
 	} else {
 		r = run_loop(d, a, st);
 		shm_stage__exit(st, r);

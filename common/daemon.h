@@ -15,6 +15,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "shm/stage_loop.h"
 
@@ -41,6 +42,10 @@ struct daemon_stage {
 
 /* Set by the SIGTERM handler. */
 extern volatile sig_atomic_t daemon_term;
+
+/* The capabilities (bit CAP_*) a stage keeps after its start-up; the
+ * others are dropped for good, and no_new_privs is set. */
+uint64_t daemon__caps_kept(enum shm_stage_id id);
 
 /* main() of a stage: 0 after a clean exit, 1 after a failure, 2 for a bad
  * command line or no arena. */

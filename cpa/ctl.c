@@ -5,9 +5,10 @@
  * reopened through /proc/<pid>/fd/<n> (the memfd named "cpa-arena"), which
  * needs the same rights as ptrace on the monitor (root, or the same user).
  *
- * ctl writes only the rate_limit word (the monitor never writes it after
- * start, so ctl is its only writer at run time) and sends SIGTERM to a stage
- * for a restart; everything else is read.
+ * ctl writes only the rate_limit and mem_limit_mb words (the monitor never
+ * writes them after start, so ctl is their only writer at run time), lowers
+ * or raises a stage's RLIMIT_AS backstop with prlimit() along with its cap,
+ * and sends SIGTERM to a stage for a restart; everything else is read.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +28,7 @@
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "shm/arena.h"
+#include "supervisor.h"
 
 static int monitor_pid_get(const char *store_dir, pid_t *ret)
 {
@@ -86,6 +89,64 @@ static int stage_from_name(const char *name, enum shm_stage_id *ret)
 	return -EINVAL;
 }
 
+static bool is_child_of(pid_t pid, pid_t parent)
+{
+	char path[64], line[256];
+	bool ok = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "PPid:", 5)) {
+			ok = atoi(line + 5) == parent;
+			break;
+		}
+	fclose(f);
+	return ok;
+}
+
+/* The stages with a cache cap (cpa ctl mem). */
+static bool has_cache(enum shm_stage_id id)
+{
+	return id == SHM_STAGE_UNWINDD || id == SHM_STAGE_SYMD;
+}
+
+/* cpa ctl mem STAGE MB: the cap the stage applies on its next tick, and
+ * the RLIMIT_AS backstop of the running process moved along. */
+static int set_mem(struct shm_stage *st, enum shm_stage_id id, pid_t mpid, const char *arg)
+{
+	pid_t pid = __atomic_load_n(&st->pid, __ATOMIC_RELAXED);
+	uint64_t old, as;
+	long long mb;
+
+	if (!has_cache(id)) {
+		log_error("mem: %s has no cache to cap (unwindd or symd)", shm_stage_name(id));
+		return 2;
+	}
+	if (parse_ll(arg, 1, 1048576, &mb) < 0) {
+		log_error("mem: invalid value '%s' (MiB, 1..1048576)", arg);
+		return 2;
+	}
+	old = __atomic_exchange_n(&st->mem_limit_mb, (uint64_t)mb, __ATOMIC_RELAXED);
+	printf("%s mem limit: %lld MiB (was %llu MiB)\n", shm_stage_name(id), mb,
+	       (unsigned long long)old);
+	as = supervisor__as_limit(id, (uint64_t)mb);
+	if (as && pid > 0 && is_child_of(pid, mpid)) {
+		struct rlimit rl = {.rlim_cur = as, .rlim_max = as};
+
+		if (prlimit(pid, RLIMIT_AS, &rl, NULL) < 0)
+			log_warn_errno(-errno, "prlimit %s (pid %d) RLIMIT_AS: %m",
+				       shm_stage_name(id), pid);
+		else
+			printf("%s RLIMIT_AS backstop: %llu MiB\n", shm_stage_name(id),
+			       (unsigned long long)(as >> 20));
+	}
+	return 0;
+}
+
 static void print_status(struct shm_arena *a, pid_t mpid, const char *store_dir)
 {
 	const struct cpa_config *c = shm_arena__config(a);
@@ -98,7 +159,8 @@ static void print_status(struct shm_arena *a, pid_t mpid, const char *store_dir)
 		struct shm_stage *st = shm_arena__stage(a, (enum shm_stage_id)i);
 		uint64_t hb = __atomic_load_n(&st->heartbeat_ns, __ATOMIC_RELAXED);
 		uint64_t rate = shm_stage__rate_limit(st);
-		char age[32], rl[32];
+		uint64_t mem = __atomic_load_n(&st->mem_limit_mb, __ATOMIC_RELAXED);
+		char age[32], rl[32], ml[48] = "";
 		int col = 2;
 
 		if (hb && hb <= now)
@@ -109,13 +171,15 @@ static void print_status(struct shm_arena *a, pid_t mpid, const char *store_dir)
 			snprintf(rl, sizeof(rl), "%llu/s", (unsigned long long)rate);
 		else
 			snprintf(rl, sizeof(rl), "unlimited");
-		printf("%s: %s, pid %d, generation %u, restarts %llu, heartbeat %s, rate %s, "
+		if (has_cache((enum shm_stage_id)i))
+			snprintf(ml, sizeof(ml), ", mem limit %llu MiB", (unsigned long long)mem);
+		printf("%s: %s, pid %d, generation %u, restarts %llu, heartbeat %s, rate %s%s, "
 		       "last exit %u\n",
 		       shm_stage_name((enum shm_stage_id)i), shm_state_name(shm_stage__state(st)),
 		       __atomic_load_n(&st->pid, __ATOMIC_RELAXED),
 		       __atomic_load_n(&st->generation, __ATOMIC_RELAXED),
 		       (unsigned long long)__atomic_load_n(&st->restarts, __ATOMIC_RELAXED), age,
-		       rl, __atomic_load_n(&st->exit_code, __ATOMIC_RELAXED));
+		       rl, ml, __atomic_load_n(&st->exit_code, __ATOMIC_RELAXED));
 		printf(" ");
 		for (unsigned int k = 0; k < SHM_CNT_MAX; k++) {
 			const char *name = shm_counter_name((enum shm_stage_id)i, k);
@@ -151,24 +215,6 @@ static void print_status(struct shm_arena *a, pid_t mpid, const char *store_dir)
 }
 
 /* The stage pid in the block is only trusted while it is the monitor's child. */
-static bool is_child_of(pid_t pid, pid_t parent)
-{
-	char path[64], line[256];
-	bool ok = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "PPid:", 5)) {
-			ok = atoi(line + 5) == parent;
-			break;
-		}
-	fclose(f);
-	return ok;
-}
 
 int cmd_ctl(struct cpa_opts *o)
 {
@@ -180,7 +226,8 @@ int cmd_ctl(struct cpa_opts *o)
 	int code = 1;
 
 	if (o->n_args < 1) {
-		log_error("ctl: missing action (status, restart <stage>, rate <stage> <N>)");
+		log_error("ctl: missing action (status, restart <stage>, rate <stage> <N>, mem "
+			  "<stage> <MiB>)");
 		fprintf(stderr, "Try 'cpa ctl --help'.\n");
 		return 2;
 	}
@@ -193,13 +240,13 @@ int cmd_ctl(struct cpa_opts *o)
 			goto usage;
 		if (stage_from_name(o->args[1], &id) < 0)
 			return 2;
-	} else if (!strcmp(verb, "rate")) {
+	} else if (!strcmp(verb, "rate") || !strcmp(verb, "mem")) {
 		if (o->n_args != 3)
 			goto usage;
 		if (stage_from_name(o->args[1], &id) < 0)
 			return 2;
 	} else {
-		log_error("ctl: unknown action '%s' (status, restart, rate)", verb);
+		log_error("ctl: unknown action '%s' (status, restart, rate, mem)", verb);
 		return 2;
 	}
 
@@ -225,6 +272,8 @@ int cmd_ctl(struct cpa_opts *o)
 			       shm_stage_name(id), pid);
 			code = 0;
 		}
+	} else if (!strcmp(verb, "mem")) {
+		code = set_mem(shm_arena__stage(a, id), id, mpid, o->args[2]);
 	} else {
 		struct shm_stage *st = shm_arena__stage(a, id);
 		long long n;

@@ -20,7 +20,7 @@ static void usage(FILE *f)
 		   "Commands:\n"
 		   "  monitor   run the profiler: supervise capture, unwindd, symd, storer\n"
 		   "  show      export a time range of a store as a folded .prof\n"
-		   "  ctl       status | restart <stage> | rate <stage> <N> of a running monitor\n"
+		   "  ctl       status | restart | rate | mem of a running monitor\n"
 		   "  help      [command]: this text, or the options of a command\n"
 		   "  version   print the version\n"
 		   "\n"
@@ -45,6 +45,7 @@ static void usage_cmd(FILE *f, enum cpa_cmd cmd)
 			"Usage: cpa ctl [--store_dir DIR] status\n"
 			"       cpa ctl [--store_dir DIR] restart capture|unwindd|symd|storer\n"
 			"       cpa ctl [--store_dir DIR] rate <stage> <records/s, 0 = unlimited>\n"
+			"       cpa ctl [--store_dir DIR] mem unwindd|symd <cache cap, MiB>\n"
 			"Talks to the 'cpa monitor' whose pid is in DIR/" CPA_PIDFILE_NAME ".\n");
 		break;
 	default:

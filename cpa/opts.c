@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/policy.h"
@@ -604,24 +605,88 @@ static char *trim(char *s)
 	return s;
 }
 
+/*
+ * A config file is read whole, at most CONFIG_MAX_BYTES: a directory, a
+ * device (/dev/zero) or a huge file is refused before anything is parsed,
+ * and whoever may write it decides what cpa (root) runs with, so it must
+ * be owned by root or by us and not be writable by others. A pipe
+ * (`--config <(...)`) is read with the same cap.
+ */
+#define CONFIG_MAX_BYTES (1024 * 1024)
+
+static int config_open(const char *path, char **buf, size_t *len)
+{
+	_cleanup_close_ int fd = -1;
+	size_t cap = 0;
+	struct stat sb;
+	int r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return log_error_errno(-errno, "--config '%s': %m", path);
+	if (fstat(fd, &sb) < 0)
+		return log_error_errno(-errno, "--config '%s': %m", path);
+	if (S_ISDIR(sb.st_mode)) {
+		log_error("--config '%s': is a directory, expected a file of 'key: value' lines",
+			  path);
+		return -EISDIR;
+	}
+	if (!S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode)) {
+		log_error("--config '%s': not a regular file", path);
+		return -EINVAL;
+	}
+	if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
+		log_error("--config '%s': owned by uid %u, not by root or uid %u: refused "
+			  "(whoever can write it decides how cpa runs)",
+			  path, (unsigned int)sb.st_uid, (unsigned int)geteuid());
+		return -EPERM;
+	}
+	if (sb.st_mode & S_IWOTH) {
+		log_error("--config '%s': writable by anyone (mode %04o): refused", path,
+			  (unsigned int)(sb.st_mode & 07777));
+		return -EPERM;
+	}
+	r = read_full_fd(fd, 0, CONFIG_MAX_BYTES, buf, &cap, len);
+	if (r == -EFBIG) {
+		log_error("--config '%s': larger than %d KiB: not a config file", path,
+			  CONFIG_MAX_BYTES / 1024);
+		return r;
+	}
+	if (r < 0)
+		return log_error_errno(r, "--config '%s': %m", path);
+	return 0;
+}
+
 int cpa_opts__load_config(struct cpa_opts *o, const char *path)
 {
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0;
+	_cleanup_free_ char *buf = NULL;
 	unsigned int lineno = 0;
-	FILE *f;
-	int r = 0;
+	char *next, *end;
+	size_t len = 0;
+	int r;
 
-	f = fopen(path, "re");
-	if (!f)
-		return log_error_errno(-errno, "--config '%s': %m", path);
+	r = config_open(path, &buf, &len);
+	if (r < 0)
+		return r;
 
-	while (getline(&line, &cap, f) >= 0) {
-		char where[PATH_MAX + 32], *s, *colon, *key, *val;
+	for (char *line = buf, *stop = buf + len; line < stop; line = next) {
+		char where[PATH_MAX + 32], *s, *colon, *key, *val, *nul;
 		const struct opt_def *d;
 
+		end = memchr(line, '\n', (size_t)(stop - line));
+		if (!end)
+			end = stop;
+		*end = 0;
+		next = end + 1;
 		lineno++;
 		snprintf(where, sizeof(where), "%s:%u: ", path, lineno);
+		nul = memchr(line, 0, (size_t)(end - line));
+		if (nul) {
+			log_error("%sa NUL byte at column %zu: not a text file", where,
+				  (size_t)(nul - line) + 1);
+			r = -EINVAL;
+			break;
+		}
 		/* '#' starts a comment at the line start or after a blank, so a
 		 * value may still contain one (e.g. a path). */
 		for (s = line; *s; s++)
@@ -672,7 +737,6 @@ int cpa_opts__load_config(struct cpa_opts *o, const char *path)
 		if (r < 0)
 			break;
 	}
-	fclose(f);
 	return r;
 }
 

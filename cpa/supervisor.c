@@ -29,11 +29,14 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
@@ -43,8 +46,8 @@
 
 #define BACKOFF_MIN_MS		100
 #define BACKOFF_MAX_MS		5000
-#define HEALTHY_MS		60000 /* up this long: backoff and fast-failure count reset */
-#define FAST_FAIL_MS		2000  /* dying sooner than this after spawn is a start failure */
+#define FAST_FAIL_MS		2000  /* dying sooner than this after spawn is a fast failure */
+#define LOOP_FAILS		3     /* fast failures in a row: "failing repeatedly" */
 #define SUP_DURATION_STARTUP_MS 30000 /* --duration: the most start-up may add */
 
 enum sup_phase {
@@ -67,6 +70,8 @@ struct sup_stage {
 	unsigned int fast_fails;
 	uint64_t restarts;
 	bool seen_running;
+	bool ever_running; /* some generation reached RUNNING: it can start */
+	bool looping;	   /* failing repeatedly: restarts logged at debug level */
 	bool hung_killed;
 	uint64_t hung_for_ns;
 	bool stop_asked; /* part of the shutdown: never restarted */
@@ -74,6 +79,7 @@ struct sup_stage {
 	bool term_sent;
 	bool gave_up;
 	uint64_t deadline_ns; /* of the current stop step */
+	uint64_t as_limit;    /* RLIMIT_AS set at spawn, 0 = none */
 	uint64_t last_cnt[SHM_CNT_MAX];
 };
 
@@ -120,7 +126,10 @@ int supervisor_params__init(struct supervisor_params *p)
 	p->stop_timeout_ms = 5000;
 	p->drain_timeout_ms = 20000;
 	p->max_fast_fails = 5;
+	p->healthy_ms = 60000;
 	r = env_ms("CPA_HANG_TIMEOUT_MS", &p->hang_timeout_ms);
+	if (r == 0)
+		r = env_ms("CPA_HEALTHY_MS", &p->healthy_ms);
 	if (r == 0)
 		r = env_ms("CPA_STOP_TIMEOUT_MS", &p->stop_timeout_ms);
 	if (r == 0)
@@ -210,6 +219,26 @@ static char **build_envp(void)
 	return envp;
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SUP_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SUP_SANITIZED 1
+#endif
+#endif
+
+uint64_t supervisor__as_limit(enum shm_stage_id id, uint64_t mb)
+{
+#ifdef SUP_SANITIZED
+	(void)id, (void)mb;
+	return 0;
+#else
+	if (id != SHM_STAGE_UNWINDD && id != SHM_STAGE_SYMD)
+		return 0;
+	return (2 * mb + 1024) << 20;
+#endif
+}
+
 /* Child side of a spawn: only async-signal-safe calls until execve. */
 _Noreturn static void spawn_child(struct supervisor *s, struct sup_stage *st, int errfd,
 				  pid_t parent)
@@ -228,6 +257,12 @@ _Noreturn static void spawn_child(struct supervisor *s, struct sup_stage *st, in
 		sigaction(sig, &sa, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* The memory backstop (the stage's own cap is the limit it keeps). */
+	if (st->as_limit) {
+		struct rlimit rl = {.rlim_cur = st->as_limit, .rlim_max = st->as_limit};
+
+		setrlimit(RLIMIT_AS, &rl);
+	}
 
 	/* Keep the error pipe clear of fd 3 before fd 3 becomes the arena. */
 	if (errfd <= 3) {
@@ -265,6 +300,9 @@ static int stage_spawn(struct supervisor *s, struct sup_stage *st)
 		return log_error_errno(-errno, "%s: pipe: %m", st->name);
 	rfd = pfd[0];
 
+	/* The limit of now: cpa ctl mem may have changed it. */
+	st->as_limit = supervisor__as_limit(
+		st->id, __atomic_load_n(&st->blk->mem_limit_mb, __ATOMIC_RELAXED));
 	/* docs/pipeline.md: generation, cmd and state are set before the stage runs. */
 	gen = __atomic_load_n(&st->blk->generation, __ATOMIC_RELAXED) + 1;
 	__atomic_store_n(&st->blk->generation, gen, __ATOMIC_RELAXED);
@@ -318,18 +356,39 @@ static void stage_give_up(struct supervisor *s, struct sup_stage *st, const char
 	begin_stop(s, "a stage cannot start");
 }
 
-/* A stage died without being asked: count it, then restart it after a backoff. */
+/* A stage that ran healthy_ms since its spawn: its failure streak is over. */
+static void stage_healthy(struct supervisor *s, struct sup_stage *st, uint64_t now)
+{
+	if (!st->pid || !st->seen_running || now - st->spawn_ns < s->p.healthy_ms * NSEC_PER_MSEC)
+		return;
+	if (st->looping)
+		log_info("%s (pid %d) healthy again: running %.0f s since restart %llu", st->name,
+			 st->pid, (double)(now - st->spawn_ns) / NSEC_PER_SEC,
+			 (unsigned long long)st->restarts);
+	st->looping = false;
+	st->fast_fails = 0;
+	st->backoff_ms = BACKOFF_MIN_MS;
+}
+
+/*
+ * A stage died without being asked: count it, then restart it after a
+ * backoff (100 ms doubling to 5 s, reset once a generation runs healthy_ms).
+ * Only a stage that never reached RUNNING in this monitor's life gives up
+ * (a set-up failure: no BPF, a bad config); one that has run is restarted
+ * for as long as it takes, whatever kills it.
+ */
 static void stage_failed(struct supervisor *s, struct sup_stage *st, const char *what,
 			 uint64_t uptime_ns)
 {
 	bool fast = !st->seen_running || uptime_ns < FAST_FAIL_MS * NSEC_PER_MSEC;
 
-	if (uptime_ns >= HEALTHY_MS * NSEC_PER_MSEC) {
+	if (uptime_ns >= s->p.healthy_ms * NSEC_PER_MSEC) {
 		st->backoff_ms = BACKOFF_MIN_MS;
 		st->fast_fails = 0;
+		st->looping = false;
 	}
 	st->fast_fails = fast ? st->fast_fails + 1 : 0;
-	if (st->fast_fails >= s->p.max_fast_fails) {
+	if (!st->ever_running && st->fast_fails >= s->p.max_fast_fails) {
 		stage_give_up(s, st, what);
 		return;
 	}
@@ -341,8 +400,21 @@ static void stage_failed(struct supervisor *s, struct sup_stage *st, const char 
 		return;
 	}
 	st->restart_at_ns = clock_kernel_ns(CLOCK_MONOTONIC) + st->backoff_ms * NSEC_PER_MSEC;
-	log_warn("%s; restarting in %llu ms (restart %llu)", what,
-		 (unsigned long long)st->backoff_ms, (unsigned long long)st->restarts + 1);
+	if (st->looping) {
+		log_debug("%s; restarting in %llu ms (restart %llu)", what,
+			  (unsigned long long)st->backoff_ms, (unsigned long long)st->restarts + 1);
+	} else if (st->ever_running && st->fast_fails >= LOOP_FAILS) {
+		/* Once per streak, not once per death. */
+		st->looping = true;
+		log_error("%s; %s is failing repeatedly (%u times within %d s of a start): "
+			  "restarting it with a backoff of up to %d s, further restarts "
+			  "logged with --verbose until it runs %llu s",
+			  what, st->name, st->fast_fails, FAST_FAIL_MS / 1000,
+			  BACKOFF_MAX_MS / 1000, (unsigned long long)(s->p.healthy_ms / 1000));
+	} else {
+		log_warn("%s; restarting in %llu ms (restart %llu)", what,
+			 (unsigned long long)st->backoff_ms, (unsigned long long)st->restarts + 1);
+	}
 	st->backoff_ms = MIN(st->backoff_ms * 2, (uint64_t)BACKOFF_MAX_MS);
 }
 
@@ -658,6 +730,7 @@ static void update_ready(struct supervisor *s)
 			if (!st->seen_running)
 				log_debug("%s (pid %d) running", st->name, st->pid);
 			st->seen_running = true;
+			st->ever_running = true;
 			running++;
 		}
 	}
@@ -683,10 +756,19 @@ static void update_ready(struct supervisor *s)
 	}
 	n = (size_t)snprintf(buf, sizeof(buf), "degraded: %d of %d stages running", running,
 			     SHM_STAGE_MAX);
-	for (int i = 0; i < SHM_STAGE_MAX; i++)
-		if (s->st[i].restart_at_ns && n < sizeof(buf) - 1)
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		const struct sup_stage *st = &s->st[i];
+
+		if (n >= sizeof(buf) - 1)
+			break;
+		if (st->looping)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+					      ", %s failing repeatedly (%llu restarts)", st->name,
+					      (unsigned long long)st->restarts);
+		else if (st->restart_at_ns)
 			n += (size_t)snprintf(buf + n, sizeof(buf) - n, ", %s restarting",
-					      s->st[i].name);
+					      st->name);
+	}
 	set_status(s, buf);
 }
 
@@ -721,11 +803,14 @@ static void sup_step(struct supervisor *s, uint64_t now)
 				snprintf(what, sizeof(what), "%s could not be started", st->name);
 				stage_failed(s, st, what, 0);
 			} else {
-				log_info("%s restarted (pid %d, generation %u, restart %llu)",
-					 st->name, st->pid, st->blk->generation,
-					 (unsigned long long)st->restarts);
+				log_printf(st->looping ? LOG_LVL_DEBUG : LOG_LVL_INFO,
+					   "%s restarted (pid %d, generation %u, restart %llu)",
+					   st->name, st->pid, st->blk->generation,
+					   (unsigned long long)st->restarts);
 			}
 		}
+		for (int i = 0; i < SHM_STAGE_MAX; i++)
+			stage_healthy(s, &s->st[i], now);
 		check_hung(s, now);
 	}
 	if (s->phase == SUP_STOPPING)
@@ -767,6 +852,10 @@ static int next_timeout_ms(const struct supervisor *s, uint64_t now)
 			next = MIN(next, hang + NSEC_PER_MSEC);
 		if (s->st[i].restart_at_ns)
 			next = MIN(next, s->st[i].restart_at_ns);
+		/* The end of a failure streak is logged when it happens. */
+		if (s->st[i].pid && s->st[i].seen_running &&
+		    (s->st[i].fast_fails || s->st[i].backoff_ms > BACKOFF_MIN_MS))
+			next = MIN(next, s->st[i].spawn_ns + s->p.healthy_ms * NSEC_PER_MSEC);
 		if (s->st[i].pid && s->st[i].stop_asked && s->st[i].deadline_ns)
 			next = MIN(next, s->st[i].deadline_ns);
 		/* A starting stage is polled until it says RUNNING (READY=1 waits on it). */
@@ -821,6 +910,67 @@ static int handle_signals(struct supervisor *s)
 	return 0;
 }
 
+/*
+ * How the stages' memory is held: their own cache caps (mem_limit_mb, from
+ * --max_cache_size_mb, live through cpa ctl mem) and an RLIMIT_AS backstop.
+ * A cgroup v2 memory.max per stage would be the kernel's enforcement; it
+ * needs the memory controller delegated to our cgroup, which is said once.
+ */
+static void log_memory_limits(struct supervisor *s)
+{
+	const struct cpa_config *cfg = shm_arena__config(s->arena);
+	uint64_t mb = cfg->max_cache_size_mb ? cfg->max_cache_size_mb : 1024;
+	_cleanup_free_ char *ctrl = NULL;
+	const char *v2 = NULL;
+	size_t len;
+
+	for (int i = 0; i < SHM_STAGE_MAX; i++)
+		if (!__atomic_load_n(&s->st[i].blk->mem_limit_mb, __ATOMIC_RELAXED))
+			__atomic_store_n(&s->st[i].blk->mem_limit_mb, mb, __ATOMIC_RELAXED);
+	if (read_full_file("/sys/fs/cgroup/cgroup.controllers", 0, 4096, &ctrl, &len) == 0)
+		v2 = "/sys/fs/cgroup";
+	else if (read_full_file("/sys/fs/cgroup/unified/cgroup.controllers", 0, 4096, &ctrl,
+				&len) == 0)
+		v2 = "/sys/fs/cgroup/unified";
+	if (ctrl)
+		ctrl[strcspn(ctrl, "\n")] = 0;
+	log_info("memory: unwindd and symd keep their caches under %llu MiB each (cpa ctl mem "
+		 "changes it live), RLIMIT_AS %llu MiB as a backstop%s; no cgroup memory.max "
+		 "(%s%s%s%s)",
+		 (unsigned long long)mb,
+		 (unsigned long long)(supervisor__as_limit(SHM_STAGE_SYMD, mb) >> 20),
+		 supervisor__as_limit(SHM_STAGE_SYMD, mb) ? "" : " (none: sanitizer build)",
+		 v2 ? "the cgroup v2 hierarchy at " : "no cgroup v2 hierarchy", v2 ? v2 : "",
+		 v2 ? " has controllers: " : "", v2 ? (*ctrl ? ctrl : "none") : "");
+}
+
+/*
+ * The store directory is where root's stages write and the storer creates
+ * directories: whoever else may write it could plant symlinks or dirs there.
+ * It must be owned by root or by us and not writable by others.
+ */
+static int check_store_dir(const struct supervisor *s)
+{
+	const char *dir = shm_arena__config(s->arena)->store_dir;
+	struct stat sb;
+
+	if (!dir[0])
+		return 0;
+	if (stat(dir, &sb) < 0)
+		return log_error_errno(-errno, "--store_dir '%s': %m", dir);
+	if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
+		log_error("--store_dir '%s': owned by uid %u, not by root or uid %u: refused", dir,
+			  (unsigned int)sb.st_uid, (unsigned int)geteuid());
+		return -EPERM;
+	}
+	if (sb.st_mode & S_IWOTH) {
+		log_error("--store_dir '%s': writable by anyone (mode %04o): refused", dir,
+			  (unsigned int)(sb.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int sup_setup(struct supervisor *s)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
@@ -869,7 +1019,8 @@ static int sup_setup(struct supervisor *s)
 				     st->name) >= sizeof(st->path))
 			return log_error_errno(-ENAMETOOLONG, "stage path too long");
 	}
-	return 0;
+	log_memory_limits(s);
+	return check_store_dir(s);
 }
 
 static void sup_teardown(struct supervisor *s)

@@ -20,12 +20,14 @@ struct supervisor_params {
 	uint64_t stop_timeout_ms;    /* capture STOP -> SIGTERM -> SIGKILL steps */
 	uint64_t drain_timeout_ms;   /* per consumer DRAIN -> SIGKILL */
 	uint64_t stats_every_ms;     /* 0 = no statistics lines */
-	unsigned int max_fast_fails; /* consecutive start failures before giving up */
+	unsigned int max_fast_fails; /* start failures in a row before giving up (never ran) */
+	uint64_t healthy_ms;	     /* up this long: failure streak and backoff reset */
 };
 
-/* Defaults (10 s hang, 5 s stop, 20 s drain, 5 fast failures), overridable
- * for tests by CPA_HANG_TIMEOUT_MS, CPA_STOP_TIMEOUT_MS, CPA_DRAIN_TIMEOUT_MS
- * and CPA_MAX_FAST_FAILS. -EINVAL (logged) for a malformed variable. */
+/* Defaults (10 s hang, 5 s stop, 20 s drain, 5 fast failures, 60 s healthy),
+ * overridable for tests by CPA_HANG_TIMEOUT_MS, CPA_STOP_TIMEOUT_MS,
+ * CPA_DRAIN_TIMEOUT_MS, CPA_MAX_FAST_FAILS and CPA_HEALTHY_MS. -EINVAL
+ * (logged) for a malformed variable. */
 int supervisor_params__init(struct supervisor_params *p);
 
 /*
@@ -34,5 +36,15 @@ int supervisor_params__init(struct supervisor_params *p);
  * stopped and drained, 1 otherwise (give-up, forced kill, set-up error).
  */
 int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p);
+
+/*
+ * The RLIMIT_AS backstop of a stage with a cache cap of mb MiB: twice the cap
+ * plus 1 GiB for the rest of the process (arena, libraries, stacks, malloc
+ * arenas, mapped binaries). The cap itself is the stage's own accounting
+ * (it evicts); this only keeps a runaway from taking the host. 0: none (no
+ * cache: capture, storer; or a sanitizer build, whose shadow memory needs
+ * terabytes of address space).
+ */
+uint64_t supervisor__as_limit(enum shm_stage_id id, uint64_t mb);
 
 #endif /* CPA_CLI_SUPERVISOR_H */

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t start;
 
 	fuzz__write("perf-1.map", data, size, path, sizeof(path));
-	if (jitmap__load(path, &j) < 0)
+	if (jitmap__load(path, SIZE_MAX, NULL, &j) < 0)
 		return 0;
 	while (p < end) {
 		uint64_t a = fuzz__line_addr(&p, end);

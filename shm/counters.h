@@ -63,6 +63,7 @@ enum symd_counter {
 	SYM_CNT_STACKS,	       /* stacks interned */
 	SYM_CNT_CACHE_EVICT,
 	SYM_CNT_CACHE_BYTES, /* (gauge) */
+	SYM_CNT_JIT_REFUSED, /* perf maps refused: too big, or not the process's own */
 	SYM_CNT_MAX_,
 };
 

@@ -62,8 +62,8 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 		"hist_hits",   "ustack_misses",
 	};
 	static const char *const symd[SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-		"lookups",	"hits",	   "misses", "ksyms",	    "bin_open_fail",
-		"bin_rejected", "strings", "stacks", "cache_evict", "cache_bytes",
+		"lookups", "hits",   "misses",	    "ksyms",	   "bin_open_fail", "bin_rejected",
+		"strings", "stacks", "cache_evict", "cache_bytes", "jit_refused",
 	};
 	static const char *const storer[STO_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"samples",	"blocks",	 "bytes_raw",	 "bytes_disk",

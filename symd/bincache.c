@@ -170,6 +170,12 @@ static void bincache__evict(struct bincache *c, struct binent *keep)
 	}
 }
 
+void bincache__set_budget(struct bincache *c, uint64_t budget)
+{
+	c->budget = budget;
+	bincache__evict(c, NULL);
+}
+
 static bool is_rejection(int err)
 {
 	return err == -EBADMSG || err == -EFBIG || err == -E2BIG || err == -ETIME ||

@@ -57,7 +57,22 @@ static int jitsym_cmp(const void *a, const void *b)
 	return x->line > y->line ? -1 : x->line < y->line;
 }
 
-int jitmap__load(const char *path, struct jitmap **ret)
+/* May this map name code of a process running as uids[0] (real) / uids[1]
+ * (effective)? Its owner or root wrote it, and nobody else can. */
+static int jitmap_trusted(const struct stat *st, const uint32_t *uids)
+{
+	if (!S_ISREG(st->st_mode))
+		return -EBADMSG;
+	if (!uids)
+		return 0;
+	if (st->st_uid != 0 && st->st_uid != uids[0] && st->st_uid != uids[1])
+		return -EPERM;
+	if (st->st_mode & S_IWOTH)
+		return -EPERM;
+	return 0;
+}
+
+int jitmap__load(const char *path, size_t max_bytes, const uint32_t *uids, struct jitmap **ret)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	_cleanup_free_ char *buf = NULL;
@@ -69,12 +84,14 @@ int jitmap__load(const char *path, struct jitmap **ret)
 	int err;
 
 	if (fd < 0)
-		return -errno;
+		return errno == ELOOP ? -EPERM : -errno; /* a symlink is nobody's map */
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EBADMSG;
-	if ((uint64_t)st.st_size > JIT_FILE_MAX)
+	err = jitmap_trusted(&st, uids);
+	if (err < 0)
+		return err;
+	max_bytes = MIN(max_bytes, (size_t)JIT_FILE_MAX);
+	if ((uint64_t)st.st_size + 1 + sizeof(*j) > max_bytes)
 		return -EFBIG;
 	/* Read up to the size seen: the JIT appends while we read. */
 	err = read_full_fd(fd, READ_FULL_TRUNCATE, (size_t)st.st_size, &buf, &buf_cap, &len);
@@ -100,11 +117,19 @@ int jitmap__load(const char *path, struct jitmap **ret)
 		if (r == q + 1 || *r != ' ' || !r[1] || size == 0)
 			continue;
 		if (j->n == cap) {
+			/* The entries count in max_bytes too: grow to what is left. */
+			size_t left =
+				(max_bytes - j->pool_len - sizeof(*j)) / sizeof(struct jitsym);
 			struct jitsym *s;
 
 			if (cap >= SYMD_MAX_JIT_SYMS)
 				break;
-			cap = cap ? cap * 2 : 1024;
+			cap = (uint32_t)MIN(MIN(cap ? (size_t)cap * 2 : 1024, left),
+					    (size_t)SYMD_MAX_JIT_SYMS);
+			if (cap <= j->n) {
+				jitmap__free(j);
+				return -EFBIG;
+			}
 			s = realloc(j->syms, cap * sizeof(*s));
 			if (!s) {
 				jitmap__free(j);

@@ -75,6 +75,8 @@ struct pidinfo {
 	struct jitmap *jit;
 	uint64_t jit_next_ns;
 	int64_t jit_size;
+	int64_t jit_refused; /* size of the map file refused as it is, -1: none */
+	uint64_t jit_used;   /* jit_clock of the last lookup: LRU eviction */
 };
 
 /*
@@ -123,7 +125,12 @@ struct symd {
 
 	struct pidinfo **pids;
 	uint32_t npids;
-	size_t jit_bytes;
+	size_t jit_bytes;  /* perf maps held */
+	size_t jit_budget; /* perf maps at most (1/4 of the cap) */
+	uint64_t jit_clock;
+	uint64_t cap;	     /* --max_cache_size_mb or cpa ctl mem, bytes */
+	uint64_t sym_budget; /* binary cache + perf maps (3/4 of the cap) */
+	bool jit_warned[2];  /* too big, not trusted: one warning each */
 
 	struct intern strs;
 	struct intern frames;
@@ -345,11 +352,31 @@ static int marker_id(struct symd *s, const char *name, uint32_t *ret)
 
 /* ---- per-pid state ---- */
 
-static void pidinfo__free(struct symd *s, struct pidinfo *p)
+static void bins_rebudget(struct symd *s)
+{
+	if (s->bins)
+		bincache__set_budget(
+			s->bins, s->sym_budget - MIN((uint64_t)s->jit_bytes, s->sym_budget / 2));
+}
+
+/* Replace p's perf map with j (NULL: drop it). Perf maps and the binary
+ * cache share the symbol tables' 3/4 of the cap: what the maps hold, the
+ * binary cache may not. */
+static void pidinfo__set_jit(struct symd *s, struct pidinfo *p, struct jitmap *j, int64_t size)
 {
 	if (p->jit)
 		s->jit_bytes -= jitmap__bytes(p->jit);
 	jitmap__free(p->jit);
+	p->jit = j;
+	p->jit_size = j ? size : -1;
+	if (j)
+		s->jit_bytes += jitmap__bytes(j);
+	bins_rebudget(s);
+}
+
+static void pidinfo__free(struct symd *s, struct pidinfo *p)
+{
+	pidinfo__set_jit(s, p, NULL, 0);
 	free(p->env);
 	free(p);
 }
@@ -401,6 +428,7 @@ static struct pidinfo *pids__get(struct symd *s, uint32_t pid)
 		return NULL;
 	p->pid = pid;
 	p->jit_size = -1;
+	p->jit_refused = -1;
 	p->next = *head;
 	*head = p;
 	s->npids++;
@@ -434,16 +462,25 @@ static void pidinfo__read_env(struct symd *s, struct pidinfo *p)
 
 /* The pid as the process sees it (NSpid's last field): JITs in a container
  * name their map after that one. */
-static uint32_t ns_pid(struct symd *s, uint32_t pid)
+static uint32_t ns_pid(struct symd *s, uint32_t pid, uint32_t *uids)
 {
 	_cleanup_free_ char *st = NULL;
 	char path[128], *l;
 	size_t len;
 	uint32_t ns = pid;
 
+	/* Unknown (the process is gone): only root's maps are trusted. */
+	uids[0] = uids[1] = 0;
 	snprintf(path, sizeof(path), "%s/%u/status", proc_dir(s), pid);
 	if (read_full_file(path, READ_FULL_TRUNCATE, 1u << 16, &st, &len) < 0)
 		return pid;
+	l = strstr(st, "\nUid:");
+	if (l) {
+		unsigned int r, e;
+
+		if (sscanf(l + 5, "%u %u", &r, &e) == 2)
+			uids[0] = r, uids[1] = e;
+	}
 	l = strstr(st, "\nNSpid:");
 	if (l) {
 		char *e = strchr(l + 1, '\n'), *q = l + 7;
@@ -463,31 +500,87 @@ static uint32_t ns_pid(struct symd *s, uint32_t pid)
 	return ns;
 }
 
+/* Make room for want bytes of perf maps: the least recently used maps of
+ * other pids go (counted in cache_evict). */
+static void jit_make_room(struct symd *s, const struct pidinfo *keep, size_t want)
+{
+	while (s->jit_bytes + want > s->jit_budget) {
+		struct pidinfo *lru = NULL;
+
+		for (uint32_t b = 0; b < SYMD_PID_MAX; b++)
+			for (struct pidinfo *q = s->pids[b]; q; q = q->next)
+				if (q->jit && q != keep && (!lru || q->jit_used < lru->jit_used))
+					lru = q;
+		if (!lru)
+			return;
+		pidinfo__set_jit(s, lru, NULL, 0);
+		lru->jit_next_ns = 0; /* its next anon frame loads it again */
+		cnt(s, SYM_CNT_CACHE_EVICT, 1);
+	}
+}
+
+/* A map refused as it is: counted and warned about once, not once a second. */
+static void jit_refuse(struct symd *s, struct pidinfo *p, const char *path, int64_t size, int err)
+{
+	bool perm = err == -EPERM;
+
+	p->jit_refused = size;
+	cnt(s, SYM_CNT_JIT_REFUSED, 1);
+	if (!s->jit_warned[perm]) {
+		s->jit_warned[perm] = true;
+		if (perm)
+			log_warn("perf map '%s' refused: not a regular file owned by pid %u's user "
+				 "or root, or writable by others (jit_refused counts these)",
+				 path, p->pid);
+		else
+			log_warn("perf map '%s' refused: %lld bytes, over the %zu bytes perf maps "
+				 "may hold (1/4 of --max_cache_size_mb; jit_refused counts these)",
+				 path, (long long)size, s->jit_budget);
+	} else {
+		log_debug("perf map '%s' refused: %s", path, strerror(-err));
+	}
+}
+
 static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
 {
 	char path[2][256];
+	uint32_t uids[2];
 	unsigned int i;
 
 	p->jit_next_ns = now + SYMD_JIT_RECHECK_NS;
 	snprintf(path[0], sizeof(path[0]), "%s/%u/root/tmp/perf-%u.map", proc_dir(s), p->pid,
-		 ns_pid(s, p->pid));
+		 ns_pid(s, p->pid, uids));
 	snprintf(path[1], sizeof(path[1]), "/tmp/perf-%u.map", p->pid);
 	for (i = 0; i < 2; i++) {
-		struct jitmap *j;
+		struct jitmap *j = NULL;
 		struct stat st;
+		int r;
 
-		if (stat(path[i], &st) < 0)
+		if (lstat(path[i], &st) < 0)
 			continue;
 		if (p->jit && st.st_size == p->jit_size)
 			return; /* unchanged since the last load */
-		if (jitmap__load(path[i], &j) < 0)
+		if (st.st_size == p->jit_refused)
+			return; /* refused as it is */
+		pidinfo__set_jit(s, p, NULL, 0);
+		r = -EFBIG;
+		if ((uint64_t)st.st_size < s->jit_budget) {
+			jit_make_room(s, p, (size_t)st.st_size);
+			r = jitmap__load(path[i], s->jit_budget - s->jit_bytes, uids, &j);
+			/* Its entries did not fit beside the others: alone, then. */
+			if (r == -EFBIG && s->jit_bytes) {
+				jit_make_room(s, p, s->jit_budget);
+				r = jitmap__load(path[i], s->jit_budget - s->jit_bytes, uids, &j);
+			}
+		}
+		if (r == -EPERM || r == -EFBIG || r == -EBADMSG) {
+			jit_refuse(s, p, path[i], st.st_size, r);
+			return;
+		}
+		if (r < 0)
 			continue;
-		if (p->jit)
-			s->jit_bytes -= jitmap__bytes(p->jit);
-		jitmap__free(p->jit);
-		p->jit = j;
-		p->jit_size = st.st_size;
-		s->jit_bytes += jitmap__bytes(j);
+		pidinfo__set_jit(s, p, j, st.st_size);
+		p->jit_refused = -1;
 		return;
 	}
 }
@@ -500,6 +593,7 @@ static const char *jit_lookup(struct symd *s, uint32_t pid, uint64_t pc, uint64_
 
 	if (!p)
 		return NULL;
+	p->jit_used = ++s->jit_clock;
 	if (p->jit)
 		name = jitmap__lookup(p->jit, pc, ret_start);
 	if (name)
@@ -1465,6 +1559,25 @@ void symd__finish(struct symd *s)
 	symd__gauges(s);
 }
 
+/* The cap is live: cpa ctl mem writes it into our block. The symbol tables
+ * shrink now; the intern tables at the next batch (a reset). */
+static void symd__apply_cap(struct symd *s)
+{
+	uint64_t mb = s->st ? __atomic_load_n(&s->st->mem_limit_mb, __ATOMIC_RELAXED) : 0;
+	uint64_t cap = mb << 20;
+
+	if (!mb || cap == s->cap)
+		return;
+	log_info("cache cap: %llu MiB (was %llu MiB)", (unsigned long long)mb,
+		 (unsigned long long)(s->cap >> 20));
+	s->cap = cap;
+	s->intern_budget = cap / 4;
+	s->sym_budget = cap - cap / 4;
+	s->jit_budget = cap / 4;
+	jit_make_room(s, NULL, 0);
+	bins_rebudget(s);
+}
+
 void symd__tick(struct symd *s, uint64_t now)
 {
 	uint8_t bid[CPA_BUILD_ID_MAX], blen;
@@ -1493,6 +1606,7 @@ void symd__tick(struct symd *s, uint64_t now)
 			ksyms_ensure(s);
 		}
 	}
+	symd__apply_cap(s);
 	symd__gauges(s);
 }
 
@@ -1548,7 +1662,12 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 		else
 			s->paths.debuginfod_cache = s->dcache;
 	}
-	r = bincache__new(cap - cap / 4, &s->paths, &s->bins);
+	/* Perf maps: at most 1/4 of the cap, taken from the symbol tables'
+	 * 3/4 while they hold it (pidinfo__set_jit()). */
+	s->cap = cap;
+	s->sym_budget = cap - cap / 4;
+	s->jit_budget = cap / 4;
+	r = bincache__new(s->sym_budget, &s->paths, &s->bins);
 	if (r < 0)
 		goto out_free;
 	s->resume_mark = shm_ring__mark_sc(s->in);

@@ -154,6 +154,8 @@ void bincache__free(struct bincache *c);
 struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref, uint64_t dev,
 			     uint64_t ino, uint64_t now_ns);
 void bincache__stats(const struct bincache *c, struct bincache_stats *ret);
+/* A new byte budget (the perf maps' share moved), evicting down to it now. */
+void bincache__set_budget(struct bincache *c, uint64_t budget);
 /* Drop the binary with this build-id (a debug file arrived): the next get
  * loads it again. */
 void bincache__forget(struct bincache *c, const uint8_t *build_id, uint8_t len);
@@ -225,7 +227,14 @@ size_t ksyms__bytes(const struct ksyms *k);
 
 /* ---- procinfo.c: JIT symbol maps (/tmp/perf-PID.map) ---- */
 struct jitmap;
-int jitmap__load(const char *path, struct jitmap **ret);
+/*
+ * Load a perf map of at most max_bytes of memory (file bytes + entries; the
+ * file alone at most 256 MiB): -EFBIG past it. With uids (the process's real
+ * and effective uid), the file must be a regular file (not a symlink: opened
+ * O_NOFOLLOW) owned by one of them or by root and not writable by others,
+ * else -EPERM; NULL skips that check (tests, fuzzing).
+ */
+int jitmap__load(const char *path, size_t max_bytes, const uint32_t *uids, struct jitmap **ret);
 void jitmap__free(struct jitmap *j);
 const char *jitmap__lookup(const struct jitmap *j, uint64_t pc, uint64_t *ret_start);
 size_t jitmap__bytes(const struct jitmap *j);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -395,6 +396,66 @@ START_TEST(test_config_file)
 }
 END_TEST
 
+START_TEST(test_config_hostile)
+{
+	char path[] = "/tmp/cpa-test-cli-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+
+	/* A directory: a clear refusal, not an empty config. */
+	ck_assert_int_eq(PARSE(MON, "--config", "/tmp"), -EISDIR);
+	ASSERT_LOG("--config '/tmp': is a directory");
+	/* A device is never read (/dev/zero would grow without bound). */
+	ck_assert_int_eq(PARSE(MON, "--config", "/dev/zero"), -EINVAL);
+	ASSERT_LOG("--config '/dev/zero': not a regular file");
+
+	/* Over the 1 MiB cap: refused whole, not parsed up to the cap. */
+	f = fopen(path, "we");
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < 80000; i++)
+		fputs("freq: 100 # padding\n", f);
+	fclose(f);
+	ck_assert_int_eq(PARSE(MON, "--config", path), -EFBIG);
+	ASSERT_LOG("larger than 1024 KiB");
+
+	/* A NUL byte: the line number, not a line silently cut at the NUL. */
+	f = fopen(path, "we");
+	ck_assert_ptr_nonnull(f);
+	{
+		static const char nul[] = "freq: 100\nstore_dir: /tmp/a\0/etc\n";
+
+		ck_assert_uint_eq(fwrite(nul, 1, sizeof(nul) - 1, f), sizeof(nul) - 1);
+	}
+	fclose(f);
+	ck_assert_int_eq(PARSE(MON, "--config", path), -EINVAL);
+	ASSERT_LOG(":2: a NUL byte at column 18");
+
+	/* Writable by anyone: anyone would decide how cpa runs. */
+	write_file(path, "freq: 100\n");
+	ck_assert_int_eq(chmod(path, 0666), 0);
+	ck_assert_int_eq(PARSE(MON, "--config", path), -EPERM);
+	ASSERT_LOG("writable by anyone (mode 0666)");
+	ck_assert_int_eq(chmod(path, 0644), 0);
+	ck_assert_int_eq(PARSE(MON, "--config", path), 0);
+	ck_assert_int_eq(O.mon.freq, 100);
+	/* Owned by someone else (root can make such a file). */
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chown(path, 65534, 65534), 0);
+		ck_assert_int_eq(PARSE(MON, "--config", path), -EPERM);
+		ASSERT_LOG("owned by uid 65534, not by root or uid 0");
+		ck_assert_int_eq(chown(path, 0, 0), 0);
+	}
+	/* A last line without a newline still counts. */
+	write_file(path, "freq: 100\nfreq: 333");
+	ck_assert_int_eq(PARSE(MON, "--config", path), 0);
+	ck_assert_int_eq(O.mon.freq, 333);
+	unlink(path);
+}
+END_TEST
+
 START_TEST(test_btf_path)
 {
 	char path[] = "/tmp/cpa-test-btf-XXXXXX";
@@ -579,6 +640,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_cpulist);
 	tcase_add_test(tc, test_built_flags_accepted);
 	tcase_add_test(tc, test_config_file);
+	tcase_add_test(tc, test_config_hostile);
 	tcase_add_test(tc, test_btf_path);
 	tcase_add_test(tc, test_time_of_day);
 	tcase_add_test(tc, test_null_is_default);

@@ -285,6 +285,15 @@ static void check_drained_in_order(struct mon *m)
 	ck_assert_int_eq(got, out);
 }
 
+/* Stop the monitor with sig: exit 0, every stage drained in order, exactly once. */
+static void mon_stop_drained(struct mon *m, int sig)
+{
+	kill(m->pid, sig);
+	ck_assert_int_eq(mon_wait(m, 20000), 0);
+	check_drained_in_order(m);
+	mon_cleanup(m);
+}
+
 START_TEST(test_start_status_stop)
 {
 	struct mon m;
@@ -335,11 +344,8 @@ START_TEST(test_crash_restart)
 		      "status after restart:\n%s", out);
 	free(out);
 
-	kill(m.pid, SIGINT);
-	ck_assert_int_eq(mon_wait(&m, 20000), 0);
 	/* Nothing lost across the crash: ring positions live in the arena. */
-	check_drained_in_order(&m);
-	mon_cleanup(&m);
+	mon_stop_drained(&m, SIGINT);
 }
 END_TEST
 
@@ -388,6 +394,293 @@ START_TEST(test_start_failure_gives_up)
 			   "exited with code 2", "giving up"));
 	ck_assert(WAIT_LOG(&m, 100, "stopped with errors"));
 	mon_cleanup(&m);
+}
+END_TEST
+
+/* The pid of stage in `cpa ctl status` when it runs generation gen, else 0. */
+static pid_t running_pid(struct mon *m, const char *stage, unsigned int gen)
+{
+	char *out, want[64], *l;
+	pid_t pid = 0;
+	unsigned int g;
+	int p;
+
+	snprintf(want, sizeof(want), "%s: running, pid ", stage);
+	if (CTL(m, &out, "status") == 0 && (l = strstr(out, want)) &&
+	    sscanf(l + strlen(want), "%d, generation %u", &p, &g) == 2 && g == gen)
+		pid = p;
+	free(out);
+	return pid;
+}
+
+/* A counter of stage in `cpa ctl status`, -1 if not found. */
+static long ctl_counter(struct mon *m, const char *stage, const char *name)
+{
+	char *out, head[64], key[64], *l, *next, *k;
+	long v = -1;
+
+	snprintf(head, sizeof(head), "\n%s: ", stage);
+	snprintf(key, sizeof(key), " %s=", name);
+	if (CTL(m, &out, "status") == 0 && (l = strstr(out, head))) {
+		next = strstr(l + 1, ": running") ? strchr(l + 1, '\n') : NULL;
+		/* The counters are the indented lines after the stage's line. */
+		while (next && next[1] == ' ' && v < 0) {
+			char *end = strchr(next + 1, '\n');
+
+			if (end)
+				*end = 0;
+			if ((k = strstr(next + 1, key)))
+				v = atol(k + strlen(key));
+			next = end;
+		}
+	}
+	free(out);
+	return v;
+}
+
+/* Read what the monitor told systemd so far (the datagram queue holds ~10). */
+static void notify_drain(int fd, bool *status_loop, bool *status_ok)
+{
+	char buf[512];
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT)) > 0) {
+		buf[n] = 0;
+		*status_loop |= strstr(buf, "STATUS=degraded: 3 of 4 stages running, unwindd "
+					    "failing repeatedly") != NULL;
+		*status_ok |= *status_loop &&
+			      strstr(buf, "STATUS=running: capture, unwindd, symd, storer");
+	}
+}
+
+START_TEST(test_crash_loop_keeps_trying)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char env_sock[PATH_MAX + 32], path[PATH_MAX + 16], *st;
+	char tmpl[] = "/tmp/cpa-test-notify-XXXXXX";
+	bool status_loop = false, status_ok = false, healthy = false;
+	uint64_t end;
+	long out0, out1;
+	struct mon m;
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	snprintf(path, sizeof(path), "%s/notify", tmpl);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	snprintf(env_sock, sizeof(env_sock), "NOTIFY_SOCKET=%s", path);
+
+	/* The red-team case: SIGKILL within 2 s of every restart, after RUNNING,
+	 * more often than the give-up count of a stage that cannot start. */
+	mon_start(&m,
+		  (const char *const[]){env_sock, "CPA_MAX_FAST_FAILS=3", "CPA_HEALTHY_MS=2500",
+					NULL},
+		  NULL);
+	mon_ready(&m);
+	for (unsigned int gen = 1; gen <= 7; gen++) {
+		pid_t pid = 0;
+
+		end = ms_now() + 15000;
+		while (!pid && ms_now() < end) {
+			notify_drain(fd, &status_loop, &status_ok);
+			if (!(pid = running_pid(&m, "unwindd", gen)))
+				usleep(20000);
+		}
+		if (!pid)
+			dump_log(&m), ck_abort_msg("unwindd generation %u never ran", gen);
+		ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	}
+	if (!WAIT_LOG(&m, 100, "unwindd is failing repeatedly (3 times within 2 s of a start)",
+		      "backoff of up to 5 s"))
+		dump_log(&m), ck_abort_msg("no 'failing repeatedly' line");
+	/* Once per streak, not once per kill. */
+	ck_assert(!WAIT_LOG(&m, 0, "unwindd (pid", "killed by SIGKILL; restarting in 400 ms"));
+	ck_assert(!WAIT_LOG(&m, 0, "giving up"));
+	/* Left alone, it comes back, and the failure streak ends. */
+	for (end = ms_now() + 20000; ms_now() < end && !healthy;) {
+		notify_drain(fd, &status_loop, &status_ok);
+		healthy = WAIT_LOG(&m, 0, "unwindd (pid", "healthy again", "since restart 7");
+		usleep(20000);
+	}
+	if (!healthy)
+		dump_log(&m), ck_abort_msg("unwindd not healthy again");
+	notify_drain(fd, &status_loop, &status_ok);
+	/* systemd heard of both states. */
+	ck_assert_msg(status_loop && status_ok, "STATUS: loop %d, running again %d", status_loop,
+		      status_ok);
+	/* Samples flow again: the storer keeps counting. */
+	out0 = ctl_counter(&m, "storer", "samples");
+	usleep(500000);
+	out1 = ctl_counter(&m, "storer", "samples");
+	ck_assert_msg(out0 > 0 && out1 > out0, "storer samples %ld, then %ld", out0, out1);
+	ck_assert_int_eq(CTL(&m, &st, "status"), 0);
+	ck_assert_msg(strstr(st, "generation 8, restarts 7"), "%s", st);
+	free(st);
+	close(fd);
+	unlink(path);
+	rmdir(tmpl);
+	/* Exactly once across the seven kills. */
+	mon_stop_drained(&m, SIGTERM);
+}
+END_TEST
+
+/* A /proc file (size 0 to stat: read to EOF), malloc'ed. */
+static char *read_proc(const char *path)
+{
+	char *buf = calloc(1, 65536);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, len = 0;
+
+	ck_assert_ptr_nonnull(buf);
+	while (fd >= 0 && len < 65535 && (n = read(fd, buf + len, (size_t)(65535 - len))) > 0)
+		len += n;
+	if (fd >= 0)
+		close(fd);
+	return buf;
+}
+
+/* "Max address space" of pid in bytes, 0 = unlimited or unreadable. */
+static unsigned long long as_limit_of(pid_t pid)
+{
+	char p[64], *buf, *l;
+	unsigned long long v = 0;
+
+	snprintf(p, sizeof(p), "/proc/%d/limits", pid);
+	buf = read_proc(p);
+	l = strstr(buf, "Max address space");
+	if (l)
+		v = strtoull(l + strlen("Max address space"), NULL, 10);
+	free(buf);
+	return v;
+}
+
+START_TEST(test_ctl_mem)
+{
+	unsigned long long sym_as;
+	struct mon m;
+	char *out;
+	pid_t pid;
+
+	mon_start(&m, NULL, (const char *const[]){"--max_cache_size_mb", "256", NULL});
+	mon_ready(&m);
+	ck_assert(WAIT_LOG(&m, 100, "memory: unwindd and symd keep their caches under 256 MiB"));
+	ck_assert_int_eq(CTL(&m, &out, "status"), 0);
+	ck_assert_msg(strstr(out, "unwindd: running") && strstr(out, "mem limit 256 MiB"), "%s",
+		      out);
+	free(out);
+	/* The backstop the monitor set at spawn (none in a sanitizer build). */
+	pid = running_pid(&m, "symd", 1);
+	ck_assert_int_gt(pid, 0);
+	sym_as = as_limit_of(pid);
+	ck_assert(sym_as == (2ull * 256 + 1024) << 20 || sym_as == 0);
+
+	ck_assert_int_eq(CTL(&m, &out, "mem", "symd", "64"), 0);
+	ck_assert_msg(strstr(out, "symd mem limit: 64 MiB (was 256 MiB)"), "%s", out);
+	free(out);
+	if (sym_as)
+		ck_assert_uint_eq(as_limit_of(pid), (2ull * 64 + 1024) << 20);
+	ck_assert_int_eq(CTL(&m, &out, "status"), 0);
+	ck_assert_msg(strstr(out, "mem limit 64 MiB"), "%s", out);
+	free(out);
+	/* A restarted symd keeps the new limit. */
+	ck_assert_int_eq(CTL(&m, &out, "restart", "symd"), 0);
+	free(out);
+	ck_assert(WAIT_LOG(&m, 5000, "symd restarted", "generation 2"));
+	for (uint64_t end = ms_now() + 5000; !(pid = running_pid(&m, "symd", 2)) && ms_now() < end;)
+		usleep(20000);
+	ck_assert_int_gt(pid, 0);
+	if (sym_as)
+		ck_assert_uint_eq(as_limit_of(pid), (2ull * 64 + 1024) << 20);
+
+	ck_assert_int_eq(CTL(&m, &out, "mem", "storer", "64"), 2);
+	ck_assert_msg(strstr(out, "storer has no cache to cap"), "%s", out);
+	free(out);
+	ck_assert_int_eq(CTL(&m, &out, "mem", "symd", "0"), 2);
+	free(out);
+	mon_stop_drained(&m, SIGTERM);
+}
+END_TEST
+
+/* CapEff of pid, ~0 if unreadable or without no_new_privs. */
+static unsigned long long cap_eff(pid_t pid)
+{
+	char p[64], *buf, *l;
+	unsigned long long v = ~0ull;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	buf = read_proc(p);
+	l = strstr(buf, "\nCapEff:");
+	if (l)
+		v = strtoull(l + 8, NULL, 16);
+	l = strstr(buf, "\nNoNewPrivs:");
+	if (!l || atoi(l + 13) != 1)
+		v = ~0ull; /* no_new_privs must be set too */
+	free(buf);
+	return v;
+}
+
+START_TEST(test_stage_capabilities)
+{
+	/* The policy, stated here independently of common/daemon.c. */
+	const unsigned long long procs =
+		1ull << 19 /* SYS_PTRACE */ | 1ull << 2 /* DAC_READ_SEARCH */;
+	const struct {
+		const char *stage;
+		unsigned long long caps;
+	} want[] = {
+		{"capture", 1ull << 39 /* BPF */ | 1ull << 38 /* PERFMON */ |
+				    1ull << 21 /* SYS_ADMIN */ | 1ull << 24 /* SYS_RESOURCE */ |
+				    1ull << 14 /* IPC_LOCK */ | procs},
+		{"unwindd", procs | 1ull << 40 /* CHECKPOINT_RESTORE */},
+		{"symd", procs | 1ull << 40 | 1ull << 34 /* SYSLOG */},
+		{"storer", 0},
+	};
+	unsigned long long mine;
+	char *buf = read_proc("/proc/self/status"), *l = strstr(buf, "\nCapEff:");
+	struct mon m;
+
+	mine = l ? strtoull(l + 8, NULL, 16) : 0;
+	free(buf);
+	mon_start(&m, NULL, NULL);
+	mon_ready(&m);
+	for (unsigned int i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		pid_t pid = running_pid(&m, want[i].stage, 1);
+
+		ck_assert_int_gt(pid, 0);
+		/* What it keeps of what it had; nothing at all without privileges. */
+		ck_assert_msg(cap_eff(pid) == (want[i].caps & mine),
+			      "%s: CapEff %llx, want %llx (no_new_privs set)", want[i].stage,
+			      cap_eff(pid), want[i].caps & mine);
+	}
+	mon_stop_drained(&m, SIGTERM);
+}
+END_TEST
+
+START_TEST(test_store_dir_refused)
+{
+	char dir[] = "/tmp/cpa-test-wwstore-XXXXXX";
+	struct mon m;
+
+	/* A store anyone can write: refused before any stage runs. */
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	mon_start(&m, NULL, (const char *const[]){"--store_dir", dir, NULL});
+	ck_assert_int_eq(mon_wait(&m, 20000), 1);
+	if (!WAIT_LOG(&m, 100, "--store_dir '", "writable by anyone (mode 0777): refused"))
+		dump_log(&m), ck_abort_msg("no refusal");
+	ck_assert(!WAIT_LOG(&m, 0, "all stages running"));
+	mon_cleanup(&m);
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chmod(dir, 0755), 0);
+		ck_assert_int_eq(chown(dir, 65534, 65534), 0);
+		mon_start(&m, NULL, (const char *const[]){"--store_dir", dir, NULL});
+		ck_assert_int_eq(mon_wait(&m, 20000), 1);
+		ck_assert(WAIT_LOG(&m, 100, "owned by uid 65534, not by root or uid 0: refused"));
+		mon_cleanup(&m);
+	}
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 END_TEST
 
@@ -645,6 +938,10 @@ static Suite *monitor_suite(void)
 	tcase_add_test(tc, test_hung_stage);
 	tcase_add_test(tc, test_duration);
 	tcase_add_test(tc, test_start_failure_gives_up);
+	tcase_add_test(tc, test_crash_loop_keeps_trying);
+	tcase_add_test(tc, test_ctl_mem);
+	tcase_add_test(tc, test_stage_capabilities);
+	tcase_add_test(tc, test_store_dir_refused);
 	tcase_add_test(tc, test_ctl_rate_restart);
 	tcase_add_test(tc, test_drain_timeout);
 	tcase_add_test(tc, test_second_monitor_refused);

@@ -754,7 +754,7 @@ START_TEST(test_perf_map)
 	struct jitmap *j;
 	uint64_t start;
 
-	ck_assert_int_eq(jitmap__load(FX_DIR "/perf.map", &j), 0);
+	ck_assert_int_eq(jitmap__load(FX_DIR "/perf.map", SIZE_MAX, NULL, &j), 0);
 	/* the later line for the same start wins (recompiled code) */
 	ck_assert_str_eq(jitmap__lookup(j, 0x7f0000001010ull, &start),
 			 "LazyCompile:*foo_recompiled /app/x.js:1");
@@ -865,6 +865,7 @@ struct harness {
 	struct cpa_loss last_loss;
 	struct cpa_sample_out last_sample;
 	uint64_t last_seq;
+	uint32_t pid; /* of the samples, 0: ours */
 };
 
 static void h_forget(struct harness *h)
@@ -990,8 +991,8 @@ static uint64_t h_frames(struct harness *h, const uint64_t *kpc, unsigned int nk
 		.seq = h->seq++,
 		.time_ns = 1700000000000000000ull,
 		.weight = 1,
-		.pid = (uint32_t)getpid(),
-		.tid = (uint32_t)getpid(),
+		.pid = h->pid ? h->pid : (uint32_t)getpid(),
+		.tid = h->pid ? h->pid : (uint32_t)getpid(),
 		.cpu = 1,
 		.flags = flags,
 		.n_kframes = (uint16_t)nk,
@@ -1420,6 +1421,162 @@ START_TEST(test_stage_jit)
 }
 END_TEST
 
+/* A process to own a perf map: paused until killed, as uid (if root). */
+static pid_t jit_child(uid_t uid)
+{
+	int pfd[2];
+	pid_t pid;
+	char c;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (uid && geteuid() == 0 && setuid(uid) < 0)
+			_exit(1);
+		(void)!write(pfd[1], "r", 1);
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	ck_assert_int_eq(read(pfd[0], &c, 1), 1); /* it runs as uid now */
+	close(pfd[0]);
+	return pid;
+}
+
+/* /tmp/perf-PID.map with n entries named jit_<tag>_<i> at 0x7f0000000000 + 16 i. */
+static void jit_write_map(pid_t pid, unsigned int n, const char *tag)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", pid);
+	unlink(path);
+	f = fopen(path, "we");
+	ck_assert_ptr_nonnull(f);
+	for (unsigned int i = 0; i < n; i++)
+		fprintf(f, "%llx 10 jit_%s_%u LazyCompile:*padding_to_make_the_map_bigger_%08u\n",
+			0x7f0000000000ull + 16ull * i, tag, i, i);
+	fclose(f);
+}
+
+/* The first frame of a sample of pid at entry i of its map. */
+static const char *jit_frame(struct harness *h, pid_t pid, unsigned int i)
+{
+	struct cpa_uframe u = {.pc = 0x7f0000000000ull + 16ull * i + 4,
+			       .offset = 0x7f0000000000ull + 16ull * i + 4,
+			       .module_id = 4,
+			       .flags = CPA_UF_ANON | CPA_UF_LEAF};
+	static char buf[256];
+	unsigned int before = h->nsamples;
+
+	h->pid = (uint32_t)pid;
+	h_frames(h, NULL, 0, &u, 1, CPA_STOP_ANON, 0);
+	h_batch(h);
+	ck_assert_uint_eq(h->nsamples, before + 1);
+	ck_assert_uint_lt(before, 64);
+	snprintf(buf, sizeof(buf), "%s", h_stack_str(h, h->samples[before].stack_id));
+	*strchrnul(buf, ';') = 0;
+	if (strstr(buf, " LazyCompile:*padding")) /* the rest of the map's name */
+		*strstr(buf, " LazyCompile:*padding") = 0;
+	return buf;
+}
+
+START_TEST(test_stage_jit_caps)
+{
+	/* --max_cache_size_mb 64: perf maps may hold 16 MiB in all. */
+	struct harness *h = h_new(0, NULL);
+	pid_t kids[8];
+	char want[64], path[64];
+	unsigned int i;
+
+	h_module(h, 4, CPA_MOD_ANON, "[anon:jit]");
+	/* Six maps of ~7 MiB each (5 MiB of text, 2 MiB of entries): two fit. */
+	for (i = 0; i < 6; i++) {
+		kids[i] = jit_child(0);
+		snprintf(want, sizeof(want), "k%u", i);
+		jit_write_map(kids[i], 80000, want);
+	}
+	for (i = 0; i < 6; i++) {
+		snprintf(want, sizeof(want), "jit_k%u_%u", i, 79999 - i);
+		ck_assert_str_eq(jit_frame(h, kids[i], 79999 - i), want);
+		symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
+		/* The symbol tables, maps included, stay inside the cap. */
+		ck_assert_uint_le(shm_stage__cnt(h->st, SYM_CNT_CACHE_BYTES), 64ull << 20);
+	}
+	/* Every load past the second evicted the least recently used map. */
+	ck_assert_uint_ge(shm_stage__cnt(h->st, SYM_CNT_CACHE_EVICT), 4);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_JIT_REFUSED), 0);
+	/* An evicted map comes back on its next frame. */
+	ck_assert_str_eq(jit_frame(h, kids[0], 5), "jit_k0_5");
+
+	/* One map over the whole share (~24 MiB): refused and counted, once. */
+	kids[6] = jit_child(0);
+	jit_write_map(kids[6], 300000, "big");
+	ck_assert_str_eq(jit_frame(h, kids[6], 7), "0x7f0000000074 [anon:jit]");
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_JIT_REFUSED), 1);
+	usleep(1100 * 1000); /* past the once-a-second re-read */
+	ck_assert_str_eq(jit_frame(h, kids[6], 8), "0x7f0000000084 [anon:jit]");
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_JIT_REFUSED), 1);
+	symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
+	ck_assert_uint_le(shm_stage__cnt(h->st, SYM_CNT_CACHE_BYTES), 64ull << 20);
+
+	/* Trust: a symlink, or a map anyone can write, names nothing. */
+	kids[7] = jit_child(0);
+	jit_write_map(kids[7], 10, "evil");
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", kids[7]);
+	ck_assert_int_eq(chmod(path, 0666), 0);
+	ck_assert_str_eq(jit_frame(h, kids[7], 1), "0x7f0000000014 [anon:jit]");
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_JIT_REFUSED), 2);
+	ck_assert_int_eq(chmod(path, 0644), 0);
+	usleep(1100 * 1000);
+	snprintf(want, sizeof(want), "/tmp/perf-%d.map", kids[1]);
+	unlink(path);
+	ck_assert_int_eq(symlink(want, path), 0);
+	ck_assert_str_eq(jit_frame(h, kids[7], 2), "0x7f0000000024 [anon:jit]");
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_JIT_REFUSED), 3);
+	unlink(path);
+
+	if (geteuid() == 0) {
+		/* Another user's map for root's process: refused; the same user's
+		 * map for its own process: used. */
+		pid_t nobody = jit_child(65534);
+
+		jit_write_map(kids[7], 10, "planted");
+		ck_assert_int_eq(chown(path, 65534, 65534), 0);
+		usleep(1100 * 1000);
+		ck_assert_str_eq(jit_frame(h, kids[7], 3), "0x7f0000000034 [anon:jit]");
+		ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_JIT_REFUSED), 4);
+		jit_write_map(nobody, 10, "own");
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", nobody);
+		ck_assert_int_eq(chown(path, 65534, 65534), 0);
+		ck_assert_str_eq(jit_frame(h, nobody, 3), "jit_own_3");
+		unlink(path);
+		kill(nobody, SIGKILL);
+		waitpid(nobody, NULL, 0);
+	}
+	/* cpa ctl mem: a lower cap applies on the next tick, maps evicted. */
+	{
+		uint64_t ev = shm_stage__cnt(h->st, SYM_CNT_CACHE_EVICT);
+
+		ck_assert_str_eq(jit_frame(h, kids[2], 9), "jit_k2_9");
+		__atomic_store_n(&h->st->mem_limit_mb, 16, __ATOMIC_RELAXED);
+		symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
+		ck_assert_uint_gt(shm_stage__cnt(h->st, SYM_CNT_CACHE_EVICT), ev);
+		ck_assert_uint_le(shm_stage__cnt(h->st, SYM_CNT_CACHE_BYTES), 16ull << 20);
+		/* A 7 MiB map is over the 4 MiB share now: refused, counted. */
+		ck_assert_str_eq(jit_frame(h, kids[2], 9), "0x7f0000000094 [anon:jit]");
+	}
+	for (i = 0; i < 8; i++) {
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", kids[i]);
+		unlink(path);
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+	h_free(h);
+}
+END_TEST
+
 START_TEST(test_stage_restart_and_corrupt)
 {
 	struct harness *h = h_new(0, NULL);
@@ -1831,6 +1988,7 @@ static Suite *symd_suite(void)
 	tcase_add_test(tc, test_stage_kallsyms_reload);
 	tcase_add_test(tc, test_stage_pc_cache_grows);
 	tcase_add_test(tc, test_stage_jit);
+	tcase_add_test(tc, test_stage_jit_caps);
 	tcase_add_test(tc, test_stage_restart_and_corrupt);
 	tcase_add_test(tc, test_stage_output_full);
 	tcase_add_test(tc, test_stage_intern_budget);

@@ -707,6 +707,32 @@ START_TEST(test_identify_retry_from_live_process)
 }
 END_TEST
 
+START_TEST(test_cache_cap_live)
+{
+	struct shm_stage st = {0};
+	struct ucache *c = cache_new(fixture_proc(), 1, &st); /* no cap yet */
+	uint64_t now = 1000 * NSEC_PER_SEC;
+	struct uproc *p;
+	struct uloc l;
+
+	p = ucache__proc(c, FIX_PID, now);
+	ck_assert_int_eq(ucache__find(c, p, 0x401234, now, &l), 0);
+	ck_assert_int_eq(ucache__nr_bins(c), 3);
+	/* Under 1 GiB: nothing to do. */
+	ucache__set_max_bytes(c, 1ull << 30);
+	ck_assert_int_eq(ucache__nr_procs(c), 1);
+	/* cpa ctl mem: a cap under what is held evicts at once, no sweep needed. */
+	ucache__set_max_bytes(c, 1);
+	ck_assert_int_eq(ucache__nr_procs(c), 0);
+	ck_assert_int_eq(ucache__nr_bins(c), 0);
+	ck_assert_uint_ge(st.cnt[UNW_CNT_CACHE_EVICT], 3);
+	/* Still usable: the process is read again on its next sample. */
+	p = ucache__proc(c, FIX_PID, now + 2);
+	ck_assert_int_eq(ucache__find(c, p, 0x401234, now + 2, &l), 0);
+	ucache__free(c);
+}
+END_TEST
+
 START_TEST(test_cache_cap_evicts)
 {
 	struct shm_stage st = {0};
@@ -1550,6 +1576,7 @@ static Suite *unwindd_suite(void)
 	tcase_add_test(tc, test_neg_cache_new_library);
 	tcase_add_test(tc, test_identify_retry_from_live_process);
 	tcase_add_test(tc, test_cache_cap_evicts);
+	tcase_add_test(tc, test_cache_cap_live);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stage");

@@ -1028,6 +1028,13 @@ static void evict(struct ucache *c)
 	evict_bins(c, target);
 }
 
+void ucache__set_max_bytes(struct ucache *c, uint64_t max_bytes)
+{
+	c->o.max_bytes = max_bytes;
+	if (max_bytes && c->bytes > max_bytes)
+		evict(c);
+}
+
 void ucache__sweep(struct ucache *c, uint64_t now_ns)
 {
 	uint32_t i;

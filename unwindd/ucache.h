@@ -116,7 +116,7 @@ struct uloc {
 };
 
 struct ucache_opts {
-	uint64_t max_bytes;	 /* cap on everything below; 0 = none */
+	uint64_t max_bytes;	 /* cap on everything below; 0 = none (ucache__set_max_bytes) */
 	uint64_t refresh_ns;	 /* at most one maps re-read per pid per this */
 	uint64_t refresh_ip_ns;	 /* the same when an interrupted ip missed */
 	uint64_t refresh_max_ns; /* cap of the backed-off throttle; 0 = 5 s */
@@ -174,6 +174,8 @@ int ucache__map_event(struct ucache *c, const struct cpa_map_event *ev, const ch
 
 /* Reap dead and idle processes, then evict down to the cap. */
 void ucache__sweep(struct ucache *c, uint64_t now_ns);
+/* A new cap (cpa ctl mem): evicts down to it now when over. */
+void ucache__set_max_bytes(struct ucache *c, uint64_t max_bytes);
 
 /* A new dictionary epoch: every cached binary gets a new id from 1 and its
  * definition is sent again on its next use. */

@@ -1015,6 +1015,17 @@ void unwindd__tick(struct unwindd *u, uint64_t now_ns)
 	if (now_ns < u->now_ns)
 		now_ns = u->now_ns;
 	u->now_ns = now_ns;
+	if (u->st) {
+		/* The cap is live: cpa ctl mem writes it into our block. */
+		uint64_t mb = __atomic_load_n(&u->st->mem_limit_mb, __ATOMIC_RELAXED);
+
+		if (mb && mb << 20 != u->o.max_cache_bytes) {
+			log_info("cache cap: %llu MiB (was %llu MiB)", (unsigned long long)mb,
+				 (unsigned long long)(u->o.max_cache_bytes >> 20));
+			u->o.max_cache_bytes = mb << 20;
+			ucache__set_max_bytes(u->cache, u->o.max_cache_bytes);
+		}
+	}
 	if (u->reset_sent && shm_loss__pending(&u->loss)) {
 		(void)loss_flush(u);
 		shm_ring__commit_sp(u->out);
