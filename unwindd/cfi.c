@@ -11,10 +11,15 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "common/macro.h"
 #include "cfi_pvt.h"
@@ -386,6 +391,8 @@ struct section {
 	size_t len;
 	uint64_t addr;
 	bool eh; /* .eh_frame, else .debug_frame */
+	bool inflated; /* d is libelf's inflated copy, not the file's bytes */
+	uint64_t file_off; /* of the section in the file, when not inflated */
 };
 
 /* Run a CFA program; emits rows when loc advances, if fde. */
@@ -709,78 +716,100 @@ static int get_cie(struct builder *b, const struct section *sec, struct cie_cach
 	return 0;
 }
 
+/*
+ * One entry of a section at *pos: a CIE (skipped: parsed when an FDE refers to
+ * it) or an FDE. With run, an FDE's program is run and its rows emitted;
+ * without, only its header is read into ret_loc/ret_range (0 range: nothing to
+ * do). Moves *pos to the next entry. Returns 1 for an FDE, 0 for anything
+ * else worth skipping, -ENOENT at the end of the section (terminator or
+ * broken framing: the entries before it count), -ENOMEM/-EFBIG.
+ */
+static int parse_entry(struct builder *b, const struct section *sec, struct cie_cache *cc,
+		       size_t *pos, bool run, uint64_t *ret_loc, uint64_t *ret_range)
+{
+	struct cfi_rd r = {sec->d + *pos, sec->d + sec->len, false};
+	uint64_t len, id, cie_off, loc, range;
+	const uint8_t *id_pos, *entry_end;
+	bool is64 = false;
+	struct cie *cie;
+	struct state s;
+	int err;
+
+	if (*pos + 4 > sec->len)
+		return -ENOENT;
+	len = cfi_rd_u(&r, 4);
+	if (len == 0) {
+		if (sec->eh)
+			return -ENOENT; /* .eh_frame terminator */
+		*pos += 4;
+		return 0;
+	}
+	if (len == 0xffffffffu) {
+		len = cfi_rd_u(&r, 8);
+		is64 = true;
+	}
+	if (r.bad || len > (uint64_t)(r.end - r.p))
+		return -ENOENT; /* broken framing: keep the rows of the entries before it */
+	entry_end = r.p + len;
+	r.end = entry_end;
+	id_pos = r.p;
+	id = cfi_rd_u(&r, is64 && !sec->eh ? 8 : 4);
+	*pos = (size_t)(entry_end - sec->d);
+
+	if (sec->eh ? id == 0 : id == (is64 ? ~0ull : 0xffffffffu))
+		return 0; /* a CIE: parsed when an FDE refers to it */
+	if (sec->eh) {
+		if (id > (uint64_t)(id_pos - sec->d))
+			return 0;
+		cie_off = (uint64_t)(id_pos - sec->d) - id;
+	} else {
+		cie_off = id;
+	}
+	err = get_cie(b, sec, cc, cie_off, &cie);
+	if (err == -ENOMEM || err == -EFBIG)
+		return err;
+	if (err < 0)
+		return 0; /* one odd CIE (foreign RA column, unknown augmentation) */
+	if (sec->eh) {
+		loc = rd_ptr(&r, cie->fde_enc, sec->d, sec->addr);
+		range = rd_ptr(&r, cie->fde_enc & 0x0f, sec->d, sec->addr);
+	} else {
+		loc = cfi_rd_u(&r, 8);
+		range = cfi_rd_u(&r, 8);
+	}
+	if (cie->has_z) {
+		uint64_t alen = cfi_rd_uleb(&r);
+
+		if (r.bad || alen > (uint64_t)(r.end - r.p))
+			return 0;
+		r.p += alen;
+	}
+	if (r.bad)
+		return 0;
+	if (!range || loc + range < loc)
+		return 0; /* discarded by the linker (COMDAT, gc-sections) */
+	*ret_loc = loc;
+	*ret_range = range;
+	if (!run)
+		return 1;
+	s = cie->init;
+	err = run_cfa(b, sec, cie, r.p, entry_end, &s, true, loc, loc + range);
+	/* a malformed program keeps the rows it produced before the error */
+	if (err == -ENOMEM || err == -EFBIG)
+		return err;
+	return 1;
+}
+
 static int parse_section(struct builder *b, const struct section *sec)
 {
 	struct cie_cache cc = {.n = 0};
 	size_t pos = 0;
-	int err;
+	uint64_t loc, range;
+	int r;
 
-	while (pos + 4 <= sec->len) {
-		struct cfi_rd r = {sec->d + pos, sec->d + sec->len, false};
-		uint64_t len, id, cie_off, loc, range;
-		const uint8_t *id_pos, *entry_end;
-		bool is64 = false;
-		struct cie *cie;
-		struct state s;
-
-		len = cfi_rd_u(&r, 4);
-		if (len == 0) {
-			if (sec->eh)
-				break; /* .eh_frame terminator */
-			pos += 4;
-			continue;
-		}
-		if (len == 0xffffffffu) {
-			len = cfi_rd_u(&r, 8);
-			is64 = true;
-		}
-		if (r.bad || len > (uint64_t)(r.end - r.p))
-			break; /* broken framing: keep the rows of the entries before it */
-		entry_end = r.p + len;
-		r.end = entry_end;
-		id_pos = r.p;
-		id = cfi_rd_u(&r, is64 && !sec->eh ? 8 : 4);
-		pos = (size_t)(entry_end - sec->d);
-
-		if (sec->eh ? id == 0 : id == (is64 ? ~0ull : 0xffffffffu))
-			continue; /* a CIE: parsed when an FDE refers to it */
-		if (sec->eh) {
-			if (id > (uint64_t)(id_pos - sec->d))
-				continue;
-			cie_off = (uint64_t)(id_pos - sec->d) - id;
-		} else {
-			cie_off = id;
-		}
-		err = get_cie(b, sec, &cc, cie_off, &cie);
-		if (err == -ENOMEM || err == -EFBIG)
-			return err;
-		if (err < 0)
-			continue; /* one odd CIE (foreign RA column, unknown augmentation) */
-		if (sec->eh) {
-			loc = rd_ptr(&r, cie->fde_enc, sec->d, sec->addr);
-			range = rd_ptr(&r, cie->fde_enc & 0x0f, sec->d, sec->addr);
-		} else {
-			loc = cfi_rd_u(&r, 8);
-			range = cfi_rd_u(&r, 8);
-		}
-		if (cie->has_z) {
-			uint64_t alen = cfi_rd_uleb(&r);
-
-			if (r.bad || alen > (uint64_t)(r.end - r.p))
-				continue;
-			r.p += alen;
-		}
-		if (r.bad)
-			continue;
-		if (!range || loc + range < loc)
-			continue; /* discarded by the linker (COMDAT, gc-sections) */
-		s = cie->init;
-		err = run_cfa(b, sec, cie, r.p, entry_end, &s, true, loc, loc + range);
-		/* a malformed program keeps the rows it produced before the error */
-		if (err == -ENOMEM || err == -EFBIG)
-			return err;
-	}
-	return 0;
+	while ((r = parse_entry(b, sec, &cc, &pos, true, &loc, &range)) >= 0)
+		;
+	return r == -ENOENT ? 0 : r;
 }
 
 /* ----------------------------------------------------------------- the ELF */
@@ -824,7 +853,8 @@ static int find_section(Elf *elf, const char *name, struct section *ret, bool eh
 		d = elf_getdata(scn, NULL);
 		if (!d || !d->d_buf || !d->d_size)
 			return -ENODATA;
-		*ret = (struct section){d->d_buf, d->d_size, sh.sh_addr, eh};
+		*ret = (struct section){d->d_buf, d->d_size, sh.sh_addr, eh,
+					!!(sh.sh_flags & SHF_COMPRESSED), sh.sh_offset};
 		return 0;
 	}
 	return -ENODATA;
@@ -1006,13 +1036,12 @@ static void builder_done(struct builder *b)
  * undefined" over its first 16 bytes, below every FDE (the last priority): an
  * FDE that covers the entry still wins.
  */
-static int entry_row(struct builder *b, Elf *e)
+static int entry_row(struct builder *b, uint64_t entry)
 {
 	struct state s = {.cfa_kind = CFI_CFA_REG, .cfa_reg = DW_RSP, .cfa_off = 8};
 	uint64_t off, seg_end;
-	GElf_Ehdr eh;
 
-	if (!gelf_getehdr(e, &eh) || !eh.e_entry || !vaddr_to_off(b, eh.e_entry, &off, &seg_end))
+	if (!entry || !vaddr_to_off(b, entry, &off, &seg_end))
 		return 0;
 	/* Rows are clipped by start in finish(), not by priority: only where
 	 * no FDE reaches. Once per table: a plain scan. */
@@ -1022,7 +1051,14 @@ static int entry_row(struct builder *b, Elf *e)
 	for (int i = 0; i < CFI_S_NR; i++)
 		s.rk[i] = CFI_R_SAME;
 	s.rk[CFI_S_RA] = CFI_R_UNDEF;
-	return emit_row(b, eh.e_entry, eh.e_entry + 16, &s, false);
+	return emit_row(b, entry, entry + 16, &s, false);
+}
+
+static uint64_t elf_entry(Elf *e)
+{
+	GElf_Ehdr eh;
+
+	return gelf_getehdr(e, &eh) ? eh.e_entry : 0;
 }
 
 int cfi_table__build(int elf_fd, int debug_fd, struct cfi_table **ret)
@@ -1068,7 +1104,7 @@ int cfi_table__build(int elf_fd, int debug_fd, struct cfi_table **ret)
 		any = true;
 	}
 	if (any) {
-		r = entry_row(&b, e);
+		r = entry_row(&b, elf_entry(e));
 		if (r < 0)
 			goto out;
 	}
@@ -1115,4 +1151,484 @@ int cfi_table__row(const struct cfi_table *t, size_t i, uint64_t *ret_start, uin
 	if (ret_rule)
 		*ret_rule = t->row[i].rule;
 	return 0;
+}
+
+/* ------------------------------------------------------------- lazy index */
+
+/*
+ * The index keeps, per chunk of 2^CFI_CHUNK_SHIFT file-offset bytes, the FDEs
+ * whose range overlaps it (as a key: source << CFI_KEY_SRC_SHIFT | the FDE's
+ * offset in its section; keys in increasing order are the whole table's
+ * priority order), and builds a chunk's table on its first lookup with the
+ * same code as cfi_table__build(). The row covering a pc is the first one in
+ * (start, priority) order that contains it, and every row that contains a pc
+ * of the chunk comes from an FDE that overlaps the chunk, so a chunk's table
+ * answers exactly like the whole table for the pcs of the chunk.
+ *
+ * The sections are read from our own read-only private mapping of the file
+ * (page cache pages: nothing copied), and the pages a build touched are
+ * dropped from our page tables after it (MADV_DONTNEED), so they do not count
+ * in our RSS/PSS between builds. Only a compressed section is copied (heap).
+ */
+#define CFI_CHUNK_SHIFT	  16
+#define CFI_KEY_SRC_SHIFT 30
+#define CFI_KEY_POS_MASK  ((1u << CFI_KEY_SRC_SHIFT) - 1)
+#define CFI_SRC_MAX	  3
+
+struct cfi_index {
+	GElf_Phdr load[16];
+	unsigned int n_load;
+	struct section sec[CFI_SRC_MAX];
+	unsigned int n_sec;
+	void *copy[CFI_SRC_MAX]; /* inflated sections (heap), else NULL */
+	void *map[2];		 /* the ELF and the debug file, PROT_READ */
+	size_t map_len[2];
+	uint64_t entry;	       /* ELF entry (vaddr), 0 if none */
+	uint64_t entry_off;    /* its file offset, when entry != 0 */
+	uint64_t base;	       /* file offset of chunk 0 */
+	uint32_t n_chunks;
+	uint32_t *first;       /* n_chunks + 1: keys of chunk c are key[first[c]..first[c+1]) */
+	uint32_t *key;
+	struct cfi_table **chunk; /* NULL: not built yet; CHUNK_NONE: no rows there */
+	uint32_t n_built;
+	bool stale; /* the file shrank under our mapping: no more builds */
+	size_t bytes;
+};
+
+static struct cfi_table chunk_none;
+#define CHUNK_NONE (&chunk_none)
+
+struct fde_span {
+	uint64_t start, end; /* file offsets */
+	uint32_t key;
+};
+
+static void unmap_file(void *m, size_t len)
+{
+	if (m)
+		munmap(m, len);
+}
+
+void cfi_index__free(struct cfi_index *x)
+{
+	if (!x)
+		return;
+	for (uint32_t c = 0; x->chunk && c < x->n_chunks; c++)
+		if (x->chunk[c] != CHUNK_NONE)
+			free(x->chunk[c]);
+	for (unsigned int i = 0; i < CFI_SRC_MAX; i++)
+		free(x->copy[i]);
+	unmap_file(x->map[0], x->map_len[0]);
+	unmap_file(x->map[1], x->map_len[1]);
+	free(x->chunk);
+	free(x->first);
+	free(x->key);
+	free(x);
+}
+
+/* Map the whole file read-only; no page is read until a section is parsed. */
+static int map_file(int fd, void **ret, size_t *ret_len)
+{
+	struct stat st;
+	void *m;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size <= 0)
+		return -EINVAL;
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	*ret = m;
+	*ret_len = (size_t)st.st_size;
+	return 0;
+}
+
+/*
+ * Point a section found by libelf at our own mapping (or at a heap copy of
+ * libelf's inflated data), so it outlives the Elf handle.
+ */
+static int index_add_section(struct cfi_index *x, const struct section *s, const void *map,
+			     size_t map_len)
+{
+	struct section *d = &x->sec[x->n_sec];
+
+	if (s->len > CFI_KEY_POS_MASK)
+		return -EFBIG;
+	*d = *s;
+	if (s->inflated) {
+		void *c = malloc(s->len);
+
+		if (!c)
+			return -ENOMEM;
+		memcpy(c, s->d, s->len);
+		x->copy[x->n_sec] = c;
+		x->bytes += s->len;
+		d->d = c;
+	} else {
+		if (s->file_off > map_len || s->len > map_len - s->file_off)
+			return -EINVAL;
+		d->d = (const uint8_t *)map + s->file_off;
+	}
+	x->n_sec++;
+	return 0;
+}
+
+static void index_drop_pages(const struct cfi_index *x)
+{
+	for (unsigned int i = 0; i < 2; i++)
+		if (x->map[i])
+			madvise(x->map[i], x->map_len[i], MADV_DONTNEED);
+}
+
+/*
+ * A file we mapped can be truncated under us (a binary rewritten in place:
+ * `cp` over it): touching a page past the new end raises SIGBUS. Every parse
+ * of a mapped section runs under this guard; a SIGBUS there jumps back and the
+ * index stops building chunks. Everything the parse allocates hangs off its
+ * context, which the caller frees either way. The handler is installed once,
+ * only when SIGBUS has no handler of someone else's; outside a guarded parse
+ * it restores the default action and returns, so the fault is fatal as usual.
+ */
+static _Thread_local sigjmp_buf *bus_jb;
+
+static void bus_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)si;
+	(void)uc;
+	if (bus_jb)
+		siglongjmp(*bus_jb, 1);
+	signal(sig, SIG_DFL);
+}
+
+static void bus_install(void)
+{
+	struct sigaction sa, old;
+
+	if (sigaction(SIGBUS, NULL, &old) < 0 || old.sa_handler != SIG_DFL ||
+	    (old.sa_flags & SA_SIGINFO))
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = bus_handler;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+static int guarded(int (*fn)(void *), void *arg)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	sigjmp_buf jb;
+	int r;
+
+	pthread_once(&once, bus_install);
+	if (sigsetjmp(jb, 0)) { /* SA_NODEFER: no mask to restore */
+		bus_jb = NULL;
+		return -ESTALE;
+	}
+	bus_jb = &jb;
+	r = fn(arg);
+	bus_jb = NULL;
+	return r;
+}
+
+struct scan_ctx {
+	const struct cfi_index *x;
+	struct builder b;
+	struct fde_span *v;
+	size_t n, cap;
+};
+
+/* Read every FDE header (no CFA program runs) into spans, in key order. */
+static int index_scan(void *arg)
+{
+	struct scan_ctx *k = arg;
+	const struct cfi_index *x = k->x;
+	int r = 0;
+
+	for (unsigned int src = 0; src < x->n_sec && r >= 0; src++) {
+		struct cie_cache cc = {.n = 0};
+		size_t pos = 0, at;
+		uint64_t loc, range, off, seg_end;
+
+		for (at = pos;
+		     (r = parse_entry(&k->b, &x->sec[src], &cc, &pos, false, &loc, &range)) >= 0;
+		     at = pos) {
+			if (r == 0 || !vaddr_to_off(&k->b, loc, &off, &seg_end))
+				continue; /* rows of it could not land in the table either */
+			r = grow((void **)&k->v, &k->cap, k->n + 1, sizeof(*k->v));
+			if (r < 0)
+				break;
+			k->v[k->n++] = (struct fde_span){
+				.start = off,
+				.end = MIN(off + range, seg_end),
+				.key = (uint32_t)src << CFI_KEY_SRC_SHIFT | (uint32_t)at,
+			};
+		}
+		if (r == -ENOENT)
+			r = 0;
+	}
+	return r;
+}
+
+static int index_layout(struct cfi_index *x, const struct fde_span *v, size_t n)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	uint32_t total = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		lo = MIN(lo, v[i].start);
+		hi = MAX(hi, v[i].end);
+	}
+	if (x->entry) {
+		lo = MIN(lo, x->entry_off);
+		hi = MAX(hi, x->entry_off + 16);
+	}
+	if (lo >= hi)
+		return -ENODATA;
+	if (hi - lo > UINT32_MAX)
+		return -EFBIG;
+	x->base = lo & ~((1ull << CFI_CHUNK_SHIFT) - 1);
+	x->n_chunks = (uint32_t)(((hi - 1 - x->base) >> CFI_CHUNK_SHIFT) + 1);
+	x->first = calloc((size_t)x->n_chunks + 1, sizeof(*x->first));
+	x->chunk = calloc(x->n_chunks, sizeof(*x->chunk));
+	if (!x->first || !x->chunk)
+		return -ENOMEM;
+	/* count, prefix sums, fill (in key order: v is) */
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].end <= v[i].start)
+			continue;
+		for (uint64_t c = (v[i].start - x->base) >> CFI_CHUNK_SHIFT;
+		     c <= (v[i].end - 1 - x->base) >> CFI_CHUNK_SHIFT; c++) {
+			x->first[c + 1]++;
+			total++;
+		}
+	}
+	for (uint32_t c = 0; c < x->n_chunks; c++)
+		x->first[c + 1] += x->first[c];
+	x->key = malloc(((size_t)total + 1) * sizeof(*x->key));
+	if (!x->key)
+		return -ENOMEM;
+	{
+		_cleanup_free_ uint32_t *fill = malloc((size_t)x->n_chunks * sizeof(*fill));
+
+		if (!fill)
+			return -ENOMEM;
+		memcpy(fill, x->first, (size_t)x->n_chunks * sizeof(*fill));
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].end <= v[i].start)
+				continue;
+			for (uint64_t c = (v[i].start - x->base) >> CFI_CHUNK_SHIFT;
+			     c <= (v[i].end - 1 - x->base) >> CFI_CHUNK_SHIFT; c++)
+				x->key[fill[c]++] = v[i].key;
+		}
+	}
+	x->bytes += sizeof(*x) + ((size_t)x->n_chunks + 1) * sizeof(*x->first) +
+		    (size_t)x->n_chunks * sizeof(*x->chunk) + ((size_t)total + 1) * sizeof(*x->key);
+	return 0;
+}
+
+int cfi_index__build(int elf_fd, int debug_fd, struct cfi_index **ret)
+{
+	_cleanup_(elf_endp) Elf *e = NULL;
+	_cleanup_(elf_endp) Elf *d = NULL;
+	struct scan_ctx k;
+	struct cfi_index *x;
+	struct builder b;
+	struct section sec;
+	int r;
+
+	if (elf_fd < 0 || !ret)
+		return -EINVAL;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	memset(&b, 0, sizeof(b));
+	r = open_elf(elf_fd, &e);
+	if (r < 0)
+		goto fail;
+	r = load_phdrs(&b, e);
+	if (r < 0)
+		goto fail;
+	memcpy(x->load, b.load, sizeof(x->load));
+	x->n_load = b.n_load;
+	r = map_file(elf_fd, &x->map[0], &x->map_len[0]);
+	if (r < 0)
+		goto fail;
+	/* the sources in cfi_table__build()'s priority order */
+	if (find_section(e, ".eh_frame", &sec, true) == 0 &&
+	    (r = index_add_section(x, &sec, x->map[0], x->map_len[0])) < 0)
+		goto fail;
+	if (find_section(e, ".debug_frame", &sec, false) == 0 &&
+	    (r = index_add_section(x, &sec, x->map[0], x->map_len[0])) < 0)
+		goto fail;
+	if (debug_fd >= 0 && open_elf(debug_fd, &d) == 0 &&
+	    find_section(d, ".debug_frame", &sec, false) == 0) {
+		r = map_file(debug_fd, &x->map[1], &x->map_len[1]);
+		if (r < 0)
+			goto fail;
+		r = index_add_section(x, &sec, x->map[1], x->map_len[1]);
+		if (r < 0)
+			goto fail;
+	}
+	r = -ENODATA;
+	if (!x->n_sec)
+		goto fail;
+	x->entry = elf_entry(e);
+	{
+		uint64_t seg_end;
+
+		if (x->entry && !vaddr_to_off(&b, x->entry, &x->entry_off, &seg_end))
+			x->entry = 0;
+	}
+	memset(&k, 0, sizeof(k));
+	k.x = x;
+	k.b.n_load = x->n_load;
+	memcpy(k.b.load, x->load, sizeof(k.b.load));
+	r = guarded(index_scan, &k);
+	if (r >= 0)
+		r = index_layout(x, k.v, k.n);
+	builder_done(&k.b);
+	free(k.v);
+	if (r < 0)
+		goto fail;
+	index_drop_pages(x);
+	*ret = x;
+	return 0;
+fail:
+	cfi_index__free(x);
+	return r;
+}
+
+/* Add the keys of chunk c to *keys (merged, in order, without duplicates). */
+static int chunk_keys(const struct cfi_index *x, uint32_t c, uint32_t **keys, size_t *n)
+{
+	const uint32_t *k = x->key + x->first[c];
+	size_t m = x->first[c + 1] - x->first[c], i = 0, j = 0, o = 0;
+	_cleanup_free_ uint32_t *out = NULL;
+
+	if (!m)
+		return 0;
+	out = malloc((*n + m) * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	while (i < *n || j < m) {
+		uint32_t v;
+
+		if (j >= m || (i < *n && (*keys)[i] <= k[j]))
+			v = (*keys)[i++];
+		else
+			v = k[j++];
+		if (!o || out[o - 1] != v)
+			out[o++] = v;
+	}
+	free(*keys);
+	*keys = TAKE_PTR(out);
+	*n = o;
+	return 0;
+}
+
+struct chunk_ctx {
+	const struct cfi_index *x;
+	const uint32_t *keys;
+	size_t n;
+	bool entry;
+	struct builder b;
+};
+
+static int chunk_parse(void *arg)
+{
+	struct chunk_ctx *k = arg;
+	struct cie_cache cc[CFI_SRC_MAX];
+	int r;
+
+	memset(cc, 0, sizeof(cc));
+	for (size_t i = 0; i < k->n; i++) {
+		unsigned int src = k->keys[i] >> CFI_KEY_SRC_SHIFT;
+		size_t pos = k->keys[i] & CFI_KEY_POS_MASK;
+		uint64_t loc, range;
+
+		r = parse_entry(&k->b, &k->x->sec[src], &cc[src], &pos, true, &loc, &range);
+		if (r == -ENOMEM || r == -EFBIG)
+			return r;
+	}
+	return k->entry ? entry_row(&k->b, k->x->entry) : 0;
+}
+
+static int chunk_build(struct cfi_index *x, uint32_t c, struct cfi_table **ret)
+{
+	_cleanup_free_ uint32_t *keys = NULL;
+	uint64_t lo = x->base + ((uint64_t)c << CFI_CHUNK_SHIFT);
+	uint64_t hi = lo + (1ull << CFI_CHUNK_SHIFT);
+	struct chunk_ctx k;
+	size_t n = 0;
+	int r;
+
+	memset(&k, 0, sizeof(k));
+	k.entry = x->entry && x->entry_off >= lo && x->entry_off < hi;
+	r = chunk_keys(x, c, &keys, &n);
+	/* the entry row looks at every row over its 16 bytes: the next chunk's too */
+	if (r >= 0 && k.entry && x->entry_off + 16 > hi && c + 1 < x->n_chunks)
+		r = chunk_keys(x, c + 1, &keys, &n);
+	if (r < 0)
+		return r;
+	k.x = x;
+	k.keys = keys;
+	k.n = n;
+	k.b.n_load = x->n_load;
+	memcpy(k.b.load, x->load, sizeof(k.b.load));
+	r = guarded(chunk_parse, &k);
+	if (r == -ESTALE)
+		x->stale = true;
+	if (r >= 0)
+		r = finish(&k.b, ret);
+	builder_done(&k.b);
+	return r;
+}
+
+int cfi_index__table(struct cfi_index *x, uint64_t file_off, const struct cfi_table **ret)
+{
+	struct cfi_table *t = NULL;
+	uint64_t c;
+	int r;
+
+	*ret = NULL;
+	if (!x || file_off < x->base || x->stale)
+		return 0;
+	c = (file_off - x->base) >> CFI_CHUNK_SHIFT;
+	if (c >= x->n_chunks)
+		return 0;
+	if (likely(x->chunk[c])) {
+		if (x->chunk[c] != CHUNK_NONE)
+			*ret = x->chunk[c];
+		return 0;
+	}
+	r = chunk_build(x, (uint32_t)c, &t);
+	if (r < 0) {
+		/* no rows there, or a build that fails fails again (a file cut
+		 * short under us: every later one too, x->stale) */
+		x->chunk[c] = CHUNK_NONE;
+		return r == -ENOMEM ? r : 0;
+	}
+	x->chunk[c] = t;
+	x->n_built++;
+	x->bytes += t->bytes;
+	/* The file pages the builds read stay in our page tables (and PSS)
+	 * until dropped: every 16 builds, not every build (a re-fault costs
+	 * more than the build on a small VM). */
+	if (!(x->n_built % 16))
+		index_drop_pages(x);
+	*ret = t;
+	return 0;
+}
+
+size_t cfi_index__bytes(const struct cfi_index *x)
+{
+	return x ? x->bytes : 0;
+}
+
+void cfi_index__chunks(const struct cfi_index *x, uint32_t *ret_built, uint32_t *ret_total)
+{
+	*ret_built = x ? x->n_built : 0;
+	*ret_total = x ? x->n_chunks : 0;
 }

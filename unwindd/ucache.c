@@ -32,11 +32,12 @@
 #define BIDS_SLOTS     1024		    /* build-id table: chains are fine past this */
 #define HIST_GRACE_NS  (5 * IDENT_RETRY_NS) /* floor of the history's grace */
 
-/* An unwind table shared by every binary with the same build-id (the same
- * libc in twenty containers is parsed once). */
+/* An unwind index shared by every binary with the same build-id (the same
+ * libc in twenty containers is parsed once). Its chunk tables are compiled
+ * on the first walk through each 64 KiB of the binary (cfi.h). */
 struct ucfi {
 	struct ucfi *next;
-	struct cfi_table *table;
+	struct cfi_index *index;
 	uint64_t bytes;
 	uint32_t refs;
 	uint8_t build_id_len;
@@ -257,7 +258,7 @@ static void cfi_put(struct ucache *c, struct ucfi *f)
 			break;
 		}
 	}
-	cfi_table__free(f->table);
+	cfi_index__free(f->index);
 	c->bytes -= f->bytes + sizeof(*f);
 	free(f);
 }
@@ -675,6 +676,22 @@ int ucache__find_ip(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now
 	return find(c, p, pc, now_ns, MIN(c->o.refresh_ip_ns, c->o.refresh_ns), ret);
 }
 
+/* The chunk table of the index that covers off: compiled on its first use,
+ * its bytes counted then. */
+static const struct cfi_table *ucfi_table(struct ucache *c, struct ucfi *f, uint64_t off)
+{
+	const struct cfi_table *t = NULL;
+	size_t bytes;
+
+	cfi_index__table(f->index, off, &t);
+	bytes = cfi_index__bytes(f->index);
+	if (unlikely(bytes != f->bytes)) {
+		c->bytes += bytes - f->bytes;
+		f->bytes = bytes;
+	}
+	return t;
+}
+
 const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const struct uloc *loc)
 {
 	struct ubin *b = loc->bin;
@@ -682,12 +699,12 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 	if (!b)
 		return NULL;
 	if (likely(b->cfi))
-		return b->cfi->table;
+		return ucfi_table(c, b->cfi, loc->file_off);
 	if (b->cfi_tried || p->last_use < b->cfi_retry_ns)
 		return NULL;
 	{
 		_cleanup_close_ int fd = -1, dfd = -1;
-		struct cfi_table *t = NULL;
+		struct cfi_index *t = NULL;
 		struct ucfi *f;
 		int r;
 
@@ -697,7 +714,7 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 				    memcmp(f->build_id, b->build_id, b->build_id_len) == 0) {
 					f->refs++;
 					b->cfi = f;
-					return f->table;
+					return ucfi_table(c, f, loc->file_off);
 				}
 			}
 		}
@@ -737,7 +754,7 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 			dfd = open(dpath, O_RDONLY | O_CLOEXEC);
 		}
 		b->cfi_tried = true; /* a build that fails fails again */
-		r = cfi_table__build(fd, dfd, &t);
+		r = cfi_index__build(fd, dfd, &t);
 		if (r < 0 || !t) {
 			/* Once per binary (cfi_tried): not a hot path. */
 			log_debug("no unwind table for '%s': %s", b->path,
@@ -746,11 +763,11 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		}
 		f = calloc(1, sizeof(*f));
 		if (!f) {
-			cfi_table__free(t);
+			cfi_index__free(t);
 			return NULL;
 		}
-		f->table = t;
-		f->bytes = cfi_table__bytes(t);
+		f->index = t;
+		f->bytes = cfi_index__bytes(t);
 		f->refs = 1;
 		f->build_id_len = b->build_id_len;
 		memcpy(f->build_id, b->build_id, sizeof(f->build_id));
@@ -761,7 +778,7 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		}
 		c->bytes += f->bytes + sizeof(*f);
 		b->cfi = f;
-		return t;
+		return ucfi_table(c, f, loc->file_off);
 	}
 }
 
