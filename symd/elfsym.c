@@ -616,38 +616,37 @@ static uint32_t le32(const uint8_t *p)
 }
 
 /*
- * .eh_frame is read for 16 bytes per FDE: through a window of the file that
- * moves forward with the FDEs (the table is sorted by pc, the FDEs mostly
- * lie in the same order), in one static buffer, instead of a fresh copy of
- * the whole section per binary (its page faults and copy were 5 % of the
- * stages' CPU under churn). An FDE behind the window is read on its own.
+ * .eh_frame is read (16 bytes per FDE are used) into one buffer kept across
+ * loads, not a fresh allocation per binary: a fresh multi-MiB buffer is
+ * page-faulted in and unmapped again for every binary (the faults cost
+ * more than the copy on a small VM). Kept up to EF_KEEP; a larger one goes
+ * after the load. Only the loading thread (symd's main loop) reads here.
  */
-#define FDE_WIN (256u << 10)
+#define EF_KEEP (1u << 20)
 
-struct fde_win {
-	uint64_t lo, len; /* section offsets held in buf */
-	uint8_t one[16];
-};
+static uint8_t *ef_buf;
+static size_t ef_cap;
 
-static _Thread_local uint8_t fde_win_buf[FDE_WIN];
-
-static const uint8_t *fde_window(const struct elfsrc *src, uint64_t sec_off, uint64_t sec_size,
-				 uint64_t o, struct fde_win *w)
+static const uint8_t *ef_read(const struct elfsrc *src, uint64_t off, uint64_t size)
 {
-	uint64_t len;
-
-	if (o >= w->lo && o + 16 <= w->lo + w->len)
-		return fde_win_buf + (o - w->lo);
-	if (w->len && o < w->lo)
-		return elfsrc__read(src, sec_off + o, 16, w->one) < 0 ? NULL : w->one;
-	len = MIN((uint64_t)FDE_WIN, sec_size - o);
-	if (elfsrc__read(src, sec_off + o, len, fde_win_buf) < 0) {
-		w->len = 0;
-		return NULL;
+	if (size > ef_cap) {
+		free(ef_buf);
+		ef_cap = 0;
+		ef_buf = malloc(size);
+		if (!ef_buf)
+			return NULL;
+		ef_cap = size;
 	}
-	w->lo = o;
-	w->len = len;
-	return fde_win_buf;
+	return elfsrc__read(src, off, size, ef_buf) < 0 ? NULL : ef_buf;
+}
+
+static void ef_release(void)
+{
+	if (ef_cap > EF_KEEP) {
+		free(ef_buf);
+		ef_buf = NULL;
+		ef_cap = 0;
+	}
 }
 
 /*
@@ -664,7 +663,7 @@ static void symbin__read_fdes(struct symbin *b, const struct elfimg *e)
 	_cleanup_free_ struct symd_fde *v = NULL;
 	uint64_t hoff = 0, hsize = 0, hva = 0, efva = 0, efoff = 0, efsize = 0, base = UINT64_MAX;
 	uint64_t count, i;
-	struct fde_win w = {.len = 0};
+	const uint8_t *ef = NULL;
 	const Elf64_Shdr *s;
 	uint32_t n = 0, k;
 	bool sorted = true;
@@ -702,20 +701,23 @@ static void symbin__read_fdes(struct symbin *b, const struct elfimg *e)
 	    !(s->sh_flags & SHF_COMPRESSED) && s->sh_size <= SYMD_MAX_EH_FRAME) {
 		efoff = s->sh_offset;
 		efsize = s->sh_size;
+		ef = ef_read(&e->src, efoff, efsize);
 	}
 	v = calloc(count, sizeof(*v));
-	if (!v)
+	if (!v) {
+		ef_release();
 		return;
+	}
 	for (i = 0; i < count; i++) {
 		uint64_t start = hva + (int64_t)(int32_t)le32(hdr + 12 + i * 8);
 		uint64_t fva = hva + (int64_t)(int32_t)le32(hdr + 16 + i * 8);
 		uint32_t size = 0;
-		const uint8_t *fde;
 
 		if (start < base || start - base > UINT32_MAX)
 			continue;
-		if (efsize && fva >= efva && fva - efva + 16 <= efsize &&
-		    (fde = fde_window(&e->src, efoff, efsize, fva - efva, &w))) {
+		if (ef && fva >= efva && fva - efva + 16 <= efsize) {
+			const uint8_t *fde = ef + (fva - efva);
+
 			/* length (not 64-bit DWARF), CIE pointer, pc_begin, pc_range */
 			if (le32(fde) != 0xffffffffu && le32(fde) >= 12 &&
 			    fva + 8 + (int64_t)(int32_t)le32(fde + 8) == start)
@@ -725,6 +727,7 @@ static void symbin__read_fdes(struct symbin *b, const struct elfimg *e)
 			sorted = false;
 		v[n++] = (struct symd_fde){.start = (uint32_t)(start - base), .size = size};
 	}
+	ef_release();
 	if (!n)
 		return;
 	if (!sorted)
