@@ -866,15 +866,10 @@ static void elf_endp(Elf **e)
 		elf_end(*e);
 }
 
-static int open_elf(int fd, Elf **ret)
+static int check_elf(Elf *e, Elf **ret)
 {
 	GElf_Ehdr eh;
-	Elf *e;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	/* private mmap: elf_compress() on a debug file rewrites section data in place */
-	e = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
 	if (!e)
 		return -EINVAL;
 	if (elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) ||
@@ -885,6 +880,23 @@ static int open_elf(int fd, Elf **ret)
 	}
 	*ret = e;
 	return 0;
+}
+
+static int open_elf(int fd, Elf **ret)
+{
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	/* private mmap: elf_compress() on a debug file rewrites section data in place */
+	return check_elf(elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL), ret);
+}
+
+/* An image we mapped read-only: libelf reads it in place (native byte order,
+ * no conversion) and inflates compressed sections into its own buffers. */
+static int open_elf_mem(void *img, size_t len, Elf **ret)
+{
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	return check_elf(elf_memory(img, len), ret);
 }
 
 static int load_phdrs(struct builder *b, Elf *e)
@@ -1166,9 +1178,10 @@ int cfi_table__row(const struct cfi_table *t, size_t i, uint64_t *ret_start, uin
  * answers exactly like the whole table for the pcs of the chunk.
  *
  * The sections are read from our own read-only private mapping of the file
- * (page cache pages: nothing copied), and the pages a build touched are
- * dropped from our page tables after it (MADV_DONTNEED), so they do not count
- * in our RSS/PSS between builds. Only a compressed section is copied (heap).
+ * (page cache pages: nothing copied), and the pages the header pass touched
+ * are dropped from our page tables after it (MADV_DONTNEED), those of chunk
+ * builds every 16 builds, so they do not stay in our RSS/PSS. Only a
+ * compressed section is copied (heap).
  */
 #define CFI_CHUNK_SHIFT	  16
 #define CFI_KEY_SRC_SHIFT 30
@@ -1181,7 +1194,7 @@ struct cfi_index {
 	struct section sec[CFI_SRC_MAX];
 	unsigned int n_sec;
 	void *copy[CFI_SRC_MAX]; /* inflated sections (heap), else NULL */
-	void *map[2];		 /* the ELF and the debug file, PROT_READ */
+	void *map[2];		 /* the ELF and the debug file (private) */
 	size_t map_len[2];
 	uint64_t entry;	       /* ELF entry (vaddr), 0 if none */
 	uint64_t entry_off;    /* its file offset, when entry != 0 */
@@ -1226,7 +1239,9 @@ void cfi_index__free(struct cfi_index *x)
 	free(x);
 }
 
-/* Map the whole file read-only; no page is read until a section is parsed. */
+/* Map the whole file; no page is read until a section is parsed. Private and
+ * writable only because libelf rewrites a compressed section's header in
+ * place when it inflates it (elf_compress): copy-on-write, never the file. */
 static int map_file(int fd, void **ret, size_t *ret_len)
 {
 	struct stat st;
@@ -1236,7 +1251,7 @@ static int map_file(int fd, void **ret, size_t *ret_len)
 		return -errno;
 	if (st.st_size <= 0)
 		return -EINVAL;
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	if (m == MAP_FAILED)
 		return -errno;
 	*ret = m;
@@ -1444,7 +1459,12 @@ int cfi_index__build(int elf_fd, int debug_fd, struct cfi_index **ret)
 	if (!x)
 		return -ENOMEM;
 	memset(&b, 0, sizeof(b));
-	r = open_elf(elf_fd, &e);
+	/* one mapping, ours, read by libelf too (no second mmap/munmap per
+	 * binary: an munmap is a TLB shootdown, costly on a small VM) */
+	r = map_file(elf_fd, &x->map[0], &x->map_len[0]);
+	if (r < 0)
+		goto fail;
+	r = open_elf_mem(x->map[0], x->map_len[0], &e);
 	if (r < 0)
 		goto fail;
 	r = load_phdrs(&b, e);
@@ -1452,9 +1472,6 @@ int cfi_index__build(int elf_fd, int debug_fd, struct cfi_index **ret)
 		goto fail;
 	memcpy(x->load, b.load, sizeof(x->load));
 	x->n_load = b.n_load;
-	r = map_file(elf_fd, &x->map[0], &x->map_len[0]);
-	if (r < 0)
-		goto fail;
 	/* the sources in cfi_table__build()'s priority order */
 	if (find_section(e, ".eh_frame", &sec, true) == 0 &&
 	    (r = index_add_section(x, &sec, x->map[0], x->map_len[0])) < 0)
@@ -1462,11 +1479,9 @@ int cfi_index__build(int elf_fd, int debug_fd, struct cfi_index **ret)
 	if (find_section(e, ".debug_frame", &sec, false) == 0 &&
 	    (r = index_add_section(x, &sec, x->map[0], x->map_len[0])) < 0)
 		goto fail;
-	if (debug_fd >= 0 && open_elf(debug_fd, &d) == 0 &&
+	if (debug_fd >= 0 && map_file(debug_fd, &x->map[1], &x->map_len[1]) == 0 &&
+	    open_elf_mem(x->map[1], x->map_len[1], &d) == 0 &&
 	    find_section(d, ".debug_frame", &sec, false) == 0) {
-		r = map_file(debug_fd, &x->map[1], &x->map_len[1]);
-		if (r < 0)
-			goto fail;
 		r = index_add_section(x, &sec, x->map[1], x->map_len[1]);
 		if (r < 0)
 			goto fail;
@@ -1496,6 +1511,11 @@ int cfi_index__build(int elf_fd, int debug_fd, struct cfi_index **ret)
 	*ret = x;
 	return 0;
 fail:
+	/* libelf first: its handles point into the mappings */
+	elf_endp(&d);
+	d = NULL;
+	elf_endp(&e);
+	e = NULL;
 	cfi_index__free(x);
 	return r;
 }
