@@ -8,7 +8,6 @@
 #include "symd.h"
 
 #include <errno.h>
-#include <malloc.h>
 
 #include "common/daemon.h"
 #include "common/log.h"
@@ -105,14 +104,5 @@ int main(int argc, char **argv)
 		.loop.drain_until_empty = true,
 	};
 
-	/*
-	 * Loading a binary reads its symbol, string and relocation tables into
-	 * buffers of a few MiB that are freed right after. glibc serves those
-	 * with a fresh mmap each time: page faults on every page, then an
-	 * munmap (a TLB shootdown): most of symd's CPU under churn (issue 9).
-	 * From the heap, with up to 16 MiB of free top kept, they are reused.
-	 */
-	mallopt(M_MMAP_THRESHOLD, 16 << 20);
-	mallopt(M_TRIM_THRESHOLD, 16 << 20);
 	return daemon__main(&d, argc, argv);
 }
