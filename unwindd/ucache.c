@@ -31,6 +31,7 @@
 #define MISS_LEVEL_MAX 30		    /* cap >> level stays meaningful */
 #define BIDS_SLOTS     1024		    /* build-id table: chains are fine past this */
 #define HIST_GRACE_NS  (5 * IDENT_RETRY_NS) /* floor of the history's grace */
+#define BIN_IDLE_SCAN_NS (10ull * 1000000000ull) /* idle_bins() at most this often */
 
 /* An unwind index shared by every binary with the same build-id (the same
  * libc in twenty containers is parsed once). Its chunk tables are compiled
@@ -78,6 +79,7 @@ struct ucache {
 	struct umap *tmp;
 	uint32_t tmp_cap;
 	uint64_t last_sweep_ns;
+	uint64_t last_idle_ns; /* idle_bins() */
 };
 
 static void cnt(struct ucache *c, unsigned int idx, uint64_t n)
@@ -1045,6 +1047,23 @@ static void evict(struct ucache *c)
 	evict_bins(c, target);
 }
 
+/*
+ * An unwind index keeps its file mapped (the inode, even deleted, and one or
+ * two VMAs), and is small enough that the byte cap rarely evicts it: on a
+ * host that runs new binaries all day (CI), indexes of binaries nothing maps
+ * any more would pile up. One no mapping refers to (refs 0: no process, no
+ * history entry) and unused for idle_ns goes; its ubin stays (a later walk
+ * builds the index again).
+ */
+static void idle_bins(struct ucache *c, uint64_t now_ns)
+{
+	for (uint32_t i = 0; c->o.idle_ns && i <= c->bins_mask; i++)
+		for (struct ubin *b = c->bins[i]; b; b = b->hnext)
+			if (b->cfi && !b->refs && now_ns > b->last_use &&
+			    now_ns - b->last_use >= c->o.idle_ns)
+				bin_drop_cfi(c, b);
+}
+
 void ucache__sweep(struct ucache *c, uint64_t now_ns)
 {
 	uint32_t i;
@@ -1068,6 +1087,10 @@ void ucache__sweep(struct ucache *c, uint64_t now_ns)
 	/* Samples trail their mapping events by up to a poll or two: keep an
 	 * ended mapping a little longer than queued samples can be old. */
 	maphist__sweep(c->mh, c->hist_now, MAX(c->o.dead_grace_ns, HIST_GRACE_NS));
+	if (now_ns - c->last_idle_ns >= BIN_IDLE_SCAN_NS) {
+		idle_bins(c, now_ns);
+		c->last_idle_ns = now_ns;
+	}
 	if (c->o.max_bytes && c->bytes > c->o.max_bytes)
 		evict(c);
 	c->last_sweep_ns = now_ns;
