@@ -1302,10 +1302,12 @@ static void index_drop_pages(const struct cfi_index *x)
  * of a mapped section runs under this guard; a SIGBUS there jumps back and the
  * index stops building chunks. Everything the parse allocates hangs off its
  * context, which the caller frees either way. The handler is installed once,
- * only when SIGBUS has no handler of someone else's; outside a guarded parse
- * it restores the default action and returns, so the fault is fatal as usual.
+ * in front of whatever handled SIGBUS before (the default, a sanitizer's):
+ * outside a guarded parse it puts that one back and returns, so the fault
+ * happens again and goes where it would have gone without us.
  */
 static _Thread_local sigjmp_buf *bus_jb;
+static struct sigaction bus_old;
 
 static void bus_handler(int sig, siginfo_t *si, void *uc)
 {
@@ -1313,21 +1315,18 @@ static void bus_handler(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 	if (bus_jb)
 		siglongjmp(*bus_jb, 1);
-	signal(sig, SIG_DFL);
+	sigaction(sig, &bus_old, NULL);
 }
 
 static void bus_install(void)
 {
-	struct sigaction sa, old;
+	struct sigaction sa;
 
-	if (sigaction(SIGBUS, NULL, &old) < 0 || old.sa_handler != SIG_DFL ||
-	    (old.sa_flags & SA_SIGINFO))
-		return;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = bus_handler;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGBUS, &sa, &bus_old);
 }
 
 static int guarded(int (*fn)(void *), void *arg)
