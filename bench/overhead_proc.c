@@ -284,14 +284,29 @@ int ovh_machine_busy(uint64_t *ret_busy, uint64_t *ret_total)
 	return 0;
 }
 
+/* "HH:MM:SS.mmm" after the first '[' at or after p, in seconds of the day. */
+static double show_time(const char *p)
+{
+	unsigned int h, m;
+	double sec;
+
+	p = p ? strchr(p, '[') : NULL;
+	if (!p || sscanf(p + 1, " %u:%u:%lf", &h, &m, &sec) != 3)
+		return -1;
+	return h * 3600.0 + m * 60.0 + sec;
+}
+
 int ovh_cpa_export(const char *cpa, const char *store, const char *out)
 {
 	char cmd[3 * PATH_MAX], line[512];
 	unsigned long n = 0;
+	double from = -1, to = -1;
 	FILE *f;
 	int r;
 
-	/* `cpa show -p`: "Record Time From [ .. ] to [ .. ] Records Num: N"; then all N. */
+	/* `cpa show -p`: "Record Time From [ .. ] to [ .. ] Records Num: N". -n
+	 * counts seconds, not records (a second can hold two blocks): ask for
+	 * the seconds from the first block's to the last one's, whole. */
 	snprintf(cmd, sizeof(cmd), "'%s' show --read '%s' -p 2>/dev/null", cpa, store);
 	f = popen(cmd, "re");
 	if (!f)
@@ -299,12 +314,20 @@ int ovh_cpa_export(const char *cpa, const char *store, const char *out)
 	while (fgets(line, sizeof(line), f)) {
 		const char *p = strstr(line, "Records Num:");
 
-		if (p)
+		if (p) {
 			n = strtoul(p + 12, NULL, 10);
+			from = show_time(strstr(line, "From"));
+			to = show_time(strstr(line, "] to"));
+		}
 	}
 	pclose(f);
 	if (!n)
 		return -ENODATA;
+	if (from >= 0 && to >= 0) {
+		if (to < from)
+			to += 86400; /* over midnight */
+		n = (unsigned long)to - (unsigned long)from + 1;
+	}
 	snprintf(cmd, sizeof(cmd), "'%s' show --read '%s' -n %lu --no_env -o '%s' >/dev/null 2>&1",
 		 cpa, store, n, out);
 	r = system(cmd);

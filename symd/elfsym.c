@@ -616,6 +616,40 @@ static uint32_t le32(const uint8_t *p)
 }
 
 /*
+ * .eh_frame is read (16 bytes per FDE are used) into one buffer kept across
+ * loads, not a fresh allocation per binary: a fresh multi-MiB buffer is
+ * page-faulted in and unmapped again for every binary (the faults cost
+ * more than the copy on a small VM). Kept up to EF_KEEP; a larger one goes
+ * after the load. Only the loading thread (symd's main loop) reads here.
+ */
+#define EF_KEEP (1u << 20)
+
+static uint8_t *ef_buf;
+static size_t ef_cap;
+
+static const uint8_t *ef_read(const struct elfsrc *src, uint64_t off, uint64_t size)
+{
+	if (size > ef_cap) {
+		free(ef_buf);
+		ef_cap = 0;
+		ef_buf = malloc(size);
+		if (!ef_buf)
+			return NULL;
+		ef_cap = size;
+	}
+	return elfsrc__read(src, off, size, ef_buf) < 0 ? NULL : ef_buf;
+}
+
+static void ef_release(void)
+{
+	if (ef_cap > EF_KEEP) {
+		free(ef_buf);
+		ef_buf = NULL;
+		ef_cap = 0;
+	}
+}
+
+/*
  * Every function compiled with unwind info has an FDE, stripped or not, and
  * .eh_frame_hdr (PT_GNU_EH_FRAME) holds their start addresses sorted (the
  * table the runtime unwinder searches). The usual encodings only (version 1,
@@ -625,9 +659,11 @@ static uint32_t le32(const uint8_t *p)
  */
 static void symbin__read_fdes(struct symbin *b, const struct elfimg *e)
 {
-	_cleanup_free_ uint8_t *hdr = NULL, *ef = NULL;
+	_cleanup_free_ uint8_t *hdr = NULL;
 	_cleanup_free_ struct symd_fde *v = NULL;
-	uint64_t hoff = 0, hsize = 0, hva = 0, efva = 0, efsize = 0, base = UINT64_MAX, count, i;
+	uint64_t hoff = 0, hsize = 0, hva = 0, efva = 0, efoff = 0, efsize = 0, base = UINT64_MAX;
+	uint64_t count, i;
+	const uint8_t *ef = NULL;
 	const Elf64_Shdr *s;
 	uint32_t n = 0, k;
 	bool sorted = true;
@@ -662,11 +698,16 @@ static void symbin__read_fdes(struct symbin *b, const struct elfimg *e)
 		efva = hva + 4 + (int64_t)(int32_t)le32(hdr + 4);
 	s = elfimg__find(e, ".eh_frame");
 	if (efva && s && s->sh_addr == efva && s->sh_type != SHT_NOBITS &&
-	    elfimg__data(e, s, SYMD_MAX_EH_FRAME, &ef, &efsize) < 0)
-		ef = NULL;
+	    !(s->sh_flags & SHF_COMPRESSED) && s->sh_size <= SYMD_MAX_EH_FRAME) {
+		efoff = s->sh_offset;
+		efsize = s->sh_size;
+		ef = ef_read(&e->src, efoff, efsize);
+	}
 	v = calloc(count, sizeof(*v));
-	if (!v)
+	if (!v) {
+		ef_release();
 		return;
+	}
 	for (i = 0; i < count; i++) {
 		uint64_t start = hva + (int64_t)(int32_t)le32(hdr + 12 + i * 8);
 		uint64_t fva = hva + (int64_t)(int32_t)le32(hdr + 16 + i * 8);
@@ -675,17 +716,18 @@ static void symbin__read_fdes(struct symbin *b, const struct elfimg *e)
 		if (start < base || start - base > UINT32_MAX)
 			continue;
 		if (ef && fva >= efva && fva - efva + 16 <= efsize) {
-			uint64_t o = fva - efva;
+			const uint8_t *fde = ef + (fva - efva);
 
 			/* length (not 64-bit DWARF), CIE pointer, pc_begin, pc_range */
-			if (le32(ef + o) != 0xffffffffu && le32(ef + o) >= 12 &&
-			    fva + 8 + (int64_t)(int32_t)le32(ef + o + 8) == start)
-				size = le32(ef + o + 12);
+			if (le32(fde) != 0xffffffffu && le32(fde) >= 12 &&
+			    fva + 8 + (int64_t)(int32_t)le32(fde + 8) == start)
+				size = le32(fde + 12);
 		}
 		if (n && v[n - 1].start > start - base)
 			sorted = false;
 		v[n++] = (struct symd_fde){.start = (uint32_t)(start - base), .size = size};
 	}
+	ef_release();
 	if (!n)
 		return;
 	if (!sorted)
@@ -938,6 +980,78 @@ out_reject:
 	return -ESTALE;
 }
 
+/*
+ * Most candidate debug paths do not exist on a host (no .build-id entry, no
+ * .debug directory next to the binary, no /usr/lib/debug/<dir>): 8 failed
+ * opens per binary without a debug file (440 in 30 s of churn). The parent
+ * directory of a candidate is looked up once per DIR_TTL_NS in a small cache
+ * (per thread), and a candidate whose directory is missing is not opened.
+ * A debug package installed meanwhile is seen after at most DIR_TTL_NS.
+ */
+#define DIR_SLOTS  256u
+#define DIR_TTL_NS (10ull * 1000000000ull)
+
+struct dir_slot {
+	uint64_t h, t;
+	bool exists;
+};
+
+static _Thread_local struct dir_slot dir_cache[DIR_SLOTS];
+
+static bool dir_may_exist(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	uint64_t h = 1469598103934665603ull, now;
+	char dir[CPA_PATH_MAX * 2 + 256];
+	struct dir_slot *d;
+	struct stat st;
+	size_t len;
+
+	if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir))
+		return true;
+	len = (size_t)(slash - path);
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)path[i]) * 1099511628211ull;
+	h |= 1; /* 0 marks an empty slot */
+	now = clock_ns(CLOCK_MONOTONIC);
+	d = &dir_cache[h % DIR_SLOTS];
+	if (d->h == h && now - d->t < DIR_TTL_NS)
+		return d->exists;
+	memcpy(dir, path, len);
+	dir[len] = 0;
+	d->h = h;
+	d->t = now;
+	d->exists = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+	return d->exists;
+}
+
+/* /proc/PID/root when it is another root than ours (a container); "" for
+ * our own root or a process already gone: the first pass covers those. */
+static void other_root(const struct symd_paths *paths, uint32_t pid, char *root, size_t size)
+{
+	static _Thread_local struct stat self;
+	static _Thread_local bool have_self;
+	struct stat st;
+
+	root[0] = 0;
+	if (!pid)
+		return;
+	if (!have_self)
+		have_self = stat("/", &self) == 0;
+	snprintf(root, size, "%s/%u/root", proc_dir(paths), pid);
+	if (stat(root, &st) < 0 ||
+	    (have_self && st.st_dev == self.st_dev && st.st_ino == self.st_ino))
+		root[0] = 0;
+}
+
+static int open_debug_cand(const char *path, const uint8_t *bid, uint8_t bid_len, bool check_crc,
+			   uint32_t crc, struct elfimg *e)
+{
+	if (!dir_may_exist(path))
+		return -ENOENT;
+	return open_debug(path, bid, bid_len, check_crc, crc, e);
+}
+
 static int find_debug_file(const struct symd_paths *paths, const struct symd_file_ref *ref,
 			   const struct elfimg *main, const uint8_t *bid, uint8_t bid_len,
 			   struct elfimg *e, uint32_t *ret_src)
@@ -946,8 +1060,7 @@ static int find_debug_file(const struct symd_paths *paths, const struct symd_fil
 	const Elf64_Shdr *link;
 	unsigned int i, pass;
 
-	if (ref->pid)
-		snprintf(root, sizeof(root), "%s/%u/root", proc_dir(paths), ref->pid);
+	other_root(paths, ref->pid, root, sizeof(root));
 
 	if (bid_len >= 2) {
 		for (i = 0; i < bid_len; i++)
@@ -957,7 +1070,7 @@ static int find_debug_file(const struct symd_paths *paths, const struct symd_fil
 				break;
 			snprintf(path, sizeof(path), "%s%s/.build-id/%.2s/%s.debug",
 				 pass ? root : "", debug_root(paths), hex, hex + 2);
-			if (open_debug(path, bid, bid_len, false, 0, e) == 0) {
+			if (open_debug_cand(path, bid, bid_len, false, 0, e) == 0) {
 				*ret_src = SYMBIN_SRC_DEBUG_BUILDID;
 				return 0;
 			}
@@ -965,6 +1078,8 @@ static int find_debug_file(const struct symd_paths *paths, const struct symd_fil
 		if (paths && paths->debuginfod_cache) {
 			snprintf(path, sizeof(path), "%s/%s/debuginfo", paths->debuginfod_cache,
 				 hex);
+			/* not through the directory cache: the download thread
+			 * creates the directory, and the load is retried then */
 			if (open_debug(path, bid, bid_len, false, 0, e) == 0) {
 				*ret_src = SYMBIN_SRC_DEBUGINFOD;
 				return 0;
@@ -1002,7 +1117,7 @@ static int find_debug_file(const struct symd_paths *paths, const struct symd_fil
 				else
 					snprintf(path, sizeof(path), "%s%s%s/%s", pre,
 						 debug_root(paths), dir, (char *)d);
-				if (open_debug(path, bid, bid_len, true, crc, e) == 0) {
+				if (open_debug_cand(path, bid, bid_len, true, crc, e) == 0) {
 					*ret_src = SYMBIN_SRC_DEBUGLINK;
 					return 0;
 				}

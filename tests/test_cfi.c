@@ -416,6 +416,8 @@ START_TEST(test_vdso_table)
 END_TEST
 
 /* A separate debug file: .debug_frame only (objcopy --only-keep-debug of a -g build). */
+static size_t index_matches(int efd, int dfd);
+
 START_TEST(test_debug_frame)
 {
 	char cmd[1024], dbg[] = "/tmp/cfi_dbg_XXXXXX";
@@ -437,6 +439,7 @@ START_TEST(test_debug_frame)
 	ck_assert_int_eq(cfi_table__build(efd, -1, &t), -ENODATA);
 	ck_assert_int_eq(cfi_table__build(efd, dfd, &t2), 0);
 	ck_assert_uint_ge(cfi_table__rows(t2), 4);
+	index_matches(efd, dfd);
 
 	/* the same debug file with SHF_COMPRESSED sections: same rows */
 	char zpath[64], zcmd[256];
@@ -451,6 +454,8 @@ START_TEST(test_debug_frame)
 		ck_assert_int_ge(zfd, 0);
 		ck_assert_int_eq(cfi_table__build(efd, zfd, &t3), 0);
 		ck_assert_uint_eq(cfi_table__rows(t3), cfi_table__rows(t2));
+		/* the index reads the inflated copy */
+		index_matches(efd, zfd);
 		for (size_t i = 0; i + 1 < cfi_table__rows(t2); i++) {
 			uint64_t a, b, c, d;
 			uint32_t w1, w2;
@@ -465,6 +470,148 @@ START_TEST(test_debug_frame)
 	cfi_table__free(t2);
 	unlink(cmd);
 	unlink(dbg);
+}
+END_TEST
+
+/* ------------------------------------------- the lazy index (chunk tables) */
+
+static bool same_expr(const struct cfi_table *a, int32_t oa, const struct cfi_table *b, int32_t ob)
+{
+	uint16_t la, lb;
+
+	memcpy(&la, a->expr + oa, 2);
+	memcpy(&lb, b->expr + ob, 2);
+	return la == lb && !memcmp(a->expr + oa + 2, b->expr + ob + 2, la);
+}
+
+/* The same rule, whatever the side-rule index and expression pool offset. */
+static bool same_rule(const struct cfi_table *a, uint32_t wa, const struct cfi_table *b,
+		      uint32_t wb)
+{
+	const struct cfi_xrule *xa, *xb;
+
+	if (CFI_RULE_KIND(wa) != CFI_K_X || CFI_RULE_KIND(wb) != CFI_K_X)
+		return wa == wb;
+	xa = &a->x[CFI_RULE_X(wa)];
+	xb = &b->x[CFI_RULE_X(wb)];
+	if (xa->cfa_kind != xb->cfa_kind || xa->cfa_reg != xb->cfa_reg || xa->flags != xb->flags)
+		return false;
+	if (xa->cfa_kind == CFI_CFA_EXPR ? !same_expr(a, xa->cfa_off, b, xb->cfa_off)
+					 : xa->cfa_off != xb->cfa_off)
+		return false;
+	for (int i = 0; i < CFI_S_NR; i++) {
+		bool ex = xa->r[i].kind == CFI_R_EXPR || xa->r[i].kind == CFI_R_VAL_EXPR;
+
+		if (xa->r[i].kind != xb->r[i].kind)
+			return false;
+		if (ex ? !same_expr(a, xa->r[i].off, b, xb->r[i].off)
+		       : xa->r[i].off != xb->r[i].off)
+			return false;
+	}
+	return true;
+}
+
+/* No ck_assert per probe: each one is a write to check's pipe (fork mode). */
+static uint32_t index_lookup(struct cfi_index *x, uint64_t off, const struct cfi_table **ret,
+			     size_t *bad)
+{
+	if (cfi_index__table(x, off, ret) != 0)
+		(*bad)++;
+	return *ret ? cfi_table__lookup(*ret, off) : CFI_K_GAP;
+}
+
+/* Every row of the whole table, at both ends and inside, and the gaps around
+ * it: the index's chunk tables give the same rule. Returns the rows checked. */
+static size_t index_matches(int efd, int dfd)
+{
+	struct cfi_table *t = NULL;
+	struct cfi_index *x = NULL;
+	uint32_t built, total;
+	size_t rows, bad = 0;
+
+	ck_assert_int_eq(cfi_table__build(efd, dfd, &t), 0);
+	ck_assert_int_eq(cfi_index__build(efd, dfd, &x), 0);
+	rows = cfi_table__rows(t);
+	for (size_t i = 0; i + 1 < rows; i++) {
+		uint64_t s, e, probe[4];
+		uint32_t w;
+
+		cfi_table__row(t, i, &s, &e, &w);
+		probe[0] = s;
+		probe[1] = s + (e - s) / 2;
+		probe[2] = e - 1;
+		probe[3] = e;
+		for (int k = 0; k < 4; k++) {
+			const struct cfi_table *c;
+			uint32_t wc = index_lookup(x, probe[k], &c, &bad);
+			uint32_t wt = cfi_table__lookup(t, probe[k]);
+
+			if (!c ? wt != CFI_K_GAP : !same_rule(t, wt, c, wc))
+				bad++;
+		}
+	}
+	ck_assert_uint_eq(bad, 0);
+	cfi_index__chunks(x, &built, &total);
+	ck_assert_uint_ge(built, 1);
+	ck_assert_uint_le(built, total);
+	/* past the end, and below the first row */
+	{
+		const struct cfi_table *c;
+		uint64_t s;
+
+		cfi_table__row(t, 0, &s, NULL, NULL);
+		if (s)
+			ck_assert_uint_eq(index_lookup(x, s - 1, &c, &bad), CFI_K_GAP);
+		ck_assert_uint_eq(index_lookup(x, UINT64_MAX - 1, &c, &bad), CFI_K_GAP);
+		ck_assert_uint_eq(bad, 0);
+	}
+	ck_assert_uint_gt(cfi_index__bytes(x), 0);
+	cfi_index__free(x);
+	cfi_table__free(t);
+	return rows;
+}
+
+START_TEST(test_index_matches_table)
+{
+	const char *paths[] = {LIBC, FIXTURE, FIXLIB, "/lib64/ld-linux-x86-64.so.2",
+			       "/usr/lib/gcc/x86_64-linux-gnu/12/cc1"};
+
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+		_cleanup_close_ int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0 && i == ARRAY_SIZE(paths) - 1)
+			continue; /* no gcc 12: the big case is optional */
+		ck_assert_int_ge(fd, 0);
+		ck_assert_uint_gt(index_matches(fd, -1), 1);
+	}
+}
+END_TEST
+
+/* A file cut short under the index's mapping (rewritten in place): no crash,
+ * no more tables from it. */
+START_TEST(test_index_truncated)
+{
+	char path[] = "/tmp/cfi_trunc_XXXXXX", cmd[256];
+	_cleanup_close_ int fd = mkstemp(path);
+	struct cfi_index *x = NULL;
+	const struct cfi_table *c;
+	struct cfi_table *t = NULL;
+	uint64_t s;
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", LIBC, path);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(cfi_table__build(fd, -1, &t), 0);
+	ck_assert_int_eq(cfi_index__build(fd, -1, &x), 0);
+	cfi_table__row(t, cfi_table__rows(t) / 2, &s, NULL, NULL);
+	ck_assert_int_eq(ftruncate(fd, 4096), 0);
+	ck_assert_int_eq(cfi_index__table(x, s, &c), 0);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(cfi_index__table(x, 0, &c), 0);
+	ck_assert_ptr_null(c);
+	cfi_index__free(x);
+	cfi_table__free(t);
+	unlink(path);
 }
 END_TEST
 
@@ -1266,6 +1413,13 @@ static Suite *cfi_suite(bool walks, bool vdso)
 	tcase_add_test(tc, test_crt_init_rows);
 	tcase_add_test(tc, test_plt_expression);
 	tcase_add_test(tc, test_stop_reasons);
+	suite_add_tcase(s, tc);
+
+	/* cc1's 478,579 rows, 4 probes each: past check's 4 s under ASan */
+	tc = tcase_create("index");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_index_matches_table);
+	tcase_add_test(tc, test_index_truncated);
 	suite_add_tcase(s, tc);
 
 	if (!walks)

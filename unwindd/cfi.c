@@ -11,10 +11,15 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "common/macro.h"
 #include "cfi_pvt.h"
@@ -385,7 +390,9 @@ struct section {
 	const uint8_t *d;
 	size_t len;
 	uint64_t addr;
-	bool eh; /* .eh_frame, else .debug_frame */
+	bool eh;	   /* .eh_frame, else .debug_frame */
+	bool inflated;	   /* d is libelf's inflated copy, not the file's bytes */
+	uint64_t file_off; /* of the section in the file, when not inflated */
 };
 
 /* Run a CFA program; emits rows when loc advances, if fde. */
@@ -709,78 +716,100 @@ static int get_cie(struct builder *b, const struct section *sec, struct cie_cach
 	return 0;
 }
 
+/*
+ * One entry of a section at *pos: a CIE (skipped: parsed when an FDE refers to
+ * it) or an FDE. With run, an FDE's program is run and its rows emitted;
+ * without, only its header is read into ret_loc/ret_range (0 range: nothing to
+ * do). Moves *pos to the next entry. Returns 1 for an FDE, 0 for anything
+ * else worth skipping, -ENOENT at the end of the section (terminator or
+ * broken framing: the entries before it count), -ENOMEM/-EFBIG.
+ */
+static int parse_entry(struct builder *b, const struct section *sec, struct cie_cache *cc,
+		       size_t *pos, bool run, uint64_t *ret_loc, uint64_t *ret_range)
+{
+	struct cfi_rd r = {sec->d + *pos, sec->d + sec->len, false};
+	uint64_t len, id, cie_off, loc, range;
+	const uint8_t *id_pos, *entry_end;
+	bool is64 = false;
+	struct cie *cie;
+	struct state s;
+	int err;
+
+	if (*pos + 4 > sec->len)
+		return -ENOENT;
+	len = cfi_rd_u(&r, 4);
+	if (len == 0) {
+		if (sec->eh)
+			return -ENOENT; /* .eh_frame terminator */
+		*pos += 4;
+		return 0;
+	}
+	if (len == 0xffffffffu) {
+		len = cfi_rd_u(&r, 8);
+		is64 = true;
+	}
+	if (r.bad || len > (uint64_t)(r.end - r.p))
+		return -ENOENT; /* broken framing: keep the rows of the entries before it */
+	entry_end = r.p + len;
+	r.end = entry_end;
+	id_pos = r.p;
+	id = cfi_rd_u(&r, is64 && !sec->eh ? 8 : 4);
+	*pos = (size_t)(entry_end - sec->d);
+
+	if (sec->eh ? id == 0 : id == (is64 ? ~0ull : 0xffffffffu))
+		return 0; /* a CIE: parsed when an FDE refers to it */
+	if (sec->eh) {
+		if (id > (uint64_t)(id_pos - sec->d))
+			return 0;
+		cie_off = (uint64_t)(id_pos - sec->d) - id;
+	} else {
+		cie_off = id;
+	}
+	err = get_cie(b, sec, cc, cie_off, &cie);
+	if (err == -ENOMEM || err == -EFBIG)
+		return err;
+	if (err < 0)
+		return 0; /* one odd CIE (foreign RA column, unknown augmentation) */
+	if (sec->eh) {
+		loc = rd_ptr(&r, cie->fde_enc, sec->d, sec->addr);
+		range = rd_ptr(&r, cie->fde_enc & 0x0f, sec->d, sec->addr);
+	} else {
+		loc = cfi_rd_u(&r, 8);
+		range = cfi_rd_u(&r, 8);
+	}
+	if (cie->has_z) {
+		uint64_t alen = cfi_rd_uleb(&r);
+
+		if (r.bad || alen > (uint64_t)(r.end - r.p))
+			return 0;
+		r.p += alen;
+	}
+	if (r.bad)
+		return 0;
+	if (!range || loc + range < loc)
+		return 0; /* discarded by the linker (COMDAT, gc-sections) */
+	*ret_loc = loc;
+	*ret_range = range;
+	if (!run)
+		return 1;
+	s = cie->init;
+	err = run_cfa(b, sec, cie, r.p, entry_end, &s, true, loc, loc + range);
+	/* a malformed program keeps the rows it produced before the error */
+	if (err == -ENOMEM || err == -EFBIG)
+		return err;
+	return 1;
+}
+
 static int parse_section(struct builder *b, const struct section *sec)
 {
 	struct cie_cache cc = {.n = 0};
 	size_t pos = 0;
-	int err;
+	uint64_t loc, range;
+	int r;
 
-	while (pos + 4 <= sec->len) {
-		struct cfi_rd r = {sec->d + pos, sec->d + sec->len, false};
-		uint64_t len, id, cie_off, loc, range;
-		const uint8_t *id_pos, *entry_end;
-		bool is64 = false;
-		struct cie *cie;
-		struct state s;
-
-		len = cfi_rd_u(&r, 4);
-		if (len == 0) {
-			if (sec->eh)
-				break; /* .eh_frame terminator */
-			pos += 4;
-			continue;
-		}
-		if (len == 0xffffffffu) {
-			len = cfi_rd_u(&r, 8);
-			is64 = true;
-		}
-		if (r.bad || len > (uint64_t)(r.end - r.p))
-			break; /* broken framing: keep the rows of the entries before it */
-		entry_end = r.p + len;
-		r.end = entry_end;
-		id_pos = r.p;
-		id = cfi_rd_u(&r, is64 && !sec->eh ? 8 : 4);
-		pos = (size_t)(entry_end - sec->d);
-
-		if (sec->eh ? id == 0 : id == (is64 ? ~0ull : 0xffffffffu))
-			continue; /* a CIE: parsed when an FDE refers to it */
-		if (sec->eh) {
-			if (id > (uint64_t)(id_pos - sec->d))
-				continue;
-			cie_off = (uint64_t)(id_pos - sec->d) - id;
-		} else {
-			cie_off = id;
-		}
-		err = get_cie(b, sec, &cc, cie_off, &cie);
-		if (err == -ENOMEM || err == -EFBIG)
-			return err;
-		if (err < 0)
-			continue; /* one odd CIE (foreign RA column, unknown augmentation) */
-		if (sec->eh) {
-			loc = rd_ptr(&r, cie->fde_enc, sec->d, sec->addr);
-			range = rd_ptr(&r, cie->fde_enc & 0x0f, sec->d, sec->addr);
-		} else {
-			loc = cfi_rd_u(&r, 8);
-			range = cfi_rd_u(&r, 8);
-		}
-		if (cie->has_z) {
-			uint64_t alen = cfi_rd_uleb(&r);
-
-			if (r.bad || alen > (uint64_t)(r.end - r.p))
-				continue;
-			r.p += alen;
-		}
-		if (r.bad)
-			continue;
-		if (!range || loc + range < loc)
-			continue; /* discarded by the linker (COMDAT, gc-sections) */
-		s = cie->init;
-		err = run_cfa(b, sec, cie, r.p, entry_end, &s, true, loc, loc + range);
-		/* a malformed program keeps the rows it produced before the error */
-		if (err == -ENOMEM || err == -EFBIG)
-			return err;
-	}
-	return 0;
+	while ((r = parse_entry(b, sec, &cc, &pos, true, &loc, &range)) >= 0)
+		;
+	return r == -ENOENT ? 0 : r;
 }
 
 /* ----------------------------------------------------------------- the ELF */
@@ -824,7 +853,9 @@ static int find_section(Elf *elf, const char *name, struct section *ret, bool eh
 		d = elf_getdata(scn, NULL);
 		if (!d || !d->d_buf || !d->d_size)
 			return -ENODATA;
-		*ret = (struct section){d->d_buf, d->d_size, sh.sh_addr, eh};
+		*ret = (struct section){
+			d->d_buf,    d->d_size, sh.sh_addr, eh, !!(sh.sh_flags & SHF_COMPRESSED),
+			sh.sh_offset};
 		return 0;
 	}
 	return -ENODATA;
@@ -836,15 +867,10 @@ static void elf_endp(Elf **e)
 		elf_end(*e);
 }
 
-static int open_elf(int fd, Elf **ret)
+static int check_elf(Elf *e, Elf **ret)
 {
 	GElf_Ehdr eh;
-	Elf *e;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	/* private mmap: elf_compress() on a debug file rewrites section data in place */
-	e = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
 	if (!e)
 		return -EINVAL;
 	if (elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) ||
@@ -855,6 +881,23 @@ static int open_elf(int fd, Elf **ret)
 	}
 	*ret = e;
 	return 0;
+}
+
+static int open_elf(int fd, Elf **ret)
+{
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	/* private mmap: elf_compress() on a debug file rewrites section data in place */
+	return check_elf(elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL), ret);
+}
+
+/* An image we mapped read-only: libelf reads it in place (native byte order,
+ * no conversion) and inflates compressed sections into its own buffers. */
+static int open_elf_mem(void *img, size_t len, Elf **ret)
+{
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	return check_elf(elf_memory(img, len), ret);
 }
 
 static int load_phdrs(struct builder *b, Elf *e)
@@ -999,86 +1042,147 @@ static void builder_done(struct builder *b)
 }
 
 /*
- * The ELF entry point is the outermost frame by definition (the kernel jumps
- * there with nothing to return to), but not every entry has an FDE saying so:
- * Debian's ld.so `_start` (`mov %rsp,%rdi; call _dl_start`) and the
- * `_dl_start_user` right after it (`call _dl_init`, then a jump to the
- * program's entry) have none, so every sample in the loader or in a
- * library's constructor ended "no cfi" one frame short (a whole-machine
- * parallel build: 4 % of all samples, 10 % of cmake's). A row "return
- * address undefined" over the FDE-less code from the entry to the next FDE
- * (at most 256 bytes, within the segment), below every FDE (the last
- * priority): an FDE that covers the entry still wins.
+ * Rows for code that has no FDE by construction (docs/unwinding.md, sources 4
+ * and 5), only where no FDE reaches and only in a binary that has FDEs (one
+ * without any keeps "no CFI": the walker's frame-pointer fallback). Found
+ * once per binary against every FDE's extent, as file offsets: the builder's
+ * raw rows (whole table) or the index's spans (lazy chunks, which then only
+ * emit the ones over them).
+ *
+ * - The ELF entry point is the outermost frame by definition (the kernel
+ *   jumps there with nothing to return to), but not every entry has an FDE
+ *   saying so: Debian's ld.so `_start` (`mov %rsp,%rdi; call _dl_start`) and
+ *   the `_dl_start_user` right after it (`call _dl_init`, then a jump to the
+ *   program's entry) have none, so every sample in the loader or in a
+ *   library's constructor ended "no cfi" one frame short (a whole-machine
+ *   parallel build: 4 % of all samples, 10 % of cmake's). "Return address
+ *   undefined" over the FDE-less code from the entry to the next FDE, at
+ *   most ENTRY_GAP_MAX bytes, within the segment.
+ * - `.init` and `.fini` come from glibc's crti.o/crtn.o, which carry no CFI:
+ *   a library's `_init` runs every constructor of that library. Their code is
+ *   fixed: [endbr64] `sub $8,%rsp` ... `add $8,%rsp; ret`. Where a section is
+ *   exactly that shape: CFA = rsp + 8 up to the sub, rsp + 16 up to the ret,
+ *   rsp + 8 on it; anything else gets none.
  */
 #define ENTRY_GAP_MAX 256
+#define SYNTH_MAX     7 /* the entry, three rows per crt section */
 
-static int entry_row(struct builder *b, Elf *e)
+enum synth_kind { SYN_OUTERMOST, SYN_CFA8, SYN_CFA16 };
+
+struct synth {
+	uint64_t vstart, vend; /* vaddrs, as emit_row() takes them */
+	uint64_t off;	       /* file offset of vstart */
+	uint8_t kind;
+};
+
+struct synth_set {
+	struct synth v[SYNTH_MAX];
+	unsigned int n;
+};
+
+/* FDE extents: raw rows or index spans, both starting with u64 start, end. */
+struct span_view {
+	const uint8_t *p;
+	size_t n, stride;
+};
+
+static void span_at(const struct span_view *sv, size_t i, uint64_t *start, uint64_t *end)
 {
-	struct state s = {.cfa_kind = CFI_CFA_REG, .cfa_reg = DW_RSP, .cfa_off = 8};
-	uint64_t off, seg_end, end;
-	GElf_Ehdr eh;
-
-	if (!gelf_getehdr(e, &eh) || !eh.e_entry || !vaddr_to_off(b, eh.e_entry, &off, &seg_end))
-		return 0;
-	end = seg_end < off + ENTRY_GAP_MAX ? seg_end : off + ENTRY_GAP_MAX;
-	/* Rows are clipped by start in finish(), not by priority: only where
-	 * no FDE reaches. Once per table: a plain scan. */
-	for (size_t i = 0; i < b->n_rows; i++) {
-		if (b->rows[i].start <= off && off < b->rows[i].end)
-			return 0;
-		if (b->rows[i].start > off && b->rows[i].start < end)
-			end = b->rows[i].start;
-	}
-	if (end <= off)
-		return 0;
-	for (int i = 0; i < CFI_S_NR; i++)
-		s.rk[i] = CFI_R_SAME;
-	s.rk[CFI_S_RA] = CFI_R_UNDEF;
-	return emit_row(b, eh.e_entry, eh.e_entry + (end - off), &s, false);
+	memcpy(start, sv->p + i * sv->stride, sizeof(*start));
+	memcpy(end, sv->p + i * sv->stride + sizeof(*start), sizeof(*end));
 }
 
-/*
- * `.init` and `.fini` come from glibc's crti.o/crtn.o, which carry no CFI:
- * a library's `_init` runs every constructor of that library, so samples
- * under it ended "no cfi" (a parallel build: cmake's start-up). Their code is
- * fixed: [endbr64] `sub $8,%rsp` ... `add $8,%rsp; ret`. Where a section is
- * exactly that shape and no FDE covers it, three rows: CFA = rsp + 8 up to
- * the sub, rsp + 16 up to the ret, rsp + 8 on it; anything else gets none.
- */
-static int crt_rows(struct builder *b, Elf *e, const char *name)
+static void synth_add(struct synth_set *set, uint64_t vstart, uint64_t vend, uint64_t off,
+		      enum synth_kind kind)
+{
+	if (set->n < SYNTH_MAX && vend > vstart)
+		set->v[set->n++] = (struct synth){vstart, vend, off, (uint8_t)kind};
+}
+
+static void synth_entry(const struct builder *b, uint64_t entry, const struct span_view *sv,
+			struct synth_set *set)
+{
+	uint64_t off, seg_end, end, st, en;
+
+	if (!entry || !vaddr_to_off(b, entry, &off, &seg_end))
+		return;
+	end = MIN(seg_end, off + ENTRY_GAP_MAX);
+	for (size_t i = 0; i < sv->n; i++) {
+		span_at(sv, i, &st, &en);
+		if (st <= off && off < en)
+			return; /* an FDE covers the entry: it rules */
+		if (st > off && st < end)
+			end = st;
+	}
+	synth_add(set, entry, entry + (end - off), off, SYN_OUTERMOST);
+}
+
+static void synth_crt(const struct builder *b, Elf *e, const char *name, const struct span_view *sv,
+		      struct synth_set *set)
 {
 	static const uint8_t endbr[] = {0xf3, 0x0f, 0x1e, 0xfa}, sub[] = {0x48, 0x83, 0xec, 0x08},
 			     tail[] = {0x48, 0x83, 0xc4, 0x08, 0xc3};
-	struct state s = {.cfa_kind = CFI_CFA_REG, .cfa_reg = DW_RSP, .cfa_off = 8};
+	uint64_t a, off, seg_end, st, en;
 	struct section sec;
-	uint64_t a, off, seg_end;
 	size_t k = 0;
-	int r;
 
 	if (find_section(e, name, &sec, false) < 0 || sec.len < sizeof(sub) + sizeof(tail) + 4)
-		return 0;
+		return;
 	if (!memcmp(sec.d, endbr, sizeof(endbr)))
 		k = sizeof(endbr);
 	if (memcmp(sec.d + k, sub, sizeof(sub)) ||
 	    memcmp(sec.d + sec.len - sizeof(tail), tail, sizeof(tail)) ||
 	    !vaddr_to_off(b, sec.addr, &off, &seg_end))
-		return 0;
-	for (size_t i = 0; i < b->n_rows; i++)
-		if (b->rows[i].start < off + sec.len && off < b->rows[i].end)
-			return 0;
-	for (int i = 0; i < CFI_S_NR; i++)
-		s.rk[i] = CFI_R_SAME;
-	s.rk[CFI_S_RA] = CFI_R_OFF;
-	s.ro[CFI_S_RA] = -8;
+		return;
+	for (size_t i = 0; i < sv->n; i++) {
+		span_at(sv, i, &st, &en);
+		if (st < off + sec.len && off < en)
+			return;
+	}
 	a = sec.addr;
-	r = emit_row(b, a, a + k + sizeof(sub), &s, false);
-	s.cfa_off = 16;
-	if (r >= 0)
-		r = emit_row(b, a + k + sizeof(sub), a + sec.len - 1, &s, false);
-	s.cfa_off = 8;
-	if (r >= 0)
-		r = emit_row(b, a + sec.len - 1, a + sec.len, &s, false);
-	return r;
+	synth_add(set, a, a + k + sizeof(sub), off, SYN_CFA8);
+	synth_add(set, a + k + sizeof(sub), a + sec.len - 1, off + k + sizeof(sub), SYN_CFA16);
+	synth_add(set, a + sec.len - 1, a + sec.len, off + sec.len - 1, SYN_CFA8);
+}
+
+static void synth_find(const struct builder *b, Elf *e, const struct span_view *sv,
+		       struct synth_set *set)
+{
+	GElf_Ehdr eh;
+
+	set->n = 0;
+	if (!sv->n)
+		return;
+	synth_entry(b, gelf_getehdr(e, &eh) ? eh.e_entry : 0, sv, set);
+	synth_crt(b, e, ".init", sv, set);
+	synth_crt(b, e, ".fini", sv, set);
+}
+
+/* Emit the rows of set that reach into the file offsets [lo, hi). */
+static int synth_emit(struct builder *b, const struct synth_set *set, uint64_t lo, uint64_t hi)
+{
+	for (unsigned int i = 0; i < set->n; i++) {
+		const struct synth *y = &set->v[i];
+		struct state s = {.cfa_kind = CFI_CFA_REG,
+				  .cfa_reg = DW_RSP,
+				  .cfa_off = y->kind == SYN_CFA16 ? 16 : 8};
+		int r;
+
+		if (y->off >= hi || y->off + (y->vend - y->vstart) <= lo)
+			continue;
+		for (int j = 0; j < CFI_S_NR; j++)
+			s.rk[j] = CFI_R_SAME;
+		if (y->kind == SYN_OUTERMOST) {
+			s.rk[CFI_S_RA] = CFI_R_UNDEF;
+		} else {
+			s.rk[CFI_S_RA] = CFI_R_OFF;
+			s.ro[CFI_S_RA] = -8;
+		}
+		r = emit_row(b, y->vstart, y->vend, &s, false);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 int cfi_table__build(int elf_fd, int debug_fd, struct cfi_table **ret)
@@ -1123,14 +1227,12 @@ int cfi_table__build(int elf_fd, int debug_fd, struct cfi_table **ret)
 			goto out;
 		any = true;
 	}
-	/* The synthesized rows only complete a table that has FDEs: a binary
-	 * without any keeps "no CFI" (the walker's frame-pointer fallback). */
-	if (any && b.n_rows) {
-		r = entry_row(&b, e);
-		if (r >= 0)
-			r = crt_rows(&b, e, ".init");
-		if (r >= 0)
-			r = crt_rows(&b, e, ".fini");
+	if (any) {
+		struct span_view sv = {(const uint8_t *)b.rows, b.n_rows, sizeof(*b.rows)};
+		struct synth_set set;
+
+		synth_find(&b, e, &sv, &set);
+		r = synth_emit(&b, &set, 0, UINT64_MAX);
 		if (r < 0)
 			goto out;
 	}
@@ -1177,4 +1279,494 @@ int cfi_table__row(const struct cfi_table *t, size_t i, uint64_t *ret_start, uin
 	if (ret_rule)
 		*ret_rule = t->row[i].rule;
 	return 0;
+}
+
+/* ------------------------------------------------------------- lazy index */
+
+/*
+ * The index keeps, per chunk of 2^CFI_CHUNK_SHIFT file-offset bytes, the FDEs
+ * whose range overlaps it (as a key: source << CFI_KEY_SRC_SHIFT | the FDE's
+ * offset in its section; keys in increasing order are the whole table's
+ * priority order), and builds a chunk's table on its first lookup with the
+ * same code as cfi_table__build(). The row covering a pc is the first one in
+ * (start, priority) order that contains it, and every row that contains a pc
+ * of the chunk comes from an FDE that overlaps the chunk, so a chunk's table
+ * answers exactly like the whole table for the pcs of the chunk.
+ *
+ * The sections are read from our own read-only private mapping of the file
+ * (page cache pages: nothing copied), and the pages the header pass touched
+ * are dropped from our page tables after it (MADV_DONTNEED), those of chunk
+ * builds every 16 builds, so they do not stay in our RSS/PSS. Only a
+ * compressed section is copied (heap).
+ */
+#define CFI_CHUNK_SHIFT	  16
+#define CFI_KEY_SRC_SHIFT 30
+#define CFI_KEY_POS_MASK  ((1u << CFI_KEY_SRC_SHIFT) - 1)
+#define CFI_SRC_MAX	  3
+
+struct cfi_index {
+	GElf_Phdr load[16];
+	unsigned int n_load;
+	struct section sec[CFI_SRC_MAX];
+	unsigned int n_sec;
+	void *copy[CFI_SRC_MAX]; /* inflated sections (heap), else NULL */
+	void *map[2];		 /* the ELF and the debug file (private) */
+	size_t map_len[2];
+	struct synth_set synth; /* rows for code without FDEs (synth_find) */
+	uint64_t base;		/* file offset of chunk 0 */
+	uint32_t n_chunks;
+	uint32_t *first; /* n_chunks + 1: keys of chunk c are key[first[c]..first[c+1]) */
+	uint32_t *key;
+	struct cfi_table **chunk; /* NULL: not built yet; CHUNK_NONE: no rows there */
+	uint32_t n_built;
+	bool stale; /* the file shrank under our mapping: no more builds */
+	size_t bytes;
+};
+
+static struct cfi_table chunk_none;
+#define CHUNK_NONE (&chunk_none)
+
+struct fde_span {
+	uint64_t start, end; /* file offsets */
+	uint32_t key;
+};
+
+static void unmap_file(void *m, size_t len)
+{
+	if (m)
+		munmap(m, len);
+}
+
+void cfi_index__free(struct cfi_index *x)
+{
+	if (!x)
+		return;
+	for (uint32_t c = 0; x->chunk && c < x->n_chunks; c++)
+		if (x->chunk[c] != CHUNK_NONE)
+			free(x->chunk[c]);
+	for (unsigned int i = 0; i < CFI_SRC_MAX; i++)
+		free(x->copy[i]);
+	unmap_file(x->map[0], x->map_len[0]);
+	unmap_file(x->map[1], x->map_len[1]);
+	free(x->chunk);
+	free(x->first);
+	free(x->key);
+	free(x);
+}
+
+/* Map the whole file; no page is read until a section is parsed. Private and
+ * writable only because libelf rewrites a compressed section's header in
+ * place when it inflates it (elf_compress): copy-on-write, never the file. */
+static int map_file(int fd, void **ret, size_t *ret_len)
+{
+	struct stat st;
+	void *m;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size <= 0)
+		return -EINVAL;
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	*ret = m;
+	*ret_len = (size_t)st.st_size;
+	return 0;
+}
+
+/*
+ * Point a section found by libelf at our own mapping (or at a heap copy of
+ * libelf's inflated data), so it outlives the Elf handle.
+ */
+static int index_add_section(struct cfi_index *x, const struct section *s, const void *map,
+			     size_t map_len)
+{
+	struct section *d = &x->sec[x->n_sec];
+
+	if (s->len > CFI_KEY_POS_MASK)
+		return -EFBIG;
+	*d = *s;
+	if (s->inflated) {
+		void *c = malloc(s->len);
+
+		if (!c)
+			return -ENOMEM;
+		memcpy(c, s->d, s->len);
+		x->copy[x->n_sec] = c;
+		x->bytes += s->len;
+		d->d = c;
+	} else {
+		if (s->file_off > map_len || s->len > map_len - s->file_off)
+			return -EINVAL;
+		d->d = (const uint8_t *)map + s->file_off;
+	}
+	x->n_sec++;
+	return 0;
+}
+
+static void index_drop_pages(const struct cfi_index *x)
+{
+	for (unsigned int i = 0; i < 2; i++)
+		if (x->map[i])
+			madvise(x->map[i], x->map_len[i], MADV_DONTNEED);
+}
+
+/*
+ * A file we mapped can be truncated under us (a binary rewritten in place:
+ * `cp` over it): touching a page past the new end raises SIGBUS. Every parse
+ * of a mapped section runs under this guard; a SIGBUS there jumps back and the
+ * index stops building chunks. Everything the parse allocates hangs off its
+ * context, which the caller frees either way. The handler is installed once,
+ * in front of whatever handled SIGBUS before (the default, a sanitizer's):
+ * outside a guarded parse it puts that one back and returns, so the fault
+ * happens again and goes where it would have gone without us.
+ */
+static _Thread_local sigjmp_buf *bus_jb;
+static struct sigaction bus_old;
+
+static void bus_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)si;
+	(void)uc;
+	if (bus_jb)
+		siglongjmp(*bus_jb, 1);
+	sigaction(sig, &bus_old, NULL);
+}
+
+static void bus_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = bus_handler;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &bus_old);
+}
+
+static int guarded(int (*fn)(void *), void *arg)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	sigjmp_buf jb;
+	int r;
+
+	pthread_once(&once, bus_install);
+	if (sigsetjmp(jb, 0)) { /* SA_NODEFER: no mask to restore */
+		bus_jb = NULL;
+		return -ESTALE;
+	}
+	bus_jb = &jb;
+	r = fn(arg);
+	bus_jb = NULL;
+	return r;
+}
+
+struct scan_ctx {
+	const struct cfi_index *x;
+	Elf *e;			 /* the ELF, for synth_find() */
+	struct synth_set *synth; /* x's, filled once the spans are known */
+	struct builder b;
+	struct fde_span *v;
+	size_t n, cap;
+};
+
+/* Read every FDE header (no CFA program runs) into spans, in key order. */
+static int index_scan(void *arg)
+{
+	struct scan_ctx *k = arg;
+	const struct cfi_index *x = k->x;
+	int r = 0;
+
+	for (unsigned int src = 0; src < x->n_sec && r >= 0; src++) {
+		struct cie_cache cc = {.n = 0};
+		size_t pos = 0, at;
+		uint64_t loc, range, off, seg_end;
+
+		for (at = pos;
+		     (r = parse_entry(&k->b, &x->sec[src], &cc, &pos, false, &loc, &range)) >= 0;
+		     at = pos) {
+			if (r == 0 || !vaddr_to_off(&k->b, loc, &off, &seg_end))
+				continue; /* rows of it could not land in the table either */
+			r = grow((void **)&k->v, &k->cap, k->n + 1, sizeof(*k->v));
+			if (r < 0)
+				break;
+			k->v[k->n++] = (struct fde_span){
+				.start = off,
+				.end = MIN(off + range, seg_end),
+				.key = (uint32_t)src << CFI_KEY_SRC_SHIFT | (uint32_t)at,
+			};
+		}
+		if (r == -ENOENT)
+			r = 0;
+	}
+	if (r >= 0) {
+		struct span_view sv = {(const uint8_t *)k->v, k->n, sizeof(*k->v)};
+
+		/* the crt sections' bytes are read through the mapping: guarded
+		 * like the headers */
+		synth_find(&k->b, k->e, &sv, k->synth);
+	}
+	return r;
+}
+
+static int index_layout(struct cfi_index *x, const struct fde_span *v, size_t n)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	uint32_t total = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		lo = MIN(lo, v[i].start);
+		hi = MAX(hi, v[i].end);
+	}
+	for (unsigned int i = 0; i < x->synth.n; i++) {
+		lo = MIN(lo, x->synth.v[i].off);
+		hi = MAX(hi, x->synth.v[i].off + (x->synth.v[i].vend - x->synth.v[i].vstart));
+	}
+	if (lo >= hi)
+		return -ENODATA;
+	if (hi - lo > UINT32_MAX)
+		return -EFBIG;
+	x->base = lo & ~((1ull << CFI_CHUNK_SHIFT) - 1);
+	x->n_chunks = (uint32_t)(((hi - 1 - x->base) >> CFI_CHUNK_SHIFT) + 1);
+	x->first = calloc((size_t)x->n_chunks + 1, sizeof(*x->first));
+	x->chunk = calloc(x->n_chunks, sizeof(*x->chunk));
+	if (!x->first || !x->chunk)
+		return -ENOMEM;
+	/* count, prefix sums, fill (in key order: v is) */
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].end <= v[i].start)
+			continue;
+		for (uint64_t c = (v[i].start - x->base) >> CFI_CHUNK_SHIFT;
+		     c <= (v[i].end - 1 - x->base) >> CFI_CHUNK_SHIFT; c++) {
+			x->first[c + 1]++;
+			total++;
+		}
+	}
+	for (uint32_t c = 0; c < x->n_chunks; c++)
+		x->first[c + 1] += x->first[c];
+	x->key = malloc(((size_t)total + 1) * sizeof(*x->key));
+	if (!x->key)
+		return -ENOMEM;
+	{
+		_cleanup_free_ uint32_t *fill = malloc((size_t)x->n_chunks * sizeof(*fill));
+
+		if (!fill)
+			return -ENOMEM;
+		memcpy(fill, x->first, (size_t)x->n_chunks * sizeof(*fill));
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].end <= v[i].start)
+				continue;
+			for (uint64_t c = (v[i].start - x->base) >> CFI_CHUNK_SHIFT;
+			     c <= (v[i].end - 1 - x->base) >> CFI_CHUNK_SHIFT; c++)
+				x->key[fill[c]++] = v[i].key;
+		}
+	}
+	x->bytes += sizeof(*x) + ((size_t)x->n_chunks + 1) * sizeof(*x->first) +
+		    (size_t)x->n_chunks * sizeof(*x->chunk) + ((size_t)total + 1) * sizeof(*x->key);
+	return 0;
+}
+
+int cfi_index__build(int elf_fd, int debug_fd, struct cfi_index **ret)
+{
+	_cleanup_(elf_endp) Elf *e = NULL;
+	_cleanup_(elf_endp) Elf *d = NULL;
+	struct scan_ctx k;
+	struct cfi_index *x;
+	struct builder b;
+	struct section sec;
+	int r;
+
+	if (elf_fd < 0 || !ret)
+		return -EINVAL;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	memset(&b, 0, sizeof(b));
+	/* one mapping, ours, read by libelf too (no second mmap/munmap per
+	 * binary: an munmap is a TLB shootdown, costly on a small VM) */
+	r = map_file(elf_fd, &x->map[0], &x->map_len[0]);
+	if (r < 0)
+		goto fail;
+	r = open_elf_mem(x->map[0], x->map_len[0], &e);
+	if (r < 0)
+		goto fail;
+	r = load_phdrs(&b, e);
+	if (r < 0)
+		goto fail;
+	memcpy(x->load, b.load, sizeof(x->load));
+	x->n_load = b.n_load;
+	/* the sources in cfi_table__build()'s priority order */
+	if (find_section(e, ".eh_frame", &sec, true) == 0 &&
+	    (r = index_add_section(x, &sec, x->map[0], x->map_len[0])) < 0)
+		goto fail;
+	if (find_section(e, ".debug_frame", &sec, false) == 0 &&
+	    (r = index_add_section(x, &sec, x->map[0], x->map_len[0])) < 0)
+		goto fail;
+	if (debug_fd >= 0 && map_file(debug_fd, &x->map[1], &x->map_len[1]) == 0 &&
+	    open_elf_mem(x->map[1], x->map_len[1], &d) == 0 &&
+	    find_section(d, ".debug_frame", &sec, false) == 0) {
+		r = index_add_section(x, &sec, x->map[1], x->map_len[1]);
+		if (r < 0)
+			goto fail;
+	}
+	r = -ENODATA;
+	if (!x->n_sec)
+		goto fail;
+	memset(&k, 0, sizeof(k));
+	k.x = x;
+	k.e = e;
+	k.synth = &x->synth;
+	k.b.n_load = x->n_load;
+	memcpy(k.b.load, x->load, sizeof(k.b.load));
+	r = guarded(index_scan, &k);
+	if (r >= 0)
+		r = index_layout(x, k.v, k.n);
+	builder_done(&k.b);
+	free(k.v);
+	if (r < 0)
+		goto fail;
+	index_drop_pages(x);
+	*ret = x;
+	return 0;
+fail:
+	/* libelf first: its handles point into the mappings */
+	elf_endp(&d);
+	d = NULL;
+	elf_endp(&e);
+	e = NULL;
+	cfi_index__free(x);
+	return r;
+}
+
+/* Add the keys of chunk c to *keys (merged, in order, without duplicates). */
+static int chunk_keys(const struct cfi_index *x, uint32_t c, uint32_t **keys, size_t *n)
+{
+	const uint32_t *k = x->key + x->first[c];
+	size_t m = x->first[c + 1] - x->first[c], i = 0, j = 0, o = 0;
+	_cleanup_free_ uint32_t *out = NULL;
+
+	if (!m)
+		return 0;
+	out = malloc((*n + m) * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	while (i < *n || j < m) {
+		uint32_t v;
+
+		if (j >= m || (i < *n && (*keys)[i] <= k[j]))
+			v = (*keys)[i++];
+		else
+			v = k[j++];
+		if (!o || out[o - 1] != v)
+			out[o++] = v;
+	}
+	free(*keys);
+	*keys = TAKE_PTR(out);
+	*n = o;
+	return 0;
+}
+
+struct chunk_ctx {
+	const struct cfi_index *x;
+	const uint32_t *keys;
+	size_t n;
+	uint64_t lo, hi; /* the chunk's file offsets */
+	struct builder b;
+};
+
+static int chunk_parse(void *arg)
+{
+	struct chunk_ctx *k = arg;
+	struct cie_cache cc[CFI_SRC_MAX];
+	int r;
+
+	memset(cc, 0, sizeof(cc));
+	for (size_t i = 0; i < k->n; i++) {
+		unsigned int src = k->keys[i] >> CFI_KEY_SRC_SHIFT;
+		size_t pos = k->keys[i] & CFI_KEY_POS_MASK;
+		uint64_t loc, range;
+
+		r = parse_entry(&k->b, &k->x->sec[src], &cc[src], &pos, true, &loc, &range);
+		if (r == -ENOMEM || r == -EFBIG)
+			return r;
+	}
+	return synth_emit(&k->b, &k->x->synth, k->lo, k->hi);
+}
+
+static int chunk_build(struct cfi_index *x, uint32_t c, struct cfi_table **ret)
+{
+	_cleanup_free_ uint32_t *keys = NULL;
+	uint64_t lo = x->base + ((uint64_t)c << CFI_CHUNK_SHIFT);
+	uint64_t hi = lo + (1ull << CFI_CHUNK_SHIFT);
+	struct chunk_ctx k;
+	size_t n = 0;
+	int r;
+
+	memset(&k, 0, sizeof(k));
+	k.lo = lo;
+	k.hi = hi;
+	/* the synthesized rows were checked against every FDE at index time:
+	 * only this chunk's keys are needed */
+	r = chunk_keys(x, c, &keys, &n);
+	if (r < 0)
+		return r;
+	k.x = x;
+	k.keys = keys;
+	k.n = n;
+	k.b.n_load = x->n_load;
+	memcpy(k.b.load, x->load, sizeof(k.b.load));
+	r = guarded(chunk_parse, &k);
+	if (r == -ESTALE)
+		x->stale = true;
+	if (r >= 0)
+		r = finish(&k.b, ret);
+	builder_done(&k.b);
+	return r;
+}
+
+int cfi_index__table(struct cfi_index *x, uint64_t file_off, const struct cfi_table **ret)
+{
+	struct cfi_table *t = NULL;
+	uint64_t c;
+	int r;
+
+	*ret = NULL;
+	if (!x || file_off < x->base || x->stale)
+		return 0;
+	c = (file_off - x->base) >> CFI_CHUNK_SHIFT;
+	if (c >= x->n_chunks)
+		return 0;
+	if (likely(x->chunk[c])) {
+		if (x->chunk[c] != CHUNK_NONE)
+			*ret = x->chunk[c];
+		return 0;
+	}
+	r = chunk_build(x, (uint32_t)c, &t);
+	if (r < 0) {
+		/* no rows there, or a build that fails fails again (a file cut
+		 * short under us: every later one too, x->stale) */
+		x->chunk[c] = CHUNK_NONE;
+		return r == -ENOMEM ? r : 0;
+	}
+	x->chunk[c] = t;
+	x->n_built++;
+	x->bytes += t->bytes;
+	/* The file pages the builds read stay in our page tables (and PSS)
+	 * until dropped: every 16 builds, not every build (a re-fault costs
+	 * more than the build on a small VM). */
+	if (!(x->n_built % 16))
+		index_drop_pages(x);
+	*ret = t;
+	return 0;
+}
+
+size_t cfi_index__bytes(const struct cfi_index *x)
+{
+	return x ? x->bytes : 0;
+}
+
+void cfi_index__chunks(const struct cfi_index *x, uint32_t *ret_built, uint32_t *ret_total)
+{
+	*ret_built = x ? x->n_built : 0;
+	*ret_total = x ? x->n_chunks : 0;
 }

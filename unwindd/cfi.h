@@ -41,4 +41,25 @@ size_t cfi_table__expr_rows(const struct cfi_table *t);
 int cfi_table__row(const struct cfi_table *t, size_t i, uint64_t *ret_start, uint64_t *ret_end,
 		   uint32_t *ret_rule);
 
+/*
+ * The lazy form, what unwindd uses: cfi_index__build() reads only the FDE
+ * headers (no CFA program runs) and keeps a read-only mapping of the file(s);
+ * cfi_index__table() compiles the table of the 64 KiB chunk of file offsets
+ * that holds file_off on its first lookup (every FDE overlapping it) and
+ * returns it, NULL in *ret when there is no CFI there. A chunk's table
+ * answers like cfi_table__build()'s for every pc of the chunk. Neither fd is
+ * kept or closed. The index is not thread-safe (lookups build); a table it
+ * returned lives as long as the index. cfi_index__build() returns what
+ * cfi_table__build() does; cfi_index__table() 0 or -ENOMEM.
+ */
+struct cfi_index;
+
+int cfi_index__build(int elf_fd, int debug_fd, struct cfi_index **ret);
+int cfi_index__table(struct cfi_index *x, uint64_t file_off, const struct cfi_table **ret);
+void cfi_index__free(struct cfi_index *x);
+/* Heap bytes: the index, the chunks built so far, inflated sections. */
+size_t cfi_index__bytes(const struct cfi_index *x);
+/* Chunks built so far, and in all. */
+void cfi_index__chunks(const struct cfi_index *x, uint32_t *ret_built, uint32_t *ret_total);
+
 #endif /* CPA_UNWINDD_CFI_H */

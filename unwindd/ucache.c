@@ -31,12 +31,14 @@
 #define MISS_LEVEL_MAX 30		    /* cap >> level stays meaningful */
 #define BIDS_SLOTS     1024		    /* build-id table: chains are fine past this */
 #define HIST_GRACE_NS  (5 * IDENT_RETRY_NS) /* floor of the history's grace */
+#define BIN_IDLE_SCAN_NS (10ull * 1000000000ull) /* idle_bins() at most this often */
 
-/* An unwind table shared by every binary with the same build-id (the same
- * libc in twenty containers is parsed once). */
+/* An unwind index shared by every binary with the same build-id (the same
+ * libc in twenty containers is parsed once). Its chunk tables are compiled
+ * on the first walk through each 64 KiB of the binary (cfi.h). */
 struct ucfi {
 	struct ucfi *next;
-	struct cfi_table *table;
+	struct cfi_index *index;
 	uint64_t bytes;
 	uint32_t refs;
 	uint8_t build_id_len;
@@ -77,6 +79,7 @@ struct ucache {
 	struct umap *tmp;
 	uint32_t tmp_cap;
 	uint64_t last_sweep_ns;
+	uint64_t last_idle_ns; /* idle_bins() */
 };
 
 static void cnt(struct ucache *c, unsigned int idx, uint64_t n)
@@ -257,7 +260,7 @@ static void cfi_put(struct ucache *c, struct ucfi *f)
 			break;
 		}
 	}
-	cfi_table__free(f->table);
+	cfi_index__free(f->index);
 	c->bytes -= f->bytes + sizeof(*f);
 	free(f);
 }
@@ -675,6 +678,22 @@ int ucache__find_ip(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now
 	return find(c, p, pc, now_ns, MIN(c->o.refresh_ip_ns, c->o.refresh_ns), ret);
 }
 
+/* The chunk table of the index that covers off: compiled on its first use,
+ * its bytes counted then. */
+static const struct cfi_table *ucfi_table(struct ucache *c, struct ucfi *f, uint64_t off)
+{
+	const struct cfi_table *t = NULL;
+	size_t bytes;
+
+	cfi_index__table(f->index, off, &t);
+	bytes = cfi_index__bytes(f->index);
+	if (unlikely(bytes != f->bytes)) {
+		c->bytes += bytes - f->bytes;
+		f->bytes = bytes;
+	}
+	return t;
+}
+
 const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const struct uloc *loc)
 {
 	struct ubin *b = loc->bin;
@@ -682,12 +701,12 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 	if (!b)
 		return NULL;
 	if (likely(b->cfi))
-		return b->cfi->table;
+		return ucfi_table(c, b->cfi, loc->file_off);
 	if (b->cfi_tried || p->last_use < b->cfi_retry_ns)
 		return NULL;
 	{
 		_cleanup_close_ int fd = -1, dfd = -1;
-		struct cfi_table *t = NULL;
+		struct cfi_index *t = NULL;
 		struct ucfi *f;
 		int r;
 
@@ -697,7 +716,7 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 				    memcmp(f->build_id, b->build_id, b->build_id_len) == 0) {
 					f->refs++;
 					b->cfi = f;
-					return f->table;
+					return ucfi_table(c, f, loc->file_off);
 				}
 			}
 		}
@@ -737,7 +756,7 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 			dfd = open(dpath, O_RDONLY | O_CLOEXEC);
 		}
 		b->cfi_tried = true; /* a build that fails fails again */
-		r = cfi_table__build(fd, dfd, &t);
+		r = cfi_index__build(fd, dfd, &t);
 		if (r < 0 || !t) {
 			/* Once per binary (cfi_tried): not a hot path. */
 			log_debug("no unwind table for '%s': %s", b->path,
@@ -746,11 +765,11 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		}
 		f = calloc(1, sizeof(*f));
 		if (!f) {
-			cfi_table__free(t);
+			cfi_index__free(t);
 			return NULL;
 		}
-		f->table = t;
-		f->bytes = cfi_table__bytes(t);
+		f->index = t;
+		f->bytes = cfi_index__bytes(t);
 		f->refs = 1;
 		f->build_id_len = b->build_id_len;
 		memcpy(f->build_id, b->build_id, sizeof(f->build_id));
@@ -761,7 +780,7 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		}
 		c->bytes += f->bytes + sizeof(*f);
 		b->cfi = f;
-		return t;
+		return ucfi_table(c, f, loc->file_off);
 	}
 }
 
@@ -1035,6 +1054,23 @@ void ucache__set_max_bytes(struct ucache *c, uint64_t max_bytes)
 		evict(c);
 }
 
+/*
+ * An unwind index keeps its file mapped (the inode, even deleted, and one or
+ * two VMAs), and is small enough that the byte cap rarely evicts it: on a
+ * host that runs new binaries all day (CI), indexes of binaries nothing maps
+ * any more would pile up. One no mapping refers to (refs 0: no process, no
+ * history entry) and unused for idle_ns goes; its ubin stays (a later walk
+ * builds the index again).
+ */
+static void idle_bins(struct ucache *c, uint64_t now_ns)
+{
+	for (uint32_t i = 0; c->o.idle_ns && i <= c->bins_mask; i++)
+		for (struct ubin *b = c->bins[i]; b; b = b->hnext)
+			if (b->cfi && !b->refs && now_ns > b->last_use &&
+			    now_ns - b->last_use >= c->o.idle_ns)
+				bin_drop_cfi(c, b);
+}
+
 void ucache__sweep(struct ucache *c, uint64_t now_ns)
 {
 	uint32_t i;
@@ -1058,6 +1094,10 @@ void ucache__sweep(struct ucache *c, uint64_t now_ns)
 	/* Samples trail their mapping events by up to a poll or two: keep an
 	 * ended mapping a little longer than queued samples can be old. */
 	maphist__sweep(c->mh, c->hist_now, MAX(c->o.dead_grace_ns, HIST_GRACE_NS));
+	if (now_ns - c->last_idle_ns >= BIN_IDLE_SCAN_NS) {
+		idle_bins(c, now_ns);
+		c->last_idle_ns = now_ns;
+	}
 	if (c->o.max_bytes && c->bytes > c->o.max_bytes)
 		evict(c);
 	c->last_sweep_ns = now_ns;

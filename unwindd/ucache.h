@@ -5,7 +5,8 @@
  * with the binary's unwind table shared by build-id.
  *
  *   pid --hash--> uproc { umap[] sorted by start } --> ubin (dev, ino) --> ucfi (build-id)
- *                                                      id, path, build-id    cfi_table *
+ *                                                      id, path, build-id    cfi_index *
+ *                                                                  (chunk tables, lazy)
  *
  * A process's mappings are read lazily: on its first sample, and again when
  * a pc misses them (at most once per refresh_ns per pid, longer for a
