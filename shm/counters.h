@@ -23,6 +23,22 @@ enum capture_counter {
 	CAP_CNT_USTACK_HINTS,		      /* unwindd's copy size hints applied */
 	CAP_CNT_MAP_EVENTS,		      /* mapping history records (CPA_REC_MAP) sent */
 	CAP_CNT_MAP_LOST,		      /* perf mmap/task events lost in the kernel */
+	/*
+	 * Accounting across a killed capture (docs/reliability.md, "Kills and
+	 * hangs"). PRODUCED: on-CPU/probe samples the BPF side produced, every
+	 * generation (a dead one's last second added by its successor); LOST_DIED:
+	 * the part a dead generation never delivered to ring 0 (its BPF ring
+	 * buffer, uncommitted records, pending loss aggregates), sent as a LOSS
+	 * record of that reason. The GEN_* slots are gauges of the running
+	 * generation, reset by the next one once it has read them.
+	 */
+	CAP_CNT_PRODUCED,
+	CAP_CNT_LOST_DIED,
+	CAP_CNT_GEN_ACCT_DONE, /* samples + sample losses committed to ring 0 */
+	CAP_CNT_GEN_ACCT_NEXT, /* ... once the commit to GEN_ACCT_HEAD is published */
+	CAP_CNT_GEN_ACCT_HEAD, /* ring 0 position that commit publishes */
+	CAP_CNT_GEN_CARRY,     /* LOST_DIED of the generation before, while not yet sent */
+	CAP_CNT_GEN_SYNCED,    /* BPF PRODUCED already added to CAP_CNT_PRODUCED */
 	CAP_CNT_MAX_,
 };
 
