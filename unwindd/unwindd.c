@@ -1131,9 +1131,24 @@ void unwindd__free(struct unwindd *u)
 	free(u);
 }
 
-void unwindd__finish(struct unwindd *u)
+unsigned int unwindd__finish(struct unwindd *u, uint64_t wait_ns)
 {
+	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + wait_ns;
+
 	unwindd__tick(u, clock_ns(CLOCK_MONOTONIC));
+	while (shm_loss__pending(&u->loss)) {
+		/* A DICT_RESET first, if the link still owes one (symd restarted). */
+		if (!u->reset_sent)
+			(void)unwindd__batch(u, 0);
+		if (u->reset_sent)
+			(void)loss_flush(u);
+		shm_ring__commit_sp(u->out);
+		if (!shm_loss__pending(&u->loss) || clock_ns(CLOCK_MONOTONIC) >= deadline)
+			break;
+		shm_stage__heartbeat(u->st);
+		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+	}
+	return shm_loss__pending(&u->loss);
 }
 
 uint64_t unwindd__resume_seq(const struct unwindd *u)
