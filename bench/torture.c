@@ -47,8 +47,8 @@
 #include "shm/stage.h"
 #include "storer/store.h"
 
-#define NSTAGES	   SHM_STAGE_MAX
-#define VICTIM_MON NSTAGES /* the monitor */
+#define NSTAGES	    SHM_STAGE_MAX
+#define VICTIM_MON  NSTAGES /* the monitor */
 #define MAX_REASONS 32
 
 struct reason {
@@ -188,13 +188,16 @@ static uint64_t rings_residue(struct shm_arena *a)
 				const struct cpa_loss *l = m.data;
 
 				n += l->kind != CPA_KIND_OFFCPU ? l->count : 0;
-			} else if ((m.type == CPA_REC_SAMPLE && m.len >= sizeof(struct cpa_sample) &&
+			} else if ((m.type == CPA_REC_SAMPLE &&
+				    m.len >= sizeof(struct cpa_sample) &&
 				    ((const struct cpa_sample *)m.data)->kind != CPA_KIND_OFFCPU) ||
-				   (m.type == CPA_REC_FRAMES && m.len >= sizeof(struct cpa_frames) &&
+				   (m.type == CPA_REC_FRAMES &&
+				    m.len >= sizeof(struct cpa_frames) &&
 				    ((const struct cpa_frames *)m.data)->kind != CPA_KIND_OFFCPU) ||
 				   (m.type == CPA_REC_SAMPLE_OUT &&
 				    m.len >= sizeof(struct cpa_sample_out) &&
-				    ((const struct cpa_sample_out *)m.data)->kind != CPA_KIND_OFFCPU)) {
+				    ((const struct cpa_sample_out *)m.data)->kind !=
+					    CPA_KIND_OFFCPU)) {
 				n++;
 			}
 		}
@@ -362,17 +365,85 @@ static int store_scan(struct tally *t, bool final)
 	return 0;
 }
 
+/* ----------------------------------------------------------------- hangs */
+
+/*
+ * SIGSTOP each stage in turn (a hang: a stopped or spinning stage both stop
+ * heartbeating) and check that the monitor finds it by its heartbeat,
+ * SIGKILLs and restarts it, and that capture kept producing meanwhile.
+ * Returns the number of failed checks.
+ */
+static int hangs_run(struct shm_arena *a, unsigned int hang_ms)
+{
+	static const char *const names[] = {"capture", "unwindd", "symd", "storer"};
+	struct shm_stage *cap = shm_arena__stage(a, SHM_STAGE_CAPTURE);
+	int fails = 0;
+
+	printf("\n| stopped stage | restarted after (s) | produced meanwhile | dropped/lost upstream "
+	       "meanwhile | lost_with_capture meanwhile |\n|---|---|---|---|---|\n");
+	for (int s = 0; s < NSTAGES; s++) {
+		struct shm_stage *st = shm_arena__stage(a, s);
+		uint32_t gen = st->generation;
+		pid_t pid = st->pid;
+		uint64_t p0 = shm_stage__cnt(cap, CAP_CNT_PRODUCED);
+		uint64_t d0 = shm_stage__cnt(cap, SHM_CNT_DROP_RING_FULL) +
+			      shm_stage__cnt(cap, CAP_CNT_BPF_RB_LOST);
+		uint64_t l0 = shm_stage__cnt(cap, CAP_CNT_LOST_DIED);
+		uint64_t t0 = clock_ns(CLOCK_MONOTONIC), dt = 0;
+		bool back = false;
+
+		kill(pid, SIGSTOP);
+		while (clock_ns(CLOCK_MONOTONIC) - t0 <
+		       4ull * hang_ms * NSEC_PER_MSEC + 30 * NSEC_PER_SEC) {
+			msleep(100);
+			if (st->generation != gen && shm_stage__state(st) == SHM_STATE_RUNNING) {
+				back = true;
+				dt = clock_ns(CLOCK_MONOTONIC) - t0;
+				break;
+			}
+		}
+		/* For the capture row the successor has folded what the stopped
+		 * one produced: PRODUCED and LOST_DIED; for the others, the
+		 * stopped stage's upstream (capture) went on sampling. */
+		msleep(1500);
+		uint64_t p1 = shm_stage__cnt(cap, CAP_CNT_PRODUCED);
+		uint64_t d1 = shm_stage__cnt(cap, SHM_CNT_DROP_RING_FULL) +
+			      shm_stage__cnt(cap, CAP_CNT_BPF_RB_LOST);
+		uint64_t l1 = shm_stage__cnt(cap, CAP_CNT_LOST_DIED);
+
+		printf("| %s | %s%.1f | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " |\n", names[s],
+		       back ? "" : "NOT ", (double)dt / 1e9, p1 - p0, d1 - d0, l1 - l0);
+		if (!back) {
+			fprintf(stderr, "torture: %s was not restarted after SIGSTOP\n", names[s]);
+			kill(pid, SIGCONT);
+			fails++;
+		}
+		if (p1 == p0) {
+			fprintf(stderr, "torture: nothing was produced while %s hung\n", names[s]);
+			fails++;
+		}
+		if (s == SHM_STAGE_CAPTURE && l1 == l0) {
+			fprintf(stderr, "torture: what the stopped capture produced was not "
+					"counted as lost\n");
+			fails++;
+		}
+	}
+	return fails;
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: bench_torture [--kills N] [--freq HZ] [--seed S] [--keep DIR]\n");
+	fprintf(stderr, "usage: bench_torture [--kills N] [--freq HZ] [--seed S] [--keep DIR] "
+			"[--hangs MS]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	unsigned int kills = 50, seed = (unsigned int)time(NULL), ncpu;
+	unsigned int kills = 50, seed = (unsigned int)time(NULL), ncpu, hang_ms = 0;
+	int hang_fails = 0;
 	const char *keep = NULL;
 	struct shm_arena *a = NULL;
 	struct tally t = {};
@@ -394,6 +465,8 @@ int main(int argc, char **argv)
 			seed = (unsigned int)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--keep"))
 			keep = argv[++i];
+		else if (!strcmp(argv[i], "--hangs"))
+			hang_ms = (unsigned int)strtoul(argv[++i], NULL, 10);
 		else
 			usage();
 	}
@@ -422,6 +495,13 @@ int main(int argc, char **argv)
 	       logpath);
 	fflush(stdout);
 
+	if (hang_ms) {
+		char v[16];
+
+		/* The monitor's hang timeout (docs/supervisor.md, "Knobs for tests"). */
+		snprintf(v, sizeof(v), "%u", hang_ms);
+		setenv("CPA_HANG_TIMEOUT_MS", v, 1);
+	}
 	load = load_start(ncpu);
 	mon = monitor_start(load);
 	r = monitor_wait_running(mon, 30000, &a);
@@ -435,6 +515,10 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	t0 = clock_ns(CLOCK_MONOTONIC);
+	if (hang_ms) {
+		msleep(2000);
+		hang_fails = hangs_run(a, hang_ms);
+	}
 	for (unsigned int k = 0; k < kills; k++) {
 		unsigned int v = (unsigned int)rand() % (NSTAGES + 1);
 		struct shm_stage *st;
@@ -504,7 +588,8 @@ int main(int argc, char **argv)
 	unaccounted = (int64_t)t.produced - (int64_t)accounted;
 	printf("\n| kills | capture | unwindd | symd | storer | monitor | total | seconds |\n");
 	printf("|---|---|---|---|---|---|---|---|\n");
-	printf("| | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %u | %.0f |\n",
+	printf("| | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64
+	       " | %u | %.0f |\n",
 	       t.kills[0], t.kills[1], t.kills[2], t.kills[3], t.kills[4], kills,
 	       (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
 	printf("\n| figure | samples |\n|---|---|\n");
@@ -530,6 +615,8 @@ int main(int argc, char **argv)
 		    system(cmd) != 0)
 			fprintf(stderr, "torture: could not remove %s\n", store);
 	}
-	return unaccounted == 0 && !t.dup_excess && !t.corrupt && !t.read_fail && t.produced ? 0
-															  : 1;
+	return unaccounted == 0 && !t.dup_excess && !t.corrupt && !t.read_fail && t.produced &&
+			       !hang_fails
+		       ? 0
+		       : 1;
 }

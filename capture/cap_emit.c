@@ -150,7 +150,7 @@ uint64_t cap_emit__prev_delivered(const struct shm_stage *st, uint64_t prod_pos)
 	uint64_t head = shm_stage__cnt(st, CAP_CNT_GEN_ACCT_HEAD);
 
 	return shm_stage__cnt(st, head && prod_pos >= head ? CAP_CNT_GEN_ACCT_NEXT
-							  : CAP_CNT_GEN_ACCT_DONE);
+							   : CAP_CNT_GEN_ACCT_DONE);
 }
 
 void cap_emit__loss_add_weight(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,

@@ -104,7 +104,7 @@ static int run_loop(const struct daemon_stage *d, struct shm_arena *a, struct sh
 		log_error_errno(r, "input ring: %m");
 	d->finish(obj, r, l.draining, daemon_term);
 	if (r >= 0)
-		log_info("%s", l.orphaned ? "monitor gone: drained what was left"
+		log_info("%s", l.orphaned    ? "monitor gone: drained what was left"
 			       : daemon_term ? "terminated"
 					     : "drained");
 	d->free(obj);

@@ -49,11 +49,13 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 		[SHM_CNT_BATCHES] = "batches",
 	};
 	static const char *const capture[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-		"samples",	    "bpf_ringbuf_lost", "bpf_no_ustack", "bpf_filtered",
-		"task_events",	    "ustack_bytes",	"offcpu",	 "offcpu_ns",
-		"offcpu_untracked", "probe_skipped",	"ustack_hints",	 "map_events",
-		"map_lost",	    "produced",		"lost_with_capture", "gen_acct_done",
-		"gen_acct_next",    "gen_acct_head",	"gen_carry",	 "gen_bpf_synced",
+		"samples",	 "bpf_ringbuf_lost", "bpf_no_ustack",
+		"bpf_filtered",	 "task_events",	     "ustack_bytes",
+		"offcpu",	 "offcpu_ns",	     "offcpu_untracked",
+		"probe_skipped", "ustack_hints",     "map_events",
+		"map_lost",	 "produced",	     "lost_with_capture",
+		"gen_acct_done", "gen_acct_next",    "gen_acct_head",
+		"gen_carry",	 "gen_bpf_synced",
 	};
 	static const char *const unwindd[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"frames",      "stop_end",	"stop_no_map",	"stop_no_cfi",	"stop_read",

@@ -51,8 +51,8 @@ static bool upstream_done(const struct shm_stage *up)
 	enum shm_stage_state s = shm_stage__state(up);
 	int32_t pid = __atomic_load_n(&up->pid, __ATOMIC_RELAXED);
 
-	return s == SHM_STATE_EXITED || s == SHM_STATE_FAILED || s == SHM_STATE_NONE ||
-	       pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH);
+	return s == SHM_STATE_EXITED || s == SHM_STATE_FAILED || s == SHM_STATE_NONE || pid <= 0 ||
+	       (kill(pid, 0) < 0 && errno == ESRCH);
 }
 
 /* SIGTERM came: an orphan drain when our parent (the monitor) is gone. */

@@ -30,10 +30,10 @@
 /* DICT_RESET must precede everything; while symd is slow or down and ring 1
  * has no room for it, retry this often. Input waits in ring 0 meanwhile
  * (capture degrades there). */
-#define FULL_RETRY_MS	 10
+#define FULL_RETRY_MS		 10
 #define FINISH_LOSS_WAIT_NS	 (10 * NSEC_PER_SEC)
 #define FINISH_LOSS_WAIT_TERM_NS (NSEC_PER_SEC)
-#define DEFAULT_CACHE_MB 1024u /* CPA's --max_cache_size_mb default */
+#define DEFAULT_CACHE_MB	 1024u /* CPA's --max_cache_size_mb default */
 
 static int stage_new(struct shm_arena *arena, struct shm_stage *st, struct shm_ring_cons *in,
 		     struct shm_ring_prod *out, void **ret)
