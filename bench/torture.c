@@ -59,7 +59,7 @@ struct reason {
 struct tally {
 	uint64_t kills[NSTAGES + 1];
 	uint64_t produced, lost_died_cnt, in_rings, monitors;
-	uint64_t stored, lost, dup_excess, corrupt, torn, read_fail, reads;
+	uint64_t stored, lost, down_est, dup_excess, corrupt, torn, read_fail, reads;
 	struct reason reasons[MAX_REASONS];
 	unsigned int n_reasons;
 };
@@ -237,7 +237,7 @@ struct tid_sec {
 struct scan {
 	struct tally *t;
 	bool final;
-	uint64_t stored, lost;
+	uint64_t stored, lost, down_est;
 	struct tid_sec *tab;
 	size_t cap, n;
 };
@@ -284,11 +284,16 @@ static int on_row(void *ctx, const struct store_sample *r)
 				r->count);
 		return 0;
 	}
-	s->lost += r->count;
-	if (!s->final)
-		return 0;
 	const char *name = r->n_frames ? r->frames[0]->name : "[lost: ?]";
 	unsigned int i;
+
+	/* An estimate of samples never taken (no capture ran): not produced. */
+	if (strstr(name, "while_down"))
+		s->down_est += r->count;
+	else
+		s->lost += r->count;
+	if (!s->final)
+		return 0;
 
 	for (i = 0; i < t->n_reasons; i++)
 		if (!strcmp(t->reasons[i].name, name))
@@ -357,6 +362,7 @@ static int store_scan(struct tally *t, bool final)
 	if (final) {
 		t->stored = s.stored;
 		t->lost = s.lost;
+		t->down_est = s.down_est;
 		for (size_t i = 0; i < s.cap; i++)
 			if (s.tab[i].count > freq + 2)
 				t->dup_excess += s.tab[i].count - (freq + 2);
@@ -595,10 +601,13 @@ int main(int argc, char **argv)
 	printf("\n| figure | samples |\n|---|---|\n");
 	printf("| produced (BPF, all generations) | %" PRIu64 " |\n", t.produced);
 	printf("| stored | %" PRIu64 " |\n", t.stored);
-	printf("| lost, in the store | %" PRIu64 " |\n", t.lost);
+	printf("| lost, in the store (by reason below) | %" PRIu64 " |\n", t.lost);
 	for (unsigned int i = 0; i < t.n_reasons; i++)
 		printf("| &nbsp; `%s` | %" PRIu64 " |\n", t.reasons[i].name, t.reasons[i].count);
 	printf("| in the rings when a monitor kill took the arena | %" PRIu64 " |\n", t.in_rings);
+	printf("| not sampled while no capture ran (estimate, not in the balance) | %" PRIu64
+	       " |\n",
+	       t.down_est);
 	printf("| **unaccounted** (produced - stored - lost - in rings) | %" PRId64 " |\n",
 	       unaccounted);
 	printf("| duplicates (over freq+2 per thread-second) | %" PRIu64 " |\n", t.dup_excess);

@@ -38,6 +38,7 @@ static const unsigned int loss_reason[CAP_LOSS_MAX] = {
 	[CAP_LOSS_BPF_RB] = CAP_CNT_BPF_RB_LOST,
 	[CAP_LOSS_RATE] = SHM_CNT_DROP_RATE,
 	[CAP_LOSS_DIED] = CAP_CNT_LOST_DIED,
+	[CAP_LOSS_DOWN] = CAP_CNT_DOWN_EST,
 	[CAP_LOSS_OFF_RING_FULL] = SHM_CNT_DROP_RING_FULL,
 	[CAP_LOSS_OFF_BPF_RB] = CAP_CNT_BPF_RB_LOST,
 	[CAP_LOSS_OFF_RATE] = SHM_CNT_DROP_RATE,
@@ -206,7 +207,7 @@ int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
 					    ? (i - CAP_LOSS_PROBE_RATE) % CPA_BPF_PROBE_MAX
 					    : 0,
 		};
-		if (rec->kind != CPA_KIND_OFFCPU)
+		if (rec->kind != CPA_KIND_OFFCPU && i != CAP_LOSS_DOWN)
 			e->acct += l->count;
 		l->count = 0;
 		l->weight = 0;

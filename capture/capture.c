@@ -52,8 +52,10 @@ struct capture {
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
 	struct probe_spec probes[CPA_PROBE_MAX];
 	uint64_t probe_stats[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]; /* totals as last read */
-	char pin_path[96];     /* the stats map pinned for the next generation ("" = none) */
-	uint64_t next_tick_ns; /* CLOCK_MONOTONIC of the next second's work */
+	char pin_path[96];	/* the stats map pinned for the next generation ("" = none) */
+	uint64_t down_since_ns; /* kernel MONOTONIC: a killed generation's estimated end */
+	uint64_t down_rate;	/* ... and its samples per second then (0: no estimate) */
+	uint64_t next_tick_ns;	/* CLOCK_MONOTONIC of the next second's work */
 	unsigned int cpus[CAP_MAX_CPUS];
 	unsigned int nr_cpus;
 };
@@ -258,6 +260,8 @@ static void stats_sync(struct capture *c)
 			   d[CPA_BPF_STAT_OFFCPU_NOSTASH] + d[CPA_BPF_STAT_OFFCPU_TORN]);
 	shm_stage__cnt_add(c->st, CAP_CNT_PRODUCED, d[CPA_BPF_STAT_PRODUCED]);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_SYNCED, now[CPA_BPF_STAT_PRODUCED]);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_TICK_NS, clock_kernel_ns(CLOCK_MONOTONIC));
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, d[CPA_BPF_STAT_PRODUCED]);
 	probe_stats_sync(c);
 }
 
@@ -305,6 +309,27 @@ static void pins_sweep(void)
 	closedir(d);
 }
 
+/* Sampling again: the hole since the killed generation's last sample, as
+ * samples not taken at the rate it had (an estimate, its own reason). */
+static void down_mark(struct capture *c)
+{
+	uint64_t now = clock_kernel_ns(CLOCK_MONOTONIC), est;
+
+	if (!c->down_rate || now <= c->down_since_ns)
+		return;
+	est = (now - c->down_since_ns) * c->down_rate / NSEC_PER_SEC;
+	c->down_rate = 0;
+	if (!est)
+		return;
+	log_info("no capture ran for %.1f s: about %" PRIu64 " sample(s) not taken, marked as "
+		 "not_sampled_while_down",
+		 (double)(now - c->down_since_ns) / 1e9, est);
+	shm_stage__cnt_add(c->st, CAP_CNT_DOWN_EST, est);
+	/* Dated at the start of the hole, where a reader looks for it. */
+	cap_emit__loss_add(&c->emit, CAP_LOSS_DOWN, est,
+			   clock_ns(CLOCK_REALTIME) - (now - c->down_since_ns));
+}
+
 static void dead_generation_fold(struct capture *c)
 {
 	uint64_t now[CPA_BPF_STAT_MAX] = {}, produced, synced, carry, delivered, lost = 0;
@@ -328,6 +353,13 @@ static void dead_generation_fold(struct capture *c)
 	delivered = cap_emit__prev_delivered(c->st, c->ring.committed);
 	if (produced > synced)
 		shm_stage__cnt_add(c->st, CAP_CNT_PRODUCED, produced - synced);
+	/* Its last sample: its last sync, plus the time what it produced after
+	 * that took at its rate (it sampled on while stopped, till the kill). */
+	c->down_rate = r >= 0 ? shm_stage__cnt(c->st, CAP_CNT_GEN_RATE) : 0;
+	if (c->down_rate)
+		c->down_since_ns =
+			shm_stage__cnt(c->st, CAP_CNT_GEN_TICK_NS) +
+			(produced > synced ? produced - synced : 0) * NSEC_PER_SEC / c->down_rate;
 	if (produced + carry > delivered)
 		lost = produced + carry - delivered;
 	if (r >= 0 && unlink(c->pin_path) < 0)
@@ -337,6 +369,7 @@ static void dead_generation_fold(struct capture *c)
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ACCT_NEXT, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ACCT_DONE, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_SYNCED, 0);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_CARRY, lost);
 	if (!lost)
 		return;
@@ -453,6 +486,7 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 	r = cap_bpf__attach_probes(c->bpf);
 	if (r < 0)
 		return r;
+	down_mark(c);
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
 		if (c->cfg->probe_rate)
 			log_info("probe %u: %s (at most %" PRIu64 " samples/s)", i,

@@ -39,6 +39,12 @@ enum capture_counter {
 	CAP_CNT_GEN_ACCT_HEAD, /* ring 0 position that commit publishes */
 	CAP_CNT_GEN_CARRY,     /* LOST_DIED of the generation before, while not yet sent */
 	CAP_CNT_GEN_SYNCED,    /* BPF PRODUCED already added to CAP_CNT_PRODUCED */
+	CAP_CNT_GEN_TICK_NS,   /* kernel CLOCK_MONOTONIC of that sync (once a second) */
+	CAP_CNT_GEN_RATE,      /* samples produced in the second before it */
+	/* Samples estimated not taken while no capture ran (from a killed
+	 * generation's last sample to the next one's attach, at the rate it
+	 * had): a LOSS record of this reason marks the hole. */
+	CAP_CNT_DOWN_EST,
 	CAP_CNT_MAX_,
 };
 
