@@ -70,6 +70,10 @@ enum unwindd_counter {
 	UNW_CNT_STOP_DELETED, /* binary deleted before it could be opened */
 	UNW_CNT_MAP_EVENTS,   /* mapping history records taken in */
 	UNW_CNT_HIST_HITS,    /* pcs resolved from the mapping history */
+	/* (gauge) samples in LOSS aggregates not sent yet whose input is
+	 * released: a killed unwindd's successor sends them (LOST_AT_KILL) */
+	UNW_CNT_LOSS_PENDING,
+	UNW_CNT_LOST_AT_KILL, /* ... as this reason */
 	UNW_CNT_MAX_,
 };
 

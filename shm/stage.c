@@ -74,11 +74,29 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 		"not_sampled_while_down",
 	};
 	static const char *const unwindd[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-		"frames",      "stop_end",	"stop_no_map",	"stop_no_cfi",	"stop_read",
-		"stop_depth",  "stop_anon",	"stop_bad",	"maps_refresh", "maps_fail",
-		"modules",     "cfi_expr_rows", "fp_deeper",	"cache_evict",	"cache_bytes",
-		"env_skipped", "dump_errors",	"ustack_hints", "stop_deleted", "map_events",
+		"frames",
+		"stop_end",
+		"stop_no_map",
+		"stop_no_cfi",
+		"stop_read",
+		"stop_depth",
+		"stop_anon",
+		"stop_bad",
+		"maps_refresh",
+		"maps_fail",
+		"modules",
+		"cfi_expr_rows",
+		"fp_deeper",
+		"cache_evict",
+		"cache_bytes",
+		"env_skipped",
+		"dump_errors",
+		"ustack_hints",
+		"stop_deleted",
+		"map_events",
 		"hist_hits",
+		"loss_pending",
+		"lost_pending_at_kill",
 	};
 	static const char *const symd[SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"lookups",	"hits",	   "misses", "ksyms",	    "bin_open_fail",
@@ -118,6 +136,7 @@ bool shm_counter_is_gauge(enum shm_stage_id id, unsigned int idx)
 {
 	return (id == SHM_STAGE_CAPTURE && idx >= CAP_CNT_GEN_ACCT_DONE &&
 		idx <= CAP_CNT_GEN_RATE) ||
-	       (id == SHM_STAGE_UNWINDD && idx == UNW_CNT_CACHE_BYTES) ||
+	       (id == SHM_STAGE_UNWINDD &&
+		(idx == UNW_CNT_CACHE_BYTES || idx == UNW_CNT_LOSS_PENDING)) ||
 	       (id == SHM_STAGE_SYMD && idx == SYM_CNT_CACHE_BYTES);
 }

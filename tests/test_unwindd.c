@@ -1304,6 +1304,53 @@ START_TEST(test_stage_ring_full_loss)
 }
 END_TEST
 
+/* Drops still pending (ring 1 full) when unwindd is killed: their input is
+ * released, so the count waits in the arena and the successor sends it. */
+START_TEST(test_stage_pending_loss_survives_kill)
+{
+	static struct outrec recs[256];
+	uint64_t ufp[4] = {0x401234, 0x401300, 0x401400, 0x401500};
+	uint64_t k[8] = {0}, dropped, frames = 0, carried = 0;
+	unsigned int pushed = 64, i;
+	struct env e;
+	int n;
+
+	env_init(&e, 4096, fixture_proc());
+	for (i = 0; i < pushed; i++)
+		push_sample(&e, e.seq + i, FIX_PID, 0, ufp, 4, k, 8, NULL, 0);
+	run_all(&e);
+	dropped = shm_stage__cnt(e.st, SHM_CNT_DROP_RING_FULL);
+	ck_assert_uint_gt(dropped, 0);
+	ck_assert_uint_eq(shm_ring__pending_sc(&e.in), 0);
+	ck_assert_uint_eq(shm_stage__cnt(e.st, UNW_CNT_LOSS_PENDING), dropped);
+
+	/* SIGKILL: the object goes without a flush; symd drains ring 1; a
+	 * new unwindd starts on the same arena. */
+	unwindd__free(e.u);
+	n = pull_all(&e, recs, 256);
+	env_start(&e, fixture_proc());
+	unwindd__tick(e.u, clock_ns(CLOCK_MONOTONIC));
+	ck_assert_int_eq(unwindd__batch(e.u, 64), 0);
+	unwindd__tick(e.u, clock_ns(CLOCK_MONOTONIC));
+	n += pull_all(&e, recs + n, 256 - n);
+	for (i = 0; i < (unsigned int)n; i++) {
+		const struct cpa_loss *l = (const void *)recs[i].data;
+
+		if (recs[i].type == CPA_REC_FRAMES)
+			frames++;
+		else if (recs[i].type == CPA_REC_LOSS) {
+			ck_assert_uint_eq(l->stage, SHM_STAGE_UNWINDD);
+			ck_assert_uint_eq(l->reason, UNW_CNT_LOST_AT_KILL);
+			carried += l->count;
+		}
+	}
+	ck_assert_uint_eq(carried, dropped);
+	ck_assert_uint_eq(frames + carried, pushed);
+	ck_assert_uint_eq(shm_stage__cnt(e.st, UNW_CNT_LOSS_PENDING), 0);
+	env_free(&e);
+}
+END_TEST
+
 START_TEST(test_stage_reset_waits_for_room)
 {
 	struct outrec *recs = calloc(64, sizeof(*recs));
@@ -1562,6 +1609,7 @@ static Suite *unwindd_suite(void)
 	tcase_add_test(tc, test_stage_tick_clock_before_batch);
 	tcase_add_test(tc, test_stage_corrupt_skipped);
 	tcase_add_test(tc, test_stage_ring_full_loss);
+	tcase_add_test(tc, test_stage_pending_loss_survives_kill);
 	tcase_add_test(tc, test_stage_reset_waits_for_room);
 	tcase_add_test(tc, test_stage_cfi_walk_seam);
 	suite_add_tcase(s, tc);
