@@ -344,7 +344,11 @@ static void dead_generation_fold(struct capture *c)
 	pins_sweep();
 	snprintf(c->pin_path, sizeof(c->pin_path), CAP_BPFFS "/cpa_%d_%" PRIu64 "_stats",
 		 (int)getppid(), c->cfg->start_realtime_ns);
-	r = cap_bpf__read_pinned_stats(c->pin_path, now);
+	/* Only a pin this arena's capture made: another run's (a test's) is stale. */
+	r = shm_stage__cnt(c->st, CAP_CNT_GEN_PINNED) ? cap_bpf__read_pinned_stats(c->pin_path, now)
+						      : -ENOENT;
+	if (r == -ENOENT)
+		unlink(c->pin_path);
 	if (r < 0 && r != -ENOENT)
 		log_warn_errno(r, "read the previous generation's statistics %s: %m", c->pin_path);
 	produced = now[CPA_BPF_STAT_PRODUCED];
@@ -370,6 +374,7 @@ static void dead_generation_fold(struct capture *c)
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ACCT_DONE, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_SYNCED, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, 0);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_PINNED, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_CARRY, lost);
 	if (!lost)
 		return;
@@ -478,6 +483,8 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 			log_warn_errno(r, "pin %s: %m: losses at a kill will not be counted",
 				       c->pin_path);
 			c->pin_path[0] = '\0';
+		} else {
+			shm_stage__cnt_set(c->st, CAP_CNT_GEN_PINNED, 1);
 		}
 	}
 	r = cap_bpf__attach(c->bpf, c->cpus, c->nr_cpus, c->cfg->freq);
@@ -654,6 +661,7 @@ int capture__finish(struct capture *c, bool quick)
 	 * restart) the next generation reads it and finds everything delivered. */
 	if (c->pin_path[0] && !*c->term) {
 		unlink(c->pin_path);
+		shm_stage__cnt_set(c->st, CAP_CNT_GEN_PINNED, 0);
 		c->pin_path[0] = '\0';
 	}
 	backend_free(c);

@@ -41,6 +41,7 @@ enum capture_counter {
 	CAP_CNT_GEN_SYNCED,    /* BPF PRODUCED already added to CAP_CNT_PRODUCED */
 	CAP_CNT_GEN_TICK_NS,   /* kernel CLOCK_MONOTONIC of that sync (once a second) */
 	CAP_CNT_GEN_RATE,      /* samples produced in the second before it */
+	CAP_CNT_GEN_PINNED,    /* 1: this arena's capture pinned its stats map */
 	/* Samples estimated not taken while no capture ran (from a killed
 	 * generation's last sample to the next one's attach, at the rate it
 	 * had): a LOSS record of this reason marks the hole. */
