@@ -624,6 +624,13 @@ int main(int argc, char **argv)
 		    system(cmd) != 0)
 			fprintf(stderr, "torture: could not remove %s\n", store);
 	}
+	if (unaccounted || t.dup_excess || t.corrupt || t.read_fail || !t.produced || hang_fails)
+		fprintf(stderr,
+			"torture: FAILED (seed %u): unaccounted %" PRId64 ", duplicates %" PRIu64
+			", corrupt %" PRIu64 ", unreadable %" PRIu64 ", produced %" PRIu64
+			", hang checks failed %d; store and log kept: %s %s\n",
+			seed, unaccounted, t.dup_excess, t.corrupt, t.read_fail, t.produced,
+			hang_fails, store, logpath);
 	return unaccounted == 0 && !t.dup_excess && !t.corrupt && !t.read_fail && t.produced &&
 			       !hang_fails
 		       ? 0
