@@ -404,6 +404,9 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 	if (kind == CPA_BPF_KIND_PROBE &&
 	    (!policy_probe_pass(tgid, probe_id) || !probe_admit(probe_id)))
 		return 0;
+	/* What this generation produced, delivered or not: the map is pinned,
+	 * so a successor counts what died with a killed capture. */
+	stat_inc(CPA_BPF_STAT_PRODUCED);
 
 	s = bpf_ringbuf_reserve(&rb, rec_size, 0);
 	if (!s) {

@@ -90,6 +90,7 @@ enum cpa_bpf_stat {
 	CPA_BPF_STAT_OFFCPU_LOST,    /* off-CPU record not recorded: ring buffer full */
 	CPA_BPF_STAT_OFFCPU_NOSTASH, /* blocked thread not tracked: stash map full */
 	CPA_BPF_STAT_OFFCPU_TORN,    /* partial flush dropped: the thread blocked anew meanwhile */
+	CPA_BPF_STAT_PRODUCED, /* on-CPU/probe samples past the filters: submitted or RB_LOST */
 	CPA_BPF_STAT_MAX,
 };
 

@@ -540,10 +540,10 @@ void cap_bpf__detach(struct cap_bpf *b)
 	profile_bpf__detach(b->skel);
 }
 
-int cap_bpf__read_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_STAT_MAX])
+/* The per-CPU "stats" map behind fd, summed over the nr_possible CPUs. */
+static int stats_read_fd(int fd, int nr_possible, uint64_t ret[CPA_BPF_STAT_MAX])
 {
-	_cleanup_free_ uint64_t *vals = calloc((size_t)b->nr_possible, sizeof(uint64_t));
-	int fd = bpf_map__fd(b->skel->maps.stats);
+	_cleanup_free_ uint64_t *vals = calloc((size_t)nr_possible, sizeof(uint64_t));
 
 	if (!vals)
 		return -ENOMEM;
@@ -551,10 +551,34 @@ int cap_bpf__read_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_STAT_MAX])
 		if (bpf_map_lookup_elem(fd, &k, vals) < 0)
 			return -errno;
 		ret[k] = 0;
-		for (int c = 0; c < b->nr_possible; c++)
+		for (int c = 0; c < nr_possible; c++)
 			ret[k] += vals[c];
 	}
 	return 0;
+}
+
+int cap_bpf__read_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_STAT_MAX])
+{
+	return stats_read_fd(bpf_map__fd(b->skel->maps.stats), b->nr_possible, ret);
+}
+
+int cap_bpf__pin_stats(struct cap_bpf *b, const char *path)
+{
+	return bpf_map__pin(b->skel->maps.stats, path);
+}
+
+int cap_bpf__read_pinned_stats(const char *path, uint64_t ret[CPA_BPF_STAT_MAX])
+{
+	int nr_possible = libbpf_num_possible_cpus(), r;
+	_cleanup_close_ int fd = -EBADF;
+
+	if (nr_possible < 0)
+		return nr_possible;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	r = stats_read_fd(fd, nr_possible, ret);
+	return r;
 }
 
 uint32_t cap_bpf__prog_id(const struct cap_bpf *b)

@@ -80,6 +80,11 @@ int cap_bpf__policy_hits(struct cap_bpf *b, cap_bpf_hit_fn fn, void *ctx);
 int cap_bpf__boost(struct cap_bpf *b, uint32_t freq, uint32_t div);
 /* Sum of each CPA_BPF_STAT_* slot over all CPUs. */
 int cap_bpf__read_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_STAT_MAX]);
+/* Pin the stats map at path (bpffs), so that it outlives this process: the
+ * next capture reads what a killed one produced (docs/capture.md). */
+int cap_bpf__pin_stats(struct cap_bpf *b, const char *path);
+/* The totals of a stats map pinned at path (-ENOENT: none). */
+int cap_bpf__read_pinned_stats(const char *path, uint64_t ret[CPA_BPF_STAT_MAX]);
 /* Copy bytes of user stack per sample of pid from now on (the BPF side caps
  * it at stack_size); bytes 0 forgets pid (back to stack_start). */
 int cap_bpf__ustack_set(struct cap_bpf *b, uint32_t pid, uint32_t bytes);

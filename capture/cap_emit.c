@@ -37,6 +37,8 @@ static const unsigned int loss_reason[CAP_LOSS_MAX] = {
 	[CAP_LOSS_RING_FULL] = SHM_CNT_DROP_RING_FULL,
 	[CAP_LOSS_BPF_RB] = CAP_CNT_BPF_RB_LOST,
 	[CAP_LOSS_RATE] = SHM_CNT_DROP_RATE,
+	[CAP_LOSS_DIED] = CAP_CNT_LOST_DIED,
+	[CAP_LOSS_DOWN] = CAP_CNT_DOWN_EST,
 	[CAP_LOSS_OFF_RING_FULL] = SHM_CNT_DROP_RING_FULL,
 	[CAP_LOSS_OFF_BPF_RB] = CAP_CNT_BPF_RB_LOST,
 	[CAP_LOSS_OFF_RATE] = SHM_CNT_DROP_RATE,
@@ -132,11 +134,24 @@ void cap_emit__commit(struct cap_emit *e)
 {
 	if (!e->batch_recs)
 		return;
+	/* A kill between the two gauges is told apart by ring 0's published
+	 * position: the commit's seq_cst store orders the gauges before it. */
+	shm_stage__cnt_set(e->st, CAP_CNT_GEN_ACCT_NEXT, e->acct);
+	shm_stage__cnt_set(e->st, CAP_CNT_GEN_ACCT_HEAD, e->ring->head);
 	shm_ring__commit_sp(e->ring);
+	shm_stage__cnt_set(e->st, CAP_CNT_GEN_ACCT_DONE, e->acct);
 	shm_stage__cnt_add(e->st, SHM_CNT_OUT, e->batch_recs);
 	shm_stage__cnt_add(e->st, SHM_CNT_BYTES_OUT, e->batch_bytes);
 	e->batch_recs = 0;
 	e->batch_bytes = 0;
+}
+
+uint64_t cap_emit__prev_delivered(const struct shm_stage *st, uint64_t prod_pos)
+{
+	uint64_t head = shm_stage__cnt(st, CAP_CNT_GEN_ACCT_HEAD);
+
+	return shm_stage__cnt(st, head && prod_pos >= head ? CAP_CNT_GEN_ACCT_NEXT
+							   : CAP_CNT_GEN_ACCT_DONE);
 }
 
 void cap_emit__loss_add_weight(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
@@ -192,6 +207,8 @@ int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
 					    ? (i - CAP_LOSS_PROBE_RATE) % CPA_BPF_PROBE_MAX
 					    : 0,
 		};
+		if (rec->kind != CPA_KIND_OFFCPU && i != CAP_LOSS_DOWN)
+			e->acct += l->count;
 		l->count = 0;
 		l->weight = 0;
 		l->last_emit_ns = now_real_ns;
@@ -302,6 +319,8 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	s->n_kstack = (uint16_t)nk;
 	s->n_ufp = (uint16_t)nu;
 	s->stack_len = slen;
+	if (!off)
+		e->acct++;
 
 	p = (uint8_t *)(s + 1);
 	memcpy(p, bs->kstack, 8ull * nk);

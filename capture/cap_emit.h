@@ -60,6 +60,8 @@ enum cap_loss_slot {
 	CAP_LOSS_RING_FULL, /* ring 0 full: SHM_CNT_DROP_RING_FULL */
 	CAP_LOSS_BPF_RB,    /* BPF ring buffer full: CAP_CNT_BPF_RB_LOST */
 	CAP_LOSS_RATE,	    /* over the stage's rate_limit: SHM_CNT_DROP_RATE */
+	CAP_LOSS_DIED,	    /* produced by a killed generation, never delivered: CAP_CNT_LOST_DIED */
+	CAP_LOSS_DOWN,	    /* estimated not taken while no capture ran: CAP_CNT_DOWN_EST */
 	/* The same reasons for off-CPU samples (kind OFFCPU, weight = ns). */
 	CAP_LOSS_OFF_RING_FULL,
 	CAP_LOSS_OFF_BPF_RB,
@@ -92,6 +94,10 @@ struct cap_emit {
 	uint64_t commit_bytes; /* commit inside a batch past this many bytes */
 	struct shm_rate rate;  /* per second of sample time */
 	struct cap_loss_pending loss[CAP_LOSS_MAX];
+	/* On-CPU/probe samples and their losses reserved in ring 0 by this
+	 * generation: published with each commit (CAP_CNT_GEN_ACCT_*), so
+	 * the next generation knows what a killed one delivered. */
+	uint64_t acct;
 };
 
 int cap_emit__init(struct cap_emit *e, struct shm_ring_prod *ring, struct shm_stage *st,
@@ -142,7 +148,16 @@ int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
 int cap_poll_next_ms(int cur_ms, int n, uint64_t dt_ns);
 
 /* Publish everything reserved so far (end of each poll batch, and every
- * commit_bytes or CAP_COMMIT_BATCH records inside one). */
+ * commit_bytes or CAP_COMMIT_BATCH records inside one), and what it
+ * accounts for (CAP_CNT_GEN_ACCT_*). */
 void cap_emit__commit(struct cap_emit *e);
+
+/*
+ * What the previous generation, which left its gauges in st, delivered to
+ * ring 0: GEN_ACCT_NEXT if its last commit was published (ring 0's
+ * published position reached GEN_ACCT_HEAD), else GEN_ACCT_DONE.
+ * prod_pos: ring 0's published position as a new producer opened it.
+ */
+uint64_t cap_emit__prev_delivered(const struct shm_stage *st, uint64_t prod_pos);
 
 #endif /* CPA_CAPTURE_CAP_EMIT_H */

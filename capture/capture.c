@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: MIT
 #include "capture.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/magic.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cap_bpf.h"
 #include "cap_emit.h"
@@ -46,7 +52,10 @@ struct capture {
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
 	struct probe_spec probes[CPA_PROBE_MAX];
 	uint64_t probe_stats[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]; /* totals as last read */
-	uint64_t next_tick_ns; /* CLOCK_MONOTONIC of the next second's work */
+	char pin_path[96];	/* the stats map pinned for the next generation ("" = none) */
+	uint64_t down_since_ns; /* kernel MONOTONIC: a killed generation's estimated end */
+	uint64_t down_rate;	/* ... and its samples per second then (0: no estimate) */
+	uint64_t next_tick_ns;	/* CLOCK_MONOTONIC of the next second's work */
 	unsigned int cpus[CAP_MAX_CPUS];
 	unsigned int nr_cpus;
 };
@@ -249,7 +258,134 @@ static void stats_sync(struct capture *c)
 			   clock_ns(CLOCK_REALTIME));
 	shm_stage__cnt_add(c->st, CAP_CNT_OFFCPU_UNTRACKED,
 			   d[CPA_BPF_STAT_OFFCPU_NOSTASH] + d[CPA_BPF_STAT_OFFCPU_TORN]);
+	shm_stage__cnt_add(c->st, CAP_CNT_PRODUCED, d[CPA_BPF_STAT_PRODUCED]);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_SYNCED, now[CPA_BPF_STAT_PRODUCED]);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_TICK_NS, clock_kernel_ns(CLOCK_MONOTONIC));
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, d[CPA_BPF_STAT_PRODUCED]);
 	probe_stats_sync(c);
+}
+
+/*
+ * A killed capture takes its BPF ring buffer, the records it reserved but
+ * did not commit and its pending loss aggregates with it. Its BPF "stats"
+ * map is pinned in bpffs (CAP_BPFFS), so its successor reads how many
+ * samples it produced (CPA_BPF_STAT_PRODUCED), compares that with what it
+ * delivered to ring 0 (cap_emit__prev_delivered()) and sends the
+ * difference as one LOSS record "lost_with_capture" (docs/reliability.md,
+ * "Kills and hangs"). Without bpffs those losses are not counted (warned).
+ */
+#define CAP_BPFFS "/sys/fs/bpf"
+
+static int bpffs_ready(void)
+{
+	struct statfs sf;
+
+	if (statfs(CAP_BPFFS, &sf) == 0 && sf.f_type == BPF_FS_MAGIC)
+		return 0;
+	/* systemd mounts it at boot; without systemd nobody may have. */
+	if (mount("bpf", CAP_BPFFS, "bpf", 0, "mode=0700") < 0)
+		return -errno;
+	log_info("mounted bpffs on " CAP_BPFFS);
+	return 0;
+}
+
+/* Pins of monitors that are gone (everything killed at once) are removed. */
+static void pins_sweep(void)
+{
+	DIR *d = opendir(CAP_BPFFS);
+	struct dirent *de;
+	char path[sizeof(CAP_BPFFS) + 256];
+	unsigned long long t;
+	int pid;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (sscanf(de->d_name, "cpa_%d_%llu_stats", &pid, &t) == 2 && pid > 0 &&
+		    kill(pid, 0) < 0 && errno == ESRCH) {
+			snprintf(path, sizeof(path), CAP_BPFFS "/%s", de->d_name);
+			unlink(path);
+		}
+	closedir(d);
+}
+
+/* Sampling again: the hole since the killed generation's last sample, as
+ * samples not taken at the rate it had (an estimate, its own reason). */
+static void down_mark(struct capture *c)
+{
+	uint64_t now = clock_kernel_ns(CLOCK_MONOTONIC), est;
+
+	if (!c->down_rate || now <= c->down_since_ns)
+		return;
+	est = (now - c->down_since_ns) * c->down_rate / NSEC_PER_SEC;
+	c->down_rate = 0;
+	if (!est)
+		return;
+	log_info("no capture ran for %.1f s: about %" PRIu64 " sample(s) not taken, marked as "
+		 "not_sampled_while_down",
+		 (double)(now - c->down_since_ns) / 1e9, est);
+	shm_stage__cnt_add(c->st, CAP_CNT_DOWN_EST, est);
+	/* Dated at the start of the hole, where a reader looks for it. */
+	cap_emit__loss_add(&c->emit, CAP_LOSS_DOWN, est,
+			   clock_ns(CLOCK_REALTIME) - (now - c->down_since_ns));
+}
+
+static void dead_generation_fold(struct capture *c)
+{
+	uint64_t now[CPA_BPF_STAT_MAX] = {}, produced, synced, carry, delivered, lost = 0;
+	int r;
+
+	r = bpffs_ready();
+	if (r < 0) {
+		log_warn_errno(r, "no bpffs on " CAP_BPFFS " (%m): samples a killed capture "
+				  "had not delivered will not be counted as lost");
+		return;
+	}
+	pins_sweep();
+	snprintf(c->pin_path, sizeof(c->pin_path), CAP_BPFFS "/cpa_%d_%" PRIu64 "_stats",
+		 (int)getppid(), c->cfg->start_realtime_ns);
+	/* Only a pin this arena's capture made: another run's (a test's) is stale. */
+	r = shm_stage__cnt(c->st, CAP_CNT_GEN_PINNED) ? cap_bpf__read_pinned_stats(c->pin_path, now)
+						      : -ENOENT;
+	if (r == -ENOENT)
+		unlink(c->pin_path);
+	if (r < 0 && r != -ENOENT)
+		log_warn_errno(r, "read the previous generation's statistics %s: %m", c->pin_path);
+	produced = now[CPA_BPF_STAT_PRODUCED];
+	synced = shm_stage__cnt(c->st, CAP_CNT_GEN_SYNCED);
+	carry = shm_stage__cnt(c->st, CAP_CNT_GEN_CARRY);
+	delivered = cap_emit__prev_delivered(c->st, c->ring.committed);
+	if (produced > synced)
+		shm_stage__cnt_add(c->st, CAP_CNT_PRODUCED, produced - synced);
+	/* Its last sample: its last sync, plus the time what it produced after
+	 * that took at its rate (it sampled on while stopped, till the kill). */
+	c->down_rate = r >= 0 ? shm_stage__cnt(c->st, CAP_CNT_GEN_RATE) : 0;
+	if (c->down_rate)
+		c->down_since_ns =
+			shm_stage__cnt(c->st, CAP_CNT_GEN_TICK_NS) +
+			(produced > synced ? produced - synced : 0) * NSEC_PER_SEC / c->down_rate;
+	if (produced + carry > delivered)
+		lost = produced + carry - delivered;
+	if (r >= 0 && unlink(c->pin_path) < 0)
+		log_warn_errno(-errno, "unlink %s: %m", c->pin_path);
+	/* This generation's own gauges from here on. */
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ACCT_HEAD, 0);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ACCT_NEXT, 0);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ACCT_DONE, 0);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_SYNCED, 0);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, 0);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_PINNED, 0);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_CARRY, lost);
+	if (!lost)
+		return;
+	log_warn("the previous capture (generation %u) died with %" PRIu64
+		 " sample(s) it produced and never delivered: counted as lost "
+		 "(lost_with_capture)",
+		 c->st->generation - 1, lost);
+	shm_stage__cnt_add(c->st, CAP_CNT_LOST_DIED, lost);
+	cap_emit__loss_add(&c->emit, CAP_LOSS_DIED, lost, clock_ns(CLOCK_REALTIME));
+	cap_emit__flush_losses(&c->emit, clock_ns(CLOCK_REALTIME), true);
+	cap_emit__commit(&c->emit);
 }
 
 /*
@@ -341,12 +477,23 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 	r = cap_bpf__open(o, on_record, c, &c->bpf);
 	if (r < 0)
 		return r;
+	if (c->pin_path[0]) {
+		r = cap_bpf__pin_stats(c->bpf, c->pin_path);
+		if (r < 0) {
+			log_warn_errno(r, "pin %s: %m: losses at a kill will not be counted",
+				       c->pin_path);
+			c->pin_path[0] = '\0';
+		} else {
+			shm_stage__cnt_set(c->st, CAP_CNT_GEN_PINNED, 1);
+		}
+	}
 	r = cap_bpf__attach(c->bpf, c->cpus, c->nr_cpus, c->cfg->freq);
 	if (r < 0)
 		return r;
 	r = cap_bpf__attach_probes(c->bpf);
 	if (r < 0)
 		return r;
+	down_mark(c);
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
 		if (c->cfg->probe_rate)
 			log_info("probe %u: %s (at most %" PRIu64 " samples/s)", i,
@@ -416,6 +563,8 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	if (r < 0)
 		return log_error_errno(r, "set up output: %m");
 	c->emit.ustack_refused = refused;
+	if (c->cfg->backend == CPA_BACKEND_BPF)
+		dead_generation_fold(c);
 
 	r = cap_sys_online_cpus(c->cpus, CAP_MAX_CPUS);
 	if (r < 0)
@@ -515,6 +664,13 @@ int capture__finish(struct capture *c, bool quick)
 	if (r > 0)
 		log_warn("ring 0 full at exit: %d loss aggregate(s) not sent (counted)", r);
 	probes_log(c);
+	/* The run ends (STOP): nobody will fold the pinned map. On SIGTERM (a
+	 * restart) the next generation reads it and finds everything delivered. */
+	if (c->pin_path[0] && !*c->term) {
+		unlink(c->pin_path);
+		shm_stage__cnt_set(c->st, CAP_CNT_GEN_PINNED, 0);
+		c->pin_path[0] = '\0';
+	}
 	backend_free(c);
 	cap_mmapev__free(c->mmapev);
 	c->mmapev = NULL;

@@ -179,12 +179,17 @@ static int run_loop(const struct daemon_stage *d, struct shm_arena *a, struct sh
 	l.in = &in;
 	l.obj = obj;
 	l.term = &daemon_term;
+	/* The stage feeding our input (pipeline order): for the orphan drain. */
+	if (d->in_ring >= 0 && d->id > SHM_STAGE_CAPTURE)
+		l.up = shm_arena__stage(a, (enum shm_stage_id)(d->id - 1));
 	r = shm_stage__run(&l);
 	if (r < 0)
 		log_error_errno(r, "input ring: %m");
 	d->finish(obj, r, l.draining, daemon_term);
 	if (r >= 0)
-		log_info("%s", daemon_term ? "terminated" : "drained");
+		log_info("%s", l.orphaned    ? "monitor gone: drained what was left"
+			       : daemon_term ? "terminated"
+					     : "drained");
 	d->free(obj);
 	return r;
 }

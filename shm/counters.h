@@ -23,6 +23,29 @@ enum capture_counter {
 	CAP_CNT_USTACK_HINTS,		      /* unwindd's copy size hints applied */
 	CAP_CNT_MAP_EVENTS,		      /* mapping history records (CPA_REC_MAP) sent */
 	CAP_CNT_MAP_LOST,		      /* perf mmap/task events lost in the kernel */
+	/*
+	 * Accounting across a killed capture (docs/reliability.md, "Kills and
+	 * hangs"). PRODUCED: on-CPU/probe samples the BPF side produced, every
+	 * generation (a dead one's last second added by its successor); LOST_DIED:
+	 * the part a dead generation never delivered to ring 0 (its BPF ring
+	 * buffer, uncommitted records, pending loss aggregates), sent as a LOSS
+	 * record of that reason. The GEN_* slots are gauges of the running
+	 * generation, reset by the next one once it has read them.
+	 */
+	CAP_CNT_PRODUCED,
+	CAP_CNT_LOST_DIED,
+	CAP_CNT_GEN_ACCT_DONE, /* samples + sample losses committed to ring 0 */
+	CAP_CNT_GEN_ACCT_NEXT, /* ... once the commit to GEN_ACCT_HEAD is published */
+	CAP_CNT_GEN_ACCT_HEAD, /* ring 0 position that commit publishes */
+	CAP_CNT_GEN_CARRY,     /* LOST_DIED of the generation before, while not yet sent */
+	CAP_CNT_GEN_SYNCED,    /* BPF PRODUCED already added to CAP_CNT_PRODUCED */
+	CAP_CNT_GEN_TICK_NS,   /* kernel CLOCK_MONOTONIC of that sync (once a second) */
+	CAP_CNT_GEN_RATE,      /* samples produced in the second before it */
+	CAP_CNT_GEN_PINNED,    /* 1: this arena's capture pinned its stats map */
+	/* Samples estimated not taken while no capture ran (from a killed
+	 * generation's last sample to the next one's attach, at the rate it
+	 * had): a LOSS record of this reason marks the hole. */
+	CAP_CNT_DOWN_EST,
 	CAP_CNT_MAX_,
 };
 
@@ -49,6 +72,10 @@ enum unwindd_counter {
 	UNW_CNT_MAP_EVENTS,   /* mapping history records taken in */
 	UNW_CNT_HIST_HITS,    /* pcs resolved from the mapping history */
 	UNW_CNT_UCOPY_MISS,   /* a lowered copy size proved too small */
+	/* (gauge) samples in LOSS aggregates not sent yet whose input is
+	 * released: a killed unwindd's successor sends them (LOST_AT_KILL) */
+	UNW_CNT_LOSS_PENDING,
+	UNW_CNT_LOST_AT_KILL, /* ... as this reason */
 	UNW_CNT_MAX_,
 };
 

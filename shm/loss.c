@@ -65,3 +65,12 @@ int shm_loss__flush(struct shm_loss_table *t, shm_loss_emit_fn emit, void *ctx)
 	}
 	return r < 0 ? r : 0;
 }
+
+uint64_t shm_loss__count(const struct shm_loss_table *t)
+{
+	uint64_t n = 0;
+
+	for (unsigned int i = 0; i < t->n; i++)
+		n += t->ent[i].count;
+	return n;
+}

@@ -44,6 +44,9 @@ typedef int (*shm_loss_emit_fn)(void *ctx, const struct cpa_loss *l);
  * left, else emit's error (the rest stays pending). */
 int shm_loss__flush(struct shm_loss_table *t, shm_loss_emit_fn emit, void *ctx);
 
+/* Samples in the pending entries (their counts summed). */
+uint64_t shm_loss__count(const struct shm_loss_table *t);
+
 static inline unsigned int shm_loss__pending(const struct shm_loss_table *t)
 {
 	return t->n;

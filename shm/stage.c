@@ -49,17 +49,22 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 		[SHM_CNT_BATCHES] = "batches",
 	};
 	static const char *const capture[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-		"samples",	    "bpf_ringbuf_lost", "bpf_no_ustack", "bpf_filtered",
-		"task_events",	    "ustack_bytes",	"offcpu",	 "offcpu_ns",
-		"offcpu_untracked", "probe_skipped",	"ustack_hints",	 "map_events",
-		"map_lost",
+		"samples",	 "bpf_ringbuf_lost", "bpf_no_ustack",
+		"bpf_filtered",	 "task_events",	     "ustack_bytes",
+		"offcpu",	 "offcpu_ns",	     "offcpu_untracked",
+		"probe_skipped", "ustack_hints",     "map_events",
+		"map_lost",	 "produced",	     "lost_with_capture",
+		"gen_acct_done", "gen_acct_next",    "gen_acct_head",
+		"gen_carry",	 "gen_bpf_synced",   "gen_tick_ns",
+		"gen_rate",	 "gen_pinned",	     "not_sampled_while_down",
 	};
 	static const char *const unwindd[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-		"frames",      "stop_end",	"stop_no_map",	"stop_no_cfi",	"stop_read",
-		"stop_depth",  "stop_anon",	"stop_bad",	"maps_refresh", "maps_fail",
-		"modules",     "cfi_expr_rows", "fp_deeper",	"cache_evict",	"cache_bytes",
-		"env_skipped", "dump_errors",	"ustack_hints", "stop_deleted", "map_events",
-		"hist_hits",   "ustack_misses",
+		"frames",	"stop_end",	 "stop_no_map",	 "stop_no_cfi",
+		"stop_read",	"stop_depth",	 "stop_anon",	 "stop_bad",
+		"maps_refresh", "maps_fail",	 "modules",	 "cfi_expr_rows",
+		"fp_deeper",	"cache_evict",	 "cache_bytes",	 "env_skipped",
+		"dump_errors",	"ustack_hints",	 "stop_deleted", "map_events",
+		"hist_hits",	"ustack_misses", "loss_pending", "lost_pending_at_kill",
 	};
 	static const char *const symd[SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"lookups", "hits",   "misses",	    "ksyms",	   "bin_open_fail", "bin_rejected",
@@ -97,6 +102,9 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 
 bool shm_counter_is_gauge(enum shm_stage_id id, unsigned int idx)
 {
-	return (id == SHM_STAGE_UNWINDD && idx == UNW_CNT_CACHE_BYTES) ||
+	return (id == SHM_STAGE_CAPTURE && idx >= CAP_CNT_GEN_ACCT_DONE &&
+		idx <= CAP_CNT_GEN_PINNED) ||
+	       (id == SHM_STAGE_UNWINDD &&
+		(idx == UNW_CNT_CACHE_BYTES || idx == UNW_CNT_LOSS_PENDING)) ||
 	       (id == SHM_STAGE_SYMD && idx == SYM_CNT_CACHE_BYTES);
 }

@@ -88,6 +88,12 @@ static inline void shm_stage__cnt_add(struct shm_stage *st, unsigned int idx, ui
 	__atomic_store_n(&st->cnt[idx], v + n, __ATOMIC_RELAXED);
 }
 
+/* Gauges (shm_counter_is_gauge()): the same single writer, a level. */
+static inline void shm_stage__cnt_set(struct shm_stage *st, unsigned int idx, uint64_t v)
+{
+	__atomic_store_n(&st->cnt[idx], v, __ATOMIC_RELAXED);
+}
+
 static inline uint64_t shm_stage__cnt(const struct shm_stage *st, unsigned int idx)
 {
 	return __atomic_load_n(&st->cnt[idx], __ATOMIC_RELAXED);

@@ -3,6 +3,8 @@
 #include "stage_loop.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include "common/macro.h"
 #include "common/timeutil.h"
@@ -43,19 +45,52 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* The upstream stage will write no more: it left, or its process is gone. */
+static bool upstream_done(const struct shm_stage *up)
+{
+	enum shm_stage_state s = shm_stage__state(up);
+	int32_t pid = __atomic_load_n(&up->pid, __ATOMIC_RELAXED);
+
+	return s == SHM_STATE_EXITED || s == SHM_STATE_FAILED || s == SHM_STATE_NONE || pid <= 0 ||
+	       (kill(pid, 0) < 0 && errno == ESRCH);
+}
+
+/* SIGTERM came: an orphan drain when our parent (the monitor) is gone. */
+static bool orphan_begin(struct shm_stage_loop *l, pid_t parent, uint64_t mono,
+			 uint64_t *ret_deadline)
+{
+	if (!l->up || l->orphaned || getppid() == parent)
+		return false;
+	l->orphaned = true;
+	*ret_deadline = mono + SHM_ORPHAN_DRAIN_NS;
+	if (!l->draining) {
+		l->draining = true;
+		shm_stage__set_state(l->st, SHM_STATE_DRAINING);
+		if (l->on_drain)
+			l->on_drain(l->obj);
+	}
+	return true;
+}
+
 int shm_stage__run(struct shm_stage_loop *l)
 {
-	uint64_t last_hb = 0, wake_cap = l->wake_bytes;
+	uint64_t last_hb = 0, wake_cap = l->wake_bytes, orphan_deadline = 0;
 	int wait_ms = l->wait_ms;
 	bool waited = false;
+	pid_t parent = getppid();
 
 	if (l->wake_ring_div)
 		wake_cap = MIN(wake_cap, l->in->size / l->wake_ring_div);
 	shm_stage__heartbeat(l->st);
 	shm_stage__set_state(l->st, SHM_STATE_RUNNING);
-	while (!*l->term) {
+	for (;;) {
 		uint64_t mono = clock_ns(CLOCK_MONOTONIC), now, wake_bytes = wake_cap;
 		int n, r;
+
+		if (*l->term && !l->orphaned && !orphan_begin(l, parent, mono, &orphan_deadline))
+			break;
+		if (l->orphaned && mono >= orphan_deadline)
+			break;
 
 		if (mono - last_hb >= l->heartbeat_ns) {
 			shm_stage__heartbeat(l->st);
@@ -85,6 +120,13 @@ int shm_stage__run(struct shm_stage_loop *l)
 			waited = false;
 			continue;
 		}
+		if (l->orphaned) {
+			/* Leave once the upstream stage has left and its output is in. */
+			if (upstream_done(l->up) && shm_ring__pending_sc(l->in) == 0)
+				break;
+			sleep_ms(10);
+			continue;
+		}
 		if (l->draining) {
 			/* Producer gone and input empty: leave. */
 			if (!l->drain_until_empty || shm_ring__pending_sc(l->in) == 0)
@@ -92,7 +134,7 @@ int shm_stage__run(struct shm_stage_loop *l)
 			continue;
 		}
 		if (*l->term)
-			break;
+			continue; /* the loop's head decides */
 		if (l->wait_for)
 			l->wait_for(l->obj, now, &wake_bytes, &wait_ms);
 		else if (l->backoff == SHM_WAIT_BACKOFF_EMPTY && waited)

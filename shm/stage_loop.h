@@ -72,9 +72,23 @@ struct shm_stage_loop {
 	 * first empty batch (a batch can take nothing while output is held). */
 	bool drain_until_empty;
 
+	/*
+	 * Optional: the stage feeding our input. With it, a SIGTERM that
+	 * comes after our parent (the monitor) died (PR_SET_PDEATHSIG) is an
+	 * orphan drain, not a quick exit: the arena dies with the last stage,
+	 * so the input is consumed until the upstream stage has left (EXITED,
+	 * FAILED or gone) and the input is empty, for at most
+	 * SHM_ORPHAN_DRAIN_NS (docs/reliability.md, "Kills and hangs").
+	 */
+	const struct shm_stage *up;
+
 	/* Out: DRAIN was seen (the stage's finish may depend on it). */
 	bool draining;
+	/* Out: the orphan drain above ran. */
+	bool orphaned;
 };
+
+#define SHM_ORPHAN_DRAIN_NS (5 * NSEC_PER_SEC)
 
 /*
  * Mark the stage RUNNING and loop until SIGTERM (*term) or, under DRAIN,

@@ -547,6 +547,50 @@ START_TEST(test_loss_aggregation)
 }
 END_TEST
 
+/* What a generation delivered, as its successor reads it after a kill
+ * (docs/capture.md, loss item 5): samples and sample losses committed to
+ * ring 0, never what was only reserved, never the not-sampled estimate. */
+START_TEST(test_delivered_gauges)
+{
+	struct fix f;
+	struct shm_ring_prod next;
+	struct cpa_bpf_sample *s;
+	size_t size;
+
+	fix_init(&f, 1u << 16);
+	s = bpf_sample(2, 2, 64, &size);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(cap_emit__record(&f.e, s, size), 0);
+	cap_emit__loss_add(&f.e, CAP_LOSS_RING_FULL, 2, 100);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, 100, true), 0);
+	cap_emit__commit(&f.e);
+	/* Killed now, with 4 more reserved but not committed. */
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(cap_emit__record(&f.e, s, size), 0);
+	ck_assert_int_eq(shm_arena__open_prod(f.a, 0, &next), 0);
+	ck_assert_uint_eq(cap_emit__prev_delivered(f.st, next.committed), 5);
+	/* Killed between the gauges and the publication: not delivered. */
+	shm_stage__cnt_set(f.st, CAP_CNT_GEN_ACCT_NEXT, 9);
+	shm_stage__cnt_set(f.st, CAP_CNT_GEN_ACCT_HEAD, f.prod.head);
+	ck_assert_uint_eq(cap_emit__prev_delivered(f.st, next.committed), 5);
+	/* ... and after it (the last gauge not written yet): delivered. */
+	cap_emit__commit(&f.e);
+	shm_stage__cnt_set(f.st, CAP_CNT_GEN_ACCT_DONE, 5);
+	ck_assert_int_eq(shm_arena__open_prod(f.a, 0, &next), 0);
+	ck_assert_uint_eq(cap_emit__prev_delivered(f.st, next.committed), 9);
+	/* The estimate of samples not taken is no delivery; a killed
+	 * generation's LOSS record is. */
+	cap_emit__loss_add(&f.e, CAP_LOSS_DOWN, 100, 200);
+	cap_emit__loss_add(&f.e, CAP_LOSS_DIED, 7, 200);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, 200, true), 0);
+	cap_emit__commit(&f.e);
+	ck_assert_int_eq(shm_arena__open_prod(f.a, 0, &next), 0);
+	ck_assert_uint_eq(cap_emit__prev_delivered(f.st, next.committed), 16);
+	free(s);
+	fix_free(&f);
+}
+END_TEST
+
 START_TEST(test_seq_exhaustion)
 {
 	struct fix f;
@@ -698,6 +742,7 @@ static Suite *capture_suite(void)
 	tcase_add_test(tc, test_rate_limit);
 	tcase_add_test(tc, test_offcpu_conversion);
 	tcase_add_test(tc, test_loss_aggregation);
+	tcase_add_test(tc, test_delivered_gauges);
 	tcase_add_test(tc, test_seq_exhaustion);
 	tcase_add_test(tc, test_clock_offset);
 	tcase_add_test(tc, test_sys_parsers);

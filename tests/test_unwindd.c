@@ -10,6 +10,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1330,6 +1331,88 @@ START_TEST(test_stage_ring_full_loss)
 }
 END_TEST
 
+/* Drops still pending (ring 1 full) when unwindd is killed: their input is
+ * released, so the count waits in the arena and the successor sends it. */
+START_TEST(test_stage_pending_loss_survives_kill)
+{
+	static struct outrec recs[256];
+	uint64_t ufp[4] = {0x401234, 0x401300, 0x401400, 0x401500};
+	uint64_t k[8] = {0}, dropped, frames = 0, carried = 0;
+	unsigned int pushed = 64, i;
+	struct env e;
+	int n;
+
+	env_init(&e, 4096, fixture_proc());
+	for (i = 0; i < pushed; i++)
+		push_sample(&e, e.seq + i, FIX_PID, 0, ufp, 4, k, 8, NULL, 0);
+	run_all(&e);
+	dropped = shm_stage__cnt(e.st, SHM_CNT_DROP_RING_FULL);
+	ck_assert_uint_gt(dropped, 0);
+	ck_assert_uint_eq(shm_ring__pending_sc(&e.in), 0);
+	ck_assert_uint_eq(shm_stage__cnt(e.st, UNW_CNT_LOSS_PENDING), dropped);
+
+	/* SIGKILL: the object goes without a flush; symd drains ring 1; a
+	 * new unwindd starts on the same arena. */
+	unwindd__free(e.u);
+	n = pull_all(&e, recs, 256);
+	env_start(&e, fixture_proc());
+	unwindd__tick(e.u, clock_ns(CLOCK_MONOTONIC));
+	ck_assert_int_eq(unwindd__batch(e.u, 64), 0);
+	unwindd__tick(e.u, clock_ns(CLOCK_MONOTONIC));
+	n += pull_all(&e, recs + n, 256 - n);
+	for (i = 0; i < (unsigned int)n; i++) {
+		const struct cpa_loss *l = (const void *)recs[i].data;
+
+		if (recs[i].type == CPA_REC_FRAMES)
+			frames++;
+		else if (recs[i].type == CPA_REC_LOSS) {
+			ck_assert_uint_eq(l->stage, SHM_STAGE_UNWINDD);
+			ck_assert_uint_eq(l->reason, UNW_CNT_LOST_AT_KILL);
+			carried += l->count;
+		}
+	}
+	ck_assert_uint_eq(carried, dropped);
+	ck_assert_uint_eq(frames + carried, pushed);
+	ck_assert_uint_eq(shm_stage__cnt(e.st, UNW_CNT_LOSS_PENDING), 0);
+	env_free(&e);
+}
+END_TEST
+
+/* symd (the ring 1 consumer) catches up after a while. */
+static void *late_symd(void *arg)
+{
+	struct env *e = arg;
+	static struct outrec recs[256];
+
+	nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
+	return (void *)(intptr_t)pull_all(e, recs, 256);
+}
+
+/* Leaving with losses pending and ring 1 full (symd down while the monitor
+ * stops): unwindd waits for room instead of dropping them (issue 14, 4). */
+START_TEST(test_stage_finish_waits_for_room)
+{
+	uint64_t ufp[4] = {0x401234, 0x401300, 0x401400, 0x401500};
+	uint64_t k[8] = {0};
+	struct env e;
+	pthread_t t;
+
+	env_init(&e, 4096, fixture_proc());
+	for (unsigned int i = 0; i < 64; i++)
+		push_sample(&e, e.seq + i, FIX_PID, 0, ufp, 4, k, 8, NULL, 0);
+	run_all(&e);
+	ck_assert_uint_gt(shm_stage__cnt(e.st, SHM_CNT_DROP_RING_FULL), 0);
+	/* No wait: nothing fits, the count stays pending (and published). */
+	ck_assert_uint_gt(unwindd__finish(e.u, 0), 0);
+	ck_assert_uint_gt(shm_stage__cnt(e.st, UNW_CNT_LOSS_PENDING), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, late_symd, &e), 0);
+	ck_assert_uint_eq(unwindd__finish(e.u, 10 * NSEC_PER_SEC), 0);
+	pthread_join(t, NULL);
+	ck_assert_uint_eq(shm_stage__cnt(e.st, UNW_CNT_LOSS_PENDING), 0);
+	env_free(&e);
+}
+END_TEST
+
 START_TEST(test_stage_reset_waits_for_room)
 {
 	struct outrec *recs = calloc(64, sizeof(*recs));
@@ -1589,6 +1672,8 @@ static Suite *unwindd_suite(void)
 	tcase_add_test(tc, test_stage_tick_clock_before_batch);
 	tcase_add_test(tc, test_stage_corrupt_skipped);
 	tcase_add_test(tc, test_stage_ring_full_loss);
+	tcase_add_test(tc, test_stage_pending_loss_survives_kill);
+	tcase_add_test(tc, test_stage_finish_waits_for_room);
 	tcase_add_test(tc, test_stage_reset_waits_for_room);
 	tcase_add_test(tc, test_stage_cfi_walk_seam);
 	suite_add_tcase(s, tc);

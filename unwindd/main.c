@@ -30,8 +30,10 @@
 /* DICT_RESET must precede everything; while symd is slow or down and ring 1
  * has no room for it, retry this often. Input waits in ring 0 meanwhile
  * (capture degrades there). */
-#define FULL_RETRY_MS	 10
-#define DEFAULT_CACHE_MB 1024u /* CPA's --max_cache_size_mb default */
+#define FULL_RETRY_MS		 10
+#define FINISH_LOSS_WAIT_NS	 (10 * NSEC_PER_SEC)
+#define FINISH_LOSS_WAIT_TERM_NS (NSEC_PER_SEC)
+#define DEFAULT_CACHE_MB	 1024u /* CPA's --max_cache_size_mb default */
 
 static int stage_new(struct shm_arena *arena, struct shm_stage *st, struct shm_ring_cons *in,
 		     struct shm_ring_prod *out, void **ret)
@@ -110,10 +112,16 @@ static void stage_on_drain(void *u)
 
 static void stage_finish(void *u, int r, bool draining, bool terminated)
 {
+	unsigned int left;
+
 	(void)draining;
-	(void)terminated;
-	if (r >= 0)
-		unwindd__finish(u);
+	if (r < 0)
+		return;
+	/* Pending loss records wait for room in ring 1 (symd may be restarting):
+	 * under DRAIN up to half the monitor's drain timeout, on SIGTERM a second. */
+	left = unwindd__finish(u, terminated ? FINISH_LOSS_WAIT_TERM_NS : FINISH_LOSS_WAIT_NS);
+	if (left)
+		log_warn("ring 1 full at exit: %u loss aggregate(s) not sent", left);
 }
 
 static void stage_free(void *u)

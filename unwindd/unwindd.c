@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,28 @@ static int loss_emit(void *ctx, const struct cpa_loss *l)
 		return r;
 	memcpy(out, l, sizeof(*out));
 	return 0;
+}
+
+/* What is pending once our input is released: a SIGKILL takes the table
+ * with it, so the count waits in the arena for our successor. */
+static void loss_publish(struct unwindd *u)
+{
+	gauge_set(u, UNW_CNT_LOSS_PENDING, shm_loss__count(&u->loss));
+}
+
+/* The count a killed predecessor left pending (loss_publish()): ours now. */
+static void loss_carry(struct unwindd *u)
+{
+	uint64_t n = shm_stage__cnt(u->st, UNW_CNT_LOSS_PENDING);
+
+	if (!n)
+		return;
+	log_warn("the previous unwindd left %" PRIu64 " lost sample(s) not yet reported: "
+		 "sending them as lost_pending_at_kill",
+		 n);
+	cnt(u, UNW_CNT_LOST_AT_KILL, n);
+	loss_add(u, SHM_STAGE_UNWINDD, UNW_CNT_LOST_AT_KILL, CPA_KIND_ONCPU, n, n,
+		 u->mark ? u->mark : 1, clock_ns(CLOCK_REALTIME));
 }
 
 /* true when nothing is pending any more */
@@ -1004,6 +1027,7 @@ int unwindd__batch(struct unwindd *u, unsigned int max)
 	shm_ring__commit_sp(u->out);
 	/* Only after our output is visible: a restart resumes after this. */
 	shm_ring__release_mark_sc(u->in, u->mark);
+	loss_publish(u);
 	cnt(u, SHM_CNT_BATCHES, 1);
 	return n;
 }
@@ -1029,6 +1053,7 @@ void unwindd__tick(struct unwindd *u, uint64_t now_ns)
 	if (u->reset_sent && shm_loss__pending(&u->loss)) {
 		(void)loss_flush(u);
 		shm_ring__commit_sp(u->out);
+		loss_publish(u);
 	}
 	if (now_ns - u->last_sweep_ns >= NSEC_PER_SEC / 4) {
 		ucache__sweep(u->cache, now_ns);
@@ -1128,6 +1153,7 @@ int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct 
 	}
 	u->skip_upto = shm_ring__mark_sc(in);
 	u->mark = u->skip_upto;
+	loss_carry(u);
 	u->now_ns = clock_ns(CLOCK_MONOTONIC);
 	u->last_sweep_ns = u->now_ns;
 	*ret = u;
@@ -1158,9 +1184,25 @@ void unwindd__free(struct unwindd *u)
 	free(u);
 }
 
-void unwindd__finish(struct unwindd *u)
+unsigned int unwindd__finish(struct unwindd *u, uint64_t wait_ns)
 {
+	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + wait_ns;
+
 	unwindd__tick(u, clock_ns(CLOCK_MONOTONIC));
+	while (shm_loss__pending(&u->loss)) {
+		/* A DICT_RESET first, if the link still owes one (symd restarted). */
+		if (!u->reset_sent)
+			(void)unwindd__batch(u, 0);
+		if (u->reset_sent)
+			(void)loss_flush(u);
+		shm_ring__commit_sp(u->out);
+		loss_publish(u);
+		if (!shm_loss__pending(&u->loss) || clock_ns(CLOCK_MONOTONIC) >= deadline)
+			break;
+		shm_stage__heartbeat(u->st);
+		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+	}
+	return shm_loss__pending(&u->loss);
 }
 
 uint64_t unwindd__resume_seq(const struct unwindd *u)

@@ -97,7 +97,13 @@ void unwindd__tick(struct unwindd *u, uint64_t now_ns);
 
 /* Before leaving: whatever we consumed is already committed; flush our
  * pending losses (a tick now). */
-void unwindd__finish(struct unwindd *u);
+/*
+ * Leaving: the last tick, and the pending LOSS records sent. When ring 1 has
+ * no room for them (symd down: the monitor restarts it meanwhile) it waits up
+ * to wait_ns for room, heartbeating, rather than drop them; returns how many
+ * aggregates are still pending (then lost: the caller warns).
+ */
+unsigned int unwindd__finish(struct unwindd *u, uint64_t wait_ns);
 
 /* Read-only views for main.c and the tests. */
 uint64_t unwindd__resume_seq(const struct unwindd *u); /* input mark at start */

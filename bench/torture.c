@@ -1,0 +1,638 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_torture: crash-consistency torture of the whole pipeline (issue 14,
+ * docs/reliability.md "Kills and hangs").
+ *
+ * Runs the real `cpa monitor --pid LOAD` (real BPF) over a load of one busy
+ * thread pinned to each CPU, and SIGKILLs a random stage (capture, unwindd,
+ * symd, storer, or the monitor itself, after which a new monitor starts on
+ * the same store) at random moments. After every kill the store must open
+ * and read with no corrupt block. At the end it checks the accounting:
+ *
+ *   produced (capture's CAP_CNT_PRODUCED: what the BPF side produced, each
+ *   generation, a killed one's last second added by its successor)
+ *     = stored (on-CPU rows) + lost (loss rows, by reason)
+ *       + in the rings when a monitor kill took the arena (counted here)
+ *
+ * and that no (thread, second) holds more samples than its CPU's timer can
+ * make (freq + 2: the timer is per CPU and each thread is pinned, so a
+ * duplicate shows as an excess; +1 for the boundary, +1 for the clock offset
+ * being recomputed every second). Prints a table; exit 0 when unaccounted,
+ * duplicates and corrupt blocks are all 0, 1 otherwise, 77 without root/BPF.
+ *
+ *   bench_torture [--kills N] [--freq HZ] [--seed S] [--keep DIR]
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/timeutil.h"
+#include "shm/arena.h"
+#include "shm/counters.h"
+#include "shm/records.h"
+#include "shm/ring.h"
+#include "shm/stage.h"
+#include "storer/store.h"
+
+#define NSTAGES	    SHM_STAGE_MAX
+#define VICTIM_MON  NSTAGES /* the monitor */
+#define MAX_REASONS 32
+
+struct reason {
+	char name[96];
+	uint64_t count;
+};
+
+struct tally {
+	uint64_t kills[NSTAGES + 1];
+	uint64_t produced, lost_died_cnt, in_rings, monitors;
+	uint64_t stored, lost, down_est, dup_excess, corrupt, torn, read_fail, reads;
+	struct reason reasons[MAX_REASONS];
+	unsigned int n_reasons;
+};
+
+static char bindir[PATH_MAX], store[PATH_MAX], logpath[PATH_MAX + 16];
+static unsigned int freq = 199;
+
+static void msleep(unsigned int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* ------------------------------------------------------------------ load */
+
+static void *spin(void *arg)
+{
+	cpu_set_t set;
+	volatile uint64_t x = 0;
+
+	CPU_ZERO(&set);
+	CPU_SET((int)(intptr_t)arg, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	for (;;)
+		x++;
+	return NULL;
+}
+
+static pid_t load_start(unsigned int ncpu)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (nice(5) < 0) {
+		/* not fatal */
+	}
+	for (unsigned int i = 1; i < ncpu; i++) {
+		pthread_t t;
+
+		pthread_create(&t, NULL, spin, (void *)(intptr_t)i);
+	}
+	spin((void *)0);
+	_exit(0);
+}
+
+/* --------------------------------------------------------------- monitor */
+
+static pid_t monitor_start(pid_t load)
+{
+	char cpa[PATH_MAX + 8], pidarg[16], farg[16];
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bindir);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)load);
+	snprintf(farg, sizeof(farg), "%u", freq);
+	int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+	if (fd >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(fd);
+	}
+	execl(cpa, cpa, "monitor", "--pid", pidarg, "-F", farg, "--store_dir", store,
+	      "--log_print_cycles", "0", (char *)NULL);
+	_exit(127);
+}
+
+/* All four stages RUNNING within timeout_ms: the arena attached in *ret. */
+static int monitor_wait_running(pid_t mon, unsigned int timeout_ms, struct shm_arena **ret)
+{
+	struct shm_arena *a = NULL;
+
+	for (unsigned int t = 0; t < timeout_ms; t += 50, msleep(50)) {
+		int n = 0;
+
+		if (waitpid(mon, NULL, WNOHANG) == mon)
+			return -ECHILD;
+		if (!a && shm_arena__attach_pid(mon, &a) < 0)
+			continue;
+		for (int s = 0; s < NSTAGES; s++)
+			n += shm_stage__state(shm_arena__stage(a, s)) == SHM_STATE_RUNNING;
+		if (n == NSTAGES) {
+			*ret = a;
+			return 0;
+		}
+	}
+	shm_arena__free(a);
+	return -ETIMEDOUT;
+}
+
+static bool pid_alive(pid_t p)
+{
+	return p > 0 && (kill(p, 0) == 0 || errno != ESRCH);
+}
+
+/* Samples (and sample losses) left in the rings of a dead arena: records past
+ * each consumer's position whose seq is above its mark (not passed on). */
+static uint64_t rings_residue(struct shm_arena *a)
+{
+	static const unsigned int rings[] = {SHM_RING_CAPTURE, SHM_RING_UNWIND, SHM_RING_SYMD};
+	uint64_t n = 0;
+
+	for (unsigned int i = 0; i < 3; i++) {
+		struct shm_ring_cons c;
+		struct shm_msg m;
+		uint64_t mark;
+
+		if (shm_arena__open_cons(a, rings[i], &c) < 0)
+			continue;
+		mark = shm_ring__mark_sc(&c);
+		while (shm_ring__peek_sc(&c, &m) == 0) {
+			uint64_t seq;
+
+			if (m.len < 8)
+				continue;
+			memcpy(&seq, m.data, 8);
+			if (seq <= mark)
+				continue;
+			if (m.type == CPA_REC_LOSS && m.len >= sizeof(struct cpa_loss)) {
+				const struct cpa_loss *l = m.data;
+
+				n += l->kind != CPA_KIND_OFFCPU ? l->count : 0;
+			} else if ((m.type == CPA_REC_SAMPLE &&
+				    m.len >= sizeof(struct cpa_sample) &&
+				    ((const struct cpa_sample *)m.data)->kind != CPA_KIND_OFFCPU) ||
+				   (m.type == CPA_REC_FRAMES &&
+				    m.len >= sizeof(struct cpa_frames) &&
+				    ((const struct cpa_frames *)m.data)->kind != CPA_KIND_OFFCPU) ||
+				   (m.type == CPA_REC_SAMPLE_OUT &&
+				    m.len >= sizeof(struct cpa_sample_out) &&
+				    ((const struct cpa_sample_out *)m.data)->kind !=
+					    CPA_KIND_OFFCPU)) {
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
+/* A monitor is gone (killed or stopped): wait for its stages, take its counts. */
+static void monitor_gone(struct shm_arena *a, bool killed, struct tally *t)
+{
+	struct shm_stage *cap = shm_arena__stage(a, SHM_STAGE_CAPTURE);
+
+	for (unsigned int i = 0; i < 400; i++) {
+		bool any = false;
+
+		for (int s = 0; s < NSTAGES; s++)
+			any |= pid_alive(shm_arena__stage(a, s)->pid);
+		if (!any)
+			break;
+		msleep(50);
+	}
+	t->produced += shm_stage__cnt(cap, CAP_CNT_PRODUCED);
+	t->lost_died_cnt += shm_stage__cnt(cap, CAP_CNT_LOST_DIED);
+	if (killed)
+		t->in_rings += rings_residue(a);
+	t->monitors++;
+	shm_arena__free(a);
+}
+
+/* ----------------------------------------------------------------- store */
+
+struct tid_sec {
+	uint64_t key; /* tid << 32 | (sec & 0xffffffff), 0 = empty */
+	uint64_t count;
+};
+
+struct scan {
+	struct tally *t;
+	bool final;
+	uint64_t stored, lost, down_est;
+	struct tid_sec *tab;
+	size_t cap, n;
+};
+
+static void tab_add(struct scan *s, uint64_t key, uint64_t count)
+{
+	size_t i;
+
+	if (s->n * 2 >= s->cap) {
+		struct tid_sec *old = s->tab;
+		size_t oc = s->cap;
+
+		s->cap = oc ? oc * 2 : 4096;
+		s->tab = calloc(s->cap, sizeof(*s->tab));
+		if (!s->tab)
+			abort();
+		s->n = 0;
+		for (size_t j = 0; j < oc; j++)
+			if (old[j].key)
+				tab_add(s, old[j].key, old[j].count);
+		free(old);
+	}
+	for (i = (key * 0x9e3779b97f4a7c15ull) >> 20 & (s->cap - 1); s->tab[i].key;
+	     i = (i + 1) & (s->cap - 1))
+		if (s->tab[i].key == key) {
+			s->tab[i].count += count;
+			return;
+		}
+	s->tab[i] = (struct tid_sec){key, count};
+	s->n++;
+}
+
+static int on_row(void *ctx, const struct store_sample *r)
+{
+	struct scan *s = ctx;
+	struct tally *t = s->t;
+
+	if (r->kind == CPA_KIND_OFFCPU)
+		return 0;
+	if (!r->lost) {
+		s->stored += r->count;
+		if (s->final)
+			tab_add(s, (uint64_t)r->tid << 32 | ((uint64_t)r->sec & 0xffffffffu),
+				r->count);
+		return 0;
+	}
+	const char *name = r->n_frames ? r->frames[0]->name : "[lost: ?]";
+	unsigned int i;
+
+	/* An estimate of samples never taken (no capture ran): not produced. */
+	if (strstr(name, "while_down"))
+		s->down_est += r->count;
+	else
+		s->lost += r->count;
+	if (!s->final)
+		return 0;
+
+	for (i = 0; i < t->n_reasons; i++)
+		if (!strcmp(t->reasons[i].name, name))
+			break;
+	if (i == t->n_reasons && i < MAX_REASONS)
+		snprintf(t->reasons[t->n_reasons++].name, sizeof(t->reasons[0].name), "%s", name);
+	if (i < MAX_REASONS)
+		t->reasons[i].count += r->count;
+	return 0;
+}
+
+static void on_notice(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "torture: store notice: %s\n", msg);
+}
+
+/* Read every store dir under the root; with final, the tallies too. */
+static int store_scan(struct tally *t, bool final)
+{
+	struct scan s = {.t = t, .final = final};
+	char **names = NULL;
+	uint32_t n = 0;
+	int r = store_root__list(store, &names, &n);
+
+	if (r < 0)
+		return r;
+	for (uint32_t i = 0; i < n; i++) {
+		char p[PATH_MAX + 256], err[256];
+		struct store_reader *sr;
+		struct store_read_stats st;
+		struct store_filter f;
+		uint64_t first, last, recs;
+
+		snprintf(p, sizeof(p), "%s/%s", store, names[i]);
+		r = store_reader__open_err(p, on_notice, NULL, &sr, err, sizeof(err));
+		if (r == -ENOENT)
+			continue; /* created, nothing written yet */
+		if (r < 0) {
+			fprintf(stderr, "torture: cannot read %s: %s\n", p, err);
+			t->read_fail++;
+			continue;
+		}
+		store_filter__init(&f);
+		r = store_reader__range(sr, &first, &last, &recs);
+		if (r == 0)
+			r = store_reader__query(sr, first, last + 2 * NSEC_PER_SEC, &f, on_row, &s);
+		else if (r == -ENOENT || r == -ENODATA)
+			r = 0;
+		if (r < 0) {
+			fprintf(stderr, "torture: query %s: %s\n", p, store_reader__error(sr));
+			t->read_fail++;
+		}
+		store_reader__stats(sr, &st);
+		if (st.blocks_corrupt) {
+			fprintf(stderr, "torture: %s: %" PRIu64 " corrupt block(s)\n", p,
+				st.blocks_corrupt);
+			t->corrupt += st.blocks_corrupt;
+		}
+		if (final)
+			t->torn += st.blocks_torn;
+		store_reader__free(sr);
+	}
+	store_root__list_free(names, n);
+	t->reads++;
+	if (final) {
+		t->stored = s.stored;
+		t->lost = s.lost;
+		t->down_est = s.down_est;
+		for (size_t i = 0; i < s.cap; i++)
+			if (s.tab[i].count > freq + 2)
+				t->dup_excess += s.tab[i].count - (freq + 2);
+	}
+	free(s.tab);
+	return 0;
+}
+
+/* ----------------------------------------------------------------- hangs */
+
+/*
+ * SIGSTOP each stage in turn (a hang: a stopped or spinning stage both stop
+ * heartbeating) and check that the monitor finds it by its heartbeat,
+ * SIGKILLs and restarts it, and that capture kept producing meanwhile.
+ * Returns the number of failed checks.
+ */
+static int hangs_run(struct shm_arena *a, unsigned int hang_ms)
+{
+	static const char *const names[] = {"capture", "unwindd", "symd", "storer"};
+	struct shm_stage *cap = shm_arena__stage(a, SHM_STAGE_CAPTURE);
+	int fails = 0;
+
+	printf("\n| stopped stage | restarted after (s) | produced meanwhile | dropped/lost upstream "
+	       "meanwhile | lost_with_capture meanwhile |\n|---|---|---|---|---|\n");
+	for (int s = 0; s < NSTAGES; s++) {
+		struct shm_stage *st = shm_arena__stage(a, s);
+		uint32_t gen = st->generation;
+		pid_t pid = st->pid;
+		uint64_t p0 = shm_stage__cnt(cap, CAP_CNT_PRODUCED);
+		uint64_t d0 = shm_stage__cnt(cap, SHM_CNT_DROP_RING_FULL) +
+			      shm_stage__cnt(cap, CAP_CNT_BPF_RB_LOST);
+		uint64_t l0 = shm_stage__cnt(cap, CAP_CNT_LOST_DIED);
+		uint64_t t0 = clock_ns(CLOCK_MONOTONIC), dt = 0;
+		bool back = false;
+
+		kill(pid, SIGSTOP);
+		while (clock_ns(CLOCK_MONOTONIC) - t0 <
+		       4ull * hang_ms * NSEC_PER_MSEC + 30 * NSEC_PER_SEC) {
+			msleep(100);
+			if (st->generation != gen && shm_stage__state(st) == SHM_STATE_RUNNING) {
+				back = true;
+				dt = clock_ns(CLOCK_MONOTONIC) - t0;
+				break;
+			}
+		}
+		/* For the capture row the successor has folded what the stopped
+		 * one produced: PRODUCED and LOST_DIED; for the others, the
+		 * stopped stage's upstream (capture) went on sampling. */
+		msleep(1500);
+		uint64_t p1 = shm_stage__cnt(cap, CAP_CNT_PRODUCED);
+		uint64_t d1 = shm_stage__cnt(cap, SHM_CNT_DROP_RING_FULL) +
+			      shm_stage__cnt(cap, CAP_CNT_BPF_RB_LOST);
+		uint64_t l1 = shm_stage__cnt(cap, CAP_CNT_LOST_DIED);
+
+		printf("| %s | %s%.1f | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " |\n", names[s],
+		       back ? "" : "NOT ", (double)dt / 1e9, p1 - p0, d1 - d0, l1 - l0);
+		if (!back) {
+			fprintf(stderr, "torture: %s was not restarted after SIGSTOP\n", names[s]);
+			kill(pid, SIGCONT);
+			fails++;
+		}
+		if (p1 == p0) {
+			fprintf(stderr, "torture: nothing was produced while %s hung\n", names[s]);
+			fails++;
+		}
+		if (s == SHM_STAGE_CAPTURE && l1 == l0) {
+			fprintf(stderr, "torture: what the stopped capture produced was not "
+					"counted as lost\n");
+			fails++;
+		}
+	}
+	return fails;
+}
+
+/* ------------------------------------------------------------------ main */
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: bench_torture [--kills N] [--freq HZ] [--seed S] [--keep DIR] "
+			"[--hangs MS]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int kills = 50, seed = (unsigned int)time(NULL), ncpu, hang_ms = 0;
+	int hang_fails = 0;
+	const char *keep = NULL;
+	struct shm_arena *a = NULL;
+	struct tally t = {};
+	pid_t load, mon;
+	uint64_t t0, accounted;
+	int64_t unaccounted;
+	char self[PATH_MAX];
+	ssize_t len;
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if (i + 1 >= argc)
+			usage();
+		if (!strcmp(argv[i], "--kills"))
+			kills = (unsigned int)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--freq"))
+			freq = (unsigned int)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--seed"))
+			seed = (unsigned int)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--keep"))
+			keep = argv[++i];
+		else if (!strcmp(argv[i], "--hangs"))
+			hang_ms = (unsigned int)strtoul(argv[++i], NULL, 10);
+		else
+			usage();
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "torture: needs root (BPF): skipped\n");
+		return 77;
+	}
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len <= 0)
+		return 1;
+	self[len] = '\0';
+	snprintf(bindir, sizeof(bindir), "%s", self);
+	*strrchr(bindir, '/') = '\0';
+	if (keep) {
+		snprintf(store, sizeof(store), "%s", keep);
+	} else {
+		snprintf(store, sizeof(store), "/tmp/cpa-torture-XXXXXX");
+		if (!mkdtemp(store))
+			return 1;
+	}
+	snprintf(logpath, sizeof(logpath), "%s.log", store);
+	srand(seed);
+	ncpu = (unsigned int)sysconf(_SC_NPROCESSORS_ONLN);
+	signal(SIGPIPE, SIG_IGN);
+	printf("torture: %u kills, %u Hz, seed %u, store %s, log %s\n", kills, freq, seed, store,
+	       logpath);
+	fflush(stdout);
+
+	if (hang_ms) {
+		char v[16];
+
+		/* The monitor's hang timeout (docs/supervisor.md, "Knobs for tests"). */
+		snprintf(v, sizeof(v), "%u", hang_ms);
+		setenv("CPA_HANG_TIMEOUT_MS", v, 1);
+	}
+	load = load_start(ncpu);
+	mon = monitor_start(load);
+	r = monitor_wait_running(mon, 30000, &a);
+	if (r < 0) {
+		fprintf(stderr, "torture: the pipeline did not start (%s): skipped, see %s\n",
+			strerror(-r), logpath);
+		kill(mon, SIGKILL);
+		kill(load, SIGKILL);
+		waitpid(mon, NULL, 0);
+		waitpid(load, NULL, 0);
+		return 77;
+	}
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	if (hang_ms) {
+		msleep(2000);
+		hang_fails = hangs_run(a, hang_ms);
+	}
+	for (unsigned int k = 0; k < kills; k++) {
+		unsigned int v = (unsigned int)rand() % (NSTAGES + 1);
+		struct shm_stage *st;
+		pid_t pid;
+
+		msleep(300 + (unsigned int)rand() % 1700);
+		if (v == VICTIM_MON) {
+			/* Only while every stage runs (see docs: a monitor killed while
+			 * capture restarts leaves its successor's fold undone). */
+			bool all = true;
+
+			for (int s = 0; s < NSTAGES; s++)
+				all &= shm_stage__state(shm_arena__stage(a, s)) ==
+				       SHM_STATE_RUNNING;
+			if (!all) {
+				k--;
+				continue;
+			}
+			kill(mon, SIGKILL);
+			waitpid(mon, NULL, 0);
+			monitor_gone(a, true, &t);
+			a = NULL;
+			mon = monitor_start(load);
+			r = monitor_wait_running(mon, 60000, &a);
+			if (r < 0) {
+				fprintf(stderr, "torture: new monitor did not start: %s\n",
+					strerror(-r));
+				return 1;
+			}
+		} else {
+			st = shm_arena__stage(a, v);
+			pid = st->pid;
+			if (shm_stage__state(st) != SHM_STATE_RUNNING || !pid_alive(pid)) {
+				k--;
+				continue;
+			}
+			kill(pid, SIGKILL);
+		}
+		t.kills[v]++;
+		if (store_scan(&t, false) < 0)
+			t.read_fail++;
+		if ((k + 1) % 10 == 0) {
+			printf("torture: %u kills, %.0f s\n", k + 1,
+			       (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+			fflush(stdout);
+		}
+	}
+	/* Let every stage come back, then stop as an operator would. */
+	for (unsigned int i = 0; i < 200; i++) {
+		int n = 0;
+
+		for (int s = 0; s < NSTAGES; s++)
+			n += shm_stage__state(shm_arena__stage(a, s)) == SHM_STATE_RUNNING;
+		if (n == NSTAGES)
+			break;
+		msleep(100);
+	}
+	msleep(1000);
+	kill(mon, SIGINT);
+	waitpid(mon, &r, 0);
+	monitor_gone(a, false, &t);
+	kill(load, SIGKILL);
+	waitpid(load, NULL, 0);
+	store_scan(&t, true);
+
+	accounted = t.stored + t.lost + t.in_rings;
+	unaccounted = (int64_t)t.produced - (int64_t)accounted;
+	printf("\n| kills | capture | unwindd | symd | storer | monitor | total | seconds |\n");
+	printf("|---|---|---|---|---|---|---|---|\n");
+	printf("| | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64
+	       " | %u | %.0f |\n",
+	       t.kills[0], t.kills[1], t.kills[2], t.kills[3], t.kills[4], kills,
+	       (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+	printf("\n| figure | samples |\n|---|---|\n");
+	printf("| produced (BPF, all generations) | %" PRIu64 " |\n", t.produced);
+	printf("| stored | %" PRIu64 " |\n", t.stored);
+	printf("| lost, in the store (by reason below) | %" PRIu64 " |\n", t.lost);
+	for (unsigned int i = 0; i < t.n_reasons; i++)
+		printf("| &nbsp; `%s` | %" PRIu64 " |\n", t.reasons[i].name, t.reasons[i].count);
+	printf("| in the rings when a monitor kill took the arena | %" PRIu64 " |\n", t.in_rings);
+	printf("| not sampled while no capture ran (estimate, not in the balance) | %" PRIu64
+	       " |\n",
+	       t.down_est);
+	printf("| **unaccounted** (produced - stored - lost - in rings) | %" PRId64 " |\n",
+	       unaccounted);
+	printf("| duplicates (over freq+2 per thread-second) | %" PRIu64 " |\n", t.dup_excess);
+	printf("| corrupt blocks / unreadable stores (over %" PRIu64 " reads) | %" PRIu64
+	       " / %" PRIu64 " |\n",
+	       t.reads, t.corrupt, t.read_fail);
+	printf("| torn tails skipped (final read) | %" PRIu64 " |\n", t.torn);
+	printf("| monitors run | %" PRIu64 " |\n", t.monitors);
+	if (!keep) {
+		char cmd[PATH_MAX * 2 + 32];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", store, logpath);
+		if (unaccounted == 0 && !t.dup_excess && !t.corrupt && !t.read_fail &&
+		    system(cmd) != 0)
+			fprintf(stderr, "torture: could not remove %s\n", store);
+	}
+	if (unaccounted || t.dup_excess || t.corrupt || t.read_fail || !t.produced || hang_fails)
+		fprintf(stderr,
+			"torture: FAILED (seed %u): unaccounted %" PRId64 ", duplicates %" PRIu64
+			", corrupt %" PRIu64 ", unreadable %" PRIu64 ", produced %" PRIu64
+			", hang checks failed %d; store and log kept: %s %s\n",
+			seed, unaccounted, t.dup_excess, t.corrupt, t.read_fail, t.produced,
+			hang_fails, store, logpath);
+	return unaccounted == 0 && !t.dup_excess && !t.corrupt && !t.read_fail && t.produced &&
+			       !hang_fails
+		       ? 0
+		       : 1;
+}
