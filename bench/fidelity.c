@@ -179,7 +179,7 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 		 o->bin, store, o->freq, child, stack, store);
 	mon = spawn_sh(d);
 	snprintf(d, sizeof(d),
-		 "exec perf record -q -e cpu-clock -F %d --call-graph dwarf -p %d -o '%s' "
+		 "exec perf record -q -B -N -e cpu-clock -F %d --call-graph dwarf -p %d -o '%s' "
 		 "2>/dev/null >/dev/null",
 		 o->freq, child, pdata);
 	perf = spawn_sh(d);
