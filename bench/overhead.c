@@ -1355,7 +1355,7 @@ static int mode_ab(const struct config *c)
 }
 
 /*
- * --rec_modes fixed,scratch: the same workload under cpa monitor once
+ * --rec_modes fixed,dynptr,scratch: the same workload under cpa monitor once
  * per BPF record mode (CPA_BPF_REC_MODE, capture/cap_bpf.c) in each rep, the
  * order rotated per rep, so the modes share the machine's load of the moment.
  */
@@ -1609,7 +1609,7 @@ static void usage(FILE *f)
 		"                       as users run it; --whole_machine says so explicitly)\n"
 		"  --monitor_args STR   extra `cpa monitor` options, blank separated\n"
 		"  --rec_modes LIST     instead of A/B: cpa once per BPF record mode in each rep\n"
-		"                       (fixed,scratch: CPA_BPF_REC_MODE), side by side\n"
+		"                       (fixed,dynptr,scratch: CPA_BPF_REC_MODE), side by side\n"
 		"  --cpa PATH           cpa executable (default: next to this one)\n"
 		"  --workload PATH      built-in workload (default: cpa-workload-nofp next to this)\n"
 		"  --loops N            fixed work instead: cpa-workload-nofp --loops N (every thread;\n"

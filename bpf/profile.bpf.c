@@ -4,10 +4,10 @@
  * records and docs/capture.md for what is recorded and why.
  *
  * Cost model (the whole point of this file): one ring buffer record per
- * sample, as long as what it holds (built in a per-CPU scratch slot, then
- * output at its used length: measured cheaper than a reservation at the cap
- * or a dynptr reservation, docs/bench.md "Issue 10: variable-size records"),
- * no wakeup per record.
+ * sample, as long as what it holds (rec_mode DYNPTR: reserved at run time at
+ * the copy's size, every byte written once, straight into the record; where
+ * the kernel cannot, SCRATCH: built in a per-CPU slot, output at its used
+ * length), no wakeup per record.
  */
 #include "vmlinux.h"
 
@@ -114,12 +114,19 @@ static __always_inline __u64 submit_flags(void)
  * Copy up to stack_size bytes from sp upward, page by page: the first chunk
  * ends at sp's page boundary, the next ones are whole pages. A failing page
  * ends the copy, so the top of a short stack (or a stack whose next page is
- * not mapped) still yields everything below it.
+ * not mapped) still yields everything below it. Into s->stack, or with d
+ * into the dynptr record d at CPA_BPF_STACK_OFF: a slice of one page per
+ * chunk (a slice's length must be a constant, hence the record's page of
+ * slack past want).
  */
-static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp, __u64 want)
+#define CPA_BPF_STACK_OFF sizeof(struct cpa_bpf_sample)
+
+static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, struct bpf_dynptr *d, __u64 sp,
+					 __u64 want)
 {
 	/* 64-bit throughout: u32 arithmetic leaves the verifier sign doubts. */
 	__u64 off = 0, len, rem, addr = sp;
+	void *dst;
 
 	for (int i = 0; i < CPA_BPF_MAX_STACK / CPA_BPF_PAGE + 1; i++) {
 		if (off >= want || off >= stack_size)
@@ -135,7 +142,14 @@ static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp, __u
 		barrier_var(off);
 		if (len > CPA_BPF_PAGE || off >= stack_size)
 			break;
-		if (bpf_probe_read_user(s->stack + off, len, (const void *)addr))
+		if (d) {
+			dst = bpf_dynptr_data(d, CPA_BPF_STACK_OFF + off, CPA_BPF_PAGE);
+			if (!dst)
+				break;
+		} else {
+			dst = s->stack + off;
+		}
+		if (bpf_probe_read_user(dst, len, (const void *)addr))
 			break;
 		off += len;
 		addr += len;
@@ -192,7 +206,8 @@ static __always_inline __u64 ustack_want(struct task_struct *task, __u64 sp, boo
  */
 #define FP_MAX_SPAN (8ull << 20) /* a frame pointer this far above sp is not one */
 
-static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, __u64 copied)
+static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, struct bpf_dynptr *d,
+				     __u64 copied)
 {
 	__u64 sp = s->regs.sp, fp = s->regs.bp, off, frame[2];
 	__u32 n = 1;
@@ -203,7 +218,9 @@ static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, __u64 copied)
 			break;
 		off = fp - sp;
 		barrier_var(off);
-		if (off + 16 <= copied && off <= stack_size) {
+		/* A dynptr record's chain is walked before the copy, in user
+		 * memory (fill_sample()). */
+		if (!d && off + 16 <= copied && off <= stack_size) {
 			frame[0] = *(__u64 *)(s->stack + off);
 			frame[1] = *(__u64 *)(s->stack + off + 8);
 		} else if (bpf_probe_read_user(frame, sizeof(frame), (const void *)fp)) {
@@ -329,7 +346,8 @@ static __always_inline bool sample_kthread(struct task_struct *task, __u32 tid)
 
 /*
  * The user stack bytes a sample of task will copy (ustack_want() at its user
- * sp), 0 without a copy.
+ * sp), 0 without a copy. Known before anything is reserved, so a dynptr
+ * record is reserved at its size.
  */
 static __always_inline __u64 sample_want(struct task_struct *task, const struct cpa_bpf_regs *ir,
 					 bool in_user, __u32 tgid, __u32 tid)
@@ -355,10 +373,12 @@ static __always_inline __u64 sample_want(struct task_struct *task, const struct 
  * (perf_event), else unused: the user regs are the task's saved ones; kskip
  * leaf kernel frames are left out (a tracepoint's own BPF frames). The one
  * sample builder: on-CPU and probe samples (through record_sample(), into
- * the scratch slot or the ring buffer reservation) and off-CPU stacks (into
- * the stash, kind OFFCPU) all use it.
+ * the ring buffer record or the scratch slot) and off-CPU stacks (into the
+ * stash, kind OFFCPU) all use it. s is the record's fixed part; the stack
+ * bytes go to s->stack, or with d (a dynptr record) behind s in d.
  */
-static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s, __u64 want,
+static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
+					struct bpf_dynptr *d, __u64 want,
 					struct task_struct *task, const struct cpa_bpf_regs *ir,
 					bool in_user, __u32 kskip, __u32 tgid, __u32 tid,
 					const char *comm, __u32 kind, __u32 probe_id)
@@ -398,7 +418,12 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s, __u
 		read_user_regs(s, task, ir, in_user);
 		flags |= CPA_BPF_F_USER_REGS;
 		if (stack_size) {
-			s->stack_len = copy_ustack(s, s->regs.sp, want);
+			/* A dynptr record's FP chain comes first: the copy's
+			 * many exits then end the program instead of each
+			 * walking the chain again in the verifier (1M insns). */
+			if (d)
+				s->ufp_len = fp_walk(s, d, 0);
+			s->stack_len = copy_ustack(s, d, s->regs.sp, want);
 			if (s->stack_len == 0) {
 				flags |= CPA_BPF_F_NO_USTACK;
 				stat_inc(CPA_BPF_STAT_NO_USTACK);
@@ -406,7 +431,8 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s, __u
 				flags |= CPA_BPF_F_USTACK_TRUNC;
 				stat_inc(CPA_BPF_STAT_USTACK_TRUNC);
 			}
-			s->ufp_len = fp_walk(s, s->stack_len);
+			if (!d)
+				s->ufp_len = fp_walk(s, d, s->stack_len);
 		} else {
 			s->ufp_len = bpf_get_stack(ctx, s->ufp, sizeof(s->ufp), BPF_F_USER_STACK);
 		}
@@ -425,18 +451,19 @@ static __always_inline void count_rb_lost(__u32 kind, __u32 probe_id)
 /*
  * The pid/comm filters, then one full sample (fill_sample()) into the ring
  * buffer, the way rec_mode says (bpf/profile.h, enum cpa_bpf_rec_mode):
- * built in a per-CPU scratch slot and output at its used length (scratch),
- * or reserved at the cap (fixed). Every sample source (cpu-clock, probes)
- * goes through here, so they all unwind alike; off-CPU builds its stash
- * entry with fill_sample() too.
+ * reserved at the size it needs (dynptr), built in a per-CPU scratch slot and
+ * output at its used length (scratch), or reserved at the cap (fixed). Every
+ * sample source (cpu-clock, probes) goes through here, so they all unwind
+ * alike; off-CPU builds its stash entry with fill_sample() too.
  */
 static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *ir, bool in_user,
 					 __u32 kind, __u32 probe_id)
 {
-	__u64 id = bpf_get_current_pid_tgid(), want, len;
+	__u64 id = bpf_get_current_pid_tgid(), want;
 	__u32 tgid = id >> 32, tid = (__u32)id, key;
 	struct task_struct *task;
 	struct cpa_bpf_sample *s;
+	struct bpf_dynptr d;
 	char comm[CPA_BPF_COMM_LEN];
 
 	if (tid == 0 && !with_idle)
@@ -457,15 +484,39 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 		return 0;
 	want = sample_want(task, ir, in_user, tgid, tid);
 
+	if (rec_mode == CPA_BPF_REC_DYNPTR) {
+		/* A page of slack past want: copy_ustack()'s slices. */
+		__u32 size = CPA_BPF_STACK_OFF + (want ? want + CPA_BPF_PAGE : 0);
+
+		if (bpf_ringbuf_reserve_dynptr(&rb, size, 0, &d)) {
+			bpf_ringbuf_discard_dynptr(&d, 0);
+			count_rb_lost(kind, probe_id);
+			return 0;
+		}
+		s = bpf_dynptr_data(&d, 0, sizeof(*s));
+		if (!s) { /* cannot happen: the record is at least that long */
+			bpf_ringbuf_discard_dynptr(&d, 0);
+			return 0;
+		}
+		s->type = CPA_BPF_REC_SAMPLE;
+		s->time_ns = bpf_ktime_get_boot_ns();
+		fill_sample(ctx, s, &d, want, task, ir, in_user, 0, tgid, tid, comm, kind,
+			    probe_id);
+		bpf_ringbuf_submit_dynptr(&d, submit_flags());
+		return 0;
+	}
 	if (rec_mode == CPA_BPF_REC_SCRATCH) {
+		__u64 len;
+
 		key = bpf_get_smp_processor_id() * 2 + (kind == CPA_BPF_KIND_PROBE);
 		s = bpf_map_lookup_elem(&sample_scratch, &key);
 		if (!s)
 			return 0;
 		s->type = CPA_BPF_REC_SAMPLE;
 		s->time_ns = bpf_ktime_get_boot_ns();
-		fill_sample(ctx, s, want, task, ir, in_user, 0, tgid, tid, comm, kind, probe_id);
-		len = sizeof(*s) + s->stack_len;
+		fill_sample(ctx, s, NULL, want, task, ir, in_user, 0, tgid, tid, comm, kind,
+			    probe_id);
+		len = CPA_BPF_STACK_OFF + s->stack_len;
 		if (len > rec_size)
 			len = rec_size;
 		if (bpf_ringbuf_output(&rb, s, len, submit_flags()))
@@ -479,7 +530,7 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 	}
 	s->type = CPA_BPF_REC_SAMPLE;
 	s->time_ns = bpf_ktime_get_boot_ns();
-	fill_sample(ctx, s, want, task, ir, in_user, 0, tgid, tid, comm, kind, probe_id);
+	fill_sample(ctx, s, NULL, want, task, ir, in_user, 0, tgid, tid, comm, kind, probe_id);
 	bpf_ringbuf_submit(s, submit_flags());
 	return 0;
 }
@@ -860,8 +911,8 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 		e->state = letter;
 		e->s.type = CPA_BPF_REC_SAMPLE;
 		bpf_get_current_comm(comm, sizeof(comm));
-		fill_sample(ctx, &e->s, sample_want(prev, NULL, false, tgid, tid), prev, NULL,
-			    false, OFFCPU_KSKIP, tgid, tid, comm, CPA_BPF_KIND_OFFCPU, 0);
+		fill_sample(ctx, &e->s, NULL, sample_want(prev, NULL, false, tgid, tid), prev,
+			    NULL, false, OFFCPU_KSKIP, tgid, tid, comm, CPA_BPF_KIND_OFFCPU, 0);
 		__builtin_memcpy(e->place, pl.words, sizeof(pl.words));
 		__sync_fetch_and_add(&e->gen, 1);
 	}

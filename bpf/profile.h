@@ -14,11 +14,13 @@
  *	+2288	u8  stack[]			user stack bytes from regs.sp up
  *
  *   The record is at least 2288 + stack_len bytes (the ring buffer's record
- *   size says how long): SCRATCH outputs exactly 2288 + stack_len, FIXED
- *   reserves cpa_bpf_sample_size(stack_size) (a page of slack because the
+ *   size says how long): DYNPTR reserves 2288 + want + one page of slack (the
+ *   copy writes through one-page slices: a slice's length must be a
+ *   constant), SCRATCH outputs exactly 2288 + stack_len, FIXED reserves
+ *   cpa_bpf_sample_size(stack_size) (the page of slack there because the
  *   first chunk ends at the page boundary above sp and the verifier bounds
- *   offset and length separately; the scratch slot is that size too). Only
- *   kstack_len/ufp_len/stack_len bytes of each area are meaningful.
+ *   offset and length separately). Only kstack_len/ufp_len/stack_len bytes
+ *   of each area are meaningful.
  *
  *   struct cpa_bpf_task (CPA_BPF_REC_TASK): exec, or exit of a thread group.
  */
@@ -53,14 +55,17 @@ enum cpa_bpf_policy_flag {
 };
 
 /*
- * How a sample gets into the ring buffer (knob rec_mode, set by capture):
- * SCRATCH (the default) builds the sample in a per-CPU array slot and
- * bpf_ringbuf_output()s its used length; FIXED reserves every record at the
- * cap and writes into it (the pre-issue-10 way, kept for comparison).
+ * How a sample gets into the ring buffer (knob rec_mode, chosen by capture):
+ * DYNPTR (kernel >= 5.19, bpf_ringbuf_reserve_dynptr) reserves what the copy
+ * needs and writes once; SCRATCH (any kernel) builds the sample in a per-CPU
+ * array slot and bpf_ringbuf_output()s its used length (a second copy);
+ * FIXED reserves every record at the cap (the pre-issue-10 way, for
+ * comparison).
  */
 enum cpa_bpf_rec_mode {
 	CPA_BPF_REC_FIXED = 0,
-	CPA_BPF_REC_SCRATCH = 1,
+	CPA_BPF_REC_DYNPTR = 1,
+	CPA_BPF_REC_SCRATCH = 2,
 };
 
 enum cpa_bpf_rec_type {

@@ -117,12 +117,14 @@ uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stac
 
 /*
  * How samples get into the ring buffer (enum cpa_bpf_rec_mode, bpf/profile.h):
- * built in a per-CPU scratch slot and output at their used length, or with
- * CPA_BPF_REC_MODE=fixed in the environment reserved at the cap as before
- * issue 10 (bench_overhead --rec_modes compares them side by side).
+ * a record at the size the copy needs where the kernel can reserve one
+ * (bpf_ringbuf_reserve_dynptr, 5.19), else built in a per-CPU scratch slot
+ * and output at its used length. CPA_BPF_REC_MODE=fixed|dynptr|scratch in the
+ * environment picks one (bench_overhead compares them side by side).
  */
 static const char *const rec_mode_names[] = {
 	[CPA_BPF_REC_FIXED] = "fixed",
+	[CPA_BPF_REC_DYNPTR] = "dynptr",
 	[CPA_BPF_REC_SCRATCH] = "scratch",
 };
 
@@ -134,8 +136,11 @@ static uint32_t rec_mode_pick(void)
 		for (uint32_t i = 0; i < ARRAY_SIZE(rec_mode_names); i++)
 			if (!strcmp(env, rec_mode_names[i]))
 				return i;
-		log_warn("CPA_BPF_REC_MODE=%s: not fixed or scratch; ignored", env);
+		log_warn("CPA_BPF_REC_MODE=%s: not fixed, dynptr or scratch; ignored", env);
 	}
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_ringbuf_reserve_dynptr,
+				    NULL) > 0)
+		return CPA_BPF_REC_DYNPTR;
 	return CPA_BPF_REC_SCRATCH;
 }
 
