@@ -368,7 +368,7 @@ static void ucopy_send(struct unwindd *u, struct uproc *p, uint32_t bytes)
  * complete walks then lower it, once per UCOPY_WINDOW of them, to their
  * deepest need plus slack: a quarter of it, at least UCOPY_SLACK (a
  * recursion a little deeper than any of the window's walks, e.g. std::sort's,
- * would else stop with CPA_STOP_READ: 0.4 % of a C++ program's samples with
+ * would else stop with CPA_STOP_READ: 0.6 % of a C++ program's samples with
  * 1 KiB). A hint capture has not applied yet
  * (samples still arrive short) is sent again now and then, which also
  * re-teaches a restarted capture.
