@@ -1384,15 +1384,17 @@ static int mode_rec_modes(const struct config *c)
 			err = run_cpa(c, o.warmup, r);
 			unsetenv("CPA_BPF_REC_MODE");
 			if (err < 0) {
-				bench_say("rep %u (%s) failed: %s", i + 1, names[m], strerror(-err));
+				bench_say("rep %u (%s) failed: %s", i + 1, names[m],
+					  strerror(-err));
 				break;
 			}
-			bench_say("  rep %u %-8s BPF %.2f us/run, cpa %.1f us/sample, %.0f samples, "
-				  "%.0f BPF bytes/sample",
-				  i + 1, names[m], r->s[M_BPF_US], r->p[P_TOTAL][PM_US_PER_SAMPLE],
-				  r->s[M_SAMPLES],
-				  r->cnt[SHM_STAGE_CAPTURE][SHM_CNT_BYTES_IN] /
-					  r->cnt[SHM_STAGE_CAPTURE][SHM_CNT_IN]);
+			bench_say(
+				"  rep %u %-8s BPF %.2f us/run, cpa %.1f us/sample, %.0f samples, "
+				"%.0f BPF bytes/sample",
+				i + 1, names[m], r->s[M_BPF_US], r->p[P_TOTAL][PM_US_PER_SAMPLE],
+				r->s[M_SAMPLES],
+				r->cnt[SHM_STAGE_CAPTURE][SHM_CNT_BYTES_IN] /
+					r->cnt[SHM_STAGE_CAPTURE][SHM_CNT_IN]);
 		}
 		if (!err)
 			n++;

@@ -29,7 +29,7 @@ const volatile char comm_filter[CPA_BPF_COMM_LEN] = {};
 const volatile __u32 stack_size = 0;  /* most user stack bytes to copy (the cap); 0 = none */
 const volatile __u32 stack_start = 0; /* bytes for a process not in ustack_size */
 const volatile __u32 rec_size = sizeof(struct cpa_bpf_sample); /* cpa_bpf_sample_size() */
-const volatile __u32 rec_mode = CPA_BPF_REC_FIXED; /* enum cpa_bpf_rec_mode */
+const volatile __u32 rec_mode = CPA_BPF_REC_FIXED;	       /* enum cpa_bpf_rec_mode */
 const volatile bool kernel_only = false;		       /* no user regs/stacks at all */
 const volatile bool with_idle = false;			       /* sample pid 0 too */
 const volatile __u64 wakeup_bytes = 0; /* force a wakeup once this much is pending; 0 never */
@@ -206,8 +206,7 @@ static __always_inline __u64 ustack_want(struct task_struct *task, __u64 sp, boo
  */
 #define FP_MAX_SPAN (8ull << 20) /* a frame pointer this far above sp is not one */
 
-static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, struct bpf_dynptr *d,
-				     __u64 copied)
+static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, struct bpf_dynptr *d, __u64 copied)
 {
 	__u64 sp = s->regs.sp, fp = s->regs.bp, off, frame[2];
 	__u32 n = 1;
@@ -377,11 +376,11 @@ static __always_inline __u64 sample_want(struct task_struct *task, const struct 
  * stash, kind OFFCPU) all use it. s is the record's fixed part; the stack
  * bytes go to s->stack, or with d (a dynptr record) behind s in d.
  */
-static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
-					struct bpf_dynptr *d, __u64 want,
-					struct task_struct *task, const struct cpa_bpf_regs *ir,
-					bool in_user, __u32 kskip, __u32 tgid, __u32 tid,
-					const char *comm, __u32 kind, __u32 probe_id)
+static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s, struct bpf_dynptr *d,
+					__u64 want, struct task_struct *task,
+					const struct cpa_bpf_regs *ir, bool in_user, __u32 kskip,
+					__u32 tgid, __u32 tid, const char *comm, __u32 kind,
+					__u32 probe_id)
 {
 	bool kthread = sample_kthread(task, tid);
 	__u32 flags = 0;
@@ -911,8 +910,8 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 		e->state = letter;
 		e->s.type = CPA_BPF_REC_SAMPLE;
 		bpf_get_current_comm(comm, sizeof(comm));
-		fill_sample(ctx, &e->s, NULL, sample_want(prev, NULL, false, tgid, tid), prev,
-			    NULL, false, OFFCPU_KSKIP, tgid, tid, comm, CPA_BPF_KIND_OFFCPU, 0);
+		fill_sample(ctx, &e->s, NULL, sample_want(prev, NULL, false, tgid, tid), prev, NULL,
+			    false, OFFCPU_KSKIP, tgid, tid, comm, CPA_BPF_KIND_OFFCPU, 0);
 		__builtin_memcpy(e->place, pl.words, sizeof(pl.words));
 		__sync_fetch_and_add(&e->gen, 1);
 	}
