@@ -201,6 +201,7 @@ static struct opts {
 	unsigned int threads;
 	bool sweep, idle, idle_all, ab, perf, pid_filter;
 	const char *json, *base_dir, *perf_stages, *monitor_args;
+	const char *rec_modes; /* --rec_modes: CPA_BPF_REC_MODE values compared side by side */
 	char cpa[PATH_MAX + 32], workload[PATH_MAX + 32], workload_fixed[PATH_MAX + 32];
 	unsigned long loops; /* fixed work: cpa-workload-nofp --loops N */
 	char **cmd;	     /* user command after -- */
@@ -1353,6 +1354,77 @@ static int mode_ab(const struct config *c)
 	return err;
 }
 
+/*
+ * --rec_modes fixed,dynptr,scratch: the same workload under cpa monitor once
+ * per BPF record mode (CPA_BPF_REC_MODE, capture/cap_bpf.c) in each rep, the
+ * order rotated per rep, so the modes share the machine's load of the moment.
+ */
+#define MAX_REC_MODES 4
+
+static int mode_rec_modes(const struct config *c)
+{
+	static struct result runs[MAX_REC_MODES][64];
+	char list[128], *names[MAX_REC_MODES], *save = NULL;
+	unsigned int nm = 0, n = 0;
+	int err = 0;
+
+	snprintf(list, sizeof(list), "%s", o.rec_modes);
+	for (char *t = strtok_r(list, ",", &save); t && nm < MAX_REC_MODES;
+	     t = strtok_r(NULL, ",", &save))
+		names[nm++] = t;
+	bench_say("%u Hz, stack %u: %u reps of cpa monitor per BPF record mode (%s)", c->freq,
+		  c->stack, o.reps, o.rec_modes);
+	for (unsigned int i = 0; i < o.reps && i < 64 && !bench_interrupted && !err; i++) {
+		for (unsigned int k = 0; k < nm && !err; k++) {
+			unsigned int m = (i + k) % nm;
+			struct result *r = &runs[m][i];
+
+			result_init(r);
+			setenv("CPA_BPF_REC_MODE", names[m], 1);
+			err = run_cpa(c, o.warmup, r);
+			unsetenv("CPA_BPF_REC_MODE");
+			if (err < 0) {
+				bench_say("rep %u (%s) failed: %s", i + 1, names[m],
+					  strerror(-err));
+				break;
+			}
+			bench_say(
+				"  rep %u %-8s BPF %.2f us/run, cpa %.1f us/sample, %.0f samples, "
+				"%.0f BPF bytes/sample",
+				i + 1, names[m], r->s[M_BPF_US], r->p[P_TOTAL][PM_US_PER_SAMPLE],
+				r->s[M_SAMPLES],
+				r->cnt[SHM_STAGE_CAPTURE][SHM_CNT_BYTES_IN] /
+					r->cnt[SHM_STAGE_CAPTURE][SHM_CNT_IN]);
+		}
+		if (!err)
+			n++;
+	}
+	if (!n)
+		return err < 0 ? err : -EINTR;
+	printf("\n=== BPF record modes, %u Hz, stack %u, %s, %u reps (medians; reps in run "
+	       "order) ===\n",
+	       c->freq, c->stack, o.pid_filter ? "--pid <workload>" : "whole machine", n);
+	printf("  %-8s %9s %9s %12s %10s  %s\n", "mode", "BPF us", "cpa us", "BPF B/rec",
+	       "bpf lost", "BPF us per rep");
+	for (unsigned int m = 0; m < nm; m++) {
+		struct result med;
+		char reps[256];
+		size_t k = 0;
+
+		median(runs[m], n, &med);
+		for (unsigned int i = 0; i < n && k < sizeof(reps) - 16; i++)
+			k += (size_t)snprintf(reps + k, sizeof(reps) - k, "%s%.2f", i ? ", " : "",
+					      runs[m][i].s[M_BPF_US]);
+		printf("  %-8s %9.2f %9.1f %12.0f %10.0f  %s\n", names[m], med.s[M_BPF_US],
+		       med.p[P_TOTAL][PM_US_PER_SAMPLE],
+		       med.cnt[SHM_STAGE_CAPTURE][SHM_CNT_BYTES_IN] /
+			       med.cnt[SHM_STAGE_CAPTURE][SHM_CNT_IN],
+		       med.cnt[SHM_STAGE_CAPTURE][CAP_CNT_BPF_RB_LOST], reps);
+	}
+	fflush(stdout);
+	return err;
+}
+
 /* Which stage a loss counter of stage s blames: a full output ring means its consumer did
  * not keep up; the BPF ring buffer overflowing means capture did not. */
 static double blame(const struct result *r, int stage)
@@ -1538,6 +1610,8 @@ static void usage(FILE *f)
 		"                       neighbours stay out of the numbers (default: whole machine,\n"
 		"                       as users run it; --whole_machine says so explicitly)\n"
 		"  --monitor_args STR   extra `cpa monitor` options, blank separated\n"
+		"  --rec_modes LIST     instead of A/B: cpa once per BPF record mode in each rep\n"
+		"                       (fixed,dynptr,scratch: CPA_BPF_REC_MODE), side by side\n"
 		"  --cpa PATH           cpa executable (default: next to this one)\n"
 		"  --workload PATH      built-in workload (default: cpa-workload-nofp next to this)\n"
 		"  --loops N            fixed work instead: cpa-workload-nofp --loops N (every thread;\n"
@@ -1623,6 +1697,7 @@ static int parse_opts(int argc, char **argv)
 		O_JSON,
 		O_PERF_STAGES,
 		O_MONITOR_ARGS,
+		O_REC_MODES,
 		O_CPA,
 		O_WORKLOAD,
 		O_LOOPS,
@@ -1649,6 +1724,7 @@ static int parse_opts(int argc, char **argv)
 		{"json", required_argument, NULL, O_JSON},
 		{"perf_stages", required_argument, NULL, O_PERF_STAGES},
 		{"monitor_args", required_argument, NULL, O_MONITOR_ARGS},
+		{"rec_modes", required_argument, NULL, O_REC_MODES},
 		{"cpa", required_argument, NULL, O_CPA},
 		{"workload", required_argument, NULL, O_WORKLOAD},
 		{"loops", required_argument, NULL, O_LOOPS},
@@ -1731,6 +1807,9 @@ static int parse_opts(int argc, char **argv)
 			break;
 		case O_MONITOR_ARGS:
 			o.monitor_args = optarg;
+			break;
+		case O_REC_MODES:
+			o.rec_modes = optarg;
 			break;
 		case O_CPA:
 			snprintf(o.cpa, sizeof(o.cpa), "%s", optarg);
@@ -1885,7 +1964,7 @@ int main(int argc, char **argv)
 			for (unsigned int f = 0; f < ab_nf && !err && !bench_interrupted; f++) {
 				struct config c = {.freq = ab_freqs[f], .stack = ab_stacks[s]};
 
-				err = mode_ab(&c);
+				err = o.rec_modes ? mode_rec_modes(&c) : mode_ab(&c);
 			}
 	}
 	if (!err && o.sweep && !bench_interrupted) {

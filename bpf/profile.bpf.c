@@ -3,9 +3,11 @@
  * On-CPU sampling, probe-triggered samples and task events for capture. See bpf/profile.h for the
  * records and docs/capture.md for what is recorded and why.
  *
- * Cost model (the whole point of this file): one ring buffer reservation per
- * sample at a size fixed at load time, every byte written once, straight into
- * the reservation (no per-CPU scratch, no second copy), no wakeup per record.
+ * Cost model (the whole point of this file): one ring buffer record per
+ * sample, as long as what it holds (rec_mode DYNPTR: reserved at run time at
+ * the copy's size, every byte written once, straight into the record; where
+ * the kernel cannot, SCRATCH: built in a per-CPU slot, output at its used
+ * length), no wakeup per record.
  */
 #include "vmlinux.h"
 
@@ -27,6 +29,7 @@ const volatile char comm_filter[CPA_BPF_COMM_LEN] = {};
 const volatile __u32 stack_size = 0;  /* most user stack bytes to copy (the cap); 0 = none */
 const volatile __u32 stack_start = 0; /* bytes for a process not in ustack_size */
 const volatile __u32 rec_size = sizeof(struct cpa_bpf_sample); /* cpa_bpf_sample_size() */
+const volatile __u32 rec_mode = CPA_BPF_REC_FIXED;	       /* enum cpa_bpf_rec_mode */
 const volatile bool kernel_only = false;		       /* no user regs/stacks at all */
 const volatile bool with_idle = false;			       /* sample pid 0 too */
 const volatile __u64 wakeup_bytes = 0; /* force a wakeup once this much is pending; 0 never */
@@ -43,6 +46,20 @@ struct {
 	__type(key, __u32);   /* tgid % CPA_BPF_USTACK_SLOTS */
 	__type(value, __u64); /* bytes << 32 | tgid; 0 = empty */
 } ustack_size SEC(".maps");
+
+/*
+ * CPA_BPF_REC_SCRATCH: the sample is built here, then bpf_ringbuf_output()
+ * copies its used length into the ring. Two slots per CPU (slot cpu * 2 +
+ * probe): the cpu-clock program can interrupt an fentry probe program on its
+ * CPU (kprobe/uprobe/tracepoint programs hold bpf_prog_active, which keeps
+ * it out). Entries and value size (rec_size) set by capture before load.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct cpa_bpf_sample));
+} sample_scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -97,12 +114,19 @@ static __always_inline __u64 submit_flags(void)
  * Copy up to stack_size bytes from sp upward, page by page: the first chunk
  * ends at sp's page boundary, the next ones are whole pages. A failing page
  * ends the copy, so the top of a short stack (or a stack whose next page is
- * not mapped) still yields everything below it.
+ * not mapped) still yields everything below it. Into s->stack, or with d
+ * into the dynptr record d at CPA_BPF_STACK_OFF: a slice of one page per
+ * chunk (a slice's length must be a constant, hence the record's page of
+ * slack past want).
  */
-static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp, __u64 want)
+#define CPA_BPF_STACK_OFF sizeof(struct cpa_bpf_sample)
+
+static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, struct bpf_dynptr *d, __u64 sp,
+					 __u64 want)
 {
 	/* 64-bit throughout: u32 arithmetic leaves the verifier sign doubts. */
 	__u64 off = 0, len, rem, addr = sp;
+	void *dst;
 
 	for (int i = 0; i < CPA_BPF_MAX_STACK / CPA_BPF_PAGE + 1; i++) {
 		if (off >= want || off >= stack_size)
@@ -118,7 +142,14 @@ static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, __u64 sp, __u
 		barrier_var(off);
 		if (len > CPA_BPF_PAGE || off >= stack_size)
 			break;
-		if (bpf_probe_read_user(s->stack + off, len, (const void *)addr))
+		if (d) {
+			dst = bpf_dynptr_data(d, CPA_BPF_STACK_OFF + off, CPA_BPF_PAGE);
+			if (!dst)
+				break;
+		} else {
+			dst = s->stack + off;
+		}
+		if (bpf_probe_read_user(dst, len, (const void *)addr))
 			break;
 		off += len;
 		addr += len;
@@ -175,7 +206,7 @@ static __always_inline __u64 ustack_want(struct task_struct *task, __u64 sp, boo
  */
 #define FP_MAX_SPAN (8ull << 20) /* a frame pointer this far above sp is not one */
 
-static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, __u64 copied)
+static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, struct bpf_dynptr *d, __u64 copied)
 {
 	__u64 sp = s->regs.sp, fp = s->regs.bp, off, frame[2];
 	__u32 n = 1;
@@ -186,7 +217,9 @@ static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, __u64 copied)
 			break;
 		off = fp - sp;
 		barrier_var(off);
-		if (off + 16 <= copied && off <= stack_size) {
+		/* A dynptr record's chain is walked before the copy, in user
+		 * memory (fill_sample()). */
+		if (!d && off + 16 <= copied && off <= stack_size) {
 			frame[0] = *(__u64 *)(s->stack + off);
 			frame[1] = *(__u64 *)(s->stack + off + 8);
 		} else if (bpf_probe_read_user(frame, sizeof(frame), (const void *)fp)) {
@@ -303,20 +336,53 @@ static __always_inline bool probe_admit(__u32 probe_id)
 }
 
 /*
- * Everything of a sample but its type and time: ids, comms, kernel stack,
- * user regs, user stack copy and FP chain of task (the current task). ir is
- * the interrupted context when in_user (perf_event), else unused: the user
- * regs are the task's saved ones; kskip leaf kernel frames are left out (a
- * tracepoint's own BPF frames). The one sample builder: on-CPU and probe
- * samples (through record_sample(), straight into the ring buffer
- * reservation) and off-CPU stacks (into the stash, kind OFFCPU) all use it.
+ * Is task's sample without a user part (kernel thread, idle)?
  */
-static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
-					struct task_struct *task, const struct cpa_bpf_regs *ir,
-					bool in_user, __u32 kskip, __u32 tgid, __u32 tid,
-					const char *comm, __u32 kind, __u32 probe_id)
+static __always_inline bool sample_kthread(struct task_struct *task, __u32 tid)
 {
-	bool kthread = tid == 0 || (task->flags & PF_KTHREAD);
+	return tid == 0 || (task->flags & PF_KTHREAD);
+}
+
+/*
+ * The user stack bytes a sample of task will copy (ustack_want() at its user
+ * sp), 0 without a copy. Known before anything is reserved, so a dynptr
+ * record is reserved at its size.
+ */
+static __always_inline __u64 sample_want(struct task_struct *task, const struct cpa_bpf_regs *ir,
+					 bool in_user, __u32 tgid, __u32 tid)
+{
+	struct pt_regs *ur;
+	__u64 sp;
+
+	if (!stack_size || kernel_only || sample_kthread(task, tid))
+		return 0;
+	if (in_user) {
+		sp = ir->sp;
+	} else {
+		ur = (struct pt_regs *)bpf_task_pt_regs(task);
+		sp = BPF_CORE_READ(ur, sp);
+	}
+	return ustack_want(task, sp, tid == tgid, tgid);
+}
+
+/*
+ * Everything of a sample but its type and time: ids, comms, kernel stack,
+ * user regs, user stack copy (want bytes, sample_want()) and FP chain of
+ * task (the current task). ir is the interrupted context when in_user
+ * (perf_event), else unused: the user regs are the task's saved ones; kskip
+ * leaf kernel frames are left out (a tracepoint's own BPF frames). The one
+ * sample builder: on-CPU and probe samples (through record_sample(), into
+ * the ring buffer record or the scratch slot) and off-CPU stacks (into the
+ * stash, kind OFFCPU) all use it. s is the record's fixed part; the stack
+ * bytes go to s->stack, or with d (a dynptr record) behind s in d.
+ */
+static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s, struct bpf_dynptr *d,
+					__u64 want, struct task_struct *task,
+					const struct cpa_bpf_regs *ir, bool in_user, __u32 kskip,
+					__u32 tgid, __u32 tid, const char *comm, __u32 kind,
+					__u32 probe_id)
+{
+	bool kthread = sample_kthread(task, tid);
 	__u32 flags = 0;
 
 	s->kind = kind;
@@ -351,9 +417,12 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
 		read_user_regs(s, task, ir, in_user);
 		flags |= CPA_BPF_F_USER_REGS;
 		if (stack_size) {
-			__u64 want = ustack_want(task, s->regs.sp, tid == tgid, tgid);
-
-			s->stack_len = copy_ustack(s, s->regs.sp, want);
+			/* A dynptr record's FP chain comes first: the copy's
+			 * many exits then end the program instead of each
+			 * walking the chain again in the verifier (1M insns). */
+			if (d)
+				s->ufp_len = fp_walk(s, d, 0);
+			s->stack_len = copy_ustack(s, d, s->regs.sp, want);
 			if (s->stack_len == 0) {
 				flags |= CPA_BPF_F_NO_USTACK;
 				stat_inc(CPA_BPF_STAT_NO_USTACK);
@@ -361,7 +430,8 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
 				flags |= CPA_BPF_F_USTACK_TRUNC;
 				stat_inc(CPA_BPF_STAT_USTACK_TRUNC);
 			}
-			s->ufp_len = fp_walk(s, s->stack_len);
+			if (!d)
+				s->ufp_len = fp_walk(s, d, s->stack_len);
 		} else {
 			s->ufp_len = bpf_get_stack(ctx, s->ufp, sizeof(s->ufp), BPF_F_USER_STACK);
 		}
@@ -372,19 +442,30 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s,
 /* Trigger policies' probes (below): false when this hit is not wanted. */
 static __always_inline bool policy_probe_pass(__u32 tgid, __u32 probe_id);
 
+static __always_inline void count_rb_lost(__u32 kind, __u32 probe_id)
+{
+	if (kind == CPA_BPF_KIND_PROBE)
+		probe_stat_inc(probe_id, CPA_BPF_PSTAT_RB_LOST);
+	else
+		stat_inc(CPA_BPF_STAT_RB_LOST);
+}
+
 /*
- * The pid/comm filters, then one full sample (fill_sample()) straight into
- * the ring buffer. Every sample source (cpu-clock, probes) goes through
- * here, so they all unwind alike; off-CPU builds its stash entry with
- * fill_sample() too.
+ * The pid/comm filters, then one full sample (fill_sample()) into the ring
+ * buffer, the way rec_mode says (bpf/profile.h, enum cpa_bpf_rec_mode):
+ * reserved at the size it needs (dynptr), built in a per-CPU scratch slot and
+ * output at its used length (scratch), or reserved at the cap (fixed). Every
+ * sample source (cpu-clock, probes) goes through here, so they all unwind
+ * alike; off-CPU builds its stash entry with fill_sample() too.
  */
 static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *ir, bool in_user,
 					 __u32 kind, __u32 probe_id)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u64 id = bpf_get_current_pid_tgid(), want;
+	__u32 tgid = id >> 32, tid = (__u32)id, key;
 	struct task_struct *task;
 	struct cpa_bpf_sample *s;
+	struct bpf_dynptr d;
 	char comm[CPA_BPF_COMM_LEN];
 
 	if (tid == 0 && !with_idle)
@@ -407,18 +488,55 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 	/* What this generation produced, delivered or not: the map is pinned,
 	 * so a successor counts what died with a killed capture. */
 	stat_inc(CPA_BPF_STAT_PRODUCED);
+	want = sample_want(task, ir, in_user, tgid, tid);
 
+	if (rec_mode == CPA_BPF_REC_DYNPTR) {
+		/* A page of slack past want: copy_ustack()'s slices. */
+		__u32 size = CPA_BPF_STACK_OFF + (want ? want + CPA_BPF_PAGE : 0);
+
+		if (bpf_ringbuf_reserve_dynptr(&rb, size, 0, &d)) {
+			bpf_ringbuf_discard_dynptr(&d, 0);
+			count_rb_lost(kind, probe_id);
+			return 0;
+		}
+		s = bpf_dynptr_data(&d, 0, sizeof(*s));
+		if (!s) { /* cannot happen: the record is at least that long */
+			bpf_ringbuf_discard_dynptr(&d, 0);
+			return 0;
+		}
+		s->type = CPA_BPF_REC_SAMPLE;
+		s->time_ns = bpf_ktime_get_boot_ns();
+		fill_sample(ctx, s, &d, want, task, ir, in_user, 0, tgid, tid, comm, kind,
+			    probe_id);
+		bpf_ringbuf_submit_dynptr(&d, submit_flags());
+		return 0;
+	}
+	if (rec_mode == CPA_BPF_REC_SCRATCH) {
+		__u64 len;
+
+		key = bpf_get_smp_processor_id() * 2 + (kind == CPA_BPF_KIND_PROBE);
+		s = bpf_map_lookup_elem(&sample_scratch, &key);
+		if (!s)
+			return 0;
+		s->type = CPA_BPF_REC_SAMPLE;
+		s->time_ns = bpf_ktime_get_boot_ns();
+		fill_sample(ctx, s, NULL, want, task, ir, in_user, 0, tgid, tid, comm, kind,
+			    probe_id);
+		len = CPA_BPF_STACK_OFF + s->stack_len;
+		if (len > rec_size)
+			len = rec_size;
+		if (bpf_ringbuf_output(&rb, s, len, submit_flags()))
+			count_rb_lost(kind, probe_id);
+		return 0;
+	}
 	s = bpf_ringbuf_reserve(&rb, rec_size, 0);
 	if (!s) {
-		if (kind == CPA_BPF_KIND_PROBE)
-			probe_stat_inc(probe_id, CPA_BPF_PSTAT_RB_LOST);
-		else
-			stat_inc(CPA_BPF_STAT_RB_LOST);
+		count_rb_lost(kind, probe_id);
 		return 0;
 	}
 	s->type = CPA_BPF_REC_SAMPLE;
 	s->time_ns = bpf_ktime_get_boot_ns();
-	fill_sample(ctx, s, task, ir, in_user, 0, tgid, tid, comm, kind, probe_id);
+	fill_sample(ctx, s, NULL, want, task, ir, in_user, 0, tgid, tid, comm, kind, probe_id);
 	bpf_ringbuf_submit(s, submit_flags());
 	return 0;
 }
@@ -841,8 +959,8 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 		e->state = letter;
 		e->s.type = CPA_BPF_REC_SAMPLE;
 		bpf_get_current_comm(comm, sizeof(comm));
-		fill_sample(ctx, &e->s, prev, NULL, false, OFFCPU_KSKIP, tgid, tid, comm,
-			    CPA_BPF_KIND_OFFCPU, 0);
+		fill_sample(ctx, &e->s, NULL, sample_want(prev, NULL, false, tgid, tid), prev, NULL,
+			    false, OFFCPU_KSKIP, tgid, tid, comm, CPA_BPF_KIND_OFFCPU, 0);
 		__builtin_memcpy(e->place, pl.words, sizeof(pl.words));
 		__sync_fetch_and_add(&e->gen, 1);
 	}

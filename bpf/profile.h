@@ -6,17 +6,21 @@
  *
  * One BPF ring buffer carries two record types, told apart by the first u32:
  *
- *   struct cpa_bpf_sample  (CPA_BPF_REC_SAMPLE), reserved at a fixed size:
+ *   struct cpa_bpf_sample  (CPA_BPF_REC_SAMPLE), variable size (rec_mode):
  *	+0	header (type, flags, time, ids, lengths, kind, probe, comms)
  *	+88	struct cpa_bpf_regs regs	the user pt_regs, all 168 bytes
  *	+256	u64 kstack[CPA_BPF_MAX_KSTACK]	kernel return addresses, leaf first
  *	+1272	u64 ufp[CPA_BPF_MAX_UFP]	user frame-pointer chain, leaf first
- *	+2288	u8  stack[stack_size + CPA_BPF_PAGE]	user stack bytes from regs.sp up
+ *	+2288	u8  stack[]			user stack bytes from regs.sp up
  *
- *   The stack area has one page of slack because the first chunk ends at the
- *   page boundary above sp (variable length) and the verifier can only bound
- *   offset and length separately. Only kstack_len/ufp_len/stack_len bytes of
- *   each area are meaningful.
+ *   The record is at least 2288 + stack_len bytes (the ring buffer's record
+ *   size says how long): DYNPTR reserves 2288 + want + one page of slack (the
+ *   copy writes through one-page slices: a slice's length must be a
+ *   constant), SCRATCH outputs exactly 2288 + stack_len, FIXED reserves
+ *   cpa_bpf_sample_size(stack_size) (the page of slack there because the
+ *   first chunk ends at the page boundary above sp and the verifier bounds
+ *   offset and length separately). Only kstack_len/ufp_len/stack_len bytes
+ *   of each area are meaningful.
  *
  *   struct cpa_bpf_task (CPA_BPF_REC_TASK): exec, or exit of a thread group.
  */
@@ -58,6 +62,20 @@ enum cpa_bpf_policy_flag {
 struct cpa_bpf_policy_hit {
 	__u32 tgid;
 	__u32 probe_id;
+};
+
+/*
+ * How a sample gets into the ring buffer (knob rec_mode, chosen by capture):
+ * DYNPTR (kernel >= 5.19, bpf_ringbuf_reserve_dynptr) reserves what the copy
+ * needs and writes once; SCRATCH (any kernel) builds the sample in a per-CPU
+ * array slot and bpf_ringbuf_output()s its used length (a second copy);
+ * FIXED reserves every record at the cap (the pre-issue-10 way, for
+ * comparison).
+ */
+enum cpa_bpf_rec_mode {
+	CPA_BPF_REC_FIXED = 0,
+	CPA_BPF_REC_DYNPTR = 1,
+	CPA_BPF_REC_SCRATCH = 2,
 };
 
 enum cpa_bpf_rec_type {
@@ -187,7 +205,7 @@ _Static_assert(sizeof(struct cpa_bpf_sample) == 2288, "cpa_bpf_sample fixed part
 _Static_assert(sizeof(struct cpa_bpf_task) == 40, "cpa_bpf_task layout");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_offcpu, s) == 120, "cpa_bpf_offcpu layout");
 
-/* Bytes one sample reserves in the BPF ring buffer for a given stack_size. */
+/* Most bytes one sample takes in the BPF ring buffer for a given stack_size. */
 static inline __u32 cpa_bpf_sample_size(__u32 stack_size)
 {
 	return (__u32)sizeof(struct cpa_bpf_sample) + (stack_size ? stack_size + CPA_BPF_PAGE : 0);

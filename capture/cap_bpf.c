@@ -116,6 +116,55 @@ uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stac
 	return (uint32_t)sz;
 }
 
+/*
+ * How samples get into the ring buffer (enum cpa_bpf_rec_mode, bpf/profile.h):
+ * a record at the size the copy needs where the kernel can reserve one
+ * (bpf_ringbuf_reserve_dynptr, 5.19), else built in a per-CPU scratch slot
+ * and output at its used length. CPA_BPF_REC_MODE=fixed|dynptr|scratch in the
+ * environment picks one (bench_overhead compares them side by side).
+ */
+static const char *const rec_mode_names[] = {
+	[CPA_BPF_REC_FIXED] = "fixed",
+	[CPA_BPF_REC_DYNPTR] = "dynptr",
+	[CPA_BPF_REC_SCRATCH] = "scratch",
+};
+
+static uint32_t rec_mode_pick(void)
+{
+	const char *env = getenv("CPA_BPF_REC_MODE");
+
+	if (env && *env) {
+		for (uint32_t i = 0; i < ARRAY_SIZE(rec_mode_names); i++)
+			if (!strcmp(env, rec_mode_names[i]))
+				return i;
+		log_warn("CPA_BPF_REC_MODE=%s: not fixed, dynptr or scratch; ignored", env);
+	}
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_ringbuf_reserve_dynptr,
+				    NULL) > 0)
+		return CPA_BPF_REC_DYNPTR;
+	return CPA_BPF_REC_SCRATCH;
+}
+
+/* The scratch slots (two per possible CPU) only where they are used. */
+static int rec_mode_setup(struct cap_bpf *b)
+{
+	uint32_t mode = rec_mode_pick();
+	bool scratch = mode == CPA_BPF_REC_SCRATCH;
+	int r;
+
+	b->skel->rodata->rec_mode = mode;
+	r = bpf_map__set_value_size(b->skel->maps.sample_scratch,
+				    scratch ? b->skel->rodata->rec_size
+					    : sizeof(struct cpa_bpf_sample));
+	if (r >= 0)
+		r = bpf_map__set_max_entries(b->skel->maps.sample_scratch,
+					     scratch ? 2 * (uint32_t)b->nr_possible : 1);
+	if (r < 0)
+		return bpf_fail(r, "size sample scratch map");
+	log_info("BPF sample records: %s", rec_mode_names[mode]);
+	return 0;
+}
+
 /* The off-CPU programs and maps: loaded only with --offcpu, sized to the stack copy. */
 static int offcpu_setup(struct cap_bpf *b, const struct cap_bpf_opts *o)
 {
@@ -271,6 +320,8 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 		goto out_free;
 	}
 	r = offcpu_setup(b, o);
+	if (r >= 0)
+		r = rec_mode_setup(b);
 	if (r < 0)
 		goto out_free;
 

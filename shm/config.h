@@ -93,10 +93,11 @@ struct cpa_config {
  * The adaptive user stack copy (docs/capture.md): stack_size is what a
  * process gets until unwindd has learned what its walks need; unwindd may
  * then lower it, or raise it (walks that ran out of bytes) up to this cap,
- * 4x stack_size and at most 64 KiB. Capture reserves every BPF record at the
- * cap; only the bytes copied travel on.
+ * 8x stack_size and at most 64 KiB (64 KiB with the default 8 KiB). BPF
+ * records are as long as the bytes copied (bpf/profile.h, rec_mode), so the
+ * cap costs ring space only for the processes that copy that much.
  */
-#define CPA_STACK_CAP_MULT 4u
+#define CPA_STACK_CAP_MULT 8u
 #define CPA_STACK_CAP_MAX  65536u
 
 static inline uint32_t cpa_config__stack_cap(uint32_t stack_size)

@@ -96,12 +96,14 @@ struct uproc {
 	bool read_failed; /* the last read at refresh_ns failed: maps are older */
 	/* The adaptive stack copy (unwindd.c ucopy_learn): bytes asked of
 	 * capture (0 = its start size), the deepest need of complete walks in
-	 * the current window and their count, when the last hint went out;
-	 * the floor a lowering proved too low raised, and how often that
-	 * happened (each time the window doubles). */
+	 * the current window and their count, the most bytes one of them had
+	 * (the BPF side clamps copies at the stack top); the floor a lowering
+	 * proved too low raised, and how often that happened (each time the
+	 * window doubles); when the last hint went out. */
 	uint32_t ucopy;
 	uint32_t ucopy_need;
 	uint32_t ucopy_walks;
+	uint32_t ucopy_copied;
 	uint32_t ucopy_floor;
 	uint32_t ucopy_misses;
 	uint64_t ucopy_sent_ns;
