@@ -315,67 +315,37 @@ static int close_out(FILE *f, const char *path)
 
 /* ---- policy triggers (docs/metrics.md "Trigger policies") ---- */
 
-struct evs {
-	struct cpa_policy_event *v;
-	size_t n, cap;
-};
-
-static int on_event(void *ctx, const struct cpa_policy_event *ev)
-{
-	struct evs *e = ctx;
-
-	if (e->n == e->cap) {
-		size_t nc = e->cap ? e->cap * 2 : 32;
-		struct cpa_policy_event *nv = realloc(e->v, nc * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		e->v = nv;
-		e->cap = nc;
-	}
-	e->v[e->n++] = *ev;
-	return 0;
-}
-
-/* One line per trigger in the window: "Trigger TIME policy NAME pid N (COMM): ...". */
+/* One line per trigger that starts in the window, paired with its end by the
+ * store reader: "Trigger TIME policy NAME pid N (COMM): ..., until TIME". */
 static int print_triggers(const struct show_opts *o, struct store_reader *r, int64_t t0, int64_t n)
 {
-	struct evs e = {0};
+	_cleanup_free_ struct store_trigger *v = NULL;
 	unsigned int shown = 0;
-	int ret = store_reader__events(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, on_event, &e);
+	size_t nv = 0;
+	int ret = store_reader__triggers(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, &v, &nv);
 
-	if (ret < 0) {
-		free(e.v);
+	if (ret < 0)
 		return log_error_errno(ret, "read the policy events: %m");
-	}
-	for (size_t i = 0; i < e.n; i++) {
-		const struct cpa_policy_event *s = &e.v[i], *end = NULL;
-		char a[32], b[32], item[48], acts[128];
+	for (size_t i = 0; i < nv; i++) {
+		const struct store_trigger *t = &v[i];
+		char a[32], b[32], what[256];
 
-		if (s->kind != CPA_PE_START)
+		if (t->start_before)
 			continue;
-		if (o->target_pid >= 0 && s->pid != (uint32_t)o->target_pid)
+		if (o->target_pid >= 0 && t->ev.pid != (uint32_t)o->target_pid)
 			continue;
-		if (o->target_comm && strncmp(s->comm, o->target_comm, CPA_COMM_LEN - 1))
+		if (o->target_comm && strncmp(t->ev.comm, o->target_comm, CPA_COMM_LEN - 1))
 			continue;
-		for (size_t j = i + 1; j < e.n && !end; j++)
-			if (e.v[j].kind == CPA_PE_END && e.v[j].pid == s->pid &&
-			    !strcmp(e.v[j].policy, s->policy))
-				end = &e.v[j];
-		show_fmt_tod(s->time_ns, a, sizeof(a));
-		show_fmt_tod(end ? end->time_ns : s->end_ns, b, sizeof(b));
-		policy_item_format(item, sizeof(item), s->item);
-		policy_actions_format(acts, sizeof(acts), s->actions, s->freq, s->stack_size);
-		printf("Trigger %s policy %s pid %u (%s): %s %.2f %s %.2f, actions%s, until %s%s\n",
-		       a, s->policy, s->pid, s->comm, item, s->value,
-		       policy_cmp_name((enum policy_cmp)s->cmp), s->threshold, acts, b,
-		       end ? "" : " (planned; no end recorded in the range)");
+		show_fmt_tod(t->start_ns, a, sizeof(a));
+		show_fmt_tod(t->end_ns, b, sizeof(b));
+		store_trigger__describe(t, what, sizeof(what));
+		printf("Trigger %s %s, until %s%s\n", a, what, b,
+		       t->end_recorded ? "" : " (planned; no end recorded in the range)");
 		shown++;
 	}
 	if (!shown)
 		printf("No policy triggers in the range\n");
 	fflush(stdout);
-	free(e.v);
 	return 0;
 }
 

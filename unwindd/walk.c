@@ -572,6 +572,13 @@ int unw_step(const struct cfi_table *t, uint64_t file_off, struct unw_regs *regs
  * The frame-pointer rule for code without CFI: CFA = rbp + 16, RA at rbp + 8,
  * caller's rbp at rbp. Only taken when rbp points into the copy above sp.
  */
+/* The rule takes the return address from a register (DW_CFA_register). */
+static bool ra_in_reg(const struct cfi_table *t, uint32_t w)
+{
+	return t && CFI_RULE_KIND(w) == CFI_K_X &&
+	       t->x[CFI_RULE_X(w)].r[CFI_S_RA].kind == CFI_R_REG;
+}
+
 static int step_fp(struct unw_regs *r, const struct unw_stack *s)
 {
 	uint64_t ra, bp;
@@ -603,6 +610,7 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 		struct unw_loc loc;
 		uint64_t old_sp = r.sp;
 		bool sig = false;
+		uint32_t w;
 
 		if (n >= max) {
 			stop = CPA_STOP_DEPTH;
@@ -628,8 +636,8 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 			stop = CPA_STOP_ANON;
 			break;
 		}
-		stop = loc.table ? step_rule(loc.table, rule_of(loc.table, loc.file_off), &r,
-					     n == 1, stack, &sig)
+		w = loc.table ? rule_of(loc.table, loc.file_off) : 0;
+		stop = loc.table ? step_rule(loc.table, w, &r, n == 1, stack, &sig)
 				 : CPA_STOP_NO_CFI;
 		if (stop == CPA_STOP_NO_CFI && !loc.table && (flags & UNW_F_FP_FALLBACK)) {
 			stop = step_fp(&r, stack);
@@ -643,12 +651,14 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 		/*
 		 * Progress check: the stack grows down, so a caller's CFA lies
 		 * above. A signal frame may jump anywhere (sigaltstack). The
-		 * leaf alone may keep its sp: a function that popped its return
-		 * address into a register (vfork: `pop %rdi; syscall; push %rdi`,
-		 * CFA = rsp, RA in rdi) has its caller's CFA at rsp; once only,
-		 * so no walk can loop.
+		 * leaf alone may keep its sp when its rule takes the return
+		 * address from a register: a function that popped it there
+		 * (vfork: `pop %rdi; syscall; push %rdi`, CFA = rsp, RA in rdi)
+		 * has its caller's CFA at rsp. An RA read from the stack at an
+		 * unmoved sp is nonsense, and only the leaf has live registers.
 		 */
-		if (r.ip == 0 || (!sig && (r.sp < old_sp || (r.sp == old_sp && n > 1))) ||
+		if (r.ip == 0 || (!sig && r.sp < old_sp) ||
+		    (!sig && r.sp == old_sp && !(n == 1 && ra_in_reg(loc.table, w))) ||
 		    (sig && r.sp == old_sp)) {
 			stop = CPA_STOP_BAD;
 			break;
