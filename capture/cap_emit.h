@@ -60,8 +60,8 @@ enum cap_loss_slot {
 	CAP_LOSS_RING_FULL, /* ring 0 full: SHM_CNT_DROP_RING_FULL */
 	CAP_LOSS_BPF_RB,    /* BPF ring buffer full: CAP_CNT_BPF_RB_LOST */
 	CAP_LOSS_RATE,	    /* over the stage's rate_limit: SHM_CNT_DROP_RATE */
-	CAP_LOSS_DIED,	    /* produced by a killed generation, never delivered: CAP_CNT_LOST_DIED */
-	CAP_LOSS_DOWN,	    /* estimated not taken while no capture ran: CAP_CNT_DOWN_EST */
+	CAP_LOSS_DIED, /* produced by a killed generation, never delivered: CAP_CNT_LOST_DIED */
+	CAP_LOSS_DOWN, /* estimated not taken while no capture ran: CAP_CNT_DOWN_EST */
 	/* The same reasons for off-CPU samples (kind OFFCPU, weight = ns). */
 	CAP_LOSS_OFF_RING_FULL,
 	CAP_LOSS_OFF_BPF_RB,

@@ -24,13 +24,13 @@
 
 #include "cfi.h"
 
-#define IDENT_RETRY_NS (1000ull * 1000 * 1000) /* re-try opening a binary after this */
-#define REFRESH_MAX_NS (5 * IDENT_RETRY_NS)    /* default cap of the backed-off throttle */
-#define NEG_TTL_NS     (30 * IDENT_RETRY_NS)   /* default trust in a known-missing page */
-#define NEG_PAGE_SHIFT 12
-#define MISS_LEVEL_MAX 30		    /* cap >> level stays meaningful */
-#define BIDS_SLOTS     1024		    /* build-id table: chains are fine past this */
-#define HIST_GRACE_NS  (5 * IDENT_RETRY_NS) /* floor of the history's grace */
+#define IDENT_RETRY_NS	 (1000ull * 1000 * 1000) /* re-try opening a binary after this */
+#define REFRESH_MAX_NS	 (5 * IDENT_RETRY_NS)	 /* default cap of the backed-off throttle */
+#define NEG_TTL_NS	 (30 * IDENT_RETRY_NS)	 /* default trust in a known-missing page */
+#define NEG_PAGE_SHIFT	 12
+#define MISS_LEVEL_MAX	 30			 /* cap >> level stays meaningful */
+#define BIDS_SLOTS	 1024			 /* build-id table: chains are fine past this */
+#define HIST_GRACE_NS	 (5 * IDENT_RETRY_NS)	 /* floor of the history's grace */
 #define BIN_IDLE_SCAN_NS (10ull * 1000000000ull) /* idle_bins() at most this often */
 
 /* An unwind index shared by every binary with the same build-id (the same
