@@ -835,20 +835,58 @@ static __always_inline __u32 offcpu_state(bool preempt, unsigned int prev_state,
 	return 0; /* stopped, traced, dead: not off-CPU time we report */
 }
 
-/* A record of e's stack carrying weight ns at time; NULL when the ring buffer is full. */
-static __always_inline struct cpa_bpf_offcpu *offcpu_copy(struct cpa_bpf_offcpu *e, __u64 weight,
-							  __u64 time)
+/*
+ * e's stack as a record carrying weight ns at time, submitted unless gen_check
+ * and e was rewritten meanwhile (a hash collision: torn, dropped, counted).
+ * With dynptr records it is as long as e's copy (the stash entry is sized at
+ * the cap, 8 x --stack_size: copying all of it per block cost ring space and
+ * time); else reserved and copied at the cap.
+ */
+static __always_inline void offcpu_emit(struct cpa_bpf_offcpu *e, __u64 weight, __u64 time,
+					bool gen_check, __u64 gen, __u64 flags)
 {
-	struct cpa_bpf_offcpu *r = bpf_ringbuf_reserve(&rb, offcpu_rec_size, 0);
+	struct cpa_bpf_offcpu *r;
 
+	if (rec_mode == CPA_BPF_REC_DYNPTR) {
+		__u64 len = offsetof(struct cpa_bpf_offcpu, s) + CPA_BPF_STACK_OFF + e->s.stack_len;
+		struct bpf_dynptr d;
+
+		if (len > offcpu_rec_size)
+			len = offcpu_rec_size;
+		if (bpf_ringbuf_reserve_dynptr(&rb, len, 0, &d)) {
+			bpf_ringbuf_discard_dynptr(&d, 0);
+			stat_inc(CPA_BPF_STAT_OFFCPU_LOST);
+			return;
+		}
+		bpf_dynptr_write(&d, 0, e, len, 0);
+		bpf_dynptr_write(&d, offsetof(struct cpa_bpf_offcpu, weight_ns), &weight,
+				 sizeof(weight), 0);
+		bpf_dynptr_write(&d,
+				 offsetof(struct cpa_bpf_offcpu, s) +
+					 offsetof(struct cpa_bpf_sample, time_ns),
+				 &time, sizeof(time), 0);
+		if (gen_check && __sync_fetch_and_add(&e->gen, 0) != gen) {
+			bpf_ringbuf_discard_dynptr(&d, 0);
+			stat_inc(CPA_BPF_STAT_OFFCPU_TORN);
+			return;
+		}
+		bpf_ringbuf_submit_dynptr(&d, flags);
+		return;
+	}
+	r = bpf_ringbuf_reserve(&rb, offcpu_rec_size, 0);
 	if (!r) {
 		stat_inc(CPA_BPF_STAT_OFFCPU_LOST);
-		return NULL;
+		return;
 	}
 	bpf_probe_read_kernel(r, offcpu_rec_size, e);
 	r->weight_ns = weight;
 	r->s.time_ns = time;
-	return r;
+	if (gen_check && __sync_fetch_and_add(&e->gen, 0) != gen) {
+		bpf_ringbuf_discard(r, 0);
+		stat_inc(CPA_BPF_STAT_OFFCPU_TORN);
+		return;
+	}
+	bpf_ringbuf_submit(r, flags);
 }
 
 static __always_inline bool offcpu_len_ok(__u64 len)
@@ -906,7 +944,7 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 	__u32 tgid = id >> 32, tid = (__u32)id, zkey = 0;
 	struct offcpu_key key = {.tid = tid};
 	struct offcpu_place pl;
-	struct cpa_bpf_offcpu *e, *r;
+	struct cpa_bpf_offcpu *e;
 	char comm[CPA_BPF_COMM_LEN];
 	char letter = 0;
 	void *zero;
@@ -948,11 +986,8 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 		/* New entry, or another place with the same hash: what the old
 		 * one gathered goes out before it is overwritten. */
 		p = __sync_lock_test_and_set(&e->pending_ns, 0);
-		if (p) {
-			r = offcpu_copy(e, p, now);
-			if (r)
-				bpf_ringbuf_submit(r, submit_flags());
-		}
+		if (p)
+			offcpu_emit(e, p, now, false, 0, submit_flags());
 		/* Odd gen while rewriting: a flush copying meanwhile drops its copy. */
 		__sync_fetch_and_add(&e->gen, 1);
 		e->type = CPA_BPF_REC_OFFCPU;
@@ -1020,7 +1055,6 @@ static long offcpu_flush_one(struct bpf_map *map, struct offcpu_key *key, struct
 			     __u64 *now)
 {
 	__u64 from = e->acct_ns, gen = e->gen, to = *now, w = 0, *cur;
-	struct cpa_bpf_offcpu *r;
 
 	if (gen & 1)
 		return 0; /* being rewritten: its pending ns went out with the old stack */
@@ -1052,16 +1086,8 @@ static long offcpu_flush_one(struct bpf_map *map, struct offcpu_key *key, struct
 			bpf_map_delete_elem(map, key);
 		return 0;
 	}
-	r = offcpu_copy(e, w, to);
-	if (!r)
-		return 0;
-	if (__sync_fetch_and_add(&e->gen, 0) != gen) {
-		/* Rewritten while we copied (a hash collision): torn, dropped (counted). */
-		bpf_ringbuf_discard(r, 0);
-		stat_inc(CPA_BPF_STAT_OFFCPU_TORN);
-		return 0;
-	}
-	bpf_ringbuf_submit(r, 0);
+	/* Rewritten while we copied (a hash collision): torn, dropped (counted). */
+	offcpu_emit(e, w, to, true, gen, 0);
 	return 0;
 }
 
