@@ -1067,7 +1067,7 @@ END_TEST
  * bzip2 -9 and sqlite3: their 5-6 KB frames need more than the default 8 KiB
  * stack copy; openssl's RSA (BN_mod_exp_mont_consttime and friends) more
  * than 32 KiB. A process the adaptive copy has not learned yet gets the cap
- * (64 KiB, clamped at its real stack top), so all four run with the
+ * (32 KiB, clamped at its real stack top), so all four run with the
  * defaults and are complete from their first samples; unwindd then lowers
  * each to what its walks need. Bars: bzip2 and openssl 99 %, sqlite3 97 %
  * and perl 95 % (perf --call-graph dwarf got 86-90 % on perl in
