@@ -116,7 +116,7 @@ bool policy_cgroup_match(const struct policy *p, const char *cg_path, uint64_t c
 	return !strncmp(cg_path, p->cgroup, n) && (cg_path[n] == '\0' || cg_path[n] == '/');
 }
 
-bool policy_env_match(const struct policy *p, const char *environ, size_t len)
+bool policy_env_match(const struct policy *p, const char *envbuf, size_t len)
 {
 	const char *eq = strchr(p->env, '='), *v;
 	char name[POLICY_ENV_MAX];
@@ -124,10 +124,10 @@ bool policy_env_match(const struct policy *p, const char *environ, size_t len)
 
 	if (!p->env[0])
 		return true;
-	if (!eq || !environ)
+	if (!eq || !envbuf)
 		return false;
 	snprintf(name, sizeof(name), "%.*s", (int)(eq - p->env), p->env);
-	v = env_label_pick(environ, len, name, &vlen);
+	v = env_label_pick(envbuf, len, name, &vlen);
 	return v && vlen == strlen(eq + 1) && !memcmp(v, eq + 1, vlen);
 }
 

@@ -119,8 +119,8 @@ bool policy_has_proc_selector(const struct policy *p);
  * /proc/PID/cgroup), cg_id the id of that cgroup (0 = unknown). A path
  * matches that cgroup and those below it, an id that cgroup only. */
 bool policy_cgroup_match(const struct policy *p, const char *cg_path, uint64_t cg_id);
-/* env=: environ is a /proc/PID/environ image of len bytes (common/envlabel.h). */
-bool policy_env_match(const struct policy *p, const char *environ, size_t len);
+/* env=: envbuf is a /proc/PID/environ image of len bytes (common/envlabel.h). */
+bool policy_env_match(const struct policy *p, const char *envbuf, size_t len);
 
 /* One process in one second, as the evaluator sees it. */
 struct policy_proc {
