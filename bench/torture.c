@@ -20,7 +20,15 @@
  * being recomputed every second). Prints a table; exit 0 when unaccounted,
  * duplicates and corrupt blocks are all 0, 1 otherwise, 77 without root/BPF.
  *
- *   bench_torture [--kills N] [--freq HZ] [--seed S] [--keep DIR]
+ *   bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] [--keep DIR]
+ *                 [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS]
+ *
+ * --per_stage N kills until each of the five victims has been killed N times
+ * (the long run: 500 each); --pace the pause before a kill, in ms (default
+ * 300:2000); --duty the share of each 10 ms the load threads spin (default
+ * 100: a shared machine's long run may take less); --healthy sets the
+ * monitor's CPA_HEALTHY_MS so that a stage killed every few seconds keeps a
+ * short restart backoff (docs/supervisor.md, "Knobs for tests").
  */
 #include <dirent.h>
 #include <errno.h>
@@ -65,7 +73,7 @@ struct tally {
 };
 
 static char bindir[PATH_MAX], store[PATH_MAX], logpath[PATH_MAX + 16];
-static unsigned int freq = 199;
+static unsigned int freq = 199, duty = 100;
 
 static void msleep(unsigned int ms)
 {
@@ -85,8 +93,16 @@ static void *spin(void *arg)
 	CPU_ZERO(&set);
 	CPU_SET((int)(intptr_t)arg, &set);
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	for (;;)
-		x++;
+	if (duty >= 100)
+		for (;;)
+			x++;
+	for (;;) {
+		uint64_t end = clock_ns(CLOCK_MONOTONIC) + duty * 100000ULL;
+
+		while (clock_ns(CLOCK_MONOTONIC) < end)
+			x++;
+		usleep((100 - duty) * 100);
+	}
 	return NULL;
 }
 
@@ -441,14 +457,16 @@ static int hangs_run(struct shm_arena *a, unsigned int hang_ms)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: bench_torture [--kills N] [--freq HZ] [--seed S] [--keep DIR] "
-			"[--hangs MS]\n");
+	fprintf(stderr, "usage: bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] "
+			"[--keep DIR] [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	unsigned int kills = 50, seed = (unsigned int)time(NULL), ncpu, hang_ms = 0;
+	unsigned int per_stage = 0, pace_min = 300, pace_max = 2000;
+	const char *healthy = NULL;
 	int hang_fails = 0;
 	const char *keep = NULL;
 	struct shm_arena *a = NULL;
@@ -473,9 +491,23 @@ int main(int argc, char **argv)
 			keep = argv[++i];
 		else if (!strcmp(argv[i], "--hangs"))
 			hang_ms = (unsigned int)strtoul(argv[++i], NULL, 10);
-		else
+		else if (!strcmp(argv[i], "--per_stage"))
+			per_stage = (unsigned int)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--duty"))
+			duty = (unsigned int)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--healthy"))
+			healthy = argv[++i];
+		else if (!strcmp(argv[i], "--pace")) {
+			if (sscanf(argv[++i], "%u:%u", &pace_min, &pace_max) != 2 ||
+			    pace_max < pace_min)
+				usage();
+		} else
 			usage();
 	}
+	if (!duty || duty > 100)
+		usage();
+	if (per_stage)
+		kills = per_stage * (NSTAGES + 1);
 	if (geteuid() != 0) {
 		fprintf(stderr, "torture: needs root (BPF): skipped\n");
 		return 77;
@@ -501,6 +533,8 @@ int main(int argc, char **argv)
 	       logpath);
 	fflush(stdout);
 
+	if (healthy)
+		setenv("CPA_HEALTHY_MS", healthy, 1);
 	if (hang_ms) {
 		char v[16];
 
@@ -530,7 +564,10 @@ int main(int argc, char **argv)
 		struct shm_stage *st;
 		pid_t pid;
 
-		msleep(300 + (unsigned int)rand() % 1700);
+		/* --per_stage: a random victim among those still short of N. */
+		while (per_stage && t.kills[v] >= per_stage)
+			v = (unsigned int)rand() % (NSTAGES + 1);
+		msleep(pace_min + (unsigned int)rand() % (pace_max - pace_min + 1));
 		if (v == VICTIM_MON) {
 			/* Only while every stage runs (see docs: a monitor killed while
 			 * capture restarts leaves its successor's fold undone). */
