@@ -74,6 +74,10 @@ bool fold_is_root(const char *f)
 					    "start_thread",
 					    "clone3",
 					    "clone",
+					    /* inside execve past its point of no return:
+					     * the old image's callers are gone, nothing is
+					     * left to unwind (docs/unwindd.md) */
+					    "<# EXEC: IMAGE REPLACED #>",
 					    NULL};
 	int i;
 

@@ -426,6 +426,12 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s, str
 			if (s->stack_len == 0) {
 				flags |= CPA_BPF_F_NO_USTACK;
 				stat_inc(CPA_BPF_STAT_NO_USTACK);
+				/* In execve past its point of no return the old
+				 * stack went with the old mm: say so, the walk is
+				 * not what failed. */
+				if (bpf_core_field_exists(task->in_execve) &&
+				    BPF_CORE_READ_BITFIELD_PROBED(task, in_execve))
+					flags |= CPA_BPF_F_IN_EXEC;
 			} else if (s->stack_len < want) {
 				flags |= CPA_BPF_F_USTACK_TRUNC;
 				stat_inc(CPA_BPF_STAT_USTACK_TRUNC);

@@ -91,6 +91,7 @@ enum cpa_bpf_sample_flag {
 	CPA_BPF_F_USTACK_TRUNC = 1u << 2,  /* a page failed before stack_size bytes */
 	CPA_BPF_F_NO_USTACK = 1u << 4,	   /* no user stack byte could be read (or refused) */
 	CPA_BPF_F_KERNEL_THREAD = 1u << 6, /* no user part by nature */
+	CPA_BPF_F_IN_EXEC = 1u << 8,	   /* NO_USTACK inside execve (task->in_execve) */
 };
 
 enum cpa_bpf_task_kind {

@@ -76,6 +76,7 @@ enum unwindd_counter {
 	 * released: a killed unwindd's successor sends them (LOST_AT_KILL) */
 	UNW_CNT_LOSS_PENDING,
 	UNW_CNT_LOST_AT_KILL, /* ... as this reason */
+	UNW_CNT_STOP_EXEC,    /* samples inside execve after the old image went */
 	UNW_CNT_MAX_,
 };
 

@@ -66,6 +66,9 @@ enum cpa_sample_flag {
 	CPA_SF_KSTACK_ERR = 1u << 5,	 /* kernel stack could not be read */
 	CPA_SF_KERNEL_THREAD = 1u << 6,	 /* no user part by nature */
 	CPA_SF_UNWIND_PARTIAL = 1u << 7, /* unwindd stopped before the outermost frame */
+	/* No user stack inside execve: past its point of no return the old
+	 * image's stack went with its address space (CPA_STOP_EXEC). */
+	CPA_SF_IN_EXEC = 1u << 8,
 };
 
 #define CPA_COMM_LEN	   16
@@ -242,6 +245,9 @@ enum cpa_uframe_flag {
 	CPA_UF_SIGNAL = 1u << 2, /* signal trampoline frame */
 	CPA_UF_FP = 1u << 3,	 /* recovered through the frame pointer */
 	CPA_UF_LEAF = 1u << 4,	 /* the interrupted pc (no -1 adjustment for lookup) */
+	/* Looked up in the image an exec had just replaced: a sample inside
+	 * execve past its point of no return (CPA_STOP_EXEC). */
+	CPA_UF_PRE_EXEC = 1u << 5,
 };
 
 struct cpa_uframe {
@@ -265,6 +271,10 @@ enum cpa_unwind_stop {
 	/* The binary was deleted before unwindd could open it (temporary
 	 * build products): its mapping is known, its unwind table is not. */
 	CPA_STOP_DELETED,
+	/* Taken inside execve after the old image was dropped: the leaf is the
+	 * old image's syscall, its callers went with the old address space.
+	 * Nothing more exists to unwind: complete, not partial. */
+	CPA_STOP_EXEC,
 	CPA_STOP_MAX,
 };
 

@@ -741,6 +741,46 @@ static void symbin__read_fdes(struct symbin *b, const struct elfimg *e)
 	b->src |= SYMBIN_SRC_FDE;
 }
 
+/*
+ * The ELF entry point is the process's first function: when no symbol names
+ * it (stripped executables; ld.so, whose `_start` is a local symbol Debian
+ * strips) it is "_start", ranked below every real symbol at that address.
+ * Its extent is its FDE's, or for FDE-less start code (ld.so's) up to the
+ * next FDE, so it never swallows a neighbour. Shared libraries have e_entry
+ * 0, except those that can be run (libc.so.6), where it is that run's entry.
+ */
+static int symvec__collect_entry(struct symvec *sv, const struct elfimg *e,
+				 const struct symbin *b)
+{
+	uint64_t entry = e->eh.e_entry, rel, size;
+	uint32_t lo = 0, hi = b->nfdes;
+
+	if (!entry || !b->nfdes || entry < b->fde_base || entry - b->fde_base > UINT32_MAX)
+		return 0;
+	rel = entry - b->fde_base;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (b->fdes[mid].start <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && b->fdes[lo - 1].size && rel - b->fdes[lo - 1].start < b->fdes[lo - 1].size)
+		size = b->fdes[lo - 1].start + b->fdes[lo - 1].size - rel; /* its FDE */
+	else if (lo < b->nfdes)
+		size = MIN(b->fdes[lo].start - rel, (uint64_t)4096); /* FDE-less start code */
+	else
+		return 0;
+	return symvec__push(sv, &(struct symcand){
+					.addr = entry,
+					.size = (uint32_t)size,
+					.rank = 16,
+					.name = "_start",
+					.name_len = 6,
+				});
+}
+
 static int symcand_cmp(const void *a, const void *b)
 {
 	const struct symcand *x = a, *y = b;
@@ -1263,7 +1303,7 @@ static int symbin__from_img(struct symbin *b, const struct elfimg *e, struct sym
 	if (found)
 		b->src |= SYMBIN_SRC_PLT;
 	symbin__read_fdes(b, e);
-	return 0;
+	return symvec__collect_entry(sv, e, b);
 }
 
 int symbin__load(const struct symd_paths *paths, const struct symd_file_ref *ref,

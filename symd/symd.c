@@ -1001,6 +1001,8 @@ static const char *stop_marker(uint16_t reason)
 		return "[unwind stopped: bad frame]";
 	case CPA_STOP_DELETED:
 		return "[unwind stopped: deleted]";
+	case CPA_STOP_EXEC:
+		return "[exec: image replaced]";
 	default:
 		return "[unwind stopped: unknown]";
 	}

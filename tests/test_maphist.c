@@ -49,7 +49,7 @@ static struct maphist *hist_new(void)
 /* The bin index at (pid, addr, t), -1 for nothing mapped. */
 static int at(struct maphist *h, uint32_t pid, uint64_t addr, uint64_t t)
 {
-	const struct umap *m = maphist__find(h, pid, addr, t);
+	const struct umap *m = maphist__find(h, pid, addr, t, NULL);
 
 	return m ? (int)((struct fake_bin *)(void *)m->bin - bins) : -1;
 }
@@ -68,7 +68,7 @@ START_TEST(test_mmap_lookup_by_time)
 	ck_assert_int_eq(at(h, 10, 0x4fff, 1000), 0);
 	ck_assert_int_eq(at(h, 10, 0x5000, 1000), -1); /* end is exclusive */
 	ck_assert_int_eq(at(h, 11, 0x1000, 1000), -1); /* another pid */
-	got = maphist__find(h, 10, 0x3000, 500);
+	got = maphist__find(h, 10, 0x3000, 500, NULL);
 	ck_assert_ptr_nonnull(got);
 	ck_assert_uint_eq(got->pgoff, 0x2000);
 	/* The same mapping again (a /proc seed and its event): one entry. */
@@ -93,7 +93,7 @@ START_TEST(test_overlap_splits)
 	ck_assert_int_eq(at(h, 7, 0x15000, 150), 0); /* before the new one: the old one */
 	ck_assert_int_eq(at(h, 7, 0x15000, 250), 1);
 	ck_assert_int_eq(at(h, 7, 0x11000, 250), 0); /* left of it */
-	m = maphist__find(h, 7, 0x19000, 250);	     /* right of it */
+	m = maphist__find(h, 7, 0x19000, 250, NULL);	     /* right of it */
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(at(h, 7, 0x19000, 250), 0);
 	ck_assert_uint_eq(m->start, 0x18000);
@@ -136,6 +136,46 @@ START_TEST(test_exec_new_generation)
 		ck_assert_int_eq(at(h, 5, 0x600000, 950), 2);
 		ck_assert_int_eq(at(h, 5, 0x600000, 1000 + 1000000000ull), -1);
 	}
+	maphist__free(h);
+}
+END_TEST
+
+/*
+ * An exec storm (a process that execs itself, `exec sh script` in a loop):
+ * a sample taken inside exec N, past the point of no return, is often
+ * processed after exec N+1 is known. It is still looked up in the image
+ * exec N replaced, and says so; a pc the new image maps is not.
+ */
+START_TEST(test_exec_storm_window)
+{
+	struct maphist *h = hist_new();
+	struct umap a = file_map(0x400000, 0x401000, 0, 0), b = file_map(0x500000, 0x501000, 0, 1),
+		    c = file_map(0x600000, 0x601000, 0, 2);
+	const uint64_t ms = 1000000;
+	bool pre = true;
+
+	ck_assert_int_eq(maphist__mmap(h, 9, 1 * ms, &a), 0);
+	ck_assert_int_eq(maphist__exec(h, 9, 10 * ms), 0); /* a -> b */
+	ck_assert_int_eq(maphist__mmap(h, 9, 10 * ms + 10, &b), 0);
+	ck_assert_int_eq(maphist__exec(h, 9, 20 * ms), 0); /* b -> c */
+	ck_assert_int_eq(maphist__mmap(h, 9, 20 * ms + 10, &c), 0);
+
+	/* In exec 1 (before b was mapped), processed after exec 2. */
+	ck_assert_ptr_nonnull(maphist__find(h, 9, 0x400000, 10 * ms + 5, &pre));
+	ck_assert(pre);
+	/* In exec 2: image b's pc. */
+	ck_assert_int_eq(at(h, 9, 0x500000, 20 * ms + 5), 1);
+	ck_assert_ptr_nonnull(maphist__find(h, 9, 0x500000, 20 * ms + 5, &pre));
+	ck_assert(pre);
+	/* In exec 2, a's pc is two images old: not there. */
+	ck_assert_int_eq(at(h, 9, 0x400000, 20 * ms + 5), -1);
+	/* A pc mapped at its time is no exec case. */
+	ck_assert_ptr_nonnull(maphist__find(h, 9, 0x600000, 25 * ms, &pre));
+	ck_assert(!pre);
+	/* Out of order: an exec older than the latest still counts. */
+	ck_assert_int_eq(maphist__exec(h, 9, 15 * ms), 0);
+	ck_assert_ptr_nonnull(maphist__find(h, 9, 0x500000, 15 * ms + 5, &pre));
+	ck_assert(pre);
 	maphist__free(h);
 }
 END_TEST
@@ -300,6 +340,7 @@ static Suite *maphist_suite(void)
 	tcase_add_test(tc, test_mmap_lookup_by_time);
 	tcase_add_test(tc, test_overlap_splits);
 	tcase_add_test(tc, test_exec_new_generation);
+	tcase_add_test(tc, test_exec_storm_window);
 	tcase_add_test(tc, test_fork_inherits);
 	tcase_add_test(tc, test_exit_and_sweep);
 	tcase_add_test(tc, test_pid_reuse);

@@ -311,6 +311,74 @@ START_TEST(test_fde_and_plt)
 }
 END_TEST
 
+/* The file offset of an ELF's entry point (0 if it has none). */
+static uint64_t entry_off(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t off = 0;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &eh, sizeof(eh), 0), (ssize_t)sizeof(eh));
+	for (unsigned int i = 0; i < eh.e_phnum && eh.e_entry; i++) {
+		ck_assert_int_eq(pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))),
+				 (ssize_t)sizeof(ph));
+		if (ph.p_type == PT_LOAD && eh.e_entry >= ph.p_vaddr &&
+		    eh.e_entry < ph.p_vaddr + ph.p_filesz)
+			off = eh.e_entry - ph.p_vaddr + ph.p_offset;
+	}
+	close(fd);
+	return off;
+}
+
+/*
+ * The entry point of a program without symbols is "_start" (a stripped
+ * program's root frame, and ld.so's, whose _start Debian strips), bounded
+ * by its FDE or by the next one: the function after it keeps its own name.
+ */
+START_TEST(test_entry_point_start)
+{
+	static const char *const progs[] = {"/lib64/ld-linux-x86-64.so.2", "/bin/dash",
+					    "/usr/bin/env"};
+	char exe[512], src[512];
+	struct symbin *bin;
+	uint64_t e, start;
+
+	tmp_setup();
+	snprintf(src, sizeof(src), "%s/p.c", tmpdir);
+	snprintf(exe, sizeof(exe), "%s/p", tmpdir);
+	run_sh("printf 'int main(void) { return 0; }\\n' > '%s' && cc -O1 -o '%s' '%s' && "
+	       "strip --strip-all '%s'",
+	       src, exe, src, exe);
+	e = entry_off(exe);
+	ck_assert_uint_ne(e, 0);
+	bin = load_path(exe, "/nonexistent", NULL);
+	ck_assert_ptr_nonnull(bin);
+	ck_assert_str_eq(lookup(bin, e), "_start");
+	ck_assert_str_eq(lookup(bin, e + 4), "_start");
+	/* crt1's _start has its own FDE: the next function starts after it. */
+	ck_assert_int_eq(symbin__func_start(bin, e, &start), 0);
+	ck_assert_uint_eq(start, e);
+	ck_assert_str_ne(lookup(bin, e + 0x40), "_start");
+	symbin__free(bin);
+	tmp_teardown();
+
+	for (unsigned int i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		if (access(progs[i], R_OK) != 0)
+			continue;
+		e = entry_off(progs[i]);
+		ck_assert_uint_ne(e, 0);
+		bin = load_path(progs[i], "/nonexistent", NULL);
+		ck_assert_ptr_nonnull(bin);
+		/* The return address of _start's first call, as a walk sees it. */
+		ck_assert_msg(!strcmp(lookup(bin, e + 8), "_start"), "%s: entry+8 is %s",
+			      progs[i], lookup(bin, e + 8));
+		symbin__free(bin);
+	}
+}
+END_TEST
+
 START_TEST(test_debug_file_build_id)
 {
 	struct fx_fn l = fx_local();
@@ -1965,6 +2033,7 @@ static Suite *symd_suite(void)
 
 	tcase_add_test(tc, test_lookup_fixture);
 	tcase_add_test(tc, test_fde_and_plt);
+	tcase_add_test(tc, test_entry_point_start);
 	tcase_add_test(tc, test_debug_file_build_id);
 	tcase_add_test(tc, test_debug_file_debuglink);
 	tcase_add_test(tc, test_minidebuginfo);

@@ -15,6 +15,7 @@ struct mh_map {
 	struct umap m;
 	uint64_t t_from; /* in force over [t_from, t_to) */
 	uint64_t t_to;
+	bool exec_end; /* t_to is an exec's time */
 };
 
 struct mh_proc {
@@ -142,6 +143,7 @@ static int push(struct maphist *h, struct mh_proc *p, const struct umap *m, uint
 	e->m = *m;
 	e->t_from = from;
 	e->t_to = to;
+	e->exec_end = false;
 	if (m->bin && h->ref)
 		h->ref(h->ctx, m->bin, +1);
 	return 0;
@@ -198,6 +200,7 @@ static int insert(struct maphist *h, struct mh_proc *p, uint64_t t, const struct
 		old = e->m;
 		old_to = e->t_to;
 		e->t_to = t;
+		e->exec_end = false;
 		if (old.start < m->start) {
 			r = push(h, p, (struct umap[]){piece(&old, old.start, m->start)}, t,
 				 old_to);
@@ -210,8 +213,12 @@ static int insert(struct maphist *h, struct mh_proc *p, uint64_t t, const struct
 				return r;
 		}
 	}
-	if (p->exec_ns > t)
-		to = MIN(to, p->exec_ns);
+	if (p->exec_ns > t && p->exec_ns < to) {
+		r = push(h, p, m, t, p->exec_ns);
+		if (r == 0)
+			p->maps[p->n - 1].exec_end = true;
+		return r;
+	}
 	if (to <= t)
 		return 0;
 	return push(h, p, m, t, to);
@@ -224,13 +231,15 @@ int maphist__mmap(struct maphist *h, uint32_t pid, uint64_t t, const struct umap
 	return p ? insert(h, p, t, m) : -ENOMEM;
 }
 
-static void end_all(struct mh_proc *p, uint64_t t)
+static void end_all(struct mh_proc *p, uint64_t t, bool exec)
 {
 	uint32_t i;
 
 	for (i = 0; i < p->n; i++)
-		if (p->maps[i].t_from < t && p->maps[i].t_to > t)
+		if (p->maps[i].t_from < t && p->maps[i].t_to > t) {
 			p->maps[i].t_to = t;
+			p->maps[i].exec_end = exec;
+		}
 }
 
 int maphist__exec(struct maphist *h, uint32_t pid, uint64_t t)
@@ -239,7 +248,7 @@ int maphist__exec(struct maphist *h, uint32_t pid, uint64_t t)
 
 	if (!p)
 		return -ENOMEM;
-	end_all(p, t);
+	end_all(p, t, true);
 	p->exec_ns = MAX(p->exec_ns, t);
 	p->dead_ns = 0;
 	return 0;
@@ -257,7 +266,7 @@ int maphist__fork(struct maphist *h, uint32_t pid, uint32_t ppid, uint64_t t)
 	if (!p)
 		return -ENOMEM;
 	/* get() may rehash the table, never move a process: parent stays valid. */
-	end_all(p, t); /* a reused pid: the old process is over */
+	end_all(p, t, false); /* a reused pid: the old process is over */
 	p->dead_ns = 0;
 	for (i = 0; i < parent->n; i++) {
 		struct umap m;
@@ -305,18 +314,52 @@ static const struct mh_map *find_at(struct mh_proc *p, uint64_t addr, uint64_t t
 	return best;
 }
 
-const struct umap *maphist__find(struct maphist *h, uint32_t pid, uint64_t addr, uint64_t t)
+/*
+ * A sample taken inside execve past its point of no return (the exec's comm
+ * event comes early in begin_new_exec) still carries the old image's user
+ * registers: look addr up in the image the exec just before t replaced,
+ * within MH_EXEC_WINDOW_NS. That exec is known by the mappings it ended:
+ * unwindd may be hundreds of execs behind in an exec storm, so the latest
+ * exec would not do.
+ */
+static const struct mh_map *find_pre_exec(const struct mh_proc *p, uint64_t addr, uint64_t t)
+{
+	const struct mh_map *best = NULL;
+	uint64_t last = 0;
+	uint32_t i;
+
+	for (i = 0; i < p->n; i++)
+		if (p->maps[i].exec_end && p->maps[i].t_to <= t && p->maps[i].t_to > last)
+			last = p->maps[i].t_to;
+	/* A later exec that ended nothing (no history before it) is no help. */
+	if (!last || t - last >= MH_EXEC_WINDOW_NS || (p->exec_ns <= t && p->exec_ns > last))
+		return NULL;
+	for (i = 0; i < p->n; i++) {
+		const struct mh_map *e = &p->maps[i];
+
+		if (e->exec_end && e->t_to == last && addr >= e->m.start && addr < e->m.end &&
+		    (!best || e->t_from > best->t_from))
+			best = e;
+	}
+	return best;
+}
+
+const struct umap *maphist__find(struct maphist *h, uint32_t pid, uint64_t addr, uint64_t t,
+				 bool *ret_pre_exec)
 {
 	struct mh_proc *p = peek(h, pid);
 	const struct mh_map *e;
 
+	if (ret_pre_exec)
+		*ret_pre_exec = false;
 	if (!p)
 		return NULL;
 	e = find_at(p, addr, t);
-	/* A sample taken in the kernel during execve, after the new image's
-	 * events, still carries the old image's user registers. */
-	if (!e && p->exec_ns && t >= p->exec_ns && t - p->exec_ns < MH_EXEC_WINDOW_NS)
-		e = find_at(p, addr, p->exec_ns - 1);
+	if (e)
+		return &e->m;
+	e = find_pre_exec(p, addr, t);
+	if (e && ret_pre_exec)
+		*ret_pre_exec = true;
 	return e ? &e->m : NULL;
 }
 

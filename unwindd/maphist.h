@@ -65,8 +65,14 @@ int maphist__fork(struct maphist *h, uint32_t pid, uint32_t ppid, uint64_t t);
 /* The whole process pid is gone at t. */
 void maphist__exit(struct maphist *h, uint32_t pid, uint64_t t);
 
-/* The mapping holding addr in pid at time t, or NULL. */
-const struct umap *maphist__find(struct maphist *h, uint32_t pid, uint64_t addr, uint64_t t);
+/*
+ * The mapping holding addr in pid at time t, or NULL. A pc no mapping holds
+ * at t, within 20 ms after an exec, is looked up in the image the exec
+ * replaced (a sample taken inside execve past the point of no return keeps
+ * the old image's registers); *ret_pre_exec (may be NULL) says so.
+ */
+const struct umap *maphist__find(struct maphist *h, uint32_t pid, uint64_t addr, uint64_t t,
+				 bool *ret_pre_exec);
 /* pid has a history (else the caller reads /proc). */
 bool maphist__has(const struct maphist *h, uint32_t pid);
 

@@ -583,12 +583,13 @@ static int find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns,
 {
 	const struct umap *m = NULL;
 	struct ubin *b = NULL;
+	bool pre_exec = false;
 
 	/* The mappings in force when the sample was taken, if the kernel told us. */
 	if (p->sample_ns) {
 		if (unlikely(p->sample_ns > c->hist_now))
 			c->hist_now = p->sample_ns; /* the sweep's clock, with the events' */
-		m = maphist__find(c->mh, p->pid, pc, p->sample_ns);
+		m = maphist__find(c->mh, p->pid, pc, p->sample_ns, &pre_exec);
 		if (m)
 			cnt(c, UNW_CNT_HIST_HITS, 1);
 	}
@@ -664,6 +665,8 @@ static int find(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now_ns,
 	b->last_use = now_ns;
 	ret->bin = b;
 	ret->module_id = b->id;
+	if (pre_exec)
+		ret->flags |= CPA_UF_PRE_EXEC;
 	return 0;
 }
 

@@ -477,6 +477,17 @@ static int unwind_user(struct unwindd *u, struct uproc *p, const struct sample_v
 	 * its own reason, not a walk that went wrong. */
 	if (w.last_gone && stop_is_partial(stop))
 		stop = CPA_STOP_DELETED;
+	/* Inside execve past its point of no return: the leaf is the old
+	 * image's syscall; whatever a walk found above it (a kernel FP chain
+	 * through the new address space) is not its callers. Known from the
+	 * mapping history (after the exec's comm event) or from the BPF side
+	 * (the stack unreadable while task->in_execve: from exec_mmap on). */
+	if (*ret_n && ((u->uf[0].flags & CPA_UF_PRE_EXEC) ||
+		       (v->s.flags & (CPA_SF_IN_EXEC | CPA_SF_NO_USTACK)) ==
+			       (CPA_SF_IN_EXEC | CPA_SF_NO_USTACK))) {
+		*ret_n = 1;
+		return CPA_STOP_EXEC;
+	}
 	ucopy_learn(u, p, &v->s, stop, top);
 	return stop;
 }
@@ -488,6 +499,7 @@ static void count_stop(struct unwindd *u, int stop)
 		[CPA_STOP_NO_CFI] = UNW_CNT_STOP_NO_CFI, [CPA_STOP_READ] = UNW_CNT_STOP_READ,
 		[CPA_STOP_DEPTH] = UNW_CNT_STOP_DEPTH,	 [CPA_STOP_ANON] = UNW_CNT_STOP_ANON,
 		[CPA_STOP_BAD] = UNW_CNT_STOP_BAD,	 [CPA_STOP_DELETED] = UNW_CNT_STOP_DELETED,
+		[CPA_STOP_EXEC] = UNW_CNT_STOP_EXEC,
 	};
 
 	if (stop > 0 && stop < CPA_STOP_MAX && idx[stop])
