@@ -259,6 +259,11 @@ static void oneshot_remove(const char *root)
 		log_warn("one-shot: cannot remove the work store '%s': %s", root, strerror(-r));
 }
 
+/* The monitor's paths (16 KiB). */
+struct monitor_dirs {
+	char stage_dir[PATH_MAX], store_dir[PATH_MAX], pidfile[PATH_MAX], oneshot_dir[PATH_MAX];
+};
+
 int cmd_monitor(struct cpa_opts *o)
 {
 	const struct monitor_opts *m = &o->mon;
@@ -266,38 +271,43 @@ int cmd_monitor(struct cpa_opts *o)
 	struct shm_arena *arena = NULL;
 	struct shm_layout layout;
 	_cleanup_close_ int pidfd = -1;
-	char stage_dir[PATH_MAX], store_dir[PATH_MAX], pidfile[PATH_MAX] = "";
-	char oneshot_dir[PATH_MAX] = "";
+	/* On the heap, as the supervisor: the monitor's own samples stay
+	 * within a small stack copy. */
+	_cleanup_free_ struct monitor_dirs *d = calloc(1, sizeof(*d));
 	const char *store_arg = m->store_dir;
 	sigset_t mask;
 	pid_t keeper = -1;
 	int r, code = 1;
 
 	log_set_subsystem("monitor");
+	if (!d) {
+		log_error_errno(-ENOMEM, "allocate: %m");
+		return 1;
+	}
 
 	r = supervisor_params__init(&p);
 	if (r < 0)
 		return 2;
 	if (m->oneshot) {
-		if (oneshot_root(m->output_prof, oneshot_dir, sizeof(oneshot_dir)) < 0)
+		if (oneshot_root(m->output_prof, d->oneshot_dir, sizeof(d->oneshot_dir)) < 0)
 			return 1;
-		store_arg = oneshot_dir;
+		store_arg = d->oneshot_dir;
 	}
 	r = mkdir_p(store_arg, 0755);
 	if (r < 0) {
 		log_error_errno(r, "--store_dir '%s': cannot create it: %m", store_arg);
 		goto out;
 	}
-	if (!realpath(store_arg, store_dir)) {
+	if (!realpath(store_arg, d->store_dir)) {
 		log_error_errno(-errno, "--store_dir '%s': %m", store_arg);
 		goto out;
 	}
-	r = stage_dir_find(stage_dir, sizeof(stage_dir));
+	r = stage_dir_find(d->stage_dir, sizeof(d->stage_dir));
 	if (r < 0)
 		goto out;
-	r = pidfile_take(store_dir, pidfile, sizeof(pidfile), &pidfd);
+	r = pidfile_take(d->store_dir, d->pidfile, sizeof(d->pidfile), &pidfd);
 	if (r < 0) {
-		*pidfile = 0; /* another monitor's: not ours to remove */
+		*d->pidfile = 0; /* another monitor's: not ours to remove */
 		goto out;
 	}
 
@@ -308,12 +318,12 @@ int cmd_monitor(struct cpa_opts *o)
 				m->stack_size, m->max_queue_size);
 		goto out;
 	}
-	r = config_fill(shm_arena__config(arena), o, store_dir);
+	r = config_fill(shm_arena__config(arena), o, d->store_dir);
 	if (r < 0)
 		goto out;
 	log_info("cpa %s: store_dir %s, freq %ld Hz, %u cpus, arena %llu KiB, stages from %s",
-		 CPA_VERSION, store_dir, m->freq, shm_arena__config(arena)->nr_cpus,
-		 (unsigned long long)(arena->size >> 10), stage_dir);
+		 CPA_VERSION, d->store_dir, m->freq, shm_arena__config(arena)->nr_cpus,
+		 (unsigned long long)(arena->size >> 10), d->stage_dir);
 	if (m->oneshot)
 		log_info("one-shot: the profile goes to '%s' when the run ends", m->output_prof);
 
@@ -329,22 +339,22 @@ int cmd_monitor(struct cpa_opts *o)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
-	p.stage_dir = stage_dir;
+	p.stage_dir = d->stage_dir;
 	p.verbose = o->verbose;
 	p.duration_ms = (uint64_t)o->duration * 1000;
 	p.stats_every_ms = (uint64_t)m->log_print_cycles * (uint64_t)m->record_interval * 1000;
 	if (m->push)
-		keeper = push_keeper__start(stage_dir, store_dir, m->push);
+		keeper = push_keeper__start(d->stage_dir, d->store_dir, m->push);
 	code = supervisor__run(arena, &p);
 	push_keeper__stop(keeper);
 	/* Every stage has drained (or was killed): what the store holds is final. */
-	if (m->oneshot && show_export_root(store_dir, m->output_prof) < 0)
+	if (m->oneshot && show_export_root(d->store_dir, m->output_prof) < 0)
 		code = 1;
 out:
-	if (*pidfile)
-		unlink(pidfile);
-	if (*oneshot_dir)
-		oneshot_remove(oneshot_dir);
+	if (*d->pidfile)
+		unlink(d->pidfile);
+	if (*d->oneshot_dir)
+		oneshot_remove(d->oneshot_dir);
 	shm_arena__free(arena);
 	return code;
 }

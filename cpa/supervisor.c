@@ -1035,36 +1035,44 @@ static void sup_teardown(struct supervisor *s)
 
 int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 {
-	struct supervisor s = {
-		.arena = arena,
-		.p = *p,
-		.epfd = -1,
-		.sigfd = -1,
-		.argv_verbose = p->verbose ? (char *)"--verbose" : NULL,
-	};
+	/* On the heap: 21 KB (stage paths, argv) under a 21 KB cmd_monitor()
+	 * made the monitor's own samples need a 44 KB stack copy, past the
+	 * adaptive copy's cap (`[unwind stopped: stack read]` in every
+	 * whole-machine profile). */
+	_cleanup_free_ struct supervisor *s = calloc(1, sizeof(*s));
 	int r;
 
-	r = sup_setup(&s);
+	if (!s) {
+		log_error_errno(-ENOMEM, "allocate the supervisor: %m");
+		return 1;
+	}
+	s->arena = arena;
+	s->p = *p;
+	s->epfd = -1;
+	s->sigfd = -1;
+	s->argv_verbose = p->verbose ? (char *)"--verbose" : NULL;
+
+	r = sup_setup(s);
 	if (r < 0)
 		goto out;
 
-	s.start_ns = clock_kernel_ns(CLOCK_MONOTONIC);
+	s->start_ns = clock_kernel_ns(CLOCK_MONOTONIC);
 	/* Until every stage runs (then the clock restarts): start-up gets
 	 * SUP_DURATION_STARTUP_MS on top, so a pipeline that never comes up
 	 * still ends. */
-	s.stop_at_ns = p->duration_ms ? s.start_ns + (p->duration_ms + SUP_DURATION_STARTUP_MS) *
+	s->stop_at_ns = p->duration_ms ? s->start_ns + (p->duration_ms + SUP_DURATION_STARTUP_MS) *
 							     NSEC_PER_MSEC
 				      : 0;
-	s.next_stats_ns = s.start_ns + p->stats_every_ms * NSEC_PER_MSEC;
-	s.next_watchdog_ns = s.start_ns;
-	set_status(&s, "starting stages");
+	s->next_stats_ns = s->start_ns + p->stats_every_ms * NSEC_PER_MSEC;
+	s->next_watchdog_ns = s->start_ns;
+	set_status(s, "starting stages");
 
 	/* Consumers first, so capture's first records already have a reader. */
 	for (int i = SHM_STAGE_MAX - 1; i >= 0; i--) {
-		r = stage_spawn(&s, &s.st[i]);
+		r = stage_spawn(s, &s->st[i]);
 		if (r < 0) {
-			s.exit_code = 1;
-			begin_stop(&s, "a stage could not be started");
+			s->exit_code = 1;
+			begin_stop(s, "a stage could not be started");
 			break;
 		}
 	}
@@ -1076,33 +1084,33 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 	 * step's length late. Children are reaped when SIGCHLD says so
 	 * (handle_signals), not on every wakeup.
 	 */
-	while (s.phase != SUP_DONE) {
+	while (s->phase != SUP_DONE) {
 		struct epoll_event evs[4];
 		uint64_t now;
 		int n;
 
 		now = clock_kernel_ns(CLOCK_MONOTONIC);
-		sup_step(&s, now);
-		if (s.phase == SUP_DONE)
+		sup_step(s, now);
+		if (s->phase == SUP_DONE)
 			break;
-		n = epoll_wait(s.epfd, evs, ARRAY_SIZE(evs), next_timeout_ms(&s, now));
+		n = epoll_wait(s->epfd, evs, ARRAY_SIZE(evs), next_timeout_ms(s, now));
 		if (n < 0 && errno != EINTR) {
 			r = log_error_errno(-errno, "epoll_wait: %m");
-			kill_all(&s);
+			kill_all(s);
 			continue;
 		}
 		for (int i = 0; i < n; i++)
-			if (evs[i].data.fd == s.sigfd)
-				handle_signals(&s);
+			if (evs[i].data.fd == s->sigfd)
+				handle_signals(s);
 	}
 	r = 0;
 out:
 	if (r < 0)
-		s.exit_code = 1;
-	if (s.exit_code == 0)
+		s->exit_code = 1;
+	if (s->exit_code == 0)
 		log_info("all stages stopped and drained");
 	else
-		log_error("stopped with errors (exit code %d)", s.exit_code);
-	sup_teardown(&s);
-	return r < 0 ? 1 : s.exit_code;
+		log_error("stopped with errors (exit code %d)", s->exit_code);
+	sup_teardown(s);
+	return r < 0 ? 1 : s->exit_code;
 }
