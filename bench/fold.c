@@ -78,6 +78,7 @@ bool fold_is_root(const char *f)
 					     * the old image's callers are gone, nothing is
 					     * left to unwind (docs/unwindd.md) */
 					    "<# EXEC: IMAGE REPLACED #>",
+					    "<# EXIT: ADDRESS SPACE GONE #>",
 					    NULL};
 	int i;
 
@@ -152,6 +153,7 @@ void fold_cpa_line(char *line, struct fold_side *s)
 			tally_add(&s->stops, tok, c);
 			user |= cpa_user_marker(tok);
 			no_info |= cpa_no_unwind_info(tok);
+			complete = complete || fold_is_root(tok); /* exec, exit */
 			continue;
 		}
 		if (!kernel) {

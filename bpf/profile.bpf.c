@@ -21,6 +21,7 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h: I am a kernel thread */
+#define PF_EXITING 0x00000004 /* include/linux/sched.h: getting shut down */
 
 /* Knobs: set by capture between open and load, constants for the verifier. */
 const volatile __u32 target_tgid = 0; /* 0 = every process */
@@ -427,11 +428,14 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s, str
 				flags |= CPA_BPF_F_NO_USTACK;
 				stat_inc(CPA_BPF_STAT_NO_USTACK);
 				/* In execve past its point of no return the old
-				 * stack went with the old mm: say so, the walk is
-				 * not what failed. */
+				 * stack went with the old mm, in exit with the
+				 * mm's teardown: say so, the walk is not what
+				 * failed. */
 				if (bpf_core_field_exists(task->in_execve) &&
 				    BPF_CORE_READ_BITFIELD_PROBED(task, in_execve))
 					flags |= CPA_BPF_F_IN_EXEC;
+				else if (task->flags & PF_EXITING)
+					flags |= CPA_BPF_F_IN_EXIT;
 			} else if (s->stack_len < want) {
 				flags |= CPA_BPF_F_USTACK_TRUNC;
 				stat_inc(CPA_BPF_STAT_USTACK_TRUNC);

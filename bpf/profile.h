@@ -92,6 +92,7 @@ enum cpa_bpf_sample_flag {
 	CPA_BPF_F_NO_USTACK = 1u << 4,	   /* no user stack byte could be read (or refused) */
 	CPA_BPF_F_KERNEL_THREAD = 1u << 6, /* no user part by nature */
 	CPA_BPF_F_IN_EXEC = 1u << 8,	   /* NO_USTACK inside execve (task->in_execve) */
+	CPA_BPF_F_IN_EXIT = 1u << 9,	   /* NO_USTACK in an exiting task (PF_EXITING) */
 };
 
 enum cpa_bpf_task_kind {

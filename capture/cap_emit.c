@@ -22,7 +22,8 @@ _Static_assert((int)CPA_BPF_F_USER_REGS == (int)CPA_SF_USER_REGS &&
 		       (int)CPA_BPF_F_USTACK_TRUNC == (int)CPA_SF_USTACK_TRUNC &&
 		       (int)CPA_BPF_F_NO_USTACK == (int)CPA_SF_NO_USTACK &&
 		       (int)CPA_BPF_F_KERNEL_THREAD == (int)CPA_SF_KERNEL_THREAD &&
-		       (int)CPA_BPF_F_IN_EXEC == (int)CPA_SF_IN_EXEC,
+		       (int)CPA_BPF_F_IN_EXEC == (int)CPA_SF_IN_EXEC &&
+		       (int)CPA_BPF_F_IN_EXIT == (int)CPA_SF_IN_EXIT,
 	       "BPF sample flags are cpa_sample flags");
 _Static_assert((int)CPA_BPF_KIND_ONCPU == (int)CPA_KIND_ONCPU &&
 		       (int)CPA_BPF_KIND_OFFCPU == (int)CPA_KIND_OFFCPU &&
@@ -32,7 +33,7 @@ _Static_assert(CPA_BPF_PROBE_MAX == CPA_PROBE_MAX, "probe count agrees");
 
 #define CAP_BPF_FLAGS_MASK                                                    \
 	(CPA_BPF_F_USER_REGS | CPA_BPF_F_IN_KERNEL | CPA_BPF_F_USTACK_TRUNC | \
-	 CPA_BPF_F_NO_USTACK | CPA_BPF_F_KERNEL_THREAD | CPA_BPF_F_IN_EXEC)
+	 CPA_BPF_F_NO_USTACK | CPA_BPF_F_KERNEL_THREAD | CPA_BPF_F_IN_EXEC | CPA_BPF_F_IN_EXIT)
 
 static const unsigned int loss_reason[CAP_LOSS_MAX] = {
 	[CAP_LOSS_RING_FULL] = SHM_CNT_DROP_RING_FULL,

@@ -160,7 +160,7 @@ static int location_of(struct pprof *p, const struct store_frame *f, bool kernel
 static int stack_of(struct exporter *e, struct pprof *p, const struct store_sample *s,
 		    uint32_t *ret)
 {
-	uint32_t key[3] = {e->src, s->seg, s->stack_id}, cid = 0, locs[CPA_MAX_KSTACK + 256], i,
+	uint32_t key[3] = {e->src, s->seg, s->stack_id}, cid = 0, locs[CPA_MAX_STACK_FRAMES], i,
 		 n = 0;
 	bool cache = s->n_frames > 1; /* a lone frame may stand for an undefined id */
 	int r;

@@ -143,8 +143,8 @@ static int frame_def(struct store_split *sp, const struct store_frame *f, uint32
 
 static int stack_def(struct store_split *sp, const struct store_sample *s, uint32_t *ret)
 {
-	uint32_t key[3] = {sp->src, s->seg, s->stack_id}, ids[CPA_MAX_KSTACK + 256 + 1], cid = 0,
-		 id, i, n = s->n_frames < CPA_MAX_KSTACK + 256 ? s->n_frames : CPA_MAX_KSTACK + 256;
+	uint32_t key[3] = {sp->src, s->seg, s->stack_id}, ids[CPA_MAX_STACK_FRAMES + 1], cid = 0,
+		 id, i, n = s->n_frames < CPA_MAX_STACK_FRAMES ? s->n_frames : CPA_MAX_STACK_FRAMES;
 	bool cache = s->n_frames > 1; /* a lone frame may stand for an undefined id */
 	int r;
 

@@ -77,6 +77,7 @@ enum unwindd_counter {
 	UNW_CNT_LOSS_PENDING,
 	UNW_CNT_LOST_AT_KILL, /* ... as this reason */
 	UNW_CNT_STOP_EXEC,    /* samples inside execve after the old image went */
+	UNW_CNT_STOP_EXIT,    /* samples of an exiting process, its mm torn down */
 	UNW_CNT_MAX_,
 };
 

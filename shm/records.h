@@ -69,11 +69,23 @@ enum cpa_sample_flag {
 	/* No user stack inside execve: past its point of no return the old
 	 * image's stack went with its address space (CPA_STOP_EXEC). */
 	CPA_SF_IN_EXEC = 1u << 8,
+	/* No user stack in an exiting task (the mm being torn down, exit_mmap):
+	 * CPA_STOP_EXIT. */
+	CPA_SF_IN_EXIT = 1u << 9,
 };
 
 #define CPA_COMM_LEN	   16
 #define CPA_MAX_KSTACK	   127
-#define CPA_MAX_UFRAMES	   127
+#define CPA_MAX_UFRAMES	   127 /* the sample's user FP chain (BPF) */
+/*
+ * User frames of a CFI walk (unwindd): deeper than the FP chain, since an
+ * interpreter's recursion (python3's imports: ~4 native frames per Python
+ * call) passes 127 native frames. The walk emits at most CPA_MAX_UWALK + 1
+ * frames and stops there with CPA_STOP_DEPTH.
+ */
+#define CPA_MAX_UWALK 255
+/* Frames of one stack: kernel, user, a stop marker, an off-CPU state marker. */
+#define CPA_MAX_STACK_FRAMES (CPA_MAX_KSTACK + CPA_MAX_UWALK + 1 + 2)
 #define CPA_BUILD_ID_MAX   20
 #define CPA_MAX_STACK_COPY 65536
 
@@ -275,6 +287,9 @@ enum cpa_unwind_stop {
 	 * old image's syscall, its callers went with the old address space.
 	 * Nothing more exists to unwind: complete, not partial. */
 	CPA_STOP_EXEC,
+	/* Taken while the process exits, its address space already being torn
+	 * down: the leaf is its exit syscall; complete, as CPA_STOP_EXEC. */
+	CPA_STOP_EXIT,
 	CPA_STOP_MAX,
 };
 
@@ -445,7 +460,7 @@ static inline int cpa_rec_frames_ok(const struct cpa_frames *f, uint32_t len)
 	uint64_t need = sizeof(*f) + 8ull * f->n_kframes + sizeof(struct cpa_uframe) * f->n_uframes;
 
 	return len >= sizeof(*f) && need <= len && f->n_kframes <= CPA_MAX_KSTACK &&
-	       f->n_uframes <= CPA_MAX_UFRAMES + 1;
+	       f->n_uframes <= CPA_MAX_UWALK + 1;
 }
 
 static inline int cpa_rec_module_ok(const struct cpa_module_def *m, uint32_t len)

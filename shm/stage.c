@@ -65,7 +65,7 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 		"fp_deeper",	"cache_evict",	 "cache_bytes",	 "env_skipped",
 		"dump_errors",	"ustack_hints",	 "stop_deleted", "map_events",
 		"hist_hits",	"ustack_misses", "loss_pending", "lost_pending_at_kill",
-		"stop_exec",
+		"stop_exec",	"stop_exit",
 	};
 	static const char *const symd[SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"lookups", "hits",   "misses",	    "ksyms",	   "bin_open_fail", "bin_rejected",

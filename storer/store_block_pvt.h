@@ -40,7 +40,7 @@ struct seg_frame_key {
 };
 
 /* Stack key: u32 (n | nk << 16), then n segment frame ids, leaf first. */
-#define SEG_STACK_KEY_MAX (1 + CPA_MAX_KSTACK + CPA_MAX_UFRAMES + 2)
+#define SEG_STACK_KEY_MAX (1 + CPA_MAX_STACK_FRAMES)
 
 struct seg_dict {
 	struct intern str, mod, frame, stack;

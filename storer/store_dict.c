@@ -6,6 +6,8 @@
 
 #include "store_dict_pvt.h"
 
+_Static_assert(STORE_MAX_FRAMES >= CPA_MAX_STACK_FRAMES, "a reader takes every stack a writer makes");
+
 /* ------------------------------------------------------------ segment ids */
 
 static int dict_str(struct store_dict *dc, const void *s, uint32_t len)
@@ -238,7 +240,7 @@ int store_dict__def_stack(struct store_dict *dc, struct store_journal *jr,
 	int r;
 
 	if (!s->id || s->n_kframes > s->n_frames ||
-	    s->n_frames > CPA_MAX_KSTACK + CPA_MAX_UFRAMES + 1)
+	    s->n_frames > CPA_MAX_STACK_FRAMES)
 		return -EINVAL;
 	for (i = 0; i < s->n_frames; i++) {
 		r = VEC_PUSH(dc->sym.u32s, frame_ids[i]);

@@ -171,7 +171,7 @@ static int jr_apply(struct store_writer *w, uint16_t type, const uint8_t *p, uin
 	}
 	case CPA_REC_STACK: {
 		struct cpa_stack_def d;
-		uint32_t ids[CPA_MAX_KSTACK + CPA_MAX_UFRAMES + 2];
+		uint32_t ids[CPA_MAX_STACK_FRAMES];
 
 		if (len < sizeof(d))
 			return -EBADMSG;

@@ -41,7 +41,7 @@
 #define SYMD_KSYM_CHECK_NS  (5 * NSEC_PER_SEC)
 #define SYMD_JIT_RECHECK_NS NSEC_PER_SEC
 #define SYMD_LOSS_FLUSH_NS  NSEC_PER_SEC
-#define SYMD_MAX_STACK	    (CPA_MAX_KSTACK + CPA_MAX_UFRAMES + 1 + 2)
+#define SYMD_MAX_STACK	    CPA_MAX_STACK_FRAMES
 #define SYMD_FRAME_NAME_MAX (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
 #define SYMD_PCC_BITS	    16	       /* at most 64 Ki slots (2 MiB) */
 #define SYMD_PCC_MIN_BITS   10	       /* from 1 Ki slots (32 KiB) */
@@ -1003,6 +1003,8 @@ static const char *stop_marker(uint16_t reason)
 		return "[unwind stopped: deleted]";
 	case CPA_STOP_EXEC:
 		return "[exec: image replaced]";
+	case CPA_STOP_EXIT:
+		return "[exit: address space gone]";
 	default:
 		return "[unwind stopped: unknown]";
 	}

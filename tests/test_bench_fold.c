@@ -34,13 +34,17 @@ START_TEST(test_cpa_lines)
 	cpa("xz:13;[unwind stopped: no cfi];0x4290 [xz]; 4\n");
 	/* a kernel thread: no user part */
 	cpa("kworker/0:1:14;ret_from_fork_[k];worker_thread_[k]; 5\n");
+	/* inside execve past its point of no return, and in an exit's mm
+	 * teardown: nothing left to unwind, complete */
+	cpa("sh:15;<# EXEC: IMAGE REPLACED #>;execve;entry_SYSCALL_64_[k];load_elf_binary_[k]; 2\n");
+	cpa("xz:16;<# EXIT: ADDRESS SPACE GONE #>;_exit;do_exit_[k];exit_mmap_[k]; 1\n");
 
-	ck_assert_double_eq(side.samples, 15);
-	ck_assert_double_eq(side.complete, 3);
-	ck_assert_double_eq(side.user, 10);
-	ck_assert_double_eq(side.user_known_leaf, 7);
-	ck_assert_double_eq(side.user_cfi, 6); /* the no-cfi sample is left out */
-	ck_assert_double_eq(side.user_cfi_rooted, 3);
+	ck_assert_double_eq(side.samples, 18);
+	ck_assert_double_eq(side.complete, 6);
+	ck_assert_double_eq(side.user, 13);
+	ck_assert_double_eq(side.user_known_leaf, 10);
+	ck_assert_double_eq(side.user_cfi, 9); /* the no-cfi sample is left out */
+	ck_assert_double_eq(side.user_cfi_rooted, 6);
 	ck_assert_double_eq(tally_get(&side.stops, "<# NO MAP #>"), 3);
 	ck_assert_double_eq(tally_get(&side.stops, "[unwind stopped: no cfi]"), 4);
 	ck_assert_double_eq(tally_get(&side.unknown_comm, "as"), 2);

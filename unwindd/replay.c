@@ -95,10 +95,10 @@ struct replay {
 	/* the replayed sample waiting for its RESULT */
 	bool pending;
 	struct cpa_sample ps;
-	struct cpa_uframe out[CPA_MAX_UFRAMES + 1];
+	struct cpa_uframe out[CPA_MAX_UWALK + 1];
 	unsigned int n_out;
 	int stop;
-	uint32_t mod_of[CPA_MAX_UFRAMES + 1]; /* rbin per frame: index + 1, 0 = none */
+	uint32_t mod_of[CPA_MAX_UWALK + 1]; /* rbin per frame: index + 1, 0 = none */
 
 	unsigned int samples, complete, compared, matched, no_maps;
 	unsigned int stops[CPA_STOP_MAX];
@@ -669,8 +669,8 @@ int main(int argc, char **argv)
 			    rec.len)
 				break;
 			if (r.pending && res.seq == r.ps.seq) {
-				struct cpa_uframe live[CPA_MAX_UFRAMES + 1];
-				unsigned int n = MIN(res.n_uframes, CPA_MAX_UFRAMES + 1u);
+				struct cpa_uframe live[CPA_MAX_UWALK + 1];
+				unsigned int n = MIN(res.n_uframes, CPA_MAX_UWALK + 1u);
 
 				memcpy(live, (const uint8_t *)rec.data + sizeof(res),
 				       n * sizeof(*live));

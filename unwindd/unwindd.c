@@ -54,8 +54,8 @@ struct unwindd {
 	struct shm_loss_table loss; /* our own drops, upstream losses not forwarded yet */
 
 	/* Per-sample scratch: no allocation on the hot path. */
-	struct cpa_uframe uf[CPA_MAX_UFRAMES + 1];
-	struct ubin *touched[CPA_MAX_UFRAMES + 1];
+	struct cpa_uframe uf[CPA_MAX_UWALK + 1];
+	struct ubin *touched[CPA_MAX_UWALK + 1];
 	unsigned int n_touched;
 
 	/* --bench: NULL when off (then no clock call on the hot path). */
@@ -65,7 +65,7 @@ struct unwindd {
 	struct udump *dump;
 	bool dumping;	       /* the sample in hand is being dumped */
 	uint64_t dump_maps_ns; /* the dumped pid's maps refresh_ns last dumped; ~0 = never */
-	struct ubin *dump_bins[CPA_MAX_UFRAMES + 1];
+	struct ubin *dump_bins[CPA_MAX_UWALK + 1];
 	unsigned int n_dump_bins;
 
 	/* --parse_env_values: per-pid decisions (environ read once per pid). */
@@ -229,7 +229,7 @@ static int unwind_fp(const struct cpa_sample *s, const uint64_t *ufp, unwindd_fi
 		ufp = &s->regs.ip;
 		n_ufp = 1;
 	}
-	for (i = 0; i < n_ufp && n < CPA_MAX_UFRAMES + 1; i++) {
+	for (i = 0; i < n_ufp && n < CPA_MAX_UWALK + 1; i++) {
 		uint64_t pc = ufp[i];
 		struct cpa_uframe *f = &out[n];
 		struct unw_loc l;
@@ -314,9 +314,9 @@ int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8
 		/* Per frame, where a module has no CFI at all (built without
 		 * unwind tables) the walker follows rbp instead of stopping. */
 		stop = unw_walk_flags(&regs, &stk, seam_walk_find, &w, UNW_F_FP_FALLBACK, out,
-				      CPA_MAX_UFRAMES + 1, &n, ret_top);
-		if (n > CPA_MAX_UFRAMES + 1)
-			n = CPA_MAX_UFRAMES + 1;
+				      CPA_MAX_UWALK + 1, &n, ret_top);
+		if (n > CPA_MAX_UWALK + 1)
+			n = CPA_MAX_UWALK + 1;
 		*ret_fp_deeper = stop != CPA_STOP_END && stop != CPA_STOP_ANON && n < s->n_ufp;
 		*ret_n = n;
 		return stop;
@@ -488,6 +488,13 @@ static int unwind_user(struct unwindd *u, struct uproc *p, const struct sample_v
 		*ret_n = 1;
 		return CPA_STOP_EXEC;
 	}
+	/* Likewise while the process exits, its address space being torn
+	 * down (exit_mmap): the leaf is the exit syscall. */
+	if (*ret_n && (v->s.flags & (CPA_SF_IN_EXIT | CPA_SF_NO_USTACK)) ==
+			      (CPA_SF_IN_EXIT | CPA_SF_NO_USTACK)) {
+		*ret_n = 1;
+		return CPA_STOP_EXIT;
+	}
 	ucopy_learn(u, p, &v->s, stop, top);
 	return stop;
 }
@@ -499,7 +506,7 @@ static void count_stop(struct unwindd *u, int stop)
 		[CPA_STOP_NO_CFI] = UNW_CNT_STOP_NO_CFI, [CPA_STOP_READ] = UNW_CNT_STOP_READ,
 		[CPA_STOP_DEPTH] = UNW_CNT_STOP_DEPTH,	 [CPA_STOP_ANON] = UNW_CNT_STOP_ANON,
 		[CPA_STOP_BAD] = UNW_CNT_STOP_BAD,	 [CPA_STOP_DELETED] = UNW_CNT_STOP_DELETED,
-		[CPA_STOP_EXEC] = UNW_CNT_STOP_EXEC,
+		[CPA_STOP_EXEC] = UNW_CNT_STOP_EXEC,	 [CPA_STOP_EXIT] = UNW_CNT_STOP_EXIT,
 	};
 
 	if (stop > 0 && stop < CPA_STOP_MAX && idx[stop])
