@@ -741,6 +741,22 @@ static void symbin__read_fdes(struct symbin *b, const struct elfimg *e)
 	b->src |= SYMBIN_SRC_FDE;
 }
 
+/* The index of the first FDE starting after rel (FDEs sorted by start). */
+static uint32_t fde_after(const struct symbin *b, uint64_t rel)
+{
+	uint32_t lo = 0, hi = b->nfdes;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (b->fdes[mid].start <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * The ELF entry point is the process's first function: when no symbol names
  * it (stripped executables; ld.so, whose `_start` is a local symbol Debian
@@ -753,19 +769,12 @@ static int symvec__collect_entry(struct symvec *sv, const struct elfimg *e,
 				 const struct symbin *b)
 {
 	uint64_t entry = e->eh.e_entry, rel, size;
-	uint32_t lo = 0, hi = b->nfdes;
+	uint32_t lo;
 
 	if (!entry || !b->nfdes || entry < b->fde_base || entry - b->fde_base > UINT32_MAX)
 		return 0;
 	rel = entry - b->fde_base;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (b->fdes[mid].start <= rel)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = fde_after(b, rel);
 	if (lo > 0 && b->fdes[lo - 1].size && rel - b->fdes[lo - 1].start < b->fdes[lo - 1].size)
 		size = b->fdes[lo - 1].start + b->fdes[lo - 1].size - rel; /* its FDE */
 	else if (lo < b->nfdes)
@@ -1472,22 +1481,15 @@ int symbin__lookup(struct symbin *b, uint64_t off, bool keep_go, const char **re
 
 int symbin__func_start(const struct symbin *b, uint64_t off, uint64_t *ret_start_off)
 {
-	uint32_t lo = 0, hi = b->nfdes;
 	const struct symd_fde *f;
 	uint64_t va, rel;
+	uint32_t lo;
 
 	if (!b->nfdes || symbin__off_to_vaddr(b, off, &va) < 0 || va < b->fde_base ||
 	    va - b->fde_base > UINT32_MAX)
 		return -ENOENT;
 	rel = va - b->fde_base;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (b->fdes[mid].start <= rel)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = fde_after(b, rel);
 	if (lo == 0)
 		return -ENOENT;
 	f = &b->fdes[lo - 1];
