@@ -97,13 +97,21 @@ static void storer_log_err(struct storer *s, int err, const char *what)
 
 static void storer_check_recovered(struct storer *s, const struct store_writer_stats *ws)
 {
+	uint64_t lost = ws->refused_samples + ws->lost_samples_dropped + ws->lost_samples_discarded;
+
 	if (!s->fail_err || !store_writer__healthy(s->w))
 		return;
-	log_info("store '%s' is writable again: %llu block(s) given up and %llu sample(s) "
-		 "refused meanwhile, stored as [lost: storer write_errors] or, %llu of them "
-		 "lost to I/O errors, [lost: storer io_errors]",
-		 store_writer__dir(s->w), (unsigned long long)ws->dropped_blocks,
-		 (unsigned long long)ws->refused_samples, (unsigned long long)ws->lost_io);
+	if (!lost)
+		log_info("store '%s' is writable again: nothing lost (the failed writes went "
+			 "through on a retry)",
+			 store_writer__dir(s->w));
+	else
+		log_info("store '%s' is writable again: %llu block(s) given up and %llu sample(s) "
+			 "refused meanwhile, %llu sample(s) in all, stored as loss rows: %llu "
+			 "[lost: storer io_errors], %llu [lost: storer write_errors]",
+			 store_writer__dir(s->w), (unsigned long long)ws->dropped_blocks,
+			 (unsigned long long)ws->refused_samples, (unsigned long long)lost,
+			 (unsigned long long)ws->lost_io, (unsigned long long)(lost - ws->lost_io));
 	s->fail_err = 0;
 	s->last_logged_err = 0;
 }

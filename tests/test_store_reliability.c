@@ -645,9 +645,9 @@ static uint64_t ring_feed(struct shm_ring_prod *p, struct storer *s, uint64_t t0
 }
 
 /* A storer over a real ring into a writer on root, as the stage runs it: the
- * journal in root, the run's dir made now, the definitions taken, one block
- * kept for retry (max_retry_bytes 1), the log captured in t_log. fault, if
- * not NULL, is the writer's CPA_FAULT_IO. */
+ * journal in root, the run's dir made now, the definitions taken, max_retry
+ * bytes kept for retry (1: one op), the log captured in t_log. fault, if not
+ * NULL, is the writer's CPA_FAULT_IO. */
 struct rig {
 	struct shm_arena *a;
 	struct shm_ring_prod p;
@@ -657,9 +657,11 @@ struct rig {
 	struct storer *s;
 };
 
-static void rig_start(struct rig *g, const char *root, uint64_t t0, const char *fault)
+static void rig_start(struct rig *g, const char *root, uint64_t t0, const char *fault,
+		      uint32_t max_retry)
 {
-	struct store_writer_opts o = {.root = root, .record_interval = 1, .max_retry_bytes = 1};
+	struct store_writer_opts o = {
+		.root = root, .record_interval = 1, .max_retry_bytes = max_retry};
 	struct shm_layout l;
 
 	memset(g, 0, sizeof(*g));
@@ -731,7 +733,7 @@ START_TEST(test_full_disk)
 	snprintf(root, sizeof(root), "%s/s", mnt);
 	snprintf(filler, sizeof(filler), "%s/filler", mnt);
 	fill_disk(filler);
-	rig_start(&g, root, t0, NULL);
+	rig_start(&g, root, t0, NULL, 1);
 
 	/* Phase 1: no store dir can be made. 3 s apart in real time, so the
 	 * writer retries the creation a few times. */
@@ -818,8 +820,9 @@ static uint64_t show_total(const char *root, uint32_t nsec, const char *marker)
 }
 
 /*
- * Writes failing with EIO (CPA_FAULT_IO: the 30 write submissions after the
- * first 6, retries included, complete with -EIO without writing): the storer
+ * Writes failing with EIO (CPA_FAULT_IO: the 60 write submissions after the
+ * first 6, retries included, complete with -EIO without writing), with a
+ * retry budget of one op (_i 0) and of 4 KiB (_i 1): the storer
  * keeps consuming (the ring never fills), says so once, gives up blocks past
  * the retry budget, and once writes go through again says so once and stores
  * what it lost as [lost: storer io_errors]. stored + lost == fed, exactly;
@@ -835,7 +838,11 @@ START_TEST(test_eio_writes)
 	uint64_t t0 = t_base_ns(), seq = 1, fed = 0;
 	int i;
 
-	rig_start(&g, root, t0, "write:6:30");
+	/* One op kept: every failed block but the last is given up, each the
+	 * first of its segment (with the dictionary): a new segment each time.
+	 * 4 KiB: the first block of a segment stays, those after it are given
+	 * up, leaving a hole in the middle of the segment. */
+	rig_start(&g, root, t0, "write:6:60", _i ? 4096 : 1);
 	/* Ten seconds of samples (ten blocks) a second apart in real time, so
 	 * the kept block is retried in between, until the faults are spent and
 	 * the storer says the store is writable again. */
@@ -860,15 +867,30 @@ START_TEST(test_eio_writes)
 	ck_assert_int_eq(count_in(t_log, "counting what is lost"), 1);
 	ck_assert_int_eq(count_in(t_log, "gave up a block"), 1);
 	ck_assert_int_eq(count_in(t_log, "is writable again"), 1);
-	ck_assert_int_eq(ws.write_errors, 30);
+	ck_assert_int_eq(ws.write_errors, 60);
 	ck_assert_int_eq(ws.last_error, -EIO);
 	ck_assert_uint_gt(ws.dropped_blocks, 0);
 	ck_assert_uint_eq(ws.refused_samples, 0);
 	ck_assert_uint_eq(ws.lost_io, ws.lost_samples_dropped + ws.lost_samples_discarded);
 
 	read_sound(root, &t, &nt);
+	fprintf(stderr,
+		"test_eio_writes(%d): fed %llu = stored %llu + [lost: storer io_errors] %llu; %llu "
+		"block(s) given up, %llu written, %llu write(s) submitted; reader notes: %s\n",
+		_i, (unsigned long long)fed, (unsigned long long)t.samples,
+		(unsigned long long)t.lost_io, (unsigned long long)ws.dropped_blocks,
+		(unsigned long long)ws.blocks, (unsigned long long)ws.uring_writes,
+		nt.n ? nt.all : "none");
 	ck_assert_uint_gt(t.lost_io, 0);
 	ck_assert_uint_eq(t.lost_io, ws.lost_io);
+	{
+		char line[128];
+
+		snprintf(line, sizeof(line),
+			 "%llu [lost: storer io_errors], 0 [lost: storer write_errors]",
+			 (unsigned long long)t.lost_io);
+		ck_assert_msg(strstr(t_log, line), "no '%s' in: %s", line, t_log);
+	}
 	ck_assert_uint_eq(t.lost_store, 0);
 	ck_assert_uint_eq(t.lost_other, 0);
 	ck_assert_uint_eq(t.samples + t.lost_io, fed);
@@ -896,7 +918,7 @@ START_TEST(test_eio_fsync)
 	struct tally t = {0};
 	uint64_t t0 = t_base_ns(), seq = 1, fed = 0;
 
-	rig_start(&g, root, t0, "fsync:0:1");
+	rig_start(&g, root, t0, "fsync:0:1", 1);
 	fed += ring_feed(&g.p, g.s, t0, 10, &seq);
 	ck_assert_int_eq(storer__finish(g.s, true), -EIO);
 	ck_assert_int_eq(count_in(t_log, "fsync failed"), 1);
@@ -934,7 +956,7 @@ START_TEST(test_short_writes)
 	struct tally t = {0};
 	uint64_t t0 = t_base_ns(), seq = 1, fed;
 
-	rig_start(&g, root, t0, "short:0:100000");
+	rig_start(&g, root, t0, "short:0:100000", 1);
 	fed = ring_feed(&g.p, g.s, t0, 20, &seq);
 	ck_assert_int_eq(storer__finish(g.s, true), 0);
 	store_writer__stats(g.w, &ws);
@@ -1019,7 +1041,7 @@ int main(int argc, char **argv)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("io_errors");
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_eio_writes);
+	tcase_add_loop_test(tc, test_eio_writes, 0, 2);
 	tcase_add_test(tc, test_eio_fsync);
 	tcase_add_test(tc, test_short_writes);
 	tcase_add_test(tc, test_fault_spec);
