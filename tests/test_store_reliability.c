@@ -903,6 +903,21 @@ START_TEST(test_eio_writes)
 }
 END_TEST
 
+/* Every sample fed is in the store under root, no loss row, nothing damaged;
+ * then root (freed) and g's arena go. */
+static void all_stored(char *root, struct rig *g, uint64_t fed)
+{
+	struct notes nt = {0};
+	struct tally t = {0};
+
+	read_sound(root, &t, &nt);
+	ck_assert_uint_eq(t.samples, fed);
+	ck_assert_uint_eq(t.lost_io + t.lost_store + t.lost_other, 0);
+	shm_arena__free(g->a);
+	t_rm_rf(root);
+	free(root);
+}
+
 /*
  * A failed fsync (the final flush's, CPA_FAULT_IO "fsync:0:1"): the flush
  * says so (-EIO, one log line), nothing already written is counted as lost
@@ -914,8 +929,6 @@ START_TEST(test_eio_fsync)
 	char *root = t_mkdtemp(), dir[1024], seg[1100];
 	struct rig g;
 	struct store_writer_stats ws;
-	struct notes nt = {0};
-	struct tally t = {0};
 	uint64_t t0 = t_base_ns(), seq = 1, fed = 0;
 
 	rig_start(&g, root, t0, "fsync:0:1", 1);
@@ -936,12 +949,7 @@ START_TEST(test_eio_fsync)
 	ck_assert_msg(access(seg, F_OK) == 0, "no new segment after the failed fsync");
 	seg_file(dir, 3, seg, sizeof(seg));
 	ck_assert_int_ne(access(seg, F_OK), 0);
-	read_sound(root, &t, &nt);
-	ck_assert_uint_eq(t.samples, fed);
-	ck_assert_uint_eq(t.lost_io + t.lost_store + t.lost_other, 0);
-	shm_arena__free(g.a);
-	t_rm_rf(root);
-	free(root);
+	all_stored(root, &g, fed);
 }
 END_TEST
 
@@ -952,8 +960,6 @@ START_TEST(test_short_writes)
 	char *root = t_mkdtemp();
 	struct rig g;
 	struct store_writer_stats ws;
-	struct notes nt = {0};
-	struct tally t = {0};
 	uint64_t t0 = t_base_ns(), seq = 1, fed;
 
 	rig_start(&g, root, t0, "short:0:100000", 1);
@@ -964,12 +970,7 @@ START_TEST(test_short_writes)
 	ck_assert_uint_eq(ws.write_errors, 0);
 	/* Each block took at least two writes. */
 	ck_assert_uint_ge(ws.uring_writes, 2 * ws.blocks);
-	read_sound(root, &t, &nt);
-	ck_assert_uint_eq(t.samples, fed);
-	ck_assert_uint_eq(t.lost_io + t.lost_store + t.lost_other, 0);
-	shm_arena__free(g.a);
-	t_rm_rf(root);
-	free(root);
+	all_stored(root, &g, fed);
 }
 END_TEST
 
