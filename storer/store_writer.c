@@ -245,9 +245,11 @@ static int open_dir(struct store_writer *w, int64_t t)
 	d->refs = 1;
 	snprintf(d->path, sizeof(d->path), "%s", path);
 	w->dir = d;
-	r = open_index(w, d, existing);
-	if (r >= 0 && !existing)
-		r = write_conf(w, path);
+	/* conf first (a plain write): on a full disk it fails before the
+	 * index header is queued for a dir that is removed again. */
+	r = existing ? 0 : write_conf(w, path);
+	if (r >= 0)
+		r = open_index(w, d, existing);
 	if (r < 0) {
 		/* A dir we made and could not fill (a full disk): remove it, so
 		 * the retry a second later takes the same name instead of piling
