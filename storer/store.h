@@ -72,7 +72,11 @@ struct store_writer_stats {
 	uint64_t lost_samples_dropped;	 /* samples in the blocks given up (dropped_blocks) */
 	uint64_t lost_samples_discarded; /* in open blocks given up: store deleted, dictionary lost
 					  */
-	uint64_t lost_recorded;		 /* of both, stored as [lost: storer write_errors] rows */
+	uint64_t lost_recorded;		 /* of all three, stored as the writer's own loss rows */
+	uint64_t lost_io;	   /* of all three, lost to EIO: [lost: storer io_errors] rows,
+				    * the rest [lost: storer write_errors] */
+	uint64_t lost_io_recorded; /* of lost_recorded, in [lost: storer io_errors] rows */
+	uint64_t fsync_errors;	   /* failed fsyncs: the segment rolls (docs/store-format.md) */
 	uint64_t store_gone;	   /* times the store dir or segment was deleted under the writer */
 	uint64_t journal_given_up; /* dictionary journal bytes freed on a full disk */
 	int last_error;		   /* last failed write's -errno, 0 if none */

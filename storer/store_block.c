@@ -112,6 +112,7 @@ void block__reset(struct block *k)
 	k->rows.n = 0;
 	k->samples = 0;
 	k->lost_rec = 0;
+	k->lost_rec_io = 0;
 	k->metrics.len = 0;
 	k->n_metrics = 0;
 	k->events.len = 0;

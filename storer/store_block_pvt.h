@@ -72,8 +72,9 @@ struct block {
 	bool open;
 	int64_t base_s; /* aligned start of the interval it collects */
 	uint64_t t_min_ns, t_max_ns;
-	uint64_t samples;  /* incl. the counts of loss rows */
-	uint64_t lost_rec; /* of which the writer's own [lost: storer write_errors] row */
+	uint64_t samples;     /* incl. the counts of loss rows */
+	uint64_t lost_rec;    /* of which the writer's own [lost: storer ...] rows */
+	uint64_t lost_rec_io; /* of lost_rec, the [lost: storer io_errors] row */
 	VEC(struct row) rows;
 	uint32_t *slots;
 	uint32_t nslots;

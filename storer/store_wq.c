@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,6 +68,15 @@ void wop__free(struct wop *op)
 
 static int uring_submit_op(struct store_wq *q, struct wop *op);
 
+/* Which waiting op goes first when the retry budget runs out: lowest rank;
+ * 3, a file header, never. */
+static int give_up_rank(const struct wop *op)
+{
+	if (op->kind == WOP_BLOCK)
+		return op->ent.flags & STORE_BF_DICT ? 2 : 0;
+	return op->off ? 1 : 3;
+}
+
 static void retry_push(struct store_wq *q, struct wop *op, uint64_t now)
 {
 	op->next = NULL;
@@ -78,21 +88,28 @@ static void retry_push(struct store_wq *q, struct wop *op, uint64_t now)
 	q->retry_tail = op;
 	q->retry_bytes += op->len;
 	/* Over budget: give up the oldest data-only block (op itself too); its
-	 * bytes leave a hole the reader skips. Blocks with a dictionary section
-	 * (later blocks of the segment name their ids) and the small header,
-	 * index and journal writes go only when nothing else is left; the last
-	 * op always stays. */
+	 * bytes leave a hole the reader skips. Next the small index entries and
+	 * journal records (the reader finds a block without an entry by its
+	 * scan), then blocks with a dictionary section (later blocks of the
+	 * segment name their ids: the writer starts a new segment). File
+	 * headers (segment, index, journal: without one a file reads only by a
+	 * scan, with a warning; 64 bytes or less, one per file) are never given
+	 * up here; the last op always stays. */
 	while (q->retry_bytes > q->max_retry_bytes && q->retry_head != q->retry_tail) {
 		struct wop *old = NULL, *prev = NULL, *p, *pp = NULL;
+		int best = 3;
 
-		for (p = q->retry_head; p; pp = p, p = p->next)
-			if (p->kind == WOP_BLOCK && !(p->ent.flags & STORE_BF_DICT)) {
+		for (p = q->retry_head; p && best; pp = p, p = p->next) {
+			int rank = give_up_rank(p);
+
+			if (rank < best) {
+				best = rank;
 				old = p;
 				prev = pp;
-				break;
 			}
+		}
 		if (!old)
-			old = q->retry_head;
+			break;
 		if (prev)
 			prev->next = old->next;
 		else
@@ -101,11 +118,18 @@ static void retry_push(struct store_wq *q, struct wop *op, uint64_t now)
 			q->retry_tail = prev;
 		q->retry_bytes -= old->len;
 		if (old->kind == WOP_BLOCK) {
+			bool io = wq_err_is_io(old->err);
+
 			q->st->dropped_blocks++;
 			q->st->lost_samples_dropped += old->n_samples;
+			if (io)
+				q->st->lost_io += old->n_samples;
 			q->st->lost_recorded -= old->n_lost_rec;
-			if (old->ent.flags & STORE_BF_DICT)
+			q->st->lost_io_recorded -= old->n_lost_io;
+			if (old->ent.flags & STORE_BF_DICT) {
 				q->dict_lost = true;
+				q->dict_lost_io = io;
+			}
 		}
 		wop__free(old);
 	}
@@ -121,10 +145,16 @@ static void op_complete(struct store_wq *q, struct wop *op, int res)
 {
 	if (res < 0 || (res == 0 && op->kind != WOP_FSYNC)) {
 		q->st->write_errors++;
-		q->st->last_error = res < 0 ? res : -EIO;
+		op->err = res < 0 ? res : -EIO;
+		q->st->last_error = op->err;
 		if (res == -ENOSPC || res == -EDQUOT)
 			q->disk_full = true;
 		if (op->kind == WOP_FSYNC) {
+			/* Not retried (after a failed fsync the kernel may have
+			 * dropped the dirty pages: a second one would succeed
+			 * and prove nothing); the writer rolls the segment. */
+			q->st->fsync_errors++;
+			q->fsync_failed = true;
 			wop__free(op);
 			return;
 		}
@@ -177,11 +207,23 @@ void store_wq__reap(struct store_wq *q, bool wait_one)
 		}
 		op = io_uring_cqe_get_data(cqe);
 		res = cqe->res;
+		if (op->fault) {
+			op->fault = false;
+			res = -EIO;
+		}
 		io_uring_cqe_seen(&q->ring, cqe);
 		q->inflight--;
 		op_complete(q, op, res);
 		wait_one = false;
 	}
+}
+
+/* CPA_FAULT_IO: is submission n (from 0) of this kind to fail? */
+static bool fault_hit(const struct store_wq *q, enum wq_fault_kind k, uint64_t n)
+{
+	const struct wq_fault *f = &q->fault[k];
+
+	return n >= f->after && n - f->after < f->count;
 }
 
 static int uring_submit_op(struct store_wq *q, struct wop *op)
@@ -196,12 +238,23 @@ static int uring_submit_op(struct store_wq *q, struct wop *op)
 			return -EBUSY;
 	}
 	if (op->kind == WOP_FSYNC) {
-		io_uring_prep_fsync(sqe, op->f->fd, 0);
-		q->st->uring_fsyncs++;
+		op->fault = fault_hit(q, WQ_FAULT_FSYNC, q->st->uring_fsyncs++);
+		if (op->fault)
+			io_uring_prep_nop(sqe);
+		else
+			io_uring_prep_fsync(sqe, op->f->fd, 0);
 	} else {
-		io_uring_prep_write(sqe, op->f->fd, op->buf + op->done, op->len - op->done,
-				    op->off + op->done);
+		uint32_t len = op->len - op->done;
+
+		op->fault = fault_hit(q, WQ_FAULT_WRITE, q->st->uring_writes);
+		if (fault_hit(q, WQ_FAULT_SHORT, q->st->uring_writes) && len > 1)
+			len /= 2;
 		q->st->uring_writes++;
+		if (op->fault)
+			io_uring_prep_nop(sqe);
+		else
+			io_uring_prep_write(sqe, op->f->fd, op->buf + op->done, len,
+					    op->off + op->done);
 	}
 	io_uring_sqe_set_data(sqe, op);
 	q->inflight++;
@@ -286,13 +339,47 @@ void store_wq__drain(struct store_wq *q)
 	}
 }
 
+/* A CPA_FAULT_IO spec into f[WQ_FAULT_MAX_]: 0 or -EINVAL. */
+static int parse_fault(const char *spec, struct wq_fault *f)
+{
+	static const char *const kinds[WQ_FAULT_MAX_] = {"write", "short", "fsync"};
+	const char *p = spec;
+
+	memset(f, 0, WQ_FAULT_MAX_ * sizeof(*f));
+	while (*p) {
+		unsigned long long after, count;
+		int k, n = -1;
+
+		for (k = 0; k < WQ_FAULT_MAX_; k++) {
+			size_t len = strlen(kinds[k]);
+
+			if (!strncmp(p, kinds[k], len) && p[len] == ':') {
+				p += len + 1;
+				break;
+			}
+		}
+		if (k == WQ_FAULT_MAX_ || sscanf(p, "%llu:%llu%n", &after, &count, &n) != 2 ||
+		    n < 0 || !count)
+			return -EINVAL;
+		p += n;
+		if (*p && (*p++ != ',' || !*p))
+			return -EINVAL;
+		f[k].after = after;
+		f[k].count = count;
+	}
+	return 0;
+}
+
 int store_wq__init(struct store_wq *q, uint64_t max_retry_bytes, struct store_writer_stats *st)
 {
+	const char *spec = getenv("CPA_FAULT_IO");
 	int r;
 
 	memset(q, 0, sizeof(*q));
 	q->max_retry_bytes = max_retry_bytes;
 	q->st = st;
+	if (spec && *spec && parse_fault(spec, q->fault) < 0)
+		return -EINVAL;
 	r = io_uring_queue_init(URING_DEPTH, &q->ring, 0);
 	if (r < 0)
 		return r;

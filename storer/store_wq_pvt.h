@@ -11,10 +11,17 @@
  *   store_wq__submit(block op) --IORING_OP_WRITE--> seg_NNNNNN.cps
  *        completion --> [idx entry 24] --IORING_OP_WRITE--> index
  *        error/short --> retry list (1 s later, bounded in bytes)
+ *
+ * For tests, CPA_FAULT_IO (read at store_wq__init()) makes selected
+ * submissions fail: "write:N:M" turns writes N+1..N+M (counted from 1 over
+ * every write submitted, retries included) into a no-op completing with
+ * -EIO, "short:N:M" submits only half of those writes (a real short write),
+ * "fsync:N:M" fails fsyncs N+1..N+M with -EIO; comma-separated.
  */
 #ifndef CPA_STORE_WQ_PVT_H
 #define CPA_STORE_WQ_PVT_H
 
+#include <errno.h>
 #include <limits.h>
 #include <liburing.h>
 #include <stdbool.h>
@@ -51,19 +58,39 @@ struct wop {
 	uint8_t *buf;
 	uint32_t len, done;
 	uint64_t n_samples;  /* WOP_BLOCK: samples (incl. lost) it holds, lost if given up, */
-	uint64_t n_lost_rec; /* but for its [lost: storer write_errors] row: recorded again */
+	uint64_t n_lost_rec; /* but for its own [lost: storer ...] rows: recorded again */
+	uint64_t n_lost_io;  /* of n_lost_rec, the [lost: storer io_errors] row */
+	int err;	     /* the last failure of this op, 0 if none */
+	bool fault;	     /* CPA_FAULT_IO: submitted as a no-op, completes with -EIO */
 	uint64_t off;
 	uint64_t retry_at_ns;
 	struct store_idx_entry ent;
 	uint8_t inline_buf[sizeof(struct store_idx_entry)];
 };
 
+enum wq_fault_kind { WQ_FAULT_WRITE, WQ_FAULT_SHORT, WQ_FAULT_FSYNC, WQ_FAULT_MAX_ };
+
+/* CPA_FAULT_IO: submissions after+1 .. after+count of a kind are hit. */
+struct wq_fault {
+	uint64_t after, count;
+};
+
+/* A failure that counts as an I/O error ([lost: storer io_errors]) rather
+ * than a full disk or another refusal ([lost: storer write_errors]). */
+static inline bool wq_err_is_io(int err)
+{
+	return err == -EIO;
+}
+
 struct store_wq {
 	struct io_uring ring;
 	bool ring_ok;
-	bool disk_full; /* a write met ENOSPC/EDQUOT: the writer trims the oldest data */
-	bool dict_lost; /* a block with a dictionary section was given up: the rest of
-			 * its segment names ids nobody will read, start a new one */
+	bool disk_full;	   /* a write met ENOSPC/EDQUOT: the writer trims the oldest data */
+	bool dict_lost;	   /* a block with a dictionary section was given up: the rest of
+			    * its segment names ids nobody will read, start a new one */
+	bool dict_lost_io; /* ... and it failed with EIO */
+	bool fsync_failed; /* an fsync failed: what it covered may not be on the device */
+	struct wq_fault fault[WQ_FAULT_MAX_];
 	uint32_t inflight;
 	struct wop *retry_head, *retry_tail;
 	uint64_t retry_bytes, max_retry_bytes;
@@ -79,6 +106,7 @@ void sdir__put(struct sdir *d);
 /* Frees op and drops its file and dir references. Accepts NULL. */
 void wop__free(struct wop *op);
 
+/* Reads CPA_FAULT_IO: -EINVAL when it is set and malformed. */
 int store_wq__init(struct store_wq *q, uint64_t max_retry_bytes, struct store_writer_stats *st);
 /* Gives up whatever still waits for a retry. Call store_wq__drain() first. */
 void store_wq__exit(struct store_wq *q);

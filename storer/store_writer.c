@@ -245,9 +245,11 @@ static int open_dir(struct store_writer *w, int64_t t)
 	d->refs = 1;
 	snprintf(d->path, sizeof(d->path), "%s", path);
 	w->dir = d;
-	r = open_index(w, d, existing);
-	if (r >= 0 && !existing)
-		r = write_conf(w, path);
+	/* conf first (a plain write): on a full disk it fails before the
+	 * index header is queued for a dir that is removed again. */
+	r = existing ? 0 : write_conf(w, path);
+	if (r >= 0)
+		r = open_index(w, d, existing);
 	if (r < 0) {
 		/* A dir we made and could not fill (a full disk): remove it, so
 		 * the retry a second later takes the same name instead of piling
@@ -329,14 +331,19 @@ int store_writer__def_stack(struct store_writer *w, const struct cpa_stack_def *
 	return store_dict__def_stack(&w->dict, &w->jr, s, frame_ids);
 }
 
-/* Give up the open block: its samples are counted as lost (and its own loss
- * row is to be recorded again). */
-static void discard_block(struct store_writer *w)
+/* Give up the open block: its samples are counted as lost (to an I/O error
+ * when io), and its own loss rows are to be recorded again. */
+static void discard_block(struct store_writer *w, bool io)
 {
+	uint64_t n = w->blk.samples - w->blk.lost_rec;
+
 	if (!w->blk.open)
 		return;
-	w->st.lost_samples_discarded += w->blk.samples - w->blk.lost_rec;
+	w->st.lost_samples_discarded += n;
+	if (io)
+		w->st.lost_io += n;
 	w->st.lost_recorded -= w->blk.lost_rec;
+	w->st.lost_io_recorded -= w->blk.lost_rec_io;
 	block__reset(&w->blk);
 }
 
@@ -368,6 +375,7 @@ int store_writer__close_block(struct store_writer *w)
 	op->kind = WOP_BLOCK;
 	op->n_samples = k->samples - k->lost_rec;
 	op->n_lost_rec = k->lost_rec;
+	op->n_lost_io = k->lost_rec_io;
 	op->buf = enc.buf;
 	op->len = enc.len;
 	op->off = w->seg_off;
@@ -400,7 +408,7 @@ int store_writer__close_block(struct store_writer *w)
 out_reset:
 	/* Cannot encode (out of memory): the rows are lost (counted, a loss row
 	 * later), the dict is re-sent. */
-	discard_block(w);
+	discard_block(w, false);
 	return r;
 }
 
@@ -434,8 +442,25 @@ static void check_dict_lost(struct store_writer *w)
 	if (!w->wq.dict_lost)
 		return;
 	w->wq.dict_lost = false;
-	discard_block(w);
+	discard_block(w, w->wq.dict_lost_io);
 	w->force_new_seg = true;
+}
+
+/*
+ * An fsync failed: the kernel may have dropped the dirty pages it covered
+ * (the next fsync would succeed and prove nothing), so the segment's tail
+ * since the last good sync is suspect. What reads back now is kept (the
+ * reader checks every block's CRC); new blocks go to a new segment, so a
+ * later sync covers only data written after the error. -EIO if one failed.
+ */
+static int check_fsync(struct store_writer *w)
+{
+	if (!w->wq.fsync_failed)
+		return 0;
+	w->wq.fsync_failed = false;
+	if (w->seg)
+		w->force_new_seg = true;
+	return -EIO;
 }
 
 static uint64_t lost_unrecorded(const struct store_writer *w)
@@ -444,33 +469,48 @@ static uint64_t lost_unrecorded(const struct store_writer *w)
 	       w->st.lost_recorded;
 }
 
-/*
- * Samples the store could not keep (refused while no dir or segment could be
- * made, in blocks given up after the retry budget, in the open block when the
- * store was deleted) become a loss row in the block just opened, at its time:
- * the store itself says what it lost once it can say anything.
- */
-static int record_lost(struct store_writer *w, uint64_t time_ns)
+/* One loss row of n samples named marker in the open block: false if it
+ * could not be added (tried again with the next block). */
+static bool add_lost_row(struct store_writer *w, uint64_t time_ns, const char *marker, uint64_t n)
 {
-	uint64_t n = lost_unrecorded(w);
 	struct row_key key;
 	int r;
 
-	if (!n)
-		return 0;
-	r = store_dict__marker_stack(&w->dict, "[lost: storer write_errors]");
+	r = store_dict__marker_stack(&w->dict, marker);
 	if (r < 0)
-		return 0; /* tried again with the next block */
+		return false;
 	memset(&key, 0, sizeof(key));
 	key.sec = (int64_t)(time_ns / NSEC_PER_SEC);
 	key.stack = (uint32_t)r;
 	key.kind = CPA_KIND_ONCPU;
 	if (block__add(&w->blk, &key, n, n) < 0)
-		return 0;
+		return false;
 	w->blk.samples += n;
 	w->blk.lost_rec += n;
 	w->st.lost_samples += n;
 	w->st.lost_recorded += n;
+	return true;
+}
+
+/*
+ * Samples the store could not keep (refused while no dir or segment could be
+ * made, in blocks given up after the retry budget, in the open block when the
+ * store was deleted) become loss rows in the block just opened, at its time:
+ * the store itself says what it lost once it can say anything. Those lost to
+ * EIO are [lost: storer io_errors], the rest (a full disk, ...)
+ * [lost: storer write_errors].
+ */
+static int record_lost(struct store_writer *w, uint64_t time_ns)
+{
+	uint64_t io = w->st.lost_io - w->st.lost_io_recorded;
+	uint64_t other = lost_unrecorded(w) - io;
+
+	if (other)
+		add_lost_row(w, time_ns, "[lost: storer write_errors]", other);
+	if (io && add_lost_row(w, time_ns, "[lost: storer io_errors]", io)) {
+		w->blk.lost_rec_io += io;
+		w->st.lost_io_recorded += io;
+	}
 	return 0;
 }
 
@@ -570,8 +610,11 @@ int store_writer__add_sample(struct store_writer *w, const struct cpa_sample_out
 	int r = add_sample(w, s);
 
 	/* Not stored (no store, no memory): counted, a loss row later. */
-	if (r < 0)
+	if (r < 0) {
 		w->st.refused_samples++;
+		if (wq_err_is_io(r))
+			w->st.lost_io++;
+	}
 	return r;
 }
 
@@ -608,8 +651,11 @@ int store_writer__add_loss(struct store_writer *w, const struct cpa_loss *l)
 {
 	int r = add_loss(w, l);
 
-	if (r < 0)
+	if (r < 0) {
 		w->st.refused_samples += l->count;
+		if (wq_err_is_io(r))
+			w->st.lost_io += l->count;
+	}
 	return r;
 }
 
@@ -700,7 +746,7 @@ static void check_gone(struct store_writer *w)
 	    !file_gone(w->dir->idx->fd))
 		return;
 	w->st.store_gone++;
-	discard_block(w);
+	discard_block(w, false);
 	close_dir(w);
 }
 
@@ -713,6 +759,7 @@ int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 	store_wq__reap(&w->wq, false);
 	store_wq__retry_due(&w->wq, now_ns, false);
 	check_dict_lost(w);
+	check_fsync(w);
 	if (now_ns / NSEC_PER_SEC != w->last_gone_check_s) {
 		w->last_gone_check_s = now_ns / NSEC_PER_SEC;
 		check_gone(w);
@@ -770,6 +817,8 @@ int store_writer__flush(struct store_writer *w, bool sync)
 	}
 	if (w->wq.retry_head)
 		r = w->st.last_error ? w->st.last_error : -EIO;
+	else if (check_fsync(w) < 0 && !r)
+		r = -EIO;
 	return r;
 }
 

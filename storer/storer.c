@@ -10,7 +10,8 @@
  * crash loses nothing that is not in a submitted block (never duplicates).
  * Records the store refused (no dir or segment could be made: a full disk)
  * are counted by the writer and stored as a [lost: storer write_errors] row
- * once it can write again; they are released meanwhile, so symd keeps going.
+ * ([lost: storer io_errors] for EIO) once it can write again; they are
+ * released meanwhile, so symd keeps going.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -96,12 +97,21 @@ static void storer_log_err(struct storer *s, int err, const char *what)
 
 static void storer_check_recovered(struct storer *s, const struct store_writer_stats *ws)
 {
+	uint64_t lost = ws->refused_samples + ws->lost_samples_dropped + ws->lost_samples_discarded;
+
 	if (!s->fail_err || !store_writer__healthy(s->w))
 		return;
-	log_info("store '%s' is writable again: %llu block(s) given up and %llu sample(s) "
-		 "refused meanwhile, stored as [lost: storer write_errors]",
-		 store_writer__dir(s->w), (unsigned long long)ws->dropped_blocks,
-		 (unsigned long long)ws->refused_samples);
+	if (!lost)
+		log_info("store '%s' is writable again: nothing lost (the failed writes went "
+			 "through on a retry)",
+			 store_writer__dir(s->w));
+	else
+		log_info("store '%s' is writable again: %llu block(s) given up and %llu sample(s) "
+			 "refused meanwhile, %llu sample(s) in all, stored as loss rows: %llu "
+			 "[lost: storer io_errors], %llu [lost: storer write_errors]",
+			 store_writer__dir(s->w), (unsigned long long)ws->dropped_blocks,
+			 (unsigned long long)ws->refused_samples, (unsigned long long)lost,
+			 (unsigned long long)ws->lost_io, (unsigned long long)(lost - ws->lost_io));
 	s->fail_err = 0;
 	s->last_logged_err = 0;
 }
@@ -318,7 +328,8 @@ static void sync_counters(struct storer *s)
 	cnt(s, STO_CNT_TRIMMED_FILES, ws.trimmed_files - s->synced.trimmed_files);
 	cnt(s, STO_CNT_LOST_SAMPLES, ws.lost_recorded - s->synced.lost_recorded);
 	cnt(s, SHM_CNT_ERRORS, ws.unknown_ids - s->synced.unknown_ids);
-	if (ws.write_errors != s->synced.write_errors)
+	/* Failed fsyncs are not retried: they have a line of their own. */
+	if (ws.write_errors - s->synced.write_errors > ws.fsync_errors - s->synced.fsync_errors)
 		storer_log_err(s, ws.last_error ? ws.last_error : -EIO,
 			       "write failed, keeping the block for a retry");
 	if (ws.trimmed_files != s->synced.trimmed_files) {
@@ -329,9 +340,13 @@ static void sync_counters(struct storer *s)
 			 (unsigned long long)(ws.trimmed_files - s->synced.trimmed_files), names);
 	}
 	if (ws.dropped_blocks != s->synced.dropped_blocks && !s->synced.dropped_blocks)
-		log_error(
-			"gave up a block after repeated write failures (counted, "
-			"stored as [lost: storer write_errors] once the store takes writes again)");
+		log_error("gave up a block after repeated write failures (counted, stored as "
+			  "[lost: storer write_errors] or [lost: storer io_errors] once the store "
+			  "takes writes again)");
+	if (ws.fsync_errors != s->synced.fsync_errors)
+		log_error("fsync failed in '%s': what it covered may not be on the device (the "
+			  "blocks still read back are kept); new blocks go to a new segment",
+			  store_writer__dir(s->w));
 	if (ws.journal_given_up != s->synced.journal_given_up)
 		log_error("disk full: gave up the dictionary journal (%llu bytes) for the samples; "
 			  "a storer restart before symd's next epoch shows [unknown stack]",
@@ -362,11 +377,13 @@ int storer__tick(struct storer *s, uint64_t now)
 
 int storer__finish(struct storer *s, bool sync)
 {
+	uint64_t fsync_errors = s->synced.fsync_errors;
 	int r = store_writer__flush(s->w, sync);
 
 	release(s);
 	sync_counters(s);
-	if (r < 0)
+	/* A failed fsync was logged by sync_counters(). */
+	if (r < 0 && s->synced.fsync_errors == fsync_errors)
 		storer_log_err(s, r, "final flush");
 	return r;
 }

@@ -32,12 +32,14 @@
 
 #define NSTACKS	   12
 #define LOST_STORE "[lost: storer write_errors]"
+#define LOST_IO	   "[lost: storer io_errors]"
 
 /* ------------------------------------------------------------ helpers */
 
 struct tally {
 	uint64_t samples;    /* non-loss rows' counts */
 	uint64_t lost_store; /* [lost: storer write_errors] */
+	uint64_t lost_io;    /* [lost: storer io_errors] */
 	uint64_t lost_other;
 	uint64_t rows;
 };
@@ -51,6 +53,8 @@ static int tally_row(void *ctx, const struct store_sample *s)
 		t->samples += s->count;
 	else if (s->n_frames && !strcmp(s->frames[s->n_frames - 1]->name, LOST_STORE))
 		t->lost_store += s->count;
+	else if (s->n_frames && !strcmp(s->frames[s->n_frames - 1]->name, LOST_IO))
+		t->lost_io += s->count;
 	else
 		t->lost_other += s->count;
 	return 0;
@@ -76,8 +80,9 @@ static void on_note(void *ctx, const char *msg)
 	}
 }
 
-/* Everything in dir (a store dir), or under root when dir is a root (every dir). */
-static void tally_dir(const char *dir, struct tally *t, struct notes *nt)
+/* Everything in dir (a store dir); the reader's stats into rs (NULL: not wanted). */
+static void tally_dir_stats(const char *dir, struct tally *t, struct notes *nt,
+			    struct store_read_stats *rs)
 {
 	struct store_reader *r;
 	char err[512];
@@ -85,7 +90,14 @@ static void tally_dir(const char *dir, struct tally *t, struct notes *nt)
 
 	ck_assert_msg(e == 0, "open %s: %s", dir, err);
 	ck_assert_int_eq(store_reader__query(r, 0, UINT64_MAX / 2, NULL, tally_row, t), 0);
+	if (rs)
+		store_reader__stats(r, rs);
 	store_reader__free(r);
+}
+
+static void tally_dir(const char *dir, struct tally *t, struct notes *nt)
+{
+	tally_dir_stats(dir, t, nt, NULL);
 }
 
 static void tally_root(const char *root, struct tally *t)
@@ -632,6 +644,54 @@ static uint64_t ring_feed(struct shm_ring_prod *p, struct storer *s, uint64_t t0
 	return n;
 }
 
+/* A storer over a real ring into a writer on root, as the stage runs it: the
+ * journal in root, the run's dir made now, the definitions taken, max_retry
+ * bytes kept for retry (1: one op), the log captured in t_log. fault, if not
+ * NULL, is the writer's CPA_FAULT_IO. */
+struct rig {
+	struct shm_arena *a;
+	struct shm_ring_prod p;
+	struct shm_ring_cons c;
+	struct shm_stage *st;
+	struct store_writer *w;
+	struct storer *s;
+};
+
+static void rig_start(struct rig *g, const char *root, uint64_t t0, const char *fault,
+		      uint32_t max_retry)
+{
+	struct store_writer_opts o = {
+		.root = root, .record_interval = 1, .max_retry_bytes = max_retry};
+	struct shm_layout l;
+
+	memset(g, 0, sizeof(*g));
+	shm_layout__default(&l, 4096, 16);
+	ck_assert_int_eq(shm_arena__create(&l, &g->a), 0);
+	g->st = shm_arena__stage(g->a, SHM_STAGE_STORER);
+	ck_assert_int_eq(shm_arena__open_prod(g->a, SHM_RING_SYMD, &g->p), 0);
+	ck_assert_int_eq(shm_arena__open_cons(g->a, SHM_RING_SYMD, &g->c), 0);
+	if (fault)
+		ck_assert_int_eq(setenv("CPA_FAULT_IO", fault, 1), 0);
+	ck_assert_int_eq(store_writer__new(&o, &g->w), 0);
+	unsetenv("CPA_FAULT_IO");
+	t_log[0] = 0;
+	log_set_sink(log_into);
+	store_writer__set_run_id(g->w, t0);
+	ck_assert_int_ge(store_writer__journal_open(g->w, root), 0);
+	ck_assert_int_eq(storer__new(g->st, &g->c, g->w, &g->s), 0);
+	ring_defs(&g->p, NSTACKS);
+	while (storer__batch(g->s, STORER_BATCH) > 0)
+		;
+}
+
+/* Frees the storer and the writer; the arena stays (g->a) for its counters. */
+static void rig_stop(struct rig *g)
+{
+	log_set_sink(NULL);
+	storer__free(g->s);
+	store_writer__free(g->w);
+}
+
 /*
  * Space returns (the filler goes): a second later (retries are due a second
  * after a failure) nsec more seconds of samples from t0, then ticks a second
@@ -665,75 +725,50 @@ static uint64_t space_returns(const char *filler, struct shm_ring_prod *p, struc
 START_TEST(test_full_disk)
 {
 	char root[128], filler[128];
-	struct shm_layout l;
-	struct shm_arena *a = NULL;
-	struct shm_ring_prod p;
-	struct shm_ring_cons c;
-	struct shm_stage *st;
-	struct store_writer *w;
+	struct rig g;
 	struct store_writer_stats ws;
-	struct storer *s;
 	struct tally t = {0};
 	uint64_t now = clock_ns(CLOCK_REALTIME), t0 = (now / T_NS - 900) * T_NS, seq = 1, fed = 0;
 
 	snprintf(root, sizeof(root), "%s/s", mnt);
 	snprintf(filler, sizeof(filler), "%s/filler", mnt);
 	fill_disk(filler);
-
-	shm_layout__default(&l, 4096, 16);
-	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
-	st = shm_arena__stage(a, SHM_STAGE_STORER);
-	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
-	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
-	{
-		struct store_writer_opts o = {
-			.root = root, .record_interval = 1, .max_retry_bytes = 1}; /* keep one */
-
-		ck_assert_int_eq(store_writer__new(&o, &w), 0);
-	}
-	t_log[0] = 0;
-	log_set_sink(log_into);
-	store_writer__set_run_id(w, t0);
-	ck_assert_int_ge(store_writer__journal_open(w, root), 0);
-	ck_assert_int_eq(storer__new(st, &c, w, &s), 0);
-	ring_defs(&p, NSTACKS);
-	while (storer__batch(s, STORER_BATCH) > 0)
-		;
+	rig_start(&g, root, t0, NULL, 1);
 
 	/* Phase 1: no store dir can be made. 3 s apart in real time, so the
 	 * writer retries the creation a few times. */
 	for (int i = 0; i < 3; i++) {
-		fed += ring_feed(&p, s, t0 + (uint64_t)i * 10 * T_NS, 10, &seq);
+		fed += ring_feed(&g.p, g.s, t0 + (uint64_t)i * 10 * T_NS, 10, &seq);
 		usleep(1100000);
 	}
-	store_writer__stats(w, &ws);
+	store_writer__stats(g.w, &ws);
 	ck_assert_uint_eq(ws.refused_samples, fed);
 	/* Sampling never blocks: every record was consumed and released. */
-	ck_assert_uint_eq(shm_ring__pending_sc(&c), 0);
-	ck_assert_uint_eq(shm_ring__free_bytes_sp(&p), p.size);
+	ck_assert_uint_eq(shm_ring__pending_sc(&g.c), 0);
+	ck_assert_uint_eq(shm_ring__free_bytes_sp(&g.p), g.p.size);
 	ck_assert_int_le(count_store_dirs(root), 1);
 	ck_assert_int_eq(count_in(t_log, "counting what is lost"), 1);
 
-	fed += space_returns(filler, &p, s, t0 + 40 * T_NS, 20, &seq, 0);
+	fed += space_returns(filler, &g.p, g.s, t0 + 40 * T_NS, 20, &seq, 0);
 
 	/* Phase 2: the disk fills up again under an open store. */
 	fill_disk(filler);
-	fed += ring_feed(&p, s, t0 + 60 * T_NS, 120, &seq);
-	storer__tick(s, clock_ns(CLOCK_REALTIME));
-	store_writer__stats(w, &ws);
+	fed += ring_feed(&g.p, g.s, t0 + 60 * T_NS, 120, &seq);
+	storer__tick(g.s, clock_ns(CLOCK_REALTIME));
+	store_writer__stats(g.w, &ws);
 	ck_assert_uint_gt(ws.write_errors, 0);
-	ck_assert_uint_gt(ws.dropped_blocks, 0);
+	ck_assert_msg(
+		ws.dropped_blocks > 0, "no block given up (%llu write errors, %llu trimmed): %s",
+		(unsigned long long)ws.write_errors, (unsigned long long)ws.trimmed_files, t_log);
 	ck_assert_int_eq(count_in(t_log, "counting what is lost"), 2);
 	/* The journal (~40 KiB of definitions, more than the segment) gave its
 	 * space to the samples. */
 	ck_assert_uint_gt(ws.journal_given_up, 0);
 	ck_assert_int_eq(count_in(t_log, "gave up the dictionary journal"), 1);
-	fed += space_returns(filler, &p, s, t0 + 190 * T_NS, 10, &seq, 1);
-	ck_assert_int_eq(storer__finish(s, true), 0);
-	log_set_sink(NULL);
-	storer__free(s);
-	store_writer__stats(w, &ws);
-	store_writer__free(w);
+	fed += space_returns(filler, &g.p, g.s, t0 + 190 * T_NS, 10, &seq, 1);
+	ck_assert_int_eq(storer__finish(g.s, true), 0);
+	store_writer__stats(g.w, &ws);
+	rig_stop(&g);
 
 	ck_assert_int_eq(count_store_dirs(root), 1);
 	tally_root(root, &t);
@@ -741,8 +776,225 @@ START_TEST(test_full_disk)
 	ck_assert_uint_eq(t.lost_store,
 			  ws.refused_samples + ws.lost_samples_dropped + ws.lost_samples_discarded);
 	ck_assert_uint_eq(t.samples + t.lost_store, fed);
-	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_LOST_SAMPLES), t.lost_store);
-	shm_arena__free(a);
+	ck_assert_uint_eq(shm_stage__cnt(g.st, STO_CNT_LOST_SAMPLES), t.lost_store);
+	shm_arena__free(g.a);
+}
+END_TEST
+
+/* ------------------------------------------------------------ I/O errors */
+
+/* The reader's view of the one store dir under root: rows into t; no block
+ * may be corrupt or torn (an index entry never points at a failed write). */
+static void read_sound(const char *root, struct tally *t, struct notes *nt)
+{
+	struct store_read_stats rs;
+	char dir[1024];
+
+	ck_assert_int_eq(count_store_dirs(root), 1);
+	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+	tally_dir_stats(dir, t, nt, &rs);
+	ck_assert_msg(rs.blocks_corrupt == 0 && rs.blocks_torn == 0, "corrupt %llu torn %llu: %s",
+		      (unsigned long long)rs.blocks_corrupt, (unsigned long long)rs.blocks_torn,
+		      nt->all);
+	ck_assert_uint_gt(rs.blocks_read, 0);
+}
+
+/* `cpa show` of root from t_base_ns() (10:00:00) for nsec seconds: its
+ * total; the export must hold marker. */
+static uint64_t show_total(const char *root, uint32_t nsec, const char *marker)
+{
+	static struct test_run r;
+	char out[1100], cmd[2400], end[16];
+
+	snprintf(out, sizeof(out), "%s/all.prof", root);
+	snprintf(end, sizeof(end), "10:%02u:%02u", nsec / 60 % 60, nsec % 60);
+	RUN_SHOW(&r, root, "-B", "10:00:00", "-E", end, "-o", out);
+	ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+	snprintf(cmd, sizeof(cmd), "grep -q -F '%s' '%s'", marker, out);
+	ck_assert_msg(system(cmd) == 0, "no %s in the export", marker);
+	/* Every file header is there, no block is corrupt (a block given up in
+	 * the middle of a segment may leave unreadable bytes: its samples are
+	 * in the loss row). */
+	ck_assert_msg(!strstr(r.err, "header") &&
+			      (!*r.err || strstr(r.err, " 0 torn and 0 corrupt block(s)")),
+		      "%s", r.err);
+	return prof_total(out);
+}
+
+/*
+ * Writes failing with EIO (CPA_FAULT_IO: the 60 write submissions after the
+ * first 6, retries included, complete with -EIO without writing), with a
+ * retry budget of one op (_i 0) and of 4 KiB (_i 1): the storer
+ * keeps consuming (the ring never fills), says so once, gives up blocks past
+ * the retry budget, and once writes go through again says so once and stores
+ * what it lost as [lost: storer io_errors]. stored + lost == fed, exactly;
+ * every block in the store reads back; `cpa show` exports it all.
+ */
+START_TEST(test_eio_writes)
+{
+	char *root = t_mkdtemp();
+	struct rig g;
+	struct store_writer_stats ws;
+	struct notes nt = {0};
+	struct tally t = {0};
+	uint64_t t0 = t_base_ns(), seq = 1, fed = 0;
+	int i;
+
+	/* One op kept: every failed block but the last is given up, each the
+	 * first of its segment (with the dictionary): a new segment each time.
+	 * 4 KiB: the first block of a segment stays, those after it are given
+	 * up, leaving a hole in the middle of the segment. */
+	rig_start(&g, root, t0, "write:6:60", _i ? 4096 : 1);
+	/* Ten seconds of samples (ten blocks) a second apart in real time, so
+	 * the kept block is retried in between, until the faults are spent and
+	 * the storer says the store is writable again. */
+	for (i = 0; i < 30 && !count_in(t_log, "is writable again"); i++) {
+		fed += ring_feed(&g.p, g.s, t0 + (uint64_t)i * 10 * T_NS, 10, &seq);
+		/* Sampling never blocks: every record was consumed and released. */
+		ck_assert_uint_eq(shm_ring__pending_sc(&g.c), 0);
+		ck_assert_uint_eq(shm_ring__free_bytes_sp(&g.p), g.p.size);
+		usleep(1100000);
+		storer__tick(g.s, clock_ns(CLOCK_REALTIME));
+	}
+	ck_assert_int_eq(count_in(t_log, "is writable again"), 1);
+	/* Writing goes on after the errors. */
+	fed += ring_feed(&g.p, g.s, t0 + (uint64_t)i * 10 * T_NS, 10, &seq);
+	ck_assert_int_eq(storer__finish(g.s, true), 0);
+	store_writer__stats(g.w, &ws);
+	rig_stop(&g);
+
+	/* Reported once when the errors started, once when they stopped. */
+	ck_assert_msg(count_in(t_log, "Input/output error (counting what is lost") == 1, "%s",
+		      t_log);
+	ck_assert_int_eq(count_in(t_log, "counting what is lost"), 1);
+	ck_assert_int_eq(count_in(t_log, "gave up a block"), 1);
+	ck_assert_int_eq(count_in(t_log, "is writable again"), 1);
+	ck_assert_int_eq(ws.write_errors, 60);
+	ck_assert_int_eq(ws.last_error, -EIO);
+	ck_assert_uint_gt(ws.dropped_blocks, 0);
+	ck_assert_uint_eq(ws.refused_samples, 0);
+	ck_assert_uint_eq(ws.lost_io, ws.lost_samples_dropped + ws.lost_samples_discarded);
+
+	read_sound(root, &t, &nt);
+	fprintf(stderr,
+		"test_eio_writes(%d): fed %llu = stored %llu + [lost: storer io_errors] %llu; %llu "
+		"block(s) given up, %llu written, %llu write(s) submitted; reader notes: %s\n",
+		_i, (unsigned long long)fed, (unsigned long long)t.samples,
+		(unsigned long long)t.lost_io, (unsigned long long)ws.dropped_blocks,
+		(unsigned long long)ws.blocks, (unsigned long long)ws.uring_writes,
+		nt.n ? nt.all : "none");
+	ck_assert_uint_gt(t.lost_io, 0);
+	ck_assert_uint_eq(t.lost_io, ws.lost_io);
+	{
+		char line[128];
+
+		snprintf(line, sizeof(line),
+			 "%llu [lost: storer io_errors], 0 [lost: storer write_errors]",
+			 (unsigned long long)t.lost_io);
+		ck_assert_msg(strstr(t_log, line), "no '%s' in: %s", line, t_log);
+	}
+	ck_assert_uint_eq(t.lost_store, 0);
+	ck_assert_uint_eq(t.lost_other, 0);
+	ck_assert_uint_eq(t.samples + t.lost_io, fed);
+	ck_assert_uint_eq(shm_stage__cnt(g.st, STO_CNT_LOST_SAMPLES), t.lost_io);
+	ck_assert_uint_eq(show_total(root, (uint32_t)(i + 1) * 10, "<# LOST: STORER IO ERRORS #>"),
+			  fed);
+	shm_arena__free(g.a);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
+/* Every sample fed is in the store under root, no loss row, nothing damaged;
+ * then root (freed) and g's arena go. */
+static void all_stored(char *root, struct rig *g, uint64_t fed)
+{
+	struct notes nt = {0};
+	struct tally t = {0};
+
+	read_sound(root, &t, &nt);
+	ck_assert_uint_eq(t.samples, fed);
+	ck_assert_uint_eq(t.lost_io + t.lost_store + t.lost_other, 0);
+	shm_arena__free(g->a);
+	t_rm_rf(root);
+	free(root);
+}
+
+/*
+ * A failed fsync (the final flush's, CPA_FAULT_IO "fsync:0:1"): the flush
+ * says so (-EIO, one log line), nothing already written is counted as lost
+ * (it reads back), and the next blocks go to a new segment, so that a later
+ * fsync covers only data written after the error.
+ */
+START_TEST(test_eio_fsync)
+{
+	char *root = t_mkdtemp(), dir[1024], seg[1100];
+	struct rig g;
+	struct store_writer_stats ws;
+	uint64_t t0 = t_base_ns(), seq = 1, fed = 0;
+
+	rig_start(&g, root, t0, "fsync:0:1", 1);
+	fed += ring_feed(&g.p, g.s, t0, 10, &seq);
+	ck_assert_int_eq(storer__finish(g.s, true), -EIO);
+	ck_assert_int_eq(count_in(t_log, "fsync failed"), 1);
+	ck_assert_int_eq(count_in(t_log, "counting what is lost"), 0);
+	fed += ring_feed(&g.p, g.s, t0 + 10 * T_NS, 10, &seq);
+	ck_assert_int_eq(storer__finish(g.s, true), 0);
+	store_writer__stats(g.w, &ws);
+	rig_stop(&g);
+
+	ck_assert_uint_eq(ws.fsync_errors, 1);
+	ck_assert_uint_eq(ws.dropped_blocks, 0);
+	ck_assert_int_eq(count_in(t_log, "fsync failed"), 1);
+	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+	seg_file(dir, 2, seg, sizeof(seg));
+	ck_assert_msg(access(seg, F_OK) == 0, "no new segment after the failed fsync");
+	seg_file(dir, 3, seg, sizeof(seg));
+	ck_assert_int_ne(access(seg, F_OK), 0);
+	all_stored(root, &g, fed);
+}
+END_TEST
+
+/* Every write short (half of what was asked, "short:0:100000"): the rest
+ * goes at the matching offset; nothing lost, nothing corrupt. */
+START_TEST(test_short_writes)
+{
+	char *root = t_mkdtemp();
+	struct rig g;
+	struct store_writer_stats ws;
+	uint64_t t0 = t_base_ns(), seq = 1, fed;
+
+	rig_start(&g, root, t0, "short:0:100000", 1);
+	fed = ring_feed(&g.p, g.s, t0, 20, &seq);
+	ck_assert_int_eq(storer__finish(g.s, true), 0);
+	store_writer__stats(g.w, &ws);
+	rig_stop(&g);
+	ck_assert_uint_eq(ws.write_errors, 0);
+	/* Each block took at least two writes. */
+	ck_assert_uint_ge(ws.uring_writes, 2 * ws.blocks);
+	all_stored(root, &g, fed);
+}
+END_TEST
+
+/* A malformed CPA_FAULT_IO is refused, not ignored. */
+START_TEST(test_fault_spec)
+{
+	static const char *const bad[] = {"eio",	"write:1",   "write:1:0",
+					  "write:1:2,", "fsync:x:1", "write:1:2;short:0:1"};
+	char *root = t_mkdtemp();
+	struct store_writer_opts o = {.root = root};
+	struct store_writer *w;
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		ck_assert_int_eq(setenv("CPA_FAULT_IO", bad[i], 1), 0);
+		ck_assert_msg(store_writer__new(&o, &w) == -EINVAL, "%s accepted", bad[i]);
+	}
+	ck_assert_int_eq(setenv("CPA_FAULT_IO", "write:1:2,fsync:0:1,short:3:4", 1), 0);
+	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	unsetenv("CPA_FAULT_IO");
+	store_writer__free(w);
+	t_rm_rf(root);
+	free(root);
 }
 END_TEST
 
@@ -789,6 +1041,13 @@ int main(int argc, char **argv)
 	tc = tcase_create("show");
 	tcase_add_test(tc, test_show_spans_runs);
 	tcase_add_test(tc, test_show_torn_tail);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("io_errors");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_eio_writes, 0, 2);
+	tcase_add_test(tc, test_eio_fsync);
+	tcase_add_test(tc, test_short_writes);
+	tcase_add_test(tc, test_fault_spec);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }
