@@ -881,6 +881,8 @@ static struct symbin *umod_bin(struct symd *s, struct umod *m)
 		.pid = m->pid,
 		.map_start = m->map_start,
 		.map_end = m->map_end,
+		.dev = m->dev,
+		.ino = m->ino,
 		.build_id = m->bid,
 		.build_id_len = m->bid_len,
 	};

@@ -393,6 +393,58 @@ START_TEST(test_debug_file_debuglink)
 }
 END_TEST
 
+/*
+ * Files of other processes, as those see them: a gone process's module is
+ * read at our path only when that is the mapped file (dev + inode, else the
+ * build-id); a live process under another root only through its root, never
+ * at our path, even when the file is there.
+ */
+START_TEST(test_other_process_paths)
+{
+	struct symd_paths paths = {.debug_root = "/nonexistent"};
+	struct symd_file_ref ref = {.path = FX_SO};
+	struct symbin *b = NULL, *own;
+	char proc[512], root[512];
+	struct stat st;
+
+	tmp_setup();
+	snprintf(proc, sizeof(proc), "%s/proc", tmpdir);
+	snprintf(root, sizeof(root), "%s/root", tmpdir);
+	run_sh("mkdir -p '%s/4243' '%s' && ln -s '%s' '%s/4243/root'", proc, root, root, proc);
+	paths.proc = proc;
+	ck_assert_int_eq(stat(FX_SO, &st), 0);
+	ck_assert_int_eq(symbin__load(&paths, &ref, &own), 0); /* no process: our path */
+	ck_assert_uint_gt(own->build_id_len, 0);
+
+	/* pid 4242 is gone (no proc/4242). */
+	ref.pid = 4242;
+	ref.dev = st.st_dev;
+	ref.ino = st.st_ino;
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), 0);
+	symbin__free(b);
+	ref.ino = st.st_ino + 1; /* another file at our path */
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), -ESTALE);
+	ref.dev = ref.ino = 0; /* nothing to tell it by */
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), -ESTALE);
+	ref.build_id = own->build_id; /* known by build-id */
+	ref.build_id_len = own->build_id_len;
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), 0);
+	symbin__free(b);
+
+	/* pid 4243 lives under another root that has no such file. */
+	ref.pid = 4243;
+	ref.dev = st.st_dev;
+	ref.ino = st.st_ino;
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), -ENOENT);
+	/* ... and once it has, that one. */
+	run_sh("mkdir -p \"$(dirname '%s%s')\" && cp '%s' '%s%s'", root, FX_SO, FX_SO, root, FX_SO);
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), 0);
+	symbin__free(b);
+	symbin__free(own);
+	tmp_teardown();
+}
+END_TEST
+
 START_TEST(test_minidebuginfo)
 {
 	struct fx_fn l = fx_local();
@@ -1967,6 +2019,7 @@ static Suite *symd_suite(void)
 	tcase_add_test(tc, test_fde_and_plt);
 	tcase_add_test(tc, test_debug_file_build_id);
 	tcase_add_test(tc, test_debug_file_debuglink);
+	tcase_add_test(tc, test_other_process_paths);
 	tcase_add_test(tc, test_minidebuginfo);
 	tcase_add_test(tc, test_go_binary);
 	tcase_add_test(tc, test_hostile_elf);
