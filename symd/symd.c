@@ -1049,6 +1049,29 @@ static int loss_flush(struct symd *s)
 	return shm_loss__flush(&s->loss, loss_emit, s);
 }
 
+/* What is pending once our input is released: a SIGKILL takes the table
+ * with it, so the count waits in the arena for our successor. */
+static void loss_publish(struct symd *s)
+{
+	shm_stage__cnt_set(s->st, SYM_CNT_LOSS_PENDING, shm_loss__count(&s->loss));
+}
+
+/* The count a killed predecessor left pending (loss_publish()): ours now,
+ * sent before anything else (its seq is the resume mark). */
+static void loss_carry(struct symd *s)
+{
+	uint64_t n = shm_stage__cnt(s->st, SYM_CNT_LOSS_PENDING);
+
+	if (!n)
+		return;
+	log_warn("the previous symd left %" PRIu64 " lost sample(s) not yet reported: "
+		 "sending them as lost_pending_at_kill",
+		 n);
+	cnt(s, SYM_CNT_LOST_AT_KILL, n);
+	loss_add(s, SHM_STAGE_SYMD, SYM_CNT_LOST_AT_KILL, CPA_KIND_ONCPU, n, n,
+		 s->mark ? s->mark : 1, clock_ns(CLOCK_REALTIME));
+}
+
 static void loss_own(struct symd *s, unsigned int counter, const struct cpa_frames *f)
 {
 	cnt(s, counter, 1);
@@ -1525,6 +1548,8 @@ int symd__batch(struct symd *s, unsigned int max_records)
 	shm_ring__commit_sp(s->out);
 	if (n) {
 		shm_ring__release_mark_sc(s->in, s->mark);
+		/* Only after the release: before it, a kill redoes the batch. */
+		loss_publish(s);
 		cnt(s, SHM_CNT_BATCHES, 1);
 		cnt_flush(s);
 	}
@@ -1537,6 +1562,7 @@ static void symd__flush_loss(struct symd *s)
 		return;
 	loss_flush(s); /* what does not fit waits for the next second */
 	shm_ring__commit_sp(s->out);
+	loss_publish(s);
 }
 
 static void symd__gauges(struct symd *s)
@@ -1675,6 +1701,7 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	s->resume_mark = shm_ring__mark_sc(s->in);
 	s->mark = s->resume_mark;
 	s->need_reset = true;
+	loss_carry(s);
 	if (!(s->flags & CPA_CFG_DISABLE_SYM))
 		ksyms_ensure(s);
 	/* Every lifetime starts with a reset; if the ring is full now, the

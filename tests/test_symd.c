@@ -1905,6 +1905,55 @@ START_TEST(test_stage_rate_limit)
 }
 END_TEST
 
+/* Drops still pending when symd is killed (not sent yet: they wait for the
+ * next sample, the next second, or room in ring 2): their input is
+ * released, so the count waits in the arena and the successor sends it. */
+START_TEST(test_stage_pending_loss_survives_kill)
+{
+	struct harness *h = h_new(0, NULL);
+	uint64_t kpc[1] = {0xffffffff81000101ull};
+	unsigned int i;
+
+	h->st->rate_limit = 2;
+	for (i = 0; i < 5; i++)
+		h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, 0);
+	ck_assert_int_eq(h_batch(h), 5);
+	ck_assert_uint_eq(h->nsamples, 2);
+	ck_assert_uint_eq(h->nloss, 0); /* pending */
+	ck_assert_uint_eq(shm_ring__pending_sc(&h->in), 0);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_LOSS_PENDING), 3);
+
+	/* SIGKILL: the object goes without a flush; a new symd starts on the
+	 * same arena and sends the count before anything else. */
+	symd__free(h->s);
+	h->s = NULL;
+	h->st->rate_limit = 0;
+	h_start(h, 2);
+	h_drain(h);
+	ck_assert_uint_eq(h->nloss, 0);
+	symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
+	h_drain(h);
+	ck_assert_uint_eq(h->nloss, 1);
+	ck_assert_uint_eq(h->last_loss.stage, SHM_STAGE_SYMD);
+	ck_assert_uint_eq(h->last_loss.reason, SYM_CNT_LOST_AT_KILL);
+	ck_assert_str_eq(shm_counter_name(SHM_STAGE_SYMD, h->last_loss.reason),
+			 "lost_pending_at_kill");
+	ck_assert_uint_eq(h->last_loss.count, 3);
+	ck_assert_uint_eq(h->last_loss.weight, 3);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_LOST_AT_KILL), 3);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_LOSS_PENDING), 0);
+
+	/* Sent once: a later kill carries nothing. */
+	symd__free(h->s);
+	h->s = NULL;
+	h_start(h, 3);
+	symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
+	h_drain(h);
+	ck_assert_uint_eq(h->nloss, 1);
+	h_free(h);
+}
+END_TEST
+
 /* ---- the executable, spawned the way the monitor does ---- */
 
 static const char *symd_exe(void)
@@ -2046,6 +2095,7 @@ static Suite *symd_suite(void)
 	tcase_add_test(tc, test_stage_output_full);
 	tcase_add_test(tc, test_stage_intern_budget);
 	tcase_add_test(tc, test_stage_rate_limit);
+	tcase_add_test(tc, test_stage_pending_loss_survives_kill);
 	tcase_add_test(tc, test_debuginfod_fetch);
 	tcase_add_test(tc, test_exec_drain_and_term);
 	suite_add_tcase(s, tc);
