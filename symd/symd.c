@@ -1049,29 +1049,6 @@ static int loss_flush(struct symd *s)
 	return shm_loss__flush(&s->loss, loss_emit, s);
 }
 
-/* What is pending once our input is released: a SIGKILL takes the table
- * with it, so the count waits in the arena for our successor. */
-static void loss_publish(struct symd *s)
-{
-	shm_stage__cnt_set(s->st, SYM_CNT_LOSS_PENDING, shm_loss__count(&s->loss));
-}
-
-/* The count a killed predecessor left pending (loss_publish()): ours now,
- * sent before anything else (its seq is the resume mark). */
-static void loss_carry(struct symd *s)
-{
-	uint64_t n = shm_stage__cnt(s->st, SYM_CNT_LOSS_PENDING);
-
-	if (!n)
-		return;
-	log_warn("the previous symd left %" PRIu64 " lost sample(s) not yet reported: "
-		 "sending them as lost_pending_at_kill",
-		 n);
-	cnt(s, SYM_CNT_LOST_AT_KILL, n);
-	loss_add(s, SHM_STAGE_SYMD, SYM_CNT_LOST_AT_KILL, CPA_KIND_ONCPU, n, n,
-		 s->mark ? s->mark : 1, clock_ns(CLOCK_REALTIME));
-}
-
 static void loss_own(struct symd *s, unsigned int counter, const struct cpa_frames *f)
 {
 	cnt(s, counter, 1);
@@ -1548,8 +1525,10 @@ int symd__batch(struct symd *s, unsigned int max_records)
 	shm_ring__commit_sp(s->out);
 	if (n) {
 		shm_ring__release_mark_sc(s->in, s->mark);
-		/* Only after the release: before it, a kill redoes the batch. */
-		loss_publish(s);
+		/* What is pending now dies with a SIGKILL: the count waits in
+		 * the arena for our successor (only after the release: before
+		 * it, a kill redoes the batch). */
+		shm_loss__publish(&s->loss, s->st, SYM_CNT_LOSS_PENDING);
 		cnt(s, SHM_CNT_BATCHES, 1);
 		cnt_flush(s);
 	}
@@ -1562,7 +1541,7 @@ static void symd__flush_loss(struct symd *s)
 		return;
 	loss_flush(s); /* what does not fit waits for the next second */
 	shm_ring__commit_sp(s->out);
-	loss_publish(s);
+	shm_loss__publish(&s->loss, s->st, SYM_CNT_LOSS_PENDING);
 }
 
 static void symd__gauges(struct symd *s)
@@ -1641,7 +1620,7 @@ void symd__tick(struct symd *s, uint64_t now)
 int symd__new(const struct symd_opts *o, struct symd **ret)
 {
 	struct symd *s = calloc(1, sizeof(*s));
-	uint64_t cap;
+	uint64_t cap, carried;
 	int r;
 
 	if (!s)
@@ -1701,7 +1680,15 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	s->resume_mark = shm_ring__mark_sc(s->in);
 	s->mark = s->resume_mark;
 	s->need_reset = true;
-	loss_carry(s);
+	/* What a killed predecessor left pending: ours now, sent before
+	 * anything else with a seq (its seq is the resume mark). */
+	carried = shm_loss__carry(&s->loss, s->st, SYM_CNT_LOSS_PENDING, SHM_STAGE_SYMD,
+				  SYM_CNT_LOST_AT_KILL, s->mark ? s->mark : 1,
+				  clock_ns(CLOCK_REALTIME));
+	if (carried)
+		log_warn("the previous symd left %" PRIu64 " lost sample(s) not yet reported: "
+			 "sending them as lost_pending_at_kill",
+			 carried);
 	if (!(s->flags & CPA_CFG_DISABLE_SYM))
 		ksyms_ensure(s);
 	/* Every lifetime starts with a reset; if the ring is full now, the

@@ -57,7 +57,7 @@ static void mon_start(struct mon *m, const char *const *args)
 {
 	char cpa[1100];
 	char *argv[32] = {cpa, "monitor", "--store_dir", m->store};
-	int n = 4, fd;
+	int n = 4;
 
 	snprintf(m->store, sizeof(m->store), "/tmp/cpa-priv-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(m->store));
@@ -66,21 +66,7 @@ static void mon_start(struct mon *m, const char *const *args)
 	for (int i = 0; args[i]; i++)
 		argv[n++] = (char *)args[i];
 	argv[n] = NULL;
-	fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	ck_assert_int_ge(fd, 0);
-	m->pid = spawn_fds(argv, -1, fd, fd);
-	close(fd);
-	for (int i = 0; i < 1200; i++) {
-		char *text = mon_log(m);
-		bool up = strstr(text, "all stages running");
-
-		ck_assert_msg(!strstr(text, "ERROR"), "monitor failed: %s", text);
-		free(text);
-		if (up)
-			return;
-		usleep(50 * 1000);
-	}
-	ck_abort_msg("cpa monitor did not start in 60 s");
+	m->pid = spawn_monitor(argv, m->log, 60);
 }
 
 /* SIGINT: every stage drains into the store; the monitor exits 0. */

@@ -1870,18 +1870,23 @@ START_TEST(test_debuginfod_fetch)
 }
 END_TEST
 
-START_TEST(test_stage_rate_limit)
+/* 5 samples of one kernel frame at a rate limit of 2: 3 dropped (pending). */
+static void h_rate_drops(struct harness *h, const uint64_t *kpc)
 {
-	struct harness *h = h_new(0, NULL);
-	uint64_t kpc[1] = {0xffffffff81000101ull};
-	unsigned int i;
-
 	h->st->rate_limit = 2;
-	for (i = 0; i < 5; i++)
+	for (unsigned int i = 0; i < 5; i++)
 		h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, 0);
 	ck_assert_int_eq(h_batch(h), 5);
 	ck_assert_uint_eq(h->nsamples, 2);
 	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_DROP_RATE), 3);
+}
+
+START_TEST(test_stage_rate_limit)
+{
+	struct harness *h = h_new(0, NULL);
+	uint64_t kpc[1] = {0xffffffff81000101ull};
+
+	h_rate_drops(h, kpc);
 	/* the drops reach the store as one aggregated LOSS record */
 	symd__finish(h->s);
 	h_drain(h);
@@ -1912,13 +1917,8 @@ START_TEST(test_stage_pending_loss_survives_kill)
 {
 	struct harness *h = h_new(0, NULL);
 	uint64_t kpc[1] = {0xffffffff81000101ull};
-	unsigned int i;
 
-	h->st->rate_limit = 2;
-	for (i = 0; i < 5; i++)
-		h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, 0);
-	ck_assert_int_eq(h_batch(h), 5);
-	ck_assert_uint_eq(h->nsamples, 2);
+	h_rate_drops(h, kpc);
 	ck_assert_uint_eq(h->nloss, 0); /* pending */
 	ck_assert_uint_eq(shm_ring__pending_sc(&h->in), 0);
 	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_LOSS_PENDING), 3);
