@@ -93,6 +93,10 @@ enum symd_counter {
 	SYM_CNT_CACHE_EVICT,
 	SYM_CNT_CACHE_BYTES, /* (gauge) */
 	SYM_CNT_JIT_REFUSED, /* perf maps refused: too big, or not the process's own */
+	/* (gauge) samples in LOSS aggregates not sent yet whose input is
+	 * released: a killed symd's successor sends them (LOST_AT_KILL) */
+	SYM_CNT_LOSS_PENDING,
+	SYM_CNT_LOST_AT_KILL, /* ... as this reason */
 	SYM_CNT_MAX_,
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Pending LOSS aggregates; the behaviour is documented in loss.h. */
 #include "loss.h"
+#include "stage.h"
 
 #include <errno.h>
 #include <string.h>
@@ -72,5 +73,22 @@ uint64_t shm_loss__count(const struct shm_loss_table *t)
 
 	for (unsigned int i = 0; i < t->n; i++)
 		n += t->ent[i].count;
+	return n;
+}
+
+void shm_loss__publish(const struct shm_loss_table *t, struct shm_stage *st, unsigned int gauge_idx)
+{
+	shm_stage__cnt_set(st, gauge_idx, shm_loss__count(t));
+}
+
+uint64_t shm_loss__carry(struct shm_loss_table *t, struct shm_stage *st, unsigned int gauge_idx,
+			 uint32_t stage, unsigned int lost_idx, uint64_t seq, uint64_t time_ns)
+{
+	uint64_t n = shm_stage__cnt(st, gauge_idx);
+
+	if (!n)
+		return 0;
+	shm_stage__cnt_add(st, lost_idx, n);
+	(void)shm_loss__add(t, stage, lost_idx, CPA_KIND_ONCPU, n, n, seq, time_ns);
 	return n;
 }

@@ -47,6 +47,20 @@ int shm_loss__flush(struct shm_loss_table *t, shm_loss_emit_fn emit, void *ctx);
 /* Samples in the pending entries (their counts summed). */
 uint64_t shm_loss__count(const struct shm_loss_table *t);
 
+struct shm_stage;
+
+/* What a SIGKILL would take: the pending count as gauge gauge_idx of the
+ * stage's block, published each time the input it stands for is released. */
+void shm_loss__publish(const struct shm_loss_table *t, struct shm_stage *st,
+		       unsigned int gauge_idx);
+
+/* At start: the count a killed predecessor published, folded into t as one
+ * loss (stage, reason lost_idx, on-CPU, weight = count, seq, time_ns) and
+ * added to counter lost_idx. Returns it (0: nothing was pending). The gauge
+ * keeps it until the next publish, so a kill before that carries it again. */
+uint64_t shm_loss__carry(struct shm_loss_table *t, struct shm_stage *st, unsigned int gauge_idx,
+			 uint32_t stage, unsigned int lost_idx, uint64_t seq, uint64_t time_ns);
+
 static inline unsigned int shm_loss__pending(const struct shm_loss_table *t)
 {
 	return t->n;

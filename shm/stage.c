@@ -68,8 +68,19 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 		"stop_exec",	"stop_exit",
 	};
 	static const char *const symd[SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-		"lookups", "hits",   "misses",	    "ksyms",	   "bin_open_fail", "bin_rejected",
-		"strings", "stacks", "cache_evict", "cache_bytes", "jit_refused",
+		"lookups",
+		"hits",
+		"misses",
+		"ksyms",
+		"bin_open_fail",
+		"bin_rejected",
+		"strings",
+		"stacks",
+		"cache_evict",
+		"cache_bytes",
+		"jit_refused",
+		"loss_pending",
+		"lost_pending_at_kill",
 	};
 	static const char *const storer[STO_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"samples",	"blocks",	 "bytes_raw",	 "bytes_disk",
@@ -107,5 +118,6 @@ bool shm_counter_is_gauge(enum shm_stage_id id, unsigned int idx)
 		idx <= CAP_CNT_GEN_PINNED) ||
 	       (id == SHM_STAGE_UNWINDD &&
 		(idx == UNW_CNT_CACHE_BYTES || idx == UNW_CNT_LOSS_PENDING)) ||
-	       (id == SHM_STAGE_SYMD && idx == SYM_CNT_CACHE_BYTES);
+	       (id == SHM_STAGE_SYMD &&
+		(idx == SYM_CNT_CACHE_BYTES || idx == SYM_CNT_LOSS_PENDING));
 }

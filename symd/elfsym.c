@@ -30,6 +30,7 @@
 #include <zlib.h>
 
 #include "common/macro.h"
+#include "common/procroot.h"
 #include "common/timeutil.h"
 
 #define SYMD_MAX_SHSTR	     (16u << 20)
@@ -933,23 +934,45 @@ static bool build_id_eq(const uint8_t *a, uint8_t alen, const uint8_t *b, uint8_
 	return alen && alen == blen && !memcmp(a, b, alen);
 }
 
-/* The module's own file; a candidate whose build-id differs from the one
- * unwindd saw (binary replaced on disk) is skipped. */
-static int open_module(const struct symd_paths *paths, const struct symd_file_ref *ref,
+/* A file opened at our path is the mapped one: the same dev and inode, or
+ * (dev unknown: a module known by build-id) a build-id to check it by. */
+static bool is_mapped_file(int fd, const struct symd_file_ref *ref)
+{
+	struct stat st;
+
+	if (!ref->dev)
+		return ref->build_id_len > 0;
+	return fstat(fd, &st) == 0 && (uint64_t)st.st_dev == ref->dev &&
+	       (uint64_t)st.st_ino == ref->ino;
+}
+
+/*
+ * The module's own file as process ref->pid sees it (kind: proc_root_kind()
+ * of it). map_files/ names the mapped inode in any mount namespace;
+ * root/<path> resolves in the process's namespace and root. The path as we
+ * see it serves only when there is no process (pid 0) or it is gone (kind <
+ * 0), and only when it is the mapped file: the same dev and inode, else (a
+ * module known by build-id only) the same build-id. A candidate whose
+ * build-id differs from the one unwindd saw (replaced on disk) is skipped.
+ */
+static int open_module(const struct symd_paths *paths, const struct symd_file_ref *ref, int kind,
 		       struct elfimg *e, uint8_t *bid, uint8_t *bid_len)
 {
 	char cand[3][CPA_PATH_MAX + 128];
+	bool ours[3] = {};
 	unsigned int n = 0, i;
 	int r, err = -ENOENT;
 
 	if (ref->pid && ref->map_start < ref->map_end)
 		snprintf(cand[n++], sizeof(cand[0]), "%s/%u/map_files/%lx-%lx", proc_dir(paths),
 			 ref->pid, (unsigned long)ref->map_start, (unsigned long)ref->map_end);
-	if (ref->pid && ref->path[0] == '/')
+	if (ref->pid && kind >= 0 && ref->path[0] == '/')
 		snprintf(cand[n++], sizeof(cand[0]), "%s/%u/root%s", proc_dir(paths), ref->pid,
 			 ref->path);
-	if (ref->path[0] == '/')
+	if ((!ref->pid || kind < 0) && ref->path[0] == '/') {
+		ours[n] = ref->pid != 0;
 		snprintf(cand[n++], sizeof(cand[0]), "%s", ref->path);
+	}
 
 	for (i = 0; i < n; i++) {
 		r = open_elf(cand[i], e);
@@ -959,6 +982,12 @@ static int open_module(const struct symd_paths *paths, const struct symd_file_re
 				err = r;
 			else if (err == -ENOENT)
 				err = r;
+			continue;
+		}
+		if (ours[i] && !is_mapped_file(e->src.fd, ref)) {
+			/* Our path, not provably the process's file. */
+			elfimg__fini(e);
+			err = -ESTALE;
 			continue;
 		}
 		*bid_len = 0;
@@ -1074,25 +1103,6 @@ static bool dir_may_exist(const char *path)
 	return d->exists;
 }
 
-/* /proc/PID/root when it is another root than ours (a container); "" for
- * our own root or a process already gone: the first pass covers those. */
-static void other_root(const struct symd_paths *paths, uint32_t pid, char *root, size_t size)
-{
-	static _Thread_local struct stat self;
-	static _Thread_local bool have_self;
-	struct stat st;
-
-	root[0] = 0;
-	if (!pid)
-		return;
-	if (!have_self)
-		have_self = stat("/", &self) == 0;
-	snprintf(root, size, "%s/%u/root", proc_dir(paths), pid);
-	if (stat(root, &st) < 0 ||
-	    (have_self && st.st_dev == self.st_dev && st.st_ino == self.st_ino))
-		root[0] = 0;
-}
-
 static int open_debug_cand(const char *path, const uint8_t *bid, uint8_t bid_len, bool check_crc,
 			   uint32_t crc, struct elfimg *e)
 {
@@ -1101,28 +1111,35 @@ static int open_debug_cand(const char *path, const uint8_t *bid, uint8_t bid_len
 	return open_debug(path, bid, bid_len, check_crc, crc, e);
 }
 
+/*
+ * The debug file of a module, where the process would find it: under
+ * /proc/PID/root for a process in another mount namespace or root (kind
+ * PROC_ROOT_OTHER), else our paths (our namespace; no process; or a process
+ * gone, whose binary open_module() proved to be the file at our path). A
+ * test's debug_root and the debuginfod cache are ours.
+ */
 static int find_debug_file(const struct symd_paths *paths, const struct symd_file_ref *ref,
-			   const struct elfimg *main, const uint8_t *bid, uint8_t bid_len,
+			   int kind, const struct elfimg *main, const uint8_t *bid, uint8_t bid_len,
 			   struct elfimg *e, uint32_t *ret_src)
 {
-	char path[CPA_PATH_MAX * 2 + 256], hex[2 * CPA_BUILD_ID_MAX + 1], root[64] = "";
+	char path[CPA_PATH_MAX * 2 + 256], hex[2 * CPA_BUILD_ID_MAX + 1], root[CPA_PATH_MAX] = "";
+	const char *droot = root; /* prefix of the debug root */
 	const Elf64_Shdr *link;
-	unsigned int i, pass;
+	unsigned int i;
 
-	other_root(paths, ref->pid, root, sizeof(root));
+	if (kind == PROC_ROOT_OTHER)
+		snprintf(root, sizeof(root), "%s/%u/root", proc_dir(paths), ref->pid);
+	if (paths && paths->debug_root)
+		droot = "";
 
 	if (bid_len >= 2) {
 		for (i = 0; i < bid_len; i++)
 			snprintf(hex + 2 * i, 3, "%02x", bid[i]);
-		for (pass = 0; pass < 2; pass++) {
-			if (pass == 1 && (!root[0] || (paths && paths->debug_root)))
-				break;
-			snprintf(path, sizeof(path), "%s%s/.build-id/%.2s/%s.debug",
-				 pass ? root : "", debug_root(paths), hex, hex + 2);
-			if (open_debug_cand(path, bid, bid_len, false, 0, e) == 0) {
-				*ret_src = SYMBIN_SRC_DEBUG_BUILDID;
-				return 0;
-			}
+		snprintf(path, sizeof(path), "%s%s/.build-id/%.2s/%s.debug", droot,
+			 debug_root(paths), hex, hex + 2);
+		if (open_debug_cand(path, bid, bid_len, false, 0, e) == 0) {
+			*ret_src = SYMBIN_SRC_DEBUG_BUILDID;
+			return 0;
 		}
 		if (paths && paths->debuginfod_cache) {
 			snprintf(path, sizeof(path), "%s/%s/debuginfo", paths->debuginfod_cache,
@@ -1154,22 +1171,18 @@ static int find_debug_file(const struct symd_paths *paths, const struct symd_fil
 		slash = strrchr(ref->path, '/');
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - ref->path), ref->path);
 
-		for (pass = 0; pass < 2; pass++) {
-			const char *pre = pass ? root : "";
-			const char *fmt[3] = {"%s%s/%s", "%s%s/.debug/%s", NULL};
-
-			if (pass == 1 && !root[0])
-				break;
-			for (i = 0; i < 3; i++) {
-				if (fmt[i])
-					snprintf(path, sizeof(path), fmt[i], pre, dir, (char *)d);
-				else
-					snprintf(path, sizeof(path), "%s%s%s/%s", pre,
-						 debug_root(paths), dir, (char *)d);
-				if (open_debug_cand(path, bid, bid_len, true, crc, e) == 0) {
-					*ret_src = SYMBIN_SRC_DEBUGLINK;
-					return 0;
-				}
+		for (i = 0; i < 3; i++) {
+			if (i == 0)
+				snprintf(path, sizeof(path), "%s%s/%s", root, dir, (char *)d);
+			else if (i == 1)
+				snprintf(path, sizeof(path), "%s%s/.debug/%s", root, dir,
+					 (char *)d);
+			else
+				snprintf(path, sizeof(path), "%s%s%s/%s", droot, debug_root(paths),
+					 dir, (char *)d);
+			if (open_debug_cand(path, bid, bid_len, true, crc, e) == 0) {
+				*ret_src = SYMBIN_SRC_DEBUGLINK;
+				return 0;
 			}
 		}
 	}
@@ -1323,18 +1336,21 @@ int symbin__load(const struct symd_paths *paths, const struct symd_file_ref *ref
 	struct symbin *b = symbin__alloc();
 	bool has_symtab = false;
 	uint32_t src = 0;
-	int r;
+	int r, kind;
 
 	if (!b)
 		return -ENOMEM;
-	r = open_module(paths, ref, &e, b->build_id, &b->build_id_len);
+	/* Where the process's paths lead, told once: both lookups follow it. */
+	kind = ref->pid ? proc_root_kind(proc_dir(paths), ref->pid) : PROC_ROOT_OURS;
+	r = open_module(paths, ref, kind, &e, b->build_id, &b->build_id_len);
 	if (r < 0)
 		goto out;
 	r = symbin__from_img(b, &e, &sv, &has_symtab);
 	if (r < 0)
 		goto out;
 	if (!has_symtab) {
-		if (find_debug_file(paths, ref, &e, b->build_id, b->build_id_len, &d, &src) == 0) {
+		if (find_debug_file(paths, ref, kind, &e, b->build_id, b->build_id_len, &d, &src) ==
+		    0) {
 			bool found;
 
 			r = symvec__collect(&sv, &d, SHT_SYMTAB, &found);

@@ -881,6 +881,8 @@ static struct symbin *umod_bin(struct symd *s, struct umod *m)
 		.pid = m->pid,
 		.map_start = m->map_start,
 		.map_end = m->map_end,
+		.dev = m->dev,
+		.ino = m->ino,
 		.build_id = m->bid,
 		.build_id_len = m->bid_len,
 	};
@@ -1527,6 +1529,10 @@ int symd__batch(struct symd *s, unsigned int max_records)
 	shm_ring__commit_sp(s->out);
 	if (n) {
 		shm_ring__release_mark_sc(s->in, s->mark);
+		/* What is pending now dies with a SIGKILL: the count waits in
+		 * the arena for our successor (only after the release: before
+		 * it, a kill redoes the batch). */
+		shm_loss__publish(&s->loss, s->st, SYM_CNT_LOSS_PENDING);
 		cnt(s, SHM_CNT_BATCHES, 1);
 		cnt_flush(s);
 	}
@@ -1539,6 +1545,7 @@ static void symd__flush_loss(struct symd *s)
 		return;
 	loss_flush(s); /* what does not fit waits for the next second */
 	shm_ring__commit_sp(s->out);
+	shm_loss__publish(&s->loss, s->st, SYM_CNT_LOSS_PENDING);
 }
 
 static void symd__gauges(struct symd *s)
@@ -1617,7 +1624,7 @@ void symd__tick(struct symd *s, uint64_t now)
 int symd__new(const struct symd_opts *o, struct symd **ret)
 {
 	struct symd *s = calloc(1, sizeof(*s));
-	uint64_t cap;
+	uint64_t cap, carried;
 	int r;
 
 	if (!s)
@@ -1677,6 +1684,15 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	s->resume_mark = shm_ring__mark_sc(s->in);
 	s->mark = s->resume_mark;
 	s->need_reset = true;
+	/* What a killed predecessor left pending: ours now, sent before
+	 * anything else with a seq (its seq is the resume mark). */
+	carried = shm_loss__carry(&s->loss, s->st, SYM_CNT_LOSS_PENDING, SHM_STAGE_SYMD,
+				  SYM_CNT_LOST_AT_KILL, s->mark ? s->mark : 1,
+				  clock_ns(CLOCK_REALTIME));
+	if (carried)
+		log_warn("the previous symd left %" PRIu64 " lost sample(s) not yet reported: "
+			 "sending them as lost_pending_at_kill",
+			 carried);
 	if (!(s->flags & CPA_CFG_DISABLE_SYM))
 		ksyms_ensure(s);
 	/* Every lifetime starts with a reset; if the ring is full now, the

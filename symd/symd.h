@@ -109,17 +109,22 @@ struct symd_paths {
 
 /* What identifies a file for opening: the module as unwindd described it. */
 struct symd_file_ref {
-	const char *path;
-	uint32_t pid;
+	const char *path; /* as the process pid sees it */
+	uint32_t pid;	  /* 0: no process, path is ours (tests) */
 	uint64_t map_start;
 	uint64_t map_end;
+	uint64_t dev, ino; /* of the mapped file; dev 0: unknown (known by build-id) */
 	const uint8_t *build_id;
 	uint8_t build_id_len;
 };
 
-/* Open the module's file (map_files, /proc/PID/root, plain path), read its
- * symbols plus those of a debug file / MiniDebugInfo. -ENOENT/-EACCES when
- * it cannot be opened, -EBADMSG/-EFBIG/-E2BIG/-ETIME when refused. */
+/* Open the module's file as the process sees it (/proc/PID/map_files, else
+ * /proc/PID/root + path; the path as we see it only once the process is gone
+ * and only when it is the mapped file: same dev/inode, or same build-id), read
+ * its symbols plus those of a debug file (looked up under /proc/PID/root for a
+ * process in another mount namespace or root) / MiniDebugInfo. -ENOENT/-EACCES
+ * when it cannot be opened, -ESTALE when only another file is there,
+ * -EBADMSG/-EFBIG/-E2BIG/-ETIME when refused. */
 int symbin__load(const struct symd_paths *paths, const struct symd_file_ref *ref,
 		 struct symbin **ret);
 /* Same from an ELF image in memory (the vDSO, tests). */

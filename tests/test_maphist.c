@@ -7,11 +7,14 @@
  * process is gone.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include "elfid.h"
 #include "maphist.h"
 #include "shm/records.h"
 #include "test_util.h"
@@ -259,7 +262,9 @@ END_TEST
  * Through ucache: the kernel's events for a real file (a build-id, no
  * dev/inode, as 6.x sends them) in a process that no longer exists resolve
  * to that file's module, with the build-id the kernel gave, and the file is
- * opened by path for its unwind table.
+ * opened by path for its unwind table when it has that build-id: our path
+ * may name another file than the process's (a container), so another
+ * build-id there gives no table.
  */
 START_TEST(test_ucache_events_gone_process)
 {
@@ -269,11 +274,19 @@ START_TEST(test_ucache_events_gone_process)
 	struct cpa_map_event ev = {0};
 	struct ucache *c;
 	struct uproc *p;
+	uint8_t bid[ELFID_MAX], bid_len = 0;
 	struct uloc l;
 	struct stat sb;
+	int fd;
 
 	if (stat(path, &sb) < 0)
 		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(elfid__init(), 0);
+	ck_assert_int_eq(elfid__from_fd(fd, bid, &bid_len), 0);
+	close(fd);
+	ck_assert_uint_ge(bid_len, 2);
 	ck_assert_int_eq(ucache__new(&o, &c), 0);
 	ev.kind = CPA_MAP_FORK;
 	ev.pid = pid;
@@ -288,8 +301,8 @@ START_TEST(test_ucache_events_gone_process)
 	ev.start = 0x555555554000;
 	ev.len = 0x4000;
 	ev.pgoff = 0x1000;
-	ev.build_id_len = 20;
-	memset(ev.build_id, 0xab, 20);
+	ev.build_id_len = bid_len;
+	memcpy(ev.build_id, bid, bid_len);
 	ev.path_len = (uint16_t)strlen(path);
 	ck_assert_int_eq(ucache__map_event(c, &ev, path), 0);
 	ucache__task_exit(c, pid, 1, 400);
@@ -301,11 +314,12 @@ START_TEST(test_ucache_events_gone_process)
 	ck_assert_ptr_nonnull(l.bin);
 	ck_assert_str_eq(l.bin->path, path);
 	ck_assert_uint_eq(l.file_off, 0x2010);
-	ck_assert_uint_eq(l.bin->dev, sb.st_dev); /* found by path: the same file as /proc shows */
-	ck_assert_uint_eq(l.bin->ino, sb.st_ino);
-	ck_assert_uint_eq(l.bin->build_id_len, 20);
-	ck_assert_uint_eq(l.bin->build_id[0], 0xab);
-	/* Its unwind table: opened by path (the process and its /proc are gone). */
+	/* Not looked up at our path (it may be another file): by build-id. */
+	ck_assert_uint_eq(l.bin->dev, 0);
+	ck_assert_uint_eq(l.bin->build_id_len, bid_len);
+	ck_assert_mem_eq(l.bin->build_id, bid, bid_len);
+	/* Its unwind table: opened by path (the process and its /proc are
+	 * gone), the same build-id there. */
 	ck_assert_ptr_nonnull(ucache__cfi(c, p, &l));
 	ck_assert(!l.bin->gone);
 	/* Before the mapping existed: nothing (and /proc has no such pid). */
@@ -326,6 +340,21 @@ START_TEST(test_ucache_events_gone_process)
 	ck_assert_int_eq(ucache__find(c, p, 0x600100, 3, &l), 0);
 	ck_assert_ptr_nonnull(l.bin);
 	ck_assert_uint_eq(l.bin->dev, 0); /* known by build-id only */
+	ck_assert_ptr_null(ucache__cfi(c, p, &l));
+	ck_assert(l.bin->gone);
+
+	/* Another build at the same path as ours (the process's file was
+	 * another one): our file is not taken for it. */
+	ev.time_ns = 700;
+	ev.start = 0x700000;
+	ev.len = 0x4000;
+	ev.pgoff = 0x1000;
+	memset(ev.build_id, 0xab, bid_len);
+	ev.path_len = (uint16_t)strlen(path);
+	ck_assert_int_eq(ucache__map_event(c, &ev, path), 0);
+	p->sample_ns = 800;
+	ck_assert_int_eq(ucache__find(c, p, 0x701010, 4, &l), 0);
+	ck_assert_ptr_nonnull(l.bin);
 	ck_assert_ptr_null(ucache__cfi(c, p, &l));
 	ck_assert(l.bin->gone);
 	ucache__free(c);

@@ -122,7 +122,7 @@ static void mon_start(struct mon *m, pid_t wl, const char *const *probes, const 
 	char *argv[40] = {
 		cpa,	 "monitor", "--store_dir",  m->store, "-F",	      "1",
 		"--pid", pid,	    "--stack_size", "4096",   "--probe_rate", (char *)rate};
-	int n = 12, fd;
+	int n = 12;
 
 	snprintf(m->store, sizeof(m->store), "/tmp/cpa-probe-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(m->store));
@@ -134,26 +134,8 @@ static void mon_start(struct mon *m, pid_t wl, const char *const *probes, const 
 		argv[n++] = (char *)probes[i];
 	}
 	argv[n] = NULL;
-	fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	ck_assert_int_ge(fd, 0);
-	m->pid = spawn_fds(argv, -1, fd, fd);
-	close(fd);
 	/* Probes are attached before capture reports RUNNING. */
-	for (int i = 0; i < 600; i++) {
-		char *text;
-
-		fd = open(m->log, O_RDONLY | O_CLOEXEC);
-		ck_assert_int_ge(fd, 0);
-		text = slurp_fd(fd);
-		if (strstr(text, "all stages running")) {
-			free(text);
-			return;
-		}
-		ck_assert_msg(!strstr(text, "ERROR"), "monitor failed: %s", text);
-		free(text);
-		usleep(50 * 1000);
-	}
-	ck_abort_msg("cpa monitor did not start in 30 s");
+	m->pid = spawn_monitor(argv, m->log, 30);
 }
 
 /* SIGINT: capture drains the BPF buffer, every stage drains into the store. */

@@ -4,8 +4,10 @@
 #include <check.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,6 +135,32 @@ void run_sh(const char *fmt, ...)
 	va_end(ap);
 	r = system(cmd);
 	ck_assert_msg(r == 0, "command failed (%d): %s", r, cmd);
+}
+
+pid_t spawn_monitor(char *const argv[], const char *log, int timeout_s)
+{
+	int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	pid_t pid;
+
+	ck_assert_msg(fd >= 0, "open '%s': %m", log);
+	pid = spawn_fds(argv, -1, fd, fd);
+	close(fd);
+	for (int i = 0; i < timeout_s * 20; i++) {
+		char *text;
+		bool up;
+
+		fd = open(log, O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		text = slurp_fd(fd);
+		up = strstr(text, "all stages running");
+		ck_assert_msg(!strstr(text, "ERROR"), "monitor failed: %s", text);
+		free(text);
+		if (up)
+			return pid;
+		usleep(50 * 1000);
+	}
+	ck_abort_msg("cpa monitor did not start in %d s", timeout_s);
+	return -1;
 }
 
 void test_need_root_bpf(char *bin_dir, size_t len)

@@ -28,6 +28,10 @@ char *slurp_fd(int fd);
 char *run(char *const argv[], int *ret_rc);
 /* Run a shell command line built from fmt; the test fails unless it exits 0. */
 void run_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Start argv (a `cpa monitor`) with stdout and stderr to the file log; returns
+ * its pid once the log says "all stages running". The test fails on an ERROR
+ * line or after timeout_s. */
+pid_t spawn_monitor(char *const argv[], const char *log, int timeout_s);
 /* Exit 77 unless root with kernel BTF; bin_dir = $CPA_BUILD_DIR/bin. */
 void test_need_root_bpf(char *bin_dir, size_t len);
 

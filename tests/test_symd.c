@@ -461,6 +461,58 @@ START_TEST(test_debug_file_debuglink)
 }
 END_TEST
 
+/*
+ * Files of other processes, as those see them: a gone process's module is
+ * read at our path only when that is the mapped file (dev + inode, else the
+ * build-id); a live process under another root only through its root, never
+ * at our path, even when the file is there.
+ */
+START_TEST(test_other_process_paths)
+{
+	struct symd_paths paths = {.debug_root = "/nonexistent"};
+	struct symd_file_ref ref = {.path = FX_SO};
+	struct symbin *b = NULL, *own;
+	char proc[512], root[512];
+	struct stat st;
+
+	tmp_setup();
+	snprintf(proc, sizeof(proc), "%s/proc", tmpdir);
+	snprintf(root, sizeof(root), "%s/root", tmpdir);
+	run_sh("mkdir -p '%s/4243' '%s' && ln -s '%s' '%s/4243/root'", proc, root, root, proc);
+	paths.proc = proc;
+	ck_assert_int_eq(stat(FX_SO, &st), 0);
+	ck_assert_int_eq(symbin__load(&paths, &ref, &own), 0); /* no process: our path */
+	ck_assert_uint_gt(own->build_id_len, 0);
+
+	/* pid 4242 is gone (no proc/4242). */
+	ref.pid = 4242;
+	ref.dev = st.st_dev;
+	ref.ino = st.st_ino;
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), 0);
+	symbin__free(b);
+	ref.ino = st.st_ino + 1; /* another file at our path */
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), -ESTALE);
+	ref.dev = ref.ino = 0; /* nothing to tell it by */
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), -ESTALE);
+	ref.build_id = own->build_id; /* known by build-id */
+	ref.build_id_len = own->build_id_len;
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), 0);
+	symbin__free(b);
+
+	/* pid 4243 lives under another root that has no such file. */
+	ref.pid = 4243;
+	ref.dev = st.st_dev;
+	ref.ino = st.st_ino;
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), -ENOENT);
+	/* ... and once it has, that one. */
+	run_sh("mkdir -p \"$(dirname '%s%s')\" && cp '%s' '%s%s'", root, FX_SO, FX_SO, root, FX_SO);
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), 0);
+	symbin__free(b);
+	symbin__free(own);
+	tmp_teardown();
+}
+END_TEST
+
 START_TEST(test_minidebuginfo)
 {
 	struct fx_fn l = fx_local();
@@ -1886,18 +1938,23 @@ START_TEST(test_debuginfod_fetch)
 }
 END_TEST
 
-START_TEST(test_stage_rate_limit)
+/* 5 samples of one kernel frame at a rate limit of 2: 3 dropped (pending). */
+static void h_rate_drops(struct harness *h, const uint64_t *kpc)
 {
-	struct harness *h = h_new(0, NULL);
-	uint64_t kpc[1] = {0xffffffff81000101ull};
-	unsigned int i;
-
 	h->st->rate_limit = 2;
-	for (i = 0; i < 5; i++)
+	for (unsigned int i = 0; i < 5; i++)
 		h_frames(h, kpc, 1, NULL, 0, CPA_STOP_NONE, 0);
 	ck_assert_int_eq(h_batch(h), 5);
 	ck_assert_uint_eq(h->nsamples, 2);
 	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_DROP_RATE), 3);
+}
+
+START_TEST(test_stage_rate_limit)
+{
+	struct harness *h = h_new(0, NULL);
+	uint64_t kpc[1] = {0xffffffff81000101ull};
+
+	h_rate_drops(h, kpc);
 	/* the drops reach the store as one aggregated LOSS record */
 	symd__finish(h->s);
 	h_drain(h);
@@ -1917,6 +1974,50 @@ START_TEST(test_stage_rate_limit)
 	ck_assert_uint_eq(h->nloss, 2);
 	ck_assert_uint_eq(h->last_loss.seq, h->seq - 2);
 	ck_assert_uint_eq(h->last_sample.seq, h->seq - 1);
+	h_free(h);
+}
+END_TEST
+
+/* Drops still pending when symd is killed (not sent yet: they wait for the
+ * next sample, the next second, or room in ring 2): their input is
+ * released, so the count waits in the arena and the successor sends it. */
+START_TEST(test_stage_pending_loss_survives_kill)
+{
+	struct harness *h = h_new(0, NULL);
+	uint64_t kpc[1] = {0xffffffff81000101ull};
+
+	h_rate_drops(h, kpc);
+	ck_assert_uint_eq(h->nloss, 0); /* pending */
+	ck_assert_uint_eq(shm_ring__pending_sc(&h->in), 0);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_LOSS_PENDING), 3);
+
+	/* SIGKILL: the object goes without a flush; a new symd starts on the
+	 * same arena and sends the count before anything else. */
+	symd__free(h->s);
+	h->s = NULL;
+	h->st->rate_limit = 0;
+	h_start(h, 2);
+	h_drain(h);
+	ck_assert_uint_eq(h->nloss, 0);
+	symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
+	h_drain(h);
+	ck_assert_uint_eq(h->nloss, 1);
+	ck_assert_uint_eq(h->last_loss.stage, SHM_STAGE_SYMD);
+	ck_assert_uint_eq(h->last_loss.reason, SYM_CNT_LOST_AT_KILL);
+	ck_assert_str_eq(shm_counter_name(SHM_STAGE_SYMD, h->last_loss.reason),
+			 "lost_pending_at_kill");
+	ck_assert_uint_eq(h->last_loss.count, 3);
+	ck_assert_uint_eq(h->last_loss.weight, 3);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_LOST_AT_KILL), 3);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SYM_CNT_LOSS_PENDING), 0);
+
+	/* Sent once: a later kill carries nothing. */
+	symd__free(h->s);
+	h->s = NULL;
+	h_start(h, 3);
+	symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
+	h_drain(h);
+	ck_assert_uint_eq(h->nloss, 1);
 	h_free(h);
 }
 END_TEST
@@ -2036,6 +2137,7 @@ static Suite *symd_suite(void)
 	tcase_add_test(tc, test_entry_point_start);
 	tcase_add_test(tc, test_debug_file_build_id);
 	tcase_add_test(tc, test_debug_file_debuglink);
+	tcase_add_test(tc, test_other_process_paths);
 	tcase_add_test(tc, test_minidebuginfo);
 	tcase_add_test(tc, test_go_binary);
 	tcase_add_test(tc, test_hostile_elf);
@@ -2062,6 +2164,7 @@ static Suite *symd_suite(void)
 	tcase_add_test(tc, test_stage_output_full);
 	tcase_add_test(tc, test_stage_intern_budget);
 	tcase_add_test(tc, test_stage_rate_limit);
+	tcase_add_test(tc, test_stage_pending_loss_survives_kill);
 	tcase_add_test(tc, test_debuginfod_fetch);
 	tcase_add_test(tc, test_exec_drain_and_term);
 	suite_add_tcase(s, tc);

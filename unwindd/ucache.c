@@ -18,6 +18,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/procroot.h"
 #include "elfid.h"
 #include "procmaps.h"
 #include "shm/counters.h"
@@ -302,33 +303,51 @@ static void bin_free(struct ucache *c, struct ubin *b)
 /*
  * Open the file behind a mapping as the process sees it. map_files/ names
  * the exact inode even when the path was deleted or lives in another mount
- * namespace; it needs CAP_SYS_ADMIN, so fall back to root/<path> and check
- * that it is still the same inode.
+ * namespace; it needs CAP_CHECKPOINT_RESTORE (or SYS_ADMIN), so fall back to
+ * root/<path> (the process's namespace and root) and check that it is still
+ * the same inode. The path as we see it only once the process is gone, and
+ * only when it is the same file: dev and inode, or (known by build-id only)
+ * the build-id; a process in a container may see another file there. root
+ * (when not NULL) gets where the process's other files are: "" for ours,
+ * "<proc>/PID/root" for another mount namespace or root.
  */
 static int bin_open(struct ucache *c, const struct ubin *b, uint32_t pid, uint64_t start,
-		    uint64_t end)
+		    uint64_t end, char *root, size_t root_size)
 {
 	char path[512];
 	struct stat sb;
-	int fd;
+	int fd, kind = proc_root_kind(c->proc_root, pid);
+	bool ours = false;
 
+	if (root)
+		snprintf(root, root_size, "%s", "");
+	if (root && kind == PROC_ROOT_OTHER)
+		snprintf(root, root_size, "%s/%u/root", c->proc_root, pid);
 	snprintf(path, sizeof(path), "%s/%u/map_files/%llx-%llx", c->proc_root, pid,
 		 (unsigned long long)start, (unsigned long long)end);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0)
 		return fd;
-	if (snprintf(path, sizeof(path), "%s/%u/root%s", c->proc_root, pid, b->path) >=
-	    (int)sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && b->path[0] == '/')
+	if (kind >= 0) {
+		if (snprintf(path, sizeof(path), "%s/%u/root%s", c->proc_root, pid, b->path) >=
+		    (int)sizeof(path))
+			return -ENAMETOOLONG;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	} else if (b->path[0] == '/') {
 		/* The process is gone (its /proc/PID with it): the path as we
 		 * see it, checked to be the same file below. */
 		fd = open(b->path, O_RDONLY | O_CLOEXEC);
+		ours = true;
+	} else {
+		return kind;
+	}
 	if (fd < 0)
 		return -errno;
 	if (b->dev || !b->ino) {
-		if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_ino != b->ino) {
+		/* root/<path> may be an overlay's inode with another dev: the
+		 * inode there; our path must be the very file. */
+		if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_ino != b->ino ||
+		    (ours && (uint64_t)sb.st_dev != b->dev)) {
 			close(fd);
 			return -ESTALE;
 		}
@@ -365,7 +384,7 @@ static void bin_identify(struct ucache *c, struct ubin *b, uint32_t pid, const s
 		b->identified = true;
 		return;
 	}
-	fd = bin_open(c, b, pid, m->start, m->end);
+	fd = bin_open(c, b, pid, m->start, m->end, NULL, 0);
 	if (fd < 0) {
 		/* Mostly a process that exited before we got to its sample. The
 		 * definition goes out as it is (path, this pid); a later hit from a
@@ -709,6 +728,7 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		return NULL;
 	{
 		_cleanup_close_ int fd = -1, dfd = -1;
+		char root[sizeof(c->proc_root) + 16] = "";
 		struct cfi_index *t = NULL;
 		struct ucfi *f;
 		int r;
@@ -732,7 +752,8 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 			if (fd < 0 || write(fd, c->vdso_img, c->vdso_size) != (ssize_t)c->vdso_size)
 				return NULL;
 		} else if (b->mod_kind == CPA_MOD_FILE) {
-			fd = bin_open(c, b, p->pid, loc->map->start, loc->map->end);
+			fd = bin_open(c, b, p->pid, loc->map->start, loc->map->end, root,
+				      sizeof(root));
 			/* Not there by any name, or another file there now: deleted. */
 			b->gone = fd == -ENOENT || fd == -ESTALE;
 			if (fd < 0) {
@@ -747,9 +768,12 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 			return NULL;
 		}
 		if (b->build_id_len >= 2) {
-			char dpath[128];
-			int n = snprintf(dpath, sizeof(dpath), "/usr/lib/debug/.build-id/%02x/",
-					 b->build_id[0]);
+			/* Where the process would find it (its root), and only
+			 * with the binary's build-id. */
+			char dpath[sizeof(root) + 128];
+			int n = snprintf(dpath, sizeof(dpath), "%s/usr/lib/debug/.build-id/%02x/",
+					 root, b->build_id[0]);
+			uint8_t dbid[CPA_BUILD_ID_MAX], dlen = 0;
 			unsigned int i;
 
 			for (i = 1; i < b->build_id_len; i++)
@@ -757,6 +781,12 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 					      b->build_id[i]);
 			snprintf(dpath + n, sizeof(dpath) - (size_t)n, ".debug");
 			dfd = open(dpath, O_RDONLY | O_CLOEXEC);
+			if (dfd >= 0 &&
+			    (elfid__from_fd(dfd, dbid, &dlen) < 0 || dlen != b->build_id_len ||
+			     memcmp(dbid, b->build_id, dlen) != 0)) {
+				close(dfd);
+				dfd = -1;
+			}
 		}
 		b->cfi_tried = true; /* a build that fails fails again */
 		r = cfi_index__build(fd, dfd, &t);
@@ -837,8 +867,9 @@ static struct ubin *bid_find(struct ucache *c, const uint8_t *bid, uint8_t len)
 /*
  * The binary of a mapping event. By dev and inode when the kernel gave
  * them; by build-id otherwise: a build-id seen before names its binary
- * without a syscall, a new one is looked up by path (stat) so that it is
- * the same binary as /proc shows, or, when the path is gone already, kept
+ * without a syscall, a new one is looked up by path (stat, in the process's
+ * root) so that it is the same binary as /proc shows, or, when the path or
+ * the process is gone already, kept
  * under a key of its own (dev 0) and opened by path + build-id check.
  */
 static struct ubin *bin_of_event(struct ucache *c, const struct cpa_map_event *ev, const char *path)
@@ -865,7 +896,8 @@ static struct ubin *bin_of_event(struct ucache *c, const struct cpa_map_event *e
 
 		memcpy(buf + n, path, ev->path_len);
 		buf[n + ev->path_len] = '\0';
-		if (stat(buf, &sb) == 0 || stat(buf + n, &sb) == 0) {
+		/* Only the file the process sees: our path may be another. */
+		if (stat(buf, &sb) == 0) {
 			e.dev = sb.st_dev;
 			e.ino = sb.st_ino;
 		}

@@ -141,22 +141,20 @@ static int loss_emit(void *ctx, const struct cpa_loss *l)
  * with it, so the count waits in the arena for our successor. */
 static void loss_publish(struct unwindd *u)
 {
-	gauge_set(u, UNW_CNT_LOSS_PENDING, shm_loss__count(&u->loss));
+	shm_loss__publish(&u->loss, u->st, UNW_CNT_LOSS_PENDING);
 }
 
 /* The count a killed predecessor left pending (loss_publish()): ours now. */
 static void loss_carry(struct unwindd *u)
 {
-	uint64_t n = shm_stage__cnt(u->st, UNW_CNT_LOSS_PENDING);
+	uint64_t n = shm_loss__carry(&u->loss, u->st, UNW_CNT_LOSS_PENDING, SHM_STAGE_UNWINDD,
+				     UNW_CNT_LOST_AT_KILL, u->mark ? u->mark : 1,
+				     clock_ns(CLOCK_REALTIME));
 
-	if (!n)
-		return;
-	log_warn("the previous unwindd left %" PRIu64 " lost sample(s) not yet reported: "
-		 "sending them as lost_pending_at_kill",
-		 n);
-	cnt(u, UNW_CNT_LOST_AT_KILL, n);
-	loss_add(u, SHM_STAGE_UNWINDD, UNW_CNT_LOST_AT_KILL, CPA_KIND_ONCPU, n, n,
-		 u->mark ? u->mark : 1, clock_ns(CLOCK_REALTIME));
+	if (n)
+		log_warn("the previous unwindd left %" PRIu64 " lost sample(s) not yet reported: "
+			 "sending them as lost_pending_at_kill",
+			 n);
 }
 
 /* true when nothing is pending any more */

@@ -1,0 +1,18 @@
+# Least privilege of the real pipeline (issue 14): which process holds BPF
+# objects. Root + BTF, else exit 77.
+cpa_add_test(NAME test_priv SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_priv.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root TIMEOUT 300)
+add_dependencies(test_priv cpa capture unwindd symd storer)
+
+# The mount namespace case: one program, two sets of names. test_priv runs the
+# "inside" build (stripped, its symbols in a debug file found by debuglink or by
+# build-id) at a path where the host has the "host" build.
+include(${CMAKE_CURRENT_LIST_DIR}/workload.cmake)
+foreach(tag inside host)
+  add_executable(cpa-ns-spin-${tag} ${CMAKE_CURRENT_LIST_DIR}/workload/ns_spin.c)
+  target_compile_options(cpa-ns-spin-${tag} PRIVATE -O1 -g -fno-omit-frame-pointer
+    -fno-inline -fno-optimize-sibling-calls)
+  target_compile_definitions(cpa-ns-spin-${tag} PRIVATE NS_LEAF=ns_${tag}_leaf NS_MID=ns_${tag}_mid)
+  cpa_profiled_program(cpa-ns-spin-${tag})
+  add_dependencies(test_priv cpa-ns-spin-${tag})
+endforeach()
