@@ -35,9 +35,10 @@ struct binent {
 	uint64_t retry_ns;
 	size_t bytes;
 	uint32_t key_len;
-	char *path; /* as the first process that asked saw it (for warnings) */
+	char *path;	 /* as the first process that asked saw it (for warnings) */
 	uint8_t bid_len; /* build-id in the key, bytes 1.. */
-	uint8_t key[];	 /* 'B' + build-id + dev + ino [+ path if dev 0] | 'I' + dev + ino | 'P' + path */
+	/* 'B' + build-id + dev + ino [+ path if dev 0] | 'I' + dev + ino | 'P' + path */
+	uint8_t key[];
 };
 
 struct bincache {

@@ -385,17 +385,18 @@ START_TEST(test_ucache_forged_build_id)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(evil, sizeof(evil), "%s/libevil.so", dir);
 	snprintf(victim, sizeof(victim), "%s/libvictim.so", dir);
-	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && "
-		 "printf 'void EVIL_fake_name_A(void) { for (volatile int i = 0; i < 9; i++) ; }\\n' "
-		 "> evil.c && "
-		 "printf 'void leaf_spin(void) { for (volatile int i = 0; i < 9; i++) ; }\\n"
-		 "void other(void) { leaf_spin(); }\\n' > victim.c && "
-		 "cc -O1 -shared -fPIC -Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567 "
-		 "-o libevil.so evil.c && "
-		 "cc -O1 -shared -fPIC -Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567 "
-		 "-o libvictim.so victim.c",
-		 dir);
+	snprintf(
+		cmd, sizeof(cmd),
+		"cd '%s' && "
+		"printf 'void EVIL_fake_name_A(void) { for (volatile int i = 0; i < 9; i++) ; }\\n' "
+		"> evil.c && "
+		"printf 'void leaf_spin(void) { for (volatile int i = 0; i < 9; i++) ; }\\n"
+		"void other(void) { leaf_spin(); }\\n' > victim.c && "
+		"cc -O1 -shared -fPIC -Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567 "
+		"-o libevil.so evil.c && "
+		"cc -O1 -shared -fPIC -Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567 "
+		"-o libvictim.so victim.c",
+		dir);
 	ck_assert_int_eq(system(cmd), 0);
 
 	ck_assert_int_eq(ucache__new(&o, &c), 0);

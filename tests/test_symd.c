@@ -824,8 +824,11 @@ START_TEST(test_bincache_forged_build_id)
 	ck_assert_uint_ne(off, 0);
 	symbin__free(own);
 
-	ref_e = (struct symd_file_ref){.path = evil, .dev = se.st_dev, .ino = se.st_ino,
-				       .build_id = bid, .build_id_len = sizeof(bid)};
+	ref_e = (struct symd_file_ref){.path = evil,
+				       .dev = se.st_dev,
+				       .ino = se.st_ino,
+				       .build_id = bid,
+				       .build_id_len = sizeof(bid)};
 	ref_v = ref_e;
 	ref_v.path = victim;
 	ref_v.dev = sv.st_dev;

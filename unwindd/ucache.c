@@ -792,7 +792,8 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 			for (f = c->cfis; f; f = f->next) {
 				if (f->build_id_len == b->build_id_len &&
 				    memcmp(f->build_id, b->build_id, b->build_id_len) == 0 &&
-				    f->dev == (uint64_t)st.st_dev && f->ino == (uint64_t)st.st_ino &&
+				    f->dev == (uint64_t)st.st_dev &&
+				    f->ino == (uint64_t)st.st_ino &&
 				    f->ddev == (uint64_t)dst.st_dev &&
 				    f->dino == (uint64_t)dst.st_ino) {
 					f->refs++;
