@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * Binaries' symbol tables, shared by every process that maps them: keyed by
- * build-id (fallback dev+ino, then the path), least recently used evicted
- * first once the byte budget is exceeded. Failures are cached too (with a
+ * build-id plus the file's identity (dev+ino; the path when unwindd knew the
+ * file by build-id only), else dev+ino, else the path; least recently used
+ * evicted first once the byte budget is exceeded. A build-id alone is never
+ * trusted: anyone can write any build-id into a binary, and one seen first
+ * must not name the frames of another file claiming it (a second file with
+ * the same build-id gets an entry of its own, and a warning if its symbols
+ * differ). Failures are cached too (with a
  * retry time) so that a binary we cannot open costs one attempt, not one per
  * frame.
  */
@@ -18,7 +23,7 @@
 
 #define BIN_RETRY_OPEN_NS   (30 * NSEC_PER_SEC)
 #define BIN_RETRY_REJECT_NS (600 * NSEC_PER_SEC)
-#define BIN_KEY_MAX	    (CPA_PATH_MAX + 8)
+#define BIN_KEY_MAX	    (1 + CPA_BUILD_ID_MAX + 16 + CPA_PATH_MAX)
 
 struct binent {
 	struct binent *hnext;
@@ -30,7 +35,10 @@ struct binent {
 	uint64_t retry_ns;
 	size_t bytes;
 	uint32_t key_len;
-	uint8_t key[]; /* 'B' + build-id | 'I' + dev + ino | 'P' + path */
+	char *path;	 /* as the first process that asked saw it (for warnings) */
+	uint8_t bid_len; /* build-id in the key, bytes 1.. */
+	/* 'B' + build-id + dev + ino [+ path if dev 0] | 'I' + dev + ino | 'P' + path */
+	uint8_t key[];
 };
 
 struct bincache {
@@ -65,6 +73,7 @@ int bincache__new(uint64_t budget, const struct symd_paths *paths, struct bincac
 static void binent__free(struct binent *e)
 {
 	symbin__free(e->bin);
+	free(e->path);
 	free(e);
 }
 
@@ -146,9 +155,19 @@ static uint32_t make_key(const struct symd_file_ref *ref, uint64_t dev, uint64_t
 	size_t n;
 
 	if (ref->build_id_len) {
+		uint32_t k = 1u + ref->build_id_len;
+
 		key[0] = 'B';
 		memcpy(key + 1, ref->build_id, ref->build_id_len);
-		return 1u + ref->build_id_len;
+		memcpy(key + k, &dev, 8);
+		memcpy(key + k + 8, &ino, 8);
+		k += 16;
+		if (dev)
+			return k;
+		/* Known by build-id only: the path tells two such files apart. */
+		n = strnlen(ref->path, CPA_PATH_MAX);
+		memcpy(key + k, ref->path, n);
+		return k + (uint32_t)n;
 	}
 	if (dev || ino) {
 		key[0] = 'I';
@@ -174,6 +193,53 @@ void bincache__set_budget(struct bincache *c, uint64_t budget)
 {
 	c->budget = budget;
 	bincache__evict(c, NULL);
+}
+
+/* The same symbols and function starts (formatted names aside: they fill
+ * in lazily). */
+static bool symbin__same(const struct symbin *a, const struct symbin *b)
+{
+	uint32_t i;
+
+	if (a->nsyms != b->nsyms || a->nfdes != b->nfdes || a->nloads != b->nloads ||
+	    memcmp(a->fdes, b->fdes, (size_t)a->nfdes * sizeof(*a->fdes)) ||
+	    memcmp(a->loads, b->loads, (size_t)a->nloads * sizeof(*a->loads)))
+		return false;
+	for (i = 0; i < a->nsyms; i++) {
+		const struct symd_sym *x = &a->syms[i], *y = &b->syms[i];
+
+		if (x->addr != y->addr || x->size != y->size || x->flags != y->flags ||
+		    strcmp(a->pool + x->name, b->pool + y->name))
+			return false;
+	}
+	return true;
+}
+
+/* A new entry n whose build-id another cached file claims too: the same
+ * binary (another copy, e.g. in another container) or a forged build-id.
+ * Loads are rare (each reads a file): a list walk. */
+static void bincache__check_claim(struct bincache *c, const struct binent *n,
+				  const struct symd_file_ref *ref)
+{
+	const struct binent *e;
+
+	if (!n->bid_len || !n->bin)
+		return;
+	for (e = c->head; e; e = e->next) {
+		if (e == n || !e->bin || e->bid_len != n->bid_len ||
+		    memcmp(e->key + 1, n->key + 1, n->bid_len))
+			continue;
+		if (symbin__same(e->bin, n->bin)) {
+			log_debug("'%s' (pid %u): a copy of '%s' (same build-id and symbols)",
+				  ref->path, ref->pid, e->path);
+			return;
+		}
+		c->stats.bid_conflicts++;
+		log_warn("'%s' (pid %u) and '%s' claim the same build-id with different "
+			 "symbols: kept apart",
+			 ref->path, ref->pid, e->path);
+		return;
+	}
 }
 
 static bool is_rejection(int err)
@@ -240,14 +306,22 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 		symbin__free(b);
 		return NULL;
 	}
+	e->path = strdup(ref->path);
+	if (!e->path) {
+		free(e);
+		symbin__free(b);
+		return NULL;
+	}
 	e->hash = h;
 	e->key_len = klen;
+	e->bid_len = key[0] == 'B' ? ref->build_id_len : 0;
 	memcpy(e->key, key, klen);
 	e->bin = b;
 	e->err = r;
 	e->retry_ns = now_ns + (is_rejection(r) ? BIN_RETRY_REJECT_NS : BIN_RETRY_OPEN_NS);
 	/* symbin__bytes() is what a hit refreshes, so it is the whole account. */
 	e->bytes = b ? symbin__bytes(b) : sizeof(*e) + klen;
+	bincache__check_claim(c, e, ref);
 	e->hnext = c->buckets[h & (c->nbuckets - 1)];
 	c->buckets[h & (c->nbuckets - 1)] = e;
 	lru_push(c, e);

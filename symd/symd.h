@@ -142,7 +142,7 @@ int symbin__lookup(struct symbin *b, uint64_t off, bool keep_go, const char **re
  * if no FDE covers it. */
 int symbin__func_start(const struct symbin *b, uint64_t off, uint64_t *ret_start_off);
 
-/* ---- bincache.c: binaries by build-id (or dev+ino), LRU, capped ---- */
+/* ---- bincache.c: binaries by build-id + dev+ino (or dev+ino), LRU, capped ---- */
 struct bincache;
 struct bincache_stats {
 	uint64_t bytes;
@@ -150,6 +150,7 @@ struct bincache_stats {
 	uint64_t rejected;
 	uint64_t open_fail;
 	uint64_t loads; /* load attempts (each may take up to SYMD_BIN_TIME_NS) */
+	uint64_t bid_conflicts; /* files loaded whose build-id another one with other symbols has */
 };
 int bincache__new(uint64_t budget, const struct symd_paths *paths, struct bincache **ret);
 void bincache__free(struct bincache *c);

@@ -361,6 +361,93 @@ START_TEST(test_ucache_events_gone_process)
 }
 END_TEST
 
+/*
+ * A forged build-id: two different libraries claim one, the attacker's
+ * mapped first. The kernel's events give the build-id and no dev/inode; the
+ * victim's mapping must still resolve to the victim's file (module path,
+ * binary) and get an unwind table built from it, not the attacker's. A
+ * second mapping of the same file shares the binary and its table.
+ */
+START_TEST(test_ucache_forged_build_id)
+{
+	static const uint8_t bid[20] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23,
+					0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67};
+	const uint32_t pid = (uint32_t)getpid(); /* alive: its root resolves the paths */
+	struct ucache_opts o = {.dead_grace_ns = 1000000000ull};
+	char dir[] = "/tmp/test_maphist.XXXXXX", cmd[2048], evil[256], victim[256];
+	const struct cfi_table *te, *tv;
+	struct cpa_map_event ev = {0};
+	struct ubin *attacker;
+	struct ucache *c;
+	struct uproc *p;
+	struct uloc l;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(evil, sizeof(evil), "%s/libevil.so", dir);
+	snprintf(victim, sizeof(victim), "%s/libvictim.so", dir);
+	snprintf(
+		cmd, sizeof(cmd),
+		"cd '%s' && "
+		"printf 'void EVIL_fake_name_A(void) { for (volatile int i = 0; i < 9; i++) ; }\\n' "
+		"> evil.c && "
+		"printf 'void leaf_spin(void) { for (volatile int i = 0; i < 9; i++) ; }\\n"
+		"void other(void) { leaf_spin(); }\\n' > victim.c && "
+		"cc -O1 -shared -fPIC -Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567 "
+		"-o libevil.so evil.c && "
+		"cc -O1 -shared -fPIC -Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567 "
+		"-o libvictim.so victim.c",
+		dir);
+	ck_assert_int_eq(system(cmd), 0);
+
+	ck_assert_int_eq(ucache__new(&o, &c), 0);
+	ev.kind = CPA_MAP_MMAP;
+	ev.pid = pid;
+	ev.time_ns = 100;
+	ev.start = 0x10000000000;
+	ev.len = 0x1000;
+	ev.pgoff = 0x1000;
+	ev.build_id_len = sizeof(bid);
+	memcpy(ev.build_id, bid, sizeof(bid));
+	ev.path_len = (uint16_t)strlen(evil);
+	ck_assert_int_eq(ucache__map_event(c, &ev, evil), 0);
+	ev.time_ns = 200;
+	ev.start = 0x20000000000;
+	ev.path_len = (uint16_t)strlen(victim);
+	ck_assert_int_eq(ucache__map_event(c, &ev, victim), 0);
+
+	p = ucache__proc(c, pid, 1);
+	ck_assert_ptr_nonnull(p);
+	p->sample_ns = 300;
+	ck_assert_int_eq(ucache__find(c, p, 0x10000000010, 1, &l), 0);
+	ck_assert_ptr_nonnull(l.bin);
+	ck_assert_str_eq(l.bin->path, evil);
+	attacker = l.bin;
+	te = ucache__cfi(c, p, &l);
+	ck_assert_ptr_nonnull(te);
+
+	ck_assert_int_eq(ucache__find(c, p, 0x20000000010, 2, &l), 0);
+	ck_assert_ptr_nonnull(l.bin);
+	ck_assert_ptr_ne(l.bin, attacker);
+	ck_assert_str_eq(l.bin->path, victim);
+	ck_assert_uint_ne(l.module_id, attacker->id);
+	tv = ucache__cfi(c, p, &l);
+	ck_assert_ptr_nonnull(tv);
+	ck_assert_ptr_ne(tv, te); /* built from the victim's file */
+
+	/* The victim's file mapped again: the same binary and table. */
+	ev.time_ns = 250;
+	ev.start = 0x30000000000;
+	ck_assert_int_eq(ucache__map_event(c, &ev, victim), 0);
+	ck_assert_int_eq(ucache__find(c, p, 0x30000000010, 3, &l), 0);
+	ck_assert_str_eq(l.bin->path, victim);
+	ck_assert_ptr_eq(ucache__cfi(c, p, &l), tv);
+	ucache__free(c);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *maphist_suite(void)
 {
 	Suite *s = suite_create("maphist");
@@ -374,6 +461,7 @@ static Suite *maphist_suite(void)
 	tcase_add_test(tc, test_exit_and_sweep);
 	tcase_add_test(tc, test_pid_reuse);
 	tcase_add_test(tc, test_ucache_events_gone_process);
+	tcase_add_test(tc, test_ucache_forged_build_id);
 	suite_add_tcase(s, tc);
 	return s;
 }

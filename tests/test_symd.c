@@ -761,6 +761,116 @@ START_TEST(test_bincache_counts_and_evicts)
 }
 END_TEST
 
+/* File offset of the symbol called name in b, 0 if none. */
+static uint64_t sym_off(const struct symbin *b, const char *name)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < b->nsyms; i++) {
+		if (strcmp(b->pool + b->syms[i].name, name))
+			continue;
+		for (j = 0; j < b->nloads; j++) {
+			const struct symd_load *l = &b->loads[j];
+
+			if (b->syms[i].addr >= l->vaddr && b->syms[i].addr < l->vaddr + l->filesz)
+				return b->syms[i].addr - l->vaddr + l->off;
+		}
+	}
+	return 0;
+}
+
+#define FORGED_BID "0x0123456789abcdef0123456789abcdef01234567"
+
+/*
+ * Two different libraries with one (forged) build-id: the attacker's, seen
+ * first, must not name the victim's frames. Each file gets its own table;
+ * the same file (dev + inode) shares one, a byte copy of the victim loads on
+ * its own without being taken for a conflict; the forgery is counted once.
+ */
+START_TEST(test_bincache_forged_build_id)
+{
+	static const uint8_t bid[20] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23,
+					0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67};
+	struct symd_paths paths = {.debug_root = "/nonexistent"};
+	char evil[512], victim[512], copy[512];
+	struct symd_file_ref ref_e, ref_v, ref_c;
+	struct symbin *be, *bv, *bc, *own;
+	struct bincache_stats st;
+	struct stat se, sv, sc;
+	struct bincache *c;
+	uint64_t off;
+
+	tmp_setup();
+	snprintf(evil, sizeof(evil), "%s/libevil.so", tmpdir);
+	snprintf(victim, sizeof(victim), "%s/libvictim.so", tmpdir);
+	snprintf(copy, sizeof(copy), "%s/libvictim-copy.so", tmpdir);
+	run_sh("cd '%s' && "
+	       "printf 'void EVIL_fake_name_A(void) { for (volatile int i = 0; i < 9; i++) ; }\\n' "
+	       "> evil.c && "
+	       "printf 'void leaf_spin(void) { for (volatile int i = 0; i < 9; i++) ; }\\n' "
+	       "> victim.c && "
+	       "cc -O1 -shared -fPIC -Wl,--build-id=" FORGED_BID " -o libevil.so evil.c && "
+	       "cc -O1 -shared -fPIC -Wl,--build-id=" FORGED_BID " -o libvictim.so victim.c && "
+	       "cp libvictim.so libvictim-copy.so",
+	       tmpdir);
+	ck_assert_int_eq(stat(evil, &se), 0);
+	ck_assert_int_eq(stat(victim, &sv), 0);
+	ck_assert_int_eq(stat(copy, &sc), 0);
+	own = load_path(victim, "/nonexistent", NULL);
+	ck_assert_ptr_nonnull(own);
+	ck_assert_uint_eq(own->build_id_len, sizeof(bid));
+	ck_assert_mem_eq(own->build_id, bid, sizeof(bid));
+	off = sym_off(own, "leaf_spin");
+	ck_assert_uint_ne(off, 0);
+	symbin__free(own);
+
+	ref_e = (struct symd_file_ref){.path = evil,
+				       .dev = se.st_dev,
+				       .ino = se.st_ino,
+				       .build_id = bid,
+				       .build_id_len = sizeof(bid)};
+	ref_v = ref_e;
+	ref_v.path = victim;
+	ref_v.dev = sv.st_dev;
+	ref_v.ino = sv.st_ino;
+	ref_c = ref_e;
+	ref_c.path = copy;
+	ref_c.dev = sc.st_dev;
+	ref_c.ino = sc.st_ino;
+
+	ck_assert_int_eq(bincache__new(64u << 20, &paths, &c), 0);
+	be = bincache__get(c, &ref_e, ref_e.dev, ref_e.ino, 1);
+	ck_assert_ptr_nonnull(be);
+	ck_assert_str_eq(lookup(be, off), "EVIL_fake_name_A");
+	bv = bincache__get(c, &ref_v, ref_v.dev, ref_v.ino, 2);
+	ck_assert_ptr_nonnull(bv);
+	ck_assert_ptr_ne(bv, be);
+	ck_assert_str_eq(lookup(bv, off), "leaf_spin");
+	/* The attacker's still names its own. */
+	ck_assert_str_eq(lookup(bincache__get(c, &ref_e, ref_e.dev, ref_e.ino, 3), off),
+			 "EVIL_fake_name_A");
+	bincache__stats(c, &st);
+	ck_assert_uint_eq(st.loads, 2);
+	ck_assert_uint_eq(st.bid_conflicts, 1);
+
+	/* The victim's file again (another process mapping it): shared. */
+	ck_assert_ptr_eq(bincache__get(c, &ref_v, ref_v.dev, ref_v.ino, 4), bv);
+	bincache__stats(c, &st);
+	ck_assert_uint_eq(st.loads, 2);
+
+	/* A copy (another inode, same bytes): its own table, its own names,
+	 * no conflict. */
+	bc = bincache__get(c, &ref_c, ref_c.dev, ref_c.ino, 5);
+	ck_assert_ptr_nonnull(bc);
+	ck_assert_str_eq(lookup(bc, off), "leaf_spin");
+	bincache__stats(c, &st);
+	ck_assert_uint_eq(st.loads, 3);
+	ck_assert_uint_eq(st.bid_conflicts, 1);
+	bincache__free(c);
+	tmp_teardown();
+}
+END_TEST
+
 /* ---- kallsyms, perf maps, env, names ---- */
 
 START_TEST(test_kallsyms)
@@ -2142,6 +2252,7 @@ static Suite *symd_suite(void)
 	tcase_add_test(tc, test_go_binary);
 	tcase_add_test(tc, test_hostile_elf);
 	tcase_add_test(tc, test_bincache_counts_and_evicts);
+	tcase_add_test(tc, test_bincache_forged_build_id);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("parsers");

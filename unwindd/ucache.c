@@ -34,13 +34,17 @@
 #define HIST_GRACE_NS	 (5 * IDENT_RETRY_NS)	 /* floor of the history's grace */
 #define BIN_IDLE_SCAN_NS (10ull * 1000000000ull) /* idle_bins() at most this often */
 
-/* An unwind index shared by every binary with the same build-id (the same
- * libc in twenty containers is parsed once). Its chunk tables are compiled
- * on the first walk through each 64 KiB of the binary (cfi.h). */
+/* An unwind index shared by every binary with the same build-id whose file
+ * (and debug file) is the same inode, e.g. one known by dev + inode and by
+ * build-id only. A build-id alone proves nothing: anyone can write any.
+ * Its chunk tables are compiled on the first walk through each 64 KiB of the
+ * binary (cfi.h). */
 struct ucfi {
 	struct ucfi *next;
 	struct cfi_index *index;
 	uint64_t bytes;
+	uint64_t dev, ino;   /* the file it was built from (fstat) */
+	uint64_t ddev, dino; /* its debug file's; 0 = none */
 	uint32_t refs;
 	uint8_t build_id_len;
 	uint8_t build_id[CPA_BUILD_ID_MAX];
@@ -733,16 +737,8 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		struct ucfi *f;
 		int r;
 
-		if (b->build_id_len) {
-			for (f = c->cfis; f; f = f->next) {
-				if (f->build_id_len == b->build_id_len &&
-				    memcmp(f->build_id, b->build_id, b->build_id_len) == 0) {
-					f->refs++;
-					b->cfi = f;
-					return ucfi_table(c, f, loc->file_off);
-				}
-			}
-		}
+		struct stat st = {}, dst = {};
+
 		if (b == &c->vdso) {
 			/* The vDSO has no file: hand the builder our own copy. */
 			if (!c->vdso_img)
@@ -788,6 +784,24 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 				dfd = -1;
 			}
 		}
+		/* Shared with a binary of the same build-id only when it is
+		 * the very same file (and debug file): a build-id is forgeable,
+		 * and one binary's table unwinding another's frames would
+		 * mislead every walk through it. */
+		if (b->build_id_len && fstat(fd, &st) == 0 && (dfd < 0 || fstat(dfd, &dst) == 0)) {
+			for (f = c->cfis; f; f = f->next) {
+				if (f->build_id_len == b->build_id_len &&
+				    memcmp(f->build_id, b->build_id, b->build_id_len) == 0 &&
+				    f->dev == (uint64_t)st.st_dev &&
+				    f->ino == (uint64_t)st.st_ino &&
+				    f->ddev == (uint64_t)dst.st_dev &&
+				    f->dino == (uint64_t)dst.st_ino) {
+					f->refs++;
+					b->cfi = f;
+					return ucfi_table(c, f, loc->file_off);
+				}
+			}
+		}
 		b->cfi_tried = true; /* a build that fails fails again */
 		r = cfi_index__build(fd, dfd, &t);
 		if (r < 0 || !t) {
@@ -806,7 +820,11 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		f->refs = 1;
 		f->build_id_len = b->build_id_len;
 		memcpy(f->build_id, b->build_id, sizeof(f->build_id));
-		if (b->build_id_len) {
+		f->dev = (uint64_t)st.st_dev;
+		f->ino = (uint64_t)st.st_ino;
+		f->ddev = (uint64_t)dst.st_dev;
+		f->dino = (uint64_t)dst.st_ino;
+		if (b->build_id_len && st.st_ino) {
 			/* Without a build-id nothing else can share it. */
 			f->next = c->cfis;
 			c->cfis = f;
@@ -854,23 +872,34 @@ static struct ubin **bid_slot(struct ucache *c, const uint8_t *bid, uint8_t len)
 	return &c->bids[hash64(bid, len) % BIDS_SLOTS];
 }
 
-static struct ubin *bid_find(struct ucache *c, const uint8_t *bid, uint8_t len)
+/* The key (dev 0, this ino) of a binary known by build-id and path only. */
+static uint64_t bid_key(const struct cpa_map_event *ev, const char *path)
+{
+	return (hash64(ev->build_id, ev->build_id_len) ^ hash64(path, ev->path_len)) | 1ull << 63;
+}
+
+/* A binary named by this build-id at this path: a gone process's mapping
+ * (no file to stat) is taken to be the one seen at the same path before. */
+static struct ubin *bid_find(struct ucache *c, const uint8_t *bid, uint8_t len, const char *path,
+			     uint32_t path_len)
 {
 	struct ubin *b;
 
 	for (b = *bid_slot(c, bid, len); b; b = b->bnext)
-		if (b->build_id_len == len && !memcmp(b->build_id, bid, len))
+		if (b->build_id_len == len && !memcmp(b->build_id, bid, len) &&
+		    b->path_len == path_len && !memcmp(b->path, path, path_len))
 			return b;
 	return NULL;
 }
 
 /*
  * The binary of a mapping event. By dev and inode when the kernel gave
- * them; by build-id otherwise: a build-id seen before names its binary
- * without a syscall, a new one is looked up by path (stat, in the process's
- * root) so that it is the same binary as /proc shows, or, when the path or
- * the process is gone already, kept
- * under a key of its own (dev 0) and opened by path + build-id check.
+ * them; by build-id otherwise, which anyone can forge, so never by it
+ * alone: the path is looked up (stat, in the process's root) so that it is
+ * the same binary as /proc shows (dev + inode), and only when the path or
+ * the process is gone already is it the binary seen before with that
+ * build-id at that path, or one kept under a key of its own (dev 0) and
+ * opened by path + build-id check.
  */
 static struct ubin *bin_of_event(struct ucache *c, const struct cpa_map_event *ev, const char *path)
 {
@@ -883,24 +912,27 @@ static struct ubin *bin_of_event(struct ucache *c, const struct cpa_map_event *e
 	char buf[PATH_MAX];
 	struct stat sb;
 	struct ubin *b;
+	bool found = false;
 
 	if (!ev->build_id_len)
 		return bin_get(c, &e);
-	b = bid_find(c, ev->build_id, ev->build_id_len);
-	if (b)
-		return b;
-	e.dev = 0;
-	e.ino = hash64(ev->build_id, ev->build_id_len) | 1ull << 63;
 	if (ev->path_len < sizeof(buf) - 64) {
 		int n = snprintf(buf, sizeof(buf), "%s/%u/root", c->proc_root, ev->pid);
 
 		memcpy(buf + n, path, ev->path_len);
 		buf[n + ev->path_len] = '\0';
 		/* Only the file the process sees: our path may be another. */
-		if (stat(buf, &sb) == 0) {
-			e.dev = sb.st_dev;
-			e.ino = sb.st_ino;
-		}
+		found = stat(buf, &sb) == 0;
+	}
+	if (!found) {
+		b = bid_find(c, ev->build_id, ev->build_id_len, path, ev->path_len);
+		if (b)
+			return b;
+		e.dev = 0;
+		e.ino = bid_key(ev, path);
+	} else {
+		e.dev = sb.st_dev;
+		e.ino = sb.st_ino;
 	}
 	b = bin_get(c, &e);
 	if (!b)
@@ -909,7 +941,7 @@ static struct ubin *bin_of_event(struct ucache *c, const struct cpa_map_event *e
 				memcmp(b->build_id, ev->build_id, ev->build_id_len))) {
 		/* The path holds another build now (rebuilt since): key it apart. */
 		e.dev = 0;
-		e.ino = hash64(ev->build_id, ev->build_id_len) | 1ull << 63;
+		e.ino = bid_key(ev, path);
 		b = bin_get(c, &e);
 		if (!b)
 			return NULL;

@@ -2,9 +2,10 @@
 /*
  * unwindd's caches: per-process executable mappings (keyed by pid) and
  * per-binary identity (keyed by the (dev, ino) that /proc/PID/maps shows),
- * with the binary's unwind table shared by build-id.
+ * with the binary's unwind table shared by build-id + the opened file's inode
+ * (a build-id alone is forgeable).
  *
- *   pid --hash--> uproc { umap[] sorted by start } --> ubin (dev, ino) --> ucfi (build-id)
+ *   pid --hash--> uproc { umap[] sorted by start } --> ubin (dev, ino) --> ucfi (build-id, inode)
  *                                                      id, path, build-id    cfi_index *
  *                                                                  (chunk tables, lazy)
  *
@@ -161,8 +162,9 @@ int ucache__find_ip(struct ucache *c, struct uproc *p, uint64_t pc, uint64_t now
 /* Re-read /proc/PID/maps now (ucache__find does this when it must). */
 int ucache__refresh(struct ucache *c, struct uproc *p, uint64_t now_ns);
 
-/* Unwind table of the binary at loc (built on first use, shared by
- * build-id), or NULL when there is none or unwindd was built without CFI. */
+/* Unwind table of the binary at loc (built on first use, shared with
+ * binaries of the same build-id and file inode), or NULL when there is
+ * none or unwindd was built without CFI. */
 const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const struct uloc *loc);
 
 /* exit: keep the maps dead_grace_ns for samples still queued, then free
