@@ -55,6 +55,8 @@ static int elfsrc__read(const struct elfsrc *s, uint64_t off, uint64_t len, void
 
 	if (off > s->size || len > s->size - off)
 		return -EBADMSG;
+	if (!len)
+		return 0; /* an empty section: dst may be NULL (memcpy's arguments may not) */
 	if (s->mem) {
 		memcpy(d, s->mem + off, len);
 		return 0;
