@@ -67,19 +67,13 @@ void fold_side_free(struct fold_side *s)
 
 bool fold_is_root(const char *f)
 {
-	static const char *const roots[] = {"_start",
-					    "__libc_start_main",
-					    "__libc_start_main_impl",
-					    "__libc_start_call_main",
-					    "start_thread",
-					    "clone3",
-					    "clone",
-					    /* inside execve past its point of no return:
-					     * the old image's callers are gone, nothing is
-					     * left to unwind (docs/unwindd.md) */
-					    "<# EXEC: IMAGE REPLACED #>",
-					    "<# EXIT: ADDRESS SPACE GONE #>",
-					    NULL};
+	static const char *const roots[] = {
+		"_start", "__libc_start_main", "__libc_start_main_impl", "__libc_start_call_main",
+		"start_thread", "clone3", "clone",
+		/* inside execve past its point of no return:
+		 * the old image's callers are gone, nothing is
+		 * left to unwind (docs/unwindd.md) */
+		"<# EXEC: IMAGE REPLACED #>", "<# EXIT: ADDRESS SPACE GONE #>", NULL};
 	int i;
 
 	for (i = 0; roots[i]; i++)

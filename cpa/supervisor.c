@@ -1061,8 +1061,8 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 	 * SUP_DURATION_STARTUP_MS on top, so a pipeline that never comes up
 	 * still ends. */
 	s->stop_at_ns = p->duration_ms ? s->start_ns + (p->duration_ms + SUP_DURATION_STARTUP_MS) *
-							     NSEC_PER_MSEC
-				      : 0;
+							       NSEC_PER_MSEC
+				       : 0;
 	s->next_stats_ns = s->start_ns + p->stats_every_ms * NSEC_PER_MSEC;
 	s->next_watchdog_ns = s->start_ns;
 	set_status(s, "starting stages");

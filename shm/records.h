@@ -74,9 +74,9 @@ enum cpa_sample_flag {
 	CPA_SF_IN_EXIT = 1u << 9,
 };
 
-#define CPA_COMM_LEN	   16
-#define CPA_MAX_KSTACK	   127
-#define CPA_MAX_UFRAMES	   127 /* the sample's user FP chain (BPF) */
+#define CPA_COMM_LEN	16
+#define CPA_MAX_KSTACK	127
+#define CPA_MAX_UFRAMES 127 /* the sample's user FP chain (BPF) */
 /*
  * User frames of a CFI walk (unwindd): deeper than the FP chain, since an
  * interpreter's recursion (python3's imports: ~4 native frames per Python
@@ -86,8 +86,8 @@ enum cpa_sample_flag {
 #define CPA_MAX_UWALK 255
 /* Frames of one stack: kernel, user, a stop marker, an off-CPU state marker. */
 #define CPA_MAX_STACK_FRAMES (CPA_MAX_KSTACK + CPA_MAX_UWALK + 1 + 2)
-#define CPA_BUILD_ID_MAX   20
-#define CPA_MAX_STACK_COPY 65536
+#define CPA_BUILD_ID_MAX     20
+#define CPA_MAX_STACK_COPY   65536
 
 /*
  * Every x86-64 general-purpose user register, in DWARF register number order

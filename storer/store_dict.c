@@ -6,7 +6,8 @@
 
 #include "store_dict_pvt.h"
 
-_Static_assert(STORE_MAX_FRAMES >= CPA_MAX_STACK_FRAMES, "a reader takes every stack a writer makes");
+_Static_assert(STORE_MAX_FRAMES >= CPA_MAX_STACK_FRAMES,
+	       "a reader takes every stack a writer makes");
 
 /* ------------------------------------------------------------ segment ids */
 
@@ -239,8 +240,7 @@ int store_dict__def_stack(struct store_dict *dc, struct store_journal *jr,
 	uint32_t i;
 	int r;
 
-	if (!s->id || s->n_kframes > s->n_frames ||
-	    s->n_frames > CPA_MAX_STACK_FRAMES)
+	if (!s->id || s->n_kframes > s->n_frames || s->n_frames > CPA_MAX_STACK_FRAMES)
 		return -EINVAL;
 	for (i = 0; i < s->n_frames; i++) {
 		r = VEC_PUSH(dc->sym.u32s, frame_ids[i]);

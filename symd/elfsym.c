@@ -768,8 +768,7 @@ static uint32_t fde_after(const struct symbin *b, uint64_t rel)
  * next FDE, so it never swallows a neighbour. Shared libraries have e_entry
  * 0, except those that can be run (libc.so.6), where it is that run's entry.
  */
-static int symvec__collect_entry(struct symvec *sv, const struct elfimg *e,
-				 const struct symbin *b)
+static int symvec__collect_entry(struct symvec *sv, const struct elfimg *e, const struct symbin *b)
 {
 	uint64_t entry = e->eh.e_entry, rel, size;
 	uint32_t lo;

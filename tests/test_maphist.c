@@ -96,7 +96,7 @@ START_TEST(test_overlap_splits)
 	ck_assert_int_eq(at(h, 7, 0x15000, 150), 0); /* before the new one: the old one */
 	ck_assert_int_eq(at(h, 7, 0x15000, 250), 1);
 	ck_assert_int_eq(at(h, 7, 0x11000, 250), 0); /* left of it */
-	m = maphist__find(h, 7, 0x19000, 250, NULL);	     /* right of it */
+	m = maphist__find(h, 7, 0x19000, 250, NULL); /* right of it */
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(at(h, 7, 0x19000, 250), 0);
 	ck_assert_uint_eq(m->start, 0x18000);

@@ -372,8 +372,8 @@ START_TEST(test_entry_point_start)
 		bin = load_path(progs[i], "/nonexistent", NULL);
 		ck_assert_ptr_nonnull(bin);
 		/* The return address of _start's first call, as a walk sees it. */
-		ck_assert_msg(!strcmp(lookup(bin, e + 8), "_start"), "%s: entry+8 is %s",
-			      progs[i], lookup(bin, e + 8));
+		ck_assert_msg(!strcmp(lookup(bin, e + 8), "_start"), "%s: entry+8 is %s", progs[i],
+			      lookup(bin, e + 8));
 		symbin__free(bin);
 	}
 }

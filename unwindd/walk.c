@@ -683,7 +683,7 @@ static const char *const stop_names[CPA_STOP_MAX] = {
 	[CPA_STOP_NONE] = "none",	[CPA_STOP_END] = "end",	  [CPA_STOP_NO_MAP] = "no_map",
 	[CPA_STOP_NO_CFI] = "no_cfi",	[CPA_STOP_READ] = "read", [CPA_STOP_DEPTH] = "depth",
 	[CPA_STOP_ANON] = "anon",	[CPA_STOP_BAD] = "bad",	  [CPA_STOP_FP] = "fp",
-	[CPA_STOP_DELETED] = "deleted", [CPA_STOP_EXEC] = "exec",	  [CPA_STOP_EXIT] = "exit",
+	[CPA_STOP_DELETED] = "deleted", [CPA_STOP_EXEC] = "exec", [CPA_STOP_EXIT] = "exit",
 };
 _Static_assert(CPA_STOP_EXIT + 1 == CPA_STOP_MAX, "a name for every stop reason");
 
