@@ -137,7 +137,9 @@ int shm_ring__format(void *mem, uint64_t mem_size, uint64_t initial_pos);
 /* Check a formatted ring's descriptor and positions; -EBADMSG if corrupt. */
 int shm_ring__validate(const void *mem, uint64_t mem_size);
 
-/* Attach as producer/consumer; resumes at the published position. */
+/* Attach as producer/consumer; resumes at the published position. Each
+ * touches every page of the data area once, the producer for writing
+ * (ring.c, "Prefault"): a few ms per MiB on a shadow-paging VM. */
 int shm_ring__open_prod(struct shm_ring_prod *p, void *mem, uint64_t mem_size);
 int shm_ring__open_cons(struct shm_ring_cons *c, void *mem, uint64_t mem_size);
 
