@@ -537,21 +537,50 @@ int cap_bpf__policy_hits(struct cap_bpf *b, cap_bpf_hit_fn fn, void *ctx)
 	return (int)n;
 }
 
-int cap_bpf__read_probe_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX])
+int cap_bpf__array_read(int fd, uint32_t n, void *vals, size_t stride)
 {
-	_cleanup_free_ uint64_t *vals = calloc((size_t)b->nr_possible, sizeof(uint64_t));
-	int fd = bpf_map__fd(b->skel->maps.probe_stats);
+	LIBBPF_OPTS(bpf_map_batch_opts, bo);
+	_cleanup_free_ uint32_t *keys = calloc(n ? n : 1, sizeof(*keys));
+	uint32_t count = n, out = 0;
+
+	if (!keys)
+		return -ENOMEM;
+	/* One syscall for the whole array (5.6+): these are read every second,
+	 * and a syscall is the dearest thing a tick does on a VM. */
+	if (bpf_map_lookup_batch(fd, NULL, &out, keys, vals, &count, &bo) == 0 ||
+	    (errno == ENOENT && count == n))
+		return 0;
+	if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP && errno != ENOENT)
+		return -errno;
+	for (uint32_t k = 0; k < n; k++)
+		if (bpf_map_lookup_elem(fd, &k, (uint8_t *)vals + (size_t)k * stride) < 0)
+			return -errno;
+	return 0;
+}
+
+int cap_bpf__percpu_sum(int fd, int nr_possible, uint32_t n, uint64_t *ret)
+{
+	size_t stride = (size_t)nr_possible * sizeof(uint64_t);
+	_cleanup_free_ uint64_t *vals = calloc(n, stride);
+	int r;
 
 	if (!vals)
 		return -ENOMEM;
-	for (uint32_t k = 0; k < CPA_BPF_PROBE_MAX * CPA_BPF_PSTAT_MAX; k++) {
-		if (bpf_map_lookup_elem(fd, &k, vals) < 0)
-			return -errno;
-		ret[k / CPA_BPF_PSTAT_MAX][k % CPA_BPF_PSTAT_MAX] = 0;
-		for (int c = 0; c < b->nr_possible; c++)
-			ret[k / CPA_BPF_PSTAT_MAX][k % CPA_BPF_PSTAT_MAX] += vals[c];
+	r = cap_bpf__array_read(fd, n, vals, stride);
+	if (r < 0)
+		return r;
+	for (uint32_t k = 0; k < n; k++) {
+		ret[k] = 0;
+		for (int c = 0; c < nr_possible; c++)
+			ret[k] += vals[(size_t)k * (size_t)nr_possible + (size_t)c];
 	}
 	return 0;
+}
+
+int cap_bpf__read_probe_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX])
+{
+	return cap_bpf__percpu_sum(bpf_map__fd(b->skel->maps.probe_stats), b->nr_possible,
+			  CPA_BPF_PROBE_MAX * CPA_BPF_PSTAT_MAX, &ret[0][0]);
 }
 
 int cap_bpf__poll(struct cap_bpf *b, int timeout_ms)
@@ -591,26 +620,9 @@ void cap_bpf__detach(struct cap_bpf *b)
 	profile_bpf__detach(b->skel);
 }
 
-/* The per-CPU "stats" map behind fd, summed over the nr_possible CPUs. */
-static int stats_read_fd(int fd, int nr_possible, uint64_t ret[CPA_BPF_STAT_MAX])
-{
-	_cleanup_free_ uint64_t *vals = calloc((size_t)nr_possible, sizeof(uint64_t));
-
-	if (!vals)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < CPA_BPF_STAT_MAX; k++) {
-		if (bpf_map_lookup_elem(fd, &k, vals) < 0)
-			return -errno;
-		ret[k] = 0;
-		for (int c = 0; c < nr_possible; c++)
-			ret[k] += vals[c];
-	}
-	return 0;
-}
-
 int cap_bpf__read_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_STAT_MAX])
 {
-	return stats_read_fd(bpf_map__fd(b->skel->maps.stats), b->nr_possible, ret);
+	return cap_bpf__percpu_sum(bpf_map__fd(b->skel->maps.stats), b->nr_possible, CPA_BPF_STAT_MAX, ret);
 }
 
 int cap_bpf__pin_stats(struct cap_bpf *b, const char *path)
@@ -628,7 +640,7 @@ int cap_bpf__read_pinned_stats(const char *path, uint64_t ret[CPA_BPF_STAT_MAX])
 	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return -errno;
-	r = stats_read_fd(fd, nr_possible, ret);
+	r = cap_bpf__percpu_sum(fd, nr_possible, CPA_BPF_STAT_MAX, ret);
 	return r;
 }
 

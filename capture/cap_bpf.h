@@ -78,6 +78,14 @@ typedef void (*cap_bpf_hit_fn)(void *ctx, uint32_t tgid, uint32_t probe_id, uint
 int cap_bpf__policy_hits(struct cap_bpf *b, cap_bpf_hit_fn fn, void *ctx);
 /* cpu-clock events at freq Hz; other processes keep one sample in div (1 = all). */
 int cap_bpf__boost(struct cap_bpf *b, uint32_t freq, uint32_t div);
+/*
+ * Keys 0..n-1 of the array map fd into vals, stride bytes per key (the value
+ * size; per-CPU maps: nr_possible 8-byte-rounded values): one batch lookup,
+ * per-key lookups where the kernel has no batch. 0 or -errno.
+ */
+int cap_bpf__array_read(int fd, uint32_t n, void *vals, size_t stride);
+/* Keys 0..n-1 of the per-CPU u64 array fd, each summed over nr_possible CPUs. */
+int cap_bpf__percpu_sum(int fd, int nr_possible, uint32_t n, uint64_t *ret);
 /* Sum of each CPA_BPF_STAT_* slot over all CPUs. */
 int cap_bpf__read_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_STAT_MAX]);
 /* Pin the stats map at path (bpffs), so that it outlives this process: the

@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sched.h"
+#include "cap_bpf.h"
 #include "cap_sys.h"
 #include "common/fileio.h"
 #include "common/log.h"
@@ -31,17 +32,26 @@ _Static_assert(CPA_SCHED_COMM_LEN == CPA_COMM_LEN, "comm length");
 
 enum { HW_CYCLES, HW_INSTR, HW_CMISS, HW_MAX };
 
-static const char *const psi_path[CPA_PSI_MAX] = {
-	[CPA_PSI_CPU] = "/proc/pressure/cpu",
-	[CPA_PSI_IO] = "/proc/pressure/io",
-	[CPA_PSI_MEM] = "/proc/pressure/memory",
+/* The system files read every second: opened once, read again from 0. */
+enum proc_file { PROC_PSI = 0, PROC_LOADAVG = CPA_PSI_MAX, PROC_STAT, PROC_FILE_MAX };
+
+static const char *const proc_path[PROC_FILE_MAX] = {
+	[PROC_PSI + CPA_PSI_CPU] = "/proc/pressure/cpu",
+	[PROC_PSI + CPA_PSI_IO] = "/proc/pressure/io",
+	[PROC_PSI + CPA_PSI_MEM] = "/proc/pressure/memory",
+	[PROC_LOADAVG] = "/proc/loadavg",
+	[PROC_STAT] = "/proc/stat",
 };
 
 struct cap_sched {
 	struct sched_bpf *skel;
 	unsigned int nr_cpus; /* slots of the per-CPU array read */
-	struct cpa_sched_val *cpu_prev;
-	uint32_t *keys;
+	int nr_possible;
+	struct cpa_sched_val *cpu_prev, *cpu_now;
+	uint32_t *keys;		      /* this second's processes: */
+	struct cpa_sched_val *vals;   /* their values */
+	bool batch_ok;		      /* the kernel takes batch lookups */
+	int proc_fd[PROC_FILE_MAX];   /* kept open, read again from 0; -1: none (no PSI) */
 	struct policy_proc *pprocs; /* this second's processes for the policies */
 	uint64_t last_real_ns;
 	/* /proc/stat "cpu" line: busy, iowait, idle ticks as last read */
@@ -63,12 +73,16 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-static const char *read_proc(struct cap_sched *s, const char *path)
+/* An open+read+close per file and second was 25 syscalls a second: the fd
+ * stays open (cap_sched__open()) and is read with pread from 0, which makes
+ * procfs produce the text anew. */
+static const char *read_proc(struct cap_sched *s, enum proc_file f)
 {
 	size_t len;
 
-	if (read_full_file_at(AT_FDCWD, path, READ_FULL_TRUNCATE, 64 << 10, &s->buf, &s->buf_cap,
-			      &len) < 0)
+	if (s->proc_fd[f] < 0 ||
+	    read_full_fd(s->proc_fd[f], READ_FULL_TRUNCATE | READ_FULL_PREAD, 64 << 10, &s->buf,
+			 &s->buf_cap, &len) < 0)
 		return NULL;
 	return s->buf;
 }
@@ -76,7 +90,7 @@ static const char *read_proc(struct cap_sched *s, const char *path)
 static bool stat_read(struct cap_sched *s, uint64_t ret[3], uint32_t *ret_cpus)
 {
 	unsigned long long v[10] = {0};
-	const char *p = read_proc(s, "/proc/stat");
+	const char *p = read_proc(s, PROC_STAT);
 	uint32_t n = 0;
 
 	if (!p || sscanf(p, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
@@ -96,7 +110,7 @@ static bool stat_read(struct cap_sched *s, uint64_t ret[3], uint32_t *ret_cpus)
 /* "some avg10=.. total=N\nfull ... total=N": the two totals (us). */
 static void psi_read(struct cap_sched *s, unsigned int i, uint64_t ret[2], bool ok[2])
 {
-	const char *p = read_proc(s, psi_path[i]);
+	const char *p = read_proc(s, PROC_PSI + i);
 	static const char *const line[2] = {"some ", "full "};
 
 	for (unsigned int j = 0; j < 2; j++) {
@@ -170,7 +184,7 @@ static void system_fill(struct cap_sched *s, struct cpa_metrics *m)
 {
 	uint64_t st[3], psi[2], hw[HW_MAX];
 	double l[3] = {0};
-	const char *p = read_proc(s, "/proc/loadavg");
+	const char *p = read_proc(s, PROC_LOADAVG);
 	bool ok[2];
 
 	m->flags |= CPA_MF_SYSTEM;
@@ -247,18 +261,45 @@ static bool cpu_delta(struct cpa_sched_val *d, const struct cpa_sched_val *now,
 /* Process updates that found the map full since the last call (all CPUs). */
 static uint32_t dropped(struct cap_sched *s)
 {
-	int fd = bpf_map__fd(s->skel->maps.sched_stats), n = libbpf_num_possible_cpus();
-	_cleanup_free_ uint64_t *v = n > 0 ? calloc((size_t)n, sizeof(*v)) : NULL;
-	uint32_t k = CPA_SCHED_STAT_PROC_FULL;
-	uint64_t sum = 0, d;
+	uint64_t st[CPA_SCHED_STAT_MAX], d;
 
-	if (!v || bpf_map_lookup_elem(fd, &k, v) < 0)
+	if (s->nr_possible <= 0 || cap_bpf__percpu_sum(bpf_map__fd(s->skel->maps.sched_stats),
+						       s->nr_possible, CPA_SCHED_STAT_MAX, st) < 0)
 		return 0;
-	for (int i = 0; i < n; i++)
-		sum += v[i];
-	d = sum - s->dropped_prev;
-	s->dropped_prev = sum;
+	d = st[CPA_SCHED_STAT_PROC_FULL] - s->dropped_prev;
+	s->dropped_prev = st[CPA_SCHED_STAT_PROC_FULL];
 	return (uint32_t)MIN(d, UINT32_MAX);
+}
+
+/*
+ * Take this second's process entries (lookup and delete is atomic per
+ * bucket, so an update racing with it lands in the next second): one batch
+ * syscall where the kernel has it (5.6+), else a key walk and one
+ * lookup-and-delete per process. Into s->keys / s->vals; their count.
+ */
+static unsigned int procs_take(struct cap_sched *s, int pfd)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, bo);
+	uint32_t count = CPA_SCHED_PROCS, out = 0, *prev = NULL, k;
+	unsigned int nk = 0, n = 0;
+
+	if (s->batch_ok) {
+		if (bpf_map_lookup_and_delete_batch(pfd, NULL, &out, s->keys, s->vals, &count,
+						    &bo) == 0 ||
+		    errno == ENOENT)
+			return count;
+		if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)
+			return 0;
+		s->batch_ok = false;
+	}
+	while (nk < CPA_SCHED_PROCS && bpf_map_get_next_key(pfd, prev, &k) == 0) {
+		s->keys[nk] = k;
+		prev = &s->keys[nk++];
+	}
+	for (unsigned int i = 0; i < nk; i++)
+		if (bpf_map_lookup_and_delete_elem(pfd, &s->keys[i], &s->vals[n]) == 0)
+			s->keys[n++] = s->keys[i];
+	return n;
 }
 
 struct emitter {
@@ -327,9 +368,8 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 	int pfd = bpf_map__fd(s->skel->maps.sched_procs);
 	int cfd = bpf_map__fd(s->skel->maps.sched_cpus);
 	struct emitter *x = calloc(1, sizeof(*x));
-	struct cpa_sched_val v, d;
-	unsigned int nk = 0, np = 0;
-	uint32_t k, *prev = NULL;
+	struct cpa_sched_val d;
+	unsigned int nk, np = 0;
 	int r;
 
 	if (!x)
@@ -341,25 +381,19 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 	system_fill(s, &x->hdr);
 	x->hdr.dropped = dropped(s);
 
-	/* Keys first, then take each (lookup and delete is atomic per entry). */
-	while (nk < CPA_SCHED_PROCS && bpf_map_get_next_key(pfd, prev, &k) == 0) {
-		s->keys[nk] = k;
-		prev = &s->keys[nk++];
-	}
+	nk = procs_take(s, pfd);
 	for (unsigned int i = 0; i < nk; i++) {
-		if (bpf_map_lookup_and_delete_elem(pfd, &s->keys[i], &v) < 0)
-			continue;
-		add(x, s->keys[i], CPA_MK_PROC, &v);
+		add(x, s->keys[i], CPA_MK_PROC, &s->vals[i]);
 		if (pol && s->pprocs)
-			policy_proc_fill(&s->pprocs[np++], s->keys[i], &v, x->hdr.interval_ms);
+			policy_proc_fill(&s->pprocs[np++], s->keys[i], &s->vals[i],
+					 x->hdr.interval_ms);
 	}
-	for (unsigned int c = 0; c < s->nr_cpus; c++) {
-		if (bpf_map_lookup_elem(cfd, &c, &v) < 0)
-			continue;
-		if (cpu_delta(&d, &v, &s->cpu_prev[c]))
-			add(x, c, CPA_MK_CPU, &d);
-		s->cpu_prev[c] = v;
-	}
+	if (cap_bpf__array_read(cfd, s->nr_cpus, s->cpu_now, sizeof(*s->cpu_now)) == 0)
+		for (unsigned int c = 0; c < s->nr_cpus; c++) {
+			if (cpu_delta(&d, &s->cpu_now[c], &s->cpu_prev[c]))
+				add(x, c, CPA_MK_CPU, &d);
+			s->cpu_prev[c] = s->cpu_now[c];
+		}
 	if (x->n || !x->sent)
 		flush(x);
 	if (pol)
@@ -378,6 +412,8 @@ int cap_sched__open(const char *btf_path, struct cap_sched **ret)
 
 	if (!s)
 		return log_error_errno(-ENOMEM, "scheduler metrics: %m");
+	for (unsigned int i = 0; i < PROC_FILE_MAX; i++)
+		s->proc_fd[i] = open(proc_path[i], O_RDONLY | O_CLOEXEC);
 	libbpf_set_print(libbpf_print);
 	if (btf_path)
 		oo.btf_custom_path = btf_path;
@@ -397,10 +433,14 @@ int cap_sched__open(const char *btf_path, struct cap_sched **ret)
 	}
 	r = libbpf_num_possible_cpus();
 	s->nr_cpus = r > 0 ? (unsigned int)MIN(r, CPA_SCHED_CPUS) : 1;
+	s->nr_possible = r;
+	s->batch_ok = true;
 	s->cpu_prev = calloc(s->nr_cpus, sizeof(*s->cpu_prev));
+	s->cpu_now = calloc(s->nr_cpus, sizeof(*s->cpu_now));
 	s->keys = calloc(CPA_SCHED_PROCS, sizeof(*s->keys));
+	s->vals = calloc(CPA_SCHED_PROCS, sizeof(*s->vals));
 	s->pprocs = calloc(CPA_SCHED_PROCS, sizeof(*s->pprocs));
-	if (!s->cpu_prev || !s->keys || !s->pprocs) {
+	if (!s->cpu_prev || !s->cpu_now || !s->keys || !s->vals || !s->pprocs) {
 		cap_sched__free(s);
 		return log_error_errno(-ENOMEM, "scheduler metrics: %m");
 	}
@@ -429,8 +469,13 @@ void cap_sched__free(struct cap_sched *s)
 				close(s->hw_fd[i]);
 		free(s->hw_fd);
 	}
+	for (unsigned int i = 0; i < PROC_FILE_MAX; i++)
+		if (s->proc_fd[i] >= 0)
+			close(s->proc_fd[i]);
 	free(s->cpu_prev);
+	free(s->cpu_now);
 	free(s->keys);
+	free(s->vals);
 	free(s->pprocs);
 	free(s->buf);
 	free(s);

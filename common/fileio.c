@@ -34,7 +34,8 @@ int read_full_fd(int fd, unsigned int flags, size_t max, char **buf, size_t *cap
 	/* Bytes we may read: one past max tells a longer file, unless we keep its head. */
 	limit = flags & READ_FULL_TRUNCATE ? max : max + 1;
 	/* A regular file says its size: read it in one go (+1 for the NUL, +1 to see EOF). */
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+	if (!(flags & READ_FULL_PREAD) && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size > 0)
 		first = (uint64_t)st.st_size < limit ? (size_t)st.st_size + 2 : limit + 1;
 	first = MIN(first, limit + 1);
 	if (!*buf || *cap < first) {
@@ -50,7 +51,9 @@ int read_full_fd(int fd, unsigned int flags, size_t max, char **buf, size_t *cap
 			if (r < 0)
 				return r;
 		}
-		n = read(fd, *buf + len, MIN(*cap - len - 1, limit - len));
+		n = flags & READ_FULL_PREAD
+			    ? pread(fd, *buf + len, MIN(*cap - len - 1, limit - len), (off_t)len)
+			    : read(fd, *buf + len, MIN(*cap - len - 1, limit - len));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -14,6 +14,9 @@
 /* Keep the first max bytes of a longer file instead of failing with -EFBIG
  * (a process's environ, where the head is what matters). */
 #define READ_FULL_TRUNCATE 1u
+/* Read from offset 0 with pread, whatever the fd's offset: a /proc or /sys
+ * file kept open and read again (the kernel produces its text anew). */
+#define READ_FULL_PREAD 2u
 
 /*
  * From an open fd (read from its current offset; the fd stays open) into
