@@ -683,6 +683,11 @@ int capture__finish(struct capture *c, bool quick)
 	return 0;
 }
 
+void capture__flush(struct capture *c)
+{
+	shm_ring__flush_sp(&c->ring);
+}
+
 int capture__batch(struct capture *c, int wait_ms)
 {
 	int r = 0;

@@ -28,6 +28,8 @@ int capture__new(struct shm_arena *a, struct shm_stage *st, const volatile sig_a
 		 struct capture **ret);
 /* Poll the kernel buffers up to wait_ms, emit and commit what came: how many
  * records, -EINTR, or -errno after a failure (logged). */
+/* End of a batch: wake unwindd if it sleeps and ring 0 holds records. */
+void capture__flush(struct capture *c);
 int capture__batch(struct capture *c, int wait_ms);
 /* After every batch (now_ns CLOCK_MONOTONIC): once a second the clock and
  * the kernel-side statistics; loss records. -errno (logged) when the

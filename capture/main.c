@@ -40,6 +40,8 @@ static int run(struct shm_arena *a, struct shm_stage *st)
 		r = capture__tick(c, now);
 		if (r < 0)
 			goto out;
+		/* About to sleep: unwindd gets this batch now, in one wakeup. */
+		capture__flush(c);
 	}
 	r = capture__finish(c, daemon_term);
 out:

@@ -146,6 +146,13 @@ static int drop_privileges(const struct daemon_stage *d)
 	return r;
 }
 
+int daemon__wait_cap_ms(const struct cpa_config *cfg)
+{
+	uint32_t hang = cfg && cfg->hang_timeout_ms ? cfg->hang_timeout_ms : 10000;
+
+	return (int)MAX(hang / 4, 1u);
+}
+
 /* The consumer stages: rings, object, the shared loop, the finish. */
 static int run_loop(const struct daemon_stage *d, struct shm_arena *a, struct shm_stage *st)
 {
@@ -179,6 +186,8 @@ static int run_loop(const struct daemon_stage *d, struct shm_arena *a, struct sh
 	l.in = &in;
 	l.obj = obj;
 	l.term = &daemon_term;
+	l.next = d->out_ring >= 0 ? &out : NULL;
+	l.wait_cap_ms = daemon__wait_cap_ms(shm_arena__config(a));
 	/* The stage feeding our input (pipeline order): for the orphan drain. */
 	if (d->in_ring >= 0 && d->id > SHM_STAGE_CAPTURE)
 		l.up = shm_arena__stage(a, (enum shm_stage_id)(d->id - 1));

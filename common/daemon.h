@@ -19,6 +19,8 @@
 
 #include "shm/stage_loop.h"
 
+struct cpa_config;
+
 struct daemon_stage {
 	const char *name; /* log subsystem and usage */
 	enum shm_stage_id id;
@@ -49,6 +51,10 @@ uint64_t daemon__caps_kept(enum shm_stage_id id);
 
 /* main() of a stage: 0 after a clean exit, 1 after a failure, 2 for a bad
  * command line or no arena. */
+/* A stage's longest sleep: a quarter of the monitor's hang timeout (its
+ * config block), so a heartbeat per sleep always beats it. */
+int daemon__wait_cap_ms(const struct cpa_config *cfg);
+
 int daemon__main(const struct daemon_stage *d, int argc, char **argv);
 
 #endif /* CPA_DAEMON_H */

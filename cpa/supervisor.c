@@ -1048,6 +1048,8 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 	}
 	s->arena = arena;
 	s->p = *p;
+	/* The stages size their sleeps by it (common/daemon.c). */
+	shm_arena__config(arena)->hang_timeout_ms = (uint32_t)MIN(p->hang_timeout_ms, UINT32_MAX);
 	s->epfd = -1;
 	s->sigfd = -1;
 	s->argv_verbose = p->verbose ? (char *)"--verbose" : NULL;

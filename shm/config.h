@@ -73,7 +73,9 @@ struct cpa_config {
 	uint64_t start_realtime_ns;   /* when the monitor started */
 	uint64_t probe_rate;	      /* --probe_rate: samples/s per probe, 0 = no limit */
 	uint32_t debuginfod_cache_mb; /* cap of <store_dir>/.debuginfod */
-	uint32_t _pad1;
+	/* The monitor's hang timeout (ms; 0 = 10 s): a stage sleeps at most a
+	 * quarter of it, so its heartbeat is never what makes it look hung. */
+	uint32_t hang_timeout_ms;
 
 	char comm[CPA_COMM_LEN]; /* --comm, "" = all */
 	char store_dir[CPA_PATH_MAX];

@@ -35,6 +35,11 @@
  *       if set and enough is pending: if exchange(waiting, 0) was 1, then
  *       wake_seq += 1 (release) and futex_wake.
  *
+ *  [P4] producer (flush, end of its batch): seq_cst load waiting; if set and
+ *       anything committed is unread, the wake of [P3] whatever wake_bytes.
+ *       A consumer that set waiting after our load saw the committed
+ *       prod_pos in [C4] and did not sleep.
+ *
  * The four seq_cst accesses sit in one total order, which makes it
  * impossible for both sides to miss each other (no standalone fences, so
  * ThreadSanitizer can check the handshake too):
@@ -332,6 +337,19 @@ void shm_ring__wake_slow(struct shm_ring_prod *p)
 	if (p->committed - cons < (want ? want : 1))
 		return; /* below its batch threshold: its deadline will fetch it */
 	/* Exactly one wake per sleep: whoever clears waiting does the wake. */
+	if (__atomic_exchange_n(&ctrl->waiting, 0, __ATOMIC_ACQ_REL) != 0)
+		ring_wake(ctrl);
+}
+
+void shm_ring__flush_sp(struct shm_ring_prod *p)
+{
+	struct shm_ring_ctrl *ctrl = p->ctrl;
+
+	/* [P4] */
+	if (!__atomic_load_n(&ctrl->waiting, __ATOMIC_SEQ_CST))
+		return;
+	if (p->committed == shm__load_acquire(&ctrl->cons_pos))
+		return; /* it has read everything */
 	if (__atomic_exchange_n(&ctrl->waiting, 0, __ATOMIC_ACQ_REL) != 0)
 		ring_wake(ctrl);
 }

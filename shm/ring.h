@@ -154,6 +154,10 @@ static inline void shm_ring__trim_sp(struct shm_ring_prod *p, uint32_t new_len);
 static inline void shm_ring__abort_sp(struct shm_ring_prod *p);
 /* Publish every reserved record; wakes the consumer if it asked for it. */
 static inline void shm_ring__commit_sp(struct shm_ring_prod *p);
+/* End of a batch (the producer is about to sleep): wake the consumer if it
+ * sleeps and anything committed is unread, whatever wake_bytes it asked
+ * for, so a batch goes down the pipeline in one wakeup per stage. */
+void shm_ring__flush_sp(struct shm_ring_prod *p);
 /* Free bytes as the producer sees them now (refreshes its view). */
 uint64_t shm_ring__free_bytes_sp(struct shm_ring_prod *p);
 

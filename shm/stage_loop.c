@@ -140,7 +140,10 @@ int shm_stage__run(struct shm_stage_loop *l)
 		else if (l->backoff == SHM_WAIT_BACKOFF_EMPTY && waited)
 			wait_ms = MIN(wait_ms * 2,
 				      l->wait_idle_ms); /* the last wait brought nothing */
-		r = shm_ring__wait_sc(l->in, wake_bytes, wait_ms);
+		if (l->wake_next && l->next)
+			shm_ring__flush_sp(l->next);
+		r = shm_ring__wait_sc(l->in, wake_bytes,
+				      l->wait_cap_ms ? MIN(wait_ms, l->wait_cap_ms) : wait_ms);
 		waited = true;
 		shm_stage__cnt_add(l->st, SHM_CNT_WAKEUPS, 1);
 		if (r == -EBADMSG)

@@ -68,6 +68,14 @@ struct shm_stage_loop {
 	int wait_idle_ms;	    /* longest deadline while idle */
 	enum shm_wait_backoff backoff;
 	int busy_ms; /* sleep after -ENOBUFS */
+	/* Longest sleep whatever the above say (0: none): the heartbeat must
+	 * beat the monitor's hang timeout (daemon.c sets a quarter of it). */
+	int wait_cap_ms;
+	/* Wake the next stage before each sleep when we left it records (its
+	 * own deadline can then be long: a second of samples costs each stage
+	 * one wakeup, ~135 us of CPU on this kind of VM, docs/pipeline.md). */
+	bool wake_next;
+	struct shm_ring_prod *next; /* our output ring, for wake_next (daemon.c) */
 	/* Under DRAIN leave only once the input ring is empty, not after the
 	 * first empty batch (a batch can take nothing while output is held). */
 	bool drain_until_empty;

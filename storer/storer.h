@@ -16,7 +16,7 @@
 
 #define STORER_BATCH	  256
 #define STORER_WAKE_BYTES (64u << 10)
-#define STORER_IDLE_MS	  1000 /* longest sleep: heartbeat at least once a second */
+#define STORER_IDLE_MS	  2500 /* longest sleep (heartbeat; hang timeout 10 s) */
 
 /* The stage object; opaque. It reads in and writes through w, which stay
  * the caller's (free the storer first). */

@@ -718,8 +718,10 @@ START_TEST(test_poll_deadline)
 	ck_assert_int_eq(cap_poll_next_ms(600, 0, 600 * ms), CAP_POLL_MAX_MS);
 	ck_assert_int_eq(cap_poll_next_ms(CAP_POLL_MAX_MS, -4, 1 * ms), CAP_POLL_MAX_MS);
 	/* Samples flow: the time CAP_POLL_BATCH of them take at that rate. */
-	ck_assert_int_eq(cap_poll_next_ms(CAP_POLL_MAX_MS, 200, 1000 * ms),
-			 CAP_POLL_BATCH * 1000 / 200);
+	ck_assert_int_eq(cap_poll_next_ms(CAP_POLL_MAX_MS, 8000, 1000 * ms),
+			 CAP_POLL_BATCH * 1000 / 8000);
+	/* ... up to a second: at 1000 Hz on 2 CPUs one poll per tick. */
+	ck_assert_int_eq(cap_poll_next_ms(CAP_POLL_MAX_MS, 2000, 1000 * ms), CAP_POLL_FLOW_MS);
 	/* Slow flow: fed at least every CAP_POLL_FLOW_MS. */
 	ck_assert_int_eq(cap_poll_next_ms(CAP_POLL_MAX_MS, 1, 1000 * ms), CAP_POLL_FLOW_MS);
 	/* A burst: never below the floor. */

@@ -657,6 +657,45 @@ START_TEST(test_wake_batches)
 }
 END_TEST
 
+/* The end of a producer's batch wakes a consumer that asked for more. */
+START_TEST(test_flush_wakes_below_threshold)
+{
+	struct wake_ctx w = {0};
+	struct shm_ring_prod p;
+	struct shm_ring_ctrl *ctrl;
+	uint32_t seq0;
+	pthread_t t;
+	void *d;
+
+	w.mem_size = shm_ring__mem_size(1 << 16);
+	w.mem = ring_mem_new(1 << 16, NEAR_WRAP);
+	ctrl = w.mem;
+	ck_assert_int_eq(shm_ring__open_prod(&p, w.mem, w.mem_size), 0);
+	seq0 = ctrl->wake_seq;
+
+	/* Nobody asleep, or nothing unread: a flush is a load, no futex. */
+	shm_ring__flush_sp(&p);
+	ck_assert_uint_eq(ctrl->wake_seq, seq0);
+	ck_assert_int_eq(pthread_create(&t, NULL, sleeper, &w), 0);
+	wait_until_asleep(ctrl);
+	shm_ring__flush_sp(&p);
+	ck_assert_uint_eq(ctrl->wake_seq, seq0);
+	ck_assert_uint_eq(ctrl->waiting, 1);
+
+	/* 16 bytes against the 1 KiB it waits for: the commit leaves it
+	 * asleep, the flush wakes it (within its 5 s deadline: no timeout). */
+	ck_assert_int_eq(shm_ring__reserve_sp(&p, 8, 7, &d), 0);
+	shm_ring__commit_sp(&p);
+	ck_assert_uint_eq(ctrl->wake_seq, seq0);
+	shm_ring__flush_sp(&p);
+	shm_ring__flush_sp(&p); /* once per sleep */
+	pthread_join(t, NULL);
+	ck_assert_int_eq(w.result, 0);
+	ck_assert_uint_eq(ctrl->wake_seq, seq0 + 1);
+	free(w.mem);
+}
+END_TEST
+
 START_TEST(test_wait_deadline_and_kick)
 {
 	uint64_t sz = shm_ring__mem_size(4096);
@@ -798,6 +837,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_threads_single);
 	tcase_add_test(tc, test_threads_batch);
 	tcase_add_test(tc, test_wake_batches);
+	tcase_add_test(tc, test_flush_wakes_below_threshold);
 	tcase_add_test(tc, test_wait_deadline_and_kick);
 	suite_add_tcase(s, tc);
 

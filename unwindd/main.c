@@ -12,20 +12,20 @@
 #include "unwindd.h"
 
 /*
- * Input wait. Each wakeup costs 40-50 us of CPU on a small VM, as much as
- * unwinding ten samples, so: while samples flow, wake on a burst
- * (WAKE_BYTES, ~150 samples with 8 KiB stacks, at most an eighth of the
- * ring so that capture keeps room for a poll interval's samples) or after
- * WAIT_MS, which bounds the latency we add before symd and the storer's
- * block deadline (1 s of grace for the whole pipeline). When a wait
- * brought nothing, the deadline doubles up to WAIT_IDLE_MS: an idle
- * unwindd wakes once a second, for the heartbeat (the monitor's hang
- * timeout is 10 s) and the sweeps. The first record after idle waits at
- * most WAIT_IDLE_MS, a burst not at all.
+ * Input wait. Each wakeup costs ~135 us of CPU on a busy 2-CPU VM of the
+ * kind we run on (220 us idle), as much as unwinding dozens of samples, so
+ * unwindd wakes once per capture batch: capture wakes it when it goes to
+ * sleep with records in ring 0 (shm_ring__flush_sp(), once a second while
+ * samples flow), and we wake symd the same way (.loop.wake_next). A burst
+ * wakes us sooner (WAKE_BYTES, ~150 samples with 8 KiB stacks, at most an
+ * eighth of the ring so that capture keeps room for a poll's samples).
+ * WAIT_MS is only the fallback while records flow; when a wait brought
+ * nothing the deadline doubles up to WAIT_IDLE_MS, within a quarter of the
+ * monitor's hang timeout (the heartbeat; 2.5 s by default).
  */
 #define WAKE_BYTES   (1024u * 1024)
-#define WAIT_MS	     250
-#define WAIT_IDLE_MS 1000
+#define WAIT_MS	     1500
+#define WAIT_IDLE_MS 4000
 #define HEARTBEAT_NS (250 * NSEC_PER_MSEC)
 /* DICT_RESET must precede everything; while symd is slow or down and ring 1
  * has no room for it, retry this often. Input waits in ring 0 meanwhile
@@ -151,6 +151,7 @@ int main(int argc, char **argv)
 		.loop.wait_idle_ms = WAIT_IDLE_MS,
 		.loop.backoff = SHM_WAIT_BACKOFF_EMPTY,
 		.loop.busy_ms = FULL_RETRY_MS,
+		.loop.wake_next = true,
 	};
 
 	return daemon__main(&d, argc, argv);
