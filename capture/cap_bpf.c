@@ -580,7 +580,7 @@ int cap_bpf__percpu_sum(int fd, int nr_possible, uint32_t n, uint64_t *ret)
 int cap_bpf__read_probe_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX])
 {
 	return cap_bpf__percpu_sum(bpf_map__fd(b->skel->maps.probe_stats), b->nr_possible,
-			  CPA_BPF_PROBE_MAX * CPA_BPF_PSTAT_MAX, &ret[0][0]);
+				   CPA_BPF_PROBE_MAX * CPA_BPF_PSTAT_MAX, &ret[0][0]);
 }
 
 int cap_bpf__poll(struct cap_bpf *b, int timeout_ms)
@@ -622,7 +622,8 @@ void cap_bpf__detach(struct cap_bpf *b)
 
 int cap_bpf__read_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_STAT_MAX])
 {
-	return cap_bpf__percpu_sum(bpf_map__fd(b->skel->maps.stats), b->nr_possible, CPA_BPF_STAT_MAX, ret);
+	return cap_bpf__percpu_sum(bpf_map__fd(b->skel->maps.stats), b->nr_possible,
+				   CPA_BPF_STAT_MAX, ret);
 }
 
 int cap_bpf__pin_stats(struct cap_bpf *b, const char *path)

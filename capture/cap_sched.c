@@ -48,10 +48,10 @@ struct cap_sched {
 	unsigned int nr_cpus; /* slots of the per-CPU array read */
 	int nr_possible;
 	struct cpa_sched_val *cpu_prev, *cpu_now;
-	uint32_t *keys;		      /* this second's processes: */
-	struct cpa_sched_val *vals;   /* their values */
-	bool batch_ok;		      /* the kernel takes batch lookups */
-	int proc_fd[PROC_FILE_MAX];   /* kept open, read again from 0; -1: none (no PSI) */
+	uint32_t *keys;		    /* this second's processes: */
+	struct cpa_sched_val *vals; /* their values */
+	bool batch_ok;		    /* the kernel takes batch lookups */
+	int proc_fd[PROC_FILE_MAX]; /* kept open, read again from 0; -1: none (no PSI) */
 	struct policy_proc *pprocs; /* this second's processes for the policies */
 	uint64_t last_real_ns;
 	/* /proc/stat "cpu" line: busy, iowait, idle ticks as last read */
@@ -80,9 +80,8 @@ static const char *read_proc(struct cap_sched *s, enum proc_file f)
 {
 	size_t len;
 
-	if (s->proc_fd[f] < 0 ||
-	    read_full_fd(s->proc_fd[f], READ_FULL_TRUNCATE | READ_FULL_PREAD, 64 << 10, &s->buf,
-			 &s->buf_cap, &len) < 0)
+	if (s->proc_fd[f] < 0 || read_full_fd(s->proc_fd[f], READ_FULL_TRUNCATE | READ_FULL_PREAD,
+					      64 << 10, &s->buf, &s->buf_cap, &len) < 0)
 		return NULL;
 	return s->buf;
 }

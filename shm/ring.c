@@ -154,7 +154,7 @@ int shm_ring__validate(const void *mem, uint64_t mem_size)
 #define RING_TOUCH_STRIDE 4096u /* the smallest page size */
 
 __attribute__((no_sanitize("thread"))) static void ring_prefault(uint8_t *data, uint64_t size,
-								    bool write)
+								 bool write)
 {
 	uint64_t sum = 0;
 
