@@ -680,7 +680,7 @@ START_TEST(test_flush_wakes_below_threshold)
 	wait_until_asleep(ctrl);
 	shm_ring__flush_sp(&p);
 	ck_assert_uint_eq(ctrl->wake_seq, seq0);
-	ck_assert_uint_eq(ctrl->waiting, 1);
+	ck_assert_uint_eq(__atomic_load_n(&ctrl->waiting, __ATOMIC_ACQUIRE), 1);
 
 	/* 16 bytes against the 1 KiB it waits for: the commit leaves it
 	 * asleep, the flush wakes it (within its 5 s deadline: no timeout). */
