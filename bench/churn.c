@@ -52,7 +52,7 @@
 static const char *const pname[NPROC] = {"capture", "unwindd", "symd", "storer", "monitor"};
 
 static struct {
-	double seconds;
+	double seconds, warmup;
 	unsigned int freq, stack, jobs;
 	bool build, storm, perf, keep;
 	const char *dir, *monitor_args, *perf_stages;
@@ -346,6 +346,10 @@ static void report(const struct agent *a, const struct snap *s0, const struct sn
 
 	printf("\n=== bench_churn: %.0f s window (+ catch-up), %u Hz, whole machine:%s%s ===\n",
 	       win, o.freq, o.build ? " parallel build" : "", o.storm ? " + fork/exec storm" : "");
+	if (o.warmup > 0)
+		printf("  after a %.0f s warm-up on the same workload (binaries known to the agent;\n"
+		       "  cpa's fidelity counts the store's warm-up samples too, perf's its own)\n",
+		       o.warmup);
 	if (o.build)
 		printf("  build: -j%u of %s (stopped at the window's end)\n", o.jobs, o.src);
 	if (n_life)
@@ -473,6 +477,37 @@ static int run(const char *dir)
 		perf = start_group(argv, plog);
 		sleep(2); /* its events open */
 	}
+	if (o.warmup > 0) {
+		/* The same workload, unmeasured: the agent meets its binaries (compilers,
+		 * the storm's programs) before the window, as an agent running for days
+		 * has; the build tree is cleaned again so the window rebuilds it all. */
+		uint64_t wend = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o.warmup * 1e9);
+		int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		bench_say("warm-up: %.0f s of the same workload, not measured", o.warmup);
+		if (o.build) {
+			char *argv[] = {"cmake", "--build", bdir, jobs, NULL};
+
+			build = start_group(argv, blog);
+		}
+		if (o.storm && devnull >= 0) {
+			storm_pid = fork();
+			if (storm_pid == 0)
+				storm_main(dir, wend, devnull);
+		}
+		while (!bench_interrupted && clock_ns(CLOCK_MONOTONIC) < wend)
+			sleep(1);
+		stop_group(build, SIGTERM);
+		build = 0;
+		if (storm_pid > 0)
+			waitpid(storm_pid, NULL, 0);
+		storm_pid = 0;
+		if (devnull >= 0)
+			close(devnull);
+		if (o.build)
+			bench_sh("cmake --build '%s' --target clean > /dev/null 2>&1", bdir);
+		agent_settle(&a);
+	}
 	if (o.perf_stages) {
 		char pids[128];
 		int k = 0;
@@ -585,6 +620,8 @@ static void usage(FILE *f)
 		"  churn workload: a parallel build of this repository and a fork/exec storm of\n"
 		"  short-lived Debian programs (docs/bench.md). Root.\n"
 		"  --seconds S        the window (default 60)\n"
+		"  --warmup S         run the workload S seconds before the window, unmeasured:\n"
+		"                     the cost of an agent that knows the binaries already\n"
 		"  --freq HZ          both profilers' rate (default 99)\n"
 		"  --stack_size B     cpa monitor --stack_size (default: cpa's)\n"
 		"  --jobs N           cmake --build -jN (default 2)\n"
@@ -604,6 +641,7 @@ int main(int argc, char **argv)
 {
 	enum {
 		O_NO_BUILD = 256,
+		O_WARMUP,
 		O_NO_STORM,
 		O_NO_PERF,
 		O_SRC,
@@ -615,6 +653,7 @@ int main(int argc, char **argv)
 	};
 	static const struct option lo[] = {
 		{"seconds", required_argument, NULL, 's'},
+		{"warmup", required_argument, NULL, O_WARMUP},
 		{"freq", required_argument, NULL, 'F'},
 		{"stack_size", required_argument, NULL, 'k'},
 		{"jobs", required_argument, NULL, 'j'},
@@ -645,6 +684,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 's':
 			o.seconds = strtod(optarg, NULL);
+			break;
+		case O_WARMUP:
+			o.warmup = strtod(optarg, NULL);
 			break;
 		case 'F':
 			o.freq = (unsigned int)strtoul(optarg, NULL, 10);
