@@ -619,36 +619,99 @@ static uint32_t le32(const uint8_t *p)
 }
 
 /*
- * .eh_frame is read (16 bytes per FDE are used) into one buffer kept across
- * loads, not a fresh allocation per binary: a fresh multi-MiB buffer is
- * page-faulted in and unmapped again for every binary (the faults cost
- * more than the copy on a small VM). Kept up to EF_KEEP; a larger one goes
- * after the load. Only the loading thread (symd's main loop) reads here.
+ * .eh_frame is read 16 bytes per FDE (length, CIE pointer, pc_begin,
+ * pc_range) through one window of EF_WIN bytes kept for the process's life,
+ * the FDEs visited in file order: the section goes through the same few
+ * cache-hot pages however large it is (cc1's is 2.3 MB, libLLVM's 4.9 MB),
+ * where a buffer of the section's size is page-faulted in and unmapped again
+ * for every binary (on a small VM the faults cost more than the copy). A
+ * memory image is read in place. Only the loading thread (symd's main loop)
+ * reads here.
  */
-#define EF_KEEP (1u << 20)
+#define EF_WIN (64u << 10)
 
-static uint8_t *ef_buf;
-static size_t ef_cap;
+struct efwin {
+	const struct elfsrc *src;
+	uint64_t off, size; /* the section in the file */
+	uint64_t lo, hi;    /* the window, section-relative */
+	const uint8_t *p;
+};
 
-static const uint8_t *ef_read(const struct elfsrc *src, uint64_t off, uint64_t size)
+static uint8_t ef_win_buf[EF_WIN + 64];
+
+/* The len bytes at rel in the section, or NULL. Windows share one buffer:
+ * one window is read at a time. */
+static const uint8_t *efwin__at(struct efwin *w, uint64_t rel, uint32_t len_needed)
 {
-	if (size > ef_cap) {
-		free(ef_buf);
-		ef_cap = 0;
-		ef_buf = malloc(size);
-		if (!ef_buf)
+	if (rel > w->size || w->size - rel < len_needed)
+		return NULL;
+	if (w->src->mem)
+		return w->src->mem + w->off + rel;
+	if (!w->p || rel < w->lo || rel + len_needed > w->hi) {
+		/* from rel's window start (EF_WIN-aligned), a little over so an
+		 * entry at the window's end is whole */
+		uint64_t lo = MIN(rel - rel % EF_WIN, rel), len;
+
+		if (rel + len_needed > lo + sizeof(ef_win_buf))
+			lo = rel;
+		len = MIN((uint64_t)sizeof(ef_win_buf), w->size - lo);
+		w->p = NULL;
+		if (elfsrc__read(w->src, w->off + lo, len, ef_win_buf) < 0)
 			return NULL;
-		ef_cap = size;
+		w->p = ef_win_buf;
+		w->lo = lo;
+		w->hi = lo + len;
 	}
-	return elfsrc__read(src, off, size, ef_buf) < 0 ? NULL : ef_buf;
+	return w->p + (rel - w->lo);
 }
 
-static void ef_release(void)
+struct fdepos {
+	uint32_t rel; /* the FDE's offset in .eh_frame */
+	uint32_t idx; /* its entry in the table being built */
+};
+
+/* pos in window order (a counting sort by rel / EF_WIN: FDEs of one window
+ * in any order); the table's order is the functions', which the section
+ * follows only in runs (hot, cold and startup text). */
+static int fdepos_bucket(struct fdepos **pos, uint32_t n, uint64_t size)
 {
-	if (ef_cap > EF_KEEP) {
-		free(ef_buf);
-		ef_buf = NULL;
-		ef_cap = 0;
+	uint32_t nb = (uint32_t)(size / EF_WIN) + 1, i;
+	_cleanup_free_ uint32_t *first = calloc((size_t)nb + 1, sizeof(*first));
+	struct fdepos *out;
+
+	if (!first)
+		return -ENOMEM;
+	out = malloc((size_t)n * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		first[(*pos)[i].rel / EF_WIN + 1]++;
+	for (i = 0; i < nb; i++)
+		first[i + 1] += first[i];
+	for (i = 0; i < n; i++)
+		out[first[(*pos)[i].rel / EF_WIN]++] = (*pos)[i];
+	free(*pos);
+	*pos = out;
+	return 0;
+}
+
+/* Each FDE's length, where its pc_begin (pcrel|sdata4) confirms the table
+ * entry that points at it; the others keep size 0. */
+static void fdes_read_sizes(struct symd_fde *v, struct fdepos **pos, uint32_t n, bool in_order,
+			    struct efwin *w, uint64_t efva, uint64_t base)
+{
+	if (!in_order && fdepos_bucket(pos, n, w->size) < 0)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct fdepos *q = &(*pos)[i];
+		const uint8_t *fde = efwin__at(w, q->rel, 16);
+		uint64_t fva = efva + q->rel;
+		struct symd_fde *f = &v[q->idx];
+
+		/* length (not 64-bit DWARF), CIE pointer, pc_begin, pc_range */
+		if (fde && le32(fde) != 0xffffffffu && le32(fde) >= 12 &&
+		    fva + 8 + (int64_t)(int32_t)le32(fde + 8) == base + f->start)
+			f->size = le32(fde + 12);
 	}
 }
 
@@ -662,14 +725,15 @@ static void ef_release(void)
  */
 static void symbin__read_fdes(struct symbin *b, const struct elfimg *e)
 {
-	_cleanup_free_ uint8_t *hdr = NULL;
 	_cleanup_free_ struct symd_fde *v = NULL;
-	uint64_t hoff = 0, hsize = 0, hva = 0, efva = 0, efoff = 0, efsize = 0, base = UINT64_MAX;
+	_cleanup_free_ struct fdepos *pos = NULL;
+	uint64_t hoff = 0, hsize = 0, hva = 0, efva = 0, base = UINT64_MAX;
+	struct efwin w = {.src = &e->src}, ht = {.src = &e->src};
+	const uint8_t *hdr, *ent;
 	uint64_t count, i;
-	const uint8_t *ef = NULL;
 	const Elf64_Shdr *s;
-	uint32_t n = 0, k;
-	bool sorted = true;
+	uint32_t n = 0, npos = 0, k;
+	bool sorted = true, pos_sorted = true;
 
 	for (k = 0; k < e->phnum; k++)
 		if (e->ph[k].p_type == PT_GNU_EH_FRAME) {
@@ -687,8 +751,12 @@ static void symbin__read_fdes(struct symbin *b, const struct elfimg *e)
 		base = MIN(base, b->loads[k].vaddr);
 	if (hsize < 12 || hsize > SYMD_MAX_EH_FRAME || base == UINT64_MAX)
 		return;
-	hdr = malloc(hsize);
-	if (!hdr || elfsrc__read(&e->src, hoff, hsize, hdr) < 0)
+	if (hoff > e->src.size || hsize > e->src.size - hoff)
+		return;
+	ht.off = hoff;
+	ht.size = hsize;
+	hdr = efwin__at(&ht, 0, 12);
+	if (!hdr)
 		return;
 	if (hdr[0] != 1 || (hdr[1] & 0x0f) != DW_EH_PE_sdata4 ||
 	    (hdr[2] != DW_EH_PE_udata4 && hdr[2] != DW_EH_PE_sdata4) ||
@@ -699,40 +767,42 @@ static void symbin__read_fdes(struct symbin *b, const struct elfimg *e)
 		return;
 	if ((hdr[1] & 0x70) == DW_EH_PE_pcrel)
 		efva = hva + 4 + (int64_t)(int32_t)le32(hdr + 4);
+	hdr = NULL; /* the window moves on */
 	s = elfimg__find(e, ".eh_frame");
 	if (efva && s && s->sh_addr == efva && s->sh_type != SHT_NOBITS &&
-	    !(s->sh_flags & SHF_COMPRESSED) && s->sh_size <= SYMD_MAX_EH_FRAME) {
-		efoff = s->sh_offset;
-		efsize = s->sh_size;
-		ef = ef_read(&e->src, efoff, efsize);
+	    !(s->sh_flags & SHF_COMPRESSED) && s->sh_size <= SYMD_MAX_EH_FRAME &&
+	    s->sh_offset <= e->src.size && s->sh_size <= e->src.size - s->sh_offset) {
+		w.off = s->sh_offset;
+		w.size = s->sh_size;
 	}
 	v = calloc(count, sizeof(*v));
-	if (!v) {
-		ef_release();
+	if (w.size)
+		pos = calloc(count, sizeof(*pos));
+	if (!v)
 		return;
-	}
 	for (i = 0; i < count; i++) {
-		uint64_t start = hva + (int64_t)(int32_t)le32(hdr + 12 + i * 8);
-		uint64_t fva = hva + (int64_t)(int32_t)le32(hdr + 16 + i * 8);
-		uint32_t size = 0;
+		uint64_t start, fva;
 
+		ent = efwin__at(&ht, 12 + i * 8, 8);
+		if (!ent)
+			return;
+		start = hva + (int64_t)(int32_t)le32(ent);
+		fva = hva + (int64_t)(int32_t)le32(ent + 4);
 		if (start < base || start - base > UINT32_MAX)
 			continue;
-		if (ef && fva >= efva && fva - efva + 16 <= efsize) {
-			const uint8_t *fde = ef + (fva - efva);
-
-			/* length (not 64-bit DWARF), CIE pointer, pc_begin, pc_range */
-			if (le32(fde) != 0xffffffffu && le32(fde) >= 12 &&
-			    fva + 8 + (int64_t)(int32_t)le32(fde + 8) == start)
-				size = le32(fde + 12);
+		if (pos && fva >= efva && fva - efva + 16 <= w.size) {
+			if (npos && pos[npos - 1].rel > fva - efva)
+				pos_sorted = false;
+			pos[npos++] = (struct fdepos){.rel = (uint32_t)(fva - efva), .idx = n};
 		}
 		if (n && v[n - 1].start > start - base)
 			sorted = false;
-		v[n++] = (struct symd_fde){.start = (uint32_t)(start - base), .size = size};
+		v[n++] = (struct symd_fde){.start = (uint32_t)(start - base)};
 	}
-	ef_release();
 	if (!n)
 		return;
+	if (npos)
+		fdes_read_sizes(v, &pos, npos, pos_sorted, &w, efva, base);
 	if (!sorted)
 		qsort(v, n, sizeof(*v), fde_cmp);
 	b->fdes = realloc(v, n * sizeof(*v));
