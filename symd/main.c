@@ -106,5 +106,6 @@ int main(int argc, char **argv)
 		.loop.drain_until_empty = true,
 	};
 
+	symd__heap_setup();
 	return daemon__main(&d, argc, argv);
 }

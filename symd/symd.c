@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@
 #define SYMD_KSYM_CHECK_NS  (5 * NSEC_PER_SEC)
 #define SYMD_JIT_RECHECK_NS NSEC_PER_SEC
 #define SYMD_LOSS_FLUSH_NS  NSEC_PER_SEC
+#define SYMD_HEAP_TRIM_NS   (10 * NSEC_PER_SEC) /* no binary loaded that long: trim */
 #define SYMD_MAX_STACK	    CPA_MAX_STACK_FRAMES
 #define SYMD_FRAME_NAME_MAX (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
 #define SYMD_PCC_BITS	    16	       /* at most 64 Ki slots (2 MiB) */
@@ -146,6 +148,9 @@ struct symd {
 	uint64_t intern_budget;
 	struct shm_loss_table loss; /* own drops, upstream losses not forwarded yet */
 	uint64_t loss_next_ns;
+	uint64_t heap_loads;	 /* bincache loads at the last look */
+	uint64_t heap_last_load; /* when they last grew */
+	bool heap_untrimmed;	 /* loads since the last malloc_trim() */
 	struct shm_rate rate;
 	uint64_t gauge_bytes;
 
@@ -1589,6 +1594,34 @@ static void symd__apply_cap(struct symd *s)
 	bins_rebudget(s);
 }
 
+/*
+ * A binary's load reads its tables into transient multi-MB buffers (cc1's
+ * .dynstr is 1.3 MB, libLLVM's 3 MB); main.c keeps glibc from mapping and
+ * unmapping each (symd__heap_setup()), so a burst of loads reuses pages that
+ * are already ours. Once no binary was loaded for SYMD_HEAP_TRIM_NS the free
+ * part of the heap goes back to the kernel.
+ */
+void symd__heap_setup(void)
+{
+	mallopt(M_MMAP_THRESHOLD, SYMD_HEAP_MMAP_MIN);
+	mallopt(M_TRIM_THRESHOLD, 2 * SYMD_HEAP_MMAP_MIN);
+}
+
+static void symd__heap_tick(struct symd *s, uint64_t now)
+{
+	struct bincache_stats bs;
+
+	bincache__stats(s->bins, &bs);
+	if (bs.loads != s->heap_loads) {
+		s->heap_loads = bs.loads;
+		s->heap_last_load = now;
+		s->heap_untrimmed = true;
+	} else if (s->heap_untrimmed && now - s->heap_last_load >= SYMD_HEAP_TRIM_NS) {
+		s->heap_untrimmed = false;
+		malloc_trim(0);
+	}
+}
+
 void symd__tick(struct symd *s, uint64_t now)
 {
 	uint8_t bid[CPA_BUILD_ID_MAX], blen;
@@ -1617,6 +1650,7 @@ void symd__tick(struct symd *s, uint64_t now)
 			ksyms_ensure(s);
 		}
 	}
+	symd__heap_tick(s, now);
 	symd__apply_cap(s);
 	symd__gauges(s);
 }

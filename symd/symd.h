@@ -266,6 +266,11 @@ int symd__batch(struct symd *s, unsigned int max_records);
 /* Periodic work: loss records, kallsyms reload check, gauges. now_ns is
  * CLOCK_MONOTONIC. */
 void symd__tick(struct symd *s, uint64_t now_ns);
+/* The process's malloc policy for binary loads (main.c, once): blocks up to
+ * SYMD_HEAP_MMAP_MIN come from the heap, which keeps up to twice that free
+ * at its top; symd__tick() trims it once loads stop. */
+#define SYMD_HEAP_MMAP_MIN (32u << 20)
+void symd__heap_setup(void);
 /* Before leaving: send the pending loss report, update the gauges. */
 void symd__finish(struct symd *s);
 /* True when output is held back for lack of room in the output ring. */
