@@ -448,6 +448,122 @@ START_TEST(test_ucache_forged_build_id)
 }
 END_TEST
 
+/*
+ * Mapping events of a file our own path leads to need no stat of
+ * /proc/PID/root/path each (bin_own_view()), and that shortcut must not let
+ * a file elsewhere that claims the build-id at the same path (a chroot's,
+ * seen first) become the binary of our path. Two fake /proc entries: pid
+ * 101's root is a scratch "chroot" holding a forged copy at the same
+ * absolute path, pid 102's root is ours.
+ */
+START_TEST(test_ucache_own_view_no_poisoning)
+{
+	static const uint8_t bid[20] = {0xfe, 0xed, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23,
+					0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x99};
+	char dir[] = "/tmp/test_ownview.XXXXXX", cmd[4096], lib[512], proc[512];
+	struct ucache_opts o = {.dead_grace_ns = 1000000000ull};
+	struct cpa_map_event ev = {0};
+	struct ucache *c;
+	struct uproc *p;
+	struct uloc l;
+	struct ubin *forged, *ours;
+	struct stat st;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(lib, sizeof(lib), "%s/lib/libown.so", dir);
+	snprintf(proc, sizeof(proc), "%s/proc", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s' && mkdir -p lib proc/101 proc/102 chroot'%s/lib' && "
+		 "printf 'void own_fn(void) { for (volatile int i = 0; i < 9; i++) ; }\\n' > a.c && "
+		 "printf 'void forged_fn(void) { for (volatile int i = 0; i < 7; i++) ; }\\n' > b.c && "
+		 "cc -O1 -shared -fPIC -Wl,--build-id=0xfeed456789abcdef0123456789abcdef01234599 "
+		 "-o lib/libown.so a.c && "
+		 "cc -O1 -shared -fPIC -Wl,--build-id=0xfeed456789abcdef0123456789abcdef01234599 "
+		 "-o 'chroot%s' b.c && "
+		 "ln -s '%s/chroot' proc/101/root && ln -s / proc/102/root",
+		 dir, dir, lib, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(stat(lib, &st), 0);
+
+	o.proc_root = proc;
+	ck_assert_int_eq(ucache__new(&o, &c), 0);
+	ev.kind = CPA_MAP_MMAP;
+	ev.len = 0x1000;
+	ev.pgoff = 0x1000;
+	ev.build_id_len = sizeof(bid);
+	memcpy(ev.build_id, bid, sizeof(bid));
+	ev.path_len = (uint16_t)strlen(lib);
+
+	/* The chroot's forgery first, then ours at the same path. */
+	ev.pid = 101;
+	ev.time_ns = 100;
+	ev.start = 0x10000000000;
+	ck_assert_int_eq(ucache__map_event(c, &ev, lib), 0);
+	ev.pid = 102;
+	ev.time_ns = 200;
+	ev.start = 0x20000000000;
+	ck_assert_int_eq(ucache__map_event(c, &ev, lib), 0);
+
+	p = ucache__proc(c, 101, 1);
+	ck_assert_ptr_nonnull(p);
+	p->sample_ns = 300;
+	ck_assert_int_eq(ucache__find(c, p, 0x10000000010, 1, &l), 0);
+	forged = l.bin;
+	ck_assert_ptr_nonnull(forged);
+	ck_assert_uint_ne(forged->ino, (uint64_t)st.st_ino);
+	ck_assert_uint_eq(forged->own_view_ns, 0);
+
+	p = ucache__proc(c, 102, 1);
+	ck_assert_ptr_nonnull(p);
+	p->sample_ns = 300;
+	ck_assert_int_eq(ucache__find(c, p, 0x20000000010, 2, &l), 0);
+	ours = l.bin;
+	ck_assert_ptr_ne(ours, forged);
+	ck_assert_uint_eq(ours->dev, (uint64_t)st.st_dev);
+	ck_assert_uint_eq(ours->ino, (uint64_t)st.st_ino);
+	ck_assert_uint_ne(ours->own_view_ns, 0);
+
+	/* Later mappings of our path, by either process: our file's binary,
+	 * never the forgery's. */
+	ev.time_ns = 400;
+	ev.start = 0x30000000000;
+	ck_assert_int_eq(ucache__map_event(c, &ev, lib), 0);
+	ev.pid = 101;
+	ev.time_ns = 500;
+	ev.start = 0x40000000000;
+	ck_assert_int_eq(ucache__map_event(c, &ev, lib), 0);
+	p = ucache__proc(c, 102, 1);
+	p->sample_ns = 600;
+	ck_assert_int_eq(ucache__find(c, p, 0x30000000010, 3, &l), 0);
+	ck_assert_ptr_eq(l.bin, ours);
+	p = ucache__proc(c, 101, 1);
+	p->sample_ns = 600;
+	ck_assert_int_eq(ucache__find(c, p, 0x40000000010, 4, &l), 0);
+	ck_assert_ptr_eq(l.bin, ours);
+
+	/* Our file replaced by another with the same build-id: once the
+	 * shortcut's second is up, a new mapping is the new file's. */
+	snprintf(cmd, sizeof(cmd), "cd '%s' && cp lib/libown.so lib/new.so && mv lib/new.so '%s'",
+		 dir, lib);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(stat(lib, &st), 0);
+	ck_assert_uint_ne(ours->ino, (uint64_t)st.st_ino);
+	ev.pid = 102;
+	ev.time_ns = 500 + 2000000000ull;
+	ev.start = 0x50000000000;
+	ck_assert_int_eq(ucache__map_event(c, &ev, lib), 0);
+	p = ucache__proc(c, 102, 1);
+	p->sample_ns = ev.time_ns + 100;
+	ck_assert_int_eq(ucache__find(c, p, 0x50000000010, 5, &l), 0);
+	ck_assert_ptr_ne(l.bin, ours);
+	ck_assert_uint_eq(l.bin->ino, (uint64_t)st.st_ino);
+	ucache__free(c);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *maphist_suite(void)
 {
 	Suite *s = suite_create("maphist");
@@ -462,6 +578,7 @@ static Suite *maphist_suite(void)
 	tcase_add_test(tc, test_pid_reuse);
 	tcase_add_test(tc, test_ucache_events_gone_process);
 	tcase_add_test(tc, test_ucache_forged_build_id);
+	tcase_add_test(tc, test_ucache_own_view_no_poisoning);
 	suite_add_tcase(s, tc);
 	return s;
 }

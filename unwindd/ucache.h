@@ -59,6 +59,9 @@ struct ubin {
 	bool cfi_tried;		 /* table build attempted: no retry */
 	bool gone;		 /* no way left to open it: deleted (or replaced) */
 	bool in_bids;		 /* in the build-id table */
+	/* Our own path to it led to this very file (dev + inode) at this
+	 * time (0: never): see bin_own_view(). */
+	uint64_t own_view_ns;
 	uint64_t ident_retry_ns; /* open failed (process gone): next try not before */
 	uint64_t cfi_retry_ns;
 	uint8_t build_id_len;
