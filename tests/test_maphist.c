@@ -472,16 +472,17 @@ START_TEST(test_ucache_own_view_no_poisoning)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(lib, sizeof(lib), "%s/lib/libown.so", dir);
 	snprintf(proc, sizeof(proc), "%s/proc", dir);
-	snprintf(cmd, sizeof(cmd),
-		 "set -e; cd '%s' && mkdir -p lib proc/101 proc/102 chroot'%s/lib' && "
-		 "printf 'void own_fn(void) { for (volatile int i = 0; i < 9; i++) ; }\\n' > a.c && "
-		 "printf 'void forged_fn(void) { for (volatile int i = 0; i < 7; i++) ; }\\n' > b.c && "
-		 "cc -O1 -shared -fPIC -Wl,--build-id=0xfeed456789abcdef0123456789abcdef01234599 "
-		 "-o lib/libown.so a.c && "
-		 "cc -O1 -shared -fPIC -Wl,--build-id=0xfeed456789abcdef0123456789abcdef01234599 "
-		 "-o 'chroot%s' b.c && "
-		 "ln -s '%s/chroot' proc/101/root && ln -s / proc/102/root",
-		 dir, dir, lib, dir);
+	snprintf(
+		cmd, sizeof(cmd),
+		"set -e; cd '%s' && mkdir -p lib proc/101 proc/102 chroot'%s/lib' && "
+		"printf 'void own_fn(void) { for (volatile int i = 0; i < 9; i++) ; }\\n' > a.c && "
+		"printf 'void forged_fn(void) { for (volatile int i = 0; i < 7; i++) ; }\\n' > b.c && "
+		"cc -O1 -shared -fPIC -Wl,--build-id=0xfeed456789abcdef0123456789abcdef01234599 "
+		"-o lib/libown.so a.c && "
+		"cc -O1 -shared -fPIC -Wl,--build-id=0xfeed456789abcdef0123456789abcdef01234599 "
+		"-o 'chroot%s' b.c && "
+		"ln -s '%s/chroot' proc/101/root && ln -s / proc/102/root",
+		dir, dir, lib, dir);
 	ck_assert_int_eq(system(cmd), 0);
 	ck_assert_int_eq(stat(lib, &st), 0);
 

@@ -919,8 +919,7 @@ static bool own_view_is(const struct ubin *b, const char *path, uint32_t path_le
 	return stat(buf, &sb) == 0 && sb.st_dev == b->dev && sb.st_ino == b->ino;
 }
 
-static struct ubin *bin_own_view(struct ucache *c, const struct cpa_map_event *ev,
-				 const char *path)
+static struct ubin *bin_own_view(struct ucache *c, const struct cpa_map_event *ev, const char *path)
 {
 	struct ubin *b;
 

@@ -54,11 +54,11 @@ struct ubin {
 	uint32_t refs;	   /* umaps pointing here */
 	uint64_t last_use; /* ns, for LRU eviction */
 	/* Identity, filled at the first resolved pc (ucache__find). */
-	bool identified;	 /* build-id read (or the file has none) */
-	bool def_sent;		 /* MODULE record emitted in this epoch (as it is now) */
-	bool cfi_tried;		 /* table build attempted: no retry */
-	bool gone;		 /* no way left to open it: deleted (or replaced) */
-	bool in_bids;		 /* in the build-id table */
+	bool identified; /* build-id read (or the file has none) */
+	bool def_sent;	 /* MODULE record emitted in this epoch (as it is now) */
+	bool cfi_tried;	 /* table build attempted: no retry */
+	bool gone;	 /* no way left to open it: deleted (or replaced) */
+	bool in_bids;	 /* in the build-id table */
 	/* Our own path to it led to this very file (dev + inode) at this
 	 * time (0: never): see bin_own_view(). */
 	uint64_t own_view_ns;
