@@ -17,14 +17,14 @@ static int run(struct shm_arena *a, struct shm_stage *st)
 {
 	struct capture *c = NULL;
 	int r, timeout_ms = CAP_POLL_FLOW_MS;
-	uint64_t now, last;
+	uint64_t now, last, flushed;
 
 	shm_stage__heartbeat(st);
 	r = capture__new(a, st, &daemon_term, &c);
 	if (r < 0)
 		goto out;
 	shm_stage__set_state(st, SHM_STATE_RUNNING);
-	now = last = clock_ns(CLOCK_MONOTONIC);
+	now = last = flushed = clock_ns(CLOCK_MONOTONIC);
 	while (!daemon_term && shm_stage__cmd(st) != SHM_CMD_STOP) {
 		shm_stage__heartbeat(st);
 		/* Never sleep past the once-a-second tick: it stamps the
@@ -40,8 +40,12 @@ static int run(struct shm_arena *a, struct shm_stage *st)
 		r = capture__tick(c, now);
 		if (r < 0)
 			goto out;
-		/* About to sleep: unwindd gets this batch now, in one wakeup. */
-		capture__flush(c);
+		/* About to sleep: unwindd gets the batch period's samples in
+		 * one wakeup (more than its wake_bytes woke it already). */
+		if (now - flushed >= SHM_BATCH_MS * NSEC_PER_MSEC / 4 * 3) {
+			capture__flush(c);
+			flushed = now;
+		}
 	}
 	r = capture__finish(c, daemon_term);
 out:

@@ -99,6 +99,18 @@ struct shm_stage_loop {
 #define SHM_ORPHAN_DRAIN_NS (5 * NSEC_PER_SEC)
 
 /*
+ * The pipeline's batch period while samples flow: capture wakes unwindd at
+ * most about this often (shm_ring__flush_sp() at a tick at least 3/4 of it
+ * after the last), unwindd wakes symd once per batch it takes, and their own
+ * deadlines while records flow lie past it. More input than a consumer's
+ * wake_bytes wakes it sooner. A wakeup costs 135-220 us of CPU on the VMs we
+ * run on (docs/pipeline.md): at 49 Hz on 2 CPUs one wakeup per stage per
+ * second was half the pipeline's cost per sample. The storer writes a block
+ * every 5 s, so nothing a reader sees is later than before.
+ */
+#define SHM_BATCH_MS 2000
+
+/*
  * Mark the stage RUNNING and loop until SIGTERM (*term) or, under DRAIN,
  * until the input is done. 0 then, or the first hard -errno of batch or of
  * the wait (-EBADMSG: corrupt input ring). Leaves the state to the caller.

@@ -17,15 +17,15 @@
 /*
  * Adaptive deadline: every wakeup costs ~135 us of CPU on a busy 2-CPU VM
  * (220 us idle), whatever it finds. While samples flow unwindd wakes us
- * once per batch it passes on (a second's worth: shm_ring__flush_sp()), or
+ * once per batch it passes on (SHM_BATCH_MS's worth: shm_ring__flush_sp()), or
  * a burst does (SYMD_WAKE_BYTES, at most half the ring), or a kick (DRAIN);
  * SYMD_WAIT_MIN_MS is only the fallback. A deadline that passes doubles it
  * up to SYMD_WAIT_MAX_MS, within a quarter of the monitor's hang timeout.
  * The storer is not woken per batch: it has nothing to do before its
  * block's deadline, and the records wait in ring 2.
  */
-#define SYMD_WAIT_MIN_MS   1500 /* deadline while records flow */
-#define SYMD_WAIT_MAX_MS   4000 /* heartbeat and loss flush */
+#define SYMD_WAIT_MIN_MS   (SHM_BATCH_MS + 500) /* deadline while records flow */
+#define SYMD_WAIT_MAX_MS   4000			/* heartbeat and loss flush */
 #define SYMD_WAKE_BYTES	   (64u << 10)
 #define SYMD_HELD_SLEEP_MS 10 /* output held: the storer is behind */
 #define SYMD_HEARTBEAT_NS  (200 * NSEC_PER_MSEC)

@@ -15,8 +15,8 @@
  * Input wait. Each wakeup costs ~135 us of CPU on a busy 2-CPU VM of the
  * kind we run on (220 us idle), as much as unwinding dozens of samples, so
  * unwindd wakes once per capture batch: capture wakes it when it goes to
- * sleep with records in ring 0 (shm_ring__flush_sp(), once a second while
- * samples flow), and we wake symd the same way (.loop.wake_next). A burst
+ * sleep with records in ring 0 (shm_ring__flush_sp(), once per SHM_BATCH_MS
+ * while samples flow), and we wake symd the same way (.loop.wake_next). A burst
  * wakes us sooner (WAKE_BYTES, ~150 samples with 8 KiB stacks, at most an
  * eighth of the ring so that capture keeps room for a poll's samples).
  * WAIT_MS is only the fallback while records flow; when a wait brought
@@ -24,7 +24,7 @@
  * monitor's hang timeout (the heartbeat; 2.5 s by default).
  */
 #define WAKE_BYTES   (1024u * 1024)
-#define WAIT_MS	     1500
+#define WAIT_MS	     (SHM_BATCH_MS + 500)
 #define WAIT_IDLE_MS 4000
 #define HEARTBEAT_NS (250 * NSEC_PER_MSEC)
 /* DICT_RESET must precede everything; while symd is slow or down and ring 1
