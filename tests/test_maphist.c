@@ -236,6 +236,46 @@ START_TEST(test_exit_and_sweep)
 }
 END_TEST
 
+/* Entries that ended at different times leave at the sweep past each one's
+ * end (the sweep skips a process whose earliest end is not past the
+ * horizon: that bound must follow each sweep and each new end). */
+START_TEST(test_sweep_each_end_in_turn)
+{
+	struct maphist *h = hist_new();
+	struct umap a = file_map(0x1000, 0x2000, 0, 0), b = file_map(0x1000, 0x2000, 0, 1),
+		    c = file_map(0x1000, 0x2000, 0, 2), keep = file_map(0x8000, 0x9000, 0, 3);
+
+	ck_assert_int_eq(maphist__mmap(h, 5, 100, &keep), 0);
+	ck_assert_int_eq(maphist__mmap(h, 5, 100, &a), 0);
+	ck_assert_int_eq(maphist__mmap(h, 5, 3000, &b), 0); /* a ends at 3000 */
+	ck_assert_int_eq(maphist__mmap(h, 5, 6000, &c), 0); /* b ends at 6000 */
+	ck_assert_uint_eq(maphist__nr_maps(h, 5), 4);
+	maphist__sweep(h, 4000, 2000); /* horizon 2000: nothing ended before */
+	ck_assert_uint_eq(maphist__nr_maps(h, 5), 4);
+	ck_assert_int_eq(at(h, 5, 0x1000, 2500), 0);
+	maphist__sweep(h, 5500, 2000); /* horizon 3500: a goes */
+	ck_assert_uint_eq(maphist__nr_maps(h, 5), 3);
+	ck_assert_int_eq(bins[0].refs, 0);
+	ck_assert_int_eq(at(h, 5, 0x1000, 4000), 1);
+	maphist__sweep(h, 7000, 2000); /* horizon 5000: b stays (ends at 6000) */
+	ck_assert_uint_eq(maphist__nr_maps(h, 5), 3);
+	ck_assert_int_eq(at(h, 5, 0x1000, 5500), 1);
+	maphist__sweep(h, 8500, 2000); /* horizon 6500: b goes */
+	ck_assert_uint_eq(maphist__nr_maps(h, 5), 2);
+	ck_assert_int_eq(bins[1].refs, 0);
+	/* An exec ends the rest; the image of before leaves once past it. */
+	ck_assert_int_eq(maphist__exec(h, 5, 9000), 0);
+	maphist__sweep(h, 10000, 2000);
+	ck_assert_uint_eq(maphist__nr_maps(h, 5), 2);
+	ck_assert_int_eq(at(h, 5, 0x8000, 8999), 3);
+	maphist__sweep(h, 11500, 2000);
+	ck_assert_int_eq(bins[2].refs, 0);
+	ck_assert_int_eq(bins[3].refs, 0);
+	ck_assert_int_eq(at(h, 5, 0x8000, 8999), -1);
+	maphist__free(h);
+}
+END_TEST
+
 /* A pid reused by a new process (fork into it): samples of the old process
  * still see its mappings, samples of the new one its own. */
 START_TEST(test_pid_reuse)
@@ -576,6 +616,7 @@ static Suite *maphist_suite(void)
 	tcase_add_test(tc, test_exec_storm_window);
 	tcase_add_test(tc, test_fork_inherits);
 	tcase_add_test(tc, test_exit_and_sweep);
+	tcase_add_test(tc, test_sweep_each_end_in_turn);
 	tcase_add_test(tc, test_pid_reuse);
 	tcase_add_test(tc, test_ucache_events_gone_process);
 	tcase_add_test(tc, test_ucache_forged_build_id);

@@ -26,6 +26,11 @@ struct mh_proc {
 	struct mh_map *maps;
 	uint64_t exec_ns; /* the latest exec known; 0 = none */
 	uint64_t dead_ns; /* exit seen; 0 = alive */
+	/* No entry ends before this (MH_FOREVER: none has ended): the sweep
+	 * passes a process whose history has nothing to drop without reading
+	 * its entries (hundreds of processes, a hundred entries each, four
+	 * sweeps a second). */
+	uint64_t min_to;
 };
 
 struct maphist {
@@ -90,12 +95,22 @@ static struct mh_proc *get(struct maphist *h, uint32_t pid)
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	p->min_to = MH_FOREVER;
 	s = slot(h, pid);
 	p->hnext = h->procs[s];
 	h->procs[s] = p;
 	h->n_procs++;
 	h->bytes += sizeof(*p);
 	return p;
+}
+
+/* Every end time an entry gets goes through here (min_to). */
+static void end_at(struct mh_proc *p, struct mh_map *e, uint64_t t, bool exec)
+{
+	e->t_to = t;
+	e->exec_end = exec;
+	if (t < p->min_to)
+		p->min_to = t;
 }
 
 static void entry_drop(struct maphist *h, struct mh_map *e)
@@ -142,8 +157,7 @@ static int push(struct maphist *h, struct mh_proc *p, const struct umap *m, uint
 	e = &p->maps[p->n++];
 	e->m = *m;
 	e->t_from = from;
-	e->t_to = to;
-	e->exec_end = false;
+	end_at(p, e, to, false);
 	if (m->bin && h->ref)
 		h->ref(h->ctx, m->bin, +1);
 	return 0;
@@ -199,8 +213,7 @@ static int insert(struct maphist *h, struct mh_proc *p, uint64_t t, const struct
 		/* In force at t: it ends now; what lies outside m goes on. */
 		old = e->m;
 		old_to = e->t_to;
-		e->t_to = t;
-		e->exec_end = false;
+		end_at(p, e, t, false);
 		if (old.start < m->start) {
 			r = push(h, p, (struct umap[]){piece(&old, old.start, m->start)}, t,
 				 old_to);
@@ -236,10 +249,8 @@ static void end_all(struct mh_proc *p, uint64_t t, bool exec)
 	uint32_t i;
 
 	for (i = 0; i < p->n; i++)
-		if (p->maps[i].t_from < t && p->maps[i].t_to > t) {
-			p->maps[i].t_to = t;
-			p->maps[i].exec_end = exec;
-		}
+		if (p->maps[i].t_from < t && p->maps[i].t_to > t)
+			end_at(p, &p->maps[i], t, exec);
 }
 
 int maphist__exec(struct maphist *h, uint32_t pid, uint64_t t)
@@ -384,15 +395,20 @@ void maphist__sweep(struct maphist *h, uint64_t now, uint64_t grace_ns)
 				proc_free(h, p);
 				continue;
 			}
-			for (j = 0, k = 0; j < p->n; j++) {
-				if (p->maps[j].t_to < horizon)
-					entry_drop(h, &p->maps[j]);
-				else
+			if (p->min_to < horizon) {
+				p->min_to = MH_FOREVER;
+				for (j = 0, k = 0; j < p->n; j++) {
+					if (p->maps[j].t_to < horizon) {
+						entry_drop(h, &p->maps[j]);
+						continue;
+					}
+					p->min_to = MIN(p->min_to, p->maps[j].t_to);
 					p->maps[k++] = p->maps[j];
+				}
+				p->n = k;
+				p->last_hit = 0;
 			}
-			p->n = k;
-			p->last_hit = 0;
-			if (!k && p->exec_ns < horizon)
+			if (!p->n && p->exec_ns < horizon)
 				proc_free(h, p); /* nothing left to answer with */
 		}
 	}
