@@ -587,6 +587,44 @@ START_TEST(test_index_matches_table)
 }
 END_TEST
 
+/* An index that built chunks and then went a whole period without a build
+ * drops the file pages (once), and builds after the drop read the file again
+ * and answer like the whole table. */
+START_TEST(test_index_drop_quiet)
+{
+	_cleanup_close_ int fd = open(LIBC, O_RDONLY | O_CLOEXEC);
+	struct cfi_table *t = NULL;
+	struct cfi_index *x = NULL;
+	const struct cfi_table *c;
+	uint64_t s1, s2;
+	size_t bad = 0;
+	uint32_t w;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(cfi_table__build(fd, -1, &t), 0);
+	ck_assert_int_eq(cfi_index__build(fd, -1, &x), 0);
+	ck_assert(!cfi_index__drop_quiet(x)); /* nothing built yet */
+	cfi_table__row(t, cfi_table__rows(t) / 4, &s1, NULL, NULL);
+	cfi_table__row(t, cfi_table__rows(t) / 4 * 3, &s2, NULL, NULL);
+	ck_assert_uint_ne(s1 >> 16, s2 >> 16); /* two chunks apart */
+	w = index_lookup(x, s1, &c, &bad);
+	ck_assert_ptr_nonnull(c);
+	ck_assert(same_rule(t, cfi_table__lookup(t, s1), c, w));
+	ck_assert(!cfi_index__drop_quiet(x)); /* a build in this period */
+	ck_assert(cfi_index__drop_quiet(x));  /* quiet since: dropped */
+	ck_assert(!cfi_index__drop_quiet(x)); /* nothing new to drop */
+	w = index_lookup(x, s2, &c, &bad);
+	ck_assert_ptr_nonnull(c);
+	ck_assert(same_rule(t, cfi_table__lookup(t, s2), c, w));
+	ck_assert(!cfi_index__drop_quiet(x));
+	ck_assert(cfi_index__drop_quiet(x));
+	ck_assert_uint_eq(bad, 0);
+	ck_assert(!cfi_index__drop_quiet(NULL));
+	cfi_index__free(x);
+	cfi_table__free(t);
+}
+END_TEST
+
 /* A file cut short under the index's mapping (rewritten in place): no crash,
  * no more tables from it. */
 START_TEST(test_index_truncated)
@@ -1424,6 +1462,7 @@ static Suite *cfi_suite(bool walks, bool vdso)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_index_matches_table);
 	tcase_add_test(tc, test_index_truncated);
+	tcase_add_test(tc, test_index_drop_quiet);
 	suite_add_tcase(s, tc);
 
 	if (!walks)

@@ -1319,7 +1319,9 @@ struct cfi_index {
 	uint32_t *key;
 	struct cfi_table **chunk; /* NULL: not built yet; CHUNK_NONE: no rows there */
 	uint32_t n_built;
-	bool stale; /* the file shrank under our mapping: no more builds */
+	uint32_t built_at_drop; /* n_built when the file pages were last dropped */
+	uint32_t built_at_look; /* n_built at the last cfi_index__drop_quiet() */
+	bool stale;		/* the file shrank under our mapping: no more builds */
 	size_t bytes;
 };
 
@@ -1404,11 +1406,12 @@ static int index_add_section(struct cfi_index *x, const struct section *s, const
 	return 0;
 }
 
-static void index_drop_pages(const struct cfi_index *x)
+static void index_drop_pages(struct cfi_index *x)
 {
 	for (unsigned int i = 0; i < 2; i++)
 		if (x->map[i])
 			madvise(x->map[i], x->map_len[i], MADV_DONTNEED);
+	x->built_at_drop = x->n_built;
 }
 
 /*
@@ -1758,6 +1761,19 @@ int cfi_index__table(struct cfi_index *x, uint64_t file_off, const struct cfi_ta
 		index_drop_pages(x);
 	*ret = t;
 	return 0;
+}
+
+bool cfi_index__drop_quiet(struct cfi_index *x)
+{
+	bool quiet;
+
+	if (!x)
+		return false;
+	quiet = x->n_built != x->built_at_drop && x->n_built == x->built_at_look;
+	if (quiet)
+		index_drop_pages(x);
+	x->built_at_look = x->n_built;
+	return quiet;
 }
 
 size_t cfi_index__bytes(const struct cfi_index *x)

@@ -12,6 +12,7 @@
 #ifndef CPA_UNWINDD_CFI_H
 #define CPA_UNWINDD_CFI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +60,14 @@ int cfi_index__table(struct cfi_index *x, uint64_t file_off, const struct cfi_ta
 void cfi_index__free(struct cfi_index *x);
 /* Heap bytes: the index, the chunks built so far, inflated sections. */
 size_t cfi_index__bytes(const struct cfi_index *x);
+/*
+ * Called at a steady period: when chunks were built before the previous
+ * call and none since, drop the file pages those builds read from our page
+ * tables (the 16-build drop leaves up to 15 builds' pages of a binary that
+ * then goes quiet: hundreds of KiB of PSS each for the large ones). true
+ * when pages were dropped.
+ */
+bool cfi_index__drop_quiet(struct cfi_index *x);
 /* Chunks built so far, and in all. */
 void cfi_index__chunks(const struct cfi_index *x, uint32_t *ret_built, uint32_t *ret_total);
 

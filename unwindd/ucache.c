@@ -34,6 +34,7 @@
 #define BIDS_SLOTS	 1024			 /* build-id table: chains are fine past this */
 #define HIST_GRACE_NS	 (5 * IDENT_RETRY_NS)	 /* floor of the history's grace */
 #define BIN_IDLE_SCAN_NS (10ull * 1000000000ull) /* idle_bins() at most this often */
+#define QUIET_PAGES_NS	 (2ull * 1000000000ull)	 /* quiet_pages(): a build-free period */
 
 /* An unwind index shared by every binary with the same build-id whose file
  * (and debug file) is the same inode, e.g. one known by dev + inode and by
@@ -85,7 +86,8 @@ struct ucache {
 	struct umap *tmp;
 	uint32_t tmp_cap;
 	uint64_t last_sweep_ns;
-	uint64_t last_idle_ns; /* idle_bins() */
+	uint64_t last_idle_ns;	/* idle_bins() */
+	uint64_t last_quiet_ns; /* quiet_pages() */
 };
 
 static void cnt(struct ucache *c, unsigned int idx, uint64_t n)
@@ -1193,6 +1195,13 @@ static void idle_bins(struct ucache *c, uint64_t now_ns)
 				bin_drop_cfi(c, b);
 }
 
+/* The file pages of indexes that built chunks and went quiet since. */
+static void quiet_pages(struct ucache *c)
+{
+	for (struct ucfi *f = c->cfis; f; f = f->next)
+		(void)cfi_index__drop_quiet(f->index);
+}
+
 void ucache__sweep(struct ucache *c, uint64_t now_ns)
 {
 	uint32_t i;
@@ -1216,6 +1225,10 @@ void ucache__sweep(struct ucache *c, uint64_t now_ns)
 	/* Samples trail their mapping events by up to a poll or two: keep an
 	 * ended mapping a little longer than queued samples can be old. */
 	maphist__sweep(c->mh, c->hist_now, MAX(c->o.dead_grace_ns, HIST_GRACE_NS));
+	if (now_ns - c->last_quiet_ns >= QUIET_PAGES_NS) {
+		quiet_pages(c);
+		c->last_quiet_ns = now_ns;
+	}
 	if (now_ns - c->last_idle_ns >= BIN_IDLE_SCAN_NS) {
 		idle_bins(c, now_ns);
 		c->last_idle_ns = now_ns;
