@@ -285,6 +285,8 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 	if (!now_ns)
 		now_ns = clock_ns(CLOCK_MONOTONIC);
 	r = symbin__load(c->paths, ref, &b);
+	if (r == 0)
+		c->stats.loaded++;
 	if (r == 0 && b->refused) {
 		c->stats.rejected++;
 		log_warn("refused the MiniDebugInfo of ELF '%s' (pid %u): expands past its cap",

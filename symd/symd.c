@@ -118,6 +118,7 @@ struct symd {
 	char dcache[CPA_PATH_MAX + 16];
 	struct bincache_stats bin_seen; /* last values turned into counters */
 	uint64_t bins_loads_seen;
+	uint64_t bins_loaded_seen; /* bincache loads that gave a binary: pcc_gen */
 	struct symbin *vdso;
 	bool vdso_tried;
 	struct ksyms ks;
@@ -906,8 +907,14 @@ static struct symbin *umod_bin(struct symd *s, struct umod *m)
 	bincache__stats(s->bins, &after);
 	if (after.loads != s->bins_loads_seen) {
 		s->bins_loads_seen = after.loads;
-		s->pcc_gen++; /* a retried binary may now answer earlier misses */
 		shm_stage__heartbeat(s->st);
+	}
+	/* A binary that failed before may now answer earlier misses. A failed
+	 * attempt changes no answer: under churn most attempts are binaries
+	 * already gone, and each bump empties the whole pc cache. */
+	if (after.loaded != s->bins_loaded_seen) {
+		s->bins_loaded_seen = after.loaded;
+		s->pcc_gen++;
 	}
 	return b;
 }

@@ -150,6 +150,7 @@ struct bincache_stats {
 	uint64_t rejected;
 	uint64_t open_fail;
 	uint64_t loads;		/* load attempts (each may take up to SYMD_BIN_TIME_NS) */
+	uint64_t loaded;	/* ... of them that gave a binary */
 	uint64_t bid_conflicts; /* files loaded whose build-id another one with other symbols has */
 };
 int bincache__new(uint64_t budget, const struct symd_paths *paths, struct bincache **ret);
