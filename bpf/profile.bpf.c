@@ -205,7 +205,8 @@ static __always_inline __u64 ustack_want(struct task_struct *task, __u64 sp, boo
  * sample here. We only follow an rbp that points into the stack above sp
  * and grows, so non-FP code ends the chain for free.
  */
-#define FP_MAX_SPAN (8ull << 20) /* a frame pointer this far above sp is not one */
+#define FP_MAX_SPAN   (8ull << 20) /* a frame pointer this far above sp is not one */
+#define USER_ADDR_END (1ull << 47) /* x86-64 user code is below this (4-level paging) */
 
 static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, struct bpf_dynptr *d, __u64 copied)
 {
@@ -767,18 +768,21 @@ int BPF_PROG(cpa_exit, struct task_struct *p)
  * path but for fill_sample().
  *
  * One stash entry per (thread, place): the stack the thread had when it
- * blocked there. A place is the state, user ip/sp/bp and the words that may
- * be return addresses among the 64 stack bytes above sp, hashed into the key.
+ * blocked there. A place is the state and user ip/sp/bp, hashed into the key,
+ * and the return addresses among the 64 stack bytes above sp: which words
+ * those are is decided once, when the entry's stack is built, and only they
+ * must match later (a timestamp or heap pointer a caller keeps there changes
+ * at every block and would make every block a new place).
  * sched_switch, prev side: the entry of the place it blocks at is found or
- * created; only a new entry (or a hash collision) builds the stack (the
- * thread is current here, so its user memory is readable). Then acct_ns =
+ * created; only a new entry (or another place with the same key) builds the
+ * stack (the thread is current here, so its user memory is readable). Then acct_ns =
  * now marks it blocked and offcpu_cur remembers the place for the wake-up.
  * next side: acct_ns is taken (xchg to 0) and the span acct_ns..now, if the
  * block passes the min/max filter, is added to pending_ns. cpa_offcpu_flush
  * (run by capture just after every wall-clock second and at stop) emits, per
  * entry, the pending ns plus the span so far of a thread still blocked there
  * (moving acct_ns to now with a compare-and-swap), and deletes entries idle
- * for ten seconds. A thread that blocks at a few places 10000 times a
+ * for ten seconds (two for a place used once). A thread that blocks at a few places 10000 times a
  * second costs a few records a second; one blocked for an hour has a record
  * in every second.
  */
@@ -790,8 +794,9 @@ const volatile __u32 offcpu_rec_size = sizeof(struct cpa_bpf_offcpu); /* cpa_bpf
 
 /* tp_btf programs see two frames of their own on the kernel stack: the
  * program and bpf_trace_run4. */
-#define OFFCPU_KSKIP	    2
-#define OFFCPU_IDLE_FLUSHES 10 /* an entry idle this many flushes in a row is deleted */
+#define OFFCPU_KSKIP	     2
+#define OFFCPU_IDLE_FLUSHES  10 /* an entry idle this many flushes in a row is deleted */
+#define OFFCPU_IDLE_ONE_SHOT 2	/* ... one used once only (e.g. a preemption at some ip) */
 
 struct offcpu_key {
 	__u32 tid;
@@ -904,13 +909,20 @@ static __always_inline bool offcpu_len_ok(__u64 len)
 	return len >= offcpu_min_ns && (!offcpu_max_ns || len <= offcpu_max_ns);
 }
 
-/* Where a task blocks: its user ip/sp/bp and the words above sp that may be
- * return addresses (a loop counter or a pointer into the stack changes from
- * one block to the next at the same place). */
+/* Where a task blocks: its user ip/sp/bp (the key's hash) and the words
+ * above sp, among which the return addresses tell two callers apart that
+ * reach one ip with one sp and bp. Per CPU: too big for the BPF stack. */
 struct offcpu_place {
 	__u64 ip, sp, bp;
-	__u64 words[8];
+	__u64 words[CPA_BPF_PLACE_WORDS];
 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_place);
+} offcpu_place_buf SEC(".maps");
 
 static __always_inline __u64 offcpu_place(struct task_struct *task, char letter,
 					  struct offcpu_place *pl)
@@ -921,17 +933,63 @@ static __always_inline __u64 offcpu_place(struct task_struct *task, char letter,
 	pl->ip = BPF_CORE_READ(ur, ip);
 	pl->sp = BPF_CORE_READ(ur, sp);
 	pl->bp = BPF_CORE_READ(ur, bp);
-	if (kernel_only || bpf_probe_read_user(pl->words, sizeof(pl->words), (const void *)pl->sp))
-		__builtin_memset(pl->words, 0, sizeof(pl->words));
-	for (int i = 0; i < 8; i++)
-		if (pl->words[i] < (1ull << 32) ||
-		    pl->words[i] - (pl->sp - FP_MAX_SPAN) < 2 * FP_MAX_SPAN)
-			pl->words[i] = 0;
+	__builtin_memset(pl->words, 0, sizeof(pl->words));
+	if (!kernel_only &&
+	    bpf_probe_read_user(pl->words, sizeof(pl->words), (const void *)pl->sp) < 0) {
+		/* The stack's last page: the words up to its end. */
+		__u32 n = 4096 - (pl->sp & 4095);
+
+		if (n < sizeof(pl->words)) /* (a failed read zeroes its buffer) */
+			bpf_probe_read_user(pl->words, n, (const void *)pl->sp);
+	}
 	h = (h ^ pl->ip) * 0x100000001b3ull;
 	h = (h ^ pl->sp) * 0x100000001b3ull;
 	h = (h ^ pl->bp) * 0x100000001b3ull;
-	for (int i = 0; i < 8; i++)
-		h = (h ^ pl->words[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/*
+ * Whether a stack word is a return address: a user address (not a small
+ * integer, not a pointer into this stack) just after a call instruction
+ * (x86-64: e8 rel32, or ff /2 of 2 to 7 bytes: call *reg, *(mem), *disp(mem),
+ * *rip+disp32, *table(,idx,8)). Reads 8 bytes of code, so it runs only when
+ * an entry's stack is built; a data word that passes by chance (under 1 %)
+ * costs a rebuild when it changes, never a wrong stack. A global function:
+ * the verifier checks it once, not once per word and path.
+ */
+__noinline int ret_addr_like(__u64 v, __u64 sp)
+{
+	__u8 b[8];
+
+	if (v < (1ull << 32) || v >= USER_ADDR_END || v - (sp - FP_MAX_SPAN) < 2 * FP_MAX_SPAN)
+		return 0;
+	if (bpf_probe_read_user(b, sizeof(b), (const void *)(v - 8)))
+		return 0;
+	if (b[3] == 0xe8)
+		return 1;
+	for (int k = 2; k <= 7; k++)
+		if (b[8 - k] == 0xff && ((b[9 - k] >> 3) & 7) == 2)
+			return 1;
+	return 0;
+}
+
+static __always_inline __u32 offcpu_place_mask(const struct offcpu_place *pl)
+{
+	__u32 mask = 0;
+
+	for (int i = 0; i < CPA_BPF_PLACE_WORDS; i++)
+		if (ret_addr_like(pl->words[i], pl->sp))
+			mask |= 1u << i;
+	return mask;
+}
+
+/* The key of a second place at one ip/sp/bp (offcpu_block()). */
+static __always_inline __u64 offcpu_place_alt(__u64 h, __u32 mask, const struct offcpu_place *pl)
+{
+	h = (h ^ 0x9e3779b97f4a7c15ull) * 0x100000001b3ull;
+	for (int i = 0; i < CPA_BPF_PLACE_WORDS; i++)
+		if (mask & (1u << i))
+			h = (h ^ pl->words[i]) * 0x100000001b3ull;
 	return h;
 }
 
@@ -941,8 +999,8 @@ static __always_inline bool offcpu_same_place(const struct cpa_bpf_offcpu *e, ch
 	if (e->type != CPA_BPF_REC_OFFCPU || e->state != letter || e->s.regs.ip != pl->ip ||
 	    e->s.regs.sp != pl->sp || e->s.regs.bp != pl->bp)
 		return false;
-	for (int i = 0; i < 8; i++)
-		if (e->place[i] != pl->words[i])
+	for (int i = 0; i < CPA_BPF_PLACE_WORDS; i++)
+		if ((e->place_mask & (1u << i)) && e->place[i] != pl->words[i])
 			return false;
 	return true;
 }
@@ -953,7 +1011,7 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 	__u64 id = bpf_get_current_pid_tgid(), p, now, *cur;
 	__u32 tgid = id >> 32, tid = (__u32)id, zkey = 0;
 	struct offcpu_key key = {.tid = tid};
-	struct offcpu_place pl;
+	struct offcpu_place *pl;
 	struct cpa_bpf_offcpu *e;
 	char comm[CPA_BPF_COMM_LEN];
 	char letter = 0;
@@ -978,8 +1036,18 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 			return;
 	}
 
-	key.place = offcpu_place(prev, letter, &pl);
+	pl = bpf_map_lookup_elem(&offcpu_place_buf, &zkey);
+	if (!pl)
+		return;
+	key.place = offcpu_place(prev, letter, pl);
 	e = bpf_map_lookup_elem(&offcpu_stash, &key);
+	if (e && !offcpu_same_place(e, letter, pl)) {
+		/* Another caller reaching this ip with this sp and bp: its own
+		 * entry, keyed by its words where the first one's return
+		 * addresses are (two callers alternating must not rebuild). */
+		key.place = offcpu_place_alt(key.place, e->place_mask, pl);
+		e = bpf_map_lookup_elem(&offcpu_stash, &key);
+	}
 	if (!e) {
 		zero = bpf_map_lookup_elem(&offcpu_zero, &zkey);
 		if (!zero)
@@ -992,12 +1060,13 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 		}
 	}
 	now = bpf_ktime_get_boot_ns();
-	if (!offcpu_same_place(e, letter, &pl)) {
+	if (!offcpu_same_place(e, letter, pl)) {
 		/* New entry, or another place with the same hash: what the old
 		 * one gathered goes out before it is overwritten. */
 		p = __sync_lock_test_and_set(&e->pending_ns, 0);
 		if (p)
 			offcpu_emit(e, p, now, false, 0, submit_flags());
+		stat_inc(CPA_BPF_STAT_OFFCPU_BUILD);
 		/* Odd gen while rewriting: a flush copying meanwhile drops its copy. */
 		__sync_fetch_and_add(&e->gen, 1);
 		e->type = CPA_BPF_REC_OFFCPU;
@@ -1006,11 +1075,15 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, bo
 		bpf_get_current_comm(comm, sizeof(comm));
 		fill_sample(ctx, &e->s, NULL, sample_want(prev, NULL, false, tgid, tid), prev, NULL,
 			    false, OFFCPU_KSKIP, tgid, tid, comm, CPA_BPF_KIND_OFFCPU, 0);
-		__builtin_memcpy(e->place, pl.words, sizeof(pl.words));
+		__builtin_memcpy(e->place, pl->words, sizeof(pl->words));
+		e->place_mask = offcpu_place_mask(pl);
+		e->uses = 0;
 		__sync_fetch_and_add(&e->gen, 1);
 	}
 	e->start_ns = now;
 	e->idle = 0;
+	if (e->uses < 2)
+		e->uses++;
 	/* Published last: from here on the thread counts as blocked. */
 	__sync_lock_test_and_set(&e->acct_ns, now);
 	cur = bpf_map_lookup_elem(&offcpu_cur, &tid);
@@ -1091,8 +1164,12 @@ static long offcpu_flush_one(struct bpf_map *map, struct offcpu_key *key, struct
 		/* Idle for OFFCPU_IDLE_FLUSHES seconds: forget the place (its
 		 * thread may be gone). Not sooner: a block that looked the entry
 		 * up just before the delete would write into a freed element,
-		 * which the hash map may hand out again at once. */
-		if (!from && ++e->idle >= OFFCPU_IDLE_FLUSHES)
+		 * which the hash map may hand out again at once. A place used
+		 * once (a CPU-bound thread preempted at some ip, a short-lived
+		 * process) is unlikely to come back: it goes after a second,
+		 * or such places would hold a 38 KiB entry each for ten. */
+		if (!from &&
+		    ++e->idle >= (e->uses > 1 ? OFFCPU_IDLE_FLUSHES : OFFCPU_IDLE_ONE_SHOT))
 			bpf_map_delete_elem(map, key);
 		return 0;
 	}
@@ -1107,6 +1184,6 @@ int cpa_offcpu_flush(void *ctx)
 {
 	__u64 now = bpf_ktime_get_boot_ns();
 
-	bpf_for_each_map_elem(&offcpu_stash, offcpu_flush_one, &now, 0);
-	return 0;
+	/* The entries walked: capture's offcpu_places gauge. */
+	return bpf_for_each_map_elem(&offcpu_stash, offcpu_flush_one, &now, 0);
 }

@@ -110,7 +110,8 @@ enum cpa_bpf_stat {
 	CPA_BPF_STAT_OFFCPU_LOST,    /* off-CPU record not recorded: ring buffer full */
 	CPA_BPF_STAT_OFFCPU_NOSTASH, /* blocked thread not tracked: stash map full */
 	CPA_BPF_STAT_OFFCPU_TORN,    /* partial flush dropped: the thread blocked anew meanwhile */
-	CPA_BPF_STAT_PRODUCED, /* on-CPU/probe samples past the filters: submitted or RB_LOST */
+	CPA_BPF_STAT_PRODUCED,	   /* on-CPU/probe samples past the filters: submitted or RB_LOST */
+	CPA_BPF_STAT_OFFCPU_BUILD, /* off-CPU stack built into the stash: a new place */
 	CPA_BPF_STAT_MAX,
 };
 
@@ -176,9 +177,11 @@ struct cpa_bpf_task {
 /*
  * Off-CPU (CPA_BPF_REC_OFFCPU): a header, then the blocked thread's stack as
  * an ordinary sample built at sched_switch when it blocked. The same layout is
- * the value of the "offcpu_stash" map (one per blocked thread, by tid), from
- * which the record is copied when the thread runs again or at a flush.
+ * the value of the "offcpu_stash" map (one per thread and place), from which
+ * the record is copied when the thread runs again or at a flush.
  */
+#define CPA_BPF_PLACE_WORDS 32 /* stack words above sp a place compares: 256 bytes */
+
 enum cpa_bpf_offcpu_state_bit {
 	CPA_BPF_OFFCPU_R = 1u << 0, /* preempted (runnable) */
 	CPA_BPF_OFFCPU_S = 1u << 1, /* interruptible sleep */
@@ -186,17 +189,19 @@ enum cpa_bpf_offcpu_state_bit {
 };
 
 struct cpa_bpf_offcpu {
-	__u32 type;	 /* CPA_BPF_REC_OFFCPU */
-	__u32 state;	 /* 'R', 'S' or 'D' */
-	__u64 weight_ns; /* blocked ns this record accounts for (ends at s.time_ns) */
-	__u64 acct_ns;	 /* stash: boot ns accounted up to while blocked, 0 = running */
-	__u64 gen;	 /* stash: odd while the stack is being rewritten */
-	__u64 start_ns;	 /* boot ns the block started */
+	__u32 type;	  /* CPA_BPF_REC_OFFCPU */
+	__u32 state;	  /* 'R', 'S' or 'D' */
+	__u64 weight_ns;  /* blocked ns this record accounts for (ends at s.time_ns) */
+	__u64 acct_ns;	  /* stash: boot ns accounted up to while blocked, 0 = running */
+	__u64 gen;	  /* stash: odd while the stack is being rewritten */
+	__u64 start_ns;	  /* boot ns the block started */
+	__u32 place_mask; /* stash: which place[] words are return addresses (bit i) */
+	__u32 idle;	  /* stash: flushes in a row that found nothing to send */
+	__u32 uses;	  /* stash: blocks at this place since its stack was built, up to 2 */
 	__u32 _pad0;
-	__u32 idle;		 /* stash: flushes in a row that found nothing to send */
-	__u64 pending_ns;	 /* stash: ns of ended blocks at this place not yet emitted */
-	__u64 place[8];		 /* stash: the words above regs.sp that may be return addresses */
-	struct cpa_bpf_sample s; /* s.time_ns = end of the span, s.stack as usual */
+	__u64 pending_ns; /* stash: ns of ended blocks at this place not yet emitted */
+	__u64 place[CPA_BPF_PLACE_WORDS]; /* stash: words above regs.sp when the stack was built */
+	struct cpa_bpf_sample s;	  /* s.time_ns = end of the span, s.stack as usual */
 };
 
 _Static_assert(sizeof(struct cpa_bpf_regs) == 168, "cpa_bpf_regs layout (pt_regs)");
@@ -205,7 +210,7 @@ _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 256, "cpa_bp
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1272, "cpa_bpf_sample ufp");
 _Static_assert(sizeof(struct cpa_bpf_sample) == 2288, "cpa_bpf_sample fixed part");
 _Static_assert(sizeof(struct cpa_bpf_task) == 40, "cpa_bpf_task layout");
-_Static_assert(__builtin_offsetof(struct cpa_bpf_offcpu, s) == 120, "cpa_bpf_offcpu layout");
+_Static_assert(__builtin_offsetof(struct cpa_bpf_offcpu, s) == 320, "cpa_bpf_offcpu layout");
 
 /* Most bytes one sample takes in the BPF ring buffer for a given stack_size. */
 static inline __u32 cpa_bpf_sample_size(__u32 stack_size)

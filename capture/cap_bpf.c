@@ -205,7 +205,7 @@ int cap_bpf__offcpu_flush(struct cap_bpf *b)
 		return 0;
 	if (bpf_prog_test_run_opts(bpf_program__fd(b->skel->progs.cpa_offcpu_flush), &t) < 0)
 		return -errno;
-	return 0;
+	return (int)t.retval;
 }
 
 /* Load only the probe programs some spec needs; none are auto-attached. */

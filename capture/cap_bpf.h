@@ -64,7 +64,8 @@ int cap_bpf__wait(struct cap_bpf *b, int timeout_ms);
 /* Detach everything: no new records after this returns. */
 void cap_bpf__detach(struct cap_bpf *b);
 /* Emit the blocked time so far of every thread still off-CPU (once a second
- * and at stop); 0 when off-CPU is off. */
+ * and at stop). Returns the stash entries (places) it walked, 0 when off-CPU
+ * is off. */
 int cap_bpf__offcpu_flush(struct cap_bpf *b);
 
 /* Trigger policies (docs/metrics.md). tgid's enum cpa_bpf_policy_flag set

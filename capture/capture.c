@@ -258,6 +258,7 @@ static void stats_sync(struct capture *c)
 			   clock_ns(CLOCK_REALTIME));
 	shm_stage__cnt_add(c->st, CAP_CNT_OFFCPU_UNTRACKED,
 			   d[CPA_BPF_STAT_OFFCPU_NOSTASH] + d[CPA_BPF_STAT_OFFCPU_TORN]);
+	shm_stage__cnt_add(c->st, CAP_CNT_OFFCPU_BUILDS, d[CPA_BPF_STAT_OFFCPU_BUILD]);
 	shm_stage__cnt_add(c->st, CAP_CNT_PRODUCED, d[CPA_BPF_STAT_PRODUCED]);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_SYNCED, now[CPA_BPF_STAT_PRODUCED]);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_TICK_NS, clock_kernel_ns(CLOCK_MONOTONIC));
@@ -411,7 +412,9 @@ static void offcpu_flush(struct capture *c)
 	if (r < 0) {
 		shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
 		log_warn_errno(r, "flush off-CPU spans: %m");
+		return;
 	}
+	shm_stage__cnt_set(c->st, CAP_CNT_OFFCPU_PLACES, (uint64_t)r);
 }
 
 static int setup_perf(struct capture *c, const struct cap_bpf_opts *o)

@@ -46,6 +46,8 @@ enum capture_counter {
 	 * generation's last sample to the next one's attach, at the rate it
 	 * had): a LOSS record of this reason marks the hole. */
 	CAP_CNT_DOWN_EST,
+	CAP_CNT_OFFCPU_BUILDS, /* BPF: off-CPU stacks built (a block at a new place) */
+	CAP_CNT_OFFCPU_PLACES, /* gauge: off-CPU stash entries at the last flush */
 	CAP_CNT_MAX_,
 };
 

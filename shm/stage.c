@@ -57,6 +57,7 @@ const char *shm_counter_name(enum shm_stage_id id, unsigned int idx)
 		"gen_acct_done", "gen_acct_next",    "gen_acct_head",
 		"gen_carry",	 "gen_bpf_synced",   "gen_tick_ns",
 		"gen_rate",	 "gen_pinned",	     "not_sampled_while_down",
+		"offcpu_builds", "offcpu_places",
 	};
 	static const char *const unwindd[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 		"frames",	"stop_end",	 "stop_no_map",	 "stop_no_cfi",

@@ -579,8 +579,9 @@ END_TEST
 
 /* ---- off-CPU ---- */
 
-enum { OFF_SLEEP, OFF_PIPE, OFF_MUTEX, OFF_FSYNC, OFF_PATHS };
-static const char *const off_names[OFF_PATHS] = {"sleep", "pipe", "mutex", "fsync"};
+enum { OFF_SLEEP, OFF_PIPE, OFF_MUTEX, OFF_FSYNC, OFF_TWIN_A, OFF_TWIN_B, OFF_PATHS };
+static const char *const off_names[OFF_PATHS] = {"sleep", "pipe",   "mutex",
+						 "fsync", "twin_a", "twin_b"};
 
 struct offcpu_seen {
 	double ns[OFF_PATHS];	  /* weight on stacks through wl_block_<name> */
@@ -638,13 +639,16 @@ static void offcpu_of(const char *prof, struct offcpu_seen *o)
 /*
  * Off-CPU with known blocking (tests/workload/offcpu.c): nanosleep ~30 % and
  * a pipe read ~20 % of their threads' time, two threads contending a mutex,
- * fdatasync, and a thread preempted by a hog on its CPU. The workload times
- * each blocking call with CLOCK_MONOTONIC. Checked: each path's share of the
- * off-CPU time of the three (sleep, pipe, mutex) within 3 points of the
- * truth, their ns summing to the truth within 5 %, the states (S for the
- * three, D for fdatasync on a disk filesystem, R for the preempted thread),
- * and --kind: the default export of an --offcpu run is its off-CPU samples,
- * --kind on its on-CPU ones.
+ * fdatasync, a thread preempted by a hog on its CPU, and a thread sleeping
+ * in turn through two callers that reach nanosleep with the same sp. The
+ * workload times each blocking call with CLOCK_MONOTONIC. Checked: each
+ * path's share of the off-CPU time of the three (sleep, pipe, mutex) within
+ * 3 points of the truth, their ns summing to the truth within 5 %, the two
+ * callers told apart (each one's share within 3 points), the states (S for
+ * the three, D for fdatasync on a disk filesystem, R for the preempted
+ * thread), blocks at one place aggregated (`cpa ctl status`: fewer stack
+ * builds than half the blocks), and --kind: the default export of an
+ * --offcpu run is its off-CPU samples, --kind on its on-CPU ones.
  */
 START_TEST(test_e2e_offcpu)
 {
@@ -653,7 +657,8 @@ START_TEST(test_e2e_offcpu)
 	char *wargv[] = {wl, "--seconds", secs, "--dir", store, NULL};
 	char *margv[] = {cpa,  "monitor", "--store_dir", store, "--offcpu",
 			 "-p", pid_s,	  "--duration",	 "10",	NULL};
-	double truth[OFF_PATHS] = {0}, t3 = 0, s3 = 0;
+	char *ctlargv[] = {cpa, "ctl", "status", "--store_dir", store, NULL};
+	double truth[OFF_PATHS] = {0}, t3 = 0, s3 = 0, calls = 0, builds;
 	struct offcpu_seen o;
 	struct range r;
 	struct statfs fs;
@@ -681,7 +686,6 @@ START_TEST(test_e2e_offcpu)
 	close(in);
 	out = slurp_fd(outfd);
 	ck_assert_int_eq(wait_exit(w, NULL), 0);
-	ck_assert_int_eq(wait_exit(mon, NULL), 0);
 	for (int i = 0; i < OFF_PATHS; i++) {
 		char key[32];
 
@@ -689,8 +693,24 @@ START_TEST(test_e2e_offcpu)
 		p = strstr(out, key);
 		ck_assert_msg(p, "no '%s' in workload output: %s", key, out);
 		truth[i] = strtod(p + strlen(key), NULL);
+		snprintf(key, sizeof(key), "calls %s ", off_names[i]);
+		p = strstr(out, key);
+		ck_assert_msg(p, "no '%s' in workload output: %s", key, out);
+		calls += strtod(p + strlen(key), NULL);
 	}
 	free(out);
+	/* The monitor runs on for a few seconds: what has it cost so far? */
+	{
+		int rc;
+
+		out = run(ctlargv, &rc);
+		ck_assert_msg(rc == 0, "cpa ctl status exited %d: %s", rc, out);
+		p = strstr(out, "offcpu_builds=");
+		ck_assert_msg(p, "no offcpu_builds in cpa ctl status: %s", out);
+		builds = strtod(p + strlen("offcpu_builds="), NULL);
+		free(out);
+	}
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
 
 	show_range(store, &r);
 	prof = show_all(store, &r); /* default: off-CPU, as the run recorded it */
@@ -706,6 +726,7 @@ START_TEST(test_e2e_offcpu)
 			o.state[i][2]);
 	fprintf(stderr, "e2e offcpu: three paths truth %.3fs seen %.3fs, %ld lines\n", t3 / 1e9,
 		s3 / 1e9, o.lines);
+	fprintf(stderr, "e2e offcpu: %.0f stack builds for %.0f timed blocks\n", builds, calls);
 	ck_assert_msg(o.lines > 0 && o.unmarked == 0, "%ld of %ld lines without a state marker",
 		      o.unmarked, o.lines);
 	ck_assert_msg(s3 >= 0.95 * t3 && s3 <= 1.05 * t3, "off-CPU ns %.0f vs blocked %.0f", s3,
@@ -718,6 +739,21 @@ START_TEST(test_e2e_offcpu)
 		ck_assert_msg(o.state[i][1], "%s: no S marker", off_names[i]);
 	}
 	ck_assert_msg(o.pinned_r, "no R marker on the preempted thread");
+	/* Two callers at one ip/sp/bp: told apart by their return addresses. */
+	{
+		double seen = o.ns[OFF_TWIN_A] / (o.ns[OFF_TWIN_A] + o.ns[OFF_TWIN_B] + 1),
+		       real = truth[OFF_TWIN_A] / (truth[OFF_TWIN_A] + truth[OFF_TWIN_B]);
+
+		ck_assert_msg(seen - real < 0.03 && real - seen < 0.03,
+			      "twin_a share seen %.3f vs measured %.3f (twin_b seen %.0f ns)", seen,
+			      real, o.ns[OFF_TWIN_B]);
+	}
+	/* Blocks at a place seen before add their ns to its entry; only a new
+	 * place builds a stack. Every block building one (e.g. a word that
+	 * changes at each block taken for part of the place) costs a stack
+	 * copy per context switch. */
+	ck_assert_msg(builds < calls / 2, "%.0f off-CPU stack builds for %.0f blocks", builds,
+		      calls);
 	/* Blocked time inside fdatasync cannot exceed the time spent in it. */
 	ck_assert_msg(o.ns[OFF_FSYNC] <= 1.05 * truth[OFF_FSYNC],
 		      "fdatasync off-CPU %.0f ns > %.0f", o.ns[OFF_FSYNC], truth[OFF_FSYNC]);

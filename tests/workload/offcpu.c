@@ -11,11 +11,15 @@
  *   wl_mutex:  two threads, each wl_block_mutex: lock a shared mutex, hold
  *              it spinning 2 ms, unlock, spin 1 ms                     (S)
  *   wl_fsync:  write 4 KiB to a file and wl_block_fsync: fdatasync it (D)
+ *   wl_twin:   sleeps 1 ms through wl_block_twin_a, then 2 ms through
+ *              wl_block_twin_b, in turn: both reach nanosleep through
+ *              wl_twin_wait with the same sp, only their return addresses
+ *              tell them apart                                          (S)
  *   wl_pinned: spins in wl_pinned_spin on CPU 0, next to a hog thread
  *              pinned there too, so both are preempted                 (R)
  * Each blocking call is timed with CLOCK_MONOTONIC around it, and at exit
- * the program prints "block <name> <ns>" per path: the truth the profiler's
- * off-CPU weights are compared with.
+ * the program prints "block <name> <ns>" and "calls <name> <n>" per path:
+ * the truth the profiler's off-CPU weights are compared with.
  *
  * --pingpong: two threads bounce a byte over a pair of pipes as fast as they
  * can for --seconds S (context-switch heavy) and print "loops N".
@@ -38,11 +42,12 @@
 
 #define WL_FN __attribute__((noinline, noclone))
 
-enum { B_SLEEP, B_PIPE, B_MUTEX, B_FSYNC, B_MAX };
-static const char *const block_names[B_MAX] = {"sleep", "pipe", "mutex", "fsync"};
+enum { B_SLEEP, B_PIPE, B_MUTEX, B_FSYNC, B_TWIN_A, B_TWIN_B, B_MAX };
+static const char *const block_names[B_MAX] = {"sleep", "pipe",	  "mutex",
+					       "fsync", "twin_a", "twin_b"};
 
 static atomic_int stop;
-static _Atomic uint64_t block_ns[B_MAX];
+static _Atomic uint64_t block_ns[B_MAX], block_calls[B_MAX];
 static pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
 static int req_pipe[2], rep_pipe[2];
 static const char *dir = "/tmp";
@@ -50,6 +55,7 @@ static const char *dir = "/tmp";
 static void add_since(int b, uint64_t t0)
 {
 	atomic_fetch_add(&block_ns[b], clock_ns(CLOCK_MONOTONIC) - t0);
+	atomic_fetch_add(&block_calls[b], 1);
 }
 
 WL_FN static void wl_spin(uint64_t ns)
@@ -180,6 +186,46 @@ static void *fsync_main(void *arg)
 	return NULL;
 }
 
+WL_FN static int wl_twin_wait(long ns)
+{
+	struct timespec ts = {.tv_nsec = ns};
+
+	return nanosleep(&ts, NULL);
+}
+
+/* Not tail calls (the asm after them): each stays on the stack. */
+WL_FN static int wl_block_twin_a(void)
+{
+	int r = wl_twin_wait(1000 * 1000);
+
+	__asm__ volatile("" ::: "memory");
+	return r;
+}
+
+WL_FN static int wl_block_twin_b(void)
+{
+	int r = wl_twin_wait(2000 * 1000);
+
+	__asm__ volatile("" ::: "memory");
+	return r;
+}
+
+static void *twin_main(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "wl_twin");
+	while (!atomic_load(&stop)) {
+		uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+
+		wl_block_twin_a();
+		add_since(B_TWIN_A, t0);
+		t0 = clock_ns(CLOCK_MONOTONIC);
+		wl_block_twin_b();
+		add_since(B_TWIN_B, t0);
+	}
+	return NULL;
+}
+
 static void pin_cpu0(void)
 {
 	cpu_set_t set;
@@ -253,8 +299,8 @@ static int run_pingpong(double seconds)
 
 int main(int argc, char **argv)
 {
-	void *(*fns[])(void *) = {sleep_main, pipe_main,  feeder_main, mutex_main,
-				  mutex_main, fsync_main, pinned_main, hog_main};
+	void *(*fns[])(void *) = {sleep_main, pipe_main,   feeder_main, mutex_main, mutex_main,
+				  fsync_main, pinned_main, hog_main,	twin_main};
 	pthread_t th[sizeof(fns) / sizeof(fns[0])];
 	double seconds = 4.0;
 	bool pingpong = false, wait_go = true;
@@ -298,7 +344,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
 		pthread_join(th[i], NULL);
 	for (int b = 0; b < B_MAX; b++)
-		printf("block %s %llu\n", block_names[b],
-		       (unsigned long long)atomic_load(&block_ns[b]));
+		printf("block %s %llu\ncalls %s %llu\n", block_names[b],
+		       (unsigned long long)atomic_load(&block_ns[b]), block_names[b],
+		       (unsigned long long)atomic_load(&block_calls[b]));
 	return 0;
 }
