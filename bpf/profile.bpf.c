@@ -769,20 +769,21 @@ int BPF_PROG(cpa_exit, struct task_struct *p)
  *
  * One stash entry per (thread, place): the stack the thread had when it
  * blocked there. A place is the state and user ip/sp/bp, hashed into the key,
- * and the return addresses among the 64 stack bytes above sp: which words
+ * and the return addresses among the 256 stack bytes above sp: which words
  * those are is decided once, when the entry's stack is built, and only they
  * must match later (a timestamp or heap pointer a caller keeps there changes
  * at every block and would make every block a new place).
  * sched_switch, prev side: the entry of the place it blocks at is found or
  * created; only a new entry (or another place with the same key) builds the
- * stack (the thread is current here, so its user memory is readable). Then acct_ns =
- * now marks it blocked and offcpu_cur remembers the place for the wake-up.
- * next side: acct_ns is taken (xchg to 0) and the span acct_ns..now, if the
- * block passes the min/max filter, is added to pending_ns. cpa_offcpu_flush
- * (run by capture just after every wall-clock second and at stop) emits, per
- * entry, the pending ns plus the span so far of a thread still blocked there
- * (moving acct_ns to now with a compare-and-swap), and deletes entries idle
- * for ten seconds (two for a place used once). A thread that blocks at a few places 10000 times a
+ * stack (the thread is current here, so its user memory is readable). Then
+ * acct_ns = now marks it blocked and offcpu_cur remembers the place for the
+ * wake-up. next side: acct_ns is taken (xchg to 0) and the span
+ * acct_ns..now, if the block passes the min/max filter, is added to
+ * pending_ns. cpa_offcpu_flush (run by capture just after every wall-clock
+ * second and at stop) emits, per entry, the pending ns plus the span so far
+ * of a thread still blocked there (moving acct_ns to now with a
+ * compare-and-swap), and deletes entries idle for ten seconds (two for a
+ * place used once). A thread that blocks at a few places 10000 times a
  * second costs a few records a second; one blocked for an hour has a record
  * in every second.
  */
