@@ -328,8 +328,11 @@ int ovh_cpa_export(const char *cpa, const char *store, const char *out)
 			to += 86400; /* over midnight */
 		n = (unsigned long)to - (unsigned long)from + 1;
 	}
-	snprintf(cmd, sizeof(cmd), "'%s' show --read '%s' -n %lu --no_env -o '%s' >/dev/null 2>&1",
-		 cpa, store, n, out);
+	/* On-CPU samples only: an --offcpu run exports its off-CPU ones by
+	 * default, whose counts are ns. */
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' show --read '%s' -n %lu --no_env --kind on -o '%s' >/dev/null 2>&1", cpa,
+		 store, n, out);
 	r = system(cmd);
 	return r == 0 ? 0 : -EIO;
 }
