@@ -103,7 +103,7 @@ static double pprof_cum(const char *top, const char *fn)
 		free(line);
 		l = eol ? eol + 1 : NULL;
 	}
-	ck_abort_msg("%s not in pprof -top:\n%s", fn, top);
+	ck_abort_msg("%s not in pprof -top:\n%.1500s", fn, top);
 	return 0;
 }
 
@@ -137,7 +137,7 @@ static void pc_locations(const char *raw, const char *lib, const char *fn)
 	free(o);
 	o = cmd_out(&rc, "readelf -lW '%s' | awk '$1 == \"LOAD\" && / E / {print $2, $3}'", lib);
 	ck_assert_msg(sscanf(o, "%llx %llx", &off, &addr) == 2 && off == addr,
-		      "text of %s not at file offset == vaddr: %s", lib, o);
+		      "text of %s not at file offset == vaddr: %.1500s", lib, o);
 	free(o);
 	/* "27: 0x1a000000000/0x1b000000000/0x0 /path/libcpawl-fp.so BUILDID [FN]" */
 	ck_assert_ptr_nonnull(p);
@@ -207,7 +207,7 @@ static int first_tod_n(int *ret_n)
 	char *o = cmd_out(&rc, "%s/cpa show --read %s --show_range", bin, dir);
 	const char *p = strstr(o, "From [ ");
 
-	ck_assert_msg(rc == 0 && p, "show_range: %s", o);
+	ck_assert_msg(rc == 0 && p, "show_range: %.1500s", o);
 	ck_assert_int_eq(
 		sscanf(p, "From [ %d:%d:%d%*[.0-9] ] to [ %d:%d:%d", &h, &m, &s, &h1, &m1, &s1), 6);
 	free(o);
@@ -222,7 +222,7 @@ static void export(int from, int n, const char *out, const char *extra)
 		cmd_out(&rc, "%s/cpa show --read %s -B %02d:%02d:%02d -n %d -o %s/%s %s", bin, dir,
 			from / 3600, from / 60 % 60, from % 60, n, dir, out, extra ? extra : "");
 
-	ck_assert_msg(rc == 0 && strstr(o, "Write  [ "), "cpa show -o %s: %s", out, o);
+	ck_assert_msg(rc == 0 && strstr(o, "Write  [ "), "cpa show -o %s: %.1500s", out, o);
 	free(o);
 }
 
@@ -263,7 +263,7 @@ START_TEST(test_export_real_run)
 
 	/* pprof -top: the same share (default sample type cpu/nanoseconds). */
 	top = cmd_out(&rc, "go tool pprof -top -nodecount=200 %s/all.pb.gz 2>&1", dir);
-	ck_assert_msg(rc == 0, "pprof -top: %s", top);
+	ck_assert_msg(rc == 0, "pprof -top: %.1500s", top);
 	share = pprof_cum(top, "wl_lib_spin");
 	fprintf(stderr, "export e2e: wl_lib_spin folded %.2f%%, pprof %.2f%%\n", fshare, share);
 	ck_assert_msg(share > fshare - 0.5 && share < fshare + 0.5, "pprof %.2f%% vs folded %.2f%%",
@@ -305,12 +305,13 @@ START_TEST(test_export_real_run)
 	export(t0, 5, "a.pb.gz", NULL);
 	export(t0 + 5, n_all - 5, "b.pb.gz", NULL);
 	o = cmd_out(&rc, "go tool pprof -top -diff_base %s/a.pb.gz %s/b.pb.gz 2>&1", dir, dir);
-	ck_assert_msg(rc == 0 && strstr(o, "wl_lib_spin"), "pprof -diff_base: %s", o);
+	ck_assert_msg(rc == 0 && strstr(o, "wl_lib_spin"), "pprof -diff_base (rc %d): %.1500s", rc,
+		      o);
 	free(o);
 
 	/* SVG: well-formed, the hot frame's share in its titles */
 	o = cmd_out(&rc, "xmllint --noout %s/all.svg 2>&1", dir);
-	ck_assert_msg(rc == 0, "xmllint: %s", o);
+	ck_assert_msg(rc == 0, "xmllint: %.1500s", o);
 	free(o);
 	svg = cmd_out(&rc, "cat %s/all.svg", dir);
 	{
@@ -354,20 +355,20 @@ START_TEST(test_export_real_run)
 	free(o);
 	o = cmd_out(&rc, "grep -E 'Uncaught|SyntaxError|TypeError|ReferenceError' %s/chromium.log",
 		    dir);
-	ck_assert_msg(rc == 1, "script errors in Chromium:\n%s", o);
+	ck_assert_msg(rc == 1, "script errors in Chromium:\n%.1500s", o);
 	free(o);
 
 	/* --split_path: the window as a new store; its folded export is the same file */
 	o = cmd_out(&rc, "%s/cpa show --read %s -B %02d:%02d:%02d -n 4 --split_path %s/split", bin,
 		    dir, (t0 + 2) / 3600, (t0 + 2) / 60 % 60, (t0 + 2) % 60, dir);
-	ck_assert_msg(rc == 0 && strstr(o, "Split "), "split: %s", o);
+	ck_assert_msg(rc == 0 && strstr(o, "Split "), "split: %.1500s", o);
 	free(o);
 	export(t0 + 2, 4, "window.prof", NULL);
 	o = cmd_out(&rc,
 		    "%s/cpa show --read %s/split -B %02d:%02d:%02d -n 4 -o %s/split.prof && "
 		    "cmp %s/window.prof %s/split.prof",
 		    bin, dir, (t0 + 2) / 3600, (t0 + 2) / 60 % 60, (t0 + 2) % 60, dir, dir, dir);
-	ck_assert_msg(rc == 0, "split store reads back differently: %s", o);
+	ck_assert_msg(rc == 0, "split store reads back differently: %.1500s", o);
 	free(o);
 
 	free(prof);
@@ -517,11 +518,11 @@ START_TEST(test_export_diff_switch)
 		&rc,
 		"go tool pprof -top -sample_index=samples -diff_base %s/base.pb.gz %s/new.pb.gz 2>&1",
 		dir, dir);
-	ck_assert_msg(rc == 0, "pprof -diff_base: %s", o);
+	ck_assert_msg(rc == 0, "pprof -diff_base: %.1500s", o);
 	{
 		double cum = pprof_cum(o, "wl_path_b");
 
-		ck_assert_msg(cum > 0, "wl_path_b did not grow in pprof -diff_base:\n%s", o);
+		ck_assert_msg(cum > 0, "wl_path_b did not grow in pprof -diff_base:\n%.1500s", o);
 	}
 	free(o);
 	free(p0);
