@@ -934,13 +934,14 @@ static __always_inline __u64 offcpu_place(struct task_struct *task, char letter,
 	pl->ip = BPF_CORE_READ(ur, ip);
 	pl->sp = BPF_CORE_READ(ur, sp);
 	pl->bp = BPF_CORE_READ(ur, bp);
-	__builtin_memset(pl->words, 0, sizeof(pl->words));
-	if (!kernel_only &&
-	    bpf_probe_read_user(pl->words, sizeof(pl->words), (const void *)pl->sp) < 0) {
-		/* The stack's last page: the words up to its end. */
+	if (kernel_only) {
+		__builtin_memset(pl->words, 0, sizeof(pl->words));
+	} else if (bpf_probe_read_user(pl->words, sizeof(pl->words), (const void *)pl->sp) < 0) {
+		/* A failed read zeroes its buffer. The stack's last page: the
+		 * words up to its end. */
 		__u32 n = 4096 - (pl->sp & 4095);
 
-		if (n < sizeof(pl->words)) /* (a failed read zeroes its buffer) */
+		if (n < sizeof(pl->words))
 			bpf_probe_read_user(pl->words, n, (const void *)pl->sp);
 	}
 	h = (h ^ pl->ip) * 0x100000001b3ull;
