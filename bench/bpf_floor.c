@@ -142,7 +142,7 @@ static int run_rung(const struct rung *g, struct result *res)
 	struct ring_buffer *rb = NULL;
 	uint8_t *map = MAP_FAILED;
 	size_t elem = (sizeof(struct floor_pcpu) + 7) & ~(size_t)7, map_len = 0;
-	uint64_t *seen = NULL, ns0, cnt0, ns1, cnt1;
+	uint64_t *seen = NULL, ns0 = 0, cnt0 = 0, ns1 = 0, cnt1 = 0;
 	uint32_t stride = 64;
 	struct bpf_program *prog, *p;
 
