@@ -7,6 +7,7 @@
 #define CPA_BENCH_UTIL_H
 
 #include <signal.h>
+#include <stddef.h>
 
 #include "common/macro.h"
 
@@ -18,6 +19,12 @@ void bench_catch_signals(void);
 
 /* "<program>: <message>\n" on stderr. */
 void bench_say(const char *fmt, ...) _printf_(1, 2);
+
+/* qsort() comparator of doubles, ascending. */
+int bench_cmp_double(const void *a, const void *b);
+
+/* The median of v[0..n) (n > 0), which it sorts in place; even n: the mean of the middle two. */
+double bench_median(double *v, size_t n);
 
 /* system() of a formatted command line (at most 12 KiB): its status. */
 int bench_sh(const char *fmt, ...) _printf_(1, 2);

@@ -24,7 +24,6 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -32,6 +31,7 @@
 
 #include "bench/benchutil.h"
 #include "bench/bpf_floor.h"
+#include "common/timeutil.h"
 #include "bpf_floor.skel.h"
 
 enum rung_prog { R_EMPTY, R_IDS, R_RINGBUF, R_PCPU, R_PCPU_TWICE };
@@ -68,10 +68,7 @@ struct result {
 
 static double now_s(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	return (double)clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 static int count_rec(void *ctx, void *data, size_t size)
@@ -266,21 +263,13 @@ static pid_t start_workload(void)
 	return pid;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static double median(const struct result res[MAX_REPS], unsigned int n)
 {
 	double v[MAX_REPS];
 
 	for (unsigned int i = 0; i < n; i++)
 		v[i] = res[i].ns_per_run;
-	qsort(v, n, sizeof(v[0]), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return bench_median(v, n);
 }
 
 static void usage(FILE *f)

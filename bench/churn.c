@@ -162,13 +162,6 @@ _Noreturn static void storm_main(const char *dir, uint64_t deadline_ns, int out)
 	_exit(0);
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* ---- the agent ------------------------------------------------------------------------------ */
 
 struct agent {
@@ -558,7 +551,7 @@ static int run(const char *dir)
 		if (lf)
 			fclose(lf);
 		waitpid(storm_pid, NULL, 0);
-		qsort(life, n_life, sizeof(life[0]), cmp_d);
+		qsort(life, n_life, sizeof(life[0]), bench_cmp_double);
 	}
 	/* What the window captured is processed before the second reading. */
 	settle_s = agent_settle(&a);

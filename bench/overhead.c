@@ -1052,13 +1052,6 @@ out:
 
 /* ---- medians and output ------------------------------------------------------------------ */
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void median(const struct result *runs, unsigned int n, struct result *ret)
 {
 	const size_t nf = sizeof(struct result) / sizeof(double);
@@ -1077,8 +1070,7 @@ static void median(const struct result *runs, unsigned int n, struct result *ret
 			((double *)ret)[f] = NAN;
 			continue;
 		}
-		qsort(v, k, sizeof(double), cmp_double);
-		((double *)ret)[f] = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+		((double *)ret)[f] = bench_median(v, k);
 	}
 }
 
