@@ -73,6 +73,7 @@ struct sup_stage {
 	bool ever_running; /* some generation reached RUNNING: it can start */
 	bool looping;	   /* failing repeatedly: restarts logged at debug level */
 	bool hung_killed;
+	bool hung_starting; /* hung_killed before it reached RUNNING */
 	uint64_t hung_for_ns;
 	bool stop_asked; /* part of the shutdown: never restarted */
 	bool stop_done;
@@ -123,11 +124,14 @@ int supervisor_params__init(struct supervisor_params *p)
 	int r;
 
 	p->hang_timeout_ms = 10000;
+	p->start_timeout_ms = 60000;
 	p->stop_timeout_ms = 5000;
 	p->drain_timeout_ms = 20000;
 	p->max_fast_fails = 5;
 	p->healthy_ms = 60000;
 	r = env_ms("CPA_HANG_TIMEOUT_MS", &p->hang_timeout_ms);
+	if (r == 0)
+		r = env_ms("CPA_START_TIMEOUT_MS", &p->start_timeout_ms);
 	if (r == 0)
 		r = env_ms("CPA_HEALTHY_MS", &p->healthy_ms);
 	if (r == 0)
@@ -454,8 +458,9 @@ static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 	}
 
 	if (st->hung_killed)
-		snprintf(what, sizeof(what), "%s (pid %d) hung: no heartbeat for %.1f s, %s",
-			 st->name, pid, (double)st->hung_for_ns / NSEC_PER_SEC, how);
+		snprintf(what, sizeof(what), "%s (pid %d) hung%s: no heartbeat for %.1f s, %s",
+			 st->name, pid, st->hung_starting ? " while starting" : "",
+			 (double)st->hung_for_ns / NSEC_PER_SEC, how);
 	else
 		snprintf(what, sizeof(what), "%s (pid %d) %s", st->name, pid, how);
 	if (s->phase == SUP_KILLING) {
@@ -622,33 +627,56 @@ static void kill_all(struct supervisor *s)
 	}
 }
 
+/*
+ * How long st may go without a beat: the hang timeout once it runs, the start
+ * timeout (if longer) while it is still STARTING. Setting up can take one long
+ * step with no beat in it: capture's BPF verification is seconds on a loaded
+ * host (systemd's TimeoutStartSec= next to WatchdogSec=).
+ */
+static uint64_t beat_timeout_ns(const struct supervisor *s, const struct sup_stage *st)
+{
+	uint64_t ms = s->p.hang_timeout_ms;
+
+	if (shm_stage__state(st->blk) == SHM_STATE_STARTING)
+		ms = MAX(ms, s->p.start_timeout_ms);
+	return ms * NSEC_PER_MSEC;
+}
+
+/* Its last sign of life: the last heartbeat of this generation, else the spawn. */
+static uint64_t last_beat(const struct sup_stage *st)
+{
+	uint64_t hb = __atomic_load_n(&st->blk->heartbeat_ns, __ATOMIC_RELAXED);
+
+	/* A heartbeat from an earlier generation does not count. */
+	return MAX(hb, st->spawn_ns);
+}
+
 /* When st counts as hung if it does not beat again; 0 when it is not watched. */
 static uint64_t hang_deadline(const struct supervisor *s, const struct sup_stage *st)
 {
-	uint64_t hb;
-
 	if (!st->pid || st->hung_killed || st->stop_asked)
 		return 0;
-	hb = __atomic_load_n(&st->blk->heartbeat_ns, __ATOMIC_RELAXED);
-	/* A heartbeat from an earlier generation does not count. */
-	return MAX(hb, st->spawn_ns) + s->p.hang_timeout_ms * NSEC_PER_MSEC;
+	return last_beat(st) + beat_timeout_ns(s, st);
 }
 
 static void check_hung(struct supervisor *s, uint64_t now)
 {
 	for (int i = 0; i < SHM_STAGE_MAX; i++) {
 		struct sup_stage *st = &s->st[i];
-		uint64_t deadline = hang_deadline(s, st), last;
+		uint64_t last, timeout;
 
-		if (!deadline)
+		if (!hang_deadline(s, st))
 			continue;
-		last = deadline - s->p.hang_timeout_ms * NSEC_PER_MSEC;
+		last = last_beat(st);
+		timeout = beat_timeout_ns(s, st);
 		/* last may be newer than now: a spawn or a heartbeat since now was read. */
-		if (last >= now || now - last <= s->p.hang_timeout_ms * NSEC_PER_MSEC)
+		if (last >= now || now - last <= timeout)
 			continue;
 		st->hung_for_ns = now - last;
-		log_error("%s (pid %d) hung: no heartbeat for %.1f s; killing it (SIGKILL)",
-			  st->name, st->pid, (double)st->hung_for_ns / NSEC_PER_SEC);
+		st->hung_starting = shm_stage__state(st->blk) == SHM_STATE_STARTING;
+		log_error("%s (pid %d) hung%s: no heartbeat for %.1f s; killing it (SIGKILL)",
+			  st->name, st->pid, st->hung_starting ? " while starting" : "",
+			  (double)st->hung_for_ns / NSEC_PER_SEC);
 		st->hung_killed = true;
 		kill(st->pid, SIGKILL);
 	}

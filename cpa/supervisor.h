@@ -17,6 +17,7 @@ struct supervisor_params {
 	bool verbose;		     /* pass --verbose to stages, per-stage stats lines */
 	uint64_t duration_ms;	     /* 0 = until a signal */
 	uint64_t hang_timeout_ms;    /* heartbeat older than this: SIGKILL + restart */
+	uint64_t start_timeout_ms;   /* the same while STARTING, if longer (BPF load) */
 	uint64_t stop_timeout_ms;    /* capture STOP -> SIGTERM -> SIGKILL steps */
 	uint64_t drain_timeout_ms;   /* per consumer DRAIN -> SIGKILL */
 	uint64_t stats_every_ms;     /* 0 = no statistics lines */
@@ -24,9 +25,9 @@ struct supervisor_params {
 	uint64_t healthy_ms;	     /* up this long: failure streak and backoff reset */
 };
 
-/* Defaults (10 s hang, 5 s stop, 20 s drain, 5 fast failures, 60 s healthy),
- * overridable for tests by CPA_HANG_TIMEOUT_MS, CPA_STOP_TIMEOUT_MS,
- * CPA_DRAIN_TIMEOUT_MS, CPA_MAX_FAST_FAILS and CPA_HEALTHY_MS. -EINVAL
+/* Defaults (10 s hang, 60 s start, 5 s stop, 20 s drain, 5 fast failures, 60 s
+ * healthy), overridable for tests by CPA_HANG_TIMEOUT_MS, CPA_START_TIMEOUT_MS,
+ * CPA_STOP_TIMEOUT_MS, CPA_DRAIN_TIMEOUT_MS, CPA_MAX_FAST_FAILS and CPA_HEALTHY_MS. -EINVAL
  * (logged) for a malformed variable. */
 int supervisor_params__init(struct supervisor_params *p);
 

@@ -367,6 +367,50 @@ START_TEST(test_hung_stage)
 }
 END_TEST
 
+/* Setting up may take longer than the hang timeout (capture's BPF
+ * verification on a loaded host): while a stage is STARTING the start timeout
+ * applies, and a stage that never gets going is still killed. */
+START_TEST(test_slow_start)
+{
+	struct mon m;
+	char *out;
+
+	mon_start(&m,
+		  (const char *const[]){"CPA_HANG_TIMEOUT_MS=1200", "CPA_START_TIMEOUT_MS=8000",
+					"FAKE_SLOW_START=capture:3000", NULL},
+		  NULL);
+	mon_ready(&m);
+	ck_assert(WAIT_EVENT(&m, 100, "capture slow-start"));
+	ck_assert_int_eq(CTL(&m, &out, "status"), 0);
+	ck_assert_msg(strstr(out, "capture: running, pid") &&
+			      strstr(out, "generation 1, restarts 0"),
+		      "status after a slow start:\n%s", out);
+	free(out);
+	ck_assert_msg(!WAIT_LOG(&m, 0, "hung"), "a slow start was taken for a hang");
+	mon_stop_drained(&m, SIGINT);
+}
+END_TEST
+
+START_TEST(test_start_timeout)
+{
+	struct mon m;
+
+	mon_start(&m,
+		  (const char *const[]){"CPA_HANG_TIMEOUT_MS=1200", "CPA_START_TIMEOUT_MS=2500",
+					"CPA_DRAIN_TIMEOUT_MS=2000", "FAKE_SLOW_START=symd:600000",
+					NULL},
+		  NULL);
+	if (!WAIT_LOG(&m, 8000, "symd (pid", "hung while starting: no heartbeat for",
+		      "killing it (SIGKILL)"))
+		dump_log(&m), ck_abort_msg("a stage stuck in STARTING was not killed");
+	ck_assert(WAIT_LOG(&m, 3000, "symd (pid", "hung while starting", "killed by SIGKILL",
+			   "restarting"));
+	kill(m.pid, SIGTERM);
+	ck_assert_int_ge(mon_wait(&m, 20000), 0);
+	mon_cleanup(&m);
+}
+END_TEST
+
 START_TEST(test_duration)
 {
 	struct mon m;
@@ -936,6 +980,8 @@ static Suite *monitor_suite(void)
 	tcase_add_test(tc, test_start_status_stop);
 	tcase_add_test(tc, test_crash_restart);
 	tcase_add_test(tc, test_hung_stage);
+	tcase_add_test(tc, test_slow_start);
+	tcase_add_test(tc, test_start_timeout);
 	tcase_add_test(tc, test_duration);
 	tcase_add_test(tc, test_start_failure_gives_up);
 	tcase_add_test(tc, test_crash_loop_keeps_trying);

@@ -12,7 +12,9 @@
  *   hang-<stage>    stop heartbeating (the monitor should SIGKILL it)
  *
  * and environment variables FAKE_FAIL_START=<stage> (exit 2 before RUNNING,
- * like a capture without BPF) and FAKE_IGNORE_DRAIN=<stage>. Lifecycle events
+ * like a capture without BPF), FAKE_SLOW_START=<stage>:<ms> (sit that long in
+ * STARTING without a heartbeat, like capture while the verifier checks its BPF)
+ * and FAKE_IGNORE_DRAIN=<stage>. Lifecycle events
  * are appended to $FAKE_CTL_DIR/events as "<stage> <event> ..." lines.
  */
 #include <errno.h>
@@ -252,7 +254,8 @@ static int fake_capture(struct shm_arena *a, struct shm_stage *st)
 int main(int argc, char **argv)
 {
 	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-	const char *fds = getenv("CPA_ARENA_FD");
+	const char *fds = getenv("CPA_ARENA_FD"), *slow;
+	size_t n;
 	struct daemon_stage d = {
 		.new = fake_new,
 		.finish = fake_finish,
@@ -280,6 +283,14 @@ int main(int argc, char **argv)
 	if (env_is("FAKE_FAIL_START", name)) {
 		fprintf(stderr, "%s: failing at start as asked\n", name);
 		return 2;
+	}
+	slow = getenv("FAKE_SLOW_START");
+	n = strlen(name);
+	if (slow && !strncmp(slow, name, n) && slow[n] == ':') {
+		long ms = strtol(slow + n + 1, NULL, 10);
+
+		event(name, "slow-start");
+		nanosleep(&(struct timespec){ms / 1000, ms % 1000 * 1000000}, NULL);
 	}
 	d.name = name;
 	d.id = fake.id;
