@@ -15,6 +15,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 const volatile __u32 copy_bytes = 0; /* user stack bytes per record, <= FLOOR_COPY_MAX */
 const volatile __u32 stride = 4096;  /* pcpu record stride: power of two >= record */
+const volatile __u32 ids = FLOOR_IDS_TIME | FLOOR_IDS_COMM; /* the ids rung's parts */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -41,8 +42,10 @@ static __always_inline void floor_ids(struct floor_rec *r, __u64 id)
 {
 	r->pid = id >> 32;
 	r->tid = (__u32)id;
-	r->time_ns = bpf_ktime_get_boot_ns();
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	if (ids & FLOOR_IDS_TIME)
+		r->time_ns = bpf_ktime_get_boot_ns();
+	if (ids & FLOOR_IDS_COMM)
+		bpf_get_current_comm(r->comm, sizeof(r->comm));
 }
 
 /* Registers, then copy_bytes of user stack from sp (user mode samples only). */
@@ -74,8 +77,10 @@ int floor_idsonly(struct bpf_perf_event_data *ctx)
 
 	if (!(__u32)id)
 		return 0;
+	r.comm[0] = 0;
+	r.time_ns = 0;
 	floor_ids(&r, id);
-	return r.comm[0] == 1;
+	return r.comm[0] == 1 || r.time_ns == 1;
 }
 
 SEC("perf_event")

@@ -2,7 +2,8 @@
 /*
  * bench_bpf_floor: the floor under cpa_on_cpu's time per run (issue 9's "BPF per
  * sample" goal). Each rung is a cpu-clock BPF program (bench/bpf_floor.bpf.c)
- * that does one more thing than the rung before it: nothing; the ids; a record
+ * that does one more thing than the rung before it: nothing; the ids (the pid
+ * alone, then with the boot time or the comm, then all three); a record
  * through the BPF ring buffer or through a per-CPU ring of our own; 1 or 4 KiB
  * of user stack copied into it; the 4 KiB copied twice. Each runs alone,
  * whole machine, at --freq while a workload keeps the CPUs busy (by default
@@ -36,22 +37,45 @@
 
 enum rung_prog { R_EMPTY, R_IDS, R_RINGBUF, R_PCPU, R_PCPU_TWICE };
 
+#define IDS_ALL (FLOOR_IDS_TIME | FLOOR_IDS_COMM)
+
+/* The rungs, in the order they run; the price lines subtract their medians. */
+enum rung_id {
+	G_EMPTY,
+	G_PID,
+	G_TIME,
+	G_COMM,
+	G_IDS,
+	G_RB,
+	G_PCPU,
+	G_RB_1K,
+	G_PCPU_1K,
+	G_RB_4K,
+	G_PCPU_4K,
+	G_TWICE,
+	NR_RUNGS
+};
+
 static const struct rung {
 	const char *name;
 	enum rung_prog prog;
 	uint32_t copy;
-} rungs[] = {
-	{"empty program", R_EMPTY, 0},
-	{"ids (pid, time, comm)", R_IDS, 0},
-	{"+ BPF ring buffer", R_RINGBUF, 0},
-	{"+ per-CPU ring", R_PCPU, 0},
-	{"+ ring buffer, 1 KiB copy", R_RINGBUF, 1024},
-	{"+ per-CPU ring, 1 KiB copy", R_PCPU, 1024},
-	{"+ ring buffer, 4 KiB copy", R_RINGBUF, 4096},
-	{"+ per-CPU ring, 4 KiB copy", R_PCPU, 4096},
-	{"+ per-CPU ring, 4 KiB twice", R_PCPU_TWICE, 4096},
+	uint32_t ids; /* FLOOR_IDS_*: the parts beyond the pid */
+} rungs[NR_RUNGS] = {
+	[G_EMPTY] = {"empty program", R_EMPTY, 0, 0},
+	[G_PID] = {"ids: pid", R_IDS, 0, 0},
+	[G_TIME] = {"ids: pid, time", R_IDS, 0, FLOOR_IDS_TIME},
+	[G_COMM] = {"ids: pid, comm", R_IDS, 0, FLOOR_IDS_COMM},
+	[G_IDS] = {"ids (pid, time, comm)", R_IDS, 0, IDS_ALL},
+	[G_RB] = {"+ BPF ring buffer", R_RINGBUF, 0, IDS_ALL},
+	[G_PCPU] = {"+ per-CPU ring", R_PCPU, 0, IDS_ALL},
+	[G_RB_1K] = {"+ ring buffer, 1 KiB copy", R_RINGBUF, 1024, IDS_ALL},
+	[G_PCPU_1K] = {"+ per-CPU ring, 1 KiB copy", R_PCPU, 1024, IDS_ALL},
+	[G_RB_4K] = {"+ ring buffer, 4 KiB copy", R_RINGBUF, 4096, IDS_ALL},
+	[G_PCPU_4K] = {"+ per-CPU ring, 4 KiB copy", R_PCPU, 4096, IDS_ALL},
+	[G_TWICE] = {"+ per-CPU ring, 4 KiB twice", R_PCPU_TWICE, 4096, IDS_ALL},
 };
-#define NR_RUNGS ARRAY_SIZE(rungs)
+_Static_assert(ARRAY_SIZE(rungs) == NR_RUNGS, "a name for every rung");
 #define MAX_REPS 32
 
 static struct {
@@ -150,6 +174,7 @@ static int run_rung(const struct rung *g, struct result *res)
 		stride <<= 1;
 	skel->rodata->copy_bytes = g->copy;
 	skel->rodata->stride = stride;
+	skel->rodata->ids = g->ids;
 	prog = rung_prog(skel, g->prog);
 	bpf_object__for_each_program(p, skel->obj) bpf_program__set_autoload(p, p == prog);
 	bpf_map__set_max_entries(skel->maps.pcpu, (uint32_t)ncpu);
@@ -407,15 +432,18 @@ int main(int argc, char **argv)
 
 #define M(i) median(res[i], o.reps)
 	printf("\nprice of each part (differences of medians, ns per run)\n");
-	printf("  a run at all (empty program)            %8.0f\n", M(0));
-	printf("  ids: pid, boot time, comm               %8.0f\n", M(1) - M(0));
-	printf("  a record through the BPF ring buffer    %8.0f\n", M(2) - M(1));
-	printf("  a record through a per-CPU ring         %8.0f\n", M(3) - M(1));
-	printf("  1 KiB user stack copy (ring buffer)     %8.0f\n", M(4) - M(2));
-	printf("  1 KiB user stack copy (per-CPU ring)    %8.0f\n", M(5) - M(3));
-	printf("  4 KiB user stack copy (ring buffer)     %8.0f\n", M(6) - M(2));
-	printf("  4 KiB user stack copy (per-CPU ring)    %8.0f\n", M(7) - M(3));
-	printf("  the same 4 KiB again, warm              %8.0f\n", M(8) - M(7));
+	printf("  a run at all (empty program)            %8.0f\n", M(G_EMPTY));
+	printf("  ids: the pid                            %8.0f\n", M(G_PID) - M(G_EMPTY));
+	printf("  ids: + boot time                        %8.0f\n", M(G_TIME) - M(G_PID));
+	printf("  ids: + comm                             %8.0f\n", M(G_COMM) - M(G_PID));
+	printf("  ids: pid, boot time, comm               %8.0f\n", M(G_IDS) - M(G_EMPTY));
+	printf("  a record through the BPF ring buffer    %8.0f\n", M(G_RB) - M(G_IDS));
+	printf("  a record through a per-CPU ring         %8.0f\n", M(G_PCPU) - M(G_IDS));
+	printf("  1 KiB user stack copy (ring buffer)     %8.0f\n", M(G_RB_1K) - M(G_RB));
+	printf("  1 KiB user stack copy (per-CPU ring)    %8.0f\n", M(G_PCPU_1K) - M(G_PCPU));
+	printf("  4 KiB user stack copy (ring buffer)     %8.0f\n", M(G_RB_4K) - M(G_RB));
+	printf("  4 KiB user stack copy (per-CPU ring)    %8.0f\n", M(G_PCPU_4K) - M(G_PCPU));
+	printf("  the same 4 KiB again, warm              %8.0f\n", M(G_TWICE) - M(G_PCPU_4K));
 #undef M
 	return r < 0 ? 1 : 0;
 }

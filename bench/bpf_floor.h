@@ -17,6 +17,10 @@
 #define FLOOR_COPY_MAX	 4096	    /* largest copy_bytes knob */
 #define FLOOR_PCPU_BYTES (1u << 20) /* data bytes of one CPU's ring */
 
+/* The parts of the ids every record carries (the `ids` knob). */
+#define FLOOR_IDS_TIME 1u /* bpf_ktime_get_boot_ns() */
+#define FLOOR_IDS_COMM 2u /* bpf_get_current_comm() */
+
 /* A record: this header, then copy_bytes of user stack from sp upward. */
 struct floor_rec {
 	__u64 time_ns; /* bpf_ktime_get_boot_ns() */

@@ -1,30 +1,34 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# bench/bpf_run_cost.sh [--reps N] [--cpa PATH] "MONITOR ARGS" ...: the time
+# bench/bpf_run_cost.sh [--reps N] [--cpa PATH]... "MONITOR ARGS" ...: the time
 # cpa_on_cpu takes per run (kernel.bpf_stats_enabled, bpftool prog show) over
 # a 12 s window, whole machine, while cpa-workload-nofp keeps two FP-less
 # threads busy; once per argument string, e.g.
 #   bash bench/bpf_run_cost.sh "-F 49" "-F 49 -K" "-F 999" "-F 999 -K"
-# (-K: kernel stacks only, no user copy). docs/bench.md "BPF per run: a
-# matter of cold lines". Root.
+# (-K: kernel stacks only, no user copy). Several --cpa builds run side by
+# side: each round runs every build with every argument string, so a noisy
+# host weighs on all of them alike; the medians come last, e.g.
+#   bash bench/bpf_run_cost.sh --reps 5 --cpa old/bin/cpa --cpa build/bin/cpa "-F 49"
+# docs/bench.md "BPF per run: a matter of cold lines". Root.
 set -euo pipefail
 reps=2
-cpa=
+cpas=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--reps) reps=$2; shift 2 ;;
-	--cpa) cpa=$2; shift 2 ;;
-	-h | --help) sed -n '4,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--cpa) cpas+=("$2"); shift 2 ;;
+	-h | --help) sed -n '4,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) break ;;
 	esac
 done
 [ $# -ge 1 ] || set -- "-F 49" "-F 49 -K" "-F 999" "-F 999 -K"
 [ "$(id -u)" = 0 ] || { echo "bpf_run_cost: needs root (BPF)" >&2; exit 77; }
 command -v bpftool >/dev/null || { echo "bpf_run_cost: needs bpftool" >&2; exit 77; }
-bin=$(dirname "$(realpath "$0")")/../build/bin
-[ -n "$cpa" ] || cpa=$bin/cpa
-wl=$(dirname "$(realpath "$cpa")")/cpa-workload-nofp
+[ ${#cpas[@]} -gt 0 ] || cpas=("$(dirname "$(realpath "$0")")/../build/bin/cpa")
+for c in "${cpas[@]}"; do
+	[ -x "$c" ] || { echo "bpf_run_cost: no cpa at '$c'" >&2; exit 2; }
+done
 stats_was=$(sysctl -n kernel.bpf_stats_enabled)
 dir=$(mktemp -d /tmp/cpa-bpf-run-cost.XXXXXX)
 trap 'sysctl -qw kernel.bpf_stats_enabled="$stats_was"; rm -rf "$dir"' EXIT
@@ -36,24 +40,44 @@ prog_now() { # "run_time_ns run_cnt" of cpa_on_cpu
 			if ($i == "run_cnt") c = $(i + 1) } } END { print t + 0, c + 0 }'
 }
 
-printf '%-24s %3s %10s %8s\n' "monitor args" rep ns/run runs
+# One run of build $1 with monitor args $2: prints ns per run and runs.
+one_run() {
+	local cpa=$1 args=$2 wl w m t0 c0 t1 c1
+	wl=$(dirname "$(realpath "$cpa")")/cpa-workload-nofp
+	rm -rf "$dir/store"
+	"$wl" --seconds 20 --threads 1 >/dev/null 2>&1 &
+	w=$!
+	# shellcheck disable=SC2086 # the arguments are meant to split
+	"$cpa" monitor --store_dir "$dir/store" $args --duration 18 >"$dir/log" 2>&1 &
+	m=$!
+	for _ in $(seq 100); do grep -q "capture: sampling" "$dir/log" && break; sleep 0.1; done
+	sleep 3
+	read -r t0 c0 < <(prog_now)
+	sleep 12
+	read -r t1 c1 < <(prog_now)
+	wait "$m" || true
+	kill "$w" 2>/dev/null || true
+	wait "$w" 2>/dev/null || true
+	echo $(((t1 - t0) / (c1 - c0 > 0 ? c1 - c0 : 1))) $((c1 - c0))
+}
+
+printf '%-4s %-24s %3s %10s %8s\n' build "monitor args" rep ns/run runs
+for b in "${!cpas[@]}"; do echo "build $((b + 1)): ${cpas[$b]}"; done
+for r in $(seq "$reps"); do
+	for args in "$@"; do
+		for b in "${!cpas[@]}"; do
+			read -r ns n < <(one_run "${cpas[$b]}" "$args")
+			printf '%-4s %-24s %3d %10d %8d\n' $((b + 1)) "$args" "$r" "$ns" "$n"
+			echo "$b	$args	$ns" >>"$dir/all"
+		done
+	done
+done
+echo
+printf '%-4s %-24s %10s\n' build "monitor args" median
 for args in "$@"; do
-	for r in $(seq "$reps"); do
-		rm -rf "$dir/store"
-		"$wl" --seconds 20 --threads 1 >/dev/null 2>&1 &
-		w=$!
-		# shellcheck disable=SC2086 # the arguments are meant to split
-		"$cpa" monitor --store_dir "$dir/store" $args --duration 18 >"$dir/log" 2>&1 &
-		m=$!
-		for _ in $(seq 100); do grep -q "capture: sampling" "$dir/log" && break; sleep 0.1; done
-		sleep 3
-		read -r t0 c0 < <(prog_now)
-		sleep 12
-		read -r t1 c1 < <(prog_now)
-		wait "$m" || true
-		kill "$w" 2>/dev/null || true
-		wait "$w" 2>/dev/null || true
-		printf '%-24s %3d %10d %8d\n' "$args" "$r" $(((t1 - t0) / (c1 - c0 > 0 ? c1 - c0 : 1))) \
-			$((c1 - c0))
+	for b in "${!cpas[@]}"; do
+		med=$(awk -F'\t' -v b="$b" -v a="$args" '$1 == b && $2 == a { print $3 }' "$dir/all" |
+			sort -n | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }')
+		printf '%-4s %-24s %10s\n' $((b + 1)) "$args" "$med"
 	done
 done
