@@ -167,15 +167,15 @@ _Noreturn static void storm_main(const char *dir, uint64_t deadline_ns, int out)
 struct agent {
 	pid_t mon, pid[NPROC];
 	struct shm_arena *arena;
-	struct ovh_bpf_set bpf;
+	struct cost_bpf_set bpf;
 	char store[PATH_MAX + 16], log[PATH_MAX + 16];
 };
 
 struct snap {
 	uint64_t t_ns, samples, busy, total;
-	struct ovh_proc p[NPROC];
+	struct cost_proc p[NPROC];
 	bool ok[NPROC];
-	struct ovh_bpf bpf;
+	struct cost_bpf bpf;
 };
 
 static int agent_start(struct agent *a, const char *dir)
@@ -231,7 +231,7 @@ static int agent_start(struct agent *a, const char *dir)
 		}
 		if (running == NSTAGE) {
 			a->pid[P_MON] = a->mon;
-			ovh_bpf_find(a->pid[SHM_STAGE_CAPTURE], &a->bpf);
+			cost_bpf_find(a->pid[SHM_STAGE_CAPTURE], &a->bpf);
 			return 0;
 		}
 	}
@@ -244,10 +244,10 @@ static void agent_snap(struct agent *a, struct snap *s)
 	memset(s, 0, sizeof(*s));
 	s->t_ns = clock_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < NPROC; i++)
-		s->ok[i] = ovh_proc_read(a->pid[i], &s->p[i]) == 0;
+		s->ok[i] = cost_proc_read(a->pid[i], &s->p[i]) == 0;
 	s->samples = shm_stage__cnt(shm_arena__stage(a->arena, SHM_STAGE_CAPTURE), CAP_CNT_SAMPLES);
-	ovh_bpf_read(&a->bpf, &s->bpf);
-	ovh_machine_busy(&s->busy, &s->total);
+	cost_bpf_read(&a->bpf, &s->bpf);
+	cost_machine_busy(&s->busy, &s->total);
 }
 
 /* What the window captured, processed: ring by ring, in pipeline order, until its consumer
@@ -355,7 +355,7 @@ static void report(const struct agent *a, const struct snap *s0, const struct sn
 	printf("  %-8s %10s %10s %10s %8s %8s %9s %9s\n", "process", "cpu_us/smp", "user_us",
 	       "sys_us", "cores", "PSS_MB", "maxPSS_MB", "peakRSS");
 	for (int i = 0; i < NPROC; i++) {
-		const struct ovh_proc *x = &s0->p[i], *y = &s1->p[i];
+		const struct cost_proc *x = &s0->p[i], *y = &s1->p[i];
 		double cpu, ticks, uf;
 
 		if (!s0->ok[i] || !s1->ok[i]) {
@@ -536,9 +536,9 @@ static int run(const char *dir)
 	while (!bench_interrupted && clock_ns(CLOCK_MONOTONIC) < end) {
 		sleep(1);
 		for (int i = 0; i < NPROC; i++) {
-			struct ovh_proc m = {0};
+			struct cost_proc m = {0};
 
-			if (ovh_proc_mem(a.pid[i], &m) == 0) {
+			if (cost_proc_mem(a.pid[i], &m) == 0) {
 				max_pss[i] = fmax(max_pss[i], (double)m.pss_kb / 1024);
 			}
 		}
@@ -560,7 +560,7 @@ static int run(const char *dir)
 	pstages = 0;
 	for (int i = 0; i < NPROC; i++)
 		if (s1.ok[i])
-			ovh_proc_mem(a.pid[i], &s1.p[i]);
+			cost_proc_mem(a.pid[i], &s1.p[i]);
 	if (perf > 0) {
 		struct rusage ru;
 

@@ -127,14 +127,14 @@ static void stage_pids(pid_t mon, pid_t *ret, int *n, pid_t *capture)
 
 static uint64_t agent_cpu_ns(pid_t mon, const pid_t *st, int n)
 {
-	struct ovh_proc p;
+	struct cost_proc p;
 	uint64_t sum = 0;
 	int i;
 
-	if (ovh_proc_read(mon, &p) == 0)
+	if (cost_proc_read(mon, &p) == 0)
 		sum += p.cpu_ns;
 	for (i = 0; i < n; i++)
-		if (ovh_proc_read(st[i], &p) == 0)
+		if (cost_proc_read(st[i], &p) == 0)
 			sum += p.cpu_ns;
 	return sum;
 }
@@ -152,8 +152,8 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	char cmd[4096], d[16384], store[4200], pdata[4200], pscript[4200], prof[4200];
 	static struct fold_side c, p;
 	static struct tally top;
-	struct ovh_bpf_set bset = {0};
-	struct ovh_bpf b0 = {0}, b1 = {0};
+	struct cost_bpf_set bset = {0};
+	struct cost_bpf b0 = {0}, b1 = {0};
 	pid_t child, mon, perf, st[8], cap = 0;
 	uint64_t cpu0, cpu1;
 	int gate[2], nst = 0, i, j, status;
@@ -214,17 +214,17 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	for (i = 0; i < 40 && !bset.n; i++) {
 		stage_pids(mon, st, &nst, &cap);
 		if (cap)
-			ovh_bpf_find(cap, &bset);
+			cost_bpf_find(cap, &bset);
 		if (!bset.n)
 			usleep(250 * 1000);
 	}
-	ovh_bpf_read(&bset, &b0);
+	cost_bpf_read(&bset, &b0);
 	cpu0 = agent_cpu_ns(mon, st, nst);
 	if (write(gate[1], "x", 1) != 1)
 		return -EIO;
 	close(gate[1]);
 	waitpid(child, &status, 0);
-	ovh_bpf_read(&bset, &b1);
+	cost_bpf_read(&bset, &b1);
 	cpu1 = agent_cpu_ns(mon, st, nst);
 	sleep(2); /* the last samples through the pipeline */
 	kill(mon, SIGINT);

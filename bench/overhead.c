@@ -590,8 +590,8 @@ struct snap {
 	uint64_t t_ns;
 	pid_t pid[P_NPROC];
 	bool ok[P_NPROC];
-	struct ovh_proc p[P_NPROC];
-	struct ovh_bpf bpf;
+	struct cost_proc p[P_NPROC];
+	struct cost_bpf bpf;
 	uint64_t cnt[SHM_STAGE_MAX][SHM_CNT_MAX];
 	uint64_t restarts[SHM_STAGE_MAX];
 	uint64_t machine_busy, machine_total;
@@ -604,11 +604,11 @@ struct mon {
 	bool whole; /* no --pid: every process is sampled */
 	int pidfd;
 	struct shm_arena *arena;
-	struct ovh_bpf_set bpf;
+	struct cost_bpf_set bpf;
 	uint64_t t0_after_ns; /* take t0 at the first tick past this */
 	bool have_t0, have_t1;
 	struct snap t0, prev, last; /* t1 = prev at the end: one tick before the exit */
-	struct ovh_proc mem[P_NAGENT], mem_prev[P_NAGENT];
+	struct cost_proc mem[P_NAGENT], mem_prev[P_NAGENT];
 	unsigned int ticks;
 	double ring_max[SHM_MAX_RINGS];
 	pid_t perf_stages;
@@ -631,9 +631,9 @@ static void snap_take(struct mon *m, struct snap *s)
 	s->pid[P_MONITOR] = m->pid;
 	s->pid[P_WORKLOAD] = m->wl_pid;
 	for (int i = 0; i < P_NPROC; i++)
-		s->ok[i] = s->pid[i] > 0 && ovh_proc_read(s->pid[i], &s->p[i]) == 0;
-	ovh_bpf_read(&m->bpf, &s->bpf);
-	ovh_machine_busy(&s->machine_busy, &s->machine_total);
+		s->ok[i] = s->pid[i] > 0 && cost_proc_read(s->pid[i], &s->p[i]) == 0;
+	cost_bpf_read(&m->bpf, &s->bpf);
+	cost_machine_busy(&s->machine_busy, &s->machine_total);
 	ovh_dir_bytes(m->store, &s->store_bytes, NULL);
 }
 
@@ -689,7 +689,7 @@ static void mon_tick(void *arg)
 		if (!m->bpf.n) {
 			struct shm_stage *st = shm_arena__stage(m->arena, SHM_STAGE_CAPTURE);
 
-			ovh_bpf_find(__atomic_load_n(&st->pid, __ATOMIC_RELAXED), &m->bpf);
+			cost_bpf_find(__atomic_load_n(&st->pid, __ATOMIC_RELAXED), &m->bpf);
 		}
 		snap_take(m, &m->t0);
 		m->have_t0 = true;
@@ -706,7 +706,7 @@ static void mon_tick(void *arg)
 		memcpy(m->mem_prev, m->mem, sizeof(m->mem));
 		for (int i = 0; i < P_NAGENT; i++)
 			if (m->last.ok[i])
-				ovh_proc_mem(m->last.pid[i], &m->mem[i]);
+				cost_proc_mem(m->last.pid[i], &m->mem[i]);
 	}
 }
 
@@ -790,7 +790,7 @@ static int mon_start(struct mon *m, const struct config *c, pid_t filter_pid)
 			return -ETIMEDOUT;
 		}
 	}
-	ovh_bpf_find(shm_arena__stage(m->arena, SHM_STAGE_CAPTURE)->pid, &m->bpf);
+	cost_bpf_find(shm_arena__stage(m->arena, SHM_STAGE_CAPTURE)->pid, &m->bpf);
 	return 0;
 }
 
@@ -838,7 +838,7 @@ static void mon_result(struct mon *m, struct result *r)
 	const struct snap *a = &m->t0, *b = &m->prev;
 	double win_ns = (double)(b->t_ns - a->t_ns), samples, tot_cpu = 0, tot_user = 0;
 	double tot_vcsw = 0;
-	const struct ovh_proc *mem = m->mem_prev[P_CAPTURE].rss_kb ? m->mem_prev : m->mem;
+	const struct cost_proc *mem = m->mem_prev[P_CAPTURE].rss_kb ? m->mem_prev : m->mem;
 
 	samples = (double)(b->cnt[SHM_STAGE_CAPTURE][CAP_CNT_SAMPLES] -
 			   a->cnt[SHM_STAGE_CAPTURE][CAP_CNT_SAMPLES]);

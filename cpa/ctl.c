@@ -5,6 +5,10 @@
  * reopened through /proc/<pid>/fd/<n> (the memfd named "cpa-arena"), which
  * needs the same rights as ptrace on the monitor (root, or the same user).
  *
+ * `ctl cost` measures what the running agent costs over a window: each
+ * process's CPU and memory, and the run time of capture's BPF programs, with
+ * run-time statistics on for the window only (cpa/cost.h).
+ *
  * ctl writes only the rate_limit and mem_limit_mb words (the monitor never
  * writes them after start, so ctl is their only writer at run time), lowers
  * or raises a stage's RLIMIT_AS backstop with prlimit() along with its cap,
@@ -23,11 +27,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "cli.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
+#include "cost.h"
 #include "shm/arena.h"
+#include "shm/counters.h"
 #include "supervisor.h"
 
 static int monitor_pid_get(const char *store_dir, pid_t *ret)
@@ -214,7 +223,193 @@ static void print_status(struct shm_arena *a, pid_t mpid, const char *store_dir)
 	}
 }
 
+/* One process of the agent over the cost window. */
+struct cost_row {
+	const char *name;
+	pid_t pid;
+	uint32_t gen; /* the stage's generation at the start (stages only) */
+	bool ok;      /* read at both ends, the same process */
+	struct cost_proc p0, p1;
+};
+
 /* The stage pid in the block is only trusted while it is the monitor's child. */
+static pid_t stage_pid(struct shm_stage *st, pid_t mpid, uint32_t *ret_gen)
+{
+	pid_t pid = __atomic_load_n(&st->pid, __ATOMIC_RELAXED);
+
+	*ret_gen = __atomic_load_n(&st->generation, __ATOMIC_RELAXED);
+	return pid > 0 && is_child_of(pid, mpid) ? pid : 0;
+}
+
+/* BPF run time counts while kernel.bpf_stats_enabled is 1 or some process
+ * holds a BPF_ENABLE_STATS fd: ours, for the window. -errno with why not. */
+static int bpf_stats_on(int *ret_fd)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t cap = 0, len;
+	int fd;
+
+	*ret_fd = -1;
+	if (read_full_file_at(AT_FDCWD, "/proc/sys/kernel/bpf_stats_enabled", 0, 64, &buf, &cap,
+			      &len) == 0 &&
+	    len && buf[0] == '1')
+		return 0;
+	fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (fd < 0)
+		return fd;
+	*ret_fd = fd;
+	return 0;
+}
+
+static void print_ms_row(const struct cost_row *w, double secs, double samples)
+{
+	double cpu_ms = (double)(w->p1.cpu_ns - w->p0.cpu_ns) / 1e6;
+
+	if (!w->ok) {
+		printf("%-9s %7d  %s\n", w->name, w->pid,
+		       w->pid ? "restarted during the window: not counted" : "not running");
+		return;
+	}
+	printf("%-9s %7d %9.1f %10.3f", w->name, w->pid, cpu_ms, cpu_ms / 10.0 / secs);
+	if (samples > 0)
+		printf(" %10.1f", cpu_ms * 1e3 / samples);
+	else
+		printf(" %10s", "-");
+	printf(" %8.1f %9.1f\n", (double)w->p1.pss_kb / 1024, (double)w->p1.hwm_kb / 1024);
+}
+
+/*
+ * `ctl cost [SECONDS]`: the agent's CPU per process and per sample, its
+ * memory, and its BPF programs' run time, measured over SECONDS (default 10)
+ * while it runs as it is. bench/overhead.c measures the same things around
+ * a workload of its own; this is for the host at hand.
+ */
+static int print_cost(struct shm_arena *a, pid_t mpid, const char *arg)
+{
+	struct cost_row w[SHM_STAGE_MAX + 1] = {0};
+	struct shm_stage *cap = shm_arena__stage(a, SHM_STAGE_CAPTURE);
+	struct cost_bpf_set set = {0};
+	uint64_t ns0[COST_MAX_PROGS] = {0}, cnt0[COST_MAX_PROGS] = {0};
+	uint64_t t0, t1, s0, s1, busy0 = 0, tot0 = 0, busy1 = 0, tot1 = 0;
+	double secs, samples, cpa_ms = 0, bpf_ms = 0;
+	int stats_fd = -1, stats_r = 0, found = 0;
+	struct timespec ts = {0};
+	long long want = 10;
+	pid_t cap_pid;
+
+	if (arg && parse_ll(arg, 1, 3600, &want) < 0) {
+		log_error("cost: invalid window '%s' (seconds, 1..3600)", arg);
+		return 2;
+	}
+	for (int i = 0; i <= SHM_STAGE_MAX; i++) {
+		struct cost_row *r = &w[i];
+
+		if (i < SHM_STAGE_MAX) {
+			r->name = shm_stage_name((enum shm_stage_id)i);
+			r->pid =
+				stage_pid(shm_arena__stage(a, (enum shm_stage_id)i), mpid, &r->gen);
+		} else {
+			r->name = "monitor";
+			r->pid = mpid;
+		}
+		r->ok = r->pid && cost_proc_read(r->pid, &r->p0) == 0;
+	}
+	cap_pid = w[SHM_STAGE_CAPTURE].pid;
+	if (cap_pid) {
+		found = cost_bpf_find(cap_pid, &set);
+		if (found > 0)
+			stats_r = bpf_stats_on(&stats_fd);
+	}
+	for (int i = 0; i < set.n; i++) {
+		if (cost_bpf_prog(set.ids[i], NULL, 0, &ns0[i], &cnt0[i]) < 0)
+			ns0[i] = cnt0[i] = UINT64_MAX;
+	}
+	cost_machine_busy(&busy0, &tot0);
+	s0 = shm_stage__cnt(cap, CAP_CNT_SAMPLES);
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	printf("measuring for %lld s...\n", want);
+	fflush(stdout);
+	ts.tv_sec = (time_t)want;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	t1 = clock_ns(CLOCK_MONOTONIC);
+	s1 = shm_stage__cnt(cap, CAP_CNT_SAMPLES);
+	cost_machine_busy(&busy1, &tot1);
+	for (int i = 0; i <= SHM_STAGE_MAX; i++) {
+		struct cost_row *r = &w[i];
+		uint32_t gen = 0;
+
+		if (!r->ok)
+			continue;
+		if (i < SHM_STAGE_MAX &&
+		    (stage_pid(shm_arena__stage(a, (enum shm_stage_id)i), mpid, &gen) != r->pid ||
+		     gen != r->gen))
+			r->ok = false;
+		else
+			r->ok = cost_proc_read(r->pid, &r->p1) == 0 &&
+				cost_proc_mem(r->pid, &r->p1) == 0 && r->p1.cpu_ns >= r->p0.cpu_ns;
+	}
+
+	secs = (double)(t1 - t0) / 1e9;
+	samples = (double)(s1 - s0);
+	printf("cpa cost over %.1f s: %.0f samples (%.1f/s) of monitor pid %d\n", secs, samples,
+	       samples / secs, mpid);
+	printf("%-9s %7s %9s %10s %10s %8s %9s\n", "process", "pid", "CPU ms", "% of a CPU",
+	       "us/sample", "PSS MiB", "peak MiB");
+	for (int i = 0; i <= SHM_STAGE_MAX; i++) {
+		print_ms_row(&w[i], secs, samples);
+		if (w[i].ok)
+			cpa_ms += (double)(w[i].p1.cpu_ns - w[i].p0.cpu_ns) / 1e6;
+	}
+	printf("%-9s %7s %9.1f %10.3f", "all", "", cpa_ms, cpa_ms / 10.0 / secs);
+	if (samples > 0)
+		printf(" %10.1f\n", cpa_ms * 1e3 / samples);
+	else
+		printf(" %10s\n", "-");
+
+	if (!cap_pid) {
+		printf("BPF: capture is not running\n");
+	} else if (found <= 0) {
+		printf("BPF: no programs found in capture's file descriptors (%s)\n",
+		       found < 0 ? strerror(-found) : "none of cpa's");
+	} else if (stats_r < 0) {
+		printf("BPF: run time not measured: turning bpf_stats on needs CAP_SYS_ADMIN (%s)\n",
+		       strerror(-stats_r));
+	} else {
+		printf("\n%-24s %9s %8s %9s %10s\n", "BPF program", "runs", "runs/s", "ns/run",
+		       "% of a CPU");
+		for (int i = 0; i < set.n; i++) {
+			uint64_t ns, cnt;
+			char name[64];
+
+			if (ns0[i] == UINT64_MAX ||
+			    cost_bpf_prog(set.ids[i], name, sizeof(name), &ns, &cnt) < 0 ||
+			    cnt == cnt0[i])
+				continue;
+			ns -= ns0[i];
+			cnt -= cnt0[i];
+			bpf_ms += (double)ns / 1e6;
+			printf("%-24s %9llu %8.1f %9.0f %10.3f\n", name, (unsigned long long)cnt,
+			       (double)cnt / secs, (double)ns / (double)cnt,
+			       (double)ns / 1e7 / secs);
+		}
+		printf("%-24s %9s %8s %9s %10.3f", "all BPF", "", "", "", bpf_ms / 10.0 / secs);
+		if (samples > 0)
+			printf("  (%.1f us/sample)", bpf_ms * 1e3 / samples);
+		printf("\n");
+	}
+	if (tot1 > tot0) {
+		/* jiffies: USER_HZ ticks of all CPUs */
+		double busy_ms = (double)(busy1 - busy0) * 1e3 / (double)sysconf(_SC_CLK_TCK);
+
+		printf("\nmachine: %.2f CPUs busy on average; cpa (processes and BPF) %.2f %% of "
+		       "that\n",
+		       busy_ms / 1e3 / secs, busy_ms > 0 ? (cpa_ms + bpf_ms) * 100 / busy_ms : 0.0);
+	}
+	if (stats_fd >= 0)
+		close(stats_fd);
+	return 0;
+}
 
 int cmd_ctl(struct cpa_opts *o)
 {
@@ -226,14 +421,18 @@ int cmd_ctl(struct cpa_opts *o)
 	int code = 1;
 
 	if (o->n_args < 1) {
-		log_error("ctl: missing action (status, restart <stage>, rate <stage> <N>, mem "
-			  "<stage> <MiB>)");
+		log_error(
+			"ctl: missing action (status, cost [seconds], restart <stage>, rate <stage> "
+			"<N>, mem <stage> <MiB>)");
 		fprintf(stderr, "Try 'cpa ctl --help'.\n");
 		return 2;
 	}
 	verb = o->args[0];
 	if (!strcmp(verb, "status")) {
 		if (o->n_args != 1)
+			goto usage;
+	} else if (!strcmp(verb, "cost")) {
+		if (o->n_args > 2)
 			goto usage;
 	} else if (!strcmp(verb, "restart")) {
 		if (o->n_args != 2)
@@ -246,7 +445,7 @@ int cmd_ctl(struct cpa_opts *o)
 		if (stage_from_name(o->args[1], &id) < 0)
 			return 2;
 	} else {
-		log_error("ctl: unknown action '%s' (status, restart, rate, mem)", verb);
+		log_error("ctl: unknown action '%s' (status, cost, restart, rate, mem)", verb);
 		return 2;
 	}
 
@@ -258,11 +457,14 @@ int cmd_ctl(struct cpa_opts *o)
 	if (!strcmp(verb, "status")) {
 		print_status(a, mpid, store_dir);
 		code = 0;
+	} else if (!strcmp(verb, "cost")) {
+		code = print_cost(a, mpid, o->n_args > 1 ? o->args[1] : NULL);
 	} else if (!strcmp(verb, "restart")) {
 		struct shm_stage *st = shm_arena__stage(a, id);
-		pid_t pid = __atomic_load_n(&st->pid, __ATOMIC_RELAXED);
+		uint32_t gen;
+		pid_t pid = stage_pid(st, mpid, &gen);
 
-		if (pid <= 0 || !is_child_of(pid, mpid)) {
+		if (!pid) {
 			log_error("%s is not running (state %s)", shm_stage_name(id),
 				  shm_state_name(shm_stage__state(st)));
 		} else if (kill(pid, SIGTERM) < 0) {

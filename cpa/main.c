@@ -43,6 +43,7 @@ static void usage_cmd(FILE *f, enum cpa_cmd cmd)
 	case CPA_CMD_CTL:
 		fprintf(f,
 			"Usage: cpa ctl [--store_dir DIR] status\n"
+			"       cpa ctl [--store_dir DIR] cost [seconds, default 10]\n"
 			"       cpa ctl [--store_dir DIR] restart capture|unwindd|symd|storer\n"
 			"       cpa ctl [--store_dir DIR] rate <stage> <records/s, 0 = unlimited>\n"
 			"       cpa ctl [--store_dir DIR] mem unwindd|symd <cache cap, MiB>\n"

@@ -1318,6 +1318,76 @@ START_TEST(test_bench_cpa_lines)
 }
 END_TEST
 
+/* kernel.bpf_stats_enabled as it reads now ('?' when unreadable). */
+static char bpf_stats_sysctl(void)
+{
+	char c = '?';
+	int fd = open("/proc/sys/kernel/bpf_stats_enabled", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &c, 1) != 1)
+			c = '?';
+		close(fd);
+	}
+	return c;
+}
+
+/*
+ * `cpa ctl cost` on the real pipeline, whole machine, while cpa-workload
+ * keeps a CPU busy: the window counts samples, every process of the agent
+ * has a measured row, and capture's cpu-clock program ran in the window with
+ * a run time, measured with bpf_stats on for the window only (the sysctl is
+ * as it was, before and after).
+ */
+START_TEST(test_e2e_ctl_cost)
+{
+	static const char *const procs[] = {"capture", "unwindd", "symd", "storer", "monitor"};
+	char *store = store_new(), cpa[1100], *out, *p;
+	char *argv[] = {cpa, "ctl", "cost", "2", "--store_dir", store, NULL};
+	char stats = bpf_stats_sysctl();
+	unsigned long samples = 0, runs = 0;
+	double ns = 0;
+	struct workload w;
+	pid_t mon;
+	int rc;
+
+	need_root_bpf();
+	path_of(cpa, sizeof(cpa), "cpa");
+	mon = monitor_start(store, 8, 99, 0);
+	sleep(2); /* stages up and sampling */
+	workload_start(&w, "cpa-workload", 5.0, 6);
+	out = run(argv, &rc);
+	ck_assert_msg(rc == 0, "cpa ctl cost exited %d:\n%s", rc, out);
+	p = strstr(out, "cpa cost over ");
+	ck_assert_msg(p && sscanf(p, "cpa cost over %*f s: %lu samples", &samples) == 1 &&
+			      samples > 0,
+		      "no samples in the window:\n%s", out);
+	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+		char row[32];
+		const char *l, *end;
+
+		snprintf(row, sizeof(row), "\n%-9s ", procs[i]);
+		l = strstr(out, row);
+		ck_assert_msg(l, "no %s row:\n%s", procs[i], out);
+		end = strchr(l + 1, '\n');
+		ck_assert_ptr_nonnull(end);
+		ck_assert_msg(!memmem(l, (size_t)(end - l), "not ", 4), "%s not measured:\n%s",
+			      procs[i], out);
+	}
+	p = strstr(out, "\ncpa_on_cpu ");
+	ck_assert_msg(p && sscanf(p + 1, "cpa_on_cpu %lu %*f %lf", &runs, &ns) == 2 && runs > 0 &&
+			      ns > 0,
+		      "no run time of cpa_on_cpu:\n%s", out);
+	fprintf(stderr, "e2e: ctl cost: %lu samples, cpa_on_cpu %lu runs at %.0f ns\n", samples,
+		runs, ns);
+	ck_assert_int_eq(bpf_stats_sysctl(), stats);
+	free(out);
+	workload_finish(&w);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	free(store);
+}
+END_TEST
+
 /* ---- under a clock interposer ---- */
 
 #define FAKETIME_LIB "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -1609,7 +1679,7 @@ int main(int argc, char **argv)
 		  test_e2e_stop_sigint, test_e2e_stop_sigterm, test_e2e_nofp_complete_and_shares,
 		  test_e2e_adaptive_stack_copy}},
 		{"oneshot", 120, {test_oneshot_duration, test_oneshot_sigint}},
-		{"bench", 120, {test_bench_cpa_lines}},
+		{"bench", 120, {test_bench_cpa_lines, test_e2e_ctl_cost}},
 		{"offcpu", 120, {test_e2e_offcpu}},
 		/* Debian's programs nobody here wrote. */
 		{"real", 300, {test_e2e_real_programs, test_e2e_real_big_frames}},

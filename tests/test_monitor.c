@@ -600,6 +600,41 @@ static unsigned long long as_limit_of(pid_t pid)
 	return v;
 }
 
+/* `cpa ctl cost`: every process of the agent measured over the window, by the
+ * pids status names; the fake capture holds no BPF program and it says so;
+ * a bad window is refused. */
+START_TEST(test_ctl_cost)
+{
+	static const char *const names[] = {"capture", "unwindd", "symd", "storer"};
+	struct mon m;
+	char *out, want[64];
+
+	mon_start(&m, NULL, NULL);
+	mon_ready(&m);
+	usleep(300000);
+	ck_assert_int_eq(CTL(&m, &out, "cost", "1"), 0);
+	ck_assert_msg(strstr(out, "cpa cost over 1."), "no window in:\n%s", out);
+	for (unsigned int i = 0; i < ARRAY_SIZE(names); i++) {
+		pid_t pid = running_pid(&m, names[i], 1);
+
+		ck_assert_int_gt(pid, 0);
+		snprintf(want, sizeof(want), "\n%-9s %7d ", names[i], pid);
+		ck_assert_msg(strstr(out, want), "no row '%s' in:\n%s", want + 1, out);
+	}
+	snprintf(want, sizeof(want), "\n%-9s %7d ", "monitor", m.pid);
+	ck_assert_msg(strstr(out, want), "no monitor row in:\n%s", out);
+	ck_assert_msg(strstr(out, "BPF: no programs found in capture's file descriptors"),
+		      "fake capture's BPF line missing:\n%s", out);
+	free(out);
+	ck_assert_int_eq(CTL(&m, &out, "cost", "0"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "invalid window '0'"));
+	free(out);
+	ck_assert_int_eq(CTL(&m, &out, "cost", "1", "2"), 2);
+	free(out);
+	mon_stop_drained(&m, SIGINT);
+}
+END_TEST
+
 START_TEST(test_ctl_mem)
 {
 	unsigned long long sym_as;
@@ -985,6 +1020,7 @@ static Suite *monitor_suite(void)
 	tcase_add_test(tc, test_duration);
 	tcase_add_test(tc, test_start_failure_gives_up);
 	tcase_add_test(tc, test_crash_loop_keeps_trying);
+	tcase_add_test(tc, test_ctl_cost);
 	tcase_add_test(tc, test_ctl_mem);
 	tcase_add_test(tc, test_stage_capabilities);
 	tcase_add_test(tc, test_store_dir_refused);
