@@ -22,13 +22,19 @@
  *
  *   bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] [--keep DIR]
  *                 [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS]
+ *                 [--stall PCT]
  *
  * --per_stage N kills until each of the five victims has been killed N times
  * (the long run: 500 each); --pace the pause before a kill, in ms (default
  * 300:2000); --duty the share of each 10 ms the load threads spin (default
  * 100: a shared machine's long run may take less); --healthy sets the
  * monitor's CPA_HEALTHY_MS so that a stage killed every few seconds keeps a
- * short restart backoff (docs/supervisor.md, "Knobs for tests").
+ * short restart backoff (docs/supervisor.md, "Knobs for tests"); --stall PCT
+ * keeps unwindd SIGSTOPped over the pause before PCT % of the kills and
+ * resumes it after the kill (300 ms after a monitor's), so that the victim
+ * dies with ring 0 full and capture dropping, and an orphaned capture stops
+ * with ring 0 full (keep the pause under the hang timeout, or the stall
+ * becomes a hang-kill of unwindd).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -175,6 +181,14 @@ static int monitor_wait_running(pid_t mon, unsigned int timeout_ms, struct shm_a
 static bool pid_alive(pid_t p)
 {
 	return p > 0 && (kill(p, 0) == 0 || errno != ESRCH);
+}
+
+/* SIGCONT a stage stopped for a stall (--stall), once. */
+static void resume(pid_t *stalled)
+{
+	if (*stalled)
+		kill(*stalled, SIGCONT);
+	*stalled = 0;
 }
 
 /* Samples (and sample losses) left in the rings of a dead arena: records past
@@ -458,14 +472,16 @@ static int hangs_run(struct shm_arena *a, unsigned int hang_ms)
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] "
-			"[--keep DIR] [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS]\n");
+			"[--keep DIR] [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS] "
+			"[--stall PCT]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	unsigned int kills = 50, seed = (unsigned int)time(NULL), ncpu, hang_ms = 0;
-	unsigned int per_stage = 0, pace_min = 300, pace_max = 2000;
+	unsigned int per_stage = 0, pace_min = 300, pace_max = 2000, stall = 0, stalls = 0;
+	pid_t stalled;
 	const char *healthy = NULL;
 	int hang_fails = 0;
 	const char *keep = NULL;
@@ -495,6 +511,8 @@ int main(int argc, char **argv)
 			per_stage = (unsigned int)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--duty"))
 			duty = (unsigned int)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--stall"))
+			stall = (unsigned int)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--healthy"))
 			healthy = argv[++i];
 		else if (!strcmp(argv[i], "--pace")) {
@@ -504,7 +522,7 @@ int main(int argc, char **argv)
 		} else
 			usage();
 	}
-	if (!duty || duty > 100)
+	if (!duty || duty > 100 || stall > 100)
 		usage();
 	if (per_stage)
 		kills = per_stage * (NSTAGES + 1);
@@ -529,8 +547,8 @@ int main(int argc, char **argv)
 	srand(seed);
 	ncpu = (unsigned int)sysconf(_SC_NPROCESSORS_ONLN);
 	signal(SIGPIPE, SIG_IGN);
-	printf("torture: %u kills, %u Hz, seed %u, store %s, log %s\n", kills, freq, seed, store,
-	       logpath);
+	printf("torture: %u kills, %u Hz, seed %u, store %s, log %s%s\n", kills, freq, seed, store,
+	       logpath, stall ? ", unwindd stalls before some kills" : "");
 	fflush(stdout);
 
 	if (healthy)
@@ -567,6 +585,16 @@ int main(int argc, char **argv)
 		/* --per_stage: a random victim among those still short of N. */
 		while (per_stage && t.kills[v] >= per_stage)
 			v = (unsigned int)rand() % (NSTAGES + 1);
+		stalled = 0;
+		if (stall && (unsigned int)rand() % 100 < stall) {
+			st = shm_arena__stage(a, SHM_STAGE_UNWINDD);
+			pid = st->pid;
+			if (shm_stage__state(st) == SHM_STATE_RUNNING && pid_alive(pid) &&
+			    kill(pid, SIGSTOP) == 0) {
+				stalled = pid;
+				stalls++;
+			}
+		}
 		msleep(pace_min + (unsigned int)rand() % (pace_max - pace_min + 1));
 		if (v == VICTIM_MON) {
 			/* Only while every stage runs (see docs: a monitor killed while
@@ -577,10 +605,16 @@ int main(int argc, char **argv)
 				all &= shm_stage__state(shm_arena__stage(a, s)) ==
 				       SHM_STATE_RUNNING;
 			if (!all) {
+				resume(&stalled);
 				k--;
 				continue;
 			}
 			kill(mon, SIGKILL);
+			/* A stalled unwindd goes on only a moment later: capture
+			 * meets the monitor's death with ring 0 full. */
+			if (stalled)
+				msleep(300);
+			resume(&stalled);
 			waitpid(mon, NULL, 0);
 			monitor_gone(a, true, &t);
 			a = NULL;
@@ -595,10 +629,12 @@ int main(int argc, char **argv)
 			st = shm_arena__stage(a, v);
 			pid = st->pid;
 			if (shm_stage__state(st) != SHM_STATE_RUNNING || !pid_alive(pid)) {
+				resume(&stalled);
 				k--;
 				continue;
 			}
 			kill(pid, SIGKILL);
+			resume(&stalled);
 		}
 		t.kills[v]++;
 		if (store_scan(&t, false) < 0)
@@ -653,6 +689,8 @@ int main(int argc, char **argv)
 	       t.reads, t.corrupt, t.read_fail);
 	printf("| torn tails skipped (final read) | %" PRIu64 " |\n", t.torn);
 	printf("| monitors run | %" PRIu64 " |\n", t.monitors);
+	if (stall)
+		printf("| unwindd stalls (SIGSTOP over a pause) | %u |\n", stalls);
 	if (!keep) {
 		char cmd[PATH_MAX * 2 + 32];
 

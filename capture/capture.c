@@ -633,9 +633,10 @@ static int mmapev_drain(struct capture *c)
 }
 
 /* Stop sampling, drain the kernel buffers into ring 0, flush losses. */
-int capture__finish(struct capture *c, bool quick)
+int capture__finish(struct capture *c, enum cap_finish how)
 {
-	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (quick ? 0 : CAP_STOP_LOSS_WAIT_NS);
+	uint64_t deadline =
+		clock_ns(CLOCK_MONOTONIC) + (how == CAP_FINISH_TERM ? 0 : CAP_STOP_LOSS_WAIT_NS);
 	int r;
 
 	cap_policy__undo_all(c->policy, &c->emit, clock_ns(CLOCK_REALTIME));
@@ -652,12 +653,14 @@ int capture__finish(struct capture *c, bool quick)
 		return log_error_errno(r, "drain the kernel buffers: %m");
 	stats_sync(c);
 
-	/* The consumer is still running during a graceful stop: give it a
-	 * moment to make room, so the store shows what we lost. */
+	/* The consumer is still running during a graceful stop and an orphan
+	 * drain: give it a moment to make room, so the store shows what we
+	 * lost. */
 	for (;;) {
 		r = cap_emit__flush_losses(&c->emit, clock_ns(CLOCK_REALTIME), true);
 		cap_emit__commit(&c->emit);
-		if (r <= 0 || *c->term || clock_ns(CLOCK_MONOTONIC) >= deadline)
+		if (r <= 0 || (how == CAP_FINISH_STOP && *c->term) ||
+		    clock_ns(CLOCK_MONOTONIC) >= deadline)
 			break;
 		shm_stage__heartbeat(c->st);
 		nanosleep(&(struct timespec){.tv_nsec = CAP_STOP_RETRY_NS}, NULL);
@@ -667,9 +670,10 @@ int capture__finish(struct capture *c, bool quick)
 	if (r > 0)
 		log_warn("ring 0 full at exit: %d loss aggregate(s) not sent (counted)", r);
 	probes_log(c);
-	/* The run ends (STOP): nobody will fold the pinned map. On SIGTERM (a
-	 * restart) the next generation reads it and finds everything delivered. */
-	if (c->pin_path[0] && !*c->term) {
+	/* The run ends (STOP, or the monitor is gone): nobody will fold the
+	 * pinned map. On SIGTERM from a live monitor (a restart) the next
+	 * generation reads it and finds everything delivered. */
+	if (c->pin_path[0] && how != CAP_FINISH_TERM) {
 		unlink(c->pin_path);
 		shm_stage__cnt_set(c->st, CAP_CNT_GEN_PINNED, 0);
 		c->pin_path[0] = '\0';

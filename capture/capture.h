@@ -37,9 +37,23 @@ int capture__batch(struct capture *c, int wait_ms);
 int capture__tick(struct capture *c, uint64_t now_ns);
 /* ms until the next once-a-second tick is due (the poll never sleeps past it). */
 int capture__next_tick_ms(const struct capture *c, uint64_t now_ns);
-/* Stop sampling, drain the kernel buffers into ring 0, flush losses (quick:
- * do not wait for room for them). */
-int capture__finish(struct capture *c, bool quick);
+/* Why capture stops: how long it may wait for room in ring 0 for the loss
+ * records it still holds. */
+enum cap_finish {
+	/* STOP from the monitor: up to a second (unwindd reads on; a SIGTERM
+	 * meanwhile cuts it short). */
+	CAP_FINISH_STOP,
+	/* SIGTERM from a live monitor: no wait; the next generation folds what
+	 * this one produced and did not deliver into lost_with_capture. */
+	CAP_FINISH_TERM,
+	/* The monitor is gone (SIGTERM by PR_SET_PDEATHSIG): nobody will fold
+	 * this generation, so wait like STOP while unwindd's orphan drain reads
+	 * ring 0 (docs/pipeline.md, "Orphan drain"). */
+	CAP_FINISH_ORPHAN,
+};
+
+/* Stop sampling, drain the kernel buffers into ring 0, flush losses. */
+int capture__finish(struct capture *c, enum cap_finish how);
 void capture__free(struct capture *c);
 
 #endif /* CPA_CAPTURE_CAPTURE_H */

@@ -5,6 +5,7 @@
  * ring 0 from the kernel's buffers, it consumes no ring.
  */
 #include <errno.h>
+#include <unistd.h>
 
 #include "cap_emit.h"
 #include "capture.h"
@@ -18,6 +19,8 @@ static int run(struct shm_arena *a, struct shm_stage *st)
 	struct capture *c = NULL;
 	int r, timeout_ms = CAP_POLL_FLOW_MS;
 	uint64_t now, last, flushed;
+	pid_t parent = getppid();
+	enum cap_finish how;
 
 	shm_stage__heartbeat(st);
 	r = capture__new(a, st, &daemon_term, &c);
@@ -47,7 +50,10 @@ static int run(struct shm_arena *a, struct shm_stage *st)
 			flushed = now;
 		}
 	}
-	r = capture__finish(c, daemon_term);
+	how = !daemon_term	    ? CAP_FINISH_STOP
+	      : getppid() == parent ? CAP_FINISH_TERM
+				    : CAP_FINISH_ORPHAN;
+	r = capture__finish(c, how);
 out:
 	capture__free(c);
 	shm_stage__exit(st, r);

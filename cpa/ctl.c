@@ -229,6 +229,7 @@ struct cost_row {
 	pid_t pid;
 	uint32_t gen; /* the stage's generation at the start (stages only) */
 	bool ok;      /* read at both ends, the same process */
+	bool gone;    /* measured at the start, not at the end: restarted or exited */
 	struct cost_proc p0, p1;
 };
 
@@ -267,7 +268,9 @@ static void print_ms_row(const struct cost_row *w, double secs, double samples)
 
 	if (!w->ok) {
 		printf("%-9s %7d  %s\n", w->name, w->pid,
-		       w->pid ? "restarted during the window: not counted" : "not running");
+		       !w->pid	 ? "not running"
+		       : w->gone ? "restarted or exited during the window: not counted"
+				 : "not measured: its /proc files could not be read");
 		return;
 	}
 	printf("%-9s %7d %9.1f %10.3f", w->name, w->pid, cpu_ms, cpu_ms / 10.0 / secs);
@@ -348,6 +351,7 @@ static int print_cost(struct shm_arena *a, pid_t mpid, const char *arg)
 		else
 			r->ok = cost_proc_read(r->pid, &r->p1) == 0 &&
 				cost_proc_mem(r->pid, &r->p1) == 0 && r->p1.cpu_ns >= r->p0.cpu_ns;
+		r->gone = !r->ok;
 	}
 
 	secs = (double)(t1 - t0) / 1e9;
