@@ -22,7 +22,7 @@
  *
  *   bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] [--keep DIR]
  *                 [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS]
- *                 [--stall PCT]
+ *                 [--stall PCT] [--victims NAME,...]
  *
  * --per_stage N kills until each of the five victims has been killed N times
  * (the long run: 500 each); --pace the pause before a kill, in ms (default
@@ -34,7 +34,8 @@
  * resumes it after the kill (300 ms after a monitor's), so that the victim
  * dies with ring 0 full and capture dropping, and an orphaned capture stops
  * with ring 0 full (keep the pause under the hang timeout, or the stall
- * becomes a hang-kill of unwindd).
+ * becomes a hang-kill of unwindd); --victims limits the kills to some of
+ * capture, unwindd, symd, storer, monitor.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -469,11 +470,31 @@ static int hangs_run(struct shm_arena *a, unsigned int hang_ms)
 
 /* ------------------------------------------------------------------ main */
 
+/* --victims: a comma-separated list of stage names and "monitor", as a mask. */
+static unsigned int victims_parse(const char *arg)
+{
+	unsigned int mask = 0;
+	char buf[128], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		unsigned int v;
+
+		for (v = 0; v < NSTAGES; v++)
+			if (!strcmp(tok, shm_stage_name((enum shm_stage_id)v)))
+				break;
+		if (v == NSTAGES && strcmp(tok, "monitor") != 0)
+			return 0;
+		mask |= 1u << v;
+	}
+	return mask;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] "
 			"[--keep DIR] [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS] "
-			"[--stall PCT]\n");
+			"[--stall PCT] [--victims NAME,...]\n");
 	exit(2);
 }
 
@@ -481,6 +502,7 @@ int main(int argc, char **argv)
 {
 	unsigned int kills = 50, seed = (unsigned int)time(NULL), ncpu, hang_ms = 0;
 	unsigned int per_stage = 0, pace_min = 300, pace_max = 2000, stall = 0, stalls = 0;
+	unsigned int victims = (1u << (NSTAGES + 1)) - 1;
 	pid_t stalled;
 	const char *healthy = NULL;
 	int hang_fails = 0;
@@ -513,7 +535,11 @@ int main(int argc, char **argv)
 			duty = (unsigned int)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--stall"))
 			stall = (unsigned int)strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--healthy"))
+		else if (!strcmp(argv[i], "--victims")) {
+			victims = victims_parse(argv[++i]);
+			if (!victims)
+				usage();
+		} else if (!strcmp(argv[i], "--healthy"))
 			healthy = argv[++i];
 		else if (!strcmp(argv[i], "--pace")) {
 			if (sscanf(argv[++i], "%u:%u", &pace_min, &pace_max) != 2 ||
@@ -525,7 +551,7 @@ int main(int argc, char **argv)
 	if (!duty || duty > 100 || stall > 100)
 		usage();
 	if (per_stage)
-		kills = per_stage * (NSTAGES + 1);
+		kills = per_stage * (unsigned int)__builtin_popcount(victims);
 	if (geteuid() != 0) {
 		fprintf(stderr, "torture: needs root (BPF): skipped\n");
 		return 77;
@@ -582,8 +608,9 @@ int main(int argc, char **argv)
 		struct shm_stage *st;
 		pid_t pid;
 
-		/* --per_stage: a random victim among those still short of N. */
-		while (per_stage && t.kills[v] >= per_stage)
+		/* --per_stage: a random victim among those still short of N;
+		 * --victims: among those named. */
+		while (!(victims & 1u << v) || (per_stage && t.kills[v] >= per_stage))
 			v = (unsigned int)rand() % (NSTAGES + 1);
 		stalled = 0;
 		if (stall && (unsigned int)rand() % 100 < stall) {

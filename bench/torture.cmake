@@ -2,7 +2,8 @@
 # "Kills and hangs"): random SIGKILLs of every stage and of the monitor under
 # load, then the accounting. `bench_torture --kills 500` is the long run; the
 # ctest test_torture is the CI mode (50 kills), test_torture_full_ring the
-# same with ring 0 full at the kills (unwindd stalled; 999 Hz), test_hang the
+# same with ring 0 full at the kills (unwindd stalled; 999 Hz; and with the
+# monitor as the only victim: test_torture_monitor_full_ring), test_hang the
 # SIGSTOP of each stage (root + BPF, else 77).
 if(NOT TARGET cpa_store)
   return()
@@ -21,6 +22,11 @@ if(COMMAND add_test)
     COMMAND bench_torture --kills 30 --freq 999 --stall 60 --pace 1000:3000)
   set_tests_properties(test_torture_full_ring PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
     LABELS "e2e;root;torture")
+  # The same for the monitor alone, every kill: fails without the orphan wait.
+  add_test(NAME test_torture_monitor_full_ring
+    COMMAND bench_torture --kills 4 --victims monitor --stall 100 --freq 999 --pace 1500:2500)
+  set_tests_properties(test_torture_monitor_full_ring PROPERTIES SKIP_RETURN_CODE 77
+    TIMEOUT 300 LABELS "e2e;root;torture")
   # Hangs: SIGSTOP of each stage in turn, found by its heartbeat (3 s here).
   add_test(NAME test_hang COMMAND bench_torture --kills 0 --hangs 3000)
   set_tests_properties(test_hang PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
