@@ -35,7 +35,7 @@
 #include "common/timeutil.h"
 #include "bpf_floor.skel.h"
 
-enum rung_prog { R_EMPTY, R_IDS, R_RINGBUF, R_PCPU, R_PCPU_TWICE };
+enum rung_prog { R_EMPTY, R_IDS, R_RINGBUF, R_RINGBUF_CODE, R_PCPU, R_PCPU_TWICE };
 
 #define IDS_ALL (FLOOR_IDS_TIME | FLOOR_IDS_COMM)
 
@@ -49,6 +49,7 @@ enum rung_id {
 	G_RB,
 	G_PCPU,
 	G_RB_1K,
+	G_RB_1K_CODE,
 	G_PCPU_1K,
 	G_RB_4K,
 	G_PCPU_4K,
@@ -70,6 +71,7 @@ static const struct rung {
 	[G_RB] = {"+ BPF ring buffer", R_RINGBUF, 0, IDS_ALL},
 	[G_PCPU] = {"+ per-CPU ring", R_PCPU, 0, IDS_ALL},
 	[G_RB_1K] = {"+ ring buffer, 1 KiB copy", R_RINGBUF, 1024, IDS_ALL},
+	[G_RB_1K_CODE] = {"+ ring buffer, 1 KiB, 3 KB code", R_RINGBUF_CODE, 1024, IDS_ALL},
 	[G_PCPU_1K] = {"+ per-CPU ring, 1 KiB copy", R_PCPU, 1024, IDS_ALL},
 	[G_RB_4K] = {"+ ring buffer, 4 KiB copy", R_RINGBUF, 4096, IDS_ALL},
 	[G_PCPU_4K] = {"+ per-CPU ring, 4 KiB copy", R_PCPU, 4096, IDS_ALL},
@@ -114,6 +116,8 @@ static struct bpf_program *rung_prog(struct bpf_floor_bpf *skel, enum rung_prog 
 		return skel->progs.floor_idsonly;
 	case R_RINGBUF:
 		return skel->progs.floor_ringbuf;
+	case R_RINGBUF_CODE:
+		return skel->progs.floor_ringbuf_code;
 	case R_PCPU:
 		return skel->progs.floor_pcpu;
 	case R_PCPU_TWICE:
@@ -441,6 +445,7 @@ int main(int argc, char **argv)
 	printf("  a record through a per-CPU ring         %8.0f\n", M(G_PCPU) - M(G_IDS));
 	printf("  1 KiB user stack copy (ring buffer)     %8.0f\n", M(G_RB_1K) - M(G_RB));
 	printf("  1 KiB user stack copy (per-CPU ring)    %8.0f\n", M(G_PCPU_1K) - M(G_PCPU));
+	printf("  3 KB more code run (cold), 440 adds     %8.0f\n", M(G_RB_1K_CODE) - M(G_RB_1K));
 	printf("  4 KiB user stack copy (ring buffer)     %8.0f\n", M(G_RB_4K) - M(G_RB));
 	printf("  4 KiB user stack copy (per-CPU ring)    %8.0f\n", M(G_PCPU_4K) - M(G_PCPU));
 	printf("  the same 4 KiB again, warm              %8.0f\n", M(G_TWICE) - M(G_PCPU_4K));
