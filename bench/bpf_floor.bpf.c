@@ -83,23 +83,6 @@ int floor_idsonly(struct bpf_perf_event_data *ctx)
 	return r.comm[0] == 1 || r.time_ns == 1;
 }
 
-SEC("perf_event")
-int floor_ringbuf(struct bpf_perf_event_data *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct floor_rec *r;
-
-	if (!(__u32)id)
-		return 0;
-	r = bpf_ringbuf_reserve(&rb, sizeof(*r) + copy_bytes, 0);
-	if (!r)
-		return 0;
-	floor_ids(r, id);
-	floor_fill(ctx, r, 1);
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-	return 0;
-}
-
 /* ~3 KiB of executed straight-line code (x86 JIT: 440 adds of an imm32, 7
  * bytes each, a dependent chain: ~440 cycles warm): cpa_on_cpu's JIT image
  * is 3.3 KB against the rungs' few hundred bytes; this prices code that is
@@ -112,15 +95,14 @@ int floor_ringbuf(struct bpf_perf_event_data *ctx)
 
 static __always_inline __u64 floor_code(__u64 x)
 {
-	/* 11 x 40: the loop is unrolled, so the code runs straight through. */
+	/* Unrolled, so the code runs straight through. */
 #pragma unroll
 	for (int i = 0; i < 440; i++)
 		FLOOR_ADD(x, i);
 	return x;
 }
 
-SEC("perf_event")
-int floor_ringbuf_code(struct bpf_perf_event_data *ctx)
+static __always_inline int floor_rb_rec(struct bpf_perf_event_data *ctx, bool code)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct floor_rec *r;
@@ -132,9 +114,23 @@ int floor_ringbuf_code(struct bpf_perf_event_data *ctx)
 		return 0;
 	floor_ids(r, id);
 	floor_fill(ctx, r, 1);
-	(void)floor_code(id); /* kept: the asm statements are volatile */
+	if (code)
+		(void)floor_code(id); /* kept: the asm statements are volatile */
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 0;
+}
+
+SEC("perf_event")
+int floor_ringbuf(struct bpf_perf_event_data *ctx)
+{
+	return floor_rb_rec(ctx, false);
+}
+
+/* The same with ~3 KB more code run. */
+SEC("perf_event")
+int floor_ringbuf_code(struct bpf_perf_event_data *ctx)
+{
+	return floor_rb_rec(ctx, true);
 }
 
 static __always_inline int floor_pcpu_rec(struct bpf_perf_event_data *ctx, int copies)
