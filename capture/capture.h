@@ -48,7 +48,7 @@ enum cap_finish {
 	CAP_FINISH_TERM,
 	/* The monitor is gone (SIGTERM by PR_SET_PDEATHSIG): nobody will fold
 	 * this generation, so wait like STOP while unwindd's orphan drain reads
-	 * ring 0 (docs/pipeline.md, "Orphan drain"). */
+	 * ring 0 (docs/pipeline.md, "Stopping"). */
 	CAP_FINISH_ORPHAN,
 };
 
