@@ -22,7 +22,7 @@
  *
  *   bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] [--keep DIR]
  *                 [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS]
- *                 [--stall PCT] [--victims NAME,...]
+ *                 [--stall PCT] [--victims NAME,...] [--stop_after_kill MS]
  *
  * --per_stage N kills until each of the five victims has been killed N times
  * (the long run: 500 each); --pace the pause before a kill, in ms (default
@@ -35,7 +35,10 @@
  * dies with ring 0 full and capture dropping, and an orphaned capture stops
  * with ring 0 full (keep the pause under the hang timeout, or the stall
  * becomes a hang-kill of unwindd); --victims limits the kills to some of
- * capture, unwindd, symd, storer, monitor.
+ * capture, unwindd, symd, storer, monitor; --stop_after_kill MS stops the
+ * monitor MS after the last kill, not once every stage runs again (0: before
+ * the monitor reaped the victim; a little later: while it waits out its
+ * restart backoff).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -184,6 +187,20 @@ static bool pid_alive(pid_t p)
 	return p > 0 && (kill(p, 0) == 0 || errno != ESRCH);
 }
 
+/* Every stage RUNNING, and each one killed since a newer generation: a stage
+ * SIGKILLed a moment ago still reads RUNNING until the monitor reaps it. */
+static bool all_running(struct shm_arena *a, const uint32_t *killed_gen)
+{
+	for (int s = 0; s < NSTAGES; s++) {
+		struct shm_stage *st = shm_arena__stage(a, s);
+
+		if (shm_stage__state(st) != SHM_STATE_RUNNING ||
+		    __atomic_load_n(&st->generation, __ATOMIC_ACQUIRE) <= killed_gen[s])
+			return false;
+	}
+	return true;
+}
+
 /* SIGCONT a stage stopped for a stall (--stall), once. */
 static void resume(pid_t *stalled)
 {
@@ -250,11 +267,20 @@ static void monitor_gone(struct shm_arena *a, bool killed, struct tally *t)
 			break;
 		msleep(50);
 	}
-	t->produced += shm_stage__cnt(cap, CAP_CNT_PRODUCED);
+	uint64_t produced = shm_stage__cnt(cap, CAP_CNT_PRODUCED), residue = 0;
+
+	t->produced += produced;
 	t->lost_died_cnt += shm_stage__cnt(cap, CAP_CNT_LOST_DIED);
 	if (killed)
-		t->in_rings += rings_residue(a);
+		residue = rings_residue(a);
+	t->in_rings += residue;
 	t->monitors++;
+	/* Per monitor, for a failed balance: each monitor writes its own store dir. */
+	printf("torture: monitor %" PRIu64 " %s: produced %" PRIu64 ", in the rings %" PRIu64
+	       ", dropped on a full ring 0 %" PRIu64 "\n",
+	       t->monitors, killed ? "killed" : "stopped", produced, residue,
+	       shm_stage__cnt(cap, SHM_CNT_DROP_RING_FULL));
+	fflush(stdout);
 	shm_arena__free(a);
 }
 
@@ -378,6 +404,10 @@ static int store_scan(struct tally *t, bool final)
 			fprintf(stderr, "torture: query %s: %s\n", p, store_reader__error(sr));
 			t->read_fail++;
 		}
+		if (final)
+			printf("torture: store dir %s: stored %" PRIu64 ", lost %" PRIu64
+			       " (running totals)\n",
+			       names[i], s.stored, s.lost);
 		store_reader__stats(sr, &st);
 		if (st.blocks_corrupt) {
 			fprintf(stderr, "torture: %s: %" PRIu64 " corrupt block(s)\n", p,
@@ -494,7 +524,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] "
 			"[--keep DIR] [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS] "
-			"[--stall PCT] [--victims NAME,...]\n");
+			"[--stall PCT] [--victims NAME,...] [--stop_after_kill MS]\n");
 	exit(2);
 }
 
@@ -503,6 +533,8 @@ int main(int argc, char **argv)
 	unsigned int kills = 50, seed = (unsigned int)time(NULL), ncpu, hang_ms = 0;
 	unsigned int per_stage = 0, pace_min = 300, pace_max = 2000, stall = 0, stalls = 0;
 	unsigned int victims = (1u << (NSTAGES + 1)) - 1;
+	uint32_t killed_gen[NSTAGES] = {}; /* each stage's generation last killed */
+	int stop_after_kill = -1;	   /* ms, -1: once every stage runs again */
 	pid_t stalled;
 	const char *healthy = NULL;
 	int hang_fails = 0;
@@ -533,6 +565,8 @@ int main(int argc, char **argv)
 			per_stage = (unsigned int)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--duty"))
 			duty = (unsigned int)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--stop_after_kill"))
+			stop_after_kill = (int)strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--stall"))
 			stall = (unsigned int)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--victims")) {
@@ -626,12 +660,7 @@ int main(int argc, char **argv)
 		if (v == VICTIM_MON) {
 			/* Only while every stage runs (see docs: a monitor killed while
 			 * capture restarts leaves its successor's fold undone). */
-			bool all = true;
-
-			for (int s = 0; s < NSTAGES; s++)
-				all &= shm_stage__state(shm_arena__stage(a, s)) ==
-				       SHM_STATE_RUNNING;
-			if (!all) {
+			if (!all_running(a, killed_gen)) {
 				resume(&stalled);
 				k--;
 				continue;
@@ -645,6 +674,7 @@ int main(int argc, char **argv)
 			waitpid(mon, NULL, 0);
 			monitor_gone(a, true, &t);
 			a = NULL;
+			memset(killed_gen, 0, sizeof(killed_gen)); /* a new arena */
 			mon = monitor_start(load);
 			r = monitor_wait_running(mon, 60000, &a);
 			if (r < 0) {
@@ -660,6 +690,7 @@ int main(int argc, char **argv)
 				k--;
 				continue;
 			}
+			killed_gen[v] = __atomic_load_n(&st->generation, __ATOMIC_ACQUIRE);
 			kill(pid, SIGKILL);
 			resume(&stalled);
 		}
@@ -672,17 +703,16 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 	}
-	/* Let every stage come back, then stop as an operator would. */
-	for (unsigned int i = 0; i < 200; i++) {
-		int n = 0;
-
-		for (int s = 0; s < NSTAGES; s++)
-			n += shm_stage__state(shm_arena__stage(a, s)) == SHM_STATE_RUNNING;
-		if (n == NSTAGES)
-			break;
-		msleep(100);
+	/* Let every stage come back (the last one killed may wait out a 5 s
+	 * backoff), then stop as an operator would; --stop_after_kill: a stop
+	 * right after the last kill, the victim dead or not yet restarted. */
+	if (stop_after_kill >= 0) {
+		msleep((unsigned int)stop_after_kill);
+	} else {
+		for (unsigned int i = 0; i < 300 && !all_running(a, killed_gen); i++)
+			msleep(100);
+		msleep(1000);
 	}
-	msleep(1000);
 	kill(mon, SIGINT);
 	waitpid(mon, &r, 0);
 	monitor_gone(a, false, &t);

@@ -78,6 +78,7 @@ struct sup_stage {
 	bool stop_asked; /* part of the shutdown: never restarted */
 	bool stop_done;
 	bool term_sent;
+	bool fold_started; /* capture only: started during a stop to fold (once) */
 	bool gave_up;
 	uint64_t deadline_ns; /* of the current stop step */
 	uint64_t as_limit;    /* RLIMIT_AS set at spawn, 0 = none */
@@ -422,6 +423,34 @@ static void stage_failed(struct supervisor *s, struct sup_stage *st, const char 
 	st->backoff_ms = MIN(st->backoff_ms * 2, (uint64_t)BACKOFF_MAX_MS);
 }
 
+/*
+ * A capture that died unasked (a kill, a crash) left samples it produced and
+ * never delivered; only its successor counts them, by folding the statistics
+ * map it pinned (docs/capture.md, loss item 5). During a stop nobody would
+ * restart it, so start one now that folds, finds STOP and leaves: the store
+ * shows that loss. Once per stop; false when there is nothing to fold.
+ */
+static bool capture_fold_start(struct supervisor *s, struct sup_stage *st)
+{
+	if (st->fold_started || !shm_stage__cnt(st->blk, CAP_CNT_GEN_PINNED))
+		return false;
+	st->fold_started = true;
+	log_info("capture died with samples it did not deliver: starting it to count them and "
+		 "stop");
+	if (stage_spawn(s, st) < 0) {
+		s->exit_code = 1;
+		return false;
+	}
+	st->stop_asked = true;
+	st->stop_done = false;
+	st->term_sent = false;
+	/* Its BPF load, then the stop. */
+	st->deadline_ns = st->spawn_ns + 2 * s->p.stop_timeout_ms * NSEC_PER_MSEC;
+	__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_STOP, __ATOMIC_RELEASE);
+	set_status(s, "stopping: capture (counting a killed generation)");
+	return true;
+}
+
 static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 {
 	uint64_t uptime = clock_kernel_ns(CLOCK_MONOTONIC) - st->spawn_ns;
@@ -444,7 +473,6 @@ static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 	describe_status(status, how, sizeof(how));
 
 	if (st->stop_asked) {
-		st->stop_done = true;
 		if (status_clean(status)) {
 			log_info("%s (pid %d) %s", st->name, pid,
 				 st->id == SHM_STAGE_CAPTURE ? "stopped" : "drained and exited");
@@ -454,6 +482,10 @@ static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 			log_error("%s (pid %d) %s while stopping", st->name, pid, how);
 			s->exit_code = 1;
 		}
+		if (st->id == SHM_STAGE_CAPTURE && !status_clean(status) &&
+		    capture_fold_start(s, st))
+			return;
+		st->stop_done = true;
 		return;
 	}
 
@@ -528,7 +560,12 @@ static void stop_step_begin(struct supervisor *s)
 			continue;
 		}
 		if (st->id == SHM_STAGE_CAPTURE) {
+			bool down = !st->pid && st->restart_at_ns;
+
 			st->restart_at_ns = 0;
+			/* Killed a moment ago, waiting out its restart backoff. */
+			if (down && capture_fold_start(s, st))
+				return;
 			if (!st->pid) {
 				st->stop_done = true;
 				continue;
