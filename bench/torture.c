@@ -159,34 +159,6 @@ static pid_t monitor_start(pid_t load)
 	_exit(127);
 }
 
-/* All four stages RUNNING within timeout_ms: the arena attached in *ret. */
-static int monitor_wait_running(pid_t mon, unsigned int timeout_ms, struct shm_arena **ret)
-{
-	struct shm_arena *a = NULL;
-
-	for (unsigned int t = 0; t < timeout_ms; t += 50, msleep(50)) {
-		int n = 0;
-
-		if (waitpid(mon, NULL, WNOHANG) == mon)
-			return -ECHILD;
-		if (!a && shm_arena__attach_pid(mon, &a) < 0)
-			continue;
-		for (int s = 0; s < NSTAGES; s++)
-			n += shm_stage__state(shm_arena__stage(a, s)) == SHM_STATE_RUNNING;
-		if (n == NSTAGES) {
-			*ret = a;
-			return 0;
-		}
-	}
-	shm_arena__free(a);
-	return -ETIMEDOUT;
-}
-
-static bool pid_alive(pid_t p)
-{
-	return p > 0 && (kill(p, 0) == 0 || errno != ESRCH);
-}
-
 /* Every stage RUNNING, and each one killed since a newer generation: a stage
  * SIGKILLed a moment ago still reads RUNNING until the monitor reaps it. */
 static bool all_running(struct shm_arena *a, const uint32_t *killed_gen)
@@ -199,6 +171,31 @@ static bool all_running(struct shm_arena *a, const uint32_t *killed_gen)
 			return false;
 	}
 	return true;
+}
+
+/* All four stages RUNNING within timeout_ms: the arena attached in *ret. */
+static int monitor_wait_running(pid_t mon, unsigned int timeout_ms, struct shm_arena **ret)
+{
+	static const uint32_t none[NSTAGES]; /* a new arena: nothing killed yet */
+	struct shm_arena *a = NULL;
+
+	for (unsigned int t = 0; t < timeout_ms; t += 50, msleep(50)) {
+		if (waitpid(mon, NULL, WNOHANG) == mon)
+			return -ECHILD;
+		if (!a && shm_arena__attach_pid(mon, &a) < 0)
+			continue;
+		if (all_running(a, none)) {
+			*ret = a;
+			return 0;
+		}
+	}
+	shm_arena__free(a);
+	return -ETIMEDOUT;
+}
+
+static bool pid_alive(pid_t p)
+{
+	return p > 0 && (kill(p, 0) == 0 || errno != ESRCH);
 }
 
 /* SIGCONT a stage stopped for a stall (--stall), once. */

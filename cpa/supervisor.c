@@ -442,7 +442,6 @@ static bool capture_fold_start(struct supervisor *s, struct sup_stage *st)
 		return false;
 	}
 	st->stop_asked = true;
-	st->stop_done = false;
 	st->term_sent = false;
 	/* Its BPF load, then the stop. */
 	st->deadline_ns = st->spawn_ns + 2 * s->p.stop_timeout_ms * NSEC_PER_MSEC;
