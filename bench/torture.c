@@ -23,6 +23,7 @@
  *   bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] [--keep DIR]
  *                 [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS]
  *                 [--stall PCT] [--victims NAME,...] [--stop_after_kill MS]
+ *                 [--replay N:G]
  *
  * --per_stage N kills until each of the five victims has been killed N times
  * (the long run: 500 each); --pace the pause before a kill, in ms (default
@@ -38,7 +39,11 @@
  * capture, unwindd, symd, storer, monitor; --stop_after_kill MS stops the
  * monitor MS after the last kill, not once every stage runs again (0: before
  * the monitor reaped the victim; a little later: while it waits out its
- * restart backoff).
+ * restart backoff); --replay N:G makes lives 1..G of unwindd and of symd die
+ * right after committing the output of their N-th batch, before releasing its
+ * input (CPA_FAULT_KILL_AFTER_COMMIT, shm/fault.h), so each successor sends
+ * that batch again; the run then fails unless symd or the storer skipped
+ * copies, and the balance must hold as always.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -77,6 +82,7 @@ struct reason {
 struct tally {
 	uint64_t kills[NSTAGES + 1];
 	uint64_t produced, lost_died_cnt, in_rings, monitors;
+	uint64_t copies; /* skipped as copies by symd and the storer (shm/dedup.h) */
 	uint64_t stored, lost, down_est, dup_excess, corrupt, torn, read_fail, reads;
 	struct reason reasons[MAX_REASONS];
 	unsigned int n_reasons;
@@ -265,18 +271,21 @@ static void monitor_gone(struct shm_arena *a, bool killed, struct tally *t)
 		msleep(50);
 	}
 	uint64_t produced = shm_stage__cnt(cap, CAP_CNT_PRODUCED), residue = 0;
+	uint64_t copies = shm_stage__cnt(shm_arena__stage(a, SHM_STAGE_SYMD), SHM_CNT_DROP_DUP) +
+			  shm_stage__cnt(shm_arena__stage(a, SHM_STAGE_STORER), SHM_CNT_DROP_DUP);
 
 	t->produced += produced;
 	t->lost_died_cnt += shm_stage__cnt(cap, CAP_CNT_LOST_DIED);
 	if (killed)
 		residue = rings_residue(a);
 	t->in_rings += residue;
+	t->copies += copies;
 	t->monitors++;
 	/* Per monitor, for a failed balance: each monitor writes its own store dir. */
 	printf("torture: monitor %" PRIu64 " %s: produced %" PRIu64 ", in the rings %" PRIu64
-	       ", dropped on a full ring 0 %" PRIu64 "\n",
+	       ", dropped on a full ring 0 %" PRIu64 ", copies skipped %" PRIu64 "\n",
 	       t->monitors, killed ? "killed" : "stopped", produced, residue,
-	       shm_stage__cnt(cap, SHM_CNT_DROP_RING_FULL));
+	       shm_stage__cnt(cap, SHM_CNT_DROP_RING_FULL), copies);
 	fflush(stdout);
 	shm_arena__free(a);
 }
@@ -519,9 +528,10 @@ static unsigned int victims_parse(const char *arg)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] "
-			"[--keep DIR] [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS] "
-			"[--stall PCT] [--victims NAME,...] [--stop_after_kill MS]\n");
+	fprintf(stderr,
+		"usage: bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] "
+		"[--keep DIR] [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS] "
+		"[--stall PCT] [--victims NAME,...] [--stop_after_kill MS] [--replay N:G]\n");
 	exit(2);
 }
 
@@ -534,6 +544,8 @@ int main(int argc, char **argv)
 	int stop_after_kill = -1;	   /* ms, -1: once every stage runs again */
 	pid_t stalled;
 	const char *healthy = NULL;
+	unsigned int replay_n = 0, replay_g = 0;
+	bool ok;
 	int hang_fails = 0;
 	const char *keep = NULL;
 	struct shm_arena *a = NULL;
@@ -569,6 +581,10 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--victims")) {
 			victims = victims_parse(argv[++i]);
 			if (!victims)
+				usage();
+		} else if (!strcmp(argv[i], "--replay")) {
+			if (sscanf(argv[++i], "%u:%u", &replay_n, &replay_g) != 2 || !replay_n ||
+			    !replay_g)
 				usage();
 		} else if (!strcmp(argv[i], "--healthy"))
 			healthy = argv[++i];
@@ -610,6 +626,13 @@ int main(int argc, char **argv)
 
 	if (healthy)
 		setenv("CPA_HEALTHY_MS", healthy, 1);
+	if (replay_n) {
+		char v[96];
+
+		snprintf(v, sizeof(v), "unwindd:%u:%u,symd:%u:%u", replay_n, replay_g, replay_n,
+			 replay_g);
+		setenv("CPA_FAULT_KILL_AFTER_COMMIT", v, 1);
+	}
 	if (hang_ms) {
 		char v[16];
 
@@ -738,6 +761,9 @@ int main(int argc, char **argv)
 	printf("| **unaccounted** (produced - stored - lost - in rings) | %" PRId64 " |\n",
 	       unaccounted);
 	printf("| duplicates (over freq+2 per thread-second) | %" PRIu64 " |\n", t.dup_excess);
+	printf("| copies skipped by symd and the storer (a stage's batch sent again) | %" PRIu64
+	       " |\n",
+	       t.copies);
 	printf("| corrupt blocks / unreadable stores (over %" PRIu64 " reads) | %" PRIu64
 	       " / %" PRIu64 " |\n",
 	       t.reads, t.corrupt, t.read_fail);
@@ -745,23 +771,23 @@ int main(int argc, char **argv)
 	printf("| monitors run | %" PRIu64 " |\n", t.monitors);
 	if (stall)
 		printf("| unwindd stalls (SIGSTOP over a pause) | %u |\n", stalls);
+	ok = unaccounted == 0 && !t.dup_excess && !t.corrupt && !t.read_fail && t.produced &&
+	     !hang_fails && (!replay_n || t.copies);
 	if (!keep) {
 		char cmd[PATH_MAX * 2 + 32];
 
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", store, logpath);
-		if (unaccounted == 0 && !t.dup_excess && !t.corrupt && !t.read_fail &&
-		    system(cmd) != 0)
+		if (ok && system(cmd) != 0)
 			fprintf(stderr, "torture: could not remove %s\n", store);
 	}
-	if (unaccounted || t.dup_excess || t.corrupt || t.read_fail || !t.produced || hang_fails)
+	if (!ok)
 		fprintf(stderr,
 			"torture: FAILED (seed %u): unaccounted %" PRId64 ", duplicates %" PRIu64
 			", corrupt %" PRIu64 ", unreadable %" PRIu64 ", produced %" PRIu64
-			", hang checks failed %d; store and log kept: %s %s\n",
+			", hang checks failed %d, copies skipped %" PRIu64
+			"%s; store and log kept: %s %s\n",
 			seed, unaccounted, t.dup_excess, t.corrupt, t.read_fail, t.produced,
-			hang_fails, store, logpath);
-	return unaccounted == 0 && !t.dup_excess && !t.corrupt && !t.read_fail && t.produced &&
-			       !hang_fails
-		       ? 0
-		       : 1;
+			hang_fails, t.copies, replay_n && !t.copies ? " (--replay sent none)" : "",
+			store, logpath);
+	return ok ? 0 : 1;
 }

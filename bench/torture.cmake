@@ -3,8 +3,10 @@
 # load, then the accounting. `bench_torture --kills 500` is the long run; the
 # ctest test_torture is the CI mode (50 kills), test_torture_monitor_full_ring
 # monitor kills with ring 0 full (unwindd stalled; 999 Hz),
-# test_torture_stop_after_kill_* a stop right after a capture kill, test_hang the
-# SIGSTOP of each stage (root + BPF, else 77).
+# test_torture_stop_after_kill_* a stop right after a capture kill,
+# test_torture_replay the batch a producer killed between commit and release
+# sends again, test_torture_mixed_full_ring every victim with ring 0 full now and
+# then, test_hang the SIGSTOP of each stage (root + BPF, else 77).
 if(NOT TARGET cpa_store)
   return()
 endif()
@@ -18,8 +20,7 @@ if(COMMAND add_test)
     LABELS "e2e;root;torture")
   # Monitor kills while ring 0 is full (unwindd stalled): capture drops on a
   # full ring and must still get its loss records out; fails without the
-  # orphan wait. The mixed run (--kills 30 --stall 60) is a bench run for now:
-  # it has an open over-count (docs/reliability.md, "Limits, stated").
+  # orphan wait.
   add_test(NAME test_torture_monitor_full_ring
     COMMAND bench_torture --kills 4 --victims monitor --stall 100 --freq 999 --pace 1500:2500)
   set_tests_properties(test_torture_monitor_full_ring PROPERTIES SKIP_RETURN_CODE 77
@@ -34,6 +35,20 @@ if(COMMAND add_test)
     set_tests_properties(test_torture_stop_after_kill_${ms}ms PROPERTIES SKIP_RETURN_CODE 77
       TIMEOUT 300 LABELS "e2e;root;torture")
   endforeach()
+  # unwindd and symd kill themselves between the output commit and the input
+  # release (CPA_FAULT_KILL_AFTER_COMMIT, shm/fault.h) four times each: the
+  # consumer must skip the batch their successors send again (shm/dedup.h).
+  add_test(NAME test_torture_replay
+    COMMAND bench_torture --kills 4 --victims capture,storer --replay 5:4 --healthy 2000
+      --freq 999 --pace 1500:2500)
+  set_tests_properties(test_torture_replay PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    LABELS "e2e;root;torture")
+  # Every victim, unwindd stalled before 60 % of the kills: where the replayed
+  # batch was first seen (-256, docs/reliability.md).
+  add_test(NAME test_torture_mixed_full_ring
+    COMMAND bench_torture --kills 30 --freq 999 --stall 60 --pace 1000:3000)
+  set_tests_properties(test_torture_mixed_full_ring PROPERTIES SKIP_RETURN_CODE 77
+    TIMEOUT 600 LABELS "e2e;root;torture")
   # Hangs: SIGSTOP of each stage in turn, found by its heartbeat (3 s here).
   add_test(NAME test_hang COMMAND bench_torture --kills 0 --hangs 3000)
   set_tests_properties(test_hang PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300

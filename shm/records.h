@@ -221,6 +221,18 @@ _Static_assert(sizeof(struct cpa_loss) == 48, "cpa_loss layout");
 /* CPA_REC_DICT_RESET */
 struct cpa_dict_reset {
 	uint64_t epoch; /* strictly grows per link across restarts */
+	/* CPA_RESET_START: the first reset of the sender's life. resume_seq is
+	 * the input mark it started from: what it sends with a seq above that
+	 * and at or below what the receiver had seen is a batch its
+	 * predecessor sent but did not release (shm/dedup.h). */
+	uint64_t resume_seq;
+	uint32_t flags;
+	uint32_t _pad;
+};
+_Static_assert(sizeof(struct cpa_dict_reset) == 24, "cpa_dict_reset layout");
+
+enum cpa_reset_flags {
+	CPA_RESET_START = 1u << 0,
 };
 
 enum cpa_module_kind {

@@ -5,7 +5,8 @@
  * Exactly once: input space is released (with the highest seq as the ring's
  * consumer mark) only once the block holding those samples was closed and
  * handed to io_uring, or at exit after the final flush. A restarted storer
- * skips seq <= mark. When a record opens the next block, the input is
+ * skips seq <= mark, and a restarted symd's replayed batch is skipped too
+ * (shm/dedup.h). When a record opens the next block, the input is
  * released only up to that record (shm_ring__release_upto_mark_sc()), so a
  * crash loses nothing that is not in a submitted block (never duplicates).
  * Records the store refused (no dir or segment could be made: a full disk)
@@ -20,6 +21,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "shm/counters.h"
+#include "shm/dedup.h"
 #include "shm/records.h"
 #include "storer.h"
 
@@ -27,13 +29,14 @@ struct storer {
 	struct shm_stage *st;
 	struct shm_ring_cons *in;
 	struct store_writer *w;
-	uint64_t resume_mark; /* seq <= this was stored by an earlier life: skip */
-	uint64_t max_seq;     /* highest seq taken into the store (open block included) */
-	uint64_t unreleased;  /* input bytes peeked since the last release */
-	uint64_t rec_pos;     /* ring position of the record at hand */
-	uint32_t rec_bytes;   /* its size in the ring */
-	bool block_closed;    /* a block closed since the last release */
-	int fail_err;	      /* the store failure reported and not yet recovered, 0 = none */
+	/* Copies from an earlier life of ours or of symd (shm/dedup.h); dd.high
+	 * is the highest seq taken into the store (open block included). */
+	struct shm_dedup dd;
+	uint64_t unreleased; /* input bytes peeked since the last release */
+	uint64_t rec_pos;    /* ring position of the record at hand */
+	uint32_t rec_bytes;  /* its size in the ring */
+	bool block_closed;   /* a block closed since the last release */
+	int fail_err;	     /* the store failure reported and not yet recovered, 0 = none */
 	struct store_writer_stats synced; /* writer stats already added to the counters */
 	int last_logged_err;
 	uint64_t last_log_ns;
@@ -49,8 +52,7 @@ int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_wri
 	s->st = st;
 	s->in = in;
 	s->w = w;
-	s->resume_mark = shm_ring__mark_sc(in);
-	s->max_seq = s->resume_mark;
+	shm_dedup__init(&s->dd, shm_ring__mark_sc(in));
 	*ret = s;
 	return 0;
 }
@@ -62,7 +64,7 @@ void storer__free(struct storer *s)
 
 uint64_t storer__resume_seq(const struct storer *s)
 {
-	return s->resume_mark;
+	return s->dd.resume;
 }
 
 uint64_t storer__unreleased(const struct storer *s)
@@ -135,27 +137,26 @@ static void close_before(struct storer *s, uint64_t time_ns)
 	if (store_writer__fits(s->w, time_ns))
 		return;
 	if (store_writer__close_block(s->w) > 0) {
-		shm_ring__release_upto_mark_sc(s->in, s->rec_pos, s->max_seq);
+		shm_ring__release_upto_mark_sc(s->in, s->rec_pos, s->dd.high);
 		s->unreleased = s->rec_bytes;
 		s->block_closed = false;
 	}
 }
 
 /*
- * A sequenced record (sample or loss): skip it if a previous life of this
- * stage already stored it, else close the block before it if it belongs to
- * the next one (releasing the input with the seqs that block holds), and only
+ * A sequenced record: skip it if it is a copy of one already stored (by us
+ * or an earlier life), else close the block before it if it belongs to the
+ * next one (releasing the input with the seqs that block holds), and only
  * then count its seq, so the released mark never covers the record at hand.
  */
-static bool admit(struct storer *s, uint64_t seq, uint64_t time_ns)
+static bool admit(struct storer *s, uint64_t seq, uint64_t time_ns, bool loss)
 {
-	if (seq <= s->resume_mark) {
+	if (shm_dedup__copy(&s->dd, seq, loss)) {
 		cnt(s, SHM_CNT_DROP_DUP, 1);
 		return false;
 	}
 	close_before(s, time_ns);
-	if (seq > s->max_seq)
-		s->max_seq = seq;
+	shm_dedup__pass(&s->dd, seq);
 	return true;
 }
 
@@ -169,6 +170,8 @@ static int take(struct storer *s, const struct shm_msg *m)
 
 		if (m->len < sizeof(*d))
 			return -EBADMSG;
+		if (d->flags & CPA_RESET_START)
+			shm_dedup__producer_start(&s->dd, d->resume_seq);
 		store_writer__dict_reset(s->w, d->epoch);
 		return 0;
 	}
@@ -205,7 +208,7 @@ static int take(struct storer *s, const struct shm_msg *m)
 
 		if (m->len < sizeof(*d) || d->kind >= CPA_KIND_MAX)
 			return -EBADMSG;
-		if (!admit(s, d->seq, d->time_ns))
+		if (!admit(s, d->seq, d->time_ns, false))
 			return 0;
 		r = store_writer__add_sample(s->w, d);
 		if (!r) {
@@ -219,7 +222,7 @@ static int take(struct storer *s, const struct shm_msg *m)
 
 		if (m->len < sizeof(*d) || d->stage >= SHM_STAGE_MAX)
 			return -EBADMSG;
-		if (!admit(s, d->seq, d->time_ns))
+		if (!admit(s, d->seq, d->time_ns, true))
 			return 0;
 		r = store_writer__add_loss(s->w, d);
 		if (!r)
@@ -231,7 +234,7 @@ static int take(struct storer *s, const struct shm_msg *m)
 
 		if (!cpa_rec_metrics_ok(d, m->len))
 			return -EBADMSG;
-		if (!admit(s, d->seq, d->time_ns))
+		if (!admit(s, d->seq, d->time_ns, false))
 			return 0;
 		return store_writer__add_metrics(s->w, d, (const struct cpa_metrics_ent *)(d + 1));
 	}
@@ -240,7 +243,7 @@ static int take(struct storer *s, const struct shm_msg *m)
 
 		if (m->len < sizeof(*d))
 			return -EBADMSG;
-		if (!admit(s, d->seq, d->time_ns))
+		if (!admit(s, d->seq, d->time_ns, false))
 			return 0;
 		return store_writer__add_event(s->w, d);
 	}
@@ -265,7 +268,7 @@ static void release_if_idle(struct storer *s)
 
 static void release(struct storer *s)
 {
-	shm_ring__release_mark_sc(s->in, s->max_seq);
+	shm_ring__release_mark_sc(s->in, s->dd.high);
 	s->unreleased = 0;
 	s->block_closed = false;
 }

@@ -12,6 +12,7 @@
 #include "common/daemon.h"
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "shm/fault.h"
 
 #define SYMD_BATCH 256
 /*
@@ -34,14 +35,21 @@ static int stage_new(struct shm_arena *a, struct shm_stage *st, struct shm_ring_
 		     struct shm_ring_prod *out, void **ret)
 {
 	uint32_t gen = __atomic_load_n(&st->generation, __ATOMIC_RELAXED);
+	int fault = shm_fault__kill_after_commit(SHM_STAGE_SYMD, gen);
 	struct symd *s = NULL;
 	int r;
 
+	if (fault < 0)
+		return log_error_errno(fault, "%s: malformed", SHM_FAULT_KILL_ENV);
+	if (fault)
+		log_warn("test knob %s: this life dies after its batch %d", SHM_FAULT_KILL_ENV,
+			 fault);
 	r = symd__new(&(struct symd_opts){.cfg = shm_arena__config(a),
 					  .stage = st,
 					  .in = in,
 					  .out = out,
-					  .generation = gen},
+					  .generation = gen,
+					  .fault_kill_batches = (unsigned int)fault},
 		      &s);
 	if (r < 0)
 		return log_error_errno(r, "set up: %m");

@@ -4,7 +4,8 @@
  * definitions and samples out.
  *
  *   ring 1 (unwindd ids)                       ring 2 (symd ids, this epoch)
- *   DICT_RESET  -> forget umods[]               DICT_RESET epoch=gen<<32|n
+ *   DICT_RESET  -> forget umods[] (START: skip DICT_RESET epoch=gen<<32|n
+ *                  unwindd's replayed batch)   (the first one: START)
  *   MODULE      -> umods[id]                    STR / MODULE / FRAME / STACK
  *   FRAMES      -> names -> frame ids -> stack  ... each before first use
  *                                               SAMPLE_OUT (seq kept)
@@ -36,6 +37,8 @@
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "shm/counters.h"
+#include "shm/dedup.h"
+#include "shm/fault.h"
 #include "shm/loss.h"
 
 #define SYMD_PID_MAX	    65536u
@@ -143,8 +146,11 @@ struct symd {
 	bool need_reset;
 	bool held;
 
-	uint64_t resume_mark; /* input seq <= this was passed on by a predecessor */
-	uint64_t mark;	      /* highest input seq handled */
+	/* Copies from our predecessor or unwindd's (shm/dedup.h); dd.high is
+	 * the highest input seq handled, our release mark. */
+	struct shm_dedup dd;
+	bool start_sent;	 /* this life's first reset, with CPA_RESET_START, is out */
+	unsigned int fault_left; /* batches to the test knob's kill (0: off) */
 
 	uint64_t intern_budget;
 	struct shm_loss_table loss; /* own drops, upstream losses not forwarded yet */
@@ -215,11 +221,17 @@ static int symd__reset_sp(struct symd *s)
 	/* umods' cached MODULE ids belong to the old epoch from here on, sent
 	 * or not. */
 	s->resets++;
-	d.epoch = ((uint64_t)s->generation << 32) | s->resets;
+	d = (struct cpa_dict_reset){.epoch = ((uint64_t)s->generation << 32) | s->resets};
+	if (!s->start_sent) {
+		/* The storer skips what our predecessor sent above our start. */
+		d.flags = CPA_RESET_START;
+		d.resume_seq = s->dd.resume;
+	}
 	r = emit2(s, CPA_REC_DICT_RESET, &d, sizeof(d), NULL, 0);
 	if (r < 0)
 		return r;
 	s->need_reset = false;
+	s->start_sent = true;
 	return 0;
 }
 
@@ -1289,6 +1301,18 @@ static size_t intern_bytes(const struct symd *s)
 	       intern__bytes(&s->mods);
 }
 
+/* A sequenced record: true when it is a copy of one already handled
+ * (counted), else its seq becomes our mark. */
+static bool is_copy(struct symd *s, uint64_t seq, bool loss)
+{
+	if (shm_dedup__copy(&s->dd, seq, loss)) {
+		cnt(s, SHM_CNT_DROP_DUP, 1);
+		return true;
+	}
+	shm_dedup__pass(&s->dd, seq);
+	return false;
+}
+
 static void on_frames(struct symd *s, const struct shm_msg *m)
 {
 	struct cpa_frames f;
@@ -1304,12 +1328,8 @@ static void on_frames(struct symd *s, const struct shm_msg *m)
 		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
 		return;
 	}
-	if (f.seq <= s->resume_mark) {
-		cnt(s, SHM_CNT_DROP_DUP, 1);
+	if (is_copy(s, f.seq, false))
 		return;
-	}
-	if (f.seq > s->mark)
-		s->mark = f.seq;
 	if (!rate_ok(s)) {
 		loss_own(s, SHM_CNT_DROP_RATE, &f);
 		return;
@@ -1400,12 +1420,8 @@ static void on_task(struct symd *s, const struct shm_msg *m)
 		return;
 	}
 	memcpy(&t, m->data, sizeof(t));
-	if (t.seq <= s->resume_mark) {
-		cnt(s, SHM_CNT_DROP_DUP, 1);
+	if (is_copy(s, t.seq, false))
 		return;
-	}
-	if (t.seq > s->mark)
-		s->mark = t.seq;
 	/* exec replaces the image (new environment, new JIT); capture sends
 	 * EXIT once per process, from its last thread, whatever its tid. */
 	if (t.kind == CPA_TASK_EXEC || t.kind == CPA_TASK_EXIT)
@@ -1422,12 +1438,13 @@ static void on_loss(struct symd *s, const struct shm_msg *m)
 		return;
 	}
 	memcpy(&l, m->data, sizeof(l));
-	if (l.seq <= s->resume_mark) {
-		cnt(s, SHM_CNT_DROP_DUP, 1);
+	if (is_copy(s, l.seq, true))
 		return;
-	}
-	if (l.seq > s->mark)
-		s->mark = l.seq;
+	/* Not a copy, yet below our mark: a restarted unwindd's
+	 * lost_pending_at_kill, numbered with the mark it resumed from, after
+	 * the batch it sent again. It leaves at our mark: seqs stay in order. */
+	if (l.seq < s->dd.high)
+		l.seq = s->dd.high;
 	if (shm_loss__pending(&s->loss))
 		loss_flush(s);
 	r = shm_loss__pending(&s->loss) ? -ENOBUFS : emit2(s, CPA_REC_LOSS, &l, sizeof(l), NULL, 0);
@@ -1448,12 +1465,8 @@ static void on_forward(struct symd *s, const struct shm_msg *m)
 		return;
 	}
 	memcpy(&seq, m->data, sizeof(seq));
-	if (seq <= s->resume_mark) {
-		cnt(s, SHM_CNT_DROP_DUP, 1);
+	if (is_copy(s, seq, false))
 		return;
-	}
-	if (seq > s->mark)
-		s->mark = seq;
 	if (emit2(s, m->type, m->data, m->len, NULL, 0) < 0)
 		cnt(s, SHM_CNT_DROP_RING_FULL, 1);
 }
@@ -1467,14 +1480,20 @@ static void symd__handle(struct symd *s, const struct shm_msg *m)
 	case CPA_REC_MODULE:
 		on_module(s, m);
 		break;
-	case CPA_REC_DICT_RESET:
-		if (m->len < sizeof(struct cpa_dict_reset)) {
+	case CPA_REC_DICT_RESET: {
+		struct cpa_dict_reset d;
+
+		if (m->len < sizeof(d)) {
 			cnt(s, SHM_CNT_DROP_CORRUPT, 1);
 			break;
 		}
+		memcpy(&d, m->data, sizeof(d));
+		if (d.flags & CPA_RESET_START)
+			shm_dedup__producer_start(&s->dd, d.resume_seq);
 		umods__clear(s);
 		s->pcc_gen++;
 		break;
+	}
 	case CPA_REC_TASK:
 		on_task(s, m);
 		break;
@@ -1537,10 +1556,12 @@ int symd__batch(struct symd *s, unsigned int max_records)
 		symd__handle(s, &m);
 	}
 	/* Output first, then the input with its mark: a crash in between makes
-	 * the successor redo the batch, and the storer skips what it has. */
+	 * the successor redo the batch, and the storer skips what it has (our
+	 * successor's first reset says where it started: shm/dedup.h). */
 	shm_ring__commit_sp(s->out);
 	if (n) {
-		shm_ring__release_mark_sc(s->in, s->mark);
+		shm_fault__commit_point(&s->fault_left);
+		shm_ring__release_mark_sc(s->in, s->dd.high);
 		/* What is pending now dies with a SIGKILL: the count waits in
 		 * the arena for our successor (only after the release: before
 		 * it, a kill redoes the batch). */
@@ -1676,6 +1697,7 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	s->in = o->in;
 	s->out = o->out;
 	s->generation = o->generation;
+	s->fault_left = o->fault_kill_batches;
 	s->paths = o->paths;
 	snprintf(s->env_keys, sizeof(s->env_keys), "%.*s", (int)sizeof(s->env_keys) - 1,
 		 o->cfg->record_env_name);
@@ -1722,13 +1744,12 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	r = bincache__new(s->sym_budget, &s->paths, &s->bins);
 	if (r < 0)
 		goto out_free;
-	s->resume_mark = shm_ring__mark_sc(s->in);
-	s->mark = s->resume_mark;
+	shm_dedup__init(&s->dd, shm_ring__mark_sc(s->in));
 	s->need_reset = true;
 	/* What a killed predecessor left pending: ours now, sent before
 	 * anything else with a seq (its seq is the resume mark). */
 	carried = shm_loss__carry(&s->loss, s->st, SYM_CNT_LOSS_PENDING, SHM_STAGE_SYMD,
-				  SYM_CNT_LOST_AT_KILL, s->mark ? s->mark : 1,
+				  SYM_CNT_LOST_AT_KILL, s->dd.high ? s->dd.high : 1,
 				  clock_ns(CLOCK_REALTIME));
 	if (carried)
 		log_warn("the previous symd left %" PRIu64 " lost sample(s) not yet reported: "

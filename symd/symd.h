@@ -254,6 +254,8 @@ struct symd_opts {
 	struct shm_ring_prod *out;
 	uint32_t generation;
 	struct symd_paths paths; /* NULL members take the defaults */
+	/* Test knob: die after committing the output of this batch (shm/fault.h). */
+	unsigned int fault_kill_batches;
 };
 
 struct symd;

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "counters.h"
+#include "dedup.h"
+#include "fault.h"
 #include "loss.h"
 #include "stage_loop.h"
 #include "test_util.h"
@@ -283,6 +285,84 @@ START_TEST(test_loss_table)
 }
 END_TEST
 
+/* The consumer's rule (shm/dedup.h): what a restarted producer sends again
+ * is a copy; a loss is one only inside the window its START reset names. */
+START_TEST(test_dedup_rule)
+{
+	struct shm_dedup d;
+
+	shm_dedup__init(&d, 10); /* our predecessor passed up to 10 on */
+	ck_assert(shm_dedup__copy(&d, 10, false));
+	ck_assert(shm_dedup__copy(&d, 9, true));
+	ck_assert(!shm_dedup__copy(&d, 11, false));
+	for (uint64_t q = 11; q <= 20; q++)
+		shm_dedup__pass(&d, q);
+	/* A loss at the last seq (a corrupt record's) is not a copy. */
+	ck_assert(!shm_dedup__copy(&d, 20, true));
+
+	/* The producer restarts having released up to 15: 16..20 come again. */
+	shm_dedup__producer_start(&d, 15);
+	ck_assert(shm_dedup__copy(&d, 16, false));
+	ck_assert(shm_dedup__copy(&d, 20, false));
+	ck_assert(shm_dedup__copy(&d, 16, true));
+	ck_assert(shm_dedup__copy(&d, 20, true));
+	ck_assert(!shm_dedup__copy(&d, 15, true)); /* its lost_pending_at_kill */
+	ck_assert(!shm_dedup__copy(&d, 21, false));
+	ck_assert(!shm_dedup__copy(&d, 21, true));
+	shm_dedup__pass(&d, 21);
+
+	/* Restarted after releasing everything we saw: no window. */
+	shm_dedup__producer_start(&d, 21);
+	ck_assert(!shm_dedup__copy(&d, 21, true));
+	ck_assert(shm_dedup__copy(&d, 21, false));
+}
+END_TEST
+
+/* CPA_FAULT_KILL_AFTER_COMMIT: per stage and generation; malformed refused. */
+START_TEST(test_fault_knob)
+{
+	static const char *const bad[] = {"unwindd",	"unwindd:5",	"unwindd:0:3",
+					  "unwind:5:3", "unwindd:5:3,", "unwindd:5:3;symd:1:1",
+					  "symd:x:1"};
+
+	unsetenv(SHM_FAULT_KILL_ENV);
+	ck_assert_int_eq(shm_fault__kill_after_commit(SHM_STAGE_UNWINDD, 1), 0);
+	ck_assert_int_eq(setenv(SHM_FAULT_KILL_ENV, "unwindd:5:3,symd:7:1", 1), 0);
+	ck_assert_int_eq(shm_fault__kill_after_commit(SHM_STAGE_UNWINDD, 1), 5);
+	ck_assert_int_eq(shm_fault__kill_after_commit(SHM_STAGE_UNWINDD, 3), 5);
+	ck_assert_int_eq(shm_fault__kill_after_commit(SHM_STAGE_UNWINDD, 4), 0);
+	ck_assert_int_eq(shm_fault__kill_after_commit(SHM_STAGE_SYMD, 1), 7);
+	ck_assert_int_eq(shm_fault__kill_after_commit(SHM_STAGE_SYMD, 2), 0);
+	ck_assert_int_eq(shm_fault__kill_after_commit(SHM_STAGE_STORER, 1), 0);
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(setenv(SHM_FAULT_KILL_ENV, bad[i], 1), 0);
+		ck_assert_msg(shm_fault__kill_after_commit(SHM_STAGE_UNWINDD, 1) == -EINVAL, "%s",
+			      bad[i]);
+	}
+	unsetenv(SHM_FAULT_KILL_ENV);
+
+	/* The point itself: counts down, the last one kills (in a child). */
+	{
+		pid_t pid = fork();
+		int status;
+
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			unsigned int left = 3;
+
+			shm_fault__commit_point(&left);
+			shm_fault__commit_point(&left);
+			if (left != 1)
+				_exit(1);
+			shm_fault__commit_point(&left);
+			_exit(2);
+		}
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stage_loop");
@@ -295,6 +375,8 @@ int main(void)
 	tcase_add_test(tc, test_run_error);
 	tcase_add_test(tc, test_rate_limit);
 	tcase_add_test(tc, test_loss_table);
+	tcase_add_test(tc, test_dedup_rule);
+	tcase_add_test(tc, test_fault_knob);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

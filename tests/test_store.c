@@ -998,6 +998,111 @@ END_TEST
 
 /* The storer sleeps until its open block is due, never longer than
  * STORER_IDLE_MS (heartbeat), and STORER_IDLE_MS with no block open. */
+/* symd killed after it committed a batch's output and before it released
+ * that batch's input: its successor sends the batch again and says where it
+ * started in its first reset. Each sample and loss is stored once, and the
+ * successor's lost_pending_at_kill too. */
+struct replay_sums {
+	uint64_t samples, lost;
+};
+
+static int on_replay_row(void *ctx, const struct store_sample *s)
+{
+	struct replay_sums *sum = ctx;
+
+	if (s->lost)
+		sum->lost += s->count;
+	else
+		sum->samples += s->count;
+	return 0;
+}
+
+static void put_loss(struct shm_ring_prod *p, uint64_t seq, uint64_t t, uint32_t stage,
+		     uint32_t reason, uint64_t count)
+{
+	struct cpa_loss l = {.seq = seq,
+			     .time_ns = t,
+			     .count = count,
+			     .weight = count,
+			     .stage = stage,
+			     .reason = reason};
+
+	put_rec(p, CPA_REC_LOSS, &l, sizeof(l), NULL, 0);
+}
+
+START_TEST(test_stage_symd_replay)
+{
+	struct shm_layout l;
+	struct shm_arena *a = NULL;
+	struct shm_ring_prod p;
+	struct shm_ring_cons c;
+	struct storer *s;
+	struct store_writer *w;
+	struct shm_stage *st;
+	struct cpa_sample_out o;
+	struct cpa_dict_reset start = {
+		.epoch = 2ull << 32, .resume_seq = 5, .flags = CPA_RESET_START};
+	struct replay_sums sum = {0};
+	struct store_reader *r;
+	char *root = t_mkdtemp(), dir[1024];
+	uint64_t base = t_base_ns(), seq;
+	int nn = 0;
+
+	shm_layout__default(&l, 4096, 16);
+	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
+	st = shm_arena__stage(a, SHM_STAGE_STORER);
+	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
+	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
+	w = new_writer(root);
+	store_writer__set_run_id(w, base);
+	ck_assert_int_eq(storer__new(st, &c, w, &s), 0);
+
+	/* symd A: samples 1..10, a loss of 3 at 11. */
+	ring_defs(&p, 4);
+	for (seq = 1; seq <= 10; seq++) {
+		t_sample(&o, seq, base + seq * 1000, 1, 0);
+		put_rec(&p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
+	}
+	put_loss(&p, 11, base + 11000, SHM_STAGE_SYMD, SHM_CNT_DROP_RING_FULL, 3);
+	shm_ring__commit_sp(&p);
+	drain(s);
+
+	/* symd B released up to 5 only: its carry at 5, then 6..11 again,
+	 * then new records 12..15. */
+	put_rec(&p, CPA_REC_DICT_RESET, &start, sizeof(start), NULL, 0);
+	ring_defs(&p, 4);
+	put_loss(&p, 5, base + 5000, SHM_STAGE_SYMD, SYM_CNT_LOST_AT_KILL, 4);
+	for (seq = 6; seq <= 14; seq++) {
+		if (seq == 11) {
+			put_loss(&p, 11, base + 11000, SHM_STAGE_SYMD, SHM_CNT_DROP_RING_FULL, 3);
+			continue;
+		}
+		t_sample(&o, seq, base + seq * 1000, 2, 0);
+		put_rec(&p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
+	}
+	put_loss(&p, 15, base + 15000, SHM_STAGE_SYMD, SHM_CNT_DROP_RING_FULL, 2);
+	shm_ring__commit_sp(&p);
+	drain(s);
+	ck_assert_int_eq(storer__finish(s, true), 0);
+	storer__free(s);
+	store_writer__free(w);
+
+	ck_assert_uint_eq(shm_stage__cnt(st, SHM_CNT_DROP_DUP), 6);
+	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_SAMPLES), 13);
+	ck_assert_uint_eq(shm_stage__cnt(st, STO_CNT_LOST_SAMPLES), 3 + 4 + 2);
+	ck_assert_uint_eq(shm_ring__mark_sc(&c), 15);
+	/* What a reader of the store sees. */
+	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+	ck_assert_int_eq(store_reader__open(dir, on_notice, &nn, &r), 0);
+	ck_assert_int_eq(store_reader__query(r, 0, base + 60 * T_NS, NULL, on_replay_row, &sum), 0);
+	store_reader__free(r);
+	ck_assert_uint_eq(sum.samples, 13);
+	ck_assert_uint_eq(sum.lost, 9);
+	shm_arena__free(a);
+	t_rm_rf(root);
+}
+END_TEST
+
 START_TEST(test_stage_sleep)
 {
 	struct shm_layout l;
@@ -1405,6 +1510,7 @@ static Suite *store_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("stage");
 	tcase_add_test(tc, test_stage_batch);
+	tcase_add_test(tc, test_stage_symd_replay);
 	tcase_add_test(tc, test_stage_sleep);
 	tcase_add_test(tc, test_retention_log);
 	tcase_add_test(tc, test_stage_process);

@@ -1095,7 +1095,9 @@ struct harness {
 	unsigned int nsamples;
 	unsigned int nresets;
 	uint64_t last_epoch;
+	struct cpa_dict_reset last_reset;
 	unsigned int nloss;
+	uint64_t lost; /* the counts of every loss record */
 	struct cpa_loss last_loss;
 	struct cpa_sample_out last_sample;
 	uint64_t last_seq;
@@ -1259,6 +1261,7 @@ static void h_drain(struct harness *h)
 			memcpy(&d, m.data, sizeof(d));
 			ck_assert_uint_gt(d.epoch, h->last_epoch);
 			h->last_epoch = d.epoch;
+			h->last_reset = d;
 			h->nresets++;
 			h_forget(h);
 			break;
@@ -1330,6 +1333,7 @@ static void h_drain(struct harness *h)
 			ck_assert_uint_ge(m.len, sizeof(h->last_loss));
 			memcpy(&h->last_loss, m.data, sizeof(h->last_loss));
 			h->nloss++;
+			h->lost += h->last_loss.count;
 			/* records with a seq leave symd in seq order */
 			ck_assert_uint_ge(h->last_loss.seq, h->last_seq);
 			h->last_seq = h->last_loss.seq;
@@ -2136,6 +2140,97 @@ START_TEST(test_stage_pending_loss_survives_kill)
 }
 END_TEST
 
+/* unwindd killed after it committed a batch's output and before it
+ * released that batch's input: its successor sends the batch again and says
+ * where it started in its first reset. symd passes every sample and loss on
+ * once, and the successor's lost_pending_at_kill too. */
+static void h_unwindd_start(struct harness *h, uint64_t epoch, uint64_t resume_seq)
+{
+	struct cpa_dict_reset r = {
+		.epoch = epoch, .resume_seq = resume_seq, .flags = CPA_RESET_START};
+
+	h_put(h, CPA_REC_DICT_RESET, &r, sizeof(r), NULL, 0);
+}
+
+static void h_loss(struct harness *h, uint64_t seq, uint32_t stage, uint32_t reason, uint64_t count)
+{
+	struct cpa_loss l = {
+		.seq = seq, .count = count, .weight = count, .stage = stage, .reason = reason};
+
+	h_put(h, CPA_REC_LOSS, &l, sizeof(l), NULL, 0);
+}
+
+START_TEST(test_stage_unwindd_replay)
+{
+	struct harness *h = h_new(0, NULL);
+	struct fx_fn a = fx_fn("cpa_fx_alpha", "cpa_fx_alpha");
+	struct cpa_uframe u[1] = {uf(3, a.off, CPA_UF_LEAF)};
+	uint64_t s0 = h->seq, want_lost = 0, prev = 0;
+	unsigned int i;
+
+	/* Our own first reset says where we started. */
+	h_drain(h);
+	ck_assert_uint_eq(h->nresets, 1);
+	ck_assert_uint_eq(h->last_reset.flags, CPA_RESET_START);
+	ck_assert_uint_eq(h->last_reset.resume_seq, 0);
+
+	/* unwindd A: samples s0..s0+3, a dropped sample s0+4, sample s0+5. */
+	h_unwindd_start(h, 1ull << 32, 0);
+	h_module(h, 3, CPA_MOD_FILE, FX_SO);
+	for (i = 0; i < 4; i++)
+		h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	h_loss(h, h->seq++, SHM_STAGE_UNWINDD, SHM_CNT_DROP_RING_FULL, 1);
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	ck_assert_int_eq(h_batch(h), 8);
+	ck_assert_uint_eq(h->nsamples, 5);
+	ck_assert_uint_eq(h->nloss, 1);
+	want_lost += 1;
+
+	/* unwindd B released up to s0+1 only: it carries what A left pending,
+	 * then sends s0+2..s0+5 again, then new records. */
+	h_unwindd_start(h, 2ull << 32, s0 + 1);
+	h_loss(h, s0 + 1, SHM_STAGE_UNWINDD, UNW_CNT_LOST_AT_KILL, 7);
+	want_lost += 7;
+	h_module(h, 3, CPA_MOD_FILE, FX_SO);
+	h->seq = s0 + 2;
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	h_loss(h, h->seq++, SHM_STAGE_UNWINDD, SHM_CNT_DROP_RING_FULL, 1);
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	/* new */
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	h_loss(h, h->seq++, SHM_STAGE_UNWINDD, SHM_CNT_DROP_RING_FULL, 2);
+	want_lost += 2;
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	ck_assert_int_eq(h_batch(h), 10);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_DROP_DUP), 4);
+	ck_assert_uint_eq(h->nsamples, 7);
+	for (i = 0; i < h->nsamples; i++) {
+		ck_assert_uint_gt(h->samples[i].seq, prev); /* each once */
+		prev = h->samples[i].seq;
+	}
+	ck_assert_uint_eq(h->samples[6].seq, s0 + 8);
+	ck_assert_uint_eq(h->nloss, 3);
+	ck_assert_uint_eq(h->lost, want_lost);
+	/* the carry leaves in order, at our mark then */
+	ck_assert_uint_eq(shm_ring__mark_sc(&h->in), s0 + 8);
+
+	/* unwindd C resumed after everything we saw (killed after its
+	 * release): nothing is a copy, not even a loss at the last seq (a
+	 * corrupt record's, which reuses it). */
+	h_unwindd_start(h, 3ull << 32, s0 + 8);
+	h_loss(h, s0 + 8, SHM_STAGE_UNWINDD, SHM_CNT_DROP_CORRUPT, 1);
+	want_lost += 1;
+	h_frames(h, NULL, 0, u, 1, CPA_STOP_END, 0);
+	ck_assert_int_eq(h_batch(h), 3);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_DROP_DUP), 4);
+	ck_assert_uint_eq(h->nsamples, 8);
+	ck_assert_uint_eq(h->nloss, 4);
+	ck_assert_uint_eq(h->lost, want_lost);
+	h_free(h);
+}
+END_TEST
+
 /* ---- the executable, spawned the way the monitor does ---- */
 
 static const char *symd_exe(void)
@@ -2280,6 +2375,7 @@ static Suite *symd_suite(void)
 	tcase_add_test(tc, test_stage_intern_budget);
 	tcase_add_test(tc, test_stage_rate_limit);
 	tcase_add_test(tc, test_stage_pending_loss_survives_kill);
+	tcase_add_test(tc, test_stage_unwindd_replay);
 	tcase_add_test(tc, test_debuginfod_fetch);
 	tcase_add_test(tc, test_exec_drain_and_term);
 	suite_add_tcase(s, tc);

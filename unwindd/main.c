@@ -9,6 +9,7 @@
 #include "common/daemon.h"
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "shm/fault.h"
 #include "unwindd.h"
 
 /*
@@ -76,6 +77,12 @@ static int stage_new(struct shm_arena *arena, struct shm_stage *st, struct shm_r
 		o.ustack_start = cfg->stack_size;
 		o.ustack_cap = cpa_config__stack_cap(cfg->stack_size);
 	}
+	r = shm_fault__kill_after_commit(SHM_STAGE_UNWINDD, (uint32_t)(o.epoch >> 32));
+	if (r < 0)
+		return log_error_errno(r, "%s: malformed", SHM_FAULT_KILL_ENV);
+	if (r)
+		log_warn("test knob %s: this life dies after its batch %d", SHM_FAULT_KILL_ENV, r);
+	o.fault_kill_batches = (unsigned int)r;
 	r = unwindd__new(&o, in, out, st, &u);
 	if (r < 0)
 		return log_error_errno(r, "set up: %m");

@@ -27,6 +27,7 @@
 #include "common/timeutil.h"
 #include "dump.h"
 #include "shm/counters.h"
+#include "shm/fault.h"
 #include "shm/loss.h"
 #include "ucache.h"
 #include "walk.h"
@@ -45,6 +46,8 @@ struct unwindd {
 	uint64_t skip_upto; /* input mark at start: seq <= this was passed on already */
 	uint64_t mark;	    /* highest input seq handled */
 	bool reset_sent;
+	bool start_sent;	 /* the life's first reset, with CPA_RESET_START, is out */
+	unsigned int fault_left; /* batches to the test knob's kill (0: off) */
 
 	uint64_t now_ns; /* CLOCK_MONOTONIC at the start of the batch */
 	uint64_t last_sweep_ns;
@@ -977,9 +980,15 @@ int unwindd__start(struct unwindd *u)
 	r = emit(u, CPA_REC_DICT_RESET, sizeof(*d), (void **)&d);
 	if (r < 0)
 		return r;
-	d->epoch = u->epoch;
+	*d = (struct cpa_dict_reset){.epoch = u->epoch};
+	if (!u->start_sent) {
+		/* symd skips what our predecessor sent above our start mark. */
+		d->flags = CPA_RESET_START;
+		d->resume_seq = u->skip_upto;
+	}
 	shm_ring__commit_sp(u->out);
 	u->reset_sent = true;
+	u->start_sent = true;
 	return 0;
 }
 
@@ -1058,6 +1067,7 @@ int unwindd__batch(struct unwindd *u, unsigned int max)
 	}
 	(void)loss_flush(u);
 	shm_ring__commit_sp(u->out);
+	shm_fault__commit_point(&u->fault_left);
 	/* Only after our output is visible: a restart resumes after this. */
 	shm_ring__release_mark_sc(u->in, u->mark);
 	loss_publish(u);
@@ -1151,6 +1161,7 @@ int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct 
 	if (!u)
 		return -ENOMEM;
 	u->o = *o;
+	u->fault_left = o->fault_kill_batches;
 	unwindd_opts__defaults(&u->o);
 	u->epoch = u->o.epoch;
 	u->in = in;

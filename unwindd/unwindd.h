@@ -70,6 +70,9 @@ struct unwindd_opts {
 	const struct shm_ring_prod *hint;
 	uint32_t ustack_start;
 	uint32_t ustack_cap;
+
+	/* Test knob: die after committing the output of this batch (shm/fault.h). */
+	unsigned int fault_kill_batches;
 };
 
 /* Defaults for the fields above that are 0. */
