@@ -878,10 +878,29 @@ static void drain(struct storer *s)
 	} while (n > 0);
 }
 
-START_TEST(test_stage_batch)
+/* The stage tests' rig: ring 2 of a new arena open at both ends (positions
+ * from initial_pos), and a storer on it writing run base into root. */
+static struct shm_arena *stage_rig(uint64_t initial_pos, const char *root, uint64_t base,
+				   struct shm_ring_prod *p, struct shm_ring_cons *c,
+				   struct store_writer **w, struct storer **s)
 {
 	struct shm_layout l;
 	struct shm_arena *a = NULL;
+
+	shm_layout__default(&l, 4096, 16);
+	l.initial_pos = initial_pos;
+	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
+	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, p), 0);
+	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, c), 0);
+	*w = new_writer(root);
+	store_writer__set_run_id(*w, base);
+	ck_assert_int_eq(storer__new(shm_arena__stage(a, SHM_STAGE_STORER), c, *w, s), 0);
+	return a;
+}
+
+START_TEST(test_stage_batch)
+{
+	struct shm_arena *a;
 	struct shm_ring_prod p;
 	struct shm_ring_cons c;
 	struct storer *s;
@@ -894,17 +913,10 @@ START_TEST(test_stage_batch)
 	uint32_t sec, k;
 	int nn = 0;
 
-	shm_layout__default(&l, 4096, 16);
-	l.initial_pos = UINT64_MAX - 4095;
-	/* 2^64 - 4096: 8-aligned */ /* wrap the positions early */
-	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
+	/* 2^64 - 4096 (8-aligned): wrap the positions early */
+	a = stage_rig(UINT64_MAX - 4095, root, base, &p, &c, &w, &s);
 	st = shm_arena__stage(a, SHM_STAGE_STORER);
-	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
-	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
 	expect_init(&e, 20, 30);
-	w = new_writer(root);
-	store_writer__set_run_id(w, base);
-	ck_assert_int_eq(storer__new(st, &c, w, &s), 0);
 	ring_defs(&p, 30);
 	drain(s);
 
@@ -1032,14 +1044,13 @@ static void put_loss(struct shm_ring_prod *p, uint64_t seq, uint64_t t, uint32_t
 
 START_TEST(test_stage_symd_replay)
 {
-	struct shm_layout l;
-	struct shm_arena *a = NULL;
-	struct shm_ring_prod p;
-	struct shm_ring_cons c;
-	struct storer *s;
-	struct store_writer *w;
-	struct shm_stage *st;
 	struct cpa_sample_out o;
+	struct shm_ring_prod p; /* we play symd */
+	struct shm_ring_cons c;
+	struct store_writer *w;
+	struct storer *s;
+	struct shm_arena *a;
+	struct shm_stage *st;
 	struct cpa_dict_reset start = {
 		.epoch = 2ull << 32, .resume_seq = 5, .flags = CPA_RESET_START};
 	struct replay_sums sum = {0};
@@ -1048,14 +1059,8 @@ START_TEST(test_stage_symd_replay)
 	uint64_t base = t_base_ns(), seq;
 	int nn = 0;
 
-	shm_layout__default(&l, 4096, 16);
-	ck_assert_int_eq(shm_arena__create(&l, &a), 0);
+	a = stage_rig(0, root, base, &p, &c, &w, &s);
 	st = shm_arena__stage(a, SHM_STAGE_STORER);
-	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
-	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
-	w = new_writer(root);
-	store_writer__set_run_id(w, base);
-	ck_assert_int_eq(storer__new(st, &c, w, &s), 0);
 
 	/* symd A: samples 1..10, a loss of 3 at 11. */
 	ring_defs(&p, 4);
