@@ -1105,6 +1105,7 @@ START_TEST(test_stage_symd_replay)
 	ck_assert_uint_eq(sum.lost, 9);
 	shm_arena__free(a);
 	t_rm_rf(root);
+	free(root);
 }
 END_TEST
 
