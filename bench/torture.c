@@ -514,11 +514,8 @@ static unsigned int victims_parse(const char *arg)
 
 	snprintf(buf, sizeof(buf), "%s", arg);
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		unsigned int v;
+		unsigned int v = shm_stage_by_name(tok, strlen(tok));
 
-		for (v = 0; v < NSTAGES; v++)
-			if (!strcmp(tok, shm_stage_name((enum shm_stage_id)v)))
-				break;
 		if (v == NSTAGES && strcmp(tok, "monitor") != 0)
 			return 0;
 		mask |= 1u << v;

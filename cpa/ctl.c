@@ -89,11 +89,9 @@ static int arena_open(pid_t pid, struct shm_arena **ret)
 
 static int stage_from_name(const char *name, enum shm_stage_id *ret)
 {
-	for (int i = 0; i < SHM_STAGE_MAX; i++)
-		if (!strcmp(name, shm_stage_name((enum shm_stage_id)i))) {
-			*ret = (enum shm_stage_id)i;
-			return 0;
-		}
+	*ret = shm_stage_by_name(name, strlen(name));
+	if (*ret != SHM_STAGE_MAX)
+		return 0;
 	log_error("unknown stage '%s' (capture, unwindd, symd or storer)", name);
 	return -EINVAL;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A test knob for the replay a producer's restart causes (shm/dedup.h;
- * docs/reliability.md, "Knobs for tests"):
+ * docs/supervisor.md, "Knobs for tests"):
  *
  *   CPA_FAULT_KILL_AFTER_COMMIT=STAGE:N:G[,STAGE:N:G...]
  *

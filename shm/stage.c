@@ -2,6 +2,8 @@
 #include "counters.h"
 #include "stage.h"
 
+#include <string.h>
+
 #include "common/timeutil.h"
 
 void shm_stage__heartbeat(struct shm_stage *st)
@@ -19,6 +21,17 @@ const char *shm_stage_name(enum shm_stage_id id)
 	};
 
 	return (unsigned int)id < SHM_STAGE_MAX ? names[id] : "?";
+}
+
+enum shm_stage_id shm_stage_by_name(const char *name, size_t len)
+{
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		const char *n = shm_stage_name((enum shm_stage_id)i);
+
+		if (strlen(n) == len && !memcmp(name, n, len))
+			return (enum shm_stage_id)i;
+	}
+	return SHM_STAGE_MAX;
 }
 
 const char *shm_state_name(enum shm_stage_state s)

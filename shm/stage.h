@@ -146,6 +146,9 @@ static inline bool shm_rate__admit(struct shm_rate *r, const struct shm_stage *s
 void shm_stage__heartbeat(struct shm_stage *st);
 
 const char *shm_stage_name(enum shm_stage_id id);
+/* The stage named by the len bytes at name (need not end there), or
+ * SHM_STAGE_MAX when none is. */
+enum shm_stage_id shm_stage_by_name(const char *name, size_t len);
 const char *shm_state_name(enum shm_stage_state s);
 /* Name of counter idx of stage id, or NULL if that slot is unused. */
 const char *shm_counter_name(enum shm_stage_id id, unsigned int idx);

@@ -272,10 +272,7 @@ int main(int argc, char **argv)
 	};
 
 	fake.name = name;
-	fake.id = SHM_STAGE_MAX;
-	for (int i = 0; i < SHM_STAGE_MAX; i++)
-		if (!strcmp(name, shm_stage_name((enum shm_stage_id)i)))
-			fake.id = (enum shm_stage_id)i;
+	fake.id = shm_stage_by_name(name, strlen(name));
 	if (fake.id == SHM_STAGE_MAX || !fds || strcmp(fds, "3")) {
 		fprintf(stderr, "%s: no arena on fd 3: run me from `cpa monitor`\n", name);
 		return 2;
