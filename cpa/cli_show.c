@@ -41,7 +41,7 @@ static int exec_viewer(const struct show_cli *c)
 	return 1;
 }
 
-#include "show.h"
+#include "export/show.h"
 
 int cmd_show(struct cpa_opts *o)
 {

@@ -22,7 +22,7 @@
 #include "common/timeutil.h"
 #include "push_keeper.h"
 #include "shm/arena.h"
-#include "show.h"
+#include "export/show.h"
 #include "storer/store.h"
 #include "supervisor.h"
 

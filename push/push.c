@@ -30,7 +30,7 @@
 
 #include "common/log.h"
 #include "common/macro.h"
-#include "export.h"
+#include "export/export.h"
 #include "push.h"
 #include "storer/store.h"
 

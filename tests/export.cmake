@@ -1,4 +1,4 @@
-# Exports of `cpa show` (cpa/export*.c): pprof, SVG, speedscope, diffs.
+# Exports of `cpa show` (export/export*.c): pprof, SVG, speedscope, diffs.
 if(NOT TARGET cpa_export)
   return()
 endif()

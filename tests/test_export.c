@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "cpa/export.h"
+#include "export/export.h"
 #include "storer/store.h"
 #include "test_store_util.h"
 #include "test_util.h"

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cpa/show.h"
+#include "export/show.h"
 #include "common/log.h"
 #include "shm/stage.h"
 #include "storer/store.h"
