@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cpa/cost.h"
+#include "common/cost.h"
 #include "shm/arena.h"
 
 /* The memfd "cpa-arena" of monitor pid, attached (validated). */

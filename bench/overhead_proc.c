@@ -2,7 +2,7 @@
 /*
  * bench_overhead's own readers: the arena of a running monitor, the store's
  * size, a store's folded export. Per-process CPU and memory, BPF run time and
- * the machine's busy share are cpa/cost.h's (shared with `cpa ctl cost`).
+ * the machine's busy share are common/cost.h's (shared with `cpa ctl cost`).
  * No logging here: 0 or -errno.
  */
 #include <dirent.h>

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "opts.h"
+#include "common/opts.h"
 
 #define CPA_PIDFILE_NAME ".cpa-monitor.pid"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * `cpa show`: the CLI half. Options were parsed and validated by opts.c; the
- * export itself is show_run() in show.c.
+ * `cpa show`: the CLI half. Options were parsed and validated by
+ * common/opts.c; the export itself is show_run() in export/show.c.
  */
 #include <errno.h>
 #include <limits.h>

@@ -7,7 +7,7 @@
  *
  * `ctl cost` measures what the running agent costs over a window: each
  * process's CPU and memory, and the run time of capture's BPF programs, with
- * run-time statistics on for the window only (cpa/cost.h).
+ * run-time statistics on for the window only (common/cost.h).
  *
  * ctl writes only the rate_limit and mem_limit_mb words (the monitor never
  * writes them after start, so ctl is their only writer at run time), lowers
@@ -34,7 +34,7 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
-#include "cost.h"
+#include "common/cost.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "supervisor.h"

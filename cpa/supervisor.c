@@ -40,8 +40,8 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
-#include "opts.h"
-#include "sdnotify.h"
+#include "common/opts.h"
+#include "common/sdnotify.h"
 #include "shm/counters.h"
 
 #define BACKOFF_MIN_MS		100

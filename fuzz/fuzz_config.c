@@ -4,7 +4,7 @@
  * whose keys apply), then cpa_opts__check() as `cpa` runs it.
  */
 #include "common/log.h"
-#include "cpa/opts.h"
+#include "common/opts.h"
 #include "fuzz_util.h"
 
 static void quiet(enum log_level lvl, const char *line)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "cpa/opts.h"
+#include "common/opts.h"
 #include "fuzz_util.h"
 
 #define MAX_ARGS 64

@@ -17,7 +17,7 @@
 
 #include "common/log.h"
 #include "shm/config.h"
-#include "opts.h"
+#include "common/opts.h"
 #include "test_util.h"
 
 static char logbuf[8192];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The exports (cpa/export*.c) over a store written by the real store writer:
+ * The exports (export/export*.c) over a store written by the real store writer:
  * the pprof file decoded back (gunzip + a protobuf reader of our own), the
  * two-count folded diff, the SVG (xmllint, merge of sub-pixel frames, diff
  * colours) and speedscope JSON against the schema of the speedscope npm

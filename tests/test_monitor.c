@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "common/timeutil.h"
-#include "sdnotify.h"
+#include "common/sdnotify.h"
 
 struct mon {
 	pid_t pid;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * `cpa show` (cpa/show.c) over a store written by the store library: the
+ * `cpa show` (export/show.c) over a store written by the store library: the
  * lines scripts parse, byte for byte, the folded .prof layout, labels,
  * filters and errors.
  */

@@ -11,8 +11,8 @@
  * milliseconds in 20 s, below the tick. stat's utime/stime still give the
  * user/system split.
  */
-#ifndef CPA_CLI_COST_H
-#define CPA_CLI_COST_H
+#ifndef CPA_COMMON_COST_H
+#define CPA_COMMON_COST_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -57,4 +57,4 @@ int cost_bpf_prog(uint32_t id, char *name, size_t name_size, uint64_t *ret_ns, u
 /* Machine-wide busy and total jiffies from /proc/stat. */
 int cost_machine_busy(uint64_t *ret_busy, uint64_t *ret_total);
 
-#endif /* CPA_CLI_COST_H */
+#endif /* CPA_COMMON_COST_H */

@@ -8,8 +8,8 @@
  * Errors are logged (subsystem "cpa") and returned as -EINVAL; the caller
  * prints the usage hint and exits 2.
  */
-#ifndef CPA_CLI_OPTS_H
-#define CPA_CLI_OPTS_H
+#ifndef CPA_COMMON_OPTS_H
+#define CPA_COMMON_OPTS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -162,4 +162,4 @@ bool time_of_day_valid(const char *s);
 /* Check that path is readable BTF (raw, magic 0xeB9F, or an ELF with .BTF). */
 int btf_file__check(const char *path);
 
-#endif /* CPA_CLI_OPTS_H */
+#endif /* CPA_COMMON_OPTS_H */

@@ -22,11 +22,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/fileio.h"
-#include "common/log.h"
-#include "common/macro.h"
-#include "common/policy.h"
-#include "common/probespec.h"
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "policy.h"
+#include "probespec.h"
 #include "shm/config.h"
 
 enum opt_type {

@@ -4,8 +4,8 @@
  * AF_UNIX/SOCK_DGRAM datagram of "KEY=value\n" lines to $NOTIFY_SOCKET, a
  * path or, when it starts with '@', an abstract socket name.
  */
-#ifndef CPA_CLI_SDNOTIFY_H
-#define CPA_CLI_SDNOTIFY_H
+#ifndef CPA_COMMON_SDNOTIFY_H
+#define CPA_COMMON_SDNOTIFY_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,4 +30,4 @@ static inline bool sd_notifier__enabled(const struct sd_notifier *n)
 /* Send one datagram; 0, or -errno (callers log once and carry on). */
 int sd_notifier__send(struct sd_notifier *n, const char *fmt, ...) _printf_(2, 3);
 
-#endif /* CPA_CLI_SDNOTIFY_H */
+#endif /* CPA_COMMON_SDNOTIFY_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The readers of cpa/cost.h: /proc texts, bpf_stats through libbpf's
+ * The readers of cost.h: /proc texts, bpf_stats through libbpf's
  * bpf_obj_get_info_by_fd(), /proc/stat.
  */
 #include <bpf/bpf.h>
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/fileio.h"
-#include "common/macro.h"
+#include "fileio.h"
+#include "macro.h"
 #include "cost.h"
 
 #define COST_TEXT_MAX (1u << 20) /* the head of a /proc text: our fields come first */
