@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "fuzz_util.h"
-#include "symd/symd.h"
+#include "symd/elfsym.h"
 
 static void lookups(struct symbin *b, size_t size)
 {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "fuzz_util.h"
-#include "symd/symd.h"
+#include "symd/ksyms.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The store reader (storer/store_reader.c, store_timeline.c) over a store
+ * The store reader (storer/store_read*.c, store_timeline.c) over a store
  * dir built from the input. Two targets share this file:
  *   fuzz_store_seg    (FUZZ_STORE_INDEX 0): the input is seg_000001.cps, no
  *                     index (the reader scans the segment's blocks);

@@ -11,7 +11,7 @@
  * retry time) so that a binary we cannot open costs one attempt, not one per
  * frame.
  */
-#include "symd.h"
+#include "bincache.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -20,6 +20,9 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "elfsym.h"
+#include "shm/config.h" /* CPA_PATH_MAX */
+#include "shm/records.h"
 
 #define BIN_RETRY_OPEN_NS   (30 * NSEC_PER_SEC)
 #define BIN_RETRY_REJECT_NS (600 * NSEC_PER_SEC)

@@ -14,7 +14,7 @@
  * libdebuginfod (and libcurl under it) is dlopen()ed only when a URL is
  * configured: a symd without debuginfod maps neither.
  */
-#include "symd.h"
+#include "debuginfod.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -32,6 +32,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "shm/records.h"
 
 #define DF_QMAX	   64u	 /* build-ids waiting for the thread */
 #define DF_ASKED   4096u /* build-ids asked once per lifetime (open addressing) */

@@ -13,7 +13,7 @@
  * .note.gnu.build-id, .gnu_debuglink and .gnu_debugdata (MiniDebugInfo, xz).
  * ELF64 little-endian only (x86-64 hosts).
  */
-#include "symd.h"
+#include "elfsym.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -32,6 +32,8 @@
 #include "common/macro.h"
 #include "common/procroot.h"
 #include "common/timeutil.h"
+#include "names.h"
+#include "shm/config.h" /* CPA_PATH_MAX */
 
 #define SYMD_MAX_SHSTR	     (16u << 20)
 #define SYMD_MAX_STRTAB	     (256ull << 20)

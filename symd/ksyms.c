@@ -3,9 +3,9 @@
  * Kernel symbols from /proc/kallsyms: text symbols only, sorted once, looked
  * up by binary search (a symbol covers up to the next one's start: kallsyms
  * has no sizes). Reloaded when the set of modules changes. Layout and why
- * in symd.h (struct ksyms): ~2.5 MB for a 120k-symbol kernel, not ~10.
+ * in ksyms.h (struct ksyms): ~2.5 MB for a 120k-symbol kernel, not ~10.
  */
-#include "symd.h"
+#include "ksyms.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
  * cplus_demangle (plain C, static, handles Itanium, Rust legacy and Rust v0),
  * Go package-path shortening (CPA's default).
  */
-#include "symd.h"
+#include "names.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * env label, read from /proc/PID/environ with common/envlabel.c's rule)
  * lives in symd.c.
  */
-#include "symd.h"
+#include "procinfo.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +17,7 @@
 
 #include "common/fileio.h"
 #include "common/macro.h"
+#include "names.h"
 
 #define JIT_FILE_MAX (256u << 20)
 

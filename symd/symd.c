@@ -32,14 +32,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bincache.h"
 #include "common/fileio.h"
+#include "common/intern.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
+#include "debuginfod.h"
+#include "elfsym.h"
+#include "ksyms.h"
+#include "names.h"
+#include "procinfo.h"
 #include "shm/counters.h"
 #include "shm/dedup.h"
 #include "shm/fault.h"
 #include "shm/loss.h"
+#include "shm/records.h"
 
 #define SYMD_PID_MAX	    65536u
 #define SYMD_KSYM_CHECK_NS  (5 * NSEC_PER_SEC)

@@ -27,6 +27,11 @@
 #include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
+#include "bincache.h"
+#include "elfsym.h"
+#include "ksyms.h"
+#include "names.h"
+#include "procinfo.h"
 #include "symd.h"
 
 #define FX_SO  SYMD_FIXTURE_SO

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Store reader, rows (store_reader_pvt.h): a block's row columns decoded
+ * (docs/store-format.md), filtered and handed out as samples with their
+ * frames from the segment dictionary: store_reader__query().
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cpulist.h"
+#include "common/timeutil.h"
+#include "store_reader_pvt.h"
+
+static const struct store_frame unknown_frame = {
+	.name = "[unknown stack]", .module = "", .flags = CPA_FF_MARKER};
+
+struct drow {
+	int64_t sec;
+	uint64_t cgroup, count, weight;
+	uint32_t pid, tid, cpu, kind, comm, pcomm, env, probe, stack;
+};
+
+static bool filter_ok(const struct store_reader *r, const struct store_filter *f,
+		      const struct drow *d)
+{
+	if (!f)
+		return true;
+	if (f->pid >= 0 && (int64_t)d->pid != f->pid)
+		return false;
+	if (f->cgroup_id >= 0 && d->cgroup != (uint64_t)f->cgroup_id)
+		return false;
+	if (f->probe_id >= 0 && (d->kind != CPA_KIND_PROBE || (int64_t)d->probe != f->probe_id))
+		return false;
+	if (f->cpu_set && !cpulist__test(f->cpu_set, f->cpu_set_bits, d->cpu))
+		return false;
+	if (f->comm && strcmp(rdict__str(&r->dict, d->comm), f->comm) &&
+	    strcmp(rdict__str(&r->dict, d->pcomm), f->comm))
+		return false;
+	if (f->env && strcmp(rdict__str(&r->dict, d->env), f->env))
+		return false;
+	return true;
+}
+
+static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, size_t len,
+		     int64_t base_s, int64_t t0s, int64_t t1s, const struct store_filter *f,
+		     store_sample_fn fn, void *ctx)
+{
+	struct rbuf b = {.p = p, .len = len};
+	_cleanup_free_ struct drow *rows = NULL;
+	uint64_t n = rbuf__varint(&b), i;
+	int ret;
+
+	/* A row costs at least 13 bytes: a larger count is a lie. */
+	if (b.bad || n > len / 13 + 1)
+		return -EBADMSG;
+	rows = calloc(n ? n : 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+#define COLUMN(stmt)                                                     \
+	do {                                                             \
+		for (i = 0; i < n; i++) {                                \
+			struct drow *d = &rows[i];                       \
+			const struct drow *pv = i ? &rows[i - 1] : NULL; \
+			uint64_t v = rbuf__varint(&b);                   \
+			(void)pv;                                        \
+			stmt;                                            \
+		}                                                        \
+	} while (0)
+	COLUMN(d->sec = (pv ? pv->sec : base_s) + (int64_t)MIN(v, (uint64_t)UINT16_MAX));
+	COLUMN(d->pid = (uint32_t)((pv ? (int64_t)pv->pid : 0) + unzigzag(v)));
+	COLUMN(d->tid = (uint32_t)((int64_t)d->pid + unzigzag(v)));
+	COLUMN(d->cpu = (uint32_t)v);
+	COLUMN(d->cgroup = (pv ? pv->cgroup : 0) + (uint64_t)unzigzag(v));
+	COLUMN(d->kind = (uint32_t)v);
+	COLUMN(d->comm = (uint32_t)((pv ? (int64_t)pv->comm : 0) + unzigzag(v)));
+	COLUMN(d->pcomm = (uint32_t)((pv ? (int64_t)pv->pcomm : 0) + unzigzag(v)));
+	COLUMN(d->env = (uint32_t)((pv ? (int64_t)pv->env : 0) + unzigzag(v)));
+	COLUMN(d->probe = (uint32_t)v);
+	COLUMN(d->stack = (uint32_t)((pv ? (int64_t)pv->stack : 0) + unzigzag(v)));
+	COLUMN(d->count = v);
+	COLUMN(d->weight = d->count + (uint64_t)unzigzag(v));
+#undef COLUMN
+	if (b.bad)
+		return -EBADMSG;
+
+	for (i = 0; i < n; i++) {
+		const struct drow *d = &rows[i];
+		struct store_sample smp;
+		uint32_t j;
+
+		if (d->sec < t0s || d->sec >= t1s || !filter_ok(r, f, d))
+			continue;
+		memset(&smp, 0, sizeof(smp));
+		smp.sec = d->sec;
+		smp.cgroup_id = d->cgroup;
+		smp.count = d->count;
+		smp.weight = d->weight;
+		smp.pid = d->pid;
+		smp.tid = d->tid;
+		smp.cpu = d->cpu;
+		smp.probe_id = d->probe;
+		smp.kind = (uint16_t)d->kind;
+		smp.comm = rdict__str(&r->dict, d->comm);
+		smp.pcomm = rdict__str(&r->dict, d->pcomm);
+		smp.env = rdict__str(&r->dict, d->env);
+		smp.seg = s->seg_no;
+		smp.stack_id = d->stack;
+		if (d->stack >= 1 && d->stack <= r->dict.n_stack &&
+		    r->dict.stacks[d->stack - 1].n) {
+			const struct rstack *st = &r->dict.stacks[d->stack - 1];
+
+			for (j = 0; j < st->n; j++) {
+				uint32_t fid = r->dict.stack_frames[st->off + j];
+
+				r->fptrs[j] = fid ? &r->dict.frames[fid - 1] : &unknown_frame;
+			}
+			smp.n_frames = st->n;
+			smp.n_kframes = st->nk;
+		} else {
+			r->fptrs[0] = &unknown_frame;
+			smp.n_frames = 1;
+		}
+		smp.frames = r->fptrs;
+		smp.lost = smp.n_frames == 1 && (r->fptrs[0]->flags & CPA_FF_MARKER) &&
+			   !strncmp(r->fptrs[0]->name, "[lost:", 6);
+		r->st.rows++;
+		ret = fn(ctx, &smp);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+struct set_query {
+	store_sample_fn fn;
+	void *ctx;
+	uint32_t seg_base;
+};
+
+static int set_row(void *ctx, const struct store_sample *s)
+{
+	struct set_query *q = ctx;
+	struct store_sample c = *s;
+
+	c.seg += q->seg_base;
+	return q->fn(q->ctx, &c);
+}
+
+static int set_query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+		     const struct store_filter *f, store_sample_fn fn, void *ctx)
+{
+	for (uint32_t i = 0; i < r->n_subs; i++) {
+		struct set_query q = {fn, ctx, r->seg_base[i]};
+		int ret = store_reader__query(r->subs[i], t0_ns, t1_ns, f, set_row, &q);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+		     const struct store_filter *f, store_sample_fn fn, void *ctx)
+{
+	struct blk_iter it;
+	struct rseg *s;
+	struct rblock *b;
+	int ret;
+
+	blk_iter__init(&it, t0_ns, t1_ns, 0, true);
+	while ((ret = blk_iter__next(r, &it, &s, &b)) > 0) {
+		struct store_block_hdr h;
+		int n = store_read__section(r, s, b, true, &h);
+
+		if (n == -ENOMEM)
+			return n;
+		if (n < 0)
+			continue;
+		r->st.blocks_read++;
+		ret = emit_rows(r, s, r->rawbuf, (size_t)n, (int64_t)(h.t_min_ns / NSEC_PER_SEC),
+				it.t0s, it.t1s, f, fn, ctx);
+		if (ret == -EBADMSG) {
+			r->st.blocks_corrupt++;
+			b->bad = true;
+			store_read__notice(r, "%s: block at %u has malformed rows, skipped",
+					   s->path, b->off);
+			continue;
+		}
+		if (ret)
+			return ret;
+	}
+	return ret;
+}
+
+int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			const struct store_filter *f, store_sample_fn fn, void *ctx)
+{
+	if (r->subs)
+		return set_query(r, t0_ns, t1_ns, f, fn, ctx);
+	return query_one(r, t0_ns, t1_ns, f, fn, ctx);
+}
