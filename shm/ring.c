@@ -25,6 +25,17 @@
  *                          before the producer overwrites that space.
  *  [P2] producer, reserve: load-acquire cons_pos (only when it looks full)
  *
+ *  [F1] format: store-release magic after every other field. The arena is
+ *       formatted before any stage process exists (fork and exec order it),
+ *       so no load pairs with it; it only keeps magic the last word written.
+ *  [V1] validate: load-acquire prod_pos and cons_pos, pairs with [P1]/[C3].
+ *       The values feed only the bounds check; relaxed would do.
+ *  [O1] open: each side loads its own position relaxed (prod_pos in
+ *       open_prod, cons_pos and cons_mark in open_cons/mark). Only that side
+ *       stores it, and its previous owner is dead before a new one starts
+ *       (see "Crash and restart"): process exit and waitpid order those
+ *       stores, no atomic pairs with them.
+ *
  * Sleep and wake are a Dekker handshake on two variables, prod_pos and
  * waiting, with wake_seq as the futex word:
  *
@@ -39,6 +50,17 @@
  *       anything committed is unread, the wake of [P3] whatever wake_bytes.
  *       A consumer that set waiting after our load saw the committed
  *       prod_pos in [C4] and did not sleep.
+ *
+ * wake_bytes is a hint: the consumer stores it relaxed before the seq_cst
+ * store of waiting in [C4], which publishes it to a producer whose seq_cst
+ * load reads waiting = 1. A stale value only moves the wake to the [C4]
+ * deadline or to [P4].
+ *
+ * Clearing waiting (relaxed, by the consumer after [C4] or by kick) needs no
+ * pair: a producer that still reads 1 does one spare wake, and the next [C4]
+ * reads the new wake_seq first. kick [K1] clears it and wakes the consumer
+ * whatever it asked for; the supervisor uses it so a sleeping stage reads its
+ * drain command at once.
  *
  * The four seq_cst accesses sit in one total order, which makes it
  * impossible for both sides to miss each other (no standalone fences, so
@@ -127,7 +149,7 @@ int shm_ring__format(void *mem, uint64_t mem_size, uint64_t initial_pos)
 	ctrl->prod_pos = initial_pos;
 	ctrl->cons_pos = initial_pos;
 	ctrl->wake_bytes = 1;
-	/* Readers check the magic last; publish it last. */
+	/* [F1] Readers check the magic last; publish it last. */
 	__atomic_store_n(&ctrl->magic, SHM_RING_MAGIC, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -141,6 +163,7 @@ int shm_ring__validate(const void *mem, uint64_t mem_size)
 	r = ring_check_desc(ctrl, mem_size);
 	if (r < 0)
 		return r;
+	/* [V1] pairs with [P1] and [C3]; a snapshot for the bounds check only. */
 	prod = __atomic_load_n(&ctrl->prod_pos, __ATOMIC_ACQUIRE);
 	cons = __atomic_load_n(&ctrl->cons_pos, __ATOMIC_ACQUIRE);
 	if (prod - cons > ctrl->data_size)
@@ -182,10 +205,11 @@ int shm_ring__open_prod(struct shm_ring_prod *p, void *mem, uint64_t mem_size)
 	p->data = (uint8_t *)mem + ctrl->data_off;
 	p->size = ctrl->data_size;
 	p->mask = p->size - 1;
-	/* Resume at what was published; whatever a dead producer reserved is gone. */
+	/* [O1] Resume at what was published; whatever a dead producer reserved is gone. */
 	p->head = shm__load_relaxed(&ctrl->prod_pos);
 	p->committed = p->head;
 	p->last_rec = p->head;
+	/* [P2] pairs with [C3]. */
 	p->cons_cache = shm__load_acquire(&ctrl->cons_pos);
 	p->max_len = shm_ring__max_payload(p->size);
 	ring_prefault(p->data, p->size, true);
@@ -290,7 +314,7 @@ int shm_ring__open_cons(struct shm_ring_cons *c, void *mem, uint64_t mem_size)
 	c->data = (uint8_t *)mem + ctrl->data_off;
 	c->size = ctrl->data_size;
 	c->mask = c->size - 1;
-	/* Resume at the last released record: nothing released comes back. */
+	/* [O1] Resume at the last released record: nothing released comes back. */
 	c->tail = shm__load_relaxed(&ctrl->cons_pos);
 	c->prod_cache = c->tail;
 	ring_prefault(c->data, c->size, false);
@@ -310,6 +334,7 @@ uint64_t shm_ring__free_bytes_sp(struct shm_ring_prod *p)
 
 uint64_t shm_ring__mark_sc(const struct shm_ring_cons *c)
 {
+	/* [O1]/[C5]: only this side stores cons_mark. */
 	return shm__load_relaxed(&c->ctrl->cons_mark);
 }
 
@@ -332,11 +357,12 @@ void shm_ring__wake_slow(struct shm_ring_prod *p)
 	struct shm_ring_ctrl *ctrl = p->ctrl;
 	/* [P3] The consumer is (about to be) asleep, so cons_pos is still. */
 	uint64_t cons = shm__load_acquire(&ctrl->cons_pos);
+	/* A hint published by the seq_cst store of waiting in [C4]. */
 	uint64_t want = shm__load_relaxed(&ctrl->wake_bytes);
 
 	if (p->committed - cons < (want ? want : 1))
 		return; /* below its batch threshold: its deadline will fetch it */
-	/* Exactly one wake per sleep: whoever clears waiting does the wake. */
+	/* [P3] Exactly one wake per sleep: whoever clears waiting does the wake. */
 	if (__atomic_exchange_n(&ctrl->waiting, 0, __ATOMIC_ACQ_REL) != 0)
 		ring_wake(ctrl);
 }
@@ -348,8 +374,10 @@ void shm_ring__flush_sp(struct shm_ring_prod *p)
 	/* [P4] */
 	if (!__atomic_load_n(&ctrl->waiting, __ATOMIC_SEQ_CST))
 		return;
+	/* [P2] pairs with [C3]. */
 	if (p->committed == shm__load_acquire(&ctrl->cons_pos))
 		return; /* it has read everything */
+	/* [P3] one wake per sleep, as in wake_slow. */
 	if (__atomic_exchange_n(&ctrl->waiting, 0, __ATOMIC_ACQ_REL) != 0)
 		ring_wake(ctrl);
 }
@@ -358,6 +386,7 @@ void shm_ring__kick(void *mem)
 {
 	struct shm_ring_ctrl *ctrl = mem;
 
+	/* [K1] relaxed: a producer that still reads 1 does one spare wake. */
 	__atomic_store_n(&ctrl->waiting, 0, __ATOMIC_RELAXED);
 	ring_wake(ctrl);
 }
@@ -377,10 +406,12 @@ int shm_ring__wait_sc(struct shm_ring_cons *c, uint64_t wake_bytes, int timeout_
 
 	/* [C4] */
 	seq = __atomic_load_n(&ctrl->wake_seq, __ATOMIC_ACQUIRE);
+	/* Published by the seq_cst store of waiting below. */
 	shm__store_relaxed(&ctrl->wake_bytes, wake_bytes);
 	/* seq_cst store of waiting, then seq_cst load of prod_pos: mirror of [P3]. */
 	__atomic_store_n(&ctrl->waiting, 1, __ATOMIC_SEQ_CST);
 	prod = __atomic_load_n(&ctrl->prod_pos, __ATOMIC_SEQ_CST);
+	/* Clearing waiting is relaxed: a producer that still reads 1 does one spare wake. */
 	if (prod - c->tail > c->size) {
 		__atomic_store_n(&ctrl->waiting, 0, __ATOMIC_RELAXED);
 		return -EBADMSG;
