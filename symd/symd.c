@@ -17,7 +17,7 @@
  * tables are cleared and a new DICT_RESET starts a fresh epoch: simpler and
  * safer than tracking which definitions made it.
  */
-#include "envlabel.h"
+#include "common/envlabel.h"
 #include "symd.h"
 
 #include <errno.h>

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "test_proc.h"
-#include "envlabel.h"
+#include "common/envlabel.h"
 #include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"

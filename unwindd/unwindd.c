@@ -9,7 +9,7 @@
  * are flushed before any later record; while they cannot be flushed, later
  * records are dropped into them too (the ring is full anyway).
  */
-#include "envlabel.h"
+#include "common/envlabel.h"
 #include "unwindd.h"
 
 #include <errno.h>
