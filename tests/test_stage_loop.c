@@ -78,10 +78,11 @@ static int obj_batch(void *p, unsigned int max)
 	return n;
 }
 
-static void obj_tick(void *p, uint64_t now_ns)
+static int obj_tick(void *p, uint64_t now_ns)
 {
 	(void)now_ns;
 	((struct obj *)p)->ticks++;
+	return 0;
 }
 
 struct fixture {
