@@ -124,7 +124,7 @@ int unwindd__open(const struct shm_stage_ctx *ctx, void **ret);
  * second on SIGTERM; what is still pending is warned about. */
 int unwindd__close(void *u, enum shm_stage_end how);
 
-/* Read-only views for main.c and the tests. */
+/* Read-only views for opts.c and the tests. */
 uint64_t unwindd__resume_seq(const struct unwindd *u); /* input mark at start */
 uint64_t unwindd__now(const struct unwindd *u);	       /* clock of the last batch/tick */
 struct ucache *unwindd__cache(const struct unwindd *u);
