@@ -1072,17 +1072,16 @@ static void stage_lists(struct supervisor *s)
 	for (int i = 0; i < SHM_STAGE_MAX; i++) {
 		const struct shm_stage_desc *d = &shm_stages[i];
 		bool producer = d->role == SHM_ROLE_PRODUCER;
+		const char *sep = !producer && !drains ? (o ? ", then drain " : "drain ")
+				  : o		       ? ", "
+						       : "";
 
-		a += (size_t)snprintf(s->all_names + a,
-				      sizeof(s->all_names) - MIN(a, sizeof(s->all_names)), "%s%s",
-				      i ? ", " : "", d->name);
-		o += (size_t)snprintf(s->stop_order + o,
-				      sizeof(s->stop_order) - MIN(o, sizeof(s->stop_order)),
-				      "%s%s%s",
-				      !producer && !drains ? (o ? ", then drain " : "drain ")
-				      : o		   ? ", "
-							   : "",
-				      d->name, producer ? " first" : "");
+		if (a < sizeof(s->all_names))
+			a += (size_t)snprintf(s->all_names + a, sizeof(s->all_names) - a, "%s%s",
+					      i ? ", " : "", d->name);
+		if (o < sizeof(s->stop_order))
+			o += (size_t)snprintf(s->stop_order + o, sizeof(s->stop_order) - o,
+					      "%s%s%s", sep, d->name, producer ? " first" : "");
 		drains = drains || !producer;
 	}
 }
