@@ -162,7 +162,8 @@ enum shm_stage_role {
 	SHM_ROLE_SINK,
 };
 
-/* What the supervisor and cpa ctl apply to a stage (limits). */
+/* What the supervisor and cpa ctl apply to a stage (limits). cpa ctl rate
+ * writes any stage's rate_limit; only the stages with SHM_LIMIT_RATE read it. */
 #define SHM_LIMIT_MEM  (1u << 0) /* a cache under mem_limit_mb (cpa ctl mem) + RLIMIT_AS */
 #define SHM_LIMIT_RATE (1u << 1) /* it applies rate_limit (shm_rate__admit) */
 
