@@ -39,7 +39,7 @@ struct capture {
 	const volatile sig_atomic_t *term; /* SIGTERM seen */
 	struct cpa_config *cfg;
 	struct shm_stage *st;
-	struct shm_ring_prod ring;
+	struct shm_ring_prod *ring; /* ring 0 */
 	struct shm_ring_cons hints; /* unwindd's copy size hints (SHM_RING_HINT) */
 	bool have_hints;
 	uint32_t stack_start, stack_cap; /* the adaptive copy's bounds (docs/capture.md) */
@@ -56,6 +56,11 @@ struct capture {
 	uint64_t down_since_ns; /* kernel MONOTONIC: a killed generation's estimated end */
 	uint64_t down_rate;	/* ... and its samples per second then (0: no estimate) */
 	uint64_t next_tick_ns;	/* CLOCK_MONOTONIC of the next second's work */
+	/* The poll's deadline (cap_poll_next_ms()): the last poll's result,
+	 * the deadline, and when the last deadline was set, ring 0 flushed and
+	 * the tick ran (CLOCK_MONOTONIC). */
+	int polled, poll_ms;
+	uint64_t poll_last, flushed, now;
 	unsigned int cpus[CAP_MAX_CPUS];
 	unsigned int nr_cpus;
 };
@@ -355,7 +360,7 @@ static void dead_generation_fold(struct capture *c)
 	produced = now[CPA_BPF_STAT_PRODUCED];
 	synced = shm_stage__cnt(c->st, CAP_CNT_GEN_SYNCED);
 	carry = shm_stage__cnt(c->st, CAP_CNT_GEN_CARRY);
-	delivered = cap_emit__prev_delivered(c->st, c->ring.committed);
+	delivered = cap_emit__prev_delivered(c->st, c->ring->committed);
 	if (produced > synced)
 		shm_stage__cnt_add(c->st, CAP_CNT_PRODUCED, produced - synced);
 	/* Its last sample: its last sync, plus the time what it produced after
@@ -466,7 +471,7 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 	 * bytes, which are larger than the ring 0 records they become, so the
 	 * batch is well under half of ring 0).
 	 */
-	o->wakeup_bytes = (uint32_t)MIN((uint64_t)o->ringbuf_size / 2, c->ring.size / 2);
+	o->wakeup_bytes = (uint32_t)MIN((uint64_t)o->ringbuf_size / 2, c->ring->size / 2);
 	/* The monitor checked them already; the file or tracefs may have
 	 * changed since (a restart), so check again and say which. */
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
@@ -536,9 +541,6 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	r = config_check(c->cfg);
 	if (r < 0)
 		return r;
-	r = shm_arena__open_prod(a, SHM_RING_CAPTURE, &c->ring);
-	if (r < 0)
-		return log_error_errno(r, "open ring %d as producer: %m", SHM_RING_CAPTURE);
 
 	/* The adaptive copy: --stack_size to start with, up to the cap once
 	 * unwindd has seen a process's walks run out of bytes. */
@@ -562,7 +564,7 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	 * lowers it once 32 walks have shown what they need.
 	 */
 	o.stack_start = c->have_hints ? c->stack_cap : c->stack_start;
-	r = cap_emit__init(&c->emit, &c->ring, c->st, c->st->generation, o.stack_size);
+	r = cap_emit__init(&c->emit, c->ring, c->st, c->st->generation, o.stack_size);
 	if (r < 0)
 		return log_error_errno(r, "set up output: %m");
 	c->emit.ustack_refused = refused;
@@ -633,12 +635,15 @@ static int mmapev_drain(struct capture *c)
 }
 
 /* Stop sampling, drain the kernel buffers into ring 0, flush losses. */
-int capture__finish(struct capture *c, enum cap_finish how)
+int capture__finish(void *obj, enum shm_stage_end how)
 {
+	struct capture *c = obj;
 	uint64_t deadline =
-		clock_ns(CLOCK_MONOTONIC) + (how == CAP_FINISH_TERM ? 0 : CAP_STOP_LOSS_WAIT_NS);
+		clock_ns(CLOCK_MONOTONIC) + (how == SHM_END_TERM ? 0 : CAP_STOP_LOSS_WAIT_NS);
 	int r;
 
+	if (how == SHM_END_FAILED)
+		return 0;
 	cap_policy__undo_all(c->policy, &c->emit, clock_ns(CLOCK_REALTIME));
 	backend_detach(c);
 	/* Threads still blocked now: their time up to the stop counts. */
@@ -659,7 +664,7 @@ int capture__finish(struct capture *c, enum cap_finish how)
 	for (;;) {
 		r = cap_emit__flush_losses(&c->emit, clock_ns(CLOCK_REALTIME), true);
 		cap_emit__commit(&c->emit);
-		if (r <= 0 || (how == CAP_FINISH_STOP && *c->term) ||
+		if (r <= 0 || (how == SHM_END_STOPPED && *c->term) ||
 		    clock_ns(CLOCK_MONOTONIC) >= deadline)
 			break;
 		shm_stage__heartbeat(c->st);
@@ -673,7 +678,7 @@ int capture__finish(struct capture *c, enum cap_finish how)
 	/* The run ends (STOP, or the monitor is gone): nobody will fold the
 	 * pinned map. On SIGTERM from a live monitor (a restart) the next
 	 * generation reads it and finds everything delivered. */
-	if (c->pin_path[0] && how != CAP_FINISH_TERM) {
+	if (c->pin_path[0] && how != SHM_END_TERM) {
 		unlink(c->pin_path);
 		shm_stage__cnt_set(c->st, CAP_CNT_GEN_PINNED, 0);
 		c->pin_path[0] = '\0';
@@ -690,14 +695,20 @@ int capture__finish(struct capture *c, enum cap_finish how)
 	return 0;
 }
 
-void capture__flush(struct capture *c)
+/* ms until the next once-a-second tick is due. */
+static int next_tick_ms(const struct capture *c, uint64_t now_ns)
 {
-	shm_ring__flush_sp(&c->ring);
+	return c->next_tick_ns > now_ns
+		       ? (int)((c->next_tick_ns - now_ns + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC)
+		       : 0;
 }
 
-int capture__batch(struct capture *c, int wait_ms)
+/* One poll of the kernel buffers, never past the once-a-second tick: it
+ * stamps the heartbeat, so an idle capture wakes exactly once a second. */
+int capture__poll(void *obj)
 {
-	int r = 0;
+	struct capture *c = obj;
+	int r = 0, wait_ms = MIN(c->poll_ms, next_tick_ms(c, c->now));
 
 	if (c->mmapev && c->bpf) {
 		r = cap_bpf__wait(c->bpf, wait_ms);
@@ -714,13 +725,20 @@ int capture__batch(struct capture *c, int wait_ms)
 	shm_stage__cnt_add(c->st, SHM_CNT_WAKEUPS, 1);
 	if (r > 0)
 		shm_stage__cnt_add(c->st, SHM_CNT_BATCHES, 1);
+	c->polled = r;
 	return r;
 }
 
-int capture__tick(struct capture *c, uint64_t now_ns)
+int capture__tick(void *obj, uint64_t now_ns)
 {
+	struct capture *c = obj;
 	int r;
 
+	c->now = now_ns;
+	if (c->polled != -EINTR) {
+		c->poll_ms = cap_poll_next_ms(c->poll_ms, c->polled, now_ns - c->poll_last);
+		c->poll_last = now_ns;
+	}
 	if (now_ns >= c->next_tick_ns) {
 		/* Follow wall clock steps within a second. */
 		cap_clock__update(&c->emit.clock);
@@ -743,27 +761,26 @@ int capture__tick(struct capture *c, uint64_t now_ns)
 		return log_error_errno(r, "sequence numbers of generation %u used up: %m",
 				       c->st->generation);
 	cap_emit__commit(&c->emit);
+	/* About to sleep: unwindd gets the batch period's samples in one
+	 * wakeup (more than its wake_bytes woke it already). */
+	if (now_ns - c->flushed >= SHM_BATCH_MS * NSEC_PER_MSEC / 4 * 3) {
+		shm_ring__flush_sp(c->ring);
+		c->flushed = now_ns;
+	}
 	return 0;
 }
 
-int capture__next_tick_ms(const struct capture *c, uint64_t now_ns)
-{
-	return c->next_tick_ns > now_ns
-		       ? (int)((c->next_tick_ns - now_ns + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC)
-		       : 0;
-}
-
-int capture__new(struct shm_arena *a, struct shm_stage *st, const volatile sig_atomic_t *term,
-		 struct capture **ret)
+int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 {
 	struct capture *c = calloc(1, sizeof(*c));
 	int r;
 
 	if (!c)
 		return log_error_errno(-ENOMEM, "allocate capture state: %m");
-	c->st = st;
-	c->term = term;
-	r = capture_setup(c, a);
+	c->st = ctx->st;
+	c->term = ctx->term;
+	c->ring = ctx->out;
+	r = capture_setup(c, ctx->arena);
 	/* Metrics are an extra: without them the profile still records. */
 	if (r >= 0 && (c->cfg->flags & CPA_CFG_SCHED_METRICS) && c->bpf &&
 	    cap_sched__open(c->cfg->btf_path[0] ? c->cfg->btf_path : NULL, &c->sched) < 0)
@@ -781,12 +798,16 @@ int capture__new(struct shm_arena *a, struct shm_stage *st, const volatile sig_a
 	c->next_tick_ns = clock_ns(CLOCK_MONOTONIC) + NSEC_PER_SEC;
 	if (c->cfg->flags & CPA_CFG_OFFCPU)
 		c->next_tick_ns = offcpu_next_tick(clock_ns(CLOCK_MONOTONIC));
+	c->poll_ms = CAP_POLL_FLOW_MS;
+	c->now = c->poll_last = c->flushed = clock_ns(CLOCK_MONOTONIC);
 	*ret = c;
 	return 0;
 }
 
-void capture__free(struct capture *c)
+void capture__free(void *obj)
 {
+	struct capture *c = obj;
+
 	if (!c)
 		return;
 	backend_free(c);

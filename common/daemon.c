@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "shm/fault.h"
 
 volatile sig_atomic_t daemon_term;
 
@@ -76,33 +77,6 @@ static int parse_argv(const char *name, int argc, char **argv)
 #define CAPB(c) (1ull << (c))
 
 /*
- * What a stage keeps once it is set up (docs/reliability.md, "Limits and
- * privileges"). capture: BPF and perf events (SYS_ADMIN for what the kernel
- * still gates on it: tracefs, some BPF helpers; SYS_RESOURCE/IPC_LOCK for
- * locked BPF memory), /proc/PID of any user (SYS_PTRACE, DAC_READ_SEARCH).
- * unwindd, symd: other processes' maps and files (SYS_PTRACE for
- * /proc/PID/maps and /proc/PID/root, CHECKPOINT_RESTORE for
- * /proc/PID/map_files, DAC_READ_SEARCH for binaries we may not read);
- * symd also SYSLOG (kallsyms addresses under kptr_restrict). storer: none.
- */
-uint64_t daemon__caps_kept(enum shm_stage_id id)
-{
-	const uint64_t procs = CAPB(CAP_SYS_PTRACE) | CAPB(CAP_DAC_READ_SEARCH);
-
-	switch (id) {
-	case SHM_STAGE_CAPTURE:
-		return CAPB(CAP_BPF) | CAPB(CAP_PERFMON) | CAPB(CAP_SYS_ADMIN) |
-		       CAPB(CAP_SYS_RESOURCE) | CAPB(CAP_IPC_LOCK) | procs;
-	case SHM_STAGE_UNWINDD:
-		return procs | CAPB(CAP_CHECKPOINT_RESTORE);
-	case SHM_STAGE_SYMD:
-		return procs | CAPB(CAP_CHECKPOINT_RESTORE) | CAPB(CAP_SYSLOG);
-	default:
-		return 0;
-	}
-}
-
-/*
  * Keep only keep of our capabilities, for good: the bounding set loses the
  * rest (while CAP_SETPCAP is still ours), no ambient ones, no_new_privs (an
  * exec cannot give anything back), then permitted = effective = keep. An
@@ -137,9 +111,9 @@ static int caps_drop(uint64_t keep)
 	return 0;
 }
 
-static int drop_privileges(const struct daemon_stage *d)
+static int drop_privileges(const struct shm_stage_desc *desc)
 {
-	int r = caps_drop(daemon__caps_kept(d->id));
+	int r = caps_drop(desc->caps);
 
 	if (r < 0)
 		log_error_errno(r, "drop capabilities: %m");
@@ -153,64 +127,107 @@ int daemon__wait_cap_ms(const struct cpa_config *cfg)
 	return (int)MAX(hang / 4, 1u);
 }
 
-/* The consumer stages: rings, object, the shared loop, the finish. */
+/* The test knob of shm/fault.h, for a stage between two rings: where a kill
+ * makes its successor send a batch again. */
+static int fault_knob(const struct shm_stage_desc *desc, enum shm_stage_id id, uint32_t gen,
+		      unsigned int *ret)
+{
+	int r;
+
+	*ret = 0;
+	if (desc->role != SHM_ROLE_CONSUMER)
+		return 0;
+	r = shm_fault__kill_after_commit(id, gen);
+	if (r < 0)
+		return log_error_errno(r, "%s: malformed", SHM_FAULT_KILL_ENV);
+	if (r)
+		log_warn("test knob %s: this life dies after its batch %d", SHM_FAULT_KILL_ENV, r);
+	*ret = (unsigned int)r;
+	return 0;
+}
+
+/* Rings and object as its row says, the shared loop, the finish. */
 static int run_loop(const struct daemon_stage *d, struct shm_arena *a, struct shm_stage *st)
 {
+	const struct shm_stage_desc *desc = &shm_stages[d->id];
 	struct shm_stage_loop l = d->loop;
 	struct shm_ring_cons in = {0};
 	struct shm_ring_prod out = {0};
+	struct shm_stage_ctx ctx = {
+		.arena = a,
+		.cfg = shm_arena__config(a),
+		.st = st,
+		.generation = __atomic_load_n(&st->generation, __ATOMIC_RELAXED),
+		.term = &daemon_term,
+	};
 	void *obj = NULL;
-	int r;
+	int r, fr;
 
-	if (d->in_ring >= 0) {
-		r = shm_arena__open_cons(a, (unsigned int)d->in_ring, &in);
+	if (desc->ring_in >= 0) {
+		r = shm_arena__open_cons(a, (unsigned int)desc->ring_in, &in);
 		if (r < 0)
-			return log_error_errno(r, "open input ring %d: %m", d->in_ring);
+			return log_error_errno(r, "open input ring %d: %m", desc->ring_in);
+		ctx.in = &in;
 	}
-	if (d->out_ring >= 0) {
-		r = shm_arena__open_prod(a, (unsigned int)d->out_ring, &out);
+	if (desc->ring_out >= 0) {
+		r = shm_arena__open_prod(a, (unsigned int)desc->ring_out, &out);
 		if (r < 0)
-			return log_error_errno(r, "open output ring %d: %m", d->out_ring);
+			return log_error_errno(r, "open output ring %d: %m", desc->ring_out);
+		ctx.out = &out;
 	}
-	r = d->new (a, st, &in, d->out_ring >= 0 ? &out : NULL, &obj);
+	r = fault_knob(desc, d->id, ctx.generation, &ctx.fault_kill_batches);
 	if (r < 0)
 		return r;
-	/* Set up: from here on only what the stage needs. */
-	r = drop_privileges(d);
-	if (r < 0) {
-		d->free(obj);
+	/* A producer sets up with what its run keeps (capture: BPF, perf
+	 * events); the others drop once set up. */
+	if (desc->caps_first) {
+		r = drop_privileges(desc);
+		if (r < 0)
+			return r;
+	}
+	shm_stage__heartbeat(st);
+	r = d->new (&ctx, &obj);
+	if (r < 0)
 		return r;
+	if (!desc->caps_first) {
+		r = drop_privileges(desc);
+		if (r < 0) {
+			d->free(obj);
+			return r;
+		}
 	}
 
 	l.st = st;
-	l.in = &in;
+	l.in = ctx.in;
 	l.obj = obj;
 	l.term = &daemon_term;
-	l.next = d->out_ring >= 0 ? &out : NULL;
-	l.wait_cap_ms = daemon__wait_cap_ms(shm_arena__config(a));
-	/* The stage feeding our input (pipeline order): for the orphan drain. */
-	if (d->in_ring >= 0 && d->id > SHM_STAGE_CAPTURE)
-		l.up = shm_arena__stage(a, (enum shm_stage_id)(d->id - 1));
+	l.next = ctx.out;
+	l.wait_cap_ms = daemon__wait_cap_ms(ctx.cfg);
+	/* The stage feeding our input: for the orphan drain. */
+	if (desc->ring_in >= 0 && desc->up < SHM_STAGE_MAX)
+		l.up = shm_arena__stage(a, desc->up);
 	r = shm_stage__run(&l);
-	if (r < 0)
+	/* (a poll or tick logs its own failure) */
+	if (r < 0 && !l.poll)
 		log_error_errno(r, "input ring: %m");
-	d->finish(obj, r, l.draining, daemon_term);
-	if (r >= 0)
+	fr = d->finish(obj, r < 0 ? SHM_END_FAILED : l.end);
+	if (r >= 0 && desc->ring_in >= 0)
 		log_info("%s", l.orphaned    ? "monitor gone: drained what was left"
 			       : daemon_term ? "terminated"
 					     : "drained");
 	d->free(obj);
-	return r;
+	return r < 0 ? r : fr;
 }
 
 int daemon__main(const struct daemon_stage *d, int argc, char **argv)
 {
+	const char *name = shm_stage_name(d->id);
 	struct shm_arena *a = NULL;
 	struct shm_stage *st;
 	int r;
 
-	log_set_subsystem(d->name);
-	r = parse_argv(d->name, argc, argv);
+	log_set_subsystem(name);
+	r = parse_argv(name, argc, argv);
 	if (r >= 0)
 		return r;
 	if (fcntl(SHM_ARENA_FD, F_GETFD) < 0) {
@@ -234,19 +251,8 @@ int daemon__main(const struct daemon_stage *d, int argc, char **argv)
 		shm_arena__free(a);
 		return 1;
 	}
-
-	if (d->run) {
-		/* A stage with its own loop sets up inside it: it keeps what it
-		 * needs for that too (capture: BPF, perf events). */
-		r = drop_privileges(d);
-		if (r == 0)
-			r = d->run(a, st);
-		else
-			shm_stage__exit(st, r);
-	} else {
-		r = run_loop(d, a, st);
-		shm_stage__exit(st, r);
-	}
+	r = run_loop(d, a, st);
+	shm_stage__exit(st, r);
 	shm_arena__free(a);
 	return r < 0 ? 1 : 0;
 }

@@ -87,12 +87,34 @@ static int arena_open(pid_t pid, struct shm_arena **ret)
 	return 0;
 }
 
+/* "capture, unwindd, symd or storer": the stages of the table (with only
+ * those that have limit, if limit). */
+static const char *stage_names(char *buf, size_t len, unsigned int limit)
+{
+	size_t n = 0;
+	int nr = 0, k = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < SHM_STAGE_MAX; i++)
+		nr += !limit || (shm_stages[i].limits & limit);
+	for (int i = 0; i < SHM_STAGE_MAX && n < len; i++)
+		if (!limit || (shm_stages[i].limits & limit))
+			n += (size_t)snprintf(buf + n, len - n, "%s%s",
+					      ++k == 1	? ""
+					      : k == nr ? " or "
+							: ", ",
+					      shm_stages[i].name);
+	return buf;
+}
+
 static int stage_from_name(const char *name, enum shm_stage_id *ret)
 {
+	char names[128];
+
 	*ret = shm_stage_by_name(name, strlen(name));
 	if (*ret != SHM_STAGE_MAX)
 		return 0;
-	log_error("unknown stage '%s' (capture, unwindd, symd or storer)", name);
+	log_error("unknown stage '%s' (%s)", name, stage_names(names, sizeof(names), 0));
 	return -EINVAL;
 }
 
@@ -118,7 +140,7 @@ static bool is_child_of(pid_t pid, pid_t parent)
 /* The stages with a cache cap (cpa ctl mem). */
 static bool has_cache(enum shm_stage_id id)
 {
-	return id == SHM_STAGE_UNWINDD || id == SHM_STAGE_SYMD;
+	return shm_stages[id].limits & SHM_LIMIT_MEM;
 }
 
 /* cpa ctl mem STAGE MB: the cap the stage applies on its next tick, and
@@ -127,10 +149,12 @@ static int set_mem(struct shm_stage *st, enum shm_stage_id id, pid_t mpid, const
 {
 	pid_t pid = __atomic_load_n(&st->pid, __ATOMIC_RELAXED);
 	uint64_t old, as;
+	char names[128];
 	long long mb;
 
 	if (!has_cache(id)) {
-		log_error("mem: %s has no cache to cap (unwindd or symd)", shm_stage_name(id));
+		log_error("mem: %s has no cache to cap (%s)", shm_stage_name(id),
+			  stage_names(names, sizeof(names), SHM_LIMIT_MEM));
 		return 2;
 	}
 	if (parse_ll(arg, 1, 1048576, &mb) < 0) {
@@ -279,6 +303,17 @@ static void print_ms_row(const struct cost_row *w, double secs, double samples)
 	printf(" %8.1f %9.1f\n", (double)w->p1.pss_kb / 1024, (double)w->p1.hwm_kb / 1024);
 }
 
+/* The stage fed by the kernel (capture): its samples counter is what the
+ * cost is per, and the BPF programs are in its file descriptors. */
+static enum shm_stage_id producer(void)
+{
+	int i = 0;
+
+	while (i < SHM_STAGE_MAX - 1 && shm_stages[i].role != SHM_ROLE_PRODUCER)
+		i++;
+	return (enum shm_stage_id)i;
+}
+
 /*
  * `ctl cost [SECONDS]`: the agent's CPU per process and per sample, its
  * memory, and its BPF programs' run time, measured over SECONDS (default 10)
@@ -288,7 +323,8 @@ static void print_ms_row(const struct cost_row *w, double secs, double samples)
 static int print_cost(struct shm_arena *a, pid_t mpid, const char *arg)
 {
 	struct cost_row w[SHM_STAGE_MAX + 1] = {0};
-	struct shm_stage *cap = shm_arena__stage(a, SHM_STAGE_CAPTURE);
+	enum shm_stage_id prod = producer();
+	struct shm_stage *cap = shm_arena__stage(a, prod);
 	struct cost_bpf_set set = {0};
 	uint64_t ns0[COST_MAX_PROGS] = {0}, cnt0[COST_MAX_PROGS] = {0};
 	uint64_t t0, t1, s0, s1, busy0 = 0, tot0 = 0, busy1 = 0, tot1 = 0;
@@ -315,7 +351,7 @@ static int print_cost(struct shm_arena *a, pid_t mpid, const char *arg)
 		}
 		r->ok = r->pid && cost_proc_read(r->pid, &r->p0) == 0;
 	}
-	cap_pid = w[SHM_STAGE_CAPTURE].pid;
+	cap_pid = w[prod].pid;
 	if (cap_pid) {
 		found = cost_bpf_find(cap_pid, &set);
 		if (found > 0)

@@ -14,9 +14,11 @@
  *                                                  KILLING (SIGKILL all) --> DONE
  *
  * STOPPING walks the pipeline from the producer down, one stage at a time:
- * capture gets cmd STOP (SIGTERM, then SIGKILL after stop_timeout each), then
- * unwindd, symd and storer in turn get cmd DRAIN plus a kick of their input
- * ring, so each one finds its input final and can consume it to the end.
+ * the producer (capture) gets cmd STOP (SIGTERM, then SIGKILL after
+ * stop_timeout each), then the ring consumers (unwindd, symd, storer) in turn
+ * get cmd DRAIN plus a kick of their input ring, so each one finds its input
+ * final and can consume it to the end. What a stage is (role, input ring,
+ * limits, the gauge a successor folds) is its row in shm_stages.
  */
 #include "supervisor.h"
 
@@ -42,7 +44,6 @@
 #include "common/timeutil.h"
 #include "common/opts.h"
 #include "common/sdnotify.h"
-#include "shm/counters.h"
 
 #define BACKOFF_MIN_MS		100
 #define BACKOFF_MAX_MS		5000
@@ -59,11 +60,11 @@ enum sup_phase {
 
 struct sup_stage {
 	enum shm_stage_id id;
+	const struct shm_stage_desc *d; /* its row in shm_stages */
 	const char *name;
 	char path[PATH_MAX];
 	struct shm_stage *blk;
-	int input_ring; /* -1 for capture */
-	pid_t pid;	/* > 0 until reaped */
+	pid_t pid; /* > 0 until reaped */
 	uint64_t spawn_ns;
 	uint64_t restart_at_ns; /* 0: no restart pending */
 	uint64_t backoff_ms;
@@ -78,7 +79,7 @@ struct sup_stage {
 	bool stop_asked; /* part of the shutdown: never restarted */
 	bool stop_done;
 	bool term_sent;
-	bool fold_started; /* capture only: started during a stop to fold (once) */
+	bool fold_started; /* started during a stop to fold its fold_gauge (once) */
 	bool gave_up;
 	uint64_t deadline_ns; /* of the current stop step */
 	uint64_t as_limit;    /* RLIMIT_AS set at spawn, 0 = none */
@@ -94,7 +95,9 @@ struct supervisor {
 	char *argv_verbose;
 	int epfd, sigfd;
 	enum sup_phase phase;
-	int stop_idx; /* stage being stopped (pipeline order = enum order) */
+	int stop_idx;	      /* stage being stopped (pipeline order = enum order) */
+	char stop_order[128]; /* "capture first, then drain unwindd, symd, storer" */
+	char all_names[128];  /* "capture, unwindd, symd, storer" */
 	int exit_code;
 	bool ready_sent;
 	char status[256];
@@ -238,7 +241,7 @@ uint64_t supervisor__as_limit(enum shm_stage_id id, uint64_t mb)
 	(void)id, (void)mb;
 	return 0;
 #else
-	if (id != SHM_STAGE_UNWINDD && id != SHM_STAGE_SYMD)
+	if ((unsigned int)id >= SHM_STAGE_MAX || !(shm_stages[id].limits & SHM_LIMIT_MEM))
 		return 0;
 	return (2 * mb + 1024) << 20;
 #endif
@@ -399,7 +402,7 @@ static void stage_failed(struct supervisor *s, struct sup_stage *st, const char 
 	}
 	if (s->phase == SUP_KILLING || s->phase == SUP_DONE)
 		return;
-	if (s->phase == SUP_STOPPING && st->id == SHM_STAGE_CAPTURE) {
+	if (s->phase == SUP_STOPPING && st->d->role == SHM_ROLE_PRODUCER) {
 		/* Its producer role is over; nothing to restart it for. */
 		st->stop_done = true;
 		return;
@@ -424,19 +427,22 @@ static void stage_failed(struct supervisor *s, struct sup_stage *st, const char 
 }
 
 /*
- * A capture that died unasked (a kill, a crash) left samples it produced and
- * never delivered; only its successor counts them, by folding the statistics
- * map it pinned (docs/capture.md, loss item 5). During a stop nobody would
- * restart it, so start one now that folds, finds STOP and leaves: the store
- * shows that loss. Once per stop; false when there is nothing to fold.
+ * A stage with a fold_gauge (capture) that died unasked (a kill, a crash)
+ * left samples it produced and never delivered; only its successor counts
+ * them, by folding the statistics map it pinned (docs/capture.md, loss item
+ * 5). During a stop nobody would restart it, so start one now that folds,
+ * finds STOP and leaves: the store shows that loss. Once per stop; false
+ * when there is nothing to fold.
  */
-static bool capture_fold_start(struct supervisor *s, struct sup_stage *st)
+static bool stage_fold_start(struct supervisor *s, struct sup_stage *st)
 {
-	if (st->fold_started || !shm_stage__cnt(st->blk, CAP_CNT_GEN_PINNED))
+	char status[128];
+
+	if (!st->d->fold_gauge || st->fold_started || !shm_stage__cnt(st->blk, st->d->fold_gauge))
 		return false;
 	st->fold_started = true;
-	log_info("capture died with samples it did not deliver: starting it to count them and "
-		 "stop");
+	log_info("%s died with samples it did not deliver: starting it to count them and stop",
+		 st->name);
 	if (stage_spawn(s, st) < 0) {
 		s->exit_code = 1;
 		return false;
@@ -446,7 +452,8 @@ static bool capture_fold_start(struct supervisor *s, struct sup_stage *st)
 	/* Its BPF load, then the stop. */
 	st->deadline_ns = st->spawn_ns + 2 * s->p.stop_timeout_ms * NSEC_PER_MSEC;
 	__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_STOP, __ATOMIC_RELEASE);
-	set_status(s, "stopping: capture (counting a killed generation)");
+	snprintf(status, sizeof(status), "stopping: %s (counting a killed generation)", st->name);
+	set_status(s, status);
 	return true;
 }
 
@@ -474,15 +481,15 @@ static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 	if (st->stop_asked) {
 		if (status_clean(status)) {
 			log_info("%s (pid %d) %s", st->name, pid,
-				 st->id == SHM_STAGE_CAPTURE ? "stopped" : "drained and exited");
+				 st->d->role == SHM_ROLE_PRODUCER ? "stopped"
+								  : "drained and exited");
 		} else if (st->term_sent && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) {
 			log_warn("%s (pid %d) left on SIGTERM, not on STOP", st->name, pid);
 		} else {
 			log_error("%s (pid %d) %s while stopping", st->name, pid, how);
 			s->exit_code = 1;
 		}
-		if (st->id == SHM_STAGE_CAPTURE && !status_clean(status) &&
-		    capture_fold_start(s, st))
+		if (!status_clean(status) && stage_fold_start(s, st))
 			return;
 		st->stop_done = true;
 		return;
@@ -523,8 +530,8 @@ static void reap_children(struct supervisor *s)
 
 static void kick_input(struct supervisor *s, struct sup_stage *st)
 {
-	void *mem = st->input_ring >= 0
-			    ? shm_arena__ring_mem(s->arena, (unsigned int)st->input_ring, NULL)
+	void *mem = st->d->ring_in >= 0
+			    ? shm_arena__ring_mem(s->arena, (unsigned int)st->d->ring_in, NULL)
 			    : NULL;
 
 	if (mem)
@@ -558,12 +565,12 @@ static void stop_step_begin(struct supervisor *s)
 			s->stop_idx++;
 			continue;
 		}
-		if (st->id == SHM_STAGE_CAPTURE) {
+		if (st->d->role == SHM_ROLE_PRODUCER) {
 			bool down = !st->pid && st->restart_at_ns;
 
 			st->restart_at_ns = 0;
 			/* Killed a moment ago, waiting out its restart backoff. */
-			if (down && capture_fold_start(s, st))
+			if (down && stage_fold_start(s, st))
 				return;
 			if (!st->pid) {
 				st->stop_done = true;
@@ -572,15 +579,16 @@ static void stop_step_begin(struct supervisor *s)
 			st->stop_asked = true;
 			st->deadline_ns = now + s->p.stop_timeout_ms * NSEC_PER_MSEC;
 			__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_STOP, __ATOMIC_RELEASE);
-			log_info("stopping capture (pid %d)", st->pid);
-			set_status(s, "stopping: capture");
+			log_info("stopping %s (pid %d)", st->name, st->pid);
+			snprintf(status, sizeof(status), "stopping: %s", st->name);
+			set_status(s, status);
 			return;
 		}
 		/* A consumer that is down with input left is started to drain it:
 		 * stopping must not lose what is already in the ring. */
-		if (!st->pid && ring_pending(s, st->input_ring) > 0) {
+		if (!st->pid && ring_pending(s, st->d->ring_in) > 0) {
 			log_info("%s is down with %llu bytes in its input: starting it to drain",
-				 st->name, (unsigned long long)ring_pending(s, st->input_ring));
+				 st->name, (unsigned long long)ring_pending(s, st->d->ring_in));
 			st->restart_at_ns = 0;
 			if (stage_spawn(s, st) < 0) {
 				s->exit_code = 1;
@@ -598,7 +606,7 @@ static void stop_step_begin(struct supervisor *s)
 		__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_DRAIN, __ATOMIC_RELEASE);
 		kick_input(s, st);
 		log_info("draining %s (pid %d): %llu bytes pending in its input", st->name, st->pid,
-			 (unsigned long long)ring_pending(s, st->input_ring));
+			 (unsigned long long)ring_pending(s, st->d->ring_in));
 		snprintf(status, sizeof(status), "stopping: draining %s", st->name);
 		set_status(s, status);
 		return;
@@ -622,18 +630,18 @@ static void stop_step_check(struct supervisor *s, uint64_t now)
 	}
 	if (!st->pid || now < st->deadline_ns)
 		return;
-	if (st->id == SHM_STAGE_CAPTURE && !st->term_sent) {
-		log_warn("capture (pid %d) did not stop within %llu ms; sending SIGTERM", st->pid,
-			 (unsigned long long)s->p.stop_timeout_ms);
+	if (st->d->role == SHM_ROLE_PRODUCER && !st->term_sent) {
+		log_warn("%s (pid %d) did not stop within %llu ms; sending SIGTERM", st->name,
+			 st->pid, (unsigned long long)s->p.stop_timeout_ms);
 		kill(st->pid, SIGTERM);
 		st->term_sent = true;
 		st->deadline_ns = now + s->p.stop_timeout_ms * NSEC_PER_MSEC;
 		return;
 	}
 	log_error("%s (pid %d) did not %s within %llu ms; killing it (SIGKILL)", st->name, st->pid,
-		  st->id == SHM_STAGE_CAPTURE ? "stop" : "drain",
-		  (unsigned long long)(st->id == SHM_STAGE_CAPTURE ? s->p.stop_timeout_ms
-								   : s->p.drain_timeout_ms));
+		  st->d->role == SHM_ROLE_PRODUCER ? "stop" : "drain",
+		  (unsigned long long)(st->d->role == SHM_ROLE_PRODUCER ? s->p.stop_timeout_ms
+									: s->p.drain_timeout_ms));
 	kill(st->pid, SIGKILL);
 	s->exit_code = 1;
 	st->deadline_ns = UINT64_MAX;
@@ -643,7 +651,7 @@ static void begin_stop(struct supervisor *s, const char *why)
 {
 	if (s->phase != SUP_RUNNING)
 		return;
-	log_info("stopping (%s): capture first, then drain unwindd, symd, storer", why);
+	log_info("stopping (%s): %s", why, s->stop_order);
 	notify(s, "STOPPING=1\nSTATUS=%s", "stopping");
 	s->phase = SUP_STOPPING;
 	s->stop_idx = 0;
@@ -718,7 +726,8 @@ static void check_hung(struct supervisor *s, uint64_t now)
 	}
 }
 
-static uint64_t cnt_drops(const struct shm_stage *blk, enum shm_stage_id id, const uint64_t *last)
+static uint64_t cnt_drops(const struct shm_stage *blk, const struct shm_stage_desc *desc,
+			  const uint64_t *last)
 {
 	static const unsigned int drops[] = {SHM_CNT_DROP_RING_FULL, SHM_CNT_DROP_RATE,
 					     SHM_CNT_DROP_CORRUPT};
@@ -726,8 +735,8 @@ static uint64_t cnt_drops(const struct shm_stage *blk, enum shm_stage_id id, con
 
 	for (unsigned int i = 0; i < ARRAY_SIZE(drops); i++)
 		d += shm_stage__cnt(blk, drops[i]) - last[drops[i]];
-	if (id == SHM_STAGE_CAPTURE)
-		d += shm_stage__cnt(blk, CAP_CNT_BPF_RB_LOST) - last[CAP_CNT_BPF_RB_LOST];
+	if (desc->drop_cnt)
+		d += shm_stage__cnt(blk, desc->drop_cnt) - last[desc->drop_cnt];
 	return d;
 }
 
@@ -741,7 +750,7 @@ static void print_stats(struct supervisor *s)
 		const struct shm_stage *blk = st->blk;
 		uint64_t d_in = shm_stage__cnt(blk, SHM_CNT_IN) - st->last_cnt[SHM_CNT_IN];
 		uint64_t d_out = shm_stage__cnt(blk, SHM_CNT_OUT) - st->last_cnt[SHM_CNT_OUT];
-		uint64_t d_drop = cnt_drops(blk, st->id, st->last_cnt);
+		uint64_t d_drop = cnt_drops(blk, st->d, st->last_cnt);
 		uint64_t d_deg =
 			shm_stage__cnt(blk, SHM_CNT_DEGRADED) - st->last_cnt[SHM_CNT_DEGRADED];
 		const char *state = shm_state_name(shm_stage__state(blk));
@@ -801,7 +810,8 @@ static void update_ready(struct supervisor *s)
 	if (s->phase != SUP_RUNNING)
 		return;
 	if (running == SHM_STAGE_MAX) {
-		set_status(s, "running: capture, unwindd, symd, storer");
+		snprintf(buf, sizeof(buf), "running: %s", s->all_names);
+		set_status(s, buf);
 		if (!s->ready_sent) {
 			for (int i = SHM_STAGE_MAX - 1; i >= 0; i--)
 				n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s %d",
@@ -985,12 +995,29 @@ static void log_memory_limits(struct supervisor *s)
 	const struct cpa_config *cfg = shm_arena__config(s->arena);
 	uint64_t mb = cfg->max_cache_size_mb ? cfg->max_cache_size_mb : 1024;
 	_cleanup_free_ char *ctrl = NULL;
+	enum shm_stage_id capped = SHM_STAGE_MAX;
 	const char *v2 = NULL;
-	size_t len;
+	char names[128] = "";
+	size_t len, n = 0;
+	int nr = 0, k = 0;
 
-	for (int i = 0; i < SHM_STAGE_MAX; i++)
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
 		if (!__atomic_load_n(&s->st[i].blk->mem_limit_mb, __ATOMIC_RELAXED))
 			__atomic_store_n(&s->st[i].blk->mem_limit_mb, mb, __ATOMIC_RELAXED);
+		nr += !!(s->st[i].d->limits & SHM_LIMIT_MEM);
+	}
+	/* "unwindd and symd": the stages with a cache */
+	for (int i = 0; i < SHM_STAGE_MAX && n < sizeof(names); i++) {
+		if (!(s->st[i].d->limits & SHM_LIMIT_MEM))
+			continue;
+		capped = (enum shm_stage_id)i;
+		k++;
+		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s",
+				      k == 1	? ""
+				      : k == nr ? " and "
+						: ", ",
+				      s->st[i].name);
+	}
 	if (read_full_file("/sys/fs/cgroup/cgroup.controllers", 0, 4096, &ctrl, &len) == 0)
 		v2 = "/sys/fs/cgroup";
 	else if (read_full_file("/sys/fs/cgroup/unified/cgroup.controllers", 0, 4096, &ctrl,
@@ -998,12 +1025,12 @@ static void log_memory_limits(struct supervisor *s)
 		v2 = "/sys/fs/cgroup/unified";
 	if (ctrl)
 		ctrl[strcspn(ctrl, "\n")] = 0;
-	log_info("memory: unwindd and symd keep their caches under %llu MiB each (cpa ctl mem "
+	log_info("memory: %s keep their caches under %llu MiB each (cpa ctl mem "
 		 "changes it live), RLIMIT_AS %llu MiB as a backstop%s; no cgroup memory.max "
 		 "(%s%s%s%s)",
-		 (unsigned long long)mb,
-		 (unsigned long long)(supervisor__as_limit(SHM_STAGE_SYMD, mb) >> 20),
-		 supervisor__as_limit(SHM_STAGE_SYMD, mb) ? "" : " (none: sanitizer build)",
+		 names, (unsigned long long)mb,
+		 (unsigned long long)(supervisor__as_limit(capped, mb) >> 20),
+		 supervisor__as_limit(capped, mb) ? "" : " (none: sanitizer build)",
 		 v2 ? "the cgroup v2 hierarchy at " : "no cgroup v2 hierarchy", v2 ? v2 : "",
 		 v2 ? " has controllers: " : "", v2 ? (*ctrl ? ctrl : "none") : "");
 }
@@ -1033,6 +1060,30 @@ static int check_store_dir(const struct supervisor *s)
 		return -EPERM;
 	}
 	return 0;
+}
+
+/* The table's names in the words of the log and STATUS= lines: every stage
+ * in pipeline order, and the stop order (producers first, then drains). */
+static void stage_lists(struct supervisor *s)
+{
+	size_t a = 0, o = 0;
+	bool drains = false;
+
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		const struct shm_stage_desc *d = &shm_stages[i];
+		bool producer = d->role == SHM_ROLE_PRODUCER;
+		const char *sep = !producer && !drains ? (o ? ", then drain " : "drain ")
+				  : o		       ? ", "
+						       : "";
+
+		if (a < sizeof(s->all_names))
+			a += (size_t)snprintf(s->all_names + a, sizeof(s->all_names) - a, "%s%s",
+					      i ? ", " : "", d->name);
+		if (o < sizeof(s->stop_order))
+			o += (size_t)snprintf(s->stop_order + o, sizeof(s->stop_order) - o,
+					      "%s%s%s", sep, d->name, producer ? " first" : "");
+		drains = drains || !producer;
+	}
 }
 
 static int sup_setup(struct supervisor *s)
@@ -1072,17 +1123,15 @@ static int sup_setup(struct supervisor *s)
 		struct sup_stage *st = &s->st[i];
 
 		st->id = (enum shm_stage_id)i;
-		st->name = shm_stage_name(st->id);
+		st->d = &shm_stages[i];
+		st->name = st->d->name;
 		st->blk = shm_arena__stage(s->arena, st->id);
 		st->backoff_ms = BACKOFF_MIN_MS;
-		st->input_ring = -1;
-		if (i != SHM_STAGE_CAPTURE)
-			st->input_ring =
-				shm_arena__find_ring(s->arena, (enum shm_stage_id)(i - 1), st->id);
 		if ((size_t)snprintf(st->path, sizeof(st->path), "%s/%s", s->p.stage_dir,
 				     st->name) >= sizeof(st->path))
 			return log_error_errno(-ENAMETOOLONG, "stage path too long");
 	}
+	stage_lists(s);
 	log_memory_limits(s);
 	return check_store_dir(s);
 }

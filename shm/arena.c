@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/macro.h"
 #include "common/timeutil.h"
 
 #define REQUIRED_SEALS (F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL)
@@ -67,20 +68,27 @@ void shm_layout__default(struct shm_layout *l, uint32_t stack_size, uint32_t dep
 	while (sz < want && sz < SHM_RING0_MAX)
 		sz <<= 1;
 	memset(l, 0, sizeof(*l));
-	l->n_rings = SHM_RING_DEFAULT_NR;
-	l->rings[SHM_RING_CAPTURE].data_size = sz;
-	l->rings[SHM_RING_CAPTURE].producer = SHM_STAGE_CAPTURE;
-	l->rings[SHM_RING_CAPTURE].consumer = SHM_STAGE_UNWINDD;
-	l->rings[SHM_RING_UNWIND].data_size = 1u << 20;
-	l->rings[SHM_RING_UNWIND].producer = SHM_STAGE_UNWINDD;
-	l->rings[SHM_RING_UNWIND].consumer = SHM_STAGE_SYMD;
-	l->rings[SHM_RING_SYMD].data_size = 1u << 20;
-	l->rings[SHM_RING_SYMD].producer = SHM_STAGE_SYMD;
-	l->rings[SHM_RING_SYMD].consumer = SHM_STAGE_STORER;
-	/* 16-byte hints, a few per process and second at most */
-	l->rings[SHM_RING_HINT].data_size = 64u << 10;
-	l->rings[SHM_RING_HINT].producer = SHM_STAGE_UNWINDD;
-	l->rings[SHM_RING_HINT].consumer = SHM_STAGE_CAPTURE;
+	/* The topology is the stage table's: each ring has the ends it names. */
+	for (unsigned int i = 0; i < SHM_STAGE_MAX; i++) {
+		const struct shm_stage_desc *d = &shm_stages[i];
+
+		if (d->ring_in >= 0)
+			l->rings[d->ring_in].consumer = i;
+		if (d->ring_out >= 0) {
+			l->rings[d->ring_out].producer = i;
+			/* records after the producer's are small */
+			l->rings[d->ring_out].data_size =
+				d->role == SHM_ROLE_PRODUCER ? sz : 1u << 20;
+			l->n_rings = MAX(l->n_rings, (uint32_t)d->ring_out + 1);
+		}
+		if (d->ring_back >= 0) {
+			/* feedback, e.g. 16-byte hints, a few per process and second at most */
+			l->rings[d->ring_back].producer = i;
+			l->rings[d->ring_back].consumer = d->up;
+			l->rings[d->ring_back].data_size = 64u << 10;
+			l->n_rings = MAX(l->n_rings, (uint32_t)d->ring_back + 1);
+		}
+	}
 }
 
 static int layout_check(const struct shm_layout *l)

@@ -5,12 +5,14 @@
  *
  *   CPA_FAULT_KILL_AFTER_COMMIT=STAGE:N:G[,STAGE:N:G...]
  *
- * Lives 1..G of STAGE (its generation; unwindd or symd) SIGKILL themselves
- * right after committing the output of their N-th batch and before
- * releasing that batch's input. That is the window in which a kill makes
- * the successor send a batch again; random kills land in it rarely (the
- * futex wake of the commit is where a pending signal is delivered). Read
- * once at start; unset costs one untaken branch per batch.
+ * Lives 1..G of STAGE (its generation; a stage between two rings, unwindd
+ * or symd) SIGKILL themselves right after committing the output of their
+ * N-th batch and before releasing that batch's input. That is the window in
+ * which a kill makes the successor send a batch again; random kills land in
+ * it rarely (the futex wake of the commit is where a pending signal is
+ * delivered). Read once at start, by common/daemon.c for every such stage
+ * (shm_stage_ctx.fault_kill_batches); unset costs one untaken branch per
+ * batch.
  *
  * Library code: no logging.
  */

@@ -145,6 +145,50 @@ static inline bool shm_rate__admit(struct shm_rate *r, const struct shm_stage *s
 /* Stamp the heartbeat with the kernel's CLOCK_MONOTONIC now (clock_kernel_ns()). */
 void shm_stage__heartbeat(struct shm_stage *st);
 
+/*
+ * The stage table (shm/stage.c): everything the arena, the daemon and the
+ * supervisor know about a stage, one row each. Adding a stage is one id
+ * above, one row there (with its counter names in shm/counters.h) and one
+ * folder with its main.c (docs/pipeline.md, "Adding a stage").
+ */
+enum shm_stage_role {
+	/* Fed by the kernel (BPF ring buffer, perf events), not by a ring:
+	 * its loop polls those (shm_stage_loop.poll). Stopped by STOP, first;
+	 * not restarted during a stop. */
+	SHM_ROLE_PRODUCER,
+	/* ring_in -> ring_out. Stopped by DRAIN, in pipeline order. */
+	SHM_ROLE_CONSUMER,
+	/* ring_in -> out of the arena (the store). Stopped by DRAIN. */
+	SHM_ROLE_SINK,
+};
+
+/* What the supervisor and cpa ctl apply to a stage (limits). cpa ctl rate
+ * writes any stage's rate_limit; only the stages with SHM_LIMIT_RATE read it. */
+#define SHM_LIMIT_MEM  (1u << 0) /* a cache under mem_limit_mb (cpa ctl mem) + RLIMIT_AS */
+#define SHM_LIMIT_RATE (1u << 1) /* it applies rate_limit (shm_rate__admit) */
+
+struct shm_stage_desc {
+	const char *name; /* executable, log subsystem, cpa ctl */
+	enum shm_stage_role role;
+	int ring_in;	      /* enum shm_ring_id it consumes; -1: none */
+	int ring_out;	      /* ... it produces; -1: none */
+	int ring_back;	      /* ... it produces towards up (feedback); -1: none */
+	enum shm_stage_id up; /* the stage feeding ring_in; SHM_STAGE_MAX: none */
+	uint64_t caps;	      /* capabilities kept once set up (bit CAP_*) */
+	bool caps_first;      /* drop to caps before set-up, not after it */
+	unsigned int limits;  /* SHM_LIMIT_* */
+	/* A counter of its own the monitor's stats add to its drops (0: none). */
+	unsigned int drop_cnt;
+	/* A gauge that, non-zero after a death, means only a successor counts
+	 * what that life lost: one is started during a stop (0: none). */
+	unsigned int fold_gauge;
+	const char *const *counters; /* names of slots SHM_CNT_STAGE_BASE.. */
+	unsigned int nr_counters;
+	uint64_t gauges; /* bit i: slot i is a level (shm_counter_is_gauge) */
+};
+
+extern const struct shm_stage_desc shm_stages[SHM_STAGE_MAX];
+
 const char *shm_stage_name(enum shm_stage_id id);
 /* The stage named by the len bytes at name (need not end there), or
  * SHM_STAGE_MAX when none is. */

@@ -72,6 +72,12 @@ static bool orphan_begin(struct shm_stage_loop *l, pid_t parent, uint64_t mono,
 	return true;
 }
 
+/* How a loop that saw SIGTERM ends. */
+static enum shm_stage_end term_end(const struct shm_stage_loop *l, pid_t parent)
+{
+	return l->orphaned || l->draining || getppid() != parent ? SHM_END_ORPHAN : SHM_END_TERM;
+}
+
 int shm_stage__run(struct shm_stage_loop *l)
 {
 	uint64_t last_hb = 0, wake_cap = l->wake_bytes, orphan_deadline = 0;
@@ -79,7 +85,7 @@ int shm_stage__run(struct shm_stage_loop *l)
 	bool waited = false;
 	pid_t parent = getppid();
 
-	if (l->wake_ring_div)
+	if (l->wake_ring_div && l->in)
 		wake_cap = MIN(wake_cap, l->in->size / l->wake_ring_div);
 	shm_stage__heartbeat(l->st);
 	shm_stage__set_state(l->st, SHM_STATE_RUNNING);
@@ -87,10 +93,19 @@ int shm_stage__run(struct shm_stage_loop *l)
 		uint64_t mono = clock_ns(CLOCK_MONOTONIC), now, wake_bytes = wake_cap;
 		int n, r;
 
-		if (*l->term && !l->orphaned && !orphan_begin(l, parent, mono, &orphan_deadline))
+		if (*l->term && !l->orphaned && !orphan_begin(l, parent, mono, &orphan_deadline)) {
+			l->end = term_end(l, parent);
 			break;
-		if (l->orphaned && mono >= orphan_deadline)
+		}
+		if (l->orphaned && mono >= orphan_deadline) {
+			l->end = SHM_END_ORPHAN;
 			break;
+		}
+		if (shm_stage__cmd(l->st) == SHM_CMD_STOP) {
+			/* A producer asked to stop: its finish drains what it holds. */
+			l->end = SHM_END_STOPPED;
+			break;
+		}
 
 		if (mono - last_hb >= l->heartbeat_ns) {
 			shm_stage__heartbeat(l->st);
@@ -104,11 +119,23 @@ int shm_stage__run(struct shm_stage_loop *l)
 				l->on_drain(l->obj);
 		}
 
+		if (l->poll) {
+			/* The poll was the wait; the loop's head decides the rest. */
+			n = l->poll(l->obj);
+			if (n < 0 && n != -EINTR)
+				return n;
+			r = l->tick(l->obj, clock_ns(l->clock));
+			if (r < 0)
+				return r;
+			continue;
+		}
 		n = l->batch(l->obj, l->batch_max);
 		if (n < 0 && n != -ENOBUFS)
 			return n;
 		now = l->clock == CLOCK_MONOTONIC ? clock_ns(CLOCK_MONOTONIC) : clock_ns(l->clock);
-		l->tick(l->obj, now);
+		r = l->tick(l->obj, now);
+		if (r < 0)
+			return r;
 		if (n == -ENOBUFS) {
 			/* The next stage is behind: let it catch up, keep our input. */
 			sleep_ms(l->busy_ms);
@@ -122,15 +149,19 @@ int shm_stage__run(struct shm_stage_loop *l)
 		}
 		if (l->orphaned) {
 			/* Leave once the upstream stage has left and its output is in. */
-			if (upstream_done(l->up) && shm_ring__pending_sc(l->in) == 0)
+			if (upstream_done(l->up) && shm_ring__pending_sc(l->in) == 0) {
+				l->end = SHM_END_ORPHAN;
 				break;
+			}
 			sleep_ms(10);
 			continue;
 		}
 		if (l->draining) {
 			/* Producer gone and input empty: leave. */
-			if (!l->drain_until_empty || shm_ring__pending_sc(l->in) == 0)
+			if (!l->drain_until_empty || shm_ring__pending_sc(l->in) == 0) {
+				l->end = SHM_END_DRAINED;
 				break;
+			}
 			continue;
 		}
 		if (*l->term)

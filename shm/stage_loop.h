@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The stage side of docs/pipeline.md, written once: attach the arena and
- * check its config block, then the consumer loop every ring-consuming stage
- * runs (heartbeat, DRAIN, batch, tick, adaptive wait on the input ring,
- * wakeup counting). A stage fills a struct shm_stage_loop with its hooks and
- * wait parameters; common/daemon.c drives the process around it.
+ * check its config block, then the loop every stage runs (heartbeat, STOP,
+ * DRAIN, the orphan drain, batch, tick, adaptive wait on the input ring,
+ * wakeup counting; or a poll of the input source of a stage fed by the
+ * kernel). A stage fills a struct shm_stage_loop with its hooks and wait
+ * parameters; common/daemon.c drives the process around it.
  *
  * Library code: no logging; every function returns 0 or -errno.
  */
@@ -39,6 +40,32 @@ enum shm_wait_backoff {
 	SHM_WAIT_BACKOFF_TIMEOUT,
 };
 
+/* What a stage's new hook builds on (common/daemon.c fills it in from the
+ * stage table, shm/stage.h). */
+struct shm_stage_ctx {
+	struct shm_arena *arena;
+	struct cpa_config *cfg;
+	struct shm_stage *st;
+	uint32_t generation;	   /* of this life */
+	struct shm_ring_cons *in;  /* its ring_in, opened; NULL: none */
+	struct shm_ring_prod *out; /* its ring_out, opened; NULL: none */
+	/* CPA_FAULT_KILL_AFTER_COMMIT for this life (shm/fault.h), 0: off. */
+	unsigned int fault_kill_batches;
+	const volatile sig_atomic_t *term; /* set by the SIGTERM handler */
+};
+
+/* How the loop ended: what the stage's finish may still do. */
+enum shm_stage_end {
+	SHM_END_FAILED,	 /* a hard error: finish only what is safe */
+	SHM_END_DRAINED, /* DRAIN, the input done: nobody hurries us */
+	SHM_END_STOPPED, /* STOP (a producer): nobody hurries us */
+	SHM_END_TERM,	 /* SIGTERM from a live monitor (a restart): leave promptly */
+	/* SIGTERM after the monitor died (the orphan drain ran, for a stage
+	 * with an upstream) or during a DRAIN: leave soon, but what is left
+	 * has nobody else. */
+	SHM_END_ORPHAN,
+};
+
 struct shm_stage_loop {
 	struct shm_stage *st;
 	struct shm_ring_cons *in;
@@ -51,8 +78,16 @@ struct shm_stage_loop {
 	 * busy_ms and tries again, keeping the input), other -errno fails.
 	 */
 	int (*batch)(void *obj, unsigned int max);
-	/* Periodic work, after every batch; now_ns on clock `clock`. */
-	void (*tick)(void *obj, uint64_t now_ns);
+	/*
+	 * The input source when it is not a ring (capture: the kernel's
+	 * buffers), in place of batch and the ring wait: one wait on it (the
+	 * stage sizes the deadline) and what came: records taken, -EINTR (a
+	 * signal cut the wait short) or -errno, which fails.
+	 */
+	int (*poll)(void *obj);
+	/* Periodic work, after every batch; now_ns on clock `clock`. -errno
+	 * fails (the stage cannot go on); 0 otherwise. */
+	int (*tick)(void *obj, uint64_t now_ns);
 	/* Optional: the wait's wake bytes and deadline, decided by the stage
 	 * (no backoff then). Without it: wake_bytes and the backoff below. */
 	void (*wait_for)(void *obj, uint64_t now_ns, uint64_t *ret_wake_bytes, int *ret_ms);
@@ -94,6 +129,8 @@ struct shm_stage_loop {
 	bool draining;
 	/* Out: the orphan drain above ran. */
 	bool orphaned;
+	/* Out: how it ended (after a 0 return). */
+	enum shm_stage_end end;
 };
 
 #define SHM_ORPHAN_DRAIN_NS (5 * NSEC_PER_SEC)
@@ -111,9 +148,10 @@ struct shm_stage_loop {
 #define SHM_BATCH_MS 2000
 
 /*
- * Mark the stage RUNNING and loop until SIGTERM (*term) or, under DRAIN,
- * until the input is done. 0 then, or the first hard -errno of batch or of
- * the wait (-EBADMSG: corrupt input ring). Leaves the state to the caller.
+ * Mark the stage RUNNING and loop until SIGTERM (*term), STOP or, under
+ * DRAIN, until the input is done. 0 then (l->end says which), or the first
+ * hard -errno of batch, poll, tick or the wait (-EBADMSG: corrupt input
+ * ring). Leaves the state to the caller.
  */
 int shm_stage__run(struct shm_stage_loop *l);
 

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -29,6 +30,7 @@ struct storer {
 	struct shm_stage *st;
 	struct shm_ring_cons *in;
 	struct store_writer *w;
+	bool own_w; /* storer__open()'s: freed with us */
 	/* Copies from an earlier life of ours or of symd (shm/dedup.h); dd.high
 	 * is the highest seq taken into the store (open block included). */
 	struct shm_dedup dd;
@@ -57,9 +59,67 @@ int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_wri
 	return 0;
 }
 
-void storer__free(struct storer *s)
+void storer__free(void *obj)
 {
+	struct storer *s = obj;
+
+	if (s && s->own_w)
+		store_writer__free(s->w);
 	free(s);
+}
+
+int storer__open(const struct shm_stage_ctx *ctx, void **ret)
+{
+	const struct cpa_config *cfg = ctx->cfg;
+	struct store_writer_opts o = {0};
+	struct store_writer *w = NULL;
+	struct storer *s;
+	int r;
+
+	o.root = cfg->store_dir[0] ? cfg->store_dir : "/var/log/cpa";
+	o.cpu_num = cfg->nr_cpus;
+	o.freq = cfg->freq;
+	o.record_interval = cfg->record_interval_s ? cfg->record_interval_s : 1;
+	o.persistent_day = cfg->persistent_day;
+	o.stack_size = cfg->stack_size;
+	o.kernel_stack = cfg->flags & CPA_CFG_KERNEL_STACK_ONLY;
+	o.record_env_name = cfg->record_env_name;
+	for (uint32_t i = 0; i < cfg->nr_probes && i < STORE_PROBES_MAX; i++)
+		o.probes[o.nr_probes++] = cfg->probes[i];
+	o.max_store_bytes = (uint64_t)cfg->max_store_size_mb << 20;
+	r = store_writer__new(&o, &w);
+	if (r == -EBUSY) {
+		int pid = 0;
+		int fd = store_root__lock(o.root, &pid);
+
+		if (fd >= 0)
+			close(fd);
+		return log_error_errno(
+			r,
+			"store '%s' is in use by another cpa monitor (storer pid %d): "
+			"one monitor per store dir, use another --store_dir",
+			o.root, pid);
+	}
+	if (r < 0)
+		return log_error_errno(r, "store writer for '%s' (io_uring + zstd): %m", o.root);
+	store_writer__set_run_id(w, cfg->start_realtime_ns);
+	r = store_writer__journal_open(w, o.root);
+	if (r < 0)
+		log_warn_errno(
+			r, "dictionary journal in '%s': %m (a restart will show [unknown stack])",
+			o.root);
+	else if (r > 0)
+		log_info("replayed %d symd definitions from the dictionary journal", r);
+	r = storer__new(ctx->st, ctx->in, w, &s);
+	if (r < 0) {
+		store_writer__free(w);
+		return log_error_errno(r, "set up: %m");
+	}
+	s->own_w = true;
+	log_info("writing to '%s', resuming after seq %llu", o.root,
+		 (unsigned long long)storer__resume_seq(s));
+	*ret = s;
+	return 0;
 }
 
 uint64_t storer__resume_seq(const struct storer *s)
@@ -273,8 +333,9 @@ static void release(struct storer *s)
 	s->block_closed = false;
 }
 
-int storer__batch(struct storer *s, unsigned int max)
+int storer__batch(void *obj, unsigned int max)
 {
+	struct storer *s = obj;
 	unsigned int n;
 
 	if (max > STORER_BATCH)
@@ -363,8 +424,9 @@ static void sync_counters(struct storer *s)
 	s->synced = ws;
 }
 
-int storer__tick(struct storer *s, uint64_t now)
+int storer__tick(void *obj, uint64_t now)
 {
+	struct storer *s = obj;
 	int r = store_writer__tick(s->w, now);
 
 	if (r > 0)
@@ -375,7 +437,7 @@ int storer__tick(struct storer *s, uint64_t now)
 	if (s->block_closed)
 		release(s);
 	sync_counters(s);
-	return r < 0 ? r : 0;
+	return 0;
 }
 
 int storer__finish(struct storer *s, bool sync)
@@ -421,4 +483,19 @@ int storer__sleep_ms(const struct storer *s, uint64_t now)
 		return 0;
 	ms = (dl - now + 999999) / 1000000;
 	return ms > STORER_IDLE_MS ? STORER_IDLE_MS : (int)ms;
+}
+
+void storer__wait_for(void *obj, uint64_t now_ns, uint64_t *ret_wake_bytes, int *ret_ms)
+{
+	*ret_wake_bytes = storer__wake_bytes(obj);
+	*ret_ms = storer__sleep_ms(obj, now_ns);
+}
+
+int storer__close(void *obj, enum shm_stage_end how)
+{
+	/* Drain: the last block is fsynced. SIGTERM (restart): written, not
+	 * synced. A corrupt input: what we have is synced. Failures are logged
+	 * and counted. */
+	(void)storer__finish(obj, how != SHM_END_TERM);
+	return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "shm/ring.h"
 #include "shm/stage.h"
+#include "shm/stage_loop.h"
 #include "store.h"
 
 #define STORER_BATCH	  256
@@ -24,14 +25,19 @@ struct storer;
 
 int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_writer *w,
 		struct storer **ret);
-void storer__free(struct storer *s);
+/* The daemon's new hook (common/daemon.h): the store writer from the config
+ * block (its root, the run's facts, retention), its dictionary journal, and
+ * the storer over ctx->in, owning the writer. Logs what failed. */
+int storer__open(const struct shm_stage_ctx *ctx, void **ret);
+void storer__free(void *s);
 
 /* Take up to max records from the input. Returns how many (0 = empty) or
  * -EBADMSG when the ring itself is corrupt. */
-int storer__batch(struct storer *s, unsigned int max);
+int storer__batch(void *s, unsigned int max);
 /* Close due blocks, reap writes, release input that is in the store, sync
- * counters. now_ns is CLOCK_REALTIME. */
-int storer__tick(struct storer *s, uint64_t now_ns);
+ * counters. now_ns is CLOCK_REALTIME. Returns 0: a failure is logged and
+ * counted, and the next tick tries again. */
+int storer__tick(void *s, uint64_t now_ns);
 /* Close the open block, wait for the writes (fsync if sync) and release. */
 int storer__finish(struct storer *s, bool sync);
 /* The input mark at start: seq <= this was stored by an earlier life. */
@@ -42,5 +48,10 @@ uint64_t storer__unreleased(const struct storer *s);
 uint64_t storer__wake_bytes(const struct storer *s);
 /* How long the consumer may sleep (ms, <= STORER_IDLE_MS) before the next block is due. */
 int storer__sleep_ms(const struct storer *s, uint64_t now_ns);
+/* The loop's wait_for hook: the two above. */
+void storer__wait_for(void *s, uint64_t now_ns, uint64_t *ret_wake_bytes, int *ret_ms);
+/* The daemon's finish hook: storer__finish(), with an fsync unless a SIGTERM
+ * from a live monitor (a restart) ended the loop. */
+int storer__close(void *s, enum shm_stage_end how);
 
 #endif /* CPA_STORER_H */

@@ -1658,8 +1658,9 @@ static void symd__heap_tick(struct symd *s, uint64_t now)
 	}
 }
 
-void symd__tick(struct symd *s, uint64_t now)
+int symd__tick(void *obj, uint64_t now)
 {
+	struct symd *s = obj;
 	uint8_t bid[CPA_BUILD_ID_MAX], blen;
 
 	while (dfetch__done(s->df, bid, &blen)) {
@@ -1689,6 +1690,7 @@ void symd__tick(struct symd *s, uint64_t now)
 	symd__heap_tick(s, now);
 	symd__apply_cap(s);
 	symd__gauges(s);
+	return 0;
 }
 
 int symd__new(const struct symd_opts *o, struct symd **ret)
@@ -1777,8 +1779,10 @@ out_free:
 	return r;
 }
 
-void symd__free(struct symd *s)
+void symd__free(void *obj)
 {
+	struct symd *s = obj;
+
 	if (!s)
 		return;
 	if (s->pids)

@@ -40,14 +40,14 @@ struct symd_opts {
 struct symd;
 
 int symd__new(const struct symd_opts *o, struct symd **ret);
-void symd__free(struct symd *s);
+void symd__free(void *s);
 /* Process up to max_records input records; commit output and release the
  * input with its mark once. Returns the records consumed (0 = none pending
  * or output held back), or -errno (-EBADMSG: corrupt input ring). */
 int symd__batch(struct symd *s, unsigned int max_records);
 /* Periodic work: loss records, kallsyms reload check, gauges. now_ns is
- * CLOCK_MONOTONIC. */
-void symd__tick(struct symd *s, uint64_t now_ns);
+ * CLOCK_MONOTONIC. Returns 0. */
+int symd__tick(void *s, uint64_t now_ns);
 /* The process's malloc policy for binary loads (main.c, once): blocks up to
  * SYMD_HEAP_MMAP_MIN come from the heap, which keeps up to twice that free
  * at its top; symd__tick() trims it once loads stop. */

@@ -122,6 +122,44 @@ START_TEST(test_attach_across_fork)
 }
 END_TEST
 
+/* The stage table is the topology: every ring has the ends its rows name,
+ * and a consumer's upstream produces its input ring. */
+START_TEST(test_stage_table)
+{
+	struct shm_arena *a = arena_default();
+	struct shm_layout l;
+
+	shm_layout__default(&l, 8192, 64);
+	ck_assert_uint_eq(l.n_rings, SHM_RING_DEFAULT_NR);
+	ck_assert_uint_eq(l.rings[SHM_RING_CAPTURE].producer, SHM_STAGE_CAPTURE);
+	ck_assert_uint_eq(l.rings[SHM_RING_CAPTURE].consumer, SHM_STAGE_UNWINDD);
+	ck_assert_uint_eq(l.rings[SHM_RING_SYMD].producer, SHM_STAGE_SYMD);
+	ck_assert_uint_eq(l.rings[SHM_RING_SYMD].consumer, SHM_STAGE_STORER);
+	ck_assert_uint_eq(l.rings[SHM_RING_HINT].producer, SHM_STAGE_UNWINDD);
+	ck_assert_uint_eq(l.rings[SHM_RING_HINT].consumer, SHM_STAGE_CAPTURE);
+	ck_assert_uint_eq(l.rings[SHM_RING_HINT].data_size, 64u << 10);
+	ck_assert_uint_eq(l.rings[SHM_RING_UNWIND].data_size, 1u << 20);
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		const struct shm_stage_desc *d = &shm_stages[i];
+
+		ck_assert_str_eq(shm_stage_name((enum shm_stage_id)i), d->name);
+		ck_assert_int_eq(shm_stage_by_name(d->name, strlen(d->name)), i);
+		ck_assert_int_eq(d->role == SHM_ROLE_PRODUCER, d->ring_in < 0);
+		ck_assert_int_eq(d->role == SHM_ROLE_SINK, d->ring_out < 0);
+		if (d->ring_in < 0)
+			continue;
+		ck_assert_int_lt(d->up, SHM_STAGE_MAX);
+		ck_assert_int_eq(shm_stages[d->up].ring_out, d->ring_in);
+		ck_assert_int_eq(shm_arena__find_ring(a, d->up, (enum shm_stage_id)i), d->ring_in);
+	}
+	ck_assert(shm_counter_is_gauge(SHM_STAGE_CAPTURE, CAP_CNT_GEN_PINNED));
+	ck_assert(!shm_counter_is_gauge(SHM_STAGE_CAPTURE, CAP_CNT_DOWN_EST));
+	ck_assert(shm_counter_is_gauge(SHM_STAGE_SYMD, SYM_CNT_CACHE_BYTES));
+	ck_assert(!shm_counter_is_gauge(SHM_STAGE_STORER, STO_CNT_SAMPLES));
+	shm_arena__free(a);
+}
+END_TEST
+
 START_TEST(test_bad_layouts)
 {
 	struct shm_layout l = {.n_rings = 1};
@@ -215,6 +253,7 @@ int main(void)
 
 	tcase_add_test(tc, test_create_attach);
 	tcase_add_test(tc, test_attach_across_fork);
+	tcase_add_test(tc, test_stage_table);
 	tcase_add_test(tc, test_bad_layouts);
 	tcase_add_test(tc, test_reject_corrupt_header);
 	tcase_add_test(tc, test_reject_unsealed_and_foreign_fds);

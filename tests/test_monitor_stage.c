@@ -106,18 +106,16 @@ static void fake_start(void)
 	      getenv("NOTIFY_SOCKET") ? "set" : "none");
 }
 
-static int fake_new(struct shm_arena *a, struct shm_stage *st, struct shm_ring_cons *in,
-		    struct shm_ring_prod *out, void **ret)
+static int fake_new(const struct shm_stage_ctx *ctx, void **ret)
 {
-	(void)a;
-	if (st->pid != getpid()) {
-		fprintf(stderr, "%s: block pid %d is not mine\n", fake.name, st->pid);
+	if (ctx->st->pid != getpid()) {
+		fprintf(stderr, "%s: block pid %d is not mine\n", fake.name, ctx->st->pid);
 		return -ESRCH;
 	}
-	fake.st = st;
-	fake.in = in;
-	fake.out = out;
-	fake.mark = shm_ring__mark_sc(in);
+	fake.st = ctx->st;
+	fake.in = ctx->in;
+	fake.out = ctx->out;
+	fake.mark = ctx->in ? shm_ring__mark_sc(ctx->in) : 0;
 	fake_start();
 	*ret = &fake;
 	return 0;
@@ -175,26 +173,32 @@ static int fake_batch(void *obj, unsigned int max)
 	return 0;
 }
 
-static void fake_tick(void *obj, uint64_t now_ns)
+static int fake_tick(void *obj, uint64_t now_ns)
 {
 	(void)obj;
 	(void)now_ns;
+	return 0;
 }
 
-static void fake_finish(void *obj, int r, bool draining, bool terminated)
+static int fake_finish(void *obj, enum shm_stage_end how)
 {
 	(void)obj;
-	(void)draining;
-	if (r < 0)
-		return;
-	if (terminated) {
+	if (how == SHM_END_FAILED)
+		return 0;
+	if (how == SHM_END_STOPPED) {
+		event(fake.name, "stop out=%llu",
+		      (unsigned long long)shm_stage__cnt(fake.st, SHM_CNT_OUT));
+		return 0;
+	}
+	if (how == SHM_END_TERM || how == SHM_END_ORPHAN) {
 		event(fake.name, "sigterm");
-		return;
+		return 0;
 	}
 	event(fake.name, "drain in=%llu out=%llu samples=%llu",
 	      (unsigned long long)shm_stage__cnt(fake.st, SHM_CNT_IN),
 	      (unsigned long long)shm_stage__cnt(fake.st, SHM_CNT_OUT),
 	      (unsigned long long)(fake.out ? 0 : shm_stage__cnt(fake.st, STO_CNT_SAMPLES)));
+	return 0;
 }
 
 static void fake_free(void *obj)
@@ -202,53 +206,28 @@ static void fake_free(void *obj)
 	(void)obj;
 }
 
-/* capture: a sequence-numbered record every few ms until STOP or SIGTERM. */
-static int fake_capture(struct shm_arena *a, struct shm_stage *st)
+/* capture's input source: a sequence-numbered record every few ms. */
+static int fake_poll(void *obj)
 {
-	struct shm_ring_prod out;
-	uint64_t counter = 0;
-	int r;
+	static uint64_t counter;
+	void *p;
 
-	fake.st = st;
-	if (st->pid != getpid()) {
-		fprintf(stderr, "%s: block pid %d is not mine\n", fake.name, st->pid);
-		return -ESRCH;
+	(void)obj;
+	ctl_files();
+	if (daemon_term)
+		return 0;
+	if (shm_ring__reserve_sp(fake.out, 8, 1, &p) == 0) {
+		uint64_t seq = ((uint64_t)fake.st->generation << 40) | ++counter;
+
+		memcpy(p, &seq, 8);
+		shm_ring__commit_sp(fake.out);
+		shm_stage__cnt_add(fake.st, SHM_CNT_OUT, 1);
+		shm_stage__cnt_add(fake.st, CAP_CNT_SAMPLES, 1);
+	} else {
+		shm_stage__cnt_add(fake.st, SHM_CNT_DROP_RING_FULL, 1);
 	}
-	r = shm_arena__open_prod(a, SHM_RING_CAPTURE, &out);
-	if (r < 0)
-		return r;
-	shm_stage__heartbeat(st);
-	shm_stage__set_state(st, SHM_STATE_RUNNING);
-	fake_start();
-	for (;;) {
-		void *p;
-
-		if (!fake.hanging)
-			shm_stage__heartbeat(st);
-		ctl_files();
-		if (daemon_term) {
-			event(fake.name, "sigterm");
-			break;
-		}
-		if (shm_stage__cmd(st) == SHM_CMD_STOP) {
-			event(fake.name, "stop out=%llu",
-			      (unsigned long long)shm_stage__cnt(st, SHM_CNT_OUT));
-			break;
-		}
-		if (shm_ring__reserve_sp(&out, 8, 1, &p) == 0) {
-			uint64_t seq = ((uint64_t)st->generation << 40) | ++counter;
-
-			memcpy(p, &seq, 8);
-			shm_ring__commit_sp(&out);
-			shm_stage__cnt_add(st, SHM_CNT_OUT, 1);
-			shm_stage__cnt_add(st, CAP_CNT_SAMPLES, 1);
-		} else {
-			shm_stage__cnt_add(st, SHM_CNT_DROP_RING_FULL, 1);
-		}
-		usleep(5000);
-	}
-	shm_stage__exit(st, 0);
-	return 0;
+	usleep(5000);
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -289,11 +268,10 @@ int main(int argc, char **argv)
 		event(name, "slow-start");
 		nanosleep(&(struct timespec){ms / 1000, ms % 1000 * 1000000}, NULL);
 	}
-	d.name = name;
 	d.id = fake.id;
-	d.in_ring = fake.id == SHM_STAGE_CAPTURE ? -1 : (int)fake.id - 1;
-	d.out_ring = fake.id == SHM_STAGE_STORER ? -1 : (int)fake.id;
-	if (fake.id == SHM_STAGE_CAPTURE)
-		d.run = fake_capture;
+	if (shm_stages[fake.id].role == SHM_ROLE_PRODUCER) {
+		d.loop.poll = fake_poll;
+		d.loop.batch = NULL;
+	}
 	return daemon__main(&d, argc, argv);
 }

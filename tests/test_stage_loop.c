@@ -2,7 +2,8 @@
 /*
  * The stage skeleton's shm/ half over a real arena: shm_stage__attach's
  * config check, shm_stage__run (RUNNING, batches, DRAIN, SIGTERM, busy
- * retry, hard errors), the rate limit and the pending LOSS table.
+ * retry, hard errors; a poll source with STOP), the rate limit and the
+ * pending LOSS table.
  */
 #include <errno.h>
 #include <signal.h>
@@ -78,10 +79,11 @@ static int obj_batch(void *p, unsigned int max)
 	return n;
 }
 
-static void obj_tick(void *p, uint64_t now_ns)
+static int obj_tick(void *p, uint64_t now_ns)
 {
 	(void)now_ns;
 	((struct obj *)p)->ticks++;
+	return 0;
 }
 
 struct fixture {
@@ -136,6 +138,7 @@ START_TEST(test_run_drains)
 	__atomic_store_n(&f.st->cmd, SHM_CMD_DRAIN, __ATOMIC_RELEASE);
 	ck_assert_int_eq(shm_stage__run(&f.l), 0);
 	ck_assert(f.l.draining);
+	ck_assert_int_eq(f.l.end, SHM_END_DRAINED);
 	ck_assert_int_eq(shm_stage__state(f.st), SHM_STATE_DRAINING);
 	ck_assert_uint_eq(f.o.taken, 10);
 	ck_assert_int_eq(f.o.busy, 0);
@@ -158,6 +161,7 @@ START_TEST(test_run_sigterm)
 	f.o.term = &f.term;
 	ck_assert_int_eq(shm_stage__run(&f.l), 0);
 	ck_assert(!f.l.draining);
+	ck_assert_int_eq(f.l.end, SHM_END_TERM);
 	ck_assert_int_eq(shm_stage__state(f.st), SHM_STATE_RUNNING);
 	ck_assert_uint_eq(f.o.taken, 4);
 	ck_assert_uint_gt(shm_ring__pending_sc(&f.in), 0);
@@ -203,6 +207,70 @@ START_TEST(test_run_error)
 	shm_stage__exit(f.st, -EBADMSG);
 	ck_assert_int_eq(shm_stage__state(f.st), SHM_STATE_FAILED);
 	shm_arena__free(f.a);
+}
+END_TEST
+
+/* An input source that is not a ring (capture's poll): STOP after the
+ * third poll; -EINTR goes on; a tick's error ends the loop. */
+struct src {
+	struct shm_stage *st;
+	unsigned int polls, ticks;
+	int tick_err;
+};
+
+static int src_poll(void *p)
+{
+	struct src *s = p;
+
+	if (++s->polls == 2)
+		return -EINTR;
+	if (s->polls == 3)
+		__atomic_store_n(&s->st->cmd, SHM_CMD_STOP, __ATOMIC_RELEASE);
+	return 1;
+}
+
+static int src_tick(void *p, uint64_t now_ns)
+{
+	struct src *s = p;
+
+	(void)now_ns;
+	s->ticks++;
+	return s->tick_err;
+}
+
+START_TEST(test_run_poll)
+{
+	struct shm_arena *a = arena_new();
+	struct shm_stage *st = shm_arena__stage(a, SHM_STAGE_CAPTURE);
+	volatile sig_atomic_t term = 0;
+	struct src s = {.st = st};
+	struct shm_stage_loop l = {
+		.st = st,
+		.obj = &s,
+		.term = &term,
+		.poll = src_poll,
+		.tick = src_tick,
+		.clock = CLOCK_MONOTONIC,
+	};
+
+	ck_assert_int_eq(shm_stage__run(&l), 0);
+	ck_assert_int_eq(l.end, SHM_END_STOPPED);
+	ck_assert_uint_eq(s.polls, 3);
+	ck_assert_uint_eq(s.ticks, 3);
+	ck_assert_uint_gt(st->heartbeat_ns, 0);
+
+	/* SIGTERM from a live parent: TERM, no orphan drain without upstream. */
+	__atomic_store_n(&st->cmd, SHM_CMD_NONE, __ATOMIC_RELEASE);
+	term = 1;
+	ck_assert_int_eq(shm_stage__run(&l), 0);
+	ck_assert_int_eq(l.end, SHM_END_TERM);
+	ck_assert(!l.orphaned);
+
+	term = 0;
+	s = (struct src){.st = st, .tick_err = -EOVERFLOW};
+	ck_assert_int_eq(shm_stage__run(&l), -EOVERFLOW);
+	ck_assert_uint_eq(s.ticks, 1);
+	shm_arena__free(a);
 }
 END_TEST
 
@@ -373,6 +441,7 @@ int main(void)
 	tcase_add_test(tc, test_run_sigterm);
 	tcase_add_test(tc, test_run_waits_idle);
 	tcase_add_test(tc, test_run_error);
+	tcase_add_test(tc, test_run_poll);
 	tcase_add_test(tc, test_rate_limit);
 	tcase_add_test(tc, test_loss_table);
 	tcase_add_test(tc, test_dedup_rule);

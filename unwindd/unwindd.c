@@ -999,8 +999,9 @@ static void new_epoch(struct unwindd *u)
 	ucache__epoch_reset(u->cache);
 }
 
-int unwindd__batch(struct unwindd *u, unsigned int max)
+int unwindd__batch(void *obj, unsigned int max)
 {
+	struct unwindd *u = obj;
 	struct shm_msg msgs[UNWINDD_BATCH];
 	int n, i, r;
 
@@ -1075,8 +1076,10 @@ int unwindd__batch(struct unwindd *u, unsigned int max)
 	return n;
 }
 
-void unwindd__tick(struct unwindd *u, uint64_t now_ns)
+int unwindd__tick(void *obj, uint64_t now_ns)
 {
+	struct unwindd *u = obj;
+
 	/* A caller's clock may be older than the batch's, which stamps its
 	 * processes: never go back in time (the sweeps subtract). */
 	if (now_ns < u->now_ns)
@@ -1114,6 +1117,7 @@ void unwindd__tick(struct unwindd *u, uint64_t now_ns)
 		cnt(u, UNW_CNT_CFI_EXPR, ws.complex_rows - u->walk_complex_seen);
 		u->walk_complex_seen = ws.complex_rows;
 	}
+	return 0;
 }
 
 /* --bench, --debug_option, --parse_env_values: only what is asked for exists. */
@@ -1204,8 +1208,10 @@ int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct 
 	return 0;
 }
 
-void unwindd__free(struct unwindd *u)
+void unwindd__free(void *obj)
 {
+	struct unwindd *u = obj;
+
 	if (!u)
 		return;
 	ucache__free(u->cache);

@@ -23,6 +23,7 @@
 #include "shm/records.h"
 #include "shm/ring.h"
 #include "shm/stage.h"
+#include "shm/stage_loop.h"
 #include "ubench.h"
 #include "walk.h"
 
@@ -83,7 +84,7 @@ struct unwindd;
 /* The stage object over its rings (in: ring 0, out: ring 1); opaque. */
 int unwindd__new(const struct unwindd_opts *o, struct shm_ring_cons *in, struct shm_ring_prod *out,
 		 struct shm_stage *st, struct unwindd **ret);
-void unwindd__free(struct unwindd *u);
+void unwindd__free(void *u);
 
 /* Send DICT_RESET (once). -ENOBUFS while the output ring has no room. */
 int unwindd__start(struct unwindd *u);
@@ -91,12 +92,12 @@ int unwindd__start(struct unwindd *u);
 /* Take up to max input records, emit their output, commit, release with the
  * mark. Returns the number of records taken (0 = input empty), -ENOBUFS if
  * the DICT_RESET is not out yet, -EBADMSG on a corrupt input ring. */
-int unwindd__batch(struct unwindd *u, unsigned int max);
+int unwindd__batch(void *u, unsigned int max);
 
 /* Periodic work (>= 4 times a second, idle or not): flush pending loss
  * records, reap exited processes, enforce the cache cap, update gauges.
- * now_ns is CLOCK_MONOTONIC. */
-void unwindd__tick(struct unwindd *u, uint64_t now_ns);
+ * now_ns is CLOCK_MONOTONIC. Returns 0. */
+int unwindd__tick(void *u, uint64_t now_ns);
 
 /* Before leaving: whatever we consumed is already committed; flush our
  * pending losses (a tick now). */
@@ -108,7 +109,22 @@ void unwindd__tick(struct unwindd *u, uint64_t now_ns);
  */
 unsigned int unwindd__finish(struct unwindd *u, uint64_t wait_ns);
 
-/* Read-only views for main.c and the tests. */
+/* ---- opts.c: the stage in its process (common/daemon.h) ---- */
+
+/* The options of this life from the arena's config block: cache cap, bench,
+ * debug dump, env filter, the fault knob, and the hint ring, opened into
+ * *hint when capture takes hints (o->hint then points at it). Logs what
+ * failed. */
+int unwindd_opts_from_config(const struct shm_stage_ctx *ctx, struct unwindd_opts *o,
+			     struct shm_ring_prod *hint);
+/* The daemon's new hook: the object over ctx's rings, and what it runs with
+ * logged. */
+int unwindd__open(const struct shm_stage_ctx *ctx, void **ret);
+/* The daemon's finish hook: unwindd__finish() for up to 10 s under DRAIN, a
+ * second on SIGTERM; what is still pending is warned about. */
+int unwindd__close(void *u, enum shm_stage_end how);
+
+/* Read-only views for opts.c and the tests. */
 uint64_t unwindd__resume_seq(const struct unwindd *u); /* input mark at start */
 uint64_t unwindd__now(const struct unwindd *u);	       /* clock of the last batch/tick */
 struct ucache *unwindd__cache(const struct unwindd *u);
