@@ -4,6 +4,7 @@
  * the log sink) and the built `cpa` binary end to end (CPA_BUILD_DIR). No root.
  */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <regex.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -724,6 +726,41 @@ START_TEST(test_bin_input_files)
 }
 END_TEST
 
+/* A full disk before start (a tmpfs filled up; root only): cpa monitor says
+ * why, and leaves no empty pid file that `cpa ctl` would trip on. */
+START_TEST(test_bin_pidfile_full_disk)
+{
+	static struct test_run r;
+	char dir[] = "/tmp/cpa-test-full-XXXXXX", path[PATH_MAX];
+	static char chunk[4096];
+	int fd;
+
+	if (geteuid() != 0)
+		return;
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	if (mount("cpa-test", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755") < 0) {
+		fprintf(stderr, "test_bin_pidfile_full_disk: tmpfs: %s: skipped\n",
+			strerror(errno));
+		rmdir(dir);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/fill", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	while (write(fd, chunk, sizeof(chunk)) > 0)
+		;
+	close(fd);
+	RUN(&r, "monitor", "--store_dir", dir, "--duration", "1");
+	snprintf(path, sizeof(path), "%s/.cpa-monitor.pid", dir);
+	fd = access(path, F_OK);
+	ck_assert_int_eq(umount2(dir, MNT_DETACH), 0);
+	rmdir(dir);
+	ck_assert_msg(r.code == 1 && strstr(r.err, ".cpa-monitor.pid': No space left on device"),
+		      "exit %d: %s", r.code, r.err);
+	ck_assert_msg(fd < 0, "an empty pid file was left behind");
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -747,6 +784,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tb, test_bin_version_usage);
 	tcase_add_test(tb, test_bin_errors);
 	tcase_add_test(tb, test_bin_input_files);
+	tcase_add_test(tb, test_bin_pidfile_full_disk);
 	suite_add_tcase(s, tb);
 	return s;
 }
