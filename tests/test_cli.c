@@ -650,6 +650,17 @@ static void fifo_unblock(int sig)
 	alarm(1);
 }
 
+/* cpa monitor --policy pol: exit 2, "--policy: POL: why" on stderr. */
+static void assert_policy_refused(const char *pol, const char *store, const char *why)
+{
+	static struct test_run r;
+	char want[PATH_MAX + 128];
+
+	RUN(&r, "monitor", "--store_dir", store, "--policy", pol, "--duration", "1");
+	snprintf(want, sizeof(want), "--policy: %s: %s", pol, why);
+	ck_assert_msg(r.code == 2 && strstr(r.err, want), "exit %d: %s", r.code, r.err);
+}
+
 /* Files named by --policy, --config, --probe and --btf_path, in the forms of
  * an attack: each refused at the option check (exit 2, one clear line), at once. */
 START_TEST(test_bin_input_files)
@@ -657,7 +668,7 @@ START_TEST(test_bin_input_files)
 	static struct test_run r;
 	struct sigaction sa = {.sa_handler = fifo_unblock, .sa_flags = SA_RESTART};
 	char dir[] = "/tmp/cpa-test-in-XXXXXX", pol[PATH_MAX], fifo[PATH_MAX], store[PATH_MAX],
-	     spec[PATH_MAX + 32], want[PATH_MAX + 64];
+	     spec[PATH_MAX + 32];
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(pol, sizeof(pol), "%s/boost.policy", dir);
@@ -671,24 +682,17 @@ START_TEST(test_bin_input_files)
 
 	/* Writable by anyone: anyone decides what cpa (root) boosts. */
 	ck_assert_int_eq(chmod(pol, 0666), 0);
-	RUN(&r, "monitor", "--store_dir", store, "--policy", pol, "--duration", "1");
-	snprintf(want, sizeof(want), "--policy: %s: writable by anyone (mode 0666): refused", pol);
-	ck_assert_msg(r.code == 2 && strstr(r.err, want), "exit %d: %s", r.code, r.err);
+	assert_policy_refused(pol, store, "writable by anyone (mode 0666): refused");
 	ck_assert_int_eq(chmod(pol, 0644), 0);
 	if (geteuid() == 0) {
 		/* Owned by nobody. */
 		ck_assert_int_eq(chown(pol, 65534, 65534), 0);
-		RUN(&r, "monitor", "--store_dir", store, "--policy", pol, "--duration", "1");
-		snprintf(want, sizeof(want),
-			 "--policy: %s: owned by uid 65534, not by root or uid 0: refused", pol);
-		ck_assert_msg(r.code == 2 && strstr(r.err, want), "exit %d: %s", r.code, r.err);
+		assert_policy_refused(pol, store,
+				      "owned by uid 65534, not by root or uid 0: refused");
 		/* Root's, but writable by nobody's group. */
 		ck_assert_int_eq(chown(pol, 0, 65534), 0);
 		ck_assert_int_eq(chmod(pol, 0664), 0);
-		RUN(&r, "monitor", "--store_dir", store, "--policy", pol, "--duration", "1");
-		snprintf(want, sizeof(want),
-			 "--policy: %s: writable by group 65534 (mode 0664): refused", pol);
-		ck_assert_msg(r.code == 2 && strstr(r.err, want), "exit %d: %s", r.code, r.err);
+		assert_policy_refused(pol, store, "writable by group 65534 (mode 0664): refused");
 		ck_assert_int_eq(chown(pol, 0, 0), 0);
 		ck_assert_int_eq(chmod(pol, 0644), 0);
 	}

@@ -55,34 +55,47 @@ static struct {
 	atomic_int n;
 } rx;
 
+/* One request off c: its head (NUL-terminated) into head, its body malloc'd
+ * (NULL when out of memory), *ret_len the body's bytes read. */
+static char *rx_read_request(int c, char *head, size_t size, size_t *ret_len)
+{
+	size_t len = 0, clen = 0, got;
+	char *body, *p;
+	ssize_t n;
+
+	while (len < size - 1 && (n = read(c, head + len, size - 1 - len)) > 0) {
+		len += (size_t)n;
+		head[len] = 0;
+		if (strstr(head, "\r\n\r\n"))
+			break;
+	}
+	head[len] = 0;
+	p = strcasestr(head, "Content-Length:");
+	if (p)
+		clen = strtoul(p + 15, NULL, 10);
+	body = malloc(clen + 1);
+	p = strstr(head, "\r\n\r\n");
+	got = p ? len - (size_t)(p + 4 - head) : 0;
+	got = got < clen ? got : clen;
+	if (body && got)
+		memcpy(body, p + 4, got);
+	while (body && got < clen && (n = read(c, body + got, clen - got)) > 0)
+		got += (size_t)n;
+	*ret_len = got;
+	return body;
+}
+
 static void *rx_main(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		int c = accept(rx.fd, NULL, NULL), n;
+		int c = accept(rx.fd, NULL, NULL);
 		char head[8192], *body, *p;
-		size_t len = 0, clen = 0, got;
+		size_t got;
 
 		if (c < 0)
 			return NULL;
-		while (len < sizeof(head) - 1 &&
-		       (n = (int)read(c, head + len, sizeof(head) - 1 - len)) > 0) {
-			len += (size_t)n;
-			head[len] = 0;
-			if (strstr(head, "\r\n\r\n"))
-				break;
-		}
-		head[len] = 0;
-		p = strcasestr(head, "Content-Length:");
-		if (p)
-			clen = strtoul(p + 15, NULL, 10);
-		body = malloc(clen + 1);
-		p = strstr(head, "\r\n\r\n");
-		got = p ? len - (size_t)(p + 4 - head) : 0;
-		if (body && got)
-			memcpy(body, p + 4, got);
-		while (body && got < clen && (n = (int)read(c, body + got, clen - got)) > 0)
-			got += (size_t)n;
+		body = rx_read_request(c, head, sizeof(head), &got);
 		if (atomic_load(&rx.fail_next) > 0) {
 			atomic_fetch_sub(&rx.fail_next, 1);
 			atomic_fetch_add(&rx.failed, 1);
@@ -325,32 +338,10 @@ struct hrx {
 	int port, ready;
 };
 
-static void rx_read_request(int c)
-{
-	char head[8192], buf[65536], *p;
-	size_t len = 0, clen = 0, got;
-	ssize_t n;
-
-	while (len < sizeof(head) - 1 && (n = read(c, head + len, sizeof(head) - 1 - len)) > 0) {
-		len += (size_t)n;
-		head[len] = 0;
-		if (strstr(head, "\r\n\r\n"))
-			break;
-	}
-	head[len] = 0;
-	p = strcasestr(head, "Content-Length:");
-	if (p)
-		clen = strtoul(p + 15, NULL, 10);
-	p = strstr(head, "\r\n\r\n");
-	got = p ? len - (size_t)(p + 4 - head) : 0;
-	while (got < clen &&
-	       (n = read(c, buf, clen - got < sizeof(buf) ? clen - got : sizeof(buf))) > 0)
-		got += (size_t)n;
-}
-
 static void rx_hostile_main(int fd, enum rx_mode mode, int ready)
 {
-	static char chunk[65536];
+	static char chunk[65536], head[8192];
+	size_t got;
 
 	signal(SIGPIPE, SIG_IGN);
 	memset(chunk, 'z', sizeof(chunk));
@@ -360,7 +351,7 @@ static void rx_hostile_main(int fd, enum rx_mode mode, int ready)
 
 		if (c < 0)
 			_exit(0);
-		rx_read_request(c);
+		free(rx_read_request(c, head, sizeof(head), &got));
 		if (write(ready, "r", 1) != 1)
 			_exit(1);
 		if (mode == RX_HANG) {
