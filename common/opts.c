@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "inputfile.h"
 #include "log.h"
 #include "macro.h"
 #include "policy.h"
@@ -606,45 +607,25 @@ static char *trim(char *s)
 }
 
 /*
- * A config file is read whole, at most CONFIG_MAX_BYTES: a directory, a
- * device (/dev/zero) or a huge file is refused before anything is parsed,
- * and whoever may write it decides what cpa (root) runs with, so it must
- * be owned by root or by us and not be writable by others. A pipe
- * (`--config <(...)`) is read with the same cap.
+ * A config file is read whole, at most CONFIG_MAX_BYTES. It must be a
+ * regular file (a directory, a device such as /dev/zero or a FIFO is refused
+ * before anything is read, without blocking) and, since whoever may write it
+ * decides what cpa (root) runs with, trusted (common/inputfile.h).
  */
 #define CONFIG_MAX_BYTES (1024 * 1024)
 
 static int config_open(const char *path, char **buf, size_t *len)
 {
 	_cleanup_close_ int fd = -1;
+	char what[PATH_MAX + 16], err[PATH_MAX + 256];
 	size_t cap = 0;
-	struct stat sb;
 	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return log_error_errno(-errno, "--config '%s': %m", path);
-	if (fstat(fd, &sb) < 0)
-		return log_error_errno(-errno, "--config '%s': %m", path);
-	if (S_ISDIR(sb.st_mode)) {
-		log_error("--config '%s': is a directory, expected a file of 'key: value' lines",
-			  path);
-		return -EISDIR;
-	}
-	if (!S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode)) {
-		log_error("--config '%s': not a regular file", path);
-		return -EINVAL;
-	}
-	if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
-		log_error("--config '%s': owned by uid %u, not by root or uid %u: refused "
-			  "(whoever can write it decides how cpa runs)",
-			  path, (unsigned int)sb.st_uid, (unsigned int)geteuid());
-		return -EPERM;
-	}
-	if (sb.st_mode & S_IWOTH) {
-		log_error("--config '%s': writable by anyone (mode %04o): refused", path,
-			  (unsigned int)(sb.st_mode & 07777));
-		return -EPERM;
+	snprintf(what, sizeof(what), "--config '%s'", path);
+	r = input_file__open(what, path, INPUT_FILE_TRUSTED, &fd, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		return r;
 	}
 	r = read_full_fd(fd, 0, CONFIG_MAX_BYTES, buf, &cap, len);
 	if (r == -EFBIG) {
@@ -1008,6 +989,18 @@ static int check_probe(const struct opt_def *d, const char *val, struct cpa_opts
 			  d->name, val);
 		return -EINVAL;
 	}
+	if (p.type == PROBE_UPROBE || p.type == PROBE_URETPROBE || p.type == PROBE_USDT) {
+		/* A FIFO or a device is refused now, without blocking; a missing
+		 * file is reported with the other checks on this machine. */
+		_cleanup_close_ int fd = -1;
+		char err[1300];
+		int r = probe_spec__open_binary(val, &p, &fd, err, sizeof(err));
+
+		if (r < 0 && r != -ENOENT) {
+			log_error("%s--%s: %s", where, d->name, err);
+			return -EINVAL;
+		}
+	}
 	if (o->mon.nr_probes >= CPA_PROBE_MAX) {
 		log_error("%s--%s: at most %d probes", where, d->name, CPA_PROBE_MAX);
 		return -EINVAL;
@@ -1121,6 +1114,7 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 
 int btf_file__check(const char *path)
 {
+	char what[PATH_MAX + 16], err[PATH_MAX + 256], fdpath[64];
 	_cleanup_close_ int fd = -1;
 	uint8_t magic[4];
 	libbpf_print_fn_t old;
@@ -1128,9 +1122,12 @@ int btf_file__check(const char *path)
 	ssize_t n;
 	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return log_error_errno(-errno, "--btf_path '%s': %m", path);
+	snprintf(what, sizeof(what), "--btf_path '%s'", path);
+	r = input_file__open(what, path, 0, &fd, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		return r;
+	}
 	n = read(fd, magic, sizeof(magic));
 	if (n < 0)
 		return log_error_errno(-errno, "--btf_path '%s': read: %m", path);
@@ -1141,7 +1138,9 @@ int btf_file__check(const char *path)
 	}
 	/* Parse it for real so a truncated or corrupt file fails here, not in capture. */
 	old = libbpf_set_print(libbpf_quiet);
-	btf = btf__parse(path, NULL);
+	/* The file just checked, not whatever path names by now. */
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	btf = btf__parse(fdpath, NULL);
 	r = btf ? 0 : -errno;
 	libbpf_set_print(old);
 	if (!btf) {

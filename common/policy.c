@@ -11,6 +11,7 @@
 
 #include "envlabel.h"
 #include "fileio.h"
+#include "inputfile.h"
 #include "macro.h"
 
 /* clang-format off */
@@ -241,7 +242,7 @@ static int token(struct policy *p, const char *k, const char *v, const struct po
 			return bad(err, len, where, "op '%s': one of >, >=, <, <=", v);
 	} else if (!strcmp(k, "threshold")) {
 		if (num(v, 0, 1e12, &d) < 0)
-			return bad(err, len, where, "threshold '%s': a number >= 0", v);
+			return bad(err, len, where, "threshold '%s': a number from 0 to 1e12", v);
 		p->threshold = d;
 	} else if (!strcmp(k, "period")) {
 		if (uint_(v, 1, POLICY_PERIOD_MAX, &u) < 0)
@@ -482,11 +483,18 @@ int policy_set__load(const char *path, const struct policy_limits *lim, struct p
 		     char *err, size_t errlen)
 {
 	_cleanup_free_ char *text = NULL;
-	size_t len;
-	int r = read_full_file(path, 0, 1 << 20, &text, &len);
+	_cleanup_close_ int fd = -1;
+	size_t len, cap = 0;
+	int r;
 
+	/* A regular file, never a FIFO that would block; trusted like --config. */
+	r = input_file__open(path, path, INPUT_FILE_TRUSTED, &fd, err, errlen);
+	if (r < 0)
+		return r;
+	r = read_full_fd(fd, 0, 1 << 20, &text, &cap, &len);
 	if (r < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		snprintf(err, errlen, "%s: %s", path,
+			 r == -EFBIG ? "larger than 1024 KiB: not a policy file" : strerror(-r));
 		return r;
 	}
 	if (strlen(text) != len) {

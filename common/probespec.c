@@ -15,6 +15,7 @@
 
 #include <bpf/btf.h>
 
+#include "inputfile.h"
 #include "log.h"
 #include "macro.h"
 
@@ -303,16 +304,28 @@ static bool elf_has_usdt(Elf *e, const char *prov, const char *name)
 	return false;
 }
 
+int probe_spec__open_binary(const char *spec, const struct probe_spec *p, int *ret_fd, char *err,
+			    size_t errlen)
+{
+	char what[1024];
+
+	snprintf(what, sizeof(what), "probe '%s': %s", spec, p->path);
+	return input_file__open(what, p->path, 0, ret_fd, err, errlen);
+}
+
 static int elf_check(const char *spec, struct probe_spec *p)
 {
 	_cleanup_close_ int fd = -1;
+	char err[1300];
 	uint64_t v;
 	Elf *e;
 	int r = 0;
 
-	fd = open(p->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return log_error_errno(-errno, "probe '%s': %s: %m", spec, p->path);
+	r = probe_spec__open_binary(spec, p, &fd, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		return r;
+	}
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!e || elf_kind(e) != ELF_K_ELF) {

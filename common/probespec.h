@@ -13,6 +13,7 @@
 #ifndef CPA_COMMON_PROBESPEC_H
 #define CPA_COMMON_PROBESPEC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define PROBE_PART_MAX 256
@@ -43,6 +44,13 @@ struct probe_spec {
 
 /* Syntax only, nothing logged: -EINVAL. */
 int probe_spec__parse(const char *spec, struct probe_spec *ret);
+/*
+ * The binary of a uprobe, uretprobe or usdt spec, opened as a file a flag
+ * names (common/inputfile.h: the open never blocks, a regular file only).
+ * Nothing logged: -errno with the line in err.
+ */
+int probe_spec__open_binary(const char *spec, const struct probe_spec *p, int *ret_fd, char *err,
+			    size_t errlen);
 
 /*
  * Can this spec be attached here? The file exists and is an ELF with the

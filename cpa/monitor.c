@@ -54,7 +54,9 @@ static int mkdir_p(const char *path, mode_t mode)
 static int pidfile_take(const char *dir, char *path, size_t len, int *ret_fd)
 {
 	_cleanup_close_ int fd = -1;
+	ssize_t wn = 0;
 	char buf[32];
+	int r = 0;
 
 	if ((size_t)snprintf(path, len, "%s/%s", dir, CPA_PIDFILE_NAME) >= len)
 		return log_error_errno(-ENAMETOOLONG, "pid file path too long");
@@ -63,9 +65,9 @@ static int pidfile_take(const char *dir, char *path, size_t len, int *ret_fd)
 		return log_error_errno(-errno, "--store_dir '%s': cannot write '%s': %m", dir,
 				       path);
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int r = -errno;
 		ssize_t n;
 
+		r = -errno;
 		if (r != -EWOULDBLOCK)
 			return log_error_errno(r, "flock '%s': %m", path);
 		n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -75,11 +77,16 @@ static int pidfile_take(const char *dir, char *path, size_t len, int *ret_fd)
 			  *buf ? buf : "?", dir);
 		return -EBUSY;
 	}
-	if (ftruncate(fd, 0) < 0)
-		return log_error_errno(-errno, "truncate '%s': %m", path);
 	snprintf(buf, sizeof(buf), "%d\n", getpid());
-	if (pwrite(fd, buf, strlen(buf), 0) != (ssize_t)strlen(buf))
-		return log_error_errno(-errno, "write '%s': %m", path);
+	if (ftruncate(fd, 0) < 0 || (wn = pwrite(fd, buf, strlen(buf), 0)) < 0)
+		r = -errno;
+	else if (wn != (ssize_t)strlen(buf))
+		r = -ENOSPC;
+	if (r < 0) {
+		/* A full disk: no empty or torn pid file is left behind (the lock is ours). */
+		unlink(path);
+		return log_error_errno(r, "--store_dir '%s': cannot write '%s': %m", dir, path);
+	}
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }

@@ -369,9 +369,12 @@ static int gz_write(struct exporter *e, FILE *f, const struct pbuf *b)
 			deflateEnd(&z);
 			return export__fail(e, -EIO, "pprof: deflate failed");
 		}
+		errno = 0;
 		if (fwrite(out, 1, sizeof(out) - z.avail_out, f) != sizeof(out) - z.avail_out) {
+			int err = errno ? errno : EIO;
+
 			deflateEnd(&z);
-			return export__fail(e, -EIO, "pprof: write failed");
+			return export__fail(e, -EIO, "pprof: write failed: %s", strerror(err));
 		}
 	} while (r != Z_STREAM_END);
 	deflateEnd(&z);

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "export/export.h"
@@ -130,26 +131,6 @@ static int pos_save(const char *path, int64_t pos)
 	return rename(tmp, path) < 0 ? -errno : 0;
 }
 
-static char *slurp(const char *path, size_t *ret_len)
-{
-	FILE *f = fopen(path, "re");
-	char *b = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-		b = malloc((size_t)n + 1);
-		if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-			free(b);
-			b = NULL;
-		}
-		*ret_len = (size_t)n;
-	}
-	fclose(f);
-	return b;
-}
-
 /* The window's pprof into tmp; 1 when written, 0 when the window holds no row. */
 static int export_window(struct sdir *d, int nd, int64_t a, int64_t b, const char *tmp)
 {
@@ -230,16 +211,66 @@ static char *parca_body(const struct poster *p, const char *pb, size_t len, size
 	return out;
 }
 
-/* POST the window's pprof as the backend wants it; 0 on a 2xx. */
+/*
+ * The response body is read and discarded: its first RESP_KEEP bytes are
+ * kept for the log of a failed post, and a body over RESP_MAX bytes aborts
+ * the transfer as a failure (a receiver that streams without end must not
+ * fill our stdout, the journal or memory).
+ */
+#define RESP_KEEP 2048
+#define RESP_MAX  (1024 * 1024)
+
+struct resp {
+	char head[RESP_KEEP + 1];
+	size_t n;     /* bytes kept in head */
+	size_t total; /* bytes received */
+};
+
+static size_t resp_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct resp *rs = arg;
+	size_t len = size * nmemb, keep = MIN(len, RESP_KEEP - rs->n);
+
+	memcpy(rs->head + rs->n, data, keep);
+	rs->n += keep;
+	rs->total += len;
+	return rs->total > RESP_MAX ? 0 : len; /* 0: CURLE_WRITE_ERROR */
+}
+
+/* Called at least once a second while a post runs: a stop (SIGTERM, SIGINT)
+ * aborts the post in flight, which keeps its window for the next start. */
+static int xfer_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	(void)arg, (void)dt, (void)dn, (void)ut, (void)un;
+	return stop ? 1 : 0;
+}
+
+/* The kept head of a response as one printable log line. */
+static const char *resp_text(struct resp *rs)
+{
+	size_t i;
+
+	for (i = 0; i < rs->n; i++)
+		if ((unsigned char)rs->head[i] < 0x20 || (unsigned char)rs->head[i] > 0x7e)
+			rs->head[i] = ' ';
+	rs->head[rs->n] = 0;
+	return rs->head;
+}
+
+/* POST the window's pprof as the backend wants it; 0 on a 2xx, -ECANCELED on a
+ * stop, else -EIO (logged). */
 static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const char *body, size_t len)
 {
 	char name[512], url[4096], hdr[300];
 	struct curl_slist *h = NULL;
 	_cleanup_free_ char *json = NULL;
+	_cleanup_free_ struct resp *rs = calloc(1, sizeof(*rs));
 	char *ename;
 	long code = 0;
 	CURLcode cr;
 
+	if (!rs)
+		return -ENOMEM;
 	if (p->o->parca) {
 		json = parca_body(p, body, len, &len);
 		if (!json)
@@ -272,17 +303,33 @@ static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const cha
 	curl_easy_setopt(p->c, CURLOPT_TIMEOUT, 30L);
 	curl_easy_setopt(p->c, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(p->c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(p->c, CURLOPT_WRITEFUNCTION, resp_write);
+	curl_easy_setopt(p->c, CURLOPT_WRITEDATA, rs);
+	curl_easy_setopt(p->c, CURLOPT_XFERINFOFUNCTION, xfer_progress);
+	curl_easy_setopt(p->c, CURLOPT_NOPROGRESS, 0L);
 	cr = curl_easy_perform(p->c);
 	curl_slist_free_all(h);
+	curl_easy_getinfo(p->c, CURLINFO_RESPONSE_CODE, &code);
+	if (cr == CURLE_ABORTED_BY_CALLBACK) {
+		log_info("post [%lld, %lld) to %s: cancelled by stop, kept for the next start",
+			 (long long)a, (long long)b, p->o->url);
+		return -ECANCELED;
+	}
+	if (cr == CURLE_WRITE_ERROR && rs->total > RESP_MAX) {
+		log_warn("post [%lld, %lld) to %s: HTTP %ld with a response over %d KiB: aborted, "
+			 "counted as failed; it began: %s",
+			 (long long)a, (long long)b, p->o->url, code, RESP_MAX / 1024,
+			 resp_text(rs));
+		return -EIO;
+	}
 	if (cr != CURLE_OK) {
 		log_warn("post [%lld, %lld) to %s: %s", (long long)a, (long long)b, p->o->url,
 			 curl_easy_strerror(cr));
 		return -EIO;
 	}
-	curl_easy_getinfo(p->c, CURLINFO_RESPONSE_CODE, &code);
 	if (code < 200 || code > 299) {
-		log_warn("post [%lld, %lld) to %s: HTTP %ld", (long long)a, (long long)b, p->o->url,
-			 code);
+		log_warn("post [%lld, %lld) to %s: HTTP %ld: %s", (long long)a, (long long)b,
+			 p->o->url, code, rs->n ? resp_text(rs) : "(empty body)");
 		return -EIO;
 	}
 	return 0;
@@ -358,7 +405,7 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 			int64_t a = st.pos, b = st.pos + o->interval;
 			uint32_t freq = 0;
 			size_t len = 0;
-			char *body;
+			_cleanup_free_ char *body = NULL;
 
 			r = export_window(d, nd, a, b, tmp);
 			if (r < 0)
@@ -369,13 +416,17 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 				for (i = 0; i < nd; i++)
 					if (d[i].freq)
 						freq = d[i].freq;
-				body = slurp(tmp, &len);
-				if (!body) {
-					r = log_error_errno(-EIO, "read '%s': %m", tmp);
+				r = read_full_file(tmp, 0, SIZE_MAX, &body, &len);
+				if (r < 0) {
+					log_error_errno(r, "read '%s': %m", tmp);
+					r = -EIO; /* retried, as a failed post */
 					break;
 				}
 				r = post(&p, a, b, freq, body, len);
-				free(body);
+				if (r == -ECANCELED) {
+					r = 0; /* stopping: the window stays for the next start */
+					break;
+				}
 				if (r < 0) {
 					st.post_errors++;
 					break; /* retry this window after a delay */

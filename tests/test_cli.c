@@ -4,13 +4,16 @@
  * the log sink) and the built `cpa` binary end to end (CPA_BUILD_DIR). No root.
  */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -625,6 +628,143 @@ START_TEST(test_null_is_default)
 }
 END_TEST
 
+/*
+ * Should cpa block on a FIFO (open or read), SIGALRM writes it a line that
+ * is no valid content, so cpa goes on and the test fails on fifo_timed_out
+ * instead of hanging. Re-armed: a file may be opened more than once.
+ */
+static const char *fifo_path;
+static volatile sig_atomic_t fifo_timed_out;
+
+static void fifo_unblock(int sig)
+{
+	int fd = open(fifo_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+
+	(void)sig;
+	fifo_timed_out = 1;
+	if (fd >= 0) {
+		if (write(fd, "x\n", 2) != 2)
+			fifo_timed_out = 2;
+		close(fd);
+	}
+	alarm(1);
+}
+
+/* cpa monitor --policy pol: exit 2, "--policy: POL: why" on stderr. */
+static void assert_policy_refused(const char *pol, const char *store, const char *why)
+{
+	static struct test_run r;
+	char want[PATH_MAX + 128];
+
+	RUN(&r, "monitor", "--store_dir", store, "--policy", pol, "--duration", "1");
+	snprintf(want, sizeof(want), "--policy: %s: %s", pol, why);
+	ck_assert_msg(r.code == 2 && strstr(r.err, want), "exit %d: %s", r.code, r.err);
+}
+
+/* Files named by --policy, --config, --probe and --btf_path, in the forms of
+ * an attack: each refused at the option check (exit 2, one clear line), at once. */
+START_TEST(test_bin_input_files)
+{
+	static struct test_run r;
+	struct sigaction sa = {.sa_handler = fifo_unblock, .sa_flags = SA_RESTART};
+	char dir[] = "/tmp/cpa-test-in-XXXXXX", pol[PATH_MAX], fifo[PATH_MAX], store[PATH_MAX],
+	     spec[PATH_MAX + 32];
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(pol, sizeof(pol), "%s/boost.policy", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(store, sizeof(store), "%s/store", dir);
+	write_file(pol, "policy=boost item=cpu_percent threshold=1 period=3 count=2 freq=10000 "
+			"duration=5\n");
+	ck_assert_int_eq(chmod(pol, 0644), 0);
+	/* The same file, trusted, is accepted. */
+	ck_assert_int_eq(PARSE(MON, "--policy", pol), 0);
+
+	/* Writable by anyone: anyone decides what cpa (root) boosts. */
+	ck_assert_int_eq(chmod(pol, 0666), 0);
+	assert_policy_refused(pol, store, "writable by anyone (mode 0666): refused");
+	ck_assert_int_eq(chmod(pol, 0644), 0);
+	if (geteuid() == 0) {
+		/* Owned by nobody. */
+		ck_assert_int_eq(chown(pol, 65534, 65534), 0);
+		assert_policy_refused(pol, store,
+				      "owned by uid 65534, not by root or uid 0: refused");
+		/* Root's, but writable by nobody's group. */
+		ck_assert_int_eq(chown(pol, 0, 65534), 0);
+		ck_assert_int_eq(chmod(pol, 0664), 0);
+		assert_policy_refused(pol, store, "writable by group 65534 (mode 0664): refused");
+		ck_assert_int_eq(chown(pol, 0, 0), 0);
+		ck_assert_int_eq(chmod(pol, 0644), 0);
+	}
+
+	/* A FIFO: refused without blocking, whichever flag names it. */
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	fifo_path = fifo;
+	fifo_timed_out = 0;
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	snprintf(spec, sizeof(spec), "uprobe:%s:main", fifo);
+	{
+		const char *const flags[][2] = {{"--policy", fifo},
+						{"--probe", spec},
+						{"--config", fifo},
+						{"--btf_path", fifo}};
+
+		for (unsigned int i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+			alarm(5);
+			RUN(&r, "monitor", "--store_dir", store, flags[i][0], flags[i][1],
+			    "--duration", "1");
+			alarm(0);
+			ck_assert_msg(!fifo_timed_out, "%s FIFO: cpa blocked on it (exit %d: %s)",
+				      flags[i][0], r.code, r.err);
+			ck_assert_msg(r.code == 2 && strstr(r.err, fifo) &&
+					      strstr(r.err, "not a regular file (a FIFO): refused"),
+				      "%s FIFO: exit %d: %s", flags[i][0], r.code, r.err);
+		}
+	}
+	signal(SIGALRM, SIG_DFL);
+	cpa_opts__free(&O);
+	unlink(fifo);
+	unlink(pol);
+	rmdir(store);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* A full disk before start (a tmpfs filled up; root only): cpa monitor says
+ * why, and leaves no empty pid file that `cpa ctl` would trip on. */
+START_TEST(test_bin_pidfile_full_disk)
+{
+	static struct test_run r;
+	char dir[] = "/tmp/cpa-test-full-XXXXXX", path[PATH_MAX];
+	static char chunk[4096];
+	int fd;
+
+	if (geteuid() != 0)
+		return;
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	if (mount("cpa-test", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755") < 0) {
+		fprintf(stderr, "test_bin_pidfile_full_disk: tmpfs: %s: skipped\n",
+			strerror(errno));
+		rmdir(dir);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/fill", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	while (write(fd, chunk, sizeof(chunk)) > 0)
+		;
+	close(fd);
+	RUN(&r, "monitor", "--store_dir", dir, "--duration", "1");
+	snprintf(path, sizeof(path), "%s/.cpa-monitor.pid", dir);
+	fd = access(path, F_OK);
+	ck_assert_int_eq(umount2(dir, MNT_DETACH), 0);
+	rmdir(dir);
+	ck_assert_msg(r.code == 1 && strstr(r.err, ".cpa-monitor.pid': No space left on device"),
+		      "exit %d: %s", r.code, r.err);
+	ck_assert_msg(fd < 0, "an empty pid file was left behind");
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -647,6 +787,8 @@ static Suite *cli_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_add_test(tb, test_bin_version_usage);
 	tcase_add_test(tb, test_bin_errors);
+	tcase_add_test(tb, test_bin_input_files);
+	tcase_add_test(tb, test_bin_pidfile_full_disk);
 	suite_add_tcase(s, tb);
 	return s;
 }

@@ -458,6 +458,9 @@ START_TEST(test_policy_new_keys_errors)
 		  "system_load is system-wide, comm=/pid=/cgroup=/env= do not apply");
 	parse_err("policy=a item=system_load attach=1" W,
 		  "a system-wide item can only raise freq= (offcpu=, stack_size= and attach=");
+	/* 1e308 is >= 0: the message names the range, not half of it */
+	parse_err("policy=a item=cpu_percent threshold=1e308 period=3 count=2 freq=99",
+		  "p.policy:1: threshold '1e308': a number from 0 to 1e12");
 	parse_err("policy=a item=cpu_percent env=A=b env=A=c freq=99" W,
 		  "p.policy:1: env= given twice");
 	/* one probe counted by one policy and attached by another's trigger */

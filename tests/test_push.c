@@ -12,7 +12,9 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -20,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "storer/store.h"
@@ -51,34 +55,47 @@ static struct {
 	atomic_int n;
 } rx;
 
+/* One request off c: its head (NUL-terminated) into head, its body malloc'd
+ * (NULL when out of memory), *ret_len the body's bytes read. */
+static char *rx_read_request(int c, char *head, size_t size, size_t *ret_len)
+{
+	size_t len = 0, clen = 0, got;
+	char *body, *p;
+	ssize_t n;
+
+	while (len < size - 1 && (n = read(c, head + len, size - 1 - len)) > 0) {
+		len += (size_t)n;
+		head[len] = 0;
+		if (strstr(head, "\r\n\r\n"))
+			break;
+	}
+	head[len] = 0;
+	p = strcasestr(head, "Content-Length:");
+	if (p)
+		clen = strtoul(p + 15, NULL, 10);
+	body = malloc(clen + 1);
+	p = strstr(head, "\r\n\r\n");
+	got = p ? len - (size_t)(p + 4 - head) : 0;
+	got = got < clen ? got : clen;
+	if (body && got)
+		memcpy(body, p + 4, got);
+	while (body && got < clen && (n = read(c, body + got, clen - got)) > 0)
+		got += (size_t)n;
+	*ret_len = got;
+	return body;
+}
+
 static void *rx_main(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		int c = accept(rx.fd, NULL, NULL), n;
+		int c = accept(rx.fd, NULL, NULL);
 		char head[8192], *body, *p;
-		size_t len = 0, clen = 0, got;
+		size_t got;
 
 		if (c < 0)
 			return NULL;
-		while (len < sizeof(head) - 1 &&
-		       (n = (int)read(c, head + len, sizeof(head) - 1 - len)) > 0) {
-			len += (size_t)n;
-			head[len] = 0;
-			if (strstr(head, "\r\n\r\n"))
-				break;
-		}
-		head[len] = 0;
-		p = strcasestr(head, "Content-Length:");
-		if (p)
-			clen = strtoul(p + 15, NULL, 10);
-		body = malloc(clen + 1);
-		p = strstr(head, "\r\n\r\n");
-		got = p ? len - (size_t)(p + 4 - head) : 0;
-		if (body && got)
-			memcpy(body, p + 4, got);
-		while (body && got < clen && (n = (int)read(c, body + got, clen - got)) > 0)
-			got += (size_t)n;
+		body = rx_read_request(c, head, sizeof(head), &got);
 		if (atomic_load(&rx.fail_next) > 0) {
 			atomic_fetch_sub(&rx.fail_next, 1);
 			atomic_fetch_add(&rx.failed, 1);
@@ -140,14 +157,14 @@ static void rx_start(void)
 	ck_assert_int_eq(pthread_create(&rx.th, NULL, rx_main, NULL), 0);
 }
 
-static void build_store(void)
+static void build_store(const char *dir)
 {
 	struct store_writer_opts o = {.record_interval = 1, .freq = 100};
 	struct store_writer *w;
 	uint64_t seq = 1, base = t_base_ns();
 	uint32_t sec, s, k;
 
-	o.root = root;
+	o.root = dir;
 	ck_assert_int_eq(store_writer__new(&o, &w), 0);
 	t_defs(w, NSTACKS, 0);
 	for (sec = 0; sec < NSEC; sec++)
@@ -221,7 +238,7 @@ START_TEST(test_push_restart_and_outage)
 
 	if (system("command -v go >/dev/null") != 0)
 		ck_abort_msg("go (golang-go) is missing: run scripts/deps.sh");
-	build_store();
+	build_store(root);
 	rx_start();
 	/* 1: three posts, then cpa-push exits (stands for a restart) */
 	rc = push("--max_posts", "3");
@@ -303,6 +320,264 @@ START_TEST(test_push_restart_and_outage)
 		}
 		ck_assert_int_eq(ptotal, want);
 	}
+}
+END_TEST
+
+/*
+ * Hostile receivers: a forked child on a loopback port of its own, which
+ * writes a byte to `ready` for each request it has read whole.
+ *   RX_STREAM: the 1st request gets a 503 and the 2nd a 200, each with a
+ *              body streamed without a length (16 MiB, then close); the
+ *              3rd and later a plain 200.
+ *   RX_HANG:   takes the request and answers nothing for 20 s.
+ */
+enum rx_mode { RX_STREAM, RX_HANG };
+
+struct hrx {
+	pid_t pid;
+	int port, ready;
+};
+
+static void rx_hostile_main(int fd, enum rx_mode mode, int ready)
+{
+	static char chunk[65536], head[8192];
+	size_t got;
+
+	signal(SIGPIPE, SIG_IGN);
+	memset(chunk, 'z', sizeof(chunk));
+	for (int i = 0;; i++) {
+		int c = accept(fd, NULL, NULL);
+		size_t sent = 0;
+
+		if (c < 0)
+			_exit(0);
+		free(rx_read_request(c, head, sizeof(head), &got));
+		if (write(ready, "r", 1) != 1)
+			_exit(1);
+		if (mode == RX_HANG) {
+			sleep(20);
+			_exit(0);
+		}
+		if (i >= 2) {
+			dprintf(c,
+				"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+			close(c);
+			continue;
+		}
+		dprintf(c, i == 0 ? "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n"
+				    "backend overloaded: "
+				  : "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
+		while (sent < (16u << 20)) {
+			ssize_t n = write(c, chunk, sizeof(chunk));
+
+			if (n <= 0)
+				break;
+			sent += (size_t)n;
+		}
+		close(c);
+	}
+}
+
+static void rx_hostile_start(struct hrx *h, enum rx_mode mode)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), p[2];
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(fd, 16), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	h->port = ntohs(a.sin_port);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	h->pid = fork();
+	ck_assert_int_ge(h->pid, 0);
+	if (h->pid == 0) {
+		close(p[0]);
+		rx_hostile_main(fd, mode, p[1]);
+	}
+	close(fd);
+	close(p[1]);
+	h->ready = p[0];
+}
+
+/* Requests the receiver has read within ms (0 when none came). */
+static int rx_wait_requests(const struct hrx *h, int ms)
+{
+	struct pollfd pf = {.fd = h->ready, .events = POLLIN};
+	char buf[64];
+	ssize_t n;
+
+	if (poll(&pf, 1, ms) <= 0)
+		return 0;
+	n = read(h->ready, buf, sizeof(buf));
+	return n > 0 ? (int)n : 0;
+}
+
+static void rx_hostile_stop(struct hrx *h)
+{
+	kill(h->pid, SIGKILL);
+	waitpid(h->pid, NULL, 0);
+	close(h->ready);
+}
+
+/* cpa-push on dir against port, stdout and stderr into files of dir. */
+static pid_t push_spawn(const char *dir, int port, const char *extra1, const char *extra2)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+	char exe[1100], url[64], out[1100], err[1100];
+	pid_t pid;
+
+	snprintf(exe, sizeof(exe), "%s/bin/cpa-push", b);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	snprintf(out, sizeof(out), "%s/push.out", dir);
+	snprintf(err, sizeof(err), "%s/push.err", dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(126);
+		execl(exe, exe, "--store_dir", dir, "--url", url, "--interval", "10", "--retry_ms",
+		      "20", extra1, extra2, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Its exit status once it exits within ms, else -1 (still running). */
+static int wait_exit_ms(pid_t pid, int ms)
+{
+	int st;
+
+	for (int i = 0; i < ms / 10; i++) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(10000);
+	}
+	return -1;
+}
+
+static long long file_size(const char *dir, const char *name)
+{
+	char path[1100];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+static long long pos_read(const char *dir)
+{
+	char path[1100];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/.cpa-push.pos", dir);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * A receiver that streams its answer without end: nothing of it reaches
+ * cpa-push's stdout, a body over the cap fails the post (503 or 200 alike,
+ * the start of a 503's body in the log), and the window is posted again
+ * until a plain 200 acknowledges it.
+ */
+START_TEST(test_push_streaming_receiver)
+{
+	char *dir = t_mkdtemp(), err[1100], text[4096] = "";
+	long long first = (long long)(t_base_ns() / T_NS), out_size, err_size, pos;
+	struct hrx h;
+	int rc, reqs = 0;
+	pid_t pid;
+	FILE *f;
+
+	build_store(dir);
+	rx_hostile_start(&h, RX_STREAM);
+	pid = push_spawn(dir, h.port, "--once", "--max_posts=1");
+	rc = wait_exit_ms(pid, 60000);
+	if (rc < 0)
+		kill(pid, SIGKILL), waitpid(pid, NULL, 0);
+	for (int n; (n = rx_wait_requests(&h, 100)) > 0;)
+		reqs += n;
+	rx_hostile_stop(&h);
+	out_size = file_size(dir, "push.out");
+	err_size = file_size(dir, "push.err");
+	pos = pos_read(dir);
+	snprintf(err, sizeof(err), "%s/push.err", dir);
+	f = fopen(err, "re");
+	if (f) {
+		text[fread(text, 1, sizeof(text) - 1, f)] = 0;
+		fclose(f);
+	}
+	t_rm_rf(dir);
+	free(dir);
+	ck_assert_msg(rc == 0, "cpa-push exit %d", rc);
+	ck_assert_msg(out_size >= 0 && out_size < 4096, "cpa-push wrote %lld bytes to stdout",
+		      out_size);
+	ck_assert_msg(err_size >= 0 && err_size < 65536, "cpa-push wrote %lld bytes to stderr",
+		      err_size);
+	ck_assert_msg(strstr(text, "HTTP 503") && strstr(text, "backend overloaded: zzz"),
+		      "no 503 with its body's start in: %s", text);
+	ck_assert_int_eq(reqs, 3);
+	ck_assert_int_eq(pos, first + INTERVAL);
+}
+END_TEST
+
+/*
+ * A receiver that takes the post and never answers: SIGTERM ends cpa-push
+ * at once (the receiver hangs 20 s, curl's own timeout is 30 s), and its
+ * position stays on the window it could not deliver.
+ */
+START_TEST(test_push_sigterm_cancels_post)
+{
+	char *dir = t_mkdtemp(), pos_path[1100];
+	long long first = (long long)(t_base_ns() / T_NS), pos;
+	struct timespec t0, t1;
+	struct hrx h;
+	int rc = -1, reqs;
+	double took;
+	pid_t pid;
+	FILE *f;
+
+	build_store(dir);
+	snprintf(pos_path, sizeof(pos_path), "%s/.cpa-push.pos", dir);
+	f = fopen(pos_path, "we");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%lld\n", first);
+	fclose(f);
+	rx_hostile_start(&h, RX_HANG);
+	pid = push_spawn(dir, h.port, "--once", NULL);
+	reqs = rx_wait_requests(&h, 30000);
+	if (reqs == 1) {
+		usleep(300000); /* cpa-push now waits for the answer */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		kill(pid, SIGTERM);
+		rc = wait_exit_ms(pid, 10000);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	}
+	if (rc < 0)
+		kill(pid, SIGKILL), waitpid(pid, NULL, 0);
+	rx_hostile_stop(&h);
+	pos = pos_read(dir);
+	t_rm_rf(dir);
+	free(dir);
+	took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	ck_assert_int_eq(reqs, 1);
+	ck_assert_msg(rc >= 0, "cpa-push still running 10 s after SIGTERM, a post in flight");
+	fprintf(stderr, "cpa-push exited %.2f s after SIGTERM\n", took);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(pos, first);
 }
 END_TEST
 
@@ -419,9 +694,13 @@ int main(void)
 #else
 	tc = tcase_create("push");
 	tcase_add_test(tc, test_push_restart_and_outage);
+	tcase_add_test(tc, test_push_streaming_receiver);
+	tcase_add_test(tc, test_push_sigterm_cancels_post);
 #endif
 	(void)test_monitor_push; /* the other program's case */
 	(void)test_push_restart_and_outage;
+	(void)test_push_streaming_receiver;
+	(void)test_push_sigterm_cancels_post;
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	/* no fork: the receiver thread and its state live in this process */
