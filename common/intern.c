@@ -12,12 +12,21 @@ void intern__init(struct intern *t)
 	memset(t, 0, sizeof(*t));
 }
 
+void intern__init_flags(struct intern *t, uint32_t flags)
+{
+	memset(t, 0, sizeof(*t));
+	t->flags = flags;
+}
+
 void intern__free(struct intern *t)
 {
+	uint32_t flags = t->flags;
+
 	free(t->slots);
 	free(t->ents);
 	free(t->pool);
 	memset(t, 0, sizeof(*t));
+	t->flags = flags;
 }
 
 void intern__reset(struct intern *t)
@@ -85,6 +94,7 @@ uint32_t intern__find(const struct intern *t, const void *key, uint32_t len)
 int intern__get(struct intern *t, const void *key, uint32_t len, uint32_t *ret_id)
 {
 	uint32_t h = (uint32_t)hash64(key, len), pos, id;
+	size_t off, need;
 	int r;
 
 	/* Keep the load factor under 1/2 (grown before the probe, so the
@@ -110,11 +120,14 @@ int intern__get(struct intern *t, const void *key, uint32_t len, uint32_t *ret_i
 		t->ents = e;
 		t->cap = cap;
 	}
-	if (len > t->pool_cap - t->pool_len) {
+	/* The key at off (aligned if asked), then its NUL if asked. */
+	off = t->flags & INTERN_ALIGN8 ? (t->pool_len + 7) & ~(size_t)7 : t->pool_len;
+	need = (size_t)len + !!(t->flags & INTERN_NUL);
+	if (off > t->pool_cap || need > t->pool_cap - off) {
 		size_t cap = t->pool_cap ? t->pool_cap : 4096;
 		uint8_t *p;
 
-		while (cap - t->pool_len < len)
+		while (cap < off || cap - off < need)
 			cap *= 2;
 		p = realloc(t->pool, cap);
 		if (!p)
@@ -123,9 +136,11 @@ int intern__get(struct intern *t, const void *key, uint32_t len, uint32_t *ret_i
 		t->pool_cap = cap;
 	}
 	if (len)
-		memcpy(t->pool + t->pool_len, key, len);
-	t->ents[t->n] = (struct intern_ent){.off = t->pool_len, .len = len, .hash = h};
-	t->pool_len += len;
+		memcpy(t->pool + off, key, len);
+	if (t->flags & INTERN_NUL)
+		t->pool[off + len] = '\0';
+	t->ents[t->n] = (struct intern_ent){.off = off, .len = len, .hash = h};
+	t->pool_len = off + need;
 	id = ++t->n;
 	t->slots[pos] = id;
 	*ret_id = id;
@@ -136,8 +151,16 @@ const void *intern__key(const struct intern *t, uint32_t id, uint32_t *ret_len)
 {
 	if (id == 0 || id > t->n)
 		return NULL;
-	*ret_len = t->ents[id - 1].len;
+	if (ret_len)
+		*ret_len = t->ents[id - 1].len;
 	return t->pool + t->ents[id - 1].off;
+}
+
+const char *intern__str(const struct intern *t, uint32_t id)
+{
+	if (!(t->flags & INTERN_NUL) || id == 0 || id > t->n)
+		return "";
+	return (const char *)t->pool + t->ents[id - 1].off;
 }
 
 int intern__cmp(const struct intern *t, uint32_t a, uint32_t b)
