@@ -411,13 +411,13 @@ int export_pprof__write(struct exporter *e, FILE *f)
 			return export__fail(e, -ENOMEM, "pprof: out of memory");
 
 	/* Mapping ids: user code first, [kernel] last: pprof calls mapping 1 the main binary. */
-	mapid = calloc(p->maps.n + 1, sizeof(*mapid));
+	mapid = calloc(xtab__count(&p->maps) + 1, sizeof(*mapid));
 	if (!mapid)
 		return export__fail(e, -ENOMEM, "pprof: out of memory");
-	for (i = 0; i < p->maps.n; i++)
+	for (i = 0; i < xtab__count(&p->maps); i++)
 		if (!((const struct pp_map *)xtab__get(&p->maps, i, NULL))->kernel)
 			mapid[i] = ++j;
-	for (i = 0; i < p->maps.n; i++)
+	for (i = 0; i < xtab__count(&p->maps); i++)
 		if (!mapid[i])
 			mapid[i] = ++j;
 
@@ -425,7 +425,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 	value_type(&b, &m, 1, s_cpu, s_ns);
 	value_type(&b, &m, 1, s_off, s_ns);
 
-	for (i = 0; i < p->samples.n; i++) {
+	for (i = 0; i < xtab__count(&p->samples); i++) {
 		const struct pp_skey *k = xtab__get(&p->samples, i, NULL);
 		const uint32_t *locs;
 		uint32_t nl;
@@ -465,7 +465,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		pb_msg(&b, 2, &m);
 		e->st.stacks++;
 	}
-	for (j = 1; j <= p->maps.n; j++) {
+	for (j = 1; j <= xtab__count(&p->maps); j++) {
 		const struct pp_map *mp;
 		uint64_t id = j;
 
@@ -481,7 +481,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		pb_uint(&m, 7, 1); /* has_functions: symbolized here, nothing for pprof to do */
 		pb_msg(&b, 3, &m);
 	}
-	for (i = 0; i < p->locs.n; i++) {
+	for (i = 0; i < xtab__count(&p->locs); i++) {
 		const struct pp_loc *l = xtab__get(&p->locs, i, NULL);
 
 		const struct pp_map *mp = l->map ? xtab__get(&p->maps, l->map - 1, NULL) : NULL;
@@ -496,7 +496,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		pb_msg(&m, 4, &sub);
 		pb_msg(&b, 4, &m);
 	}
-	for (i = 0; i < p->funcs.n; i++) {
+	for (i = 0; i < xtab__count(&p->funcs); i++) {
 		const uint32_t *fk = xtab__get(&p->funcs, i, NULL);
 
 		m.n = 0;
@@ -505,7 +505,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		pb_uint(&m, 3, fk[0]);
 		pb_msg(&b, 5, &m);
 	}
-	for (i = 0; i < p->strs.n; i++) {
+	for (i = 0; i < xtab__count(&p->strs); i++) {
 		uint32_t len;
 		const void *s = xtab__get(&p->strs, i, &len);
 
