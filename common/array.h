@@ -39,10 +39,10 @@ static inline int array_resize(void **p, size_t *cap, size_t n, size_t elem)
 	return 0;
 }
 
-/* Capacity past cap that holds need (cap < need <= max): doubled from cap or ARRAY_GROW_MIN. */
-static inline size_t array__next_cap(size_t cap, size_t need, size_t max)
+/* Capacity past cap that holds need (cap < need <= max): doubled from cap or first. */
+static inline size_t array__next_cap(size_t cap, size_t need, size_t first, size_t max)
 {
-	size_t nc = cap ? cap : ARRAY_GROW_MIN;
+	size_t nc = cap ? cap : first ? first : 1;
 
 	while (nc < need)
 		nc = nc > max / 2 ? max : nc * 2;
@@ -54,10 +54,13 @@ static inline int array_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
 		return 0;
-	return array_resize(p, cap, array__next_cap(*cap, need, SIZE_MAX), elem);
+	return array_resize(p, cap, array__next_cap(*cap, need, ARRAY_GROW_MIN, SIZE_MAX), elem);
 }
 
-static inline int array_grow32(void **p, uint32_t *cap, size_t need, size_t elem)
+/* array_grow() of a uint32_t capacity; the first one is first elements (a table whose
+ * capacity is counted against a memory cap keeps its own steps). */
+static inline int array_grow32_first(void **p, uint32_t *cap, size_t need, size_t elem,
+				     uint32_t first)
 {
 	size_t c = *cap;
 	int r;
@@ -66,10 +69,15 @@ static inline int array_grow32(void **p, uint32_t *cap, size_t need, size_t elem
 		return 0;
 	if (need > ARRAY32_MAX)
 		return -ENOMEM;
-	r = array_resize(p, &c, array__next_cap(c, need, ARRAY32_MAX), elem);
+	r = array_resize(p, &c, array__next_cap(c, need, first, ARRAY32_MAX), elem);
 	if (r == 0)
 		*cap = (uint32_t)c;
 	return r;
+}
+
+static inline int array_grow32(void **p, uint32_t *cap, size_t need, size_t elem)
+{
+	return array_grow32_first(p, cap, need, elem, ARRAY_GROW_MIN);
 }
 
 #endif /* CPA_ARRAY_H */

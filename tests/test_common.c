@@ -109,7 +109,15 @@ START_TEST(test_array)
 	ck_assert_uint_eq(w[999], 999);
 	free(w);
 	/* a capacity not a power of two doubles up to the limit, not past it */
-	ck_assert_uint_eq(array__next_cap(3 << 28, (3u << 28) + 1, ARRAY32_MAX), ARRAY32_MAX);
+	ck_assert_uint_eq(array__next_cap(3 << 28, (3u << 28) + 1, 16, ARRAY32_MAX), ARRAY32_MAX);
+	/* a table that keeps its own first capacity */
+	w = NULL;
+	cap32 = 0;
+	ck_assert_int_eq(array_grow32_first((void **)&w, &cap32, 1, sizeof(*w), 256), 0);
+	ck_assert_uint_eq(cap32, 256);
+	ck_assert_int_eq(array_grow32_first((void **)&w, &cap32, 257, sizeof(*w), 256), 0);
+	ck_assert_uint_eq(cap32, 512);
+	free(w);
 }
 END_TEST
 
