@@ -14,6 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/fileio.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -494,14 +495,12 @@ static int maps_parse(struct ucache *c, uint32_t pid)
 		if (r < 0 || !e.exec)
 			continue;
 		if (n == c->tmp_cap) {
-			uint32_t ncap = c->tmp_cap ? c->tmp_cap * 2 : 256;
-			struct umap *nt = realloc(c->tmp, ncap * sizeof(*nt));
+			uint32_t old = c->tmp_cap;
 
-			if (!nt)
+			if (array_grow32_first((void **)&c->tmp, &c->tmp_cap, (size_t)n + 1,
+					       sizeof(*c->tmp), 256) < 0)
 				return -ENOMEM;
-			c->bytes += (uint64_t)(ncap - c->tmp_cap) * sizeof(*nt);
-			c->tmp = nt;
-			c->tmp_cap = ncap;
+			c->bytes += (uint64_t)(c->tmp_cap - old) * sizeof(*c->tmp);
 		}
 		m = &c->tmp[n];
 		memset(m, 0, sizeof(*m));
