@@ -8,9 +8,9 @@
  *		return -ENOMEM;
  *	v[n++] = x;
  *
- * array_grow() doubles the capacity (first ARRAY_GROW_MIN elements) until it
- * holds need elements; array_resize() sets it to exactly n elements (a buffer
- * whose size the caller chooses). The ..32 forms are for uint32_t counts: the
+ * array_grow() doubles the capacity (first ARRAY_GROW_MIN elements, or first
+ * with the .._first forms) until it holds need elements; array_resize() sets it to exactly n
+ *elements (a buffer whose size the caller chooses). The ..32 forms are for uint32_t counts: the
  * capacity stays <= ARRAY32_MAX, so a count or 1-based index fits an int.
  */
 #ifndef CPA_ARRAY_H
@@ -49,16 +49,22 @@ static inline size_t array__next_cap(size_t cap, size_t need, size_t first, size
 	return nc < max ? nc : max;
 }
 
-/* Room for need elements of elem bytes in *p: 0 (also when there is room) or -ENOMEM. */
-static inline int array_grow(void **p, size_t *cap, size_t need, size_t elem)
+/* Room for need elements of elem bytes in *p: 0 (also when there is room) or
+ * -ENOMEM. The first capacity is first elements (a buffer sized for its use,
+ * or a table whose capacity a memory cap counts, keeps its own steps). */
+static inline int array_grow_first(void **p, size_t *cap, size_t need, size_t elem, size_t first)
 {
 	if (need <= *cap)
 		return 0;
-	return array_resize(p, cap, array__next_cap(*cap, need, ARRAY_GROW_MIN, SIZE_MAX), elem);
+	return array_resize(p, cap, array__next_cap(*cap, need, first, SIZE_MAX), elem);
 }
 
-/* array_grow() of a uint32_t capacity; the first one is first elements (a table whose
- * capacity is counted against a memory cap keeps its own steps). */
+static inline int array_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	return array_grow_first(p, cap, need, elem, ARRAY_GROW_MIN);
+}
+
+/* The same for a uint32_t capacity. */
 static inline int array_grow32_first(void **p, uint32_t *cap, size_t need, size_t elem,
 				     uint32_t first)
 {

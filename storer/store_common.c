@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "store.h"
 #include "store_fmt.h"
 #include "store_tab.h"
@@ -87,23 +88,12 @@ uint32_t store_crc32c(uint32_t crc, const void *buf, size_t len)
 
 int sbuf__reserve(struct sbuf *b, size_t more)
 {
-	size_t want;
-	uint8_t *p;
-
 	if (b->oom)
 		return -ENOMEM;
-	if (b->len + more <= b->cap)
-		return 0;
-	want = b->cap ? b->cap : 256;
-	while (want < b->len + more)
-		want *= 2;
-	p = realloc(b->p, want);
-	if (!p) {
+	if (array_grow_first((void **)&b->p, &b->cap, b->len + more, 1, 256) < 0) {
 		b->oom = true;
 		return -ENOMEM;
 	}
-	b->p = p;
-	b->cap = want;
 	return 0;
 }
 
@@ -114,24 +104,6 @@ void sbuf__free(struct sbuf *b)
 }
 
 /* ------------------------------------------------------------ tables */
-
-int vec_grow(void **v, uint32_t *cap, uint32_t n, size_t esz)
-{
-	uint32_t nc;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	if (*cap >= (1u << 30))
-		return -ENOMEM;
-	nc = *cap ? *cap * 2 : 64;
-	p = realloc(*v, (size_t)nc * esz);
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	*cap = nc;
-	return 0;
-}
 
 int u32map__set(struct u32map *m, uint32_t key, uint32_t val)
 {
