@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/array.h"
+#include "common/hash.h"
 #include "store.h"
 #include "store_fmt.h"
 #include "store_tab.h"
@@ -123,7 +124,7 @@ int u32map__set(struct u32map *m, uint32_t key, uint32_t val)
 
 			if (!v)
 				continue;
-			h = (uint32_t)((v >> 32) * 0x9e3779b1u) & (ns - 1);
+			h = hash32_fib((uint32_t)(v >> 32)) & (ns - 1);
 			while (s[h])
 				h = (h + 1) & (ns - 1);
 			s[h] = v;
@@ -132,7 +133,7 @@ int u32map__set(struct u32map *m, uint32_t key, uint32_t val)
 		m->slots = s;
 		m->nslots = ns;
 	}
-	i = (key * 0x9e3779b1u) & (m->nslots - 1);
+	i = hash32_fib(key) & (m->nslots - 1);
 	while (m->slots[i] && (uint32_t)(m->slots[i] >> 32) != key)
 		i = (i + 1) & (m->nslots - 1);
 	if (!m->slots[i])
@@ -147,7 +148,7 @@ uint32_t u32map__get(const struct u32map *m, uint32_t key)
 
 	if (!m->nslots || !key)
 		return 0;
-	i = (key * 0x9e3779b1u) & (m->nslots - 1);
+	i = hash32_fib(key) & (m->nslots - 1);
 	while (m->slots[i]) {
 		if ((uint32_t)(m->slots[i] >> 32) == key)
 			return (uint32_t)m->slots[i];

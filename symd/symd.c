@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
@@ -740,7 +741,7 @@ static struct umod *umods__find(const struct symd *s, uint32_t id)
 
 	if (!s->umods_cap)
 		return NULL;
-	for (i = (id * 0x9e3779b1u) & (s->umods_cap - 1); s->umods[i].id;
+	for (i = hash32_fib(id) & (s->umods_cap - 1); s->umods[i].id;
 	     i = (i + 1) & (s->umods_cap - 1))
 		if (s->umods[i].id == id)
 			return &s->umods[i];
@@ -775,7 +776,7 @@ static struct umod *umods__insert(struct symd *s, uint32_t id)
 		for (i = 0; i < s->umods_cap; i++) {
 			if (!old[i].id)
 				continue;
-			for (j = (old[i].id * 0x9e3779b1u) & (cap - 1); s->umods[j].id;
+			for (j = hash32_fib(old[i].id) & (cap - 1); s->umods[j].id;
 			     j = (j + 1) & (cap - 1))
 				;
 			s->umods[j] = old[i];
@@ -783,7 +784,7 @@ static struct umod *umods__insert(struct symd *s, uint32_t id)
 		free(old);
 		s->umods_cap = cap;
 	}
-	for (i = (id * 0x9e3779b1u) & (s->umods_cap - 1); s->umods[i].id;
+	for (i = hash32_fib(id) & (s->umods_cap - 1); s->umods[i].id;
 	     i = (i + 1) & (s->umods_cap - 1))
 		;
 	s->umods_n++;
@@ -1085,7 +1086,7 @@ static void loss_own(struct symd *s, unsigned int counter, const struct cpa_fram
 
 static struct pcc_ent *pcc_slot(struct symd *s, uint32_t mod, uint64_t off, bool leaf)
 {
-	uint64_t h = (off ^ ((uint64_t)mod << 33) ^ ((uint64_t)leaf << 32)) * 0x9e3779b97f4a7c15ULL;
+	uint64_t h = hash64_fib(off ^ ((uint64_t)mod << 33) ^ ((uint64_t)leaf << 32));
 
 	return &s->pcc[h >> (64 - s->pcc_bits)];
 }

@@ -209,6 +209,48 @@ START_TEST(test_read_full_file)
 }
 END_TEST
 
+START_TEST(test_hash)
+{
+	uint64_t w[4] = {1, 2, 3, 4}, seen[64];
+	uint32_t i, j;
+
+	/* hash64: same bytes same value, any changed byte or length another */
+	ck_assert_uint_eq(hash64("abc", 3), hash64("abc", 3));
+	ck_assert_uint_ne(hash64("abc", 3), hash64("abd", 3));
+	ck_assert_uint_ne(hash64("abc", 3), hash64("abc\0", 4));
+	ck_assert_uint_ne(hash64("", 0), hash64("\0", 1));
+	ck_assert_uint_ne(hash64(w, sizeof(w)), hash64(w, sizeof(w) - 1));
+	w[3] ^= 1ull << 63;
+	ck_assert_uint_ne(hash64(w, sizeof(w)), hash64(w, 3 * sizeof(w[0])));
+	/* ... and spreads neighbouring keys over the low bits a table masks */
+	for (i = 0; i < 64; i++) {
+		char k[8];
+
+		snprintf(k, sizeof(k), "f%u", i);
+		seen[i] = hash64(k, strlen(k)) & 1023;
+	}
+	for (i = 0, j = 0; i < 64; i++)
+		j += seen[i] == seen[(i + 1) % 64];
+	ck_assert_uint_le(j, 2);
+
+	/* hash64_mix: a bijection that moves every bit */
+	ck_assert_uint_eq(hash64_mix(0), 0);
+	ck_assert_uint_ne(hash64_mix(1), hash64_mix(2));
+	ck_assert_uint_ne(hash64_mix(1) >> 32, 0);
+
+	/* the multiplicative ones: their constants */
+	ck_assert_uint_eq(hash32_fib(1), 0x9e3779b1u);
+	ck_assert_uint_eq(hash32_fib(2), 0x3c6ef362u);
+	ck_assert_uint_eq(hash64_fib(1), 0x9e3779b97f4a7c15ull);
+
+	/* FNV-1a 64 is the arena header's checksum, shared between processes:
+	 * the published test vectors, which must never change */
+	ck_assert_uint_eq(hash_fnv1a64("", 0), 0xcbf29ce484222325ull);
+	ck_assert_uint_eq(hash_fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+	ck_assert_uint_eq(hash_fnv1a64("foobar", 6), 0x85944171f73967e8ull);
+}
+END_TEST
+
 START_TEST(test_intern)
 {
 	struct intern t = {0};
@@ -216,12 +258,6 @@ START_TEST(test_intern)
 	uint32_t id, i, len, ids[3];
 	const void *k;
 	size_t bytes;
-
-	/* the hash: same bytes same value, any changed byte or length another */
-	ck_assert_uint_eq(hash64("abc", 3), hash64("abc", 3));
-	ck_assert_uint_ne(hash64("abc", 3), hash64("abd", 3));
-	ck_assert_uint_ne(hash64("abc", 3), hash64("abc\0", 4));
-	ck_assert_uint_ne(hash64("", 0), hash64("\0", 1));
 
 	intern__init(&t);
 	ck_assert_uint_eq(intern__find(&t, "x", 1), 0);
@@ -480,13 +516,10 @@ int main(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{"timeutil", test_timeutil},
-		{"fileio", test_read_full_file},
-		{"intern", test_intern},
-		{"cpulist", test_cpulist},
-		{"probespec", test_probespec},
-		{"array", test_array},
-		{"intern_flags", test_intern_flags},
+		{"timeutil", test_timeutil},   {"fileio", test_read_full_file},
+		{"intern", test_intern},       {"cpulist", test_cpulist},
+		{"probespec", test_probespec}, {"array", test_array},
+		{"hash", test_hash},	       {"intern_flags", test_intern_flags},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

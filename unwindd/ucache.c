@@ -99,12 +99,12 @@ static void cnt(struct ucache *c, unsigned int idx, uint64_t n)
 
 static uint32_t hash_pid(uint32_t pid, uint32_t mask)
 {
-	return (pid * 0x9e3779b1u) & mask;
+	return hash32_fib(pid) & mask;
 }
 
 static uint32_t hash_bin(uint64_t dev, uint64_t ino, uint32_t mask)
 {
-	uint64_t h = (ino ^ (dev << 32 | dev >> 32)) * 0x9e3779b97f4a7c15ull;
+	uint64_t h = hash64_fib(ino ^ (dev << 32 | dev >> 32));
 
 	return (uint32_t)(h >> 32) & mask;
 }
