@@ -26,6 +26,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "common/array.h"
 #include "common/macro.h"
 #include "export_int.h"
 
@@ -227,15 +228,9 @@ int export_pprof__add(struct exporter *e, const struct store_sample *s, int side
 	if (r < 0)
 		return r;
 	if (r == 1) {
-		if (id >= p->capvals) {
-			size_t nc = p->capvals ? p->capvals * 2 : 1024;
-			int64_t(*nv)[3] = realloc(p->vals, nc * sizeof(*nv));
-
-			if (!nv)
-				return -ENOMEM;
-			p->vals = nv;
-			p->capvals = nc;
-		}
+		if (array_grow((void **)&p->vals, &p->capvals, (size_t)id + 1, sizeof(*p->vals)) <
+		    0)
+			return -ENOMEM;
 		memset(p->vals[id], 0, sizeof(p->vals[id]));
 		p->nvals = id + 1;
 	}
@@ -258,21 +253,8 @@ struct pbuf {
 
 static void pb_reserve(struct pbuf *b, size_t k)
 {
-	size_t nc;
-	uint8_t *nb;
-
-	if (b->n + k <= b->cap || b->oom)
-		return;
-	nc = b->cap ? b->cap : 4096;
-	while (nc < b->n + k)
-		nc *= 2;
-	nb = realloc(b->b, nc);
-	if (!nb) {
+	if (!b->oom && array_grow_first((void **)&b->b, &b->cap, b->n + k, 1, 4096) < 0)
 		b->oom = true;
-		return;
-	}
-	b->b = nb;
-	b->cap = nc;
 }
 
 static void pb_varint(struct pbuf *b, uint64_t v)

@@ -874,18 +874,8 @@ static int pool_add(struct symbin *b, const char *s, size_t len, uint32_t *ret_o
 {
 	if (b->pool_len + len + 1 > UINT32_MAX)
 		return -E2BIG;
-	if (b->pool_len + len + 1 > b->pool_cap) {
-		size_t cap = b->pool_cap ? b->pool_cap : 4096;
-		char *p;
-
-		while (cap < b->pool_len + len + 1)
-			cap *= 2;
-		p = realloc(b->pool, cap);
-		if (!p)
-			return -ENOMEM;
-		b->pool = p;
-		b->pool_cap = cap;
-	}
+	if (array_grow_first((void **)&b->pool, &b->pool_cap, b->pool_len + len + 1, 1, 4096) < 0)
+		return -ENOMEM;
 	memcpy(b->pool + b->pool_len, s, len);
 	b->pool[b->pool_len + len] = '\0';
 	*ret_off = (uint32_t)b->pool_len;
