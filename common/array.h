@@ -39,8 +39,9 @@ static inline int array_resize(void **p, size_t *cap, size_t n, size_t elem)
 	return 0;
 }
 
-/* Capacity past cap that holds need (cap < need <= max): doubled from cap or first. */
-static inline size_t array__next_cap(size_t cap, size_t need, size_t first, size_t max)
+/* Capacity past cap that holds need (cap < need <= max): doubled from cap or
+ * first (also for memory that is not malloc()'s: mmap(), mremap()). */
+static inline size_t array_next_cap(size_t cap, size_t need, size_t first, size_t max)
 {
 	size_t nc = cap ? cap : first ? first : 1;
 
@@ -56,7 +57,7 @@ static inline int array_grow_first(void **p, size_t *cap, size_t need, size_t el
 {
 	if (need <= *cap)
 		return 0;
-	return array_resize(p, cap, array__next_cap(*cap, need, first, SIZE_MAX), elem);
+	return array_resize(p, cap, array_next_cap(*cap, need, first, SIZE_MAX), elem);
 }
 
 static inline int array_grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -75,7 +76,7 @@ static inline int array_grow32_first(void **p, uint32_t *cap, size_t need, size_
 		return 0;
 	if (need > ARRAY32_MAX)
 		return -ENOMEM;
-	r = array_resize(p, &c, array__next_cap(c, need, first, ARRAY32_MAX), elem);
+	r = array_resize(p, &c, array_next_cap(c, need, first, ARRAY32_MAX), elem);
 	if (r == 0)
 		*cap = (uint32_t)c;
 	return r;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "hash.h"
 
 void intern__init(struct intern *t)
@@ -112,29 +113,20 @@ int intern__get(struct intern *t, const void *key, uint32_t len, uint32_t *ret_i
 	if (t->n >= INTERN_MAX_IDS)
 		return -ENOMEM;
 	if (t->n == t->cap) {
-		uint32_t cap = t->cap ? t->cap * 2 : 512;
-		struct intern_ent *e = realloc(t->ents, (size_t)cap * sizeof(*e));
+		size_t cap = t->cap; /* <= INTERN_MAX_IDS: fits */
 
-		if (!e)
-			return -ENOMEM;
-		t->ents = e;
-		t->cap = cap;
+		r = array_grow_first((void **)&t->ents, &cap, (size_t)t->n + 1, sizeof(*t->ents),
+				     512);
+		if (r < 0)
+			return r;
+		t->cap = (uint32_t)cap;
 	}
 	/* The key at off (aligned if asked), then its NUL if asked. */
 	off = t->flags & INTERN_ALIGN8 ? (t->pool_len + 7) & ~(size_t)7 : t->pool_len;
 	need = (size_t)len + !!(t->flags & INTERN_NUL);
-	if (off > t->pool_cap || need > t->pool_cap - off) {
-		size_t cap = t->pool_cap ? t->pool_cap : 4096;
-		uint8_t *p;
-
-		while (cap < off || cap - off < need)
-			cap *= 2;
-		p = realloc(t->pool, cap);
-		if (!p)
-			return -ENOMEM;
-		t->pool = p;
-		t->pool_cap = cap;
-	}
+	r = array_grow_first((void **)&t->pool, &t->pool_cap, off + need, 1, 4096);
+	if (r < 0)
+		return r;
 	if (len)
 		memcpy(t->pool + off, key, len);
 	if (t->flags & INTERN_NUL)

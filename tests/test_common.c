@@ -109,7 +109,7 @@ START_TEST(test_array)
 	ck_assert_uint_eq(w[999], 999);
 	free(w);
 	/* a capacity not a power of two doubles up to the limit, not past it */
-	ck_assert_uint_eq(array__next_cap(3 << 28, (3u << 28) + 1, 16, ARRAY32_MAX), ARRAY32_MAX);
+	ck_assert_uint_eq(array_next_cap(3 << 28, (3u << 28) + 1, 16, ARRAY32_MAX), ARRAY32_MAX);
 	/* a table that keeps its own first capacity */
 	w = NULL;
 	cap32 = 0;

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/array.h"
+
 #define TEST_SKIP 77
 
 static inline bool test_stress(void)
@@ -84,11 +86,7 @@ static inline char *test_read_all(int fd, size_t *ret_len)
 	ck_assert_ptr_nonnull(buf);
 	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
 		len += (size_t)n;
-		if (cap - len < 2) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			ck_assert_ptr_nonnull(buf);
-		}
+		ck_assert_int_eq(array_grow((void **)&buf, &cap, len + 2, 1), 0);
 	}
 	buf[len] = 0;
 	if (ret_len)
