@@ -8,20 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "macro.h"
 
 #define READ_FULL_FIRST (4u << 10) /* first buffer when the size is unknown */
-
-static int grow(char **buf, size_t *cap, size_t want)
-{
-	char *b = realloc(*buf, want);
-
-	if (!b)
-		return -ENOMEM;
-	*buf = b;
-	*cap = want;
-	return 0;
-}
 
 int read_full_fd(int fd, unsigned int flags, size_t max, char **buf, size_t *cap, size_t *ret_len)
 {
@@ -39,7 +29,7 @@ int read_full_fd(int fd, unsigned int flags, size_t max, char **buf, size_t *cap
 		first = (uint64_t)st.st_size < limit ? (size_t)st.st_size + 2 : limit + 1;
 	first = MIN(first, limit + 1);
 	if (!*buf || *cap < first) {
-		r = grow(buf, cap, first);
+		r = array_resize((void **)buf, cap, first, 1);
 		if (r < 0)
 			return r;
 	}
@@ -47,7 +37,7 @@ int read_full_fd(int fd, unsigned int flags, size_t max, char **buf, size_t *cap
 		ssize_t n;
 
 		if (*cap - len < 2) { /* room for one byte and the NUL */
-			r = grow(buf, cap, MIN(*cap * 2, limit + 1));
+			r = array_resize((void **)buf, cap, MIN(*cap * 2, limit + 1), 1);
 			if (r < 0)
 				return r;
 		}

@@ -1,9 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The one hash function of the tree: 64-bit, for byte strings and packed id
- * arrays (hash tables, intern tables, caches). Header-only so hot loops inline
- * it; not for anything on disk or across processes (the value may change).
- * A table that keeps 32-bit hashes takes the low half: (uint32_t)hash64(...).
+ * The hash functions of the tree, header-only so hot loops inline them:
+ *
+ *  hash64(p, len)     bytes (names, packed structs, id arrays) -> 64 bits:
+ *                     hash tables, intern tables, caches. In-process only:
+ *                     its values may change. A table that keeps 32-bit
+ *                     hashes takes the low half: (uint32_t)hash64(...).
+ *  hash64_mix(x)      a u64 key (pid, address, packed pair) -> 64 bits, every
+ *                     input bit reaching every output bit. In-process only.
+ *  hash32_fib(x),     multiplicative (Fibonacci) hashing of a dense id: one
+ *  hash64_fib(x)      multiply; the high bits are the well-mixed ones.
+ *                     In-process only.
+ *  hash_fnv1a64(p, n) FNV-1a 64, byte at a time. Its values must never change:
+ *                     the arena header's checksum (shm/arena.h) is computed
+ *                     with it by one process and checked by another.
  */
 #ifndef CPA_HASH_H
 #define CPA_HASH_H
@@ -43,6 +53,29 @@ static inline uint64_t hash64(const void *data, size_t len)
 		h = (h ^ hash64_mix(w ^ 0xa5)) * 0x100000001b3ULL;
 	}
 	return hash64_mix(h);
+}
+
+static inline uint32_t hash32_fib(uint32_t x)
+{
+	return x * 0x9e3779b1u;
+}
+
+static inline uint64_t hash64_fib(uint64_t x)
+{
+	return x * 0x9e3779b97f4a7c15ULL;
+}
+
+/* Fixed: shared between processes (see above). */
+static inline uint64_t hash_fnv1a64(const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (len--) {
+		h ^= *p++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
 }
 
 #endif /* CPA_HASH_H */

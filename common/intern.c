@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "hash.h"
 
 void intern__init(struct intern *t)
@@ -12,12 +13,21 @@ void intern__init(struct intern *t)
 	memset(t, 0, sizeof(*t));
 }
 
+void intern__init_flags(struct intern *t, uint32_t flags)
+{
+	memset(t, 0, sizeof(*t));
+	t->flags = flags;
+}
+
 void intern__free(struct intern *t)
 {
+	uint32_t flags = t->flags;
+
 	free(t->slots);
 	free(t->ents);
 	free(t->pool);
 	memset(t, 0, sizeof(*t));
+	t->flags = flags;
 }
 
 void intern__reset(struct intern *t)
@@ -85,6 +95,7 @@ uint32_t intern__find(const struct intern *t, const void *key, uint32_t len)
 int intern__get(struct intern *t, const void *key, uint32_t len, uint32_t *ret_id)
 {
 	uint32_t h = (uint32_t)hash64(key, len), pos, id;
+	size_t off, need;
 	int r;
 
 	/* Keep the load factor under 1/2 (grown before the probe, so the
@@ -102,30 +113,26 @@ int intern__get(struct intern *t, const void *key, uint32_t len, uint32_t *ret_i
 	if (t->n >= INTERN_MAX_IDS)
 		return -ENOMEM;
 	if (t->n == t->cap) {
-		uint32_t cap = t->cap ? t->cap * 2 : 512;
-		struct intern_ent *e = realloc(t->ents, (size_t)cap * sizeof(*e));
+		size_t cap = t->cap; /* <= INTERN_MAX_IDS: fits */
 
-		if (!e)
-			return -ENOMEM;
-		t->ents = e;
-		t->cap = cap;
+		r = array_grow_first((void **)&t->ents, &cap, (size_t)t->n + 1, sizeof(*t->ents),
+				     512);
+		if (r < 0)
+			return r;
+		t->cap = (uint32_t)cap;
 	}
-	if (len > t->pool_cap - t->pool_len) {
-		size_t cap = t->pool_cap ? t->pool_cap : 4096;
-		uint8_t *p;
-
-		while (cap - t->pool_len < len)
-			cap *= 2;
-		p = realloc(t->pool, cap);
-		if (!p)
-			return -ENOMEM;
-		t->pool = p;
-		t->pool_cap = cap;
-	}
+	/* The key at off (aligned if asked), then its NUL if asked. */
+	off = t->flags & INTERN_ALIGN8 ? (t->pool_len + 7) & ~(size_t)7 : t->pool_len;
+	need = (size_t)len + !!(t->flags & INTERN_NUL);
+	r = array_grow_first((void **)&t->pool, &t->pool_cap, off + need, 1, 4096);
+	if (r < 0)
+		return r;
 	if (len)
-		memcpy(t->pool + t->pool_len, key, len);
-	t->ents[t->n] = (struct intern_ent){.off = t->pool_len, .len = len, .hash = h};
-	t->pool_len += len;
+		memcpy(t->pool + off, key, len);
+	if (t->flags & INTERN_NUL)
+		t->pool[off + len] = '\0';
+	t->ents[t->n] = (struct intern_ent){.off = off, .len = len, .hash = h};
+	t->pool_len = off + need;
 	id = ++t->n;
 	t->slots[pos] = id;
 	*ret_id = id;
@@ -136,8 +143,16 @@ const void *intern__key(const struct intern *t, uint32_t id, uint32_t *ret_len)
 {
 	if (id == 0 || id > t->n)
 		return NULL;
-	*ret_len = t->ents[id - 1].len;
+	if (ret_len)
+		*ret_len = t->ents[id - 1].len;
 	return t->pool + t->ents[id - 1].off;
+}
+
+const char *intern__str(const struct intern *t, uint32_t id)
+{
+	if (!(t->flags & INTERN_NUL) || id == 0 || id > t->n)
+		return "";
+	return (const char *)t->pool + t->ents[id - 1].off;
 }
 
 int intern__cmp(const struct intern *t, uint32_t a, uint32_t b)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "push_keeper.h"
 
 static volatile sig_atomic_t keeper_stop;
@@ -23,14 +24,6 @@ static void keeper_on_term(int sig)
 {
 	(void)sig;
 	keeper_stop = 1;
-}
-
-static time_t mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
 }
 
 static void keeper_main(const char *exe, const char *store_dir, const char *url)
@@ -47,7 +40,7 @@ static void keeper_main(const char *exe, const char *store_dir, const char *url)
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	log_set_subsystem("push-keeper");
 	while (!keeper_stop) {
-		time_t t0 = mono_s();
+		uint64_t t0 = clock_ns(CLOCK_MONOTONIC) / NSEC_PER_SEC;
 		pid_t pid = fork();
 		int st = 0;
 
@@ -69,7 +62,7 @@ static void keeper_main(const char *exe, const char *store_dir, const char *url)
 		}
 		if (keeper_stop)
 			break;
-		if (mono_s() - t0 >= 60)
+		if (clock_ns(CLOCK_MONOTONIC) / NSEC_PER_SEC - t0 >= 60)
 			backoff = 1;
 		log_warn("cpa-push (pid %d) exited (%s %d), restarting in %u s", pid,
 			 WIFSIGNALED(st) ? "signal" : "status",

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The export interface (export.h) and what the formats share: the intern
- * table, the name tree, format names and suffixes. Formats: export_pprof.c,
+ * The export interface (export.h) and what the formats share: the u32
+ * vector, the name tree, format names and suffixes. Formats: export_pprof.c,
  * export_svg.c, export_speedscope.c, export_folded.c. docs/export.md.
  */
 #include <errno.h>
@@ -11,161 +11,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/array.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "export_int.h"
 
-/* ---------------------------------------------------------------- xtab */
-
-static uint32_t hash_bytes(const void *p, uint32_t len)
-{
-	const uint8_t *b = p;
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, k;
-
-	while (len >= 8) {
-		memcpy(&k, b, 8);
-		h = (h ^ (k * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
-		h ^= h >> 29;
-		b += 8;
-		len -= 8;
-	}
-	k = 0;
-	memcpy(&k, b, len);
-	h = (h ^ (k * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 32;
-	return (uint32_t)h;
-}
-
-static int xtab_grow_slots(struct xtab *t)
-{
-	uint32_t ns = t->nslots ? t->nslots * 2 : 256, i;
-	struct xtab_slot *s = calloc(ns, sizeof(*s));
-
-	if (!s)
-		return -ENOMEM;
-	for (i = 0; i < t->n; i++) {
-		uint32_t h = t->hash[i] & (ns - 1);
-
-		while (s[h].id1)
-			h = (h + 1) & (ns - 1);
-		s[h] = (struct xtab_slot){i + 1, t->hash[i]};
-	}
-	free(t->slots);
-	t->slots = s;
-	t->nslots = ns;
-	return 0;
-}
-
-static uint32_t xtab_slot(const struct xtab *t, const void *p, uint32_t len, uint32_t h)
-{
-	uint32_t i = h & (t->nslots - 1);
-
-	while (t->slots[i].id1) {
-		uint32_t id = t->slots[i].id1 - 1;
-
-		if (t->slots[i].hash == h && t->len[id] == len &&
-		    !memcmp(t->arena + t->off[id], p, len))
-			return i;
-		i = (i + 1) & (t->nslots - 1);
-	}
-	return i;
-}
-
-int xtab__find(const struct xtab *t, const void *p, uint32_t len, uint32_t *ret_id)
-{
-	uint32_t i;
-
-	if (!t->nslots)
-		return -ENOENT;
-	i = xtab_slot(t, p, len, hash_bytes(p, len));
-	if (!t->slots[i].id1)
-		return -ENOENT;
-	*ret_id = t->slots[i].id1 - 1;
-	return 0;
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t nc = *cap ? *cap : 64;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (nc < need)
-		nc *= 2;
-	np = realloc(*p, nc * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
-int xtab__intern(struct xtab *t, const void *p, uint32_t len, uint32_t *ret_id)
-{
-	uint32_t h = hash_bytes(p, len), i;
-
-	if ((uint64_t)(t->n + 1) * 2 > t->nslots && xtab_grow_slots(t) < 0)
-		return -ENOMEM;
-	i = xtab_slot(t, p, len, h);
-	if (t->slots[i].id1) {
-		*ret_id = t->slots[i].id1 - 1;
-		return 0;
-	}
-	if (t->n == t->cap) {
-		uint32_t nc = t->cap ? t->cap * 2 : 256;
-		uint64_t *o = realloc(t->off, nc * sizeof(*o));
-		uint32_t *l, *hs;
-
-		if (!o)
-			return -ENOMEM;
-		t->off = o;
-		l = realloc(t->len, nc * sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		t->len = l;
-		hs = realloc(t->hash, nc * sizeof(*hs));
-		if (!hs)
-			return -ENOMEM;
-		t->hash = hs;
-		t->cap = nc;
-	}
-	if (grow((void **)&t->arena, &t->acap, t->alen + len + 1, 1) < 0)
-		return -ENOMEM;
-	memcpy(t->arena + t->alen, p, len);
-	t->off[t->n] = t->alen;
-	t->len[t->n] = len;
-	t->hash[t->n] = h;
-	t->alen += len;
-	t->alen = ALIGN_UP(t->alen, 4); /* keeps uint32 keys aligned when read back */
-	*ret_id = t->n;
-	t->slots[i] = (struct xtab_slot){++t->n, h};
-	return 1;
-}
-
-int xtab__intern_str(struct xtab *t, const char *s, uint32_t *ret_id)
-{
-	return xtab__intern(t, s, (uint32_t)strlen(s) + 1, ret_id);
-}
-
-void xtab__free(struct xtab *t)
-{
-	free(t->slots);
-	free(t->off);
-	free(t->len);
-	free(t->hash);
-	free(t->arena);
-	memset(t, 0, sizeof(*t));
-}
-
-size_t xtab__bytes(const struct xtab *t)
-{
-	return t->nslots * 8ull + t->cap * 16ull + t->acap;
-}
+/* ---------------------------------------------------------------- u32vec */
 
 int u32vec__push(struct u32vec *a, uint32_t x)
 {
-	if (grow((void **)&a->v, &a->cap, a->n + 1, sizeof(*a->v)) < 0)
+	if (array_grow((void **)&a->v, &a->cap, a->n + 1, sizeof(*a->v)) < 0)
 		return -ENOMEM;
 	a->v[a->n++] = x;
 	return 0;
@@ -226,14 +81,9 @@ static int child(struct tree *t, uint32_t parent, uint32_t name, uint32_t flags,
 		return r;
 	id++; /* node 0 is the root */
 	if (r == 1) {
-		if (t->n == t->cap) {
-			struct tnode *nn = realloc(t->nodes, t->cap * 2 * sizeof(*nn));
-
-			if (!nn)
-				return -ENOMEM;
-			t->nodes = nn;
-			t->cap *= 2;
-		}
+		r = array_grow32((void **)&t->nodes, &t->cap, (size_t)t->n + 1, sizeof(*t->nodes));
+		if (r < 0)
+			return r;
 		t->nodes[id] = (struct tnode){.parent = parent,
 					      .name = name,
 					      .flags = flags,

@@ -7,45 +7,64 @@
 #ifndef CPA_EXPORT_INT_H
 #define CPA_EXPORT_INT_H
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "common/intern.h"
 #include "export.h"
 
-/* ---- intern table: byte strings -> ids 0, 1, 2, ... in first-seen order ---- */
-
-struct xtab_slot {
-	uint32_t id1;  /* id + 1, 0 = empty */
-	uint32_t hash; /* compared before the entry is touched: one cache miss per probe */
-};
+/* ---- intern table: byte strings -> ids 0, 1, 2, ... in first-seen order ----
+ * The common intern table (common/intern.h) with 8-byte aligned keys, ids
+ * counted from 0. A zeroed xtab is an empty one. */
 
 struct xtab {
-	struct xtab_slot *slots;
-	uint32_t nslots;
-	uint32_t n, cap;
-	uint64_t *off; /* entry i: arena[off[i] .. off[i] + len[i]) */
-	uint32_t *len;
-	uint32_t *hash;
-	char *arena;
-	size_t alen, acap;
+	struct intern t; /* INTERN_ALIGN8, set by the first xtab__intern() */
 };
 
 /* 1 when new, 0 when it was there, -ENOMEM. */
-int xtab__intern(struct xtab *t, const void *p, uint32_t len, uint32_t *ret_id);
+static inline int xtab__intern(struct xtab *t, const void *p, uint32_t len, uint32_t *ret_id)
+{
+	uint32_t id;
+	int r;
+
+	t->t.flags |= INTERN_ALIGN8;
+	r = intern__get(&t->t, p, len, &id);
+	if (r >= 0)
+		*ret_id = id - 1;
+	return r;
+}
 /* -ENOENT when absent. */
-int xtab__find(const struct xtab *t, const void *p, uint32_t len, uint32_t *ret_id);
+static inline int xtab__find(const struct xtab *t, const void *p, uint32_t len, uint32_t *ret_id)
+{
+	uint32_t id = intern__find(&t->t, p, len);
+
+	if (!id)
+		return -ENOENT;
+	*ret_id = id - 1;
+	return 0;
+}
 static inline const void *xtab__get(const struct xtab *t, uint32_t id, uint32_t *ret_len)
 {
-	if (ret_len)
-		*ret_len = t->len[id];
-	return t->arena + t->off[id];
+	return intern__key(&t->t, id + 1, ret_len);
 }
 static inline const char *xtab__str(const struct xtab *t, uint32_t id)
 {
-	return t->arena + t->off[id]; /* strings are interned with their NUL */
+	return xtab__get(t, id, NULL); /* strings are interned with their NUL */
 }
-int xtab__intern_str(struct xtab *t, const char *s, uint32_t *ret_id);
-void xtab__free(struct xtab *t);
-size_t xtab__bytes(const struct xtab *t);
+static inline int xtab__intern_str(struct xtab *t, const char *s, uint32_t *ret_id)
+{
+	return xtab__intern(t, s, (uint32_t)strlen(s) + 1, ret_id);
+}
+/* Ids handed out: 0 .. xtab__count() - 1. */
+static inline uint32_t xtab__count(const struct xtab *t)
+{
+	return intern__count(&t->t);
+}
+static inline void xtab__free(struct xtab *t)
+{
+	intern__free(&t->t);
+}
 
 /* A growable uint32 array. */
 struct u32vec {

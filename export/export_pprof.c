@@ -26,6 +26,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "common/array.h"
 #include "common/macro.h"
 #include "export_int.h"
 
@@ -227,15 +228,9 @@ int export_pprof__add(struct exporter *e, const struct store_sample *s, int side
 	if (r < 0)
 		return r;
 	if (r == 1) {
-		if (id >= p->capvals) {
-			size_t nc = p->capvals ? p->capvals * 2 : 1024;
-			int64_t(*nv)[3] = realloc(p->vals, nc * sizeof(*nv));
-
-			if (!nv)
-				return -ENOMEM;
-			p->vals = nv;
-			p->capvals = nc;
-		}
+		if (array_grow((void **)&p->vals, &p->capvals, (size_t)id + 1, sizeof(*p->vals)) <
+		    0)
+			return -ENOMEM;
 		memset(p->vals[id], 0, sizeof(p->vals[id]));
 		p->nvals = id + 1;
 	}
@@ -258,21 +253,8 @@ struct pbuf {
 
 static void pb_reserve(struct pbuf *b, size_t k)
 {
-	size_t nc;
-	uint8_t *nb;
-
-	if (b->n + k <= b->cap || b->oom)
-		return;
-	nc = b->cap ? b->cap : 4096;
-	while (nc < b->n + k)
-		nc *= 2;
-	nb = realloc(b->b, nc);
-	if (!nb) {
+	if (!b->oom && array_grow_first((void **)&b->b, &b->cap, b->n + k, 1, 4096) < 0)
 		b->oom = true;
-		return;
-	}
-	b->b = nb;
-	b->cap = nc;
 }
 
 static void pb_varint(struct pbuf *b, uint64_t v)
@@ -414,13 +396,13 @@ int export_pprof__write(struct exporter *e, FILE *f)
 			return export__fail(e, -ENOMEM, "pprof: out of memory");
 
 	/* Mapping ids: user code first, [kernel] last: pprof calls mapping 1 the main binary. */
-	mapid = calloc(p->maps.n + 1, sizeof(*mapid));
+	mapid = calloc(xtab__count(&p->maps) + 1, sizeof(*mapid));
 	if (!mapid)
 		return export__fail(e, -ENOMEM, "pprof: out of memory");
-	for (i = 0; i < p->maps.n; i++)
+	for (i = 0; i < xtab__count(&p->maps); i++)
 		if (!((const struct pp_map *)xtab__get(&p->maps, i, NULL))->kernel)
 			mapid[i] = ++j;
-	for (i = 0; i < p->maps.n; i++)
+	for (i = 0; i < xtab__count(&p->maps); i++)
 		if (!mapid[i])
 			mapid[i] = ++j;
 
@@ -428,7 +410,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 	value_type(&b, &m, 1, s_cpu, s_ns);
 	value_type(&b, &m, 1, s_off, s_ns);
 
-	for (i = 0; i < p->samples.n; i++) {
+	for (i = 0; i < xtab__count(&p->samples); i++) {
 		const struct pp_skey *k = xtab__get(&p->samples, i, NULL);
 		const uint32_t *locs;
 		uint32_t nl;
@@ -468,7 +450,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		pb_msg(&b, 2, &m);
 		e->st.stacks++;
 	}
-	for (j = 1; j <= p->maps.n; j++) {
+	for (j = 1; j <= xtab__count(&p->maps); j++) {
 		const struct pp_map *mp;
 		uint64_t id = j;
 
@@ -484,7 +466,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		pb_uint(&m, 7, 1); /* has_functions: symbolized here, nothing for pprof to do */
 		pb_msg(&b, 3, &m);
 	}
-	for (i = 0; i < p->locs.n; i++) {
+	for (i = 0; i < xtab__count(&p->locs); i++) {
 		const struct pp_loc *l = xtab__get(&p->locs, i, NULL);
 
 		const struct pp_map *mp = l->map ? xtab__get(&p->maps, l->map - 1, NULL) : NULL;
@@ -499,7 +481,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		pb_msg(&m, 4, &sub);
 		pb_msg(&b, 4, &m);
 	}
-	for (i = 0; i < p->funcs.n; i++) {
+	for (i = 0; i < xtab__count(&p->funcs); i++) {
 		const uint32_t *fk = xtab__get(&p->funcs, i, NULL);
 
 		m.n = 0;
@@ -508,7 +490,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		pb_uint(&m, 3, fk[0]);
 		pb_msg(&b, 5, &m);
 	}
-	for (i = 0; i < p->strs.n; i++) {
+	for (i = 0; i < xtab__count(&p->strs); i++) {
 		uint32_t len;
 		const void *s = xtab__get(&p->strs, i, &len);
 

@@ -161,8 +161,8 @@ int export_speedscope__write(struct exporter *e, FILE *f)
 	r = tree__link(t);
 	if (r < 0)
 		return export__fail(e, r, "speedscope: out of memory");
-	fidx = calloc(t->names.n, sizeof(*fidx));
-	used = calloc(t->names.n, 1);
+	fidx = calloc(xtab__count(&t->names), sizeof(*fidx));
+	used = calloc(xtab__count(&t->names), 1);
 	path = calloc(t->max_depth + 2, sizeof(*path));
 	stk = calloc(2 * ((size_t)t->n + 1), sizeof(*stk)); /* outer walk, inner walk */
 	if (!fidx || !used || !path || !stk) {
@@ -178,7 +178,7 @@ int export_speedscope__write(struct exporter *e, FILE *f)
 	      f);
 	json_str(f, e->o.title ? e->o.title : "cpa");
 	fputs(",\"activeProfileIndex\":0,\"shared\":{\"frames\":[", f);
-	for (i = 0; i < t->names.n; i++) {
+	for (i = 0; i < xtab__count(&t->names); i++) {
 		if (!used[i])
 			continue;
 		fidx[i] = nf;

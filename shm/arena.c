@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
 
@@ -35,21 +36,9 @@ static uint64_t page_up(uint64_t x)
 	return (x + SHM_PAGE - 1) & ~(uint64_t)(SHM_PAGE - 1);
 }
 
-static uint64_t fnv1a(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	while (n--) {
-		h ^= *b++;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static uint64_t hdr_csum(const struct shm_arena_hdr *h)
 {
-	return fnv1a(h, offsetof(struct shm_arena_hdr, csum));
+	return hash_fnv1a64(h, offsetof(struct shm_arena_hdr, csum));
 }
 
 void shm_layout__default(struct shm_layout *l, uint32_t stack_size, uint32_t depth)

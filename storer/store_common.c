@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/array.h"
+#include "common/hash.h"
 #include "store.h"
 #include "store_fmt.h"
 #include "store_tab.h"
@@ -87,23 +89,12 @@ uint32_t store_crc32c(uint32_t crc, const void *buf, size_t len)
 
 int sbuf__reserve(struct sbuf *b, size_t more)
 {
-	size_t want;
-	uint8_t *p;
-
 	if (b->oom)
 		return -ENOMEM;
-	if (b->len + more <= b->cap)
-		return 0;
-	want = b->cap ? b->cap : 256;
-	while (want < b->len + more)
-		want *= 2;
-	p = realloc(b->p, want);
-	if (!p) {
+	if (array_grow_first((void **)&b->p, &b->cap, b->len + more, 1, 256) < 0) {
 		b->oom = true;
 		return -ENOMEM;
 	}
-	b->p = p;
-	b->cap = want;
 	return 0;
 }
 
@@ -114,24 +105,6 @@ void sbuf__free(struct sbuf *b)
 }
 
 /* ------------------------------------------------------------ tables */
-
-int vec_grow(void **v, uint32_t *cap, uint32_t n, size_t esz)
-{
-	uint32_t nc;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	if (*cap >= (1u << 30))
-		return -ENOMEM;
-	nc = *cap ? *cap * 2 : 64;
-	p = realloc(*v, (size_t)nc * esz);
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	*cap = nc;
-	return 0;
-}
 
 int u32map__set(struct u32map *m, uint32_t key, uint32_t val)
 {
@@ -151,7 +124,7 @@ int u32map__set(struct u32map *m, uint32_t key, uint32_t val)
 
 			if (!v)
 				continue;
-			h = (uint32_t)((v >> 32) * 0x9e3779b1u) & (ns - 1);
+			h = hash32_fib((uint32_t)(v >> 32)) & (ns - 1);
 			while (s[h])
 				h = (h + 1) & (ns - 1);
 			s[h] = v;
@@ -160,7 +133,7 @@ int u32map__set(struct u32map *m, uint32_t key, uint32_t val)
 		m->slots = s;
 		m->nslots = ns;
 	}
-	i = (key * 0x9e3779b1u) & (m->nslots - 1);
+	i = hash32_fib(key) & (m->nslots - 1);
 	while (m->slots[i] && (uint32_t)(m->slots[i] >> 32) != key)
 		i = (i + 1) & (m->nslots - 1);
 	if (!m->slots[i])
@@ -175,7 +148,7 @@ uint32_t u32map__get(const struct u32map *m, uint32_t key)
 
 	if (!m->nslots || !key)
 		return 0;
-	i = (key * 0x9e3779b1u) & (m->nslots - 1);
+	i = hash32_fib(key) & (m->nslots - 1);
 	while (m->slots[i]) {
 		if ((uint32_t)(m->slots[i] >> 32) == key)
 			return (uint32_t)m->slots[i];

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/array.h"
+
 #include "store.h"
 #include "store_dir_pvt.h"
 
@@ -148,15 +150,8 @@ static int list_one(void *ctx, const char *name)
 	snprintf(p, sizeof(p), "%s/%s", c->root, name);
 	if (!store_dir__is_store(p))
 		return 0;
-	if (c->n == c->cap) {
-		uint32_t nc = c->cap ? c->cap * 2 : 16;
-		char **nn = realloc(c->names, nc * sizeof(*nn));
-
-		if (!nn)
-			return -ENOMEM;
-		c->names = nn;
-		c->cap = nc;
-	}
+	if (array_grow32((void **)&c->names, &c->cap, (size_t)c->n + 1, sizeof(*c->names)) < 0)
+		return -ENOMEM;
 	c->names[c->n] = strdup(name);
 	if (!c->names[c->n])
 		return -ENOMEM;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "store.h"
@@ -126,15 +127,8 @@ static int rdir_add(void *ctx, const char *name)
 
 	if (strlen(name) >= sizeof(ds->v->name))
 		return 0;
-	if (ds->n == ds->cap) {
-		uint32_t nc = ds->cap ? ds->cap * 2 : 16;
-		struct rdir *nd = realloc(ds->v, nc * sizeof(*nd));
-
-		if (!nd)
-			return -ENOMEM;
-		ds->v = nd;
-		ds->cap = nc;
-	}
+	if (array_grow32((void **)&ds->v, &ds->cap, (size_t)ds->n + 1, sizeof(*ds->v)) < 0)
+		return -ENOMEM;
 	snprintf(ds->v[ds->n].name, sizeof(ds->v[ds->n].name), "%s", name);
 	ds->v[ds->n].day = store_dir__name_day(name);
 	ds->n++;

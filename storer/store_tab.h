@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/array.h"
+
 struct u32map {
 	uint64_t *slots; /* key << 32 | value; key 0 is never stored */
 	uint32_t n, nslots;
@@ -29,15 +31,13 @@ void u32map__free(struct u32map *m);
 		uint32_t n, cap; \
 	}
 
-/* Room for element n of *v (doubling *cap): 0 or -ENOMEM. */
-int vec_grow(void **v, uint32_t *cap, uint32_t n, size_t esz);
-
-#define VEC_PUSH(vec, val)                                                                   \
-	({                                                                                   \
-		int _r = vec_grow((void **)&(vec).v, &(vec).cap, (vec).n, sizeof(*(vec).v)); \
-		if (!_r)                                                                     \
-			(vec).v[(vec).n++] = (val);                                          \
-		_r < 0 ? _r : (int)(vec).n; /* 1-based index */                              \
+#define VEC_PUSH(vec, val)                                                                      \
+	({                                                                                      \
+		int _r = array_grow32_first((void **)&(vec).v, &(vec).cap, (size_t)(vec).n + 1, \
+					    sizeof(*(vec).v), 64);                              \
+		if (!_r)                                                                        \
+			(vec).v[(vec).n++] = (val);                                             \
+		_r < 0 ? _r : (int)(vec).n; /* 1-based index */                                 \
 	})
 
 #endif /* CPA_STORE_TAB_H */

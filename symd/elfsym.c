@@ -29,6 +29,8 @@
 #include <lzma.h>
 #include <zlib.h>
 
+#include "common/array.h"
+#include "common/hash.h"
 #include "common/macro.h"
 #include "common/procroot.h"
 #include "common/timeutil.h"
@@ -332,18 +334,10 @@ static int symvec__keep(struct symvec *sv, uint8_t *buf)
 
 static int symvec__push(struct symvec *sv, const struct symcand *c)
 {
-	if (sv->n == sv->cap) {
-		size_t cap = sv->cap ? sv->cap * 2 : 4096;
-		struct symcand *v;
-
-		if (cap > 3ull * SYMD_MAX_SYMBOLS)
-			return -E2BIG;
-		v = realloc(sv->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		sv->v = v;
-		sv->cap = cap;
-	}
+	if (sv->n == sv->cap && (sv->cap ? sv->cap * 2 : 4096) > 3ull * SYMD_MAX_SYMBOLS)
+		return -E2BIG;
+	if (array_grow_first((void **)&sv->v, &sv->cap, sv->n + 1, sizeof(*sv->v), 4096) < 0)
+		return -ENOMEM;
 	sv->v[sv->n++] = *c;
 	return 0;
 }
@@ -497,20 +491,13 @@ static int plt_relocs(const struct elfimg *e, uint32_t dsidx, uint64_t nsyms, st
 			     ELF64_R_TYPE(r.r_info) != R_X86_64_GLOB_DAT) ||
 			    sym == 0 || sym >= nsyms)
 				continue;
-			if (n == cap) {
-				struct pltrel *nv;
-
-				cap = cap ? cap * 2 : 256;
-				if (cap > SYMD_MAX_SYMBOLS) {
-					free(v);
-					return -E2BIG;
-				}
-				nv = realloc(v, cap * sizeof(*v));
-				if (!nv) {
-					free(v);
-					return -ENOMEM;
-				}
-				v = nv;
+			if (n == cap && (cap ? cap * 2 : 256) > SYMD_MAX_SYMBOLS) {
+				free(v);
+				return -E2BIG;
+			}
+			if (array_grow_first((void **)&v, &cap, n + 1, sizeof(*v), 256) < 0) {
+				free(v);
+				return -ENOMEM;
 			}
 			v[n++] = (struct pltrel){.got = r.r_offset, .sym = (uint32_t)sym};
 		}
@@ -889,18 +876,8 @@ static int pool_add(struct symbin *b, const char *s, size_t len, uint32_t *ret_o
 {
 	if (b->pool_len + len + 1 > UINT32_MAX)
 		return -E2BIG;
-	if (b->pool_len + len + 1 > b->pool_cap) {
-		size_t cap = b->pool_cap ? b->pool_cap : 4096;
-		char *p;
-
-		while (cap < b->pool_len + len + 1)
-			cap *= 2;
-		p = realloc(b->pool, cap);
-		if (!p)
-			return -ENOMEM;
-		b->pool = p;
-		b->pool_cap = cap;
-	}
+	if (array_grow_first((void **)&b->pool, &b->pool_cap, b->pool_len + len + 1, 1, 4096) < 0)
+		return -ENOMEM;
 	memcpy(b->pool + b->pool_len, s, len);
 	b->pool[b->pool_len + len] = '\0';
 	*ret_off = (uint32_t)b->pool_len;
@@ -1152,7 +1129,7 @@ static _Thread_local struct dir_slot dir_cache[DIR_SLOTS];
 static bool dir_may_exist(const char *path)
 {
 	const char *slash = strrchr(path, '/');
-	uint64_t h = 1469598103934665603ull, now;
+	uint64_t h, now;
 	char dir[CPA_PATH_MAX * 2 + 256];
 	struct dir_slot *d;
 	struct stat st;
@@ -1161,9 +1138,7 @@ static bool dir_may_exist(const char *path)
 	if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir))
 		return true;
 	len = (size_t)(slash - path);
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)path[i]) * 1099511628211ull;
-	h |= 1; /* 0 marks an empty slot */
+	h = hash64(path, len) | 1; /* 0 marks an empty slot */
 	now = clock_ns(CLOCK_MONOTONIC);
 	d = &dir_cache[h % DIR_SLOTS];
 	if (d->h == h && now - d->t < DIR_TTL_NS)

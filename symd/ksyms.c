@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/fileio.h"
 #include "common/hash.h"
 #include "common/macro.h"
@@ -46,13 +47,12 @@ static size_t page_up(size_t n)
 
 static int mbuf_reserve(struct mbuf *b, size_t more)
 {
-	size_t need = b->len + more, cap = b->cap ? b->cap : KSYM_MBUF_MIN;
+	size_t need = b->len + more, cap;
 	void *p;
 
 	if (need <= b->cap)
 		return 0;
-	while (cap < need)
-		cap *= 2;
+	cap = array_next_cap(b->cap, need, KSYM_MBUF_MIN, SIZE_MAX);
 	if (b->p)
 		p = mremap(b->p, b->cap, cap, MREMAP_MAYMOVE);
 	else

@@ -34,6 +34,7 @@
 
 #include "bincache.h"
 #include "common/fileio.h"
+#include "common/hash.h"
 #include "common/intern.h"
 #include "common/log.h"
 #include "common/macro.h"
@@ -748,7 +749,7 @@ static struct umod *umods__find(const struct symd *s, uint32_t id)
 
 	if (!s->umods_cap)
 		return NULL;
-	for (i = (id * 0x9e3779b1u) & (s->umods_cap - 1); s->umods[i].id;
+	for (i = hash32_fib(id) & (s->umods_cap - 1); s->umods[i].id;
 	     i = (i + 1) & (s->umods_cap - 1))
 		if (s->umods[i].id == id)
 			return &s->umods[i];
@@ -783,7 +784,7 @@ static struct umod *umods__insert(struct symd *s, uint32_t id)
 		for (i = 0; i < s->umods_cap; i++) {
 			if (!old[i].id)
 				continue;
-			for (j = (old[i].id * 0x9e3779b1u) & (cap - 1); s->umods[j].id;
+			for (j = hash32_fib(old[i].id) & (cap - 1); s->umods[j].id;
 			     j = (j + 1) & (cap - 1))
 				;
 			s->umods[j] = old[i];
@@ -791,7 +792,7 @@ static struct umod *umods__insert(struct symd *s, uint32_t id)
 		free(old);
 		s->umods_cap = cap;
 	}
-	for (i = (id * 0x9e3779b1u) & (s->umods_cap - 1); s->umods[i].id;
+	for (i = hash32_fib(id) & (s->umods_cap - 1); s->umods[i].id;
 	     i = (i + 1) & (s->umods_cap - 1))
 		;
 	s->umods_n++;
@@ -1093,7 +1094,7 @@ static void loss_own(struct symd *s, unsigned int counter, const struct cpa_fram
 
 static struct pcc_ent *pcc_slot(struct symd *s, uint32_t mod, uint64_t off, bool leaf)
 {
-	uint64_t h = (off ^ ((uint64_t)mod << 33) ^ ((uint64_t)leaf << 32)) * 0x9e3779b97f4a7c15ULL;
+	uint64_t h = hash64_fib(off ^ ((uint64_t)mod << 33) ^ ((uint64_t)leaf << 32));
 
 	return &s->pcc[h >> (64 - s->pcc_bits)];
 }

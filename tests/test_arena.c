@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "common/hash.h"
 #include "counters.h"
 #include "test_util.h"
 
@@ -33,18 +34,6 @@ static void *image_copy(struct shm_arena *a)
 	ck_assert_ptr_nonnull(img);
 	memcpy(img, a->base, a->size);
 	return img;
-}
-
-static uint64_t fnv(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	while (n--) {
-		h ^= *b++;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
 }
 
 START_TEST(test_create_attach)
@@ -192,19 +181,19 @@ START_TEST(test_reject_corrupt_header)
 	h->rings[1].off += 4096;
 	ck_assert_int_eq(shm_arena__validate(img, a->size), -EBADMSG);
 	/* Even with a recomputed checksum, overlapping rings are refused. */
-	h->csum = fnv(h, offsetof(struct shm_arena_hdr, csum));
+	h->csum = hash_fnv1a64(h, offsetof(struct shm_arena_hdr, csum));
 	ck_assert_int_eq(shm_arena__validate(img, a->size), -EBADMSG);
 	memcpy(img, a->base, 4096);
 
 	/* A ring beyond the end of the arena. */
 	h->rings[2].mem_size = a->size;
-	h->csum = fnv(h, offsetof(struct shm_arena_hdr, csum));
+	h->csum = hash_fnv1a64(h, offsetof(struct shm_arena_hdr, csum));
 	ck_assert_int_eq(shm_arena__validate(img, a->size), -EBADMSG);
 	memcpy(img, a->base, 4096);
 
 	/* A newer major version: a clear "not supported", not "corrupt". */
 	h->version_major = SHM_ARENA_VERSION_MAJOR + 1;
-	h->csum = fnv(h, offsetof(struct shm_arena_hdr, csum));
+	h->csum = hash_fnv1a64(h, offsetof(struct shm_arena_hdr, csum));
 	ck_assert_int_eq(shm_arena__validate(img, a->size), -EPROTONOSUPPORT);
 	memcpy(img, a->base, 4096);
 

@@ -11,11 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/cpulist.h"
 #include "common/fileio.h"
 #include "common/hash.h"
 #include "common/probespec.h"
 #include "common/intern.h"
+#include "common/macro.h"
 #include "common/timeutil.h"
 #include "test_util.h"
 
@@ -47,6 +49,75 @@ START_TEST(test_timeutil)
 	ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
 	ck_assert_uint_ge(clock_ns(CLOCK_REALTIME), timespec_to_ns(&ts));
 	ck_assert_uint_eq(clock_ns((clockid_t)-1000), 0); /* an invalid clock id */
+}
+END_TEST
+
+START_TEST(test_array)
+{
+	uint64_t *v = NULL;
+	uint32_t *w = NULL, cap32 = 0, i;
+	size_t cap = 0, n;
+	char *b = NULL;
+
+	/* room for need elements: doubled from ARRAY_GROW_MIN, kept when there is room */
+	ck_assert_int_eq(array_grow((void **)&v, &cap, 1, sizeof(*v)), 0);
+	ck_assert_uint_eq(cap, ARRAY_GROW_MIN);
+	ck_assert_int_eq(array_grow((void **)&v, &cap, ARRAY_GROW_MIN, sizeof(*v)), 0);
+	ck_assert_uint_eq(cap, ARRAY_GROW_MIN);
+	for (n = 0; n < 100000; n++) {
+		ck_assert_int_eq(array_grow((void **)&v, &cap, n + 1, sizeof(*v)), 0);
+		v[n] = n * 3;
+	}
+	ck_assert_uint_ge(cap, 100000);
+	ck_assert(IS_POWER_OF_2(cap / ARRAY_GROW_MIN));
+	for (n = 0; n < 100000; n += 999)
+		ck_assert_uint_eq(v[n], n * 3); /* the contents move along */
+	ck_assert_int_eq(array_grow((void **)&v, &cap, 3 * cap + 1, sizeof(*v)), 0);
+	ck_assert_uint_eq(cap, 4 * (size_t)131072); /* one jump past a far need */
+
+	/* overflow refused, the array kept as it was */
+	n = cap;
+	ck_assert_int_eq(array_grow((void **)&v, &cap, SIZE_MAX / 4, sizeof(*v)), -ENOMEM);
+	ck_assert_int_eq(array_grow((void **)&v, &cap, SIZE_MAX, 1), -ENOMEM);
+	ck_assert_int_eq(array_resize((void **)&v, &cap, SIZE_MAX / 2, 3), -ENOMEM);
+	ck_assert_int_eq(array_resize((void **)&v, &cap, 0, sizeof(*v)), -ENOMEM);
+	ck_assert_uint_eq(cap, n);
+	ck_assert_uint_eq(v[99999], 99999 * 3);
+	free(v);
+
+	/* resize sets exactly the size asked */
+	cap = 0;
+	ck_assert_int_eq(array_resize((void **)&b, &cap, 5, 1), 0);
+	ck_assert_uint_eq(cap, 5);
+	memcpy(b, "abcd", 5);
+	ck_assert_int_eq(array_resize((void **)&b, &cap, 3000, 1), 0);
+	ck_assert_uint_eq(cap, 3000);
+	ck_assert_str_eq(b, "abcd");
+	free(b);
+
+	/* the uint32_t form: same growth, capacity bounded by ARRAY32_MAX */
+	for (i = 0; i < 1000; i++) {
+		ck_assert_int_eq(array_grow32((void **)&w, &cap32, (size_t)i + 1, sizeof(*w)), 0);
+		w[i] = i;
+	}
+	ck_assert_uint_eq(cap32, 1024);
+	ck_assert_uint_eq(w[999], 999);
+	ck_assert_int_eq(array_grow32((void **)&w, &cap32, (size_t)ARRAY32_MAX + 1, 1), -ENOMEM);
+	ck_assert_int_eq(array_grow32((void **)&w, &cap32, UINT32_MAX, sizeof(*w)), -ENOMEM);
+	ck_assert_int_eq(array_grow32((void **)&w, &cap32, ARRAY32_MAX, SIZE_MAX / 4), -ENOMEM);
+	ck_assert_uint_eq(cap32, 1024);
+	ck_assert_uint_eq(w[999], 999);
+	free(w);
+	/* a capacity not a power of two doubles up to the limit, not past it */
+	ck_assert_uint_eq(array_next_cap(3 << 28, (3u << 28) + 1, 16, ARRAY32_MAX), ARRAY32_MAX);
+	/* a table that keeps its own first capacity */
+	w = NULL;
+	cap32 = 0;
+	ck_assert_int_eq(array_grow32_first((void **)&w, &cap32, 1, sizeof(*w), 256), 0);
+	ck_assert_uint_eq(cap32, 256);
+	ck_assert_int_eq(array_grow32_first((void **)&w, &cap32, 257, sizeof(*w), 256), 0);
+	ck_assert_uint_eq(cap32, 512);
+	free(w);
 }
 END_TEST
 
@@ -138,6 +209,48 @@ START_TEST(test_read_full_file)
 }
 END_TEST
 
+START_TEST(test_hash)
+{
+	uint64_t w[4] = {1, 2, 3, 4}, seen[64];
+	uint32_t i, j;
+
+	/* hash64: same bytes same value, any changed byte or length another */
+	ck_assert_uint_eq(hash64("abc", 3), hash64("abc", 3));
+	ck_assert_uint_ne(hash64("abc", 3), hash64("abd", 3));
+	ck_assert_uint_ne(hash64("abc", 3), hash64("abc\0", 4));
+	ck_assert_uint_ne(hash64("", 0), hash64("\0", 1));
+	ck_assert_uint_ne(hash64(w, sizeof(w)), hash64(w, sizeof(w) - 1));
+	w[3] ^= 1ull << 63;
+	ck_assert_uint_ne(hash64(w, sizeof(w)), hash64(w, 3 * sizeof(w[0])));
+	/* ... and spreads neighbouring keys over the low bits a table masks */
+	for (i = 0; i < 64; i++) {
+		char k[8];
+
+		snprintf(k, sizeof(k), "f%u", i);
+		seen[i] = hash64(k, strlen(k)) & 1023;
+	}
+	for (i = 0, j = 0; i < 64; i++)
+		j += seen[i] == seen[(i + 1) % 64];
+	ck_assert_uint_le(j, 2);
+
+	/* hash64_mix: a bijection that moves every bit */
+	ck_assert_uint_eq(hash64_mix(0), 0);
+	ck_assert_uint_ne(hash64_mix(1), hash64_mix(2));
+	ck_assert_uint_ne(hash64_mix(1) >> 32, 0);
+
+	/* the multiplicative ones: their constants */
+	ck_assert_uint_eq(hash32_fib(1), 0x9e3779b1u);
+	ck_assert_uint_eq(hash32_fib(2), 0x3c6ef362u);
+	ck_assert_uint_eq(hash64_fib(1), 0x9e3779b97f4a7c15ull);
+
+	/* FNV-1a 64 is the arena header's checksum, shared between processes:
+	 * the published test vectors, which must never change */
+	ck_assert_uint_eq(hash_fnv1a64("", 0), 0xcbf29ce484222325ull);
+	ck_assert_uint_eq(hash_fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+	ck_assert_uint_eq(hash_fnv1a64("foobar", 6), 0x85944171f73967e8ull);
+}
+END_TEST
+
 START_TEST(test_intern)
 {
 	struct intern t = {0};
@@ -145,12 +258,6 @@ START_TEST(test_intern)
 	uint32_t id, i, len, ids[3];
 	const void *k;
 	size_t bytes;
-
-	/* the hash: same bytes same value, any changed byte or length another */
-	ck_assert_uint_eq(hash64("abc", 3), hash64("abc", 3));
-	ck_assert_uint_ne(hash64("abc", 3), hash64("abd", 3));
-	ck_assert_uint_ne(hash64("abc", 3), hash64("abc\0", 4));
-	ck_assert_uint_ne(hash64("", 0), hash64("\0", 1));
 
 	intern__init(&t);
 	ck_assert_uint_eq(intern__find(&t, "x", 1), 0);
@@ -219,6 +326,77 @@ START_TEST(test_intern)
 	ck_assert_uint_eq(intern__bytes(&t), 0);
 	ck_assert_int_eq(intern__get(&t, "k5", 2, &id), 1);
 	ck_assert_uint_eq(id, 1);
+	ck_assert_str_eq(intern__str(&t, id), ""); /* not a NUL table */
+	intern__free(&t);
+}
+END_TEST
+
+/* The flags the export tables (aligned struct keys) and the viewer's names
+ * (C strings) ask for. */
+START_TEST(test_intern_flags)
+{
+	struct intern t;
+	struct key {
+		uint32_t a;
+		uint64_t b;
+	} k;
+	uint32_t id, i, len, first;
+	char s[32];
+
+	/* INTERN_ALIGN8: keys of odd lengths in between, every key 8-aligned */
+	intern__init_flags(&t, INTERN_ALIGN8);
+	for (i = 0; i < 5000; i++) {
+		const struct key *back;
+
+		len = (uint32_t)snprintf(s, sizeof(s), "%u", i * 7);
+		ck_assert_int_eq(intern__get(&t, s, len, &id), 1);
+		memset(&k, 0, sizeof(k));
+		k.a = i;
+		k.b = (uint64_t)i << 40;
+		ck_assert_int_eq(intern__get(&t, &k, sizeof(k), &id), 1);
+		back = intern__key(&t, id, NULL);
+		ck_assert_uint_eq((uintptr_t)back % 8, 0);
+		ck_assert_uint_eq(back->b, (uint64_t)i << 40);
+	}
+	for (i = 0; i < 5000; i += 13) {
+		memset(&k, 0, sizeof(k));
+		k.a = i;
+		k.b = (uint64_t)i << 40;
+		id = intern__find(&t, &k, sizeof(k));
+		ck_assert_uint_eq(id, 2 * i + 2); /* ids stay where they were handed out */
+		ck_assert_uint_eq(((const struct key *)intern__key(&t, id, &len))->a, i);
+		ck_assert_uint_eq(len, sizeof(k));
+	}
+	/* the flags outlive reset and free */
+	intern__reset(&t);
+	intern__free(&t);
+	ck_assert_int_eq(intern__get(&t, "x", 1, &id), 1);
+	ck_assert_int_eq(intern__get(&t, &k, sizeof(k), &id), 1);
+	ck_assert_uint_eq((uintptr_t)intern__key(&t, id, NULL) % 8, 0);
+	intern__free(&t);
+
+	/* INTERN_NUL: the key is the bytes given, read back as a C string */
+	intern__init_flags(&t, INTERN_NUL);
+	ck_assert_int_eq(intern__get(&t, "main;a", 4, &first), 1); /* "main" */
+	ck_assert_str_eq(intern__str(&t, first), "main");
+	ck_assert_int_eq(intern__get(&t, "main", 4, &id), 0);
+	ck_assert_uint_eq(id, first);
+	ck_assert_int_eq(intern__get(&t, "", 0, &id), 1);
+	ck_assert_str_eq(intern__str(&t, id), "");
+	ck_assert_uint_eq(intern__find(&t, "main\0", 5), 0); /* the NUL is not part of the key */
+	for (i = 0; i < 50000; i++) {
+		len = (uint32_t)snprintf(s, sizeof(s), "fn_%u", i);
+		ck_assert_int_eq(intern__get(&t, s, len, &id), 1);
+		ck_assert_uint_eq(id, i + 3);
+	}
+	for (i = 0; i < 50000; i += 11) {
+		len = (uint32_t)snprintf(s, sizeof(s), "fn_%u", i);
+		ck_assert_str_eq(intern__str(&t, i + 3), s);
+		ck_assert_uint_eq(intern__find(&t, s, len), i + 3);
+	}
+	ck_assert_str_eq(intern__str(&t, first), "main");
+	ck_assert_str_eq(intern__str(&t, 0), "");
+	ck_assert_str_eq(intern__str(&t, 50003), "");
 	intern__free(&t);
 }
 END_TEST
@@ -340,7 +518,8 @@ int main(void)
 	} cases[] = {
 		{"timeutil", test_timeutil},   {"fileio", test_read_full_file},
 		{"intern", test_intern},       {"cpulist", test_cpulist},
-		{"probespec", test_probespec},
+		{"probespec", test_probespec}, {"array", test_array},
+		{"hash", test_hash},	       {"intern_flags", test_intern_flags},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

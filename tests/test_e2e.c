@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/macro.h"
 #include "test_proc.h"
 #include "test_util.h"
@@ -863,11 +864,7 @@ static void fde_set_of(const char *path, struct fde_set *fs)
 
 		if (!pc || !(pc = strstr(pc, "pc=")) || sscanf(pc, "pc=%lx..%lx", &lo, &hi) != 2)
 			continue;
-		if (fs->n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			fs->v = realloc(fs->v, cap * sizeof(*fs->v));
-			ck_assert_ptr_nonnull(fs->v);
-		}
+		ck_assert_int_eq(array_grow((void **)&fs->v, &cap, fs->n + 1, sizeof(*fs->v)), 0);
 		fs->v[fs->n++] = lo - base_v + base_o;
 	}
 	pclose(p);

@@ -137,26 +137,6 @@ static void export_range(enum export_format f, uint32_t from, uint32_t to, uint3
 	store_reader__free(r);
 }
 
-static char *slurp(const char *path, size_t *ret_len)
-{
-	FILE *f = fopen(path, "re");
-	char *b;
-	long n;
-
-	ck_assert_ptr_nonnull(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	b = malloc((size_t)n + 1);
-	ck_assert_ptr_nonnull(b);
-	ck_assert_int_eq(fread(b, 1, (size_t)n, f), n);
-	b[n] = 0;
-	fclose(f);
-	if (ret_len)
-		*ret_len = (size_t)n;
-	return b;
-}
-
 static int sh(const char *cmd)
 {
 	int st = system(cmd);
@@ -355,7 +335,7 @@ static void decode(const uint8_t *raw, size_t len, struct dprof *d)
 static uint8_t *gunzip_file(const char *path, size_t *ret_len)
 {
 	size_t zlen, cap = 1 << 20;
-	char *z = slurp(path, &zlen);
+	char *z = test_slurp(path, &zlen);
 	uint8_t *out = malloc(cap);
 	z_stream s = {0};
 	int r;
@@ -557,7 +537,7 @@ START_TEST(test_folded_diff)
 
 	snprintf(path, sizeof(path), "%s/diff.prof", root);
 	export_range(EXPORT_FOLDED, 10, 20, 0, 10, path, NULL);
-	text = slurp(path, NULL);
+	text = test_slurp(path, NULL);
 	for (s = 1; s <= 3; s++) {
 		unsigned long long a, b;
 
@@ -635,7 +615,7 @@ START_TEST(test_svg)
 	export_range(EXPORT_SVG, 0, NSEC, 0, 0, path, NULL);
 	snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
 	ck_assert_int_eq(sh(cmd), 0);
-	text = slurp(path, NULL);
+	text = test_slurp(path, NULL);
 	/* Stack 1's leaf: its share of the time (on-CPU samples x period + off-CPU ns). */
 	t_frame_name(t_stack_frame(1, 0), name, sizeof(name));
 	strcat(name, T_STACK_KFRAMES(1) ? "_[k]" : "");
@@ -669,7 +649,7 @@ START_TEST(test_svg_diff)
 
 	snprintf(path, sizeof(path), "%s/diff.svg", root);
 	export_range(EXPORT_SVG, 10, 20, 0, 10, path, NULL);
-	text = slurp(path, NULL);
+	text = test_slurp(path, NULL);
 	ck_assert_ptr_nonnull(strstr(text, "red: grew, blue: shrank"));
 	/* pid labels: app:1001 holds stack 1, db:1002 stack 2 */
 	fill_of(text, NULL, "app:1001", &rr, &gg, &bb);
@@ -748,7 +728,7 @@ START_TEST(test_svg_100k_stacks)
 	ck_assert_uint_gt(st.merged, 0);
 	snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
 	ck_assert_int_eq(sh(cmd), 0);
-	text = slurp(path, NULL);
+	text = test_slurp(path, NULL);
 	for (p = text; (p = strstr(p, "<rect x=")); p++) {
 		double w;
 		char *wp = strstr(p, "width=\"");
@@ -919,7 +899,7 @@ START_TEST(test_diff_two_stores)
 	snprintf(path, sizeof(path), "%s/two.prof", root);
 	ck_assert_int_eq(export__write(e, path), 0);
 	export__free(e);
-	text = slurp(path, NULL);
+	text = test_slurp(path, NULL);
 	folded_path(1, line, sizeof(line));
 	p = strstr(text, line);
 	ck_assert_ptr_nonnull(p);
@@ -935,28 +915,6 @@ START_TEST(test_diff_two_stores)
 END_TEST
 
 /* ---------------------------------------------------------------- policy triggers */
-
-static char *cmd_out(int *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static char *cmd_out(int *rc, const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	FILE *p;
-	size_t cap = 1 << 16, len = 0, n;
-	char *buf = malloc(cap);
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	ck_assert_ptr_nonnull(buf);
-	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0)
-		len += n;
-	buf[len] = 0;
-	*rc = pclose(p);
-	return buf;
-}
 
 #define TRIG_TEXT "10:00:05-10:00:08 policy burst pid 1001 (app): cpu_percent 183.20 > 50.00"
 
@@ -990,18 +948,20 @@ START_TEST(test_pprof_triggers)
 	dprof_free(&dp);
 	if (system("go version >/dev/null 2>&1") != 0)
 		return; /* the decode above is the check without go */
-	o = cmd_out(&rc, "HOME=/tmp go tool pprof -comments '%s' 2>&1", path);
+	o = test_cmd_out(&rc, "HOME=/tmp go tool pprof -comments '%s' 2>&1", path);
 	ck_assert_msg(rc == 0 && strstr(o, "trigger " TRIG_TEXT ", actions freq=499 offcpu=1"),
 		      "pprof -comments: %s", o);
 	free(o);
-	o = cmd_out(&rc, "HOME=/tmp go tool pprof -tags -sample_index=samples '%s' 2>&1", path);
+	o = test_cmd_out(&rc, "HOME=/tmp go tool pprof -tags -sample_index=samples '%s' 2>&1",
+			 path);
 	ck_assert_msg(rc == 0 && strstr(o, "trigger: Total 90") && strstr(o, "burst"),
 		      "pprof -tags: %s", o);
 	free(o);
-	o = cmd_out(&rc,
-		    "HOME=/tmp go tool pprof -top -sample_index=samples -tagfocus=trigger=burst "
-		    "'%s' 2>&1",
-		    path);
+	o = test_cmd_out(
+		&rc,
+		"HOME=/tmp go tool pprof -top -sample_index=samples -tagfocus=trigger=burst "
+		"'%s' 2>&1",
+		path);
 	ck_assert_msg(rc == 0 && strstr(o, "Showing nodes accounting for 90,"),
 		      "pprof -tagfocus: %s", o);
 	free(o);
@@ -1020,7 +980,7 @@ START_TEST(test_svg_speedscope_triggers)
 	export_range(EXPORT_SVG, 0, NSEC, 0, 0, path, NULL);
 	snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
 	ck_assert_int_eq(sh(cmd), 0);
-	text = slurp(path, NULL);
+	text = test_slurp(path, NULL);
 	p = strstr(text, "<text id=\"subtitle\"");
 	ck_assert_ptr_nonnull(p);
 	ck_assert_msg(strstr(p, "policy triggers: 10:00:05-10:00:08 policy burst pid 1001 (app): "
@@ -1036,7 +996,7 @@ START_TEST(test_svg_speedscope_triggers)
 		 "'%s/npm/node_modules/speedscope/dist/release/file-format-schema.json' '%s'",
 		 b, src, b, path);
 	ck_assert_int_eq(sh(cmd), 0);
-	text = slurp(path, NULL);
+	text = test_slurp(path, NULL);
 	p = strstr(text,
 		   "\"name\":\"[trigger 10:00:05-10:00:08 policy burst pid 1001] / app:1001\"");
 	ck_assert_msg(p, "no trigger profile in %.2000s", text);

@@ -26,37 +26,6 @@
 
 static char bin[1024], dir[64];
 
-/* Run a shell command, its stdout into a malloc'd string; *rc its exit code. */
-static char *cmd_out(int *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static char *cmd_out(int *rc, const char *fmt, ...)
-{
-	char cmd[8192];
-	size_t cap = 1 << 16, len = 0, n;
-	char *buf = malloc(cap);
-	va_list ap;
-	FILE *p;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	ck_assert_ptr_nonnull(buf);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (cap - len < 2) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			ck_assert_ptr_nonnull(buf);
-		}
-	}
-	buf[len] = 0;
-	st = pclose(p);
-	*rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-	return buf;
-}
-
 /* Share (percent) of folded samples whose stack holds ";fn;". */
 static double folded_share(const char *prof, const char *fn)
 {
@@ -111,7 +80,7 @@ static double pprof_cum(const char *top, const char *fn)
 static void build_id(const char *path, char *buf, size_t len)
 {
 	int rc;
-	char *o = cmd_out(&rc, "readelf -n '%s' | sed -n 's/.*Build ID: //p'", path);
+	char *o = test_cmd_out(&rc, "readelf -n '%s' | sed -n 's/.*Build ID: //p'", path);
 
 	ck_assert_int_eq(rc, 0);
 	o[strcspn(o, "\n")] = 0;
@@ -132,10 +101,12 @@ static void pc_locations(const char *raw, const char *lib, const char *fn)
 	char pat[64], *o;
 	int rc, map = -1, n = 0;
 
-	o = cmd_out(&rc, "nm -S --defined-only '%s' | awk '$4 == \"%s\" {print $1, $2}'", lib, fn);
+	o = test_cmd_out(&rc, "nm -S --defined-only '%s' | awk '$4 == \"%s\" {print $1, $2}'", lib,
+			 fn);
 	ck_assert_int_eq(sscanf(o, "%llx %llx", &sym, &size), 2);
 	free(o);
-	o = cmd_out(&rc, "readelf -lW '%s' | awk '$1 == \"LOAD\" && / E / {print $2, $3}'", lib);
+	o = test_cmd_out(&rc, "readelf -lW '%s' | awk '$1 == \"LOAD\" && / E / {print $2, $3}'",
+			 lib);
 	ck_assert_msg(sscanf(o, "%llx %llx", &off, &addr) == 2 && off == addr,
 		      "text of %s not at file offset == vaddr: %.1500s", lib, o);
 	free(o);
@@ -174,7 +145,7 @@ static void pc_locations(const char *raw, const char *lib, const char *fn)
 static void need(const char *tool)
 {
 	int rc;
-	char *o = cmd_out(&rc, "command -v %s", tool);
+	char *o = test_cmd_out(&rc, "command -v %s", tool);
 
 	free(o);
 	ck_assert_msg(rc == 0, "%s is missing: run scripts/deps.sh", tool);
@@ -204,7 +175,7 @@ static pid_t monitor(int seconds, int freq)
 static int first_tod_n(int *ret_n)
 {
 	int rc, h, m, s, h1, m1, s1;
-	char *o = cmd_out(&rc, "%s/cpa show --read %s --show_range", bin, dir);
+	char *o = test_cmd_out(&rc, "%s/cpa show --read %s --show_range", bin, dir);
 	const char *p = strstr(o, "From [ ");
 
 	ck_assert_msg(rc == 0 && p, "show_range: %.1500s", o);
@@ -218,9 +189,9 @@ static int first_tod_n(int *ret_n)
 static void export(int from, int n, const char *out, const char *extra)
 {
 	int rc;
-	char *o =
-		cmd_out(&rc, "%s/cpa show --read %s -B %02d:%02d:%02d -n %d -o %s/%s %s", bin, dir,
-			from / 3600, from / 60 % 60, from % 60, n, dir, out, extra ? extra : "");
+	char *o = test_cmd_out(&rc, "%s/cpa show --read %s -B %02d:%02d:%02d -n %d -o %s/%s %s",
+			       bin, dir, from / 3600, from / 60 % 60, from % 60, n, dir, out,
+			       extra ? extra : "");
 
 	ck_assert_msg(rc == 0 && strstr(o, "Write  [ "), "cpa show -o %s: %.1500s", out, o);
 	free(o);
@@ -242,7 +213,7 @@ START_TEST(test_export_real_run)
 
 	mon = monitor(10, 199);
 	sleep(2);
-	o = cmd_out(&rc, "%s/cpa-workload --seconds 6 --threads 1 --depth 6", bin);
+	o = test_cmd_out(&rc, "%s/cpa-workload --seconds 6 --threads 1 --depth 6", bin);
 	ck_assert_int_eq(rc, 0);
 	free(o);
 	ck_assert_int_eq(waitpid(mon, &status, 0), mon);
@@ -253,16 +224,16 @@ START_TEST(test_export_real_run)
 	export(t0, n_all, "all.pb.gz", NULL);
 	export(t0, n_all, "all.svg", NULL);
 	export(t0, n_all, "all.out", "--format speedscope");
-	o = cmd_out(&rc, "head -c 200 %s/all.out", dir);
+	o = test_cmd_out(&rc, "head -c 200 %s/all.out", dir);
 	ck_assert_ptr_nonnull(strstr(o, "speedscope"));
 	free(o);
 
-	prof = cmd_out(&rc, "cat %s/all.prof", dir);
+	prof = test_cmd_out(&rc, "cat %s/all.prof", dir);
 	fshare = folded_share(prof, "wl_lib_spin");
 	ck_assert_msg(fshare > 10, "workload's hot function at %.2f%% only", fshare);
 
 	/* pprof -top: the same share (default sample type cpu/nanoseconds). */
-	top = cmd_out(&rc, "go tool pprof -top -nodecount=200 %s/all.pb.gz 2>&1", dir);
+	top = test_cmd_out(&rc, "go tool pprof -top -nodecount=200 %s/all.pb.gz 2>&1", dir);
 	ck_assert_msg(rc == 0, "pprof -top: %.1500s", top);
 	share = pprof_cum(top, "wl_lib_spin");
 	fprintf(stderr, "export e2e: wl_lib_spin folded %.2f%%, pprof %.2f%%\n", fshare, share);
@@ -270,16 +241,16 @@ START_TEST(test_export_real_run)
 		      share, fshare);
 	free(top);
 	/* -sample_index=samples: counts, the same share again */
-	top = cmd_out(&rc,
-		      "go tool pprof -top -sample_index=samples -nodecount=200 %s/all.pb.gz 2>&1",
-		      dir);
+	top = test_cmd_out(
+		&rc, "go tool pprof -top -sample_index=samples -nodecount=200 %s/all.pb.gz 2>&1",
+		dir);
 	ck_assert_int_eq(rc, 0);
 	share = pprof_cum(top, "wl_lib_spin");
 	ck_assert(share > fshare - 0.5 && share < fshare + 0.5);
 	free(top);
 
 	/* -traces: the workload's chain, leaf first */
-	o = cmd_out(&rc, "go tool pprof -traces %s/all.pb.gz 2>&1", dir);
+	o = test_cmd_out(&rc, "go tool pprof -traces %s/all.pb.gz 2>&1", dir);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_msg(strstr(o, "wl_lib_spin\n") && strstr(o, "wl_path_a\n") &&
 			      strstr(o, "wl_main_loop\n"),
@@ -287,7 +258,7 @@ START_TEST(test_export_real_run)
 	free(o);
 
 	/* labels per sample; mappings carry the build-ids of the workload's binaries */
-	o = cmd_out(&rc, "go tool pprof -raw %s/all.pb.gz 2>&1", dir);
+	o = test_cmd_out(&rc, "go tool pprof -raw %s/all.pb.gz 2>&1", dir);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_msg(strstr(o, "kind:[oncpu] process:[cpa-workload]") && strstr(o, " cpu:[") &&
 			      strstr(o, " tid:[") && strstr(o, "cgroup:["),
@@ -304,16 +275,16 @@ START_TEST(test_export_real_run)
 	/* -diff_base between two exports of the run's two halves */
 	export(t0, 5, "a.pb.gz", NULL);
 	export(t0 + 5, n_all - 5, "b.pb.gz", NULL);
-	o = cmd_out(&rc, "go tool pprof -top -diff_base %s/a.pb.gz %s/b.pb.gz 2>&1", dir, dir);
+	o = test_cmd_out(&rc, "go tool pprof -top -diff_base %s/a.pb.gz %s/b.pb.gz 2>&1", dir, dir);
 	ck_assert_msg(rc == 0 && strstr(o, "wl_lib_spin"), "pprof -diff_base (rc %d): %.1500s", rc,
 		      o);
 	free(o);
 
 	/* SVG: well-formed, the hot frame's share in its titles */
-	o = cmd_out(&rc, "xmllint --noout %s/all.svg 2>&1", dir);
+	o = test_cmd_out(&rc, "xmllint --noout %s/all.svg 2>&1", dir);
 	ck_assert_msg(rc == 0, "xmllint: %.1500s", o);
 	free(o);
-	svg = cmd_out(&rc, "cat %s/all.svg", dir);
+	svg = test_cmd_out(&rc, "cat %s/all.svg", dir);
 	{
 		const char *p = svg;
 		double sum = 0;
@@ -336,12 +307,13 @@ START_TEST(test_export_real_run)
 	/* headless Chromium: the script runs (marker set), no error on the console,
 	 * and its search reports the share of the matched frames */
 	snprintf(url, sizeof(url), "file://%s/all.svg#search=%%5Ewl_lib_spin%%24", dir);
-	o = cmd_out(&rc,
-		    "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic "
-		    "--no-first-run --disable-background-networking --disable-component-update "
-		    "--disable-sync --user-data-dir=%s/chromium --enable-logging=stderr --v=0 "
-		    "--dump-dom '%s' 2>%s/chromium.log",
-		    dir, url, dir);
+	o = test_cmd_out(
+		&rc,
+		"timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic "
+		"--no-first-run --disable-background-networking --disable-component-update "
+		"--disable-sync --user-data-dir=%s/chromium --enable-logging=stderr --v=0 "
+		"--dump-dom '%s' 2>%s/chromium.log",
+		dir, url, dir);
 	ck_assert_msg(rc == 0, "chromium exited %d", rc);
 	ck_assert_msg(strstr(o, "data-cpa-ready=\"") != NULL, "the SVG's script did not run");
 	{
@@ -353,26 +325,28 @@ START_TEST(test_export_real_run)
 		ck_assert(share > fshare - 0.5 && share < fshare + 0.5);
 	}
 	free(o);
-	o = cmd_out(&rc, "grep -E 'Uncaught|SyntaxError|TypeError|ReferenceError' %s/chromium.log",
-		    dir);
+	o = test_cmd_out(&rc,
+			 "grep -E 'Uncaught|SyntaxError|TypeError|ReferenceError' %s/chromium.log",
+			 dir);
 	ck_assert_msg(rc == 1, "script errors in Chromium:\n%.1500s", o);
 	free(o);
 
 	/* --split_path: the window as a new store; its folded export is the same file */
-	o = cmd_out(&rc, "%s/cpa show --read %s -B %02d:%02d:%02d -n 4 --split_path %s/split", bin,
-		    dir, (t0 + 2) / 3600, (t0 + 2) / 60 % 60, (t0 + 2) % 60, dir);
+	o = test_cmd_out(&rc, "%s/cpa show --read %s -B %02d:%02d:%02d -n 4 --split_path %s/split",
+			 bin, dir, (t0 + 2) / 3600, (t0 + 2) / 60 % 60, (t0 + 2) % 60, dir);
 	ck_assert_msg(rc == 0 && strstr(o, "Split "), "split: %.1500s", o);
 	free(o);
 	export(t0 + 2, 4, "window.prof", NULL);
-	o = cmd_out(&rc,
-		    "%s/cpa show --read %s/split -B %02d:%02d:%02d -n 4 -o %s/split.prof && "
-		    "cmp %s/window.prof %s/split.prof",
-		    bin, dir, (t0 + 2) / 3600, (t0 + 2) / 60 % 60, (t0 + 2) % 60, dir, dir, dir);
+	o = test_cmd_out(&rc,
+			 "%s/cpa show --read %s/split -B %02d:%02d:%02d -n 4 -o %s/split.prof && "
+			 "cmp %s/window.prof %s/split.prof",
+			 bin, dir, (t0 + 2) / 3600, (t0 + 2) / 60 % 60, (t0 + 2) % 60, dir, dir,
+			 dir);
 	ck_assert_msg(rc == 0, "split store reads back differently: %.1500s", o);
 	free(o);
 
 	free(prof);
-	o = cmd_out(&rc, "rm -rf '%s'", dir);
+	o = test_cmd_out(&rc, "rm -rf '%s'", dir);
 	free(o);
 }
 END_TEST
@@ -447,18 +421,18 @@ START_TEST(test_export_diff_switch)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	/* Our own copy under our own name: the monitor sees the whole machine, where
 	 * other tests may run cpa-workload; --target_comm keeps to ours. */
-	o = cmd_out(&rc, "cp %s/cpa-workload %s/wlswitch", bin, dir);
+	o = test_cmd_out(&rc, "cp %s/cpa-workload %s/wlswitch", bin, dir);
 	ck_assert_int_eq(rc, 0);
 	free(o);
 	mon = monitor(15, 199);
 	sleep(2);
 	b0 = tod_now() + 1;
-	o = cmd_out(&rc, "%s/wlswitch --seconds 5 --threads 0", dir);
+	o = test_cmd_out(&rc, "%s/wlswitch --seconds 5 --threads 0", dir);
 	ck_assert_int_eq(rc, 0);
 	free(o);
 	b1 = tod_now() - 1;
 	n0 = tod_now() + 1;
-	o = cmd_out(&rc, "%s/wlswitch --seconds 5 --threads 1 --depth 6", dir);
+	o = test_cmd_out(&rc, "%s/wlswitch --seconds 5 --threads 1 --depth 6", dir);
 	ck_assert_int_eq(rc, 0);
 	free(o);
 	n1 = tod_now() - 1;
@@ -478,8 +452,8 @@ START_TEST(test_export_diff_switch)
 	export(n0, n1 - n0, "diff.prof", extra);
 	export(n0, n1 - n0, "diff.svg", extra);
 
-	p0 = cmd_out(&rc, "cat %s/base.prof", dir);
-	p1 = cmd_out(&rc, "cat %s/new.prof", dir);
+	p0 = test_cmd_out(&rc, "cat %s/base.prof", dir);
+	p1 = test_cmd_out(&rc, "cat %s/new.prof", dir);
 	fa0 = folded_share(p0, "wl_path_a");
 	fa1 = folded_share(p1, "wl_path_a");
 	fb0 = folded_share(p0, "wl_path_b");
@@ -489,7 +463,7 @@ START_TEST(test_export_diff_switch)
 	ck_assert(fb0 == 0 && fb1 > 5 && fa1 < fa0);
 
 	/* folded diff: the columns are the two ranges, stack by stack */
-	fd = cmd_out(&rc, "cat %s/diff.prof", dir);
+	fd = test_cmd_out(&rc, "cat %s/diff.prof", dir);
 	diff_counts(fd, NULL, &base, &now);
 	diff_counts(p0, NULL, &tb, &tn); /* a plain .prof has one count: read it as "now" */
 	(void)tb;
@@ -502,7 +476,7 @@ START_TEST(test_export_diff_switch)
 	/* SVG: shares of each range's total, opposite signs, the right magnitudes
 	 * (within 1.5 points of the folded export: the samples of a path cut
 	 * short, more of them on a loaded host, stand apart in the flamegraph). */
-	svg = cmd_out(&rc, "cat %s/diff.svg", dir);
+	svg = test_cmd_out(&rc, "cat %s/diff.svg", dir);
 	diff_title(svg, "wl_path_a", &a, &b, &c);
 	fprintf(stderr, "export e2e diff svg: wl_path_a base %.2f new %.2f %+.2f\n", a, b, c);
 	ck_assert_msg(a > fa0 - 1.5 && a < fa0 + 1.5 && b > fa1 - 1.5 && b < fa1 + 1.5 && c < 0,
@@ -514,7 +488,7 @@ START_TEST(test_export_diff_switch)
 	ck_assert_ptr_nonnull(strstr(svg, "red: grew, blue: shrank"));
 
 	/* go tool pprof -diff_base: path b grew by its samples in the new range */
-	o = cmd_out(
+	o = test_cmd_out(
 		&rc,
 		"go tool pprof -top -sample_index=samples -diff_base %s/base.pb.gz %s/new.pb.gz 2>&1",
 		dir, dir);
@@ -529,7 +503,7 @@ START_TEST(test_export_diff_switch)
 	free(p1);
 	free(fd);
 	free(svg);
-	o = cmd_out(&rc, "rm -rf '%s'", dir);
+	o = test_cmd_out(&rc, "rm -rf '%s'", dir);
 	free(o);
 }
 END_TEST

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test_util.h"
+
 static pid_t spawn_fds_env(char *const argv[], int in, int out, int err, char *const env[])
 {
 	pid_t pid = fork();
@@ -96,20 +98,8 @@ int wait_exit(pid_t pid, struct rusage *ru)
 
 char *slurp_fd(int fd)
 {
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	ssize_t n;
+	char *buf = test_read_all(fd, NULL);
 
-	ck_assert_ptr_nonnull(buf);
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += (size_t)n;
-		if (cap - len < 2) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			ck_assert_ptr_nonnull(buf);
-		}
-	}
-	buf[len] = 0;
 	close(fd);
 	return buf;
 }

@@ -72,20 +72,29 @@ static void *ring_mem_new(uint64_t data_size, uint64_t initial)
 	return mem;
 }
 
+/* A ring near the wrap of its positions, with both ends open. */
+static void *ring_pair_new(uint64_t data_size, struct shm_ring_prod *p, struct shm_ring_cons *c)
+{
+	uint64_t sz = shm_ring__mem_size(data_size);
+	void *mem = ring_mem_new(data_size, NEAR_WRAP);
+
+	ck_assert_int_eq(shm_ring__open_prod(p, mem, sz), 0);
+	ck_assert_int_eq(shm_ring__open_cons(c, mem, sz), 0);
+	return mem;
+}
+
 /* ---- single thread ---- */
 
 START_TEST(test_basic_roundtrip)
 {
-	uint64_t sz = shm_ring__mem_size(4096);
-	void *mem = ring_mem_new(4096, NEAR_WRAP);
+	void *mem;
 	struct shm_ring_prod p;
 	struct shm_ring_cons c;
 	struct shm_msg m;
 	void *d;
 	int i;
 
-	ck_assert_int_eq(shm_ring__open_prod(&p, mem, sz), 0);
-	ck_assert_int_eq(shm_ring__open_cons(&c, mem, sz), 0);
+	mem = ring_pair_new(4096, &p, &c);
 	ck_assert_int_eq(shm_ring__peek_sc(&c, &m), -EAGAIN);
 
 	/* Reserved but not committed: invisible. */
@@ -118,16 +127,14 @@ END_TEST
 
 START_TEST(test_full_ring_and_limits)
 {
-	uint64_t sz = shm_ring__mem_size(4096);
-	void *mem = ring_mem_new(4096, NEAR_WRAP);
+	void *mem;
 	struct shm_ring_prod p;
 	struct shm_ring_cons c;
 	struct shm_msg m;
 	void *d;
 	int n = 0, r;
 
-	ck_assert_int_eq(shm_ring__open_prod(&p, mem, sz), 0);
-	ck_assert_int_eq(shm_ring__open_cons(&c, mem, sz), 0);
+	mem = ring_pair_new(4096, &p, &c);
 	ck_assert_int_eq(shm_ring__reserve_sp(&p, shm_ring__max_payload(4096) + 1, 7, &d),
 			 -EMSGSIZE);
 
@@ -150,16 +157,14 @@ END_TEST
 
 START_TEST(test_trim_abort_batch)
 {
-	uint64_t sz = shm_ring__mem_size(8192);
-	void *mem = ring_mem_new(8192, NEAR_WRAP);
+	void *mem;
 	struct shm_ring_prod p;
 	struct shm_ring_cons c;
 	struct shm_msg msgs[16];
 	void *d;
 	int i, n;
 
-	ck_assert_int_eq(shm_ring__open_prod(&p, mem, sz), 0);
-	ck_assert_int_eq(shm_ring__open_cons(&c, mem, sz), 0);
+	mem = ring_pair_new(8192, &p, &c);
 
 	/* Reserve the maximum, fill less, trim: the record shrinks in place. */
 	ck_assert_int_eq(shm_ring__reserve_sp(&p, 1000, 7, &d), 0);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "test_proc.h"
+#include "test_util.h"
 #include "common/envlabel.h"
 #include "common/timeutil.h"
 #include "shm/arena.h"
@@ -575,24 +576,6 @@ END_TEST
 
 /* ---- hostile ELF ---- */
 
-static uint8_t *slurp(const char *path, size_t *ret_len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf;
-	long n;
-
-	ck_assert_ptr_nonnull(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*ret_len = (size_t)n;
-	return buf;
-}
-
 static void spew(const char *path, const void *buf, size_t len)
 {
 	FILE *f = fopen(path, "wb");
@@ -703,7 +686,7 @@ static void patch_symname(uint8_t *img)
 START_TEST(test_hostile_elf)
 {
 	size_t len;
-	uint8_t *orig = slurp(FX_SO, &len);
+	uint8_t *orig = (uint8_t *)test_slurp(FX_SO, &len);
 	struct symbin *b;
 	char path[512];
 	int err;

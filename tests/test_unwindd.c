@@ -30,6 +30,7 @@
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "shm/records.h"
+#include "test_unwindd_util.h"
 #include "test_util.h"
 #include "ucache.h"
 #include "unwindd.h"
@@ -774,59 +775,10 @@ END_TEST
 
 /* ---------------------------------------------------------------- stage */
 
-struct env {
-	struct shm_arena *a;
-	struct shm_stage *st;
-	struct shm_ring_prod cap; /* plays capture */
-	struct shm_ring_cons in;  /* unwindd's ends */
-	struct shm_ring_prod out;
-	struct shm_ring_cons sym; /* plays symd */
-	struct unwindd *u;
-	uint64_t seq;
-};
-
-struct outrec {
-	uint16_t type;
-	uint32_t len;
-	uint8_t data[4096];
-};
-
-static void env_arena(struct env *e, uint64_t out_size)
-{
-	struct shm_layout l;
-
-	memset(e, 0, sizeof(*e));
-	shm_layout__default(&l, 4096, 16);
-	l.rings[SHM_RING_CAPTURE].data_size = 1u << 20;
-	l.rings[SHM_RING_UNWIND].data_size = out_size;
-	l.rings[SHM_RING_SYMD].data_size = 4096;
-	l.initial_pos = NEAR_WRAP;
-	ck_assert_int_eq(shm_arena__create(&l, &e->a), 0);
-	e->st = shm_arena__stage(e->a, SHM_STAGE_UNWINDD);
-	ck_assert_int_eq(shm_arena__open_prod(e->a, SHM_RING_CAPTURE, &e->cap), 0);
-	ck_assert_int_eq(shm_arena__open_cons(e->a, SHM_RING_UNWIND, &e->sym), 0);
-	e->seq = (1ull << 40) | 1;
-}
-
-static void env_start(struct env *e, const char *proc_root)
-{
-	struct unwindd_opts o = {.epoch = 7, .proc_root = proc_root};
-
-	ck_assert_int_eq(shm_arena__open_cons(e->a, SHM_RING_CAPTURE, &e->in), 0);
-	ck_assert_int_eq(shm_arena__open_prod(e->a, SHM_RING_UNWIND, &e->out), 0);
-	ck_assert_int_eq(unwindd__new(&o, &e->in, &e->out, e->st, &e->u), 0);
-}
-
 static void env_init(struct env *e, uint64_t out_size, const char *proc_root)
 {
-	env_arena(e, out_size);
-	env_start(e, proc_root);
-}
-
-static void env_free(struct env *e)
-{
-	unwindd__free(e->u);
-	shm_arena__free(e->a);
+	env_arena(e, out_size, NEAR_WRAP);
+	env_start(e, &(struct unwindd_opts){.proc_root = proc_root});
 }
 
 static uint64_t push_sample(struct env *e, uint64_t seq, uint32_t pid, uint16_t flags,
@@ -872,34 +824,6 @@ static void push_raw(struct env *e, uint16_t type, const void *data, uint32_t le
 	ck_assert_int_eq(shm_ring__reserve_sp(&e->cap, len, type, &d), 0);
 	memcpy(d, data, len);
 	shm_ring__commit_sp(&e->cap);
-}
-
-/* Drain the output ring into recs; returns how many. */
-static int pull_all(struct env *e, struct outrec *recs, int max)
-{
-	struct shm_msg m;
-	int n = 0;
-
-	while (shm_ring__peek_sc(&e->sym, &m) == 0) {
-		ck_assert_int_lt(n, max);
-		ck_assert_uint_le(m.len, sizeof(recs[n].data));
-		recs[n].type = m.type;
-		recs[n].len = m.len;
-		memcpy(recs[n].data, m.data, m.len);
-		n++;
-	}
-	shm_ring__release_sc(&e->sym);
-	return n;
-}
-
-static int run_all(struct env *e)
-{
-	int total = 0, n;
-
-	while ((n = unwindd__batch(e->u, UNWINDD_BATCH)) > 0)
-		total += n;
-	ck_assert_int_eq(n, 0);
-	return total;
 }
 
 static const struct cpa_module_def *find_module(struct outrec *recs, int n, uint32_t id)
@@ -1122,7 +1046,7 @@ START_TEST(test_stage_module_id_rollover)
 	struct env e;
 	int i, n, k;
 
-	env_arena(&e, 1u << 16);
+	env_arena(&e, 1u << 16, NEAR_WRAP);
 	o.proc_root = fixture_proc();
 	ck_assert_int_eq(shm_arena__open_cons(e.a, SHM_RING_CAPTURE, &e.in), 0);
 	ck_assert_int_eq(shm_arena__open_prod(e.a, SHM_RING_UNWIND, &e.out), 0);
@@ -1201,12 +1125,12 @@ START_TEST(test_stage_exactly_once)
 	uint64_t mark;
 	int n, i, frames = 0;
 
-	env_arena(&e, 1u << 16);
+	env_arena(&e, 1u << 16, NEAR_WRAP);
 	mark = e.seq + 10;
 	/* A previous unwindd passed on everything up to mark. */
 	ck_assert_int_eq(shm_arena__open_cons(e.a, SHM_RING_CAPTURE, &c0), 0);
 	shm_ring__release_mark_sc(&c0, mark);
-	env_start(&e, fixture_proc());
+	env_start(&e, &(struct unwindd_opts){.proc_root = fixture_proc()});
 	ck_assert_uint_eq(unwindd__resume_seq(e.u), mark);
 
 	push_sample(&e, mark - 1, FIX_PID, 0, ufp, 1, NULL, 0, NULL, 0);
@@ -1229,7 +1153,7 @@ START_TEST(test_stage_exactly_once)
 	e.u = NULL;
 	push_sample(&e, mark + 1, FIX_PID, 0, ufp, 1, NULL, 0, NULL, 0);
 	push_sample(&e, mark + 2, FIX_PID, 0, ufp, 1, NULL, 0, NULL, 0);
-	env_start(&e, fixture_proc());
+	env_start(&e, &(struct unwindd_opts){.proc_root = fixture_proc()});
 	run_all(&e);
 	n = pull_all(&e, recs, 16);
 	ck_assert_int_eq(n, 3);
@@ -1355,7 +1279,7 @@ START_TEST(test_stage_pending_loss_survives_kill)
 	 * new unwindd starts on the same arena. */
 	unwindd__free(e.u);
 	n = pull_all(&e, recs, 256);
-	env_start(&e, fixture_proc());
+	env_start(&e, &(struct unwindd_opts){.proc_root = fixture_proc()});
 	unwindd__tick(e.u, clock_ns(CLOCK_MONOTONIC));
 	ck_assert_int_eq(unwindd__batch(e.u, 64), 0);
 	unwindd__tick(e.u, clock_ns(CLOCK_MONOTONIC));
@@ -1422,14 +1346,14 @@ START_TEST(test_stage_reset_waits_for_room)
 	void *d;
 
 	/* symd is stuck: the output ring is full before unwindd starts. */
-	env_arena(&e, 4096);
+	env_arena(&e, 4096, NEAR_WRAP);
 	ck_assert_int_eq(shm_arena__open_prod(e.a, SHM_RING_UNWIND, &filler), 0);
 	while (shm_ring__reserve_sp(&filler, 256, 42, &d) == 0)
 		k++;
 	while (shm_ring__reserve_sp(&filler, 0, 42, &d) == 0)
 		k++;
 	shm_ring__commit_sp(&filler);
-	env_start(&e, fixture_proc());
+	env_start(&e, &(struct unwindd_opts){.proc_root = fixture_proc()});
 
 	/* No DICT_RESET, so no output at all, and the input stays queued. */
 	push_sample(&e, e.seq, FIX_PID, 0, NULL, 0, NULL, 0, NULL, 0);
@@ -1583,7 +1507,7 @@ START_TEST(test_process_drain)
 	int status, n, i;
 	bool frames = false;
 
-	env_arena(&e, 1u << 16);
+	env_arena(&e, 1u << 16, NEAR_WRAP);
 	e.st->generation = 3;
 	e.st->state = SHM_STATE_STARTING;
 	pid = spawn_unwindd(&e);
@@ -1616,7 +1540,7 @@ START_TEST(test_process_sigterm_and_no_arena)
 	pid_t pid;
 	int status;
 
-	env_arena(&e, 1u << 16);
+	env_arena(&e, 1u << 16, NEAR_WRAP);
 	pid = spawn_unwindd(&e);
 	wait_state(e.st, SHM_STATE_RUNNING);
 	ck_assert_int_eq(kill(pid, SIGINT), 0); /* ignored: the monitor decides */

@@ -27,55 +27,15 @@
 #include "shm/counters.h"
 #include "shm/records.h"
 #include "ubench.h"
+#include "test_unwindd_util.h"
 #include "unwindd.h"
 
 #define FAKE_PID 4243u
 
-struct env {
-	struct shm_arena *a;
-	struct shm_stage *st;
-	struct shm_stage *symd;
-	struct shm_ring_prod cap; /* plays capture */
-	struct shm_ring_cons in;
-	struct shm_ring_prod out;
-	struct shm_ring_cons sym; /* plays symd */
-	struct unwindd *u;
-	uint64_t seq;
-};
-
-struct outrec {
-	uint16_t type;
-	uint32_t len;
-	uint8_t data[8192];
-};
-
 static void env_init(struct env *e, const struct unwindd_opts *o)
 {
-	struct shm_layout l;
-	struct unwindd_opts oo = *o;
-
-	memset(e, 0, sizeof(*e));
-	shm_layout__default(&l, 4096, 16);
-	l.rings[SHM_RING_CAPTURE].data_size = 1u << 20;
-	l.rings[SHM_RING_UNWIND].data_size = 1u << 18;
-	l.rings[SHM_RING_SYMD].data_size = 4096;
-	ck_assert_int_eq(shm_arena__create(&l, &e->a), 0);
-	e->st = shm_arena__stage(e->a, SHM_STAGE_UNWINDD);
-	e->symd = shm_arena__stage(e->a, SHM_STAGE_SYMD);
-	ck_assert_int_eq(shm_arena__open_prod(e->a, SHM_RING_CAPTURE, &e->cap), 0);
-	ck_assert_int_eq(shm_arena__open_cons(e->a, SHM_RING_UNWIND, &e->sym), 0);
-	ck_assert_int_eq(shm_arena__open_cons(e->a, SHM_RING_CAPTURE, &e->in), 0);
-	ck_assert_int_eq(shm_arena__open_prod(e->a, SHM_RING_UNWIND, &e->out), 0);
-	e->seq = (1ull << 40) | 1;
-	if (!oo.epoch)
-		oo.epoch = 7;
-	ck_assert_int_eq(unwindd__new(&oo, &e->in, &e->out, e->st, &e->u), 0);
-}
-
-static void env_free(struct env *e)
-{
-	unwindd__free(e->u);
-	shm_arena__free(e->a);
+	env_arena(e, 1u << 18, 0);
+	env_start(e, o);
 }
 
 static void push_sample(struct env *e, uint32_t pid, uint16_t flags, const uint64_t *ufp,
@@ -116,33 +76,6 @@ static void push_task(struct env *e, uint32_t pid, uint32_t kind)
 	t->tid = pid;
 	t->kind = kind;
 	shm_ring__commit_sp(&e->cap);
-}
-
-static int run_all(struct env *e)
-{
-	int total = 0, n;
-
-	while ((n = unwindd__batch(e->u, UNWINDD_BATCH)) > 0)
-		total += n;
-	ck_assert_int_eq(n, 0);
-	return total;
-}
-
-static int pull_all(struct env *e, struct outrec *recs, int max)
-{
-	struct shm_msg m;
-	int n = 0;
-
-	while (shm_ring__peek_sc(&e->sym, &m) == 0) {
-		ck_assert_int_lt(n, max);
-		ck_assert_uint_le(m.len, sizeof(recs[n].data));
-		recs[n].type = m.type;
-		recs[n].len = m.len;
-		memcpy(recs[n].data, m.data, m.len);
-		n++;
-	}
-	shm_ring__release_sc(&e->sym);
-	return n;
 }
 
 static int count_type(const struct outrec *recs, int n, uint16_t type)

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the Check test programs: the skip code, the environment
- * (CPA_STRESS=1 asks for bigger runs, TSan for smaller ones) and a runner.
+ * (CPA_STRESS=1 asks for bigger runs, TSan for smaller ones), a runner, and
+ * reading a whole fd, file or command's output.
  */
 #ifndef CPA_TEST_UTIL_H
 #define CPA_TEST_UTIL_H
 
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +19,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "common/array.h"
 
 #define TEST_SKIP 77
 
@@ -67,6 +73,61 @@ static inline int test_run_suite(Suite *s)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* Everything fd says until EOF in a malloc'd NUL-terminated buffer, *ret_len
+ * (may be NULL) its length; fd stays open. */
+static inline char *test_read_all(int fd, size_t *ret_len)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+
+	ck_assert_ptr_nonnull(buf);
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		ck_assert_int_eq(array_grow((void **)&buf, &cap, len + 2, 1), 0);
+	}
+	buf[len] = 0;
+	if (ret_len)
+		*ret_len = len;
+	return buf;
+}
+
+/* The file at path, whole (NUL-terminated, *ret_len its length, may be NULL). */
+static inline char *test_slurp(const char *path, size_t *ret_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf;
+
+	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+	buf = test_read_all(fd, ret_len);
+	close(fd);
+	return buf;
+}
+
+/* Stdout of the shell command made from fmt; *rc (may be NULL) its exit code,
+ * 128 when it did not exit. */
+static inline char *test_cmd_out(int *rc, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static inline char *test_cmd_out(int *rc, const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	FILE *p;
+	char *buf;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	buf = test_read_all(fileno(p), NULL);
+	st = pclose(p);
+	if (rc)
+		*rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	return buf;
 }
 
 /* What a built program printed, and how it exited (-1: killed by a signal). */

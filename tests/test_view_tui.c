@@ -48,27 +48,6 @@ _printf_(1, 2) static int sh(const char *fmt, ...)
 	return system(cmd);
 }
 
-static char *run_out(const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	size_t cap = 1 << 16, len = 0, n;
-	char *buf = malloc(cap);
-
-	ck_assert_ptr_nonnull(p);
-	ck_assert_ptr_nonnull(buf);
-	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (cap - len < 2) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			ck_assert_ptr_nonnull(buf);
-		}
-	}
-	buf[len] = 0;
-	pclose(p);
-	return buf;
-}
-
 /* ---- tmux ---- */
 
 static void tui_start(const char *args, int cols, int rows)
@@ -96,7 +75,7 @@ static char *screen(bool esc)
 	char cmd[256];
 
 	snprintf(cmd, sizeof(cmd), "tmux -L %s capture-pane -p %s -t 0", sock, esc ? "-e" : "");
-	return run_out(cmd);
+	return test_cmd_out(NULL, "%s", cmd);
 }
 
 /*
@@ -493,7 +472,7 @@ START_TEST(test_export)
 	prompt_answer("x", "export folded to:", path);
 	free(wait_for("stacks to"));
 	snprintf(path, sizeof(path), "cat '%s/out.prof'", tmp_root);
-	out = run_out(path);
+	out = test_cmd_out(NULL, "%s", path);
 	s = strstr(out, "SYSTEM;app:1000;main;run_loop;hot_function 36000\n");
 	ck_assert_msg(s, "export:\n%s", out);
 	ck_assert_ptr_nonnull(strstr(out, "wait_event;schedule_[k] "));

@@ -12,21 +12,20 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/intern.h"
 #include "shm/counters.h"
 #include "shm/stage.h"
 #include "storer/store.h"
 
-#define VG_NAMES_CAP (1u << 16)
+#define VG_NAMES_MAX (1u << 15)
 
 struct vgen {
 	struct store_writer *w;
 	uint32_t next_id; /* one id space for strings, frames, stacks, modules: simple */
 	uint64_t seq;
 	uint32_t mod_exe, mod_lib;
-	/* frame name -> frame id, open addressing */
-	char *names[VG_NAMES_CAP];
-	uint32_t ids[VG_NAMES_CAP];
-	uint32_t n_names;
+	struct intern names;		/* frame name (with its "_[k]") -> ids[] */
+	uint32_t ids[VG_NAMES_MAX + 1]; /* frame id of intern id */
 };
 
 static inline uint32_t vgen_str(struct vgen *g, const char *s)
@@ -78,22 +77,17 @@ static inline int vgen_open(struct vgen *g, const char *root, uint32_t cpus)
 
 static inline uint32_t vgen_frame(struct vgen *g, const char *name, size_t len)
 {
-	uint64_t h = 1469598103934665603ULL;
 	uint32_t j, sid;
 	struct cpa_frame_def f = {0};
 	bool k = len > 4 && !memcmp(name + len - 4, "_[k]", 4);
-	size_t i;
+	int r = intern__get(&g->names, name, (uint32_t)len, &j);
 
-	for (i = 0; i < len; i++)
-		h = (h ^ (uint8_t)name[i]) * 1099511628211ULL;
-	for (j = (uint32_t)h & (VG_NAMES_CAP - 1); g->names[j]; j = (j + 1) & (VG_NAMES_CAP - 1))
-		if (!strncmp(g->names[j], name, len) && !g->names[j][len])
-			return g->ids[j];
-	if (++g->n_names > VG_NAMES_CAP / 2) {
-		fprintf(stderr, "vgen: more than %u distinct frame names\n", VG_NAMES_CAP / 2);
+	if (r == 0)
+		return g->ids[j];
+	if (r < 0 || j > VG_NAMES_MAX) {
+		fprintf(stderr, "vgen: more than %u distinct frame names\n", VG_NAMES_MAX);
 		abort();
 	}
-	g->names[j] = strndup(name, len);
 	{
 		char tmp[512];
 
@@ -103,9 +97,9 @@ static inline uint32_t vgen_frame(struct vgen *g, const char *name, size_t len)
 	f.id = ++g->next_id;
 	f.name_id = sid;
 	f.flags = k ? CPA_FF_KERNEL : name[0] == '[' ? CPA_FF_MARKER : 0;
-	f.module_id = k || name[0] == '['			    ? 0
-		      : strstr(g->names[j], "libc_") == g->names[j] ? g->mod_lib
-								    : g->mod_exe;
+	f.module_id = k || name[0] == '['		      ? 0
+		      : len >= 5 && !memcmp(name, "libc_", 5) ? g->mod_lib
+							      : g->mod_exe;
 	f.offset = 0x1000 + f.id * 16;
 	store_writer__def_frame(g->w, &f);
 	g->ids[j] = f.id;
@@ -225,12 +219,9 @@ static inline int vgen_trigger(struct vgen *g, uint64_t t_ns, uint16_t kind, uin
 
 static inline void vgen_close(struct vgen *g)
 {
-	uint32_t i;
-
 	store_writer__flush(g->w, true);
 	store_writer__free(g->w);
-	for (i = 0; i < VG_NAMES_CAP; i++)
-		free(g->names[i]);
+	intern__free(&g->names);
 	memset(g, 0, sizeof(*g));
 }
 

@@ -21,6 +21,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "common/array.h"
+#include "common/hash.h"
 #include "common/macro.h"
 #include "cfi_pvt.h"
 
@@ -185,22 +187,6 @@ struct builder {
 	size_t n_complex, n_expr;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	ncap = MAX(*cap * 2, MAX(need, (size_t)64));
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 /* Pool an expression; returns its offset or -errno. Identical expressions share. */
 static int64_t pool_expr(struct builder *b, const uint8_t *p, uint64_t len)
 {
@@ -218,7 +204,7 @@ static int64_t pool_expr(struct builder *b, const uint8_t *p, uint64_t len)
 			return (int64_t)off;
 		off += 2 + l;
 	}
-	r = grow((void **)&b->expr, &b->expr_cap, b->expr_len + 2 + len, 1);
+	r = array_grow((void **)&b->expr, &b->expr_cap, b->expr_len + 2 + len, 1);
 	if (r < 0)
 		return r;
 	off = b->expr_len;
@@ -233,12 +219,7 @@ static int64_t pool_expr(struct builder *b, const uint8_t *p, uint64_t len)
 
 static uint64_t xrule_hash(const struct cfi_xrule *x)
 {
-	const uint8_t *p = (const uint8_t *)x;
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < sizeof(*x); i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
+	return hash64(x, sizeof(*x));
 }
 
 static int xhash_insert(struct builder *b, uint32_t idx)
@@ -275,7 +256,7 @@ static int64_t intern_x(struct builder *b, const struct cfi_xrule *x)
 			return b->xhash[h] - 1;
 	if (b->n_x >= CFI_X_MAX)
 		return -EFBIG;
-	r = grow((void **)&b->x, &b->cap_x, b->n_x + 1, sizeof(*x));
+	r = array_grow((void **)&b->x, &b->cap_x, b->n_x + 1, sizeof(*x));
 	if (r < 0)
 		return r;
 	b->x[b->n_x] = *x;
@@ -362,7 +343,7 @@ static int emit_row(struct builder *b, uint64_t vstart, uint64_t vend, const str
 		return 0; /* absurd offsets: treat as no CFI for this range */
 	if (w < 0)
 		return (int)w;
-	r = grow((void **)&b->rows, &b->cap_rows, b->n_rows + 1, sizeof(*b->rows));
+	r = array_grow((void **)&b->rows, &b->cap_rows, b->n_rows + 1, sizeof(*b->rows));
 	if (r < 0)
 		return r;
 	b->rows[b->n_rows++] = (struct raw_row){
@@ -1490,7 +1471,7 @@ static int index_scan(void *arg)
 		     at = pos) {
 			if (r == 0 || !vaddr_to_off(&k->b, loc, &off, &seg_end))
 				continue; /* rows of it could not land in the table either */
-			r = grow((void **)&k->v, &k->cap, k->n + 1, sizeof(*k->v));
+			r = array_grow((void **)&k->v, &k->cap, k->n + 1, sizeof(*k->v));
 			if (r < 0)
 				break;
 			k->v[k->n++] = (struct fde_span){

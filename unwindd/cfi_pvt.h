@@ -58,25 +58,8 @@ static inline uint64_t cfi_rd_u(struct cfi_rd *r, unsigned int n)
 	return v;
 }
 
-static inline uint64_t cfi_rd_uleb(struct cfi_rd *r)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	while (r->p < r->end) {
-		uint8_t b = *r->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	r->bad = true;
-	return 0;
-}
-
-static inline int64_t cfi_rd_sleb(struct cfi_rd *r)
+/* LEB128, unsigned or sign-extended; bits past 64 are dropped. */
+static inline uint64_t cfi_rd_leb(struct cfi_rd *r, bool is_signed)
 {
 	uint64_t v = 0;
 	unsigned int shift = 0;
@@ -88,13 +71,23 @@ static inline int64_t cfi_rd_sleb(struct cfi_rd *r)
 			v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
+			if (is_signed && shift < 64 && (b & 0x40))
 				v |= ~0ull << shift;
-			return (int64_t)v;
+			return v;
 		}
 	}
 	r->bad = true;
 	return 0;
+}
+
+static inline uint64_t cfi_rd_uleb(struct cfi_rd *r)
+{
+	return cfi_rd_leb(r, false);
+}
+
+static inline int64_t cfi_rd_sleb(struct cfi_rd *r)
+{
+	return (int64_t)cfi_rd_leb(r, true);
 }
 
 #ifndef CFI_PAGE_SHIFT

@@ -68,9 +68,9 @@ static int elfid__from_elf(Elf *elf, uint8_t ret_id[ELFID_MAX], uint8_t *ret_len
 	return -ENOENT;
 }
 
-int elfid__from_fd(int fd, uint8_t ret_id[ELFID_MAX], uint8_t *ret_len)
+/* elfid__from_elf() of an Elf this file opened (NULL: it could not), which it ends. */
+static int from_elf_end(Elf *elf, uint8_t ret_id[ELFID_MAX], uint8_t *ret_len)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	int r;
 
 	if (!elf)
@@ -80,16 +80,14 @@ int elfid__from_fd(int fd, uint8_t ret_id[ELFID_MAX], uint8_t *ret_len)
 	return r;
 }
 
+int elfid__from_fd(int fd, uint8_t ret_id[ELFID_MAX], uint8_t *ret_len)
+{
+	return from_elf_end(elf_begin(fd, ELF_C_READ_MMAP, NULL), ret_id, ret_len);
+}
+
 int elfid__from_mem(const void *img, size_t size, uint8_t ret_id[ELFID_MAX], uint8_t *ret_len)
 {
 	/* libelf takes a char *, but ELF_C_READ on a native-endian image does
 	 * not write to it. */
-	Elf *elf = elf_memory((char *)(uintptr_t)img, size);
-	int r;
-
-	if (!elf)
-		return -ENOEXEC;
-	r = elfid__from_elf(elf, ret_id, ret_len);
-	elf_end(elf);
-	return r;
+	return from_elf_end(elf_memory((char *)(uintptr_t)img, size), ret_id, ret_len);
 }

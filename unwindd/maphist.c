@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/hash.h"
 #include "common/macro.h"
 
@@ -145,14 +146,12 @@ static int push(struct maphist *h, struct mh_proc *p, const struct umap *m, uint
 	struct mh_map *e;
 
 	if (p->n == p->cap) {
-		uint32_t cap = p->cap ? p->cap * 2 : 16;
-		struct mh_map *nm = realloc(p->maps, cap * sizeof(*nm));
+		uint32_t old = p->cap;
 
-		if (!nm)
+		if (array_grow32_first((void **)&p->maps, &p->cap, (size_t)p->n + 1,
+				       sizeof(*p->maps), 16) < 0)
 			return -ENOMEM;
-		h->bytes += (uint64_t)(cap - p->cap) * sizeof(*nm);
-		p->maps = nm;
-		p->cap = cap;
+		h->bytes += (uint64_t)(p->cap - old) * sizeof(*p->maps);
 	}
 	e = &p->maps[p->n++];
 	e->m = *m;

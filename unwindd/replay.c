@@ -154,6 +154,16 @@ static int sym_cmp(const void *a, const void *b)
 }
 
 /* .symtab (or .dynsym) functions and the PT_LOAD segments of an ELF. */
+/* Symbol i of d if it is a function with an address (its name in *ret_name, NULL if unnamed). */
+static bool func_sym(Elf *e, Elf_Data *d, size_t strtab, size_t i, GElf_Sym *s,
+		     const char **ret_name)
+{
+	if (!gelf_getsym(d, (int)i, s) || GELF_ST_TYPE(s->st_info) != STT_FUNC || !s->st_value)
+		return false;
+	*ret_name = elf_strptr(e, strtab, s->st_name);
+	return true;
+}
+
 static void elf_load_syms(struct rbin *b, Elf *e)
 {
 	size_t nph = 0, i;
@@ -191,10 +201,8 @@ static void elf_load_syms(struct rbin *b, Elf *e)
 			GElf_Sym s;
 			const char *nm;
 
-			if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
-			    !s.st_value)
+			if (!func_sym(e, d, best_sh.sh_link, i, &s, &nm))
 				continue;
-			nm = elf_strptr(e, best_sh.sh_link, s.st_name);
 			if (nm)
 				strs_len += strlen(nm) + 1;
 			n++;
@@ -206,11 +214,7 @@ static void elf_load_syms(struct rbin *b, Elf *e)
 			GElf_Sym s;
 			const char *nm;
 
-			if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
-			    !s.st_value)
-				continue;
-			nm = elf_strptr(e, best_sh.sh_link, s.st_name);
-			if (!nm)
+			if (!func_sym(e, d, best_sh.sh_link, i, &s, &nm) || !nm)
 				continue;
 			strcpy(sp, nm);
 			b->syms[b->n_syms++] = (struct rsym){s.st_value, s.st_size, sp};

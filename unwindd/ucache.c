@@ -14,6 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/fileio.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -98,12 +99,12 @@ static void cnt(struct ucache *c, unsigned int idx, uint64_t n)
 
 static uint32_t hash_pid(uint32_t pid, uint32_t mask)
 {
-	return (pid * 0x9e3779b1u) & mask;
+	return hash32_fib(pid) & mask;
 }
 
 static uint32_t hash_bin(uint64_t dev, uint64_t ino, uint32_t mask)
 {
-	uint64_t h = (ino ^ (dev << 32 | dev >> 32)) * 0x9e3779b97f4a7c15ull;
+	uint64_t h = hash64_fib(ino ^ (dev << 32 | dev >> 32));
 
 	return (uint32_t)(h >> 32) & mask;
 }
@@ -494,14 +495,12 @@ static int maps_parse(struct ucache *c, uint32_t pid)
 		if (r < 0 || !e.exec)
 			continue;
 		if (n == c->tmp_cap) {
-			uint32_t ncap = c->tmp_cap ? c->tmp_cap * 2 : 256;
-			struct umap *nt = realloc(c->tmp, ncap * sizeof(*nt));
+			uint32_t old = c->tmp_cap;
 
-			if (!nt)
+			if (array_grow32_first((void **)&c->tmp, &c->tmp_cap, (size_t)n + 1,
+					       sizeof(*c->tmp), 256) < 0)
 				return -ENOMEM;
-			c->bytes += (uint64_t)(ncap - c->tmp_cap) * sizeof(*nt);
-			c->tmp = nt;
-			c->tmp_cap = ncap;
+			c->bytes += (uint64_t)(c->tmp_cap - old) * sizeof(*c->tmp);
 		}
 		m = &c->tmp[n];
 		memset(m, 0, sizeof(*m));

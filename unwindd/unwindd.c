@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
@@ -558,7 +559,7 @@ bool unwindd__list_has(const char *list, const char *value, size_t len)
 
 static uint32_t env_hash(uint32_t pid, uint32_t mask)
 {
-	return (pid * 0x9e3779b1u) & mask;
+	return hash32_fib(pid) & mask;
 }
 
 static struct uenv *env_peek(struct unwindd *u, uint32_t pid)

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/macro.h"
 #include "cfi_pvt.h"
 #include "walk.h"
@@ -125,7 +126,7 @@ static inline uint32_t rule_of(const struct cfi_table *t, uint64_t off)
 	if (unlikely(key >= t->span))
 		return CFI_K_GAP;
 	tag = (uint64_t)t->gen << 32 | key;
-	h = ((uint32_t)key * 0x9e3779b1u ^ t->gen * 0x85ebca6bu) >> (32 - UNW_CACHE_BITS);
+	h = (hash32_fib((uint32_t)key) ^ t->gen * 0x85ebca6bu) >> (32 - UNW_CACHE_BITS);
 	if (likely(unw_cache.tag[h] == tag)) {
 		unw_stats.cache_hits++;
 		return unw_cache.rule[h];

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "layout.h"
 
 struct lctx {
@@ -28,16 +29,9 @@ static void emit(struct lctx *c, uint32_t node, uint32_t n_merged, uint32_t x, u
 	struct vlayout *l = c->l;
 	struct vbox *b;
 
-	if (l->n == l->cap) {
-		uint32_t nc = l->cap ? l->cap * 2 : 256;
-		struct vbox *nb = realloc(l->boxes, (size_t)nc * sizeof(*nb));
-
-		if (!nb) {
-			c->err = -ENOMEM;
-			return;
-		}
-		l->boxes = nb;
-		l->cap = nc;
+	if (array_grow32((void **)&l->boxes, &l->cap, (size_t)l->n + 1, sizeof(*l->boxes)) < 0) {
+		c->err = -ENOMEM;
+		return;
 	}
 	b = &l->boxes[l->n++];
 	*b = (struct vbox){

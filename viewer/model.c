@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/array.h"
 #include "common/macro.h"
 #include "model.h"
 
@@ -417,24 +418,6 @@ static uint8_t frame_cls(const struct store_frame *f)
 	return strstr(f->module, ".so") ? VCLS_LIB : VCLS_EXE;
 }
 
-static int grow_arr(void **p, uint32_t *cap, uint32_t need, size_t esz)
-{
-	uint32_t nc;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	nc = *cap ? *cap : 1024;
-	while (nc < need)
-		nc *= 2;
-	np = realloc(*p, (size_t)nc * esz);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
 /* The (seg, stack_id) slot of the segment map, NULL on ENOMEM. */
 static uint32_t *seg_slot(struct vmodel *m, uint32_t seg, uint32_t stack_id)
 {
@@ -459,16 +442,12 @@ static uint32_t *seg_slot(struct vmodel *m, uint32_t seg, uint32_t stack_id)
 		sm = &m->segs[i];
 	}
 	if (stack_id >= sm->cap) {
-		uint32_t nc = sm->cap ? sm->cap : 1024, *ni;
+		uint32_t old = sm->cap;
 
-		while (nc <= stack_id)
-			nc *= 2;
-		ni = realloc(sm->idx, (size_t)nc * sizeof(*ni));
-		if (!ni)
+		if (array_grow32((void **)&sm->idx, &sm->cap, (size_t)stack_id + 1,
+				 sizeof(*sm->idx)) < 0)
 			return NULL;
-		memset(ni + sm->cap, 0, (size_t)(nc - sm->cap) * sizeof(*ni));
-		sm->idx = ni;
-		sm->cap = nc;
+		memset(sm->idx + old, 0, (size_t)(sm->cap - old) * sizeof(*sm->idx));
 	}
 	return &sm->idx[stack_id];
 }
@@ -495,7 +474,7 @@ static int frame_of(struct vmodel *m, uint32_t seg, const struct store_frame *f,
 	ret->name = strtab__intern(&m->names, f->name, strlen(f->name));
 	ret->module = f->module[0] ? strtab__intern(&m->names, f->module, strlen(f->module)) : 0;
 	if (!ret->name ||
-	    grow_arr((void **)&m->fcache, &m->cap_fcache, m->n_fcache + 1, sizeof(*m->fcache)))
+	    array_grow32((void **)&m->fcache, &m->cap_fcache, m->n_fcache + 1, sizeof(*m->fcache)))
 		return -ENOMEM;
 	m->fcache[m->n_fcache] = *ret;
 	return u64map__put(&m->fcache_map, (uint64_t)(uintptr_t)f, m->n_fcache++);
@@ -527,8 +506,9 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 		return *slot - 1;
 	n = MIN(s->n_frames, 512u);
 	nk = MIN(s->n_kframes, n);
-	if (grow_arr((void **)&m->stacks, &m->cap_stacks, m->n_stacks + 1, sizeof(*m->stacks)) ||
-	    grow_arr((void **)&m->frames, &m->cap_frames, m->n_frames + n, sizeof(*m->frames)))
+	if (array_grow32((void **)&m->stacks, &m->cap_stacks, m->n_stacks + 1,
+			 sizeof(*m->stacks)) ||
+	    array_grow32((void **)&m->frames, &m->cap_frames, m->n_frames + n, sizeof(*m->frames)))
 		return UINT32_MAX;
 	st = &m->stacks[m->n_stacks];
 	memset(st, 0, sizeof(*st));
@@ -681,7 +661,7 @@ static int on_row(void *ctx, const struct store_sample *s)
 	idx = u64map__get(&m->agg, key);
 	if (idx == UINT32_MAX) {
 		idx = m->n_agg;
-		if (grow_arr((void **)&m->aggs, &m->cap_agg, idx + 1, sizeof(*m->aggs)) ||
+		if (array_grow32((void **)&m->aggs, &m->cap_agg, idx + 1, sizeof(*m->aggs)) ||
 		    u64map__put(&m->agg, key, idx) < 0)
 			return -ENOMEM;
 		m->aggs[idx] = (struct vagg){.stack = stack, .group = group};
@@ -801,11 +781,11 @@ static int on_export(void *ctx, const struct store_sample *s)
 				(s->frames[i]->flags & CPA_FF_MARKER) ? NULL : "_[k]");
 	if (c->len)
 		c->len--; /* the last ';' */
-	before = c->lines.n;
+	before = strtab__count(&c->lines);
 	id = strtab__intern(&c->lines, c->buf, c->len);
-	if (!id || grow_arr((void **)&c->vals, &c->cap, id + 1, sizeof(*c->vals)))
+	if (!id || array_grow32((void **)&c->vals, &c->cap, id + 1, sizeof(*c->vals)))
 		return -ENOMEM;
-	if (c->lines.n != before) /* a new line: its slot was never set */
+	if (strtab__count(&c->lines) != before) /* a new line: its slot was never set */
 		c->vals[id] = 0;
 	c->vals[id] += s->kind == CPA_KIND_OFFCPU ? s->weight : s->count;
 	return 0;
@@ -826,7 +806,7 @@ int vmodel__export(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilte
 	struct store_filter sf;
 	_cleanup_free_ uint32_t *order = NULL;
 	FILE *out = NULL;
-	uint32_t i;
+	uint32_t i, n;
 	int r;
 
 	if (!m->r)
@@ -838,24 +818,25 @@ int vmodel__export(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilte
 	r = store_reader__query(m->r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, &sf, on_export, &c);
 	if (r < 0)
 		goto out;
-	order = malloc((c.lines.n + 1) * sizeof(*order));
+	n = strtab__count(&c.lines);
+	order = malloc((n + 1) * sizeof(*order));
 	if (!order) {
 		r = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < c.lines.n; i++)
+	for (i = 0; i < n; i++)
 		order[i] = i + 1;
 	exp_sort_tab = &c.lines;
-	qsort(order, c.lines.n, sizeof(*order), exp_cmp);
+	qsort(order, n, sizeof(*order), exp_cmp);
 	out = fopen(path, "we");
 	if (!out) {
 		r = -errno;
 		goto out;
 	}
-	for (i = 0; i < c.lines.n; i++)
+	for (i = 0; i < n; i++)
 		fprintf(out, "%s %llu\n", strtab__str(&c.lines, order[i]),
 			(unsigned long long)c.vals[order[i]]);
-	r = ferror(out) ? -EIO : (int)c.lines.n;
+	r = ferror(out) ? -EIO : (int)n;
 	if (fclose(out) != 0 && r >= 0)
 		r = -errno;
 out:

@@ -4,21 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "tree.h"
 
 static int node_new(struct vtree *t, uint32_t parent, const struct vpath_ent *e)
 {
 	struct vnode *n;
 
-	if (t->n == t->cap) {
-		uint32_t nc = t->cap ? t->cap * 2 : 1024;
-		struct vnode *np = realloc(t->nodes, (size_t)nc * sizeof(*np));
-
-		if (!np)
-			return -ENOMEM;
-		t->nodes = np;
-		t->cap = nc;
-	}
+	if (array_grow32((void **)&t->nodes, &t->cap, (size_t)t->n + 1, sizeof(*t->nodes)) < 0)
+		return -ENOMEM;
 	n = &t->nodes[t->n];
 	memset(n, 0, sizeof(*n));
 	n->name = e->name;

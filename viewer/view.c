@@ -152,7 +152,7 @@ static void search_update(struct vapp *a)
 	memset(a->match, 0, t->n);
 	if (!a->have_re)
 		return;
-	name_state = calloc(t->names->n + 1, 1);
+	name_state = calloc(strtab__count(t->names) + 1, 1);
 	inside = calloc(t->n, 1);
 	if (!name_state || !inside)
 		return;
@@ -251,7 +251,7 @@ static void name_totals(const struct vtree *t, uint64_t *self, uint64_t *total)
 
 static void top_update(struct vapp *a)
 {
-	uint32_t nn = a->m.names.n + 1, i;
+	uint32_t nn = strtab__count(&a->m.names) + 1, i;
 	_cleanup_free_ uint64_t *s = calloc(nn, sizeof(*s)), *t = calloc(nn, sizeof(*t));
 	_cleanup_free_ uint64_t *sa = NULL, *ta = NULL;
 	bool diff = a->diff && a->have_a;
