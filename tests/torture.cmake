@@ -1,11 +1,11 @@
 # The crash-consistency torture (bench/torture.c, docs/reliability.md "Kills and
 # hangs"), short runs: random SIGKILLs of every stage and of the monitor under
 # load, then the accounting (root + BPF, else 77). scripts/soak.sh runs the long
-# campaigns. test_torture: every victim, 20 kills.
+# campaigns. test_torture: every victim, 15 kills.
 if(NOT TARGET bench_torture)
   return()
 endif()
-cpa_test(NAME test_torture COMMAND bench_torture --kills 20 LABELS torture root TIMEOUT 600)
+cpa_test(NAME test_torture COMMAND bench_torture --kills 15 LABELS torture root TIMEOUT 600)
 # Monitor kills while ring 0 is full (unwindd stalled; 999 Hz): capture drops on
 # a full ring and must still get its loss records out; fails without the
 # orphan wait.
@@ -31,7 +31,7 @@ cpa_test(NAME test_torture_replay
 # Every victim, unwindd stalled before 60 % of the kills: where the replayed
 # batch was first seen (-256, docs/reliability.md).
 cpa_test(NAME test_torture_mixed_full_ring
-  COMMAND bench_torture --kills 12 --freq 999 --stall 60 --pace 1000:3000
+  COMMAND bench_torture --kills 10 --freq 999 --stall 60 --pace 1000:3000
   LABELS torture root TIMEOUT 600)
 # Hangs: SIGSTOP of each stage in turn, found by its heartbeat (3 s here).
 cpa_test(NAME test_hang COMMAND bench_torture --kills 0 --hangs 3000 LABELS torture root)
