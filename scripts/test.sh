@@ -9,7 +9,7 @@
 #   fuzz         every libFuzzer target for 2 s (scripts/fuzz.sh: clang, ASan + UBSan)
 #   tsan-build   the ring tests under TSan
 # release, fuzz and tsan-build run at nice 19 in the background of asan-e2e,
-# whose tests leave a core mostly idle (their output follows it); then
+# whose tests mostly wait out fixed durations (their output follows it); then
 #   tsan-test    the ring tests under TSan
 #   torture      the short kill and hang runs (torture tier) on the Release build
 # e2e and torture tests are RUN_SERIAL (tests/CMakeLists.txt). Every phase runs;
