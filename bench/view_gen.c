@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench_view_gen: a realistic whole-machine store for bench_view, written
- * through the real store writer (tests/test_view_util.h).
+ * through the real store writer (bench/vgen.h).
  *
  *   bench_view_gen --out DIR [--hours 24] [--cpus 8] [--hz 49] [--procs 200]
  *                  [--stacks 12000] [--seed 1]
@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "common/timeutil.h"
-#include "tests/test_view_util.h"
+#include "bench/vgen.h"
 
 struct gen_opts {
 	const char *out;

@@ -5,8 +5,8 @@
 #
 #   bash scripts/fuzz.sh [seconds-per-target] [target...]
 #
-# CI (scripts/test.sh) runs 4 s per target (~55 s for all 13); the long run for
-# benches is `scripts/fuzz.sh 3600`. Seeds come from real files (fuzz_seeds:
+# CI (scripts/test.sh) runs 2 s per target (~30 s for all 13); the long run,
+# an hour per target, is scripts/soak.sh fuzz (`scripts/fuzz.sh 3600`). Seeds come from real files (fuzz_seeds:
 # a store the real writer makes, ring records, ELF files of /usr/bin and
 # /usr/lib, /proc/self/maps, /proc/kallsyms); inputs found that add coverage are
 # kept in build-fuzz/corpus/<target>/ across runs. A crash, leak, timeout or

@@ -9,6 +9,6 @@ cpa_add_test(NAME test_capture
 cpa_add_test(NAME test_capture_bpf
   SOURCES test_capture_bpf.c
   LIBS cpa_shm cpa_common PkgConfig::LIBBPF
-  LABELS capture bpf
+  LABELS e2e capture bpf root
   TIMEOUT 120)
 add_dependencies(test_capture_bpf capture)

@@ -15,9 +15,11 @@ add_dependencies(test_e2e cpa capture unwindd symd storer cpa-workload cpa-workl
 include(${CMAKE_SOURCE_DIR}/tests/fixtures/cfi/cfi_fixtures.cmake)
 add_dependencies(test_e2e cfi_fixtures)
 target_compile_definitions(test_e2e PRIVATE CFI_FIXTURE_DIR="${CMAKE_BINARY_DIR}/tests/cfi")
+# test_e2e_oneshot is the smoke test of the fast preset.
 foreach(group oneshot bench offcpu faketime real churn)
-  add_test(NAME test_e2e_${group} COMMAND test_e2e ${group})
-  set_tests_properties(test_e2e_${group} PROPERTIES
-    SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "e2e;root"
-    ENVIRONMENT "CPA_BUILD_DIR=${CMAKE_BINARY_DIR};CPA_SOURCE_DIR=${CMAKE_SOURCE_DIR};CK_DEFAULT_TIMEOUT=300")
+  set(smoke "")
+  if(group STREQUAL "oneshot")
+    set(smoke smoke)
+  endif()
+  cpa_test(NAME test_e2e_${group} COMMAND test_e2e ${group} LABELS e2e root ${smoke} TIMEOUT 300)
 endforeach()

@@ -8,7 +8,7 @@ endif()
 add_test(NAME export_npm_setup
   COMMAND npm install --no-audit --no-fund --prefix ${CMAKE_BINARY_DIR}/npm speedscope@1.25.0 ajv@8)
 set_tests_properties(export_npm_setup PROPERTIES FIXTURES_SETUP export_npm TIMEOUT 300
-  LABELS export)
+  LABELS "unit;export")
 
 cpa_add_test(NAME test_export SOURCES test_export.c
   LIBS cpa_export cpa_store cpa_common z LABELS export TIMEOUT 120)

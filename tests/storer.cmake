@@ -12,5 +12,5 @@ cpa_add_test(NAME test_store_reliability SOURCES test_store_reliability.c
   LIBS cpa_storer_stage cpa_store cpa_shm cpa_common LABELS store TIMEOUT 300)
 add_dependencies(test_store_reliability cpa) # the show cases run build/bin/cpa
 add_test(NAME test_store_disk COMMAND test_store_reliability disk)
-set_tests_properties(test_store_disk PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS store
+set_tests_properties(test_store_disk PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "unit;store"
   ENVIRONMENT "CPA_BUILD_DIR=${CMAKE_BINARY_DIR};CK_DEFAULT_TIMEOUT=300")
