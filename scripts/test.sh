@@ -11,7 +11,8 @@
 # release, fuzz and tsan-build run at nice 19 in the background of asan-e2e,
 # whose tests mostly wait out fixed durations (their output follows it); then
 #   tsan-test    the ring tests under TSan
-#   torture      the short kill and hang runs (torture tier) on the Release build
+#   torture      the short kill and hang runs (torture tier) on the Release build, and
+#                the e2e tests a sanitizer build skips (label plain: test_e2e_faketime)
 # e2e and torture tests are RUN_SERIAL (tests/CMakeLists.txt). Every phase runs;
 # the script ends with the last ctest summary, a table of the phases (seconds,
 # result) and a final line, and exits 1 if any failed. The long torture and
@@ -92,7 +93,7 @@ else
 	skip tsan-test tsan-build
 fi
 if grep -q '^release	.*	ok$' "$logs/phases"; then
-	phase torture ctest --preset release -L '^torture$' --timeout 900 || true
+	phase torture ctest --preset release -L '^(torture|plain)$' --timeout 900 || true
 else
 	skip torture release
 fi
