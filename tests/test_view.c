@@ -124,7 +124,7 @@ START_TEST(test_layout_merge)
 {
 	char line[64];
 	struct vlayout l = {0};
-	uint32_t i, merged = 0;
+	uint32_t i, merged = 0, run = 0, first = 0;
 
 	ck_assert_int_eq(vtree__add_folded(&tree, "big 900"), 0);
 	for (i = 0; i < 10; i++) {
@@ -138,6 +138,8 @@ START_TEST(test_layout_merge)
 		if (!l.boxes[i].n_merged)
 			continue;
 		merged++;
+		run = i;
+		first = l.boxes[i].node;
 		ck_assert_uint_eq(l.boxes[i].n_merged, 10);
 		ck_assert_uint_eq(l.boxes[i].x, 18);
 		ck_assert_uint_eq(l.boxes[i].w, 2);
@@ -146,6 +148,20 @@ START_TEST(test_layout_merge)
 	ck_assert_uint_eq(merged, 1);
 	ck_assert_ptr_null(box_named(&l, "tiny0"));
 	ck_assert_uint_eq(box_named(&l, "big")->w, 18);
+	/* zoomed into the merged box (40 columns): it is the top row, full width;
+	 * its ten frames below it, 4 columns each */
+	ck_assert_int_eq(vlayout__find_run(&l, first, 10), (int)run);
+	ck_assert_int_eq(vlayout__build_run(&l, &tree, first, 10, 40, 10, 3), 0);
+	ck_assert_uint_eq(l.boxes[0].depth, 0);
+	ck_assert_uint_eq(l.boxes[0].n_merged, 10);
+	ck_assert_uint_eq(l.boxes[0].w, 40);
+	ck_assert_uint_eq(l.boxes[0].value, 100);
+	for (i = 0; i < 10; i++) {
+		snprintf(line, sizeof(line), "tiny%u", i);
+		ck_assert_ptr_nonnull(box_named(&l, line));
+		ck_assert_uint_eq(box_named(&l, line)->depth, 1);
+		ck_assert_uint_eq(box_named(&l, line)->w, 4);
+	}
 	/* wide enough: no merging */
 	ck_assert_int_eq(vlayout__build(&l, &tree, 0, 1000, 10, 3), 0);
 	ck_assert_ptr_nonnull(box_named(&l, "tiny9"));

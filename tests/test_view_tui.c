@@ -116,6 +116,18 @@ static char *wait_for(const char *want)
 	return s;
 }
 
+/* s, or the screens after it until one lacks gone (5 s bound): tmux may show
+ * the new header over the old body for a frame. */
+static char *wait_without(char *s, const char *gone)
+{
+	for (int i = 0; i < 100 && strstr(s, gone); i++) {
+		free(s);
+		usleep(50000);
+		s = screen(false);
+	}
+	return s;
+}
+
 /* Keys in tmux send-keys syntax (Enter, Escape, Tab, C-u...). */
 static void keys(const char *k)
 {
@@ -305,11 +317,7 @@ START_TEST(test_zoom)
 	keys("Enter");
 	/* zoomed: run_loop is the first flamegraph row, the root and process are gone */
 	s = wait_for("run_loop  total");
-	for (int i = 0; i < 100 && line_no(s, "app:1000") >= 0; i++) {
-		free(s);
-		usleep(50000);
-		s = screen(false);
-	}
+	s = wait_without(s, "app:1000");
 	ck_assert_int_lt(line_no(s, "app:1000"), 0);
 	ck_assert_int_eq(line_no(s, "run_loop"), line_no(s, "hot_function") - 1);
 	/* wider than before: cold_function's name fits now */
@@ -521,25 +529,113 @@ START_TEST(test_sizes)
 }
 END_TEST
 
+/* ---- the command line: help, version, no terminal, bad stores ---- */
+
+/* cpa-view ARGS in tmux (a terminal) with stderr to a file; waits for it to
+ * exit (30 s bound). Returns its exit code, stderr in err. */
+static int tui_exit_code(const char *args, char *err, size_t errlen)
+{
+	char view[1100], rc_path[400], err_path[400], cmd[4096], *out;
+	int code = -1;
+
+	path_of(view, sizeof(view), "cpa-view");
+	snprintf(rc_path, sizeof(rc_path), "%s/rc", tmp_root);
+	snprintf(err_path, sizeof(err_path), "%s/err", tmp_root);
+	unlink(rc_path);
+	snprintf(sock, sizeof(sock), "cpa-view-test-%d", (int)getpid());
+	sh("tmux -L %s kill-server 2>/dev/null", sock);
+	snprintf(cmd, sizeof(cmd),
+		 "tmux -L %s -f /dev/null new-session -d -x 80 -y 24 "
+		 "'env LANG=C.UTF-8 %s %s 2>%s; echo $? >%s.tmp; mv %s.tmp %s; sleep 30'",
+		 sock, view, args, err_path, rc_path, rc_path, rc_path);
+	ck_assert_int_eq(system(cmd), 0);
+	for (int i = 0; i < 600 && access(rc_path, R_OK) != 0; i++)
+		usleep(50000);
+	ck_assert_msg(access(rc_path, R_OK) == 0, "cpa-view %s did not exit; screen:\n%s", args,
+		      out = screen(false));
+	snprintf(cmd, sizeof(cmd), "cat %s", rc_path);
+	out = run_out(cmd);
+	code = atoi(out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "cat %s", err_path);
+	out = run_out(cmd);
+	snprintf(err, errlen, "%s", out);
+	free(out);
+	tui_stop();
+	return code;
+}
+
+START_TEST(test_cli)
+{
+	struct test_run r;
+	char cmd[2400], view[1100], want[64];
+	int st;
+
+	test_run_bin(&r, "cpa-view", (const char *const[]){"--version", NULL});
+	snprintf(want, sizeof(want), "cpa-view %s\n", CPA_VERSION);
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_str_eq(r.out, want);
+	test_run_bin(&r, "cpa-view", (const char *const[]){"--help", NULL});
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_msg(strstr(r.out, "Usage: cpa-view [OPTION]... STORE\n"), "%s", r.out);
+	ck_assert_ptr_nonnull(strstr(r.out, "--version"));
+	ck_assert_ptr_nonnull(strstr(r.out, "--follow"));
+	ck_assert_ptr_nonnull(strstr(r.out, "Exit status"));
+	ck_assert_str_eq(r.err, "");
+	test_run_bin(&r, "cpa-view", (const char *const[]){"--bogus", store_root, NULL});
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "Try 'cpa-view --help'."));
+	/* no terminal: one line on stderr and exit 2, at once (timeout's 124 would
+	 * say it kept running) */
+	path_of(view, sizeof(view), "cpa-view");
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s %s </dev/null >%s/out 2>%s/err", view, store_root,
+		 tmp_root, tmp_root);
+	st = system(cmd);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 2);
+	snprintf(cmd, sizeof(cmd), "cat %s/err", tmp_root);
+	{
+		char *e = run_out(cmd);
+
+		ck_assert_msg(strstr(e, "cpa-view: needs a terminal") && strchr(e, '\n') &&
+				      !strchr(e, '\n')[1],
+			      "stderr: '%s'", e);
+		free(e);
+	}
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s /nonexistent </dev/null >/dev/null 2>&1", view);
+	st = system(cmd);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 2);
+}
+END_TEST
+
 /* ---- bad stores ---- */
 
 START_TEST(test_bad_stores)
 {
-	char args[600], dir[1024], p[1200], *s;
+	char args[600], dir[1024], p[1200], err[4096], *s;
 	int fd;
 
+	/* a missing path or a dir without a store: stderr and exit 1, before curses */
 	snprintf(args, sizeof(args), "%s/missing", tmp_root);
+	ck_assert_int_eq(tui_exit_code(args, err, sizeof(err)), 1);
+	ck_assert_msg(strstr(err, "cpa-view: failed to open input file: ") &&
+			      strstr(err, "No such file"),
+		      "stderr: '%s'", err);
+	/* live mode waits for it instead */
+	snprintf(args, sizeof(args), "--follow %s/missing", tmp_root);
 	tui_start(args, 80, 24);
 	s = wait_for("Cannot show this store");
 	ck_assert_ptr_nonnull(strstr(s, "No such file"));
+	ck_assert_ptr_nonnull(strstr(s, "retrying every second"));
 	free(s);
 	tui_stop();
 
 	snprintf(dir, sizeof(dir), "%s/empty", tmp_root);
 	mkdir(dir, 0755);
-	tui_start(dir, 80, 24);
-	free(wait_for("no cpa store in"));
-	tui_stop();
+	ck_assert_int_eq(tui_exit_code(dir, err, sizeof(err)), 1);
+	ck_assert_msg(strstr(err, "failed to open input file: no cpa store in"), "stderr: '%s'",
+		      err);
 
 	/* a corrupt block: flip a byte inside the third block's data */
 	ck_assert_int_eq(t_store_dir(store_root, dir, sizeof(dir)), 0);
@@ -582,10 +678,9 @@ START_TEST(test_bad_stores)
 		ck_assert_int_eq(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
 		close(fd);
 	}
-	tui_start(store_root, 80, 24);
-	s = wait_for("newer than");
-	ck_assert_ptr_nonnull(strstr(s, "use a newer cpa"));
-	free(s);
+	ck_assert_int_eq(tui_exit_code(store_root, err, sizeof(err)), 1);
+	ck_assert_msg(strstr(err, "newer than") && strstr(err, "use a newer cpa"), "stderr: '%s'",
+		      err);
 }
 END_TEST
 
@@ -800,6 +895,191 @@ START_TEST(test_metrics_triggers)
 }
 END_TEST
 
+/*
+ * A 30-second store of many processes, from 10:00:00 on the test day, per second:
+ *   app:1000       main;run_loop;hot_function   40
+ *   w00..w19:5000+ main;compress;hot_inner       3 each (too narrow alone: one "+N")
+ *   pid 3000       main;sh_main as "sh" in the first second (5), then it execs:
+ *                  main;xz_main as "xz" (20 per second)
+ */
+#define VM_SECS	 30
+#define VM_PROCS 20
+
+static void write_many(const char *root)
+{
+	struct vgen *g = calloc(1, sizeof(*g));
+	uint64_t base = vt_base_ns();
+	uint32_t app, shc, xzc, hot, inner, shs, xzs, wc[VM_PROCS];
+	char name[512]; /* vgen_str reads up to 512 */
+
+	ck_assert_ptr_nonnull(g);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	ck_assert_int_eq(vgen_open(g, root, 2), 0);
+	app = vgen_str(g, "app");
+	shc = vgen_str(g, "sh");
+	xzc = vgen_str(g, "xz");
+	for (int i = 0; i < VM_PROCS; i++) {
+		snprintf(name, sizeof(name), "w%02d", i);
+		wc[i] = vgen_str(g, name);
+	}
+	hot = vgen_stack(g, "main;run_loop;hot_function");
+	inner = vgen_stack(g, "main;compress;hot_inner");
+	shs = vgen_stack(g, "main;sh_main");
+	xzs = vgen_stack(g, "main;xz_main");
+	for (uint32_t s = 0; s < VM_SECS; s++) {
+		uint64_t t = base + s * 1000000000ULL;
+
+		for (uint32_t k = 0; k < 40; k++)
+			ck_assert_int_eq(vgen_sample(g, t + k * 1000, hot, 1000, 1000, 0,
+						     CPA_KIND_ONCPU, 1, app, app),
+					 0);
+		for (uint32_t k = 0; k < (s ? 20u : 5u); k++)
+			ck_assert_int_eq(vgen_sample(g, t + k * 1000, s ? xzs : shs, 3000, 3000, 0,
+						     CPA_KIND_ONCPU, 1, s ? xzc : shc,
+						     s ? xzc : shc),
+					 0);
+		for (uint32_t i = 0; i < VM_PROCS; i++)
+			for (uint32_t k = 0; k < 3; k++)
+				ck_assert_int_eq(vgen_sample(g, t + k * 1000, inner, 5000 + i,
+							     5000 + i, 1, CPA_KIND_ONCPU, 1, wc[i],
+							     wc[i]),
+						 0);
+	}
+	vgen_close(g);
+	free(g);
+}
+
+/* cpa-view at 80x24 on the store of write_many(): its first screen. */
+static char *start_many(void)
+{
+	char root[400];
+
+	snprintf(root, sizeof(root), "%s/many", tmp_root);
+	write_many(root);
+	tui_start(root, 80, 24);
+	return wait_for("hot_function");
+}
+
+/* Row r of the flamegraph body at 80x24 (row 13 of the screen is its first). */
+static char *body_row(const char *scr, int r)
+{
+	return row_of(scr, 13 + r);
+}
+
+/* The timeline's axis under its bars; one process name for a pid (the name at
+ * the sample, as the exports) */
+START_TEST(test_axis_and_names)
+{
+	char *s = start_many(), *l;
+
+	/* 30 one-second cells: the end time ends under the last one, the scale after */
+	l = line_with(s, "s/cell");
+	ck_assert_ptr_nonnull(l);
+	ck_assert_msg(strncmp(l, "10:00:00", 8) == 0 && strstr(l, "10:00:30") == l + 22 &&
+			      strstr(l, "1s/cell") > strstr(l, "10:00:30"),
+		      "axis not under the 30 cells:\n%s", s);
+	free(l);
+	l = line_with(s, "[====");
+	ck_assert_msg(l && strstr(l, "]") == l + VM_SECS - 1, "marks:\n%s", s);
+	free(l);
+	/* pid 3000 ran as sh for a second, then as xz: its wide box is xz's */
+	ck_assert_msg(strstr(s, "xz:3000"), "no xz:3000 box:\n%s", s);
+	free(s);
+}
+END_TEST
+
+/* M: group by name, every process merged; the "+N" box selected and zoomed */
+START_TEST(test_group_name_and_merged)
+{
+	char *s = start_many(), *l;
+
+	l = body_row(s, 1);
+	ck_assert_msg(strstr(l, "app:1000") == l && strstr(l, "+2"), "row 1: '%s'\n%s", l, s);
+	free(l);
+	free(s);
+	/* j from the root: the box under its middle is the "+21" of the narrow processes */
+	keys("j");
+	s = wait_for("frames too narrow");
+	ck_assert_msg(strstr(s, "Enter shows them"), "%s", s);
+	free(s);
+	keys("Enter");
+	/* zoomed: "+21" is the top row, its members below at full scale */
+	s = wait_for("frames too narrow");
+	s = wait_without(s, "app:1000");
+	l = body_row(s, 0);
+	ck_assert_msg(strncmp(l, "+2", 2) == 0, "top row: '%s'\n%s", l, s);
+	free(l);
+	l = body_row(s, 1);
+	ck_assert_msg(l[0] == 'w' && strstr(l, " w0") && strstr(l, " w1"), "members: '%s'\n%s", l,
+		      s);
+	free(l);
+	ck_assert_ptr_null(strstr(s, "app:1000"));
+	free(s);
+	keys("j");
+	s = wait_for("  total");
+	l = row_of(s, 22);
+	ck_assert_msg(l[0] == 'w' && strstr(l, ":50") == l + 3, "details: '%s'\n%s", l, s);
+	free(l);
+	free(s);
+	keys("Escape");
+	free(wait_for("frames too narrow"));
+	keys("Escape");
+	free(wait_for("app:1000"));
+	/* group by name: one wide "main", compress (every w process) and run_loop under it */
+	keys("M");
+	s = wait_for("group name");
+	s = wait_without(s, "app:1000");
+	l = body_row(s, 1);
+	/* full width: the only box of its row (tmux drops the trailing blanks) */
+	ck_assert_msg(strcmp(l, "main") == 0, "row 1: '%s'\n%s", l, s);
+	free(l);
+	l = body_row(s, 2);
+	ck_assert_msg(strncmp(l, "compress", 8) == 0 && strstr(l, "run_loop"), "row 2: '%s'\n%s", l,
+		      s);
+	free(l);
+	ck_assert_ptr_null(strstr(s, "app:1000"));
+	free(s);
+	/* M again: back to the grouping before */
+	keys("M");
+	free(wait_for("group process"));
+	free(wait_for("app:1000"));
+}
+END_TEST
+
+/* A store of a whole day: the header gives the dates */
+START_TEST(test_day_header)
+{
+	char root[400], *s;
+	struct vgen *g = calloc(1, sizeof(*g));
+	struct tm tm = {.tm_year = 126, .tm_mon = 10, .tm_mday = 28, .tm_isdst = -1};
+	uint64_t base = (uint64_t)mktime(&tm) * 1000000000ULL;
+	uint32_t c, st;
+
+	snprintf(root, sizeof(root), "%s/day", tmp_root);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	ck_assert_ptr_nonnull(g);
+	ck_assert_int_eq(vgen_open(g, root, 2), 0);
+	c = vgen_str(g, "app");
+	st = vgen_stack(g, "main;all_day");
+	for (uint64_t t = 0; t < 86400; t += 3599)
+		ck_assert_int_eq(vgen_sample(g, base + t * 1000000000ULL, st, 1, 1, 0,
+					     CPA_KIND_ONCPU, 1, c, c),
+				 0);
+	ck_assert_int_eq(
+		vgen_sample(g, base + 86399 * 1000000000ULL, st, 1, 1, 0, CPA_KIND_ONCPU, 1, c, c),
+		0);
+	vgen_close(g);
+	free(g);
+	tui_start(root, 80, 24);
+	s = wait_for("11-28 00:00:00 - 11-29 00:00:00 (24h00m)");
+	/* the last 5 minutes stay on one day: no dates */
+	ck_assert_msg(strstr(s, "range 23:55:00-00:00:00 (5m00s)"), "%s", s);
+	free(s);
+	keys("a");
+	free(wait_for("range 11-28 00:00:00 - 11-29 00:00:00 (24h00m)"));
+}
+END_TEST
+
 /* Two monitor runs of the day under one root: cpa-view opens both, as `cpa show`. */
 START_TEST(test_day_runs)
 {
@@ -863,6 +1143,10 @@ static Suite *suite(bool bpf)
 	tcase_add_test(tc, test_live);
 	tcase_add_test(tc, test_metrics_triggers);
 	tcase_add_test(tc, test_day_runs);
+	tcase_add_test(tc, test_cli);
+	tcase_add_test(tc, test_axis_and_names);
+	tcase_add_test(tc, test_group_name_and_merged);
+	tcase_add_test(tc, test_day_header);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -109,6 +109,27 @@ static void fmt_span(int64_t s, char *buf, size_t len)
 		snprintf(buf, len, "%lldh%02lldm", (long long)(s / 3600), (long long)(s / 60 % 60));
 }
 
+/* [t0, t1) as "10:00:00-10:10:00 (10m00s)"; with dates ("11-28 00:00:00 -
+ * 11-29 00:00:00 (24h00m)") when it crosses midnight or spans 24 h or more. */
+static void fmt_range(int64_t t0, int64_t t1, char *buf, size_t len)
+{
+	time_t a = (time_t)t0, b = (time_t)t1, last = (time_t)MAX(t1 - 1, t0);
+	struct tm ta, tb, tl;
+	char sp[32];
+
+	localtime_r(&a, &ta);
+	localtime_r(&b, &tb);
+	localtime_r(&last, &tl);
+	fmt_span(t1 - t0, sp, sizeof(sp));
+	if (t1 - t0 < 86400 && ta.tm_yday == tl.tm_yday && ta.tm_year == tl.tm_year)
+		snprintf(buf, len, "%02d:%02d:%02d-%02d:%02d:%02d (%s)", ta.tm_hour, ta.tm_min,
+			 ta.tm_sec, tb.tm_hour, tb.tm_min, tb.tm_sec, sp);
+	else
+		snprintf(buf, len, "%02d-%02d %02d:%02d:%02d - %02d-%02d %02d:%02d:%02d (%s)",
+			 ta.tm_mon + 1, ta.tm_mday, ta.tm_hour, ta.tm_min, ta.tm_sec, tb.tm_mon + 1,
+			 tb.tm_mday, tb.tm_hour, tb.tm_min, tb.tm_sec, sp);
+}
+
 static double pct(uint64_t v, uint64_t total)
 {
 	return total ? 100.0 * (double)v / (double)total : 0;
@@ -256,20 +277,28 @@ static void draw_timeline(struct vapp *a, int y0, int h)
 			addch(' ');
 		}
 	}
-	/* axis row */
+	/* axis row, under the cells: the start at the first cell, the end ending
+	 * under the last one, the middle under the middle; the scale between
+	 * them when there is room, else after the bars */
 	fmt_tod(a->v0, t0, sizeof(t0));
 	fmt_tod(a->v1, t1, sizeof(t1));
 	fmt_tod(a->v0 + span / 2, tm, sizeof(tm));
-	move(y0 + h + 1, 0);
-	clrtoeol();
-	mvaddstr(y0 + h + 1, 0, t0);
-	if (cols > 40)
-		mvaddstr(y0 + h + 1, cols / 2 - 4, tm);
-	mvaddstr(y0 + h + 1, cols - 8, t1);
 	snprintf(lbl, sizeof(lbl), " %llds/cell max %llu/s ", (long long)spc,
 		 (unsigned long long)(max / (uint64_t)spc));
-	if (cols > 70)
-		mvaddstr(y0 + h + 1, cols / 4 - (int)strlen(lbl) / 2, lbl);
+	move(y0 + h + 1, 0);
+	clrtoeol();
+	{
+		int w = MAX(ncell, 17), n = (int)strlen(lbl);
+
+		mvaddstr(y0 + h + 1, 0, t0);
+		if (w > 40)
+			mvaddstr(y0 + h + 1, w / 2 - 4, tm);
+		mvaddstr(y0 + h + 1, w - 8, t1);
+		if (w > 70)
+			mvaddstr(y0 + h + 1, w / 4 - n / 2, lbl);
+		else if (w + n <= cols)
+			mvaddstr(y0 + h + 1, w, lbl);
+	}
 	free(cells);
 }
 
@@ -480,7 +509,7 @@ static void draw_layout(struct vapp *a, const struct vtree *t, const struct vlay
 			continue;
 		row = (int)(b->depth - top_depth);
 		draw_box(a, t, b, up ? y0 + h - 1 - row : y0 + row,
-			 interactive && !b->n_merged && b->node == a->sel,
+			 interactive && b->node == a->sel && b->n_merged == a->sel_run,
 			 interactive && !b->n_merged && a->have_re && b->node < a->tree.n &&
 				 a->match[b->node],
 			 interactive && a->diff && a->have_a);
@@ -491,12 +520,21 @@ static void draw_flame(struct vapp *a, int y0, int h)
 {
 	int i;
 
-	vlayout__build(&a->lay, &a->tree, a->zoom, (uint32_t)a->cols, 600, 3);
-	i = vlayout__find(&a->lay, a->sel);
+	if (a->zoom_run)
+		vlayout__build_run(&a->lay, &a->tree, a->zoom, a->zoom_run, (uint32_t)a->cols, 600,
+				   3);
+	else
+		vlayout__build(&a->lay, &a->tree, a->zoom, (uint32_t)a->cols, 600, 3);
+	i = a->sel_run ? vlayout__find_run(&a->lay, a->sel, a->sel_run)
+		       : vlayout__find(&a->lay, a->sel);
 	if (i < 0) {
 		a->sel = a->zoom;
-		i = vlayout__find(&a->lay, a->sel);
+		a->sel_run = a->zoom_run;
+		i = a->sel_run ? vlayout__find_run(&a->lay, a->sel, a->sel_run)
+			       : vlayout__find(&a->lay, a->sel);
 	}
+	if (i >= 0)
+		a->sel_run = a->lay.boxes[i].n_merged;
 	if (i >= 0) {
 		uint32_t d = a->lay.boxes[i].depth;
 
@@ -542,6 +580,16 @@ static void draw_details(struct vapp *a, int y)
 	}
 	if (a->sel >= t->n)
 		return;
+	if (a->sel_run) {
+		int i = vlayout__find_run(&a->lay, a->sel, a->sel_run);
+		uint64_t v = i >= 0 ? a->lay.boxes[i].value : 0;
+
+		snprintf(buf, sizeof(buf),
+			 "+%u: %u frames too narrow to draw  total %.1f%% (%llu)  Enter shows them",
+			 a->sel_run, a->sel_run, pct(v, root), (unsigned long long)v);
+		line_fill(y, A_BOLD, buf, a->cols);
+		return;
+	}
 	n = &t->nodes[a->sel];
 	if (a->diff && a->have_a) {
 		uint32_t m = vtree__match(t, a->sel, &a->tree_a);
@@ -724,21 +772,18 @@ static void draw_triggers(struct vapp *a, int y0, int h)
 
 static void draw_header(struct vapp *a)
 {
-	char buf[1024], f[16], l[16], r0[16], r1[16], sp[32], filt[256], all[32];
+	char buf[1024], filt[256], all[96], rng[96];
 	const char *dir = strrchr(a->m.dir, '/') ? strrchr(a->m.dir, '/') + 1 : a->m.dir;
 	uint64_t corrupt = vmodel__corrupt(&a->m);
 	char runs[32] = "";
 	size_t o;
 
-	fmt_tod(a->m.first_s, f, sizeof(f));
-	fmt_tod(a->m.last_s + 1, l, sizeof(l));
 	vfilter__describe(&a->f, filt, sizeof(filt));
-	fmt_span(a->m.last_s + 1 - a->m.first_s, all, sizeof(all));
+	fmt_range(a->m.first_s, a->m.last_s + 1, all, sizeof(all));
 	if (a->m.n_dirs > 1)
 		snprintf(runs, sizeof(runs), " (%u runs)", a->m.n_dirs);
-	o = (size_t)snprintf(buf, sizeof(buf), " cpa-view  %.200s%s  %s-%s (%s)%s%s", dir, runs, f,
-			     l, all, a->o.follow ? "  [live]" : "",
-			     a->diff && a->have_a ? "  [diff]" : "");
+	o = (size_t)snprintf(buf, sizeof(buf), " cpa-view  %.200s%s  %s%s%s", dir, runs, all,
+			     a->o.follow ? "  [live]" : "", a->diff && a->have_a ? "  [diff]" : "");
 	if (corrupt)
 		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "  corrupt blocks skipped: %llu",
 				      (unsigned long long)corrupt);
@@ -746,11 +791,9 @@ static void draw_header(struct vapp *a)
 		 a->f.kernel ? "" : "  no-kernel", filt[0] ? "  " : "", filt);
 	line_fill(0, pair_attr(a, P_TITLE) | (a->color ? 0 : A_REVERSE), buf, a->cols);
 
-	fmt_tod(a->r0, r0, sizeof(r0));
-	fmt_tod(a->r1, r1, sizeof(r1));
-	fmt_span(a->r1 - a->r0, sp, sizeof(sp));
-	snprintf(buf, sizeof(buf), "range %s-%s (%s)  %llu samples: on %llu off %llu lost %llu", r0,
-		 r1, sp, (unsigned long long)a->st.samples, (unsigned long long)a->st.on,
+	fmt_range(a->r0, a->r1, rng, sizeof(rng));
+	snprintf(buf, sizeof(buf), "range %s  %llu samples: on %llu off %llu lost %llu", rng,
+		 (unsigned long long)a->st.samples, (unsigned long long)a->st.on,
 		 (unsigned long long)a->st.off, (unsigned long long)a->st.lost);
 	if (a->st.probe) {
 		o = strlen(buf);

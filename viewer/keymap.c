@@ -68,7 +68,9 @@ static const struct vkey keys[] = {
 	{':', VV_ALL, VA_FILTER, ":",
 	 "filter: pid= comm= cgroup= cpu=0-3 env= kind=on,off,probe,lost probe="},
 	{'G', VV_ALL, VA_GROUP, "G",
-	 "group the root by process / thread / cgroup / env / cpu / none"},
+	 "group the root by process / thread / cgroup / env / cpu / name"},
+	{'M', VV_ALL, VA_GROUP_NAME, "M",
+	 "group by name on / off: every process merged, frames by name"},
 	{'K', VV_ALL, VA_KERNEL, "K", "kernel frames on / off"},
 	/* diff */
 	{'A', VV_ALL, VA_MARK_A, "A", "mark the range as A (the baseline)"},

@@ -49,6 +49,7 @@ enum vact {
 	VA_SORT_TOTAL,
 	VA_FILTER,
 	VA_GROUP,
+	VA_GROUP_NAME, /* group by name (every process merged) on / off */
 	VA_KERNEL,
 	VA_MARK_A,
 	VA_MARK_B,

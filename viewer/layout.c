@@ -40,17 +40,28 @@ static void emit(struct lctx *c, uint32_t node, uint32_t n_merged, uint32_t x, u
 		l->depth = depth + 1;
 }
 
+static void place_kids(struct lctx *c, uint32_t first, uint32_t count, uint64_t off,
+		       uint32_t depth);
+
 static void place(struct lctx *c, uint32_t node, uint64_t off, uint32_t depth)
 {
 	const struct vnode *n = &c->t->nodes[node];
-	uint32_t x = col(c, off), k, run_first = VNODE_NONE, run_n = 0;
-	uint64_t koff = off, run_off = 0, run_val = 0;
+	uint32_t x = col(c, off);
 
 	emit(c, node, 0, x, col(c, off + n->total) - x, depth, n->total);
 	if (depth + 1 >= c->max_depth || c->err)
 		return;
-	for (k = n->child;; k = c->t->nodes[k].next) {
-		const struct vnode *kn = k != VNODE_NONE ? &c->t->nodes[k] : NULL;
+	place_kids(c, n->child, UINT32_MAX, off, depth + 1);
+}
+
+/* count siblings from first (UINT32_MAX: to the last) at depth, from off on. */
+static void place_kids(struct lctx *c, uint32_t first, uint32_t count, uint64_t off, uint32_t depth)
+{
+	uint32_t k, i = 0, run_first = VNODE_NONE, run_n = 0;
+	uint64_t koff = off, run_off = 0, run_val = 0;
+
+	for (k = first;; k = c->t->nodes[k].next, i++) {
+		const struct vnode *kn = k != VNODE_NONE && i < count ? &c->t->nodes[k] : NULL;
 		uint32_t kx = kn ? col(c, koff) : 0, kw = kn ? col(c, koff + kn->total) - kx : 0;
 		bool narrow = kn && kw < c->min_w;
 
@@ -59,9 +70,9 @@ static void place(struct lctx *c, uint32_t node, uint64_t off, uint32_t depth)
 			uint32_t rx = col(c, run_off), rw = col(c, run_off + run_val) - rx;
 
 			if (run_n == 1 && rw)
-				place(c, run_first, run_off, depth + 1);
+				place(c, run_first, run_off, depth);
 			else if (rw)
-				emit(c, run_first, run_n, rx, rw, depth + 1, run_val);
+				emit(c, run_first, run_n, rx, rw, depth, run_val);
 			run_n = 0;
 		}
 		if (!kn)
@@ -75,7 +86,7 @@ static void place(struct lctx *c, uint32_t node, uint64_t off, uint32_t depth)
 			run_n++;
 			run_val += kn->total;
 		} else {
-			place(c, k, koff, depth + 1);
+			place(c, k, koff, depth);
 		}
 		koff += kn->total;
 	}
@@ -106,6 +117,44 @@ int vlayout__build(struct vlayout *l, const struct vtree *t, uint32_t zoom, uint
 		return c.err;
 	qsort(l->boxes, l->n, sizeof(*l->boxes), box_cmp);
 	return 0;
+}
+
+int vlayout__build_run(struct vlayout *l, const struct vtree *t, uint32_t first, uint32_t n,
+		       uint32_t width, uint32_t max_depth, uint32_t min_w)
+{
+	struct lctx c = {
+		.l = l, .t = t, .width = width, .max_depth = max_depth, .min_w = min_w ? min_w : 1};
+	uint32_t k, i;
+
+	l->n = 0;
+	l->depth = 0;
+	if (first >= t->n || !n || !max_depth || !width)
+		return 0;
+	for (k = first, i = 0; k != VNODE_NONE && i < n; k = t->nodes[k].next, i++)
+		c.total += t->nodes[k].total;
+	emit(&c, first, i, 0, width, 0, c.total);
+	if (max_depth > 1 && !c.err)
+		place_kids(&c, first, i, 0, 1);
+	if (c.err)
+		return c.err;
+	qsort(l->boxes, l->n, sizeof(*l->boxes), box_cmp);
+	return 0;
+}
+
+int vlayout__find_run(const struct vlayout *l, uint32_t first, uint32_t n)
+{
+	int any = -1;
+	uint32_t i;
+
+	for (i = 0; i < l->n; i++) {
+		if (l->boxes[i].node != first || !l->boxes[i].n_merged)
+			continue;
+		if (l->boxes[i].n_merged == n)
+			return (int)i;
+		if (any < 0)
+			any = (int)i;
+	}
+	return any;
 }
 
 void vlayout__free(struct vlayout *l)

@@ -7,7 +7,7 @@
  * Columns come from cumulative values on one scale (x = off * width / total),
  * so boxes never overlap and a row's boxes add up to its parent. A run of
  * siblings each narrower than min_w becomes one merged box ("+N"); a merged
- * box is not descended into.
+ * box is not descended into, but can be laid out on its own (build_run).
  */
 #ifndef CPA_VLAYOUT_H
 #define CPA_VLAYOUT_H
@@ -34,9 +34,16 @@ struct vlayout {
 /* Boxes of zoom and below, max_depth rows at most. 0 or -ENOMEM. */
 int vlayout__build(struct vlayout *l, const struct vtree *t, uint32_t zoom, uint32_t width,
 		   uint32_t max_depth, uint32_t min_w);
+/* Zoom into a merged box: the run of n siblings from first as the top box
+ * (n_merged = n, the full width), its members below it at full scale. */
+int vlayout__build_run(struct vlayout *l, const struct vtree *t, uint32_t first, uint32_t n,
+		       uint32_t width, uint32_t max_depth, uint32_t min_w);
 void vlayout__free(struct vlayout *l);
 /* Index of the box showing node (not merged), or -1. */
 int vlayout__find(const struct vlayout *l, uint32_t node);
+/* Index of the merged box whose run starts at first, of n frames if there is
+ * one (else the first such box), or -1. */
+int vlayout__find_run(const struct vlayout *l, uint32_t first, uint32_t n);
 /* Box at (depth, column), or -1. */
 int vlayout__at(const struct vlayout *l, uint32_t depth, uint32_t x);
 

@@ -23,7 +23,7 @@
 /* ------------------------------------------------------------ filters */
 
 static const char *const group_names[VG_MAX] = {"process", "thread", "cgroup",
-						"env",	   "cpu",    "none"};
+						"env",	   "cpu",    "name"};
 
 const char *vgroup__name(enum vgroup g)
 {
@@ -541,27 +541,41 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 	return m->n_stacks++;
 }
 
-/* Label id of the row's group (0 = none). */
+const char *vmodel__proc_name(const struct store_sample *s)
+{
+	return s->pcomm[0] ? s->pcomm : s->comm[0] ? s->comm : "[unknown]";
+}
+
+/* Label id of the row's group (0 = none). A process or thread is labelled
+ * with its name at the sample, so a pid that execs (sh -> xz) gets a box per
+ * name, as in the exports. */
 static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sample *s)
 {
 	char buf[160];
+	const char *name;
 	uint64_t key;
 	uint32_t id;
 	int n;
 
 	if (s->lost)
 		return 0;
-	/* rows come sorted by (second, pid, tid): the last answer is often right */
-	if ((g == VG_PROCESS || g == VG_THREAD) && m->last_group_kind == (int)g &&
-	    m->last_group_key_pid == (g == VG_PROCESS ? s->pid : s->tid))
-		return m->last_group;
+	if (g == VG_PROCESS || g == VG_THREAD) {
+		uint32_t who = g == VG_PROCESS ? s->pid : s->tid;
+
+		name = g == VG_PROCESS ? vmodel__proc_name(s) : s->comm[0] ? s->comm : "[unknown]";
+		/* rows come sorted by (second, pid, tid): the last answer is often right */
+		if (m->last_group_kind == (int)g && m->last_group_key_pid == who &&
+		    !strncmp(m->last_group_name, name, sizeof(m->last_group_name)))
+			return m->last_group;
+		n = snprintf(buf, sizeof(buf), "%s:%u", name, who);
+		id = strtab__intern(&m->names, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
+		m->last_group_kind = (int)g;
+		m->last_group_key_pid = who;
+		snprintf(m->last_group_name, sizeof(m->last_group_name), "%s", name);
+		m->last_group = id;
+		return id;
+	}
 	switch (g) {
-	case VG_PROCESS:
-		key = s->pid;
-		break;
-	case VG_THREAD:
-		key = s->tid;
-		break;
 	case VG_CGROUP:
 		key = s->cgroup_id;
 		break;
@@ -576,32 +590,14 @@ static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sam
 	}
 	id = u64map__get(&m->groups[g], key);
 	if (id != UINT32_MAX)
-		goto out;
-	switch (g) {
-	case VG_PROCESS:
-		n = snprintf(buf, sizeof(buf), "%s:%u",
-			     s->pcomm[0]  ? s->pcomm
-			     : s->comm[0] ? s->comm
-					  : "[unknown]",
-			     s->pid);
-		break;
-	case VG_THREAD:
-		n = snprintf(buf, sizeof(buf), "%s:%u", s->comm[0] ? s->comm : "[unknown]", s->tid);
-		break;
-	case VG_CGROUP:
+		return id;
+	if (g == VG_CGROUP)
 		n = snprintf(buf, sizeof(buf), "cgroup:%llu", (unsigned long long)s->cgroup_id);
-		break;
-	default:
+	else
 		n = snprintf(buf, sizeof(buf), "cpu:%u", s->cpu);
-		break;
-	}
 	id = strtab__intern(&m->names, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
 	if (id)
 		u64map__put(&m->groups[g], key, id);
-out:
-	m->last_group_kind = (int)g;
-	m->last_group_key_pid = (uint32_t)key;
-	m->last_group = id;
 	return id;
 }
 
@@ -766,11 +762,7 @@ static int on_export(void *ctx, const struct store_sample *s)
 	if (s->lost) {
 		exp_put(c, "[lost]", NULL);
 	} else {
-		snprintf(tmp, sizeof(tmp), "%s:%u",
-			 s->pcomm[0]  ? s->pcomm
-			 : s->comm[0] ? s->comm
-				      : "[unknown]",
-			 s->pid);
+		snprintf(tmp, sizeof(tmp), "%s:%u", vmodel__proc_name(s), s->pid);
 		exp_put(c, tmp, NULL);
 	}
 	for (i = s->n_frames; i-- > s->n_kframes;)

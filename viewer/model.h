@@ -19,7 +19,8 @@
 
 #define VCPU_BITS 4096
 
-enum vgroup { VG_PROCESS, VG_THREAD, VG_CGROUP, VG_ENV, VG_CPU, VG_NONE, VG_MAX };
+/* VG_NAME: no group root: the frames of every process merged by name. */
+enum vgroup { VG_PROCESS, VG_THREAD, VG_CGROUP, VG_ENV, VG_CPU, VG_NAME, VG_MAX };
 
 enum {
 	VK_ON = 1u << 0,
@@ -149,6 +150,7 @@ struct vmodel {
 	uint32_t n_agg, cap_agg, agg_gen;
 	uint32_t last_group_key_pid, last_group; /* one-entry cache of group_of() */
 	int last_group_kind;
+	char last_group_name[64];
 	struct vseries ser;
 };
 
@@ -173,6 +175,11 @@ void vmodel__series_reset(struct vmodel *m);
  * false when no second of them has a record. */
 bool vmodel__series_cell(const struct vmodel *m, int64_t s0, int64_t s1, double *busy_pct,
 			 double *rq_p99_us, double *cs_per_s);
+
+/* The process name of a sample, as the exports (export/export.c, export/show.c)
+ * label it: the process name at the sample, else the thread name, else
+ * "[unknown]". */
+const char *vmodel__proc_name(const struct store_sample *s);
 
 /* Aggregate [t0, t1) (unix seconds) passing f into out (reset first, sorted after). */
 int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilter *f,

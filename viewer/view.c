@@ -370,8 +370,12 @@ static void recompute(struct vapp *a)
 	a->agg_ms = (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6;
 	/* Keep the zoom and the selection where the same frames still exist. */
 	a->zoom = find_path(&a->tree, zp, zn);
+	if (a->zoom_run && a->zoom) /* a merged box may not survive: its caller */
+		a->zoom = a->tree.nodes[a->zoom].parent;
+	a->zoom_run = 0;
 	a->n_zstack = 0;
 	a->sel = find_path(&a->tree, sp, sn);
+	a->sel_run = 0;
 	search_update(a);
 	if (a->view & (VV_TOP | VV_SANDWICH))
 		top_update(a);
@@ -503,7 +507,14 @@ void vapp__search(struct vapp *a, const char *pat)
 
 static int sel_box(const struct vapp *a)
 {
-	return vlayout__find(&a->lay, a->sel);
+	return a->sel_run ? vlayout__find_run(&a->lay, a->sel, a->sel_run)
+			  : vlayout__find(&a->lay, a->sel);
+}
+
+static void select_box(struct vapp *a, const struct vbox *b)
+{
+	a->sel = b->node;
+	a->sel_run = b->n_merged;
 }
 
 static void nav_lr(struct vapp *a, int dir)
@@ -517,10 +528,8 @@ static void nav_lr(struct vapp *a, int dir)
 
 		if (b->depth != a->lay.boxes[i].depth)
 			return;
-		if (!b->n_merged) {
-			a->sel = b->node;
-			return;
-		}
+		select_box(a, b); /* a merged box too: Enter zooms into it */
+		return;
 	}
 }
 
@@ -529,26 +538,28 @@ static void nav_down(struct vapp *a)
 	int i = sel_box(a);
 	uint32_t j, mid;
 	const struct vbox *sb;
+	uint32_t parent;
 
 	if (i < 0)
 		return;
 	sb = &a->lay.boxes[i];
 	mid = sb->x + sb->w / 2;
+	/* under a merged box (the top of a zoom into one): its members */
+	parent = sb->n_merged ? a->tree.nodes[sb->node].parent : sb->node;
 	for (j = 0; j < a->lay.n; j++) {
 		const struct vbox *b = &a->lay.boxes[j];
 
-		if (b->depth == sb->depth + 1 && !b->n_merged &&
-		    a->tree.nodes[b->node].parent == sb->node && mid >= b->x && mid < b->x + b->w) {
-			a->sel = b->node;
+		if (b->depth == sb->depth + 1 && a->tree.nodes[b->node].parent == parent &&
+		    mid >= b->x && mid < b->x + b->w) {
+			select_box(a, b);
 			return;
 		}
 	}
 	for (j = 0; j < a->lay.n; j++) {
 		const struct vbox *b = &a->lay.boxes[j];
 
-		if (b->depth == sb->depth + 1 && !b->n_merged &&
-		    a->tree.nodes[b->node].parent == sb->node) {
-			a->sel = b->node;
+		if (b->depth == sb->depth + 1 && a->tree.nodes[b->node].parent == parent) {
+			select_box(a, b);
 			return;
 		}
 	}
@@ -567,7 +578,7 @@ static void match_step(struct vapp *a, int dir)
 		const struct vbox *b = &a->lay.boxes[j];
 
 		if (!b->n_merged && b->node < a->tree.n && a->match[b->node]) {
-			a->sel = b->node;
+			select_box(a, b);
 			return;
 		}
 	}
@@ -688,7 +699,7 @@ static void search_selected(struct vapp *a)
 
 	if (a->view == VV_TOP && a->top_sel < a->n_top)
 		name = strtab__str(&a->m.names, a->top[a->top_sel].name);
-	else if (a->sel)
+	else if (a->sel && !a->sel_run)
 		name = vtree__name(&a->tree, a->sel);
 	else
 		return;
@@ -777,8 +788,15 @@ void vapp__key(struct vapp *a, int key)
 			a->view = VV_FLAME;
 		} else if (a->zoom) {
 			a->sel = a->zoom;
-			a->zoom = a->n_zstack ? a->zstack[--a->n_zstack]
-					      : a->tree.nodes[a->sel].parent;
+			a->sel_run = a->zoom_run;
+			if (a->n_zstack) {
+				a->n_zstack--;
+				a->zoom = a->zstack[a->n_zstack];
+				a->zoom_run = a->zstack_run[a->n_zstack];
+			} else {
+				a->zoom = a->tree.nodes[a->sel].parent;
+				a->zoom_run = 0;
+			}
 			a->top_depth = 0;
 		}
 		break;
@@ -795,8 +813,20 @@ void vapp__key(struct vapp *a, int key)
 		} else if (a->view == VV_TOP) {
 			if (a->top_sel)
 				a->top_sel--;
-		} else if (a->view == VV_FLAME && a->sel != a->zoom && a->sel) {
-			a->sel = a->tree.nodes[a->sel].parent;
+		} else if (a->view == VV_FLAME &&
+			   (a->sel != a->zoom || a->sel_run != a->zoom_run) && a->sel) {
+			int i = sel_box(a), j;
+
+			/* the box above the middle of this one: the caller, or the
+			 * merged box this one is a member of */
+			if (i >= 0 && a->lay.boxes[i].depth &&
+			    (j = vlayout__at(&a->lay, a->lay.boxes[i].depth - 1,
+					     a->lay.boxes[i].x + a->lay.boxes[i].w / 2)) >= 0) {
+				select_box(a, &a->lay.boxes[j]);
+			} else {
+				a->sel = a->tree.nodes[a->sel].parent;
+				a->sel_run = 0;
+			}
 		}
 		break;
 	case VA_DOWN:
@@ -818,16 +848,21 @@ void vapp__key(struct vapp *a, int key)
 				a->sw_name = a->top[a->top_sel].name;
 				go_view(a, VV_SANDWICH);
 			}
-		} else if (a->view == VV_FLAME && a->tree.nodes[a->sel].child != VNODE_NONE &&
-			   a->sel != a->zoom) {
-			if (a->n_zstack < ARRAY_SIZE(a->zstack))
-				a->zstack[a->n_zstack++] = a->zoom;
+		} else if (a->view == VV_FLAME &&
+			   (a->sel_run > 1 || a->tree.nodes[a->sel].child != VNODE_NONE) &&
+			   (a->sel != a->zoom || a->sel_run != a->zoom_run)) {
+			if (a->n_zstack < ARRAY_SIZE(a->zstack)) {
+				a->zstack[a->n_zstack] = a->zoom;
+				a->zstack_run[a->n_zstack++] = a->zoom_run;
+			}
 			a->zoom = a->sel;
+			a->zoom_run = a->sel_run > 1 ? a->sel_run : 0;
 			a->top_depth = 0;
 		}
 		break;
 	case VA_ZOOM_RESET:
 		a->zoom = 0;
+		a->zoom_run = 0;
 		a->n_zstack = 0;
 		a->top_depth = 0;
 		break;
@@ -899,6 +934,17 @@ void vapp__key(struct vapp *a, int key)
 	case VA_GROUP:
 		a->f.group = (enum vgroup)((a->f.group + 1) % VG_MAX);
 		snprintf(a->msg, sizeof(a->msg), "group by %s", vgroup__name(a->f.group));
+		a->dirty = true;
+		break;
+	case VA_GROUP_NAME:
+		if (a->f.group == VG_NAME) {
+			a->f.group = a->group_before_name;
+		} else {
+			a->group_before_name = a->f.group;
+			a->f.group = VG_NAME;
+		}
+		snprintf(a->msg, sizeof(a->msg), "group by %s%s", vgroup__name(a->f.group),
+			 a->f.group == VG_NAME ? ": every process merged (M: back)" : "");
 		a->dirty = true;
 		break;
 	case VA_KERNEL:

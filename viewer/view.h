@@ -43,8 +43,9 @@ struct vapp {
 	bool have_model;
 	char err[512]; /* the store could not be shown: why */
 	struct vfilter f;
-	int64_t r0, r1; /* selected range [r0, r1), unix seconds */
-	int64_t v0, v1; /* timeline view */
+	enum vgroup group_before_name; /* the grouping M goes back to */
+	int64_t r0, r1;		       /* selected range [r0, r1), unix seconds */
+	int64_t v0, v1;		       /* timeline view */
 	struct vtree tree;
 	struct vrange_stats st;
 	bool dirty;
@@ -55,10 +56,14 @@ struct vapp {
 	struct vtree tree_a;
 	struct vrange_stats st_a;
 	/* flamegraph */
-	uint32_t zoom;	     /* node at the top of the flamegraph */
-	uint32_t zstack[32]; /* earlier zooms, for Esc (cleared on re-aggregation) */
+	uint32_t zoom;			     /* node at the top of the flamegraph */
+	uint32_t zoom_run;		     /* > 0: zoomed into the merged box ("+N") of this many
+						siblings from zoom */
+	uint32_t zstack[32], zstack_run[32]; /* earlier zooms, for Esc (cleared on
+						re-aggregation) */
 	uint32_t n_zstack;
-	uint32_t sel; /* selected node */
+	uint32_t sel;	  /* selected node */
+	uint32_t sel_run; /* > 0: the merged box of this many siblings from sel is selected */
 	uint32_t top_depth;
 	struct vlayout lay;
 	/* search */
