@@ -554,11 +554,11 @@ static int tui_exit_code(const char *args, char *err, size_t errlen)
 	ck_assert_msg(access(rc_path, R_OK) == 0, "cpa-view %s did not exit; screen:\n%s", args,
 		      out = screen(false));
 	snprintf(cmd, sizeof(cmd), "cat %s", rc_path);
-	out = run_out(cmd);
+	out = test_cmd_out(NULL, "%s", cmd);
 	code = atoi(out);
 	free(out);
 	snprintf(cmd, sizeof(cmd), "cat %s", err_path);
-	out = run_out(cmd);
+	out = test_cmd_out(NULL, "%s", cmd);
 	snprintf(err, errlen, "%s", out);
 	free(out);
 	tui_stop();
@@ -595,7 +595,7 @@ START_TEST(test_cli)
 	ck_assert_int_eq(WEXITSTATUS(st), 2);
 	snprintf(cmd, sizeof(cmd), "cat %s/err", tmp_root);
 	{
-		char *e = run_out(cmd);
+		char *e = test_cmd_out(NULL, "%s", cmd);
 
 		ck_assert_msg(strstr(e, "cpa-view: needs a terminal") && strchr(e, '\n') &&
 				      !strchr(e, '\n')[1],
