@@ -1422,6 +1422,86 @@ START_TEST(test_full_disk)
 }
 END_TEST
 
+/*
+ * pprof source lines through go tool pprof: rows whose frames are in
+ * cpa-workload (built with -g) at file offsets inside main and clock_ns,
+ * as --pc_locations stores them. -lines names workload.c:LINE, -list main
+ * prints the source with the samples on it, and the header's "File:" names
+ * the host (mapping 1), not a library.
+ */
+START_TEST(test_pprof_lines)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+	struct export_opts eo = {.freq = FREQ, .t0_ns = T_NS, .t1_ns = 2 * T_NS, .title = "cpa t"};
+	unsigned long long m_off, c_off, off, va;
+	char wl[1100], bid_hex[64], path[1100], host[256] = "", *o;
+	struct store_frame fr[3];
+	const struct store_frame *st1[2] = {&fr[0], &fr[1]}, *st2[1] = {&fr[2]};
+	struct store_sample s = {
+		.sec = 1, .pid = 7, .tid = 7, .comm = "wl", .pcomm = "wl", .env = ""};
+	struct exporter *e;
+	int rc;
+
+	ck_assert_ptr_nonnull(b);
+	if (system("go version >/dev/null 2>&1") != 0)
+		return;
+	snprintf(wl, sizeof(wl), "%s/bin/cpa-workload", b);
+	ck_assert_msg(access(wl, R_OK) == 0, "%s: build target cpa-workload", wl);
+	/* file offset of a symbol: through the executable PT_LOAD */
+	o = cmd_out(&rc, "readelf -lW '%s' | awk '$1 == \"LOAD\" && / E / {print $2, $3}'", wl);
+	ck_assert_int_eq(sscanf(o, "%llx %llx", &off, &va), 2);
+	free(o);
+	o = cmd_out(&rc, "nm --defined-only '%s' | awk '$3 == \"main\" {print $1}'", wl);
+	ck_assert_int_eq(sscanf(o, "%llx", &m_off), 1);
+	free(o);
+	o = cmd_out(&rc, "nm --defined-only '%s' | awk '$3 == \"clock_ns\" {print $1}'", wl);
+	ck_assert_int_eq(sscanf(o, "%llx", &c_off), 1);
+	free(o);
+	m_off = m_off - va + off;
+	c_off = c_off - va + off;
+	o = cmd_out(&rc, "readelf -n '%s' | awk '/Build ID/ {print $3}'", wl);
+	ck_assert_int_eq(sscanf(o, "%63s", bid_hex), 1);
+	free(o);
+	memset(fr, 0, sizeof(fr));
+	for (int i = 0; i < 3; i++) {
+		fr[i].module = wl;
+		fr[i].build_id_len = (uint8_t)(strlen(bid_hex) / 2);
+		for (int k = 0; k < fr[i].build_id_len; k++)
+			sscanf(bid_hex + 2 * k, "%2hhx", &fr[i].build_id[k]);
+	}
+	fr[0].name = "clock_ns";
+	fr[0].offset = c_off + 8;
+	fr[1].name = "main";
+	fr[1].offset = m_off + 0x40;
+	fr[2].name = "main";
+	fr[2].offset = m_off + 0x100;
+	ck_assert_int_eq(export__new(EXPORT_PPROF, &eo, &e), 0);
+	s.stack_id = 1, s.n_frames = 2, s.frames = st1, s.count = s.weight = 30;
+	ck_assert_int_eq(export__add(e, &s), 0);
+	s.stack_id = 2, s.n_frames = 1, s.frames = st2, s.count = s.weight = 70;
+	ck_assert_int_eq(export__add(e, &s), 0);
+	snprintf(path, sizeof(path), "%s/lines.pb.gz", root);
+	ck_assert_msg(export__write(e, path) == 0, "%s", export__error(e));
+	export__free(e);
+
+	o = cmd_out(&rc, "HOME=/tmp go tool pprof -top -lines -sample_index=samples '%s' 2>&1",
+		    path);
+	ck_assert_msg(rc == 0 && strstr(o, "workload.c:") && strstr(o, "main ") &&
+			      strstr(o, "clock_ns "),
+		      "pprof -lines: %s", o);
+	gethostname(host, sizeof(host) - 1);
+	ck_assert_msg(strstr(o, "File: ") && !strncmp(strstr(o, "File: ") + 6, host, strlen(host)),
+		      "the header's File: does not name the host %s: %.300s", host, o);
+	free(o);
+	o = cmd_out(&rc, "HOME=/tmp go tool pprof -list '^main$' -sample_index=samples '%s' 2>&1",
+		    path);
+	ck_assert_msg(rc == 0 && strstr(o, "ROUTINE ======================== main in ") &&
+			      strstr(o, "workload.c") && strstr(o, "int main(int argc"),
+		      "pprof -list main: %s", o);
+	free(o);
+}
+END_TEST
+
 START_TEST(test_format_names)
 {
 	enum export_format f;
@@ -1465,6 +1545,7 @@ int main(void)
 	tcase_add_test(tc, test_speedscope_active);
 	tcase_add_test(tc, test_hostile_names);
 	tcase_add_test(tc, test_full_disk);
+	tcase_add_test(tc, test_pprof_lines);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }
