@@ -1078,6 +1078,22 @@ static void add_row(struct exporter *e, const char *pcomm, const char *comm, con
 	ck_assert_int_eq(export__add(e, &s), 0);
 }
 
+/* The SVG of two stacks (leaf first) of count c1 and c2, read back. */
+static char *svg_of(const struct export_opts *eo, const char *const *st1, uint32_t n1, uint64_t c1,
+		    const char *const *st2, uint32_t n2, uint64_t c2)
+{
+	char path[1100];
+	struct exporter *e;
+
+	ck_assert_int_eq(export__new(EXPORT_SVG, eo, &e), 0);
+	add_row(e, "app", "app", "", 1, st1, n1, c1);
+	add_row(e, "app", "app", "", 2, st2, n2, c2);
+	snprintf(path, sizeof(path), "%s/two.svg", root);
+	ck_assert_msg(export__write(e, path) == 0, "%s", export__error(e));
+	export__free(e);
+	return slurp(path, NULL);
+}
+
 /* The <svg> element's height attribute, and the y of the root frame "all". */
 static void svg_geometry(const char *svg, unsigned int *height, double *root_y)
 {
@@ -1100,20 +1116,13 @@ START_TEST(test_svg_height)
 {
 	struct export_opts eo = {.freq = FREQ};
 	const char *deep[250], *hot[3] = {"hot_leaf", "hot_mid", "main"};
-	char path[1100], *text;
-	struct exporter *e;
+	char *text;
 	unsigned int h;
 	double y;
 
 	for (int i = 0; i < 250; i++)
 		deep[i] = i == 249 ? "main" : "recurse";
-	ck_assert_int_eq(export__new(EXPORT_SVG, &eo, &e), 0);
-	add_row(e, "app", "app", "", 1, hot, 3, 100000);
-	add_row(e, "app", "app", "", 2, deep, 250, 1);
-	snprintf(path, sizeof(path), "%s/h.svg", root);
-	ck_assert_msg(export__write(e, path) == 0, "%s", export__error(e));
-	export__free(e);
-	text = slurp(path, NULL);
+	text = svg_of(&eo, hot, 3, 100000, deep, 250, 1);
 	svg_geometry(text, &h, &y);
 	/* env, process, main, hot_mid, hot_leaf, and the root: 6 rows of 16 px + margins */
 	ck_assert_msg(h <= 6 * 16 + 100, "svg height %u for 6 rows drawn", h);
@@ -1170,22 +1179,15 @@ static void check_labels(const char *svg)
 START_TEST(test_svg_labels)
 {
 	struct export_opts eo = {.freq = FREQ, .width = 400};
-	char longname[300], path[1100], *text;
+	char longname[300], *text;
 	const char *st1[2], *st2[2] = {"short_leaf", "main"};
-	struct exporter *e;
 
 	memset(longname, 'x', sizeof(longname) - 1);
 	memcpy(longname, "a_very_long_function_name<&>", 28);
 	longname[sizeof(longname) - 1] = 0;
 	st1[0] = longname;
 	st1[1] = "main";
-	ck_assert_int_eq(export__new(EXPORT_SVG, &eo, &e), 0);
-	add_row(e, "app", "app", "", 1, st1, 2, 70);
-	add_row(e, "app", "app", "", 2, st2, 2, 30);
-	snprintf(path, sizeof(path), "%s/l.svg", root);
-	ck_assert_msg(export__write(e, path) == 0, "%s", export__error(e));
-	export__free(e);
-	text = slurp(path, NULL);
+	text = svg_of(&eo, st1, 2, 70, st2, 2, 30);
 	check_labels(text);
 	ck_assert_ptr_nonnull(strstr(text, ">a_very_long_function_name&lt;&amp;&gt;x"));
 	free(text);
