@@ -631,30 +631,31 @@ int export_file__open(struct export_file *x, const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	struct stat st;
-	int fd;
+	bool have = stat(path, &st) == 0;
+	int fd = -1, i;
 
 	x->f = NULL;
 	x->path = path;
 	x->tmp[0] = 0;
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	if (have && !S_ISREG(st.st_mode)) {
 		/* /dev/stdout, a fifo: nothing to replace, written in place */
 		x->f = fopen(path, "we");
 		return x->f ? 0 : -errno;
 	}
-	if ((size_t)snprintf(x->tmp, sizeof(x->tmp), "%.*s.%s.tmp-XXXXXX",
-			     slash ? (int)(slash - path + 1) : 0, path,
-			     slash ? slash + 1 : path) >= sizeof(x->tmp))
-		return -ENAMETOOLONG;
-	fd = mkostemp(x->tmp, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	/* the mode fopen() would have given the file: 0666 less the umask */
-	{
-		mode_t um = umask(0);
-
-		umask(um);
-		(void)fchmod(fd, 0666 & ~um);
+	/* 0666 less the umask, as fopen() creates; an existing file's mode is kept */
+	for (i = 0; fd < 0 && i < 100; i++) {
+		if ((size_t)snprintf(x->tmp, sizeof(x->tmp), "%.*s.%s.tmp-%d-%d",
+				     slash ? (int)(slash - path + 1) : 0, path,
+				     slash ? slash + 1 : path, (int)getpid(), i) >= sizeof(x->tmp))
+			return -ENAMETOOLONG;
+		fd = open(x->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
 	}
+	if (fd < 0)
+		return -EEXIST;
+	if (have)
+		(void)fchmod(fd, st.st_mode & 07777);
 	x->f = fdopen(fd, "w");
 	if (!x->f) {
 		int r = -errno;
