@@ -22,6 +22,7 @@
  *                address; a line naming the function, with its line
  *                number from the binary's DWARF .debug_line when the
  *                binary is at its path here with the same build-id
+ *   string_table UTF-8 (proto3): bytes that are not become U+FFFD
  *   function     name = system_name = the frame's name; filename and
  *                start_line from DWARF likewise
  *   comment      one per policy trigger of the range (`pprof -comments`)
@@ -88,8 +89,28 @@ struct pprof {
 
 static int str_id(struct pprof *p, const char *s, uint32_t *ret)
 {
+	const char *c = s;
+	size_t k, n = 0;
+	char *fix;
+	int r;
+
+	while ((k = export__utf8_len(c)))
+		c += k;
 	/* Interned without the NUL: the table is written back as is. */
-	return xtab__intern(&p->strs, s, (uint32_t)strlen(s), ret) < 0 ? -ENOMEM : 0;
+	if (!*c)
+		return xtab__intern(&p->strs, s, (uint32_t)(c - s), ret) < 0 ? -ENOMEM : 0;
+	/* profile.proto is proto3: strings must be UTF-8; other bytes become U+FFFD */
+	fix = malloc(3 * strlen(s) + 1);
+	if (!fix)
+		return -ENOMEM;
+	for (c = s; *c; c += k ? k : 1) {
+		k = export__utf8_len(c);
+		memcpy(fix + n, k ? c : "\xef\xbf\xbd", k ? k : 3);
+		n += k ? k : 3;
+	}
+	r = xtab__intern(&p->strs, fix, (uint32_t)n, ret) < 0 ? -ENOMEM : 0;
+	free(fix);
+	return r;
 }
 
 int export_pprof__new(struct exporter *e)

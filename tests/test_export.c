@@ -1276,6 +1276,25 @@ START_TEST(test_hostile_names)
 			ck_assert_msg(rc == 0 && strstr(o, "<tag a=\"1\" b='2'>&amp;"),
 				      "pprof -raw: %.2000s", o);
 			free(o);
+			/* profile.proto is proto3: its strings must be UTF-8 (iconv reads them) */
+			{
+				size_t len;
+				uint8_t *raw = gunzip_file(path, &len);
+				FILE *sf;
+
+				decode(raw, len, &dp);
+				free(raw);
+				snprintf(cmd, sizeof(cmd), "%s/strings", root);
+				sf = fopen(cmd, "w");
+				ck_assert_ptr_nonnull(sf);
+				for (uint32_t i = 0; i < dp.nstr; i++)
+					fprintf(sf, "%s\n", dp.str[i]);
+				fclose(sf);
+				dprof_free(&dp);
+				o = cmd_out(&rc, "iconv -f UTF-8 -t UTF-8 '%s' >/dev/null", cmd);
+				ck_assert_msg(rc == 0, "strings of %s are not UTF-8", path);
+				free(o);
+			}
 			break;
 		default: {
 			/* two lines "stack value", nothing split */
