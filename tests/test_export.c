@@ -1368,7 +1368,7 @@ static int list_dir(const char *dir, char *buf, size_t len)
 START_TEST(test_full_disk)
 {
 	static const char old[] = "the previous export\n";
-	char path[1100], names[4096], sroot[1100], *text;
+	char path[1100], names[4096], sroot[1100], filler[100], *text;
 	struct store_split *sp;
 	struct store_reader *r;
 	struct store_filter flt;
@@ -1402,8 +1402,8 @@ START_TEST(test_full_disk)
 	fputs(old, f);
 	fclose(f);
 	/* fill the disk */
-	snprintf(names, sizeof(names), "%s/filler", mnt);
-	fd = open(names, O_WRONLY | O_CREAT, 0600);
+	snprintf(filler, sizeof(filler), "%s/filler", mnt);
+	fd = open(filler, O_WRONLY | O_CREAT, 0600);
 	ck_assert_int_ge(fd, 0);
 	{
 		static char blk[4096];
@@ -1426,18 +1426,40 @@ START_TEST(test_full_disk)
 		ck_assert_int_eq(list_dir(mnt, names, sizeof(names)), 2);
 	}
 
-	/* --split_path onto the full disk: fails, nothing left */
+	/* --split_path onto the full disk, then with a little room (the store dir
+	 * made, blocks failing): a split that fails leaves nothing */
 	snprintf(sroot, sizeof(sroot), "%s/split", mnt);
 	ck_assert_int_eq(mkdir(sroot, 0755), 0);
-	if (store_split__new(sroot, FREQ, &sp) == 0) {
-		int ra = store_reader__query(r, 0, UINT64_MAX / 2, &flt, store_split__add, sp),
-		    rc = ra < 0 ? ra : store_split__close(sp, &samples, NULL, 0);
+	for (int k = 0; k < 4; k++) {
+		struct stat fst;
+		int rc;
 
-		ck_assert_msg(rc < 0, "a split onto a full disk succeeded");
-		store_split__free(sp);
+		ck_assert_int_eq(stat(filler, &fst), 0);
+		ck_assert_int_eq(truncate(filler, fst.st_size - (k ? 8192 : 0)), 0);
+		rc = store_split__new(sroot, FREQ, &sp);
+		if (rc == 0) {
+			rc = store_reader__query(r, 0, UINT64_MAX / 2, &flt, store_split__add, sp);
+			if (rc == 0)
+				rc = store_split__close(sp, &samples, NULL, 0);
+			store_split__free(sp);
+		}
+		ck_assert_msg(k || rc < 0, "a split onto a full disk succeeded");
+		if (rc < 0) {
+			ck_assert_msg(list_dir(sroot, names, sizeof(names)) == 0,
+				      "a failed split left in its root: %s", names);
+		} else {
+			/* it fit: whole, then out of the way */
+			struct dump d;
+
+			ck_assert_int_eq(list_dir(sroot, names, sizeof(names)), 1);
+			*strchr(names, ' ') = 0;
+			snprintf(path, sizeof(path), "%.900s/%.64s", sroot, names);
+			dump_store(path, 0, UINT64_MAX / 2, &d);
+			ck_assert_uint_eq(d.samples, samples);
+			free(d.buf);
+			t_rm_rf(path);
+		}
 	}
-	ck_assert_msg(list_dir(sroot, names, sizeof(names)) == 0,
-		      "a failed split left in its root: %s", names);
 	store_reader__free(r);
 	small_fs_gone();
 }
