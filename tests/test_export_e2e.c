@@ -301,6 +301,20 @@ START_TEST(test_export_real_run)
 	pc_locations(o, lib, "wl_lib_spin");
 	free(o);
 
+	/* source lines from the binaries' DWARF: -lines names wl_lib.c:LINE, -list
+	 * prints the hot function's source (from /: pprof trims a source path at the
+	 * base name of its cwd); the header's File: is the host's (mapping 1) */
+	o = cmd_out(&rc, "cd / && go tool pprof -top -lines -nodecount=400 %s/all.pb.gz 2>&1", dir);
+	ck_assert_msg(rc == 0 && strstr(o, "wl_lib_spin ") && strstr(o, "/wl_lib.c:") &&
+			      !strstr(o, "File: libc") && !strstr(o, "File: cpa-workload"),
+		      "pprof -lines: %.1500s", o);
+	free(o);
+	o = cmd_out(&rc, "cd / && go tool pprof -list '^wl_lib_spin$' %s/all.pb.gz 2>&1", dir);
+	ck_assert_msg(rc == 0 && strstr(o, "ROUTINE ======================== wl_lib_spin in ") &&
+			      strstr(o, "wl_lib_spin("),
+		      "pprof -list wl_lib_spin: %.1500s", o);
+	free(o);
+
 	/* -diff_base between two exports of the run's two halves */
 	export(t0, 5, "a.pb.gz", NULL);
 	export(t0 + 5, n_all - 5, "b.pb.gz", NULL);
