@@ -35,6 +35,7 @@
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -439,6 +440,7 @@ static Dwarf *dbg_open(const struct pprof *p, const struct pp_map *m, struct pp_
 {
 	char path[4096], want[2 * CPA_BUILD_ID_MAX + 1], have[2 * CPA_BUILD_ID_MAX + 1];
 	const unsigned char *bid;
+	struct stat st;
 	ssize_t n, i;
 
 	if (d->tried)
@@ -446,8 +448,13 @@ static Dwarf *dbg_open(const struct pprof *p, const struct pp_map *m, struct pp_
 	d->tried = true;
 	str_copy(p, m->file, path, sizeof(path));
 	str_copy(p, m->build_id, want, sizeof(want));
-	if (!want[0] || (d->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	/* O_NONBLOCK and regular files only: a mapped path may be a fifo or a device now */
+	if (!want[0] || (d->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
 		return NULL;
+	if (fstat(d->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(d->fd);
+		return NULL;
+	}
 	d->dw = dwarf_begin(d->fd, DWARF_C_READ);
 	n = d->dw ? dwelf_elf_gnu_build_id(dwarf_getelf(d->dw), (const void **)&bid) : -1;
 	for (i = 0; i < n && i < CPA_BUILD_ID_MAX; i++)
