@@ -5,11 +5,14 @@
  * export_svg.c, export_speedscope.c, export_folded.c. docs/export.md.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/array.h"
 #include "common/macro.h"
@@ -447,13 +450,103 @@ int export__add_base(void *ctx, const struct store_sample *s)
 	return add(ctx, s, 1);
 }
 
+size_t export__utf8_len(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned int c = p[0], n, i, cp;
+
+	if (c < 0x80)
+		return c ? 1 : 0;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 1, cp = c & 0x1f;
+	else if ((c & 0xf0) == 0xe0)
+		n = 2, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 3, cp = c & 0x07;
+	else
+		return 0;
+	for (i = 1; i <= n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* overlong, surrogates, past U+10FFFF, and the non-characters XML forbids */
+	if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
+		return 0;
+	return n + 1;
+}
+
+int export_file__open(struct export_file *x, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	bool have = stat(path, &st) == 0;
+	int fd = -1, i;
+
+	x->f = NULL;
+	x->path = path;
+	x->tmp[0] = 0;
+	if (have && !S_ISREG(st.st_mode)) {
+		/* /dev/stdout, a fifo: nothing to replace, written in place */
+		x->f = fopen(path, "we");
+		return x->f ? 0 : -errno;
+	}
+	/* 0666 less the umask, as fopen() creates; an existing file's mode is kept */
+	for (i = 0; fd < 0 && i < 100; i++) {
+		if ((size_t)snprintf(x->tmp, sizeof(x->tmp), "%.*s.%s.tmp-%d-%d",
+				     slash ? (int)(slash - path + 1) : 0, path,
+				     slash ? slash + 1 : path, (int)getpid(), i) >= sizeof(x->tmp))
+			return -ENAMETOOLONG;
+		fd = open(x->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
+	}
+	if (fd < 0)
+		return -EEXIST;
+	if (have)
+		(void)fchmod(fd, st.st_mode & 07777);
+	x->f = fdopen(fd, "w");
+	if (!x->f) {
+		int r = -errno;
+
+		close(fd);
+		unlink(x->tmp);
+		return r;
+	}
+	return 0;
+}
+
+int export_file__close(struct export_file *x, bool ok)
+{
+	int r = 0;
+
+	if (!x->f)
+		return ok ? -EBADF : 0;
+	if (ok && (fflush(x->f) != 0 || ferror(x->f) || fsync(fileno(x->f)) < 0))
+		r = -(errno ? errno : EIO);
+	if (fclose(x->f) != 0 && !r)
+		r = -(errno ? errno : EIO);
+	x->f = NULL;
+	if (!x->tmp[0])
+		return ok && r == -EINVAL ? 0 : r; /* fsync of a pipe or a tty */
+	if (ok && !r && rename(x->tmp, x->path) < 0)
+		r = -errno;
+	if (!ok || r)
+		unlink(x->tmp);
+	return r;
+}
+
 int export__write(struct exporter *e, const char *path)
 {
-	FILE *f = fopen(path, "we");
-	int r;
+	struct export_file x;
+	FILE *f;
+	int r = export_file__open(&x, path);
 
-	if (!f)
-		return export__fail(e, -errno, "open '%s': %s", path, strerror(errno));
+	if (r < 0)
+		return export__fail(e, r, "open '%s': %s", path, strerror(-r));
+	f = x.f;
+	errno = 0;
 	switch (e->fmt) {
 	case EXPORT_PPROF:
 		r = export_pprof__write(e, f);
@@ -468,10 +561,13 @@ int export__write(struct exporter *e, const char *path)
 		r = export_folded__write(e, f);
 		break;
 	}
-	if (ferror(f) && r >= 0)
-		r = export__fail(e, -EIO, "write '%s': %s", path, strerror(errno ? errno : EIO));
-	if (fclose(f) != 0 && r >= 0)
-		r = export__fail(e, -errno, "close '%s': %s", path, strerror(errno));
+	if (r >= 0) {
+		r = export_file__close(&x, true);
+		if (r < 0)
+			return export__fail(e, r, "write '%s': %s", path, strerror(-r));
+	} else {
+		export_file__close(&x, false);
+	}
 	return r;
 }
 

@@ -68,8 +68,21 @@ int export__add_base(void *ctx, const struct store_sample *s);
 #define EXPORT_TRIGGERS_MAX 64
 int export__add_trigger(struct exporter *e, const struct store_trigger *t);
 
-/* Write the file (after every row was added). */
+/* Write the file (after every row was added): to a temporary file next to
+ * it, fsync'd and renamed over path; on failure path is left as it was. */
 int export__write(struct exporter *e, const char *path);
+
+/* What export__write() writes through, for the other writers of a file
+ * (the folded .prof of cpa show): open a temporary file in path's
+ * directory; close with ok: fflush, fsync, rename onto path; without ok,
+ * or when any of that fails: unlink it. 0 or -errno. */
+struct export_file {
+	FILE *f;
+	const char *path;
+	char tmp[4096];
+};
+int export_file__open(struct export_file *x, const char *path);
+int export_file__close(struct export_file *x, bool ok);
 
 struct export_stats {
 	uint64_t rows[2];	  /* rows taken: [0] = new, [1] = base */
@@ -97,8 +110,11 @@ int store_split__new(const char *root, uint32_t freq, struct store_split **ret);
 int store_split__add(void *ctx, const struct store_sample *s);
 /* A new source of rows (another store dir): forget its (seg, stack_id) ids. */
 void store_split__new_source(struct store_split *sp);
-/* Flush, fsync and close the new store; samples written in *ret_samples. */
+/* Flush, fsync and close the new store; samples written in *ret_samples.
+ * A failed write (a full disk) fails it and removes the store dirs the split
+ * made; the root's .cpa-lock is removed either way. */
 int store_split__close(struct store_split *sp, uint64_t *ret_samples, char *dir, size_t len);
+/* Without a successful close: the split's store dirs are removed. */
 void store_split__free(struct store_split *sp);
 
 #endif /* CPA_EXPORT_H */

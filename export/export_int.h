@@ -168,6 +168,10 @@ void export_pprof__free(struct exporter *e);
 int export__fail(struct exporter *e, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Bytes of the well-formed UTF-8 character at s (1..4), 0 at the NUL or at a
+ * byte that starts no valid character (the writers put U+FFFD there). */
+size_t export__utf8_len(const char *s);
+
 /* Name of a sample kind ("oncpu", "offcpu", "probe"). */
 const char *export__kind_name(unsigned int kind);
 

@@ -14,16 +14,29 @@
  *                name, on samples inside a policy trigger's window); a
  *                diff base's samples are negated and labelled
  *                pprof::base=true (what `pprof -diff_base` does)
- *   mapping      one per (path, build-id) of user code; one "[kernel]"
+ *   mapping      first one naming the host and the range (no locations:
+ *                pprof's "File:" is the first mapping's), then one per
+ *                (path, build-id) of user code, then one "[kernel]"
  *   location     one per frame: address = mapping start + file offset
  *                (user; the mapping's file_offset is 0) or the kernel
- *                address; a line naming the function
- *   function     name = system_name = the frame's name
+ *                address; a line naming the function, with its line
+ *                number from the binary's DWARF .debug_line when the
+ *                binary is at its path here with the same build-id
+ *   string_table UTF-8 (proto3): bytes that are not become U+FFFD
+ *   function     name = system_name = the frame's name; filename and
+ *                start_line from DWARF likewise
  *   comment      one per policy trigger of the range (`pprof -comments`)
  */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "common/array.h"
@@ -78,8 +91,28 @@ struct pprof {
 
 static int str_id(struct pprof *p, const char *s, uint32_t *ret)
 {
+	const char *c = s;
+	size_t k, n = 0;
+	char *fix;
+	int r;
+
+	while ((k = export__utf8_len(c)))
+		c += k;
 	/* Interned without the NUL: the table is written back as is. */
-	return xtab__intern(&p->strs, s, (uint32_t)strlen(s), ret) < 0 ? -ENOMEM : 0;
+	if (!*c)
+		return xtab__intern(&p->strs, s, (uint32_t)(c - s), ret) < 0 ? -ENOMEM : 0;
+	/* profile.proto is proto3: strings must be UTF-8; other bytes become U+FFFD */
+	fix = malloc(3 * strlen(s) + 1);
+	if (!fix)
+		return -ENOMEM;
+	for (c = s; *c; c += k ? k : 1) {
+		k = export__utf8_len(c);
+		memcpy(fix + n, k ? c : "\xef\xbf\xbd", k ? k : 3);
+		n += k ? k : 3;
+	}
+	r = xtab__intern(&p->strs, fix, (uint32_t)n, ret) < 0 ? -ENOMEM : 0;
+	free(fix);
+	return r;
 }
 
 int export_pprof__new(struct exporter *e)
@@ -363,6 +396,170 @@ static int gz_write(struct exporter *e, FILE *f, const struct pbuf *b)
 	return 0;
 }
 
+/* ---- source lines from DWARF, at write time ---- */
+
+/* A user mapping's binary, opened once: NULL when absent, another build, or no DWARF. */
+struct pp_dbg {
+	bool tried;
+	int fd;
+	Dwarf *dw;
+};
+
+struct pp_lines {
+	struct pp_dbg *dbg;  /* per mapping index */
+	uint32_t *func_file; /* per function: string id of its file, 0 = none */
+	int64_t *func_start; /* per function: its first line */
+	int64_t *loc_line;   /* per location: its line, 0 = none */
+	bool *map_has;	     /* per mapping index: some location has a line */
+};
+
+static void str_copy(const struct pprof *p, uint32_t id, char *buf, size_t len)
+{
+	uint32_t n;
+	const char *s = xtab__get(&p->strs, id, &n);
+
+	snprintf(buf, len, "%.*s", (int)n, s);
+}
+
+static Dwarf *dbg_open(const struct pprof *p, const struct pp_map *m, struct pp_dbg *d)
+{
+	char path[4096], want[2 * CPA_BUILD_ID_MAX + 1], have[2 * CPA_BUILD_ID_MAX + 1];
+	const unsigned char *bid;
+	struct stat st;
+	ssize_t n, i;
+
+	if (d->tried)
+		return d->dw;
+	d->tried = true;
+	str_copy(p, m->file, path, sizeof(path));
+	str_copy(p, m->build_id, want, sizeof(want));
+	/* O_NONBLOCK and regular files only: a mapped path may be a fifo or a device now */
+	if (!want[0] || (d->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
+		return NULL;
+	if (fstat(d->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(d->fd);
+		return NULL;
+	}
+	d->dw = dwarf_begin(d->fd, DWARF_C_READ);
+	n = d->dw ? dwelf_elf_gnu_build_id(dwarf_getelf(d->dw), (const void **)&bid) : -1;
+	for (i = 0; i < n && i < CPA_BUILD_ID_MAX; i++)
+		snprintf(have + 2 * i, 3, "%02x", bid[i]);
+	have[n > 0 ? 2 * i : 0] = 0;
+	if (n <= 0 || strcmp(have, want)) {
+		if (d->dw)
+			dwarf_end(d->dw);
+		d->dw = NULL;
+		close(d->fd);
+	}
+	return d->dw;
+}
+
+/* File offset -> virtual address through the PT_LOAD that maps it. */
+static bool vaddr_of(Dwarf *dw, uint64_t off, Dwarf_Addr *ret)
+{
+	Elf *elf = dwarf_getelf(dw);
+	size_t n, i;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(elf, &n) < 0)
+		return false;
+	for (i = 0; i < n; i++)
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && off >= ph.p_offset &&
+		    off < ph.p_offset + ph.p_filesz) {
+			*ret = off - ph.p_offset + ph.p_vaddr;
+			return true;
+		}
+	return false;
+}
+
+/* Line of location i, and its function's file and first line when not known yet. */
+static void line_of(struct pprof *p, struct pp_lines *ls, uint32_t i)
+{
+	const struct pp_loc *l = xtab__get(&p->locs, i, NULL);
+	const struct pp_map *m;
+	Dwarf *dw;
+	Dwarf_Addr va;
+	Dwarf_Die cu, *scopes = NULL;
+	Dwarf_Line *ln;
+	const char *src;
+	int line = 0, ns, k;
+
+	if (!l->map)
+		return;
+	m = xtab__get(&p->maps, l->map - 1, NULL);
+	if (m->kernel || !(dw = dbg_open(p, m, &ls->dbg[l->map - 1])) ||
+	    !vaddr_of(dw, l->addr, &va) || !dwarf_addrdie(dw, va, &cu) ||
+	    !(ln = dwarf_getsrc_die(&cu, va)) || dwarf_lineno(ln, &line) != 0 || line <= 0 ||
+	    !(src = dwarf_linesrc(ln, NULL, NULL)))
+		return;
+	ls->loc_line[i] = line;
+	ls->map_has[l->map - 1] = true;
+	if (ls->func_file[l->func - 1])
+		return;
+	/* the function: the outermost subprogram at the address, else the line's file */
+	ls->func_start[l->func - 1] = line;
+	ns = dwarf_getscopes(&cu, va, &scopes);
+	for (k = ns - 1; k >= 0; k--)
+		if (dwarf_tag(&scopes[k]) == DW_TAG_subprogram) {
+			const char *df = dwarf_decl_file(&scopes[k]);
+
+			if (df)
+				src = df;
+			if (dwarf_decl_line(&scopes[k], &line) == 0 && line > 0)
+				ls->func_start[l->func - 1] = line;
+			break;
+		}
+	free(scopes);
+	(void)str_id(p, src, &ls->func_file[l->func - 1]);
+}
+
+static void lines_free(struct pprof *p, struct pp_lines *ls)
+{
+	uint32_t i;
+
+	for (i = 0; ls->dbg && i < xtab__count(&p->maps); i++)
+		if (ls->dbg[i].dw) {
+			dwarf_end(ls->dbg[i].dw);
+			close(ls->dbg[i].fd);
+		}
+	free(ls->dbg);
+	free(ls->func_file);
+	free(ls->func_start);
+	free(ls->loc_line);
+	free(ls->map_has);
+}
+
+static int lines_resolve(struct pprof *p, struct pp_lines *ls)
+{
+	uint32_t i;
+
+	ls->dbg = calloc(xtab__count(&p->maps) + 1, sizeof(*ls->dbg));
+	ls->map_has = calloc(xtab__count(&p->maps) + 1, sizeof(*ls->map_has));
+	ls->func_file = calloc(xtab__count(&p->funcs) + 1, sizeof(*ls->func_file));
+	ls->func_start = calloc(xtab__count(&p->funcs) + 1, sizeof(*ls->func_start));
+	ls->loc_line = calloc(xtab__count(&p->locs) + 1, sizeof(*ls->loc_line));
+	if (!ls->dbg || !ls->map_has || !ls->func_file || !ls->func_start || !ls->loc_line)
+		return -ENOMEM;
+	for (i = 0; i < xtab__count(&p->locs); i++)
+		line_of(p, ls, i);
+	return 0;
+}
+
+/* "File:" of pprof's header: "HOST cpa HH:MM:SS - HH:MM:SS" (no '/': pprof prints its base name).
+ */
+static int main_name(struct exporter *e, struct pprof *p, uint32_t *ret)
+{
+	char host[256] = "", name[1024], *c;
+
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		snprintf(host, sizeof(host), "localhost");
+	snprintf(name, sizeof(name), "%s %s", host, e->o.title ? e->o.title : "cpa");
+	for (c = name; *c; c++)
+		if (*c == '/')
+			*c = ':';
+	return str_id(p, name, ret);
+}
+
 int export_pprof__write(struct exporter *e, FILE *f)
 {
 	struct pprof *p = e->pp;
@@ -371,6 +568,8 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		s_env, s_kind, s_probe, s_base, s_true, s_trig, s_kinds[CPA_KIND_MAX], i, j = 0;
 	uint32_t s_comments[EXPORT_TRIGGERS_MAX];
 	_cleanup_free_ uint32_t *mapid = NULL;
+	struct pp_lines ls = {0};
+	uint32_t s_main;
 	int r = 0;
 
 	if (str_id(p, "samples", &s_samples) < 0 || str_id(p, "count", &s_count) < 0 ||
@@ -381,7 +580,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 	    str_id(p, "process", &s_proc) < 0 || str_id(p, "env", &s_env) < 0 ||
 	    str_id(p, "kind", &s_kind) < 0 || str_id(p, "probe", &s_probe) < 0 ||
 	    str_id(p, "pprof::base", &s_base) < 0 || str_id(p, "true", &s_true) < 0 ||
-	    str_id(p, "trigger", &s_trig) < 0)
+	    str_id(p, "trigger", &s_trig) < 0 || main_name(e, p, &s_main) < 0)
 		return export__fail(e, -ENOMEM, "pprof: out of memory");
 	for (i = 0; i < e->n_trig; i++) {
 		char text[512], c[600];
@@ -395,10 +594,18 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		if (str_id(p, export__kind_name(i), &s_kinds[i]) < 0)
 			return export__fail(e, -ENOMEM, "pprof: out of memory");
 
-	/* Mapping ids: user code first, [kernel] last: pprof calls mapping 1 the main binary. */
-	mapid = calloc(xtab__count(&p->maps) + 1, sizeof(*mapid));
-	if (!mapid)
+	if (lines_resolve(p, &ls) < 0) {
+		lines_free(p, &ls);
 		return export__fail(e, -ENOMEM, "pprof: out of memory");
+	}
+	/* Mapping ids: 1 names the host and range (pprof's "File:", the main
+	 * binary), then user code, [kernel] last. */
+	mapid = calloc(xtab__count(&p->maps) + 1, sizeof(*mapid));
+	if (!mapid) {
+		lines_free(p, &ls);
+		return export__fail(e, -ENOMEM, "pprof: out of memory");
+	}
+	j = 1;
 	for (i = 0; i < xtab__count(&p->maps); i++)
 		if (!((const struct pp_map *)xtab__get(&p->maps, i, NULL))->kernel)
 			mapid[i] = ++j;
@@ -450,7 +657,15 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		pb_msg(&b, 2, &m);
 		e->st.stacks++;
 	}
-	for (j = 1; j <= xtab__count(&p->maps); j++) {
+	/* mapping 1: below every user mapping (those start at 2 << MAP_SHIFT) */
+	m.n = 0;
+	pb_uint(&m, 1, 1);
+	pb_uint(&m, 2, 1ull << MAP_SHIFT);
+	pb_uint(&m, 3, 2ull << MAP_SHIFT);
+	pb_uint(&m, 5, s_main);
+	pb_uint(&m, 7, 1);
+	pb_msg(&b, 3, &m);
+	for (j = 2; j <= xtab__count(&p->maps) + 1; j++) {
 		const struct pp_map *mp;
 		uint64_t id = j;
 
@@ -464,6 +679,10 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		pb_uint(&m, 5, mp->file);
 		pb_uint(&m, 6, mp->build_id);
 		pb_uint(&m, 7, 1); /* has_functions: symbolized here, nothing for pprof to do */
+		if (ls.map_has[i]) {
+			pb_uint(&m, 8, 1); /* has_filenames */
+			pb_uint(&m, 9, 1); /* has_line_numbers */
+		}
 		pb_msg(&b, 3, &m);
 	}
 	for (i = 0; i < xtab__count(&p->locs); i++) {
@@ -478,6 +697,8 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		pb_uint(&m, 3, l->addr + (mp && !mp->kernel ? id << MAP_SHIFT : 0));
 		sub.n = 0;
 		pb_uint(&sub, 1, l->func);
+		if (ls.loc_line[i])
+			pb_int(&sub, 2, ls.loc_line[i]);
 		pb_msg(&m, 4, &sub);
 		pb_msg(&b, 4, &m);
 	}
@@ -488,6 +709,10 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		pb_uint(&m, 1, i + 1);
 		pb_uint(&m, 2, fk[0]);
 		pb_uint(&m, 3, fk[0]);
+		if (ls.func_file[i]) {
+			pb_uint(&m, 4, ls.func_file[i]);
+			pb_int(&m, 5, ls.func_start[i]);
+		}
 		pb_msg(&b, 5, &m);
 	}
 	for (i = 0; i < xtab__count(&p->strs); i++) {
@@ -510,5 +735,6 @@ int export_pprof__write(struct exporter *e, FILE *f)
 	free(b.b);
 	free(m.b);
 	free(sub.b);
+	lines_free(p, &ls);
 	return r;
 }

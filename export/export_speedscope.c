@@ -6,7 +6,8 @@
  * named by its labels ("env / comm:pid"), sorted by name. Frames are shared.
  * Samples are the aggregated stacks (root first) with weights in
  * nanoseconds (on-CPU samples x period + off-CPU ns), or in samples when the
- * store's frequency is unknown; speedscope's "left heavy" and "sandwich"
+ * store's frequency is unknown. activeProfileIndex names the profile with
+ * the most time, the one speedscope opens on. speedscope's "left heavy" and "sandwich"
  * views read them as they are, its time-order view shows them in name order.
  */
 #include <errno.h>
@@ -19,36 +20,20 @@
 /* A JSON string: escapes, and bytes that are not UTF-8 become U+FFFD. */
 static void json_str(FILE *f, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
 	fputc('"', f);
-	while (*p) {
-		unsigned int c = *p,
-			     n = c < 0x80	      ? 0
-				 : (c & 0xe0) == 0xc0 ? 1
-				 : (c & 0xf0) == 0xe0 ? 2
-				 : (c & 0xf8) == 0xf0 ? 3
-						      : 9,
-			     i;
+	while (*s) {
+		unsigned char c = (unsigned char)*s;
+		size_t n = export__utf8_len(s);
 
-		if (c == '"' || c == '\\') {
+		if (c == '"' || c == '\\')
 			fprintf(f, "\\%c", c);
-		} else if (c < 0x20) {
+		else if (c < 0x20)
 			fprintf(f, "\\u%04x", c);
-		} else if (n == 0) {
-			fputc((int)c, f);
-		} else {
-			for (i = 1; i <= n && n < 9; i++)
-				if ((p[i] & 0xc0) != 0x80)
-					break;
-			if (n == 9 || i <= n) {
-				fputs("\\ufffd", f);
-			} else {
-				fwrite(p, 1, n + 1, f);
-				p += n;
-			}
-		}
-		p++;
+		else if (!n)
+			fputs("\\ufffd", f);
+		else
+			fwrite(s, 1, n, f);
+		s += n ? n : 1;
 	}
 	fputc('"', f);
 }
@@ -73,6 +58,45 @@ static uint32_t push_children(const struct tree *t, uint32_t nd, uint32_t *stk, 
 		stk[n - 1 - i] = tmp;
 	}
 	return n;
+}
+
+/* Is node nd a profile of its own (a process label, or a shallower leaf)? */
+static bool is_profile(const struct tree *t, uint32_t pd, uint32_t nd)
+{
+	return t->nodes[nd].depth == pd ||
+	       (nd && !t->nodes[nd].first_child && t->nodes[nd].depth < pd);
+}
+
+/* Index of the profile holding the most time: the one speedscope opens on. */
+static int heaviest(const struct exporter *e, uint32_t *stk, uint32_t *ret)
+{
+	const struct tree *t = &e->tree;
+	uint32_t pd = process_depth(&e->o), n = 0, idx = 0, i;
+	uint64_t best_v = 0;
+	uint64_t *tot = calloc(t->n, sizeof(*tot));
+
+	if (!tot)
+		return -ENOMEM;
+	/* Parents have smaller ids than their children: sum from the leaves up. */
+	for (i = t->n; i-- > 1;) {
+		tot[i] += tval_time(&t->nodes[i].self[0], e->o.freq);
+		tot[t->nodes[i].parent] += tot[i];
+	}
+	*ret = 0;
+	stk[n++] = 0;
+	while (n) {
+		uint32_t nd = stk[--n];
+
+		if (is_profile(t, pd, nd)) {
+			if (tot[nd] > best_v)
+				best_v = tot[nd], *ret = idx;
+			idx++;
+			continue;
+		}
+		n = push_children(t, nd, stk, n);
+	}
+	free(tot);
+	return 0;
 }
 
 static int write_profile(struct exporter *e, FILE *f, uint32_t proc, const uint32_t *fidx,
@@ -150,7 +174,8 @@ static int write_profile(struct exporter *e, FILE *f, uint32_t proc, const uint3
 int export_speedscope__write(struct exporter *e, FILE *f)
 {
 	struct tree *t = &e->tree;
-	uint32_t pd = process_depth(&e->o), i, nf = 0, *fidx = NULL, *path = NULL, *stk = NULL;
+	uint32_t pd = process_depth(&e->o), i, nf = 0, *fidx = NULL, *path = NULL, *stk = NULL,
+		 active;
 	uint8_t *used = NULL;
 	bool first = true;
 	int r;
@@ -169,6 +194,10 @@ int export_speedscope__write(struct exporter *e, FILE *f)
 		r = export__fail(e, -ENOMEM, "speedscope: out of memory");
 		goto out;
 	}
+	if (heaviest(e, stk, &active) < 0) {
+		r = export__fail(e, -ENOMEM, "speedscope: out of memory");
+		goto out;
+	}
 	/* Frames: every name used below a process label, numbered in first-use order. */
 	for (i = 1; i < t->n; i++)
 		if (t->nodes[i].depth > pd)
@@ -177,7 +206,7 @@ int export_speedscope__write(struct exporter *e, FILE *f)
 	      "\"exporter\":\"cpa\",\"name\":",
 	      f);
 	json_str(f, e->o.title ? e->o.title : "cpa");
-	fputs(",\"activeProfileIndex\":0,\"shared\":{\"frames\":[", f);
+	fprintf(f, ",\"activeProfileIndex\":%u,\"shared\":{\"frames\":[", active);
 	for (i = 0; i < xtab__count(&t->names); i++) {
 		if (!used[i])
 			continue;
@@ -196,8 +225,7 @@ int export_speedscope__write(struct exporter *e, FILE *f)
 		while (n) {
 			uint32_t nd = stk[--n];
 
-			if (t->nodes[nd].depth == pd ||
-			    (nd && !t->nodes[nd].first_child && t->nodes[nd].depth < pd)) {
+			if (is_profile(t, pd, nd)) {
 				write_profile(e, f, nd, fidx, path, stk + t->n + 1, first);
 				first = false;
 				continue;

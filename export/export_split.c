@@ -7,11 +7,17 @@
  * epoch) and replayed as samples at their second. Everything a reader sees
  * is kept: labels, kind, probe, cgroup, cpu, frames with module, build-id,
  * offset and flags, loss rows (their "[lost: ...]" marker frame).
+ *
+ * All or nothing: when a write fails (a full disk) the store dirs the split
+ * made are removed again, and the root's .cpa-lock goes either way.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "export_int.h"
 
@@ -25,9 +31,76 @@ struct store_split {
 	struct xtab cache; /* (src, seg, stack_id) -> stkval */
 	struct u32vec stkval;
 	uint64_t samples, seq;
+	char *root;
+	char **before; /* the root's entries before the split: what it must not remove */
+	size_t nbefore;
+	bool done;
 };
 
 #define NS 1000000000ull
+
+/* Names in the root now (it may not exist yet). */
+static int snapshot(struct store_split *sp)
+{
+	DIR *d = opendir(sp->root);
+	struct dirent *de;
+	size_t cap = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (sp->nbefore == cap) {
+			char **nb = realloc(sp->before, (cap = cap ? cap * 2 : 16) * sizeof(*nb));
+
+			if (!nb)
+				goto oom;
+			sp->before = nb;
+		}
+		if (!(sp->before[sp->nbefore] = strdup(de->d_name)))
+			goto oom;
+		sp->nbefore++;
+	}
+	closedir(d);
+	return 0;
+oom:
+	closedir(d);
+	return -ENOMEM;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* The writer is gone: drop the lock note; without ok, the dirs the split made. */
+static void finish(struct store_split *sp, bool ok)
+{
+	char path[4096];
+	DIR *d;
+	struct dirent *de;
+	size_t i;
+
+	sp->done = true;
+	snprintf(path, sizeof(path), "%s/.cpa-lock", sp->root);
+	unlink(path);
+	if (ok || !(d = opendir(sp->root)))
+		return;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "cpa_", 4))
+			continue;
+		for (i = 0; i < sp->nbefore && strcmp(sp->before[i], de->d_name); i++)
+			;
+		if (i < sp->nbefore)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", sp->root, de->d_name);
+		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	closedir(d);
+}
 
 int store_split__new(const char *root, uint32_t freq, struct store_split **ret)
 {
@@ -37,9 +110,14 @@ int store_split__new(const char *root, uint32_t freq, struct store_split **ret)
 
 	if (!sp)
 		return -ENOMEM;
-	r = store_writer__new(&o, &sp->w);
+	sp->root = strdup(root);
+	r = sp->root ? snapshot(sp) : -ENOMEM;
+	if (r >= 0)
+		r = store_writer__new(&o, &sp->w);
 	if (r < 0) {
-		free(sp);
+		/* another writer's lock (-EBUSY) is not ours to remove */
+		sp->done = !sp->root || r == -EBUSY;
+		store_split__free(sp);
 		return r;
 	}
 	*ret = sp;
@@ -48,9 +126,17 @@ int store_split__new(const char *root, uint32_t freq, struct store_split **ret)
 
 void store_split__free(struct store_split *sp)
 {
+	size_t i;
+
 	if (!sp)
 		return;
 	store_writer__free(sp->w);
+	if (!sp->done)
+		finish(sp, false);
+	for (i = 0; i < sp->nbefore; i++)
+		free(sp->before[i]);
+	free(sp->before);
+	free(sp->root);
 	xtab__free(&sp->strs);
 	xtab__free(&sp->mods);
 	xtab__free(&sp->frms);
@@ -218,11 +304,20 @@ int store_split__add(void *ctx, const struct store_sample *s)
 
 int store_split__close(struct store_split *sp, uint64_t *ret_samples, char *dir, size_t len)
 {
+	struct store_writer_stats st;
 	int r = store_writer__flush(sp->w, true);
 
+	store_writer__stats(sp->w, &st);
+	/* any write that failed, any sample not stored: the store is torn */
+	if (r >= 0 && (st.write_errors || st.dropped_blocks || st.refused_samples ||
+		       st.lost_samples_discarded || st.fsync_errors || st.store_gone))
+		r = st.last_error < 0 ? st.last_error : -EIO;
 	if (ret_samples)
 		*ret_samples = sp->samples;
 	if (dir)
 		snprintf(dir, len, "%s", store_writer__dir(sp->w));
+	store_writer__free(sp->w);
+	sp->w = NULL;
+	finish(sp, r >= 0);
 	return r;
 }

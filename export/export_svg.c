@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * SVG flamegraph: one self-contained file (inline CSS and script), root at
- * the bottom, children in name order, width = time (on-CPU samples x period
+ * SVG flamegraph: one self-contained file (inline CSS and script), an
+ * icicle (root at the top, so the widest frames open in view, and the image
+ * only as tall as the frames drawn), children in name order, width = time (on-CPU samples x period
  * + off-CPU ns). Every frame is a <g> with a <title> (what a hover shows),
  * a <rect> and a <text>; its position in the whole graph is kept in
  * data-x/data-w (fractions) so the script can zoom without the data.
@@ -38,13 +39,31 @@ struct svg {
 	uint32_t height;
 	double scale_max_delta;
 	uint64_t drawn;
+	bool dry;	    /* a pass that only measures: no output, no stats */
+	uint32_t max_drawn; /* deepest depth drawn (the dry pass's result) */
 };
 
-static void xml_escape(FILE *f, const char *s, size_t max)
+/* Characters (UTF-8 code points, a stray byte counts one) in s. */
+static size_t text_chars(const char *s)
 {
-	size_t n = 0;
+	size_t n = 0, k;
 
-	for (; *s && n < max; s++, n++) {
+	for (; *s; s += k ? k : 1, n++)
+		k = export__utf8_len(s);
+	return n;
+}
+
+/*
+ * At most max characters of s as XML text, then more when s was longer:
+ * markup characters escaped, control characters (XML 1.0 forbids them) as
+ * spaces, bytes that are not UTF-8 as U+FFFD.
+ */
+static void xml_text(FILE *f, const char *s, size_t max, const char *more)
+{
+	size_t n = 0, k;
+
+	for (; *s && n < max; s += k ? k : 1, n++) {
+		k = export__utf8_len(s);
 		switch (*s) {
 		case '&':
 			fputs("&amp;", f);
@@ -62,12 +81,16 @@ static void xml_escape(FILE *f, const char *s, size_t max)
 			fputs("&apos;", f);
 			break;
 		default:
-			/* XML 1.0 forbids most control characters. */
-			fputc((unsigned char)*s < 0x20 ? ' ' : *s, f);
+			if (!k)
+				fputs("\xef\xbf\xbd", f); /* U+FFFD */
+			else if ((unsigned char)*s < 0x20)
+				fputc(' ', f);
+			else
+				fwrite(s, 1, k, f);
 		}
 	}
 	if (*s)
-		fputs("...", f);
+		fputs(more, f);
 }
 
 static uint32_t name_hash(const char *s)
@@ -128,23 +151,25 @@ static void fill_of(const struct svg *g, const struct tnode *nd, uint32_t i, con
 static void svg_frame(struct svg *g, double x, double w, uint32_t depth, const char *name,
 		      const char *fill, const char *title_extra)
 {
-	double y = (double)g->height - PAD_BOT - (double)(depth + 1) * FRAME_H;
+	/* icicle: the root on top, where the file opens */
+	double y = PAD_TOP + (double)depth * FRAME_H;
 	FILE *f = g->f;
 	size_t chars = w > 14 ? (size_t)((w - 6) / 7) : 0;
 
+	if (g->dry) {
+		g->max_drawn = MAX(g->max_drawn, depth);
+		return;
+	}
 	fprintf(f, "<g data-x=\"%.6f\" data-w=\"%.6f\" data-d=\"%u\"><title>", x / g->width,
 		w / g->width, depth);
-	xml_escape(f, name, 4096);
+	xml_text(f, name, 4096, "...");
 	fprintf(f,
 		" (%s)</title><rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%d\" "
 		"fill=\"%s\" rx=\"2\"/><text x=\"%.1f\" y=\"%.0f\">",
 		title_extra, PAD_X + x, y, w, FRAME_H - 1, fill, PAD_X + x + 3, y + 11.5);
-	if (chars >= 3) {
-		if (strlen(name) <= chars)
-			xml_escape(f, name, chars);
-		else
-			xml_escape(f, name, chars - 2), fputs("..", f);
-	}
+	/* as many characters as fit, the last two ".." when cut (the script's fit()) */
+	if (chars >= 3)
+		xml_text(f, name, text_chars(name) <= chars ? chars : chars - 2, "..");
 	fputs("</text></g>\n", f);
 	g->drawn++;
 }
@@ -219,8 +244,9 @@ static int draw(struct svg *g, uint32_t root)
 			for (c = nd->first_child; c; c = t->nodes[c].next_sibling)
 				if (node_value(g, c) / total * g->width < 1.0)
 					hidden += g->size[c];
-			g->e->st.merged += hidden;
-			if (!g->diff)
+			if (!g->dry)
+				g->e->st.merged += hidden;
+			if (!g->diff && !g->dry)
 				g->e->st.merged_value += (uint64_t)(mw / g->width * total);
 			if (mw >= 1.0) {
 				char nm[64];
@@ -366,7 +392,15 @@ int export_svg__write(struct exporter *e, FILE *f)
 		}
 	}
 	g.width = width - 2 * PAD_X;
-	g.height = (t->max_depth + 1) * FRAME_H + PAD_TOP + PAD_BOT;
+	/* As tall as what is drawn: frames narrower than a pixel do not count. */
+	g.dry = true;
+	r = draw(&g, 0);
+	g.dry = false;
+	if (r < 0) {
+		r = export__fail(e, r, "svg: out of memory");
+		goto out;
+	}
+	g.height = (g.max_drawn + 1) * FRAME_H + PAD_TOP + PAD_BOT;
 	fprintf(f,
 		"<?xml version=\"1.0\" standalone=\"no\"?>\n"
 		"<svg version=\"1.1\" width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\" "
@@ -384,7 +418,7 @@ int export_svg__write(struct exporter *e, FILE *f)
 		width, g.height);
 	fputs("<text x=\"", f);
 	fprintf(f, "%u\" y=\"20\" text-anchor=\"middle\" style=\"font-size:16px\">", width / 2);
-	xml_escape(f, e->o.title ? e->o.title : g.diff ? "cpa diff" : "cpa", 512);
+	xml_text(f, e->o.title ? e->o.title : g.diff ? "cpa diff" : "cpa", 512, "...");
 	fputs("</text>\n", f);
 	fprintf(f,
 		"<text id=\"unzoom\" class=\"button\" x=\"%d\" y=\"20\" style=\"display:none\">"
@@ -421,7 +455,7 @@ int export_svg__write(struct exporter *e, FILE *f)
 
 		export__trigger_text(&e->trig[i], text, sizeof(text));
 		fputs(i ? "; " : "; policy triggers: ", f);
-		xml_escape(f, text, sizeof(text));
+		xml_text(f, text, sizeof(text), "...");
 	}
 	fputs("</text>\n", f);
 	fputs(svg_script, f);

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
+#include "export/export.h"
 #include "show.h"
 #include "storer/store.h"
 
@@ -273,25 +274,27 @@ static int write_prof(const struct show_acc *acc, const char *path)
 	const struct fold *fd = &acc->f;
 	uint32_t n = intern__count(&fd->lines), i;
 	_cleanup_free_ uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids));
-	FILE *f;
+	struct export_file x;
+	int r;
 
 	if (!ids)
 		return log_error_errno(-ENOMEM, "sort folded lines: %m");
 	for (i = 0; i < n; i++)
 		ids[i] = i + 1;
 	qsort_r(ids, n, sizeof(*ids), id_cmp, (void *)&fd->lines);
-	f = fopen(path, "we");
-	if (!f)
-		return log_error_errno(-errno, "open '%s': %m", path);
+	r = export_file__open(&x, path);
+	if (r < 0)
+		return log_error_errno(r, "open '%s': %m", path);
 	for (i = 0; i < n; i++) {
 		uint32_t len;
 		const char *line = intern__key(&fd->lines, ids[i], &len);
 
-		fprintf(f, "%.*s %llu\n", (int)len, line,
+		fprintf(x.f, "%.*s %llu\n", (int)len, line,
 			(unsigned long long)fd->values[ids[i] - 1]);
 	}
-	if (ferror(f) | (fclose(f) != 0))
-		return log_error_errno(-(errno ? errno : EIO), "write '%s': %m", path);
+	r = export_file__close(&x, true);
+	if (r < 0)
+		return log_error_errno(r, "write '%s': %m", path);
 	return 0;
 }
 

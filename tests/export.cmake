@@ -13,6 +13,7 @@ set_tests_properties(export_npm_setup PROPERTIES FIXTURES_SETUP export_npm TIMEO
 cpa_add_test(NAME test_export SOURCES test_export.c
   LIBS cpa_export cpa_store cpa_common z LABELS export TIMEOUT 120)
 set_tests_properties(test_export PROPERTIES FIXTURES_REQUIRED export_npm)
+add_dependencies(test_export cpa-workload) # test_pprof_lines reads its DWARF
 
 # On the real kernel: cpa monitor + the workload, exports read by go tool
 # pprof, xmllint, headless Chromium. Root + BTF, else exit 77.

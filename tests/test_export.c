@@ -13,12 +13,14 @@
  * pid 1001 (stack 1's process) covers seconds 5..7 (TRIG_S0, TRIG_S1).
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1006,6 +1008,509 @@ START_TEST(test_svg_speedscope_triggers)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- hand-made rows */
+
+/* One row of n frames (leaf first) named by names[], in process pcomm. */
+static void add_row(struct exporter *e, const char *pcomm, const char *comm, const char *env,
+		    uint32_t stack_id, const char *const *names, uint32_t n, uint64_t count)
+{
+	struct store_frame fr[300];
+	const struct store_frame *fp[300];
+	struct store_sample s = {.sec = 1,
+				 .count = count,
+				 .weight = count,
+				 .pid = 4242,
+				 .tid = 4243,
+				 .kind = CPA_KIND_ONCPU,
+				 .comm = comm,
+				 .pcomm = pcomm,
+				 .env = env,
+				 .stack_id = stack_id,
+				 .n_frames = n};
+
+	ck_assert_uint_le(n, 300);
+	for (uint32_t i = 0; i < n; i++) {
+		fr[i] = (struct store_frame){
+			.name = names[i], .module = "/usr/bin/app", .offset = 0x1000 + 16 * i};
+		fp[i] = &fr[i];
+	}
+	s.frames = fp;
+	ck_assert_int_eq(export__add(e, &s), 0);
+}
+
+/* The SVG of two stacks (leaf first) of count c1 and c2, read back. */
+static char *svg_of(const struct export_opts *eo, const char *const *st1, uint32_t n1, uint64_t c1,
+		    const char *const *st2, uint32_t n2, uint64_t c2)
+{
+	char path[1100];
+	struct exporter *e;
+
+	ck_assert_int_eq(export__new(EXPORT_SVG, eo, &e), 0);
+	add_row(e, "app", "app", "", 1, st1, n1, c1);
+	add_row(e, "app", "app", "", 2, st2, n2, c2);
+	snprintf(path, sizeof(path), "%s/two.svg", root);
+	ck_assert_msg(export__write(e, path) == 0, "%s", export__error(e));
+	export__free(e);
+	return test_slurp(path, NULL);
+}
+
+/* The <svg> element's height attribute, and the y of the root frame "all". */
+static void svg_geometry(const char *svg, unsigned int *height, double *root_y)
+{
+	const char *p = strstr(svg, "<svg ");
+	char *t;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(sscanf(strstr(p, "height=\"") + 8, "%u", height), 1);
+	t = strstr(svg, "<title>all (");
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(sscanf(strstr(t, " y=\"") + 4, "%lf", root_y), 1);
+}
+
+/*
+ * SVG geometry: a heavy stack 3 frames deep and a 250-frame stack of one
+ * sample in 100,000 (far narrower than a pixel). The image is as tall as what
+ * is drawn, not as the deep stack, and the root is on the first screen.
+ */
+START_TEST(test_svg_height)
+{
+	struct export_opts eo = {.freq = FREQ};
+	const char *deep[250], *hot[3] = {"hot_leaf", "hot_mid", "main"};
+	char *text;
+	unsigned int h;
+	double y;
+
+	for (int i = 0; i < 250; i++)
+		deep[i] = i == 249 ? "main" : "recurse";
+	text = svg_of(&eo, hot, 3, 100000, deep, 250, 1);
+	svg_geometry(text, &h, &y);
+	/* env, process, main, hot_mid, hot_leaf, and the root: 6 rows of 16 px + margins */
+	ck_assert_msg(h <= 6 * 16 + 100, "svg height %u for 6 rows drawn", h);
+	ck_assert_msg(y < 100, "root frame at y=%g of %u: below the first screen", y, h);
+	free(text);
+}
+END_TEST
+
+/* Decoded characters of XML text up to '<' (an entity is one). */
+static size_t xml_chars(const char *p)
+{
+	size_t n = 0;
+
+	for (; *p && *p != '<'; n++) {
+		if (*p == '&')
+			p = strchr(p, ';') + 1;
+		else if ((unsigned char)*p >= 0x80)
+			for (p++; ((unsigned char)*p & 0xc0) == 0x80; p++)
+				;
+		else
+			p++;
+	}
+	return n;
+}
+
+/* Every frame's label fits its box: at most (width - 6) / 7 characters of 7 px. */
+static void check_labels(const char *svg)
+{
+	const char *p = svg;
+	uint32_t n = 0;
+
+	while ((p = strstr(p, "<rect x=\""))) {
+		double w;
+		const char *t, *wa = strstr(p, "width=\"");
+
+		ck_assert_int_eq(sscanf(wa + 7, "%lf", &w), 1);
+		t = strstr(p, "<text ");
+		ck_assert_ptr_nonnull(t);
+		t = strchr(t, '>') + 1;
+		if (strncmp(p - 3, "\"/>", 3) && strstr(p, "</g>") > t) { /* a frame's box */
+			size_t c = xml_chars(t), max = w > 14 ? (size_t)((w - 6) / 7) : 0;
+
+			ck_assert_msg(c <= max,
+				      "label of %zu chars in a %.1f px box (%zu fit): %.80s", c, w,
+				      max, t);
+			n++;
+		}
+		p = t;
+	}
+	ck_assert_uint_gt(n, 3);
+}
+
+/* Labels cut to their box once: no "..." of the escaping plus ".." of the cut. */
+START_TEST(test_svg_labels)
+{
+	struct export_opts eo = {.freq = FREQ, .width = 400};
+	char longname[300], *text;
+	const char *st1[2], *st2[2] = {"short_leaf", "main"};
+
+	memset(longname, 'x', sizeof(longname) - 1);
+	memcpy(longname, "a_very_long_function_name<&>", 28);
+	longname[sizeof(longname) - 1] = 0;
+	st1[0] = longname;
+	st1[1] = "main";
+	text = svg_of(&eo, st1, 2, 70, st2, 2, 30);
+	check_labels(text);
+	ck_assert_ptr_nonnull(strstr(text, ">a_very_long_function_name&lt;&amp;&gt;x"));
+	free(text);
+}
+END_TEST
+
+/* The speedscope file opens on the heaviest profile: app:1001 and db:1002 hold
+ * 4 s each, app:1000 (first by name) 40 ms of off-CPU time. */
+START_TEST(test_speedscope_active)
+{
+	char path[1100], *text, *p;
+	unsigned int active, idx = 0;
+	unsigned long long v, best = 0;
+
+	snprintf(path, sizeof(path), "%s/a.speedscope.json", root);
+	export_range(EXPORT_SPEEDSCOPE, 0, NSEC, 0, 0, path, NULL);
+	text = test_slurp(path, NULL);
+	p = strstr(text, "\"activeProfileIndex\":");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(sscanf(p + 21, "%u", &active), 1);
+	for (p = text; (p = strstr(p, "\"endValue\":")); p++, idx++) {
+		ck_assert_int_eq(sscanf(p + 11, "%llu", &v), 1);
+		best = v > best ? v : best;
+	}
+	ck_assert_uint_eq(idx, 3);
+	for (p = text, idx = 0; idx <= active; idx++)
+		p = strstr(p, "\"endValue\":") + 1;
+	ck_assert_int_eq(sscanf(p + 10, "%llu", &v), 1);
+	ck_assert_msg(v == best && best == 400 * PERIOD,
+		      "activeProfileIndex %u holds %llu, the heaviest %llu", active, v, best);
+	free(text);
+}
+END_TEST
+
+/*
+ * Hostile names (bytes that are not UTF-8, control characters, markup
+ * characters, a name of 5,000 bytes) in the process, thread, env and frame
+ * names, through each format's consumer: xmllint, speedscope's schema,
+ * go tool pprof, and the folded lines read back.
+ */
+START_TEST(test_hostile_names)
+{
+	const char *b = getenv("CPA_BUILD_DIR"), *src = getenv("CPA_SOURCE_DIR");
+	static char huge[5000];
+	const char *names[] = {"bad\xff\xfe utf8 \xc3",
+			       "ctl\x01\x1b[31m\x7f\ttab",
+			       "<tag a=\"1\" b='2'>&amp;",
+			       "over\xc0\xaflong \xed\xa0\x80 surr",
+			       huge,
+			       "main"};
+	const char *exts[] = {"svg", "speedscope.json", "pb.gz", "prof"};
+	enum export_format fmts[] = {EXPORT_SVG, EXPORT_SPEEDSCOPE, EXPORT_PPROF, EXPORT_FOLDED};
+	struct export_opts eo = {.freq = FREQ, .t0_ns = T_NS, .t1_ns = 2 * T_NS};
+	char path[1100], cmd[4096], *o;
+	int rc;
+
+	memset(huge, 'L', sizeof(huge) - 1);
+	memcpy(huge + 100, "\xe2\x82", 2); /* a cut character in the middle */
+	ck_assert(b && src);
+	for (int k = 0; k < 4; k++) {
+		struct exporter *e;
+
+		ck_assert_int_eq(export__new(fmts[k], &eo, &e), 0);
+		add_row(e, "proc\xff<&>\"'\x01", "thr\x80\n\r;x", "env\xfe;\x02", 1, names, 6, 10);
+		add_row(e, huge, "\xc3", "", 2, names + 1, 5, 20);
+		snprintf(path, sizeof(path), "%s/hostile.%s", root, exts[k]);
+		ck_assert_msg(export__write(e, path) == 0, "%s: %s", exts[k], export__error(e));
+		export__free(e);
+		switch (fmts[k]) {
+		case EXPORT_SVG:
+			snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
+			ck_assert_msg(sh(cmd) == 0, "xmllint rejects %s", path);
+			break;
+		case EXPORT_SPEEDSCOPE:
+			snprintf(cmd, sizeof(cmd),
+				 "NODE_PATH='%s/npm/node_modules' node '%s/tests/export_schema.js' "
+				 "'%s/npm/node_modules/speedscope/dist/release/"
+				 "file-format-schema.json' '%s'",
+				 b, src, b, path);
+			ck_assert_msg(sh(cmd) == 0, "speedscope's schema rejects %s", path);
+			break;
+		case EXPORT_PPROF:
+			if (system("go version >/dev/null 2>&1") != 0)
+				break;
+			o = test_cmd_out(&rc, "HOME=/tmp go tool pprof -raw '%s' 2>&1", path);
+			ck_assert_msg(rc == 0 && strstr(o, "<tag a=\"1\" b='2'>&amp;"),
+				      "pprof -raw: %.2000s", o);
+			free(o);
+			/* profile.proto is proto3: its strings must be UTF-8 (iconv reads them) */
+			{
+				size_t len;
+				uint8_t *raw = gunzip_file(path, &len);
+				FILE *sf;
+
+				decode(raw, len, &dp);
+				free(raw);
+				snprintf(cmd, sizeof(cmd), "%s/strings", root);
+				sf = fopen(cmd, "w");
+				ck_assert_ptr_nonnull(sf);
+				for (uint32_t i = 0; i < dp.nstr; i++)
+					fprintf(sf, "%s\n", dp.str[i]);
+				fclose(sf);
+				dprof_free(&dp);
+				o = test_cmd_out(&rc, "iconv -f UTF-8 -t UTF-8 '%s' >/dev/null",
+						 cmd);
+				ck_assert_msg(rc == 0, "strings of %s are not UTF-8", path);
+				free(o);
+			}
+			break;
+		default: {
+			/* two lines "stack value", nothing split */
+			char *text = test_slurp(path, NULL), *l, *save = NULL;
+			int lines = 0;
+
+			for (l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+				char *sp = strrchr(l, ' ');
+
+				ck_assert_ptr_nonnull(sp);
+				ck_assert_msg(!strcmp(sp + 1, "10") || !strcmp(sp + 1, "20"),
+					      "folded line: %.200s", l);
+				lines++;
+			}
+			ck_assert_int_eq(lines, 2);
+			free(text);
+		}
+		}
+	}
+}
+END_TEST
+
+/* ---------------------------------------------------------------- a full disk */
+
+static char mnt[64];
+
+/* A tmpfs of size bytes (root only); 0 when mounted. */
+static int small_fs(const char *size)
+{
+	char opts[64];
+
+	snprintf(mnt, sizeof(mnt), "/tmp/cpa-xfull-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(mnt));
+	snprintf(opts, sizeof(opts), "size=%s", size);
+	if (mount("tmpfs", mnt, "tmpfs", 0, opts) < 0) {
+		rmdir(mnt);
+		return -errno;
+	}
+	return 0;
+}
+
+static void small_fs_gone(void)
+{
+	umount2(mnt, MNT_DETACH);
+	rmdir(mnt);
+}
+
+/* Entries of dir (less . and ..) into buf, space separated. */
+static int list_dir(const char *dir, char *buf, size_t len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	buf[0] = 0;
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s ", de->d_name);
+			n++;
+		}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Exports onto a full disk fail and leave what was there: the previous file
+ * whole, no temporary file; a --split_path leaves no store dir and no
+ * .cpa-lock. A split that succeeds leaves no .cpa-lock either.
+ */
+START_TEST(test_full_disk)
+{
+	static const char old[] = "the previous export\n";
+	char path[1100], names[4096], sroot[1100], filler[100], *text;
+	struct store_split *sp;
+	struct store_reader *r;
+	struct store_filter flt;
+	struct exporter *e;
+	struct export_opts eo = {.freq = FREQ, .t1_ns = UINT64_MAX / 2};
+	uint64_t samples;
+	FILE *f;
+	int fd;
+
+	/* a split that works: no lock note left in its root */
+	snprintf(sroot, sizeof(sroot), "%s/ok-split", root);
+	store_filter__init(&flt);
+	ck_assert_int_eq(store_split__new(sroot, FREQ, &sp), 0);
+	ck_assert_int_eq(store_reader__open(store, NULL, NULL, &r), 0);
+	ck_assert_int_eq(store_reader__query(r, 0, UINT64_MAX / 2, &flt, store_split__add, sp), 0);
+	ck_assert_int_eq(store_split__close(sp, &samples, NULL, 0), 0);
+	store_split__free(sp);
+	ck_assert_int_eq(list_dir(sroot, names, sizeof(names)), 1);
+	ck_assert_msg(!strstr(names, ".cpa-lock"), "left in the split's root: %s", names);
+
+	if (geteuid() != 0) {
+		fprintf(stderr,
+			"test_full_disk: needs root (mounts a tmpfs): the disk part skipped\n");
+		store_reader__free(r);
+		return;
+	}
+	ck_assert_int_eq(small_fs("256k"), 0);
+	snprintf(path, sizeof(path), "%s/out.svg", mnt);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(old, f);
+	fclose(f);
+	/* fill the disk */
+	snprintf(filler, sizeof(filler), "%s/filler", mnt);
+	fd = open(filler, O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_ge(fd, 0);
+	{
+		static char blk[4096];
+
+		while (write(fd, blk, sizeof(blk)) > 0)
+			;
+	}
+	close(fd);
+
+	for (int k = 0; k < 2; k++) {
+		ck_assert_int_eq(export__new(k ? EXPORT_PPROF : EXPORT_SVG, &eo, &e), 0);
+		ck_assert_int_eq(store_reader__query(r, 0, UINT64_MAX / 2, &flt, export__add, e),
+				 0);
+		ck_assert_int_lt(export__write(e, path), 0);
+		export__free(e);
+		text = test_slurp(path, NULL);
+		ck_assert_msg(!strcmp(text, old), "a failed export left %zu bytes: %.40s",
+			      strlen(text), text);
+		free(text);
+		ck_assert_int_eq(list_dir(mnt, names, sizeof(names)), 2);
+	}
+
+	/* --split_path onto the full disk, then with a little room (the store dir
+	 * made, blocks failing): a split that fails leaves nothing */
+	snprintf(sroot, sizeof(sroot), "%s/split", mnt);
+	ck_assert_int_eq(mkdir(sroot, 0755), 0);
+	for (int k = 0; k < 4; k++) {
+		struct stat fst;
+		int rc;
+
+		ck_assert_int_eq(stat(filler, &fst), 0);
+		ck_assert_int_eq(truncate(filler, fst.st_size - (k ? 8192 : 0)), 0);
+		rc = store_split__new(sroot, FREQ, &sp);
+		if (rc == 0) {
+			rc = store_reader__query(r, 0, UINT64_MAX / 2, &flt, store_split__add, sp);
+			if (rc == 0)
+				rc = store_split__close(sp, &samples, NULL, 0);
+			store_split__free(sp);
+		}
+		ck_assert_msg(k || rc < 0, "a split onto a full disk succeeded");
+		if (rc < 0) {
+			ck_assert_msg(list_dir(sroot, names, sizeof(names)) == 0,
+				      "a failed split left in its root: %s", names);
+		} else {
+			/* it fit: whole, then out of the way */
+			struct dump d;
+
+			ck_assert_int_eq(list_dir(sroot, names, sizeof(names)), 1);
+			*strchr(names, ' ') = 0;
+			snprintf(path, sizeof(path), "%.900s/%.64s", sroot, names);
+			dump_store(path, 0, UINT64_MAX / 2, &d);
+			ck_assert_uint_eq(d.samples, samples);
+			free(d.buf);
+			t_rm_rf(path);
+		}
+	}
+	store_reader__free(r);
+	small_fs_gone();
+}
+END_TEST
+
+/*
+ * pprof source lines through go tool pprof: rows whose frames are in
+ * cpa-workload (built with -g) at file offsets inside main and clock_ns,
+ * as --pc_locations stores them. -lines names workload.c:LINE, -list main
+ * prints the source with the samples on it, and the header's "File:" names
+ * the host (mapping 1), not a library.
+ */
+START_TEST(test_pprof_lines)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+	struct export_opts eo = {.freq = FREQ, .t0_ns = T_NS, .t1_ns = 2 * T_NS, .title = "cpa t"};
+	unsigned long long m_off, c_off, off, va;
+	char wl[1100], bid_hex[64], path[1100], host[256] = "", *o;
+	struct store_frame fr[3];
+	const struct store_frame *st1[2] = {&fr[0], &fr[1]}, *st2[1] = {&fr[2]};
+	struct store_sample s = {
+		.sec = 1, .pid = 7, .tid = 7, .comm = "wl", .pcomm = "wl", .env = ""};
+	struct exporter *e;
+	int rc;
+
+	ck_assert_ptr_nonnull(b);
+	if (system("go version >/dev/null 2>&1") != 0)
+		return;
+	snprintf(wl, sizeof(wl), "%s/bin/cpa-workload", b);
+	ck_assert_msg(access(wl, R_OK) == 0, "%s: build target cpa-workload", wl);
+	/* file offset of a symbol: through the executable PT_LOAD */
+	o = test_cmd_out(&rc, "readelf -lW '%s' | awk '$1 == \"LOAD\" && / E / {print $2, $3}'",
+			 wl);
+	ck_assert_int_eq(sscanf(o, "%llx %llx", &off, &va), 2);
+	free(o);
+	o = test_cmd_out(&rc, "nm --defined-only '%s' | awk '$3 == \"main\" {print $1}'", wl);
+	ck_assert_int_eq(sscanf(o, "%llx", &m_off), 1);
+	free(o);
+	o = test_cmd_out(&rc, "nm --defined-only '%s' | awk '$3 == \"clock_ns\" {print $1}'", wl);
+	ck_assert_int_eq(sscanf(o, "%llx", &c_off), 1);
+	free(o);
+	m_off = m_off - va + off;
+	c_off = c_off - va + off;
+	o = test_cmd_out(&rc, "readelf -n '%s' | awk '/Build ID/ {print $3}'", wl);
+	ck_assert_int_eq(sscanf(o, "%63s", bid_hex), 1);
+	free(o);
+	memset(fr, 0, sizeof(fr));
+	for (int i = 0; i < 3; i++) {
+		fr[i].module = wl;
+		fr[i].build_id_len = (uint8_t)(strlen(bid_hex) / 2);
+		for (int k = 0; k < fr[i].build_id_len; k++)
+			sscanf(bid_hex + 2 * k, "%2hhx", &fr[i].build_id[k]);
+	}
+	fr[0].name = "clock_ns";
+	fr[0].offset = c_off + 8;
+	fr[1].name = "main";
+	fr[1].offset = m_off + 0x40;
+	fr[2].name = "main";
+	fr[2].offset = m_off + 0x100;
+	ck_assert_int_eq(export__new(EXPORT_PPROF, &eo, &e), 0);
+	s.stack_id = 1, s.n_frames = 2, s.frames = st1, s.count = s.weight = 30;
+	ck_assert_int_eq(export__add(e, &s), 0);
+	s.stack_id = 2, s.n_frames = 1, s.frames = st2, s.count = s.weight = 70;
+	ck_assert_int_eq(export__add(e, &s), 0);
+	snprintf(path, sizeof(path), "%s/lines.pb.gz", root);
+	ck_assert_msg(export__write(e, path) == 0, "%s", export__error(e));
+	export__free(e);
+
+	o = test_cmd_out(&rc, "HOME=/tmp go tool pprof -top -lines -sample_index=samples '%s' 2>&1",
+			 path);
+	ck_assert_msg(rc == 0 && strstr(o, "workload.c:") && strstr(o, "main ") &&
+			      strstr(o, "clock_ns "),
+		      "pprof -lines: %s", o);
+	gethostname(host, sizeof(host) - 1);
+	ck_assert_msg(strstr(o, "File: ") && !strncmp(strstr(o, "File: ") + 6, host, strlen(host)),
+		      "the header's File: does not name the host %s: %.300s", host, o);
+	free(o);
+	/* from /tmp: pprof's -list trims a source path at the base name of its cwd
+	 * (build/tests would cut .../tests/workload/workload.c) */
+	o = test_cmd_out(
+		&rc,
+		"cd /tmp && HOME=/tmp go tool pprof -list '^main$' -sample_index=samples '%s' 2>&1",
+		path);
+	ck_assert_msg(rc == 0 && strstr(o, "ROUTINE ======================== main in ") &&
+			      strstr(o, "workload.c") && strstr(o, "int main(int argc"),
+		      "pprof -list main: %s", o);
+	free(o);
+}
+END_TEST
+
 START_TEST(test_format_names)
 {
 	enum export_format f;
@@ -1044,6 +1549,12 @@ int main(void)
 	tcase_add_test(tc, test_svg_speedscope_triggers);
 	tcase_add_test(tc, test_split);
 	tcase_add_test(tc, test_diff_two_stores);
+	tcase_add_test(tc, test_svg_height);
+	tcase_add_test(tc, test_svg_labels);
+	tcase_add_test(tc, test_speedscope_active);
+	tcase_add_test(tc, test_hostile_names);
+	tcase_add_test(tc, test_full_disk);
+	tcase_add_test(tc, test_pprof_lines);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

@@ -272,6 +272,21 @@ START_TEST(test_export_real_run)
 	pc_locations(o, lib, "wl_lib_spin");
 	free(o);
 
+	/* source lines from the binaries' DWARF: -lines names wl_lib.c:LINE, -list
+	 * prints the hot function's source (from /: pprof trims a source path at the
+	 * base name of its cwd); the header's File: is the host's (mapping 1) */
+	o = test_cmd_out(&rc, "cd / && go tool pprof -top -lines -nodecount=400 %s/all.pb.gz 2>&1",
+			 dir);
+	ck_assert_msg(rc == 0 && strstr(o, "wl_lib_spin ") && strstr(o, "/wl_lib.c:") &&
+			      !strstr(o, "File: libc") && !strstr(o, "File: cpa-workload"),
+		      "pprof -lines: %.1500s", o);
+	free(o);
+	o = test_cmd_out(&rc, "cd / && go tool pprof -list '^wl_lib_spin$' %s/all.pb.gz 2>&1", dir);
+	ck_assert_msg(rc == 0 && strstr(o, "ROUTINE ======================== wl_lib_spin in ") &&
+			      strstr(o, "wl_lib_spin("),
+		      "pprof -list wl_lib_spin: %.1500s", o);
+	free(o);
+
 	/* -diff_base between two exports of the run's two halves */
 	export(t0, 5, "a.pb.gz", NULL);
 	export(t0 + 5, n_all - 5, "b.pb.gz", NULL);
@@ -343,6 +358,30 @@ START_TEST(test_export_real_run)
 			 bin, dir, (t0 + 2) / 3600, (t0 + 2) / 60 % 60, (t0 + 2) % 60, dir, dir,
 			 dir);
 	ck_assert_msg(rc == 0, "split store reads back differently: %.1500s", o);
+	free(o);
+	o = test_cmd_out(&rc, "ls -A %s/split", dir);
+	ck_assert_msg(!strstr(o, ".cpa-lock"), "a split left in its root: %s", o);
+	free(o);
+
+	/* onto a full 256 KiB tmpfs: cpa show fails, the previous files are whole,
+	 * no temporary file, no store dir and no .cpa-lock of the split */
+	o = test_cmd_out(&rc,
+			 "m=%s/full && mkdir $m && mount -t tmpfs -o size=256k tmpfs $m && "
+			 "echo old > $m/x.prof && echo old > $m/x.svg && "
+			 "{ dd if=/dev/zero of=$m/filler bs=4k 2>/dev/null; true; } && "
+			 "for f in x.prof x.svg; do %s/cpa show --read %s -B %02d:%02d:%02d -n %d "
+			 "-o $m/$f >/dev/null 2>&1 && echo \"$f written\"; done; "
+			 "%s/cpa show --read %s -B %02d:%02d:%02d -n %d --split_path $m/split "
+			 ">/dev/null 2>&1 && echo split written; "
+			 "cat $m/x.prof $m/x.svg; echo in root: $(ls -A $m); "
+			 "echo in split: $(ls -A $m/split 2>/dev/null); umount $m",
+			 dir, bin, dir, t0 / 3600, t0 / 60 % 60, t0 % 60, n_all, bin, dir,
+			 t0 / 3600, t0 / 60 % 60, t0 % 60, n_all);
+	ck_assert_msg(!strstr(o, "written") && strstr(o, "old\nold\n") &&
+			      (strstr(o, "in root: filler split x.prof x.svg\n") ||
+			       strstr(o, "in root: filler x.prof x.svg\n")) &&
+			      strstr(o, "in split:\n"),
+		      "exports onto a full disk: %.1500s", o);
 	free(o);
 
 	free(prof);
