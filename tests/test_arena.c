@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "arena.h"
+#include "shm/arena.h"
 #include "common/hash.h"
-#include "counters.h"
+#include "shm/counters.h"
 #include "test_util.h"
 
 static struct shm_arena *arena_default(void)

@@ -14,11 +14,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "elfid.h"
-#include "maphist.h"
+#include "unwindd/elfid.h"
+#include "unwindd/maphist.h"
 #include "shm/records.h"
 #include "test_util.h"
-#include "ucache.h"
+#include "unwindd/ucache.h"
 
 /* Fake binaries: maphist never looks inside, only counts references. */
 static struct fake_bin {

@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arena.h"
+#include "shm/arena.h"
 #include "common/timeutil.h"
-#include "ring.h"
+#include "shm/ring.h"
 #include "test_util.h"
 
 #define NEAR_WRAP (0ull - 3 * 4096) /* 8-aligned, three pages below 2^64 */

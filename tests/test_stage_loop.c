@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "counters.h"
-#include "dedup.h"
-#include "fault.h"
-#include "loss.h"
-#include "stage_loop.h"
+#include "shm/counters.h"
+#include "shm/dedup.h"
+#include "shm/fault.h"
+#include "shm/loss.h"
+#include "shm/stage_loop.h"
 #include "test_util.h"
 
 static struct shm_arena *arena_new(void)

@@ -28,12 +28,12 @@
 #include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
-#include "bincache.h"
-#include "elfsym.h"
-#include "ksyms.h"
-#include "names.h"
-#include "procinfo.h"
-#include "symd.h"
+#include "symd/bincache.h"
+#include "symd/elfsym.h"
+#include "symd/ksyms.h"
+#include "symd/names.h"
+#include "symd/procinfo.h"
+#include "symd/symd.h"
 
 #define FX_SO  SYMD_FIXTURE_SO
 #define FX_DIR SYMD_FIXTURE_DIR

@@ -25,15 +25,15 @@
 
 #include "common/macro.h"
 #include "common/timeutil.h"
-#include "elfid.h"
-#include "procmaps.h"
+#include "unwindd/elfid.h"
+#include "unwindd/procmaps.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "shm/records.h"
 #include "test_unwindd_util.h"
 #include "test_util.h"
-#include "ucache.h"
-#include "unwindd.h"
+#include "unwindd/ucache.h"
+#include "unwindd/unwindd.h"
 
 #define NEAR_WRAP (0ull - 3 * 4096 + 8) /* 8-aligned, crosses 2^64 in the first pages */
 #define FIX_PID	  4242u

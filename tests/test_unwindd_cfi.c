@@ -22,7 +22,7 @@
 #include "shm/counters.h"
 #include "test_util.h"
 #include "tests/fixtures/cfi/cfi_capture.h"
-#include "unwindd.h"
+#include "unwindd/unwindd.h"
 
 #define FIXTURE	  CFI_FIXTURE_DIR "/cfi_fixture"
 #define NEAR_WRAP (0ull - 3 * 4096 + 8)

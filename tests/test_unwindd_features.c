@@ -22,13 +22,13 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
-#include "dump.h"
+#include "unwindd/dump.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "shm/records.h"
-#include "ubench.h"
+#include "unwindd/ubench.h"
 #include "test_unwindd_util.h"
-#include "unwindd.h"
+#include "unwindd/unwindd.h"
 
 #define FAKE_PID 4243u
 

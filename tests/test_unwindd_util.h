@@ -12,7 +12,7 @@
 
 #include "shm/arena.h"
 #include "shm/records.h"
-#include "unwindd.h"
+#include "unwindd/unwindd.h"
 
 struct env {
 	struct shm_arena *a;
