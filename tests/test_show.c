@@ -88,16 +88,10 @@ static void build_store(void)
 			t_sample(&smp, seq++, base + sec * T_NS + 990000000ULL, UNKNOWN_STACK, 0);
 			ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
 		}
-		if (sec == 3) {
-			struct cpa_loss l = {.seq = seq++,
-					     .time_ns = base + sec * T_NS + 1000,
-					     .count = 7,
-					     .weight = 7,
-					     .stage = SHM_STAGE_UNWINDD,
-					     .reason = SHM_CNT_DROP_RING_FULL};
-
-			ck_assert_int_eq(store_writer__add_loss(w, &l), 0);
-		}
+		if (sec == 3)
+			ck_assert_int_eq(t_add_loss(w, seq++, base + sec * T_NS + 1000, 7,
+						    SHM_STAGE_UNWINDD),
+					 0);
 	}
 	store_writer__free(w);
 	ck_assert_int_eq(t_store_dir(root, store, sizeof(store)), 0);

@@ -117,14 +117,9 @@ static uint64_t feed(struct store_writer *w, struct expect *e, uint64_t base, ui
 			e->samples++;
 		}
 		if (sec % 10 == 5) {
-			struct cpa_loss l = {.seq = seq++,
-					     .time_ns = base + sec * T_NS + 500000000,
-					     .count = 5,
-					     .weight = 5,
-					     .stage = SHM_STAGE_CAPTURE,
-					     .reason = SHM_CNT_DROP_RING_FULL};
-
-			ck_assert_int_eq(store_writer__add_loss(w, &l), 0);
+			ck_assert_int_eq(t_add_loss(w, seq++, base + sec * T_NS + 500000000, 5,
+						    SHM_STAGE_CAPTURE),
+					 0);
 			e->lost[sec] += 5;
 		}
 	}
