@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "shm/arena.h"
 #include "common/hash.h"
+#include "shm/arena.h"
 #include "shm/counters.h"
 #include "test_util.h"
 

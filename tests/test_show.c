@@ -597,26 +597,11 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("show");
-	TCase *tc = tcase_create("show");
-	SRunner *sr;
-	int failed;
+	TCase *tc = TEST_TCASE(s, "show", test_show_range, test_show_export, test_show_default_name,
+			       test_show_labels, test_show_raw, test_show_markers,
+			       test_show_not_enough, test_show_binary, test_show_filters,
+			       test_show_errors, test_show_export_root);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_show_range);
-	tcase_add_test(tc, test_show_export);
-	tcase_add_test(tc, test_show_default_name);
-	tcase_add_test(tc, test_show_labels);
-	tcase_add_test(tc, test_show_raw);
-	tcase_add_test(tc, test_show_markers);
-	tcase_add_test(tc, test_show_not_enough);
-	tcase_add_test(tc, test_show_binary);
-	tcase_add_test(tc, test_show_filters);
-	tcase_add_test(tc, test_show_errors);
-	tcase_add_test(tc, test_show_export_root);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return test_run_suite(s);
 }

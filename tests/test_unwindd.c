@@ -25,13 +25,13 @@
 
 #include "common/macro.h"
 #include "common/timeutil.h"
-#include "unwindd/elfid.h"
-#include "unwindd/procmaps.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "shm/records.h"
 #include "test_unwindd_util.h"
 #include "test_util.h"
+#include "unwindd/elfid.h"
+#include "unwindd/procmaps.h"
 #include "unwindd/ucache.h"
 #include "unwindd/unwindd.h"
 
@@ -1498,48 +1498,25 @@ static Suite *unwindd_suite(void)
 	Suite *s = suite_create("unwindd");
 	TCase *tc;
 
-	tc = tcase_create("maps");
-	tcase_add_test(tc, test_maps_parse_fixture);
-	tcase_add_test(tc, test_maps_parse_hostile);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "maps", test_maps_parse_fixture, test_maps_parse_hostile);
 
-	tc = tcase_create("build_id");
-	tcase_add_test(tc, test_build_id_compiled);
-	tcase_add_test(tc, test_build_id_self_and_vdso);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "build_id", test_build_id_compiled, test_build_id_self_and_vdso);
 
-	tc = tcase_create("ucache");
-	tcase_add_test(tc, test_pc_to_offset_self);
-	tcase_add_test(tc, test_refresh_throttle_and_anon);
-	tcase_add_test(tc, test_fixture_proc_exec_exit);
-	tcase_add_test(tc, test_neg_cache_known_missing);
-	tcase_add_test(tc, test_neg_cache_new_library);
-	tcase_add_test(tc, test_identify_retry_from_live_process);
-	tcase_add_test(tc, test_cache_cap_evicts);
-	tcase_add_test(tc, test_cache_cap_live);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "ucache", test_pc_to_offset_self, test_refresh_throttle_and_anon,
+		   test_fixture_proc_exec_exit, test_neg_cache_known_missing,
+		   test_neg_cache_new_library, test_identify_retry_from_live_process,
+		   test_cache_cap_evicts, test_cache_cap_live);
 
-	tc = tcase_create("stage");
-	tcase_add_test(tc, test_stage_frames_and_modules);
-	tcase_add_test(tc, test_stage_kernel_only_and_unmapped);
-	tcase_add_test(tc, test_stage_task_and_loss_forwarded);
-	tcase_add_test(tc, test_stage_regs_without_chain);
-	tcase_add_test(tc, test_stage_module_id_rollover);
-	tcase_add_test(tc, test_stage_exactly_once);
-	tcase_add_test(tc, test_stage_tick_clock_before_batch);
-	tcase_add_test(tc, test_stage_corrupt_skipped);
-	tcase_add_test(tc, test_stage_ring_full_loss);
-	tcase_add_test(tc, test_stage_pending_loss_survives_kill);
-	tcase_add_test(tc, test_stage_finish_waits_for_room);
-	tcase_add_test(tc, test_stage_reset_waits_for_room);
-	tcase_add_test(tc, test_stage_cfi_walk_seam);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "stage", test_stage_frames_and_modules, test_stage_kernel_only_and_unmapped,
+		   test_stage_task_and_loss_forwarded, test_stage_regs_without_chain,
+		   test_stage_module_id_rollover, test_stage_exactly_once,
+		   test_stage_tick_clock_before_batch, test_stage_corrupt_skipped,
+		   test_stage_ring_full_loss, test_stage_pending_loss_survives_kill,
+		   test_stage_finish_waits_for_room, test_stage_reset_waits_for_room,
+		   test_stage_cfi_walk_seam);
 
-	tc = tcase_create("process");
+	tc = TEST_TCASE(s, "process", test_process_drain, test_process_sigterm_and_no_arena);
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_process_drain);
-	tcase_add_test(tc, test_process_sigterm_and_no_arena);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

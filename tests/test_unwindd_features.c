@@ -22,12 +22,13 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
-#include "unwindd/dump.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "shm/records.h"
-#include "unwindd/ubench.h"
 #include "test_unwindd_util.h"
+#include "test_util.h"
+#include "unwindd/dump.h"
+#include "unwindd/ubench.h"
 #include "unwindd/unwindd.h"
 
 #define FAKE_PID 4243u
@@ -891,29 +892,17 @@ static Suite *features_suite(void)
 	Suite *s = suite_create("unwindd_features");
 	TCase *tc;
 
-	tc = tcase_create("bench");
-	tcase_add_test(tc, test_bench_buckets_and_format);
-	tcase_add_test(tc, test_bench_stage);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "bench", test_bench_buckets_and_format, test_bench_stage);
 
-	tc = tcase_create("epoch");
-	tcase_add_test(tc, test_symd_restart_new_epoch);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "epoch", test_symd_restart_new_epoch);
 
-	tc = tcase_create("env");
-	tcase_add_test(tc, test_env_filter);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "env", test_env_filter);
 
-	tc = tcase_create("dump");
+	tc = TEST_TCASE(s, "dump", test_dump_replay_equals_live, test_dump_cap_and_write_errors);
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_dump_replay_equals_live);
-	tcase_add_test(tc, test_dump_cap_and_write_errors);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("process");
+	tc = TEST_TCASE(s, "process", test_process_bench_lines);
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_process_bench_lines);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
