@@ -143,6 +143,13 @@ static int run(const struct show_opts *o)
 	return r;
 }
 
+/* o writes its .prof to root/name: that path in path[len]. */
+static void prof_to(struct show_opts *o, char *path, size_t len, const char *name)
+{
+	snprintf(path, len, "%s/%s", root, name);
+	o->output_prof = path;
+}
+
 /* The folded line of stack s with the default labels. */
 static void folded(uint32_t s, const char *labels, char *buf, size_t len)
 {
@@ -248,10 +255,9 @@ START_TEST(test_show_export)
 	struct prof p;
 	uint32_t s;
 
-	snprintf(path, sizeof(path), "%s/out.prof", root);
+	prof_to(&o, path, sizeof(path), "out.prof");
 	o.starttime = "10:00:02";
 	o.output_num = 3;
-	o.output_prof = path;
 	export_expect(&o, path, "10:00:02.000 - 10:00:05.000", "10:00:02.000 - 10:00:05.000");
 	read_prof(path, &p);
 	ck_assert_int_eq(p.n, 6);
@@ -314,8 +320,7 @@ START_TEST(test_show_labels)
 	char path[1100], line[8192];
 	struct prof p;
 
-	snprintf(path, sizeof(path), "%s/l.prof", root);
-	o.output_prof = path;
+	prof_to(&o, path, sizeof(path), "l.prof");
 	o.no_pid = true;
 	o.no_env = true;
 	o.show_thread_name = true;
@@ -337,8 +342,7 @@ START_TEST(test_show_raw)
 	struct prof p;
 	int i;
 
-	snprintf(path, sizeof(path), "%s/raw.prof", root);
-	o.output_prof = path;
+	prof_to(&o, path, sizeof(path), "raw.prof");
 	o.show_raw = true;
 	o.show_thread_name = true; /* the raw label has the thread name already */
 	ck_assert_int_eq(run(&o), 0);
@@ -370,8 +374,7 @@ START_TEST(test_show_markers)
 	char path[1100], frames[4096], line[8192], f31[160], f30[160], k1[160];
 	struct prof p;
 
-	snprintf(path, sizeof(path), "%s/m.prof", root);
-	o.output_prof = path;
+	prof_to(&o, path, sizeof(path), "m.prof");
 	o.starttime = "10:00:03";
 	o.output_num = 3;
 	ck_assert_int_eq(run(&o), 0);
@@ -407,8 +410,7 @@ START_TEST(test_show_not_enough)
 	char path[1100];
 
 	log_set_level(LOG_LVL_ERROR);
-	snprintf(path, sizeof(path), "%s/ne.prof", root);
-	o.output_prof = path;
+	prof_to(&o, path, sizeof(path), "ne.prof");
 	o.output_num = NSEC + 1; /* 10:00:00 .. 10:00:11, the last record is in 10:00:09 */
 	ck_assert_int_eq(run(&o), -ENODATA);
 	ck_assert_str_eq(out, "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records "
@@ -481,8 +483,7 @@ START_TEST(test_show_filters)
 	struct prof p;
 	int i;
 
-	snprintf(path, sizeof(path), "%s/f.prof", root);
-	o.output_prof = path;
+	prof_to(&o, path, sizeof(path), "f.prof");
 	o.output_num = NSEC;
 	o.target_pid = 1001; /* stacks 1 and 4 */
 	ck_assert_int_eq(run(&o), 0);
@@ -553,8 +554,7 @@ START_TEST(test_show_errors)
 	o.target_cpu = "3-1";
 	ck_assert_int_eq(run(&o), -EINVAL);
 	o = defaults();
-	snprintf(p, sizeof(p), "%s/no/such/dir/x.prof", root);
-	o.output_prof = p;
+	prof_to(&o, p, sizeof(p), "no/such/dir/x.prof");
 	ck_assert_int_lt(run(&o), 0);
 }
 END_TEST
