@@ -153,19 +153,15 @@ static void prof_to(struct show_opts *o, char *path, size_t len, const char *nam
 /* The folded line of stack s with the default labels. */
 static void folded(uint32_t s, const char *labels, char *buf, size_t len)
 {
-	uint32_t n = T_STACK_FRAMES(s), nk = T_STACK_KFRAMES(s), j;
+	uint32_t nk = T_STACK_KFRAMES(s), j;
 	char name[160];
 
 	snprintf(buf, len, "%s", labels);
-	for (j = n; j-- > nk;) {
+	/* root first: the user frames, then the kernel ones (j < nk) */
+	for (j = T_STACK_FRAMES(s); j-- > 0;) {
 		t_frame_name(t_stack_frame(s, j), name, sizeof(name));
 		strcat(buf, name);
-		strcat(buf, ";");
-	}
-	for (j = nk; j-- > 0;) {
-		t_frame_name(t_stack_frame(s, j), name, sizeof(name));
-		strcat(buf, name);
-		strcat(buf, "_[k];");
+		strcat(buf, j < nk ? "_[k];" : ";");
 	}
 }
 
