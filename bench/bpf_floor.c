@@ -78,6 +78,26 @@ static const struct rung {
 	[G_TWICE] = {"+ per-CPU ring, 4 KiB twice", R_PCPU_TWICE, 4096, IDS_ALL},
 };
 _Static_assert(ARRAY_SIZE(rungs) == NR_RUNGS, "a name for every rung");
+
+/* The price lines: a rung's median less that of the rung it adds to (NR_RUNGS: none). */
+static const struct part {
+	const char *what;
+	enum rung_id rung, less;
+} parts[] = {
+	{"a run at all (empty program)", G_EMPTY, NR_RUNGS},
+	{"ids: the pid", G_PID, G_EMPTY},
+	{"ids: + boot time", G_TIME, G_PID},
+	{"ids: + comm", G_COMM, G_PID},
+	{"ids: pid, boot time, comm", G_IDS, G_EMPTY},
+	{"a record through the BPF ring buffer", G_RB, G_IDS},
+	{"a record through a per-CPU ring", G_PCPU, G_IDS},
+	{"1 KiB user stack copy (ring buffer)", G_RB_1K, G_RB},
+	{"1 KiB user stack copy (per-CPU ring)", G_PCPU_1K, G_PCPU},
+	{"3 KB more code run (cold), 440 adds", G_RB_1K_CODE, G_RB_1K},
+	{"4 KiB user stack copy (ring buffer)", G_RB_4K, G_RB},
+	{"4 KiB user stack copy (per-CPU ring)", G_PCPU_4K, G_PCPU},
+	{"the same 4 KiB again, warm", G_TWICE, G_PCPU_4K},
+};
 #define MAX_REPS 32
 
 static struct {
@@ -434,21 +454,13 @@ int main(int argc, char **argv)
 		}
 	}
 
-#define M(i) median(res[i], o.reps)
 	printf("\nprice of each part (differences of medians, ns per run)\n");
-	printf("  a run at all (empty program)            %8.0f\n", M(G_EMPTY));
-	printf("  ids: the pid                            %8.0f\n", M(G_PID) - M(G_EMPTY));
-	printf("  ids: + boot time                        %8.0f\n", M(G_TIME) - M(G_PID));
-	printf("  ids: + comm                             %8.0f\n", M(G_COMM) - M(G_PID));
-	printf("  ids: pid, boot time, comm               %8.0f\n", M(G_IDS) - M(G_EMPTY));
-	printf("  a record through the BPF ring buffer    %8.0f\n", M(G_RB) - M(G_IDS));
-	printf("  a record through a per-CPU ring         %8.0f\n", M(G_PCPU) - M(G_IDS));
-	printf("  1 KiB user stack copy (ring buffer)     %8.0f\n", M(G_RB_1K) - M(G_RB));
-	printf("  1 KiB user stack copy (per-CPU ring)    %8.0f\n", M(G_PCPU_1K) - M(G_PCPU));
-	printf("  3 KB more code run (cold), 440 adds     %8.0f\n", M(G_RB_1K_CODE) - M(G_RB_1K));
-	printf("  4 KiB user stack copy (ring buffer)     %8.0f\n", M(G_RB_4K) - M(G_RB));
-	printf("  4 KiB user stack copy (per-CPU ring)    %8.0f\n", M(G_PCPU_4K) - M(G_PCPU));
-	printf("  the same 4 KiB again, warm              %8.0f\n", M(G_TWICE) - M(G_PCPU_4K));
-#undef M
+	for (unsigned int i = 0; i < ARRAY_SIZE(parts); i++) {
+		double ns = median(res[parts[i].rung], o.reps);
+
+		if (parts[i].less != NR_RUNGS)
+			ns -= median(res[parts[i].less], o.reps);
+		printf("  %-40s%8.0f\n", parts[i].what, ns);
+	}
 	return r < 0 ? 1 : 0;
 }

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "common/usage.h"
 #include "benchutil.h"
 #include "fold.h"
 #include "overhead.h"
@@ -318,7 +319,7 @@ int main(int argc, char **argv)
 	snprintf(bin, sizeof(bin), "%.*s",
 		 (int)(strrchr(self, '/') ? strrchr(self, '/') - self : 0), self);
 	o.bin = bin;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = getopt_or_usage(argc, argv, "h", lo, usage)) != -1) {
 		switch (c) {
 		case 'p':
 			o.programs = optarg;
@@ -335,12 +336,6 @@ int main(int argc, char **argv)
 		case 'd':
 			o.dir = optarg;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
 		}
 	}
 	if (geteuid() != 0) {

@@ -13,6 +13,26 @@
 
 #define READ_FULL_FIRST (4u << 10) /* first buffer when the size is unknown */
 
+ssize_t read_upto(int fd, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = off < 0 ? read(fd, (char *)buf + done, len - done)
+				    : pread(fd, (char *)buf + done, len - done, off + (off_t)done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
 int read_full_fd(int fd, unsigned int flags, size_t max, char **buf, size_t *cap, size_t *ret_len)
 {
 	size_t len = 0, first = READ_FULL_FIRST, limit;
@@ -34,6 +54,7 @@ int read_full_fd(int fd, unsigned int flags, size_t max, char **buf, size_t *cap
 			return r;
 	}
 	while (len < limit) {
+		size_t want;
 		ssize_t n;
 
 		if (*cap - len < 2) { /* room for one byte and the NUL */
@@ -41,17 +62,13 @@ int read_full_fd(int fd, unsigned int flags, size_t max, char **buf, size_t *cap
 			if (r < 0)
 				return r;
 		}
-		n = flags & READ_FULL_PREAD
-			    ? pread(fd, *buf + len, MIN(*cap - len - 1, limit - len), (off_t)len)
-			    : read(fd, *buf + len, MIN(*cap - len - 1, limit - len));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
+		want = MIN(*cap - len - 1, limit - len);
+		n = read_upto(fd, *buf + len, want, flags & READ_FULL_PREAD ? (off_t)len : -1);
+		if (n < 0)
+			return (int)n;
 		len += (size_t)n;
+		if ((size_t)n < want)
+			break; /* the end of the file */
 	}
 	if (len > max)
 		return -EFBIG;

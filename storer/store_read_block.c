@@ -12,31 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/timeutil.h"
 #include "store_reader_pvt.h"
 
-ssize_t store_read__pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
 int store_read__pread_exact(int fd, void *buf, size_t len, uint64_t off)
 {
-	ssize_t n = store_read__pread_full(fd, buf, len, off);
+	ssize_t n = read_upto(fd, buf, len, (off_t)off);
 
 	if (n < 0)
 		return (int)n;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/timeutil.h"
 #include "store_dir_pvt.h"
 #include "store_reader_pvt.h"
@@ -83,7 +84,7 @@ static const uint8_t *win_get(struct scan_win *w, uint64_t pos, size_t len, uint
 		return w->buf + (pos - w->start);
 	if (pos + len > end)
 		return NULL;
-	n = store_read__pread_full(w->fd, w->buf, (size_t)MIN((uint64_t)SCAN_WIN, end - pos), pos);
+	n = read_upto(w->fd, w->buf, (size_t)MIN((uint64_t)SCAN_WIN, end - pos), (off_t)pos);
 	w->start = pos;
 	w->n = n < 0 ? 0 : (size_t)n;
 	return len <= w->n ? w->buf : NULL;
@@ -291,7 +292,7 @@ static int check_seg_hdr(struct store_reader *r, struct rseg *s)
 		r->st.bytes_skipped += s->size - UINT32_MAX;
 		s->size = UINT32_MAX;
 	}
-	n = store_read__pread_full(s->fd, &h, sizeof(h), 0);
+	n = read_upto(s->fd, &h, sizeof(h), 0);
 	if (n != (ssize_t)sizeof(h) || h.magic != STORE_SEG_MAGIC ||
 	    h.crc != store_crc(&h, offsetof(struct store_seg_hdr, crc))) {
 		/* The checksum first: a flipped version byte is corruption, not
@@ -334,7 +335,7 @@ static int read_index(struct store_reader *r)
 		return 0; /* no index: the scan finds everything */
 	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < sizeof(h))
 		return 0;
-	n = store_read__pread_full(fd, &h, sizeof(h), 0);
+	n = read_upto(fd, &h, sizeof(h), 0);
 	/* The checksum first: a flipped byte in the version is a corrupt
 	 * header, not a newer format. */
 	if (n != (ssize_t)sizeof(h) || h.magic != STORE_IDX_MAGIC ||
@@ -358,7 +359,7 @@ static int read_index(struct store_reader *r)
 	buf = malloc((size_t)sb.st_size);
 	if (!buf)
 		return -ENOMEM;
-	n = store_read__pread_full(fd, buf, (size_t)sb.st_size, 0);
+	n = read_upto(fd, buf, (size_t)sb.st_size, 0);
 	if (n < 0)
 		return (int)n;
 	for (off = sizeof(h); off + sizeof(struct store_idx_entry) <= (uint64_t)n;

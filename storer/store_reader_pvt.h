@@ -130,9 +130,6 @@ int store_read__segs(struct store_reader *r);
 int store_read__blocks(struct store_reader *r);
 
 /* ---- store_read_block.c */
-/* len bytes at off, retrying EINTR and short reads: the bytes read (fewer at
- * the end of the file) or -errno. */
-ssize_t store_read__pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* All of len bytes at off: 0, -ENODATA when the file ends first, or -errno. */
 int store_read__pread_exact(int fd, void *buf, size_t len, uint64_t off);
 /* A block header with a good crc, a known type and lengths within the caps. */

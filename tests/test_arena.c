@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "arena.h"
 #include "common/hash.h"
-#include "counters.h"
+#include "shm/arena.h"
+#include "shm/counters.h"
 #include "test_util.h"
 
 static struct shm_arena *arena_default(void)
@@ -238,14 +238,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("arena");
-	TCase *tc = tcase_create("arena");
-
-	tcase_add_test(tc, test_create_attach);
-	tcase_add_test(tc, test_attach_across_fork);
-	tcase_add_test(tc, test_stage_table);
-	tcase_add_test(tc, test_bad_layouts);
-	tcase_add_test(tc, test_reject_corrupt_header);
-	tcase_add_test(tc, test_reject_unsealed_and_foreign_fds);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "arena", test_create_attach, test_attach_across_fork, test_stage_table,
+		   test_bad_layouts, test_reject_corrupt_header,
+		   test_reject_unsealed_and_foreign_fds);
 	return test_run_suite(s);
 }

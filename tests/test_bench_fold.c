@@ -90,10 +90,6 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("bench_fold");
-	TCase *tc = tcase_create("fold");
-
-	tcase_add_test(tc, test_cpa_lines);
-	tcase_add_test(tc, test_perf_script);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "fold", test_cpa_lines, test_perf_script);
 	return test_run_suite(s);
 }

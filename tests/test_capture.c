@@ -17,6 +17,7 @@
 #include "shm/config.h"
 #include "shm/counters.h"
 #include "shm/records.h"
+#include "test_util.h"
 
 #define GEN	  5u
 #define STACK_MAX 8192u
@@ -733,34 +734,15 @@ END_TEST
 static Suite *capture_suite(void)
 {
 	Suite *s = suite_create("capture");
-	TCase *tc = tcase_create("emit");
-
-	tcase_add_test(tc, test_sample_conversion);
-	tcase_add_test(tc, test_sample_edge_cases);
-	tcase_add_test(tc, test_probe_sample);
-	tcase_add_test(tc, test_ustack_refused_flagged);
-	tcase_add_test(tc, test_degrade_then_drop);
-	tcase_add_test(tc, test_oversize_degrades);
-	tcase_add_test(tc, test_rate_limit);
-	tcase_add_test(tc, test_offcpu_conversion);
-	tcase_add_test(tc, test_loss_aggregation);
-	tcase_add_test(tc, test_delivered_gauges);
-	tcase_add_test(tc, test_seq_exhaustion);
-	tcase_add_test(tc, test_clock_offset);
-	tcase_add_test(tc, test_sys_parsers);
-	tcase_add_test(tc, test_commit_by_bytes);
-	tcase_add_test(tc, test_poll_deadline);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "emit", test_sample_conversion, test_sample_edge_cases, test_probe_sample,
+		   test_ustack_refused_flagged, test_degrade_then_drop, test_oversize_degrades,
+		   test_rate_limit, test_offcpu_conversion, test_loss_aggregation,
+		   test_delivered_gauges, test_seq_exhaustion, test_clock_offset, test_sys_parsers,
+		   test_commit_by_bytes, test_poll_deadline);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(capture_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return test_run_suite(capture_suite());
 }

@@ -948,12 +948,18 @@ static const char *walk_names(unsigned int max)
 	return walk_names_flags(max, 0);
 }
 
+/* Capture the fixture in mode and walk its whole stack: these names, this stop. */
+static void capture_walk(const char *mode, const char *names, int stop)
+{
+	capture_mode(mode);
+	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), names);
+	ck_assert_int_eq(cap.stop, stop);
+}
+
 START_TEST(test_walk_chain_through_library)
 {
-	capture_mode("chain");
-	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES),
-			 "stop_here chain_d lib_c lib_b chain_a main [libc.so.6] _start");
-	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	capture_walk("chain", "stop_here chain_d lib_c lib_b chain_a main [libc.so.6] _start",
+		     CPA_STOP_END);
 	ck_assert(cap.f[0].flags & CPA_UF_LEAF);
 	for (unsigned int i = 1; i < cap.n; i++)
 		ck_assert(!(cap.f[i].flags & CPA_UF_LEAF));
@@ -972,10 +978,8 @@ END_TEST
 
 START_TEST(test_walk_qsort_callback)
 {
-	capture_mode("qsort");
-	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES),
-			 "stop_here cmp_fn [libc.so.6] sort_it main [libc.so.6] _start");
-	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	capture_walk("qsort", "stop_here cmp_fn [libc.so.6] sort_it main [libc.so.6] _start",
+		     CPA_STOP_END);
 	release_capture();
 }
 END_TEST
@@ -1006,11 +1010,9 @@ START_TEST(test_walk_signal_frame)
 {
 	unsigned int i;
 
-	capture_mode("signal");
-	ck_assert_str_eq(
-		walk_names(CPA_MAX_UFRAMES),
-		"stop_here on_sig [libc.so.6] interrupted_fn sig_main main [libc.so.6] _start");
-	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	capture_walk("signal",
+		     "stop_here on_sig [libc.so.6] interrupted_fn sig_main main [libc.so.6] _start",
+		     CPA_STOP_END);
 	/* __restore_rt is flagged; the interrupted pc is exact (not a return address) */
 	for (i = 0; i < cap.n && !(cap.f[i].flags & CPA_UF_SIGNAL); i++)
 		;
@@ -1023,9 +1025,7 @@ END_TEST
 
 START_TEST(test_walk_thread)
 {
-	capture_mode("thread");
-	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "stop_here thr_mid thr_fn [libc.so.6]");
-	ck_assert_int_eq(cap.stop, CPA_STOP_END);
+	capture_walk("thread", "stop_here thr_mid thr_fn [libc.so.6]", CPA_STOP_END);
 	ck_assert_uint_eq(cap.n, 5); /* start_thread, clone3 */
 	release_capture();
 }
@@ -1034,9 +1034,7 @@ END_TEST
 /* A library with frame pointers and no CFI: stop there, or go through it with the FP rule. */
 START_TEST(test_walk_fp_fallback)
 {
-	capture_mode("fp");
-	ck_assert_str_eq(walk_names(CPA_MAX_UFRAMES), "stop_here fpcb fp_a");
-	ck_assert_int_eq(cap.stop, CPA_STOP_NO_CFI);
+	capture_walk("fp", "stop_here fpcb fp_a", CPA_STOP_NO_CFI);
 	ck_assert_str_eq(walk_names_flags(CPA_MAX_UFRAMES, UNW_F_FP_FALLBACK),
 			 "stop_here fpcb fp_a fp_b chain_fp main [libc.so.6] _start");
 	ck_assert_int_eq(cap.stop, CPA_STOP_END);

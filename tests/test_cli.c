@@ -768,28 +768,14 @@ END_TEST
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
-	TCase *tc = tcase_create("parser");
-	TCase *tb = tcase_create("binary");
+	TCase *tc = TEST_TCASE(s, "parser", test_defaults, test_value_forms, test_bool_stray_one,
+			       test_bad_values_named, test_stack_size, test_cpulist,
+			       test_built_flags_accepted, test_config_file, test_config_hostile,
+			       test_btf_path, test_time_of_day, test_null_is_default);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_defaults);
-	tcase_add_test(tc, test_value_forms);
-	tcase_add_test(tc, test_bool_stray_one);
-	tcase_add_test(tc, test_bad_values_named);
-	tcase_add_test(tc, test_stack_size);
-	tcase_add_test(tc, test_cpulist);
-	tcase_add_test(tc, test_built_flags_accepted);
-	tcase_add_test(tc, test_config_file);
-	tcase_add_test(tc, test_config_hostile);
-	tcase_add_test(tc, test_btf_path);
-	tcase_add_test(tc, test_time_of_day);
-	tcase_add_test(tc, test_null_is_default);
-	suite_add_tcase(s, tc);
-	tcase_add_test(tb, test_bin_version_usage);
-	tcase_add_test(tb, test_bin_errors);
-	tcase_add_test(tb, test_bin_input_files);
-	tcase_add_test(tb, test_bin_pidfile_full_disk);
-	suite_add_tcase(s, tb);
+	TEST_TCASE(s, "binary", test_bin_version_usage, test_bin_errors, test_bin_input_files,
+		   test_bin_pidfile_full_disk);
 	return s;
 }
 

@@ -758,14 +758,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("hostile_elf");
-	TCase *tc = tcase_create("hostile");
-
+	TCase *tc = TEST_TCASE(s, "hostile", test_corpus, test_xz_bomb, test_zlib_bomb,
+			       test_debuglink_paths, test_hostile_cfi);
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_corpus);
-	tcase_add_test(tc, test_xz_bomb);
-	tcase_add_test(tc, test_zlib_bomb);
-	tcase_add_test(tc, test_debuglink_paths);
-	tcase_add_test(tc, test_hostile_cfi);
-	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

@@ -14,11 +14,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "elfid.h"
-#include "maphist.h"
 #include "shm/records.h"
 #include "test_util.h"
-#include "ucache.h"
+#include "unwindd/elfid.h"
+#include "unwindd/maphist.h"
+#include "unwindd/ucache.h"
 
 /* Fake binaries: maphist never looks inside, only counts references. */
 static struct fake_bin {
@@ -608,20 +608,11 @@ END_TEST
 static Suite *maphist_suite(void)
 {
 	Suite *s = suite_create("maphist");
-	TCase *tc = tcase_create("history");
-
-	tcase_add_test(tc, test_mmap_lookup_by_time);
-	tcase_add_test(tc, test_overlap_splits);
-	tcase_add_test(tc, test_exec_new_generation);
-	tcase_add_test(tc, test_exec_storm_window);
-	tcase_add_test(tc, test_fork_inherits);
-	tcase_add_test(tc, test_exit_and_sweep);
-	tcase_add_test(tc, test_sweep_each_end_in_turn);
-	tcase_add_test(tc, test_pid_reuse);
-	tcase_add_test(tc, test_ucache_events_gone_process);
-	tcase_add_test(tc, test_ucache_forged_build_id);
-	tcase_add_test(tc, test_ucache_own_view_no_poisoning);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "history", test_mmap_lookup_by_time, test_overlap_splits,
+		   test_exec_new_generation, test_exec_storm_window, test_fork_inherits,
+		   test_exit_and_sweep, test_sweep_each_end_in_turn, test_pid_reuse,
+		   test_ucache_events_gone_process, test_ucache_forged_build_id,
+		   test_ucache_own_view_no_poisoning);
 	return s;
 }
 

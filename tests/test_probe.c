@@ -399,12 +399,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("probe");
-	TCase *tc = tcase_create("e2e");
-
+	TCase *tc = TEST_TCASE(s, "e2e", test_probe_counts, test_probe_rate_limit,
+			       test_probe_bad_specs);
 	tcase_set_timeout(tc, 240);
-	tcase_add_test(tc, test_probe_counts);
-	tcase_add_test(tc, test_probe_rate_limit);
-	tcase_add_test(tc, test_probe_bad_specs);
-	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

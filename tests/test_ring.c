@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arena.h"
 #include "common/timeutil.h"
-#include "ring.h"
+#include "shm/arena.h"
+#include "shm/ring.h"
 #include "test_util.h"
 
 #define NEAR_WRAP (0ull - 3 * 4096) /* 8-aligned, three pages below 2^64 */
@@ -831,33 +831,19 @@ static Suite *ring_suite(void)
 	Suite *s = suite_create("ring");
 	TCase *tc;
 
-	tc = tcase_create("single");
-	tcase_add_test(tc, test_basic_roundtrip);
-	tcase_add_test(tc, test_full_ring_and_limits);
-	tcase_add_test(tc, test_trim_abort_batch);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "single", test_basic_roundtrip, test_full_ring_and_limits,
+		   test_trim_abort_batch);
 
-	tc = tcase_create("threads");
+	tc = TEST_TCASE(s, "threads", test_threads_single, test_threads_batch, test_wake_batches,
+			test_flush_wakes_below_threshold, test_wait_deadline_and_kick);
 	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, test_threads_single);
-	tcase_add_test(tc, test_threads_batch);
-	tcase_add_test(tc, test_wake_batches);
-	tcase_add_test(tc, test_flush_wakes_below_threshold);
-	tcase_add_test(tc, test_wait_deadline_and_kick);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("processes");
+	tc = TEST_TCASE(s, "processes", test_fork_memfd, test_kill_consumer_restart,
+			test_kill_producer_mid_record);
 	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, test_fork_memfd);
-	tcase_add_test(tc, test_kill_consumer_restart);
-	tcase_add_test(tc, test_kill_producer_mid_record);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("corruption");
+	tc = TEST_TCASE(s, "corruption", test_corrupt_positions_and_lengths, test_corrupt_fuzz);
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_corrupt_positions_and_lengths);
-	tcase_add_test(tc, test_corrupt_fuzz);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -88,16 +88,10 @@ static void build_store(void)
 			t_sample(&smp, seq++, base + sec * T_NS + 990000000ULL, UNKNOWN_STACK, 0);
 			ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
 		}
-		if (sec == 3) {
-			struct cpa_loss l = {.seq = seq++,
-					     .time_ns = base + sec * T_NS + 1000,
-					     .count = 7,
-					     .weight = 7,
-					     .stage = SHM_STAGE_UNWINDD,
-					     .reason = SHM_CNT_DROP_RING_FULL};
-
-			ck_assert_int_eq(store_writer__add_loss(w, &l), 0);
-		}
+		if (sec == 3)
+			ck_assert_int_eq(t_add_loss(w, seq++, base + sec * T_NS + 1000, 7,
+						    SHM_STAGE_UNWINDD),
+					 0);
 	}
 	store_writer__free(w);
 	ck_assert_int_eq(t_store_dir(root, store, sizeof(store)), 0);
@@ -149,22 +143,25 @@ static int run(const struct show_opts *o)
 	return r;
 }
 
+/* o writes its .prof to root/name: that path in path[len]. */
+static void prof_to(struct show_opts *o, char *path, size_t len, const char *name)
+{
+	snprintf(path, len, "%s/%s", root, name);
+	o->output_prof = path;
+}
+
 /* The folded line of stack s with the default labels. */
 static void folded(uint32_t s, const char *labels, char *buf, size_t len)
 {
-	uint32_t n = T_STACK_FRAMES(s), nk = T_STACK_KFRAMES(s), j;
+	uint32_t nk = T_STACK_KFRAMES(s), j;
 	char name[160];
 
 	snprintf(buf, len, "%s", labels);
-	for (j = n; j-- > nk;) {
+	/* root first: the user frames, then the kernel ones (j < nk) */
+	for (j = T_STACK_FRAMES(s); j-- > 0;) {
 		t_frame_name(t_stack_frame(s, j), name, sizeof(name));
 		strcat(buf, name);
-		strcat(buf, ";");
-	}
-	for (j = nk; j-- > 0;) {
-		t_frame_name(t_stack_frame(s, j), name, sizeof(name));
-		strcat(buf, name);
-		strcat(buf, "_[k];");
+		strcat(buf, j < nk ? "_[k];" : ";");
 	}
 }
 
@@ -254,10 +251,9 @@ START_TEST(test_show_export)
 	struct prof p;
 	uint32_t s;
 
-	snprintf(path, sizeof(path), "%s/out.prof", root);
+	prof_to(&o, path, sizeof(path), "out.prof");
 	o.starttime = "10:00:02";
 	o.output_num = 3;
-	o.output_prof = path;
 	export_expect(&o, path, "10:00:02.000 - 10:00:05.000", "10:00:02.000 - 10:00:05.000");
 	read_prof(path, &p);
 	ck_assert_int_eq(p.n, 6);
@@ -320,8 +316,7 @@ START_TEST(test_show_labels)
 	char path[1100], line[8192];
 	struct prof p;
 
-	snprintf(path, sizeof(path), "%s/l.prof", root);
-	o.output_prof = path;
+	prof_to(&o, path, sizeof(path), "l.prof");
 	o.no_pid = true;
 	o.no_env = true;
 	o.show_thread_name = true;
@@ -343,8 +338,7 @@ START_TEST(test_show_raw)
 	struct prof p;
 	int i;
 
-	snprintf(path, sizeof(path), "%s/raw.prof", root);
-	o.output_prof = path;
+	prof_to(&o, path, sizeof(path), "raw.prof");
 	o.show_raw = true;
 	o.show_thread_name = true; /* the raw label has the thread name already */
 	ck_assert_int_eq(run(&o), 0);
@@ -376,8 +370,7 @@ START_TEST(test_show_markers)
 	char path[1100], frames[4096], line[8192], f31[160], f30[160], k1[160];
 	struct prof p;
 
-	snprintf(path, sizeof(path), "%s/m.prof", root);
-	o.output_prof = path;
+	prof_to(&o, path, sizeof(path), "m.prof");
 	o.starttime = "10:00:03";
 	o.output_num = 3;
 	ck_assert_int_eq(run(&o), 0);
@@ -413,8 +406,7 @@ START_TEST(test_show_not_enough)
 	char path[1100];
 
 	log_set_level(LOG_LVL_ERROR);
-	snprintf(path, sizeof(path), "%s/ne.prof", root);
-	o.output_prof = path;
+	prof_to(&o, path, sizeof(path), "ne.prof");
 	o.output_num = NSEC + 1; /* 10:00:00 .. 10:00:11, the last record is in 10:00:09 */
 	ck_assert_int_eq(run(&o), -ENODATA);
 	ck_assert_str_eq(out, "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records "
@@ -487,8 +479,7 @@ START_TEST(test_show_filters)
 	struct prof p;
 	int i;
 
-	snprintf(path, sizeof(path), "%s/f.prof", root);
-	o.output_prof = path;
+	prof_to(&o, path, sizeof(path), "f.prof");
 	o.output_num = NSEC;
 	o.target_pid = 1001; /* stacks 1 and 4 */
 	ck_assert_int_eq(run(&o), 0);
@@ -559,8 +550,7 @@ START_TEST(test_show_errors)
 	o.target_cpu = "3-1";
 	ck_assert_int_eq(run(&o), -EINVAL);
 	o = defaults();
-	snprintf(p, sizeof(p), "%s/no/such/dir/x.prof", root);
-	o.output_prof = p;
+	prof_to(&o, p, sizeof(p), "no/such/dir/x.prof");
 	ck_assert_int_lt(run(&o), 0);
 }
 END_TEST
@@ -603,26 +593,11 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("show");
-	TCase *tc = tcase_create("show");
-	SRunner *sr;
-	int failed;
+	TCase *tc = TEST_TCASE(s, "show", test_show_range, test_show_export, test_show_default_name,
+			       test_show_labels, test_show_raw, test_show_markers,
+			       test_show_not_enough, test_show_binary, test_show_filters,
+			       test_show_errors, test_show_export_root);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_show_range);
-	tcase_add_test(tc, test_show_export);
-	tcase_add_test(tc, test_show_default_name);
-	tcase_add_test(tc, test_show_labels);
-	tcase_add_test(tc, test_show_raw);
-	tcase_add_test(tc, test_show_markers);
-	tcase_add_test(tc, test_show_not_enough);
-	tcase_add_test(tc, test_show_binary);
-	tcase_add_test(tc, test_show_filters);
-	tcase_add_test(tc, test_show_errors);
-	tcase_add_test(tc, test_show_export_root);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return test_run_suite(s);
 }

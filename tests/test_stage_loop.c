@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "counters.h"
-#include "dedup.h"
-#include "fault.h"
-#include "loss.h"
-#include "stage_loop.h"
+#include "shm/counters.h"
+#include "shm/dedup.h"
+#include "shm/fault.h"
+#include "shm/loss.h"
+#include "shm/stage_loop.h"
 #include "test_util.h"
 
 static struct shm_arena *arena_new(void)
@@ -434,18 +434,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("stage_loop");
-	TCase *tc = tcase_create("stage_loop");
-
-	tcase_add_test(tc, test_attach_checks_config);
-	tcase_add_test(tc, test_run_drains);
-	tcase_add_test(tc, test_run_sigterm);
-	tcase_add_test(tc, test_run_waits_idle);
-	tcase_add_test(tc, test_run_error);
-	tcase_add_test(tc, test_run_poll);
-	tcase_add_test(tc, test_rate_limit);
-	tcase_add_test(tc, test_loss_table);
-	tcase_add_test(tc, test_dedup_rule);
-	tcase_add_test(tc, test_fault_knob);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "stage_loop", test_attach_checks_config, test_run_drains, test_run_sigterm,
+		   test_run_waits_idle, test_run_error, test_run_poll, test_rate_limit,
+		   test_loss_table, test_dedup_rule, test_fault_knob);
 	return test_run_suite(s);
 }

@@ -24,6 +24,7 @@
 #include "storer/store_fmt.h" /* crc32c, to forge headers */
 #include "storer/storer.h"
 #include "test_store_util.h"
+#include "test_util.h"
 
 #define MAX_STACKS 64
 
@@ -117,14 +118,9 @@ static uint64_t feed(struct store_writer *w, struct expect *e, uint64_t base, ui
 			e->samples++;
 		}
 		if (sec % 10 == 5) {
-			struct cpa_loss l = {.seq = seq++,
-					     .time_ns = base + sec * T_NS + 500000000,
-					     .count = 5,
-					     .weight = 5,
-					     .stage = SHM_STAGE_CAPTURE,
-					     .reason = SHM_CNT_DROP_RING_FULL};
-
-			ck_assert_int_eq(store_writer__add_loss(w, &l), 0);
+			ck_assert_int_eq(t_add_loss(w, seq++, base + sec * T_NS + 500000000, 5,
+						    SHM_STAGE_CAPTURE),
+					 0);
 			e->lost[sec] += 5;
 		}
 	}
@@ -1497,43 +1493,19 @@ END_TEST
 static Suite *store_suite(void)
 {
 	Suite *s = suite_create("store");
-	TCase *tc = tcase_create("format");
-
-	tcase_add_test(tc, test_roundtrip);
-	tcase_add_test(tc, test_bytes_per_sample);
-	tcase_add_test(tc, test_index_window);
-	tcase_add_test(tc, test_torn_tail);
-	tcase_add_test(tc, test_corrupt_block);
-	tcase_add_test(tc, test_fuzz_damage);
-	tcase_add_test(tc, test_newer_major);
-	tcase_add_test(tc, test_filters);
-	tcase_add_test(tc, test_segments_and_days);
-	tcase_add_test(tc, test_retention);
-	tcase_add_test(tc, test_dir_at_start);
-	tcase_add_test(tc, test_write_errors);
-	tcase_add_test(tc, test_clock_step);
-	tcase_add_test(tc, test_journal);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("stage");
-	tcase_add_test(tc, test_stage_batch);
-	tcase_add_test(tc, test_stage_symd_replay);
-	tcase_add_test(tc, test_stage_sleep);
-	tcase_add_test(tc, test_retention_log);
-	tcase_add_test(tc, test_stage_process);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "format", test_roundtrip, test_bytes_per_sample, test_index_window,
+		   test_torn_tail, test_corrupt_block, test_fuzz_damage, test_newer_major,
+		   test_filters, test_segments_and_days, test_retention, test_dir_at_start,
+		   test_write_errors, test_clock_step, test_journal);
+	TEST_TCASE(s, "stage", test_stage_batch, test_stage_symd_replay, test_stage_sleep,
+		   test_retention_log, test_stage_process);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(store_suite());
-	int failed;
-
 	/* Local time decides day dirs and HH:MM:SS: pin it. */
 	setenv("TZ", "UTC", 1);
 	tzset();
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return test_run_suite(store_suite());
 }

@@ -1040,21 +1040,11 @@ int main(int argc, char **argv)
 		suite_add_tcase(s, tc);
 		return test_run_suite(s);
 	}
-	tc = tcase_create("damage");
-	tcase_add_test(tc, test_version_byte);
-	tcase_add_test(tc, test_fifo);
-	tcase_add_test(tc, test_sparse_and_magic);
-	tcase_add_test(tc, test_segment_copies);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("accidents");
-	tcase_add_test(tc, test_root_lock);
-	tcase_add_test(tc, test_store_deleted);
-	tcase_add_test(tc, test_kill_after_block_boundary);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("show");
-	tcase_add_test(tc, test_show_spans_runs);
-	tcase_add_test(tc, test_show_torn_tail);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "damage", test_version_byte, test_fifo, test_sparse_and_magic,
+		   test_segment_copies);
+	TEST_TCASE(s, "accidents", test_root_lock, test_store_deleted,
+		   test_kill_after_block_boundary);
+	TEST_TCASE(s, "show", test_show_spans_runs, test_show_torn_tail);
 	tc = tcase_create("io_errors");
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_eio_writes, 0, 2);

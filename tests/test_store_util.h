@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shm/stage.h"
 #include "storer/store.h"
 
 #define T_NS		   1000000000ULL
@@ -132,6 +133,21 @@ static inline void t_sample(struct cpa_sample_out *s, uint64_t seq, uint64_t t, 
 	s->comm_id = T_STR_COMM + off;
 	s->pcomm_id = (stack % 3 == 2 ? T_STR_PCOMM2 : T_STR_PCOMM) + off;
 	s->env_id = T_STR_ENV + off;
+}
+
+/* A loss of n samples (weight n) at t that stage dropped on a full ring:
+ * store_writer__add_loss()'s result. */
+static inline int t_add_loss(struct store_writer *w, uint64_t seq, uint64_t t, uint64_t n,
+			     uint32_t stage)
+{
+	struct cpa_loss l = {.seq = seq,
+			     .time_ns = t,
+			     .count = n,
+			     .weight = n,
+			     .stage = stage,
+			     .reason = SHM_CNT_DROP_RING_FULL};
+
+	return store_writer__add_loss(w, &l);
 }
 
 /* 2026-11-20 10:00:00 local: a fixed day, far from midnight. */

@@ -28,12 +28,12 @@
 #include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
-#include "bincache.h"
-#include "elfsym.h"
-#include "ksyms.h"
-#include "names.h"
-#include "procinfo.h"
-#include "symd.h"
+#include "symd/bincache.h"
+#include "symd/elfsym.h"
+#include "symd/ksyms.h"
+#include "symd/names.h"
+#include "symd/procinfo.h"
+#include "symd/symd.h"
 
 #define FX_SO  SYMD_FIXTURE_SO
 #define FX_DIR SYMD_FIXTURE_DIR
@@ -2327,46 +2327,23 @@ END_TEST
 static Suite *symd_suite(void)
 {
 	Suite *s = suite_create("symd");
-	TCase *tc = tcase_create("elf");
+	TCase *tc;
 
-	tcase_add_test(tc, test_lookup_fixture);
-	tcase_add_test(tc, test_fde_and_plt);
-	tcase_add_test(tc, test_entry_point_start);
-	tcase_add_test(tc, test_debug_file_build_id);
-	tcase_add_test(tc, test_debug_file_debuglink);
-	tcase_add_test(tc, test_other_process_paths);
-	tcase_add_test(tc, test_minidebuginfo);
-	tcase_add_test(tc, test_go_binary);
-	tcase_add_test(tc, test_hostile_elf);
-	tcase_add_test(tc, test_bincache_counts_and_evicts);
-	tcase_add_test(tc, test_bincache_forged_build_id);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "elf", test_lookup_fixture, test_fde_and_plt, test_entry_point_start,
+		   test_debug_file_build_id, test_debug_file_debuglink, test_other_process_paths,
+		   test_minidebuginfo, test_go_binary, test_hostile_elf,
+		   test_bincache_counts_and_evicts, test_bincache_forged_build_id);
 
-	tc = tcase_create("parsers");
-	tcase_add_test(tc, test_kallsyms);
-	tcase_add_test(tc, test_kallsyms_compact);
-	tcase_add_test(tc, test_perf_map);
-	tcase_add_test(tc, test_env_pick);
-	tcase_add_test(tc, test_names);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "parsers", test_kallsyms, test_kallsyms_compact, test_perf_map, test_env_pick,
+		   test_names);
 
-	tc = tcase_create("stage");
+	tc = TEST_TCASE(s, "stage", test_stage_symbolize, test_stage_flags,
+			test_stage_kallsyms_reload, test_stage_pc_cache_grows, test_stage_jit,
+			test_stage_jit_caps, test_stage_restart_and_corrupt, test_stage_output_full,
+			test_stage_intern_budget, test_stage_rate_limit,
+			test_stage_pending_loss_survives_kill, test_stage_unwindd_replay,
+			test_debuginfod_fetch, test_exec_drain_and_term);
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_stage_symbolize);
-	tcase_add_test(tc, test_stage_flags);
-	tcase_add_test(tc, test_stage_kallsyms_reload);
-	tcase_add_test(tc, test_stage_pc_cache_grows);
-	tcase_add_test(tc, test_stage_jit);
-	tcase_add_test(tc, test_stage_jit_caps);
-	tcase_add_test(tc, test_stage_restart_and_corrupt);
-	tcase_add_test(tc, test_stage_output_full);
-	tcase_add_test(tc, test_stage_intern_budget);
-	tcase_add_test(tc, test_stage_rate_limit);
-	tcase_add_test(tc, test_stage_pending_loss_survives_kill);
-	tcase_add_test(tc, test_stage_unwindd_replay);
-	tcase_add_test(tc, test_debuginfod_fetch);
-	tcase_add_test(tc, test_exec_drain_and_term);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

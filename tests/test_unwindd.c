@@ -25,15 +25,15 @@
 
 #include "common/macro.h"
 #include "common/timeutil.h"
-#include "elfid.h"
-#include "procmaps.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "shm/records.h"
 #include "test_unwindd_util.h"
 #include "test_util.h"
-#include "ucache.h"
-#include "unwindd.h"
+#include "unwindd/elfid.h"
+#include "unwindd/procmaps.h"
+#include "unwindd/ucache.h"
+#include "unwindd/unwindd.h"
 
 #define NEAR_WRAP (0ull - 3 * 4096 + 8) /* 8-aligned, crosses 2^64 in the first pages */
 #define FIX_PID	  4242u
@@ -1370,73 +1370,6 @@ START_TEST(test_stage_reset_waits_for_room)
 }
 END_TEST
 
-/* Our own stack, as the kernel would copy it: ASan's redzones are not
- * errors here. */
-__attribute__((no_sanitize_address, noinline)) static void stack_copy(uint8_t *dst, uint64_t sp,
-								      uint32_t len)
-{
-	const volatile uint8_t *src = (const volatile uint8_t *)(uintptr_t)sp;
-	uint32_t i;
-
-	for (i = 0; i < len; i++)
-		dst[i] = src[i];
-}
-
-/* End of the mapping that holds addr (from /proc/self/maps), or 0. */
-static uint64_t mapping_end(uint64_t addr)
-{
-	unsigned long lo, hi;
-	char line[512];
-	uint64_t end = 0;
-	FILE *f = fopen("/proc/self/maps", "re");
-
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && addr >= lo && addr < hi)
-			end = hi;
-	fclose(f);
-	return end;
-}
-
-/* A real sample of this thread: registers and a copy of the stack as capture
- * would take them, so the CFI walk runs end to end through our find. Like
- * capture, the copy stops at the end of the stack mapping: with ASLR and a
- * small environment the main thread's stack top can be under len away. */
-__attribute__((noinline)) static int take_sample(struct env *e, uint8_t *stack, uint32_t len)
-{
-	uint64_t ip, sp, bp, ufp[1], end;
-	struct cpa_sample *s;
-	uint8_t *p;
-	uint32_t rl;
-
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-			 : "=r"(ip), "=r"(sp), "=r"(bp));
-	end = mapping_end(sp);
-	ck_assert_uint_gt(end, sp);
-	if (end - sp < len)
-		len = (uint32_t)(end - sp);
-	rl = (uint32_t)(sizeof(*s) + 8 + len);
-	stack_copy(stack, sp, len);
-	ufp[0] = ip;
-	ck_assert_int_eq(shm_ring__reserve_sp(&e->cap, rl, CPA_REC_SAMPLE, (void **)&s), 0);
-	memset(s, 0, sizeof(*s));
-	s->seq = e->seq;
-	s->pid = (uint32_t)getpid();
-	s->tid = s->pid;
-	s->flags = CPA_SF_USER_REGS;
-	s->regs.ip = ip;
-	s->regs.sp = sp;
-	s->regs.bp = bp;
-	s->stack_sp = sp;
-	s->n_ufp = 1;
-	s->stack_len = len;
-	p = (uint8_t *)(s + 1);
-	memcpy(p, ufp, 8);
-	memcpy(p + 8, stack, len);
-	shm_ring__commit_sp(&e->cap);
-	return 0;
-}
-
 START_TEST(test_stage_cfi_walk_seam)
 {
 	static struct outrec recs[32];
@@ -1565,48 +1498,25 @@ static Suite *unwindd_suite(void)
 	Suite *s = suite_create("unwindd");
 	TCase *tc;
 
-	tc = tcase_create("maps");
-	tcase_add_test(tc, test_maps_parse_fixture);
-	tcase_add_test(tc, test_maps_parse_hostile);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "maps", test_maps_parse_fixture, test_maps_parse_hostile);
 
-	tc = tcase_create("build_id");
-	tcase_add_test(tc, test_build_id_compiled);
-	tcase_add_test(tc, test_build_id_self_and_vdso);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "build_id", test_build_id_compiled, test_build_id_self_and_vdso);
 
-	tc = tcase_create("ucache");
-	tcase_add_test(tc, test_pc_to_offset_self);
-	tcase_add_test(tc, test_refresh_throttle_and_anon);
-	tcase_add_test(tc, test_fixture_proc_exec_exit);
-	tcase_add_test(tc, test_neg_cache_known_missing);
-	tcase_add_test(tc, test_neg_cache_new_library);
-	tcase_add_test(tc, test_identify_retry_from_live_process);
-	tcase_add_test(tc, test_cache_cap_evicts);
-	tcase_add_test(tc, test_cache_cap_live);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "ucache", test_pc_to_offset_self, test_refresh_throttle_and_anon,
+		   test_fixture_proc_exec_exit, test_neg_cache_known_missing,
+		   test_neg_cache_new_library, test_identify_retry_from_live_process,
+		   test_cache_cap_evicts, test_cache_cap_live);
 
-	tc = tcase_create("stage");
-	tcase_add_test(tc, test_stage_frames_and_modules);
-	tcase_add_test(tc, test_stage_kernel_only_and_unmapped);
-	tcase_add_test(tc, test_stage_task_and_loss_forwarded);
-	tcase_add_test(tc, test_stage_regs_without_chain);
-	tcase_add_test(tc, test_stage_module_id_rollover);
-	tcase_add_test(tc, test_stage_exactly_once);
-	tcase_add_test(tc, test_stage_tick_clock_before_batch);
-	tcase_add_test(tc, test_stage_corrupt_skipped);
-	tcase_add_test(tc, test_stage_ring_full_loss);
-	tcase_add_test(tc, test_stage_pending_loss_survives_kill);
-	tcase_add_test(tc, test_stage_finish_waits_for_room);
-	tcase_add_test(tc, test_stage_reset_waits_for_room);
-	tcase_add_test(tc, test_stage_cfi_walk_seam);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "stage", test_stage_frames_and_modules, test_stage_kernel_only_and_unmapped,
+		   test_stage_task_and_loss_forwarded, test_stage_regs_without_chain,
+		   test_stage_module_id_rollover, test_stage_exactly_once,
+		   test_stage_tick_clock_before_batch, test_stage_corrupt_skipped,
+		   test_stage_ring_full_loss, test_stage_pending_loss_survives_kill,
+		   test_stage_finish_waits_for_room, test_stage_reset_waits_for_room,
+		   test_stage_cfi_walk_seam);
 
-	tc = tcase_create("process");
+	tc = TEST_TCASE(s, "process", test_process_drain, test_process_sigterm_and_no_arena);
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_process_drain);
-	tcase_add_test(tc, test_process_sigterm_and_no_arena);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

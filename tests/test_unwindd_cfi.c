@@ -22,7 +22,7 @@
 #include "shm/counters.h"
 #include "test_util.h"
 #include "tests/fixtures/cfi/cfi_capture.h"
-#include "unwindd.h"
+#include "unwindd/unwindd.h"
 
 #define FIXTURE	  CFI_FIXTURE_DIR "/cfi_fixture"
 #define NEAR_WRAP (0ull - 3 * 4096 + 8)
@@ -216,7 +216,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("unwindd_cfi");
-	TCase *tc = tcase_create("seam");
+	TCase *tc;
 	char *argv[] = {(char *)"cfi_fixture", (char *)"chain", NULL};
 	pid_t pid = 0, tid;
 
@@ -233,8 +233,7 @@ int main(void)
 	}
 	cap_kill(pid);
 
+	tc = TEST_TCASE(s, "seam", test_fp_less_chain_through_stage);
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_fp_less_chain_through_stage);
-	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

@@ -22,13 +22,14 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
-#include "dump.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "shm/records.h"
-#include "ubench.h"
 #include "test_unwindd_util.h"
-#include "unwindd.h"
+#include "test_util.h"
+#include "unwindd/dump.h"
+#include "unwindd/ubench.h"
+#include "unwindd/unwindd.h"
 
 #define FAKE_PID 4243u
 
@@ -458,67 +459,6 @@ START_TEST(test_env_filter)
 END_TEST
 
 /* ---------------------------------------------------------------- dump + replay */
-
-__attribute__((no_sanitize_address, noinline)) static void stack_copy(uint8_t *dst, uint64_t sp,
-								      uint32_t len)
-{
-	const volatile uint8_t *src = (const volatile uint8_t *)(uintptr_t)sp;
-	uint32_t i;
-
-	for (i = 0; i < len; i++)
-		dst[i] = src[i];
-}
-
-/* End of the mapping that holds addr: a copy must not read past the top of
- * the stack (capture clamps the same way). */
-static uint64_t mapping_end(uint64_t addr)
-{
-	unsigned long long start, end;
-	char line[512];
-	uint64_t ret = addr;
-	FILE *f = fopen("/proc/self/maps", "re");
-
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%llx-%llx", &start, &end) == 2 && addr >= start && addr < end)
-			ret = end;
-	fclose(f);
-	return ret;
-}
-
-/* A real sample of this thread, registers and stack as capture takes them. */
-__attribute__((noinline)) static void take_sample(struct env *e, uint8_t *stack, uint32_t len)
-{
-	uint64_t ip, sp, bp, ufp[1];
-	struct cpa_sample *s;
-	uint8_t *p;
-	uint32_t rl;
-
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-			 : "=r"(ip), "=r"(sp), "=r"(bp));
-	if (sp + len > mapping_end(sp))
-		len = (uint32_t)(mapping_end(sp) - sp);
-	rl = (uint32_t)(sizeof(*s) + 8 + len);
-	stack_copy(stack, sp, len);
-	ufp[0] = ip;
-	ck_assert_int_eq(shm_ring__reserve_sp(&e->cap, rl, CPA_REC_SAMPLE, (void **)&s), 0);
-	memset(s, 0, sizeof(*s));
-	s->seq = e->seq++;
-	s->pid = (uint32_t)getpid();
-	s->tid = s->pid;
-	s->flags = CPA_SF_USER_REGS;
-	s->regs.ip = ip;
-	s->regs.sp = sp;
-	s->regs.bp = bp;
-	s->stack_sp = sp;
-	s->n_ufp = 1;
-	s->stack_len = len;
-	snprintf(s->comm, sizeof(s->comm), "selftest");
-	p = (uint8_t *)(s + 1);
-	memcpy(p, ufp, 8);
-	memcpy(p + 8, stack, len);
-	shm_ring__commit_sp(&e->cap);
-}
 
 /* Nested so the live stack has a few frames of our own. */
 __attribute__((noinline)) static void sample_deep(struct env *e, uint8_t *stack, int depth)
@@ -952,29 +892,17 @@ static Suite *features_suite(void)
 	Suite *s = suite_create("unwindd_features");
 	TCase *tc;
 
-	tc = tcase_create("bench");
-	tcase_add_test(tc, test_bench_buckets_and_format);
-	tcase_add_test(tc, test_bench_stage);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "bench", test_bench_buckets_and_format, test_bench_stage);
 
-	tc = tcase_create("epoch");
-	tcase_add_test(tc, test_symd_restart_new_epoch);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "epoch", test_symd_restart_new_epoch);
 
-	tc = tcase_create("env");
-	tcase_add_test(tc, test_env_filter);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "env", test_env_filter);
 
-	tc = tcase_create("dump");
+	tc = TEST_TCASE(s, "dump", test_dump_replay_equals_live, test_dump_cap_and_write_errors);
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_dump_replay_equals_live);
-	tcase_add_test(tc, test_dump_cap_and_write_errors);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("process");
+	tc = TEST_TCASE(s, "process", test_process_bench_lines);
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_process_bench_lines);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

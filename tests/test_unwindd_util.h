@@ -2,17 +2,21 @@
 /*
  * The rig of unwindd's stage tests (test_unwindd, test_unwindd_features): an
  * arena whose ring 0 the test fills (it plays capture) and whose ring 1 it
- * drains (it plays symd), with unwindd between them, run batch by batch.
+ * drains (it plays symd), with unwindd between them, run batch by batch;
+ * and a real sample of the test's own thread.
  */
 #ifndef CPA_TEST_UNWINDD_UTIL_H
 #define CPA_TEST_UNWINDD_UTIL_H
 
 #include <check.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shm/arena.h"
 #include "shm/records.h"
-#include "unwindd.h"
+#include "unwindd/unwindd.h"
 
 struct env {
 	struct shm_arena *a;
@@ -97,6 +101,75 @@ static inline int pull_all(struct env *e, struct outrec *recs, int max)
 	}
 	shm_ring__release_sc(&e->sym);
 	return n;
+}
+
+/* Our own stack, as the kernel would copy it: ASan's redzones are not
+ * errors here. */
+__attribute__((no_sanitize_address, noinline, unused)) static void
+stack_copy(uint8_t *dst, uint64_t sp, uint32_t len)
+{
+	const volatile uint8_t *src = (const volatile uint8_t *)(uintptr_t)sp;
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		dst[i] = src[i];
+}
+
+/* End of the mapping that holds addr (from /proc/self/maps), or 0. */
+static inline uint64_t mapping_end(uint64_t addr)
+{
+	unsigned long lo, hi;
+	char line[512];
+	uint64_t end = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && addr >= lo && addr < hi)
+			end = hi;
+	fclose(f);
+	return end;
+}
+
+/* A real sample of this thread (seq e->seq++, comm "selftest"): registers and
+ * a copy of the stack as capture would take them, so the CFI walk runs end to
+ * end through our find. Like capture, the copy stops at the end of the stack
+ * mapping: with ASLR and a small environment the main thread's stack top can
+ * be under len away. stack: len bytes of room. */
+__attribute__((noinline, unused)) static void take_sample(struct env *e, uint8_t *stack,
+							  uint32_t len)
+{
+	uint64_t ip, sp, bp, ufp[1], end;
+	struct cpa_sample *s;
+	uint8_t *p;
+	uint32_t rl;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(ip), "=r"(sp), "=r"(bp));
+	end = mapping_end(sp);
+	ck_assert_uint_gt(end, sp);
+	if (end - sp < len)
+		len = (uint32_t)(end - sp);
+	rl = (uint32_t)(sizeof(*s) + 8 + len);
+	stack_copy(stack, sp, len);
+	ufp[0] = ip;
+	ck_assert_int_eq(shm_ring__reserve_sp(&e->cap, rl, CPA_REC_SAMPLE, (void **)&s), 0);
+	memset(s, 0, sizeof(*s));
+	s->seq = e->seq++;
+	s->pid = (uint32_t)getpid();
+	s->tid = s->pid;
+	s->flags = CPA_SF_USER_REGS;
+	s->regs.ip = ip;
+	s->regs.sp = sp;
+	s->regs.bp = bp;
+	s->stack_sp = sp;
+	s->n_ufp = 1;
+	s->stack_len = len;
+	snprintf(s->comm, sizeof(s->comm), "selftest");
+	p = (uint8_t *)(s + 1);
+	memcpy(p, ufp, 8);
+	memcpy(p + 8, stack, len);
+	shm_ring__commit_sp(&e->cap);
 }
 
 #endif /* CPA_TEST_UNWINDD_UTIL_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the Check test programs: the skip code, the environment
- * (CPA_STRESS=1 asks for bigger runs, TSan for smaller ones), a runner, and
- * reading a whole fd, file or command's output.
+ * (CPA_STRESS=1 asks for bigger runs, TSan for smaller ones), a runner, a test
+ * case from a list of tests, and reading a whole fd, file or command's output.
  */
 #ifndef CPA_TEST_UTIL_H
 #define CPA_TEST_UTIL_H
@@ -73,6 +73,24 @@ static inline int test_run_suite(Suite *s)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/*
+ * A test case of the tests listed, in that order, added to s; it returns the
+ * TCase for a timeout, fixtures or loop tests:
+ *	tc = TEST_TCASE(s, "maps", test_maps_parse_fixture, test_maps_parse_hostile);
+ */
+#define TEST_TCASE(s, name, ...) \
+	test_tcase_of((s), (name), (const TTest *const[]){__VA_ARGS__, NULL})
+
+static inline TCase *test_tcase_of(Suite *s, const char *name, const TTest *const *tests)
+{
+	TCase *tc = tcase_create(name);
+
+	for (; *tests; tests++)
+		tcase_add_test(tc, *tests);
+	suite_add_tcase(s, tc);
+	return tc;
 }
 
 /* Everything fd says until EOF in a malloc'd NUL-terminated buffer, *ret_len

@@ -34,6 +34,7 @@
 
 #include "cfi.h"
 #include "common/macro.h"
+#include "common/usage.h"
 #include "dump.h"
 #include "elfid.h"
 #include "procmaps.h"
@@ -587,7 +588,7 @@ int main(int argc, char **argv)
 	unsigned int i;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "r:cqh", opts, NULL)) != -1) {
+	while ((c = getopt_or_usage(argc, argv, "r:cqh", opts, usage)) != -1) {
 		switch (c) {
 		case 'r':
 			r.root = optarg;
@@ -598,12 +599,6 @@ int main(int argc, char **argv)
 		case 'q':
 			r.quiet = true;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
 		}
 	}
 	if (optind != argc - 1) {

@@ -220,29 +220,18 @@ static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_r
 			PUSH(v + (uint64_t)sv);
 			continue;
 		}
+		if (op >= DW_OP_const1u && op <= DW_OP_const8s) {
+			/* const1u, const1s, ... const8s: n = 1, 2, 4, 8 bytes; the odd
+			 * ops (the s ones) sign-extend */
+			unsigned int n = 1u << ((op - DW_OP_const1u) / 2), sh = 64 - 8 * n;
+
+			v = cfi_rd_u(&rd, n);
+			PUSH((op - DW_OP_const1u) & 1 ? (uint64_t)((int64_t)(v << sh) >> sh) : v);
+			continue;
+		}
 		switch (op) {
 		case DW_OP_addr:
-		case DW_OP_const8u:
-		case DW_OP_const8s:
 			PUSH(cfi_rd_u(&rd, 8));
-			break;
-		case DW_OP_const1u:
-			PUSH(cfi_rd_u(&rd, 1));
-			break;
-		case DW_OP_const1s:
-			PUSH((uint64_t)(int64_t)(int8_t)cfi_rd_u(&rd, 1));
-			break;
-		case DW_OP_const2u:
-			PUSH(cfi_rd_u(&rd, 2));
-			break;
-		case DW_OP_const2s:
-			PUSH((uint64_t)(int64_t)(int16_t)cfi_rd_u(&rd, 2));
-			break;
-		case DW_OP_const4u:
-			PUSH(cfi_rd_u(&rd, 4));
-			break;
-		case DW_OP_const4s:
-			PUSH((uint64_t)(int64_t)(int32_t)cfi_rd_u(&rd, 4));
 			break;
 		case DW_OP_constu:
 			PUSH(cfi_rd_uleb(&rd));
@@ -418,10 +407,23 @@ static int eval(const struct cfi_table *t, uint32_t expr_off, const struct unw_r
 }
 
 /*
+ * The value of slot i saved at addr. A register saved below the stack pointer
+ * was already restored (an epilogue after its pop: the CFI still names the
+ * slot, which is dead and outside the copy): it keeps its current value.
+ */
+static inline int saved_at(const struct unw_regs *r, const struct unw_stack *s, int i,
+			   uint64_t addr, uint64_t *v)
+{
+	if (addr < r->sp && i != CFI_S_RA) {
+		*v = ((const uint64_t *)r)[slot_dw[i]]; /* restored */
+		return 0;
+	}
+	return stk_read(s, addr, v) ? 0 : CPA_STOP_READ;
+}
+
+/*
  * The general rule: every value computed from the callee's registers, then
- * stored. A register saved at an address below the stack pointer was already
- * restored (an epilogue after its pop: the CFI still names the slot, which
- * is dead and outside the copy): it keeps its current value.
+ * stored (saved_at(): what was saved below the stack pointer is restored).
  */
 static int step_x(const struct cfi_table *t, const struct cfi_xrule *x, struct unw_regs *r,
 		  bool live, const struct unw_stack *s)
@@ -468,13 +470,9 @@ static int step_x(const struct cfi_table *t, const struct cfi_xrule *x, struct u
 			v[i] = 0;
 			continue;
 		case CFI_R_OFF:
-			addr = cfa + (uint64_t)(int64_t)xr->off;
-			if (addr < r->sp && i != CFI_S_RA) {
-				v[i] = ((const uint64_t *)r)[slot_dw[i]]; /* restored */
-				continue;
-			}
-			if (!stk_read(s, addr, &v[i]))
-				return CPA_STOP_READ;
+			ret = saved_at(r, s, i, cfa + (uint64_t)(int64_t)xr->off, &v[i]);
+			if (ret)
+				return ret;
 			continue;
 		case CFI_R_VAL_OFF:
 			v[i] = cfa + (uint64_t)(int64_t)xr->off;
@@ -485,14 +483,10 @@ static int step_x(const struct cfi_table *t, const struct cfi_xrule *x, struct u
 			continue;
 		case CFI_R_EXPR:
 			ret = eval(t, (uint32_t)xr->off, r, live, s, true, cfa, &addr);
+			if (!ret)
+				ret = saved_at(r, s, i, addr, &v[i]);
 			if (ret)
 				return ret;
-			if (addr < r->sp && i != CFI_S_RA) {
-				v[i] = ((const uint64_t *)r)[slot_dw[i]]; /* restored */
-				continue;
-			}
-			if (!stk_read(s, addr, &v[i]))
-				return CPA_STOP_READ;
 			continue;
 		case CFI_R_VAL_EXPR:
 			ret = eval(t, (uint32_t)xr->off, r, live, s, true, cfa, &v[i]);
