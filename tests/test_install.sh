@@ -48,7 +48,8 @@ if [ "${1:-}" = deb ]; then
 		./opt/cpa/bin/storer ./opt/cpa/bin/cpa-push ./opt/cpa/bin/cpa-view \
 		./lib/systemd/system/cpa.service ./etc/opt/cpa/cpa.conf \
 		./opt/cpa/share/doc/cpa/export.md ./opt/cpa/share/doc/cpa/examples/cpa.service.d/network.conf \
-		./usr/share/doc/cpa/copyright ./usr/bin/cpa ./usr/bin/cpa-view ./usr/bin/cpa-push; do
+		./usr/share/doc/cpa/copyright ./usr/bin/cpa ./usr/bin/cpa-view ./usr/bin/cpa-push \
+		./usr/share/man/man1/cpa.1.gz ./usr/share/man/man1/cpa-view.1.gz; do
 		grep -qx "$f" <<<"$files" || fail "$f not in the package"
 	done
 	for b in cpa cpa-view cpa-push; do

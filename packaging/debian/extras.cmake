@@ -4,6 +4,7 @@
 #       cpa-view through /proc/self/exe, so the links work as PATH entries)
 #   /usr/share/doc/cpa/copyright        from LICENSE (machine-readable format)
 #   /usr/share/doc/cpa/changelog.gz     the package version (a native package)
+#   /usr/share/man/man1/{cpa,cpa-view,cpa-push}.1.gz   from packaging/man/
 #   /usr/share/lintian/overrides/cpa    debian/lintian-overrides
 #   /opt/cpa/bin/* stripped as dh_strip does; their debug info, by build-id, in
 #   <package dir>/cpa-dbgsym_<version>_<arch>.ddeb (/usr/lib/debug/.build-id/)
@@ -43,10 +44,15 @@ file(WRITE "${doc}/changelog"
 
  -- ${CPACK_DEBIAN_PACKAGE_MAINTAINER}  ${date}
 ")
-execute_process(COMMAND gzip -9nf "${doc}/changelog" RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "gzip -9n ${doc}/changelog failed")
-endif()
+execute_process(COMMAND gzip -9nf "${doc}/changelog" COMMAND_ERROR_IS_FATAL ANY)
+
+set(man "${root}/usr/share/man/man1")
+file(MAKE_DIRECTORY "${man}")
+foreach(b cpa cpa-view cpa-push)
+  configure_file("${src}/packaging/man/${b}.1" "${man}/${b}.1" COPYONLY)
+  execute_process(COMMAND gzip -9nf "${man}/${b}.1" COMMAND_ERROR_IS_FATAL ANY)
+  file(CHMOD "${man}/${b}.1.gz" PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+endforeach()
 
 file(MAKE_DIRECTORY "${root}/usr/share/lintian/overrides")
 configure_file("${src}/packaging/debian/lintian-overrides"
