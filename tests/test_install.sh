@@ -90,6 +90,7 @@ if [ "${1:-}" = deb ]; then
 		exit 77
 	fi
 	trap 'dpkg -P cpa >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+	trap 'exit 1' TERM INT # a ctest timeout still purges
 	dpkg_retry -i "$deb" || fail "dpkg -i $deb"
 	for b in cpa cpa-view cpa-push; do
 		[ "$(PATH=/usr/bin:/bin command -v $b)" = /usr/bin/$b ] || fail "$b is not on PATH"
@@ -156,7 +157,7 @@ fi
 
 command -v systemd-analyze >/dev/null || exit 77
 cmake --install "$build" --prefix "$tmp/p" >"$tmp/install.log" || { cat "$tmp/install.log"; fail install; }
-for f in bin/cpa bin/capture bin/unwindd bin/symd bin/storer bin/cpa-push; do
+for f in bin/cpa bin/capture bin/unwindd bin/symd bin/storer bin/cpa-push bin/cpa-view; do
 	[ -x "$tmp/p/$f" ] || fail "$f not installed"
 done
 [ -f "$tmp/p/share/doc/cpa/export.md" ] || fail "docs not installed"
