@@ -139,6 +139,8 @@ if [ "${1:-}" = security ]; then
 		{ cat "$tmp/sec"; fail "exposure $score > $CPA_MAX_EXPOSURE"; }
 	grep -a 'RestrictAddressFamilies=~AF_(INET|INET6)' "$tmp/sec" | grep -aq 'cannot allocate' ||
 		fail "the unit allows AF_INET/AF_INET6"
+	grep -a 'PrivateNetwork=' "$tmp/sec" | grep -aq "no access to the host's network" ||
+		fail "the unit has the host's network"
 	# The example drop-in (a drop-in next to the unit file is read as in /etc).
 	net=$tmp/p/share/doc/cpa/examples/cpa.service.d/network.conf
 	[ -f "$net" ] || fail "example drop-in not installed"
@@ -148,9 +150,10 @@ if [ "${1:-}" = security ]; then
 		{ cat "$tmp/sec2"; fail "systemd-analyze security with the drop-in"; }
 	grep -a 'RestrictAddressFamilies=~AF_(INET|INET6)' "$tmp/sec2" | grep -aq 'may allocate' ||
 		fail "the network drop-in does not allow AF_INET/AF_INET6"
-	grep -a 'IPAddressDeny=' "$tmp/sec2" | grep -aq 'does not define' ||
-		grep -a 'IPAddressDeny=' "$tmp/sec2" | grep -aq 'allow list' ||
+	grep -a 'IPAddressDeny=' "$tmp/sec2" | grep -aq 'allow list with non-localhost' ||
 		fail "the network drop-in leaves IP traffic denied: $(grep -a IPAddress "$tmp/sec2")"
+	grep -a 'PrivateNetwork=' "$tmp/sec2" | grep -aq "access to the host's network" ||
+		fail "the network drop-in leaves the network private: $(grep -a PrivateNetwork "$tmp/sec2")"
 	echo "security ok"
 	exit 0
 fi
