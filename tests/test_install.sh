@@ -62,7 +62,8 @@ if [ "${1:-}" = deb ]; then
 	dpkg-deb -x "$deb" "$tmp/x"
 	id=$(readelf -n "$tmp/x/opt/cpa/bin/cpa" | awk '/Build ID/ {print $3}')
 	[ -n "$id" ] || fail "cpa has no build-id"
-	grep -q '\.debug_info' <<<"$(readelf -S "$tmp/x/opt/cpa/bin/cpa")" && fail "cpa in the package is not stripped"
+	grep -q '\.debug_info' <<<"$(readelf -S "$tmp/x/opt/cpa/bin/cpa")" &&
+		fail "cpa in the package is not stripped"
 	grep -q "\./usr/lib/debug/\.build-id/${id:0:2}/${id:2}\.debug\$" <<<"$(dpkg-deb -c "$ddeb")" ||
 		fail "cpa-dbgsym lacks the debug file of cpa (build-id $id)"
 	# lintian: no error (what stays a warning or is overridden: docs/packaging.md).
@@ -94,7 +95,8 @@ if [ "${1:-}" = deb ]; then
 	dpkg_retry -i "$deb" || fail "dpkg -i $deb"
 	for b in cpa cpa-view cpa-push; do
 		[ "$(PATH=/usr/bin:/bin command -v $b)" = /usr/bin/$b ] || fail "$b is not on PATH"
-		[ "$(readlink -f /usr/bin/$b)" = /opt/cpa/bin/$b ] || fail "/usr/bin/$b -> $(readlink -f /usr/bin/$b)"
+		[ "$(readlink -f /usr/bin/$b)" = /opt/cpa/bin/$b ] ||
+			fail "/usr/bin/$b -> $(readlink -f /usr/bin/$b)"
 	done
 	for b in /opt/cpa/bin/*; do
 		! ldd "$b" | grep 'not found' || fail "$b: a library is missing"
@@ -104,7 +106,8 @@ if [ "${1:-}" = deb ]; then
 		fail "cpa show --use_cui without a terminal succeeded: $out"
 	grep -q 'cannot run cpa-view' <<<"$out" && fail "cpa show --use_cui: $out"
 	grep -q '^cpa-view: needs a terminal' <<<"$out" || fail "cpa show --use_cui: $out"
-	[ -L /etc/systemd/system/multi-user.target.wants/cpa.service ] || fail "postinst did not enable the unit"
+	[ -L /etc/systemd/system/multi-user.target.wants/cpa.service ] ||
+		fail "postinst did not enable the unit"
 	systemd-analyze verify /lib/systemd/system/cpa.service || fail "systemd-analyze verify (installed)"
 	dpkg_retry -r cpa || fail "dpkg -r cpa"
 	# The unit's enablement stays until purge (as debhelper's scripts do).
@@ -116,15 +119,16 @@ if [ "${1:-}" = deb ]; then
 	[ -e /etc/opt/cpa ] && fail "/etc/opt/cpa left after dpkg -P"
 	dpkg-query -W -f='${db:Status-Status}' cpa 2>/dev/null | grep -qv '^not-installed$' &&
 		fail "cpa still known to dpkg after -P"
-	[ -z "$(find /etc/systemd /var/lib/systemd -name 'cpa.service*' 2>/dev/null)" ] ||
-		fail "systemd state left after dpkg -P: $(find /etc/systemd /var/lib/systemd -name 'cpa.service*')"
+	left=$(find /etc/systemd /var/lib/systemd -name 'cpa.service*' 2>/dev/null || true)
+	[ -z "$left" ] || fail "systemd state left after dpkg -P: $left"
 	echo "dpkg -i/-r/-P ok"
 	exit 0
 fi
 
 if [ "${1:-}" = security ]; then
 	command -v systemd-analyze >/dev/null || exit 77
-	cmake --install "$build" --prefix "$tmp/p" >"$tmp/install.log" || { cat "$tmp/install.log"; fail install; }
+	cmake --install "$build" --prefix "$tmp/p" >"$tmp/install.log" ||
+		{ cat "$tmp/install.log"; fail install; }
 	mkdir "$tmp/u"
 	cp "$tmp/p/lib/systemd/system/cpa.service" "$tmp/u/"
 	systemd-analyze security --offline=true --no-pager "$tmp/u/cpa.service" >"$tmp/sec" 2>&1 || {
