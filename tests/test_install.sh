@@ -90,9 +90,10 @@ if [ "${1:-}" = deb ]; then
 		echo "a cpa package or /opt/cpa is on this machine: dpkg -i not tried"
 		exit 77
 	fi
-	trap 'dpkg -P cpa >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+	trap 'dpkg -P cpa-dbgsym cpa >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 	trap 'exit 1' TERM INT # a ctest timeout still purges
-	dpkg_retry -i "$deb" || fail "dpkg -i $deb"
+	dpkg_retry -i "$deb" "$ddeb" || fail "dpkg -i $deb $ddeb"
+	[ -f "/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" ] || fail "cpa's debug file not installed"
 	for b in cpa cpa-view cpa-push; do
 		[ "$(PATH=/usr/bin:/bin command -v $b)" = /usr/bin/$b ] || fail "$b is not on PATH"
 		[ "$(readlink -f /usr/bin/$b)" = /opt/cpa/bin/$b ] ||
@@ -109,13 +110,14 @@ if [ "${1:-}" = deb ]; then
 	[ -L /etc/systemd/system/multi-user.target.wants/cpa.service ] ||
 		fail "postinst did not enable the unit"
 	systemd-analyze verify /lib/systemd/system/cpa.service || fail "systemd-analyze verify (installed)"
-	dpkg_retry -r cpa || fail "dpkg -r cpa"
+	dpkg_retry -r cpa-dbgsym cpa || fail "dpkg -r cpa-dbgsym cpa"
 	# The unit's enablement stays until purge (as debhelper's scripts do).
 	for f in /opt/cpa /usr/bin/cpa /usr/bin/cpa-view /lib/systemd/system/cpa.service; do
 		[ -e "$f" ] || [ -L "$f" ] && fail "$f left after dpkg -r"
 	done
 	[ -f /etc/opt/cpa/cpa.conf ] || fail "dpkg -r removed the conffile"
-	dpkg_retry -P cpa || fail "dpkg -P cpa"
+	[ -e "/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" ] && fail "debug file left after dpkg -r"
+	dpkg_retry -P cpa-dbgsym cpa || fail "dpkg -P cpa-dbgsym cpa"
 	[ -e /etc/opt/cpa ] && fail "/etc/opt/cpa left after dpkg -P"
 	dpkg-query -W -f='${db:Status-Status}' cpa 2>/dev/null | grep -qv '^not-installed$' &&
 		fail "cpa still known to dpkg after -P"
