@@ -13,6 +13,7 @@ pkgs=(
 	faketime libfaketime
 	systemtap-sdt-dev
 	linux-perf bzip2 perl
+	lintian
 )
 
 missing=()
