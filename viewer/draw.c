@@ -57,32 +57,40 @@ static const short cls_pair[VCLS_MAX] = {
 
 void vdraw__init_colors(struct vapp *a)
 {
+	/* colour pair -> foreground, background (-1: the terminal's own) */
+	static const struct {
+		short pair, fg, bg;
+	} colors[] = {
+		{P_EXE, COLOR_BLACK, COLOR_YELLOW},
+		{P_LIB, COLOR_BLACK, COLOR_CYAN},
+		{P_JIT, COLOR_BLACK, COLOR_WHITE},
+		{P_UNSYM, COLOR_BLACK, COLOR_WHITE},
+		{P_KERNEL, COLOR_WHITE, COLOR_BLUE},
+		{P_MARKER, COLOR_WHITE, COLOR_RED},
+		{P_GROUP, COLOR_BLACK, COLOR_GREEN},
+		{P_ROOT, COLOR_BLACK, COLOR_WHITE},
+		{P_MATCH, COLOR_BLACK, COLOR_MAGENTA},
+		{P_TL_ON, COLOR_GREEN, -1},
+		{P_TL_OFF, COLOR_BLUE, -1},
+		{P_TL_PROBE, COLOR_YELLOW, -1},
+		{P_TL_LOST, COLOR_RED, -1},
+		{P_TL_UNKNOWN, COLOR_WHITE, -1},
+		{P_GREW, COLOR_WHITE, COLOR_RED},
+		{P_SHRANK, COLOR_WHITE, COLOR_BLUE},
+		{P_SAME, COLOR_BLACK, COLOR_WHITE},
+		{P_TITLE, COLOR_BLACK, COLOR_CYAN},
+		{P_MARK, COLOR_YELLOW, -1},
+		{P_SER_RQ, COLOR_MAGENTA, -1},
+		{P_SER_CS, COLOR_CYAN, -1},
+	};
+
 	a->color = a->color && has_colors();
 	if (!a->color)
 		return;
 	start_color();
 	use_default_colors();
-	init_pair(P_EXE, COLOR_BLACK, COLOR_YELLOW);
-	init_pair(P_LIB, COLOR_BLACK, COLOR_CYAN);
-	init_pair(P_JIT, COLOR_BLACK, COLOR_WHITE);
-	init_pair(P_UNSYM, COLOR_BLACK, COLOR_WHITE);
-	init_pair(P_KERNEL, COLOR_WHITE, COLOR_BLUE);
-	init_pair(P_MARKER, COLOR_WHITE, COLOR_RED);
-	init_pair(P_GROUP, COLOR_BLACK, COLOR_GREEN);
-	init_pair(P_ROOT, COLOR_BLACK, COLOR_WHITE);
-	init_pair(P_MATCH, COLOR_BLACK, COLOR_MAGENTA);
-	init_pair(P_TL_ON, COLOR_GREEN, -1);
-	init_pair(P_TL_OFF, COLOR_BLUE, -1);
-	init_pair(P_TL_PROBE, COLOR_YELLOW, -1);
-	init_pair(P_TL_LOST, COLOR_RED, -1);
-	init_pair(P_TL_UNKNOWN, COLOR_WHITE, -1);
-	init_pair(P_GREW, COLOR_WHITE, COLOR_RED);
-	init_pair(P_SHRANK, COLOR_WHITE, COLOR_BLUE);
-	init_pair(P_SAME, COLOR_BLACK, COLOR_WHITE);
-	init_pair(P_TITLE, COLOR_BLACK, COLOR_CYAN);
-	init_pair(P_MARK, COLOR_YELLOW, -1);
-	init_pair(P_SER_RQ, COLOR_MAGENTA, -1);
-	init_pair(P_SER_CS, COLOR_CYAN, -1);
+	for (size_t i = 0; i < ARRAY_SIZE(colors); i++)
+		init_pair(colors[i].pair, colors[i].fg, colors[i].bg);
 }
 
 static attr_t pair_attr(const struct vapp *a, short p)
