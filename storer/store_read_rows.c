@@ -200,3 +200,102 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 		return set_query(r, t0_ns, t1_ns, f, fn, ctx);
 	return query_one(r, t0_ns, t1_ns, f, fn, ctx);
 }
+
+/* ---- the seconds holding rows: store_reader__records() */
+
+struct secs {
+	int64_t *v;
+	uint32_t n, cap;
+};
+
+/* The distinct seconds of one block's rows (its sec column only) onto ss. */
+static int block_secs(const uint8_t *p, size_t len, int64_t base_s, struct secs *ss)
+{
+	struct rbuf b = {.p = p, .len = len};
+	uint64_t n = rbuf__varint(&b), i;
+	int64_t sec = base_s;
+
+	if (b.bad || n > len / 13 + 1)
+		return -EBADMSG;
+	for (i = 0; i < n; i++) {
+		uint64_t v = rbuf__varint(&b);
+
+		sec += (int64_t)MIN(v, (uint64_t)UINT16_MAX);
+		if (b.bad)
+			return -EBADMSG;
+		/* Rows are sorted by second: one entry per second of the block. */
+		if (ss->n && ss->v[ss->n - 1] == sec)
+			continue;
+		if (grow((void **)&ss->v, &ss->cap, ss->n + 1, sizeof(*ss->v)) < 0)
+			return -ENOMEM;
+		ss->v[ss->n++] = sec;
+	}
+	return 0;
+}
+
+static int secs_collect(struct store_reader *r, struct secs *ss)
+{
+	struct blk_iter it;
+	struct rseg *s;
+	struct rblock *b;
+	int ret;
+
+	if (r->subs) {
+		for (uint32_t i = 0; i < r->n_subs; i++) {
+			ret = secs_collect(r->subs[i], ss);
+			if (ret < 0)
+				return ret;
+		}
+		return 0;
+	}
+	blk_iter__init(&it, 0, UINT64_MAX - NSEC_PER_SEC, 0, false);
+	while ((ret = blk_iter__next(r, &it, &s, &b)) > 0) {
+		struct store_block_hdr h;
+		int n = store_read__section(r, s, b, true, &h);
+
+		if (n == -ENOMEM)
+			return n;
+		if (n < 0)
+			continue;
+		ret = block_secs(r->rawbuf, (size_t)n, (int64_t)(h.t_min_ns / NSEC_PER_SEC), ss);
+		if (ret == -EBADMSG) {
+			r->st.blocks_corrupt++;
+			b->bad = true;
+			store_read__notice(r, "%s: block at %u has malformed rows, skipped",
+					   s->path, b->off);
+			continue;
+		}
+		if (ret < 0)
+			return ret;
+	}
+	return ret;
+}
+
+static int sec_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int store_reader__records(struct store_reader *r, int64_t *ret_first_s, int64_t *ret_last_s,
+			  uint64_t *ret_records)
+{
+	struct secs ss = {0};
+	uint64_t n = 0;
+	int ret = secs_collect(r, &ss);
+
+	if (ret < 0) {
+		free(ss.v);
+		return ret;
+	}
+	if (ss.n)
+		qsort(ss.v, ss.n, sizeof(*ss.v), sec_cmp);
+	for (uint32_t i = 0; i < ss.n; i++)
+		n += !i || ss.v[i] != ss.v[i - 1];
+	*ret_first_s = ss.n ? ss.v[0] : 0;
+	*ret_last_s = ss.n ? ss.v[ss.n - 1] : 0;
+	*ret_records = n;
+	free(ss.v);
+	return 0;
+}
