@@ -567,8 +567,9 @@ END_TEST
 
 /*
  * `cpa monitor --oneshot`'s export: every record of the root's stores, the
- * same lines and counts as `cpa show` writes for the whole range; then
- * store_root__remove() leaves nothing of the root.
+ * same lines and counts as `cpa show --show_raw` writes for the whole range
+ * (CPA's one-shot file: the raw label first); then store_root__remove()
+ * leaves nothing of the root.
  */
 START_TEST(test_show_export_root)
 {
@@ -583,6 +584,7 @@ START_TEST(test_show_export_root)
 	snprintf(pb, sizeof(pb), "%s/oneshot.prof", root);
 	o.output_num = NSEC;
 	o.output_prof = pa;
+	o.show_raw = true;
 	ck_assert_int_eq(run(&o), 0);
 	ck_assert_int_eq(show_export_root(root, pb), 0);
 	read_prof(pa, a);
