@@ -196,7 +196,7 @@ static const struct opt_def opt_table[] = {
 	{"endtime", 'E', OPT_STR, SHOW, O(show.endtime), 0, 0, "HH:MM:SS",
 	 "end, local time of day; decides the number of records", check_time},
 	{"output_num", 'n', OPT_LONG, SHOW, O(show.output_num), 1, LONG_MAX, "N",
-	 "number of records (1-second) to export from the start; must be a positive integer "
+	 "must be a positive integer: the number of 1-second records to export from the start "
 	 "(default 1); past the last record: Not Found Enough Records",
 	 NULL},
 	{"output_prof", 'o', OPT_STR, SHOW, O(show.output_prof), 0, 0, "PATH",
