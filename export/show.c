@@ -361,22 +361,22 @@ int show_pick_dir(const char *read, long tod, char *buf, size_t len)
 		snprintf(buf, len, "%s", read);
 		return 0;
 	}
-	/* CPA's words first ("failed to open input file"), scripts grep them. */
+	/* CPA's words first ("failed to open input file"), scripts grep them; as cpa-view. */
 	if (access(read, F_OK) < 0) {
 		r = -errno;
 		log_error_errno(r,
-				"failed to open input file '%s': %m (--read: a cpa_YYMMDD... "
-				"dir or the root holding them)",
+				"failed to open input file: '%s': %m (--read: a cpa_YYMMDD... dir "
+				"or the root holding them)",
 				read);
 		return r;
 	}
 	r = store_root__pick(read, tod, buf, len);
 	if (r == -ENOENT)
-		log_error("failed to open input file '%s': no cpa store in it (want a "
-			  "cpa_YYMMDD... dir or the root holding them)",
+		log_error("failed to open input file: no cpa store in '%s' (want a cpa_YYMMDD... "
+			  "dir or the root holding them)",
 			  read);
 	else if (r < 0)
-		log_error_errno(r, "failed to open input file '%s': read store root: %m", read);
+		log_error_errno(r, "failed to open input file: read store root '%s': %m", read);
 	return r;
 }
 

@@ -636,7 +636,7 @@ START_TEST(test_null_is_default)
 	ck_assert_int_eq(r.code, 1);
 	ck_assert_ptr_null(strstr(r.err, "btf"));
 	ck_assert_ptr_nonnull(
-		strstr(r.err, "failed to open input file '/nonexistent-cpa-store': No such file"));
+		strstr(r.err, "failed to open input file: '/nonexistent-cpa-store': No such file"));
 }
 END_TEST
 
