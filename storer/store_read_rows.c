@@ -160,16 +160,19 @@ static int set_query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 	return 0;
 }
 
-static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
-		     const struct store_filter *f, store_sample_fn fn, void *ctx)
+/* What one block's decoded rows are given to (walk_rows()). */
+typedef int (*rows_fn)(struct store_reader *r, struct rseg *s, const uint8_t *p, size_t len,
+		       int64_t base_s, void *arg);
+
+/* The data section of every block of the walk to fn; a block whose rows are
+ * malformed (fn: -EBADMSG) is marked bad and passed over. */
+static int walk_rows(struct store_reader *r, struct blk_iter *it, rows_fn fn, void *arg)
 {
-	struct blk_iter it;
 	struct rseg *s;
 	struct rblock *b;
 	int ret;
 
-	blk_iter__init(&it, t0_ns, t1_ns, 0, true);
-	while ((ret = blk_iter__next(r, &it, &s, &b)) > 0) {
+	while ((ret = blk_iter__next(r, it, &s, &b)) > 0) {
 		struct store_block_hdr h;
 		int n = store_read__section(r, s, b, true, &h);
 
@@ -178,8 +181,7 @@ static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 		if (n < 0)
 			continue;
 		r->st.blocks_read++;
-		ret = emit_rows(r, s, r->rawbuf, (size_t)n, (int64_t)(h.t_min_ns / NSEC_PER_SEC),
-				it.t0s, it.t1s, f, fn, ctx);
+		ret = fn(r, s, r->rawbuf, (size_t)n, (int64_t)(h.t_min_ns / NSEC_PER_SEC), arg);
 		if (ret == -EBADMSG) {
 			r->st.blocks_corrupt++;
 			b->bad = true;
@@ -191,6 +193,33 @@ static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 			return ret;
 	}
 	return ret;
+}
+
+struct query_args {
+	int64_t t0s, t1s;
+	const struct store_filter *f;
+	store_sample_fn fn;
+	void *ctx;
+};
+
+static int query_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, size_t len,
+		      int64_t base_s, void *arg)
+{
+	const struct query_args *q = arg;
+
+	return emit_rows(r, s, p, len, base_s, q->t0s, q->t1s, q->f, q->fn, q->ctx);
+}
+
+static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+		     const struct store_filter *f, store_sample_fn fn, void *ctx)
+{
+	struct blk_iter it;
+	struct query_args q = {.f = f, .fn = fn, .ctx = ctx};
+
+	blk_iter__init(&it, t0_ns, t1_ns, 0, true);
+	q.t0s = it.t0s;
+	q.t1s = it.t1s;
+	return walk_rows(r, &it, query_rows, &q);
 }
 
 int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
@@ -208,13 +237,16 @@ struct secs {
 	uint32_t n, cap;
 };
 
-/* The distinct seconds of one block's rows (its sec column only) onto ss. */
-static int block_secs(const uint8_t *p, size_t len, int64_t base_s, struct secs *ss)
+/* The distinct seconds of one block's rows (its sec column only) onto arg, a struct secs. */
+static int block_secs(struct store_reader *r, struct rseg *s, const uint8_t *p, size_t len,
+		      int64_t base_s, void *arg)
 {
+	struct secs *ss = arg;
 	struct rbuf b = {.p = p, .len = len};
 	uint64_t n = rbuf__varint(&b), i;
 	int64_t sec = base_s;
 
+	(void)r, (void)s;
 	if (b.bad || n > len / 13 + 1)
 		return -EBADMSG;
 	for (i = 0; i < n; i++) {
@@ -236,8 +268,6 @@ static int block_secs(const uint8_t *p, size_t len, int64_t base_s, struct secs 
 static int secs_collect(struct store_reader *r, struct secs *ss)
 {
 	struct blk_iter it;
-	struct rseg *s;
-	struct rblock *b;
 	int ret;
 
 	if (r->subs) {
@@ -249,26 +279,7 @@ static int secs_collect(struct store_reader *r, struct secs *ss)
 		return 0;
 	}
 	blk_iter__init(&it, 0, UINT64_MAX - NSEC_PER_SEC, 0, false);
-	while ((ret = blk_iter__next(r, &it, &s, &b)) > 0) {
-		struct store_block_hdr h;
-		int n = store_read__section(r, s, b, true, &h);
-
-		if (n == -ENOMEM)
-			return n;
-		if (n < 0)
-			continue;
-		ret = block_secs(r->rawbuf, (size_t)n, (int64_t)(h.t_min_ns / NSEC_PER_SEC), ss);
-		if (ret == -EBADMSG) {
-			r->st.blocks_corrupt++;
-			b->bad = true;
-			store_read__notice(r, "%s: block at %u has malformed rows, skipped",
-					   s->path, b->off);
-			continue;
-		}
-		if (ret < 0)
-			return ret;
-	}
-	return ret;
+	return walk_rows(r, &it, block_secs, ss);
 }
 
 static int sec_cmp(const void *a, const void *b)

@@ -614,20 +614,25 @@ static void log_capture(enum log_level lvl, const char *line)
 }
 
 /*
- * As a run with scheduler metrics: metrics alone in seconds 0-1 and 10-11
- * (before the first sample and after the last), samples in seconds 2-9,
- * more metrics among them, and in second 5 an off-CPU sample of thread
- * 1234 of process 1000 (1 ms blocked).
+ * The fixture of the "cpa" case, as a run with scheduler metrics: metrics alone in seconds 0-1 and
+ * 10-11 (before the first sample and after the last), samples in seconds 2-9, more metrics among
+ * them, and in second 5 an off-CPU sample of thread 1234 of process 1000 (1 ms blocked).
  */
-static char *build_metrics_store(char *dir, size_t len)
+static char *mroot;
+static char mstore[1024];
+
+static void setup_metrics(void)
 {
 	struct store_writer_opts o = {.record_interval = 1};
 	struct store_writer *w;
 	uint64_t seq = 1, base = t_base_ns();
-	char *r = t_mkdtemp();
 	uint32_t sec, s;
 
-	o.root = r;
+	setenv("TZ", "UTC", 1);
+	tzset();
+	mroot = t_mkdtemp();
+	root = mroot; /* run() keeps its stdout there */
+	o.root = mroot;
 	ck_assert_int_eq(store_writer__new(&o, &w), 0);
 	t_defs(w, NSTACKS, 0);
 	for (sec = 0; sec < 12; sec++) {
@@ -654,8 +659,14 @@ static char *build_metrics_store(char *dir, size_t len)
 		}
 	}
 	store_writer__free(w);
-	ck_assert_int_eq(t_store_dir(r, dir, len), 0);
-	return r;
+	ck_assert_int_eq(t_store_dir(mroot, mstore, sizeof(mstore)), 0);
+}
+
+static void teardown_metrics(void)
+{
+	log_set_sink(NULL);
+	t_rm_rf(mroot);
+	free(mroot);
 }
 
 /*
@@ -665,19 +676,18 @@ static char *build_metrics_store(char *dir, size_t len)
  */
 START_TEST(test_show_records_num)
 {
-	char dir[1024], path[1100], idx[1100], first[8192];
-	char *r = build_metrics_store(dir, sizeof(dir));
+	char path[1100], idx[1100], first[8192];
 	struct show_opts o = defaults();
 	static const char range[] =
 		"Record Time From [ 10:00:02.000 ] to [ 10:00:09.000 ] Records Num: 8\n";
 
-	o.read = dir;
+	o.read = mstore;
 	o.show_range = true;
 	ck_assert_int_eq(run(&o), 0);
 	ck_assert_str_eq(out, range);
 
 	/* -n <Records Num> from the first record: every second of samples. */
-	snprintf(path, sizeof(path), "%s/all.prof", r);
+	snprintf(path, sizeof(path), "%s/all.prof", mroot);
 	o.show_range = false;
 	o.output_num = 8;
 	o.output_prof = path;
@@ -687,7 +697,7 @@ START_TEST(test_show_records_num)
 	snprintf(first, sizeof(first), "%s", out);
 
 	/* The index rebuilt from the segments (docs/store-format.md): the same. */
-	snprintf(idx, sizeof(idx), "%s/index", dir);
+	snprintf(idx, sizeof(idx), "%s/index", mstore);
 	ck_assert_int_eq(unlink(idx), 0);
 	o.show_range = true;
 	ck_assert_int_eq(run(&o), 0);
@@ -695,21 +705,18 @@ START_TEST(test_show_records_num)
 	o.show_range = false;
 	ck_assert_int_eq(run(&o), 0);
 	ck_assert_str_eq(out, first);
-	t_rm_rf(r);
-	free(r);
 }
 END_TEST
 
 /* The off-CPU raw label, as CPA's: the thread id in the pid slot, the tgid in the cgroup slot. */
 START_TEST(test_show_raw_offcpu)
 {
-	char dir[1024], path[1100];
-	char *r = build_metrics_store(dir, sizeof(dir));
+	char path[1100];
 	struct show_opts o = defaults();
 	struct prof p;
 
-	snprintf(path, sizeof(path), "%s/off.prof", r);
-	o.read = dir;
+	snprintf(path, sizeof(path), "%s/off.prof", mroot);
+	o.read = mstore;
 	o.starttime = "10:00:05";
 	o.output_prof = path;
 	o.show_raw = true;
@@ -721,8 +728,6 @@ START_TEST(test_show_raw_offcpu)
 		strncmp(p.lines[0], "worker         app            -1000-1-1234|ENV_A;", 49) == 0,
 		"%s", p.lines[0]);
 	ck_assert_uint_eq(p.counts[0], 1000000);
-	t_rm_rf(r);
-	free(r);
 }
 END_TEST
 
@@ -733,12 +738,11 @@ END_TEST
  */
 START_TEST(test_show_said)
 {
-	char dir[1024], path[1100];
-	char *r = build_metrics_store(dir, sizeof(dir));
+	char path[1100];
 	struct show_opts o = defaults();
 
-	snprintf(path, sizeof(path), "%s/x.prof", r);
-	o.read = dir;
+	snprintf(path, sizeof(path), "%s/x.prof", mroot);
+	o.read = mstore;
 	o.output_prof = path;
 	o.starttime = "09:59:00";
 	o.output_num = 2;
@@ -766,9 +770,6 @@ START_TEST(test_show_said)
 	o.kind = SHOW_KIND_ON;
 	ck_assert_int_eq(run(&o), 0);
 	ck_assert_str_eq(logbuf, "");
-	log_set_sink(NULL);
-	t_rm_rf(r);
-	free(r);
 }
 END_TEST
 
@@ -791,6 +792,10 @@ int main(void)
 	tcase_add_test(tc, test_show_filters);
 	tcase_add_test(tc, test_show_errors);
 	tcase_add_test(tc, test_show_export_root);
+	suite_add_tcase(s, tc);
+	/* CPA's behaviours, over a store with metrics-only seconds and an off-CPU sample. */
+	tc = tcase_create("cpa");
+	tcase_add_checked_fixture(tc, setup_metrics, teardown_metrics);
 	tcase_add_test(tc, test_show_records_num);
 	tcase_add_test(tc, test_show_raw_offcpu);
 	tcase_add_test(tc, test_show_said);
