@@ -56,7 +56,15 @@ static void usage_cmd(FILE *f, enum cpa_cmd cmd)
 			"       cpa ctl [--store_dir DIR] restart capture|unwindd|symd|storer\n"
 			"       cpa ctl [--store_dir DIR] rate <stage> <records/s, 0 = unlimited>\n"
 			"       cpa ctl [--store_dir DIR] mem unwindd|symd <cache cap, MiB>\n"
-			"Talks to the 'cpa monitor' whose pid is in DIR/" CPA_PIDFILE_NAME ".\n");
+			"Talks to the 'cpa monitor' whose pid is in DIR/" CPA_PIDFILE_NAME ".\n"
+			"\n"
+			"  status    state, pid, restarts, heartbeat, rate limit and counters of each\n"
+			"            stage; ring fill\n"
+			"  cost      what the agent costs this host, measured over SECONDS (1..3600):\n"
+			"            CPU and memory per process, BPF run time per program\n"
+			"  restart   restart one stage (nothing in its input ring is lost)\n"
+			"  rate      set a stage's rate limit, live\n"
+			"  mem       set a stage's cache cap, live\n");
 		break;
 	default:
 		usage(f);
