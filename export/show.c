@@ -52,6 +52,7 @@ struct show_ctx {
 	char *buf; /* line being built */
 	size_t len;
 	bool oom;
+	bool oneshot; /* show_export_root(): no --kind to point to */
 };
 
 static int fold_add(struct fold *f, const char *line, size_t len, uint64_t value)
@@ -511,7 +512,12 @@ static const struct show_acc *export_acc(const struct show_ctx *c)
 {
 	bool both = c->o->kind == SHOW_KIND_AUTO && c->acc[0].rows && c->acc[1].rows;
 
-	if (both)
+	if (both && c->oneshot)
+		log_warn(
+			"the run holds on- and off-CPU samples: wrote the off-CPU ones only "
+			"(counts in ns), as CPA's --offcpu one-shot; a run without --offcpu writes "
+			"the on-CPU ones");
+	else if (both)
 		log_warn("the range holds on- and off-CPU samples: wrote the off-CPU ones only "
 			 "(counts in ns); --kind on writes the on-CPU ones (counts in samples), "
 			 "--kind all both in one file");
@@ -708,7 +714,7 @@ int show_export_root(const char *root, const char *output_prof)
 				    .show_raw = true,
 				    .target_pid = -1,
 				    .target_cgroup_id = -1};
-	struct show_ctx c = {.o = &o};
+	struct show_ctx c = {.o = &o, .oneshot = true};
 	const struct show_acc *acc;
 	struct store_filter filt;
 	char **names = NULL;

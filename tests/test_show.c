@@ -770,6 +770,11 @@ START_TEST(test_show_said)
 	o.kind = SHOW_KIND_ON;
 	ck_assert_int_eq(run(&o), 0);
 	ck_assert_str_eq(logbuf, "");
+	/* The one-shot file of such a run: no --kind there, so it says what a run writes. */
+	ck_assert_int_eq(show_export_root(mroot, path), 0);
+	ck_assert_msg(strstr(logbuf, "the run holds on- and off-CPU samples: wrote the off-CPU "
+				     "ones only (counts in ns), as CPA's --offcpu one-shot"),
+		      "%s", logbuf);
 }
 END_TEST
 
