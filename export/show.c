@@ -645,20 +645,22 @@ int show_run(const struct show_opts *o)
 		 * metrics alone are no records): -n <Records Num> exports them all.
 		 * The window may still reach the metrics seconds after them.
 		 */
-		uint64_t plast = last;
+		uint64_t pfirst = first, plast = last;
 
 		if (recs && (uint64_t)rfirst != first / NS)
-			first = (uint64_t)rfirst * NS;
+			pfirst = (uint64_t)rfirst * NS;
 		if (recs && (uint64_t)rlast != last / NS)
 			plast = (uint64_t)rlast * NS;
 		/* On every run, as CPA: scripts read the range from an export too. */
-		fmt_tod(first, a, sizeof(a));
+		fmt_tod(pfirst, a, sizeof(a));
 		fmt_tod(plast, b, sizeof(b));
 		printf("Record Time From [ %s ] to [ %s ] Records Num: %llu\n", a, b,
 		       (unsigned long long)recs);
 		fflush(stdout);
+		/* --sched reads the metrics: its window may start before the first record. */
 		if (!o->show_range)
-			ret = run_export(o, r, dir, first, last, stod, etod, &filt);
+			ret = run_export(o, r, dir, show_sched_wanted(o) ? first : pfirst, last,
+					 stod, etod, &filt);
 	}
 	warn_skipped(r, dir);
 	store_reader__free(r);
