@@ -265,6 +265,11 @@ static int block_secs(struct store_reader *r, struct rseg *s, const uint8_t *p, 
 	return 0;
 }
 
+/*
+ * The seconds of a block whose index entry says all of them hold rows (the
+ * steady case) are taken from the index; the others' rows are read: metrics
+ * or trigger seconds without samples, blocks found by a scan (a rebuilt index).
+ */
 static int secs_collect(struct store_reader *r, struct secs *ss)
 {
 	struct blk_iter it;
@@ -278,7 +283,20 @@ static int secs_collect(struct store_reader *r, struct secs *ss)
 		}
 		return 0;
 	}
+	for (uint32_t si = 0; si < r->n_seg; si++)
+		for (uint32_t i = 0; i < r->segs[si].n; i++) {
+			const struct rblock *b = &r->segs[si].blocks[i];
+
+			if (b->bad || !rblock__full(b))
+				continue;
+			if (grow((void **)&ss->v, &ss->cap, ss->n + b->span_s + 1u,
+				 sizeof(*ss->v)) < 0)
+				return -ENOMEM;
+			for (uint32_t k = 0; k <= b->span_s; k++)
+				ss->v[ss->n++] = (int64_t)b->t_min_s + k;
+		}
 	blk_iter__init(&it, 0, UINT64_MAX - NSEC_PER_SEC, 0, false);
+	it.skip_full = true;
 	return walk_rows(r, &it, block_secs, ss);
 }
 
