@@ -37,11 +37,17 @@ static int signals_setup(void)
 	return 0;
 }
 
-static void usage(const char *name)
+static void usage(FILE *f, const char *name)
 {
-	fprintf(stderr,
-		"usage: %s [--verbose]\n"
-		"  Stage of the cpa pipeline; started by `cpa monitor` with the arena on fd %d.\n",
+	fprintf(f,
+		"Usage: %s [OPTION]...\n"
+		"A stage of the cpa pipeline (capture -> unwindd -> symd -> storer), started by\n"
+		"'cpa monitor' with the shared arena on fd %d; not run by hand. Its settings come\n"
+		"from the arena's config (the options of 'cpa monitor').\n"
+		"\n"
+		"  -v, --verbose   debug logging\n"
+		"  -h, --help      print this help and exit\n"
+		"  -V, --version   print the version and exit\n",
 		name, SHM_ARENA_FD);
 }
 
@@ -50,20 +56,24 @@ static int parse_argv(const char *name, int argc, char **argv)
 	static const struct option opts[] = {
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{},
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			log_set_level(LOG_LVL_DEBUG);
 			break;
 		case 'h':
-			usage(name);
+			usage(stdout, name);
+			return 0;
+		case 'V':
+			printf("%s %s\n", name, CPA_VERSION);
 			return 0;
 		default:
-			usage(name);
+			usage(stderr, name);
 			return 2;
 		}
 	}

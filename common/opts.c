@@ -102,17 +102,21 @@ static const struct opt_def opt_table[] = {
 	{"store_dir", 's', OPT_STR, MON | CTL, O(mon.store_dir), 0, 0, "DIR",
 	 "root of the rotating stores (default " CPA_DEFAULT_STORE_DIR ")", check_path},
 	{"backend", 0, OPT_STR, MON, O(mon.backend), 0, 0, "bpf|perf",
-	 "sampling backend (default bpf)", check_backend},
+	 "sampling backend to use: bpf or perf (default bpf). perf only supports on-cpu "
+	 "continuous profiling: no --offcpu, no --probe",
+	 check_backend},
 	{"freq", 'F', OPT_LONG, MON, O(mon.freq), CPA_FREQ_MIN, CPA_FREQ_MAX, "HZ",
 	 "samples per second per CPU, 1..10000 (CPA allowed 9..99; default 49)", NULL},
 	{"record_interval", 'r', OPT_LONG, MON, O(mon.record_interval), 1, 3600, "SEC",
 	 "flush/rotation/query granularity, 1..3600 (default 1)", NULL},
 	{"persistent_day", 'P', OPT_LONG, MON, O(mon.persistent_day), 1, 36500, "N",
-	 "keep the latest N days, N > 0 (default 7)", NULL},
+	 "keep today and the latest N days before it, N > 0 (default 7)", NULL},
 	{"oneshot", 0, OPT_BOOL, MON, O(mon.oneshot), 0, 0, NULL,
 	 "write one folded profile (--output_prof) at exit instead of a store", NULL},
 	{"output_prof", 'o', OPT_STR, MON, O(mon.output_prof), 0, 0, "PATH",
-	 "one-shot output (default cpa.prof)", check_path},
+	 "output flamegraph file path of --oneshot: folded stacks, CPA's raw label first "
+	 "(default cpa.prof)",
+	 check_path},
 	{"pid", 'p', OPT_LONG, MON, O(mon.pid), 1, 4194304, "PID",
 	 "capture one process (pid or tgid; default all)", NULL},
 	{"comm", 'n', OPT_STR, MON, O(mon.comm), 0, 0, "NAME",
@@ -192,17 +196,23 @@ static const struct opt_def opt_table[] = {
 	{"endtime", 'E', OPT_STR, SHOW, O(show.endtime), 0, 0, "HH:MM:SS",
 	 "end, local time of day; decides the number of records", check_time},
 	{"output_num", 'n', OPT_LONG, SHOW, O(show.output_num), 1, LONG_MAX, "N",
-	 "number of 1-second records from the start, N > 0 (default 1); past the last record: "
-	 "Not Found Enough Records",
+	 "must be a positive integer: the number of 1-second records to export from the start "
+	 "(default 1); past the last record: Not Found Enough Records",
 	 NULL},
 	{"output_prof", 'o', OPT_STR, SHOW, O(show.output_prof), 0, 0, "PATH",
-	 "output file (default cpa_<HH:MM:SS.mmm>_<n>.prof)", check_path},
+	 "output flamegraph file path (default cpa_<HH:MM:SS.mmm>_<n>.prof; --format by its "
+	 "suffix)",
+	 check_path},
 	{"show_range", 'p', OPT_BOOL, SHOW, O(show.show_range), 0, 0, NULL,
-	 "print the available range and exit", NULL},
+	 "print available record time range and exit (Records Num: the seconds holding "
+	 "samples)",
+	 NULL},
 	{"use_cui", 'G', OPT_BOOL, SHOW, O(show.use_cui), 0, 0, NULL,
 	 "open the terminal UI at the selected time", NULL},
 	{"use_cache", 'u', OPT_BOOL, SHOW, O(show.use_cache), 0, 0, NULL,
-	 "reuse decoded data (accepted; our format needs no cache)", NULL},
+	 "reuse decompressed files (accepted, a no-op: cpa's store is read in place, nothing "
+	 "is decompressed to disk)",
+	 NULL},
 	{"split_path", 0, OPT_STR, SHOW, O(show.split_path), 0, 0, "DIR",
 	 "write the selected range as a new, smaller store", check_path},
 	{"show_thread_name", 'S', OPT_BOOL, SHOW, O(show.show_thread_name), 0, 0, NULL,
@@ -415,8 +425,11 @@ static int opt_set(const struct opt_def *d, const char *val, struct cpa_opts *o,
 	case OPT_LLONG:
 		r = parse_ll(val, d->min, d->max, &v);
 		if (r == -ERANGE) {
-			log_error("%s--%s: value '%s' out of range (must be %lld..%lld)", where,
-				  d->name, val, d->min, d->max);
+			/* CPA's words where a script may grep them ("persistent_day > 0"). */
+			log_error("%s--%s: value '%s' out of range (must be %lld..%lld)%s", where,
+				  d->name, val, d->min, d->max,
+				  d->off == O(mon.persistent_day) ? ": use persistent_day > 0"
+								  : "");
 			return -EINVAL;
 		}
 		if (r < 0) {
@@ -789,8 +802,17 @@ int cpa_opts__check(struct cpa_opts *o)
 		if (r < 0)
 			return r;
 	}
+	if (o->cmd == CPA_CMD_MONITOR && !strcmp(o->mon.backend, "perf") &&
+	    (o->mon.offcpu || o->mon.nr_probes)) {
+		log_error(
+			"perf backend only supports on-cpu continuous profiling: %s needs the BPF "
+			"backend (--backend bpf)",
+			o->mon.offcpu ? "--offcpu" : "--probe");
+		return -EINVAL;
+	}
 	if (o->cmd == CPA_CMD_SHOW && !o->show.read && !o->help) {
-		log_error("--read: a store directory is required");
+		log_error("arg \"read\" required but not present: --read DIR, a store directory "
+			  "(cpa_YYMMDD...) or the store root");
 		return -EINVAL;
 	}
 	if (o->btf_path) {
@@ -1068,7 +1090,8 @@ static int check_time(const struct opt_def *d, const char *val, struct cpa_opts 
 {
 	(void)o;
 	if (!time_of_day_valid(val)) {
-		log_error("%s--%s: invalid value '%s' (expected HH:MM:SS[.mmm], local time of day)",
+		log_error("%s--%s: invalid time format '%s' (expected HH:MM:SS[.mmm], local time "
+			  "of day)",
 			  where, d->name, val);
 		return -EINVAL;
 	}
@@ -1188,6 +1211,10 @@ void cpa_opts__print_help(FILE *f, enum cpa_cmd cmd)
 			bool global = d->scope == OPT_GLOBAL;
 
 			if (!(d->scope & scope) || global != (pass == 0))
+				continue;
+			/* Accepted everywhere (CPA's global options), used by monitor only. */
+			if (cmd != CPA_CMD_MONITOR &&
+			    (d->off == O(duration) || d->off == O(btf_path)))
 				continue;
 			if (d->shrt)
 				snprintf(left, sizeof(left), "-%c, --%s%s%s", d->shrt, d->name,

@@ -15,16 +15,21 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: cpa <command> [options]\n"
-		   "\n"
-		   "Commands:\n"
-		   "  monitor   run the profiler: supervise capture, unwindd, symd, storer\n"
-		   "  show      export a time range of a store as a folded .prof\n"
-		   "  ctl       status | restart | rate | mem of a running monitor\n"
-		   "  help      [command]: this text, or the options of a command\n"
-		   "  version   print the version\n"
-		   "\n"
-		   "Run 'cpa <command> --help' for the options of a command.\n");
+	fprintf(f,
+		"Usage: cpa <command> [options]\n"
+		"Continuous profiling agent, compatible with CPA's command line.\n"
+		"\n"
+		"Available COMMAND:\n"
+		"  monitor   run the profiler: sample every CPU, keep a per-second history in a\n"
+		"            store (or one profile with --oneshot)\n"
+		"  show      read a store: print its record range, export a time range as folded\n"
+		"            stacks (.prof), pprof, SVG or speedscope, a diff of two ranges, a\n"
+		"            smaller store; scheduler metrics, triggers; the terminal UI\n"
+		"  ctl       a running monitor: status | cost | restart | rate | mem\n"
+		"  help      [command]: this text, or the options of a command\n"
+		"  version   print the version (also --version)\n"
+		"\n"
+		"Run 'cpa <command> --help' for the options of a command.\n");
 }
 
 static void usage_cmd(FILE *f, enum cpa_cmd cmd)
@@ -37,8 +42,12 @@ static void usage_cmd(FILE *f, enum cpa_cmd cmd)
 			"SIGINT, SIGTERM or --duration stop it cleanly (everything is drained).\n");
 		break;
 	case CPA_CMD_SHOW:
-		fprintf(f, "Usage: cpa show --read DIR [options]\n"
-			   "Export a time range of a store as folded stacks (.prof).\n");
+		fprintf(f,
+			"Usage: cpa show --read DIR [options]\n"
+			"Print the record range of a store, and export a time range of it: folded\n"
+			"stacks (.prof, the default), pprof, SVG or speedscope (--format), a diff of\n"
+			"two ranges, a new smaller store (--split_path); or print its scheduler\n"
+			"metrics (--sched) and triggers (--triggers); or open cpa-view (--use_cui).\n");
 		break;
 	case CPA_CMD_CTL:
 		fprintf(f,
@@ -47,13 +56,24 @@ static void usage_cmd(FILE *f, enum cpa_cmd cmd)
 			"       cpa ctl [--store_dir DIR] restart capture|unwindd|symd|storer\n"
 			"       cpa ctl [--store_dir DIR] rate <stage> <records/s, 0 = unlimited>\n"
 			"       cpa ctl [--store_dir DIR] mem unwindd|symd <cache cap, MiB>\n"
-			"Talks to the 'cpa monitor' whose pid is in DIR/" CPA_PIDFILE_NAME ".\n");
+			"Talks to the 'cpa monitor' whose pid is in DIR/" CPA_PIDFILE_NAME ".\n"
+			"\n"
+			"  status    state, pid, restarts, heartbeat, rate limit and counters of each\n"
+			"            stage; ring fill\n"
+			"  cost      what the agent costs this host, measured over SECONDS (1..3600):\n"
+			"            CPU and memory per process, BPF run time per program\n"
+			"  restart   restart one stage (nothing in its input ring is lost)\n"
+			"  rate      set a stage's rate limit, live\n"
+			"  mem       set a stage's cache cap, live\n");
 		break;
 	default:
 		usage(f);
 		return;
 	}
 	cpa_opts__print_help(f, cmd);
+	if (cmd != CPA_CMD_MONITOR)
+		fprintf(f, "\n--duration and --btf_path (CPA's global options) are accepted and "
+			   "ignored here.\n");
 }
 
 int self_exe_dir(char *buf, size_t len)

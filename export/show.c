@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/cpulist.h"
 #include "common/intern.h"
@@ -51,6 +52,7 @@ struct show_ctx {
 	char *buf; /* line being built */
 	size_t len;
 	bool oom;
+	bool oneshot; /* show_export_root(): no --kind to point to */
 };
 
 static int fold_add(struct fold *f, const char *line, size_t len, uint64_t value)
@@ -143,12 +145,19 @@ static bool is_marker(const struct store_frame *f)
 	return (f->flags & CPA_FF_MARKER) && !store_frame__placeholder(f);
 }
 
-/* CPA's raw label: thread and process name in 15 columns each, then
- * -<cgroup_id>-<cpu>-<pid>|<env>. */
+/*
+ * CPA's raw label: thread and process name in 15 columns each, then
+ * -<cgroup_id>-<cpu>-<pid>|<env>. An off-CPU sample is labelled as CPA's
+ * off-CPU capture labels it: the thread id in the pid slot, the process id
+ * (tgid) in the cgroup slot (docs/cli.md).
+ */
 static void raw_label(const struct store_sample *s, const char *pc, char *buf, size_t len)
 {
+	bool off = s->kind == CPA_KIND_OFFCPU && !s->lost;
+
 	snprintf(buf, len, "%-15.15s%-15.15s-%llu-%u-%u|%s", s->comm[0] ? s->comm : pc, pc,
-		 (unsigned long long)s->cgroup_id, s->cpu, s->pid, s->env[0] ? s->env : "SYSTEM");
+		 off ? (unsigned long long)s->pid : (unsigned long long)s->cgroup_id, s->cpu,
+		 off && s->tid ? s->tid : s->pid, s->env[0] ? s->env : "SYSTEM");
 }
 
 static int on_sample(void *ctx, const struct store_sample *s)
@@ -303,19 +312,22 @@ static int parse_request(const struct show_opts *o, struct store_filter *filt, u
 			 long *ret_stod, long *ret_etod)
 {
 	if (!o->read || !*o->read) {
-		log_error("--read DIR is required: a store dir (cpa_YYMMDD...) or the store root");
+		log_error("arg \"read\" required but not present: --read DIR, a store dir "
+			  "(cpa_YYMMDD...) or the store root");
 		return -EINVAL;
 	}
 	if (o->output_num <= 0) {
-		log_error("--output_num must be > 0, got %ld", o->output_num);
+		log_error("--output_num must be a positive integer (> 0), got %ld", o->output_num);
 		return -EINVAL;
 	}
 	if (o->starttime && (*ret_stod = parse_tod(o->starttime)) < 0) {
-		log_error("bad --starttime '%s': want HH:MM:SS[.mmm]", o->starttime);
+		log_error("--starttime: invalid time format '%s' (expected HH:MM:SS[.mmm])",
+			  o->starttime);
 		return -EINVAL;
 	}
 	if (o->endtime && (*ret_etod = parse_tod_r(o->endtime, true)) < 0) {
-		log_error("bad --endtime '%s': want HH:MM:SS[.mmm]", o->endtime);
+		log_error("--endtime: invalid time format '%s' (expected HH:MM:SS[.mmm])",
+			  o->endtime);
 		return -EINVAL;
 	}
 	store_filter__init(filt);
@@ -350,13 +362,22 @@ int show_pick_dir(const char *read, long tod, char *buf, size_t len)
 		snprintf(buf, len, "%s", read);
 		return 0;
 	}
+	/* CPA's words first ("failed to open input file"), scripts grep them; as cpa-view. */
+	if (access(read, F_OK) < 0) {
+		r = -errno;
+		log_error_errno(r,
+				"failed to open input file: '%s': %m (--read: a cpa_YYMMDD... dir "
+				"or the root holding them)",
+				read);
+		return r;
+	}
 	r = store_root__pick(read, tod, buf, len);
 	if (r == -ENOENT)
-		log_error(
-			"no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
-			read);
+		log_error("failed to open input file: no cpa store in '%s' (want a cpa_YYMMDD... "
+			  "dir or the root holding them)",
+			  read);
 	else if (r < 0)
-		log_error_errno(r, "read store root '%s': %m", read);
+		log_error_errno(r, "failed to open input file: read store root '%s': %m", read);
 	return r;
 }
 
@@ -415,7 +436,7 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t las
 	/* Times of day are within the store's own day: that of its first record. */
 	int64_t first_s = (int64_t)(first / NS), last_s = (int64_t)(last / NS);
 	int64_t day0 = local_midnight(first_s);
-	int64_t t0 = stod >= 0 ? day0 + stod : first_s, end;
+	int64_t t0 = stod >= 0 ? day0 + stod : first_s, end = 0;
 	char a[32], b[32], ha[32], hb[32];
 
 	if (etod >= 0) {
@@ -424,15 +445,22 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t las
 			log_error("--endtime %s is not after the start", o->endtime);
 			return -EINVAL;
 		}
-		t0 = MAX(t0, first_s);
-	} else {
-		if (o->output_num > 366L * 86400) {
-			log_error("--output_num %ld is more than a year of records", o->output_num);
-			return -EINVAL;
-		}
-		t0 = MAX(t0, first_s);
-		end = t0 + o->output_num;
+	} else if (o->output_num > 366L * 86400) {
+		log_error("--output_num %ld is more than a year of records", o->output_num);
+		return -EINVAL;
 	}
+	if (t0 < first_s) {
+		/* CPA moved it too ("Export First Record"); say so: the range is not the one asked.
+		 */
+		fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
+		fmt_tod((uint64_t)first_s * NS, b, sizeof(b));
+		log_warn("Not Found Record in Start in %s, Export First Record: --starttime %s is "
+			 "before the store's first record, the export starts at %s",
+			 a, o->starttime ? o->starttime : a, b);
+		t0 = first_s;
+	}
+	if (etod < 0)
+		end = t0 + o->output_num;
 	if (end > last_s + 1 || end <= t0) {
 		fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
 		fmt_tod((uint64_t)end * NS, b, sizeof(b));
@@ -475,12 +503,28 @@ static void log_read_stats(const struct store_reader *r)
 		  (unsigned long long)st.blocks_torn);
 }
 
-/* CPA's last line: the seconds actually written and the distinct stacks. */
-/* What --kind exports: with the default, off-CPU when the window has any. */
+/*
+ * What --kind exports: with the default, off-CPU when the window has any.
+ * When it has both kinds, one is left out of the file: say which was
+ * written and how to get the other.
+ */
 static const struct show_acc *export_acc(const struct show_ctx *c)
 {
+	bool both = c->o->kind == SHOW_KIND_AUTO && c->acc[0].rows && c->acc[1].rows;
+
+	if (both && c->oneshot)
+		log_warn(
+			"the run holds on- and off-CPU samples: wrote the off-CPU ones only "
+			"(counts in ns), as CPA's --offcpu one-shot; a run without --offcpu writes "
+			"the on-CPU ones");
+	else if (both)
+		log_warn("the range holds on- and off-CPU samples: wrote the off-CPU ones only "
+			 "(counts in ns); --kind on writes the on-CPU ones (counts in samples), "
+			 "--kind all both in one file");
 	return &c->acc[c->o->kind == SHOW_KIND_AUTO && c->acc[1].rows ? 1 : 0];
 }
+
+/* CPA's last line: the seconds actually written and the distinct stacks. */
 
 static void print_write_line(const struct show_acc *acc, const char *path)
 {
@@ -574,6 +618,7 @@ int show_run(const struct show_opts *o)
 	struct store_filter filt;
 	char dir[PATH_MAX + 256], a[32], b[32];
 	uint64_t first, last, recs;
+	int64_t rfirst, rlast;
 	long stod = -1, etod = -1;
 	int ret;
 
@@ -589,17 +634,33 @@ int show_run(const struct show_opts *o)
 	ret = store_reader__range(r, &first, &last, &recs);
 	if (ret < 0) {
 		log_error("%s", store_reader__error(r));
+	} else if ((ret = store_reader__records(r, &rfirst, &rlast, &recs)) < 0) {
+		log_error_errno(ret, "read '%s': %m", dir);
 	} else if (o->probe_id >= 0 && (ret = show_probe(dir, o->probe_id)) < 0) {
 		/* logged */
 	} else {
+		/*
+		 * Records Num is exactly the seconds holding samples, and the range
+		 * runs from the first of them to the last (seconds of scheduler
+		 * metrics alone are no records): -n <Records Num> exports them all.
+		 * The window may still reach the metrics seconds after them.
+		 */
+		uint64_t pfirst = first, plast = last;
+
+		if (recs && (uint64_t)rfirst != first / NS)
+			pfirst = (uint64_t)rfirst * NS;
+		if (recs && (uint64_t)rlast != last / NS)
+			plast = (uint64_t)rlast * NS;
 		/* On every run, as CPA: scripts read the range from an export too. */
-		fmt_tod(first, a, sizeof(a));
-		fmt_tod(last, b, sizeof(b));
+		fmt_tod(pfirst, a, sizeof(a));
+		fmt_tod(plast, b, sizeof(b));
 		printf("Record Time From [ %s ] to [ %s ] Records Num: %llu\n", a, b,
 		       (unsigned long long)recs);
 		fflush(stdout);
+		/* --sched reads the metrics: its window may start before the first record. */
 		if (!o->show_range)
-			ret = run_export(o, r, dir, first, last, stod, etod, &filt);
+			ret = run_export(o, r, dir, show_sched_wanted(o) ? first : pfirst, last,
+					 stod, etod, &filt);
 	}
 	warn_skipped(r, dir);
 	store_reader__free(r);
@@ -648,12 +709,14 @@ static int fold_store(const char *dir, const struct store_filter *filt, struct s
 
 int show_export_root(const char *root, const char *output_prof)
 {
+	/* CPA's one-shot file: the raw label first (cpa_stackmap_oneshot.c). */
 	const struct show_opts o = {.read = root,
 				    .output_prof = output_prof,
 				    .output_num = 1,
+				    .show_raw = true,
 				    .target_pid = -1,
 				    .target_cgroup_id = -1};
-	struct show_ctx c = {.o = &o};
+	struct show_ctx c = {.o = &o, .oneshot = true};
 	const struct show_acc *acc;
 	struct store_filter filt;
 	char **names = NULL;

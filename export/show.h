@@ -70,7 +70,7 @@ int show_export(const struct show_opts *o, struct store_reader *r, const char *d
 		const struct store_filter *filt, int64_t t0, int64_t n);
 /*
  * `cpa monitor --oneshot`'s export: every record of every store dir under
- * root (the run's private store), no filter, the default labels, folded and
+ * root (the run's private store), no filter, CPA's raw label (as --show_raw), folded and
  * written to output_prof exactly as an export writes a .prof, then CPA's
  * Write line. A store without records gives an empty file (and a warning).
  * 0 or negative errno (already logged).

@@ -279,9 +279,16 @@ int store_reader__open_err(const char *dir, store_notice_fn notice, void *ctx,
 int store_reader__open_set(const char *const *dirs, uint32_t n, store_notice_fn notice, void *ctx,
 			   struct store_reader **ret, char *err, size_t errlen);
 
-/* First and last sample time (realtime ns) and the number of 1-second records. */
+/* First and last time (realtime ns) of the blocks (samples, metrics) and the
+ * number of 1-second records as the index tells it (cheap; an estimate when
+ * blocks hold metrics-only seconds or the index was rebuilt). */
 int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t *ret_last_ns,
 			uint64_t *ret_records);
+/* Exactly the seconds holding sample rows (on-, off-CPU, probe, loss; not
+ * metrics or triggers), read from every block's rows: the first and last of
+ * them and their number (0 when none). `cpa show`'s Records Num. */
+int store_reader__records(struct store_reader *r, int64_t *ret_first_s, int64_t *ret_last_s,
+			  uint64_t *ret_records);
 /* Every row with sec in [t0_ns, t1_ns) (whole seconds) passing f, in block
  * order. fn returning non-zero stops the walk and is returned. */
 int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,

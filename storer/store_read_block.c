@@ -189,6 +189,18 @@ static bool block_in(const struct rblock *b, int64_t t0s, int64_t t1s)
 	return (int64_t)b->t_min_s < t1s && (int64_t)b->t_min_s + b->span_s >= t0s;
 }
 
+/* Every second of the block's span holds rows, as its index entry says. */
+bool rblock__full(const struct rblock *b)
+{
+	return b->indexed && b->n_sec == (uint32_t)b->span_s + 1;
+}
+
+static bool it_wants(const struct blk_iter *it, const struct rblock *b)
+{
+	return (b->flags & it->need) == it->need && block_in(b, it->t0s, it->t1s) &&
+	       !(it->skip_full && rblock__full(b));
+}
+
 /* The segment's file open (on demand; closed once a walk is done with it).
  * 0, or -errno with a notice: the caller skips the segment. */
 static int seg_ensure_open(struct store_reader *r, struct rseg *s)
@@ -222,8 +234,7 @@ int blk_iter__next(struct store_reader *r, struct blk_iter *it, struct rseg **re
 
 		if (it->last < 0) {
 			for (uint32_t i = 0; i < s->n; i++)
-				if ((s->blocks[i].flags & it->need) == it->need &&
-				    block_in(&s->blocks[i], it->t0s, it->t1s))
+				if (it_wants(it, &s->blocks[i]))
 					it->last = i;
 			if (it->last < 0 || seg_ensure_open(r, s) < 0) {
 				it->last = -1;
@@ -240,8 +251,7 @@ int blk_iter__next(struct store_reader *r, struct blk_iter *it, struct rseg **re
 		while (it->i <= (uint32_t)it->last) {
 			struct rblock *b = &s->blocks[it->i++];
 
-			if (b->bad || (b->flags & it->need) != it->need ||
-			    !block_in(b, it->t0s, it->t1s))
+			if (b->bad || !it_wants(it, b))
 				continue;
 			*ret_s = s;
 			*ret_b = b;

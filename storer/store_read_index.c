@@ -379,7 +379,8 @@ static int read_index(struct store_reader *r)
 				    .t_min_s = e.t_min_s,
 				    .span_s = e.span_s,
 				    .n_sec = e.n_sec,
-				    .flags = e.flags};
+				    .flags = e.flags,
+				    .indexed = true};
 		if (seg_add_block(s, &b) < 0)
 			return -ENOMEM;
 	}

@@ -160,16 +160,19 @@ static int set_query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 	return 0;
 }
 
-static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
-		     const struct store_filter *f, store_sample_fn fn, void *ctx)
+/* What one block's decoded rows are given to (walk_rows()). */
+typedef int (*rows_fn)(struct store_reader *r, struct rseg *s, const uint8_t *p, size_t len,
+		       int64_t base_s, void *arg);
+
+/* The data section of every block of the walk to fn; a block whose rows are
+ * malformed (fn: -EBADMSG) is marked bad and passed over. */
+static int walk_rows(struct store_reader *r, struct blk_iter *it, rows_fn fn, void *arg)
 {
-	struct blk_iter it;
 	struct rseg *s;
 	struct rblock *b;
 	int ret;
 
-	blk_iter__init(&it, t0_ns, t1_ns, 0, true);
-	while ((ret = blk_iter__next(r, &it, &s, &b)) > 0) {
+	while ((ret = blk_iter__next(r, it, &s, &b)) > 0) {
 		struct store_block_hdr h;
 		int n = store_read__section(r, s, b, true, &h);
 
@@ -178,8 +181,7 @@ static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 		if (n < 0)
 			continue;
 		r->st.blocks_read++;
-		ret = emit_rows(r, s, r->rawbuf, (size_t)n, (int64_t)(h.t_min_ns / NSEC_PER_SEC),
-				it.t0s, it.t1s, f, fn, ctx);
+		ret = fn(r, s, r->rawbuf, (size_t)n, (int64_t)(h.t_min_ns / NSEC_PER_SEC), arg);
 		if (ret == -EBADMSG) {
 			r->st.blocks_corrupt++;
 			b->bad = true;
@@ -193,10 +195,136 @@ static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 	return ret;
 }
 
+struct query_args {
+	int64_t t0s, t1s;
+	const struct store_filter *f;
+	store_sample_fn fn;
+	void *ctx;
+};
+
+static int query_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, size_t len,
+		      int64_t base_s, void *arg)
+{
+	const struct query_args *q = arg;
+
+	return emit_rows(r, s, p, len, base_s, q->t0s, q->t1s, q->f, q->fn, q->ctx);
+}
+
+static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+		     const struct store_filter *f, store_sample_fn fn, void *ctx)
+{
+	struct blk_iter it;
+	struct query_args q = {.f = f, .fn = fn, .ctx = ctx};
+
+	blk_iter__init(&it, t0_ns, t1_ns, 0, true);
+	q.t0s = it.t0s;
+	q.t1s = it.t1s;
+	return walk_rows(r, &it, query_rows, &q);
+}
+
 int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 			const struct store_filter *f, store_sample_fn fn, void *ctx)
 {
 	if (r->subs)
 		return set_query(r, t0_ns, t1_ns, f, fn, ctx);
 	return query_one(r, t0_ns, t1_ns, f, fn, ctx);
+}
+
+/* ---- the seconds holding rows: store_reader__records() */
+
+struct secs {
+	int64_t *v;
+	uint32_t n, cap;
+};
+
+/* The distinct seconds of one block's rows (its sec column only) onto arg, a struct secs. */
+static int block_secs(struct store_reader *r, struct rseg *s, const uint8_t *p, size_t len,
+		      int64_t base_s, void *arg)
+{
+	struct secs *ss = arg;
+	struct rbuf b = {.p = p, .len = len};
+	uint64_t n = rbuf__varint(&b), i;
+	int64_t sec = base_s;
+
+	(void)r, (void)s;
+	if (b.bad || n > len / 13 + 1)
+		return -EBADMSG;
+	for (i = 0; i < n; i++) {
+		uint64_t v = rbuf__varint(&b);
+
+		sec += (int64_t)MIN(v, (uint64_t)UINT16_MAX);
+		if (b.bad)
+			return -EBADMSG;
+		/* Rows are sorted by second: one entry per second of the block. */
+		if (ss->n && ss->v[ss->n - 1] == sec)
+			continue;
+		if (grow((void **)&ss->v, &ss->cap, ss->n + 1, sizeof(*ss->v)) < 0)
+			return -ENOMEM;
+		ss->v[ss->n++] = sec;
+	}
+	return 0;
+}
+
+/*
+ * The seconds of a block whose index entry says all of them hold rows (the
+ * steady case) are taken from the index; the others' rows are read: metrics
+ * or trigger seconds without samples, blocks found by a scan (a rebuilt index).
+ */
+static int secs_collect(struct store_reader *r, struct secs *ss)
+{
+	struct blk_iter it;
+	int ret;
+
+	if (r->subs) {
+		for (uint32_t i = 0; i < r->n_subs; i++) {
+			ret = secs_collect(r->subs[i], ss);
+			if (ret < 0)
+				return ret;
+		}
+		return 0;
+	}
+	for (uint32_t si = 0; si < r->n_seg; si++)
+		for (uint32_t i = 0; i < r->segs[si].n; i++) {
+			const struct rblock *b = &r->segs[si].blocks[i];
+
+			if (b->bad || !rblock__full(b))
+				continue;
+			if (grow((void **)&ss->v, &ss->cap, ss->n + b->span_s + 1u,
+				 sizeof(*ss->v)) < 0)
+				return -ENOMEM;
+			for (uint32_t k = 0; k <= b->span_s; k++)
+				ss->v[ss->n++] = (int64_t)b->t_min_s + k;
+		}
+	blk_iter__init(&it, 0, UINT64_MAX - NSEC_PER_SEC, 0, false);
+	it.skip_full = true;
+	return walk_rows(r, &it, block_secs, ss);
+}
+
+static int sec_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int store_reader__records(struct store_reader *r, int64_t *ret_first_s, int64_t *ret_last_s,
+			  uint64_t *ret_records)
+{
+	struct secs ss = {0};
+	uint64_t n = 0;
+	int ret = secs_collect(r, &ss);
+
+	if (ret < 0) {
+		free(ss.v);
+		return ret;
+	}
+	if (ss.n)
+		qsort(ss.v, ss.n, sizeof(*ss.v), sec_cmp);
+	for (uint32_t i = 0; i < ss.n; i++)
+		n += !i || ss.v[i] != ss.v[i - 1];
+	*ret_first_s = ss.n ? ss.v[0] : 0;
+	*ret_last_s = ss.n ? ss.v[ss.n - 1] : 0;
+	*ret_records = n;
+	free(ss.v);
+	return 0;
 }

@@ -36,6 +36,7 @@ struct rblock {
 	uint32_t t_min_s;
 	uint16_t span_s;
 	uint8_t n_sec, flags;
+	bool indexed;	/* n_sec is the writer's (the index entry's), not a guess */
 	bool dict_done; /* its dictionary section was applied (or found bad) */
 	bool bad;
 };
@@ -155,11 +156,14 @@ struct blk_iter {
 	int64_t t0s, t1s;
 	uint8_t need; /* STORE_BF_* the block must have */
 	bool dict;
+	bool skip_full; /* pass over indexed blocks with rows in every second of their span */
 	uint32_t si, i;
 	int64_t last; /* last block of segment si in the range; -1: not entered */
 };
 
 void blk_iter__init(struct blk_iter *it, uint64_t t0_ns, uint64_t t1_ns, uint8_t need, bool dict);
+/* The index entry says every second of the block's span holds rows. */
+bool rblock__full(const struct rblock *b);
 /* 1 with the next block in *ret_s, *ret_b; 0 at the end; -ENOMEM. */
 int blk_iter__next(struct store_reader *r, struct blk_iter *it, struct rseg **ret_s,
 		   struct rblock **ret_b);

@@ -159,13 +159,14 @@ static void show_range(const char *store, struct range *r)
 	free(out);
 }
 
-/* Export the whole range as folded stacks without the env label; kind is
- * --kind's value, NULL for the default. */
-static char *show_kind(const char *store, const struct range *r, const char *kind)
+/* Export the whole range as folded stacks with the label option label
+ * ("--no_env", "--show_raw"); kind is --kind's value, NULL for the default. */
+static char *show_kind_label(const char *store, const struct range *r, const char *kind,
+			     const char *label)
 {
 	char cpa[1100], start[32], num[32], prof[1100];
 	char *argv[] = {cpa, "show", "--read", (char *)store, "-B", start, "--output_num",
-			num, "-o",   prof,     "--no_env",    NULL, NULL,  NULL};
+			num, "-o",   prof,     (char *)label, NULL, NULL,  NULL};
 	char *out, *text;
 	long span;
 	int rc, fd;
@@ -189,6 +190,12 @@ static char *show_kind(const char *store, const struct range *r, const char *kin
 	ck_assert_int_ge(fd, 0);
 	text = slurp_fd(fd);
 	return text;
+}
+
+/* As show_kind_label(), without the env label. */
+static char *show_kind(const char *store, const struct range *r, const char *kind)
+{
+	return show_kind_label(store, r, kind, "--no_env");
 }
 
 static char *show_all(const char *store, const struct range *r)
@@ -767,6 +774,30 @@ START_TEST(test_e2e_offcpu)
 	ck_assert_msg(strstr(prof, "OFFCPU SAMPLE") == NULL, "--kind on exported off-CPU lines");
 	ck_assert_msg(strstr(prof, ";wl_pinned_spin;") != NULL, "--kind on: no on-CPU samples");
 	free(prof);
+	/* The raw label of an off-CPU sample, as CPA's: "-<tgid>-<cpu>-<tid>|", and the
+	 * workload's threads are told apart (it blocks in threads of its own). */
+	prof = show_kind_label(store, &r, "off", "--show_raw");
+	{
+		long tgid = atol(pid_s), tid, other = 0, lines = 0;
+		char *save = NULL;
+
+		for (p = strtok_r(prof, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
+			unsigned long long slot;
+			unsigned int cpu;
+
+			ck_assert_msg(strlen(p) > 31 && p[30] == '-', "no raw label: '%s'", p);
+			ck_assert_int_eq(sscanf(p + 30, "-%llu-%u-%ld|", &slot, &cpu, &tid), 3);
+			if ((long)slot != tgid)
+				continue;
+			lines++;
+			ck_assert_int_ge(tid, tgid);
+			other += tid != tgid;
+		}
+		ck_assert_msg(lines > 0, "no off-CPU line with the tgid %ld in the cgroup slot",
+			      tgid);
+		ck_assert_msg(other > 0, "no off-CPU line of a thread other than %ld", tgid);
+	}
+	free(prof);
 	free(store);
 }
 END_TEST
@@ -1177,10 +1208,10 @@ static pid_t oneshot_start(const char *dir, char *prof, size_t len, const char *
 }
 
 /*
- * The one-shot profile, as a user checks it: CPA's folded layout on every
- * line ("SYSTEM;comm:pid;root;...;leaf; COUNT", the env label first as in a
- * `cpa show` export without --no_env), the workload's two hot chains intact,
- * and nothing of the run's work store left beside it.
+ * The one-shot profile, as a user checks it: CPA's one-shot layout on every
+ * line, the raw label first ("thread(15)process(15)-cgid-cpu-pid|SYSTEM;root;
+ * ...;leaf; COUNT", as `cpa show --show_raw`), the workload's two hot chains
+ * intact, and nothing of the run's work store left beside it.
  */
 static void oneshot_check(const char *dir, const char *prof, const char *out, pid_t pid)
 {
@@ -1196,8 +1227,21 @@ static void oneshot_check(const char *dir, const char *prof, const char *out, pi
 	ck_assert_msg(strncmp(out, "Write  [ ", 9) == 0 && strstr(out, write_line),
 		      "no Write line: '%s'", out);
 	for (l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		ck_assert_msg(strncmp(l, "SYSTEM;", 7) == 0, "no env label first: '%s'", l);
-		n += (size_t)sprintf(noenv + n, "%s\n", l + 7);
+		char *semi = strchr(l, ';'), *bar = strchr(l, '|'), *dash, pcomm[16];
+		int k = 15;
+
+		/* Scripts slice columns 0-15 and 15-30; "-cgid-cpu-pid|env" follows. */
+		ck_assert_msg(semi && bar && bar < semi && strlen(l) > 31 && l[30] == '-' &&
+				      !strncmp(bar, "|SYSTEM;", 8),
+			      "no raw label first: '%s'", l);
+		*bar = 0;
+		dash = strrchr(l, '-');
+		memcpy(pcomm, l + 15, 15);
+		while (k > 0 && pcomm[k - 1] == ' ')
+			k--;
+		pcomm[k] = 0;
+		/* As the default labels, for stats_of(): "comm:pid;frames". */
+		n += (size_t)sprintf(noenv + n, "%s:%s%s\n", pcomm, dash + 1, semi);
 	}
 	stats_of(noenv, pid, &st);
 	fprintf(stderr, "e2e oneshot: %ld samples of the workload (rooted %ld, a %ld, b %ld)\n",

@@ -557,8 +557,9 @@ END_TEST
 
 /*
  * `cpa monitor --oneshot`'s export: every record of the root's stores, the
- * same lines and counts as `cpa show` writes for the whole range; then
- * store_root__remove() leaves nothing of the root.
+ * same lines and counts as `cpa show --show_raw` writes for the whole range
+ * (CPA's one-shot file: the raw label first); then store_root__remove()
+ * leaves nothing of the root.
  */
 START_TEST(test_show_export_root)
 {
@@ -573,6 +574,7 @@ START_TEST(test_show_export_root)
 	snprintf(pb, sizeof(pb), "%s/oneshot.prof", root);
 	o.output_num = NSEC;
 	o.output_prof = pa;
+	o.show_raw = true;
 	ck_assert_int_eq(run(&o), 0);
 	ck_assert_int_eq(show_export_root(root, pb), 0);
 	read_prof(pa, a);
@@ -590,6 +592,182 @@ START_TEST(test_show_export_root)
 }
 END_TEST
 
+/* ---- CPA's behaviours (issue 28): a second store, its own root ---- */
+
+static char logbuf[8192];
+
+static void log_capture(enum log_level lvl, const char *line)
+{
+	(void)lvl;
+	strncat(logbuf, line, sizeof(logbuf) - strlen(logbuf) - 2);
+	strcat(logbuf, "\n");
+}
+
+/*
+ * The fixture of the "cpa" case, as a run with scheduler metrics: metrics alone in seconds 0-1 and
+ * 10-11 (before the first sample and after the last), samples in seconds 2-9, more metrics among
+ * them, and in second 5 an off-CPU sample of thread 1234 of process 1000 (1 ms blocked).
+ */
+static char *mroot;
+static char mstore[1024];
+
+static void setup_metrics(void)
+{
+	struct store_writer_opts o = {.record_interval = 1};
+	struct store_writer *w;
+	uint64_t seq = 1, base = t_base_ns();
+	uint32_t sec, s;
+
+	setenv("TZ", "UTC", 1);
+	tzset();
+	mroot = t_mkdtemp();
+	root = mroot; /* run() keeps its stdout there */
+	o.root = mroot;
+	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	t_defs(w, NSTACKS, 0);
+	for (sec = 0; sec < 12; sec++) {
+		struct cpa_metrics m = {.seq = seq++,
+					.time_ns = base + sec * T_NS + 500000000ULL,
+					.interval_ms = 1000,
+					.nr_cpus = 2};
+		struct cpa_sample_out smp;
+
+		ck_assert_int_eq(store_writer__add_metrics(w, &m, NULL), 0);
+		if (sec < 2 || sec > 9)
+			continue;
+		for (s = 1; s <= NSTACKS; s++) {
+			t_sample(&smp, seq++, base + sec * T_NS + s * 100000000ULL, s, 0);
+			ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+		}
+		if (sec == 5) {
+			t_sample(&smp, seq++, base + sec * T_NS + 900000000ULL, 1, 0);
+			smp.kind = CPA_KIND_OFFCPU;
+			smp.pid = 1000;
+			smp.tid = 1234;
+			smp.weight = 1000000;
+			ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+		}
+	}
+	store_writer__free(w);
+	ck_assert_int_eq(t_store_dir(mroot, mstore, sizeof(mstore)), 0);
+}
+
+static void teardown_metrics(void)
+{
+	log_set_sink(NULL);
+	t_rm_rf(mroot);
+	free(mroot);
+}
+
+/*
+ * Records Num is exactly the seconds holding samples, whatever else the
+ * store holds (metrics seconds, the index or a rebuilt one), and
+ * --output_num <Records Num> exports them all.
+ */
+START_TEST(test_show_records_num)
+{
+	char path[1100], idx[1100], first[8192];
+	struct show_opts o = defaults();
+	static const char range[] =
+		"Record Time From [ 10:00:02.000 ] to [ 10:00:09.000 ] Records Num: 8\n";
+
+	o.read = mstore;
+	o.show_range = true;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_str_eq(out, range);
+
+	/* -n <Records Num> from the first record: every second of samples. */
+	snprintf(path, sizeof(path), "%s/all.prof", mroot);
+	o.show_range = false;
+	o.output_num = 8;
+	o.output_prof = path;
+	o.kind = SHOW_KIND_ON;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "Write  [ 10:00:02.000 - 10:00:10.000 ] Record to "), "%s", out);
+	snprintf(first, sizeof(first), "%s", out);
+
+	/* The index rebuilt from the segments (docs/store-format.md): the same. */
+	snprintf(idx, sizeof(idx), "%s/index", mstore);
+	ck_assert_int_eq(unlink(idx), 0);
+	o.show_range = true;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_str_eq(out, range);
+	o.show_range = false;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_str_eq(out, first);
+}
+END_TEST
+
+/* The off-CPU raw label, as CPA's: the thread id in the pid slot, the tgid in the cgroup slot. */
+START_TEST(test_show_raw_offcpu)
+{
+	char path[1100];
+	struct show_opts o = defaults();
+	struct prof p;
+
+	snprintf(path, sizeof(path), "%s/off.prof", mroot);
+	o.read = mstore;
+	o.starttime = "10:00:05";
+	o.output_prof = path;
+	o.show_raw = true;
+	o.kind = SHOW_KIND_OFF;
+	ck_assert_int_eq(run(&o), 0);
+	read_prof(path, &p);
+	ck_assert_int_eq(p.n, 1);
+	ck_assert_msg(
+		strncmp(p.lines[0], "worker         app            -1000-1-1234|ENV_A;", 49) == 0,
+		"%s", p.lines[0]);
+	ck_assert_uint_eq(p.counts[0], 1000000);
+}
+END_TEST
+
+/*
+ * Quiet changes to the request are said on stderr: a -B before the first
+ * record (the export starts there), and a folded export of a range with both
+ * kinds (which one was written, how to get the other).
+ */
+START_TEST(test_show_said)
+{
+	char path[1100];
+	struct show_opts o = defaults();
+
+	snprintf(path, sizeof(path), "%s/x.prof", mroot);
+	o.read = mstore;
+	o.output_prof = path;
+	o.starttime = "09:59:00";
+	o.output_num = 2;
+	logbuf[0] = 0;
+	log_set_sink(log_capture);
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "Export Record Time From [ 10:00:02.000 - 10:00:04.000 ]"), "%s",
+		      out);
+	ck_assert_msg(strstr(logbuf, "Not Found Record in Start in 09:59:00.000, Export First "
+				     "Record: --starttime 09:59:00 is before the store's first "
+				     "record, the export starts at 10:00:02.000"),
+		      "%s", logbuf);
+	ck_assert_ptr_null(strstr(logbuf, "off-CPU"));
+
+	/* Second 5 holds both kinds: the default writes off-CPU, and says so. */
+	logbuf[0] = 0;
+	o.starttime = "10:00:05";
+	o.output_num = 1;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(logbuf, "the range holds on- and off-CPU samples: wrote the off-CPU "
+				     "ones only (counts in ns); --kind on writes the on-CPU ones"),
+		      "%s", logbuf);
+	/* Asked for one kind: nothing to say. */
+	logbuf[0] = 0;
+	o.kind = SHOW_KIND_ON;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_str_eq(logbuf, "");
+	/* The one-shot file of such a run: no --kind there, so it says what a run writes. */
+	ck_assert_int_eq(show_export_root(mroot, path), 0);
+	ck_assert_msg(strstr(logbuf, "the run holds on- and off-CPU samples: wrote the off-CPU "
+				     "ones only (counts in ns), as CPA's --offcpu one-shot"),
+		      "%s", logbuf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("show");
@@ -599,5 +777,8 @@ int main(void)
 			       test_show_errors, test_show_export_root);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
+	/* CPA's behaviours, over a store with metrics-only seconds and an off-CPU sample. */
+	tc = TEST_TCASE(s, "cpa", test_show_records_num, test_show_raw_offcpu, test_show_said);
+	tcase_add_checked_fixture(tc, setup_metrics, teardown_metrics);
 	return test_run_suite(s);
 }

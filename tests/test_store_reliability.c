@@ -818,6 +818,7 @@ static uint64_t show_total(const char *root, uint32_t nsec, const char *marker)
 {
 	static struct test_run r;
 	char out[1100], cmd[2400], end[16];
+	const char *err;
 
 	snprintf(out, sizeof(out), "%s/all.prof", root);
 	snprintf(end, sizeof(end), "10:%02u:%02u", nsec / 60 % 60, nsec % 60);
@@ -828,8 +829,12 @@ static uint64_t show_total(const char *root, uint32_t nsec, const char *marker)
 	/* Every file header is there, no block is corrupt (a block given up in
 	 * the middle of a segment may leave unreadable bytes: its samples are
 	 * in the loss row). */
-	ck_assert_msg(!strstr(r.err, "header") &&
-			      (!*r.err || strstr(r.err, " 0 torn and 0 corrupt block(s)")),
+	/* The store may start after 10:00:00 (its first blocks failed): cpa show
+	 * says it moved -B there (its first line), which is no damage. */
+	err = strstr(r.err, "Export First Record");
+	err = err && strchr(err, '\n') ? strchr(err, '\n') + 1 : r.err;
+	ck_assert_msg(!strstr(err, "header") &&
+			      (!*err || strstr(err, " 0 torn and 0 corrupt block(s)")),
 		      "%s", r.err);
 	return prof_total(out);
 }
