@@ -305,7 +305,7 @@ int cmd_monitor(struct cpa_opts *o)
 		/* Walked without following another user's link (safepath.h). */
 		r = safe_path__dir(store_arg, true, 0750, err, sizeof(err));
 		if (r < 0) {
-			log_error("--store_dir: cannot create it: %s", err);
+			log_error("--store_dir %s", err);
 			goto out;
 		}
 		close(r);
