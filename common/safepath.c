@@ -113,6 +113,24 @@ static void shown_add(char *shown, size_t len, const char *c)
 	snprintf(shown + n, len - n, "%s", c);
 }
 
+/* The target of the symlink name in dfd (its stat in st), if we may follow it. */
+static int link_read(int dfd, const char *name, const struct stat *st, const char *what,
+		     const char *shown, int *links, char *target, size_t len, char *err,
+		     size_t errlen)
+{
+	ssize_t tl;
+
+	if (!owner_ok(st->st_uid))
+		return refuse(err, errlen, what, "symlink", shown, st->st_uid);
+	if (++*links > SAFE_PATH_MAX_LINKS)
+		return fail(err, errlen, what, shown, -ELOOP);
+	tl = readlinkat(dfd, name, target, len - 1);
+	if (tl < 0)
+		return fail(err, errlen, what, shown, -errno);
+	target[tl] = 0;
+	return 0;
+}
+
 /*
  * Walk path from base (an fd on a directory; an absolute path restarts at /)
  * to the directory it names: its O_PATH fd and stat. *links counts the
@@ -177,17 +195,12 @@ again:
 		}
 		if (S_ISLNK(est.st_mode)) {
 			char target[PATH_MAX];
-			ssize_t tl;
 			char *nrest;
+			int r = link_read(dfd, comp, &est, what, shown, links, target,
+					  sizeof(target), err, errlen);
 
-			if (!owner_ok(est.st_uid))
-				return refuse(err, errlen, what, "symlink", shown, est.st_uid);
-			if (++*links > SAFE_PATH_MAX_LINKS)
-				return fail(err, errlen, what, shown, -ELOOP);
-			tl = readlinkat(dfd, comp, target, sizeof(target) - 1);
-			if (tl < 0)
-				return fail(err, errlen, what, shown, -errno);
-			target[tl] = 0;
+			if (r < 0)
+				return r;
 			if (asprintf(&nrest, "%s/%s", target, rest + off) < 0)
 				return fail(err, errlen, what, shown, -ENOMEM);
 			free(rest);
@@ -326,16 +339,11 @@ static int openat_links(int dfd, const char *what, const char *name, int flags, 
 		/* A link of ours or root's: where it leads, walked the same way. */
 		char target[PATH_MAX], leaf[NAME_MAX + 1];
 		_cleanup_close_ int tdfd = -1;
-		ssize_t tl;
 
-		if (!owner_ok(lst.st_uid))
-			return refuse(err, errlen, what, "symlink", name, lst.st_uid);
-		if (++*links > SAFE_PATH_MAX_LINKS)
-			return fail(err, errlen, what, name, -ELOOP);
-		tl = readlinkat(dfd, name, target, sizeof(target) - 1);
-		if (tl < 0)
-			return fail(err, errlen, what, name, -errno);
-		target[tl] = 0;
+		r = link_read(dfd, name, &lst, what, name, links, target, sizeof(target), err,
+			      errlen);
+		if (r < 0)
+			return r;
 		r = parent_at(dfd, what, target, links, &tdfd, leaf, sizeof(leaf), err, errlen);
 		if (r < 0)
 			return r;
