@@ -45,10 +45,13 @@ static int pidfile_take(const char *dir, char *path, size_t len, int *ret_fd)
 	if (dfd >= 0)
 		fd = safe_path__openat(dfd, path, CPA_PIDFILE_NAME, O_RDWR | O_CREAT, 0640, err,
 				       sizeof(err));
-	if (dfd < 0 || fd < 0) {
-		log_error("--store_dir '%s': cannot write the pid file: %s", dir, err);
-		return dfd < 0 ? dfd : fd;
+	r = dfd < 0 ? dfd : fd < 0 ? fd : 0;
+	if (r == -EPERM) {
+		log_error("--store_dir %s", err);
+		return r;
 	}
+	if (r < 0)
+		return log_error_errno(r, "--store_dir '%s': cannot write '%s': %m", dir, path);
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		ssize_t n;
 
@@ -304,10 +307,12 @@ int cmd_monitor(struct cpa_opts *o)
 
 		/* Walked without following another user's link (safepath.h). */
 		r = safe_path__dir(store_arg, true, 0750, err, sizeof(err));
-		if (r < 0) {
+		if (r == -EPERM)
 			log_error("--store_dir %s", err);
+		else if (r < 0)
+			log_error_errno(r, "--store_dir '%s': cannot create it: %m", store_arg);
+		if (r < 0)
 			goto out;
-		}
 		close(r);
 	}
 	if (!realpath(store_arg, d->store_dir)) {
