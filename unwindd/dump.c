@@ -49,6 +49,7 @@ struct udump {
 	uint64_t errors;
 	bool stopped;
 	bool vdso_done;
+	uint64_t checked_ns; /* may_dump() last passed (CLOCK_MONOTONIC) */
 
 	char *buf; /* maps text, reused */
 	size_t buf_cap;
@@ -222,6 +223,7 @@ int udump__open(const char *path, uint32_t pid, uint32_t freq, uint64_t max_byte
 	d->freq = freq ? freq : 1;
 	d->max_bytes = max_bytes ? max_bytes : UDUMP_MAX_BYTES;
 	d->bytes = (uint64_t)sb.st_size;
+	d->checked_ns = clock_ns(CLOCK_MONOTONIC);
 	d->fd = TAKE_FD(fd);
 	if (!d->bytes) {
 		struct udump_file_hdr h = {
@@ -257,9 +259,20 @@ void udump__free(struct udump *d)
 
 bool udump__want(struct udump *d, uint32_t pid)
 {
-	if (!d || pid != d->pid || d->stopped)
+	uint64_t now;
+
+	if (!d || pid != d->pid || d->stopped || d->count++ % d->freq != 0)
 		return false;
-	return d->count++ % d->freq == 0;
+	/* Asked again each second: the pid may now be another process's. */
+	now = clock_ns(CLOCK_MONOTONIC);
+	if (now - d->checked_ns >= NSEC_PER_SEC) {
+		if (may_dump(pid) < 0) {
+			d->stopped = true;
+			return false;
+		}
+		d->checked_ns = now;
+	}
+	return true;
 }
 
 int udump__maps(struct udump *d, uint32_t pid, const char *text, size_t len)
