@@ -28,11 +28,11 @@ sum=$(sha256sum "$secret/file")
 refused() {
 	local name=$1 what=$2 rc=$3
 	[ "$rc" != 0 ] || fail "$name: the monitor ran through nobody's link ($(tail -3 "$tmp/$name.log"))"
-	grep -q "$what.*owned by nobody" "$tmp/$name.log" ||
+	grep -q "$what.*owned by uid 65534" "$tmp/$name.log" ||
 		fail "$name: no line naming the link and its owner: $(cat "$tmp/$name.log")"
 	[ "$(sha256sum "$secret/file")" = "$sum" ] || fail "$name: root's file was overwritten"
 	[ "$(ls -A "$secret")" = file ] || fail "$name: cpa wrote into root's directory: $(ls -A "$secret")"
-	echo "$name: refused: $(grep -m1 'owned by nobody' "$tmp/$name.log")"
+	echo "$name: refused: $(grep -m1 'owned by uid 65534' "$tmp/$name.log")"
 }
 
 # 1. --store_dir through nobody's link to root's directory
@@ -56,10 +56,10 @@ spin=$!
 mkdir -m 700 "$tmp/store3"
 timeout 60 "$cpa" monitor --store_dir "$tmp/store3" -F 49 --duration 2 \
 	--debug_option "$spin,1,$shared/dump" >"$tmp/dump.log" 2>&1 || fail "dump: monitor failed"
-grep -q "symlink 'dump' is owned by nobody" "$tmp/dump.log" ||
+grep -q "symlink 'dump' is owned by uid 65534" "$tmp/dump.log" ||
 	fail "dump: no line naming the link and its owner: $(grep -i dump "$tmp/dump.log")"
 [ "$(sha256sum "$secret/file")" = "$sum" ] || fail "dump: root's file was written"
-echo "dump: refused: $(grep -m1 'owned by nobody' "$tmp/dump.log")"
+echo "dump: refused: $(grep -m1 'owned by uid 65534' "$tmp/dump.log")"
 
 # 4. a store cpa creates is not readable by others: directories 0750, files 0640
 timeout 60 "$cpa" monitor --store_dir "$tmp/new/store" -F 49 --duration 2 >"$tmp/new.log" 2>&1 ||

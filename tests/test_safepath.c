@@ -97,8 +97,7 @@ START_TEST(test_others_links)
 	snprintf(link, sizeof(link), "%s/store", shared);
 	as_nobody(symlink, secret, link);
 	ck_assert_int_eq(safe_path__dir(link, true, 0750, err, sizeof(err)), -EPERM);
-	ck_assert_msg(strstr(err, "symlink") && strstr(err, "owned by nobody (uid 65534)"), "%s",
-		      err);
+	ck_assert_msg(strstr(err, "symlink") && strstr(err, "owned by uid 65534"), "%s", err);
 	snprintf(sub, sizeof(sub), "%s/day/seg", link);
 	ck_assert_int_eq(safe_path__open(sub, O_WRONLY | O_CREAT, 0640, err, sizeof(err)), -EPERM);
 	ck_assert_int_eq(safe_path__parent(sub, &dfd, leaf, sizeof(leaf), err, sizeof(err)),
@@ -109,7 +108,7 @@ START_TEST(test_others_links)
 	ck_assert_int_eq(
 		safe_path__open(link, O_WRONLY | O_CREAT | O_TRUNC, 0640, err, sizeof(err)),
 		-EPERM);
-	ck_assert_msg(strstr(err, "'out.prof' is owned by nobody"), "%s", err);
+	ck_assert_msg(strstr(err, "'out.prof' is owned by uid 65534"), "%s", err);
 	ck_assert_int_eq(safe_path__check(link, err, sizeof(err)), -EPERM);
 	/* root's file is as it was, and nothing was created in root's directory */
 	ck_assert_int_eq(access(file, F_OK), 0);
@@ -132,7 +131,7 @@ START_TEST(test_others_entries)
 	snprintf(dir, sizeof(dir), "%s/store", shared);
 	as_nobody(plant_dir, dir, NULL);
 	ck_assert_int_eq(safe_path__dir(dir, true, 0750, err, sizeof(err)), -EPERM);
-	ck_assert_msg(strstr(err, "directory") && strstr(err, "owned by nobody"), "%s", err);
+	ck_assert_msg(strstr(err, "directory") && strstr(err, "owned by uid 65534"), "%s", err);
 	snprintf(path, sizeof(path), "%s/x.prof", dir);
 	ck_assert_int_eq(safe_path__open(path, O_WRONLY | O_CREAT, 0640, err, sizeof(err)), -EPERM);
 
@@ -141,7 +140,7 @@ START_TEST(test_others_entries)
 	ck_assert_int_eq(
 		safe_path__open(path, O_WRONLY | O_CREAT | O_TRUNC, 0640, err, sizeof(err)),
 		-EPERM);
-	ck_assert_msg(strstr(err, "file 'out.prof' is owned by nobody"), "%s", err);
+	ck_assert_msg(strstr(err, "file 'out.prof' is owned by uid 65534"), "%s", err);
 }
 END_TEST
 
