@@ -87,6 +87,27 @@ static void teardown(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
+/* dir (what nobody planted, a kind) is refused, and so is a file under it. */
+static void dir_refused(const char *dir, const char *kind)
+{
+	char sub[PATH_MAX + 64];
+
+	ck_assert_int_eq(safe_path__dir(dir, true, 0750, err, sizeof(err)), -EPERM);
+	ck_assert_msg(strstr(err, kind) && strstr(err, "owned by uid 65534"), "%s", err);
+	snprintf(sub, sizeof(sub), "%s/day/seg", dir);
+	ck_assert_int_eq(safe_path__open(sub, O_WRONLY | O_CREAT, 0640, err, sizeof(err)), -EPERM);
+}
+
+/* The file path (what nobody planted, words) is not opened for writing. */
+static void file_refused(const char *path, const char *words)
+{
+	ck_assert_int_eq(
+		safe_path__open(path, O_WRONLY | O_CREAT | O_TRUNC, 0640, err, sizeof(err)),
+		-EPERM);
+	ck_assert_msg(strstr(err, words), "%s", err);
+	ck_assert_int_eq(safe_path__check(path, err, sizeof(err)), -EPERM);
+}
+
 /* Links nobody planted are not followed: for a directory, a leaf, the parent. */
 START_TEST(test_others_links)
 {
@@ -96,20 +117,14 @@ START_TEST(test_others_links)
 	snprintf(file, sizeof(file), "%s/file", secret);
 	snprintf(link, sizeof(link), "%s/store", shared);
 	as_nobody(symlink, secret, link);
-	ck_assert_int_eq(safe_path__dir(link, true, 0750, err, sizeof(err)), -EPERM);
-	ck_assert_msg(strstr(err, "symlink") && strstr(err, "owned by uid 65534"), "%s", err);
+	dir_refused(link, "symlink");
 	snprintf(sub, sizeof(sub), "%s/day/seg", link);
-	ck_assert_int_eq(safe_path__open(sub, O_WRONLY | O_CREAT, 0640, err, sizeof(err)), -EPERM);
 	ck_assert_int_eq(safe_path__parent(sub, &dfd, leaf, sizeof(leaf), err, sizeof(err)),
 			 -EPERM);
 
 	snprintf(link, sizeof(link), "%s/out.prof", shared);
 	as_nobody(symlink, file, link);
-	ck_assert_int_eq(
-		safe_path__open(link, O_WRONLY | O_CREAT | O_TRUNC, 0640, err, sizeof(err)),
-		-EPERM);
-	ck_assert_msg(strstr(err, "'out.prof' is owned by uid 65534"), "%s", err);
-	ck_assert_int_eq(safe_path__check(link, err, sizeof(err)), -EPERM);
+	file_refused(link, "symlink 'out.prof' is owned by uid 65534");
 	/* root's file is as it was, and nothing was created in root's directory */
 	ck_assert_int_eq(access(file, F_OK), 0);
 	{
@@ -130,17 +145,11 @@ START_TEST(test_others_entries)
 
 	snprintf(dir, sizeof(dir), "%s/store", shared);
 	as_nobody(plant_dir, dir, NULL);
-	ck_assert_int_eq(safe_path__dir(dir, true, 0750, err, sizeof(err)), -EPERM);
-	ck_assert_msg(strstr(err, "directory") && strstr(err, "owned by uid 65534"), "%s", err);
-	snprintf(path, sizeof(path), "%s/x.prof", dir);
-	ck_assert_int_eq(safe_path__open(path, O_WRONLY | O_CREAT, 0640, err, sizeof(err)), -EPERM);
+	dir_refused(dir, "directory");
 
 	snprintf(path, sizeof(path), "%s/out.prof", shared);
 	as_nobody(plant_file, path, NULL);
-	ck_assert_int_eq(
-		safe_path__open(path, O_WRONLY | O_CREAT | O_TRUNC, 0640, err, sizeof(err)),
-		-EPERM);
-	ck_assert_msg(strstr(err, "file 'out.prof' is owned by uid 65534"), "%s", err);
+	file_refused(path, "file 'out.prof' is owned by uid 65534");
 }
 END_TEST
 
