@@ -7,11 +7,14 @@
 #include <getopt.h>
 #include <linux/capability.h>
 #include <stdio.h>
+#include <pwd.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "safepath.h"
 #include "shm/fault.h"
 
 volatile sig_atomic_t daemon_term;
@@ -130,6 +133,26 @@ static int drop_privileges(const struct shm_stage_desc *desc)
 	return r;
 }
 
+/*
+ * A stage whose file gave it capabilities (AT_SECURE: more than its caller
+ * had) runs only for root and the install's group: anyone else drops them
+ * all and is refused. Capabilities the caller already held (ambient, as
+ * systemd's AmbientCapabilities= gives) are the caller's own business.
+ */
+static int check_caller(const char *name)
+{
+	struct passwd *pw;
+
+	if (!getauxval(AT_SECURE) || cpa_group_member())
+		return 0;
+	(void)caps_drop(0);
+	pw = getpwuid(getuid());
+	log_error("%s has file capabilities: user %s (uid %u) is neither root nor in group '%s': "
+		  "refused",
+		  name, pw ? pw->pw_name : "?", (unsigned int)getuid(), cpa_group_name());
+	return -EPERM;
+}
+
 int daemon__wait_cap_ms(const struct cpa_config *cfg)
 {
 	uint32_t hang = cfg && cfg->hang_timeout_ms ? cfg->hang_timeout_ms : 10000;
@@ -237,6 +260,8 @@ int daemon__main(const struct daemon_stage *d, int argc, char **argv)
 	int r;
 
 	log_set_subsystem(name);
+	if (check_caller(name) < 0)
+		return 2;
 	r = parse_argv(name, argc, argv);
 	if (r >= 0)
 		return r;

@@ -8,10 +8,12 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "common/log.h"
+#include "common/safepath.h"
 
 static void usage(FILE *f)
 {
@@ -112,6 +114,8 @@ int main(int argc, char **argv)
 	int r;
 
 	std_fds_ensure();
+	/* Stores, dumps, exports: directories 0750, files 0640; the stages inherit it. */
+	umask(CPA_UMASK);
 	log_set_subsystem("cpa");
 	if (argc < 2) {
 		usage(stderr);

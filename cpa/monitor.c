@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/probespec.h"
+#include "common/safepath.h"
 #include "common/timeutil.h"
 #include "push_keeper.h"
 #include "shm/arena.h"
@@ -26,44 +28,30 @@
 #include "storer/store.h"
 #include "supervisor.h"
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /*
  * One monitor per store: the pid file is flock()ed for the monitor's life, so
  * a second monitor fails at once and `cpa ctl` can tell a stale file.
  */
 static int pidfile_take(const char *dir, char *path, size_t len, int *ret_fd)
 {
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int fd = -1, dfd = -1;
+	char buf[32], err[PATH_MAX + 128];
 	ssize_t wn = 0;
-	char buf[32];
 	int r = 0;
 
 	if ((size_t)snprintf(path, len, "%s/%s", dir, CPA_PIDFILE_NAME) >= len)
 		return log_error_errno(-ENAMETOOLONG, "pid file path too long");
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return log_error_errno(-errno, "--store_dir '%s': cannot write '%s': %m", dir,
-				       path);
+	dfd = safe_path__dir(dir, false, 0, err, sizeof(err));
+	if (dfd >= 0)
+		fd = safe_path__openat(dfd, path, CPA_PIDFILE_NAME, O_RDWR | O_CREAT, 0640, err,
+				       sizeof(err));
+	r = dfd < 0 ? dfd : fd < 0 ? fd : 0;
+	if (r == -EPERM) {
+		log_error("--store_dir %s", err);
+		return r;
+	}
+	if (r < 0)
+		return log_error_errno(r, "--store_dir '%s': cannot write '%s': %m", dir, path);
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		ssize_t n;
 
@@ -225,6 +213,13 @@ static int stage_dir_find(char *buf, size_t len)
 				"stage '%s' not usable at '%s': %m (build it, or set "
 				"CPA_STAGE_DIR)",
 				name, path);
+		/* The stage would refuse us itself (common/daemon.c); say it once, now. */
+		if (getxattr(path, "security.capability", NULL, 0) > 0 && !cpa_group_member()) {
+			log_error("stage '%s' has file capabilities: uid %u is neither root nor in "
+				  "group '%s': refused (docs/packaging.md)",
+				  path, (unsigned int)getuid(), cpa_group_name());
+			return -EPERM;
+		}
 	}
 	return 0;
 }
@@ -239,12 +234,19 @@ static int stage_dir_find(char *buf, size_t len)
 static int oneshot_root(const char *output, char *buf, size_t len)
 {
 	const char *slash = strrchr(output, '/');
+	char err[PATH_MAX + 128];
 	struct stat sb;
 	int n;
 
 	if (!*output || (stat(output, &sb) == 0 && S_ISDIR(sb.st_mode))) {
 		log_error("--output_prof '%s': want a file name, not a directory", output);
 		return -EISDIR;
+	}
+	/* Refused now, not after the run, if it is another user's link (safepath.h). */
+	n = safe_path__check(output, err, sizeof(err));
+	if (n < 0) {
+		log_error("--output_prof %s", err);
+		return n;
 	}
 	if (!slash)
 		n = snprintf(buf, len, "./.cpa-oneshot-XXXXXX");
@@ -300,10 +302,18 @@ int cmd_monitor(struct cpa_opts *o)
 			return 1;
 		store_arg = d->oneshot_dir;
 	}
-	r = mkdir_p(store_arg, 0755);
-	if (r < 0) {
-		log_error_errno(r, "--store_dir '%s': cannot create it: %m", store_arg);
-		goto out;
+	{
+		char err[PATH_MAX + 128];
+
+		/* Walked without following another user's link (safepath.h). */
+		r = safe_path__dir(store_arg, true, 0750, err, sizeof(err));
+		if (r == -EPERM)
+			log_error("--store_dir %s", err);
+		else if (r < 0)
+			log_error_errno(r, "--store_dir '%s': cannot create it: %m", store_arg);
+		if (r < 0)
+			goto out;
+		close(r);
 	}
 	if (!realpath(store_arg, d->store_dir)) {
 		log_error_errno(-errno, "--store_dir '%s': %m", store_arg);

@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
+#include "common/safepath.h"
 #include "push.h"
 
 static int usage(int rc)
@@ -89,6 +91,7 @@ int main(int argc, char **argv)
 	int c, r;
 
 	log_set_subsystem("push");
+	umask(CPA_UMASK); /* what it writes: 0640 (common/safepath.h) */
 	while ((c = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':

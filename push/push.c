@@ -31,6 +31,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/safepath.h"
 #include "export/export.h"
 #include "push.h"
 #include "storer/store.h"
@@ -113,22 +114,36 @@ static int64_t pos_load(const char *path)
 	return v;
 }
 
+/* Written beside it, then renamed, in a directory walked without following
+ * another user's link (common/safepath.h). */
 static int pos_save(const char *path, int64_t pos)
 {
-	char tmp[PATH_MAX + 8];
-	FILE *f;
+	char tmp[NAME_MAX + 16], leaf[NAME_MAX + 1], err[PATH_MAX + 128], buf[32];
+	_cleanup_close_ int dfd = -1, fd = -1;
+	int r, n;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	fprintf(f, "%lld\n", (long long)pos);
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
-		fclose(f);
-		return -errno;
+	r = safe_path__parent(path, &dfd, leaf, sizeof(leaf), err, sizeof(err));
+	if (r < 0) {
+		log_error("position file %s", err);
+		return r;
 	}
-	fclose(f);
-	return rename(tmp, path) < 0 ? -errno : 0;
+	fd = safe_path__tmpfile(dfd, leaf, 0640, tmp, sizeof(tmp), err, sizeof(err));
+	if (fd < 0) {
+		log_error("position file %s", err);
+		return fd;
+	}
+	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)pos);
+	if (write(fd, buf, (size_t)n) != n || fsync(fd) != 0) {
+		r = errno ? -errno : -EIO;
+		unlinkat(dfd, tmp, 0);
+		return r;
+	}
+	if (renameat(dfd, tmp, dfd, leaf) < 0) {
+		r = -errno;
+		unlinkat(dfd, tmp, 0);
+		return r;
+	}
+	return 0;
 }
 
 /* The window's pprof into tmp; 1 when written, 0 when the window holds no row. */
@@ -406,7 +421,14 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 			uint32_t freq = 0;
 			size_t len = 0;
 			_cleanup_free_ char *body = NULL;
+			char err[PATH_MAX + 128];
 
+			/* not another user's link (export__write() opens it by name) */
+			r = safe_path__check(tmp, err, sizeof(err));
+			if (r < 0) {
+				log_error("%s", err);
+				break;
+			}
 			r = export_window(d, nd, a, b, tmp);
 			if (r < 0)
 				break;

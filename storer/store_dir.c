@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "common/array.h"
+#include "common/log.h"
+#include "common/safepath.h"
 
 #include "store.h"
 #include "store_dir_pvt.h"
@@ -258,10 +260,11 @@ static int read_pid_note(const char *path)
 
 /* The holder's pid beside the lock, for the message of the one refused. Best
  * effort: the lock, not the note, is what counts (a full disk may refuse it). */
-static void write_pid_note(const char *path)
+static void write_pid_note(int dfd, const char *path)
 {
-	char buf[32];
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	char buf[32], err[PATH_MAX + 128];
+	int fd = safe_path__openat(dfd, path, STORE_LOCK_NAME, O_WRONLY | O_CREAT | O_TRUNC, 0640,
+				   err, sizeof(err));
 	int n;
 
 	if (fd < 0)
@@ -275,19 +278,20 @@ static void write_pid_note(const char *path)
 
 int store_root__lock(const char *root, int *ret_pid)
 {
-	char note[PATH_MAX + 16];
+	char note[PATH_MAX + 16], err[PATH_MAX + 128];
 	int fd;
 
 	if (ret_pid)
 		*ret_pid = 0;
-	if (mkdir(root, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	/* The root directory itself: a lock file could be deleted under us
-	 * (that is how a pid file lock was beaten), the root cannot while it
-	 * holds the store. */
-	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	/* Walked and created without following another user's link
+	 * (safepath.h). The root directory itself is locked: a lock file could
+	 * be deleted under us (that is how a pid file lock was beaten), the
+	 * root cannot while it holds the store. */
+	fd = safe_path__dir(root, true, 0750, err, sizeof(err));
+	if (fd < 0) {
+		log_error("%s", err);
+		return fd;
+	}
 	snprintf(note, sizeof(note), "%s/" STORE_LOCK_NAME, root);
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
@@ -297,6 +301,6 @@ int store_root__lock(const char *root, int *ret_pid)
 		close(fd);
 		return e;
 	}
-	write_pid_note(note);
+	write_pid_note(fd, note);
 	return fd;
 }

@@ -16,3 +16,14 @@ foreach(tag inside host)
   cpa_profiled_program(cpa-ns-spin-${tag})
   add_dependencies(test_priv cpa-ns-spin-${tag})
 endforeach()
+
+# Paths cpa writes as root, through links user nobody planted in a sticky
+# world-writable directory (common/safepath.h); the modes of a new store.
+add_test(NAME test_paths COMMAND ${CMAKE_CURRENT_LIST_DIR}/test_paths.sh)
+set_tests_properties(test_paths PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+  LABELS "e2e;root" ENVIRONMENT "CPA_BUILD_DIR=${CMAKE_BINARY_DIR}")
+
+# common/safepath alone: links and files nobody planted, the temp file +
+# renameat pattern of export -o and --split_path. Root, else exit 77.
+cpa_add_test(NAME test_safepath SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_safepath.c
+  LIBS cpa_common LABELS root)

@@ -9,6 +9,8 @@
 #include "dump.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/safepath.h"
 #include "common/timeutil.h"
 #include "procmaps.h"
 
@@ -46,6 +49,7 @@ struct udump {
 	uint64_t errors;
 	bool stopped;
 	bool vdso_done;
+	uint64_t checked_ns; /* may_dump() last passed (CLOCK_MONOTONIC) */
 
 	char *buf; /* maps text, reused */
 	size_t buf_cap;
@@ -115,20 +119,88 @@ static int write_rec(struct udump *d, uint32_t type, const void *a, size_t alen,
 	return write_iov(d, iov, n, sizeof(h) + len + pad);
 }
 
+/* The three first numbers of /proc/PID/status's line key ("Uid:", "Gid:"). */
+static int status_ids(FILE *f, const char *key, unsigned long v[3])
+{
+	char line[256];
+
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			return sscanf(line + strlen(key), "%lu %lu %lu", &v[0], &v[1], &v[2]) == 3
+				       ? 0
+				       : -EBADMSG;
+	return -EBADMSG;
+}
+
+/*
+ * A dump holds the target's raw stack memory: only of a process the real
+ * user could ptrace (whatever capabilities the stage holds). Root may dump
+ * any; anyone else a process whose real, effective and saved uids and gids
+ * are the real user's, that holds no capability and is dumpable (the /proc
+ * entry of a process that is not is root's).
+ */
+static int may_dump(uint32_t pid)
+{
+	unsigned long u[3], g[3], caps = 0;
+	char path[64], line[256];
+	FILE *f;
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	struct stat sb;
+	bool ok;
+
+	if (uid == 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	if (stat(path, &sb) < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (status_ids(f, "Uid:", u) < 0 || status_ids(f, "Gid:", g) < 0) {
+		fclose(f);
+		return -EBADMSG;
+	}
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "CapPrm:", 7))
+			caps = strtoul(line + 7, NULL, 16);
+	fclose(f);
+	ok = sb.st_uid == uid && sb.st_gid == gid && !caps;
+	for (int i = 0; i < 3; i++)
+		ok = ok && u[i] == uid && g[i] == gid;
+	if (!ok) {
+		log_error("--debug_option: uid %u could not ptrace pid %u (uid %lu, gid %lu%s): "
+			  "refused to dump its memory",
+			  (unsigned int)uid, pid, u[1], g[1], caps ? ", capabilities" : "");
+		return -EPERM;
+	}
+	return 0;
+}
+
 int udump__open(const char *path, uint32_t pid, uint32_t freq, uint64_t max_bytes,
 		struct udump **ret)
 {
 	_cleanup_close_ int fd = -1;
 	struct udump *d;
 	struct stat sb;
+	char err[PATH_MAX + 128];
+	int r;
 
 	if (!path || !*path || !pid)
 		return -EINVAL;
 	if (strlen(path) >= sizeof(d->path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
+	r = may_dump(pid);
+	if (r < 0)
+		return r;
+	fd = safe_path__open(path, O_RDWR | O_APPEND | O_CREAT, 0640, err, sizeof(err));
+	if (fd < 0) {
+		log_error("%s", err);
+		return fd;
+	}
 	if (fstat(fd, &sb) < 0)
 		return -errno;
 	if (!S_ISREG(sb.st_mode))
@@ -151,6 +223,7 @@ int udump__open(const char *path, uint32_t pid, uint32_t freq, uint64_t max_byte
 	d->freq = freq ? freq : 1;
 	d->max_bytes = max_bytes ? max_bytes : UDUMP_MAX_BYTES;
 	d->bytes = (uint64_t)sb.st_size;
+	d->checked_ns = clock_ns(CLOCK_MONOTONIC);
 	d->fd = TAKE_FD(fd);
 	if (!d->bytes) {
 		struct udump_file_hdr h = {
@@ -162,7 +235,6 @@ int udump__open(const char *path, uint32_t pid, uint32_t freq, uint64_t max_byte
 			.created_ns = clock_ns(CLOCK_REALTIME),
 		};
 		struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
-		int r;
 
 		memcpy(h.magic, UDUMP_MAGIC, 8);
 		r = write_iov(d, &iov, 1, sizeof(h));
@@ -187,9 +259,20 @@ void udump__free(struct udump *d)
 
 bool udump__want(struct udump *d, uint32_t pid)
 {
-	if (!d || pid != d->pid || d->stopped)
+	uint64_t now;
+
+	if (!d || pid != d->pid || d->stopped || d->count++ % d->freq != 0)
 		return false;
-	return d->count++ % d->freq == 0;
+	/* Asked again each second: the pid may now be another process's. */
+	now = clock_ns(CLOCK_MONOTONIC);
+	if (now - d->checked_ns >= NSEC_PER_SEC) {
+		if (may_dump(pid) < 0) {
+			d->stopped = true;
+			return false;
+		}
+		d->checked_ns = now;
+	}
+	return true;
 }
 
 int udump__maps(struct udump *d, uint32_t pid, const char *text, size_t len)
