@@ -340,12 +340,10 @@ static void down_mark(struct capture *c)
 	shm_stage__cnt_set(c->st, CAP_CNT_DOWN_PENDING_TIME, c->emit.loss[CAP_LOSS_DOWN].time_ns);
 	shm_stage__cnt_set(c->st, CAP_CNT_DOWN_PENDING, c->emit.loss[CAP_LOSS_DOWN].count);
 closed:
-	/* Until our first sync, we sample at that rate since now: a kill
-	 * before it leaves the next generation a gap it can estimate. */
-	if (rate) {
-		shm_stage__cnt_set(c->st, CAP_CNT_GEN_TICK_NS, now);
-		shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, rate);
-	}
+	/* Until our first sync, we sample since now, at that rate if known:
+	 * a kill before it leaves the next generation a gap it can estimate. */
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_TICK_NS, now);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, rate);
 	c->down_rate = 0;
 	shm_stage__cnt_set(c->st, CAP_CNT_DOWN_RATE, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_DOWN_SINCE_NS, 0);
@@ -409,6 +407,15 @@ static void dead_generation_fold(struct capture *c)
 		c->down_since_ns =
 			shm_stage__cnt(c->st, CAP_CNT_GEN_TICK_NS) +
 			(produced > synced ? produced - synced : 0) * NSEC_PER_SEC / c->down_rate;
+	/* Killed before its first sync with no rate known: its rate over its
+	 * life, from its attach (GEN_TICK_NS) to its last heartbeat. */
+	if (r >= 0 && !c->down_rate && produced > synced &&
+	    shm_stage__cnt(c->st, CAP_CNT_GEN_ALIVE_NS) >
+		    shm_stage__cnt(c->st, CAP_CNT_GEN_TICK_NS)) {
+		c->down_since_ns = shm_stage__cnt(c->st, CAP_CNT_GEN_ALIVE_NS);
+		c->down_rate = (produced - synced) * NSEC_PER_SEC /
+			       (c->down_since_ns - shm_stage__cnt(c->st, CAP_CNT_GEN_TICK_NS));
+	}
 	if (produced + carry > delivered)
 		lost = produced + carry - delivered;
 	if (r >= 0 && unlink(c->pin_path) < 0)
@@ -419,6 +426,7 @@ static void dead_generation_fold(struct capture *c)
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ACCT_DONE, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_SYNCED, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, 0);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ALIVE_NS, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_PINNED, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_CARRY, lost);
 	if (!lost)
@@ -776,6 +784,8 @@ int capture__tick(void *obj, uint64_t now_ns)
 	int r;
 
 	c->now = now_ns;
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ALIVE_NS,
+			   __atomic_load_n(&c->st->heartbeat_ns, __ATOMIC_RELAXED));
 	if (c->polled != -EINTR) {
 		c->poll_ms = cap_poll_next_ms(c->poll_ms, c->polled, now_ns - c->poll_last);
 		c->poll_last = now_ns;

@@ -51,10 +51,13 @@ enum capture_counter {
 	/* Gauges that carry a capture gap across kills until its DOWN_EST LOSS
 	 * record is committed to ring 0: a gap not yet estimated (a generation
 	 * died before it attached), and an estimate not yet committed. */
-	CAP_CNT_DOWN_SINCE_NS, /* kernel CLOCK_MONOTONIC the open gap began */
-	CAP_CNT_DOWN_RATE,     /* ... and the samples/s it is estimated at (0: none open) */
-	CAP_CNT_DOWN_PENDING,  /* estimated samples not yet committed as a LOSS record */
+	CAP_CNT_DOWN_SINCE_NS,	   /* kernel CLOCK_MONOTONIC the open gap began */
+	CAP_CNT_DOWN_RATE,	   /* ... and the samples/s it is estimated at (0: none open) */
+	CAP_CNT_DOWN_PENDING,	   /* estimated samples not yet committed as a LOSS record */
 	CAP_CNT_DOWN_PENDING_TIME, /* ... CLOCK_REALTIME of their gap's start */
+	/* Its heartbeat, copied each loop: when a generation killed before its
+	 * first sync was last alive, for its rate since its attach (GEN_TICK_NS). */
+	CAP_CNT_GEN_ALIVE_NS,
 	CAP_CNT_MAX_,
 };
 

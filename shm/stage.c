@@ -27,16 +27,20 @@ static const char *const capture_counters[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"gen_acct_done", "gen_acct_next",    "gen_acct_head",
 	"gen_carry",	 "gen_bpf_synced",   "gen_tick_ns",
 	"gen_rate",	 "gen_pinned",	     "not_sampled_while_down",
-	"offcpu_builds", "offcpu_places",   "down_since_ns",
-	"down_rate",	 "down_pending",    "down_pending_time",
+	"offcpu_builds", "offcpu_places",    "down_since_ns",
+	"down_rate",	 "down_pending",     "down_pending_time",
+	"gen_alive_ns",
 };
 static const char *const unwindd_counters[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-	"frames",      "stop_end",	"stop_no_map",	"stop_no_cfi",		"stop_read",
-	"stop_depth",  "stop_anon",	"stop_bad",	"maps_refresh",		"maps_fail",
-	"modules",     "cfi_expr_rows", "fp_deeper",	"cache_evict",		"cache_bytes",
-	"env_skipped", "dump_errors",	"ustack_hints", "stop_deleted",		"map_events",
-	"hist_hits",   "ustack_misses", "loss_pending", "lost_pending_at_kill", "stop_exec",
-	"stop_exit",   "lost_killed_at_stop",
+	"frames",	 "stop_end",	 "stop_no_map",
+	"stop_no_cfi",	 "stop_read",	 "stop_depth",
+	"stop_anon",	 "stop_bad",	 "maps_refresh",
+	"maps_fail",	 "modules",	 "cfi_expr_rows",
+	"fp_deeper",	 "cache_evict",	 "cache_bytes",
+	"env_skipped",	 "dump_errors",	 "ustack_hints",
+	"stop_deleted",	 "map_events",	 "hist_hits",
+	"ustack_misses", "loss_pending", "lost_pending_at_kill",
+	"stop_exec",	 "stop_exit",	 "lost_killed_at_stop",
 };
 static const char *const symd_counters[SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"lookups",
@@ -89,7 +93,7 @@ const struct shm_stage_desc shm_stages[SHM_STAGE_MAX] = {
 			.counters = capture_counters,
 			.nr_counters = CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE,
 			.gauges = GAUGES(CAP_CNT_GEN_ACCT_DONE, CAP_CNT_GEN_PINNED) |
-				  GAUGES(CAP_CNT_DOWN_SINCE_NS, CAP_CNT_DOWN_PENDING_TIME),
+				  GAUGES(CAP_CNT_DOWN_SINCE_NS, CAP_CNT_GEN_ALIVE_NS),
 		},
 	[SHM_STAGE_UNWINDD] =
 		{
