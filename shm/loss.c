@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Pending LOSS aggregates; the behaviour is documented in loss.h. */
 #include "loss.h"
+#include "arena.h"
 #include "stage.h"
 
 #include <errno.h>
@@ -91,4 +92,95 @@ uint64_t shm_loss__carry(struct shm_loss_table *t, struct shm_stage *st, unsigne
 	shm_stage__cnt_add(st, lost_idx, n);
 	(void)shm_loss__add(t, stage, lost_idx, CPA_KIND_ONCPU, n, n, seq, time_ns);
 	return n;
+}
+
+/* The fields every sample record (SAMPLE, FRAMES, SAMPLE_OUT) starts with. */
+struct held_sample {
+	uint64_t seq;
+	uint64_t time_ns;
+	uint64_t cgroup_id;
+	uint64_t weight;
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t cpu;
+	uint16_t kind;
+};
+
+static bool rec_is_sample(uint16_t type)
+{
+	return type == CPA_REC_SAMPLE || type == CPA_REC_FRAMES || type == CPA_REC_SAMPLE_OUT;
+}
+
+/* Records that start with their own seq. */
+static bool rec_has_seq(uint16_t type)
+{
+	return rec_is_sample(type) || type == CPA_REC_TASK || type == CPA_REC_LOSS ||
+	       type == CPA_REC_MAP || type == CPA_REC_METRICS || type == CPA_REC_EVENT;
+}
+
+/* Walk ring idx's records not released (a private consumer that never
+ * releases); with t, fold those with a seq above `above` into it (samples
+ * counted in *ret_n, LOSS records' counts in *ret_l). The highest seq seen. */
+static uint64_t held_walk(struct shm_arena *a, int idx, uint64_t above, enum shm_stage_id id,
+			  unsigned int reason, struct shm_loss_table *t, uint64_t *ret_n,
+			  uint64_t *ret_l)
+{
+	struct shm_ring_cons c;
+	struct shm_msg m;
+	uint64_t hi = 0;
+
+	if (idx < 0 || shm_arena__open_cons(a, (unsigned int)idx, &c) < 0)
+		return 0;
+	while (shm_ring__peek_sc(&c, &m) == 0) {
+		uint64_t seq;
+
+		if (!rec_has_seq(m.type) || m.len < sizeof(uint64_t))
+			continue;
+		memcpy(&seq, m.data, sizeof(seq));
+		if (seq > hi)
+			hi = seq;
+		if (!t || seq <= above)
+			continue;
+		if (rec_is_sample(m.type) && m.len >= sizeof(struct held_sample)) {
+			const struct held_sample *x = m.data;
+
+			(void)shm_loss__add(t, id, reason, x->kind, 1, x->weight, seq, x->time_ns);
+			(*ret_n)++;
+		} else if (m.type == CPA_REC_LOSS && m.len >= sizeof(struct cpa_loss)) {
+			const struct cpa_loss *l = m.data;
+
+			(void)shm_loss__add(t, l->stage, l->reason, l->kind, l->count, l->weight,
+					    seq, l->time_ns);
+			(*ret_l) += l->count;
+		}
+	}
+	return hi;
+}
+
+static uint64_t ring_mark(struct shm_arena *a, int idx)
+{
+	struct shm_ring_ctrl *c = idx >= 0 ? shm_arena__ring_mem(a, (unsigned int)idx, NULL) : NULL;
+
+	return c ? __atomic_load_n(&c->cons_mark, __ATOMIC_ACQUIRE) : 0;
+}
+
+uint64_t shm_loss__held(struct shm_arena *a, enum shm_stage_id id, struct shm_loss_table *t)
+{
+	const struct shm_stage_desc *d = &shm_stages[id];
+	struct shm_stage *st = shm_arena__stage(a, id);
+	uint64_t passed, samples = 0, losses = 0, pend;
+
+	passed = ring_mark(a, d->ring_in);
+	if (ring_mark(a, d->ring_out) > passed)
+		passed = ring_mark(a, d->ring_out);
+	pend = held_walk(a, d->ring_out, 0, id, 0, NULL, NULL, NULL);
+	if (pend > passed)
+		passed = pend;
+	held_walk(a, d->ring_in, passed, id, d->lost_at_stop, t, &samples, &losses);
+	pend = d->loss_pending ? shm_stage__cnt(st, d->loss_pending) : 0;
+	if (pend)
+		(void)shm_loss__add(t, id, d->lost_at_stop, CPA_KIND_ONCPU, pend, pend, passed + 1,
+				    clock_ns(CLOCK_REALTIME));
+	shm_stage__cnt_add(st, d->lost_at_stop, samples + pend);
+	return samples + pend + losses;
 }
