@@ -339,6 +339,9 @@ static void down_mark(struct capture *c)
 			   clock_ns(CLOCK_REALTIME) - (now - c->down_since_ns));
 	shm_stage__cnt_set(c->st, CAP_CNT_DOWN_PENDING_TIME, c->emit.loss[CAP_LOSS_DOWN].time_ns);
 	shm_stage__cnt_set(c->st, CAP_CNT_DOWN_PENDING, c->emit.loss[CAP_LOSS_DOWN].count);
+	/* Out at once: a kill before our first tick must not take it along. */
+	cap_emit__flush_losses(&c->emit, clock_ns(CLOCK_REALTIME), true);
+	cap_emit__commit(&c->emit);
 closed:
 	/* Until our first sync, we sample since now, at that rate if known:
 	 * a kill before it leaves the next generation a gap it can estimate. */
@@ -349,21 +352,26 @@ closed:
 	shm_stage__cnt_set(c->st, CAP_CNT_DOWN_SINCE_NS, 0);
 }
 
-/*
- * After the fold: what the generations before left of their gaps. An
- * estimate a killed generation made but never committed goes into our own
- * (the gauge keeps it until our commit); a gap that a generation killed
- * before its attach did not estimate is still open, from its start: it
- * takes the place of the one the fold found (that generation sampled
- * nothing), else the fold's gap is published as the open one.
- */
-static void down_carry(struct capture *c)
+/* Before the fold (its commit publishes our slot): an estimate a killed
+ * generation made but never committed goes into our own slot; the gauge
+ * keeps it until our commit. */
+static void down_carry_pending(struct capture *c)
 {
 	uint64_t pend = shm_stage__cnt(c->st, CAP_CNT_DOWN_PENDING);
 
 	if (pend)
 		cap_emit__loss_add(&c->emit, CAP_LOSS_DOWN, pend,
 				   shm_stage__cnt(c->st, CAP_CNT_DOWN_PENDING_TIME));
+}
+
+/*
+ * After the fold: a gap that a generation killed before its attach did not
+ * estimate is still open, from its start: it takes the place of the one the
+ * fold found (that generation sampled nothing), else the fold's gap is
+ * published as the open one.
+ */
+static void down_carry(struct capture *c)
+{
 	if (shm_stage__cnt(c->st, CAP_CNT_DOWN_RATE)) {
 		c->down_rate = shm_stage__cnt(c->st, CAP_CNT_DOWN_RATE);
 		c->down_since_ns = shm_stage__cnt(c->st, CAP_CNT_DOWN_SINCE_NS);
@@ -408,13 +416,16 @@ static void dead_generation_fold(struct capture *c)
 			shm_stage__cnt(c->st, CAP_CNT_GEN_TICK_NS) +
 			(produced > synced ? produced - synced : 0) * NSEC_PER_SEC / c->down_rate;
 	/* Killed before its first sync with no rate known: its rate over its
-	 * life, from its attach (GEN_TICK_NS) to its last heartbeat. */
+	 * life, from its attach (GEN_TICK_NS) to its last poll, at most what
+	 * the timers make without probes. */
 	if (r >= 0 && !c->down_rate && produced > synced &&
 	    shm_stage__cnt(c->st, CAP_CNT_GEN_ALIVE_NS) >
 		    shm_stage__cnt(c->st, CAP_CNT_GEN_TICK_NS)) {
 		c->down_since_ns = shm_stage__cnt(c->st, CAP_CNT_GEN_ALIVE_NS);
 		c->down_rate = (produced - synced) * NSEC_PER_SEC /
 			       (c->down_since_ns - shm_stage__cnt(c->st, CAP_CNT_GEN_TICK_NS));
+		if (!c->cfg->nr_probes)
+			c->down_rate = MIN(c->down_rate, (uint64_t)c->cfg->freq * c->cfg->nr_cpus);
 	}
 	if (produced + carry > delivered)
 		lost = produced + carry - delivered;
@@ -616,6 +627,7 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 		return log_error_errno(r, "set up output: %m");
 	c->emit.ustack_refused = refused;
 	if (c->cfg->backend == CPA_BACKEND_BPF) {
+		down_carry_pending(c);
 		dead_generation_fold(c);
 		down_carry(c);
 	}
@@ -759,6 +771,8 @@ int capture__poll(void *obj)
 	struct capture *c = obj;
 	int r = 0, wait_ms = MIN(c->poll_ms, next_tick_ms(c, c->now));
 
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ALIVE_NS,
+			   __atomic_load_n(&c->st->heartbeat_ns, __ATOMIC_RELAXED));
 	if (c->mmapev && c->bpf) {
 		r = cap_bpf__wait(c->bpf, wait_ms);
 		wait_ms = 0;
@@ -784,8 +798,6 @@ int capture__tick(void *obj, uint64_t now_ns)
 	int r;
 
 	c->now = now_ns;
-	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ALIVE_NS,
-			   __atomic_load_n(&c->st->heartbeat_ns, __ATOMIC_RELAXED));
 	if (c->polled != -EINTR) {
 		c->poll_ms = cap_poll_next_ms(c->poll_ms, c->polled, now_ns - c->poll_last);
 		c->poll_last = now_ns;

@@ -55,7 +55,7 @@ enum capture_counter {
 	CAP_CNT_DOWN_RATE,	   /* ... and the samples/s it is estimated at (0: none open) */
 	CAP_CNT_DOWN_PENDING,	   /* estimated samples not yet committed as a LOSS record */
 	CAP_CNT_DOWN_PENDING_TIME, /* ... CLOCK_REALTIME of their gap's start */
-	/* Its heartbeat, copied each loop: when a generation killed before its
+	/* Its heartbeat, copied each poll: when a generation killed before its
 	 * first sync was last alive, for its rate since its attach (GEN_TICK_NS). */
 	CAP_CNT_GEN_ALIVE_NS,
 	CAP_CNT_MAX_,

@@ -5,6 +5,7 @@
 #include "stage.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 int shm_loss__add(struct shm_loss_table *t, uint32_t stage, uint32_t reason, uint32_t kind,
@@ -94,17 +95,12 @@ uint64_t shm_loss__carry(struct shm_loss_table *t, struct shm_stage *st, unsigne
 	return n;
 }
 
-/* The fields every sample record (SAMPLE, FRAMES, SAMPLE_OUT) starts with. */
-struct held_sample {
-	uint64_t seq;
-	uint64_t time_ns;
-	uint64_t cgroup_id;
-	uint64_t weight;
-	uint32_t pid;
-	uint32_t tid;
-	uint32_t cpu;
-	uint16_t kind;
-};
+/* SAMPLE, FRAMES and SAMPLE_OUT start alike: read through cpa_sample's offsets. */
+#define SAME_AT(f)                                                           \
+	(offsetof(struct cpa_sample, f) == offsetof(struct cpa_frames, f) && \
+	 offsetof(struct cpa_sample, f) == offsetof(struct cpa_sample_out, f))
+_Static_assert(SAME_AT(time_ns) && SAME_AT(weight) && SAME_AT(kind), "sample records start alike");
+#define SAMPLE_HEAD (offsetof(struct cpa_sample, kind) + sizeof(uint16_t))
 
 static bool rec_is_sample(uint16_t type)
 {
@@ -141,10 +137,15 @@ static uint64_t held_walk(struct shm_arena *a, int idx, uint64_t above, enum shm
 			hi = seq;
 		if (!t || seq <= above)
 			continue;
-		if (rec_is_sample(m.type) && m.len >= sizeof(struct held_sample)) {
-			const struct held_sample *x = m.data;
+		if (rec_is_sample(m.type) && m.len >= SAMPLE_HEAD) {
+			const uint8_t *x = m.data;
+			uint64_t time_ns, weight;
+			uint16_t kind;
 
-			(void)shm_loss__add(t, id, reason, x->kind, 1, x->weight, seq, x->time_ns);
+			memcpy(&time_ns, x + offsetof(struct cpa_sample, time_ns), sizeof(time_ns));
+			memcpy(&weight, x + offsetof(struct cpa_sample, weight), sizeof(weight));
+			memcpy(&kind, x + offsetof(struct cpa_sample, kind), sizeof(kind));
+			(void)shm_loss__add(t, id, reason, kind, 1, weight, seq, time_ns);
 			(*ret_n)++;
 		} else if (m.type == CPA_REC_LOSS && m.len >= sizeof(struct cpa_loss)) {
 			const struct cpa_loss *l = m.data;
