@@ -46,7 +46,7 @@
  * copies, and the balance must hold as always; --hang_at_stop NAME SIGSTOPs
  * unwindd, symd or the storer just before the SIGINT, with a drain timeout of
  * 3 s, so the monitor kills it at stop: what it held must be in the store as
- * lost (docs/pipeline.md, "A stage killed at stop").
+ * lost (docs/pipeline.md, "Stopping").
  *
  * Every capture gap must be marked: the not_sampled_while_down rows stored
  * equal capture's CAP_CNT_DOWN_EST over the monitors (unless a monitor kill

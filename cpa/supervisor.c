@@ -494,7 +494,7 @@ static int held_to_ring(struct supervisor *s, struct sup_stage *st, struct shm_l
  * not started again: what it held is counted as lost, from the arena
  * (shm_loss__held()), in LOSS records sent on through its output ring, or,
  * for the sink, appended to the store by the monitor itself.
- * docs/pipeline.md, "A stage killed at stop".
+ * docs/pipeline.md, "Stopping".
  */
 static void stop_count_held(struct supervisor *s, struct sup_stage *st)
 {

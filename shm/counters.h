@@ -91,7 +91,7 @@ enum unwindd_counter {
 	UNW_CNT_STOP_EXEC,    /* samples inside execve after the old image went */
 	UNW_CNT_STOP_EXIT,    /* samples of an exiting process, its mm torn down */
 	/* Held by an unwindd killed at stop (it did not drain): counted by the
-	 * monitor from its input ring (docs/pipeline.md, "A stage killed at stop") */
+	 * monitor from its input ring (docs/pipeline.md, "Stopping") */
 	UNW_CNT_LOST_AT_STOP,
 	UNW_CNT_MAX_,
 };

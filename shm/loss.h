@@ -65,8 +65,8 @@ uint64_t shm_loss__carry(struct shm_loss_table *t, struct shm_stage *st, unsigne
 struct shm_arena;
 
 /*
- * What consumer id held when it was killed at stop (docs/pipeline.md, "A
- * stage killed at stop"), read from the arena after its death: every record
+ * What consumer id held when it was killed at stop (docs/pipeline.md,
+ * "Stopping"), read from the arena after its death: every record
  * of its input ring not released whose seq is above the highest it passed
  * on (its input mark, the mark of its output ring and the seqs still in that
  * ring): samples as one loss (id, its lost_at_stop reason) per kind, LOSS

@@ -184,7 +184,7 @@ struct shm_stage_desc {
 	unsigned int fold_gauge;
 	/* Consumers: the gauge of its pending LOSS aggregates (shm_loss__publish;
 	 * 0: none), and the reason under which the monitor counts what a stage
-	 * killed at stop held (docs/pipeline.md, "A stage killed at stop"). */
+	 * killed at stop held (docs/pipeline.md, "Stopping"). */
 	unsigned int loss_pending;
 	unsigned int lost_at_stop;
 	const char *const *counters; /* names of slots SHM_CNT_STAGE_BASE.. */

@@ -30,8 +30,8 @@ int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_wri
  * the storer over ctx->in, owning the writer. Logs what failed. */
 int storer__open(const struct shm_stage_ctx *ctx, void **ret);
 /* The monitor, once a storer killed at stop is gone: append n loss rows to
- * the store of cfg with a writer of its own (docs/pipeline.md, "A stage
- * killed at stop"). 0 or -errno (-EBUSY: the store is locked). */
+ * the store of cfg with a writer of its own (docs/pipeline.md,
+ * "Stopping"). 0 or -errno (-EBUSY: the store is locked). */
 int storer__append_losses(const struct cpa_config *cfg, const struct cpa_loss *l, unsigned int n);
 void storer__free(void *s);
 
