@@ -23,7 +23,7 @@
  *   bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] [--keep DIR]
  *                 [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS]
  *                 [--stall PCT] [--victims NAME,...] [--stop_after_kill MS]
- *                 [--replay N:G]
+ *                 [--replay N:G] [--hang_at_stop NAME]
  *
  * --per_stage N kills until each of the five victims has been killed N times
  * (the long run: 500 each); --pace the pause before a kill, in ms (default
@@ -43,7 +43,15 @@
  * right after committing the output of their N-th batch, before releasing its
  * input (CPA_FAULT_KILL_AFTER_COMMIT, shm/fault.h), so each successor sends
  * that batch again; the run then fails unless symd or the storer skipped
- * copies, and the balance must hold as always.
+ * copies, and the balance must hold as always; --hang_at_stop NAME SIGSTOPs
+ * unwindd, symd or the storer just before the SIGINT, with a drain timeout of
+ * 3 s, so the monitor kills it at stop: what it held must be in the store as
+ * lost (docs/pipeline.md, "Stopping").
+ *
+ * Every capture gap must be marked: the not_sampled_while_down rows stored
+ * equal capture's CAP_CNT_DOWN_EST over the monitors (unless a monitor kill
+ * took an estimate with the arena), and a run that killed capture before an
+ * ordinary stop has some.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -84,6 +92,7 @@ struct tally {
 	uint64_t produced, lost_died_cnt, in_rings, monitors;
 	uint64_t copies; /* skipped as copies by symd and the storer (shm/dedup.h) */
 	uint64_t stored, lost, down_est, dup_excess, corrupt, torn, read_fail, reads;
+	uint64_t down_marked; /* capture's CAP_CNT_DOWN_EST, every monitor */
 	struct reason reasons[MAX_REASONS];
 	unsigned int n_reasons;
 };
@@ -276,6 +285,7 @@ static void monitor_gone(struct shm_arena *a, bool killed, struct tally *t)
 
 	t->produced += produced;
 	t->lost_died_cnt += shm_stage__cnt(cap, CAP_CNT_LOST_DIED);
+	t->down_marked += shm_stage__cnt(cap, CAP_CNT_DOWN_EST);
 	if (killed)
 		residue = rings_residue(a);
 	t->in_rings += residue;
@@ -525,10 +535,10 @@ static unsigned int victims_parse(const char *arg)
 
 static void usage(void)
 {
-	fprintf(stderr,
-		"usage: bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] "
-		"[--keep DIR] [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS] "
-		"[--stall PCT] [--victims NAME,...] [--stop_after_kill MS] [--replay N:G]\n");
+	fprintf(stderr, "usage: bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] "
+			"[--keep DIR] [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS] "
+			"[--stall PCT] [--victims NAME,...] [--stop_after_kill MS] [--replay N:G] "
+			"[--hang_at_stop NAME]\n");
 	exit(2);
 }
 
@@ -542,7 +552,8 @@ int main(int argc, char **argv)
 	pid_t stalled;
 	const char *healthy = NULL;
 	unsigned int replay_n = 0, replay_g = 0;
-	bool ok;
+	int hang_at_stop = -1; /* stage SIGSTOPped before the SIGINT */
+	bool ok, down_ok;
 	int hang_fails = 0;
 	const char *keep = NULL;
 	struct shm_arena *a = NULL;
@@ -582,6 +593,11 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--replay")) {
 			if (sscanf(argv[++i], "%u:%u", &replay_n, &replay_g) != 2 || !replay_n ||
 			    !replay_g)
+				usage();
+		} else if (!strcmp(argv[i], "--hang_at_stop")) {
+			i++;
+			hang_at_stop = (int)shm_stage_by_name(argv[i], strlen(argv[i]));
+			if (hang_at_stop <= SHM_STAGE_CAPTURE || hang_at_stop >= NSTAGES)
 				usage();
 		} else if (!strcmp(argv[i], "--healthy"))
 			healthy = argv[++i];
@@ -630,6 +646,8 @@ int main(int argc, char **argv)
 			 replay_g);
 		setenv("CPA_FAULT_KILL_AFTER_COMMIT", v, 1);
 	}
+	if (hang_at_stop >= 0)
+		setenv("CPA_DRAIN_TIMEOUT_MS", "3000", 1);
 	if (hang_ms) {
 		char v[16];
 
@@ -730,6 +748,14 @@ int main(int argc, char **argv)
 			msleep(100);
 		msleep(1000);
 	}
+	if (hang_at_stop >= 0) {
+		pid_t pid = shm_arena__stage(a, (enum shm_stage_id)hang_at_stop)->pid;
+
+		if (pid > 0 && kill(pid, SIGSTOP) == 0)
+			printf("torture: %s (pid %d) SIGSTOPped before the stop\n",
+			       shm_stage_name((enum shm_stage_id)hang_at_stop), pid);
+		msleep(500);
+	}
 	kill(mon, SIGINT);
 	waitpid(mon, &r, 0);
 	monitor_gone(a, false, &t);
@@ -755,6 +781,8 @@ int main(int argc, char **argv)
 	printf("| not sampled while no capture ran (estimate, not in the balance) | %" PRIu64
 	       " |\n",
 	       t.down_est);
+	printf("| &nbsp; estimated by capture (`not_sampled_while_down` counter) | %" PRIu64 " |\n",
+	       t.down_marked);
 	printf("| **unaccounted** (produced - stored - lost - in rings) | %" PRId64 " |\n",
 	       unaccounted);
 	printf("| duplicates (over freq+2 per thread-second) | %" PRIu64 " |\n", t.dup_excess);
@@ -768,8 +796,11 @@ int main(int argc, char **argv)
 	printf("| monitors run | %" PRIu64 " |\n", t.monitors);
 	if (stall)
 		printf("| unwindd stalls (SIGSTOP over a pause) | %u |\n", stalls);
-	ok = unaccounted == 0 && !t.dup_excess && !t.corrupt && !t.read_fail && t.produced &&
-	     !hang_fails && (!replay_n || t.copies);
+	down_ok = t.kills[VICTIM_MON] ||
+		  (t.down_est == t.down_marked &&
+		   (!t.kills[SHM_STAGE_CAPTURE] || stop_after_kill >= 0 || t.down_est));
+	ok = down_ok && unaccounted == 0 && !t.dup_excess && !t.corrupt && !t.read_fail &&
+	     t.produced && !hang_fails && (!replay_n || t.copies);
 	if (!keep) {
 		char cmd[PATH_MAX * 2 + 32];
 
@@ -781,10 +812,10 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"torture: FAILED (seed %u): unaccounted %" PRId64 ", duplicates %" PRIu64
 			", corrupt %" PRIu64 ", unreadable %" PRIu64 ", produced %" PRIu64
-			", hang checks failed %d, copies skipped %" PRIu64
-			"%s; store and log kept: %s %s\n",
+			", hang checks failed %d, copies skipped %" PRIu64 ", gaps marked %" PRIu64
+			" of %" PRIu64 "%s; store and log kept: %s %s\n",
 			seed, unaccounted, t.dup_excess, t.corrupt, t.read_fail, t.produced,
-			hang_fails, t.copies, replay_n && !t.copies ? " (--replay sent none)" : "",
-			store, logpath);
+			hang_fails, t.copies, t.down_est, t.down_marked,
+			replay_n && !t.copies ? " (--replay sent none)" : "", store, logpath);
 	return ok ? 0 : 1;
 }

@@ -142,6 +142,8 @@ void cap_emit__commit(struct cap_emit *e)
 	shm_stage__cnt_set(e->st, CAP_CNT_GEN_ACCT_HEAD, e->ring->head);
 	shm_ring__commit_sp(e->ring);
 	shm_stage__cnt_set(e->st, CAP_CNT_GEN_ACCT_DONE, e->acct);
+	/* A gap's estimate is carried (capture.c, down_carry()) until committed. */
+	shm_stage__cnt_set(e->st, CAP_CNT_DOWN_PENDING, e->loss[CAP_LOSS_DOWN].count);
 	shm_stage__cnt_add(e->st, SHM_CNT_OUT, e->batch_recs);
 	shm_stage__cnt_add(e->st, SHM_CNT_BYTES_OUT, e->batch_bytes);
 	e->batch_recs = 0;

@@ -316,17 +316,20 @@ static void pins_sweep(void)
 }
 
 /* Sampling again: the hole since the killed generation's last sample, as
- * samples not taken at the rate it had (an estimate, its own reason). */
+ * samples not taken at the rate it had (an estimate, its own reason). Until
+ * its LOSS record is committed, the estimate is in the arena
+ * (CAP_CNT_DOWN_PENDING, published by cap_emit__commit()), so a kill before
+ * that leaves it to the next generation (down_carry()). */
 static void down_mark(struct capture *c)
 {
-	uint64_t now = clock_kernel_ns(CLOCK_MONOTONIC), est;
+	uint64_t now = clock_kernel_ns(CLOCK_MONOTONIC), est, rate = c->down_rate;
 
 	if (!c->down_rate || now <= c->down_since_ns)
-		return;
+		goto closed;
 	est = (now - c->down_since_ns) * c->down_rate / NSEC_PER_SEC;
 	c->down_rate = 0;
 	if (!est)
-		return;
+		goto closed;
 	log_info("no capture ran for %.1f s: about %" PRIu64 " sample(s) not taken, marked as "
 		 "not_sampled_while_down",
 		 (double)(now - c->down_since_ns) / 1e9, est);
@@ -334,6 +337,48 @@ static void down_mark(struct capture *c)
 	/* Dated at the start of the hole, where a reader looks for it. */
 	cap_emit__loss_add(&c->emit, CAP_LOSS_DOWN, est,
 			   clock_ns(CLOCK_REALTIME) - (now - c->down_since_ns));
+	shm_stage__cnt_set(c->st, CAP_CNT_DOWN_PENDING_TIME, c->emit.loss[CAP_LOSS_DOWN].time_ns);
+	shm_stage__cnt_set(c->st, CAP_CNT_DOWN_PENDING, c->emit.loss[CAP_LOSS_DOWN].count);
+	/* Out at once: a kill before our first tick must not take it along. */
+	cap_emit__flush_losses(&c->emit, clock_ns(CLOCK_REALTIME), true);
+	cap_emit__commit(&c->emit);
+closed:
+	/* Until our first sync, we sample since now, at that rate if known:
+	 * a kill before it leaves the next generation a gap it can estimate. */
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_TICK_NS, now);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, rate);
+	c->down_rate = 0;
+	shm_stage__cnt_set(c->st, CAP_CNT_DOWN_RATE, 0);
+	shm_stage__cnt_set(c->st, CAP_CNT_DOWN_SINCE_NS, 0);
+}
+
+/* Before the fold (its commit publishes our slot): an estimate a killed
+ * generation made but never committed goes into our own slot; the gauge
+ * keeps it until our commit. */
+static void down_carry_pending(struct capture *c)
+{
+	uint64_t pend = shm_stage__cnt(c->st, CAP_CNT_DOWN_PENDING);
+
+	if (pend)
+		cap_emit__loss_add(&c->emit, CAP_LOSS_DOWN, pend,
+				   shm_stage__cnt(c->st, CAP_CNT_DOWN_PENDING_TIME));
+}
+
+/*
+ * After the fold: a gap that a generation killed before its attach did not
+ * estimate is still open, from its start: it takes the place of the one the
+ * fold found (that generation sampled nothing), else the fold's gap is
+ * published as the open one.
+ */
+static void down_carry(struct capture *c)
+{
+	if (shm_stage__cnt(c->st, CAP_CNT_DOWN_RATE)) {
+		c->down_rate = shm_stage__cnt(c->st, CAP_CNT_DOWN_RATE);
+		c->down_since_ns = shm_stage__cnt(c->st, CAP_CNT_DOWN_SINCE_NS);
+	} else if (c->down_rate) {
+		shm_stage__cnt_set(c->st, CAP_CNT_DOWN_SINCE_NS, c->down_since_ns);
+		shm_stage__cnt_set(c->st, CAP_CNT_DOWN_RATE, c->down_rate);
+	}
 }
 
 static void dead_generation_fold(struct capture *c)
@@ -370,6 +415,18 @@ static void dead_generation_fold(struct capture *c)
 		c->down_since_ns =
 			shm_stage__cnt(c->st, CAP_CNT_GEN_TICK_NS) +
 			(produced > synced ? produced - synced : 0) * NSEC_PER_SEC / c->down_rate;
+	/* Killed before its first sync with no rate known: its rate over its
+	 * life, from its attach (GEN_TICK_NS) to its last poll, at most what
+	 * the timers make without probes. */
+	if (r >= 0 && !c->down_rate && produced > synced &&
+	    shm_stage__cnt(c->st, CAP_CNT_GEN_ALIVE_NS) >
+		    shm_stage__cnt(c->st, CAP_CNT_GEN_TICK_NS)) {
+		c->down_since_ns = shm_stage__cnt(c->st, CAP_CNT_GEN_ALIVE_NS);
+		c->down_rate = (produced - synced) * NSEC_PER_SEC /
+			       (c->down_since_ns - shm_stage__cnt(c->st, CAP_CNT_GEN_TICK_NS));
+		if (!c->cfg->nr_probes)
+			c->down_rate = MIN(c->down_rate, (uint64_t)c->cfg->freq * c->cfg->nr_cpus);
+	}
 	if (produced + carry > delivered)
 		lost = produced + carry - delivered;
 	if (r >= 0 && unlink(c->pin_path) < 0)
@@ -380,6 +437,7 @@ static void dead_generation_fold(struct capture *c)
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ACCT_DONE, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_SYNCED, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, 0);
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ALIVE_NS, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_PINNED, 0);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_CARRY, lost);
 	if (!lost)
@@ -568,8 +626,11 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	if (r < 0)
 		return log_error_errno(r, "set up output: %m");
 	c->emit.ustack_refused = refused;
-	if (c->cfg->backend == CPA_BACKEND_BPF)
+	if (c->cfg->backend == CPA_BACKEND_BPF) {
+		down_carry_pending(c);
 		dead_generation_fold(c);
+		down_carry(c);
+	}
 
 	r = cap_sys_online_cpus(c->cpus, CAP_MAX_CPUS);
 	if (r < 0)
@@ -710,6 +771,8 @@ int capture__poll(void *obj)
 	struct capture *c = obj;
 	int r = 0, wait_ms = MIN(c->poll_ms, next_tick_ms(c, c->now));
 
+	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ALIVE_NS,
+			   __atomic_load_n(&c->st->heartbeat_ns, __ATOMIC_RELAXED));
 	if (c->mmapev && c->bpf) {
 		r = cap_bpf__wait(c->bpf, wait_ms);
 		wait_ms = 0;

@@ -44,6 +44,8 @@
 #include "common/timeutil.h"
 #include "common/opts.h"
 #include "common/sdnotify.h"
+#include "shm/loss.h"
+#include "storer/storer.h"
 
 #define BACKOFF_MIN_MS		100
 #define BACKOFF_MAX_MS		5000
@@ -457,6 +459,66 @@ static bool stage_fold_start(struct supervisor *s, struct sup_stage *st)
 	return true;
 }
 
+static int held_emit(void *ctx, const struct cpa_loss *l)
+{
+	void *rec;
+	int r = shm_ring__reserve_sp(ctx, sizeof(*l), CPA_REC_LOSS, &rec);
+
+	if (r < 0)
+		return r;
+	memcpy(rec, l, sizeof(*l));
+	return 0;
+}
+
+/* Into st's output ring, as its last records: the next stage's drain takes
+ * them. The stage is dead, so the monitor is that ring's only producer. A
+ * full ring is waited on (the next stage still runs) for up to 2 s. */
+static int held_to_ring(struct supervisor *s, struct sup_stage *st, struct shm_loss_table *t)
+{
+	const struct timespec pause = {.tv_nsec = 10 * 1000 * 1000};
+	struct shm_ring_prod p;
+	int r = shm_arena__open_prod(s->arena, (unsigned int)st->d->ring_out, &p);
+
+	for (int tries = 0; r >= 0; tries++) {
+		r = shm_loss__flush(t, held_emit, &p);
+		shm_ring__commit_sp(&p);
+		if (r != -ENOBUFS || tries == 200)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	return r;
+}
+
+/*
+ * A consumer killed at stop (it did not drain in time, or died draining) is
+ * not started again: what it held is counted as lost, from the arena
+ * (shm_loss__held()), in LOSS records sent on through its output ring, or,
+ * for the sink, appended to the store by the monitor itself.
+ * docs/pipeline.md, "Stopping".
+ */
+static void stop_count_held(struct supervisor *s, struct sup_stage *st)
+{
+	struct shm_loss_table t = {0};
+	uint64_t n = shm_loss__held(s->arena, st->id, &t);
+	int r;
+
+	if (!n)
+		return;
+	if (st->d->ring_out >= 0)
+		r = held_to_ring(s, st, &t);
+	else
+		r = storer__append_losses(shm_arena__config(s->arena), t.ent, t.n);
+	if (r < 0)
+		log_error_errno(r,
+				"%s held %llu sample(s) when it was killed; they could not be "
+				"stored as lost: %m",
+				st->name, (unsigned long long)n);
+	else
+		log_warn("%s held %llu sample(s) when it was killed: counted as lost (%s)",
+			 st->name, (unsigned long long)n,
+			 shm_counter_name(st->id, st->d->lost_at_stop));
+}
+
 static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 {
 	uint64_t uptime = clock_kernel_ns(CLOCK_MONOTONIC) - st->spawn_ns;
@@ -491,6 +553,8 @@ static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 		}
 		if (!status_clean(status) && stage_fold_start(s, st))
 			return;
+		if (!status_clean(status) && st->d->role != SHM_ROLE_PRODUCER)
+			stop_count_held(s, st);
 		st->stop_done = true;
 		return;
 	}

@@ -48,6 +48,16 @@ enum capture_counter {
 	CAP_CNT_DOWN_EST,
 	CAP_CNT_OFFCPU_BUILDS, /* BPF: off-CPU stacks built (a block at a new place) */
 	CAP_CNT_OFFCPU_PLACES, /* gauge: off-CPU stash entries at the last flush */
+	/* Gauges that carry a capture gap across kills until its DOWN_EST LOSS
+	 * record is committed to ring 0: a gap not yet estimated (a generation
+	 * died before it attached), and an estimate not yet committed. */
+	CAP_CNT_DOWN_SINCE_NS,	   /* kernel CLOCK_MONOTONIC the open gap began */
+	CAP_CNT_DOWN_RATE,	   /* ... and the samples/s it is estimated at (0: none open) */
+	CAP_CNT_DOWN_PENDING,	   /* estimated samples not yet committed as a LOSS record */
+	CAP_CNT_DOWN_PENDING_TIME, /* ... CLOCK_REALTIME of their gap's start */
+	/* Its heartbeat, copied each poll: when a generation killed before its
+	 * first sync was last alive, for its rate since its attach (GEN_TICK_NS). */
+	CAP_CNT_GEN_ALIVE_NS,
 	CAP_CNT_MAX_,
 };
 
@@ -80,6 +90,9 @@ enum unwindd_counter {
 	UNW_CNT_LOST_AT_KILL, /* ... as this reason */
 	UNW_CNT_STOP_EXEC,    /* samples inside execve after the old image went */
 	UNW_CNT_STOP_EXIT,    /* samples of an exiting process, its mm torn down */
+	/* Held by an unwindd killed at stop (it did not drain): counted by the
+	 * monitor from its input ring (docs/pipeline.md, "Stopping") */
+	UNW_CNT_LOST_AT_STOP,
 	UNW_CNT_MAX_,
 };
 
@@ -99,6 +112,7 @@ enum symd_counter {
 	 * released: a killed symd's successor sends them (LOST_AT_KILL) */
 	SYM_CNT_LOSS_PENDING,
 	SYM_CNT_LOST_AT_KILL, /* ... as this reason */
+	SYM_CNT_LOST_AT_STOP, /* held by a symd killed at stop (UNW_CNT_LOST_AT_STOP) */
 	SYM_CNT_MAX_,
 };
 
@@ -110,6 +124,7 @@ enum storer_counter {
 	STO_CNT_WRITE_ERRORS,  /* failed writes (ENOSPC, EIO) */
 	STO_CNT_TRIMMED_FILES, /* removed by retention */
 	STO_CNT_LOST_SAMPLES,  /* loss records stored as [lost: ...] frames */
+	STO_CNT_LOST_AT_STOP,  /* held by a storer killed at stop (UNW_CNT_LOST_AT_STOP) */
 	STO_CNT_MAX_,
 };
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Pending LOSS aggregates; the behaviour is documented in loss.h. */
 #include "loss.h"
+#include "arena.h"
 #include "stage.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 int shm_loss__add(struct shm_loss_table *t, uint32_t stage, uint32_t reason, uint32_t kind,
@@ -91,4 +93,95 @@ uint64_t shm_loss__carry(struct shm_loss_table *t, struct shm_stage *st, unsigne
 	shm_stage__cnt_add(st, lost_idx, n);
 	(void)shm_loss__add(t, stage, lost_idx, CPA_KIND_ONCPU, n, n, seq, time_ns);
 	return n;
+}
+
+/* SAMPLE, FRAMES and SAMPLE_OUT start alike: read through cpa_sample's offsets. */
+#define SAME_AT(f)                                                           \
+	(offsetof(struct cpa_sample, f) == offsetof(struct cpa_frames, f) && \
+	 offsetof(struct cpa_sample, f) == offsetof(struct cpa_sample_out, f))
+_Static_assert(SAME_AT(time_ns) && SAME_AT(weight) && SAME_AT(kind), "sample records start alike");
+#define SAMPLE_HEAD (offsetof(struct cpa_sample, kind) + sizeof(uint16_t))
+
+static bool rec_is_sample(uint16_t type)
+{
+	return type == CPA_REC_SAMPLE || type == CPA_REC_FRAMES || type == CPA_REC_SAMPLE_OUT;
+}
+
+/* Records that start with their own seq. */
+static bool rec_has_seq(uint16_t type)
+{
+	return rec_is_sample(type) || type == CPA_REC_TASK || type == CPA_REC_LOSS ||
+	       type == CPA_REC_MAP || type == CPA_REC_METRICS || type == CPA_REC_EVENT;
+}
+
+/* Walk ring idx's records not released (a private consumer that never
+ * releases); with t, fold those with a seq above `above` into it (samples
+ * counted in *ret_n, LOSS records' counts in *ret_l). The highest seq seen. */
+static uint64_t held_walk(struct shm_arena *a, int idx, uint64_t above, enum shm_stage_id id,
+			  unsigned int reason, struct shm_loss_table *t, uint64_t *ret_n,
+			  uint64_t *ret_l)
+{
+	struct shm_ring_cons c;
+	struct shm_msg m;
+	uint64_t hi = 0;
+
+	if (idx < 0 || shm_arena__open_cons(a, (unsigned int)idx, &c) < 0)
+		return 0;
+	while (shm_ring__peek_sc(&c, &m) == 0) {
+		uint64_t seq;
+
+		if (!rec_has_seq(m.type) || m.len < sizeof(uint64_t))
+			continue;
+		memcpy(&seq, m.data, sizeof(seq));
+		if (seq > hi)
+			hi = seq;
+		if (!t || seq <= above)
+			continue;
+		if (rec_is_sample(m.type) && m.len >= SAMPLE_HEAD) {
+			const uint8_t *x = m.data;
+			uint64_t time_ns, weight;
+			uint16_t kind;
+
+			memcpy(&time_ns, x + offsetof(struct cpa_sample, time_ns), sizeof(time_ns));
+			memcpy(&weight, x + offsetof(struct cpa_sample, weight), sizeof(weight));
+			memcpy(&kind, x + offsetof(struct cpa_sample, kind), sizeof(kind));
+			(void)shm_loss__add(t, id, reason, kind, 1, weight, seq, time_ns);
+			(*ret_n)++;
+		} else if (m.type == CPA_REC_LOSS && m.len >= sizeof(struct cpa_loss)) {
+			const struct cpa_loss *l = m.data;
+
+			(void)shm_loss__add(t, l->stage, l->reason, l->kind, l->count, l->weight,
+					    seq, l->time_ns);
+			(*ret_l) += l->count;
+		}
+	}
+	return hi;
+}
+
+static uint64_t ring_mark(struct shm_arena *a, int idx)
+{
+	struct shm_ring_ctrl *c = idx >= 0 ? shm_arena__ring_mem(a, (unsigned int)idx, NULL) : NULL;
+
+	return c ? __atomic_load_n(&c->cons_mark, __ATOMIC_ACQUIRE) : 0;
+}
+
+uint64_t shm_loss__held(struct shm_arena *a, enum shm_stage_id id, struct shm_loss_table *t)
+{
+	const struct shm_stage_desc *d = &shm_stages[id];
+	struct shm_stage *st = shm_arena__stage(a, id);
+	uint64_t passed, samples = 0, losses = 0, pend;
+
+	passed = ring_mark(a, d->ring_in);
+	if (ring_mark(a, d->ring_out) > passed)
+		passed = ring_mark(a, d->ring_out);
+	pend = held_walk(a, d->ring_out, 0, id, 0, NULL, NULL, NULL);
+	if (pend > passed)
+		passed = pend;
+	held_walk(a, d->ring_in, passed, id, d->lost_at_stop, t, &samples, &losses);
+	pend = d->loss_pending ? shm_stage__cnt(st, d->loss_pending) : 0;
+	if (pend)
+		(void)shm_loss__add(t, id, d->lost_at_stop, CPA_KIND_ONCPU, pend, pend, passed + 1,
+				    clock_ns(CLOCK_REALTIME));
+	shm_stage__cnt_add(st, d->lost_at_stop, samples + pend);
+	return samples + pend + losses;
 }

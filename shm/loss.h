@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "records.h"
+#include "stage.h"
 
 #define SHM_LOSS_SLOTS 32 /* distinct (stage, reason, kind) pending */
 
@@ -60,6 +61,20 @@ void shm_loss__publish(const struct shm_loss_table *t, struct shm_stage *st,
  * keeps it until the next publish, so a kill before that carries it again. */
 uint64_t shm_loss__carry(struct shm_loss_table *t, struct shm_stage *st, unsigned int gauge_idx,
 			 uint32_t stage, unsigned int lost_idx, uint64_t seq, uint64_t time_ns);
+
+struct shm_arena;
+
+/*
+ * What consumer id held when it was killed at stop (docs/pipeline.md,
+ * "Stopping"), read from the arena after its death: every record
+ * of its input ring not released whose seq is above the highest it passed
+ * on (its input mark, the mark of its output ring and the seqs still in that
+ * ring): samples as one loss (id, its lost_at_stop reason) per kind, LOSS
+ * records as themselves; and its pending aggregates (its loss_pending gauge,
+ * seq = that highest + 1). Folded into t; the samples are added to counter
+ * lost_at_stop. Returns the count folded in.
+ */
+uint64_t shm_loss__held(struct shm_arena *a, enum shm_stage_id id, struct shm_loss_table *t);
 
 static inline unsigned int shm_loss__pending(const struct shm_loss_table *t)
 {

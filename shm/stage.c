@@ -27,15 +27,20 @@ static const char *const capture_counters[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"gen_acct_done", "gen_acct_next",    "gen_acct_head",
 	"gen_carry",	 "gen_bpf_synced",   "gen_tick_ns",
 	"gen_rate",	 "gen_pinned",	     "not_sampled_while_down",
-	"offcpu_builds", "offcpu_places",
+	"offcpu_builds", "offcpu_places",    "down_since_ns",
+	"down_rate",	 "down_pending",     "down_pending_time",
+	"gen_alive_ns",
 };
 static const char *const unwindd_counters[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-	"frames",      "stop_end",	"stop_no_map",	"stop_no_cfi",		"stop_read",
-	"stop_depth",  "stop_anon",	"stop_bad",	"maps_refresh",		"maps_fail",
-	"modules",     "cfi_expr_rows", "fp_deeper",	"cache_evict",		"cache_bytes",
-	"env_skipped", "dump_errors",	"ustack_hints", "stop_deleted",		"map_events",
-	"hist_hits",   "ustack_misses", "loss_pending", "lost_pending_at_kill", "stop_exec",
-	"stop_exit",
+	"frames",	 "stop_end",	 "stop_no_map",
+	"stop_no_cfi",	 "stop_read",	 "stop_depth",
+	"stop_anon",	 "stop_bad",	 "maps_refresh",
+	"maps_fail",	 "modules",	 "cfi_expr_rows",
+	"fp_deeper",	 "cache_evict",	 "cache_bytes",
+	"env_skipped",	 "dump_errors",	 "ustack_hints",
+	"stop_deleted",	 "map_events",	 "hist_hits",
+	"ustack_misses", "loss_pending", "lost_pending_at_kill",
+	"stop_exec",	 "stop_exit",	 "lost_killed_at_stop",
 };
 static const char *const symd_counters[SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"lookups",
@@ -51,10 +56,11 @@ static const char *const symd_counters[SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"jit_refused",
 	"loss_pending",
 	"lost_pending_at_kill",
+	"lost_killed_at_stop",
 };
 static const char *const storer_counters[STO_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"samples",	"blocks",	 "bytes_raw",	 "bytes_disk",
-	"write_errors", "trimmed_files", "lost_samples",
+	"write_errors", "trimmed_files", "lost_samples", "lost_killed_at_stop",
 };
 
 /*
@@ -86,7 +92,8 @@ const struct shm_stage_desc shm_stages[SHM_STAGE_MAX] = {
 			.fold_gauge = CAP_CNT_GEN_PINNED,
 			.counters = capture_counters,
 			.nr_counters = CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE,
-			.gauges = GAUGES(CAP_CNT_GEN_ACCT_DONE, CAP_CNT_GEN_PINNED),
+			.gauges = GAUGES(CAP_CNT_GEN_ACCT_DONE, CAP_CNT_GEN_PINNED) |
+				  GAUGES(CAP_CNT_DOWN_SINCE_NS, CAP_CNT_GEN_ALIVE_NS),
 		},
 	[SHM_STAGE_UNWINDD] =
 		{
@@ -101,6 +108,8 @@ const struct shm_stage_desc shm_stages[SHM_STAGE_MAX] = {
 			.counters = unwindd_counters,
 			.nr_counters = UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE,
 			.gauges = GAUGE(UNW_CNT_CACHE_BYTES) | GAUGE(UNW_CNT_LOSS_PENDING),
+			.loss_pending = UNW_CNT_LOSS_PENDING,
+			.lost_at_stop = UNW_CNT_LOST_AT_STOP,
 		},
 	[SHM_STAGE_SYMD] =
 		{
@@ -115,6 +124,8 @@ const struct shm_stage_desc shm_stages[SHM_STAGE_MAX] = {
 			.counters = symd_counters,
 			.nr_counters = SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE,
 			.gauges = GAUGE(SYM_CNT_CACHE_BYTES) | GAUGE(SYM_CNT_LOSS_PENDING),
+			.loss_pending = SYM_CNT_LOSS_PENDING,
+			.lost_at_stop = SYM_CNT_LOST_AT_STOP,
 		},
 	[SHM_STAGE_STORER] =
 		{
@@ -126,6 +137,7 @@ const struct shm_stage_desc shm_stages[SHM_STAGE_MAX] = {
 			.up = SHM_STAGE_SYMD,
 			.counters = storer_counters,
 			.nr_counters = STO_CNT_MAX_ - SHM_CNT_STAGE_BASE,
+			.lost_at_stop = STO_CNT_LOST_AT_STOP,
 		},
 };
 

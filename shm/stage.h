@@ -182,6 +182,11 @@ struct shm_stage_desc {
 	/* A gauge that, non-zero after a death, means only a successor counts
 	 * what that life lost: one is started during a stop (0: none). */
 	unsigned int fold_gauge;
+	/* Consumers: the gauge of its pending LOSS aggregates (shm_loss__publish;
+	 * 0: none), and the reason under which the monitor counts what a stage
+	 * killed at stop held (docs/pipeline.md, "Stopping"). */
+	unsigned int loss_pending;
+	unsigned int lost_at_stop;
 	const char *const *counters; /* names of slots SHM_CNT_STAGE_BASE.. */
 	unsigned int nr_counters;
 	uint64_t gauges; /* bit i: slot i is a level (shm_counter_is_gauge) */

@@ -68,13 +68,9 @@ void storer__free(void *obj)
 	free(s);
 }
 
-int storer__open(const struct shm_stage_ctx *ctx, void **ret)
+static void writer_opts(const struct cpa_config *cfg, struct store_writer_opts *ret)
 {
-	const struct cpa_config *cfg = ctx->cfg;
 	struct store_writer_opts o = {0};
-	struct store_writer *w = NULL;
-	struct storer *s;
-	int r;
 
 	o.root = cfg->store_dir[0] ? cfg->store_dir : "/var/log/cpa";
 	o.cpu_num = cfg->nr_cpus;
@@ -87,6 +83,38 @@ int storer__open(const struct shm_stage_ctx *ctx, void **ret)
 	for (uint32_t i = 0; i < cfg->nr_probes && i < STORE_PROBES_MAX; i++)
 		o.probes[o.nr_probes++] = cfg->probes[i];
 	o.max_store_bytes = (uint64_t)cfg->max_store_size_mb << 20;
+	*ret = o;
+}
+
+int storer__append_losses(const struct cpa_config *cfg, const struct cpa_loss *l, unsigned int n)
+{
+	struct store_writer_opts o;
+	struct store_writer *w = NULL;
+	int r;
+
+	writer_opts(cfg, &o);
+	r = store_writer__new(&o, &w);
+	if (r < 0)
+		return r;
+	store_writer__set_run_id(w, cfg->start_realtime_ns);
+	for (unsigned int i = 0; i < n && r >= 0; i++)
+		r = store_writer__add_loss(w, &l[i]);
+	if (r >= 0)
+		r = store_writer__close_block(w);
+	/* Waits for the write and fsyncs. */
+	store_writer__free(w);
+	return r < 0 ? r : 0;
+}
+
+int storer__open(const struct shm_stage_ctx *ctx, void **ret)
+{
+	const struct cpa_config *cfg = ctx->cfg;
+	struct store_writer_opts o;
+	struct store_writer *w = NULL;
+	struct storer *s;
+	int r;
+
+	writer_opts(cfg, &o);
 	r = store_writer__new(&o, &w);
 	if (r == -EBUSY) {
 		int pid = 0;

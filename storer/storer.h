@@ -29,6 +29,10 @@ int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_wri
  * block (its root, the run's facts, retention), its dictionary journal, and
  * the storer over ctx->in, owning the writer. Logs what failed. */
 int storer__open(const struct shm_stage_ctx *ctx, void **ret);
+/* The monitor, once a storer killed at stop is gone: append n loss rows to
+ * the store of cfg with a writer of its own (docs/pipeline.md,
+ * "Stopping"). 0 or -errno (-EBUSY: the store is locked). */
+int storer__append_losses(const struct cpa_config *cfg, const struct cpa_loss *l, unsigned int n);
 void storer__free(void *s);
 
 /* Take up to max records from the input. Returns how many (0 = empty) or

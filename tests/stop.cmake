@@ -1,0 +1,21 @@
+# Exactly once at stop (docs/pipeline.md, "Stopping"; docs/reliability.md, "How
+# each kill is accounted"), in the form of the attack, with bench_torture's
+# balance (produced = stored + lost rows):
+# - test_stop_hung_<stage>: the stage SIGSTOPped, then SIGINT to the monitor;
+#   it is killed after the drain timeout (3 s here) and what it held must be
+#   in the store as [lost: <stage> lost_killed_at_stop];
+# - test_stop_capture_quick_kills: three capture kills 0.3 s apart; every gap
+#   must be stored as [lost: capture not_sampled_while_down] (the rows equal
+#   capture's not_sampled_while_down counter, and there are some).
+if(COMMAND add_test)
+  foreach(stage unwindd symd storer)
+    add_test(NAME test_stop_hung_${stage}
+      COMMAND bench_torture --kills 0 --hang_at_stop ${stage} --freq 999)
+    set_tests_properties(test_stop_hung_${stage} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+      LABELS "e2e;root;torture")
+  endforeach()
+  add_test(NAME test_stop_capture_quick_kills
+    COMMAND bench_torture --kills 3 --victims capture --pace 300:300 --freq 999)
+  set_tests_properties(test_stop_capture_quick_kills PROPERTIES SKIP_RETURN_CODE 77
+    TIMEOUT 300 LABELS "e2e;root;torture")
+endif()
