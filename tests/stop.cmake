@@ -7,15 +7,13 @@
 # - test_stop_capture_quick_kills: three capture kills 0.3 s apart; every gap
 #   must be stored as [lost: capture not_sampled_while_down] (the rows equal
 #   capture's not_sampled_while_down counter, and there are some).
-if(COMMAND add_test)
-  foreach(stage unwindd symd storer)
-    add_test(NAME test_stop_hung_${stage}
-      COMMAND bench_torture --kills 0 --hang_at_stop ${stage} --freq 999)
-    set_tests_properties(test_stop_hung_${stage} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-      LABELS "e2e;root;torture")
-  endforeach()
-  add_test(NAME test_stop_capture_quick_kills
-    COMMAND bench_torture --kills 3 --victims capture --pace 300:300 --freq 999)
-  set_tests_properties(test_stop_capture_quick_kills PROPERTIES SKIP_RETURN_CODE 77
-    TIMEOUT 300 LABELS "e2e;root;torture")
+if(NOT TARGET bench_torture)
+  return()
 endif()
+foreach(stage unwindd symd storer)
+  cpa_test(NAME test_stop_hung_${stage}
+    COMMAND bench_torture --kills 0 --hang_at_stop ${stage} --freq 999 LABELS torture root)
+endforeach()
+cpa_test(NAME test_stop_capture_quick_kills
+  COMMAND bench_torture --kills 3 --victims capture --pace 300:300 --freq 999
+  LABELS torture root)
