@@ -16,6 +16,7 @@
 
 #include "common/array.h"
 #include "common/macro.h"
+#include "common/safepath.h"
 #include "common/timeutil.h"
 #include "export_int.h"
 
@@ -479,42 +480,45 @@ size_t export__utf8_len(const char *s)
 
 int export_file__open(struct export_file *x, const char *path)
 {
-	const char *slash = strrchr(path, '/');
 	struct stat st;
-	bool have = stat(path, &st) == 0;
-	int fd = -1, i;
+	int fd, r;
 
 	x->f = NULL;
 	x->path = path;
+	x->dfd = -1;
 	x->tmp[0] = 0;
-	if (have && !S_ISREG(st.st_mode)) {
+	x->err[0] = 0;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		/* /dev/stdout, a fifo: nothing to replace, written in place */
 		x->f = fopen(path, "we");
 		return x->f ? 0 : -errno;
 	}
+	/* The walk refuses what another user planted on the way (docs/cli.md). */
+	r = safe_path__check(path, x->err, sizeof(x->err));
+	if (r < 0)
+		return r;
+	r = safe_path__parent(path, &x->dfd, x->leaf, sizeof(x->leaf), x->err, sizeof(x->err));
+	if (r < 0)
+		return r;
 	/* 0666 less the umask, as fopen() creates; an existing file's mode is kept */
-	for (i = 0; fd < 0 && i < 100; i++) {
-		if ((size_t)snprintf(x->tmp, sizeof(x->tmp), "%.*s.%s.tmp-%d-%d",
-				     slash ? (int)(slash - path + 1) : 0, path,
-				     slash ? slash + 1 : path, (int)getpid(), i) >= sizeof(x->tmp))
-			return -ENAMETOOLONG;
-		fd = open(x->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		if (fd < 0 && errno != EEXIST)
-			return -errno;
+	fd = safe_path__tmpfile(x->dfd, x->leaf, 0666, x->tmp, sizeof(x->tmp), x->err,
+				sizeof(x->err));
+	if (fd < 0) {
+		r = fd;
+		goto fail;
 	}
-	if (fd < 0)
-		return -EEXIST;
-	if (have)
+	if (fstatat(x->dfd, x->leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
 		(void)fchmod(fd, st.st_mode & 07777);
 	x->f = fdopen(fd, "w");
-	if (!x->f) {
-		int r = -errno;
-
-		close(fd);
-		unlink(x->tmp);
-		return r;
-	}
-	return 0;
+	if (x->f)
+		return 0;
+	r = -errno;
+	close(fd);
+	unlinkat(x->dfd, x->tmp, 0);
+fail:
+	close(x->dfd);
+	x->dfd = -1;
+	return r;
 }
 
 int export_file__close(struct export_file *x, bool ok)
@@ -528,12 +532,14 @@ int export_file__close(struct export_file *x, bool ok)
 	if (fclose(x->f) != 0 && !r)
 		r = -(errno ? errno : EIO);
 	x->f = NULL;
-	if (!x->tmp[0])
+	if (x->dfd < 0)
 		return ok && r == -EINVAL ? 0 : r; /* fsync of a pipe or a tty */
-	if (ok && !r && rename(x->tmp, x->path) < 0)
+	if (ok && !r && renameat(x->dfd, x->tmp, x->dfd, x->leaf) < 0)
 		r = -errno;
 	if (!ok || r)
-		unlink(x->tmp);
+		unlinkat(x->dfd, x->tmp, 0);
+	close(x->dfd);
+	x->dfd = -1;
 	return r;
 }
 
@@ -543,6 +549,8 @@ int export__write(struct exporter *e, const char *path)
 	FILE *f;
 	int r = export_file__open(&x, path);
 
+	if (r < 0 && x.err[0])
+		return export__fail(e, r, "%s", x.err);
 	if (r < 0)
 		return export__fail(e, r, "open '%s': %s", path, strerror(-r));
 	f = x.f;

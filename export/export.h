@@ -79,7 +79,10 @@ int export__write(struct exporter *e, const char *path);
 struct export_file {
 	FILE *f;
 	const char *path;
-	char tmp[4096];
+	int dfd;	/* the target's directory, walked by common/safepath.h; -1 */
+	char leaf[256]; /* the target's name in dfd */
+	char tmp[256];	/* the temporary file beside it, renamed over leaf at close */
+	char err[512];	/* why open failed, when the path rule refused it */
 };
 int export_file__open(struct export_file *x, const char *path);
 int export_file__close(struct export_file *x, bool ok);

@@ -292,6 +292,8 @@ static int write_prof(const struct show_acc *acc, const char *path)
 		ids[i] = i + 1;
 	qsort_r(ids, n, sizeof(*ids), id_cmp, (void *)&fd->lines);
 	r = export_file__open(&x, path);
+	if (r < 0 && x.err[0])
+		return log_error_errno(r, "%s", x.err);
 	if (r < 0)
 		return log_error_errno(r, "open '%s': %m", path);
 	for (i = 0; i < n; i++) {

@@ -68,3 +68,17 @@ open=$(find "$tmp/new/store" -perm /o=rwx)
 [ -z "$open" ] || fail "new store: open to others: $(ls -ld $open | head -5)"
 [ "$(stat -c %a "$tmp/new/store")" -le 2750 ] || fail "new store: mode $(stat -c %a "$tmp/new/store")"
 echo "new store: $(find "$tmp/new/store" -type f | wc -l) files, none open to others"
+
+# 5. cpa show -o (folded and SVG) and --split_path through nobody's links to
+# root's file and directory: refused at the write, root's file as it was.
+as_nobody ln -s "$secret/file" "$shared/show.prof"
+as_nobody ln -s "$secret/file" "$shared/show.svg"
+as_nobody ln -s "$secret" "$shared/split"
+for out in show.prof show.svg; do
+	rc=0
+	"$cpa" show --read "$tmp/new/store" -o "$shared/$out" >"$tmp/$out.log" 2>&1 || rc=$?
+	refused "$out" "symlink '$out'" $rc
+done
+rc=0
+"$cpa" show --read "$tmp/new/store" --split_path "$shared/split" >"$tmp/split.log" 2>&1 || rc=$?
+refused split "symlink '[^']*split'" $rc
