@@ -30,9 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arena.h"
+#include "shm/arena.h"
 #include "common/timeutil.h"
-#include "ring.h"
+#include "shm/ring.h"
 
 static int cpu_a = 0, cpu_b = 1;
 static double seconds = 1.0;

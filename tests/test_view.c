@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keymap.h"
-#include "layout.h"
-#include "model.h"
+#include "viewer/keymap.h"
+#include "viewer/layout.h"
+#include "viewer/model.h"
 #include "test_util.h"
-#include "tree.h"
+#include "viewer/tree.h"
 
 static struct strtab names;
 static struct vtree tree;
