@@ -157,7 +157,7 @@ int tree__add(struct tree *t, const struct export_opts *o, uint32_t src,
 		if (r < 0 || (r = child(t, node, name, TN_LABEL, &node)) < 0)
 			return r;
 	} else {
-		const char *pc = s->pcomm[0] ? s->pcomm : s->comm[0] ? s->comm : "[unknown]";
+		const char *pc = store_sample__proc_name(s);
 
 		if (o->no_pid) {
 			r = intern_name(t, pc, NULL, &name);

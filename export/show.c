@@ -166,10 +166,7 @@ static int on_sample(void *ctx, const struct store_sample *s)
 	const struct show_opts *o = c->o;
 	bool off = s->kind == CPA_KIND_OFFCPU;
 	struct show_acc *acc = &c->acc[0];
-	const char *pc = s->lost       ? "[lost]"
-			 : s->pcomm[0] ? s->pcomm
-			 : s->comm[0]  ? s->comm
-				       : "[unknown]";
+	const char *pc = s->lost ? "[lost]" : store_sample__proc_name(s);
 	char tmp[256];
 	uint32_t i;
 	int r;

@@ -228,6 +228,13 @@ struct store_sample {
 	const struct store_frame *const *frames;
 };
 
+/* A row's process name: the process's name at the sample, else the thread's.
+ * The one naming rule of every reader (cpa show, the exports, cpa-view). */
+static inline const char *store_sample__proc_name(const struct store_sample *s)
+{
+	return s->pcomm[0] ? s->pcomm : s->comm[0] ? s->comm : "[unknown]";
+}
+
 struct store_filter {
 	int64_t pid;		 /* -1 = all */
 	const char *comm;	 /* matches the thread or the process name; NULL = all */

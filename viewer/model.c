@@ -541,11 +541,6 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 	return m->n_stacks++;
 }
 
-const char *vmodel__proc_name(const struct store_sample *s)
-{
-	return s->pcomm[0] ? s->pcomm : s->comm[0] ? s->comm : "[unknown]";
-}
-
 /* Label id of the row's group (0 = none). A process or thread is labelled
  * with its name at the sample, so a pid that execs (sh -> xz) gets a box per
  * name, as in the exports. */
@@ -562,7 +557,9 @@ static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sam
 	if (g == VG_PROCESS || g == VG_THREAD) {
 		uint32_t who = g == VG_PROCESS ? s->pid : s->tid;
 
-		name = g == VG_PROCESS ? vmodel__proc_name(s) : s->comm[0] ? s->comm : "[unknown]";
+		name = g == VG_PROCESS ? store_sample__proc_name(s)
+		       : s->comm[0]    ? s->comm
+				       : "[unknown]";
 		/* rows come sorted by (second, pid, tid): the last answer is often right */
 		if (m->last_group_kind == (int)g && m->last_group_key_pid == who &&
 		    !strncmp(m->last_group_name, name, sizeof(m->last_group_name)))
@@ -762,7 +759,7 @@ static int on_export(void *ctx, const struct store_sample *s)
 	if (s->lost) {
 		exp_put(c, "[lost]", NULL);
 	} else {
-		snprintf(tmp, sizeof(tmp), "%s:%u", vmodel__proc_name(s), s->pid);
+		snprintf(tmp, sizeof(tmp), "%s:%u", store_sample__proc_name(s), s->pid);
 		exp_put(c, tmp, NULL);
 	}
 	for (i = s->n_frames; i-- > s->n_kframes;)

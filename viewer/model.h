@@ -176,11 +176,6 @@ void vmodel__series_reset(struct vmodel *m);
 bool vmodel__series_cell(const struct vmodel *m, int64_t s0, int64_t s1, double *busy_pct,
 			 double *rq_p99_us, double *cs_per_s);
 
-/* The process name of a sample, as the exports (export/export.c, export/show.c)
- * label it: the process name at the sample, else the thread name, else
- * "[unknown]". */
-const char *vmodel__proc_name(const struct store_sample *s);
-
 /* Aggregate [t0, t1) (unix seconds) passing f into out (reset first, sorted after). */
 int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilter *f,
 		      struct vtree *out, struct vrange_stats *st);
