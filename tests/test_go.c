@@ -23,53 +23,12 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "fixtures/go/burn_src.h"
 #include "test_proc.h"
 #include "test_util.h"
 
 static char bin_dir[4096];
 static char dir[] = "/tmp/cpa-go-XXXXXX";
-
-/* Pure arithmetic, and a small allocation every 4096 rounds (mallocgc,
- * sometimes refill on systemstack, a GC now and then). */
-static const char go_src[] = "package main\n"
-			     "\n"
-			     "import (\n\t\"os\"\n\t\"strconv\"\n\t\"time\"\n)\n"
-			     "\n"
-			     "var sink []byte\n"
-			     "\n"
-			     "//go:noinline\n"
-			     "func burn(n int) uint64 {\n"
-			     "\tvar x uint64 = 1\n"
-			     "\tfor i := 0; i < n; i++ {\n"
-			     "\t\tx = x*6364136223846793005 + 1442695040888963407\n"
-			     "\t\tif i%4096 == 0 {\n"
-			     "\t\t\tsink = make([]byte, 64+int(x%4096))\n"
-			     "\t\t}\n"
-			     "\t}\n"
-			     "\treturn x\n"
-			     "}\n"
-			     "\n"
-			     "//go:noinline\n"
-			     "func mid(n int) uint64 { return burn(n) + 1 }\n"
-			     "\n"
-			     "//go:noinline\n"
-			     "func top(n int) uint64 { return mid(n) + 1 }\n"
-			     "\n"
-			     "func main() {\n"
-			     "\tsecs, _ := strconv.Atoi(os.Args[1])\n"
-			     "\tend := time.Now().Add(time.Duration(secs) * time.Second)\n"
-			     "\tdone := make(chan uint64)\n"
-			     "\tgo func() {\n"
-			     "\t\tvar t uint64\n"
-			     "\t\tfor time.Now().Before(end) {\n"
-			     "\t\t\tt += top(1 << 20)\n"
-			     "\t\t}\n"
-			     "\t\tdone <- t\n"
-			     "\t}()\n"
-			     "\tif <-done == 42 {\n"
-			     "\t\tos.Exit(3)\n"
-			     "\t}\n"
-			     "}\n";
 
 struct go_stats {
 	long samples, hot, marked, bottom;
@@ -262,7 +221,7 @@ int main(void)
 	}
 	snprintf(src, sizeof(src), "%s/main.go", dir);
 	f = fopen(src, "w");
-	if (!f || fputs(go_src, f) < 0 || fclose(f)) {
+	if (!f || fputs(go_burn_src, f) < 0 || fclose(f)) {
 		perror(src);
 		return 1;
 	}
