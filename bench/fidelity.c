@@ -40,6 +40,7 @@
 #include "benchutil.h"
 #include "fold.h"
 #include "overhead.h"
+#include "tests/fixtures/go/burn_src.h"
 
 #define TOP 10
 
@@ -47,6 +48,12 @@ struct prog {
 	const char *name;
 	const char *cmd; /* sh -c, exec'd: the pid stays the one cpa and perf watch */
 };
+
+/* perf's --call-graph: Go by frame pointer (Go keeps them), the rest dwarf */
+static const char *perf_cg(const struct prog *pg)
+{
+	return strncmp(pg->name, "go", 2) ? "dwarf" : "fp";
+}
 
 /* {in} is replaced by the generated text file, {dir} by --dir. */
 static const struct prog progs[] = {
@@ -65,6 +72,10 @@ static const struct prog progs[] = {
 	{"cxx", "exec {dir}/cxx-nofp > /dev/null"},
 	{"python3", "exec python3 -c 'import json; d = [{\"k\": i, \"v\": str(i) * 3} for i in "
 		    "range(300000)]; [json.loads(json.dumps(d)) for _ in range(3)]'"},
+	/* Go (tests/fixtures/go/burn_src.h), built by the bench when go is there; perf
+	 * walks Go by frame pointer, as Go keeps them */
+	{"go", "exec {dir}/go-burn 6 > /dev/null"},
+	{"go-stripped", "exec {dir}/go-burn-s 6 > /dev/null"},
 };
 
 /* 60 rounds of: 50,000 words into a std::map, its keys sorted (~3 s of CPU) */
@@ -202,9 +213,9 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 		 o->bin, store, o->freq, child, stack, store);
 	mon = spawn_sh(d);
 	snprintf(d, sizeof(d),
-		 "exec perf record -q -B -N -e cpu-clock -F %d --call-graph dwarf -p %d -o '%s' "
+		 "exec perf record -q -B -N -e cpu-clock -F %d --call-graph %s -p %d -o '%s' "
 		 "2>/dev/null >/dev/null",
-		 o->freq, child, pdata);
+		 o->freq, perf_cg(pg), child, pdata);
 	/* -B -N: no build-id pass nor cache update at the end (perf 6.1
 	 * aborted there, leaving a zero data size). On kernel 6.18 perf 6.1's
 	 * `perf script` may still abort (build-id.c:1010, its vDSO copy):
@@ -242,7 +253,7 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	fold_perf_file(pscript, &p);
 
 	printf("\n== %s: %s\n", pg->name, cmd);
-	printf("  %-34s %12s %12s\n", "", "cpa", "perf dwarf");
+	printf("  %-34s %12s %7s %-5s\n", "", "cpa", "perf", perf_cg(pg));
 	printf("  %-34s %12.0f %12.0f\n", "samples", c.samples, p.samples);
 	printf("  %-34s %11.2f%% %11.2f%%\n", "complete (rooted at process/thread start)",
 	       c.samples ? 100 * c.complete / c.samples : NAN,
@@ -359,6 +370,19 @@ int main(int argc, char **argv)
 		bench_sh("test -x '%s/cxx-nofp' || g++ -O2 -fomit-frame-pointer -o '%s/cxx-nofp' "
 			 "'%s'",
 			 o.dir, o.dir, cxx);
+	}
+	/* the Go workload, normal and stripped, in a private build cache */
+	snprintf(cxx, sizeof(cxx), "%s/go-burn.go", o.dir);
+	f = fopen(cxx, "we");
+	if (f) {
+		fputs(go_burn_src, f);
+		fclose(f);
+		bench_sh(
+			"command -v go > /dev/null || exit 0; cd '%s' && export GOCACHE='%s/gocache' "
+			"GOFLAGS=-mod=mod GOPROXY=off CGO_ENABLED=0 && { test -x go-burn || go build "
+			"-o go-burn go-burn.go; } && { test -x go-burn-s || go build -ldflags='-s -w' "
+			"-o go-burn-s go-burn.go; }",
+			o.dir, o.dir);
 	}
 	printf("bench_fidelity: %d Hz, stack_size %s, cpa from %s\n", o.freq,
 	       o.stack_size ? "set" : "default", o.bin);

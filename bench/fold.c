@@ -70,6 +70,9 @@ bool fold_is_root(const char *f)
 	static const char *const roots[] = {
 		"_start", "__libc_start_main", "__libc_start_main_impl", "__libc_start_call_main",
 		"start_thread", "clone3", "clone",
+		/* Go: goroutines, threads' g0 stacks, the main thread (.abi0: ELF symbol) */
+		"runtime.goexit", "runtime.goexit.abi0", "runtime.mstart", "runtime.mstart.abi0",
+		"runtime.rt0_go", "runtime.rt0_go.abi0",
 		/* inside execve past its point of no return:
 		 * the old image's callers are gone, nothing is
 		 * left to unwind (docs/unwindd.md) */

@@ -203,19 +203,23 @@ static __always_inline __u64 ustack_want(struct task_struct *task, __u64 sp, boo
  * BPF_F_USER_STACK) reads at whatever rbp holds: in code built without
  * frame pointers that is garbage, and the faulting read costs ~2 us per
  * sample here. We only follow an rbp that points into the stack above sp
- * and grows, so non-FP code ends the chain for free.
+ * and grows, so non-FP code ends the chain for free; with jump, once per
+ * chain it may go down to another stack (Go's switch from g0 back to a
+ * goroutine's; not off-CPU: that program would pass the verifier's 1M
+ * instructions).
  */
 #define FP_MAX_SPAN   (8ull << 20) /* a frame pointer this far above sp is not one */
 #define USER_ADDR_END (1ull << 47) /* x86-64 user code is below this (4-level paging) */
 
-static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, struct bpf_dynptr *d, __u64 copied)
+static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, struct bpf_dynptr *d, __u64 copied,
+				     bool jump)
 {
-	__u64 sp = s->regs.sp, fp = s->regs.bp, off, frame[2];
+	__u64 sp = s->regs.sp, fp = s->regs.bp, lo = sp, off, frame[2];
 	__u32 n = 1;
 
 	s->ufp[0] = s->regs.ip;
 	for (int i = 0; i < CPA_BPF_MAX_UFP - 1; i++) {
-		if (fp < sp || fp - sp > FP_MAX_SPAN || (fp & 7))
+		if (fp < lo || fp - lo > FP_MAX_SPAN || (fp & 7))
 			break;
 		off = fp - sp;
 		barrier_var(off);
@@ -233,8 +237,14 @@ static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, struct bpf_dynptr
 		if (n >= CPA_BPF_MAX_UFP)
 			break;
 		s->ufp[n++] = frame[1];
-		if (frame[0] <= fp)
-			break;
+		if (frame[0] <= fp) {
+			/* Go's systemstack, mcall and morestack run their callee
+			 * on g0's stack with rbp still the goroutine's, which may
+			 * lie below: one such jump is followed (lo moves once). */
+			if (!jump || lo != sp || !frame[0])
+				break;
+			lo = frame[0];
+		}
 		fp = frame[0];
 	}
 	return (__s32)(n * sizeof(__u64));
@@ -423,7 +433,7 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s, str
 			 * many exits then end the program instead of each
 			 * walking the chain again in the verifier (1M insns). */
 			if (d)
-				s->ufp_len = fp_walk(s, d, 0);
+				s->ufp_len = fp_walk(s, d, 0, kind != CPA_BPF_KIND_OFFCPU);
 			s->stack_len = copy_ustack(s, d, s->regs.sp, want);
 			if (s->stack_len == 0) {
 				flags |= CPA_BPF_F_NO_USTACK;
@@ -442,7 +452,8 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s, str
 				stat_inc(CPA_BPF_STAT_USTACK_TRUNC);
 			}
 			if (!d)
-				s->ufp_len = fp_walk(s, d, s->stack_len);
+				s->ufp_len =
+					fp_walk(s, d, s->stack_len, kind != CPA_BPF_KIND_OFFCPU);
 		} else {
 			s->ufp_len = bpf_get_stack(ctx, s->ufp, sizeof(s->ufp), BPF_F_USER_STACK);
 		}

@@ -61,6 +61,7 @@ struct monitor_opts {
 	bool disable_sym;
 	bool include_full_path;
 	bool strip_name_disable;
+	bool go_short_names;
 	bool pc_locations;
 	const char *push; /* --push URL: cpa-push next to the stages */
 	const char *record_env_name;

@@ -126,6 +126,7 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 		   (m->offcpu ? CPA_CFG_OFFCPU : 0) | (m->disable_sym ? CPA_CFG_DISABLE_SYM : 0) |
 		   (m->include_full_path ? CPA_CFG_FULL_PATH : 0) |
 		   (m->strip_name_disable ? CPA_CFG_STRIP_NAME_OFF : 0) |
+		   (m->go_short_names ? CPA_CFG_GO_SHORT : 0) |
 		   (m->pc_locations ? CPA_CFG_PC_LOCATIONS : 0) |
 		   (m->sched_metrics && !m->oneshot ? CPA_CFG_SCHED_METRICS : 0) |
 		   (m->oneshot ? CPA_CFG_ONESHOT : 0) | (m->bench ? CPA_CFG_BENCH : 0) |

@@ -13,9 +13,11 @@
  *   ksyms                   the first 400 lines of /proc/kallsyms and the fixtures;
  *   jitmap                  the perf-PID.map fixture and a generated map;
  *   elfid, elfsym, cfi      small ELF files from /usr/bin and /usr/lib;
+ *   gopclntab               the .gopclntab of Debian's gofmt (when go is there);
  *   opts, config            command lines and --config files.
  */
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -320,6 +322,41 @@ static void elf_seeds(void)
 	}
 }
 
+/* ---- .gopclntab: gofmt's, when Debian's go is installed ---- */
+
+static void gopclntab_seeds(void)
+{
+	static const char *const paths[] = {"/usr/lib/go/bin/gofmt", "/usr/lib/go-1.19/bin/gofmt"};
+	const Elf64_Ehdr *eh;
+	const Elf64_Shdr *sh;
+	char *buf = NULL;
+	size_t len = 0, i;
+
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]) && !buf; i++)
+		if (slurp(paths[i], 64u << 20, &buf, &len) < 0)
+			buf = NULL;
+	if (!buf || len < sizeof(*eh))
+		goto out;
+	eh = (const void *)buf;
+	if (eh->e_shoff > len || eh->e_shnum > (len - eh->e_shoff) / sizeof(*sh) ||
+	    eh->e_shstrndx >= eh->e_shnum)
+		goto out;
+	sh = (const void *)(buf + eh->e_shoff);
+	for (i = 0; i < eh->e_shnum; i++) {
+		size_t name = sh[eh->e_shstrndx].sh_offset + sh[i].sh_name;
+
+		if (name + 11 <= len && !memcmp(buf + name, ".gopclntab", 11) &&
+		    sh[i].sh_offset <= len && sh[i].sh_size <= len - sh[i].sh_offset) {
+			put("gopclntab", "gofmt", buf + sh[i].sh_offset, sh[i].sh_size);
+			/* cut short: the functab and names past the end */
+			put("gopclntab", "gofmt_head", buf + sh[i].sh_offset,
+			    sh[i].sh_size < 4096 ? sh[i].sh_size : 4096);
+		}
+	}
+out:
+	free(buf);
+}
+
 /* ---- text inputs ---- */
 
 static void text_seeds(const char *src)
@@ -411,6 +448,7 @@ int main(int argc, char **argv)
 	symd_seed("/usr/lib/x86_64-linux-gnu/libc.so.6", "libc_frames");
 	symd_seed("/nonexistent/lib.so", "missing_module");
 	elf_seeds();
+	gopclntab_seeds();
 	text_seeds(argv[2]);
 	printf("fuzz_seeds: corpora in %s\n", outdir);
 	return 0;

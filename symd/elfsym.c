@@ -30,6 +30,7 @@
 #include <zlib.h>
 
 #include "common/array.h"
+#include "common/gopclntab.h"
 #include "common/hash.h"
 #include "common/macro.h"
 #include "common/procroot.h"
@@ -851,6 +852,60 @@ static int symvec__collect_entry(struct symvec *sv, const struct elfimg *e, cons
 				});
 }
 
+/*
+ * A Go binary without a symbol table (-ldflags='-s -w') keeps .gopclntab,
+ * the runtime's own: every function's name and extent (common/gopclntab.h).
+ * Ranked below every ELF symbol at the same address.
+ */
+static int symvec__collect_go(struct symvec *sv, const struct elfimg *e, bool *ret_found)
+{
+	const Elf64_Shdr *s = elfimg__find(e, ".gopclntab"), *text = elfimg__find(e, ".text");
+	struct gopclntab t;
+	uint8_t *buf = NULL;
+	uint64_t size;
+	uint32_t i;
+	int r;
+
+	*ret_found = false;
+	if (!s || !text)
+		return 0;
+	r = elfimg__data(e, s, SYMD_MAX_STRTAB, &buf, &size);
+	if (r < 0)
+		return r == -ENOMEM ? r : 0;
+	r = symvec__keep(sv, buf);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	if (gopclntab__init(&t, buf, size, text->sh_addr) < 0)
+		return 0;
+	for (i = 0; i < t.nfunc; i++) {
+		struct gofunc f;
+		size_t len;
+
+		if ((i & 0xffff) == 0xffff && clock_ns(CLOCK_MONOTONIC) > sv->deadline)
+			return -ETIME;
+		if (gopclntab__func(&t, i, &f) < 0 || f.end == f.entry)
+			continue;
+		len = strlen(f.name);
+		if (len == 0 || len > 4096)
+			continue;
+		r = symvec__push(sv, &(struct symcand){
+					     .addr = f.entry,
+					     .size = f.end - f.entry > UINT32_MAX
+							     ? UINT32_MAX
+							     : (uint32_t)(f.end - f.entry),
+					     .rank = 8,
+					     .name = f.name,
+					     .name_len = (uint32_t)len,
+				     });
+		if (r < 0)
+			return r;
+	}
+	*ret_found = true;
+	return 0;
+}
+
 static int symcand_cmp(const void *a, const void *b)
 {
 	const struct symcand *x = a, *y = b;
@@ -1413,6 +1468,15 @@ int symbin__load(const struct symd_paths *paths, const struct symd_file_ref *ref
 				b->src |= SYMBIN_SRC_MINIDEBUG;
 			else if (mr == -E2BIG)
 				b->refused = true; /* an xz bomb: counted by the cache */
+		}
+		if (b->is_go) {
+			bool found;
+
+			r = symvec__collect_go(&sv, &e, &found);
+			if (r < 0)
+				goto out;
+			if (found)
+				b->src |= SYMBIN_SRC_GOPCLNTAB;
 		}
 	}
 	if (clock_ns(CLOCK_MONOTONIC) > sv.deadline) {

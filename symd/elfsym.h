@@ -54,6 +54,7 @@ enum symbin_src {
 	SYMBIN_SRC_FDE = 1u << 5,	 /* function starts from .eh_frame_hdr */
 	SYMBIN_SRC_PLT = 1u << 6,	 /* PLT stubs named from their relocations */
 	SYMBIN_SRC_DEBUGINFOD = 1u << 7, /* debug file from the debuginfod cache */
+	SYMBIN_SRC_GOPCLNTAB = 1u << 8,	 /* a stripped Go binary's own .gopclntab */
 };
 
 struct symbin {

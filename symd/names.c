@@ -86,7 +86,21 @@ size_t symd_name__format(const char *raw, bool is_go, bool keep_go, char *buf, s
 			return n;
 		}
 	}
-	if (is_go && !keep_go)
-		return symd_name__go_short(raw, buf, cap);
+	if (is_go) {
+		size_t n = strlen(raw);
+
+		/* The ELF symbol of a Go assembly function carries its ABI
+		 * (runtime.goexit.abi0); Go's own tables and tracebacks, and
+		 * so a stripped binary's names (.gopclntab), do not. */
+		if (n > 5 && !strcmp(raw + n - 5, ".abi0")) {
+			if (n >= sizeof(unver))
+				n = sizeof(unver) - 1 + 5;
+			memmove(unver, raw, n - 5);
+			unver[n - 5] = '\0';
+			raw = unver;
+		}
+		if (!keep_go)
+			return symd_name__go_short(raw, buf, cap);
+	}
 	return copy_trunc(raw, strlen(raw), buf, cap);
 }

@@ -947,7 +947,7 @@ static const char *user_symbol(struct symd *s, const struct cpa_frames *f,
 			       bool *ret_fde)
 {
 	uint64_t off = uf->offset;
-	bool keep_go = s->flags & CPA_CFG_STRIP_NAME_OFF;
+	bool keep_go = !(s->flags & CPA_CFG_GO_SHORT) || (s->flags & CPA_CFG_STRIP_NAME_OFF);
 	struct symbin *b = NULL;
 	const char *name;
 

@@ -746,11 +746,14 @@ static int syn_find(void *ctx, uint64_t pc, struct unw_loc *ret)
 {
 	(void)ctx;
 	if (pc >= SYN_ANON && pc < SYN_ANON + 4096) {
-		*ret = (struct unw_loc){NULL, pc - SYN_ANON, 2, CPA_UF_ANON};
+		*ret = (struct unw_loc){
+			.file_off = pc - SYN_ANON, .module_id = 2, .flags = CPA_UF_ANON};
 		return 0;
 	}
 	if (pc >= SYN_LIBC && pc < SYN_LIBC + (1ull << 30)) {
-		*ret = (struct unw_loc){syn_no_table ? NULL : syn_table, pc - SYN_LIBC, 1, 0};
+		*ret = (struct unw_loc){.table = syn_no_table ? NULL : syn_table,
+					.file_off = pc - SYN_LIBC,
+					.module_id = 1};
 		return 0;
 	}
 	return -ENOENT;
@@ -1211,7 +1214,7 @@ static int fuzz_find(void *ctx, uint64_t pc, struct unw_loc *ret)
 	(void)ctx;
 	if (pc < 0x400000 || pc >= 0x400000 + fuzz_span)
 		return -ENOENT;
-	*ret = (struct unw_loc){fuzz_table, pc - 0x400000, 1, 0};
+	*ret = (struct unw_loc){.table = fuzz_table, .file_off = pc - 0x400000, .module_id = 1};
 	return 0;
 }
 

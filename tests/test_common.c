@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * common/: the helpers every executable shares, one case each: time
- * conversion, whole-file read, hash + intern table, cpu list.
+ * conversion, whole-file read, hash + intern table, cpu list, .gopclntab.
  */
+#include <elf.h>
 #include <errno.h>
+#include <glob.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include "common/array.h"
 #include "common/cpulist.h"
 #include "common/fileio.h"
+#include "common/gopclntab.h"
 #include "common/hash.h"
 #include "common/probespec.h"
 #include "common/intern.h"
@@ -509,6 +512,231 @@ START_TEST(test_probespec)
 }
 END_TEST
 
+/* ---- .gopclntab ---- */
+
+static void put32(uint8_t *b, size_t off, uint32_t v)
+{
+	memcpy(b + off, &v, 4);
+}
+
+static void put64(uint8_t *b, size_t off, uint64_t v)
+{
+	memcpy(b + off, &v, 8);
+}
+
+/*
+ * A Go 1.18 table by hand: main.a at text+0 (16 bytes: sp 0 for 4 bytes,
+ * then 8), main.b at text+0x10 (16 bytes, no pcsp table), both in a.go,
+ * main.a at line 10.
+ */
+#define PCLN_TEXT 0x401000ull
+static size_t pcln_synth(uint8_t *b)
+{
+	const size_t names = 72, cu = 86, files = 90, pc = 96, ft = 120;
+	const uint8_t pcsp[] = {2, 4, 16, 12, 0}, pcfile[] = {2, 16, 0}, pcln[] = {22, 16, 0};
+	const size_t fa = ft + 20, fb = fa + 40;
+
+	memset(b, 0, 256);
+	put32(b, 0, 0xfffffff0u);
+	b[6] = 1;
+	b[7] = 8;
+	put64(b, 8, 2);		 /* nfunc */
+	put64(b, 16, 1);	 /* nfiles */
+	put64(b, 24, PCLN_TEXT); /* textStart */
+	put64(b, 32, names);	 /* funcnametab */
+	put64(b, 40, cu);	 /* cutab */
+	put64(b, 48, files);	 /* filetab */
+	put64(b, 56, pc);	 /* pctab */
+	put64(b, 64, ft);	 /* functab */
+	memcpy(b + names, "main.a\0main.b", 14);
+	put32(b, cu, 0);
+	memcpy(b + files, "a.go", 5);
+	memcpy(b + pc + 1, pcsp, sizeof(pcsp));	    /* pctab + 1 */
+	memcpy(b + pc + 6, pcfile, sizeof(pcfile)); /* pctab + 6 */
+	memcpy(b + pc + 9, pcln, sizeof(pcln));	    /* pctab + 9 */
+	put32(b, ft, 0);
+	put32(b, ft + 4, (uint32_t)(fa - ft));
+	put32(b, ft + 8, 0x10);
+	put32(b, ft + 12, (uint32_t)(fb - ft));
+	put32(b, ft + 16, 0x20);
+	/* _func: entryoff nameoff args deferreturn pcsp pcfile pcln npcdata cuOffset */
+	put32(b, fa, 0);
+	put32(b, fa + 4, 0);
+	put32(b, fa + 16, 1);
+	put32(b, fa + 20, 6);
+	put32(b, fa + 24, 9);
+	put32(b, fb, 0x10);
+	put32(b, fb + 4, 7);
+	return fb + 40;
+}
+
+/* Every call on t, for every function and around it: answers or errors. */
+static unsigned int pcln_walk_all(const struct gopclntab *t)
+{
+	unsigned int ok = 0;
+
+	for (uint32_t i = 0; i < t->nfunc; i++) {
+		struct gofunc f, g;
+		const char *file;
+		int32_t v, line;
+
+		if (gopclntab__func(t, i, &f) < 0)
+			continue;
+		ck_assert_uint_le(f.entry, f.end);
+		ck_assert_ptr_nonnull(f.name);
+		(void)strlen(f.name);
+		if (gopclntab__find(t, f.entry, &g) == 0) {
+			ck_assert_uint_le(g.entry, f.entry);
+			ck_assert_uint_gt(g.end, f.entry);
+			ok++;
+		}
+		(void)gopclntab__find(t, f.end, &g);
+		(void)gopclntab__find(t, f.entry - 1, &g);
+		if (gopclntab__sp(t, &f, f.entry, &v) == 0)
+			ck_assert_int_ge(v, 0);
+		(void)gopclntab__sp(t, &f, f.entry + (f.end - f.entry) / 2, &v);
+		if (gopclntab__line(t, &f, f.entry, &file, &line) == 0)
+			(void)strlen(file);
+	}
+	return ok;
+}
+
+/* The .gopclntab and .text address of a Go ELF in memory. */
+static const uint8_t *pcln_of(const uint8_t *img, size_t size, size_t *ret_len, uint64_t *ret_text)
+{
+	const Elf64_Ehdr *eh = (const void *)img;
+	const Elf64_Shdr *sh = (const void *)(img + eh->e_shoff);
+	const char *names = (const char *)img + sh[eh->e_shstrndx].sh_offset;
+	const uint8_t *ret = NULL;
+
+	ck_assert_uint_le(eh->e_shoff + eh->e_shnum * sizeof(*sh), size);
+	for (unsigned int i = 0; i < eh->e_shnum; i++) {
+		if (!strcmp(names + sh[i].sh_name, ".gopclntab")) {
+			ret = img + sh[i].sh_offset;
+			*ret_len = sh[i].sh_size;
+		} else if (!strcmp(names + sh[i].sh_name, ".text")) {
+			*ret_text = sh[i].sh_addr;
+		}
+	}
+	return ret;
+}
+
+START_TEST(test_gopclntab)
+{
+	uint8_t b[256], *copy;
+	size_t n = pcln_synth(b), len = 0, size;
+	struct gopclntab t;
+	struct gofunc f;
+	const char *file;
+	int32_t v, line;
+	uint64_t text = 0, x = 88172645463325252ull;
+	const uint8_t *sect;
+	char *img;
+	glob_t gl;
+
+	/* the synthetic table, exactly */
+	ck_assert_int_eq(gopclntab__init(&t, b, n, 0), 0);
+	ck_assert_uint_eq(t.version, 118);
+	ck_assert_uint_eq(t.nfunc, 2);
+	ck_assert_int_eq(gopclntab__find(&t, PCLN_TEXT + 3, &f), 0);
+	ck_assert_str_eq(f.name, "main.a");
+	ck_assert_uint_eq(f.entry, PCLN_TEXT);
+	ck_assert_uint_eq(f.end, PCLN_TEXT + 0x10);
+	ck_assert_int_eq(gopclntab__sp(&t, &f, PCLN_TEXT, &v), 0);
+	ck_assert_int_eq(v, 0);
+	ck_assert_int_eq(gopclntab__sp(&t, &f, PCLN_TEXT + 3, &v), 0);
+	ck_assert_int_eq(v, 0);
+	ck_assert_int_eq(gopclntab__sp(&t, &f, PCLN_TEXT + 4, &v), 0);
+	ck_assert_int_eq(v, 8);
+	ck_assert_int_eq(gopclntab__sp(&t, &f, PCLN_TEXT + 15, &v), 0);
+	ck_assert_int_eq(v, 8);
+	ck_assert_int_eq(gopclntab__sp(&t, &f, PCLN_TEXT + 16, &v), -ENOENT);
+	ck_assert_int_eq(gopclntab__line(&t, &f, PCLN_TEXT + 5, &file, &line), 0);
+	ck_assert_str_eq(file, "a.go");
+	ck_assert_int_eq(line, 10);
+	ck_assert_int_eq(gopclntab__find(&t, PCLN_TEXT + 0x1f, &f), 0);
+	ck_assert_str_eq(f.name, "main.b");
+	ck_assert_int_eq(gopclntab__sp(&t, &f, PCLN_TEXT + 0x10, &v), -ENOENT); /* no table */
+	ck_assert_int_eq(gopclntab__find(&t, PCLN_TEXT + 0x20, &f), -ENOENT);
+	ck_assert_int_eq(gopclntab__find(&t, PCLN_TEXT - 1, &f), -ENOENT);
+	/* the .text address given wins over the header's */
+	ck_assert_int_eq(gopclntab__init(&t, b, n, 0x500000), 0);
+	ck_assert_int_eq(gopclntab__find(&t, 0x500011, &f), 0);
+	ck_assert_str_eq(f.name, "main.b");
+	/* not a table, another version, 32-bit */
+	ck_assert_int_eq(gopclntab__init(&t, b, 7, 0), -EINVAL);
+	ck_assert_int_eq(gopclntab__init(&t, NULL, 0, 0), -EINVAL);
+	b[7] = 4;
+	ck_assert_int_eq(gopclntab__init(&t, b, n, 0), -EOPNOTSUPP);
+	b[7] = 8;
+	put32(b, 0, 0xfffffffbu); /* Go 1.2-1.15 */
+	ck_assert_int_eq(gopclntab__init(&t, b, n, 0), -EINVAL);
+	put32(b, 0, 0xfffffff0u);
+	/* every truncation: init refuses or every call stays in bounds (ASan) */
+	for (size_t k = 0; k < n; k++) {
+		copy = malloc(k ? k : 1);
+		memcpy(copy, b, k);
+		if (gopclntab__init(&t, copy, k, 0) == 0)
+			pcln_walk_all(&t);
+		free(copy);
+	}
+
+	/* a real Go binary of Debian's go, when there is one */
+	if (glob("/usr/lib/go-1.*/bin/gofmt", 0, NULL, &gl) != 0 || !gl.gl_pathc) {
+		fprintf(stderr, "no Go binary here: synthetic table only\n");
+		return;
+	}
+	img = test_slurp(gl.gl_pathv[gl.gl_pathc - 1], &size);
+	globfree(&gl);
+	sect = pcln_of((const uint8_t *)img, size, &len, &text);
+	ck_assert_ptr_nonnull(sect);
+	ck_assert_uint_le((size_t)(sect - (const uint8_t *)img) + len, size);
+	ck_assert_int_eq(gopclntab__init(&t, sect, len, text), 0);
+	ck_assert_uint_gt(t.nfunc, 1000);
+	ck_assert_uint_eq(pcln_walk_all(&t), t.nfunc);
+	{
+		bool main_main = false, goexit = false;
+
+		for (uint32_t i = 0; i < t.nfunc; i++) {
+			ck_assert_int_eq(gopclntab__func(&t, i, &f), 0);
+			main_main = main_main || !strcmp(f.name, "main.main");
+			goexit = goexit || !strcmp(f.name, "runtime.goexit");
+			/* frames start at the return address */
+			ck_assert_int_eq(gopclntab__sp(&t, &f, f.entry, &v), 0);
+			ck_assert_int_eq(v, 0);
+		}
+		ck_assert(main_main && goexit);
+		ck_assert_int_eq(gopclntab__find(&t, text, &f), 0);
+		ck_assert_int_eq(gopclntab__line(&t, &f, f.entry, &file, &line), 0);
+		ck_assert_int_gt(line, 0);
+		ck_assert(strstr(file, ".go") || strstr(file, ".s"));
+	}
+	/* truncated copies */
+	for (size_t k = 0; k < len; k += len / 97 + 1) {
+		copy = malloc(k ? k : 1);
+		memcpy(copy, sect, k);
+		if (gopclntab__init(&t, copy, k, text) == 0)
+			pcln_walk_all(&t);
+		free(copy);
+	}
+	/* corrupt copies: 200 of 64 random bytes each, walked whole */
+	copy = malloc(len);
+	for (int k = 0; k < 200; k++) {
+		memcpy(copy, sect, len);
+		for (int j = 0; j < 64; j++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			copy[(x >> 8) % len] = (uint8_t)x;
+		}
+		if (k % 10 == 0) /* the header too */
+			copy[8 + (x >> 20) % 64] = (uint8_t)(x >> 12);
+		if (gopclntab__init(&t, copy, len, text) == 0 && k % 20 == 0)
+			pcln_walk_all(&t);
+	}
+	free(copy);
+	free(img);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common");
@@ -520,6 +748,7 @@ int main(void)
 		{"intern", test_intern},       {"cpulist", test_cpulist},
 		{"probespec", test_probespec}, {"array", test_array},
 		{"hash", test_hash},	       {"intern_flags", test_intern_flags},
+		{"gopclntab", test_gopclntab},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

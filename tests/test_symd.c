@@ -1035,6 +1035,9 @@ START_TEST(test_names)
 	ck_assert_str_eq(fmt("github.com/x/y/pkg.(*T).Method", true, true),
 			 "github.com/x/y/pkg.(*T).Method");
 	ck_assert_str_eq(fmt("runtime.mallocgc", true, false), "runtime.mallocgc");
+	/* an assembly function's ABI suffix, as Go's own tables name it */
+	ck_assert_str_eq(fmt("runtime.goexit.abi0", true, true), "runtime.goexit");
+	ck_assert_str_eq(fmt("runtime.goexit.abi0", false, false), "runtime.goexit.abi0");
 	ck_assert_str_eq(fmt("main.main.func1", true, false), "main.main.func1");
 	ck_assert_str_eq(fmt("example.com/a/b.Map[go.shape.string,github.com/c/d.T]", true, false),
 			 "b.Map[go.shape.string,github.com/c/d.T]");

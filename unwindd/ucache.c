@@ -26,6 +26,8 @@
 #include "shm/counters.h"
 
 #include "cfi.h"
+#include "ugo.h"
+#include "walk.h"
 
 #define IDENT_RETRY_NS	 (1000ull * 1000 * 1000) /* re-try opening a binary after this */
 #define REFRESH_MAX_NS	 (5 * IDENT_RETRY_NS)	 /* default cap of the backed-off throttle */
@@ -44,7 +46,8 @@
  * binary (cfi.h). */
 struct ucfi {
 	struct ucfi *next;
-	struct cfi_index *index;
+	struct cfi_index *index; /* NULL: none (a stripped Go binary: go alone) */
+	struct ugo *go;		 /* a Go binary's .gopclntab (ugo.h), or NULL */
 	uint64_t bytes;
 	uint64_t dev, ino;   /* the file it was built from (fstat) */
 	uint64_t ddev, dino; /* its debug file's; 0 = none */
@@ -270,7 +273,8 @@ static void cfi_put(struct ucache *c, struct ucfi *f)
 		}
 	}
 	cfi_index__free(f->index);
-	c->bytes -= f->bytes + sizeof(*f);
+	c->bytes -= f->bytes + sizeof(*f) + ugo__bytes(f->go);
+	ugo__free(f->go);
 	free(f);
 }
 
@@ -713,6 +717,8 @@ static const struct cfi_table *ucfi_table(struct ucache *c, struct ucfi *f, uint
 	const struct cfi_table *t = NULL;
 	size_t bytes;
 
+	if (!f->index)
+		return NULL;
 	cfi_index__table(f->index, off, &t);
 	bytes = cfi_index__bytes(f->index);
 	if (unlikely(bytes != f->bytes)) {
@@ -736,6 +742,7 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		_cleanup_close_ int fd = -1, dfd = -1;
 		char root[sizeof(c->proc_root) + 16] = "";
 		struct cfi_index *t = NULL;
+		struct ugo *go = NULL;
 		struct ucfi *f;
 		int r;
 
@@ -806,18 +813,25 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		}
 		b->cfi_tried = true; /* a build that fails fails again */
 		r = cfi_index__build(fd, dfd, &t);
-		if (r < 0 || !t) {
+		/* Go code has no CFI in a stripped binary: its pclntab sizes
+		 * the frames, and marks where Go stacks end or switch. */
+		(void)ugo__open(fd, &go);
+		if ((r < 0 || !t) && !go) {
 			/* Once per binary (cfi_tried): not a hot path. */
 			log_debug("no unwind table for '%s': %s", b->path,
 				  strerror(r < 0 ? -r : EINVAL));
 			return NULL;
 		}
+		if (r < 0)
+			t = NULL;
 		f = calloc(1, sizeof(*f));
 		if (!f) {
 			cfi_index__free(t);
+			ugo__free(go);
 			return NULL;
 		}
 		f->index = t;
+		f->go = go;
 		f->bytes = cfi_index__bytes(t);
 		f->refs = 1;
 		f->build_id_len = b->build_id_len;
@@ -831,10 +845,18 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 			f->next = c->cfis;
 			c->cfis = f;
 		}
-		c->bytes += f->bytes + sizeof(*f);
+		c->bytes += f->bytes + sizeof(*f) + ugo__bytes(go);
 		b->cfi = f;
 		return ucfi_table(c, f, loc->file_off);
 	}
+}
+
+unsigned int ucache__go(const struct uloc *loc, int32_t *ret_sp)
+{
+	*ret_sp = -1;
+	if (!loc->bin || !loc->bin->cfi || !loc->bin->cfi->go)
+		return UNW_GO_NONE;
+	return ugo__at(loc->bin->cfi->go, loc->file_off, ret_sp);
 }
 
 /* ---- task events ---- */

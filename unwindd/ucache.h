@@ -169,6 +169,9 @@ int ucache__refresh(struct ucache *c, struct uproc *p, uint64_t now_ns);
  * binaries of the same build-id and file inode), or NULL when there is
  * none or unwindd was built without CFI. */
 const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const struct uloc *loc);
+/* After ucache__cfi() of loc: what a Go binary's pclntab says of the code
+ * there (enum unw_go; *ret_sp as ugo__at()), UNW_GO_NONE for other code. */
+unsigned int ucache__go(const struct uloc *loc, int32_t *ret_sp);
 
 /* exit: keep the maps dead_grace_ns for samples still queued, then free
  * (now_ns: the caller's clock; time_ns: the exit's, the samples' clock).

@@ -284,6 +284,47 @@ static int seam_walk_find(void *ctx, uint64_t pc, struct unw_loc *ret)
 }
 
 /*
+ * The walk reached a Go stack switch (systemstack, mcall, morestack,
+ * asmcgocall: ugo.h): the frame's caller is on the goroutine's stack, which
+ * the copy (of g0's stack) does not hold. The kernel's frame-pointer chain
+ * goes there (Go keeps rbp across the switch, as perf's FP walk sees): go on
+ * with it from the switch frame's return address. Its frames carry
+ * CPA_UF_FP; it ends at goexit (CPA_STOP_END) or where the chain does.
+ */
+static int go_splice(const struct cpa_sample *s, const uint64_t *ufp, struct seam_walk *w,
+		     struct cpa_uframe *out, unsigned int *ret_n)
+{
+	unsigned int i, n = *ret_n;
+	uint64_t pc = out[n - 1].pc;
+	int stop = CPA_STOP_FP;
+
+	for (i = 0; i < s->n_ufp && ufp[i] != pc; i++)
+		;
+	if (i == s->n_ufp)
+		return CPA_STOP_BAD; /* the chain does not pass there */
+	for (i++; i < s->n_ufp && ufp[i] && n < CPA_MAX_UWALK + 1; i++) {
+		struct unw_loc l = {.go = UNW_GO_NONE, .go_sp = -1};
+		struct cpa_uframe *f = &out[n];
+
+		if (w->find(w->ctx, ufp[i] - 1, UNWINDD_FIND_TABLE, &l) < 0) {
+			stop = CPA_STOP_NO_MAP;
+			break;
+		}
+		f->pc = ufp[i];
+		f->offset = l.file_off + 1;
+		f->module_id = l.module_id;
+		f->flags = l.flags | CPA_UF_FP;
+		n++;
+		if (l.go == UNW_GO_BOTTOM) {
+			stop = CPA_STOP_END;
+			break;
+		}
+	}
+	*ret_n = n;
+	return stop;
+}
+
+/*
  * THE SEAM: user frames for one sample. The DWARF CFI walk when the sample
  * carries user registers and stack bytes; its frames stand as they are even
  * when it stops early (never replaced by the kernel's FP chain, which in
@@ -315,8 +356,11 @@ int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8
 		memcpy(&regs, &s->regs, sizeof(regs));
 		/* Per frame, where a module has no CFI at all (built without
 		 * unwind tables) the walker follows rbp instead of stopping. */
-		stop = unw_walk_flags(&regs, &stk, seam_walk_find, &w, UNW_F_FP_FALLBACK, out,
-				      CPA_MAX_UWALK + 1, &n, ret_top);
+		stop = unw_walk_flags(&regs, &stk, seam_walk_find, &w,
+				      UNW_F_FP_FALLBACK | UNW_F_GO_SWITCH, out, CPA_MAX_UWALK + 1,
+				      &n, ret_top);
+		if (stop == UNW_STOP_GO_SWITCH)
+			stop = go_splice(s, ufp, &w, out, &n);
 		if (n > CPA_MAX_UWALK + 1)
 			n = CPA_MAX_UWALK + 1;
 		*ret_fp_deeper = stop != CPA_STOP_END && stop != CPA_STOP_ANON && n < s->n_ufp;
@@ -359,6 +403,8 @@ static int live_find(void *ctx, uint64_t pc, unsigned int how, struct unw_loc *r
 	if (unlikely(u->dumping) && l.bin)
 		dump_note_bin(u, l.bin);
 	ret->table = how & UNWINDD_FIND_TABLE ? ucache__cfi(u->cache, w->p, &l) : NULL;
+	if (how & UNWINDD_FIND_TABLE)
+		ret->go = ucache__go(&l, &ret->go_sp);
 	if (!ret->table && l.bin && l.bin->gone)
 		w->last_gone = true;
 	ret->file_off = l.file_off;

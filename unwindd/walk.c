@@ -588,6 +588,28 @@ static int step_fp(struct unw_regs *r, const struct unw_stack *s)
 	return 0;
 }
 
+/*
+ * Go code without CFI (a stripped binary): the frame size from .gopclntab.
+ * CFA = sp + pushed + 8, RA below it. Go saves rbp at CFA - 16 and points
+ * rbp there once its prologue did; until then (and in a frameless function)
+ * rbp is the caller's and stays.
+ */
+static int step_go(struct unw_regs *r, int32_t pushed, const struct unw_stack *s)
+{
+	uint64_t cfa = r->sp + (uint64_t)pushed + 8, ra, bp;
+
+	if (!stk_read(s, cfa - 8, &ra))
+		return CPA_STOP_READ;
+	if (pushed >= 16 && r->bp == cfa - 16) {
+		if (!stk_read(s, cfa - 16, &bp))
+			return CPA_STOP_READ;
+		r->bp = bp;
+	}
+	r->ip = ra;
+	r->sp = cfa;
+	return 0;
+}
+
 int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, unw_find_fn find,
 		   void *ctx, unsigned int flags, struct cpa_uframe *out, unsigned int max,
 		   unsigned int *ret_n, uint64_t *ret_top)
@@ -615,6 +637,8 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 		 * A return address may be the first byte after a noreturn call
 		 * at the very end of a function: look up the call instead.
 		 */
+		loc.go = UNW_GO_NONE;
+		loc.go_sp = -1;
 		if (find(ctx, exact ? r.ip : r.ip - 1, &loc) < 0) {
 			stop = CPA_STOP_NO_MAP;
 			break;
@@ -631,9 +655,24 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 			stop = CPA_STOP_ANON;
 			break;
 		}
+		if (unlikely(loc.go >= UNW_GO_BOTTOM)) {
+			/* Go: the bottom of a goroutine or thread stack, or a
+			 * switch to another stack (walk.h). */
+			if (loc.go == UNW_GO_BOTTOM) {
+				stop = CPA_STOP_END;
+				break;
+			}
+			if (flags & UNW_F_GO_SWITCH) {
+				stop = UNW_STOP_GO_SWITCH;
+				break;
+			}
+		}
 		w = loc.table ? rule_of(loc.table, loc.file_off) : 0;
-		stop = loc.table ? step_rule(loc.table, w, &r, n == 1, stack, &sig)
-				 : CPA_STOP_NO_CFI;
+		if (!loc.table && loc.go == UNW_GO_CODE && loc.go_sp >= 0)
+			stop = step_go(&r, loc.go_sp, stack);
+		else
+			stop = loc.table ? step_rule(loc.table, w, &r, n == 1, stack, &sig)
+					 : CPA_STOP_NO_CFI;
 		if (stop == CPA_STOP_NO_CFI && !loc.table && (flags & UNW_F_FP_FALLBACK)) {
 			stop = step_fp(&r, stack);
 			next_flags = CPA_UF_FP;

@@ -47,6 +47,18 @@ struct unw_loc {
 	uint64_t file_off;
 	uint32_t module_id;
 	uint32_t flags;
+	/* Go code (a find that knows none leaves these as the walker set
+	 * them: UNW_GO_NONE, -1): enum unw_go, and the bytes the function
+	 * pushed below its entry sp at the pc (.gopclntab pcsp; -1 unknown). */
+	uint32_t go;
+	int32_t go_sp;
+};
+
+enum unw_go {
+	UNW_GO_NONE = 0,
+	UNW_GO_CODE,   /* a Go function: go_sp sizes its frame where no CFI does */
+	UNW_GO_BOTTOM, /* runtime.goexit, mstart, rt0_go: the outermost frame */
+	UNW_GO_SWITCH, /* runtime.systemstack, mcall, morestack, asmcgocall */
 };
 
 /* Resolve pc in the sampled process: 0, or -ENOENT when nothing maps it. */
@@ -73,7 +85,18 @@ enum unw_walk_flag {
 	 * (hand-written asm) still stops: there rbp is anybody's register.
 	 */
 	UNW_F_FP_FALLBACK = 1u << 0,
+	/*
+	 * At a Go stack switch (UNW_GO_SWITCH, above the leaf) the frame is
+	 * emitted and the walk returns UNW_STOP_GO_SWITCH: its caller lives
+	 * on the other stack, out of the copy; the caller of unw_walk_flags
+	 * goes on from there (unwindd: the kernel's frame-pointer chain).
+	 * Without the flag such a frame is stepped as any other.
+	 */
+	UNW_F_GO_SWITCH = 1u << 1,
 };
+
+/* unw_walk_flags() with UNW_F_GO_SWITCH: past every enum cpa_unwind_stop. */
+#define UNW_STOP_GO_SWITCH 0x100
 
 /*
  * unw_walk() with enum unw_walk_flag options; unw_walk() is flags = 0.
