@@ -25,6 +25,7 @@
 #include "test_proc.h"
 #include "test_util.h"
 #include "common/envlabel.h"
+#include "common/macro.h"
 #include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
@@ -1016,39 +1017,45 @@ static const char *fmt(const char *raw, bool go, bool keep)
 
 START_TEST(test_names)
 {
+	/* raw name, from a Go binary, --strip_name_disable -> the name shown */
+	static const struct {
+		const char *raw;
+		bool go, keep;
+		const char *want;
+	} cases[] = {
+		/* C++ */
+		{"_ZN3foo3barEv", false, false, "foo::bar"},
+		{"_ZNSt6vectorIiSaIiEE9push_backERKi", false, false,
+		 "std::vector<int, std::allocator<int> >::push_back"},
+		{"_ZN3foo3barEv.cold", false, false, "foo::bar"},
+		/* Rust legacy (hash dropped) and v0 */
+		{"_ZN4core3fmt5write17h0123456789abcdefE", false, false, "core::fmt::write"},
+		{"_RNvNtCs1234_7mycrate3foo3bar", false, false, "mycrate::foo::bar"},
+		/* plain C and garbage that only looks mangled stay as they are */
+		{"main", false, false, "main"},
+		{"_Zgarbage", false, false, "_Zgarbage"},
+		/* Go: package path shortened unless --strip_name_disable */
+		{"github.com/x/y/pkg.(*T).Method", true, false, "pkg.(*T).Method"},
+		{"github.com/x/y/pkg.(*T).Method", true, true, "github.com/x/y/pkg.(*T).Method"},
+		{"runtime.mallocgc", true, false, "runtime.mallocgc"},
+		/* an assembly function's ABI suffix, as Go's own tables name it */
+		{"runtime.goexit.abi0", true, true, "runtime.goexit"},
+		{"runtime.goexit.abi0", false, false, "runtime.goexit.abi0"},
+		{"main.main.func1", true, false, "main.main.func1"},
+		{"example.com/a/b.Map[go.shape.string,github.com/c/d.T]", true, false,
+		 "b.Map[go.shape.string,github.com/c/d.T]"},
+		{"gopkg.in/yaml%2ev3.(*parser).parse", true, false, "yaml%2ev3.(*parser).parse"},
+		/* symbol versions are dropped */
+		{"pthread_create@@GLIBC_2.34", false, false, "pthread_create"},
+		{"memcpy@GLIBC_2.2.5", false, false, "memcpy"},
+		{"_ZN3foo3barEv@@V1", false, false, "foo::bar"},
+		/* a C name with a slash in a non-Go binary is left alone */
+		{"a/b.c", false, false, "a/b.c"},
+	};
 	char longname[3000];
 
-	/* C++ */
-	ck_assert_str_eq(fmt("_ZN3foo3barEv", false, false), "foo::bar");
-	ck_assert_str_eq(fmt("_ZNSt6vectorIiSaIiEE9push_backERKi", false, false),
-			 "std::vector<int, std::allocator<int> >::push_back");
-	ck_assert_str_eq(fmt("_ZN3foo3barEv.cold", false, false), "foo::bar");
-	/* Rust legacy (hash dropped) and v0 */
-	ck_assert_str_eq(fmt("_ZN4core3fmt5write17h0123456789abcdefE", false, false),
-			 "core::fmt::write");
-	ck_assert_str_eq(fmt("_RNvNtCs1234_7mycrate3foo3bar", false, false), "mycrate::foo::bar");
-	/* plain C and garbage that only looks mangled stay as they are */
-	ck_assert_str_eq(fmt("main", false, false), "main");
-	ck_assert_str_eq(fmt("_Zgarbage", false, false), "_Zgarbage");
-	/* Go: package path shortened unless --strip_name_disable */
-	ck_assert_str_eq(fmt("github.com/x/y/pkg.(*T).Method", true, false), "pkg.(*T).Method");
-	ck_assert_str_eq(fmt("github.com/x/y/pkg.(*T).Method", true, true),
-			 "github.com/x/y/pkg.(*T).Method");
-	ck_assert_str_eq(fmt("runtime.mallocgc", true, false), "runtime.mallocgc");
-	/* an assembly function's ABI suffix, as Go's own tables name it */
-	ck_assert_str_eq(fmt("runtime.goexit.abi0", true, true), "runtime.goexit");
-	ck_assert_str_eq(fmt("runtime.goexit.abi0", false, false), "runtime.goexit.abi0");
-	ck_assert_str_eq(fmt("main.main.func1", true, false), "main.main.func1");
-	ck_assert_str_eq(fmt("example.com/a/b.Map[go.shape.string,github.com/c/d.T]", true, false),
-			 "b.Map[go.shape.string,github.com/c/d.T]");
-	ck_assert_str_eq(fmt("gopkg.in/yaml%2ev3.(*parser).parse", true, false),
-			 "yaml%2ev3.(*parser).parse");
-	/* symbol versions are dropped */
-	ck_assert_str_eq(fmt("pthread_create@@GLIBC_2.34", false, false), "pthread_create");
-	ck_assert_str_eq(fmt("memcpy@GLIBC_2.2.5", false, false), "memcpy");
-	ck_assert_str_eq(fmt("_ZN3foo3barEv@@V1", false, false), "foo::bar");
-	/* a C name with a slash in a non-Go binary is left alone */
-	ck_assert_str_eq(fmt("a/b.c", false, false), "a/b.c");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+		ck_assert_str_eq(fmt(cases[i].raw, cases[i].go, cases[i].keep), cases[i].want);
 	/* over-long names are cut, not overflowed */
 	memset(longname, 'x', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
