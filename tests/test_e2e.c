@@ -373,7 +373,9 @@ START_TEST(test_e2e_pid_filter)
 	pid_t mon;
 
 	need_root_bpf();
-	workload_start(&w, "cpa-workload", 6.0, 4);
+	/* It outlives the monitor's start-up (seconds on a loaded host) and
+	 * its 4 s from there. */
+	workload_start(&w, "cpa-workload", 20.0, 4);
 	mon = monitor_start(store, 4, 99, w.pid);
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
 	workload_finish(&w);
@@ -1162,17 +1164,22 @@ static char *slurp_path(const char *path)
 	return slurp_fd(fd);
 }
 
-/* `cpa monitor --oneshot -o <dir>/out.prof` plus extra arguments. */
+/* `cpa monitor --oneshot -o <dir>/out.prof` plus extra arguments, its stderr
+ * in <dir>.log; returns once all its stages run. */
 static pid_t oneshot_start(const char *dir, char *prof, size_t len, const char *duration,
 			   int *ret_out)
 {
-	char cpa[1100];
+	char cpa[1100], log[1100];
 	char *argv[] = {cpa,  "monitor",    "--oneshot",      "-o", prof, "-F",
 			"99", "--duration", (char *)duration, NULL};
+	pid_t pid;
 
 	path_of(cpa, sizeof(cpa), "cpa");
 	snprintf(prof, len, "%s/out.prof", dir);
-	return spawn(argv, ret_out);
+	snprintf(log, sizeof(log), "%s.log", dir);
+	pid = spawn_env(argv, ret_out, log, NULL);
+	wait_monitor_up(log, 60);
+	return pid;
 }
 
 /*
@@ -1214,7 +1221,8 @@ static void oneshot_check(const char *dir, const char *prof, const char *out, pi
 
 /*
  * A one-shot run with the workload: stopped by --duration, or by SIGINT
- * after sigint_after seconds when that is not 0; the profile must appear.
+ * sigint_after seconds after its stages run when that is not 0; the profile
+ * must appear.
  */
 static void oneshot_run(double wl_seconds, const char *duration, unsigned int sigint_after)
 {
@@ -1224,8 +1232,8 @@ static void oneshot_run(double wl_seconds, const char *duration, unsigned int si
 	int fd;
 
 	need_root_bpf();
-	workload_start(&w, "cpa-workload", wl_seconds, 6);
 	mon = oneshot_start(dir, prof, sizeof(prof), duration, &fd);
+	workload_start(&w, "cpa-workload", wl_seconds, 6);
 	if (sigint_after) {
 		sleep(sigint_after);
 		kill(mon, SIGINT);
