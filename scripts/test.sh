@@ -13,7 +13,9 @@
 #   tsan-test    the ring tests under TSan
 #   torture      the short kill and hang runs (torture tier) on the Release build, and
 #                the e2e tests a sanitizer build skips (label plain: test_e2e_faketime)
-# e2e and torture tests are RUN_SERIAL (tests/CMakeLists.txt). Every phase runs;
+# Torture tests and the EXCLUSIVE e2e tests (those that count samples against a
+# rate or measure a cost) run alone; the other e2e tests run two at a time
+# (tests/CMakeLists.txt). Every phase runs;
 # the script ends with the last ctest summary, a table of the phases (seconds,
 # result) and a final line, and exits 1 if any failed. The long torture and
 # fuzz campaigns are scripts/soak.sh; the day-to-day subset is `ctest --preset fast`.

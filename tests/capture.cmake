@@ -10,5 +10,6 @@ cpa_add_test(NAME test_capture_bpf
   SOURCES test_capture_bpf.c
   LIBS cpa_shm cpa_common PkgConfig::LIBBPF
   LABELS e2e capture bpf root
-  TIMEOUT 120)
+  TIMEOUT 120
+  EXCLUSIVE)
 add_dependencies(test_capture_bpf capture)

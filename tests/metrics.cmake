@@ -1,12 +1,12 @@
 # Scheduler metrics end to end (docs/metrics.md): cpa monitor with the real
 # stages and BPF, workloads forked by the test, cpa show --sched. Root + BTF, else 77.
 cpa_add_test(NAME test_metrics SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_metrics.c
-  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LIBS cpa_common LABELS e2e root TIMEOUT 300)
+  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LIBS cpa_common LABELS e2e root TIMEOUT 300 EXCLUSIVE)
 add_dependencies(test_metrics cpa capture unwindd symd storer)
 
 # Trigger policies beyond cpu_percent: offcpu_percent, probe_rate, cgroup=, env=,
 # attach= (end to end: root + BTF, else 77), and the policy file's errors.
 # The workload children are the test binary itself (--child MODE), uprobed.
 cpa_add_test(NAME test_policy SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_policy.c
-  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LIBS cpa_common LABELS e2e root TIMEOUT 300)
+  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LIBS cpa_common LABELS e2e root TIMEOUT 300 EXCLUSIVE)
 add_dependencies(test_policy cpa capture unwindd symd storer)

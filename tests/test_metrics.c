@@ -141,8 +141,9 @@ static struct row find_row(const char *out, const char *comm)
 START_TEST(test_metrics_runq)
 {
 	char cpa[PATH_MAX + 8], store[] = "/tmp/cpa-test-metrics-XXXXXX", a[16], b[16];
+	char log[PATH_MAX];
 	char *margv[] = {cpa,  "monitor",    "--store_dir", store, "-F",
-			 "19", "--duration", "14",	    NULL};
+			 "19", "--duration", "11",	    NULL};
 	char *sargv[] = {cpa, "show",	   "--read", store,	"--starttime",
 			 a,   "--endtime", b,	     "--sched", NULL};
 	struct row u, c, h;
@@ -154,8 +155,9 @@ START_TEST(test_metrics_runq)
 	test_need_root_bpf(bin, sizeof(bin));
 	path_of(cpa, sizeof(cpa), "cpa");
 	ck_assert_ptr_nonnull(mkdtemp(store));
-	mon = spawn_fds(margv, -1, -1, -1);
-	sleep(3); /* the stages are up and the first metrics second has passed */
+	snprintf(log, sizeof(log), "%s/monitor.log", store);
+	mon = spawn_monitor(margv, log, 60);
+	sleep(1); /* the first metrics second has passed */
 	t0 = time(NULL);
 	w = child(WAKE_U, cpu, false, 3.0);
 	ck_assert_int_eq(wait_exit(w, NULL), 0);
@@ -363,9 +365,9 @@ static double oncpu_s(const char *store, unsigned int pid, long from, long to)
 START_TEST(test_metrics_policy)
 {
 	char cpa[PATH_MAX + 8], store[] = "/tmp/cpa-test-policy-XXXXXX", pol[PATH_MAX], a[32],
-				b[32];
+				b[32], log[PATH_MAX];
 	char *margv[] = {cpa,	     "monitor", "--store_dir", store, "-F", "49",
-			 "--policy", pol,	"--duration",  "38",  NULL};
+			 "--policy", pol,	"--duration",  "37",  NULL};
 	char *sargv[] = {cpa, "show",	   "--read", store,	   "--starttime",
 			 a,   "--endtime", b,	     "--triggers", NULL};
 	struct trig t;
@@ -387,8 +389,9 @@ START_TEST(test_metrics_policy)
 		   "policy=burst item=cpu_percent op=> threshold=50 count=3 period=5 comm=" PBURN
 		   " freq=499 offcpu=1 duration=8 silence=30\n");
 	fclose(f);
-	mon = spawn_fds(margv, -1, -1, -1);
-	sleep(3);
+	snprintf(log, sizeof(log), "%s/monitor.log", store);
+	mon = spawn_monitor(margv, log, 60);
+	sleep(1); /* the first metrics second has passed */
 	t0 = time(NULL);
 	w = phases();
 	ck_assert_int_eq(wait_exit(w, NULL), 0);

@@ -250,10 +250,10 @@ START_TEST(test_policy_e2e)
 {
 	char cpa[PATH_MAX + 8], exe[PATH_MAX], store[] = "/tmp/cpa-test-pol-XXXXXX";
 	char pol[PATH_MAX + 16], p0[PATH_MAX + 32], p1[PATH_MAX + 32], root[64], cgdir[PATH_MAX];
-	char cgname[64], a[32], b[32], *o;
+	char cgname[64], a[32], b[32], *o, log[PATH_MAX];
 	char *margv[] = {
 		cpa,	   "monitor", "--store_dir",  store, "-F",	 "49", "--probe",    p0,
-		"--probe", p1,	      "--probe_rate", "0",   "--policy", pol,  "--duration", "22",
+		"--probe", p1,	      "--probe_rate", "0",   "--policy", pol,  "--duration", "21",
 		NULL};
 	char *sargv[] = {cpa, "show",	   "--read", store,	   "--starttime",
 			 a,   "--endtime", b,	     "--triggers", NULL};
@@ -317,8 +317,9 @@ START_TEST(test_policy_e2e)
 	}
 	fclose(f);
 
-	mon = spawn_fds(margv, -1, -1, -1);
-	sleep(3); /* the stages are up, the first metrics second has passed */
+	snprintf(log, sizeof(log), "%s/monitor.log", store);
+	mon = spawn_monitor(margv, log, 60);
+	sleep(1); /* the first metrics second has passed */
 	t0 = time(NULL);
 	sleepy = start_child(exe, "sleepy", "CPAP_GROUP=off");
 	busy = start_child(exe, "busy", "CPAP_GROUP=off");

@@ -127,6 +127,25 @@ void run_sh(const char *fmt, ...)
 	ck_assert_msg(r == 0, "command failed (%d): %s", r, cmd);
 }
 
+void wait_monitor_up(const char *log, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 20; i++) {
+		int fd = open(log, O_RDONLY | O_CLOEXEC);
+		char *text;
+		bool up;
+
+		ck_assert_msg(fd >= 0, "open '%s': %m", log);
+		text = slurp_fd(fd);
+		up = strstr(text, "all stages running");
+		ck_assert_msg(!strstr(text, "ERROR"), "monitor failed: %s", text);
+		free(text);
+		if (up)
+			return;
+		usleep(50 * 1000);
+	}
+	ck_abort_msg("cpa monitor did not start in %d s", timeout_s);
+}
+
 pid_t spawn_monitor(char *const argv[], const char *log, int timeout_s)
 {
 	int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -135,22 +154,8 @@ pid_t spawn_monitor(char *const argv[], const char *log, int timeout_s)
 	ck_assert_msg(fd >= 0, "open '%s': %m", log);
 	pid = spawn_fds(argv, -1, fd, fd);
 	close(fd);
-	for (int i = 0; i < timeout_s * 20; i++) {
-		char *text;
-		bool up;
-
-		fd = open(log, O_RDONLY | O_CLOEXEC);
-		ck_assert_int_ge(fd, 0);
-		text = slurp_fd(fd);
-		up = strstr(text, "all stages running");
-		ck_assert_msg(!strstr(text, "ERROR"), "monitor failed: %s", text);
-		free(text);
-		if (up)
-			return pid;
-		usleep(50 * 1000);
-	}
-	ck_abort_msg("cpa monitor did not start in %d s", timeout_s);
-	return -1;
+	wait_monitor_up(log, timeout_s);
+	return pid;
 }
 
 void test_need_root_bpf(char *bin_dir, size_t len)

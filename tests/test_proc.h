@@ -32,6 +32,9 @@ void run_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * its pid once the log says "all stages running". The test fails on an ERROR
  * line or after timeout_s. */
 pid_t spawn_monitor(char *const argv[], const char *log, int timeout_s);
+/* Wait until the log of a `cpa monitor` says "all stages running"; the test
+ * fails on an ERROR line or after timeout_s. */
+void wait_monitor_up(const char *log, int timeout_s);
 /* Exit 77 unless root with kernel BTF; bin_dir = $CPA_BUILD_DIR/bin. */
 void test_need_root_bpf(char *bin_dir, size_t len);
 
