@@ -18,5 +18,5 @@ add_dependencies(test_export cpa-workload) # test_pprof_lines reads its DWARF
 # On the real kernel: cpa monitor + the workload, exports read by go tool
 # pprof, xmllint, headless Chromium. Root + BTF, else exit 77.
 cpa_add_test(NAME test_export_e2e SOURCES test_export_e2e.c
-  LIBS cpa_common LABELS e2e root export TIMEOUT 600)
+  LIBS cpa_common LABELS e2e root export TIMEOUT 600 EXCLUSIVE)
 add_dependencies(test_export_e2e cpa capture unwindd symd storer cpa-workload cpa-workload-nofp)
