@@ -50,9 +50,7 @@ static void build_store(void)
 	uint64_t seq = 1, base = t_base_ns();
 	uint32_t sec, s, k;
 
-	root = t_mkdtemp();
-	o.root = root;
-	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	w = t_store_new(&o, &root);
 	t_defs(w, 3, 0);
 	for (sec = 0; sec < NSEC; sec++) {
 		if (sec == TRIG_S0 || sec == TRIG_S1) {
@@ -86,14 +84,12 @@ static void build_store(void)
 				ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
 			}
 	}
-	store_writer__free(w);
-	ck_assert_int_eq(t_store_dir(root, store, sizeof(store)), 0);
+	t_store_close(w, root, store, sizeof(store));
 }
 
 static void setup(void)
 {
-	setenv("TZ", "UTC", 1);
-	tzset();
+	t_utc();
 	build_store();
 }
 

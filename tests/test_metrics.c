@@ -297,6 +297,16 @@ static struct trig triggers(const char *out)
 }
 
 /* Samples (on-CPU, or off-CPU ns) of pid in [from, to) local seconds of day; -1: none. */
+/* The cpa binary, the range's two times and the pid, as `cpa show` takes them. */
+static void show_args(char cpa[PATH_MAX + 8], char a[32], char b[32], char p[16], unsigned int pid,
+		      long from, long to)
+{
+	path_of(cpa, PATH_MAX + 8, "cpa");
+	test_hms(a, 32, from);
+	test_hms(b, 32, to);
+	snprintf(p, 16, "%u", pid);
+}
+
 static double folded(const char *store, unsigned int pid, long from, long to, const char *kind)
 {
 	char cpa[PATH_MAX + 8], a[32], b[32], p[16], out[PATH_MAX];
@@ -308,10 +318,7 @@ static double folded(const char *store, unsigned int pid, long from, long to, co
 	FILE *f;
 	int rc;
 
-	path_of(cpa, sizeof(cpa), "cpa");
-	test_hms(a, sizeof(a), from);
-	test_hms(b, sizeof(b), to);
-	snprintf(p, sizeof(p), "%u", pid);
+	show_args(cpa, a, b, p, pid, from, to);
 	snprintf(out, sizeof(out), "%s/w.prof", store);
 	unlink(out);
 	free(run(argv, &rc));
@@ -342,10 +349,7 @@ static double oncpu_s(const char *store, unsigned int pid, long from, long to)
 	FILE *f;
 	int rc;
 
-	path_of(cpa, sizeof(cpa), "cpa");
-	test_hms(a, sizeof(a), from);
-	test_hms(b, sizeof(b), to);
-	snprintf(p, sizeof(p), "%u", pid);
+	show_args(cpa, a, b, p, pid, from, to);
 	snprintf(csv, sizeof(csv), "%s/w.csv", store);
 	free(run(argv, &rc));
 	ck_assert_int_eq(rc, 0);

@@ -683,8 +683,7 @@ int main(void)
 		return TEST_SKIP;
 	}
 #endif
-	setenv("TZ", "UTC", 1);
-	tzset();
+	t_utc();
 	root = t_mkdtemp();
 	/* Only the TCase this program runs: one never added would leak. */
 	s = suite_create("push");

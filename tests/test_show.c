@@ -66,9 +66,7 @@ static void build_store(void)
 	uint64_t seq = 1, base = t_base_ns();
 	uint32_t sec, s, k;
 
-	root = t_mkdtemp();
-	o.root = root;
-	ck_assert_int_eq(store_writer__new(&o, &w), 0);
+	w = t_store_new(&o, &root);
 	t_defs(w, NSTACKS, 0);
 	marker_stack(w);
 	for (sec = 0; sec < NSEC; sec++) {
@@ -93,14 +91,12 @@ static void build_store(void)
 						    SHM_STAGE_UNWINDD),
 					 0);
 	}
-	store_writer__free(w);
-	ck_assert_int_eq(t_store_dir(root, store, sizeof(store)), 0);
+	t_store_close(w, root, store, sizeof(store));
 }
 
 static void setup(void)
 {
-	setenv("TZ", "UTC", 1);
-	tzset();
+	t_utc();
 	build_store();
 }
 
@@ -618,8 +614,7 @@ static void setup_metrics(void)
 	uint64_t seq = 1, base = t_base_ns();
 	uint32_t sec, s;
 
-	setenv("TZ", "UTC", 1);
-	tzset();
+	t_utc();
 	mroot = t_mkdtemp();
 	root = mroot; /* run() keeps its stdout there */
 	o.root = mroot;

@@ -1505,7 +1505,6 @@ static Suite *store_suite(void)
 int main(void)
 {
 	/* Local time decides day dirs and HH:MM:SS: pin it. */
-	setenv("TZ", "UTC", 1);
-	tzset();
+	t_utc();
 	return test_run_suite(store_suite());
 }

@@ -175,6 +175,13 @@ static inline void t_rm_rf(const char *path)
 		fprintf(stderr, "cleanup of %s failed\n", path);
 }
 
+/* Times print in UTC, whatever the host's zone: the tests compare hh:mm:ss. */
+static inline void t_utc(void)
+{
+	setenv("TZ", "UTC", 1);
+	tzset();
+}
+
 /* First cpa_* dir under root. */
 static inline int t_store_dir(const char *root, char *buf, size_t len)
 {
@@ -300,5 +307,23 @@ static inline void ring_defs(struct shm_ring_prod *p, uint32_t nstacks)
 	shm_ring__commit_sp(p);
 }
 #endif /* CPA_SHM_RING_H */
+
+/* A writer of a fixture store in a new temporary root (*root, freed by the caller). */
+static inline struct store_writer *t_store_new(struct store_writer_opts *o, char **root)
+{
+	struct store_writer *w;
+
+	*root = t_mkdtemp();
+	o->root = *root;
+	ck_assert_int_eq(store_writer__new(o, &w), 0);
+	return w;
+}
+
+/* Close the writer of a fixture store and find the store dir it wrote under root. */
+static inline void t_store_close(struct store_writer *w, const char *root, char *buf, size_t len)
+{
+	store_writer__free(w);
+	ck_assert_int_eq(t_store_dir(root, buf, len), 0);
+}
 
 #endif /* CPA_TEST_STORE_UTIL_H */
