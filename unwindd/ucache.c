@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,8 @@
 #define HIST_GRACE_NS	 (5 * IDENT_RETRY_NS)	 /* floor of the history's grace */
 #define BIN_IDLE_SCAN_NS (10ull * 1000000000ull) /* idle_bins() at most this often */
 #define QUIET_PAGES_NS	 (2ull * 1000000000ull)	 /* quiet_pages(): a build-free period */
+#define UNMAPPED_IDLE_NS (30ull * 1000000000ull) /* idle_bins(): an index nothing maps */
+#define TRIM_FREED	 (4ull << 20)		 /* freed since the last malloc_trim() */
 
 /* An unwind index shared by every binary with the same build-id whose file
  * (and debug file) is the same inode, e.g. one known by dev + inode and by
@@ -88,6 +91,7 @@ struct ucache {
 	uint64_t last_sweep_ns;
 	uint64_t last_idle_ns;	/* idle_bins() */
 	uint64_t last_quiet_ns; /* quiet_pages() */
+	uint64_t trim_bytes;	/* bytes at the last malloc_trim() (or their peak since) */
 };
 
 static void cnt(struct ucache *c, unsigned int idx, uint64_t n)
@@ -1188,11 +1192,25 @@ void ucache__set_max_bytes(struct ucache *c, uint64_t max_bytes)
  */
 static void idle_bins(struct ucache *c, uint64_t now_ns)
 {
-	for (uint32_t i = 0; c->o.idle_ns && i <= c->bins_mask; i++)
+	uint64_t idle = MIN(c->o.idle_ns, UNMAPPED_IDLE_NS);
+
+	for (uint32_t i = 0; idle && i <= c->bins_mask; i++)
 		for (struct ubin *b = c->bins[i]; b; b = b->hnext)
 			if (b->cfi && !b->refs && now_ns > b->last_use &&
-			    now_ns - b->last_use >= c->o.idle_ns)
+			    now_ns - b->last_use >= idle)
 				bin_drop_cfi(c, b);
+}
+
+/* What the sweeps and evictions freed goes back to the kernel once it is much: glibc keeps
+ * freed chunks inside the heap, and under churn the heap never shrinks by itself. */
+static void trim_freed(struct ucache *c)
+{
+	if (c->bytes > c->trim_bytes)
+		c->trim_bytes = c->bytes;
+	else if (c->trim_bytes - c->bytes >= TRIM_FREED) {
+		malloc_trim(0);
+		c->trim_bytes = c->bytes;
+	}
 }
 
 /* The file pages of indexes that built chunks and went quiet since. */
@@ -1235,6 +1253,7 @@ void ucache__sweep(struct ucache *c, uint64_t now_ns)
 	}
 	if (c->o.max_bytes && c->bytes > c->o.max_bytes)
 		evict(c);
+	trim_freed(c);
 	c->last_sweep_ns = now_ns;
 }
 
