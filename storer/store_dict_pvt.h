@@ -58,6 +58,7 @@ struct store_dict {
 	struct sym_tables sym;
 	struct seg_dict seg;
 	uint32_t seg_gen;
+	uint64_t seg_budget;   /* the segment dictionary's bytes that rotate the segment */
 	uint64_t *unknown_ids; /* the writer's counter: ids symd never defined */
 };
 
@@ -81,6 +82,13 @@ int store_dict__sym_stack(struct store_dict *dc, uint32_t id);
 int store_dict__marker_stack(struct store_dict *dc, const char *name);
 /* A new segment: its dictionary starts empty. */
 void store_dict__new_segment(struct store_dict *dc);
+/* Heap bytes of symd's definitions (this epoch, room included); bytes of the segment
+ * dictionary's entries. */
+size_t store_dict__sym_bytes(const struct store_dict *dc);
+size_t store_dict__seg_bytes(const struct store_dict *dc);
+/* The segment's dictionary passed seg_budget: the next block opens a new segment, whose
+ * dictionary starts empty (the store's own dictionary reset, docs/store-format.md). */
+bool store_dict__seg_full(const struct store_dict *dc);
 void store_dict__free(struct store_dict *dc);
 
 #endif /* CPA_STORE_DICT_PVT_H */

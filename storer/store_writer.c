@@ -547,6 +547,7 @@ static int block_for(struct store_writer *w, uint64_t time_ns)
 	} else if (!w->seg || sec - w->seg_start_s >= (int64_t)w->o.segment_seconds ||
 		   sec < w->seg_start_s - (int64_t)w->o.segment_seconds ||
 		   w->seg_off > SEG_MAX_BYTES || w->force_new_seg ||
+		   store_dict__seg_full(&w->dict) ||
 		   (w->o.max_store_bytes && w->seg_off > w->o.max_store_bytes / 4)) {
 		r = open_segment(w, sec);
 		if (r < 0)
@@ -748,6 +749,17 @@ static void check_gone(struct store_writer *w)
 	w->st.store_gone++;
 	discard_block(w, false);
 	close_dir(w);
+}
+
+void store_writer__set_mem_cap(struct store_writer *w, uint64_t bytes)
+{
+	w->dict.seg_budget = MIN(bytes / 8, STORE_SEG_DICT_MAX);
+	w->jr.max_bytes = bytes / 4;
+}
+
+uint64_t store_writer__mem_bytes(const struct store_writer *w)
+{
+	return store_dict__sym_bytes(&w->dict) + store_dict__seg_bytes(&w->dict);
 }
 
 int store_writer__tick(struct store_writer *w, uint64_t now_ns)

@@ -15,6 +15,7 @@
  * released meanwhile, so symd keeps going.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +43,8 @@ struct storer {
 	struct store_writer_stats synced; /* writer stats already added to the counters */
 	int last_logged_err;
 	uint64_t last_log_ns;
+	uint64_t cap_mb;     /* mem_limit_mb applied */
+	uint64_t trim_bytes; /* dictionary bytes at the last malloc_trim() (or their peak since) */
 };
 
 int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_writer *w,
@@ -424,11 +427,38 @@ static void sync_counters(struct storer *s)
 	s->synced = ws;
 }
 
+/*
+ * The cap is live: cpa ctl mem writes it into our block. Our memory is the dictionaries:
+ * symd's definitions of its epoch (bounded by symd's epoch budget: each DICT_RESET starts
+ * them over) and the segment's (a new segment past its share). What a new epoch or segment
+ * frees goes back to the kernel once it is much.
+ */
+static void storer_apply_cap(struct storer *s)
+{
+	uint64_t mb = s->st ? __atomic_load_n(&s->st->mem_limit_mb, __ATOMIC_RELAXED) : 0;
+	uint64_t bytes = store_writer__mem_bytes(s->w);
+
+	if (mb && mb != s->cap_mb) {
+		if (s->cap_mb)
+			log_info("cache cap: %llu MiB (was %llu MiB)", (unsigned long long)mb,
+				 (unsigned long long)s->cap_mb);
+		s->cap_mb = mb;
+		store_writer__set_mem_cap(s->w, mb << 20);
+	}
+	if (bytes > s->trim_bytes) {
+		s->trim_bytes = bytes;
+	} else if (s->trim_bytes - bytes >= STORER_TRIM_FREED) {
+		malloc_trim(0);
+		s->trim_bytes = bytes;
+	}
+}
+
 int storer__tick(void *obj, uint64_t now)
 {
 	struct storer *s = obj;
 	int r = store_writer__tick(s->w, now);
 
+	storer_apply_cap(s);
 	if (r > 0)
 		s->block_closed = true;
 	else if (r < 0)
