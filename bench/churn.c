@@ -56,6 +56,7 @@ static struct {
 	unsigned int freq, stack, jobs;
 	bool build, storm, perf, keep, mem, freq_set, seconds_set;
 	double max_growth, mem_slack; /* --mem: checks, < 0 = none */
+	double journal_excess;	      /* --mem: journal <= segments + this (MB), < 0 = none */
 	unsigned int mem_cap;	      /* --mem_cap MB: --max_cache_size_mb, checked */
 	const char *dir, *monitor_args, *perf_stages;
 	char src[PATH_MAX], cpa[PATH_MAX + 8];
@@ -68,6 +69,7 @@ static struct {
 	.perf = true,
 	.max_growth = -1,
 	.mem_slack = 48,
+	.journal_excess = -1,
 };
 
 /* argv in its own process group (so the whole build can be stopped), stdout and stderr to
@@ -660,7 +662,7 @@ static int run_mem(const char *dir)
 	static const int gauge[] = {UNW_CNT_CACHE_BYTES, SYM_CNT_CACHE_BYTES, -1};
 	static struct agent a;
 	unsigned int n = 0, programs = 0;
-	uint64_t end, jr_max, seg_max, jr, seg;
+	uint64_t start, end, jr_max, seg_max, jr, seg;
 	int piped, fails = 0, err;
 	pid_t storm_pid = 0;
 	char line[64];
@@ -676,9 +678,11 @@ static int run_mem(const char *dir)
 	if (err < 0)
 		goto out;
 	piped = pipe2(life_pipe, O_CLOEXEC);
-	end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o.seconds * 1e9);
-	bench_say("memory: %.0f s of fork/exec storm, cpa monitor -F %u whole machine%s", o.seconds,
-		  o.freq, o.mem_cap ? "" : " (cap: the default)");
+	start = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o.warmup * 1e9);
+	end = start + (uint64_t)(o.seconds * 1e9);
+	bench_say("memory: %.0f s of fork/exec storm (after %.0f s of warm-up), cpa monitor -F %u "
+		  "whole machine%s",
+		  o.seconds, o.warmup, o.freq, o.mem_cap ? "" : " (cap: the default)");
 	if (piped == 0) {
 		storm_pid = fork();
 		if (storm_pid == 0) {
@@ -687,6 +691,8 @@ static int run_mem(const char *dir)
 		}
 		close(life_pipe[1]);
 	}
+	while (!bench_interrupted && clock_ns(CLOCK_MONOTONIC) < start)
+		usleep(100 * 1000);
 	for (;;) {
 		bool gone = false;
 
@@ -735,6 +741,8 @@ static int run_mem(const char *dir)
 	printf("\n=== bench_churn --mem: %.0f s of fork/exec storm (%u programs), %u Hz, whole "
 	       "machine, cache cap %s ===\n",
 	       o.seconds, programs, o.freq, o.mem_cap ? "" : "1024 MiB (default)");
+	if (o.warmup > 0)
+		printf("  after %.0f s of the same storm, not measured\n", o.warmup);
 	if (o.mem_cap)
 		printf("  (cache cap: --max_cache_size_mb %u)\n", o.mem_cap);
 	printf("  RSS MB, sampled every second (start = 0 s, mid = %u s, end = %u s)\n", n / 2,
@@ -763,6 +771,11 @@ static int run_mem(const char *dir)
 	}
 	printf("  dictionary journal %.2f MB; segments %.2f MB (largest %.2f MB)\n",
 	       (double)jr / 1e6, (double)seg / 1e6, (double)seg_max / 1e6);
+	if (o.journal_excess >= 0 && (double)jr > (double)seg + o.journal_excess * 1e6) {
+		printf("  FAIL: the journal is more than the segments + %.1f MB\n",
+		       o.journal_excess);
+		fails++;
+	}
 	fflush(stdout);
 	err = fails ? -EDOM : 0;
 out:
@@ -798,11 +811,14 @@ static void usage(FILE *f)
 		"  --perf_stages FILE perf record -g -F 4999 of the five cpa processes over the\n"
 		"                     window into FILE (it inflates their CPU: for proportions)\n"
 		"  --mem              memory under churn instead: the storm alone, -F 499, 160 s\n"
-		"                     (unless given); unwindd's, symd's and the storer's RSS every\n"
-		"                     second, start / mid / end and the growth of each half\n"
+		"                     (unless given; --warmup S: S s of it before, unmeasured);\n"
+		"                     unwindd's, symd's and the storer's RSS every second,\n"
+		"                     start / mid / end and the growth of each half\n"
 		"  --max_growth PCT   --mem: exit 1 if a stage grew more than PCT %% in the 2nd half\n"
 		"  --mem_cap MB       --mem: cpa monitor --max_cache_size_mb MB; exit 1 if a stage's\n"
-		"                     RSS went above MB + --mem_slack MB (default 48)\n");
+		"                     RSS went above MB + --mem_slack MB (default 48)\n"
+		"  --max_journal_excess MB  --mem: exit 1 if the dictionary journal is larger\n"
+		"                     than the segments + MB (it serves them: in proportion)\n");
 }
 
 int main(int argc, char **argv)
@@ -821,7 +837,8 @@ int main(int argc, char **argv)
 		O_MEM,
 		O_MAX_GROWTH,
 		O_MEM_CAP,
-		O_MEM_SLACK
+		O_MEM_SLACK,
+		O_JOURNAL
 	};
 	static const struct option lo[] = {
 		{"seconds", required_argument, NULL, 's'},
@@ -842,6 +859,7 @@ int main(int argc, char **argv)
 		{"max_growth", required_argument, NULL, O_MAX_GROWTH},
 		{"mem_cap", required_argument, NULL, O_MEM_CAP},
 		{"mem_slack", required_argument, NULL, O_MEM_SLACK},
+		{"max_journal_excess", required_argument, NULL, O_JOURNAL},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -913,6 +931,9 @@ int main(int argc, char **argv)
 			break;
 		case O_MEM_SLACK:
 			o.mem_slack = strtod(optarg, NULL);
+			break;
+		case O_JOURNAL:
+			o.journal_excess = strtod(optarg, NULL);
 			break;
 		case 'h':
 			usage(stdout);

@@ -134,8 +134,6 @@ int store_writer__tick(struct store_writer *w, uint64_t now_ns);
  * its own); the dictionary journal takes at most 1/4. */
 #define STORE_SEG_DICT_MAX (4ull << 20)
 void store_writer__set_mem_cap(struct store_writer *w, uint64_t bytes);
-/* The dictionaries' bytes: symd's definitions and the segment's. */
-uint64_t store_writer__mem_bytes(const struct store_writer *w);
 /* false when a sample at time_ns would first close the open block. */
 bool store_writer__fits(const struct store_writer *w, uint64_t time_ns);
 /* Close the open block now (if any); 1 if one was closed. */

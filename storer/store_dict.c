@@ -260,19 +260,6 @@ void store_dict__new_segment(struct store_dict *dc)
 	dc->seg_gen++;
 }
 
-size_t store_dict__sym_bytes(const struct store_dict *dc)
-{
-	const struct sym_tables *t = &dc->sym;
-
-	return ((size_t)t->str_map.nslots + t->mod_map.nslots + t->frame_map.nslots +
-		t->stack_map.nslots) *
-		       sizeof(uint64_t) +
-	       (size_t)t->strs.cap * sizeof(*t->strs.v) + (size_t)t->mods.cap * sizeof(*t->mods.v) +
-	       (size_t)t->frames.cap * sizeof(*t->frames.v) +
-	       (size_t)t->stacks.cap * sizeof(*t->stacks.v) +
-	       (size_t)t->u32s.cap * sizeof(*t->u32s.v) + t->bytes.cap;
-}
-
 /* What its entries take (a new segment keeps the tables' room for the next one). */
 static size_t seg_used(const struct intern *t)
 {

@@ -82,9 +82,7 @@ int store_dict__sym_stack(struct store_dict *dc, uint32_t id);
 int store_dict__marker_stack(struct store_dict *dc, const char *name);
 /* A new segment: its dictionary starts empty. */
 void store_dict__new_segment(struct store_dict *dc);
-/* Heap bytes of symd's definitions (this epoch, room included); bytes of the segment
- * dictionary's entries. */
-size_t store_dict__sym_bytes(const struct store_dict *dc);
+/* Bytes of the segment dictionary's entries. */
 size_t store_dict__seg_bytes(const struct store_dict *dc);
 /* The segment's dictionary passed seg_budget: the next block opens a new segment, whose
  * dictionary starts empty (the store's own dictionary reset, docs/store-format.md). */

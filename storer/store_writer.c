@@ -757,11 +757,6 @@ void store_writer__set_mem_cap(struct store_writer *w, uint64_t bytes)
 	w->jr.max_bytes = bytes / 4;
 }
 
-uint64_t store_writer__mem_bytes(const struct store_writer *w)
-{
-	return store_dict__sym_bytes(&w->dict) + store_dict__seg_bytes(&w->dict);
-}
-
 int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 {
 	char names[sizeof(w->removed)];

@@ -15,11 +15,11 @@
  * released meanwhile, so symd keeps going.
  */
 #include <errno.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/heaptrim.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "shm/counters.h"
@@ -43,8 +43,8 @@ struct storer {
 	struct store_writer_stats synced; /* writer stats already added to the counters */
 	int last_logged_err;
 	uint64_t last_log_ns;
-	uint64_t cap_mb;     /* mem_limit_mb applied */
-	uint64_t trim_bytes; /* dictionary bytes at the last malloc_trim() (or their peak since) */
+	uint64_t cap_mb;       /* mem_limit_mb applied */
+	struct heap_trim trim; /* common/heaptrim.h */
 };
 
 int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_writer *w,
@@ -430,13 +430,12 @@ static void sync_counters(struct storer *s)
 /*
  * The cap is live: cpa ctl mem writes it into our block. Our memory is the dictionaries:
  * symd's definitions of its epoch (bounded by symd's epoch budget: each DICT_RESET starts
- * them over) and the segment's (a new segment past its share). What a new epoch or segment
- * frees goes back to the kernel once it is much.
+ * them over) and the segment's (a new segment past its share, store_writer__set_mem_cap()).
+ * What a new epoch or segment frees goes back to the kernel once it is much.
  */
 static void storer_apply_cap(struct storer *s)
 {
 	uint64_t mb = s->st ? __atomic_load_n(&s->st->mem_limit_mb, __ATOMIC_RELAXED) : 0;
-	uint64_t bytes = store_writer__mem_bytes(s->w);
 
 	if (mb && mb != s->cap_mb) {
 		if (s->cap_mb)
@@ -445,12 +444,7 @@ static void storer_apply_cap(struct storer *s)
 		s->cap_mb = mb;
 		store_writer__set_mem_cap(s->w, mb << 20);
 	}
-	if (bytes > s->trim_bytes) {
-		s->trim_bytes = bytes;
-	} else if (s->trim_bytes - bytes >= STORER_TRIM_FREED) {
-		malloc_trim(0);
-		s->trim_bytes = bytes;
-	}
+	heap_trim__maybe(&s->trim, STORER_TRIM_FREED);
 }
 
 int storer__tick(void *obj, uint64_t now)

@@ -34,6 +34,7 @@
 
 #include "bincache.h"
 #include "common/fileio.h"
+#include "common/heaptrim.h"
 #include "common/intern.h"
 #include "common/log.h"
 #include "common/macro.h"
@@ -54,7 +55,7 @@
 #define SYMD_JIT_RECHECK_NS NSEC_PER_SEC
 #define SYMD_LOSS_FLUSH_NS  NSEC_PER_SEC
 #define SYMD_HEAP_TRIM_NS   (10 * NSEC_PER_SEC) /* no binary loaded that long: trim */
-#define SYMD_TRIM_FREED	    (4u << 20)		/* freed since the last trim: trim now */
+#define SYMD_TRIM_EVERY_NS  NSEC_PER_SEC	/* heap_trim__maybe() at most this often */
 #define SYMD_BIN_IDLE_NS    (60 * NSEC_PER_SEC) /* a binary no frame named that long goes */
 #define SYMD_EPOCH_BYTES    (4u << 20)		/* intern tables: a new epoch past this */
 #define SYMD_EPOCH_MIN_NS   (30 * NSEC_PER_SEC) /* ... unless it refilled that fast */
@@ -168,13 +169,13 @@ struct symd {
 	uint64_t epoch_budget;	    /* intern bytes that start a new epoch (symd__epoch_full()) */
 	uint64_t epoch_ns;	    /* tick clock when this epoch started */
 	uint64_t tick_ns;	    /* the last tick's clock */
-	uint64_t freed;		    /* bytes of caches freed since the last malloc_trim() */
 	struct shm_loss_table loss; /* own drops, upstream losses not forwarded yet */
 	uint64_t loss_next_ns;
 	uint64_t heap_loads;	 /* bincache loads at the last look */
 	uint64_t heap_last_load; /* when they last grew */
 	bool heap_untrimmed;	 /* loads since the last malloc_trim() */
-	uint64_t heap_bin_bytes; /* the binary cache's bytes at the last look */
+	struct heap_trim trim;	 /* common/heaptrim.h */
+	uint64_t trim_ns;	 /* its last look */
 	struct shm_rate rate;
 	uint64_t gauge_bytes;
 
@@ -232,7 +233,6 @@ static int symd__reset_sp(struct symd *s)
 	struct cpa_dict_reset d;
 	int r;
 
-	s->freed += intern_bytes(s);
 	intern__free(&s->strs);
 	intern__free(&s->frames);
 	intern__free(&s->stacks);
@@ -1663,8 +1663,9 @@ static void symd__apply_cap(struct symd *s)
  * A binary's load reads its tables into transient multi-MB buffers (cc1's
  * .dynstr is 1.3 MB, libLLVM's 3 MB); main.c keeps glibc from mapping and
  * unmapping each (symd__heap_setup()), so a burst of loads reuses pages that
- * are already ours. Once no binary was loaded for SYMD_HEAP_TRIM_NS the free
- * part of the heap goes back to the kernel.
+ * are already ours. Once no binary was loaded for SYMD_HEAP_TRIM_NS, or a
+ * quarter of the cap (64 MiB at most) is free, the free part of the heap goes
+ * back to the kernel.
  */
 void symd__heap_setup(void)
 {
@@ -1678,21 +1679,20 @@ static void symd__heap_tick(struct symd *s, uint64_t now)
 
 	bincache__idle(s->bins, now, SYMD_BIN_IDLE_NS);
 	bincache__stats(s->bins, &bs);
-	if (bs.bytes < s->heap_bin_bytes) /* idle binaries, evictions */
-		s->freed += s->heap_bin_bytes - bs.bytes;
-	s->heap_bin_bytes = bs.bytes;
 	if (bs.loads != s->heap_loads) {
 		s->heap_loads = bs.loads;
 		s->heap_last_load = now;
 		s->heap_untrimmed = true;
 	}
-	/* Under churn loads never stop (most are binaries already gone): what the
-	 * idle binaries and the epochs freed goes back once it is much. */
-	if (s->freed >= SYMD_TRIM_FREED ||
-	    (s->heap_untrimmed && now - s->heap_last_load >= SYMD_HEAP_TRIM_NS)) {
+	if (s->heap_untrimmed && now - s->heap_last_load >= SYMD_HEAP_TRIM_NS) {
 		s->heap_untrimmed = false;
-		s->freed = 0;
-		malloc_trim(0);
+		heap_trim__maybe(&s->trim, 0);
+	} else if (now - s->trim_ns >= SYMD_TRIM_EVERY_NS) {
+		/* Under churn loads never stop (most are binaries already gone): what
+		 * loads, epochs and idle binaries freed goes back once it is a quarter
+		 * of the cap (64 MiB at most: the burst's reuse above). */
+		s->trim_ns = now;
+		heap_trim__maybe(&s->trim, MIN(s->cap / 4, 2 * (uint64_t)SYMD_HEAP_MMAP_MIN));
 	}
 }
 

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 
 #include "common/fileio.h"
 #include "common/hash.h"
+#include "common/heaptrim.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/procroot.h"
@@ -37,7 +37,7 @@
 #define BIN_IDLE_SCAN_NS (10ull * 1000000000ull) /* idle_bins() at most this often */
 #define QUIET_PAGES_NS	 (2ull * 1000000000ull)	 /* quiet_pages(): a build-free period */
 #define UNMAPPED_IDLE_NS (30ull * 1000000000ull) /* idle_bins(): an index nothing maps */
-#define TRIM_FREED	 (4ull << 20)		 /* freed since the last malloc_trim() */
+#define TRIM_FREED	 (4ull << 20)		 /* heap_trim__maybe() past this much free */
 
 /* An unwind index shared by every binary with the same build-id whose file
  * (and debug file) is the same inode, e.g. one known by dev + inode and by
@@ -91,7 +91,7 @@ struct ucache {
 	uint64_t last_sweep_ns;
 	uint64_t last_idle_ns;	/* idle_bins() */
 	uint64_t last_quiet_ns; /* quiet_pages() */
-	uint64_t trim_bytes;	/* bytes at the last malloc_trim() (or their peak since) */
+	struct heap_trim trim;	/* common/heaptrim.h, with quiet_pages() */
 };
 
 static void cnt(struct ucache *c, unsigned int idx, uint64_t n)
@@ -1201,18 +1201,6 @@ static void idle_bins(struct ucache *c, uint64_t now_ns)
 				bin_drop_cfi(c, b);
 }
 
-/* What the sweeps and evictions freed goes back to the kernel once it is much: glibc keeps
- * freed chunks inside the heap, and under churn the heap never shrinks by itself. */
-static void trim_freed(struct ucache *c)
-{
-	if (c->bytes > c->trim_bytes)
-		c->trim_bytes = c->bytes;
-	else if (c->trim_bytes - c->bytes >= TRIM_FREED) {
-		malloc_trim(0);
-		c->trim_bytes = c->bytes;
-	}
-}
-
 /* The file pages of indexes that built chunks and went quiet since. */
 static void quiet_pages(struct ucache *c)
 {
@@ -1245,6 +1233,9 @@ void ucache__sweep(struct ucache *c, uint64_t now_ns)
 	maphist__sweep(c->mh, c->hist_now, MAX(c->o.dead_grace_ns, HIST_GRACE_NS));
 	if (now_ns - c->last_quiet_ns >= QUIET_PAGES_NS) {
 		quiet_pages(c);
+		/* What sweeps and evictions freed goes back once it is much: glibc keeps
+		 * freed chunks, and under churn the heap never shrinks by itself. */
+		heap_trim__maybe(&c->trim, TRIM_FREED);
 		c->last_quiet_ns = now_ns;
 	}
 	if (now_ns - c->last_idle_ns >= BIN_IDLE_SCAN_NS) {
@@ -1253,7 +1244,6 @@ void ucache__sweep(struct ucache *c, uint64_t now_ns)
 	}
 	if (c->o.max_bytes && c->bytes > c->o.max_bytes)
 		evict(c);
-	trim_freed(c);
 	c->last_sweep_ns = now_ns;
 }
 
