@@ -680,9 +680,9 @@ static int run_mem(const char *dir)
 	piped = pipe2(life_pipe, O_CLOEXEC);
 	start = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o.warmup * 1e9);
 	end = start + (uint64_t)(o.seconds * 1e9);
-	bench_say("memory: %.0f s of fork/exec storm (after %.0f s of warm-up), cpa monitor -F %u "
-		  "whole machine%s",
-		  o.seconds, o.warmup, o.freq, o.mem_cap ? "" : " (cap: the default)");
+	bench_say("memory: %.0f s of fork/exec storm (after %.0f s of it unmeasured), cpa monitor "
+		  "-F %u whole machine, cache cap %u MiB",
+		  o.seconds, o.warmup, o.freq, o.mem_cap ? o.mem_cap : 1024);
 	if (piped == 0) {
 		storm_pid = fork();
 		if (storm_pid == 0) {
@@ -739,12 +739,11 @@ static int run_mem(const char *dir)
 		goto out;
 	}
 	printf("\n=== bench_churn --mem: %.0f s of fork/exec storm (%u programs), %u Hz, whole "
-	       "machine, cache cap %s ===\n",
-	       o.seconds, programs, o.freq, o.mem_cap ? "" : "1024 MiB (default)");
+	       "machine, cache cap %u MiB%s ===\n",
+	       o.seconds, programs, o.freq, o.mem_cap ? o.mem_cap : 1024,
+	       o.mem_cap ? " (--max_cache_size_mb)" : " (default)");
 	if (o.warmup > 0)
 		printf("  after %.0f s of the same storm, not measured\n", o.warmup);
-	if (o.mem_cap)
-		printf("  (cache cap: --max_cache_size_mb %u)\n", o.mem_cap);
 	printf("  RSS MB, sampled every second (start = 0 s, mid = %u s, end = %u s)\n", n / 2,
 	       n - 1);
 	printf("  %-8s %8s %8s %8s %8s %12s %12s   %s\n", "stage", "start", "mid", "end", "max",

@@ -290,7 +290,7 @@ static int open_segment(struct store_writer *w, int64_t t)
 	w->seg_off = sizeof(h);
 	w->seg_start_s = t;
 	/* A new segment is a full dictionary restart: ids are per segment. */
-	store_dict__new_segment(&w->dict);
+	store_dict__new_segment(&w->dict, t);
 	return store_wq__write(&w->wq, w->seg, 0, &h, sizeof(h));
 }
 
@@ -754,6 +754,7 @@ static void check_gone(struct store_writer *w)
 void store_writer__set_mem_cap(struct store_writer *w, uint64_t bytes)
 {
 	w->dict.seg_budget = MIN(bytes / 8, STORE_SEG_DICT_MAX);
+	w->dict.seg_max = bytes / 8;
 	w->jr.max_bytes = bytes / 4;
 }
 
