@@ -56,6 +56,7 @@
 #define SYMD_LOSS_FLUSH_NS  NSEC_PER_SEC
 #define SYMD_HEAP_TRIM_NS   (10 * NSEC_PER_SEC) /* no binary loaded that long: trim */
 #define SYMD_TRIM_EVERY_NS  NSEC_PER_SEC	/* heap_trim__maybe() at most this often */
+#define SYMD_TRIM_FREE	    (8u << 20)		/* ... once the heap's free bytes grew this much */
 #define SYMD_BIN_IDLE_NS    (60 * NSEC_PER_SEC) /* a binary no frame named that long goes */
 #define SYMD_EPOCH_BYTES    (4u << 20)		/* intern tables: a new epoch past this */
 #define SYMD_EPOCH_MIN_NS   (30 * NSEC_PER_SEC) /* ... unless it refilled that fast */
@@ -225,8 +226,6 @@ static int emit2(struct symd *s, uint16_t type, const void *a, uint32_t alen, co
 	cnt(s, SHM_CNT_BYTES_OUT, alen + blen);
 	return 0;
 }
-
-static size_t intern_bytes(const struct symd *s);
 
 static int symd__reset_sp(struct symd *s)
 {
@@ -1663,9 +1662,9 @@ static void symd__apply_cap(struct symd *s)
  * A binary's load reads its tables into transient multi-MB buffers (cc1's
  * .dynstr is 1.3 MB, libLLVM's 3 MB); main.c keeps glibc from mapping and
  * unmapping each (symd__heap_setup()), so a burst of loads reuses pages that
- * are already ours. Once no binary was loaded for SYMD_HEAP_TRIM_NS, or a
- * quarter of the cap (64 MiB at most) is free, the free part of the heap goes
- * back to the kernel.
+ * are already ours. Once no binary was loaded for SYMD_HEAP_TRIM_NS, or the
+ * heap's free bytes grew SYMD_TRIM_FREE since the last trim, the free part of
+ * the heap goes back to the kernel.
  */
 void symd__heap_setup(void)
 {
@@ -1689,10 +1688,11 @@ static void symd__heap_tick(struct symd *s, uint64_t now)
 		heap_trim__maybe(&s->trim, 0);
 	} else if (now - s->trim_ns >= SYMD_TRIM_EVERY_NS) {
 		/* Under churn loads never stop (most are binaries already gone): what
-		 * loads, epochs and idle binaries freed goes back once it is a quarter
-		 * of the cap (64 MiB at most: the burst's reuse above). */
+		 * loads, epochs and idle binaries freed goes back once it is
+		 * SYMD_TRIM_FREE (a quarter of the cap if less): the next loads touch
+		 * those pages again, at most once a second. */
 		s->trim_ns = now;
-		heap_trim__maybe(&s->trim, MIN(s->cap / 4, 2 * (uint64_t)SYMD_HEAP_MMAP_MIN));
+		heap_trim__maybe(&s->trim, MIN(s->cap / 4, SYMD_TRIM_FREE));
 	}
 }
 
