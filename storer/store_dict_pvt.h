@@ -86,7 +86,7 @@ int store_dict__marker_stack(struct store_dict *dc, const char *name);
 /* A new segment from data time sec: every segment id starts over. One that filled its
  * dictionary within STORE_SEG_DICT_REFILL_S has a live set that big: the budget doubles,
  * up to seg_max, rather than a new segment at every block. */
-#define STORE_SEG_DICT_REFILL_S 60
+#define STORE_SEG_DICT_REFILL_S 30
 void store_dict__new_segment(struct store_dict *dc, int64_t sec);
 /* Bytes of the segment dictionary's entries. */
 size_t store_dict__seg_bytes(const struct store_dict *dc);
