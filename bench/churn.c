@@ -54,7 +54,10 @@ static const char *const pname[NPROC] = {"capture", "unwindd", "symd", "storer",
 static struct {
 	double seconds, warmup;
 	unsigned int freq, stack, jobs;
-	bool build, storm, perf, keep;
+	bool build, storm, perf, keep, mem, freq_set, seconds_set;
+	double max_growth, mem_slack; /* --mem: checks, < 0 = none */
+	double journal_excess;	      /* --mem: journal <= segments + this (MB), < 0 = none */
+	unsigned int mem_cap;	      /* --mem_cap MB: --max_cache_size_mb, checked */
 	const char *dir, *monitor_args, *perf_stages;
 	char src[PATH_MAX], cpa[PATH_MAX + 8];
 } o = {
@@ -64,6 +67,9 @@ static struct {
 	.build = true,
 	.storm = true,
 	.perf = true,
+	.max_growth = -1,
+	.mem_slack = 48,
+	.journal_excess = -1,
 };
 
 /* argv in its own process group (so the whole build can be stopped), stdout and stderr to
@@ -180,7 +186,7 @@ struct snap {
 
 static int agent_start(struct agent *a, const char *dir)
 {
-	char freq[16], stack[16], *argv[48], *extra = NULL;
+	char freq[16], stack[16], cap[16], *argv[48], *extra = NULL;
 	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + 60 * NSEC_PER_SEC;
 	int n = 0;
 
@@ -199,6 +205,11 @@ static int agent_start(struct agent *a, const char *dir)
 	if (o.stack) {
 		argv[n++] = "--stack_size";
 		argv[n++] = stack;
+	}
+	if (o.mem_cap) {
+		snprintf(cap, sizeof(cap), "%u", o.mem_cap);
+		argv[n++] = "--max_cache_size_mb";
+		argv[n++] = cap;
 	}
 	if (o.monitor_args) {
 		extra = strdup(o.monitor_args);
@@ -544,6 +555,8 @@ static int run(const char *dir)
 		}
 	}
 	stop_group(build, SIGTERM);
+	if (storm_pid > 0 && bench_interrupted)
+		kill(storm_pid, SIGTERM);
 	if (storm_pid > 0) {
 		lf = fdopen(life_pipe[0], "r");
 		while (lf && n_life < ARRAY_SIZE(life) && fscanf(lf, "%lf", &life[n_life]) == 1)
@@ -605,6 +618,174 @@ out:
 	return err;
 }
 
+/* ---- --mem: RSS under a storm ---------------------------------------------------------------- */
+
+#define MEM_MAX_SAMPLES 4096
+
+/* Bytes of the files in dir (and, depth 1, its subdirectories) whose name starts with prefix
+ * (or, with suffix set, ends with it); *largest: the biggest one. */
+static uint64_t mem_files(const char *dir, const char *prefix, const char *suffix,
+			  uint64_t *largest)
+{
+	char cmd[PATH_MAX + 256], line[64];
+	uint64_t sum = 0;
+	FILE *f;
+
+	*largest = 0;
+	snprintf(cmd, sizeof(cmd),
+		 "find '%s' -maxdepth 2 -type f -name '%s*%s' -printf '%%s\\n' 2>/dev/null", dir,
+		 prefix, suffix);
+	f = popen(cmd, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t v = strtoull(line, NULL, 10);
+
+		sum += v;
+		if (v > *largest)
+			*largest = v;
+	}
+	pclose(f);
+	return sum;
+}
+
+/*
+ * The real monitor (whole machine, -F o.freq) under the fork/exec storm for o.seconds;
+ * each stage's RSS (smaps_rollup) every second. Prints start / mid / end per stage and
+ * the growth of each half; with --max_growth and --mem_cap, checks them (exit 1).
+ */
+static int run_mem(const char *dir)
+{
+	static const int st[] = {SHM_STAGE_UNWINDD, SHM_STAGE_SYMD, SHM_STAGE_STORER};
+	static double rss[ARRAY_SIZE(st)][MEM_MAX_SAMPLES], cache[ARRAY_SIZE(st)][MEM_MAX_SAMPLES];
+	/* the caches' gauges (the storer has none) */
+	static const int gauge[] = {UNW_CNT_CACHE_BYTES, SYM_CNT_CACHE_BYTES, -1};
+	static struct agent a;
+	unsigned int n = 0, programs = 0;
+	uint64_t start, end, jr_max, seg_max, jr, seg;
+	int piped, fails = 0, err;
+	pid_t storm_pid = 0;
+	char line[64];
+	FILE *lf = NULL;
+	int life_pipe[2] = {-1, -1};
+
+	bench_sh(
+		"cd '%s' && test -s in.txt || { seq -f 'sample %%g of the unwind frame in a ring' 1 "
+		"200000 | awk '{ print $0, NR * 7919 %% 10007 }' > in.txt && head -c 1048576 in.txt "
+		"> in-1m && head -c 4194304 in.txt > in-4m && head -c 262144 in.txt > in-256k; }",
+		dir);
+	err = agent_start(&a, dir);
+	if (err < 0)
+		goto out;
+	piped = pipe2(life_pipe, O_CLOEXEC);
+	start = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o.warmup * 1e9);
+	end = start + (uint64_t)(o.seconds * 1e9);
+	bench_say("memory: %.0f s of fork/exec storm (after %.0f s of it unmeasured), cpa monitor "
+		  "-F %u whole machine, cache cap %u MiB",
+		  o.seconds, o.warmup, o.freq, o.mem_cap ? o.mem_cap : 1024);
+	if (piped == 0) {
+		storm_pid = fork();
+		if (storm_pid == 0) {
+			close(life_pipe[0]);
+			storm_main(dir, end, life_pipe[1]);
+		}
+		close(life_pipe[1]);
+	}
+	while (!bench_interrupted && clock_ns(CLOCK_MONOTONIC) < start)
+		usleep(100 * 1000);
+	for (;;) {
+		bool gone = false;
+
+		for (unsigned int i = 0; i < ARRAY_SIZE(st); i++) {
+			struct cost_proc m = {0};
+
+			if (cost_proc_mem(a.pid[st[i]], &m) < 0)
+				gone = true;
+			rss[i][n] = (double)m.rss_kb / 1024;
+			cache[i][n] = gauge[i] < 0
+					      ? NAN
+					      : (double)shm_stage__cnt(
+							shm_arena__stage(a.arena,
+									 (enum shm_stage_id)st[i]),
+							(unsigned int)gauge[i]) /
+							1048576;
+		}
+		if (gone) {
+			bench_say("a stage restarted or went away; see %s", a.log);
+			err = -ECHILD;
+			goto out;
+		}
+		if (++n >= MEM_MAX_SAMPLES || bench_interrupted || clock_ns(CLOCK_MONOTONIC) >= end)
+			break;
+		sleep(1);
+	}
+	if (storm_pid > 0 && bench_interrupted)
+		kill(storm_pid, SIGTERM);
+	if (storm_pid > 0) {
+		lf = fdopen(life_pipe[0], "r");
+		while (lf && fgets(line, sizeof(line), lf))
+			programs++;
+		if (lf)
+			fclose(lf);
+		waitpid(storm_pid, NULL, 0);
+		storm_pid = 0;
+	}
+	agent_settle(&a);
+	jr = mem_files(a.store, ".storer-dict-", "", &jr_max);
+	seg = mem_files(a.store, "", ".cps", &seg_max);
+	agent_stop(&a);
+	if (bench_interrupted) {
+		err = -EINTR;
+		goto out;
+	}
+	printf("\n=== bench_churn --mem: %.0f s of fork/exec storm (%u programs), %u Hz, whole "
+	       "machine, cache cap %u MiB%s ===\n",
+	       o.seconds, programs, o.freq, o.mem_cap ? o.mem_cap : 1024,
+	       o.mem_cap ? " (--max_cache_size_mb)" : " (default)");
+	if (o.warmup > 0)
+		printf("  after %.0f s of the same storm, not measured\n", o.warmup);
+	printf("  RSS MB, sampled every second (start = 0 s, mid = %u s, end = %u s)\n", n / 2,
+	       n - 1);
+	printf("  %-8s %8s %8s %8s %8s %12s %12s   %s\n", "stage", "start", "mid", "end", "max",
+	       "1st half", "2nd half", "cache_bytes MB: mid, end");
+	for (unsigned int i = 0; i < ARRAY_SIZE(st); i++) {
+		double s0 = rss[i][0], sm = rss[i][n / 2], se = rss[i][n - 1], mx = 0;
+		double g2 = pct(se - sm, sm);
+
+		for (unsigned int k = 0; k < n; k++)
+			mx = fmax(mx, rss[i][k]);
+		printf("  %-8s %8.1f %8.1f %8.1f %8.1f %+11.1f%% %+11.1f%%   %.1f, %.1f\n",
+		       pname[st[i]], s0, sm, se, mx, pct(sm - s0, s0), g2, cache[i][n / 2],
+		       cache[i][n - 1]);
+		if (o.max_growth >= 0 && !(g2 <= o.max_growth)) {
+			printf("  FAIL: %s grew %.1f %% in the second half (at most %.1f %%)\n",
+			       pname[st[i]], g2, o.max_growth);
+			fails++;
+		}
+		if (o.mem_cap && mx > o.mem_cap + o.mem_slack) {
+			printf("  FAIL: %s RSS %.1f MB above the cap %u MB + %.0f MB\n",
+			       pname[st[i]], mx, o.mem_cap, o.mem_slack);
+			fails++;
+		}
+	}
+	printf("  dictionary journal %.2f MB; segments %.2f MB (largest %.2f MB)\n",
+	       (double)jr / 1e6, (double)seg / 1e6, (double)seg_max / 1e6);
+	if (o.journal_excess >= 0 && (double)jr > (double)seg + o.journal_excess * 1e6) {
+		printf("  FAIL: the journal is more than the segments + %.1f MB\n",
+		       o.journal_excess);
+		fails++;
+	}
+	fflush(stdout);
+	err = fails ? -EDOM : 0;
+out:
+	if (storm_pid > 0) {
+		kill(storm_pid, SIGTERM);
+		waitpid(storm_pid, NULL, 0);
+	}
+	agent_stop(&a);
+	return err;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -627,7 +808,16 @@ static void usage(FILE *f)
 		"  --dir DIR          scratch directory (default /tmp/bench_churn.XXXXXX)\n"
 		"  --keep             keep the scratch directory (store, perf.data, logs)\n"
 		"  --perf_stages FILE perf record -g -F 4999 of the five cpa processes over the\n"
-		"                     window into FILE (it inflates their CPU: for proportions)\n");
+		"                     window into FILE (it inflates their CPU: for proportions)\n"
+		"  --mem              memory under churn instead: the storm alone, -F 499, 160 s\n"
+		"                     (unless given; --warmup S: S s of it before, unmeasured);\n"
+		"                     unwindd's, symd's and the storer's RSS every second,\n"
+		"                     start / mid / end and the growth of each half\n"
+		"  --max_growth PCT   --mem: exit 1 if a stage grew more than PCT %% in the 2nd half\n"
+		"  --mem_cap MB       --mem: cpa monitor --max_cache_size_mb MB; exit 1 if a stage's\n"
+		"                     RSS went above MB + --mem_slack MB (default 48)\n"
+		"  --max_journal_excess MB  --mem: exit 1 if the dictionary journal is larger\n"
+		"                     than the segments + MB (it serves them: in proportion)\n");
 }
 
 int main(int argc, char **argv)
@@ -642,7 +832,12 @@ int main(int argc, char **argv)
 		O_CPA,
 		O_DIR,
 		O_KEEP,
-		O_PERF_STAGES
+		O_PERF_STAGES,
+		O_MEM,
+		O_MAX_GROWTH,
+		O_MEM_CAP,
+		O_MEM_SLACK,
+		O_JOURNAL
 	};
 	static const struct option lo[] = {
 		{"seconds", required_argument, NULL, 's'},
@@ -659,6 +854,11 @@ int main(int argc, char **argv)
 		{"dir", required_argument, NULL, O_DIR},
 		{"keep", no_argument, NULL, O_KEEP},
 		{"perf_stages", required_argument, NULL, O_PERF_STAGES},
+		{"mem", no_argument, NULL, O_MEM},
+		{"max_growth", required_argument, NULL, O_MAX_GROWTH},
+		{"mem_cap", required_argument, NULL, O_MEM_CAP},
+		{"mem_slack", required_argument, NULL, O_MEM_SLACK},
+		{"max_journal_excess", required_argument, NULL, O_JOURNAL},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -677,12 +877,14 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 's':
 			o.seconds = strtod(optarg, NULL);
+			o.seconds_set = true;
 			break;
 		case O_WARMUP:
 			o.warmup = strtod(optarg, NULL);
 			break;
 		case 'F':
 			o.freq = (unsigned int)strtoul(optarg, NULL, 10);
+			o.freq_set = true;
 			break;
 		case 'k':
 			o.stack = (unsigned int)strtoul(optarg, NULL, 10);
@@ -717,6 +919,21 @@ int main(int argc, char **argv)
 		case O_PERF_STAGES:
 			o.perf_stages = optarg;
 			break;
+		case O_MEM:
+			o.mem = true;
+			break;
+		case O_MAX_GROWTH:
+			o.max_growth = strtod(optarg, NULL);
+			break;
+		case O_MEM_CAP:
+			o.mem_cap = (unsigned int)strtoul(optarg, NULL, 10);
+			break;
+		case O_MEM_SLACK:
+			o.mem_slack = strtod(optarg, NULL);
+			break;
+		case O_JOURNAL:
+			o.journal_excess = strtod(optarg, NULL);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -724,6 +941,11 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (o.mem) {
+		o.seconds = o.seconds_set ? o.seconds : 160;
+		o.freq = o.freq_set ? o.freq : 499;
+		o.build = o.perf = false;
 	}
 	if (o.seconds < 5 || !o.freq || o.freq > 10000 || !o.jobs) {
 		bench_say("--seconds >= 5, --freq 1..10000, --jobs >= 1");
@@ -754,7 +976,7 @@ int main(int argc, char **argv)
 	printf("bench_churn: %s, %ld CPUs, %.0f s, %u Hz, scratch %s\n", o.cpa,
 	       sysconf(_SC_NPROCESSORS_ONLN), o.seconds, o.freq, dir);
 	fflush(stdout);
-	err = run(dir);
+	err = o.mem ? run_mem(dir) : run(dir);
 	if (stats_fd >= 0)
 		close(stats_fd);
 	if (!o.keep && !o.dir)

@@ -135,6 +135,7 @@ const struct shm_stage_desc shm_stages[SHM_STAGE_MAX] = {
 			.ring_out = -1,
 			.ring_back = -1,
 			.up = SHM_STAGE_SYMD,
+			.limits = SHM_LIMIT_MEM,
 			.counters = storer_counters,
 			.nr_counters = STO_CNT_MAX_ - SHM_CNT_STAGE_BASE,
 			.lost_at_stop = STO_CNT_LOST_AT_STOP,

@@ -70,7 +70,7 @@ struct shm_stage {
 	uint32_t exit_code;    /* last exit status as seen by the supervisor */
 	uint64_t started_ns;   /* kernel CLOCK_MONOTONIC of this generation's start */
 	uint64_t restarts;     /* supervisor-owned count of restarts */
-	uint64_t mem_limit_mb; /* cache cap (unwindd, symd), MiB; 0 = the config's
+	uint64_t mem_limit_mb; /* cache cap (unwindd, symd, storer), MiB; 0 = the config's
 				* max_cache_size_mb; supervisor sets at start, cpa ctl
 				* changes it live, the stage applies it on its tick */
 	/* lines 1..8: counters, owned by the stage */

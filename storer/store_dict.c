@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/macro.h"
 #include "store_dict_pvt.h"
 
 _Static_assert(STORE_MAX_FRAMES >= CPA_MAX_STACK_FRAMES,
@@ -254,10 +255,30 @@ int store_dict__def_stack(struct store_dict *dc, struct store_journal *jr,
 	return u32map__set(&dc->sym.stack_map, s->id, (uint32_t)r);
 }
 
-void store_dict__new_segment(struct store_dict *dc)
+void store_dict__new_segment(struct store_dict *dc, int64_t sec)
 {
+	if (store_dict__seg_full(dc) && sec - dc->seg_start_s < STORE_SEG_DICT_REFILL_S)
+		dc->seg_budget = MIN(2 * dc->seg_budget, dc->seg_max);
+	dc->seg_start_s = sec;
 	seg_dict__reset(&dc->seg);
 	dc->seg_gen++;
+}
+
+/* What its entries take (a new segment keeps the tables' room for the next one). */
+static size_t seg_used(const struct intern *t)
+{
+	return (size_t)t->n * (sizeof(struct intern_ent) + 2 * sizeof(uint32_t)) + t->pool_len;
+}
+
+size_t store_dict__seg_bytes(const struct store_dict *dc)
+{
+	return seg_used(&dc->seg.str) + seg_used(&dc->seg.mod) + seg_used(&dc->seg.frame) +
+	       seg_used(&dc->seg.stack);
+}
+
+bool store_dict__seg_full(const struct store_dict *dc)
+{
+	return dc->seg_budget && store_dict__seg_bytes(dc) > dc->seg_budget;
 }
 
 void store_dict__free(struct store_dict *dc)

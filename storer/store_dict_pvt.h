@@ -58,6 +58,9 @@ struct store_dict {
 	struct sym_tables sym;
 	struct seg_dict seg;
 	uint32_t seg_gen;
+	uint64_t seg_budget;   /* the segment dictionary's bytes that rotate the segment */
+	uint64_t seg_max;      /* what seg_budget may grow to (1/8 of the cap) */
+	int64_t seg_start_s;   /* data time the segment opened at */
 	uint64_t *unknown_ids; /* the writer's counter: ids symd never defined */
 };
 
@@ -80,7 +83,16 @@ int store_dict__sym_stack(struct store_dict *dc, uint32_t id);
 /* Segment id of a one-frame marker stack named name ("[lost: ...]"). */
 int store_dict__marker_stack(struct store_dict *dc, const char *name);
 /* A new segment: its dictionary starts empty. */
-void store_dict__new_segment(struct store_dict *dc);
+/* A new segment from data time sec: every segment id starts over. One that filled its
+ * dictionary within STORE_SEG_DICT_REFILL_S has a live set that big: the budget doubles,
+ * up to seg_max, rather than a new segment at every block. */
+#define STORE_SEG_DICT_REFILL_S 30
+void store_dict__new_segment(struct store_dict *dc, int64_t sec);
+/* Bytes of the segment dictionary's entries. */
+size_t store_dict__seg_bytes(const struct store_dict *dc);
+/* The segment's dictionary passed seg_budget: the next block opens a new segment, whose
+ * dictionary starts empty (the store's own dictionary reset, docs/store-format.md). */
+bool store_dict__seg_full(const struct store_dict *dc);
 void store_dict__free(struct store_dict *dc);
 
 #endif /* CPA_STORE_DICT_PVT_H */

@@ -50,9 +50,10 @@ void store_journal__append(struct store_journal *j, uint16_t type, const void *a
 
 	if (!j->on || j->replaying || j->full)
 		return;
-	if (j->off + j->pend.len + sizeof(h) + h.len > JR_MAX_BYTES) {
-		/* Past the cap a restart loses this epoch's dictionary; symd's cap keeps
-		 * us far from it in practice. */
+	if (j->off + j->pend.len + sizeof(h) + h.len >
+	    (j->max_bytes ? MIN(j->max_bytes, JR_MAX_BYTES) : JR_MAX_BYTES)) {
+		/* Past the cap a restart loses this epoch's dictionary; symd's epoch
+		 * budget (a few MiB) keeps us far from it in practice. */
 		j->full = true;
 		return;
 	}

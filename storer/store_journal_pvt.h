@@ -27,7 +27,8 @@ struct store_journal {
 	char dir[PATH_MAX];
 	struct sfile *f;
 	uint64_t off, epoch;
-	struct sbuf pend; /* records appended since the last flush */
+	struct sbuf pend;   /* records appended since the last flush */
+	uint64_t max_bytes; /* the storer's share of its cap; 0 = JR_MAX_BYTES */
 };
 
 /*

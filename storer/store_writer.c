@@ -290,7 +290,7 @@ static int open_segment(struct store_writer *w, int64_t t)
 	w->seg_off = sizeof(h);
 	w->seg_start_s = t;
 	/* A new segment is a full dictionary restart: ids are per segment. */
-	store_dict__new_segment(&w->dict);
+	store_dict__new_segment(&w->dict, t);
 	return store_wq__write(&w->wq, w->seg, 0, &h, sizeof(h));
 }
 
@@ -547,6 +547,7 @@ static int block_for(struct store_writer *w, uint64_t time_ns)
 	} else if (!w->seg || sec - w->seg_start_s >= (int64_t)w->o.segment_seconds ||
 		   sec < w->seg_start_s - (int64_t)w->o.segment_seconds ||
 		   w->seg_off > SEG_MAX_BYTES || w->force_new_seg ||
+		   store_dict__seg_full(&w->dict) ||
 		   (w->o.max_store_bytes && w->seg_off > w->o.max_store_bytes / 4)) {
 		r = open_segment(w, sec);
 		if (r < 0)
@@ -748,6 +749,13 @@ static void check_gone(struct store_writer *w)
 	w->st.store_gone++;
 	discard_block(w, false);
 	close_dir(w);
+}
+
+void store_writer__set_mem_cap(struct store_writer *w, uint64_t bytes)
+{
+	w->dict.seg_budget = MIN(bytes / 8, STORE_SEG_DICT_MAX);
+	w->dict.seg_max = bytes / 8;
+	w->jr.max_bytes = bytes / 4;
 }
 
 int store_writer__tick(struct store_writer *w, uint64_t now_ns)

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/heaptrim.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "shm/counters.h"
@@ -42,6 +43,8 @@ struct storer {
 	struct store_writer_stats synced; /* writer stats already added to the counters */
 	int last_logged_err;
 	uint64_t last_log_ns;
+	uint64_t cap_mb;       /* mem_limit_mb applied */
+	struct heap_trim trim; /* common/heaptrim.h */
 };
 
 int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_writer *w,
@@ -452,11 +455,32 @@ static void sync_counters(struct storer *s)
 	s->synced = ws;
 }
 
+/*
+ * The cap is live: cpa ctl mem writes it into our block. Our memory is the dictionaries:
+ * symd's definitions of its epoch (bounded by symd's epoch budget: each DICT_RESET starts
+ * them over) and the segment's (a new segment past its share, store_writer__set_mem_cap()).
+ * What a new epoch or segment frees goes back to the kernel once it is much.
+ */
+static void storer_apply_cap(struct storer *s)
+{
+	uint64_t mb = s->st ? __atomic_load_n(&s->st->mem_limit_mb, __ATOMIC_RELAXED) : 0;
+
+	if (mb && mb != s->cap_mb) {
+		if (s->cap_mb)
+			log_info("cache cap: %llu MiB (was %llu MiB)", (unsigned long long)mb,
+				 (unsigned long long)s->cap_mb);
+		s->cap_mb = mb;
+		store_writer__set_mem_cap(s->w, mb << 20);
+	}
+	heap_trim__maybe(&s->trim, STORER_TRIM_FREED);
+}
+
 int storer__tick(void *obj, uint64_t now)
 {
 	struct storer *s = obj;
 	int r = store_writer__tick(s->w, now);
 
+	storer_apply_cap(s);
 	if (r > 0)
 		s->block_closed = true;
 	else if (r < 0)

@@ -17,7 +17,8 @@
 
 #define STORER_BATCH	  256
 #define STORER_WAKE_BYTES (64u << 10)
-#define STORER_IDLE_MS	  2500 /* longest sleep (heartbeat; hang timeout 10 s) */
+#define STORER_IDLE_MS	  2500	       /* longest sleep (heartbeat; hang timeout 10 s) */
+#define STORER_TRIM_FREED (4ull << 20) /* free heap bytes: heap_trim__maybe() */
 
 /* The stage object; opaque. It reads in and writes through w, which stay
  * the caller's (free the storer first). */

@@ -36,6 +36,7 @@ struct binent {
 	struct symbin *bin; /* NULL: failed, see err/retry_ns */
 	int err;
 	uint64_t retry_ns;
+	uint64_t used_ns; /* the cache's clock at the last get (bincache__idle()) */
 	size_t bytes;
 	uint32_t key_len;
 	char *path;	 /* as the first process that asked saw it (for warnings) */
@@ -51,6 +52,7 @@ struct bincache {
 	struct binent *head;
 	struct binent *tail;
 	uint64_t budget;
+	uint64_t now_ns; /* the clock of the last bincache__idle(): hits stamp it */
 	const struct symd_paths *paths;
 	struct bincache_stats stats;
 };
@@ -192,6 +194,16 @@ static void bincache__evict(struct bincache *c, struct binent *keep)
 	}
 }
 
+void bincache__idle(struct bincache *c, uint64_t now_ns, uint64_t idle_ns)
+{
+	/* The LRU tail is the least recently used: stop at the first one in use. */
+	while (c->tail && c->now_ns && c->tail->used_ns + idle_ns <= now_ns) {
+		c->stats.idle_drops++;
+		bincache__remove(c, c->tail);
+	}
+	c->now_ns = now_ns;
+}
+
 void bincache__set_budget(struct bincache *c, uint64_t budget)
 {
 	c->budget = budget;
@@ -264,16 +276,18 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 	for (e = c->buckets[h & (c->nbuckets - 1)]; e; e = e->hnext) {
 		if (e->hash != h || e->key_len != klen || memcmp(e->key, key, klen))
 			continue;
+		/* Failures too: the LRU is the order of the last gets (bincache__idle()). */
+		e->used_ns = c->now_ns;
+		if (c->head != e) {
+			lru_unlink(c, e);
+			lru_push(c, e);
+		}
 		if (e->bin) {
 			size_t bytes = symbin__bytes(e->bin);
 
 			/* Formatted names grow the pool: keep the account true. */
 			c->stats.bytes += bytes - e->bytes;
 			e->bytes = bytes;
-			if (c->head != e) {
-				lru_unlink(c, e);
-				lru_push(c, e);
-			}
 			return e->bin;
 		}
 		if (!now_ns)
@@ -324,6 +338,7 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 	e->bin = b;
 	e->err = r;
 	e->retry_ns = now_ns + (is_rejection(r) ? BIN_RETRY_REJECT_NS : BIN_RETRY_OPEN_NS);
+	e->used_ns = c->now_ns;
 	/* symbin__bytes() is what a hit refreshes, so it is the whole account. */
 	e->bytes = b ? symbin__bytes(b) : sizeof(*e) + klen;
 	bincache__check_claim(c, e, ref);

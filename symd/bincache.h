@@ -19,6 +19,7 @@ struct bincache_stats {
 	uint64_t loads;		/* load attempts (each may take up to SYMD_BIN_TIME_NS) */
 	uint64_t loaded;	/* ... of them that gave a binary */
 	uint64_t bid_conflicts; /* files loaded whose build-id another one with other symbols has */
+	uint64_t idle_drops;	/* entries not used for the idle time, dropped */
 };
 int bincache__new(uint64_t budget, const struct symd_paths *paths, struct bincache **ret);
 void bincache__free(struct bincache *c);
@@ -28,6 +29,10 @@ void bincache__free(struct bincache *c);
 struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref, uint64_t dev,
 			     uint64_t ino, uint64_t now_ns);
 void bincache__stats(const struct bincache *c, struct bincache_stats *ret);
+/* The cache's clock (the tick's, CLOCK_MONOTONIC): entries no get asked for since
+ * idle_ns before now_ns go, binaries of processes long gone above all (a later get loads
+ * them again). Hits are stamped with the clock of the last call, so no get reads it. */
+void bincache__idle(struct bincache *c, uint64_t now_ns, uint64_t idle_ns);
 /* A new byte budget (the perf maps' share moved), evicting down to it now. */
 void bincache__set_budget(struct bincache *c, uint64_t budget);
 /* Drop the binary with this build-id (a debug file arrived): the next get

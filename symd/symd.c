@@ -35,6 +35,7 @@
 #include "bincache.h"
 #include "common/fileio.h"
 #include "common/hash.h"
+#include "common/heaptrim.h"
 #include "common/intern.h"
 #include "common/log.h"
 #include "common/macro.h"
@@ -55,6 +56,11 @@
 #define SYMD_JIT_RECHECK_NS NSEC_PER_SEC
 #define SYMD_LOSS_FLUSH_NS  NSEC_PER_SEC
 #define SYMD_HEAP_TRIM_NS   (10 * NSEC_PER_SEC) /* no binary loaded that long: trim */
+#define SYMD_TRIM_EVERY_NS  NSEC_PER_SEC	/* heap_trim__maybe() at most this often */
+#define SYMD_TRIM_FREE	    (8u << 20)		/* ... once the heap's free bytes grew this much */
+#define SYMD_BIN_IDLE_NS    (60 * NSEC_PER_SEC) /* a binary no frame named that long goes */
+#define SYMD_EPOCH_BYTES    (4u << 20)		/* intern tables: a new epoch past this */
+#define SYMD_EPOCH_MIN_NS   (30 * NSEC_PER_SEC) /* ... unless it refilled that fast */
 #define SYMD_MAX_STACK	    CPA_MAX_STACK_FRAMES
 #define SYMD_FRAME_NAME_MAX (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
 #define SYMD_PCC_BITS	    16	       /* at most 64 Ki slots (2 MiB) */
@@ -161,12 +167,17 @@ struct symd {
 	bool start_sent;	 /* this life's first reset, with CPA_RESET_START, is out */
 	unsigned int fault_left; /* batches to the test knob's kill (0: off) */
 
-	uint64_t intern_budget;
+	uint64_t intern_budget;	    /* 1/4 of the cap: what the epoch budget may grow to */
+	uint64_t epoch_budget;	    /* intern bytes that start a new epoch (symd__epoch_full()) */
+	uint64_t epoch_ns;	    /* tick clock when this epoch started */
+	uint64_t tick_ns;	    /* the last tick's clock */
 	struct shm_loss_table loss; /* own drops, upstream losses not forwarded yet */
 	uint64_t loss_next_ns;
 	uint64_t heap_loads;	 /* bincache loads at the last look */
 	uint64_t heap_last_load; /* when they last grew */
 	bool heap_untrimmed;	 /* loads since the last malloc_trim() */
+	struct heap_trim trim;	 /* common/heaptrim.h */
+	uint64_t trim_ns;	 /* its last look */
 	struct shm_rate rate;
 	uint64_t gauge_bytes;
 
@@ -227,6 +238,7 @@ static int symd__reset_sp(struct symd *s)
 	intern__free(&s->stacks);
 	intern__free(&s->mods);
 	s->pcc_gen++;
+	s->epoch_ns = s->tick_ns;
 	/* umods' cached MODULE ids belong to the old epoch from here on, sent
 	 * or not. */
 	s->resets++;
@@ -1322,6 +1334,21 @@ static bool is_copy(struct symd *s, uint64_t seq, bool loss)
 	return false;
 }
 
+/*
+ * The intern tables hold every definition of the epoch, and the storer mirrors them (and
+ * journals them) until our next DICT_RESET: under churn new stacks come all the time, most
+ * of them never seen again. So an epoch ends once its tables pass epoch_budget (4 MiB, at
+ * most 1/4 of the cap); the next one is refilled with what is live. An epoch that filled
+ * within SYMD_EPOCH_MIN_NS has a live set that big: the budget doubles (up to 1/4 of the
+ * cap) rather than resetting over and over.
+ */
+static void symd__epoch_full(struct symd *s)
+{
+	s->need_reset = true;
+	if (s->tick_ns - s->epoch_ns < SYMD_EPOCH_MIN_NS && s->epoch_budget < s->intern_budget)
+		s->epoch_budget = MIN(2 * s->epoch_budget, s->intern_budget);
+}
+
 static void on_frames(struct symd *s, const struct shm_msg *m)
 {
 	struct cpa_frames f;
@@ -1356,8 +1383,8 @@ static void on_frames(struct symd *s, const struct shm_msg *m)
 		loss_own(s, r == -ENOBUFS ? SHM_CNT_DROP_RING_FULL : SHM_CNT_ERRORS, &f);
 		return;
 	}
-	if (intern_bytes(s) > s->intern_budget)
-		s->need_reset = true;
+	if (intern_bytes(s) > s->epoch_budget)
+		symd__epoch_full(s);
 }
 
 static void on_module(struct symd *s, const struct shm_msg *m)
@@ -1625,6 +1652,7 @@ static void symd__apply_cap(struct symd *s)
 		 (unsigned long long)(s->cap >> 20));
 	s->cap = cap;
 	s->intern_budget = cap / 4;
+	s->epoch_budget = MIN(SYMD_EPOCH_BYTES, s->intern_budget);
 	s->sym_budget = cap - cap / 4;
 	s->jit_budget = cap / 4;
 	jit_make_room(s, NULL, 0);
@@ -1635,8 +1663,9 @@ static void symd__apply_cap(struct symd *s)
  * A binary's load reads its tables into transient multi-MB buffers (cc1's
  * .dynstr is 1.3 MB, libLLVM's 3 MB); main.c keeps glibc from mapping and
  * unmapping each (symd__heap_setup()), so a burst of loads reuses pages that
- * are already ours. Once no binary was loaded for SYMD_HEAP_TRIM_NS the free
- * part of the heap goes back to the kernel.
+ * are already ours. Once no binary was loaded for SYMD_HEAP_TRIM_NS, or the
+ * heap's free bytes grew SYMD_TRIM_FREE since the last trim, the free part of
+ * the heap goes back to the kernel.
  */
 void symd__heap_setup(void)
 {
@@ -1648,14 +1677,23 @@ static void symd__heap_tick(struct symd *s, uint64_t now)
 {
 	struct bincache_stats bs;
 
+	bincache__idle(s->bins, now, SYMD_BIN_IDLE_NS);
 	bincache__stats(s->bins, &bs);
 	if (bs.loads != s->heap_loads) {
 		s->heap_loads = bs.loads;
 		s->heap_last_load = now;
 		s->heap_untrimmed = true;
-	} else if (s->heap_untrimmed && now - s->heap_last_load >= SYMD_HEAP_TRIM_NS) {
+	}
+	if (s->heap_untrimmed && now - s->heap_last_load >= SYMD_HEAP_TRIM_NS) {
 		s->heap_untrimmed = false;
-		malloc_trim(0);
+		heap_trim__maybe(&s->trim, 0);
+	} else if (now - s->trim_ns >= SYMD_TRIM_EVERY_NS) {
+		/* Under churn loads never stop (most are binaries already gone): what
+		 * loads, epochs and idle binaries freed goes back once it is
+		 * SYMD_TRIM_FREE (a quarter of the cap if less): the next loads touch
+		 * those pages again, at most once a second. */
+		s->trim_ns = now;
+		heap_trim__maybe(&s->trim, MIN(s->cap / 4, SYMD_TRIM_FREE));
 	}
 }
 
@@ -1663,6 +1701,10 @@ int symd__tick(void *obj, uint64_t now)
 {
 	struct symd *s = obj;
 	uint8_t bid[CPA_BUILD_ID_MAX], blen;
+
+	if (!s->epoch_ns)
+		s->epoch_ns = now;
+	s->tick_ns = now;
 
 	while (dfetch__done(s->df, bid, &blen)) {
 		bincache__forget(s->bins, bid, blen);
@@ -1733,6 +1775,7 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	/* The cap covers everything we cache: symbol tables get 3/4, the
 	 * intern tables 1/4 (a reset refills them with what is live). */
 	s->intern_budget = cap / 4;
+	s->epoch_budget = MIN(SYMD_EPOCH_BYTES, s->intern_budget);
 	if (o->cfg->debuginfod_urls[0] && !(s->flags & CPA_CFG_DISABLE_SYM)) {
 		char urls[sizeof(o->cfg->debuginfod_urls)];
 

@@ -17,6 +17,7 @@
 #include "common/array.h"
 #include "common/fileio.h"
 #include "common/hash.h"
+#include "common/heaptrim.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/procroot.h"
@@ -38,6 +39,8 @@
 #define HIST_GRACE_NS	 (5 * IDENT_RETRY_NS)	 /* floor of the history's grace */
 #define BIN_IDLE_SCAN_NS (10ull * 1000000000ull) /* idle_bins() at most this often */
 #define QUIET_PAGES_NS	 (2ull * 1000000000ull)	 /* quiet_pages(): a build-free period */
+#define UNMAPPED_IDLE_NS (30ull * 1000000000ull) /* idle_bins(): an index nothing maps */
+#define TRIM_FREED	 (4ull << 20)		 /* heap_trim__maybe() past this much free */
 
 /* An unwind index shared by every binary with the same build-id whose file
  * (and debug file) is the same inode, e.g. one known by dev + inode and by
@@ -92,6 +95,7 @@ struct ucache {
 	uint64_t last_sweep_ns;
 	uint64_t last_idle_ns;	/* idle_bins() */
 	uint64_t last_quiet_ns; /* quiet_pages() */
+	struct heap_trim trim;	/* common/heaptrim.h, with quiet_pages() */
 };
 
 static void cnt(struct ucache *c, unsigned int idx, uint64_t n)
@@ -1209,10 +1213,12 @@ void ucache__set_max_bytes(struct ucache *c, uint64_t max_bytes)
  */
 static void idle_bins(struct ucache *c, uint64_t now_ns)
 {
-	for (uint32_t i = 0; c->o.idle_ns && i <= c->bins_mask; i++)
+	uint64_t idle = MIN(c->o.idle_ns, UNMAPPED_IDLE_NS);
+
+	for (uint32_t i = 0; idle && i <= c->bins_mask; i++)
 		for (struct ubin *b = c->bins[i]; b; b = b->hnext)
 			if (b->cfi && !b->refs && now_ns > b->last_use &&
-			    now_ns - b->last_use >= c->o.idle_ns)
+			    now_ns - b->last_use >= idle)
 				bin_drop_cfi(c, b);
 }
 
@@ -1248,6 +1254,9 @@ void ucache__sweep(struct ucache *c, uint64_t now_ns)
 	maphist__sweep(c->mh, c->hist_now, MAX(c->o.dead_grace_ns, HIST_GRACE_NS));
 	if (now_ns - c->last_quiet_ns >= QUIET_PAGES_NS) {
 		quiet_pages(c);
+		/* What sweeps and evictions freed goes back once it is much: glibc keeps
+		 * freed chunks, and under churn the heap never shrinks by itself. */
+		heap_trim__maybe(&c->trim, TRIM_FREED);
 		c->last_quiet_ns = now_ns;
 	}
 	if (now_ns - c->last_idle_ns >= BIN_IDLE_SCAN_NS) {
