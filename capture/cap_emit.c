@@ -176,6 +176,15 @@ void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
 	cap_emit__loss_add_weight(e, slot, n, n, time_ns);
 }
 
+uint64_t cap_emit__losses_pending(const struct cap_emit *e)
+{
+	uint64_t n = 0;
+
+	for (unsigned int i = 0; i < CAP_LOSS_MAX; i++)
+		n += e->loss[i].count;
+	return n;
+}
+
 int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
 {
 	int left = 0;

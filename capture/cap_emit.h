@@ -136,6 +136,9 @@ void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
 void cap_emit__loss_add_weight(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
 			       uint64_t weight, uint64_t time_ns);
 
+/* Samples in the loss aggregates not sent yet. */
+uint64_t cap_emit__losses_pending(const struct cap_emit *e);
+
 /*
  * Send pending LOSS aggregates whose last record is at least a second old
  * (all of them with force). Returns how many slots are still pending

@@ -733,6 +733,10 @@ int capture__finish(void *obj, enum shm_stage_end how)
 	}
 	if (r < 0)
 		return log_error_errno(r, "flush loss records: %m");
+	/* Left for the monitor, which stores them if it kills the consumer that
+	 * kept ring 0 full (shm_loss__held()). */
+	shm_stage__cnt_set(c->st, CAP_CNT_LOSS_PENDING,
+			   r > 0 ? cap_emit__losses_pending(&c->emit) : 0);
 	if (r > 0)
 		log_warn("ring 0 full at exit: %d loss aggregate(s) not sent (counted)", r);
 	probes_log(c);
@@ -841,6 +845,8 @@ int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 	if (!c)
 		return log_error_errno(-ENOMEM, "allocate capture state: %m");
 	c->st = ctx->st;
+	/* Only a stop of this generation leaves unsent losses to the monitor. */
+	shm_stage__cnt_set(c->st, CAP_CNT_LOSS_PENDING, 0);
 	c->term = ctx->term;
 	c->ring = ctx->out;
 	r = capture_setup(c, ctx->arena);

@@ -58,6 +58,10 @@ enum capture_counter {
 	/* Its heartbeat, copied each poll: when a generation killed before its
 	 * first sync was last alive, for its rate since its attach (GEN_TICK_NS). */
 	CAP_CNT_GEN_ALIVE_NS,
+	/* Gauge: samples in loss aggregates a stopping capture could not send
+	 * (ring 0 stayed full); the monitor stores them if it must kill the
+	 * consumer that kept it full (shm_loss__held()). */
+	CAP_CNT_LOSS_PENDING,
 	CAP_CNT_MAX_,
 };
 

@@ -183,5 +183,20 @@ uint64_t shm_loss__held(struct shm_arena *a, enum shm_stage_id id, struct shm_lo
 		(void)shm_loss__add(t, id, d->lost_at_stop, CPA_KIND_ONCPU, pend, pend, passed + 1,
 				    clock_ns(CLOCK_REALTIME));
 	shm_stage__cnt_add(st, d->lost_at_stop, samples + pend);
+	/* What its producer could not send when it stopped: capture leaves the
+	 * loss aggregates ring 0 had no room for in its gauge (this stage kept
+	 * the ring full). They go on with the rest, once. */
+	if (d->up < SHM_STAGE_MAX && shm_stages[d->up].role == SHM_ROLE_PRODUCER &&
+	    shm_stages[d->up].loss_pending) {
+		struct shm_stage *up = shm_arena__stage(a, d->up);
+		uint64_t n = shm_stage__cnt(up, shm_stages[d->up].loss_pending);
+
+		if (n) {
+			(void)shm_loss__add(t, d->up, SHM_CNT_DROP_RING_FULL, CPA_KIND_ONCPU, n, n,
+					    passed + 1, clock_ns(CLOCK_REALTIME));
+			shm_stage__cnt_set(up, shm_stages[d->up].loss_pending, 0);
+			losses += n;
+		}
+	}
 	return samples + pend + losses;
 }

@@ -29,7 +29,7 @@ static const char *const capture_counters[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"gen_rate",	 "gen_pinned",	     "not_sampled_while_down",
 	"offcpu_builds", "offcpu_places",    "down_since_ns",
 	"down_rate",	 "down_pending",     "down_pending_time",
-	"gen_alive_ns",
+	"gen_alive_ns",	 "loss_pending",
 };
 static const char *const unwindd_counters[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"frames",	 "stop_end",	 "stop_no_map",
@@ -92,8 +92,9 @@ const struct shm_stage_desc shm_stages[SHM_STAGE_MAX] = {
 			.fold_gauge = CAP_CNT_GEN_PINNED,
 			.counters = capture_counters,
 			.nr_counters = CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE,
+			.loss_pending = CAP_CNT_LOSS_PENDING,
 			.gauges = GAUGES(CAP_CNT_GEN_ACCT_DONE, CAP_CNT_GEN_PINNED) |
-				  GAUGES(CAP_CNT_DOWN_SINCE_NS, CAP_CNT_GEN_ALIVE_NS),
+				  GAUGES(CAP_CNT_DOWN_SINCE_NS, CAP_CNT_LOSS_PENDING),
 		},
 	[SHM_STAGE_UNWINDD] =
 		{
