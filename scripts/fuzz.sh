@@ -5,7 +5,7 @@
 #
 #   bash scripts/fuzz.sh [seconds-per-target] [target...]
 #
-# CI (scripts/test.sh) runs 2 s per target (~30 s for all 13); the long run,
+# CI (scripts/test.sh) runs 2 s per target (~30 s for all 14); the long run,
 # an hour per target, is scripts/soak.sh fuzz (`scripts/fuzz.sh 3600`). Seeds come from real files (fuzz_seeds:
 # a store the real writer makes, ring records, ELF files of /usr/bin and
 # /usr/lib, /proc/self/maps, /proc/kallsyms); inputs found that add coverage are
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 secs=${1:-4}
 shift || true
-all=(store_seg store_index journal ring_storer ring_symd procmaps elfid cfi elfsym ksyms jitmap config opts)
+all=(store_seg store_index journal ring_storer ring_symd procmaps elfid cfi elfsym ksyms jitmap gopclntab config opts)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 
