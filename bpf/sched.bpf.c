@@ -9,8 +9,10 @@
  *   capture runs once a second. It reads the kernel's own per-task counters
  *   (sum_exec_runtime, sched_info.run_delay/pcount, nvcsw/nivcsw) and adds the
  *   change since its last pass to the process (sched_iprocs) and to the CPU the
- *   task last ran on (sched_icpus). Its cost is per task and second, whatever
- *   the switch rate; no histograms.
+ *   task last ran on (sched_icpus); cpa_sched_free does the same for a thread
+ *   as it is freed, so the threads that live less than a second count too. Its
+ *   cost is per task and second plus per exit, whatever the switch rate; no
+ *   histograms.
  * - exact (--sched_metrics=full): three tp_btf programs on the scheduler's
  *   hottest tracepoints; each does one task-storage lookup per task it touches,
  *   one hash lookup per process and a handful of atomic adds, per event.
@@ -272,17 +274,20 @@ static __always_inline __u32 task_cpu_of(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___old *)t, cpu);
 }
 
-SEC("iter/task")
-int cpa_sched_iter(struct bpf_iter__task *ctx)
+/*
+ * What t did since the pass (or exit) that last saw it, into its process and
+ * its last CPU. Atomic adds: a thread's end (cpa_sched_free) may account on
+ * another CPU while the iterator runs.
+ */
+static __always_inline void account(struct task_struct *t)
 {
-	struct task_struct *t = ctx->task;
 	struct sched_seen now, *s;
 	struct cpa_sched_val *pv, *cv;
-	__u64 vol, invol;
+	__u64 vol, invol, rt, rd, pc;
 	__u32 cpu;
 
-	if (!t || !t->pid)
-		return 0;
+	if (!t->pid)
+		return;
 	now.runtime = t->se.sum_exec_runtime;
 	now.run_delay = t->sched_info.run_delay;
 	now.pcount = t->sched_info.pcount;
@@ -293,41 +298,64 @@ int cpa_sched_iter(struct bpf_iter__task *ctx)
 		s = bpf_task_storage_get(&sched_seen, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!s) {
 			stat_inc(CPA_SCHED_STAT_NO_STORAGE);
-			return 0;
+			return;
 		}
 		/* There before the first pass: its past is not this second's.
 		 * Born since the last pass: all of its counts are (s is zero). */
 		if (!sched_since_ns || t->start_time < sched_since_ns) {
 			*s = now;
-			return 0;
+			return;
 		}
 	}
 	if (now.runtime == s->runtime && now.nvcsw == s->nvcsw && now.nivcsw == s->nivcsw) {
 		s->run_delay = now.run_delay; /* did not run (a wait may have ended at 0) */
 		s->pcount = now.pcount;
-		return 0;
+		return;
 	}
 	vol = now.nvcsw - s->nvcsw;
 	invol = now.nivcsw - s->nivcsw;
+	rt = now.runtime - s->runtime;
+	rd = now.run_delay - s->run_delay;
+	pc = now.pcount - s->pcount;
+	*s = now;
 	pv = proc_val(&sched_iprocs, t);
 	if (pv) {
-		pv->oncpu_ns += now.runtime - s->runtime;
-		pv->runq_ns += now.run_delay - s->run_delay;
-		pv->runq_n += now.pcount - s->pcount;
-		pv->slices += vol + invol;
-		pv->switches[CPA_SCHED_PREEMPT] += invol;
-		pv->switches[CPA_SCHED_SLEEP] += vol;
+		__sync_fetch_and_add(&pv->oncpu_ns, rt);
+		__sync_fetch_and_add(&pv->runq_ns, rd);
+		__sync_fetch_and_add(&pv->runq_n, pc);
+		__sync_fetch_and_add(&pv->slices, vol + invol);
+		__sync_fetch_and_add(&pv->switches[CPA_SCHED_PREEMPT], invol);
+		__sync_fetch_and_add(&pv->switches[CPA_SCHED_SLEEP], vol);
 	}
 	cpu = task_cpu_of(t);
 	cv = bpf_map_lookup_elem(&sched_icpus, &cpu);
 	if (cv) {
-		cv->oncpu_ns += now.runtime - s->runtime;
-		cv->runq_ns += now.run_delay - s->run_delay;
-		cv->runq_n += now.pcount - s->pcount;
-		cv->slices += vol + invol;
-		cv->switches[CPA_SCHED_PREEMPT] += invol;
-		cv->switches[CPA_SCHED_SLEEP] += vol;
+		__sync_fetch_and_add(&cv->oncpu_ns, rt);
+		__sync_fetch_and_add(&cv->runq_ns, rd);
+		__sync_fetch_and_add(&cv->runq_n, pc);
+		__sync_fetch_and_add(&cv->slices, vol + invol);
+		__sync_fetch_and_add(&cv->switches[CPA_SCHED_PREEMPT], invol);
+		__sync_fetch_and_add(&cv->switches[CPA_SCHED_SLEEP], vol);
 	}
-	*s = now;
+}
+
+SEC("iter/task")
+int cpa_sched_iter(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+
+	if (t)
+		account(t);
+	return 0;
+}
+
+/* A thread gone between two passes: its last part, once per thread as its
+ * task_struct is freed (after its last switch, so its counters are final; at
+ * sched_process_exit the exit path's own run time would be missed). The cost
+ * follows the thread exit rate, not the switch rate. */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(cpa_sched_free, struct task_struct *p)
+{
+	account(p);
 	return 0;
 }

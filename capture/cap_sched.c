@@ -461,6 +461,7 @@ int cap_sched__open(const char *btf_path, bool exact, struct cap_sched **ret)
 	bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup_new, exact);
 	bpf_program__set_autoload(s->skel->progs.cpa_sched_switch, exact);
 	bpf_program__set_autoload(s->skel->progs.cpa_sched_iter, !exact);
+	bpf_program__set_autoload(s->skel->progs.cpa_sched_free, !exact);
 	bpf_map__set_max_entries(exact ? s->skel->maps.sched_iprocs : s->skel->maps.sched_procs, 1);
 	r = sched_bpf__load(s->skel);
 	if (r >= 0)
