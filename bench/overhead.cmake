@@ -26,3 +26,7 @@ add_executable(bench_sched_error ${CMAKE_CURRENT_LIST_DIR}/sched_error.c
   ${CMAKE_CURRENT_LIST_DIR}/benchutil.c)
 add_dependencies(bench_sched_error sched_skel cpa-wl-offcpu)
 target_link_libraries(bench_sched_error PRIVATE cpa_bpf_skel cpa_common m)
+
+# bench_metrics_store: the metrics' bytes per second of stores, v1 vs v2 encoding.
+add_executable(bench_metrics_store ${CMAKE_CURRENT_LIST_DIR}/metrics_store.c)
+target_link_libraries(bench_metrics_store PRIVATE cpa_store cpa_common)

@@ -11,8 +11,12 @@
  * have (the system part beyond a second's first record, empty histograms,
  * slices equal to the switches, a zero iowait count), writes the time as a
  * difference to the previous record of the section, entries in id order with
- * id differences, and a comm only when it differs from the one last written
- * for that id in the section (a table both sides keep alike).
+ * id differences, a comm only when it differs from the one last written for
+ * that id in the section, and each value as the difference to that id's
+ * previous one in the section (a table both sides keep alike). The two
+ * durations (on-CPU time, run-queue delay) are kept to 8 significant bits
+ * (rounded to nearest: within 1/256 of the value, below the counters' own
+ * error against the exact way, docs/metrics.md).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -116,10 +120,43 @@ enum v2_ent_flag {			  /* above the kind (bits 0..1) */
 		   V2_E_SLICES = 1u << 5, /* slices follows (else the sum of the switches) */
 };
 
+/* The values of an entry as written; V_WAITS is runq_n - (preempted +
+ * voluntary): a task is put on a CPU about once per switch out, so it is
+ * mostly 0 or 1 where runq_n is as large as the switch counts. */
+enum { V_ONCPU, V_RUNQ, V_PREEMPT, V_SLEEP, V_WAITS, V_MAX };
+
 struct comm_slot {
 	uint32_t key; /* kind << 30 | id, 0 = empty */
 	char comm[CPA_COMM_LEN];
+	uint64_t prev[V_MAX]; /* the values last written for key (durations as dur_code()) */
 };
+
+/* A duration to 8 significant bits: below 256 itself, else (e << 8) | m for
+ * m << e with m in [128, 255], rounded to nearest. */
+static uint64_t dur_code(uint64_t v)
+{
+	unsigned int e;
+	uint64_t m;
+
+	if (v < 256)
+		return v;
+	e = 63 - (unsigned int)__builtin_clzll(v) - 7;
+	m = (v + (1ull << (e - 1))) >> e;
+	if (m == 256) {
+		m = 128;
+		e++;
+	}
+	return ((uint64_t)e << 8) | m;
+}
+
+static uint64_t dur_value(uint64_t code)
+{
+	unsigned int e = (unsigned int)(code >> 8);
+
+	if (code < 256)
+		return code;
+	return e <= 64 - 8 ? (code & 255) << e : UINT64_MAX;
+}
 
 struct v2_state {
 	uint64_t time_ns;
@@ -168,6 +205,8 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 			   const struct cpa_metrics_ent *ents)
 {
 	const struct cpa_metrics_ent *order[CPA_METRICS_PER_REC];
+	struct comm_slot *slots[CPA_METRICS_PER_REC];
+	uint32_t fls[CPA_METRICS_PER_REC];
 	unsigned int i, j, n = MIN(m->n_ents, CPA_METRICS_PER_REC), rflags = 0;
 	uint32_t prev_key = 0;
 
@@ -217,6 +256,8 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 		if (cs->key != key || strncmp(cs->comm, e->comm, CPA_COMM_LEN - 1)) {
 			if (cl || cs->key == key)
 				fl |= V2_E_COMM;
+			if (cs->key != key)
+				memset(cs->prev, 0, sizeof(cs->prev));
 			cs->key = key;
 			memset(cs->comm, 0, sizeof(cs->comm));
 			memcpy(cs->comm, e->comm, cl);
@@ -236,11 +277,24 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 			sbuf__varint(b, cl);
 			sbuf__put(b, e->comm, cl);
 		}
-		sbuf__varint(b, e->oncpu_ns);
-		sbuf__varint(b, e->runq_ns);
-		sbuf__varint(b, e->runq_n);
-		sbuf__varint(b, e->switches[CPA_MR_PREEMPT]);
-		sbuf__varint(b, e->switches[CPA_MR_SLEEP]);
+		fls[i] = fl;
+		slots[i] = cs;
+	}
+	/* Then the values: the keys above repeat from second to second, and
+	 * zstd finds them whole when no value is in between. */
+	for (i = 0; i < n; i++) {
+		const struct cpa_metrics_ent *e = order[i];
+		struct comm_slot *cs = slots[i];
+		uint32_t fl = fls[i];
+		uint64_t v[V_MAX] = {dur_code(e->oncpu_ns), dur_code(e->runq_ns),
+				     e->switches[CPA_MR_PREEMPT], e->switches[CPA_MR_SLEEP],
+				     e->runq_n - e->switches[CPA_MR_PREEMPT] -
+					     e->switches[CPA_MR_SLEEP]};
+
+		for (j = 0; j < V_MAX; j++) {
+			sbuf__varint(b, zigzag((int64_t)(v[j] - cs->prev[j])));
+			cs->prev[j] = v[j];
+		}
 		if (fl & V2_E_IOWAIT)
 			sbuf__varint(b, e->switches[CPA_MR_IOWAIT]);
 		if (fl & V2_E_SLICES)
@@ -257,7 +311,8 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m,
 		      struct cpa_metrics_ent *ents)
 {
-	uint64_t v, rflags;
+	struct comm_slot *slots[CPA_METRICS_PER_REC];
+	uint64_t v, rflags, fls[CPA_METRICS_PER_REC];
 	uint32_t prev_key = 0;
 	unsigned int i;
 
@@ -301,6 +356,8 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
 		struct comm_slot *cs = comm_slot(st, key);
 
 		prev_key = key;
+		fls[i] = fl;
+		slots[i] = cs;
 		e->kind = (uint16_t)(fl & 3);
 		e->id = key & 0x3fffffffu;
 		if (fl & V2_E_COMM) {
@@ -312,6 +369,8 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
 			c = rbuf__bytes(r, cl);
 			if (!c)
 				return false;
+			if (cs->key != key)
+				memset(cs->prev, 0, sizeof(cs->prev));
 			cs->key = key;
 			memset(cs->comm, 0, sizeof(cs->comm));
 			memcpy(cs->comm, c, cl);
@@ -319,13 +378,22 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
 			/* never written for this key: no comm (a CPU) */
 			cs->key = key;
 			memset(cs->comm, 0, sizeof(cs->comm));
+			memset(cs->prev, 0, sizeof(cs->prev));
 		}
 		memcpy(e->comm, cs->comm, CPA_COMM_LEN);
-		e->oncpu_ns = rbuf__varint(r);
-		e->runq_ns = rbuf__varint(r);
-		e->runq_n = rbuf__varint(r);
-		e->switches[CPA_MR_PREEMPT] = rbuf__varint(r);
-		e->switches[CPA_MR_SLEEP] = rbuf__varint(r);
+	}
+	for (i = 0; i < m->n_ents; i++) {
+		struct cpa_metrics_ent *e = &ents[i];
+		struct comm_slot *cs = slots[i];
+		uint64_t fl = fls[i];
+
+		for (unsigned int j = 0; j < V_MAX; j++)
+			cs->prev[j] += (uint64_t)unzigzag(rbuf__varint(r));
+		e->oncpu_ns = dur_value(cs->prev[V_ONCPU]);
+		e->runq_ns = dur_value(cs->prev[V_RUNQ]);
+		e->switches[CPA_MR_PREEMPT] = cs->prev[V_PREEMPT];
+		e->switches[CPA_MR_SLEEP] = cs->prev[V_SLEEP];
+		e->runq_n = cs->prev[V_WAITS] + cs->prev[V_PREEMPT] + cs->prev[V_SLEEP];
 		if (fl & V2_E_IOWAIT)
 			e->switches[CPA_MR_IOWAIT] = rbuf__varint(r);
 		e->slices = fl & V2_E_SLICES
