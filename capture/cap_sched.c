@@ -52,6 +52,7 @@ struct cap_sched {
 	struct cpa_sched_val *cpu_prev, *cpu_now;
 	uint32_t *keys;		    /* this second's processes: */
 	struct cpa_sched_val *vals; /* their values */
+	uint64_t *order;	    /* key << 32 | index: the processes in pid order */
 	bool batch_ok;		    /* the kernel takes batch lookups */
 	int proc_fd[PROC_FILE_MAX]; /* kept open, read again from 0; -1: none (no PSI) */
 	struct policy_proc *pprocs; /* this second's processes for the policies */
@@ -388,6 +389,13 @@ static void policy_proc_fill(struct policy_proc *pp, uint32_t pid, const struct 
 			cpa_metrics_hist_quantile(v->runq_hist, 0.99) / 1000.0;
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_ns,
 		    struct cap_policy *pol)
 {
@@ -413,7 +421,15 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 	x->hdr.dropped = dropped(s);
 
 	nk = procs_take(s, pfd);
-	for (unsigned int i = 0; i < nk; i++) {
+	/* In pid order (the map's is its hash's): from one second to the next
+	 * the records hold much the same processes, which the store's encoding
+	 * finds again (store_metrics.c). */
+	for (unsigned int i = 0; i < nk; i++)
+		s->order[i] = (uint64_t)s->keys[i] << 32 | i;
+	qsort(s->order, nk, sizeof(*s->order), u64_cmp);
+	for (unsigned int k = 0; k < nk; k++) {
+		unsigned int i = (uint32_t)s->order[k];
+
 		add(x, s->keys[i], CPA_MK_PROC, &s->vals[i]);
 		if (pol && s->pprocs)
 			policy_proc_fill(&s->pprocs[np++], s->keys[i], &s->vals[i],
@@ -480,7 +496,8 @@ int cap_sched__open(const char *btf_path, bool exact, struct cap_sched **ret)
 	s->keys = calloc(CPA_SCHED_PROCS, sizeof(*s->keys));
 	s->vals = calloc(CPA_SCHED_PROCS, sizeof(*s->vals));
 	s->pprocs = calloc(CPA_SCHED_PROCS, sizeof(*s->pprocs));
-	if (!s->cpu_prev || !s->cpu_now || !s->keys || !s->vals || !s->pprocs) {
+	s->order = calloc(CPA_SCHED_PROCS, sizeof(*s->order));
+	if (!s->cpu_prev || !s->cpu_now || !s->keys || !s->vals || !s->pprocs || !s->order) {
 		cap_sched__free(s);
 		return log_error_errno(-ENOMEM, "scheduler metrics: %m");
 	}
@@ -525,6 +542,7 @@ void cap_sched__free(struct cap_sched *s)
 	free(s->keys);
 	free(s->vals);
 	free(s->pprocs);
+	free(s->order);
 	free(s->buf);
 	free(s);
 }
