@@ -61,14 +61,11 @@ static bool hist_get(struct rbuf *r, uint32_t *h)
 	return !r->bad;
 }
 
-void store_metrics__encode_v1(struct sbuf *b, const struct cpa_metrics *m,
-			      const struct cpa_metrics_ent *ents)
+/* The system part both encodings write alike: load, /proc/stat, PSI. */
+static void sys_put(struct sbuf *b, const struct cpa_metrics *m)
 {
-	unsigned int i, j;
+	unsigned int i;
 
-	sbuf__varint(b, m->time_ns);
-	sbuf__varint(b, m->interval_ms);
-	sbuf__varint(b, m->flags);
 	for (i = 0; i < 3; i++)
 		sbuf__varint(b, m->load_milli[i]);
 	sbuf__varint(b, m->nr_cpus);
@@ -80,9 +77,51 @@ void store_metrics__encode_v1(struct sbuf *b, const struct cpa_metrics *m,
 		sbuf__varint(b, ((uint64_t)m->psi_some_us[i] + 1) & 0xffffffffu);
 		sbuf__varint(b, ((uint64_t)m->psi_full_us[i] + 1) & 0xffffffffu);
 	}
+}
+
+static void sys_get(struct rbuf *r, struct cpa_metrics *m)
+{
+	unsigned int i;
+	uint64_t v;
+
+	for (i = 0; i < 3; i++)
+		m->load_milli[i] = (uint32_t)rbuf__varint(r);
+	m->nr_cpus = (uint32_t)rbuf__varint(r);
+	m->cpu_busy_ticks = rbuf__varint(r);
+	m->cpu_iowait_ticks = rbuf__varint(r);
+	m->cpu_idle_ticks = rbuf__varint(r);
+	for (i = 0; i < CPA_PSI_MAX; i++) {
+		v = rbuf__varint(r);
+		m->psi_some_us[i] = v ? (uint32_t)(v - 1) : CPA_METRICS_PSI_NONE;
+		v = rbuf__varint(r);
+		m->psi_full_us[i] = v ? (uint32_t)(v - 1) : CPA_METRICS_PSI_NONE;
+	}
+}
+
+static void hw_put(struct sbuf *b, const struct cpa_metrics *m)
+{
 	sbuf__varint(b, m->hw_cycles);
 	sbuf__varint(b, m->hw_instructions);
 	sbuf__varint(b, m->hw_cache_misses);
+}
+
+static void hw_get(struct rbuf *r, struct cpa_metrics *m)
+{
+	m->hw_cycles = rbuf__varint(r);
+	m->hw_instructions = rbuf__varint(r);
+	m->hw_cache_misses = rbuf__varint(r);
+}
+
+void store_metrics__encode_v1(struct sbuf *b, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents)
+{
+	unsigned int i, j;
+
+	sbuf__varint(b, m->time_ns);
+	sbuf__varint(b, m->interval_ms);
+	sbuf__varint(b, m->flags);
+	sys_put(b, m);
+	hw_put(b, m);
 	sbuf__varint(b, m->dropped);
 	sbuf__varint(b, m->n_ents);
 	for (i = 0; i < m->n_ents; i++) {
@@ -223,23 +262,11 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 	sbuf__varint(b, m->interval_ms);
 	sbuf__varint(b, m->flags);
 	if (m->flags & CPA_MF_SYSTEM) {
-		for (i = 0; i < 3; i++)
-			sbuf__varint(b, m->load_milli[i]);
-		sbuf__varint(b, m->nr_cpus);
-		sbuf__varint(b, m->cpu_busy_ticks);
-		sbuf__varint(b, m->cpu_iowait_ticks);
-		sbuf__varint(b, m->cpu_idle_ticks);
-		for (i = 0; i < CPA_PSI_MAX; i++) {
-			sbuf__varint(b, ((uint64_t)m->psi_some_us[i] + 1) & 0xffffffffu);
-			sbuf__varint(b, ((uint64_t)m->psi_full_us[i] + 1) & 0xffffffffu);
-		}
+		sys_put(b, m);
 		sbuf__varint(b, m->dropped);
 	}
-	if (m->flags & CPA_MF_HW) {
-		sbuf__varint(b, m->hw_cycles);
-		sbuf__varint(b, m->hw_instructions);
-		sbuf__varint(b, m->hw_cache_misses);
-	}
+	if (m->flags & CPA_MF_HW)
+		hw_put(b, m);
 	for (i = 0; i < n; i++)
 		order[i] = &ents[i];
 	qsort(order, n, sizeof(order[0]), ent_cmp);
@@ -326,25 +353,11 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
 	m->interval_ms = (uint32_t)rbuf__varint(r);
 	m->flags = (uint16_t)rbuf__varint(r);
 	if (m->flags & CPA_MF_SYSTEM) {
-		for (i = 0; i < 3; i++)
-			m->load_milli[i] = (uint32_t)rbuf__varint(r);
-		m->nr_cpus = (uint32_t)rbuf__varint(r);
-		m->cpu_busy_ticks = rbuf__varint(r);
-		m->cpu_iowait_ticks = rbuf__varint(r);
-		m->cpu_idle_ticks = rbuf__varint(r);
-		for (i = 0; i < CPA_PSI_MAX; i++) {
-			v = rbuf__varint(r);
-			m->psi_some_us[i] = v ? (uint32_t)(v - 1) : CPA_METRICS_PSI_NONE;
-			v = rbuf__varint(r);
-			m->psi_full_us[i] = v ? (uint32_t)(v - 1) : CPA_METRICS_PSI_NONE;
-		}
+		sys_get(r, m);
 		m->dropped = (uint32_t)rbuf__varint(r);
 	}
-	if (m->flags & CPA_MF_HW) {
-		m->hw_cycles = rbuf__varint(r);
-		m->hw_instructions = rbuf__varint(r);
-		m->hw_cache_misses = rbuf__varint(r);
-	}
+	if (m->flags & CPA_MF_HW)
+		hw_get(r, m);
 	v = rbuf__varint(r);
 	if (r->bad || v > CPA_METRICS_PER_REC)
 		return false;
@@ -526,21 +539,8 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 		}
 		m.interval_ms = (uint32_t)rbuf__varint(&r);
 		m.flags = (uint16_t)rbuf__varint(&r);
-		for (j = 0; j < 3; j++)
-			m.load_milli[j] = (uint32_t)rbuf__varint(&r);
-		m.nr_cpus = (uint32_t)rbuf__varint(&r);
-		m.cpu_busy_ticks = rbuf__varint(&r);
-		m.cpu_iowait_ticks = rbuf__varint(&r);
-		m.cpu_idle_ticks = rbuf__varint(&r);
-		for (j = 0; j < CPA_PSI_MAX; j++) {
-			v = rbuf__varint(&r);
-			m.psi_some_us[j] = v ? (uint32_t)(v - 1) : CPA_METRICS_PSI_NONE;
-			v = rbuf__varint(&r);
-			m.psi_full_us[j] = v ? (uint32_t)(v - 1) : CPA_METRICS_PSI_NONE;
-		}
-		m.hw_cycles = rbuf__varint(&r);
-		m.hw_instructions = rbuf__varint(&r);
-		m.hw_cache_misses = rbuf__varint(&r);
+		sys_get(&r, &m);
+		hw_get(&r, &m);
 		m.dropped = (uint32_t)rbuf__varint(&r);
 		v = rbuf__varint(&r);
 		if (r.bad || v > CPA_METRICS_PER_REC)

@@ -125,14 +125,18 @@ static void check_same(const struct got *g, unsigned int at, unsigned int s)
 	}
 }
 
-/* A section as store_block.c writes it: n, the records, then no events. */
-static size_t section(struct sbuf *out, const struct sbuf *recs, unsigned int n)
+/* The n records of recs as a section as store_block.c writes it (n, the
+ * records, then no events) in out, decoded into g: how many came back. */
+static unsigned int decode(struct sbuf *out, const struct sbuf *recs, unsigned int n, struct got *g)
 {
 	out->len = 0;
 	sbuf__varint(out, n);
 	sbuf__put(out, recs->p, recs->len);
 	sbuf__varint(out, 0);
-	return out->len;
+	memset(g, 0, sizeof(*g));
+	ck_assert_int_eq(store_metrics__decode(out->p, out->len, 0, UINT64_MAX, on_rec, NULL, g),
+			 0);
+	return g->n;
 }
 
 static size_t encode(struct sbuf *b, bool v1, unsigned int from, unsigned int to)
@@ -163,10 +167,7 @@ START_TEST(test_metrics_v2_roundtrip)
 	fprintf(stderr, "metrics section: v1 %zu bytes, v2 %zu bytes for %d records\n", n1, n2,
 		NREC);
 	ck_assert_uint_lt(n2, n1);
-	section(&sec, &recs, NREC);
-	memset(&g, 0, sizeof(g));
-	ck_assert_int_eq(store_metrics__decode(sec.p, sec.len, 0, UINT64_MAX, on_rec, NULL, &g), 0);
-	ck_assert_uint_eq(g.n, NREC);
+	ck_assert_uint_eq(decode(&sec, &recs, NREC, &g), NREC);
 	for (unsigned int s = 0; s < NREC; s++)
 		check_same(&g, s, s);
 	sbuf__free(&recs);
@@ -183,10 +184,7 @@ START_TEST(test_metrics_v1_still_read)
 
 	encode(&recs, true, 0, NREC);
 	encode(&recs, false, 0, NREC); /* and v2 after them in one section */
-	section(&sec, &recs, 2 * NREC);
-	memset(&g, 0, sizeof(g));
-	ck_assert_int_eq(store_metrics__decode(sec.p, sec.len, 0, UINT64_MAX, on_rec, NULL, &g), 0);
-	ck_assert_uint_eq(g.n, 2 * NREC);
+	ck_assert_uint_eq(decode(&sec, &recs, 2 * NREC, &g), 2 * NREC);
 	for (unsigned int s = 0; s < NREC; s++) {
 		check_same(&g, s, s);
 		check_same(&g, NREC + s, s);
@@ -206,18 +204,12 @@ START_TEST(test_metrics_v2_interleaved)
 	encode(&b, false, 2, 4);
 	encode(&a, false, 4, 6);
 	encode(&b, false, 1, 2);
-	section(&sec, &a, 4);
-	memset(&g, 0, sizeof(g));
-	ck_assert_int_eq(store_metrics__decode(sec.p, sec.len, 0, UINT64_MAX, on_rec, NULL, &g), 0);
-	ck_assert_uint_eq(g.n, 4);
+	ck_assert_uint_eq(decode(&sec, &a, 4, &g), 4);
 	check_same(&g, 0, 0);
 	check_same(&g, 1, 1);
 	check_same(&g, 2, 4);
 	check_same(&g, 3, 5);
-	section(&sec, &b, 3);
-	memset(&g, 0, sizeof(g));
-	ck_assert_int_eq(store_metrics__decode(sec.p, sec.len, 0, UINT64_MAX, on_rec, NULL, &g), 0);
-	ck_assert_uint_eq(g.n, 3);
+	ck_assert_uint_eq(decode(&sec, &b, 3, &g), 3);
 	check_same(&g, 0, 2);
 	check_same(&g, 1, 3);
 	check_same(&g, 2, 1);
