@@ -264,6 +264,65 @@ START_TEST(test_metrics_counters)
 }
 END_TEST
 
+/* Which way capture took, as its log line says, for `cpa monitor [extra]`. */
+static char *monitor_log(const char *extra, const char *policy_line)
+{
+	char cpa[PATH_MAX + 8], store[] = "/tmp/cpa-test-metrics-XXXXXX", pol[PATH_MAX];
+	char log[PATH_MAX], cmd[PATH_MAX + 16];
+	char *margv[] = {cpa, "monitor", "--store_dir", store, "--duration", "3", NULL, NULL, NULL};
+	char *out;
+	pid_t mon;
+	FILE *f;
+
+	path_of(cpa, sizeof(cpa), "cpa");
+	ck_assert_ptr_nonnull(mkdtemp(store));
+	if (policy_line) {
+		snprintf(pol, sizeof(pol), "%s/p.policy", store);
+		f = fopen(pol, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "%s\n", policy_line);
+		fclose(f);
+		margv[6] = "--policy";
+		margv[7] = pol;
+	} else if (extra) {
+		margv[6] = (char *)extra;
+	}
+	snprintf(log, sizeof(log), "%s/monitor.log", store);
+	mon = spawn_monitor(margv, log, 30);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	out = test_slurp(log, NULL);
+	ck_assert_ptr_nonnull(out);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", store);
+	if (system(cmd)) {
+	}
+	return out;
+}
+
+/* The default reads the task counters; =full or a policy on the run-queue P99
+ * (which needs the histograms) loads the per-switch programs; =0 neither. */
+START_TEST(test_metrics_modes)
+{
+	static const char cheap[] = "scheduler metrics: on-CPU time, run-queue delay",
+			  full[] = "scheduler metrics (full)";
+	char *l;
+
+	test_need_root_bpf(bin, sizeof(bin));
+	l = monitor_log(NULL, NULL);
+	ck_assert_msg(strstr(l, cheap) && !strstr(l, full), "default:\n%s", l);
+	free(l);
+	l = monitor_log("--sched_metrics=full", NULL);
+	ck_assert_msg(strstr(l, full) && !strstr(l, cheap), "full:\n%s", l);
+	free(l);
+	l = monitor_log(NULL, "policy=slowrq item=runq_latency_p99_us threshold=5000 count=2 "
+			      "period=3 comm=cpam_none freq=99 duration=5");
+	ck_assert_msg(strstr(l, full), "runq policy:\n%s", l);
+	free(l);
+	l = monitor_log("--sched_metrics=0", NULL);
+	ck_assert_msg(!strstr(l, full) && !strstr(l, cheap), "off:\n%s", l);
+	free(l);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- policies */
 
 #define PBURN		 "cpam_pburn"
@@ -652,6 +711,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_metrics_runq);
 	tcase_add_test(tc, test_metrics_counters);
+	tcase_add_test(tc, test_metrics_modes);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("policy_file");
 	tcase_add_test(tc, test_policy_file_errors);
