@@ -244,10 +244,12 @@ struct {
 	__type(value, struct sched_seen);
 } sched_seen SEC(".maps");
 
-/* As sched_procs and sched_cpus, written by the iterator only. */
+/* As sched_procs and sched_cpus, written by the counters' programs only.
+ * Preallocated: a new process each second is an insert, which then takes a
+ * free element instead of an allocation (capture shrinks the unused way's
+ * hash to one entry, so the memory is that of one). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, CPA_SCHED_PROCS);
 	__type(key, __u32);
 	__type(value, struct cpa_sched_val);
@@ -279,9 +281,9 @@ static __always_inline __u32 task_cpu_of(struct task_struct *t)
  * its last CPU. Atomic adds: a thread's end (cpa_sched_free) may account on
  * another CPU while the iterator runs.
  */
-static __always_inline void account(struct task_struct *t)
+static __always_inline void account(struct task_struct *t, bool freeing)
 {
-	struct sched_seen now, *s;
+	struct sched_seen now, *s, zero = {};
 	struct cpa_sched_val *pv, *cv;
 	__u64 vol, invol, rt, rd, pc;
 	__u32 cpu;
@@ -294,7 +296,12 @@ static __always_inline void account(struct task_struct *t)
 	now.nvcsw = t->nvcsw;
 	now.nivcsw = t->nivcsw;
 	s = bpf_task_storage_get(&sched_seen, t, 0, 0);
-	if (!s) {
+	if (!s && freeing) {
+		/* born and gone between two passes: all of it, no storage made */
+		if (!sched_since_ns || t->start_time < sched_since_ns)
+			return;
+		s = &zero;
+	} else if (!s) {
 		s = bpf_task_storage_get(&sched_seen, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!s) {
 			stat_inc(CPA_SCHED_STAT_NO_STORAGE);
@@ -345,7 +352,7 @@ int cpa_sched_iter(struct bpf_iter__task *ctx)
 	struct task_struct *t = ctx->task;
 
 	if (t)
-		account(t);
+		account(t, false);
 	return 0;
 }
 
@@ -356,6 +363,6 @@ int cpa_sched_iter(struct bpf_iter__task *ctx)
 SEC("tp_btf/sched_process_free")
 int BPF_PROG(cpa_sched_free, struct task_struct *p)
 {
-	account(p);
+	account(p, true);
 	return 0;
 }
