@@ -116,6 +116,8 @@ enum metric {
 	M_PERF_DW_SAMPLES,
 	M_PERF_DW_BYTES,
 	M_PERF_DW_DELTA_PCT,
+	M_BPF_CORES,	     /* every cpa BPF program's run time / window */
+	M_STORE_BYTES_PER_S, /* store growth / window */
 	M_MAX,
 };
 
@@ -161,6 +163,8 @@ static const char *const metric_name[] = {
 	"perf_dwarf_samples",
 	"perf_dwarf_bytes",
 	"perf_dwarf_workload_cpu_delta_pct",
+	"bpf_cores",
+	"window_store_bytes_per_s",
 };
 
 enum pmetric {
@@ -201,7 +205,9 @@ static struct opts {
 	unsigned int threads;
 	bool sweep, idle, idle_all, ab, perf, pid_filter;
 	const char *json, *base_dir, *perf_stages, *monitor_args;
-	const char *rec_modes; /* --rec_modes: CPA_BPF_REC_MODE values compared side by side */
+	const char *rec_modes;	 /* --rec_modes: CPA_BPF_REC_MODE values compared side by side */
+	const char *sched_modes; /* --sched_modes: --sched_metrics values side by side */
+	const char *sched_arg;	 /* the one of the run under way: --sched_metrics=X */
 	char cpa[PATH_MAX + 32], workload[PATH_MAX + 32], workload_fixed[PATH_MAX + 32];
 	unsigned long loops; /* fixed work: cpa-workload-nofp --loops N */
 	char **cmd;	     /* user command after -- */
@@ -742,6 +748,8 @@ static int mon_start(struct mon *m, const struct config *c, pid_t filter_pid)
 		argv[n++] = "--pid";
 		argv[n++] = fpid;
 	}
+	if (o.sched_arg)
+		argv[n++] = (char *)o.sched_arg;
 	if (o.monitor_args) {
 		extra = strdup(o.monitor_args);
 		for (char *save, *t = strtok_r(extra, " ", &save); t && n < 60;
@@ -900,8 +908,14 @@ static void mon_result(struct mon *m, struct result *r)
 			      (double)(b->bpf.sample_cnt - a->bpf.sample_cnt));
 	r->s[M_BPF_ALL_US] = ddiv((double)(b->bpf.all_ns - a->bpf.all_ns) / 1e3, samples);
 	r->s[M_BPF_RUNS_PER_S] = (double)(b->bpf.sample_cnt - a->bpf.sample_cnt) / (win_ns / 1e9);
+	r->s[M_BPF_CORES] = (double)(b->bpf.all_ns - a->bpf.all_ns) / win_ns;
 	if (!m->bpf.n)
-		r->s[M_BPF_US] = r->s[M_BPF_ALL_US] = r->s[M_BPF_RUNS_PER_S] = NAN;
+		r->s[M_BPF_US] = r->s[M_BPF_ALL_US] = r->s[M_BPF_RUNS_PER_S] = r->s[M_BPF_CORES] =
+			NAN;
+	r->s[M_STORE_BYTES_PER_S] =
+		b->store_bytes > a->store_bytes
+			? (double)(b->store_bytes - a->store_bytes) / (win_ns / 1e9)
+			: NAN;
 	r->s[M_WINDOW_BYTES_PER_SAMPLE] =
 		b->store_bytes > a->store_bytes /* no block written in the window: unknown */
 			? ddiv((double)(b->store_bytes - a->store_bytes),
@@ -1353,65 +1367,120 @@ static int mode_ab(const struct config *c)
  */
 #define MAX_REC_MODES 4
 
-static int mode_rec_modes(const struct config *c)
+/*
+ * The reps of a side-by-side mode list (comma-separated in list): each rep
+ * runs cpa once per mode, the order rotated per rep. sched: the modes are
+ * --sched_metrics values, else CPA_BPF_REC_MODE values. Into runs[mode][rep];
+ * *ret_nm modes named in names (pointing into buf), *ret_n reps done.
+ */
+static int modes_reps(const struct config *c, const char *list, bool sched,
+		      struct result runs[MAX_REC_MODES][64], char buf[128],
+		      char *names[MAX_REC_MODES], unsigned int *ret_nm, unsigned int *ret_n)
 {
-	static struct result runs[MAX_REC_MODES][64];
-	char list[128], *names[MAX_REC_MODES], *save = NULL;
+	char args[MAX_REC_MODES][48], *save = NULL;
 	unsigned int nm = 0, n = 0;
 	int err = 0;
 
-	snprintf(list, sizeof(list), "%s", o.rec_modes);
-	for (char *t = strtok_r(list, ",", &save); t && nm < MAX_REC_MODES;
-	     t = strtok_r(NULL, ",", &save))
+	snprintf(buf, 128, "%s", list);
+	for (char *t = strtok_r(buf, ",", &save); t && nm < MAX_REC_MODES;
+	     t = strtok_r(NULL, ",", &save)) {
+		snprintf(args[nm], sizeof(args[nm]), "--sched_metrics=%s", t);
 		names[nm++] = t;
-	bench_say("%u Hz, stack %u: %u reps of cpa monitor per BPF record mode (%s)", c->freq,
-		  c->stack, o.reps, o.rec_modes);
+	}
+	bench_say("%u Hz, stack %u: %u reps of cpa monitor per %s (%s)", c->freq, c->stack, o.reps,
+		  sched ? "--sched_metrics" : "BPF record mode", list);
 	for (unsigned int i = 0; i < o.reps && i < 64 && !bench_interrupted && !err; i++) {
 		for (unsigned int k = 0; k < nm && !err; k++) {
 			unsigned int m = (i + k) % nm;
 			struct result *r = &runs[m][i];
 
 			result_init(r);
-			setenv("CPA_BPF_REC_MODE", names[m], 1);
+			if (sched)
+				o.sched_arg = args[m];
+			else
+				setenv("CPA_BPF_REC_MODE", names[m], 1);
 			err = run_cpa(c, o.warmup, r);
+			o.sched_arg = NULL;
 			unsetenv("CPA_BPF_REC_MODE");
 			if (err < 0) {
 				bench_say("rep %u (%s) failed: %s", i + 1, names[m],
 					  strerror(-err));
 				break;
 			}
-			bench_say(
-				"  rep %u %-8s BPF %.2f us/run, cpa %.1f us/sample, %.0f samples, "
-				"%.0f BPF bytes/sample",
-				i + 1, names[m], r->s[M_BPF_US], r->p[P_TOTAL][PM_US_PER_SAMPLE],
-				r->s[M_SAMPLES],
-				r->cnt[SHM_STAGE_CAPTURE][SHM_CNT_BYTES_IN] /
-					r->cnt[SHM_STAGE_CAPTURE][SHM_CNT_IN]);
+			if (sched)
+				bench_say("  rep %u %-6s BPF %.2f %%, cpa processes %.2f %% of a "
+					  "CPU, store %.0f B/s",
+					  i + 1, names[m], 100 * r->s[M_BPF_CORES],
+					  100 * r->p[P_TOTAL][PM_CORES], r->s[M_STORE_BYTES_PER_S]);
+			else
+				bench_say("  rep %u %-8s BPF %.2f us/run, cpa %.1f us/sample, %.0f "
+					  "samples, %.0f BPF bytes/sample",
+					  i + 1, names[m], r->s[M_BPF_US],
+					  r->p[P_TOTAL][PM_US_PER_SAMPLE], r->s[M_SAMPLES],
+					  r->cnt[SHM_STAGE_CAPTURE][SHM_CNT_BYTES_IN] /
+						  r->cnt[SHM_STAGE_CAPTURE][SHM_CNT_IN]);
 		}
 		if (!err)
 			n++;
 	}
+	*ret_nm = nm;
+	*ret_n = n;
+	return err;
+}
+
+/*
+ * --rec_modes (sched false) or --sched_modes (sched true), each mode's
+ * medians in one table. --sched_modes cheap,full,0: what all of cpa costs
+ * (BPF + processes, % of one CPU) and stores per second with each
+ * --sched_metrics value (docs/bench.md "Scheduler metrics under a
+ * context-switch storm").
+ */
+static int mode_modes(const struct config *c, bool sched)
+{
+	static struct result runs[MAX_REC_MODES][64];
+	char list[128], *names[MAX_REC_MODES];
+	unsigned int nm, n;
+	int err = modes_reps(c, sched ? o.sched_modes : o.rec_modes, sched, runs, list, names, &nm,
+			     &n);
+	const char *where = o.pid_filter ? "--pid <workload>" : "whole machine";
+
 	if (!n)
 		return err < 0 ? err : -EINTR;
-	printf("\n=== BPF record modes, %u Hz, stack %u, %s, %u reps (medians; reps in run "
-	       "order) ===\n",
-	       c->freq, c->stack, o.pid_filter ? "--pid <workload>" : "whole machine", n);
-	printf("  %-8s %9s %9s %12s %10s  %s\n", "mode", "BPF us", "cpa us", "BPF B/rec",
-	       "bpf lost", "BPF us per rep");
+	if (sched) {
+		printf("\n=== --sched_metrics, %u Hz, stack %u, %s, %u reps (medians) ===\n",
+		       c->freq, c->stack, where, n);
+		printf("  %-6s %9s %9s %9s %11s %10s %9s  %s\n", "mode", "BPF %CPU", "cpa procs",
+		       "all cpa", "store B/s", "wl ns/unit", "samples/s", "all cpa % per rep");
+	} else {
+		printf("\n=== BPF record modes, %u Hz, stack %u, %s, %u reps (medians; reps in run "
+		       "order) ===\n",
+		       c->freq, c->stack, where, n);
+		printf("  %-8s %9s %9s %12s %10s  %s\n", "mode", "BPF us", "cpa us", "BPF B/rec",
+		       "bpf lost", "BPF us per rep");
+	}
 	for (unsigned int m = 0; m < nm; m++) {
-		struct result med;
+		struct result med, *rr = runs[m];
 		char reps[256];
 		size_t k = 0;
 
-		median(runs[m], n, &med);
+		median(rr, n, &med);
 		for (unsigned int i = 0; i < n && k < sizeof(reps) - 16; i++)
-			k += (size_t)snprintf(reps + k, sizeof(reps) - k, "%s%.2f", i ? ", " : "",
-					      runs[m][i].s[M_BPF_US]);
-		printf("  %-8s %9.2f %9.1f %12.0f %10.0f  %s\n", names[m], med.s[M_BPF_US],
-		       med.p[P_TOTAL][PM_US_PER_SAMPLE],
-		       med.cnt[SHM_STAGE_CAPTURE][SHM_CNT_BYTES_IN] /
-			       med.cnt[SHM_STAGE_CAPTURE][SHM_CNT_IN],
-		       med.cnt[SHM_STAGE_CAPTURE][CAP_CNT_BPF_RB_LOST], reps);
+			k += (size_t)snprintf(
+				reps + k, sizeof(reps) - k, "%s%.2f", i ? ", " : "",
+				sched ? 100 * (rr[i].s[M_BPF_CORES] + rr[i].p[P_TOTAL][PM_CORES])
+				      : rr[i].s[M_BPF_US]);
+		if (sched)
+			printf("  %-6s %9.2f %9.2f %9.2f %11.0f %10.1f %9.1f  %s\n", names[m],
+			       100 * med.s[M_BPF_CORES], 100 * med.p[P_TOTAL][PM_CORES],
+			       100 * (med.s[M_BPF_CORES] + med.p[P_TOTAL][PM_CORES]),
+			       med.s[M_STORE_BYTES_PER_S], med.s[M_WL_NS_PER_WORK],
+			       med.s[M_SAMPLES_PER_S], reps);
+		else
+			printf("  %-8s %9.2f %9.1f %12.0f %10.0f  %s\n", names[m], med.s[M_BPF_US],
+			       med.p[P_TOTAL][PM_US_PER_SAMPLE],
+			       med.cnt[SHM_STAGE_CAPTURE][SHM_CNT_BYTES_IN] /
+				       med.cnt[SHM_STAGE_CAPTURE][SHM_CNT_IN],
+			       med.cnt[SHM_STAGE_CAPTURE][CAP_CNT_BPF_RB_LOST], reps);
 	}
 	fflush(stdout);
 	return err;
@@ -1604,6 +1673,8 @@ static void usage(FILE *f)
 		"  --monitor_args STR   extra `cpa monitor` options, blank separated\n"
 		"  --rec_modes LIST     instead of A/B: cpa once per BPF record mode in each rep\n"
 		"                       (fixed,dynptr,scratch: CPA_BPF_REC_MODE), side by side\n"
+		"  --sched_modes LIST   instead of A/B: cpa once per --sched_metrics value in each\n"
+		"                       rep (e.g. 1,full,0): BPF, processes, store B/s side by side\n"
 		"  --cpa PATH           cpa executable (default: next to this one)\n"
 		"  --workload PATH      built-in workload (default: cpa-workload-nofp next to this)\n"
 		"  --loops N            fixed work instead: cpa-workload-nofp --loops N (every thread;\n"
@@ -1690,6 +1761,7 @@ static int parse_opts(int argc, char **argv)
 		O_PERF_STAGES,
 		O_MONITOR_ARGS,
 		O_REC_MODES,
+		O_SCHED_MODES,
 		O_CPA,
 		O_WORKLOAD,
 		O_LOOPS,
@@ -1717,6 +1789,7 @@ static int parse_opts(int argc, char **argv)
 		{"perf_stages", required_argument, NULL, O_PERF_STAGES},
 		{"monitor_args", required_argument, NULL, O_MONITOR_ARGS},
 		{"rec_modes", required_argument, NULL, O_REC_MODES},
+		{"sched_modes", required_argument, NULL, O_SCHED_MODES},
 		{"cpa", required_argument, NULL, O_CPA},
 		{"workload", required_argument, NULL, O_WORKLOAD},
 		{"loops", required_argument, NULL, O_LOOPS},
@@ -1799,6 +1872,9 @@ static int parse_opts(int argc, char **argv)
 			break;
 		case O_MONITOR_ARGS:
 			o.monitor_args = optarg;
+			break;
+		case O_SCHED_MODES:
+			o.sched_modes = optarg;
 			break;
 		case O_REC_MODES:
 			o.rec_modes = optarg;
@@ -1956,7 +2032,9 @@ int main(int argc, char **argv)
 			for (unsigned int f = 0; f < ab_nf && !err && !bench_interrupted; f++) {
 				struct config c = {.freq = ab_freqs[f], .stack = ab_stacks[s]};
 
-				err = o.rec_modes ? mode_rec_modes(&c) : mode_ab(&c);
+				err = o.sched_modes || o.rec_modes
+					      ? mode_modes(&c, o.sched_modes != NULL)
+					      : mode_ab(&c);
 			}
 	}
 	if (!err && o.sweep && !bench_interrupted) {

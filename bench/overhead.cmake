@@ -18,3 +18,15 @@ add_executable(bench_churn ${CMAKE_CURRENT_LIST_DIR}/churn.c
 target_link_libraries(bench_churn PRIVATE cpa_cost cpa_shm cpa_common PkgConfig::LIBBPF m)
 target_compile_definitions(bench_churn PRIVATE CPA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 add_dependencies(bench_churn cpa capture unwindd symd storer)
+
+# bench_sched_error: the scheduler metrics' task counters (the default) against
+# the per-switch programs (--sched_metrics=full), same host, same seconds
+# (docs/metrics.md "Error of the task counters").
+add_executable(bench_sched_error ${CMAKE_CURRENT_LIST_DIR}/sched_error.c
+  ${CMAKE_CURRENT_LIST_DIR}/benchutil.c)
+add_dependencies(bench_sched_error sched_skel cpa-wl-offcpu)
+target_link_libraries(bench_sched_error PRIVATE cpa_bpf_skel cpa_common m)
+
+# bench_metrics_store: the metrics' bytes per second of stores, v1 vs v2 encoding.
+add_executable(bench_metrics_store ${CMAKE_CURRENT_LIST_DIR}/metrics_store.c)
+target_link_libraries(bench_metrics_store PRIVATE cpa_store cpa_common)

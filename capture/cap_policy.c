@@ -130,6 +130,14 @@ bool cap_policy__wants_offcpu(const struct cap_policy *p)
 	return false;
 }
 
+bool cap_policy__wants_sched_exact(const struct cap_policy *p)
+{
+	for (unsigned int i = 0; p && i < p->set.n; i++)
+		if (p->set.p[i].item == POLICY_RUNQ_P99_US)
+			return true;
+	return false;
+}
+
 void cap_policy__attach(struct cap_policy *p, struct cap_bpf *bpf, uint32_t base_freq,
 			uint32_t stack_cap)
 {

@@ -26,6 +26,9 @@ int cap_policy__open(const char *path, uint32_t freq_max, const char *const *pro
 void cap_policy__probe_masks(const struct cap_policy *p, uint32_t *ret_rate, uint32_t *ret_attach);
 /* Some policy turns off-CPU on: the off-CPU programs must be loaded, gated. */
 bool cap_policy__wants_offcpu(const struct cap_policy *p);
+/* Some policy reads an item only the exact scheduler metrics give (the
+ * run-queue P99 needs the per-event histograms): --sched_metrics=full. */
+bool cap_policy__wants_sched_exact(const struct cap_policy *p);
 /* The BPF backend the actions go through, the base --freq, the stack copy cap. */
 void cap_policy__attach(struct cap_policy *p, struct cap_bpf *bpf, uint32_t base_freq,
 			uint32_t stack_cap);

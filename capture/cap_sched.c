@@ -45,11 +45,14 @@ static const char *const proc_path[PROC_FILE_MAX] = {
 
 struct cap_sched {
 	struct sched_bpf *skel;
-	unsigned int nr_cpus; /* slots of the per-CPU array read */
+	bool exact;		/* the per-event programs; else the task iterator */
+	uint64_t iter_start_ns; /* CLOCK_MONOTONIC at the start of the last pass */
+	unsigned int nr_cpus;	/* slots of the per-CPU array read */
 	int nr_possible;
 	struct cpa_sched_val *cpu_prev, *cpu_now;
 	uint32_t *keys;		    /* this second's processes: */
 	struct cpa_sched_val *vals; /* their values */
+	uint64_t *order;	    /* key << 32 | index: the processes in pid order */
 	bool batch_ok;		    /* the kernel takes batch lookups */
 	int proc_fd[PROC_FILE_MAX]; /* kept open, read again from 0; -1: none (no PSI) */
 	struct policy_proc *pprocs; /* this second's processes for the policies */
@@ -222,6 +225,31 @@ static void system_fill(struct cap_sched *s, struct cpa_metrics *m)
 	}
 }
 
+/*
+ * Counter mode: one pass of the task iterator (bpf/sched.bpf.c), which adds
+ * what each task did since the previous pass to sched_iprocs / sched_icpus.
+ * The iterator writes nothing to read: read() returns 0 at the end.
+ */
+static int iter_pass(struct cap_sched *s)
+{
+	uint64_t start = clock_ns(CLOCK_MONOTONIC);
+	char buf[64];
+	ssize_t n;
+	int fd;
+
+	s->skel->bss->sched_since_ns = s->iter_start_ns;
+	fd = bpf_iter_create(bpf_link__fd(s->skel->links.cpa_sched_iter));
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	close(fd);
+	if (n < 0)
+		return -errno;
+	s->iter_start_ns = start;
+	return 0;
+}
+
 static void ent_fill(struct cpa_metrics_ent *o, uint32_t id, uint16_t kind,
 		     const struct cpa_sched_val *v)
 {
@@ -346,7 +374,7 @@ static void add(struct emitter *x, uint32_t id, uint16_t kind, const struct cpa_
 
 /* A process of this second as the policies see it. */
 static void policy_proc_fill(struct policy_proc *pp, uint32_t pid, const struct cpa_sched_val *v,
-			     uint32_t interval_ms)
+			     uint32_t interval_ms, bool exact)
 {
 	memset(pp, 0, sizeof(*pp));
 	pp->pid = pid;
@@ -356,16 +384,23 @@ static void policy_proc_fill(struct policy_proc *pp, uint32_t pid, const struct 
 		pp->value[i] = NAN;
 	pp->value[POLICY_CPU_PERCENT] =
 		interval_ms ? (double)v->oncpu_ns / ((double)interval_ms * 1e4) : NAN;
-	if (v->runq_n)
+	if (v->runq_n && exact) /* counters have no histogram */
 		pp->value[POLICY_RUNQ_P99_US] =
 			cpa_metrics_hist_quantile(v->runq_hist, 0.99) / 1000.0;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_ns,
 		    struct cap_policy *pol)
 {
-	int pfd = bpf_map__fd(s->skel->maps.sched_procs);
-	int cfd = bpf_map__fd(s->skel->maps.sched_cpus);
+	int pfd = bpf_map__fd(s->exact ? s->skel->maps.sched_procs : s->skel->maps.sched_iprocs);
+	int cfd = bpf_map__fd(s->exact ? s->skel->maps.sched_cpus : s->skel->maps.sched_icpus);
 	struct emitter *x = calloc(1, sizeof(*x));
 	struct cpa_sched_val d;
 	unsigned int nk, np = 0;
@@ -378,14 +413,27 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 	x->hdr.interval_ms = (uint32_t)((now_real_ns - s->last_real_ns) / NSEC_PER_MSEC);
 	s->last_real_ns = now_real_ns;
 	system_fill(s, &x->hdr);
+	if (!s->exact) {
+		x->hdr.flags |= CPA_MF_COUNTERS;
+		if (iter_pass(s) < 0)
+			x->hdr.flags |= CPA_MF_SCHED_NA;
+	}
 	x->hdr.dropped = dropped(s);
 
 	nk = procs_take(s, pfd);
-	for (unsigned int i = 0; i < nk; i++) {
+	/* In pid order (the map's is its hash's): from one second to the next
+	 * the records hold much the same processes, which the store's encoding
+	 * finds again (store_metrics.c). */
+	for (unsigned int i = 0; i < nk; i++)
+		s->order[i] = (uint64_t)s->keys[i] << 32 | i;
+	qsort(s->order, nk, sizeof(*s->order), u64_cmp);
+	for (unsigned int k = 0; k < nk; k++) {
+		unsigned int i = (uint32_t)s->order[k];
+
 		add(x, s->keys[i], CPA_MK_PROC, &s->vals[i]);
 		if (pol && s->pprocs)
 			policy_proc_fill(&s->pprocs[np++], s->keys[i], &s->vals[i],
-					 x->hdr.interval_ms);
+					 x->hdr.interval_ms, s->exact);
 	}
 	if (cap_bpf__array_read(cfd, s->nr_cpus, s->cpu_now, sizeof(*s->cpu_now)) == 0)
 		for (unsigned int c = 0; c < s->nr_cpus; c++) {
@@ -403,7 +451,7 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 	return r;
 }
 
-int cap_sched__open(const char *btf_path, struct cap_sched **ret)
+int cap_sched__open(const char *btf_path, bool exact, struct cap_sched **ret)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo);
 	struct cap_sched *s = calloc(1, sizeof(*s));
@@ -422,13 +470,22 @@ int cap_sched__open(const char *btf_path, struct cap_sched **ret)
 		cap_sched__free(s);
 		return log_error_errno(r, "scheduler metrics: open BPF object: %m");
 	}
+	/* One way only: the other's programs stay out of the kernel and its
+	 * per-process hash shrinks to one entry. */
+	s->exact = exact;
+	bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup, exact);
+	bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup_new, exact);
+	bpf_program__set_autoload(s->skel->progs.cpa_sched_switch, exact);
+	bpf_program__set_autoload(s->skel->progs.cpa_sched_iter, !exact);
+	bpf_program__set_autoload(s->skel->progs.cpa_sched_free, !exact);
+	bpf_map__set_max_entries(exact ? s->skel->maps.sched_iprocs : s->skel->maps.sched_procs, 1);
 	r = sched_bpf__load(s->skel);
 	if (r >= 0)
 		r = sched_bpf__attach(s->skel);
 	if (r < 0) {
 		cap_sched__free(s);
-		return log_error_errno(r,
-				       "scheduler metrics: load/attach sched_switch programs: %m");
+		return log_error_errno(r, "scheduler metrics: load/attach %s: %m",
+				       exact ? "sched_switch programs" : "task iterator");
 	}
 	r = libbpf_num_possible_cpus();
 	s->nr_cpus = r > 0 ? (unsigned int)MIN(r, CPA_SCHED_CPUS) : 1;
@@ -439,20 +496,29 @@ int cap_sched__open(const char *btf_path, struct cap_sched **ret)
 	s->keys = calloc(CPA_SCHED_PROCS, sizeof(*s->keys));
 	s->vals = calloc(CPA_SCHED_PROCS, sizeof(*s->vals));
 	s->pprocs = calloc(CPA_SCHED_PROCS, sizeof(*s->pprocs));
-	if (!s->cpu_prev || !s->cpu_now || !s->keys || !s->vals || !s->pprocs) {
+	s->order = calloc(CPA_SCHED_PROCS, sizeof(*s->order));
+	if (!s->cpu_prev || !s->cpu_now || !s->keys || !s->vals || !s->pprocs || !s->order) {
 		cap_sched__free(s);
 		return log_error_errno(-ENOMEM, "scheduler metrics: %m");
 	}
 	hw_open(s);
 	/* Prime the deltas: the first record covers the first whole second. */
 	s->last_real_ns = clock_ns(CLOCK_REALTIME);
+	if (!exact && (r = iter_pass(s)) < 0) {
+		cap_sched__free(s);
+		return log_error_errno(r, "scheduler metrics: run task iterator: %m");
+	}
 	{
 		struct cpa_metrics m = {0};
 
 		system_fill(s, &m);
 	}
-	log_info("scheduler metrics: run-queue latency, slices, switch reasons per process and "
-		 "CPU, once a second");
+	if (exact)
+		log_info("scheduler metrics (full): run-queue latency and slice histograms, switch "
+			 "reasons per process and CPU, from every context switch");
+	else
+		log_info("scheduler metrics: on-CPU time, run-queue delay and switches per process "
+			 "and CPU from the kernel's task counters, once a second");
 	*ret = s;
 	return 0;
 }
@@ -476,6 +542,7 @@ void cap_sched__free(struct cap_sched *s)
 	free(s->keys);
 	free(s->vals);
 	free(s->pprocs);
+	free(s->order);
 	free(s->buf);
 	free(s);
 }

@@ -8,6 +8,7 @@
 #ifndef CPA_CAPTURE_CAP_SCHED_H
 #define CPA_CAPTURE_CAP_SCHED_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cap_emit.h"
@@ -15,8 +16,10 @@
 
 struct cap_sched;
 
-/* Load and attach (btf_path: NULL = the kernel's). Logs what failed. */
-int cap_sched__open(const char *btf_path, struct cap_sched **ret);
+/* Load and attach (btf_path: NULL = the kernel's). exact: the per-event
+ * programs (histograms; --sched_metrics=full), else the task iterator run
+ * once a second (docs/metrics.md). Logs what failed. */
+int cap_sched__open(const char *btf_path, bool exact, struct cap_sched **ret);
 /* Once a second: one second of metrics into ring 0 through e, then the
  * trigger policies evaluated on them (pol, NULL = none). -EOVERFLOW when the
  * sequence space is used up; other failures are counted. */

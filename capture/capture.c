@@ -852,7 +852,10 @@ int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 	r = capture_setup(c, ctx->arena);
 	/* Metrics are an extra: without them the profile still records. */
 	if (r >= 0 && (c->cfg->flags & CPA_CFG_SCHED_METRICS) && c->bpf &&
-	    cap_sched__open(c->cfg->btf_path[0] ? c->cfg->btf_path : NULL, &c->sched) < 0)
+	    cap_sched__open(c->cfg->btf_path[0] ? c->cfg->btf_path : NULL,
+			    (c->cfg->flags & CPA_CFG_SCHED_FULL) ||
+				    cap_policy__wants_sched_exact(c->policy),
+			    &c->sched) < 0)
 		shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
 	if (r >= 0 && c->policy)
 		cap_policy__attach(c->policy, c->bpf, c->cfg->freq, c->stack_cap);

@@ -83,6 +83,8 @@ static int check_format(const struct opt_def *d, const char *val, struct cpa_opt
 			const char *where);
 static int check_policy(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			const char *where);
+static int check_sched_metrics(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			       const char *where);
 static int policy_probes_check(const struct cpa_opts *o);
 
 static const struct opt_def opt_table[] = {
@@ -184,9 +186,10 @@ static const struct opt_def opt_table[] = {
 	 "a metric crosses a threshold (docs/metrics.md); checked before anything starts",
 	 check_policy},
 	{"sched_metrics", 0, OPT_BOOL, MON, O(mon.sched_metrics), 0, 0, NULL,
-	 "per-second scheduler metrics into the store: run-queue latency, slices, switch "
-	 "reasons, load, CPU, PSI (default on; =0 turns them off)",
-	 NULL},
+	 "per-second scheduler metrics into the store: on-CPU time, run-queue delay, switches "
+	 "per process from the kernel's task counters, load, CPU, PSI (default on; =full: "
+	 "exact per-switch histograms, costs per context switch; =0 turns them off)",
+	 check_sched_metrics},
 	{"debuginfod_cache_mb", 0, OPT_LONG, MON, O(mon.debuginfod_cache_mb), 1, 1048576, "MB",
 	 "cap on <store_dir>/.debuginfod, oldest files removed beyond (default 1024)", NULL},
 
@@ -409,12 +412,16 @@ static int opt_set(const struct opt_def *d, const char *val, struct cpa_opts *o,
 
 		cpa_opts__init(&def);
 		memcpy(opt_ptr(d, o), opt_ptr(d, &def), opt_size(d));
+		if (d->type == OPT_BOOL && d->check)
+			return d->check(d, *(bool *)opt_ptr(d, &def) ? "1" : "0", o, where);
 		return 0;
 	}
 	switch (d->type) {
 	case OPT_BOOL: {
 		bool b = true;
 
+		if (d->check) /* a switch with more words than on and off */
+			return d->check(d, val ? val : "1", o, where);
 		if (val && parse_bool(val, &b) < 0) {
 			log_error("%s--%s: invalid value '%s' (a switch: use 1/0, true/false)",
 				  where, d->name, val);
@@ -953,6 +960,23 @@ static int check_env_list(const struct opt_def *d, const char *val, struct cpa_o
 			return 0;
 		p += n + 1;
 	}
+}
+
+/* --sched_metrics[=1|cheap|full|0]: on (the task counters), exact, off. */
+static int check_sched_metrics(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			       const char *where)
+{
+	bool b;
+
+	o->mon.sched_full = !strcasecmp(val, "full");
+	if (o->mon.sched_full || !strcasecmp(val, "cheap"))
+		b = true;
+	else if (parse_bool(val, &b) < 0) {
+		log_error("%s--%s: invalid value '%s' (1 or cheap, full, 0)", where, d->name, val);
+		return -EINVAL;
+	}
+	o->mon.sched_metrics = b;
+	return 0;
 }
 
 /* Repeatable: each --probe appends; probe id = its position. */

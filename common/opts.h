@@ -80,6 +80,7 @@ struct monitor_opts {
 	const char *debuginfod; /* NULL: DEBUGINFOD_URLS of the environment */
 	long debuginfod_cache_mb;
 	bool sched_metrics; /* --sched_metrics (default on): docs/metrics.md */
+	bool sched_full;    /* --sched_metrics=full: the exact per-event way */
 	const char *policy; /* --policy FILE, checked at parse time (common/policy.h) */
 };
 

@@ -129,8 +129,8 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 		   (m->go_short_names ? CPA_CFG_GO_SHORT : 0) |
 		   (m->pc_locations ? CPA_CFG_PC_LOCATIONS : 0) |
 		   (m->sched_metrics && !m->oneshot ? CPA_CFG_SCHED_METRICS : 0) |
-		   (m->oneshot ? CPA_CFG_ONESHOT : 0) | (m->bench ? CPA_CFG_BENCH : 0) |
-		   (o->verbose ? CPA_CFG_VERBOSE : 0);
+		   (m->sched_full ? CPA_CFG_SCHED_FULL : 0) | (m->oneshot ? CPA_CFG_ONESHOT : 0) |
+		   (m->bench ? CPA_CFG_BENCH : 0) | (o->verbose ? CPA_CFG_VERBOSE : 0);
 	c->backend = strcmp(m->backend, "perf") ? CPA_BACKEND_BPF : CPA_BACKEND_PERF;
 	c->freq = (uint32_t)m->freq;
 	c->record_interval_s = (uint32_t)m->record_interval;

@@ -5,6 +5,7 @@
  * perf-agent-style summary on stdout or as a series for other tools.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,10 @@ struct sacc {
 	struct cpa_metrics_ent e;
 };
 
+/* cpa_metrics_ent._pad0 as the reader fills it here: the entry came from the
+ * task counters (CPA_MF_COUNTERS), or every second summed into it did. */
+#define ENT_COUNTERS 1u
+
 struct sched_ctx {
 	const struct show_opts *o;
 	/* system part */
@@ -32,7 +37,7 @@ struct sched_ctx {
 	uint64_t psi_some[CPA_PSI_MAX], psi_secs[CPA_PSI_MAX];
 	uint64_t hw_secs, cycles, instr, cmiss;
 	bool hw_na;
-	uint64_t dropped;
+	uint64_t dropped, counter_secs, exact_secs;
 	struct sacc all;
 	struct sacc *procs, *cpus;
 	size_t n_procs, cap_procs, n_cpus, cap_cpus;
@@ -55,9 +60,23 @@ static void ent_add(struct cpa_metrics_ent *d, const struct cpa_metrics_ent *s)
 	}
 }
 
+/* NaN for no histogram (the task counters have none): printed "-", "", null. */
 static double hist_q_us(const uint32_t *h, double p)
 {
-	return cpa_metrics_hist_quantile(h, p) / 1000.0;
+	uint64_t n = 0;
+
+	for (int i = 0; i < CPA_METRICS_HIST; i++)
+		n += h[i];
+	return n ? cpa_metrics_hist_quantile(h, p) / 1000.0 : NAN;
+}
+
+static const char *num(char *buf, size_t len, int width, double v, const char *none)
+{
+	if (isnan(v))
+		snprintf(buf, len, "%*s", width, none);
+	else
+		snprintf(buf, len, "%*.1f", width, v);
+	return buf;
 }
 
 static bool proc_selected(const struct show_opts *o, const struct cpa_metrics_ent *e)
@@ -113,25 +132,35 @@ static struct ent_sum ent_sum(const struct cpa_metrics_ent *e)
 static void csv_ent(FILE *f, const char *t, const char *kind, const struct cpa_metrics_ent *e)
 {
 	struct ent_sum m = ent_sum(e);
+	char p50[24], p99[24], sl[24], io[24] = "";
 
-	fprintf(f, "%s,%s,%u,%s,%.3f,%llu,%.1f,%.1f,%.1f,%llu,%.1f,%llu,%llu,%llu,,,,,,,\n", t,
-		kind, e->id, e->kind == CPA_MK_PROC ? e->comm : "", m.oncpu_ms, m.waits, m.rq_p50,
-		m.rq_p99, m.rq_mean, m.slices, m.sl_p50, m.preempt, m.sleep, m.iowait);
+	if (!(e->_pad0 & ENT_COUNTERS))
+		snprintf(io, sizeof(io), "%llu", m.iowait);
+	fprintf(f, "%s,%s,%u,%s,%.3f,%llu,%s,%s,%.1f,%llu,%s,%llu,%llu,%s,,,,,,,\n", t, kind, e->id,
+		e->kind == CPA_MK_PROC ? e->comm : "", m.oncpu_ms, m.waits,
+		num(p50, sizeof(p50), 0, m.rq_p50, ""), num(p99, sizeof(p99), 0, m.rq_p99, ""),
+		m.rq_mean, m.slices, num(sl, sizeof(sl), 0, m.sl_p50, ""), m.preempt, m.sleep, io);
 }
 
 static void json_ent(FILE *f, const struct cpa_metrics_ent *e, bool first)
 {
 	struct ent_sum m = ent_sum(e);
 	bool proc = e->kind == CPA_MK_PROC;
+	char p50[24], p99[24], sl[24], io[24] = "null";
+
+	if (!(e->_pad0 & ENT_COUNTERS))
+		snprintf(io, sizeof(io), "%llu", m.iowait);
 
 	fprintf(f,
 		"%s\n      {\"%s\": %u, %s%s%s\"oncpu_ms\": %.3f, \"runq_waits\": %llu, "
-		"\"runq_p50_us\": %.1f, \"runq_p99_us\": %.1f, \"runq_mean_us\": %.1f, "
-		"\"slices\": %llu, \"slice_p50_us\": %.1f, \"preempted\": %llu, "
-		"\"voluntary\": %llu, \"iowait\": %llu}",
+		"\"runq_p50_us\": %s, \"runq_p99_us\": %s, \"runq_mean_us\": %.1f, "
+		"\"slices\": %llu, \"slice_p50_us\": %s, \"preempted\": %llu, "
+		"\"voluntary\": %llu, \"iowait\": %s}",
 		first ? "" : ",", proc ? "pid" : "cpu", e->id, proc ? "\"comm\": \"" : "",
-		proc ? e->comm : "", proc ? "\", " : "", m.oncpu_ms, m.waits, m.rq_p50, m.rq_p99,
-		m.rq_mean, m.slices, m.sl_p50, m.preempt, m.sleep, m.iowait);
+		proc ? e->comm : "", proc ? "\", " : "", m.oncpu_ms, m.waits,
+		num(p50, sizeof(p50), 0, m.rq_p50, "null"),
+		num(p99, sizeof(p99), 0, m.rq_p99, "null"), m.rq_mean, m.slices,
+		num(sl, sizeof(sl), 0, m.sl_p50, "null"), m.preempt, m.sleep, io);
 }
 
 static double pct(uint64_t a, uint64_t total)
@@ -206,22 +235,30 @@ static int on_metrics(void *ctx, const struct cpa_metrics *m, const struct cpa_m
 		if (m->flags & CPA_MF_HW_NA)
 			c->hw_na = true;
 		series_system(c, m, t);
+		if (m->flags & CPA_MF_COUNTERS)
+			c->counter_secs++;
+		else
+			c->exact_secs++;
 	}
 	for (unsigned int i = 0; i < m->n_ents; i++) {
-		const struct cpa_metrics_ent *e = &ents[i];
+		struct cpa_metrics_ent ec = ents[i], *e = &ec;
 		struct sacc *a;
 
+		e->_pad0 = m->flags & CPA_MF_COUNTERS ? ENT_COUNTERS : 0;
 		if (e->kind == CPA_MK_CPU) {
 			a = acc_find(&c->cpus, &c->n_cpus, &c->cap_cpus, e->id);
 		} else if (proc_selected(c->o, e)) {
 			a = acc_find(&c->procs, &c->n_procs, &c->cap_procs, e->id);
 			ent_add(&c->all.e, e);
+			c->all.e._pad0 |= e->_pad0;
 		} else {
 			continue;
 		}
 		if (!a)
 			return -ENOMEM;
 		ent_add(&a->e, e);
+		/* iowait is known only where no second came from the counters */
+		a->e._pad0 |= e->_pad0;
 		a->e.id = e->id;
 		a->e.kind = e->kind;
 		memcpy(a->e.comm, e->comm, CPA_COMM_LEN);
@@ -246,10 +283,16 @@ static void print_row(const struct cpa_metrics_ent *e, const char *label)
 {
 	struct ent_sum m = ent_sum(e);
 	uint64_t sw = m.preempt + m.sleep + m.iowait;
+	char p50[24], p99[24], sl[24], io[24];
 
-	printf("%-24s %10.1f %8llu %9.1f %9.1f %9.1f %8llu %9.1f %7.1f%% %7.1f%% %7.1f%%\n", label,
-	       m.oncpu_ms, m.waits, m.rq_p50, m.rq_p99, m.rq_mean, m.slices, m.sl_p50,
-	       pct(m.preempt, sw), pct(m.sleep, sw), pct(m.iowait, sw));
+	if (e->_pad0 & ENT_COUNTERS)
+		snprintf(io, sizeof(io), "%8s", "-");
+	else
+		snprintf(io, sizeof(io), "%7.1f%%", pct(m.iowait, sw));
+	printf("%-24s %10.1f %8llu %s %s %9.1f %8llu %s %7.1f%% %7.1f%% %s\n", label, m.oncpu_ms,
+	       m.waits, num(p50, sizeof(p50), 9, m.rq_p50, "-"),
+	       num(p99, sizeof(p99), 9, m.rq_p99, "-"), m.rq_mean, m.slices,
+	       num(sl, sizeof(sl), 9, m.sl_p50, "-"), pct(m.preempt, sw), pct(m.sleep, sw), io);
 }
 
 static void print_summary(struct sched_ctx *c, const char *a, const char *b)
@@ -278,6 +321,11 @@ static void print_summary(struct sched_ctx *c, const char *a, const char *b)
 		printf("Hardware counters (IPC, cache misses): not available on this host\n");
 	if (c->dropped)
 		printf("Processes not tracked (map full): %llu\n", (unsigned long long)c->dropped);
+	if (c->counter_secs)
+		printf("Source: the kernel's task counters in %llu of %llu seconds (no histograms: "
+		       "'-'; SLEEP holds IOWAIT; --sched_metrics=full has them)\n",
+		       (unsigned long long)c->counter_secs,
+		       (unsigned long long)(c->counter_secs + c->exact_secs));
 	printf("\n%-24s %10s %8s %9s %9s %9s %8s %9s %8s %8s %8s\n", "PROCESS", "ONCPU_MS", "WAITS",
 	       "RQ_P50_US", "RQ_P99_US", "RQ_AVG_US", "SLICES", "SL_P50_US", "PREEMPT", "SLEEP",
 	       "IOWAIT");

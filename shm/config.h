@@ -38,6 +38,7 @@ enum cpa_config_flag {
 	CPA_CFG_PC_LOCATIONS = 1u << 10,     /* --pc_locations: symd keeps one frame per pc */
 	CPA_CFG_SCHED_METRICS = 1u << 11,    /* --sched_metrics: capture loads bpf/sched.bpf.c */
 	CPA_CFG_GO_SHORT = 1u << 12,	     /* --go_short_names: cut Go package paths */
+	CPA_CFG_SCHED_FULL = 1u << 13,	     /* --sched_metrics=full: the per-event programs */
 };
 
 /* Off-CPU states (--offcpu_state); the same bits as bpf/profile.h's. */

@@ -413,6 +413,11 @@ enum cpa_metrics_flag {
 	CPA_MF_SYSTEM = 1u << 0, /* load, /proc/stat, PSI fields are valid */
 	CPA_MF_HW = 1u << 1,	 /* hardware counters fields are valid */
 	CPA_MF_HW_NA = 1u << 2,	 /* hardware counters not available on this host */
+	/* The entries come from the kernel's per-task counters (--sched_metrics
+	 * default): no histograms, runq_n = times put on a CPU, the iowait
+	 * switches are inside the voluntary ones, CPU rows by a task's last CPU. */
+	CPA_MF_COUNTERS = 1u << 3,
+	CPA_MF_SCHED_NA = 1u << 4, /* the counters could not be read this second */
 };
 
 enum cpa_metrics_psi { CPA_PSI_CPU, CPA_PSI_IO, CPA_PSI_MEM, CPA_PSI_MAX };

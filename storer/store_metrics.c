@@ -4,6 +4,19 @@
  * per-second CPA_REC_METRICS records, encoded after a data section's rows
  * when the block flag STORE_BF_METRICS is set. A 1.0 reader decodes the rows
  * and never looks past them, so it skips the section without knowing it.
+ *
+ * Records are written in the compact encoding (v2: a record starts with
+ * varint 0, which no v1 record's time_ns is); v1 records, as stores written
+ * before it hold them, are still read. v2 leaves out what a record does not
+ * have (the system part beyond a second's first record, empty histograms,
+ * slices equal to the switches, a zero iowait count), writes the time as a
+ * difference to the previous record of the section, entries in id order with
+ * id differences, a comm only when it differs from the one last written for
+ * that id in the section, and each value as the difference to that id's
+ * previous one in the section (a table both sides keep alike). The two
+ * durations (on-CPU time, run-queue delay) are kept to 8 significant bits
+ * (rounded to nearest: within 1/256 of the value, below the counters' own
+ * error against the exact way, docs/metrics.md).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -48,14 +61,11 @@ static bool hist_get(struct rbuf *r, uint32_t *h)
 	return !r->bad;
 }
 
-void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
-			   const struct cpa_metrics_ent *ents)
+/* The system part both encodings write alike: load, /proc/stat, PSI. */
+static void sys_put(struct sbuf *b, const struct cpa_metrics *m)
 {
-	unsigned int i, j;
+	unsigned int i;
 
-	sbuf__varint(b, m->time_ns);
-	sbuf__varint(b, m->interval_ms);
-	sbuf__varint(b, m->flags);
 	for (i = 0; i < 3; i++)
 		sbuf__varint(b, m->load_milli[i]);
 	sbuf__varint(b, m->nr_cpus);
@@ -67,9 +77,51 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 		sbuf__varint(b, ((uint64_t)m->psi_some_us[i] + 1) & 0xffffffffu);
 		sbuf__varint(b, ((uint64_t)m->psi_full_us[i] + 1) & 0xffffffffu);
 	}
+}
+
+static void sys_get(struct rbuf *r, struct cpa_metrics *m)
+{
+	unsigned int i;
+	uint64_t v;
+
+	for (i = 0; i < 3; i++)
+		m->load_milli[i] = (uint32_t)rbuf__varint(r);
+	m->nr_cpus = (uint32_t)rbuf__varint(r);
+	m->cpu_busy_ticks = rbuf__varint(r);
+	m->cpu_iowait_ticks = rbuf__varint(r);
+	m->cpu_idle_ticks = rbuf__varint(r);
+	for (i = 0; i < CPA_PSI_MAX; i++) {
+		v = rbuf__varint(r);
+		m->psi_some_us[i] = v ? (uint32_t)(v - 1) : CPA_METRICS_PSI_NONE;
+		v = rbuf__varint(r);
+		m->psi_full_us[i] = v ? (uint32_t)(v - 1) : CPA_METRICS_PSI_NONE;
+	}
+}
+
+static void hw_put(struct sbuf *b, const struct cpa_metrics *m)
+{
 	sbuf__varint(b, m->hw_cycles);
 	sbuf__varint(b, m->hw_instructions);
 	sbuf__varint(b, m->hw_cache_misses);
+}
+
+static void hw_get(struct rbuf *r, struct cpa_metrics *m)
+{
+	m->hw_cycles = rbuf__varint(r);
+	m->hw_instructions = rbuf__varint(r);
+	m->hw_cache_misses = rbuf__varint(r);
+}
+
+void store_metrics__encode_v1(struct sbuf *b, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents)
+{
+	unsigned int i, j;
+
+	sbuf__varint(b, m->time_ns);
+	sbuf__varint(b, m->interval_ms);
+	sbuf__varint(b, m->flags);
+	sys_put(b, m);
+	hw_put(b, m);
 	sbuf__varint(b, m->dropped);
 	sbuf__varint(b, m->n_ents);
 	for (i = 0; i < m->n_ents; i++) {
@@ -89,6 +141,282 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 		hist_put(b, e->runq_hist);
 		hist_put(b, e->slice_hist);
 	}
+}
+
+/* ---------------------------------------------------------------- v2 */
+
+#define V2_VERSION 2
+#define COMM_SLOTS 1024 /* the comm table: slot = hash(kind, id); a new key replaces */
+
+enum v2_rec_flag {
+	V2_R_RESET = 1u << 0, /* the encoder starts afresh: clear the state */
+};
+
+enum v2_ent_flag {			  /* above the kind (bits 0..1) */
+		   V2_E_COMM = 1u << 2,	  /* comm follows */
+		   V2_E_HIST = 1u << 3,	  /* the two histograms follow */
+		   V2_E_IOWAIT = 1u << 4, /* the iowait switch count follows (else 0) */
+		   V2_E_SLICES = 1u << 5, /* slices follows (else the sum of the switches) */
+};
+
+/* The values of an entry as written; V_WAITS is runq_n - (preempted +
+ * voluntary): a task is put on a CPU about once per switch out, so it is
+ * mostly 0 or 1 where runq_n is as large as the switch counts. */
+enum { V_ONCPU, V_RUNQ, V_PREEMPT, V_SLEEP, V_WAITS, V_MAX };
+
+struct comm_slot {
+	uint32_t key; /* kind << 30 | id, 0 = empty */
+	char comm[CPA_COMM_LEN];
+	uint64_t prev[V_MAX]; /* the values last written for key (durations as dur_code()) */
+};
+
+/* A duration to 8 significant bits: below 256 itself, else (e << 8) | m for
+ * m << e with m in [128, 255], rounded to nearest. */
+static uint64_t dur_code(uint64_t v)
+{
+	unsigned int e;
+	uint64_t m;
+
+	if (v < 256)
+		return v;
+	e = 63 - (unsigned int)__builtin_clzll(v) - 7;
+	m = (v + (1ull << (e - 1))) >> e;
+	if (m == 256) {
+		m = 128;
+		e++;
+	}
+	return ((uint64_t)e << 8) | m;
+}
+
+static uint64_t dur_value(uint64_t code)
+{
+	unsigned int e = (unsigned int)(code >> 8);
+
+	if (code < 256)
+		return code;
+	return e <= 64 - 8 ? (code & 255) << e : UINT64_MAX;
+}
+
+struct v2_state {
+	uint64_t time_ns;
+	struct comm_slot comm[COMM_SLOTS];
+};
+
+static uint32_t comm_key(const struct cpa_metrics_ent *e)
+{
+	return ((uint32_t)(e->kind & 3) << 30) | (e->id & 0x3fffffffu);
+}
+
+static struct comm_slot *comm_slot(struct v2_state *s, uint32_t key)
+{
+	return &s->comm[(key * 2654435761u) >> 22];
+}
+
+_Static_assert(COMM_SLOTS == 1u << 10, "comm_slot() takes the top 10 bits");
+
+/* The encoder's state belongs to one sbuf (a block's metrics section) and is
+ * good while nothing else wrote to it: a new section (len 0) or another
+ * writer's section (owner, len) start afresh, the latter with V2_R_RESET. */
+static _Thread_local struct {
+	const struct sbuf *owner;
+	size_t len;
+	struct v2_state st;
+} enc;
+
+static int ent_cmp(const void *x, const void *y)
+{
+	const struct cpa_metrics_ent *a = *(const struct cpa_metrics_ent *const *)x;
+	const struct cpa_metrics_ent *b = *(const struct cpa_metrics_ent *const *)y;
+	uint32_t ka = comm_key(a), kb = comm_key(b);
+
+	return ka < kb ? -1 : ka > kb;
+}
+
+static bool hist_any(const uint32_t *h)
+{
+	for (unsigned int i = 0; i < CPA_METRICS_HIST; i++)
+		if (h[i])
+			return true;
+	return false;
+}
+
+void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
+			   const struct cpa_metrics_ent *ents)
+{
+	const struct cpa_metrics_ent *order[CPA_METRICS_PER_REC];
+	struct comm_slot *slots[CPA_METRICS_PER_REC];
+	uint32_t fls[CPA_METRICS_PER_REC];
+	unsigned int i, j, n = MIN(m->n_ents, CPA_METRICS_PER_REC), rflags = 0;
+	uint32_t prev_key = 0;
+
+	if (b->len == 0 || enc.owner != b || enc.len != b->len) {
+		memset(&enc.st, 0, sizeof(enc.st));
+		rflags = b->len ? V2_R_RESET : 0;
+		enc.owner = b;
+	}
+	sbuf__varint(b, 0);
+	sbuf__varint(b, V2_VERSION);
+	sbuf__varint(b, rflags);
+	sbuf__varint(b, zigzag((int64_t)(m->time_ns - enc.st.time_ns)));
+	enc.st.time_ns = m->time_ns;
+	sbuf__varint(b, m->interval_ms);
+	sbuf__varint(b, m->flags);
+	if (m->flags & CPA_MF_SYSTEM) {
+		sys_put(b, m);
+		sbuf__varint(b, m->dropped);
+	}
+	if (m->flags & CPA_MF_HW)
+		hw_put(b, m);
+	for (i = 0; i < n; i++)
+		order[i] = &ents[i];
+	qsort(order, n, sizeof(order[0]), ent_cmp);
+	sbuf__varint(b, n);
+	for (i = 0; i < n; i++) {
+		const struct cpa_metrics_ent *e = order[i];
+		uint32_t key = comm_key(e), fl = e->kind & 3;
+		struct comm_slot *cs = comm_slot(&enc.st, key);
+		size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
+		uint64_t sw = 0;
+
+		for (j = 0; j < CPA_MR_MAX; j++)
+			sw += e->switches[j];
+		if (cs->key != key || strncmp(cs->comm, e->comm, CPA_COMM_LEN - 1)) {
+			if (cl || cs->key == key)
+				fl |= V2_E_COMM;
+			if (cs->key != key)
+				memset(cs->prev, 0, sizeof(cs->prev));
+			cs->key = key;
+			memset(cs->comm, 0, sizeof(cs->comm));
+			memcpy(cs->comm, e->comm, cl);
+		}
+		if (hist_any(e->runq_hist) || hist_any(e->slice_hist))
+			fl |= V2_E_HIST;
+		if (e->switches[CPA_MR_IOWAIT])
+			fl |= V2_E_IOWAIT;
+		if (e->slices != sw)
+			fl |= V2_E_SLICES;
+		sbuf__varint(b, fl);
+		/* key order: the kind's first entry has the difference to the last
+		 * key, which crosses the kind bits; still small beside them */
+		sbuf__varint(b, zigzag((int64_t)key - (int64_t)prev_key));
+		prev_key = key;
+		if (fl & V2_E_COMM) {
+			sbuf__varint(b, cl);
+			sbuf__put(b, e->comm, cl);
+		}
+		fls[i] = fl;
+		slots[i] = cs;
+	}
+	/* Then the values: the keys above repeat from second to second, and
+	 * zstd finds them whole when no value is in between. */
+	for (i = 0; i < n; i++) {
+		const struct cpa_metrics_ent *e = order[i];
+		struct comm_slot *cs = slots[i];
+		uint32_t fl = fls[i];
+		uint64_t v[V_MAX] = {dur_code(e->oncpu_ns), dur_code(e->runq_ns),
+				     e->switches[CPA_MR_PREEMPT], e->switches[CPA_MR_SLEEP],
+				     e->runq_n - e->switches[CPA_MR_PREEMPT] -
+					     e->switches[CPA_MR_SLEEP]};
+
+		for (j = 0; j < V_MAX; j++) {
+			sbuf__varint(b, zigzag((int64_t)(v[j] - cs->prev[j])));
+			cs->prev[j] = v[j];
+		}
+		if (fl & V2_E_IOWAIT)
+			sbuf__varint(b, e->switches[CPA_MR_IOWAIT]);
+		if (fl & V2_E_SLICES)
+			sbuf__varint(b, e->slices);
+		if (fl & V2_E_HIST) {
+			hist_put(b, e->runq_hist);
+			hist_put(b, e->slice_hist);
+		}
+	}
+	enc.len = b->len;
+}
+
+/* One v2 record after its leading 0 into m and ents; false: malformed. */
+static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m,
+		      struct cpa_metrics_ent *ents)
+{
+	struct comm_slot *slots[CPA_METRICS_PER_REC];
+	uint64_t v, rflags, fls[CPA_METRICS_PER_REC];
+	uint32_t prev_key = 0;
+	unsigned int i;
+
+	if (rbuf__varint(r) != V2_VERSION)
+		return false;
+	rflags = rbuf__varint(r);
+	if (rflags & V2_R_RESET)
+		memset(st, 0, sizeof(*st));
+	st->time_ns += (uint64_t)unzigzag(rbuf__varint(r));
+	m->time_ns = st->time_ns;
+	m->interval_ms = (uint32_t)rbuf__varint(r);
+	m->flags = (uint16_t)rbuf__varint(r);
+	if (m->flags & CPA_MF_SYSTEM) {
+		sys_get(r, m);
+		m->dropped = (uint32_t)rbuf__varint(r);
+	}
+	if (m->flags & CPA_MF_HW)
+		hw_get(r, m);
+	v = rbuf__varint(r);
+	if (r->bad || v > CPA_METRICS_PER_REC)
+		return false;
+	m->n_ents = (uint16_t)v;
+	for (i = 0; i < m->n_ents; i++) {
+		struct cpa_metrics_ent *e = &ents[i];
+		uint64_t fl = rbuf__varint(r), cl;
+		uint32_t key = (uint32_t)((int64_t)prev_key + unzigzag(rbuf__varint(r)));
+		struct comm_slot *cs = comm_slot(st, key);
+
+		prev_key = key;
+		fls[i] = fl;
+		slots[i] = cs;
+		e->kind = (uint16_t)(fl & 3);
+		e->id = key & 0x3fffffffu;
+		if (fl & V2_E_COMM) {
+			const uint8_t *c;
+
+			cl = rbuf__varint(r);
+			if (cl >= CPA_COMM_LEN)
+				return false;
+			c = rbuf__bytes(r, cl);
+			if (!c)
+				return false;
+			if (cs->key != key)
+				memset(cs->prev, 0, sizeof(cs->prev));
+			cs->key = key;
+			memset(cs->comm, 0, sizeof(cs->comm));
+			memcpy(cs->comm, c, cl);
+		} else if (cs->key != key) {
+			/* never written for this key: no comm (a CPU) */
+			cs->key = key;
+			memset(cs->comm, 0, sizeof(cs->comm));
+			memset(cs->prev, 0, sizeof(cs->prev));
+		}
+		memcpy(e->comm, cs->comm, CPA_COMM_LEN);
+	}
+	for (i = 0; i < m->n_ents; i++) {
+		struct cpa_metrics_ent *e = &ents[i];
+		struct comm_slot *cs = slots[i];
+		uint64_t fl = fls[i];
+
+		for (unsigned int j = 0; j < V_MAX; j++)
+			cs->prev[j] += (uint64_t)unzigzag(rbuf__varint(r));
+		e->oncpu_ns = dur_value(cs->prev[V_ONCPU]);
+		e->runq_ns = dur_value(cs->prev[V_RUNQ]);
+		e->switches[CPA_MR_PREEMPT] = cs->prev[V_PREEMPT];
+		e->switches[CPA_MR_SLEEP] = cs->prev[V_SLEEP];
+		e->runq_n = cs->prev[V_WAITS] + cs->prev[V_PREEMPT] + cs->prev[V_SLEEP];
+		if (fl & V2_E_IOWAIT)
+			e->switches[CPA_MR_IOWAIT] = rbuf__varint(r);
+		e->slices = fl & V2_E_SLICES
+				    ? rbuf__varint(r)
+				    : e->switches[CPA_MR_PREEMPT] + e->switches[CPA_MR_SLEEP] +
+					      e->switches[CPA_MR_IOWAIT];
+		if ((fl & V2_E_HIST) && (!hist_get(r, e->runq_hist) || !hist_get(r, e->slice_hist)))
+			return false;
+	}
+	return !r->bad;
 }
 
 static void str_put(struct sbuf *b, const char *s, size_t max)
@@ -187,6 +515,7 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 {
 	struct rbuf r = {.p = p, .len = len};
 	_cleanup_free_ struct cpa_metrics_ent *ents = NULL;
+	_cleanup_free_ struct v2_state *st = NULL;
 	uint64_t nrec = rbuf__varint(&r), i, j, k;
 	int ret;
 
@@ -200,23 +529,18 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 		uint64_t v;
 
 		m.time_ns = rbuf__varint(&r);
+		if (!m.time_ns && !r.bad) { /* v2 */
+			if (!st && !(st = calloc(1, sizeof(*st))))
+				return -ENOMEM;
+			memset(ents, 0, sizeof(*ents) * CPA_METRICS_PER_REC);
+			if (!decode_v2(&r, st, &m, ents))
+				return -EBADMSG;
+			goto got;
+		}
 		m.interval_ms = (uint32_t)rbuf__varint(&r);
 		m.flags = (uint16_t)rbuf__varint(&r);
-		for (j = 0; j < 3; j++)
-			m.load_milli[j] = (uint32_t)rbuf__varint(&r);
-		m.nr_cpus = (uint32_t)rbuf__varint(&r);
-		m.cpu_busy_ticks = rbuf__varint(&r);
-		m.cpu_iowait_ticks = rbuf__varint(&r);
-		m.cpu_idle_ticks = rbuf__varint(&r);
-		for (j = 0; j < CPA_PSI_MAX; j++) {
-			v = rbuf__varint(&r);
-			m.psi_some_us[j] = v ? (uint32_t)(v - 1) : CPA_METRICS_PSI_NONE;
-			v = rbuf__varint(&r);
-			m.psi_full_us[j] = v ? (uint32_t)(v - 1) : CPA_METRICS_PSI_NONE;
-		}
-		m.hw_cycles = rbuf__varint(&r);
-		m.hw_instructions = rbuf__varint(&r);
-		m.hw_cache_misses = rbuf__varint(&r);
+		sys_get(&r, &m);
+		hw_get(&r, &m);
 		m.dropped = (uint32_t)rbuf__varint(&r);
 		v = rbuf__varint(&r);
 		if (r.bad || v > CPA_METRICS_PER_REC)
@@ -248,6 +572,7 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 		}
 		if (r.bad)
 			return -EBADMSG;
+got:
 		if (m.time_ns < t0_ns || m.time_ns >= t1_ns || !fn)
 			continue;
 		ret = fn(ctx, &m, ents);

@@ -13,9 +13,14 @@
 #include "store.h"
 #include "store_fmt.h"
 
-/* Append one CPA_REC_METRICS record (header + its entries) to b. */
+/* Append one CPA_REC_METRICS record (header + its entries) to b, in the
+ * compact encoding (v2), which refers to the records before it in b. */
 void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 			   const struct cpa_metrics_ent *ents);
+/* The same in the first encoding (v1), which stores before v2 hold: for the
+ * tests and benches that check the reader takes both. */
+void store_metrics__encode_v1(struct sbuf *b, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents);
 /* Append one CPA_REC_EVENT record to b. */
 void store_metrics__encode_event(struct sbuf *b, const struct cpa_policy_event *ev);
 /* Where the metrics section starts in a decoded data section (after the rows). */

@@ -155,6 +155,27 @@ START_TEST(test_bool_stray_one)
 }
 END_TEST
 
+/* --sched_metrics: on by default (the task counters), =full the per-switch
+ * programs, =0 off; the last one given wins (docs/metrics.md). */
+START_TEST(test_sched_metrics_values)
+{
+	ck_assert_int_eq(PARSE(MON, "-F", "49"), 0);
+	ck_assert(O.mon.sched_metrics && !O.mon.sched_full);
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=full"), 0);
+	ck_assert(O.mon.sched_metrics && O.mon.sched_full);
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=full", "--sched_metrics"), 0);
+	ck_assert(O.mon.sched_metrics && !O.mon.sched_full);
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=full", "--sched_metrics=cheap"), 0);
+	ck_assert(O.mon.sched_metrics && !O.mon.sched_full);
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=full", "--sched_metrics", "0"), 0);
+	ck_assert(!O.mon.sched_metrics && !O.mon.sched_full);
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=FULL", "--sched_metrics=null"), 0);
+	ck_assert(O.mon.sched_metrics && !O.mon.sched_full);
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=exact"), -EINVAL);
+	ASSERT_LOG("--sched_metrics: invalid value 'exact' (1 or cheap, full, 0)");
+}
+END_TEST
+
 START_TEST(test_bad_values_named)
 {
 	static const struct {
@@ -781,9 +802,10 @@ static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
 	TCase *tc = TEST_TCASE(s, "parser", test_defaults, test_value_forms, test_bool_stray_one,
-			       test_bad_values_named, test_stack_size, test_cpulist,
-			       test_built_flags_accepted, test_config_file, test_config_hostile,
-			       test_btf_path, test_time_of_day, test_null_is_default);
+			       test_sched_metrics_values, test_bad_values_named, test_stack_size,
+			       test_cpulist, test_built_flags_accepted, test_config_file,
+			       test_config_hostile, test_btf_path, test_time_of_day,
+			       test_null_is_default);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	TEST_TCASE(s, "binary", test_bin_version_usage, test_bin_errors, test_bin_input_files,

@@ -8,8 +8,11 @@
  * ("uncontended"), then with two CPU-bound processes pinned to the same CPU
  * ("contended"). The hogs run at a higher priority than the waker, so with
  * them it mostly waits on the run queue until one of them ends its slice,
- * alone it runs at once. The stored P99 of the contended waker must be well
- * above the uncontended one's, and the hogs' switches must be preemptions.
+ * alone it runs at once. With --sched_metrics=full (the per-switch programs)
+ * the stored P99 of the contended waker must be well above the uncontended
+ * one's, and the hogs' switches must be preemptions. With the default (the
+ * task counters, read once a second) the same holds of the mean run-queue
+ * delay and the switch split, and `cpa ctl cost` shows no per-switch program.
  */
 #include <check.h>
 #include <errno.h>
@@ -120,7 +123,8 @@ struct row {
 	unsigned long long waits, slices;
 };
 
-/* The summary line of the process whose label starts with "comm:". */
+/* The summary line of the process whose label starts with "comm:"; with the
+ * task counters (the default) the histogram columns and IOWAIT are "-". */
 static struct row find_row(const char *out, const char *comm)
 {
 	struct row r = {0};
@@ -135,24 +139,29 @@ static struct row find_row(const char *out, const char *comm)
 	r.found = p && sscanf(p, "%lf %llu %lf %lf %lf %llu %lf %lf%% %lf%% %lf%%", &r.oncpu_ms,
 			      &r.waits, &r.p50, &r.p99, &r.avg, &r.slices, &r.sl_p50, &r.preempt,
 			      &r.sleep, &r.iowait) == 10;
+	if (!r.found && p)
+		r.found = sscanf(p, "%lf %llu - - %lf %llu - %lf%% %lf%% -", &r.oncpu_ms, &r.waits,
+				 &r.avg, &r.slices, &r.preempt, &r.sleep) == 6;
 	return r;
 }
 
-START_TEST(test_metrics_runq)
+/* The runq workload under `cpa monitor [mode]`; the `cpa show --sched`
+ * output of its window, and in *cost that of `cpa ctl cost 2` taken while
+ * the contended waker ran. */
+static char *runq_run(const char *mode, char **cost)
 {
 	char cpa[PATH_MAX + 8], store[] = "/tmp/cpa-test-metrics-XXXXXX", a[16], b[16];
 	char log[PATH_MAX];
-	char *margv[] = {cpa,  "monitor",    "--store_dir", store, "-F",
-			 "19", "--duration", "11",	    NULL};
+	char *margv[] = {cpa,  "monitor",    "--store_dir", store,	  "-F",
+			 "19", "--duration", "11",	    (char *)mode, NULL};
 	char *sargv[] = {cpa, "show",	   "--read", store,	"--starttime",
 			 a,   "--endtime", b,	     "--sched", NULL};
-	struct row u, c, h;
+	char *cargv[] = {cpa, "ctl", "cost", "2", "--store_dir", store, NULL};
 	char *out;
 	pid_t mon, w, b1, b2;
 	time_t t0, t1;
 	int cpu = test_cpu(), rc;
 
-	test_need_root_bpf(bin, sizeof(bin));
 	path_of(cpa, sizeof(cpa), "cpa");
 	ck_assert_ptr_nonnull(mkdtemp(store));
 	snprintf(log, sizeof(log), "%s/monitor.log", store);
@@ -164,6 +173,8 @@ START_TEST(test_metrics_runq)
 	b1 = child(BURN, cpu, true, 0);
 	b2 = child(BURN, cpu, true, 0);
 	w = child(WAKE_C, cpu, false, 3.0);
+	*cost = run(cargv, &rc);
+	ck_assert_msg(rc == 0, "cpa ctl cost: exit %d:\n%s", rc, *cost);
 	ck_assert_int_eq(wait_exit(w, NULL), 0);
 	kill(b1, SIGKILL);
 	kill(b2, SIGKILL);
@@ -176,10 +187,30 @@ START_TEST(test_metrics_runq)
 	tod(b, sizeof(b), t1);
 	out = run(sargv, &rc);
 	/* The table a user reads: in the log, the assertions below name its cells. */
-	fprintf(stderr, "%.1000s\n", out);
+	fprintf(stderr, "%s: %.1000s\n", mode, out);
 	for (const char *q = strstr(out, "\ncpam_"); q; q = strstr(q + 1, "\ncpam_"))
 		fprintf(stderr, "%.140s\n", q + 1);
 	ck_assert_msg(rc == 0, "cpa show --sched: exit %d", rc);
+	{
+		char cmd[PATH_MAX + 16];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", store);
+		rc = system(cmd);
+		(void)rc;
+	}
+	return out;
+}
+
+START_TEST(test_metrics_runq)
+{
+	struct row u, c, h;
+	char *out, *cost;
+
+	test_need_root_bpf(bin, sizeof(bin));
+	out = runq_run("--sched_metrics=full", &cost);
+	/* the exact way runs a program on every context switch of the host */
+	ck_assert_msg(strstr(cost, "\ncpa_sched_switch "), "no cpa_sched_switch in:\n%s", cost);
+	free(cost);
 	u = find_row(out, WAKE_U);
 	c = find_row(out, WAKE_C);
 	h = find_row(out, BURN);
@@ -199,13 +230,96 @@ START_TEST(test_metrics_runq)
 	/* The waker sleeps of its own accord */
 	ck_assert_msg(c.sleep > 50.0, "waker: %.1f%% voluntary", c.sleep);
 	free(out);
-	{
-		char cmd[PATH_MAX + 16];
+}
+END_TEST
 
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", store);
-		rc = system(cmd);
-		(void)rc;
+/* The default: no program per switch or wakeup, and still per process the
+ * run-queue delay, the waits and the switches, from the task counters. */
+START_TEST(test_metrics_counters)
+{
+	struct row u, c, h;
+	char *out, *cost;
+
+	test_need_root_bpf(bin, sizeof(bin));
+	out = runq_run("--sched_metrics", &cost);
+	fprintf(stderr, "ctl cost:\n%s\n", cost);
+	ck_assert_msg(strstr(cost, "\nBPF program"), "no BPF table in:\n%s", cost);
+	ck_assert_msg(!strstr(cost, "cpa_sched_switch") && !strstr(cost, "cpa_sched_wakeup"),
+		      "a per-switch program ran:\n%s", cost);
+	free(cost);
+	ck_assert_msg(strstr(out, "Source: the kernel's task counters"), "no source line");
+	u = find_row(out, WAKE_U);
+	c = find_row(out, WAKE_C);
+	h = find_row(out, BURN);
+	ck_assert_msg(u.found && c.found && h.found, "a row is missing");
+	ck_assert_msg(u.waits > 300 && c.waits > 300, "waits %llu/%llu", u.waits, c.waits);
+	ck_assert_msg(u.slices > 300 && c.slices > 300, "switches %llu/%llu", u.slices, c.slices);
+	ck_assert_msg(c.avg > 3 * u.avg, "contended mean %.1f us vs uncontended %.1f us", c.avg,
+		      u.avg);
+	/* each hog shares the test CPU with the other and the waker for ~3 s */
+	ck_assert_msg(h.oncpu_ms > 300, "hogs: %.1f ms on CPU", h.oncpu_ms);
+	ck_assert_msg(h.preempt > 90.0, "hogs: %.1f%% of switches preempted", h.preempt);
+	ck_assert_msg(c.sleep > 50.0, "waker: %.1f%% voluntary", c.sleep);
+	free(out);
+}
+END_TEST
+
+/* Which way capture took, as its log line says, for `cpa monitor [extra]`. */
+static char *monitor_log(const char *extra, const char *policy_line)
+{
+	char cpa[PATH_MAX + 8], store[] = "/tmp/cpa-test-metrics-XXXXXX", pol[PATH_MAX];
+	char log[PATH_MAX], cmd[PATH_MAX + 16];
+	char *margv[] = {cpa, "monitor", "--store_dir", store, "--duration", "3", NULL, NULL, NULL};
+	char *out;
+	pid_t mon;
+	FILE *f;
+
+	path_of(cpa, sizeof(cpa), "cpa");
+	ck_assert_ptr_nonnull(mkdtemp(store));
+	if (policy_line) {
+		snprintf(pol, sizeof(pol), "%s/p.policy", store);
+		f = fopen(pol, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "%s\n", policy_line);
+		fclose(f);
+		margv[6] = "--policy";
+		margv[7] = pol;
+	} else if (extra) {
+		margv[6] = (char *)extra;
 	}
+	snprintf(log, sizeof(log), "%s/monitor.log", store);
+	mon = spawn_monitor(margv, log, 30);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	out = test_slurp(log, NULL);
+	ck_assert_ptr_nonnull(out);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", store);
+	if (system(cmd)) {
+	}
+	return out;
+}
+
+/* The default reads the task counters; =full or a policy on the run-queue P99
+ * (which needs the histograms) loads the per-switch programs; =0 neither. */
+START_TEST(test_metrics_modes)
+{
+	static const char cheap[] = "scheduler metrics: on-CPU time, run-queue delay",
+			  full[] = "scheduler metrics (full)";
+	char *l;
+
+	test_need_root_bpf(bin, sizeof(bin));
+	l = monitor_log(NULL, NULL);
+	ck_assert_msg(strstr(l, cheap) && !strstr(l, full), "default:\n%s", l);
+	free(l);
+	l = monitor_log("--sched_metrics=full", NULL);
+	ck_assert_msg(strstr(l, full) && !strstr(l, cheap), "full:\n%s", l);
+	free(l);
+	l = monitor_log(NULL, "policy=slowrq item=runq_latency_p99_us threshold=5000 count=2 "
+			      "period=3 comm=cpam_none freq=99 duration=5");
+	ck_assert_msg(strstr(l, full), "runq policy:\n%s", l);
+	free(l);
+	l = monitor_log("--sched_metrics=0", NULL);
+	ck_assert_msg(!strstr(l, full) && !strstr(l, cheap), "off:\n%s", l);
+	free(l);
 }
 END_TEST
 
@@ -596,6 +710,8 @@ int main(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_metrics_runq);
+	tcase_add_test(tc, test_metrics_counters);
+	tcase_add_test(tc, test_metrics_modes);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("policy_file");
 	tcase_add_test(tc, test_policy_file_errors);

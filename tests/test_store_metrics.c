@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The store's metrics section (storer/store_metrics.c, docs/store-format.md
+ * "Metrics section"): records in the compact encoding (v2) come back as they
+ * went in (the two durations within 1/256 of theirs: v2 keeps 8 significant
+ * bits), records of stores written before it (v1) still read, alone or in
+ * one section with v2 ones, and an encoder that another section's records
+ * interrupted starts afresh instead of referring to the wrong records.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_metrics_pvt.h"
+#include "test_util.h"
+
+#define NREC 6
+
+struct got {
+	struct cpa_metrics m[NREC * 2];
+	struct cpa_metrics_ent e[NREC * 2][CPA_METRICS_PER_REC];
+	unsigned int n;
+};
+
+static int on_rec(void *ctx, const struct cpa_metrics *m, const struct cpa_metrics_ent *ents)
+{
+	struct got *g = ctx;
+
+	ck_assert_uint_lt(g->n, NREC * 2);
+	g->m[g->n] = *m;
+	memcpy(g->e[g->n], ents, sizeof(*ents) * m->n_ents);
+	g->n++;
+	return 0;
+}
+
+/* Second s: a system part in the first record, processes (some with a comm,
+ * some exact with histograms and iowait, some from the counters) and CPUs. */
+static void make(unsigned int s, struct cpa_metrics *m, struct cpa_metrics_ent *e)
+{
+	memset(m, 0, sizeof(*m));
+	m->time_ns = 1764000000000000000ull + s * 1000000000ull + s * 7;
+	m->interval_ms = 1000 + s;
+	m->flags = (s % 2 ? CPA_MF_SYSTEM | CPA_MF_HW : CPA_MF_COUNTERS) |
+		   (s == 4 ? CPA_MF_SYSTEM | CPA_MF_HW_NA : 0);
+	if (m->flags & CPA_MF_SYSTEM) {
+		m->load_milli[0] = 1234 + s;
+		m->load_milli[2] = 99;
+		m->nr_cpus = 2;
+		m->cpu_busy_ticks = 150;
+		m->cpu_idle_ticks = 50 + s;
+		m->psi_some_us[CPA_PSI_CPU] = 4000;
+		m->psi_full_us[CPA_PSI_CPU] = CPA_METRICS_PSI_NONE;
+		m->psi_some_us[CPA_PSI_IO] = 0;
+		m->psi_full_us[CPA_PSI_IO] = 7;
+		m->psi_some_us[CPA_PSI_MEM] = m->psi_full_us[CPA_PSI_MEM] = CPA_METRICS_PSI_NONE;
+		m->dropped = s;
+	}
+	if (m->flags & CPA_MF_HW) {
+		m->hw_cycles = 3000000000ull + s;
+		m->hw_instructions = 2000000000ull;
+		m->hw_cache_misses = 12345;
+	}
+	m->n_ents = (uint16_t)(3 + s % 4);
+	for (unsigned int i = 0; i < m->n_ents; i++) {
+		struct cpa_metrics_ent *x = &e[i];
+
+		memset(x, 0, sizeof(*x));
+		x->kind = i == 0 ? CPA_MK_CPU : CPA_MK_PROC;
+		x->id = i == 0 ? s % 2 : 4000000 - 1000 * i + s % 3; /* unordered */
+		if (x->kind == CPA_MK_PROC)
+			snprintf(x->comm, sizeof(x->comm), i == 2 && s == 3 ? "renamed" : "proc-%u",
+				 i);
+		x->oncpu_ns = 123456789ull * (i + 1) + s;
+		x->runq_ns = 98765ull * i;
+		x->runq_n = 17 + i;
+		x->switches[CPA_MR_PREEMPT] = 5 + s;
+		x->switches[CPA_MR_SLEEP] = 11 * i;
+		if (!(m->flags & CPA_MF_COUNTERS)) {
+			x->switches[CPA_MR_IOWAIT] = i % 2;
+			x->runq_hist[3] = 7;
+			x->runq_hist[CPA_METRICS_HIST - 1] = 1;
+			x->slice_hist[20 + i] = 9;
+		}
+		x->slices = x->switches[0] + x->switches[1] + x->switches[2] + (i == 1 && s == 5);
+	}
+}
+
+static bool close_to(uint64_t got, uint64_t want)
+{
+	uint64_t d = got > want ? got - want : want - got;
+
+	return d <= want / 256;
+}
+
+static void check_same(const struct got *g, unsigned int at, unsigned int s)
+{
+	struct cpa_metrics m;
+	struct cpa_metrics_ent e[CPA_METRICS_PER_REC];
+
+	make(s, &m, e);
+	ck_assert_uint_eq(g->m[at].time_ns, m.time_ns);
+	ck_assert_uint_eq(g->m[at].n_ents, m.n_ents);
+	m.seq = g->m[at].seq;
+	ck_assert_msg(!memcmp(&g->m[at], &m, sizeof(m)), "record %u: header differs", s);
+	/* v2 keeps the entries in id order: find each */
+	for (unsigned int i = 0; i < m.n_ents; i++) {
+		unsigned int j;
+
+		for (j = 0; j < m.n_ents; j++)
+			if (g->e[at][j].id == e[i].id && g->e[at][j].kind == e[i].kind)
+				break;
+		ck_assert_msg(j < m.n_ents, "record %u: entry %u missing", s, e[i].id);
+		ck_assert_msg(close_to(g->e[at][j].oncpu_ns, e[i].oncpu_ns) &&
+				      close_to(g->e[at][j].runq_ns, e[i].runq_ns),
+			      "record %u: entry %u: on CPU %llu for %llu, run queue %llu for %llu",
+			      s, e[i].id, (unsigned long long)g->e[at][j].oncpu_ns,
+			      (unsigned long long)e[i].oncpu_ns,
+			      (unsigned long long)g->e[at][j].runq_ns,
+			      (unsigned long long)e[i].runq_ns);
+		e[i].oncpu_ns = g->e[at][j].oncpu_ns;
+		e[i].runq_ns = g->e[at][j].runq_ns;
+		ck_assert_msg(!memcmp(&g->e[at][j], &e[i], sizeof(e[i])),
+			      "record %u: entry %u (%s/%s) differs", s, e[i].id, e[i].comm,
+			      g->e[at][j].comm);
+	}
+}
+
+/* The n records of recs as a section as store_block.c writes it (n, the
+ * records, then no events) in out, decoded into g: how many came back. */
+static unsigned int decode(struct sbuf *out, const struct sbuf *recs, unsigned int n, struct got *g)
+{
+	out->len = 0;
+	sbuf__varint(out, n);
+	sbuf__put(out, recs->p, recs->len);
+	sbuf__varint(out, 0);
+	memset(g, 0, sizeof(*g));
+	ck_assert_int_eq(store_metrics__decode(out->p, out->len, 0, UINT64_MAX, on_rec, NULL, g),
+			 0);
+	return g->n;
+}
+
+static size_t encode(struct sbuf *b, bool v1, unsigned int from, unsigned int to)
+{
+	size_t before = b->len;
+
+	for (unsigned int s = from; s < to; s++) {
+		struct cpa_metrics m;
+		struct cpa_metrics_ent e[CPA_METRICS_PER_REC];
+
+		make(s, &m, e);
+		if (v1)
+			store_metrics__encode_v1(b, &m, e);
+		else
+			store_metrics__encode(b, &m, e);
+	}
+	return b->len - before;
+}
+
+START_TEST(test_metrics_v2_roundtrip)
+{
+	struct sbuf recs = {0}, sec = {0}, v1 = {0};
+	static struct got g;
+	size_t n2, n1;
+
+	n2 = encode(&recs, false, 0, NREC);
+	n1 = encode(&v1, true, 0, NREC);
+	fprintf(stderr, "metrics section: v1 %zu bytes, v2 %zu bytes for %d records\n", n1, n2,
+		NREC);
+	ck_assert_uint_lt(n2, n1);
+	ck_assert_uint_eq(decode(&sec, &recs, NREC, &g), NREC);
+	for (unsigned int s = 0; s < NREC; s++)
+		check_same(&g, s, s);
+	sbuf__free(&recs);
+	sbuf__free(&sec);
+	sbuf__free(&v1);
+}
+END_TEST
+
+/* Stores written before v2: their records read as they did. */
+START_TEST(test_metrics_v1_still_read)
+{
+	struct sbuf recs = {0}, sec = {0};
+	static struct got g;
+
+	encode(&recs, true, 0, NREC);
+	encode(&recs, false, 0, NREC); /* and v2 after them in one section */
+	ck_assert_uint_eq(decode(&sec, &recs, 2 * NREC, &g), 2 * NREC);
+	for (unsigned int s = 0; s < NREC; s++) {
+		check_same(&g, s, s);
+		check_same(&g, NREC + s, s);
+	}
+	sbuf__free(&recs);
+	sbuf__free(&sec);
+}
+END_TEST
+
+/* Two sections written in turn (two writers): each decodes alone. */
+START_TEST(test_metrics_v2_interleaved)
+{
+	struct sbuf a = {0}, b = {0}, sec = {0};
+	static struct got g;
+
+	encode(&a, false, 0, 2);
+	encode(&b, false, 2, 4);
+	encode(&a, false, 4, 6);
+	encode(&b, false, 1, 2);
+	ck_assert_uint_eq(decode(&sec, &a, 4, &g), 4);
+	check_same(&g, 0, 0);
+	check_same(&g, 1, 1);
+	check_same(&g, 2, 4);
+	check_same(&g, 3, 5);
+	ck_assert_uint_eq(decode(&sec, &b, 3, &g), 3);
+	check_same(&g, 0, 2);
+	check_same(&g, 1, 3);
+	check_same(&g, 2, 1);
+	/* cut anywhere: malformed, never a crash */
+	for (size_t cut = 1; cut < sec.len; cut++)
+		store_metrics__decode(sec.p, cut, 0, UINT64_MAX, NULL, NULL, NULL);
+	sbuf__free(&a);
+	sbuf__free(&b);
+	sbuf__free(&sec);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("store_metrics");
+	TCase *tc = tcase_create("encoding");
+
+	tcase_add_test(tc, test_metrics_v2_roundtrip);
+	tcase_add_test(tc, test_metrics_v1_still_read);
+	tcase_add_test(tc, test_metrics_v2_interleaved);
+	suite_add_tcase(s, tc);
+	return test_run_suite(s);
+}
