@@ -1,25 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# bench/probe_budget.sh [--reps N] [--build DIR]: a malloc loop (cpa-wl-malloc)
+# bench/probe_budget.sh [REPS [BUILD_DIR]]: a malloc loop (cpa-wl-malloc)
 # side by side, whole machine, defaults otherwise: without cpa, under `cpa
 # monitor --pid WL --probe uprobe:LIBC:malloc` with the default --probe_budget
 # (measured 6 s after the attach: thinned, then detached) and with
 # --probe_budget 0 (no budget: the probe stays). Each round runs the three
 # once; the table shows the medians of malloc calls per second (wall) and per
-# second of the loop's own CPU, and each against no cpa. Root (BPF).
+# second of the loop's own CPU, and each against no cpa. REPS 3, BUILD_DIR
+# build/. Root (BPF).
 # docs/bench.md "Probe budget".
 set -euo pipefail
-reps=3
-build=$(dirname "$(realpath "$0")")/../build
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--reps) reps=$2; shift 2 ;;
-	--build) build=$2; shift 2 ;;
-	-h | --help) sed -n '4,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "probe_budget: unknown argument '$1'" >&2; exit 2 ;;
-	esac
-done
+case "${1:-}" in -h | --help) sed -n '4,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+reps=${1:-3}
+build=${2:-$(dirname "$(realpath "$0")")/../build}
 [ "$(id -u)" = 0 ] || { echo "probe_budget: needs root (BPF)" >&2; exit 77; }
 bin=$build/bin
 for f in cpa cpa-wl-malloc; do
