@@ -143,7 +143,7 @@ enum cpa_bpf_probe_stat {
 enum cpa_bpf_probe_state {
 	CPA_BPF_PROBE_ON = 0,	    /* attached, under budget */
 	CPA_BPF_PROBE_THINNED = 1,  /* attached, samples capped at thin_rate */
-	CPA_BPF_PROBE_DETACHED = 2, /* detached: its trap alone was over budget */
+	CPA_BPF_PROBE_DETACHED = 2, /* detached: over budget even thinned to 1/s */
 };
 
 struct cpa_bpf_probe_ctl {

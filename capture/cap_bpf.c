@@ -820,25 +820,29 @@ uint32_t cap_bpf__probe_budget(struct cap_bpf *b,
 			secs;
 		double rate = runs / secs, trap_ns = rate * (double)c->trap_ps / 1e3;
 		double trap_pct = trap_ns / 1e7, bpf_pct = run_ns / 1e7;
+		bool at_floor;
 
 		if (c->state == CPA_BPF_PROBE_DETACHED || !b->probe_links[i])
 			continue;
-		if (trap_pct > budget && ++b->over[i] >= 2) {
+		/* Over even at the floor: every hit traps, or thinned to 1/s its
+		 * runs alone (the skipped ones too) cost more than the budget. */
+		at_floor = trap_pct > budget || (c->thin_rate == 1 && trap_pct + bpf_pct > budget);
+		b->over[i] = at_floor ? b->over[i] + 1 : 0;
+		if (b->over[i] >= 2) {
 			bpf_link__destroy(b->probe_links[i]);
 			b->probe_links[i] = NULL;
 			b->budget_detached |= 1u << i;
 			b->det_rate[i] = adm > 0 ? (uint64_t)(adm + 0.5) : 0;
 			probe_ctl_set(b, i, CPA_BPF_PROBE_DETACHED, c->thin_rate);
 			detached |= 1u << i;
-			log_warn(
-				"probe %u '%s' detached: %.0f hits/s x %.2f us trap = %.2f %% of a "
-				"CPU (+ %.2f %% BPF), over --probe_budget %.2f %% even thinned; "
-				"its samples stop here ([lost: capture probe_detached])",
-				i, name, rate, (double)c->trap_ps / 1e6, trap_pct, bpf_pct, budget);
+			log_warn("probe %u '%s' detached: %.0f hits/s cost %.2f %% of a CPU (trap "
+				 "%.2f us x %.0f/s = %.2f %%, BPF %.2f %%) even thinned to %u "
+				 "samples/s, over --probe_budget %.2f %%; its samples stop here "
+				 "([lost: capture probe_detached])",
+				 i, name, rate, trap_pct + bpf_pct, (double)c->trap_ps / 1e6, rate,
+				 trap_pct, bpf_pct, c->thin_rate, budget);
 			continue;
 		}
-		if (trap_pct <= budget)
-			b->over[i] = 0;
 		if (trap_pct + bpf_pct > budget) {
 			uint32_t lim = c->thin_rate ? c->thin_rate : b->probe_rate;
 			uint32_t t = thin_to(adm, run_ns, (budget - trap_pct) * 1e7, lim);

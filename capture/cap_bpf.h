@@ -62,8 +62,9 @@ int cap_bpf__read_probe_stats(struct cap_bpf *b,
  * probe's trap cost (runs x the calibrated trap time) and BPF cost between
  * the totals prev and now, over window_ns. A probe over the budget is
  * thinned (a lower samples/s limit in BPF, its skipped hits still counted);
- * one whose trap alone is over it two windows in a row is detached. One log
- * line per decision. Returns the probes detached by this call (bit per id).
+ * one still over at its floor (its trap alone, or thinned to 1/s) two windows
+ * in a row is detached. One log line per decision. Returns the probes
+ * detached by this call (bit per id).
  */
 uint32_t cap_bpf__probe_budget(struct cap_bpf *b,
 			       const uint64_t now[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX],

@@ -147,8 +147,8 @@ static const struct opt_def opt_table[] = {
 	 "samples per second per probe, the rest counted as lost (default 100, 0 = no limit)",
 	 NULL},
 	{"probe_budget", 0, OPT_STR, MON, O(mon.probe_budget), 0, 0, "PCT",
-	 "% of one CPU a probe may cost (trap + BPF): thinned, then detached if its trap alone "
-	 "is over (default " CPA_PROBE_BUDGET_DEFAULT ", 0 = no budget)",
+	 "% of one CPU a probe may cost (trap + BPF): thinned, then detached if thinning "
+	 "cannot bring it under (default " CPA_PROBE_BUDGET_DEFAULT ", 0 = no budget)",
 	 check_probe_budget},
 	{"disable_sym", 'S', OPT_BOOL, MON, O(mon.disable_sym), 0, 0, NULL,
 	 "no symbolization: frames as 0x<offset> [<binary>]", NULL},

@@ -428,8 +428,8 @@ START_TEST(test_probe_budget)
 	}
 	p = strstr(log, "' detached: ");
 	ck_assert_msg(p, "no detach line in the monitor's log:\n%s", log);
-	ck_assert_msg(strstr(log, spec) && strstr(p, " hits/s x ") && strstr(p, "us trap = ") &&
-			      strstr(p, "% of a CPU") && strstr(p, "--probe_budget 0.50 %"),
+	ck_assert_msg(strstr(log, spec) && strstr(p, " hits/s cost ") && strstr(p, "% of a CPU") &&
+			      strstr(p, " us x ") && strstr(p, "--probe_budget 0.50 %"),
 		      "the detach line lacks the probe, its rate or its cost:\n%s", log);
 	ck_assert_msg(strstr(log, "thinned to "), "not thinned before the detach:\n%s", log);
 	after = wl_malloc_rate(count, wpid, 300);
