@@ -314,24 +314,42 @@ struct {
 
 const volatile __u64 probe_rate = 0; /* samples per second per probe; 0 = no limit */
 
-static __always_inline void probe_stat_inc(__u32 probe_id, __u32 what)
+/* The budget's lower limit per probe (struct cpa_bpf_probe_ctl), written by capture. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CPA_BPF_PROBE_MAX);
+	__type(key, __u32);
+	__type(value, struct cpa_bpf_probe_ctl);
+} probe_ctl SEC(".maps");
+
+static __always_inline void probe_stat_add(__u32 probe_id, __u32 what, __u64 n)
 {
 	__u32 k = probe_id * CPA_BPF_PSTAT_MAX + what;
 	__u64 *v = bpf_map_lookup_elem(&probe_stats, &k);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void probe_stat_inc(__u32 probe_id, __u32 what)
+{
+	probe_stat_add(probe_id, what, 1);
 }
 
 static __always_inline bool probe_admit(__u32 probe_id)
 {
+	struct cpa_bpf_probe_ctl *ctl;
 	struct probe_window *w;
-	__u64 sec;
+	__u64 sec, limit = probe_rate;
 
 	if (probe_id >= CPA_BPF_PROBE_MAX)
 		return false;
 	probe_stat_inc(probe_id, CPA_BPF_PSTAT_HITS);
-	if (!probe_rate)
+	/* The budget may lower the limit (thin), never raise it. */
+	ctl = bpf_map_lookup_elem(&probe_ctl, &probe_id);
+	if (ctl && ctl->thin_rate && (!limit || ctl->thin_rate < limit))
+		limit = ctl->thin_rate;
+	if (!limit)
 		return true;
 	w = bpf_map_lookup_elem(&probe_win, &probe_id);
 	if (!w)
@@ -341,7 +359,7 @@ static __always_inline bool probe_admit(__u32 probe_id)
 		w->sec = sec;
 		w->n = 0;
 	}
-	if (__sync_fetch_and_add(&w->n, 1) < probe_rate)
+	if (__sync_fetch_and_add(&w->n, 1) < limit)
 		return true;
 	probe_stat_inc(probe_id, CPA_BPF_PSTAT_SKIPPED);
 	return false;
@@ -664,21 +682,45 @@ int cpa_on_cpu(struct bpf_perf_event_data *ctx)
  * program type.
  */
 
+/*
+ * One probe run: record_sample() between two clock reads, the run and its
+ * ns counted per probe before any filter (every run is one trap of a
+ * uprobe, wanted or not). capture weighs them against --probe_budget.
+ */
+static __always_inline int probe_run(void *ctx, const struct cpa_bpf_regs *ir, bool in_user,
+				     __u32 probe_id)
+{
+	__u64 t0 = bpf_ktime_get_ns();
+	int r = record_sample(ctx, ir, in_user, CPA_BPF_KIND_PROBE, probe_id);
+
+	if (probe_id < CPA_BPF_PROBE_MAX) {
+		probe_stat_inc(probe_id, CPA_BPF_PSTAT_RUNS);
+		probe_stat_add(probe_id, CPA_BPF_PSTAT_RUN_NS, bpf_ktime_get_ns() - t0);
+	}
+	return r;
+}
+
 /* uprobe: and uretprobe: (usdt: too, through libbpf's usdt attach): the
  * context is the user registers at the hit. */
 SEC("uprobe")
 int cpa_probe_user(struct pt_regs *ctx)
 {
-	return record_sample(ctx, (const struct cpa_bpf_regs *)ctx, true, CPA_BPF_KIND_PROBE,
-			     (__u32)bpf_get_attach_cookie(ctx));
+	return probe_run(ctx, (const struct cpa_bpf_regs *)ctx, true,
+			 (__u32)bpf_get_attach_cookie(ctx));
+}
+
+/* The trap calibration's uprobe (capture/cap_bpf.c): nothing but the trap. */
+SEC("uprobe")
+int cpa_probe_calib(struct pt_regs *ctx)
+{
+	return 0;
 }
 
 /* usdt: libbpf's USDT attach uses the BPF cookie itself; ours is the USDT cookie. */
 SEC("usdt")
 int cpa_probe_usdt(struct pt_regs *ctx)
 {
-	return record_sample(ctx, (const struct cpa_bpf_regs *)ctx, true, CPA_BPF_KIND_PROBE,
-			     (__u32)bpf_usdt_cookie(ctx));
+	return probe_run(ctx, (const struct cpa_bpf_regs *)ctx, true, (__u32)bpf_usdt_cookie(ctx));
 }
 
 /* kprobe: and kretprobe: the context is kernel registers; user regs are the
@@ -686,8 +728,7 @@ int cpa_probe_usdt(struct pt_regs *ctx)
 SEC("kprobe")
 int cpa_probe_kernel(struct pt_regs *ctx)
 {
-	return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE,
-			     (__u32)bpf_get_attach_cookie(ctx));
+	return probe_run(ctx, NULL, false, (__u32)bpf_get_attach_cookie(ctx));
 }
 
 /*
@@ -696,16 +737,16 @@ int cpa_probe_kernel(struct pt_regs *ctx)
  * probe id has its own pair; capture sets the target of the ones in use and
  * loads only those. The id is the slot, no cookie needed.
  */
-#define CPA_FENTRY_SLOT(i)                                                     \
-	SEC("fentry")                                                          \
-	int cpa_fentry##i(unsigned long long *ctx)                             \
-	{                                                                      \
-		return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE, i); \
-	}                                                                      \
-	SEC("fexit")                                                           \
-	int cpa_fexit##i(unsigned long long *ctx)                              \
-	{                                                                      \
-		return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE, i); \
+#define CPA_FENTRY_SLOT(i)                             \
+	SEC("fentry")                                  \
+	int cpa_fentry##i(unsigned long long *ctx)     \
+	{                                              \
+		return probe_run(ctx, NULL, false, i); \
+	}                                              \
+	SEC("fexit")                                   \
+	int cpa_fexit##i(unsigned long long *ctx)      \
+	{                                              \
+		return probe_run(ctx, NULL, false, i); \
 	}
 
 CPA_FENTRY_SLOT(0)
@@ -722,8 +763,7 @@ _Static_assert(CPA_BPF_PROBE_MAX == 8, "one fentry/fexit pair per probe id");
 SEC("tracepoint")
 int cpa_probe_tp(void *ctx)
 {
-	return record_sample(ctx, NULL, false, CPA_BPF_KIND_PROBE,
-			     (__u32)bpf_get_attach_cookie(ctx));
+	return probe_run(ctx, NULL, false, (__u32)bpf_get_attach_cookie(ctx));
 }
 
 static __always_inline int emit_task(struct task_struct *p, __u32 kind)

@@ -128,9 +128,28 @@ enum cpa_bpf_kind {
  */
 enum cpa_bpf_probe_stat {
 	CPA_BPF_PSTAT_HITS,    /* hits that passed the filters */
-	CPA_BPF_PSTAT_SKIPPED, /* hits over the probe's rate limit: no sample */
+	CPA_BPF_PSTAT_SKIPPED, /* hits over the probe's rate limit (or the budget's): no sample */
 	CPA_BPF_PSTAT_RB_LOST, /* admitted, but the ring buffer was full (not in STAT_RB_LOST) */
+	CPA_BPF_PSTAT_RUNS,    /* runs of the probe's program, filtered or not: one trap each */
+	CPA_BPF_PSTAT_RUN_NS,  /* ns those runs took (bpf_ktime_get_ns() around the program) */
 	CPA_BPF_PSTAT_MAX,
+};
+
+/*
+ * Map "probe_ctl" (ARRAY, CPA_BPF_PROBE_MAX entries): the probe budget
+ * (--probe_budget, docs/capture.md "Probe budget"), written by capture, read
+ * by the probe programs (thin_rate) and by `cpa ctl cost` (the rest).
+ */
+enum cpa_bpf_probe_state {
+	CPA_BPF_PROBE_ON = 0,	    /* attached, under budget */
+	CPA_BPF_PROBE_THINNED = 1,  /* attached, samples capped at thin_rate */
+	CPA_BPF_PROBE_DETACHED = 2, /* detached: over budget even thinned to 1/s */
+};
+
+struct cpa_bpf_probe_ctl {
+	__u64 trap_ps;	 /* measured trap time per run, picoseconds (0: no trap, kernel probes) */
+	__u32 thin_rate; /* samples per second the budget allows; 0 = not thinned */
+	__u32 state;	 /* enum cpa_bpf_probe_state */
 };
 
 /*

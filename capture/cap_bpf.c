@@ -2,6 +2,7 @@
 #include "cap_bpf.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/probespec.h"
+#include "common/timeutil.h"
 #include "profile.skel.h"
 
 struct cap_bpf {
@@ -31,6 +33,12 @@ struct cap_bpf {
 	const struct probe_spec *probes;
 	unsigned int nr_probes;
 	int uprobe_pid; /* --pid's process, else -1: every process */
+	uint32_t probe_rate, budget_ppm;
+	const char *probe_texts[CPA_BPF_PROBE_MAX];
+	uint32_t budget_detached; /* probes the budget detached: never attached again */
+	struct cpa_bpf_probe_ctl pctl[CPA_BPF_PROBE_MAX]; /* as last written to probe_ctl */
+	unsigned int over[CPA_BPF_PROBE_MAX];		  /* windows in a row the trap was over */
+	uint64_t det_rate[CPA_BPF_PROBE_MAX];		  /* samples/s before the detach */
 	cap_bpf_record_fn fn;
 	void *ctx;
 	int nr_possible;
@@ -255,6 +263,9 @@ static void probes_autoload(struct cap_bpf *b)
 		}
 	}
 	bpf_program__set_autoload(b->skel->progs.cpa_probe_user, user);
+	/* The trap calibration, where some probe traps in user space. */
+	bpf_program__set_autoload(b->skel->progs.cpa_probe_calib, user || usdt);
+	bpf_program__set_autoattach(b->skel->progs.cpa_probe_calib, false);
 	bpf_program__set_autoload(b->skel->progs.cpa_probe_usdt, usdt);
 	bpf_program__set_autoload(b->skel->progs.cpa_probe_kernel, kern);
 	bpf_program__set_autoload(b->skel->progs.cpa_probe_tp, tp);
@@ -305,6 +316,9 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 	b->skel->rodata->with_idle = o->with_idle;
 	b->skel->rodata->wakeup_bytes = MIN(o->wakeup_bytes, o->ringbuf_size / 2);
 	b->skel->rodata->probe_rate = o->probe_rate;
+	b->probe_rate = o->probe_rate;
+	b->budget_ppm = o->probe_budget_ppm;
+	memcpy(b->probe_texts, o->probe_texts, sizeof(b->probe_texts));
 	b->skel->rodata->policy_rate_probes = o->policy_rate_probes;
 	b->skel->rodata->policy_attach_probes = o->policy_attach_probes;
 	b->held_probes = o->policy_attach_probes;
@@ -486,8 +500,185 @@ static struct bpf_link *probe_attach(struct cap_bpf *b, unsigned int i)
 	return NULL;
 }
 
+/* ---- the trap calibration (docs/capture.md "Probe budget") ---- */
+
+#define CAP_CALIB_CALLS	 500 /* calls per timed round */
+#define CAP_CALIB_ROUNDS 7   /* rounds: the fastest one counts */
+
+/*
+ * What a uprobe hit costs depends on the probed instruction: the kernel
+ * emulates a push or a nop (one trap), and steps any other instruction out
+ * of line (a second trap). Function entries start with endbr64 (CET
+ * builds), a push (frame pointer, saved registers), or anything else; USDT
+ * notes sit on a nop. One calibration target per class, each doing nothing.
+ */
+enum calib_class { CALIB_PUSH, CALIB_ENDBR, CALIB_NOP, CALIB_STEP, CALIB_MAX };
+
+static const char *const calib_names[CALIB_MAX] = {"push", "endbr64", "nop", "other"};
+
+int cap_trap_push(int x), cap_trap_endbr(int x), cap_trap_nop(int x), cap_trap_step(int x);
+__asm__(".text\n"
+	".p2align 4\n.hidden cap_trap_push\n.globl cap_trap_push\n"
+	".type cap_trap_push,@function\ncap_trap_push:\n"
+	"\tpush %rbp\n\tlea 1(%rdi), %eax\n\tpop %rbp\n\tret\n.size cap_trap_push, .-cap_trap_push\n"
+	".p2align 4\n.hidden cap_trap_endbr\n.globl cap_trap_endbr\n"
+	".type cap_trap_endbr,@function\ncap_trap_endbr:\n"
+	"\tendbr64\n\tlea 1(%rdi), %eax\n\tret\n.size cap_trap_endbr, .-cap_trap_endbr\n"
+	".p2align 4\n.hidden cap_trap_nop\n.globl cap_trap_nop\n"
+	".type cap_trap_nop,@function\ncap_trap_nop:\n"
+	"\tnop\n\tlea 1(%rdi), %eax\n\tret\n.size cap_trap_nop, .-cap_trap_nop\n"
+	".p2align 4\n.hidden cap_trap_step\n.globl cap_trap_step\n"
+	".type cap_trap_step,@function\ncap_trap_step:\n"
+	"\tlea 1(%rdi), %eax\n\tret\n.size cap_trap_step, .-cap_trap_step\n");
+
+static int (*const calib_fns[CALIB_MAX])(int) = {cap_trap_push, cap_trap_endbr, cap_trap_nop,
+						 cap_trap_step};
+
+/* The class of the instruction at a probe's file offset. */
+static enum calib_class calib_class_of(const struct probe_spec *p)
+{
+	static const uint8_t endbr[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+	uint8_t c[4] = {0};
+	int fd;
+
+	if (p->type == PROBE_USDT)
+		return CALIB_NOP;
+	fd = open(p->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return CALIB_STEP;
+	if (pread(fd, c, sizeof(c), (off_t)p->file_off) != (ssize_t)sizeof(c))
+		c[0] = 0;
+	close(fd);
+	if (!memcmp(c, endbr, sizeof(endbr)))
+		return CALIB_ENDBR;
+	if ((c[0] >= 0x50 && c[0] <= 0x57) || (c[0] == 0x41 && c[1] >= 0x50 && c[1] <= 0x57))
+		return CALIB_PUSH;
+	if (c[0] == 0x90 || (c[0] == 0x0f && c[1] == 0x1f) ||
+	    (c[0] == 0x66 && (c[1] == 0x90 || (c[1] == 0x0f && c[2] == 0x1f))))
+		return CALIB_NOP;
+	return CALIB_STEP;
+}
+
+/* ns of the fastest of CAP_CALIB_ROUNDS rounds of CAP_CALIB_CALLS calls:
+ * the round least disturbed by other work on the machine. */
+static uint64_t calib_round_ns(int (*f)(int))
+{
+	int (*volatile fn)(int) = f;
+	uint64_t best = UINT64_MAX;
+	int x = 0;
+
+	for (unsigned int r = 0; r < CAP_CALIB_ROUNDS; r++) {
+		uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t;
+
+		for (unsigned int i = 0; i < CAP_CALIB_CALLS; i++)
+			x = fn(x);
+		t = clock_ns(CLOCK_MONOTONIC) - t0;
+		best = MIN(best, t);
+	}
+	__asm__ volatile("" : : "r"(x));
+	return best;
+}
+
+/* The file and file offset of our own code at addr (/proc/self/maps). */
+static int self_file_off(const void *addr, char *path, size_t len, uint64_t *ret)
+{
+	uintptr_t a = (uintptr_t)addr;
+	char line[1024];
+	int r = -ENOENT;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return -errno;
+	while (r < 0 && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off;
+		int n = 0;
+
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s%n", &lo, &hi, &off, &n) != 3 || a < lo ||
+		    a >= hi)
+			continue;
+		while (line[n] == ' ')
+			n++;
+		line[strcspn(line, "\n")] = 0;
+		if (line[n] != '/')
+			break;
+		snprintf(path, len, "%s", line + n);
+		*ret = a - lo + off;
+		r = 0;
+	}
+	fclose(f);
+	return r;
+}
+
+/*
+ * The time one hit of a user probe costs the probed thread beyond the BPF
+ * program: breakpoint, kernel entry, uprobe dispatch, emulation or
+ * out-of-line step of the probed instruction, return (and for a uretprobe
+ * the return trampoline's trap). Measured on this host by timing our own
+ * target of that instruction class without and with a uprobe (an empty BPF
+ * program) on it; picoseconds per call, 0 if it could not be measured.
+ */
+static uint64_t calib_trap_ps(struct cap_bpf *b, enum calib_class cls, bool ret_probe)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = ret_probe);
+	struct bpf_link *link;
+	uint64_t off = 0, bare, hit;
+	char path[512];
+	int r;
+
+	r = self_file_off((const void *)calib_fns[cls], path, sizeof(path), &off);
+	if (r < 0) {
+		log_warn_errno(r, "probe trap calibration: own code not found in /proc/self/maps: "
+				  "%m; trap cost not counted");
+		return 0;
+	}
+	bare = calib_round_ns(calib_fns[cls]);
+	link = bpf_program__attach_uprobe_opts(b->skel->progs.cpa_probe_calib, getpid(), path,
+					       (size_t)off, &uo);
+	if (!link) {
+		log_warn_errno(-errno,
+			       "probe trap calibration: uprobe on %s: %m; trap cost not "
+			       "counted",
+			       path);
+		return 0;
+	}
+	hit = calib_round_ns(calib_fns[cls]);
+	bpf_link__destroy(link);
+	return hit > bare ? (hit - bare) * 1000 / CAP_CALIB_CALLS : 0;
+}
+
+/* Each probe's trap time into probe_ctl (calibrated once per class in use). */
+static void probes_calibrate(struct cap_bpf *b)
+{
+	int fd = bpf_map__fd(b->skel->maps.probe_ctl);
+	uint64_t ps[CALIB_MAX][2];
+
+	memset(ps, 0xff, sizeof(ps));
+	for (unsigned int i = 0; i < b->nr_probes; i++) {
+		enum probe_type t = b->probes[i].type;
+
+		b->pctl[i] = (struct cpa_bpf_probe_ctl){0};
+		if (t == PROBE_UPROBE || t == PROBE_URETPROBE || t == PROBE_USDT) {
+			enum calib_class cls = calib_class_of(&b->probes[i]);
+			bool ret = t == PROBE_URETPROBE;
+			uint64_t *v = &ps[cls][ret];
+
+			if (*v == UINT64_MAX) {
+				*v = calib_trap_ps(b, cls, ret);
+				log_info("probe trap time (%s on a %s, own code, fastest of %u x "
+					 "%u calls): %.2f us per hit",
+					 ret ? "uretprobe" : "uprobe", calib_names[cls],
+					 CAP_CALIB_ROUNDS, CAP_CALIB_CALLS, (double)*v / 1e6);
+			}
+			b->pctl[i].trap_ps = *v;
+		}
+		if (bpf_map_update_elem(fd, &i, &b->pctl[i], BPF_ANY) < 0)
+			log_warn_errno(-errno, "probe %u: write probe_ctl: %m", i);
+	}
+}
+
 int cap_bpf__attach_probes(struct cap_bpf *b)
 {
+	probes_calibrate(b);
 	for (unsigned int i = 0; i < b->nr_probes; i++) {
 		if (b->held_probes & (1u << i))
 			continue;
@@ -512,7 +703,7 @@ int cap_bpf__policy_probe(struct cap_bpf *b, unsigned int id, bool on)
 		b->probe_links[id] = NULL;
 		return 0;
 	}
-	if (b->probe_links[id])
+	if (b->probe_links[id] || (b->budget_detached & (1u << id)))
 		return 0;
 	b->probe_links[id] = probe_attach(b, id);
 	return b->probe_links[id] ? 0 : -errno;
@@ -581,6 +772,118 @@ int cap_bpf__read_probe_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_PROBE_MAX]
 {
 	return cap_bpf__percpu_sum(bpf_map__fd(b->skel->maps.probe_stats), b->nr_possible,
 				   CPA_BPF_PROBE_MAX * CPA_BPF_PSTAT_MAX, &ret[0][0]);
+}
+
+/* ---- the probe budget ---- */
+
+static void probe_ctl_set(struct cap_bpf *b, unsigned int i, uint32_t state, uint32_t thin)
+{
+	int fd = bpf_map__fd(b->skel->maps.probe_ctl);
+
+	b->pctl[i].state = state;
+	b->pctl[i].thin_rate = thin;
+	if (bpf_map_update_elem(fd, &i, &b->pctl[i], BPF_ANY) < 0)
+		log_warn_errno(-errno, "probe %u: write probe_ctl: %m", i);
+}
+
+/* The samples/s that keep a probe's BPF cost within room ns per second, its
+ * admitted samples having cost run_ns per second at adm per second. */
+static uint32_t thin_to(double adm, double run_ns, double room, uint32_t cur)
+{
+	double want = run_ns > 0 && room > 0 ? adm * room / run_ns * 0.8 : 1;
+
+	if (cur && want > cur / 2.0)
+		want = cur / 2.0; /* still over: at least halve */
+	return want < 1 ? 1 : want > 1e6 ? 1000000 : (uint32_t)want;
+}
+
+uint32_t cap_bpf__probe_budget(struct cap_bpf *b,
+			       const uint64_t now[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX],
+			       const uint64_t prev[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX],
+			       uint64_t window_ns)
+{
+	double secs = (double)window_ns / 1e9, budget = (double)b->budget_ppm / 1e4; /* % */
+	uint32_t detached = 0;
+
+	if (!b->budget_ppm || window_ns < NSEC_PER_SEC / 2)
+		return 0;
+	for (unsigned int i = 0; i < b->nr_probes; i++) {
+		struct cpa_bpf_probe_ctl *c = &b->pctl[i];
+		const char *name = b->probe_texts[i] ? b->probe_texts[i] : "?";
+		double runs = (double)(now[i][CPA_BPF_PSTAT_RUNS] - prev[i][CPA_BPF_PSTAT_RUNS]);
+		double run_ns =
+			(double)(now[i][CPA_BPF_PSTAT_RUN_NS] - prev[i][CPA_BPF_PSTAT_RUN_NS]) /
+			secs;
+		double adm =
+			(double)((now[i][CPA_BPF_PSTAT_HITS] - prev[i][CPA_BPF_PSTAT_HITS]) -
+				 (now[i][CPA_BPF_PSTAT_SKIPPED] - prev[i][CPA_BPF_PSTAT_SKIPPED])) /
+			secs;
+		double rate = runs / secs, trap_ns = rate * (double)c->trap_ps / 1e3;
+		double trap_pct = trap_ns / 1e7, bpf_pct = run_ns / 1e7;
+		bool at_floor;
+
+		if (c->state == CPA_BPF_PROBE_DETACHED || !b->probe_links[i])
+			continue;
+		/* Over even at the floor: every hit traps, or thinned to 1/s its
+		 * runs alone (the skipped ones too) cost more than the budget. */
+		at_floor = trap_pct > budget || (c->thin_rate == 1 && trap_pct + bpf_pct > budget);
+		b->over[i] = at_floor ? b->over[i] + 1 : 0;
+		if (b->over[i] >= 2) {
+			bpf_link__destroy(b->probe_links[i]);
+			b->probe_links[i] = NULL;
+			b->budget_detached |= 1u << i;
+			b->det_rate[i] = adm > 0 ? (uint64_t)(adm + 0.5) : 0;
+			probe_ctl_set(b, i, CPA_BPF_PROBE_DETACHED, c->thin_rate);
+			detached |= 1u << i;
+			log_warn("probe %u '%s' detached: %.0f hits/s cost %.2f %% of a CPU (trap "
+				 "%.2f us x %.0f/s = %.2f %%, BPF %.2f %%) even thinned to %u "
+				 "samples/s, over --probe_budget %.2f %%; its samples stop here "
+				 "([lost: capture probe_detached])",
+				 i, name, rate, trap_pct + bpf_pct, (double)c->trap_ps / 1e6, rate,
+				 trap_pct, bpf_pct, c->thin_rate, budget);
+			continue;
+		}
+		if (trap_pct + bpf_pct > budget) {
+			uint32_t lim = c->thin_rate ? c->thin_rate : b->probe_rate;
+			uint32_t t = thin_to(adm, run_ns, (budget - trap_pct) * 1e7, lim);
+
+			if (adm < 1 || (lim && t >= lim))
+				continue; /* nothing left to thin */
+			if (c->state != CPA_BPF_PROBE_THINNED)
+				log_warn("probe %u '%s' thinned to %u samples/s: %.0f hits/s cost "
+					 "%.2f %% of a CPU (trap %.2f us x %.0f/s = %.2f %%, BPF "
+					 "%.2f %%), over --probe_budget %.2f %%; hits over it "
+					 "[lost: capture probe_skipped]",
+					 i, name, t, rate, trap_pct + bpf_pct,
+					 (double)c->trap_ps / 1e6, rate, trap_pct, bpf_pct, budget);
+			else
+				log_debug("probe %u: thinned further to %u samples/s", i, t);
+			probe_ctl_set(b, i, CPA_BPF_PROBE_THINNED, t);
+		} else if (c->state == CPA_BPF_PROBE_THINNED && trap_pct + bpf_pct < budget / 2) {
+			/* Room again: double it, back to --probe_rate. */
+			uint64_t t = (uint64_t)c->thin_rate * 2;
+
+			if ((b->probe_rate && t >= b->probe_rate) || t > 1000000) {
+				log_info("probe %u '%s': back under --probe_budget, no longer "
+					 "thinned",
+					 i, name);
+				probe_ctl_set(b, i, CPA_BPF_PROBE_ON, 0);
+			} else {
+				probe_ctl_set(b, i, CPA_BPF_PROBE_THINNED, (uint32_t)t);
+			}
+		}
+	}
+	return detached;
+}
+
+uint64_t cap_bpf__probe_detached_rate(const struct cap_bpf *b, unsigned int id)
+{
+	return id < CPA_BPF_PROBE_MAX && (b->budget_detached & (1u << id)) ? b->det_rate[id] : 0;
+}
+
+uint64_t cap_bpf__probe_trap_ps(const struct cap_bpf *b, unsigned int id)
+{
+	return id < CPA_BPF_PROBE_MAX ? b->pctl[id].trap_ps : 0;
 }
 
 int cap_bpf__poll(struct cap_bpf *b, int timeout_ms)

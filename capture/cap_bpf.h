@@ -36,6 +36,8 @@ struct cap_bpf_opts {
 	const struct probe_spec *probes; /* --probe specs, resolved; probe id = index */
 	unsigned int nr_probes;		 /* <= CPA_BPF_PROBE_MAX */
 	uint32_t probe_rate;		 /* samples/s per probe; 0 = no limit */
+	uint32_t probe_budget_ppm;	 /* --probe_budget: millionths of one CPU; 0 = none */
+	const char *probe_texts[CPA_BPF_PROBE_MAX]; /* the specs as given, for log lines */
 	/* Trigger policies: probe ids counted per process (probe_rate), and
 	 * probe ids attached only by a trigger (attach=: not at start). */
 	uint32_t policy_rate_probes, policy_attach_probes;
@@ -55,6 +57,25 @@ int cap_bpf__attach_probes(struct cap_bpf *b);
 /* Per-probe hits and skipped hits (enum cpa_bpf_probe_stat), summed over CPUs. */
 int cap_bpf__read_probe_stats(struct cap_bpf *b,
 			      uint64_t ret[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]);
+/*
+ * The probe budget (docs/capture.md "Probe budget"), once a tick: each
+ * probe's trap cost (runs x the calibrated trap time) and BPF cost between
+ * the totals prev and now, over window_ns. A probe over the budget is
+ * thinned (a lower samples/s limit in BPF, its skipped hits still counted);
+ * one still over at its floor (its trap alone, or thinned to 1/s) two windows
+ * in a row is detached. One log line per decision. Returns the probes
+ * detached by this call (bit per id).
+ */
+uint32_t cap_bpf__probe_budget(struct cap_bpf *b,
+			       const uint64_t now[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX],
+			       const uint64_t prev[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX],
+			       uint64_t window_ns);
+/* Samples per second probe id recorded in its last window before the
+ * budget detached it (0: not detached): the estimate of what it no longer
+ * records ([lost: capture probe_detached]). */
+uint64_t cap_bpf__probe_detached_rate(const struct cap_bpf *b, unsigned int id);
+/* The calibrated trap time of probe id, picoseconds per run (0: none). */
+uint64_t cap_bpf__probe_trap_ps(const struct cap_bpf *b, unsigned int id);
 /* Sleep up to timeout_ms for a forced wakeup, then consume what is there.
  * Returns records consumed, -EINTR, or the callback's error. */
 int cap_bpf__poll(struct cap_bpf *b, int timeout_ms);

@@ -45,7 +45,8 @@ static const unsigned int loss_reason[CAP_LOSS_MAX] = {
 	[CAP_LOSS_OFF_BPF_RB] = CAP_CNT_BPF_RB_LOST,
 	[CAP_LOSS_OFF_RATE] = SHM_CNT_DROP_RATE,
 	[CAP_LOSS_PROBE_RATE... CAP_LOSS_PROBE_RB - 1] = CAP_CNT_PROBE_SKIPPED,
-	[CAP_LOSS_PROBE_RB... CAP_LOSS_MAX - 1] = CAP_CNT_BPF_RB_LOST,
+	[CAP_LOSS_PROBE_RB... CAP_LOSS_PROBE_DET - 1] = CAP_CNT_BPF_RB_LOST,
+	[CAP_LOSS_PROBE_DET... CAP_LOSS_MAX - 1] = CAP_CNT_PROBE_DETACHED,
 };
 
 static bool loss_offcpu(unsigned int slot)
@@ -220,7 +221,7 @@ int cap_emit__flush_losses(struct cap_emit *e, uint64_t now_real_ns, bool force)
 					    ? (i - CAP_LOSS_PROBE_RATE) % CPA_BPF_PROBE_MAX
 					    : 0,
 		};
-		if (rec->kind != CPA_KIND_OFFCPU && i != CAP_LOSS_DOWN)
+		if (rec->kind != CPA_KIND_OFFCPU && i != CAP_LOSS_DOWN && i < CAP_LOSS_PROBE_DET)
 			e->acct += l->count;
 		l->count = 0;
 		l->weight = 0;

@@ -71,10 +71,13 @@ enum cap_loss_slot {
 	CAP_LOSS_OFF_RATE,
 	/* kind PROBE, one slot per probe id from each of these: hits over
 	 * --probe_rate (CAP_CNT_PROBE_SKIPPED), BPF ring buffer full
-	 * (CAP_CNT_BPF_RB_LOST) */
+	 * (CAP_CNT_BPF_RB_LOST), estimated not taken since --probe_budget
+	 * detached the probe (CAP_CNT_PROBE_DETACHED: not produced, so not in
+	 * the produced/delivered accounting) */
 	CAP_LOSS_PROBE_RATE,
 	CAP_LOSS_PROBE_RB = CAP_LOSS_PROBE_RATE + CPA_BPF_PROBE_MAX,
-	CAP_LOSS_MAX = CAP_LOSS_PROBE_RB + CPA_BPF_PROBE_MAX,
+	CAP_LOSS_PROBE_DET = CAP_LOSS_PROBE_RB + CPA_BPF_PROBE_MAX,
+	CAP_LOSS_MAX = CAP_LOSS_PROBE_DET + CPA_BPF_PROBE_MAX,
 };
 
 struct cap_loss_pending {

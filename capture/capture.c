@@ -52,6 +52,7 @@ struct capture {
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
 	struct probe_spec probes[CPA_PROBE_MAX];
 	uint64_t probe_stats[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]; /* totals as last read */
+	uint64_t probe_read_ns; /* CLOCK_MONOTONIC of that read (the budget's window) */
 	char pin_path[96];	/* the stats map pinned for the next generation ("" = none) */
 	uint64_t down_since_ns; /* kernel MONOTONIC: a killed generation's estimated end */
 	uint64_t down_rate;	/* ... and its samples per second then (0: no estimate) */
@@ -203,11 +204,13 @@ static void backend_free(struct capture *c)
 	c->bpf = NULL;
 }
 
-/* Probe hits over --probe_rate: a counter and a LOSS record of kind PROBE. */
+/* Probe hits over --probe_rate: a counter and a LOSS record of kind PROBE;
+ * the probe budget (cap_bpf__probe_budget()) and what detached probes miss. */
 static void probe_stats_sync(struct capture *c)
 {
 	uint64_t now[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX], d, skipped = 0, lost = 0;
-	uint64_t t = clock_ns(CLOCK_REALTIME);
+	uint64_t t = clock_ns(CLOCK_REALTIME), mono = clock_ns(CLOCK_MONOTONIC);
+	uint64_t win = c->probe_read_ns ? mono - c->probe_read_ns : 0;
 
 	if (!c->cfg->nr_probes || !c->bpf)
 		return;
@@ -215,7 +218,12 @@ static void probe_stats_sync(struct capture *c)
 		shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
 		return;
 	}
+	c->probe_read_ns = mono;
+	cap_bpf__probe_budget(c->bpf, now, c->probe_stats, win);
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
+		d = cap_bpf__probe_detached_rate(c->bpf, i) * win / NSEC_PER_SEC;
+		cap_emit__loss_add(&c->emit, (enum cap_loss_slot)(CAP_LOSS_PROBE_DET + i), d, t);
+		shm_stage__cnt_add(c->st, CAP_CNT_PROBE_DETACHED, d);
 		d = now[i][CPA_BPF_PSTAT_SKIPPED] - c->probe_stats[i][CPA_BPF_PSTAT_SKIPPED];
 		cap_emit__loss_add(&c->emit, (enum cap_loss_slot)(CAP_LOSS_PROBE_RATE + i), d, t);
 		skipped += d;
@@ -230,12 +238,17 @@ static void probe_stats_sync(struct capture *c)
 
 static void probes_log(const struct capture *c)
 {
-	for (unsigned int i = 0; i < c->cfg->nr_probes; i++)
-		log_info("probe %u '%s': %" PRIu64 " hits, %" PRIu64 " over --probe_rate, %" PRIu64
-			 " lost (BPF ring buffer full)",
+	for (unsigned int i = 0; i < c->cfg->nr_probes && c->bpf; i++)
+		log_info("probe %u '%s': %" PRIu64 " hits, %" PRIu64 " over --probe_rate or the "
+			 "budget, %" PRIu64 " lost (BPF ring buffer full); %" PRIu64
+			 " runs: trap %.1f ms, BPF %.1f ms",
 			 i, c->cfg->probes[i], c->probe_stats[i][CPA_BPF_PSTAT_HITS],
 			 c->probe_stats[i][CPA_BPF_PSTAT_SKIPPED],
-			 c->probe_stats[i][CPA_BPF_PSTAT_RB_LOST]);
+			 c->probe_stats[i][CPA_BPF_PSTAT_RB_LOST],
+			 c->probe_stats[i][CPA_BPF_PSTAT_RUNS],
+			 (double)c->probe_stats[i][CPA_BPF_PSTAT_RUNS] *
+				 (double)cap_bpf__probe_trap_ps(c->bpf, i) / 1e9,
+			 (double)c->probe_stats[i][CPA_BPF_PSTAT_RUN_NS] / 1e6);
 }
 
 /* Fold the BPF side's per-CPU statistics into our counters and losses. */
@@ -540,6 +553,9 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 	o->probes = c->probes;
 	o->nr_probes = c->cfg->nr_probes;
 	o->probe_rate = (uint32_t)MIN(c->cfg->probe_rate, UINT32_MAX);
+	o->probe_budget_ppm = c->cfg->probe_budget;
+	for (unsigned int i = 0; i < o->nr_probes; i++)
+		o->probe_texts[i] = c->cfg->probes[i];
 	r = cap_bpf__open(o, on_record, c, &c->bpf);
 	if (r < 0)
 		return r;

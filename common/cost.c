@@ -5,6 +5,7 @@
  */
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
+#include <bpf/libbpf.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bpf/profile.h"
 #include "fileio.h"
 #include "macro.h"
 #include "cost.h"
+
+_Static_assert(COST_MAX_PROBES == CPA_BPF_PROBE_MAX, "probe count agrees");
 
 #define COST_TEXT_MAX (1u << 20) /* the head of a /proc text: our fields come first */
 
@@ -239,6 +243,78 @@ int cost_bpf_read(const struct cost_bpf_set *set, struct cost_bpf *ret)
 		}
 	}
 	*ret = b;
+	return 0;
+}
+
+/* The map named name among those the programs of set use: an fd, or -ENOENT. */
+static int probe_map_fd(const struct cost_bpf_set *set, const char *name)
+{
+	for (int i = 0; i < set->n; i++) {
+		uint32_t ids[64], len = sizeof(struct bpf_prog_info);
+		struct bpf_prog_info info = {0};
+		int fd = bpf_prog_get_fd_by_id(set->ids[i]), r;
+
+		if (fd < 0)
+			continue;
+		info.nr_map_ids = ARRAY_SIZE(ids);
+		info.map_ids = (uint64_t)(uintptr_t)ids;
+		r = bpf_obj_get_info_by_fd(fd, &info, &len);
+		close(fd);
+		if (r < 0)
+			continue;
+		for (uint32_t k = 0; k < MIN(info.nr_map_ids, (uint32_t)ARRAY_SIZE(ids)); k++) {
+			struct bpf_map_info mi = {0};
+			uint32_t mlen = sizeof(mi);
+			int mfd = bpf_map_get_fd_by_id(ids[k]);
+
+			if (mfd < 0)
+				continue;
+			if (bpf_obj_get_info_by_fd(mfd, &mi, &mlen) == 0 && !strcmp(mi.name, name))
+				return mfd;
+			close(mfd);
+		}
+	}
+	return -ENOENT;
+}
+
+int cost_probe_read(const struct cost_bpf_set *set, struct cost_probe ret[COST_MAX_PROBES])
+{
+	_cleanup_close_ int sfd = probe_map_fd(set, "probe_stats");
+	_cleanup_close_ int cfd = probe_map_fd(set, "probe_ctl");
+	int ncpu = libbpf_num_possible_cpus();
+	_cleanup_free_ uint64_t *v = NULL;
+
+	if (sfd < 0 || cfd < 0)
+		return -ENOENT;
+	if (ncpu <= 0)
+		return ncpu < 0 ? ncpu : -EINVAL;
+	v = calloc((size_t)ncpu, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t p = 0; p < COST_MAX_PROBES; p++) {
+		struct cpa_bpf_probe_ctl ctl = {0};
+		uint64_t sum[CPA_BPF_PSTAT_MAX] = {0};
+
+		for (uint32_t s = 0; s < CPA_BPF_PSTAT_MAX; s++) {
+			uint32_t k = p * CPA_BPF_PSTAT_MAX + s;
+
+			if (bpf_map_lookup_elem(sfd, &k, v) < 0)
+				return -errno;
+			for (int c = 0; c < ncpu; c++)
+				sum[s] += v[c];
+		}
+		if (bpf_map_lookup_elem(cfd, &p, &ctl) < 0)
+			return -errno;
+		ret[p] = (struct cost_probe){
+			.runs = sum[CPA_BPF_PSTAT_RUNS],
+			.run_ns = sum[CPA_BPF_PSTAT_RUN_NS],
+			.hits = sum[CPA_BPF_PSTAT_HITS],
+			.skipped = sum[CPA_BPF_PSTAT_SKIPPED],
+			.trap_ps = ctl.trap_ps,
+			.thin_rate = ctl.thin_rate,
+			.state = ctl.state,
+		};
+	}
 	return 0;
 }
 

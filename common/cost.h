@@ -54,6 +54,27 @@ int cost_bpf_read(const struct cost_bpf_set *set, struct cost_bpf *ret);
  * BPF_ENABLE_STATS). */
 int cost_bpf_prog(uint32_t id, char *name, size_t name_size, uint64_t *ret_ns, uint64_t *ret_cnt);
 
+/*
+ * One --probe of a capture, from its BPF maps (bpf/profile.h "probe_stats",
+ * "probe_ctl"): totals since capture attached it, the trap time capture
+ * calibrated and what the budget did to it.
+ */
+#define COST_MAX_PROBES 8
+
+struct cost_probe {
+	uint64_t runs;	  /* program runs: one trap each (uprobes) */
+	uint64_t run_ns;  /* ns the program ran, measured inside it */
+	uint64_t hits;	  /* runs past the pid/comm filters */
+	uint64_t skipped; /* hits over the rate limit or the budget's */
+	uint64_t trap_ps; /* calibrated trap time per run, ps (0: kernel probe) */
+	uint32_t thin_rate;
+	uint32_t state; /* 0 attached, 1 thinned, 2 detached by the budget */
+};
+
+/* The probes of the capture whose programs set holds: -ENOENT when its
+ * programs hold no probe maps. */
+int cost_probe_read(const struct cost_bpf_set *set, struct cost_probe ret[COST_MAX_PROBES]);
+
 /* Machine-wide busy and total jiffies from /proc/stat. */
 int cost_machine_busy(uint64_t *ret_busy, uint64_t *ret_total);
 

@@ -59,6 +59,9 @@ struct opt_def {
 #define CTL	 OPT_SCOPE(CPA_CMD_CTL)
 #define O(field) offsetof(struct cpa_opts, field)
 
+/* --probe_budget: % of one CPU per probe (docs/capture.md "Probe budget"). */
+#define CPA_PROBE_BUDGET_DEFAULT "1"
+
 static int check_backend(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			 const char *where);
 static int check_comm(const struct opt_def *d, const char *val, struct cpa_opts *o,
@@ -76,6 +79,8 @@ static int check_cpulist(const struct opt_def *d, const char *val, struct cpa_op
 static int check_path(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		      const char *where);
 static int check_offcpu_state(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			      const char *where);
+static int check_probe_budget(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			      const char *where);
 static int check_kind(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		      const char *where);
@@ -143,6 +148,10 @@ static const struct opt_def opt_table[] = {
 	{"probe_rate", 0, OPT_LONG, MON, O(mon.probe_rate), 0, 1000000, "N",
 	 "samples per second per probe, the rest counted as lost (default 100, 0 = no limit)",
 	 NULL},
+	{"probe_budget", 0, OPT_STR, MON, O(mon.probe_budget), 0, 0, "PCT",
+	 "% of one CPU a probe may cost (trap + BPF): thinned, then detached if thinning "
+	 "cannot bring it under (default " CPA_PROBE_BUDGET_DEFAULT ", 0 = no budget)",
+	 check_probe_budget},
 	{"disable_sym", 'S', OPT_BOOL, MON, O(mon.disable_sym), 0, 0, NULL,
 	 "no symbolization: frames as 0x<offset> [<binary>]", NULL},
 	{"include_full_path", 0, OPT_BOOL, MON, O(mon.include_full_path), 0, 0, NULL,
@@ -319,6 +328,7 @@ void cpa_opts__init(struct cpa_opts *o)
 	o->mon.offcpu_min_us = 1;
 	o->mon.offcpu_state = "RSD";
 	o->mon.probe_rate = CPA_PROBE_RATE_DEFAULT;
+	o->mon.probe_budget = CPA_PROBE_BUDGET_DEFAULT;
 	o->mon.sched_metrics = true;
 	o->show.output_num = 1;
 	o->show.target_pid = -1;
@@ -890,6 +900,28 @@ int cpa_opts__offcpu_states(const char *val)
 	return bits ? bits : -EINVAL;
 }
 
+long cpa_opts__probe_budget_ppm(const char *val)
+{
+	long whole = 0, frac = 0, scale = 10000;
+	const char *p = val;
+
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p) && whole <= 100; p++)
+		whole = whole * 10 + (*p - '0');
+	if (*p == '.') {
+		if (!isdigit((unsigned char)*++p))
+			return -EINVAL;
+		for (; isdigit((unsigned char)*p) && scale > 1; p++) {
+			scale /= 10;
+			frac += (*p - '0') * scale;
+		}
+	}
+	if (*p || whole * 10000 + frac > 1000000)
+		return -EINVAL;
+	return whole * 10000 + frac;
+}
+
 /* "--<name>: invalid value '<val>' (<hint>)", -EINVAL. */
 static int bad_value(const struct opt_def *d, const char *val, const char *where, const char *hint)
 {
@@ -903,6 +935,15 @@ static int check_offcpu_state(const struct opt_def *d, const char *val, struct c
 	(void)o;
 	return cpa_opts__offcpu_states(val) < 0
 		       ? bad_value(d, val, where, "letters R, S, D, e.g. SD")
+		       : 0;
+}
+
+static int check_probe_budget(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			      const char *where)
+{
+	(void)o;
+	return cpa_opts__probe_budget_ppm(val) < 0
+		       ? bad_value(d, val, where, "percent of one CPU, 0..100, e.g. 0.5")
 		       : 0;
 }
 

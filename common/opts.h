@@ -58,6 +58,7 @@ struct monitor_opts {
 	const char *probes[CPA_PROBE_MAX]; /* every --probe, in order: probe id = index */
 	unsigned int nr_probes;
 	long probe_rate; /* 0 = no limit */
+	const char *probe_budget;
 	bool disable_sym;
 	bool include_full_path;
 	bool strip_name_disable;
@@ -154,6 +155,9 @@ int cpa_opts__check(struct cpa_opts *o);
 void cpa_opts__print_help(FILE *f, enum cpa_cmd cmd);
 /* --offcpu_state letters (R, S, D) as CPA_OFFCPU_STATE_* bits, or -EINVAL. */
 int cpa_opts__offcpu_states(const char *val);
+/* --probe_budget PCT (percent of one CPU, 0..100, up to 4 decimals) in
+ * millionths of a CPU, or -EINVAL. */
+long cpa_opts__probe_budget_ppm(const char *val);
 
 /* Strict decimal integer in [min, max]: 0, -EINVAL or -ERANGE. */
 int parse_ll(const char *s, long long min, long long max, long long *ret);

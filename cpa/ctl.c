@@ -284,6 +284,42 @@ static int bpf_stats_on(int *ret_fd)
 	return 0;
 }
 
+/*
+ * The probes' part: per probe its runs, the trap time capture calibrated
+ * (docs/capture.md "Probe budget") times the runs, and the BPF time its
+ * program measured itself. Returns the traps' ms (they are no process's CPU
+ * nor in bpf_stats: the probed threads pay them).
+ */
+static double print_probes(const struct cpa_config *c, const struct cost_probe *p0,
+			   const struct cost_probe *p1, double secs)
+{
+	static const char *const states[] = {"attached", "thinned", "detached (budget)"};
+	double trap_ms = 0;
+
+	printf("\n%-5s %9s %9s %9s %10s %9s %10s  %s\n", "probe", "runs", "runs/s", "trap ns",
+	       "trap %CPU", "BPF ns", "BPF %CPU", "state, spec");
+	for (unsigned int i = 0; i < MIN(c->nr_probes, (uint32_t)COST_MAX_PROBES); i++) {
+		double runs = (double)(p1[i].runs - p0[i].runs);
+		double bpf_ns = (double)(p1[i].run_ns - p0[i].run_ns);
+		double trap_ns = runs * (double)p1[i].trap_ps / 1e3;
+		char state[48];
+
+		trap_ms += trap_ns / 1e6;
+		if (p1[i].state == 1)
+			snprintf(state, sizeof(state), "thinned to %u/s", p1[i].thin_rate);
+		else
+			snprintf(state, sizeof(state), "%s",
+				 states[p1[i].state < 3 ? p1[i].state : 0]);
+		printf("%-5u %9.0f %9.1f %9.0f %10.3f %9.0f %10.3f  %s, %s\n", i, runs, runs / secs,
+		       (double)p1[i].trap_ps / 1e3, trap_ns / 1e7 / secs,
+		       runs > 0 ? bpf_ns / runs : 0, bpf_ns / 1e7 / secs, state, c->probes[i]);
+	}
+	printf("%-5s %9s %9s %9s %10.3f  (trap = runs x the trap time capture measured at "
+	       "attach)\n",
+	       "all", "", "", "", trap_ms / 10.0 / secs);
+	return trap_ms;
+}
+
 static void print_ms_row(const struct cost_row *w, double secs, double samples)
 {
 	double cpu_ms = (double)(w->p1.cpu_ns - w->p0.cpu_ns) / 1e6;
@@ -328,8 +364,10 @@ static int print_cost(struct shm_arena *a, pid_t mpid, const char *arg)
 	struct cost_bpf_set set = {0};
 	uint64_t ns0[COST_MAX_PROGS] = {0}, cnt0[COST_MAX_PROGS] = {0};
 	uint64_t t0, t1, s0, s1, busy0 = 0, tot0 = 0, busy1 = 0, tot1 = 0;
-	double secs, samples, cpa_ms = 0, bpf_ms = 0;
-	int stats_fd = -1, stats_r = 0, found = 0;
+	const struct cpa_config *cfg = shm_arena__config(a);
+	struct cost_probe pr0[COST_MAX_PROBES] = {0}, pr1[COST_MAX_PROBES] = {0};
+	double secs, samples, cpa_ms = 0, bpf_ms = 0, trap_ms = 0;
+	int stats_fd = -1, stats_r = 0, found = 0, probes_r = -ENOENT;
 	struct timespec ts = {0};
 	long long want = 10;
 	pid_t cap_pid;
@@ -361,6 +399,8 @@ static int print_cost(struct shm_arena *a, pid_t mpid, const char *arg)
 		if (cost_bpf_prog(set.ids[i], NULL, 0, &ns0[i], &cnt0[i]) < 0)
 			ns0[i] = cnt0[i] = UINT64_MAX;
 	}
+	if (found > 0 && cfg->nr_probes)
+		probes_r = cost_probe_read(&set, pr0);
 	cost_machine_busy(&busy0, &tot0);
 	s0 = shm_stage__cnt(cap, CAP_CNT_SAMPLES);
 	t0 = clock_ns(CLOCK_MONOTONIC);
@@ -371,6 +411,8 @@ static int print_cost(struct shm_arena *a, pid_t mpid, const char *arg)
 		;
 	t1 = clock_ns(CLOCK_MONOTONIC);
 	s1 = shm_stage__cnt(cap, CAP_CNT_SAMPLES);
+	if (probes_r == 0)
+		probes_r = cost_probe_read(&set, pr1);
 	cost_machine_busy(&busy1, &tot1);
 	for (int i = 0; i <= SHM_STAGE_MAX; i++) {
 		struct cost_row *r = &w[i];
@@ -436,13 +478,18 @@ static int print_cost(struct shm_arena *a, pid_t mpid, const char *arg)
 			printf("  (%.1f us/sample)", bpf_ms * 1e3 / samples);
 		printf("\n");
 	}
+	if (probes_r == 0)
+		trap_ms = print_probes(cfg, pr0, pr1, secs);
+	else if (cfg->nr_probes && found > 0)
+		printf("\nprobes: their counters could not be read (%s)\n", strerror(-probes_r));
 	if (tot1 > tot0) {
 		/* jiffies: USER_HZ ticks of all CPUs */
 		double busy_ms = (double)(busy1 - busy0) * 1e3 / (double)sysconf(_SC_CLK_TCK);
 
-		printf("\nmachine: %.2f CPUs busy on average; cpa (processes and BPF) %.2f %% of "
-		       "that\n",
-		       busy_ms / 1e3 / secs, busy_ms > 0 ? (cpa_ms + bpf_ms) * 100 / busy_ms : 0.0);
+		printf("\nmachine: %.2f CPUs busy on average; cpa (processes and BPF%s) %.2f %% "
+		       "of that\n",
+		       busy_ms / 1e3 / secs, cfg->nr_probes ? ", probe traps" : "",
+		       busy_ms > 0 ? (cpa_ms + bpf_ms + trap_ms) * 100 / busy_ms : 0.0);
 	}
 	if (stats_fd >= 0)
 		close(stats_fd);

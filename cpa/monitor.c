@@ -109,6 +109,8 @@ static int config_probes(struct cpa_config *c, const struct monitor_opts *m)
 	}
 	c->nr_probes = m->nr_probes;
 	c->probe_rate = (uint64_t)m->probe_rate;
+	/* shm/config.h probe_budget: millionths of one CPU, 0 = none */
+	c->probe_budget = (uint32_t)MAX(cpa_opts__probe_budget_ppm(m->probe_budget), 0);
 	return 0;
 }
 

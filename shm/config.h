@@ -71,7 +71,7 @@ struct cpa_config {
 	uint64_t offcpu_min_ns; /* off-CPU: blocks shorter than this are not recorded */
 	uint64_t offcpu_max_ns; /* ... nor longer than this; 0 = no limit */
 	uint32_t offcpu_states; /* off-CPU states recorded: CPA_OFFCPU_STATE_* bits */
-	uint32_t _pad0;
+	uint32_t probe_budget;
 	uint64_t start_realtime_ns;   /* when the monitor started */
 	uint64_t probe_rate;	      /* --probe_rate: samples/s per probe, 0 = no limit */
 	uint32_t debuginfod_cache_mb; /* cap of <store_dir>/.debuginfod */

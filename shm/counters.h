@@ -62,6 +62,9 @@ enum capture_counter {
 	 * (ring 0 stayed full); the monitor stores them if it must kill the
 	 * consumer that kept it full (shm_loss__held()). */
 	CAP_CNT_LOSS_PENDING,
+	/* Samples estimated not taken by probes --probe_budget detached, at
+	 * the rate each recorded before (LOSS records of kind probe). */
+	CAP_CNT_PROBE_DETACHED,
 	CAP_CNT_MAX_,
 };
 

@@ -29,7 +29,7 @@ static const char *const capture_counters[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"gen_rate",	 "gen_pinned",	     "not_sampled_while_down",
 	"offcpu_builds", "offcpu_places",    "down_since_ns",
 	"down_rate",	 "down_pending",     "down_pending_time",
-	"gen_alive_ns",	 "loss_pending",
+	"gen_alive_ns",	 "loss_pending",     "probe_detached",
 };
 static const char *const unwindd_counters[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"frames",	 "stop_end",	 "stop_no_map",

@@ -9,4 +9,7 @@ target_compile_options(cpa-probe-wl PRIVATE -O2 -g -fomit-frame-pointer
   -fasynchronous-unwind-tables -fno-inline -fno-optimize-sibling-calls)
 cpa_add_test(NAME test_probe SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_probe.c
   ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root TIMEOUT 300)
-add_dependencies(test_probe cpa capture unwindd symd storer cpa-probe-wl)
+add_dependencies(test_probe cpa capture unwindd symd storer cpa-probe-wl cpa-wl-malloc)
+# The probe budget: a uprobe on libc's malloc under a malloc loop is thinned,
+# then detached; the loop's rate before/after is compared, so it runs alone.
+cpa_test(NAME test_probe_budget COMMAND test_probe budget LABELS e2e root EXCLUSIVE TIMEOUT 300)

@@ -214,6 +214,10 @@ START_TEST(test_bad_values_named)
 		 "--probe: invalid value 'uprobe:/bin/x:sym+'"},
 		{MON, "--probe", "kretprobe:fn+4", "--probe: invalid value 'kretprobe:fn+4'"},
 		{MON, "--probe_rate", "-1", "--probe_rate: value '-1' out of range"},
+		{MON, "--probe_budget", "101", "--probe_budget: invalid value '101'"},
+		{MON, "--probe_budget", "0.", "--probe_budget: invalid value '0.'"},
+		{MON, "--probe_budget", "-1", "--probe_budget: invalid value '-1'"},
+		{MON, "--probe_budget", "1%", "--probe_budget: invalid value '1%'"},
 		{SHOW, "--probe_id", "8", "--probe_id: value '8' out of range"},
 		{SHOW, "--output_num", "0", "--output_num: value '0' out of range"},
 		{SHOW, "--starttime", "25:00:00",
@@ -318,6 +322,14 @@ START_TEST(test_built_flags_accepted)
 	ck_assert_uint_eq(O.mon.nr_probes, 3);
 	ck_assert_str_eq(O.mon.probes[1], "uprobe:/bin/true:main+0x10");
 	ck_assert_int_eq(O.mon.probe_rate, 0);
+	/* --probe_budget: percent of one CPU, in millionths of it. */
+	ck_assert_str_eq(O.mon.probe_budget, "1");
+	ck_assert_int_eq(PARSE(MON, "--probe_budget", "0.25"), 0);
+	ck_assert_int_eq(cpa_opts__probe_budget_ppm(O.mon.probe_budget), 2500);
+	ck_assert_int_eq(cpa_opts__probe_budget_ppm("0"), 0);
+	ck_assert_int_eq(cpa_opts__probe_budget_ppm("100"), 1000000);
+	ck_assert_int_eq(cpa_opts__probe_budget_ppm("0.0001"), 1);
+	ck_assert_int_eq(cpa_opts__probe_budget_ppm("0.00015"), -EINVAL); /* 4 decimals at most */
 	ck_assert_int_eq(PARSE(MON, "--probe", "tracepoint:a:b", "--probe", "tracepoint:a:b",
 			       "--probe", "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
 			       "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +321,139 @@ START_TEST(test_probe_rate_limit)
 }
 END_TEST
 
+/* ---- the probe budget ---- */
+
+/* The text of the file at path (the monitor's log). */
+static char *slurp_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_msg(fd >= 0, "open '%s': %m", path);
+	return slurp_fd(fd);
+}
+
+/* cpa-wl-malloc's calls so far and its CPU ns (schedstat). */
+static void wl_malloc_read(const char *count, pid_t pid, uint64_t *ret_calls, uint64_t *ret_ns)
+{
+	char path[64], *text;
+	int fd = open(count, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, ret_calls, sizeof(*ret_calls), 0), (ssize_t)sizeof(*ret_calls));
+	close(fd);
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	text = slurp_path(path);
+	*ret_ns = strtoull(text, NULL, 10);
+	free(text);
+}
+
+/* Its malloc() calls per second of its own CPU time over ~ms. */
+static double wl_malloc_rate(const char *count, pid_t pid, int ms)
+{
+	uint64_t c0, c1, n0, n1;
+
+	wl_malloc_read(count, pid, &c0, &n0);
+	usleep((useconds_t)ms * 1000);
+	wl_malloc_read(count, pid, &c1, &n1);
+	ck_assert_msg(n1 > n0, "the malloc loop did not run");
+	return (double)(c1 - c0) * 1e9 / (double)(n1 - n0);
+}
+
+/*
+ * A uprobe on libc's malloc under a malloc loop, --probe_budget 0.5: each
+ * call traps, far over half a CPU percent. The probe must be thinned, then
+ * detached with one line naming it, its rate and its cost; `cpa ctl cost`
+ * must show its trap time; the loop must run much faster after the detach
+ * than with the probe (calls per CPU second, a ratio); the store must say
+ * why its data stops ([lost: capture probe_detached]).
+ */
+START_TEST(test_probe_budget)
+{
+	char wl[1100], count[64] = "/tmp/cpa-probe-count-XXXXXX", up[700], spec[720], cpa[1100];
+	char pid[16], line[64], *log = NULL, *out, *head, *prof, *p;
+	char *wl_argv[] = {wl, count, NULL};
+	char *mon_argv[] = {cpa,       "monitor", "--store_dir",    NULL,  "-F", "1", "--pid", pid,
+			    "--probe", spec,	  "--probe_budget", "0.5", NULL};
+	double with, after, trap_ns = 0;
+	unsigned int id;
+	struct mon m;
+	size_t len = 0;
+	int out_fd, fd, rc;
+	pid_t wpid = 0;
+
+	need_root_bpf();
+	fd = mkstemp(count);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(wl, sizeof(wl), "%s/cpa-wl-malloc", bin_dir);
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
+	wpid = spawn(wl_argv, &out_fd);
+	while (len < sizeof(line) - 1 && read(out_fd, line + len, 1) == 1 && line[len] != '\n')
+		len++;
+	line[len] = 0;
+	ck_assert_msg(!strncmp(line, "pid ", 4), "cpa-wl-malloc said '%s'", line);
+	snprintf(pid, sizeof(pid), "%d", (int)wpid);
+	snprintf(up, sizeof(up), "%s", libc_path());
+	snprintf(spec, sizeof(spec), "uprobe:%s:malloc", up);
+
+	snprintf(m.store, sizeof(m.store), "/tmp/cpa-probe-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(m.store));
+	snprintf(m.log, sizeof(m.log), "%s.log", m.store);
+	mon_argv[3] = m.store;
+	/* Probes are attached before capture reports RUNNING. */
+	m.pid = spawn_monitor(mon_argv, m.log, 60);
+	with = wl_malloc_rate(count, wpid, 300);
+
+	/* cpa ctl cost: a row for probe 0 with the trap time capture measured. */
+	{
+		char *ctl_argv[] = {cpa, "ctl", "--store_dir", m.store, "cost", "1", NULL};
+
+		out = run(ctl_argv, &rc);
+		ck_assert_msg(rc == 0, "cpa ctl cost exited %d: %s", rc, out);
+		p = strstr(out, "\n0 ");
+		ck_assert_msg(p && strstr(out, "trap ns") && strstr(p, spec),
+			      "no probe row in cpa ctl cost:\n%s", out);
+		ck_assert_msg(sscanf(p + 1, "%u %*f %*f %lf", &id, &trap_ns) == 2 && trap_ns > 0,
+			      "no trap time in the probe row:\n%s", out);
+		free(out);
+	}
+
+	/* The detach line, within a minute (two budget windows of a second). */
+	for (int i = 0; i < 600; i++) {
+		free(log);
+		log = slurp_path(m.log);
+		if (strstr(log, "' detached: "))
+			break;
+		usleep(100 * 1000);
+	}
+	p = strstr(log, "' detached: ");
+	ck_assert_msg(p, "no detach line in the monitor's log:\n%s", log);
+	ck_assert_msg(strstr(log, spec) && strstr(p, " hits/s cost ") && strstr(p, "% of a CPU") &&
+			      strstr(p, " us x ") && strstr(p, "--probe_budget 0.50 %"),
+		      "the detach line lacks the probe, its rate or its cost:\n%s", log);
+	ck_assert_msg(strstr(log, "thinned to "), "not thinned before the detach:\n%s", log);
+	after = wl_malloc_rate(count, wpid, 300);
+	mon_stop(&m);
+	kill(wpid, SIGKILL);
+	wait_exit(wpid, NULL);
+	close(out_fd);
+	unlink(count);
+
+	/* The trap made each call cost microseconds, not nanoseconds. */
+	ck_assert_msg(after > 5 * with,
+		      "malloc calls per CPU second: %.0f with the probe, %.0f after the detach "
+		      "(want > 5x)",
+		      with, after);
+	prof = show_probe(&m, 0, &head);
+	ck_assert_msg(strstr(prof, "<# LOST: CAPTURE PROBE DETACHED #>"),
+		      "no probe_detached row in the store:\n%s", prof);
+	free(prof);
+	free(head);
+	free(log);
+	mon_cleanup(&m);
+}
+END_TEST
+
 /* Bad specs stop cpa monitor before anything starts, naming the cause. */
 START_TEST(test_probe_bad_specs)
 {
@@ -396,11 +530,17 @@ START_TEST(test_probe_bad_specs)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
 	Suite *s = suite_create("probe");
-	TCase *tc = TEST_TCASE(s, "e2e", test_probe_counts, test_probe_rate_limit,
-			       test_probe_bad_specs);
+	TCase *tc;
+
+	/* "budget": the probe budget alone (it measures a rate: EXCLUSIVE). */
+	if (argc > 1 && !strcmp(argv[1], "budget"))
+		tc = TEST_TCASE(s, "e2e", test_probe_budget);
+	else
+		tc = TEST_TCASE(s, "e2e", test_probe_counts, test_probe_rate_limit,
+				test_probe_bad_specs);
 	tcase_set_timeout(tc, 240);
 	return test_run_suite(s);
 }

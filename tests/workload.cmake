@@ -65,3 +65,9 @@ set_target_properties(cpa-wl-churn PROPERTIES BUILD_RPATH ${CMAKE_BINARY_DIR}/li
 add_dependencies(cpa-wl-churn cpawl_dl)
 cpa_profiled_program(cpawl_dl)
 cpa_profiled_program(cpa-wl-churn)
+
+# cpa-wl-malloc: malloc + free in a loop, the count in a shared file, for the
+# probe budget (test_probe_budget: a uprobe on libc's malloc) and bench_probe.
+add_executable(cpa-wl-malloc ${CMAKE_CURRENT_LIST_DIR}/workload/malloc_wl.c)
+target_compile_options(cpa-wl-malloc PRIVATE -O2)
+cpa_profiled_program(cpa-wl-malloc)
