@@ -35,7 +35,9 @@ static double frame(struct vapp *a)
 {
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 
-	vapp__render(a);
+	vapp__render(a); /* starts the load; its progress line */
+	vapp__wait(a);
+	vapp__render(a); /* the picture */
 	refresh();
 	last_cpu_ms = (double)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) / 1e6;
 	return ms_since(t0);
