@@ -380,6 +380,8 @@ void vmodel__free(struct vmodel *m)
 		u64map__free(&m->groups[i]);
 	tab_free(&m->agg);
 	tab_free(&m->cagg);
+	u64map__free(&m->pair_map);
+	free(m->pairs);
 	chunks_free(m);
 	free(m->ld_exact);
 	free(m->stacks);
@@ -517,6 +519,7 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 		return UINT32_MAX;
 	st = &m->stacks[m->n_stacks];
 	memset(st, 0, sizeof(*st));
+	st->agg_pair = UINT32_MAX;
 	st->off = m->n_frames;
 	st->n = (uint16_t)n;
 	st->nk = (uint16_t)nk;
@@ -616,37 +619,62 @@ static void stats_add(struct vrange_stats *to, const struct vrange_stats *from)
 	to->rows += from->rows;
 }
 
-/* Add value to (stack, group) of tab; -ENOMEM. */
-static int tab_add(struct vaggtab *tab, uint32_t stack, uint32_t group, uint64_t value,
-		   uint32_t *ret_idx)
+/* Id of the (stack, group) pair, UINT32_MAX on ENOMEM. */
+static uint32_t pair_of(struct vmodel *m, uint32_t stack, uint32_t group)
 {
+	struct vstack *st = &m->stacks[stack];
 	uint64_t key = (uint64_t)stack << 32 | group;
-	uint32_t idx = u64map__get(&tab->map, key);
+	uint32_t id;
 
-	if (idx == UINT32_MAX) {
-		idx = tab->n;
-		if (array_grow32((void **)&tab->a, &tab->cap, idx + 1, sizeof(*tab->a)) ||
-		    u64map__put(&tab->map, key, idx) < 0)
-			return -ENOMEM;
-		tab->a[idx] = (struct vagg){.stack = stack, .group = group};
-		tab->n++;
+	if (st->agg_pair != UINT32_MAX && st->agg_group == group)
+		return st->agg_pair;
+	id = u64map__get(&m->pair_map, key);
+	if (id == UINT32_MAX) {
+		id = m->n_pairs;
+		if (array_grow32((void **)&m->pairs, &m->cap_pairs, id + 1, sizeof(*m->pairs)) ||
+		    u64map__put(&m->pair_map, key, id) < 0)
+			return UINT32_MAX;
+		m->pairs[id] = (struct vpair){.stack = stack, .group = group};
+		m->n_pairs++;
 	}
-	tab->a[idx].value += value;
-	if (ret_idx)
-		*ret_idx = idx;
+	st->agg_group = group;
+	st->agg_pair = id;
+	return id;
+}
+
+/* Add value to pair of tab; -ENOMEM. */
+static int tab_add(struct vaggtab *tab, uint32_t pair, uint64_t value)
+{
+	if (!value)
+		return 0;
+	if (pair >= tab->cap_val) {
+		uint32_t old = tab->cap_val;
+
+		if (array_grow32((void **)&tab->val, &tab->cap_val, (size_t)pair + 1,
+				 sizeof(*tab->val)))
+			return -ENOMEM;
+		memset(tab->val + old, 0, (size_t)(tab->cap_val - old) * sizeof(*tab->val));
+	}
+	if (!tab->val[pair]) {
+		if (array_grow32((void **)&tab->ids, &tab->cap_ids, tab->n + 1, sizeof(*tab->ids)))
+			return -ENOMEM;
+		tab->ids[tab->n++] = pair;
+	}
+	tab->val[pair] += value;
 	return 0;
 }
 
 static void tab_reset(struct vaggtab *tab)
 {
-	u64map__clear(&tab->map);
+	for (uint32_t i = 0; i < tab->n; i++)
+		tab->val[tab->ids[i]] = 0;
 	tab->n = 0;
 }
 
 static void tab_free(struct vaggtab *tab)
 {
-	u64map__free(&tab->map);
-	free(tab->a);
+	free(tab->val);
+	free(tab->ids);
 	memset(tab, 0, sizeof(*tab));
 }
 
@@ -668,8 +696,7 @@ static int on_row(void *ctx, const struct store_sample *s)
 {
 	struct agg_ctx *c = ctx;
 	struct vmodel *m = c->m;
-	uint32_t stack, group, idx;
-	struct vstack *st;
+	uint32_t stack, pair;
 
 	if (c->pg && ++c->tick % AGG_TICK == 0) {
 		atomic_store_explicit(&c->pg->done_s, c->pg_base + (s->sec - c->q0),
@@ -708,18 +735,9 @@ static int on_row(void *ctx, const struct store_sample *s)
 		c->st->off += s->count;
 	else
 		c->st->probe += s->count;
-	group = group_of(m, c->f->group, s);
-	st = &m->stacks[stack];
-	/* rows of one stack mostly share a group: its last slot spares the lookup */
-	if (st->agg_gen == m->agg_gen && st->agg_group == group) {
-		c->tab->a[st->agg_idx].value += s->count;
-		return 0;
-	}
-	if (tab_add(c->tab, stack, group, s->count, &idx) < 0)
+	pair = pair_of(m, stack, group_of(m, c->f->group, s));
+	if (pair == UINT32_MAX || tab_add(c->tab, pair, s->count) < 0)
 		return -ENOMEM;
-	st->agg_gen = m->agg_gen;
-	st->agg_group = group;
-	st->agg_idx = idx;
 	return 0;
 }
 
@@ -732,7 +750,6 @@ static int agg_query(struct agg_ctx *c, int64_t t0, int64_t t1)
 	to_store_filter(c->f, &sf);
 	c->m->fcache_seg =
 		UINT32_MAX; /* frame addresses are the reader's: valid within one query */
-	c->m->agg_gen++;    /* forgets every stack's last slot */
 	c->q0 = t0;
 	r = store_reader__query(c->m->r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, &sf, on_row, c);
 	if (c->pg) {
@@ -785,6 +802,17 @@ static int64_t chunk_start(int64_t t)
 	return t - (((t % VCHUNK_S) + VCHUNK_S) % VCHUNK_S);
 }
 
+/* Sums of tab and st added to c's. */
+static int agg_tab_merge(struct agg_ctx *c, const struct vaggtab *tab,
+			 const struct vrange_stats *st)
+{
+	for (uint32_t i = 0; i < tab->n; i++)
+		if (tab_add(c->tab, tab->ids[i], tab->val[tab->ids[i]]) < 0)
+			return -ENOMEM;
+	stats_add(c->st, st);
+	return 0;
+}
+
 /* Sums of the chunk from c0 added to c->tab and c->st: from the cache, or read
  * and then cached. */
 static int agg_chunk(struct agg_ctx *c, int64_t c0)
@@ -806,6 +834,15 @@ static int agg_chunk(struct agg_ctx *c, int64_t c0)
 			return r;
 		nc.n = m->cagg.n;
 		nc.aggs = malloc((size_t)MAX(nc.n, 1u) * sizeof(*nc.aggs));
+		for (i = 0; nc.aggs && i < nc.n; i++) {
+			uint64_t v = m->cagg.val[m->cagg.ids[i]];
+
+			if (v > UINT32_MAX) { /* not in 8 bytes: this chunk is not cached */
+				free(nc.aggs);
+				return agg_tab_merge(c, &m->cagg, &nc.st);
+			}
+			nc.aggs[i] = (struct vcsum){m->cagg.ids[i], (uint32_t)v};
+		}
 		if (c->timeline)
 			nc.exact = malloc(VCHUNK_S * sizeof(*nc.exact));
 		if (!nc.aggs || (c->timeline && !nc.exact) ||
@@ -815,7 +852,6 @@ static int agg_chunk(struct agg_ctx *c, int64_t c0)
 			free(nc.exact);
 			return -ENOMEM;
 		}
-		memcpy(nc.aggs, m->cagg.a, (size_t)nc.n * sizeof(*nc.aggs));
 		if (c->timeline)
 			memcpy(nc.exact, &m->ld_exact[c0 - m->ld_t0], VCHUNK_S * sizeof(*nc.exact));
 		m->chunks[m->n_chunks] = nc;
@@ -834,8 +870,7 @@ static int agg_chunk(struct agg_ctx *c, int64_t c0)
 		}
 	}
 	for (i = 0; i < ch->n; i++)
-		if (tab_add(c->tab, ch->aggs[i].stack, ch->aggs[i].group, ch->aggs[i].value, NULL) <
-		    0)
+		if (tab_add(c->tab, ch->aggs[i].pair, ch->aggs[i].value) < 0)
 			return -ENOMEM;
 	stats_add(c->st, &ch->st);
 	return 0;
@@ -901,7 +936,7 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 		return r;
 	m->ld_timeline = c.timeline;
 	for (i = 0; i < m->agg.n; i++) {
-		const struct vagg *a = &m->agg.a[i];
+		const struct vpair *a = &m->pairs[m->agg.ids[i]];
 		const struct vstack *sk = &m->stacks[a->stack];
 		uint32_t n = 0, nf = f->kernel ? sk->n : (uint32_t)(sk->n - sk->nk);
 
@@ -909,7 +944,7 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 			path[n++] = (struct vpath_ent){.name = a->group, .cls = VCLS_GROUP};
 		memcpy(&path[n], &m->frames[sk->off], nf * sizeof(*path));
 		n += nf;
-		r = vtree__add(out, path, n, a->value);
+		r = vtree__add(out, path, n, m->agg.val[m->agg.ids[i]]);
 		if (r < 0)
 			return r;
 	}

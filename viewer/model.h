@@ -65,9 +65,9 @@ struct vstack {
 	uint32_t off; /* into frames: root first, user frames then kernel */
 	uint16_t n, nk;
 	bool degraded; /* a "[degraded: ...]" marker: the pipeline was under pressure */
-	/* the aggregation slot this stack used last: rows of one stack mostly
-	 * share a group, so this spares the (stack, group) hash lookup */
-	uint32_t agg_gen, agg_group, agg_idx;
+	/* the (stack, group) pair this stack was counted in last: rows of one
+	 * stack mostly share a group, so this spares the pair's hash lookup */
+	uint32_t agg_group, agg_pair; /* agg_pair UINT32_MAX: none yet */
 };
 
 /* Segment's stack ids -> distinct stacks (ids are dense per segment). */
@@ -77,20 +77,26 @@ struct vseg_map {
 	uint32_t cap;
 };
 
-struct vagg {
+/* A (stack, group) pair: what a range sums samples by (m->pairs, by id). */
+struct vpair {
 	uint32_t stack, group;
-	uint64_t value;
+};
+
+/* One sum of a cached chunk. */
+struct vcsum {
+	uint32_t pair, value;
 };
 
 struct vrange_stats {
 	uint64_t samples, on, off, probe, lost, rows;
 };
 
-/* One table of (stack, group) -> value sums. */
+/* Sums by pair id: val[] dense (0 where untouched), ids[] the pairs touched. */
 struct vaggtab {
-	struct u64map map; /* stack << 32 | group -> index into a */
-	struct vagg *a;
-	uint32_t n, cap;
+	uint64_t *val;
+	uint32_t cap_val;
+	uint32_t *ids;
+	uint32_t n, cap_ids;
 };
 
 /*
@@ -101,11 +107,11 @@ struct vaggtab {
  */
 #define VCHUNK_S	600
 #define VCHUNK_CLOSED_S 300
-#define VCHUNK_MAX_AGGS (2u << 20) /* cached sums at most (16 B each) */
+#define VCHUNK_MAX_AGGS (4u << 20) /* cached sums at most (8 B each) */
 
 struct vchunk {
 	int64_t c0;
-	struct vagg *aggs;
+	struct vcsum *aggs;
 	uint32_t n;
 	struct vrange_stats st;
 	struct vsec *exact; /* VCHUNK_S seconds; NULL when filtered */
@@ -178,9 +184,12 @@ struct vmodel {
 	uint64_t hdr_bad; /* block headers failing their check */
 	uint64_t notices; /* problems reported by the reader */
 	char last_notice[256];
+	/* (stack, group) pairs, by id; stack << 32 | group -> id */
+	struct vpair *pairs;
+	uint32_t n_pairs, cap_pairs;
+	struct u64map pair_map;
 	/* aggregation scratch: the range's sums, and a chunk's being cached */
 	struct vaggtab agg, cagg;
-	uint32_t agg_gen;
 	/* group_of() cache of process / thread labels, by pid or tid */
 	struct vgroup_memo {
 		uint32_t who, id;

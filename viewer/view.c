@@ -390,12 +390,27 @@ bool vapp__loading(const struct vapp *a)
 	return a->ld.running;
 }
 
+static void tree_swap(struct vtree *x, struct vtree *y)
+{
+	struct vtree t = *x;
+
+	*x = *y;
+	*y = t;
+}
+
 static void load_start(struct vapp *a)
 {
 	struct vload *l = &a->ld;
 
-	l->zn = path_of(&a->tree, a->zoom, l->zp);
-	l->sn = path_of(&a->tree, a->sel, l->sp);
+	if (!l->lent) {
+		l->zn = path_of(&a->tree, a->zoom, l->zp);
+		l->sn = path_of(&a->tree, a->sel, l->sp);
+		/* the picture before is not drawn while loading: the loader reuses its
+		 * memory (a 24-hour tree is tens of MB) */
+		tree_swap(&a->tree, &l->tree);
+		tree_swap(&a->tree_a, &l->tree_a);
+		l->lent = true;
+	}
 	l->r0 = a->r0;
 	l->r1 = a->r1;
 	l->diff = a->diff && a->have_a;
@@ -434,14 +449,6 @@ static bool load_join(struct vapp *a, bool cancel)
 	return l->r != -ECANCELED && l->r_a != -ECANCELED;
 }
 
-static void tree_swap(struct vtree *x, struct vtree *y)
-{
-	struct vtree t = *x;
-
-	*x = *y;
-	*y = t;
-}
-
 /* The loader's picture on the screen (UI thread, after the join). */
 static void load_take(struct vapp *a)
 {
@@ -449,10 +456,10 @@ static void load_take(struct vapp *a)
 
 	tree_swap(&a->tree, &l->tree);
 	a->st = l->st;
-	if (l->diff) {
-		tree_swap(&a->tree_a, &l->tree_a);
+	tree_swap(&a->tree_a, &l->tree_a);
+	if (l->diff)
 		a->st_a = l->st_a;
-	}
+	l->lent = false;
 	if (l->r < 0)
 		snprintf(a->msg, sizeof(a->msg), "read failed: %s", strerror(-l->r));
 	else if (l->r_a < 0)

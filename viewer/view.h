@@ -45,6 +45,7 @@ struct vtop_row {
 struct vload {
 	pthread_t th;
 	bool running; /* started and not yet joined (the UI thread's flag) */
+	bool lent;    /* the trees of the picture before are the loader's to fill */
 	atomic_bool done;
 	struct vprogress pg;
 	/* the job: set before the start, read-only while it runs */
