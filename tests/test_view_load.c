@@ -216,15 +216,17 @@ START_TEST(test_loader_thread)
 }
 END_TEST
 
+/* One case: both tests write the same 2-hour store (setup). */
 int main(void)
 {
-	Suite *s = suite_create("view_load");
 	TCase *tc = tcase_create("load");
+	Suite *s;
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_chunk_cache);
 	tcase_add_test(tc, test_loader_thread);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	s = suite_create("view_load");
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }
