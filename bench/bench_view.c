@@ -9,9 +9,12 @@
  * Prints: time to the first screen (open, timeline from the index and block
  * headers, aggregate the default range, lay out, draw), re-aggregate + draw
  * of a 1-minute, 1-hour and 24-hour range (cold: the first time; warm: best
- * of 3 more, the stacks interned), regex search over the 24-hour range, and
- * peak RSS. Goals (issue 13): first screen <= 1 s, 1 minute <= 50 ms,
- * 1 hour <= 500 ms, peak RSS <= 100 MB.
+ * of 3 more, the stacks interned and the sums of closed 10-minute chunks
+ * cached), with the time to the first screen of the cold 24-hour range (its
+ * progress line: the range loads in the viewer's loader thread), regex search
+ * over the 24-hour range, and peak RSS. Each range is timed from the request
+ * to its picture drawn (vapp__render, vapp__wait, vapp__render). Goals (issue 13): first screen <=
+ * 1 s, 1 minute <= 50 ms, 1 hour <= 500 ms, peak RSS <= 100 MB.
  */
 #include <curses.h>
 #include <getopt.h>
@@ -30,12 +33,19 @@ static double ms_since(uint64_t t0)
 
 /* CPU time of the last frame(): on a loaded machine, wall time is mostly waiting. */
 static double last_cpu_ms;
+/* Wall time of the last frame()'s first screen: the picture, or the progress
+ * line of a load that takes longer than the 100 ms waited for. */
+static double last_first_ms;
 
 static double frame(struct vapp *a)
 {
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 
-	vapp__render(a);
+	vapp__render(a); /* starts the load; its progress line */
+	refresh();
+	last_first_ms = ms_since(t0);
+	vapp__wait(a);
+	vapp__render(a); /* the picture */
 	refresh();
 	last_cpu_ms = (double)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) / 1e6;
 	return ms_since(t0);
@@ -123,6 +133,10 @@ int main(int argc, char **argv)
 				if (!i) {
 					snprintf(what, sizeof(what), "%s (cold)", rg[k].name);
 					row(what, ms, rg[k].goal, a);
+					if (!rg[k].len)
+						printf("%-34s %10.1f ms\n",
+						       "  its first screen (progress)",
+						       last_first_ms);
 				} else {
 					best[k] = ms < best[k] ? ms : best[k];
 					best_cpu[k] = last_cpu_ms < best_cpu[k] ? last_cpu_ms
@@ -156,9 +170,6 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &ru);
 	printf("%-34s %10.1f MB %8s      %-8s\n", "peak RSS", (double)ru.ru_maxrss / 1024, "",
 	       "<= 100");
-	if (0)
-		printf("%-34s %10.1f MB  %-10s\n", "peak RSS", (double)ru.ru_maxrss / 1024,
-		       "<= 100");
 	vapp__free(a);
 	free(a);
 	fclose(devnull);

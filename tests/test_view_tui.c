@@ -1113,6 +1113,174 @@ START_TEST(test_day_runs)
 }
 END_TEST
 
+/* ---- a big store: loading in the background ---- */
+
+#define BIG_HOURS 4
+#define BIG_RATE  500 /* samples per second, one in five off-CPU */
+#define BIG_ON	  (BIG_RATE - BIG_RATE / 5)
+
+/* BIG_HOURS from local midnight of 2026-11-20 under root: every sample of a
+ * second its own row (stack, pid, tid, cpu differ), so a range is many rows. */
+static void write_big(const char *root)
+{
+	struct vgen *g = calloc(1, sizeof(*g));
+	uint64_t base = vt_base_ns() - 10 * 3600ULL * 1000000000ULL;
+	uint32_t st[40], comm[20];
+	char buf[512];
+
+	ck_assert_ptr_nonnull(g);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	ck_assert_int_eq(vgen_open(g, root, 8), 0);
+	for (uint32_t i = 0; i < 20; i++) {
+		snprintf(buf, sizeof(buf), "svc%u", i);
+		comm[i] = vgen_str(g, buf);
+	}
+	for (uint32_t i = 0; i < 40; i++) {
+		snprintf(buf, sizeof(buf), "main;loop_%u;work_%u;leaf_%u", i % 4, i % 13, i);
+		st[i] = vgen_stack(g, buf);
+	}
+	for (uint64_t sec = 0; sec < BIG_HOURS * 3600ULL; sec++)
+		for (uint32_t k = 0; k < BIG_RATE; k++) {
+			uint32_t p = (k / 40) % 20;
+
+			ck_assert_int_eq(vgen_sample(g, base + sec * 1000000000ULL + k * 1000ULL,
+						     st[k % 40], 3000 + p, 3000 + p + k % 3, k % 8,
+						     k % 5 ? CPA_KIND_ONCPU : CPA_KIND_OFFCPU,
+						     k % 5 ? 1 : 1000, comm[p], comm[p]),
+					 0);
+		}
+	vgen_close(g);
+	free(g);
+}
+
+/* Sum of the counts of `cpa show`'s folded lines for [b, e) of root, on-CPU. */
+static uint64_t show_on_total(const char *root, const char *b, const char *e)
+{
+	char cpa[1100], out[400], *txt, *line, *save = NULL;
+	uint64_t sum = 0;
+	int rc = -1;
+
+	path_of(cpa, sizeof(cpa), "cpa");
+	snprintf(out, sizeof(out), "%s/show.prof", tmp_root);
+	free(test_cmd_out(&rc, "%s show --read '%s' -B %s -E %s --kind on -o '%s' 2>&1", cpa, root,
+			  b, e, out));
+	ck_assert_int_eq(rc, 0);
+	txt = test_cmd_out(NULL, "cat '%s'", out);
+	for (line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *sp = strrchr(line, ' ');
+
+		ck_assert_ptr_nonnull(sp);
+		sum += strtoull(sp + 1, NULL, 10);
+	}
+	free(txt);
+	return sum;
+}
+
+/* "N samples: on X" of the status line for range rng (settled), X. */
+static uint64_t view_on_total(const char *rng)
+{
+	char want[128], *s, *p;
+	uint64_t on;
+
+	snprintf(want, sizeof(want), "range %s  ", rng);
+	s = wait_for(want);
+	for (int i = 0; i < 600 && !strstr(s, " samples: on "); i++) {
+		free(s);
+		usleep(50000);
+		s = wait_for(want);
+	}
+	p = strstr(s, " samples: on ");
+	ck_assert_msg(p, "no totals on\n%s", s);
+	on = strtoull(p + strlen(" samples: on "), NULL, 10);
+	free(s);
+	return on;
+}
+
+/*
+ * The screen while a range loads: a progress line and no picture. Polled
+ * without waiting for it to settle (the line moves; a load may be short), and
+ * a frame tmux caught half drawn may hold the picture before: one of the
+ * loading screens without it is enough, none is a failure.
+ */
+static void check_loading(void)
+{
+	char *s = NULL, *l;
+	bool seen = false, clean = false;
+
+	for (int i = 0; i < 600; i++) {
+		free(s);
+		s = screen(false);
+		l = line_with(s, ")  loading ");
+		if (l) {
+			ck_assert_msg(strstr(l, "%: ") && strstr(l, " read, ") &&
+					      strstr(l, " M rows  (q quits)"),
+				      "progress line:\n%s", s);
+			free(l);
+			seen = true;
+			clean = !strstr(s, "leaf_") && !strstr(s, "svc");
+			if (clean)
+				break;
+		} else if (seen) {
+			ck_abort_msg("every loading screen showed the picture before; last:\n%s",
+				     s);
+		}
+		usleep(20000);
+	}
+	ck_assert_msg(seen, "no progress line; last screen:\n%s", s);
+	ck_assert_msg(clean, "every loading screen showed the picture before; last:\n%s", s);
+	free(s);
+}
+
+START_TEST(test_big_load)
+{
+	char root[400], args[600];
+
+	snprintf(root, sizeof(root), "%s/big", tmp_root);
+	write_big(root);
+	/* the first range: totals as `cpa show` counts them */
+	snprintf(args, sizeof(args), "--begin 02:00:00 --end 03:00:00 '%s'", root);
+	tui_start(args, 100, 30);
+	ck_assert_uint_eq(view_on_total("02:00:00-03:00:00 (60m00s)"), 3600ULL * BIG_ON);
+	ck_assert_uint_eq(show_on_total(root, "02:00:00", "03:00:00"), 3600ULL * BIG_ON);
+	/* everything: loaded in the background with a progress line */
+	keys("a");
+	check_loading();
+	/* keys work meanwhile: a narrower range supersedes the running load */
+	keys("+");
+	ck_assert_uint_eq(view_on_total("01:00:00-03:00:00 (2h00m)"), 2ULL * 3600 * BIG_ON);
+	/* the whole store, then the same totals again (partly from cached sums) */
+	keys("a");
+	ck_assert_uint_eq(view_on_total("00:00:00-04:00:00 (4h00m)"), BIG_HOURS * 3600ULL * BIG_ON);
+	keys("+");
+	ck_assert_uint_eq(view_on_total("01:00:00-03:00:00 (2h00m)"), 2ULL * 3600 * BIG_ON);
+	ck_assert_uint_eq(show_on_total(root, "01:00:00", "03:00:00"), 2ULL * 3600 * BIG_ON);
+	free(wait_for("svc0:3"));
+	tui_stop();
+
+	/* q while the first range loads: cpa-view exits at once, cleanly */
+	snprintf(args, sizeof(args), "--begin 00:00:00 --end 04:00:00 '%s'", root);
+	tui_start(args, 100, 30);
+	check_loading();
+	keys("q");
+	{
+		char cmd[200], *st = NULL;
+
+		snprintf(cmd, sizeof(cmd),
+			 "tmux -L %s display -p -t 0 '#{pane_dead} #{pane_dead_status}'", sock);
+		for (int i = 0; i < 600; i++) {
+			free(st);
+			st = test_cmd_out(NULL, "%s", cmd);
+			if (st[0] == '1')
+				break;
+			usleep(50000);
+		}
+		ck_assert_msg(!strncmp(st, "1 0", 3), "after q: '%s'; screen:\n%s", st,
+			      screen(false));
+		free(st);
+	}
+}
+END_TEST
+
 static Suite *suite(bool bpf)
 {
 	Suite *s = suite_create("view_tui");
@@ -1147,6 +1315,12 @@ static Suite *suite(bool bpf)
 	tcase_add_test(tc, test_axis_and_names);
 	tcase_add_test(tc, test_group_name_and_merged);
 	tcase_add_test(tc, test_day_header);
+	suite_add_tcase(s, tc);
+	/* its own case: writing and reading a big store takes minutes on a busy machine */
+	tc = tcase_create("big");
+	tcase_add_checked_fixture(tc, synth_setup, synth_teardown);
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_big_load);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -778,11 +778,29 @@ static void draw_triggers(struct vapp *a, int y0, int h)
 
 /* ------------------------------------------------------------ screen */
 
+/* "range R  loading 37%: 8h53m of 24h00m read, 6.1 M rows": the progress line. */
+static const char *load_line(const struct vapp *a, const char *rng, char *buf, size_t len)
+{
+	int64_t done = atomic_load_explicit(&a->ld.pg.done_s, memory_order_relaxed);
+	int64_t total = atomic_load_explicit(&a->ld.pg.total_s, memory_order_relaxed);
+	uint64_t rows = atomic_load_explicit(&a->ld.pg.rows, memory_order_relaxed);
+	char d[32], t[32];
+
+	if (total <= 0)
+		total = MAX(a->r1 - a->r0, (int64_t)1);
+	done = MIN(MAX(done, (int64_t)0), total);
+	fmt_span(done, d, sizeof(d));
+	fmt_span(total, t, sizeof(t));
+	snprintf(buf, len, "range %s  loading %d%%: %s of %s read, %.1f M rows  (q quits)", rng,
+		 (int)(100 * done / total), d, t, (double)rows / 1e6);
+	return buf;
+}
+
 static void draw_header(struct vapp *a)
 {
 	char buf[1024], filt[256], all[96], rng[96];
 	const char *dir = strrchr(a->m.dir, '/') ? strrchr(a->m.dir, '/') + 1 : a->m.dir;
-	uint64_t corrupt = vmodel__corrupt(&a->m);
+	uint64_t corrupt = a->m.corrupt;
 	char runs[32] = "";
 	size_t o;
 
@@ -800,6 +818,11 @@ static void draw_header(struct vapp *a)
 	line_fill(0, pair_attr(a, P_TITLE) | (a->color ? 0 : A_REVERSE), buf, a->cols);
 
 	fmt_range(a->r0, a->r1, rng, sizeof(rng));
+	if (vapp__loading(a)) {
+		line_fill(1 + tl_height(a->rows) + 2 + ser_height(a->rows), A_BOLD,
+			  load_line(a, rng, buf, sizeof(buf)), a->cols);
+		return;
+	}
 	snprintf(buf, sizeof(buf), "range %s  %llu samples: on %llu off %llu lost %llu", rng,
 		 (unsigned long long)a->st.samples, (unsigned long long)a->st.on,
 		 (unsigned long long)a->st.off, (unsigned long long)a->st.lost);
@@ -870,6 +893,15 @@ void vdraw__screen(struct vapp *a)
 	draw_header(a);
 	body_y = 1 + tl_h + 2 + ser_h + 1;
 	body_h = a->rows - body_y - 2;
+	if (vapp__loading(a) && a->view != VV_HELP) {
+		/* the picture of the range before is not shown as this one's */
+		mvaddnstr(body_y + 1, 2, "loading the range: its flamegraph follows", a->cols - 4);
+		mvaddnstr(body_y + 2, 2,
+			  "[ ] - + g r move the range, : filters, q quits; other keys wait for it",
+			  a->cols - 4);
+		draw_bottom(a);
+		return;
+	}
 	switch (a->view) {
 	case VV_TOP:
 		draw_top(a, body_y, body_h);

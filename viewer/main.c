@@ -154,7 +154,8 @@ int main(int argc, char **argv)
 
 		vapp__render(a);
 		refresh();
-		timeout(a->o.follow ? 1000 : -1);
+		/* while a range loads, wake to move its progress line */
+		timeout(vapp__loading(a) ? 150 : a->o.follow ? 1000 : -1);
 		t0 = clock_ns(CLOCK_MONOTONIC);
 		c = getch();
 		if (c == ERR) {

@@ -361,6 +361,9 @@ int vmodel__reload(struct vmodel *m, char *err, size_t errlen)
 	return model_load(m, err, errlen);
 }
 
+static void tab_free(struct vaggtab *tab);
+static void chunks_free(struct vmodel *m);
+
 void vmodel__free(struct vmodel *m)
 {
 	uint32_t i;
@@ -375,10 +378,14 @@ void vmodel__free(struct vmodel *m)
 	free(m->fcache);
 	for (i = 0; i < VG_MAX; i++)
 		u64map__free(&m->groups[i]);
-	u64map__free(&m->agg);
+	tab_free(&m->agg);
+	tab_free(&m->cagg);
+	u64map__free(&m->pair_map);
+	free(m->pairs);
+	chunks_free(m);
+	free(m->ld_exact);
 	free(m->stacks);
 	free(m->frames);
-	free(m->aggs);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -512,6 +519,7 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 		return UINT32_MAX;
 	st = &m->stacks[m->n_stacks];
 	memset(st, 0, sizeof(*st));
+	st->agg_pair = UINT32_MAX;
 	st->off = m->n_frames;
 	st->n = (uint16_t)n;
 	st->nk = (uint16_t)nk;
@@ -556,20 +564,23 @@ static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sam
 		return 0;
 	if (g == VG_PROCESS || g == VG_THREAD) {
 		uint32_t who = g == VG_PROCESS ? s->pid : s->tid;
+		struct vgroup_memo *e = &m->gmemo[who % ARRAY_SIZE(m->gmemo)];
+		size_t len;
 
 		name = g == VG_PROCESS ? store_sample__proc_name(s)
 		       : s->comm[0]    ? s->comm
 				       : "[unknown]";
-		/* rows come sorted by (second, pid, tid): the last answer is often right */
-		if (m->last_group_kind == (int)g && m->last_group_key_pid == who &&
-		    !strncmp(m->last_group_name, name, sizeof(m->last_group_name)))
-			return m->last_group;
+		if (e->kind == (int)g && e->who == who && !strcmp(e->name, name))
+			return e->id;
 		n = snprintf(buf, sizeof(buf), "%s:%u", name, who);
 		id = strtab__intern(&m->names, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
-		m->last_group_kind = (int)g;
-		m->last_group_key_pid = who;
-		snprintf(m->last_group_name, sizeof(m->last_group_name), "%s", name);
-		m->last_group = id;
+		len = strlen(name);
+		if (id && len < sizeof(e->name)) {
+			e->kind = (int)g;
+			e->who = who;
+			e->id = id;
+			memcpy(e->name, name, len + 1);
+		}
 		return id;
 	}
 	switch (g) {
@@ -598,27 +609,107 @@ static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sam
 	return id;
 }
 
+static void stats_add(struct vrange_stats *to, const struct vrange_stats *from)
+{
+	to->samples += from->samples;
+	to->on += from->on;
+	to->off += from->off;
+	to->probe += from->probe;
+	to->lost += from->lost;
+	to->rows += from->rows;
+}
+
+/* Id of the (stack, group) pair, UINT32_MAX on ENOMEM. */
+static uint32_t pair_of(struct vmodel *m, uint32_t stack, uint32_t group)
+{
+	struct vstack *st = &m->stacks[stack];
+	uint64_t key = (uint64_t)stack << 32 | group;
+	uint32_t id;
+
+	if (st->agg_pair != UINT32_MAX && st->agg_group == group)
+		return st->agg_pair;
+	id = u64map__get(&m->pair_map, key);
+	if (id == UINT32_MAX) {
+		id = m->n_pairs;
+		if (array_grow32((void **)&m->pairs, &m->cap_pairs, id + 1, sizeof(*m->pairs)) ||
+		    u64map__put(&m->pair_map, key, id) < 0)
+			return UINT32_MAX;
+		m->pairs[id] = (struct vpair){.stack = stack, .group = group};
+		m->n_pairs++;
+	}
+	st->agg_group = group;
+	st->agg_pair = id;
+	return id;
+}
+
+/* Add value to pair of tab; -ENOMEM. */
+static int tab_add(struct vaggtab *tab, uint32_t pair, uint64_t value)
+{
+	if (!value)
+		return 0;
+	if (pair >= tab->cap_val) {
+		uint32_t old = tab->cap_val;
+
+		if (array_grow32((void **)&tab->val, &tab->cap_val, (size_t)pair + 1,
+				 sizeof(*tab->val)))
+			return -ENOMEM;
+		memset(tab->val + old, 0, (size_t)(tab->cap_val - old) * sizeof(*tab->val));
+	}
+	if (!tab->val[pair]) {
+		if (array_grow32((void **)&tab->ids, &tab->cap_ids, tab->n + 1, sizeof(*tab->ids)))
+			return -ENOMEM;
+		tab->ids[tab->n++] = pair;
+	}
+	tab->val[pair] += value;
+	return 0;
+}
+
+static void tab_reset(struct vaggtab *tab)
+{
+	for (uint32_t i = 0; i < tab->n; i++)
+		tab->val[tab->ids[i]] = 0;
+	tab->n = 0;
+}
+
+static void tab_free(struct vaggtab *tab)
+{
+	free(tab->val);
+	free(tab->ids);
+	memset(tab, 0, sizeof(*tab));
+}
+
 struct agg_ctx {
 	struct vmodel *m;
 	const struct vfilter *f;
-	struct vrange_stats *st;
-	bool timeline; /* unfiltered: the exact per-second counts can be kept */
-	int err;
+	struct vaggtab *tab;	 /* the sums this query goes to */
+	struct vrange_stats *st; /* and its counts */
+	bool timeline;		 /* unfiltered: the exact per-second counts are kept */
+	struct vprogress *pg;
+	int64_t pg_base, q0; /* progress: seconds done before this query, its start */
+	uint32_t tick;
 };
+
+/* Every this many rows: progress, and a look at the cancel flag. */
+#define AGG_TICK 4096
 
 static int on_row(void *ctx, const struct store_sample *s)
 {
 	struct agg_ctx *c = ctx;
 	struct vmodel *m = c->m;
-	uint32_t stack, group, idx;
-	struct vstack *st;
-	uint64_t key;
+	uint32_t stack, pair;
 
+	if (c->pg && ++c->tick % AGG_TICK == 0) {
+		atomic_store_explicit(&c->pg->done_s, c->pg_base + (s->sec - c->q0),
+				      memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->pg->rows, AGG_TICK, memory_order_relaxed);
+		if (atomic_load_explicit(&c->pg->cancel, memory_order_relaxed))
+			return -ECANCELED;
+	}
 	stack = stack_of(m, s);
 	if (stack == UINT32_MAX)
 		return -ENOMEM;
-	if (c->timeline && s->sec >= m->first_s && s->sec <= m->last_s) {
-		struct vsec *e = &m->exact[s->sec - m->first_s];
+	if (c->timeline && s->sec >= m->ld_t0 && s->sec < m->ld_t1) {
+		struct vsec *e = &m->ld_exact[s->sec - m->ld_t0];
 		uint32_t v = (uint32_t)MIN(s->count, (uint64_t)UINT32_MAX);
 
 		if (m->stacks[stack].degraded)
@@ -644,62 +735,208 @@ static int on_row(void *ctx, const struct store_sample *s)
 		c->st->off += s->count;
 	else
 		c->st->probe += s->count;
-	group = group_of(m, c->f->group, s);
-	st = &m->stacks[stack];
-	if (st->agg_gen == m->agg_gen && st->agg_group == group) {
-		m->aggs[st->agg_idx].value += s->count;
-		return 0;
+	pair = pair_of(m, stack, group_of(m, c->f->group, s));
+	if (pair == UINT32_MAX || tab_add(c->tab, pair, s->count) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* The rows of [t0, t1) into c->tab and c->st. */
+static int agg_query(struct agg_ctx *c, int64_t t0, int64_t t1)
+{
+	struct store_filter sf;
+	int r;
+
+	to_store_filter(c->f, &sf);
+	c->m->fcache_seg =
+		UINT32_MAX; /* frame addresses are the reader's: valid within one query */
+	c->q0 = t0;
+	r = store_reader__query(c->m->r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, &sf, on_row, c);
+	if (c->pg) {
+		c->pg_base += t1 - t0;
+		atomic_store_explicit(&c->pg->done_s, c->pg_base, memory_order_relaxed);
 	}
-	key = (uint64_t)stack << 32 | group;
-	idx = u64map__get(&m->agg, key);
-	if (idx == UINT32_MAX) {
-		idx = m->n_agg;
-		if (array_grow32((void **)&m->aggs, &m->cap_agg, idx + 1, sizeof(*m->aggs)) ||
-		    u64map__put(&m->agg, key, idx) < 0)
+	return r;
+}
+
+static bool same_filter(const struct vfilter *a, const struct vfilter *b)
+{
+	return a->pid == b->pid && a->cgroup == b->cgroup && a->probe == b->probe &&
+	       !strcmp(a->comm, b->comm) && !strcmp(a->env, b->env) && a->has_cpus == b->has_cpus &&
+	       (!a->has_cpus || !memcmp(a->cpus, b->cpus, sizeof(a->cpus))) &&
+	       a->kinds == b->kinds && a->group == b->group;
+}
+
+static void chunks_free(struct vmodel *m)
+{
+	for (uint32_t i = 0; i < m->n_chunks; i++) {
+		free(m->chunks[i].aggs);
+		free(m->chunks[i].exact);
+	}
+	free(m->chunks);
+	m->chunks = NULL;
+	m->n_chunks = m->cap_chunks = 0;
+	m->chunk_aggs = 0;
+}
+
+static struct vchunk *chunk_find(struct vmodel *m, int64_t c0)
+{
+	for (uint32_t i = 0; i < m->n_chunks; i++)
+		if (m->chunks[i].c0 == c0)
+			return &m->chunks[i];
+	return NULL;
+}
+
+/* The chunk from c0 is closed and its sums fit in the cache (or are there). */
+static bool chunk_usable(struct vmodel *m, int64_t c0)
+{
+	if (c0 + VCHUNK_S + VCHUNK_CLOSED_S > m->last_s + 1)
+		return false;
+	if (chunk_find(m, c0))
+		return true;
+	return m->chunk_aggs < VCHUNK_MAX_AGGS;
+}
+
+static int64_t chunk_start(int64_t t)
+{
+	return t - (((t % VCHUNK_S) + VCHUNK_S) % VCHUNK_S);
+}
+
+/* Sums of tab and st added to c's. */
+static int agg_tab_merge(struct agg_ctx *c, const struct vaggtab *tab,
+			 const struct vrange_stats *st)
+{
+	for (uint32_t i = 0; i < tab->n; i++)
+		if (tab_add(c->tab, tab->ids[i], tab->val[tab->ids[i]]) < 0)
 			return -ENOMEM;
-		m->aggs[idx] = (struct vagg){.stack = stack, .group = group};
-		m->n_agg++;
+	stats_add(c->st, st);
+	return 0;
+}
+
+/* Sums of the chunk from c0 added to c->tab and c->st: from the cache, or read
+ * and then cached. */
+static int agg_chunk(struct agg_ctx *c, int64_t c0)
+{
+	struct vmodel *m = c->m;
+	struct vchunk *ch = chunk_find(m, c0), nc = {.c0 = c0};
+	struct agg_ctx cc = *c;
+	uint32_t i;
+	int r;
+
+	if (!ch) {
+		tab_reset(&m->cagg);
+		cc.tab = &m->cagg;
+		cc.st = &nc.st;
+		r = agg_query(&cc, c0, c0 + VCHUNK_S);
+		c->pg_base = cc.pg_base;
+		c->tick = cc.tick;
+		if (r < 0)
+			return r;
+		nc.n = m->cagg.n;
+		nc.aggs = malloc((size_t)MAX(nc.n, 1u) * sizeof(*nc.aggs));
+		for (i = 0; nc.aggs && i < nc.n; i++) {
+			uint64_t v = m->cagg.val[m->cagg.ids[i]];
+
+			if (v > UINT32_MAX) { /* not in 8 bytes: this chunk is not cached */
+				free(nc.aggs);
+				return agg_tab_merge(c, &m->cagg, &nc.st);
+			}
+			nc.aggs[i] = (struct vcsum){m->cagg.ids[i], (uint32_t)v};
+		}
+		if (c->timeline)
+			nc.exact = malloc(VCHUNK_S * sizeof(*nc.exact));
+		if (!nc.aggs || (c->timeline && !nc.exact) ||
+		    array_grow32((void **)&m->chunks, &m->cap_chunks, m->n_chunks + 1,
+				 sizeof(*m->chunks))) {
+			free(nc.aggs);
+			free(nc.exact);
+			return -ENOMEM;
+		}
+		if (c->timeline)
+			memcpy(nc.exact, &m->ld_exact[c0 - m->ld_t0], VCHUNK_S * sizeof(*nc.exact));
+		m->chunks[m->n_chunks] = nc;
+		ch = &m->chunks[m->n_chunks++];
+		m->chunk_aggs += nc.n;
+	} else {
+		if (c->timeline)
+			memcpy(&m->ld_exact[c0 - m->ld_t0], ch->exact,
+			       VCHUNK_S * sizeof(*ch->exact));
+		if (c->pg) {
+			c->pg_base += VCHUNK_S;
+			atomic_store_explicit(&c->pg->done_s, c->pg_base, memory_order_relaxed);
+			atomic_fetch_add_explicit(&c->pg->rows, ch->st.rows, memory_order_relaxed);
+			if (atomic_load_explicit(&c->pg->cancel, memory_order_relaxed))
+				return -ECANCELED;
+		}
 	}
-	m->aggs[idx].value += s->count;
-	st->agg_gen = m->agg_gen;
-	st->agg_group = group;
-	st->agg_idx = idx;
+	for (i = 0; i < ch->n; i++)
+		if (tab_add(c->tab, ch->aggs[i].pair, ch->aggs[i].value) < 0)
+			return -ENOMEM;
+	stats_add(c->st, &ch->st);
 	return 0;
 }
 
 int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilter *f,
-		      struct vtree *out, struct vrange_stats *st)
+		      struct vtree *out, struct vrange_stats *st, struct vprogress *pg)
 {
-	struct agg_ctx c = {.m = m, .f = f, .st = st, .timeline = vfilter__selects_all(f)};
-	struct store_filter sf;
+	struct agg_ctx c = {.m = m, .f = f, .st = st, .tab = &m->agg, .pg = pg};
 	struct vpath_ent path[520];
 	uint32_t i;
+	int64_t t;
 	int r;
 
 	memset(st, 0, sizeof(*st));
 	vtree__reset(out);
+	m->ld_timeline = false;
 	if (!m->r)
 		return -ENOENT;
 	t0 = MAX(t0, m->first_s);
 	t1 = MIN(t1, m->last_s + 1);
 	if (t1 <= t0)
 		return 0;
-	to_store_filter(f, &sf);
-	u64map__clear(&m->agg);
-	m->n_agg = 0;
-	m->fcache_seg = UINT32_MAX; /* frame addresses are the reader's: valid within one query */
-	m->agg_gen++;		    /* forgets every stack's last slot */
-	m->last_group_kind = -1;
-	if (c.timeline) {
-		memset(&m->exact[t0 - m->first_s], 0, (size_t)(t1 - t0) * sizeof(*m->exact));
+	if (pg) {
+		c.pg_base = atomic_load_explicit(&pg->done_s, memory_order_relaxed);
+		atomic_fetch_add_explicit(&pg->total_s, t1 - t0, memory_order_relaxed);
 	}
-	r = store_reader__query(m->r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, &sf, on_row, &c);
+	if (!m->chunk_f_set || !same_filter(&m->chunk_f, f)) {
+		chunks_free(m);
+		m->chunk_f = *f;
+		m->chunk_f_set = true;
+	}
+	c.timeline = vfilter__selects_all(f);
+	if (c.timeline) {
+		struct vsec *e = realloc(m->ld_exact, (size_t)(t1 - t0) * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		memset(e, 0, (size_t)(t1 - t0) * sizeof(*e));
+		m->ld_exact = e;
+		m->ld_t0 = t0;
+		m->ld_t1 = t1;
+	}
+	tab_reset(&m->agg);
+	for (i = 0; i < ARRAY_SIZE(m->gmemo); i++)
+		m->gmemo[i].kind = -1;
+	/* whole closed chunks from the cache; the rest read in runs as long as they go */
+	for (t = t0, r = 0; t < t1 && r >= 0;) {
+		int64_t e = t;
+
+		if (chunk_start(t) == t && t + VCHUNK_S <= t1 && chunk_usable(m, t)) {
+			r = agg_chunk(&c, t);
+			t += VCHUNK_S;
+			continue;
+		}
+		do
+			e = MIN(chunk_start(e) + VCHUNK_S, t1);
+		while (e < t1 && !(e + VCHUNK_S <= t1 && chunk_usable(m, e)));
+		r = agg_query(&c, t, e);
+		t = e;
+	}
 	if (r < 0)
 		return r;
-	if (c.timeline)
-		memset(&m->known[t0 - m->first_s], 1, (size_t)(t1 - t0));
-	for (i = 0; i < m->n_agg; i++) {
-		const struct vagg *a = &m->aggs[i];
+	m->ld_timeline = c.timeline;
+	for (i = 0; i < m->agg.n; i++) {
+		const struct vpair *a = &m->pairs[m->agg.ids[i]];
 		const struct vstack *sk = &m->stacks[a->stack];
 		uint32_t n = 0, nf = f->kernel ? sk->n : (uint32_t)(sk->n - sk->nk);
 
@@ -707,12 +944,25 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 			path[n++] = (struct vpath_ent){.name = a->group, .cls = VCLS_GROUP};
 		memcpy(&path[n], &m->frames[sk->off], nf * sizeof(*path));
 		n += nf;
-		r = vtree__add(out, path, n, a->value);
+		r = vtree__add(out, path, n, m->agg.val[m->agg.ids[i]]);
 		if (r < 0)
 			return r;
 	}
 	vtree__sort(out);
 	return 0;
+}
+
+void vmodel__commit(struct vmodel *m)
+{
+	m->corrupt = vmodel__corrupt(m);
+	if (!m->ld_timeline)
+		return;
+	m->ld_timeline = false;
+	if (m->ld_t0 < m->first_s || m->ld_t1 > m->last_s + 1)
+		return; /* the store was re-read since: the timeline is another */
+	memcpy(&m->exact[m->ld_t0 - m->first_s], m->ld_exact,
+	       (size_t)(m->ld_t1 - m->ld_t0) * sizeof(*m->exact));
+	memset(&m->known[m->ld_t0 - m->first_s], 1, (size_t)(m->ld_t1 - m->ld_t0));
 }
 
 /* ------------------------------------------------------------ export */

@@ -9,6 +9,7 @@
 #define CPA_VMODEL_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -64,9 +65,9 @@ struct vstack {
 	uint32_t off; /* into frames: root first, user frames then kernel */
 	uint16_t n, nk;
 	bool degraded; /* a "[degraded: ...]" marker: the pipeline was under pressure */
-	/* the aggregation slot this stack used last: rows of one stack mostly
-	 * share a group, so this spares the (stack, group) hash lookup */
-	uint32_t agg_gen, agg_group, agg_idx;
+	/* the (stack, group) pair this stack was counted in last: rows of one
+	 * stack mostly share a group, so this spares the pair's hash lookup */
+	uint32_t agg_group, agg_pair; /* agg_pair UINT32_MAX: none yet */
 };
 
 /* Segment's stack ids -> distinct stacks (ids are dense per segment). */
@@ -76,13 +77,52 @@ struct vseg_map {
 	uint32_t cap;
 };
 
-struct vagg {
+/* A (stack, group) pair: what a range sums samples by (m->pairs, by id). */
+struct vpair {
 	uint32_t stack, group;
-	uint64_t value;
+};
+
+/* One sum of a cached chunk. */
+struct vcsum {
+	uint32_t pair, value;
 };
 
 struct vrange_stats {
 	uint64_t samples, on, off, probe, lost, rows;
+};
+
+/* Sums by pair id: val[] dense (0 where untouched), ids[] the pairs touched. */
+struct vaggtab {
+	uint64_t *val;
+	uint32_t cap_val;
+	uint32_t *ids;
+	uint32_t n, cap_ids;
+};
+
+/*
+ * The aggregation cache: the (stack, group) sums of whole, closed chunks of
+ * VCHUNK_S seconds (aligned), for one filter and grouping. A chunk ending
+ * VCHUNK_CLOSED_S before the store's last second no longer changes: a range
+ * covering it takes its sums instead of reading its rows again.
+ */
+#define VCHUNK_S	600
+#define VCHUNK_CLOSED_S 300
+#define VCHUNK_MAX_AGGS (4u << 20) /* cached sums at most (8 B each) */
+
+struct vchunk {
+	int64_t c0;
+	struct vcsum *aggs;
+	uint32_t n;
+	struct vrange_stats st;
+	struct vsec *exact; /* VCHUNK_S seconds; NULL when filtered */
+};
+
+/* Progress of an aggregation and its cancellation (the loader thread's, view.c):
+ * written by the aggregating thread, read and cancelled by another. */
+struct vprogress {
+	_Atomic int64_t done_s, total_s; /* seconds of the range(s) done, in all */
+	_Atomic uint64_t rows;		 /* rows read */
+	atomic_bool cancel;		 /* set: the aggregation stops with -ECANCELED */
 };
 
 /* One second of the metrics series (series.c), for the selection it was loaded for. */
@@ -144,13 +184,30 @@ struct vmodel {
 	uint64_t hdr_bad; /* block headers failing their check */
 	uint64_t notices; /* problems reported by the reader */
 	char last_notice[256];
-	/* aggregation scratch: (stack, group) -> value */
-	struct u64map agg;
-	struct vagg *aggs;
-	uint32_t n_agg, cap_agg, agg_gen;
-	uint32_t last_group_key_pid, last_group; /* one-entry cache of group_of() */
-	int last_group_kind;
-	char last_group_name[64];
+	/* (stack, group) pairs, by id; stack << 32 | group -> id */
+	struct vpair *pairs;
+	uint32_t n_pairs, cap_pairs;
+	struct u64map pair_map;
+	/* aggregation scratch: the range's sums, and a chunk's being cached */
+	struct vaggtab agg, cagg;
+	/* group_of() cache of process / thread labels, by pid or tid */
+	struct vgroup_memo {
+		uint32_t who, id;
+		int kind; /* enum vgroup, -1 = empty */
+		char name[16];
+	} gmemo[512];
+	/* chunk cache (VCHUNK_S) and the filter its sums are for */
+	struct vchunk *chunks;
+	uint32_t n_chunks, cap_chunks;
+	uint64_t chunk_aggs;
+	struct vfilter chunk_f;
+	bool chunk_f_set;
+	/* exact per-second counts of the last aggregation, [ld_t0, ld_t1), until
+	 * vmodel__commit() puts them on the timeline */
+	struct vsec *ld_exact;
+	int64_t ld_t0, ld_t1;
+	bool ld_timeline;
+	uint64_t corrupt; /* vmodel__corrupt() as of the last commit */
 	struct vseries ser;
 };
 
@@ -176,9 +233,14 @@ void vmodel__series_reset(struct vmodel *m);
 bool vmodel__series_cell(const struct vmodel *m, int64_t s0, int64_t s1, double *busy_pct,
 			 double *rq_p99_us, double *cs_per_s);
 
-/* Aggregate [t0, t1) (unix seconds) passing f into out (reset first, sorted after). */
+/* Aggregate [t0, t1) (unix seconds) passing f into out (reset first, sorted after).
+ * pg (may be NULL) gets the progress and may cancel (-ECANCELED). Reads the store
+ * and the chunk cache; the exact per-second counts wait for vmodel__commit(). */
 int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilter *f,
-		      struct vtree *out, struct vrange_stats *st);
+		      struct vtree *out, struct vrange_stats *st, struct vprogress *pg);
+/* After a vmodel__aggregate() that returned 0: its exact per-second counts on the
+ * timeline, and the corrupt-block count refreshed. */
+void vmodel__commit(struct vmodel *m);
 /* Write [t0, t1) passing f as folded lines in `cpa show`'s .prof layout.
  * Returns the number of distinct lines, or -errno. */
 int vmodel__export(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilter *f,

@@ -5,6 +5,7 @@
  * shares, the top table, the sandwich trees). Drawing is in draw.c.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,40 +349,163 @@ static void sandwich_update(struct vapp *a)
 	free(path);
 }
 
-/* ------------------------------------------------------------ recompute */
+/* ------------------------------------------------------------ loading
+ *
+ * A range is aggregated by one loader thread while the UI thread keeps
+ * reading keys and drawing. The handoff:
+ *
+ *  - The UI thread fills a->ld's job (range, A range, filter), records the
+ *    zoom and selection paths, and starts the thread. From then until it
+ *    joins it, the loader owns the model's reader and aggregation state
+ *    (a->m.r, names, stacks, the chunk cache, ld_exact) and a->ld's result
+ *    (trees, stats, return codes); the UI thread touches none of them.
+ *  - Meanwhile the UI thread owns the rest: range, filter, timeline (hdr,
+ *    exact, known), metrics series, screen. It draws the header, timeline and
+ *    a progress line from a->ld.pg (atomics), not the tree of the range
+ *    before (its names are the loader's now): no stale picture is shown.
+ *  - The loader ends by setting a->ld.done (release). The UI thread sees it
+ *    (acquire), joins, and takes the result: trees swapped in, exact counts
+ *    committed (vmodel__commit), search and tables recomputed.
+ *  - A newer request sets a->ld.pg.cancel: the loader stops within AGG_TICK
+ *    rows (-ECANCELED), the UI thread joins it, drops the result and starts
+ *    the new load. Quitting does the same.
+ */
 
-static void recompute(struct vapp *a)
+static void *loader_main(void *arg)
 {
-	uint32_t zp[MAX_PATH_NAMES], sp[MAX_PATH_NAMES], zn, sn;
-	uint64_t t0;
-	int r;
+	struct vapp *a = arg;
+	struct vload *l = &a->ld;
 
-	zn = path_of(&a->tree, a->zoom, zp);
-	sn = path_of(&a->tree, a->sel, sp);
-	t0 = clock_ns(CLOCK_MONOTONIC);
-	r = vmodel__aggregate(&a->m, a->r0, a->r1, &a->f, &a->tree, &a->st);
-	if (r < 0)
-		snprintf(a->msg, sizeof(a->msg), "read failed: %s", strerror(-r));
-	if (a->diff && a->have_a) {
-		r = vmodel__aggregate(&a->m, a->a0, a->a1, &a->f, &a->tree_a, &a->st_a);
-		if (r < 0)
-			snprintf(a->msg, sizeof(a->msg), "read of A failed: %s", strerror(-r));
+	l->r = vmodel__aggregate(&a->m, l->r0, l->r1, &l->f, &l->tree, &l->st, &l->pg);
+	l->r_a = 0;
+	if (l->r >= 0 && l->diff)
+		l->r_a =
+			vmodel__aggregate(&a->m, l->a0, l->a1, &l->f, &l->tree_a, &l->st_a, &l->pg);
+	atomic_store_explicit(&l->done, true, memory_order_release);
+	return NULL;
+}
+
+bool vapp__loading(const struct vapp *a)
+{
+	return a->ld.running;
+}
+
+static void tree_swap(struct vtree *x, struct vtree *y)
+{
+	struct vtree t = *x;
+
+	*x = *y;
+	*y = t;
+}
+
+static void load_start(struct vapp *a)
+{
+	struct vload *l = &a->ld;
+
+	if (!l->lent) {
+		l->zn = path_of(&a->tree, a->zoom, l->zp);
+		l->sn = path_of(&a->tree, a->sel, l->sp);
+		/* the picture before is not drawn while loading: the loader reuses its
+		 * memory (a 24-hour tree is tens of MB) */
+		tree_swap(&a->tree, &l->tree);
+		tree_swap(&a->tree_a, &l->tree_a);
+		l->lent = true;
 	}
-	a->agg_ms = (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6;
+	l->r0 = a->r0;
+	l->r1 = a->r1;
+	l->diff = a->diff && a->have_a;
+	l->a0 = a->a0;
+	l->a1 = a->a1;
+	l->f = a->f;
+	atomic_store(&l->done, false);
+	atomic_store(&l->pg.cancel, false);
+	atomic_store(&l->pg.done_s, 0);
+	atomic_store(&l->pg.rows, 0);
+	/* both ranges' seconds from the start, so the progress never goes back */
+	atomic_store(&l->pg.total_s, 0);
+	l->t_start = clock_ns(CLOCK_MONOTONIC);
+	a->dirty = false;
+	if (pthread_create(&l->th, NULL, loader_main, a) != 0) {
+		loader_main(a); /* no thread: load here */
+		l->th = pthread_self();
+		l->running = true;
+		return;
+	}
+	l->running = true;
+}
+
+/* Join the loader (cancelled first when cancel); true when it ran to the end. */
+static bool load_join(struct vapp *a, bool cancel)
+{
+	struct vload *l = &a->ld;
+
+	if (!l->running)
+		return false;
+	if (cancel)
+		atomic_store(&l->pg.cancel, true);
+	if (!pthread_equal(l->th, pthread_self()))
+		pthread_join(l->th, NULL);
+	l->running = false;
+	return l->r != -ECANCELED && l->r_a != -ECANCELED;
+}
+
+/* The loader's picture on the screen (UI thread, after the join). */
+static void load_take(struct vapp *a)
+{
+	struct vload *l = &a->ld;
+
+	tree_swap(&a->tree, &l->tree);
+	a->st = l->st;
+	tree_swap(&a->tree_a, &l->tree_a);
+	if (l->diff)
+		a->st_a = l->st_a;
+	l->lent = false;
+	if (l->r < 0)
+		snprintf(a->msg, sizeof(a->msg), "read failed: %s", strerror(-l->r));
+	else if (l->r_a < 0)
+		snprintf(a->msg, sizeof(a->msg), "read of A failed: %s", strerror(-l->r_a));
+	else
+		vmodel__commit(&a->m);
+	a->agg_ms = (double)(clock_ns(CLOCK_MONOTONIC) - l->t_start) / 1e6;
 	/* Keep the zoom and the selection where the same frames still exist. */
-	a->zoom = find_path(&a->tree, zp, zn);
+	a->zoom = find_path(&a->tree, l->zp, l->zn);
 	if (a->zoom_run && a->zoom) /* a merged box may not survive: its caller */
 		a->zoom = a->tree.nodes[a->zoom].parent;
 	a->zoom_run = 0;
 	a->n_zstack = 0;
-	a->sel = find_path(&a->tree, sp, sn);
+	a->sel = find_path(&a->tree, l->sp, l->sn);
 	a->sel_run = 0;
 	search_update(a);
 	if (a->view & (VV_TOP | VV_SANDWICH))
 		top_update(a);
 	if (a->view == VV_SANDWICH)
 		sandwich_update(a);
-	a->dirty = false;
+}
+
+/* Take the loader's picture if it is done; start a load if one is wanted
+ * (a running one superseded first). true when a load was started. */
+static bool load_step(struct vapp *a)
+{
+	if (a->ld.running && a->dirty) {
+		load_join(a, true); /* superseded: its picture is of another request */
+	} else if (a->ld.running && atomic_load_explicit(&a->ld.done, memory_order_acquire)) {
+		if (load_join(a, false))
+			load_take(a);
+	}
+	if (a->ld.running || !a->dirty)
+		return false;
+	load_start(a);
+	return true;
+}
+
+void vapp__wait(struct vapp *a)
+{
+	if (load_join(a, false))
+		load_take(a);
+	if (a->dirty) {
+		load_start(a);
+		vapp__wait(a);
+	}
 }
 
 /* ------------------------------------------------------------ init */
@@ -397,8 +521,12 @@ int vapp__init(struct vapp *a, const struct vview_opts *o)
 	vfilter__init(&a->f);
 	r = vmodel__open(&a->m, o->store, a->err, sizeof(a->err));
 	if (vtree__init(&a->tree, &a->m.names) < 0 || vtree__init(&a->tree_a, &a->m.names) < 0 ||
-	    vtree__init(&a->callers, &a->m.names) < 0 || vtree__init(&a->callees, &a->m.names) < 0)
+	    vtree__init(&a->callers, &a->m.names) < 0 ||
+	    vtree__init(&a->callees, &a->m.names) < 0 ||
+	    vtree__init(&a->ld.tree, &a->m.names) < 0 ||
+	    vtree__init(&a->ld.tree_a, &a->m.names) < 0)
 		return -ENOMEM;
+	a->m.corrupt = vmodel__corrupt(&a->m);
 	if (r < 0)
 		return r;
 	a->have_model = true;
@@ -429,6 +557,7 @@ int vapp__init(struct vapp *a, const struct vview_opts *o)
 
 void vapp__free(struct vapp *a)
 {
+	load_join(a, true);
 	if (a->have_re)
 		regfree(&a->re);
 	free(a->match);
@@ -440,14 +569,21 @@ void vapp__free(struct vapp *a)
 	vtree__free(&a->tree_a);
 	vtree__free(&a->callers);
 	vtree__free(&a->callees);
+	vtree__free(&a->ld.tree);
+	vtree__free(&a->ld.tree_a);
 	vmodel__free(&a->m);
 }
 
 void vapp__render(struct vapp *a)
 {
-	if (a->have_model && a->dirty)
-		recompute(a);
-	if (a->have_model) {
+	if (a->have_model && load_step(a)) {
+		/* a short load is waited for (100 ms), not flashed as a progress line */
+		for (int i = 0; i < 50 && !atomic_load_explicit(&a->ld.done, memory_order_acquire);
+		     i++)
+			nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
+		load_step(a);
+	}
+	if (a->have_model && !a->ld.running) {
 		int r = vmodel__series(&a->m, a->v0, a->v1, &a->f);
 
 		if (r < 0)
@@ -463,10 +599,13 @@ void vapp__tick(struct vapp *a)
 	bool at_end = a->have_model && a->r1 >= old_end, view_end = a->v1 >= old_end;
 	int r;
 
+	if (a->ld.running)
+		return; /* the loader owns the reader: next tick */
 	if (!a->have_model) {
 		r = vmodel__open(&a->m, a->o.store, a->err, sizeof(a->err));
 		if (r < 0)
 			return;
+		a->m.corrupt = vmodel__corrupt(&a->m);
 		a->have_model = true;
 		a->err[0] = '\0';
 		a->v0 = a->r0 = a->m.first_s;
@@ -479,6 +618,7 @@ void vapp__tick(struct vapp *a)
 		a->have_model = false;
 		return;
 	}
+	a->m.corrupt = vmodel__corrupt(&a->m);
 	if (store_end(a) == old_end)
 		return;
 	if (view_end)
@@ -743,6 +883,38 @@ static void go_view(struct vapp *a, unsigned int v)
 		sandwich_update(a);
 }
 
+/* Keys that work while a range loads: they need no picture (and no names). */
+static bool key_while_loading(enum vact act)
+{
+	switch (act) {
+	case VA_NONE:
+	case VA_QUIT:
+	case VA_HELP:
+	case VA_REDRAW:
+	case VA_RANGE_PREV:
+	case VA_RANGE_NEXT:
+	case VA_RANGE_BACK:
+	case VA_RANGE_FWD:
+	case VA_RANGE_WIDER:
+	case VA_RANGE_NARROWER:
+	case VA_RANGE_ALL:
+	case VA_JUMP:
+	case VA_RANGE_SET:
+	case VA_TL_ZOOM_IN:
+	case VA_TL_ZOOM_OUT:
+	case VA_FILTER:
+	case VA_GROUP:
+	case VA_GROUP_NAME:
+	case VA_KERNEL:
+	case VA_MARK_A:
+	case VA_MARK_B:
+	case VA_FOLLOW:
+		return true;
+	default:
+		return false;
+	}
+}
+
 void vapp__key(struct vapp *a, int key)
 {
 	enum vact act;
@@ -765,6 +937,11 @@ void vapp__key(struct vapp *a, int key)
 	if (!a->have_model && act != VA_QUIT && act != VA_HELP && act != VA_FOLLOW &&
 	    act != VA_REDRAW)
 		return;
+	if (a->ld.running && !key_while_loading(act)) {
+		snprintf(a->msg, sizeof(a->msg),
+			 "loading the range: this key waits for its picture (q quits)");
+		return;
+	}
 	switch (act) {
 	case VA_NONE:
 		if (key >= 32 && key < 127)

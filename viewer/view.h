@@ -5,11 +5,15 @@
  *
  *   vapp__init -> loop { vapp__render; key = getch; vapp__key } -> vapp__free
  *
- * The bench drives the same functions against a terminal on /dev/null.
+ * A range is aggregated by a loader thread (view.c, "Loading"): vapp__render
+ * starts it and draws its progress until it is done; vapp__loading() says
+ * when one runs (main.c then polls getch so the progress moves). The bench
+ * drives the same functions against a terminal on /dev/null.
  */
 #ifndef CPA_VIEW_H
 #define CPA_VIEW_H
 
+#include <pthread.h>
 #include <regex.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,6 +39,26 @@ struct vtop_row {
 	uint64_t self, total;	  /* in B (or the only range) */
 	uint64_t self_a, total_a; /* in A when diffing */
 	double delta;		  /* total share B - A, diff only */
+};
+
+/* The loader thread's job and result (view.c, "Loading"). */
+struct vload {
+	pthread_t th;
+	bool running; /* started and not yet joined (the UI thread's flag) */
+	bool lent;    /* the trees of the picture before are the loader's to fill */
+	atomic_bool done;
+	struct vprogress pg;
+	/* the job: set before the start, read-only while it runs */
+	int64_t r0, r1, a0, a1;
+	bool diff;
+	struct vfilter f;
+	uint64_t t_start; /* CLOCK_MONOTONIC ns */
+	/* the result: the loader's until done */
+	int r, r_a;
+	struct vtree tree, tree_a;
+	struct vrange_stats st, st_a;
+	/* the zoom and selection paths of the picture before, kept across the load */
+	uint32_t zp[520], sp[520], zn, sn;
 };
 
 struct vapp {
@@ -91,6 +115,7 @@ struct vapp {
 	int rows, cols;
 	char msg[256];
 	bool quit;
+	struct vload ld;
 };
 
 int vapp__init(struct vapp *a, const struct vview_opts *o);
@@ -103,8 +128,12 @@ void vapp__key(struct vapp *a, int key);
  * "" clears): what the keys do, for the bench and scripted use. */
 void vapp__set_range(struct vapp *a, int64_t r0, int64_t r1);
 void vapp__search(struct vapp *a, const char *pat);
-/* Live mode tick: re-read the store, follow the end. */
+/* Live mode tick: re-read the store, follow the end (not while loading). */
 void vapp__tick(struct vapp *a);
+/* A range is being loaded: its progress is on the screen, most keys wait. */
+bool vapp__loading(const struct vapp *a);
+/* Wait for the load running (if any) and take its picture (the bench). */
+void vapp__wait(struct vapp *a);
 
 /* "HH:MM:SS" -> seconds of the day, or -1. */
 long vapp__parse_tod(const char *s);
