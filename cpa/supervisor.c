@@ -78,7 +78,8 @@ struct sup_stage {
 	bool hung_killed;
 	bool hung_starting; /* hung_killed before it reached RUNNING */
 	uint64_t hung_for_ns;
-	bool stop_asked; /* part of the shutdown: never restarted */
+	uint64_t woken_ns; /* seen woken from its input wait and not beating since */
+	bool stop_asked;   /* part of the shutdown: never restarted */
 	bool stop_done;
 	bool term_sent;
 	bool fold_started; /* started during a stop to fold its fold_gauge (once) */
@@ -320,6 +321,9 @@ static int stage_spawn(struct supervisor *s, struct sup_stage *st)
 	__atomic_store_n(&st->blk->pid, 0, __ATOMIC_RELAXED);
 	st->spawn_ns = clock_kernel_ns(CLOCK_MONOTONIC);
 	__atomic_store_n(&st->blk->started_ns, st->spawn_ns, __ATOMIC_RELAXED);
+	/* A life killed in its input wait left the flag: not this one's. */
+	shm_stage__cnt_set(st->blk, SHM_SLOT_ASLEEP, 0);
+	st->woken_ns = 0;
 	__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_NONE, __ATOMIC_RELEASE);
 	shm_stage__set_state(st->blk, SHM_STATE_STARTING);
 
@@ -759,12 +763,45 @@ static uint64_t last_beat(const struct sup_stage *st)
 	return MAX(hb, st->spawn_ns);
 }
 
-/* When st counts as hung if it does not beat again; 0 when it is not watched. */
-static uint64_t hang_deadline(const struct supervisor *s, const struct sup_stage *st)
+/*
+ * A stage asleep in its input wait (SHM_SLOT_ASLEEP) beats no more: it is
+ * not hung while nobody has woken it (the ring's waiting word still set).
+ * Once its producer or a kick woke it, its clock runs from when we first
+ * saw that (woken_ns), as if it had beaten then.
+ */
+static bool asleep(struct supervisor *s, struct sup_stage *st, uint64_t now)
+{
+	void *ring;
+
+	if (st->d->ring_in < 0 || !shm_stage__cnt(st->blk, SHM_SLOT_ASLEEP)) {
+		st->woken_ns = 0;
+		return false;
+	}
+	ring = shm_arena__ring_mem(s->arena, (unsigned int)st->d->ring_in, NULL);
+	if (ring && shm_ring__asleep(ring)) {
+		st->woken_ns = 0;
+		return true;
+	}
+	if (!st->woken_ns)
+		st->woken_ns = now;
+	return false;
+}
+
+/* Its last sign of life, for the hang check: the last beat, or when we saw it woken. */
+static uint64_t alive_at(const struct sup_stage *st)
+{
+	return MAX(last_beat(st), st->woken_ns);
+}
+
+/* When st counts as hung if it does not beat again; 0 when it is not watched.
+ * Asleep: look again in a hang timeout (it may wake and hang meanwhile). */
+static uint64_t hang_deadline(struct supervisor *s, struct sup_stage *st, uint64_t now)
 {
 	if (!st->pid || st->hung_killed || st->stop_asked)
 		return 0;
-	return last_beat(st) + beat_timeout_ns(s, st);
+	if (asleep(s, st, now))
+		return now + beat_timeout_ns(s, st);
+	return alive_at(st) + beat_timeout_ns(s, st);
 }
 
 static void check_hung(struct supervisor *s, uint64_t now)
@@ -773,9 +810,9 @@ static void check_hung(struct supervisor *s, uint64_t now)
 		struct sup_stage *st = &s->st[i];
 		uint64_t last, timeout;
 
-		if (!hang_deadline(s, st))
+		if (!hang_deadline(s, st, now) || asleep(s, st, now))
 			continue;
-		last = last_beat(st);
+		last = alive_at(st);
 		timeout = beat_timeout_ns(s, st);
 		/* last may be newer than now: a spawn or a heartbeat since now was read. */
 		if (last >= now || now - last <= timeout)
@@ -976,14 +1013,14 @@ static void sup_step(struct supervisor *s, uint64_t now)
 /* How long epoll may sleep: until the nearest deadline. A stage's hang
  * deadline is its last heartbeat + the hang timeout, read now; a stage that
  * beats meanwhile only moves it later, so waking at it checks in time. */
-static int next_timeout_ms(const struct supervisor *s, uint64_t now)
+static int next_timeout_ms(struct supervisor *s, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
 	int64_t ms;
 
 	for (int i = 0; i < SHM_STAGE_MAX; i++) {
 		uint64_t hang = s->phase == SUP_RUNNING || s->phase == SUP_STOPPING
-					? hang_deadline(s, &s->st[i])
+					? hang_deadline(s, &s->st[i], now)
 					: 0;
 
 		if (hang)
@@ -1225,7 +1262,8 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 	}
 	s->arena = arena;
 	s->p = *p;
-	/* The stages size their sleeps by it (common/daemon.c). */
+	/* For the stages to read (none sizes its sleeps by it: an idle stage
+	 * sleeps in its input wait without a heartbeat, SHM_SLOT_ASLEEP). */
 	shm_arena__config(arena)->hang_timeout_ms = (uint32_t)MIN(p->hang_timeout_ms, UINT32_MAX);
 	s->epfd = -1;
 	s->sigfd = -1;
