@@ -514,6 +514,14 @@ int cmd_ctl(struct cpa_opts *o)
 		}
 	} else if (!strcmp(verb, "mem")) {
 		code = set_mem(shm_arena__stage(a, id), id, mpid, o->args[2]);
+		/* An idle stage sleeps with no deadline: wake it to apply the cap now. */
+		if (code == 0 && shm_stages[id].ring_in >= 0) {
+			void *ring =
+				shm_arena__ring_mem(a, (unsigned int)shm_stages[id].ring_in, NULL);
+
+			if (ring)
+				shm_ring__kick(ring);
+		}
 	} else {
 		struct shm_stage *st = shm_arena__stage(a, id);
 		long long n;

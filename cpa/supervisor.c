@@ -107,6 +107,7 @@ struct supervisor {
 	uint64_t start_ns;
 	uint64_t stop_at_ns; /* --duration: from the moment every stage runs */
 	uint64_t next_stats_ns;
+	bool stats_quiet; /* the last stats turn found nothing moving: no deadline of its own */
 	uint64_t next_watchdog_ns;
 };
 
@@ -841,6 +842,23 @@ static uint64_t cnt_drops(const struct shm_stage *blk, const struct shm_stage_de
 	return d;
 }
 
+/* Something moved since the last line: a record in or out, a drop or a degraded one. */
+static bool stats_moved(const struct supervisor *s)
+{
+	static const unsigned int moves[] = {SHM_CNT_IN, SHM_CNT_OUT, SHM_CNT_DEGRADED};
+
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		const struct sup_stage *st = &s->st[i];
+
+		for (unsigned int k = 0; k < ARRAY_SIZE(moves); k++)
+			if (shm_stage__cnt(st->blk, moves[k]) != st->last_cnt[moves[k]])
+				return true;
+		if (cnt_drops(st->blk, st->d, st->last_cnt))
+			return true;
+	}
+	return false;
+}
+
 static void print_stats(struct supervisor *s)
 {
 	char line[1024];
@@ -997,7 +1015,10 @@ static void sup_step(struct supervisor *s, uint64_t now)
 	if (s->p.stats_every_ms && now >= s->next_stats_ns) {
 		uint64_t every = s->p.stats_every_ms * NSEC_PER_MSEC;
 
-		if (s->phase == SUP_RUNNING)
+		/* A pipeline where nothing moved has no line: the next one comes
+		 * when something did, at a wakeup for other work (quiet). */
+		s->stats_quiet = !stats_moved(s);
+		if (s->phase == SUP_RUNNING && !s->stats_quiet)
 			print_stats(s);
 		/* Keep the phase: a late wakeup must not push every later line back. */
 		s->next_stats_ns += every;
@@ -1041,7 +1062,7 @@ static int next_timeout_ms(struct supervisor *s, uint64_t now)
 		next = MIN(next, s->stop_at_ns);
 	if (s->notify.watchdog_usec)
 		next = MIN(next, s->next_watchdog_ns);
-	if (s->p.stats_every_ms && s->phase == SUP_RUNNING)
+	if (s->p.stats_every_ms && s->phase == SUP_RUNNING && !s->stats_quiet)
 		next = MIN(next, s->next_stats_ns);
 	if (next == UINT64_MAX)
 		return -1; /* nothing due: only a signal wakes us */

@@ -514,8 +514,10 @@ int storer__finish(struct storer *s, bool sync)
  * wake threshold, and we release only when a block closes: the open block's
  * records count against it. Past 64 KiB of them (a 5 s block at a few
  * hundred samples/s) every commit of symd would wake us, so the threshold
- * is 64 KiB of new records on top of what we hold. (wait_sc's own check
- * counts from what we peeked, which only makes it stricter.)
+ * is STORER_WAKE_BYTES (128 KiB, an eighth of ring 2: with the quarter an
+ * open block may hold, symd still has room) of new records on top of what
+ * we hold. (wait_sc's own check counts from what we peeked, which only
+ * makes it stricter.)
  */
 uint64_t storer__wake_bytes(const struct storer *s)
 {

@@ -16,7 +16,7 @@
 #include "store.h"
 
 #define STORER_BATCH	  256
-#define STORER_WAKE_BYTES (64u << 10)
+#define STORER_WAKE_BYTES (128u << 10)
 #define STORER_IDLE_MS	  2500	       /* longest sleep while writes are in flight */
 #define STORER_TRIM_FREED (4ull << 20) /* free heap bytes: heap_trim__maybe() */
 
