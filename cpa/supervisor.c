@@ -52,6 +52,7 @@
 #define FAST_FAIL_MS		2000  /* dying sooner than this after spawn is a fast failure */
 #define LOOP_FAILS		3     /* fast failures in a row: "failing repeatedly" */
 #define SUP_DURATION_STARTUP_MS 30000 /* --duration: the most start-up may add */
+#define STATS_QUIET_TURNS	3     /* stats turns with nothing moving before the line sleeps */
 
 enum sup_phase {
 	SUP_RUNNING,
@@ -107,7 +108,8 @@ struct supervisor {
 	uint64_t start_ns;
 	uint64_t stop_at_ns; /* --duration: from the moment every stage runs */
 	uint64_t next_stats_ns;
-	bool stats_quiet; /* the last stats turn found nothing moving: no deadline of its own */
+	unsigned int stats_still; /* stats turns in a row that found nothing moving */
+	bool stats_quiet;	  /* STATS_QUIET_TURNS of them: no deadline of its own */
 	uint64_t next_watchdog_ns;
 };
 
@@ -1015,10 +1017,15 @@ static void sup_step(struct supervisor *s, uint64_t now)
 	if (s->p.stats_every_ms && now >= s->next_stats_ns) {
 		uint64_t every = s->p.stats_every_ms * NSEC_PER_MSEC;
 
-		/* A pipeline where nothing moved has no line: the next one comes
-		 * when something did, at a wakeup for other work (quiet). */
-		s->stats_quiet = !stats_moved(s);
-		if (s->phase == SUP_RUNNING && !s->stats_quiet)
+		/* A pipeline where nothing moved has no line; three such turns
+		 * in a row (not a start-up's pause) and the line has no deadline
+		 * of its own: it comes at a wakeup for other work once something
+		 * moved (quiet). */
+		bool moved = stats_moved(s);
+
+		s->stats_still = moved ? 0 : s->stats_still + 1;
+		s->stats_quiet = s->stats_still >= STATS_QUIET_TURNS;
+		if (s->phase == SUP_RUNNING && moved)
 			print_stats(s);
 		/* Keep the phase: a late wakeup must not push every later line back. */
 		s->next_stats_ns += every;
