@@ -92,6 +92,7 @@ enum metric {
 	M_BPF_US,     /* cpa_on_cpu run time per run */
 	M_BPF_ALL_US, /* every cpa program, per sample */
 	M_BPF_RUNS_PER_S,
+	M_BPF_CORES, /* every cpa program's run time, in CPUs */
 	M_STORE_BYTES,
 	M_STORED_SAMPLES,
 	M_BYTES_PER_SAMPLE,
@@ -139,6 +140,7 @@ static const char *const metric_name[] = {
 	"bpf_us_per_sample",
 	"bpf_all_progs_us_per_sample",
 	"bpf_runs_per_s",
+	"bpf_cores",
 	"store_bytes",
 	"stored_samples",
 	"store_bytes_per_sample",
@@ -741,8 +743,7 @@ static int mon_start(struct mon *m, const struct config *c, pid_t filter_pid)
 	argv[n++] = freq;
 	argv[n++] = "--stack_size";
 	argv[n++] = stack;
-	argv[n++] = "--log_print_cycles";
-	argv[n++] = "0";
+	/* cpa's defaults otherwise (its stats line every second included), as users run it. */
 	if (filter_pid > 0) {
 		snprintf(fpid, sizeof(fpid), "%d", filter_pid);
 		argv[n++] = "--pid";
@@ -1631,8 +1632,11 @@ static int mode_idle(void)
 	printf("  agent CPU: %.4f %% of one core  (goal <= 0.05 %%: %s)\n",
 	       100 * r.p[P_TOTAL][PM_CORES], verdict(100 * r.p[P_TOTAL][PM_CORES], 0.05));
 	printf("  BPF: %.0f runs/s, %.2f us/run (runs on every sampled tick of a busy CPU, "
-	       "filtered in BPF)\n",
-	       r.s[M_BPF_RUNS_PER_S], r.s[M_BPF_US]);
+	       "filtered in BPF), every cpa program %.4f %% of one core\n",
+	       r.s[M_BPF_RUNS_PER_S], r.s[M_BPF_US], 100 * r.s[M_BPF_CORES]);
+	printf("  all of cpa (processes + BPF): %.4f %% of one core  (goal <= 0.02 %%: %s)\n",
+	       100 * (r.p[P_TOTAL][PM_CORES] + r.s[M_BPF_CORES]),
+	       verdict(100 * (r.p[P_TOTAL][PM_CORES] + r.s[M_BPF_CORES]), 0.02));
 	json_begin("idle", NULL);
 	if (json) {
 		fprintf(json, ", \"filtered\": %s, \"agent_pct_of_core\": ",

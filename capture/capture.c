@@ -34,6 +34,7 @@
 #define CAP_OFFCPU_RINGBUF     (16u << 20)	   /* BPF ring buffer floor with --offcpu */
 #define CAP_OFFCPU_THREADS     16384		   /* (thread, place) stash entries at once */
 #define CAP_OFFCPU_TICK_LAG_NS (2 * NSEC_PER_MSEC) /* tick this long after a wall second */
+#define CAP_TICK_RINGBUF_MAX   (2u << 20) /* BPF ring buffer grown for one wakeup a second */
 
 struct capture {
 	const volatile sig_atomic_t *term; /* SIGTERM seen */
@@ -534,6 +535,24 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 		while (sz < want && sz < (64u << 20))
 			sz <<= 1;
 		o->ringbuf_size = MAX(o->ringbuf_size, sz);
+	}
+	/*
+	 * The once-a-second tick polls the buffer anyway: the forced wakeup
+	 * below (half the buffer) must not come before it while samples flow
+	 * at the full rate, or capture wakes twice a second (at 49 Hz on two
+	 * CPUs the 1 MiB floor forced one every ~0.9 s). Room for 2.5 s of
+	 * full-size samples from every CPU, up to CAP_TICK_RINGBUF_MAX (2 MiB:
+	 * a forced wakeup every ~1.8 s at 49 Hz on two busy CPUs with copies
+	 * trimmed as they are; a larger buffer costs capture its RSS).
+	 */
+	{
+		uint64_t tick = (uint64_t)c->nr_cpus * c->cfg->freq *
+				(cpa_bpf_sample_size(o->stack_size) + 8) * 5 / 2;
+		uint32_t sz = o->ringbuf_size;
+
+		while (sz < tick && sz < CAP_TICK_RINGBUF_MAX)
+			sz <<= 1;
+		o->ringbuf_size = sz;
 	}
 	/*
 	 * Capture sleeps up to a second; a burst must wake it before either

@@ -153,13 +153,6 @@ static int check_caller(const char *name)
 	return -EPERM;
 }
 
-int daemon__wait_cap_ms(const struct cpa_config *cfg)
-{
-	uint32_t hang = cfg && cfg->hang_timeout_ms ? cfg->hang_timeout_ms : 10000;
-
-	return (int)MAX(hang / 4, 1u);
-}
-
 /* The test knob of shm/fault.h, for a stage between two rings: where a kill
  * makes its successor send a batch again. */
 static int fault_knob(const struct shm_stage_desc *desc, enum shm_stage_id id, uint32_t gen,
@@ -235,7 +228,6 @@ static int run_loop(const struct daemon_stage *d, struct shm_arena *a, struct sh
 	l.obj = obj;
 	l.term = &daemon_term;
 	l.next = ctx.out;
-	l.wait_cap_ms = daemon__wait_cap_ms(ctx.cfg);
 	/* The stage feeding our input: for the orphan drain. */
 	if (desc->ring_in >= 0 && desc->up < SHM_STAGE_MAX)
 		l.up = shm_arena__stage(a, desc->up);

@@ -34,17 +34,13 @@ struct daemon_stage {
 	 * what is in hand. 0, or -errno when that failed (logged). */
 	int (*finish)(void *obj, enum shm_stage_end how);
 	void (*free)(void *obj);
-	/* The loop's hooks and wait parameters (st, in, obj, term, next,
-	 * up and wait_cap_ms are filled in here). */
+	/* The loop's hooks and wait parameters (st, in, obj, term, next and
+	 * up are filled in here). */
 	struct shm_stage_loop loop;
 };
 
 /* Set by the SIGTERM handler. */
 extern volatile sig_atomic_t daemon_term;
-
-/* A stage's longest sleep: a quarter of the monitor's hang timeout (its
- * config block), so a heartbeat per sleep always beats it. */
-int daemon__wait_cap_ms(const struct cpa_config *cfg);
 
 /* main() of a stage: 0 after a clean exit, 1 after a failure, 2 for a bad
  * command line or no arena. The capabilities of its row are kept, the

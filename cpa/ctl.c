@@ -191,11 +191,12 @@ static void print_status(struct shm_arena *a, pid_t mpid, const char *store_dir)
 		uint64_t hb = __atomic_load_n(&st->heartbeat_ns, __ATOMIC_RELAXED);
 		uint64_t rate = shm_stage__rate_limit(st);
 		uint64_t mem = __atomic_load_n(&st->mem_limit_mb, __ATOMIC_RELAXED);
-		char age[32], rl[32], ml[48] = "";
+		char age[48], rl[32], ml[48] = "";
 		int col = 2;
 
 		if (hb && hb <= now)
-			snprintf(age, sizeof(age), "%.1f s ago", (double)(now - hb) / 1e9);
+			snprintf(age, sizeof(age), "%.1f s ago%s", (double)(now - hb) / 1e9,
+				 shm_stage__cnt(st, SHM_SLOT_ASLEEP) ? " (idle)" : "");
 		else
 			snprintf(age, sizeof(age), "never");
 		if (rate)
@@ -561,6 +562,14 @@ int cmd_ctl(struct cpa_opts *o)
 		}
 	} else if (!strcmp(verb, "mem")) {
 		code = set_mem(shm_arena__stage(a, id), id, mpid, o->args[2]);
+		/* An idle stage sleeps with no deadline: wake it to apply the cap now. */
+		if (code == 0 && shm_stages[id].ring_in >= 0) {
+			void *ring =
+				shm_arena__ring_mem(a, (unsigned int)shm_stages[id].ring_in, NULL);
+
+			if (ring)
+				shm_ring__kick(ring);
+		}
 	} else {
 		struct shm_stage *st = shm_arena__stage(a, id);
 		long long n;

@@ -52,6 +52,7 @@
 #define FAST_FAIL_MS		2000  /* dying sooner than this after spawn is a fast failure */
 #define LOOP_FAILS		3     /* fast failures in a row: "failing repeatedly" */
 #define SUP_DURATION_STARTUP_MS 30000 /* --duration: the most start-up may add */
+#define STATS_QUIET_TURNS	3     /* stats turns with nothing moving before the line sleeps */
 
 enum sup_phase {
 	SUP_RUNNING,
@@ -78,7 +79,8 @@ struct sup_stage {
 	bool hung_killed;
 	bool hung_starting; /* hung_killed before it reached RUNNING */
 	uint64_t hung_for_ns;
-	bool stop_asked; /* part of the shutdown: never restarted */
+	uint64_t woken_ns; /* seen woken from its input wait and not beating since */
+	bool stop_asked;   /* part of the shutdown: never restarted */
 	bool stop_done;
 	bool term_sent;
 	bool fold_started; /* started during a stop to fold its fold_gauge (once) */
@@ -106,6 +108,8 @@ struct supervisor {
 	uint64_t start_ns;
 	uint64_t stop_at_ns; /* --duration: from the moment every stage runs */
 	uint64_t next_stats_ns;
+	unsigned int stats_still; /* stats turns in a row that found nothing moving */
+	bool stats_quiet;	  /* STATS_QUIET_TURNS of them: no deadline of its own */
 	uint64_t next_watchdog_ns;
 };
 
@@ -320,6 +324,9 @@ static int stage_spawn(struct supervisor *s, struct sup_stage *st)
 	__atomic_store_n(&st->blk->pid, 0, __ATOMIC_RELAXED);
 	st->spawn_ns = clock_kernel_ns(CLOCK_MONOTONIC);
 	__atomic_store_n(&st->blk->started_ns, st->spawn_ns, __ATOMIC_RELAXED);
+	/* A life killed in its input wait left the flag: not this one's. */
+	shm_stage__cnt_set(st->blk, SHM_SLOT_ASLEEP, 0);
+	st->woken_ns = 0;
 	__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_NONE, __ATOMIC_RELEASE);
 	shm_stage__set_state(st->blk, SHM_STATE_STARTING);
 
@@ -759,12 +766,45 @@ static uint64_t last_beat(const struct sup_stage *st)
 	return MAX(hb, st->spawn_ns);
 }
 
-/* When st counts as hung if it does not beat again; 0 when it is not watched. */
-static uint64_t hang_deadline(const struct supervisor *s, const struct sup_stage *st)
+/*
+ * A stage asleep in its input wait (SHM_SLOT_ASLEEP) beats no more: it is
+ * not hung while nobody has woken it (the ring's waiting word still set).
+ * Once its producer or a kick woke it, its clock runs from when we first
+ * saw that (woken_ns), as if it had beaten then.
+ */
+static bool asleep(struct supervisor *s, struct sup_stage *st, uint64_t now)
+{
+	void *ring;
+
+	if (st->d->ring_in < 0 || !shm_stage__cnt(st->blk, SHM_SLOT_ASLEEP)) {
+		st->woken_ns = 0;
+		return false;
+	}
+	ring = shm_arena__ring_mem(s->arena, (unsigned int)st->d->ring_in, NULL);
+	if (ring && shm_ring__asleep(ring)) {
+		st->woken_ns = 0;
+		return true;
+	}
+	if (!st->woken_ns)
+		st->woken_ns = now;
+	return false;
+}
+
+/* Its last sign of life, for the hang check: the last beat, or when we saw it woken. */
+static uint64_t alive_at(const struct sup_stage *st)
+{
+	return MAX(last_beat(st), st->woken_ns);
+}
+
+/* When st counts as hung if it does not beat again; 0 when it is not watched.
+ * Asleep: look again in a hang timeout (it may wake and hang meanwhile). */
+static uint64_t hang_deadline(struct supervisor *s, struct sup_stage *st, uint64_t now)
 {
 	if (!st->pid || st->hung_killed || st->stop_asked)
 		return 0;
-	return last_beat(st) + beat_timeout_ns(s, st);
+	if (asleep(s, st, now))
+		return now + beat_timeout_ns(s, st);
+	return alive_at(st) + beat_timeout_ns(s, st);
 }
 
 static void check_hung(struct supervisor *s, uint64_t now)
@@ -773,9 +813,9 @@ static void check_hung(struct supervisor *s, uint64_t now)
 		struct sup_stage *st = &s->st[i];
 		uint64_t last, timeout;
 
-		if (!hang_deadline(s, st))
+		if (!hang_deadline(s, st, now) || asleep(s, st, now))
 			continue;
-		last = last_beat(st);
+		last = alive_at(st);
 		timeout = beat_timeout_ns(s, st);
 		/* last may be newer than now: a spawn or a heartbeat since now was read. */
 		if (last >= now || now - last <= timeout)
@@ -802,6 +842,23 @@ static uint64_t cnt_drops(const struct shm_stage *blk, const struct shm_stage_de
 	if (desc->drop_cnt)
 		d += shm_stage__cnt(blk, desc->drop_cnt) - last[desc->drop_cnt];
 	return d;
+}
+
+/* Something moved since the last line: a record in or out, a drop or a degraded one. */
+static bool stats_moved(const struct supervisor *s)
+{
+	static const unsigned int moves[] = {SHM_CNT_IN, SHM_CNT_OUT, SHM_CNT_DEGRADED};
+
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		const struct sup_stage *st = &s->st[i];
+
+		for (unsigned int k = 0; k < ARRAY_SIZE(moves); k++)
+			if (shm_stage__cnt(st->blk, moves[k]) != st->last_cnt[moves[k]])
+				return true;
+		if (cnt_drops(st->blk, st->d, st->last_cnt))
+			return true;
+	}
+	return false;
 }
 
 static void print_stats(struct supervisor *s)
@@ -960,7 +1017,15 @@ static void sup_step(struct supervisor *s, uint64_t now)
 	if (s->p.stats_every_ms && now >= s->next_stats_ns) {
 		uint64_t every = s->p.stats_every_ms * NSEC_PER_MSEC;
 
-		if (s->phase == SUP_RUNNING)
+		/* A pipeline where nothing moved has no line; three such turns
+		 * in a row (not a start-up's pause) and the line has no deadline
+		 * of its own: it comes at a wakeup for other work once something
+		 * moved (quiet). */
+		bool moved = stats_moved(s);
+
+		s->stats_still = moved ? 0 : s->stats_still + 1;
+		s->stats_quiet = s->stats_still >= STATS_QUIET_TURNS;
+		if (s->phase == SUP_RUNNING && moved)
 			print_stats(s);
 		/* Keep the phase: a late wakeup must not push every later line back. */
 		s->next_stats_ns += every;
@@ -976,14 +1041,14 @@ static void sup_step(struct supervisor *s, uint64_t now)
 /* How long epoll may sleep: until the nearest deadline. A stage's hang
  * deadline is its last heartbeat + the hang timeout, read now; a stage that
  * beats meanwhile only moves it later, so waking at it checks in time. */
-static int next_timeout_ms(const struct supervisor *s, uint64_t now)
+static int next_timeout_ms(struct supervisor *s, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
 	int64_t ms;
 
 	for (int i = 0; i < SHM_STAGE_MAX; i++) {
 		uint64_t hang = s->phase == SUP_RUNNING || s->phase == SUP_STOPPING
-					? hang_deadline(s, &s->st[i])
+					? hang_deadline(s, &s->st[i], now)
 					: 0;
 
 		if (hang)
@@ -1004,7 +1069,7 @@ static int next_timeout_ms(const struct supervisor *s, uint64_t now)
 		next = MIN(next, s->stop_at_ns);
 	if (s->notify.watchdog_usec)
 		next = MIN(next, s->next_watchdog_ns);
-	if (s->p.stats_every_ms && s->phase == SUP_RUNNING)
+	if (s->p.stats_every_ms && s->phase == SUP_RUNNING && !s->stats_quiet)
 		next = MIN(next, s->next_stats_ns);
 	if (next == UINT64_MAX)
 		return -1; /* nothing due: only a signal wakes us */
@@ -1225,7 +1290,8 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 	}
 	s->arena = arena;
 	s->p = *p;
-	/* The stages size their sleeps by it (common/daemon.c). */
+	/* For the stages to read (none sizes its sleeps by it: an idle stage
+	 * sleeps in its input wait without a heartbeat, SHM_SLOT_ASLEEP). */
 	shm_arena__config(arena)->hang_timeout_ms = (uint32_t)MIN(p->hang_timeout_ms, UINT32_MAX);
 	s->epfd = -1;
 	s->sigfd = -1;

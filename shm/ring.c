@@ -391,6 +391,14 @@ void shm_ring__kick(void *mem)
 	ring_wake(ctrl);
 }
 
+bool shm_ring__asleep(const void *mem)
+{
+	const struct shm_ring_ctrl *ctrl = mem;
+
+	/* A snapshot for the supervisor's hang check; no ordering needed. */
+	return __atomic_load_n(&ctrl->waiting, __ATOMIC_RELAXED) != 0;
+}
+
 int shm_ring__wait_sc(struct shm_ring_cons *c, uint64_t wake_bytes, int timeout_ms)
 {
 	struct shm_ring_ctrl *ctrl = c->ctrl;

@@ -190,6 +190,9 @@ int shm_ring__wait_sc(struct shm_ring_cons *c, uint64_t wake_bytes, int timeout_
 
 /* Anyone (the supervisor): wake a sleeping consumer unconditionally. */
 void shm_ring__kick(void *mem);
+/* Anyone (the supervisor): the consumer sleeps in shm_ring__wait_sc() (or is
+ * about to) and nobody has woken it since. */
+bool shm_ring__asleep(const void *mem);
 
 /* Slow paths of the inline functions; not for direct use. */
 void shm_ring__wake_slow(struct shm_ring_prod *p);

@@ -53,6 +53,11 @@ enum shm_counter {
 	SHM_CNT_WAKEUPS,	/* times the stage woke from a sleep */
 	SHM_CNT_BATCHES,	/* input batches processed */
 	SHM_CNT_COMMON_MAX,
+	/* Not a counter (no name, never printed): 1 while the stage sleeps in
+	 * its input wait (shm_stage__run()), where it needs no heartbeat: the
+	 * supervisor does not count it as hung until the ring's producer (or a
+	 * kick) woke it and it still does not beat (docs/pipeline.md). */
+	SHM_SLOT_ASLEEP = SHM_CNT_COMMON_MAX,
 	/* Stage-specific counters start here; names via shm_counter_name(). */
 	SHM_CNT_STAGE_BASE = 16,
 	SHM_CNT_MAX = 64,

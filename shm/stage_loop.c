@@ -78,11 +78,38 @@ static enum shm_stage_end term_end(const struct shm_stage_loop *l, pid_t parent)
 	return l->orphaned || l->draining || getppid() != parent ? SHM_END_ORPHAN : SHM_END_TERM;
 }
 
+/* Loss aggregates the stage still has to send (its row's loss_pending gauge):
+ * its tick retries them, so its wait keeps a deadline. */
+static bool loss_pending(const struct shm_stage *st)
+{
+	uint32_t id = __atomic_load_n(&st->id, __ATOMIC_RELAXED);
+	unsigned int g = id < SHM_STAGE_MAX ? shm_stages[id].loss_pending : 0;
+
+	return g && shm_stage__cnt(st, g);
+}
+
+/*
+ * The input wait. SHM_SLOT_ASLEEP says "asleep, no heartbeat needed" for
+ * its length; the stamp after it comes before the flag is cleared, so the
+ * supervisor never sees a cleared flag with the old stamp.
+ */
+static int input_wait(struct shm_stage_loop *l, uint64_t wake_bytes, int timeout_ms)
+{
+	int r;
+
+	shm_stage__cnt_set(l->st, SHM_SLOT_ASLEEP, 1);
+	r = shm_ring__wait_sc(l->in, wake_bytes, timeout_ms);
+	shm_stage__heartbeat(l->st);
+	shm_stage__cnt_set(l->st, SHM_SLOT_ASLEEP, 0);
+	shm_stage__cnt_add(l->st, SHM_CNT_WAKEUPS, 1);
+	return r;
+}
+
 int shm_stage__run(struct shm_stage_loop *l)
 {
 	uint64_t last_hb = 0, wake_cap = l->wake_bytes, orphan_deadline = 0;
-	int wait_ms = l->wait_ms;
-	bool waited = false;
+	int wait_ms = l->wait_ms, timeout;
+	bool waited = false, idle = false, stamped = false;
 	pid_t parent = getppid();
 
 	if (l->wake_ring_div && l->in)
@@ -107,9 +134,11 @@ int shm_stage__run(struct shm_stage_loop *l)
 			break;
 		}
 
-		if (mono - last_hb >= l->heartbeat_ns) {
-			shm_stage__heartbeat(l->st);
+		if (stamped || mono - last_hb >= l->heartbeat_ns) {
+			if (!stamped)
+				shm_stage__heartbeat(l->st);
 			last_hb = mono;
+			stamped = false;
 		}
 		if (!l->draining && shm_stage__cmd(l->st) == SHM_CMD_DRAIN) {
 			/* Our producer is gone: finish what it left, then leave. */
@@ -144,7 +173,7 @@ int shm_stage__run(struct shm_stage_loop *l)
 		if (n > 0) {
 			if (l->backoff == SHM_WAIT_BACKOFF_EMPTY)
 				wait_ms = l->wait_ms; /* data flows: back to the short deadline */
-			waited = false;
+			waited = idle = false;
 			continue;
 		}
 		if (l->orphaned) {
@@ -166,24 +195,32 @@ int shm_stage__run(struct shm_stage_loop *l)
 		}
 		if (*l->term)
 			continue; /* the loop's head decides */
-		if (l->wait_for)
+		if (l->wait_for) {
 			l->wait_for(l->obj, now, &wake_bytes, &wait_ms);
-		else if (l->backoff == SHM_WAIT_BACKOFF_EMPTY && waited)
-			wait_ms = MIN(wait_ms * 2,
-				      l->wait_idle_ms); /* the last wait brought nothing */
+		} else if (l->backoff == SHM_WAIT_BACKOFF_EMPTY && waited) {
+			/* the last wait brought nothing */
+			idle = idle || wait_ms >= l->wait_idle_ms;
+			wait_ms = MIN(wait_ms * 2, l->wait_idle_ms);
+		}
+		timeout = wait_ms;
+		if (!l->wait_for && idle && l->idle_no_deadline && !loss_pending(l->st))
+			timeout = -1; /* nothing due before input comes */
+		if (l->wait_cap_ms && (timeout < 0 || timeout > l->wait_cap_ms))
+			timeout = l->wait_cap_ms;
 		if (l->wake_next && l->next)
 			shm_ring__flush_sp(l->next);
-		r = shm_ring__wait_sc(l->in, wake_bytes,
-				      l->wait_cap_ms ? MIN(wait_ms, l->wait_cap_ms) : wait_ms);
-		waited = true;
-		shm_stage__cnt_add(l->st, SHM_CNT_WAKEUPS, 1);
+		r = input_wait(l, wake_bytes, timeout);
+		waited = stamped = true;
 		if (r == -EBADMSG)
 			return r;
 		if (!l->wait_for && l->backoff == SHM_WAIT_BACKOFF_TIMEOUT) {
-			if (r == -ETIMEDOUT)
+			if (r == -ETIMEDOUT) {
+				idle = idle || wait_ms >= l->wait_idle_ms;
 				wait_ms = MIN(wait_ms * 2, l->wait_idle_ms);
-			else if (r == 0)
+			} else if (r == 0) {
 				wait_ms = l->wait_ms;
+				idle = false;
+			}
 		}
 		/* woken, timed out or interrupted: all mean "look again" */
 	}

@@ -89,7 +89,8 @@ struct shm_stage_loop {
 	 * fails (the stage cannot go on); 0 otherwise. */
 	int (*tick)(void *obj, uint64_t now_ns);
 	/* Optional: the wait's wake bytes and deadline, decided by the stage
-	 * (no backoff then). Without it: wake_bytes and the backoff below. */
+	 * (no backoff then; a deadline < 0: none, the stage has nothing due
+	 * until input comes). Without it: wake_bytes and the backoff below. */
 	void (*wait_for)(void *obj, uint64_t now_ns, uint64_t *ret_wake_bytes, int *ret_ms);
 	/* Optional: called once when DRAIN is seen (the caller logs). */
 	void (*on_drain)(void *obj);
@@ -102,9 +103,13 @@ struct shm_stage_loop {
 	int wait_ms;		    /* deadline while records flow */
 	int wait_idle_ms;	    /* longest deadline while idle */
 	enum shm_wait_backoff backoff;
+	/* Once a wait at wait_idle_ms brought nothing, the next waits have no
+	 * deadline while the stage holds no loss aggregates (its row's
+	 * loss_pending gauge is 0): an idle stage sleeps until its producer
+	 * or a kick wakes it. Its sleep needs no heartbeat (SHM_SLOT_ASLEEP). */
+	bool idle_no_deadline;
 	int busy_ms; /* sleep after -ENOBUFS */
-	/* Longest sleep whatever the above say (0: none): the heartbeat must
-	 * beat the monitor's hang timeout (daemon.c sets a quarter of it). */
+	/* Longest sleep whatever the above say (0: none). */
 	int wait_cap_ms;
 	/* Wake the next stage before each sleep when we left it records (its
 	 * own deadline can then be long: a second of samples costs each stage

@@ -145,6 +145,11 @@ int store_writer__flush(struct store_writer *w, bool sync);
 size_t store_writer__open_bytes(const struct store_writer *w);
 /* Realtime ns at which the open block is due to close, 0 when none is open. */
 uint64_t store_writer__deadline(const struct store_writer *w);
+/* Realtime ns of the next work store_writer__tick() has without new input: the
+ * open block's deadline or the next retention run; 0 when nothing is due.
+ * *ret_busy: writes waiting for a retry (or in flight with no block open), a
+ * full disk or a dir to open again (the tick looks at them within seconds). */
+uint64_t store_writer__due(const struct store_writer *w, bool *ret_busy);
 void store_writer__stats(const struct store_writer *w, struct store_writer_stats *ret);
 /* What retention removed since the last call (store_retention__run()'s names,
  * "" if nothing), for the caller's log; clears it. */

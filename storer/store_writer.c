@@ -700,6 +700,21 @@ uint64_t store_writer__deadline(const struct store_writer *w)
 	return (uint64_t)(w->blk.base_s + (int64_t)w->o.block_seconds + 1) * NSEC_PER_SEC;
 }
 
+uint64_t store_writer__due(const struct store_writer *w, bool *ret_busy)
+{
+	uint64_t due = store_writer__deadline(w);
+
+	/* Writes in flight are reaped by the next tick: the open block's, or
+	 * one of their own when none is open. */
+	*ret_busy = (!due && w->wq.inflight) || w->wq.retry_head || w->wq.disk_full || w->open_err;
+	if ((w->o.persistent_day || w->o.max_store_bytes) && w->dir) {
+		uint64_t ret = (w->last_retention_s + RETENTION_EVERY_S) * NSEC_PER_SEC;
+
+		due = due ? MIN(due, ret) : ret;
+	}
+	return due;
+}
+
 size_t store_writer__open_bytes(const struct store_writer *w)
 {
 	return (size_t)w->blk.rows.n * sizeof(struct row) + intern__bytes(&w->dict.seg.str) +

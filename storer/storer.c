@@ -415,6 +415,11 @@ static void sync_counters(struct storer *s)
 	struct store_writer_stats ws;
 
 	store_writer__stats(s->w, &ws);
+	/* What a new epoch or segment freed is gone once a block closed: look
+	 * at the heap then, not at every wakeup (mallinfo2() walks the free
+	 * lists). */
+	if (ws.blocks != s->synced.blocks)
+		heap_trim__maybe(&s->trim, STORER_TRIM_FREED);
 	cnt(s, STO_CNT_BLOCKS, ws.blocks - s->synced.blocks);
 	cnt(s, STO_CNT_BYTES_RAW, ws.bytes_raw - s->synced.bytes_raw);
 	cnt(s, STO_CNT_BYTES_DISK, ws.bytes_disk - s->synced.bytes_disk);
@@ -472,7 +477,6 @@ static void storer_apply_cap(struct storer *s)
 		s->cap_mb = mb;
 		store_writer__set_mem_cap(s->w, mb << 20);
 	}
-	heap_trim__maybe(&s->trim, STORER_TRIM_FREED);
 }
 
 int storer__tick(void *obj, uint64_t now)
@@ -510,31 +514,41 @@ int storer__finish(struct storer *s, bool sync)
  * wake threshold, and we release only when a block closes: the open block's
  * records count against it. Past 64 KiB of them (a 5 s block at a few
  * hundred samples/s) every commit of symd would wake us, so the threshold
- * is 64 KiB of new records on top of what we hold. (wait_sc's own check
- * counts from what we peeked, which only makes it stricter.)
+ * is STORER_WAKE_BYTES (128 KiB, an eighth of ring 2: with the quarter an
+ * open block may hold, symd still has room) of new records on top of what
+ * we hold. (wait_sc's own check counts from what we peeked, which only
+ * makes it stricter.)
  */
 uint64_t storer__wake_bytes(const struct storer *s)
 {
+	/* No block open: the first record opens one (and sets its deadline). */
+	if (!store_writer__deadline(s->w))
+		return 1;
 	return s->unreleased + STORER_WAKE_BYTES;
 }
 
 /*
  * Nothing here is due before the open block's deadline (the records wait in
- * the ring, which wakes us early past STORER_WAKE_BYTES), so the deadline
- * is that, or STORER_IDLE_MS for the heartbeat (hang timeout 10 s), write
- * reaping and retention. A wakeup costs as much as storing ~25 samples.
+ * the ring, which wakes us early past STORER_WAKE_BYTES) or the next
+ * retention run, so the deadline is that; STORER_IDLE_MS at most while
+ * writes are in flight or wait for a retry. With no block open and nothing
+ * in flight the wait has none (-1): the first record wakes us (wake bytes 1).
+ * A wakeup costs as much as storing ~25 samples.
  */
 int storer__sleep_ms(const struct storer *s, uint64_t now)
 {
-	uint64_t dl = store_writer__deadline(s->w);
+	bool busy;
+	uint64_t dl = store_writer__due(s->w, &busy);
 	uint64_t ms;
 
 	if (!dl)
-		return STORER_IDLE_MS;
+		return busy ? STORER_IDLE_MS : -1;
 	if (dl <= now)
 		return 0;
 	ms = (dl - now + 999999) / 1000000;
-	return ms > STORER_IDLE_MS ? STORER_IDLE_MS : (int)ms;
+	if (busy && ms > STORER_IDLE_MS)
+		return STORER_IDLE_MS;
+	return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
 void storer__wait_for(void *obj, uint64_t now_ns, uint64_t *ret_wake_bytes, int *ret_ms)

@@ -16,8 +16,8 @@
 #include "store.h"
 
 #define STORER_BATCH	  256
-#define STORER_WAKE_BYTES (64u << 10)
-#define STORER_IDLE_MS	  2500	       /* longest sleep (heartbeat; hang timeout 10 s) */
+#define STORER_WAKE_BYTES (128u << 10)
+#define STORER_IDLE_MS	  2500	       /* longest sleep while writes are in flight */
 #define STORER_TRIM_FREED (4ull << 20) /* free heap bytes: heap_trim__maybe() */
 
 /* The stage object; opaque. It reads in and writes through w, which stay
@@ -49,9 +49,12 @@ int storer__finish(struct storer *s, bool sync);
 uint64_t storer__resume_seq(const struct storer *s);
 /* Input bytes peeked since the last release (held by the open block). */
 uint64_t storer__unreleased(const struct storer *s);
-/* wake_bytes for shm_ring__wait_sc(): STORER_WAKE_BYTES of new input. */
+/* wake_bytes for shm_ring__wait_sc(): STORER_WAKE_BYTES of new input while a
+ * block is open, else 1 (any record). */
 uint64_t storer__wake_bytes(const struct storer *s);
-/* How long the consumer may sleep (ms, <= STORER_IDLE_MS) before the next block is due. */
+/* How long the consumer may sleep (ms) before the writer has work due: the open
+ * block's deadline, retention, at most STORER_IDLE_MS while writes are in
+ * flight; -1: nothing is due before input comes. */
 int storer__sleep_ms(const struct storer *s, uint64_t now_ns);
 /* The loop's wait_for hook: the two above. */
 void storer__wait_for(void *s, uint64_t now_ns, uint64_t *ret_wake_bytes, int *ret_ms);

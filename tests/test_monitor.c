@@ -457,6 +457,38 @@ static pid_t running_pid(struct mon *m, const char *stage, unsigned int gen)
 	return pid;
 }
 
+/*
+ * Idle consumers sleep in their input wait with no deadline and no heartbeat
+ * for many hang timeouts: not hung. One that its producer woke and that does
+ * not run (stopped) is hung, killed and restarted.
+ */
+START_TEST(test_idle_not_hung)
+{
+	struct mon m;
+	pid_t symd;
+
+	mon_start(&m,
+		  (const char *const[]){"CPA_HANG_TIMEOUT_MS=1200", "FAKE_QUIET=1", "FAKE_IDLE=1",
+					NULL},
+		  NULL);
+	mon_ready(&m);
+	usleep(4000 * 1000);
+	if (WAIT_LOG(&m, 0, "hung"))
+		dump_log(&m), ck_abort_msg("an idle stage was taken for a hung one");
+	symd = running_pid(&m, "symd", 1);
+	ck_assert_int_gt(symd, 0);
+	ck_assert_int_eq(kill(symd, SIGSTOP), 0);
+	mon_touch(&m, "emit-capture");
+	if (!WAIT_LOG(&m, 6000, "symd (pid", "hung: no heartbeat", "killing it (SIGKILL)"))
+		dump_log(&m),
+			ck_abort_msg("a woken stage that does not run was not taken for hung");
+	ck_assert(WAIT_LOG(&m, 3000, "symd restarted", "generation 2"));
+	kill(m.pid, SIGTERM);
+	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+	mon_cleanup(&m);
+}
+END_TEST
+
 /* A counter of stage in `cpa ctl status`, -1 if not found. */
 static long ctl_counter(struct mon *m, const char *stage, const char *name)
 {
@@ -1020,6 +1052,7 @@ static Suite *monitor_suite(void)
 	tcase_add_test(tc, test_start_status_stop);
 	tcase_add_test(tc, test_crash_restart);
 	tcase_add_test(tc, test_hung_stage);
+	tcase_add_test(tc, test_idle_not_hung);
 	tcase_add_test(tc, test_slow_start);
 	tcase_add_test(tc, test_start_timeout);
 	tcase_add_test(tc, test_duration);

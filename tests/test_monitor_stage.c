@@ -216,6 +216,11 @@ static int fake_poll(void *obj)
 	ctl_files();
 	if (daemon_term)
 		return 0;
+	/* FAKE_QUIET: a record only when asked (emit-capture), and flushed. */
+	if (getenv("FAKE_QUIET") && !take_file("emit", fake.name)) {
+		usleep(50000);
+		return 0;
+	}
 	if (shm_ring__reserve_sp(fake.out, 8, 1, &p) == 0) {
 		uint64_t seq = ((uint64_t)fake.st->generation << 40) | ++counter;
 
@@ -226,6 +231,8 @@ static int fake_poll(void *obj)
 	} else {
 		shm_stage__cnt_add(fake.st, SHM_CNT_DROP_RING_FULL, 1);
 	}
+	if (getenv("FAKE_QUIET"))
+		shm_ring__flush_sp(fake.out);
 	usleep(5000);
 	return 1;
 }
@@ -269,6 +276,8 @@ int main(int argc, char **argv)
 		nanosleep(&(struct timespec){ms / 1000, ms % 1000 * 1000000}, NULL);
 	}
 	d.id = fake.id;
+	/* FAKE_IDLE: idle consumers wait with no deadline, as unwindd and symd do. */
+	d.loop.idle_no_deadline = getenv("FAKE_IDLE") != NULL;
 	if (shm_stages[fake.id].role == SHM_ROLE_PRODUCER) {
 		d.loop.poll = fake_poll;
 		d.loop.batch = NULL;

@@ -6,6 +6,7 @@
  * pending LOSS table.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -192,6 +193,51 @@ START_TEST(test_run_waits_idle)
 	ck_assert_uint_gt(shm_stage__cnt(f.st, SHM_CNT_WAKEUPS), 0);
 	ck_assert_uint_eq(f.o.taken, 0);
 	signal(SIGALRM, SIG_DFL);
+	shm_arena__free(f.a);
+}
+END_TEST
+
+/* The other side of test_run_idle_no_deadline: a producer, then SIGTERM. */
+static void *idle_peer(void *p)
+{
+	struct fixture *f = p;
+	void *ring = shm_arena__ring_mem(f->a, SHM_RING_CAPTURE, NULL), *rec;
+	uint64_t wakeups;
+
+	/* Idle: after two waits with a deadline it sleeps without one, flagged. */
+	usleep(400 * 1000);
+	wakeups = shm_stage__cnt(f->st, SHM_CNT_WAKEUPS);
+	ck_assert_uint_le(wakeups, 3);
+	ck_assert_uint_eq(shm_stage__cnt(f->st, SHM_SLOT_ASLEEP), 1);
+	ck_assert(shm_ring__asleep(ring));
+	/* A record and the producer's end-of-batch flush wake it at once. */
+	ck_assert_int_eq(shm_ring__reserve_sp(&f->out, 8, CPA_REC_SAMPLE, &rec), 0);
+	memset(rec, 0, 8);
+	shm_ring__commit_sp(&f->out);
+	shm_ring__flush_sp(&f->out);
+	for (int i = 0; i < 500 && !__atomic_load_n(&f->o.taken, __ATOMIC_RELAXED); i++)
+		usleep(10 * 1000);
+	ck_assert_uint_eq(__atomic_load_n(&f->o.taken, __ATOMIC_RELAXED), 1);
+	f->term = 1;
+	shm_ring__kick(ring);
+	return NULL;
+}
+
+/* idle_no_deadline: an idle loop sleeps until its producer or a kick wakes it,
+ * flagged asleep (no heartbeat needed) meanwhile. */
+START_TEST(test_run_idle_no_deadline)
+{
+	struct fixture f;
+	pthread_t t;
+
+	fixture_init(&f, 0);
+	f.l.idle_no_deadline = true;
+	ck_assert_int_eq(pthread_create(&t, NULL, idle_peer, &f), 0);
+	ck_assert_int_eq(shm_stage__run(&f.l), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(f.l.end, SHM_END_TERM);
+	ck_assert_uint_eq(f.o.taken, 1);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, SHM_SLOT_ASLEEP), 0);
 	shm_arena__free(f.a);
 }
 END_TEST
@@ -435,7 +481,7 @@ int main(void)
 {
 	Suite *s = suite_create("stage_loop");
 	TEST_TCASE(s, "stage_loop", test_attach_checks_config, test_run_drains, test_run_sigterm,
-		   test_run_waits_idle, test_run_error, test_run_poll, test_rate_limit,
-		   test_loss_table, test_dedup_rule, test_fault_knob);
+		   test_run_waits_idle, test_run_idle_no_deadline, test_run_error, test_run_poll,
+		   test_rate_limit, test_loss_table, test_dedup_rule, test_fault_knob);
 	return test_run_suite(s);
 }

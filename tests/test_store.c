@@ -1004,8 +1004,8 @@ START_TEST(test_stage_batch)
 }
 END_TEST
 
-/* The storer sleeps until its open block is due, never longer than
- * STORER_IDLE_MS (heartbeat), and STORER_IDLE_MS with no block open. */
+/* The storer sleeps until its open block is due; with no block open and
+ * no write in flight it has no deadline and wakes on any record. */
 /* symd killed after it committed a batch's output and before it released
  * that batch's input: its successor sends the batch again and says where it
  * started in its first reset. Each sample and loss is stored once, and the
@@ -1123,7 +1123,8 @@ START_TEST(test_stage_sleep)
 	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
 	w = new_writer(root);
 	ck_assert_int_eq(storer__new(shm_arena__stage(a, SHM_STAGE_STORER), &c, w, &s), 0);
-	ck_assert_int_eq(storer__sleep_ms(s, base), STORER_IDLE_MS);
+	ck_assert_int_eq(storer__sleep_ms(s, base), -1);
+	ck_assert_uint_eq(storer__wake_bytes(s), 1);
 
 	ring_defs(&p, 30);
 	t_sample(&o, 1, base, 1, 0);
@@ -1135,13 +1136,15 @@ START_TEST(test_stage_sleep)
 	/* What the open block holds is not released: it must not count as new. */
 	ck_assert_uint_gt(storer__unreleased(s), 0);
 	ck_assert_uint_eq(storer__wake_bytes(s), storer__unreleased(s) + STORER_WAKE_BYTES);
-	ck_assert_int_eq(storer__sleep_ms(s, dl - 3 * T_NS), STORER_IDLE_MS);
+	ck_assert_int_eq(storer__sleep_ms(s, dl - 3 * T_NS), 3000);
 	ck_assert_int_eq(storer__sleep_ms(s, dl - 300000000ULL), 300);
 	ck_assert_int_eq(storer__sleep_ms(s, dl), 0);
 	storer__tick(s, dl);
 	ck_assert_uint_eq(store_writer__deadline(w), 0);
-	ck_assert_int_eq(storer__sleep_ms(s, dl), STORER_IDLE_MS);
-	ck_assert_uint_eq(storer__wake_bytes(s), STORER_WAKE_BYTES);
+	/* The block's writes done: nothing is due until the next record. */
+	ck_assert_int_eq(store_writer__flush(w, false), 0);
+	ck_assert_int_eq(storer__sleep_ms(s, dl), -1);
+	ck_assert_uint_eq(storer__wake_bytes(s), 1);
 	stage_done(s, w, a, root);
 }
 END_TEST

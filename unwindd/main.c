@@ -18,8 +18,10 @@
  * wakes us sooner (WAKE_BYTES, ~150 samples with 8 KiB stacks, at most an
  * eighth of the ring so that capture keeps room for a poll's samples).
  * WAIT_MS is only the fallback while records flow; when a wait brought
- * nothing the deadline doubles up to WAIT_IDLE_MS, within a quarter of the
- * monitor's hang timeout (the heartbeat; 2.5 s by default).
+ * nothing the deadline doubles up to WAIT_IDLE_MS, and once a wait that long
+ * brought nothing the waits have no deadline (idle_no_deadline): an idle
+ * unwindd sleeps until capture or a kick wakes it, and needs no heartbeat
+ * meanwhile (SHM_SLOT_ASLEEP).
  */
 #define WAKE_BYTES   (1024u * 1024)
 #define WAIT_MS	     (SHM_BATCH_MS + 500)
@@ -54,6 +56,7 @@ int main(int argc, char **argv)
 		.loop.wait_ms = WAIT_MS,
 		.loop.wait_idle_ms = WAIT_IDLE_MS,
 		.loop.backoff = SHM_WAIT_BACKOFF_EMPTY,
+		.loop.idle_no_deadline = true,
 		.loop.busy_ms = FULL_RETRY_MS,
 		.loop.wake_next = true,
 	};
