@@ -117,7 +117,6 @@ enum metric {
 	M_PERF_DW_SAMPLES,
 	M_PERF_DW_BYTES,
 	M_PERF_DW_DELTA_PCT,
-	M_BPF_CORES,	     /* every cpa BPF program's run time / window */
 	M_STORE_BYTES_PER_S, /* store growth / window */
 	M_MAX,
 };
@@ -165,7 +164,6 @@ static const char *const metric_name[] = {
 	"perf_dwarf_samples",
 	"perf_dwarf_bytes",
 	"perf_dwarf_workload_cpu_delta_pct",
-	"bpf_cores",
 	"window_store_bytes_per_s",
 };
 
