@@ -354,8 +354,11 @@ START_TEST(test_ucache_events_gone_process)
 	ck_assert_ptr_nonnull(l.bin);
 	ck_assert_str_eq(l.bin->path, path);
 	ck_assert_uint_eq(l.file_off, 0x2010);
-	/* Not looked up at our path (it may be another file): by build-id. */
-	ck_assert_uint_eq(l.bin->dev, 0);
+	/* Our path holds a file with the event's build-id: that file's binary
+	 * (dev + inode), taken by later mappings without a look in /proc. */
+	ck_assert_uint_eq(l.bin->dev, (uint64_t)sb.st_dev);
+	ck_assert_uint_eq(l.bin->ino, (uint64_t)sb.st_ino);
+	ck_assert_uint_ne(l.bin->own_view_ns, 0);
 	ck_assert_uint_eq(l.bin->build_id_len, bid_len);
 	ck_assert_mem_eq(l.bin->build_id, bid, bid_len);
 	/* Its unwind table: opened by path (the process and its /proc are
