@@ -1067,7 +1067,7 @@ END_TEST
 
 /* ---- the stage over a real arena ---- */
 
-#define H_IDS (1u << 17)
+#define H_IDS (1u << 19)
 
 struct harness {
 	struct shm_arena *a;
@@ -1961,6 +1961,56 @@ START_TEST(test_stage_intern_budget)
 }
 END_TEST
 
+/*
+ * The default cap (1 GiB): unique stacks that arrive fast end epochs, and the
+ * epoch budget doubles after each that filled within 30 s, but not past
+ * 16 MiB whatever the cap (the storer mirrors and journals every definition
+ * of an epoch: with 1/4 of the cap, 256 MiB, churn grew both). With 4, 8, 16,
+ * 16... MiB epochs no epoch is more than 4 times the first; 32 MiB would be 8.
+ */
+START_TEST(test_stage_epoch_ceiling)
+{
+	struct harness *h = h_new(0, NULL);
+	unsigned int i, k, n = 0, resets, first = 0, gap = 0, at = 0;
+	uint64_t kpc[16];
+
+	symd__free(h->s);
+	h->cfg->max_cache_size_mb = 1024;
+	h_start(h, 2);
+	resets = 0;
+	for (i = 0; i < (2u << 20) && (!first || i < 16 * first); i++) {
+		/* 5 frames spell i (16 values each), 11 are the same: few frames,
+		 * every stack new */
+		for (k = 0; k < 16; k++)
+			kpc[k] = 0x100000ull + ((uint64_t)k << 12) +
+				 (k < 5 ? 16 * ((i >> (4 * k)) & 15) : 0);
+		h_frames(h, kpc, 16, NULL, 0, CPA_STOP_NONE, 0);
+		if (i % 200 == 199) {
+			n += (unsigned int)h_batch(h);
+			symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
+			if (h->nresets != resets) {
+				/* the start's */
+				if (resets++ == 0 || i < 1000) {
+					at = i;
+					continue;
+				}
+				if (!first)
+					first = i - at;
+				gap = MAX(gap, i - at);
+				at = i;
+			}
+		}
+	}
+	ck_assert_uint_gt(first, 0);
+	ck_assert_uint_ge(resets, 5);
+	ck_assert_uint_eq(resets, h->nresets);
+	ck_assert_msg(gap <= 5 * first, "an epoch of %u samples, the first %u", gap, first);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_DROP_RING_FULL), 0);
+	(void)n;
+	h_free(h);
+}
+END_TEST
+
 /* A debuginfod server on loopback: python's http.server over a directory
  * laid out as buildid/<hex>/debuginfo. Returns its pid, the port in *port. */
 static pid_t http_server(const char *dir, unsigned int *port)
@@ -2350,7 +2400,7 @@ static Suite *symd_suite(void)
 	tc = TEST_TCASE(s, "stage", test_stage_symbolize, test_stage_flags,
 			test_stage_kallsyms_reload, test_stage_pc_cache_grows, test_stage_jit,
 			test_stage_jit_caps, test_stage_restart_and_corrupt, test_stage_output_full,
-			test_stage_intern_budget, test_stage_rate_limit,
+			test_stage_intern_budget, test_stage_epoch_ceiling, test_stage_rate_limit,
 			test_stage_pending_loss_survives_kill, test_stage_unwindd_replay,
 			test_debuginfod_fetch, test_exec_drain_and_term);
 	tcase_set_timeout(tc, 60);
