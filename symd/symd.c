@@ -137,7 +137,7 @@ struct symd {
 	char dcache[CPA_PATH_MAX + 16];
 	struct bincache_stats bin_seen; /* last values turned into counters */
 	uint64_t bins_loads_seen;
-	uint64_t bins_loaded_seen; /* bincache loads that gave a binary: pcc_gen */
+	uint64_t bins_refreshed_seen; /* bincache loads that change an answer: pcc_gen */
 	struct symbin *vdso;
 	bool vdso_tried;
 	struct ksyms ks;
@@ -944,10 +944,11 @@ static struct symbin *umod_bin(struct symd *s, struct umod *m)
 		shm_stage__heartbeat(s->st);
 	}
 	/* A binary that failed before may now answer earlier misses. A failed
-	 * attempt changes no answer: under churn most attempts are binaries
-	 * already gone, and each bump empties the whole pc cache. */
-	if (after.loaded != s->bins_loaded_seen) {
-		s->bins_loaded_seen = after.loaded;
+	 * attempt changes no answer, nor does the first load of a binary (nothing
+	 * asked for it before): under churn most attempts are binaries already
+	 * gone or new ones, and each bump empties the whole pc cache. */
+	if (after.refreshed != s->bins_refreshed_seen) {
+		s->bins_refreshed_seen = after.refreshed;
 		s->pcc_gen++;
 	}
 	return b;

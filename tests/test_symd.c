@@ -750,7 +750,47 @@ START_TEST(test_bincache_counts_and_evicts)
 	ck_assert_uint_eq(st.loaded, 1);
 	/* the failed entry pushed the fixture out (LRU, budget 1 byte) */
 	ck_assert_uint_ge(st.evictions, 1);
+	/* no load changed an answer given: the fixture was asked for first when
+	 * it loaded, and again after its eviction (the same answer) */
+	ck_assert_uint_eq(st.refreshed, 0);
 	bincache__free(c);
+}
+END_TEST
+
+/*
+ * symd empties its pc cache only when a load changes an answer given: a key
+ * that had no binary now has one. The first load of a binary does not (under
+ * churn new binaries load every second), a retried failure that loads does.
+ */
+START_TEST(test_bincache_refreshed)
+{
+	struct symd_paths paths = {.debug_root = "/nonexistent"};
+	struct symd_file_ref ref = {.path = FX_SO};
+	struct symd_file_ref late = {.path = NULL};
+	struct bincache_stats st;
+	struct bincache *c;
+	char dir[] = "/tmp/test_bincache.XXXXXX", path[256], cmd[600];
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/late.so", dir);
+	late.path = path;
+	ck_assert_int_eq(bincache__new(64u << 20, &paths, &c), 0);
+	ck_assert_ptr_nonnull(bincache__get(c, &ref, 0, 0, 1));
+	ck_assert_ptr_null(bincache__get(c, &late, 0, 0, 2)); /* not there yet */
+	bincache__stats(c, &st);
+	ck_assert_uint_eq(st.loaded, 1);
+	ck_assert_uint_eq(st.refreshed, 0);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", FX_SO, path);
+	ck_assert_int_eq(system(cmd), 0);
+	/* the negative entry holds until its retry time, then the file loads */
+	ck_assert_ptr_null(bincache__get(c, &late, 0, 0, 3));
+	ck_assert_ptr_nonnull(bincache__get(c, &late, 0, 0, 2 + 31 * NSEC_PER_SEC));
+	bincache__stats(c, &st);
+	ck_assert_uint_eq(st.loaded, 2);
+	ck_assert_uint_eq(st.refreshed, 1);
+	bincache__free(c);
+	unlink(path);
+	rmdir(dir);
 }
 END_TEST
 
@@ -2392,7 +2432,8 @@ static Suite *symd_suite(void)
 	TEST_TCASE(s, "elf", test_lookup_fixture, test_fde_and_plt, test_entry_point_start,
 		   test_debug_file_build_id, test_debug_file_debuglink, test_other_process_paths,
 		   test_minidebuginfo, test_go_binary, test_hostile_elf,
-		   test_bincache_counts_and_evicts, test_bincache_forged_build_id);
+		   test_bincache_counts_and_evicts, test_bincache_refreshed,
+		   test_bincache_forged_build_id);
 
 	TEST_TCASE(s, "parsers", test_kallsyms, test_kallsyms_compact, test_perf_map, test_env_pick,
 		   test_names);
