@@ -405,6 +405,67 @@ START_TEST(test_ucache_events_gone_process)
 END_TEST
 
 /*
+ * Binaries no process maps any more go once unused for idle_ns, so that
+ * their number follows what ran lately (a CI host runs new test programs all
+ * day): the unwind index after 30 s, the binary after idle_ns.
+ */
+START_TEST(test_ucache_idle_bins_go)
+{
+	const char *path = "/usr/bin/true";
+	const uint32_t pid = 0x7ffffff0; /* no such process */
+	struct ucache_opts o = {.dead_grace_ns = 1000000000ull, .idle_ns = 60000000000ull};
+	struct cpa_map_event ev = {0};
+	uint8_t bid[ELFID_MAX], bid_len = 0;
+	struct ucache *c;
+	struct uproc *p;
+	struct uloc l;
+	uint32_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ck_assert_int_eq(elfid__init(), 0);
+	ck_assert_int_eq(elfid__from_fd(fd, bid, &bid_len), 0);
+	close(fd);
+	ck_assert_int_eq(ucache__new(&o, &c), 0);
+	ev.kind = CPA_MAP_MMAP;
+	ev.pid = pid;
+	ev.time_ns = 300;
+	ev.start = 0x555555554000;
+	ev.len = 0x4000;
+	ev.pgoff = 0x1000;
+	ev.build_id_len = bid_len;
+	memcpy(ev.build_id, bid, bid_len);
+	ev.path_len = (uint16_t)strlen(path);
+	ck_assert_int_eq(ucache__map_event(c, &ev, path), 0);
+	ucache__task_exit(c, pid, 1, 400);
+	p = ucache__proc(c, pid, 1);
+	ck_assert_ptr_nonnull(p);
+	p->sample_ns = 350;
+	ck_assert_int_eq(ucache__find(c, p, 0x555555555010, 1, &l), 0);
+	ck_assert_ptr_nonnull(ucache__cfi(c, p, &l));
+	n = ucache__nr_bins(c);
+	ck_assert_uint_ge(n, 1);
+
+	/* The history's clock (another process's event) past the exit's grace. */
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = CPA_MAP_FORK;
+	ev.pid = pid - 1;
+	ev.ppid = pid - 2;
+	ev.time_ns = 20000000000ull;
+	ck_assert_int_eq(ucache__map_event(c, &ev, ""), 0);
+	ucache__sweep(c, 20000000000ull); /* unused 20 s: kept */
+	ck_assert_uint_eq(ucache__nr_bins(c), n);
+	ucache__sweep(c, 40000000000ull); /* 40 s: its index goes, the binary stays */
+	ck_assert_uint_eq(ucache__nr_bins(c), n);
+	ucache__sweep(c, 70000000000ull); /* 70 s: gone */
+	ck_assert_uint_eq(ucache__nr_bins(c), n - 1);
+	ucache__free(c);
+}
+END_TEST
+
+/*
  * A forged build-id: two different libraries claim one, the attacker's
  * mapped first. The kernel's events give the build-id and no dev/inode; the
  * victim's mapping must still resolve to the victim's file (module path,
@@ -615,7 +676,7 @@ static Suite *maphist_suite(void)
 		   test_exec_new_generation, test_exec_storm_window, test_fork_inherits,
 		   test_exit_and_sweep, test_sweep_each_end_in_turn, test_pid_reuse,
 		   test_ucache_events_gone_process, test_ucache_forged_build_id,
-		   test_ucache_own_view_no_poisoning);
+		   test_ucache_own_view_no_poisoning, test_ucache_idle_bins_go);
 	return s;
 }
 

@@ -1284,18 +1284,31 @@ void ucache__set_max_bytes(struct ucache *c, uint64_t max_bytes)
  * two VMAs), and is small enough that the byte cap rarely evicts it: on a
  * host that runs new binaries all day (CI), indexes of binaries nothing maps
  * any more would pile up. One no mapping refers to (refs 0: no process, no
- * history entry) and unused for idle_ns goes; its ubin stays (a later walk
- * builds the index again).
+ * history entry) and unused for 30 s goes (a later walk builds the index
+ * again); the binary itself once unused for idle_ns (5 min: a later mapping
+ * makes it again, with a new module id), so that their count is bounded by
+ * what ran lately, not by everything that ever ran (each build's new test
+ * programs and libraries).
  */
 static void idle_bins(struct ucache *c, uint64_t now_ns)
 {
 	uint64_t idle = MIN(c->o.idle_ns, UNMAPPED_IDLE_NS);
 
-	for (uint32_t i = 0; idle && i <= c->bins_mask; i++)
-		for (struct ubin *b = c->bins[i]; b; b = b->hnext)
-			if (b->cfi && !b->refs && now_ns > b->last_use &&
-			    now_ns - b->last_use >= idle)
+	for (uint32_t i = 0; idle && i <= c->bins_mask; i++) {
+		for (struct ubin *b = c->bins[i], *next; b; b = next) {
+			uint64_t unused = now_ns > b->last_use ? now_ns - b->last_use : 0;
+
+			next = b->hnext;
+			if (b->refs || unused < idle)
+				continue;
+			if (unused >= c->o.idle_ns) {
+				bin_free(c, b);
+				cnt(c, UNW_CNT_CACHE_EVICT, 1);
+			} else if (b->cfi) {
 				bin_drop_cfi(c, b);
+			}
+		}
+	}
 }
 
 /* The file pages of indexes that built chunks and went quiet since. */
