@@ -54,7 +54,7 @@ static const char *const pname[NPROC] = {"capture", "unwindd", "symd", "storer",
 static struct {
 	double seconds, warmup;
 	unsigned int freq, stack, jobs;
-	bool build, storm, perf, keep, mem, freq_set, seconds_set;
+	bool build, storm, perf, keep, mem, freq_set, seconds_set, short_storm;
 	double max_growth, mem_slack; /* --mem: checks, < 0 = none */
 	double journal_excess;	      /* --mem: journal <= segments + this (MB), < 0 = none */
 	unsigned int mem_cap;	      /* --mem_cap MB: --max_cache_size_mb, checked */
@@ -115,7 +115,7 @@ static void stop_group(pid_t pid, int sig)
 /* ---- the storm ----------------------------------------------------------------------------- */
 
 struct storm_prog {
-	const char *argv[6];
+	const char *argv[7];
 	const char *input; /* a slice of the generated text, sized for ~20-300 ms */
 };
 
@@ -130,6 +130,20 @@ static const struct storm_prog storm[] = {
 	{{"perl", "-ne", "$s += tr/0-9//; END { print $s }", NULL}, "in-4m"},
 };
 
+/* --short: the programs a build or a shell script runs again and again, each living a few
+ * ms (gcc's driver, cc1 and as on a small C file; sh; coreutils): per sample, a new
+ * process's cost dominates. */
+static const struct storm_prog storm_short[] = {
+	{{"gcc", "-O1", "-c", "-x", "c", "-", NULL}, "tiny.c"},
+	{{"sh", "-c", "wc -l | cut -c1-3", NULL}, "in-256k"},
+	{{"sort", "-u", NULL}, "in-16k"},
+	{{"cat", NULL}, "in-256k"},
+	{{"sh", "-c", "head -n 50 | tr a-z A-Z | md5sum", NULL}, "in-256k"},
+	{{"expr", "7919", "*", "10007", NULL}, "in-16k"},
+	{{"ls", "-l", "/usr/bin", NULL}, "in-16k"},
+	{{"sha1sum", NULL}, "in-256k"},
+};
+
 /* The storm process: one program after the other until deadline_ns; it writes each
  * program's lifetime (ms, one per line) to the pipe fd out. */
 _Noreturn static void storm_main(const char *dir, uint64_t deadline_ns, int out)
@@ -139,8 +153,12 @@ _Noreturn static void storm_main(const char *dir, uint64_t deadline_ns, int out)
 	FILE *f = fdopen(out, "w");
 
 	signal(SIGTERM, SIG_DFL);
+	if (chdir(dir) < 0) /* gcc -c writes its object there */
+		_exit(1);
 	while (clock_ns(CLOCK_MONOTONIC) < deadline_ns) {
-		const struct storm_prog *p = &storm[i++ % ARRAY_SIZE(storm)];
+		const struct storm_prog *p = o.short_storm
+						     ? &storm_short[i++ % ARRAY_SIZE(storm_short)]
+						     : &storm[i++ % ARRAY_SIZE(storm)];
 		uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 		pid_t pid;
 
@@ -443,7 +461,8 @@ static int run(const char *dir)
 	bench_sh(
 		"cd '%s' && test -s in.txt || { seq -f 'sample %%g of the unwind frame in a ring' 1 "
 		"200000 | awk '{ print $0, NR * 7919 %% 10007 }' > in.txt && head -c 1048576 in.txt "
-		"> in-1m && head -c 4194304 in.txt > in-4m && head -c 262144 in.txt > in-256k; }",
+		"> in-1m && head -c 4194304 in.txt > in-4m && head -c 262144 in.txt > in-256k && head -c "
+		"16384 in.txt > in-16k && printf 'int f(int x) { return x * 3; }\\n' > tiny.c; }",
 		dir);
 	if (o.build) {
 		bench_say("configuring %s in %s", o.src, bdir);
@@ -672,7 +691,8 @@ static int run_mem(const char *dir)
 	bench_sh(
 		"cd '%s' && test -s in.txt || { seq -f 'sample %%g of the unwind frame in a ring' 1 "
 		"200000 | awk '{ print $0, NR * 7919 %% 10007 }' > in.txt && head -c 1048576 in.txt "
-		"> in-1m && head -c 4194304 in.txt > in-4m && head -c 262144 in.txt > in-256k; }",
+		"> in-1m && head -c 4194304 in.txt > in-4m && head -c 262144 in.txt > in-256k && head -c "
+		"16384 in.txt > in-16k && printf 'int f(int x) { return x * 3; }\\n' > tiny.c; }",
 		dir);
 	err = agent_start(&a, dir);
 	if (err < 0)
@@ -801,6 +821,8 @@ static void usage(FILE *f)
 		"  --jobs N           cmake --build -jN (default 2)\n"
 		"  --no_build         storm only\n"
 		"  --no_storm         build only\n"
+		"  --short            the storm runs programs of a few ms instead (gcc -c of a\n"
+		"                     small file, sh, coreutils): the cost of new processes\n"
 		"  --no_perf          cpa only\n"
 		"  --src DIR          the repository to build (default: this bench's source tree)\n"
 		"  --monitor_args STR extra `cpa monitor` options, blank separated\n"
@@ -837,7 +859,8 @@ int main(int argc, char **argv)
 		O_MAX_GROWTH,
 		O_MEM_CAP,
 		O_MEM_SLACK,
-		O_JOURNAL
+		O_JOURNAL,
+		O_SHORT
 	};
 	static const struct option lo[] = {
 		{"seconds", required_argument, NULL, 's'},
@@ -859,6 +882,7 @@ int main(int argc, char **argv)
 		{"mem_cap", required_argument, NULL, O_MEM_CAP},
 		{"mem_slack", required_argument, NULL, O_MEM_SLACK},
 		{"max_journal_excess", required_argument, NULL, O_JOURNAL},
+		{"short", no_argument, NULL, O_SHORT},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -933,6 +957,9 @@ int main(int argc, char **argv)
 			break;
 		case O_JOURNAL:
 			o.journal_excess = strtod(optarg, NULL);
+			break;
+		case O_SHORT:
+			o.short_storm = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -131,9 +131,10 @@ int store_writer__add_event(struct store_writer *w, const struct cpa_policy_even
 int store_writer__tick(struct store_writer *w, uint64_t now_ns);
 /* The storer's cap (mem_limit_mb, bytes): a segment whose dictionary passes 1/8 of it, at
  * most STORE_SEG_DICT_MAX, is closed (the next block opens a new one, with a dictionary of
- * its own; the budget doubles, up to 1/8, if that came within 30 s of data); the
- * dictionary journal takes at most 1/4. */
-#define STORE_SEG_DICT_MAX (2ull << 20)
+ * its own; the budget doubles, up to 1/8 and STORE_SEG_DICT_CEIL, if that came within 30 s
+ * of data); the dictionary journal takes at most 1/4. */
+#define STORE_SEG_DICT_MAX  (2ull << 20)
+#define STORE_SEG_DICT_CEIL (8ull << 20)
 void store_writer__set_mem_cap(struct store_writer *w, uint64_t bytes);
 /* false when a sample at time_ns would first close the open block. */
 bool store_writer__fits(const struct store_writer *w, uint64_t time_ns);

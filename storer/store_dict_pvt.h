@@ -59,7 +59,7 @@ struct store_dict {
 	struct seg_dict seg;
 	uint32_t seg_gen;
 	uint64_t seg_budget;   /* the segment dictionary's bytes that rotate the segment */
-	uint64_t seg_max;      /* what seg_budget may grow to (1/8 of the cap) */
+	uint64_t seg_max;      /* what seg_budget may grow to (1/8 of the cap, 8 MiB at most) */
 	int64_t seg_start_s;   /* data time the segment opened at */
 	uint64_t *unknown_ids; /* the writer's counter: ids symd never defined */
 };

@@ -769,7 +769,7 @@ static void check_gone(struct store_writer *w)
 void store_writer__set_mem_cap(struct store_writer *w, uint64_t bytes)
 {
 	w->dict.seg_budget = MIN(bytes / 8, STORE_SEG_DICT_MAX);
-	w->dict.seg_max = bytes / 8;
+	w->dict.seg_max = MIN(bytes / 8, STORE_SEG_DICT_CEIL);
 	w->jr.max_bytes = bytes / 4;
 }
 

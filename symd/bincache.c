@@ -27,6 +27,7 @@
 #define BIN_RETRY_OPEN_NS   (30 * NSEC_PER_SEC)
 #define BIN_RETRY_REJECT_NS (600 * NSEC_PER_SEC)
 #define BIN_KEY_MAX	    (1 + CPA_BUILD_ID_MAX + 16 + CPA_PATH_MAX)
+#define BIN_FAILED_SLOTS    1024 /* hashes of keys a get answered NULL for */
 
 struct binent {
 	struct binent *hnext;
@@ -55,7 +56,36 @@ struct bincache {
 	uint64_t now_ns; /* the clock of the last bincache__idle(): hits stamp it */
 	const struct symd_paths *paths;
 	struct bincache_stats stats;
+	/* The keys a get answered NULL for (direct-mapped by hash; failed_lost: one
+	 * was overwritten). A load that gives a binary changes earlier answers only
+	 * for such a key: stats.refreshed tells symd to empty its pc cache. Under
+	 * churn new binaries load every second (builds, tests): emptying the cache
+	 * on each made every frame a symbol search and an intern lookup again. */
+	uint64_t failed[BIN_FAILED_SLOTS];
+	bool failed_lost;
 };
+
+static void failed_note(struct bincache *c, uint64_t h)
+{
+	uint64_t *f = &c->failed[h % BIN_FAILED_SLOTS];
+
+	if (*f && *f != h)
+		c->failed_lost = true;
+	*f = h;
+}
+
+/* A load of key h gave a binary: did an earlier answer say there was none? */
+static void failed_loaded(struct bincache *c, uint64_t h)
+{
+	uint64_t *f = &c->failed[h % BIN_FAILED_SLOTS];
+
+	if (*f == h || c->failed_lost) {
+		c->stats.refreshed++;
+		c->failed_lost = false;
+		if (*f == h)
+			*f = 0;
+	}
+}
 
 int bincache__new(uint64_t budget, const struct symd_paths *paths, struct bincache **ret)
 {
@@ -292,8 +322,10 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 		}
 		if (!now_ns)
 			now_ns = clock_ns(CLOCK_MONOTONIC);
-		if (now_ns < e->retry_ns)
+		if (now_ns < e->retry_ns) {
+			failed_note(c, h);
 			return NULL;
+		}
 		bincache__remove(c, e);
 		break;
 	}
@@ -302,8 +334,12 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 	if (!now_ns)
 		now_ns = clock_ns(CLOCK_MONOTONIC);
 	r = symbin__load(c->paths, ref, &b);
-	if (r == 0)
+	if (r == 0) {
 		c->stats.loaded++;
+		failed_loaded(c, h);
+	} else {
+		failed_note(c, h);
+	}
 	if (r == 0 && b->refused) {
 		c->stats.rejected++;
 		log_warn("refused the MiniDebugInfo of ELF '%s' (pid %u): expands past its cap",
@@ -323,12 +359,14 @@ struct symbin *bincache__get(struct bincache *c, const struct symd_file_ref *ref
 	e = calloc(1, sizeof(*e) + klen);
 	if (!e) {
 		symbin__free(b);
+		failed_note(c, h);
 		return NULL;
 	}
 	e->path = strdup(ref->path);
 	if (!e->path) {
 		free(e);
 		symbin__free(b);
+		failed_note(c, h);
 		return NULL;
 	}
 	e->hash = h;

@@ -20,6 +20,9 @@ struct bincache_stats {
 	uint64_t loaded;	/* ... of them that gave a binary */
 	uint64_t bid_conflicts; /* files loaded whose build-id another one with other symbols has */
 	uint64_t idle_drops;	/* entries not used for the idle time, dropped */
+	/* loads that gave a binary for a key that failed before (or maybe did: the
+	 * record of failures overflowed): only those change an answer given */
+	uint64_t refreshed;
 };
 int bincache__new(uint64_t budget, const struct symd_paths *paths, struct bincache **ret);
 void bincache__free(struct bincache *c);

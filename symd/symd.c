@@ -61,6 +61,7 @@
 #define SYMD_BIN_IDLE_NS    (60 * NSEC_PER_SEC) /* a binary no frame named that long goes */
 #define SYMD_EPOCH_BYTES    (4u << 20)		/* intern tables: a new epoch past this */
 #define SYMD_EPOCH_MIN_NS   (30 * NSEC_PER_SEC) /* ... unless it refilled that fast */
+#define SYMD_EPOCH_MAX	    (16u << 20)		/* ... doubling up to this (and 1/4 of the cap) */
 #define SYMD_MAX_STACK	    CPA_MAX_STACK_FRAMES
 #define SYMD_FRAME_NAME_MAX (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
 #define SYMD_PCC_BITS	    16	       /* at most 64 Ki slots (2 MiB) */
@@ -136,7 +137,7 @@ struct symd {
 	char dcache[CPA_PATH_MAX + 16];
 	struct bincache_stats bin_seen; /* last values turned into counters */
 	uint64_t bins_loads_seen;
-	uint64_t bins_loaded_seen; /* bincache loads that gave a binary: pcc_gen */
+	uint64_t bins_refreshed_seen; /* bincache loads that change an answer: pcc_gen */
 	struct symbin *vdso;
 	bool vdso_tried;
 	struct ksyms ks;
@@ -943,10 +944,11 @@ static struct symbin *umod_bin(struct symd *s, struct umod *m)
 		shm_stage__heartbeat(s->st);
 	}
 	/* A binary that failed before may now answer earlier misses. A failed
-	 * attempt changes no answer: under churn most attempts are binaries
-	 * already gone, and each bump empties the whole pc cache. */
-	if (after.loaded != s->bins_loaded_seen) {
-		s->bins_loaded_seen = after.loaded;
+	 * attempt changes no answer, nor does the first load of a binary (nothing
+	 * asked for it before): under churn most attempts are binaries already
+	 * gone or new ones, and each bump empties the whole pc cache. */
+	if (after.refreshed != s->bins_refreshed_seen) {
+		s->bins_refreshed_seen = after.refreshed;
 		s->pcc_gen++;
 	}
 	return b;
@@ -1339,14 +1341,21 @@ static bool is_copy(struct symd *s, uint64_t seq, bool loss)
  * journals them) until our next DICT_RESET: under churn new stacks come all the time, most
  * of them never seen again. So an epoch ends once its tables pass epoch_budget (4 MiB, at
  * most 1/4 of the cap); the next one is refilled with what is live. An epoch that filled
- * within SYMD_EPOCH_MIN_NS has a live set that big: the budget doubles (up to 1/4 of the
- * cap) rather than resetting over and over.
+ * within SYMD_EPOCH_MIN_NS has a live set that big: the budget doubles rather than
+ * resetting over and over, up to SYMD_EPOCH_MAX whatever the cap (the storer holds the
+ * same definitions again: a budget that follows a 1 GiB cap let churn grow both stages by
+ * tens of MB), and halves again (not below 4 MiB) after an epoch that took four times as
+ * long: the live set shrank.
  */
 static void symd__epoch_full(struct symd *s)
 {
+	uint64_t took = s->tick_ns - s->epoch_ns, max = MIN(SYMD_EPOCH_MAX, s->intern_budget);
+
 	s->need_reset = true;
-	if (s->tick_ns - s->epoch_ns < SYMD_EPOCH_MIN_NS && s->epoch_budget < s->intern_budget)
-		s->epoch_budget = MIN(2 * s->epoch_budget, s->intern_budget);
+	if (took < SYMD_EPOCH_MIN_NS && s->epoch_budget < max)
+		s->epoch_budget = MIN(2 * s->epoch_budget, max);
+	else if (took >= 4 * SYMD_EPOCH_MIN_NS && s->epoch_budget > SYMD_EPOCH_BYTES)
+		s->epoch_budget = MAX(s->epoch_budget / 2, MIN(SYMD_EPOCH_BYTES, max));
 }
 
 static void on_frames(struct symd *s, const struct shm_msg *m)

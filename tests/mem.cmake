@@ -12,3 +12,11 @@ cpa_test(NAME test_mem_churn
   COMMAND bench_churn --mem --warmup 60 --seconds 40 --max_growth 10 --mem_cap 64
     --mem_slack 40 --max_journal_excess 2
   LABELS torture root TIMEOUT 400)
+# The same at the defaults (1024 MiB cap), under the storm of few-ms programs (`--short`:
+# gcc -c, sh, coreutils): nothing but churn bounds the caches there (symd's epoch budget,
+# the storer's segment dictionary, idle binaries). Fails if a stage grew more than 10 % in
+# the second half or the journal outgrew the segments by 2 MB.
+cpa_test(NAME test_mem_churn_default
+  COMMAND bench_churn --mem --short --warmup 60 --seconds 40 --max_growth 10
+    --max_journal_excess 2
+  LABELS torture root TIMEOUT 400)

@@ -9,7 +9,7 @@ set_target_properties(symd_fixture PROPERTIES
   LIBRARY_OUTPUT_DIRECTORY ${CPA_TEST_DIR}/symd OUTPUT_NAME cpa_symd_fixture)
 
 cpa_add_test(NAME test_symd SOURCES test_symd.c test_proc.c LIBS cpa_symd_core ${CMAKE_DL_LIBS}
-  LABELS symd TIMEOUT 120)
+  LABELS symd TIMEOUT 300)
 add_dependencies(test_symd symd_fixture)
 target_compile_definitions(test_symd PRIVATE
   SYMD_FIXTURE_SO="$<TARGET_FILE:symd_fixture>"

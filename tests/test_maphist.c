@@ -306,6 +306,32 @@ END_TEST
  * may name another file than the process's (a container), so another
  * build-id there gives no table.
  */
+/* The kernel's event of path mapped in pid at 300 (its build-id, no dev/inode, as 6.x sends
+ * them; 0x555555554000 + 0x4000, file offset 0x1000) into ev and c, then pid's exit at 400. */
+static void gone_mmap(struct ucache *c, const char *path, uint32_t pid, struct cpa_map_event *ev,
+		      uint8_t *bid, uint8_t *bid_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(elfid__init(), 0);
+	ck_assert_int_eq(elfid__from_fd(fd, bid, bid_len), 0);
+	close(fd);
+	ck_assert_uint_ge(*bid_len, 2);
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = CPA_MAP_MMAP;
+	ev->pid = pid;
+	ev->time_ns = 300;
+	ev->start = 0x555555554000;
+	ev->len = 0x4000;
+	ev->pgoff = 0x1000;
+	ev->build_id_len = *bid_len;
+	memcpy(ev->build_id, bid, *bid_len);
+	ev->path_len = (uint16_t)strlen(path);
+	ck_assert_int_eq(ucache__map_event(c, ev, path), 0);
+	ucache__task_exit(c, pid, 1, 400);
+}
+
 START_TEST(test_ucache_events_gone_process)
 {
 	const char *path = "/usr/bin/true";
@@ -317,16 +343,9 @@ START_TEST(test_ucache_events_gone_process)
 	uint8_t bid[ELFID_MAX], bid_len = 0;
 	struct uloc l;
 	struct stat sb;
-	int fd;
 
 	if (stat(path, &sb) < 0)
 		return;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(elfid__init(), 0);
-	ck_assert_int_eq(elfid__from_fd(fd, bid, &bid_len), 0);
-	close(fd);
-	ck_assert_uint_ge(bid_len, 2);
 	ck_assert_int_eq(ucache__new(&o, &c), 0);
 	ev.kind = CPA_MAP_FORK;
 	ev.pid = pid;
@@ -336,16 +355,7 @@ START_TEST(test_ucache_events_gone_process)
 	ev.kind = CPA_MAP_EXEC;
 	ev.time_ns = 200;
 	ck_assert_int_eq(ucache__map_event(c, &ev, ""), 0);
-	ev.kind = CPA_MAP_MMAP;
-	ev.time_ns = 300;
-	ev.start = 0x555555554000;
-	ev.len = 0x4000;
-	ev.pgoff = 0x1000;
-	ev.build_id_len = bid_len;
-	memcpy(ev.build_id, bid, bid_len);
-	ev.path_len = (uint16_t)strlen(path);
-	ck_assert_int_eq(ucache__map_event(c, &ev, path), 0);
-	ucache__task_exit(c, pid, 1, 400);
+	gone_mmap(c, path, pid, &ev, bid, &bid_len);
 
 	p = ucache__proc(c, pid, 1);
 	ck_assert_ptr_nonnull(p);
@@ -354,8 +364,11 @@ START_TEST(test_ucache_events_gone_process)
 	ck_assert_ptr_nonnull(l.bin);
 	ck_assert_str_eq(l.bin->path, path);
 	ck_assert_uint_eq(l.file_off, 0x2010);
-	/* Not looked up at our path (it may be another file): by build-id. */
-	ck_assert_uint_eq(l.bin->dev, 0);
+	/* Our path holds a file with the event's build-id: that file's binary
+	 * (dev + inode), taken by later mappings without a look in /proc. */
+	ck_assert_uint_eq(l.bin->dev, (uint64_t)sb.st_dev);
+	ck_assert_uint_eq(l.bin->ino, (uint64_t)sb.st_ino);
+	ck_assert_uint_ne(l.bin->own_view_ns, 0);
 	ck_assert_uint_eq(l.bin->build_id_len, bid_len);
 	ck_assert_mem_eq(l.bin->build_id, bid, bid_len);
 	/* Its unwind table: opened by path (the process and its /proc are
@@ -397,6 +410,52 @@ START_TEST(test_ucache_events_gone_process)
 	ck_assert_ptr_nonnull(l.bin);
 	ck_assert_ptr_null(ucache__cfi(c, p, &l));
 	ck_assert(l.bin->gone);
+	ucache__free(c);
+}
+END_TEST
+
+/*
+ * Binaries no process maps any more go once unused for idle_ns, so that
+ * their number follows what ran lately (a CI host runs new test programs all
+ * day): the unwind index after 30 s, the binary after idle_ns.
+ */
+START_TEST(test_ucache_idle_bins_go)
+{
+	const char *path = "/usr/bin/true";
+	const uint32_t pid = 0x7ffffff0; /* no such process */
+	struct ucache_opts o = {.dead_grace_ns = 1000000000ull, .idle_ns = 60000000000ull};
+	struct cpa_map_event ev = {0};
+	uint8_t bid[ELFID_MAX], bid_len = 0;
+	struct ucache *c;
+	struct uproc *p;
+	struct uloc l;
+	uint32_t n;
+
+	if (access(path, R_OK) < 0)
+		return;
+	ck_assert_int_eq(ucache__new(&o, &c), 0);
+	gone_mmap(c, path, pid, &ev, bid, &bid_len);
+	p = ucache__proc(c, pid, 1);
+	ck_assert_ptr_nonnull(p);
+	p->sample_ns = 350;
+	ck_assert_int_eq(ucache__find(c, p, 0x555555555010, 1, &l), 0);
+	ck_assert_ptr_nonnull(ucache__cfi(c, p, &l));
+	n = ucache__nr_bins(c);
+	ck_assert_uint_ge(n, 1);
+
+	/* The history's clock (another process's event) past the exit's grace. */
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = CPA_MAP_FORK;
+	ev.pid = pid - 1;
+	ev.ppid = pid - 2;
+	ev.time_ns = 20000000000ull;
+	ck_assert_int_eq(ucache__map_event(c, &ev, ""), 0);
+	ucache__sweep(c, 20000000000ull); /* unused 20 s: kept */
+	ck_assert_uint_eq(ucache__nr_bins(c), n);
+	ucache__sweep(c, 40000000000ull); /* 40 s: its index goes, the binary stays */
+	ck_assert_uint_eq(ucache__nr_bins(c), n);
+	ucache__sweep(c, 70000000000ull); /* 70 s: gone */
+	ck_assert_uint_eq(ucache__nr_bins(c), n - 1);
 	ucache__free(c);
 }
 END_TEST
@@ -612,7 +671,7 @@ static Suite *maphist_suite(void)
 		   test_exec_new_generation, test_exec_storm_window, test_fork_inherits,
 		   test_exit_and_sweep, test_sweep_each_end_in_turn, test_pid_reuse,
 		   test_ucache_events_gone_process, test_ucache_forged_build_id,
-		   test_ucache_own_view_no_poisoning);
+		   test_ucache_own_view_no_poisoning, test_ucache_idle_bins_go);
 	return s;
 }
 

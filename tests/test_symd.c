@@ -750,6 +750,46 @@ START_TEST(test_bincache_counts_and_evicts)
 	ck_assert_uint_eq(st.loaded, 1);
 	/* the failed entry pushed the fixture out (LRU, budget 1 byte) */
 	ck_assert_uint_ge(st.evictions, 1);
+	/* no load changed an answer given: the fixture was asked for first when
+	 * it loaded, and again after its eviction (the same answer) */
+	ck_assert_uint_eq(st.refreshed, 0);
+	bincache__free(c);
+}
+END_TEST
+
+/*
+ * symd empties its pc cache only when a load changes an answer given: a key
+ * that had no binary now has one. The first load of a binary does not (under
+ * churn new binaries load every second), a retried failure that loads does.
+ */
+START_TEST(test_bincache_refreshed)
+{
+	struct symd_paths paths = {.debug_root = "/nonexistent"};
+	struct symd_file_ref ref = {.path = FX_SO};
+	struct symd_file_ref late = {.path = NULL};
+	struct bincache_stats st;
+	struct bincache *c;
+	char dir[] = "/tmp/test_bincache.XXXXXX", path[256], cmd[600];
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/late.so", dir);
+	late.path = path;
+	ck_assert_int_eq(bincache__new(64u << 20, &paths, &c), 0);
+	ck_assert_ptr_nonnull(bincache__get(c, &ref, 0, 0, 1));
+	ck_assert_ptr_null(bincache__get(c, &late, 0, 0, 2)); /* not there yet */
+	bincache__stats(c, &st);
+	ck_assert_uint_eq(st.loaded, 1);
+	ck_assert_uint_eq(st.refreshed, 0);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", FX_SO, path);
+	ck_assert_int_eq(system(cmd), 0);
+	/* the negative entry holds until its retry time, then the file loads */
+	ck_assert_ptr_null(bincache__get(c, &late, 0, 0, 3));
+	ck_assert_ptr_nonnull(bincache__get(c, &late, 0, 0, 2 + 31 * NSEC_PER_SEC));
+	bincache__stats(c, &st);
+	ck_assert_uint_eq(st.loaded, 2);
+	ck_assert_uint_eq(st.refreshed, 1);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
 	bincache__free(c);
 }
 END_TEST
@@ -1067,7 +1107,7 @@ END_TEST
 
 /* ---- the stage over a real arena ---- */
 
-#define H_IDS (1u << 17)
+#define H_IDS (1u << 19)
 
 struct harness {
 	struct shm_arena *a;
@@ -1081,7 +1121,8 @@ struct harness {
 	const char *ks_path; /* kallsyms and modules files; the fixture if NULL */
 	const char *mods_path;
 	uint64_t seq;
-	/* what the storer learned, by id (H_IDS of each) */
+	/* what the storer learned, by id (H_IDS of each; none above max_id) */
+	uint32_t max_id;
 	char **strs;
 	struct cpa_frame_def *frames;
 	bool *frame_ok;
@@ -1106,7 +1147,7 @@ static void h_forget(struct harness *h)
 {
 	unsigned int i;
 
-	for (i = 0; i < H_IDS; i++) {
+	for (i = 0; i <= h->max_id && i < H_IDS; i++) {
 		free(h->strs[i]);
 		h->strs[i] = NULL;
 		free(h->stacks[i]);
@@ -1114,6 +1155,7 @@ static void h_forget(struct harness *h)
 		h->stack_n[i] = 0;
 		h->frame_ok[i] = false;
 	}
+	h->max_id = 0;
 	for (i = 0; i < 256; i++) {
 		free(h->mod_path[i]);
 		h->mod_path[i] = NULL;
@@ -1272,6 +1314,7 @@ static void h_drain(struct harness *h)
 			ck_assert(d.id > 0 && d.id < H_IDS);
 			ck_assert_ptr_null(h->strs[d.id]); /* defined once per epoch */
 			h->strs[d.id] = strndup((char *)m.data + sizeof(d), d.len);
+			h->max_id = MAX(h->max_id, d.id);
 			break;
 		}
 		case CPA_REC_MODULE: {
@@ -1294,6 +1337,7 @@ static void h_drain(struct harness *h)
 				      "module used before definition");
 			h->frames[d.id] = d;
 			h->frame_ok[d.id] = true;
+			h->max_id = MAX(h->max_id, d.id);
 			break;
 		}
 		case CPA_REC_STACK: {
@@ -1309,6 +1353,7 @@ static void h_drain(struct harness *h)
 				ck_assert_msg(h->frame_ok[h->stacks[d.id][i]],
 					      "frame used before definition");
 			h->stack_n[d.id] = d.n_frames;
+			h->max_id = MAX(h->max_id, d.id);
 			h->stack_nk[d.id] = d.n_kframes;
 			break;
 		}
@@ -1961,6 +2006,56 @@ START_TEST(test_stage_intern_budget)
 }
 END_TEST
 
+/*
+ * The default cap (1 GiB): unique stacks that arrive fast end epochs, and the
+ * epoch budget doubles after each that filled within 30 s, but not past
+ * 16 MiB whatever the cap (the storer mirrors and journals every definition
+ * of an epoch: with 1/4 of the cap, 256 MiB, churn grew both). Epochs of 4,
+ * 8, 16, 16 MiB end after 1, 3, 7 and 11 times the first one's samples; with
+ * a 32 MiB fourth one, at 15.
+ */
+START_TEST(test_stage_epoch_ceiling)
+{
+	struct harness *h = h_new(0, NULL);
+	unsigned int i, k, resets = 0, ended = 0, first = 0, at = 0;
+	uint64_t kpc[16];
+
+	symd__free(h->s);
+	h->cfg->max_cache_size_mb = 1024;
+	h_start(h, 2);
+	for (i = 0; i < (2u << 20) && (!first || 2 * i < 23 * first); i++) {
+		/* 5 frames spell i (16 values each), 11 are the same: few frames,
+		 * every stack new */
+		for (k = 0; k < 16; k++)
+			kpc[k] = 0x100000ull + ((uint64_t)k << 12) +
+				 (k < 5 ? 16 * ((i >> (4 * k)) & 15) : 0);
+		h_frames(h, kpc, 16, NULL, 0, CPA_STOP_NONE, 0);
+		if (i % 200 != 199)
+			continue;
+		h_batch(h);
+		symd__tick(h->s, clock_ns(CLOCK_MONOTONIC));
+		if (h->nresets == resets)
+			continue;
+		/* the start's (and any right after it) */
+		if (resets++ == 0 || i < 1000) {
+			at = i;
+			continue;
+		}
+		if (!first)
+			first = i - at;
+		at = i;
+		ended++;
+	}
+	ck_assert_uint_gt(first, 0);
+	ck_assert_msg(ended >= 4, "%u epochs ended in %u samples, the first after %u", ended, i,
+		      first);
+	ck_assert_msg(2 * (i - at) < 9 * first, "an epoch of %u samples so far, the first %u",
+		      i - at, first);
+	ck_assert_uint_eq(shm_stage__cnt(h->st, SHM_CNT_DROP_RING_FULL), 0);
+	h_free(h);
+}
+END_TEST
+
 /* A debuginfod server on loopback: python's http.server over a directory
  * laid out as buildid/<hex>/debuginfo. Returns its pid, the port in *port. */
 static pid_t http_server(const char *dir, unsigned int *port)
@@ -2342,7 +2437,8 @@ static Suite *symd_suite(void)
 	TEST_TCASE(s, "elf", test_lookup_fixture, test_fde_and_plt, test_entry_point_start,
 		   test_debug_file_build_id, test_debug_file_debuglink, test_other_process_paths,
 		   test_minidebuginfo, test_go_binary, test_hostile_elf,
-		   test_bincache_counts_and_evicts, test_bincache_forged_build_id);
+		   test_bincache_counts_and_evicts, test_bincache_refreshed,
+		   test_bincache_forged_build_id);
 
 	TEST_TCASE(s, "parsers", test_kallsyms, test_kallsyms_compact, test_perf_map, test_env_pick,
 		   test_names);
@@ -2354,6 +2450,9 @@ static Suite *symd_suite(void)
 			test_stage_pending_loss_survives_kill, test_stage_unwindd_replay,
 			test_debuginfod_fetch, test_exec_drain_and_term);
 	tcase_set_timeout(tc, 60);
+	/* half a million samples: 10-20 s on a loaded 2-CPU VM */
+	tc = TEST_TCASE(s, "epoch", test_stage_epoch_ceiling);
+	tcase_set_timeout(tc, 180);
 	return s;
 }
 

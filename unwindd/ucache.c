@@ -233,14 +233,23 @@ static int bins_grow(struct ucache *c)
 	return 0;
 }
 
+static struct ubin *bin_peek(const struct ucache *c, uint64_t dev, uint64_t ino)
+{
+	struct ubin *b;
+
+	for (b = c->bins[hash_bin(dev, ino, c->bins_mask)]; b; b = b->hnext)
+		if (b->ino == ino && b->dev == dev)
+			return b;
+	return NULL;
+}
+
 static struct ubin *bin_get(struct ucache *c, const struct procmaps_entry *e)
 {
 	uint32_t h = hash_bin(e->dev, e->ino, c->bins_mask);
-	struct ubin *b;
+	struct ubin *b = bin_peek(c, e->dev, e->ino);
 
-	for (b = c->bins[h]; b; b = b->hnext)
-		if (b->ino == e->ino && b->dev == e->dev)
-			return b;
+	if (b)
+		return b;
 
 	if (c->n_bins >= c->bins_mask + 1 && bins_grow(c) == 0)
 		h = hash_bin(e->dev, e->ino, c->bins_mask);
@@ -967,6 +976,59 @@ static struct ubin *bin_own_view(struct ucache *c, const struct cpa_map_event *e
 }
 
 /*
+ * A gone process's mapping (its /proc/PID/root cannot be looked at): the file
+ * our own path leads to is its binary when that file has the event's
+ * build-id, as bin_own_view() takes it for a live process's. The build-id is
+ * read once per file (dev + inode; then the binary is identified), and the
+ * binary is marked own_view_ns: later mappings of it take bin_own_view()
+ * without a stat. In an exec storm nearly every process is gone before its
+ * events are handled, and each of its 4-8 mappings paid a failed lookup in
+ * /proc (~5 us); the binaries are the same few again and again. A file
+ * elsewhere never becomes the binary of our path: the build-id read is our
+ * file's.
+ */
+static struct ubin *bin_own_path(struct ucache *c, const struct cpa_map_event *ev, const char *path)
+{
+	struct procmaps_entry e = {.path = path, .path_len = ev->path_len};
+	uint8_t bid[CPA_BUILD_ID_MAX];
+	uint8_t n = 0;
+	char buf[PATH_MAX];
+	struct stat sb, fsb;
+	struct ubin *b;
+	int fd, r;
+
+	if (ev->path_len >= sizeof(buf))
+		return NULL;
+	memcpy(buf, path, ev->path_len);
+	buf[ev->path_len] = '\0';
+	if (stat(buf, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return NULL;
+	b = bin_peek(c, sb.st_dev, sb.st_ino);
+	if (!b || !b->identified || !b->build_id_len) {
+		fd = open(buf, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return NULL;
+		r = fstat(fd, &fsb) == 0 && fsb.st_dev == sb.st_dev && fsb.st_ino == sb.st_ino
+			    ? elfid__from_fd(fd, bid, &n)
+			    : -ESTALE;
+		close(fd);
+		if (r < 0)
+			return NULL;
+	} else {
+		n = b->build_id_len;
+		memcpy(bid, b->build_id, n);
+	}
+	if (n != ev->build_id_len || memcmp(bid, ev->build_id, n))
+		return NULL;
+	e.dev = sb.st_dev;
+	e.ino = sb.st_ino;
+	b = bin_get(c, &e);
+	if (b)
+		b->own_view_ns = c->hist_now;
+	return b;
+}
+
+/*
  * The binary of a mapping event. By dev and inode when the kernel gave
  * them; by build-id otherwise, which anyone can forge, so never by it
  * alone: the path is looked up (stat, in the process's root) so that it is
@@ -985,7 +1047,7 @@ static struct ubin *bin_of_event(struct ucache *c, const struct cpa_map_event *e
 	};
 	char buf[PATH_MAX];
 	struct stat sb;
-	struct ubin *b;
+	struct ubin *b, *own = NULL;
 	bool found = false;
 
 	if (!ev->build_id_len)
@@ -1002,18 +1064,32 @@ static struct ubin *bin_of_event(struct ucache *c, const struct cpa_map_event *e
 		found = stat(buf, &sb) == 0;
 	}
 	if (!found) {
+		/* Gone: our path, when it holds this build, else the binary seen
+		 * with it at that path, else one of its own (dev 0). Our path
+		 * that holds another build is looked at again after a second. */
 		b = bid_find(c, ev->build_id, ev->build_id_len, path, ev->path_len);
-		if (b)
+		if (b && (b->dev || (b->own_miss_ns && c->hist_now - b->own_miss_ns < OWN_VIEW_NS)))
 			return b;
-		e.dev = 0;
-		e.ino = bid_key(ev, path);
+		own = bin_own_path(c, ev, path);
+		if (own) {
+			b = own;
+		} else if (b) {
+			b->own_miss_ns = c->hist_now;
+			return b;
+		} else {
+			e.dev = 0;
+			e.ino = bid_key(ev, path);
+		}
 	} else {
 		e.dev = sb.st_dev;
 		e.ino = sb.st_ino;
 	}
-	b = bin_get(c, &e);
+	if (!own)
+		b = bin_get(c, &e);
 	if (!b)
 		return NULL;
+	if (!found && !own)
+		b->own_miss_ns = c->hist_now;
 	if (b->build_id_len && (b->build_id_len != ev->build_id_len ||
 				memcmp(b->build_id, ev->build_id, ev->build_id_len))) {
 		/* The path holds another build now (rebuilt since): key it apart. */
@@ -1208,18 +1284,31 @@ void ucache__set_max_bytes(struct ucache *c, uint64_t max_bytes)
  * two VMAs), and is small enough that the byte cap rarely evicts it: on a
  * host that runs new binaries all day (CI), indexes of binaries nothing maps
  * any more would pile up. One no mapping refers to (refs 0: no process, no
- * history entry) and unused for idle_ns goes; its ubin stays (a later walk
- * builds the index again).
+ * history entry) and unused for 30 s goes (a later walk builds the index
+ * again); the binary itself once unused for idle_ns (5 min: a later mapping
+ * makes it again, with a new module id), so that their count is bounded by
+ * what ran lately, not by everything that ever ran (each build's new test
+ * programs and libraries).
  */
 static void idle_bins(struct ucache *c, uint64_t now_ns)
 {
 	uint64_t idle = MIN(c->o.idle_ns, UNMAPPED_IDLE_NS);
 
-	for (uint32_t i = 0; idle && i <= c->bins_mask; i++)
-		for (struct ubin *b = c->bins[i]; b; b = b->hnext)
-			if (b->cfi && !b->refs && now_ns > b->last_use &&
-			    now_ns - b->last_use >= idle)
+	for (uint32_t i = 0; idle && i <= c->bins_mask; i++) {
+		for (struct ubin *b = c->bins[i], *next; b; b = next) {
+			uint64_t unused = now_ns > b->last_use ? now_ns - b->last_use : 0;
+
+			next = b->hnext;
+			if (b->refs || unused < idle)
+				continue;
+			if (unused >= c->o.idle_ns) {
+				bin_free(c, b);
+				cnt(c, UNW_CNT_CACHE_EVICT, 1);
+			} else if (b->cfi) {
 				bin_drop_cfi(c, b);
+			}
+		}
+	}
 }
 
 /* The file pages of indexes that built chunks and went quiet since. */

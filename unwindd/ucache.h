@@ -62,6 +62,9 @@ struct ubin {
 	/* Our own path to it led to this very file (dev + inode) at this
 	 * time (0: never): see bin_own_view(). */
 	uint64_t own_view_ns;
+	/* Known by build-id only (dev 0): our path held another build at this
+	 * time (bin_own_path(), looked at again a second later). */
+	uint64_t own_miss_ns;
 	uint64_t ident_retry_ns; /* open failed (process gone): next try not before */
 	uint64_t cfi_retry_ns;
 	uint8_t build_id_len;
