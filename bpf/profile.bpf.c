@@ -450,7 +450,7 @@ static long py_thread_cb(__u32 i, void *ctx)
 static long py_frame_cb(__u32 i, void *ctx)
 {
 	struct py_buf *b = bpf_map_lookup_elem(&py_scratch, ctx);
-	__u64 code;
+	__u64 code, instr, chk;
 	__u32 n;
 
 	if (!b)
@@ -480,8 +480,15 @@ static long py_frame_cb(__u32 i, void *ctx)
 		    (b->pp.entry_mode == CPA_BPF_PY_ENTRY_FLAG &&
 		     b->rd[b->pp.fr_entry & (CPA_BPF_PY_READ - 1)]))
 			code |= CPA_BPF_PY_ENTRY;
+		instr = py_u64(b->rd, b->pp.fr_instr);
+		if (b->pp.entry_mode != CPA_BPF_PY_ENTRY_ALL)
+			instr = instr - (code & ~CPA_BPF_PY_ENTRY) < (1ull << 31)
+					? instr - (code & ~CPA_BPF_PY_ENTRY)
+					: 0xffffffffu;
+		chk = py_read_ptr((code & ~CPA_BPF_PY_ENTRY) + b->pp.co_check);
 		b->f[n].code = code;
-		b->f[n].instr = py_u64(b->rd, b->pp.fr_instr);
+		b->f[n].instr = (__u32)instr;
+		b->f[n].check = (__u32)(chk ^ (chk >> 32));
 		b->n = n + 1;
 	}
 	b->fr = py_u64(b->rd, b->pp.fr_previous);

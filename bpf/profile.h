@@ -109,7 +109,11 @@ enum cpa_bpf_rec_type {
 
 struct cpa_bpf_pyframe {
 	__u64 code;  /* PyCodeObject * | CPA_BPF_PY_ENTRY */
-	__u64 instr; /* 3.11/3.12: prev_instr, 3.13: instr_ptr, 3.10: f_lasti (low 32 bits) */
+	__u32 instr; /* 3.11+: prev_instr (3.13: instr_ptr) - code, bytes; 3.10: f_lasti */
+	/* The code object's u64 at co_check folded to 32 bits, read with the
+	 * frame: symd names the code object it reads later only if it still
+	 * matches (a freed code object's memory may hold another by then). */
+	__u32 check;
 };
 
 enum cpa_bpf_py_entry_mode {
@@ -148,7 +152,7 @@ struct cpa_bpf_py_proc {
 	__u16 fr_entry;	    /* is_entry (3.11) */
 	__u16 fr_owner;	    /* owner (3.12+) */
 	__u16 entry_mode;   /* enum cpa_bpf_py_entry_mode */
-	__u16 _pad0;
+	__u16 co_check;	    /* PyCodeObject: co_firstlineno and the int after it */
 };
 
 /* Sample flags the BPF side sets; same bit values as enum cpa_sample_flag. */

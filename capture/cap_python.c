@@ -48,7 +48,8 @@ static const struct {
 	  .fr_instr = 96, /* f_lasti */
 	  .fr_entry = N,
 	  .fr_owner = N,
-	  .entry_mode = CPA_BPF_PY_ENTRY_ALL}},
+	  .entry_mode = CPA_BPF_PY_ENTRY_ALL,
+	  .co_check = 40}},
 	{11,
 	 {.rt_tstate_current = 576,
 	  .rt_interp_head = 40,
@@ -62,7 +63,8 @@ static const struct {
 	  .fr_instr = 56, /* prev_instr */
 	  .fr_entry = 68, /* is_entry */
 	  .fr_owner = 69,
-	  .entry_mode = CPA_BPF_PY_ENTRY_FLAG}},
+	  .entry_mode = CPA_BPF_PY_ENTRY_FLAG,
+	  .co_check = 72}},
 	{12,
 	 {.rt_tstate_current = N, /* a thread-local since 3.12: the list walk */
 	  .rt_interp_head = 40,
@@ -76,7 +78,8 @@ static const struct {
 	  .fr_instr = 56,
 	  .fr_entry = N,
 	  .fr_owner = 70,
-	  .entry_mode = CPA_BPF_PY_ENTRY_CSTACK}},
+	  .entry_mode = CPA_BPF_PY_ENTRY_CSTACK,
+	  .co_check = 68}},
 	{13,
 	 {.rt_tstate_current = N,
 	  .rt_interp_head = 632,
@@ -90,7 +93,8 @@ static const struct {
 	  .fr_instr = 56, /* instr_ptr */
 	  .fr_entry = N,
 	  .fr_owner = 70,
-	  .entry_mode = CPA_BPF_PY_ENTRY_CSTACK}},
+	  .entry_mode = CPA_BPF_PY_ENTRY_CSTACK,
+	  .co_check = 68}},
 };
 
 const struct cpa_bpf_py_proc *cap_python__table(unsigned int minor)

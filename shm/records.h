@@ -149,7 +149,8 @@ _Static_assert(sizeof(struct cpa_sample) == 240, "cpa_sample layout");
 
 struct cpa_pyframe {
 	uint64_t code;	/* PyCodeObject * | CPA_PY_ENTRY */
-	uint64_t instr; /* 3.11/3.12: prev_instr, 3.13: instr_ptr, 3.10: f_lasti (low 32 bits) */
+	uint32_t instr; /* 3.11+: prev_instr (3.13: instr_ptr) - code, bytes; 3.10: f_lasti */
+	uint32_t check; /* the code object's co_check word at sample time (bpf/profile.h) */
 };
 _Static_assert(sizeof(struct cpa_pyframe) == 16, "cpa_pyframe layout");
 

@@ -31,6 +31,7 @@ static const struct py_layout layouts[] = {
 struct pycode {
 	uint32_t pid; /* 0: free */
 	uint32_t firstlineno;
+	uint32_t check; /* the co_check word (bpf/profile.h) */
 	uint64_t code;
 	char *qualname;
 	char *filename;
@@ -177,7 +178,7 @@ static int code_load(struct pysym *p, uint32_t pid, const struct py_layout *l, u
 		     struct pycode *c)
 {
 	uint8_t co[256];
-	uint64_t qn, fn, lt, lt_len;
+	uint64_t qn, fn, lt, lt_len, ck;
 	int32_t first;
 
 	if (!is_code(p, pid, code))
@@ -188,6 +189,7 @@ static int code_load(struct pysym *p, uint32_t pid, const struct py_layout *l, u
 	memcpy(&fn, co + l->co_filename, 8);
 	memcpy(&lt, co + l->co_linetable, 8);
 	memcpy(&first, co + l->co_firstlineno, 4);
+	memcpy(&ck, co + l->co_firstlineno, 8);
 	code_clear(c);
 	c->qualname = read_str(p, pid, l, qn);
 	c->filename = read_str(p, pid, l, fn);
@@ -196,6 +198,7 @@ static int code_load(struct pysym *p, uint32_t pid, const struct py_layout *l, u
 		return -EINVAL;
 	}
 	c->firstlineno = first > 0 ? (uint32_t)first : 0;
+	c->check = (uint32_t)(ck ^ (ck >> 32));
 	/* bytes: ob_size at 16, the bytes at 32 */
 	if (read_ptr(p, pid, lt + 16, &lt_len) == 0 && lt_len <= PYSYM_MAX_LINETAB &&
 	    (c->linetab = malloc(lt_len ? lt_len : 1)) &&
@@ -287,8 +290,8 @@ uint32_t pysym__line(unsigned int minor, const uint8_t *t, size_t n, uint32_t fi
 	return 0;
 }
 
-int pysym__name(struct pysym *p, uint32_t pid, unsigned int minor, uint64_t code, uint64_t instr,
-		char *buf, size_t len, uint32_t *ret_line)
+int pysym__name(struct pysym *p, uint32_t pid, unsigned int minor, uint64_t code, uint32_t instr,
+		uint32_t check, char *buf, size_t len, uint32_t *ret_line)
 {
 	const struct py_layout *l = NULL;
 	struct pycode *c;
@@ -307,14 +310,16 @@ int pysym__name(struct pysym *p, uint32_t pid, unsigned int minor, uint64_t code
 		if (r < 0)
 			return r;
 	}
+	/* Another code object at the address since the sample: a read
+	 * again cannot tell what was there. */
+	if (c->check != check)
+		return -ESTALE;
 	if (minor == 10) {
-		int32_t lasti = (int32_t)(uint32_t)instr;
+		int32_t lasti = (int32_t)instr;
 
 		unit = lasti > 0 ? (uint64_t)lasti : 0;
 	} else {
-		uint64_t base = code + l->co_code;
-
-		unit = instr > base ? (instr - base) / 2 : 0;
+		unit = instr > l->co_code && instr != UINT32_MAX ? (instr - l->co_code) / 2 : 0;
 	}
 	line = pysym__line(minor, c->linetab, c->linetab_len, c->firstlineno, unit);
 	*ret_line = line;

@@ -26,10 +26,12 @@ void pysym__drop_pid(struct pysym *p, uint32_t pid);
 /*
  * The name of pid's frame (code, instr) of CPython 3.minor into buf[len]
  * ("qualname (file:line)"), *ret_line its line (0: none). Returns the name's
- * length, or -errno: -ESRCH the process is gone, -EINVAL not a code object.
+ * length, or -errno: -ESRCH the process is gone, -EINVAL not a code object,
+ * -ESTALE another code object than the sample's (check, bpf/profile.h). instr:
+ * the frame's instruction as cpa_pyframe has it.
  */
-int pysym__name(struct pysym *p, uint32_t pid, unsigned int minor, uint64_t code, uint64_t instr,
-		char *buf, size_t len, uint32_t *ret_line);
+int pysym__name(struct pysym *p, uint32_t pid, unsigned int minor, uint64_t code, uint32_t instr,
+		uint32_t check, char *buf, size_t len, uint32_t *ret_line);
 /* Line of the code unit at unit in a line table (3.minor), first line
  * firstlineno; 0 when none. Exposed for tests. */
 uint32_t pysym__line(unsigned int minor, const uint8_t *tab, size_t n, uint32_t firstlineno,

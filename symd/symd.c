@@ -1194,8 +1194,7 @@ static void pcc_prefetch(struct symd *s, const struct cpa_frames *f, const uint6
 }
 
 /* The root marker of a Python sample whose frames are missing, by cause. */
-static const char *py_marker(const struct cpa_frames *f, uint32_t groups, uint32_t nev,
-			     uint32_t unnamed)
+static const char *py_marker(const struct cpa_frames *f, uint32_t groups, uint32_t nev, int err)
 {
 	switch (f->py_status) {
 	case CPA_PY_NOSYM:
@@ -1211,8 +1210,10 @@ static const char *py_marker(const struct cpa_frames *f, uint32_t groups, uint32
 	}
 	if (groups > nev)
 		return "[python: frames without evaluation loop]";
-	if (unnamed)
-		return "[python: code object unreadable]";
+	if (err == -ESRCH)
+		return "[python: process gone before naming]";
+	if (err)
+		return "[python: code object freed]";
 	return NULL;
 }
 
@@ -1227,9 +1228,9 @@ static const char *py_marker(const struct cpa_frames *f, uint32_t groups, uint32
 static int py_merge(struct symd *s, const struct cpa_frames *f, const struct cpa_pyframe *pyf,
 		    uint32_t nev, uint32_t *n)
 {
-	uint32_t m = 0, g = 0, i, j = 0, groups = 0, unnamed = 0, line;
+	uint32_t m = 0, g = 0, i, j = 0, groups = 0, line;
 	const char *marker;
-	int r, len;
+	int r, len, err = 0;
 
 	for (i = 0; i < f->n_py; i++)
 		if ((pyf[i].code & CPA_PY_ENTRY) || i + 1 == f->n_py)
@@ -1251,7 +1252,7 @@ static int py_merge(struct symd *s, const struct cpa_frames *f, const struct cpa
 			memcpy(&pf, &pyf[j], sizeof(pf));
 			entry = pf.code & CPA_PY_ENTRY;
 			len = pysym__name(s->py, f->pid, f->py_minor, pf.code & ~CPA_PY_ENTRY,
-					  pf.instr, s->name, sizeof(s->name), &line);
+					  pf.instr, pf.check, s->name, sizeof(s->name), &line);
 			if (len >= 0 && m < SYMD_MAX_STACK - 2) {
 				r = frame_id(s, 0, s->name, (size_t)len, CPA_FF_PYTHON, line,
 					     &s->merged[m]);
@@ -1260,7 +1261,7 @@ static int py_merge(struct symd *s, const struct cpa_frames *f, const struct cpa
 				m++;
 				named = true;
 			} else if (len < 0) {
-				unnamed++;
+				err = len;
 			}
 			if (entry) {
 				j++;
@@ -1273,7 +1274,7 @@ static int py_merge(struct symd *s, const struct cpa_frames *f, const struct cpa
 			s->merged[m++] = s->ids[i];
 		}
 	}
-	marker = py_marker(f, groups, nev, unnamed);
+	marker = py_marker(f, groups, nev, err);
 	if (marker) {
 		r = marker_id(s, marker, &s->merged[m]);
 		if (r < 0)
@@ -1371,6 +1372,13 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 		r = py_merge(s, f, (const struct cpa_pyframe *)(uf + f->n_uframes), nev, &n);
 		if (r < 0)
 			return r;
+	} else if (nev && n < SYMD_MAX_STACK) {
+		/* CPython's evaluation loop in a process capture had not (yet)
+		 * found an interpreter in (docs/unwinding.md, "Python"). */
+		r = marker_id(s, "[python: interpreter not found]", &s->ids[n]);
+		if (r < 0)
+			return r;
+		n++;
 	}
 	/* The state an off-CPU sample blocked in, as CPA shows it: the
 	 * outermost frame, a marker named from the state letter. */
