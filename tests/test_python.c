@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Python under the real monitor (whole machine, cpa's defaults, no flag to
+ * python): tests/workload/py_hot.py spends its time in hot(), called as
+ * <module> -> main() -> a() -> b() -> hot(). Run by Debian's /usr/bin/python3.11
+ * (its interpreter in the executable) and, when there, pyenv's 3.11.7 (in
+ * libpython3.11.so), side by side for 20 s. Per interpreter:
+ *
+ *   - >= 95 % of its samples name hot() under b() under a(), with the
+ *     native frames below (Py_RunMain);
+ *   - the Python stack's fidelity is printed: samples whose Python frames
+ *     reach <module> with no Python root marker (docs/unwinding.md).
+ *
+ * Root + BTF + /usr/bin/python3.11, else 77.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "test_proc.h"
+#include "test_util.h"
+
+#define PY_DEBIAN "/usr/bin/python3.11"
+#define PY_PYENV  "/root/.pyenv/versions/3.11.7/bin/python3.11"
+#define PY_SECS	  "20"
+
+static char bin_dir[4096];
+static char dir[] = "/tmp/cpa-python-XXXXXX";
+
+struct py_stats {
+	long samples, hot, native_below, complete, marked;
+};
+
+/* Lines "comm:pid;root;...;leaf COUNT" of pid. */
+static void py_stats_of(const char *prof, pid_t pid, struct py_stats *st)
+{
+	char label[32];
+	const char *line = prof;
+
+	memset(st, 0, sizeof(*st));
+	snprintf(label, sizeof(label), ":%d;", pid);
+	while (line && *line) {
+		const char *eol = strchr(line, '\n');
+		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
+		char *sp = strrchr(l, ' '), *semi = strchr(l, ';'), *at = strstr(l, label);
+		char *a, *b, *h, *rm;
+		long c;
+
+		line = eol ? eol + 1 : NULL;
+		if (!sp || !semi || !at || at > semi) {
+			free(l);
+			continue;
+		}
+		c = strtol(sp + 1, NULL, 10);
+		*sp = 0;
+		st->samples += c;
+		a = strstr(semi, ";a (");
+		b = a ? strstr(a, ";b (") : NULL;
+		h = b ? strstr(b, ";hot (") : NULL;
+		rm = strstr(semi, ";Py_RunMain;");
+		if (h) {
+			st->hot += c;
+			if (rm && rm < a)
+				st->native_below += c;
+		} else if (st->samples - st->hot <= 4 * c) {
+			fprintf(stderr, "  not hot: %.400s\n", semi + 1);
+		}
+		if (strstr(semi, "<# PYTHON:"))
+			st->marked += c;
+		else if (strstr(semi, ";<module> (") && !strstr(semi, ";_PyEval_EvalFrameDefault;"))
+			st->complete += c;
+		free(l);
+	}
+}
+
+static pid_t start_py(const char *py)
+{
+	char script[4200];
+	char *argv[] = {(char *)py, script, PY_SECS, NULL};
+
+	snprintf(script, sizeof(script), "%s", PY_HOT_SCRIPT);
+	return spawn_fds(argv, -1, -1, -1);
+}
+
+START_TEST(test_python_hot)
+{
+	char cpa[4200], store[4200], log[4200], prof[4200], *out, *text;
+	char *margv[] = {cpa, "monitor", "--store_dir", store, NULL};
+	const char *pys[] = {PY_DEBIAN, PY_PYENV};
+	int h0, m0, s0, ms0, h1, m1, s1, ms1, rc, n = access(PY_PYENV, X_OK) == 0 ? 2 : 1;
+	pid_t mon, pids[2];
+	struct py_stats st[2];
+
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
+	snprintf(store, sizeof(store), "%s/store", dir);
+	snprintf(log, sizeof(log), "%s/monitor.log", dir);
+	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
+	mon = spawn_monitor(margv, log, 60);
+	sleep(1);
+	/* side by side: one run's time for both */
+	for (int i = 0; i < n; i++)
+		pids[i] = start_py(pys[i]);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(wait_exit(pids[i], NULL), 0);
+	sleep(1);
+	kill(mon, SIGINT);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	out = test_cmd_out(&rc, "'%s' show --read '%s' --show_range", cpa, store);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_msg(sscanf(out, "Record Time From [ %d:%d:%d.%d ] to [ %d:%d:%d.%d ]", &h0, &m0,
+			     &s0, &ms0, &h1, &m1, &s1, &ms1) == 8,
+		      "show_range: %s", out);
+	free(out);
+	{
+		long span = (h1 * 3600L + m1 * 60 + s1) - (h0 * 3600L + m0 * 60 + s0) + 1;
+
+		out = test_cmd_out(&rc,
+				   "'%s' show --read '%s' -B %02d:%02d:%02d --output_num %ld -o "
+				   "'%s' --no_env",
+				   cpa, store, h0, m0, s0, span > 0 ? span : span + 86400, prof);
+		ck_assert_msg(rc == 0, "cpa show: %s", out);
+		free(out);
+	}
+	text = test_slurp(prof, NULL);
+	/* every line printed before any check */
+	for (int i = 0; i < n; i++) {
+		double all;
+
+		py_stats_of(text, pids[i], &st[i]);
+		all = (double)MAX(st[i].samples, 1);
+		fprintf(stderr,
+			"e2e python %s: %ld samples, hot() under b() under a() %.2f %% (native "
+			"frames below %.2f %%), Python stack complete %.2f %%, Python root "
+			"marker %.2f %%\n",
+			pys[i], st[i].samples, 100.0 * (double)st[i].hot / all,
+			100.0 * (double)st[i].native_below / all,
+			100.0 * (double)st[i].complete / all, 100.0 * (double)st[i].marked / all);
+	}
+	for (int i = 0; i < n; i++) {
+		/* 49 Hz for 20 s: 980 at a whole CPU, fewer on a busy machine */
+		ck_assert_msg(st[i].samples >= 100, "%s: %ld samples", pys[i], st[i].samples);
+		ck_assert_msg(st[i].hot >= 0.95 * (double)st[i].samples, "%s: hot() in %ld of %ld",
+			      pys[i], st[i].hot, st[i].samples);
+		ck_assert_msg(st[i].native_below >= 0.95 * (double)st[i].samples,
+			      "%s: Py_RunMain below a() in %ld of %ld", pys[i], st[i].native_below,
+			      st[i].samples);
+	}
+	free(text);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("python");
+	TCase *tc = tcase_create("python");
+	char cmd[4200];
+	int r;
+
+	/* test_need_root_bpf()'s checks (its ck_assert needs a running test) */
+	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0 ||
+	    !getenv("CPA_BUILD_DIR")) {
+		fprintf(stderr, "skip: needs root, BTF and CPA_BUILD_DIR\n");
+		return 77;
+	}
+	if (access(PY_DEBIAN, X_OK) != 0) {
+		fprintf(stderr, "skip: no %s\n", PY_DEBIAN);
+		return 77;
+	}
+	snprintf(bin_dir, sizeof(bin_dir), "%s/bin", getenv("CPA_BUILD_DIR"));
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, test_python_hot);
+	suite_add_tcase(s, tc);
+	r = test_run_suite(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	return r;
+}
