@@ -8,3 +8,5 @@ cpa_add_test(NAME test_python SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python.c
 add_dependencies(test_python cpa capture unwindd symd storer)
 target_compile_definitions(test_python PRIVATE
   PY_HOT_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_hot.py")
+cpa_add_test(NAME test_pysym SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pysym.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LIBS cpa_symd_core LABELS unit python TIMEOUT 60)
