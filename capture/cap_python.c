@@ -31,70 +31,37 @@ _Static_assert((int)CPA_PY_UNSUPPORTED == (int)CPA_BPF_PY_UNSUPPORTED, "Python s
  * (offsetof() over Include/internal with Py_BUILD_CORE: 3.10.13, 3.11.7 and
  * Debian's 3.11.2, 3.12.1, 3.13.0; docs/unwinding.md "Python").
  */
+#define PY_ROW(minor, tcur, ihead, thead, tid, frame, cf, prev, code, instr, entry, owner, mode, \
+	       check)                                                                            \
+	{                                                                                        \
+		minor,                                                                           \
+		{                                                                                \
+			.rt_tstate_current = tcur, .rt_interp_head = ihead,                      \
+			.is_tstate_head = thead, .ts_next = 8, .ts_thread_id = tid,              \
+			.ts_frame = frame, .cf_frame = cf, .fr_previous = prev, .fr_code = code, \
+			.fr_instr = instr, .fr_entry = entry, .fr_owner = owner,                 \
+			.entry_mode = CPA_BPF_PY_ENTRY_##mode, .co_check = check                 \
+		}                                                                                \
+	}
+
+/*
+ * Columns: _PyRuntime.gilstate.tstate_current (N: a thread-local since 3.12,
+ * the list search), .interpreters.head, the interpreter's thread list head
+ * (3.10: tstate_head), PyThreadState.thread_id, the thread state's frame
+ * pointer (3.10: frame; 3.11/3.12: cframe, then its current_frame; 3.13:
+ * current_frame), the frame's previous (3.10: f_back), code object (3.13:
+ * f_executable), instruction (3.10: f_lasti; 3.11/3.12: prev_instr; 3.13:
+ * instr_ptr), is_entry, owner, how an evaluation's first frame is marked, and
+ * PyCodeObject.co_firstlineno (the check word).
+ */
 static const struct {
 	unsigned int minor;
 	struct cpa_bpf_py_proc o;
 } py_table[] = {
-	{10,
-	 {.rt_tstate_current = 568,
-	  .rt_interp_head = 32,
-	  .is_tstate_head = 8,
-	  .ts_next = 8,
-	  .ts_thread_id = 176,
-	  .ts_frame = 24, /* PyThreadState.frame: a PyFrameObject */
-	  .cf_frame = N,
-	  .fr_previous = 24, /* f_back */
-	  .fr_code = 32,
-	  .fr_instr = 96, /* f_lasti */
-	  .fr_entry = N,
-	  .fr_owner = N,
-	  .entry_mode = CPA_BPF_PY_ENTRY_ALL,
-	  .co_check = 40}},
-	{11,
-	 {.rt_tstate_current = 576,
-	  .rt_interp_head = 40,
-	  .is_tstate_head = 16,
-	  .ts_next = 8,
-	  .ts_thread_id = 152,
-	  .ts_frame = 56, /* cframe */
-	  .cf_frame = 8,  /* current_frame */
-	  .fr_previous = 48,
-	  .fr_code = 32,
-	  .fr_instr = 56, /* prev_instr */
-	  .fr_entry = 68, /* is_entry */
-	  .fr_owner = 69,
-	  .entry_mode = CPA_BPF_PY_ENTRY_FLAG,
-	  .co_check = 72}},
-	{12,
-	 {.rt_tstate_current = N, /* a thread-local since 3.12: the list walk */
-	  .rt_interp_head = 40,
-	  .is_tstate_head = 72,
-	  .ts_next = 8,
-	  .ts_thread_id = 136,
-	  .ts_frame = 56,
-	  .cf_frame = 0,
-	  .fr_previous = 8,
-	  .fr_code = 0,
-	  .fr_instr = 56,
-	  .fr_entry = N,
-	  .fr_owner = 70,
-	  .entry_mode = CPA_BPF_PY_ENTRY_CSTACK,
-	  .co_check = 68}},
-	{13,
-	 {.rt_tstate_current = N,
-	  .rt_interp_head = 632,
-	  .is_tstate_head = 7344,
-	  .ts_next = 8,
-	  .ts_thread_id = 152,
-	  .ts_frame = 72, /* current_frame */
-	  .cf_frame = N,
-	  .fr_previous = 8,
-	  .fr_code = 0,	  /* f_executable */
-	  .fr_instr = 56, /* instr_ptr */
-	  .fr_entry = N,
-	  .fr_owner = 70,
-	  .entry_mode = CPA_BPF_PY_ENTRY_CSTACK,
-	  .co_check = 68}},
+	PY_ROW(10, 568, 32, 8, 176, 24, N, 24, 32, 96, N, N, ALL, 40),
+	PY_ROW(11, 576, 40, 16, 152, 56, 8, 48, 32, 56, 68, 69, FLAG, 72),
+	PY_ROW(12, N, 40, 72, 136, 56, 0, 8, 0, 56, N, 70, CSTACK, 68),
+	PY_ROW(13, N, 632, 7344, 152, 72, N, 8, 0, 56, N, 70, CSTACK, 68),
 };
 
 const struct cpa_bpf_py_proc *cap_python__table(unsigned int minor)

@@ -28,53 +28,32 @@
 #define PY_PYENV  "/root/.pyenv/versions/3.11.7/bin/python3.11"
 #define PY_SECS	  "20"
 
-static char bin_dir[4096];
+static char bin_dir[4096], cpa[4200];
 static char dir[] = "/tmp/cpa-python-XXXXXX";
 
 struct py_stats {
 	long samples, hot, native_below, complete, marked;
 };
 
-/* Lines "comm:pid;root;...;leaf COUNT" of pid. */
-static void py_stats_of(const char *prof, pid_t pid, struct py_stats *st)
+/* One folded line of the interpreter (folded_each()): stack from its root. */
+static void py_line(void *ctx, char *stack, long c)
 {
-	char label[32];
-	const char *line = prof;
+	struct py_stats *st = ctx;
+	char *a = strstr(stack, ";a ("), *b = a ? strstr(a, ";b (") : NULL;
+	char *h = b ? strstr(b, ";hot (") : NULL, *rm = strstr(stack, ";Py_RunMain;");
 
-	memset(st, 0, sizeof(*st));
-	snprintf(label, sizeof(label), ":%d;", pid);
-	while (line && *line) {
-		const char *eol = strchr(line, '\n');
-		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
-		char *sp = strrchr(l, ' '), *semi = strchr(l, ';'), *at = strstr(l, label);
-		char *a, *b, *h, *rm;
-		long c;
-
-		line = eol ? eol + 1 : NULL;
-		if (!sp || !semi || !at || at > semi) {
-			free(l);
-			continue;
-		}
-		c = strtol(sp + 1, NULL, 10);
-		*sp = 0;
-		st->samples += c;
-		a = strstr(semi, ";a (");
-		b = a ? strstr(a, ";b (") : NULL;
-		h = b ? strstr(b, ";hot (") : NULL;
-		rm = strstr(semi, ";Py_RunMain;");
-		if (h) {
-			st->hot += c;
-			if (rm && rm < a)
-				st->native_below += c;
-		} else if (st->samples - st->hot <= 4 * c) {
-			fprintf(stderr, "  not hot: %.400s\n", semi + 1);
-		}
-		if (strstr(semi, "<# PYTHON:"))
-			st->marked += c;
-		else if (strstr(semi, ";<module> (") && !strstr(semi, ";_PyEval_EvalFrameDefault;"))
-			st->complete += c;
-		free(l);
+	st->samples += c;
+	if (h) {
+		st->hot += c;
+		if (rm && rm < a)
+			st->native_below += c;
+	} else if (st->samples - st->hot <= 4 * c) {
+		fprintf(stderr, "  not hot: %.400s\n", stack);
 	}
+	if (strstr(stack, "<# PYTHON:"))
+		st->marked += c;
+	else if (strstr(stack, ";<module> (") && !strstr(stack, ";_PyEval_EvalFrameDefault;"))
+		st->complete += c;
 }
 
 static pid_t start_py(const char *py)
@@ -88,14 +67,13 @@ static pid_t start_py(const char *py)
 
 START_TEST(test_python_hot)
 {
-	char cpa[4200], store[4200], log[4200], prof[4200], *out, *text;
+	char store[4200], log[4200], prof[4200], *text;
 	char *margv[] = {cpa, "monitor", "--store_dir", store, NULL};
 	const char *pys[] = {PY_DEBIAN, PY_PYENV};
-	int h0, m0, s0, ms0, h1, m1, s1, ms1, rc, n = access(PY_PYENV, X_OK) == 0 ? 2 : 1;
+	int n = access(PY_PYENV, X_OK) == 0 ? 2 : 1;
 	pid_t mon, pids[2];
 	struct py_stats st[2];
 
-	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
 	snprintf(store, sizeof(store), "%s/store", dir);
 	snprintf(log, sizeof(log), "%s/monitor.log", dir);
 	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
@@ -109,28 +87,13 @@ START_TEST(test_python_hot)
 	sleep(1);
 	kill(mon, SIGINT);
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-	out = test_cmd_out(&rc, "'%s' show --read '%s' --show_range", cpa, store);
-	ck_assert_int_eq(rc, 0);
-	ck_assert_msg(sscanf(out, "Record Time From [ %d:%d:%d.%d ] to [ %d:%d:%d.%d ]", &h0, &m0,
-			     &s0, &ms0, &h1, &m1, &s1, &ms1) == 8,
-		      "show_range: %s", out);
-	free(out);
-	{
-		long span = (h1 * 3600L + m1 * 60 + s1) - (h0 * 3600L + m0 * 60 + s0) + 1;
-
-		out = test_cmd_out(&rc,
-				   "'%s' show --read '%s' -B %02d:%02d:%02d --output_num %ld -o "
-				   "'%s' --no_env",
-				   cpa, store, h0, m0, s0, span > 0 ? span : span + 86400, prof);
-		ck_assert_msg(rc == 0, "cpa show: %s", out);
-		free(out);
-	}
-	text = test_slurp(prof, NULL);
+	text = show_store_folded(cpa, store, prof);
 	/* every line printed before any check */
 	for (int i = 0; i < n; i++) {
 		double all;
 
-		py_stats_of(text, pids[i], &st[i]);
+		memset(&st[i], 0, sizeof(st[i]));
+		folded_each(text, pids[i], py_line, &st[i]);
 		all = (double)MAX(st[i].samples, 1);
 		fprintf(stderr,
 			"e2e python %s: %ld samples, hot() under b() under a() %.2f %% (native "
@@ -157,30 +120,19 @@ int main(void)
 {
 	Suite *s = suite_create("python");
 	TCase *tc = tcase_create("python");
-	char cmd[4200];
-	int r;
 
-	/* test_need_root_bpf()'s checks (its ck_assert needs a running test) */
-	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0 ||
-	    !getenv("CPA_BUILD_DIR")) {
-		fprintf(stderr, "skip: needs root, BTF and CPA_BUILD_DIR\n");
-		return 77;
-	}
-	if (access(PY_DEBIAN, X_OK) != 0) {
-		fprintf(stderr, "skip: no %s\n", PY_DEBIAN);
+	/* test_need_root_bpf() asserts: not before a test runs */
+	if (access(PY_DEBIAN, X_OK) != 0 || geteuid() != 0 || !getenv("CPA_BUILD_DIR") ||
+	    access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		fprintf(stderr, "skip: needs %s, root, BTF and CPA_BUILD_DIR\n", PY_DEBIAN);
 		return 77;
 	}
 	snprintf(bin_dir, sizeof(bin_dir), "%s/bin", getenv("CPA_BUILD_DIR"));
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
 		return 1;
 	}
-	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_python_hot);
-	suite_add_tcase(s, tc);
-	r = test_run_suite(s);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-	return r;
+	return suite_run_rm_dir(s, tc, dir);
 }
