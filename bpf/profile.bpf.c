@@ -394,6 +394,21 @@ struct {
 	__type(value, struct cpa_bpf_py_proc);
 } py_procs SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CPA_BPF_PY_SLOTS);
+	__type(key, __u32);   /* tgid % CPA_BPF_PY_SLOTS */
+	__type(value, __u32); /* tgid of a py_procs entry */
+} py_slots SEC(".maps");
+
+/* Is tgid a Python process (py_procs): one inlined array load. */
+static __always_inline bool py_process(__u32 tgid)
+{
+	__u32 slot = tgid % CPA_BPF_PY_SLOTS, *t = bpf_map_lookup_elem(&py_slots, &slot);
+
+	return t && *t == tgid;
+}
+
 struct py_buf {
 	struct cpa_bpf_pyframe f[CPA_BPF_MAX_PYFRAMES];
 	__u8 rd[CPA_BPF_PY_READ];
@@ -729,7 +744,7 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 	 * so a successor counts what died with a killed capture. */
 	stat_inc(CPA_BPF_STAT_PRODUCED);
 	want = sample_want(task, ir, in_user, tgid, tid);
-	py = bpf_map_lookup_elem(&py_procs, &tgid) != NULL;
+	py = py_process(tgid);
 
 	if (rec_mode == CPA_BPF_REC_DYNPTR) {
 		/* A page of slack past want: copy_ustack()'s slices. */

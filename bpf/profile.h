@@ -96,7 +96,13 @@ enum cpa_bpf_rec_type {
  * The Python area is reserved only for a Python process's samples (dynptr)
  * or in the fixed size of the others (CPA_BPF_PY_AREA in cpa_bpf_oncpu_size()).
  */
-#define CPA_BPF_PY_PROCS     8192
+#define CPA_BPF_PY_PROCS 8192
+/* Map "py_slots": ARRAY of u32, slot tgid % CPA_BPF_PY_SLOTS = tgid when
+ * tgid has a py_procs entry, else anything else. Every sample looks here
+ * first (an inlined array load, as ustack_size): a hash lookup on a cold
+ * cache is what a non-Python sample must not pay. Two Python processes on
+ * one slot: the last one registered gets its frames. */
+#define CPA_BPF_PY_SLOTS     32768
 #define CPA_BPF_MAX_PYFRAMES 64
 #define CPA_BPF_PY_THREADS   16	    /* thread states searched for the sampled thread's */
 #define CPA_BPF_PY_NONE	     0xffff /* an offset the version does not have */

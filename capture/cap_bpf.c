@@ -650,6 +650,11 @@ int cap_bpf__py_procs_fd(const struct cap_bpf *b)
 	return bpf_map__fd(b->skel->maps.py_procs);
 }
 
+int cap_bpf__py_slots_fd(const struct cap_bpf *b)
+{
+	return bpf_map__fd(b->skel->maps.py_slots);
+}
+
 uint32_t cap_bpf__prog_id(const struct cap_bpf *b)
 {
 	struct bpf_prog_info info = {};

@@ -247,6 +247,7 @@ struct py_cached {
 
 struct cap_python {
 	int map_fd;
+	int slots_fd; /* py_slots: the samples' first test */
 	uint32_t target_tgid;
 	uint32_t count;
 	struct py_cached cache[PY_CACHE];
@@ -256,13 +257,14 @@ struct cap_python {
 	size_t maps_cap;
 };
 
-int cap_python__new(int map_fd, uint32_t target_tgid, struct cap_python **ret)
+int cap_python__new(int map_fd, int slots_fd, uint32_t target_tgid, struct cap_python **ret)
 {
 	struct cap_python *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return -ENOMEM;
 	p->map_fd = map_fd;
+	p->slots_fd = slots_fd;
 	p->target_tgid = target_tgid;
 	*ret = p;
 	return 0;
@@ -296,6 +298,7 @@ static void put(struct cap_python *p, uint32_t pid, const struct cpa_bpf_py_proc
 {
 	struct cpa_bpf_py_proc cur;
 	bool had = bpf_map_lookup_elem(p->map_fd, &pid, &cur) == 0;
+	uint32_t slot;
 
 	if (had && cur.status == CPA_BPF_PY_OK && o->status != CPA_BPF_PY_OK)
 		return;
@@ -303,6 +306,8 @@ static void put(struct cap_python *p, uint32_t pid, const struct cpa_bpf_py_proc
 		log_debug("python: pid %u not tracked: %s", pid, strerror(errno));
 		return;
 	}
+	slot = pid % CPA_BPF_PY_SLOTS;
+	(void)bpf_map_update_elem(p->slots_fd, &slot, &pid, BPF_ANY);
 	if (!had)
 		p->count++;
 	if (o->status == CPA_BPF_PY_OK)
@@ -312,8 +317,13 @@ static void put(struct cap_python *p, uint32_t pid, const struct cpa_bpf_py_proc
 
 static void drop(struct cap_python *p, uint32_t pid)
 {
+	uint32_t slot = pid % CPA_BPF_PY_SLOTS, cur;
+
 	if (bpf_map_delete_elem(p->map_fd, &pid) == 0 && p->count)
 		p->count--;
+	/* not whoever shares the slot now */
+	if (bpf_map_lookup_elem(p->slots_fd, &slot, &cur) == 0 && cur == pid)
+		(void)bpf_map_update_elem(p->slots_fd, &slot, &(uint32_t){0}, BPF_ANY);
 }
 
 static int open_mapped(uint32_t pid, uint64_t start, uint64_t end, const char *path)

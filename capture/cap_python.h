@@ -38,8 +38,9 @@ unsigned int cap_python__name_minor(const char *path);
 int cap_python__resolve(int fd, uint64_t start, uint64_t pgoff, unsigned int name_minor,
 			struct cpa_bpf_py_proc *ret);
 
-/* map_fd: the BPF "py_procs" map; target_tgid: only that process (0 = all). */
-int cap_python__new(int map_fd, uint32_t target_tgid, struct cap_python **ret);
+/* map_fd, slots_fd: the BPF maps "py_procs" and "py_slots"; target_tgid:
+ * only that process (0 = all). */
+int cap_python__new(int map_fd, int slots_fd, uint32_t target_tgid, struct cap_python **ret);
 /* A mapping event (capture's, before it is emitted): MMAP of an interpreter
  * adds pid, FORK copies the parent's entry, EXEC drops pid's. */
 void cap_python__map_event(struct cap_python *p, const struct cpa_map_event *ev, const char *path);
