@@ -1000,10 +1000,37 @@ static __always_inline int emit_task(struct task_struct *p, __u32 kind)
 	return 0;
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CPA_BPF_PY_EXECS);
+	__type(key, struct cpa_bpf_py_exec);
+	__type(value, struct cpa_bpf_py_proc);
+} py_execs SEC(".maps");
+
+/* An exec of an interpreter capture knows (py_execs): its py_procs entry now. */
+static __always_inline void py_exec(struct task_struct *p, struct linux_binprm *bprm)
+{
+	struct cpa_bpf_py_exec k = {};
+	struct cpa_bpf_py_proc *t, e;
+	__u32 tgid = p->tgid, slot = tgid % CPA_BPF_PY_SLOTS;
+
+	k.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
+	k.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
+	t = bpf_map_lookup_elem(&py_execs, &k);
+	if (!t)
+		return;
+	e = *t;
+	e.runtime += BPF_CORE_READ(p, mm, start_code);
+	if (bpf_map_update_elem(&py_procs, &tgid, &e, BPF_ANY) == 0)
+		bpf_map_update_elem(&py_slots, &slot, &tgid, BPF_ANY);
+}
+
 /* comm is already the new image's name here (set in begin_new_exec). */
 SEC("tp_btf/sched_process_exec")
-int BPF_PROG(cpa_exec, struct task_struct *p)
+int BPF_PROG(cpa_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	if (!target_tgid || p->tgid == target_tgid)
+		py_exec(p, bprm);
 	return emit_task(p, CPA_BPF_TASK_EXEC);
 }
 

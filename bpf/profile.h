@@ -102,7 +102,18 @@ enum cpa_bpf_rec_type {
  * first (an inlined array load, as ustack_size): a hash lookup on a cold
  * cache is what a non-Python sample must not pay. Two Python processes on
  * one slot: the last one registered gets its frames. */
-#define CPA_BPF_PY_SLOTS     32768
+#define CPA_BPF_PY_SLOTS 32768
+/* Map "py_execs": HASH (kernel dev, inode) of an interpreter executable
+ * capture resolved -> its py_procs entry with runtime = _PyRuntime's
+ * distance from mm->start_code. The exec program enters a new process of a
+ * known interpreter into py_procs and py_slots itself: its frames from its
+ * first sample, not from when capture reads its mapping events. */
+#define CPA_BPF_PY_EXECS 64
+struct cpa_bpf_py_exec {
+	__u64 ino;
+	__u32 dev; /* the kernel's dev_t: major << 20 | minor */
+	__u32 _pad0;
+};
 #define CPA_BPF_MAX_PYFRAMES 64
 #define CPA_BPF_PY_THREADS   16	    /* thread states searched for the sampled thread's */
 #define CPA_BPF_PY_NONE	     0xffff /* an offset the version does not have */

@@ -655,6 +655,11 @@ int cap_bpf__py_slots_fd(const struct cap_bpf *b)
 	return bpf_map__fd(b->skel->maps.py_slots);
 }
 
+int cap_bpf__py_execs_fd(const struct cap_bpf *b)
+{
+	return bpf_map__fd(b->skel->maps.py_execs);
+}
+
 uint32_t cap_bpf__prog_id(const struct cap_bpf *b)
 {
 	struct bpf_prog_info info = {};

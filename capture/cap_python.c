@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/fileio.h"
@@ -104,6 +106,18 @@ static int64_t vaddr_off(Elf *e, size_t nph, uint64_t vaddr)
 	return -1;
 }
 
+/* The lowest vaddr of an executable PT_LOAD: mm->start_code's, unbiased. */
+static uint64_t min_x_vaddr(Elf *e, size_t nph)
+{
+	uint64_t m = UINT64_MAX;
+	GElf_Phdr ph;
+
+	for (size_t i = 0; i < nph; i++)
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+			m = MIN(m, ph.p_vaddr);
+	return m == UINT64_MAX ? 0 : m;
+}
+
 /* The vaddr file offset pgoff is loaded at, or 0 when no segment has it. */
 static uint64_t off_vaddr(Elf *e, size_t nph, uint64_t pgoff, bool *ok)
 {
@@ -185,7 +199,7 @@ static void find_syms(Elf *e, uint64_t *runtime, uint64_t *version)
 }
 
 int cap_python__resolve(int fd, uint64_t start, uint64_t pgoff, unsigned int name_minor,
-			struct cpa_bpf_py_proc *ret)
+			struct cpa_bpf_py_proc *ret, uint64_t *ret_exec_off)
 {
 	const struct cpa_bpf_py_proc *t;
 	uint64_t rt = 0, ver = 0, at;
@@ -219,6 +233,7 @@ int cap_python__resolve(int fd, uint64_t start, uint64_t pgoff, unsigned int nam
 			minor = (v >> 16) & 0xff;
 	}
 	at = off_vaddr(e, nph, pgoff, &ok);
+	*ret_exec_off = rt - min_x_vaddr(e, nph);
 	elf_end(e);
 	ret->version = (uint16_t)(0x300 | (minor & 0xff));
 	t = cap_python__table(minor);
@@ -248,6 +263,7 @@ struct py_cached {
 struct cap_python {
 	int map_fd;
 	int slots_fd; /* py_slots: the samples' first test */
+	int execs_fd; /* py_execs: the exec program's templates */
 	uint32_t target_tgid;
 	uint32_t count;
 	struct py_cached cache[PY_CACHE];
@@ -257,7 +273,8 @@ struct cap_python {
 	size_t maps_cap;
 };
 
-int cap_python__new(int map_fd, int slots_fd, uint32_t target_tgid, struct cap_python **ret)
+int cap_python__new(int map_fd, int slots_fd, int execs_fd, uint32_t target_tgid,
+		    struct cap_python **ret)
 {
 	struct cap_python *p = calloc(1, sizeof(*p));
 
@@ -265,6 +282,7 @@ int cap_python__new(int map_fd, int slots_fd, uint32_t target_tgid, struct cap_p
 		return -ENOMEM;
 	p->map_fd = map_fd;
 	p->slots_fd = slots_fd;
+	p->execs_fd = execs_fd;
 	p->target_tgid = target_tgid;
 	*ret = p;
 	return 0;
@@ -339,6 +357,30 @@ static int open_mapped(uint32_t pid, uint64_t start, uint64_t end, const char *p
 	return open(buf, O_RDONLY | O_CLOEXEC);
 }
 
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* An interpreter executable (fd): the exec program enters its next processes
+ * itself (py_execs, bpf/profile.h), _PyRuntime at exec_off from start_code. */
+static void exec_template(struct cap_python *p, int fd, const struct cpa_bpf_py_proc *o,
+			  uint64_t exec_off)
+{
+	struct cpa_bpf_py_exec k = {0};
+	struct cpa_bpf_py_proc t = *o;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return;
+	k.ino = st.st_ino;
+	k.dev = major(st.st_dev) << 20 | minor(st.st_dev);
+	t.runtime = exec_off;
+	(void)bpf_map_update_elem(p->execs_fd, &k, &t, BPF_ANY);
+}
+
 /* An executable mapping of pid: an interpreter's? Its entry then. */
 static void on_mapping(struct cap_python *p, uint32_t pid, uint64_t start, uint64_t end,
 		       uint64_t pgoff, const char *path, const uint8_t *key, size_t key_len)
@@ -346,6 +388,7 @@ static void on_mapping(struct cap_python *p, uint32_t pid, uint64_t start, uint6
 	unsigned int minor = cap_python__name_minor(path);
 	struct py_cached *c = NULL;
 	struct cpa_bpf_py_proc o;
+	uint64_t exec_off;
 	int fd, r;
 
 	if (!minor)
@@ -369,7 +412,9 @@ static void on_mapping(struct cap_python *p, uint32_t pid, uint64_t start, uint6
 	fd = open_mapped(pid, start, end, path);
 	if (fd < 0)
 		return;
-	r = cap_python__resolve(fd, start, pgoff, minor, &o);
+	r = cap_python__resolve(fd, start, pgoff, minor, &o, &exec_off);
+	if (r == 0 && o.status == CPA_BPF_PY_OK && strncmp(base_name(path), "lib", 3))
+		exec_template(p, fd, &o, exec_off);
 	close(fd);
 	if (r < 0)
 		return;

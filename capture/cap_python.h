@@ -33,14 +33,16 @@ unsigned int cap_python__name_minor(const char *path);
  * when it cannot be walked. name_minor: the version its name says (fallback
  * when the file has no Py_Version). 0, 1 when the file is a launcher that
  * links a libpython3.X.so (no entry: the library's mapping gives it), or
- * -errno (not an ELF file).
+ * -errno (not an ELF file). *ret_exec_off: _PyRuntime's distance from the
+ * process's mm->start_code (the exec program's template, py_execs).
  */
 int cap_python__resolve(int fd, uint64_t start, uint64_t pgoff, unsigned int name_minor,
-			struct cpa_bpf_py_proc *ret);
+			struct cpa_bpf_py_proc *ret, uint64_t *ret_exec_off);
 
-/* map_fd, slots_fd: the BPF maps "py_procs" and "py_slots"; target_tgid:
- * only that process (0 = all). */
-int cap_python__new(int map_fd, int slots_fd, uint32_t target_tgid, struct cap_python **ret);
+/* map_fd, slots_fd, execs_fd: the BPF maps "py_procs", "py_slots" and
+ * "py_execs"; target_tgid: only that process (0 = all). */
+int cap_python__new(int map_fd, int slots_fd, int execs_fd, uint32_t target_tgid,
+		    struct cap_python **ret);
 /* A mapping event (capture's, before it is emitted): MMAP of an interpreter
  * adds pid, FORK copies the parent's entry, EXEC drops pid's. */
 void cap_python__map_event(struct cap_python *p, const struct cpa_map_event *ev, const char *path);

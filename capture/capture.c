@@ -568,7 +568,7 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 	 * scan the running ones (docs/capture.md, "Python"). */
 	if (!o->kernel_only && c->mmapev &&
 	    cap_python__new(cap_bpf__py_procs_fd(c->bpf), cap_bpf__py_slots_fd(c->bpf),
-			    o->target_tgid, &c->python) >= 0) {
+			    cap_bpf__py_execs_fd(c->bpf), o->target_tgid, &c->python) >= 0) {
 		cap_mmapev__set_python(c->mmapev, c->python);
 		log_info("python: %d interpreters running", cap_python__scan(c->python));
 	}
