@@ -388,7 +388,7 @@ static __always_inline __u64 sample_want(struct task_struct *task, const struct 
  * frames behind the stack bytes.
  */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* an exit not seen never fills it */
 	__uint(max_entries, CPA_BPF_PY_PROCS);
 	__type(key, __u32); /* tgid */
 	__type(value, struct cpa_bpf_py_proc);
@@ -1013,7 +1013,13 @@ static __always_inline void py_exec(struct task_struct *p, struct linux_binprm *
 	struct cpa_bpf_py_exec k = {};
 	struct cpa_bpf_py_proc *t, e;
 	__u32 tgid = p->tgid, slot = tgid % CPA_BPF_PY_SLOTS;
+	char c[8];
 
+	/* The file's name, now the comm, says python: an inode number the
+	 * interpreter's file had before an upgrade may be another file's now. */
+	if (bpf_probe_read_kernel(c, sizeof(c), p->comm) || c[0] != 'p' || c[1] != 'y' ||
+	    c[2] != 't' || c[3] != 'h' || c[4] != 'o' || c[5] != 'n')
+		return;
 	k.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
 	k.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
 	t = bpf_map_lookup_elem(&py_execs, &k);
@@ -1042,8 +1048,16 @@ int BPF_PROG(cpa_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(cpa_exit, struct task_struct *p)
 {
+	__u32 tgid = p->tgid, slot = tgid % CPA_BPF_PY_SLOTS, *t;
+
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
+	/* A Python process's entry goes with it (capture never sees exits). */
+	if (bpf_map_delete_elem(&py_procs, &tgid) == 0) {
+		t = bpf_map_lookup_elem(&py_slots, &slot);
+		if (t && *t == tgid)
+			*t = 0;
+	}
 	return emit_task(p, CPA_BPF_TASK_EXIT);
 }
 
