@@ -560,6 +560,17 @@ static __always_inline struct py_buf *py_walk(__u32 tgid, __u64 self, __u32 *key
 }
 
 /*
+ * py_walk() as a global function: the verifier checks it once, on its own,
+ * rather than once per state its callers reach it in (the scratch and fixed
+ * records' copy and FP walk before it passed 1M instructions). 1 when slot
+ * key's py_buf holds a walk (or a status) of tgid.
+ */
+__noinline int py_walk_global(__u32 tgid, __u64 self, __u32 key)
+{
+	return py_walk(tgid, self, &key) != NULL;
+}
+
+/*
  * The Python part of sample s (record_sample()): py_ver/py_status/py_n in
  * s, the frames copied to dst (the record's bytes after the stack, d NULL)
  * or into d at that offset.
@@ -572,7 +583,9 @@ static __always_inline void py_sample(struct cpa_bpf_sample *s, struct bpf_dynpt
 
 	if (kernel_only || (s->flags & CPA_BPF_F_KERNEL_THREAD))
 		return;
-	b = py_walk(tgid, task->thread.fsbase, &key);
+	if (!py_walk_global(tgid, task->thread.fsbase, key))
+		return;
+	b = bpf_map_lookup_elem(&py_scratch, &key);
 	if (!b)
 		return;
 	s->py_ver = b->pp.version;
