@@ -29,7 +29,7 @@ const volatile bool filter_comm = false;
 const volatile char comm_filter[CPA_BPF_COMM_LEN] = {};
 const volatile __u32 stack_size = 0;  /* most user stack bytes to copy (the cap); 0 = none */
 const volatile __u32 stack_start = 0; /* bytes for a process not in ustack_size */
-const volatile __u32 rec_size = sizeof(struct cpa_bpf_sample); /* cpa_bpf_sample_size() */
+const volatile __u32 rec_size = sizeof(struct cpa_bpf_sample); /* cpa_bpf_oncpu_size() */
 const volatile __u32 rec_mode = CPA_BPF_REC_FIXED;	       /* enum cpa_bpf_rec_mode */
 const volatile bool kernel_only = false;		       /* no user regs/stacks at all */
 const volatile bool with_idle = false;			       /* sample pid 0 too */
@@ -396,6 +396,248 @@ static __always_inline __u64 sample_want(struct task_struct *task, const struct 
 }
 
 /*
+ * Python (bpf/profile.h, docs/unwinding.md "Python"): the sampled thread's
+ * interpreter frames, when capture found a CPython in its process. The thread
+ * state is _PyRuntime's current one when it is this thread's (the GIL
+ * holder, 3.10/3.11), else the one of the main interpreter's list whose
+ * thread_id is this thread's pthread_self() (its fsbase on x86-64 glibc).
+ * Then the frame chain from it, CPA_BPF_MAX_PYFRAMES frames at most, one
+ * user read per frame. Built in a per-CPU buffer; the caller copies py_n
+ * frames behind the stack bytes.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* an exit not seen never fills it */
+	__uint(max_entries, CPA_BPF_PY_PROCS);
+	__type(key, __u32); /* tgid */
+	__type(value, struct cpa_bpf_py_proc);
+} py_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CPA_BPF_PY_SLOTS);
+	__type(key, __u32);   /* tgid % CPA_BPF_PY_SLOTS */
+	__type(value, __u32); /* tgid of a py_procs entry */
+} py_slots SEC(".maps");
+
+/* Is tgid a Python process (py_procs): one inlined array load. */
+static __always_inline bool py_process(__u32 tgid)
+{
+	__u32 slot = tgid % CPA_BPF_PY_SLOTS, *t = bpf_map_lookup_elem(&py_slots, &slot);
+
+	return t && *t == tgid;
+}
+
+struct py_buf {
+	struct cpa_bpf_pyframe f[CPA_BPF_MAX_PYFRAMES];
+	__u8 rd[CPA_BPF_PY_READ];
+	struct cpa_bpf_py_proc pp; /* the process's entry, copied */
+	__u64 self;		   /* the thread's pthread_self() */
+	__u64 ts;		   /* thread state searched, then found */
+	__u64 fr;		   /* next frame to read */
+	__u32 n;
+	__u32 status;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2); /* cpu-clock, and a probe it interrupted */
+	__type(key, __u32);
+	__type(value, struct py_buf);
+} py_scratch SEC(".maps");
+
+/* The u64 at off of a frame read into rd: 0 when off is not in it. */
+static __always_inline __u64 py_u64(const __u8 *rd, __u32 off)
+{
+	__u64 v = 0;
+
+	off &= CPA_BPF_PY_READ - 1;
+	if (off > CPA_BPF_PY_READ - 8)
+		return 0;
+	__builtin_memcpy(&v, rd + off, sizeof(v));
+	return v;
+}
+
+static __always_inline __u64 py_read_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* bpf_loop() callbacks (verified once, whatever the count): ctx is the key
+ * of the CPU's py_scratch slot. */
+static long py_thread_cb(__u32 i, void *ctx)
+{
+	struct py_buf *b = bpf_map_lookup_elem(&py_scratch, ctx);
+
+	if (!b || !b->ts)
+		return 1;
+	if (py_read_ptr(b->ts + b->pp.ts_thread_id) == b->self)
+		return 1; /* found: b->ts */
+	b->ts = py_read_ptr(b->ts + b->pp.ts_next);
+	return 0;
+}
+
+static long py_frame_cb(__u32 i, void *ctx)
+{
+	struct py_buf *b = bpf_map_lookup_elem(&py_scratch, ctx);
+	__u64 code, instr, chk;
+	__u32 n;
+
+	if (!b)
+		return 1;
+	n = b->n;
+	if (!b->fr) {
+		b->status = CPA_BPF_PY_OK;
+		return 1;
+	}
+	if (bpf_probe_read_user(b->rd, sizeof(b->rd), (const void *)b->fr)) {
+		b->status = CPA_BPF_PY_READ_FAIL;
+		return 1;
+	}
+	code = py_u64(b->rd, b->pp.fr_code);
+	if (b->pp.entry_mode == CPA_BPF_PY_ENTRY_CSTACK &&
+	    b->rd[b->pp.fr_owner & (CPA_BPF_PY_READ - 1)] == 3) {
+		/* A C call's shim frame: the one before it was the outermost
+		 * of its evaluation. */
+		if (n > 0 && n <= CPA_BPF_MAX_PYFRAMES)
+			b->f[n - 1].code |= CPA_BPF_PY_ENTRY;
+	} else {
+		if (n >= CPA_BPF_MAX_PYFRAMES) {
+			b->status = CPA_BPF_PY_TRUNC;
+			return 1;
+		}
+		if (b->pp.entry_mode == CPA_BPF_PY_ENTRY_ALL ||
+		    (b->pp.entry_mode == CPA_BPF_PY_ENTRY_FLAG &&
+		     b->rd[b->pp.fr_entry & (CPA_BPF_PY_READ - 1)]))
+			code |= CPA_BPF_PY_ENTRY;
+		instr = py_u64(b->rd, b->pp.fr_instr);
+		if (b->pp.entry_mode != CPA_BPF_PY_ENTRY_ALL)
+			instr = instr - (code & ~CPA_BPF_PY_ENTRY) < (1ull << 31)
+					? instr - (code & ~CPA_BPF_PY_ENTRY)
+					: 0xffffffffu;
+		chk = py_read_ptr((code & ~CPA_BPF_PY_ENTRY) + b->pp.co_check);
+		b->f[n].code = code;
+		b->f[n].instr = (__u32)instr;
+		b->f[n].check = (__u32)(chk ^ (chk >> 32));
+		b->n = n + 1;
+	}
+	b->fr = py_u64(b->rd, b->pp.fr_previous);
+	return 0;
+}
+
+/*
+ * Walk tgid's Python frames into slot key's py_buf: returns its struct
+ * (b->n frames, b->status, b->pp.version), or NULL: not a Python process.
+ * The thread state: _PyRuntime's current one when it is this thread's (the
+ * GIL holder, 3.10/3.11), else the main interpreter's list searched for the
+ * one whose thread_id is this thread's pthread_self(). Needs bpf_loop()
+ * (5.17): without it, no Python frames.
+ */
+static __always_inline struct py_buf *py_walk(__u32 tgid, __u64 self, __u32 *key)
+{
+	const struct cpa_bpf_py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct py_buf *b = bpf_map_lookup_elem(&py_scratch, key);
+	__u64 ts;
+
+	if (!pp || !b)
+		return NULL;
+	b->pp = *pp;
+	b->n = 0;
+	b->status = pp->status;
+	if (pp->status != CPA_BPF_PY_OK)
+		return b;
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_loop)) {
+		b->status = CPA_BPF_PY_READ_FAIL;
+		return b;
+	}
+	b->self = self;
+	b->ts = 0;
+	if (pp->rt_tstate_current != CPA_BPF_PY_NONE) {
+		ts = py_read_ptr(pp->runtime + pp->rt_tstate_current);
+		if (ts && py_read_ptr(ts + pp->ts_thread_id) == self)
+			b->ts = ts;
+	}
+	if (!b->ts) {
+		ts = py_read_ptr(pp->runtime + pp->rt_interp_head);
+		b->ts = ts ? py_read_ptr(ts + pp->is_tstate_head) : 0;
+		bpf_loop(CPA_BPF_PY_THREADS, py_thread_cb, key, 0);
+	}
+	if (!b->ts) {
+		b->status = CPA_BPF_PY_NO_TSTATE;
+		return b;
+	}
+	b->fr = py_read_ptr(b->ts + pp->ts_frame);
+	if (b->fr && pp->cf_frame != CPA_BPF_PY_NONE)
+		b->fr = py_read_ptr(b->fr + pp->cf_frame);
+	b->status = CPA_BPF_PY_TRUNC;
+	bpf_loop(CPA_BPF_MAX_PYFRAMES + 8, py_frame_cb, key, 0);
+	return b;
+}
+
+/*
+ * py_walk() as a global function: the verifier checks it once, on its own,
+ * rather than once per state its callers reach it in (the scratch and fixed
+ * records' copy and FP walk before it passed 1M instructions). 1 when slot
+ * key's py_buf holds a walk (or a status) of tgid.
+ */
+__noinline int py_walk_global(__u32 tgid, __u64 self, __u32 key)
+{
+	return py_walk(tgid, self, &key) != NULL;
+}
+
+/*
+ * The Python part of sample s (record_sample()): py_ver/py_status/py_n in
+ * s, the frames copied to dst (the record's bytes after the stack, d NULL)
+ * or into d at that offset.
+ */
+static __always_inline void py_sample(struct cpa_bpf_sample *s, struct bpf_dynptr *d, void *dst,
+				      struct task_struct *task, __u32 tgid, __u32 kind)
+{
+	__u32 key = kind == CPA_BPF_KIND_PROBE, n, len;
+	struct py_buf *b;
+
+	if (kernel_only || (s->flags & CPA_BPF_F_KERNEL_THREAD))
+		return;
+	if (!py_walk_global(tgid, task->thread.fsbase, key))
+		return;
+	b = bpf_map_lookup_elem(&py_scratch, &key);
+	if (!b)
+		return;
+	s->py_ver = b->pp.version;
+	s->py_status = (__u16)b->status;
+	n = b->n;
+	if (n > CPA_BPF_MAX_PYFRAMES)
+		n = CPA_BPF_MAX_PYFRAMES;
+	len = n * sizeof(struct cpa_bpf_pyframe);
+	barrier_var(len);
+	if (len > CPA_BPF_PY_AREA)
+		return;
+	if (d) {
+		if (bpf_dynptr_write(d, CPA_BPF_STACK_OFF + s->stack_len, b->f, len, 0))
+			return;
+	} else if (bpf_probe_read_kernel(dst, len, b->f)) {
+		return;
+	}
+	s->py_n = n;
+}
+
+/* py_sample() into a record built in place (scratch slot or fixed
+ * reservation, rec_size bytes: the Python area follows the stack's cap). */
+static __always_inline void py_record(struct cpa_bpf_sample *s, struct task_struct *task,
+				      __u32 tgid, __u32 kind, bool py)
+{
+	__u64 sl = s->stack_len;
+
+	barrier_var(sl);
+	if (!py || sl > stack_size)
+		return;
+	py_sample(s, NULL, (void *)s->stack + sl, task, tgid, kind);
+}
+
+/*
  * Everything of a sample but its type and time: ids, comms, kernel stack,
  * user regs, user stack copy (want bytes, sample_want()) and FP chain of
  * task (the current task). ir is the interrupted context when in_user
@@ -439,6 +681,9 @@ static __always_inline void fill_sample(void *ctx, struct cpa_bpf_sample *s, str
 
 	s->ufp_len = 0;
 	s->stack_len = 0;
+	s->py_n = 0; /* py_sample() */
+	s->py_ver = 0;
+	s->py_status = 0;
 	if (kthread || kernel_only)
 		__builtin_memset(&s->regs, 0, sizeof(s->regs));
 	if (kthread) {
@@ -507,6 +752,7 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 	struct cpa_bpf_sample *s;
 	struct bpf_dynptr d;
 	char comm[CPA_BPF_COMM_LEN];
+	bool py;
 
 	if (tid == 0 && !with_idle)
 		return 0;
@@ -529,10 +775,12 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 	 * so a successor counts what died with a killed capture. */
 	stat_inc(CPA_BPF_STAT_PRODUCED);
 	want = sample_want(task, ir, in_user, tgid, tid);
+	py = py_process(tgid);
 
 	if (rec_mode == CPA_BPF_REC_DYNPTR) {
 		/* A page of slack past want: copy_ustack()'s slices. */
-		__u32 size = CPA_BPF_STACK_OFF + (want ? want + CPA_BPF_PAGE : 0);
+		__u32 size = CPA_BPF_STACK_OFF + (want ? want + CPA_BPF_PAGE : 0) +
+			     (py ? CPA_BPF_PY_AREA : 0);
 
 		if (bpf_ringbuf_reserve_dynptr(&rb, size, 0, &d)) {
 			bpf_ringbuf_discard_dynptr(&d, 0);
@@ -548,6 +796,8 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 		s->time_ns = bpf_ktime_get_boot_ns();
 		fill_sample(ctx, s, &d, want, task, ir, in_user, 0, tgid, tid, comm, kind,
 			    probe_id);
+		if (py)
+			py_sample(s, &d, NULL, task, tgid, kind);
 		bpf_ringbuf_submit_dynptr(&d, submit_flags());
 		return 0;
 	}
@@ -562,7 +812,8 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 		s->time_ns = bpf_ktime_get_boot_ns();
 		fill_sample(ctx, s, NULL, want, task, ir, in_user, 0, tgid, tid, comm, kind,
 			    probe_id);
-		len = CPA_BPF_STACK_OFF + s->stack_len;
+		py_record(s, task, tgid, kind, py);
+		len = CPA_BPF_STACK_OFF + s->stack_len + s->py_n * sizeof(struct cpa_bpf_pyframe);
 		if (len > rec_size)
 			len = rec_size;
 		if (bpf_ringbuf_output(&rb, s, len, submit_flags()))
@@ -577,6 +828,7 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 	s->type = CPA_BPF_REC_SAMPLE;
 	s->time_ns = bpf_ktime_get_boot_ns();
 	fill_sample(ctx, s, NULL, want, task, ir, in_user, 0, tgid, tid, comm, kind, probe_id);
+	py_record(s, task, tgid, kind, py);
 	bpf_ringbuf_submit(s, submit_flags());
 	return 0;
 }
@@ -790,14 +1042,54 @@ static __always_inline int emit_task(struct task_struct *p, __u32 kind)
 	t->pid = tgid;
 	t->tid = BPF_CORE_READ(p, pid);
 	__builtin_memcpy(t->comm, comm, sizeof(comm));
-	bpf_ringbuf_submit(t, submit_flags());
+	/* A Python starting: capture drains its mapping events now and tells
+	 * the on-CPU program where its frames are (py_procs), rather than at
+	 * its next poll, up to a second of samples later. */
+	if (kind == CPA_BPF_TASK_EXEC && comm[0] == 'p' && comm[1] == 'y' && comm[2] == 't' &&
+	    comm[3] == 'h' && comm[4] == 'o' && comm[5] == 'n')
+		bpf_ringbuf_submit(t, BPF_RB_FORCE_WAKEUP);
+	else
+		bpf_ringbuf_submit(t, submit_flags());
 	return 0;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CPA_BPF_PY_EXECS);
+	__type(key, struct cpa_bpf_py_exec);
+	__type(value, struct cpa_bpf_py_proc);
+} py_execs SEC(".maps");
+
+/* An exec of an interpreter capture knows (py_execs): its py_procs entry now. */
+static __always_inline void py_exec(struct task_struct *p, struct linux_binprm *bprm)
+{
+	struct cpa_bpf_py_exec k = {};
+	struct cpa_bpf_py_proc *t, e;
+	__u32 tgid = p->tgid, slot = tgid % CPA_BPF_PY_SLOTS;
+	char c[8];
+
+	/* The file's name, now the comm, says python: an inode number the
+	 * interpreter's file had before an upgrade may be another file's now. */
+	if (bpf_probe_read_kernel(c, sizeof(c), p->comm) || c[0] != 'p' || c[1] != 'y' ||
+	    c[2] != 't' || c[3] != 'h' || c[4] != 'o' || c[5] != 'n')
+		return;
+	k.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
+	k.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
+	t = bpf_map_lookup_elem(&py_execs, &k);
+	if (!t)
+		return;
+	e = *t;
+	e.runtime += BPF_CORE_READ(p, mm, start_code);
+	if (bpf_map_update_elem(&py_procs, &tgid, &e, BPF_ANY) == 0)
+		bpf_map_update_elem(&py_slots, &slot, &tgid, BPF_ANY);
 }
 
 /* comm is already the new image's name here (set in begin_new_exec). */
 SEC("tp_btf/sched_process_exec")
-int BPF_PROG(cpa_exec, struct task_struct *p)
+int BPF_PROG(cpa_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	if (!target_tgid || p->tgid == target_tgid)
+		py_exec(p, bprm);
 	return emit_task(p, CPA_BPF_TASK_EXEC);
 }
 
@@ -809,8 +1101,16 @@ int BPF_PROG(cpa_exec, struct task_struct *p)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(cpa_exit, struct task_struct *p)
 {
+	__u32 tgid = p->tgid, slot = tgid % CPA_BPF_PY_SLOTS, *t;
+
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
+	/* A Python process's entry goes with it (capture never sees exits). */
+	if (bpf_map_delete_elem(&py_procs, &tgid) == 0) {
+		t = bpf_map_lookup_elem(&py_slots, &slot);
+		if (t && *t == tgid)
+			*t = 0;
+	}
 	return emit_task(p, CPA_BPF_TASK_EXIT);
 }
 

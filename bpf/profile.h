@@ -11,9 +11,11 @@
  *	+88	struct cpa_bpf_regs regs	the user pt_regs, all 168 bytes
  *	+256	u64 kstack[CPA_BPF_MAX_KSTACK]	kernel return addresses, leaf first
  *	+1272	u64 ufp[CPA_BPF_MAX_UFP]	user frame-pointer chain, leaf first
- *	+2288	u8  stack[]			user stack bytes from regs.sp up
+ *	+2288	u32 py_n, u16 py_ver, u16 py_status	the Python frames (below)
+ *	+2296	u8  stack[]			user stack bytes from regs.sp up
+ *	+2296 + stack_len  struct cpa_bpf_pyframe py[py_n]	a Python process's frames
  *
- *   The record is at least 2288 + stack_len bytes (the ring buffer's record
+ *   The record is at least 2296 + stack_len bytes (the ring buffer's record
  *   size says how long): DYNPTR reserves 2288 + want + one page of slack (the
  *   copy writes through one-page slices: a slice's length must be a
  *   constant), SCRATCH outputs exactly 2288 + stack_len, FIXED reserves
@@ -82,6 +84,92 @@ enum cpa_bpf_rec_type {
 	CPA_BPF_REC_SAMPLE = 1,
 	CPA_BPF_REC_TASK = 2,
 	CPA_BPF_REC_OFFCPU = 3,
+};
+
+/*
+ * Python (docs/unwinding.md, "Python"): map "py_procs", tgid -> struct
+ * cpa_bpf_py_proc, written by capture (cap_python.c) for each process that
+ * maps a CPython 3.10-3.13 interpreter. For those the on-CPU and probe
+ * samples carry the thread's interpreter frame chain after the stack bytes,
+ * leaf first, at most CPA_BPF_MAX_PYFRAMES: per frame the code object's
+ * address and its instruction pointer (3.10: f_lasti), read at sample time.
+ * The Python area is reserved only for a Python process's samples (dynptr)
+ * or in the fixed size of the others (CPA_BPF_PY_AREA in cpa_bpf_oncpu_size()).
+ */
+#define CPA_BPF_PY_PROCS 8192
+/* Map "py_slots": ARRAY of u32, slot tgid % CPA_BPF_PY_SLOTS = tgid when
+ * tgid has a py_procs entry, else anything else. Every sample looks here
+ * first (an inlined array load, as ustack_size): a hash lookup on a cold
+ * cache is what a non-Python sample must not pay. Two Python processes on
+ * one slot: the last one registered gets its frames. */
+#define CPA_BPF_PY_SLOTS 32768
+/* Map "py_execs": HASH (kernel dev, inode) of an interpreter executable
+ * capture resolved -> its py_procs entry with runtime = _PyRuntime's
+ * distance from mm->start_code. The exec program enters a new process of a
+ * known interpreter into py_procs and py_slots itself: its frames from its
+ * first sample, not from when capture reads its mapping events. */
+#define CPA_BPF_PY_EXECS 64
+struct cpa_bpf_py_exec {
+	__u64 ino;
+	__u32 dev; /* the kernel's dev_t: major << 20 | minor */
+	__u32 _pad0;
+};
+#define CPA_BPF_MAX_PYFRAMES 64
+#define CPA_BPF_PY_THREADS   16	    /* thread states searched for the sampled thread's */
+#define CPA_BPF_PY_NONE	     0xffff /* an offset the version does not have */
+#define CPA_BPF_PY_READ	     128    /* bytes of a frame read at once: every field below */
+
+/* Bit 0 of cpa_bpf_pyframe.code: the frame a C call entered the interpreter
+ * with (3.11 is_entry; 3.12+: the frame under a C-stack shim; 3.10: every
+ * frame), i.e. the outermost frame of one _PyEval_EvalFrameDefault. */
+#define CPA_BPF_PY_ENTRY 1ull
+
+struct cpa_bpf_pyframe {
+	__u64 code;  /* PyCodeObject * | CPA_BPF_PY_ENTRY */
+	__u32 instr; /* 3.11+: prev_instr (3.13: instr_ptr) - code, bytes; 3.10: f_lasti */
+	/* The code object's u64 at co_check folded to 32 bits, read with the
+	 * frame: symd names the code object it reads later only if it still
+	 * matches (a freed code object's memory may hold another by then). */
+	__u32 check;
+};
+
+enum cpa_bpf_py_entry_mode {
+	CPA_BPF_PY_ENTRY_ALL = 0,    /* 3.10: one frame per evaluation */
+	CPA_BPF_PY_ENTRY_FLAG = 1,   /* 3.11: the byte at fr_entry */
+	CPA_BPF_PY_ENTRY_CSTACK = 2, /* 3.12+: a frame whose owner byte is 3 is a shim */
+};
+
+/* cpa_bpf_sample.py_status (and cpa_bpf_py_proc.status): what the walk got. */
+enum cpa_bpf_py_status {
+	CPA_BPF_PY_OK = 1,	/* the whole chain, to its NULL end */
+	CPA_BPF_PY_TRUNC,	/* CPA_BPF_MAX_PYFRAMES frames, more beyond */
+	CPA_BPF_PY_NO_TSTATE,	/* the thread has no thread state (not a Python thread) */
+	CPA_BPF_PY_READ_FAIL,	/* a read of the interpreter's memory failed */
+	CPA_BPF_PY_NOSYM,	/* capture: no _PyRuntime symbol in the interpreter */
+	CPA_BPF_PY_UNSUPPORTED, /* capture: a version without an offsets table */
+	CPA_BPF_PY_STATUS_MAX,
+};
+
+/* Where a process's interpreter keeps what the walk reads (offsets in
+ * bytes; CPA_BPF_PY_NONE = not in this version). */
+struct cpa_bpf_py_proc {
+	__u64 runtime;		 /* address of _PyRuntime in the process */
+	__u16 version;		 /* 0x030b = 3.11 */
+	__u16 status;		 /* CPA_BPF_PY_OK, or NOSYM / UNSUPPORTED: no walk */
+	__u16 rt_tstate_current; /* _PyRuntime.gilstate.tstate_current (3.10, 3.11) */
+	__u16 rt_interp_head;	 /* _PyRuntime.interpreters.head */
+	__u16 is_tstate_head;	 /* PyInterpreterState.threads.head (3.10: tstate_head) */
+	__u16 ts_next;
+	__u16 ts_thread_id; /* pthread_self() of the thread: its fsbase (x86-64 glibc) */
+	__u16 ts_frame;	    /* tstate -> cframe (3.11, 3.12), current_frame (3.13), frame (3.10) */
+	__u16 cf_frame;	    /* cframe -> current_frame (3.11, 3.12), else NONE */
+	__u16 fr_previous;  /* frame -> previous (3.10: f_back) */
+	__u16 fr_code;	    /* f_code (3.13: f_executable) */
+	__u16 fr_instr;	    /* prev_instr / instr_ptr / f_lasti */
+	__u16 fr_entry;	    /* is_entry (3.11) */
+	__u16 fr_owner;	    /* owner (3.12+) */
+	__u16 entry_mode;   /* enum cpa_bpf_py_entry_mode */
+	__u16 co_check;	    /* PyCodeObject: co_firstlineno and the int after it */
 };
 
 /* Sample flags the BPF side sets; same bit values as enum cpa_sample_flag. */
@@ -181,7 +269,10 @@ struct cpa_bpf_sample {
 	struct cpa_bpf_regs regs;
 	__u64 kstack[CPA_BPF_MAX_KSTACK];
 	__u64 ufp[CPA_BPF_MAX_UFP];
-	__u8 stack[]; /* stack_size + CPA_BPF_PAGE bytes reserved */
+	__u32 py_n;	 /* struct cpa_bpf_pyframe after the stack bytes */
+	__u16 py_ver;	 /* the process's Python (0x030b), 0 = not a Python process */
+	__u16 py_status; /* enum cpa_bpf_py_status, 0 with py_ver 0 */
+	__u8 stack[];	 /* stack_size + CPA_BPF_PAGE bytes reserved */
 };
 
 struct cpa_bpf_task {
@@ -227,7 +318,8 @@ _Static_assert(sizeof(struct cpa_bpf_regs) == 168, "cpa_bpf_regs layout (pt_regs
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, regs) == 88, "cpa_bpf_sample regs");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 256, "cpa_bpf_sample kstack");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1272, "cpa_bpf_sample ufp");
-_Static_assert(sizeof(struct cpa_bpf_sample) == 2288, "cpa_bpf_sample fixed part");
+_Static_assert(sizeof(struct cpa_bpf_sample) == 2296, "cpa_bpf_sample fixed part");
+_Static_assert(sizeof(struct cpa_bpf_py_proc) == 40, "cpa_bpf_py_proc layout");
 _Static_assert(sizeof(struct cpa_bpf_task) == 40, "cpa_bpf_task layout");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_offcpu, s) == 320, "cpa_bpf_offcpu layout");
 
@@ -235,6 +327,15 @@ _Static_assert(__builtin_offsetof(struct cpa_bpf_offcpu, s) == 320, "cpa_bpf_off
 static inline __u32 cpa_bpf_sample_size(__u32 stack_size)
 {
 	return (__u32)sizeof(struct cpa_bpf_sample) + (stack_size ? stack_size + CPA_BPF_PAGE : 0);
+}
+
+/* The Python frames' area of an on-CPU or probe sample (after the stack bytes). */
+#define CPA_BPF_PY_AREA (CPA_BPF_MAX_PYFRAMES * (__u32)sizeof(struct cpa_bpf_pyframe))
+
+/* Most bytes an on-CPU or probe sample takes: the stack and the Python area. */
+static inline __u32 cpa_bpf_oncpu_size(__u32 stack_size)
+{
+	return cpa_bpf_sample_size(stack_size) + CPA_BPF_PY_AREA;
 }
 
 /* Bytes one off-CPU record (and stash entry) takes for a given stack_size. */

@@ -311,7 +311,7 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 	b->skel->rodata->stack_size = o->kernel_only ? 0 : o->stack_size;
 	b->skel->rodata->stack_start =
 		MIN(o->stack_start ? o->stack_start : o->stack_size, b->skel->rodata->stack_size);
-	b->skel->rodata->rec_size = cpa_bpf_sample_size(b->skel->rodata->stack_size);
+	b->skel->rodata->rec_size = cpa_bpf_oncpu_size(b->skel->rodata->stack_size);
 	b->skel->rodata->kernel_only = o->kernel_only;
 	b->skel->rodata->with_idle = o->with_idle;
 	b->skel->rodata->wakeup_bytes = MIN(o->wakeup_bytes, o->ringbuf_size / 2);
@@ -946,6 +946,21 @@ int cap_bpf__read_pinned_stats(const char *path, uint64_t ret[CPA_BPF_STAT_MAX])
 		return -errno;
 	r = cap_bpf__percpu_sum(fd, nr_possible, CPA_BPF_STAT_MAX, ret);
 	return r;
+}
+
+int cap_bpf__py_procs_fd(const struct cap_bpf *b)
+{
+	return bpf_map__fd(b->skel->maps.py_procs);
+}
+
+int cap_bpf__py_slots_fd(const struct cap_bpf *b)
+{
+	return bpf_map__fd(b->skel->maps.py_slots);
+}
+
+int cap_bpf__py_execs_fd(const struct cap_bpf *b)
+{
+	return bpf_map__fd(b->skel->maps.py_execs);
 }
 
 uint32_t cap_bpf__prog_id(const struct cap_bpf *b)

@@ -120,6 +120,10 @@ int cap_bpf__read_pinned_stats(const char *path, uint64_t ret[CPA_BPF_STAT_MAX])
 int cap_bpf__ustack_set(struct cap_bpf *b, uint32_t pid, uint32_t bytes);
 /* The program's bpf_prog id (for bpftool prog show). */
 uint32_t cap_bpf__prog_id(const struct cap_bpf *b);
+/* The "py_procs", "py_slots" and "py_execs" maps (bpf/profile.h): cap_python.h writes them. */
+int cap_bpf__py_procs_fd(const struct cap_bpf *b);
+int cap_bpf__py_slots_fd(const struct cap_bpf *b);
+int cap_bpf__py_execs_fd(const struct cap_bpf *b);
 void cap_bpf__free(struct cap_bpf *b);
 
 /* Ring buffer size for nr_cpus CPUs sampling at freq with stack_size copies,

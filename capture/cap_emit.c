@@ -241,7 +241,7 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 		       const struct sample_meta *m)
 {
 	bool off = bs->kind == CPA_BPF_KIND_OFFCPU;
-	uint32_t nk = 0, nu = 0, slen = bs->stack_len, len;
+	uint32_t nk = 0, nu = 0, slen = bs->stack_len, len, npy = bs->py_n;
 	uint16_t flags = (uint16_t)(bs->flags & CAP_BPF_FLAGS_MASK);
 	uint64_t time_ns = cap_clock__to_real(&e->clock, bs->time_ns);
 	struct cpa_sample *s;
@@ -251,7 +251,8 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	/* The kernel wrote it, but it crossed a boundary: check before trusting. */
 	if (seq_exhausted(e))
 		return -EOVERFLOW;
-	if (slen > e->stack_max || size < sizeof(*bs) + slen ||
+	if (slen > e->stack_max || npy > CPA_MAX_PYFRAMES ||
+	    size < sizeof(*bs) + slen + sizeof(struct cpa_pyframe) * npy ||
 	    (bs->kind != CPA_BPF_KIND_ONCPU && bs->kind != CPA_BPF_KIND_PROBE && !off) ||
 	    bs->probe_id >= CPA_BPF_PROBE_MAX) {
 		shm_stage__cnt_add(e->st, SHM_CNT_DROP_CORRUPT, 1);
@@ -275,7 +276,7 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 		shm_stage__cnt_add(e->st, CAP_CNT_BPF_NO_USTACK, 1);
 	}
 
-	len = (uint32_t)sizeof(*s) + 8 * (nk + nu);
+	len = (uint32_t)sizeof(*s) + 8 * (nk + nu) + (uint32_t)sizeof(struct cpa_pyframe) * npy;
 	r = out_reserve(e, len + slen, CPA_REC_SAMPLE, (void **)&s);
 	if (r < 0 && slen) {
 		/* Nearly full: keep what unwinding cannot live without (kernel
@@ -333,6 +334,9 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	s->n_kstack = (uint16_t)nk;
 	s->n_ufp = (uint16_t)nu;
 	s->stack_len = slen;
+	s->py_minor = (uint8_t)(bs->py_ver & 0xff);
+	s->py_status = bs->py_ver ? (uint8_t)bs->py_status : 0;
+	s->n_py = (uint8_t)npy;
 	if (!off)
 		e->acct++;
 
@@ -344,7 +348,11 @@ static int emit_sample(struct cap_emit *e, const struct cpa_bpf_sample *bs, size
 	if (slen) {
 		memcpy(p, bs->stack, slen);
 		shm_stage__cnt_add(e->st, CAP_CNT_USTACK_BYTES, slen);
+		p += slen;
 	}
+	/* The Python frames follow the stack bytes the BPF record had, which
+	 * a degraded sample dropped: from there, not from p. */
+	memcpy(p, bs->stack + bs->stack_len, sizeof(struct cpa_pyframe) * npy);
 	out_maybe_commit(e);
 	return 0;
 }

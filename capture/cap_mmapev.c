@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "cap_mmapev.h"
+#include "cap_python.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -81,6 +82,7 @@ struct cap_mmapev {
 	struct mmapev_rec *recs;
 	uint32_t n_recs, cap_recs;
 	uint64_t lost;
+	struct cap_python *py;
 };
 
 static int rec_cmp(const void *a, const void *b)
@@ -258,6 +260,8 @@ static int handle(struct cap_mmapev *m, const uint8_t *rec, uint64_t time)
 			ev.ino = e->ino;
 		}
 		ev.path_len = (uint16_t)MIN(strnlen(e->filename, max), (size_t)UINT16_MAX);
+		if (m->py && ev.path_len < max)
+			cap_python__map_event(m->py, &ev, e->filename);
 		return cap_emit__map(m->emit, &ev, e->filename);
 	}
 	case PERF_RECORD_COMM: {
@@ -269,6 +273,7 @@ static int handle(struct cap_mmapev *m, const uint8_t *rec, uint64_t time)
 		ev.kind = CPA_MAP_EXEC;
 		ev.pid = e->pid;
 		ev.tid = e->tid;
+		cap_python__map_event(m->py, &ev, "");
 		return cap_emit__map(m->emit, &ev, "");
 	}
 	case PERF_RECORD_FORK: {
@@ -282,6 +287,7 @@ static int handle(struct cap_mmapev *m, const uint8_t *rec, uint64_t time)
 		ev.pid = e->pid;
 		ev.tid = e->tid;
 		ev.ppid = e->ppid;
+		cap_python__map_event(m->py, &ev, "");
 		return cap_emit__map(m->emit, &ev, "");
 	}
 	case PERF_RECORD_LOST: {
@@ -323,6 +329,12 @@ int cap_mmapev__drain(struct cap_mmapev *m)
 uint64_t cap_mmapev__lost(const struct cap_mmapev *m)
 {
 	return m->lost;
+}
+
+void cap_mmapev__set_python(struct cap_mmapev *m, struct cap_python *py)
+{
+	if (m)
+		m->py = py;
 }
 
 void cap_mmapev__free(struct cap_mmapev *m)

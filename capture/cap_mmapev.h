@@ -26,6 +26,9 @@ int cap_mmapev__open(const unsigned int *cpus, unsigned int n, uint32_t target_t
 int cap_mmapev__drain(struct cap_mmapev *m);
 /* Records the kernel dropped (PERF_RECORD_LOST) so far. */
 uint64_t cap_mmapev__lost(const struct cap_mmapev *m);
+/* Tell py (NULL: nobody) of each mapping event before it is emitted. */
+struct cap_python;
+void cap_mmapev__set_python(struct cap_mmapev *m, struct cap_python *py);
 void cap_mmapev__free(struct cap_mmapev *m);
 
 #endif /* CPA_CAPTURE_CAP_MMAPEV_H */

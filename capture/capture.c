@@ -19,6 +19,7 @@
 #include "cap_bpf.h"
 #include "cap_emit.h"
 #include "cap_mmapev.h"
+#include "cap_python.h"
 #include "cap_perf.h"
 #include "cap_policy.h"
 #include "cap_sched.h"
@@ -48,6 +49,7 @@ struct capture {
 	struct cap_bpf *bpf;		      /* the BPF backend ... */
 	struct cap_perf *perf;		      /* ... or the perf_event-only one */
 	struct cap_mmapev *mmapev;	      /* the mapping history (cap_mmapev.h) */
+	struct cap_python *python;	      /* Python processes for BPF (cap_python.h) */
 	struct cap_sched *sched;	      /* scheduler metrics (docs/metrics.md) */
 	struct cap_policy *policy;	      /* --policy: trigger policies (docs/metrics.md) */
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
@@ -199,6 +201,9 @@ static int backend_stats(struct capture *c, uint64_t ret[CPA_BPF_STAT_MAX])
 
 static void backend_free(struct capture *c)
 {
+	cap_mmapev__set_python(c->mmapev, NULL);
+	cap_python__free(c->python);
+	c->python = NULL;
 	cap_perf__free(c->perf);
 	cap_bpf__free(c->bpf);
 	c->perf = NULL;
@@ -594,6 +599,14 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 	r = cap_bpf__attach_probes(c->bpf);
 	if (r < 0)
 		return r;
+	/* Python frames: the mapping events find the new interpreters, a
+	 * scan the running ones (docs/capture.md, "Python"). */
+	if (!o->kernel_only && c->mmapev &&
+	    cap_python__new(cap_bpf__py_procs_fd(c->bpf), cap_bpf__py_slots_fd(c->bpf),
+			    cap_bpf__py_execs_fd(c->bpf), o->target_tgid, &c->python) >= 0) {
+		cap_mmapev__set_python(c->mmapev, c->python);
+		log_info("python: %d interpreters running", cap_python__scan(c->python));
+	}
 	down_mark(c);
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
 		if (c->cfg->probe_rate)
@@ -841,6 +854,8 @@ int capture__tick(void *obj, uint64_t now_ns)
 		c->poll_ms = cap_poll_next_ms(c->poll_ms, c->polled, now_ns - c->poll_last);
 		c->poll_last = now_ns;
 	}
+	if (cap_python__soon(c->python))
+		c->poll_ms = CAP_POLL_MIN_MS;
 	if (now_ns >= c->next_tick_ns) {
 		/* Follow wall clock steps within a second. */
 		cap_clock__update(&c->emit.clock);

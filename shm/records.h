@@ -110,6 +110,8 @@ _Static_assert(offsetof(struct cpa_user_regs, ip) == 16 * 8, "user regs: DWARF o
  *	uint64_t ufp[n_ufp];		user FP-chain return addresses, leaf first
  *					(ufp[0] is regs.ip when regs are valid)
  *	uint8_t  stack[stack_len];	user stack bytes copied from stack_sp up
+ *	struct cpa_pyframe py[n_py];	a Python process's interpreter frames,
+ *					leaf first (docs/unwinding.md, "Python")
  */
 struct cpa_sample {
 	uint64_t seq;
@@ -130,9 +132,38 @@ struct cpa_sample {
 	uint32_t stack_len;
 	uint32_t probe_id;
 	uint8_t offcpu_state; /* off-CPU: 'R', 'S' or 'D' (state it blocked in); else 0 */
-	uint8_t _pad0[3];
+	uint8_t py_minor;     /* 3.<py_minor> interpreter in the process, 0 = not Python */
+	uint8_t py_status;    /* enum cpa_py_status, 0 when py_minor is */
+	uint8_t n_py;	      /* struct cpa_pyframe after the stack bytes */
 };
 _Static_assert(sizeof(struct cpa_sample) == 240, "cpa_sample layout");
+
+/*
+ * Python frames (capture -> unwindd -> symd): the sampled thread's CPython
+ * frame chain as BPF read it, leaf first. symd names them from the code
+ * object (/proc/PID/mem) and puts each group (one evaluation: up to and with
+ * a frame flagged CPA_PY_ENTRY) in place of one _PyEval_EvalFrameDefault.
+ */
+#define CPA_MAX_PYFRAMES 64
+#define CPA_PY_ENTRY	 1ull /* bit 0 of code: the outermost frame of its evaluation */
+
+struct cpa_pyframe {
+	uint64_t code;	/* PyCodeObject * | CPA_PY_ENTRY */
+	uint32_t instr; /* 3.11+: prev_instr (3.13: instr_ptr) - code, bytes; 3.10: f_lasti */
+	uint32_t check; /* the code object's co_check word at sample time (bpf/profile.h) */
+};
+_Static_assert(sizeof(struct cpa_pyframe) == 16, "cpa_pyframe layout");
+
+/* Same values as enum cpa_bpf_py_status. */
+enum cpa_py_status {
+	CPA_PY_OK = 1,	    /* the whole chain */
+	CPA_PY_TRUNC,	    /* CPA_MAX_PYFRAMES frames, more beyond */
+	CPA_PY_NO_TSTATE,   /* the thread has no Python thread state */
+	CPA_PY_READ_FAIL,   /* the interpreter's memory could not be read */
+	CPA_PY_NOSYM,	    /* the interpreter has no _PyRuntime symbol */
+	CPA_PY_UNSUPPORTED, /* a CPython version without an offsets table */
+	CPA_PY_STATUS_MAX,
+};
 
 enum cpa_task_event_kind {
 	CPA_TASK_EXEC = 1,
@@ -309,6 +340,7 @@ enum cpa_unwind_stop {
  * CPA_REC_FRAMES, then:
  *	uint64_t kpc[n_kframes];		kernel addresses, leaf first
  *	struct cpa_uframe uframes[n_uframes];	leaf first
+ *	struct cpa_pyframe py[n_py];		as the sample's (cpa_sample)
  */
 struct cpa_frames {
 	uint64_t seq;
@@ -326,9 +358,11 @@ struct cpa_frames {
 	uint16_t n_uframes;
 	uint16_t stop_reason; /* enum cpa_unwind_stop */
 	uint8_t offcpu_state; /* as cpa_sample.offcpu_state */
-	uint8_t _pad0;
+	uint8_t py_minor;     /* as cpa_sample's */
 	uint32_t probe_id;
-	uint32_t _pad1;
+	uint8_t py_status; /* as cpa_sample's */
+	uint8_t n_py;
+	uint16_t _pad1;
 };
 _Static_assert(sizeof(struct cpa_frames) == 96, "cpa_frames layout");
 
@@ -343,6 +377,7 @@ enum cpa_frame_flag {
 	CPA_FF_MARKER = 1u << 1, /* synthetic: [lost: ...], [unwind stopped: ...] */
 	CPA_FF_INLINE = 1u << 2,
 	CPA_FF_UNSYMBOLIZED = 1u << 3, /* name is 0x<offset> [binary] */
+	CPA_FF_PYTHON = 1u << 4, /* a Python function: "qualname (file:line)", offset = line */
 };
 
 /* CPA_REC_FRAME */
@@ -466,18 +501,22 @@ _Static_assert(sizeof(struct cpa_metrics_ent) == 400, "cpa_metrics_ent layout");
 /* Size checks for readers: the declared counts fit in len bytes. */
 static inline int cpa_rec_sample_ok(const struct cpa_sample *s, uint32_t len)
 {
-	uint64_t need = sizeof(*s) + 8ull * s->n_kstack + 8ull * s->n_ufp + s->stack_len;
+	uint64_t need = sizeof(*s) + 8ull * s->n_kstack + 8ull * s->n_ufp + s->stack_len +
+			sizeof(struct cpa_pyframe) * s->n_py;
 
 	return len >= sizeof(*s) && need <= len && s->n_kstack <= CPA_MAX_KSTACK &&
-	       s->n_ufp <= CPA_MAX_UFRAMES && s->stack_len <= CPA_MAX_STACK_COPY;
+	       s->n_ufp <= CPA_MAX_UFRAMES && s->stack_len <= CPA_MAX_STACK_COPY &&
+	       s->n_py <= CPA_MAX_PYFRAMES;
 }
 
 static inline int cpa_rec_frames_ok(const struct cpa_frames *f, uint32_t len)
 {
-	uint64_t need = sizeof(*f) + 8ull * f->n_kframes + sizeof(struct cpa_uframe) * f->n_uframes;
+	uint64_t need = sizeof(*f) + 8ull * f->n_kframes +
+			sizeof(struct cpa_uframe) * f->n_uframes +
+			sizeof(struct cpa_pyframe) * f->n_py;
 
 	return len >= sizeof(*f) && need <= len && f->n_kframes <= CPA_MAX_KSTACK &&
-	       f->n_uframes <= CPA_MAX_UWALK + 1;
+	       f->n_uframes <= CPA_MAX_UWALK + 1 && f->n_py <= CPA_MAX_PYFRAMES;
 }
 
 static inline int cpa_rec_module_ok(const struct cpa_module_def *m, uint32_t len)

@@ -45,6 +45,7 @@
 #include "ksyms.h"
 #include "names.h"
 #include "procinfo.h"
+#include "pysym.h"
 #include "shm/counters.h"
 #include "shm/dedup.h"
 #include "shm/fault.h"
@@ -67,6 +68,9 @@
 #define SYMD_PCC_BITS	    16	       /* at most 64 Ki slots (2 MiB) */
 #define SYMD_PCC_MIN_BITS   10	       /* from 1 Ki slots (32 KiB) */
 #define SYMD_PCC_KERNEL	    UINT32_MAX /* module key of kernel pcs */
+/* frame_user()'s flag (not a frame flag): the symbol is CPython's evaluation
+ * loop, whose frames a Python sample's frames replace. */
+#define SYMD_FF_PYEVAL 0x8000u
 
 /* A module as unwindd defined it (unwindd's id space). */
 struct umod {
@@ -204,6 +208,11 @@ struct symd {
 
 	uint32_t ids[SYMD_MAX_STACK + 2];
 	char name[SYMD_FRAME_NAME_MAX];
+
+	/* Python frames (pysym.h, docs/unwinding.md "Python") */
+	struct pysym *py;
+	uint32_t pyev[CPA_MAX_UWALK + 1];    /* ids[] indexes of evaluation frames */
+	uint32_t merged[SYMD_MAX_STACK + 2]; /* the stack with them replaced */
 };
 
 static inline void cnt(struct symd *s, unsigned int idx, uint64_t n)
@@ -1007,7 +1016,7 @@ static int frame_user(struct symd *s, const struct cpa_frames *f, const struct c
 
 		sym = user_symbol(s, f, uf, m, &off, &fde);
 		if (sym) {
-			*ret_flags = 0;
+			*ret_flags = strcmp(sym, "_PyEval_EvalFrameDefault") ? 0 : SYMD_FF_PYEVAL;
 			if (s->flags & CPA_CFG_FULL_PATH)
 				n = snprintf(s->name, sizeof(s->name), "%s [%s]", sym, path);
 			else
@@ -1186,12 +1195,105 @@ static void pcc_prefetch(struct symd *s, const struct cpa_frames *f, const uint6
 	}
 }
 
+/* The root marker of a Python sample whose frames are missing, by cause. */
+static const char *py_marker(const struct cpa_frames *f, uint32_t groups, uint32_t nev, int err)
+{
+	switch (f->py_status) {
+	case CPA_PY_NOSYM:
+		return "[python: no _PyRuntime symbol]";
+	case CPA_PY_UNSUPPORTED:
+		return "[python: version without offsets]";
+	case CPA_PY_READ_FAIL:
+		return "[python: frames unreadable]";
+	case CPA_PY_TRUNC:
+		return "[python: depth limit]";
+	default:
+		break;
+	}
+	if (groups > nev)
+		return "[python: frames without evaluation loop]";
+	if (err == -ESRCH)
+		return "[python: process gone before naming]";
+	if (err)
+		return "[python: code object freed]";
+	return NULL;
+}
+
+/*
+ * A Python sample: each group of its Python frames (one evaluation, leaf
+ * first, ending at a CPA_PY_ENTRY frame) takes the place of one
+ * _PyEval_EvalFrameDefault frame of the native stack, leaf first
+ * (s->pyev[nev]: their ids[] indexes). A group none of whose frames could be
+ * named leaves its native frame. s->ids[0..*n) is rewritten; one root marker
+ * says why Python frames are missing, if they are.
+ */
+static int py_merge(struct symd *s, const struct cpa_frames *f, const struct cpa_pyframe *pyf,
+		    uint32_t nev, uint32_t *n)
+{
+	uint32_t m = 0, g = 0, i, j = 0, groups = 0, line;
+	const char *marker;
+	int r, len, err = 0;
+
+	for (i = 0; i < f->n_py; i++)
+		if ((pyf[i].code & CPA_PY_ENTRY) || i + 1 == f->n_py)
+			groups++;
+	for (i = 0; i < *n; i++) {
+		bool named = false;
+
+		if (g >= nev || i != s->pyev[g] || j >= f->n_py) {
+			if (m >= SYMD_MAX_STACK - 2)
+				return 0; /* no room: the native stack as it is */
+			s->merged[m++] = s->ids[i];
+			continue;
+		}
+		g++;
+		for (; j < f->n_py; j++) {
+			struct cpa_pyframe pf;
+			bool entry;
+
+			memcpy(&pf, &pyf[j], sizeof(pf));
+			entry = pf.code & CPA_PY_ENTRY;
+			len = pysym__name(s->py, f->pid, f->py_minor, pf.code & ~CPA_PY_ENTRY,
+					  pf.instr, pf.check, s->name, sizeof(s->name), &line);
+			if (len >= 0 && m < SYMD_MAX_STACK - 2) {
+				r = frame_id(s, 0, s->name, (size_t)len, CPA_FF_PYTHON, line,
+					     &s->merged[m]);
+				if (r < 0)
+					return r;
+				m++;
+				named = true;
+			} else if (len < 0) {
+				err = len;
+			}
+			if (entry) {
+				j++;
+				break;
+			}
+		}
+		if (!named) {
+			if (m >= SYMD_MAX_STACK - 2)
+				return 0;
+			s->merged[m++] = s->ids[i];
+		}
+	}
+	marker = py_marker(f, groups, nev, err);
+	if (marker) {
+		r = marker_id(s, marker, &s->merged[m]);
+		if (r < 0)
+			return r;
+		m++;
+	}
+	memcpy(s->ids, s->merged, m * sizeof(s->ids[0]));
+	*n = m;
+	return 0;
+}
+
 static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t *body)
 {
 	const uint64_t *kpc = (const uint64_t *)body;
 	const struct cpa_uframe *uf = (const struct cpa_uframe *)(kpc + f->n_kframes);
 	struct cpa_sample_out o = {0};
-	uint32_t n = 0, nk, i;
+	uint32_t n = 0, nk, i, nev = 0;
 	const char *marker = NULL;
 	int r;
 
@@ -1242,6 +1344,8 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 			s->ids[n] = e->fid;
 			ff = e->fflags;
 		}
+		if (ff & SYMD_FF_PYEVAL)
+			s->pyev[nev++] = n;
 		n++;
 		if (!(s->flags & CPA_CFG_DISABLE_SYM)) {
 			s->acc_lookups++;
@@ -1262,6 +1366,18 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 		marker = "[user mode]";
 	if (marker) {
 		r = marker_id(s, marker, &s->ids[n]);
+		if (r < 0)
+			return r;
+		n++;
+	}
+	if (f->py_minor && !(s->flags & CPA_CFG_DISABLE_SYM)) {
+		r = py_merge(s, f, (const struct cpa_pyframe *)(uf + f->n_uframes), nev, &n);
+		if (r < 0)
+			return r;
+	} else if (nev && n < SYMD_MAX_STACK) {
+		/* CPython's evaluation loop in a process capture had not (yet)
+		 * found an interpreter in (docs/unwinding.md, "Python"). */
+		r = marker_id(s, "[python: interpreter not found]", &s->ids[n]);
 		if (r < 0)
 			return r;
 		n++;
@@ -1469,8 +1585,10 @@ static void on_task(struct symd *s, const struct shm_msg *m)
 		return;
 	/* exec replaces the image (new environment, new JIT); capture sends
 	 * EXIT once per process, from its last thread, whatever its tid. */
-	if (t.kind == CPA_TASK_EXEC || t.kind == CPA_TASK_EXIT)
+	if (t.kind == CPA_TASK_EXEC || t.kind == CPA_TASK_EXIT) {
 		pids__drop(s, t.pid);
+		pysym__drop_pid(s->py, t.pid);
+	}
 }
 
 static void on_loss(struct symd *s, const struct shm_msg *m)
@@ -1776,6 +1894,10 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 		;
 	s->pcc_bits = MIN(SYMD_PCC_MIN_BITS, s->pcc_max_bits);
 	s->pcc = calloc(1u << s->pcc_bits, sizeof(*s->pcc));
+	if (s->pcc && pysym__new(proc_dir(s), &s->py) < 0) {
+		free(s->pcc);
+		s->pcc = NULL;
+	}
 	s->pcc_gen = 1;
 	if (!s->pids || !s->pcc) {
 		r = -ENOMEM;
@@ -1842,6 +1964,7 @@ void symd__free(void *obj)
 		pids__clear(s);
 	free(s->pids);
 	free(s->pcc);
+	pysym__free(s->py);
 	umods__clear(s);
 	dfetch__free(s->df);
 	bincache__free(s->bins);

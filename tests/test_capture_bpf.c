@@ -245,8 +245,12 @@ static void consume(struct cap_run *cr, struct seen *s, pid_t pid, pid_t other)
 				const struct cpa_sample *x = m[i].data;
 
 				ck_assert(cpa_rec_sample_ok(x, m[i].len));
-				ck_assert_uint_eq(m[i].len, sizeof(*x) + 8u * x->n_kstack +
-								    8u * x->n_ufp + x->stack_len);
+				/* a Python process's frames after the stack bytes */
+				ck_assert_uint_eq(m[i].len,
+						  sizeof(*x) + 8u * x->n_kstack + 8u * x->n_ufp +
+							  x->stack_len +
+							  sizeof(struct cpa_pyframe) * x->n_py);
+				ck_assert(x->n_py == 0 || x->py_minor);
 				s->samples++;
 				if (x->flags & CPA_SF_DEGRADED) {
 					ck_assert_uint_eq(x->stack_len, 0);

@@ -51,57 +51,46 @@ static bool is_bottom(const char *f)
 	return false;
 }
 
-/* Lines "comm:pid;root;...;leaf COUNT" of pid. */
+/* One folded line of the program (folded_each()): stack from its root frame. */
+static void go_line(void *ctx, char *stack, long c)
+{
+	struct go_stats *st = ctx;
+	char *semi = stack - 1, *sp = stack + strlen(stack), *leaf;
+	int i;
+
+	st->samples += c;
+	if (strstr(semi, ";main.burn;") || strstr(semi, ";main.burn") == sp - 10)
+		st->hot += c;
+	if (!strncmp(semi + 1, "<# ", 3)) {
+		if (st->marked < 5 * c)
+			fprintf(stderr, "  marked: %.300s\n", semi + 1);
+		st->marked += c;
+	} else {
+		char *root = strndup(semi + 1, strcspn(semi + 1, ";"));
+
+		if (is_bottom(root))
+			st->bottom += c;
+		else if (st->samples - st->bottom - st->marked <= 5 * c)
+			fprintf(stderr, "  not at a bottom: %.300s\n", semi + 1);
+		free(root);
+	}
+	/* the leaf: the last user frame (kernel frames end in _[k]) */
+	leaf = NULL;
+	for (char *tok = strtok(semi + 1, ";"); tok; tok = strtok(NULL, ";"))
+		if (!strstr(tok, "_[k]"))
+			leaf = tok;
+	for (i = 0; leaf && i < st->n_leaf && strcmp(st->leaf[i], leaf); i++)
+		;
+	if (leaf && i == st->n_leaf && i < 64)
+		snprintf(st->leaf[st->n_leaf++], sizeof(st->leaf[0]), "%s", leaf);
+	if (leaf && i < 64)
+		st->leaf_n[i] += c;
+}
+
 static void go_stats_of(const char *prof, pid_t pid, struct go_stats *st)
 {
-	char label[32];
-	const char *line = prof;
-
 	memset(st, 0, sizeof(*st));
-	snprintf(label, sizeof(label), ":%d;", pid);
-	while (line && *line) {
-		const char *eol = strchr(line, '\n');
-		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
-		char *sp = strrchr(l, ' '), *semi = strchr(l, ';'), *at = strstr(l, label), *leaf;
-		long c;
-		int i;
-
-		line = eol ? eol + 1 : NULL;
-		if (!sp || !semi || !at || at > semi) {
-			free(l);
-			continue;
-		}
-		c = strtol(sp + 1, NULL, 10);
-		*sp = 0;
-		st->samples += c;
-		if (strstr(semi, ";main.burn;") || strstr(semi, ";main.burn") == sp - 10)
-			st->hot += c;
-		if (!strncmp(semi + 1, "<# ", 3)) {
-			if (st->marked < 5 * c)
-				fprintf(stderr, "  marked: %.300s\n", semi + 1);
-			st->marked += c;
-		} else {
-			char *root = strndup(semi + 1, strcspn(semi + 1, ";"));
-
-			if (is_bottom(root))
-				st->bottom += c;
-			else if (st->samples - st->bottom - st->marked <= 5 * c)
-				fprintf(stderr, "  not at a bottom: %.300s\n", semi + 1);
-			free(root);
-		}
-		/* the leaf: the last user frame (kernel frames end in _[k]) */
-		leaf = NULL;
-		for (char *tok = strtok(semi + 1, ";"); tok; tok = strtok(NULL, ";"))
-			if (!strstr(tok, "_[k]"))
-				leaf = tok;
-		for (i = 0; leaf && i < st->n_leaf && strcmp(st->leaf[i], leaf); i++)
-			;
-		if (leaf && i == st->n_leaf && i < 64)
-			snprintf(st->leaf[st->n_leaf++], sizeof(st->leaf[0]), "%s", leaf);
-		if (leaf && i < 64)
-			st->leaf_n[i] += c;
-		free(l);
-	}
+	folded_each(prof, pid, go_line, st);
 }
 
 static pid_t run_go(const char *exe, int secs)
@@ -138,10 +127,9 @@ static void print_top(const char *name, const struct go_stats *st)
 
 START_TEST(test_go_programs)
 {
-	char cpa[4200], store[4200], log[4200], prof[4200], *out, *text;
+	char cpa[4200], store[4200], log[4200], prof[4200], *text;
 	char *margv[] = {cpa, "monitor", "--store_dir", store, "-F", "99", NULL};
 	const char *names[] = {"burn", "burn_s"};
-	int h0, m0, s0, ms0, h1, m1, s1, ms1, rc;
 	pid_t mon, pids[2];
 
 	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
@@ -155,23 +143,7 @@ START_TEST(test_go_programs)
 	sleep(1);
 	kill(mon, SIGINT);
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-	out = test_cmd_out(&rc, "'%s' show --read '%s' --show_range", cpa, store);
-	ck_assert_int_eq(rc, 0);
-	ck_assert_msg(sscanf(out, "Record Time From [ %d:%d:%d.%d ] to [ %d:%d:%d.%d ]", &h0, &m0,
-			     &s0, &ms0, &h1, &m1, &s1, &ms1) == 8,
-		      "show_range: %s", out);
-	free(out);
-	{
-		long span = (h1 * 3600L + m1 * 60 + s1) - (h0 * 3600L + m0 * 60 + s0) + 1;
-
-		out = test_cmd_out(&rc,
-				   "'%s' show --read '%s' -B %02d:%02d:%02d --output_num %ld -o "
-				   "'%s' --no_env",
-				   cpa, store, h0, m0, s0, span > 0 ? span : span + 86400, prof);
-		ck_assert_msg(rc == 0, "cpa show: %s", out);
-		free(out);
-	}
-	text = test_slurp(prof, NULL);
+	text = show_store_folded(cpa, store, prof);
 	for (int i = 0; i < 2; i++) {
 		struct go_stats st;
 
@@ -241,12 +213,6 @@ int main(void)
 		fprintf(stderr, "go build failed (%d)\n", r);
 		return 1;
 	}
-	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_go_programs);
-	suite_add_tcase(s, tc);
-	r = test_run_suite(s);
-	snprintf(src, sizeof(src), "rm -rf '%s'", dir);
-	if (system(src) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-	return r;
+	return suite_run_rm_dir(s, tc, dir);
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "test_proc.h"
+#include "test_util.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -168,4 +169,60 @@ void test_need_root_bpf(char *bin_dir, size_t len)
 	}
 	ck_assert_msg(b != NULL, "CPA_BUILD_DIR not set");
 	snprintf(bin_dir, len, "%s/bin", b);
+}
+
+char *show_store_folded(const char *cpa, const char *store, const char *prof)
+{
+	int h0, m0, s0, ms0, h1, m1, s1, ms1, rc;
+	char *out = test_cmd_out(&rc, "'%s' show --read '%s' --show_range", cpa, store);
+	long span;
+
+	ck_assert_int_eq(rc, 0);
+	ck_assert_msg(sscanf(out, "Record Time From [ %d:%d:%d.%d ] to [ %d:%d:%d.%d ]", &h0, &m0,
+			     &s0, &ms0, &h1, &m1, &s1, &ms1) == 8,
+		      "show_range: %s", out);
+	free(out);
+	span = (h1 * 3600L + m1 * 60 + s1) - (h0 * 3600L + m0 * 60 + s0) + 1;
+	out = test_cmd_out(&rc,
+			   "'%s' show --read '%s' -B %02d:%02d:%02d --output_num %ld -o '%s' "
+			   "--no_env",
+			   cpa, store, h0, m0, s0, span > 0 ? span : span + 86400, prof);
+	ck_assert_msg(rc == 0, "cpa show: %s", out);
+	free(out);
+	return test_slurp(prof, NULL);
+}
+
+void folded_each(const char *folded, pid_t pid, void (*fn)(void *ctx, char *stack, long count),
+		 void *ctx)
+{
+	const char *line = folded;
+	char label[32];
+
+	snprintf(label, sizeof(label), ":%d;", pid);
+	while (line && *line) {
+		const char *eol = strchr(line, '\n');
+		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
+		char *sp = strrchr(l, ' '), *semi = strchr(l, ';'), *at = strstr(l, label);
+
+		line = eol ? eol + 1 : NULL;
+		if (sp && semi && at && at < semi) {
+			*sp = 0;
+			fn(ctx, semi + 1, strtol(sp + 1, NULL, 10));
+		}
+		free(l);
+	}
+}
+
+int suite_run_rm_dir(Suite *s, TCase *tc, const char *dir)
+{
+	char cmd[4200];
+	int r;
+
+	tcase_set_timeout(tc, 240);
+	suite_add_tcase(s, tc);
+	r = test_run_suite(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	return r;
 }

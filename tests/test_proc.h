@@ -6,6 +6,7 @@
 #ifndef CPA_TEST_PROC_H
 #define CPA_TEST_PROC_H
 
+#include <check.h>
 #include <stddef.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -35,6 +36,17 @@ pid_t spawn_monitor(char *const argv[], const char *log, int timeout_s);
 /* Wait until the log of a `cpa monitor` says "all stages running"; the test
  * fails on an ERROR line or after timeout_s. */
 void wait_monitor_up(const char *log, int timeout_s);
+/* A finished monitor's whole store as folded text (malloc'd): `cpa show
+ * --show_range`, then `cpa show -o prof --no_env` over that range. The test
+ * fails if either does. */
+char *show_store_folded(const char *cpa, const char *store, const char *prof);
+/* fn(ctx, stack, count) for each line "comm:pid;root;...;leaf COUNT" of pid in
+ * folded text: stack from the root frame on, NUL-terminated before COUNT. */
+void folded_each(const char *folded, pid_t pid, void (*fn)(void *ctx, char *stack, long count),
+		 void *ctx);
+/* Run suite s with tc (its tests added; 240 s), then remove the test's
+ * directory dir (rm -rf); test_run_suite()'s result. */
+int suite_run_rm_dir(Suite *s, TCase *tc, const char *dir);
 /* Exit 77 unless root with kernel BTF; bin_dir = $CPA_BUILD_DIR/bin. */
 void test_need_root_bpf(char *bin_dir, size_t len);
 

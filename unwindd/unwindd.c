@@ -889,7 +889,9 @@ static void handle_sample(struct unwindd *u, const struct shm_msg *msg)
 		}
 	}
 
-	len = (uint32_t)(sizeof(*f) + 8u * s->n_kstack + sizeof(struct cpa_uframe) * n_u);
+	/* The Python frames go on as they came, for symd (docs/unwinding.md, "Python"). */
+	len = (uint32_t)(sizeof(*f) + 8u * s->n_kstack + sizeof(struct cpa_uframe) * n_u +
+			 sizeof(struct cpa_pyframe) * s->n_py);
 	if (emit(u, CPA_REC_FRAMES, len, (void **)&f) < 0) {
 		drop_sample(u, s, SHM_CNT_DROP_RING_FULL);
 		return;
@@ -914,6 +916,11 @@ static void handle_sample(struct unwindd *u, const struct shm_msg *msg)
 	o = (uint8_t *)(f + 1);
 	memcpy(o, v.kstack, 8u * s->n_kstack);
 	memcpy(o + 8u * s->n_kstack, u->uf, sizeof(struct cpa_uframe) * n_u);
+	f->py_minor = s->py_minor;
+	f->py_status = s->py_status;
+	f->n_py = s->n_py;
+	memcpy(o + 8u * s->n_kstack + sizeof(struct cpa_uframe) * n_u, v.stack + s->stack_len,
+	       sizeof(struct cpa_pyframe) * s->n_py);
 
 	cnt(u, UNW_CNT_FRAMES, n_u);
 	count_stop(u, stop);

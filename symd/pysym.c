@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+#include "pysym.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/hash.h"
+#include "common/macro.h"
+
+/* PyCodeObject and str layouts per minor version (x86-64; the versions'
+ * headers, as capture's offsets table: capture/cap_python.c). */
+struct py_layout {
+	unsigned int minor;
+	uint16_t co_filename, co_name, co_qualname, co_firstlineno, co_linetable, co_code;
+	uint16_t ascii_size, compact_size; /* sizeof(PyASCIIObject), PyCompactUnicodeObject */
+};
+
+static const struct py_layout layouts[] = {
+	{10, 104, 112, 112, 40, 120, 0, 48, 72}, /* no co_qualname: co_name */
+	{11, 112, 120, 128, 72, 136, 184, 48, 72},
+	{12, 112, 120, 128, 68, 136, 192, 40, 56},
+	{13, 112, 120, 128, 68, 136, 200, 40, 56},
+};
+
+struct pycode {
+	uint32_t pid; /* 0: free */
+	uint32_t firstlineno;
+	uint32_t check; /* the co_check word (bpf/profile.h) */
+	uint64_t code;
+	char *qualname;
+	char *filename;
+	uint8_t *linetab;
+	size_t linetab_len;
+};
+
+struct pysym {
+	char proc[64];
+	struct pycode slots[PYSYM_SLOTS];
+	uint32_t mem_pid;
+	int mem_fd;
+};
+
+int pysym__new(const char *proc, struct pysym **ret)
+{
+	struct pysym *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	snprintf(p->proc, sizeof(p->proc), "%s", proc ? proc : "/proc");
+	p->mem_fd = -1;
+	*ret = p;
+	return 0;
+}
+
+static void code_clear(struct pycode *c)
+{
+	free(c->qualname);
+	free(c->filename);
+	free(c->linetab);
+	memset(c, 0, sizeof(*c));
+}
+
+void pysym__drop_pid(struct pysym *p, uint32_t pid)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < PYSYM_SLOTS; i++)
+		if (p->slots[i].pid == pid)
+			code_clear(&p->slots[i]);
+	if (p->mem_pid == pid && p->mem_fd >= 0) {
+		close(p->mem_fd);
+		p->mem_fd = -1;
+		p->mem_pid = 0;
+	}
+}
+
+void pysym__free(struct pysym *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < PYSYM_SLOTS; i++)
+		code_clear(&p->slots[i]);
+	if (p->mem_fd >= 0)
+		close(p->mem_fd);
+	free(p);
+}
+
+static int mem_read(struct pysym *p, uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	char path[96];
+	ssize_t n;
+
+	if (p->mem_pid != pid || p->mem_fd < 0) {
+		if (p->mem_fd >= 0)
+			close(p->mem_fd);
+		snprintf(path, sizeof(path), "%s/%u/mem", p->proc, pid);
+		p->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+		p->mem_pid = pid;
+		if (p->mem_fd < 0)
+			return -ESRCH;
+	}
+	if (!addr || addr >= (1ull << 47))
+		return -EINVAL;
+	n = pread(p->mem_fd, buf, len, (off_t)addr);
+	return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
+static int read_ptr(struct pysym *p, uint32_t pid, uint64_t addr, uint64_t *ret)
+{
+	return mem_read(p, pid, addr, ret, sizeof(*ret));
+}
+
+/* A str object as UTF-8 (compact strings: every str a code object holds). */
+static char *read_str(struct pysym *p, uint32_t pid, const struct py_layout *l, uint64_t obj)
+{
+	uint8_t hdr[48], raw[PYSYM_MAX_STR * 4];
+	uint64_t len;
+	uint32_t state, kind, i;
+	char *out;
+	size_t o = 0;
+
+	if (mem_read(p, pid, obj, hdr, sizeof(hdr)) < 0)
+		return NULL;
+	memcpy(&len, hdr + 16, 8);
+	memcpy(&state, hdr + 32, 4);
+	kind = (state >> 2) & 7;
+	if (!(state & (1u << 5)) || (kind != 1 && kind != 2 && kind != 4))
+		return NULL; /* not compact */
+	len = MIN(len, (uint64_t)PYSYM_MAX_STR);
+	if (mem_read(p, pid, obj + ((state & (1u << 6)) ? l->ascii_size : l->compact_size), raw,
+		     len * kind) < 0)
+		return NULL;
+	out = malloc(len * 4 + 1);
+	if (!out)
+		return NULL;
+	for (i = 0; i < len; i++) {
+		uint32_t c = kind == 1	 ? raw[i]
+			     : kind == 2 ? ((uint16_t *)raw)[i]
+					 : ((uint32_t *)raw)[i];
+
+		if (c < 0x80) {
+			out[o++] = (char)(c ? c : '?');
+		} else if (c < 0x800) {
+			out[o++] = (char)(0xc0 | c >> 6);
+			out[o++] = (char)(0x80 | (c & 0x3f));
+		} else if (c < 0x10000) {
+			out[o++] = (char)(0xe0 | c >> 12);
+			out[o++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			out[o++] = (char)(0x80 | (c & 0x3f));
+		} else {
+			out[o++] = (char)(0xf0 | c >> 18);
+			out[o++] = (char)(0x80 | ((c >> 12) & 0x3f));
+			out[o++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			out[o++] = (char)(0x80 | (c & 0x3f));
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* Is obj a code object: its type's tp_name is "code". */
+static bool is_code(struct pysym *p, uint32_t pid, uint64_t obj)
+{
+	uint64_t type, name;
+	char buf[8];
+
+	return read_ptr(p, pid, obj + 8, &type) == 0 && read_ptr(p, pid, type + 24, &name) == 0 &&
+	       mem_read(p, pid, name, buf, 5) == 0 && !memcmp(buf, "code", 5);
+}
+
+static int code_load(struct pysym *p, uint32_t pid, const struct py_layout *l, uint64_t code,
+		     struct pycode *c)
+{
+	uint8_t co[256];
+	uint64_t qn, fn, lt, lt_len, ck;
+	int32_t first;
+
+	if (!is_code(p, pid, code))
+		return p->mem_fd < 0 ? -ESRCH : -EINVAL;
+	if (mem_read(p, pid, code, co, sizeof(co)) < 0)
+		return -EINVAL;
+	memcpy(&qn, co + l->co_qualname, 8);
+	memcpy(&fn, co + l->co_filename, 8);
+	memcpy(&lt, co + l->co_linetable, 8);
+	memcpy(&first, co + l->co_firstlineno, 4);
+	memcpy(&ck, co + l->co_firstlineno, 8);
+	code_clear(c);
+	c->qualname = read_str(p, pid, l, qn);
+	c->filename = read_str(p, pid, l, fn);
+	if (!c->qualname || !c->filename) {
+		code_clear(c);
+		return -EINVAL;
+	}
+	c->firstlineno = first > 0 ? (uint32_t)first : 0;
+	c->check = (uint32_t)(ck ^ (ck >> 32));
+	/* bytes: ob_size at 16, the bytes at 32 */
+	if (read_ptr(p, pid, lt + 16, &lt_len) == 0 && lt_len <= PYSYM_MAX_LINETAB &&
+	    (c->linetab = malloc(lt_len ? lt_len : 1)) &&
+	    mem_read(p, pid, lt + 32, c->linetab, lt_len) == 0)
+		c->linetab_len = lt_len;
+	c->pid = pid;
+	c->code = code;
+	return 0;
+}
+
+static uint32_t varint(const uint8_t *t, size_t n, size_t *i)
+{
+	uint32_t v = 0, shift = 0;
+	uint8_t b;
+
+	do {
+		if (*i >= n || shift > 28)
+			return v;
+		b = t[(*i)++];
+		v |= (uint32_t)(b & 63) << shift;
+		shift += 6;
+	} while (b & 64);
+	return v;
+}
+
+static int32_t svarint(const uint8_t *t, size_t n, size_t *i)
+{
+	uint32_t u = varint(t, n, i);
+
+	return (u & 1) ? -(int32_t)(u >> 1) : (int32_t)(u >> 1);
+}
+
+uint32_t pysym__line(unsigned int minor, const uint8_t *t, size_t n, uint32_t firstlineno,
+		     uint64_t unit)
+{
+	int64_t line = firstlineno;
+	uint64_t addr = 0;
+	size_t i = 0;
+
+	if (minor == 10) {
+		/* (start delta in bytes, line delta; -128: no line) pairs */
+		uint64_t byte = unit * 2;
+
+		for (; i + 1 < n; i += 2) {
+			int8_t ld = (int8_t)t[i + 1];
+			bool none = ld == -128;
+
+			if (!none)
+				line += ld;
+			if (byte < addr + t[i])
+				return none || line <= 0 ? 0 : (uint32_t)line;
+			addr += t[i];
+		}
+		return 0;
+	}
+	/* 3.11+: the location table (Objects/locations.md) */
+	while (i < n) {
+		uint8_t b = t[i++];
+		unsigned int code = (b >> 3) & 15, len = (b & 7) + 1;
+		bool none = false;
+
+		switch (code) {
+		case 15:
+			none = true;
+			break;
+		case 14:
+			line += svarint(t, n, &i);
+			varint(t, n, &i);
+			varint(t, n, &i);
+			varint(t, n, &i);
+			break;
+		case 13:
+			line += svarint(t, n, &i);
+			break;
+		case 10:
+		case 11:
+		case 12:
+			line += code - 10;
+			i += 2;
+			break;
+		default:
+			i += 1;
+			break;
+		}
+		if (unit < addr + len)
+			return none || line <= 0 ? 0 : (uint32_t)line;
+		addr += len;
+	}
+	return 0;
+}
+
+int pysym__name(struct pysym *p, uint32_t pid, unsigned int minor, uint64_t code, uint32_t instr,
+		uint32_t check, char *buf, size_t len, uint32_t *ret_line)
+{
+	const struct py_layout *l = NULL;
+	struct pycode *c;
+	uint64_t unit;
+	uint32_t line;
+	int r, n;
+
+	for (size_t i = 0; i < ARRAY_SIZE(layouts); i++)
+		if (layouts[i].minor == minor)
+			l = &layouts[i];
+	if (!l)
+		return -EINVAL;
+	c = &p->slots[hash64_fib(code ^ ((uint64_t)pid << 47) ^ pid) % PYSYM_SLOTS];
+	if (c->pid != pid || c->code != code) {
+		r = code_load(p, pid, l, code, c);
+		if (r < 0)
+			return r;
+	}
+	/* Another code object at the address since the sample: a read
+	 * again cannot tell what was there. */
+	if (c->check != check)
+		return -ESTALE;
+	if (minor == 10) {
+		int32_t lasti = (int32_t)instr;
+
+		unit = lasti > 0 ? (uint64_t)lasti : 0;
+	} else {
+		unit = instr > l->co_code && instr != UINT32_MAX ? (instr - l->co_code) / 2 : 0;
+	}
+	line = pysym__line(minor, c->linetab, c->linetab_len, c->firstlineno, unit);
+	*ret_line = line;
+	if (line)
+		n = snprintf(buf, len, "%s (%s:%u)", c->qualname, c->filename, line);
+	else
+		n = snprintf(buf, len, "%s (%s)", c->qualname, c->filename);
+	return n < 0 ? -EINVAL : (int)MIN((size_t)n, len - 1);
+}

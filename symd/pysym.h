@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Python frames' names (docs/unwinding.md, "Python"): a CPython code object
+ * read from /proc/PID/mem once per (process, code address), cached with
+ * its qualified name, file, first line and line table; the line of an
+ * instruction is decoded from the table (3.10's pairs, 3.11+'s location
+ * table). Names are "qualname (file:line)".
+ */
+#ifndef CPA_SYMD_PYSYM_H
+#define CPA_SYMD_PYSYM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PYSYM_SLOTS	  8192	      /* (pid, code) entries kept, direct-mapped */
+#define PYSYM_MAX_STR	  512	      /* longest name or file name read */
+#define PYSYM_MAX_LINETAB (64u << 10) /* longest line table read */
+
+struct pysym;
+
+/* proc: the /proc to read (tests: a fixture's). */
+int pysym__new(const char *proc, struct pysym **ret);
+void pysym__free(struct pysym *p);
+/* pid exited: its entries and its open mem file go. */
+void pysym__drop_pid(struct pysym *p, uint32_t pid);
+/*
+ * The name of pid's frame (code, instr) of CPython 3.minor into buf[len]
+ * ("qualname (file:line)"), *ret_line its line (0: none). Returns the name's
+ * length, or -errno: -ESRCH the process is gone, -EINVAL not a code object,
+ * -ESTALE another code object than the sample's (check, bpf/profile.h). instr:
+ * the frame's instruction as cpa_pyframe has it.
+ */
+int pysym__name(struct pysym *p, uint32_t pid, unsigned int minor, uint64_t code, uint32_t instr,
+		uint32_t check, char *buf, size_t len, uint32_t *ret_line);
+/* Line of the code unit at unit in a line table (3.minor), first line
+ * firstlineno; 0 when none. Exposed for tests. */
+uint32_t pysym__line(unsigned int minor, const uint8_t *tab, size_t n, uint32_t firstlineno,
+		     uint64_t unit);
+
+#endif /* CPA_SYMD_PYSYM_H */

@@ -1,0 +1,12 @@
+# Python (docs/unwinding.md, "Python"): test_python runs tests/workload/py_hot.py
+# under the real monitor with Debian's python3.11 (and pyenv's 3.11.7 when
+# there) and counts its samples: EXCLUSIVE. Root + BTF + python3.11, else 77.
+# test_pysym: symd's code object reader and line tables against the Pythons
+# the machine has (each version's own co_lines()); none, 77.
+cpa_add_test(NAME test_python SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 300 EXCLUSIVE)
+add_dependencies(test_python cpa capture unwindd symd storer)
+target_compile_definitions(test_python PRIVATE
+  PY_HOT_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_hot.py")
+cpa_add_test(NAME test_pysym SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pysym.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LIBS cpa_symd_core LABELS unit python TIMEOUT 60)

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Python under the real monitor (whole machine, cpa's defaults, no flag to
+ * python): tests/workload/py_hot.py spends its time in hot(), called as
+ * <module> -> main() -> a() -> b() -> hot(). Run by Debian's /usr/bin/python3.11
+ * (its interpreter in the executable) and, when there, pyenv's 3.11.7 (in
+ * libpython3.11.so), side by side for 30 s. Per interpreter:
+ *
+ *   - >= 95 % of its samples name hot() under b() under a(), with the
+ *     native frames below (Py_RunMain);
+ *   - the Python stack's fidelity is printed: samples whose Python frames
+ *     reach <module> with no Python root marker (docs/unwinding.md).
+ *
+ * Root + BTF + /usr/bin/python3.11, else 77.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "test_proc.h"
+#include "test_util.h"
+
+#define PY_DEBIAN "/usr/bin/python3.11"
+#define PY_PYENV  "/root/.pyenv/versions/3.11.7/bin/python3.11"
+#define PY_SECS	  "30"
+
+static char bin_dir[4096], cpa[4200];
+static char dir[] = "/tmp/cpa-python-XXXXXX";
+
+struct py_stats {
+	long samples, hot, native_below, complete, marked;
+};
+
+/* One folded line of the interpreter (folded_each()): stack from its root. */
+static void py_line(void *ctx, char *stack, long c)
+{
+	struct py_stats *st = ctx;
+	char *a = strstr(stack, ";a ("), *b = a ? strstr(a, ";b (") : NULL;
+	char *h = b ? strstr(b, ";hot (") : NULL, *rm = strstr(stack, ";Py_RunMain;");
+
+	st->samples += c;
+	if (h) {
+		st->hot += c;
+		if (rm && rm < a)
+			st->native_below += c;
+	} else if (st->samples - st->hot <= 4 * c) {
+		fprintf(stderr, "  not hot: %.400s\n", stack);
+	}
+	if (strstr(stack, "<# PYTHON:"))
+		st->marked += c;
+	else if (strstr(stack, ";<module> (") && !strstr(stack, ";_PyEval_EvalFrameDefault;"))
+		st->complete += c;
+}
+
+static pid_t start_py(const char *py)
+{
+	char script[4200];
+	char *argv[] = {(char *)py, script, PY_SECS, NULL};
+
+	snprintf(script, sizeof(script), "%s", PY_HOT_SCRIPT);
+	return spawn_fds(argv, -1, -1, -1);
+}
+
+START_TEST(test_python_hot)
+{
+	char store[4200], log[4200], prof[4200], *text;
+	char *margv[] = {cpa, "monitor", "--store_dir", store, NULL};
+	const char *pys[] = {PY_DEBIAN, PY_PYENV};
+	int n = access(PY_PYENV, X_OK) == 0 ? 2 : 1;
+	pid_t mon, pids[2];
+	struct py_stats st[2];
+
+	snprintf(store, sizeof(store), "%s/store", dir);
+	snprintf(log, sizeof(log), "%s/monitor.log", dir);
+	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
+	mon = spawn_monitor(margv, log, 60);
+	sleep(1);
+	/* side by side: one run's time for both */
+	for (int i = 0; i < n; i++)
+		pids[i] = start_py(pys[i]);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(wait_exit(pids[i], NULL), 0);
+	sleep(1);
+	kill(mon, SIGINT);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	text = show_store_folded(cpa, store, prof);
+	/* every line printed before any check */
+	for (int i = 0; i < n; i++) {
+		double all;
+
+		memset(&st[i], 0, sizeof(st[i]));
+		folded_each(text, pids[i], py_line, &st[i]);
+		all = (double)MAX(st[i].samples, 1);
+		fprintf(stderr,
+			"e2e python %s: %ld samples, hot() under b() under a() %.2f %% (native "
+			"frames below %.2f %%), Python stack complete %.2f %%, Python root "
+			"marker %.2f %%\n",
+			pys[i], st[i].samples, 100.0 * (double)st[i].hot / all,
+			100.0 * (double)st[i].native_below / all,
+			100.0 * (double)st[i].complete / all, 100.0 * (double)st[i].marked / all);
+	}
+	for (int i = 0; i < n; i++) {
+		/* 49 Hz for 30 s: 1470 at a whole CPU, fewer on a busy machine */
+		ck_assert_msg(st[i].samples >= 100, "%s: %ld samples", pys[i], st[i].samples);
+		ck_assert_msg(st[i].hot >= 0.95 * (double)st[i].samples, "%s: hot() in %ld of %ld",
+			      pys[i], st[i].hot, st[i].samples);
+		ck_assert_msg(st[i].native_below >= 0.95 * (double)st[i].samples,
+			      "%s: Py_RunMain below a() in %ld of %ld", pys[i], st[i].native_below,
+			      st[i].samples);
+	}
+	free(text);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("python");
+	TCase *tc = tcase_create("python");
+
+	/* test_need_root_bpf() asserts: not before a test runs */
+	if (access(PY_DEBIAN, X_OK) != 0 || geteuid() != 0 || !getenv("CPA_BUILD_DIR") ||
+	    access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		fprintf(stderr, "skip: needs %s, root, BTF and CPA_BUILD_DIR\n", PY_DEBIAN);
+		return 77;
+	}
+	snprintf(bin_dir, sizeof(bin_dir), "%s/bin", getenv("CPA_BUILD_DIR"));
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	tcase_add_test(tc, test_python_hot);
+	return suite_run_rm_dir(s, tc, dir);
+}
