@@ -28,6 +28,7 @@
 
 #define NS	       NSEC_PER_SEC
 #define LINE_MAX_BYTES (64u << 10)
+#define KEYS_MAX       (1u << 20) /* row keys kept (fold_rows()) */
 
 /* Folded lines (labels and frames, each ending with ';') -> summed value. */
 struct fold {
@@ -43,8 +44,24 @@ struct show_acc {
 	uint64_t rows;
 };
 
+/*
+ * What a folded line is made of, in the ids of the row's segment: rows of
+ * the same key fold into the same line, built once (fold_rows()). Fields the
+ * options leave out of the line are 0.
+ */
+struct fkey {
+	uint32_t src, seg, stack, comm, pcomm, env;
+	uint32_t pid, tid, cpu, off;
+	uint64_t cgroup;
+};
+
 struct show_ctx {
 	const struct show_opts *o;
+	struct intern keys; /* struct fkey -> id */
+	uint32_t *key_line; /* key_line[id - 1]: its line's id in its acc's fold */
+	uint32_t key_cap;
+	uint32_t src; /* the store dir being read (show_export_root() reads several) */
+	struct show_progress *progress;
 	/* [0]: what --kind selects; with the default (auto) [0] holds the
 	 * on-CPU rows and [1] the off-CPU ones, and the export is [1] when the
 	 * window has any (a --offcpu run shows off-CPU, as CPA did). */
@@ -55,7 +72,7 @@ struct show_ctx {
 	bool oneshot; /* show_export_root(): no --kind to point to */
 };
 
-static int fold_add(struct fold *f, const char *line, size_t len, uint64_t value)
+static int fold_add(struct fold *f, const char *line, size_t len, uint64_t value, uint32_t *ret_id)
 {
 	uint32_t id;
 	int r = intern__get(&f->lines, line, (uint32_t)len, &id);
@@ -75,6 +92,7 @@ static int fold_add(struct fold *f, const char *line, size_t len, uint64_t value
 		f->values[id - 1] = 0;
 	}
 	f->values[id - 1] += value;
+	*ret_id = id;
 	return 0;
 }
 
@@ -160,21 +178,14 @@ static void raw_label(const struct store_sample *s, const char *pc, char *buf, s
 		 off && s->tid ? s->tid : s->pid, s->env[0] ? s->env : "SYSTEM");
 }
 
-static int on_sample(void *ctx, const struct store_sample *s)
+/* The folded line of s into c->buf (c->len bytes). */
+static void build_line(struct show_ctx *c, const struct store_sample *s)
 {
-	struct show_ctx *c = ctx;
 	const struct show_opts *o = c->o;
-	bool off = s->kind == CPA_KIND_OFFCPU;
-	struct show_acc *acc = &c->acc[0];
 	const char *pc = s->lost ? "[lost]" : store_sample__proc_name(s);
 	char tmp[256];
 	uint32_t i;
-	int r;
 
-	if ((o->kind == SHOW_KIND_ON && off) || (o->kind == SHOW_KIND_OFF && !off))
-		return 0;
-	if (o->kind == SHOW_KIND_AUTO && off)
-		acc = &c->acc[1];
 	c->len = 0;
 	if (o->show_raw) {
 		/* The raw label stands alone: it holds the env and names already. */
@@ -209,15 +220,98 @@ static int on_sample(void *ctx, const struct store_sample *s)
 		if (!is_marker(f))
 			put(c, f->name, (f->flags & CPA_FF_MARKER) ? NULL : "_[k]");
 	}
-	r = fold_add(&acc->f, c->buf, c->len, off ? s->weight : s->count);
-	if (r < 0)
-		return r;
-	if (!acc->rows || s->sec < acc->min_sec)
-		acc->min_sec = s->sec;
-	if (!acc->rows || s->sec > acc->max_sec)
-		acc->max_sec = s->sec;
-	acc->rows++;
+}
+
+/* What of row d its folded line is made of (build_line() reads no more). */
+static void row_key(const struct show_ctx *c, const struct store_rows *b, const struct store_row *d,
+		    bool off, struct fkey *k)
+{
+	const struct show_opts *o = c->o;
+
+	memset(k, 0, sizeof(*k));
+	k->src = c->src;
+	k->seg = b->seg;
+	k->stack = d->stack_id;
+	k->comm = d->comm;
+	k->pcomm = d->pcomm;
+	k->env = d->env;
+	k->off = off;
+	if (o->show_raw) {
+		k->pid = d->pid;
+		k->tid = d->tid;
+		k->cpu = d->cpu;
+		k->cgroup = d->cgroup_id;
+	} else if (!o->no_pid) {
+		k->pid = d->pid;
+	}
+}
+
+/*
+ * One block's rows folded: a row whose key (row_key()) was seen before adds
+ * to that key's line; a new key is resolved and its line built once. The
+ * same lines and sums as building every row's line.
+ */
+static int fold_rows(void *ctx, const struct store_rows *b)
+{
+	struct show_ctx *c = ctx;
+	const struct show_opts *o = c->o;
+	struct fkey k;
+	int r;
+
+	/* The keys are a cache of the lines: past a bound, start it over. */
+	if (intern__count(&c->keys) > KEYS_MAX)
+		intern__reset(&c->keys);
+	for (size_t i = 0; i < b->n; i++) {
+		const struct store_row *d = &b->rows[i];
+		bool off = d->kind == CPA_KIND_OFFCPU;
+		struct show_acc *acc = &c->acc[o->kind == SHOW_KIND_AUTO && off ? 1 : 0];
+		uint32_t kid, line;
+
+		if ((o->kind == SHOW_KIND_ON && off) || (o->kind == SHOW_KIND_OFF && !off))
+			continue;
+		row_key(c, b, d, off, &k);
+		r = intern__get(&c->keys, &k, sizeof(k), &kid);
+		if (r < 0)
+			return r;
+		if (r == 1) {
+			struct store_sample s;
+
+			if (kid > c->key_cap) {
+				uint32_t nc = c->key_cap ? c->key_cap * 2 : 1024;
+				uint32_t *v = realloc(c->key_line, nc * sizeof(*v));
+
+				if (!v)
+					return -ENOMEM;
+				c->key_line = v;
+				c->key_cap = nc;
+			}
+			store_rows__sample(b, i, &s);
+			build_line(c, &s);
+			r = fold_add(&acc->f, c->buf, c->len, off ? d->weight : d->count, &line);
+			if (r < 0)
+				return r;
+			c->key_line[kid - 1] = line;
+		} else {
+			acc->f.values[c->key_line[kid - 1] - 1] += off ? d->weight : d->count;
+		}
+		if (!acc->rows || d->sec < acc->min_sec)
+			acc->min_sec = d->sec;
+		if (!acc->rows || d->sec > acc->max_sec)
+			acc->max_sec = d->sec;
+		acc->rows++;
+	}
+	if (c->progress)
+		show_progress__at(c->progress, b->rows[b->n - 1].sec);
 	return 0;
+}
+
+static void show_ctx_free(struct show_ctx *c)
+{
+	fold_free(&c->acc[0].f);
+	fold_free(&c->acc[1].f);
+	intern__free(&c->keys);
+	free(c->key_line);
+	free(c->buf);
 }
 
 static void fmt_tod(uint64_t ns, char *buf, size_t len)
@@ -479,13 +573,18 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t las
 static int read_window(struct store_reader *r, const char *dir, int64_t t0, int64_t n,
 		       const struct store_filter *filt, struct show_ctx *c)
 {
+	struct show_progress pg;
 	int ret;
 
 	c->buf = malloc(LINE_MAX_BYTES);
 	if (!c->buf)
 		return log_error_errno(-ENOMEM, "line buffer: %m");
-	ret = store_reader__query(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt, on_sample,
-				  c);
+	show_progress__init(&pg, t0, n);
+	c->progress = &pg;
+	ret = store_reader__query_rows(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt,
+				       fold_rows, c);
+	show_progress__done(&pg);
+	c->progress = NULL;
 	if (ret < 0)
 		return log_error_errno(ret, "read '%s': %m", dir);
 	return 0;
@@ -586,9 +685,7 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	if (o->verbose)
 		log_read_stats(r);
 out:
-	fold_free(&c.acc[0].f);
-	fold_free(&c.acc[1].f);
-	free(c.buf);
+	show_ctx_free(&c);
 	return ret;
 }
 
@@ -697,12 +794,13 @@ static int fold_store(const char *dir, const struct store_filter *filt, struct s
 		return ret;
 	}
 	if (store_reader__range(r, &first, &last, &recs) == 0 && recs) {
-		ret = store_reader__query(r, first / NS * NS, (last / NS + 1) * NS, filt, on_sample,
-					  c);
+		ret = store_reader__query_rows(r, first / NS * NS, (last / NS + 1) * NS, filt,
+					       fold_rows, c);
 		if (ret < 0)
 			log_error_errno(ret, "read '%s': %m", dir);
 	}
 	store_reader__free(r);
+	c->src++;
 	return ret;
 }
 
@@ -744,8 +842,6 @@ int show_export_root(const char *root, const char *output_prof)
 	} else if (ret >= 0) {
 		print_write_line(acc, output_prof);
 	}
-	fold_free(&c.acc[0].f);
-	fold_free(&c.acc[1].f);
-	free(c.buf);
+	show_ctx_free(&c);
 	return ret;
 }
