@@ -361,8 +361,7 @@ void export__free(struct exporter *e)
 	if (e->fmt == EXPORT_PPROF)
 		export_pprof__free(e);
 	tree__free(&e->tree);
-	xtab__free(&e->rowkeys);
-	u32vec__free(&e->rownode);
+	rowmap__free(&e->rows);
 	free(e);
 }
 
@@ -487,11 +486,6 @@ int export__add_base(void *ctx, const struct store_sample *s)
 	return add(ctx, s, 1);
 }
 
-/* What of a row its place in the tree is made of (tree__path() reads no more). */
-struct row_key {
-	uint32_t src, seg, stack, comm, pcomm, env, pid;
-};
-
 /*
  * One block's rows: a row whose key was seen before ends at that key's node;
  * a new key is resolved once (store_rows__sample()). Speedscope's trigger
@@ -506,14 +500,9 @@ static int add_rows(struct exporter *e, const struct store_rows *b, int side)
 
 	for (size_t i = 0; i < b->n; i++) {
 		const struct store_row *d = &b->rows[i];
-		struct row_key k = {e->src,
-				    b->seg,
-				    d->stack_id,
-				    d->comm,
-				    d->pcomm,
-				    d->env,
-				    e->o.no_pid ? 0 : d->pid};
-		uint32_t id, node;
+		/* what of a row its place in the tree is made of (tree__path() reads no more) */
+		struct rowmap_key k = {{d->comm, d->pcomm, d->env, e->o.no_pid ? 0 : d->pid}};
+		uint32_t node;
 
 		count_row(e, d->sec, side);
 		if (e->fmt == EXPORT_PPROF) {
@@ -522,8 +511,8 @@ static int add_rows(struct exporter *e, const struct store_rows *b, int side)
 				return r;
 			continue;
 		}
-		if (!each && xtab__find(&e->rowkeys, &k, sizeof(k), &id) == 0) {
-			tree_value(&e->tree, e->rownode.v[id], d->kind, d->count, d->weight, side);
+		if (!each && rowmap__find(&e->rows, e->src, b->seg, d->stack_id, &k, &node)) {
+			tree_value(&e->tree, node, d->kind, d->count, d->weight, side);
 			continue;
 		}
 		store_rows__sample(b, i, &s);
@@ -538,8 +527,8 @@ static int add_rows(struct exporter *e, const struct store_rows *b, int side)
 			return r;
 		tree_value(&e->tree, node, d->kind, d->count, d->weight, side);
 		/* a lone frame may stand for an undefined id: not kept (as tree.paths) */
-		if (s.n_frames > 1 && (xtab__intern(&e->rowkeys, &k, sizeof(k), &id) < 0 ||
-				       u32vec__push(&e->rownode, node) < 0))
+		if (s.n_frames > 1 &&
+		    rowmap__put(&e->rows, e->src, b->seg, d->stack_id, &k, node) < 0)
 			return -ENOMEM;
 	}
 	return 0;

@@ -74,6 +74,33 @@ struct u32vec {
 int u32vec__push(struct u32vec *a, uint32_t x);
 void u32vec__free(struct u32vec *a);
 
+/* ---- the row map (export_rowmap.c): (src, seg, stack_id, key) -> u32 ----
+ * What a row of store_reader__query_rows() resolved to, kept for the rows
+ * after it with the same key: one segment at a time (a new (src, seg)
+ * starts it over), a chain per stack id. A cache: a row not found is
+ * resolved again. Callers zero the key's unused words. */
+struct rowmap_key {
+	uint32_t w[10];
+};
+struct rowmap_ent {
+	struct rowmap_key k;
+	uint32_t val, next; /* next: entry index + 1, 0 = end */
+};
+struct rowmap {
+	bool valid;
+	uint32_t src, seg;
+	uint32_t *head; /* head[stack_id]: entry index + 1 */
+	uint32_t nhead;
+	struct rowmap_ent *ents;
+	size_t n, cap;
+};
+bool rowmap__find(const struct rowmap *m, uint32_t src, uint32_t seg, uint32_t stack,
+		  const struct rowmap_key *k, uint32_t *ret);
+/* 0 or -ENOMEM; a stack id past any real one is not kept. */
+int rowmap__put(struct rowmap *m, uint32_t src, uint32_t seg, uint32_t stack,
+		const struct rowmap_key *k, uint32_t val);
+void rowmap__free(struct rowmap *m);
+
 /* ---- the name tree (folded diff, svg, speedscope) ---- */
 
 enum tnode_flag {
@@ -147,8 +174,7 @@ struct exporter {
 	char err[256];
 	struct tree tree; /* folded, svg, speedscope */
 	/* export__add_rows(): (src, seg, stack_id, string ids, pid) -> tree node */
-	struct xtab rowkeys;
-	struct u32vec rownode;
+	struct rowmap rows;
 	void *pp; /* pprof's state */
 	struct store_trigger trig[EXPORT_TRIGGERS_MAX];
 	uint32_t n_trig;

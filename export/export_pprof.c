@@ -89,8 +89,8 @@ struct pprof {
 	struct xtab stkcache; /* (src, seg, stack_id) -> stkval */
 	struct u32vec stkval;
 	struct xtab samples; /* pp_skey -> sample */
-	/* export_pprof__add_row(): (src, seg, stack_id, comm, pcomm, env ids) -> their pp ids */
-	struct xtab rowkeys;
+	/* export_pprof__add_row(): (src, seg, stack_id, comm, pcomm, env ids) -> rowvals */
+	struct rowmap rows;
 	struct pp_rval *rowvals;
 	size_t nrowvals, caprowvals;
 	int64_t (*vals)[3];
@@ -151,7 +151,7 @@ void export_pprof__free(struct exporter *e)
 	xtab__free(&p->stkcache);
 	u32vec__free(&p->stkval);
 	xtab__free(&p->samples);
-	xtab__free(&p->rowkeys);
+	rowmap__free(&p->rows);
 	free(p->rowvals);
 	free(p->vals);
 	free(p);
@@ -320,14 +320,15 @@ int export_pprof__add_row(struct exporter *e, const struct store_rows *b, size_t
 {
 	struct pprof *p = e->pp;
 	const struct store_row *d = &b->rows[i];
-	uint32_t key[6] = {e->src, b->seg, d->stack_id, d->comm, d->pcomm, d->env}, id;
+	struct rowmap_key key = {{d->comm, d->pcomm, d->env}};
+	uint32_t id;
 	struct store_sample s;
 	struct pp_rval rv;
 	struct pp_skey k;
 	bool lost = false;
 	int r;
 
-	if (xtab__find(&p->rowkeys, key, sizeof(key), &id) == 0) {
+	if (rowmap__find(&p->rows, e->src, b->seg, d->stack_id, &key, &id)) {
 		rv = p->rowvals[id];
 	} else {
 		store_rows__sample(b, i, &s);
@@ -337,11 +338,12 @@ int export_pprof__add_row(struct exporter *e, const struct store_rows *b, size_t
 		lost = s.lost;
 		/* a lone frame may stand for an undefined id: not kept (as stkcache) */
 		if (s.n_frames > 1) {
-			if (xtab__intern(&p->rowkeys, key, sizeof(key), &id) < 0 ||
-			    array_grow((void **)&p->rowvals, &p->caprowvals, (size_t)id + 1,
-				       sizeof(*p->rowvals)) < 0)
+			id = (uint32_t)p->nrowvals;
+			if (array_grow((void **)&p->rowvals, &p->caprowvals, p->nrowvals + 1,
+				       sizeof(*p->rowvals)) < 0 ||
+			    rowmap__put(&p->rows, e->src, b->seg, d->stack_id, &key, id) < 0)
 				return -ENOMEM;
-			p->rowvals[id] = rv;
+			p->rowvals[p->nrowvals++] = rv;
 		}
 	}
 	key_of(&k, &rv, d->pid, d->tid, d->cpu, d->kind, d->probe_id, d->cgroup_id, side);

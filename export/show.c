@@ -23,12 +23,12 @@
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "export/export.h"
+#include "export_int.h"
 #include "show.h"
 #include "storer/store.h"
 
 #define NS	       NSEC_PER_SEC
 #define LINE_MAX_BYTES (64u << 10)
-#define KEYS_MAX       (1u << 20) /* row keys kept (fold_rows()) */
 
 /* Folded lines (labels and frames, each ending with ';') -> summed value. */
 struct fold {
@@ -44,23 +44,10 @@ struct show_acc {
 	uint64_t rows;
 };
 
-/*
- * What a folded line is made of, in the ids of the row's segment: rows of
- * the same key fold into the same line, built once (fold_rows()). Fields the
- * options leave out of the line are 0.
- */
-struct fkey {
-	uint32_t src, seg, stack, comm, pcomm, env;
-	uint32_t pid, tid, cpu, off;
-	uint64_t cgroup;
-};
-
 struct show_ctx {
 	const struct show_opts *o;
-	struct intern keys; /* struct fkey -> id */
-	uint32_t *key_line; /* key_line[id - 1]: its line's id in its acc's fold */
-	uint32_t key_cap;
-	uint32_t src; /* the store dir being read (show_export_root() reads several) */
+	struct rowmap keys; /* a row's key (row_key()) -> its line's id in its acc's fold */
+	uint32_t src;	    /* the store dir being read (show_export_root() reads several) */
 	struct show_progress *progress;
 	/* [0]: what --kind selects; with the default (auto) [0] holds the
 	 * on-CPU rows and [1] the off-CPU ones, and the export is [1] when the
@@ -112,11 +99,11 @@ static void put(struct show_ctx *c, const char *s, const char *suffix)
 		c->oom = true; /* absurdly deep: truncate, never overflow */
 		return;
 	}
-	for (i = 0; i < n; i++) {
-		char ch = s[i];
-
-		c->buf[c->len++] = ch == ';' ? ':' : (ch == '\n' || ch == '\r') ? ' ' : ch;
-	}
+	memcpy(c->buf + c->len, s, n);
+	/* names rarely hold them: find them at memchr speed */
+	for (i = strcspn(s, ";\n\r"); i < n; i += 1 + strcspn(s + i + 1, ";\n\r"))
+		c->buf[c->len + i] = s[i] == ';' ? ':' : ' ';
+	c->len += n;
 	if (k)
 		memcpy(c->buf + c->len, suffix, k);
 	c->len += k;
@@ -222,27 +209,24 @@ static void build_line(struct show_ctx *c, const struct store_sample *s)
 	}
 }
 
-/* What of row d its folded line is made of (build_line() reads no more). */
-static void row_key(const struct show_ctx *c, const struct store_rows *b, const struct store_row *d,
-		    bool off, struct fkey *k)
+/* What of row d, besides its stack, its folded line is made of (build_line()
+ * reads no more); the fields the options leave out of the line stay 0. */
+static void row_key(const struct show_opts *o, const struct store_row *d, bool off,
+		    struct rowmap_key *k)
 {
-	const struct show_opts *o = c->o;
-
 	memset(k, 0, sizeof(*k));
-	k->src = c->src;
-	k->seg = b->seg;
-	k->stack = d->stack_id;
-	k->comm = d->comm;
-	k->pcomm = d->pcomm;
-	k->env = d->env;
-	k->off = off;
+	k->w[0] = d->comm;
+	k->w[1] = d->pcomm;
+	k->w[2] = d->env;
+	k->w[3] = off;
 	if (o->show_raw) {
-		k->pid = d->pid;
-		k->tid = d->tid;
-		k->cpu = d->cpu;
-		k->cgroup = d->cgroup_id;
+		k->w[4] = d->pid;
+		k->w[5] = d->tid;
+		k->w[6] = d->cpu;
+		k->w[7] = (uint32_t)d->cgroup_id;
+		k->w[8] = (uint32_t)(d->cgroup_id >> 32);
 	} else if (!o->no_pid) {
-		k->pid = d->pid;
+		k->w[4] = d->pid;
 	}
 }
 
@@ -255,44 +239,32 @@ static int fold_rows(void *ctx, const struct store_rows *b)
 {
 	struct show_ctx *c = ctx;
 	const struct show_opts *o = c->o;
-	struct fkey k;
+	struct rowmap_key k;
 	int r;
 
-	/* The keys are a cache of the lines: past a bound, start it over. */
-	if (intern__count(&c->keys) > KEYS_MAX)
-		intern__reset(&c->keys);
 	for (size_t i = 0; i < b->n; i++) {
 		const struct store_row *d = &b->rows[i];
 		bool off = d->kind == CPA_KIND_OFFCPU;
 		struct show_acc *acc = &c->acc[o->kind == SHOW_KIND_AUTO && off ? 1 : 0];
-		uint32_t kid, line;
+		uint64_t v = off ? d->weight : d->count;
+		uint32_t line;
 
 		if ((o->kind == SHOW_KIND_ON && off) || (o->kind == SHOW_KIND_OFF && !off))
 			continue;
-		row_key(c, b, d, off, &k);
-		r = intern__get(&c->keys, &k, sizeof(k), &kid);
-		if (r < 0)
-			return r;
-		if (r == 1) {
+		row_key(o, d, off, &k);
+		if (rowmap__find(&c->keys, c->src, b->seg, d->stack_id, &k, &line)) {
+			acc->f.values[line - 1] += v;
+		} else {
 			struct store_sample s;
 
-			if (kid > c->key_cap) {
-				uint32_t nc = c->key_cap ? c->key_cap * 2 : 1024;
-				uint32_t *v = realloc(c->key_line, nc * sizeof(*v));
-
-				if (!v)
-					return -ENOMEM;
-				c->key_line = v;
-				c->key_cap = nc;
-			}
 			store_rows__sample(b, i, &s);
 			build_line(c, &s);
-			r = fold_add(&acc->f, c->buf, c->len, off ? d->weight : d->count, &line);
+			r = fold_add(&acc->f, c->buf, c->len, v, &line);
 			if (r < 0)
 				return r;
-			c->key_line[kid - 1] = line;
-		} else {
-			acc->f.values[c->key_line[kid - 1] - 1] += off ? d->weight : d->count;
+			r = rowmap__put(&c->keys, c->src, b->seg, d->stack_id, &k, line);
+			if (r < 0)
+				return r;
 		}
 		if (!acc->rows || d->sec < acc->min_sec)
 			acc->min_sec = d->sec;
@@ -309,8 +281,7 @@ static void show_ctx_free(struct show_ctx *c)
 {
 	fold_free(&c->acc[0].f);
 	fold_free(&c->acc[1].f);
-	intern__free(&c->keys);
-	free(c->key_line);
+	rowmap__free(&c->keys);
 	free(c->buf);
 }
 

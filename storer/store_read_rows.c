@@ -92,7 +92,7 @@ static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, s
 	/* A row costs at least 13 bytes: a larger count is a lie. */
 	if (b.bad || n > len / 13 + 1)
 		return -EBADMSG;
-	rows = calloc(n ? n : 1, sizeof(*rows));
+	rows = malloc((n ? n : 1) * sizeof(*rows)); /* every field is set below */
 	if (!rows)
 		return -ENOMEM;
 #define COLUMN(stmt)                                                          \
