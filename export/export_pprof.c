@@ -175,8 +175,10 @@ static int location_of(struct pprof *p, const struct store_frame *f, bool kernel
 	} else if (f->module && f->module[0] && f->offset < MAP_SIZE) {
 		unsigned int i;
 
-		for (i = 0; i < f->build_id_len && i < CPA_BUILD_ID_MAX; i++)
-			snprintf(hex + 2 * i, 3, "%02x", f->build_id[i]);
+		for (i = 0; i < f->build_id_len && i < CPA_BUILD_ID_MAX; i++) {
+			hex[2 * i] = "0123456789abcdef"[f->build_id[i] >> 4];
+			hex[2 * i + 1] = "0123456789abcdef"[f->build_id[i] & 15];
+		}
 		hex[2 * i] = 0;
 		if (str_id(p, f->module, &m.file) < 0 || str_id(p, hex, &m.build_id) < 0)
 			return -ENOMEM;
