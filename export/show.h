@@ -64,7 +64,7 @@ struct show_progress {
 	bool on, shown;
 	int last; /* percent last drawn */
 	int64_t t0, n;
-	uint64_t start_ns;
+	uint64_t start_ns, after_ns;
 };
 void show_progress__init(struct show_progress *p, int64_t t0, int64_t n);
 /* The read has reached second sec of the window [t0, t0 + n). */

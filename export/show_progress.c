@@ -3,8 +3,10 @@
  * `cpa show`'s progress bar (show.h): on stderr, only when stderr is a
  * terminal and the read has taken more than a second; the line is wiped
  * when the read is done, so what follows starts on a clean line.
+ * CPA_SHOW_PROGRESS_MS=N sets the delay to N ms (tests draw it at once).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,15 +14,19 @@
 #include "show.h"
 
 #define BAR_WIDTH 30
-#define AFTER_NS  NSEC_PER_SEC
+#define AFTER_MS  1000
 
 void show_progress__init(struct show_progress *p, int64_t t0, int64_t n)
 {
+	const char *env = getenv("CPA_SHOW_PROGRESS_MS");
+
 	*p = (struct show_progress){
 		.on = isatty(STDERR_FILENO) == 1,
 		.t0 = t0,
 		.n = n > 0 ? n : 1,
 		.last = -1,
+		.after_ns =
+			(uint64_t)(env && *env ? strtoul(env, NULL, 10) : AFTER_MS) * 1000000ull,
 	};
 	if (p->on)
 		p->start_ns = clock_ns(CLOCK_MONOTONIC);
@@ -34,7 +40,7 @@ void show_progress__at(struct show_progress *p, int64_t sec)
 
 	if (!p->on)
 		return;
-	if (clock_ns(CLOCK_MONOTONIC) - p->start_ns < AFTER_NS)
+	if (clock_ns(CLOCK_MONOTONIC) - p->start_ns < p->after_ns)
 		return;
 	if (done < 0)
 		done = 0;

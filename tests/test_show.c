@@ -874,6 +874,49 @@ START_TEST(test_show_folded_rows_vs_samples)
 }
 END_TEST
 
+/*
+ * `cpa show` on a terminal (script(1) gives it a pty): a read past the bar's
+ * delay (CPA_SHOW_PROGRESS_MS=0 here, a second by default) draws a progress
+ * bar on stderr and wipes it at the end. With stderr a file: no bar.
+ */
+START_TEST(test_show_progress_tty)
+{
+	const char *bd = getenv("CPA_BUILD_DIR");
+	char *o;
+	int rc;
+
+	ck_assert_ptr_nonnull(bd);
+	if (system("script -V >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "no script(1): the terminal case is not run\n");
+	} else {
+		o = test_cmd_out(
+			&rc,
+			"CPA_SHOW_PROGRESS_MS=0 script -qec \"'%s/bin/cpa' show --read '%s' "
+			"-B 10:00:00 -n %d --kind on -o '%s/tty.prof'\" /dev/null",
+			bd, store, MSEC, root);
+		ck_assert_msg(rc == 0, "exit %d: %s", rc, o);
+		ck_assert_msg(strstr(o, "reading [") && strstr(o, "] 100%"), "no bar: %s", o);
+		ck_assert_msg(strstr(o, "Write  ["), "%s", o);
+		free(o);
+		/* the other formats too */
+		o = test_cmd_out(
+			&rc,
+			"CPA_SHOW_PROGRESS_MS=0 script -qec \"'%s/bin/cpa' show --read '%s' "
+			"-B 10:00:00 -n %d --format svg -o '%s/tty.svg'\" /dev/null",
+			bd, store, MSEC, root);
+		ck_assert_msg(rc == 0 && strstr(o, "] 100%"), "exit %d: %s", rc, o);
+		free(o);
+	}
+	o = test_cmd_out(&rc,
+			 "CPA_SHOW_PROGRESS_MS=0 '%s/bin/cpa' show --read '%s' -B 10:00:00 -n %d "
+			 "--kind on -o '%s/file.prof' 2>&1 >/dev/null",
+			 bd, store, MSEC, root);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, o);
+	ck_assert_msg(!strstr(o, "reading ["), "a bar on a file: %s", o);
+	free(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("show");
@@ -887,7 +930,7 @@ int main(void)
 	tc = TEST_TCASE(s, "cpa", test_show_records_num, test_show_raw_offcpu, test_show_said);
 	tcase_add_checked_fixture(tc, setup_metrics, teardown_metrics);
 	/* Reading by rows (store_reader__query_rows()) against sample by sample. */
-	tc = TEST_TCASE(s, "rows", test_show_folded_rows_vs_samples);
+	tc = TEST_TCASE(s, "rows", test_show_folded_rows_vs_samples, test_show_progress_tty);
 	tcase_add_checked_fixture(tc, setup_segments, teardown);
 	return test_run_suite(s);
 }
