@@ -11,12 +11,18 @@
  *    the kernel, shared roots, a skewed popularity), --rate samples a second
  *    spread over --cpus CPUs, one in ten off-CPU.
  * 2. Runs the real `build/bin/cpa show` for every window and format and
- *    reports its wall time and peak RSS (wait4's ru_maxrss).
+ *    reports its wall and CPU time and peak RSS (wait4's ru_maxrss).
+ *    With --base CPA (another build's cpa, e.g. of an older commit) it runs
+ *    that one too, on the same store and window, right before ours: CPU
+ *    seconds side by side, their ratio, and whether the two files are the
+ *    same bytes.
  *
  * Usage: bench_export [--dir DIR] [--hours H] [--rate N] [--stacks N] [--procs N]
  *                     [--cpus N] [--windows 60,3600,86400] [--formats folded,pprof,svg,speedscope]
+ *                     [--base PATH_TO_CPA]
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +223,33 @@ static int run_show(const char *cpa, const char *dir, long secs, const char *fmt
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
+/* The two files hold the same bytes. */
+static bool same_file(const char *a, const char *b)
+{
+	char ba[65536], bb[65536];
+	bool same = false;
+	int fa = open(a, O_RDONLY), fb = open(b, O_RDONLY);
+
+	if (fa < 0 || fb < 0)
+		goto out;
+	for (;;) {
+		ssize_t na = read(fa, ba, sizeof(ba)), nb = read(fb, bb, sizeof(bb));
+
+		if (na < 0 || na != nb || memcmp(ba, bb, (size_t)na))
+			break;
+		if (!na) {
+			same = true;
+			break;
+		}
+	}
+out:
+	if (fa >= 0)
+		close(fa);
+	if (fb >= 0)
+		close(fb);
+	return same;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -228,13 +261,14 @@ int main(int argc, char **argv)
 		{"cpus", required_argument, NULL, 'c'},
 		{"windows", required_argument, NULL, 'w'},
 		{"formats", required_argument, NULL, 'f'},
+		{"base", required_argument, NULL, 'b'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *dir = "/tmp/cpa-bench-export", *windows = "60,3600,86400",
-		   *formats = "folded,pprof,svg,speedscope";
+		   *formats = "folded,pprof,svg,speedscope", *base = NULL;
 	double hours = 24;
 	uint32_t rate = 800, nstacks = 20000, nprocs = 400, ncpus = 8;
-	char cpa[4200], out[4200], exe[4096], wl[256], fl[256], *w, *f, *sw, *sf;
+	char cpa[4200], out[4200], bout[4200], exe[4096], wl[256], fl[256], *w, *f, *sw, *sf;
 	ssize_t n;
 	int c, r;
 
@@ -265,10 +299,13 @@ int main(int argc, char **argv)
 		case 'f':
 			formats = optarg;
 			break;
+		case 'b':
+			base = optarg;
+			break;
 		default:
 			fprintf(stderr, "usage: bench_export [--dir DIR] [--hours H] [--rate N] "
 					"[--stacks N] [--procs N] [--cpus N] [--windows LIST] "
-					"[--formats LIST]\n");
+					"[--formats LIST] [--base CPA]\n");
 			return 2;
 		}
 	}
@@ -294,26 +331,44 @@ int main(int argc, char **argv)
 	} else {
 		printf("reusing the store in %s (remove it to generate a new one)\n", dir);
 	}
-	printf("\n%-10s %-11s %10s %10s %12s %12s\n", "window", "format", "wall_s", "cpu_s",
-	       "peak_rss_MB", "file_MB");
+	if (base)
+		printf("\n%-10s %-11s %10s %10s %8s %10s %10s %8s %12s %12s\n", "window", "format",
+		       "base_cpu_s", "cpu_s", "ratio", "base_rss", "rss_MB", "same", "wall_s",
+		       "file_MB");
+	else
+		printf("\n%-10s %-11s %10s %10s %12s %12s\n", "window", "format", "wall_s", "cpu_s",
+		       "peak_rss_MB", "file_MB");
 	snprintf(wl, sizeof(wl), "%s", windows);
 	for (w = strtok_r(wl, ",", &sw); w; w = strtok_r(NULL, ",", &sw)) {
 		snprintf(fl, sizeof(fl), "%s", formats);
 		for (f = strtok_r(fl, ",", &sf); f; f = strtok_r(NULL, ",", &sf)) {
 			struct stat stt;
-			double s = 0, cpu = 0;
-			long kb = 0;
+			double s = 0, cpu = 0, bs = 0, bcpu = 0;
+			long kb = 0, bkb = 0;
 
 			snprintf(out, sizeof(out), "%s.out.%s", dir, f);
+			snprintf(bout, sizeof(bout), "%s.base.%s", dir, f);
+			if (base && run_show(base, dir, atol(w), f, bout, &bs, &bcpu, &bkb) < 0) {
+				printf("%-10s %-11s base failed\n", w, f);
+				continue;
+			}
 			r = run_show(cpa, dir, atol(w), f, out, &s, &cpu, &kb);
 			if (r < 0) {
 				printf("%-10s %-11s failed\n", w, f);
 				continue;
 			}
 			stat(out, &stt);
-			printf("%-10s %-11s %10.2f %10.2f %12.1f %12.2f\n", w, f, s, cpu,
-			       kb / 1024.0, (double)stt.st_size / 1048576.0);
+			if (base)
+				printf("%-10s %-11s %10.2f %10.2f %8.1f %10.1f %10.1f %8s %12.2f "
+				       "%12.2f\n",
+				       w, f, bcpu, cpu, cpu > 0 ? bcpu / cpu : 0, bkb / 1024.0,
+				       kb / 1024.0, same_file(out, bout) ? "yes" : "NO", s,
+				       (double)stt.st_size / 1048576.0);
+			else
+				printf("%-10s %-11s %10.2f %10.2f %12.1f %12.2f\n", w, f, s, cpu,
+				       kb / 1024.0, (double)stt.st_size / 1048576.0);
 			unlink(out);
+			unlink(bout);
 		}
 	}
 	return 0;

@@ -139,8 +139,8 @@ static int stack_frames(struct tree *t, uint32_t src, const struct store_sample 
 	return 0;
 }
 
-int tree__add(struct tree *t, const struct export_opts *o, uint32_t src,
-	      const struct store_sample *s, int side)
+int tree__path(struct tree *t, const struct export_opts *o, uint32_t src,
+	       const struct store_sample *s, uint32_t *ret_node)
 {
 	const uint32_t *fr;
 	uint32_t node = 0, name, i, n;
@@ -200,10 +200,28 @@ int tree__add(struct tree *t, const struct export_opts *o, uint32_t src,
 	if (s->n_frames > 1)
 		t->path_node.v[t->path_node.n - 1] = node;
 found:
-	if (s->kind == CPA_KIND_OFFCPU)
-		t->nodes[node].self[side].off += s->weight;
+	*ret_node = node;
+	return 0;
+}
+
+static void tree_value(struct tree *t, uint32_t node, uint32_t kind, uint64_t count,
+		       uint64_t weight, int side)
+{
+	if (kind == CPA_KIND_OFFCPU)
+		t->nodes[node].self[side].off += weight;
 	else
-		t->nodes[node].self[side].on += s->count;
+		t->nodes[node].self[side].on += count;
+}
+
+int tree__add(struct tree *t, const struct export_opts *o, uint32_t src,
+	      const struct store_sample *s, int side)
+{
+	uint32_t node;
+	int r = tree__path(t, o, src, s, &node);
+
+	if (r < 0)
+		return r;
+	tree_value(t, node, s->kind, s->count, s->weight, side);
 	return 0;
 }
 
@@ -343,6 +361,7 @@ void export__free(struct exporter *e)
 	if (e->fmt == EXPORT_PPROF)
 		export_pprof__free(e);
 	tree__free(&e->tree);
+	rowmap__free(&e->rows);
 	free(e);
 }
 
@@ -362,12 +381,17 @@ int export__add_trigger(struct exporter *e, const struct store_trigger *t)
 
 int export__trigger_of(const struct exporter *e, const struct store_sample *s)
 {
+	return export__trigger_at(e, s->sec, s->lost, s->pid);
+}
+
+int export__trigger_at(const struct exporter *e, int64_t sec, bool lost, uint32_t pid)
+{
 	for (uint32_t i = 0; i < e->n_trig; i++) {
 		const struct store_trigger *t = &e->trig[i];
 		int64_t s0, s1;
 
 		store_trigger__secs(t, &s0, &s1);
-		if (s->sec >= s0 && s->sec < s1 && !s->lost && (!t->ev.pid || t->ev.pid == s->pid))
+		if (sec >= s0 && sec < s1 && !lost && (!t->ev.pid || t->ev.pid == pid))
 			return (int)i;
 	}
 	return -1;
@@ -419,17 +443,22 @@ static int add_trigger_copy(struct exporter *e, const struct store_sample *s, in
 	return tree__add(&e->tree, &o, e->src, &c, side);
 }
 
-static int add(struct exporter *e, const struct store_sample *s, int side)
+static void count_row(struct exporter *e, int64_t sec, int side)
 {
 	e->st.rows[side]++;
 	if (!side) {
-		if (s->sec < e->st.min_sec)
-			e->st.min_sec = s->sec;
-		if (s->sec > e->st.max_sec)
-			e->st.max_sec = s->sec;
+		if (sec < e->st.min_sec)
+			e->st.min_sec = sec;
+		if (sec > e->st.max_sec)
+			e->st.max_sec = sec;
 	} else {
 		e->have_base = true;
 	}
+}
+
+/* A row past count_row(), as a sample. */
+static int add_sample(struct exporter *e, const struct store_sample *s, int side)
+{
 	if (e->fmt == EXPORT_PPROF)
 		return export_pprof__add(e, s, side);
 	if (e->fmt == EXPORT_SPEEDSCOPE && e->n_trig && !side) {
@@ -441,6 +470,12 @@ static int add(struct exporter *e, const struct store_sample *s, int side)
 	return tree__add(&e->tree, &e->o, e->src, s, side);
 }
 
+static int add(struct exporter *e, const struct store_sample *s, int side)
+{
+	count_row(e, s->sec, side);
+	return add_sample(e, s, side);
+}
+
 int export__add(void *ctx, const struct store_sample *s)
 {
 	return add(ctx, s, 0);
@@ -449,6 +484,64 @@ int export__add(void *ctx, const struct store_sample *s)
 int export__add_base(void *ctx, const struct store_sample *s)
 {
 	return add(ctx, s, 1);
+}
+
+/*
+ * One block's rows: a row whose key was seen before ends at that key's node;
+ * a new key is resolved once (store_rows__sample()). Speedscope's trigger
+ * copies look at every row's second: with triggers it takes the rows one by
+ * one. pprof keeps its own cache (export_pprof__add_row()).
+ */
+static int add_rows(struct exporter *e, const struct store_rows *b, int side)
+{
+	bool each = e->fmt == EXPORT_SPEEDSCOPE && e->n_trig && !side;
+	struct store_sample s;
+	int r;
+
+	for (size_t i = 0; i < b->n; i++) {
+		const struct store_row *d = &b->rows[i];
+		/* what of a row its place in the tree is made of (tree__path() reads no more) */
+		struct rowmap_key k = {{d->comm, d->pcomm, d->env, e->o.no_pid ? 0 : d->pid}};
+		uint32_t node;
+
+		count_row(e, d->sec, side);
+		if (e->fmt == EXPORT_PPROF) {
+			r = export_pprof__add_row(e, b, i, side);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (!each && rowmap__find(&e->rows, e->src, b->seg, d->stack_id, &k, &node)) {
+			tree_value(&e->tree, node, d->kind, d->count, d->weight, side);
+			continue;
+		}
+		store_rows__sample(b, i, &s);
+		if (each) {
+			r = add_sample(e, &s, side);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		r = tree__path(&e->tree, &e->o, e->src, &s, &node);
+		if (r < 0)
+			return r;
+		tree_value(&e->tree, node, d->kind, d->count, d->weight, side);
+		/* a lone frame may stand for an undefined id: not kept (as tree.paths) */
+		if (s.n_frames > 1 &&
+		    rowmap__put(&e->rows, e->src, b->seg, d->stack_id, &k, node) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int export__add_rows(void *ctx, const struct store_rows *b)
+{
+	return add_rows(ctx, b, 0);
+}
+
+int export__add_base_rows(void *ctx, const struct store_rows *b)
+{
+	return add_rows(ctx, b, 1);
 }
 
 size_t export__utf8_len(const char *s)

@@ -56,6 +56,11 @@ void export__new_source(struct exporter *e);
 int export__add(void *ctx, const struct store_sample *s);
 /* Rows of the base range of a diff. */
 int export__add_base(void *ctx, const struct store_sample *s);
+/* The same as a block's rows (store_rows_fn-compatible, for
+ * store_reader__query_rows()): each distinct (segment, stack, names, pid) is
+ * resolved once, the same file as row by row. */
+int export__add_rows(void *ctx, const struct store_rows *b);
+int export__add_base_rows(void *ctx, const struct store_rows *b);
 
 /*
  * A policy trigger of the range (store_reader__triggers()), added before the

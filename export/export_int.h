@@ -74,6 +74,33 @@ struct u32vec {
 int u32vec__push(struct u32vec *a, uint32_t x);
 void u32vec__free(struct u32vec *a);
 
+/* ---- the row map (export_rowmap.c): (src, seg, stack_id, key) -> u32 ----
+ * What a row of store_reader__query_rows() resolved to, kept for the rows
+ * after it with the same key: one segment at a time (a new (src, seg)
+ * starts it over), a chain per stack id. A cache: a row not found is
+ * resolved again. Callers zero the key's unused words. */
+struct rowmap_key {
+	uint32_t w[10];
+};
+struct rowmap_ent {
+	struct rowmap_key k;
+	uint32_t val, next; /* next: entry index + 1, 0 = end */
+};
+struct rowmap {
+	bool valid;
+	uint32_t src, seg;
+	uint32_t *head; /* head[stack_id]: entry index + 1 */
+	uint32_t nhead;
+	struct rowmap_ent *ents;
+	size_t n, cap;
+};
+bool rowmap__find(const struct rowmap *m, uint32_t src, uint32_t seg, uint32_t stack,
+		  const struct rowmap_key *k, uint32_t *ret);
+/* 0 or -ENOMEM; a stack id past any real one is not kept. */
+int rowmap__put(struct rowmap *m, uint32_t src, uint32_t seg, uint32_t stack,
+		const struct rowmap_key *k, uint32_t val);
+void rowmap__free(struct rowmap *m);
+
 /* ---- the name tree (folded diff, svg, speedscope) ---- */
 
 enum tnode_flag {
@@ -114,6 +141,9 @@ struct tree {
 
 int tree__init(struct tree *t);
 void tree__free(struct tree *t);
+/* The node a sample's path (labels, then frames) ends at, made as needed. */
+int tree__path(struct tree *t, const struct export_opts *o, uint32_t src,
+	       const struct store_sample *s, uint32_t *ret_node);
 int tree__add(struct tree *t, const struct export_opts *o, uint32_t src,
 	      const struct store_sample *s, int side);
 /* Children lists sorted by name (flamegraph order), depth-first ids. */
@@ -143,7 +173,9 @@ struct exporter {
 	struct export_stats st;
 	char err[256];
 	struct tree tree; /* folded, svg, speedscope */
-	void *pp;	  /* pprof's state */
+	/* export__add_rows(): (src, seg, stack_id, string ids, pid) -> tree node */
+	struct rowmap rows;
+	void *pp; /* pprof's state */
 	struct store_trigger trig[EXPORT_TRIGGERS_MAX];
 	uint32_t n_trig;
 };
@@ -151,6 +183,8 @@ struct exporter {
 /* Index of the first trigger whose window holds row s (its process, or a
  * system-wide trigger), or -1. */
 int export__trigger_of(const struct exporter *e, const struct store_sample *s);
+/* The same for a row's second, loss marker flag and pid. */
+int export__trigger_at(const struct exporter *e, int64_t sec, bool lost, uint32_t pid);
 /* "10:02:00-10:02:30 policy burst pid 1000 (app): cpu_percent 183.20 > 50.00, actions ..." */
 void export__trigger_text(const struct store_trigger *t, char *buf, size_t len);
 
@@ -160,6 +194,8 @@ int export_speedscope__write(struct exporter *e, FILE *f);
 
 int export_pprof__new(struct exporter *e);
 int export_pprof__add(struct exporter *e, const struct store_sample *s, int side);
+/* Row i of b, resolved once per (src, seg, stack, names) (export__add_rows()). */
+int export_pprof__add_row(struct exporter *e, const struct store_rows *b, size_t i, int side);
 /* Writes gzip'd protobuf to fd f. */
 int export_pprof__write(struct exporter *e, FILE *f);
 void export_pprof__free(struct exporter *e);

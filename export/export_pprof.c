@@ -65,6 +65,11 @@ struct pp_loc {
 	uint64_t addr;
 };
 
+/* A row's stack and names, resolved (export_pprof__add_row()). */
+struct pp_rval {
+	uint32_t stack, comm, process, env;
+};
+
 /* The key samples are aggregated by. */
 struct pp_skey {
 	uint32_t stack;
@@ -84,6 +89,10 @@ struct pprof {
 	struct xtab stkcache; /* (src, seg, stack_id) -> stkval */
 	struct u32vec stkval;
 	struct xtab samples; /* pp_skey -> sample */
+	/* export_pprof__add_row(): (src, seg, stack_id, comm, pcomm, env ids) -> rowvals */
+	struct rowmap rows;
+	struct pp_rval *rowvals;
+	size_t nrowvals, caprowvals;
 	int64_t (*vals)[3];
 	size_t nvals, capvals;
 	uint32_t s_kernel, s_oncpu[CPA_KIND_MAX + 1];
@@ -142,6 +151,8 @@ void export_pprof__free(struct exporter *e)
 	xtab__free(&p->stkcache);
 	u32vec__free(&p->stkval);
 	xtab__free(&p->samples);
+	rowmap__free(&p->rows);
+	free(p->rowvals);
 	free(p->vals);
 	free(p);
 	e->pp = NULL;
@@ -164,8 +175,10 @@ static int location_of(struct pprof *p, const struct store_frame *f, bool kernel
 	} else if (f->module && f->module[0] && f->offset < MAP_SIZE) {
 		unsigned int i;
 
-		for (i = 0; i < f->build_id_len && i < CPA_BUILD_ID_MAX; i++)
-			snprintf(hex + 2 * i, 3, "%02x", f->build_id[i]);
+		for (i = 0; i < f->build_id_len && i < CPA_BUILD_ID_MAX; i++) {
+			hex[2 * i] = "0123456789abcdef"[f->build_id[i] >> 4];
+			hex[2 * i + 1] = "0123456789abcdef"[f->build_id[i] & 15];
+		}
 		hex[2 * i] = 0;
 		if (str_id(p, f->module, &m.file) < 0 || str_id(p, hex, &m.build_id) < 0)
 			return -ENOMEM;
@@ -222,42 +235,41 @@ static int stack_of(struct exporter *e, struct pprof *p, const struct store_samp
 	return 0;
 }
 
-int export_pprof__add(struct exporter *e, const struct store_sample *s, int side)
+/* A sample's stack and names as pprof ids, in the order strings are first seen. */
+static int resolve(struct exporter *e, struct pprof *p, const struct store_sample *s,
+		   struct pp_rval *ret)
 {
-	struct pprof *p = e->pp;
-	struct pp_skey k;
+	int r = stack_of(e, p, s, &ret->stack);
+
+	if (r < 0)
+		return r;
+	if (str_id(p, s->comm, &ret->comm) < 0 || str_id(p, s->pcomm, &ret->process) < 0 ||
+	    str_id(p, s->env, &ret->env) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* The row's values onto its sample: key k, less the trigger (added here). */
+static int add_key(struct exporter *e, struct pprof *p, struct pp_skey *k, int64_t sec, bool lost,
+		   uint64_t count, uint64_t weight, int side)
+{
 	uint64_t period = e->o.freq ? 1000000000ull / e->o.freq : 0;
 	int64_t sign = side ? -1 : 1, *v;
 	uint32_t id;
 	int r;
 
-	memset(&k, 0, sizeof(k));
-	r = stack_of(e, p, s, &k.stack);
-	if (r < 0)
-		return r;
-	k.pid = s->pid;
-	k.tid = s->tid;
-	k.cpu = s->cpu;
-	k.probe = s->kind == CPA_KIND_PROBE ? s->probe_id : 0;
-	k.kind = s->kind;
-	k.side = (uint32_t)side;
-	k.cgroup = s->cgroup_id;
-	if (str_id(p, s->comm, &k.comm) < 0 || str_id(p, s->pcomm, &k.process) < 0 ||
-	    str_id(p, s->env, &k.env) < 0)
-		return -ENOMEM;
 	if (!side) {
-		int ti = export__trigger_of(e, s);
-
+		int ti = export__trigger_at(e, sec, lost, k->pid);
 		char pol[CPA_POLICY_NAME_LEN + 1];
 
 		if (ti >= 0) {
 			snprintf(pol, sizeof(pol), "%.*s", CPA_POLICY_NAME_LEN,
 				 e->trig[ti].ev.policy);
-			if (str_id(p, pol, &k.trigger) < 0)
+			if (str_id(p, pol, &k->trigger) < 0)
 				return -ENOMEM;
 		}
 	}
-	r = xtab__intern(&p->samples, &k, sizeof(k), &id);
+	r = xtab__intern(&p->samples, k, sizeof(*k), &id);
 	if (r < 0)
 		return r;
 	if (r == 1) {
@@ -268,12 +280,76 @@ int export_pprof__add(struct exporter *e, const struct store_sample *s, int side
 		p->nvals = id + 1;
 	}
 	v = p->vals[id];
-	v[0] += sign * (int64_t)s->count;
-	if (s->kind == CPA_KIND_OFFCPU)
-		v[2] += sign * (int64_t)s->weight;
-	else if (s->kind == CPA_KIND_ONCPU)
-		v[1] += sign * (int64_t)(s->count * period);
+	v[0] += sign * (int64_t)count;
+	if (k->kind == CPA_KIND_OFFCPU)
+		v[2] += sign * (int64_t)weight;
+	else if (k->kind == CPA_KIND_ONCPU)
+		v[1] += sign * (int64_t)(count * period);
 	return 0;
+}
+
+static void key_of(struct pp_skey *k, const struct pp_rval *rv, uint32_t pid, uint32_t tid,
+		   uint32_t cpu, uint32_t kind, uint32_t probe_id, uint64_t cgroup, int side)
+{
+	memset(k, 0, sizeof(*k));
+	k->stack = rv->stack;
+	k->comm = rv->comm;
+	k->process = rv->process;
+	k->env = rv->env;
+	k->pid = pid;
+	k->tid = tid;
+	k->cpu = cpu;
+	k->probe = kind == CPA_KIND_PROBE ? probe_id : 0;
+	k->kind = kind;
+	k->side = (uint32_t)side;
+	k->cgroup = cgroup;
+}
+
+int export_pprof__add(struct exporter *e, const struct store_sample *s, int side)
+{
+	struct pprof *p = e->pp;
+	struct pp_rval rv;
+	struct pp_skey k;
+	int r = resolve(e, p, s, &rv);
+
+	if (r < 0)
+		return r;
+	key_of(&k, &rv, s->pid, s->tid, s->cpu, s->kind, s->probe_id, s->cgroup_id, side);
+	return add_key(e, p, &k, s->sec, s->lost, s->count, s->weight, side);
+}
+
+int export_pprof__add_row(struct exporter *e, const struct store_rows *b, size_t i, int side)
+{
+	struct pprof *p = e->pp;
+	const struct store_row *d = &b->rows[i];
+	struct rowmap_key key = {{d->comm, d->pcomm, d->env}};
+	uint32_t id;
+	struct store_sample s;
+	struct pp_rval rv;
+	struct pp_skey k;
+	bool lost = false;
+	int r;
+
+	if (rowmap__find(&p->rows, e->src, b->seg, d->stack_id, &key, &id)) {
+		rv = p->rowvals[id];
+	} else {
+		store_rows__sample(b, i, &s);
+		r = resolve(e, p, &s, &rv);
+		if (r < 0)
+			return r;
+		lost = s.lost;
+		/* a lone frame may stand for an undefined id: not kept (as stkcache) */
+		if (s.n_frames > 1) {
+			id = (uint32_t)p->nrowvals;
+			if (array_grow((void **)&p->rowvals, &p->caprowvals, p->nrowvals + 1,
+				       sizeof(*p->rowvals)) < 0 ||
+			    rowmap__put(&p->rows, e->src, b->seg, d->stack_id, &key, id) < 0)
+				return -ENOMEM;
+			p->rowvals[p->nrowvals++] = rv;
+		}
+	}
+	key_of(&k, &rv, d->pid, d->tid, d->cpu, d->kind, d->probe_id, d->cgroup_id, side);
+	return add_key(e, p, &k, d->sec, lost, d->count, d->weight, side);
 }
 
 /* ---------------------------------------------------------------- encoding */

@@ -23,6 +23,7 @@
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "export/export.h"
+#include "export_int.h"
 #include "show.h"
 #include "storer/store.h"
 
@@ -45,6 +46,9 @@ struct show_acc {
 
 struct show_ctx {
 	const struct show_opts *o;
+	struct rowmap keys; /* a row's key (row_key()) -> its line's id in its acc's fold */
+	uint32_t src;	    /* the store dir being read (show_export_root() reads several) */
+	struct show_progress *progress;
 	/* [0]: what --kind selects; with the default (auto) [0] holds the
 	 * on-CPU rows and [1] the off-CPU ones, and the export is [1] when the
 	 * window has any (a --offcpu run shows off-CPU, as CPA did). */
@@ -55,7 +59,7 @@ struct show_ctx {
 	bool oneshot; /* show_export_root(): no --kind to point to */
 };
 
-static int fold_add(struct fold *f, const char *line, size_t len, uint64_t value)
+static int fold_add(struct fold *f, const char *line, size_t len, uint64_t value, uint32_t *ret_id)
 {
 	uint32_t id;
 	int r = intern__get(&f->lines, line, (uint32_t)len, &id);
@@ -75,6 +79,7 @@ static int fold_add(struct fold *f, const char *line, size_t len, uint64_t value
 		f->values[id - 1] = 0;
 	}
 	f->values[id - 1] += value;
+	*ret_id = id;
 	return 0;
 }
 
@@ -94,11 +99,11 @@ static void put(struct show_ctx *c, const char *s, const char *suffix)
 		c->oom = true; /* absurdly deep: truncate, never overflow */
 		return;
 	}
-	for (i = 0; i < n; i++) {
-		char ch = s[i];
-
-		c->buf[c->len++] = ch == ';' ? ':' : (ch == '\n' || ch == '\r') ? ' ' : ch;
-	}
+	memcpy(c->buf + c->len, s, n);
+	/* names rarely hold them: find them at memchr speed */
+	for (i = strcspn(s, ";\n\r"); i < n; i += 1 + strcspn(s + i + 1, ";\n\r"))
+		c->buf[c->len + i] = s[i] == ';' ? ':' : ' ';
+	c->len += n;
 	if (k)
 		memcpy(c->buf + c->len, suffix, k);
 	c->len += k;
@@ -160,21 +165,14 @@ static void raw_label(const struct store_sample *s, const char *pc, char *buf, s
 		 off && s->tid ? s->tid : s->pid, s->env[0] ? s->env : "SYSTEM");
 }
 
-static int on_sample(void *ctx, const struct store_sample *s)
+/* The folded line of s into c->buf (c->len bytes). */
+static void build_line(struct show_ctx *c, const struct store_sample *s)
 {
-	struct show_ctx *c = ctx;
 	const struct show_opts *o = c->o;
-	bool off = s->kind == CPA_KIND_OFFCPU;
-	struct show_acc *acc = &c->acc[0];
 	const char *pc = s->lost ? "[lost]" : store_sample__proc_name(s);
 	char tmp[256];
 	uint32_t i;
-	int r;
 
-	if ((o->kind == SHOW_KIND_ON && off) || (o->kind == SHOW_KIND_OFF && !off))
-		return 0;
-	if (o->kind == SHOW_KIND_AUTO && off)
-		acc = &c->acc[1];
 	c->len = 0;
 	if (o->show_raw) {
 		/* The raw label stands alone: it holds the env and names already. */
@@ -209,15 +207,82 @@ static int on_sample(void *ctx, const struct store_sample *s)
 		if (!is_marker(f))
 			put(c, f->name, (f->flags & CPA_FF_MARKER) ? NULL : "_[k]");
 	}
-	r = fold_add(&acc->f, c->buf, c->len, off ? s->weight : s->count);
-	if (r < 0)
-		return r;
-	if (!acc->rows || s->sec < acc->min_sec)
-		acc->min_sec = s->sec;
-	if (!acc->rows || s->sec > acc->max_sec)
-		acc->max_sec = s->sec;
-	acc->rows++;
+}
+
+/* What of row d, besides its stack, its folded line is made of (build_line()
+ * reads no more); the fields the options leave out of the line stay 0. */
+static void row_key(const struct show_opts *o, const struct store_row *d, bool off,
+		    struct rowmap_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->w[0] = d->comm;
+	k->w[1] = d->pcomm;
+	k->w[2] = d->env;
+	k->w[3] = off;
+	if (o->show_raw) {
+		k->w[4] = d->pid;
+		k->w[5] = d->tid;
+		k->w[6] = d->cpu;
+		k->w[7] = (uint32_t)d->cgroup_id;
+		k->w[8] = (uint32_t)(d->cgroup_id >> 32);
+	} else if (!o->no_pid) {
+		k->w[4] = d->pid;
+	}
+}
+
+/*
+ * One block's rows folded: a row whose key (row_key()) was seen before adds
+ * to that key's line; a new key is resolved and its line built once. The
+ * same lines and sums as building every row's line.
+ */
+static int fold_rows(void *ctx, const struct store_rows *b)
+{
+	struct show_ctx *c = ctx;
+	const struct show_opts *o = c->o;
+	struct rowmap_key k;
+	int r;
+
+	for (size_t i = 0; i < b->n; i++) {
+		const struct store_row *d = &b->rows[i];
+		bool off = d->kind == CPA_KIND_OFFCPU;
+		struct show_acc *acc = &c->acc[o->kind == SHOW_KIND_AUTO && off ? 1 : 0];
+		uint64_t v = off ? d->weight : d->count;
+		uint32_t line;
+
+		if ((o->kind == SHOW_KIND_ON && off) || (o->kind == SHOW_KIND_OFF && !off))
+			continue;
+		row_key(o, d, off, &k);
+		if (rowmap__find(&c->keys, c->src, b->seg, d->stack_id, &k, &line)) {
+			acc->f.values[line - 1] += v;
+		} else {
+			struct store_sample s;
+
+			store_rows__sample(b, i, &s);
+			build_line(c, &s);
+			r = fold_add(&acc->f, c->buf, c->len, v, &line);
+			if (r < 0)
+				return r;
+			r = rowmap__put(&c->keys, c->src, b->seg, d->stack_id, &k, line);
+			if (r < 0)
+				return r;
+		}
+		if (!acc->rows || d->sec < acc->min_sec)
+			acc->min_sec = d->sec;
+		if (!acc->rows || d->sec > acc->max_sec)
+			acc->max_sec = d->sec;
+		acc->rows++;
+	}
+	if (c->progress)
+		show_progress__at(c->progress, b->rows[b->n - 1].sec);
 	return 0;
+}
+
+static void show_ctx_free(struct show_ctx *c)
+{
+	fold_free(&c->acc[0].f);
+	fold_free(&c->acc[1].f);
+	rowmap__free(&c->keys);
+	free(c->buf);
 }
 
 static void fmt_tod(uint64_t ns, char *buf, size_t len)
@@ -479,13 +544,18 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t las
 static int read_window(struct store_reader *r, const char *dir, int64_t t0, int64_t n,
 		       const struct store_filter *filt, struct show_ctx *c)
 {
+	struct show_progress pg;
 	int ret;
 
 	c->buf = malloc(LINE_MAX_BYTES);
 	if (!c->buf)
 		return log_error_errno(-ENOMEM, "line buffer: %m");
-	ret = store_reader__query(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt, on_sample,
-				  c);
+	show_progress__init(&pg, t0, n);
+	c->progress = &pg;
+	ret = store_reader__query_rows(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt,
+				       fold_rows, c);
+	show_progress__done(&pg);
+	c->progress = NULL;
 	if (ret < 0)
 		return log_error_errno(ret, "read '%s': %m", dir);
 	return 0;
@@ -586,9 +656,7 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	if (o->verbose)
 		log_read_stats(r);
 out:
-	fold_free(&c.acc[0].f);
-	fold_free(&c.acc[1].f);
-	free(c.buf);
+	show_ctx_free(&c);
 	return ret;
 }
 
@@ -697,12 +765,13 @@ static int fold_store(const char *dir, const struct store_filter *filt, struct s
 		return ret;
 	}
 	if (store_reader__range(r, &first, &last, &recs) == 0 && recs) {
-		ret = store_reader__query(r, first / NS * NS, (last / NS + 1) * NS, filt, on_sample,
-					  c);
+		ret = store_reader__query_rows(r, first / NS * NS, (last / NS + 1) * NS, filt,
+					       fold_rows, c);
 		if (ret < 0)
 			log_error_errno(ret, "read '%s': %m", dir);
 	}
 	store_reader__free(r);
+	c->src++;
 	return ret;
 }
 
@@ -744,8 +813,6 @@ int show_export_root(const char *root, const char *output_prof)
 	} else if (ret >= 0) {
 		print_write_line(acc, output_prof);
 	}
-	fold_free(&c.acc[0].f);
-	fold_free(&c.acc[1].f);
-	free(c.buf);
+	show_ctx_free(&c);
 	return ret;
 }

@@ -58,6 +58,20 @@ void show_on_notice(void *ctx, const char *msg);
  * (-1: the newest); -errno (logged) when there is none. */
 int show_pick_dir(const char *read, long tod, char *buf, size_t len);
 
+/* The progress bar of a long read (show_progress.c): on stderr when it is a
+ * terminal and the read runs longer than a second, nothing otherwise. */
+struct show_progress {
+	bool on, shown;
+	int last; /* percent last drawn */
+	int64_t t0, n;
+	uint64_t start_ns, after_ns;
+};
+void show_progress__init(struct show_progress *p, int64_t t0, int64_t n);
+/* The read has reached second sec of the window [t0, t0 + n). */
+void show_progress__at(struct show_progress *p, int64_t sec);
+/* Wipes the bar if one was drawn. */
+void show_progress__done(struct show_progress *p);
+
 /* --sched, --sched_csv, --sched_json (show_sched.c, docs/metrics.md). */
 bool show_sched_wanted(const struct show_opts *o);
 /* The metrics of [t0, t0 + n) seconds of r: summary and/or series; 0 or -errno (logged). */

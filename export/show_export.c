@@ -30,6 +30,36 @@ bool show_export_wanted(const struct show_opts *o)
 	       f != EXPORT_FOLDED;
 }
 
+/* The exporter fed a block's rows at a time, the progress bar moved along. */
+struct feed {
+	struct exporter *e;
+	store_rows_fn add;
+	struct show_progress pg;
+};
+
+static int feed_rows(void *ctx, const struct store_rows *b)
+{
+	struct feed *f = ctx;
+	int r = f->add(f->e, b);
+
+	if (r == 0)
+		show_progress__at(&f->pg, b->rows[b->n - 1].sec);
+	return r;
+}
+
+static int feed(struct store_reader *r, int64_t t0, int64_t t1, const struct store_filter *filt,
+		struct exporter *e, store_rows_fn add)
+{
+	struct feed f = {.e = e, .add = add};
+	int ret;
+
+	show_progress__init(&f.pg, t0, t1 - t0);
+	ret = store_reader__query_rows(r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, filt, feed_rows,
+				       &f);
+	show_progress__done(&f.pg);
+	return ret;
+}
+
 /* The base range of a diff: its own store (or ours), its own day. */
 static int add_base(const struct show_opts *o, struct exporter *e, struct store_reader *r,
 		    const struct store_filter *filt, int64_t n)
@@ -79,8 +109,7 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 	show_fmt_tod((uint64_t)t1 * NS, b, sizeof(b));
 	printf("Diff Base Record Time From [ %s - %s ]\n", a, b);
 	fflush(stdout);
-	ret = store_reader__query(br, (uint64_t)t0 * NS, (uint64_t)t1 * NS, filt, export__add_base,
-				  e);
+	ret = feed(br, t0, t1, filt, e, export__add_base_rows);
 	if (ret < 0) {
 		log_error("read base: %s", ret == -ENOMEM ? "out of memory" : export__error(e));
 		goto out;
@@ -199,7 +228,7 @@ int show_export(const struct show_opts *o, struct store_reader *r, const char *d
 	ret = add_triggers(e, r, &eo, filt);
 	if (ret < 0)
 		goto out;
-	ret = store_reader__query(r, eo.t0_ns, eo.t1_ns, filt, export__add, e);
+	ret = feed(r, t0, t0 + n, filt, e, export__add_rows);
 	if (ret < 0) {
 		log_error("read '%s': %s", dir,
 			  ret == -ENOMEM ? "out of memory" : export__error(e));

@@ -314,6 +314,37 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 			const struct store_filter *f, store_sample_fn fn, void *ctx);
 void store_reader__stats(const struct store_reader *r, struct store_read_stats *ret);
 
+/*
+ * The fast walk of the same rows: one block's rows at a time, as stored,
+ * their strings and stack as ids of the segment's dictionary. A reader that
+ * aggregates keys its table by (seg, stack_id, the string ids, ...) and
+ * resolves a key once (store_rows__sample()) instead of every row: the
+ * exports and `cpa show` do (docs/export.md, "Reading").
+ */
+struct store_row {
+	int64_t sec;
+	uint64_t cgroup_id, count, weight;
+	uint32_t pid, tid, cpu, probe_id;
+	uint32_t kind;		   /* enum cpa_sample_kind */
+	uint32_t comm, pcomm, env; /* string ids of the segment (0 = "") */
+	uint32_t stack_id;
+};
+
+/* One block's rows in [t0_ns, t1_ns) passing the filter; valid during the callback. */
+struct store_rows {
+	struct store_reader *r; /* the reader (of a set: the dir's) whose dictionary they name */
+	uint32_t seg;		/* as store_sample.seg: (seg, stack_id) and (seg, string id) */
+	const struct store_row *rows;
+	size_t n;
+};
+typedef int (*store_rows_fn)(void *ctx, const struct store_rows *b);
+/* store_reader__query()'s walk, a batch per block (n > 0). */
+int store_reader__query_rows(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			     const struct store_filter *f, store_rows_fn fn, void *ctx);
+/* Row i of b as the sample store_reader__query() gives: its frames are valid
+ * until the next call for the same reader or the callback's return. */
+void store_rows__sample(const struct store_rows *b, size_t i, struct store_sample *ret);
+
 /* ---------------------------------------------------------------- metrics
  * Per-second scheduler and system metrics (docs/metrics.md), kept in the
  * blocks' metrics section (format 1.1). */

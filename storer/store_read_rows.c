@@ -15,22 +15,16 @@
 static const struct store_frame unknown_frame = {
 	.name = "[unknown stack]", .module = "", .flags = CPA_FF_MARKER};
 
-struct drow {
-	int64_t sec;
-	uint64_t cgroup, count, weight;
-	uint32_t pid, tid, cpu, kind, comm, pcomm, env, probe, stack;
-};
-
 static bool filter_ok(const struct store_reader *r, const struct store_filter *f,
-		      const struct drow *d)
+		      const struct store_row *d)
 {
 	if (!f)
 		return true;
 	if (f->pid >= 0 && (int64_t)d->pid != f->pid)
 		return false;
-	if (f->cgroup_id >= 0 && d->cgroup != (uint64_t)f->cgroup_id)
+	if (f->cgroup_id >= 0 && d->cgroup_id != (uint64_t)f->cgroup_id)
 		return false;
-	if (f->probe_id >= 0 && (d->kind != CPA_KIND_PROBE || (int64_t)d->probe != f->probe_id))
+	if (f->probe_id >= 0 && (d->kind != CPA_KIND_PROBE || (int64_t)d->probe_id != f->probe_id))
 		return false;
 	if (f->cpu_set && !cpulist__test(f->cpu_set, f->cpu_set_bits, d->cpu))
 		return false;
@@ -42,90 +36,125 @@ static bool filter_ok(const struct store_reader *r, const struct store_filter *f
 	return true;
 }
 
+void store_rows__sample(const struct store_rows *b, size_t i, struct store_sample *ret)
+{
+	struct store_reader *r = b->r;
+	const struct store_row *d = &b->rows[i];
+	struct store_sample smp;
+
+	memset(&smp, 0, sizeof(smp));
+	smp.sec = d->sec;
+	smp.cgroup_id = d->cgroup_id;
+	smp.count = d->count;
+	smp.weight = d->weight;
+	smp.pid = d->pid;
+	smp.tid = d->tid;
+	smp.cpu = d->cpu;
+	smp.probe_id = d->probe_id;
+	smp.kind = (uint16_t)d->kind;
+	smp.comm = rdict__str(&r->dict, d->comm);
+	smp.pcomm = rdict__str(&r->dict, d->pcomm);
+	smp.env = rdict__str(&r->dict, d->env);
+	smp.seg = b->seg;
+	smp.stack_id = d->stack_id;
+	if (d->stack_id >= 1 && d->stack_id <= r->dict.n_stack &&
+	    r->dict.stacks[d->stack_id - 1].n) {
+		const struct rstack *st = &r->dict.stacks[d->stack_id - 1];
+
+		for (uint32_t j = 0; j < st->n; j++) {
+			uint32_t fid = r->dict.stack_frames[st->off + j];
+
+			r->fptrs[j] = fid ? &r->dict.frames[fid - 1] : &unknown_frame;
+		}
+		smp.n_frames = st->n;
+		smp.n_kframes = st->nk;
+	} else {
+		r->fptrs[0] = &unknown_frame;
+		smp.n_frames = 1;
+	}
+	smp.frames = r->fptrs;
+	smp.lost = smp.n_frames == 1 && (r->fptrs[0]->flags & CPA_FF_MARKER) &&
+		   !strncmp(r->fptrs[0]->name, "[lost:", 6);
+	*ret = smp;
+}
+
+/* A block's rows decoded column by column, those of [t0s, t1s) passing f to fn as one batch. */
 static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, size_t len,
 		     int64_t base_s, int64_t t0s, int64_t t1s, const struct store_filter *f,
-		     store_sample_fn fn, void *ctx)
+		     store_rows_fn fn, void *ctx)
 {
 	struct rbuf b = {.p = p, .len = len};
-	_cleanup_free_ struct drow *rows = NULL;
+	_cleanup_free_ struct store_row *rows = NULL;
+	struct store_rows batch = {.r = r, .seg = s->seg_no};
 	uint64_t n = rbuf__varint(&b), i;
-	int ret;
+	size_t k = 0;
 
 	/* A row costs at least 13 bytes: a larger count is a lie. */
 	if (b.bad || n > len / 13 + 1)
 		return -EBADMSG;
-	rows = calloc(n ? n : 1, sizeof(*rows));
+	rows = malloc((n ? n : 1) * sizeof(*rows)); /* every field is set below */
 	if (!rows)
 		return -ENOMEM;
-#define COLUMN(stmt)                                                     \
-	do {                                                             \
-		for (i = 0; i < n; i++) {                                \
-			struct drow *d = &rows[i];                       \
-			const struct drow *pv = i ? &rows[i - 1] : NULL; \
-			uint64_t v = rbuf__varint(&b);                   \
-			(void)pv;                                        \
-			stmt;                                            \
-		}                                                        \
+#define COLUMN(stmt)                                                          \
+	do {                                                                  \
+		for (i = 0; i < n; i++) {                                     \
+			struct store_row *d = &rows[i];                       \
+			const struct store_row *pv = i ? &rows[i - 1] : NULL; \
+			uint64_t v = rbuf__varint(&b);                        \
+			(void)pv;                                             \
+			stmt;                                                 \
+		}                                                             \
 	} while (0)
 	COLUMN(d->sec = (pv ? pv->sec : base_s) + (int64_t)MIN(v, (uint64_t)UINT16_MAX));
 	COLUMN(d->pid = (uint32_t)((pv ? (int64_t)pv->pid : 0) + unzigzag(v)));
 	COLUMN(d->tid = (uint32_t)((int64_t)d->pid + unzigzag(v)));
 	COLUMN(d->cpu = (uint32_t)v);
-	COLUMN(d->cgroup = (pv ? pv->cgroup : 0) + (uint64_t)unzigzag(v));
+	COLUMN(d->cgroup_id = (pv ? pv->cgroup_id : 0) + (uint64_t)unzigzag(v));
 	COLUMN(d->kind = (uint32_t)v);
 	COLUMN(d->comm = (uint32_t)((pv ? (int64_t)pv->comm : 0) + unzigzag(v)));
 	COLUMN(d->pcomm = (uint32_t)((pv ? (int64_t)pv->pcomm : 0) + unzigzag(v)));
 	COLUMN(d->env = (uint32_t)((pv ? (int64_t)pv->env : 0) + unzigzag(v)));
-	COLUMN(d->probe = (uint32_t)v);
-	COLUMN(d->stack = (uint32_t)((pv ? (int64_t)pv->stack : 0) + unzigzag(v)));
+	COLUMN(d->probe_id = (uint32_t)v);
+	COLUMN(d->stack_id = (uint32_t)((pv ? (int64_t)pv->stack_id : 0) + unzigzag(v)));
 	COLUMN(d->count = v);
 	COLUMN(d->weight = d->count + (uint64_t)unzigzag(v));
 #undef COLUMN
 	if (b.bad)
 		return -EBADMSG;
 
+	/* The rows wanted, moved up in place (each is read before it is overwritten). */
 	for (i = 0; i < n; i++) {
-		const struct drow *d = &rows[i];
-		struct store_sample smp;
-		uint32_t j;
+		const struct store_row *d = &rows[i];
 
 		if (d->sec < t0s || d->sec >= t1s || !filter_ok(r, f, d))
 			continue;
-		memset(&smp, 0, sizeof(smp));
-		smp.sec = d->sec;
-		smp.cgroup_id = d->cgroup;
-		smp.count = d->count;
-		smp.weight = d->weight;
-		smp.pid = d->pid;
-		smp.tid = d->tid;
-		smp.cpu = d->cpu;
-		smp.probe_id = d->probe;
-		smp.kind = (uint16_t)d->kind;
-		smp.comm = rdict__str(&r->dict, d->comm);
-		smp.pcomm = rdict__str(&r->dict, d->pcomm);
-		smp.env = rdict__str(&r->dict, d->env);
-		smp.seg = s->seg_no;
-		smp.stack_id = d->stack;
-		if (d->stack >= 1 && d->stack <= r->dict.n_stack &&
-		    r->dict.stacks[d->stack - 1].n) {
-			const struct rstack *st = &r->dict.stacks[d->stack - 1];
+		if (k != i)
+			rows[k] = *d;
+		k++;
+	}
+	if (!k)
+		return 0;
+	r->st.rows += k;
+	batch.rows = rows;
+	batch.n = k;
+	return fn(ctx, &batch);
+}
 
-			for (j = 0; j < st->n; j++) {
-				uint32_t fid = r->dict.stack_frames[st->off + j];
+/* store_reader__query() over the batches: one sample per row. */
+struct sample_args {
+	store_sample_fn fn;
+	void *ctx;
+};
 
-				r->fptrs[j] = fid ? &r->dict.frames[fid - 1] : &unknown_frame;
-			}
-			smp.n_frames = st->n;
-			smp.n_kframes = st->nk;
-		} else {
-			r->fptrs[0] = &unknown_frame;
-			smp.n_frames = 1;
-		}
-		smp.frames = r->fptrs;
-		smp.lost = smp.n_frames == 1 && (r->fptrs[0]->flags & CPA_FF_MARKER) &&
-			   !strncmp(r->fptrs[0]->name, "[lost:", 6);
-		r->st.rows++;
-		ret = fn(ctx, &smp);
+static int batch_samples(void *ctx, const struct store_rows *b)
+{
+	const struct sample_args *a = ctx;
+	struct store_sample smp;
+	int ret;
+
+	for (size_t i = 0; i < b->n; i++) {
+		store_rows__sample(b, i, &smp);
+		ret = a->fn(a->ctx, &smp);
 		if (ret)
 			return ret;
 	}
@@ -133,26 +162,26 @@ static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, s
 }
 
 struct set_query {
-	store_sample_fn fn;
+	store_rows_fn fn;
 	void *ctx;
 	uint32_t seg_base;
 };
 
-static int set_row(void *ctx, const struct store_sample *s)
+static int set_batch(void *ctx, const struct store_rows *b)
 {
-	struct set_query *q = ctx;
-	struct store_sample c = *s;
+	const struct set_query *q = ctx;
+	struct store_rows c = *b;
 
 	c.seg += q->seg_base;
 	return q->fn(q->ctx, &c);
 }
 
 static int set_query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
-		     const struct store_filter *f, store_sample_fn fn, void *ctx)
+		     const struct store_filter *f, store_rows_fn fn, void *ctx)
 {
 	for (uint32_t i = 0; i < r->n_subs; i++) {
 		struct set_query q = {fn, ctx, r->seg_base[i]};
-		int ret = store_reader__query(r->subs[i], t0_ns, t1_ns, f, set_row, &q);
+		int ret = store_reader__query_rows(r->subs[i], t0_ns, t1_ns, f, set_batch, &q);
 
 		if (ret)
 			return ret;
@@ -198,7 +227,7 @@ static int walk_rows(struct store_reader *r, struct blk_iter *it, rows_fn fn, vo
 struct query_args {
 	int64_t t0s, t1s;
 	const struct store_filter *f;
-	store_sample_fn fn;
+	store_rows_fn fn;
 	void *ctx;
 };
 
@@ -210,12 +239,14 @@ static int query_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, 
 	return emit_rows(r, s, p, len, base_s, q->t0s, q->t1s, q->f, q->fn, q->ctx);
 }
 
-static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
-		     const struct store_filter *f, store_sample_fn fn, void *ctx)
+int store_reader__query_rows(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
+			     const struct store_filter *f, store_rows_fn fn, void *ctx)
 {
 	struct blk_iter it;
 	struct query_args q = {.f = f, .fn = fn, .ctx = ctx};
 
+	if (r->subs)
+		return set_query(r, t0_ns, t1_ns, f, fn, ctx);
 	blk_iter__init(&it, t0_ns, t1_ns, 0, true);
 	q.t0s = it.t0s;
 	q.t1s = it.t1s;
@@ -225,9 +256,9 @@ static int query_one(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 			const struct store_filter *f, store_sample_fn fn, void *ctx)
 {
-	if (r->subs)
-		return set_query(r, t0_ns, t1_ns, f, fn, ctx);
-	return query_one(r, t0_ns, t1_ns, f, fn, ctx);
+	struct sample_args a = {fn, ctx};
+
+	return store_reader__query_rows(r, t0_ns, t1_ns, f, batch_samples, &a);
 }
 
 /* ---- the seconds holding rows: store_reader__records() */

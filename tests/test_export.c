@@ -42,6 +42,7 @@
 static char *root;
 static char store[1024];
 static bool with_triggers; /* export_range() marks the store's policy triggers */
+static bool by_rows;	   /* export_range() reads by rows (export__add_rows()) */
 
 static void build_store(void)
 {
@@ -96,6 +97,7 @@ static void setup(void)
 static void teardown(void)
 {
 	with_triggers = false;
+	by_rows = false;
 	t_rm_rf(root);
 	free(root);
 }
@@ -122,8 +124,19 @@ static void export_range(enum export_format f, uint32_t from, uint32_t to, uint3
 			ck_assert_int_eq(export__add_trigger(e, &t[i]), 0);
 		free(t);
 	}
-	ck_assert_int_eq(store_reader__query(r, eo.t0_ns, eo.t1_ns, &flt, export__add, e), 0);
-	if (bto > bfrom)
+	if (by_rows)
+		ck_assert_int_eq(
+			store_reader__query_rows(r, eo.t0_ns, eo.t1_ns, &flt, export__add_rows, e),
+			0);
+	else
+		ck_assert_int_eq(store_reader__query(r, eo.t0_ns, eo.t1_ns, &flt, export__add, e),
+				 0);
+	if (bto > bfrom && by_rows)
+		ck_assert_int_eq(store_reader__query_rows(r, t_base_ns() + bfrom * T_NS,
+							  t_base_ns() + bto * T_NS, &flt,
+							  export__add_base_rows, e),
+				 0);
+	else if (bto > bfrom)
 		ck_assert_int_eq(store_reader__query(r, t_base_ns() + bfrom * T_NS,
 						     t_base_ns() + bto * T_NS, &flt,
 						     export__add_base, e),
@@ -1184,6 +1197,45 @@ END_TEST
  * names, through each format's consumer: xmllint, speedscope's schema,
  * go tool pprof, and the folded lines read back.
  */
+/*
+ * Every format, read by rows (a key resolved once) and sample by sample: the
+ * same bytes, with and without the policy triggers (pprof's labels,
+ * speedscope's trigger profiles), with a diff base.
+ */
+START_TEST(test_rows_same_as_samples)
+{
+	static const enum export_format fmts[] = {EXPORT_FOLDED, EXPORT_PPROF, EXPORT_SVG,
+						  EXPORT_SPEEDSCOPE};
+	char a[1100], b[1100];
+
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
+		for (int k = 0; k < 4; k++) {
+			struct export_stats sa, sb;
+			size_t la, lb;
+			char *x, *y;
+			bool diff = k & 2 && fmts[i] != EXPORT_SPEEDSCOPE;
+
+			with_triggers = k & 1;
+			snprintf(a, sizeof(a), "%s/samples", root);
+			snprintf(b, sizeof(b), "%s/rows", root);
+			by_rows = false;
+			export_range(fmts[i], 0, NSEC, diff ? 2 : 0, diff ? 12 : 0, a, &sa);
+			by_rows = true;
+			export_range(fmts[i], 0, NSEC, diff ? 2 : 0, diff ? 12 : 0, b, &sb);
+			x = test_slurp(a, &la);
+			y = test_slurp(b, &lb);
+			ck_assert_msg(la > 100 && la == lb && !memcmp(x, y, la),
+				      "format %d, case %d: %zu vs %zu bytes", (int)fmts[i], k, la,
+				      lb);
+			ck_assert_uint_eq(sa.rows[0], sb.rows[0]);
+			ck_assert_uint_eq(sa.rows[1], sb.rows[1]);
+			ck_assert_uint_eq(sa.stacks, sb.stacks);
+			free(x);
+			free(y);
+		}
+}
+END_TEST
+
 START_TEST(test_hostile_names)
 {
 	const char *b = getenv("CPA_BUILD_DIR"), *src = getenv("CPA_SOURCE_DIR");
@@ -1545,6 +1597,7 @@ int main(void)
 	tcase_add_test(tc, test_svg_speedscope_triggers);
 	tcase_add_test(tc, test_split);
 	tcase_add_test(tc, test_diff_two_stores);
+	tcase_add_test(tc, test_rows_same_as_samples);
 	tcase_add_test(tc, test_svg_height);
 	tcase_add_test(tc, test_svg_labels);
 	tcase_add_test(tc, test_speedscope_active);

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "export/export.h"
 #include "export/show.h"
 #include "common/log.h"
 #include "shm/stage.h"
@@ -763,6 +764,159 @@ START_TEST(test_show_said)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- reading by rows */
+
+#define MSEC	 30
+#define MSTACKS	 60
+#define MSEG_SEC 4 /* a segment (with a dictionary of its own) every 4 s of data */
+
+/* 30 s in 8 segments: 60 stacks over 3 processes, 2 threads, 2 CPUs, one row in
+ * five off-CPU, a few rows per stack and second. */
+static void setup_segments(void)
+{
+	struct store_writer_opts o = {
+		.record_interval = 1, .freq = 100, .segment_seconds = MSEG_SEC};
+	struct store_writer *w;
+	uint64_t seq = 1, base = t_base_ns();
+	uint32_t sec, s, k;
+
+	t_utc();
+	w = t_store_new(&o, &root);
+	t_defs(w, MSTACKS, 0);
+	for (sec = 0; sec < MSEC; sec++)
+		for (s = 1; s <= MSTACKS; s++)
+			for (k = 0; k < 1 + (s + sec) % 4; k++) {
+				struct cpa_sample_out smp;
+
+				t_sample(&smp, seq++, base + sec * T_NS + k * 1000000ull, s, 0);
+				/* names, pid and env vary apart from the stack */
+				smp.pid = 1000 + (s + k + sec) % 3;
+				smp.tid = smp.pid + k % 2;
+				smp.cpu = k;
+				smp.pcomm_id = k % 2 ? T_STR_PCOMM2 : T_STR_PCOMM;
+				smp.env_id = k % 3 ? T_STR_ENV : 0;
+				if ((s + k) % 5 == 0) {
+					smp.kind = CPA_KIND_OFFCPU;
+					smp.weight = 1000 + s * 7 + k;
+				}
+				ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+			}
+	t_store_close(w, root, store, sizeof(store));
+}
+
+struct by_sample {
+	struct exporter *e;
+	bool off; /* which kind to take */
+};
+
+static int take_kind(void *ctx, const struct store_sample *s)
+{
+	struct by_sample *b = ctx;
+
+	if ((s->kind == CPA_KIND_OFFCPU) != b->off)
+		return 0;
+	return export__add(b->e, s);
+}
+
+/*
+ * `cpa show`'s folded .prof folds rows by key and builds a line per key;
+ * the export library's folded file, fed sample by sample
+ * (store_reader__query()), builds one per row. Over a store of many
+ * segments (each with its own ids), with every label option, the two files
+ * are the same bytes.
+ */
+START_TEST(test_show_folded_rows_vs_samples)
+{
+	static const struct {
+		bool no_pid, no_env, thread;
+	} lab[] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 1}, {1, 1, 1}};
+	char a[1100], b[1100];
+	struct store_reader *r;
+
+	snprintf(a, sizeof(a), "%s/seg_000002.cps", store);
+	ck_assert_msg(access(a, F_OK) == 0, "one segment only: %s", a);
+	ck_assert_int_eq(store_reader__open(store, NULL, NULL, &r), 0);
+	for (size_t i = 0; i < sizeof(lab) / sizeof(lab[0]); i++)
+		for (int off = 0; off < 2; off++) {
+			struct export_opts eo = {.no_pid = lab[i].no_pid,
+						 .no_env = lab[i].no_env,
+						 .show_thread_name = lab[i].thread};
+			struct show_opts o = defaults();
+			struct by_sample bs = {.off = off};
+			char *x, *y;
+
+			o.no_pid = lab[i].no_pid;
+			o.no_env = lab[i].no_env;
+			o.show_thread_name = lab[i].thread;
+			o.kind = off ? SHOW_KIND_OFF : SHOW_KIND_ON;
+			o.starttime = "10:00:00";
+			o.output_num = MSEC;
+			prof_to(&o, a, sizeof(a), "rows.prof");
+			ck_assert_int_eq(run(&o), 0);
+
+			snprintf(b, sizeof(b), "%s/samples.prof", root);
+			ck_assert_int_eq(export__new(EXPORT_FOLDED, &eo, &bs.e), 0);
+			ck_assert_int_eq(store_reader__query(r, t_base_ns(),
+							     t_base_ns() + MSEC * T_NS, NULL,
+							     take_kind, &bs),
+					 0);
+			ck_assert_int_eq(export__write(bs.e, b), 0);
+			export__free(bs.e);
+			x = test_slurp(a, NULL);
+			y = test_slurp(b, NULL);
+			ck_assert_msg(strlen(x) > 1000, "%s", x);
+			ck_assert_msg(!strcmp(x, y), "labels %zu, off %d:\n%.1500s\n---\n%.1500s",
+				      i, off, x, y);
+			free(x);
+			free(y);
+		}
+	store_reader__free(r);
+}
+END_TEST
+
+/*
+ * `cpa show` on a terminal (script(1) gives it a pty): a read past the bar's
+ * delay (CPA_SHOW_PROGRESS_MS=0 here, a second by default) draws a progress
+ * bar on stderr and wipes it at the end. With stderr a file: no bar.
+ */
+START_TEST(test_show_progress_tty)
+{
+	const char *bd = getenv("CPA_BUILD_DIR");
+	char *o;
+	int rc;
+
+	ck_assert_ptr_nonnull(bd);
+	if (system("script -V >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "no script(1): the terminal case is not run\n");
+	} else {
+		o = test_cmd_out(
+			&rc,
+			"CPA_SHOW_PROGRESS_MS=0 script -qec \"'%s/bin/cpa' show --read '%s' "
+			"-B 10:00:00 -n %d --kind on -o '%s/tty.prof'\" /dev/null",
+			bd, store, MSEC, root);
+		ck_assert_msg(rc == 0, "exit %d: %s", rc, o);
+		ck_assert_msg(strstr(o, "reading [") && strstr(o, "] 100%"), "no bar: %s", o);
+		ck_assert_msg(strstr(o, "Write  ["), "%s", o);
+		free(o);
+		/* the other formats too */
+		o = test_cmd_out(
+			&rc,
+			"CPA_SHOW_PROGRESS_MS=0 script -qec \"'%s/bin/cpa' show --read '%s' "
+			"-B 10:00:00 -n %d --format svg -o '%s/tty.svg'\" /dev/null",
+			bd, store, MSEC, root);
+		ck_assert_msg(rc == 0 && strstr(o, "] 100%"), "exit %d: %s", rc, o);
+		free(o);
+	}
+	o = test_cmd_out(&rc,
+			 "CPA_SHOW_PROGRESS_MS=0 '%s/bin/cpa' show --read '%s' -B 10:00:00 -n %d "
+			 "--kind on -o '%s/file.prof' 2>&1 >/dev/null",
+			 bd, store, MSEC, root);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, o);
+	ck_assert_msg(!strstr(o, "reading ["), "a bar on a file: %s", o);
+	free(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("show");
@@ -775,5 +929,8 @@ int main(void)
 	/* CPA's behaviours, over a store with metrics-only seconds and an off-CPU sample. */
 	tc = TEST_TCASE(s, "cpa", test_show_records_num, test_show_raw_offcpu, test_show_said);
 	tcase_add_checked_fixture(tc, setup_metrics, teardown_metrics);
+	/* Reading by rows (store_reader__query_rows()) against sample by sample. */
+	tc = TEST_TCASE(s, "rows", test_show_folded_rows_vs_samples, test_show_progress_tty);
+	tcase_add_checked_fixture(tc, setup_segments, teardown);
 	return test_run_suite(s);
 }
