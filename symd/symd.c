@@ -44,28 +44,32 @@
 #include "elfsym.h"
 #include "ksyms.h"
 #include "names.h"
-#include "procinfo.h"
+#include "jitmap.h"
+#include "jvm.h"
 #include "shm/counters.h"
 #include "shm/dedup.h"
 #include "shm/fault.h"
 #include "shm/loss.h"
 #include "shm/records.h"
 
-#define SYMD_PID_MAX	    65536u
-#define SYMD_KSYM_CHECK_NS  (5 * NSEC_PER_SEC)
-#define SYMD_JIT_RECHECK_NS NSEC_PER_SEC
-#define SYMD_LOSS_FLUSH_NS  NSEC_PER_SEC
-#define SYMD_HEAP_TRIM_NS   (10 * NSEC_PER_SEC) /* no binary loaded that long: trim */
-#define SYMD_TRIM_EVERY_NS  NSEC_PER_SEC	/* heap_trim__maybe() at most this often */
-#define SYMD_TRIM_FREE	    (8u << 20)		/* ... once the heap's free bytes grew this much */
-#define SYMD_BIN_IDLE_NS    (60 * NSEC_PER_SEC) /* a binary no frame named that long goes */
-#define SYMD_EPOCH_BYTES    (4u << 20)		/* intern tables: a new epoch past this */
-#define SYMD_EPOCH_MIN_NS   (30 * NSEC_PER_SEC) /* ... unless it refilled that fast */
-#define SYMD_MAX_STACK	    CPA_MAX_STACK_FRAMES
-#define SYMD_FRAME_NAME_MAX (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
-#define SYMD_PCC_BITS	    16	       /* at most 64 Ki slots (2 MiB) */
-#define SYMD_PCC_MIN_BITS   10	       /* from 1 Ki slots (32 KiB) */
-#define SYMD_PCC_KERNEL	    UINT32_MAX /* module key of kernel pcs */
+#define SYMD_PID_MAX	       65536u
+#define SYMD_KSYM_CHECK_NS     (5 * NSEC_PER_SEC)
+#define SYMD_JIT_RECHECK_NS    NSEC_PER_SEC
+#define SYMD_JVM_PERIOD_NS     NSEC_PER_SEC	   /* JVM perf map requests: at most this often */
+#define SYMD_JVM_PERIOD_MAX_NS (60 * NSEC_PER_SEC) /* ... backing off to this */
+#define SYMD_JVM_READ_NS       (NSEC_PER_SEC / 4)  /* the map read after a request */
+#define SYMD_LOSS_FLUSH_NS     NSEC_PER_SEC
+#define SYMD_HEAP_TRIM_NS      (10 * NSEC_PER_SEC) /* no binary loaded that long: trim */
+#define SYMD_TRIM_EVERY_NS     NSEC_PER_SEC	   /* heap_trim__maybe() at most this often */
+#define SYMD_TRIM_FREE	       (8u << 20) /* ... once the heap's free bytes grew this much */
+#define SYMD_BIN_IDLE_NS       (60 * NSEC_PER_SEC) /* a binary no frame named that long goes */
+#define SYMD_EPOCH_BYTES       (4u << 20)	   /* intern tables: a new epoch past this */
+#define SYMD_EPOCH_MIN_NS      (30 * NSEC_PER_SEC) /* ... unless it refilled that fast */
+#define SYMD_MAX_STACK	       CPA_MAX_STACK_FRAMES
+#define SYMD_FRAME_NAME_MAX    (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
+#define SYMD_PCC_BITS	       16	  /* at most 64 Ki slots (2 MiB) */
+#define SYMD_PCC_MIN_BITS      10	  /* from 1 Ki slots (32 KiB) */
+#define SYMD_PCC_KERNEL	       UINT32_MAX /* module key of kernel pcs */
 
 /* A module as unwindd defined it (unwindd's id space). */
 struct umod {
@@ -97,6 +101,14 @@ struct pidinfo {
 	int64_t jit_size;
 	int64_t jit_refused; /* size of the map file refused as it is, -1: none */
 	uint64_t jit_used;   /* jit_clock of the last lookup: LRU eviction */
+	int64_t jit_mtime;   /* of the map file loaded (a JVM rewrites it) */
+	uint8_t jit_src;     /* which path it came from: pidinfo__load_jit() */
+	bool jvm_checked;
+	bool jvm; /* a HotSpot JVM: its perf map is asked for (jvm.c) */
+	uint64_t jvm_next_ns;
+	uint64_t jvm_period_ns;
+	uint64_t jvm_misses; /* JIT frames its map did not name */
+	uint64_t jvm_misses_asked;
 };
 
 /*
@@ -591,16 +603,37 @@ static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
 		 ns_pid(s, p->pid, uids));
 	snprintf(path[1], sizeof(path[1]), "/tmp/perf-%u.map", p->pid);
 	for (i = 0; i < 2; i++) {
+		int64_t mtime;
 		struct jitmap *j = NULL;
 		struct stat st;
 		int r;
 
 		if (lstat(path[i], &st) < 0)
 			continue;
-		if (p->jit && st.st_size == p->jit_size)
+		mtime = (int64_t)st.st_mtim.tv_sec * NSEC_PER_SEC + st.st_mtim.tv_nsec;
+		if (p->jit && p->jit_src == i && st.st_size == p->jit_size &&
+		    (!p->jvm || mtime == p->jit_mtime))
 			return; /* unchanged since the last load */
 		if (st.st_size == p->jit_refused)
 			return; /* refused as it is */
+		/* What the JIT appended (a JVM rewrites it all), timed. */
+		if (p->jit && p->jit_src == i && (p->jvm || st.st_size > p->jit_size)) {
+			size_t before = jitmap__bytes(p->jit);
+
+			jit_make_room(s, p, (size_t)MAX(st.st_size - p->jit_size, (int64_t)0));
+			r = jitmap__update(p->jit, path[i], s->jit_budget - (s->jit_bytes - before),
+					   uids, clock_ns(CLOCK_REALTIME),
+					   p->jvm ? JITMAP_REREAD : 0);
+			s->jit_bytes += jitmap__bytes(p->jit) - before;
+			bins_rebudget(s);
+			if (r >= 0) {
+				p->jit_size = st.st_size;
+				p->jit_mtime = mtime;
+				if (r > 0)
+					p->jvm_period_ns = 0; /* it named new code */
+				return;
+			}
+		}
 		pidinfo__set_jit(s, p, NULL, 0);
 		r = -EFBIG;
 		if ((uint64_t)st.st_size < s->jit_budget) {
@@ -620,11 +653,44 @@ static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
 			continue;
 		pidinfo__set_jit(s, p, j, st.st_size);
 		p->jit_refused = -1;
+		p->jit_mtime = mtime;
+		p->jit_src = (uint8_t)i;
+		p->jvm_period_ns = 0;
 		return;
 	}
 }
 
-static const char *jit_lookup(struct symd *s, uint32_t pid, uint64_t pc, uint64_t *ret_start)
+/*
+ * A JVM whose JIT frames its perf map does not name (or that has none) is
+ * asked to write it (jvm.c): once a second at most and only while such
+ * misses grow; the wait doubles (up to a minute) while the maps it writes
+ * name nothing new.
+ */
+static void jvm_miss(struct symd *s, struct pidinfo *p, uint64_t now)
+{
+	uint32_t uids[2];
+	int r;
+
+	if (!p->jvm)
+		return;
+	p->jvm_misses++;
+	if (now < p->jvm_next_ns || p->jvm_misses == p->jvm_misses_asked)
+		return;
+	p->jvm_misses_asked = p->jvm_misses;
+	p->jvm_period_ns = p->jvm_period_ns ? MIN(p->jvm_period_ns * 2, SYMD_JVM_PERIOD_MAX_NS)
+					    : SYMD_JVM_PERIOD_NS;
+	p->jvm_next_ns = now + p->jvm_period_ns;
+	r = jvm__request_perfmap(proc_dir(s), p->pid, ns_pid(s, p->pid, uids));
+	if (r < 0) {
+		log_debug("pid %u: perf map request: %s", p->pid, strerror(-r));
+		return;
+	}
+	log_debug("pid %u: JVM asked for its perf map", p->pid);
+	p->jit_next_ns = now + SYMD_JVM_READ_NS; /* read what it writes soon */
+}
+
+static const char *jit_lookup(struct symd *s, uint32_t pid, uint64_t pc, uint64_t time_ns,
+			      uint64_t *ret_start)
 {
 	struct pidinfo *p = pids__get(s, pid);
 	const char *name = NULL;
@@ -633,18 +699,35 @@ static const char *jit_lookup(struct symd *s, uint32_t pid, uint64_t pc, uint64_
 	if (!p)
 		return NULL;
 	p->jit_used = ++s->jit_clock;
-	if (p->jit)
-		name = jitmap__lookup(p->jit, pc, ret_start);
-	if (name)
-		return name;
-	/* A miss may mean new JIT code: re-read the map, at most once a second. */
+	if (!p->jvm_checked) {
+		p->jvm_checked = true;
+		p->jvm = jvm__is_jvm(proc_dir(s), p->pid);
+	}
+	if (p->jit) {
+		name = jitmap__lookup_at(p->jit, pc, time_ns, ret_start);
+		/* Named from a map read after the sample: nothing newer can
+		 * have replaced that code before it. */
+		if (name && time_ns <= jitmap__read_ns(p->jit))
+			goto out;
+	}
+	/* A miss may mean new JIT code, a hit after the last read code that
+	 * replaced the entry's: read what the map gained, at most once a
+	 * second. */
 	now = clock_ns(CLOCK_MONOTONIC);
 	if (!p->jit_tried || now >= p->jit_next_ns) {
 		p->jit_tried = true;
 		pidinfo__load_jit(s, p, now);
 		if (p->jit)
-			name = jitmap__lookup(p->jit, pc, ret_start);
+			name = jitmap__lookup_at(p->jit, pc, time_ns, ret_start);
 	}
+	if (!name) {
+		jvm_miss(s, p, now);
+		return NULL;
+	}
+out:
+	/* HotSpot's template interpreter is one code blob for every method. */
+	if (p->jvm && !strcmp(name, "Interpreter"))
+		return "[java interpreted]";
 	return name;
 }
 
@@ -964,7 +1047,7 @@ static const char *user_symbol(struct symd *s, const struct cpa_frames *f,
 	const char *name;
 
 	if ((uf->flags & CPA_UF_ANON) || (m && m->kind == CPA_MOD_ANON))
-		return jit_lookup(s, f->pid, uf->pc, ret_off);
+		return jit_lookup(s, f->pid, uf->pc, f->time_ns, ret_off);
 	if (!m)
 		return NULL;
 	/* Return addresses point after the call; the call may be a function's
