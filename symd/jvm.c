@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,8 +151,8 @@ static _Noreturn void jvm_child(const struct jvm_req *q)
 		}
 		if (made < 0 || kill((pid_t)q->pid, SIGQUIT) < 0)
 			_exit(3);
-		for (int i = 0; i < (JVM_CHILD_SECS * 1000 - 500) / 20 && fd < 0; i++) {
-			child_sleep_ms(20);
+		for (int i = 0; i < (JVM_CHILD_SECS * 1000 - 500) / 5 && fd < 0; i++) {
+			child_sleep_ms(5);
 			fd = child_connect(q->sock);
 		}
 		unlink(q->attach[made]);
@@ -165,7 +166,23 @@ static _Noreturn void jvm_child(const struct jvm_req *q)
 	_exit(0);
 }
 
-int jvm__request_perfmap(const char *proc, uint32_t pid, uint32_t nspid)
+/* Wait up to wait_ns for the child of slot: 1 when it wrote the map. */
+static int jvm_wait(unsigned int slot, uint64_t wait_ns)
+{
+	int fd = (int)syscall(SYS_pidfd_open, jvm_children[slot], 0), status, r;
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+
+	if (fd < 0)
+		return 0;
+	r = poll(&pf, 1, (int)(wait_ns / 1000000));
+	close(fd);
+	if (r <= 0 || waitpid(jvm_children[slot], &status, WNOHANG) != jvm_children[slot])
+		return 0;
+	jvm_children[slot] = 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int jvm__request_perfmap(const char *proc, uint32_t pid, uint32_t nspid, uint64_t wait_ns)
 {
 	struct jvm_req q = {.pid = pid};
 	unsigned int slot;
@@ -190,5 +207,5 @@ int jvm__request_perfmap(const char *proc, uint32_t pid, uint32_t nspid)
 	if (c == 0)
 		jvm_child(&q);
 	jvm_children[slot] = c;
-	return 0;
+	return wait_ns ? jvm_wait(slot, wait_ns) : 0;
 }

@@ -16,12 +16,12 @@ bool jvm__is_jvm(const char *proc, uint32_t pid);
  * Start `jcmd PID Compiler.perfmap` (JDK 17+: the JVM writes its code cache
  * to /tmp/perf-NSPID.map in its mount namespace) in a short-lived child that
  * takes the JVM's euid/egid (the JVM accepts peers of its own uid or root),
- * and return: 0 started, -EBUSY (too many requests still running), -EPERM (the
- * JVM does not catch SIGQUIT: -Xrs, where SIGQUIT would kill it), -errno.
- * The child never blocks the caller: it gives up after a few seconds; the
- * map is read when it has been written. nspid: pid in the JVM's namespace.
+ * and wait up to wait_ns (0: not) for it. 1: the map is written, 0: started
+ * (the child gives up after a few seconds: read the map later), -EBUSY (too
+ * many requests still running), -EPERM (the JVM does not catch SIGQUIT: -Xrs,
+ * where SIGQUIT would kill it), -errno. nspid: pid in the JVM's namespace.
  */
-int jvm__request_perfmap(const char *proc, uint32_t pid, uint32_t nspid);
+int jvm__request_perfmap(const char *proc, uint32_t pid, uint32_t nspid, uint64_t wait_ns);
 
 /* Reap finished requests (called by jvm__request_perfmap too). */
 void jvm__reap(void);

@@ -55,9 +55,12 @@
 #define SYMD_PID_MAX	       65536u
 #define SYMD_KSYM_CHECK_NS     (5 * NSEC_PER_SEC)
 #define SYMD_JIT_RECHECK_NS    NSEC_PER_SEC
-#define SYMD_JVM_PERIOD_NS     NSEC_PER_SEC	   /* JVM perf map requests: at most this often */
+#define SYMD_JVM_PERIOD_NS     (NSEC_PER_SEC / 5)  /* JVM perf map requests: at most this often */
 #define SYMD_JVM_PERIOD_MAX_NS (60 * NSEC_PER_SEC) /* ... backing off to this */
-#define SYMD_JVM_READ_NS       (NSEC_PER_SEC / 4)  /* the map read after a request */
+#define SYMD_JVM_READ_NS       (NSEC_PER_SEC / 20) /* the map read after a request ... */
+#define SYMD_JVM_WAIT_NS       (2 * NSEC_PER_SEC)  /* ... while it may still come */
+#define SYMD_JVM_WAIT_ONE_NS   (NSEC_PER_SEC / 2)  /* a request waited for at most ... */
+#define SYMD_JVM_WAIT_MAX_NS   NSEC_PER_SEC	   /* ... out of a budget of 5 % of the time */
 #define SYMD_LOSS_FLUSH_NS     NSEC_PER_SEC
 #define SYMD_HEAP_TRIM_NS      (10 * NSEC_PER_SEC) /* no binary loaded that long: trim */
 #define SYMD_TRIM_EVERY_NS     NSEC_PER_SEC	   /* heap_trim__maybe() at most this often */
@@ -106,6 +109,7 @@ struct pidinfo {
 	bool jvm_checked;
 	bool jvm; /* a HotSpot JVM: its perf map is asked for (jvm.c) */
 	uint64_t jvm_next_ns;
+	uint64_t jvm_asked_ns;
 	uint64_t jvm_period_ns;
 	uint64_t jvm_misses; /* JIT frames its map did not name */
 	uint64_t jvm_misses_asked;
@@ -161,9 +165,11 @@ struct symd {
 	size_t jit_bytes;  /* perf maps held */
 	size_t jit_budget; /* perf maps at most (1/4 of the cap) */
 	uint64_t jit_clock;
-	uint64_t cap;	     /* --max_cache_size_mb or cpa ctl mem, bytes */
-	uint64_t sym_budget; /* binary cache + perf maps (3/4 of the cap) */
-	bool jit_warned[2];  /* too big, not trusted: one warning each */
+	uint64_t cap;	      /* --max_cache_size_mb or cpa ctl mem, bytes */
+	uint64_t sym_budget;  /* binary cache + perf maps (3/4 of the cap) */
+	bool jit_warned[2];   /* too big, not trusted: one warning each */
+	uint64_t jvm_wait_ns; /* JVM perf map requests: time left to wait for them */
+	uint64_t jvm_wait_at; /* ... as of then */
 
 	struct intern strs;
 	struct intern frames;
@@ -662,31 +668,46 @@ static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
 
 /*
  * A JVM whose JIT frames its perf map does not name (or that has none) is
- * asked to write it (jvm.c): once a second at most and only while such
+ * asked to write it (jvm.c): five times a second at most and only while such
  * misses grow; the wait doubles (up to a minute) while the maps it writes
  * name nothing new.
  */
 static void jvm_miss(struct symd *s, struct pidinfo *p, uint64_t now)
 {
+	uint64_t now2;
 	uint32_t uids[2];
 	int r;
 
 	if (!p->jvm)
 		return;
 	p->jvm_misses++;
+	/* A request in flight: read its map as soon as it is there. */
+	if (now - p->jvm_asked_ns < SYMD_JVM_WAIT_NS)
+		p->jit_next_ns = MIN(p->jit_next_ns, now + SYMD_JVM_READ_NS);
 	if (now < p->jvm_next_ns || p->jvm_misses == p->jvm_misses_asked)
 		return;
 	p->jvm_misses_asked = p->jvm_misses;
 	p->jvm_period_ns = p->jvm_period_ns ? MIN(p->jvm_period_ns * 2, SYMD_JVM_PERIOD_MAX_NS)
 					    : SYMD_JVM_PERIOD_NS;
 	p->jvm_next_ns = now + p->jvm_period_ns;
-	r = jvm__request_perfmap(proc_dir(s), p->pid, ns_pid(s, p->pid, uids));
+	/* Waiting for the map names the samples still in the pipeline (the
+	 * miss comes ~1 s after the code ran); at most 5 % of the time. */
+	s->jvm_wait_ns = MIN(s->jvm_wait_ns + (now - s->jvm_wait_at) / 20, SYMD_JVM_WAIT_MAX_NS);
+	s->jvm_wait_at = now;
+	r = jvm__request_perfmap(proc_dir(s), p->pid, ns_pid(s, p->pid, uids),
+				 MIN(s->jvm_wait_ns, SYMD_JVM_WAIT_ONE_NS));
 	if (r < 0) {
 		log_debug("pid %u: perf map request: %s", p->pid, strerror(-r));
 		return;
 	}
-	log_debug("pid %u: JVM asked for its perf map", p->pid);
-	p->jit_next_ns = now + SYMD_JVM_READ_NS; /* read what it writes soon */
+	now2 = clock_ns(CLOCK_MONOTONIC);
+	s->jvm_wait_ns -= MIN(s->jvm_wait_ns, now2 - now);
+	s->jvm_wait_at = now2;
+	log_debug("pid %u: JVM asked for its perf map (%s, %llu ms)", p->pid,
+		  r ? "written" : "pending", (unsigned long long)(now2 - now) / 1000000);
+	p->jvm_asked_ns = now;
+	/* read what it wrote now, or soon */
+	p->jit_next_ns = r ? now : now + SYMD_JVM_READ_NS;
 }
 
 static const char *jit_lookup(struct symd *s, uint32_t pid, uint64_t pc, uint64_t time_ns,
