@@ -41,6 +41,7 @@
 #include "fold.h"
 #include "overhead.h"
 #include "tests/fixtures/go/burn_src.h"
+#include "tests/workload/jit_src.h"
 
 #define TOP 10
 
@@ -49,10 +50,23 @@ struct prog {
 	const char *cmd; /* sh -c, exec'd: the pid stays the one cpa and perf watch */
 };
 
-/* perf's --call-graph: Go by frame pointer (Go keeps them), the rest dwarf */
+/* sh -c beside the program once the gate opens ({pid}: its pid), or NULL: a JVM
+ * writes its perf map for perf when jcmd asks (cpa asks it itself) */
+static const char *side_cmd(const struct prog *pg)
+{
+	return strncmp(pg->name, "java", 4)
+		       ? NULL
+		       : "sleep 5; jcmd {pid} Compiler.perfmap > /dev/null 2>&1";
+}
+
+/* perf's --call-graph: Go by frame pointer (Go keeps them), JIT code too (V8 keeps
+ * them; perf has no CFI for it), the rest dwarf */
 static const char *perf_cg(const struct prog *pg)
 {
-	return strncmp(pg->name, "go", 2) ? "dwarf" : "fp";
+	return strncmp(pg->name, "go", 2) && strncmp(pg->name, "node", 4) &&
+			       strncmp(pg->name, "java", 4)
+		       ? "dwarf"
+		       : "fp";
 }
 
 /* {in} is replaced by the generated text file, {dir} by --dir. */
@@ -76,6 +90,12 @@ static const struct prog progs[] = {
 	 * walks Go by frame pointer, as Go keeps them */
 	{"go", "exec {dir}/go-burn 6 > /dev/null"},
 	{"go-stripped", "exec {dir}/go-burn-s 6 > /dev/null"},
+	/* JIT runtimes (tests/workload/jit_src.h), perf with perf maps: node writes its
+	 * own; java runs with no flags (cpa asks the JVM), jcmd writes the map for perf
+	 * (side_cmd()) */
+	{"node", "exec node --perf-basic-prof {dir}/hot.js 6 > /dev/null"},
+	{"java", "exec java -cp {dir} Hot 6 > /dev/null"},
+	{"java-fp", "exec java -XX:+PreserveFramePointer -cp {dir} Hot 6 > /dev/null"},
 };
 
 /* 60 rounds of: 50,000 words into a std::map, its keys sorted (~3 s of CPU) */
@@ -166,7 +186,7 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	static struct tally top;
 	struct cost_bpf_set bset = {0};
 	struct cost_bpf b0 = {0}, b1 = {0};
-	pid_t child, mon, perf, st[8], cap = 0;
+	pid_t child, mon, perf, side = 0, st[8], cap = 0;
 	uint64_t cpu0, cpu1;
 	int gate[2], nst = 0, i, j, status;
 	char stack[32] = "";
@@ -235,7 +255,22 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	if (write(gate[1], "x", 1) != 1)
 		return -EIO;
 	close(gate[1]);
+	if (side_cmd(pg)) {
+		/* {pid} filled: the program's pid */
+		for (s = side_cmd(pg), k = 0; *s && k < sizeof(cmd) - 32; s++) {
+			if (!strncmp(s, "{pid}", 5)) {
+				k += (size_t)snprintf(cmd + k, sizeof(cmd) - k, "%d", child);
+				s += 4;
+			} else {
+				cmd[k++] = *s;
+			}
+		}
+		cmd[k] = 0;
+		side = spawn_sh(cmd);
+	}
 	waitpid(child, &status, 0);
+	if (side > 0)
+		waitpid(side, NULL, 0);
 	cost_bpf_read(&bset, &b1);
 	cpu1 = agent_cpu_ns(mon, st, nst);
 	sleep(2); /* the last samples through the pipeline */
@@ -383,6 +418,23 @@ int main(int argc, char **argv)
 			"-o go-burn go-burn.go; } && { test -x go-burn-s || go build -ldflags='-s -w' "
 			"-o go-burn-s go-burn.go; }",
 			o.dir, o.dir);
+	}
+	/* the JIT workloads */
+	snprintf(cxx, sizeof(cxx), "%s/hot.js", o.dir);
+	f = fopen(cxx, "we");
+	if (f) {
+		fputs(jit_node_src, f);
+		fclose(f);
+	}
+	snprintf(cxx, sizeof(cxx), "%s/Hot.java", o.dir);
+	f = fopen(cxx, "we");
+	if (f) {
+		fputs(jit_java_src, f);
+		fclose(f);
+		bench_sh(
+			"command -v javac > /dev/null || exit 0; cd '%s' && { test -s Hot.class || "
+			"javac -d . Hot.java; }",
+			o.dir);
 	}
 	printf("bench_fidelity: %d Hz, stack_size %s, cpa from %s\n", o.freq,
 	       o.stack_size ? "set" : "default", o.bin);
