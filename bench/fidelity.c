@@ -346,6 +346,19 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	return 0;
 }
 
+/* A workload's source into dir/name (its path in path): 0, or -1. */
+static int put_src(const char *dir, const char *name, const char *text, char *path, size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/%s", dir, name);
+	f = fopen(path, "we");
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f) ? -1 : 0;
+}
+
 static void usage(FILE *f)
 {
 	size_t i;
@@ -369,7 +382,6 @@ int main(int argc, char **argv)
 					   {"help", no_argument, NULL, 'h'},
 					   {}};
 	char self[1024], bin[1024], in[1200], cxx[1200];
-	FILE *f;
 	struct opts o = {.freq = 99, .dir = "/tmp/bench_fidelity"};
 	ssize_t n;
 	size_t i;
@@ -412,45 +424,25 @@ int main(int argc, char **argv)
 		 "awk '{ print $0, NR * 7919 %% 10007 }' > '%s'; head -c 5000000 '%s' > '%s.head'",
 		 in, in, in, in);
 	/* the C++ workload: -O2, no frame pointers, libstdc++ inlined into it */
-	snprintf(cxx, sizeof(cxx), "%s/cxx-nofp.cc", o.dir);
-	f = fopen(cxx, "we");
-	if (f) {
-		fputs(cxx_src, f);
-		fclose(f);
+	if (put_src(o.dir, "cxx-nofp.cc", cxx_src, cxx, sizeof(cxx)) == 0)
 		bench_sh("test -x '%s/cxx-nofp' || g++ -O2 -fomit-frame-pointer -o '%s/cxx-nofp' "
 			 "'%s'",
 			 o.dir, o.dir, cxx);
-	}
 	/* the Go workload, normal and stripped, in a private build cache */
-	snprintf(cxx, sizeof(cxx), "%s/go-burn.go", o.dir);
-	f = fopen(cxx, "we");
-	if (f) {
-		fputs(go_burn_src, f);
-		fclose(f);
+	if (put_src(o.dir, "go-burn.go", go_burn_src, cxx, sizeof(cxx)) == 0)
 		bench_sh(
 			"command -v go > /dev/null || exit 0; cd '%s' && export GOCACHE='%s/gocache' "
 			"GOFLAGS=-mod=mod GOPROXY=off CGO_ENABLED=0 && { test -x go-burn || go build "
 			"-o go-burn go-burn.go; } && { test -x go-burn-s || go build -ldflags='-s -w' "
 			"-o go-burn-s go-burn.go; }",
 			o.dir, o.dir);
-	}
 	/* the JIT workloads */
-	snprintf(cxx, sizeof(cxx), "%s/hot.js", o.dir);
-	f = fopen(cxx, "we");
-	if (f) {
-		fputs(jit_node_src, f);
-		fclose(f);
-	}
-	snprintf(cxx, sizeof(cxx), "%s/Hot.java", o.dir);
-	f = fopen(cxx, "we");
-	if (f) {
-		fputs(jit_java_src, f);
-		fclose(f);
+	put_src(o.dir, "hot.js", jit_node_src, cxx, sizeof(cxx));
+	if (put_src(o.dir, "Hot.java", jit_java_src, cxx, sizeof(cxx)) == 0)
 		bench_sh(
 			"command -v javac > /dev/null || exit 0; cd '%s' && { test -s Hot.class || "
 			"javac -d . Hot.java; }",
 			o.dir);
-	}
 	printf("bench_fidelity: %d Hz, stack_size %s, cpa from %s\n", o.freq,
 	       o.stack_size ? "set" : "default", o.bin);
 	for (i = 0; i < ARRAY_SIZE(progs); i++) {

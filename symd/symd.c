@@ -433,6 +433,8 @@ static void pidinfo__set_jit(struct symd *s, struct pidinfo *p, struct jitmap *j
 
 static void pidinfo__free(struct symd *s, struct pidinfo *p)
 {
+	if (p->jvm)
+		jvm__reap(); /* its requests' children, if they are done */
 	pidinfo__set_jit(s, p, NULL, 0);
 	free(p->env);
 	free(p);

@@ -138,10 +138,9 @@ static void print_top(const char *name, const struct go_stats *st)
 
 START_TEST(test_go_programs)
 {
-	char cpa[4200], store[4200], log[4200], prof[4200], *out, *text;
+	char cpa[4200], store[4200], log[4200], prof[4200], *text;
 	char *margv[] = {cpa, "monitor", "--store_dir", store, "-F", "99", NULL};
 	const char *names[] = {"burn", "burn_s"};
-	int h0, m0, s0, ms0, h1, m1, s1, ms1, rc;
 	pid_t mon, pids[2];
 
 	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
@@ -155,23 +154,7 @@ START_TEST(test_go_programs)
 	sleep(1);
 	kill(mon, SIGINT);
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-	out = test_cmd_out(&rc, "'%s' show --read '%s' --show_range", cpa, store);
-	ck_assert_int_eq(rc, 0);
-	ck_assert_msg(sscanf(out, "Record Time From [ %d:%d:%d.%d ] to [ %d:%d:%d.%d ]", &h0, &m0,
-			     &s0, &ms0, &h1, &m1, &s1, &ms1) == 8,
-		      "show_range: %s", out);
-	free(out);
-	{
-		long span = (h1 * 3600L + m1 * 60 + s1) - (h0 * 3600L + m0 * 60 + s0) + 1;
-
-		out = test_cmd_out(&rc,
-				   "'%s' show --read '%s' -B %02d:%02d:%02d --output_num %ld -o "
-				   "'%s' --no_env",
-				   cpa, store, h0, m0, s0, span > 0 ? span : span + 86400, prof);
-		ck_assert_msg(rc == 0, "cpa show: %s", out);
-		free(out);
-	}
-	text = test_slurp(prof, NULL);
+	text = monitor_fold_all(cpa, store, prof);
 	for (int i = 0; i < 2; i++) {
 		struct go_stats st;
 

@@ -169,3 +169,24 @@ void test_need_root_bpf(char *bin_dir, size_t len)
 	ck_assert_msg(b != NULL, "CPA_BUILD_DIR not set");
 	snprintf(bin_dir, len, "%s/bin", b);
 }
+
+char *monitor_fold_all(const char *cpa, const char *store, const char *prof)
+{
+	int h0, m0, s0, ms0, h1, m1, s1, ms1, rc;
+	char *out = test_cmd_out(&rc, "'%s' show --read '%s' --show_range", cpa, store);
+	long span;
+
+	ck_assert_int_eq(rc, 0);
+	ck_assert_msg(sscanf(out, "Record Time From [ %d:%d:%d.%d ] to [ %d:%d:%d.%d ]", &h0, &m0,
+			     &s0, &ms0, &h1, &m1, &s1, &ms1) == 8,
+		      "show_range: %s", out);
+	free(out);
+	span = (h1 * 3600L + m1 * 60 + s1) - (h0 * 3600L + m0 * 60 + s0) + 1;
+	out = test_cmd_out(&rc,
+			   "'%s' show --read '%s' -B %02d:%02d:%02d --output_num %ld -o '%s' "
+			   "--no_env",
+			   cpa, store, h0, m0, s0, span > 0 ? span : span + 86400, prof);
+	ck_assert_msg(rc == 0, "cpa show: %s", out);
+	free(out);
+	return test_slurp(prof, NULL);
+}

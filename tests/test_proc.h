@@ -35,6 +35,10 @@ pid_t spawn_monitor(char *const argv[], const char *log, int timeout_s);
 /* Wait until the log of a `cpa monitor` says "all stages running"; the test
  * fails on an ERROR line or after timeout_s. */
 void wait_monitor_up(const char *log, int timeout_s);
+/* The whole store of a stopped monitor, folded ("comm:pid;root;...;leaf COUNT"
+ * lines), into the file prof: `cpa show` over its whole time range. Returns the
+ * text (the caller frees it); the test fails if cpa show does. */
+char *monitor_fold_all(const char *cpa, const char *store, const char *prof);
 /* Exit 77 unless root with kernel BTF; bin_dir = $CPA_BUILD_DIR/bin. */
 void test_need_root_bpf(char *bin_dir, size_t len);
 
