@@ -99,7 +99,7 @@ static const struct prog progs[] = {
 	/* JIT runtimes (tests/workload/jit_src.h), perf with perf maps: node writes its
 	 * own; java runs with no flags (cpa asks the JVM), jcmd writes the map for perf
 	 * (side_cmd()) */
-	{"node", "exec node --perf-basic-prof {dir}/hot.js 6 > /dev/null"},
+	{"node", "cd {dir} && exec node --perf-basic-prof hot.js 6 > /dev/null"},
 	{"java", "exec java -cp {dir} Hot 6 > /dev/null"},
 	{"java-fp", "exec java -XX:+PreserveFramePointer -cp {dir} Hot 6 > /dev/null"},
 };

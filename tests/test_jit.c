@@ -115,9 +115,10 @@ static pid_t start(char *const argv[])
 
 START_TEST(test_jit_programs)
 {
-	char cpa[4200], store[4200], log[4200], prof[4200], js[4200], *text;
+	char cpa[4200], store[4200], log[4200], prof[4200], js[8400], *text;
 	char *margv[] = {cpa, "monitor", "--store_dir", store, NULL};
-	char *node[] = {node_path, "--perf-basic-prof", js, "5", NULL};
+	/* in dir: node writes an isolate-*-v8.log into its cwd (exec: the same pid) */
+	char *node[] = {"/bin/sh", "-c", js, NULL};
 	char *java[] = {java_path, "-cp", dir, "Hot", "8", NULL};
 	char *java_fp[] = {java_path, "-XX:+PreserveFramePointer", "-cp", dir, "Hot", "8", NULL};
 	const char *names[3];
@@ -129,7 +130,7 @@ START_TEST(test_jit_programs)
 	snprintf(store, sizeof(store), "%s/store", dir);
 	snprintf(log, sizeof(log), "%s/monitor.log", dir);
 	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
-	snprintf(js, sizeof(js), "%s/hot.js", dir);
+	snprintf(js, sizeof(js), "cd '%s' && exec '%s' --perf-basic-prof hot.js 5", dir, node_path);
 	mon = spawn_monitor(margv, log, 60);
 	sleep(1);
 	if (!strcmp(runtime, "node")) {
