@@ -11,26 +11,25 @@
 #ifndef CPA_TESTS_WORKLOAD_JIT_SRC_H
 #define CPA_TESTS_WORKLOAD_JIT_SRC_H
 
-static const char jit_node_src[] =
-	"'use strict';\n"
-	"function hotLoop(n) {\n"
-	"  let x = 0;\n"
-	"  for (let i = 0; i < n; i++) x = (x * 31 + i) % 1000003;\n"
-	"  return x;\n"
-	"}\n"
-	"function work() {\n"
-	"  let s = 0;\n"
-	"  for (let k = 0; k < 50; k++) s += hotLoop(20000);\n"
-	"  return s;\n"
-	"}\n"
-	"const cpu = 1e6 * (Number(process.argv[2]) || 5);\n"
-	"let acc = 0;\n"
-	"for (;;) {\n"
-	"  const u = process.cpuUsage();\n"
-	"  if (u.user + u.system >= cpu) break;\n"
-	"  for (let r = 0; r < 10; r++) acc += work();\n"
-	"}\n"
-	"if (acc === 42) console.log(acc);\n";
+static const char jit_node_src[] = "'use strict';\n"
+				   "function hotLoop(n) {\n"
+				   "  let x = 0;\n"
+				   "  for (let i = 0; i < n; i++) x = (x * 31 + i) % 1000003;\n"
+				   "  return x;\n"
+				   "}\n"
+				   "function work() {\n"
+				   "  let s = 0;\n"
+				   "  for (let k = 0; k < 50; k++) s += hotLoop(20000);\n"
+				   "  return s;\n"
+				   "}\n"
+				   "const cpu = 1e6 * (Number(process.argv[2]) || 5);\n"
+				   "let acc = 0;\n"
+				   "for (;;) {\n"
+				   "  const u = process.cpuUsage();\n"
+				   "  if (u.user + u.system >= cpu) break;\n"
+				   "  for (let r = 0; r < 10; r++) acc += work();\n"
+				   "}\n"
+				   "if (acc === 42) console.log(acc);\n";
 
 static const char jit_java_src[] =
 	"public class Hot {\n"
