@@ -51,57 +51,46 @@ static bool is_bottom(const char *f)
 	return false;
 }
 
-/* Lines "comm:pid;root;...;leaf COUNT" of pid. */
+/* One line of the program's stacks: semi = ";root;...;leaf", c samples. */
+static void go_line(void *ctx, char *semi, long c)
+{
+	struct go_stats *st = ctx;
+	char *leaf;
+	int i;
+
+	st->samples += c;
+	if (strstr(semi, ";main.burn;") || strstr(semi, ";main.burn") == semi + strlen(semi) - 10)
+		st->hot += c;
+	if (!strncmp(semi + 1, "<# ", 3)) {
+		if (st->marked < 5 * c)
+			fprintf(stderr, "  marked: %.300s\n", semi + 1);
+		st->marked += c;
+	} else {
+		char *root = strndup(semi + 1, strcspn(semi + 1, ";"));
+
+		if (is_bottom(root))
+			st->bottom += c;
+		else if (st->samples - st->bottom - st->marked <= 5 * c)
+			fprintf(stderr, "  not at a bottom: %.300s\n", semi + 1);
+		free(root);
+	}
+	/* the leaf: the last user frame (kernel frames end in _[k]) */
+	leaf = NULL;
+	for (char *tok = strtok(semi + 1, ";"); tok; tok = strtok(NULL, ";"))
+		if (!strstr(tok, "_[k]"))
+			leaf = tok;
+	for (i = 0; leaf && i < st->n_leaf && strcmp(st->leaf[i], leaf); i++)
+		;
+	if (leaf && i == st->n_leaf && i < 64)
+		snprintf(st->leaf[st->n_leaf++], sizeof(st->leaf[0]), "%s", leaf);
+	if (leaf && i < 64)
+		st->leaf_n[i] += c;
+}
+
 static void go_stats_of(const char *prof, pid_t pid, struct go_stats *st)
 {
-	char label[32];
-	const char *line = prof;
-
 	memset(st, 0, sizeof(*st));
-	snprintf(label, sizeof(label), ":%d;", pid);
-	while (line && *line) {
-		const char *eol = strchr(line, '\n');
-		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
-		char *sp = strrchr(l, ' '), *semi = strchr(l, ';'), *at = strstr(l, label), *leaf;
-		long c;
-		int i;
-
-		line = eol ? eol + 1 : NULL;
-		if (!sp || !semi || !at || at > semi) {
-			free(l);
-			continue;
-		}
-		c = strtol(sp + 1, NULL, 10);
-		*sp = 0;
-		st->samples += c;
-		if (strstr(semi, ";main.burn;") || strstr(semi, ";main.burn") == sp - 10)
-			st->hot += c;
-		if (!strncmp(semi + 1, "<# ", 3)) {
-			if (st->marked < 5 * c)
-				fprintf(stderr, "  marked: %.300s\n", semi + 1);
-			st->marked += c;
-		} else {
-			char *root = strndup(semi + 1, strcspn(semi + 1, ";"));
-
-			if (is_bottom(root))
-				st->bottom += c;
-			else if (st->samples - st->bottom - st->marked <= 5 * c)
-				fprintf(stderr, "  not at a bottom: %.300s\n", semi + 1);
-			free(root);
-		}
-		/* the leaf: the last user frame (kernel frames end in _[k]) */
-		leaf = NULL;
-		for (char *tok = strtok(semi + 1, ";"); tok; tok = strtok(NULL, ";"))
-			if (!strstr(tok, "_[k]"))
-				leaf = tok;
-		for (i = 0; leaf && i < st->n_leaf && strcmp(st->leaf[i], leaf); i++)
-			;
-		if (leaf && i == st->n_leaf && i < 64)
-			snprintf(st->leaf[st->n_leaf++], sizeof(st->leaf[0]), "%s", leaf);
-		if (leaf && i < 64)
-			st->leaf_n[i] += c;
-		free(l);
-	}
+	fold_lines_of(prof, pid, go_line, st);
 }
 
 static pid_t run_go(const char *exe, int secs)
@@ -224,12 +213,5 @@ int main(void)
 		fprintf(stderr, "go build failed (%d)\n", r);
 		return 1;
 	}
-	tcase_set_timeout(tc, 240);
-	tcase_add_test(tc, test_go_programs);
-	suite_add_tcase(s, tc);
-	r = test_run_suite(s);
-	snprintf(src, sizeof(src), "rm -rf '%s'", dir);
-	if (system(src) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-	return r;
+	return run_test_rmdir(s, tc, test_go_programs, 240, dir);
 }

@@ -66,46 +66,34 @@ static bool is_hot(const char *f)
 	       (strstr(f, "hot.js:") && (strstr(f, "hotLoop ") || strstr(f, "work ")));
 }
 
-/* Lines "comm:pid;root;...;leaf COUNT" of pid. */
+/* One line of the program's stacks: semi = ";root;...;leaf", c samples. */
+static void jit_line(void *ctx, char *semi, long c)
+{
+	struct jit_stats *st = ctx;
+	char *copy = strdup(semi);
+	bool hot = false, first = true;
+
+	st->samples += c;
+	if (!strncmp(semi + 1, "<# ", 3))
+		st->marked += c;
+	for (char *tok = strtok(semi + 1, ";"); tok; tok = strtok(NULL, ";")) {
+		if (first && is_root(tok))
+			st->complete += c;
+		first = false;
+		hot = hot || is_hot(tok);
+	}
+	if (hot)
+		st->hot += c;
+	else if (st->samples - st->hot <= 10 * c)
+		fprintf(stderr, "  not hot (%ld): %.200s ... %.200s\n", c, copy,
+			strrchr(copy, ';') ? strrchr(copy, ';') : "");
+	free(copy);
+}
+
 static void jit_stats_of(const char *prof, pid_t pid, struct jit_stats *st)
 {
-	char label[32];
-	const char *line = prof;
-
 	memset(st, 0, sizeof(*st));
-	snprintf(label, sizeof(label), ":%d;", pid);
-	while (line && *line) {
-		const char *eol = strchr(line, '\n');
-		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
-		char *sp = strrchr(l, ' '), *semi = strchr(l, ';'), *at = strstr(l, label), *copy;
-		bool hot = false, first = true;
-		long c;
-
-		line = eol ? eol + 1 : NULL;
-		if (!sp || !semi || !at || at > semi) {
-			free(l);
-			continue;
-		}
-		c = strtol(sp + 1, NULL, 10);
-		*sp = 0;
-		st->samples += c;
-		if (!strncmp(semi + 1, "<# ", 3))
-			st->marked += c;
-		copy = strdup(l);
-		for (char *tok = strtok(semi + 1, ";"); tok; tok = strtok(NULL, ";")) {
-			if (first && is_root(tok))
-				st->complete += c;
-			first = false;
-			hot = hot || is_hot(tok);
-		}
-		if (hot)
-			st->hot += c;
-		else if (st->samples - st->hot <= 10 * c)
-			fprintf(stderr, "  not hot (%ld): %.200s ... %.200s\n", c, copy,
-				strrchr(copy, ';') ? strrchr(copy, ';') : "");
-		free(copy);
-		free(l);
-	}
+	fold_lines_of(prof, pid, jit_line, st);
 }
 
 static pid_t start(char *const argv[])
@@ -198,13 +186,7 @@ int main(int argc, char **argv)
 	int r;
 
 	runtime = argc > 1 ? argv[1] : "node";
-	/* test_need_root_bpf()'s checks (its ck_assert needs a running test) */
-	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0 ||
-	    !getenv("CPA_BUILD_DIR")) {
-		fprintf(stderr, "skip: needs root, BTF and CPA_BUILD_DIR\n");
-		return 77;
-	}
-	snprintf(bin_dir, sizeof(bin_dir), "%s/bin", getenv("CPA_BUILD_DIR"));
+	test_need_root_bpf(bin_dir, sizeof(bin_dir));
 	which("node", node_path, sizeof(node_path));
 	which("java", java_path, sizeof(java_path));
 	if (!strcmp(runtime, "node")
@@ -227,12 +209,5 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	tcase_set_timeout(tc, 240);
-	tcase_add_test(tc, test_jit_programs);
-	suite_add_tcase(s, tc);
-	r = test_run_suite(s);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-	return r;
+	return run_test_rmdir(s, tc, test_jit_programs, 240, dir);
 }

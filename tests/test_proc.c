@@ -190,3 +190,39 @@ char *monitor_fold_all(const char *cpa, const char *store, const char *prof)
 	free(out);
 	return test_slurp(prof, NULL);
 }
+
+int run_test_rmdir(Suite *s, TCase *tc, const TTest *t, int timeout_s, const char *dir)
+{
+	char cmd[4200];
+	int r;
+
+	tcase_set_timeout(tc, timeout_s);
+	tcase_add_test(tc, t);
+	suite_add_tcase(s, tc);
+	r = test_run_suite(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	return r;
+}
+
+void fold_lines_of(const char *prof, pid_t pid, void (*fn)(void *ctx, char *stack, long count),
+		   void *ctx)
+{
+	const char *line = prof;
+	char label[32];
+
+	snprintf(label, sizeof(label), ":%d;", pid);
+	while (line && *line) {
+		const char *eol = strchr(line, '\n');
+		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
+		char *sp = strrchr(l, ' '), *semi = strchr(l, ';'), *at = strstr(l, label);
+
+		line = eol ? eol + 1 : NULL;
+		if (sp && semi && at && at < semi) {
+			*sp = 0;
+			fn(ctx, semi, strtol(sp + 1, NULL, 10));
+		}
+		free(l);
+	}
+}

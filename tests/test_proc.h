@@ -6,6 +6,7 @@
 #ifndef CPA_TEST_PROC_H
 #define CPA_TEST_PROC_H
 
+#include <check.h>
 #include <stddef.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -39,6 +40,13 @@ void wait_monitor_up(const char *log, int timeout_s);
  * lines), into the file prof: `cpa show` over its whole time range. Returns the
  * text (the caller frees it); the test fails if cpa show does. */
 char *monitor_fold_all(const char *cpa, const char *store, const char *prof);
+/* For each line "comm:pid;root;...;leaf COUNT" of pid in the folded text prof:
+ * fn(ctx, stack, count), stack = ";root;...;leaf" (a copy fn may cut up). */
+void fold_lines_of(const char *prof, pid_t pid, void (*fn)(void *ctx, char *stack, long count),
+		   void *ctx);
+/* Run the one test t (timeout_s) of a suite in its own TCase, then remove dir (the
+ * test's temporary directory): test_run_suite()'s exit code. */
+int run_test_rmdir(Suite *s, TCase *tc, const TTest *t, int timeout_s, const char *dir);
 /* Exit 77 unless root with kernel BTF; bin_dir = $CPA_BUILD_DIR/bin. */
 void test_need_root_bpf(char *bin_dir, size_t len);
 
