@@ -176,13 +176,8 @@ int main(void)
 	FILE *f;
 	int r;
 
-	/* test_need_root_bpf()'s checks (its ck_assert needs a running test) */
-	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0 ||
-	    !getenv("CPA_BUILD_DIR")) {
-		fprintf(stderr, "skip: needs root, BTF and CPA_BUILD_DIR\n");
+	if (test_e2e_ready(bin_dir, sizeof(bin_dir)))
 		return 77;
-	}
-	snprintf(bin_dir, sizeof(bin_dir), "%s/bin", getenv("CPA_BUILD_DIR"));
 	if (system("command -v go > /dev/null 2>&1") != 0) {
 		fprintf(stderr, "skip: no go\n");
 		return 77;

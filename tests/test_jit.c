@@ -118,7 +118,7 @@ START_TEST(test_jit_programs)
 	snprintf(store, sizeof(store), "%s/store", dir);
 	snprintf(log, sizeof(log), "%s/monitor.log", dir);
 	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
-	snprintf(js, sizeof(js), "cd '%s' && exec '%s' --perf-basic-prof hot.js 5", dir, node_path);
+	snprintf(js, sizeof(js), "cd '%s' && exec '%s' --perf-basic-prof hot.js 8", dir, node_path);
 	mon = spawn_monitor(margv, log, 60);
 	sleep(1);
 	if (!strcmp(runtime, "node")) {
@@ -186,7 +186,8 @@ int main(int argc, char **argv)
 	int r;
 
 	runtime = argc > 1 ? argv[1] : "node";
-	test_need_root_bpf(bin_dir, sizeof(bin_dir));
+	if (test_e2e_ready(bin_dir, sizeof(bin_dir)))
+		return 77;
 	which("node", node_path, sizeof(node_path));
 	which("java", java_path, sizeof(java_path));
 	if (!strcmp(runtime, "node")

@@ -226,3 +226,14 @@ void fold_lines_of(const char *prof, pid_t pid, void (*fn)(void *ctx, char *stac
 		free(l);
 	}
 }
+
+int test_e2e_ready(char *bin_dir, size_t len)
+{
+	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0 ||
+	    !getenv("CPA_BUILD_DIR")) {
+		fprintf(stderr, "skip: needs root, BTF and CPA_BUILD_DIR\n");
+		return 77;
+	}
+	snprintf(bin_dir, len, "%s/bin", getenv("CPA_BUILD_DIR"));
+	return 0;
+}

@@ -47,6 +47,9 @@ void fold_lines_of(const char *prof, pid_t pid, void (*fn)(void *ctx, char *stac
 /* Run the one test t (timeout_s) of a suite in its own TCase, then remove dir (the
  * test's temporary directory): test_run_suite()'s exit code. */
 int run_test_rmdir(Suite *s, TCase *tc, const TTest *t, int timeout_s, const char *dir);
+/* For main(), outside a running test: 77 (with a line saying why) unless root with
+ * kernel BTF and $CPA_BUILD_DIR, else 0 and bin_dir = $CPA_BUILD_DIR/bin. */
+int test_e2e_ready(char *bin_dir, size_t len);
 /* Exit 77 unless root with kernel BTF; bin_dir = $CPA_BUILD_DIR/bin. */
 void test_need_root_bpf(char *bin_dir, size_t len);
 
