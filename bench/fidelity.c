@@ -62,7 +62,7 @@ static const char *side_cmd(const struct prog *pg)
 {
 	return strncmp(pg->name, "java", 4)
 		       ? NULL
-		       : "sleep 5; jcmd {pid} Compiler.perfmap > /dev/null 2>&1";
+		       : "sleep 10; jcmd {pid} Compiler.perfmap > /dev/null 2>&1";
 }
 
 /* perf's --call-graph: Go by frame pointer (Go keeps them), JIT code too (V8 keeps
@@ -99,9 +99,9 @@ static const struct prog progs[] = {
 	/* JIT runtimes (tests/workload/jit_src.h), perf with perf maps: node writes its
 	 * own; java runs with no flags (cpa asks the JVM), jcmd writes the map for perf
 	 * (side_cmd()) */
-	{"node", "cd {dir} && exec node --perf-basic-prof hot.js 6 > /dev/null"},
-	{"java", "exec java -cp {dir} Hot 6 > /dev/null"},
-	{"java-fp", "exec java -XX:+PreserveFramePointer -cp {dir} Hot 6 > /dev/null"},
+	{"node", "cd {dir} && exec node --perf-basic-prof hot.js 15 > /dev/null"},
+	{"java", "exec java -cp {dir} Hot 15 > /dev/null"},
+	{"java-fp", "exec java -XX:+PreserveFramePointer -cp {dir} Hot 15 > /dev/null"},
 };
 
 /* 60 rounds of: 50,000 words into a std::map, its keys sorted (~3 s of CPU) */
