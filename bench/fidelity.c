@@ -41,6 +41,7 @@
 #include "fold.h"
 #include "overhead.h"
 #include "tests/fixtures/go/burn_src.h"
+#include "tests/workload/jit_src.h"
 
 #define TOP 10
 
@@ -49,10 +50,29 @@ struct prog {
 	const char *cmd; /* sh -c, exec'd: the pid stays the one cpa and perf watch */
 };
 
-/* perf's --call-graph: Go by frame pointer (Go keeps them), the rest dwarf */
+/* perf is attached to the running program, after its exec (see run_one()) */
+static bool side_late(const struct prog *pg)
+{
+	return !strncmp(pg->name, "node", 4) || !strncmp(pg->name, "java", 4);
+}
+
+/* sh -c beside the program once the gate opens ({pid}: its pid), or NULL: a JVM
+ * writes its perf map for perf when jcmd asks (cpa asks it itself) */
+static const char *side_cmd(const struct prog *pg)
+{
+	return strncmp(pg->name, "java", 4)
+		       ? NULL
+		       : "sleep 10; jcmd {pid} Compiler.perfmap > /dev/null 2>&1";
+}
+
+/* perf's --call-graph: Go by frame pointer (Go keeps them), JIT code too (V8 keeps
+ * them; perf has no CFI for it), the rest dwarf */
 static const char *perf_cg(const struct prog *pg)
 {
-	return strncmp(pg->name, "go", 2) ? "dwarf" : "fp";
+	return strncmp(pg->name, "go", 2) && strncmp(pg->name, "node", 4) &&
+			       strncmp(pg->name, "java", 4)
+		       ? "dwarf"
+		       : "fp";
 }
 
 /* {in} is replaced by the generated text file, {dir} by --dir. */
@@ -76,6 +96,12 @@ static const struct prog progs[] = {
 	 * walks Go by frame pointer, as Go keeps them */
 	{"go", "exec {dir}/go-burn 6 > /dev/null"},
 	{"go-stripped", "exec {dir}/go-burn-s 6 > /dev/null"},
+	/* JIT runtimes (tests/workload/jit_src.h), perf with perf maps: node writes its
+	 * own; java runs with no flags (cpa asks the JVM), jcmd writes the map for perf
+	 * (side_cmd()) */
+	{"node", "cd {dir} && exec node --perf-basic-prof hot.js 15 > /dev/null"},
+	{"java", "exec java -cp {dir} Hot 15 > /dev/null"},
+	{"java-fp", "exec java -XX:+PreserveFramePointer -cp {dir} Hot 15 > /dev/null"},
 };
 
 /* 60 rounds of: 50,000 words into a std::map, its keys sorted (~3 s of CPU) */
@@ -166,7 +192,7 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	static struct tally top;
 	struct cost_bpf_set bset = {0};
 	struct cost_bpf b0 = {0}, b1 = {0};
-	pid_t child, mon, perf, st[8], cap = 0;
+	pid_t child, mon, perf = 0, side = 0, st[8], cap = 0;
 	uint64_t cpu0, cpu1;
 	int gate[2], nst = 0, i, j, status;
 	char stack[32] = "";
@@ -219,8 +245,11 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	/* -B -N: no build-id pass nor cache update at the end (perf 6.1
 	 * aborted there, leaving a zero data size). On kernel 6.18 perf 6.1's
 	 * `perf script` may still abort (build-id.c:1010, its vDSO copy):
-	 * then the perf column is empty (docs/bench.md). */
-	perf = spawn_sh(d);
+	 * then the perf column is empty (docs/bench.md). It aborts so on every
+	 * recording of a node or java that began before the exec, not on one
+	 * attached to the running runtime: those start perf 0.3 s after the gate. */
+	if (!side_late(pg))
+		perf = spawn_sh(d);
 	sleep(3); /* both attached: the stages RUNNING, perf's events open */
 	/* capture's programs loaded (the verifier may take seconds on a busy host) */
 	for (i = 0; i < 40 && !bset.n; i++) {
@@ -235,7 +264,28 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	if (write(gate[1], "x", 1) != 1)
 		return -EIO;
 	close(gate[1]);
+	if (side_late(pg)) {
+		usleep(300 * 1000);
+		perf = spawn_sh(d);
+	}
+	if (side_cmd(pg)) {
+		/* {pid} filled: the program's pid */
+		char sc[256];
+
+		for (s = side_cmd(pg), k = 0; *s && k < sizeof(sc) - 32; s++) {
+			if (!strncmp(s, "{pid}", 5)) {
+				k += (size_t)snprintf(sc + k, sizeof(sc) - k, "%d", child);
+				s += 4;
+			} else {
+				sc[k++] = *s;
+			}
+		}
+		sc[k] = 0;
+		side = spawn_sh(sc);
+	}
 	waitpid(child, &status, 0);
+	if (side > 0)
+		waitpid(side, NULL, 0);
 	cost_bpf_read(&bset, &b1);
 	cpu1 = agent_cpu_ns(mon, st, nst);
 	sleep(2); /* the last samples through the pipeline */
@@ -296,6 +346,19 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	return 0;
 }
 
+/* A workload's source into dir/name (its path in path): 0, or -1. */
+static int put_src(const char *dir, const char *name, const char *text, char *path, size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/%s", dir, name);
+	f = fopen(path, "we");
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f) ? -1 : 0;
+}
+
 static void usage(FILE *f)
 {
 	size_t i;
@@ -319,7 +382,6 @@ int main(int argc, char **argv)
 					   {"help", no_argument, NULL, 'h'},
 					   {}};
 	char self[1024], bin[1024], in[1200], cxx[1200];
-	FILE *f;
 	struct opts o = {.freq = 99, .dir = "/tmp/bench_fidelity"};
 	ssize_t n;
 	size_t i;
@@ -362,28 +424,25 @@ int main(int argc, char **argv)
 		 "awk '{ print $0, NR * 7919 %% 10007 }' > '%s'; head -c 5000000 '%s' > '%s.head'",
 		 in, in, in, in);
 	/* the C++ workload: -O2, no frame pointers, libstdc++ inlined into it */
-	snprintf(cxx, sizeof(cxx), "%s/cxx-nofp.cc", o.dir);
-	f = fopen(cxx, "we");
-	if (f) {
-		fputs(cxx_src, f);
-		fclose(f);
+	if (put_src(o.dir, "cxx-nofp.cc", cxx_src, cxx, sizeof(cxx)) == 0)
 		bench_sh("test -x '%s/cxx-nofp' || g++ -O2 -fomit-frame-pointer -o '%s/cxx-nofp' "
 			 "'%s'",
 			 o.dir, o.dir, cxx);
-	}
 	/* the Go workload, normal and stripped, in a private build cache */
-	snprintf(cxx, sizeof(cxx), "%s/go-burn.go", o.dir);
-	f = fopen(cxx, "we");
-	if (f) {
-		fputs(go_burn_src, f);
-		fclose(f);
+	if (put_src(o.dir, "go-burn.go", go_burn_src, cxx, sizeof(cxx)) == 0)
 		bench_sh(
 			"command -v go > /dev/null || exit 0; cd '%s' && export GOCACHE='%s/gocache' "
 			"GOFLAGS=-mod=mod GOPROXY=off CGO_ENABLED=0 && { test -x go-burn || go build "
 			"-o go-burn go-burn.go; } && { test -x go-burn-s || go build -ldflags='-s -w' "
 			"-o go-burn-s go-burn.go; }",
 			o.dir, o.dir);
-	}
+	/* the JIT workloads */
+	put_src(o.dir, "hot.js", jit_node_src, cxx, sizeof(cxx));
+	if (put_src(o.dir, "Hot.java", jit_java_src, cxx, sizeof(cxx)) == 0)
+		bench_sh(
+			"command -v javac > /dev/null || exit 0; cd '%s' && { test -s Hot.class || "
+			"javac -d . Hot.java; }",
+			o.dir);
 	printf("bench_fidelity: %d Hz, stack_size %s, cpa from %s\n", o.freq,
 	       o.stack_size ? "set" : "default", o.bin);
 	for (i = 0; i < ARRAY_SIZE(progs); i++) {

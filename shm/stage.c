@@ -71,7 +71,8 @@ static const char *const storer_counters[STO_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
  * symd: other processes' maps and files (SYS_PTRACE for /proc/PID/maps and
  * /proc/PID/root, CHECKPOINT_RESTORE for /proc/PID/map_files,
  * DAC_READ_SEARCH for binaries we may not read); symd also SYSLOG (kallsyms
- * addresses under kptr_restrict). storer: none.
+ * addresses under kptr_restrict) and SETUID/SETGID (a JVM's perf map is asked
+ * for as the JVM's user, symd/jvm.c). storer: none.
  */
 #define CAPS_PROCS (CAPB(CAP_SYS_PTRACE) | CAPB(CAP_DAC_READ_SEARCH))
 
@@ -120,7 +121,8 @@ const struct shm_stage_desc shm_stages[SHM_STAGE_MAX] = {
 			.ring_out = SHM_RING_SYMD,
 			.ring_back = -1,
 			.up = SHM_STAGE_UNWINDD,
-			.caps = CAPS_PROCS | CAPB(CAP_CHECKPOINT_RESTORE) | CAPB(CAP_SYSLOG),
+			.caps = CAPS_PROCS | CAPB(CAP_CHECKPOINT_RESTORE) | CAPB(CAP_SYSLOG) |
+				CAPB(CAP_SETUID) | CAPB(CAP_SETGID),
 			.limits = SHM_LIMIT_MEM | SHM_LIMIT_RATE,
 			.counters = symd_counters,
 			.nr_counters = SYM_CNT_MAX_ - SHM_CNT_STAGE_BASE,

@@ -44,7 +44,8 @@
 #include "elfsym.h"
 #include "ksyms.h"
 #include "names.h"
-#include "procinfo.h"
+#include "jitmap.h"
+#include "jvm.h"
 #include "pysym.h"
 #include "shm/counters.h"
 #include "shm/dedup.h"
@@ -52,22 +53,28 @@
 #include "shm/loss.h"
 #include "shm/records.h"
 
-#define SYMD_PID_MAX	    65536u
-#define SYMD_KSYM_CHECK_NS  (5 * NSEC_PER_SEC)
-#define SYMD_JIT_RECHECK_NS NSEC_PER_SEC
-#define SYMD_LOSS_FLUSH_NS  NSEC_PER_SEC
-#define SYMD_HEAP_TRIM_NS   (10 * NSEC_PER_SEC) /* no binary loaded that long: trim */
-#define SYMD_TRIM_EVERY_NS  NSEC_PER_SEC	/* heap_trim__maybe() at most this often */
-#define SYMD_TRIM_FREE	    (8u << 20)		/* ... once the heap's free bytes grew this much */
-#define SYMD_BIN_IDLE_NS    (60 * NSEC_PER_SEC) /* a binary no frame named that long goes */
-#define SYMD_EPOCH_BYTES    (4u << 20)		/* intern tables: a new epoch past this */
-#define SYMD_EPOCH_MIN_NS   (30 * NSEC_PER_SEC) /* ... unless it refilled that fast */
-#define SYMD_EPOCH_MAX	    (16u << 20)		/* ... doubling up to this (and 1/4 of the cap) */
-#define SYMD_MAX_STACK	    CPA_MAX_STACK_FRAMES
-#define SYMD_FRAME_NAME_MAX (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
-#define SYMD_PCC_BITS	    16	       /* at most 64 Ki slots (2 MiB) */
-#define SYMD_PCC_MIN_BITS   10	       /* from 1 Ki slots (32 KiB) */
-#define SYMD_PCC_KERNEL	    UINT32_MAX /* module key of kernel pcs */
+#define SYMD_PID_MAX	       65536u
+#define SYMD_KSYM_CHECK_NS     (5 * NSEC_PER_SEC)
+#define SYMD_JIT_RECHECK_NS    NSEC_PER_SEC
+#define SYMD_JVM_PERIOD_NS     (NSEC_PER_SEC / 5)  /* JVM perf map requests: at most this often */
+#define SYMD_JVM_PERIOD_MAX_NS (60 * NSEC_PER_SEC) /* ... backing off to this */
+#define SYMD_JVM_READ_NS       (NSEC_PER_SEC / 20) /* the map read after a request ... */
+#define SYMD_JVM_WAIT_NS       (2 * NSEC_PER_SEC)  /* ... while it may still come */
+#define SYMD_JVM_WAIT_ONE_NS   (NSEC_PER_SEC / 2)  /* a request waited for at most ... */
+#define SYMD_JVM_WAIT_MAX_NS   NSEC_PER_SEC	   /* ... out of a budget of 5 % of the time */
+#define SYMD_LOSS_FLUSH_NS     NSEC_PER_SEC
+#define SYMD_HEAP_TRIM_NS      (10 * NSEC_PER_SEC) /* no binary loaded that long: trim */
+#define SYMD_TRIM_EVERY_NS     NSEC_PER_SEC	   /* heap_trim__maybe() at most this often */
+#define SYMD_TRIM_FREE	       (8u << 20) /* ... once the heap's free bytes grew this much */
+#define SYMD_BIN_IDLE_NS       (60 * NSEC_PER_SEC) /* a binary no frame named that long goes */
+#define SYMD_EPOCH_BYTES       (4u << 20)	   /* intern tables: a new epoch past this */
+#define SYMD_EPOCH_MIN_NS      (30 * NSEC_PER_SEC) /* ... unless it refilled that fast */
+#define SYMD_EPOCH_MAX	       (16u << 20)	   /* ... doubling up to this (and 1/4 of the cap) */
+#define SYMD_MAX_STACK	       CPA_MAX_STACK_FRAMES
+#define SYMD_FRAME_NAME_MAX    (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
+#define SYMD_PCC_BITS	       16	  /* at most 64 Ki slots (2 MiB) */
+#define SYMD_PCC_MIN_BITS      10	  /* from 1 Ki slots (32 KiB) */
+#define SYMD_PCC_KERNEL	       UINT32_MAX /* module key of kernel pcs */
 /* frame_user()'s flag (not a frame flag): the symbol is CPython's evaluation
  * loop, whose frames a Python sample's frames replace. */
 #define SYMD_FF_PYEVAL 0x8000u
@@ -102,6 +109,15 @@ struct pidinfo {
 	int64_t jit_size;
 	int64_t jit_refused; /* size of the map file refused as it is, -1: none */
 	uint64_t jit_used;   /* jit_clock of the last lookup: LRU eviction */
+	int64_t jit_mtime;   /* of the map file loaded (a JVM rewrites it) */
+	uint8_t jit_src;     /* which path it came from: pidinfo__load_jit() */
+	bool jvm_checked;
+	bool jvm; /* a HotSpot JVM: its perf map is asked for (jvm.c) */
+	uint64_t jvm_next_ns;
+	uint64_t jvm_asked_ns;
+	uint64_t jvm_period_ns;
+	uint64_t jvm_misses; /* JIT frames its map did not name */
+	uint64_t jvm_misses_asked;
 };
 
 /*
@@ -154,9 +170,11 @@ struct symd {
 	size_t jit_bytes;  /* perf maps held */
 	size_t jit_budget; /* perf maps at most (1/4 of the cap) */
 	uint64_t jit_clock;
-	uint64_t cap;	     /* --max_cache_size_mb or cpa ctl mem, bytes */
-	uint64_t sym_budget; /* binary cache + perf maps (3/4 of the cap) */
-	bool jit_warned[2];  /* too big, not trusted: one warning each */
+	uint64_t cap;	      /* --max_cache_size_mb or cpa ctl mem, bytes */
+	uint64_t sym_budget;  /* binary cache + perf maps (3/4 of the cap) */
+	bool jit_warned[2];   /* too big, not trusted: one warning each */
+	uint64_t jvm_wait_ns; /* JVM perf map requests: time left to wait for them */
+	uint64_t jvm_wait_at; /* ... as of then */
 
 	struct intern strs;
 	struct intern frames;
@@ -425,6 +443,8 @@ static void pidinfo__set_jit(struct symd *s, struct pidinfo *p, struct jitmap *j
 
 static void pidinfo__free(struct symd *s, struct pidinfo *p)
 {
+	if (p->jvm)
+		jvm__reap(); /* its requests' children, if they are done */
 	pidinfo__set_jit(s, p, NULL, 0);
 	free(p->env);
 	free(p);
@@ -601,16 +621,37 @@ static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
 		 ns_pid(s, p->pid, uids));
 	snprintf(path[1], sizeof(path[1]), "/tmp/perf-%u.map", p->pid);
 	for (i = 0; i < 2; i++) {
+		int64_t mtime;
 		struct jitmap *j = NULL;
 		struct stat st;
 		int r;
 
 		if (lstat(path[i], &st) < 0)
 			continue;
-		if (p->jit && st.st_size == p->jit_size)
+		mtime = (int64_t)st.st_mtim.tv_sec * NSEC_PER_SEC + st.st_mtim.tv_nsec;
+		if (p->jit && p->jit_src == i && st.st_size == p->jit_size &&
+		    (!p->jvm || mtime == p->jit_mtime))
 			return; /* unchanged since the last load */
 		if (st.st_size == p->jit_refused)
 			return; /* refused as it is */
+		/* What the JIT appended (a JVM rewrites it all), timed. */
+		if (p->jit && p->jit_src == i && (p->jvm || st.st_size > p->jit_size)) {
+			size_t before = jitmap__bytes(p->jit);
+
+			jit_make_room(s, p, (size_t)MAX(st.st_size - p->jit_size, (int64_t)0));
+			r = jitmap__update(p->jit, path[i], s->jit_budget - (s->jit_bytes - before),
+					   uids, clock_ns(CLOCK_REALTIME),
+					   p->jvm ? JITMAP_REREAD : 0);
+			s->jit_bytes += jitmap__bytes(p->jit) - before;
+			bins_rebudget(s);
+			if (r >= 0) {
+				p->jit_size = st.st_size;
+				p->jit_mtime = mtime;
+				if (r > 0)
+					p->jvm_period_ns = 0; /* it named new code */
+				return;
+			}
+		}
 		pidinfo__set_jit(s, p, NULL, 0);
 		r = -EFBIG;
 		if ((uint64_t)st.st_size < s->jit_budget) {
@@ -630,11 +671,59 @@ static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
 			continue;
 		pidinfo__set_jit(s, p, j, st.st_size);
 		p->jit_refused = -1;
+		p->jit_mtime = mtime;
+		p->jit_src = (uint8_t)i;
+		p->jvm_period_ns = 0;
 		return;
 	}
 }
 
-static const char *jit_lookup(struct symd *s, uint32_t pid, uint64_t pc, uint64_t *ret_start)
+/*
+ * A JVM whose JIT frames its perf map does not name (or that has none) is
+ * asked to write it (jvm.c): five times a second at most and only while such
+ * misses grow; the wait doubles (up to a minute) while the maps it writes
+ * name nothing new.
+ */
+static void jvm_miss(struct symd *s, struct pidinfo *p, uint64_t now)
+{
+	uint64_t now2;
+	uint32_t uids[2];
+	int r;
+
+	if (!p->jvm)
+		return;
+	p->jvm_misses++;
+	/* A request in flight: read its map as soon as it is there. */
+	if (now - p->jvm_asked_ns < SYMD_JVM_WAIT_NS)
+		p->jit_next_ns = MIN(p->jit_next_ns, now + SYMD_JVM_READ_NS);
+	if (now < p->jvm_next_ns || p->jvm_misses == p->jvm_misses_asked)
+		return;
+	p->jvm_misses_asked = p->jvm_misses;
+	p->jvm_period_ns = p->jvm_period_ns ? MIN(p->jvm_period_ns * 2, SYMD_JVM_PERIOD_MAX_NS)
+					    : SYMD_JVM_PERIOD_NS;
+	p->jvm_next_ns = now + p->jvm_period_ns;
+	/* Waiting for the map names the samples still in the pipeline (the
+	 * miss comes ~1 s after the code ran); at most 5 % of the time. */
+	s->jvm_wait_ns = MIN(s->jvm_wait_ns + (now - s->jvm_wait_at) / 20, SYMD_JVM_WAIT_MAX_NS);
+	s->jvm_wait_at = now;
+	r = jvm__request_perfmap(proc_dir(s), p->pid, ns_pid(s, p->pid, uids),
+				 MIN(s->jvm_wait_ns, SYMD_JVM_WAIT_ONE_NS));
+	if (r < 0) {
+		log_debug("pid %u: perf map request: %s", p->pid, strerror(-r));
+		return;
+	}
+	now2 = clock_ns(CLOCK_MONOTONIC);
+	s->jvm_wait_ns -= MIN(s->jvm_wait_ns, now2 - now);
+	s->jvm_wait_at = now2;
+	log_debug("pid %u: JVM asked for its perf map (%s, %llu ms)", p->pid,
+		  r ? "written" : "pending", (unsigned long long)(now2 - now) / 1000000);
+	p->jvm_asked_ns = now;
+	/* read what it wrote now, or soon */
+	p->jit_next_ns = r ? now : now + SYMD_JVM_READ_NS;
+}
+
+static const char *jit_lookup(struct symd *s, uint32_t pid, uint64_t pc, uint64_t time_ns,
+			      uint64_t *ret_start)
 {
 	struct pidinfo *p = pids__get(s, pid);
 	const char *name = NULL;
@@ -643,18 +732,35 @@ static const char *jit_lookup(struct symd *s, uint32_t pid, uint64_t pc, uint64_
 	if (!p)
 		return NULL;
 	p->jit_used = ++s->jit_clock;
-	if (p->jit)
-		name = jitmap__lookup(p->jit, pc, ret_start);
-	if (name)
-		return name;
-	/* A miss may mean new JIT code: re-read the map, at most once a second. */
+	if (!p->jvm_checked) {
+		p->jvm_checked = true;
+		p->jvm = jvm__is_jvm(proc_dir(s), p->pid);
+	}
+	if (p->jit) {
+		name = jitmap__lookup_at(p->jit, pc, time_ns, ret_start);
+		/* Named from a map read after the sample: nothing newer can
+		 * have replaced that code before it. */
+		if (name && time_ns <= jitmap__read_ns(p->jit))
+			goto out;
+	}
+	/* A miss may mean new JIT code, a hit after the last read code that
+	 * replaced the entry's: read what the map gained, at most once a
+	 * second. */
 	now = clock_ns(CLOCK_MONOTONIC);
 	if (!p->jit_tried || now >= p->jit_next_ns) {
 		p->jit_tried = true;
 		pidinfo__load_jit(s, p, now);
 		if (p->jit)
-			name = jitmap__lookup(p->jit, pc, ret_start);
+			name = jitmap__lookup_at(p->jit, pc, time_ns, ret_start);
 	}
+	if (!name) {
+		jvm_miss(s, p, now);
+		return NULL;
+	}
+out:
+	/* HotSpot's template interpreter is one code blob for every method. */
+	if (p->jvm && !strcmp(name, "Interpreter"))
+		return "[java interpreted]";
 	return name;
 }
 
@@ -975,7 +1081,7 @@ static const char *user_symbol(struct symd *s, const struct cpa_frames *f,
 	const char *name;
 
 	if ((uf->flags & CPA_UF_ANON) || (m && m->kind == CPA_MOD_ANON))
-		return jit_lookup(s, f->pid, uf->pc, ret_off);
+		return jit_lookup(s, f->pid, uf->pc, f->time_ns, ret_off);
 	if (!m)
 		return NULL;
 	/* Return addresses point after the call; the call may be a function's

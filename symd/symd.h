@@ -7,7 +7,7 @@
  * The stage is built as a library (cpa_symd_core) around one object, struct
  * symd, so that tests drive the very batch function main.c runs, over a
  * real arena. The modules it drives have headers of their own: elfsym.h,
- * bincache.h, debuginfod.h, ksyms.h, names.h, procinfo.h.
+ * bincache.h, debuginfod.h, ksyms.h, names.h, jitmap.h, jvm.h.
  */
 #ifndef CPA_SYMD_H
 #define CPA_SYMD_H

@@ -865,6 +865,33 @@ START_TEST(test_stop_reasons)
 	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 0, &n), CPA_STOP_DEPTH);
 	ck_assert_uint_eq(n, 0);
 
+	/* UNW_F_FP_JIT: JIT frames and gaps are walked by frame pointer */
+	memset(stk, 0, sizeof(stk));
+	r = (struct unw_regs){.ip = SYN_LIBC + entry, .sp = s.base + 64, .bp = s.base + 128};
+	stk[8] = SYN_ANON + 0x10;     /* leaf -> JIT */
+	stk[16] = s.base + 256;	      /* JIT frame: saved rbp */
+	stk[17] = SYN_LIBC + gap + 1; /* JIT -> a gap of libc (a V8 builtin) */
+	stk[32] = 3;		      /* gap frame: saved rbp, no frame pointer */
+	stk[33] = SYN_ANON + 0x40;    /* gap -> JIT, which stops there */
+	stk[49] = 0x20000000;
+	ck_assert_int_eq(unw_walk_flags(&r, &s, syn_find, NULL, UNW_F_FP_JIT, f, 8, &n, NULL),
+			 CPA_STOP_ANON);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_uint_eq(f[1].pc, SYN_ANON + 0x10);
+	ck_assert(f[1].flags & CPA_UF_ANON);
+	ck_assert_uint_eq(f[2].offset, gap + 1);
+	ck_assert(f[2].flags & CPA_UF_FP);
+	ck_assert_uint_eq(f[3].pc, SYN_ANON + 0x40);
+	ck_assert(f[3].flags & CPA_UF_FP);
+	/* the last JIT frame's rbp is a frame pointer: its caller, then NO_MAP */
+	stk[32] = s.base + 384;
+	ck_assert_int_eq(unw_walk_flags(&r, &s, syn_find, NULL, UNW_F_FP_JIT, f, 8, &n, NULL),
+			 CPA_STOP_NO_MAP);
+	ck_assert_uint_eq(n, 4);
+	/* without the flag: ANON at the first JIT frame, as before */
+	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_ANON);
+	ck_assert_uint_eq(n, 2);
+
 	/* leaf pc in no mapping at all */
 	r.ip = 0x30000000;
 	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_NO_MAP);

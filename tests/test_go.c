@@ -51,15 +51,15 @@ static bool is_bottom(const char *f)
 	return false;
 }
 
-/* One folded line of the program (folded_each()): stack from its root frame. */
-static void go_line(void *ctx, char *stack, long c)
+/* One line of the program's stacks: semi = ";root;...;leaf", c samples. */
+static void go_line(void *ctx, char *semi, long c)
 {
 	struct go_stats *st = ctx;
-	char *semi = stack - 1, *sp = stack + strlen(stack), *leaf;
+	char *leaf;
 	int i;
 
 	st->samples += c;
-	if (strstr(semi, ";main.burn;") || strstr(semi, ";main.burn") == sp - 10)
+	if (strstr(semi, ";main.burn;") || strstr(semi, ";main.burn") == semi + strlen(semi) - 10)
 		st->hot += c;
 	if (!strncmp(semi + 1, "<# ", 3)) {
 		if (st->marked < 5 * c)
@@ -90,7 +90,7 @@ static void go_line(void *ctx, char *stack, long c)
 static void go_stats_of(const char *prof, pid_t pid, struct go_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	folded_each(prof, pid, go_line, st);
+	fold_lines_of(prof, pid, go_line, st);
 }
 
 static pid_t run_go(const char *exe, int secs)
@@ -143,7 +143,7 @@ START_TEST(test_go_programs)
 	sleep(1);
 	kill(mon, SIGINT);
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-	text = show_store_folded(cpa, store, prof);
+	text = monitor_fold_all(cpa, store, prof);
 	for (int i = 0; i < 2; i++) {
 		struct go_stats st;
 
@@ -176,13 +176,8 @@ int main(void)
 	FILE *f;
 	int r;
 
-	/* test_need_root_bpf()'s checks (its ck_assert needs a running test) */
-	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0 ||
-	    !getenv("CPA_BUILD_DIR")) {
-		fprintf(stderr, "skip: needs root, BTF and CPA_BUILD_DIR\n");
+	if (test_e2e_ready(bin_dir, sizeof(bin_dir)))
 		return 77;
-	}
-	snprintf(bin_dir, sizeof(bin_dir), "%s/bin", getenv("CPA_BUILD_DIR"));
 	if (system("command -v go > /dev/null 2>&1") != 0) {
 		fprintf(stderr, "skip: no go\n");
 		return 77;
@@ -213,6 +208,5 @@ int main(void)
 		fprintf(stderr, "go build failed (%d)\n", r);
 		return 1;
 	}
-	tcase_add_test(tc, test_go_programs);
-	return suite_run_rm_dir(s, tc, dir);
+	return run_test_rmdir(s, tc, test_go_programs, 240, dir);
 }

@@ -750,7 +750,8 @@ START_TEST(test_stage_capabilities)
 				    1ull << 21 /* SYS_ADMIN */ | 1ull << 24 /* SYS_RESOURCE */ |
 				    1ull << 14 /* IPC_LOCK */ | procs},
 		{"unwindd", procs | 1ull << 40 /* CHECKPOINT_RESTORE */},
-		{"symd", procs | 1ull << 40 | 1ull << 34 /* SYSLOG */},
+		{"symd", procs | 1ull << 40 | 1ull << 34 /* SYSLOG */ | 1ull << 7 /* SETUID */ |
+				 1ull << 6 /* SETGID */},
 		{"storer", 0},
 	};
 	unsigned long long mine;

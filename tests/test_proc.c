@@ -171,7 +171,7 @@ void test_need_root_bpf(char *bin_dir, size_t len)
 	snprintf(bin_dir, len, "%s/bin", b);
 }
 
-char *show_store_folded(const char *cpa, const char *store, const char *prof)
+char *monitor_fold_all(const char *cpa, const char *store, const char *prof)
 {
 	int h0, m0, s0, ms0, h1, m1, s1, ms1, rc;
 	char *out = test_cmd_out(&rc, "'%s' show --read '%s' --show_range", cpa, store);
@@ -192,10 +192,25 @@ char *show_store_folded(const char *cpa, const char *store, const char *prof)
 	return test_slurp(prof, NULL);
 }
 
-void folded_each(const char *folded, pid_t pid, void (*fn)(void *ctx, char *stack, long count),
-		 void *ctx)
+int run_test_rmdir(Suite *s, TCase *tc, const TTest *t, int timeout_s, const char *dir)
 {
-	const char *line = folded;
+	char cmd[4200];
+	int r;
+
+	tcase_set_timeout(tc, timeout_s);
+	tcase_add_test(tc, t);
+	suite_add_tcase(s, tc);
+	r = test_run_suite(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	return r;
+}
+
+void fold_lines_of(const char *prof, pid_t pid, void (*fn)(void *ctx, char *stack, long count),
+		   void *ctx)
+{
+	const char *line = prof;
 	char label[32];
 
 	snprintf(label, sizeof(label), ":%d;", pid);
@@ -207,22 +222,19 @@ void folded_each(const char *folded, pid_t pid, void (*fn)(void *ctx, char *stac
 		line = eol ? eol + 1 : NULL;
 		if (sp && semi && at && at < semi) {
 			*sp = 0;
-			fn(ctx, semi + 1, strtol(sp + 1, NULL, 10));
+			fn(ctx, semi, strtol(sp + 1, NULL, 10));
 		}
 		free(l);
 	}
 }
 
-int suite_run_rm_dir(Suite *s, TCase *tc, const char *dir)
+int test_e2e_ready(char *bin_dir, size_t len)
 {
-	char cmd[4200];
-	int r;
-
-	tcase_set_timeout(tc, 240);
-	suite_add_tcase(s, tc);
-	r = test_run_suite(s);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-	return r;
+	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0 ||
+	    !getenv("CPA_BUILD_DIR")) {
+		fprintf(stderr, "skip: needs root, BTF and CPA_BUILD_DIR\n");
+		return 77;
+	}
+	snprintf(bin_dir, len, "%s/bin", getenv("CPA_BUILD_DIR"));
+	return 0;
 }

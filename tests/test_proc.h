@@ -36,17 +36,20 @@ pid_t spawn_monitor(char *const argv[], const char *log, int timeout_s);
 /* Wait until the log of a `cpa monitor` says "all stages running"; the test
  * fails on an ERROR line or after timeout_s. */
 void wait_monitor_up(const char *log, int timeout_s);
-/* A finished monitor's whole store as folded text (malloc'd): `cpa show
- * --show_range`, then `cpa show -o prof --no_env` over that range. The test
- * fails if either does. */
-char *show_store_folded(const char *cpa, const char *store, const char *prof);
-/* fn(ctx, stack, count) for each line "comm:pid;root;...;leaf COUNT" of pid in
- * folded text: stack from the root frame on, NUL-terminated before COUNT. */
-void folded_each(const char *folded, pid_t pid, void (*fn)(void *ctx, char *stack, long count),
-		 void *ctx);
-/* Run suite s with tc (its tests added; 240 s), then remove the test's
- * directory dir (rm -rf); test_run_suite()'s result. */
-int suite_run_rm_dir(Suite *s, TCase *tc, const char *dir);
+/* The whole store of a stopped monitor, folded ("comm:pid;root;...;leaf COUNT"
+ * lines), into the file prof: `cpa show` over its whole time range. Returns the
+ * text (the caller frees it); the test fails if cpa show does. */
+char *monitor_fold_all(const char *cpa, const char *store, const char *prof);
+/* For each line "comm:pid;root;...;leaf COUNT" of pid in the folded text prof:
+ * fn(ctx, stack, count), stack = ";root;...;leaf" (a copy fn may cut up). */
+void fold_lines_of(const char *prof, pid_t pid, void (*fn)(void *ctx, char *stack, long count),
+		   void *ctx);
+/* Run the one test t (timeout_s) of a suite in its own TCase, then remove dir (the
+ * test's temporary directory): test_run_suite()'s exit code. */
+int run_test_rmdir(Suite *s, TCase *tc, const TTest *t, int timeout_s, const char *dir);
+/* For main(), outside a running test: 77 (with a line saying why) unless root with
+ * kernel BTF and $CPA_BUILD_DIR, else 0 and bin_dir = $CPA_BUILD_DIR/bin. */
+int test_e2e_ready(char *bin_dir, size_t len);
 /* Exit 77 unless root with kernel BTF; bin_dir = $CPA_BUILD_DIR/bin. */
 void test_need_root_bpf(char *bin_dir, size_t len);
 

@@ -33,7 +33,7 @@
 #include "symd/elfsym.h"
 #include "symd/ksyms.h"
 #include "symd/names.h"
-#include "symd/procinfo.h"
+#include "symd/jitmap.h"
 #include "symd/symd.h"
 
 #define FX_SO  SYMD_FIXTURE_SO
@@ -1027,6 +1027,70 @@ START_TEST(test_perf_map)
 	ck_assert_ptr_null(jitmap__lookup(j, 0x7f0000002000ull, &start));
 	ck_assert_ptr_null(jitmap__lookup(j, 0x10, &start));
 	jitmap__free(j);
+}
+END_TEST
+
+/* Overlapping ranges: the later line wins over the whole of its range; lines
+ * appended later name only the samples taken after the read before them. */
+START_TEST(test_perf_map_overlap_time)
+{
+	struct jitmap *j;
+	uint64_t start, t0, t1 = 0;
+	char path[PATH_MAX];
+	FILE *f;
+
+	tmp_setup();
+	snprintf(path, sizeof(path), "%s/perf-1.map", tmpdir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	/* old: a long function; then code at a higher start inside it, then a
+	 * function that took the old one's start back */
+	fputs("1000 1000 old\n1800 100 mid\n1000 200 new_low\nffff", f);
+	fclose(f);
+	ck_assert_int_eq(jitmap__load(path, SIZE_MAX, NULL, &j), 0);
+	t0 = jitmap__read_ns(j);
+	ck_assert_str_eq(jitmap__lookup(j, 0x1100, &start), "new_low");
+	ck_assert_str_eq(jitmap__lookup(j, 0x1810, &start), "mid");
+	ck_assert_uint_eq(start, 0x1800);
+	ck_assert_str_eq(jitmap__lookup(j, 0x1900, &start), "old");
+	ck_assert_uint_eq(start, 0x1000);
+	ck_assert_ptr_null(jitmap__lookup(j, 0x2000, &start));
+	/* nothing new */
+	ck_assert_int_eq(jitmap__update(j, path, SIZE_MAX, NULL, t0 + 1, 0), 0);
+	/* the JIT finishes the partial line and reuses old's tail for "later" */
+	f = fopen(path, "a");
+	fputs(" 10 partial\n1900 80 later\n", f);
+	fclose(f);
+	t1 = t0 + 10 * 1000000000ull;
+	ck_assert_int_eq(jitmap__update(j, path, SIZE_MAX, NULL, t1, 0), 1);
+	ck_assert_uint_eq(jitmap__read_ns(j), t1);
+	ck_assert_str_eq(jitmap__lookup(j, 0xffff, &start), "partial");
+	/* a sample before the read that found it: the code it replaced */
+	ck_assert_str_eq(jitmap__lookup_at(j, 0x1910, t0 - 1000, &start), "old");
+	ck_assert_str_eq(jitmap__lookup_at(j, 0x1910, t0 + 5, &start), "later");
+	ck_assert_str_eq(jitmap__lookup(j, 0x1910, &start), "later");
+	/* the entries of the first load name samples of any time */
+	ck_assert_str_eq(jitmap__lookup_at(j, 0x1810, 1, &start), "mid");
+	/* only code newer than the sample covers it: the first of it */
+	ck_assert_str_eq(jitmap__lookup_at(j, 0xffff, t0 - 1000, &start), "partial");
+	/* replaced under the same name: load it again */
+	ck_assert_int_eq(unlink(path), 0);
+	f = fopen(path, "w");
+	fputs("1000 10 x\n", f);
+	fclose(f);
+	ck_assert_int_eq(jitmap__update(j, path, SIZE_MAX, NULL, t1 + 1, 0), -ESTALE);
+	/* a JIT that rewrites its map (HotSpot): the known entries keep their
+	 * time, the others are new */
+	f = fopen(path, "w");
+	fputs("1800 100 mid\n1800 100 mid2\n", f);
+	fclose(f);
+	ck_assert_int_eq(jitmap__update(j, path, SIZE_MAX, NULL, t1 + 2, JITMAP_REREAD), 1);
+	ck_assert_str_eq(jitmap__lookup_at(j, 0x1810, t1 - 1, &start), "mid");
+	ck_assert_str_eq(jitmap__lookup_at(j, 0x1810, t1 + 5, &start), "mid2");
+	ck_assert_int_eq(jitmap__update(j, path, SIZE_MAX, NULL, t1 + 3, JITMAP_REREAD), 0);
+	ck_assert_uint_gt(jitmap__bytes(j), 0);
+	jitmap__free(j);
+	tmp_teardown();
 }
 END_TEST
 
@@ -2440,8 +2504,8 @@ static Suite *symd_suite(void)
 		   test_bincache_counts_and_evicts, test_bincache_refreshed,
 		   test_bincache_forged_build_id);
 
-	TEST_TCASE(s, "parsers", test_kallsyms, test_kallsyms_compact, test_perf_map, test_env_pick,
-		   test_names);
+	TEST_TCASE(s, "parsers", test_kallsyms, test_kallsyms_compact, test_perf_map,
+		   test_perf_map_overlap_time, test_env_pick, test_names);
 
 	tc = TEST_TCASE(s, "stage", test_stage_symbolize, test_stage_flags,
 			test_stage_kallsyms_reload, test_stage_pc_cache_grows, test_stage_jit,

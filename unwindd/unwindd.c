@@ -357,8 +357,8 @@ int unwindd__unwind(const struct cpa_sample *s, const uint64_t *ufp, const uint8
 		/* Per frame, where a module has no CFI at all (built without
 		 * unwind tables) the walker follows rbp instead of stopping. */
 		stop = unw_walk_flags(&regs, &stk, seam_walk_find, &w,
-				      UNW_F_FP_FALLBACK | UNW_F_GO_SWITCH, out, CPA_MAX_UWALK + 1,
-				      &n, ret_top);
+				      UNW_F_FP_FALLBACK | UNW_F_GO_SWITCH | UNW_F_FP_JIT, out,
+				      CPA_MAX_UWALK + 1, &n, ret_top);
 		if (stop == UNW_STOP_GO_SWITCH)
 			stop = go_splice(s, ufp, &w, out, &n);
 		if (n > CPA_MAX_UWALK + 1)

@@ -652,8 +652,22 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 		unw_stats.frames++;
 		if (loc.flags & CPA_UF_ANON) {
 			f->offset = r.ip;
-			stop = CPA_STOP_ANON;
-			break;
+			/* JIT code has no CFI; V8 (and HotSpot with
+			 * -XX:+PreserveFramePointer) keeps rbp chained. */
+			if (!(flags & UNW_F_FP_JIT) || step_fp(&r, stack)) {
+				stop = CPA_STOP_ANON;
+				break;
+			}
+			next_flags = CPA_UF_FP;
+			unw_stats.fp_frames++;
+			exact = false;
+			if (r.ip == 0 || r.sp <= old_sp) {
+				stop = CPA_STOP_ANON;
+				break;
+			}
+			if (r.sp > top)
+				top = r.sp;
+			continue;
 		}
 		if (unlikely(loc.go >= UNW_GO_BOTTOM)) {
 			/* Go: the bottom of a goroutine or thread stack, or a
@@ -673,7 +687,9 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 		else
 			stop = loc.table ? step_rule(loc.table, w, &r, n == 1, stack, &sig)
 					 : CPA_STOP_NO_CFI;
-		if (stop == CPA_STOP_NO_CFI && !loc.table && (flags & UNW_F_FP_FALLBACK)) {
+		if (stop == CPA_STOP_NO_CFI &&
+		    ((!loc.table && (flags & UNW_F_FP_FALLBACK)) ||
+		     (loc.table && (flags & UNW_F_FP_JIT) && CFI_RULE_KIND(w) == CFI_K_GAP))) {
 			stop = step_fp(&r, stack);
 			next_flags = CPA_UF_FP;
 			unw_stats.fp_frames++;

@@ -93,6 +93,14 @@ enum unw_walk_flag {
 	 * Without the flag such a frame is stepped as any other.
 	 */
 	UNW_F_GO_SWITCH = 1u << 1,
+	/*
+	 * JIT code and code without CFI inside a module that has some (V8's
+	 * builtins, embedded in node's .text with no FDE) are walked by frame
+	 * pointer, as UNW_F_FP_FALLBACK does (same rbp checks, CPA_UF_FP on
+	 * the caller), instead of stopping with CPA_STOP_ANON / NO_CFI. An
+	 * anonymous frame whose rbp is no frame pointer still stops ANON.
+	 */
+	UNW_F_FP_JIT = 1u << 2,
 };
 
 /* unw_walk_flags() with UNW_F_GO_SWITCH: past every enum cpa_unwind_stop. */
