@@ -429,18 +429,19 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
  * or zero) is contiguous for zstd. The group is written again whole at each
  * record added to it, from the columns kept here. */
 #define V3_VERSION 3
-#define DUR_BITS   5 /* significant bits of a duration: within 1/32 */
+#define DUR_BITS   5 /* significant bits of a duration in µs: within 1/32 */
 
 enum { C_HDR, C_KEY, C_FL, C_COMM, C_VAL, C_EXTRA = C_VAL + V_MAX, C_MAX };
 
-/* A duration to DUR_BITS significant bits, rounded to nearest, as a dense
- * code (consecutive codes are consecutive values): below 2^DUR_BITS itself,
- * else (e + 1) * H + m for m << e with m in [H, 2H), H = 2^(DUR_BITS - 1). */
-static uint64_t dur3_code(uint64_t v)
+/* A duration in ns to whole µs (rounded to nearest), then to DUR_BITS
+ * significant bits (rounded to nearest), as a dense code (consecutive codes
+ * are consecutive values): below 2^DUR_BITS µs itself, else (e + 1) * H + m
+ * - H for m << e with m in [H, 2H), H = 2^(DUR_BITS - 1). */
+static uint64_t dur3_code(uint64_t ns)
 {
 	const uint64_t h = 1ull << (DUR_BITS - 1);
+	uint64_t v = ns / 1000 + (ns % 1000 >= 500), m;
 	unsigned int e;
-	uint64_t m;
 
 	if (v < 2 * h)
 		return v;
@@ -456,12 +457,13 @@ static uint64_t dur3_code(uint64_t v)
 static uint64_t dur3_value(uint64_t code)
 {
 	const uint64_t h = 1ull << (DUR_BITS - 1);
-	uint64_t e;
+	uint64_t e, m;
 
 	if (code < 2 * h)
-		return code;
+		return code * 1000;
 	e = code / h - 1;
-	return e <= 64 - DUR_BITS ? (code - e * h) << e : UINT64_MAX;
+	m = code - e * h;
+	return e <= 64 - DUR_BITS - 10 ? (m << e) * 1000 : UINT64_MAX;
 }
 
 static _Thread_local struct {
