@@ -257,6 +257,44 @@ static bool hist_any(const uint32_t *h)
 	return false;
 }
 
+/* A v2 or v3 record's header: the time as a difference to *time_ns (then
+ * the record's), interval, flags, the parts the flags say, n entries. */
+static void hdr_put(struct sbuf *b, const struct cpa_metrics *m, unsigned int n, uint64_t *time_ns)
+{
+	sbuf__varint(b, zigzag((int64_t)(m->time_ns - *time_ns)));
+	*time_ns = m->time_ns;
+	sbuf__varint(b, m->interval_ms);
+	sbuf__varint(b, m->flags);
+	if (m->flags & CPA_MF_SYSTEM) {
+		sys_put(b, m);
+		sbuf__varint(b, m->dropped);
+	}
+	if (m->flags & CPA_MF_HW)
+		hw_put(b, m);
+	sbuf__varint(b, n);
+}
+
+static bool hdr_get(struct rbuf *r, struct cpa_metrics *m, uint64_t *time_ns)
+{
+	uint64_t v;
+
+	*time_ns += (uint64_t)unzigzag(rbuf__varint(r));
+	m->time_ns = *time_ns;
+	m->interval_ms = (uint32_t)rbuf__varint(r);
+	m->flags = (uint16_t)rbuf__varint(r);
+	if (m->flags & CPA_MF_SYSTEM) {
+		sys_get(r, m);
+		m->dropped = (uint32_t)rbuf__varint(r);
+	}
+	if (m->flags & CPA_MF_HW)
+		hw_get(r, m);
+	v = rbuf__varint(r);
+	if (r->bad || v > CPA_METRICS_PER_REC)
+		return false;
+	m->n_ents = (uint16_t)v;
+	return true;
+}
+
 void store_metrics__encode_v2(struct sbuf *b, const struct cpa_metrics *m,
 			      const struct cpa_metrics_ent *ents)
 {
@@ -274,20 +312,10 @@ void store_metrics__encode_v2(struct sbuf *b, const struct cpa_metrics *m,
 	sbuf__varint(b, 0);
 	sbuf__varint(b, V2_VERSION);
 	sbuf__varint(b, rflags);
-	sbuf__varint(b, zigzag((int64_t)(m->time_ns - enc.st.time_ns)));
-	enc.st.time_ns = m->time_ns;
-	sbuf__varint(b, m->interval_ms);
-	sbuf__varint(b, m->flags);
-	if (m->flags & CPA_MF_SYSTEM) {
-		sys_put(b, m);
-		sbuf__varint(b, m->dropped);
-	}
-	if (m->flags & CPA_MF_HW)
-		hw_put(b, m);
+	hdr_put(b, m, n, &enc.st.time_ns);
 	for (i = 0; i < n; i++)
 		order[i] = &ents[i];
 	qsort(order, n, sizeof(order[0]), ent_cmp);
-	sbuf__varint(b, n);
 	for (i = 0; i < n; i++) {
 		const struct cpa_metrics_ent *e = order[i];
 		uint32_t key = comm_key(e), fl = e->kind & 3;
@@ -349,27 +377,15 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
 		      struct cpa_metrics_ent *ents)
 {
 	struct comm_slot *slots[CPA_METRICS_PER_REC];
-	uint64_t v, rflags, fls[CPA_METRICS_PER_REC];
+	uint64_t rflags, fls[CPA_METRICS_PER_REC];
 	uint32_t prev_key = 0;
 	unsigned int i;
 
 	rflags = rbuf__varint(r);
 	if (rflags & V2_R_RESET)
 		memset(st, 0, sizeof(*st));
-	st->time_ns += (uint64_t)unzigzag(rbuf__varint(r));
-	m->time_ns = st->time_ns;
-	m->interval_ms = (uint32_t)rbuf__varint(r);
-	m->flags = (uint16_t)rbuf__varint(r);
-	if (m->flags & CPA_MF_SYSTEM) {
-		sys_get(r, m);
-		m->dropped = (uint32_t)rbuf__varint(r);
-	}
-	if (m->flags & CPA_MF_HW)
-		hw_get(r, m);
-	v = rbuf__varint(r);
-	if (r->bad || v > CPA_METRICS_PER_REC)
+	if (!hdr_get(r, m, &st->time_ns))
 		return false;
-	m->n_ents = (uint16_t)v;
 	for (i = 0; i < m->n_ents; i++) {
 		struct cpa_metrics_ent *e = &ents[i];
 		uint64_t fl = rbuf__varint(r), cl;
@@ -490,17 +506,7 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 		g3.start = b->len;
 		g3.nrec = 0;
 	}
-	sbuf__varint(&c[C_HDR], zigzag((int64_t)(m->time_ns - g3.st.time_ns)));
-	g3.st.time_ns = m->time_ns;
-	sbuf__varint(&c[C_HDR], m->interval_ms);
-	sbuf__varint(&c[C_HDR], m->flags);
-	if (m->flags & CPA_MF_SYSTEM) {
-		sys_put(&c[C_HDR], m);
-		sbuf__varint(&c[C_HDR], m->dropped);
-	}
-	if (m->flags & CPA_MF_HW)
-		hw_put(&c[C_HDR], m);
-	sbuf__varint(&c[C_HDR], n);
+	hdr_put(&c[C_HDR], m, n, &g3.st.time_ns);
 	for (i = 0; i < n; i++)
 		order[i] = &ents[i];
 	qsort(order, n, sizeof(order[0]), ent_cmp);
@@ -573,7 +579,7 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 	_cleanup_free_ struct cpa_metrics_ent *ents = NULL;
 	_cleanup_free_ struct v3_ent *x = NULL;
 	_cleanup_free_ struct v2_state *st = NULL;
-	uint64_t nrec = rbuf__varint(r), n_ent = 0, i, j, at, v, fl;
+	uint64_t nrec = rbuf__varint(r), n_ent = 0, i, j, at, fl;
 
 	if (r->bad || !nrec || nrec > max_rec)
 		return -EBADMSG;
@@ -582,23 +588,9 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 	if (!ms || !st)
 		return -ENOMEM;
 	for (i = 0; i < nrec; i++) {
-		struct cpa_metrics *m = &ms[i];
-
-		st->time_ns += (uint64_t)unzigzag(rbuf__varint(r));
-		m->time_ns = st->time_ns;
-		m->interval_ms = (uint32_t)rbuf__varint(r);
-		m->flags = (uint16_t)rbuf__varint(r);
-		if (m->flags & CPA_MF_SYSTEM) {
-			sys_get(r, m);
-			m->dropped = (uint32_t)rbuf__varint(r);
-		}
-		if (m->flags & CPA_MF_HW)
-			hw_get(r, m);
-		v = rbuf__varint(r);
-		if (r->bad || v > CPA_METRICS_PER_REC)
+		if (!hdr_get(r, &ms[i], &st->time_ns))
 			return -EBADMSG;
-		m->n_ents = (uint16_t)v;
-		n_ent += v;
+		n_ent += ms[i].n_ents;
 	}
 	/* an entry takes at least a byte: its key, its flags, its values */
 	if (n_ent > (r->len - r->pos) / (2 + V_MAX))

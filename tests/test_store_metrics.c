@@ -164,6 +164,14 @@ static size_t encode(struct sbuf *b, int v, unsigned int from, unsigned int to)
 	return b->len - before;
 }
 
+/* recs holds records 0..NREC-1: each comes back */
+static void check_all(struct sbuf *sec, const struct sbuf *recs, struct got *g)
+{
+	ck_assert_uint_eq(decode(sec, recs, NREC, g), NREC);
+	for (unsigned int s = 0; s < NREC; s++)
+		check_same(g, s, s);
+}
+
 START_TEST(test_metrics_v3_roundtrip)
 {
 	struct sbuf recs = {0}, sec = {0}, v1 = {0}, v2 = {0};
@@ -176,9 +184,7 @@ START_TEST(test_metrics_v3_roundtrip)
 	fprintf(stderr, "metrics section: v1 %zu bytes, v2 %zu, v3 %zu for %d records\n", n1, n2,
 		n3, NREC);
 	ck_assert_uint_lt(n3, n1);
-	ck_assert_uint_eq(decode(&sec, &recs, NREC, &g), NREC);
-	for (unsigned int s = 0; s < NREC; s++)
-		check_same(&g, s, s);
+	check_all(&sec, &recs, &g);
 	/* one record alone, and a time range that takes the middle of a group */
 	recs.len = 0;
 	encode(&recs, 3, 3, 4);
@@ -222,16 +228,12 @@ START_TEST(test_metrics_v1_v2_still_read)
 	encode(&recs, 3, 0, 2);
 	encode(&recs, 1, 2, 3); /* a v3 group, v1, a new v3 group */
 	encode(&recs, 3, 3, NREC);
-	ck_assert_uint_eq(decode(&sec, &recs, NREC, &g), NREC);
-	for (unsigned int s = 0; s < NREC; s++)
-		check_same(&g, s, s);
+	check_all(&sec, &recs, &g);
 	tol = 256;
 	slack = 0;
 	recs.len = 0;
 	encode(&recs, 2, 0, NREC);
-	ck_assert_uint_eq(decode(&sec, &recs, NREC, &g), NREC);
-	for (unsigned int s = 0; s < NREC; s++)
-		check_same(&g, s, s);
+	check_all(&sec, &recs, &g);
 	tol = 32;
 	slack = 520;
 	sbuf__free(&recs);
