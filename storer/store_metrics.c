@@ -257,6 +257,46 @@ static bool hist_any(const uint32_t *h)
 	return false;
 }
 
+/* The flags an entry's extras need (IOWAIT, SLICES, HIST), its extras, and
+ * back: v2 and v3 write them alike. */
+static uint32_t extras_flags(const struct cpa_metrics_ent *e)
+{
+	uint32_t fl = 0;
+
+	if (hist_any(e->runq_hist) || hist_any(e->slice_hist))
+		fl |= V2_E_HIST;
+	if (e->switches[CPA_MR_IOWAIT])
+		fl |= V2_E_IOWAIT;
+	if (e->slices !=
+	    e->switches[CPA_MR_PREEMPT] + e->switches[CPA_MR_SLEEP] + e->switches[CPA_MR_IOWAIT])
+		fl |= V2_E_SLICES;
+	return fl;
+}
+
+static void extras_put(struct sbuf *b, const struct cpa_metrics_ent *e, uint64_t fl)
+{
+	if (fl & V2_E_IOWAIT)
+		sbuf__varint(b, e->switches[CPA_MR_IOWAIT]);
+	if (fl & V2_E_SLICES)
+		sbuf__varint(b, e->slices);
+	if (fl & V2_E_HIST) {
+		hist_put(b, e->runq_hist);
+		hist_put(b, e->slice_hist);
+	}
+}
+
+static bool extras_get(struct rbuf *r, struct cpa_metrics_ent *e, uint64_t fl)
+{
+	if (fl & V2_E_IOWAIT)
+		e->switches[CPA_MR_IOWAIT] = rbuf__varint(r);
+	e->slices = fl & V2_E_SLICES ? rbuf__varint(r)
+				     : e->switches[CPA_MR_PREEMPT] + e->switches[CPA_MR_SLEEP] +
+					       e->switches[CPA_MR_IOWAIT];
+	if ((fl & V2_E_HIST) && (!hist_get(r, e->runq_hist) || !hist_get(r, e->slice_hist)))
+		return false;
+	return !r->bad;
+}
+
 /* A v2 or v3 record's header: the time as a difference to *time_ns (then
  * the record's), interval, flags, the parts the flags say, n entries. */
 static void hdr_put(struct sbuf *b, const struct cpa_metrics *m, unsigned int n, uint64_t *time_ns)
@@ -321,18 +361,10 @@ void store_metrics__encode_v2(struct sbuf *b, const struct cpa_metrics *m,
 		uint32_t key = comm_key(e), fl = e->kind & 3;
 		struct comm_slot *cs = comm_slot(&enc.st, key);
 		size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
-		uint64_t sw = 0;
 
-		for (j = 0; j < CPA_MR_MAX; j++)
-			sw += e->switches[j];
+		fl |= extras_flags(e);
 		if (slot_set(cs, key, e->comm, cl))
 			fl |= V2_E_COMM;
-		if (hist_any(e->runq_hist) || hist_any(e->slice_hist))
-			fl |= V2_E_HIST;
-		if (e->switches[CPA_MR_IOWAIT])
-			fl |= V2_E_IOWAIT;
-		if (e->slices != sw)
-			fl |= V2_E_SLICES;
 		sbuf__varint(b, fl);
 		/* key order: the kind's first entry has the difference to the last
 		 * key, which crosses the kind bits; still small beside them */
@@ -360,14 +392,7 @@ void store_metrics__encode_v2(struct sbuf *b, const struct cpa_metrics *m,
 			sbuf__varint(b, zigzag((int64_t)(v[j] - cs->prev[j])));
 			cs->prev[j] = v[j];
 		}
-		if (fl & V2_E_IOWAIT)
-			sbuf__varint(b, e->switches[CPA_MR_IOWAIT]);
-		if (fl & V2_E_SLICES)
-			sbuf__varint(b, e->slices);
-		if (fl & V2_E_HIST) {
-			hist_put(b, e->runq_hist);
-			hist_put(b, e->slice_hist);
-		}
+		extras_put(b, e, fl);
 	}
 	enc.len = b->len;
 }
@@ -424,13 +449,7 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
 		e->switches[CPA_MR_PREEMPT] = cs->prev[V_PREEMPT];
 		e->switches[CPA_MR_SLEEP] = cs->prev[V_SLEEP];
 		e->runq_n = cs->prev[V_WAITS] + cs->prev[V_PREEMPT] + cs->prev[V_SLEEP];
-		if (fl & V2_E_IOWAIT)
-			e->switches[CPA_MR_IOWAIT] = rbuf__varint(r);
-		e->slices = fl & V2_E_SLICES
-				    ? rbuf__varint(r)
-				    : e->switches[CPA_MR_PREEMPT] + e->switches[CPA_MR_SLEEP] +
-					      e->switches[CPA_MR_IOWAIT];
-		if ((fl & V2_E_HIST) && (!hist_get(r, e->runq_hist) || !hist_get(r, e->slice_hist)))
+		if (!extras_get(r, e, fl))
 			return false;
 	}
 	return !r->bad;
@@ -515,10 +534,10 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 		uint32_t key = comm_key(e), fl = 0;
 		struct comm_slot *cs = comm_slot(&g3.st, key);
 		size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
-		uint64_t sw = 0, v[V_MAX] = {dur3_code(e->oncpu_ns), dur3_code(e->runq_ns),
-					     e->switches[CPA_MR_PREEMPT], e->switches[CPA_MR_SLEEP],
-					     e->runq_n - e->switches[CPA_MR_PREEMPT] -
-						     e->switches[CPA_MR_SLEEP]};
+		uint64_t v[V_MAX] = {dur3_code(e->oncpu_ns), dur3_code(e->runq_ns),
+				     e->switches[CPA_MR_PREEMPT], e->switches[CPA_MR_SLEEP],
+				     e->runq_n - e->switches[CPA_MR_PREEMPT] -
+					     e->switches[CPA_MR_SLEEP]};
 
 		/* the key's kind, then the id's difference to the previous id
 		 * of that kind in the record (entries are in key order) */
@@ -533,23 +552,9 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 			sbuf__varint(&c[C_VAL + j], zigzag((int64_t)(v[j] - cs->prev[j])));
 			cs->prev[j] = v[j];
 		}
-		for (j = 0; j < CPA_MR_MAX; j++)
-			sw += e->switches[j];
-		if (hist_any(e->runq_hist) || hist_any(e->slice_hist))
-			fl |= V2_E_HIST;
-		if (e->switches[CPA_MR_IOWAIT])
-			fl |= V2_E_IOWAIT;
-		if (e->slices != sw)
-			fl |= V2_E_SLICES;
+		fl |= extras_flags(e);
 		sbuf__varint(&c[C_FL], fl >> 2);
-		if (fl & V2_E_IOWAIT)
-			sbuf__varint(&c[C_EXTRA], e->switches[CPA_MR_IOWAIT]);
-		if (fl & V2_E_SLICES)
-			sbuf__varint(&c[C_EXTRA], e->slices);
-		if (fl & V2_E_HIST) {
-			hist_put(&c[C_EXTRA], e->runq_hist);
-			hist_put(&c[C_EXTRA], e->slice_hist);
-		}
+		extras_put(&c[C_EXTRA], e, fl);
 	}
 	g3.nrec++;
 	b->len = g3.start;
@@ -579,7 +584,7 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 	_cleanup_free_ struct cpa_metrics_ent *ents = NULL;
 	_cleanup_free_ struct v3_ent *x = NULL;
 	_cleanup_free_ struct v2_state *st = NULL;
-	uint64_t nrec = rbuf__varint(r), n_ent = 0, i, j, at, fl;
+	uint64_t nrec = rbuf__varint(r), n_ent = 0, i, j, at;
 
 	if (r->bad || !nrec || nrec > max_rec)
 		return -EBADMSG;
@@ -651,19 +656,9 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 		e->switches[CPA_MR_SLEEP] = x[at].v[V_SLEEP];
 		e->runq_n = x[at].v[V_WAITS] + x[at].v[V_PREEMPT] + x[at].v[V_SLEEP];
 	}
-	for (at = 0; at < n_ent && !r->bad; at++) {
-		struct cpa_metrics_ent *e = &ents[at];
-
-		fl = x[at].fl;
-		if (fl & V2_E_IOWAIT)
-			e->switches[CPA_MR_IOWAIT] = rbuf__varint(r);
-		e->slices = fl & V2_E_SLICES
-				    ? rbuf__varint(r)
-				    : e->switches[CPA_MR_PREEMPT] + e->switches[CPA_MR_SLEEP] +
-					      e->switches[CPA_MR_IOWAIT];
-		if ((fl & V2_E_HIST) && (!hist_get(r, e->runq_hist) || !hist_get(r, e->slice_hist)))
+	for (at = 0; at < n_ent; at++)
+		if (!extras_get(r, &ents[at], x[at].fl))
 			return -EBADMSG;
-	}
 	if (r->bad)
 		return -EBADMSG;
 	*ret_ms = TAKE_PTR(ms);
