@@ -501,12 +501,69 @@ static uint64_t dur3_value(uint64_t code)
 	return e <= 64 - DUR_BITS - 10 ? (m << e) * 1000 : UINT64_MAX;
 }
 
+/* v3's state: every key of the group has its own slot (an open-addressing
+ * table, half full at most), unlike v2's table where keys could evict each
+ * other and start their values afresh. */
+struct ktab {
+	struct comm_slot *s;
+	uint32_t cap, n; /* cap: a power of 2 */
+	uint64_t time_ns;
+};
+
+/* key's slot (*fresh: new to the table, its comm empty and values 0), the
+ * table grown when half full; NULL: no memory. */
+static struct comm_slot *ktab_get(struct ktab *t, uint32_t key, bool *fresh)
+{
+	struct comm_slot *s;
+	uint32_t i;
+
+	if (2 * (t->n + 1) > t->cap) {
+		struct ktab o = *t;
+
+		t->cap = o.cap ? 2 * o.cap : 256;
+		t->s = calloc(t->cap, sizeof(*t->s));
+		if (!t->s) {
+			*t = o;
+			return NULL;
+		}
+		t->n = 0;
+		for (i = 0; i < o.cap; i++) {
+			if (!o.s[i].key)
+				continue;
+			s = ktab_get(t, o.s[i].key, fresh);
+			*s = o.s[i];
+		}
+		free(o.s);
+	}
+	/* key 0 (kind 0, id 0) is never written: entries have a kind */
+	for (i = (key * 2654435761u) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+		s = &t->s[i];
+		*fresh = !s->key;
+		if (s->key == key || !s->key)
+			break;
+	}
+	if (*fresh) {
+		memset(s, 0, sizeof(*s));
+		s->key = key;
+		t->n++;
+	}
+	return s;
+}
+
+static void ktab_clear(struct ktab *t)
+{
+	if (t->s)
+		memset(t->s, 0, sizeof(*t->s) * t->cap);
+	t->n = 0;
+	t->time_ns = 0;
+}
+
 static _Thread_local struct {
 	const struct sbuf *owner;
 	size_t start, len; /* the group in owner */
 	uint64_t nrec;
 	struct sbuf col[C_MAX];
-	struct v2_state st;
+	struct ktab st;
 } g3;
 
 void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
@@ -518,7 +575,7 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 	uint32_t prev_key = 0;
 
 	if (b->len == 0 || g3.owner != b || g3.len != b->len) {
-		memset(&g3.st, 0, sizeof(g3.st));
+		ktab_clear(&g3.st);
 		for (i = 0; i < C_MAX; i++)
 			c[i].len = 0;
 		g3.owner = b;
@@ -532,15 +589,19 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 	for (i = 0; i < n; i++) {
 		const struct cpa_metrics_ent *e = order[i];
 		uint32_t key = comm_key(e), fl = 0;
-		struct comm_slot *cs = comm_slot(&g3.st, key);
+		bool fresh;
+		struct comm_slot *cs = ktab_get(&g3.st, key, &fresh);
 		size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
 		uint64_t v[V_MAX] = {dur3_code(e->oncpu_ns), dur3_code(e->runq_ns),
 				     e->switches[CPA_MR_PREEMPT], e->switches[CPA_MR_SLEEP],
 				     e->runq_n - e->switches[CPA_MR_PREEMPT] -
 					     e->switches[CPA_MR_SLEEP]};
 
-		/* the key's kind, then the id's difference to the previous id
-		 * of that kind in the record (entries are in key order) */
+		if (!cs) {
+			b->oom = true;
+			g3.owner = NULL;
+			return;
+		}
 		sbuf__varint(&c[C_KEY], zigzag((int64_t)key - (int64_t)prev_key));
 		prev_key = key;
 		if (slot_set(cs, key, e->comm, cl)) {
@@ -583,26 +644,29 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 	_cleanup_free_ struct cpa_metrics *ms = NULL;
 	_cleanup_free_ struct cpa_metrics_ent *ents = NULL;
 	_cleanup_free_ struct v3_ent *x = NULL;
-	_cleanup_free_ struct v2_state *st = NULL;
+	_cleanup_free_ struct comm_slot *tab = NULL;
+	struct ktab st = {.cap = 256};
 	uint64_t nrec = rbuf__varint(r), n_ent = 0, i, j, at;
 
 	if (r->bad || !nrec || nrec > max_rec)
 		return -EBADMSG;
 	ms = calloc(nrec, sizeof(*ms));
-	st = calloc(1, sizeof(*st));
-	if (!ms || !st)
+	if (!ms)
 		return -ENOMEM;
 	for (i = 0; i < nrec; i++) {
-		if (!hdr_get(r, &ms[i], &st->time_ns))
+		if (!hdr_get(r, &ms[i], &st.time_ns))
 			return -EBADMSG;
 		n_ent += ms[i].n_ents;
 	}
 	/* an entry takes at least a byte: its key, its flags, its values */
 	if (n_ent > (r->len - r->pos) / (2 + V_MAX))
 		return -EBADMSG;
+	while (st.cap < 2 * (n_ent + 1))
+		st.cap *= 2; /* ktab_get() then never grows it */
 	ents = calloc(n_ent + 1, sizeof(*ents));
 	x = calloc(n_ent + 1, sizeof(*x));
-	if (!ents || !x)
+	st.s = tab = calloc(st.cap, sizeof(*tab));
+	if (!ents || !x || !tab)
 		return -ENOMEM;
 	for (i = at = 0; i < nrec; i++) {
 		uint32_t prev_key = 0;
@@ -613,9 +677,7 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 			prev_key = key;
 			ents[at].kind = (uint16_t)(key >> 30);
 			ents[at].id = key & 0x3fffffffu;
-			x[at].cs = comm_slot(st, key);
-			x[at].fresh = x[at].cs->key != key;
-			x[at].cs->key = key;
+			x[at].cs = ktab_get(&st, key, &x[at].fresh);
 		}
 	}
 	for (at = 0; at < n_ent; at++)
