@@ -5,18 +5,18 @@
  * when the block flag STORE_BF_METRICS is set. A 1.0 reader decodes the rows
  * and never looks past them, so it skips the section without knowing it.
  *
- * Records are written in the compact encoding (v2: a record starts with
- * varint 0, which no v1 record's time_ns is); v1 records, as stores written
- * before it hold them, are still read. v2 leaves out what a record does not
- * have (the system part beyond a second's first record, empty histograms,
- * slices equal to the switches, a zero iowait count), writes the time as a
- * difference to the previous record of the section, entries in id order with
- * id differences, a comm only when it differs from the one last written for
- * that id in the section, and each value as the difference to that id's
- * previous one in the section (a table both sides keep alike). The two
- * durations (on-CPU time, run-queue delay) are kept to 8 significant bits
- * (rounded to nearest: within 1/256 of the value, below the counters' own
- * error against the exact way, docs/metrics.md).
+ * Records are written in the columnar encoding (v3: a group starts with
+ * varint 0 then 3; no v1 record's time_ns is 0): the records one writer
+ * appends to a section in a row are one group, written column after column
+ * (headers, keys, flags, comms new to the group, each of the five values of
+ * every entry, the rare extras), each value as the difference to that key's
+ * previous one in the group, so that what repeats from second to second is
+ * contiguous for zstd; the group is written again whole at each record added.
+ * The two durations (on-CPU time, run-queue delay) are kept in whole µs to 5
+ * significant bits (within 1/32 + 0.5 µs, about the counters' own error
+ * against the exact way, docs/metrics.md). Records of released stores (v1)
+ * and of development builds (v2: per record, the same differences against a
+ * 1024-slot table, durations to 8 significant bits) are still read.
  */
 #include <errno.h>
 #include <stdlib.h>
