@@ -12,9 +12,9 @@
  * every entry, the rare extras), each value as the difference to that key's
  * previous one in the group, so that what repeats from second to second is
  * contiguous for zstd; the group is written again whole at each record added.
- * The two durations (on-CPU time, run-queue delay) are kept in whole µs to 5
- * significant bits (within 1/32 + 0.5 µs, about the counters' own error
- * against the exact way, docs/metrics.md). Records of released stores (v1)
+ * The two durations are kept in whole µs, on-CPU time to 8 significant bits
+ * (within 1/256 + 0.5 µs), run-queue delay to 6 (within 1/64 + 0.5 µs, below
+ * the counters' own error against the exact way, docs/metrics.md). Records of released stores (v1)
  * and of development builds (v2: per record, the same differences against a
  * 1024-slot table, durations to 8 significant bits) are still read.
  */
@@ -464,23 +464,26 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
  * or zero) is contiguous for zstd. The group is written again whole at each
  * record added to it, from the columns kept here. */
 #define V3_VERSION 3
-#define DUR_BITS   5 /* significant bits of a duration in µs: within 1/32 */
+/* significant bits of the durations in µs: on-CPU time within 1/256 (a
+ * process's share of a CPU is shown in whole percent), run-queue delay 1/64 */
+#define ONCPU_BITS 8
+#define RUNQ_BITS  6
 
 enum { C_HDR, C_KEY, C_FL, C_COMM, C_VAL, C_EXTRA = C_VAL + V_MAX, C_MAX };
 
-/* A duration in ns to whole µs (rounded to nearest), then to DUR_BITS
+/* A duration in ns to whole µs (rounded to nearest), then to bits
  * significant bits (rounded to nearest), as a dense code (consecutive codes
- * are consecutive values): below 2^DUR_BITS µs itself, else (e + 1) * H + m
- * - H for m << e with m in [H, 2H), H = 2^(DUR_BITS - 1). */
-static uint64_t dur3_code(uint64_t ns)
+ * are consecutive values): below 2^bits µs itself, else (e + 1) * H + m - H
+ * for m << e with m in [H, 2H), H = 2^(bits - 1). */
+static uint64_t dur3_code(uint64_t ns, unsigned int bits)
 {
-	const uint64_t h = 1ull << (DUR_BITS - 1);
+	const uint64_t h = 1ull << (bits - 1);
 	uint64_t v = ns / 1000 + (ns % 1000 >= 500), m;
 	unsigned int e;
 
 	if (v < 2 * h)
 		return v;
-	e = 63 - (unsigned int)__builtin_clzll(v) - (DUR_BITS - 1);
+	e = 63 - (unsigned int)__builtin_clzll(v) - (bits - 1);
 	m = (v >> e) + ((v >> (e - 1)) & 1);
 	if (m == 2 * h) {
 		m = h;
@@ -489,16 +492,16 @@ static uint64_t dur3_code(uint64_t ns)
 	return (e + 1) * h + m - h;
 }
 
-static uint64_t dur3_value(uint64_t code)
+static uint64_t dur3_value(uint64_t code, unsigned int bits)
 {
-	const uint64_t h = 1ull << (DUR_BITS - 1);
+	const uint64_t h = 1ull << (bits - 1);
 	uint64_t e, m;
 
 	if (code < 2 * h)
 		return code * 1000;
 	e = code / h - 1;
 	m = code - e * h;
-	return e <= 64 - DUR_BITS - 10 ? (m << e) * 1000 : UINT64_MAX;
+	return e <= 64 - bits - 10 ? (m << e) * 1000 : UINT64_MAX;
 }
 
 /* v3's state: every key of the group has its own slot (an open-addressing
@@ -592,10 +595,10 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 		bool fresh;
 		struct comm_slot *cs = ktab_get(&g3.st, key, &fresh);
 		size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
-		uint64_t v[V_MAX] = {dur3_code(e->oncpu_ns), dur3_code(e->runq_ns),
-				     e->switches[CPA_MR_PREEMPT], e->switches[CPA_MR_SLEEP],
-				     e->runq_n - e->switches[CPA_MR_PREEMPT] -
-					     e->switches[CPA_MR_SLEEP]};
+		uint64_t v[V_MAX] = {
+			dur3_code(e->oncpu_ns, ONCPU_BITS), dur3_code(e->runq_ns, RUNQ_BITS),
+			e->switches[CPA_MR_PREEMPT], e->switches[CPA_MR_SLEEP],
+			e->runq_n - e->switches[CPA_MR_PREEMPT] - e->switches[CPA_MR_SLEEP]};
 
 		if (!cs) {
 			b->oom = true;
@@ -712,8 +715,8 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 	for (at = 0; at < n_ent; at++) {
 		struct cpa_metrics_ent *e = &ents[at];
 
-		e->oncpu_ns = dur3_value(x[at].v[V_ONCPU]);
-		e->runq_ns = dur3_value(x[at].v[V_RUNQ]);
+		e->oncpu_ns = dur3_value(x[at].v[V_ONCPU], ONCPU_BITS);
+		e->runq_ns = dur3_value(x[at].v[V_RUNQ], RUNQ_BITS);
 		e->switches[CPA_MR_PREEMPT] = x[at].v[V_PREEMPT];
 		e->switches[CPA_MR_SLEEP] = x[at].v[V_SLEEP];
 		e->runq_n = x[at].v[V_WAITS] + x[at].v[V_PREEMPT] + x[at].v[V_SLEEP];
