@@ -4,9 +4,11 @@
  * per encoding, side by side (docs/bench.md "Scheduler metrics under a
  * context-switch storm"). The metrics records of each store dir (cpa_...) are
  * read back, grouped in blocks of 5 s as the storer groups them, encoded in
- * the first encoding (v1) and in the compact one (v2, what the storer writes)
- * and zstd-compressed at the storer's level 3, alone (in a block they share a
- * zstd frame with the rows: a little less). Prints bytes per second of each.
+ * the first encoding (v1, released stores), the per-record compact one of
+ * development builds (v2) and the columnar one the storer writes (v3), and
+ * zstd-compressed at the storer's level 3, alone (in a block they share a
+ * zstd frame with the rows: a little less). Prints bytes per second of each
+ * and bytes per process-second (an entry of a process in a second).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,11 +22,15 @@
 #define BLOCK_NS (5ull * 1000000000ull)
 
 struct acc {
-	struct sbuf v1, v2;
+	struct sbuf v[3];
 	unsigned int n;
 	uint64_t block_t0, t_min, t_max, ents, procs;
-	double z1, z2, raw1, raw2;
+	double z[3], raw[3];
 };
+
+static void (*const enc[3])(struct sbuf *, const struct cpa_metrics *,
+			    const struct cpa_metrics_ent *) = {
+	store_metrics__encode_v1, store_metrics__encode_v2, store_metrics__encode};
 
 static double zsize(const struct sbuf *b)
 {
@@ -42,11 +48,11 @@ static void block_end(struct acc *a)
 {
 	if (!a->n)
 		return;
-	a->z1 += zsize(&a->v1);
-	a->z2 += zsize(&a->v2);
-	a->raw1 += (double)a->v1.len;
-	a->raw2 += (double)a->v2.len;
-	a->v1.len = a->v2.len = 0;
+	for (unsigned int i = 0; i < 3; i++) {
+		a->z[i] += zsize(&a->v[i]);
+		a->raw[i] += (double)a->v[i].len;
+		a->v[i].len = 0;
+	}
 	a->n = 0;
 }
 
@@ -62,8 +68,8 @@ static int on_rec(void *ctx, const struct cpa_metrics *m, const struct cpa_metri
 		a->t_min = m->time_ns;
 	if (m->time_ns > a->t_max)
 		a->t_max = m->time_ns;
-	store_metrics__encode_v1(&a->v1, m, ents);
-	store_metrics__encode(&a->v2, m, ents);
+	for (unsigned int i = 0; i < 3; i++)
+		enc[i](&a->v[i], m, ents);
 	a->n++;
 	a->ents += m->n_ents;
 	for (unsigned int i = 0; i < m->n_ents; i++)
@@ -77,8 +83,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s STORE_DIR...\n", argv[0]);
 		return 2;
 	}
-	printf("%-40s %6s %9s %9s %10s %10s %10s %10s\n", "store", "secs", "procs/s", "CPUs/s",
-	       "v1 B/s", "v2 B/s", "v1 raw B/s", "v2 raw B/s");
+	printf("%-28s %5s %7s %6s %7s %7s %7s %6s %6s %6s %8s %8s %8s\n", "store", "secs",
+	       "procs/s", "CPUs/s", "v1 B/s", "v2 B/s", "v3 B/s", "v1 B/p", "v2 B/p", "v3 B/p",
+	       "v1 raw/s", "v2 raw/s", "v3 raw/s");
 	for (int i = 1; i < argc; i++) {
 		struct store_reader *r;
 		struct acc a = {0};
@@ -98,11 +105,13 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		secs = (double)(a.t_max - a.t_min) / 1e9 + 1;
-		printf("%-40s %6.0f %9.1f %9.1f %10.0f %10.0f %10.0f %10.0f\n", argv[i], secs,
-		       (double)a.procs / secs, (double)(a.ents - a.procs) / secs, a.z1 / secs,
-		       a.z2 / secs, a.raw1 / secs, a.raw2 / secs);
-		sbuf__free(&a.v1);
-		sbuf__free(&a.v2);
+		printf("%-28s %5.0f %7.1f %6.1f %7.0f %7.0f %7.0f %6.2f %6.2f %6.2f %8.0f %8.0f %8.0f\n",
+		       argv[i], secs, (double)a.procs / secs, (double)(a.ents - a.procs) / secs,
+		       a.z[0] / secs, a.z[1] / secs, a.z[2] / secs, a.z[0] / (double)a.procs,
+		       a.z[1] / (double)a.procs, a.z[2] / (double)a.procs, a.raw[0] / secs,
+		       a.raw[1] / secs, a.raw[2] / secs);
+		for (unsigned int k = 0; k < 3; k++)
+			sbuf__free(&a.v[k]);
 	}
 	return 0;
 }

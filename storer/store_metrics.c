@@ -5,18 +5,18 @@
  * when the block flag STORE_BF_METRICS is set. A 1.0 reader decodes the rows
  * and never looks past them, so it skips the section without knowing it.
  *
- * Records are written in the compact encoding (v2: a record starts with
- * varint 0, which no v1 record's time_ns is); v1 records, as stores written
- * before it hold them, are still read. v2 leaves out what a record does not
- * have (the system part beyond a second's first record, empty histograms,
- * slices equal to the switches, a zero iowait count), writes the time as a
- * difference to the previous record of the section, entries in id order with
- * id differences, a comm only when it differs from the one last written for
- * that id in the section, and each value as the difference to that id's
- * previous one in the section (a table both sides keep alike). The two
- * durations (on-CPU time, run-queue delay) are kept to 8 significant bits
- * (rounded to nearest: within 1/256 of the value, below the counters' own
- * error against the exact way, docs/metrics.md).
+ * Records are written in the columnar encoding (v3: a group starts with
+ * varint 0 then 3; no v1 record's time_ns is 0): the records one writer
+ * appends to a section in a row are one group, written column after column
+ * (headers, keys, flags, comms new to the group, each of the five values of
+ * every entry, the rare extras), each value as the difference to that key's
+ * previous one in the group, so that what repeats from second to second is
+ * contiguous for zstd; the group is written again whole at each record added.
+ * The two durations are kept in whole µs, on-CPU time to 8 significant bits
+ * (within 1/256 + 0.5 µs), run-queue delay to 6 (within 1/64 + 0.5 µs, below
+ * the counters' own error against the exact way, docs/metrics.md). Records of released stores (v1)
+ * and of development builds (v2: per record, the same differences against a
+ * 1024-slot table, durations to 8 significant bits) are still read.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -214,6 +214,23 @@ static struct comm_slot *comm_slot(struct v2_state *s, uint32_t key)
 
 _Static_assert(COMM_SLOTS == 1u << 10, "comm_slot() takes the top 10 bits");
 
+/* Make cs hold key with comm c (cl bytes), its values afresh if the key is
+ * new to it: true when the comm has to be written (a new one, or a key new
+ * to the slot with a comm; a key without one, a CPU, needs none). */
+static bool slot_set(struct comm_slot *cs, uint32_t key, const char *c, size_t cl)
+{
+	bool is_new = cs->key != key;
+
+	if (!is_new && !memcmp(cs->comm, c, cl) && !cs->comm[cl])
+		return false;
+	if (is_new)
+		memset(cs->prev, 0, sizeof(cs->prev));
+	cs->key = key;
+	memset(cs->comm, 0, sizeof(cs->comm));
+	memcpy(cs->comm, c, cl);
+	return cl || !is_new;
+}
+
 /* The encoder's state belongs to one sbuf (a block's metrics section) and is
  * good while nothing else wrote to it: a new section (len 0) or another
  * writer's section (owner, len) start afresh, the latter with V2_R_RESET. */
@@ -240,8 +257,86 @@ static bool hist_any(const uint32_t *h)
 	return false;
 }
 
-void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
-			   const struct cpa_metrics_ent *ents)
+/* The flags an entry's extras need (IOWAIT, SLICES, HIST), its extras, and
+ * back: v2 and v3 write them alike. */
+static uint32_t extras_flags(const struct cpa_metrics_ent *e)
+{
+	uint32_t fl = 0;
+
+	if (hist_any(e->runq_hist) || hist_any(e->slice_hist))
+		fl |= V2_E_HIST;
+	if (e->switches[CPA_MR_IOWAIT])
+		fl |= V2_E_IOWAIT;
+	if (e->slices !=
+	    e->switches[CPA_MR_PREEMPT] + e->switches[CPA_MR_SLEEP] + e->switches[CPA_MR_IOWAIT])
+		fl |= V2_E_SLICES;
+	return fl;
+}
+
+static void extras_put(struct sbuf *b, const struct cpa_metrics_ent *e, uint64_t fl)
+{
+	if (fl & V2_E_IOWAIT)
+		sbuf__varint(b, e->switches[CPA_MR_IOWAIT]);
+	if (fl & V2_E_SLICES)
+		sbuf__varint(b, e->slices);
+	if (fl & V2_E_HIST) {
+		hist_put(b, e->runq_hist);
+		hist_put(b, e->slice_hist);
+	}
+}
+
+static bool extras_get(struct rbuf *r, struct cpa_metrics_ent *e, uint64_t fl)
+{
+	if (fl & V2_E_IOWAIT)
+		e->switches[CPA_MR_IOWAIT] = rbuf__varint(r);
+	e->slices = fl & V2_E_SLICES ? rbuf__varint(r)
+				     : e->switches[CPA_MR_PREEMPT] + e->switches[CPA_MR_SLEEP] +
+					       e->switches[CPA_MR_IOWAIT];
+	if ((fl & V2_E_HIST) && (!hist_get(r, e->runq_hist) || !hist_get(r, e->slice_hist)))
+		return false;
+	return !r->bad;
+}
+
+/* A v2 or v3 record's header: the time as a difference to *time_ns (then
+ * the record's), interval, flags, the parts the flags say, n entries. */
+static void hdr_put(struct sbuf *b, const struct cpa_metrics *m, unsigned int n, uint64_t *time_ns)
+{
+	sbuf__varint(b, zigzag((int64_t)(m->time_ns - *time_ns)));
+	*time_ns = m->time_ns;
+	sbuf__varint(b, m->interval_ms);
+	sbuf__varint(b, m->flags);
+	if (m->flags & CPA_MF_SYSTEM) {
+		sys_put(b, m);
+		sbuf__varint(b, m->dropped);
+	}
+	if (m->flags & CPA_MF_HW)
+		hw_put(b, m);
+	sbuf__varint(b, n);
+}
+
+static bool hdr_get(struct rbuf *r, struct cpa_metrics *m, uint64_t *time_ns)
+{
+	uint64_t v;
+
+	*time_ns += (uint64_t)unzigzag(rbuf__varint(r));
+	m->time_ns = *time_ns;
+	m->interval_ms = (uint32_t)rbuf__varint(r);
+	m->flags = (uint16_t)rbuf__varint(r);
+	if (m->flags & CPA_MF_SYSTEM) {
+		sys_get(r, m);
+		m->dropped = (uint32_t)rbuf__varint(r);
+	}
+	if (m->flags & CPA_MF_HW)
+		hw_get(r, m);
+	v = rbuf__varint(r);
+	if (r->bad || v > CPA_METRICS_PER_REC)
+		return false;
+	m->n_ents = (uint16_t)v;
+	return true;
+}
+
+void store_metrics__encode_v2(struct sbuf *b, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents)
 {
 	const struct cpa_metrics_ent *order[CPA_METRICS_PER_REC];
 	struct comm_slot *slots[CPA_METRICS_PER_REC];
@@ -257,44 +352,19 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 	sbuf__varint(b, 0);
 	sbuf__varint(b, V2_VERSION);
 	sbuf__varint(b, rflags);
-	sbuf__varint(b, zigzag((int64_t)(m->time_ns - enc.st.time_ns)));
-	enc.st.time_ns = m->time_ns;
-	sbuf__varint(b, m->interval_ms);
-	sbuf__varint(b, m->flags);
-	if (m->flags & CPA_MF_SYSTEM) {
-		sys_put(b, m);
-		sbuf__varint(b, m->dropped);
-	}
-	if (m->flags & CPA_MF_HW)
-		hw_put(b, m);
+	hdr_put(b, m, n, &enc.st.time_ns);
 	for (i = 0; i < n; i++)
 		order[i] = &ents[i];
 	qsort(order, n, sizeof(order[0]), ent_cmp);
-	sbuf__varint(b, n);
 	for (i = 0; i < n; i++) {
 		const struct cpa_metrics_ent *e = order[i];
 		uint32_t key = comm_key(e), fl = e->kind & 3;
 		struct comm_slot *cs = comm_slot(&enc.st, key);
 		size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
-		uint64_t sw = 0;
 
-		for (j = 0; j < CPA_MR_MAX; j++)
-			sw += e->switches[j];
-		if (cs->key != key || strncmp(cs->comm, e->comm, CPA_COMM_LEN - 1)) {
-			if (cl || cs->key == key)
-				fl |= V2_E_COMM;
-			if (cs->key != key)
-				memset(cs->prev, 0, sizeof(cs->prev));
-			cs->key = key;
-			memset(cs->comm, 0, sizeof(cs->comm));
-			memcpy(cs->comm, e->comm, cl);
-		}
-		if (hist_any(e->runq_hist) || hist_any(e->slice_hist))
-			fl |= V2_E_HIST;
-		if (e->switches[CPA_MR_IOWAIT])
-			fl |= V2_E_IOWAIT;
-		if (e->slices != sw)
-			fl |= V2_E_SLICES;
+		fl |= extras_flags(e);
+		if (slot_set(cs, key, e->comm, cl))
+			fl |= V2_E_COMM;
 		sbuf__varint(b, fl);
 		/* key order: the kind's first entry has the difference to the last
 		 * key, which crosses the kind bits; still small beside them */
@@ -322,46 +392,25 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 			sbuf__varint(b, zigzag((int64_t)(v[j] - cs->prev[j])));
 			cs->prev[j] = v[j];
 		}
-		if (fl & V2_E_IOWAIT)
-			sbuf__varint(b, e->switches[CPA_MR_IOWAIT]);
-		if (fl & V2_E_SLICES)
-			sbuf__varint(b, e->slices);
-		if (fl & V2_E_HIST) {
-			hist_put(b, e->runq_hist);
-			hist_put(b, e->slice_hist);
-		}
+		extras_put(b, e, fl);
 	}
 	enc.len = b->len;
 }
 
-/* One v2 record after its leading 0 into m and ents; false: malformed. */
+/* One v2 record after its leading 0 and version into m and ents; false: malformed. */
 static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m,
 		      struct cpa_metrics_ent *ents)
 {
 	struct comm_slot *slots[CPA_METRICS_PER_REC];
-	uint64_t v, rflags, fls[CPA_METRICS_PER_REC];
+	uint64_t rflags, fls[CPA_METRICS_PER_REC];
 	uint32_t prev_key = 0;
 	unsigned int i;
 
-	if (rbuf__varint(r) != V2_VERSION)
-		return false;
 	rflags = rbuf__varint(r);
 	if (rflags & V2_R_RESET)
 		memset(st, 0, sizeof(*st));
-	st->time_ns += (uint64_t)unzigzag(rbuf__varint(r));
-	m->time_ns = st->time_ns;
-	m->interval_ms = (uint32_t)rbuf__varint(r);
-	m->flags = (uint16_t)rbuf__varint(r);
-	if (m->flags & CPA_MF_SYSTEM) {
-		sys_get(r, m);
-		m->dropped = (uint32_t)rbuf__varint(r);
-	}
-	if (m->flags & CPA_MF_HW)
-		hw_get(r, m);
-	v = rbuf__varint(r);
-	if (r->bad || v > CPA_METRICS_PER_REC)
+	if (!hdr_get(r, m, &st->time_ns))
 		return false;
-	m->n_ents = (uint16_t)v;
 	for (i = 0; i < m->n_ents; i++) {
 		struct cpa_metrics_ent *e = &ents[i];
 		uint64_t fl = rbuf__varint(r), cl;
@@ -382,16 +431,9 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
 			c = rbuf__bytes(r, cl);
 			if (!c)
 				return false;
-			if (cs->key != key)
-				memset(cs->prev, 0, sizeof(cs->prev));
-			cs->key = key;
-			memset(cs->comm, 0, sizeof(cs->comm));
-			memcpy(cs->comm, c, cl);
+			slot_set(cs, key, (const char *)c, cl);
 		} else if (cs->key != key) {
-			/* never written for this key: no comm (a CPU) */
-			cs->key = key;
-			memset(cs->comm, 0, sizeof(cs->comm));
-			memset(cs->prev, 0, sizeof(cs->prev));
+			slot_set(cs, key, "", 0); /* never written for this key: no comm (a CPU) */
 		}
 		memcpy(e->comm, cs->comm, CPA_COMM_LEN);
 	}
@@ -407,16 +449,287 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
 		e->switches[CPA_MR_PREEMPT] = cs->prev[V_PREEMPT];
 		e->switches[CPA_MR_SLEEP] = cs->prev[V_SLEEP];
 		e->runq_n = cs->prev[V_WAITS] + cs->prev[V_PREEMPT] + cs->prev[V_SLEEP];
-		if (fl & V2_E_IOWAIT)
-			e->switches[CPA_MR_IOWAIT] = rbuf__varint(r);
-		e->slices = fl & V2_E_SLICES
-				    ? rbuf__varint(r)
-				    : e->switches[CPA_MR_PREEMPT] + e->switches[CPA_MR_SLEEP] +
-					      e->switches[CPA_MR_IOWAIT];
-		if ((fl & V2_E_HIST) && (!hist_get(r, e->runq_hist) || !hist_get(r, e->slice_hist)))
+		if (!extras_get(r, e, fl))
 			return false;
 	}
 	return !r->bad;
+}
+
+/* ---------------------------------------------------------------- v3 */
+
+/* v3 writes the records that one writer appends to a section in a row as one
+ * group, column after column (docs/store-format.md): the record headers, the
+ * keys, the comms new to the group, then each value of every entry, so that
+ * what repeats from second to second (the same processes, values unchanged
+ * or zero) is contiguous for zstd. The group is written again whole at each
+ * record added to it, from the columns kept here. */
+#define V3_VERSION 3
+/* significant bits of the durations in µs: on-CPU time within 1/256 (a
+ * process's share of a CPU is shown in whole percent), run-queue delay 1/64 */
+#define ONCPU_BITS 8
+#define RUNQ_BITS  6
+
+enum { C_HDR, C_KEY, C_FL, C_COMM, C_VAL, C_EXTRA = C_VAL + V_MAX, C_MAX };
+
+/* A duration in ns to whole µs (rounded to nearest), then to bits
+ * significant bits (rounded to nearest), as a dense code (consecutive codes
+ * are consecutive values): below 2^bits µs itself, else (e + 1) * H + m - H
+ * for m << e with m in [H, 2H), H = 2^(bits - 1). */
+static uint64_t dur3_code(uint64_t ns, unsigned int bits)
+{
+	const uint64_t h = 1ull << (bits - 1);
+	uint64_t v = ns / 1000 + (ns % 1000 >= 500), m;
+	unsigned int e;
+
+	if (v < 2 * h)
+		return v;
+	e = 63 - (unsigned int)__builtin_clzll(v) - (bits - 1);
+	m = (v >> e) + ((v >> (e - 1)) & 1);
+	if (m == 2 * h) {
+		m = h;
+		e++;
+	}
+	return (e + 1) * h + m - h;
+}
+
+static uint64_t dur3_value(uint64_t code, unsigned int bits)
+{
+	const uint64_t h = 1ull << (bits - 1);
+	uint64_t e, m;
+
+	if (code < 2 * h)
+		return code * 1000;
+	e = code / h - 1;
+	m = code - e * h;
+	return e <= 64 - bits - 10 ? (m << e) * 1000 : UINT64_MAX;
+}
+
+/* v3's state: every key of the group has its own slot (an open-addressing
+ * table, half full at most), unlike v2's table where keys could evict each
+ * other and start their values afresh. */
+struct ktab {
+	struct comm_slot *s;
+	uint32_t cap, n; /* cap: a power of 2 */
+	uint64_t time_ns;
+};
+
+/* key's slot (*fresh: new to the table, its comm empty and values 0), the
+ * table grown when half full; NULL: no memory. */
+static struct comm_slot *ktab_get(struct ktab *t, uint32_t key, bool *fresh)
+{
+	struct comm_slot *s;
+	uint32_t i;
+
+	if (2 * (t->n + 1) > t->cap) {
+		struct ktab o = *t;
+
+		t->cap = o.cap ? 2 * o.cap : 256;
+		t->s = calloc(t->cap, sizeof(*t->s));
+		if (!t->s) {
+			*t = o;
+			return NULL;
+		}
+		t->n = 0;
+		for (i = 0; i < o.cap; i++) {
+			if (!o.s[i].key)
+				continue;
+			s = ktab_get(t, o.s[i].key, fresh);
+			*s = o.s[i];
+		}
+		free(o.s);
+	}
+	/* key 0 (kind 0, id 0) is never written: entries have a kind */
+	for (i = (key * 2654435761u) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+		s = &t->s[i];
+		*fresh = !s->key;
+		if (s->key == key || !s->key)
+			break;
+	}
+	if (*fresh) {
+		memset(s, 0, sizeof(*s));
+		s->key = key;
+		t->n++;
+	}
+	return s;
+}
+
+static void ktab_clear(struct ktab *t)
+{
+	if (t->s)
+		memset(t->s, 0, sizeof(*t->s) * t->cap);
+	t->n = 0;
+	t->time_ns = 0;
+}
+
+static _Thread_local struct {
+	const struct sbuf *owner;
+	size_t start, len; /* the group in owner */
+	uint64_t nrec;
+	struct sbuf col[C_MAX];
+	struct ktab st;
+} g3;
+
+void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
+			   const struct cpa_metrics_ent *ents)
+{
+	const struct cpa_metrics_ent *order[CPA_METRICS_PER_REC];
+	unsigned int i, j, n = MIN(m->n_ents, CPA_METRICS_PER_REC);
+	struct sbuf *c = g3.col;
+	uint32_t prev_key = 0;
+
+	if (b->len == 0 || g3.owner != b || g3.len != b->len) {
+		ktab_clear(&g3.st);
+		for (i = 0; i < C_MAX; i++)
+			c[i].len = 0;
+		g3.owner = b;
+		g3.start = b->len;
+		g3.nrec = 0;
+	}
+	hdr_put(&c[C_HDR], m, n, &g3.st.time_ns);
+	for (i = 0; i < n; i++)
+		order[i] = &ents[i];
+	qsort(order, n, sizeof(order[0]), ent_cmp);
+	for (i = 0; i < n; i++) {
+		const struct cpa_metrics_ent *e = order[i];
+		uint32_t key = comm_key(e), fl = 0;
+		bool fresh;
+		struct comm_slot *cs = ktab_get(&g3.st, key, &fresh);
+		size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
+		uint64_t v[V_MAX] = {
+			dur3_code(e->oncpu_ns, ONCPU_BITS), dur3_code(e->runq_ns, RUNQ_BITS),
+			e->switches[CPA_MR_PREEMPT], e->switches[CPA_MR_SLEEP],
+			e->runq_n - e->switches[CPA_MR_PREEMPT] - e->switches[CPA_MR_SLEEP]};
+
+		if (!cs) {
+			b->oom = true;
+			g3.owner = NULL;
+			return;
+		}
+		sbuf__varint(&c[C_KEY], zigzag((int64_t)key - (int64_t)prev_key));
+		prev_key = key;
+		if (slot_set(cs, key, e->comm, cl)) {
+			fl |= V2_E_COMM;
+			sbuf__varint(&c[C_COMM], cl);
+			sbuf__put(&c[C_COMM], e->comm, cl);
+		}
+		for (j = 0; j < V_MAX; j++) {
+			sbuf__varint(&c[C_VAL + j], zigzag((int64_t)(v[j] - cs->prev[j])));
+			cs->prev[j] = v[j];
+		}
+		fl |= extras_flags(e);
+		sbuf__varint(&c[C_FL], fl >> 2);
+		extras_put(&c[C_EXTRA], e, fl);
+	}
+	g3.nrec++;
+	b->len = g3.start;
+	sbuf__varint(b, 0);
+	sbuf__varint(b, V3_VERSION);
+	sbuf__varint(b, g3.nrec);
+	for (i = 0; i < C_MAX; i++) {
+		sbuf__put(b, c[i].p, c[i].len);
+		b->oom |= c[i].oom;
+	}
+	g3.len = b->len;
+}
+
+/* Per entry of a v3 group while it decodes. */
+struct v3_ent {
+	struct comm_slot *cs;
+	bool fresh; /* the key is new to its slot here: the values start from 0 */
+	uint64_t v[V_MAX], fl;
+};
+
+/* One v3 group after its leading 0 and version into ms (nrec records) and
+ * ents (their entries, one after the other); -EBADMSG: malformed. */
+static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_ms,
+		     struct cpa_metrics_ent **ret_ents, uint64_t *ret_nrec)
+{
+	_cleanup_free_ struct cpa_metrics *ms = NULL;
+	_cleanup_free_ struct cpa_metrics_ent *ents = NULL;
+	_cleanup_free_ struct v3_ent *x = NULL;
+	_cleanup_free_ struct comm_slot *tab = NULL;
+	struct ktab st = {.cap = 256};
+	uint64_t nrec = rbuf__varint(r), n_ent = 0, i, j, at;
+
+	if (r->bad || !nrec || nrec > max_rec)
+		return -EBADMSG;
+	ms = calloc(nrec, sizeof(*ms));
+	if (!ms)
+		return -ENOMEM;
+	for (i = 0; i < nrec; i++) {
+		if (!hdr_get(r, &ms[i], &st.time_ns))
+			return -EBADMSG;
+		n_ent += ms[i].n_ents;
+	}
+	/* an entry takes at least a byte: its key, its flags, its values */
+	if (n_ent > (r->len - r->pos) / (2 + V_MAX))
+		return -EBADMSG;
+	while (st.cap < 2 * (n_ent + 1))
+		st.cap *= 2; /* ktab_get() then never grows it */
+	ents = calloc(n_ent + 1, sizeof(*ents));
+	x = calloc(n_ent + 1, sizeof(*x));
+	st.s = tab = calloc(st.cap, sizeof(*tab));
+	if (!ents || !x || !tab)
+		return -ENOMEM;
+	for (i = at = 0; i < nrec; i++) {
+		uint32_t prev_key = 0;
+
+		for (j = 0; j < ms[i].n_ents; j++, at++) {
+			uint32_t key = (uint32_t)((int64_t)prev_key + unzigzag(rbuf__varint(r)));
+
+			prev_key = key;
+			ents[at].kind = (uint16_t)(key >> 30);
+			ents[at].id = key & 0x3fffffffu;
+			x[at].cs = ktab_get(&st, key, &x[at].fresh);
+		}
+	}
+	for (at = 0; at < n_ent; at++)
+		x[at].fl = rbuf__varint(r) << 2;
+	/* the comms of the entries with COMM, which their slots take */
+	for (at = 0; at < n_ent && !r->bad; at++) {
+		struct comm_slot *cs = x[at].cs;
+		uint64_t cl;
+		const uint8_t *p;
+
+		if (x[at].fl & V2_E_COMM) {
+			cl = rbuf__varint(r);
+			if (cl >= CPA_COMM_LEN || !(p = rbuf__bytes(r, cl)))
+				return -EBADMSG;
+			memcpy(ents[at].comm, p, cl);
+		}
+		if ((x[at].fl & V2_E_COMM) || x[at].fresh)
+			memcpy(cs->comm, ents[at].comm, CPA_COMM_LEN);
+		else
+			memcpy(ents[at].comm, cs->comm, CPA_COMM_LEN);
+	}
+	for (j = 0; j < V_MAX; j++) {
+		for (at = 0; at < n_ent; at++) {
+			struct comm_slot *cs = x[at].cs;
+
+			if (x[at].fresh)
+				cs->prev[j] = 0;
+			cs->prev[j] += (uint64_t)unzigzag(rbuf__varint(r));
+			x[at].v[j] = cs->prev[j];
+		}
+	}
+	for (at = 0; at < n_ent; at++) {
+		struct cpa_metrics_ent *e = &ents[at];
+
+		e->oncpu_ns = dur3_value(x[at].v[V_ONCPU], ONCPU_BITS);
+		e->runq_ns = dur3_value(x[at].v[V_RUNQ], RUNQ_BITS);
+		e->switches[CPA_MR_PREEMPT] = x[at].v[V_PREEMPT];
+		e->switches[CPA_MR_SLEEP] = x[at].v[V_SLEEP];
+		e->runq_n = x[at].v[V_WAITS] + x[at].v[V_PREEMPT] + x[at].v[V_SLEEP];
+	}
+	for (at = 0; at < n_ent; at++)
+		if (!extras_get(r, &ents[at], x[at].fl))
+			return -EBADMSG;
+	if (r->bad)
+		return -EBADMSG;
+	*ret_ms = TAKE_PTR(ms);
+	*ret_ents = TAKE_PTR(ents);
+	*ret_nrec = nrec;
+	return 0;
 }
 
 static void str_put(struct sbuf *b, const char *s, size_t max)
@@ -529,7 +842,26 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 		uint64_t v;
 
 		m.time_ns = rbuf__varint(&r);
-		if (!m.time_ns && !r.bad) { /* v2 */
+		v = m.time_ns || r.bad ? 1 : rbuf__varint(&r); /* v1, else the version */
+		if (v == V3_VERSION) {
+			_cleanup_free_ struct cpa_metrics *ms = NULL;
+			_cleanup_free_ struct cpa_metrics_ent *es = NULL;
+			uint64_t n = 0;
+
+			ret = decode_v3(&r, nrec - i, &ms, &es, &n);
+			if (ret)
+				return ret;
+			for (j = k = 0; j < n; k += ms[j].n_ents, j++) {
+				if (ms[j].time_ns < t0_ns || ms[j].time_ns >= t1_ns || !fn)
+					continue;
+				ret = fn(ctx, &ms[j], es + k);
+				if (ret)
+					return ret;
+			}
+			i += n - 1;
+			continue;
+		}
+		if (v == V2_VERSION) {
 			if (!st && !(st = calloc(1, sizeof(*st))))
 				return -ENOMEM;
 			memset(ents, 0, sizeof(*ents) * CPA_METRICS_PER_REC);
@@ -537,6 +869,8 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 				return -EBADMSG;
 			goto got;
 		}
+		if (!m.time_ns)
+			return -EBADMSG;
 		m.interval_ms = (uint32_t)rbuf__varint(&r);
 		m.flags = (uint16_t)rbuf__varint(&r);
 		sys_get(&r, &m);

@@ -14,12 +14,16 @@
 #include "store_fmt.h"
 
 /* Append one CPA_REC_METRICS record (header + its entries) to b, in the
- * compact encoding (v2), which refers to the records before it in b. */
+ * columnar encoding (v3): the records appended to b in a row make one group,
+ * rewritten whole at each (b's bytes from the group's start change). */
 void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 			   const struct cpa_metrics_ent *ents);
-/* The same in the first encoding (v1), which stores before v2 hold: for the
- * tests and benches that check the reader takes both. */
+/* The same in the first encoding (v1), which released stores hold, and in
+ * the per-record compact one (v2) of development builds: for the tests and
+ * benches that check the reader takes them and compare the sizes. */
 void store_metrics__encode_v1(struct sbuf *b, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents);
+void store_metrics__encode_v2(struct sbuf *b, const struct cpa_metrics *m,
 			      const struct cpa_metrics_ent *ents);
 /* Append one CPA_REC_EVENT record to b. */
 void store_metrics__encode_event(struct sbuf *b, const struct cpa_policy_event *ev);
