@@ -228,6 +228,10 @@ static int run_loop(const struct daemon_stage *d, struct shm_arena *a, struct sh
 	l.obj = obj;
 	l.term = &daemon_term;
 	l.next = ctx.out;
+	/* --bench prints statistics every record interval, idle or not: the
+	 * waits keep that deadline. */
+	if (ctx.cfg && (ctx.cfg->flags & CPA_CFG_BENCH))
+		l.wait_cap_ms = (int)(MAX(ctx.cfg->record_interval_s, 1u) * 1000);
 	/* The stage feeding our input: for the orphan drain. */
 	if (desc->ring_in >= 0 && desc->up < SHM_STAGE_MAX)
 		l.up = shm_arena__stage(a, desc->up);
