@@ -11,7 +11,22 @@
  *   - >= 90 % end at a Go stack bottom: runtime.goexit (goroutines),
  *     runtime.mstart or runtime.rt0_go (threads' g0 stacks).
  *
- * The top-10 leaf shares are printed (docs/bench.md). Root + BTF + go, else 77.
+ * The top-10 leaf shares are printed (docs/bench.md).
+ *
+ * With the argument "offcpu" (test_go_offcpu): a program that blocks
+ * (tests/fixtures/go/block_src.h), normal and stripped, under `cpa monitor
+ * --offcpu`. Per program:
+ *
+ *   - at most 1 % of its off-CPU time is on stacks with a stop marker, and
+ *     >= 95 % on stacks that end at a Go stack bottom (runtime.goexit,
+ *     mstart, rt0_go, or where Go's traceback ends: runtime.mcall, which
+ *     parked the goroutine, runtime.sigtramp);
+ *   - the places it blocks are named: main.reader's read(2), a thread parked
+ *     through runtime.park_m;
+ *   - its on-CPU samples on the signal stack (runtime.sigtramp and the
+ *     handler, runtime.sigreturn) carry no stop marker either.
+ *
+ * Root + BTF + go, else 77.
  */
 #include <check.h>
 #include <errno.h>
@@ -23,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "fixtures/go/block_src.h"
 #include "fixtures/go/burn_src.h"
 #include "test_proc.h"
 #include "test_util.h"
@@ -37,11 +53,9 @@ struct go_stats {
 	int n_leaf;
 };
 
-static bool is_bottom(const char *f)
+static bool is_bottom_of(const char *f, const char *const *b, size_t nb)
 {
-	static const char *const b[] = {"runtime.goexit", "runtime.mstart", "runtime.rt0_go"};
-
-	for (size_t i = 0; i < ARRAY_SIZE(b); i++) {
+	for (size_t i = 0; i < nb; i++) {
 		size_t n = strlen(b[i]);
 
 		/* ".abi0": the ELF symbol of an assembly function */
@@ -49,6 +63,13 @@ static bool is_bottom(const char *f)
 			return true;
 	}
 	return false;
+}
+
+static bool is_bottom(const char *f)
+{
+	static const char *const b[] = {"runtime.goexit", "runtime.mstart", "runtime.rt0_go"};
+
+	return is_bottom_of(f, b, ARRAY_SIZE(b));
 }
 
 /* One folded line of the program (folded_each()): stack from its root frame. */
@@ -168,8 +189,147 @@ START_TEST(test_go_programs)
 }
 END_TEST
 
-int main(void)
+/* Off-CPU and signal-stack figures of one program. */
+struct go_off {
+	double ns, marked_ns, bottom_ns, reader_ns, park_ns;
+	long lines, marked_lines, not_bottom_lines;
+	long on, on_sig, on_sig_marked, on_marked;
+};
+
+/* Where Go's traceback ends: the TOPFRAME functions, and mcall (SPWRITE). */
+static bool is_off_bottom(const char *f)
 {
+	static const char *const b[] = {"runtime.goexit", "runtime.mstart",   "runtime.rt0_go",
+					"runtime.mcall",  "runtime.sigtramp", "runtime.sigreturn"};
+
+	return is_bottom_of(f, b, ARRAY_SIZE(b));
+}
+
+/* A stop marker: any "<# " frame but the off-CPU state and the degraded
+ * capture ones (they say how the stack was taken, not where it stopped). */
+static bool has_stop_marker(const char *stack)
+{
+	for (const char *p = strstr(stack, "<# "); p; p = strstr(p + 3, "<# "))
+		if (strncmp(p, "<# OFFCPU SAMPLE", 16) && strncmp(p, "<# DEGRADED", 11))
+			return true;
+	return false;
+}
+
+/* The root user frame: the first that is no marker and no kernel frame. */
+static char *root_of(const char *stack)
+{
+	for (const char *p = stack; *p;) {
+		size_t n = strcspn(p, ";");
+
+		if (strncmp(p, "<# ", 3) && !(n > 4 && !strncmp(p + n - 4, "_[k]", 4)))
+			return strndup(p, n);
+		p += n + (p[n] == ';');
+	}
+	return strdup("");
+}
+
+static void off_line(void *ctx, char *stack, long c)
+{
+	struct go_off *o = ctx;
+	char *root;
+
+	if (strstr(stack, "<# LOST: "))
+		return;
+	o->ns += (double)c;
+	o->lines++;
+	if (strstr(stack, ";main.reader;"))
+		o->reader_ns += (double)c;
+	if (strstr(stack, ";runtime.park_m;"))
+		o->park_ns += (double)c;
+	if (has_stop_marker(stack)) {
+		if (o->marked_lines++ < 5)
+			fprintf(stderr, "  off-CPU marked (%ld ns): %.300s\n", c, stack);
+		o->marked_ns += (double)c;
+		return;
+	}
+	root = root_of(stack);
+	if (is_off_bottom(root))
+		o->bottom_ns += (double)c;
+	else if (o->not_bottom_lines++ < 5)
+		fprintf(stderr, "  off-CPU not at a bottom: %.300s\n", stack);
+	free(root);
+}
+
+static void on_line(void *ctx, char *stack, long c)
+{
+	struct go_off *o = ctx;
+	bool marked = has_stop_marker(stack);
+
+	o->on += c;
+	if (marked && o->on_marked < 5 * c)
+		fprintf(stderr, "  on-CPU marked: %.300s\n", stack);
+	o->on_marked += marked ? c : 0;
+	if (!strstr(stack, "runtime.sigtramp") && !strstr(stack, "runtime.sigreturn"))
+		return;
+	o->on_sig += c;
+	if (marked) {
+		if (o->on_sig_marked < 5 * c)
+			fprintf(stderr, "  signal stack marked: %.300s\n", stack);
+		o->on_sig_marked += c;
+	}
+}
+
+START_TEST(test_go_offcpu)
+{
+	char cpa[4200], store[4200], log[4200], prof[4200], *off, *on;
+	char *margv[] = {cpa, "monitor", "--store_dir", store, "--offcpu", "-F", "499", NULL};
+	const char *names[] = {"block", "block_s"};
+	pid_t mon, pids[2];
+
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
+	snprintf(store, sizeof(store), "%s/store", dir);
+	snprintf(log, sizeof(log), "%s/monitor.log", dir);
+	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
+	mon = spawn_monitor(margv, log, 60);
+	sleep(1);
+	pids[0] = run_go("block", 5);
+	pids[1] = run_go("block_s", 5);
+	sleep(1);
+	kill(mon, SIGINT);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	off = show_store_folded_kind(cpa, store, prof, "off");
+	on = show_store_folded_kind(cpa, store, prof, "on");
+	for (int i = 0; i < 2; i++) {
+		struct go_off o = {0};
+
+		folded_each(off, pids[i], off_line, &o);
+		folded_each(on, pids[i], on_line, &o);
+		fprintf(stderr,
+			"e2e go offcpu %s: %.3f s off-CPU in %ld stacks, stop markers %.2f %% of "
+			"the time (%ld stacks), at a Go stack bottom %.2f %%, main.reader %.2f %%, "
+			"runtime.park_m %.2f %%\n",
+			names[i], o.ns / 1e9, o.lines, 100.0 * o.marked_ns / MAX(o.ns, 1.0),
+			o.marked_lines, 100.0 * o.bottom_ns / MAX(o.ns, 1.0),
+			100.0 * o.reader_ns / MAX(o.ns, 1.0), 100.0 * o.park_ns / MAX(o.ns, 1.0));
+		fprintf(stderr,
+			"e2e go on-CPU %s: %ld samples, %ld marked, %ld on the signal stack, "
+			"%ld of them marked\n",
+			names[i], o.on, o.on_marked, o.on_sig, o.on_sig_marked);
+		ck_assert_msg(o.lines >= 10, "%s: %ld off-CPU stacks", names[i], o.lines);
+		ck_assert_msg(o.marked_ns <= 0.01 * o.ns, "%s: %.0f of %.0f ns marked", names[i],
+			      o.marked_ns, o.ns);
+		ck_assert_msg(o.bottom_ns >= 0.95 * o.ns, "%s: %.0f of %.0f ns at a bottom",
+			      names[i], o.bottom_ns, o.ns);
+		ck_assert_msg(o.reader_ns > 0 && o.park_ns > 0,
+			      "%s: main.reader %.0f ns, runtime.park_m %.0f ns", names[i],
+			      o.reader_ns, o.park_ns);
+		ck_assert_msg(o.on_sig_marked <= 0.01 * (double)MAX(o.on_sig, 1) + 1,
+			      "%s: %ld of %ld signal-stack samples marked", names[i],
+			      o.on_sig_marked, o.on_sig);
+	}
+	free(off);
+	free(on);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	bool offcpu = argc > 1 && !strcmp(argv[1], "offcpu");
 	Suite *s = suite_create("go");
 	TCase *tc = tcase_create("go");
 	char src[4200];
@@ -193,7 +353,7 @@ int main(void)
 	}
 	snprintf(src, sizeof(src), "%s/main.go", dir);
 	f = fopen(src, "w");
-	if (!f || fputs(go_burn_src, f) < 0 || fclose(f)) {
+	if (!f || fputs(offcpu ? go_block_src : go_burn_src, f) < 0 || fclose(f)) {
 		perror(src);
 		return 1;
 	}
@@ -201,18 +361,17 @@ int main(void)
 	{
 		char cmd[16384];
 
-		snprintf(
-			cmd, sizeof(cmd),
-			"cd '%s' && export GOCACHE='%s/cache' GOPATH='%s/gopath' GOFLAGS=-mod=mod "
-			"GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=0 && go build -o burn main.go && "
-			"go build -ldflags='-s -w' -o burn_s main.go",
-			dir, dir, dir);
+		snprintf(cmd, sizeof(cmd),
+			 "cd '%s' && export GOCACHE='%s/cache' GOPATH='%s/gopath' GOFLAGS=-mod=mod "
+			 "GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=0 && go build -o %s main.go && "
+			 "go build -ldflags='-s -w' -o %s_s main.go",
+			 dir, dir, dir, offcpu ? "block" : "burn", offcpu ? "block" : "burn");
 		r = system(cmd);
 	}
 	if (r != 0) {
 		fprintf(stderr, "go build failed (%d)\n", r);
 		return 1;
 	}
-	tcase_add_test(tc, test_go_programs);
+	tcase_add_test(tc, offcpu ? test_go_offcpu : test_go_programs);
 	return suite_run_rm_dir(s, tc, dir);
 }

@@ -40,6 +40,9 @@ void wait_monitor_up(const char *log, int timeout_s);
  * --show_range`, then `cpa show -o prof --no_env` over that range. The test
  * fails if either does. */
 char *show_store_folded(const char *cpa, const char *store, const char *prof);
+/* The same with --kind (on, off, all; NULL: the default). */
+char *show_store_folded_kind(const char *cpa, const char *store, const char *prof,
+			     const char *kind);
 /* fn(ctx, stack, count) for each line "comm:pid;root;...;leaf COUNT" of pid in
  * folded text: stack from the root frame on, NUL-terminated before COUNT. */
 void folded_each(const char *folded, pid_t pid, void (*fn)(void *ctx, char *stack, long count),

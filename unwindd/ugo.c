@@ -39,11 +39,12 @@ struct ugo {
  * The runtime's special functions, as Go's traceback for a profile sees them
  * (runtime/traceback.go): a function flagged TOPFRAME is the outermost frame
  * of its stack (goexit: a goroutine's; mstart, rt0_go: a thread's g0 stack;
- * sigtramp: the signal stack's). At systemstack and morestack the traceback
- * jumps back to the goroutine's stack (UNW_GO_SWITCH). At any other function
- * flagged SPWRITE (mcall, asmcgocall, gogo...) it stops: its callee runs on
- * another stack (mcall's never returns: the goroutine is parked)
- * (UNW_GO_SPWRITE). Go 1.16 has no flags: the names below stand in.
+ * sigtramp: the signal stack's; and sigreturn, the restorer sigtramp returns
+ * to, in rt_sigreturn: the signal stack's last frame too). At systemstack and morestack the
+ * traceback jumps back to the goroutine's stack (UNW_GO_SWITCH). At any other function flagged
+ * SPWRITE (mcall, asmcgocall, gogo...) it stops: its callee runs on another stack (mcall's never
+ * returns: the goroutine is parked) (UNW_GO_SPWRITE). Go 1.16 has no flags: the names below stand
+ * in.
  */
 static const struct {
 	const char *name;
@@ -51,6 +52,7 @@ static const struct {
 } specials[] = {
 	{"runtime.goexit", UNW_GO_BOTTOM},	{"runtime.mstart", UNW_GO_BOTTOM},
 	{"runtime.rt0_go", UNW_GO_BOTTOM},	{"runtime.sigtramp", UNW_GO_BOTTOM},
+	{"runtime.sigreturn", UNW_GO_BOTTOM},	{"runtime.sigreturn__sigaction", UNW_GO_BOTTOM},
 	{"runtime.systemstack", UNW_GO_SWITCH}, {"runtime.morestack", UNW_GO_SWITCH},
 	{"runtime.mcall", UNW_GO_SPWRITE},	{"runtime.asmcgocall", UNW_GO_SPWRITE},
 };
