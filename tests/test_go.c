@@ -146,29 +146,55 @@ static void print_top(const char *name, const struct go_stats *st)
 	}
 }
 
-START_TEST(test_go_programs)
-{
-	char cpa[4200], store[4200], log[4200], prof[4200], *text;
-	char *margv[] = {cpa, "monitor", "--store_dir", store, "-F", "99", NULL};
-	const char *names[] = {"burn", "burn_s"};
-	pid_t mon, pids[2];
+/* The run's paths (cpa, its store, the folded output), filled. */
+struct go_run {
+	char cpa[4200], store[4200], prof[4200];
+	pid_t pids[2];
+};
 
-	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
-	snprintf(store, sizeof(store), "%s/store", dir);
+/*
+ * `cpa monitor --store_dir STORE -F hz [--offcpu]` over the program exe
+ * then exe_s, secs seconds each, whole machine; the monitor stopped.
+ */
+static void monitor_go(struct go_run *r, const char *hz, bool offcpu, const char *exe, int secs)
+{
+	char log[4200], exe_s[64];
+	char *margv[] = {r->cpa,
+			 "monitor",
+			 "--store_dir",
+			 r->store,
+			 "-F",
+			 (char *)hz,
+			 offcpu ? "--offcpu" : NULL,
+			 NULL};
+	pid_t mon;
+
+	snprintf(r->cpa, sizeof(r->cpa), "%s/cpa", bin_dir);
+	snprintf(r->store, sizeof(r->store), "%s/store", dir);
 	snprintf(log, sizeof(log), "%s/monitor.log", dir);
-	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
+	snprintf(r->prof, sizeof(r->prof), "%s/out.prof", dir);
+	snprintf(exe_s, sizeof(exe_s), "%s_s", exe);
 	mon = spawn_monitor(margv, log, 60);
 	sleep(1);
-	pids[0] = run_go("burn", 6);
-	pids[1] = run_go("burn_s", 6);
+	r->pids[0] = run_go(exe, secs);
+	r->pids[1] = run_go(exe_s, secs);
 	sleep(1);
 	kill(mon, SIGINT);
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-	text = show_store_folded(cpa, store, prof);
+}
+
+START_TEST(test_go_programs)
+{
+	struct go_run r;
+	const char *names[] = {"burn", "burn_s"};
+	char *text;
+
+	monitor_go(&r, "99", false, "burn", 6);
+	text = show_store_folded(r.cpa, r.store, r.prof);
 	for (int i = 0; i < 2; i++) {
 		struct go_stats st;
 
-		go_stats_of(text, pids[i], &st);
+		go_stats_of(text, r.pids[i], &st);
 		fprintf(stderr,
 			"e2e go %s: %ld samples, main.burn %.2f %%, stop markers %.2f %%, at a Go "
 			"stack bottom %.2f %%\n",
@@ -276,29 +302,18 @@ static void on_line(void *ctx, char *stack, long c)
 
 START_TEST(test_go_offcpu)
 {
-	char cpa[4200], store[4200], log[4200], prof[4200], *off, *on;
-	char *margv[] = {cpa, "monitor", "--store_dir", store, "--offcpu", "-F", "499", NULL};
+	struct go_run r;
 	const char *names[] = {"block", "block_s"};
-	pid_t mon, pids[2];
+	char *off, *on;
 
-	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
-	snprintf(store, sizeof(store), "%s/store", dir);
-	snprintf(log, sizeof(log), "%s/monitor.log", dir);
-	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
-	mon = spawn_monitor(margv, log, 60);
-	sleep(1);
-	pids[0] = run_go("block", 5);
-	pids[1] = run_go("block_s", 5);
-	sleep(1);
-	kill(mon, SIGINT);
-	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-	off = show_store_folded_kind(cpa, store, prof, "off");
-	on = show_store_folded_kind(cpa, store, prof, "on");
+	monitor_go(&r, "499", true, "block", 5);
+	off = show_store_folded_kind(r.cpa, r.store, r.prof, "off");
+	on = show_store_folded_kind(r.cpa, r.store, r.prof, "on");
 	for (int i = 0; i < 2; i++) {
 		struct go_off o = {0};
 
-		folded_each(off, pids[i], off_line, &o);
-		folded_each(on, pids[i], on_line, &o);
+		folded_each(off, r.pids[i], off_line, &o);
+		folded_each(on, r.pids[i], on_line, &o);
 		fprintf(stderr,
 			"e2e go offcpu %s: %.3f s off-CPU in %ld stacks, stop markers %.2f %% of "
 			"the time (%ld stacks), at a Go stack bottom %.2f %%, main.reader %.2f %%, "
