@@ -9,7 +9,8 @@
  *   functab: nfunc x {entry, funcoff} + end pc; fields u32 (entry relative
  *     to text) from 1.18, uintptr before
  *   _func at functab + funcoff: entry (u32 / uintptr), then u32 fields
- *     nameoff args deferreturn pcsp pcfile pcln npcdata cuOffset ...
+ *     nameoff args deferreturn pcsp pcfile pcln npcdata cuOffset, 1.20+
+ *     startLine, then u8 funcID flag
  *   pc-value tables at pctab + off: (zigzag value delta, pc delta / quantum)
  *     uvarint pairs, value starting at -1, ended by a 0 value delta.
  */
@@ -261,5 +262,16 @@ int gopclntab__line(const struct gopclntab *t, const struct gofunc *f, uint64_t 
 	if (!*ret_file)
 		return -EINVAL;
 	*ret_line = line;
+	return 0;
+}
+
+int gopclntab__flag(const struct gopclntab *t, const struct gofunc *f, uint8_t *ret)
+{
+	/* entry, 8 u32 (nameoff .. cuOffset), 1.20's startLine, funcID */
+	uint64_t off = t->functab + f->off + t->field + 8 * 4 + (t->version >= 120 ? 4 : 0) + 1;
+
+	if (off >= t->len)
+		return -EINVAL;
+	*ret = t->data[off];
 	return 0;
 }

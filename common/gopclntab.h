@@ -61,6 +61,17 @@ int gopclntab__find(const struct gopclntab *t, uint64_t pc, struct gofunc *ret);
  */
 int gopclntab__sp(const struct gopclntab *t, const struct gofunc *f, uint64_t pc, int32_t *ret);
 
+/*
+ * Go's funcFlag of f (runtime/symtab.go, Go 1.17+; 0 in a 1.16 binary):
+ * TOPFRAME marks the outermost frame of a stack (goexit, mstart, rt0_go,
+ * sigtramp), SPWRITE a function that writes sp in a way pcsp cannot say
+ * (mcall, systemstack, gogo, asmcgocall): Go's traceback ends at both.
+ * -EINVAL if the record is out of bounds.
+ */
+#define GOFUNC_TOPFRAME 0x1u
+#define GOFUNC_SPWRITE	0x2u
+int gopclntab__flag(const struct gopclntab *t, const struct gofunc *f, uint8_t *ret);
+
 /* Source file and line of pc in f (file points into the section). */
 int gopclntab__line(const struct gopclntab *t, const struct gofunc *f, uint64_t pc,
 		    const char **ret_file, int32_t *ret_line);

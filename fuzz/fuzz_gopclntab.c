@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A .gopclntab section -> common/gopclntab: every function (up to 4096), its
- * lookup, frame size and line at its entry and middle. */
+ * lookup, frame size, funcFlag and line at its entry and middle. */
 #include <string.h>
 
 #include "common/gopclntab.h"
@@ -17,6 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct gofunc f, g;
 		const char *file;
 		int32_t v, line;
+		uint8_t flag;
 
 		if (gopclntab__func(&t, i, &f) < 0)
 			continue;
@@ -28,6 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)gopclntab__find(&t, f.end, &g);
 		(void)gopclntab__sp(&t, &f, f.entry, &v);
 		(void)gopclntab__sp(&t, &f, f.entry + (f.end - f.entry) / 2, &v);
+		(void)gopclntab__flag(&t, &f, &flag);
 		if (gopclntab__line(&t, &f, f.entry, &file, &line) == 0 && strlen(file) > size)
 			__builtin_trap();
 	}

@@ -579,6 +579,7 @@ static unsigned int pcln_walk_all(const struct gopclntab *t)
 		struct gofunc f, g;
 		const char *file;
 		int32_t v, line;
+		uint8_t flag;
 
 		if (gopclntab__func(t, i, &f) < 0)
 			continue;
@@ -597,6 +598,7 @@ static unsigned int pcln_walk_all(const struct gopclntab *t)
 		(void)gopclntab__sp(t, &f, f.entry + (f.end - f.entry) / 2, &v);
 		if (gopclntab__line(t, &f, f.entry, &file, &line) == 0)
 			(void)strlen(file);
+		(void)gopclntab__flag(t, &f, &flag);
 	}
 	return ok;
 }
@@ -629,6 +631,7 @@ START_TEST(test_gopclntab)
 	struct gofunc f;
 	const char *file;
 	int32_t v, line;
+	uint8_t flag;
 	uint64_t text = 0, x = 88172645463325252ull;
 	const uint8_t *sect;
 	char *img;
@@ -701,6 +704,21 @@ START_TEST(test_gopclntab)
 			ck_assert_int_eq(gopclntab__func(&t, i, &f), 0);
 			main_main = main_main || !strcmp(f.name, "main.main");
 			goexit = goexit || !strcmp(f.name, "runtime.goexit");
+			/* Go's funcFlag: TOPFRAME on the stack bottoms, SPWRITE on mcall */
+			if (!strcmp(f.name, "runtime.goexit") ||
+			    !strcmp(f.name, "runtime.mstart")) {
+				ck_assert_int_eq(gopclntab__flag(&t, &f, &flag), 0);
+				ck_assert_uint_eq(flag & (GOFUNC_TOPFRAME | GOFUNC_SPWRITE),
+						  GOFUNC_TOPFRAME);
+			} else if (!strcmp(f.name, "runtime.mcall") ||
+				   !strcmp(f.name, "runtime.systemstack")) {
+				ck_assert_int_eq(gopclntab__flag(&t, &f, &flag), 0);
+				ck_assert_uint_eq(flag & (GOFUNC_TOPFRAME | GOFUNC_SPWRITE),
+						  GOFUNC_SPWRITE);
+			} else if (!strcmp(f.name, "main.main")) {
+				ck_assert_int_eq(gopclntab__flag(&t, &f, &flag), 0);
+				ck_assert_uint_eq(flag & (GOFUNC_TOPFRAME | GOFUNC_SPWRITE), 0);
+			}
 			/* frames start at the return address */
 			ck_assert_int_eq(gopclntab__sp(&t, &f, f.entry, &v), 0);
 			ck_assert_int_eq(v, 0);

@@ -11,7 +11,22 @@
  *   - >= 90 % end at a Go stack bottom: runtime.goexit (goroutines),
  *     runtime.mstart or runtime.rt0_go (threads' g0 stacks).
  *
- * The top-10 leaf shares are printed (docs/bench.md). Root + BTF + go, else 77.
+ * The top-10 leaf shares are printed (docs/bench.md).
+ *
+ * With the argument "offcpu" (test_go_offcpu): a program that blocks
+ * (tests/fixtures/go/block_src.h), normal and stripped, under `cpa monitor
+ * --offcpu`. Per program:
+ *
+ *   - at most 1 % of its off-CPU time is on stacks with a stop marker, and
+ *     >= 95 % on stacks that end at a Go stack bottom (runtime.goexit,
+ *     mstart, rt0_go, or where Go's traceback ends: runtime.mcall, which
+ *     parked the goroutine, runtime.sigtramp);
+ *   - the places it blocks are named: main.reader's read(2), a thread parked
+ *     through runtime.park_m;
+ *   - its on-CPU samples on the signal stack (runtime.sigtramp and the
+ *     handler, runtime.sigreturn) carry no stop marker either.
+ *
+ * Root + BTF + go, else 77.
  */
 #include <check.h>
 #include <errno.h>
@@ -23,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "fixtures/go/block_src.h"
 #include "fixtures/go/burn_src.h"
 #include "test_proc.h"
 #include "test_util.h"
@@ -37,11 +53,9 @@ struct go_stats {
 	int n_leaf;
 };
 
-static bool is_bottom(const char *f)
+static bool is_bottom_of(const char *f, const char *const *b, size_t nb)
 {
-	static const char *const b[] = {"runtime.goexit", "runtime.mstart", "runtime.rt0_go"};
-
-	for (size_t i = 0; i < ARRAY_SIZE(b); i++) {
+	for (size_t i = 0; i < nb; i++) {
 		size_t n = strlen(b[i]);
 
 		/* ".abi0": the ELF symbol of an assembly function */
@@ -49,6 +63,13 @@ static bool is_bottom(const char *f)
 			return true;
 	}
 	return false;
+}
+
+static bool is_bottom(const char *f)
+{
+	static const char *const b[] = {"runtime.goexit", "runtime.mstart", "runtime.rt0_go"};
+
+	return is_bottom_of(f, b, ARRAY_SIZE(b));
 }
 
 /* One line of the program's stacks: semi = ";root;...;leaf", c samples. */
@@ -125,29 +146,55 @@ static void print_top(const char *name, const struct go_stats *st)
 	}
 }
 
-START_TEST(test_go_programs)
-{
-	char cpa[4200], store[4200], log[4200], prof[4200], *text;
-	char *margv[] = {cpa, "monitor", "--store_dir", store, "-F", "99", NULL};
-	const char *names[] = {"burn", "burn_s"};
-	pid_t mon, pids[2];
+/* The run's paths (cpa, its store, the folded output), filled. */
+struct go_run {
+	char cpa[4200], store[4200], prof[4200];
+	pid_t pids[2];
+};
 
-	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
-	snprintf(store, sizeof(store), "%s/store", dir);
+/*
+ * `cpa monitor --store_dir STORE -F hz [--offcpu]` over the program exe
+ * then exe_s, secs seconds each, whole machine; the monitor stopped.
+ */
+static void monitor_go(struct go_run *r, const char *hz, bool offcpu, const char *exe, int secs)
+{
+	char log[4200], exe_s[64];
+	char *margv[] = {r->cpa,
+			 "monitor",
+			 "--store_dir",
+			 r->store,
+			 "-F",
+			 (char *)hz,
+			 offcpu ? "--offcpu" : NULL,
+			 NULL};
+	pid_t mon;
+
+	snprintf(r->cpa, sizeof(r->cpa), "%s/cpa", bin_dir);
+	snprintf(r->store, sizeof(r->store), "%s/store", dir);
 	snprintf(log, sizeof(log), "%s/monitor.log", dir);
-	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
+	snprintf(r->prof, sizeof(r->prof), "%s/out.prof", dir);
+	snprintf(exe_s, sizeof(exe_s), "%s_s", exe);
 	mon = spawn_monitor(margv, log, 60);
 	sleep(1);
-	pids[0] = run_go("burn", 6);
-	pids[1] = run_go("burn_s", 6);
+	r->pids[0] = run_go(exe, secs);
+	r->pids[1] = run_go(exe_s, secs);
 	sleep(1);
 	kill(mon, SIGINT);
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-	text = monitor_fold_all(cpa, store, prof);
+}
+
+START_TEST(test_go_programs)
+{
+	struct go_run r;
+	const char *names[] = {"burn", "burn_s"};
+	char *text;
+
+	monitor_go(&r, "99", false, "burn", 6);
+	text = monitor_fold_all(r.cpa, r.store, r.prof);
 	for (int i = 0; i < 2; i++) {
 		struct go_stats st;
 
-		go_stats_of(text, pids[i], &st);
+		go_stats_of(text, r.pids[i], &st);
 		fprintf(stderr,
 			"e2e go %s: %ld samples, main.burn %.2f %%, stop markers %.2f %%, at a Go "
 			"stack bottom %.2f %%\n",
@@ -168,8 +215,137 @@ START_TEST(test_go_programs)
 }
 END_TEST
 
-int main(void)
+/* Off-CPU and signal-stack figures of one program. */
+struct go_off {
+	double ns, marked_ns, bottom_ns, reader_ns, park_ns;
+	long lines, marked_lines, not_bottom_lines;
+	long on, on_sig, on_sig_marked, on_marked;
+};
+
+/* Where Go's traceback ends: the TOPFRAME functions, and mcall (SPWRITE). */
+static bool is_off_bottom(const char *f)
 {
+	static const char *const b[] = {"runtime.goexit", "runtime.mstart",   "runtime.rt0_go",
+					"runtime.mcall",  "runtime.sigtramp", "runtime.sigreturn"};
+
+	return is_bottom_of(f, b, ARRAY_SIZE(b));
+}
+
+/* A stop marker: any "<# " frame but the off-CPU state and the degraded
+ * capture ones (they say how the stack was taken, not where it stopped). */
+static bool has_stop_marker(const char *stack)
+{
+	for (const char *p = strstr(stack, "<# "); p; p = strstr(p + 3, "<# "))
+		if (strncmp(p, "<# OFFCPU SAMPLE", 16) && strncmp(p, "<# DEGRADED", 11))
+			return true;
+	return false;
+}
+
+/* The root user frame of ";root;...;leaf": the first that is no marker and no
+ * kernel frame. */
+static char *root_of(const char *stack)
+{
+	for (const char *p = stack + (*stack == ';'); *p;) {
+		size_t n = strcspn(p, ";");
+
+		if (strncmp(p, "<# ", 3) && !(n > 4 && !strncmp(p + n - 4, "_[k]", 4)))
+			return strndup(p, n);
+		p += n + (p[n] == ';');
+	}
+	return strdup("");
+}
+
+static void off_line(void *ctx, char *stack, long c)
+{
+	struct go_off *o = ctx;
+	char *root;
+
+	if (strstr(stack, "<# LOST: "))
+		return;
+	o->ns += (double)c;
+	o->lines++;
+	if (strstr(stack, ";main.reader;"))
+		o->reader_ns += (double)c;
+	if (strstr(stack, ";runtime.park_m;"))
+		o->park_ns += (double)c;
+	if (has_stop_marker(stack)) {
+		if (o->marked_lines++ < 5)
+			fprintf(stderr, "  off-CPU marked (%ld ns): %.300s\n", c, stack);
+		o->marked_ns += (double)c;
+		return;
+	}
+	root = root_of(stack);
+	if (is_off_bottom(root))
+		o->bottom_ns += (double)c;
+	else if (o->not_bottom_lines++ < 5)
+		fprintf(stderr, "  off-CPU not at a bottom: %.300s\n", stack);
+	free(root);
+}
+
+static void on_line(void *ctx, char *stack, long c)
+{
+	struct go_off *o = ctx;
+	bool marked = has_stop_marker(stack);
+
+	o->on += c;
+	if (marked && o->on_marked < 5 * c)
+		fprintf(stderr, "  on-CPU marked: %.300s\n", stack);
+	o->on_marked += marked ? c : 0;
+	if (!strstr(stack, "runtime.sigtramp") && !strstr(stack, "runtime.sigreturn"))
+		return;
+	o->on_sig += c;
+	if (marked) {
+		if (o->on_sig_marked < 5 * c)
+			fprintf(stderr, "  signal stack marked: %.300s\n", stack);
+		o->on_sig_marked += c;
+	}
+}
+
+START_TEST(test_go_offcpu)
+{
+	struct go_run r;
+	const char *names[] = {"block", "block_s"};
+	char *off, *on;
+
+	monitor_go(&r, "499", true, "block", 5);
+	off = monitor_fold_kind(r.cpa, r.store, r.prof, "off");
+	on = monitor_fold_kind(r.cpa, r.store, r.prof, "on");
+	for (int i = 0; i < 2; i++) {
+		struct go_off o = {0};
+
+		fold_lines_of(off, r.pids[i], off_line, &o);
+		fold_lines_of(on, r.pids[i], on_line, &o);
+		fprintf(stderr,
+			"e2e go offcpu %s: %.3f s off-CPU in %ld stacks, stop markers %.2f %% of "
+			"the time (%ld stacks), at a Go stack bottom %.2f %%, main.reader %.2f %%, "
+			"runtime.park_m %.2f %%\n",
+			names[i], o.ns / 1e9, o.lines, 100.0 * o.marked_ns / MAX(o.ns, 1.0),
+			o.marked_lines, 100.0 * o.bottom_ns / MAX(o.ns, 1.0),
+			100.0 * o.reader_ns / MAX(o.ns, 1.0), 100.0 * o.park_ns / MAX(o.ns, 1.0));
+		fprintf(stderr,
+			"e2e go on-CPU %s: %ld samples, %ld marked, %ld on the signal stack, "
+			"%ld of them marked\n",
+			names[i], o.on, o.on_marked, o.on_sig, o.on_sig_marked);
+		ck_assert_msg(o.lines >= 10, "%s: %ld off-CPU stacks", names[i], o.lines);
+		ck_assert_msg(o.marked_ns <= 0.01 * o.ns, "%s: %.0f of %.0f ns marked", names[i],
+			      o.marked_ns, o.ns);
+		ck_assert_msg(o.bottom_ns >= 0.95 * o.ns, "%s: %.0f of %.0f ns at a bottom",
+			      names[i], o.bottom_ns, o.ns);
+		ck_assert_msg(o.reader_ns > 0 && o.park_ns > 0,
+			      "%s: main.reader %.0f ns, runtime.park_m %.0f ns", names[i],
+			      o.reader_ns, o.park_ns);
+		ck_assert_msg(o.on_sig_marked <= 0.01 * (double)MAX(o.on_sig, 1) + 1,
+			      "%s: %ld of %ld signal-stack samples marked", names[i],
+			      o.on_sig_marked, o.on_sig);
+	}
+	free(off);
+	free(on);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	bool offcpu = argc > 1 && !strcmp(argv[1], "offcpu");
 	Suite *s = suite_create("go");
 	TCase *tc = tcase_create("go");
 	char src[4200];
@@ -188,7 +364,7 @@ int main(void)
 	}
 	snprintf(src, sizeof(src), "%s/main.go", dir);
 	f = fopen(src, "w");
-	if (!f || fputs(go_burn_src, f) < 0 || fclose(f)) {
+	if (!f || fputs(offcpu ? go_block_src : go_burn_src, f) < 0 || fclose(f)) {
 		perror(src);
 		return 1;
 	}
@@ -196,17 +372,16 @@ int main(void)
 	{
 		char cmd[16384];
 
-		snprintf(
-			cmd, sizeof(cmd),
-			"cd '%s' && export GOCACHE='%s/cache' GOPATH='%s/gopath' GOFLAGS=-mod=mod "
-			"GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=0 && go build -o burn main.go && "
-			"go build -ldflags='-s -w' -o burn_s main.go",
-			dir, dir, dir);
+		snprintf(cmd, sizeof(cmd),
+			 "cd '%s' && export GOCACHE='%s/cache' GOPATH='%s/gopath' GOFLAGS=-mod=mod "
+			 "GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=0 && go build -o %s main.go && "
+			 "go build -ldflags='-s -w' -o %s_s main.go",
+			 dir, dir, dir, offcpu ? "block" : "burn", offcpu ? "block" : "burn");
 		r = system(cmd);
 	}
 	if (r != 0) {
 		fprintf(stderr, "go build failed (%d)\n", r);
 		return 1;
 	}
-	return run_test_rmdir(s, tc, test_go_programs, 240, dir);
+	return run_test_rmdir(s, tc, offcpu ? test_go_offcpu : test_go_programs, 240, dir);
 }

@@ -173,6 +173,11 @@ void test_need_root_bpf(char *bin_dir, size_t len)
 
 char *monitor_fold_all(const char *cpa, const char *store, const char *prof)
 {
+	return monitor_fold_kind(cpa, store, prof, NULL);
+}
+
+char *monitor_fold_kind(const char *cpa, const char *store, const char *prof, const char *kind)
+{
 	int h0, m0, s0, ms0, h1, m1, s1, ms1, rc;
 	char *out = test_cmd_out(&rc, "'%s' show --read '%s' --show_range", cpa, store);
 	long span;
@@ -185,8 +190,9 @@ char *monitor_fold_all(const char *cpa, const char *store, const char *prof)
 	span = (h1 * 3600L + m1 * 60 + s1) - (h0 * 3600L + m0 * 60 + s0) + 1;
 	out = test_cmd_out(&rc,
 			   "'%s' show --read '%s' -B %02d:%02d:%02d --output_num %ld -o '%s' "
-			   "--no_env",
-			   cpa, store, h0, m0, s0, span > 0 ? span : span + 86400, prof);
+			   "--no_env%s%s",
+			   cpa, store, h0, m0, s0, span > 0 ? span : span + 86400, prof,
+			   kind ? " --kind " : "", kind ? kind : "");
 	ck_assert_msg(rc == 0, "cpa show: %s", out);
 	free(out);
 	return test_slurp(prof, NULL);

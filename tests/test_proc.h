@@ -40,6 +40,8 @@ void wait_monitor_up(const char *log, int timeout_s);
  * lines), into the file prof: `cpa show` over its whole time range. Returns the
  * text (the caller frees it); the test fails if cpa show does. */
 char *monitor_fold_all(const char *cpa, const char *store, const char *prof);
+/* The same with --kind (on, off, all; NULL: the default). */
+char *monitor_fold_kind(const char *cpa, const char *store, const char *prof, const char *kind);
 /* For each line "comm:pid;root;...;leaf COUNT" of pid in the folded text prof:
  * fn(ctx, stack, count), stack = ";root;...;leaf" (a copy fn may cut up). */
 void fold_lines_of(const char *prof, pid_t pid, void (*fn)(void *ctx, char *stack, long count),

@@ -2,7 +2,7 @@
 /*
  * Go binaries for the walker (ugo.h): the .gopclntab section read once per
  * binary (pread: the file may be rewritten under us, a copy cannot fault),
- * the runtime's special functions found by name once.
+ * the runtime's special functions found once, by their funcFlag (and name).
  */
 #include "ugo.h"
 
@@ -17,7 +17,7 @@
 
 #define UGO_MAX_SECTION (512u << 20) /* a pclntab larger than this is refused */
 #define UGO_MAX_LOADS	4
-#define UGO_MAX_SPECIAL 16
+#define UGO_MAX_SPECIAL 128
 
 struct ugo_special {
 	uint64_t entry, end;
@@ -36,21 +36,46 @@ struct ugo {
 };
 
 /*
- * Where a walk ends: a goroutine's first frame returns to goexit, a thread's
- * g0 stack starts at mstart (rt0_go for the main thread), as Go's traceback
- * says (funcID_goexit / mstart / rt0_go). Where it leaves the stack it walks:
- * these run their callee on g0's stack (or the goroutine's, for morestack's
- * newstack: g0), whose caller is on the other one, out of the copy.
+ * The runtime's special functions, as Go's traceback for a profile sees them
+ * (runtime/traceback.go): a function flagged TOPFRAME is the outermost frame
+ * of its stack (goexit: a goroutine's; mstart, rt0_go: a thread's g0 stack;
+ * sigtramp: the signal stack's; and sigreturn, the restorer sigtramp returns
+ * to, in rt_sigreturn: the signal stack's last frame too). At systemstack and morestack the
+ * traceback jumps back to the goroutine's stack (UNW_GO_SWITCH). At any other function flagged
+ * SPWRITE (mcall, asmcgocall, gogo...) it stops: its callee runs on another stack (mcall's never
+ * returns: the goroutine is parked) (UNW_GO_SPWRITE). Go 1.16 has no flags: the names below stand
+ * in.
  */
 static const struct {
 	const char *name;
 	unsigned int kind;
 } specials[] = {
-	{"runtime.goexit", UNW_GO_BOTTOM},     {"runtime.mstart", UNW_GO_BOTTOM},
-	{"runtime.rt0_go", UNW_GO_BOTTOM},     {"runtime.systemstack", UNW_GO_SWITCH},
-	{"runtime.mcall", UNW_GO_SWITCH},      {"runtime.morestack", UNW_GO_SWITCH},
-	{"runtime.asmcgocall", UNW_GO_SWITCH},
+	{"runtime.goexit", UNW_GO_BOTTOM},	{"runtime.mstart", UNW_GO_BOTTOM},
+	{"runtime.rt0_go", UNW_GO_BOTTOM},	{"runtime.sigtramp", UNW_GO_BOTTOM},
+	{"runtime.sigreturn", UNW_GO_BOTTOM},	{"runtime.sigreturn__sigaction", UNW_GO_BOTTOM},
+	{"runtime.systemstack", UNW_GO_SWITCH}, {"runtime.morestack", UNW_GO_SWITCH},
+	{"runtime.mcall", UNW_GO_SPWRITE},	{"runtime.asmcgocall", UNW_GO_SPWRITE},
 };
+
+/* The kind of function f: its name, then its flag (the flag wins for SPWRITE
+ * and TOPFRAME functions the names do not list). */
+static unsigned int special_kind(const struct gopclntab *t, const struct gofunc *f)
+{
+	unsigned int i;
+	uint8_t flag = 0;
+
+	if (!strncmp(f->name, "runtime.", 8))
+		for (i = 0; i < ARRAY_SIZE(specials); i++)
+			if (!strcmp(f->name, specials[i].name))
+				return specials[i].kind;
+	if (gopclntab__flag(t, f, &flag) < 0)
+		return UNW_GO_CODE;
+	if (flag & GOFUNC_TOPFRAME)
+		return UNW_GO_BOTTOM;
+	if (flag & GOFUNC_SPWRITE)
+		return UNW_GO_SPWRITE;
+	return UNW_GO_CODE;
+}
 
 static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
@@ -158,15 +183,16 @@ int ugo__open(int fd, struct ugo **ret)
 	r = -ENOENT;
 	if (!g->n_load)
 		goto out;
+	/* functab is sorted by entry: so is special[] */
 	for (uint32_t k = 0; k < g->t.nfunc && g->n_special < UGO_MAX_SPECIAL; k++) {
 		struct gofunc f;
+		unsigned int kind;
 
-		if (gopclntab__func(&g->t, k, &f) < 0 || strncmp(f.name, "runtime.", 8))
+		if (gopclntab__func(&g->t, k, &f) < 0)
 			continue;
-		for (i = 0; i < ARRAY_SIZE(specials); i++)
-			if (!strcmp(f.name, specials[i].name))
-				g->special[g->n_special++] =
-					(struct ugo_special){f.entry, f.end, specials[i].kind};
+		kind = special_kind(&g->t, &f);
+		if (kind != UNW_GO_CODE)
+			g->special[g->n_special++] = (struct ugo_special){f.entry, f.end, kind};
 	}
 	*ret = g;
 	g = NULL;
@@ -194,9 +220,20 @@ unsigned int ugo__at(const struct ugo *g, uint64_t off, int32_t *ret_sp)
 	}
 	if (!in || gopclntab__find(&g->t, va, &f) < 0)
 		return UNW_GO_NONE;
-	for (i = 0; i < g->n_special; i++)
-		if (va >= g->special[i].entry && va < g->special[i].end)
-			return g->special[i].kind;
+	{
+		unsigned int lo = 0, hi = g->n_special;
+
+		while (lo < hi) {
+			unsigned int mid = (lo + hi) / 2;
+
+			if (va < g->special[mid].entry)
+				hi = mid;
+			else if (va >= g->special[mid].end)
+				lo = mid + 1;
+			else
+				return g->special[mid].kind;
+		}
+	}
 	if (gopclntab__sp(&g->t, &f, va, ret_sp) < 0)
 		*ret_sp = -1;
 	return UNW_GO_CODE;

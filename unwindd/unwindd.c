@@ -284,30 +284,40 @@ static int seam_walk_find(void *ctx, uint64_t pc, struct unw_loc *ret)
 }
 
 /*
- * The walk reached a Go stack switch (systemstack, mcall, morestack,
- * asmcgocall: ugo.h): the frame's caller is on the goroutine's stack, which
- * the copy (of g0's stack) does not hold. The kernel's frame-pointer chain
- * goes there (Go keeps rbp across the switch, as perf's FP walk sees): go on
- * with it from the switch frame's return address. Its frames carry
- * CPA_UF_FP; it ends at goexit (CPA_STOP_END) or where the chain does.
+ * The walk reached a Go stack switch (systemstack, morestack, or another
+ * SPWRITE function: mcall, asmcgocall: ugo.h): the frame's caller is on the
+ * goroutine's stack, which the copy (of g0's stack) does not hold. The
+ * kernel's frame-pointer chain goes there (Go keeps rbp across the switch,
+ * as perf's FP walk sees): go on with it from the switch frame's return
+ * address. Its frames carry CPA_UF_FP; it ends at goexit (CPA_STOP_END) or
+ * where the chain does. Where the chain does not pass the frame (off-CPU
+ * samples follow no downward jump) or leads nowhere mapped right past it, an
+ * SPWRITE frame is where Go's own traceback ends: a complete stack (mcall's callee never returns,
+ * the thread now schedules for nobody); at systemstack/morestack, which Go's traceback crosses, the
+ * goroutine's frames are missing: CPA_STOP_BAD.
  */
 static int go_splice(const struct cpa_sample *s, const uint64_t *ufp, struct seam_walk *w,
 		     struct cpa_uframe *out, unsigned int *ret_n)
 {
-	unsigned int i, n = *ret_n;
+	unsigned int i, n = *ret_n, n0 = n;
 	uint64_t pc = out[n - 1].pc;
 	int stop = CPA_STOP_FP;
+	struct unw_loc sw = {.go = UNW_GO_NONE, .go_sp = -1};
+	bool spwrite = w->find(w->ctx, out[n - 1].flags & CPA_UF_LEAF ? pc : pc - 1,
+			       UNWINDD_FIND_TABLE, &sw) == 0 &&
+		       sw.go == UNW_GO_SPWRITE;
 
 	for (i = 0; i < s->n_ufp && ufp[i] != pc; i++)
 		;
-	if (i == s->n_ufp)
-		return CPA_STOP_BAD; /* the chain does not pass there */
+	if (i == s->n_ufp) /* the chain does not pass there */
+		return spwrite ? CPA_STOP_END : CPA_STOP_BAD;
 	for (i++; i < s->n_ufp && ufp[i] && n < CPA_MAX_UWALK + 1; i++) {
 		struct unw_loc l = {.go = UNW_GO_NONE, .go_sp = -1};
 		struct cpa_uframe *f = &out[n];
 
 		if (w->find(w->ctx, ufp[i] - 1, UNWINDD_FIND_TABLE, &l) < 0) {
-			stop = CPA_STOP_NO_MAP;
+			/* right past an SPWRITE frame: no caller, as for Go */
+			stop = spwrite && n == n0 ? CPA_STOP_END : CPA_STOP_NO_MAP;
 			break;
 		}
 		f->pc = ufp[i];

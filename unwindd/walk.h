@@ -56,9 +56,10 @@ struct unw_loc {
 
 enum unw_go {
 	UNW_GO_NONE = 0,
-	UNW_GO_CODE,   /* a Go function: go_sp sizes its frame where no CFI does */
-	UNW_GO_BOTTOM, /* runtime.goexit, mstart, rt0_go: the outermost frame */
-	UNW_GO_SWITCH, /* runtime.systemstack, mcall, morestack, asmcgocall */
+	UNW_GO_CODE,	/* a Go function: go_sp sizes its frame where no CFI does */
+	UNW_GO_BOTTOM,	/* TOPFRAME: goexit, mstart, rt0_go, sigtramp: the outermost frame */
+	UNW_GO_SWITCH,	/* runtime.systemstack, morestack: back to the goroutine's stack */
+	UNW_GO_SPWRITE, /* other SPWRITE (mcall, asmcgocall): Go's traceback ends there */
 };
 
 /* Resolve pc in the sampled process: 0, or -ENOENT when nothing maps it. */
@@ -86,7 +87,7 @@ enum unw_walk_flag {
 	 */
 	UNW_F_FP_FALLBACK = 1u << 0,
 	/*
-	 * At a Go stack switch (UNW_GO_SWITCH, above the leaf) the frame is
+	 * At a Go stack switch (UNW_GO_SWITCH or _SPWRITE) the frame is
 	 * emitted and the walk returns UNW_STOP_GO_SWITCH: its caller lives
 	 * on the other stack, out of the copy; the caller of unw_walk_flags
 	 * goes on from there (unwindd: the kernel's frame-pointer chain).
