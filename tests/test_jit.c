@@ -133,12 +133,7 @@ START_TEST(test_jit_programs)
 		whole[n] = true;
 		pids[n++] = start(java_fp);
 	}
-	for (int i = 0; i < n; i++)
-		ck_assert_int_eq(wait_exit(pids[i], NULL), 0);
-	sleep(2);
-	kill(mon, SIGINT);
-	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-	text = monitor_fold_all(cpa, store, prof);
+	text = monitor_stop_fold(mon, pids, n, 2, cpa, store, prof);
 	for (int i = 0; i < n; i++) {
 		struct jit_stats st;
 		double all;

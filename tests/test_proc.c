@@ -176,6 +176,17 @@ char *monitor_fold_all(const char *cpa, const char *store, const char *prof)
 	return monitor_fold_kind(cpa, store, prof, NULL);
 }
 
+char *monitor_stop_fold(pid_t mon, const pid_t *pids, int n, unsigned int settle_s, const char *cpa,
+			const char *store, const char *prof)
+{
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(wait_exit(pids[i], NULL), 0);
+	sleep(settle_s);
+	kill(mon, SIGINT);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	return monitor_fold_all(cpa, store, prof);
+}
+
 char *monitor_fold_kind(const char *cpa, const char *store, const char *prof, const char *kind)
 {
 	int h0, m0, s0, ms0, h1, m1, s1, ms1, rc;

@@ -40,6 +40,10 @@ void wait_monitor_up(const char *log, int timeout_s);
  * lines), into the file prof: `cpa show` over its whole time range. Returns the
  * text (the caller frees it); the test fails if cpa show does. */
 char *monitor_fold_all(const char *cpa, const char *store, const char *prof);
+/* Wait for the n programs pids (each must exit 0), give the pipeline settle_s
+ * seconds, stop the monitor mon (SIGINT, exit 0), then monitor_fold_all(). */
+char *monitor_stop_fold(pid_t mon, const pid_t *pids, int n, unsigned int settle_s, const char *cpa,
+			const char *store, const char *prof);
 /* The same with --kind (on, off, all; NULL: the default). */
 char *monitor_fold_kind(const char *cpa, const char *store, const char *prof, const char *kind);
 /* For each line "comm:pid;root;...;leaf COUNT" of pid in the folded text prof:

@@ -82,12 +82,7 @@ START_TEST(test_python_hot)
 	/* side by side: one run's time for both */
 	for (int i = 0; i < n; i++)
 		pids[i] = start_py(pys[i]);
-	for (int i = 0; i < n; i++)
-		ck_assert_int_eq(wait_exit(pids[i], NULL), 0);
-	sleep(1);
-	kill(mon, SIGINT);
-	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-	text = monitor_fold_all(cpa, store, prof);
+	text = monitor_stop_fold(mon, pids, n, 1, cpa, store, prof);
 	/* every line printed before any check */
 	for (int i = 0; i < n; i++) {
 		double all;
