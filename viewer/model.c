@@ -692,7 +692,6 @@ struct agg_ctx {
 	bool timeline;		 /* unfiltered: the exact per-second counts are kept */
 	struct vprogress *pg;
 	int64_t pg_base, q0; /* progress: seconds done before this query, its start */
-	uint32_t tick;
 };
 
 /*
@@ -904,7 +903,6 @@ static int agg_chunk(struct agg_ctx *c, int64_t c0)
 		cc.st = &nc.st;
 		r = agg_query(&cc, c0, c0 + VCHUNK_S);
 		c->pg_base = cc.pg_base;
-		c->tick = cc.tick;
 		if (r < 0)
 			return r;
 		nc.n = m->cagg.n;
