@@ -179,13 +179,13 @@ static void to_store_filter(const struct vfilter *f, struct store_filter *sf)
 	}
 }
 
-static bool kind_ok(const struct vfilter *f, const struct store_sample *s)
+static bool kind_ok_raw(const struct vfilter *f, bool lost, uint32_t kind, uint32_t probe_id)
 {
-	if (f->probe >= 0 && (s->lost || s->kind != CPA_KIND_PROBE || s->probe_id != f->probe))
+	if (f->probe >= 0 && (lost || kind != CPA_KIND_PROBE || probe_id != f->probe))
 		return false;
-	if (s->lost)
+	if (lost)
 		return f->kinds & VK_LOST;
-	switch (s->kind) {
+	switch (kind) {
 	case CPA_KIND_ONCPU:
 		return f->kinds & VK_ON;
 	case CPA_KIND_OFFCPU:
@@ -193,6 +193,11 @@ static bool kind_ok(const struct vfilter *f, const struct store_sample *s)
 	default:
 		return f->kinds & VK_PROBE;
 	}
+}
+
+static bool kind_ok(const struct vfilter *f, const struct store_sample *s)
+{
+	return kind_ok_raw(f, s->lost, s->kind, s->probe_id);
 }
 
 /* ------------------------------------------------------------ open */
@@ -520,6 +525,7 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 	st = &m->stacks[m->n_stacks];
 	memset(st, 0, sizeof(*st));
 	st->agg_pair = UINT32_MAX;
+	st->lost = s->lost;
 	st->off = m->n_frames;
 	st->n = (uint16_t)n;
 	st->nk = (uint16_t)nk;
@@ -686,58 +692,125 @@ struct agg_ctx {
 	bool timeline;		 /* unfiltered: the exact per-second counts are kept */
 	struct vprogress *pg;
 	int64_t pg_base, q0; /* progress: seconds done before this query, its start */
-	uint32_t tick;
 };
 
-/* Every this many rows: progress, and a look at the cancel flag. */
-#define AGG_TICK 4096
+/*
+ * Group of row i of b by its stored ids: a group seen before (the same
+ * segment, string ids and pid, tid, cgroup or cpu) costs no dictionary
+ * lookup; a new one is resolved once by group_of(). 0 on ENOMEM or none.
+ */
+static uint32_t group_raw(struct vmodel *m, enum vgroup g, const struct store_rows *b, size_t i)
+{
+	const struct store_row *d = &b->rows[i];
+	uint32_t ka = 0, kb = 0, kc = 0, id;
+	struct vgroup_raw *e;
+	struct store_sample s;
 
-static int on_row(void *ctx, const struct store_sample *s)
+	switch (g) {
+	case VG_PROCESS: /* the name is the process name, else the thread name */
+		ka = d->pcomm;
+		kb = d->pcomm ? 0 : d->comm;
+		kc = d->pid;
+		break;
+	case VG_THREAD:
+		ka = d->comm;
+		kc = d->tid;
+		break;
+	case VG_CGROUP:
+		ka = (uint32_t)d->cgroup_id;
+		kb = (uint32_t)(d->cgroup_id >> 32);
+		break;
+	case VG_CPU:
+		kc = d->cpu;
+		break;
+	case VG_ENV:
+		ka = d->env;
+		break;
+	default:
+		return 0;
+	}
+	e = &m->graw[(uint32_t)hash64_mix((uint64_t)b->seg << 40 ^ (uint64_t)ka << 20 ^ kb ^
+					  (uint64_t)kc << 32) %
+		     ARRAY_SIZE(m->graw)];
+	if (e->kind == (int)g && e->seg == b->seg && e->a == ka && e->b == kb && e->c == kc)
+		return e->id;
+	store_rows__sample(b, i, &s);
+	id = group_of(m, g, &s);
+	if (id)
+		*e = (struct vgroup_raw){
+			.seg = b->seg, .a = ka, .b = kb, .c = kc, .id = id, .kind = (int)g};
+	return id;
+}
+
+/*
+ * One block's rows into c->tab and c->st. A row's stack is found by its
+ * stack id in the segment's array (seg_slot()); a new stack, and a new
+ * group, is resolved once from the row (store_rows__sample()).
+ */
+static int on_rows(void *ctx, const struct store_rows *b)
 {
 	struct agg_ctx *c = ctx;
 	struct vmodel *m = c->m;
-	uint32_t stack, pair;
+	enum vgroup g = c->f->group;
 
-	if (c->pg && ++c->tick % AGG_TICK == 0) {
-		atomic_store_explicit(&c->pg->done_s, c->pg_base + (s->sec - c->q0),
+	for (size_t i = 0; i < b->n; i++) {
+		const struct store_row *d = &b->rows[i];
+		uint32_t *slot = seg_slot(m, b->seg, d->stack_id), stack, pair, group = 0;
+		const struct vstack *st;
+
+		if (!slot)
+			return -ENOMEM;
+		if (*slot) {
+			stack = *slot - 1;
+		} else {
+			struct store_sample s;
+
+			store_rows__sample(b, i, &s);
+			stack = stack_of(m, &s);
+			if (stack == UINT32_MAX)
+				return -ENOMEM;
+		}
+		st = &m->stacks[stack];
+		if (c->timeline && d->sec >= m->ld_t0 && d->sec < m->ld_t1) {
+			struct vsec *e = &m->ld_exact[d->sec - m->ld_t0];
+			uint32_t v = (uint32_t)MIN(d->count, (uint64_t)UINT32_MAX);
+
+			if (st->degraded)
+				e->degraded += v;
+			if (st->lost)
+				e->lost += v;
+			else if (d->kind == CPA_KIND_ONCPU)
+				e->on += v;
+			else if (d->kind == CPA_KIND_OFFCPU)
+				e->off += v;
+			else
+				e->probe += v;
+		}
+		if (!kind_ok_raw(c->f, st->lost, d->kind, d->probe_id))
+			continue;
+		c->st->rows++;
+		c->st->samples += d->count;
+		if (st->lost)
+			c->st->lost += d->count;
+		else if (d->kind == CPA_KIND_ONCPU)
+			c->st->on += d->count;
+		else if (d->kind == CPA_KIND_OFFCPU)
+			c->st->off += d->count;
+		else
+			c->st->probe += d->count;
+		if (!st->lost)
+			group = group_raw(m, g, b, i);
+		pair = pair_of(m, stack, group);
+		if (pair == UINT32_MAX || tab_add(c->tab, pair, d->count) < 0)
+			return -ENOMEM;
+	}
+	if (c->pg) {
+		atomic_store_explicit(&c->pg->done_s, c->pg_base + (b->rows[b->n - 1].sec - c->q0),
 				      memory_order_relaxed);
-		atomic_fetch_add_explicit(&c->pg->rows, AGG_TICK, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->pg->rows, b->n, memory_order_relaxed);
 		if (atomic_load_explicit(&c->pg->cancel, memory_order_relaxed))
 			return -ECANCELED;
 	}
-	stack = stack_of(m, s);
-	if (stack == UINT32_MAX)
-		return -ENOMEM;
-	if (c->timeline && s->sec >= m->ld_t0 && s->sec < m->ld_t1) {
-		struct vsec *e = &m->ld_exact[s->sec - m->ld_t0];
-		uint32_t v = (uint32_t)MIN(s->count, (uint64_t)UINT32_MAX);
-
-		if (m->stacks[stack].degraded)
-			e->degraded += v;
-		if (s->lost)
-			e->lost += v;
-		else if (s->kind == CPA_KIND_ONCPU)
-			e->on += v;
-		else if (s->kind == CPA_KIND_OFFCPU)
-			e->off += v;
-		else
-			e->probe += v;
-	}
-	if (!kind_ok(c->f, s))
-		return 0;
-	c->st->rows++;
-	c->st->samples += s->count;
-	if (s->lost)
-		c->st->lost += s->count;
-	else if (s->kind == CPA_KIND_ONCPU)
-		c->st->on += s->count;
-	else if (s->kind == CPA_KIND_OFFCPU)
-		c->st->off += s->count;
-	else
-		c->st->probe += s->count;
-	pair = pair_of(m, stack, group_of(m, c->f->group, s));
-	if (pair == UINT32_MAX || tab_add(c->tab, pair, s->count) < 0)
-		return -ENOMEM;
 	return 0;
 }
 
@@ -751,7 +824,8 @@ static int agg_query(struct agg_ctx *c, int64_t t0, int64_t t1)
 	c->m->fcache_seg =
 		UINT32_MAX; /* frame addresses are the reader's: valid within one query */
 	c->q0 = t0;
-	r = store_reader__query(c->m->r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, &sf, on_row, c);
+	r = store_reader__query_rows(c->m->r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, &sf, on_rows,
+				     c);
 	if (c->pg) {
 		c->pg_base += t1 - t0;
 		atomic_store_explicit(&c->pg->done_s, c->pg_base, memory_order_relaxed);
@@ -829,7 +903,6 @@ static int agg_chunk(struct agg_ctx *c, int64_t c0)
 		cc.st = &nc.st;
 		r = agg_query(&cc, c0, c0 + VCHUNK_S);
 		c->pg_base = cc.pg_base;
-		c->tick = cc.tick;
 		if (r < 0)
 			return r;
 		nc.n = m->cagg.n;
@@ -917,6 +990,8 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 	tab_reset(&m->agg);
 	for (i = 0; i < ARRAY_SIZE(m->gmemo); i++)
 		m->gmemo[i].kind = -1;
+	for (i = 0; i < ARRAY_SIZE(m->graw); i++)
+		m->graw[i].kind = -1;
 	/* whole closed chunks from the cache; the rest read in runs as long as they go */
 	for (t = t0, r = 0; t < t1 && r >= 0;) {
 		int64_t e = t;

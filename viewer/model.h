@@ -65,6 +65,7 @@ struct vstack {
 	uint32_t off; /* into frames: root first, user frames then kernel */
 	uint16_t n, nk;
 	bool degraded; /* a "[degraded: ...]" marker: the pipeline was under pressure */
+	bool lost;     /* a "[lost: ...]" marker: the row counts lost samples */
 	/* the (stack, group) pair this stack was counted in last: rows of one
 	 * stack mostly share a group, so this spares the pair's hash lookup */
 	uint32_t agg_group, agg_pair; /* agg_pair UINT32_MAX: none yet */
@@ -196,6 +197,13 @@ struct vmodel {
 		int kind; /* enum vgroup, -1 = empty */
 		char name[16];
 	} gmemo[512];
+	/* group_of() cache by the row's stored ids (segment, string ids, pid or
+	 * tid, cgroup, cpu), so a seen group costs no dictionary lookup */
+	struct vgroup_raw {
+		uint32_t seg, a, b, c;
+		uint32_t id;
+		int kind; /* enum vgroup, -1 = empty */
+	} graw[1024];
 	/* chunk cache (VCHUNK_S) and the filter its sums are for */
 	struct vchunk *chunks;
 	uint32_t n_chunks, cap_chunks;

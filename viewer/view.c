@@ -366,8 +366,8 @@ static void sandwich_update(struct vapp *a)
  *  - The loader ends by setting a->ld.done (release). The UI thread sees it
  *    (acquire), joins, and takes the result: trees swapped in, exact counts
  *    committed (vmodel__commit), search and tables recomputed.
- *  - A newer request sets a->ld.pg.cancel: the loader stops within AGG_TICK
- *    rows (-ECANCELED), the UI thread joins it, drops the result and starts
+ *  - A newer request sets a->ld.pg.cancel: the loader stops at the end of
+ *    the store block it reads (-ECANCELED), the UI thread joins it, drops the result and starts
  *    the new load. Quitting does the same.
  */
 
