@@ -256,10 +256,11 @@ static int on_metrics(void *ctx, const struct cpa_metrics *m, const struct cpa_m
 			a->e.slices += m->interval_ms;
 			memcpy(a->e.comm, e->comm, CPA_COMM_LEN);
 			if (c->csv)
-				fprintf(c->csv,
-					"%s,probe,%u,%s,,%llu,,,,,,,,,,,,,,,,trap_ms=%.3f,bpf_ms=%.3f\n",
-					t, e->id, e->comm, (unsigned long long)e->runq_n,
-					(double)e->oncpu_ns / 1e6, (double)e->runq_ns / 1e6);
+				fprintf(c->csv, "%s,probe,%u,%s,%.3f,%llu,,,%.3f,,,,,,,,,,,,\n", t,
+					e->id, e->comm, (double)e->oncpu_ns / 1e6,
+					(unsigned long long)e->runq_n,
+					e->runq_n ? (double)e->runq_ns / (double)e->runq_n / 1e3
+						  : 0.0);
 			if (c->json && c->json_sec_open) {
 				fprintf(c->json,
 					"%s\n      {\"probe\": %u, \"spec\": \"%s\", \"hits\": %llu, "
