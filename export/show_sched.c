@@ -473,7 +473,7 @@ int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, in
 	ret = ret < 0 ? ret : e;
 	show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
 	show_fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
-	if (ret >= 0 && !c.secs) {
+	if (ret >= 0 && !c.secs && !c.n_probes) {
 		log_error("no scheduler metrics in [ %s - %s ] (recorded with --sched_metrics, the "
 			  "default, on a BPF-capable host)",
 			  a, b);
