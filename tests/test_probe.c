@@ -447,6 +447,20 @@ START_TEST(test_probe_budget)
 	prof = show_probe(&m, 0, &head);
 	ck_assert_msg(strstr(prof, "<# LOST: CAPTURE PROBE DETACHED #>"),
 		      "no probe_detached row in the store:\n%s", prof);
+	/* cpa show --sched: the probe's hits and trap cost, from the store. */
+	{
+		char *sched_argv[] = {cpa, "show", "--read", m.store, "--sched", NULL};
+		double hits = 0, trap_pct = 0;
+
+		out = run(sched_argv, &rc);
+		ck_assert_msg(rc == 0, "cpa show --sched exited %d: %s", rc, out);
+		p = strstr(out, "\nPROBE ");
+		p = p ? strstr(p, "\n0 ") : NULL;
+		ck_assert_msg(p && sscanf(p + 1, "%*u %*s %lf %lf%%", &hits, &trap_pct) == 2 &&
+				      hits > 0 && trap_pct > 0,
+			      "no probe row with hits and trap cost in cpa show --sched:\n%s", out);
+		free(out);
+	}
 	free(prof);
 	free(head);
 	free(log);
