@@ -396,8 +396,33 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+int cap_sched__emit_ents(struct cap_emit *e, uint64_t time_ns, uint32_t interval_ms,
+			 const struct cpa_metrics_ent *ents, unsigned int n)
+{
+	struct emitter *x = calloc(1, sizeof(*x));
+	int r;
+
+	if (!x)
+		return 0;
+	x->e = e;
+	x->hdr.time_ns = time_ns;
+	x->hdr.interval_ms = interval_ms;
+	x->sent = true; /* no system part */
+	for (unsigned int i = 0; i < n; i++) {
+		x->ents[x->n++] = ents[i];
+		if (x->n == CPA_METRICS_PER_REC)
+			flush(x);
+	}
+	if (x->n)
+		flush(x);
+	r = x->err;
+	free(x);
+	return r;
+}
+
 int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_ns,
-		    struct cap_policy *pol)
+		    struct cap_policy *pol, const struct cpa_metrics_ent *extra,
+		    unsigned int n_extra)
 {
 	int pfd = bpf_map__fd(s->exact ? s->skel->maps.sched_procs : s->skel->maps.sched_iprocs);
 	int cfd = bpf_map__fd(s->exact ? s->skel->maps.sched_cpus : s->skel->maps.sched_icpus);
@@ -441,6 +466,11 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 				add(x, c, CPA_MK_CPU, &d);
 			s->cpu_prev[c] = s->cpu_now[c];
 		}
+	for (unsigned int i = 0; i < n_extra; i++) {
+		x->ents[x->n++] = extra[i];
+		if (x->n == CPA_METRICS_PER_REC)
+			flush(x);
+	}
 	if (x->n || !x->sent)
 		flush(x);
 	if (pol)

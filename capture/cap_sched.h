@@ -13,6 +13,7 @@
 
 #include "cap_emit.h"
 #include "cap_policy.h"
+#include "shm/records.h"
 
 struct cap_sched;
 
@@ -21,10 +22,16 @@ struct cap_sched;
  * once a second (docs/metrics.md). Logs what failed. */
 int cap_sched__open(const char *btf_path, bool exact, struct cap_sched **ret);
 /* Once a second: one second of metrics into ring 0 through e, then the
- * trigger policies evaluated on them (pol, NULL = none). -EOVERFLOW when the
+ * trigger policies evaluated on them (pol, NULL = none); extra[n_extra]
+ * entries appended (the probes' costs). -EOVERFLOW when the
  * sequence space is used up; other failures are counted. */
 int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_ns,
-		    struct cap_policy *pol);
+		    struct cap_policy *pol, const struct cpa_metrics_ent *extra,
+		    unsigned int n_extra);
+/* Entries alone (extra above: the probes' costs, CPA_MK_PROBE) as a second of
+ * metrics without the system part, when no scheduler metrics run. */
+int cap_sched__emit_ents(struct cap_emit *e, uint64_t time_ns, uint32_t interval_ms,
+			 const struct cpa_metrics_ent *ents, unsigned int n);
 void cap_sched__free(struct cap_sched *s);
 
 #endif /* CPA_CAPTURE_CAP_SCHED_H */

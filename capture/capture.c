@@ -56,6 +56,9 @@ struct capture {
 	struct probe_spec probes[CPA_PROBE_MAX];
 	uint64_t probe_stats[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]; /* totals as last read */
 	uint64_t probe_read_ns; /* CLOCK_MONOTONIC of that read (the budget's window) */
+	struct cpa_metrics_ent probe_ents[CPA_BPF_PROBE_MAX]; /* this second's costs (kind probe) */
+	unsigned int n_probe_ents;
+	uint64_t probe_real_ns; /* CLOCK_REALTIME of the read before: the second's start */
 	char pin_path[96];	/* the stats map pinned for the next generation ("" = none) */
 	uint64_t down_since_ns; /* kernel MONOTONIC: a killed generation's estimated end */
 	uint64_t down_rate;	/* ... and its samples per second then (0: no estimate) */
@@ -226,6 +229,19 @@ static void probe_stats_sync(struct capture *c)
 	}
 	c->probe_read_ns = mono;
 	cap_bpf__probe_budget(c->bpf, now, c->probe_stats, win);
+	c->n_probe_ents = 0;
+	for (unsigned int i = 0; i < c->cfg->nr_probes && win; i++) {
+		struct cpa_metrics_ent *pe = &c->probe_ents[c->n_probe_ents++];
+
+		memset(pe, 0, sizeof(*pe));
+		pe->kind = CPA_MK_PROBE;
+		pe->id = i;
+		snprintf(pe->comm, sizeof(pe->comm), "%s", c->cfg->probes[i]);
+		pe->runq_n = now[i][CPA_BPF_PSTAT_RUNS] - c->probe_stats[i][CPA_BPF_PSTAT_RUNS];
+		pe->oncpu_ns = pe->runq_n * cap_bpf__probe_trap_ps(c->bpf, i) / 1000;
+		pe->runq_ns =
+			now[i][CPA_BPF_PSTAT_RUN_NS] - c->probe_stats[i][CPA_BPF_PSTAT_RUN_NS];
+	}
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
 		d = cap_bpf__probe_detached_rate(c->bpf, i) * win / NSEC_PER_SEC;
 		cap_emit__loss_add(&c->emit, (enum cap_loss_slot)(CAP_LOSS_PROBE_DET + i), d, t);
@@ -240,6 +256,19 @@ static void probe_stats_sync(struct capture *c)
 	memcpy(c->probe_stats, now, sizeof(now));
 	shm_stage__cnt_add(c->st, CAP_CNT_PROBE_SKIPPED, skipped);
 	shm_stage__cnt_add(c->st, CAP_CNT_BPF_RB_LOST, lost);
+}
+
+/* Without scheduler metrics (--sched_metrics=0) the probes' costs go out
+ * alone once a second: a metrics record of probe entries, no system part. */
+static int probe_metrics_emit(struct capture *c)
+{
+	uint64_t now = clock_ns(CLOCK_REALTIME), start = c->probe_real_ns;
+
+	c->probe_real_ns = now;
+	if (!c->n_probe_ents || !start)
+		return 0;
+	return cap_sched__emit_ents(&c->emit, start, (uint32_t)((now - start) / NSEC_PER_MSEC),
+				    c->probe_ents, c->n_probe_ents);
 }
 
 static void probes_log(const struct capture *c)
@@ -861,8 +890,9 @@ int capture__tick(void *obj, uint64_t now_ns)
 		cap_clock__update(&c->emit.clock);
 		offcpu_flush(c);
 		stats_sync(c);
-		if (c->sched &&
-		    cap_sched__tick(c->sched, &c->emit, clock_ns(CLOCK_REALTIME), c->policy) < 0)
+		if ((c->sched ? cap_sched__tick(c->sched, &c->emit, clock_ns(CLOCK_REALTIME),
+						c->policy, c->probe_ents, c->n_probe_ents)
+			      : probe_metrics_emit(c)) < 0)
 			return log_error_errno(-EOVERFLOW,
 					       "sequence numbers of generation %u used up",
 					       c->st->generation);

@@ -39,8 +39,9 @@ struct sched_ctx {
 	bool hw_na;
 	uint64_t dropped, counter_secs, exact_secs;
 	struct sacc all;
-	struct sacc *procs, *cpus;
-	size_t n_procs, cap_procs, n_cpus, cap_cpus;
+	struct sacc *procs, *cpus, *probes; /* probes: slices counts their seconds */
+	size_t n_procs, cap_procs, n_cpus, cap_cpus, n_probes, cap_probes;
+	uint64_t probe_ms; /* interval covered by the probes' records */
 	/* series */
 	FILE *csv, *json;
 	bool json_first, json_sec_open;
@@ -245,6 +246,32 @@ static int on_metrics(void *ctx, const struct cpa_metrics *m, const struct cpa_m
 		struct sacc *a;
 
 		e->_pad0 = m->flags & CPA_MF_COUNTERS ? ENT_COUNTERS : 0;
+		if (e->kind == CPA_MK_PROBE) {
+			a = acc_find(&c->probes, &c->n_probes, &c->cap_probes, e->id);
+			if (!a)
+				return -ENOMEM;
+			a->e.runq_n += e->runq_n;
+			a->e.oncpu_ns += e->oncpu_ns;
+			a->e.runq_ns += e->runq_ns;
+			a->e.slices += m->interval_ms;
+			memcpy(a->e.comm, e->comm, CPA_COMM_LEN);
+			if (c->csv)
+				fprintf(c->csv, "%s,probe,%u,%s,%.3f,%llu,,,%.3f,,,,,,,,,,,,\n", t,
+					e->id, e->comm, (double)e->oncpu_ns / 1e6,
+					(unsigned long long)e->runq_n,
+					e->runq_n ? (double)e->runq_ns / (double)e->runq_n / 1e3
+						  : 0.0);
+			if (c->json && c->json_sec_open) {
+				fprintf(c->json,
+					"%s\n      {\"probe\": %u, \"spec\": \"%s\", \"hits\": %llu, "
+					"\"trap_ms\": %.3f, \"bpf_ms\": %.3f}",
+					c->json_first ? "" : ",", e->id, e->comm,
+					(unsigned long long)e->runq_n, (double)e->oncpu_ns / 1e6,
+					(double)e->runq_ns / 1e6);
+				c->json_first = false;
+			}
+			continue;
+		}
 		if (e->kind == CPA_MK_CPU) {
 			a = acc_find(&c->cpus, &c->n_cpus, &c->cap_cpus, e->id);
 		} else if (proc_selected(c->o, e)) {
@@ -340,6 +367,18 @@ static void print_summary(struct sched_ctx *c, const char *a, const char *b)
 		snprintf(label, sizeof(label), "[cpu %u]", c->cpus[i].id);
 		print_row(&c->cpus[i].e, label);
 	}
+	if (c->n_probes)
+		printf("\n%-24s %12s %12s %12s\n", "PROBE", "HITS/S", "TRAP_%CPU", "BPF_%CPU");
+	for (size_t i = 0; i < c->n_probes; i++) {
+		const struct cpa_metrics_ent *e = &c->probes[i].e;
+		double sec = (double)e->slices / 1000.0;
+
+		snprintf(label, sizeof(label), "%u %.15s", c->probes[i].id, e->comm);
+		printf("%-24s %12.0f %11.3f%% %11.3f%%\n", label,
+		       sec > 0 ? (double)e->runq_n / sec : 0.0,
+		       sec > 0 ? (double)e->oncpu_ns / (sec * 1e7) : 0.0,
+		       sec > 0 ? (double)e->runq_ns / (sec * 1e7) : 0.0);
+	}
 	fflush(stdout);
 }
 
@@ -434,7 +473,7 @@ int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, in
 	ret = ret < 0 ? ret : e;
 	show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
 	show_fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
-	if (ret >= 0 && !c.secs) {
+	if (ret >= 0 && !c.secs && !c.n_probes) {
 		log_error("no scheduler metrics in [ %s - %s ] (recorded with --sched_metrics, the "
 			  "default, on a BPF-capable host)",
 			  a, b);
@@ -450,5 +489,6 @@ int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, in
 		printf("Write scheduler metrics to %s\n", o->sched_json);
 	free(c.procs);
 	free(c.cpus);
+	free(c.probes);
 	return ret;
 }

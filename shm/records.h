@@ -479,6 +479,11 @@ _Static_assert(sizeof(struct cpa_metrics) == 120, "cpa_metrics layout");
 enum cpa_metrics_kind {
 	CPA_MK_PROC = 1, /* id = tgid, comm = process name */
 	CPA_MK_CPU,	 /* id = cpu */
+	/* id = probe index (--probe), comm = its spec's first 15 bytes;
+	 * runq_n = hits (runs of its program, one trap each), oncpu_ns = trap
+	 * ns (hits x the trap time calibrated at attach), runq_ns = BPF ns;
+	 * the rest 0. Readers that do not know a kind skip its entries. */
+	CPA_MK_PROBE,
 };
 
 enum cpa_metrics_reason { CPA_MR_PREEMPT, CPA_MR_SLEEP, CPA_MR_IOWAIT, CPA_MR_MAX };

@@ -146,14 +146,12 @@ static void mon_stop(struct mon *m)
 	ck_assert_int_eq(wait_exit(m->pid, NULL), 0);
 }
 
-/* `cpa show --probe_id id` over the whole store; the .prof text, *ret_head stdout. */
-static char *show_probe(const struct mon *m, int id, char **ret_head)
+/* The store's whole range as -B b -E e arguments (HH:MM:SS). */
+static void store_range(const struct mon *m, char b[16], char e[16])
 {
-	char cpa[1100], sid[16], b[16], e[16], prof[128];
+	char cpa[1100];
 	char *argr[] = {cpa, "show", "--read", (char *)m->store, "--show_range", NULL};
-	char *argv[] = {cpa, "show", "--read", (char *)m->store, "-B",	       b,   "-E",
-			e,   "-o",   prof,     "--no_env",	 "--probe_id", sid, NULL};
-	int h0, m0, s0, h1, m1, s1, rc, fd;
+	int h0, m0, s0, h1, m1, s1, rc;
 	char *out, *p;
 	long t1;
 
@@ -167,8 +165,20 @@ static char *show_probe(const struct mon *m, int id, char **ret_head)
 			 6);
 	free(out);
 	t1 = (h1 * 3600L + m1 * 60 + s1 + 1) % 86400;
-	snprintf(b, sizeof(b), "%02d:%02d:%02d", h0, m0, s0);
-	snprintf(e, sizeof(e), "%02ld:%02ld:%02ld", t1 / 3600, t1 / 60 % 60, t1 % 60);
+	snprintf(b, 16, "%02d:%02d:%02d", h0, m0, s0);
+	snprintf(e, 16, "%02ld:%02ld:%02ld", t1 / 3600, t1 / 60 % 60, t1 % 60);
+}
+
+/* `cpa show --probe_id id` over the whole store; the .prof text, *ret_head stdout. */
+static char *show_probe(const struct mon *m, int id, char **ret_head)
+{
+	char cpa[1100], sid[16], b[16], e[16], prof[128];
+	char *argv[] = {cpa, "show", "--read", (char *)m->store, "-B",	       b,   "-E",
+			e,   "-o",   prof,     "--no_env",	 "--probe_id", sid, NULL};
+	int rc, fd;
+
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
+	store_range(m, b, e);
 	snprintf(sid, sizeof(sid), "%d", id);
 	snprintf(prof, sizeof(prof), "%s/probe%d.prof", m->store, id);
 	*ret_head = run(argv, &rc);
@@ -447,6 +457,24 @@ START_TEST(test_probe_budget)
 	prof = show_probe(&m, 0, &head);
 	ck_assert_msg(strstr(prof, "<# LOST: CAPTURE PROBE DETACHED #>"),
 		      "no probe_detached row in the store:\n%s", prof);
+	/* cpa show --sched: the probe's hits and trap cost, from the store. */
+	{
+		char b[16], e[16];
+		char *sched_argv[] = {cpa, "show", "--read", m.store,	"-B",
+				      b,   "-E",   e,	     "--sched", NULL};
+		double hits = 0, trap_pct = 0;
+
+		store_range(&m, b, e);
+
+		out = run(sched_argv, &rc);
+		ck_assert_msg(rc == 0, "cpa show --sched exited %d: %s", rc, out);
+		p = strstr(out, "\nPROBE ");
+		p = p ? strstr(p, "\n0 ") : NULL;
+		ck_assert_msg(p && sscanf(p + 1, "%*u %*s %lf %lf%%", &hits, &trap_pct) == 2 &&
+				      hits > 0 && trap_pct > 0,
+			      "no probe row with hits and trap cost in cpa show --sched:\n%s", out);
+		free(out);
+	}
 	free(prof);
 	free(head);
 	free(log);
