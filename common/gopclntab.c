@@ -215,7 +215,8 @@ static int pcvalue(const struct gopclntab *t, const struct gofunc *f, unsigned i
 			return -EINVAL;
 		if (uv == 0 && steps)
 			return -ENOENT; /* the table ends before pc */
-		val += (int32_t)(-(uv & 1) ^ (uv >> 1));
+		/* Go's int32 addition wraps; unsigned here, as signed overflow is UB */
+		val = (int32_t)((uint32_t)val + (-(uv & 1) ^ (uv >> 1)));
 		if (uvarint(t, &p, &pcd) < 0)
 			return -EINVAL;
 		at += (uint64_t)pcd * t->quantum;
