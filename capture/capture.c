@@ -236,7 +236,9 @@ static void probe_stats_sync(struct capture *c)
 		memset(pe, 0, sizeof(*pe));
 		pe->kind = CPA_MK_PROBE;
 		pe->id = i;
-		snprintf(pe->comm, sizeof(pe->comm), "%s", c->cfg->probes[i]);
+		/* the spec's first bytes name the probe in `cpa show --sched` */
+		snprintf(pe->comm, sizeof(pe->comm), "%.*s", (int)sizeof(pe->comm) - 1,
+			 c->cfg->probes[i]);
 		pe->runq_n = now[i][CPA_BPF_PSTAT_RUNS] - c->probe_stats[i][CPA_BPF_PSTAT_RUNS];
 		pe->oncpu_ns = pe->runq_n * cap_bpf__probe_trap_ps(c->bpf, i) / 1000;
 		pe->runq_ns =
