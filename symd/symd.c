@@ -69,7 +69,7 @@
 #define SYMD_BIN_IDLE_NS       (60 * NSEC_PER_SEC) /* a binary no frame named that long goes */
 #define SYMD_EPOCH_BYTES       (4u << 20)	   /* intern tables: a new epoch past this */
 #define SYMD_EPOCH_MIN_NS      (30 * NSEC_PER_SEC) /* ... unless it refilled that fast */
-#define SYMD_EPOCH_MAX	       (16u << 20)	   /* ... doubling up to this (and 1/4 of the cap) */
+#define SYMD_EPOCH_MAX	       (16u << 20) /* ... doubling up to this (and 1/4 of the cap) */
 #define SYMD_MAX_STACK	       CPA_MAX_STACK_FRAMES
 #define SYMD_FRAME_NAME_MAX    (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
 #define SYMD_PCC_BITS	       16	  /* at most 64 Ki slots (2 MiB) */
