@@ -27,7 +27,6 @@ _Static_assert((int)CPA_PY_UNSUPPORTED == (int)CPA_BPF_PY_UNSUPPORTED, "Python s
 #define N	    CPA_BPF_PY_NONE
 #define PY_CACHE    16		/* interpreter files resolved lately */
 #define PY_MAPS_MAX (16u << 20) /* a /proc/PID/maps longer than this is not read */
-#define PY_PID_MAX  (1u << 22)	/* PID_MAX_LIMIT: pids past it are never marked */
 
 /*
  * Offsets per CPython minor version, x86-64, from the versions' own headers
@@ -272,29 +271,7 @@ struct cap_python {
 	bool soon; /* a launcher seen: its libpython's mapping is next */
 	char *maps;
 	size_t maps_cap;
-	/* A bit per pid this side entered into py_procs (put()) and has not
-	 * dropped since: a fork or exec of any other process (nearly all of
-	 * them on a host that runs few Pythons) costs no system call. A bit may
-	 * outlive its entry (the exit program deletes entries): it costs one
-	 * lookup or delete that finds nothing, then it is cleared. Calloc'd:
-	 * only the pages of pids in use are ever touched. */
-	uint64_t *mine;
 };
-
-static bool mine(const struct cap_python *p, uint32_t pid)
-{
-	return pid < PY_PID_MAX && p->mine[pid / 64] >> (pid % 64) & 1;
-}
-
-static void mine_set(struct cap_python *p, uint32_t pid, bool on)
-{
-	if (pid >= PY_PID_MAX)
-		return;
-	if (on)
-		p->mine[pid / 64] |= 1ull << (pid % 64);
-	else
-		p->mine[pid / 64] &= ~(1ull << (pid % 64));
-}
 
 int cap_python__new(int map_fd, int slots_fd, int execs_fd, uint32_t target_tgid,
 		    struct cap_python **ret)
@@ -307,11 +284,6 @@ int cap_python__new(int map_fd, int slots_fd, int execs_fd, uint32_t target_tgid
 	p->slots_fd = slots_fd;
 	p->execs_fd = execs_fd;
 	p->target_tgid = target_tgid;
-	p->mine = calloc(PY_PID_MAX / 64, sizeof(*p->mine));
-	if (!p->mine) {
-		free(p);
-		return -ENOMEM;
-	}
 	*ret = p;
 	return 0;
 }
@@ -321,7 +293,6 @@ void cap_python__free(struct cap_python *p)
 	if (!p)
 		return;
 	free(p->maps);
-	free(p->mine);
 	free(p);
 }
 
@@ -353,7 +324,6 @@ static void put(struct cap_python *p, uint32_t pid, const struct cpa_bpf_py_proc
 		log_debug("python: pid %u not tracked: %s", pid, strerror(errno));
 		return;
 	}
-	mine_set(p, pid, true);
 	slot = pid % CPA_BPF_PY_SLOTS;
 	(void)bpf_map_update_elem(p->slots_fd, &slot, &pid, BPF_ANY);
 	if (!had)
@@ -367,7 +337,6 @@ static void drop(struct cap_python *p, uint32_t pid)
 {
 	uint32_t slot = pid % CPA_BPF_PY_SLOTS, cur;
 
-	mine_set(p, pid, false);
 	if (bpf_map_delete_elem(p->map_fd, &pid) == 0 && p->count)
 		p->count--;
 	/* not whoever shares the slot now */
@@ -489,21 +458,14 @@ void cap_python__map_event(struct cap_python *p, const struct cpa_map_event *ev,
 		break;
 	case CPA_MAP_FORK:
 		/* A forked child runs its parent's interpreter at the same
-		 * addresses; a reused pid's old entry must go. A parent this
-		 * side never entered has its mappings still to come (they
-		 * precede its fork here) or is not a Python: an entry the
-		 * exec program made for it is re-entered by put() from them. */
-		if (mine(p, ev->ppid) && bpf_map_lookup_elem(p->map_fd, &ev->ppid, &o) == 0)
+		 * addresses; a reused pid's old entry must go. */
+		if (bpf_map_lookup_elem(p->map_fd, &ev->ppid, &o) == 0)
 			put(p, ev->pid, &o);
-		else if (mine(p, ev->pid))
+		else
 			drop(p, ev->pid);
 		break;
 	case CPA_MAP_EXEC:
-		/* The new image's interpreter mappings (if any) follow and
-		 * enter it again; what the exec program entered for the new
-		 * image before them is right already. */
-		if (mine(p, ev->pid))
-			drop(p, ev->pid);
+		drop(p, ev->pid);
 		break;
 	default:
 		break;

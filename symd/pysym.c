@@ -39,22 +39,12 @@ struct pycode {
 	size_t linetab_len;
 };
 
-/* Slots per pid bucket: an exit or exec of a process with no entries (the
- * common case: most processes are not Python) returns without a scan. */
-#define PYSYM_PID_BUCKETS 4096
-
 struct pysym {
 	char proc[64];
 	struct pycode slots[PYSYM_SLOTS];
-	uint16_t pid_slots[PYSYM_PID_BUCKETS];
 	uint32_t mem_pid;
 	int mem_fd;
 };
-
-static uint16_t *pid_bucket(struct pysym *p, uint32_t pid)
-{
-	return &p->pid_slots[hash64_mix(pid) % PYSYM_PID_BUCKETS];
-}
 
 int pysym__new(const char *proc, struct pysym **ret)
 {
@@ -68,10 +58,8 @@ int pysym__new(const char *proc, struct pysym **ret)
 	return 0;
 }
 
-static void code_clear(struct pysym *p, struct pycode *c)
+static void code_clear(struct pycode *c)
 {
-	if (c->pid)
-		(*pid_bucket(p, c->pid))--;
 	free(c->qualname);
 	free(c->filename);
 	free(c->linetab);
@@ -82,9 +70,9 @@ void pysym__drop_pid(struct pysym *p, uint32_t pid)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; *pid_bucket(p, pid) && i < PYSYM_SLOTS; i++)
+	for (size_t i = 0; i < PYSYM_SLOTS; i++)
 		if (p->slots[i].pid == pid)
-			code_clear(p, &p->slots[i]);
+			code_clear(&p->slots[i]);
 	if (p->mem_pid == pid && p->mem_fd >= 0) {
 		close(p->mem_fd);
 		p->mem_fd = -1;
@@ -97,7 +85,7 @@ void pysym__free(struct pysym *p)
 	if (!p)
 		return;
 	for (size_t i = 0; i < PYSYM_SLOTS; i++)
-		code_clear(p, &p->slots[i]);
+		code_clear(&p->slots[i]);
 	if (p->mem_fd >= 0)
 		close(p->mem_fd);
 	free(p);
@@ -202,11 +190,11 @@ static int code_load(struct pysym *p, uint32_t pid, const struct py_layout *l, u
 	memcpy(&lt, co + l->co_linetable, 8);
 	memcpy(&first, co + l->co_firstlineno, 4);
 	memcpy(&ck, co + l->co_firstlineno, 8);
-	code_clear(p, c);
+	code_clear(c);
 	c->qualname = read_str(p, pid, l, qn);
 	c->filename = read_str(p, pid, l, fn);
 	if (!c->qualname || !c->filename) {
-		code_clear(p, c);
+		code_clear(c);
 		return -EINVAL;
 	}
 	c->firstlineno = first > 0 ? (uint32_t)first : 0;
@@ -217,7 +205,6 @@ static int code_load(struct pysym *p, uint32_t pid, const struct py_layout *l, u
 	    mem_read(p, pid, lt + 32, c->linetab, lt_len) == 0)
 		c->linetab_len = lt_len;
 	c->pid = pid;
-	(*pid_bucket(p, pid))++;
 	c->code = code;
 	return 0;
 }
