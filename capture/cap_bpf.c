@@ -43,6 +43,10 @@ struct cap_bpf {
 	void *ctx;
 	int nr_possible;
 	bool offcpu;
+	/* ustack_size's pid per slot as we wrote it (only we write it): an
+	 * exit of a process without a learned size, nearly every one under
+	 * churn, costs no map syscall. NULL: read the map. */
+	uint32_t *ustack_pid;
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -95,13 +99,19 @@ int cap_bpf__ustack_set(struct cap_bpf *b, uint32_t pid, uint32_t bytes)
 
 	if (!bytes) {
 		/* forget pid, not whoever shares its slot now */
-		if (bpf_map_lookup_elem(fd, &slot, &cur) < 0)
+		if (b->ustack_pid)
+			cur = b->ustack_pid[slot];
+		else if (bpf_map_lookup_elem(fd, &slot, &cur) < 0)
 			return -errno;
 		if ((uint32_t)cur != pid)
 			return 0;
 		v = 0;
 	}
-	return bpf_map_update_elem(fd, &slot, &v, BPF_ANY) < 0 ? -errno : 0;
+	if (bpf_map_update_elem(fd, &slot, &v, BPF_ANY) < 0)
+		return -errno;
+	if (b->ustack_pid)
+		b->ustack_pid[slot] = (uint32_t)v;
+	return 0;
 }
 
 uint32_t cap_bpf_ringbuf_size(unsigned int nr_cpus, uint32_t freq, uint32_t stack_size,
@@ -291,6 +301,7 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 		return -ENOMEM;
 	b->fn = fn;
 	b->ctx = ctx;
+	b->ustack_pid = calloc(CPA_BPF_USTACK_SLOTS, sizeof(*b->ustack_pid));
 	b->nr_possible = libbpf_num_possible_cpus();
 	if (b->nr_possible <= 0) {
 		r = bpf_fail(b->nr_possible ? b->nr_possible : -EINVAL, "count possible CPUs");
@@ -983,5 +994,6 @@ void cap_bpf__free(struct cap_bpf *b)
 	free(b->pfds);
 	ring_buffer__free(b->rb);
 	profile_bpf__destroy(b->skel);
+	free(b->ustack_pid);
 	free(b);
 }

@@ -273,7 +273,11 @@ static int handle(struct cap_mmapev *m, const uint8_t *rec, uint64_t time)
 		ev.kind = CPA_MAP_EXEC;
 		ev.pid = e->pid;
 		ev.tid = e->tid;
-		cap_python__map_event(m->py, &ev, "");
+		/* the new comm, NUL-padded to 8 bytes: within the record */
+		if (m->py && strnlen(e->comm, h->size - sizeof(*e)) < h->size - sizeof(*e))
+			cap_python__map_event(m->py, &ev, e->comm);
+		else
+			cap_python__map_event(m->py, &ev, "");
 		return cap_emit__map(m->emit, &ev, "");
 	}
 	case PERF_RECORD_FORK: {
@@ -297,6 +301,7 @@ static int handle(struct cap_mmapev *m, const uint8_t *rec, uint64_t time)
 			return 0;
 		m->lost += e->lost;
 		shm_stage__cnt_add(m->emit->st, CAP_CNT_MAP_LOST, e->lost);
+		cap_python__lost(m->py);
 		log_warn("mapping history: %llu mmap/task events lost in the kernel (%llu so far); "
 			 "their samples fall back to /proc",
 			 (unsigned long long)e->lost, (unsigned long long)m->lost);

@@ -260,12 +260,25 @@ struct py_cached {
 	bool used;
 };
 
+/*
+ * The pids that may have a py_procs entry: those we entered, those whose exec
+ * the exec program may have entered (comm "python..."), the map's keys after
+ * lost mapping events. A bit per pid (pid_max is at most 2^22: 512 KiB,
+ * touched only where pids are). A fork or exec of any other process needs no
+ * map syscall: those were 4-5 per new process (a lookup of the parent, a
+ * delete, a slot read), a fifth of capture's CPU under churn. A bit left for
+ * a pid the exec program's exit removed costs one delete when it is reused.
+ */
+#define PY_PID_BITS (1u << 22)
+
 struct cap_python {
 	int map_fd;
 	int slots_fd; /* py_slots: the samples' first test */
 	int execs_fd; /* py_execs: the exec program's templates */
 	uint32_t target_tgid;
 	uint32_t count;
+	uint64_t *maybe;  /* PY_PID_BITS bits; NULL: every pid may (no memory) */
+	uint64_t map_ops; /* py_procs syscalls for fork and exec events (tests) */
 	struct py_cached cache[PY_CACHE];
 	unsigned int next;
 	bool soon; /* a launcher seen: its libpython's mapping is next */
@@ -284,6 +297,7 @@ int cap_python__new(int map_fd, int slots_fd, int execs_fd, uint32_t target_tgid
 	p->slots_fd = slots_fd;
 	p->execs_fd = execs_fd;
 	p->target_tgid = target_tgid;
+	p->maybe = calloc(PY_PID_BITS / 64, sizeof(*p->maybe));
 	*ret = p;
 	return 0;
 }
@@ -293,7 +307,23 @@ void cap_python__free(struct cap_python *p)
 	if (!p)
 		return;
 	free(p->maps);
+	free(p->maybe);
 	free(p);
+}
+
+static bool maybe_has(const struct cap_python *p, uint32_t pid)
+{
+	return !p->maybe || pid >= PY_PID_BITS || (p->maybe[pid / 64] >> (pid % 64) & 1);
+}
+
+static void maybe_set(struct cap_python *p, uint32_t pid, bool on)
+{
+	if (!p->maybe || pid >= PY_PID_BITS)
+		return;
+	if (on)
+		p->maybe[pid / 64] |= 1ull << (pid % 64);
+	else
+		p->maybe[pid / 64] &= ~(1ull << (pid % 64));
 }
 
 bool cap_python__soon(struct cap_python *p)
@@ -303,6 +333,28 @@ bool cap_python__soon(struct cap_python *p)
 	if (p)
 		p->soon = false;
 	return r;
+}
+
+void cap_python__lost(struct cap_python *p)
+{
+	uint32_t key, next, n = 0;
+	uint32_t *cur = NULL;
+
+	if (!p || !p->maybe)
+		return;
+	/* Execs may have gone by unseen: every pid the map holds may. */
+	while (bpf_map_get_next_key(p->map_fd, cur, &next) == 0) {
+		maybe_set(p, next, true);
+		key = next;
+		cur = &key;
+		if (++n > 2 * CPA_BPF_PY_PROCS)
+			break; /* keys deleted under us restart the walk: enough */
+	}
+}
+
+uint64_t cap_python__map_ops(const struct cap_python *p)
+{
+	return p->map_ops;
 }
 
 uint32_t cap_python__count(const struct cap_python *p)
@@ -320,6 +372,7 @@ static void put(struct cap_python *p, uint32_t pid, const struct cpa_bpf_py_proc
 
 	if (had && cur.status == CPA_BPF_PY_OK && o->status != CPA_BPF_PY_OK)
 		return;
+	maybe_set(p, pid, true);
 	if (bpf_map_update_elem(p->map_fd, &pid, o, BPF_ANY) < 0) {
 		log_debug("python: pid %u not tracked: %s", pid, strerror(errno));
 		return;
@@ -337,6 +390,8 @@ static void drop(struct cap_python *p, uint32_t pid)
 {
 	uint32_t slot = pid % CPA_BPF_PY_SLOTS, cur;
 
+	maybe_set(p, pid, false);
+	p->map_ops++;
 	if (bpf_map_delete_elem(p->map_fd, &pid) == 0 && p->count)
 		p->count--;
 	/* not whoever shares the slot now */
@@ -459,13 +514,23 @@ void cap_python__map_event(struct cap_python *p, const struct cpa_map_event *ev,
 	case CPA_MAP_FORK:
 		/* A forked child runs its parent's interpreter at the same
 		 * addresses; a reused pid's old entry must go. */
-		if (bpf_map_lookup_elem(p->map_fd, &ev->ppid, &o) == 0)
-			put(p, ev->pid, &o);
-		else
+		if (maybe_has(p, ev->ppid)) {
+			p->map_ops++;
+			if (bpf_map_lookup_elem(p->map_fd, &ev->ppid, &o) == 0) {
+				put(p, ev->pid, &o);
+				break;
+			}
+		}
+		if (maybe_has(p, ev->pid))
 			drop(p, ev->pid);
 		break;
 	case CPA_MAP_EXEC:
-		drop(p, ev->pid);
+		if (maybe_has(p, ev->pid))
+			drop(p, ev->pid);
+		/* path: the new comm; the exec program enters a known
+		 * interpreter's process under that name (py_exec()). */
+		if (!strncmp(path, "python", 6))
+			maybe_set(p, ev->pid, true);
 		break;
 	default:
 		break;

@@ -39,9 +39,25 @@ struct pycode {
 	size_t linetab_len;
 };
 
+/* How many slots a pid holds: an exit (pysym__drop_pid(), every exit of
+ * the host) looks through the slots only for a pid that holds some. The
+ * scan reads all of them (~450 KiB): under churn, with a few hundred exits a
+ * second, it was a third of symd's CPU. */
+#define PYSYM_PID_BITS 14 /* 2 x PYSYM_SLOTS: at most half full */
+#define PYSYM_PIDS     (1u << PYSYM_PID_BITS)
+
+_Static_assert(PYSYM_PIDS >= 2 * PYSYM_SLOTS, "pysym: the pid table is at most half full");
+
+struct pypid {
+	uint32_t pid; /* 0: free */
+	uint32_t n;   /* slots it holds */
+};
+
 struct pysym {
 	char proc[64];
 	struct pycode slots[PYSYM_SLOTS];
+	struct pypid pids[PYSYM_PIDS]; /* linear probing */
+	uint64_t scans;
 	uint32_t mem_pid;
 	int mem_fd;
 };
@@ -58,8 +74,56 @@ int pysym__new(const char *proc, struct pysym **ret)
 	return 0;
 }
 
-static void code_clear(struct pycode *c)
+static uint32_t pid_home(uint32_t pid)
 {
+	return hash32_fib(pid) >> (32 - PYSYM_PID_BITS);
+}
+
+/* pid's entry, or the free one where it would go. */
+static struct pypid *pid_find(struct pysym *p, uint32_t pid)
+{
+	uint32_t i = pid_home(pid);
+
+	while (p->pids[i].pid && p->pids[i].pid != pid)
+		i = (i + 1) & (PYSYM_PIDS - 1);
+	return &p->pids[i];
+}
+
+static void pid_hold(struct pysym *p, uint32_t pid)
+{
+	struct pypid *e = pid_find(p, pid);
+
+	e->pid = pid;
+	e->n++;
+}
+
+/* One slot less for pid; its entry goes with the last one (backward shift:
+ * the entries after it in its run move up where their home allows). */
+static void pid_release(struct pysym *p, uint32_t pid)
+{
+	struct pypid *e = pid_find(p, pid);
+	uint32_t i = (uint32_t)(e - p->pids), j = i, k;
+
+	if (!e->pid || --e->n)
+		return;
+	for (;;) {
+		j = (j + 1) & (PYSYM_PIDS - 1);
+		if (!p->pids[j].pid)
+			break;
+		k = pid_home(p->pids[j].pid);
+		/* j's entry may fill i when its home is not in (i, j], cyclically */
+		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
+			p->pids[i] = p->pids[j];
+			i = j;
+		}
+	}
+	p->pids[i] = (struct pypid){0};
+}
+
+static void code_clear(struct pysym *p, struct pycode *c)
+{
+	if (c->pid)
+		pid_release(p, c->pid);
 	free(c->qualname);
 	free(c->filename);
 	free(c->linetab);
@@ -70,9 +134,12 @@ void pysym__drop_pid(struct pysym *p, uint32_t pid)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < PYSYM_SLOTS; i++)
-		if (p->slots[i].pid == pid)
-			code_clear(&p->slots[i]);
+	if (pid && pid_find(p, pid)->pid) {
+		p->scans++;
+		for (size_t i = 0; i < PYSYM_SLOTS; i++)
+			if (p->slots[i].pid == pid)
+				code_clear(p, &p->slots[i]);
+	}
 	if (p->mem_pid == pid && p->mem_fd >= 0) {
 		close(p->mem_fd);
 		p->mem_fd = -1;
@@ -80,12 +147,24 @@ void pysym__drop_pid(struct pysym *p, uint32_t pid)
 	}
 }
 
+uint64_t pysym__scans(const struct pysym *p)
+{
+	return p->scans;
+}
+
+uint32_t pysym__held(struct pysym *p, uint32_t pid)
+{
+	struct pypid *e = pid ? pid_find(p, pid) : NULL;
+
+	return e && e->pid ? e->n : 0;
+}
+
 void pysym__free(struct pysym *p)
 {
 	if (!p)
 		return;
 	for (size_t i = 0; i < PYSYM_SLOTS; i++)
-		code_clear(&p->slots[i]);
+		code_clear(p, &p->slots[i]);
 	if (p->mem_fd >= 0)
 		close(p->mem_fd);
 	free(p);
@@ -190,11 +269,11 @@ static int code_load(struct pysym *p, uint32_t pid, const struct py_layout *l, u
 	memcpy(&lt, co + l->co_linetable, 8);
 	memcpy(&first, co + l->co_firstlineno, 4);
 	memcpy(&ck, co + l->co_firstlineno, 8);
-	code_clear(c);
+	code_clear(p, c);
 	c->qualname = read_str(p, pid, l, qn);
 	c->filename = read_str(p, pid, l, fn);
 	if (!c->qualname || !c->filename) {
-		code_clear(c);
+		code_clear(p, c);
 		return -EINVAL;
 	}
 	c->firstlineno = first > 0 ? (uint32_t)first : 0;
@@ -206,6 +285,8 @@ static int code_load(struct pysym *p, uint32_t pid, const struct py_layout *l, u
 		c->linetab_len = lt_len;
 	c->pid = pid;
 	c->code = code;
+	if (pid)
+		pid_hold(p, pid);
 	return 0;
 }
 

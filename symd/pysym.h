@@ -21,8 +21,12 @@ struct pysym;
 /* proc: the /proc to read (tests: a fixture's). */
 int pysym__new(const char *proc, struct pysym **ret);
 void pysym__free(struct pysym *p);
-/* pid exited: its entries and its open mem file go. */
+/* pid exited: its entries and its open mem file go. Its slots are looked
+ * through only when it holds some (a count per pid). */
 void pysym__drop_pid(struct pysym *p, uint32_t pid);
+/* Tests: the slots pid holds; how many drops looked through the slots. */
+uint32_t pysym__held(struct pysym *p, uint32_t pid);
+uint64_t pysym__scans(const struct pysym *p);
 /*
  * The name of pid's frame (code, instr) of CPython 3.minor into buf[len]
  * ("qualname (file:line)"), *ret_line its line (0: none). Returns the name's

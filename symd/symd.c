@@ -208,7 +208,8 @@ struct symd {
 	uint32_t pcc_gen;
 	uint32_t pcc_bits;
 	uint32_t pcc_max_bits;
-	uint32_t pcc_evict; /* live entries replaced since the last resize */
+	uint32_t pcc_evict;  /* live entries replaced since the last resize */
+	uint64_t pcc_misses; /* symd__pcc_misses() */
 
 	/* Per-frame counters, added to the stage block once per batch: a
 	 * load and store of a shared cache line per frame was 15 % of the
@@ -1413,6 +1414,7 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 		uint32_t ff;
 
 		if (!pcc_hit(s, e, SYMD_PCC_KERNEL, kpc[i], exact)) {
+			s->pcc_misses++;
 			r = frame_kernel(s, kpc[i], exact, &s->ids[n], &ff);
 			if (r < 0)
 				return r;
@@ -1442,6 +1444,7 @@ static int sample_out(struct symd *s, const struct cpa_frames *f, const uint8_t 
 		} else {
 			e = pcc_slot(s, u.module_id, u.offset, leaf);
 			if (!pcc_hit(s, e, u.module_id, u.offset, leaf)) {
+				s->pcc_misses++;
 				r = frame_user(s, f, &u, &s->ids[n], &ff);
 				if (r < 0)
 					return r;
@@ -1618,6 +1621,15 @@ static void on_frames(struct symd *s, const struct shm_msg *m)
 		symd__epoch_full(s);
 }
 
+/* u is defined as d says (path: d's). */
+static bool umod_same(const struct umod *u, const struct cpa_module_def *d, const char *path)
+{
+	return u->defined && u->kind == d->kind && u->pid == d->pid && u->dev == d->dev &&
+	       u->ino == d->ino && u->map_start == d->map_start && u->map_end == d->map_end &&
+	       u->bid_len == d->build_id_len && !memcmp(u->bid, d->build_id, u->bid_len) &&
+	       u->path && !strcmp(u->path, path);
+}
+
 static void on_module(struct symd *s, const struct shm_msg *m)
 {
 	struct cpa_module_def d;
@@ -1638,6 +1650,13 @@ static void on_module(struct symd *s, const struct shm_msg *m)
 		cnt(s, SHM_CNT_ERRORS, 1);
 		return;
 	}
+	/* The pc cache holds answers of ids we met (umod_get() inserts them):
+	 * a new id changes none, nor does a definition we have as it is. Every
+	 * new binary bumped the generation before: under churn, a few times a
+	 * second, each one emptying the cache, kernel frames too. */
+	u = umods__find(s, d.id);
+	if (u && !umod_same(u, &d, path))
+		s->pcc_gen++;
 	u = umods__insert(s, d.id);
 	if (!u) {
 		free(path);
@@ -1645,7 +1664,6 @@ static void on_module(struct symd *s, const struct shm_msg *m)
 		return;
 	}
 	free(u->path);
-	s->pcc_gen++;
 	*u = (struct umod){
 		.id = d.id,
 		.defined = true,
@@ -1786,6 +1804,11 @@ static void symd__handle(struct symd *s, const struct shm_msg *m)
 static uint64_t out_headroom(const struct symd *s)
 {
 	return s->out->size / 4;
+}
+
+uint64_t symd__pcc_misses(const struct symd *s)
+{
+	return s->pcc_misses;
 }
 
 bool symd__output_held(const struct symd *s)

@@ -57,5 +57,7 @@ void symd__heap_setup(void);
 void symd__finish(struct symd *s);
 /* True when output is held back for lack of room in the output ring. */
 bool symd__output_held(const struct symd *s);
+/* Tests: frames the pc cache did not answer. */
+uint64_t symd__pcc_misses(const struct symd *s);
 
 #endif /* CPA_SYMD_H */

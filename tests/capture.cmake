@@ -13,3 +13,11 @@ cpa_add_test(NAME test_capture_bpf
   TIMEOUT 120
   EXCLUSIVE)
 add_dependencies(test_capture_bpf capture)
+
+# test_cap_python: capture's Python process table against real BPF maps (root,
+# else 77): the forks and execs of other processes cost no map syscall.
+cpa_add_test(NAME test_cap_python
+  SOURCES test_cap_python.c ${CMAKE_SOURCE_DIR}/capture/cap_python.c
+  LIBS cpa_common PkgConfig::LIBBPF PkgConfig::LIBELF
+  LABELS unit capture root
+  TIMEOUT 60)

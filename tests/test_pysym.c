@@ -5,8 +5,10 @@
  *    the function's co_linetable, equals the interpreter's own co_lines(),
  *    for each CPython 3.10-3.13 the machine has;
  *  - a live Debian python3.11's method is named "K.m (<string>:LINE)" from
- *    its code object's address, and refused (-ESTALE) with another check word.
- * No interpreter at all: 77.
+ *    its code object's address, and refused (-ESTALE) with another check word;
+ *  - an exit drops exactly the pid's entries, and looks through the slots
+ *    only for a pid that holds some (a fixture /proc: fake 3.12 code objects).
+ * No interpreter at all: the fixture test alone.
  */
 #include <check.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -183,6 +186,150 @@ START_TEST(test_pysym_live)
 }
 END_TEST
 
+/* A fake 3.12 code object in a fixture's <root>/<pid>/mem (a sparse file,
+ * offset = address): type name "code", qualname and filename compact ASCII
+ * strs, an empty line table. Its check word. */
+#define FX_CODE 0x10000u
+
+static void put_at(int fd, uint64_t addr, const void *p, size_t n)
+{
+	ck_assert_int_eq(pwrite(fd, p, n, (off_t)addr), (ssize_t)n);
+}
+
+static void put_u64(int fd, uint64_t addr, uint64_t v)
+{
+	put_at(fd, addr, &v, 8);
+}
+
+static void put_str(int fd, uint64_t addr, const char *s)
+{
+	uint32_t state = 1u << 2 | 1u << 5 | 1u << 6; /* kind 1, compact, ascii */
+
+	put_u64(fd, addr + 16, strlen(s));
+	put_at(fd, addr + 32, &state, 4);
+	put_at(fd, addr + 40, s, strlen(s)); /* 3.12's sizeof(PyASCIIObject) */
+}
+
+static uint32_t fake_proc(const char *root, uint32_t pid, const char *qualname)
+{
+	char path[256];
+	uint64_t ck;
+	int32_t first = 7;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u", root, pid);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/%u/mem", root, pid);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	put_u64(fd, FX_CODE + 8, 0x11000);  /* ob_type */
+	put_u64(fd, 0x11000 + 24, 0x12000); /* tp_name */
+	put_at(fd, 0x12000, "code", 5);
+	put_at(fd, FX_CODE + 68, &first, 4); /* co_firstlineno */
+	put_u64(fd, FX_CODE + 112, 0x14000); /* co_filename */
+	put_u64(fd, FX_CODE + 128, 0x13000); /* co_qualname */
+	put_u64(fd, FX_CODE + 136, 0x15000); /* co_linetable: 0 bytes */
+	put_str(fd, 0x13000, qualname);
+	put_str(fd, 0x14000, "fx.py");
+	put_u64(fd, 0x15000 + 16, 0);
+	put_u64(fd, 0x16000, 0); /* the file's end past all of it */
+	ck_assert_int_eq(pread(fd, &ck, 8, FX_CODE + 68), 8);
+	close(fd);
+	return (uint32_t)(ck ^ (ck >> 32));
+}
+
+START_TEST(test_pysym_drop)
+{
+	char root[] = "/tmp/cpa-pysym-proc-XXXXXX", name[512], path[256];
+	uint32_t line, ck_a, ck_b;
+	struct pysym *p;
+
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	ck_a = fake_proc(root, 4242, "A.f");
+	ck_b = fake_proc(root, 4343, "B.g");
+	ck_assert_int_eq(pysym__new(root, &p), 0);
+	ck_assert_int_gt(pysym__name(p, 4242, 12, FX_CODE, 0, ck_a, name, sizeof(name), &line), 0);
+	ck_assert_str_eq(name, "A.f (fx.py)");
+	ck_assert_int_gt(pysym__name(p, 4343, 12, FX_CODE, 0, ck_b, name, sizeof(name), &line), 0);
+	ck_assert_str_eq(name, "B.g (fx.py)");
+	ck_assert_uint_eq(pysym__held(p, 4242), 1);
+	ck_assert_uint_eq(pysym__held(p, 4343), 1);
+
+	/* The exits of a churning host: none of them holds a slot, none costs a scan. */
+	for (uint32_t pid = 1; pid < 40000; pid++)
+		if (pid != 4242 && pid != 4343)
+			pysym__drop_pid(p, pid);
+	ck_assert_uint_eq(pysym__scans(p), 0);
+
+	/* 4242's files are gone: its name is not read again, 4343's stays cached. */
+	for (uint32_t pid = 4242; pid <= 4343; pid += 101) {
+		snprintf(path, sizeof(path), "%s/%u/mem", root, pid);
+		ck_assert_int_eq(unlink(path), 0);
+		snprintf(path, sizeof(path), "%s/%u", root, pid);
+		ck_assert_int_eq(rmdir(path), 0);
+	}
+	pysym__drop_pid(p, 4242);
+	ck_assert_uint_eq(pysym__scans(p), 1);
+	ck_assert_uint_eq(pysym__held(p, 4242), 0);
+	ck_assert_uint_eq(pysym__held(p, 4343), 1);
+	ck_assert_int_eq(pysym__name(p, 4242, 12, FX_CODE, 0, ck_a, name, sizeof(name), &line),
+			 -ESRCH);
+	ck_assert_int_gt(pysym__name(p, 4343, 12, FX_CODE, 0, ck_b, name, sizeof(name), &line), 0);
+	ck_assert_str_eq(name, "B.g (fx.py)");
+	pysym__drop_pid(p, 4242); /* again: nothing left to look for */
+	ck_assert_uint_eq(pysym__scans(p), 1);
+	pysym__drop_pid(p, 4343);
+	ck_assert_uint_eq(pysym__held(p, 4343), 0);
+	ck_assert_uint_eq(pysym__scans(p), 2);
+	pysym__free(p);
+	ck_assert_int_eq(rmdir(root), 0);
+}
+END_TEST
+
+/* Many Python processes: the per-pid counts stay exact through slot
+ * collisions (a later pid takes an earlier one's slot) and the table's
+ * deletions. A pid's name is served with its files gone iff it holds a slot. */
+START_TEST(test_pysym_drop_many)
+{
+	enum { NPROC = 3000, BASE = 100000 };
+	char root[] = "/tmp/cpa-pysym-proc-XXXXXX", name[512], path[256];
+	static uint32_t ck[NPROC];
+	uint32_t line, held = 0;
+	struct pysym *p;
+
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	for (uint32_t i = 0; i < NPROC; i++)
+		ck[i] = fake_proc(root, BASE + i * 7, "M.f");
+	ck_assert_int_eq(pysym__new(root, &p), 0);
+	for (uint32_t i = 0; i < NPROC; i++)
+		ck_assert_int_gt(pysym__name(p, BASE + i * 7, 12, FX_CODE, 0, ck[i], name,
+					     sizeof(name), &line),
+				 0);
+	for (uint32_t i = 0; i < NPROC; i++) {
+		snprintf(path, sizeof(path), "%s/%u/mem", root, BASE + i * 7);
+		ck_assert_int_eq(unlink(path), 0);
+		snprintf(path, sizeof(path), "%s/%u", root, BASE + i * 7);
+		ck_assert_int_eq(rmdir(path), 0);
+	}
+	ck_assert_int_eq(rmdir(root), 0);
+	for (uint32_t i = 0; i < NPROC; i += 2)
+		pysym__drop_pid(p, BASE + i * 7);
+	for (uint32_t i = 0; i < NPROC; i++) {
+		uint32_t pid = BASE + i * 7, h = pysym__held(p, pid);
+		int r = pysym__name(p, pid, 12, FX_CODE, 0, ck[i], name, sizeof(name), &line);
+
+		ck_assert_uint_le(h, 1);
+		if (i % 2 == 0)
+			ck_assert_uint_eq(h, 0);
+		ck_assert_msg((r > 0) == (h == 1), "pid %u: held %u, name %d", pid, h, r);
+		held += h;
+	}
+	/* 1500 in 8192 direct-mapped slots: most of them kept theirs */
+	ck_assert_uint_gt(held, 1000);
+	pysym__free(p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pysym");
@@ -191,13 +338,15 @@ int main(void)
 
 	for (size_t p = 0; p < sizeof(pythons) / sizeof(pythons[0]); p++)
 		any = any || access(pythons[p].path, X_OK) == 0;
-	if (!any) {
-		fprintf(stderr, "skip: no CPython 3.10-3.13\n");
-		return 77;
-	}
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_pysym_lines);
-	tcase_add_test(tc, test_pysym_live);
+	tcase_add_test(tc, test_pysym_drop);
+	tcase_add_test(tc, test_pysym_drop_many);
+	if (any) {
+		tcase_add_test(tc, test_pysym_lines);
+		tcase_add_test(tc, test_pysym_live);
+	} else {
+		fprintf(stderr, "no CPython 3.10-3.13: the fixture test alone\n");
+	}
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

@@ -1681,6 +1681,48 @@ START_TEST(test_stage_pc_cache_grows)
 }
 END_TEST
 
+/* A new binary's definition changes no answer the pc cache holds: the
+ * frames of known binaries (and the kernel's) stay cached across it. A
+ * changed definition of an id the cache answered for empties it. */
+START_TEST(test_stage_pc_cache_new_module)
+{
+	struct fx_fn a = fx_fn("cpa_fx_alpha", "cpa_fx_alpha");
+	uint64_t kpc[2] = {0xffffffff81000101ull, 0xffffffff81000201ull};
+	struct cpa_uframe u[1] = {uf(3, a.off, CPA_UF_LEAF)};
+	struct harness *h = h_new(0, NULL);
+	uint64_t misses;
+	uint32_t stack;
+
+	h_module(h, 3, CPA_MOD_FILE, FX_SO);
+	h_frames(h, kpc, 2, u, 1, CPA_STOP_END, 0);
+	h_batch(h);
+	stack = h->last_sample.stack_id;
+	misses = symd__pcc_misses(h->s);
+	ck_assert_uint_eq(misses, 3);
+	/* the storm's next programs: new ids, new binaries */
+	for (uint32_t id = 4; id < 40; id++) {
+		h_module(h, id, CPA_MOD_FILE, FX_SO);
+		h_frames(h, kpc, 2, u, 1, CPA_STOP_END, 0);
+		h_batch(h);
+		ck_assert_uint_eq(h->last_sample.stack_id, stack);
+	}
+	ck_assert_uint_eq(symd__pcc_misses(h->s), misses);
+	/* the same definition again: nothing changed */
+	h_module(h, 3, CPA_MOD_FILE, FX_SO);
+	h_frames(h, kpc, 2, u, 1, CPA_STOP_END, 0);
+	h_batch(h);
+	ck_assert_uint_eq(symd__pcc_misses(h->s), misses);
+	/* id 3 is another file now: asked again, and named by it */
+	h_module(h, 3, CPA_MOD_FILE, "/nonexistent/libgone.so");
+	h_frames(h, kpc, 2, u, 1, CPA_STOP_END, 0);
+	h_batch(h);
+	ck_assert_uint_eq(symd__pcc_misses(h->s), misses + 3);
+	ck_assert_uint_ne(h->last_sample.stack_id, stack);
+	ck_assert_ptr_nonnull(strstr(h_stack_str(h, h->last_sample.stack_id), "libgone.so"));
+	h_free(h);
+}
+END_TEST
+
 START_TEST(test_stage_flags)
 {
 	struct fx_fn a = fx_fn("cpa_fx_alpha", "cpa_fx_alpha");
@@ -2508,8 +2550,9 @@ static Suite *symd_suite(void)
 		   test_perf_map_overlap_time, test_env_pick, test_names);
 
 	tc = TEST_TCASE(s, "stage", test_stage_symbolize, test_stage_flags,
-			test_stage_kallsyms_reload, test_stage_pc_cache_grows, test_stage_jit,
-			test_stage_jit_caps, test_stage_restart_and_corrupt, test_stage_output_full,
+			test_stage_kallsyms_reload, test_stage_pc_cache_grows,
+			test_stage_pc_cache_new_module, test_stage_jit, test_stage_jit_caps,
+			test_stage_restart_and_corrupt, test_stage_output_full,
 			test_stage_intern_budget, test_stage_rate_limit,
 			test_stage_pending_loss_survives_kill, test_stage_unwindd_replay,
 			test_debuginfod_fetch, test_exec_drain_and_term);
