@@ -1088,9 +1088,42 @@ static __always_inline void py_exec(struct task_struct *p, struct linux_binprm *
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(cpa_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	if (!target_tgid || p->tgid == target_tgid)
+	__u32 tgid = p->tgid, slot = tgid % CPA_BPF_PY_SLOTS, *t;
+
+	/* The old image's entry (a forked Python's child running another
+	 * program) goes now; py_exec() enters the new one if it is Python. */
+	if (py_process(tgid) && bpf_map_delete_elem(&py_procs, &tgid) == 0) {
+		t = bpf_map_lookup_elem(&py_slots, &slot);
+		if (t && *t == tgid)
+			*t = 0;
+	}
+	if (!target_tgid || tgid == target_tgid)
 		py_exec(p, bprm);
 	return emit_task(p, CPA_BPF_TASK_EXEC);
+}
+
+/*
+ * A process forked by a Python (multiprocessing, a prefork server's workers)
+ * runs its parent's interpreter at the same addresses: its entry now, so its
+ * first samples have their Python frames, rather than after capture's next
+ * poll, up to a second later (capture copies it too, from the FORK event).
+ * A thread (clone in the same process) needs nothing: py_procs is per tgid.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(cpa_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, tgid = child->tgid, slot = tgid % CPA_BPF_PY_SLOTS;
+	struct cpa_bpf_py_proc *pp, e;
+
+	if (tgid == ptgid || !py_process(ptgid))
+		return 0;
+	pp = bpf_map_lookup_elem(&py_procs, &ptgid);
+	if (!pp)
+		return 0;
+	e = *pp;
+	if (bpf_map_update_elem(&py_procs, &tgid, &e, BPF_ANY) == 0)
+		bpf_map_update_elem(&py_slots, &slot, &tgid, BPF_ANY);
+	return 0;
 }
 
 /*

@@ -429,8 +429,8 @@ int cap_bpf__attach(struct cap_bpf *b, const unsigned int *cpus, unsigned int n,
 	 * sample of the new image and the tracepoint going live. */
 	r = profile_bpf__attach(b->skel);
 	if (r < 0)
-		return bpf_fail(r, b->offcpu ? "attach exec/exit/sched_switch tracepoints"
-					     : "attach exec/exit tracepoints");
+		return bpf_fail(r, b->offcpu ? "attach exec/exit/fork/sched_switch tracepoints"
+					     : "attach exec/exit/fork tracepoints");
 
 	for (unsigned int i = 0; i < n; i++) {
 		struct bpf_link *link;
