@@ -16,6 +16,11 @@
  * - exact (--sched_metrics=full): three tp_btf programs on the scheduler's
  *   hottest tracepoints; each does one task-storage lookup per task it touches,
  *   one hash lookup per process and a handful of atomic adds, per event.
+ * - sampled (--sched_metrics=sampled[:N]): three more tp_btf programs on the
+ *   same tracepoints that measure one in N run-queue waits and one in N slices
+ *   (per CPU, a countdown with a random restart) and add each as N of them.
+ *   The other events cost a per-CPU array slot, one or two loads of the
+ *   pending table and a compare: no task storage, no hash, no clock.
  */
 #include "vmlinux.h"
 
@@ -364,5 +369,209 @@ SEC("tp_btf/sched_process_free")
 int BPF_PROG(cpa_sched_free, struct task_struct *p)
 {
 	account(p, true);
+	return 0;
+}
+
+/* ------------------------------------------------------------- sampled */
+
+/* 1 in sched_sample_n ready events and slices is measured, each added as
+ * sched_sample_n of them; capture sets it before the load (--sched_metrics=
+ * sampled:N). */
+const volatile __u32 sched_sample_n = 16;
+
+/* Per CPU: the countdowns and the slice measured on this CPU. A slice begins
+ * and ends on the CPU it runs on, so the running thread's mark lives here. */
+struct sched_scpu {
+	__u32 ready_left; /* ready events (wakeups, preemptions) until the next sampled one */
+	__u32 slice_left; /* switches in until the next sampled slice */
+	__u32 slice_pid;  /* the thread whose slice this CPU measures; 0 = none */
+	__u32 _pad;
+	__u64 slice_on_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sched_scpu);
+} sched_sstate SEC(".maps");
+
+/* As sched_procs and sched_cpus, written by the sampled programs only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CPA_SCHED_PROCS);
+	__type(key, __u32);
+	__type(value, struct cpa_sched_val);
+} sched_sprocs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CPA_SCHED_CPUS);
+	__type(key, __u32);
+	__type(value, struct cpa_sched_val);
+} sched_scpus SEC(".maps");
+
+/*
+ * The threads a sampled ready event marked, waiting for a CPU (which may be
+ * another CPU than the waker's): slot pid % CPA_SCHED_PEND holds
+ * pid << PEND_SHIFT | the ready time's low PEND_SHIFT bits (one 64-bit word:
+ * a reader never sees half of another thread's mark). The thread's switch in
+ * takes the mark; its switch out drops a mark of its own it left unused. Two
+ * marked threads in one slot: the later wins, the earlier wait is not counted.
+ */
+#define PEND_SHIFT 42 /* 2^42 ns = 73 min; pids are below 2^22 */
+#define PEND_TMASK ((1ull << PEND_SHIFT) - 1)
+__u64 sched_pend[CPA_SCHED_PEND];
+
+static __always_inline __u64 *pend_slot(__u32 pid)
+{
+	return &sched_pend[pid & (CPA_SCHED_PEND - 1)];
+}
+
+static __always_inline struct sched_scpu *scpu(void)
+{
+	__u32 k = 0;
+
+	return bpf_map_lookup_elem(&sched_sstate, &k);
+}
+
+/* Is this the sampled event? Gaps are uniform in [1, 2N - 1] (mean N): a
+ * fixed stride would see the same thread each time in a periodic pattern
+ * (a ping-pong alternates two threads on a CPU). */
+static __always_inline bool sample_tick(__u32 *left)
+{
+	__u32 n = sched_sample_n;
+
+	if (*left > 1) {
+		*left -= 1;
+		return false;
+	}
+	*left = n > 1 ? 1 + bpf_get_prandom_u32() % (2 * n - 1) : 1;
+	return true;
+}
+
+static __always_inline void sready(struct task_struct *p)
+{
+	struct sched_scpu *c = scpu();
+	__u32 pid = p->pid;
+	__u64 *slot;
+
+	if (!c || !pid || !sample_tick(&c->ready_left))
+		return;
+	slot = pend_slot(pid);
+	if (*slot >> PEND_SHIFT == pid)
+		return; /* woken again before it ran: the wait began at the first */
+	*slot = (__u64)pid << PEND_SHIFT | (bpf_ktime_get_ns() & PEND_TMASK);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(cpa_sched_swakeup, struct task_struct *p)
+{
+	sready(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(cpa_sched_swakeup_new, struct task_struct *p)
+{
+	sready(p);
+	return 0;
+}
+
+static __always_inline void sslice(struct task_struct *prev, bool preempt, unsigned int prev_state,
+				   __u64 slice)
+{
+	__u64 w = sched_sample_n;
+	struct cpa_sched_val *pv, *cv;
+	__u32 why, b = cpa_sched_bucket(slice), cpu;
+
+	if (preempt || prev_state == 0)
+		why = CPA_SCHED_PREEMPT;
+	else
+		why = (prev_state & TASK_UNINTERRUPTIBLE) || BPF_CORE_READ_BITFIELD(prev, in_iowait)
+			      ? CPA_SCHED_IOWAIT
+			      : CPA_SCHED_SLEEP;
+	pv = proc_val(&sched_sprocs, prev);
+	if (pv) {
+		__sync_fetch_and_add(&pv->oncpu_ns, slice * w);
+		__sync_fetch_and_add(&pv->slices, w);
+		__sync_fetch_and_add(&pv->switches[why], w);
+		__sync_fetch_and_add(&pv->slice_hist[b], w);
+	}
+	cpu = bpf_get_smp_processor_id();
+	cv = bpf_map_lookup_elem(&sched_scpus, &cpu);
+	if (cv) {
+		cv->oncpu_ns += slice * w;
+		cv->slices += w;
+		cv->switches[why] += w;
+		cv->slice_hist[b] += w;
+	}
+}
+
+static __always_inline void swait(struct task_struct *next, __u64 lat)
+{
+	__u64 w = sched_sample_n;
+	struct cpa_sched_val *pv, *cv;
+	__u32 b = cpa_sched_bucket(lat), cpu;
+
+	pv = proc_val(&sched_sprocs, next);
+	if (pv) {
+		__sync_fetch_and_add(&pv->runq_ns, lat * w);
+		__sync_fetch_and_add(&pv->runq_n, w);
+		__sync_fetch_and_add(&pv->runq_hist[b], w);
+	}
+	cpu = bpf_get_smp_processor_id();
+	cv = bpf_map_lookup_elem(&sched_scpus, &cpu);
+	if (cv) {
+		cv->runq_ns += lat * w;
+		cv->runq_n += w;
+		cv->runq_hist[b] += w;
+	}
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(cpa_sched_sswitch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	struct sched_scpu *c = scpu();
+	__u32 ppid = prev->pid, npid = next->pid;
+	__u64 now = 0, *slot, v, lat;
+
+	if (!c)
+		return 0;
+	if (ppid) {
+		if (c->slice_pid == ppid) {
+			now = bpf_ktime_get_ns();
+			c->slice_pid = 0;
+			sslice(prev, preempt, prev_state, now - c->slice_on_ns);
+		}
+		slot = pend_slot(ppid);
+		/* preempted: runnable again from now, a ready event as a wakeup */
+		if ((preempt || prev_state == 0) && sample_tick(&c->ready_left)) {
+			if (!now)
+				now = bpf_ktime_get_ns();
+			*slot = (__u64)ppid << PEND_SHIFT | (now & PEND_TMASK);
+		} else if (*slot >> PEND_SHIFT == ppid) {
+			*slot = 0; /* a wakeup while it ran: its wait begins later */
+		}
+	}
+	if (!npid)
+		return 0;
+	slot = pend_slot(npid);
+	v = *slot;
+	if (v >> PEND_SHIFT == npid) {
+		*slot = 0;
+		if (!now)
+			now = bpf_ktime_get_ns();
+		lat = (now - v) & PEND_TMASK;
+		if (lat < (1ull << (PEND_SHIFT - 1))) /* else a mark made just after now */
+			swait(next, lat);
+	}
+	if (sample_tick(&c->slice_left)) {
+		if (!now)
+			now = bpf_ktime_get_ns();
+		c->slice_pid = npid;
+		c->slice_on_ns = now;
+	}
 	return 0;
 }
