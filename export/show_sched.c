@@ -352,7 +352,7 @@ static void print_summary(struct sched_ctx *c, const char *a, const char *b)
 		printf("Processes not tracked (map full): %llu\n", (unsigned long long)c->dropped);
 	if (c->counter_secs)
 		printf("Source: the kernel's task counters in %llu of %llu seconds (no histograms: "
-		       "'-'; SLEEP holds IOWAIT; --sched_metrics=full has them)\n",
+		       "'-'; SLEEP holds IOWAIT; --sched_metrics=full or sampled has them)\n",
 		       (unsigned long long)c->counter_secs,
 		       (unsigned long long)(c->counter_secs + c->exact_secs + c->sampled_secs));
 	if (c->sampled_secs)
