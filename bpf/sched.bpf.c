@@ -105,13 +105,6 @@ static __always_inline struct cpa_sched_val *proc_val(void *map, struct task_str
 	return bpf_map_lookup_elem(map, &tgid);
 }
 
-static __always_inline struct cpa_sched_val *cpu_val(void)
-{
-	__u32 cpu = bpf_get_smp_processor_id();
-
-	return bpf_map_lookup_elem(&sched_cpus, &cpu);
-}
-
 static __always_inline struct sched_task *task_get(struct task_struct *t)
 {
 	struct sched_task *s =
@@ -133,69 +126,109 @@ static __always_inline void ready(struct task_struct *t)
 		s->ready_ns = bpf_ktime_get_ns();
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(cpa_sched_wakeup, struct task_struct *p)
+/* A way's two wakeup programs, name and name_new, each calling fn(p). */
+#define WAKEUP_PROGS(name, fn)                          \
+	SEC("tp_btf/sched_wakeup")                      \
+	int BPF_PROG(name, struct task_struct *p)       \
+	{                                               \
+		fn(p);                                  \
+		return 0;                               \
+	}                                               \
+	SEC("tp_btf/sched_wakeup_new")                  \
+	int BPF_PROG(name##_new, struct task_struct *p) \
+	{                                               \
+		fn(p);                                  \
+		return 0;                               \
+	}
+
+WAKEUP_PROGS(cpa_sched_wakeup, ready)
+
+/* Why prev leaves the CPU (enum cpa_sched_reason). */
+static __always_inline __u32 leave_reason(struct task_struct *prev, bool preempt,
+					  unsigned int prev_state)
 {
-	ready(p);
-	return 0;
+	if (preempt || prev_state == 0)
+		return CPA_SCHED_PREEMPT;
+	return (prev_state & TASK_UNINTERRUPTIBLE) || BPF_CORE_READ_BITFIELD(prev, in_iowait)
+		       ? CPA_SCHED_IOWAIT
+		       : CPA_SCHED_SLEEP;
 }
 
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(cpa_sched_wakeup_new, struct task_struct *p)
+#define WAIT CPA_SCHED_REASON_MAX /* add()'s what: a run-queue wait, not a slice */
+
+struct fields {
+	__u64 *sum, *n, *why; /* why: NULL for a wait */
+	__u32 *hist;
+};
+
+static __always_inline void fields_of(struct cpa_sched_val *v, __u32 what, __u32 b,
+				      struct fields *f)
 {
-	ready(p);
-	return 0;
+	if (what == WAIT) {
+		f->sum = &v->runq_ns;
+		f->n = &v->runq_n;
+		f->why = NULL;
+		f->hist = &v->runq_hist[b];
+	} else {
+		f->sum = &v->oncpu_ns;
+		f->n = &v->slices;
+		f->why = &v->switches[what];
+		f->hist = &v->slice_hist[b];
+	}
+}
+
+/* What ended for t: a slice (what = why it left) or a run-queue wait (what =
+ * WAIT) of ns, counted w times, into its process in pmap and this CPU's slot
+ * of cmap. */
+static __always_inline void add(void *pmap, void *cmap, struct task_struct *t, __u32 what, __u64 ns,
+				__u64 w)
+{
+	__u32 b = cpa_sched_bucket(ns), cpu = bpf_get_smp_processor_id();
+	struct cpa_sched_val *v = proc_val(pmap, t);
+	struct fields f;
+
+	if (v) {
+		fields_of(v, what, b, &f);
+		__sync_fetch_and_add(f.sum, ns * w);
+		__sync_fetch_and_add(f.n, w);
+		__sync_fetch_and_add(f.hist, w);
+		if (f.why)
+			__sync_fetch_and_add(f.why, w);
+	}
+	v = bpf_map_lookup_elem(cmap, &cpu);
+	if (v) { /* only this CPU writes its slot */
+		fields_of(v, what, b, &f);
+		*f.sum += ns * w;
+		*f.n += w;
+		*f.hist += w;
+		if (f.why)
+			*f.why += w;
+	}
 }
 
 static __always_inline void slice_end(struct task_struct *prev, bool preempt,
 				      unsigned int prev_state, __u64 now)
 {
-	struct cpa_sched_val *pv, *cv;
 	struct sched_task *s;
-	__u64 slice;
-	__u32 why, b;
+	__u32 why;
 
 	if (!prev->pid)
 		return;
 	s = task_get(prev);
 	if (!s)
 		return;
-	if (preempt || prev_state == 0) {
-		why = CPA_SCHED_PREEMPT;
-		s->ready_ns = now; /* back on the run queue right away */
-	} else {
-		why = (prev_state & TASK_UNINTERRUPTIBLE) || BPF_CORE_READ_BITFIELD(prev, in_iowait)
-			      ? CPA_SCHED_IOWAIT
-			      : CPA_SCHED_SLEEP;
-		s->ready_ns = 0; /* the wakeup sets it */
-	}
+	why = leave_reason(prev, preempt, prev_state);
+	/* preempted: back on the run queue right away; else the wakeup sets it */
+	s->ready_ns = why == CPA_SCHED_PREEMPT ? now : 0;
 	if (!s->on_ns)
 		return; /* went on CPU before we were loaded */
-	slice = now - s->on_ns;
+	add(&sched_procs, &sched_cpus, prev, why, now - s->on_ns, 1);
 	s->on_ns = 0;
-	b = cpa_sched_bucket(slice);
-	pv = proc_val(&sched_procs, prev);
-	if (pv) {
-		__sync_fetch_and_add(&pv->oncpu_ns, slice);
-		__sync_fetch_and_add(&pv->slices, 1);
-		__sync_fetch_and_add(&pv->switches[why], 1);
-		__sync_fetch_and_add(&pv->slice_hist[b], 1);
-	}
-	cv = cpu_val();
-	if (cv) {
-		cv->oncpu_ns += slice;
-		cv->slices += 1;
-		cv->switches[why] += 1;
-		cv->slice_hist[b] += 1;
-	}
 }
 
 static __always_inline void slice_start(struct task_struct *next, __u64 now)
 {
-	struct cpa_sched_val *pv, *cv;
 	struct sched_task *s;
-	__u64 lat;
-	__u32 b;
 
 	if (!next->pid)
 		return;
@@ -203,25 +236,9 @@ static __always_inline void slice_start(struct task_struct *next, __u64 now)
 	if (!s)
 		return;
 	s->on_ns = now;
-	if (!s->ready_ns || s->ready_ns > now) {
-		s->ready_ns = 0;
-		return;
-	}
-	lat = now - s->ready_ns;
+	if (s->ready_ns && s->ready_ns <= now)
+		add(&sched_procs, &sched_cpus, next, WAIT, now - s->ready_ns, 1);
 	s->ready_ns = 0;
-	b = cpa_sched_bucket(lat);
-	pv = proc_val(&sched_procs, next);
-	if (pv) {
-		__sync_fetch_and_add(&pv->runq_ns, lat);
-		__sync_fetch_and_add(&pv->runq_n, 1);
-		__sync_fetch_and_add(&pv->runq_hist[b], 1);
-	}
-	cv = cpu_val();
-	if (cv) {
-		cv->runq_ns += lat;
-		cv->runq_n += 1;
-		cv->runq_hist[b] += 1;
-	}
 }
 
 SEC("tp_btf/sched_switch")
@@ -464,70 +481,7 @@ static __always_inline void sready(struct task_struct *p)
 	*slot = (__u64)pid << PEND_SHIFT | (bpf_ktime_get_ns() & PEND_TMASK);
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(cpa_sched_swakeup, struct task_struct *p)
-{
-	sready(p);
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(cpa_sched_swakeup_new, struct task_struct *p)
-{
-	sready(p);
-	return 0;
-}
-
-static __always_inline void sslice(struct task_struct *prev, bool preempt, unsigned int prev_state,
-				   __u64 slice)
-{
-	__u64 w = sched_sample_n;
-	struct cpa_sched_val *pv, *cv;
-	__u32 why, b = cpa_sched_bucket(slice), cpu;
-
-	if (preempt || prev_state == 0)
-		why = CPA_SCHED_PREEMPT;
-	else
-		why = (prev_state & TASK_UNINTERRUPTIBLE) || BPF_CORE_READ_BITFIELD(prev, in_iowait)
-			      ? CPA_SCHED_IOWAIT
-			      : CPA_SCHED_SLEEP;
-	pv = proc_val(&sched_sprocs, prev);
-	if (pv) {
-		__sync_fetch_and_add(&pv->oncpu_ns, slice * w);
-		__sync_fetch_and_add(&pv->slices, w);
-		__sync_fetch_and_add(&pv->switches[why], w);
-		__sync_fetch_and_add(&pv->slice_hist[b], w);
-	}
-	cpu = bpf_get_smp_processor_id();
-	cv = bpf_map_lookup_elem(&sched_scpus, &cpu);
-	if (cv) {
-		cv->oncpu_ns += slice * w;
-		cv->slices += w;
-		cv->switches[why] += w;
-		cv->slice_hist[b] += w;
-	}
-}
-
-static __always_inline void swait(struct task_struct *next, __u64 lat)
-{
-	__u64 w = sched_sample_n;
-	struct cpa_sched_val *pv, *cv;
-	__u32 b = cpa_sched_bucket(lat), cpu;
-
-	pv = proc_val(&sched_sprocs, next);
-	if (pv) {
-		__sync_fetch_and_add(&pv->runq_ns, lat * w);
-		__sync_fetch_and_add(&pv->runq_n, w);
-		__sync_fetch_and_add(&pv->runq_hist[b], w);
-	}
-	cpu = bpf_get_smp_processor_id();
-	cv = bpf_map_lookup_elem(&sched_scpus, &cpu);
-	if (cv) {
-		cv->runq_ns += lat * w;
-		cv->runq_n += w;
-		cv->runq_hist[b] += w;
-	}
-}
+WAKEUP_PROGS(cpa_sched_swakeup, sready)
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(cpa_sched_sswitch, bool preempt, struct task_struct *prev, struct task_struct *next,
@@ -543,7 +497,9 @@ int BPF_PROG(cpa_sched_sswitch, bool preempt, struct task_struct *prev, struct t
 		if (c->slice_pid == ppid) {
 			now = bpf_ktime_get_ns();
 			c->slice_pid = 0;
-			sslice(prev, preempt, prev_state, now - c->slice_on_ns);
+			add(&sched_sprocs, &sched_scpus, prev,
+			    leave_reason(prev, preempt, prev_state), now - c->slice_on_ns,
+			    sched_sample_n);
 		}
 		slot = pend_slot(ppid);
 		/* preempted: runnable again from now, a ready event as a wakeup */
@@ -565,7 +521,7 @@ int BPF_PROG(cpa_sched_sswitch, bool preempt, struct task_struct *prev, struct t
 			now = bpf_ktime_get_ns();
 		lat = (now - v) & PEND_TMASK;
 		if (lat < (1ull << (PEND_SHIFT - 1))) /* else a mark made just after now */
-			swait(next, lat);
+			add(&sched_sprocs, &sched_scpus, next, WAIT, lat, sched_sample_n);
 	}
 	if (sample_tick(&c->slice_left)) {
 		if (!now)

@@ -236,33 +236,48 @@ START_TEST(test_metrics_runq)
 }
 END_TEST
 
+/* The runq workload under `cpa monitor mode`, then what every way must show:
+ * `cpa ctl cost` lists program has (a "\nNAME " line) and neither of
+ * not_a, not_b; `cpa show --sched` has the Source line source and the rows of
+ * the two wakers and the hogs (r[0..2]). Returns the show output. */
+static char *runq_check(const char *mode, const char *has, const char *not_a, const char *not_b,
+			const char *source, struct row r[3])
+{
+	char *out, *cost;
+
+	out = runq_run(mode, &cost);
+	fprintf(stderr, "ctl cost:\n%s\n", cost);
+	ck_assert_msg(strstr(cost, has), "no '%s' in:\n%s", has, cost);
+	ck_assert_msg(!strstr(cost, not_a) && !strstr(cost, not_b),
+		      "another way's program ran:\n%s", cost);
+	free(cost);
+	ck_assert_msg(strstr(out, source), "no source line '%s'", source);
+	r[0] = find_row(out, WAKE_U);
+	r[1] = find_row(out, WAKE_C);
+	r[2] = find_row(out, BURN);
+	ck_assert_msg(r[0].found && r[1].found && r[2].found, "a row is missing");
+	return out;
+}
+
 /* The default: no program per switch or wakeup, and still per process the
  * run-queue delay, the waits and the switches, from the task counters. */
 START_TEST(test_metrics_counters)
 {
-	struct row u, c, h;
-	char *out, *cost;
+	struct row r[3], *u = &r[0], *c = &r[1], *h = &r[2];
+	char *out;
 
 	test_need_root_bpf(bin, sizeof(bin));
-	out = runq_run("--sched_metrics", &cost);
-	fprintf(stderr, "ctl cost:\n%s\n", cost);
-	ck_assert_msg(strstr(cost, "\nBPF program"), "no BPF table in:\n%s", cost);
-	ck_assert_msg(!strstr(cost, "cpa_sched_switch") && !strstr(cost, "cpa_sched_wakeup"),
-		      "a per-switch program ran:\n%s", cost);
-	free(cost);
-	ck_assert_msg(strstr(out, "Source: the kernel's task counters"), "no source line");
-	u = find_row(out, WAKE_U);
-	c = find_row(out, WAKE_C);
-	h = find_row(out, BURN);
-	ck_assert_msg(u.found && c.found && h.found, "a row is missing");
-	ck_assert_msg(u.waits > 300 && c.waits > 300, "waits %llu/%llu", u.waits, c.waits);
-	ck_assert_msg(u.slices > 300 && c.slices > 300, "switches %llu/%llu", u.slices, c.slices);
-	ck_assert_msg(c.avg > 3 * u.avg, "contended mean %.1f us vs uncontended %.1f us", c.avg,
-		      u.avg);
+	out = runq_check("--sched_metrics", "\nBPF program", "cpa_sched_switch", "cpa_sched_wakeup",
+			 "Source: the kernel's task counters", r);
+	ck_assert_msg(u->waits > 300 && c->waits > 300, "waits %llu/%llu", u->waits, c->waits);
+	ck_assert_msg(u->slices > 300 && c->slices > 300, "switches %llu/%llu", u->slices,
+		      c->slices);
+	ck_assert_msg(c->avg > 3 * u->avg, "contended mean %.1f us vs uncontended %.1f us", c->avg,
+		      u->avg);
 	/* each hog shares the test CPU with the other and the waker for ~3 s */
-	ck_assert_msg(h.oncpu_ms > 300, "hogs: %.1f ms on CPU", h.oncpu_ms);
-	ck_assert_msg(h.preempt > 90.0, "hogs: %.1f%% of switches preempted", h.preempt);
-	ck_assert_msg(c.sleep > 50.0, "waker: %.1f%% voluntary", c.sleep);
+	ck_assert_msg(h->oncpu_ms > 300, "hogs: %.1f ms on CPU", h->oncpu_ms);
+	ck_assert_msg(h->preempt > 90.0, "hogs: %.1f%% of switches preempted", h->preempt);
+	ck_assert_msg(c->sleep > 50.0, "waker: %.1f%% voluntary", c->sleep);
 	free(out);
 }
 END_TEST
@@ -273,31 +288,22 @@ END_TEST
  * program and no task iterator runs. */
 START_TEST(test_metrics_sampled)
 {
-	struct row u, c, h;
-	char *out, *cost;
+	struct row r[3], *u = &r[0], *c = &r[1], *h = &r[2];
+	char *out;
 
 	test_need_root_bpf(bin, sizeof(bin));
-	out = runq_run("--sched_metrics=sampled", &cost);
-	fprintf(stderr, "ctl cost:\n%s\n", cost);
-	ck_assert_msg(strstr(cost, "\ncpa_sched_sswitch "), "no cpa_sched_sswitch in:\n%s", cost);
-	ck_assert_msg(!strstr(cost, "cpa_sched_switch") && !strstr(cost, "cpa_sched_iter"),
-		      "another way's program ran:\n%s", cost);
-	free(cost);
-	ck_assert_msg(strstr(out, "Source: 1 in N wakeups and switches"), "no source line");
-	u = find_row(out, WAKE_U);
-	c = find_row(out, WAKE_C);
-	h = find_row(out, BURN);
-	ck_assert_msg(u.found && c.found && h.found, "a row is missing");
-	ck_assert_msg(u.hist && c.hist && h.hist, "no histogram columns (P99 '-')");
-	ck_assert_msg(u.p99 > 0 && c.p99 > 0, "P99 %.1f / %.1f us", u.p99, c.p99);
+	out = runq_check("--sched_metrics=sampled", "\ncpa_sched_sswitch ", "cpa_sched_switch",
+			 "cpa_sched_iter", "Source: 1 in N wakeups and switches", r);
+	ck_assert_msg(u->hist && c->hist && h->hist, "no histogram columns (P99 '-')");
+	ck_assert_msg(u->p99 > 0 && c->p99 > 0, "P99 %.1f / %.1f us", u->p99, c->p99);
 	/* ~2500 wakeups per phase, estimated from ~160 samples */
-	ck_assert_msg(u.waits > 300 && c.waits > 300, "waits %llu/%llu", u.waits, c.waits);
+	ck_assert_msg(u->waits > 300 && c->waits > 300, "waits %llu/%llu", u->waits, c->waits);
 	/* the waits behind the hogs show in the tail (the machine's other load
 	 * reaches the uncontended waker too: no ratio asked) */
-	ck_assert_msg(c.p99 > u.p99, "contended P99 %.1f us not above the uncontended %.1f us",
-		      c.p99, u.p99);
-	ck_assert_msg(h.preempt > 90.0, "hogs: %.1f%% of switches preempted", h.preempt);
-	ck_assert_msg(c.sleep > 50.0, "waker: %.1f%% voluntary", c.sleep);
+	ck_assert_msg(c->p99 > u->p99, "contended P99 %.1f us not above the uncontended %.1f us",
+		      c->p99, u->p99);
+	ck_assert_msg(h->preempt > 90.0, "hogs: %.1f%% of switches preempted", h->preempt);
+	ck_assert_msg(c->sleep > 50.0, "waker: %.1f%% voluntary", c->sleep);
 	free(out);
 }
 END_TEST
