@@ -1407,7 +1407,7 @@ static int modes_reps(const struct config *c, const char *list, bool sched,
 				break;
 			}
 			if (sched)
-				bench_say("  rep %u %-6s BPF %.2f %%, cpa processes %.2f %% of a "
+				bench_say("  rep %u %-10s BPF %.2f %%, cpa processes %.2f %% of a "
 					  "CPU, store %.0f B/s",
 					  i + 1, names[m], 100 * r->s[M_BPF_CORES],
 					  100 * r->p[P_TOTAL][PM_CORES], r->s[M_STORE_BYTES_PER_S]);
@@ -1448,7 +1448,7 @@ static int mode_modes(const struct config *c, bool sched)
 	if (sched) {
 		printf("\n=== --sched_metrics, %u Hz, stack %u, %s, %u reps (medians) ===\n",
 		       c->freq, c->stack, where, n);
-		printf("  %-6s %9s %9s %9s %11s %10s %9s  %s\n", "mode", "BPF %CPU", "cpa procs",
+		printf("  %-10s %9s %9s %9s %11s %10s %9s  %s\n", "mode", "BPF %CPU", "cpa procs",
 		       "all cpa", "store B/s", "wl ns/unit", "samples/s", "all cpa % per rep");
 	} else {
 		printf("\n=== BPF record modes, %u Hz, stack %u, %s, %u reps (medians; reps in run "
@@ -1469,7 +1469,7 @@ static int mode_modes(const struct config *c, bool sched)
 				sched ? 100 * (rr[i].s[M_BPF_CORES] + rr[i].p[P_TOTAL][PM_CORES])
 				      : rr[i].s[M_BPF_US]);
 		if (sched)
-			printf("  %-6s %9.2f %9.2f %9.2f %11.0f %10.1f %9.1f  %s\n", names[m],
+			printf("  %-10s %9.2f %9.2f %9.2f %11.0f %10.1f %9.1f  %s\n", names[m],
 			       100 * med.s[M_BPF_CORES], 100 * med.p[P_TOTAL][PM_CORES],
 			       100 * (med.s[M_BPF_CORES] + med.p[P_TOTAL][PM_CORES]),
 			       med.s[M_STORE_BYTES_PER_S], med.s[M_WL_NS_PER_WORK],
@@ -1676,7 +1676,8 @@ static void usage(FILE *f)
 		"  --rec_modes LIST     instead of A/B: cpa once per BPF record mode in each rep\n"
 		"                       (fixed,dynptr,scratch: CPA_BPF_REC_MODE), side by side\n"
 		"  --sched_modes LIST   instead of A/B: cpa once per --sched_metrics value in each\n"
-		"                       rep (e.g. 1,full,0): BPF, processes, store B/s side by side\n"
+		"                       rep (e.g. 1,sampled,full,0; sampled:N too): BPF, processes,\n"
+		"                       store B/s side by side\n"
 		"  --cpa PATH           cpa executable (default: next to this one)\n"
 		"  --workload PATH      built-in workload (default: cpa-workload-nofp next to this)\n"
 		"  --loops N            fixed work instead: cpa-workload-nofp --loops N (every thread;\n"

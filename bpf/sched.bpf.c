@@ -16,6 +16,11 @@
  * - exact (--sched_metrics=full): three tp_btf programs on the scheduler's
  *   hottest tracepoints; each does one task-storage lookup per task it touches,
  *   one hash lookup per process and a handful of atomic adds, per event.
+ * - sampled (--sched_metrics=sampled[:N]): three more tp_btf programs on the
+ *   same tracepoints that measure one in N run-queue waits and one in N slices
+ *   (per CPU, a countdown with a random restart) and add each as N of them.
+ *   The other events cost a per-CPU array slot, one or two loads of the
+ *   pending table and a compare: no task storage, no hash, no clock.
  */
 #include "vmlinux.h"
 
@@ -100,13 +105,6 @@ static __always_inline struct cpa_sched_val *proc_val(void *map, struct task_str
 	return bpf_map_lookup_elem(map, &tgid);
 }
 
-static __always_inline struct cpa_sched_val *cpu_val(void)
-{
-	__u32 cpu = bpf_get_smp_processor_id();
-
-	return bpf_map_lookup_elem(&sched_cpus, &cpu);
-}
-
 static __always_inline struct sched_task *task_get(struct task_struct *t)
 {
 	struct sched_task *s =
@@ -128,69 +126,109 @@ static __always_inline void ready(struct task_struct *t)
 		s->ready_ns = bpf_ktime_get_ns();
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(cpa_sched_wakeup, struct task_struct *p)
+/* A way's two wakeup programs, name and name_new, each calling fn(p). */
+#define WAKEUP_PROGS(name, fn)                          \
+	SEC("tp_btf/sched_wakeup")                      \
+	int BPF_PROG(name, struct task_struct *p)       \
+	{                                               \
+		fn(p);                                  \
+		return 0;                               \
+	}                                               \
+	SEC("tp_btf/sched_wakeup_new")                  \
+	int BPF_PROG(name##_new, struct task_struct *p) \
+	{                                               \
+		fn(p);                                  \
+		return 0;                               \
+	}
+
+WAKEUP_PROGS(cpa_sched_wakeup, ready)
+
+/* Why prev leaves the CPU (enum cpa_sched_reason). */
+static __always_inline __u32 leave_reason(struct task_struct *prev, bool preempt,
+					  unsigned int prev_state)
 {
-	ready(p);
-	return 0;
+	if (preempt || prev_state == 0)
+		return CPA_SCHED_PREEMPT;
+	return (prev_state & TASK_UNINTERRUPTIBLE) || BPF_CORE_READ_BITFIELD(prev, in_iowait)
+		       ? CPA_SCHED_IOWAIT
+		       : CPA_SCHED_SLEEP;
 }
 
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(cpa_sched_wakeup_new, struct task_struct *p)
+#define WAIT CPA_SCHED_REASON_MAX /* add()'s what: a run-queue wait, not a slice */
+
+struct fields {
+	__u64 *sum, *n, *why; /* why: NULL for a wait */
+	__u32 *hist;
+};
+
+static __always_inline void fields_of(struct cpa_sched_val *v, __u32 what, __u32 b,
+				      struct fields *f)
 {
-	ready(p);
-	return 0;
+	if (what == WAIT) {
+		f->sum = &v->runq_ns;
+		f->n = &v->runq_n;
+		f->why = NULL;
+		f->hist = &v->runq_hist[b];
+	} else {
+		f->sum = &v->oncpu_ns;
+		f->n = &v->slices;
+		f->why = &v->switches[what];
+		f->hist = &v->slice_hist[b];
+	}
+}
+
+/* What ended for t: a slice (what = why it left) or a run-queue wait (what =
+ * WAIT) of ns, counted w times, into its process in pmap and this CPU's slot
+ * of cmap. */
+static __always_inline void add(void *pmap, void *cmap, struct task_struct *t, __u32 what, __u64 ns,
+				__u64 w)
+{
+	__u32 b = cpa_sched_bucket(ns), cpu = bpf_get_smp_processor_id();
+	struct cpa_sched_val *v = proc_val(pmap, t);
+	struct fields f;
+
+	if (v) {
+		fields_of(v, what, b, &f);
+		__sync_fetch_and_add(f.sum, ns * w);
+		__sync_fetch_and_add(f.n, w);
+		__sync_fetch_and_add(f.hist, w);
+		if (f.why)
+			__sync_fetch_and_add(f.why, w);
+	}
+	v = bpf_map_lookup_elem(cmap, &cpu);
+	if (v) { /* only this CPU writes its slot */
+		fields_of(v, what, b, &f);
+		*f.sum += ns * w;
+		*f.n += w;
+		*f.hist += w;
+		if (f.why)
+			*f.why += w;
+	}
 }
 
 static __always_inline void slice_end(struct task_struct *prev, bool preempt,
 				      unsigned int prev_state, __u64 now)
 {
-	struct cpa_sched_val *pv, *cv;
 	struct sched_task *s;
-	__u64 slice;
-	__u32 why, b;
+	__u32 why;
 
 	if (!prev->pid)
 		return;
 	s = task_get(prev);
 	if (!s)
 		return;
-	if (preempt || prev_state == 0) {
-		why = CPA_SCHED_PREEMPT;
-		s->ready_ns = now; /* back on the run queue right away */
-	} else {
-		why = (prev_state & TASK_UNINTERRUPTIBLE) || BPF_CORE_READ_BITFIELD(prev, in_iowait)
-			      ? CPA_SCHED_IOWAIT
-			      : CPA_SCHED_SLEEP;
-		s->ready_ns = 0; /* the wakeup sets it */
-	}
+	why = leave_reason(prev, preempt, prev_state);
+	/* preempted: back on the run queue right away; else the wakeup sets it */
+	s->ready_ns = why == CPA_SCHED_PREEMPT ? now : 0;
 	if (!s->on_ns)
 		return; /* went on CPU before we were loaded */
-	slice = now - s->on_ns;
+	add(&sched_procs, &sched_cpus, prev, why, now - s->on_ns, 1);
 	s->on_ns = 0;
-	b = cpa_sched_bucket(slice);
-	pv = proc_val(&sched_procs, prev);
-	if (pv) {
-		__sync_fetch_and_add(&pv->oncpu_ns, slice);
-		__sync_fetch_and_add(&pv->slices, 1);
-		__sync_fetch_and_add(&pv->switches[why], 1);
-		__sync_fetch_and_add(&pv->slice_hist[b], 1);
-	}
-	cv = cpu_val();
-	if (cv) {
-		cv->oncpu_ns += slice;
-		cv->slices += 1;
-		cv->switches[why] += 1;
-		cv->slice_hist[b] += 1;
-	}
 }
 
 static __always_inline void slice_start(struct task_struct *next, __u64 now)
 {
-	struct cpa_sched_val *pv, *cv;
 	struct sched_task *s;
-	__u64 lat;
-	__u32 b;
 
 	if (!next->pid)
 		return;
@@ -198,25 +236,9 @@ static __always_inline void slice_start(struct task_struct *next, __u64 now)
 	if (!s)
 		return;
 	s->on_ns = now;
-	if (!s->ready_ns || s->ready_ns > now) {
-		s->ready_ns = 0;
-		return;
-	}
-	lat = now - s->ready_ns;
+	if (s->ready_ns && s->ready_ns <= now)
+		add(&sched_procs, &sched_cpus, next, WAIT, now - s->ready_ns, 1);
 	s->ready_ns = 0;
-	b = cpa_sched_bucket(lat);
-	pv = proc_val(&sched_procs, next);
-	if (pv) {
-		__sync_fetch_and_add(&pv->runq_ns, lat);
-		__sync_fetch_and_add(&pv->runq_n, 1);
-		__sync_fetch_and_add(&pv->runq_hist[b], 1);
-	}
-	cv = cpu_val();
-	if (cv) {
-		cv->runq_ns += lat;
-		cv->runq_n += 1;
-		cv->runq_hist[b] += 1;
-	}
 }
 
 SEC("tp_btf/sched_switch")
@@ -364,5 +386,148 @@ SEC("tp_btf/sched_process_free")
 int BPF_PROG(cpa_sched_free, struct task_struct *p)
 {
 	account(p, true);
+	return 0;
+}
+
+/* ------------------------------------------------------------- sampled */
+
+/* 1 in sched_sample_n ready events and slices is measured, each added as
+ * sched_sample_n of them; capture sets it before the load (--sched_metrics=
+ * sampled:N). */
+const volatile __u32 sched_sample_n = 16;
+
+/* Per CPU: the countdowns and the slice measured on this CPU. A slice begins
+ * and ends on the CPU it runs on, so the running thread's mark lives here. */
+struct sched_scpu {
+	__u32 ready_left; /* ready events (wakeups, preemptions) until the next sampled one */
+	__u32 slice_left; /* switches in until the next sampled slice */
+	__u32 slice_pid;  /* the thread whose slice this CPU measures; 0 = none */
+	__u32 _pad;
+	__u64 slice_on_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sched_scpu);
+} sched_sstate SEC(".maps");
+
+/* As sched_procs and sched_cpus, written by the sampled programs only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CPA_SCHED_PROCS);
+	__type(key, __u32);
+	__type(value, struct cpa_sched_val);
+} sched_sprocs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CPA_SCHED_CPUS);
+	__type(key, __u32);
+	__type(value, struct cpa_sched_val);
+} sched_scpus SEC(".maps");
+
+/*
+ * The threads a sampled ready event marked, waiting for a CPU (which may be
+ * another CPU than the waker's): slot pid % CPA_SCHED_PEND holds
+ * pid << PEND_SHIFT | the ready time's low PEND_SHIFT bits (one 64-bit word:
+ * a reader never sees half of another thread's mark). The thread's switch in
+ * takes the mark; its switch out drops a mark of its own it left unused. Two
+ * marked threads in one slot: the later wins, the earlier wait is not counted.
+ */
+#define PEND_SHIFT 42 /* 2^42 ns = 73 min; pids are below 2^22 */
+#define PEND_TMASK ((1ull << PEND_SHIFT) - 1)
+__u64 sched_pend[CPA_SCHED_PEND];
+
+static __always_inline __u64 *pend_slot(__u32 pid)
+{
+	return &sched_pend[pid & (CPA_SCHED_PEND - 1)];
+}
+
+static __always_inline struct sched_scpu *scpu(void)
+{
+	__u32 k = 0;
+
+	return bpf_map_lookup_elem(&sched_sstate, &k);
+}
+
+/* Is this the sampled event? Gaps are uniform in [1, 2N - 1] (mean N): a
+ * fixed stride would see the same thread each time in a periodic pattern
+ * (a ping-pong alternates two threads on a CPU). */
+static __always_inline bool sample_tick(__u32 *left)
+{
+	__u32 n = sched_sample_n;
+
+	if (*left > 1) {
+		*left -= 1;
+		return false;
+	}
+	*left = n > 1 ? 1 + bpf_get_prandom_u32() % (2 * n - 1) : 1;
+	return true;
+}
+
+static __always_inline void sready(struct task_struct *p)
+{
+	struct sched_scpu *c = scpu();
+	__u32 pid = p->pid;
+	__u64 *slot;
+
+	if (!c || !pid || !sample_tick(&c->ready_left))
+		return;
+	slot = pend_slot(pid);
+	if (*slot >> PEND_SHIFT == pid)
+		return; /* woken again before it ran: the wait began at the first */
+	*slot = (__u64)pid << PEND_SHIFT | (bpf_ktime_get_ns() & PEND_TMASK);
+}
+
+WAKEUP_PROGS(cpa_sched_swakeup, sready)
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(cpa_sched_sswitch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	struct sched_scpu *c = scpu();
+	__u32 ppid = prev->pid, npid = next->pid;
+	__u64 now = 0, *slot, v, lat;
+
+	if (!c)
+		return 0;
+	if (ppid) {
+		if (c->slice_pid == ppid) {
+			now = bpf_ktime_get_ns();
+			c->slice_pid = 0;
+			add(&sched_sprocs, &sched_scpus, prev,
+			    leave_reason(prev, preempt, prev_state), now - c->slice_on_ns,
+			    sched_sample_n);
+		}
+		slot = pend_slot(ppid);
+		/* preempted: runnable again from now, a ready event as a wakeup */
+		if ((preempt || prev_state == 0) && sample_tick(&c->ready_left)) {
+			if (!now)
+				now = bpf_ktime_get_ns();
+			*slot = (__u64)ppid << PEND_SHIFT | (now & PEND_TMASK);
+		} else if (*slot >> PEND_SHIFT == ppid) {
+			*slot = 0; /* a wakeup while it ran: its wait begins later */
+		}
+	}
+	if (!npid)
+		return 0;
+	slot = pend_slot(npid);
+	v = *slot;
+	if (v >> PEND_SHIFT == npid) {
+		*slot = 0;
+		if (!now)
+			now = bpf_ktime_get_ns();
+		lat = (now - v) & PEND_TMASK;
+		if (lat < (1ull << (PEND_SHIFT - 1))) /* else a mark made just after now */
+			add(&sched_sprocs, &sched_scpus, next, WAIT, lat, sched_sample_n);
+	}
+	if (sample_tick(&c->slice_left)) {
+		if (!now)
+			now = bpf_ktime_get_ns();
+		c->slice_pid = npid;
+		c->slice_on_ns = now;
+	}
 	return 0;
 }

@@ -18,6 +18,8 @@
 #define CPA_SCHED_HIST	40
 #define CPA_SCHED_PROCS 8192 /* processes tracked per second; more are counted as dropped */
 #define CPA_SCHED_CPUS	512
+/* Slots of the sampled way's table of marked threads (a power of 2). */
+#define CPA_SCHED_PEND 4096
 
 /* Why a task left the CPU (sched_switch's prev). */
 enum cpa_sched_reason {

@@ -23,6 +23,7 @@
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "sched.skel.h"
+#include "shm/config.h"
 #include "shm/counters.h"
 #include "shm/records.h"
 
@@ -46,6 +47,7 @@ static const char *const proc_path[PROC_FILE_MAX] = {
 struct cap_sched {
 	struct sched_bpf *skel;
 	bool exact;		/* the per-event programs; else the task iterator */
+	unsigned int sample;	/* the sampled programs, 1 in sample events (not exact) */
 	uint64_t iter_start_ns; /* CLOCK_MONOTONIC at the start of the last pass */
 	unsigned int nr_cpus;	/* slots of the per-CPU array read */
 	int nr_possible;
@@ -374,7 +376,7 @@ static void add(struct emitter *x, uint32_t id, uint16_t kind, const struct cpa_
 
 /* A process of this second as the policies see it. */
 static void policy_proc_fill(struct policy_proc *pp, uint32_t pid, const struct cpa_sched_val *v,
-			     uint32_t interval_ms, bool exact)
+			     uint32_t interval_ms, bool hist)
 {
 	memset(pp, 0, sizeof(*pp));
 	pp->pid = pid;
@@ -384,7 +386,7 @@ static void policy_proc_fill(struct policy_proc *pp, uint32_t pid, const struct 
 		pp->value[i] = NAN;
 	pp->value[POLICY_CPU_PERCENT] =
 		interval_ms ? (double)v->oncpu_ns / ((double)interval_ms * 1e4) : NAN;
-	if (v->runq_n && exact) /* counters have no histogram */
+	if (v->runq_n && hist) /* counters have no histogram */
 		pp->value[POLICY_RUNQ_P99_US] =
 			cpa_metrics_hist_quantile(v->runq_hist, 0.99) / 1000.0;
 }
@@ -424,8 +426,13 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 		    struct cap_policy *pol, const struct cpa_metrics_ent *extra,
 		    unsigned int n_extra)
 {
-	int pfd = bpf_map__fd(s->exact ? s->skel->maps.sched_procs : s->skel->maps.sched_iprocs);
-	int cfd = bpf_map__fd(s->exact ? s->skel->maps.sched_cpus : s->skel->maps.sched_icpus);
+	struct bpf_map *pm = s->exact	 ? s->skel->maps.sched_procs
+			     : s->sample ? s->skel->maps.sched_sprocs
+					 : s->skel->maps.sched_iprocs;
+	struct bpf_map *cm = s->exact	 ? s->skel->maps.sched_cpus
+			     : s->sample ? s->skel->maps.sched_scpus
+					 : s->skel->maps.sched_icpus;
+	int pfd = bpf_map__fd(pm), cfd = bpf_map__fd(cm);
 	struct emitter *x = calloc(1, sizeof(*x));
 	struct cpa_sched_val d;
 	unsigned int nk, np = 0;
@@ -438,7 +445,9 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 	x->hdr.interval_ms = (uint32_t)((now_real_ns - s->last_real_ns) / NSEC_PER_MSEC);
 	s->last_real_ns = now_real_ns;
 	system_fill(s, &x->hdr);
-	if (!s->exact) {
+	if (s->sample) {
+		x->hdr.flags |= CPA_MF_SAMPLED;
+	} else if (!s->exact) {
 		x->hdr.flags |= CPA_MF_COUNTERS;
 		if (iter_pass(s) < 0)
 			x->hdr.flags |= CPA_MF_SCHED_NA;
@@ -458,7 +467,7 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 		add(x, s->keys[i], CPA_MK_PROC, &s->vals[i]);
 		if (pol && s->pprocs)
 			policy_proc_fill(&s->pprocs[np++], s->keys[i], &s->vals[i],
-					 x->hdr.interval_ms, s->exact);
+					 x->hdr.interval_ms, s->exact || s->sample);
 	}
 	if (cap_bpf__array_read(cfd, s->nr_cpus, s->cpu_now, sizeof(*s->cpu_now)) == 0)
 		for (unsigned int c = 0; c < s->nr_cpus; c++) {
@@ -481,10 +490,11 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 	return r;
 }
 
-int cap_sched__open(const char *btf_path, bool exact, struct cap_sched **ret)
+int cap_sched__open(const char *btf_path, bool exact, unsigned int sample, struct cap_sched **ret)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo);
 	struct cap_sched *s = calloc(1, sizeof(*s));
+	bool cnt;
 	int r;
 
 	if (!s)
@@ -500,22 +510,36 @@ int cap_sched__open(const char *btf_path, bool exact, struct cap_sched **ret)
 		cap_sched__free(s);
 		return log_error_errno(r, "scheduler metrics: open BPF object: %m");
 	}
-	/* One way only: the other's programs stay out of the kernel and its
-	 * per-process hash shrinks to one entry. */
+	/* One way only: the others' programs stay out of the kernel and their
+	 * per-process hashes shrink to one entry. The exact way wins over the
+	 * sampled one (a policy on the run-queue P99 asks for it). */
 	s->exact = exact;
+	s->sample = exact || sample < 2 ? 0 : MIN(sample, CPA_SCHED_SAMPLE_MAX);
+	cnt = !exact && !s->sample;
 	bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup, exact);
 	bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup_new, exact);
 	bpf_program__set_autoload(s->skel->progs.cpa_sched_switch, exact);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_iter, !exact);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_free, !exact);
-	bpf_map__set_max_entries(exact ? s->skel->maps.sched_iprocs : s->skel->maps.sched_procs, 1);
+	bpf_program__set_autoload(s->skel->progs.cpa_sched_swakeup, s->sample);
+	bpf_program__set_autoload(s->skel->progs.cpa_sched_swakeup_new, s->sample);
+	bpf_program__set_autoload(s->skel->progs.cpa_sched_sswitch, s->sample);
+	bpf_program__set_autoload(s->skel->progs.cpa_sched_iter, cnt);
+	bpf_program__set_autoload(s->skel->progs.cpa_sched_free, cnt);
+	if (!exact)
+		bpf_map__set_max_entries(s->skel->maps.sched_procs, 1);
+	if (!s->sample)
+		bpf_map__set_max_entries(s->skel->maps.sched_sprocs, 1);
+	if (!cnt)
+		bpf_map__set_max_entries(s->skel->maps.sched_iprocs, 1);
+	s->skel->rodata->sched_sample_n = s->sample ? s->sample : 1;
 	r = sched_bpf__load(s->skel);
 	if (r >= 0)
 		r = sched_bpf__attach(s->skel);
 	if (r < 0) {
 		cap_sched__free(s);
 		return log_error_errno(r, "scheduler metrics: load/attach %s: %m",
-				       exact ? "sched_switch programs" : "task iterator");
+				       exact	   ? "sched_switch programs"
+				       : s->sample ? "sampled sched_switch programs"
+						   : "task iterator");
 	}
 	r = libbpf_num_possible_cpus();
 	s->nr_cpus = r > 0 ? (unsigned int)MIN(r, CPA_SCHED_CPUS) : 1;
@@ -534,7 +558,7 @@ int cap_sched__open(const char *btf_path, bool exact, struct cap_sched **ret)
 	hw_open(s);
 	/* Prime the deltas: the first record covers the first whole second. */
 	s->last_real_ns = clock_ns(CLOCK_REALTIME);
-	if (!exact && (r = iter_pass(s)) < 0) {
+	if (cnt && (r = iter_pass(s)) < 0) {
 		cap_sched__free(s);
 		return log_error_errno(r, "scheduler metrics: run task iterator: %m");
 	}
@@ -546,6 +570,11 @@ int cap_sched__open(const char *btf_path, bool exact, struct cap_sched **ret)
 	if (exact)
 		log_info("scheduler metrics (full): run-queue latency and slice histograms, switch "
 			 "reasons per process and CPU, from every context switch");
+	else if (s->sample)
+		log_info("scheduler metrics (sampled, 1 in %u): run-queue latency and slice "
+			 "histograms, switch reasons per process and CPU, from 1 in %u wakeups and "
+			 "switches, each counted %u times",
+			 s->sample, s->sample, s->sample);
 	else
 		log_info("scheduler metrics: on-CPU time, run-queue delay and switches per process "
 			 "and CPU from the kernel's task counters, once a second");

@@ -18,9 +18,10 @@
 struct cap_sched;
 
 /* Load and attach (btf_path: NULL = the kernel's). exact: the per-event
- * programs (histograms; --sched_metrics=full), else the task iterator run
- * once a second (docs/metrics.md). Logs what failed. */
-int cap_sched__open(const char *btf_path, bool exact, struct cap_sched **ret);
+ * programs (histograms; --sched_metrics=full); else sample >= 2: the sampled
+ * programs, 1 in sample events weighted (--sched_metrics=sampled:N); else the
+ * task iterator run once a second (docs/metrics.md). Logs what failed. */
+int cap_sched__open(const char *btf_path, bool exact, unsigned int sample, struct cap_sched **ret);
 /* Once a second: one second of metrics into ring 0 through e, then the
  * trigger policies evaluated on them (pol, NULL = none); extra[n_extra]
  * entries appended (the probes' costs). -EOVERFLOW when the

@@ -937,7 +937,7 @@ int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 	    cap_sched__open(c->cfg->btf_path[0] ? c->cfg->btf_path : NULL,
 			    (c->cfg->flags & CPA_CFG_SCHED_FULL) ||
 				    cap_policy__wants_sched_exact(c->policy),
-			    &c->sched) < 0)
+			    c->cfg->sched_sample, &c->sched) < 0)
 		shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
 	if (r >= 0 && c->policy)
 		cap_policy__attach(c->policy, c->bpf, c->cfg->freq, c->stack_cap);

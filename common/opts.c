@@ -197,7 +197,8 @@ static const struct opt_def opt_table[] = {
 	{"sched_metrics", 0, OPT_BOOL, MON, O(mon.sched_metrics), 0, 0, NULL,
 	 "per-second scheduler metrics into the store: on-CPU time, run-queue delay, switches "
 	 "per process from the kernel's task counters, load, CPU, PSI (default on; =full: "
-	 "exact per-switch histograms, costs per context switch; =0 turns them off)",
+	 "exact per-switch histograms, costs per context switch; =sampled[:N]: histograms "
+	 "from 1 in N events (default 16), weighted; =0 turns them off)",
 	 check_sched_metrics},
 	{"debuginfod_cache_mb", 0, OPT_LONG, MON, O(mon.debuginfod_cache_mb), 1, 1048576, "MB",
 	 "cap on <store_dir>/.debuginfod, oldest files removed beyond (default 1024)", NULL},
@@ -1003,19 +1004,29 @@ static int check_env_list(const struct opt_def *d, const char *val, struct cpa_o
 	}
 }
 
-/* --sched_metrics[=1|cheap|full|0]: on (the task counters), exact, off. */
+/* --sched_metrics[=1|cheap|full|sampled[:N]|0]: on (the task counters),
+ * exact, 1 in N events weighted, off. */
 static int check_sched_metrics(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			       const char *where)
 {
-	bool b;
+	bool b = true;
+	long long n = 0;
 
-	o->mon.sched_full = !strcasecmp(val, "full");
-	if (o->mon.sched_full || !strcasecmp(val, "cheap"))
-		b = true;
-	else if (parse_bool(val, &b) < 0) {
-		log_error("%s--%s: invalid value '%s' (1 or cheap, full, 0)", where, d->name, val);
+	if (!strncasecmp(val, "sampled", 7) && (!val[7] || val[7] == ':')) {
+		n = CPA_SCHED_SAMPLE_DEFAULT;
+		if (val[7] && parse_ll(val + 8, 2, CPA_SCHED_SAMPLE_MAX, &n) < 0) {
+			log_error("%s--%s: invalid value '%s' (sampled:N, 1 in N events, N from 2 "
+				  "to %u)",
+				  where, d->name, val, CPA_SCHED_SAMPLE_MAX);
+			return -EINVAL;
+		}
+	} else if (strcasecmp(val, "full") && strcasecmp(val, "cheap") && parse_bool(val, &b) < 0) {
+		log_error("%s--%s: invalid value '%s' (1 or cheap, full, sampled[:N], 0)", where,
+			  d->name, val);
 		return -EINVAL;
 	}
+	o->mon.sched_full = !strcasecmp(val, "full");
+	o->mon.sched_sample = (long)n;
 	o->mon.sched_metrics = b;
 	return 0;
 }

@@ -82,6 +82,7 @@ struct monitor_opts {
 	long debuginfod_cache_mb;
 	bool sched_metrics; /* --sched_metrics (default on): docs/metrics.md */
 	bool sched_full;    /* --sched_metrics=full: the exact per-event way */
+	long sched_sample;  /* --sched_metrics=sampled[:N]: N, 1 in N events; 0 = not sampled */
 	const char *policy; /* --policy FILE, checked at parse time (common/policy.h) */
 };
 

@@ -138,6 +138,7 @@ static int config_fill(struct cpa_config *c, const struct cpa_opts *o, const cha
 	c->record_interval_s = (uint32_t)m->record_interval;
 	c->persistent_day = (uint32_t)m->persistent_day;
 	c->stack_size = (uint32_t)m->stack_size;
+	c->sched_sample = m->sched_metrics ? (uint32_t)m->sched_sample : 0;
 	c->max_queue_size = (uint32_t)m->max_queue_size;
 	c->max_cache_size_mb = (uint32_t)m->max_cache_size_mb;
 	c->max_store_size_mb = (uint32_t)m->max_store_size_mb;

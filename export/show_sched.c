@@ -37,7 +37,7 @@ struct sched_ctx {
 	uint64_t psi_some[CPA_PSI_MAX], psi_secs[CPA_PSI_MAX];
 	uint64_t hw_secs, cycles, instr, cmiss;
 	bool hw_na;
-	uint64_t dropped, counter_secs, exact_secs;
+	uint64_t dropped, counter_secs, exact_secs, sampled_secs;
 	struct sacc all;
 	struct sacc *procs, *cpus, *probes; /* probes: slices counts their seconds */
 	size_t n_procs, cap_procs, n_cpus, cap_cpus, n_probes, cap_probes;
@@ -238,6 +238,8 @@ static int on_metrics(void *ctx, const struct cpa_metrics *m, const struct cpa_m
 		series_system(c, m, t);
 		if (m->flags & CPA_MF_COUNTERS)
 			c->counter_secs++;
+		else if (m->flags & CPA_MF_SAMPLED)
+			c->sampled_secs++;
 		else
 			c->exact_secs++;
 	}
@@ -350,9 +352,14 @@ static void print_summary(struct sched_ctx *c, const char *a, const char *b)
 		printf("Processes not tracked (map full): %llu\n", (unsigned long long)c->dropped);
 	if (c->counter_secs)
 		printf("Source: the kernel's task counters in %llu of %llu seconds (no histograms: "
-		       "'-'; SLEEP holds IOWAIT; --sched_metrics=full has them)\n",
+		       "'-'; SLEEP holds IOWAIT; --sched_metrics=full or sampled has them)\n",
 		       (unsigned long long)c->counter_secs,
-		       (unsigned long long)(c->counter_secs + c->exact_secs));
+		       (unsigned long long)(c->counter_secs + c->exact_secs + c->sampled_secs));
+	if (c->sampled_secs)
+		printf("Source: 1 in N wakeups and switches, each counted N times "
+		       "(--sched_metrics=sampled) in %llu of %llu seconds: estimates\n",
+		       (unsigned long long)c->sampled_secs,
+		       (unsigned long long)(c->counter_secs + c->exact_secs + c->sampled_secs));
 	printf("\n%-24s %10s %8s %9s %9s %9s %8s %9s %8s %8s %8s\n", "PROCESS", "ONCPU_MS", "WAITS",
 	       "RQ_P50_US", "RQ_P99_US", "RQ_AVG_US", "SLICES", "SL_P50_US", "PREEMPT", "SLEEP",
 	       "IOWAIT");

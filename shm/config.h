@@ -78,6 +78,10 @@ struct cpa_config {
 	/* The monitor's hang timeout (ms; 0 = 10 s): a stage sleeps at most a
 	 * quarter of it, so its heartbeat is never what makes it look hung. */
 	uint32_t hang_timeout_ms;
+	/* --sched_metrics=sampled:N: the sampled programs, 1 in N events;
+	 * 0 = not sampled (the task counters, or full) */
+	uint32_t sched_sample;
+	uint32_t _pad0;
 
 	char comm[CPA_COMM_LEN]; /* --comm, "" = all */
 	char store_dir[CPA_PATH_MAX];
@@ -92,6 +96,10 @@ struct cpa_config {
 };
 
 #define CPA_CONFIG_VERSION 1
+
+/* --sched_metrics=sampled[:N] (docs/metrics.md): N when not given, and its range. */
+#define CPA_SCHED_SAMPLE_DEFAULT 16u
+#define CPA_SCHED_SAMPLE_MAX	 65536u
 
 /*
  * The adaptive user stack copy (docs/capture.md): stack_size is what a

@@ -453,6 +453,9 @@ enum cpa_metrics_flag {
 	 * switches are inside the voluntary ones, CPU rows by a task's last CPU. */
 	CPA_MF_COUNTERS = 1u << 3,
 	CPA_MF_SCHED_NA = 1u << 4, /* the counters could not be read this second */
+	/* The entries come from 1 in N events, each added N times
+	 * (--sched_metrics=sampled:N): the fields of full, as estimates. */
+	CPA_MF_SAMPLED = 1u << 5,
 };
 
 enum cpa_metrics_psi { CPA_PSI_CPU, CPA_PSI_IO, CPA_PSI_MEM, CPA_PSI_MAX };

@@ -156,7 +156,8 @@ START_TEST(test_bool_stray_one)
 END_TEST
 
 /* --sched_metrics: on by default (the task counters), =full the per-switch
- * programs, =0 off; the last one given wins (docs/metrics.md). */
+ * programs, =sampled[:N] 1 in N events, =0 off; the last one given wins
+ * (docs/metrics.md). */
 START_TEST(test_sched_metrics_values)
 {
 	ck_assert_int_eq(PARSE(MON, "-F", "49"), 0);
@@ -172,7 +173,27 @@ START_TEST(test_sched_metrics_values)
 	ck_assert_int_eq(PARSE(MON, "--sched_metrics=FULL", "--sched_metrics=null"), 0);
 	ck_assert(O.mon.sched_metrics && !O.mon.sched_full);
 	ck_assert_int_eq(PARSE(MON, "--sched_metrics=exact"), -EINVAL);
-	ASSERT_LOG("--sched_metrics: invalid value 'exact' (1 or cheap, full, 0)");
+	ASSERT_LOG("--sched_metrics: invalid value 'exact' (1 or cheap, full, sampled[:N], 0)");
+	/* sampled[:N]: 1 in N events, 16 unless given; another value clears it */
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=sampled"), 0);
+	ck_assert(O.mon.sched_metrics && !O.mon.sched_full);
+	ck_assert_int_eq(O.mon.sched_sample, 16);
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=sampled:64"), 0);
+	ck_assert(O.mon.sched_metrics && !O.mon.sched_full);
+	ck_assert_int_eq(O.mon.sched_sample, 64);
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=sampled:4", "--sched_metrics=full"), 0);
+	ck_assert(O.mon.sched_metrics && O.mon.sched_full);
+	ck_assert_int_eq(O.mon.sched_sample, 0);
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=sampled:4", "--sched_metrics", "0"), 0);
+	ck_assert(!O.mon.sched_metrics && O.mon.sched_sample == 0);
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=sampled:4", "--sched_metrics=null"), 0);
+	ck_assert(O.mon.sched_metrics && O.mon.sched_sample == 0);
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=sampled:1"), -EINVAL);
+	ASSERT_LOG("--sched_metrics: invalid value 'sampled:1' (sampled:N, 1 in N events, N "
+		   "from 2 to 65536)");
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=sampled:x"), -EINVAL);
+	ck_assert_int_eq(PARSE(MON, "--sched_metrics=sampledx"), -EINVAL);
+	ASSERT_LOG("--sched_metrics: invalid value 'sampledx'");
 }
 END_TEST
 

@@ -13,6 +13,8 @@
  * one's, and the hogs' switches must be preemptions. With the default (the
  * task counters, read once a second) the same holds of the mean run-queue
  * delay and the switch split, and `cpa ctl cost` shows no per-switch program.
+ * With --sched_metrics=sampled (1 in 16 events, weighted) the P99 is there
+ * as with full, from the sampled histograms.
  */
 #include <check.h>
 #include <errno.h>
@@ -118,7 +120,7 @@ static void tod(char *buf, size_t len, time_t t)
 }
 
 struct row {
-	bool found;
+	bool found, hist; /* hist: the histogram columns hold numbers */
 	double oncpu_ms, p50, p99, avg, sl_p50, preempt, sleep, iowait;
 	unsigned long long waits, slices;
 };
@@ -139,6 +141,7 @@ static struct row find_row(const char *out, const char *comm)
 	r.found = p && sscanf(p, "%lf %llu %lf %lf %lf %llu %lf %lf%% %lf%% %lf%%", &r.oncpu_ms,
 			      &r.waits, &r.p50, &r.p99, &r.avg, &r.slices, &r.sl_p50, &r.preempt,
 			      &r.sleep, &r.iowait) == 10;
+	r.hist = r.found;
 	if (!r.found && p)
 		r.found = sscanf(p, "%lf %llu - - %lf %llu - %lf%% %lf%% -", &r.oncpu_ms, &r.waits,
 				 &r.avg, &r.slices, &r.preempt, &r.sleep) == 6;
@@ -233,33 +236,74 @@ START_TEST(test_metrics_runq)
 }
 END_TEST
 
+/* The runq workload under `cpa monitor mode`, then what every way must show:
+ * `cpa ctl cost` lists program has (a "\nNAME " line) and neither of
+ * not_a, not_b; `cpa show --sched` has the Source line source and the rows of
+ * the two wakers and the hogs (r[0..2]). Returns the show output. */
+static char *runq_check(const char *mode, const char *has, const char *not_a, const char *not_b,
+			const char *source, struct row r[3])
+{
+	char *out, *cost;
+
+	out = runq_run(mode, &cost);
+	fprintf(stderr, "ctl cost:\n%s\n", cost);
+	ck_assert_msg(strstr(cost, has), "no '%s' in:\n%s", has, cost);
+	ck_assert_msg(!strstr(cost, not_a) && !strstr(cost, not_b),
+		      "another way's program ran:\n%s", cost);
+	free(cost);
+	ck_assert_msg(strstr(out, source), "no source line '%s'", source);
+	r[0] = find_row(out, WAKE_U);
+	r[1] = find_row(out, WAKE_C);
+	r[2] = find_row(out, BURN);
+	ck_assert_msg(r[0].found && r[1].found && r[2].found, "a row is missing");
+	return out;
+}
+
 /* The default: no program per switch or wakeup, and still per process the
  * run-queue delay, the waits and the switches, from the task counters. */
 START_TEST(test_metrics_counters)
 {
-	struct row u, c, h;
-	char *out, *cost;
+	struct row r[3], *u = &r[0], *c = &r[1], *h = &r[2];
+	char *out;
 
 	test_need_root_bpf(bin, sizeof(bin));
-	out = runq_run("--sched_metrics", &cost);
-	fprintf(stderr, "ctl cost:\n%s\n", cost);
-	ck_assert_msg(strstr(cost, "\nBPF program"), "no BPF table in:\n%s", cost);
-	ck_assert_msg(!strstr(cost, "cpa_sched_switch") && !strstr(cost, "cpa_sched_wakeup"),
-		      "a per-switch program ran:\n%s", cost);
-	free(cost);
-	ck_assert_msg(strstr(out, "Source: the kernel's task counters"), "no source line");
-	u = find_row(out, WAKE_U);
-	c = find_row(out, WAKE_C);
-	h = find_row(out, BURN);
-	ck_assert_msg(u.found && c.found && h.found, "a row is missing");
-	ck_assert_msg(u.waits > 300 && c.waits > 300, "waits %llu/%llu", u.waits, c.waits);
-	ck_assert_msg(u.slices > 300 && c.slices > 300, "switches %llu/%llu", u.slices, c.slices);
-	ck_assert_msg(c.avg > 3 * u.avg, "contended mean %.1f us vs uncontended %.1f us", c.avg,
-		      u.avg);
+	out = runq_check("--sched_metrics", "\nBPF program", "cpa_sched_switch", "cpa_sched_wakeup",
+			 "Source: the kernel's task counters", r);
+	ck_assert_msg(u->waits > 300 && c->waits > 300, "waits %llu/%llu", u->waits, c->waits);
+	ck_assert_msg(u->slices > 300 && c->slices > 300, "switches %llu/%llu", u->slices,
+		      c->slices);
+	ck_assert_msg(c->avg > 3 * u->avg, "contended mean %.1f us vs uncontended %.1f us", c->avg,
+		      u->avg);
 	/* each hog shares the test CPU with the other and the waker for ~3 s */
-	ck_assert_msg(h.oncpu_ms > 300, "hogs: %.1f ms on CPU", h.oncpu_ms);
-	ck_assert_msg(h.preempt > 90.0, "hogs: %.1f%% of switches preempted", h.preempt);
-	ck_assert_msg(c.sleep > 50.0, "waker: %.1f%% voluntary", c.sleep);
+	ck_assert_msg(h->oncpu_ms > 300, "hogs: %.1f ms on CPU", h->oncpu_ms);
+	ck_assert_msg(h->preempt > 90.0, "hogs: %.1f%% of switches preempted", h->preempt);
+	ck_assert_msg(c->sleep > 50.0, "waker: %.1f%% voluntary", c->sleep);
+	free(out);
+}
+END_TEST
+
+/* --sched_metrics=sampled: 1 in 16 wakeups and switches, each counted 16
+ * times. The histograms land in the store and `cpa show --sched` prints the
+ * P99 from them as from full's, with its own Source line; no exact per-switch
+ * program and no task iterator runs. */
+START_TEST(test_metrics_sampled)
+{
+	struct row r[3], *u = &r[0], *c = &r[1], *h = &r[2];
+	char *out;
+
+	test_need_root_bpf(bin, sizeof(bin));
+	out = runq_check("--sched_metrics=sampled", "\ncpa_sched_sswitch ", "cpa_sched_switch",
+			 "cpa_sched_iter", "Source: 1 in N wakeups and switches", r);
+	ck_assert_msg(u->hist && c->hist && h->hist, "no histogram columns (P99 '-')");
+	ck_assert_msg(u->p99 > 0 && c->p99 > 0, "P99 %.1f / %.1f us", u->p99, c->p99);
+	/* ~2500 wakeups per phase, estimated from ~160 samples */
+	ck_assert_msg(u->waits > 300 && c->waits > 300, "waits %llu/%llu", u->waits, c->waits);
+	/* the waits behind the hogs show in the tail (the machine's other load
+	 * reaches the uncontended waker too: no ratio asked) */
+	ck_assert_msg(c->p99 > u->p99, "contended P99 %.1f us not above the uncontended %.1f us",
+		      c->p99, u->p99);
+	ck_assert_msg(h->preempt > 90.0, "hogs: %.1f%% of switches preempted", h->preempt);
+	ck_assert_msg(c->sleep > 50.0, "waker: %.1f%% voluntary", c->sleep);
 	free(out);
 }
 END_TEST
@@ -299,11 +343,13 @@ static char *monitor_log(const char *extra, const char *policy_line)
 }
 
 /* The default reads the task counters; =full or a policy on the run-queue P99
- * (which needs the histograms) loads the per-switch programs; =0 neither. */
+ * (which needs the histograms) loads the per-switch programs; =sampled:N the
+ * sampled ones; =0 none. */
 START_TEST(test_metrics_modes)
 {
 	static const char cheap[] = "scheduler metrics: on-CPU time, run-queue delay",
-			  full[] = "scheduler metrics (full)";
+			  full[] = "scheduler metrics (full)",
+			  sampled[] = "scheduler metrics (sampled, 1 in 8)";
 	char *l;
 
 	test_need_root_bpf(bin, sizeof(bin));
@@ -316,6 +362,10 @@ START_TEST(test_metrics_modes)
 	l = monitor_log(NULL, "policy=slowrq item=runq_latency_p99_us threshold=5000 count=2 "
 			      "period=3 comm=cpam_none freq=99 duration=5");
 	ck_assert_msg(strstr(l, full), "runq policy:\n%s", l);
+	free(l);
+	l = monitor_log("--sched_metrics=sampled:8", NULL);
+	ck_assert_msg(strstr(l, sampled) && !strstr(l, cheap) && !strstr(l, full), "sampled:\n%s",
+		      l);
 	free(l);
 	l = monitor_log("--sched_metrics=0", NULL);
 	ck_assert_msg(!strstr(l, full) && !strstr(l, cheap), "off:\n%s", l);
@@ -712,6 +762,10 @@ int main(void)
 	tcase_add_test(tc, test_metrics_runq);
 	tcase_add_test(tc, test_metrics_counters);
 	tcase_add_test(tc, test_metrics_modes);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("sampled");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_metrics_sampled);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("policy_file");
 	tcase_add_test(tc, test_policy_file_errors);
