@@ -569,8 +569,8 @@ static _Thread_local struct {
 	struct ktab st;
 } g3;
 
-void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
-			   const struct cpa_metrics_ent *ents)
+void store_metrics__encode_v3(struct sbuf *b, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents)
 {
 	const struct cpa_metrics_ent *order[CPA_METRICS_PER_REC];
 	unsigned int i, j, n = MIN(m->n_ents, CPA_METRICS_PER_REC);
@@ -732,6 +732,412 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 	return 0;
 }
 
+/* ---------------------------------------------------------------- v4 */
+
+/* v4 is v3's group with (docs/store-format.md "v4 group"):
+ * - a record's keys told against the previous second's: a bitmap of those
+ *   that ran again, then the new ones, so that a steady process costs a bit;
+ * - the values as they are, not against the key's previous second (two
+ *   seconds of a noisy value differ by more than either is);
+ * - the durations to 7 significant bits (within 1/128, docs/metrics.md
+ *   "Stored precision"), their high part (the exponent) and their low 6
+ *   bits in columns of their own: the low bits are noise that zstd cannot
+ *   shrink, and mixed with the rest they kept it from shrinking that;
+ * - the preempted and voluntary switches in one byte when both are small. */
+#define V4_VERSION 4
+#define DUR4_BITS  7 /* significant bits of a duration */
+#define DUR4_LO	   (DUR4_BITS - 1)
+#define SW_ESC	   0xff /* the switches byte: both counts follow as varints */
+
+enum {
+	F_HDR,
+	F_MEMB,
+	F_KEY,
+	F_FL,
+	F_COMM,
+	F_ONCPU,
+	F_RUNQ,
+	F_SW,
+	F_SW_ESC,
+	F_WAITS,
+	F_ONCPU_LO,
+	F_RUNQ_LO,
+	F_EXTRA,
+	F_MAX
+};
+
+/* A duration in ns to a dense code of DUR4_BITS significant bits of µs,
+ * rounded to nearest from the ns (one rounding): below 128 µs the µs count,
+ * else (e + 1) * 64 + m - 64 for m << e µs, m in [64, 128). */
+static uint64_t dur4_code(uint64_t ns)
+{
+	const uint64_t h = 1ull << DUR4_LO;
+	uint64_t us = ns / 1000 + (ns % 1000 >= 500), unit, m;
+	unsigned int e;
+
+	if (us < 2 * h)
+		return us;
+	e = 63 - (unsigned int)__builtin_clzll(ns / 1000 ? ns / 1000 : 1);
+	e = e > DUR4_LO ? e - DUR4_LO : 0;
+	unit = 1000ull << e;
+	m = ns / unit + (ns % unit >= unit / 2);
+	if (m >= 2 * h) {
+		m = h;
+		e++;
+	}
+	return (e + 1) * h + m - h;
+}
+
+static uint64_t dur4_value(uint64_t code)
+{
+	const uint64_t h = 1ull << DUR4_LO;
+	uint64_t e, m;
+
+	if (code < 2 * h)
+		return code * 1000;
+	e = code / h - 1;
+	m = code - e * h;
+	return e <= 64 - DUR4_BITS - 10 ? (m << e) * 1000 : UINT64_MAX;
+}
+
+struct keylist {
+	uint32_t *k;
+	size_t n, cap;
+};
+
+static bool keylist_add(struct keylist *l, uint32_t key)
+{
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? 2 * l->cap : 256;
+		uint32_t *nk = realloc(l->k, nc * sizeof(*nk));
+
+		if (!nk)
+			return false;
+		l->k = nk;
+		l->cap = nc;
+	}
+	l->k[l->n++] = key;
+	return true;
+}
+
+/* The keys of the previous second and of this one so far: a record's bitmap
+ * covers the previous second's keys after those the second's earlier
+ * records covered (cursor), up to the record's last key. */
+struct members {
+	struct keylist prev, cur;
+	uint64_t sec_ns;
+	size_t cursor;
+	uint32_t last_new; /* the second's previous new key */
+};
+
+static void members_second(struct members *mb, uint64_t time_ns)
+{
+	struct keylist t;
+
+	if (time_ns == mb->sec_ns)
+		return;
+	t = mb->prev;
+	mb->prev = mb->cur;
+	mb->cur = t;
+	mb->cur.n = 0;
+	mb->cursor = 0;
+	mb->sec_ns = time_ns;
+	mb->last_new = (uint32_t)CPA_MK_PROC << 30;
+}
+
+static _Thread_local struct {
+	const struct sbuf *owner;
+	size_t start, len; /* the group in owner */
+	uint64_t nrec;
+	struct sbuf col[F_MAX];
+	struct ktab st;
+	struct members mb;
+} g4;
+
+const struct sbuf *store_metrics__v4_columns(unsigned int *n)
+{
+	*n = F_MAX;
+	return g4.col;
+}
+
+/* The membership of a record's n entries (order: in key order) into c. */
+static bool members_put(struct members *mb, struct sbuf *c,
+			const struct cpa_metrics_ent *const *order, unsigned int n)
+{
+	size_t cand = 0, at, j = 0;
+	uint8_t *bits;
+
+	while (n && mb->cursor + cand < mb->prev.n &&
+	       mb->prev.k[mb->cursor + cand] <= comm_key(order[n - 1]))
+		cand++;
+	sbuf__varint(&c[F_MEMB], cand);
+	at = c[F_MEMB].len;
+	if (sbuf__reserve(&c[F_MEMB], (cand + 7) / 8) < 0)
+		return false;
+	bits = c[F_MEMB].p + at;
+	memset(bits, 0, (cand + 7) / 8);
+	c[F_MEMB].len += (cand + 7) / 8;
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t key = comm_key(order[i]);
+
+		while (j < cand && mb->prev.k[mb->cursor + j] < key)
+			j++;
+		if (j < cand && mb->prev.k[mb->cursor + j] == key) {
+			bits[j / 8] |= (uint8_t)(1u << (j % 8));
+			j++;
+		} else {
+			sbuf__varint(&c[F_KEY], zigzag((int64_t)key - (int64_t)mb->last_new));
+			mb->last_new = key;
+		}
+		if (!keylist_add(&mb->cur, key))
+			return false;
+	}
+	mb->cursor += cand;
+	return true;
+}
+
+static void values_put(struct sbuf *c, const struct cpa_metrics_ent *e)
+{
+	uint64_t on = dur4_code(e->oncpu_ns), rq = dur4_code(e->runq_ns);
+	uint64_t p = e->switches[CPA_MR_PREEMPT], s = e->switches[CPA_MR_SLEEP];
+	uint8_t lo[2] = {(uint8_t)(on & ((1u << DUR4_LO) - 1)),
+			 (uint8_t)(rq & ((1u << DUR4_LO) - 1))},
+		sw;
+
+	sbuf__varint(&c[F_ONCPU], on >> DUR4_LO);
+	sbuf__varint(&c[F_RUNQ], rq >> DUR4_LO);
+	sbuf__put(&c[F_ONCPU_LO], &lo[0], 1);
+	sbuf__put(&c[F_RUNQ_LO], &lo[1], 1);
+	sw = p < 15 && s < 16 ? (uint8_t)(p << 4 | s) : SW_ESC;
+	sbuf__put(&c[F_SW], &sw, 1);
+	if (sw == SW_ESC) {
+		sbuf__varint(&c[F_SW_ESC], p);
+		sbuf__varint(&c[F_SW_ESC], s);
+	}
+	sbuf__varint(&c[F_WAITS], zigzag((int64_t)(e->runq_n - p - s)));
+}
+
+void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
+			   const struct cpa_metrics_ent *ents)
+{
+	const struct cpa_metrics_ent *order[CPA_METRICS_PER_REC];
+	unsigned int i, n = MIN(m->n_ents, CPA_METRICS_PER_REC);
+	struct sbuf *c = g4.col;
+
+	if (b->len == 0 || g4.owner != b || g4.len != b->len) {
+		ktab_clear(&g4.st);
+		g4.mb.prev.n = g4.mb.cur.n = 0;
+		g4.mb.sec_ns = 0;
+		for (i = 0; i < F_MAX; i++)
+			c[i].len = 0;
+		g4.owner = b;
+		g4.start = b->len;
+		g4.nrec = 0;
+	}
+	hdr_put(&c[F_HDR], m, n, &g4.st.time_ns);
+	members_second(&g4.mb, m->time_ns);
+	for (i = 0; i < n; i++)
+		order[i] = &ents[i];
+	qsort(order, n, sizeof(order[0]), ent_cmp);
+	if (!members_put(&g4.mb, c, order, n))
+		goto oom;
+	for (i = 0; i < n; i++) {
+		const struct cpa_metrics_ent *e = order[i];
+		uint32_t key = comm_key(e), fl = 0;
+		bool fresh;
+		struct comm_slot *cs = ktab_get(&g4.st, key, &fresh);
+		size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
+
+		if (!cs)
+			goto oom;
+		if (slot_set(cs, key, e->comm, cl)) {
+			fl |= V2_E_COMM;
+			sbuf__varint(&c[F_COMM], cl);
+			sbuf__put(&c[F_COMM], e->comm, cl);
+		}
+		values_put(c, e);
+		fl |= extras_flags(e);
+		sbuf__varint(&c[F_FL], fl >> 2);
+		extras_put(&c[F_EXTRA], e, fl);
+	}
+	g4.nrec++;
+	b->len = g4.start;
+	sbuf__varint(b, 0);
+	sbuf__varint(b, V4_VERSION);
+	sbuf__varint(b, g4.nrec);
+	for (i = 0; i < F_MAX; i++) {
+		sbuf__put(b, c[i].p, c[i].len);
+		b->oom |= c[i].oom;
+	}
+	g4.len = b->len;
+	return;
+oom:
+	b->oom = true;
+	g4.owner = NULL;
+}
+
+/* The keys of a v4 group's records (ms, nrec) into ents and x: the
+ * membership column (m), then the new keys (r). */
+static int keys_get(struct rbuf *m, struct rbuf *r, const struct cpa_metrics *ms, uint64_t nrec,
+		    struct ktab *st, struct cpa_metrics_ent *ents, struct v3_ent *x)
+{
+	struct members mb = {0};
+	uint64_t i, j, at = 0;
+	int ret = -EBADMSG;
+
+	for (i = 0; i < nrec; i++) {
+		unsigned int n = ms[i].n_ents, got = 0, nn, a = 0, bb = 0;
+		uint32_t nk[CPA_METRICS_PER_REC];
+		const uint8_t *bits;
+		uint64_t c;
+
+		members_second(&mb, ms[i].time_ns);
+		c = rbuf__varint(m);
+		if (m->bad || c > mb.prev.n - mb.cursor)
+			goto out;
+		bits = rbuf__bytes(m, (c + 7) / 8);
+		if (!bits && c)
+			goto out;
+		for (j = 0; j < c; j++)
+			got += (bits[j / 8] >> (j % 8)) & 1;
+		if (got > n)
+			goto out;
+		nn = n - got;
+		for (j = 0; j < nn; j++) {
+			mb.last_new = (uint32_t)((int64_t)mb.last_new + unzigzag(rbuf__varint(r)));
+			nk[j] = mb.last_new;
+		}
+		if (r->bad)
+			goto out;
+		/* the keys that ran again and the new ones, merged in key order */
+		for (j = 0; j < n; j++, at++) {
+			uint32_t key;
+
+			while (a < c && !((bits[a / 8] >> (a % 8)) & 1))
+				a++;
+			if (a < c && (bb >= nn || mb.prev.k[mb.cursor + a] <= nk[bb]))
+				key = mb.prev.k[mb.cursor + a++];
+			else
+				key = nk[bb++];
+			ents[at].kind = (uint16_t)(key >> 30);
+			ents[at].id = key & 0x3fffffffu;
+			x[at].cs = ktab_get(st, key, &x[at].fresh);
+			if (!x[at].cs || !keylist_add(&mb.cur, key)) {
+				ret = -ENOMEM;
+				goto out;
+			}
+		}
+		mb.cursor += c;
+	}
+	ret = 0;
+out:
+	free(mb.prev.k);
+	free(mb.cur.k);
+	return ret;
+}
+
+/* One v4 group after its leading 0 and version, as decode_v3(). */
+static int decode_v4(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_ms,
+		     struct cpa_metrics_ent **ret_ents, uint64_t *ret_nrec)
+{
+	_cleanup_free_ struct cpa_metrics *ms = NULL;
+	_cleanup_free_ struct cpa_metrics_ent *ents = NULL;
+	_cleanup_free_ struct v3_ent *x = NULL;
+	_cleanup_free_ struct comm_slot *tab = NULL;
+	struct ktab st = {.cap = 256};
+	uint64_t nrec = rbuf__varint(r), n_ent = 0, i, at, c;
+	const uint8_t *sw, *lo[2];
+	struct rbuf memb;
+	int ret;
+
+	if (r->bad || !nrec || nrec > max_rec)
+		return -EBADMSG;
+	ms = calloc(nrec, sizeof(*ms));
+	if (!ms)
+		return -ENOMEM;
+	for (i = 0; i < nrec; i++) {
+		if (!hdr_get(r, &ms[i], &st.time_ns))
+			return -EBADMSG;
+		n_ent += ms[i].n_ents;
+	}
+	/* an entry takes at least 6 bytes: flags, 2 durations, low bits, switches, waits */
+	if (n_ent > (r->len - r->pos) / 6)
+		return -EBADMSG;
+	while (st.cap < 2 * (n_ent + 1))
+		st.cap *= 2; /* ktab_get() then never grows it */
+	ents = calloc(n_ent + 1, sizeof(*ents));
+	x = calloc(n_ent + 1, sizeof(*x));
+	st.s = tab = calloc(st.cap, sizeof(*tab));
+	if (!ents || !x || !tab)
+		return -ENOMEM;
+	memb = (struct rbuf){.p = r->p + r->pos, .len = r->len - r->pos};
+	for (i = 0; i < nrec; i++) { /* to the membership column's end */
+		c = rbuf__varint(r);
+		if (r->bad || c > n_ent || !rbuf__bytes(r, (c + 7) / 8))
+			return -EBADMSG;
+	}
+	ret = keys_get(&memb, r, ms, nrec, &st, ents, x);
+	if (ret)
+		return ret;
+	for (at = 0; at < n_ent; at++)
+		x[at].fl = rbuf__varint(r) << 2;
+	for (at = 0; at < n_ent && !r->bad; at++) {
+		struct comm_slot *cs = x[at].cs;
+		uint64_t cl;
+		const uint8_t *p;
+
+		if (x[at].fl & V2_E_COMM) {
+			cl = rbuf__varint(r);
+			if (cl >= CPA_COMM_LEN || !(p = rbuf__bytes(r, cl)))
+				return -EBADMSG;
+			memcpy(ents[at].comm, p, cl);
+		}
+		if ((x[at].fl & V2_E_COMM) || x[at].fresh)
+			memcpy(cs->comm, ents[at].comm, CPA_COMM_LEN);
+		else
+			memcpy(ents[at].comm, cs->comm, CPA_COMM_LEN);
+	}
+	for (at = 0; at < n_ent; at++)
+		x[at].v[V_ONCPU] = rbuf__varint(r);
+	for (at = 0; at < n_ent; at++)
+		x[at].v[V_RUNQ] = rbuf__varint(r);
+	sw = rbuf__bytes(r, n_ent);
+	if (!sw)
+		return -EBADMSG;
+	for (at = 0; at < n_ent; at++) {
+		x[at].v[V_PREEMPT] = sw[at] >> 4;
+		x[at].v[V_SLEEP] = sw[at] & 15;
+		if (sw[at] == SW_ESC) {
+			x[at].v[V_PREEMPT] = rbuf__varint(r);
+			x[at].v[V_SLEEP] = rbuf__varint(r);
+		}
+	}
+	for (at = 0; at < n_ent; at++)
+		x[at].v[V_WAITS] = (uint64_t)unzigzag(rbuf__varint(r));
+	lo[0] = rbuf__bytes(r, n_ent);
+	lo[1] = rbuf__bytes(r, n_ent);
+	if (!lo[0] || !lo[1])
+		return -EBADMSG;
+	for (at = 0; at < n_ent; at++) {
+		struct cpa_metrics_ent *e = &ents[at];
+
+		e->oncpu_ns = dur4_value(x[at].v[V_ONCPU] << DUR4_LO | (lo[0][at] & 63));
+		e->runq_ns = dur4_value(x[at].v[V_RUNQ] << DUR4_LO | (lo[1][at] & 63));
+		e->switches[CPA_MR_PREEMPT] = x[at].v[V_PREEMPT];
+		e->switches[CPA_MR_SLEEP] = x[at].v[V_SLEEP];
+		e->runq_n = x[at].v[V_WAITS] + x[at].v[V_PREEMPT] + x[at].v[V_SLEEP];
+	}
+	for (at = 0; at < n_ent; at++)
+		if (!extras_get(r, &ents[at], x[at].fl))
+			return -EBADMSG;
+	if (r->bad)
+		return -EBADMSG;
+	*ret_ms = TAKE_PTR(ms);
+	*ret_ents = TAKE_PTR(ents);
+	*ret_nrec = nrec;
+	return 0;
+}
+
 static void str_put(struct sbuf *b, const char *s, size_t max)
 {
 	size_t n = strnlen(s, max);
@@ -843,12 +1249,13 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 
 		m.time_ns = rbuf__varint(&r);
 		v = m.time_ns || r.bad ? 1 : rbuf__varint(&r); /* v1, else the version */
-		if (v == V3_VERSION) {
+		if (v == V3_VERSION || v == V4_VERSION) {
 			_cleanup_free_ struct cpa_metrics *ms = NULL;
 			_cleanup_free_ struct cpa_metrics_ent *es = NULL;
 			uint64_t n = 0;
 
-			ret = decode_v3(&r, nrec - i, &ms, &es, &n);
+			ret = v == V3_VERSION ? decode_v3(&r, nrec - i, &ms, &es, &n)
+					      : decode_v4(&r, nrec - i, &ms, &es, &n);
 			if (ret)
 				return ret;
 			for (j = k = 0; j < n; k += ms[j].n_ents, j++) {

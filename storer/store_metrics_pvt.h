@@ -25,6 +25,10 @@ void store_metrics__encode_v1(struct sbuf *b, const struct cpa_metrics *m,
 			      const struct cpa_metrics_ent *ents);
 void store_metrics__encode_v2(struct sbuf *b, const struct cpa_metrics *m,
 			      const struct cpa_metrics_ent *ents);
+void store_metrics__encode_v3(struct sbuf *b, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents);
+/* The columns of the v4 group last encoded (n of them), for the bench. */
+const struct sbuf *store_metrics__v4_columns(unsigned int *n);
 /* Append one CPA_REC_EVENT record to b. */
 void store_metrics__encode_event(struct sbuf *b, const struct cpa_policy_event *ev);
 /* Where the metrics section starts in a decoded data section (after the rows). */
