@@ -105,30 +105,55 @@ static bool same_counts(const struct cpa_metrics_ent *x, const struct cpa_metric
 	       !memcmp(x->slice_hist, y->slice_hist, sizeof(x->slice_hist));
 }
 
-/* Per (comm, second): the sums of a record's entries by comm, input vs got. */
-static void comm_err(struct cmp *c, const struct cpa_metrics_ent *want,
-		     const struct cpa_metrics_ent *got, unsigned int n)
-{
-	for (unsigned int i = 0; i < n; i++) {
-		double w = 0, g = 0;
-		bool first = true;
+/* Per (comm, second): the sums of the second's processes by comm, input vs
+ * got, flushed into the largest error when the second ends. */
+struct csum {
+	char comm[CPA_COMM_LEN];
+	double want, got;
+};
 
-		if (want[i].kind != CPA_MK_PROC)
-			continue;
-		for (unsigned int j = 0; j < n; j++) {
-			if (want[j].kind != CPA_MK_PROC ||
-			    strncmp(want[i].comm, want[j].comm, CPA_COMM_LEN))
-				continue;
-			if (j < i) {
-				first = false;
-				break;
-			}
-			w += (double)want[j].oncpu_ns;
-			g += (double)got[j].oncpu_ns;
+static struct {
+	struct csum *v;
+	size_t n, cap;
+	uint64_t time_ns;
+} cs[2];
+
+static void comm_flush(struct acc *a, unsigned int k)
+{
+	for (size_t i = 0; i < cs[k].n; i++)
+		if (cs[k].v[i].want >= 50e3)
+			a->comm_on[k] = dmax(a->comm_on[k], rel(cs[k].v[i].got, cs[k].v[i].want));
+	cs[k].n = 0;
+}
+
+static int comm_add(struct acc *a, unsigned int k, uint64_t time_ns,
+		    const struct cpa_metrics_ent *w, const struct cpa_metrics_ent *g)
+{
+	size_t i;
+
+	if (time_ns != cs[k].time_ns)
+		comm_flush(a, k);
+	cs[k].time_ns = time_ns;
+	for (i = 0; i < cs[k].n; i++)
+		if (!strncmp(cs[k].v[i].comm, w->comm, CPA_COMM_LEN))
+			break;
+	if (i == cs[k].n) {
+		if (cs[k].n == cs[k].cap) {
+			size_t nc = cs[k].cap ? 2 * cs[k].cap : 256;
+			struct csum *nv = realloc(cs[k].v, nc * sizeof(*nv));
+
+			if (!nv)
+				return -ENOMEM;
+			cs[k].v = nv;
+			cs[k].cap = nc;
 		}
-		if (first && w >= 50e3)
-			c->a->comm_on[c->k] = dmax(c->a->comm_on[c->k], rel(g, w));
+		memset(&cs[k].v[i], 0, sizeof(cs[k].v[i]));
+		memcpy(cs[k].v[i].comm, w->comm, CPA_COMM_LEN);
+		cs[k].n++;
 	}
+	cs[k].v[i].want += (double)w->oncpu_ns;
+	cs[k].v[i].got += (double)g->oncpu_ns;
+	return 0;
 }
 
 static int on_dec(void *ctx, const struct cpa_metrics *m, const struct cpa_metrics_ent *ents)
@@ -158,6 +183,8 @@ static int on_dec(void *ctx, const struct cpa_metrics *m, const struct cpa_metri
 		if (w->runq_n && w->runq_ns / w->runq_n >= 50000)
 			a->sec_rq[c->k] =
 				dmax(a->sec_rq[c->k], rel((double)g->runq_ns, (double)w->runq_ns));
+		if (w->kind == CPA_MK_PROC && comm_add(a, c->k, m->time_ns, w, g) < 0)
+			return -ENOMEM;
 		if (w->kind == CPA_MK_PROC && w->id < MAXPROC) {
 			struct psum *p = &a->ps[w->id];
 
@@ -169,19 +196,6 @@ static int on_dec(void *ctx, const struct cpa_metrics *m, const struct cpa_metri
 			p->oncpu[1 + c->k] += (double)g->oncpu_ns;
 			p->runq[1 + c->k] += (double)g->runq_ns;
 		}
-	}
-	{
-		/* ents in key order: put them in the input's order for comm_err */
-		struct cpa_metrics_ent *o = calloc(m->n_ents + 1u, sizeof(*o));
-
-		if (!o)
-			return -ENOMEM;
-		for (unsigned int i = 0; i < m->n_ents; i++)
-			for (unsigned int j = 0; j < m->n_ents; j++)
-				if (ents[j].id == r->e[i].id && ents[j].kind == r->e[i].kind)
-					o[i] = ents[j];
-		comm_err(c, r->e, o, m->n_ents);
-		free(o);
 	}
 	return 0;
 }
@@ -197,6 +211,7 @@ static void check(struct acc *a, unsigned int k, const struct sbuf *b)
 	if (store_metrics__decode(s.p, s.len, 0, UINT64_MAX, on_dec, NULL, &c) < 0 ||
 	    c.at != a->nrecs)
 		a->inexact[k] += 1000000;
+	comm_flush(a, k);
 	sbuf__free(&s);
 }
 
