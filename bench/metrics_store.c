@@ -30,6 +30,7 @@
 
 #include <zstd.h>
 
+#include "common/array.h"
 #include "store_metrics_pvt.h"
 
 #define BLOCK_NS (5ull * 1000000000ull)
@@ -138,15 +139,8 @@ static int comm_add(struct acc *a, unsigned int k, uint64_t time_ns,
 		if (!strncmp(cs[k].v[i].comm, w->comm, CPA_COMM_LEN))
 			break;
 	if (i == cs[k].n) {
-		if (cs[k].n == cs[k].cap) {
-			size_t nc = cs[k].cap ? 2 * cs[k].cap : 256;
-			struct csum *nv = realloc(cs[k].v, nc * sizeof(*nv));
-
-			if (!nv)
-				return -ENOMEM;
-			cs[k].v = nv;
-			cs[k].cap = nc;
-		}
+		if (array_grow((void **)&cs[k].v, &cs[k].cap, cs[k].n + 1, sizeof(*cs[k].v)) < 0)
+			return -ENOMEM;
 		memset(&cs[k].v[i], 0, sizeof(cs[k].v[i]));
 		memcpy(cs[k].v[i].comm, w->comm, CPA_COMM_LEN);
 		cs[k].n++;
@@ -253,15 +247,8 @@ static int on_rec(void *ctx, const struct cpa_metrics *m, const struct cpa_metri
 		a->t_max = m->time_ns;
 	for (unsigned int i = 0; i < NENC; i++)
 		enc[i](&a->v[i], m, ents);
-	if (a->nrecs == a->caprecs) {
-		size_t nc = a->caprecs ? 2 * a->caprecs : 64;
-		struct rec *n = realloc(a->recs, nc * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		a->recs = n;
-		a->caprecs = nc;
-	}
+	if (array_grow((void **)&a->recs, &a->caprecs, a->nrecs + 1, sizeof(*a->recs)) < 0)
+		return -ENOMEM;
 	r = &a->recs[a->nrecs++];
 	r->m = *m;
 	r->e = malloc(sizeof(*ents) * (m->n_ents + 1u));

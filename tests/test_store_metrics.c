@@ -22,9 +22,11 @@
 
 #define NREC 6
 
+#define GOT_MAX 96 /* records decoded at most */
+
 struct got {
-	struct cpa_metrics m[NREC * 2];
-	struct cpa_metrics_ent e[NREC * 2][CPA_METRICS_PER_REC];
+	struct cpa_metrics m[GOT_MAX];
+	struct cpa_metrics_ent e[GOT_MAX][CPA_METRICS_PER_REC];
 	unsigned int n;
 };
 
@@ -32,7 +34,7 @@ static int on_rec(void *ctx, const struct cpa_metrics *m, const struct cpa_metri
 {
 	struct got *g = ctx;
 
-	ck_assert_uint_lt(g->n, NREC * 2);
+	ck_assert_uint_lt(g->n, GOT_MAX);
 	g->m[g->n] = *m;
 	memcpy(g->e[g->n], ents, sizeof(*ents) * m->n_ents);
 	g->n++;
@@ -229,7 +231,7 @@ END_TEST
  * records (capture's 32 entries each, in pid order or not): each record
  * comes back with its keys, comms and counts exact, its durations within
  * 1/128 or 0.5 µs. */
-#define CH_SECS 12
+#define CH_SECS 12 /* at most 8 records each: GOT_MAX */
 #define CH_POOL 150
 
 static bool ch_runs(unsigned int pid, unsigned int s)
@@ -281,28 +283,11 @@ static unsigned int ch_make(unsigned int s, struct cpa_metrics *m,
 	return nrec;
 }
 
-struct ch_got {
-	struct cpa_metrics m[CH_SECS * 8];
-	struct cpa_metrics_ent e[CH_SECS * 8][CPA_METRICS_PER_REC];
-	unsigned int n;
-};
-
-static int ch_on_rec(void *ctx, const struct cpa_metrics *m, const struct cpa_metrics_ent *ents)
-{
-	struct ch_got *g = ctx;
-
-	ck_assert_uint_lt(g->n, CH_SECS * 8);
-	g->m[g->n] = *m;
-	memcpy(g->e[g->n], ents, sizeof(*ents) * m->n_ents);
-	g->n++;
-	return 0;
-}
-
 START_TEST(test_metrics_v4_churn)
 {
 	static struct cpa_metrics m[CH_SECS * 8];
 	static struct cpa_metrics_ent e[CH_SECS * 8][CPA_METRICS_PER_REC];
-	static struct ch_got g;
+	static struct got g;
 	struct sbuf recs = {0}, sec = {0};
 	unsigned int n = 0;
 
@@ -316,8 +301,7 @@ START_TEST(test_metrics_v4_churn)
 	sbuf__varint(&sec, n);
 	sbuf__put(&sec, recs.p, recs.len);
 	sbuf__varint(&sec, 0);
-	ck_assert_int_eq(store_metrics__decode(sec.p, sec.len, 0, UINT64_MAX, ch_on_rec, NULL, &g),
-			 0);
+	ck_assert_int_eq(store_metrics__decode(sec.p, sec.len, 0, UINT64_MAX, on_rec, NULL, &g), 0);
 	ck_assert_uint_eq(g.n, n);
 	for (unsigned int r = 0; r < n; r++) {
 		ck_assert_uint_eq(g.m[r].time_ns, m[r].time_ns);
