@@ -599,14 +599,62 @@ static _Thread_local struct {
 	struct sbuf col[C_MAX];
 } g3;
 
+/* v4's comm table: the comms written in the group so far, each once; an
+ * entry's comm is then its index + 1 (0: the comm follows, and joins). */
+#define CTAB_MAX 4096
+
+struct ctab {
+	char (*c)[CPA_COMM_LEN];
+	size_t n, cap;
+	uint16_t *h; /* the writer's: comm hash slot -> index + 1, 2 * CTAB_MAX slots */
+};
+
+static bool ctab_add(struct ctab *t, const char *c)
+{
+	if (t->n >= CTAB_MAX)
+		return true;
+	if (array_grow((void **)&t->c, &t->cap, t->n + 1, sizeof(*t->c)) < 0)
+		return false;
+	memcpy(t->c[t->n++], c, CPA_COMM_LEN);
+	return true;
+}
+
+/* The writer's slot of comm c (NUL-padded): holding its index + 1, or 0. */
+static uint16_t *ctab_slot(struct ctab *t, const char *c)
+{
+	uint32_t h = 2166136261u, i;
+
+	for (i = 0; i < CPA_COMM_LEN; i++)
+		h = (h ^ (uint8_t)c[i]) * 16777619u;
+	for (i = h & (2 * CTAB_MAX - 1);; i = (i + 1) & (2 * CTAB_MAX - 1))
+		if (!t->h[i] || !memcmp(t->c[t->h[i] - 1], c, CPA_COMM_LEN))
+			return &t->h[i];
+}
+
 /* e's comm into the comms column when its key's slot cs needs it: V2_E_COMM
- * then, else 0. */
-static uint32_t comm_put(struct sbuf *col, struct comm_slot *cs, const struct cpa_metrics_ent *e)
+ * then, else 0; with t (v4) as a reference to the table when it holds it. */
+static uint32_t comm_put(struct sbuf *col, struct ctab *t, struct comm_slot *cs,
+			 const struct cpa_metrics_ent *e)
 {
 	size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
+	char pad[CPA_COMM_LEN] = {0};
+	uint16_t *slot;
 
 	if (!slot_set(cs, comm_key(e), e->comm, cl))
 		return 0;
+	if (t) {
+		size_t n = t->n;
+
+		memcpy(pad, e->comm, cl);
+		slot = ctab_slot(t, pad);
+		sbuf__varint(col, *slot);
+		if (*slot)
+			return V2_E_COMM;
+		if (!ctab_add(t, pad))
+			col->oom = true;
+		else if (t->n > n)
+			*slot = (uint16_t)t->n;
+	}
 	sbuf__varint(col, cl);
 	sbuf__put(col, e->comm, cl);
 	return V2_E_COMM;
@@ -655,7 +703,7 @@ void store_metrics__encode_v3(struct sbuf *b, const struct cpa_metrics *m,
 		}
 		sbuf__varint(&c[C_KEY], zigzag((int64_t)key - (int64_t)prev_key));
 		prev_key = key;
-		fl = comm_put(&c[C_COMM], cs, e);
+		fl = comm_put(&c[C_COMM], NULL, cs, e);
 		for (j = 0; j < V_MAX; j++) {
 			sbuf__varint(&c[C_VAL + j], zigzag((int64_t)(v[j] - cs->prev[j])));
 			cs->prev[j] = v[j];
@@ -682,11 +730,13 @@ struct grp {
 	struct cpa_metrics_ent *ents;
 	struct v3_ent *x;
 	struct ktab st;
+	struct ctab ct; /* v4 */
 	uint64_t nrec, n_ent;
 };
 
 static void grp_free(struct grp *g)
 {
+	free(g->ct.c);
 	free(g->ms);
 	free(g->ents);
 	free(g->x);
@@ -723,9 +773,9 @@ static int grp_start(struct rbuf *r, uint64_t max_rec, size_t ent_min, struct gr
 
 /* The flags column, then the comms of the entries with COMM, which their
  * keys take (an entry without has its key's). */
-static int grp_comms(struct rbuf *r, struct grp *g)
+static int grp_comms(struct rbuf *r, struct grp *g, bool v4)
 {
-	uint64_t at;
+	uint64_t at, ref;
 
 	for (at = 0; at < g->n_ent; at++)
 		g->x[at].fl = rbuf__varint(r) << 2;
@@ -734,11 +784,18 @@ static int grp_comms(struct rbuf *r, struct grp *g)
 		uint64_t cl;
 		const uint8_t *p;
 
-		if (g->x[at].fl & V2_E_COMM) {
+		ref = g->x[at].fl & V2_E_COMM && v4 ? rbuf__varint(r) : 0;
+		if (ref > g->ct.n)
+			return -EBADMSG;
+		if (ref) {
+			memcpy(g->ents[at].comm, g->ct.c[ref - 1], CPA_COMM_LEN);
+		} else if (g->x[at].fl & V2_E_COMM) {
 			cl = rbuf__varint(r);
 			if (cl >= CPA_COMM_LEN || !(p = rbuf__bytes(r, cl)))
 				return -EBADMSG;
 			memcpy(g->ents[at].comm, p, cl);
+			if (v4 && !ctab_add(&g->ct, g->ents[at].comm))
+				return -ENOMEM;
 		}
 		if ((g->x[at].fl & V2_E_COMM) || g->x[at].fresh)
 			memcpy(cs->comm, g->ents[at].comm, CPA_COMM_LEN);
@@ -788,7 +845,7 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 			g.x[at].cs = ktab_get(&g.st, key, &g.x[at].fresh);
 		}
 	}
-	ret = grp_comms(r, &g);
+	ret = grp_comms(r, &g, false);
 	if (ret)
 		return ret;
 	for (j = 0; j < V_MAX; j++) {
@@ -913,6 +970,7 @@ static _Thread_local struct {
 	struct grp_w w;
 	struct sbuf col[F_MAX];
 	struct members mb;
+	struct ctab ct;
 } g4;
 
 const struct sbuf *store_metrics__v4_columns(unsigned int *n)
@@ -988,6 +1046,10 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 	if (grp_begin(&g4.w, b, c, F_MAX)) {
 		g4.mb.prev.n = g4.mb.cur.n = 0;
 		g4.mb.sec_ns = 0;
+		g4.ct.n = 0;
+		if (!g4.ct.h && !(g4.ct.h = calloc(2 * CTAB_MAX, sizeof(*g4.ct.h))))
+			goto oom;
+		memset(g4.ct.h, 0, 2 * CTAB_MAX * sizeof(*g4.ct.h));
 	}
 	hdr_put(&c[F_HDR], m, n, &g4.w.st.time_ns);
 	members_second(&g4.mb, m->time_ns);
@@ -1002,7 +1064,7 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 
 		if (!cs)
 			goto oom;
-		fl = comm_put(&c[F_COMM], cs, e);
+		fl = comm_put(&c[F_COMM], &g4.ct, cs, e);
 		values_put(c, e);
 		fl |= extras_flags(e);
 		sbuf__varint(&c[F_FL], fl >> 2);
@@ -1098,7 +1160,7 @@ static int decode_v4(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 	}
 	ret = keys_get(&memb, r, g.ms, g.nrec, &g.st, g.ents, g.x);
 	if (!ret)
-		ret = grp_comms(r, &g);
+		ret = grp_comms(r, &g, true);
 	if (ret)
 		return ret;
 	for (at = 0; at < g.n_ent; at++)
