@@ -882,11 +882,12 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
  *   "Stored precision"), their high part (the exponent) and their low 6
  *   bits in columns of their own: the low bits are noise that zstd cannot
  *   shrink, and mixed with the rest they kept it from shrinking that;
- * - the preempted and voluntary switches in one byte when both are small. */
+ * - the preempted and voluntary switches in one byte, the rest of a count
+ *   above 14 apart. */
 #define V4_VERSION 4
 #define DUR4_BITS  7 /* significant bits of a duration */
 #define DUR4_LO	   (DUR4_BITS - 1)
-#define SW_ESC	   0xff /* the switches byte: both counts follow as varints */
+#define SW_MAX	   15 /* in the switches byte: the count - 15 follows as a varint */
 
 enum {
 	F_HDR,
@@ -1027,12 +1028,12 @@ static void values_put(struct sbuf *c, const struct cpa_metrics_ent *e)
 	sbuf__varint(&c[F_RUNQ], rq >> DUR4_LO);
 	sbuf__put(&c[F_ONCPU_LO], &lo[0], 1);
 	sbuf__put(&c[F_RUNQ_LO], &lo[1], 1);
-	sw = p < 15 && s < 16 ? (uint8_t)(p << 4 | s) : SW_ESC;
+	sw = (uint8_t)(MIN(p, SW_MAX) << 4 | MIN(s, SW_MAX));
 	sbuf__put(&c[F_SW], &sw, 1);
-	if (sw == SW_ESC) {
-		sbuf__varint(&c[F_SW_ESC], p);
-		sbuf__varint(&c[F_SW_ESC], s);
-	}
+	if (p >= SW_MAX)
+		sbuf__varint(&c[F_SW_ESC], p - SW_MAX);
+	if (s >= SW_MAX)
+		sbuf__varint(&c[F_SW_ESC], s - SW_MAX);
 	sbuf__varint(&c[F_WAITS], zigzag((int64_t)(e->runq_n - p - s)));
 }
 
@@ -1171,12 +1172,14 @@ static int decode_v4(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 	if (!sw)
 		return -EBADMSG;
 	for (at = 0; at < g.n_ent; at++) {
-		g.x[at].v[V_PREEMPT] = sw[at] >> 4;
-		g.x[at].v[V_SLEEP] = sw[at] & 15;
-		if (sw[at] == SW_ESC) {
-			g.x[at].v[V_PREEMPT] = rbuf__varint(r);
-			g.x[at].v[V_SLEEP] = rbuf__varint(r);
-		}
+		uint64_t *v = g.x[at].v;
+
+		v[V_PREEMPT] = sw[at] >> 4;
+		v[V_SLEEP] = sw[at] & SW_MAX;
+		if (v[V_PREEMPT] == SW_MAX)
+			v[V_PREEMPT] += rbuf__varint(r);
+		if (v[V_SLEEP] == SW_MAX)
+			v[V_SLEEP] += rbuf__varint(r);
 	}
 	for (at = 0; at < g.n_ent; at++)
 		g.x[at].v[V_WAITS] = (uint64_t)unzigzag(rbuf__varint(r));
