@@ -5,23 +5,25 @@
  * when the block flag STORE_BF_METRICS is set. A 1.0 reader decodes the rows
  * and never looks past them, so it skips the section without knowing it.
  *
- * Records are written in the columnar encoding (v3: a group starts with
- * varint 0 then 3; no v1 record's time_ns is 0): the records one writer
- * appends to a section in a row are one group, written column after column
- * (headers, keys, flags, comms new to the group, each of the five values of
- * every entry, the rare extras), each value as the difference to that key's
- * previous one in the group, so that what repeats from second to second is
- * contiguous for zstd; the group is written again whole at each record added.
- * The two durations are kept in whole µs, on-CPU time to 8 significant bits
- * (within 1/256 + 0.5 µs), run-queue delay to 6 (within 1/64 + 0.5 µs, below
- * the counters' own error against the exact way, docs/metrics.md). Records of released stores (v1)
- * and of development builds (v2: per record, the same differences against a
- * 1024-slot table, durations to 8 significant bits) are still read.
+ * Records are written in the columnar encoding v4 (a group starts with varint
+ * 0 then 4; no v1 record's time_ns is 0): the records one writer appends to a
+ * section in a row are one group, written column after column (headers, which
+ * keys ran again since the previous second as a bitmap, the new keys, flags,
+ * comms new to the group, the values of every entry, the rare extras), so
+ * that what repeats from second to second is contiguous for zstd; the group
+ * is written again whole at each record added. The two durations are kept to
+ * 7 significant bits of µs (within 1/128, or 0.5 µs below 128 µs; the figures
+ * users see within 1 %, docs/metrics.md "Stored precision"). Records of
+ * released stores (v1), of development builds (v2: per record, differences
+ * against a 1024-slot table, durations to 8 significant bits) and of v3
+ * stores (v4's columns with the keys and values as differences to the
+ * previous ones, durations to 8 and 6 significant bits) are still read.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/macro.h"
 #include "store.h"
 #include "store_fmt.h"
@@ -457,7 +459,8 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
 
 /* ---------------------------------------------------------------- v3 */
 
-/* v3 writes the records that one writer appends to a section in a row as one
+/* v3 (stores before v4; its encoder is kept for the tests and the bench)
+ * writes the records that one writer appends to a section in a row as one
  * group, column after column (docs/store-format.md): the record headers, the
  * keys, the comms new to the group, then each value of every entry, so that
  * what repeats from second to second (the same processes, values unchanged
@@ -561,40 +564,133 @@ static void ktab_clear(struct ktab *t)
 	t->time_ns = 0;
 }
 
-static _Thread_local struct {
+/* A group writer: the group in owner, its keys' state. */
+struct grp_w {
 	const struct sbuf *owner;
-	size_t start, len; /* the group in owner */
+	size_t start, len;
 	uint64_t nrec;
-	struct sbuf col[C_MAX];
 	struct ktab st;
+};
+
+/* Start a new group in b unless b ends with w's (true: started). */
+static bool grp_begin(struct grp_w *w, struct sbuf *b, struct sbuf *col, unsigned int n)
+{
+	if (b->len && w->owner == b && w->len == b->len)
+		return false;
+	ktab_clear(&w->st);
+	for (unsigned int i = 0; i < n; i++)
+		col[i].len = 0;
+	w->owner = b;
+	w->start = b->len;
+	w->nrec = 0;
+	return true;
+}
+
+static void ents_sort(const struct cpa_metrics_ent **order, const struct cpa_metrics_ent *ents,
+		      unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		order[i] = &ents[i];
+	qsort(order, n, sizeof(order[0]), ent_cmp);
+}
+
+static _Thread_local struct {
+	struct grp_w w;
+	struct sbuf col[C_MAX];
 } g3;
 
-void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
-			   const struct cpa_metrics_ent *ents)
+/* v4's comm table: the comms written in the group so far, each once; an
+ * entry's comm is then its index + 1 (0: the comm follows, and joins). */
+#define CTAB_MAX 4096
+
+struct ctab {
+	char (*c)[CPA_COMM_LEN];
+	size_t n, cap;
+	uint16_t *h; /* the writer's: comm hash slot -> index + 1, 2 * CTAB_MAX slots */
+};
+
+static bool ctab_add(struct ctab *t, const char *c)
+{
+	if (t->n >= CTAB_MAX)
+		return true;
+	if (array_grow((void **)&t->c, &t->cap, t->n + 1, sizeof(*t->c)) < 0)
+		return false;
+	memcpy(t->c[t->n++], c, CPA_COMM_LEN);
+	return true;
+}
+
+/* The writer's slot of comm c (NUL-padded): holding its index + 1, or 0. */
+static uint16_t *ctab_slot(struct ctab *t, const char *c)
+{
+	uint32_t h = 2166136261u, i;
+
+	for (i = 0; i < CPA_COMM_LEN; i++)
+		h = (h ^ (uint8_t)c[i]) * 16777619u;
+	for (i = h & (2 * CTAB_MAX - 1);; i = (i + 1) & (2 * CTAB_MAX - 1))
+		if (!t->h[i] || !memcmp(t->c[t->h[i] - 1], c, CPA_COMM_LEN))
+			return &t->h[i];
+}
+
+/* e's comm into the comms column when its key's slot cs needs it: V2_E_COMM
+ * then, else 0; with t (v4) as a reference to the table when it holds it. */
+static uint32_t comm_put(struct sbuf *col, struct ctab *t, struct comm_slot *cs,
+			 const struct cpa_metrics_ent *e)
+{
+	size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
+	char pad[CPA_COMM_LEN] = {0};
+	uint16_t *slot;
+
+	if (!slot_set(cs, comm_key(e), e->comm, cl))
+		return 0;
+	if (t) {
+		size_t n = t->n;
+
+		memcpy(pad, e->comm, cl);
+		slot = ctab_slot(t, pad);
+		sbuf__varint(col, *slot);
+		if (*slot)
+			return V2_E_COMM;
+		if (!ctab_add(t, pad))
+			col->oom = true;
+		else if (t->n > n)
+			*slot = (uint16_t)t->n;
+	}
+	sbuf__varint(col, cl);
+	sbuf__put(col, e->comm, cl);
+	return V2_E_COMM;
+}
+
+/* A group (its marker, version, nrec records, its n columns) written at
+ * start in b, b then ending with it. */
+static void grp_write(struct sbuf *b, size_t start, unsigned int version, uint64_t nrec,
+		      const struct sbuf *col, unsigned int n)
+{
+	b->len = start;
+	sbuf__varint(b, 0);
+	sbuf__varint(b, version);
+	sbuf__varint(b, nrec);
+	for (unsigned int i = 0; i < n; i++) {
+		sbuf__put(b, col[i].p, col[i].len);
+		b->oom |= col[i].oom;
+	}
+}
+
+void store_metrics__encode_v3(struct sbuf *b, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents)
 {
 	const struct cpa_metrics_ent *order[CPA_METRICS_PER_REC];
 	unsigned int i, j, n = MIN(m->n_ents, CPA_METRICS_PER_REC);
 	struct sbuf *c = g3.col;
 	uint32_t prev_key = 0;
 
-	if (b->len == 0 || g3.owner != b || g3.len != b->len) {
-		ktab_clear(&g3.st);
-		for (i = 0; i < C_MAX; i++)
-			c[i].len = 0;
-		g3.owner = b;
-		g3.start = b->len;
-		g3.nrec = 0;
-	}
-	hdr_put(&c[C_HDR], m, n, &g3.st.time_ns);
-	for (i = 0; i < n; i++)
-		order[i] = &ents[i];
-	qsort(order, n, sizeof(order[0]), ent_cmp);
+	grp_begin(&g3.w, b, c, C_MAX);
+	hdr_put(&c[C_HDR], m, n, &g3.w.st.time_ns);
+	ents_sort(order, ents, n);
 	for (i = 0; i < n; i++) {
 		const struct cpa_metrics_ent *e = order[i];
 		uint32_t key = comm_key(e), fl = 0;
 		bool fresh;
-		struct comm_slot *cs = ktab_get(&g3.st, key, &fresh);
-		size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
+		struct comm_slot *cs = ktab_get(&g3.w.st, key, &fresh);
 		uint64_t v[V_MAX] = {
 			dur3_code(e->oncpu_ns, ONCPU_BITS), dur3_code(e->runq_ns, RUNQ_BITS),
 			e->switches[CPA_MR_PREEMPT], e->switches[CPA_MR_SLEEP],
@@ -602,16 +698,12 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 
 		if (!cs) {
 			b->oom = true;
-			g3.owner = NULL;
+			g3.w.owner = NULL;
 			return;
 		}
 		sbuf__varint(&c[C_KEY], zigzag((int64_t)key - (int64_t)prev_key));
 		prev_key = key;
-		if (slot_set(cs, key, e->comm, cl)) {
-			fl |= V2_E_COMM;
-			sbuf__varint(&c[C_COMM], cl);
-			sbuf__put(&c[C_COMM], e->comm, cl);
-		}
+		fl = comm_put(&c[C_COMM], NULL, cs, e);
 		for (j = 0; j < V_MAX; j++) {
 			sbuf__varint(&c[C_VAL + j], zigzag((int64_t)(v[j] - cs->prev[j])));
 			cs->prev[j] = v[j];
@@ -620,16 +712,8 @@ void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 		sbuf__varint(&c[C_FL], fl >> 2);
 		extras_put(&c[C_EXTRA], e, fl);
 	}
-	g3.nrec++;
-	b->len = g3.start;
-	sbuf__varint(b, 0);
-	sbuf__varint(b, V3_VERSION);
-	sbuf__varint(b, g3.nrec);
-	for (i = 0; i < C_MAX; i++) {
-		sbuf__put(b, c[i].p, c[i].len);
-		b->oom |= c[i].oom;
-	}
-	g3.len = b->len;
+	grp_write(b, g3.w.start, V3_VERSION, ++g3.w.nrec, c, C_MAX);
+	g3.w.len = b->len;
 }
 
 /* Per entry of a v3 group while it decodes. */
@@ -639,97 +723,481 @@ struct v3_ent {
 	uint64_t v[V_MAX], fl;
 };
 
+/* A v3 or v4 group while it decodes: its records, their entries one after
+ * the other, and the keys' state. */
+struct grp {
+	struct cpa_metrics *ms;
+	struct cpa_metrics_ent *ents;
+	struct v3_ent *x;
+	struct ktab st;
+	struct ctab ct; /* v4 */
+	uint64_t nrec, n_ent;
+};
+
+static void grp_free(struct grp *g)
+{
+	free(g->ct.c);
+	free(g->ms);
+	free(g->ents);
+	free(g->x);
+	free(g->st.s);
+}
+
+/* The group's count and headers, then room for its entries, each of which
+ * takes at least ent_min bytes of what is left. */
+static int grp_start(struct rbuf *r, uint64_t max_rec, size_t ent_min, struct grp *g)
+{
+	uint64_t i;
+
+	g->st.cap = 256;
+	g->nrec = rbuf__varint(r);
+	if (r->bad || !g->nrec || g->nrec > max_rec)
+		return -EBADMSG;
+	g->ms = calloc(g->nrec, sizeof(*g->ms));
+	if (!g->ms)
+		return -ENOMEM;
+	for (i = 0; i < g->nrec; i++) {
+		if (!hdr_get(r, &g->ms[i], &g->st.time_ns))
+			return -EBADMSG;
+		g->n_ent += g->ms[i].n_ents;
+	}
+	if (g->n_ent > (r->len - r->pos) / ent_min)
+		return -EBADMSG;
+	while (g->st.cap < 2 * (g->n_ent + 1))
+		g->st.cap *= 2; /* ktab_get() then never grows it */
+	g->ents = calloc(g->n_ent + 1, sizeof(*g->ents));
+	g->x = calloc(g->n_ent + 1, sizeof(*g->x));
+	g->st.s = calloc(g->st.cap, sizeof(*g->st.s));
+	return g->ents && g->x && g->st.s ? 0 : -ENOMEM;
+}
+
+/* The flags column, then the comms of the entries with COMM, which their
+ * keys take (an entry without has its key's). */
+static int grp_comms(struct rbuf *r, struct grp *g, bool v4)
+{
+	uint64_t at, ref;
+
+	for (at = 0; at < g->n_ent; at++)
+		g->x[at].fl = rbuf__varint(r) << 2;
+	for (at = 0; at < g->n_ent && !r->bad; at++) {
+		struct comm_slot *cs = g->x[at].cs;
+		uint64_t cl;
+		const uint8_t *p;
+
+		ref = g->x[at].fl & V2_E_COMM && v4 ? rbuf__varint(r) : 0;
+		if (ref > g->ct.n)
+			return -EBADMSG;
+		if (ref) {
+			memcpy(g->ents[at].comm, g->ct.c[ref - 1], CPA_COMM_LEN);
+		} else if (g->x[at].fl & V2_E_COMM) {
+			cl = rbuf__varint(r);
+			if (cl >= CPA_COMM_LEN || !(p = rbuf__bytes(r, cl)))
+				return -EBADMSG;
+			memcpy(g->ents[at].comm, p, cl);
+			if (v4 && !ctab_add(&g->ct, g->ents[at].comm))
+				return -ENOMEM;
+		}
+		if ((g->x[at].fl & V2_E_COMM) || g->x[at].fresh)
+			memcpy(cs->comm, g->ents[at].comm, CPA_COMM_LEN);
+		else
+			memcpy(g->ents[at].comm, cs->comm, CPA_COMM_LEN);
+	}
+	return r->bad ? -EBADMSG : 0;
+}
+
+/* The extras column, then the group to the caller. */
+static int grp_end(struct rbuf *r, struct grp *g, struct cpa_metrics **ret_ms,
+		   struct cpa_metrics_ent **ret_ents, uint64_t *ret_nrec)
+{
+	for (uint64_t at = 0; at < g->n_ent; at++)
+		if (!extras_get(r, &g->ents[at], g->x[at].fl))
+			return -EBADMSG;
+	if (r->bad)
+		return -EBADMSG;
+	*ret_ms = TAKE_PTR(g->ms);
+	*ret_ents = TAKE_PTR(g->ents);
+	*ret_nrec = g->nrec;
+	return 0;
+}
+
 /* One v3 group after its leading 0 and version into ms (nrec records) and
  * ents (their entries, one after the other); -EBADMSG: malformed. */
 static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_ms,
 		     struct cpa_metrics_ent **ret_ents, uint64_t *ret_nrec)
 {
-	_cleanup_free_ struct cpa_metrics *ms = NULL;
-	_cleanup_free_ struct cpa_metrics_ent *ents = NULL;
-	_cleanup_free_ struct v3_ent *x = NULL;
-	_cleanup_free_ struct comm_slot *tab = NULL;
-	struct ktab st = {.cap = 256};
-	uint64_t nrec = rbuf__varint(r), n_ent = 0, i, j, at;
+	_cleanup_(grp_free) struct grp g = {0};
+	uint64_t i, j, at;
+	int ret;
 
-	if (r->bad || !nrec || nrec > max_rec)
-		return -EBADMSG;
-	ms = calloc(nrec, sizeof(*ms));
-	if (!ms)
-		return -ENOMEM;
-	for (i = 0; i < nrec; i++) {
-		if (!hdr_get(r, &ms[i], &st.time_ns))
-			return -EBADMSG;
-		n_ent += ms[i].n_ents;
-	}
 	/* an entry takes at least a byte: its key, its flags, its values */
-	if (n_ent > (r->len - r->pos) / (2 + V_MAX))
-		return -EBADMSG;
-	while (st.cap < 2 * (n_ent + 1))
-		st.cap *= 2; /* ktab_get() then never grows it */
-	ents = calloc(n_ent + 1, sizeof(*ents));
-	x = calloc(n_ent + 1, sizeof(*x));
-	st.s = tab = calloc(st.cap, sizeof(*tab));
-	if (!ents || !x || !tab)
-		return -ENOMEM;
-	for (i = at = 0; i < nrec; i++) {
+	ret = grp_start(r, max_rec, 2 + V_MAX, &g);
+	if (ret)
+		return ret;
+	for (i = at = 0; i < g.nrec; i++) {
 		uint32_t prev_key = 0;
 
-		for (j = 0; j < ms[i].n_ents; j++, at++) {
+		for (j = 0; j < g.ms[i].n_ents; j++, at++) {
 			uint32_t key = (uint32_t)((int64_t)prev_key + unzigzag(rbuf__varint(r)));
 
 			prev_key = key;
-			ents[at].kind = (uint16_t)(key >> 30);
-			ents[at].id = key & 0x3fffffffu;
-			x[at].cs = ktab_get(&st, key, &x[at].fresh);
+			g.ents[at].kind = (uint16_t)(key >> 30);
+			g.ents[at].id = key & 0x3fffffffu;
+			g.x[at].cs = ktab_get(&g.st, key, &g.x[at].fresh);
 		}
 	}
-	for (at = 0; at < n_ent; at++)
-		x[at].fl = rbuf__varint(r) << 2;
-	/* the comms of the entries with COMM, which their slots take */
-	for (at = 0; at < n_ent && !r->bad; at++) {
-		struct comm_slot *cs = x[at].cs;
-		uint64_t cl;
-		const uint8_t *p;
-
-		if (x[at].fl & V2_E_COMM) {
-			cl = rbuf__varint(r);
-			if (cl >= CPA_COMM_LEN || !(p = rbuf__bytes(r, cl)))
-				return -EBADMSG;
-			memcpy(ents[at].comm, p, cl);
-		}
-		if ((x[at].fl & V2_E_COMM) || x[at].fresh)
-			memcpy(cs->comm, ents[at].comm, CPA_COMM_LEN);
-		else
-			memcpy(ents[at].comm, cs->comm, CPA_COMM_LEN);
-	}
+	ret = grp_comms(r, &g, false);
+	if (ret)
+		return ret;
 	for (j = 0; j < V_MAX; j++) {
-		for (at = 0; at < n_ent; at++) {
-			struct comm_slot *cs = x[at].cs;
+		for (at = 0; at < g.n_ent; at++) {
+			struct comm_slot *cs = g.x[at].cs;
 
-			if (x[at].fresh)
+			if (g.x[at].fresh)
 				cs->prev[j] = 0;
 			cs->prev[j] += (uint64_t)unzigzag(rbuf__varint(r));
-			x[at].v[j] = cs->prev[j];
+			g.x[at].v[j] = cs->prev[j];
 		}
 	}
-	for (at = 0; at < n_ent; at++) {
-		struct cpa_metrics_ent *e = &ents[at];
+	for (at = 0; at < g.n_ent; at++) {
+		struct cpa_metrics_ent *e = &g.ents[at];
+		const uint64_t *v = g.x[at].v;
 
-		e->oncpu_ns = dur3_value(x[at].v[V_ONCPU], ONCPU_BITS);
-		e->runq_ns = dur3_value(x[at].v[V_RUNQ], RUNQ_BITS);
-		e->switches[CPA_MR_PREEMPT] = x[at].v[V_PREEMPT];
-		e->switches[CPA_MR_SLEEP] = x[at].v[V_SLEEP];
-		e->runq_n = x[at].v[V_WAITS] + x[at].v[V_PREEMPT] + x[at].v[V_SLEEP];
+		e->oncpu_ns = dur3_value(v[V_ONCPU], ONCPU_BITS);
+		e->runq_ns = dur3_value(v[V_RUNQ], RUNQ_BITS);
+		e->switches[CPA_MR_PREEMPT] = v[V_PREEMPT];
+		e->switches[CPA_MR_SLEEP] = v[V_SLEEP];
+		e->runq_n = v[V_WAITS] + v[V_PREEMPT] + v[V_SLEEP];
 	}
-	for (at = 0; at < n_ent; at++)
-		if (!extras_get(r, &ents[at], x[at].fl))
+	return grp_end(r, &g, ret_ms, ret_ents, ret_nrec);
+}
+
+/* ---------------------------------------------------------------- v4 */
+
+/* v4 is v3's group with (docs/store-format.md "v4 group"):
+ * - a record's keys told against the previous second's: a bitmap of those
+ *   that ran again, then the new ones, so that a steady process costs a bit;
+ * - the values as they are, not against the key's previous second (two
+ *   seconds of a noisy value differ by more than either is);
+ * - the durations to 7 significant bits (within 1/128, docs/metrics.md
+ *   "Stored precision"), their high part (the exponent) and their low 6
+ *   bits in columns of their own: the low bits are noise that zstd cannot
+ *   shrink, and mixed with the rest they kept it from shrinking that;
+ * - the preempted and voluntary switches in one byte, the rest of a count
+ *   above 14 apart. */
+#define V4_VERSION 4
+#define DUR4_BITS  7 /* significant bits of a duration */
+#define DUR4_LO	   (DUR4_BITS - 1)
+#define SW_MAX	   15 /* in the switches byte: the count - 15 follows as a varint */
+
+enum {
+	F_HDR,
+	F_MEMB,
+	F_KEY,
+	F_FL,
+	F_COMM,
+	F_ONCPU,
+	F_RUNQ,
+	F_SW,
+	F_SW_ESC,
+	F_WAITS,
+	F_ONCPU_LO,
+	F_RUNQ_LO,
+	F_EXTRA,
+	F_MAX
+};
+
+/* A duration in ns to a dense code of DUR4_BITS significant bits of µs, as
+ * dur3_code() but rounded to nearest once, from the ns (dur3_value() reads
+ * it): below 128 µs the µs count, else (e + 1) * 64 + m - 64 for m << e µs,
+ * m in [64, 128). */
+static uint64_t dur4_code(uint64_t ns)
+{
+	const uint64_t h = 1ull << DUR4_LO;
+	uint64_t us = ns / 1000 + (ns % 1000 >= 500), unit, m;
+	unsigned int e;
+
+	if (us < 2 * h)
+		return us;
+	e = 63 - (unsigned int)__builtin_clzll(ns / 1000 ? ns / 1000 : 1);
+	e = e > DUR4_LO ? e - DUR4_LO : 0;
+	unit = 1000ull << e;
+	m = ns / unit + (ns % unit >= unit / 2);
+	if (m >= 2 * h) {
+		m = h;
+		e++;
+	}
+	return (e + 1) * h + m - h;
+}
+
+struct keylist {
+	uint32_t *k;
+	size_t n, cap;
+};
+
+static bool keylist_add(struct keylist *l, uint32_t key)
+{
+	if (array_grow((void **)&l->k, &l->cap, l->n + 1, sizeof(*l->k)) < 0)
+		return false;
+	l->k[l->n++] = key;
+	return true;
+}
+
+/* The keys of the previous second and of this one so far: a record's bitmap
+ * covers the previous second's keys after those the second's earlier
+ * records covered (cursor), up to the record's last key. */
+struct members {
+	struct keylist prev, cur;
+	uint64_t sec_ns;
+	size_t cursor;
+	uint32_t last_new; /* the second's previous new key */
+};
+
+static void members_second(struct members *mb, uint64_t time_ns)
+{
+	struct keylist t;
+
+	if (time_ns == mb->sec_ns)
+		return;
+	t = mb->prev;
+	mb->prev = mb->cur;
+	mb->cur = t;
+	mb->cur.n = 0;
+	mb->cursor = 0;
+	mb->sec_ns = time_ns;
+	mb->last_new = (uint32_t)CPA_MK_PROC << 30;
+}
+
+static _Thread_local struct {
+	struct grp_w w;
+	struct sbuf col[F_MAX];
+	struct members mb;
+	struct ctab ct;
+} g4;
+
+const struct sbuf *store_metrics__v4_columns(unsigned int *n)
+{
+	*n = F_MAX;
+	return g4.col;
+}
+
+/* The membership of a record's n entries (order: in key order) into c. */
+static bool members_put(struct members *mb, struct sbuf *c,
+			const struct cpa_metrics_ent *const *order, unsigned int n)
+{
+	size_t cand = 0, at, j = 0;
+	uint8_t *bits;
+
+	while (n && mb->cursor + cand < mb->prev.n &&
+	       mb->prev.k[mb->cursor + cand] <= comm_key(order[n - 1]))
+		cand++;
+	sbuf__varint(&c[F_MEMB], cand);
+	at = c[F_MEMB].len;
+	if (sbuf__reserve(&c[F_MEMB], (cand + 7) / 8) < 0)
+		return false;
+	bits = c[F_MEMB].p + at;
+	memset(bits, 0, (cand + 7) / 8);
+	c[F_MEMB].len += (cand + 7) / 8;
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t key = comm_key(order[i]);
+
+		while (j < cand && mb->prev.k[mb->cursor + j] < key)
+			j++;
+		if (j < cand && mb->prev.k[mb->cursor + j] == key) {
+			bits[j / 8] |= (uint8_t)(1u << (j % 8));
+			j++;
+		} else {
+			sbuf__varint(&c[F_KEY], zigzag((int64_t)key - (int64_t)mb->last_new));
+			mb->last_new = key;
+		}
+		if (!keylist_add(&mb->cur, key))
+			return false;
+	}
+	mb->cursor += cand;
+	return true;
+}
+
+static void values_put(struct sbuf *c, const struct cpa_metrics_ent *e)
+{
+	uint64_t on = dur4_code(e->oncpu_ns), rq = dur4_code(e->runq_ns);
+	uint64_t p = e->switches[CPA_MR_PREEMPT], s = e->switches[CPA_MR_SLEEP];
+	uint8_t lo[2] = {(uint8_t)(on & ((1u << DUR4_LO) - 1)),
+			 (uint8_t)(rq & ((1u << DUR4_LO) - 1))},
+		sw;
+
+	sbuf__varint(&c[F_ONCPU], on >> DUR4_LO);
+	sbuf__varint(&c[F_RUNQ], rq >> DUR4_LO);
+	sbuf__put(&c[F_ONCPU_LO], &lo[0], 1);
+	sbuf__put(&c[F_RUNQ_LO], &lo[1], 1);
+	sw = (uint8_t)(MIN(p, SW_MAX) << 4 | MIN(s, SW_MAX));
+	sbuf__put(&c[F_SW], &sw, 1);
+	if (p >= SW_MAX)
+		sbuf__varint(&c[F_SW_ESC], p - SW_MAX);
+	if (s >= SW_MAX)
+		sbuf__varint(&c[F_SW_ESC], s - SW_MAX);
+	sbuf__varint(&c[F_WAITS], zigzag((int64_t)(e->runq_n - p - s)));
+}
+
+void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
+			   const struct cpa_metrics_ent *ents)
+{
+	const struct cpa_metrics_ent *order[CPA_METRICS_PER_REC];
+	unsigned int i, n = MIN(m->n_ents, CPA_METRICS_PER_REC);
+	struct sbuf *c = g4.col;
+
+	if (grp_begin(&g4.w, b, c, F_MAX)) {
+		g4.mb.prev.n = g4.mb.cur.n = 0;
+		g4.mb.sec_ns = 0;
+		g4.ct.n = 0;
+		if (!g4.ct.h && !(g4.ct.h = calloc(2 * CTAB_MAX, sizeof(*g4.ct.h))))
+			goto oom;
+		memset(g4.ct.h, 0, 2 * CTAB_MAX * sizeof(*g4.ct.h));
+	}
+	hdr_put(&c[F_HDR], m, n, &g4.w.st.time_ns);
+	members_second(&g4.mb, m->time_ns);
+	ents_sort(order, ents, n);
+	if (!members_put(&g4.mb, c, order, n))
+		goto oom;
+	for (i = 0; i < n; i++) {
+		const struct cpa_metrics_ent *e = order[i];
+		uint32_t key = comm_key(e), fl = 0;
+		bool fresh;
+		struct comm_slot *cs = ktab_get(&g4.w.st, key, &fresh);
+
+		if (!cs)
+			goto oom;
+		fl = comm_put(&c[F_COMM], &g4.ct, cs, e);
+		values_put(c, e);
+		fl |= extras_flags(e);
+		sbuf__varint(&c[F_FL], fl >> 2);
+		extras_put(&c[F_EXTRA], e, fl);
+	}
+	grp_write(b, g4.w.start, V4_VERSION, ++g4.w.nrec, c, F_MAX);
+	g4.w.len = b->len;
+	return;
+oom:
+	b->oom = true;
+	g4.w.owner = NULL;
+}
+
+/* The keys of a v4 group's records (ms, nrec) into ents and x: the
+ * membership column (m), then the new keys (r). */
+static int keys_get(struct rbuf *m, struct rbuf *r, const struct cpa_metrics *ms, uint64_t nrec,
+		    struct ktab *st, struct cpa_metrics_ent *ents, struct v3_ent *x)
+{
+	struct members mb = {0};
+	uint64_t i, j, at = 0;
+	int ret = -EBADMSG;
+
+	for (i = 0; i < nrec; i++) {
+		unsigned int n = ms[i].n_ents, got = 0, nn, a = 0, bb = 0;
+		uint32_t nk[CPA_METRICS_PER_REC];
+		const uint8_t *bits;
+		uint64_t c;
+
+		members_second(&mb, ms[i].time_ns);
+		c = rbuf__varint(m);
+		if (m->bad || c > mb.prev.n - mb.cursor)
+			goto out;
+		bits = rbuf__bytes(m, (c + 7) / 8);
+		if (!bits && c)
+			goto out;
+		for (j = 0; j < c; j++)
+			got += (bits[j / 8] >> (j % 8)) & 1;
+		if (got > n)
+			goto out;
+		nn = n - got;
+		for (j = 0; j < nn; j++) {
+			mb.last_new = (uint32_t)((int64_t)mb.last_new + unzigzag(rbuf__varint(r)));
+			nk[j] = mb.last_new;
+		}
+		if (r->bad)
+			goto out;
+		/* the keys that ran again and the new ones, merged in key order */
+		for (j = 0; j < n; j++, at++) {
+			uint32_t key;
+
+			while (a < c && !((bits[a / 8] >> (a % 8)) & 1))
+				a++;
+			if (a < c && (bb >= nn || mb.prev.k[mb.cursor + a] <= nk[bb]))
+				key = mb.prev.k[mb.cursor + a++];
+			else
+				key = nk[bb++];
+			ents[at].kind = (uint16_t)(key >> 30);
+			ents[at].id = key & 0x3fffffffu;
+			x[at].cs = ktab_get(st, key, &x[at].fresh);
+			if (!x[at].cs || !keylist_add(&mb.cur, key)) {
+				ret = -ENOMEM;
+				goto out;
+			}
+		}
+		mb.cursor += c;
+	}
+	ret = 0;
+out:
+	free(mb.prev.k);
+	free(mb.cur.k);
+	return ret;
+}
+
+/* One v4 group after its leading 0 and version, as decode_v3(). */
+static int decode_v4(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_ms,
+		     struct cpa_metrics_ent **ret_ents, uint64_t *ret_nrec)
+{
+	_cleanup_(grp_free) struct grp g = {0};
+	const uint8_t *sw, *lo[2];
+	struct rbuf memb;
+	uint64_t i, at, c;
+	int ret;
+
+	/* an entry takes at least 6 bytes: flags, 2 durations, low bits, switches, waits */
+	ret = grp_start(r, max_rec, 6, &g);
+	if (ret)
+		return ret;
+	memb = (struct rbuf){.p = r->p + r->pos, .len = r->len - r->pos};
+	for (i = 0; i < g.nrec; i++) { /* to the membership column's end */
+		c = rbuf__varint(r);
+		if (r->bad || c > g.n_ent || !rbuf__bytes(r, (c + 7) / 8))
 			return -EBADMSG;
-	if (r->bad)
+	}
+	ret = keys_get(&memb, r, g.ms, g.nrec, &g.st, g.ents, g.x);
+	if (!ret)
+		ret = grp_comms(r, &g, true);
+	if (ret)
+		return ret;
+	for (at = 0; at < g.n_ent; at++)
+		g.x[at].v[V_ONCPU] = rbuf__varint(r);
+	for (at = 0; at < g.n_ent; at++)
+		g.x[at].v[V_RUNQ] = rbuf__varint(r);
+	sw = rbuf__bytes(r, g.n_ent);
+	if (!sw)
 		return -EBADMSG;
-	*ret_ms = TAKE_PTR(ms);
-	*ret_ents = TAKE_PTR(ents);
-	*ret_nrec = nrec;
-	return 0;
+	for (at = 0; at < g.n_ent; at++) {
+		uint64_t *v = g.x[at].v;
+
+		v[V_PREEMPT] = sw[at] >> 4;
+		v[V_SLEEP] = sw[at] & SW_MAX;
+		if (v[V_PREEMPT] == SW_MAX)
+			v[V_PREEMPT] += rbuf__varint(r);
+		if (v[V_SLEEP] == SW_MAX)
+			v[V_SLEEP] += rbuf__varint(r);
+	}
+	for (at = 0; at < g.n_ent; at++)
+		g.x[at].v[V_WAITS] = (uint64_t)unzigzag(rbuf__varint(r));
+	lo[0] = rbuf__bytes(r, g.n_ent);
+	lo[1] = rbuf__bytes(r, g.n_ent);
+	if (!lo[0] || !lo[1])
+		return -EBADMSG;
+	for (at = 0; at < g.n_ent; at++) {
+		struct cpa_metrics_ent *e = &g.ents[at];
+		const uint64_t *v = g.x[at].v;
+
+		e->oncpu_ns = dur3_value(v[V_ONCPU] << DUR4_LO | (lo[0][at] & 63), DUR4_BITS);
+		e->runq_ns = dur3_value(v[V_RUNQ] << DUR4_LO | (lo[1][at] & 63), DUR4_BITS);
+		e->switches[CPA_MR_PREEMPT] = v[V_PREEMPT];
+		e->switches[CPA_MR_SLEEP] = v[V_SLEEP];
+		e->runq_n = v[V_WAITS] + v[V_PREEMPT] + v[V_SLEEP];
+	}
+	return grp_end(r, &g, ret_ms, ret_ents, ret_nrec);
 }
 
 static void str_put(struct sbuf *b, const char *s, size_t max)
@@ -843,12 +1311,13 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 
 		m.time_ns = rbuf__varint(&r);
 		v = m.time_ns || r.bad ? 1 : rbuf__varint(&r); /* v1, else the version */
-		if (v == V3_VERSION) {
+		if (v == V3_VERSION || v == V4_VERSION) {
 			_cleanup_free_ struct cpa_metrics *ms = NULL;
 			_cleanup_free_ struct cpa_metrics_ent *es = NULL;
 			uint64_t n = 0;
 
-			ret = decode_v3(&r, nrec - i, &ms, &es, &n);
+			ret = v == V3_VERSION ? decode_v3(&r, nrec - i, &ms, &es, &n)
+					      : decode_v4(&r, nrec - i, &ms, &es, &n);
 			if (ret)
 				return ret;
 			for (j = k = 0; j < n; k += ms[j].n_ents, j++) {

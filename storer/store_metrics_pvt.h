@@ -14,17 +14,21 @@
 #include "store_fmt.h"
 
 /* Append one CPA_REC_METRICS record (header + its entries) to b, in the
- * columnar encoding (v3): the records appended to b in a row make one group,
+ * columnar encoding (v4): the records appended to b in a row make one group,
  * rewritten whole at each (b's bytes from the group's start change). */
 void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
 			   const struct cpa_metrics_ent *ents);
-/* The same in the first encoding (v1), which released stores hold, and in
- * the per-record compact one (v2) of development builds: for the tests and
- * benches that check the reader takes them and compare the sizes. */
+/* The same in the first encoding (v1), which released stores hold, in the
+ * per-record compact one (v2) of development builds and in v3: for the tests
+ * and benches that check the reader takes them and compare the sizes. */
 void store_metrics__encode_v1(struct sbuf *b, const struct cpa_metrics *m,
 			      const struct cpa_metrics_ent *ents);
 void store_metrics__encode_v2(struct sbuf *b, const struct cpa_metrics *m,
 			      const struct cpa_metrics_ent *ents);
+void store_metrics__encode_v3(struct sbuf *b, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents);
+/* The columns of the v4 group last encoded (n of them), for the bench. */
+const struct sbuf *store_metrics__v4_columns(unsigned int *n);
 /* Append one CPA_REC_EVENT record to b. */
 void store_metrics__encode_event(struct sbuf *b, const struct cpa_policy_event *ev);
 /* Where the metrics section starts in a decoded data section (after the rows). */

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * The store's metrics section (storer/store_metrics.c, docs/store-format.md
- * "Metrics section"): records in the columnar encoding the storer writes (v3)
- * come back as they went in (the two durations within 1/64 of theirs + 0.5
- * µs: v3 keeps whole µs, to 8 and 6 significant bits), records of released stores (v1) and of
- * development builds (v2, within 1/256) still read, alone or in one section
- * with v3 ones, an encoder that another section's records interrupted starts
- * afresh instead of referring to the wrong records, and a damaged v3 group
- * is refused (-EBADMSG: the reader skips the section, the block's rows are
+ * "Metrics section"): records in the encoding the storer writes (v4) come
+ * back as they went in (the two durations within 1/128 of theirs or 0.5 µs:
+ * v4 keeps 7 significant bits of µs), also when processes come and go from
+ * second to second and a second spans several records; records of released
+ * stores (v1), of development builds (v2, within 1/256) and of v3 stores
+ * (within 1/64 + 0.5 µs) still read, alone or in one section with v4 ones;
+ * an encoder that another section's records interrupted starts afresh
+ * instead of referring to the wrong records, and a damaged v3 or v4 group is
+ * refused (-EBADMSG: the reader skips the section, the block's rows are
  * decoded apart from it) without reading out of bounds.
  */
 #include <check.h>
@@ -15,14 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store_metrics_fixtures.h"
 #include "store_metrics_pvt.h"
 #include "test_util.h"
 
 #define NREC 6
 
+#define GOT_MAX 96 /* records decoded at most */
+
 struct got {
-	struct cpa_metrics m[NREC * 2];
-	struct cpa_metrics_ent e[NREC * 2][CPA_METRICS_PER_REC];
+	struct cpa_metrics m[GOT_MAX];
+	struct cpa_metrics_ent e[GOT_MAX][CPA_METRICS_PER_REC];
 	unsigned int n;
 };
 
@@ -30,7 +35,7 @@ static int on_rec(void *ctx, const struct cpa_metrics *m, const struct cpa_metri
 {
 	struct got *g = ctx;
 
-	ck_assert_uint_lt(g->n, NREC * 2);
+	ck_assert_uint_lt(g->n, GOT_MAX);
 	g->m[g->n] = *m;
 	memcpy(g->e[g->n], ents, sizeof(*ents) * m->n_ents);
 	g->n++;
@@ -98,7 +103,7 @@ static void make(unsigned int s, struct cpa_metrics *m, struct cpa_metrics_ent *
 	}
 }
 
-static unsigned int tol = 64, slack = 520; /* durations within 1/tol + slack ns */
+static unsigned int tol = 128, slack = 500; /* durations within 1/tol + slack ns */
 
 static bool close_to(uint64_t got, uint64_t want)
 {
@@ -167,10 +172,21 @@ static size_t encode(struct sbuf *b, int v, unsigned int from, unsigned int to)
 			store_metrics__encode_v1(b, &m, e);
 		else if (v == 2)
 			store_metrics__encode_v2(b, &m, e);
+		else if (v == 3)
+			store_metrics__encode_v3(b, &m, e);
 		else
 			store_metrics__encode(b, &m, e);
 	}
 	return b->len - before;
+}
+
+/* The default tolerance (v4's) back, recs and sec freed. */
+static void done(struct sbuf *recs, struct sbuf *sec)
+{
+	tol = 128;
+	slack = 500;
+	sbuf__free(recs);
+	sbuf__free(sec);
 }
 
 /* recs holds records 0..NREC-1: each comes back */
@@ -181,26 +197,27 @@ static void check_all(struct sbuf *sec, const struct sbuf *recs, struct got *g)
 		check_same(g, s, s);
 }
 
-START_TEST(test_metrics_v3_roundtrip)
+START_TEST(test_metrics_v4_roundtrip)
 {
-	struct sbuf recs = {0}, sec = {0}, v1 = {0}, v2 = {0};
+	struct sbuf recs = {0}, sec = {0}, v1 = {0}, v2 = {0}, v3 = {0};
 	static struct got g;
-	size_t n3, n2, n1;
+	size_t n4, n3, n2, n1;
 
-	n3 = encode(&recs, 3, 0, NREC);
+	n4 = encode(&recs, 4, 0, NREC);
+	n3 = encode(&v3, 3, 0, NREC);
 	n2 = encode(&v2, 2, 0, NREC);
 	n1 = encode(&v1, 1, 0, NREC);
-	fprintf(stderr, "metrics section: v1 %zu bytes, v2 %zu, v3 %zu for %d records\n", n1, n2,
-		n3, NREC);
-	ck_assert_uint_lt(n3, n1);
+	fprintf(stderr, "metrics section: v1 %zu bytes, v2 %zu, v3 %zu, v4 %zu for %d records\n",
+		n1, n2, n3, n4, NREC);
+	ck_assert_uint_lt(n4, n1);
 	check_all(&sec, &recs, &g);
 	/* one record alone, and a time range that takes the middle of a group */
 	recs.len = 0;
-	encode(&recs, 3, 3, 4);
+	encode(&recs, 4, 3, 4);
 	ck_assert_uint_eq(decode(&sec, &recs, 1, &g), 1);
 	check_same(&g, 0, 3);
 	recs.len = 0;
-	encode(&recs, 3, 0, NREC);
+	encode(&recs, 4, 0, NREC);
 	sec.len = 0;
 	sbuf__varint(&sec, NREC);
 	sbuf__put(&sec, recs.p, recs.len);
@@ -216,50 +233,185 @@ START_TEST(test_metrics_v3_roundtrip)
 	sbuf__free(&sec);
 	sbuf__free(&v1);
 	sbuf__free(&v2);
+	sbuf__free(&v3);
 }
 END_TEST
 
-/* Released stores (v1) and development builds' (v2): their records read as
- * they did, alone or in one section with v3 groups. */
-START_TEST(test_metrics_v1_v2_still_read)
+/* Processes come and go from second to second and a second spans several
+ * records (capture's 32 entries each, in pid order or not): each record
+ * comes back with its keys, comms and counts exact, its durations within
+ * 1/128 or 0.5 µs. */
+#define CH_SECS 12 /* at most 8 records each: GOT_MAX */
+#define CH_POOL 150
+
+static bool ch_runs(unsigned int pid, unsigned int s)
+{
+	return ((pid * 2654435761u) ^ (s * 40503u)) % 5 != 0 || pid % 7 == 0;
+}
+
+/* the records of second s, their entries in n[] (at most 8 records) */
+static unsigned int ch_make(unsigned int s, struct cpa_metrics *m,
+			    struct cpa_metrics_ent (*e)[CPA_METRICS_PER_REC])
+{
+	unsigned int nrec = 0, k = 0;
+
+	for (unsigned int p = 0; p < CH_POOL + 2; p++) {
+		bool cpu = p >= CH_POOL;
+		struct cpa_metrics_ent *x;
+
+		if (!cpu && !ch_runs(p + 1, s))
+			continue;
+		if (k == 0 || m[nrec - 1].n_ents == CPA_METRICS_PER_REC || (cpu && k == 1)) {
+			memset(&m[nrec], 0, sizeof(m[nrec]));
+			m[nrec].time_ns = 1764000000000000000ull + s * 1000000000ull;
+			m[nrec].interval_ms = 1000;
+			m[nrec].flags = nrec ? CPA_MF_COUNTERS : CPA_MF_COUNTERS | CPA_MF_SYSTEM;
+			nrec++;
+			k = cpu ? 2 : 1;
+		}
+		x = &e[nrec - 1][m[nrec - 1].n_ents++];
+		memset(x, 0, sizeof(*x));
+		x->kind = cpu ? CPA_MK_CPU : CPA_MK_PROC;
+		x->id = cpu ? p - CH_POOL : (p + 1) * 3 + (s % 4 == 3 && p % 11 == 0) * 1000;
+		if (!cpu)
+			snprintf(x->comm, sizeof(x->comm), "p%u", (p + s / 5) % 9);
+		x->oncpu_ns = (uint64_t)(p + 1) * (s + 1) * 987654321ull % 1000000007ull;
+		x->runq_ns = (uint64_t)(p + 3) * (s + 2) * 12345678ull % 200000000ull;
+		x->switches[CPA_MR_PREEMPT] = (p * s) % (s == 5 ? 40 : 14);
+		x->switches[CPA_MR_SLEEP] = (p + s) % 23;
+		x->runq_n = x->switches[0] + x->switches[1] + (p % 3 == 0);
+		x->slices = x->switches[0] + x->switches[1];
+	}
+	/* records after the first in reverse pid order */
+	for (unsigned int r = 1; r < nrec; r++)
+		for (unsigned int i = 0; i < m[r].n_ents / 2; i++) {
+			struct cpa_metrics_ent t = e[r][i];
+
+			e[r][i] = e[r][m[r].n_ents - 1 - i];
+			e[r][m[r].n_ents - 1 - i] = t;
+		}
+	return nrec;
+}
+
+START_TEST(test_metrics_v4_churn)
+{
+	static struct cpa_metrics m[CH_SECS * 8];
+	static struct cpa_metrics_ent e[CH_SECS * 8][CPA_METRICS_PER_REC];
+	static struct got g;
+	struct sbuf recs = {0}, sec = {0};
+	unsigned int n = 0;
+
+	for (unsigned int s = 0; s < CH_SECS; s++) {
+		unsigned int k = ch_make(s, &m[n], &e[n]);
+
+		for (unsigned int r = 0; r < k; r++)
+			store_metrics__encode(&recs, &m[n + r], e[n + r]);
+		n += k;
+	}
+	sbuf__varint(&sec, n);
+	sbuf__put(&sec, recs.p, recs.len);
+	sbuf__varint(&sec, 0);
+	ck_assert_int_eq(store_metrics__decode(sec.p, sec.len, 0, UINT64_MAX, on_rec, NULL, &g), 0);
+	ck_assert_uint_eq(g.n, n);
+	for (unsigned int r = 0; r < n; r++) {
+		ck_assert_uint_eq(g.m[r].time_ns, m[r].time_ns);
+		ck_assert_uint_eq(g.m[r].n_ents, m[r].n_ents);
+		for (unsigned int i = 0; i < m[r].n_ents; i++) {
+			struct cpa_metrics_ent w = e[r][i];
+			unsigned int j;
+
+			for (j = 0; j < m[r].n_ents; j++)
+				if (g.e[r][j].id == w.id && g.e[r][j].kind == w.kind)
+					break;
+			ck_assert_msg(j < m[r].n_ents, "record %u: %u missing", r, w.id);
+			ck_assert_msg(g.e[r][j].oncpu_ns <= w.oncpu_ns + w.oncpu_ns / 128 + 500 &&
+					      w.oncpu_ns <=
+						      g.e[r][j].oncpu_ns + w.oncpu_ns / 128 + 500,
+				      "record %u: %u: on CPU %llu for %llu", r, w.id,
+				      (unsigned long long)g.e[r][j].oncpu_ns,
+				      (unsigned long long)w.oncpu_ns);
+			ck_assert(g.e[r][j].runq_ns <= w.runq_ns + w.runq_ns / 128 + 500 &&
+				  w.runq_ns <= g.e[r][j].runq_ns + w.runq_ns / 128 + 500);
+			w.oncpu_ns = g.e[r][j].oncpu_ns;
+			w.runq_ns = g.e[r][j].runq_ns;
+			ck_assert_msg(!memcmp(&g.e[r][j], &w, sizeof(w)),
+				      "record %u: entry %u (%s/%s) differs", r, w.id, w.comm,
+				      g.e[r][j].comm);
+		}
+	}
+	sbuf__free(&recs);
+	sbuf__free(&sec);
+}
+END_TEST
+
+/* Released stores (v1), development builds' (v2) and v3 stores: their
+ * records read as they did, alone or in one section with v4 groups. */
+START_TEST(test_metrics_v1_v2_v3_still_read)
 {
 	struct sbuf recs = {0}, sec = {0};
 	static struct got g;
 
+	tol = 128;
+	slack = 500;
 	encode(&recs, 1, 0, NREC);
-	encode(&recs, 3, 0, NREC);
+	encode(&recs, 4, 0, NREC);
 	ck_assert_uint_eq(decode(&sec, &recs, 2 * NREC, &g), 2 * NREC);
 	for (unsigned int s = 0; s < NREC; s++) {
 		check_same(&g, s, s);
 		check_same(&g, NREC + s, s);
 	}
 	recs.len = 0;
-	encode(&recs, 3, 0, 2);
-	encode(&recs, 1, 2, 3); /* a v3 group, v1, a new v3 group */
-	encode(&recs, 3, 3, NREC);
+	encode(&recs, 4, 0, 2);
+	encode(&recs, 1, 2, 3); /* a v4 group, v1, a new v4 group */
+	encode(&recs, 4, 3, NREC);
+	check_all(&sec, &recs, &g);
+	tol = 64;
+	slack = 520;
+	recs.len = 0;
+	encode(&recs, 3, 0, 3); /* a v3 group, then a v4 one */
+	encode(&recs, 4, 3, NREC);
+	check_all(&sec, &recs, &g);
+	recs.len = 0;
+	encode(&recs, 3, 0, NREC);
 	check_all(&sec, &recs, &g);
 	tol = 256;
 	slack = 0;
 	recs.len = 0;
 	encode(&recs, 2, 0, NREC);
 	check_all(&sec, &recs, &g);
+	done(&recs, &sec);
+}
+END_TEST
+
+/* The bytes of a released store (v1) and of a v3 store, frozen: read as
+ * written. */
+START_TEST(test_metrics_fixtures)
+{
+	struct sbuf recs = {0}, sec = {0};
+	static struct got g;
+
+	_Static_assert(NREC == 6, "the fixtures hold records 0..5");
+	sbuf__put(&recs, fixture, FIXTURE_V1_LEN);
+	check_all(&sec, &recs, &g);
 	tol = 64;
 	slack = 520;
-	sbuf__free(&recs);
-	sbuf__free(&sec);
+	recs.len = 0;
+	sbuf__put(&recs, fixture + FIXTURE_V1_LEN, sizeof(fixture) - FIXTURE_V1_LEN);
+	check_all(&sec, &recs, &g);
+	done(&recs, &sec);
 }
 END_TEST
 
 /* Two sections written in turn (two writers): each decodes alone. */
-START_TEST(test_metrics_v3_interleaved)
+START_TEST(test_metrics_v4_interleaved)
 {
 	struct sbuf a = {0}, b = {0}, sec = {0};
 	static struct got g;
 
-	encode(&a, 3, 0, 2);
-	encode(&b, 3, 2, 4);
-	encode(&a, 3, 4, 6);
-	encode(&b, 3, 1, 2);
+	encode(&a, 4, 0, 2);
+	encode(&b, 4, 2, 4);
+	encode(&a, 4, 4, 6);
+	encode(&b, 4, 1, 2);
 	ck_assert_uint_eq(decode(&sec, &a, 4, &g), 4);
 	check_same(&g, 0, 0);
 	check_same(&g, 1, 1);
@@ -278,38 +430,44 @@ END_TEST
 /* A damaged section: refused (-EBADMSG) or read, never out of bounds (the
  * fuzz replay and ASAN builds check the latter); a count of records that the
  * group does not have is refused. */
-START_TEST(test_metrics_v3_malformed)
+START_TEST(test_metrics_malformed)
 {
 	struct sbuf recs = {0}, sec = {0}, bad = {0};
 	static struct got g;
 	unsigned int refused = 0;
 
-	encode(&recs, 1, 0, 1);
-	encode(&recs, 3, 1, NREC);
-	sec.len = 0;
-	sbuf__varint(&sec, NREC);
-	sbuf__put(&sec, recs.p, recs.len);
-	sbuf__varint(&sec, 0);
-	for (size_t cut = 1; cut < sec.len; cut++)
-		refused += store_metrics__decode(sec.p, cut, 0, UINT64_MAX, NULL, NULL, NULL) ==
-			   -EBADMSG;
-	ck_assert_uint_eq(refused, sec.len - 1);
-	for (size_t at = 1; at < sec.len; at++) {
-		for (unsigned int x = 1; x < 256; x <<= 1) {
-			bad.len = 0;
-			sbuf__put(&bad, sec.p, sec.len);
-			bad.p[at] ^= (uint8_t)x;
-			memset(&g, 0, sizeof(g));
-			store_metrics__decode(bad.p, bad.len, 0, UINT64_MAX, on_rec, NULL, &g);
+	for (int v = 3; v <= 4; v++) {
+		recs.len = 0;
+		refused = 0;
+		encode(&recs, 1, 0, 1);
+		encode(&recs, v, 1, NREC);
+		sec.len = 0;
+		sbuf__varint(&sec, NREC);
+		sbuf__put(&sec, recs.p, recs.len);
+		sbuf__varint(&sec, 0);
+		for (size_t cut = 1; cut < sec.len; cut++)
+			refused += store_metrics__decode(sec.p, cut, 0, UINT64_MAX, NULL, NULL,
+							 NULL) == -EBADMSG;
+		ck_assert_uint_eq(refused, sec.len - 1);
+		for (size_t at = 1; at < sec.len; at++) {
+			for (unsigned int x = 1; x < 256; x <<= 1) {
+				bad.len = 0;
+				sbuf__put(&bad, sec.p, sec.len);
+				bad.p[at] ^= (uint8_t)x;
+				memset(&g, 0, sizeof(g));
+				store_metrics__decode(bad.p, bad.len, 0, UINT64_MAX, on_rec, NULL,
+						      &g);
+			}
 		}
+		/* the section claims fewer records than the group holds */
+		bad.len = 0;
+		sbuf__varint(&bad, NREC - 1);
+		sbuf__put(&bad, recs.p, recs.len);
+		sbuf__varint(&bad, 0);
+		ck_assert_int_eq(
+			store_metrics__decode(bad.p, bad.len, 0, UINT64_MAX, NULL, NULL, NULL),
+			-EBADMSG);
 	}
-	/* the section claims fewer records than the group holds */
-	bad.len = 0;
-	sbuf__varint(&bad, NREC - 1);
-	sbuf__put(&bad, recs.p, recs.len);
-	sbuf__varint(&bad, 0);
-	ck_assert_int_eq(store_metrics__decode(bad.p, bad.len, 0, UINT64_MAX, NULL, NULL, NULL),
-			 -EBADMSG);
 	sbuf__free(&recs);
 	sbuf__free(&sec);
 	sbuf__free(&bad);
@@ -321,10 +479,12 @@ int main(void)
 	Suite *s = suite_create("store_metrics");
 	TCase *tc = tcase_create("encoding");
 
-	tcase_add_test(tc, test_metrics_v3_roundtrip);
-	tcase_add_test(tc, test_metrics_v1_v2_still_read);
-	tcase_add_test(tc, test_metrics_v3_interleaved);
-	tcase_add_test(tc, test_metrics_v3_malformed);
+	tcase_add_test(tc, test_metrics_v4_roundtrip);
+	tcase_add_test(tc, test_metrics_v4_churn);
+	tcase_add_test(tc, test_metrics_v1_v2_v3_still_read);
+	tcase_add_test(tc, test_metrics_fixtures);
+	tcase_add_test(tc, test_metrics_v4_interleaved);
+	tcase_add_test(tc, test_metrics_malformed);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }
