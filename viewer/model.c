@@ -753,18 +753,15 @@ static uint32_t group_raw(struct vmodel *m, enum vgroup g, const struct store_ro
 }
 
 /*
- * The (stack, group) pair of row i of b, whose stack id has slot sl: the
- * slot's pair when the row's group key is the one it was counted under
- * last, else looked up (and kept in the slot). UINT32_MAX on ENOMEM.
+ * The (stack, group) pair of row i of b, whose stack id has slot sl and whose
+ * group key is (ka, kb, kc), when the slot holds another key: looked up, and
+ * kept in the slot. UINT32_MAX on ENOMEM.
  */
-static inline uint32_t row_pair(struct vmodel *m, enum vgroup g, const struct store_rows *b,
-				size_t i, struct vslot *sl)
+static uint32_t row_pair(struct vmodel *m, enum vgroup g, const struct store_rows *b, size_t i,
+			 struct vslot *sl, uint32_t ka, uint32_t kb, uint32_t kc)
 {
-	uint32_t ka, kb, kc, group = 0, pair;
+	uint32_t group = 0, pair;
 
-	group_key(g, &b->rows[i], &ka, &kb, &kc);
-	if (sl->kg == g + 1 && sl->ka == ka && sl->kb == kb && sl->kc == kc)
-		return sl->pair;
 	if (!sl->lost) {
 		group = group_raw(m, g, b, i, ka, kb, kc);
 		if (!group && g < VG_NAME)
@@ -783,47 +780,70 @@ static inline uint32_t row_pair(struct vmodel *m, enum vgroup g, const struct st
 	return pair;
 }
 
+/* The slot of row i of b in sm, its stack resolved (a new one interned):
+ * NULL on ENOMEM. */
+static struct vslot *row_slot(struct vmodel *m, struct vseg_map *sm, const struct store_rows *b,
+			      size_t i)
+{
+	struct vslot *sl = seg_slot(sm, b->rows[i].stack_id);
+	struct store_sample s;
+
+	if (!sl || sl->stack)
+		return sl;
+	store_rows__sample(b, i, &s);
+	if (stack_of(m, &s) == UINT32_MAX) /* (the same segment: sm stays) */
+		return NULL;
+	return sl;
+}
+
 /*
  * One block's rows into c->tab and c->st, in one pass: a row's slot is
- * found by its stack id in the segment's array, its pair in the slot
- * (row_pair()); a new stack, and a new group, is resolved once from the
- * row (store_rows__sample()).
+ * found by its stack id in the segment's array, its pair in the slot when
+ * the row's group key is the slot's; a new stack, a new group and a new
+ * pair are resolved once (row_slot(), row_pair()). The arrays are held in
+ * locals, taken again after a call that may grow them.
  */
 static int on_rows(void *ctx, const struct store_rows *b)
 {
 	struct agg_ctx *c = ctx;
 	struct vmodel *m = c->m;
-	struct vrange_stats *cs = c->st;
 	struct vaggtab *tab = c->tab;
 	enum vgroup g = c->f->group;
+	uint8_t kg = (uint8_t)(g + 1);
 	struct vseg_map *sm = seg_map(m, b->seg);
+	const struct store_row *rows = b->rows;
+	bool all_kinds = c->f->kinds == VK_ALL && c->f->probe < 0;
+	bool timeline = c->timeline && rows[0].sec >= m->ld_t0 &&
+			rows[b->n - 1].sec < m->ld_t1; /* rows are by second */
+	struct vsec *exact = m->ld_exact;
+	int64_t t0 = m->ld_t0;
+	uint64_t *val = tab->val;
+	uint64_t on = 0, off = 0, probe = 0, lost = 0, samples = 0, nrows = 0;
+	struct vslot *slots;
+	uint32_t cap, cap_val = tab->cap_val;
 
 	if (!sm)
 		return -ENOMEM;
-	bool all_kinds = c->f->kinds == VK_ALL && c->f->probe < 0;
-	bool timeline = c->timeline && b->rows[0].sec >= m->ld_t0 &&
-			b->rows[b->n - 1].sec < m->ld_t1; /* rows are by second */
-
+	slots = sm->slot;
+	cap = sm->cap;
 	for (size_t i = 0; i < b->n; i++) {
-		const struct store_row *d = &b->rows[i];
-		struct vslot *sl =
-			d->stack_id < sm->cap ? &sm->slot[d->stack_id] : seg_slot(sm, d->stack_id);
-		uint32_t pair;
+		const struct store_row *d = &rows[i];
+		uint64_t n = d->count;
+		uint32_t pair, ka, kb, kc;
+		struct vslot *sl;
 
-		if (!sl)
-			return -ENOMEM;
-		if (!sl->stack) {
-			struct store_sample s;
-
-			store_rows__sample(b, i, &s);
-			if (stack_of(m, &s) == UINT32_MAX)
+		if (d->stack_id < cap && slots[d->stack_id].stack) {
+			sl = &slots[d->stack_id];
+		} else {
+			sl = row_slot(m, sm, b, i);
+			if (!sl)
 				return -ENOMEM;
-			sm = &m->segs[m->last_seg]; /* stack_of() may have moved it */
-			sl = &sm->slot[d->stack_id];
+			slots = sm->slot;
+			cap = sm->cap;
 		}
-		if (timeline || (c->timeline && d->sec >= m->ld_t0 && d->sec < m->ld_t1)) {
-			struct vsec *e = &m->ld_exact[d->sec - m->ld_t0];
-			uint32_t v = (uint32_t)MIN(d->count, (uint64_t)UINT32_MAX);
+		if (timeline || (c->timeline && d->sec >= t0 && d->sec < m->ld_t1)) {
+			struct vsec *e = &exact[d->sec - t0];
+			uint32_t v = (uint32_t)MIN(n, (uint64_t)UINT32_MAX);
 
 			if (sl->degraded)
 				e->degraded += v;
@@ -838,24 +858,41 @@ static int on_rows(void *ctx, const struct store_rows *b)
 		}
 		if (!all_kinds && !kind_ok_raw(c->f, sl->lost, d->kind, d->probe_id))
 			continue;
-		cs->rows++;
-		cs->samples += d->count;
+		nrows++;
+		samples += n;
 		if (sl->lost)
-			cs->lost += d->count;
+			lost += n;
 		else if (d->kind == CPA_KIND_ONCPU)
-			cs->on += d->count;
+			on += n;
 		else if (d->kind == CPA_KIND_OFFCPU)
-			cs->off += d->count;
+			off += n;
 		else
-			cs->probe += d->count;
-		pair = row_pair(m, g, b, i, sl);
-		if (pair < tab->cap_val && tab->val[pair]) /* tab_add()'s common case */
-			tab->val[pair] += d->count;
-		else if (pair == UINT32_MAX || tab_add(tab, pair, d->count) < 0)
-			return -ENOMEM;
+			probe += n;
+		group_key(g, d, &ka, &kb, &kc);
+		if (sl->kg == kg && sl->ka == ka && sl->kb == kb && sl->kc == kc) {
+			pair = sl->pair;
+		} else {
+			pair = row_pair(m, g, b, i, sl, ka, kb, kc);
+			if (pair == UINT32_MAX)
+				return -ENOMEM;
+		}
+		if (pair < cap_val && val[pair]) {
+			val[pair] += n; /* tab_add()'s common case */
+		} else {
+			if (tab_add(tab, pair, n) < 0)
+				return -ENOMEM;
+			val = tab->val;
+			cap_val = tab->cap_val;
+		}
 	}
+	c->st->rows += nrows;
+	c->st->samples += samples;
+	c->st->on += on;
+	c->st->off += off;
+	c->st->probe += probe;
+	c->st->lost += lost;
 	if (c->pg) {
-		atomic_store_explicit(&c->pg->done_s, c->pg_base + (b->rows[b->n - 1].sec - c->q0),
+		atomic_store_explicit(&c->pg->done_s, c->pg_base + (rows[b->n - 1].sec - c->q0),
 				      memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->pg->rows, b->n, memory_order_relaxed);
 		if (atomic_load_explicit(&c->pg->cancel, memory_order_relaxed))
