@@ -93,6 +93,21 @@ static inline uint64_t col_varint(struct rbuf *b)
 	return rbuf__varint(b);
 }
 
+/* Past n varints of b: a column not read (its values' last bytes counted, 8 at a time). */
+static void col_skip(struct rbuf *b, uint64_t n)
+{
+	uint64_t w;
+
+	while (n >= 8 && b->len - b->pos >= 8) {
+		memcpy(&w, b->p + b->pos, 8);
+		/* bytes below 0x80: one 1 a byte, summed into the top byte */
+		n -= ((~w & 0x8080808080808080ULL) >> 7) * 0x0101010101010101ULL >> 56;
+		b->pos += 8;
+	}
+	while (n-- > 0 && !b->bad)
+		rbuf__varint(b);
+}
+
 /* A block's rows decoded column by column, those of [t0s, t1s) passing f to fn as one batch.
  * A column is taken eight one-byte values (most of them: small deltas) at a time where it can
  * (eight zeros, as often, as a copy);
@@ -106,11 +121,20 @@ static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, s
 	struct store_rows batch = {.r = r, .seg = s->seg_no};
 	uint64_t n = rbuf__varint(&b), i;
 	size_t k = 0;
+	uint32_t skip = f ? f->skip : 0;
 
 	/* A row costs at least 13 bytes: a larger count is a lie. */
 	if (b.bad || n > len / 13 + 1)
 		return -EBADMSG;
-	rows = malloc((n ? n : 1) * sizeof(*rows)); /* every field is set below */
+	/* the filter's own columns are read */
+	if (f && f->cgroup_id >= 0)
+		skip &= ~STORE_COL_CGROUP;
+	if (f && f->cpu_set)
+		skip &= ~STORE_COL_CPU;
+	if (f && f->env)
+		skip &= ~STORE_COL_ENV;
+	/* every field is set below, but a skipped column's */
+	rows = skip ? calloc(n ? n : 1, sizeof(*rows)) : malloc((n ? n : 1) * sizeof(*rows));
 	if (!rows)
 		return -ENOMEM;
 
@@ -150,9 +174,17 @@ static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, s
 		COLUMN(d->sec = a += (int64_t)MIN(v, (uint64_t)UINT16_MAX));
 	}
 	DELTA32(pid);
-	COLUMN(d->tid = (uint32_t)((int64_t)d->pid + unzigzag(v)));
-	COLUMN(d->cpu = (uint32_t)v);
-	{
+	if (skip & STORE_COL_TID)
+		col_skip(&b, n);
+	else
+		COLUMN(d->tid = (uint32_t)((int64_t)d->pid + unzigzag(v)));
+	if (skip & STORE_COL_CPU)
+		col_skip(&b, n);
+	else
+		COLUMN(d->cpu = (uint32_t)v);
+	if (skip & STORE_COL_CGROUP) {
+		col_skip(&b, n);
+	} else {
 		uint64_t a = 0;
 
 		COLUMN(d->cgroup_id = a += (uint64_t)unzigzag(v));
@@ -160,11 +192,17 @@ static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, s
 	COLUMN(d->kind = (uint32_t)v);
 	DELTA32(comm);
 	DELTA32(pcomm);
-	DELTA32(env);
+	if (skip & STORE_COL_ENV)
+		col_skip(&b, n);
+	else
+		DELTA32(env);
 	COLUMN(d->probe_id = (uint32_t)v);
 	DELTA32(stack_id);
 	COLUMN(d->count = v);
-	COLUMN(d->weight = d->count + (uint64_t)unzigzag(v));
+	if (skip & STORE_COL_WEIGHT)
+		col_skip(&b, n);
+	else
+		COLUMN(d->weight = d->count + (uint64_t)unzigzag(v));
 #undef DELTA32
 #undef COLUMN
 	if (b.bad)

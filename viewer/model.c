@@ -908,6 +908,17 @@ static int agg_query(struct agg_ctx *c, int64_t t0, int64_t t1)
 	int r;
 
 	to_store_filter(c->f, &sf);
+	/* the columns a sum does not use: only the grouping's is read */
+	sf.skip =
+		STORE_COL_TID | STORE_COL_CPU | STORE_COL_CGROUP | STORE_COL_ENV | STORE_COL_WEIGHT;
+	if (c->f->group == VG_THREAD)
+		sf.skip &= ~STORE_COL_TID;
+	else if (c->f->group == VG_CPU)
+		sf.skip &= ~STORE_COL_CPU;
+	else if (c->f->group == VG_CGROUP)
+		sf.skip &= ~STORE_COL_CGROUP;
+	else if (c->f->group == VG_ENV)
+		sf.skip &= ~STORE_COL_ENV;
 	c->m->fcache_seg =
 		UINT32_MAX; /* frame addresses are the reader's: valid within one query */
 	c->q0 = t0;
