@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "common/cpulist.h"
+#include "test_store_util.h"
 #include "test_util.h"
 #include "test_view_util.h"
 #include "viewer/model.h"
@@ -29,7 +30,7 @@
 #define AG_RATE	  10
 #define AG_STACKS 12
 
-static char tmp_root[64], store[128];
+static char *tmp_root, store[PATH_MAX];
 
 static void setup(void)
 {
@@ -38,8 +39,8 @@ static void setup(void)
 	uint32_t st[AG_STACKS], comm[3], sh, xz;
 	char buf[256];
 
-	snprintf(tmp_root, sizeof(tmp_root), "/tmp/cpa-view-agg-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmp_root));
+	tmp_root = t_mkdtemp();
+	ck_assert_ptr_nonnull(tmp_root);
 	snprintf(store, sizeof(store), "%s/store", tmp_root);
 	ck_assert_int_eq(mkdir(store, 0755), 0);
 	ck_assert_ptr_nonnull(g);
@@ -81,10 +82,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_root);
-	ck_assert_int_eq(system(cmd), 0);
+	t_rm_rf(tmp_root);
+	free(tmp_root);
 }
 
 /* The reference: sums by path ("label;frame;...") of every prefix, one sample at a time. */
