@@ -2,10 +2,11 @@
 /*
  * Store -> timeline and call trees (model.h).
  *
- * A range is aggregated in two passes so the per-row cost stays a few hash
- * lookups: rows -> (stack, group) sums, where a stack is interned once per
- * (segment, stack id) into root-first name ids; then each distinct
- * (stack, group) pair is added to the tree along its path.
+ * A range is aggregated in two passes: rows -> (stack, group) sums, where a
+ * stack is interned once per (segment, stack id) into root-first name ids and
+ * a row mostly costs a compare with the pair kept in its stack id's slot
+ * (struct vslot); then each distinct (stack, group) pair is added to the tree
+ * along its path.
  */
 #include <errno.h>
 #include <stdio.h>
