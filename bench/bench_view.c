@@ -5,6 +5,7 @@
  * terminal on /dev/null, 80x24 unless told:
  *
  *   bench_view [--cols N] [--rows N] STORE
+ *   bench_view --vs OTHER [--reps N] [--cols N] [--rows N] STORE
  *
  * Prints: time to the first screen (open, timeline from the index and block
  * headers, aggregate the default range, lay out, draw), re-aggregate + draw
@@ -15,6 +16,10 @@
  * over the 24-hour range, and peak RSS. Each range is timed from the request
  * to its picture drawn (vapp__render, vapp__wait, vapp__render). Goals (issue 13): first screen <=
  * 1 s, 1 minute <= 50 ms, 1 hour <= 500 ms, peak RSS <= 100 MB.
+ *
+ * --vs OTHER runs OTHER (another bench_view, e.g. built from an older commit)
+ * and this one by turns, N times each (3), and prints each row's medians side
+ * by side, A = OTHER, B = this one, with B/A of the CPU time.
  */
 #include <curses.h>
 #include <getopt.h>
@@ -22,6 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/benchutil.h"
 
 #include "common/timeutil.h"
 #include "viewer/view.h"
@@ -57,16 +66,129 @@ static void row(const char *what, double ms, const char *goal, const struct vapp
 	       goal, (unsigned long long)a->st.rows, a->tree.n);
 }
 
+/* ---- --vs: two binaries by turns, their rows' medians side by side */
+
+#define VS_ROWS 16
+#define VS_REPS 15
+
+struct vs_row {
+	char what[40];
+	double ms[2][VS_REPS], cpu[2][VS_REPS];
+	bool has_cpu;
+};
+
+/* Run bin on the store, its rows' figures into rows[] as side k, rep i. */
+static int vs_run(const char *bin, char *const args[], int k, int i, struct vs_row *rows,
+		  int *n_rows)
+{
+	char line[512];
+	int fd[2], status, n;
+	pid_t pid;
+	FILE *in;
+
+	if (pipe(fd) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		dup2(fd[1], STDOUT_FILENO);
+		close(fd[0]);
+		close(fd[1]);
+		execv(bin, args);
+		_exit(127);
+	}
+	close(fd[1]);
+	in = fdopen(fd[0], "r");
+	while (in && fgets(line, sizeof(line), in)) {
+		char what[40];
+		double ms = 0, cpu = -1;
+
+		if (strlen(line) < 36 || !strstr(line + 34, " ms"))
+			continue; /* the rows timed, not the header or the RSS */
+		snprintf(what, sizeof(what), "%.34s", line);
+		for (n = (int)strlen(what); n > 0 && what[n - 1] == ' '; n--)
+			what[n - 1] = '\0';
+		if (sscanf(line + 34, "%lf ms %lf cpu", &ms, &cpu) < 1)
+			continue;
+		for (n = 0; n < *n_rows && strcmp(rows[n].what, what); n++)
+			;
+		if (n == *n_rows) {
+			if (n == VS_ROWS)
+				continue;
+			snprintf(rows[n].what, sizeof(rows[n].what), "%s", what);
+			(*n_rows)++;
+		}
+		rows[n].ms[k][i] = ms;
+		rows[n].cpu[k][i] = cpu;
+		rows[n].has_cpu = cpu >= 0;
+	}
+	if (in)
+		fclose(in);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return -1;
+	return 0;
+}
+
+static int vs_main(const char *other, int reps, const char *cols, const char *rows_s,
+		   const char *store)
+{
+	static struct vs_row rows[VS_ROWS];
+	char self[4096];
+	char *args[] = {NULL,		"--cols",      (char *)cols, "--rows",
+			(char *)rows_s, (char *)store, NULL};
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int n_rows = 0;
+
+	if (len <= 0)
+		return 1;
+	self[len] = '\0';
+	for (int i = 0; i < reps; i++)
+		for (int k = 0; k < 2; k++) {
+			const char *bin = k ? self : other;
+
+			args[0] = (char *)bin;
+			if (vs_run(bin, args, k, i, rows, &n_rows) < 0) {
+				bench_say("%s failed", bin);
+				return 1;
+			}
+		}
+	printf("%d runs each, by turns, medians: A %s, B %s\n\n", reps, other, self);
+	printf("%-34s %18s %18s %7s\n", "measure", "A ms (cpu)", "B ms (cpu)", "B/A cpu");
+	for (int n = 0; n < n_rows; n++) {
+		double ms[2], cpu[2];
+		char a[32], b[32];
+
+		for (int k = 0; k < 2; k++) {
+			ms[k] = bench_median(rows[n].ms[k], (size_t)reps);
+			cpu[k] = rows[n].has_cpu ? bench_median(rows[n].cpu[k], (size_t)reps) : 0;
+		}
+		if (rows[n].has_cpu && cpu[0] > 0) {
+			snprintf(a, sizeof(a), "%.1f (%.1f)", ms[0], cpu[0]);
+			snprintf(b, sizeof(b), "%.1f (%.1f)", ms[1], cpu[1]);
+			printf("%-34s %18s %18s %7.2f\n", rows[n].what, a, b, cpu[1] / cpu[0]);
+		} else {
+			snprintf(a, sizeof(a), "%.1f", ms[0]);
+			snprintf(b, sizeof(b), "%.1f", ms[1]);
+			printf("%-34s %18s %18s\n", rows[n].what, a, b);
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {{"cols", required_argument, NULL, 'c'},
 					   {"rows", required_argument, NULL, 'r'},
+					   {"vs", required_argument, NULL, 'v'},
+					   {"reps", required_argument, NULL, 'n'},
 					   {NULL, 0, NULL, 0}};
 	struct vview_opts o = {0};
 	uint64_t c_start = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	struct vapp *a = calloc(1, sizeof(*a));
 	char num[16];
-	const char *cols = "80", *rows = "24";
+	const char *cols = "80", *rows = "24", *vs = NULL;
+	int reps = 3;
 	FILE *devnull;
 	SCREEN *scr;
 	struct rusage ru;
@@ -79,12 +201,21 @@ int main(int argc, char **argv)
 			cols = optarg;
 		else if (c == 'r')
 			rows = optarg;
+		else if (c == 'v')
+			vs = optarg;
+		else if (c == 'n')
+			reps = atoi(optarg);
 		else
 			return 2;
 	}
-	if (optind != argc - 1 || !a) {
-		fprintf(stderr, "usage: bench_view [--cols N] [--rows N] STORE\n");
+	if (optind != argc - 1 || !a || reps < 1 || reps > VS_REPS) {
+		fprintf(stderr, "usage: bench_view [--vs OTHER [--reps N]] [--cols N] [--rows N] "
+				"STORE\n");
 		return 2;
+	}
+	if (vs) {
+		free(a);
+		return vs_main(vs, reps, cols, rows, argv[optind]);
 	}
 	o.store = argv[optind];
 	setenv("COLUMNS", cols, 1);

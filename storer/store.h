@@ -255,6 +255,17 @@ struct store_filter {
 	const uint64_t *cpu_set; /* cpu bitmap as cpulist__parse() makes it; NULL = all */
 	uint32_t cpu_set_bits;
 	int64_t probe_id; /* -1 = all; else only kind PROBE rows of this probe */
+	/* store_reader__query_rows(): columns the caller does not read (STORE_COL_*),
+	 * passed over undecoded and 0 in its rows (unless the filter needs them) */
+	uint32_t skip;
+};
+
+enum {
+	STORE_COL_TID = 1u << 0,
+	STORE_COL_CPU = 1u << 1,
+	STORE_COL_CGROUP = 1u << 2,
+	STORE_COL_ENV = 1u << 3,
+	STORE_COL_WEIGHT = 1u << 4,
 };
 
 static inline void store_filter__init(struct store_filter *f)

@@ -36,6 +36,13 @@ static bool filter_ok(const struct store_reader *r, const struct store_filter *f
 	return true;
 }
 
+/* f selects some rows only (not by time). */
+static bool filters(const struct store_filter *f)
+{
+	return f && (f->pid >= 0 || f->cgroup_id >= 0 || f->probe_id >= 0 || f->cpu_set ||
+		     f->comm || f->env);
+}
+
 void store_rows__sample(const struct store_rows *b, size_t i, struct store_sample *ret)
 {
 	struct store_reader *r = b->r;
@@ -78,7 +85,33 @@ void store_rows__sample(const struct store_rows *b, size_t i, struct store_sampl
 	*ret = smp;
 }
 
-/* A block's rows decoded column by column, those of [t0s, t1s) passing f to fn as one batch. */
+/* rbuf__varint() with its one-byte case (most deltas) inline. */
+static inline uint64_t col_varint(struct rbuf *b)
+{
+	if (b->pos < b->len && b->p[b->pos] < 0x80)
+		return b->p[b->pos++];
+	return rbuf__varint(b);
+}
+
+/* Past n varints of b: a column not read (its values' last bytes counted, 8 at a time). */
+static void col_skip(struct rbuf *b, uint64_t n)
+{
+	uint64_t w;
+
+	while (n >= 8 && b->len - b->pos >= 8) {
+		memcpy(&w, b->p + b->pos, 8);
+		/* bytes below 0x80: one 1 a byte, summed into the top byte */
+		n -= ((~w & 0x8080808080808080ULL) >> 7) * 0x0101010101010101ULL >> 56;
+		b->pos += 8;
+	}
+	while (n-- > 0 && !b->bad)
+		rbuf__varint(b);
+}
+
+/* A block's rows decoded column by column, those of [t0s, t1s) passing f to fn as one batch.
+ * A column is taken eight one-byte values (most of them: small deltas) at a time where it can
+ * (eight zeros, as often, as a copy);
+ * its deltas run in a register (a), not through the row before. */
 static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, size_t len,
 		     int64_t base_s, int64_t t0s, int64_t t1s, const struct store_filter *f,
 		     store_rows_fn fn, void *ctx)
@@ -88,42 +121,98 @@ static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, s
 	struct store_rows batch = {.r = r, .seg = s->seg_no};
 	uint64_t n = rbuf__varint(&b), i;
 	size_t k = 0;
+	uint32_t skip = f ? f->skip : 0;
 
 	/* A row costs at least 13 bytes: a larger count is a lie. */
 	if (b.bad || n > len / 13 + 1)
 		return -EBADMSG;
-	rows = malloc((n ? n : 1) * sizeof(*rows)); /* every field is set below */
+	/* the filter's own columns are read */
+	if (f && f->cgroup_id >= 0)
+		skip &= ~STORE_COL_CGROUP;
+	if (f && f->cpu_set)
+		skip &= ~STORE_COL_CPU;
+	if (f && f->env)
+		skip &= ~STORE_COL_ENV;
+	/* every field is set below, but a skipped column's */
+	rows = skip ? calloc(n ? n : 1, sizeof(*rows)) : malloc((n ? n : 1) * sizeof(*rows));
 	if (!rows)
 		return -ENOMEM;
-#define COLUMN(stmt)                                                          \
-	do {                                                                  \
-		for (i = 0; i < n; i++) {                                     \
-			struct store_row *d = &rows[i];                       \
-			const struct store_row *pv = i ? &rows[i - 1] : NULL; \
-			uint64_t v = rbuf__varint(&b);                        \
-			(void)pv;                                             \
-			stmt;                                                 \
-		}                                                             \
+
+#define COLUMN(stmt)                                                                \
+	for (i = 0; i < n;) {                                                       \
+		uint64_t w_;                                                        \
+		if (n - i >= 8 && b.len - b.pos >= 8 &&                             \
+		    (memcpy(&w_, b.p + b.pos, 8), !(w_ & 0x8080808080808080ULL))) { \
+			b.pos += 8;                                                 \
+			if (!w_) { /* eight zeros: stmt folds to a copy */          \
+				for (int k_ = 0; k_ < 8; k_++, i++) {               \
+					struct store_row *d = &rows[i];             \
+					const uint64_t v = 0;                       \
+					stmt;                                       \
+				}                                                   \
+				continue;                                           \
+			}                                                           \
+			for (int k_ = 0; k_ < 8; k_++, i++, w_ >>= 8) {             \
+				struct store_row *d = &rows[i];                     \
+				uint64_t v = w_ & 0xff;                             \
+				stmt;                                               \
+			}                                                           \
+		} else {                                                            \
+			struct store_row *d = &rows[i++];                           \
+			uint64_t v = col_varint(&b);                                \
+			stmt;                                                       \
+		}                                                                   \
+	}
+#define DELTA32(field)                                                       \
+	do {                                                                 \
+		uint32_t a = 0;                                              \
+		COLUMN(d->field = a = (uint32_t)((int64_t)a + unzigzag(v))); \
 	} while (0)
-	COLUMN(d->sec = (pv ? pv->sec : base_s) + (int64_t)MIN(v, (uint64_t)UINT16_MAX));
-	COLUMN(d->pid = (uint32_t)((pv ? (int64_t)pv->pid : 0) + unzigzag(v)));
-	COLUMN(d->tid = (uint32_t)((int64_t)d->pid + unzigzag(v)));
-	COLUMN(d->cpu = (uint32_t)v);
-	COLUMN(d->cgroup_id = (pv ? pv->cgroup_id : 0) + (uint64_t)unzigzag(v));
+	{
+		int64_t a = base_s;
+
+		COLUMN(d->sec = a += (int64_t)MIN(v, (uint64_t)UINT16_MAX));
+	}
+	DELTA32(pid);
+	if (skip & STORE_COL_TID)
+		col_skip(&b, n);
+	else
+		COLUMN(d->tid = (uint32_t)((int64_t)d->pid + unzigzag(v)));
+	if (skip & STORE_COL_CPU)
+		col_skip(&b, n);
+	else
+		COLUMN(d->cpu = (uint32_t)v);
+	if (skip & STORE_COL_CGROUP) {
+		col_skip(&b, n);
+	} else {
+		uint64_t a = 0;
+
+		COLUMN(d->cgroup_id = a += (uint64_t)unzigzag(v));
+	}
 	COLUMN(d->kind = (uint32_t)v);
-	COLUMN(d->comm = (uint32_t)((pv ? (int64_t)pv->comm : 0) + unzigzag(v)));
-	COLUMN(d->pcomm = (uint32_t)((pv ? (int64_t)pv->pcomm : 0) + unzigzag(v)));
-	COLUMN(d->env = (uint32_t)((pv ? (int64_t)pv->env : 0) + unzigzag(v)));
+	DELTA32(comm);
+	DELTA32(pcomm);
+	if (skip & STORE_COL_ENV)
+		col_skip(&b, n);
+	else
+		DELTA32(env);
 	COLUMN(d->probe_id = (uint32_t)v);
-	COLUMN(d->stack_id = (uint32_t)((pv ? (int64_t)pv->stack_id : 0) + unzigzag(v)));
+	DELTA32(stack_id);
 	COLUMN(d->count = v);
-	COLUMN(d->weight = d->count + (uint64_t)unzigzag(v));
+	if (skip & STORE_COL_WEIGHT)
+		col_skip(&b, n);
+	else
+		COLUMN(d->weight = d->count + (uint64_t)unzigzag(v));
+#undef DELTA32
 #undef COLUMN
 	if (b.bad)
 		return -EBADMSG;
 
-	/* The rows wanted, moved up in place (each is read before it is overwritten). */
-	for (i = 0; i < n; i++) {
+	/* The rows wanted, moved up in place (each is read before it is overwritten);
+	 * all of them when nothing is filtered and the block is inside the range. */
+	if (n && !filters(f) && rows[0].sec >= t0s && rows[n - 1].sec < t1s)
+		k = n;
+	for (i = k; i < n; i++) {
 		const struct store_row *d = &rows[i];
 
 		if (d->sec < t0s || d->sec >= t1s || !filter_ok(r, f, d))

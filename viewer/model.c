@@ -2,10 +2,11 @@
 /*
  * Store -> timeline and call trees (model.h).
  *
- * A range is aggregated in two passes so the per-row cost stays a few hash
- * lookups: rows -> (stack, group) sums, where a stack is interned once per
- * (segment, stack id) into root-first name ids; then each distinct
- * (stack, group) pair is added to the tree along its path.
+ * A range is aggregated in two passes: rows -> (stack, group) sums, where a
+ * stack is interned once per (segment, stack id) into root-first name ids and
+ * a row mostly costs a compare with the pair kept in its stack id's slot
+ * (struct vslot); then each distinct (stack, group) pair is added to the tree
+ * along its path.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -376,7 +377,7 @@ void vmodel__free(struct vmodel *m)
 	model_close(m);
 	strtab__free(&m->names);
 	for (i = 0; i < m->n_segs; i++)
-		free(m->segs[i].idx);
+		free(m->segs[i].slot);
 	free(m->segs);
 	u64map__free(&m->stack_dedup);
 	u64map__free(&m->fcache_map);
@@ -430,38 +431,40 @@ static uint8_t frame_cls(const struct store_frame *f)
 	return strstr(f->module, ".so") ? VCLS_LIB : VCLS_EXE;
 }
 
-/* The (seg, stack_id) slot of the segment map, NULL on ENOMEM. */
-static uint32_t *seg_slot(struct vmodel *m, uint32_t seg, uint32_t stack_id)
+/* The map of segment seg, NULL on ENOMEM. */
+static struct vseg_map *seg_map(struct vmodel *m, uint32_t seg)
 {
-	struct vseg_map *sm = NULL;
 	uint32_t i;
 
-	if (m->last_seg < m->n_segs && m->segs[m->last_seg].seg == seg) {
-		sm = &m->segs[m->last_seg];
-	} else {
-		for (i = 0; i < m->n_segs; i++)
-			if (m->segs[i].seg == seg)
-				break;
-		if (i == m->n_segs) {
-			struct vseg_map *ns = realloc(m->segs, (m->n_segs + 1) * sizeof(*ns));
+	if (m->last_seg < m->n_segs && m->segs[m->last_seg].seg == seg)
+		return &m->segs[m->last_seg];
+	for (i = 0; i < m->n_segs; i++)
+		if (m->segs[i].seg == seg)
+			break;
+	if (i == m->n_segs) {
+		struct vseg_map *ns = realloc(m->segs, (m->n_segs + 1) * sizeof(*ns));
 
-			if (!ns)
-				return NULL;
-			m->segs = ns;
-			m->segs[m->n_segs++] = (struct vseg_map){.seg = seg};
-		}
-		m->last_seg = i;
-		sm = &m->segs[i];
+		if (!ns)
+			return NULL;
+		m->segs = ns;
+		m->segs[m->n_segs++] = (struct vseg_map){.seg = seg};
 	}
+	m->last_seg = i;
+	return &m->segs[i];
+}
+
+/* The slot of stack_id in sm, NULL on ENOMEM. */
+static struct vslot *seg_slot(struct vseg_map *sm, uint32_t stack_id)
+{
 	if (stack_id >= sm->cap) {
 		uint32_t old = sm->cap;
 
-		if (array_grow32((void **)&sm->idx, &sm->cap, (size_t)stack_id + 1,
-				 sizeof(*sm->idx)) < 0)
+		if (array_grow32((void **)&sm->slot, &sm->cap, (size_t)stack_id + 1,
+				 sizeof(*sm->slot)) < 0)
 			return NULL;
-		memset(sm->idx + old, 0, (size_t)(sm->cap - old) * sizeof(*sm->idx));
+		memset(sm->slot + old, 0, (size_t)(sm->cap - old) * sizeof(*sm->slot));
 	}
-	return &sm->idx[stack_id];
+	return &sm->slot[stack_id];
 }
 
 /* Interned name, module and class of a frame of segment seg. Frames are
@@ -508,14 +511,16 @@ static bool frames_eq(const struct vpath_ent *a, const struct vpath_ent *b, uint
  * map to the same entry (hash of the frames, checked). */
 static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 {
-	uint32_t *slot = seg_slot(m, s->seg, s->stack_id), i, k = 0, n, nk, cand;
+	struct vseg_map *sm = seg_map(m, s->seg);
+	struct vslot *slot = sm ? seg_slot(sm, s->stack_id) : NULL;
+	uint32_t i, k = 0, n, nk, cand;
 	struct vstack *st;
 	uint64_t h = 0x9e3779b97f4a7c15ULL;
 
 	if (!slot)
 		return UINT32_MAX;
-	if (*slot)
-		return *slot - 1;
+	if (slot->stack)
+		return slot->stack - 1;
 	n = MIN(s->n_frames, 512u);
 	nk = MIN(s->n_kframes, n);
 	if (array_grow32((void **)&m->stacks, &m->cap_stacks, m->n_stacks + 1,
@@ -524,7 +529,6 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 		return UINT32_MAX;
 	st = &m->stacks[m->n_stacks];
 	memset(st, 0, sizeof(*st));
-	st->agg_pair = UINT32_MAX;
 	st->lost = s->lost;
 	st->off = m->n_frames;
 	st->n = (uint16_t)n;
@@ -545,13 +549,16 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 	if (cand != UINT32_MAX && m->stacks[cand].n == n && m->stacks[cand].nk == nk &&
 	    m->stacks[cand].degraded == st->degraded &&
 	    frames_eq(&m->frames[m->stacks[cand].off], &m->frames[st->off], n)) {
-		*slot = cand + 1; /* seen in another segment: drop the copy */
+		/* seen in another segment: drop the copy */
+		*slot = (struct vslot){
+			.stack = cand + 1, .degraded = st->degraded, .lost = st->lost};
 		return cand;
 	}
 	m->n_frames += n;
 	if (cand == UINT32_MAX && u64map__put(&m->stack_dedup, h, m->n_stacks) < 0)
 		return UINT32_MAX;
-	*slot = m->n_stacks + 1;
+	*slot = (struct vslot){
+		.stack = m->n_stacks + 1, .degraded = st->degraded, .lost = st->lost};
 	return m->n_stacks++;
 }
 
@@ -628,13 +635,9 @@ static void stats_add(struct vrange_stats *to, const struct vrange_stats *from)
 /* Id of the (stack, group) pair, UINT32_MAX on ENOMEM. */
 static uint32_t pair_of(struct vmodel *m, uint32_t stack, uint32_t group)
 {
-	struct vstack *st = &m->stacks[stack];
 	uint64_t key = (uint64_t)stack << 32 | group;
-	uint32_t id;
+	uint32_t id = u64map__get(&m->pair_map, key);
 
-	if (st->agg_pair != UINT32_MAX && st->agg_group == group)
-		return st->agg_pair;
-	id = u64map__get(&m->pair_map, key);
 	if (id == UINT32_MAX) {
 		id = m->n_pairs;
 		if (array_grow32((void **)&m->pairs, &m->cap_pairs, id + 1, sizeof(*m->pairs)) ||
@@ -643,8 +646,6 @@ static uint32_t pair_of(struct vmodel *m, uint32_t stack, uint32_t group)
 		m->pairs[id] = (struct vpair){.stack = stack, .group = group};
 		m->n_pairs++;
 	}
-	st->agg_group = group;
-	st->agg_pair = id;
 	return id;
 }
 
@@ -694,41 +695,51 @@ struct agg_ctx {
 	int64_t pg_base, q0; /* progress: seconds done before this query, its start */
 };
 
-/*
- * Group of row i of b by its stored ids: a group seen before (the same
- * segment, string ids and pid, tid, cgroup or cpu) costs no dictionary
- * lookup; a new one is resolved once by group_of(). 0 on ENOMEM or none.
- */
-static uint32_t group_raw(struct vmodel *m, enum vgroup g, const struct store_rows *b, size_t i)
+/* Key of row d's group g as stored (string ids of the segment, pid, tid,
+ * cgroup or cpu): rows of one segment with the same key have the same group. */
+static inline void group_key(enum vgroup g, const struct store_row *d, uint32_t *ka, uint32_t *kb,
+			     uint32_t *kc)
 {
-	const struct store_row *d = &b->rows[i];
-	uint32_t ka = 0, kb = 0, kc = 0, id;
-	struct vgroup_raw *e;
-	struct store_sample s;
-
+	*ka = *kb = *kc = 0;
 	switch (g) {
 	case VG_PROCESS: /* the name is the process name, else the thread name */
-		ka = d->pcomm;
-		kb = d->pcomm ? 0 : d->comm;
-		kc = d->pid;
+		*ka = d->pcomm;
+		*kb = d->pcomm ? 0 : d->comm;
+		*kc = d->pid;
 		break;
 	case VG_THREAD:
-		ka = d->comm;
-		kc = d->tid;
+		*ka = d->comm;
+		*kc = d->tid;
 		break;
 	case VG_CGROUP:
-		ka = (uint32_t)d->cgroup_id;
-		kb = (uint32_t)(d->cgroup_id >> 32);
+		*ka = (uint32_t)d->cgroup_id;
+		*kb = (uint32_t)(d->cgroup_id >> 32);
 		break;
 	case VG_CPU:
-		kc = d->cpu;
+		*kc = d->cpu;
 		break;
 	case VG_ENV:
-		ka = d->env;
+		*ka = d->env;
 		break;
 	default:
-		return 0;
+		break;
 	}
+}
+
+/*
+ * Group of row i of b, of key (ka, kb, kc): a group seen before in the
+ * segment costs no dictionary lookup; a new one is resolved once by
+ * group_of(). 0 on ENOMEM or none.
+ */
+static uint32_t group_raw(struct vmodel *m, enum vgroup g, const struct store_rows *b, size_t i,
+			  uint32_t ka, uint32_t kb, uint32_t kc)
+{
+	struct vgroup_raw *e;
+	struct store_sample s;
+	uint32_t id;
+
+	if (g >= VG_NAME)
+		return 0;
 	e = &m->graw[(uint32_t)hash64_mix((uint64_t)b->seg << 40 ^ (uint64_t)ka << 20 ^ kb ^
 					  (uint64_t)kc << 32) %
 		     ARRAY_SIZE(m->graw)];
@@ -743,41 +754,101 @@ static uint32_t group_raw(struct vmodel *m, enum vgroup g, const struct store_ro
 }
 
 /*
- * One block's rows into c->tab and c->st. A row's stack is found by its
- * stack id in the segment's array (seg_slot()); a new stack, and a new
- * group, is resolved once from the row (store_rows__sample()).
+ * The (stack, group) pair of row i of b, whose stack id has slot sl and whose
+ * group key is (ka, kb, kc), when the slot holds another key: looked up, and
+ * kept in the slot. UINT32_MAX on ENOMEM.
+ */
+static uint32_t row_pair(struct vmodel *m, enum vgroup g, const struct store_rows *b, size_t i,
+			 struct vslot *sl, uint32_t ka, uint32_t kb, uint32_t kc)
+{
+	uint32_t group = 0, pair;
+
+	if (!sl->lost) {
+		group = group_raw(m, g, b, i, ka, kb, kc);
+		if (!group && g < VG_NAME)
+			return pair_of(m, sl->stack - 1, 0); /* ENOMEM: not kept */
+	}
+	pair = pair_of(m, sl->stack - 1, group);
+	if (pair != UINT32_MAX)
+		*sl = (struct vslot){.stack = sl->stack,
+				     .pair = pair,
+				     .ka = ka,
+				     .kb = kb,
+				     .kc = kc,
+				     .kg = (uint8_t)(g + 1),
+				     .degraded = sl->degraded,
+				     .lost = sl->lost};
+	return pair;
+}
+
+/* The slot of row i of b in sm, its stack resolved (a new one interned):
+ * NULL on ENOMEM. */
+static struct vslot *row_slot(struct vmodel *m, struct vseg_map *sm, const struct store_rows *b,
+			      size_t i)
+{
+	struct vslot *sl = seg_slot(sm, b->rows[i].stack_id);
+	struct store_sample s;
+
+	if (!sl || sl->stack)
+		return sl;
+	store_rows__sample(b, i, &s);
+	if (stack_of(m, &s) == UINT32_MAX) /* (the same segment: sm stays) */
+		return NULL;
+	return sl;
+}
+
+/*
+ * One block's rows into c->tab and c->st, in one pass: a row's slot is
+ * found by its stack id in the segment's array, its pair in the slot when
+ * the row's group key is the slot's; a new stack, a new group and a new
+ * pair are resolved once (row_slot(), row_pair()). The arrays are held in
+ * locals, taken again after a call that may grow them.
  */
 static int on_rows(void *ctx, const struct store_rows *b)
 {
 	struct agg_ctx *c = ctx;
 	struct vmodel *m = c->m;
+	struct vaggtab *tab = c->tab;
 	enum vgroup g = c->f->group;
+	uint8_t kg = (uint8_t)(g + 1);
+	struct vseg_map *sm = seg_map(m, b->seg);
+	const struct store_row *rows = b->rows;
+	bool all_kinds = c->f->kinds == VK_ALL && c->f->probe < 0;
+	bool timeline = c->timeline && rows[0].sec >= m->ld_t0 &&
+			rows[b->n - 1].sec < m->ld_t1; /* rows are by second */
+	struct vsec *exact = m->ld_exact;
+	int64_t t0 = m->ld_t0;
+	uint64_t *val = tab->val;
+	uint64_t on = 0, off = 0, probe = 0, lost = 0, samples = 0, nrows = 0;
+	struct vslot *slots;
+	uint32_t cap, cap_val = tab->cap_val;
 
+	if (!sm)
+		return -ENOMEM;
+	slots = sm->slot;
+	cap = sm->cap;
 	for (size_t i = 0; i < b->n; i++) {
-		const struct store_row *d = &b->rows[i];
-		uint32_t *slot = seg_slot(m, b->seg, d->stack_id), stack, pair, group = 0;
-		const struct vstack *st;
+		const struct store_row *d = &rows[i];
+		uint64_t n = d->count;
+		uint32_t pair, ka, kb, kc;
+		struct vslot *sl;
 
-		if (!slot)
-			return -ENOMEM;
-		if (*slot) {
-			stack = *slot - 1;
+		if (d->stack_id < cap && slots[d->stack_id].stack) {
+			sl = &slots[d->stack_id];
 		} else {
-			struct store_sample s;
-
-			store_rows__sample(b, i, &s);
-			stack = stack_of(m, &s);
-			if (stack == UINT32_MAX)
+			sl = row_slot(m, sm, b, i);
+			if (!sl)
 				return -ENOMEM;
+			slots = sm->slot;
+			cap = sm->cap;
 		}
-		st = &m->stacks[stack];
-		if (c->timeline && d->sec >= m->ld_t0 && d->sec < m->ld_t1) {
-			struct vsec *e = &m->ld_exact[d->sec - m->ld_t0];
-			uint32_t v = (uint32_t)MIN(d->count, (uint64_t)UINT32_MAX);
+		if (timeline || (c->timeline && d->sec >= t0 && d->sec < m->ld_t1)) {
+			struct vsec *e = &exact[d->sec - t0];
+			uint32_t v = (uint32_t)MIN(n, (uint64_t)UINT32_MAX);
 
-			if (st->degraded)
+			if (sl->degraded)
 				e->degraded += v;
-			if (st->lost)
+			if (sl->lost)
 				e->lost += v;
 			else if (d->kind == CPA_KIND_ONCPU)
 				e->on += v;
@@ -786,26 +857,43 @@ static int on_rows(void *ctx, const struct store_rows *b)
 			else
 				e->probe += v;
 		}
-		if (!kind_ok_raw(c->f, st->lost, d->kind, d->probe_id))
+		if (!all_kinds && !kind_ok_raw(c->f, sl->lost, d->kind, d->probe_id))
 			continue;
-		c->st->rows++;
-		c->st->samples += d->count;
-		if (st->lost)
-			c->st->lost += d->count;
+		nrows++;
+		samples += n;
+		if (sl->lost)
+			lost += n;
 		else if (d->kind == CPA_KIND_ONCPU)
-			c->st->on += d->count;
+			on += n;
 		else if (d->kind == CPA_KIND_OFFCPU)
-			c->st->off += d->count;
+			off += n;
 		else
-			c->st->probe += d->count;
-		if (!st->lost)
-			group = group_raw(m, g, b, i);
-		pair = pair_of(m, stack, group);
-		if (pair == UINT32_MAX || tab_add(c->tab, pair, d->count) < 0)
-			return -ENOMEM;
+			probe += n;
+		group_key(g, d, &ka, &kb, &kc);
+		if (sl->kg == kg && sl->ka == ka && sl->kb == kb && sl->kc == kc) {
+			pair = sl->pair;
+		} else {
+			pair = row_pair(m, g, b, i, sl, ka, kb, kc);
+			if (pair == UINT32_MAX)
+				return -ENOMEM;
+		}
+		if (pair < cap_val && val[pair]) {
+			val[pair] += n; /* tab_add()'s common case */
+		} else {
+			if (tab_add(tab, pair, n) < 0)
+				return -ENOMEM;
+			val = tab->val;
+			cap_val = tab->cap_val;
+		}
 	}
+	c->st->rows += nrows;
+	c->st->samples += samples;
+	c->st->on += on;
+	c->st->off += off;
+	c->st->probe += probe;
+	c->st->lost += lost;
 	if (c->pg) {
-		atomic_store_explicit(&c->pg->done_s, c->pg_base + (b->rows[b->n - 1].sec - c->q0),
+		atomic_store_explicit(&c->pg->done_s, c->pg_base + (rows[b->n - 1].sec - c->q0),
 				      memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->pg->rows, b->n, memory_order_relaxed);
 		if (atomic_load_explicit(&c->pg->cancel, memory_order_relaxed))
@@ -821,6 +909,17 @@ static int agg_query(struct agg_ctx *c, int64_t t0, int64_t t1)
 	int r;
 
 	to_store_filter(c->f, &sf);
+	/* the columns a sum does not use: only the grouping's is read */
+	sf.skip =
+		STORE_COL_TID | STORE_COL_CPU | STORE_COL_CGROUP | STORE_COL_ENV | STORE_COL_WEIGHT;
+	if (c->f->group == VG_THREAD)
+		sf.skip &= ~STORE_COL_TID;
+	else if (c->f->group == VG_CPU)
+		sf.skip &= ~STORE_COL_CPU;
+	else if (c->f->group == VG_CGROUP)
+		sf.skip &= ~STORE_COL_CGROUP;
+	else if (c->f->group == VG_ENV)
+		sf.skip &= ~STORE_COL_ENV;
 	c->m->fcache_seg =
 		UINT32_MAX; /* frame addresses are the reader's: valid within one query */
 	c->q0 = t0;

@@ -66,15 +66,27 @@ struct vstack {
 	uint16_t n, nk;
 	bool degraded; /* a "[degraded: ...]" marker: the pipeline was under pressure */
 	bool lost;     /* a "[lost: ...]" marker: the row counts lost samples */
-	/* the (stack, group) pair this stack was counted in last: rows of one
-	 * stack mostly share a group, so this spares the pair's hash lookup */
-	uint32_t agg_group, agg_pair; /* agg_pair UINT32_MAX: none yet */
 };
 
-/* Segment's stack ids -> distinct stacks (ids are dense per segment). */
+/*
+ * A stack id of a segment: its distinct stack, and the (stack, group) pair
+ * its rows were counted in last with the group's key as stored in the rows
+ * (string ids of the segment, pid, tid, cgroup or cpu: group_key()). Rows of
+ * one stack mostly share a group, so a row costs a compare of its key here,
+ * no hash lookup.
+ */
+struct vslot {
+	uint32_t stack; /* vstack index + 1, 0 = not seen */
+	uint32_t pair;
+	uint32_t ka, kb, kc; /* the group key of pair */
+	uint8_t kg;	     /* its grouping: enum vgroup + 1, 0 = none yet */
+	bool degraded, lost; /* of the stack */
+};
+
+/* Segment's stack ids -> slots (ids are dense per segment). */
 struct vseg_map {
 	uint32_t seg;
-	uint32_t *idx; /* stack_id -> vstack index + 1, 0 = not seen */
+	struct vslot *slot; /* by stack id */
 	uint32_t cap;
 };
 
@@ -197,8 +209,8 @@ struct vmodel {
 		int kind; /* enum vgroup, -1 = empty */
 		char name[16];
 	} gmemo[512];
-	/* group_of() cache by the row's stored ids (segment, string ids, pid or
-	 * tid, cgroup, cpu), so a seen group costs no dictionary lookup */
+	/* group_of() cache by the row's stored ids (segment, group_key()), so a
+	 * seen group costs no dictionary lookup */
 	struct vgroup_raw {
 		uint32_t seg, a, b, c;
 		uint32_t id;
