@@ -177,6 +177,27 @@ void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
 	cap_emit__loss_add_weight(e, slot, n, n, time_ns);
 }
 
+uint64_t cap_emit__probe_detached_rate(uint64_t hits, uint64_t skipped, uint64_t window_ns,
+				       uint32_t limit)
+{
+	double adm = window_ns ? (double)(hits - skipped) * 1e9 / (double)window_ns : 0;
+
+	(void)limit;
+	return adm > 0 ? (uint64_t)(adm + 0.5) : 0;
+}
+
+uint64_t cap_emit__probe_detached(struct cap_emit *e, unsigned int probe, uint64_t rate,
+				  uint64_t win_ns, bool end, uint64_t time_ns)
+{
+	uint64_t d = rate * win_ns / NSEC_PER_SEC;
+
+	(void)end;
+	if (probe >= CPA_BPF_PROBE_MAX)
+		return 0;
+	cap_emit__loss_add(e, (enum cap_loss_slot)(CAP_LOSS_PROBE_DET + probe), d, time_ns);
+	return d;
+}
+
 uint64_t cap_emit__losses_pending(const struct cap_emit *e)
 {
 	uint64_t n = 0;

@@ -139,6 +139,22 @@ void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
 void cap_emit__loss_add_weight(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
 			       uint64_t weight, uint64_t time_ns);
 
+/*
+ * What a probe the budget detached would have recorded per second, from its
+ * last window of window_ns before the detach: hits, of which skipped were
+ * over its limit in BPF (limit: thin_rate, else --probe_rate; 0 = none).
+ */
+uint64_t cap_emit__probe_detached_rate(uint64_t hits, uint64_t skipped, uint64_t window_ns,
+				       uint32_t limit);
+
+/*
+ * The samples detached probe would have taken at rate per second over
+ * win_ns, counted in its [lost: capture probe_detached] aggregate at
+ * CLOCK_REALTIME time_ns; end: capture stops. Returns the samples counted.
+ */
+uint64_t cap_emit__probe_detached(struct cap_emit *e, unsigned int probe, uint64_t rate,
+				  uint64_t win_ns, bool end, uint64_t time_ns);
+
 /* Samples in the loss aggregates not sent yet. */
 uint64_t cap_emit__losses_pending(const struct cap_emit *e);
 

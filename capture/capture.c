@@ -245,8 +245,8 @@ static void probe_stats_sync(struct capture *c)
 			now[i][CPA_BPF_PSTAT_RUN_NS] - c->probe_stats[i][CPA_BPF_PSTAT_RUN_NS];
 	}
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
-		d = cap_bpf__probe_detached_rate(c->bpf, i) * win / NSEC_PER_SEC;
-		cap_emit__loss_add(&c->emit, (enum cap_loss_slot)(CAP_LOSS_PROBE_DET + i), d, t);
+		d = cap_emit__probe_detached(&c->emit, i, cap_bpf__probe_detached_rate(c->bpf, i),
+					     win, false, t);
 		shm_stage__cnt_add(c->st, CAP_CNT_PROBE_DETACHED, d);
 		d = now[i][CPA_BPF_PSTAT_SKIPPED] - c->probe_stats[i][CPA_BPF_PSTAT_SKIPPED];
 		cap_emit__loss_add(&c->emit, (enum cap_loss_slot)(CAP_LOSS_PROBE_RATE + i), d, t);
