@@ -276,9 +276,10 @@ static void want_detached(struct fix *f, unsigned int id, uint64_t count)
  * What a probe the budget detached no longer records: test_probe_budget's
  * store once had no [lost: capture probe_detached] row. The probe, hot
  * (874 k hits/s) and thinned to 1 sample/s, was detached after a window of
- * 0.95 s in which its one sample of the second fell just after the stats
- * read: its rate "recorded in its last window" was 0. And the run stopped
- * 0.4 s after the detach, less than the second a 1/s estimate needs.
+ * 0.99973 s (874401 runs at 874634/s) that admitted 1 sample: 1/s x
+ * 0.99973 s was counted as 0 samples, and so were the 0.5 s to the stop.
+ * A window under a second (a late tick) whose one admission fell outside
+ * it would even have made the rate 0 for good.
  */
 START_TEST(test_probe_detached_rows)
 {
@@ -289,16 +290,16 @@ START_TEST(test_probe_detached_rows)
 
 	fix_init(&f, 1u << 16);
 	/* Its hits/s up to its limit in BPF, whatever that window admitted. */
-	rate = cap_emit__probe_detached_rate(830000, 950 * ms, 1);
+	rate = cap_emit__probe_detached_rate(874401, 999733 * NSEC_PER_USEC, 1);
 	ck_assert_uint_eq(rate, 1);
-	ck_assert_uint_eq(cap_emit__probe_detached_rate(900000, 1000 * ms, 1), 1);
+	ck_assert_uint_eq(cap_emit__probe_detached_rate(830000, 950 * ms, 1), 1);
 	ck_assert_uint_eq(cap_emit__probe_detached_rate(900000, 1000 * ms, 100), 100);
 	ck_assert_uint_eq(cap_emit__probe_detached_rate(50, 1000 * ms, 100), 50);
 	ck_assert_uint_eq(cap_emit__probe_detached_rate(3000, 500 * ms, 0), 6000);
 	ck_assert_uint_eq(cap_emit__probe_detached_rate(1, 1000 * ms, 0), 1);
 
-	/* Stopped 0.4 s after the detach: the store still says why. */
-	ck_assert_uint_eq(cap_emit__probe_detached(&f.e, 2, rate, 400 * ms, true, 10), 1);
+	/* Stopped 0.5 s after the detach: the store still says why. */
+	ck_assert_uint_eq(cap_emit__probe_detached(&f.e, 2, rate, 500 * ms, true, 10), 1);
 	ck_assert_int_eq(cap_emit__flush_losses(&f.e, 11, true), 0);
 	cap_emit__commit(&f.e);
 	want_detached(&f, 2, 1);
