@@ -20,6 +20,7 @@
 #include "common/macro.h"
 #include "common/probespec.h"
 #include "common/timeutil.h"
+#include "cap_emit.h"
 #include "profile.skel.h"
 
 struct cap_bpf {
@@ -843,7 +844,9 @@ uint32_t cap_bpf__probe_budget(struct cap_bpf *b,
 			bpf_link__destroy(b->probe_links[i]);
 			b->probe_links[i] = NULL;
 			b->budget_detached |= 1u << i;
-			b->det_rate[i] = adm > 0 ? (uint64_t)(adm + 0.5) : 0;
+			b->det_rate[i] = cap_emit__probe_detached_rate(
+				now[i][CPA_BPF_PSTAT_HITS] - prev[i][CPA_BPF_PSTAT_HITS], window_ns,
+				c->thin_rate ? c->thin_rate : b->probe_rate);
 			probe_ctl_set(b, i, CPA_BPF_PROBE_DETACHED, c->thin_rate);
 			detached |= 1u << i;
 			log_warn("probe %u '%s' detached: %.0f hits/s cost %.2f %% of a CPU (trap "

@@ -70,9 +70,9 @@ uint32_t cap_bpf__probe_budget(struct cap_bpf *b,
 			       const uint64_t now[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX],
 			       const uint64_t prev[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX],
 			       uint64_t window_ns);
-/* Samples per second probe id recorded in its last window before the
- * budget detached it (0: not detached): the estimate of what it no longer
- * records ([lost: capture probe_detached]). */
+/* Samples per second probe id would record had the budget not detached it
+ * (0: not detached; cap_emit__probe_detached_rate()): the estimate of what
+ * it no longer records ([lost: capture probe_detached]). */
 uint64_t cap_bpf__probe_detached_rate(const struct cap_bpf *b, unsigned int id);
 /* The calibrated trap time of probe id, picoseconds per run (0: none). */
 uint64_t cap_bpf__probe_trap_ps(const struct cap_bpf *b, unsigned int id);

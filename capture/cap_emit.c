@@ -177,6 +177,38 @@ void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
 	cap_emit__loss_add_weight(e, slot, n, n, time_ns);
 }
 
+uint64_t cap_emit__probe_detached_rate(uint64_t hits, uint64_t window_ns, uint32_t limit)
+{
+	double rate = window_ns ? (double)hits * 1e9 / (double)window_ns : 0;
+
+	/* Not what that window admitted: at a limit of a few per second the
+	 * limiter's second (bpf_ktime_get_ns()) may put none of them in a
+	 * window of about one second, and the estimate would be 0 for good. */
+	if (limit && rate > limit)
+		return limit;
+	return hits ? MAX((uint64_t)(rate + 0.5), 1) : 0;
+}
+
+uint64_t cap_emit__probe_detached(struct cap_emit *e, unsigned int probe, uint64_t rate,
+				  uint64_t win_ns, bool end, uint64_t time_ns)
+{
+	uint64_t *carry, d;
+
+	if (probe >= CPA_BPF_PROBE_MAX)
+		return 0;
+	carry = &e->det_carry[probe];
+	/* rate x ns, whole samples out, the fraction carried to the next tick */
+	*carry += rate * win_ns;
+	d = *carry / NSEC_PER_SEC;
+	*carry %= NSEC_PER_SEC;
+	if (end && *carry) {
+		d++; /* a part of a sample at the stop is one: a detached probe leaves its row */
+		*carry = 0;
+	}
+	cap_emit__loss_add(e, (enum cap_loss_slot)(CAP_LOSS_PROBE_DET + probe), d, time_ns);
+	return d;
+}
+
 uint64_t cap_emit__losses_pending(const struct cap_emit *e)
 {
 	uint64_t n = 0;

@@ -100,6 +100,8 @@ struct cap_emit {
 	uint64_t commit_bytes; /* commit inside a batch past this many bytes */
 	struct shm_rate rate;  /* per second of sample time */
 	struct cap_loss_pending loss[CAP_LOSS_MAX];
+	/* per probe: probe_detached samples x 1e9 not counted yet (a fraction) */
+	uint64_t det_carry[CPA_BPF_PROBE_MAX];
 	/* On-CPU/probe samples and their losses reserved in ring 0 by this
 	 * generation: published with each commit (CAP_CNT_GEN_ACCT_*), so
 	 * the next generation knows what a killed one delivered. */
@@ -138,6 +140,26 @@ void cap_emit__loss_add(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
 /* The same with the weight those samples had (off-CPU: blocked ns). */
 void cap_emit__loss_add_weight(struct cap_emit *e, enum cap_loss_slot slot, uint64_t n,
 			       uint64_t weight, uint64_t time_ns);
+
+/*
+ * What a probe the budget detached would have recorded per second, from its
+ * last window of window_ns before the detach: its hits/s, up to its limit in
+ * BPF (limit: thin_rate, else --probe_rate; 0 = none), at least 1 if it had
+ * hits. Not the samples it admitted in that window: at a limit of a few per
+ * second, the limiter's seconds may put none of them in it.
+ */
+uint64_t cap_emit__probe_detached_rate(uint64_t hits, uint64_t window_ns, uint32_t limit);
+
+/*
+ * The samples detached probe would have taken at rate per second over
+ * win_ns (a window after the detach), counted in its [lost: capture
+ * probe_detached] aggregate at CLOCK_REALTIME time_ns; the fraction of a
+ * sample is carried to the next window. end (capture stops): a fraction
+ * left counts as one sample, so a detached probe leaves a row however soon
+ * the run ends. Returns the samples counted.
+ */
+uint64_t cap_emit__probe_detached(struct cap_emit *e, unsigned int probe, uint64_t rate,
+				  uint64_t win_ns, bool end, uint64_t time_ns);
 
 /* Samples in the loss aggregates not sent yet. */
 uint64_t cap_emit__losses_pending(const struct cap_emit *e);

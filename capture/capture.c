@@ -214,10 +214,12 @@ static void backend_free(struct capture *c)
 }
 
 /* Probe hits over --probe_rate: a counter and a LOSS record of kind PROBE;
- * the probe budget (cap_bpf__probe_budget()) and what detached probes miss. */
-static void probe_stats_sync(struct capture *c)
+ * the probe budget (cap_bpf__probe_budget()) and what detached probes miss
+ * (end: capture stops). */
+static void probe_stats_sync(struct capture *c, bool end)
 {
 	uint64_t now[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX], d, skipped = 0, lost = 0;
+	uint32_t detached;
 	uint64_t t = clock_ns(CLOCK_REALTIME), mono = clock_ns(CLOCK_MONOTONIC);
 	uint64_t win = c->probe_read_ns ? mono - c->probe_read_ns : 0;
 
@@ -228,7 +230,7 @@ static void probe_stats_sync(struct capture *c)
 		return;
 	}
 	c->probe_read_ns = mono;
-	cap_bpf__probe_budget(c->bpf, now, c->probe_stats, win);
+	detached = cap_bpf__probe_budget(c->bpf, now, c->probe_stats, win);
 	c->n_probe_ents = 0;
 	for (unsigned int i = 0; i < c->cfg->nr_probes && win; i++) {
 		struct cpa_metrics_ent *pe = &c->probe_ents[c->n_probe_ents++];
@@ -245,8 +247,9 @@ static void probe_stats_sync(struct capture *c)
 			now[i][CPA_BPF_PSTAT_RUN_NS] - c->probe_stats[i][CPA_BPF_PSTAT_RUN_NS];
 	}
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
-		d = cap_bpf__probe_detached_rate(c->bpf, i) * win / NSEC_PER_SEC;
-		cap_emit__loss_add(&c->emit, (enum cap_loss_slot)(CAP_LOSS_PROBE_DET + i), d, t);
+		/* one detached just now recorded its window: it misses the next ones */
+		d = detached & (1u << i) ? 0 : cap_bpf__probe_detached_rate(c->bpf, i);
+		d = cap_emit__probe_detached(&c->emit, i, d, win, end, t);
 		shm_stage__cnt_add(c->st, CAP_CNT_PROBE_DETACHED, d);
 		d = now[i][CPA_BPF_PSTAT_SKIPPED] - c->probe_stats[i][CPA_BPF_PSTAT_SKIPPED];
 		cap_emit__loss_add(&c->emit, (enum cap_loss_slot)(CAP_LOSS_PROBE_RATE + i), d, t);
@@ -288,8 +291,9 @@ static void probes_log(const struct capture *c)
 			 (double)c->probe_stats[i][CPA_BPF_PSTAT_RUN_NS] / 1e6);
 }
 
-/* Fold the BPF side's per-CPU statistics into our counters and losses. */
-static void stats_sync(struct capture *c)
+/* Fold the BPF side's per-CPU statistics into our counters and losses
+ * (end: capture stops). */
+static void stats_sync(struct capture *c, bool end)
 {
 	uint64_t now[CPA_BPF_STAT_MAX], d[CPA_BPF_STAT_MAX];
 
@@ -318,7 +322,7 @@ static void stats_sync(struct capture *c)
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_SYNCED, now[CPA_BPF_STAT_PRODUCED]);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_TICK_NS, clock_kernel_ns(CLOCK_MONOTONIC));
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, d[CPA_BPF_STAT_PRODUCED]);
-	probe_stats_sync(c);
+	probe_stats_sync(c, end);
 }
 
 /*
@@ -796,7 +800,7 @@ int capture__finish(void *obj, enum shm_stage_end how)
 	} while (r > 0);
 	if (r < 0 && r != -EINTR)
 		return log_error_errno(r, "drain the kernel buffers: %m");
-	stats_sync(c);
+	stats_sync(c, true);
 
 	/* The consumer is still running during a graceful stop and an orphan
 	 * drain: give it a moment to make room, so the store shows what we
@@ -891,7 +895,7 @@ int capture__tick(void *obj, uint64_t now_ns)
 		/* Follow wall clock steps within a second. */
 		cap_clock__update(&c->emit.clock);
 		offcpu_flush(c);
-		stats_sync(c);
+		stats_sync(c, false);
 		if ((c->sched ? cap_sched__tick(c->sched, &c->emit, clock_ns(CLOCK_REALTIME),
 						c->policy, c->probe_ents, c->n_probe_ents)
 			      : probe_metrics_emit(c)) < 0)

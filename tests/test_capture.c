@@ -259,6 +259,70 @@ START_TEST(test_probe_sample)
 }
 END_TEST
 
+/* The next LOSS record in ring 0: probe_detached of probe id, count samples. */
+static void want_detached(struct fix *f, unsigned int id, uint64_t count)
+{
+	struct shm_msg m = peek(f);
+	const struct cpa_loss *l = m.data;
+
+	ck_assert_uint_eq(m.type, CPA_REC_LOSS);
+	ck_assert_uint_eq(l->kind, CPA_KIND_PROBE);
+	ck_assert_uint_eq(l->probe_id, id);
+	ck_assert_uint_eq(l->reason, CAP_CNT_PROBE_DETACHED);
+	ck_assert_uint_eq(l->count, count);
+}
+
+/*
+ * What a probe the budget detached no longer records: test_probe_budget's
+ * store once had no [lost: capture probe_detached] row. The probe, hot
+ * (874 k hits/s) and thinned to 1 sample/s, was detached after a window of
+ * 0.99973 s (874401 runs at 874634/s) that admitted 1 sample: 1/s x
+ * 0.99973 s was counted as 0 samples, and so were the 0.5 s to the stop.
+ * A window under a second (a late tick) whose one admission fell outside
+ * it would even have made the rate 0 for good.
+ */
+START_TEST(test_probe_detached_rows)
+{
+	const uint64_t ms = NSEC_PER_MSEC;
+	struct fix f;
+	struct shm_msg m;
+	uint64_t rate;
+
+	fix_init(&f, 1u << 16);
+	/* Its hits/s up to its limit in BPF, whatever that window admitted. */
+	rate = cap_emit__probe_detached_rate(874401, 999733 * NSEC_PER_USEC, 1);
+	ck_assert_uint_eq(rate, 1);
+	ck_assert_uint_eq(cap_emit__probe_detached_rate(830000, 950 * ms, 1), 1);
+	ck_assert_uint_eq(cap_emit__probe_detached_rate(900000, 1000 * ms, 100), 100);
+	ck_assert_uint_eq(cap_emit__probe_detached_rate(50, 1000 * ms, 100), 50);
+	ck_assert_uint_eq(cap_emit__probe_detached_rate(3000, 500 * ms, 0), 6000);
+	ck_assert_uint_eq(cap_emit__probe_detached_rate(1, 1000 * ms, 0), 1);
+
+	/* Stopped 0.5 s after the detach: the store still says why. */
+	ck_assert_uint_eq(cap_emit__probe_detached(&f.e, 2, rate, 500 * ms, true, 10), 1);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, 11, true), 0);
+	cap_emit__commit(&f.e);
+	want_detached(&f, 2, 1);
+	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), -EAGAIN);
+
+	/* Ticks a little under a second apart: the fractions add up, and the
+	 * one left at the stop counts as a sample (2.997 s at 1/s: 3). */
+	ck_assert_uint_eq(cap_emit__probe_detached(&f.e, 1, 1, 999 * ms, false, 20), 0);
+	ck_assert_uint_eq(cap_emit__probe_detached(&f.e, 1, 1, 999 * ms, false, 21), 1);
+	ck_assert_uint_eq(cap_emit__probe_detached(&f.e, 1, 1, 999 * ms, false, 22), 1);
+	ck_assert_uint_eq(cap_emit__probe_detached(&f.e, 1, 1, 0, true, 23), 1);
+	/* Nothing left over: the stop adds nothing; a probe not detached never counts. */
+	ck_assert_uint_eq(cap_emit__probe_detached(&f.e, 3, 4, 500 * ms, true, 24), 2);
+	ck_assert_uint_eq(cap_emit__probe_detached(&f.e, 4, 0, 500 * ms, true, 25), 0);
+	ck_assert_int_eq(cap_emit__flush_losses(&f.e, 26, true), 0);
+	cap_emit__commit(&f.e);
+	want_detached(&f, 1, 3);
+	want_detached(&f, 3, 2);
+	ck_assert_int_eq(shm_ring__peek_sc(&f.cons, &m), -EAGAIN);
+	fix_free(&f);
+}
+END_TEST
+
 START_TEST(test_ustack_refused_flagged)
 {
 	struct fix f;
@@ -735,10 +799,10 @@ static Suite *capture_suite(void)
 {
 	Suite *s = suite_create("capture");
 	TEST_TCASE(s, "emit", test_sample_conversion, test_sample_edge_cases, test_probe_sample,
-		   test_ustack_refused_flagged, test_degrade_then_drop, test_oversize_degrades,
-		   test_rate_limit, test_offcpu_conversion, test_loss_aggregation,
-		   test_delivered_gauges, test_seq_exhaustion, test_clock_offset, test_sys_parsers,
-		   test_commit_by_bytes, test_poll_deadline);
+		   test_probe_detached_rows, test_ustack_refused_flagged, test_degrade_then_drop,
+		   test_oversize_degrades, test_rate_limit, test_offcpu_conversion,
+		   test_loss_aggregation, test_delivered_gauges, test_seq_exhaustion,
+		   test_clock_offset, test_sys_parsers, test_commit_by_bytes, test_poll_deadline);
 	return s;
 }
 
