@@ -108,7 +108,8 @@ static int input_wait(struct shm_stage_loop *l, uint64_t wake_bytes, int timeout
 int shm_stage__run(struct shm_stage_loop *l)
 {
 	uint64_t last_hb = 0, wake_cap = l->wake_bytes, orphan_deadline = 0;
-	int wait_ms = l->wait_ms, timeout;
+	int wait_ms = l->wait_ms, timeout, waited_ms = 0;
+	unsigned int cycle_recs = 0; /* records taken since the last wait */
 	bool waited = false, idle = false, stamped = false;
 	pid_t parent = getppid();
 
@@ -171,6 +172,7 @@ int shm_stage__run(struct shm_stage_loop *l)
 			continue;
 		}
 		if (n > 0) {
+			cycle_recs += (unsigned int)n;
 			if (l->backoff == SHM_WAIT_BACKOFF_EMPTY)
 				wait_ms = l->wait_ms; /* data flows: back to the short deadline */
 			waited = idle = false;
@@ -199,10 +201,13 @@ int shm_stage__run(struct shm_stage_loop *l)
 			l->wait_for(l->obj, now, &wake_bytes, &wait_ms);
 		} else if (l->backoff == SHM_WAIT_BACKOFF_EMPTY && waited) {
 			/* the last wait brought nothing */
-			idle = idle || wait_ms >= l->wait_idle_ms;
+			idle = idle || wait_ms >= l->wait_idle_ms || waited_ms >= l->wait_idle_ms;
 			wait_ms = MIN(wait_ms * 2, l->wait_idle_ms);
 		}
 		timeout = wait_ms;
+		if (!l->wait_for && l->wait_small_ms && timeout < l->wait_small_ms &&
+		    cycle_recs < SHM_BATCH_SMALL_RECS && !loss_pending(l->st))
+			timeout = l->wait_small_ms; /* a stretched batch: little flows */
 		if (!l->wait_for && idle && l->idle_no_deadline && !loss_pending(l->st))
 			timeout = -1; /* nothing due before input comes */
 		if (l->wait_cap_ms && (timeout < 0 || timeout > l->wait_cap_ms))
@@ -211,11 +216,14 @@ int shm_stage__run(struct shm_stage_loop *l)
 			shm_ring__flush_sp(l->next);
 		r = input_wait(l, wake_bytes, timeout);
 		waited = stamped = true;
+		waited_ms = timeout;
+		cycle_recs = 0;
 		if (r == -EBADMSG)
 			return r;
 		if (!l->wait_for && l->backoff == SHM_WAIT_BACKOFF_TIMEOUT) {
 			if (r == -ETIMEDOUT) {
-				idle = idle || wait_ms >= l->wait_idle_ms;
+				idle = idle || wait_ms >= l->wait_idle_ms ||
+				       timeout >= l->wait_idle_ms;
 				wait_ms = MIN(wait_ms * 2, l->wait_idle_ms);
 			} else if (r == 0) {
 				wait_ms = l->wait_ms;
