@@ -110,9 +110,9 @@ struct shm_stage_loop {
 	bool idle_no_deadline;
 	/* Optional (0: none): the deadline, at least, after a wake cycle that
 	 * took fewer than SHM_BATCH_SMALL_RECS records per SHM_BATCH_MS since
-	 * the wait before it began, while no loss aggregate
-	 * waits (the stretched batch below: the producer wakes us that rarely);
-	 * a wait this long that brings nothing makes the stage idle. */
+	 * the wait before it began, while no loss aggregate waits (the
+	 * stretched batch below: the producer wakes us that rarely); a wait
+	 * this long that brings nothing makes the stage idle. */
 	int wait_small_ms;
 	int busy_ms; /* sleep after -ENOBUFS */
 	/* Longest sleep whatever the above say (0: none). */
