@@ -67,8 +67,7 @@ struct cap_sched {
 	int *hw_fd; /* [cpu * HW_MAX + event], -1 = none; NULL = not available */
 	uint64_t hw_prev[HW_MAX];
 	uint64_t dropped_prev;
-	char *buf;
-	size_t buf_cap;
+	char *buf; /* PROC_BUF bytes: read_proc() */
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -79,15 +78,30 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 /* An open+read+close per file and second was 25 syscalls a second: the fd
- * stays open (cap_sched__open()) and is read with pread from 0, which makes
- * procfs produce the text anew. */
+ * stays open (cap_sched__open()) and is read with one pread from 0, which
+ * makes procfs produce the text anew. One, not a read to the end: the pread
+ * that finds the end makes procfs produce the whole text once more. These
+ * files fit in PROC_BUF; of /proc/stat only the cpu lines at its head are
+ * used (what is past PROC_BUF, the interrupt counts, is not read). */
+#define PROC_BUF (64u << 10)
+
 static const char *read_proc(struct cap_sched *s, enum proc_file f)
 {
-	size_t len;
+	ssize_t n;
 
-	if (s->proc_fd[f] < 0 || read_full_fd(s->proc_fd[f], READ_FULL_TRUNCATE | READ_FULL_PREAD,
-					      64 << 10, &s->buf, &s->buf_cap, &len) < 0)
+	if (s->proc_fd[f] < 0)
 		return NULL;
+	if (!s->buf) {
+		s->buf = malloc(PROC_BUF);
+		if (!s->buf)
+			return NULL;
+	}
+	do
+		n = pread(s->proc_fd[f], s->buf, PROC_BUF - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return NULL;
+	s->buf[n] = '\0';
 	return s->buf;
 }
 

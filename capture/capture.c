@@ -65,9 +65,10 @@ struct capture {
 	uint64_t next_tick_ns;	/* CLOCK_MONOTONIC of the next second's work */
 	/* The poll's deadline (cap_poll_next_ms()): the last poll's result,
 	 * the deadline, and when the last deadline was set, ring 0 flushed and
-	 * the tick ran (CLOCK_MONOTONIC). */
+	 * the tick ran (CLOCK_MONOTONIC); the records out (SHM_CNT_OUT) at
+	 * that flush. */
 	int polled, poll_ms;
-	uint64_t poll_last, flushed, now;
+	uint64_t poll_last, flushed, now, flushed_recs;
 	unsigned int cpus[CAP_MAX_CPUS];
 	unsigned int nr_cpus;
 };
@@ -915,10 +916,14 @@ int capture__tick(void *obj, uint64_t now_ns)
 				       c->st->generation);
 	cap_emit__commit(&c->emit);
 	/* About to sleep: unwindd gets the batch period's samples in one
-	 * wakeup (more than its wake_bytes woke it already). */
-	if (now_ns - c->flushed >= SHM_BATCH_MS * NSEC_PER_MSEC / 4 * 3) {
+	 * wakeup (more than its wake_bytes woke it already); a period that
+	 * carried little stretches to SHM_BATCH_IDLE_MS (shm/stage_loop.h). */
+	if (now_ns - c->flushed >= SHM_BATCH_MS * NSEC_PER_MSEC / 4 * 3 &&
+	    (shm_stage__cnt(c->st, SHM_CNT_OUT) - c->flushed_recs >= SHM_BATCH_SMALL_RECS ||
+	     now_ns - c->flushed >= (SHM_BATCH_IDLE_MS - SHM_BATCH_MS / 4) * NSEC_PER_MSEC)) {
 		shm_ring__flush_sp(c->ring);
 		c->flushed = now_ns;
+		c->flushed_recs = shm_stage__cnt(c->st, SHM_CNT_OUT);
 	}
 	return 0;
 }
@@ -958,6 +963,7 @@ int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 		c->next_tick_ns = offcpu_next_tick(clock_ns(CLOCK_MONOTONIC));
 	c->poll_ms = CAP_POLL_FLOW_MS;
 	c->now = c->poll_last = c->flushed = clock_ns(CLOCK_MONOTONIC);
+	c->flushed_recs = shm_stage__cnt(c->st, SHM_CNT_OUT);
 	*ret = c;
 	return 0;
 }

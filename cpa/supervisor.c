@@ -45,6 +45,7 @@
 #include "common/opts.h"
 #include "common/sdnotify.h"
 #include "shm/loss.h"
+#include "shm/stage_loop.h"
 #include "storer/storer.h"
 
 #define BACKOFF_MIN_MS		100
@@ -108,7 +109,8 @@ struct supervisor {
 	uint64_t start_ns;
 	uint64_t stop_at_ns; /* --duration: from the moment every stage runs */
 	uint64_t next_stats_ns;
-	unsigned int stats_still; /* stats turns in a row that found nothing moving */
+	uint64_t stats_line_ns;	  /* when the last line's counters were taken */
+	unsigned int stats_still; /* stats turns in a row that found little moving */
 	bool stats_quiet;	  /* STATS_QUIET_TURNS of them: no deadline of its own */
 	uint64_t next_watchdog_ns;
 };
@@ -861,6 +863,32 @@ static bool stats_moved(const struct supervisor *s)
 	return false;
 }
 
+/*
+ * Little moved since the last line: no drop, no degraded record, and the
+ * producer's output stayed under a small batch per batch period
+ * (SHM_BATCH_SMALL_RECS per SHM_BATCH_MS, shm/stage_loop.h): an idle host's
+ * metrics records and a few samples, which the pipeline carries in stretched
+ * batches.
+ */
+static bool stats_little(const struct supervisor *s, uint64_t now)
+{
+	uint64_t ms = (now - s->stats_line_ns) / NSEC_PER_MSEC;
+
+	for (int i = 0; i < SHM_STAGE_MAX; i++) {
+		const struct sup_stage *st = &s->st[i];
+
+		if (cnt_drops(st->blk, st->d, st->last_cnt) ||
+		    shm_stage__cnt(st->blk, SHM_CNT_DEGRADED) != st->last_cnt[SHM_CNT_DEGRADED])
+			return false;
+		if (st->d->role == SHM_ROLE_PRODUCER &&
+		    (shm_stage__cnt(st->blk, SHM_CNT_OUT) - st->last_cnt[SHM_CNT_OUT]) *
+				    SHM_BATCH_MS >=
+			    (uint64_t)SHM_BATCH_SMALL_RECS * MAX(ms, (uint64_t)1))
+			return false;
+	}
+	return true;
+}
+
 static void print_stats(struct supervisor *s)
 {
 	char line[1024];
@@ -1017,16 +1045,20 @@ static void sup_step(struct supervisor *s, uint64_t now)
 	if (s->p.stats_every_ms && now >= s->next_stats_ns) {
 		uint64_t every = s->p.stats_every_ms * NSEC_PER_MSEC;
 
-		/* A pipeline where nothing moved has no line; three such turns
-		 * in a row (not a start-up's pause) and the line has no deadline
-		 * of its own: it comes at a wakeup for other work once something
-		 * moved (quiet). */
+		/* A pipeline where nothing moved has no line; three turns in a
+		 * row where little moved (not a start-up's pause; an idle host's
+		 * metrics records and a few samples) and the line has no
+		 * deadline of its own: it comes at a wakeup for other work (a
+		 * hang check, within a hang timeout) with what moved meanwhile
+		 * (quiet), until a turn finds more moving. */
 		bool moved = stats_moved(s);
 
-		s->stats_still = moved ? 0 : s->stats_still + 1;
+		s->stats_still = !moved || stats_little(s, now) ? s->stats_still + 1 : 0;
 		s->stats_quiet = s->stats_still >= STATS_QUIET_TURNS;
-		if (s->phase == SUP_RUNNING && moved)
+		if (s->phase == SUP_RUNNING && moved) {
 			print_stats(s);
+			s->stats_line_ns = now;
+		}
 		/* Keep the phase: a late wakeup must not push every later line back. */
 		s->next_stats_ns += every;
 		if (s->next_stats_ns <= now)
@@ -1309,6 +1341,7 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 							       NSEC_PER_MSEC
 				       : 0;
 	s->next_stats_ns = s->start_ns + p->stats_every_ms * NSEC_PER_MSEC;
+	s->stats_line_ns = s->start_ns;
 	s->next_watchdog_ns = s->start_ns;
 	set_status(s, "starting stages");
 

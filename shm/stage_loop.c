@@ -108,7 +108,10 @@ static int input_wait(struct shm_stage_loop *l, uint64_t wake_bytes, int timeout
 int shm_stage__run(struct shm_stage_loop *l)
 {
 	uint64_t last_hb = 0, wake_cap = l->wake_bytes, orphan_deadline = 0;
-	int wait_ms = l->wait_ms, timeout;
+	int wait_ms = l->wait_ms, timeout, waited_ms = 0;
+	/* Records taken since the last wait, and when that wait began: their
+	 * rate sizes the next deadline (wait_small_ms). */
+	uint64_t cycle_recs = 0, slept_ns = clock_ns(CLOCK_MONOTONIC);
 	bool waited = false, idle = false, stamped = false;
 	pid_t parent = getppid();
 
@@ -171,6 +174,7 @@ int shm_stage__run(struct shm_stage_loop *l)
 			continue;
 		}
 		if (n > 0) {
+			cycle_recs += (uint64_t)n;
 			if (l->backoff == SHM_WAIT_BACKOFF_EMPTY)
 				wait_ms = l->wait_ms; /* data flows: back to the short deadline */
 			waited = idle = false;
@@ -199,23 +203,32 @@ int shm_stage__run(struct shm_stage_loop *l)
 			l->wait_for(l->obj, now, &wake_bytes, &wait_ms);
 		} else if (l->backoff == SHM_WAIT_BACKOFF_EMPTY && waited) {
 			/* the last wait brought nothing */
-			idle = idle || wait_ms >= l->wait_idle_ms;
+			idle = idle || wait_ms >= l->wait_idle_ms || waited_ms >= l->wait_idle_ms;
 			wait_ms = MIN(wait_ms * 2, l->wait_idle_ms);
 		}
 		timeout = wait_ms;
+		if (!l->wait_for && l->wait_small_ms && timeout < l->wait_small_ms &&
+		    cycle_recs * SHM_BATCH_MS <
+			    SHM_BATCH_SMALL_RECS * ((mono - slept_ns) / NSEC_PER_MSEC + 1) &&
+		    !loss_pending(l->st))
+			timeout = l->wait_small_ms; /* a stretched batch: little flows */
 		if (!l->wait_for && idle && l->idle_no_deadline && !loss_pending(l->st))
 			timeout = -1; /* nothing due before input comes */
 		if (l->wait_cap_ms && (timeout < 0 || timeout > l->wait_cap_ms))
 			timeout = l->wait_cap_ms;
 		if (l->wake_next && l->next)
 			shm_ring__flush_sp(l->next);
+		slept_ns = mono;
 		r = input_wait(l, wake_bytes, timeout);
 		waited = stamped = true;
+		waited_ms = timeout;
+		cycle_recs = 0;
 		if (r == -EBADMSG)
 			return r;
 		if (!l->wait_for && l->backoff == SHM_WAIT_BACKOFF_TIMEOUT) {
 			if (r == -ETIMEDOUT) {
-				idle = idle || wait_ms >= l->wait_idle_ms;
+				idle = idle || wait_ms >= l->wait_idle_ms ||
+				       timeout >= l->wait_idle_ms;
 				wait_ms = MIN(wait_ms * 2, l->wait_idle_ms);
 			} else if (r == 0) {
 				wait_ms = l->wait_ms;

@@ -108,6 +108,12 @@ struct shm_stage_loop {
 	 * loss_pending gauge is 0): an idle stage sleeps until its producer
 	 * or a kick wakes it. Its sleep needs no heartbeat (SHM_SLOT_ASLEEP). */
 	bool idle_no_deadline;
+	/* Optional (0: none): the deadline, at least, after a wake cycle that
+	 * took fewer than SHM_BATCH_SMALL_RECS records per SHM_BATCH_MS since
+	 * the wait before it began, while no loss aggregate waits (the
+	 * stretched batch below: the producer wakes us that rarely); a wait
+	 * this long that brings nothing makes the stage idle. */
+	int wait_small_ms;
 	int busy_ms; /* sleep after -ENOBUFS */
 	/* Longest sleep whatever the above say (0: none). */
 	int wait_cap_ms;
@@ -151,6 +157,21 @@ struct shm_stage_loop {
  * every 5 s, so nothing a reader sees is later than before.
  */
 #define SHM_BATCH_MS 2000
+
+/*
+ * Batches are sized by time and volume: a batch period that carries fewer
+ * than SHM_BATCH_SMALL_RECS records into ring 0 (an idle host: a metrics
+ * record or two a second, a few samples and task events) stretches, up to
+ * SHM_BATCH_IDLE_MS: capture flushes ring 0 once that many records wait, or
+ * that long after the last flush, and unwindd and symd wait that long after
+ * a wake cycle that took fewer per batch period (wait_small_ms), so each
+ * stage wakes once per stretched batch. A batch period that carries more is
+ * flushed at SHM_BATCH_MS as before; bytes wake a consumer sooner anyway
+ * (its wake_bytes). Records carry their own times: only when a reader sees
+ * them moves (docs/pipeline.md, "Latency budget").
+ */
+#define SHM_BATCH_IDLE_MS    10000
+#define SHM_BATCH_SMALL_RECS 64
 
 /*
  * Mark the stage RUNNING and loop until SIGTERM (*term), STOP or, under

@@ -530,24 +530,31 @@ uint64_t storer__wake_bytes(const struct storer *s)
 /*
  * Nothing here is due before the open block's deadline (the records wait in
  * the ring, which wakes us early past STORER_WAKE_BYTES) or the next
- * retention run, so the deadline is that; STORER_IDLE_MS at most while
- * writes are in flight or wait for a retry. With no block open and nothing
- * in flight the wait has none (-1): the first record wakes us (wake bytes 1).
- * A wakeup costs as much as storing ~25 samples.
+ * retention run, so the deadline is that; STORER_IDLE_MS at most while a
+ * write waits for a retry (or the store cannot be opened), STORER_REAP_MS
+ * while writes are only in flight: their completions (and the index entry a
+ * block's completion submits) are reaped at the next wakeup, which a
+ * stretched batch brings within SHM_BATCH_IDLE_MS; readers find a block
+ * without its index entry meanwhile (docs/store-format.md). With no block
+ * open and nothing in flight the wait has none (-1): the first record wakes
+ * us (wake bytes 1). A wakeup costs as much as storing ~25 samples.
  */
+#define STORER_REAP_MS SHM_BATCH_IDLE_MS
+
 int storer__sleep_ms(const struct storer *s, uint64_t now)
 {
 	bool busy;
 	uint64_t dl = store_writer__due(s->w, &busy);
+	int cap = store_writer__healthy(s->w) ? STORER_REAP_MS : STORER_IDLE_MS;
 	uint64_t ms;
 
 	if (!dl)
-		return busy ? STORER_IDLE_MS : -1;
+		return busy ? cap : -1;
 	if (dl <= now)
 		return 0;
 	ms = (dl - now + 999999) / 1000000;
-	if (busy && ms > STORER_IDLE_MS)
-		return STORER_IDLE_MS;
+	if (busy && ms > (uint64_t)cap)
+		return cap;
 	return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 

@@ -17,15 +17,18 @@
  * (220 us idle), whatever it finds. While samples flow unwindd wakes us
  * once per batch it passes on (SHM_BATCH_MS's worth: shm_ring__flush_sp()), or
  * a burst does (SYMD_WAKE_BYTES, at most half the ring), or a kick (DRAIN);
- * SYMD_WAIT_MIN_MS is only the fallback. A deadline that passes doubles it
- * up to SYMD_WAIT_MAX_MS; once that one passes too, the waits have no
+ * SYMD_WAIT_MIN_MS is only the fallback (SYMD_WAIT_SMALL_MS after a wake
+ * that brought little: unwindd's batches come up to SHM_BATCH_IDLE_MS apart
+ * then). A deadline that passes doubles it up to SYMD_WAIT_MAX_MS; once
+ * that one passes too, the waits have no
  * deadline while no loss aggregate waits to be sent (idle_no_deadline): an
  * idle symd sleeps until unwindd or a kick wakes it, no heartbeat needed.
  * The storer is not woken per batch: it has nothing to do before its
  * block's deadline, and the records wait in ring 2.
  */
-#define SYMD_WAIT_MIN_MS   (SHM_BATCH_MS + 500) /* deadline while records flow */
-#define SYMD_WAIT_MAX_MS   4000			/* loss flush */
+#define SYMD_WAIT_MIN_MS   (SHM_BATCH_MS + 500)	     /* deadline while records flow */
+#define SYMD_WAIT_MAX_MS   4000			     /* loss flush */
+#define SYMD_WAIT_SMALL_MS (SHM_BATCH_IDLE_MS + 500) /* ... while little flows */
 #define SYMD_WAKE_BYTES	   (64u << 10)
 #define SYMD_HELD_SLEEP_MS 10 /* output held: the storer is behind */
 #define SYMD_HEARTBEAT_NS  (200 * NSEC_PER_MSEC)
@@ -46,6 +49,7 @@ int main(int argc, char **argv)
 		.loop.wake_ring_div = 2,
 		.loop.wait_ms = SYMD_WAIT_MIN_MS,
 		.loop.wait_idle_ms = SYMD_WAIT_MAX_MS,
+		.loop.wait_small_ms = SYMD_WAIT_SMALL_MS,
 		.loop.backoff = SHM_WAIT_BACKOFF_TIMEOUT,
 		.loop.idle_no_deadline = true,
 		.loop.busy_ms = SYMD_HELD_SLEEP_MS,

@@ -14,19 +14,22 @@
  * kind we run on (220 us idle), as much as unwinding dozens of samples, so
  * unwindd wakes once per capture batch: capture wakes it when it goes to
  * sleep with records in ring 0 (shm_ring__flush_sp(), once per SHM_BATCH_MS
- * while samples flow), and we wake symd the same way (.loop.wake_next). A burst
- * wakes us sooner (WAKE_BYTES, ~150 samples with 8 KiB stacks, at most an
- * eighth of the ring so that capture keeps room for a poll's samples).
+ * while samples flow, up to SHM_BATCH_IDLE_MS while little does: then our
+ * deadline is WAIT_SMALL_MS), and we wake symd the same way
+ * (.loop.wake_next). A burst wakes us sooner (WAKE_BYTES, ~150 samples with
+ * 8 KiB stacks, at most an eighth of the ring so that capture keeps room for
+ * a poll's samples).
  * WAIT_MS is only the fallback while records flow; when a wait brought
  * nothing the deadline doubles up to WAIT_IDLE_MS, and once a wait that long
  * brought nothing the waits have no deadline (idle_no_deadline): an idle
  * unwindd sleeps until capture or a kick wakes it, and needs no heartbeat
  * meanwhile (SHM_SLOT_ASLEEP).
  */
-#define WAKE_BYTES   (1024u * 1024)
-#define WAIT_MS	     (SHM_BATCH_MS + 500)
-#define WAIT_IDLE_MS 4000
-#define HEARTBEAT_NS (250 * NSEC_PER_MSEC)
+#define WAKE_BYTES    (1024u * 1024)
+#define WAIT_MS	      (SHM_BATCH_MS + 500)
+#define WAIT_IDLE_MS  4000
+#define WAIT_SMALL_MS (SHM_BATCH_IDLE_MS + 500)
+#define HEARTBEAT_NS  (250 * NSEC_PER_MSEC)
 /* DICT_RESET must precede everything; while symd is slow or down and ring 1
  * has no room for it, retry this often. Input waits in ring 0 meanwhile
  * (capture degrades there). */
@@ -55,6 +58,7 @@ int main(int argc, char **argv)
 		.loop.wake_ring_div = 8,
 		.loop.wait_ms = WAIT_MS,
 		.loop.wait_idle_ms = WAIT_IDLE_MS,
+		.loop.wait_small_ms = WAIT_SMALL_MS,
 		.loop.backoff = SHM_WAIT_BACKOFF_EMPTY,
 		.loop.idle_no_deadline = true,
 		.loop.busy_ms = FULL_RETRY_MS,
