@@ -67,10 +67,14 @@ void tree__free(struct tree *t)
 static int intern_name(struct tree *t, const char *s, const char *suffix, uint32_t *ret)
 {
 	char buf[4096];
-	size_t n = 0;
+	size_t n = strnlen(s, sizeof(buf) - 8), c = strcspn(s, ";\n\r");
 
-	for (; *s && n < sizeof(buf) - 8; s++)
-		buf[n++] = *s == ';' ? ':' : (*s == '\n' || *s == '\r') ? ' ' : *s;
+	/* most names need no change: interned as they are */
+	if (!suffix && c >= n && !s[n])
+		return xtab__intern(&t->names, s, (uint32_t)n + 1, ret) < 0 ? -ENOMEM : 0;
+	memcpy(buf, s, n);
+	for (; c < n; c++)
+		buf[c] = buf[c] == ';' ? ':' : (buf[c] == '\n' || buf[c] == '\r') ? ' ' : buf[c];
 	if (suffix)
 		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s", suffix);
 	buf[n] = 0;
