@@ -15,7 +15,7 @@
  *    With --base CPA (another build's cpa, e.g. of an older commit) it runs
  *    that one too, on the same store and window, right before ours: CPU
  *    seconds side by side, their ratio, and whether the two files are the
- *    same bytes.
+ *    same bytes (pprof: its protobuf, gunzipped).
  *
  * Usage: bench_export [--dir DIR] [--hours H] [--rate N] [--stacks N] [--procs N]
  *                     [--cpus N] [--windows 60,3600,86400] [--formats folded,pprof,svg,speedscope]
@@ -32,6 +32,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "storer/store.h"
 
@@ -223,17 +224,18 @@ static int run_show(const char *cpa, const char *dir, long secs, const char *fmt
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
-/* The two files hold the same bytes. */
+/* The two files hold the same bytes; gzip'd ones (pprof) once gunzipped: the
+ * content, whatever level compressed it. */
 static bool same_file(const char *a, const char *b)
 {
 	char ba[65536], bb[65536];
 	bool same = false;
-	int fa = open(a, O_RDONLY), fb = open(b, O_RDONLY);
+	gzFile fa = gzopen(a, "rb"), fb = gzopen(b, "rb");
 
-	if (fa < 0 || fb < 0)
+	if (!fa || !fb)
 		goto out;
 	for (;;) {
-		ssize_t na = read(fa, ba, sizeof(ba)), nb = read(fb, bb, sizeof(bb));
+		int na = gzread(fa, ba, sizeof(ba)), nb = gzread(fb, bb, sizeof(bb));
 
 		if (na < 0 || na != nb || memcmp(ba, bb, (size_t)na))
 			break;
@@ -243,10 +245,10 @@ static bool same_file(const char *a, const char *b)
 		}
 	}
 out:
-	if (fa >= 0)
-		close(fa);
-	if (fb >= 0)
-		close(fb);
+	if (fa)
+		gzclose(fa);
+	if (fb)
+		gzclose(fb);
 	return same;
 }
 

@@ -3,7 +3,7 @@
 if(TARGET cpa_store)
   add_executable(bench_export ${CMAKE_CURRENT_LIST_DIR}/bench_export.c)
   set_target_properties(bench_export PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
-  target_link_libraries(bench_export PRIVATE cpa_store)
+  target_link_libraries(bench_export PRIVATE cpa_store z)
   if(TARGET cpa)
     add_dependencies(bench_export cpa)
   endif()

@@ -53,10 +53,11 @@ void tree__free(struct tree *t)
 {
 	xtab__free(&t->names);
 	xtab__free(&t->edges);
+	xtab__free(&t->runs);
 	xtab__free(&t->stacks);
 	xtab__free(&t->paths);
 	u32vec__free(&t->path_node);
-	u32vec__free(&t->stack_off);
+	u32vec__free(&t->stack_run);
 	u32vec__free(&t->frames);
 	free(t->nodes);
 	memset(t, 0, sizeof(*t));
@@ -66,10 +67,14 @@ void tree__free(struct tree *t)
 static int intern_name(struct tree *t, const char *s, const char *suffix, uint32_t *ret)
 {
 	char buf[4096];
-	size_t n = 0;
+	size_t n = strnlen(s, sizeof(buf) - 8), c = strcspn(s, ";\n\r");
 
-	for (; *s && n < sizeof(buf) - 8; s++)
-		buf[n++] = *s == ';' ? ':' : (*s == '\n' || *s == '\r') ? ' ' : *s;
+	/* most names need no change: interned as they are */
+	if (!suffix && c >= n && !s[n])
+		return xtab__intern(&t->names, s, (uint32_t)n + 1, ret) < 0 ? -ENOMEM : 0;
+	memcpy(buf, s, n);
+	for (; c < n; c++)
+		buf[c] = buf[c] == ';' ? ':' : (buf[c] == '\n' || buf[c] == '\r') ? ' ' : buf[c];
 	if (suffix)
 		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s", suffix);
 	buf[n] = 0;
@@ -100,26 +105,27 @@ static int child(struct tree *t, uint32_t parent, uint32_t name, uint32_t flags,
 	return 0;
 }
 
-/* Frame names of a stack, root first, cached per (src, seg, stack_id). */
+/* Frame names of a stack, root first, as a run (export_int.h), cached per
+ * (src, seg, stack_id); *ret_run is the run's id, UINT32_MAX when not kept. */
 static int stack_frames(struct tree *t, uint32_t src, const struct store_sample *s,
-			const uint32_t **ret)
+			const uint32_t **ret, uint32_t *ret_run)
 {
-	uint32_t key[3] = {src, s->seg, s->stack_id}, id, i, name;
-	size_t off = t->frames.n;
+	uint32_t key[3] = {src, s->seg, s->stack_id}, id, i, name, run;
 	bool cache = s->n_frames > 1; /* a lone frame may stand for an undefined id */
 	int r;
 
+	*ret_run = UINT32_MAX;
 	if (cache) {
 		r = xtab__intern(&t->stacks, key, sizeof(key), &id);
 		if (r < 0)
 			return r;
 		if (r == 0) {
-			*ret = &t->frames.v[t->stack_off.v[id]];
+			*ret_run = t->stack_run.v[id];
+			*ret = xtab__get(&t->runs, *ret_run, NULL);
 			return 0;
 		}
-		if (u32vec__push(&t->stack_off, (uint32_t)off) < 0)
-			return -ENOMEM;
 	}
+	t->frames.n = 0;
 	if (u32vec__push(&t->frames, s->n_frames) < 0)
 		return -ENOMEM;
 	/* Stored leaf first, kernel frames first: user root..leaf, then kernel root..leaf. */
@@ -133,9 +139,13 @@ static int stack_frames(struct tree *t, uint32_t src, const struct store_sample 
 		if (r < 0 || u32vec__push(&t->frames, name) < 0 || u32vec__push(&t->frames, fl) < 0)
 			return -ENOMEM;
 	}
-	*ret = &t->frames.v[off];
+	*ret = t->frames.v; /* valid until the next call */
 	if (!cache)
-		t->frames.n = off; /* valid until the next call */
+		return 0;
+	r = xtab__intern(&t->runs, t->frames.v, (uint32_t)(t->frames.n * sizeof(uint32_t)), &run);
+	if (r < 0 || u32vec__push(&t->stack_run, run) < 0)
+		return -ENOMEM;
+	*ret_run = run;
 	return 0;
 }
 
@@ -143,7 +153,7 @@ int tree__path(struct tree *t, const struct export_opts *o, uint32_t src,
 	       const struct store_sample *s, uint32_t *ret_node)
 {
 	const uint32_t *fr;
-	uint32_t node = 0, name, i, n;
+	uint32_t node = 0, name, i, n, run;
 	char tmp[64];
 	int r;
 
@@ -173,10 +183,13 @@ int tree__path(struct tree *t, const struct export_opts *o, uint32_t src,
 				return r;
 		}
 	}
-	/* The same stack under the same labels ends at the same node: look it up
-	 * once instead of walking its frames for every row. */
-	if (s->n_frames > 1) {
-		uint32_t key[4] = {node, src, s->seg, s->stack_id}, pid_;
+	r = stack_frames(t, src, s, &fr, &run);
+	if (r < 0)
+		return r;
+	/* The same frames under the same labels end at the same node: look it up
+	 * once instead of walking the frames for every row and every segment. */
+	if (run != UINT32_MAX) {
+		uint32_t key[2] = {node, run}, pid_;
 
 		r = xtab__intern(&t->paths, key, sizeof(key), &pid_);
 		if (r < 0)
@@ -188,16 +201,13 @@ int tree__path(struct tree *t, const struct export_opts *o, uint32_t src,
 		if (u32vec__push(&t->path_node, 0) < 0)
 			return -ENOMEM;
 	}
-	r = stack_frames(t, src, s, &fr);
-	if (r < 0)
-		return r;
 	n = fr[0];
 	for (i = 0; i < n; i++) {
 		r = child(t, node, fr[1 + 2 * i], fr[2 + 2 * i], &node);
 		if (r < 0)
 			return r;
 	}
-	if (s->n_frames > 1)
+	if (run != UINT32_MAX)
 		t->path_node.v[t->path_node.n - 1] = node;
 found:
 	*ret_node = node;

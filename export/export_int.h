@@ -130,11 +130,14 @@ struct tree {
 	struct tnode *nodes;
 	uint32_t n, cap;
 	uint32_t max_depth;
-	/* (src, seg, stack_id) -> run of frame name ids (root first) in frames */
-	struct xtab stacks;
-	struct u32vec stack_off; /* per stack: offset in frames; frames[off] = count */
-	struct u32vec frames;	 /* count, then (name id, flags) pairs */
-	/* (label node, src, seg, stack_id) -> the stack's last node: rows repeat */
+	/* A stack's frames as a run: count, then (name id, flags) pairs, root
+	 * first. The runs, one id each whatever segment or store they came from: */
+	struct xtab runs;
+	struct xtab stacks;	 /* (src, seg, stack_id) -> its run's id in stack_run */
+	struct u32vec stack_run; /* per stack: run id */
+	struct u32vec frames;	 /* a run being built */
+	/* (label node, run id) -> the stack's last node: rows repeat, and so do
+	 * stacks in every segment (hourly, each with its own stack ids) */
 	struct xtab paths;
 	struct u32vec path_node;
 };

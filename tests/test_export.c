@@ -43,10 +43,12 @@ static char *root;
 static char store[1024];
 static bool with_triggers; /* export_range() marks the store's policy triggers */
 static bool by_rows;	   /* export_range() reads by rows (export__add_rows()) */
+static uint32_t seg_secs;  /* build_store()'s segment length, 0 = the default (an hour) */
 
 static void build_store(void)
 {
-	struct store_writer_opts o = {.record_interval = 1, .freq = FREQ};
+	struct store_writer_opts o = {
+		.record_interval = 1, .freq = FREQ, .segment_seconds = seg_secs};
 	struct store_writer *w;
 	uint64_t seq = 1, base = t_base_ns();
 	uint32_t sec, s, k;
@@ -98,6 +100,7 @@ static void teardown(void)
 {
 	with_triggers = false;
 	by_rows = false;
+	seg_secs = 0;
 	t_rm_rf(root);
 	free(root);
 }
@@ -1236,6 +1239,58 @@ START_TEST(test_rows_same_as_samples)
 }
 END_TEST
 
+/*
+ * The same samples in one segment and in several (a segment every 3 seconds,
+ * each with its own stack and string ids): every format the same bytes, read
+ * by rows and sample by sample. The caches that outlive a segment (the name
+ * tree's runs and paths) must give what one segment's walk gives.
+ */
+START_TEST(test_segments_same_as_one)
+{
+	static const enum export_format fmts[] = {EXPORT_FOLDED, EXPORT_PPROF, EXPORT_SVG,
+						  EXPORT_SPEEDSCOPE};
+	char one[1024], *one_root = root, a[1100], b[1100];
+	DIR *d;
+	struct dirent *de;
+	int segs = 0;
+
+	snprintf(one, sizeof(one), "%s", store);
+	seg_secs = 3;
+	build_store();
+	d = opendir(store);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		segs += !strncmp(de->d_name, "seg_", 4);
+	closedir(d);
+	ck_assert_int_ge(segs, 3);
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
+		for (int k = 0; k < 4; k++) {
+			char many[1024];
+			size_t la, lb;
+			char *x, *y;
+
+			with_triggers = k & 1;
+			by_rows = k & 2;
+			snprintf(many, sizeof(many), "%s", store);
+			snprintf(a, sizeof(a), "%s/one", root);
+			snprintf(b, sizeof(b), "%s/many", root);
+			snprintf(store, sizeof(store), "%s", one);
+			export_range(fmts[i], 0, NSEC, 0, 0, a, NULL);
+			snprintf(store, sizeof(store), "%s", many);
+			export_range(fmts[i], 0, NSEC, 0, 0, b, NULL);
+			x = test_slurp(a, &la);
+			y = test_slurp(b, &lb);
+			ck_assert_msg(la > 100 && la == lb && !memcmp(x, y, la),
+				      "format %d, case %d: %zu vs %zu bytes", (int)fmts[i], k, la,
+				      lb);
+			free(x);
+			free(y);
+		}
+	t_rm_rf(one_root);
+	free(one_root);
+}
+END_TEST
+
 START_TEST(test_hostile_names)
 {
 	const char *b = getenv("CPA_BUILD_DIR"), *src = getenv("CPA_SOURCE_DIR");
@@ -1598,6 +1653,7 @@ int main(void)
 	tcase_add_test(tc, test_split);
 	tcase_add_test(tc, test_diff_two_stores);
 	tcase_add_test(tc, test_rows_same_as_samples);
+	tcase_add_test(tc, test_segments_same_as_one);
 	tcase_add_test(tc, test_svg_height);
 	tcase_add_test(tc, test_svg_labels);
 	tcase_add_test(tc, test_speedscope_active);
