@@ -378,6 +378,7 @@ int pysym__name(struct pysym *p, uint32_t pid, unsigned int minor, uint64_t code
 	struct pycode *c;
 	uint64_t unit;
 	uint32_t line;
+	bool cached;
 	int r, n;
 
 	for (size_t i = 0; i < ARRAY_SIZE(layouts); i++)
@@ -386,7 +387,12 @@ int pysym__name(struct pysym *p, uint32_t pid, unsigned int minor, uint64_t code
 	if (!l)
 		return -EINVAL;
 	c = &p->slots[hash64_fib(code ^ ((uint64_t)pid << 47) ^ pid) % PYSYM_SLOTS];
-	if (c->pid != pid || c->code != code) {
+	cached = c->pid == pid && c->code == code;
+	/* Not the slot's code object: read the address again. The slot's may
+	 * have been freed and its memory given to this one (pymalloc hands a
+	 * freed block of the size class out first): kept, it would refuse
+	 * every sample of this one for the process's life. */
+	if (!cached || c->check != check) {
 		r = code_load(p, pid, l, code, c);
 		if (r < 0)
 			return r;

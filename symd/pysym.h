@@ -2,7 +2,8 @@
 /*
  * Python frames' names (docs/unwinding.md, "Python"): a CPython code object
  * read from /proc/PID/mem once per (process, code address), cached with
- * its qualified name, file, first line and line table; the line of an
+ * its qualified name, file, first line and line table (read again when a
+ * sample's check word is not the cached one's); the line of an
  * instruction is decoded from the table (3.10's pairs, 3.11+'s location
  * table). Names are "qualname (file:line)".
  */

@@ -7,7 +7,9 @@
  *  - a live Debian python3.11's method is named "K.m (<string>:LINE)" from
  *    its code object's address, and refused (-ESTALE) with another check word;
  *  - an exit drops exactly the pid's entries, and looks through the slots
- *    only for a pid that holds some (a fixture /proc: fake 3.12 code objects).
+ *    only for a pid that holds some (a fixture /proc: fake 3.12 code objects);
+ *  - a code object at an address whose earlier one was named is named
+ *    after itself (the same fixture).
  * No interpreter at all: the fixture test alone.
  */
 #include <check.h>
@@ -210,15 +212,14 @@ static void put_str(int fd, uint64_t addr, const char *s)
 	put_at(fd, addr + 40, s, strlen(s)); /* 3.12's sizeof(PyASCIIObject) */
 }
 
-static uint32_t fake_proc(const char *root, uint32_t pid, const char *qualname)
+/* pid's memory now holds a code object qualname, first line first, at
+ * FX_CODE (the file written anew: the same inode, as a process's memory). */
+static uint32_t fake_code(const char *root, uint32_t pid, const char *qualname, int32_t first)
 {
 	char path[256];
 	uint64_t ck;
-	int32_t first = 7;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%u", root, pid);
-	ck_assert_int_eq(mkdir(path, 0700), 0);
 	snprintf(path, sizeof(path), "%s/%u/mem", root, pid);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	ck_assert_int_ge(fd, 0);
@@ -236,6 +237,15 @@ static uint32_t fake_proc(const char *root, uint32_t pid, const char *qualname)
 	ck_assert_int_eq(pread(fd, &ck, 8, FX_CODE + 68), 8);
 	close(fd);
 	return (uint32_t)(ck ^ (ck >> 32));
+}
+
+static uint32_t fake_proc(const char *root, uint32_t pid, const char *qualname)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%u", root, pid);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	return fake_code(root, pid, qualname, 7);
 }
 
 START_TEST(test_pysym_drop)
@@ -282,6 +292,47 @@ START_TEST(test_pysym_drop)
 	ck_assert_uint_eq(pysym__held(p, 4343), 0);
 	ck_assert_uint_eq(pysym__scans(p), 2);
 	pysym__free(p);
+	ck_assert_int_eq(rmdir(root), 0);
+}
+END_TEST
+
+/*
+ * A code object freed and its memory given to another (pymalloc hands a
+ * freed block of the size class out first: tests/workload/py_reuse.py): the
+ * cached slot of (pid, address) is the old one's. A sample of the new one
+ * (its check word) is named after it, not refused for as long as the process
+ * lives; a sample of the old one taken before is still refused.
+ */
+START_TEST(test_pysym_reuse)
+{
+	char root[] = "/tmp/cpa-pysym-proc-XXXXXX", name[512], path[256];
+	uint32_t line, ck_a, ck_b;
+	struct pysym *p;
+
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	ck_a = fake_proc(root, 4545, "warm");
+	ck_assert_int_eq(pysym__new(root, &p), 0);
+	ck_assert_int_gt(pysym__name(p, 4545, 12, FX_CODE, 0, ck_a, name, sizeof(name), &line), 0);
+	ck_assert_str_eq(name, "warm (fx.py)");
+
+	ck_b = fake_code(root, 4545, "hot", 9);
+	ck_assert_uint_ne(ck_a, ck_b);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_gt(
+			pysym__name(p, 4545, 12, FX_CODE, 0, ck_b, name, sizeof(name), &line), 0);
+		ck_assert_str_eq(name, "hot (fx.py)");
+	}
+	/* a late sample of the freed one, then the new one's again */
+	ck_assert_int_eq(pysym__name(p, 4545, 12, FX_CODE, 0, ck_a, name, sizeof(name), &line),
+			 -ESTALE);
+	ck_assert_int_gt(pysym__name(p, 4545, 12, FX_CODE, 0, ck_b, name, sizeof(name), &line), 0);
+	ck_assert_str_eq(name, "hot (fx.py)");
+	ck_assert_uint_eq(pysym__held(p, 4545), 1);
+	pysym__free(p);
+	snprintf(path, sizeof(path), "%s/4545/mem", root);
+	ck_assert_int_eq(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/4545", root);
+	ck_assert_int_eq(rmdir(path), 0);
 	ck_assert_int_eq(rmdir(root), 0);
 }
 END_TEST
@@ -341,6 +392,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_pysym_drop);
 	tcase_add_test(tc, test_pysym_drop_many);
+	tcase_add_test(tc, test_pysym_reuse);
 	if (any) {
 		tcase_add_test(tc, test_pysym_lines);
 		tcase_add_test(tc, test_pysym_live);
