@@ -10,3 +10,10 @@ target_compile_definitions(test_python PRIVATE
   PY_HOT_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_hot.py")
 cpa_add_test(NAME test_pysym SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pysym.c
   ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LIBS cpa_symd_core LABELS unit python TIMEOUT 60)
+# test_python_reuse: tests/workload/py_reuse.py frees a code object symd named and
+# runs hot() from its address; hot() must be named (EXCLUSIVE: counts samples).
+cpa_add_test(NAME test_python_reuse SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python_reuse.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 180 EXCLUSIVE)
+add_dependencies(test_python_reuse cpa capture unwindd symd storer)
+target_compile_definitions(test_python_reuse PRIVATE
+  PY_REUSE_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_reuse.py")
