@@ -5,15 +5,17 @@
 # the machine has (each version's own co_lines()); none, 77.
 cpa_add_test(NAME test_python SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python.c
   ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 300 EXCLUSIVE)
-add_dependencies(test_python cpa capture unwindd symd storer)
-target_compile_definitions(test_python PRIVATE
-  PY_HOT_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_hot.py")
+# test_python_reuse (the same source, PY_REUSE 1): tests/workload/py_reuse.py frees a
+# code object symd named and runs hot() from its address; hot() must be named.
+cpa_add_test(NAME test_python_reuse SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 180 EXCLUSIVE)
+foreach(t test_python test_python_reuse)
+  add_dependencies(${t} cpa capture unwindd symd storer)
+  target_compile_definitions(${t} PRIVATE
+    PY_HOT_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_hot.py"
+    PY_REUSE_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_reuse.py")
+endforeach()
+target_compile_definitions(test_python PRIVATE PY_REUSE=0)
+target_compile_definitions(test_python_reuse PRIVATE PY_REUSE=1)
 cpa_add_test(NAME test_pysym SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pysym.c
   ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LIBS cpa_symd_core LABELS unit python TIMEOUT 60)
-# test_python_reuse: tests/workload/py_reuse.py frees a code object symd named and
-# runs hot() from its address; hot() must be named (EXCLUSIVE: counts samples).
-cpa_add_test(NAME test_python_reuse SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python_reuse.c
-  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 180 EXCLUSIVE)
-add_dependencies(test_python_reuse cpa capture unwindd symd storer)
-target_compile_definitions(test_python_reuse PRIVATE
-  PY_REUSE_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_reuse.py")

@@ -303,36 +303,48 @@ END_TEST
  * (its check word) is named after it, not refused for as long as the process
  * lives; a sample of the old one taken before is still refused.
  */
+/* pid's frame at FX_CODE with check word ck is named want. */
+static void fx_named(struct pysym *p, uint32_t pid, uint32_t ck, const char *want)
+{
+	char name[512];
+	uint32_t line;
+
+	ck_assert_int_gt(pysym__name(p, pid, 12, FX_CODE, 0, ck, name, sizeof(name), &line), 0);
+	ck_assert_str_eq(name, want);
+}
+
+/* The fixture's pid is gone. */
+static void fx_gone(const char *root, uint32_t pid)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%u/mem", root, pid);
+	ck_assert_int_eq(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/%u", root, pid);
+	ck_assert_int_eq(rmdir(path), 0);
+}
+
 START_TEST(test_pysym_reuse)
 {
-	char root[] = "/tmp/cpa-pysym-proc-XXXXXX", name[512], path[256];
-	uint32_t line, ck_a, ck_b;
+	char root[] = "/tmp/cpa-pysym-proc-XXXXXX", name[512];
+	uint32_t line, warm, hot;
 	struct pysym *p;
 
 	ck_assert_ptr_nonnull(mkdtemp(root));
-	ck_a = fake_proc(root, 4545, "warm");
+	warm = fake_proc(root, 4545, "warm");
 	ck_assert_int_eq(pysym__new(root, &p), 0);
-	ck_assert_int_gt(pysym__name(p, 4545, 12, FX_CODE, 0, ck_a, name, sizeof(name), &line), 0);
-	ck_assert_str_eq(name, "warm (fx.py)");
-
-	ck_b = fake_code(root, 4545, "hot", 9);
-	ck_assert_uint_ne(ck_a, ck_b);
-	for (int i = 0; i < 3; i++) {
-		ck_assert_int_gt(
-			pysym__name(p, 4545, 12, FX_CODE, 0, ck_b, name, sizeof(name), &line), 0);
-		ck_assert_str_eq(name, "hot (fx.py)");
-	}
+	fx_named(p, 4545, warm, "warm (fx.py)");
+	hot = fake_code(root, 4545, "hot", 9);
+	ck_assert_uint_ne(warm, hot);
+	for (int i = 0; i < 3; i++)
+		fx_named(p, 4545, hot, "hot (fx.py)");
 	/* a late sample of the freed one, then the new one's again */
-	ck_assert_int_eq(pysym__name(p, 4545, 12, FX_CODE, 0, ck_a, name, sizeof(name), &line),
+	ck_assert_int_eq(pysym__name(p, 4545, 12, FX_CODE, 0, warm, name, sizeof(name), &line),
 			 -ESTALE);
-	ck_assert_int_gt(pysym__name(p, 4545, 12, FX_CODE, 0, ck_b, name, sizeof(name), &line), 0);
-	ck_assert_str_eq(name, "hot (fx.py)");
+	fx_named(p, 4545, hot, "hot (fx.py)");
 	ck_assert_uint_eq(pysym__held(p, 4545), 1);
 	pysym__free(p);
-	snprintf(path, sizeof(path), "%s/4545/mem", root);
-	ck_assert_int_eq(unlink(path), 0);
-	snprintf(path, sizeof(path), "%s/4545", root);
-	ck_assert_int_eq(rmdir(path), 0);
+	fx_gone(root, 4545);
 	ck_assert_int_eq(rmdir(root), 0);
 }
 END_TEST

@@ -13,9 +13,21 @@
  *   - the Python stack's fidelity is printed: samples whose Python frames
  *     reach <module> with no Python root marker (docs/unwinding.md).
  *
+ * Built again as test_python_reuse (PY_REUSE 1): tests/workload/py_reuse.py
+ * runs warm() under run_warm(), frees warm()'s code object and runs hot()
+ * under run_hot() with its code object at warm()'s old address (the workload
+ * says so). symd named warm() from that address first; hot()'s samples must
+ * be named hot(), not refused as "code object freed" for the rest of the
+ * process's life (docs/unwinding.md "Python", symd's check word). Debian's
+ * and pyenv's, side by side. Per interpreter:
+ *
+ *   - the workload's hot() code object took warm()'s address;
+ *   - >= 95 % of the samples under run_hot() name hot() under it.
+ *
  * Root + BTF + /usr/bin/python3.11, else 77.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +41,8 @@
 #define PY_DEBIAN "/usr/bin/python3.11"
 #define PY_PYENV  "/root/.pyenv/versions/3.11.7/bin/python3.11"
 #define PY_SECS	  "30"
+#define WARM_SECS "5"
+#define HOT_SECS  "10"
 
 static char bin_dir[4096], cpa[4200];
 static char dir[] = "/tmp/cpa-python-XXXXXX";
@@ -58,14 +72,12 @@ static void py_line(void *ctx, char *stack, long c)
 		st->complete += c;
 }
 
-/* pidfile: fork first, the child's pid into pidfile (NULL: no fork). */
-static pid_t start_py(const char *py, const char *pidfile)
+/* py script a1 [a2], its stdout to out (-1: inherited). */
+static pid_t start_py(const char *py, const char *script, const char *a1, const char *a2, int out)
 {
-	char script[4200];
-	char *argv[] = {(char *)py, script, PY_SECS, (char *)pidfile, NULL};
+	char *argv[] = {(char *)py, (char *)script, (char *)a1, (char *)a2, NULL};
 
-	snprintf(script, sizeof(script), "%s", PY_HOT_SCRIPT);
-	return spawn_fds(argv, -1, -1, -1);
+	return spawn_fds(argv, -1, out, -1);
 }
 
 /* The forked child's pid that start_py()'s parent wrote to pidfile. */
@@ -103,10 +115,11 @@ START_TEST(test_python_hot)
 	mon = spawn_monitor(margv, log, 60);
 	sleep(1);
 	/* side by side: one run's time for all */
-	pids[0] = fold_pids[0] = start_py(PY_DEBIAN, NULL);
-	pids[1] = start_py(PY_DEBIAN, pidfile);
+	/* pidfile: fork first, the child's pid into pidfile */
+	pids[0] = fold_pids[0] = start_py(PY_DEBIAN, PY_HOT_SCRIPT, PY_SECS, NULL, -1);
+	pids[1] = start_py(PY_DEBIAN, PY_HOT_SCRIPT, PY_SECS, pidfile, -1);
 	if (n > 2)
-		pids[2] = fold_pids[2] = start_py(PY_PYENV, NULL);
+		pids[2] = fold_pids[2] = start_py(PY_PYENV, PY_HOT_SCRIPT, PY_SECS, NULL, -1);
 	fold_pids[1] = child_pid(pidfile);
 	text = monitor_stop_fold(mon, pids, n, 1, cpa, store, prof);
 	/* every line printed before any check */
@@ -137,6 +150,81 @@ START_TEST(test_python_hot)
 }
 END_TEST
 
+struct reuse_stats {
+	long samples, warm, in_hot, hot, freed;
+};
+
+/* One folded line of a py_reuse.py interpreter: ";root;...;leaf". */
+static void reuse_line(void *ctx, char *stack, long c)
+{
+	struct reuse_stats *st = ctx;
+	char *rh = strstr(stack, ";run_hot (");
+
+	st->samples += c;
+	if (strstr(stack, ";run_warm (") && strstr(stack, ";warm ("))
+		st->warm += c;
+	if (strstr(stack, "<# PYTHON: CODE OBJECT FREED #>"))
+		st->freed += c;
+	if (!rh)
+		return;
+	st->in_hot += c;
+	if (strstr(rh, ";hot ("))
+		st->hot += c;
+	else if (st->in_hot - st->hot <= 4 * c)
+		fprintf(stderr, "  not hot: %.400s\n", stack);
+}
+
+START_TEST(test_python_reuse)
+{
+	char store[4200], log[4200], prof[4200], outs[2][4200], *text;
+	char *margv[] = {cpa, "monitor", "--store_dir", store, NULL};
+	const char *pys[] = {PY_DEBIAN, PY_PYENV};
+	int n = access(PY_PYENV, X_OK) == 0 ? 2 : 1;
+	struct reuse_stats st[2];
+	pid_t mon, pids[2];
+
+	snprintf(store, sizeof(store), "%s/store", dir);
+	snprintf(log, sizeof(log), "%s/monitor.log", dir);
+	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
+	mon = spawn_monitor(margv, log, 60);
+	sleep(1);
+	for (int i = 0; i < n; i++) {
+		int fd;
+
+		snprintf(outs[i], sizeof(outs[i]), "%s/py%d.out", dir, i);
+		fd = open(outs[i], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		ck_assert_int_ge(fd, 0);
+		pids[i] = start_py(pys[i], PY_REUSE_SCRIPT, WARM_SECS, HOT_SECS, fd);
+		close(fd);
+	}
+	text = monitor_stop_fold(mon, pids, n, 1, cpa, store, prof);
+	for (int i = 0; i < n; i++) {
+		memset(&st[i], 0, sizeof(st[i]));
+		fold_lines_of(text, pids[i], reuse_line, &st[i]);
+		fprintf(stderr,
+			"e2e python reuse %s: %ld samples, warm() %ld, under run_hot() %ld: hot() "
+			"%.2f %%; code object freed marker %ld\n",
+			pys[i], st[i].samples, st[i].warm, st[i].in_hot,
+			100.0 * (double)st[i].hot / (double)MAX(st[i].in_hot, 1), st[i].freed);
+	}
+	for (int i = 0; i < n; i++) {
+		char *out = test_slurp(outs[i], NULL);
+
+		ck_assert_ptr_nonnull(out);
+		ck_assert_msg(strstr(out, "reuse 1"),
+			      "%s: hot()'s code object not at warm()'s address: %s", pys[i], out);
+		free(out);
+		/* 49 Hz for 10 s: 490 at a whole CPU, fewer on a busy machine */
+		ck_assert_msg(st[i].in_hot >= 50, "%s: %ld samples under run_hot()", pys[i],
+			      st[i].in_hot);
+		ck_assert_msg(st[i].hot >= 0.95 * (double)st[i].in_hot,
+			      "%s: hot() in %ld of %ld samples under run_hot()", pys[i], st[i].hot,
+			      st[i].in_hot);
+	}
+	free(text);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("python");
@@ -154,5 +242,6 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	return run_test_rmdir(s, tc, test_python_hot, 240, dir);
+	return run_test_rmdir(s, tc, PY_REUSE ? test_python_reuse : test_python_hot,
+			      PY_REUSE ? 120 : 240, dir);
 }

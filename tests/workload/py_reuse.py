@@ -1,5 +1,5 @@
-# A code object freed and its memory given to another (tests/test_python_reuse.c,
-# docs/unwinding.md "Python"): warm() runs for argv[1] seconds under
+# A code object freed and its memory given to another (test_python_reuse:
+# tests/test_python.c, docs/unwinding.md "Python"): warm() runs for argv[1] seconds under
 # run_warm(), then its code object is freed and hot()'s, made the same way
 # (code.replace(): the same size, and pymalloc hands the freed block out
 # first), takes its address; hot() runs for argv[2] seconds under run_hot().
