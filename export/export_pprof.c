@@ -79,6 +79,14 @@ struct pp_ctx {
 	uint64_t cgroup;
 };
 
+/* A direct-mapped cache in front of pprof.ctxs: a row's ctx in one compare. */
+#define CTX_CACHE 4096
+struct pp_cslot {
+	struct pp_ctx k;
+	uint32_t id; /* + 1, 0 = empty */
+	uint32_t pad;
+};
+
 /* A slot of the table of samples: (rval, ctx, cpu) -> sample, and the sums of its rows. */
 struct pp_slot {
 	uint32_t rv, ctx, cpu;
@@ -101,9 +109,12 @@ struct pprof {
 	struct u32vec stkval;
 	struct xtab rvals; /* pp_rval -> id */
 	struct xtab ctxs;  /* pp_ctx -> id */
-	struct pp_ctx last;
-	uint32_t last_id;
-	bool last_valid;
+	struct pp_cslot *ccache;
+	/* a frame's fields and strings -> its location (frame_loc()) */
+	struct xtab frames;
+	struct u32vec frameloc;
+	uint8_t *fkey;
+	size_t capfkey;
 	/* (rval, ctx, cpu) -> sample: one flat table of every sample, open
 	 * addressing, each slot holding its rows' sums: a row costs one probe */
 	struct pp_slot *slots;
@@ -177,6 +188,10 @@ void export_pprof__free(struct exporter *e)
 	u32vec__free(&p->stkval);
 	xtab__free(&p->rvals);
 	xtab__free(&p->ctxs);
+	free(p->ccache);
+	xtab__free(&p->frames);
+	u32vec__free(&p->frameloc);
+	free(p->fkey);
 	free(p->slots);
 	free(p->sids);
 	rowmap__free(&p->rows);
@@ -231,6 +246,45 @@ static int location_of(struct pprof *p, const struct store_frame *f, bool kernel
 	return 0;
 }
 
+/* Bytes of a frame's key before its module and name. */
+#define FKEY_HEAD 40
+
+/* Location of frame f: location_of() once per distinct frame (its fields and
+ * strings), not once per segment (each with its own stack ids) naming it. */
+static int frame_loc(struct pprof *p, const struct store_frame *f, bool kernel, uint32_t *ret)
+{
+	const char *mod = f->module ? f->module : "";
+	size_t lm = strlen(mod), ln = strlen(f->name), len = FKEY_HEAD + lm + 1 + ln;
+	uint32_t fl = f->flags, id;
+	uint8_t *k;
+	int r;
+
+	if (len > UINT32_MAX / 2)
+		return location_of(p, f, kernel, ret);
+	if (len > p->capfkey && array_grow_first((void **)&p->fkey, &p->capfkey, len, 1, 256) < 0)
+		return -ENOMEM;
+	k = p->fkey;
+	memset(k, 0, FKEY_HEAD);
+	memcpy(k, &f->offset, 8);
+	memcpy(k + 8, &fl, 4);
+	k[12] = kernel;
+	k[13] = (uint8_t)MIN(f->build_id_len, CPA_BUILD_ID_MAX);
+	memcpy(k + 14, f->build_id, k[13]);
+	memcpy(k + FKEY_HEAD, mod, lm + 1);
+	memcpy(k + FKEY_HEAD + lm + 1, f->name, ln);
+	r = xtab__intern(&p->frames, k, (uint32_t)len, &id);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		*ret = p->frameloc.v[id];
+		return 0;
+	}
+	r = location_of(p, f, kernel, ret);
+	if (r < 0)
+		return r;
+	return u32vec__push(&p->frameloc, *ret) < 0 ? -ENOMEM : 0;
+}
+
 static int stack_of(struct exporter *e, struct pprof *p, const struct store_sample *s,
 		    uint32_t *ret)
 {
@@ -249,7 +303,7 @@ static int stack_of(struct exporter *e, struct pprof *p, const struct store_samp
 		}
 	}
 	for (i = 0; i < s->n_frames && n < ARRAY_SIZE(locs); i++) {
-		r = location_of(p, s->frames[i], i < s->n_kframes, &locs[n]);
+		r = frame_loc(p, s->frames[i], i < s->n_kframes, &locs[n]);
 		if (r < 0)
 			return r;
 		n++;
@@ -323,22 +377,32 @@ static int trigger_of(struct exporter *e, struct pprof *p, int64_t sec, bool los
 	return str_id(p, pol, ret) < 0 ? -ENOMEM : 0;
 }
 
-/* Id of c in pprof.ctxs: rows come sorted by (sec, pid, tid, stack), so
- * mostly the previous row's. */
+static inline bool ctx_eq(const struct pp_ctx *a, const struct pp_ctx *b)
+{
+	return a->pid == b->pid && a->tid == b->tid && a->kind == b->kind && a->probe == b->probe &&
+	       a->side == b->side && a->trigger == b->trigger && a->cgroup == b->cgroup;
+}
+
+/* Id of c in pprof.ctxs: a row's thread, kind, cgroup, ... */
 static int ctx_of(struct pprof *p, const struct pp_ctx *c, uint32_t *ret)
 {
+	uint64_t h = hash64_mix(((uint64_t)c->pid << 32 | c->tid) ^
+				hash64_fib(c->kind | c->side << 8 | (uint64_t)c->trigger << 16));
+	struct pp_cslot *x;
 	int r;
 
-	if (p->last_valid && !memcmp(&p->last, c, sizeof(*c))) {
-		*ret = p->last_id;
+	if (!p->ccache && !(p->ccache = calloc(CTX_CACHE, sizeof(*p->ccache))))
+		return -ENOMEM;
+	x = &p->ccache[h & (CTX_CACHE - 1)];
+	if (x->id && ctx_eq(&x->k, c)) {
+		*ret = x->id - 1;
 		return 0;
 	}
 	r = xtab__intern(&p->ctxs, c, sizeof(*c), ret);
 	if (r < 0)
 		return r;
-	p->last = *c;
-	p->last_id = *ret;
-	p->last_valid = true;
+	x->k = *c;
+	x->id = *ret + 1;
 	return 0;
 }
 
@@ -370,11 +434,11 @@ static int slots_room(struct pprof *p)
 		return 0;
 	if (old > (1u << 30))
 		return -ENOMEM;
-	n = calloc(old ? (size_t)old * 2 : 1u << 14, sizeof(*n));
+	n = calloc(old ? (size_t)old * 2 : 1u << 10, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
 	p->slots = n;
-	p->mask = (old ? old * 2 : 1u << 14) - 1;
+	p->mask = (old ? old * 2 : 1u << 10) - 1;
 	for (i = 0; i < old; i++)
 		if (o[i].sample)
 			*slot_of(p, o[i].rv, o[i].ctx, o[i].cpu) = o[i];
@@ -766,6 +830,138 @@ static void sample_vals(const struct exporter *e, const struct pprof *p, int64_t
 	}
 }
 
+/* ---- samples: each encoded from pieces made once per rval and per ctx ---- */
+
+static inline size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static inline size_t varint_put(uint8_t *o, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		o[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	o[n++] = (uint8_t)v;
+	return n;
+}
+
+/* The label keys' string ids, in this order, then the kinds' names. */
+enum {
+	PP_SID_PID,
+	PP_SID_TID,
+	PP_SID_CPU,
+	PP_SID_CGROUP,
+	PP_SID_COMM,
+	PP_SID_PROC,
+	PP_SID_ENV,
+	PP_SID_KIND,
+	PP_SID_PROBE,
+	PP_SID_BASE,
+	PP_SID_TRUE,
+	PP_SID_TRIG,
+	PP_SID_KINDS,
+	PP_SID_N = PP_SID_KINDS + CPA_KIND_MAX,
+};
+
+struct pp_piece {
+	size_t off, len; /* in pp_pieces.buf */
+};
+
+/* A sample is [its stack's location ids][values][pid, tid][cpu][cgroup][comm,
+ * process, env][kind, probe, base, trigger]: per rval the stack and the
+ * names, per ctx the pid and tid, the cgroup, the rest (rv[2 * id + 0..1],
+ * cx[3 * id + 0..2]). */
+struct pp_pieces {
+	struct pbuf buf;
+	struct pp_piece *rv, *cx;
+};
+
+static void pieces_free(struct pp_pieces *pc)
+{
+	free(pc->buf.b);
+	free(pc->rv);
+	free(pc->cx);
+}
+
+static size_t piece_put(uint8_t *o, const struct pp_pieces *pc, const struct pp_piece *x)
+{
+	memcpy(o, pc->buf.b + x->off, x->len);
+	return x->len;
+}
+
+static void piece_end(struct pp_pieces *pc, struct pp_piece *x)
+{
+	x->len = pc->buf.n - x->off;
+}
+
+static int pieces_make(const struct pprof *p, struct pp_pieces *pc, const uint32_t *sid)
+{
+	uint32_t nrv = xtab__count(&p->rvals), ncx = xtab__count(&p->ctxs), i, j, nl;
+	struct pbuf *o = &pc->buf, sub = {0}, m = {0};
+
+	pc->rv = calloc(2 * (size_t)nrv + 1, sizeof(*pc->rv));
+	pc->cx = calloc(3 * (size_t)ncx + 1, sizeof(*pc->cx));
+	if (!pc->rv || !pc->cx)
+		return -ENOMEM;
+	for (i = 0; i < nrv; i++) {
+		const struct pp_rval *rv = xtab__get(&p->rvals, i, NULL);
+		const uint32_t *locs = xtab__get(&p->stacks, rv->stack, &nl);
+		struct pp_piece *x = &pc->rv[2 * i];
+
+		nl /= sizeof(uint32_t);
+		/* packed location ids */
+		sub.n = 0;
+		for (j = 0; j < nl; j++)
+			pb_varint(&sub, locs[j]);
+		x[0].off = o->n;
+		pb_str(o, 1, sub.b, sub.n);
+		piece_end(pc, &x[0]);
+		x[1].off = o->n;
+		if (rv->comm)
+			label(o, &m, sid[PP_SID_COMM], rv->comm, 0, false);
+		if (rv->process)
+			label(o, &m, sid[PP_SID_PROC], rv->process, 0, false);
+		if (rv->env)
+			label(o, &m, sid[PP_SID_ENV], rv->env, 0, false);
+		piece_end(pc, &x[1]);
+	}
+	for (i = 0; i < ncx; i++) {
+		const struct pp_ctx *k = xtab__get(&p->ctxs, i, NULL);
+		struct pp_piece *x = &pc->cx[3 * i];
+
+		x[0].off = o->n;
+		label(o, &m, sid[PP_SID_PID], 0, k->pid, true);
+		label(o, &m, sid[PP_SID_TID], 0, k->tid, true);
+		piece_end(pc, &x[0]);
+		x[1].off = o->n;
+		label(o, &m, sid[PP_SID_CGROUP], 0, (int64_t)k->cgroup, true);
+		piece_end(pc, &x[1]);
+		x[2].off = o->n;
+		if (k->kind < CPA_KIND_MAX)
+			label(o, &m, sid[PP_SID_KIND], sid[PP_SID_KINDS + k->kind], 0, false);
+		if (k->kind == CPA_KIND_PROBE)
+			label(o, &m, sid[PP_SID_PROBE], 0, k->probe, true);
+		if (k->side)
+			label(o, &m, sid[PP_SID_BASE], sid[PP_SID_TRUE], 0, false);
+		if (k->trigger)
+			label(o, &m, sid[PP_SID_TRIG], k->trigger, 0, false);
+		piece_end(pc, &x[2]);
+	}
+	free(sub.b);
+	free(m.b);
+	return o->oom || sub.oom || m.oom ? -ENOMEM : 0;
+}
+
 /* "File:" of pprof's header: "HOST cpa HH:MM:SS - HH:MM:SS" (no '/': pprof prints its base name).
  */
 static int main_name(struct exporter *e, struct pprof *p, uint32_t *ret)
@@ -791,7 +987,8 @@ int export_pprof__write(struct exporter *e, FILE *f)
 	_cleanup_free_ uint32_t *mapid = NULL;
 	_cleanup_free_ int64_t(*vals)[3] = NULL;
 	struct pp_lines ls = {0};
-	uint32_t s_main;
+	struct pp_pieces pc = {0};
+	uint32_t s_main, s_ids[PP_SID_N];
 	int r = 0;
 
 	if (str_id(p, "samples", &s_samples) < 0 || str_id(p, "count", &s_count) < 0 ||
@@ -815,6 +1012,13 @@ int export_pprof__write(struct exporter *e, FILE *f)
 	for (i = 0; i < CPA_KIND_MAX; i++)
 		if (str_id(p, export__kind_name(i), &s_kinds[i]) < 0)
 			return export__fail(e, -ENOMEM, "pprof: out of memory");
+	{
+		const uint32_t ids[PP_SID_N] = {s_pid, s_tid,  s_cpul,	s_cg,	s_comm, s_proc,
+						s_env, s_kind, s_probe, s_base, s_true, s_trig};
+
+		memcpy(s_ids, ids, sizeof(ids));
+		memcpy(s_ids + PP_SID_KINDS, s_kinds, sizeof(s_kinds));
+	}
 
 	if (lines_resolve(p, &ls) < 0) {
 		lines_free(p, &ls);
@@ -840,53 +1044,53 @@ int export_pprof__write(struct exporter *e, FILE *f)
 	value_type(&b, &m, 1, s_off, s_ns);
 
 	vals = calloc(p->nsids + 1, sizeof(*vals));
-	if (!vals) {
+	if (!vals || pieces_make(p, &pc, s_ids) < 0) {
 		lines_free(p, &ls);
+		pieces_free(&pc);
+		free(sub.b);
 		return export__fail(e, -ENOMEM, "pprof: out of memory");
 	}
 	sample_vals(e, p, vals);
 	for (i = 0; i < p->nsids; i++) {
 		const struct pp_sid *sd = &p->sids[i];
-		const struct pp_rval *rv = xtab__get(&p->rvals, sd->rv, NULL);
-		const struct pp_ctx *k = xtab__get(&p->ctxs, sd->ctx, NULL);
-		const uint32_t *locs;
-		uint32_t nl;
+		const struct pp_piece *rv = &pc.rv[2 * sd->rv], *cx = &pc.cx[3 * sd->ctx];
+		uint8_t vb[3 * 10], lb[2 * 10 + 4];
+		size_t vn = 0, ln = 0, len;
 
 		if (!vals[i][0] && !vals[i][1] && !vals[i][2])
 			continue;
-		locs = xtab__get(&p->stacks, rv->stack, &nl);
-		nl /= sizeof(uint32_t);
-		m.n = 0;
-		/* packed location ids */
-		sub.n = 0;
-		for (j = 0; j < nl; j++)
-			pb_varint(&sub, locs[j]);
-		pb_str(&m, 1, sub.b, sub.n);
-		sub.n = 0;
+		/* values, packed */
 		for (j = 0; j < 3; j++)
-			pb_varint(&sub, (uint64_t)vals[i][j]);
-		pb_str(&m, 2, sub.b, sub.n);
-		label(&m, &sub, s_pid, 0, k->pid, true);
-		label(&m, &sub, s_tid, 0, k->tid, true);
-		label(&m, &sub, s_cpul, 0, sd->cpu, true);
-		label(&m, &sub, s_cg, 0, (int64_t)k->cgroup, true);
-		if (rv->comm)
-			label(&m, &sub, s_comm, rv->comm, 0, false);
-		if (rv->process)
-			label(&m, &sub, s_proc, rv->process, 0, false);
-		if (rv->env)
-			label(&m, &sub, s_env, rv->env, 0, false);
-		if (k->kind < CPA_KIND_MAX)
-			label(&m, &sub, s_kind, s_kinds[k->kind], 0, false);
-		if (k->kind == CPA_KIND_PROBE)
-			label(&m, &sub, s_probe, 0, k->probe, true);
-		if (k->side)
-			label(&m, &sub, s_base, s_true, 0, false);
-		if (k->trigger)
-			label(&m, &sub, s_trig, k->trigger, 0, false);
-		pb_msg(&b, 2, &m);
+			vn += varint_put(vb + vn, (uint64_t)vals[i][j]);
+		/* the cpu label: key, num (written when zero too) */
+		lb[ln++] = 1 << 3;
+		ln += varint_put(lb + ln, s_ids[2]);
+		lb[ln++] = 3 << 3;
+		ln += varint_put(lb + ln, sd->cpu);
+		/* stack, values, pid, tid, cpu, cgroup, names, kind ... (as pb_msg() nests them) */
+		len = rv[0].len + 1 + varint_len(vn) + vn + cx[0].len + 1 + varint_len(ln) + ln +
+		      cx[1].len + rv[1].len + cx[2].len;
+		pb_reserve(&b, len + 11);
+		if (b.oom)
+			break;
+		b.b[b.n++] = 2 << 3 | 2;
+		b.n += varint_put(b.b + b.n, len);
+		b.n += piece_put(b.b + b.n, &pc, &rv[0]);
+		b.b[b.n++] = 2 << 3 | 2;
+		b.n += varint_put(b.b + b.n, vn);
+		memcpy(b.b + b.n, vb, vn);
+		b.n += vn;
+		b.n += piece_put(b.b + b.n, &pc, &cx[0]);
+		b.b[b.n++] = 3 << 3 | 2;
+		b.n += varint_put(b.b + b.n, ln);
+		memcpy(b.b + b.n, lb, ln);
+		b.n += ln;
+		b.n += piece_put(b.b + b.n, &pc, &cx[1]);
+		b.n += piece_put(b.b + b.n, &pc, &rv[1]);
+		b.n += piece_put(b.b + b.n, &pc, &cx[2]);
 		e->st.stacks++;
 	}
+	pieces_free(&pc);
 	/* mapping 1: below every user mapping (those start at 2 << MAP_SHIFT) */
 	m.n = 0;
 	pb_uint(&m, 1, 1);
