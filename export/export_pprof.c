@@ -551,6 +551,29 @@ static void pb_reserve(struct pbuf *b, size_t k)
 		b->oom = true;
 }
 
+static inline size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static inline size_t varint_put(uint8_t *o, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		o[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	o[n++] = (uint8_t)v;
+	return n;
+}
+
 static inline void pb_varint(struct pbuf *b, uint64_t v)
 {
 	if (b->cap - b->n < 10) {
@@ -558,11 +581,7 @@ static inline void pb_varint(struct pbuf *b, uint64_t v)
 		if (b->oom)
 			return;
 	}
-	while (v >= 0x80) {
-		b->b[b->n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	b->b[b->n++] = (uint8_t)v;
+	b->n += varint_put(b->b + b->n, v);
 }
 
 static void pb_bytes(struct pbuf *b, const void *p, size_t len)
@@ -832,29 +851,6 @@ static void sample_vals(const struct exporter *e, const struct pprof *p, int64_t
 
 /* ---- samples: each encoded from pieces made once per rval and per ctx ---- */
 
-static inline size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static inline size_t varint_put(uint8_t *o, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		o[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	o[n++] = (uint8_t)v;
-	return n;
-}
-
 /* The label keys' string ids, in this order, then the kinds' names. */
 enum {
 	PP_SID_PID,
@@ -1064,7 +1060,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 			vn += varint_put(vb + vn, (uint64_t)vals[i][j]);
 		/* the cpu label: key, num (written when zero too) */
 		lb[ln++] = 1 << 3;
-		ln += varint_put(lb + ln, s_ids[2]);
+		ln += varint_put(lb + ln, s_ids[PP_SID_CPU]);
 		lb[ln++] = 3 << 3;
 		ln += varint_put(lb + ln, sd->cpu);
 		/* stack, values, pid, tid, cpu, cgroup, names, kind ... (as pb_msg() nests them) */
