@@ -425,21 +425,25 @@ static struct pp_slot *slot_of(const struct pprof *p, uint32_t rv, uint32_t ctx,
 	}
 }
 
-/* Zeroed memory for n slots; a big table in huge pages where the kernel has
- * them (THP "madvise"): a row's probe is a random access, a TLB miss in 4 KiB
- * pages, and the table's pages fault in 512 at a time. */
+/* Huge pages (THP "madvise") for the 2 MiB pages inside [p, p + len), before
+ * they are touched: a big table's random probes miss no TLB, and a big buffer
+ * faults in 512 pages at a time. */
+static void huge_advise(void *p, size_t len)
+{
+	uintptr_t huge = 2u << 20, a = ((uintptr_t)p + huge - 1) & ~(huge - 1),
+		  z = ((uintptr_t)p + len) & ~(huge - 1);
+
+	if (z > a)
+		(void)madvise((void *)a, z - a, MADV_HUGEPAGE);
+}
+
+/* Zeroed memory for n slots. */
 static struct pp_slot *slots_alloc(size_t n)
 {
-	size_t len = n * sizeof(struct pp_slot), huge = 2u << 20;
-	struct pp_slot *x;
+	struct pp_slot *x = calloc(n, sizeof(*x));
 
-	if (len < 2 * huge)
-		return calloc(n, sizeof(*x));
-	x = aligned_alloc(huge, len); /* len: a power of two past 2 MiB */
-	if (!x)
-		return NULL;
-	(void)madvise(x, len, MADV_HUGEPAGE);
-	memset(x, 0, len);
+	if (x)
+		huge_advise(x, n * sizeof(*x));
 	return x;
 }
 
@@ -680,6 +684,8 @@ static int gz_write(struct exporter *e, FILE *f, const struct pbuf *b)
 		return export__fail(e, -ENOMEM, "pprof: out of memory");
 	cap = libdeflate_gzip_compress_bound(c, b->n);
 	out = malloc(cap);
+	if (out)
+		huge_advise(out, cap);
 	n = out ? libdeflate_gzip_compress(c, b->b, b->n, out, cap) : 0;
 	libdeflate_free_compressor(c);
 	if (!out || !n)
@@ -977,6 +983,51 @@ static int pieces_make(const struct pprof *p, struct pp_pieces *pc, const uint32
 	return o->oom || sub.oom || m.oom ? -ENOMEM : 0;
 }
 
+/* Sample sd (values v) at the end of b: its bytes; with b NULL only their count. */
+static size_t sample_put(struct pbuf *b, const struct pp_pieces *pc, const struct pp_sid *sd,
+			 const int64_t *v, uint32_t cpu_key)
+{
+	const struct pp_piece *rv = &pc->rv[2 * sd->rv], *cx = &pc->cx[3 * sd->ctx];
+	uint8_t vb[3 * 10], lb[2 * 10 + 4], *o;
+	size_t vn = 0, ln = 0, len, j;
+
+	/* values, packed */
+	for (j = 0; j < 3; j++)
+		vn += varint_put(vb + vn, (uint64_t)v[j]);
+	/* the cpu label: key, num (written when zero too) */
+	lb[ln++] = 1 << 3;
+	ln += varint_put(lb + ln, cpu_key);
+	lb[ln++] = 3 << 3;
+	ln += varint_put(lb + ln, sd->cpu);
+	/* stack, values, pid, tid, cpu, cgroup, names, kind ... (as pb_msg() nests them) */
+	len = rv[0].len + 1 + varint_len(vn) + vn + cx[0].len + 1 + varint_len(ln) + ln +
+	      cx[1].len + rv[1].len + cx[2].len;
+	if (!b)
+		return 1 + varint_len(len) + len;
+	pb_reserve(b, 1 + varint_len(len) + len);
+	if (b->oom)
+		return 0;
+	o = b->b + b->n;
+	*o++ = 2 << 3 | 2;
+	o += varint_put(o, len);
+	o += piece_put(o, pc, &rv[0]);
+	*o++ = 2 << 3 | 2;
+	o += varint_put(o, vn);
+	memcpy(o, vb, vn);
+	o += vn;
+	o += piece_put(o, pc, &cx[0]);
+	*o++ = 3 << 3 | 2;
+	o += varint_put(o, ln);
+	memcpy(o, lb, ln);
+	o += ln;
+	o += piece_put(o, pc, &cx[1]);
+	o += piece_put(o, pc, &rv[1]);
+	o += piece_put(o, pc, &cx[2]);
+	len = (size_t)(o - (b->b + b->n));
+	b->n += len;
+	return len;
+}
+
 /* "File:" of pprof's header: "HOST cpa HH:MM:SS - HH:MM:SS" (no '/': pprof prints its base name).
  */
 static int main_name(struct exporter *e, struct pprof *p, uint32_t *ret)
@@ -1004,6 +1055,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 	struct pp_lines ls = {0};
 	struct pp_pieces pc = {0};
 	uint32_t s_main, s_ids[PP_SID_N];
+	size_t nb;
 	int r = 0;
 
 	if (str_id(p, "samples", &s_samples) < 0 || str_id(p, "count", &s_count) < 0 ||
@@ -1066,45 +1118,18 @@ int export_pprof__write(struct exporter *e, FILE *f)
 		return export__fail(e, -ENOMEM, "pprof: out of memory");
 	}
 	sample_vals(e, p, vals);
-	for (i = 0; i < p->nsids; i++) {
-		const struct pp_sid *sd = &p->sids[i];
-		const struct pp_piece *rv = &pc.rv[2 * sd->rv], *cx = &pc.cx[3 * sd->ctx];
-		uint8_t vb[3 * 10], lb[2 * 10 + 4];
-		size_t vn = 0, ln = 0, len;
-
-		if (!vals[i][0] && !vals[i][1] && !vals[i][2])
-			continue;
-		/* values, packed */
-		for (j = 0; j < 3; j++)
-			vn += varint_put(vb + vn, (uint64_t)vals[i][j]);
-		/* the cpu label: key, num (written when zero too) */
-		lb[ln++] = 1 << 3;
-		ln += varint_put(lb + ln, s_ids[PP_SID_CPU]);
-		lb[ln++] = 3 << 3;
-		ln += varint_put(lb + ln, sd->cpu);
-		/* stack, values, pid, tid, cpu, cgroup, names, kind ... (as pb_msg() nests them) */
-		len = rv[0].len + 1 + varint_len(vn) + vn + cx[0].len + 1 + varint_len(ln) + ln +
-		      cx[1].len + rv[1].len + cx[2].len;
-		pb_reserve(&b, len + 11);
-		if (b.oom)
-			break;
-		b.b[b.n++] = 2 << 3 | 2;
-		b.n += varint_put(b.b + b.n, len);
-		b.n += piece_put(b.b + b.n, &pc, &rv[0]);
-		b.b[b.n++] = 2 << 3 | 2;
-		b.n += varint_put(b.b + b.n, vn);
-		memcpy(b.b + b.n, vb, vn);
-		b.n += vn;
-		b.n += piece_put(b.b + b.n, &pc, &cx[0]);
-		b.b[b.n++] = 3 << 3 | 2;
-		b.n += varint_put(b.b + b.n, ln);
-		memcpy(b.b + b.n, lb, ln);
-		b.n += ln;
-		b.n += piece_put(b.b + b.n, &pc, &cx[1]);
-		b.n += piece_put(b.b + b.n, &pc, &rv[1]);
-		b.n += piece_put(b.b + b.n, &pc, &cx[2]);
-		e->st.stacks++;
-	}
+	/* the samples' size first: one buffer, in huge pages */
+	for (i = 0, nb = 0; i < p->nsids; i++)
+		if (vals[i][0] || vals[i][1] || vals[i][2])
+			nb += sample_put(NULL, &pc, &p->sids[i], vals[i], s_ids[PP_SID_CPU]);
+	pb_reserve(&b, nb);
+	if (!b.oom)
+		huge_advise(b.b + b.n, nb);
+	for (i = 0; i < p->nsids && !b.oom; i++)
+		if (vals[i][0] || vals[i][1] || vals[i][2]) {
+			sample_put(&b, &pc, &p->sids[i], vals[i], s_ids[PP_SID_CPU]);
+			e->st.stacks++;
+		}
 	pieces_free(&pc);
 	/* mapping 1: below every user mapping (those start at 2 << MAP_SHIFT) */
 	m.n = 0;
