@@ -207,7 +207,7 @@ static uint32_t pb_next(struct pb *b, uint64_t *val, struct pb *sub)
 	return (uint32_t)(tag >> 3);
 }
 
-#define MAXN 4096
+#define MAXN 8192
 
 struct dlabel {
 	uint64_t key, str;
@@ -491,6 +491,83 @@ START_TEST(test_pprof_decode)
 	ck_assert_int_eq(sum[1], (int64_t)((10 * 30 + 10 * 10) * 2 * PERIOD));
 	ck_assert_int_eq(sum[2], (int64_t)(NSEC * 2 * OFF_NS));
 	dprof_free(&dp);
+}
+END_TEST
+
+/*
+ * More threads than the pprof writer's caches hold (a context per thread and
+ * kind; 5,000 of them), each sampled once a second for two seconds with its
+ * own tid, cpu and kind: one sample per thread, holding both seconds, by rows
+ * and sample by sample the same bytes.
+ */
+#define MANY_T 5000
+START_TEST(test_pprof_many_threads)
+{
+	struct store_writer_opts o = {.record_interval = 1, .freq = FREQ};
+	uint64_t seq = 1, base = t_base_ns();
+	char *mroot, path[1100], path2[1100];
+	static bool seen[MANY_T];
+	struct store_writer *w;
+	uint8_t *raw;
+	size_t len, la, lb;
+	char *x, *y;
+	uint32_t i;
+
+	w = t_store_new(&o, &mroot);
+	t_defs(w, 3, 0);
+	for (uint32_t sec = 0; sec < 2; sec++)
+		for (uint32_t t = 0; t < MANY_T; t++) {
+			struct cpa_sample_out smp;
+
+			t_sample(&smp, seq++, base + sec * T_NS + t, 1 + t % 3, 0);
+			smp.pid = 50000 + t / 4;
+			smp.tid = 100000 + t;
+			smp.cpu = t % 8;
+			if (t % 5 == 0) {
+				smp.kind = CPA_KIND_OFFCPU;
+				smp.weight = OFF_NS;
+			}
+			ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+		}
+	t_store_close(w, mroot, store, sizeof(store));
+	snprintf(path, sizeof(path), "%s/rows.pb.gz", root);
+	snprintf(path2, sizeof(path2), "%s/samples.pb.gz", root);
+	by_rows = true;
+	export_range(EXPORT_PPROF, 0, 2, 0, 0, path, NULL);
+	by_rows = false;
+	export_range(EXPORT_PPROF, 0, 2, 0, 0, path2, NULL);
+	x = test_slurp(path, &la);
+	y = test_slurp(path2, &lb);
+	ck_assert(la == lb && !memcmp(x, y, la));
+	free(x);
+	free(y);
+
+	raw = gunzip_file(path, &len);
+	decode(raw, len, &dp);
+	free(raw);
+	ck_assert_uint_eq(dp.nsmp, MANY_T);
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < dp.nsmp; i++) {
+		const struct dsample *s = &dp.smp[i];
+		const char *kind = label_str(&dp, s, "kind");
+		int64_t pid, tid, cpu, t;
+
+		ck_assert(label_num(&dp, s, "pid", &pid) && label_num(&dp, s, "tid", &tid) &&
+			  label_num(&dp, s, "cpu", &cpu));
+		t = tid - 100000;
+		ck_assert(t >= 0 && t < MANY_T && !seen[t]);
+		seen[t] = true;
+		ck_assert_int_eq(pid, 50000 + t / 4);
+		ck_assert_int_eq(cpu, t % 8);
+		ck_assert_uint_eq(s->nloc, T_STACK_FRAMES(1 + t % 3));
+		ck_assert_int_eq(s->v[0], 2);
+		ck_assert_str_eq(kind, t % 5 == 0 ? "offcpu" : "oncpu");
+		ck_assert_int_eq(s->v[1], t % 5 == 0 ? 0 : (int64_t)(2 * PERIOD));
+		ck_assert_int_eq(s->v[2], t % 5 == 0 ? (int64_t)(2 * OFF_NS) : 0);
+	}
+	dprof_free(&dp);
+	t_rm_rf(mroot);
+	free(mroot);
 }
 END_TEST
 
@@ -1642,6 +1719,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_pprof_decode);
 	tcase_add_test(tc, test_pprof_diff);
+	tcase_add_test(tc, test_pprof_many_threads);
 	tcase_add_test(tc, test_folded_diff);
 	tcase_add_test(tc, test_svg);
 	tcase_add_test(tc, test_svg_diff);
