@@ -7,7 +7,7 @@ pkgs=(
 	build-essential cmake pkg-config clang llvm bpftool
 	libclang-rt-dev
 	libbpf-dev libelf-dev libdw-dev liburing-dev libzstd-dev
-	zlib1g-dev libdeflate-dev liblzma-dev libiberty-dev libdebuginfod-dev binutils xz-utils check
+	zlib1g-dev liblzma-dev libiberty-dev libdebuginfod-dev binutils xz-utils check
 	golang-go chromium libxml2-utils libcap2-bin libcurl4-openssl-dev
 	libncurses-dev libncursesw6 tmux
 	faketime libfaketime
