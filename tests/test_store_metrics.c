@@ -383,8 +383,8 @@ START_TEST(test_metrics_v1_v2_v3_still_read)
 }
 END_TEST
 
-/* The bytes of a released store (v1) and of a v3 store, frozen: read as
- * written. */
+/* The bytes of a released store (v1), of a v3 and of a v4 store, frozen:
+ * read as written. */
 START_TEST(test_metrics_fixtures)
 {
 	struct sbuf recs = {0}, sec = {0};
@@ -397,6 +397,11 @@ START_TEST(test_metrics_fixtures)
 	slack = 520;
 	recs.len = 0;
 	sbuf__put(&recs, fixture + FIXTURE_V1_LEN, sizeof(fixture) - FIXTURE_V1_LEN);
+	check_all(&sec, &recs, &g);
+	tol = 128;
+	slack = 500;
+	recs.len = 0;
+	sbuf__put(&recs, fixture_v4, sizeof(fixture_v4));
 	check_all(&sec, &recs, &g);
 	done(&recs, &sec);
 }
