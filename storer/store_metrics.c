@@ -467,6 +467,7 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
  * or zero) is contiguous for zstd. The group is written again whole at each
  * record added to it, from the columns kept here. */
 #define V3_VERSION 3
+#define V5_VERSION 5 /* and after: 0, version, the group's length, then the group */
 /* significant bits of the durations in µs: on-CPU time within 1/256 (a
  * process's share of a CPU is shown in whole percent), run-queue delay 1/64 */
 #define ONCPU_BITS 8
@@ -668,6 +669,15 @@ static void grp_write(struct sbuf *b, size_t start, unsigned int version, uint64
 	b->len = start;
 	sbuf__varint(b, 0);
 	sbuf__varint(b, version);
+	if (version >= V5_VERSION) { /* the length of what follows: n and the columns */
+		size_t len = 1;
+
+		for (uint64_t v = nrec; v >= 0x80; v >>= 7)
+			len++;
+		for (unsigned int i = 0; i < n; i++)
+			len += col[i].len;
+		sbuf__varint(b, len);
+	}
 	sbuf__varint(b, nrec);
 	for (unsigned int i = 0; i < n; i++) {
 		sbuf__put(b, col[i].p, col[i].len);
@@ -885,8 +895,7 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
  * - the preempted and voluntary switches in one byte, the rest of a count
  *   above 14 apart. */
 #define V4_VERSION 4
-#define DUR4_BITS  7 /* significant bits of a duration */
-#define DUR4_LO	   (DUR4_BITS - 1)
+#define DUR4_BITS  7  /* significant bits of a duration */
 #define SW_MAX	   15 /* in the switches byte: the count - 15 follows as a varint */
 
 enum {
@@ -906,20 +915,20 @@ enum {
 	F_MAX
 };
 
-/* A duration in ns to a dense code of DUR4_BITS significant bits of µs, as
+/* A duration in ns to a dense code of bits significant bits of µs, as
  * dur3_code() but rounded to nearest once, from the ns (dur3_value() reads
- * it): below 128 µs the µs count, else (e + 1) * 64 + m - 64 for m << e µs,
- * m in [64, 128). */
-static uint64_t dur4_code(uint64_t ns)
+ * it): below 2^bits µs the µs count, else (e + 1) * H + m - H for m << e µs,
+ * m in [H, 2H), H = 2^(bits - 1). */
+static uint64_t dur4_code(uint64_t ns, unsigned int bits)
 {
-	const uint64_t h = 1ull << DUR4_LO;
+	const uint64_t h = 1ull << (bits - 1);
 	uint64_t us = ns / 1000 + (ns % 1000 >= 500), unit, m;
 	unsigned int e;
 
 	if (us < 2 * h)
 		return us;
 	e = 63 - (unsigned int)__builtin_clzll(ns / 1000 ? ns / 1000 : 1);
-	e = e > DUR4_LO ? e - DUR4_LO : 0;
+	e = e > bits - 1 ? e - (bits - 1) : 0;
 	unit = 1000ull << e;
 	m = ns / unit + (ns % unit >= unit / 2);
 	if (m >= 2 * h) {
@@ -967,17 +976,63 @@ static void members_second(struct members *mb, uint64_t time_ns)
 	mb->last_new = (uint32_t)CPA_MK_PROC << 30;
 }
 
-static _Thread_local struct {
+/* v5 is v4's group with (docs/store-format.md "v5 group"):
+ * - the value columns (durations, switches, waits) in the order of the
+ *   entries' comms, then keys, then their place in the group (v5_order()),
+ *   which the reader knows before it reads them: the runs of a program
+ *   (the same comm) are next to each other, the same process's seconds too,
+ *   and zstd finds what they repeat;
+ * - the durations to DUR5_BITS significant bits. */
+#define DUR5_BITS DUR4_BITS
+
+/* An entry's place in v5's value columns: by comm (NUL-padded), key, then
+ * its place in the group. */
+struct v5_key {
+	char comm[CPA_COMM_LEN];
+	uint32_t key, at;
+};
+
+static int v5_cmp(const void *x, const void *y)
+{
+	const struct v5_key *a = x, *b = y;
+	int c = memcmp(a->comm, b->comm, CPA_COMM_LEN);
+
+	if (c)
+		return c;
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* An entry's values as v4 and v5 write them (the durations as codes). */
+struct v45_val {
+	uint64_t on, rq, p, s, waits;
+};
+
+/* A v4 or v5 group writer. */
+struct g45 {
 	struct grp_w w;
 	struct sbuf col[F_MAX];
 	struct members mb;
 	struct ctab ct;
-} g4;
+	/* v5: the group's entries so far, their order and values */
+	struct v5_key *k;
+	struct v45_val *v;
+	size_t n, cap_k, cap_v;
+};
+
+static _Thread_local struct g45 g4, g5;
 
 const struct sbuf *store_metrics__v4_columns(unsigned int *n)
 {
 	*n = F_MAX;
 	return g4.col;
+}
+
+const struct sbuf *store_metrics__v5_columns(unsigned int *n)
+{
+	*n = F_MAX;
+	return g5.col;
 }
 
 /* The membership of a record's n entries (order: in key order) into c. */
@@ -1016,67 +1071,128 @@ static bool members_put(struct members *mb, struct sbuf *c,
 	return true;
 }
 
-static void values_put(struct sbuf *c, const struct cpa_metrics_ent *e)
+static struct v45_val values_of(const struct cpa_metrics_ent *e, unsigned int bits)
 {
-	uint64_t on = dur4_code(e->oncpu_ns), rq = dur4_code(e->runq_ns);
 	uint64_t p = e->switches[CPA_MR_PREEMPT], s = e->switches[CPA_MR_SLEEP];
-	uint8_t lo[2] = {(uint8_t)(on & ((1u << DUR4_LO) - 1)),
-			 (uint8_t)(rq & ((1u << DUR4_LO) - 1))},
-		sw;
 
-	sbuf__varint(&c[F_ONCPU], on >> DUR4_LO);
-	sbuf__varint(&c[F_RUNQ], rq >> DUR4_LO);
-	sbuf__put(&c[F_ONCPU_LO], &lo[0], 1);
-	sbuf__put(&c[F_RUNQ_LO], &lo[1], 1);
-	sw = (uint8_t)(MIN(p, SW_MAX) << 4 | MIN(s, SW_MAX));
-	sbuf__put(&c[F_SW], &sw, 1);
-	if (p >= SW_MAX)
-		sbuf__varint(&c[F_SW_ESC], p - SW_MAX);
-	if (s >= SW_MAX)
-		sbuf__varint(&c[F_SW_ESC], s - SW_MAX);
-	sbuf__varint(&c[F_WAITS], zigzag((int64_t)(e->runq_n - p - s)));
+	return (struct v45_val){dur4_code(e->oncpu_ns, bits), dur4_code(e->runq_ns, bits), p, s,
+				e->runq_n - p - s};
 }
 
-void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
-			   const struct cpa_metrics_ent *ents)
+static void values_put(struct sbuf *c, const struct v45_val *v, unsigned int bits)
+{
+	const unsigned int lb = bits - 1;
+	uint8_t lo[2] = {(uint8_t)(v->on & ((1u << lb) - 1)), (uint8_t)(v->rq & ((1u << lb) - 1))},
+		sw;
+
+	sbuf__varint(&c[F_ONCPU], v->on >> lb);
+	sbuf__varint(&c[F_RUNQ], v->rq >> lb);
+	sbuf__put(&c[F_ONCPU_LO], &lo[0], 1);
+	sbuf__put(&c[F_RUNQ_LO], &lo[1], 1);
+	sw = (uint8_t)(MIN(v->p, SW_MAX) << 4 | MIN(v->s, SW_MAX));
+	sbuf__put(&c[F_SW], &sw, 1);
+	if (v->p >= SW_MAX)
+		sbuf__varint(&c[F_SW_ESC], v->p - SW_MAX);
+	if (v->s >= SW_MAX)
+		sbuf__varint(&c[F_SW_ESC], v->s - SW_MAX);
+	sbuf__varint(&c[F_WAITS], zigzag((int64_t)v->waits));
+}
+
+/* v5: e (at in the group) joins the group's entries. */
+static bool v5_add(struct g45 *g, const struct cpa_metrics_ent *e)
+{
+	size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
+	struct v5_key *k;
+
+	if (array_grow((void **)&g->k, &g->cap_k, g->n + 1, sizeof(*g->k)) < 0 ||
+	    array_grow((void **)&g->v, &g->cap_v, g->n + 1, sizeof(*g->v)) < 0)
+		return false;
+	k = &g->k[g->n];
+	memset(k->comm, 0, sizeof(k->comm));
+	memcpy(k->comm, e->comm, cl);
+	k->key = comm_key(e);
+	k->at = (uint32_t)g->n;
+	g->v[g->n++] = values_of(e, DUR5_BITS);
+	return true;
+}
+
+/* v5: the value columns of the group's entries afresh, in v5_cmp() order. */
+static void v5_values(struct g45 *g)
+{
+	static const unsigned int vcol[] = {F_ONCPU, F_RUNQ,	 F_SW,	   F_SW_ESC,
+					    F_WAITS, F_ONCPU_LO, F_RUNQ_LO};
+
+	for (size_t i = 0; i < ARRAY_SIZE(vcol); i++)
+		g->col[vcol[i]].len = 0;
+	qsort(g->k, g->n, sizeof(*g->k), v5_cmp);
+	for (size_t i = 0; i < g->n; i++)
+		values_put(g->col, &g->v[g->k[i].at], DUR5_BITS);
+}
+
+unsigned int store_metrics__test_version;
+
+static void encode_v45(struct g45 *g, unsigned int version, struct sbuf *b,
+		       const struct cpa_metrics *m, const struct cpa_metrics_ent *ents)
 {
 	const struct cpa_metrics_ent *order[CPA_METRICS_PER_REC];
 	unsigned int i, n = MIN(m->n_ents, CPA_METRICS_PER_REC);
-	struct sbuf *c = g4.col;
+	struct sbuf *c = g->col;
 
-	if (grp_begin(&g4.w, b, c, F_MAX)) {
-		g4.mb.prev.n = g4.mb.cur.n = 0;
-		g4.mb.sec_ns = 0;
-		g4.ct.n = 0;
-		if (!g4.ct.h && !(g4.ct.h = calloc(2 * CTAB_MAX, sizeof(*g4.ct.h))))
+	if (grp_begin(&g->w, b, c, F_MAX)) {
+		g->mb.prev.n = g->mb.cur.n = 0;
+		g->mb.sec_ns = 0;
+		g->ct.n = 0;
+		g->n = 0;
+		if (!g->ct.h && !(g->ct.h = calloc(2 * CTAB_MAX, sizeof(*g->ct.h))))
 			goto oom;
-		memset(g4.ct.h, 0, 2 * CTAB_MAX * sizeof(*g4.ct.h));
+		memset(g->ct.h, 0, 2 * CTAB_MAX * sizeof(*g->ct.h));
 	}
-	hdr_put(&c[F_HDR], m, n, &g4.w.st.time_ns);
-	members_second(&g4.mb, m->time_ns);
+	hdr_put(&c[F_HDR], m, n, &g->w.st.time_ns);
+	members_second(&g->mb, m->time_ns);
 	ents_sort(order, ents, n);
-	if (!members_put(&g4.mb, c, order, n))
+	if (!members_put(&g->mb, c, order, n))
 		goto oom;
 	for (i = 0; i < n; i++) {
 		const struct cpa_metrics_ent *e = order[i];
 		uint32_t key = comm_key(e), fl = 0;
 		bool fresh;
-		struct comm_slot *cs = ktab_get(&g4.w.st, key, &fresh);
+		struct comm_slot *cs = ktab_get(&g->w.st, key, &fresh);
+		struct v45_val v;
 
 		if (!cs)
 			goto oom;
-		fl = comm_put(&c[F_COMM], &g4.ct, cs, e);
-		values_put(c, e);
+		fl = comm_put(&c[F_COMM], &g->ct, cs, e);
+		if (version < V5_VERSION) {
+			v = values_of(e, DUR4_BITS);
+			values_put(c, &v, DUR4_BITS);
+		} else if (!v5_add(g, e)) {
+			goto oom;
+		}
 		fl |= extras_flags(e);
 		sbuf__varint(&c[F_FL], fl >> 2);
 		extras_put(&c[F_EXTRA], e, fl);
 	}
-	grp_write(b, g4.w.start, V4_VERSION, ++g4.w.nrec, c, F_MAX);
-	g4.w.len = b->len;
+	if (version >= V5_VERSION)
+		v5_values(g);
+	grp_write(b, g->w.start, version, ++g->w.nrec, c, F_MAX);
+	g->w.len = b->len;
 	return;
 oom:
 	b->oom = true;
-	g4.w.owner = NULL;
+	g->w.owner = NULL;
+}
+
+void store_metrics__encode_v4(struct sbuf *b, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents)
+{
+	encode_v45(&g4, V4_VERSION, b, m, ents);
+}
+
+void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
+			   const struct cpa_metrics_ent *ents)
+{
+	encode_v45(&g5, store_metrics__test_version ? store_metrics__test_version : V5_VERSION, b,
+		   m, ents);
 }
 
 /* The keys of a v4 group's records (ms, nrec) into ents and x: the
@@ -1139,14 +1255,39 @@ out:
 	return ret;
 }
 
-/* One v4 group after its leading 0 and version, as decode_v3(). */
-static int decode_v4(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_ms,
-		     struct cpa_metrics_ent **ret_ents, uint64_t *ret_nrec)
+/* v5: the order of a group's value columns (v5_cmp()), its entries' keys
+ * and comms read; NULL: no memory. */
+static uint32_t *v5_order(const struct grp *g)
+{
+	_cleanup_free_ struct v5_key *k = calloc(g->n_ent + 1, sizeof(*k));
+	uint32_t *ord = calloc(g->n_ent + 1, sizeof(*ord));
+
+	if (!k || !ord) {
+		free(ord);
+		return NULL;
+	}
+	for (uint64_t at = 0; at < g->n_ent; at++) {
+		memcpy(k[at].comm, g->ents[at].comm, CPA_COMM_LEN);
+		k[at].key = comm_key(&g->ents[at]);
+		k[at].at = (uint32_t)at;
+	}
+	qsort(k, g->n_ent, sizeof(*k), v5_cmp);
+	for (uint64_t i = 0; i < g->n_ent; i++)
+		ord[i] = k[i].at;
+	return ord;
+}
+
+/* One v4 or v5 group after its leading 0 and version, as decode_v3(). */
+static int decode_v45(struct rbuf *r, unsigned int version, uint64_t max_rec,
+		      struct cpa_metrics **ret_ms, struct cpa_metrics_ent **ret_ents,
+		      uint64_t *ret_nrec)
 {
 	_cleanup_(grp_free) struct grp g = {0};
+	_cleanup_free_ uint32_t *ord = NULL;
+	const unsigned int bits = version == V4_VERSION ? DUR4_BITS : DUR5_BITS, lb = bits - 1;
 	const uint8_t *sw, *lo[2];
 	struct rbuf memb;
-	uint64_t i, at, c;
+	uint64_t i, at, k, c;
 	int ret;
 
 	/* an entry takes at least 6 bytes: flags, 2 durations, low bits, switches, waits */
@@ -1164,35 +1305,45 @@ static int decode_v4(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 		ret = grp_comms(r, &g, true);
 	if (ret)
 		return ret;
-	for (at = 0; at < g.n_ent; at++)
-		g.x[at].v[V_ONCPU] = rbuf__varint(r);
-	for (at = 0; at < g.n_ent; at++)
-		g.x[at].v[V_RUNQ] = rbuf__varint(r);
+	if (version >= V5_VERSION && !(ord = v5_order(&g)))
+		return -ENOMEM;
+#define AT(k) (ord ? ord[k] : (k)) /* the entry of the value columns' k-th */
+	for (k = 0; k < g.n_ent; k++)
+		g.x[AT(k)].v[V_ONCPU] = rbuf__varint(r);
+	for (k = 0; k < g.n_ent; k++)
+		g.x[AT(k)].v[V_RUNQ] = rbuf__varint(r);
 	sw = rbuf__bytes(r, g.n_ent);
 	if (!sw)
 		return -EBADMSG;
-	for (at = 0; at < g.n_ent; at++) {
-		uint64_t *v = g.x[at].v;
+	for (k = 0; k < g.n_ent; k++) {
+		uint64_t *v = g.x[AT(k)].v;
 
-		v[V_PREEMPT] = sw[at] >> 4;
-		v[V_SLEEP] = sw[at] & SW_MAX;
+		v[V_PREEMPT] = sw[k] >> 4;
+		v[V_SLEEP] = sw[k] & SW_MAX;
 		if (v[V_PREEMPT] == SW_MAX)
 			v[V_PREEMPT] += rbuf__varint(r);
 		if (v[V_SLEEP] == SW_MAX)
 			v[V_SLEEP] += rbuf__varint(r);
 	}
-	for (at = 0; at < g.n_ent; at++)
-		g.x[at].v[V_WAITS] = (uint64_t)unzigzag(rbuf__varint(r));
+	for (k = 0; k < g.n_ent; k++)
+		g.x[AT(k)].v[V_WAITS] = (uint64_t)unzigzag(rbuf__varint(r));
 	lo[0] = rbuf__bytes(r, g.n_ent);
 	lo[1] = rbuf__bytes(r, g.n_ent);
 	if (!lo[0] || !lo[1])
 		return -EBADMSG;
+	for (k = 0; k < g.n_ent; k++) {
+		uint64_t *v = g.x[AT(k)].v;
+
+		v[V_ONCPU] = v[V_ONCPU] << lb | (lo[0][k] & ((1u << lb) - 1));
+		v[V_RUNQ] = v[V_RUNQ] << lb | (lo[1][k] & ((1u << lb) - 1));
+	}
+#undef AT
 	for (at = 0; at < g.n_ent; at++) {
 		struct cpa_metrics_ent *e = &g.ents[at];
 		const uint64_t *v = g.x[at].v;
 
-		e->oncpu_ns = dur3_value(v[V_ONCPU] << DUR4_LO | (lo[0][at] & 63), DUR4_BITS);
-		e->runq_ns = dur3_value(v[V_RUNQ] << DUR4_LO | (lo[1][at] & 63), DUR4_BITS);
+		e->oncpu_ns = dur3_value(v[V_ONCPU], bits);
+		e->runq_ns = dur3_value(v[V_RUNQ], bits);
 		e->switches[CPA_MR_PREEMPT] = v[V_PREEMPT];
 		e->switches[CPA_MR_SLEEP] = v[V_SLEEP];
 		e->runq_n = v[V_WAITS] + v[V_PREEMPT] + v[V_SLEEP];
@@ -1298,6 +1449,7 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 	_cleanup_free_ struct cpa_metrics_ent *ents = NULL;
 	_cleanup_free_ struct v2_state *st = NULL;
 	uint64_t nrec = rbuf__varint(&r), i, j, k;
+	bool newer = false;
 	int ret;
 
 	if (r.bad || nrec > len)
@@ -1311,13 +1463,33 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 
 		m.time_ns = rbuf__varint(&r);
 		v = m.time_ns || r.bad ? 1 : rbuf__varint(&r); /* v1, else the version */
-		if (v == V3_VERSION || v == V4_VERSION) {
+		if (v >= V3_VERSION) {
 			_cleanup_free_ struct cpa_metrics *ms = NULL;
 			_cleanup_free_ struct cpa_metrics_ent *es = NULL;
-			uint64_t n = 0;
+			uint64_t n = 0, glen = v >= V5_VERSION ? rbuf__varint(&r) : 0;
+			struct rbuf gr = r;
 
-			ret = v == V3_VERSION ? decode_v3(&r, nrec - i, &ms, &es, &n)
-					      : decode_v4(&r, nrec - i, &ms, &es, &n);
+			if (v >= V5_VERSION) { /* the group is the next glen bytes */
+				if (r.bad || glen > r.len - r.pos)
+					return -EBADMSG;
+				gr = (struct rbuf){.p = r.p + r.pos, .len = glen};
+				r.pos += glen;
+			}
+			if (v > V5_VERSION) { /* newer than this reader: its records skipped */
+				n = rbuf__varint(&gr);
+				if (gr.bad || !n || n > nrec - i)
+					return -EBADMSG;
+				newer = true;
+				i += n - 1;
+				continue;
+			}
+			if (v == V3_VERSION)
+				ret = decode_v3(&r, nrec - i, &ms, &es, &n);
+			else if (v == V4_VERSION)
+				ret = decode_v45(&r, V4_VERSION, nrec - i, &ms, &es, &n);
+			else if (!(ret = decode_v45(&gr, V5_VERSION, nrec - i, &ms, &es, &n)) &&
+				 gr.pos != gr.len)
+				ret = -EBADMSG; /* not the group's length */
 			if (ret)
 				return ret;
 			for (j = k = 0; j < n; k += ms[j].n_ents, j++) {
@@ -1382,5 +1554,6 @@ got:
 		if (ret)
 			return ret;
 	}
-	return decode_events(&r, t0_ns, t1_ns, efn, ctx);
+	ret = decode_events(&r, t0_ns, t1_ns, efn, ctx);
+	return ret ? ret : newer ? STORE_METRICS_NEWER : 0;
 }
