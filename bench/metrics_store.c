@@ -4,12 +4,12 @@
  * per encoding, side by side (docs/bench.md "Metrics store"). The metrics
  * records of each store dir (cpa_...) are read back, grouped in blocks of 5 s
  * as the storer groups them, encoded in each encoding (v1 of released stores,
- * v2 of development builds, v3, and v4 which the storer writes), and
+ * v2 of development builds, v3, v4, and v5 which the storer writes), and
  * zstd-compressed at the storer's level 3, alone (in a block they share a
  * zstd frame with the rows: a little less). Prints bytes per second of each
  * and bytes per process-second (an entry of a process in a second), then the
- * zstd bytes of each v4 column, then what v3 and v4 change in the figures
- * users see, against the store's values (exact in a v1 store):
+ * zstd bytes of each v4 and v5 column, then what v4 and v5 change in the
+ * figures users see, against the store's values (exact in a v1 store):
  *
  *   sec    per (process, second): on-CPU ms (cpa-view's % of a CPU, the
  *          --sched_csv oncpu_ms) and mean run-queue delay (runq_mean_us),

@@ -5,19 +5,22 @@
  * when the block flag STORE_BF_METRICS is set. A 1.0 reader decodes the rows
  * and never looks past them, so it skips the section without knowing it.
  *
- * Records are written in the columnar encoding v4 (a group starts with varint
- * 0 then 4; no v1 record's time_ns is 0): the records one writer appends to a
- * section in a row are one group, written column after column (headers, which
- * keys ran again since the previous second as a bitmap, the new keys, flags,
- * comms new to the group, the values of every entry, the rare extras), so
- * that what repeats from second to second is contiguous for zstd; the group
- * is written again whole at each record added. The two durations are kept to
- * 7 significant bits of µs (within 1/128, or 0.5 µs below 128 µs; the figures
- * users see within 1 %, docs/metrics.md "Stored precision"). Records of
- * released stores (v1), of development builds (v2: per record, differences
- * against a 1024-slot table, durations to 8 significant bits) and of v3
- * stores (v4's columns with the keys and values as differences to the
- * previous ones, durations to 8 and 6 significant bits) are still read.
+ * Records are written in the columnar encoding v5 (a group starts with varint
+ * 0, 5 and its length; no v1 record's time_ns is 0): the records one writer
+ * appends to a section in a row are one group, written column after column
+ * (headers, which keys ran again since the previous second as a bitmap, the
+ * new keys, flags, comms new to the group, the values of every entry in the
+ * order of their comms, the rare extras), so that what repeats from second
+ * to second and from run to run of a program is contiguous for zstd; the
+ * group is written again whole at each record added. The two durations are
+ * kept to 7 significant bits of µs (within 1/128, or 0.5 µs below 128 µs;
+ * the figures users see within 1 %, docs/metrics.md "Stored precision").
+ * Records of released stores (v1), of development builds (v2: per record,
+ * differences against a 1024-slot table, durations to 8 significant bits),
+ * of v3 stores (v4's columns with the keys and values as differences to the
+ * previous ones, durations to 8 and 6 significant bits) and of v4 stores
+ * (v5's values in entry order, no length) are still read; a group of a
+ * newer version is skipped by its length (STORE_METRICS_NEWER).
  */
 #include <errno.h>
 #include <stdlib.h>

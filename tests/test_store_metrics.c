@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
  * The store's metrics section (storer/store_metrics.c, docs/store-format.md
- * "Metrics section"): records in the encoding the storer writes (v4) come
+ * "Metrics section"): records in the encoding the storer writes (v5) come
  * back as they went in (the two durations within 1/128 of theirs or 0.5 µs:
- * v4 keeps 7 significant bits of µs), also when processes come and go from
+ * v5 keeps 7 significant bits of µs), also when processes come and go from
  * second to second and a second spans several records; records of released
- * stores (v1), of development builds (v2, within 1/256) and of v3 stores
- * (within 1/64 + 0.5 µs) still read, alone or in one section with v4 ones;
- * an encoder that another section's records interrupted starts afresh
- * instead of referring to the wrong records, and a damaged v3 or v4 group is
- * refused (-EBADMSG: the reader skips the section, the block's rows are
- * decoded apart from it) without reading out of bounds.
+ * stores (v1), of development builds (v2, within 1/256), of v3 stores
+ * (within 1/64 + 0.5 µs) and of v4 stores still read, alone or in one
+ * section with v5 ones; an encoder that another section's records
+ * interrupted starts afresh instead of referring to the wrong records; a
+ * damaged v3, v4 or v5 group is refused (-EBADMSG: the reader skips the
+ * section, the block's rows are decoded apart from it) without reading out
+ * of bounds; a group of a newer version is skipped by its length, the rest
+ * of the section read, and a store of such groups reads its samples, counts
+ * no block corrupt and says so once.
  */
 #include <check.h>
 #include <errno.h>
