@@ -16,3 +16,5 @@ add_dependencies(test_policy cpa capture unwindd symd storer)
 # damage, a newer version skipped (section and store).
 cpa_add_test(NAME test_store_metrics SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_store_metrics.c
   LIBS cpa_store cpa_shm cpa_common LABELS unit TIMEOUT 60)
+target_compile_definitions(test_store_metrics PRIVATE
+  CPA_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")

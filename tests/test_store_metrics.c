@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fileio.h"
+#include "common/macro.h"
 #include "store_metrics_fixtures.h"
 #include "store_metrics_pvt.h"
 #include "test_store_util.h"
@@ -363,6 +365,18 @@ START_TEST(test_metrics_churn)
 }
 END_TEST
 
+/* A group of version v, then a v5 one; then v's alone: each record back. */
+static void older_group(struct sbuf *recs, struct sbuf *sec, struct got *g, int v)
+{
+	recs->len = 0;
+	encode(recs, v, 0, 3);
+	encode(recs, 5, 3, NREC);
+	check_all(sec, recs, g);
+	recs->len = 0;
+	encode(recs, v, 0, NREC);
+	check_all(sec, recs, g);
+}
+
 /* Released stores (v1), development builds' (v2), v3 and v4 stores: their
  * records read as they did, alone or in one section with v5 groups. */
 START_TEST(test_metrics_v1_to_v4_still_read)
@@ -384,22 +398,10 @@ START_TEST(test_metrics_v1_to_v4_still_read)
 	encode(&recs, 1, 2, 3); /* a v5 group, v1, a new v5 group */
 	encode(&recs, 5, 3, NREC);
 	check_all(&sec, &recs, &g);
-	recs.len = 0;
-	encode(&recs, 4, 0, 3); /* a v4 group, then a v5 one */
-	encode(&recs, 5, 3, NREC);
-	check_all(&sec, &recs, &g);
-	recs.len = 0;
-	encode(&recs, 4, 0, NREC);
-	check_all(&sec, &recs, &g);
+	older_group(&recs, &sec, &g, 4);
 	tol = 64;
 	slack = 520;
-	recs.len = 0;
-	encode(&recs, 3, 0, 3); /* a v3 group, then a v5 one */
-	encode(&recs, 5, 3, NREC);
-	check_all(&sec, &recs, &g);
-	recs.len = 0;
-	encode(&recs, 3, 0, NREC);
-	check_all(&sec, &recs, &g);
+	older_group(&recs, &sec, &g, 3);
 	tol = 256;
 	slack = 0;
 	recs.len = 0;
@@ -415,6 +417,8 @@ START_TEST(test_metrics_fixtures)
 {
 	struct sbuf recs = {0}, sec = {0};
 	static struct got g;
+	_cleanup_free_ char *v4 = NULL;
+	size_t v4_len = 0;
 
 	_Static_assert(NREC == 6, "the fixtures hold records 0..5");
 	sbuf__put(&recs, fixture, FIXTURE_V1_LEN);
@@ -427,7 +431,10 @@ START_TEST(test_metrics_fixtures)
 	tol = 128;
 	slack = 500;
 	recs.len = 0;
-	sbuf__put(&recs, fixture_v4, sizeof(fixture_v4));
+	ck_assert_int_eq(
+		read_full_file(CPA_FIXTURES "/store_metrics/v4.bin", 0, 1 << 20, &v4, &v4_len), 0);
+	ck_assert_uint_eq(v4_len, 614);
+	sbuf__put(&recs, v4, v4_len);
 	check_all(&sec, &recs, &g);
 	done(&recs, &sec);
 }
