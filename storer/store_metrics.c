@@ -470,6 +470,7 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
  * or zero) is contiguous for zstd. The group is written again whole at each
  * record added to it, from the columns kept here. */
 #define V3_VERSION 3
+#define V4_VERSION 4
 #define V5_VERSION 5 /* and after: 0, version, the group's length, then the group */
 /* significant bits of the durations in µs: on-CPU time within 1/256 (a
  * process's share of a CPU is shown in whole percent), run-queue delay 1/64 */
@@ -635,16 +636,17 @@ static uint16_t *ctab_slot(struct ctab *t, const char *c)
 			return &t->h[i];
 }
 
-/* e's comm into the comms column when its key's slot cs needs it: V2_E_COMM
- * then, else 0; with t (v4) as a reference to the table when it holds it. */
+/* e's comm into the comms column when its key's slot cs needs it, or always
+ * with force: V2_E_COMM then, else 0; with t (v4, v5) as a reference to the
+ * table when it holds it. */
 static uint32_t comm_put(struct sbuf *col, struct ctab *t, struct comm_slot *cs,
-			 const struct cpa_metrics_ent *e)
+			 const struct cpa_metrics_ent *e, bool force)
 {
 	size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
 	char pad[CPA_COMM_LEN] = {0};
 	uint16_t *slot;
 
-	if (!slot_set(cs, comm_key(e), e->comm, cl))
+	if (!slot_set(cs, comm_key(e), e->comm, cl) && !force)
 		return 0;
 	if (t) {
 		size_t n = t->n;
@@ -716,7 +718,7 @@ void store_metrics__encode_v3(struct sbuf *b, const struct cpa_metrics *m,
 		}
 		sbuf__varint(&c[C_KEY], zigzag((int64_t)key - (int64_t)prev_key));
 		prev_key = key;
-		fl = comm_put(&c[C_COMM], NULL, cs, e);
+		fl = comm_put(&c[C_COMM], NULL, cs, e, false);
 		for (j = 0; j < V_MAX; j++) {
 			sbuf__varint(&c[C_VAL + j], zigzag((int64_t)(v[j] - cs->prev[j])));
 			cs->prev[j] = v[j];
@@ -784,14 +786,19 @@ static int grp_start(struct rbuf *r, uint64_t max_rec, size_t ent_min, struct gr
 	return g->ents && g->x && g->st.s ? 0 : -ENOMEM;
 }
 
-/* The flags column, then the comms of the entries with COMM, which their
- * keys take (an entry without has its key's). */
-static int grp_comms(struct rbuf *r, struct grp *g, bool v4)
+/* The flags column, then the comms of the entries with COMM (v5: and of
+ * those whose key is new to the group), which their keys take (an entry
+ * without has its key's). */
+static int grp_comms(struct rbuf *r, struct grp *g, unsigned int version)
 {
+	const bool v4 = version >= V4_VERSION;
 	uint64_t at, ref;
 
-	for (at = 0; at < g->n_ent; at++)
+	for (at = 0; at < g->n_ent; at++) {
 		g->x[at].fl = rbuf__varint(r) << 2;
+		if (version >= V5_VERSION && g->x[at].fresh)
+			g->x[at].fl |= V2_E_COMM;
+	}
 	for (at = 0; at < g->n_ent && !r->bad; at++) {
 		struct comm_slot *cs = g->x[at].cs;
 		uint64_t cl;
@@ -858,7 +865,7 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 			g.x[at].cs = ktab_get(&g.st, key, &g.x[at].fresh);
 		}
 	}
-	ret = grp_comms(r, &g, false);
+	ret = grp_comms(r, &g, V3_VERSION);
 	if (ret)
 		return ret;
 	for (j = 0; j < V_MAX; j++) {
@@ -897,9 +904,8 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
  *   shrink, and mixed with the rest they kept it from shrinking that;
  * - the preempted and voluntary switches in one byte, the rest of a count
  *   above 14 apart. */
-#define V4_VERSION 4
-#define DUR4_BITS  7  /* significant bits of a duration */
-#define SW_MAX	   15 /* in the switches byte: the count - 15 follows as a varint */
+#define DUR4_BITS 7  /* significant bits of a duration */
+#define SW_MAX	  15 /* in the switches byte: the count - 15 follows as a varint */
 
 enum {
 	F_HDR,
@@ -1164,7 +1170,11 @@ static void encode_v45(struct g45 *g, unsigned int version, struct sbuf *b,
 
 		if (!cs)
 			goto oom;
-		fl = comm_put(&c[F_COMM], &g->ct, cs, e);
+		/* v5: a key new to the group always has its comm, which its flags
+		 * then do not say */
+		fl = comm_put(&c[F_COMM], &g->ct, cs, e, fresh && version >= V5_VERSION);
+		if (fresh && version >= V5_VERSION)
+			fl &= ~V2_E_COMM;
 		if (version < V5_VERSION) {
 			v = values_of(e, DUR4_BITS);
 			values_put(c, &v, DUR4_BITS);
@@ -1305,7 +1315,7 @@ static int decode_v45(struct rbuf *r, unsigned int version, uint64_t max_rec,
 	}
 	ret = keys_get(&memb, r, g.ms, g.nrec, &g.st, g.ents, g.x);
 	if (!ret)
-		ret = grp_comms(r, &g, true);
+		ret = grp_comms(r, &g, version);
 	if (ret)
 		return ret;
 	if (version >= V5_VERSION && !(ord = v5_order(&g)))
