@@ -8,8 +8,10 @@
  * zstd-compressed at the storer's level 3, alone (in a block they share a
  * zstd frame with the rows: a little less). Prints bytes per second of each
  * and bytes per process-second (an entry of a process in a second), then the
- * zstd bytes of each v4 and v5 column, then what v4 and v5 change in the
- * figures users see, against the store's values (exact in a v1 store):
+ * zstd bytes of each v4 and v5 column, the CPU time of the v4 and v5
+ * encoders (the storer's part: each record as it comes, its group rewritten),
+ * then what v4 and v5 change in the figures users see, against the store's
+ * values (exact in a v1 store):
  *
  *   sec    per (process, second): on-CPU ms (cpa-view's % of a CPU, the
  *          --sched_csv oncpu_ms) and mean run-queue delay (runq_mean_us),
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <zstd.h>
 
@@ -53,6 +56,7 @@ struct acc {
 	unsigned int n;
 	uint64_t block_t0, t_min, t_max, ents, procs;
 	double z[NENC], raw[NENC], col[2][32];
+	uint64_t enc_ns[NENC]; /* CPU time in the encoders */
 	unsigned int ncol;
 	struct rec *recs;
 	size_t nrecs, caprecs;
@@ -66,6 +70,14 @@ static void (*const enc[NENC])(struct sbuf *, const struct cpa_metrics *,
 			       const struct cpa_metrics_ent *) = {
 	store_metrics__encode_v1, store_metrics__encode_v2, store_metrics__encode_v3,
 	store_metrics__encode_v4, store_metrics__encode};
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static double zsize(const void *p, size_t len)
 {
@@ -251,8 +263,12 @@ static int on_rec(void *ctx, const struct cpa_metrics *m, const struct cpa_metri
 		a->t_min = m->time_ns;
 	if (m->time_ns > a->t_max)
 		a->t_max = m->time_ns;
-	for (unsigned int i = 0; i < NENC; i++)
+	for (unsigned int i = 0; i < NENC; i++) {
+		uint64_t t0 = cpu_ns();
+
 		enc[i](&a->v[i], m, ents);
+		a->enc_ns[i] += cpu_ns() - t0;
+	}
 	if (array_grow((void **)&a->recs, &a->caprecs, a->nrecs + 1, sizeof(*a->recs)) < 0)
 		return -ENOMEM;
 	r = &a->recs[a->nrecs++];
@@ -331,6 +347,8 @@ int main(int argc, char **argv)
 				printf(" %s %.0f", col_name[k], a.col[v][k] / secs);
 			printf("\n");
 		}
+		printf("  encoder CPU, µs per second of data, v4 / v5: %.0f / %.0f\n",
+		       (double)a.enc_ns[3] / 1e3 / secs, (double)a.enc_ns[4] / 1e3 / secs);
 		proc_err(&a, pon, prq);
 		printf("  largest relative error, v4 / v5: sec oncpu %.2f / %.2f %%, runq %.2f / "
 		       "%.2f %%; proc oncpu %.3f / %.3f %%, runq %.3f / %.3f %%; comm oncpu %.2f / "

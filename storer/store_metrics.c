@@ -1024,10 +1024,11 @@ struct g45 {
 	struct sbuf col[F_MAX];
 	struct members mb;
 	struct ctab ct;
-	/* v5: the group's entries so far, their order and values */
-	struct v5_key *k;
+	/* v5: the group's entries so far in value order (the first sorted of
+	 * them; those after, this record's), their values by place */
+	struct v5_key *k, *t;
 	struct v45_val *v;
-	size_t n, cap_k, cap_v;
+	size_t n, sorted, cap_k, cap_t, cap_v;
 };
 
 static _Thread_local struct g45 g4, g5;
@@ -1125,17 +1126,67 @@ static bool v5_add(struct g45 *g, const struct cpa_metrics_ent *e)
 	return true;
 }
 
-/* v5: the value columns of the group's entries afresh, in v5_cmp() order. */
-static void v5_values(struct g45 *g)
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* v5: the value columns of the group's entries afresh, in v5_cmp() order:
+ * this record's entries sorted and merged into the sorted ones, then each
+ * column written in one pass (the group is rewritten at every record). */
+static bool v5_values(struct g45 *g)
 {
 	static const unsigned int vcol[] = {F_ONCPU, F_RUNQ,	 F_SW,	   F_SW_ESC,
 					    F_WAITS, F_ONCPU_LO, F_RUNQ_LO};
+	const unsigned int lb = DUR5_BITS - 1;
+	uint8_t *p[ARRAY_SIZE(vcol)];
+	size_t i, a = 0, b = g->sorted;
 
-	for (size_t i = 0; i < ARRAY_SIZE(vcol); i++)
+	qsort(g->k + g->sorted, g->n - g->sorted, sizeof(*g->k), v5_cmp);
+	if (array_grow((void **)&g->t, &g->cap_t, g->n, sizeof(*g->t)) < 0)
+		return false;
+	for (i = 0; i < g->n; i++)
+		g->t[i] = b >= g->n || (a < g->sorted && v5_cmp(&g->k[a], &g->k[b]) < 0)
+				  ? g->k[a++]
+				  : g->k[b++];
+	{
+		struct v5_key *x = g->k;
+		size_t c = g->cap_k;
+
+		g->k = g->t;
+		g->cap_k = g->cap_t;
+		g->t = x;
+		g->cap_t = c;
+	}
+	g->sorted = g->n;
+	for (i = 0; i < ARRAY_SIZE(vcol); i++) {
 		g->col[vcol[i]].len = 0;
-	qsort(g->k, g->n, sizeof(*g->k), v5_cmp);
-	for (size_t i = 0; i < g->n; i++)
-		values_put(g->col, &g->v[g->k[i].at], DUR5_BITS);
+		if (sbuf__reserve(&g->col[vcol[i]], 20 * g->n + 1) < 0)
+			return false;
+		p[i] = g->col[vcol[i]].p;
+	}
+	for (i = 0; i < g->n; i++) { /* as values_put() */
+		const struct v45_val *v = &g->v[g->k[i].at];
+
+		p[0] = put_varint(p[0], v->on >> lb);
+		p[1] = put_varint(p[1], v->rq >> lb);
+		*p[2]++ = (uint8_t)(MIN(v->p, SW_MAX) << 4 | MIN(v->s, SW_MAX));
+		if (v->p >= SW_MAX)
+			p[3] = put_varint(p[3], v->p - SW_MAX);
+		if (v->s >= SW_MAX)
+			p[3] = put_varint(p[3], v->s - SW_MAX);
+		p[4] = put_varint(p[4], zigzag((int64_t)v->waits));
+		*p[5]++ = (uint8_t)(v->on & ((1u << lb) - 1));
+		*p[6]++ = (uint8_t)(v->rq & ((1u << lb) - 1));
+	}
+	for (i = 0; i < ARRAY_SIZE(vcol); i++)
+		g->col[vcol[i]].len = (size_t)(p[i] - g->col[vcol[i]].p);
+	return true;
 }
 
 unsigned int store_metrics__test_version;
@@ -1151,7 +1202,7 @@ static void encode_v45(struct g45 *g, unsigned int version, struct sbuf *b,
 		g->mb.prev.n = g->mb.cur.n = 0;
 		g->mb.sec_ns = 0;
 		g->ct.n = 0;
-		g->n = 0;
+		g->n = g->sorted = 0;
 		if (!g->ct.h && !(g->ct.h = calloc(2 * CTAB_MAX, sizeof(*g->ct.h))))
 			goto oom;
 		memset(g->ct.h, 0, 2 * CTAB_MAX * sizeof(*g->ct.h));
@@ -1185,8 +1236,8 @@ static void encode_v45(struct g45 *g, unsigned int version, struct sbuf *b,
 		sbuf__varint(&c[F_FL], fl >> 2);
 		extras_put(&c[F_EXTRA], e, fl);
 	}
-	if (version >= V5_VERSION)
-		v5_values(g);
+	if (version >= V5_VERSION && !v5_values(g))
+		goto oom;
 	grp_write(b, g->w.start, version, ++g->w.nrec, c, F_MAX);
 	g->w.len = b->len;
 	return;
