@@ -4,12 +4,14 @@
  * per encoding, side by side (docs/bench.md "Metrics store"). The metrics
  * records of each store dir (cpa_...) are read back, grouped in blocks of 5 s
  * as the storer groups them, encoded in each encoding (v1 of released stores,
- * v2 of development builds, v3, and v4 which the storer writes), and
+ * v2 of development builds, v3, v4, and v5 which the storer writes), and
  * zstd-compressed at the storer's level 3, alone (in a block they share a
  * zstd frame with the rows: a little less). Prints bytes per second of each
  * and bytes per process-second (an entry of a process in a second), then the
- * zstd bytes of each v4 column, then what v3 and v4 change in the figures
- * users see, against the store's values (exact in a v1 store):
+ * zstd bytes of each v4 and v5 column, the CPU time of the v4 and v5
+ * encoders (the storer's part: each record as it comes, its group rewritten),
+ * then what v4 and v5 change in the figures users see, against the store's
+ * values (exact in a v1 store):
  *
  *   sec    per (process, second): on-CPU ms (cpa-view's % of a CPU, the
  *          --sched_csv oncpu_ms) and mean run-queue delay (runq_mean_us),
@@ -27,14 +29,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <zstd.h>
 
 #include "common/array.h"
+#include "common/macro.h"
 #include "store_metrics_pvt.h"
 
 #define BLOCK_NS (5ull * 1000000000ull)
-#define NENC	 4
+#define NENC	 5
 #define MAXPROC	 65536
 
 struct rec {
@@ -42,7 +46,7 @@ struct rec {
 	struct cpa_metrics_ent *e;
 };
 
-/* summed per process (pid) for the proc error: input, v3, v4 */
+/* summed per process (pid) for the proc error: input, v4, v5 */
 struct psum {
 	double oncpu[3], runq[3], waits;
 };
@@ -51,11 +55,12 @@ struct acc {
 	struct sbuf v[NENC];
 	unsigned int n;
 	uint64_t block_t0, t_min, t_max, ents, procs;
-	double z[NENC], raw[NENC], col[32];
+	double z[NENC], raw[NENC], col[2][32];
+	uint64_t enc_ns[NENC]; /* CPU time in the encoders */
 	unsigned int ncol;
 	struct rec *recs;
 	size_t nrecs, caprecs;
-	/* errors: [v3, v4] */
+	/* errors: [v4, v5] */
 	double sec_on[2], sec_rq[2], comm_on[2];
 	uint64_t inexact[2];
 	struct psum *ps;
@@ -64,7 +69,15 @@ struct acc {
 static void (*const enc[NENC])(struct sbuf *, const struct cpa_metrics *,
 			       const struct cpa_metrics_ent *) = {
 	store_metrics__encode_v1, store_metrics__encode_v2, store_metrics__encode_v3,
-	store_metrics__encode};
+	store_metrics__encode_v4, store_metrics__encode};
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static double zsize(const void *p, size_t len)
 {
@@ -93,7 +106,7 @@ static double rel(double got, double want)
 
 struct cmp {
 	struct acc *a;
-	unsigned int k; /* 0 v3, 1 v4 */
+	unsigned int k; /* 0 v4, 1 v5 */
 	size_t at;
 };
 
@@ -211,16 +224,21 @@ static void check(struct acc *a, unsigned int k, const struct sbuf *b)
 
 static void block_end(struct acc *a)
 {
+	const struct sbuf *(*const cols[2])(unsigned int *) = {store_metrics__v4_columns,
+							       store_metrics__v5_columns};
 	unsigned int nc;
-	const struct sbuf *col = store_metrics__v4_columns(&nc);
 
 	if (!a->n)
 		return;
-	for (unsigned int i = 0; i < nc && i < 32; i++)
-		a->col[i] += zsize(col[i].p, col[i].len);
+	for (unsigned int k = 0; k < 2; k++) {
+		const struct sbuf *col = cols[k](&nc);
+
+		for (unsigned int i = 0; i < nc && i < 32; i++)
+			a->col[k][i] += zsize(col[i].p, col[i].len);
+	}
 	a->ncol = nc;
-	check(a, 0, &a->v[2]);
-	check(a, 1, &a->v[3]);
+	check(a, 0, &a->v[3]);
+	check(a, 1, &a->v[4]);
 	for (unsigned int i = 0; i < NENC; i++) {
 		a->z[i] += zsize(a->v[i].p, a->v[i].len) + 1; /* + the varint count, about */
 		a->raw[i] += (double)a->v[i].len;
@@ -245,8 +263,12 @@ static int on_rec(void *ctx, const struct cpa_metrics *m, const struct cpa_metri
 		a->t_min = m->time_ns;
 	if (m->time_ns > a->t_max)
 		a->t_max = m->time_ns;
-	for (unsigned int i = 0; i < NENC; i++)
+	for (unsigned int i = 0; i < NENC; i++) {
+		uint64_t t0 = cpu_ns();
+
 		enc[i](&a->v[i], m, ents);
+		a->enc_ns[i] += cpu_ns() - t0;
+	}
 	if (array_grow((void **)&a->recs, &a->caprecs, a->nrecs + 1, sizeof(*a->recs)) < 0)
 		return -ENOMEM;
 	r = &a->recs[a->nrecs++];
@@ -287,9 +309,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s STORE_DIR...\n", argv[0]);
 		return 2;
 	}
-	printf("%-22s %4s %7s %6s %7s %7s %7s %7s %6s %6s %6s %6s\n", "store", "secs", "procs/s",
-	       "CPUs/s", "v1 B/s", "v2 B/s", "v3 B/s", "v4 B/s", "v1 B/p", "v2 B/p", "v3 B/p",
-	       "v4 B/p");
+	printf("%-22s %4s %7s %6s %7s %7s %7s %7s %7s %6s %6s %6s %6s %6s\n", "store", "secs",
+	       "procs/s", "CPUs/s", "v1 B/s", "v2 B/s", "v3 B/s", "v4 B/s", "v5 B/s", "v1 B/p",
+	       "v2 B/p", "v3 B/p", "v4 B/p", "v5 B/p");
 	for (int i = 1; i < argc; i++) {
 		struct store_reader *r;
 		struct acc a = {0};
@@ -312,18 +334,23 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		secs = (double)(a.t_max - a.t_min) / 1e9 + 1;
-		printf("%-22.22s %4.0f %7.1f %6.1f %7.0f %7.0f %7.0f %7.0f %6.2f %6.2f %6.2f %6.2f\n",
-		       argv[i], secs, (double)a.procs / secs, (double)(a.ents - a.procs) / secs,
-		       a.z[0] / secs, a.z[1] / secs, a.z[2] / secs, a.z[3] / secs,
-		       a.z[0] / (double)a.procs, a.z[1] / (double)a.procs, a.z[2] / (double)a.procs,
-		       a.z[3] / (double)a.procs);
-		printf("  v4 columns, zstd alone, B/s:");
-		for (unsigned int k = 0; k < a.ncol && k < sizeof(col_name) / sizeof(col_name[0]);
-		     k++)
-			printf(" %s %.0f", col_name[k], a.col[k] / secs);
+		printf("%-22.22s %4.0f %7.1f %6.1f", argv[i], secs, (double)a.procs / secs,
+		       (double)(a.ents - a.procs) / secs);
+		for (unsigned int k = 0; k < NENC; k++)
+			printf(" %7.0f", a.z[k] / secs);
+		for (unsigned int k = 0; k < NENC; k++)
+			printf(" %6.2f", a.z[k] / (double)a.procs);
 		printf("\n");
+		for (unsigned int v = 0; v < 2; v++) {
+			printf("  v%u columns, zstd alone, B/s:", 4 + v);
+			for (unsigned int k = 0; k < a.ncol && k < ARRAY_SIZE(col_name); k++)
+				printf(" %s %.0f", col_name[k], a.col[v][k] / secs);
+			printf("\n");
+		}
+		printf("  encoder CPU, µs per second of data, v4 / v5: %.0f / %.0f\n",
+		       (double)a.enc_ns[3] / 1e3 / secs, (double)a.enc_ns[4] / 1e3 / secs);
 		proc_err(&a, pon, prq);
-		printf("  largest relative error, v3 / v4: sec oncpu %.2f / %.2f %%, runq %.2f / "
+		printf("  largest relative error, v4 / v5: sec oncpu %.2f / %.2f %%, runq %.2f / "
 		       "%.2f %%; proc oncpu %.3f / %.3f %%, runq %.3f / %.3f %%; comm oncpu %.2f / "
 		       "%.2f %%; not exact %llu / %llu\n",
 		       100 * a.sec_on[0], 100 * a.sec_on[1], 100 * a.sec_rq[0], 100 * a.sec_rq[1],

@@ -27,6 +27,6 @@ add_executable(bench_sched_error ${CMAKE_CURRENT_LIST_DIR}/sched_error.c
 add_dependencies(bench_sched_error sched_skel cpa-wl-offcpu)
 target_link_libraries(bench_sched_error PRIVATE cpa_bpf_skel cpa_common m)
 
-# bench_metrics_store: the metrics' bytes per second of stores, v1, v2, v3, v4 encodings side by side, and the error of v3 and v4.
+# bench_metrics_store: the metrics' bytes per second of stores, v1 to v5 encodings side by side, their v4 and v5 columns, and the error of v4 and v5.
 add_executable(bench_metrics_store ${CMAKE_CURRENT_LIST_DIR}/metrics_store.c)
 target_link_libraries(bench_metrics_store PRIVATE cpa_store cpa_common)

@@ -7,7 +7,8 @@
  *   fuzz_store_index  (FUZZ_STORE_INDEX 1): a 4-byte little-endian length n,
  *                     then n bytes of index, then the segment.
  * Every row of the whole time range is read, decoded and passed to a callback
- * that touches its frames.
+ * that touches its frames; then the metrics records and policy events of the
+ * range (store_metrics.c).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,6 +44,21 @@ static int on_sample(void *ctx, const struct store_sample *s)
 	return 0;
 }
 
+static int on_metrics(void *ctx, const struct cpa_metrics *m, const struct cpa_metrics_ent *e)
+{
+	uint64_t *sum = ctx;
+
+	for (uint32_t i = 0; i < m->n_ents; i++)
+		*sum += e[i].oncpu_ns + e[i].runq_n + strnlen(e[i].comm, sizeof(e[i].comm));
+	return 0;
+}
+
+static int on_event(void *ctx, const struct cpa_policy_event *ev)
+{
+	*(uint64_t *)ctx += ev->pid + strnlen(ev->policy, sizeof(ev->policy));
+	return 0;
+}
+
 static void put(const char *dir, const char *name, const uint8_t *p, size_t n)
 {
 	char path[600];
@@ -61,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct store_tl_block *tl = NULL;
 	struct store_read_stats st;
 	struct store_filter f;
-	uint64_t first, last, recs, sum = 0, bad = 0;
+	uint64_t first = 0, last = 0, recs, sum = 0, bad = 0;
 	unsigned int notices = 0;
 	size_t ntl = 0;
 	char dir[512], err[256];
@@ -87,9 +103,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	put(dir, "seg_000001.cps", data, size);
 
 	if (store_reader__open_err(dir, on_notice, &notices, &r, err, sizeof(err)) == 0) {
-		store_reader__range(r, &first, &last, &recs);
+		if (store_reader__range(r, &first, &last, &recs) < 0)
+			first = last = 0;
 		store_filter__init(&f);
 		store_reader__query(r, 0, UINT64_MAX, &f, on_sample, &sum);
+		/* the metrics sections and their events (store_metrics.c) */
+		store_reader__metrics(r, first, last + 1, on_metrics, &sum);
+		store_reader__events(r, first, last + 1, on_event, &sum);
 		store_reader__stats(r, &st);
 		store_reader__free(r);
 	}

@@ -237,6 +237,31 @@ static void store_seeds(void)
 
 			store_writer__add_loss(w, &lo);
 		}
+		{ /* the second's scheduler metrics: processes come and go, two CPUs */
+			struct cpa_metrics m = {.seq = seq++,
+						.time_ns = base + sec * T_NS,
+						.interval_ms = 1000,
+						.flags = CPA_MF_COUNTERS | CPA_MF_SYSTEM,
+						.nr_cpus = 2,
+						.cpu_busy_ticks = 100 + sec};
+			struct cpa_metrics_ent e[8] = {0};
+
+			for (uint32_t k = 0; k < 8; k++) {
+				e[k].kind = k < 2 ? CPA_MK_CPU : CPA_MK_PROC;
+				e[k].id = k < 2 ? k : 1000 + (sec / 3 + k) % 11;
+				if (k >= 2)
+					snprintf(e[k].comm, sizeof(e[k].comm), "proc%u",
+						 e[k].id % 4);
+				e[k].oncpu_ns = 1234567ull * (k + 1) + sec * 9973;
+				e[k].runq_ns = 45678ull * k + sec;
+				e[k].switches[CPA_MR_PREEMPT] = (sec + k) % 20;
+				e[k].switches[CPA_MR_SLEEP] = k * 3;
+				e[k].runq_n = e[k].switches[0] + e[k].switches[1] + k % 2;
+				e[k].slices = e[k].switches[0] + e[k].switches[1];
+			}
+			m.n_ents = 8;
+			store_writer__add_metrics(w, &m, e);
+		}
 		store_writer__tick(w, base + sec * T_NS);
 	}
 	store_writer__close_block(w);

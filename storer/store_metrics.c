@@ -5,19 +5,22 @@
  * when the block flag STORE_BF_METRICS is set. A 1.0 reader decodes the rows
  * and never looks past them, so it skips the section without knowing it.
  *
- * Records are written in the columnar encoding v4 (a group starts with varint
- * 0 then 4; no v1 record's time_ns is 0): the records one writer appends to a
- * section in a row are one group, written column after column (headers, which
- * keys ran again since the previous second as a bitmap, the new keys, flags,
- * comms new to the group, the values of every entry, the rare extras), so
- * that what repeats from second to second is contiguous for zstd; the group
- * is written again whole at each record added. The two durations are kept to
- * 7 significant bits of µs (within 1/128, or 0.5 µs below 128 µs; the figures
- * users see within 1 %, docs/metrics.md "Stored precision"). Records of
- * released stores (v1), of development builds (v2: per record, differences
- * against a 1024-slot table, durations to 8 significant bits) and of v3
- * stores (v4's columns with the keys and values as differences to the
- * previous ones, durations to 8 and 6 significant bits) are still read.
+ * Records are written in the columnar encoding v5 (a group starts with varint
+ * 0, 5 and its length; no v1 record's time_ns is 0): the records one writer
+ * appends to a section in a row are one group, written column after column
+ * (headers, which keys ran again since the previous second as a bitmap, the
+ * new keys, flags, comms new to the group, the values of every entry in the
+ * order of their comms, the rare extras), so that what repeats from second
+ * to second and from run to run of a program is contiguous for zstd; the
+ * group is written again whole at each record added. The two durations are
+ * kept to 7 significant bits of µs (within 1/128, or 0.5 µs below 128 µs;
+ * the figures users see within 1 %, docs/metrics.md "Stored precision").
+ * Records of released stores (v1), of development builds (v2: per record,
+ * differences against a 1024-slot table, durations to 8 significant bits),
+ * of v3 stores (v4's columns with the keys and values as differences to the
+ * previous ones, durations to 8 and 6 significant bits) and of v4 stores
+ * (v5's values in entry order, no length) are still read; a group of a
+ * newer version is skipped by its length (STORE_METRICS_NEWER).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -467,6 +470,8 @@ static bool decode_v2(struct rbuf *r, struct v2_state *st, struct cpa_metrics *m
  * or zero) is contiguous for zstd. The group is written again whole at each
  * record added to it, from the columns kept here. */
 #define V3_VERSION 3
+#define V4_VERSION 4
+#define V5_VERSION 5 /* and after: 0, version, the group's length, then the group */
 /* significant bits of the durations in µs: on-CPU time within 1/256 (a
  * process's share of a CPU is shown in whole percent), run-queue delay 1/64 */
 #define ONCPU_BITS 8
@@ -631,16 +636,17 @@ static uint16_t *ctab_slot(struct ctab *t, const char *c)
 			return &t->h[i];
 }
 
-/* e's comm into the comms column when its key's slot cs needs it: V2_E_COMM
- * then, else 0; with t (v4) as a reference to the table when it holds it. */
+/* e's comm into the comms column when its key's slot cs needs it, or always
+ * with force: V2_E_COMM then, else 0; with t (v4, v5) as a reference to the
+ * table when it holds it. */
 static uint32_t comm_put(struct sbuf *col, struct ctab *t, struct comm_slot *cs,
-			 const struct cpa_metrics_ent *e)
+			 const struct cpa_metrics_ent *e, bool force)
 {
 	size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
 	char pad[CPA_COMM_LEN] = {0};
 	uint16_t *slot;
 
-	if (!slot_set(cs, comm_key(e), e->comm, cl))
+	if (!slot_set(cs, comm_key(e), e->comm, cl) && !force)
 		return 0;
 	if (t) {
 		size_t n = t->n;
@@ -668,6 +674,15 @@ static void grp_write(struct sbuf *b, size_t start, unsigned int version, uint64
 	b->len = start;
 	sbuf__varint(b, 0);
 	sbuf__varint(b, version);
+	if (version >= V5_VERSION) { /* the length of what follows: n and the columns */
+		size_t len = 1;
+
+		for (uint64_t v = nrec; v >= 0x80; v >>= 7)
+			len++;
+		for (unsigned int i = 0; i < n; i++)
+			len += col[i].len;
+		sbuf__varint(b, len);
+	}
 	sbuf__varint(b, nrec);
 	for (unsigned int i = 0; i < n; i++) {
 		sbuf__put(b, col[i].p, col[i].len);
@@ -703,7 +718,7 @@ void store_metrics__encode_v3(struct sbuf *b, const struct cpa_metrics *m,
 		}
 		sbuf__varint(&c[C_KEY], zigzag((int64_t)key - (int64_t)prev_key));
 		prev_key = key;
-		fl = comm_put(&c[C_COMM], NULL, cs, e);
+		fl = comm_put(&c[C_COMM], NULL, cs, e, false);
 		for (j = 0; j < V_MAX; j++) {
 			sbuf__varint(&c[C_VAL + j], zigzag((int64_t)(v[j] - cs->prev[j])));
 			cs->prev[j] = v[j];
@@ -771,14 +786,19 @@ static int grp_start(struct rbuf *r, uint64_t max_rec, size_t ent_min, struct gr
 	return g->ents && g->x && g->st.s ? 0 : -ENOMEM;
 }
 
-/* The flags column, then the comms of the entries with COMM, which their
- * keys take (an entry without has its key's). */
-static int grp_comms(struct rbuf *r, struct grp *g, bool v4)
+/* The flags column, then the comms of the entries with COMM (v5: and of
+ * those whose key is new to the group), which their keys take (an entry
+ * without has its key's). */
+static int grp_comms(struct rbuf *r, struct grp *g, unsigned int version)
 {
+	const bool v4 = version >= V4_VERSION;
 	uint64_t at, ref;
 
-	for (at = 0; at < g->n_ent; at++)
+	for (at = 0; at < g->n_ent; at++) {
 		g->x[at].fl = rbuf__varint(r) << 2;
+		if (version >= V5_VERSION && g->x[at].fresh)
+			g->x[at].fl |= V2_E_COMM;
+	}
 	for (at = 0; at < g->n_ent && !r->bad; at++) {
 		struct comm_slot *cs = g->x[at].cs;
 		uint64_t cl;
@@ -845,7 +865,7 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 			g.x[at].cs = ktab_get(&g.st, key, &g.x[at].fresh);
 		}
 	}
-	ret = grp_comms(r, &g, false);
+	ret = grp_comms(r, &g, V3_VERSION);
 	if (ret)
 		return ret;
 	for (j = 0; j < V_MAX; j++) {
@@ -884,10 +904,8 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
  *   shrink, and mixed with the rest they kept it from shrinking that;
  * - the preempted and voluntary switches in one byte, the rest of a count
  *   above 14 apart. */
-#define V4_VERSION 4
-#define DUR4_BITS  7 /* significant bits of a duration */
-#define DUR4_LO	   (DUR4_BITS - 1)
-#define SW_MAX	   15 /* in the switches byte: the count - 15 follows as a varint */
+#define DUR4_BITS 7  /* significant bits of a duration */
+#define SW_MAX	  15 /* in the switches byte: the count - 15 follows as a varint */
 
 enum {
 	F_HDR,
@@ -906,20 +924,20 @@ enum {
 	F_MAX
 };
 
-/* A duration in ns to a dense code of DUR4_BITS significant bits of µs, as
+/* A duration in ns to a dense code of bits significant bits of µs, as
  * dur3_code() but rounded to nearest once, from the ns (dur3_value() reads
- * it): below 128 µs the µs count, else (e + 1) * 64 + m - 64 for m << e µs,
- * m in [64, 128). */
-static uint64_t dur4_code(uint64_t ns)
+ * it): below 2^bits µs the µs count, else (e + 1) * H + m - H for m << e µs,
+ * m in [H, 2H), H = 2^(bits - 1). */
+static uint64_t dur4_code(uint64_t ns, unsigned int bits)
 {
-	const uint64_t h = 1ull << DUR4_LO;
+	const uint64_t h = 1ull << (bits - 1);
 	uint64_t us = ns / 1000 + (ns % 1000 >= 500), unit, m;
 	unsigned int e;
 
 	if (us < 2 * h)
 		return us;
 	e = 63 - (unsigned int)__builtin_clzll(ns / 1000 ? ns / 1000 : 1);
-	e = e > DUR4_LO ? e - DUR4_LO : 0;
+	e = e > bits - 1 ? e - (bits - 1) : 0;
 	unit = 1000ull << e;
 	m = ns / unit + (ns % unit >= unit / 2);
 	if (m >= 2 * h) {
@@ -967,17 +985,64 @@ static void members_second(struct members *mb, uint64_t time_ns)
 	mb->last_new = (uint32_t)CPA_MK_PROC << 30;
 }
 
-static _Thread_local struct {
+/* v5 is v4's group with (docs/store-format.md "v5 group"):
+ * - the value columns (durations, switches, waits) in the order of the
+ *   entries' comms, then keys, then their place in the group (v5_order()),
+ *   which the reader knows before it reads them: the runs of a program
+ *   (the same comm) are next to each other, the same process's seconds too,
+ *   and zstd finds what they repeat;
+ * - the durations to DUR5_BITS significant bits. */
+#define DUR5_BITS DUR4_BITS
+
+/* An entry's place in v5's value columns: by comm (NUL-padded), key, then
+ * its place in the group. */
+struct v5_key {
+	char comm[CPA_COMM_LEN];
+	uint32_t key, at;
+};
+
+static int v5_cmp(const void *x, const void *y)
+{
+	const struct v5_key *a = x, *b = y;
+	int c = memcmp(a->comm, b->comm, CPA_COMM_LEN);
+
+	if (c)
+		return c;
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* An entry's values as v4 and v5 write them (the durations as codes). */
+struct v45_val {
+	uint64_t on, rq, p, s, waits;
+};
+
+/* A v4 or v5 group writer. */
+struct g45 {
 	struct grp_w w;
 	struct sbuf col[F_MAX];
 	struct members mb;
 	struct ctab ct;
-} g4;
+	/* v5: the group's entries so far in value order (the first sorted of
+	 * them; those after, this record's), their values by place */
+	struct v5_key *k, *t;
+	struct v45_val *v;
+	size_t n, sorted, cap_k, cap_t, cap_v;
+};
+
+static _Thread_local struct g45 g4, g5;
 
 const struct sbuf *store_metrics__v4_columns(unsigned int *n)
 {
 	*n = F_MAX;
 	return g4.col;
+}
+
+const struct sbuf *store_metrics__v5_columns(unsigned int *n)
+{
+	*n = F_MAX;
+	return g5.col;
 }
 
 /* The membership of a record's n entries (order: in key order) into c. */
@@ -1016,67 +1081,182 @@ static bool members_put(struct members *mb, struct sbuf *c,
 	return true;
 }
 
-static void values_put(struct sbuf *c, const struct cpa_metrics_ent *e)
+static struct v45_val values_of(const struct cpa_metrics_ent *e, unsigned int bits)
 {
-	uint64_t on = dur4_code(e->oncpu_ns), rq = dur4_code(e->runq_ns);
 	uint64_t p = e->switches[CPA_MR_PREEMPT], s = e->switches[CPA_MR_SLEEP];
-	uint8_t lo[2] = {(uint8_t)(on & ((1u << DUR4_LO) - 1)),
-			 (uint8_t)(rq & ((1u << DUR4_LO) - 1))},
-		sw;
 
-	sbuf__varint(&c[F_ONCPU], on >> DUR4_LO);
-	sbuf__varint(&c[F_RUNQ], rq >> DUR4_LO);
-	sbuf__put(&c[F_ONCPU_LO], &lo[0], 1);
-	sbuf__put(&c[F_RUNQ_LO], &lo[1], 1);
-	sw = (uint8_t)(MIN(p, SW_MAX) << 4 | MIN(s, SW_MAX));
-	sbuf__put(&c[F_SW], &sw, 1);
-	if (p >= SW_MAX)
-		sbuf__varint(&c[F_SW_ESC], p - SW_MAX);
-	if (s >= SW_MAX)
-		sbuf__varint(&c[F_SW_ESC], s - SW_MAX);
-	sbuf__varint(&c[F_WAITS], zigzag((int64_t)(e->runq_n - p - s)));
+	return (struct v45_val){dur4_code(e->oncpu_ns, bits), dur4_code(e->runq_ns, bits), p, s,
+				e->runq_n - p - s};
 }
 
-void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
-			   const struct cpa_metrics_ent *ents)
+static void values_put(struct sbuf *c, const struct v45_val *v, unsigned int bits)
+{
+	const unsigned int lb = bits - 1;
+	uint8_t lo[2] = {(uint8_t)(v->on & ((1u << lb) - 1)), (uint8_t)(v->rq & ((1u << lb) - 1))},
+		sw;
+
+	sbuf__varint(&c[F_ONCPU], v->on >> lb);
+	sbuf__varint(&c[F_RUNQ], v->rq >> lb);
+	sbuf__put(&c[F_ONCPU_LO], &lo[0], 1);
+	sbuf__put(&c[F_RUNQ_LO], &lo[1], 1);
+	sw = (uint8_t)(MIN(v->p, SW_MAX) << 4 | MIN(v->s, SW_MAX));
+	sbuf__put(&c[F_SW], &sw, 1);
+	if (v->p >= SW_MAX)
+		sbuf__varint(&c[F_SW_ESC], v->p - SW_MAX);
+	if (v->s >= SW_MAX)
+		sbuf__varint(&c[F_SW_ESC], v->s - SW_MAX);
+	sbuf__varint(&c[F_WAITS], zigzag((int64_t)v->waits));
+}
+
+/* v5: e (at in the group) joins the group's entries. */
+static bool v5_add(struct g45 *g, const struct cpa_metrics_ent *e)
+{
+	size_t cl = strnlen(e->comm, CPA_COMM_LEN - 1);
+	struct v5_key *k;
+
+	if (array_grow((void **)&g->k, &g->cap_k, g->n + 1, sizeof(*g->k)) < 0 ||
+	    array_grow((void **)&g->v, &g->cap_v, g->n + 1, sizeof(*g->v)) < 0)
+		return false;
+	k = &g->k[g->n];
+	memset(k->comm, 0, sizeof(k->comm));
+	memcpy(k->comm, e->comm, cl);
+	k->key = comm_key(e);
+	k->at = (uint32_t)g->n;
+	g->v[g->n++] = values_of(e, DUR5_BITS);
+	return true;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* v5: the value columns of the group's entries afresh, in v5_cmp() order:
+ * this record's entries sorted and merged into the sorted ones, then each
+ * column written in one pass (the group is rewritten at every record). */
+static bool v5_values(struct g45 *g)
+{
+	static const unsigned int vcol[] = {F_ONCPU, F_RUNQ,	 F_SW,	   F_SW_ESC,
+					    F_WAITS, F_ONCPU_LO, F_RUNQ_LO};
+	const unsigned int lb = DUR5_BITS - 1;
+	uint8_t *p[ARRAY_SIZE(vcol)];
+	size_t i, a = 0, b = g->sorted;
+
+	qsort(g->k + g->sorted, g->n - g->sorted, sizeof(*g->k), v5_cmp);
+	if (array_grow((void **)&g->t, &g->cap_t, g->n, sizeof(*g->t)) < 0)
+		return false;
+	for (i = 0; i < g->n; i++)
+		g->t[i] = b >= g->n || (a < g->sorted && v5_cmp(&g->k[a], &g->k[b]) < 0)
+				  ? g->k[a++]
+				  : g->k[b++];
+	{
+		struct v5_key *x = g->k;
+		size_t c = g->cap_k;
+
+		g->k = g->t;
+		g->cap_k = g->cap_t;
+		g->t = x;
+		g->cap_t = c;
+	}
+	g->sorted = g->n;
+	for (i = 0; i < ARRAY_SIZE(vcol); i++) {
+		g->col[vcol[i]].len = 0;
+		if (sbuf__reserve(&g->col[vcol[i]], 20 * g->n + 1) < 0)
+			return false;
+		p[i] = g->col[vcol[i]].p;
+	}
+	for (i = 0; i < g->n; i++) { /* as values_put() */
+		const struct v45_val *v = &g->v[g->k[i].at];
+
+		p[0] = put_varint(p[0], v->on >> lb);
+		p[1] = put_varint(p[1], v->rq >> lb);
+		*p[2]++ = (uint8_t)(MIN(v->p, SW_MAX) << 4 | MIN(v->s, SW_MAX));
+		if (v->p >= SW_MAX)
+			p[3] = put_varint(p[3], v->p - SW_MAX);
+		if (v->s >= SW_MAX)
+			p[3] = put_varint(p[3], v->s - SW_MAX);
+		p[4] = put_varint(p[4], zigzag((int64_t)v->waits));
+		*p[5]++ = (uint8_t)(v->on & ((1u << lb) - 1));
+		*p[6]++ = (uint8_t)(v->rq & ((1u << lb) - 1));
+	}
+	for (i = 0; i < ARRAY_SIZE(vcol); i++)
+		g->col[vcol[i]].len = (size_t)(p[i] - g->col[vcol[i]].p);
+	return true;
+}
+
+unsigned int store_metrics__test_version;
+
+static void encode_v45(struct g45 *g, unsigned int version, struct sbuf *b,
+		       const struct cpa_metrics *m, const struct cpa_metrics_ent *ents)
 {
 	const struct cpa_metrics_ent *order[CPA_METRICS_PER_REC];
 	unsigned int i, n = MIN(m->n_ents, CPA_METRICS_PER_REC);
-	struct sbuf *c = g4.col;
+	struct sbuf *c = g->col;
 
-	if (grp_begin(&g4.w, b, c, F_MAX)) {
-		g4.mb.prev.n = g4.mb.cur.n = 0;
-		g4.mb.sec_ns = 0;
-		g4.ct.n = 0;
-		if (!g4.ct.h && !(g4.ct.h = calloc(2 * CTAB_MAX, sizeof(*g4.ct.h))))
+	if (grp_begin(&g->w, b, c, F_MAX)) {
+		g->mb.prev.n = g->mb.cur.n = 0;
+		g->mb.sec_ns = 0;
+		g->ct.n = 0;
+		g->n = g->sorted = 0;
+		if (!g->ct.h && !(g->ct.h = calloc(2 * CTAB_MAX, sizeof(*g->ct.h))))
 			goto oom;
-		memset(g4.ct.h, 0, 2 * CTAB_MAX * sizeof(*g4.ct.h));
+		memset(g->ct.h, 0, 2 * CTAB_MAX * sizeof(*g->ct.h));
 	}
-	hdr_put(&c[F_HDR], m, n, &g4.w.st.time_ns);
-	members_second(&g4.mb, m->time_ns);
+	hdr_put(&c[F_HDR], m, n, &g->w.st.time_ns);
+	members_second(&g->mb, m->time_ns);
 	ents_sort(order, ents, n);
-	if (!members_put(&g4.mb, c, order, n))
+	if (!members_put(&g->mb, c, order, n))
 		goto oom;
 	for (i = 0; i < n; i++) {
 		const struct cpa_metrics_ent *e = order[i];
 		uint32_t key = comm_key(e), fl = 0;
 		bool fresh;
-		struct comm_slot *cs = ktab_get(&g4.w.st, key, &fresh);
+		struct comm_slot *cs = ktab_get(&g->w.st, key, &fresh);
+		struct v45_val v;
 
 		if (!cs)
 			goto oom;
-		fl = comm_put(&c[F_COMM], &g4.ct, cs, e);
-		values_put(c, e);
+		/* v5: a key new to the group always has its comm, which its flags
+		 * then do not say */
+		fl = comm_put(&c[F_COMM], &g->ct, cs, e, fresh && version >= V5_VERSION);
+		if (fresh && version >= V5_VERSION)
+			fl &= ~V2_E_COMM;
+		if (version < V5_VERSION) {
+			v = values_of(e, DUR4_BITS);
+			values_put(c, &v, DUR4_BITS);
+		} else if (!v5_add(g, e)) {
+			goto oom;
+		}
 		fl |= extras_flags(e);
 		sbuf__varint(&c[F_FL], fl >> 2);
 		extras_put(&c[F_EXTRA], e, fl);
 	}
-	grp_write(b, g4.w.start, V4_VERSION, ++g4.w.nrec, c, F_MAX);
-	g4.w.len = b->len;
+	if (version >= V5_VERSION && !v5_values(g))
+		goto oom;
+	grp_write(b, g->w.start, version, ++g->w.nrec, c, F_MAX);
+	g->w.len = b->len;
 	return;
 oom:
 	b->oom = true;
-	g4.w.owner = NULL;
+	g->w.owner = NULL;
+}
+
+void store_metrics__encode_v4(struct sbuf *b, const struct cpa_metrics *m,
+			      const struct cpa_metrics_ent *ents)
+{
+	encode_v45(&g4, V4_VERSION, b, m, ents);
+}
+
+void store_metrics__encode(struct sbuf *b, const struct cpa_metrics *m,
+			   const struct cpa_metrics_ent *ents)
+{
+	encode_v45(&g5, store_metrics__test_version ? store_metrics__test_version : V5_VERSION, b,
+		   m, ents);
 }
 
 /* The keys of a v4 group's records (ms, nrec) into ents and x: the
@@ -1139,14 +1319,39 @@ out:
 	return ret;
 }
 
-/* One v4 group after its leading 0 and version, as decode_v3(). */
-static int decode_v4(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_ms,
-		     struct cpa_metrics_ent **ret_ents, uint64_t *ret_nrec)
+/* v5: the order of a group's value columns (v5_cmp()), its entries' keys
+ * and comms read; NULL: no memory. */
+static uint32_t *v5_order(const struct grp *g)
+{
+	_cleanup_free_ struct v5_key *k = calloc(g->n_ent + 1, sizeof(*k));
+	uint32_t *ord = calloc(g->n_ent + 1, sizeof(*ord));
+
+	if (!k || !ord) {
+		free(ord);
+		return NULL;
+	}
+	for (uint64_t at = 0; at < g->n_ent; at++) {
+		memcpy(k[at].comm, g->ents[at].comm, CPA_COMM_LEN);
+		k[at].key = comm_key(&g->ents[at]);
+		k[at].at = (uint32_t)at;
+	}
+	qsort(k, g->n_ent, sizeof(*k), v5_cmp);
+	for (uint64_t i = 0; i < g->n_ent; i++)
+		ord[i] = k[i].at;
+	return ord;
+}
+
+/* One v4 or v5 group after its leading 0 and version, as decode_v3(). */
+static int decode_v45(struct rbuf *r, unsigned int version, uint64_t max_rec,
+		      struct cpa_metrics **ret_ms, struct cpa_metrics_ent **ret_ents,
+		      uint64_t *ret_nrec)
 {
 	_cleanup_(grp_free) struct grp g = {0};
+	_cleanup_free_ uint32_t *ord = NULL;
+	const unsigned int bits = version == V4_VERSION ? DUR4_BITS : DUR5_BITS, lb = bits - 1;
 	const uint8_t *sw, *lo[2];
 	struct rbuf memb;
-	uint64_t i, at, c;
+	uint64_t i, at, k, c;
 	int ret;
 
 	/* an entry takes at least 6 bytes: flags, 2 durations, low bits, switches, waits */
@@ -1161,38 +1366,48 @@ static int decode_v4(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 	}
 	ret = keys_get(&memb, r, g.ms, g.nrec, &g.st, g.ents, g.x);
 	if (!ret)
-		ret = grp_comms(r, &g, true);
+		ret = grp_comms(r, &g, version);
 	if (ret)
 		return ret;
-	for (at = 0; at < g.n_ent; at++)
-		g.x[at].v[V_ONCPU] = rbuf__varint(r);
-	for (at = 0; at < g.n_ent; at++)
-		g.x[at].v[V_RUNQ] = rbuf__varint(r);
+	if (version >= V5_VERSION && !(ord = v5_order(&g)))
+		return -ENOMEM;
+#define AT(k) (ord ? ord[k] : (k)) /* the entry of the value columns' k-th */
+	for (k = 0; k < g.n_ent; k++)
+		g.x[AT(k)].v[V_ONCPU] = rbuf__varint(r);
+	for (k = 0; k < g.n_ent; k++)
+		g.x[AT(k)].v[V_RUNQ] = rbuf__varint(r);
 	sw = rbuf__bytes(r, g.n_ent);
 	if (!sw)
 		return -EBADMSG;
-	for (at = 0; at < g.n_ent; at++) {
-		uint64_t *v = g.x[at].v;
+	for (k = 0; k < g.n_ent; k++) {
+		uint64_t *v = g.x[AT(k)].v;
 
-		v[V_PREEMPT] = sw[at] >> 4;
-		v[V_SLEEP] = sw[at] & SW_MAX;
+		v[V_PREEMPT] = sw[k] >> 4;
+		v[V_SLEEP] = sw[k] & SW_MAX;
 		if (v[V_PREEMPT] == SW_MAX)
 			v[V_PREEMPT] += rbuf__varint(r);
 		if (v[V_SLEEP] == SW_MAX)
 			v[V_SLEEP] += rbuf__varint(r);
 	}
-	for (at = 0; at < g.n_ent; at++)
-		g.x[at].v[V_WAITS] = (uint64_t)unzigzag(rbuf__varint(r));
+	for (k = 0; k < g.n_ent; k++)
+		g.x[AT(k)].v[V_WAITS] = (uint64_t)unzigzag(rbuf__varint(r));
 	lo[0] = rbuf__bytes(r, g.n_ent);
 	lo[1] = rbuf__bytes(r, g.n_ent);
 	if (!lo[0] || !lo[1])
 		return -EBADMSG;
+	for (k = 0; k < g.n_ent; k++) {
+		uint64_t *v = g.x[AT(k)].v;
+
+		v[V_ONCPU] = v[V_ONCPU] << lb | (lo[0][k] & ((1u << lb) - 1));
+		v[V_RUNQ] = v[V_RUNQ] << lb | (lo[1][k] & ((1u << lb) - 1));
+	}
+#undef AT
 	for (at = 0; at < g.n_ent; at++) {
 		struct cpa_metrics_ent *e = &g.ents[at];
 		const uint64_t *v = g.x[at].v;
 
-		e->oncpu_ns = dur3_value(v[V_ONCPU] << DUR4_LO | (lo[0][at] & 63), DUR4_BITS);
-		e->runq_ns = dur3_value(v[V_RUNQ] << DUR4_LO | (lo[1][at] & 63), DUR4_BITS);
+		e->oncpu_ns = dur3_value(v[V_ONCPU], bits);
+		e->runq_ns = dur3_value(v[V_RUNQ], bits);
 		e->switches[CPA_MR_PREEMPT] = v[V_PREEMPT];
 		e->switches[CPA_MR_SLEEP] = v[V_SLEEP];
 		e->runq_n = v[V_WAITS] + v[V_PREEMPT] + v[V_SLEEP];
@@ -1298,6 +1513,7 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 	_cleanup_free_ struct cpa_metrics_ent *ents = NULL;
 	_cleanup_free_ struct v2_state *st = NULL;
 	uint64_t nrec = rbuf__varint(&r), i, j, k;
+	bool newer = false;
 	int ret;
 
 	if (r.bad || nrec > len)
@@ -1311,13 +1527,33 @@ int store_metrics__decode(const uint8_t *p, size_t len, uint64_t t0_ns, uint64_t
 
 		m.time_ns = rbuf__varint(&r);
 		v = m.time_ns || r.bad ? 1 : rbuf__varint(&r); /* v1, else the version */
-		if (v == V3_VERSION || v == V4_VERSION) {
+		if (v >= V3_VERSION) {
 			_cleanup_free_ struct cpa_metrics *ms = NULL;
 			_cleanup_free_ struct cpa_metrics_ent *es = NULL;
-			uint64_t n = 0;
+			uint64_t n = 0, glen = v >= V5_VERSION ? rbuf__varint(&r) : 0;
+			struct rbuf gr = r;
 
-			ret = v == V3_VERSION ? decode_v3(&r, nrec - i, &ms, &es, &n)
-					      : decode_v4(&r, nrec - i, &ms, &es, &n);
+			if (v >= V5_VERSION) { /* the group is the next glen bytes */
+				if (r.bad || glen > r.len - r.pos)
+					return -EBADMSG;
+				gr = (struct rbuf){.p = r.p + r.pos, .len = glen};
+				r.pos += glen;
+			}
+			if (v > V5_VERSION) { /* newer than this reader: its records skipped */
+				n = rbuf__varint(&gr);
+				if (gr.bad || !n || n > nrec - i)
+					return -EBADMSG;
+				newer = true;
+				i += n - 1;
+				continue;
+			}
+			if (v == V3_VERSION)
+				ret = decode_v3(&r, nrec - i, &ms, &es, &n);
+			else if (v == V4_VERSION)
+				ret = decode_v45(&r, V4_VERSION, nrec - i, &ms, &es, &n);
+			else if (!(ret = decode_v45(&gr, V5_VERSION, nrec - i, &ms, &es, &n)) &&
+				 gr.pos != gr.len)
+				ret = -EBADMSG; /* not the group's length */
 			if (ret)
 				return ret;
 			for (j = k = 0; j < n; k += ms[j].n_ents, j++) {
@@ -1382,5 +1618,6 @@ got:
 		if (ret)
 			return ret;
 	}
-	return decode_events(&r, t0_ns, t1_ns, efn, ctx);
+	ret = decode_events(&r, t0_ns, t1_ns, efn, ctx);
+	return ret ? ret : newer ? STORE_METRICS_NEWER : 0;
 }

@@ -42,6 +42,19 @@ static int metrics_walk(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, 
 		if (!ret)
 			ret = store_metrics__decode(r->rawbuf + off, (size_t)n - off, t0_ns, t1_ns,
 						    fn, efn, ctx);
+		if (ret == STORE_METRICS_NEWER) {
+			/* not damage: the block and its samples are good */
+			if (!r->metrics_newer)
+				store_read__notice(
+					r,
+					"%s: scheduler metrics of a newer format than this "
+					"cpa reads, skipped (their samples are read): use "
+					"a newer cpa to read them",
+					s->path);
+			r->metrics_newer = true;
+			ret = 0;
+			continue;
+		}
 		if (ret == -EBADMSG) {
 			r->st.blocks_corrupt++;
 			store_read__notice(

@@ -89,6 +89,7 @@ struct store_reader {
 	size_t zcap, rawcap;
 	const struct store_frame **fptrs;
 	struct store_read_stats st;
+	bool metrics_newer; /* a metrics section of a newer version met (said once) */
 	/* A set of store dirs read as one (store_reader__open_set()): the
 	 * readers of the dirs, oldest first, and the number added to each
 	 * one's segment numbers so (seg, stack_id) stays unique. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Frozen metrics sections for test_store_metrics: records 0..5 of its make()
- * as released stores (v1) and the storer before v4 (v3) wrote them; the
+ * as released stores (v1) and the storer before v4 (v3) wrote them (the
+ * storer before v5's, v4, are tests/fixtures/store_metrics/v4.bin); the
  * reader must keep reading these bytes whatever the encoders become.
  */
 #ifndef CPA_TEST_STORE_METRICS_FIXTURES_H

@@ -1,24 +1,30 @@
 // SPDX-License-Identifier: MIT
 /*
  * The store's metrics section (storer/store_metrics.c, docs/store-format.md
- * "Metrics section"): records in the encoding the storer writes (v4) come
+ * "Metrics section"): records in the encoding the storer writes (v5) come
  * back as they went in (the two durations within 1/128 of theirs or 0.5 µs:
- * v4 keeps 7 significant bits of µs), also when processes come and go from
+ * v5 keeps 7 significant bits of µs), also when processes come and go from
  * second to second and a second spans several records; records of released
- * stores (v1), of development builds (v2, within 1/256) and of v3 stores
- * (within 1/64 + 0.5 µs) still read, alone or in one section with v4 ones;
- * an encoder that another section's records interrupted starts afresh
- * instead of referring to the wrong records, and a damaged v3 or v4 group is
- * refused (-EBADMSG: the reader skips the section, the block's rows are
- * decoded apart from it) without reading out of bounds.
+ * stores (v1), of development builds (v2, within 1/256), of v3 stores
+ * (within 1/64 + 0.5 µs) and of v4 stores still read, alone or in one
+ * section with v5 ones; an encoder that another section's records
+ * interrupted starts afresh instead of referring to the wrong records; a
+ * damaged v3, v4 or v5 group is refused (-EBADMSG: the reader skips the
+ * section, the block's rows are decoded apart from it) without reading out
+ * of bounds; a group of a newer version is skipped by its length, the rest
+ * of the section read, and a store of such groups reads its samples, counts
+ * no block corrupt and says so once.
  */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fileio.h"
+#include "common/macro.h"
 #include "store_metrics_fixtures.h"
 #include "store_metrics_pvt.h"
+#include "test_store_util.h"
 #include "test_util.h"
 
 #define NREC 6
@@ -174,6 +180,8 @@ static size_t encode(struct sbuf *b, int v, unsigned int from, unsigned int to)
 			store_metrics__encode_v2(b, &m, e);
 		else if (v == 3)
 			store_metrics__encode_v3(b, &m, e);
+		else if (v == 4)
+			store_metrics__encode_v4(b, &m, e);
 		else
 			store_metrics__encode(b, &m, e);
 	}
@@ -197,27 +205,29 @@ static void check_all(struct sbuf *sec, const struct sbuf *recs, struct got *g)
 		check_same(g, s, s);
 }
 
-START_TEST(test_metrics_v4_roundtrip)
+START_TEST(test_metrics_v5_roundtrip)
 {
-	struct sbuf recs = {0}, sec = {0}, v1 = {0}, v2 = {0}, v3 = {0};
+	struct sbuf recs = {0}, sec = {0}, v1 = {0}, v2 = {0}, v3 = {0}, v4 = {0};
 	static struct got g;
-	size_t n4, n3, n2, n1;
+	size_t n5, n4, n3, n2, n1;
 
-	n4 = encode(&recs, 4, 0, NREC);
+	n5 = encode(&recs, 5, 0, NREC);
+	n4 = encode(&v4, 4, 0, NREC);
 	n3 = encode(&v3, 3, 0, NREC);
 	n2 = encode(&v2, 2, 0, NREC);
 	n1 = encode(&v1, 1, 0, NREC);
-	fprintf(stderr, "metrics section: v1 %zu bytes, v2 %zu, v3 %zu, v4 %zu for %d records\n",
-		n1, n2, n3, n4, NREC);
-	ck_assert_uint_lt(n4, n1);
+	fprintf(stderr,
+		"metrics section: v1 %zu bytes, v2 %zu, v3 %zu, v4 %zu, v5 %zu for %d records\n",
+		n1, n2, n3, n4, n5, NREC);
+	ck_assert_uint_lt(n5, n1);
 	check_all(&sec, &recs, &g);
 	/* one record alone, and a time range that takes the middle of a group */
 	recs.len = 0;
-	encode(&recs, 4, 3, 4);
+	encode(&recs, 5, 3, 4);
 	ck_assert_uint_eq(decode(&sec, &recs, 1, &g), 1);
 	check_same(&g, 0, 3);
 	recs.len = 0;
-	encode(&recs, 4, 0, NREC);
+	encode(&recs, 5, 0, NREC);
 	sec.len = 0;
 	sbuf__varint(&sec, NREC);
 	sbuf__put(&sec, recs.p, recs.len);
@@ -234,6 +244,7 @@ START_TEST(test_metrics_v4_roundtrip)
 	sbuf__free(&v1);
 	sbuf__free(&v2);
 	sbuf__free(&v3);
+	sbuf__free(&v4);
 }
 END_TEST
 
@@ -293,7 +304,7 @@ static unsigned int ch_make(unsigned int s, struct cpa_metrics *m,
 	return nrec;
 }
 
-START_TEST(test_metrics_v4_churn)
+static void churn(int v)
 {
 	static struct cpa_metrics m[CH_SECS * 8];
 	static struct cpa_metrics_ent e[CH_SECS * 8][CPA_METRICS_PER_REC];
@@ -301,11 +312,15 @@ START_TEST(test_metrics_v4_churn)
 	struct sbuf recs = {0}, sec = {0};
 	unsigned int n = 0;
 
+	memset(&g, 0, sizeof(g));
 	for (unsigned int s = 0; s < CH_SECS; s++) {
 		unsigned int k = ch_make(s, &m[n], &e[n]);
 
 		for (unsigned int r = 0; r < k; r++)
-			store_metrics__encode(&recs, &m[n + r], e[n + r]);
+			if (v == 4)
+				store_metrics__encode_v4(&recs, &m[n + r], e[n + r]);
+			else
+				store_metrics__encode(&recs, &m[n + r], e[n + r]);
 		n += k;
 	}
 	sbuf__varint(&sec, n);
@@ -342,11 +357,29 @@ START_TEST(test_metrics_v4_churn)
 	sbuf__free(&recs);
 	sbuf__free(&sec);
 }
+
+START_TEST(test_metrics_churn)
+{
+	churn(5);
+	churn(4);
+}
 END_TEST
 
-/* Released stores (v1), development builds' (v2) and v3 stores: their
- * records read as they did, alone or in one section with v4 groups. */
-START_TEST(test_metrics_v1_v2_v3_still_read)
+/* A group of version v, then a v5 one; then v's alone: each record back. */
+static void older_group(struct sbuf *recs, struct sbuf *sec, struct got *g, int v)
+{
+	recs->len = 0;
+	encode(recs, v, 0, 3);
+	encode(recs, 5, 3, NREC);
+	check_all(sec, recs, g);
+	recs->len = 0;
+	encode(recs, v, 0, NREC);
+	check_all(sec, recs, g);
+}
+
+/* Released stores (v1), development builds' (v2), v3 and v4 stores: their
+ * records read as they did, alone or in one section with v5 groups. */
+START_TEST(test_metrics_v1_to_v4_still_read)
 {
 	struct sbuf recs = {0}, sec = {0};
 	static struct got g;
@@ -354,26 +387,21 @@ START_TEST(test_metrics_v1_v2_v3_still_read)
 	tol = 128;
 	slack = 500;
 	encode(&recs, 1, 0, NREC);
-	encode(&recs, 4, 0, NREC);
+	encode(&recs, 5, 0, NREC);
 	ck_assert_uint_eq(decode(&sec, &recs, 2 * NREC, &g), 2 * NREC);
 	for (unsigned int s = 0; s < NREC; s++) {
 		check_same(&g, s, s);
 		check_same(&g, NREC + s, s);
 	}
 	recs.len = 0;
-	encode(&recs, 4, 0, 2);
-	encode(&recs, 1, 2, 3); /* a v4 group, v1, a new v4 group */
-	encode(&recs, 4, 3, NREC);
+	encode(&recs, 5, 0, 2);
+	encode(&recs, 1, 2, 3); /* a v5 group, v1, a new v5 group */
+	encode(&recs, 5, 3, NREC);
 	check_all(&sec, &recs, &g);
+	older_group(&recs, &sec, &g, 4);
 	tol = 64;
 	slack = 520;
-	recs.len = 0;
-	encode(&recs, 3, 0, 3); /* a v3 group, then a v4 one */
-	encode(&recs, 4, 3, NREC);
-	check_all(&sec, &recs, &g);
-	recs.len = 0;
-	encode(&recs, 3, 0, NREC);
-	check_all(&sec, &recs, &g);
+	older_group(&recs, &sec, &g, 3);
 	tol = 256;
 	slack = 0;
 	recs.len = 0;
@@ -383,12 +411,14 @@ START_TEST(test_metrics_v1_v2_v3_still_read)
 }
 END_TEST
 
-/* The bytes of a released store (v1) and of a v3 store, frozen: read as
- * written. */
+/* The bytes of a released store (v1), of a v3 and of a v4 store, frozen:
+ * read as written. */
 START_TEST(test_metrics_fixtures)
 {
 	struct sbuf recs = {0}, sec = {0};
 	static struct got g;
+	_cleanup_free_ char *v4 = NULL;
+	size_t v4_len = 0;
 
 	_Static_assert(NREC == 6, "the fixtures hold records 0..5");
 	sbuf__put(&recs, fixture, FIXTURE_V1_LEN);
@@ -398,20 +428,28 @@ START_TEST(test_metrics_fixtures)
 	recs.len = 0;
 	sbuf__put(&recs, fixture + FIXTURE_V1_LEN, sizeof(fixture) - FIXTURE_V1_LEN);
 	check_all(&sec, &recs, &g);
+	tol = 128;
+	slack = 500;
+	recs.len = 0;
+	ck_assert_int_eq(
+		read_full_file(CPA_FIXTURES "/store_metrics/v4.bin", 0, 1 << 20, &v4, &v4_len), 0);
+	ck_assert_uint_eq(v4_len, 614);
+	sbuf__put(&recs, v4, v4_len);
+	check_all(&sec, &recs, &g);
 	done(&recs, &sec);
 }
 END_TEST
 
 /* Two sections written in turn (two writers): each decodes alone. */
-START_TEST(test_metrics_v4_interleaved)
+START_TEST(test_metrics_interleaved)
 {
 	struct sbuf a = {0}, b = {0}, sec = {0};
 	static struct got g;
 
-	encode(&a, 4, 0, 2);
-	encode(&b, 4, 2, 4);
-	encode(&a, 4, 4, 6);
-	encode(&b, 4, 1, 2);
+	encode(&a, 5, 0, 2);
+	encode(&b, 5, 2, 4);
+	encode(&a, 5, 4, 6);
+	encode(&b, 5, 1, 2);
 	ck_assert_uint_eq(decode(&sec, &a, 4, &g), 4);
 	check_same(&g, 0, 0);
 	check_same(&g, 1, 1);
@@ -427,6 +465,149 @@ START_TEST(test_metrics_v4_interleaved)
 }
 END_TEST
 
+static int on_event(void *ctx, const struct cpa_policy_event *ev)
+{
+	(void)ev;
+	(*(unsigned int *)ctx)++;
+	return 0;
+}
+
+/* Groups of a version newer than this reader (from v5 on a group says its
+ * length): their records are skipped, the records around them and the
+ * section's events read, and the decoder says so (STORE_METRICS_NEWER)
+ * instead of calling the section malformed. */
+START_TEST(test_metrics_newer_version_skipped)
+{
+	struct sbuf a = {0}, b = {0}, c = {0}, d = {0}, sec = {0};
+	struct cpa_policy_event ev = {.time_ns = 1764000000000000000ull + 1, .kind = CPA_PE_START};
+	static const uint8_t odd[] = {0, 9, 3, 1, 0xff, 0xff}; /* v9: 1 record, 2 bytes */
+	static struct got g;
+	unsigned int n_ev = 0;
+
+	encode(&a, 5, 0, 2);
+	store_metrics__test_version = 6; /* a v6 writer whose layout is v5's */
+	encode(&b, 5, 2, 4);
+	store_metrics__test_version = 0;
+	encode(&c, 1, 4, 5);
+	encode(&d, 5, 5, 6);
+	sbuf__varint(&sec, NREC + 1);
+	sbuf__put(&sec, a.p, a.len);
+	sbuf__put(&sec, b.p, b.len);
+	sbuf__put(&sec, odd, sizeof(odd));
+	sbuf__put(&sec, c.p, c.len);
+	sbuf__put(&sec, d.p, d.len);
+	sbuf__varint(&sec, 1);
+	store_metrics__encode_event(&sec, &ev);
+	ck_assert_int_eq(store_metrics__decode(sec.p, sec.len, 0, UINT64_MAX, on_rec, on_event, &g),
+			 STORE_METRICS_NEWER);
+	ck_assert_uint_eq(g.n, 4);
+	check_same(&g, 0, 0);
+	check_same(&g, 1, 1);
+	check_same(&g, 2, 4);
+	check_same(&g, 3, 5);
+	n_ev = 0;
+	ck_assert_int_eq(
+		store_metrics__decode(sec.p, sec.len, 0, UINT64_MAX, NULL, on_event, &n_ev),
+		STORE_METRICS_NEWER);
+	ck_assert_uint_eq(n_ev, 1);
+	/* a newer group's length past the section, or more records than left */
+	sec.len = 0;
+	sbuf__varint(&sec, 1);
+	sbuf__put(&sec, odd, 3);
+	ck_assert_int_eq(store_metrics__decode(sec.p, sec.len, 0, UINT64_MAX, NULL, NULL, NULL),
+			 -EBADMSG);
+	sec.len = 0;
+	sbuf__varint(&sec, 1);
+	sbuf__put(&sec, (const uint8_t[]){0, 9, 3, 2, 0xff, 0xff, 0}, 7);
+	ck_assert_int_eq(store_metrics__decode(sec.p, sec.len, 0, UINT64_MAX, NULL, NULL, NULL),
+			 -EBADMSG);
+	sbuf__free(&a);
+	sbuf__free(&b);
+	sbuf__free(&c);
+	sbuf__free(&d);
+	sbuf__free(&sec);
+}
+END_TEST
+
+static unsigned int n_notice, n_newer;
+
+static void on_notice(void *ctx, const char *msg)
+{
+	(void)ctx;
+	n_notice++;
+	n_newer += strstr(msg, "newer format") != NULL;
+}
+
+static int count_samples(void *ctx, const struct store_sample *smp)
+{
+	*(uint64_t *)ctx += smp->count;
+	return 0;
+}
+
+static int count_recs(void *ctx, const struct cpa_metrics *m, const struct cpa_metrics_ent *e)
+{
+	(void)m;
+	(void)e;
+	(*(unsigned int *)ctx)++;
+	return 0;
+}
+
+/* A store whose metrics a newer cpa wrote: this reader reads every sample,
+ * counts no block corrupt, skips the metrics and says so once. */
+START_TEST(test_metrics_newer_store)
+{
+	for (unsigned int ver = 0; ver <= 6; ver += 6) {
+		struct store_writer_opts o = {.record_interval = 1};
+		struct store_writer *w;
+		struct store_reader *r;
+		struct store_read_stats st;
+		uint64_t base = t_base_ns(), seq = 1, samples = 0;
+		unsigned int n_recs = 0;
+		char *root = t_mkdtemp(), dir[1024];
+
+		o.root = root;
+		store_metrics__test_version = ver;
+		ck_assert_int_eq(store_writer__new(&o, &w), 0);
+		t_defs(w, 4, 0);
+		for (unsigned int s = 0; s < 12; s++) {
+			struct cpa_metrics m;
+			struct cpa_metrics_ent e[CPA_METRICS_PER_REC];
+			struct cpa_sample_out smp;
+
+			make(s % NREC, &m, e);
+			m.seq = seq++;
+			m.time_ns = base + s * T_NS + 500000000ull;
+			ck_assert_int_eq(store_writer__add_metrics(w, &m, e), 0);
+			for (uint32_t k = 1; k <= 4; k++) {
+				t_sample(&smp, seq++, base + s * T_NS + k * 100000000ull, k, 0);
+				ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+			}
+		}
+		store_writer__free(w);
+		store_metrics__test_version = 0;
+		ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+		n_notice = n_newer = 0;
+		ck_assert_int_eq(store_reader__open(dir, on_notice, NULL, &r), 0);
+		ck_assert_int_eq(store_reader__query(r, base, base + 20 * T_NS, NULL, count_samples,
+						     &samples),
+				 0);
+		ck_assert_uint_eq(samples, 12 * 4);
+		ck_assert_int_eq(
+			store_reader__metrics(r, base, base + 20 * T_NS, count_recs, &n_recs), 0);
+		ck_assert_uint_eq(n_recs, ver ? 0 : 12);
+		ck_assert_int_eq(
+			store_reader__metrics(r, base, base + 20 * T_NS, count_recs, &n_recs), 0);
+		store_reader__stats(r, &st);
+		ck_assert_uint_eq(st.blocks_corrupt, 0);
+		ck_assert_uint_eq(n_newer, ver ? 1 : 0); /* once, over both walks */
+		ck_assert_uint_eq(n_notice, n_newer);
+		store_reader__free(r);
+		t_rm_rf(root);
+		free(root);
+	}
+}
+END_TEST
+
 /* A damaged section: refused (-EBADMSG) or read, never out of bounds (the
  * fuzz replay and ASAN builds check the latter); a count of records that the
  * group does not have is refused. */
@@ -436,7 +617,7 @@ START_TEST(test_metrics_malformed)
 	static struct got g;
 	unsigned int refused = 0;
 
-	for (int v = 3; v <= 4; v++) {
+	for (int v = 3; v <= 5; v++) {
 		recs.len = 0;
 		refused = 0;
 		encode(&recs, 1, 0, 1);
@@ -479,12 +660,14 @@ int main(void)
 	Suite *s = suite_create("store_metrics");
 	TCase *tc = tcase_create("encoding");
 
-	tcase_add_test(tc, test_metrics_v4_roundtrip);
-	tcase_add_test(tc, test_metrics_v4_churn);
-	tcase_add_test(tc, test_metrics_v1_v2_v3_still_read);
+	tcase_add_test(tc, test_metrics_v5_roundtrip);
+	tcase_add_test(tc, test_metrics_churn);
+	tcase_add_test(tc, test_metrics_v1_to_v4_still_read);
 	tcase_add_test(tc, test_metrics_fixtures);
-	tcase_add_test(tc, test_metrics_v4_interleaved);
+	tcase_add_test(tc, test_metrics_interleaved);
 	tcase_add_test(tc, test_metrics_malformed);
+	tcase_add_test(tc, test_metrics_newer_version_skipped);
+	tcase_add_test(tc, test_metrics_newer_store);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }
