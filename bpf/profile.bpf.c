@@ -34,6 +34,9 @@ const volatile __u32 rec_mode = CPA_BPF_REC_FIXED;	       /* enum cpa_bpf_rec_mo
 const volatile bool kernel_only = false;		       /* no user regs/stacks at all */
 const volatile bool with_idle = false;			       /* sample pid 0 too */
 const volatile __u64 wakeup_bytes = 0; /* force a wakeup once this much is pending; 0 never */
+/* Set by capture while it sleeps through an idle host's stretched tick
+ * (docs/metrics.md, "Idle host"): the next record wakes it. */
+bool wake_next = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -106,6 +109,10 @@ static __always_inline __u64 submit_flags(void)
 {
 	/* A wakeup costs ~5 us here; capture polls on a deadline instead and
 	 * only needs a nudge when the buffer is filling up faster than that. */
+	if (wake_next) {
+		wake_next = false;
+		return BPF_RB_FORCE_WAKEUP;
+	}
 	if (wakeup_bytes && bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;

@@ -36,6 +36,10 @@
 #define CAP_OFFCPU_THREADS     16384		   /* (thread, place) stash entries at once */
 #define CAP_OFFCPU_TICK_LAG_NS (2 * NSEC_PER_MSEC) /* tick this long after a wall second */
 #define CAP_TICK_RINGBUF_MAX   (2u << 20) /* BPF ring buffer grown for one wakeup a second */
+/* The longest metrics interval on an idle host (docs/metrics.md, "Idle host"):
+ * under the supervisor's stop timeout (5 s), which a STOP that comes during
+ * the sleep must not outlast should its nudge (SIGURG) be missed. */
+#define CAP_IDLE_TICK_MAX_NS (4 * NSEC_PER_SEC)
 
 struct capture {
 	const volatile sig_atomic_t *term; /* SIGTERM seen */
@@ -63,6 +67,10 @@ struct capture {
 	uint64_t down_since_ns; /* kernel MONOTONIC: a killed generation's estimated end */
 	uint64_t down_rate;	/* ... and its samples per second then (0: no estimate) */
 	uint64_t next_tick_ns;	/* CLOCK_MONOTONIC of the next second's work */
+	/* The metrics interval: a second, longer on an idle host (idle_next());
+	 * samples taken or filtered (PRODUCED + FILTERED) at the last tick; when
+	 * the stats were last read (CLOCK_MONOTONIC). */
+	uint64_t tick_len_ns, active_mark, stats_ns;
 	/* The poll's deadline (cap_poll_next_ms()): the last poll's result,
 	 * the deadline, and when the last deadline was set, ring 0 flushed and
 	 * the tick ran (CLOCK_MONOTONIC); the records out (SHM_CNT_OUT) at
@@ -322,7 +330,16 @@ static void stats_sync(struct capture *c, bool end)
 	shm_stage__cnt_add(c->st, CAP_CNT_PRODUCED, d[CPA_BPF_STAT_PRODUCED]);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_SYNCED, now[CPA_BPF_STAT_PRODUCED]);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_TICK_NS, clock_kernel_ns(CLOCK_MONOTONIC));
-	shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, d[CPA_BPF_STAT_PRODUCED]);
+	{
+		/* Per second, also over a stretched interval (idle_next()). */
+		uint64_t mono = clock_ns(CLOCK_MONOTONIC), dt = mono - c->stats_ns;
+
+		shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE,
+				   c->stats_ns && dt > 3 * NSEC_PER_SEC / 2
+					   ? d[CPA_BPF_STAT_PRODUCED] * NSEC_PER_SEC / dt
+					   : d[CPA_BPF_STAT_PRODUCED]);
+		c->stats_ns = mono;
+	}
 	probe_stats_sync(c, end);
 }
 
@@ -844,6 +861,32 @@ int capture__finish(void *obj, enum shm_stage_end how)
 	return 0;
 }
 
+/*
+ * The next metrics interval (docs/metrics.md, "Idle host"). A second while
+ * anything happens; while no sample fired on a task other than the idle one
+ * (taken, or dropped by --pid/--comm) it doubles up to CAP_IDLE_TICK_MAX_NS
+ * (and half the hang timeout): capture then sleeps through it, its record
+ * covering the whole interval, unless the BPF side wakes it with the first
+ * record (wake_next), which ends the interval at once. Only when nothing else
+ * needs the per-second tick: probes (their budget), policies (evaluated per
+ * second), off-CPU (flushed per second), losses still to send.
+ */
+static uint64_t idle_next(struct capture *c)
+{
+	uint64_t act = c->bpf_stats[CPA_BPF_STAT_PRODUCED] + c->bpf_stats[CPA_BPF_STAT_FILTERED];
+	uint64_t max = CAP_IDLE_TICK_MAX_NS;
+	bool quiet = act == c->active_mark;
+
+	c->active_mark = act;
+	if (!quiet || !c->bpf || c->policy || c->cfg->nr_probes ||
+	    (c->cfg->flags & (CPA_CFG_OFFCPU | CPA_CFG_ONESHOT)) ||
+	    cap_emit__losses_pending(&c->emit))
+		return NSEC_PER_SEC;
+	if (c->cfg->hang_timeout_ms)
+		max = MIN(max, (uint64_t)c->cfg->hang_timeout_ms * NSEC_PER_MSEC / 2);
+	return MAX(MIN(c->tick_len_ns * 2, max), NSEC_PER_SEC);
+}
+
 /* ms until the next once-a-second tick is due. */
 static int next_tick_ms(const struct capture *c, uint64_t now_ns)
 {
@@ -892,6 +935,14 @@ int capture__tick(void *obj, uint64_t now_ns)
 	}
 	if (cap_python__soon(c->python))
 		c->poll_ms = CAP_POLL_MIN_MS;
+	else if (c->tick_len_ns > NSEC_PER_SEC)
+		c->poll_ms = (int)(c->tick_len_ns / NSEC_PER_MSEC); /* up to the tick */
+	/* Samples during a stretched interval: it ends now, seconds again. */
+	if (c->tick_len_ns > NSEC_PER_SEC && c->polled > 0) {
+		c->next_tick_ns = now_ns;
+		c->tick_len_ns = NSEC_PER_SEC;
+		cap_bpf__wake_next(c->bpf, false);
+	}
 	if (now_ns >= c->next_tick_ns) {
 		/* Follow wall clock steps within a second. */
 		cap_clock__update(&c->emit.clock);
@@ -903,9 +954,12 @@ int capture__tick(void *obj, uint64_t now_ns)
 			return log_error_errno(-EOVERFLOW,
 					       "sequence numbers of generation %u used up",
 					       c->st->generation);
-		c->next_tick_ns += NSEC_PER_SEC;
+		c->tick_len_ns = idle_next(c);
+		c->next_tick_ns += c->tick_len_ns;
 		if (c->next_tick_ns <= now_ns)
-			c->next_tick_ns = now_ns + NSEC_PER_SEC;
+			c->next_tick_ns = now_ns + c->tick_len_ns;
+		if (c->bpf)
+			cap_bpf__wake_next(c->bpf, c->tick_len_ns > NSEC_PER_SEC);
 		if (c->cfg->flags & CPA_CFG_OFFCPU)
 			c->next_tick_ns = offcpu_next_tick(now_ns);
 	}
@@ -928,13 +982,24 @@ int capture__tick(void *obj, uint64_t now_ns)
 	return 0;
 }
 
+static void on_nudge(int sig)
+{
+	(void)sig;
+}
+
 int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 {
+	/* The supervisor's nudge with a STOP: it cuts a stretched poll short
+	 * (no SA_RESTART), the loop's head then sees the command. */
+	struct sigaction sa = {.sa_handler = on_nudge};
 	struct capture *c = calloc(1, sizeof(*c));
 	int r;
 
 	if (!c)
 		return log_error_errno(-ENOMEM, "allocate capture state: %m");
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGURG, &sa, NULL) < 0)
+		log_warn_errno(-errno, "SIGURG handler: %m (a stop may wait for the next tick)");
 	c->st = ctx->st;
 	/* Only a stop of this generation leaves unsent losses to the monitor. */
 	shm_stage__cnt_set(c->st, CAP_CNT_LOSS_PENDING, 0);
@@ -959,6 +1024,7 @@ int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 	 * so give it back now instead of carrying it in RSS for the run. */
 	malloc_trim(0);
 	c->next_tick_ns = clock_ns(CLOCK_MONOTONIC) + NSEC_PER_SEC;
+	c->tick_len_ns = NSEC_PER_SEC;
 	if (c->cfg->flags & CPA_CFG_OFFCPU)
 		c->next_tick_ns = offcpu_next_tick(clock_ns(CLOCK_MONOTONIC));
 	c->poll_ms = CAP_POLL_FLOW_MS;
