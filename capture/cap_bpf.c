@@ -925,6 +925,11 @@ int cap_bpf__wait(struct cap_bpf *b, int timeout_ms)
 	return r < 0 ? -errno : r;
 }
 
+int cap_bpf__epoll_fd(const struct cap_bpf *b)
+{
+	return ring_buffer__epoll_fd(b->rb);
+}
+
 void cap_bpf__wake_next(struct cap_bpf *b, bool on)
 {
 	__atomic_store_n(&b->skel->bss->wake_next, on, __ATOMIC_RELAXED);

@@ -82,6 +82,8 @@ int cap_bpf__poll(struct cap_bpf *b, int timeout_ms);
 /* Sleep up to timeout_ms until the buffer has a wakeup pending, consuming
  * nothing (cap_bpf__poll(b, 0) does after): 1, 0 on timeout, -EINTR, -errno. */
 int cap_bpf__wait(struct cap_bpf *b, int timeout_ms);
+/* The epoll fd cap_bpf__wait() sleeps on (readable: a wakeup pending). */
+int cap_bpf__epoll_fd(const struct cap_bpf *b);
 /* on: the next record the BPF side submits wakes cap_bpf__wait() (once). */
 void cap_bpf__wake_next(struct cap_bpf *b, bool on);
 /* Detach everything: no new records after this returns. */

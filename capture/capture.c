@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mount.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -71,6 +72,9 @@ struct capture {
 	 * samples taken or filtered (PRODUCED + FILTERED) at the last tick; when
 	 * the stats were last read (CLOCK_MONOTONIC). */
 	uint64_t tick_len_ns, active_mark, stats_ns;
+	/* The poll's sleep: the BPF ring buffer's epoll and the mapping
+	 * history's rings (their half-full wakeup); -1: the former alone. */
+	int epfd;
 	/* The poll's deadline (cap_poll_next_ms()): the last poll's result,
 	 * the deadline, and when the last deadline was set, ring 0 flushed and
 	 * the tick ran (CLOCK_MONOTONIC); the records out (SHM_CNT_OUT) at
@@ -878,7 +882,7 @@ static uint64_t idle_next(struct capture *c)
 	bool quiet = act == c->active_mark;
 
 	c->active_mark = act;
-	if (!quiet || !c->bpf || c->policy || c->cfg->nr_probes ||
+	if (!quiet || !c->bpf || (c->mmapev && c->epfd < 0) || c->policy || c->cfg->nr_probes ||
 	    (c->cfg->flags & (CPA_CFG_OFFCPU | CPA_CFG_ONESHOT)) ||
 	    cap_emit__losses_pending(&c->emit))
 		return NSEC_PER_SEC;
@@ -905,7 +909,12 @@ int capture__poll(void *obj)
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ALIVE_NS,
 			   __atomic_load_n(&c->st->heartbeat_ns, __ATOMIC_RELAXED));
 	if (c->mmapev && c->bpf) {
-		r = cap_bpf__wait(c->bpf, wait_ms);
+		struct epoll_event ev;
+
+		if (c->epfd < 0)
+			r = cap_bpf__wait(c->bpf, wait_ms);
+		else if (epoll_wait(c->epfd, &ev, 1, wait_ms) < 0)
+			r = -errno;
 		wait_ms = 0;
 	}
 	if (r >= 0 || r == -EINTR)
@@ -972,9 +981,11 @@ int capture__tick(void *obj, uint64_t now_ns)
 	/* About to sleep: unwindd gets the batch period's samples in one
 	 * wakeup (more than its wake_bytes woke it already); a period that
 	 * carried little stretches to SHM_BATCH_IDLE_MS (shm/stage_loop.h). */
+	/* A stretched tick (idle_next()) that would end past that flushes now. */
 	if (now_ns - c->flushed >= SHM_BATCH_MS * NSEC_PER_MSEC / 4 * 3 &&
 	    (shm_stage__cnt(c->st, SHM_CNT_OUT) - c->flushed_recs >= SHM_BATCH_SMALL_RECS ||
-	     now_ns - c->flushed >= (SHM_BATCH_IDLE_MS - SHM_BATCH_MS / 4) * NSEC_PER_MSEC)) {
+	     MAX(now_ns, c->tick_len_ns > NSEC_PER_SEC ? c->next_tick_ns : 0) - c->flushed >=
+		     (SHM_BATCH_IDLE_MS - SHM_BATCH_MS / 4) * NSEC_PER_MSEC)) {
 		shm_ring__flush_sp(c->ring);
 		c->flushed = now_ns;
 		c->flushed_recs = shm_stage__cnt(c->st, SHM_CNT_OUT);
@@ -1000,6 +1011,7 @@ int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGURG, &sa, NULL) < 0)
 		log_warn_errno(-errno, "SIGURG handler: %m (a stop may wait for the next tick)");
+	c->epfd = -1;
 	c->st = ctx->st;
 	/* Only a stop of this generation leaves unsent losses to the monitor. */
 	shm_stage__cnt_set(c->st, CAP_CNT_LOSS_PENDING, 0);
@@ -1023,6 +1035,20 @@ int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 	 * and libbpf freed it after loading; nothing else will reuse that heap,
 	 * so give it back now instead of carrying it in RSS for the run. */
 	malloc_trim(0);
+	/* A stretched tick sleeps up to CAP_IDLE_TICK_MAX_NS: the mapping
+	 * history's rings must wake us before they overflow, as the BPF ring
+	 * buffer does (nested: that epoll fd is readable when it has events). */
+	if (c->mmapev && c->bpf) {
+		struct epoll_event ev = {.events = EPOLLIN};
+
+		c->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (c->epfd >= 0 &&
+		    (epoll_ctl(c->epfd, EPOLL_CTL_ADD, cap_bpf__epoll_fd(c->bpf), &ev) < 0 ||
+		     cap_mmapev__watch(c->mmapev, c->epfd) < 0)) {
+			close(c->epfd);
+			c->epfd = -1;
+		}
+	}
 	c->next_tick_ns = clock_ns(CLOCK_MONOTONIC) + NSEC_PER_SEC;
 	c->tick_len_ns = NSEC_PER_SEC;
 	if (c->cfg->flags & CPA_CFG_OFFCPU)
@@ -1041,6 +1067,8 @@ void capture__free(void *obj)
 	if (!c)
 		return;
 	backend_free(c);
+	if (c->epfd >= 0)
+		close(c->epfd);
 	cap_mmapev__free(c->mmapev);
 	cap_sched__free(c->sched);
 	cap_policy__free(c->policy);
