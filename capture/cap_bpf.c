@@ -930,9 +930,16 @@ int cap_bpf__epoll_fd(const struct cap_bpf *b)
 	return ring_buffer__epoll_fd(b->rb);
 }
 
-void cap_bpf__wake_next(struct cap_bpf *b, bool on)
+uint64_t cap_bpf__wake_left(const struct cap_bpf *b)
 {
-	__atomic_store_n(&b->skel->bss->wake_next, on, __ATOMIC_RELAXED);
+	int64_t n = __atomic_load_n(&b->skel->bss->wake_left, __ATOMIC_RELAXED);
+
+	return n > 0 ? (uint64_t)n : 0;
+}
+
+void cap_bpf__wake_after(struct cap_bpf *b, uint32_t n)
+{
+	__atomic_store_n(&b->skel->bss->wake_left, (int64_t)n, __ATOMIC_RELAXED);
 }
 
 void cap_bpf__detach(struct cap_bpf *b)

@@ -41,6 +41,8 @@
  * under the supervisor's stop timeout (5 s), which a STOP that comes during
  * the sleep must not outlast should its nudge (SIGURG) be missed. */
 #define CAP_IDLE_TICK_MAX_NS (4 * NSEC_PER_SEC)
+/* ... while at most this many samples a second fire (idle_next()). */
+#define CAP_IDLE_SAMPLES_PER_S 1
 
 struct capture {
 	const volatile sig_atomic_t *term; /* SIGTERM seen */
@@ -71,7 +73,7 @@ struct capture {
 	/* The metrics interval: a second, longer on an idle host (idle_next());
 	 * samples taken or filtered (PRODUCED + FILTERED) at the last tick; when
 	 * the stats were last read (CLOCK_MONOTONIC). */
-	uint64_t tick_len_ns, active_mark, stats_ns;
+	uint64_t tick_len_ns, active_mark, stats_ns, tick_at_ns;
 	/* The poll's sleep: the BPF ring buffer's epoll and the mapping
 	 * history's rings (their half-full wakeup); -1: the former alone. */
 	int epfd;
@@ -823,6 +825,12 @@ int capture__finish(void *obj, enum shm_stage_end how)
 	if (r < 0 && r != -EINTR)
 		return log_error_errno(r, "drain the kernel buffers: %m");
 	stats_sync(c, true);
+	/* A stretched interval's totals (idle_next()) up to now: seconds of
+	 * them, not the part of one second the per-second tick leaves out. */
+	if (c->sched && c->tick_len_ns > NSEC_PER_SEC &&
+	    cap_sched__tick(c->sched, &c->emit, clock_ns(CLOCK_REALTIME), NULL, NULL, 0) < 0)
+		log_warn("sequence numbers used up: the last metrics interval is not stored");
+	cap_emit__commit(&c->emit);
 
 	/* The consumer is still running during a graceful stop and an orphan
 	 * drain: give it a moment to make room, so the store shows what we
@@ -867,21 +875,23 @@ int capture__finish(void *obj, enum shm_stage_end how)
 
 /*
  * The next metrics interval (docs/metrics.md, "Idle host"). A second while
- * anything happens; while no sample fired on a task other than the idle one
- * (taken, or dropped by --pid/--comm) it doubles up to CAP_IDLE_TICK_MAX_NS
- * (and half the hang timeout): capture then sleeps through it, its record
- * covering the whole interval, unless the BPF side wakes it with the first
- * record (wake_next), which ends the interval at once. Only when nothing else
- * needs the per-second tick: probes (their budget), policies (evaluated per
- * second), off-CPU (flushed per second), losses still to send.
+ * anything happens. While at most CAP_IDLE_SAMPLES_PER_S samples a second
+ * fired on tasks other than the idle one (taken, or dropped by --pid/--comm:
+ * at 49 Hz, under ~2 % of one CPU busy) it doubles up to CAP_IDLE_TICK_MAX_NS
+ * (and half the hang timeout): capture sleeps through it and its record
+ * covers it all, unless more records than that come (the BPF side wakes us
+ * with the one past it, wake_after), which ends it then. Only when nothing
+ * else needs the per-second tick: probes (their budget), policies (evaluated
+ * per second), off-CPU (flushed per second), losses still to send.
  */
-static uint64_t idle_next(struct capture *c)
+static uint64_t idle_next(struct capture *c, uint64_t now_ns)
 {
 	uint64_t act = c->bpf_stats[CPA_BPF_STAT_PRODUCED] + c->bpf_stats[CPA_BPF_STAT_FILTERED];
-	uint64_t max = CAP_IDLE_TICK_MAX_NS;
-	bool quiet = act == c->active_mark;
+	uint64_t max = CAP_IDLE_TICK_MAX_NS, secs = (now_ns - c->tick_at_ns) / NSEC_PER_SEC;
+	bool quiet = act - c->active_mark <= MAX(secs, 1) * CAP_IDLE_SAMPLES_PER_S;
 
 	c->active_mark = act;
+	c->tick_at_ns = now_ns;
 	if (!quiet || !c->bpf || (c->mmapev && c->epfd < 0) || c->policy || c->cfg->nr_probes ||
 	    (c->cfg->flags & (CPA_CFG_OFFCPU | CPA_CFG_ONESHOT)) ||
 	    cap_emit__losses_pending(&c->emit))
@@ -935,6 +945,7 @@ int capture__poll(void *obj)
 int capture__tick(void *obj, uint64_t now_ns)
 {
 	struct capture *c = obj;
+	uint32_t wake;
 	int r;
 
 	c->now = now_ns;
@@ -946,12 +957,10 @@ int capture__tick(void *obj, uint64_t now_ns)
 		c->poll_ms = CAP_POLL_MIN_MS;
 	else if (c->tick_len_ns > NSEC_PER_SEC)
 		c->poll_ms = (int)(c->tick_len_ns / NSEC_PER_MSEC); /* up to the tick */
-	/* Samples during a stretched interval: it ends now, seconds again. */
-	if (c->tick_len_ns > NSEC_PER_SEC && c->polled > 0) {
+	/* More records than a stretched interval allows woke us: it ends now,
+	 * seconds again. */
+	if (c->tick_len_ns > NSEC_PER_SEC && c->polled > 0 && !cap_bpf__wake_left(c->bpf))
 		c->next_tick_ns = now_ns;
-		c->tick_len_ns = NSEC_PER_SEC;
-		cap_bpf__wake_next(c->bpf, false);
-	}
 	if (now_ns >= c->next_tick_ns) {
 		/* Follow wall clock steps within a second. */
 		cap_clock__update(&c->emit.clock);
@@ -963,12 +972,14 @@ int capture__tick(void *obj, uint64_t now_ns)
 			return log_error_errno(-EOVERFLOW,
 					       "sequence numbers of generation %u used up",
 					       c->st->generation);
-		c->tick_len_ns = idle_next(c);
+		c->tick_len_ns = idle_next(c, now_ns);
 		c->next_tick_ns += c->tick_len_ns;
 		if (c->next_tick_ns <= now_ns)
 			c->next_tick_ns = now_ns + c->tick_len_ns;
+		/* Past a stretched interval's allowance the BPF side wakes us. */
+		wake = (uint32_t)(c->tick_len_ns / NSEC_PER_SEC) * CAP_IDLE_SAMPLES_PER_S + 1;
 		if (c->bpf)
-			cap_bpf__wake_next(c->bpf, c->tick_len_ns > NSEC_PER_SEC);
+			cap_bpf__wake_after(c->bpf, c->tick_len_ns > NSEC_PER_SEC ? wake : 0);
 		if (c->cfg->flags & CPA_CFG_OFFCPU)
 			c->next_tick_ns = offcpu_next_tick(now_ns);
 	}
@@ -1051,6 +1062,7 @@ int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 	}
 	c->next_tick_ns = clock_ns(CLOCK_MONOTONIC) + NSEC_PER_SEC;
 	c->tick_len_ns = NSEC_PER_SEC;
+	c->tick_at_ns = clock_ns(CLOCK_MONOTONIC);
 	if (c->cfg->flags & CPA_CFG_OFFCPU)
 		c->next_tick_ns = offcpu_next_tick(clock_ns(CLOCK_MONOTONIC));
 	c->poll_ms = CAP_POLL_FLOW_MS;
