@@ -454,16 +454,16 @@ START_TEST(test_metrics_idle)
 	int rc;
 
 	test_need_root_bpf(bin, sizeof(bin));
-	path_of(cpa, sizeof(cpa), "cpa");
-	ck_assert_ptr_nonnull(mkdtemp(store));
-	snprintf(log, sizeof(log), "%s/monitor.log", store);
-	sleeper = fork();
+	sleeper = fork(); /* what --pid samples: it never runs */
 	ck_assert_int_ge(sleeper, 0);
 	if (!sleeper) {
 		pause();
 		_exit(0);
 	}
 	snprintf(spid, sizeof(spid), "%d", sleeper);
+	path_of(cpa, sizeof(cpa), "cpa");
+	ck_assert_ptr_nonnull(mkdtemp(store));
+	snprintf(log, sizeof(log), "%s/monitor.log", store);
 	mon = spawn_monitor(margv, log, 60);
 	s0 = time(NULL);
 	sleep(5); /* started, and a stretch under way */
