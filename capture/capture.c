@@ -921,7 +921,10 @@ int capture__poll(void *obj)
 	if (c->mmapev && c->bpf) {
 		struct epoll_event ev;
 
-		if (c->epfd < 0)
+		/* The mapping rings only while a stretched tick sleeps: every
+		 * second they are drained anyway, and a churning host's would
+		 * wake us more often. */
+		if (c->epfd < 0 || c->tick_len_ns <= NSEC_PER_SEC)
 			r = cap_bpf__wait(c->bpf, wait_ms);
 		else if (epoll_wait(c->epfd, &ev, 1, wait_ms) < 0)
 			r = -errno;
