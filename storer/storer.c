@@ -578,8 +578,9 @@ void storer__wait_for(void *obj, uint64_t now_ns, uint64_t *ret_wake_bytes, int 
 {
 	struct storer *s = obj;
 	uint64_t ms = s->wait_ns && now_ns > s->wait_ns ? (now_ns - s->wait_ns) / NSEC_PER_MSEC : 0;
-	bool busy,
-		small = (s->taken - s->wait_taken) * SHM_BATCH_MS < SHM_BATCH_SMALL_RECS * (ms + 1);
+	uint64_t n = s->taken - s->wait_taken;
+	/* a delivery (records came), and a small one */
+	bool busy, small = n && n * SHM_BATCH_MS < SHM_BATCH_SMALL_RECS * (ms + 1);
 
 	*ret_wake_bytes = storer__wake_bytes(s);
 	*ret_ms = storer__sleep_ms(s, now_ns);
