@@ -598,6 +598,9 @@ struct snap {
 	bool ok[P_NPROC];
 	struct cost_proc p[P_NPROC];
 	struct cost_bpf bpf;
+	/* per program of m->bpf (the idle table's breakdown): id, bpf_stats totals */
+	uint32_t prog_id[COST_MAX_PROGS];
+	uint64_t prog_ns[COST_MAX_PROGS], prog_cnt[COST_MAX_PROGS];
 	uint64_t cnt[SHM_STAGE_MAX][SHM_CNT_MAX];
 	uint64_t restarts[SHM_STAGE_MAX];
 	uint64_t machine_busy, machine_total;
@@ -639,6 +642,11 @@ static void snap_take(struct mon *m, struct snap *s)
 	for (int i = 0; i < P_NPROC; i++)
 		s->ok[i] = s->pid[i] > 0 && cost_proc_read(s->pid[i], &s->p[i]) == 0;
 	cost_bpf_read(&m->bpf, &s->bpf);
+	for (int i = 0; i < m->bpf.n; i++) {
+		s->prog_id[i] = m->bpf.ids[i];
+		if (cost_bpf_prog(m->bpf.ids[i], NULL, 0, &s->prog_ns[i], &s->prog_cnt[i]) < 0)
+			s->prog_id[i] = 0;
+	}
 	cost_machine_busy(&s->machine_busy, &s->machine_total);
 	ovh_dir_bytes(m->store, &s->store_bytes, NULL);
 }
@@ -1014,6 +1022,34 @@ out:
 	return err;
 }
 
+/* Each cpa program's runs and time over the window (t0 to the last tick before the exit). */
+static void print_bpf_progs(const struct mon *m)
+{
+	const struct snap *a = &m->t0, *b = &m->prev;
+	double win_s = (double)(b->t_ns - a->t_ns) / 1e9;
+
+	printf("\n=== idle: cpa's BPF programs over the %.1f s window ===\n", win_s);
+	printf("  %-24s %10s %10s %10s\n", "program", "runs/s", "us/run", "% of core");
+	for (int i = 0; i < COST_MAX_PROGS && win_s > 0; i++) {
+		char name[64];
+		uint64_t ns, cnt;
+
+		if (!b->prog_id[i] ||
+		    cost_bpf_prog(b->prog_id[i], name, sizeof(name), &ns, &cnt) < 0)
+			continue;
+		for (int j = 0; j < COST_MAX_PROGS; j++) {
+			if (a->prog_id[j] != b->prog_id[i])
+				continue;
+			cnt = b->prog_cnt[i] - a->prog_cnt[j];
+			ns = b->prog_ns[i] - a->prog_ns[j];
+			printf("  %-24s %10.1f %10.2f %10.4f\n", name, (double)cnt / win_s,
+			       cnt ? (double)ns / 1e3 / (double)cnt : 0.0,
+			       (double)ns / 1e7 / win_s);
+			break;
+		}
+	}
+}
+
 /* Idle: the agent with nothing to sample (--pid of a process that sleeps), or the whole
  * machine as it is with --idle_all. */
 static int run_idle(struct result *r)
@@ -1050,6 +1086,7 @@ static int run_idle(struct result *r)
 		goto out;
 	}
 	mon_result(&m, r);
+	print_bpf_progs(&m);
 	r->s[M_MONITOR_EXIT] = mon_stop(&m);
 	mon_final(&m, r, store);
 out:

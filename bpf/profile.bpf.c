@@ -34,6 +34,10 @@ const volatile __u32 rec_mode = CPA_BPF_REC_FIXED;	       /* enum cpa_bpf_rec_mo
 const volatile bool kernel_only = false;		       /* no user regs/stacks at all */
 const volatile bool with_idle = false;			       /* sample pid 0 too */
 const volatile __u64 wakeup_bytes = 0; /* force a wakeup once this much is pending; 0 never */
+/* Set by capture while it sleeps through an idle host's stretched tick
+ * (docs/metrics.md, "Idle host"): the record that brings it to 0 wakes it.
+ * Plain decrements: two CPUs may take the same step, never past 0. */
+__s64 wake_left = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -106,6 +110,13 @@ static __always_inline __u64 submit_flags(void)
 {
 	/* A wakeup costs ~5 us here; capture polls on a deadline instead and
 	 * only needs a nudge when the buffer is filling up faster than that. */
+	__s64 left = wake_left;
+
+	if (left > 0) {
+		wake_left = left - 1;
+		if (left == 1)
+			return BPF_RB_FORCE_WAKEUP;
+	}
 	if (wakeup_bytes && bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;

@@ -403,7 +403,10 @@ int cap_bpf__boost(struct cap_bpf *b, uint32_t freq, uint32_t div)
 	return r;
 }
 
-static int perf_open_cpu_clock(unsigned int cpu, uint32_t freq)
+/* exclude_idle: a tick that finds the CPU idle runs no program (the BPF side
+ * would leave at once: pid 0 is not sampled without with_idle); on an idle
+ * host those were most of the program's runs. */
+static int perf_open_cpu_clock(unsigned int cpu, uint32_t freq, bool exclude_idle)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
@@ -411,6 +414,7 @@ static int perf_open_cpu_clock(unsigned int cpu, uint32_t freq)
 		.config = PERF_COUNT_SW_CPU_CLOCK,
 		.sample_freq = freq,
 		.freq = 1,
+		.exclude_idle = exclude_idle,
 	};
 	int fd = (int)syscall(__NR_perf_event_open, &attr, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
 
@@ -435,7 +439,7 @@ int cap_bpf__attach(struct cap_bpf *b, const unsigned int *cpus, unsigned int n,
 
 	for (unsigned int i = 0; i < n; i++) {
 		struct bpf_link *link;
-		int fd = perf_open_cpu_clock(cpus[i], freq);
+		int fd = perf_open_cpu_clock(cpus[i], freq, !b->skel->rodata->with_idle);
 
 		if (fd == -ENODEV) /* went offline since we read the list */
 			continue;
@@ -923,6 +927,23 @@ int cap_bpf__wait(struct cap_bpf *b, int timeout_ms)
 	int r = epoll_wait(ring_buffer__epoll_fd(b->rb), &ev, 1, timeout_ms);
 
 	return r < 0 ? -errno : r;
+}
+
+int cap_bpf__epoll_fd(const struct cap_bpf *b)
+{
+	return ring_buffer__epoll_fd(b->rb);
+}
+
+uint64_t cap_bpf__wake_left(const struct cap_bpf *b)
+{
+	int64_t n = __atomic_load_n(&b->skel->bss->wake_left, __ATOMIC_RELAXED);
+
+	return n > 0 ? (uint64_t)n : 0;
+}
+
+void cap_bpf__wake_after(struct cap_bpf *b, uint32_t n)
+{
+	__atomic_store_n(&b->skel->bss->wake_left, (int64_t)n, __ATOMIC_RELAXED);
 }
 
 void cap_bpf__detach(struct cap_bpf *b)

@@ -82,6 +82,13 @@ int cap_bpf__poll(struct cap_bpf *b, int timeout_ms);
 /* Sleep up to timeout_ms until the buffer has a wakeup pending, consuming
  * nothing (cap_bpf__poll(b, 0) does after): 1, 0 on timeout, -EINTR, -errno. */
 int cap_bpf__wait(struct cap_bpf *b, int timeout_ms);
+/* The epoll fd cap_bpf__wait() sleeps on (readable: a wakeup pending). */
+int cap_bpf__epoll_fd(const struct cap_bpf *b);
+/* n > 0: the n-th record the BPF side submits from now wakes cap_bpf__wait()
+ * (once); 0: off (the usual wakeups only). */
+void cap_bpf__wake_after(struct cap_bpf *b, uint32_t n);
+/* Records still to come before that wakeup (0: it came, or off). */
+uint64_t cap_bpf__wake_left(const struct cap_bpf *b);
 /* Detach everything: no new records after this returns. */
 void cap_bpf__detach(struct cap_bpf *b);
 /* Emit the blocked time so far of every thread still off-CPU (once a second

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -329,6 +330,17 @@ int cap_mmapev__drain(struct cap_mmapev *m)
 	for (i = 0; i < m->n_recs && r >= 0; i++)
 		r = handle(m, m->buf + m->recs[i].off, m->recs[i].time);
 	return r < 0 ? r : (int)m->n_recs;
+}
+
+int cap_mmapev__watch(const struct cap_mmapev *m, int epfd)
+{
+	for (unsigned int i = 0; i < m->n_cpus; i++) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.fd = m->cpus[i].fd};
+
+		if (m->cpus[i].fd >= 0 && epoll_ctl(epfd, EPOLL_CTL_ADD, m->cpus[i].fd, &ev) < 0)
+			return -errno;
+	}
+	return 0;
 }
 
 uint64_t cap_mmapev__lost(const struct cap_mmapev *m)

@@ -26,6 +26,8 @@ int cap_mmapev__open(const unsigned int *cpus, unsigned int n, uint32_t target_t
 int cap_mmapev__drain(struct cap_mmapev *m);
 /* Records the kernel dropped (PERF_RECORD_LOST) so far. */
 uint64_t cap_mmapev__lost(const struct cap_mmapev *m);
+/* Add each ring to epfd (EPOLLIN: half full, its wakeup watermark). */
+int cap_mmapev__watch(const struct cap_mmapev *m, int epfd);
 /* Tell py (NULL: nobody) of each mapping event before it is emitted. */
 struct cap_python;
 void cap_mmapev__set_python(struct cap_mmapev *m, struct cap_python *py);

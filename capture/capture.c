@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mount.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -36,6 +37,12 @@
 #define CAP_OFFCPU_THREADS     16384		   /* (thread, place) stash entries at once */
 #define CAP_OFFCPU_TICK_LAG_NS (2 * NSEC_PER_MSEC) /* tick this long after a wall second */
 #define CAP_TICK_RINGBUF_MAX   (2u << 20) /* BPF ring buffer grown for one wakeup a second */
+/* The longest metrics interval on an idle host (docs/metrics.md, "Idle host"):
+ * under the supervisor's stop timeout (5 s), which a STOP that comes during
+ * the sleep must not outlast should its nudge (SIGURG) be missed. */
+#define CAP_IDLE_TICK_MAX_NS (4 * NSEC_PER_SEC)
+/* ... while at most this many samples a second fire (idle_next()). */
+#define CAP_IDLE_SAMPLES_PER_S 1
 
 struct capture {
 	const volatile sig_atomic_t *term; /* SIGTERM seen */
@@ -63,6 +70,13 @@ struct capture {
 	uint64_t down_since_ns; /* kernel MONOTONIC: a killed generation's estimated end */
 	uint64_t down_rate;	/* ... and its samples per second then (0: no estimate) */
 	uint64_t next_tick_ns;	/* CLOCK_MONOTONIC of the next second's work */
+	/* The metrics interval: a second, longer on an idle host (idle_next());
+	 * samples taken or filtered (PRODUCED + FILTERED) at the last tick; when
+	 * the stats were last read (CLOCK_MONOTONIC). */
+	uint64_t tick_len_ns, active_mark, stats_ns, tick_at_ns;
+	/* The poll's sleep: the BPF ring buffer's epoll and the mapping
+	 * history's rings (their half-full wakeup); -1: the former alone. */
+	int epfd;
 	/* The poll's deadline (cap_poll_next_ms()): the last poll's result,
 	 * the deadline, and when the last deadline was set, ring 0 flushed and
 	 * the tick ran (CLOCK_MONOTONIC); the records out (SHM_CNT_OUT) at
@@ -322,7 +336,16 @@ static void stats_sync(struct capture *c, bool end)
 	shm_stage__cnt_add(c->st, CAP_CNT_PRODUCED, d[CPA_BPF_STAT_PRODUCED]);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_SYNCED, now[CPA_BPF_STAT_PRODUCED]);
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_TICK_NS, clock_kernel_ns(CLOCK_MONOTONIC));
-	shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE, d[CPA_BPF_STAT_PRODUCED]);
+	{
+		/* Per second, also over a stretched interval (idle_next()). */
+		uint64_t mono = clock_ns(CLOCK_MONOTONIC), dt = mono - c->stats_ns;
+
+		shm_stage__cnt_set(c->st, CAP_CNT_GEN_RATE,
+				   c->stats_ns && dt > 3 * NSEC_PER_SEC / 2
+					   ? d[CPA_BPF_STAT_PRODUCED] * NSEC_PER_SEC / dt
+					   : d[CPA_BPF_STAT_PRODUCED]);
+		c->stats_ns = mono;
+	}
 	probe_stats_sync(c, end);
 }
 
@@ -802,6 +825,12 @@ int capture__finish(void *obj, enum shm_stage_end how)
 	if (r < 0 && r != -EINTR)
 		return log_error_errno(r, "drain the kernel buffers: %m");
 	stats_sync(c, true);
+	/* A stretched interval's totals (idle_next()) up to now: seconds of
+	 * them, not the part of one second the per-second tick leaves out. */
+	if (c->sched && c->tick_len_ns > NSEC_PER_SEC &&
+	    cap_sched__tick(c->sched, &c->emit, clock_ns(CLOCK_REALTIME), NULL, NULL, 0) < 0)
+		log_warn("sequence numbers used up: the last metrics interval is not stored");
+	cap_emit__commit(&c->emit);
 
 	/* The consumer is still running during a graceful stop and an orphan
 	 * drain: give it a moment to make room, so the store shows what we
@@ -844,6 +873,34 @@ int capture__finish(void *obj, enum shm_stage_end how)
 	return 0;
 }
 
+/*
+ * The next metrics interval (docs/metrics.md, "Idle host"). A second while
+ * anything happens. While at most CAP_IDLE_SAMPLES_PER_S samples a second
+ * fired on tasks other than the idle one (taken, or dropped by --pid/--comm:
+ * at 49 Hz, under ~2 % of one CPU busy) it doubles up to CAP_IDLE_TICK_MAX_NS
+ * (and half the hang timeout): capture sleeps through it and its record
+ * covers it all, unless more records than that come (the BPF side wakes us
+ * with the one past it, wake_after), which ends it then. Only when nothing
+ * else needs the per-second tick: probes (their budget), policies (evaluated
+ * per second), off-CPU (flushed per second), losses still to send.
+ */
+static uint64_t idle_next(struct capture *c, uint64_t now_ns)
+{
+	uint64_t act = c->bpf_stats[CPA_BPF_STAT_PRODUCED] + c->bpf_stats[CPA_BPF_STAT_FILTERED];
+	uint64_t max = CAP_IDLE_TICK_MAX_NS, secs = (now_ns - c->tick_at_ns) / NSEC_PER_SEC;
+	bool quiet = act - c->active_mark <= MAX(secs, 1) * CAP_IDLE_SAMPLES_PER_S;
+
+	c->active_mark = act;
+	c->tick_at_ns = now_ns;
+	if (!quiet || !c->bpf || (c->mmapev && c->epfd < 0) || c->policy || c->cfg->nr_probes ||
+	    (c->cfg->flags & (CPA_CFG_OFFCPU | CPA_CFG_ONESHOT)) ||
+	    cap_emit__losses_pending(&c->emit))
+		return NSEC_PER_SEC;
+	if (c->cfg->hang_timeout_ms)
+		max = MIN(max, (uint64_t)c->cfg->hang_timeout_ms * NSEC_PER_MSEC / 2);
+	return MAX(MIN(c->tick_len_ns * 2, max), NSEC_PER_SEC);
+}
+
 /* ms until the next once-a-second tick is due. */
 static int next_tick_ms(const struct capture *c, uint64_t now_ns)
 {
@@ -862,7 +919,15 @@ int capture__poll(void *obj)
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ALIVE_NS,
 			   __atomic_load_n(&c->st->heartbeat_ns, __ATOMIC_RELAXED));
 	if (c->mmapev && c->bpf) {
-		r = cap_bpf__wait(c->bpf, wait_ms);
+		struct epoll_event ev;
+
+		/* The mapping rings only while a stretched tick sleeps: every
+		 * second they are drained anyway, and a churning host's would
+		 * wake us more often. */
+		if (c->epfd < 0 || c->tick_len_ns <= NSEC_PER_SEC)
+			r = cap_bpf__wait(c->bpf, wait_ms);
+		else if (epoll_wait(c->epfd, &ev, 1, wait_ms) < 0)
+			r = -errno;
 		wait_ms = 0;
 	}
 	if (r >= 0 || r == -EINTR)
@@ -883,6 +948,7 @@ int capture__poll(void *obj)
 int capture__tick(void *obj, uint64_t now_ns)
 {
 	struct capture *c = obj;
+	uint32_t wake;
 	int r;
 
 	c->now = now_ns;
@@ -892,6 +958,12 @@ int capture__tick(void *obj, uint64_t now_ns)
 	}
 	if (cap_python__soon(c->python))
 		c->poll_ms = CAP_POLL_MIN_MS;
+	else if (c->tick_len_ns > NSEC_PER_SEC)
+		c->poll_ms = (int)(c->tick_len_ns / NSEC_PER_MSEC); /* up to the tick */
+	/* More records than a stretched interval allows woke us: it ends now,
+	 * seconds again. */
+	if (c->tick_len_ns > NSEC_PER_SEC && c->polled > 0 && !cap_bpf__wake_left(c->bpf))
+		c->next_tick_ns = now_ns;
 	if (now_ns >= c->next_tick_ns) {
 		/* Follow wall clock steps within a second. */
 		cap_clock__update(&c->emit.clock);
@@ -903,9 +975,14 @@ int capture__tick(void *obj, uint64_t now_ns)
 			return log_error_errno(-EOVERFLOW,
 					       "sequence numbers of generation %u used up",
 					       c->st->generation);
-		c->next_tick_ns += NSEC_PER_SEC;
+		c->tick_len_ns = idle_next(c, now_ns);
+		c->next_tick_ns += c->tick_len_ns;
 		if (c->next_tick_ns <= now_ns)
-			c->next_tick_ns = now_ns + NSEC_PER_SEC;
+			c->next_tick_ns = now_ns + c->tick_len_ns;
+		/* Past a stretched interval's allowance the BPF side wakes us. */
+		wake = (uint32_t)(c->tick_len_ns / NSEC_PER_SEC) * CAP_IDLE_SAMPLES_PER_S + 1;
+		if (c->bpf)
+			cap_bpf__wake_after(c->bpf, c->tick_len_ns > NSEC_PER_SEC ? wake : 0);
 		if (c->cfg->flags & CPA_CFG_OFFCPU)
 			c->next_tick_ns = offcpu_next_tick(now_ns);
 	}
@@ -918,9 +995,11 @@ int capture__tick(void *obj, uint64_t now_ns)
 	/* About to sleep: unwindd gets the batch period's samples in one
 	 * wakeup (more than its wake_bytes woke it already); a period that
 	 * carried little stretches to SHM_BATCH_IDLE_MS (shm/stage_loop.h). */
+	/* A stretched tick (idle_next()) that would end past that flushes now. */
 	if (now_ns - c->flushed >= SHM_BATCH_MS * NSEC_PER_MSEC / 4 * 3 &&
 	    (shm_stage__cnt(c->st, SHM_CNT_OUT) - c->flushed_recs >= SHM_BATCH_SMALL_RECS ||
-	     now_ns - c->flushed >= (SHM_BATCH_IDLE_MS - SHM_BATCH_MS / 4) * NSEC_PER_MSEC)) {
+	     MAX(now_ns, c->tick_len_ns > NSEC_PER_SEC ? c->next_tick_ns : 0) - c->flushed >=
+		     (SHM_BATCH_IDLE_MS - SHM_BATCH_MS / 4) * NSEC_PER_MSEC)) {
 		shm_ring__flush_sp(c->ring);
 		c->flushed = now_ns;
 		c->flushed_recs = shm_stage__cnt(c->st, SHM_CNT_OUT);
@@ -928,13 +1007,25 @@ int capture__tick(void *obj, uint64_t now_ns)
 	return 0;
 }
 
+static void on_nudge(int sig)
+{
+	(void)sig;
+}
+
 int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 {
+	/* The supervisor's nudge with a STOP: it cuts a stretched poll short
+	 * (no SA_RESTART), the loop's head then sees the command. */
+	struct sigaction sa = {.sa_handler = on_nudge};
 	struct capture *c = calloc(1, sizeof(*c));
 	int r;
 
 	if (!c)
 		return log_error_errno(-ENOMEM, "allocate capture state: %m");
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGURG, &sa, NULL) < 0)
+		log_warn_errno(-errno, "SIGURG handler: %m (a stop may wait for the next tick)");
+	c->epfd = -1;
 	c->st = ctx->st;
 	/* Only a stop of this generation leaves unsent losses to the monitor. */
 	shm_stage__cnt_set(c->st, CAP_CNT_LOSS_PENDING, 0);
@@ -958,7 +1049,23 @@ int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 	 * and libbpf freed it after loading; nothing else will reuse that heap,
 	 * so give it back now instead of carrying it in RSS for the run. */
 	malloc_trim(0);
+	/* A stretched tick sleeps up to CAP_IDLE_TICK_MAX_NS: the mapping
+	 * history's rings must wake us before they overflow, as the BPF ring
+	 * buffer does (nested: that epoll fd is readable when it has events). */
+	if (c->mmapev && c->bpf) {
+		struct epoll_event ev = {.events = EPOLLIN};
+
+		c->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (c->epfd >= 0 &&
+		    (epoll_ctl(c->epfd, EPOLL_CTL_ADD, cap_bpf__epoll_fd(c->bpf), &ev) < 0 ||
+		     cap_mmapev__watch(c->mmapev, c->epfd) < 0)) {
+			close(c->epfd);
+			c->epfd = -1;
+		}
+	}
 	c->next_tick_ns = clock_ns(CLOCK_MONOTONIC) + NSEC_PER_SEC;
+	c->tick_len_ns = NSEC_PER_SEC;
+	c->tick_at_ns = clock_ns(CLOCK_MONOTONIC);
 	if (c->cfg->flags & CPA_CFG_OFFCPU)
 		c->next_tick_ns = offcpu_next_tick(clock_ns(CLOCK_MONOTONIC));
 	c->poll_ms = CAP_POLL_FLOW_MS;
@@ -975,6 +1082,8 @@ void capture__free(void *obj)
 	if (!c)
 		return;
 	backend_free(c);
+	if (c->epfd >= 0)
+		close(c->epfd);
 	cap_mmapev__free(c->mmapev);
 	cap_sched__free(c->sched);
 	cap_policy__free(c->policy);

@@ -5,7 +5,8 @@
  * common/daemon.h and shm/stage_loop.h (docs/pipeline.md); this is the
  * table of its hooks. Its input source is one poll of the BPF ring buffer
  * (or the perf backend's buffers) on its own deadline (cap_emit.h), with a
- * heartbeat on every turn: polls are never more than a second apart.
+ * heartbeat on every turn: polls are never more than a second apart, or
+ * CAP_IDLE_TICK_MAX_NS on an idle host (docs/metrics.md, "Idle host").
  */
 #include "capture.h"
 #include "common/daemon.h"

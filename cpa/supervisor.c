@@ -652,6 +652,9 @@ static void stop_step_begin(struct supervisor *s)
 			st->stop_asked = true;
 			st->deadline_ns = now + s->p.stop_timeout_ms * NSEC_PER_MSEC;
 			__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_STOP, __ATOMIC_RELEASE);
+			/* An idle capture may sleep up to 4 s (docs/metrics.md, "Idle
+			 * host"): the nudge cuts it short (it ignores the signal). */
+			kill(st->pid, SIGURG);
 			log_info("stopping %s (pid %d)", st->name, st->pid);
 			snprintf(status, sizeof(status), "stopping: %s", st->name);
 			set_status(s, status);

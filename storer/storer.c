@@ -45,6 +45,9 @@ struct storer {
 	uint64_t last_log_ns;
 	uint64_t cap_mb;       /* mem_limit_mb applied */
 	struct heap_trim trim; /* common/heaptrim.h */
+	/* Records taken, and how many and when (the loop's clock) at the last
+	 * wait: their rate tells a stretched batch (storer__wait_for()). */
+	uint64_t taken, wait_taken, wait_ns;
 };
 
 int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_writer *w,
@@ -399,6 +402,7 @@ int storer__batch(void *obj, unsigned int max)
 		return 0;
 	cnt(s, SHM_CNT_BATCHES, 1);
 	cnt(s, SHM_CNT_IN, n);
+	s->taken += n;
 	/* Do not sit on more than a quarter of the ring: close the block early. */
 	if (s->unreleased > s->in->size / 4) {
 		if (store_writer__close_block(s->w) > 0)
@@ -558,10 +562,34 @@ int storer__sleep_ms(const struct storer *s, uint64_t now)
 	return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
+/*
+ * An idle host's pipeline delivers a stretched batch (fewer than
+ * SHM_BATCH_SMALL_RECS records per SHM_BATCH_MS, shm/stage_loop.h) every
+ * SHM_BATCH_IDLE_MS or so, all its records at once: the open block then
+ * waits for the next delivery, which closes it, rather than for its
+ * deadline a second or two later, which would be a wakeup of its own every
+ * delivery. At most STORER_STRETCH_MS: past the next delivery even when
+ * capture's ticks are stretched too (docs/metrics.md, "Idle host"); a reader
+ * sees such a block up to that much later.
+ */
+#define STORER_STRETCH_MS (2 * SHM_BATCH_IDLE_MS)
+
 void storer__wait_for(void *obj, uint64_t now_ns, uint64_t *ret_wake_bytes, int *ret_ms)
 {
-	*ret_wake_bytes = storer__wake_bytes(obj);
-	*ret_ms = storer__sleep_ms(obj, now_ns);
+	struct storer *s = obj;
+	uint64_t ms = s->wait_ns && now_ns > s->wait_ns ? (now_ns - s->wait_ns) / NSEC_PER_MSEC : 0;
+	uint64_t n = s->taken - s->wait_taken;
+	/* a delivery (records came), and a small one */
+	bool busy, small = n && n * SHM_BATCH_MS < SHM_BATCH_SMALL_RECS * (ms + 1);
+
+	*ret_wake_bytes = storer__wake_bytes(s);
+	*ret_ms = storer__sleep_ms(s, now_ns);
+	(void)store_writer__due(s->w, &busy);
+	if (small && s->wait_ns && *ret_ms >= 0 && *ret_ms < STORER_STRETCH_MS && !busy &&
+	    store_writer__deadline(s->w))
+		*ret_ms = STORER_STRETCH_MS;
+	s->wait_taken = s->taken;
+	s->wait_ns = now_ns;
 }
 
 int storer__close(void *obj, enum shm_stage_end how)

@@ -373,6 +373,154 @@ START_TEST(test_metrics_modes)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- idle host */
+
+#define ONCE "cpam_once"
+
+static void burn_for(double secs);
+
+/* Voluntary switches of pid's threads: its wakeups. */
+static unsigned long long wakeups(pid_t pid)
+{
+	char path[64], cmd[256], *out;
+	unsigned long long n = 0;
+	char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	snprintf(cmd, sizeof(cmd),
+		 "cat %s/*/status | awk '/^voluntary_ctxt_switches/ {n += $2} END {print n}'",
+		 path);
+	out = run(argv, &rc);
+	ck_assert_int_eq(rc, 0);
+	n = strtoull(out, NULL, 10);
+	free(out);
+	return n;
+}
+
+/* The monitor's child named comm. */
+static pid_t child_of(pid_t mon, const char *comm)
+{
+	char cmd[128], *out;
+	char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	pid_t p;
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "pgrep -P %d -x %s", mon, comm);
+	out = run(argv, &rc);
+	p = rc == 0 ? (pid_t)atoi(out) : 0;
+	free(out);
+	return p;
+}
+
+/* Busy ticks (user_HZ) of the host so far, /proc/stat's cpu line. */
+static unsigned long long busy_ticks(void)
+{
+	unsigned long long v[8] = {0};
+	FILE *f = fopen("/proc/stat", "r");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+				&v[2], &v[3], &v[4], &v[5], &v[6], &v[7]),
+			 8);
+	fclose(f);
+	return v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+}
+
+/*
+ * An idle host (docs/metrics.md, "Idle host"): with nothing sampled (--pid of
+ * a sleeping process) capture stretches its metrics interval, so it wakes
+ * far less than once a second; a process that runs once meanwhile (its
+ * samples dropped by --pid, so it does not end the stretch) is still in the
+ * metrics with its whole time on CPU. The wakeup count is checked only when
+ * the host itself was idle over the window (other work on it samples, which
+ * keeps the per-second tick, as it should); the totals always.
+ */
+START_TEST(test_metrics_idle)
+{
+	char cpa[PATH_MAX + 8], store[] = "/tmp/cpa-test-metrics-XXXXXX", log[PATH_MAX];
+	char a[16], b[16], spid[16], cmd[PATH_MAX + 16];
+	char *margv[] = {cpa,  "monitor", "--store_dir", store, "--pid", spid,
+			 "-F", "49",	  "--duration",	 "24",	NULL};
+	char *sargv[] = {cpa, "show",	   "--read", store,	"--starttime",
+			 a,   "--endtime", b,	     "--sched", NULL};
+	unsigned long long w0, w1, b0, b1;
+	struct rusage ru;
+	double once_ms, busy_pct, t0, t1;
+	time_t s0, s1;
+	pid_t sleeper, mon, cap, once;
+	struct row r;
+	char *out;
+	int rc;
+
+	test_need_root_bpf(bin, sizeof(bin));
+	sleeper = fork(); /* what --pid samples: it never runs */
+	ck_assert_int_ge(sleeper, 0);
+	if (!sleeper) {
+		pause();
+		_exit(0);
+	}
+	snprintf(spid, sizeof(spid), "%d", sleeper);
+	path_of(cpa, sizeof(cpa), "cpa");
+	ck_assert_ptr_nonnull(mkdtemp(store));
+	snprintf(log, sizeof(log), "%s/monitor.log", store);
+	mon = spawn_monitor(margv, log, 60);
+	s0 = time(NULL);
+	sleep(5); /* started, and a stretch under way */
+	cap = child_of(mon, "capture");
+	ck_assert_int_gt(cap, 0);
+	w0 = wakeups(cap);
+	b0 = busy_ticks();
+	t0 = now_s();
+	sleep(6);
+	once = fork();
+	ck_assert_int_ge(once, 0);
+	if (!once) {
+		prctl(PR_SET_NAME, ONCE);
+		burn_for(0.08);
+		_exit(0);
+	}
+	ck_assert_int_eq(wait_exit(once, &ru), 0);
+	once_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+		  (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+	sleep(10);
+	w1 = wakeups(cap);
+	b1 = busy_ticks();
+	t1 = now_s();
+	s1 = time(NULL);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	kill(sleeper, SIGKILL);
+	wait_exit(sleeper, NULL);
+
+	/* The host's busy time over the window, the once process's aside. */
+	busy_pct = ((double)(b1 - b0) * 1e3 / (double)sysconf(_SC_CLK_TCK) - once_ms) /
+		   ((t1 - t0) * 10);
+	fprintf(stderr, "idle: capture woke %llu times in %.1f s; host busy %.2f %% of a CPU\n",
+		w1 - w0, t1 - t0, busy_pct);
+	if (busy_pct < 0.5)
+		ck_assert_msg(w1 - w0 <= (unsigned long long)((t1 - t0) / 2),
+			      "capture woke %llu times in %.1f s on an idle host", w1 - w0,
+			      t1 - t0);
+	else
+		fprintf(stderr, "idle: the host was busy, the wakeup count is not checked\n");
+
+	tod(a, sizeof(a), s0);
+	tod(b, sizeof(b), s1 - 2); /* before the last record */
+	out = run(sargv, &rc);
+	fprintf(stderr, "%.600s\n", out);
+	ck_assert_msg(rc == 0, "cpa show --sched: exit %d", rc);
+	r = find_row(out, ONCE);
+	ck_assert_msg(r.found, "no %s row", ONCE);
+	ck_assert_msg(r.oncpu_ms > once_ms * 0.9 - 1 && r.oncpu_ms < once_ms * 1.1 + 1,
+		      "%s: %.1f ms on CPU in the metrics, %.1f ms by its rusage", ONCE, r.oncpu_ms,
+		      once_ms);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", store);
+	rc = system(cmd);
+	(void)rc;
+}
+END_TEST
+
 /* ---------------------------------------------------------------- policies */
 
 #define PBURN		 "cpam_pburn"
@@ -762,6 +910,10 @@ int main(void)
 	tcase_add_test(tc, test_metrics_runq);
 	tcase_add_test(tc, test_metrics_counters);
 	tcase_add_test(tc, test_metrics_modes);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("idle");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_metrics_idle);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("sampled");
 	tcase_set_timeout(tc, 120);
