@@ -33,9 +33,12 @@ struct sacc {
 struct sched_ctx {
 	const struct show_opts *o;
 	/* system part */
+	/* secs: the seconds the records cover (a record of an idle host's
+	 * stretched interval covers its interval_ms, docs/metrics.md "Idle host");
+	 * psi_ms, hw_ms: the time the PSI and hardware totals cover. */
 	uint64_t secs, load_sum, load_max, busy, iowait, idle;
-	uint64_t psi_some[CPA_PSI_MAX], psi_secs[CPA_PSI_MAX];
-	uint64_t hw_secs, cycles, instr, cmiss;
+	uint64_t psi_some[CPA_PSI_MAX], psi_ms[CPA_PSI_MAX];
+	uint64_t hw_ms, cycles, instr, cmiss;
 	bool hw_na;
 	uint64_t dropped, counter_secs, exact_secs, sampled_secs;
 	struct sacc all;
@@ -190,12 +193,14 @@ static void series_system(struct sched_ctx *c, const struct cpa_metrics *m, cons
 	}
 	if (c->json) {
 		fprintf(c->json,
-			"%s\n  {\"time\": \"%s\", \"time_ns\": %llu, \"load1\": %.2f, "
+			"%s\n  {\"time\": \"%s\", \"time_ns\": %llu, \"interval_ms\": %u, "
+			"\"load1\": %.2f, "
 			"\"cpu_busy_pct\": %.1f, \"cpu_iowait_pct\": %.1f, \"psi_some_us\": "
 			"{\"cpu\": %s, \"io\": %s, \"memory\": %s}, ",
 			c->json_sec_open ? "\n  ]}," : "", t, (unsigned long long)m->time_ns,
-			m->load_milli[0] / 1000.0, pct(m->cpu_busy_ticks, tot),
-			pct(m->cpu_iowait_ticks, tot), jpsi[0], jpsi[1], jpsi[2]);
+			m->interval_ms ? m->interval_ms : 1000, m->load_milli[0] / 1000.0,
+			pct(m->cpu_busy_ticks, tot), pct(m->cpu_iowait_ticks, tot), jpsi[0],
+			jpsi[1], jpsi[2]);
 		if (m->flags & CPA_MF_HW && m->hw_cycles)
 			fprintf(c->json, "\"ipc\": %.3f, \"cache_misses\": %llu, ",
 				(double)m->hw_instructions / (double)m->hw_cycles,
@@ -215,8 +220,11 @@ static int on_metrics(void *ctx, const struct cpa_metrics *m, const struct cpa_m
 
 	show_fmt_tod(m->time_ns, t, sizeof(t));
 	if (m->flags & CPA_MF_SYSTEM) {
-		c->secs++;
-		c->load_sum += m->load_milli[0];
+		uint64_t ms = m->interval_ms ? m->interval_ms : 1000;
+		uint64_t w = MAX((ms + 500) / 1000, 1);
+
+		c->secs += w;
+		c->load_sum += (uint64_t)m->load_milli[0] * w;
 		c->load_max = MAX(c->load_max, m->load_milli[0]);
 		c->busy += m->cpu_busy_ticks;
 		c->iowait += m->cpu_iowait_ticks;
@@ -225,10 +233,10 @@ static int on_metrics(void *ctx, const struct cpa_metrics *m, const struct cpa_m
 		for (int i = 0; i < CPA_PSI_MAX; i++)
 			if (m->psi_some_us[i] != CPA_METRICS_PSI_NONE) {
 				c->psi_some[i] += m->psi_some_us[i];
-				c->psi_secs[i]++;
+				c->psi_ms[i] += ms;
 			}
 		if (m->flags & CPA_MF_HW) {
-			c->hw_secs++;
+			c->hw_ms += ms;
 			c->cycles += m->hw_cycles;
 			c->instr += m->hw_instructions;
 			c->cmiss += m->hw_cache_misses;
@@ -237,11 +245,11 @@ static int on_metrics(void *ctx, const struct cpa_metrics *m, const struct cpa_m
 			c->hw_na = true;
 		series_system(c, m, t);
 		if (m->flags & CPA_MF_COUNTERS)
-			c->counter_secs++;
+			c->counter_secs += w;
 		else if (m->flags & CPA_MF_SAMPLED)
-			c->sampled_secs++;
+			c->sampled_secs += w;
 		else
-			c->exact_secs++;
+			c->exact_secs += w;
 	}
 	for (unsigned int i = 0; i < m->n_ents; i++) {
 		struct cpa_metrics_ent ec = ents[i], *e = &ec;
@@ -336,16 +344,17 @@ static void print_summary(struct sched_ctx *c, const char *a, const char *b)
 	       (double)c->load_max / 1000.0, pct(c->busy, tot), pct(c->iowait, tot));
 	printf("Pressure (PSI some):");
 	for (int i = 0; i < CPA_PSI_MAX; i++) {
-		if (c->psi_secs[i])
+		if (c->psi_ms[i])
 			printf(" %s %.2f%%", psi_name[i],
-			       (double)c->psi_some[i] / ((double)c->psi_secs[i] * 1e4));
+			       (double)c->psi_some[i] / ((double)c->psi_ms[i] * 10.0));
 		else
 			printf(" %s n/a", psi_name[i]);
 	}
 	printf("\n");
-	if (c->hw_secs && c->cycles)
+	if (c->hw_ms && c->cycles)
 		printf("Hardware: IPC %.2f, cache misses %.0f/s\n",
-		       (double)c->instr / (double)c->cycles, (double)c->cmiss / (double)c->hw_secs);
+		       (double)c->instr / (double)c->cycles,
+		       (double)c->cmiss * 1000.0 / (double)c->hw_ms);
 	else
 		printf("Hardware counters (IPC, cache misses): not available on this host\n");
 	if (c->dropped)

@@ -917,13 +917,61 @@ START_TEST(test_show_progress_tty)
 }
 END_TEST
 
+/*
+ * An idle host's stretched interval (docs/metrics.md, "Idle host"): a record of 4 s counts as
+ * the 4 seconds it covers, and PSI is a share of the time the records cover. Three records, of
+ * 1, 4 and 1 s, each with the CPU stalled 10 % of its interval: 6 seconds, PSI cpu 10 %.
+ */
+START_TEST(test_show_sched_stretched)
+{
+	static const uint32_t at[] = {0, 1, 5}, ms[] = {1000, 4000, 1000};
+	struct store_writer_opts wo = {.record_interval = 1};
+	struct show_opts o = defaults();
+	uint64_t base = t_base_ns();
+	_cleanup_free_ char *mr = t_mkdtemp();
+	struct store_writer *w;
+	char sdir[1024];
+
+	wo.root = mr;
+	ck_assert_int_eq(store_writer__new(&wo, &w), 0);
+	for (unsigned int i = 0; i < 3; i++) {
+		struct cpa_metrics m = {
+			.seq = i + 1,
+			.time_ns = base + at[i] * T_NS,
+			.interval_ms = ms[i],
+			.flags = CPA_MF_SYSTEM | CPA_MF_COUNTERS,
+			.nr_cpus = 2,
+			.load_milli = {500, 500, 500},
+			.cpu_busy_ticks = ms[i] / 100,
+			.cpu_idle_ticks = ms[i] / 100,
+			.psi_some_us = {ms[i] * 100, CPA_METRICS_PSI_NONE, CPA_METRICS_PSI_NONE},
+			.psi_full_us = {0, CPA_METRICS_PSI_NONE, CPA_METRICS_PSI_NONE}};
+
+		ck_assert_int_eq(store_writer__add_metrics(w, &m, NULL), 0);
+	}
+	store_writer__free(w);
+	ck_assert_int_eq(t_store_dir(mr, sdir, sizeof(sdir)), 0);
+	o.read = sdir;
+	o.sched = true;
+	o.starttime = "10:00:00";
+	o.output_num = 6;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "]: 6 seconds\n"), "%s", out);
+	ck_assert_msg(strstr(out, "Pressure (PSI some): cpu 10.00% io n/a memory n/a\n"), "%s",
+		      out);
+	ck_assert_msg(strstr(out, "CPU busy 50.0%"), "%s", out);
+	ck_assert_msg(strstr(out, "task counters in 6 of 6 seconds"), "%s", out);
+	t_rm_rf(mr);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("show");
 	TCase *tc = TEST_TCASE(s, "show", test_show_range, test_show_export, test_show_default_name,
 			       test_show_labels, test_show_raw, test_show_markers,
 			       test_show_not_enough, test_show_binary, test_show_filters,
-			       test_show_errors, test_show_export_root);
+			       test_show_errors, test_show_export_root, test_show_sched_stretched);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	/* CPA's behaviours, over a store with metrics-only seconds and an off-CPU sample. */
