@@ -121,6 +121,7 @@ void store_reader__free(struct store_reader *r)
 	free(r->zbuf);
 	free(r->rawbuf);
 	free(r->fptrs);
+	free(r->rowbuf);
 	free(r);
 }
 
@@ -186,6 +187,103 @@ int store_reader__open_set(const char *const *dirs, uint32_t n, store_notice_fn 
 	}
 	*ret = r;
 	return 0;
+}
+
+/* A copy of r's segments and blocks for a fork: files not open, no dictionary applied. */
+static int segs_copy(struct store_reader *w, const struct store_reader *r)
+{
+	w->segs = calloc(MAX(r->n_seg, 1u), sizeof(*w->segs));
+	if (!w->segs)
+		return -ENOMEM;
+	w->cap_seg = MAX(r->n_seg, 1u);
+	for (uint32_t i = 0; i < r->n_seg; i++) {
+		const struct rseg *s = &r->segs[i];
+		struct rseg *d = &w->segs[w->n_seg];
+
+		*d = *s;
+		d->fd = -1;
+		d->blocks = malloc((size_t)MAX(s->n, 1u) * sizeof(*d->blocks));
+		if (!d->blocks)
+			return -ENOMEM;
+		d->cap = MAX(s->n, 1u);
+		w->n_seg++;
+		for (uint32_t k = 0; k < s->n; k++) {
+			d->blocks[k] = s->blocks[k];
+			d->blocks[k].dict_done = false;
+			if (d->blocks[k].bad)
+				d->blocks[k].bad |= RB_KNOWN;
+		}
+	}
+	return 0;
+}
+
+int store_reader__fork(const struct store_reader *r, store_notice_fn fn, void *ctx,
+		       struct store_reader **ret)
+{
+	struct store_reader *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	snprintf(w->dir, sizeof(w->dir), "%s", r->dir);
+	w->notice = fn;
+	w->ctx = ctx;
+	w->dict_seg = -1;
+	if (r->subs) {
+		w->subs = calloc(r->n_subs, sizeof(*w->subs));
+		w->seg_base = calloc(r->n_subs, sizeof(*w->seg_base));
+		if (!w->subs || !w->seg_base)
+			goto fail;
+		for (; w->n_subs < r->n_subs; w->n_subs++) {
+			w->seg_base[w->n_subs] = r->seg_base[w->n_subs];
+			if (store_reader__fork(r->subs[w->n_subs], fn, ctx, &w->subs[w->n_subs]) <
+			    0)
+				goto fail;
+		}
+		*ret = w;
+		return 0;
+	}
+	w->dctx = ZSTD_createDCtx();
+	w->fptrs = calloc(STORE_MAX_FRAMES + 1, sizeof(*w->fptrs));
+	if (!w->dctx || !w->fptrs || segs_copy(w, r) < 0)
+		goto fail;
+	*ret = w;
+	return 0;
+
+fail:
+	store_reader__free(w);
+	return -ENOMEM;
+}
+
+void store_reader__join(struct store_reader *r, struct store_reader *w)
+{
+	struct store_read_stats *a = &r->st, *b = &w->st;
+
+	for (uint32_t i = 0; i < r->n_subs && i < w->n_subs; i++) {
+		store_reader__join(r->subs[i], w->subs[i]);
+		w->subs[i] = NULL;
+	}
+	/* a block both found bad was counted by both: once here */
+	for (uint32_t si = 0; si < r->n_seg && si < w->n_seg; si++)
+		for (uint32_t k = 0; k < r->segs[si].n && k < w->segs[si].n; k++) {
+			struct rblock *rb = &r->segs[si].blocks[k];
+			const struct rblock *wb = &w->segs[si].blocks[k];
+
+			if (!wb->bad || (wb->bad & RB_KNOWN) || rb->off != wb->off)
+				continue;
+			if (!rb->bad)
+				rb->bad = wb->bad;
+			else if (wb->bad == RB_TORN && b->blocks_torn)
+				b->blocks_torn--;
+			else if (wb->bad != RB_TORN && b->blocks_corrupt)
+				b->blocks_corrupt--;
+		}
+	a->blocks_read += b->blocks_read;
+	a->dict_reads += b->dict_reads;
+	a->blocks_corrupt += b->blocks_corrupt;
+	a->blocks_torn += b->blocks_torn;
+	a->bytes_read += b->bytes_read;
+	a->rows += b->rows;
+	store_reader__free(w);
 }
 
 /* Exact ns time of a block edge from its header; the index has seconds only. */
