@@ -1282,7 +1282,9 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 	if (r >= 0 && m->workers > 1 && j.n_pieces > 1 && read_s >= VCHUNK_S) {
 		j.threaded = true;
 		spawned = work_spawn(&wc[1], &th);
-		j.threaded = spawned;
+		if (!spawned)
+			j.threaded = false; /* (no thread reads it) */
+		m->par_loads += spawned;
 	}
 	if (r >= 0)
 		work_run(&wc[0]);

@@ -231,6 +231,7 @@ struct vmodel {
 	 * with (vmodel__open(): the CPUs online, at most VWORKERS) */
 	struct vwork work[VWORKERS];
 	uint32_t workers;
+	uint64_t par_loads; /* aggregations read by more than one worker */
 	pthread_mutex_t mu; /* the shared state above, while workers run */
 	/* timeline: seconds [first_s, last_s] */
 	int64_t first_s, last_s;
