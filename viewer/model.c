@@ -6,7 +6,8 @@
  * stack is interned once per (segment, stack id) into root-first name ids and
  * a row mostly costs a compare with the pair kept in its stack id's slot
  * (struct vslot); then each distinct (stack, group) pair is added to the tree
- * along its path.
+ * along its path. The blocks of a long range are read by two threads, each
+ * summing into its own table (struct vwork; "An aggregation's shared state").
  */
 #include <errno.h>
 #include <pthread.h>
