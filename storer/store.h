@@ -315,11 +315,15 @@ int store_reader__open_set(const char *const *dirs, uint32_t n, store_notice_fn 
  * handles, decompression context, buffers and dictionary, so r and the fork
  * can each query (query, query_rows) at the same time, each from one thread.
  * Blocks r found bad are skipped. Its notices go to notice(ctx) (NULL: none).
- * store_reader__join() ends it: its counts and the blocks it found bad go to
- * r (a block both found bad counts once), and it is freed. 0 or -ENOMEM.
+ * 0 or -ENOMEM.
  */
 int store_reader__fork(const struct store_reader *r, store_notice_fn notice, void *ctx,
 		       struct store_reader **ret);
+/* While neither queries: the fork's counts go to r's (and restart from 0), the
+ * blocks either found bad are skipped by both and counted once in r. The fork
+ * stays usable (its dictionary loaded). */
+void store_reader__sync(struct store_reader *r, struct store_reader *fork);
+/* store_reader__sync(), then the fork is freed. */
 void store_reader__join(struct store_reader *r, struct store_reader *fork);
 
 /* First and last time (realtime ns) of the blocks (samples, metrics) and the

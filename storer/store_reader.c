@@ -254,28 +254,27 @@ fail:
 	return -ENOMEM;
 }
 
-void store_reader__join(struct store_reader *r, struct store_reader *w)
+void store_reader__sync(struct store_reader *r, struct store_reader *w)
 {
 	struct store_read_stats *a = &r->st, *b = &w->st;
 
-	for (uint32_t i = 0; i < r->n_subs && i < w->n_subs; i++) {
-		store_reader__join(r->subs[i], w->subs[i]);
-		w->subs[i] = NULL;
-	}
+	for (uint32_t i = 0; i < r->n_subs && i < w->n_subs; i++)
+		store_reader__sync(r->subs[i], w->subs[i]);
 	/* a block both found bad was counted by both: once here */
 	for (uint32_t si = 0; si < r->n_seg && si < w->n_seg; si++)
 		for (uint32_t k = 0; k < r->segs[si].n && k < w->segs[si].n; k++) {
 			struct rblock *rb = &r->segs[si].blocks[k];
-			const struct rblock *wb = &w->segs[si].blocks[k];
+			struct rblock *wb = &w->segs[si].blocks[k];
 
-			if (!wb->bad || (wb->bad & RB_KNOWN) || rb->off != wb->off)
+			if (rb->off != wb->off || (wb->bad & RB_KNOWN) || !(wb->bad | rb->bad))
 				continue;
-			if (!rb->bad)
+			if (wb->bad && !rb->bad)
 				rb->bad = wb->bad;
 			else if (wb->bad == RB_TORN && b->blocks_torn)
 				b->blocks_torn--;
-			else if (wb->bad != RB_TORN && b->blocks_corrupt)
+			else if (wb->bad && b->blocks_corrupt)
 				b->blocks_corrupt--;
+			wb->bad = rb->bad | RB_KNOWN; /* (one r found: w skips it too) */
 		}
 	a->blocks_read += b->blocks_read;
 	a->dict_reads += b->dict_reads;
@@ -283,6 +282,12 @@ void store_reader__join(struct store_reader *r, struct store_reader *w)
 	a->blocks_torn += b->blocks_torn;
 	a->bytes_read += b->bytes_read;
 	a->rows += b->rows;
+	memset(b, 0, sizeof(*b));
+}
+
+void store_reader__join(struct store_reader *r, struct store_reader *w)
+{
+	store_reader__sync(r, w);
 	store_reader__free(w);
 }
 

@@ -313,7 +313,8 @@ static int count_rows(void *ctx, const struct store_rows *b)
 
 /*
  * A corrupt block read by a reader and its fork (store_reader__fork()) is
- * skipped by both and counted once after the join; the two workers' sums
+ * skipped by both and counted once after the join (and after each sync of
+ * the viewer's kept fork); the two workers' sums
  * over it are still those of reading sample by sample (which skips it too).
  */
 START_TEST(test_agg_corrupt)
@@ -352,6 +353,12 @@ START_TEST(test_agg_corrupt)
 	vfilter__init(&f);
 	check_range(&m, rd, &t, &f, base, base + AG_SECS);
 	ck_assert_uint_eq(m.par_loads, 1);
+	ck_assert_uint_eq(vmodel__corrupt(&m), 1);
+	/* again (another grouping: no cached chunk), through the kept fork (store_reader__sync())
+	 */
+	f.group = VG_THREAD;
+	check_range(&m, rd, &t, &f, base + 1200, base + AG_SECS);
+	ck_assert_uint_eq(m.par_loads, 2);
 	ck_assert_uint_eq(vmodel__corrupt(&m), 1);
 	ck_assert_uint_lt(t.nodes[0].total, (uint64_t)AG_SECS * AG_RATE);
 	store_reader__free(rd);

@@ -290,8 +290,13 @@ static void dirs_free(struct vmodel *m)
 
 static void model_close(struct vmodel *m)
 {
+	for (uint32_t k = 0; k < VWORKERS; k++)
+		if (m->work[k].r != m->r)
+			store_reader__free(m->work[k].r);
 	store_reader__free(m->r);
 	m->r = NULL;
+	for (uint32_t k = 0; k < VWORKERS; k++)
+		m->work[k].r = NULL;
 	dirs_free(m);
 	vmodel__series_reset(m);
 	free(m->hdr);
@@ -1178,7 +1183,8 @@ static void work_notice(void *ctx, const char *msg)
 	snprintf(w->last_notice, sizeof(w->last_notice), "%s", msg);
 }
 
-/* Spawn worker 1 on a fork of the reader: false when it could not be. */
+/* Spawn worker 1 on its fork of the reader (made once, kept with its
+ * dictionary until the store is re-read): false when it could not be. */
 static bool work_spawn(struct agg_ctx *c, pthread_t *th)
 {
 	struct vwork *w = c->w;
@@ -1186,25 +1192,19 @@ static bool work_spawn(struct agg_ctx *c, pthread_t *th)
 	w->notices = 0;
 	tab_reset(&w->agg);
 	memset(&w->st, 0, sizeof(w->st));
-	if (store_reader__fork(c->j->m->r, work_notice, w, &w->r) < 0)
+	if (!w->r && store_reader__fork(c->j->m->r, work_notice, w, &w->r) < 0)
 		return false;
-	if (pthread_create(th, NULL, work_main, c) != 0) {
-		store_reader__join(c->j->m->r, w->r);
-		w->r = NULL;
-		return false;
-	}
-	return true;
+	return pthread_create(th, NULL, work_main, c) == 0;
 }
 
-/* Worker 1 joined: its sums, counts, reader and notices to the model's. */
+/* Worker 1 joined: its sums, counts, reader's counts and notices to the model's. */
 static int work_join(struct agg_ctx *c, pthread_t th, struct vrange_stats *st)
 {
 	struct vmodel *m = c->j->m;
 	struct vwork *w = c->w;
 
 	pthread_join(th, NULL);
-	store_reader__join(m->r, w->r);
-	w->r = NULL;
+	store_reader__sync(m->r, w->r);
 	if (w->notices) {
 		m->notices += w->notices;
 		snprintf(m->last_notice, sizeof(m->last_notice), "%s", w->last_notice);
@@ -1263,7 +1263,7 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 	}
 	wc[0].tab = &m->agg;
 	wc[0].st = st;
-	m->work[0].r = m->r;
+	m->work[0].r = m->r; /* (worker 1's: its fork) */
 	/* whole closed chunks from the cache; the rest to read, by chunk */
 	for (t = t0; t < t1 && r >= 0;) {
 		int64_t e = MIN(chunk_start(t) + VCHUNK_S, t1);
@@ -1279,8 +1279,8 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 		t = e;
 	}
 	j.tail = j.n_pieces;
-	/* two workers for more than a chunk to read: worker 1 on a thread */
-	if (r >= 0 && m->workers > 1 && j.n_pieces > 1 && read_s >= VCHUNK_S) {
+	/* two workers for three pieces or more, two chunks' worth: worker 1 on a thread */
+	if (r >= 0 && m->workers > 1 && j.n_pieces >= 3 && read_s >= 2 * VCHUNK_S) {
 		j.threaded = true;
 		spawned = work_spawn(&wc[1], &th);
 		if (!spawned)
@@ -1295,7 +1295,6 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 		if (!j.err && e < 0)
 			j.err = e;
 	}
-	m->work[0].r = NULL;
 	free(j.pieces);
 	if (r >= 0)
 		r = j.err;

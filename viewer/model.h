@@ -202,8 +202,10 @@ struct vwork {
 	uint32_t n_fcache, cap_fcache, fcache_seg;
 	struct vgroup_memo gmemo[512];
 	struct vgroup_raw graw[1024];
-	/* during an aggregation: its reader, the sums of its runs and of the
-	 * chunk being read, its counts and progress, its reader's notices */
+	/* its reader (worker 0: the model's; worker 1: a store_reader__fork() of
+	 * it, kept until the store is re-read) and, during an aggregation, the
+	 * sums of its runs and of the chunk being read, its counts and progress,
+	 * its reader's notices */
 	struct store_reader *r;
 	struct vaggtab agg, cagg;
 	struct vrange_stats st;
