@@ -361,7 +361,15 @@ int vmodel__open(struct vmodel *m, const char *path, char *err, size_t errlen)
 	int r;
 
 	memset(m, 0, sizeof(*m));
-	pthread_mutex_init(&m->mu, NULL);
+	{
+		/* short holds: spin a little before sleeping (a sleep costs more than the hold) */
+		pthread_mutexattr_t ma;
+
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+		pthread_mutex_init(&m->mu, &ma);
+		pthread_mutexattr_destroy(&ma);
+	}
 	m->workers = (uint32_t)MIN(MAX(sysconf(_SC_NPROCESSORS_ONLN), 1L), (long)VWORKERS);
 	r = pick_dir(path, m->dir, sizeof(m->dir), err, errlen);
 	if (r < 0)
