@@ -125,6 +125,20 @@ void store_reader__free(struct store_reader *r)
 	free(r);
 }
 
+static void stats_add(struct store_read_stats *to, const struct store_read_stats *s)
+{
+	to->blocks_indexed += s->blocks_indexed;
+	to->blocks_read += s->blocks_read;
+	to->dict_reads += s->dict_reads;
+	to->blocks_corrupt += s->blocks_corrupt;
+	to->blocks_torn += s->blocks_torn;
+	to->blocks_recovered += s->blocks_recovered;
+	to->bytes_read += s->bytes_read;
+	to->rows += s->rows;
+	to->bytes_skipped += s->bytes_skipped;
+	to->segs_skipped += s->segs_skipped;
+}
+
 void store_reader__stats(const struct store_reader *r, struct store_read_stats *ret)
 {
 	*ret = r->st;
@@ -132,16 +146,7 @@ void store_reader__stats(const struct store_reader *r, struct store_read_stats *
 		struct store_read_stats s;
 
 		store_reader__stats(r->subs[i], &s);
-		ret->blocks_indexed += s.blocks_indexed;
-		ret->blocks_read += s.blocks_read;
-		ret->dict_reads += s.dict_reads;
-		ret->blocks_corrupt += s.blocks_corrupt;
-		ret->blocks_torn += s.blocks_torn;
-		ret->blocks_recovered += s.blocks_recovered;
-		ret->bytes_read += s.bytes_read;
-		ret->rows += s.rows;
-		ret->bytes_skipped += s.bytes_skipped;
-		ret->segs_skipped += s.segs_skipped;
+		stats_add(ret, &s);
 	}
 }
 
@@ -276,12 +281,7 @@ void store_reader__sync(struct store_reader *r, struct store_reader *w)
 				b->blocks_corrupt--;
 			wb->bad = rb->bad | RB_KNOWN; /* (one r found: w skips it too) */
 		}
-	a->blocks_read += b->blocks_read;
-	a->dict_reads += b->dict_reads;
-	a->blocks_corrupt += b->blocks_corrupt;
-	a->blocks_torn += b->blocks_torn;
-	a->bytes_read += b->bytes_read;
-	a->rows += b->rows;
+	stats_add(a, b); /* (a fork's open-time counts are 0) */
 	memset(b, 0, sizeof(*b));
 }
 

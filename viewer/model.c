@@ -207,15 +207,16 @@ static bool kind_ok(const struct vfilter *f, const struct store_sample *s)
 
 /* ------------------------------------------------------------ open */
 
+/* A reader's notices, into the worker whose reader it is (ctx). */
 static void on_notice(void *ctx, const char *msg)
 {
-	struct vmodel *m = ctx;
+	struct vwork *w = ctx;
 
 	/* The block being written right now looks torn to a reader: not news. */
 	if (strstr(msg, "torn"))
 		return;
-	m->notices++;
-	snprintf(m->last_notice, sizeof(m->last_notice), "%s", msg);
+	w->notices++;
+	snprintf(w->last_notice, sizeof(w->last_notice), "%s", msg);
 }
 
 static int pick_dir(const char *path, char *dir, size_t len, char *err, size_t errlen)
@@ -316,11 +317,11 @@ static int model_load(struct vmodel *m, char *err, size_t errlen)
 	/* A root: every run of the picked dir's day, read as one (as `cpa show`). */
 	if (m->root[0] && store_root__day_dirs(m->root, m->dir, &m->dirs, &m->n_dirs) == 0 &&
 	    m->n_dirs > 1) {
-		r = store_reader__open_set((const char *const *)m->dirs, m->n_dirs, on_notice, m,
-					   &m->r, err, errlen);
+		r = store_reader__open_set((const char *const *)m->dirs, m->n_dirs, on_notice,
+					   &m->work[0], &m->r, err, errlen);
 	} else {
 		dirs_free(m);
-		r = store_reader__open_err(m->dir, on_notice, m, &m->r, err, errlen);
+		r = store_reader__open_err(m->dir, on_notice, &m->work[0], &m->r, err, errlen);
 	}
 	if (r < 0)
 		return r;
@@ -1180,27 +1181,15 @@ static void *work_main(void *arg)
 	return NULL;
 }
 
-/* A worker's reader's notices (as on_notice(), into the worker). */
-static void work_notice(void *ctx, const char *msg)
-{
-	struct vwork *w = ctx;
-
-	if (strstr(msg, "torn"))
-		return;
-	w->notices++;
-	snprintf(w->last_notice, sizeof(w->last_notice), "%s", msg);
-}
-
 /* Spawn worker 1 on its fork of the reader (made once, kept with its
  * dictionary until the store is re-read): false when it could not be. */
 static bool work_spawn(struct agg_ctx *c, pthread_t *th)
 {
 	struct vwork *w = c->w;
 
-	w->notices = 0;
 	tab_reset(&w->agg);
 	memset(&w->st, 0, sizeof(w->st));
-	if (!w->r && store_reader__fork(c->j->m->r, work_notice, w, &w->r) < 0)
+	if (!w->r && store_reader__fork(c->j->m->r, on_notice, w, &w->r) < 0)
 		return false;
 	return pthread_create(th, NULL, work_main, c) == 0;
 }
@@ -1213,10 +1202,6 @@ static int work_join(struct agg_ctx *c, pthread_t th, struct vrange_stats *st)
 
 	pthread_join(th, NULL);
 	store_reader__sync(m->r, w->r);
-	if (w->notices) {
-		m->notices += w->notices;
-		snprintf(m->last_notice, sizeof(m->last_notice), "%s", w->last_notice);
-	}
 	stats_add(st, &w->st);
 	return tab_merge(&m->agg, &w->agg);
 }

@@ -204,8 +204,8 @@ struct vwork {
 	struct vgroup_raw graw[1024];
 	/* its reader (worker 0: the model's; worker 1: a store_reader__fork() of
 	 * it, kept until the store is re-read) and, during an aggregation, the
-	 * sums of its runs and of the chunk being read, its counts and progress,
-	 * its reader's notices */
+	 * sums of its runs and of the chunk being read, its counts and progress;
+	 * the problems its reader reported (notices) */
 	struct store_reader *r;
 	struct vaggtab agg, cagg;
 	struct vrange_stats st;
@@ -241,8 +241,6 @@ struct vmodel {
 	struct vsec *exact; /* valid where known[] */
 	uint8_t *known;
 	uint64_t hdr_bad; /* block headers failing their check */
-	uint64_t notices; /* problems reported by the reader */
-	char last_notice[256];
 	/* (stack, group) pairs, by id; stack << 32 | group -> id */
 	struct vpair *pairs;
 	uint32_t n_pairs, cap_pairs;
