@@ -403,6 +403,7 @@ void vmodel__free(struct vmodel *m)
 			free(w->segs[i].slot);
 		free(w->segs);
 		u64map__free(&w->fcache_map);
+		u64map__free(&w->pair_map);
 		free(w->fcache);
 		tab_free(&w->agg);
 		tab_free(&w->cagg);
@@ -489,6 +490,7 @@ struct agg_ctx {
 	struct vaggtab *tab;	 /* the sums this query goes to */
 	struct vrange_stats *st; /* and its counts */
 	int64_t q0;		 /* the query's start */
+	bool held;		 /* m->mu held to the end of the block (new stacks) */
 };
 
 static void job_lock(struct agg_job *j)
@@ -501,6 +503,19 @@ static void job_unlock(struct agg_job *j)
 {
 	if (j->threaded)
 		pthread_mutex_unlock(&j->m->mu);
+}
+
+/* m->mu for a slow path of worker c, unless it holds it for the block. */
+static void ctx_lock(struct agg_ctx *c)
+{
+	if (!c->held)
+		job_lock(c->j);
+}
+
+static void ctx_unlock(struct agg_ctx *c)
+{
+	if (!c->held)
+		job_unlock(c->j);
 }
 
 /* The map of segment seg, NULL on ENOMEM. */
@@ -637,9 +652,10 @@ static uint32_t stack_of(struct vmodel *m, struct vwork *w, const struct store_s
 /* Label id of the row's group (0 = none). A process or thread is labelled
  * with its name at the sample, so a pid that execs (sh -> xz) gets a box per
  * name, as in the exports. */
-static uint32_t group_of(struct vmodel *m, struct vwork *w, enum vgroup g,
-			 const struct store_sample *s)
+static uint32_t group_of(struct agg_ctx *c, enum vgroup g, const struct store_sample *s)
 {
+	struct vmodel *m = c->j->m;
+	struct vwork *w = c->w;
 	char buf[160];
 	const char *name;
 	uint64_t key;
@@ -659,7 +675,9 @@ static uint32_t group_of(struct vmodel *m, struct vwork *w, enum vgroup g,
 		if (e->kind == (int)g && e->who == who && !strcmp(e->name, name))
 			return e->id;
 		n = snprintf(buf, sizeof(buf), "%s:%u", name, who);
+		ctx_lock(c);
 		id = strtab__intern(&m->names, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
+		ctx_unlock(c);
 		len = strlen(name);
 		if (id && len < sizeof(e->name)) {
 			e->kind = (int)g;
@@ -677,21 +695,26 @@ static uint32_t group_of(struct vmodel *m, struct vwork *w, enum vgroup g,
 		key = s->cpu;
 		break;
 	case VG_ENV:
-		return strtab__intern(&m->names, s->env[0] ? s->env : "SYSTEM",
-				      strlen(s->env[0] ? s->env : "SYSTEM"));
+		ctx_lock(c);
+		id = strtab__intern(&m->names, s->env[0] ? s->env : "SYSTEM",
+				    strlen(s->env[0] ? s->env : "SYSTEM"));
+		ctx_unlock(c);
+		return id;
 	default:
 		return 0;
 	}
-	id = u64map__get(&m->groups[g], key);
-	if (id != UINT32_MAX)
-		return id;
 	if (g == VG_CGROUP)
 		n = snprintf(buf, sizeof(buf), "cgroup:%llu", (unsigned long long)s->cgroup_id);
 	else
 		n = snprintf(buf, sizeof(buf), "cpu:%u", s->cpu);
-	id = strtab__intern(&m->names, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
-	if (id)
-		u64map__put(&m->groups[g], key, id);
+	ctx_lock(c);
+	id = u64map__get(&m->groups[g], key);
+	if (id == UINT32_MAX) {
+		id = strtab__intern(&m->names, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
+		if (id)
+			u64map__put(&m->groups[g], key, id);
+	}
+	ctx_unlock(c);
 	return id;
 }
 
@@ -803,10 +826,10 @@ static inline void group_key(enum vgroup g, const struct store_row *d, uint32_t 
  * segment costs no dictionary lookup; a new one is resolved once by
  * group_of(). 0 on ENOMEM or none.
  */
-static uint32_t group_raw(struct vmodel *m, struct vwork *w, enum vgroup g,
-			  const struct store_rows *b, size_t i, uint32_t ka, uint32_t kb,
-			  uint32_t kc)
+static uint32_t group_raw(struct agg_ctx *c, enum vgroup g, const struct store_rows *b, size_t i,
+			  uint32_t ka, uint32_t kb, uint32_t kc)
 {
+	struct vwork *w = c->w;
 	struct vgroup_raw *e;
 	struct store_sample s;
 	uint32_t id;
@@ -819,7 +842,7 @@ static uint32_t group_raw(struct vmodel *m, struct vwork *w, enum vgroup g,
 	if (e->kind == (int)g && e->seg == b->seg && e->a == ka && e->b == kb && e->c == kc)
 		return e->id;
 	store_rows__sample(b, i, &s);
-	id = group_of(m, w, g, &s);
+	id = group_of(c, g, &s);
 	if (id)
 		*e = (struct vgroup_raw){
 			.seg = b->seg, .a = ka, .b = kb, .c = kc, .id = id, .kind = (int)g};
@@ -836,18 +859,27 @@ static uint32_t row_pair(struct agg_ctx *c, enum vgroup g, const struct store_ro
 {
 	struct vmodel *m = c->j->m;
 	uint32_t group = 0, pair;
+	uint64_t key;
 
-	job_lock(c->j);
 	if (!sl->lost) {
-		group = group_raw(m, c->w, g, b, i, ka, kb, kc);
+		group = group_raw(c, g, b, i, ka, kb, kc);
 		if (!group && g < VG_NAME) {
+			ctx_lock(c);
 			pair = pair_of(m, sl->stack - 1, 0); /* ENOMEM: not kept */
-			job_unlock(c->j);
+			ctx_unlock(c);
 			return pair;
 		}
 	}
-	pair = pair_of(m, sl->stack - 1, group);
-	job_unlock(c->j);
+	/* the worker's own map first; the shared one (and its lock) for a pair new to it */
+	key = (uint64_t)(sl->stack - 1) << 32 | group;
+	pair = u64map__get(&c->w->pair_map, key);
+	if (pair == UINT32_MAX) {
+		ctx_lock(c);
+		pair = pair_of(m, sl->stack - 1, group);
+		ctx_unlock(c);
+		if (pair != UINT32_MAX && u64map__put(&c->w->pair_map, key, pair) < 0)
+			return UINT32_MAX;
+	}
 	if (pair != UINT32_MAX)
 		*sl = (struct vslot){.stack = sl->stack,
 				     .pair = pair,
@@ -872,9 +904,12 @@ static struct vslot *row_slot(struct agg_ctx *c, struct vseg_map *sm, const stru
 	if (!sl || sl->stack)
 		return sl;
 	store_rows__sample(b, i, &s);
-	job_lock(c->j);
+	/* new stacks come many to a block: m->mu is kept to its end (on_rows()) */
+	if (!c->held && c->j->threaded) {
+		job_lock(c->j);
+		c->held = true;
+	}
 	st = stack_of(c->j->m, c->w, &s); /* (the same segment: sm stays) */
-	job_unlock(c->j);
 	return st == UINT32_MAX ? NULL : sl;
 }
 
@@ -895,9 +930,8 @@ static void progress_to(struct agg_ctx *c, int64_t d)
  * pair are resolved once (row_slot(), row_pair()). The arrays are held in
  * locals, taken again after a call that may grow them.
  */
-static int on_rows(void *ctx, const struct store_rows *b)
+static int sum_rows(struct agg_ctx *c, const struct store_rows *b)
 {
-	struct agg_ctx *c = ctx;
 	struct agg_job *j = c->j;
 	struct vmodel *m = j->m;
 	struct vaggtab *tab = c->tab;
@@ -993,6 +1027,19 @@ static int on_rows(void *ctx, const struct store_rows *b)
 			return -ECANCELED;
 	}
 	return 0;
+}
+
+/* sum_rows(), then m->mu released if row_slot() kept it. */
+static int on_rows(void *ctx, const struct store_rows *b)
+{
+	struct agg_ctx *c = ctx;
+	int r = sum_rows(c, b);
+
+	if (c->held) {
+		c->held = false;
+		job_unlock(c->j);
+	}
+	return r;
 }
 
 /* The rows of [t0, t1) into c->tab and c->st, through the worker's reader. */

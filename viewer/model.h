@@ -202,6 +202,7 @@ struct vwork {
 	uint32_t n_fcache, cap_fcache, fcache_seg;
 	struct vgroup_memo gmemo[512];
 	struct vgroup_raw graw[1024];
+	struct u64map pair_map; /* its copy of the pairs it used: stack << 32 | group -> id */
 	/* its reader (worker 0: the model's; worker 1: a store_reader__fork() of
 	 * it, kept until the store is re-read) and, during an aggregation, the
 	 * sums of its runs and of the chunk being read, its counts and progress;
