@@ -1319,8 +1319,8 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 		t = e;
 	}
 	j.tail = j.n_pieces;
-	/* two workers for three pieces or more, two chunks' worth: worker 1 on a thread */
-	if (r >= 0 && m->workers > 1 && j.n_pieces >= 3 && read_s >= 2 * VCHUNK_S) {
+	/* two workers for VPAR_MIN_S or more to read: worker 1 on a thread */
+	if (r >= 0 && m->workers > 1 && j.n_pieces > 1 && read_s >= VPAR_MIN_S) {
 		j.threaded = true;
 		spawned = work_spawn(&wc[1], &th);
 		if (!spawned)
