@@ -56,7 +56,7 @@ clean_build() { # preset [cmake -D...]
 
 tsan_build() {
 	rm -rf build-tsan
-	cmake --preset tsan && cmake --build --preset tsan -j"$jobs" --target test_ring test_arena test_view_load
+	cmake --preset tsan && cmake --build --preset tsan -j"$jobs" --target test_ring test_arena test_view_load test_view_agg
 }
 
 background() {

@@ -266,6 +266,7 @@ enum {
 	STORE_COL_CGROUP = 1u << 2,
 	STORE_COL_ENV = 1u << 3,
 	STORE_COL_WEIGHT = 1u << 4,
+	STORE_COL_ALL = (1u << 5) - 1,
 };
 
 static inline void store_filter__init(struct store_filter *f)
@@ -308,6 +309,22 @@ int store_reader__open_err(const char *dir, store_notice_fn notice, void *ctx,
  */
 int store_reader__open_set(const char *const *dirs, uint32_t n, store_notice_fn notice, void *ctx,
 			   struct store_reader **ret, char *err, size_t errlen);
+
+/*
+ * A reader of the blocks r knows of, for another thread: its own file
+ * handles, decompression context, buffers and dictionary, so r and the fork
+ * can each query (query, query_rows) at the same time, each from one thread.
+ * Blocks r found bad are skipped. Its notices go to notice(ctx) (NULL: none).
+ * 0 or -ENOMEM.
+ */
+int store_reader__fork(const struct store_reader *r, store_notice_fn notice, void *ctx,
+		       struct store_reader **ret);
+/* While neither queries: the fork's counts go to r's (and restart from 0), the
+ * blocks either found bad are skipped by both and counted once in r. The fork
+ * stays usable (its dictionary loaded). */
+void store_reader__sync(struct store_reader *r, struct store_reader *fork);
+/* store_reader__sync(), then the fork is freed. */
+void store_reader__join(struct store_reader *r, struct store_reader *fork);
 
 /* First and last time (realtime ns) of the blocks (samples, metrics) and the
  * number of 1-second records as the index tells it (cheap; an estimate when

@@ -65,7 +65,7 @@ int store_read__section(struct store_reader *r, struct rseg *s, struct rblock *b
 
 	if ((uint64_t)b->off + b->len > s->size) {
 		r->st.blocks_torn++;
-		b->bad = true;
+		b->bad = RB_TORN;
 		store_read__notice(
 			r, "%s: block at %u runs past the end of the file (torn tail), skipped",
 			s->path, b->off);
@@ -124,7 +124,7 @@ int store_read__section(struct store_reader *r, struct rseg *s, struct rblock *b
 
 torn:
 	r->st.blocks_torn++;
-	b->bad = true;
+	b->bad = RB_TORN;
 	store_read__notice(r, "%s: block at %u is cut short (torn tail), skipped", s->path, b->off);
 	return -ENODATA;
 corrupt:

@@ -117,7 +117,7 @@ static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, s
 		     store_rows_fn fn, void *ctx)
 {
 	struct rbuf b = {.p = p, .len = len};
-	_cleanup_free_ struct store_row *rows = NULL;
+	struct store_row *rows;
 	struct store_rows batch = {.r = r, .seg = s->seg_no};
 	uint64_t n = rbuf__varint(&b), i;
 	size_t k = 0;
@@ -133,10 +133,36 @@ static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, s
 		skip &= ~STORE_COL_CPU;
 	if (f && f->env)
 		skip &= ~STORE_COL_ENV;
-	/* every field is set below, but a skipped column's */
-	rows = skip ? calloc(n ? n : 1, sizeof(*rows)) : malloc((n ? n : 1) * sizeof(*rows));
-	if (!rows)
-		return -ENOMEM;
+	/* every field is set below, but a skipped column's: 0 where the buffer
+	 * (kept from block to block) may hold one from before */
+	if (n > r->rowcap) {
+		free(r->rowbuf);
+		r->rowcap = 0;
+		r->row_cols = 0;
+		r->rowbuf = calloc(n, sizeof(*r->rowbuf));
+		if (!r->rowbuf)
+			return -ENOMEM;
+		r->rowcap = (uint32_t)n;
+	}
+	rows = r->rowbuf;
+	if (skip & r->row_cols) {
+		uint32_t z = skip & r->row_cols;
+
+		for (i = 0; i < r->rowcap; i++) {
+			if (z & STORE_COL_TID)
+				rows[i].tid = 0;
+			if (z & STORE_COL_CPU)
+				rows[i].cpu = 0;
+			if (z & STORE_COL_CGROUP)
+				rows[i].cgroup_id = 0;
+			if (z & STORE_COL_ENV)
+				rows[i].env = 0;
+			if (z & STORE_COL_WEIGHT)
+				rows[i].weight = 0;
+		}
+		r->row_cols &= ~z;
+	}
+	r->row_cols |= ~skip & STORE_COL_ALL;
 
 #define COLUMN(stmt)                                                                \
 	for (i = 0; i < n;) {                                                       \

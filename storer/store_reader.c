@@ -121,7 +121,22 @@ void store_reader__free(struct store_reader *r)
 	free(r->zbuf);
 	free(r->rawbuf);
 	free(r->fptrs);
+	free(r->rowbuf);
 	free(r);
+}
+
+static void stats_add(struct store_read_stats *to, const struct store_read_stats *s)
+{
+	to->blocks_indexed += s->blocks_indexed;
+	to->blocks_read += s->blocks_read;
+	to->dict_reads += s->dict_reads;
+	to->blocks_corrupt += s->blocks_corrupt;
+	to->blocks_torn += s->blocks_torn;
+	to->blocks_recovered += s->blocks_recovered;
+	to->bytes_read += s->bytes_read;
+	to->rows += s->rows;
+	to->bytes_skipped += s->bytes_skipped;
+	to->segs_skipped += s->segs_skipped;
 }
 
 void store_reader__stats(const struct store_reader *r, struct store_read_stats *ret)
@@ -131,16 +146,7 @@ void store_reader__stats(const struct store_reader *r, struct store_read_stats *
 		struct store_read_stats s;
 
 		store_reader__stats(r->subs[i], &s);
-		ret->blocks_indexed += s.blocks_indexed;
-		ret->blocks_read += s.blocks_read;
-		ret->dict_reads += s.dict_reads;
-		ret->blocks_corrupt += s.blocks_corrupt;
-		ret->blocks_torn += s.blocks_torn;
-		ret->blocks_recovered += s.blocks_recovered;
-		ret->bytes_read += s.bytes_read;
-		ret->rows += s.rows;
-		ret->bytes_skipped += s.bytes_skipped;
-		ret->segs_skipped += s.segs_skipped;
+		stats_add(ret, &s);
 	}
 }
 
@@ -186,6 +192,103 @@ int store_reader__open_set(const char *const *dirs, uint32_t n, store_notice_fn 
 	}
 	*ret = r;
 	return 0;
+}
+
+/* A copy of r's segments and blocks for a fork: files not open, no dictionary applied. */
+static int segs_copy(struct store_reader *w, const struct store_reader *r)
+{
+	w->segs = calloc(MAX(r->n_seg, 1u), sizeof(*w->segs));
+	if (!w->segs)
+		return -ENOMEM;
+	w->cap_seg = MAX(r->n_seg, 1u);
+	for (uint32_t i = 0; i < r->n_seg; i++) {
+		const struct rseg *s = &r->segs[i];
+		struct rseg *d = &w->segs[w->n_seg];
+
+		*d = *s;
+		d->fd = -1;
+		d->blocks = malloc((size_t)MAX(s->n, 1u) * sizeof(*d->blocks));
+		if (!d->blocks)
+			return -ENOMEM;
+		d->cap = MAX(s->n, 1u);
+		w->n_seg++;
+		for (uint32_t k = 0; k < s->n; k++) {
+			d->blocks[k] = s->blocks[k];
+			d->blocks[k].dict_done = false;
+			if (d->blocks[k].bad)
+				d->blocks[k].bad |= RB_KNOWN;
+		}
+	}
+	return 0;
+}
+
+int store_reader__fork(const struct store_reader *r, store_notice_fn fn, void *ctx,
+		       struct store_reader **ret)
+{
+	struct store_reader *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	snprintf(w->dir, sizeof(w->dir), "%s", r->dir);
+	w->notice = fn;
+	w->ctx = ctx;
+	w->dict_seg = -1;
+	if (r->subs) {
+		w->subs = calloc(r->n_subs, sizeof(*w->subs));
+		w->seg_base = calloc(r->n_subs, sizeof(*w->seg_base));
+		if (!w->subs || !w->seg_base)
+			goto fail;
+		for (; w->n_subs < r->n_subs; w->n_subs++) {
+			w->seg_base[w->n_subs] = r->seg_base[w->n_subs];
+			if (store_reader__fork(r->subs[w->n_subs], fn, ctx, &w->subs[w->n_subs]) <
+			    0)
+				goto fail;
+		}
+		*ret = w;
+		return 0;
+	}
+	w->dctx = ZSTD_createDCtx();
+	w->fptrs = calloc(STORE_MAX_FRAMES + 1, sizeof(*w->fptrs));
+	if (!w->dctx || !w->fptrs || segs_copy(w, r) < 0)
+		goto fail;
+	*ret = w;
+	return 0;
+
+fail:
+	store_reader__free(w);
+	return -ENOMEM;
+}
+
+void store_reader__sync(struct store_reader *r, struct store_reader *w)
+{
+	struct store_read_stats *a = &r->st, *b = &w->st;
+
+	for (uint32_t i = 0; i < r->n_subs && i < w->n_subs; i++)
+		store_reader__sync(r->subs[i], w->subs[i]);
+	/* a block both found bad was counted by both: once here */
+	for (uint32_t si = 0; si < r->n_seg && si < w->n_seg; si++)
+		for (uint32_t k = 0; k < r->segs[si].n && k < w->segs[si].n; k++) {
+			struct rblock *rb = &r->segs[si].blocks[k];
+			struct rblock *wb = &w->segs[si].blocks[k];
+
+			if (rb->off != wb->off || (wb->bad & RB_KNOWN) || !(wb->bad | rb->bad))
+				continue;
+			if (wb->bad && !rb->bad)
+				rb->bad = wb->bad;
+			else if (wb->bad == RB_TORN && b->blocks_torn)
+				b->blocks_torn--;
+			else if (wb->bad && b->blocks_corrupt)
+				b->blocks_corrupt--;
+			wb->bad = rb->bad | RB_KNOWN; /* (one r found: w skips it too) */
+		}
+	stats_add(a, b); /* (a fork's open-time counts are 0) */
+	memset(b, 0, sizeof(*b));
+}
+
+void store_reader__join(struct store_reader *r, struct store_reader *w)
+{
+	store_reader__sync(r, w);
+	store_reader__free(w);
 }
 
 /* Exact ns time of a block edge from its header; the index has seconds only. */

@@ -38,8 +38,11 @@ struct rblock {
 	uint8_t n_sec, flags;
 	bool indexed;	/* n_sec is the writer's (the index entry's), not a guess */
 	bool dict_done; /* its dictionary section was applied (or found bad) */
-	bool bad;
+	uint8_t bad;	/* 0, or why it is skipped: RB_CORRUPT, RB_TORN (| RB_KNOWN) */
 };
+
+/* RB_KNOWN: a fork's copy of a block its reader had found bad (store_reader__join()) */
+enum { RB_CORRUPT = 1, RB_TORN = 2, RB_KNOWN = 0x80 };
 
 struct rmod {
 	const char *path;
@@ -88,6 +91,10 @@ struct store_reader {
 	uint8_t *zbuf, *rawbuf;
 	size_t zcap, rawcap;
 	const struct store_frame **fptrs;
+	/* a block's decoded rows (store_read_rows.c), kept for the next block;
+	 * row_cols: the skippable columns (STORE_COL_*) ever written in it */
+	struct store_row *rowbuf;
+	uint32_t rowcap, row_cols;
 	struct store_read_stats st;
 	bool metrics_newer; /* a metrics section of a newer version met (said once) */
 	/* A set of store dirs read as one (store_reader__open_set()): the

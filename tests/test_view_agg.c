@@ -5,7 +5,10 @@
  * sums of reading the same range sample by sample (store_reader__query()):
  * every node of the call tree, for every grouping, with filters, kernel
  * frames off, cold and from the chunk cache, switching groupings back and
- * forth (the slots' kept pairs are per grouping).
+ * forth (the slots' kept pairs are per grouping); read by one worker and by
+ * two (threads taking the range's pieces from both ends, their sums merged:
+ * a sample dropped or counted twice by the merge fails a node), also over a
+ * corrupt block, which is skipped and counted once.
  *
  * The store: 2 h 10 min from 10:00:00 local on 2026-11-20 (3 hourly segments),
  * AG_RATE samples a second over 12 stacks (some with kernel frames), 3
@@ -15,12 +18,15 @@
  * the first hour. A loss record every 10 minutes.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/cpulist.h"
+#include "storer/store_fmt.h"
 #include "test_store_util.h"
 #include "test_util.h"
 #include "test_view_util.h"
@@ -235,7 +241,7 @@ START_TEST(test_agg_sums)
 					      "comm=xz"};
 	static const struct {
 		int64_t from, len;
-	} rg[] = {{0, AG_SECS}, {37, 3000}, {600, 3600}, {0, AG_SECS}};
+	} rg[] = {{37, AG_SECS - 100}, {0, AG_SECS}, {37, 3000}, {600, 3600}, {0, AG_SECS}};
 	static const enum vgroup groups[] = {VG_PROCESS, VG_THREAD, VG_CPU,
 					     VG_PROCESS, VG_CGROUP, VG_ENV,
 					     VG_NAME,	 VG_THREAD, VG_PROCESS};
@@ -245,20 +251,116 @@ START_TEST(test_agg_sums)
 	char err[256];
 	int64_t base = (int64_t)(vt_base_ns() / 1000000000ULL);
 
+	for (uint32_t workers = 1; workers <= VWORKERS; workers++) {
+		ck_assert_int_eq(vmodel__open(&m, store, err, sizeof(err)), 0);
+		m.workers = workers;
+		ck_assert_int_eq(store_reader__open_err(m.dir, NULL, NULL, &rd, err, sizeof(err)),
+				 0);
+		ck_assert_int_eq(vtree__init(&t, &m.names), 0);
+		for (size_t gi = 0; gi < sizeof(groups) / sizeof(groups[0]); gi++)
+			for (size_t fi = 0; fi < sizeof(filters) / sizeof(filters[0]); fi++) {
+				vfilter__init(&f);
+				ck_assert_int_eq(vfilter__parse(&f, filters[fi], err, sizeof(err)),
+						 0);
+				f.group = groups[gi];
+				f.kernel = gi % 2 == 0;
+				for (size_t i = 0; i < sizeof(rg) / sizeof(rg[0]); i++)
+					check_range(&m, rd, &t, &f, base + rg[i].from,
+						    base + rg[i].from + rg[i].len);
+			}
+		ck_assert_uint_gt(m.n_chunks, 0); /* the last ranges came from the cache */
+		/* the cold ranges were read by two threads when two are asked for */
+		if (workers > 1)
+			ck_assert_uint_gt(m.par_loads, 0);
+		else
+			ck_assert_uint_eq(m.par_loads, 0);
+		ck_assert_uint_eq(vmodel__corrupt(&m), 0);
+		store_reader__free(rd);
+		vtree__free(&t);
+		vmodel__free(&m);
+	}
+}
+END_TEST
+
+/* Flip a byte in the data of the store's index entry k: that block is corrupt. */
+static void corrupt_block(char *dir, size_t len, uint32_t k)
+{
+	struct store_idx_entry e;
+	char p[PATH_MAX + 400];
+	uint8_t b;
+	int fd;
+
+	ck_assert_int_eq(t_store_dir(store, dir, len), 0);
+	snprintf(p, sizeof(p), "%s/index", dir);
+	fd = open(p, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &e, sizeof(e), 32 + (off_t)k * sizeof(e)), (ssize_t)sizeof(e));
+	close(fd);
+	snprintf(p, sizeof(p), "%s/seg_%06u.cps", dir, e.seg_no);
+	fd = open(p, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &b, 1, e.off + e.len - 2), 1);
+	b ^= 0x5a;
+	ck_assert_int_eq(pwrite(fd, &b, 1, e.off + e.len - 2), 1);
+	close(fd);
+}
+
+static int count_rows(void *ctx, const struct store_rows *b)
+{
+	*(uint64_t *)ctx += b->n;
+	return 0;
+}
+
+/*
+ * A corrupt block read by a reader and its fork (store_reader__fork()) is
+ * skipped by both and counted once after the join (and after each sync of
+ * the viewer's kept fork); the two workers' sums
+ * over it are still those of reading sample by sample (which skips it too).
+ */
+START_TEST(test_agg_corrupt)
+{
+	static struct vmodel m;
+	struct store_reader *rd, *fk;
+	struct store_read_stats rs;
+	struct vtree t;
+	struct vfilter f;
+	char err[256], dir[PATH_MAX + 300];
+	uint64_t n0 = 0, n1 = 0;
+	int64_t base = (int64_t)(vt_base_ns() / 1000000000ULL);
+
+	corrupt_block(dir, sizeof(dir), 40);
+	ck_assert_int_eq(store_reader__open_err(dir, NULL, NULL, &rd, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_reader__fork(rd, NULL, NULL, &fk), 0);
+	ck_assert_int_eq(store_reader__query_rows(rd, 0, UINT64_MAX / 2, NULL, count_rows, &n0), 0);
+	ck_assert_int_eq(store_reader__query_rows(fk, 0, UINT64_MAX / 2, NULL, count_rows, &n1), 0);
+	ck_assert_uint_eq(n0, n1);
+	store_reader__join(rd, fk);
+	store_reader__stats(rd, &rs);
+	ck_assert_uint_eq(rs.blocks_corrupt, 1);
+	ck_assert_uint_eq(rs.rows, 2 * n0);
+	/* a fork of a reader that knows the bad block does not count it again */
+	ck_assert_int_eq(store_reader__fork(rd, NULL, NULL, &fk), 0);
+	n1 = 0;
+	ck_assert_int_eq(store_reader__query_rows(fk, 0, UINT64_MAX / 2, NULL, count_rows, &n1), 0);
+	ck_assert_uint_eq(n1, n0);
+	store_reader__join(rd, fk);
+	store_reader__stats(rd, &rs);
+	ck_assert_uint_eq(rs.blocks_corrupt, 1);
+
 	ck_assert_int_eq(vmodel__open(&m, store, err, sizeof(err)), 0);
-	ck_assert_int_eq(store_reader__open_err(m.dir, NULL, NULL, &rd, err, sizeof(err)), 0);
+	m.workers = 2;
 	ck_assert_int_eq(vtree__init(&t, &m.names), 0);
-	for (size_t gi = 0; gi < sizeof(groups) / sizeof(groups[0]); gi++)
-		for (size_t fi = 0; fi < sizeof(filters) / sizeof(filters[0]); fi++) {
-			vfilter__init(&f);
-			ck_assert_int_eq(vfilter__parse(&f, filters[fi], err, sizeof(err)), 0);
-			f.group = groups[gi];
-			f.kernel = gi % 2 == 0;
-			for (size_t i = 0; i < sizeof(rg) / sizeof(rg[0]); i++)
-				check_range(&m, rd, &t, &f, base + rg[i].from,
-					    base + rg[i].from + rg[i].len);
-		}
-	ck_assert_uint_gt(m.n_chunks, 0); /* the last ranges came from the cache */
+	vfilter__init(&f);
+	check_range(&m, rd, &t, &f, base, base + AG_SECS);
+	ck_assert_uint_eq(m.par_loads, 1);
+	ck_assert_uint_eq(vmodel__corrupt(&m), 1);
+	/* again (another grouping: no cached chunk), through the kept fork (store_reader__sync())
+	 */
+	f.group = VG_THREAD;
+	check_range(&m, rd, &t, &f, base, base + AG_SECS);
+	ck_assert_uint_eq(m.par_loads, 2);
+	ck_assert_uint_eq(vmodel__corrupt(&m), 1);
+	ck_assert_uint_lt(t.nodes[0].total, (uint64_t)AG_SECS * AG_RATE);
 	store_reader__free(rd);
 	vtree__free(&t);
 	vmodel__free(&m);
@@ -272,6 +374,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_agg_sums);
+	tcase_add_test(tc, test_agg_corrupt);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	s = suite_create("view_agg");
 	suite_add_tcase(s, tc);

@@ -1116,8 +1116,10 @@ END_TEST
 /* ---- a big store: loading in the background ---- */
 
 #define BIG_HOURS 4
-#define BIG_RATE  500 /* samples per second, one in five off-CPU */
-#define BIG_ON	  (BIG_RATE - BIG_RATE / 5)
+/* samples per second, one in five off-CPU: enough rows that a load of hours
+ * outlasts the 100 ms waited for, read by two threads (its progress line is checked) */
+#define BIG_RATE 1000
+#define BIG_ON	 (BIG_RATE - BIG_RATE / 5)
 
 /* BIG_HOURS from local midnight of 2026-11-20 under root: every sample of a
  * second its own row (stack, pid, tid, cpu differ), so a range is many rows. */

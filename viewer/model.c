@@ -6,14 +6,18 @@
  * stack is interned once per (segment, stack id) into root-first name ids and
  * a row mostly costs a compare with the pair kept in its stack id's slot
  * (struct vslot); then each distinct (stack, group) pair is added to the tree
- * along its path.
+ * along its path. The blocks of a long range are read by two threads, each
+ * summing into its own table (struct vwork; "An aggregation's shared state").
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/array.h"
 #include "common/macro.h"
@@ -203,15 +207,16 @@ static bool kind_ok(const struct vfilter *f, const struct store_sample *s)
 
 /* ------------------------------------------------------------ open */
 
+/* A reader's notices, into the worker whose reader it is (ctx). */
 static void on_notice(void *ctx, const char *msg)
 {
-	struct vmodel *m = ctx;
+	struct vwork *w = ctx;
 
 	/* The block being written right now looks torn to a reader: not news. */
 	if (strstr(msg, "torn"))
 		return;
-	m->notices++;
-	snprintf(m->last_notice, sizeof(m->last_notice), "%s", msg);
+	w->notices++;
+	snprintf(w->last_notice, sizeof(w->last_notice), "%s", msg);
 }
 
 static int pick_dir(const char *path, char *dir, size_t len, char *err, size_t errlen)
@@ -286,8 +291,13 @@ static void dirs_free(struct vmodel *m)
 
 static void model_close(struct vmodel *m)
 {
+	for (uint32_t k = 0; k < VWORKERS; k++)
+		if (m->work[k].r != m->r)
+			store_reader__free(m->work[k].r);
 	store_reader__free(m->r);
 	m->r = NULL;
+	for (uint32_t k = 0; k < VWORKERS; k++)
+		m->work[k].r = NULL;
 	dirs_free(m);
 	vmodel__series_reset(m);
 	free(m->hdr);
@@ -307,11 +317,11 @@ static int model_load(struct vmodel *m, char *err, size_t errlen)
 	/* A root: every run of the picked dir's day, read as one (as `cpa show`). */
 	if (m->root[0] && store_root__day_dirs(m->root, m->dir, &m->dirs, &m->n_dirs) == 0 &&
 	    m->n_dirs > 1) {
-		r = store_reader__open_set((const char *const *)m->dirs, m->n_dirs, on_notice, m,
-					   &m->r, err, errlen);
+		r = store_reader__open_set((const char *const *)m->dirs, m->n_dirs, on_notice,
+					   &m->work[0], &m->r, err, errlen);
 	} else {
 		dirs_free(m);
-		r = store_reader__open_err(m->dir, on_notice, m, &m->r, err, errlen);
+		r = store_reader__open_err(m->dir, on_notice, &m->work[0], &m->r, err, errlen);
 	}
 	if (r < 0)
 		return r;
@@ -352,6 +362,16 @@ int vmodel__open(struct vmodel *m, const char *path, char *err, size_t errlen)
 	int r;
 
 	memset(m, 0, sizeof(*m));
+	{
+		/* short holds: spin a little before sleeping (a sleep costs more than the hold) */
+		pthread_mutexattr_t ma;
+
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+		pthread_mutex_init(&m->mu, &ma);
+		pthread_mutexattr_destroy(&ma);
+	}
+	m->workers = (uint32_t)MIN(MAX(sysconf(_SC_NPROCESSORS_ONLN), 1L), (long)VWORKERS);
 	r = pick_dir(path, m->dir, sizeof(m->dir), err, errlen);
 	if (r < 0)
 		return r;
@@ -376,22 +396,29 @@ void vmodel__free(struct vmodel *m)
 
 	model_close(m);
 	strtab__free(&m->names);
-	for (i = 0; i < m->n_segs; i++)
-		free(m->segs[i].slot);
-	free(m->segs);
+	for (uint32_t k = 0; k < VWORKERS; k++) {
+		struct vwork *w = &m->work[k];
+
+		for (i = 0; i < w->n_segs; i++)
+			free(w->segs[i].slot);
+		free(w->segs);
+		u64map__free(&w->fcache_map);
+		u64map__free(&w->pair_map);
+		free(w->fcache);
+		tab_free(&w->agg);
+		tab_free(&w->cagg);
+	}
 	u64map__free(&m->stack_dedup);
-	u64map__free(&m->fcache_map);
-	free(m->fcache);
 	for (i = 0; i < VG_MAX; i++)
 		u64map__free(&m->groups[i]);
 	tab_free(&m->agg);
-	tab_free(&m->cagg);
 	u64map__free(&m->pair_map);
 	free(m->pairs);
 	chunks_free(m);
 	free(m->ld_exact);
 	free(m->stacks);
 	free(m->frames);
+	pthread_mutex_destroy(&m->mu);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -431,26 +458,86 @@ static uint8_t frame_cls(const struct store_frame *f)
 	return strstr(f->module, ".so") ? VCLS_LIB : VCLS_EXE;
 }
 
+/*
+ * An aggregation's shared state. Its pieces (the runs and closed chunks of
+ * the range still to read, in time order) are taken by up to VWORKERS
+ * threads, worker 0 from the front, worker 1 from the back, so each reads
+ * whole segments but the one where they meet. A worker sums rows into its
+ * own table with its own reader and slots; what the workers share (names,
+ * stacks, frames, pairs, groups, the chunk cache) is taken under m->mu on
+ * the slow paths (a new stack, group or pair; a chunk cached).
+ */
+struct vpiece {
+	int64_t t0, t1;
+	bool chunk; /* a closed chunk: its sums are cached */
+};
+
+struct agg_job {
+	struct vmodel *m;
+	const struct vfilter *f;
+	bool timeline; /* unfiltered: the exact per-second counts are kept */
+	bool threaded; /* more than one worker: m->mu is taken */
+	struct vprogress *pg;
+	struct vpiece *pieces;
+	uint32_t n_pieces, cap_pieces, head, tail; /* [head, tail) not taken yet */
+	int err;				   /* the first worker's error */
+	atomic_bool stop;			   /* a worker failed: the others stop */
+};
+
+struct agg_ctx {
+	struct agg_job *j;
+	struct vwork *w;
+	struct vaggtab *tab;	 /* the sums this query goes to */
+	struct vrange_stats *st; /* and its counts */
+	int64_t q0;		 /* the query's start */
+	bool held;		 /* m->mu held to the end of the block (new stacks) */
+};
+
+static void job_lock(struct agg_job *j)
+{
+	if (j->threaded)
+		pthread_mutex_lock(&j->m->mu);
+}
+
+static void job_unlock(struct agg_job *j)
+{
+	if (j->threaded)
+		pthread_mutex_unlock(&j->m->mu);
+}
+
+/* m->mu for a slow path of worker c, unless it holds it for the block. */
+static void ctx_lock(struct agg_ctx *c)
+{
+	if (!c->held)
+		job_lock(c->j);
+}
+
+static void ctx_unlock(struct agg_ctx *c)
+{
+	if (!c->held)
+		job_unlock(c->j);
+}
+
 /* The map of segment seg, NULL on ENOMEM. */
-static struct vseg_map *seg_map(struct vmodel *m, uint32_t seg)
+static struct vseg_map *seg_map(struct vwork *w, uint32_t seg)
 {
 	uint32_t i;
 
-	if (m->last_seg < m->n_segs && m->segs[m->last_seg].seg == seg)
-		return &m->segs[m->last_seg];
-	for (i = 0; i < m->n_segs; i++)
-		if (m->segs[i].seg == seg)
+	if (w->last_seg < w->n_segs && w->segs[w->last_seg].seg == seg)
+		return &w->segs[w->last_seg];
+	for (i = 0; i < w->n_segs; i++)
+		if (w->segs[i].seg == seg)
 			break;
-	if (i == m->n_segs) {
-		struct vseg_map *ns = realloc(m->segs, (m->n_segs + 1) * sizeof(*ns));
+	if (i == w->n_segs) {
+		struct vseg_map *ns = realloc(w->segs, (w->n_segs + 1) * sizeof(*ns));
 
 		if (!ns)
 			return NULL;
-		m->segs = ns;
-		m->segs[m->n_segs++] = (struct vseg_map){.seg = seg};
+		w->segs = ns;
+		w->segs[w->n_segs++] = (struct vseg_map){.seg = seg};
 	}
-	m->last_seg = i;
-	return &m->segs[i];
+	w->last_seg = i;
+	return &w->segs[i];
 }
 
 /* The slot of stack_id in sm, NULL on ENOMEM. */
@@ -468,31 +555,31 @@ static struct vslot *seg_slot(struct vseg_map *sm, uint32_t stack_id)
 }
 
 /* Interned name, module and class of a frame of segment seg. Frames are
- * cached by address for the rows of one segment: hashing the address is
- * cheaper than hashing an 80-byte C++ name. */
-static int frame_of(struct vmodel *m, uint32_t seg, const struct store_frame *f,
+ * cached by address for the rows of one segment (of w's reader): hashing the
+ * address is cheaper than hashing an 80-byte C++ name. */
+static int frame_of(struct vmodel *m, struct vwork *w, uint32_t seg, const struct store_frame *f,
 		    struct vpath_ent *ret)
 {
 	uint32_t i;
 
-	if (seg != m->fcache_seg) {
-		u64map__clear(&m->fcache_map);
-		m->n_fcache = 0;
-		m->fcache_seg = seg;
+	if (seg != w->fcache_seg) {
+		u64map__clear(&w->fcache_map);
+		w->n_fcache = 0;
+		w->fcache_seg = seg;
 	}
-	i = u64map__get(&m->fcache_map, (uint64_t)(uintptr_t)f);
+	i = u64map__get(&w->fcache_map, (uint64_t)(uintptr_t)f);
 	if (i != UINT32_MAX) {
-		*ret = m->fcache[i];
+		*ret = w->fcache[i];
 		return 0;
 	}
 	ret->cls = frame_cls(f);
 	ret->name = strtab__intern(&m->names, f->name, strlen(f->name));
 	ret->module = f->module[0] ? strtab__intern(&m->names, f->module, strlen(f->module)) : 0;
 	if (!ret->name ||
-	    array_grow32((void **)&m->fcache, &m->cap_fcache, m->n_fcache + 1, sizeof(*m->fcache)))
+	    array_grow32((void **)&w->fcache, &w->cap_fcache, w->n_fcache + 1, sizeof(*w->fcache)))
 		return -ENOMEM;
-	m->fcache[m->n_fcache] = *ret;
-	return u64map__put(&m->fcache_map, (uint64_t)(uintptr_t)f, m->n_fcache++);
+	w->fcache[w->n_fcache] = *ret;
+	return u64map__put(&w->fcache_map, (uint64_t)(uintptr_t)f, w->n_fcache++);
 }
 
 /* Same frames (field by field: vpath_ent has padding). */
@@ -506,12 +593,12 @@ static bool frames_eq(const struct vpath_ent *a, const struct vpath_ent *b, uint
 	return true;
 }
 
-/* Interned stack of a row: index into m->stacks, or UINT32_MAX on ENOMEM.
- * Each segment numbers its stacks anew; the same frames in another segment
- * map to the same entry (hash of the frames, checked). */
-static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
+/* Interned stack of a row (into w's slot of it): index into m->stacks, or
+ * UINT32_MAX on ENOMEM. Each segment numbers its stacks anew; the same frames
+ * in another segment map to the same entry (hash of the frames, checked). */
+static uint32_t stack_of(struct vmodel *m, struct vwork *w, const struct store_sample *s)
 {
-	struct vseg_map *sm = seg_map(m, s->seg);
+	struct vseg_map *sm = seg_map(w, s->seg);
 	struct vslot *slot = sm ? seg_slot(sm, s->stack_id) : NULL;
 	uint32_t i, k = 0, n, nk, cand;
 	struct vstack *st;
@@ -538,7 +625,7 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 		const struct store_frame *f = s->frames[i];
 		struct vpath_ent *e = &m->frames[st->off + k++];
 
-		if (frame_of(m, s->seg, f, e) < 0)
+		if (frame_of(m, w, s->seg, f, e) < 0)
 			return UINT32_MAX;
 		if (e->cls == VCLS_MARKER && !strncmp(f->name, "[degraded", 9))
 			st->degraded = true;
@@ -565,8 +652,10 @@ static uint32_t stack_of(struct vmodel *m, const struct store_sample *s)
 /* Label id of the row's group (0 = none). A process or thread is labelled
  * with its name at the sample, so a pid that execs (sh -> xz) gets a box per
  * name, as in the exports. */
-static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sample *s)
+static uint32_t group_of(struct agg_ctx *c, enum vgroup g, const struct store_sample *s)
 {
+	struct vmodel *m = c->j->m;
+	struct vwork *w = c->w;
 	char buf[160];
 	const char *name;
 	uint64_t key;
@@ -577,7 +666,7 @@ static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sam
 		return 0;
 	if (g == VG_PROCESS || g == VG_THREAD) {
 		uint32_t who = g == VG_PROCESS ? s->pid : s->tid;
-		struct vgroup_memo *e = &m->gmemo[who % ARRAY_SIZE(m->gmemo)];
+		struct vgroup_memo *e = &w->gmemo[who % ARRAY_SIZE(w->gmemo)];
 		size_t len;
 
 		name = g == VG_PROCESS ? store_sample__proc_name(s)
@@ -586,7 +675,9 @@ static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sam
 		if (e->kind == (int)g && e->who == who && !strcmp(e->name, name))
 			return e->id;
 		n = snprintf(buf, sizeof(buf), "%s:%u", name, who);
+		ctx_lock(c);
 		id = strtab__intern(&m->names, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
+		ctx_unlock(c);
 		len = strlen(name);
 		if (id && len < sizeof(e->name)) {
 			e->kind = (int)g;
@@ -604,21 +695,26 @@ static uint32_t group_of(struct vmodel *m, enum vgroup g, const struct store_sam
 		key = s->cpu;
 		break;
 	case VG_ENV:
-		return strtab__intern(&m->names, s->env[0] ? s->env : "SYSTEM",
-				      strlen(s->env[0] ? s->env : "SYSTEM"));
+		ctx_lock(c);
+		id = strtab__intern(&m->names, s->env[0] ? s->env : "SYSTEM",
+				    strlen(s->env[0] ? s->env : "SYSTEM"));
+		ctx_unlock(c);
+		return id;
 	default:
 		return 0;
 	}
-	id = u64map__get(&m->groups[g], key);
-	if (id != UINT32_MAX)
-		return id;
 	if (g == VG_CGROUP)
 		n = snprintf(buf, sizeof(buf), "cgroup:%llu", (unsigned long long)s->cgroup_id);
 	else
 		n = snprintf(buf, sizeof(buf), "cpu:%u", s->cpu);
-	id = strtab__intern(&m->names, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
-	if (id)
-		u64map__put(&m->groups[g], key, id);
+	ctx_lock(c);
+	id = u64map__get(&m->groups[g], key);
+	if (id == UINT32_MAX) {
+		id = strtab__intern(&m->names, buf, (size_t)MIN(n, (int)sizeof(buf) - 1));
+		if (id)
+			u64map__put(&m->groups[g], key, id);
+	}
+	ctx_unlock(c);
 	return id;
 }
 
@@ -685,15 +781,14 @@ static void tab_free(struct vaggtab *tab)
 	memset(tab, 0, sizeof(*tab));
 }
 
-struct agg_ctx {
-	struct vmodel *m;
-	const struct vfilter *f;
-	struct vaggtab *tab;	 /* the sums this query goes to */
-	struct vrange_stats *st; /* and its counts */
-	bool timeline;		 /* unfiltered: the exact per-second counts are kept */
-	struct vprogress *pg;
-	int64_t pg_base, q0; /* progress: seconds done before this query, its start */
-};
+/* Sums of from added to to; -ENOMEM. */
+static int tab_merge(struct vaggtab *to, const struct vaggtab *from)
+{
+	for (uint32_t i = 0; i < from->n; i++)
+		if (tab_add(to, from->ids[i], from->val[from->ids[i]]) < 0)
+			return -ENOMEM;
+	return 0;
+}
 
 /* Key of row d's group g as stored (string ids of the segment, pid, tid,
  * cgroup or cpu): rows of one segment with the same key have the same group. */
@@ -731,22 +826,23 @@ static inline void group_key(enum vgroup g, const struct store_row *d, uint32_t 
  * segment costs no dictionary lookup; a new one is resolved once by
  * group_of(). 0 on ENOMEM or none.
  */
-static uint32_t group_raw(struct vmodel *m, enum vgroup g, const struct store_rows *b, size_t i,
+static uint32_t group_raw(struct agg_ctx *c, enum vgroup g, const struct store_rows *b, size_t i,
 			  uint32_t ka, uint32_t kb, uint32_t kc)
 {
+	struct vwork *w = c->w;
 	struct vgroup_raw *e;
 	struct store_sample s;
 	uint32_t id;
 
 	if (g >= VG_NAME)
 		return 0;
-	e = &m->graw[(uint32_t)hash64_mix((uint64_t)b->seg << 40 ^ (uint64_t)ka << 20 ^ kb ^
+	e = &w->graw[(uint32_t)hash64_mix((uint64_t)b->seg << 40 ^ (uint64_t)ka << 20 ^ kb ^
 					  (uint64_t)kc << 32) %
-		     ARRAY_SIZE(m->graw)];
+		     ARRAY_SIZE(w->graw)];
 	if (e->kind == (int)g && e->seg == b->seg && e->a == ka && e->b == kb && e->c == kc)
 		return e->id;
 	store_rows__sample(b, i, &s);
-	id = group_of(m, g, &s);
+	id = group_of(c, g, &s);
 	if (id)
 		*e = (struct vgroup_raw){
 			.seg = b->seg, .a = ka, .b = kb, .c = kc, .id = id, .kind = (int)g};
@@ -758,17 +854,32 @@ static uint32_t group_raw(struct vmodel *m, enum vgroup g, const struct store_ro
  * group key is (ka, kb, kc), when the slot holds another key: looked up, and
  * kept in the slot. UINT32_MAX on ENOMEM.
  */
-static uint32_t row_pair(struct vmodel *m, enum vgroup g, const struct store_rows *b, size_t i,
+static uint32_t row_pair(struct agg_ctx *c, enum vgroup g, const struct store_rows *b, size_t i,
 			 struct vslot *sl, uint32_t ka, uint32_t kb, uint32_t kc)
 {
+	struct vmodel *m = c->j->m;
 	uint32_t group = 0, pair;
+	uint64_t key;
 
 	if (!sl->lost) {
-		group = group_raw(m, g, b, i, ka, kb, kc);
-		if (!group && g < VG_NAME)
-			return pair_of(m, sl->stack - 1, 0); /* ENOMEM: not kept */
+		group = group_raw(c, g, b, i, ka, kb, kc);
+		if (!group && g < VG_NAME) {
+			ctx_lock(c);
+			pair = pair_of(m, sl->stack - 1, 0); /* ENOMEM: not kept */
+			ctx_unlock(c);
+			return pair;
+		}
 	}
-	pair = pair_of(m, sl->stack - 1, group);
+	/* the worker's own map first; the shared one (and its lock) for a pair new to it */
+	key = (uint64_t)(sl->stack - 1) << 32 | group;
+	pair = u64map__get(&c->w->pair_map, key);
+	if (pair == UINT32_MAX) {
+		ctx_lock(c);
+		pair = pair_of(m, sl->stack - 1, group);
+		ctx_unlock(c);
+		if (pair != UINT32_MAX && u64map__put(&c->w->pair_map, key, pair) < 0)
+			return UINT32_MAX;
+	}
 	if (pair != UINT32_MAX)
 		*sl = (struct vslot){.stack = sl->stack,
 				     .pair = pair,
@@ -783,18 +894,33 @@ static uint32_t row_pair(struct vmodel *m, enum vgroup g, const struct store_row
 
 /* The slot of row i of b in sm, its stack resolved (a new one interned):
  * NULL on ENOMEM. */
-static struct vslot *row_slot(struct vmodel *m, struct vseg_map *sm, const struct store_rows *b,
+static struct vslot *row_slot(struct agg_ctx *c, struct vseg_map *sm, const struct store_rows *b,
 			      size_t i)
 {
 	struct vslot *sl = seg_slot(sm, b->rows[i].stack_id);
 	struct store_sample s;
+	uint32_t st;
 
 	if (!sl || sl->stack)
 		return sl;
 	store_rows__sample(b, i, &s);
-	if (stack_of(m, &s) == UINT32_MAX) /* (the same segment: sm stays) */
-		return NULL;
-	return sl;
+	/* new stacks come many to a block: m->mu is kept to its end (on_rows()) */
+	if (!c->held && c->j->threaded) {
+		job_lock(c->j);
+		c->held = true;
+	}
+	st = stack_of(c->j->m, c->w, &s); /* (the same segment: sm stays) */
+	return st == UINT32_MAX ? NULL : sl;
+}
+
+/* Seconds [0, d) of the worker's query done: what is new of them added to the progress. */
+static void progress_to(struct agg_ctx *c, int64_t d)
+{
+	if (c->j->pg && d > c->w->reported) {
+		atomic_fetch_add_explicit(&c->j->pg->done_s, d - c->w->reported,
+					  memory_order_relaxed);
+		c->w->reported = d;
+	}
 }
 
 /*
@@ -804,17 +930,17 @@ static struct vslot *row_slot(struct vmodel *m, struct vseg_map *sm, const struc
  * pair are resolved once (row_slot(), row_pair()). The arrays are held in
  * locals, taken again after a call that may grow them.
  */
-static int on_rows(void *ctx, const struct store_rows *b)
+static int sum_rows(struct agg_ctx *c, const struct store_rows *b)
 {
-	struct agg_ctx *c = ctx;
-	struct vmodel *m = c->m;
+	struct agg_job *j = c->j;
+	struct vmodel *m = j->m;
 	struct vaggtab *tab = c->tab;
-	enum vgroup g = c->f->group;
+	enum vgroup g = j->f->group;
 	uint8_t kg = (uint8_t)(g + 1);
-	struct vseg_map *sm = seg_map(m, b->seg);
+	struct vseg_map *sm = seg_map(c->w, b->seg);
 	const struct store_row *rows = b->rows;
-	bool all_kinds = c->f->kinds == VK_ALL && c->f->probe < 0;
-	bool timeline = c->timeline && rows[0].sec >= m->ld_t0 &&
+	bool all_kinds = j->f->kinds == VK_ALL && j->f->probe < 0;
+	bool timeline = j->timeline && rows[0].sec >= m->ld_t0 &&
 			rows[b->n - 1].sec < m->ld_t1; /* rows are by second */
 	struct vsec *exact = m->ld_exact;
 	int64_t t0 = m->ld_t0;
@@ -836,13 +962,13 @@ static int on_rows(void *ctx, const struct store_rows *b)
 		if (d->stack_id < cap && slots[d->stack_id].stack) {
 			sl = &slots[d->stack_id];
 		} else {
-			sl = row_slot(m, sm, b, i);
+			sl = row_slot(c, sm, b, i);
 			if (!sl)
 				return -ENOMEM;
 			slots = sm->slot;
 			cap = sm->cap;
 		}
-		if (timeline || (c->timeline && d->sec >= t0 && d->sec < m->ld_t1)) {
+		if (timeline || (j->timeline && d->sec >= t0 && d->sec < m->ld_t1)) {
 			struct vsec *e = &exact[d->sec - t0];
 			uint32_t v = (uint32_t)MIN(n, (uint64_t)UINT32_MAX);
 
@@ -857,7 +983,7 @@ static int on_rows(void *ctx, const struct store_rows *b)
 			else
 				e->probe += v;
 		}
-		if (!all_kinds && !kind_ok_raw(c->f, sl->lost, d->kind, d->probe_id))
+		if (!all_kinds && !kind_ok_raw(j->f, sl->lost, d->kind, d->probe_id))
 			continue;
 		nrows++;
 		samples += n;
@@ -873,7 +999,7 @@ static int on_rows(void *ctx, const struct store_rows *b)
 		if (sl->kg == kg && sl->ka == ka && sl->kb == kb && sl->kc == kc) {
 			pair = sl->pair;
 		} else {
-			pair = row_pair(m, g, b, i, sl, ka, kb, kc);
+			pair = row_pair(c, g, b, i, sl, ka, kb, kc);
 			if (pair == UINT32_MAX)
 				return -ENOMEM;
 		}
@@ -892,43 +1018,56 @@ static int on_rows(void *ctx, const struct store_rows *b)
 	c->st->off += off;
 	c->st->probe += probe;
 	c->st->lost += lost;
-	if (c->pg) {
-		atomic_store_explicit(&c->pg->done_s, c->pg_base + (rows[b->n - 1].sec - c->q0),
-				      memory_order_relaxed);
-		atomic_fetch_add_explicit(&c->pg->rows, b->n, memory_order_relaxed);
-		if (atomic_load_explicit(&c->pg->cancel, memory_order_relaxed))
+	if (atomic_load_explicit(&j->stop, memory_order_relaxed))
+		return -ECANCELED;
+	if (j->pg) {
+		progress_to(c, rows[b->n - 1].sec - c->q0);
+		atomic_fetch_add_explicit(&j->pg->rows, b->n, memory_order_relaxed);
+		if (atomic_load_explicit(&j->pg->cancel, memory_order_relaxed))
 			return -ECANCELED;
 	}
 	return 0;
 }
 
-/* The rows of [t0, t1) into c->tab and c->st. */
+/* sum_rows(), then m->mu released if row_slot() kept it. */
+static int on_rows(void *ctx, const struct store_rows *b)
+{
+	struct agg_ctx *c = ctx;
+	int r = sum_rows(c, b);
+
+	if (c->held) {
+		c->held = false;
+		job_unlock(c->j);
+	}
+	return r;
+}
+
+/* The rows of [t0, t1) into c->tab and c->st, through the worker's reader. */
 static int agg_query(struct agg_ctx *c, int64_t t0, int64_t t1)
 {
 	struct store_filter sf;
+	enum vgroup g = c->j->f->group;
 	int r;
 
-	to_store_filter(c->f, &sf);
+	to_store_filter(c->j->f, &sf);
 	/* the columns a sum does not use: only the grouping's is read */
 	sf.skip =
 		STORE_COL_TID | STORE_COL_CPU | STORE_COL_CGROUP | STORE_COL_ENV | STORE_COL_WEIGHT;
-	if (c->f->group == VG_THREAD)
+	if (g == VG_THREAD)
 		sf.skip &= ~STORE_COL_TID;
-	else if (c->f->group == VG_CPU)
+	else if (g == VG_CPU)
 		sf.skip &= ~STORE_COL_CPU;
-	else if (c->f->group == VG_CGROUP)
+	else if (g == VG_CGROUP)
 		sf.skip &= ~STORE_COL_CGROUP;
-	else if (c->f->group == VG_ENV)
+	else if (g == VG_ENV)
 		sf.skip &= ~STORE_COL_ENV;
-	c->m->fcache_seg =
+	c->w->fcache_seg =
 		UINT32_MAX; /* frame addresses are the reader's: valid within one query */
 	c->q0 = t0;
-	r = store_reader__query_rows(c->m->r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, &sf, on_rows,
+	c->w->reported = 0;
+	r = store_reader__query_rows(c->w->r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, &sf, on_rows,
 				     c);
-	if (c->pg) {
-		c->pg_base += t1 - t0;
-		atomic_store_explicit(&c->pg->done_s, c->pg_base, memory_order_relaxed);
-	}
+	progress_to(c, t1 - t0);
 	return r;
 }
 
@@ -975,87 +1114,156 @@ static int64_t chunk_start(int64_t t)
 	return t - (((t % VCHUNK_S) + VCHUNK_S) % VCHUNK_S);
 }
 
-/* Sums of tab and st added to c's. */
-static int agg_tab_merge(struct agg_ctx *c, const struct vaggtab *tab,
-			 const struct vrange_stats *st)
+/* The chunk from c0 read into c->tab and c->st, and its sums cached (while
+ * the cache has room). */
+static int agg_chunk_read(struct agg_ctx *c, int64_t c0)
 {
-	for (uint32_t i = 0; i < tab->n; i++)
-		if (tab_add(c->tab, tab->ids[i], tab->val[tab->ids[i]]) < 0)
-			return -ENOMEM;
-	stats_add(c->st, st);
-	return 0;
-}
-
-/* Sums of the chunk from c0 added to c->tab and c->st: from the cache, or read
- * and then cached. */
-static int agg_chunk(struct agg_ctx *c, int64_t c0)
-{
-	struct vmodel *m = c->m;
-	struct vchunk *ch = chunk_find(m, c0), nc = {.c0 = c0};
+	struct vmodel *m = c->j->m;
+	struct vwork *w = c->w;
+	struct vchunk nc = {.c0 = c0};
 	struct agg_ctx cc = *c;
+	bool keep = true;
 	uint32_t i;
 	int r;
 
-	if (!ch) {
-		tab_reset(&m->cagg);
-		cc.tab = &m->cagg;
-		cc.st = &nc.st;
-		r = agg_query(&cc, c0, c0 + VCHUNK_S);
-		c->pg_base = cc.pg_base;
-		if (r < 0)
-			return r;
-		nc.n = m->cagg.n;
-		nc.aggs = malloc((size_t)MAX(nc.n, 1u) * sizeof(*nc.aggs));
-		for (i = 0; nc.aggs && i < nc.n; i++) {
-			uint64_t v = m->cagg.val[m->cagg.ids[i]];
+	tab_reset(&w->cagg);
+	cc.tab = &w->cagg;
+	cc.st = &nc.st;
+	r = agg_query(&cc, c0, c0 + VCHUNK_S);
+	if (r < 0)
+		return r;
+	nc.n = w->cagg.n;
+	nc.aggs = malloc((size_t)MAX(nc.n, 1u) * sizeof(*nc.aggs));
+	for (i = 0; nc.aggs && i < nc.n; i++) {
+		uint64_t v = w->cagg.val[w->cagg.ids[i]];
 
-			if (v > UINT32_MAX) { /* not in 8 bytes: this chunk is not cached */
-				free(nc.aggs);
-				return agg_tab_merge(c, &m->cagg, &nc.st);
-			}
-			nc.aggs[i] = (struct vcsum){m->cagg.ids[i], (uint32_t)v};
-		}
-		if (c->timeline)
-			nc.exact = malloc(VCHUNK_S * sizeof(*nc.exact));
-		if (!nc.aggs || (c->timeline && !nc.exact) ||
-		    array_grow32((void **)&m->chunks, &m->cap_chunks, m->n_chunks + 1,
-				 sizeof(*m->chunks))) {
-			free(nc.aggs);
-			free(nc.exact);
-			return -ENOMEM;
-		}
-		if (c->timeline)
-			memcpy(nc.exact, &m->ld_exact[c0 - m->ld_t0], VCHUNK_S * sizeof(*nc.exact));
-		m->chunks[m->n_chunks] = nc;
-		ch = &m->chunks[m->n_chunks++];
-		m->chunk_aggs += nc.n;
-	} else {
-		if (c->timeline)
-			memcpy(&m->ld_exact[c0 - m->ld_t0], ch->exact,
-			       VCHUNK_S * sizeof(*ch->exact));
-		if (c->pg) {
-			c->pg_base += VCHUNK_S;
-			atomic_store_explicit(&c->pg->done_s, c->pg_base, memory_order_relaxed);
-			atomic_fetch_add_explicit(&c->pg->rows, ch->st.rows, memory_order_relaxed);
-			if (atomic_load_explicit(&c->pg->cancel, memory_order_relaxed))
-				return -ECANCELED;
-		}
+		keep = keep && v <= UINT32_MAX; /* not in 8 bytes: this chunk is not cached */
+		nc.aggs[i] = (struct vcsum){w->cagg.ids[i], (uint32_t)v};
 	}
-	for (i = 0; i < ch->n; i++)
-		if (tab_add(c->tab, ch->aggs[i].pair, ch->aggs[i].value) < 0)
+	if (c->j->timeline) {
+		nc.exact = malloc(VCHUNK_S * sizeof(*nc.exact));
+		if (nc.exact)
+			memcpy(nc.exact, &m->ld_exact[c0 - m->ld_t0], VCHUNK_S * sizeof(*nc.exact));
+	}
+	keep = keep && nc.aggs && (!c->j->timeline || nc.exact);
+	job_lock(c->j);
+	keep = keep && m->chunk_aggs < VCHUNK_MAX_AGGS && !chunk_find(m, c0) &&
+	       !array_grow32((void **)&m->chunks, &m->cap_chunks, m->n_chunks + 1,
+			     sizeof(*m->chunks));
+	if (keep) {
+		m->chunks[m->n_chunks++] = nc;
+		m->chunk_aggs += nc.n;
+	}
+	job_unlock(c->j);
+	if (!keep) {
+		free(nc.aggs);
+		free(nc.exact);
+	}
+	stats_add(c->st, &nc.st);
+	return tab_merge(c->tab, &w->cagg);
+}
+
+/* The cached sums of ch added to tab and st (and the timeline's counts). */
+static int agg_chunk_cached(struct agg_job *j, const struct vchunk *ch, struct vaggtab *tab,
+			    struct vrange_stats *st)
+{
+	struct vmodel *m = j->m;
+
+	if (j->timeline)
+		memcpy(&m->ld_exact[ch->c0 - m->ld_t0], ch->exact, VCHUNK_S * sizeof(*ch->exact));
+	if (j->pg) {
+		atomic_fetch_add_explicit(&j->pg->done_s, VCHUNK_S, memory_order_relaxed);
+		atomic_fetch_add_explicit(&j->pg->rows, ch->st.rows, memory_order_relaxed);
+		if (atomic_load_explicit(&j->pg->cancel, memory_order_relaxed))
+			return -ECANCELED;
+	}
+	for (uint32_t i = 0; i < ch->n; i++)
+		if (tab_add(tab, ch->aggs[i].pair, ch->aggs[i].value) < 0)
 			return -ENOMEM;
-	stats_add(c->st, &ch->st);
+	stats_add(st, &ch->st);
 	return 0;
+}
+
+static int piece_add(struct agg_job *j, int64_t t0, int64_t t1, bool chunk)
+{
+	if (array_grow32((void **)&j->pieces, &j->cap_pieces, j->n_pieces + 1, sizeof(*j->pieces)))
+		return -ENOMEM;
+	j->pieces[j->n_pieces++] = (struct vpiece){t0, t1, chunk};
+	return 0;
+}
+
+/* Worker c->w's share of the pieces: worker 0 takes them from the front,
+ * worker 1 from the back, until none is left or one fails. */
+static int work_run(struct agg_ctx *c)
+{
+	struct agg_job *j = c->j;
+	bool back = c->w != &j->m->work[0];
+	int r = 0;
+
+	while (r >= 0 && !atomic_load_explicit(&j->stop, memory_order_relaxed)) {
+		struct vpiece p;
+
+		job_lock(j);
+		if (j->head == j->tail) {
+			job_unlock(j);
+			break;
+		}
+		p = back ? j->pieces[--j->tail] : j->pieces[j->head++];
+		job_unlock(j);
+		r = p.chunk ? agg_chunk_read(c, p.t0) : agg_query(c, p.t0, p.t1);
+	}
+	if (r < 0) {
+		job_lock(j);
+		if (!j->err)
+			j->err = r;
+		job_unlock(j);
+		atomic_store(&j->stop, true);
+	}
+	return r;
+}
+
+static void *work_main(void *arg)
+{
+	work_run(arg);
+	return NULL;
+}
+
+/* Spawn worker 1 on its fork of the reader (made once, kept with its
+ * dictionary until the store is re-read): false when it could not be. */
+static bool work_spawn(struct agg_ctx *c, pthread_t *th)
+{
+	struct vwork *w = c->w;
+
+	tab_reset(&w->agg);
+	memset(&w->st, 0, sizeof(w->st));
+	if (!w->r && store_reader__fork(c->j->m->r, on_notice, w, &w->r) < 0)
+		return false;
+	return pthread_create(th, NULL, work_main, c) == 0;
+}
+
+/* Worker 1 joined: its sums, counts, reader's counts and notices to the model's. */
+static int work_join(struct agg_ctx *c, pthread_t th, struct vrange_stats *st)
+{
+	struct vmodel *m = c->j->m;
+	struct vwork *w = c->w;
+
+	pthread_join(th, NULL);
+	store_reader__sync(m->r, w->r);
+	stats_add(st, &w->st);
+	return tab_merge(&m->agg, &w->agg);
 }
 
 int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfilter *f,
 		      struct vtree *out, struct vrange_stats *st, struct vprogress *pg)
 {
-	struct agg_ctx c = {.m = m, .f = f, .st = st, .tab = &m->agg, .pg = pg};
+	struct agg_job j = {.m = m, .f = f, .pg = pg};
+	struct agg_ctx wc[VWORKERS];
 	struct vpath_ent path[520];
-	uint32_t i;
-	int64_t t;
-	int r;
+	int64_t t, read_s = 0;
+	pthread_t th;
+	bool spawned = false;
+	uint32_t i, k;
+	int r = 0;
 
 	memset(st, 0, sizeof(*st));
 	vtree__reset(out);
@@ -1066,17 +1274,15 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 	t1 = MIN(t1, m->last_s + 1);
 	if (t1 <= t0)
 		return 0;
-	if (pg) {
-		c.pg_base = atomic_load_explicit(&pg->done_s, memory_order_relaxed);
+	if (pg)
 		atomic_fetch_add_explicit(&pg->total_s, t1 - t0, memory_order_relaxed);
-	}
 	if (!m->chunk_f_set || !same_filter(&m->chunk_f, f)) {
 		chunks_free(m);
 		m->chunk_f = *f;
 		m->chunk_f_set = true;
 	}
-	c.timeline = vfilter__selects_all(f);
-	if (c.timeline) {
+	j.timeline = vfilter__selects_all(f);
+	if (j.timeline) {
 		struct vsec *e = realloc(m->ld_exact, (size_t)(t1 - t0) * sizeof(*e));
 
 		if (!e)
@@ -1087,28 +1293,54 @@ int vmodel__aggregate(struct vmodel *m, int64_t t0, int64_t t1, const struct vfi
 		m->ld_t1 = t1;
 	}
 	tab_reset(&m->agg);
-	for (i = 0; i < ARRAY_SIZE(m->gmemo); i++)
-		m->gmemo[i].kind = -1;
-	for (i = 0; i < ARRAY_SIZE(m->graw); i++)
-		m->graw[i].kind = -1;
-	/* whole closed chunks from the cache; the rest read in runs as long as they go */
-	for (t = t0, r = 0; t < t1 && r >= 0;) {
-		int64_t e = t;
+	for (k = 0; k < VWORKERS; k++) {
+		for (i = 0; i < ARRAY_SIZE(m->work[k].gmemo); i++)
+			m->work[k].gmemo[i].kind = -1;
+		for (i = 0; i < ARRAY_SIZE(m->work[k].graw); i++)
+			m->work[k].graw[i].kind = -1;
+		wc[k] = (struct agg_ctx){
+			.j = &j, .w = &m->work[k], .tab = &m->work[k].agg, .st = &m->work[k].st};
+	}
+	wc[0].tab = &m->agg;
+	wc[0].st = st;
+	m->work[0].r = m->r; /* (worker 1's: its fork) */
+	/* whole closed chunks from the cache; the rest to read, by chunk */
+	for (t = t0; t < t1 && r >= 0;) {
+		int64_t e = MIN(chunk_start(t) + VCHUNK_S, t1);
+		bool chunk = chunk_start(t) == t && e == t + VCHUNK_S && chunk_usable(m, t);
+		const struct vchunk *ch = chunk ? chunk_find(m, t) : NULL;
 
-		if (chunk_start(t) == t && t + VCHUNK_S <= t1 && chunk_usable(m, t)) {
-			r = agg_chunk(&c, t);
-			t += VCHUNK_S;
-			continue;
+		if (ch) {
+			r = agg_chunk_cached(&j, ch, &m->agg, st);
+		} else {
+			r = piece_add(&j, t, e, chunk);
+			read_s += e - t;
 		}
-		do
-			e = MIN(chunk_start(e) + VCHUNK_S, t1);
-		while (e < t1 && !(e + VCHUNK_S <= t1 && chunk_usable(m, e)));
-		r = agg_query(&c, t, e);
 		t = e;
 	}
+	j.tail = j.n_pieces;
+	/* two workers for VPAR_MIN_S or more to read: worker 1 on a thread */
+	if (r >= 0 && m->workers > 1 && j.n_pieces > 1 && read_s >= VPAR_MIN_S) {
+		j.threaded = true;
+		spawned = work_spawn(&wc[1], &th);
+		if (!spawned)
+			j.threaded = false; /* (no thread reads it) */
+		m->par_loads += spawned;
+	}
+	if (r >= 0)
+		work_run(&wc[0]);
+	if (spawned) {
+		int e = work_join(&wc[1], th, st);
+
+		if (!j.err && e < 0)
+			j.err = e;
+	}
+	free(j.pieces);
+	if (r >= 0)
+		r = j.err;
 	if (r < 0)
 		return r;
-	m->ld_timeline = c.timeline;
+	m->ld_timeline = j.timeline;
 	for (i = 0; i < m->agg.n; i++) {
 		const struct vpair *a = &m->pairs[m->agg.ids[i]];
 		const struct vstack *sk = &m->stacks[a->stack];

@@ -356,7 +356,8 @@ static void sandwich_update(struct vapp *a)
  *
  *  - The UI thread fills a->ld's job (range, A range, filter), records the
  *    zoom and selection paths, and starts the thread. From then until it
- *    joins it, the loader owns the model's reader and aggregation state
+ *    joins it, the loader (with the second reading thread vmodel__aggregate()
+ *    may start, joined before it returns) owns the model's reader and aggregation state
  *    (a->m.r, names, stacks, the chunk cache, ld_exact) and a->ld's result
  *    (trees, stats, return codes); the UI thread touches none of them.
  *  - Meanwhile the UI thread owns the rest: range, filter, timeline (hdr,
