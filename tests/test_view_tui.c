@@ -1235,7 +1235,7 @@ static void check_loading(void)
 
 START_TEST(test_big_load)
 {
-	char root[400], args[600];
+	char root[400], args[1200];
 
 	snprintf(root, sizeof(root), "%s/big", tmp_root);
 	write_big(root);
@@ -1259,28 +1259,36 @@ START_TEST(test_big_load)
 	free(wait_for("svc0:3"));
 	tui_stop();
 
-	/* q while the first range loads: cpa-view exits at once, cleanly */
-	snprintf(args, sizeof(args), "--begin 00:00:00 --end 04:00:00 '%s'", root);
+	/*
+	 * q while the first range loads: cpa-view exits at once, cleanly. Its exit status comes
+	 * from the shell tmux runs it in: tmux 3.3 now and then marks the pane dead and never
+	 * reaps the child (a zombie, pane_dead_status empty), with cpa-view gone.
+	 */
+	snprintf(args, sizeof(args),
+		 "--begin 00:00:00 --end 04:00:00 '%s'; echo \"exit $?\" > '%s/q_status'", root,
+		 tmp_root);
 	tui_start(args, 100, 30);
 	check_loading();
 	keys("q");
 	{
-		char cmd[200], *st = NULL;
+		char path[1100], st[32] = "";
 
-		snprintf(cmd, sizeof(cmd),
-			 "tmux -L %s display -p -t 0 '#{pane_dead} #{pane_dead_status}'", sock);
-		for (int i = 0; i < 600; i++) {
-			free(st);
-			st = test_cmd_out(NULL, "%s", cmd);
-			/* tmux may mark the pane dead before it has the exit status */
-			if (st[0] == '1' && st[1] == ' ' && st[2] >= '0' && st[2] <= '9')
-				break;
-			usleep(50000);
+		snprintf(path, sizeof(path), "%s/q_status", tmp_root);
+		for (int i = 0; i < 600 && !st[0]; i++) {
+			FILE *f = fopen(path, "r");
+
+			if (f) {
+				if (!fgets(st, sizeof(st), f))
+					st[0] = 0;
+				fclose(f);
+			}
+			if (!st[0])
+				usleep(50000);
 		}
-		ck_assert_msg(!strncmp(st, "1 0", 3), "after q: '%s'; screen:\n%s", st,
+		ck_assert_msg(!strcmp(st, "exit 0\n"), "after q: '%s'; screen:\n%s", st,
 			      screen(false));
-		free(st);
 	}
+	tui_stop();
 }
 END_TEST
 
