@@ -66,9 +66,10 @@
 #define SYMD_HEAP_TRIM_NS      (10 * NSEC_PER_SEC) /* no binary loaded that long: trim */
 #define SYMD_TRIM_EVERY_NS     NSEC_PER_SEC	   /* heap_trim__maybe() at most this often */
 #define SYMD_TRIM_FREE	       (8u << 20) /* ... once the heap's free bytes grew this much */
-#define SYMD_BIN_IDLE_NS       (60 * NSEC_PER_SEC) /* a binary no frame named that long goes */
-#define SYMD_EPOCH_BYTES       (4u << 20)	   /* intern tables: a new epoch past this */
-#define SYMD_EPOCH_MIN_NS      (30 * NSEC_PER_SEC) /* ... unless it refilled that fast */
+#define SYMD_BIN_IDLE_NS       (60 * NSEC_PER_SEC)  /* a binary no frame named that long goes */
+#define SYMD_BIN_QUIET_IDLE_NS (300 * NSEC_PER_SEC) /* ... that long once loads stopped */
+#define SYMD_EPOCH_BYTES       (4u << 20)	    /* intern tables: a new epoch past this */
+#define SYMD_EPOCH_MIN_NS      (30 * NSEC_PER_SEC)  /* ... unless it refilled that fast */
 #define SYMD_EPOCH_MAX	       (16u << 20) /* ... doubling up to this (and 1/4 of the cap) */
 #define SYMD_MAX_STACK	       CPA_MAX_STACK_FRAMES
 #define SYMD_FRAME_NAME_MAX    (SYMD_MAX_NAME + CPA_PATH_MAX + 8)
@@ -1933,13 +1934,19 @@ static void symd__heap_tick(struct symd *s, uint64_t now)
 {
 	struct bincache_stats bs;
 
-	bincache__idle(s->bins, now, SYMD_BIN_IDLE_NS);
 	bincache__stats(s->bins, &bs);
 	if (bs.loads != s->heap_loads) {
 		s->heap_loads = bs.loads;
 		s->heap_last_load = now;
 		s->heap_untrimmed = true;
 	}
+	/* While binaries load (churn) the cache holds what ran in the last minute. Once loads
+	 * stopped (an idle host) it holds 5 minutes, as unwindd does: a process sampled every
+	 * few minutes would otherwise load its binaries again at each sample (~3 ms, some
+	 * 250 page faults). */
+	bincache__idle(s->bins, now,
+		       now - s->heap_last_load < SYMD_BIN_IDLE_NS ? SYMD_BIN_IDLE_NS
+								  : SYMD_BIN_QUIET_IDLE_NS);
 	if (s->heap_untrimmed && now - s->heap_last_load >= SYMD_HEAP_TRIM_NS) {
 		s->heap_untrimmed = false;
 		heap_trim__maybe(&s->trim, 0);
