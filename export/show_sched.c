@@ -373,7 +373,8 @@ static void print_summary(struct sched_ctx *c, const char *a, const char *b)
 	       "RQ_P50_US", "RQ_P99_US", "RQ_AVG_US", "SLICES", "SL_P50_US", "PREEMPT", "SLEEP",
 	       "IOWAIT");
 	print_row(&c->all.e, "[all selected]");
-	qsort(c->procs, c->n_procs, sizeof(*c->procs), oncpu_cmp);
+	if (c->n_procs) /* NULL when the range has no process */
+		qsort(c->procs, c->n_procs, sizeof(*c->procs), oncpu_cmp);
 	for (size_t i = 0; i < c->n_procs; i++) {
 		snprintf(label, sizeof(label), "%.15s:%u", c->procs[i].e.comm, c->procs[i].id);
 		print_row(&c->procs[i].e, label);

@@ -1147,7 +1147,8 @@ static bool v5_values(struct g45 *g)
 	uint8_t *p[ARRAY_SIZE(vcol)];
 	size_t i, a = 0, b = g->sorted;
 
-	qsort(g->k + g->sorted, g->n - g->sorted, sizeof(*g->k), v5_cmp);
+	if (g->n > g->sorted) /* a record of no entries: g->k may be NULL */
+		qsort(g->k + g->sorted, g->n - g->sorted, sizeof(*g->k), v5_cmp);
 	if (array_grow((void **)&g->t, &g->cap_t, g->n, sizeof(*g->t)) < 0)
 		return false;
 	for (i = 0; i < g->n; i++)
