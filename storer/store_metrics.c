@@ -826,6 +826,22 @@ static int grp_comms(struct rbuf *r, struct grp *g, unsigned int version)
 }
 
 /* The extras column, then the group to the caller. */
+/* The entries' values from their decoded columns (v3: each duration its own
+ * code width; v4, v5: one width for both). */
+static void grp_values(struct grp *g, unsigned int on_bits, unsigned int rq_bits)
+{
+	for (uint64_t at = 0; at < g->n_ent; at++) {
+		struct cpa_metrics_ent *e = &g->ents[at];
+		const uint64_t *v = g->x[at].v;
+
+		e->oncpu_ns = dur3_value(v[V_ONCPU], on_bits);
+		e->runq_ns = dur3_value(v[V_RUNQ], rq_bits);
+		e->switches[CPA_MR_PREEMPT] = v[V_PREEMPT];
+		e->switches[CPA_MR_SLEEP] = v[V_SLEEP];
+		e->runq_n = v[V_WAITS] + v[V_PREEMPT] + v[V_SLEEP];
+	}
+}
+
 static int grp_end(struct rbuf *r, struct grp *g, struct cpa_metrics **ret_ms,
 		   struct cpa_metrics_ent **ret_ents, uint64_t *ret_nrec)
 {
@@ -878,16 +894,7 @@ static int decode_v3(struct rbuf *r, uint64_t max_rec, struct cpa_metrics **ret_
 			g.x[at].v[j] = cs->prev[j];
 		}
 	}
-	for (at = 0; at < g.n_ent; at++) {
-		struct cpa_metrics_ent *e = &g.ents[at];
-		const uint64_t *v = g.x[at].v;
-
-		e->oncpu_ns = dur3_value(v[V_ONCPU], ONCPU_BITS);
-		e->runq_ns = dur3_value(v[V_RUNQ], RUNQ_BITS);
-		e->switches[CPA_MR_PREEMPT] = v[V_PREEMPT];
-		e->switches[CPA_MR_SLEEP] = v[V_SLEEP];
-		e->runq_n = v[V_WAITS] + v[V_PREEMPT] + v[V_SLEEP];
-	}
+	grp_values(&g, ONCPU_BITS, RUNQ_BITS);
 	return grp_end(r, &g, ret_ms, ret_ents, ret_nrec);
 }
 
@@ -1352,7 +1359,7 @@ static int decode_v45(struct rbuf *r, unsigned int version, uint64_t max_rec,
 	const unsigned int bits = version == V4_VERSION ? DUR4_BITS : DUR5_BITS, lb = bits - 1;
 	const uint8_t *sw, *lo[2];
 	struct rbuf memb;
-	uint64_t i, at, k, c;
+	uint64_t i, k, c;
 	int ret;
 
 	/* an entry takes at least 6 bytes: flags, 2 durations, low bits, switches, waits */
@@ -1403,16 +1410,7 @@ static int decode_v45(struct rbuf *r, unsigned int version, uint64_t max_rec,
 		v[V_RUNQ] = v[V_RUNQ] << lb | (lo[1][k] & ((1u << lb) - 1));
 	}
 #undef AT
-	for (at = 0; at < g.n_ent; at++) {
-		struct cpa_metrics_ent *e = &g.ents[at];
-		const uint64_t *v = g.x[at].v;
-
-		e->oncpu_ns = dur3_value(v[V_ONCPU], bits);
-		e->runq_ns = dur3_value(v[V_RUNQ], bits);
-		e->switches[CPA_MR_PREEMPT] = v[V_PREEMPT];
-		e->switches[CPA_MR_SLEEP] = v[V_SLEEP];
-		e->runq_n = v[V_WAITS] + v[V_PREEMPT] + v[V_SLEEP];
-	}
+	grp_values(&g, bits, bits);
 	return grp_end(r, &g, ret_ms, ret_ents, ret_nrec);
 }
 

@@ -369,14 +369,10 @@ END_TEST
 
 int main(void)
 {
-	TCase *tc = tcase_create("agg");
-	Suite *s;
+	Suite *s = suite_create("view_agg");
+	TCase *tc = TEST_TCASE(s, "agg", test_agg_sums, test_agg_corrupt);
 
 	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, test_agg_sums);
-	tcase_add_test(tc, test_agg_corrupt);
 	tcase_add_checked_fixture(tc, setup, teardown);
-	s = suite_create("view_agg");
-	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

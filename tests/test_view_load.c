@@ -219,14 +219,10 @@ END_TEST
 /* One case: both tests write the same 2-hour store (setup). */
 int main(void)
 {
-	TCase *tc = tcase_create("load");
-	Suite *s;
+	Suite *s = suite_create("view_load");
+	TCase *tc = TEST_TCASE(s, "load", test_chunk_cache, test_loader_thread);
 
 	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, test_chunk_cache);
-	tcase_add_test(tc, test_loader_thread);
 	tcase_add_checked_fixture(tc, setup, teardown);
-	s = suite_create("view_load");
-	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }
