@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite, exactly as CI runs it (.ci/run calls this); about 12
+# The whole test suite, exactly as CI runs it (.ci/run calls this); about 20
 # minutes on 2 cores. It installs what is missing, then runs these phases, each
 # configuration built once from a clean build directory:
 #   asan-build   the asan preset (ASan + UBSan, Debug)
