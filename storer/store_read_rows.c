@@ -378,20 +378,7 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 
 /* ---- the seconds holding rows: store_reader__records() */
 
-/* The seconds as runs [a, b]. A block's rows come sorted by second and a
- * segment's blocks in time order, so a second or a block's span mostly
- * extends the last run: a day is a few runs, not 86,400 seconds to sort. */
-struct sec_run {
-	int64_t a, b;
-};
-
-struct secs {
-	struct sec_run *v;
-	uint32_t n, cap;
-	bool unsorted; /* a run starts before the one added before it */
-};
-
-static int secs_add(struct secs *ss, int64_t a, int64_t b)
+int sec_runs__add(struct sec_runs *ss, int64_t a, int64_t b)
 {
 	if (ss->n) {
 		struct sec_run *l = &ss->v[ss->n - 1];
@@ -410,11 +397,43 @@ static int secs_add(struct secs *ss, int64_t a, int64_t b)
 	return 0;
 }
 
-/* The distinct seconds of one block's rows (its sec column only) onto arg, a struct secs. */
+static int run_cmp(const void *x, const void *y)
+{
+	const struct sec_run *p = x, *q = y;
+
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
+uint64_t sec_runs__count(struct sec_runs *ss, int64_t *ret_first, int64_t *ret_last)
+{
+	int64_t end = INT64_MIN, last = 0;
+	uint64_t n = 0;
+
+	if (ss->unsorted) {
+		qsort(ss->v, ss->n, sizeof(*ss->v), run_cmp);
+		ss->unsorted = false;
+	}
+	/* The union of the runs, in order of their starts. */
+	for (uint32_t i = 0; i < ss->n; i++) {
+		int64_t a = MAX(ss->v[i].a, end);
+
+		if (ss->v[i].b >= a)
+			n += (uint64_t)(ss->v[i].b - a + 1);
+		if (ss->v[i].b + 1 > end)
+			end = ss->v[i].b + 1;
+		if (!i || ss->v[i].b > last)
+			last = ss->v[i].b;
+	}
+	*ret_first = ss->n ? ss->v[0].a : 0;
+	*ret_last = last;
+	return n;
+}
+
+/* The distinct seconds of one block's rows (its sec column only) onto arg, a struct sec_runs. */
 static int block_secs(struct store_reader *r, struct rseg *s, const uint8_t *p, size_t len,
 		      int64_t base_s, void *arg)
 {
-	struct secs *ss = arg;
+	struct sec_runs *ss = arg;
 	struct rbuf b = {.p = p, .len = len};
 	uint64_t n = rbuf__varint(&b), i;
 	int64_t sec = base_s;
@@ -431,7 +450,7 @@ static int block_secs(struct store_reader *r, struct rseg *s, const uint8_t *p, 
 		/* Rows are sorted by second: the rows of a second after its first add nothing. */
 		if (ss->n && sec >= ss->v[ss->n - 1].a && sec <= ss->v[ss->n - 1].b)
 			continue;
-		if (secs_add(ss, sec, sec) < 0)
+		if (sec_runs__add(ss, sec, sec) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -442,7 +461,7 @@ static int block_secs(struct store_reader *r, struct rseg *s, const uint8_t *p, 
  * steady case) are taken from the index; the others' rows are read: metrics
  * or trigger seconds without samples, blocks found by a scan (a rebuilt index).
  */
-static int secs_collect(struct store_reader *r, struct secs *ss)
+static int secs_collect(struct store_reader *r, struct sec_runs *ss)
 {
 	struct blk_iter it;
 	int ret;
@@ -461,7 +480,8 @@ static int secs_collect(struct store_reader *r, struct secs *ss)
 
 			if (b->bad || !rblock__full(b))
 				continue;
-			if (secs_add(ss, (int64_t)b->t_min_s, (int64_t)b->t_min_s + b->span_s) < 0)
+			if (sec_runs__add(ss, (int64_t)b->t_min_s,
+					  (int64_t)b->t_min_s + b->span_s) < 0)
 				return -ENOMEM;
 		}
 	blk_iter__init(&it, 0, UINT64_MAX - NSEC_PER_SEC, 0, false);
@@ -469,41 +489,14 @@ static int secs_collect(struct store_reader *r, struct secs *ss)
 	return walk_rows(r, &it, block_secs, ss);
 }
 
-static int run_cmp(const void *x, const void *y)
-{
-	const struct sec_run *p = x, *q = y;
-
-	return p->a < q->a ? -1 : p->a > q->a;
-}
-
 int store_reader__records(struct store_reader *r, int64_t *ret_first_s, int64_t *ret_last_s,
 			  uint64_t *ret_records)
 {
-	struct secs ss = {0};
-	uint64_t n = 0;
-	int64_t end = INT64_MIN, last = 0;
+	struct sec_runs ss = {0};
 	int ret = secs_collect(r, &ss);
 
-	if (ret < 0) {
-		free(ss.v);
-		return ret;
-	}
-	if (ss.unsorted)
-		qsort(ss.v, ss.n, sizeof(*ss.v), run_cmp);
-	/* The union of the runs, in order of their starts. */
-	for (uint32_t i = 0; i < ss.n; i++) {
-		int64_t a = MAX(ss.v[i].a, end);
-
-		if (ss.v[i].b >= a)
-			n += (uint64_t)(ss.v[i].b - a + 1);
-		if (ss.v[i].b + 1 > end)
-			end = ss.v[i].b + 1;
-		if (!i || ss.v[i].b > last)
-			last = ss.v[i].b;
-	}
-	*ret_first_s = ss.n ? ss.v[0].a : 0;
-	*ret_last_s = last;
-	*ret_records = n;
+	if (ret == 0)
+		*ret_records = sec_runs__count(&ss, ret_first_s, ret_last_s);
 	free(ss.v);
-	return 0;
+	return ret;
 }
