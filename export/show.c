@@ -624,6 +624,7 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
 	printf("Export Record Time From [ %s - %s ]\n", a, b);
 	fflush(stdout);
+	show_warn_unused(o);
 	if (show_sched_wanted(o)) { /* scheduler metrics: show_sched.c */
 		ret = show_sched(o, r, t0, n);
 		goto out;

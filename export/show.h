@@ -77,6 +77,10 @@ bool show_sched_wanted(const struct show_opts *o);
 /* The metrics of [t0, t0 + n) seconds of r: summary and/or series; 0 or -errno (logged). */
 int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, int64_t n);
 
+/* One warning line for the options given that what the others ask for does
+ * not use (a label switch of a split, -o of --sched, ...): none is ignored
+ * silently. */
+void show_warn_unused(const struct show_opts *o);
 /* true when the options ask for something other than the plain folded .prof. */
 bool show_export_wanted(const struct show_opts *o);
 /* Export [t0, t0 + n) seconds of r (store dir dir) as o asks; 0 or -errno (logged). */

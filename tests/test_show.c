@@ -764,6 +764,127 @@ START_TEST(test_show_said)
 }
 END_TEST
 
+/* The "Stack Type N" of the Write line in out[], or -1. */
+static long stack_type(void)
+{
+	const char *p = strstr(out, "Stack Type ");
+
+	return p ? strtol(p + 11, NULL, 10) : -1;
+}
+
+/*
+ * --kind takes every export format (second 5 holds the five on-CPU stacks and
+ * one off-CPU row of another process), and an option that what the others ask
+ * for does not use says so on stderr, once, instead of being ignored.
+ */
+START_TEST(test_show_unused_opts)
+{
+	static const char *const fmts[] = {"pprof", "svg", "speedscope"};
+	char path[1100], split[1100];
+	struct show_opts o = defaults();
+
+	o.read = mstore;
+	o.starttime = "10:00:05";
+	o.output_num = 1;
+	log_set_sink(log_capture);
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		snprintf(path, sizeof(path), "%s/k.%s", mroot, fmts[i]);
+		o.output_prof = path;
+		o.format = fmts[i];
+		o.kind = SHOW_KIND_AUTO;
+		ck_assert_int_eq(run(&o), 0);
+		ck_assert_msg(stack_type() == 6, "%s, every kind: %s", fmts[i], out);
+		o.kind = SHOW_KIND_ON;
+		ck_assert_int_eq(run(&o), 0);
+		ck_assert_msg(stack_type() == 5, "%s, --kind on: %s", fmts[i], out);
+		o.kind = SHOW_KIND_OFF;
+		ck_assert_int_eq(run(&o), 0);
+		ck_assert_msg(stack_type() == 1, "%s, --kind off: %s", fmts[i], out);
+	}
+	o.kind = SHOW_KIND_AUTO;
+
+	/* what each format takes: nothing said */
+	logbuf[0] = 0;
+	o.format = "pprof";
+	o.no_pid = o.no_env = true;
+	ck_assert_int_eq(run(&o), 0);
+	o.format = "svg";
+	o.show_thread_name = true;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(!strstr(logbuf, "--no_pid") && !strstr(logbuf, "--no_env") &&
+			      !strstr(logbuf, "--show_thread_name"),
+		      "%s", logbuf);
+
+	/* --show_raw is the plain .prof's */
+	o.show_raw = true;
+	o.show_thread_name = o.no_pid = o.no_env = false;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(logbuf, "--show_raw is the plain folded .prof's raw label: the svg "
+				     "export does not use it"),
+		      "%s", logbuf);
+	/* ... whose label the label switches do not change */
+	logbuf[0] = 0;
+	o.format = NULL;
+	snprintf(path, sizeof(path), "%s/raw.prof", mroot);
+	o.no_pid = true;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(logbuf, "--show_raw writes CPA's raw label, whose layout is fixed: "
+				     "--no_pid change nothing"),
+		      "%s", logbuf);
+	o.show_raw = o.no_pid = false;
+
+	/* pprof's samples carry the thread name already */
+	logbuf[0] = 0;
+	o.format = "pprof";
+	o.show_thread_name = true;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(logbuf, "--show_thread_name: pprof labels every sample with its "
+				     "thread name (comm) already"),
+		      "%s", logbuf);
+	o.show_thread_name = false;
+
+	/* a format and a file of another format's suffix */
+	logbuf[0] = 0;
+	snprintf(path, sizeof(path), "%s/x.svg", mroot);
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(logbuf, "has the suffix of svg: --format pprof writes pprof into it"),
+		      "%s", logbuf);
+
+	/* a split keeps every field */
+	logbuf[0] = 0;
+	snprintf(split, sizeof(split), "%s/split", mroot);
+	o.split_path = split;
+	o.format = NULL;
+	o.output_prof = NULL;
+	o.no_pid = true;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(logbuf, "--split_path writes a store, every field of each row kept: "
+				     "--no_pid not used"),
+		      "%s", logbuf);
+	o.split_path = NULL;
+	o.no_pid = false;
+
+	/* the policy triggers are no profile */
+	logbuf[0] = 0;
+	o.triggers = true;
+	o.output_prof = path;
+	o.kind = SHOW_KIND_ON;
+	ck_assert_msg(run(&o) == 0, "%s", logbuf);
+	ck_assert_msg(strstr(logbuf, "--triggers prints the scheduler metrics or the policy "
+				     "triggers, not a profile: -o, --kind not used"),
+		      "%s", logbuf);
+	o.triggers = false;
+	o.kind = SHOW_KIND_AUTO;
+
+	/* speedscope has no diff: said before anything is read */
+	logbuf[0] = 0;
+	o.format = "speedscope";
+	o.diff_base_start = "10:00:02";
+	ck_assert_int_eq(run(&o), -EINVAL);
+	ck_assert_msg(strstr(logbuf, "speedscope has no diff view"), "%s", logbuf);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- reading by rows */
 
 #define MSEC	 30
@@ -975,7 +1096,8 @@ int main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	/* CPA's behaviours, over a store with metrics-only seconds and an off-CPU sample. */
-	tc = TEST_TCASE(s, "cpa", test_show_records_num, test_show_raw_offcpu, test_show_said);
+	tc = TEST_TCASE(s, "cpa", test_show_records_num, test_show_raw_offcpu, test_show_said,
+			test_show_unused_opts);
 	tcase_add_checked_fixture(tc, setup_metrics, teardown_metrics);
 	/* Reading by rows (store_reader__query_rows()) against sample by sample. */
 	tc = TEST_TCASE(s, "rows", test_show_folded_rows_vs_samples, test_show_progress_tty);
