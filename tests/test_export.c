@@ -499,6 +499,24 @@ START_TEST(test_pprof_decode)
 }
 END_TEST
 
+/* [0, to) seconds as pprof, by rows into path and sample by sample into
+ * path2: the same bytes. */
+static void pprof_both_ways(uint32_t to, const char *path, const char *path2)
+{
+	size_t la, lb;
+	char *x, *y;
+
+	by_rows = true;
+	export_range(EXPORT_PPROF, 0, to, 0, 0, path, NULL);
+	by_rows = false;
+	export_range(EXPORT_PPROF, 0, to, 0, 0, path2, NULL);
+	x = test_slurp(path, &la);
+	y = test_slurp(path2, &lb);
+	ck_assert_msg(la == lb && !memcmp(x, y, la), "%s and %s differ", path, path2);
+	free(x);
+	free(y);
+}
+
 /*
  * More threads than the pprof writer's caches hold (a context per thread and
  * kind; 5,000 of them), each sampled once a second for two seconds with its
@@ -514,8 +532,7 @@ START_TEST(test_pprof_many_threads)
 	static bool seen[MANY_T];
 	struct store_writer *w;
 	uint8_t *raw;
-	size_t len, la, lb;
-	char *x, *y;
+	size_t len;
 	uint32_t i;
 
 	w = t_store_new(&o, &mroot);
@@ -537,15 +554,7 @@ START_TEST(test_pprof_many_threads)
 	t_store_close(w, mroot, store, sizeof(store));
 	snprintf(path, sizeof(path), "%s/rows.pb.gz", root);
 	snprintf(path2, sizeof(path2), "%s/samples.pb.gz", root);
-	by_rows = true;
-	export_range(EXPORT_PPROF, 0, 2, 0, 0, path, NULL);
-	by_rows = false;
-	export_range(EXPORT_PPROF, 0, 2, 0, 0, path2, NULL);
-	x = test_slurp(path, &la);
-	y = test_slurp(path2, &lb);
-	ck_assert(la == lb && !memcmp(x, y, la));
-	free(x);
-	free(y);
+	pprof_both_ways(2, path, path2);
 
 	raw = gunzip_file(path, &len);
 	decode(raw, len, &dp);
@@ -594,9 +603,9 @@ START_TEST(test_pprof_label_switches)
 		struct cpa_str_def d;
 		char s[8];
 	} envb = {.d = {.id = 6, .len = 5}, .s = "ENV_B"};
-	char *lroot, path[1100], path2[1100], *x, *y, *out;
+	char *lroot, path[1100], path2[1100], *out;
 	struct store_writer *w;
-	size_t len, la, lb;
+	size_t len;
 	uint8_t *raw;
 	int rc;
 
@@ -622,15 +631,7 @@ START_TEST(test_pprof_label_switches)
 		no_env = k & 2;
 		snprintf(path, sizeof(path), "%s/lab%d.pb.gz", root, k);
 		snprintf(path2, sizeof(path2), "%s/lab%d.samples.pb.gz", root, k);
-		by_rows = true;
-		export_range(EXPORT_PPROF, 0, 4, 0, 0, path, NULL);
-		by_rows = false;
-		export_range(EXPORT_PPROF, 0, 4, 0, 0, path2, NULL);
-		x = test_slurp(path, &la);
-		y = test_slurp(path2, &lb);
-		ck_assert_msg(la == lb && !memcmp(x, y, la), "case %d: rows and samples differ", k);
-		free(x);
-		free(y);
+		pprof_both_ways(4, path, path2);
 		raw = gunzip_file(path, &len);
 		decode(raw, len, &dp);
 		free(raw);

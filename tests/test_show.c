@@ -772,6 +772,14 @@ static long stack_type(void)
 	return p ? strtol(p + 11, NULL, 10) : -1;
 }
 
+/* A run of o that says text on stderr. */
+static void said(const struct show_opts *o, const char *text)
+{
+	logbuf[0] = 0;
+	ck_assert_msg(run(o) == 0, "%s", logbuf);
+	ck_assert_msg(strstr(logbuf, text), "want '%s' in: %s", text, logbuf);
+}
+
 /*
  * --kind takes every export format (second 5 holds the five on-CPU stacks and
  * one off-CPU row of another process), and an option that what the others ask
@@ -815,64 +823,44 @@ START_TEST(test_show_unused_opts)
 			      !strstr(logbuf, "--show_thread_name"),
 		      "%s", logbuf);
 
-	/* --show_raw is the plain .prof's */
+	/* --show_raw is the plain .prof's, whose raw label the label switches do not change */
 	o.show_raw = true;
-	o.show_thread_name = o.no_pid = o.no_env = false;
-	ck_assert_int_eq(run(&o), 0);
-	ck_assert_msg(strstr(logbuf, "--show_raw is the plain folded .prof's raw label: the svg "
-				     "export does not use it"),
-		      "%s", logbuf);
-	/* ... whose label the label switches do not change */
-	logbuf[0] = 0;
+	o.show_thread_name = o.no_env = false;
+	said(&o,
+	     "--show_raw is the plain folded .prof's raw label: the svg export does not use it");
 	o.format = NULL;
 	snprintf(path, sizeof(path), "%s/raw.prof", mroot);
-	o.no_pid = true;
-	ck_assert_int_eq(run(&o), 0);
-	ck_assert_msg(strstr(logbuf, "--show_raw writes CPA's raw label, whose layout is fixed: "
-				     "--no_pid change nothing"),
-		      "%s", logbuf);
+	said(&o, "--show_raw writes CPA's raw label, whose layout is fixed: --no_pid change "
+		 "nothing");
 	o.show_raw = o.no_pid = false;
 
 	/* pprof's samples carry the thread name already */
-	logbuf[0] = 0;
 	o.format = "pprof";
 	o.show_thread_name = true;
-	ck_assert_int_eq(run(&o), 0);
-	ck_assert_msg(strstr(logbuf, "--show_thread_name: pprof labels every sample with its "
-				     "thread name (comm) already"),
-		      "%s", logbuf);
+	said(&o, "--show_thread_name: pprof labels every sample with its thread name (comm) "
+		 "already");
 	o.show_thread_name = false;
 
 	/* a format and a file of another format's suffix */
-	logbuf[0] = 0;
 	snprintf(path, sizeof(path), "%s/x.svg", mroot);
-	ck_assert_int_eq(run(&o), 0);
-	ck_assert_msg(strstr(logbuf, "has the suffix of svg: --format pprof writes pprof into it"),
-		      "%s", logbuf);
+	said(&o, "has the suffix of svg: --format pprof writes pprof into it");
 
 	/* a split keeps every field */
-	logbuf[0] = 0;
 	snprintf(split, sizeof(split), "%s/split", mroot);
 	o.split_path = split;
 	o.format = NULL;
 	o.output_prof = NULL;
 	o.no_pid = true;
-	ck_assert_int_eq(run(&o), 0);
-	ck_assert_msg(strstr(logbuf, "--split_path writes a store, every field of each row kept: "
-				     "--no_pid not used"),
-		      "%s", logbuf);
+	said(&o, "--split_path writes a store, every field of each row kept: --no_pid not used");
 	o.split_path = NULL;
 	o.no_pid = false;
 
 	/* the policy triggers are no profile */
-	logbuf[0] = 0;
 	o.triggers = true;
 	o.output_prof = path;
 	o.kind = SHOW_KIND_ON;
-	ck_assert_msg(run(&o) == 0, "%s", logbuf);
-	ck_assert_msg(strstr(logbuf, "--triggers prints the scheduler metrics or the policy "
-				     "triggers, not a profile: -o, --kind not used"),
-		      "%s", logbuf);
+	said(&o, "--triggers prints the scheduler metrics or the policy triggers, not a profile: "
+		 "-o, --kind not used");
 	o.triggers = false;
 	o.kind = SHOW_KIND_AUTO;
 
