@@ -624,7 +624,6 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
 	printf("Export Record Time From [ %s - %s ]\n", a, b);
 	fflush(stdout);
-	show_warn_unused(o);
 	if (show_sched_wanted(o)) { /* scheduler metrics: show_sched.c */
 		ret = show_sched(o, r, t0, n);
 		goto out;
@@ -725,6 +724,7 @@ int show_run(const struct show_opts *o)
 		printf("Record Time From [ %s ] to [ %s ] Records Num: %llu\n", a, b,
 		       (unsigned long long)recs);
 		fflush(stdout);
+		show_warn_unused(o);
 		/* --sched reads the metrics: its window may start before the first record. */
 		if (!o->show_range)
 			ret = run_export(o, r, dir, show_sched_wanted(o) ? first : pfirst, last,

@@ -34,6 +34,7 @@ struct show_opts {
 	enum show_kind kind;				   /* --kind */
 	long probe_id; /* -1 = all; else only that --probe's samples (and losses) */
 	bool verbose;
+	bool use_cui; /* --use_cui: cpa-view runs instead (for show_warn_unused() alone) */
 	/* Exports (show_export.c, docs/export.md). */
 	const char *format; /* --format folded|pprof|svg|speedscope; NULL: from -o's suffix */
 	const char *diff_base_read;  /* --diff_base_read DIR: the base's store (default --read) */

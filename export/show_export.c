@@ -36,24 +36,64 @@ static void list_labels(const struct show_opts *o, bool raw, char *buf, size_t l
 	list_add(buf, len, raw && o->show_raw, "--show_raw");
 }
 
+/* What only a profile takes, given: onto buf's list. */
+static void list_profile(const struct show_opts *o, char *buf, size_t len)
+{
+	list_add(buf, len, o->output_prof, "-o");
+	list_add(buf, len, o->format, "--format");
+	list_add(buf, len, o->diff_base_read || o->diff_base_start || o->diff_base_end,
+		 "--diff_base_*");
+	list_add(buf, len, o->split_path, "--split_path");
+	list_add(buf, len, o->kind != SHOW_KIND_AUTO, "--kind");
+	list_labels(o, true, buf, len);
+}
+
+/* The filters but --target_pid and --target_comm (and --probe_id, which prints
+ * its spec, unless probe), given: onto buf's list. */
+static void list_filters(const struct show_opts *o, bool probe, char *buf, size_t len)
+{
+	list_add(buf, len, o->target_env, "--target_env");
+	list_add(buf, len, o->target_cpu, "--target_cpu");
+	list_add(buf, len, o->target_cgroup_id >= 0, "--target_cgroup_id");
+	list_add(buf, len, probe && o->probe_id >= 0, "--probe_id");
+}
+
+/* What the store's range (--show_range) or cpa-view (--use_cui) does not take. */
+static void warn_range_view(const struct show_opts *o)
+{
+	char x[512] = "";
+
+	list_add(x, sizeof(x), o->use_cui && o->show_range, "--show_range");
+	list_add(x, sizeof(x), o->output_num != 1, "-n");
+	list_add(x, sizeof(x), !o->use_cui && o->endtime, "--endtime");
+	list_profile(o, x, sizeof(x));
+	list_add(x, sizeof(x), o->target_pid >= 0, "--target_pid");
+	list_add(x, sizeof(x), o->target_comm, "--target_comm");
+	list_filters(o, o->use_cui, x, sizeof(x));
+	list_add(x, sizeof(x), o->sched || o->sched_csv || o->sched_json, "--sched*");
+	list_add(x, sizeof(x), o->triggers, "--triggers");
+	if (x[0] && o->use_cui)
+		log_warn("--use_cui runs cpa-view on --read from --starttime to --endtime: %s not "
+			 "used (the viewer has its own filters)",
+			 x);
+	else if (x[0])
+		log_warn("--show_range prints the store's range only: %s not used", x);
+}
+
 void show_warn_unused(const struct show_opts *o)
 {
 	enum export_format fmt = EXPORT_FOLDED, sfx;
 	bool diff = o->diff_base_read || o->diff_base_start || o->diff_base_end;
 	char x[512] = "";
 
+	if (o->use_cui || o->show_range) {
+		warn_range_view(o);
+		return;
+	}
 	if (show_sched_wanted(o)) {
 		/* metrics and triggers, no profile: what only a profile takes is not used */
-		list_add(x, sizeof(x), o->output_prof, "-o");
-		list_add(x, sizeof(x), o->format, "--format");
-		list_add(x, sizeof(x), diff, "--diff_base_*");
-		list_add(x, sizeof(x), o->split_path, "--split_path");
-		list_add(x, sizeof(x), o->kind != SHOW_KIND_AUTO, "--kind");
-		list_add(x, sizeof(x), o->target_env, "--target_env");
-		list_add(x, sizeof(x), o->target_cpu, "--target_cpu");
-		list_add(x, sizeof(x), o->target_cgroup_id >= 0, "--target_cgroup_id");
-		list_add(x, sizeof(x), o->probe_id >= 0, "--probe_id");
-		list_labels(o, true, x, sizeof(x));
+		list_profile(o, x, sizeof(x));
+		list_filters(o, true, x, sizeof(x));
 		if (x[0])
 			log_warn("%s prints the scheduler metrics or the policy triggers, not a "
 				 "profile: %s not used (--target_pid and --target_comm select)",

@@ -864,6 +864,22 @@ START_TEST(test_show_unused_opts)
 	o.triggers = false;
 	o.kind = SHOW_KIND_AUTO;
 
+	/* the store's range alone, and cpa-view, take no profile options */
+	o.show_range = true;
+	o.format = "svg";
+	said(&o, "--show_range prints the store's range only: -o, --format not used");
+	o.show_range = false;
+	o.use_cui = true;
+	o.target_pid = 1001;
+	logbuf[0] = 0;
+	show_warn_unused(&o);
+	ck_assert_msg(strstr(logbuf, "--use_cui runs cpa-view on --read from --starttime to "
+				     "--endtime: -o, --format, --target_pid not used"),
+		      "%s", logbuf);
+	o.use_cui = false;
+	o.target_pid = -1;
+	o.format = "pprof";
+
 	/* speedscope has no diff: said before anything is read */
 	logbuf[0] = 0;
 	o.format = "speedscope";
