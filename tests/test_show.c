@@ -852,8 +852,18 @@ START_TEST(test_show_unused_opts)
 	o.output_prof = NULL;
 	o.no_pid = true;
 	said(&o, "--split_path writes a store, every field of each row kept: --no_pid not used");
-	o.split_path = NULL;
 	o.no_pid = false;
+	/* ... of the kinds --kind takes */
+	o.kind = SHOW_KIND_OFF;
+	snprintf(split, sizeof(split), "%s/split_off", mroot);
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "Split 1 samples into "), "%s", out);
+	o.kind = SHOW_KIND_ON;
+	snprintf(split, sizeof(split), "%s/split_on", mroot);
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "Split 5 samples into "), "%s", out);
+	o.kind = SHOW_KIND_AUTO;
+	o.split_path = NULL;
 
 	/* the policy triggers are no profile */
 	o.triggers = true;
