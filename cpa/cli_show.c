@@ -48,8 +48,6 @@ int cmd_show(struct cpa_opts *o)
 	const struct show_cli *c = &o->show;
 	struct show_opts so;
 
-	if (c->use_cui)
-		return exec_viewer(c);
 	so = (struct show_opts){
 		.read = c->read,
 		.starttime = c->starttime,
@@ -74,6 +72,7 @@ int cmd_show(struct cpa_opts *o)
 						  : SHOW_KIND_ALL,
 		.probe_id = c->probe_id,
 		.verbose = o->verbose,
+		.use_cui = c->use_cui,
 		.format = c->format,
 		.diff_base_read = c->diff_base_read,
 		.diff_base_start = c->diff_base_start,
@@ -83,5 +82,9 @@ int cmd_show(struct cpa_opts *o)
 		.sched_json = c->sched_json,
 		.triggers = c->triggers,
 	};
+	if (c->use_cui) {
+		show_warn_unused(&so); /* what cpa-view does not take */
+		return exec_viewer(c);
+	}
 	return show_run(&so) < 0 ? 1 : 0;
 }

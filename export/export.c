@@ -324,6 +324,11 @@ const char *export__suffix(enum export_format f)
 	return f < EXPORT_FORMAT_MAX ? formats[f].suffix : "";
 }
 
+const char *export__format_name(enum export_format f)
+{
+	return f < EXPORT_FORMAT_MAX ? formats[f].name : "?";
+}
+
 const char *export__kind_name(unsigned int k)
 {
 	static const char *const names[] = {"oncpu", "offcpu", "probe"};
@@ -480,8 +485,17 @@ static int add_sample(struct exporter *e, const struct store_sample *s, int side
 	return tree__add(&e->tree, &e->o, e->src, s, side);
 }
 
+/* The row's kind is one the options take. */
+static bool kind_taken(const struct exporter *e, uint32_t kind)
+{
+	return e->o.kinds == EXPORT_KINDS_ALL ||
+	       (e->o.kinds == EXPORT_KINDS_OFF) == (kind == CPA_KIND_OFFCPU);
+}
+
 static int add(struct exporter *e, const struct store_sample *s, int side)
 {
+	if (!kind_taken(e, s->kind))
+		return 0;
 	count_row(e, s->sec, side);
 	return add_sample(e, s, side);
 }
@@ -514,6 +528,8 @@ static int add_rows(struct exporter *e, const struct store_rows *b, int side)
 		struct rowmap_key k = {{d->comm, d->pcomm, d->env, e->o.no_pid ? 0 : d->pid}};
 		uint32_t node;
 
+		if (!kind_taken(e, d->kind))
+			continue;
 		count_row(e, d->sec, side);
 		if (e->fmt == EXPORT_PPROF) {
 			r = export_pprof__add_row(e, b, i, side);

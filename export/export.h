@@ -26,9 +26,19 @@ enum export_format {
 	EXPORT_FORMAT_MAX,
 };
 
+/* Which rows an exporter takes, by kind (`cpa show --kind`). */
+enum export_kinds {
+	EXPORT_KINDS_ALL, /* every row: pprof's samples carry their kind, the others add them up */
+	EXPORT_KINDS_ON,  /* all but off-CPU rows (on-CPU, probe hits, losses) */
+	EXPORT_KINDS_OFF, /* off-CPU rows only */
+};
+
 struct export_opts {
-	/* Label frames at the root, as in the folded export (svg, speedscope, folded diff). */
+	/* Label frames at the root, as in the folded export (svg, speedscope, folded diff);
+	 * pprof: no pid and tid labels, no env label; show_thread_name changes nothing
+	 * there (every sample has the label comm). */
 	bool no_pid, no_env, show_thread_name;
+	enum export_kinds kinds;
 	uint32_t freq;	       /* sampling frequency of the store (on-CPU period = 1e9/freq) */
 	uint64_t t0_ns, t1_ns; /* the range exported (pprof time_nanos/duration_nanos) */
 	const char *title;     /* SVG title, NULL: "cpa" */
@@ -43,6 +53,8 @@ int export__parse_format(const char *s, enum export_format *ret);
 int export__format_of_path(const char *path, enum export_format *ret);
 /* Default file suffix of a format (".prof", ".pb.gz", ...). */
 const char *export__suffix(enum export_format f);
+/* Its name as --format takes it ("pprof"). */
+const char *export__format_name(enum export_format f);
 
 int export__new(enum export_format f, const struct export_opts *o, struct exporter **ret);
 void export__free(struct exporter *e);

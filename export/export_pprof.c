@@ -11,7 +11,8 @@
  *   sample       location ids (leaf first), three values, labels pid, tid,
  *                cpu, cgroup (numbers), comm, process, env, kind (strings),
  *                probe (number, probe samples only), trigger (the policy's
- *                name, on samples inside a policy trigger's window); a
+ *                name, on samples inside a policy trigger's window); no
+ *                pid and tid with --no_pid, no env with --no_env; a
  *                diff base's samples are negated and labelled
  *                pprof::base=true (what `pprof -diff_base` does)
  *   mapping      first one naming the host and the range (no locations:
@@ -325,8 +326,9 @@ static int resolve(struct exporter *e, struct pprof *p, const struct store_sampl
 
 	if (r < 0)
 		return r;
+	ret->env = 0; /* --no_env: no env label, the string not in the table */
 	if (str_id(p, s->comm, &ret->comm) < 0 || str_id(p, s->pcomm, &ret->process) < 0 ||
-	    str_id(p, s->env, &ret->env) < 0)
+	    (!e->o.no_env && str_id(p, s->env, &ret->env) < 0))
 		return -ENOMEM;
 	return 0;
 }
@@ -500,8 +502,10 @@ static int add_key(struct exporter *e, struct pprof *p, const struct pp_rval *rv
 		   uint32_t probe_id, uint64_t cgroup, uint64_t count, uint64_t weight, int side,
 		   uint32_t rv_id)
 {
-	struct pp_ctx c = {.pid = pid,
-			   .tid = tid,
+	/* --no_pid: no pid and tid labels, so the samples of processes of the same
+	 * names merge (a trigger's window still goes by the row's pid) */
+	struct pp_ctx c = {.pid = e->o.no_pid ? 0 : pid,
+			   .tid = e->o.no_pid ? 0 : tid,
 			   .kind = kind,
 			   .probe = kind == CPA_KIND_PROBE ? probe_id : 0,
 			   .side = (uint32_t)side,
@@ -531,7 +535,7 @@ int export_pprof__add_row(struct exporter *e, const struct store_rows *b, size_t
 {
 	struct pprof *p = e->pp;
 	const struct store_row *d = &b->rows[i];
-	struct rowmap_key key = {{d->comm, d->pcomm, d->env}};
+	struct rowmap_key key = {{d->comm, d->pcomm, e->o.no_env ? 0 : d->env}};
 	struct store_sample s;
 	struct pp_rval rv;
 	uint32_t id;
@@ -543,9 +547,10 @@ int export_pprof__add_row(struct exporter *e, const struct store_rows *b, size_t
 		r = stack_of(e, p, &s, &rv.stack);
 		if (r < 0)
 			return r;
+		rv.env = 0;
 		if (seg_str_id(e, p, b->seg, d->comm, s.comm, &rv.comm) < 0 ||
 		    seg_str_id(e, p, b->seg, d->pcomm, s.pcomm, &rv.process) < 0 ||
-		    seg_str_id(e, p, b->seg, d->env, s.env, &rv.env) < 0)
+		    (!e->o.no_env && seg_str_id(e, p, b->seg, d->env, s.env, &rv.env) < 0))
 			return -ENOMEM;
 		lost = s.lost;
 		r = xtab__intern(&p->rvals, &rv, sizeof(rv), &id);
@@ -933,7 +938,8 @@ static void piece_end(struct pp_pieces *pc, struct pp_piece *x)
 	x->len = pc->buf.n - x->off;
 }
 
-static int pieces_make(const struct pprof *p, struct pp_pieces *pc, const uint32_t *sid)
+static int pieces_make(const struct exporter *e, const struct pprof *p, struct pp_pieces *pc,
+		       const uint32_t *sid)
 {
 	uint32_t nrv = xtab__count(&p->rvals), ncx = xtab__count(&p->ctxs), i, j, nl;
 	struct pbuf *o = &pc->buf, sub = {0}, m = {0};
@@ -969,8 +975,10 @@ static int pieces_make(const struct pprof *p, struct pp_pieces *pc, const uint32
 		struct pp_piece *x = &pc->cx[3 * i];
 
 		x[0].off = o->n;
-		label(o, &m, sid[PP_SID_PID], 0, k->pid, true);
-		label(o, &m, sid[PP_SID_TID], 0, k->tid, true);
+		if (!e->o.no_pid) {
+			label(o, &m, sid[PP_SID_PID], 0, k->pid, true);
+			label(o, &m, sid[PP_SID_TID], 0, k->tid, true);
+		}
 		piece_end(pc, &x[0]);
 		x[1].off = o->n;
 		label(o, &m, sid[PP_SID_CGROUP], 0, (int64_t)k->cgroup, true);
@@ -1119,7 +1127,7 @@ int export_pprof__write(struct exporter *e, FILE *f)
 	value_type(&b, &m, 1, s_off, s_ns);
 
 	vals = calloc(p->nsids + 1, sizeof(*vals));
-	if (!vals || pieces_make(p, &pc, s_ids) < 0) {
+	if (!vals || pieces_make(e, p, &pc, s_ids) < 0) {
 		lines_free(p, &ls);
 		pieces_free(&pc);
 		free(sub.b);

@@ -724,6 +724,7 @@ int show_run(const struct show_opts *o)
 		printf("Record Time From [ %s ] to [ %s ] Records Num: %llu\n", a, b,
 		       (unsigned long long)recs);
 		fflush(stdout);
+		show_warn_unused(o);
 		/* --sched reads the metrics: its window may start before the first record. */
 		if (!o->show_range)
 			ret = run_export(o, r, dir, show_sched_wanted(o) ? first : pfirst, last,

@@ -34,6 +34,7 @@ struct show_opts {
 	enum show_kind kind;				   /* --kind */
 	long probe_id; /* -1 = all; else only that --probe's samples (and losses) */
 	bool verbose;
+	bool use_cui; /* --use_cui: cpa-view runs instead (for show_warn_unused() alone) */
 	/* Exports (show_export.c, docs/export.md). */
 	const char *format; /* --format folded|pprof|svg|speedscope; NULL: from -o's suffix */
 	const char *diff_base_read;  /* --diff_base_read DIR: the base's store (default --read) */
@@ -77,6 +78,10 @@ bool show_sched_wanted(const struct show_opts *o);
 /* The metrics of [t0, t0 + n) seconds of r: summary and/or series; 0 or -errno (logged). */
 int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, int64_t n);
 
+/* One warning line for the options given that what the others ask for does
+ * not use (a label switch of a split, -o of --sched, ...): none is ignored
+ * silently. */
+void show_warn_unused(const struct show_opts *o);
 /* true when the options ask for something other than the plain folded .prof. */
 bool show_export_wanted(const struct show_opts *o);
 /* Export [t0, t0 + n) seconds of r (store dir dir) as o asks; 0 or -errno (logged). */

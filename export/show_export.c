@@ -18,6 +18,128 @@
 
 #define NS 1000000000ULL
 
+/* item appended to the list in buf: "a, b, item". */
+static void list_add(char *buf, size_t len, bool given, const char *item)
+{
+	size_t k = strlen(buf);
+
+	if (given && k < len)
+		snprintf(buf + k, len - k, "%s%s", k ? ", " : "", item);
+}
+
+/* The label switches the user gave (and --show_raw when raw) onto buf's list. */
+static void list_labels(const struct show_opts *o, bool raw, char *buf, size_t len)
+{
+	list_add(buf, len, o->no_pid, "--no_pid");
+	list_add(buf, len, o->no_env, "--no_env");
+	list_add(buf, len, o->show_thread_name, "--show_thread_name");
+	list_add(buf, len, raw && o->show_raw, "--show_raw");
+}
+
+/* What only a profile takes, given: onto buf's list. */
+static void list_profile(const struct show_opts *o, char *buf, size_t len)
+{
+	list_add(buf, len, o->output_prof, "-o");
+	list_add(buf, len, o->format, "--format");
+	list_add(buf, len, o->diff_base_read || o->diff_base_start || o->diff_base_end,
+		 "--diff_base_*");
+	list_add(buf, len, o->split_path, "--split_path");
+	list_add(buf, len, o->kind != SHOW_KIND_AUTO, "--kind");
+	list_labels(o, true, buf, len);
+}
+
+/* The filters but --target_pid and --target_comm (and --probe_id, which prints
+ * its spec, unless probe), given: onto buf's list. */
+static void list_filters(const struct show_opts *o, bool probe, char *buf, size_t len)
+{
+	list_add(buf, len, o->target_env, "--target_env");
+	list_add(buf, len, o->target_cpu, "--target_cpu");
+	list_add(buf, len, o->target_cgroup_id >= 0, "--target_cgroup_id");
+	list_add(buf, len, probe && o->probe_id >= 0, "--probe_id");
+}
+
+/* What the store's range (--show_range) or cpa-view (--use_cui) does not take. */
+static void warn_range_view(const struct show_opts *o)
+{
+	char x[512] = "";
+
+	list_add(x, sizeof(x), o->use_cui && o->show_range, "--show_range");
+	list_add(x, sizeof(x), o->output_num != 1, "-n");
+	list_add(x, sizeof(x), !o->use_cui && o->endtime, "--endtime");
+	list_profile(o, x, sizeof(x));
+	list_add(x, sizeof(x), o->target_pid >= 0, "--target_pid");
+	list_add(x, sizeof(x), o->target_comm, "--target_comm");
+	list_filters(o, o->use_cui, x, sizeof(x));
+	list_add(x, sizeof(x), o->sched || o->sched_csv || o->sched_json, "--sched*");
+	list_add(x, sizeof(x), o->triggers, "--triggers");
+	if (x[0] && o->use_cui)
+		log_warn("--use_cui runs cpa-view on --read from --starttime to --endtime: %s not "
+			 "used (the viewer has its own filters)",
+			 x);
+	else if (x[0])
+		log_warn("--show_range prints the store's range only: %s not used", x);
+}
+
+void show_warn_unused(const struct show_opts *o)
+{
+	enum export_format fmt = EXPORT_FOLDED, sfx;
+	bool diff = o->diff_base_read || o->diff_base_start || o->diff_base_end;
+	char x[512] = "";
+
+	if (o->use_cui || o->show_range) {
+		warn_range_view(o);
+		return;
+	}
+	if (show_sched_wanted(o)) {
+		/* metrics and triggers, no profile: what only a profile takes is not used */
+		list_profile(o, x, sizeof(x));
+		list_filters(o, true, x, sizeof(x));
+		if (x[0])
+			log_warn("%s prints the scheduler metrics or the policy triggers, not a "
+				 "profile: %s not used (--target_pid and --target_comm select)",
+				 o->triggers && !o->sched && !o->sched_csv && !o->sched_json
+					 ? "--triggers"
+					 : "--sched",
+				 x);
+		return;
+	}
+	if (o->split_path) {
+		list_add(x, sizeof(x), o->format, "--format");
+		list_add(x, sizeof(x), o->output_prof, "-o");
+		list_labels(o, true, x, sizeof(x));
+		if (x[0])
+			log_warn(
+				"--split_path writes a store, every field of each row kept: %s not "
+				"used (a cpa show of the new store takes the label switches)",
+				x);
+		return;
+	}
+	if (o->format && export__parse_format(o->format, &fmt) < 0)
+		return; /* show_export() says so */
+	if (!o->format && o->output_prof)
+		(void)export__format_of_path(o->output_prof, &fmt);
+	if (o->format && o->output_prof && export__format_of_path(o->output_prof, &sfx) == 0 &&
+	    sfx != fmt)
+		log_warn("-o '%s' has the suffix of %s: --format %s writes %s into it",
+			 o->output_prof, export__format_name(sfx), o->format, o->format);
+	if (fmt == EXPORT_FOLDED && !diff) {
+		/* the plain .prof: the raw label stands alone */
+		list_labels(o, false, x, sizeof(x));
+		if (o->show_raw && x[0])
+			log_warn("--show_raw writes CPA's raw label, whose layout is fixed: %s "
+				 "change nothing",
+				 x);
+		return;
+	}
+	if (o->show_raw)
+		log_warn("--show_raw is the plain folded .prof's raw label: the %s%s export does "
+			 "not use it",
+			 export__format_name(fmt), diff ? " diff" : "");
+	if (fmt == EXPORT_PPROF && o->show_thread_name)
+		log_warn("--show_thread_name: pprof labels every sample with its thread name "
+			 "(comm) already; go tool pprof -tagroot=comm draws it as the root frame");
+}
+
 bool show_export_wanted(const struct show_opts *o)
 {
 	enum export_format f = EXPORT_FOLDED;
@@ -120,10 +242,36 @@ out:
 	return ret;
 }
 
+/* --kind as the exporters take it: the default, auto, is every kind (each
+ * format keeps them apart, or adds them up as the time they stand for). */
+static enum export_kinds kinds_of(const struct show_opts *o)
+{
+	return o->kind == SHOW_KIND_ON	  ? EXPORT_KINDS_ON
+	       : o->kind == SHOW_KIND_OFF ? EXPORT_KINDS_OFF
+					  : EXPORT_KINDS_ALL;
+}
+
+/* The split's rows through --kind. */
+struct split_feed {
+	struct store_split *sp;
+	enum show_kind kind;
+};
+
+static int split_add(void *ctx, const struct store_sample *s)
+{
+	struct split_feed *f = ctx;
+	bool off = s->kind == CPA_KIND_OFFCPU;
+
+	if ((f->kind == SHOW_KIND_ON && off) || (f->kind == SHOW_KIND_OFF && !off))
+		return 0;
+	return store_split__add(f->sp, s);
+}
+
 /* --split_path: the range (and filters) as a new store. */
 static int split(const struct show_opts *o, struct store_reader *r, const char *dir,
 		 const struct store_filter *filt, int64_t t0, int64_t n)
 {
+	struct split_feed sf = {.kind = o->kind};
 	struct store_split *sp = NULL;
 	char out[PATH_MAX], a[32], b[32];
 	uint32_t freq = 0;
@@ -138,8 +286,9 @@ static int split(const struct show_opts *o, struct store_reader *r, const char *
 	ret = store_split__new(o->split_path, freq, &sp);
 	if (ret < 0)
 		return log_error_errno(ret, "new store in '%s': %m", o->split_path);
-	ret = store_reader__query(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt,
-				  store_split__add, sp);
+	sf.sp = sp;
+	ret = store_reader__query(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt, split_add,
+				  &sf);
 	if (ret < 0) {
 		log_error_errno(ret, "split '%s' into '%s': %m", dir, o->split_path);
 		goto out;
@@ -196,6 +345,7 @@ int show_export(const struct show_opts *o, struct store_reader *r, const char *d
 		.no_pid = o->no_pid,
 		.no_env = o->no_env,
 		.show_thread_name = o->show_thread_name,
+		.kinds = kinds_of(o),
 		.t0_ns = (uint64_t)t0 * NS,
 		.t1_ns = (uint64_t)(t0 + n) * NS,
 	};
@@ -215,6 +365,12 @@ int show_export(const struct show_opts *o, struct store_reader *r, const char *d
 		}
 	} else if (o->output_prof) {
 		(void)export__format_of_path(o->output_prof, &fmt); /* else folded */
+	}
+	if (fmt == EXPORT_SPEEDSCOPE &&
+	    (o->diff_base_read || o->diff_base_start || o->diff_base_end)) {
+		log_error("speedscope has no diff view: --diff_base_* takes --format folded, pprof "
+			  "or svg; export the two ranges apart for speedscope");
+		return -EINVAL;
 	}
 	if (export__store_freq(dir, &eo.freq) < 0)
 		log_warn("no freq in '%s/conf': on-CPU time is counted in samples", dir);

@@ -378,16 +378,62 @@ int store_reader__query(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 
 /* ---- the seconds holding rows: store_reader__records() */
 
-struct secs {
-	int64_t *v;
-	uint32_t n, cap;
-};
+int sec_runs__add(struct sec_runs *ss, int64_t a, int64_t b)
+{
+	if (ss->n) {
+		struct sec_run *l = &ss->v[ss->n - 1];
 
-/* The distinct seconds of one block's rows (its sec column only) onto arg, a struct secs. */
+		if (a >= l->a && a <= l->b + 1) {
+			if (b > l->b)
+				l->b = b;
+			return 0;
+		}
+		if (a < l->a)
+			ss->unsorted = true;
+	}
+	if (grow((void **)&ss->v, &ss->cap, ss->n + 1, sizeof(*ss->v)) < 0)
+		return -ENOMEM;
+	ss->v[ss->n++] = (struct sec_run){a, b};
+	return 0;
+}
+
+static int run_cmp(const void *x, const void *y)
+{
+	const struct sec_run *p = x, *q = y;
+
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
+uint64_t sec_runs__count(struct sec_runs *ss, int64_t *ret_first, int64_t *ret_last)
+{
+	int64_t end = INT64_MIN, last = 0;
+	uint64_t n = 0;
+
+	if (ss->unsorted) {
+		qsort(ss->v, ss->n, sizeof(*ss->v), run_cmp);
+		ss->unsorted = false;
+	}
+	/* The union of the runs, in order of their starts. */
+	for (uint32_t i = 0; i < ss->n; i++) {
+		int64_t a = MAX(ss->v[i].a, end);
+
+		if (ss->v[i].b >= a)
+			n += (uint64_t)(ss->v[i].b - a + 1);
+		if (ss->v[i].b + 1 > end)
+			end = ss->v[i].b + 1;
+		if (!i || ss->v[i].b > last)
+			last = ss->v[i].b;
+	}
+	*ret_first = ss->n ? ss->v[0].a : 0;
+	*ret_last = last;
+	return n;
+}
+
+/* The distinct seconds of one block's rows (its sec column only) onto arg, a struct sec_runs. */
 static int block_secs(struct store_reader *r, struct rseg *s, const uint8_t *p, size_t len,
 		      int64_t base_s, void *arg)
 {
-	struct secs *ss = arg;
+	struct sec_runs *ss = arg;
 	struct rbuf b = {.p = p, .len = len};
 	uint64_t n = rbuf__varint(&b), i;
 	int64_t sec = base_s;
@@ -401,12 +447,11 @@ static int block_secs(struct store_reader *r, struct rseg *s, const uint8_t *p, 
 		sec += (int64_t)MIN(v, (uint64_t)UINT16_MAX);
 		if (b.bad)
 			return -EBADMSG;
-		/* Rows are sorted by second: one entry per second of the block. */
-		if (ss->n && ss->v[ss->n - 1] == sec)
+		/* Rows are sorted by second: the rows of a second after its first add nothing. */
+		if (ss->n && sec >= ss->v[ss->n - 1].a && sec <= ss->v[ss->n - 1].b)
 			continue;
-		if (grow((void **)&ss->v, &ss->cap, ss->n + 1, sizeof(*ss->v)) < 0)
+		if (sec_runs__add(ss, sec, sec) < 0)
 			return -ENOMEM;
-		ss->v[ss->n++] = sec;
 	}
 	return 0;
 }
@@ -416,7 +461,7 @@ static int block_secs(struct store_reader *r, struct rseg *s, const uint8_t *p, 
  * steady case) are taken from the index; the others' rows are read: metrics
  * or trigger seconds without samples, blocks found by a scan (a rebuilt index).
  */
-static int secs_collect(struct store_reader *r, struct secs *ss)
+static int secs_collect(struct store_reader *r, struct sec_runs *ss)
 {
 	struct blk_iter it;
 	int ret;
@@ -435,42 +480,23 @@ static int secs_collect(struct store_reader *r, struct secs *ss)
 
 			if (b->bad || !rblock__full(b))
 				continue;
-			if (grow((void **)&ss->v, &ss->cap, ss->n + b->span_s + 1u,
-				 sizeof(*ss->v)) < 0)
+			if (sec_runs__add(ss, (int64_t)b->t_min_s,
+					  (int64_t)b->t_min_s + b->span_s) < 0)
 				return -ENOMEM;
-			for (uint32_t k = 0; k <= b->span_s; k++)
-				ss->v[ss->n++] = (int64_t)b->t_min_s + k;
 		}
 	blk_iter__init(&it, 0, UINT64_MAX - NSEC_PER_SEC, 0, false);
 	it.skip_full = true;
 	return walk_rows(r, &it, block_secs, ss);
 }
 
-static int sec_cmp(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int store_reader__records(struct store_reader *r, int64_t *ret_first_s, int64_t *ret_last_s,
 			  uint64_t *ret_records)
 {
-	struct secs ss = {0};
-	uint64_t n = 0;
+	struct sec_runs ss = {0};
 	int ret = secs_collect(r, &ss);
 
-	if (ret < 0) {
-		free(ss.v);
-		return ret;
-	}
-	if (ss.n)
-		qsort(ss.v, ss.n, sizeof(*ss.v), sec_cmp);
-	for (uint32_t i = 0; i < ss.n; i++)
-		n += !i || ss.v[i] != ss.v[i - 1];
-	*ret_first_s = ss.n ? ss.v[0] : 0;
-	*ret_last_s = ss.n ? ss.v[ss.n - 1] : 0;
-	*ret_records = n;
+	if (ret == 0)
+		*ret_records = sec_runs__count(&ss, ret_first_s, ret_last_s);
 	free(ss.v);
-	return 0;
+	return ret;
 }

@@ -311,25 +311,15 @@ static uint64_t block_edge_ns(struct store_reader *r, struct rseg *s, const stru
 	return first ? h.t_min_ns : h.t_max_ns;
 }
 
-struct ival {
-	uint64_t a, b; /* seconds [a, b] */
-};
-
-static int ival_cmp(const void *x, const void *y)
-{
-	const struct ival *p = x, *q = y;
-
-	return p->a < q->a ? -1 : p->a > q->a;
-}
-
 int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t *ret_last_ns,
 			uint64_t *ret_records)
 {
 	const struct rblock *fb = NULL, *lb = NULL;
 	struct rseg *fs = NULL, *ls = NULL;
-	_cleanup_free_ struct ival *iv = NULL;
-	uint64_t records = 0, end = 0;
-	uint32_t si, i, n = 0, cap = 0;
+	struct sec_runs iv = {0};
+	uint64_t records = 0;
+	int64_t run0, run1; /* unused: sec_runs__count() gives them */
+	uint32_t si, i;
 
 	if (r->subs) {
 		bool any = false;
@@ -366,10 +356,11 @@ int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t
 			if (b->bad)
 				continue;
 			if (b->n_sec == (uint32_t)b->span_s + 1) {
-				if (grow((void **)&iv, &cap, n + 1, sizeof(*iv)) < 0)
+				if (sec_runs__add(&iv, (int64_t)b->t_min_s,
+						  (int64_t)b->t_min_s + b->span_s) < 0) {
+					free(iv.v);
 					return -ENOMEM;
-				iv[n++] =
-					(struct ival){b->t_min_s, (uint64_t)b->t_min_s + b->span_s};
+				}
 			} else {
 				records += b->n_sec;
 			}
@@ -384,17 +375,10 @@ int store_reader__range(struct store_reader *r, uint64_t *ret_first_ns, uint64_t
 			}
 		}
 	}
+	records += sec_runs__count(&iv, &run0, &run1);
+	free(iv.v);
 	if (!fb)
 		return store_read__fail(r, -ENODATA, "store '%s' holds no records", r->dir);
-	if (n)
-		qsort(iv, n, sizeof(*iv), ival_cmp);
-	for (i = 0; i < n; i++) {
-		uint64_t a = MAX(iv[i].a, end);
-
-		if (iv[i].b + 1 > a)
-			records += iv[i].b + 1 - a;
-		end = MAX(end, iv[i].b + 1);
-	}
 	*ret_first_ns = block_edge_ns(r, fs, fb, true);
 	*ret_last_ns = block_edge_ns(r, ls, lb, false);
 	if (*ret_last_ns < *ret_first_ns)

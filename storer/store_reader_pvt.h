@@ -184,4 +184,20 @@ const char *rdict__str(const struct rdict *d, uint64_t id);
 /* Apply one block's dictionary section. 0, -EBADMSG or -ENOMEM. */
 int rdict__apply(struct rdict *d, const uint8_t *p, size_t len);
 
+/* ---- store_read_rows.c */
+/* Seconds as runs [a, b]: a block's span or its rows' seconds come in order,
+ * and so do a segment's blocks, so a run added mostly extends the last one. */
+struct sec_run {
+	int64_t a, b;
+};
+struct sec_runs {
+	struct sec_run *v;
+	uint32_t n, cap;
+	bool unsorted; /* a run starts before the one added before it */
+};
+int sec_runs__add(struct sec_runs *ss, int64_t a, int64_t b);
+/* The distinct seconds of the runs (sorted first when they came out of
+ * order), and the first and last of them (0 when none). */
+uint64_t sec_runs__count(struct sec_runs *ss, int64_t *ret_first, int64_t *ret_last);
+
 #endif /* CPA_STORE_READER_PVT_H */

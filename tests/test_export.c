@@ -41,9 +41,10 @@
 
 static char *root;
 static char store[1024];
-static bool with_triggers; /* export_range() marks the store's policy triggers */
-static bool by_rows;	   /* export_range() reads by rows (export__add_rows()) */
-static uint32_t seg_secs;  /* build_store()'s segment length, 0 = the default (an hour) */
+static bool with_triggers;  /* export_range() marks the store's policy triggers */
+static bool by_rows;	    /* export_range() reads by rows (export__add_rows()) */
+static uint32_t seg_secs;   /* build_store()'s segment length, 0 = the default (an hour) */
+static bool no_pid, no_env; /* export_range()'s label switches (--no_pid, --no_env) */
 
 static void build_store(void)
 {
@@ -101,6 +102,7 @@ static void teardown(void)
 	with_triggers = false;
 	by_rows = false;
 	seg_secs = 0;
+	no_pid = no_env = false;
 	t_rm_rf(root);
 	free(root);
 }
@@ -109,8 +111,11 @@ static void teardown(void)
 static void export_range(enum export_format f, uint32_t from, uint32_t to, uint32_t bfrom,
 			 uint32_t bto, const char *path, struct export_stats *st)
 {
-	struct export_opts eo = {
-		.freq = FREQ, .t0_ns = t_base_ns() + from * T_NS, .t1_ns = t_base_ns() + to * T_NS};
+	struct export_opts eo = {.no_pid = no_pid,
+				 .no_env = no_env,
+				 .freq = FREQ,
+				 .t0_ns = t_base_ns() + from * T_NS,
+				 .t1_ns = t_base_ns() + to * T_NS};
 	struct store_reader *r;
 	struct exporter *e;
 	struct store_filter flt;
@@ -494,6 +499,24 @@ START_TEST(test_pprof_decode)
 }
 END_TEST
 
+/* [0, to) seconds as pprof, by rows into path and sample by sample into
+ * path2: the same bytes. */
+static void pprof_both_ways(uint32_t to, const char *path, const char *path2)
+{
+	size_t la, lb;
+	char *x, *y;
+
+	by_rows = true;
+	export_range(EXPORT_PPROF, 0, to, 0, 0, path, NULL);
+	by_rows = false;
+	export_range(EXPORT_PPROF, 0, to, 0, 0, path2, NULL);
+	x = test_slurp(path, &la);
+	y = test_slurp(path2, &lb);
+	ck_assert_msg(la == lb && !memcmp(x, y, la), "%s and %s differ", path, path2);
+	free(x);
+	free(y);
+}
+
 /*
  * More threads than the pprof writer's caches hold (a context per thread and
  * kind; 5,000 of them), each sampled once a second for two seconds with its
@@ -509,8 +532,7 @@ START_TEST(test_pprof_many_threads)
 	static bool seen[MANY_T];
 	struct store_writer *w;
 	uint8_t *raw;
-	size_t len, la, lb;
-	char *x, *y;
+	size_t len;
 	uint32_t i;
 
 	w = t_store_new(&o, &mroot);
@@ -532,15 +554,7 @@ START_TEST(test_pprof_many_threads)
 	t_store_close(w, mroot, store, sizeof(store));
 	snprintf(path, sizeof(path), "%s/rows.pb.gz", root);
 	snprintf(path2, sizeof(path2), "%s/samples.pb.gz", root);
-	by_rows = true;
-	export_range(EXPORT_PPROF, 0, 2, 0, 0, path, NULL);
-	by_rows = false;
-	export_range(EXPORT_PPROF, 0, 2, 0, 0, path2, NULL);
-	x = test_slurp(path, &la);
-	y = test_slurp(path2, &lb);
-	ck_assert(la == lb && !memcmp(x, y, la));
-	free(x);
-	free(y);
+	pprof_both_ways(2, path, path2);
 
 	raw = gunzip_file(path, &len);
 	decode(raw, len, &dp);
@@ -568,6 +582,99 @@ START_TEST(test_pprof_many_threads)
 	dprof_free(&dp);
 	t_rm_rf(mroot);
 	free(mroot);
+}
+END_TEST
+
+/*
+ * pprof and the label switches (docs/export.md): two processes of the same
+ * names ("app", thread "worker"), pids 2001 and 2002, envs ENV_A and ENV_B,
+ * the same stack on the same cpu and cgroup, 3 samples a second each for 4
+ * seconds. --no_pid drops the pid and tid labels, --no_env the env label;
+ * with both the two processes are one sample of 24. By rows and sample by
+ * sample the same bytes; read back by the decoder and go tool pprof -tags.
+ */
+static const char *const label_keys[] = {"pid", "tid", "env"};
+
+START_TEST(test_pprof_label_switches)
+{
+	struct store_writer_opts o = {.record_interval = 1, .freq = FREQ};
+	uint64_t seq = 1, base = t_base_ns();
+	struct {
+		struct cpa_str_def d;
+		char s[8];
+	} envb = {.d = {.id = 6, .len = 5}, .s = "ENV_B"};
+	char *lroot, path[1100], path2[1100], *out;
+	struct store_writer *w;
+	size_t len;
+	uint8_t *raw;
+	int rc;
+
+	w = t_store_new(&o, &lroot);
+	t_defs(w, 3, 0);
+	store_writer__def_str(w, &envb.d, envb.s);
+	for (uint32_t sec = 0; sec < 4; sec++)
+		for (uint32_t p = 0; p < 2; p++)
+			for (uint32_t k = 0; k < 3; k++) {
+				struct cpa_sample_out smp;
+
+				t_sample(&smp, seq++, base + sec * T_NS + p * 1000 + k, 1, 0);
+				smp.pid = smp.tid = 2001 + p;
+				smp.env_id = p ? 6 : T_STR_ENV;
+				ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+			}
+	t_store_close(w, lroot, store, sizeof(store));
+	for (int k = 0; k < 4; k++) {
+		uint32_t want = k == 3 ? 1 : 2;
+		int64_t sum = 0, num;
+
+		no_pid = k & 1;
+		no_env = k & 2;
+		snprintf(path, sizeof(path), "%s/lab%d.pb.gz", root, k);
+		snprintf(path2, sizeof(path2), "%s/lab%d.samples.pb.gz", root, k);
+		pprof_both_ways(4, path, path2);
+		raw = gunzip_file(path, &len);
+		decode(raw, len, &dp);
+		free(raw);
+		ck_assert_msg(dp.nsmp == want,
+			      "case %d (no_pid %d, no_env %d): %u samples, want %u", k, no_pid,
+			      no_env, dp.nsmp, want);
+		for (uint32_t i = 0; i < dp.nsmp; i++) {
+			const struct dsample *s = &dp.smp[i];
+
+			sum += s->v[0];
+			ck_assert_msg(label_num(&dp, s, "pid", &num) == !no_pid,
+				      "case %d: pid label %s", k, no_pid ? "present" : "absent");
+			ck_assert_msg(label_num(&dp, s, "tid", &num) == !no_pid,
+				      "case %d: tid label %s", k, no_pid ? "present" : "absent");
+			ck_assert_msg((label_str(&dp, s, "env") != NULL) == !no_env,
+				      "case %d: env label %s", k, no_env ? "present" : "absent");
+			/* what no switch drops stays */
+			ck_assert_str_eq(label_str(&dp, s, "comm"), "worker");
+			ck_assert_str_eq(label_str(&dp, s, "process"), "app");
+			ck_assert(label_num(&dp, s, "cpu", &num) &&
+				  label_num(&dp, s, "cgroup", &num));
+			ck_assert_str_eq(label_str(&dp, s, "kind"), "oncpu");
+		}
+		ck_assert_int_eq(sum, 2 * 4 * 3);
+		dprof_free(&dp);
+		if (system("go version >/dev/null 2>&1") != 0)
+			continue; /* the decode above is the check without go */
+		out = test_cmd_out(
+			&rc, "HOME=/tmp go tool pprof -tags -sample_index=samples '%s' 2>&1", path);
+		ck_assert_msg(rc == 0 && strstr(out, " comm: Total 24"), "pprof -tags: %s", out);
+		for (size_t j = 0; j < sizeof(label_keys) / sizeof(label_keys[0]); j++) {
+			char key[32];
+			bool dropped = j < 2 ? no_pid : no_env;
+
+			snprintf(key, sizeof(key), " %s: Total 24", label_keys[j]);
+			ck_assert_msg((strstr(out, key) == NULL) == dropped,
+				      "case %d: pprof -tags %s '%s': %s", k,
+				      dropped ? "shows" : "lacks", key, out);
+		}
+		free(out);
+	}
+	t_rm_rf(lroot);
+	free(lroot);
 }
 END_TEST
 
@@ -1720,6 +1827,7 @@ int main(void)
 	tcase_add_test(tc, test_pprof_decode);
 	tcase_add_test(tc, test_pprof_diff);
 	tcase_add_test(tc, test_pprof_many_threads);
+	tcase_add_test(tc, test_pprof_label_switches);
 	tcase_add_test(tc, test_folded_diff);
 	tcase_add_test(tc, test_svg);
 	tcase_add_test(tc, test_svg_diff);

@@ -764,6 +764,141 @@ START_TEST(test_show_said)
 }
 END_TEST
 
+/* The "Stack Type N" of the Write line in out[], or -1. */
+static long stack_type(void)
+{
+	const char *p = strstr(out, "Stack Type ");
+
+	return p ? strtol(p + 11, NULL, 10) : -1;
+}
+
+/* A run of o that says text on stderr. */
+static void said(const struct show_opts *o, const char *text)
+{
+	logbuf[0] = 0;
+	ck_assert_msg(run(o) == 0, "%s", logbuf);
+	ck_assert_msg(strstr(logbuf, text), "want '%s' in: %s", text, logbuf);
+}
+
+/*
+ * --kind takes every export format (second 5 holds the five on-CPU stacks and
+ * one off-CPU row of another process), and an option that what the others ask
+ * for does not use says so on stderr, once, instead of being ignored.
+ */
+START_TEST(test_show_unused_opts)
+{
+	static const char *const fmts[] = {"pprof", "svg", "speedscope"};
+	char path[1100], split[1100];
+	struct show_opts o = defaults();
+
+	o.read = mstore;
+	o.starttime = "10:00:05";
+	o.output_num = 1;
+	log_set_sink(log_capture);
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		snprintf(path, sizeof(path), "%s/k.%s", mroot, fmts[i]);
+		o.output_prof = path;
+		o.format = fmts[i];
+		o.kind = SHOW_KIND_AUTO;
+		ck_assert_int_eq(run(&o), 0);
+		ck_assert_msg(stack_type() == 6, "%s, every kind: %s", fmts[i], out);
+		o.kind = SHOW_KIND_ON;
+		ck_assert_int_eq(run(&o), 0);
+		ck_assert_msg(stack_type() == 5, "%s, --kind on: %s", fmts[i], out);
+		o.kind = SHOW_KIND_OFF;
+		ck_assert_int_eq(run(&o), 0);
+		ck_assert_msg(stack_type() == 1, "%s, --kind off: %s", fmts[i], out);
+	}
+	o.kind = SHOW_KIND_AUTO;
+
+	/* what each format takes: nothing said */
+	logbuf[0] = 0;
+	o.format = "pprof";
+	o.no_pid = o.no_env = true;
+	ck_assert_int_eq(run(&o), 0);
+	o.format = "svg";
+	o.show_thread_name = true;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(!strstr(logbuf, "--no_pid") && !strstr(logbuf, "--no_env") &&
+			      !strstr(logbuf, "--show_thread_name"),
+		      "%s", logbuf);
+
+	/* --show_raw is the plain .prof's, whose raw label the label switches do not change */
+	o.show_raw = true;
+	o.show_thread_name = o.no_env = false;
+	said(&o,
+	     "--show_raw is the plain folded .prof's raw label: the svg export does not use it");
+	o.format = NULL;
+	snprintf(path, sizeof(path), "%s/raw.prof", mroot);
+	said(&o, "--show_raw writes CPA's raw label, whose layout is fixed: --no_pid change "
+		 "nothing");
+	o.show_raw = o.no_pid = false;
+
+	/* pprof's samples carry the thread name already */
+	o.format = "pprof";
+	o.show_thread_name = true;
+	said(&o, "--show_thread_name: pprof labels every sample with its thread name (comm) "
+		 "already");
+	o.show_thread_name = false;
+
+	/* a format and a file of another format's suffix */
+	snprintf(path, sizeof(path), "%s/x.svg", mroot);
+	said(&o, "has the suffix of svg: --format pprof writes pprof into it");
+
+	/* a split keeps every field */
+	snprintf(split, sizeof(split), "%s/split", mroot);
+	o.split_path = split;
+	o.format = NULL;
+	o.output_prof = NULL;
+	o.no_pid = true;
+	said(&o, "--split_path writes a store, every field of each row kept: --no_pid not used");
+	o.no_pid = false;
+	/* ... of the kinds --kind takes */
+	o.kind = SHOW_KIND_OFF;
+	snprintf(split, sizeof(split), "%s/split_off", mroot);
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "Split 1 samples into "), "%s", out);
+	o.kind = SHOW_KIND_ON;
+	snprintf(split, sizeof(split), "%s/split_on", mroot);
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "Split 5 samples into "), "%s", out);
+	o.kind = SHOW_KIND_AUTO;
+	o.split_path = NULL;
+
+	/* the policy triggers are no profile */
+	o.triggers = true;
+	o.output_prof = path;
+	o.kind = SHOW_KIND_ON;
+	said(&o, "--triggers prints the scheduler metrics or the policy triggers, not a profile: "
+		 "-o, --kind not used");
+	o.triggers = false;
+	o.kind = SHOW_KIND_AUTO;
+
+	/* the store's range alone, and cpa-view, take no profile options */
+	o.show_range = true;
+	o.format = "svg";
+	said(&o, "--show_range prints the store's range only: -o, --format not used");
+	o.show_range = false;
+	o.use_cui = true;
+	o.target_pid = 1001;
+	logbuf[0] = 0;
+	show_warn_unused(&o);
+	ck_assert_msg(strstr(logbuf, "--use_cui runs cpa-view on --read from --starttime to "
+				     "--endtime: -o, --format, --target_pid not used"),
+		      "%s", logbuf);
+	o.use_cui = false;
+	o.target_pid = -1;
+	o.format = "pprof";
+
+	/* speedscope has no diff: said before anything is read */
+	logbuf[0] = 0;
+	o.format = "speedscope";
+	o.diff_base_start = "10:00:02";
+	ck_assert_int_eq(run(&o), -EINVAL);
+	ck_assert_msg(strstr(logbuf, "speedscope has no diff view"), "%s", logbuf);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- reading by rows */
 
 #define MSEC	 30
@@ -975,7 +1110,8 @@ int main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	/* CPA's behaviours, over a store with metrics-only seconds and an off-CPU sample. */
-	tc = TEST_TCASE(s, "cpa", test_show_records_num, test_show_raw_offcpu, test_show_said);
+	tc = TEST_TCASE(s, "cpa", test_show_records_num, test_show_raw_offcpu, test_show_said,
+			test_show_unused_opts);
 	tcase_add_checked_fixture(tc, setup_metrics, teardown_metrics);
 	/* Reading by rows (store_reader__query_rows()) against sample by sample. */
 	tc = TEST_TCASE(s, "rows", test_show_folded_rows_vs_samples, test_show_progress_tty);

@@ -1437,6 +1437,100 @@ START_TEST(test_clock_step)
 }
 END_TEST
 
+/* store_reader__query()'s rows' seconds, as a bitmap from t0 (n seconds). */
+struct secmap {
+	int64_t t0;
+	uint32_t n;
+	uint8_t *has;
+};
+
+static int on_sec(void *ctx, const struct store_sample *s)
+{
+	struct secmap *m = ctx;
+
+	ck_assert(s->sec >= m->t0 && s->sec < m->t0 + m->n);
+	m->has[s->sec - m->t0] = 1;
+	return 0;
+}
+
+/* store_reader__records() against the seconds of every row, read one by one. */
+static void check_records(const char *dir, int64_t t0, uint32_t n)
+{
+	struct secmap m = {.t0 = t0, .n = n, .has = calloc(n, 1)};
+	struct store_reader *r;
+	int64_t first = 0, last = 0, want_first = -1, want_last = -1;
+	uint64_t recs = 0, want = 0;
+
+	ck_assert_int_eq(store_reader__open(dir, NULL, NULL, &r), 0);
+	ck_assert_int_eq(store_reader__query(r, (uint64_t)t0 * T_NS, (uint64_t)(t0 + n) * T_NS,
+					     NULL, on_sec, &m),
+			 0);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!m.has[i])
+			continue;
+		want++;
+		if (want_first < 0)
+			want_first = t0 + i;
+		want_last = t0 + i;
+	}
+	ck_assert_int_eq(store_reader__records(r, &first, &last, &recs), 0);
+	ck_assert_uint_eq(recs, want);
+	ck_assert_int_eq(first, want_first);
+	ck_assert_int_eq(last, want_last);
+	store_reader__free(r);
+	free(m.has);
+}
+
+/*
+ * Records Num (store_reader__records()) is exactly the seconds holding rows:
+ * runs of seconds with gaps, blocks of 1 to 3 seconds, a clock step back
+ * (blocks out of time order, seconds written twice), metrics-only seconds;
+ * with the index and with it rebuilt from the segments.
+ */
+START_TEST(test_records_exact)
+{
+	struct store_writer *w;
+	char *root = t_mkdtemp(), dir[1024], idx[1100];
+	uint64_t base = t_base_ns(), seq = 1, rng = 7;
+	int64_t t0 = (int64_t)(base / T_NS) - 100;
+	/* the second written at each step: forward with gaps, then a step back */
+	int64_t sec = 0;
+
+	t_block_s = 3;
+	w = new_writer(root);
+	t_defs(w, 5, 0);
+	for (int i = 0; i < 400; i++) {
+		struct cpa_sample_out o;
+
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		if (i == 250)
+			sec -= 80; /* the clock stepped back: seconds already written */
+		else
+			sec += (rng >> 33) % 4 == 0 ? 1 + (int64_t)((rng >> 40) % 6) : 0;
+		if ((rng >> 45) % 7 == 0) {
+			struct cpa_metrics mt = {.seq = seq++,
+						 .time_ns = base + (uint64_t)(sec + 1000) * T_NS,
+						 .interval_ms = 1000,
+						 .nr_cpus = 2};
+
+			/* metrics alone, far from any sample: no record */
+			ck_assert_int_eq(store_writer__add_metrics(w, &mt, NULL), 0);
+		}
+		t_sample(&o, seq++, base + (uint64_t)sec * T_NS + (rng >> 50) % T_NS, 1 + i % 5, 0);
+		ck_assert_int_eq(store_writer__add_sample(w, &o), 0);
+	}
+	store_writer__free(w);
+	ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+	check_records(dir, t0, 3000);
+	snprintf(idx, sizeof(idx), "%s/index", dir);
+	ck_assert_int_eq(unlink(idx), 0);
+	check_records(dir, t0, 3000);
+	t_block_s = 0;
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
 /* The dictionary journal: a new writer life knows the previous life's symd ids. */
 START_TEST(test_journal)
 {
@@ -1499,7 +1593,7 @@ static Suite *store_suite(void)
 	TEST_TCASE(s, "format", test_roundtrip, test_bytes_per_sample, test_index_window,
 		   test_torn_tail, test_corrupt_block, test_fuzz_damage, test_newer_major,
 		   test_filters, test_segments_and_days, test_retention, test_dir_at_start,
-		   test_write_errors, test_clock_step, test_journal);
+		   test_write_errors, test_clock_step, test_journal, test_records_exact);
 	TEST_TCASE(s, "stage", test_stage_batch, test_stage_symd_replay, test_stage_sleep,
 		   test_retention_log, test_stage_process);
 	return s;
