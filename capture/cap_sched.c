@@ -47,6 +47,7 @@ static const char *const proc_path[PROC_FILE_MAX] = {
 struct cap_sched {
 	struct sched_bpf *skel;
 	bool exact;		/* the per-event programs; else the task iterator */
+	bool walk;		/* ... as cpa_sched_walk (BPF_PROG_TEST_RUN), else cpa_sched_iter */
 	unsigned int sample;	/* the sampled programs, 1 in sample events (not exact) */
 	uint64_t iter_start_ns; /* CLOCK_MONOTONIC at the start of the last pass */
 	unsigned int nr_cpus;	/* slots of the per-CPU array read */
@@ -70,9 +71,11 @@ struct cap_sched {
 	char *buf; /* PROC_BUF bytes: read_proc() */
 };
 
+static bool libbpf_quiet; /* a load that may fail and has a fallback */
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (level == LIBBPF_DEBUG)
+	if (level == LIBBPF_DEBUG || libbpf_quiet)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
 }
@@ -243,8 +246,9 @@ static void system_fill(struct cap_sched *s, struct cpa_metrics *m)
 
 /*
  * Counter mode: one pass of the task iterator (bpf/sched.bpf.c), which adds
- * what each task did since the previous pass to sched_iprocs / sched_icpus.
- * The iterator writes nothing to read: read() returns 0 at the end.
+ * what each task did since the previous pass to sched_iprocs / sched_icpus:
+ * one run of cpa_sched_walk, else a read of cpa_sched_iter (it writes
+ * nothing to read: read() returns 0 at the end).
  */
 static int iter_pass(struct cap_sched *s)
 {
@@ -254,6 +258,14 @@ static int iter_pass(struct cap_sched *s)
 	int fd;
 
 	s->skel->bss->sched_since_ns = s->iter_start_ns;
+	if (s->walk) {
+		LIBBPF_OPTS(bpf_test_run_opts, o);
+
+		if (bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.cpa_sched_walk), &o) < 0)
+			return -errno;
+		s->iter_start_ns = start;
+		return 0;
+	}
 	fd = bpf_iter_create(bpf_link__fd(s->skel->links.cpa_sched_iter));
 	if (fd < 0)
 		return -errno;
@@ -518,36 +530,49 @@ int cap_sched__open(const char *btf_path, bool exact, unsigned int sample, struc
 	libbpf_set_print(libbpf_print);
 	if (btf_path)
 		oo.btf_custom_path = btf_path;
-	s->skel = sched_bpf__open_opts(&oo);
-	if (!s->skel) {
-		r = -errno;
-		cap_sched__free(s);
-		return log_error_errno(r, "scheduler metrics: open BPF object: %m");
-	}
 	/* One way only: the others' programs stay out of the kernel and their
 	 * per-process hashes shrink to one entry. The exact way wins over the
 	 * sampled one (a policy on the run-queue P99 asks for it). */
 	s->exact = exact;
 	s->sample = exact || sample < 2 ? 0 : MIN(sample, CPA_SCHED_SAMPLE_MAX);
 	cnt = !exact && !s->sample;
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup, exact);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup_new, exact);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_switch, exact);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_swakeup, s->sample);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_swakeup_new, s->sample);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_sswitch, s->sample);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_iter, cnt);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_free, cnt);
-	if (!exact)
-		bpf_map__set_max_entries(s->skel->maps.sched_procs, 1);
-	if (!s->sample)
-		bpf_map__set_max_entries(s->skel->maps.sched_sprocs, 1);
-	if (!cnt)
-		bpf_map__set_max_entries(s->skel->maps.sched_iprocs, 1);
-	s->skel->rodata->sched_sample_n = s->sample ? s->sample : 1;
-	r = sched_bpf__load(s->skel);
-	if (r >= 0)
-		r = sched_bpf__attach(s->skel);
+	/* The counters' pass as cpa_sched_walk where the kernel has the
+	 * open-coded task iterator (6.7+), else as cpa_sched_iter. */
+	s->walk = cnt;
+	for (;;) {
+		s->skel = sched_bpf__open_opts(&oo);
+		if (!s->skel) {
+			r = -errno;
+			cap_sched__free(s);
+			return log_error_errno(r, "scheduler metrics: open BPF object: %m");
+		}
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup, exact);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup_new, exact);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_switch, exact);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_swakeup, s->sample);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_swakeup_new, s->sample);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_sswitch, s->sample);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_walk, s->walk);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_iter, cnt && !s->walk);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_free, cnt);
+		if (!exact)
+			bpf_map__set_max_entries(s->skel->maps.sched_procs, 1);
+		if (!s->sample)
+			bpf_map__set_max_entries(s->skel->maps.sched_sprocs, 1);
+		if (!cnt)
+			bpf_map__set_max_entries(s->skel->maps.sched_iprocs, 1);
+		s->skel->rodata->sched_sample_n = s->sample ? s->sample : 1;
+		libbpf_quiet = s->walk;
+		r = sched_bpf__load(s->skel);
+		libbpf_quiet = false;
+		if (r >= 0)
+			r = sched_bpf__attach(s->skel);
+		if (r >= 0 || !s->walk)
+			break;
+		sched_bpf__destroy(s->skel);
+		s->skel = NULL;
+		s->walk = false;
+	}
 	if (r < 0) {
 		cap_sched__free(s);
 		return log_error_errno(r, "scheduler metrics: load/attach %s: %m",
