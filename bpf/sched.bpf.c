@@ -60,6 +60,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, CPA_SCHED_CPUS);
+	__uint(map_flags, BPF_F_MMAPABLE); /* capture reads it in place */
 	__type(key, __u32);
 	__type(value, struct cpa_sched_val);
 } sched_cpus SEC(".maps");
@@ -71,19 +72,14 @@ struct {
 	__type(value, struct cpa_sched_val);
 } sched_zero SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CPA_SCHED_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} sched_stats SEC(".maps");
+/* Statistics (enum cpa_sched_stat): rare events, so shared counters that
+ * capture reads in place (.bss) rather than a per-CPU map and a syscall. */
+__u64 sched_stats[CPA_SCHED_STAT_MAX];
 
 static __always_inline void stat_inc(__u32 idx)
 {
-	__u64 *v = bpf_map_lookup_elem(&sched_stats, &idx);
-
-	if (v)
-		*v += 1;
+	if (idx < CPA_SCHED_STAT_MAX)
+		__sync_fetch_and_add(&sched_stats[idx], 1);
 }
 
 static __always_inline struct cpa_sched_val *proc_val(void *map, struct task_struct *t)
@@ -280,6 +276,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, CPA_SCHED_CPUS);
+	__uint(map_flags, BPF_F_MMAPABLE); /* capture reads it in place */
 	__type(key, __u32);
 	__type(value, struct cpa_sched_val);
 } sched_icpus SEC(".maps");
@@ -453,6 +450,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, CPA_SCHED_CPUS);
+	__uint(map_flags, BPF_F_MMAPABLE); /* capture reads it in place */
 	__type(key, __u32);
 	__type(value, struct cpa_sched_val);
 } sched_scpus SEC(".maps");

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,6 +31,8 @@
 _Static_assert(CPA_SCHED_HIST == CPA_METRICS_HIST, "histogram sizes");
 _Static_assert((int)CPA_SCHED_REASON_MAX == (int)CPA_MR_MAX, "switch reasons");
 _Static_assert(CPA_SCHED_COMM_LEN == CPA_COMM_LEN, "comm length");
+/* An mmapped array's slots are the value size rounded up to 8 bytes. */
+_Static_assert(sizeof(struct cpa_sched_val) % 8 == 0, "per-CPU slot stride");
 
 enum { HW_CYCLES, HW_INSTR, HW_CMISS, HW_MAX };
 
@@ -53,6 +56,8 @@ struct cap_sched {
 	unsigned int nr_cpus;	/* slots of the per-CPU array read */
 	int nr_possible;
 	struct cpa_sched_val *cpu_prev, *cpu_now;
+	const struct cpa_sched_val *cpu_map; /* the way's per-CPU array, mmapped (NULL: none) */
+	size_t cpu_map_len;
 	uint32_t *keys;		    /* this second's processes: */
 	struct cpa_sched_val *vals; /* their values */
 	uint64_t *order;	    /* key << 32 | index: the processes in pid order */
@@ -316,14 +321,24 @@ static bool cpu_delta(struct cpa_sched_val *d, const struct cpa_sched_val *now,
 /* Process updates that found the map full since the last call (all CPUs). */
 static uint32_t dropped(struct cap_sched *s)
 {
-	uint64_t st[CPA_SCHED_STAT_MAX], d;
+	uint64_t now = __atomic_load_n(&s->skel->bss->sched_stats[CPA_SCHED_STAT_PROC_FULL],
+				       __ATOMIC_RELAXED),
+		 d = now - s->dropped_prev;
 
-	if (s->nr_possible <= 0 || cap_bpf__percpu_sum(bpf_map__fd(s->skel->maps.sched_stats),
-						       s->nr_possible, CPA_SCHED_STAT_MAX, st) < 0)
-		return 0;
-	d = st[CPA_SCHED_STAT_PROC_FULL] - s->dropped_prev;
-	s->dropped_prev = st[CPA_SCHED_STAT_PROC_FULL];
+	s->dropped_prev = now;
 	return (uint32_t)MIN(d, UINT32_MAX);
+}
+
+/* The per-CPU slots as they are now: read in place, no syscall (the array
+ * is BPF_F_MMAPABLE); the BPF side adds to them meanwhile, which the next
+ * read's difference carries. */
+static int cpus_read(struct cap_sched *s, int cfd)
+{
+	if (!s->cpu_map)
+		return cap_bpf__array_read(cfd, s->nr_cpus, s->cpu_now, sizeof(*s->cpu_now));
+	for (unsigned int c = 0; c < s->nr_cpus; c++)
+		s->cpu_now[c] = s->cpu_map[c];
+	return 0;
 }
 
 /*
@@ -448,6 +463,14 @@ int cap_sched__emit_ents(struct cap_emit *e, uint64_t time_ns, uint32_t interval
 	return r;
 }
 
+/* The loaded way's per-CPU array. */
+static struct bpf_map *cpus_map(const struct cap_sched *s)
+{
+	return s->exact	   ? s->skel->maps.sched_cpus
+	       : s->sample ? s->skel->maps.sched_scpus
+			   : s->skel->maps.sched_icpus;
+}
+
 int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_ns,
 		    struct cap_policy *pol, const struct cpa_metrics_ent *extra,
 		    unsigned int n_extra)
@@ -455,10 +478,7 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 	struct bpf_map *pm = s->exact	 ? s->skel->maps.sched_procs
 			     : s->sample ? s->skel->maps.sched_sprocs
 					 : s->skel->maps.sched_iprocs;
-	struct bpf_map *cm = s->exact	 ? s->skel->maps.sched_cpus
-			     : s->sample ? s->skel->maps.sched_scpus
-					 : s->skel->maps.sched_icpus;
-	int pfd = bpf_map__fd(pm), cfd = bpf_map__fd(cm);
+	int pfd = bpf_map__fd(pm), cfd = bpf_map__fd(cpus_map(s));
 	struct emitter *x = calloc(1, sizeof(*x));
 	struct cpa_sched_val d;
 	unsigned int nk, np = 0;
@@ -495,7 +515,7 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 			policy_proc_fill(&s->pprocs[np++], s->keys[i], &s->vals[i],
 					 x->hdr.interval_ms, s->exact || s->sample);
 	}
-	if (cap_bpf__array_read(cfd, s->nr_cpus, s->cpu_now, sizeof(*s->cpu_now)) == 0)
+	if (cpus_read(s, cfd) == 0)
 		for (unsigned int c = 0; c < s->nr_cpus; c++) {
 			if (cpu_delta(&d, &s->cpu_now[c], &s->cpu_prev[c]))
 				add(x, c, CPA_MK_CPU, &d);
@@ -584,6 +604,19 @@ int cap_sched__open(const char *btf_path, bool exact, unsigned int sample, struc
 	s->nr_cpus = r > 0 ? (unsigned int)MIN(r, CPA_SCHED_CPUS) : 1;
 	s->nr_possible = r;
 	s->batch_ok = true;
+	{
+		struct bpf_map *cm = cpus_map(s);
+		size_t pg = (size_t)sysconf(_SC_PAGESIZE),
+		       len = (size_t)bpf_map__value_size(cm) * bpf_map__max_entries(cm);
+		void *p;
+
+		len = (len + pg - 1) / pg * pg;
+		p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(cm), 0);
+		if (p != MAP_FAILED) {
+			s->cpu_map = p;
+			s->cpu_map_len = len;
+		}
+	}
 	s->cpu_prev = calloc(s->nr_cpus, sizeof(*s->cpu_prev));
 	s->cpu_now = calloc(s->nr_cpus, sizeof(*s->cpu_now));
 	s->keys = calloc(CPA_SCHED_PROCS, sizeof(*s->keys));
@@ -625,6 +658,8 @@ void cap_sched__free(struct cap_sched *s)
 {
 	if (!s)
 		return;
+	if (s->cpu_map)
+		munmap((void *)s->cpu_map, s->cpu_map_len);
 	sched_bpf__destroy(s->skel);
 	if (s->hw_fd) {
 		for (int i = 0; s->hw_fd[i] != -2; i++)
