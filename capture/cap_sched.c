@@ -557,8 +557,9 @@ int cap_sched__open(const char *btf_path, bool exact, unsigned int sample, struc
 	s->sample = exact || sample < 2 ? 0 : MIN(sample, CPA_SCHED_SAMPLE_MAX);
 	cnt = !exact && !s->sample;
 	/* The counters' pass as cpa_sched_walk where the kernel has the
-	 * open-coded task iterator (6.7+), else as cpa_sched_iter. */
-	s->walk = cnt;
+	 * open-coded task iterator (6.7+), else as cpa_sched_iter (as with
+	 * CPA_SCHED_PASS=iter in the environment: the tests' way to run it). */
+	s->walk = cnt && !(getenv("CPA_SCHED_PASS") && !strcmp(getenv("CPA_SCHED_PASS"), "iter"));
 	for (;;) {
 		s->skel = sched_bpf__open_opts(&oo);
 		if (!s->skel) {
