@@ -113,14 +113,30 @@ static const char *read_proc(struct cap_sched *s, enum proc_file f)
 	return s->buf;
 }
 
+/* Up to n decimal numbers from p on, blank-separated, as sscanf's "%llu"s
+ * take them without its format parsing; how many. */
+static int u64s_parse(const char *p, unsigned long long *v, int n)
+{
+	char *end;
+	int i;
+
+	for (i = 0; i < n; i++, p = end) {
+		while (*p == ' ')
+			p++;
+		if (*p < '0' || *p > '9')
+			break;
+		v[i] = strtoull(p, &end, 10);
+	}
+	return i;
+}
+
 static bool stat_read(struct cap_sched *s, uint64_t ret[3], uint32_t *ret_cpus)
 {
 	unsigned long long v[10] = {0};
 	const char *p = read_proc(s, PROC_STAT);
 	uint32_t n = 0;
 
-	if (!p || sscanf(p, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
-			 &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) < 5)
+	if (!p || strncmp(p, "cpu ", 4) != 0 || u64s_parse(p + 4, v, 10) < 5)
 		return false;
 	/* guest and guest_nice are already inside user and nice */
 	ret[0] = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
@@ -214,9 +230,18 @@ static void system_fill(struct cap_sched *s, struct cpa_metrics *m)
 	bool ok[2];
 
 	m->flags |= CPA_MF_SYSTEM;
-	if (p && sscanf(p, "%lf %lf %lf", &l[0], &l[1], &l[2]) == 3)
-		for (int i = 0; i < 3; i++)
-			m->load_milli[i] = (uint32_t)(l[i] * 1000.0 + 0.5);
+	/* "I.FF I.FF I.FF ...": three strtod()s, as sscanf's "%lf"s */
+	for (int i = 0; p && i < 3; i++) {
+		char *end;
+
+		l[i] = strtod(p, &end);
+		if (end == p)
+			break;
+		p = end;
+		if (i == 2)
+			for (int k = 0; k < 3; k++)
+				m->load_milli[k] = (uint32_t)(l[k] * 1000.0 + 0.5);
+	}
 	if (stat_read(s, st, &m->nr_cpus)) {
 		if (s->stat_ok) {
 			m->cpu_busy_ticks = st[0] - s->stat_prev[0];
