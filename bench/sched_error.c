@@ -348,8 +348,11 @@ int main(int argc, char **argv)
 	snprintf(secstr, sizeof(secstr), "%u", secs + 2);
 
 	skel = sched_bpf__open();
-	if (skel)
+	if (skel) {
 		skel->rodata->sched_sample_n = n_sample;
+		/* the counters' pass here is cpa_sched_iter (iter_pass()) */
+		bpf_program__set_autoload(skel->progs.cpa_sched_walk, false);
+	}
 	if (!skel || sched_bpf__load(skel) < 0 || sched_bpf__attach(skel) < 0) {
 		fprintf(stderr, "load/attach bpf/sched.bpf.c: %s (root and BTF needed)\n",
 			strerror(errno));

@@ -60,6 +60,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, CPA_SCHED_CPUS);
+	__uint(map_flags, BPF_F_MMAPABLE); /* capture reads it in place */
 	__type(key, __u32);
 	__type(value, struct cpa_sched_val);
 } sched_cpus SEC(".maps");
@@ -71,19 +72,14 @@ struct {
 	__type(value, struct cpa_sched_val);
 } sched_zero SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CPA_SCHED_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} sched_stats SEC(".maps");
+/* Statistics (enum cpa_sched_stat): rare events, so shared counters that
+ * capture reads in place (.bss) rather than a per-CPU map and a syscall. */
+__u64 sched_stats[CPA_SCHED_STAT_MAX];
 
 static __always_inline void stat_inc(__u32 idx)
 {
-	__u64 *v = bpf_map_lookup_elem(&sched_stats, &idx);
-
-	if (v)
-		*v += 1;
+	if (idx < CPA_SCHED_STAT_MAX)
+		__sync_fetch_and_add(&sched_stats[idx], 1);
 }
 
 static __always_inline struct cpa_sched_val *proc_val(void *map, struct task_struct *t)
@@ -280,6 +276,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, CPA_SCHED_CPUS);
+	__uint(map_flags, BPF_F_MMAPABLE); /* capture reads it in place */
 	__type(key, __u32);
 	__type(value, struct cpa_sched_val);
 } sched_icpus SEC(".maps");
@@ -378,6 +375,35 @@ int cpa_sched_iter(struct bpf_iter__task *ctx)
 	return 0;
 }
 
+/*
+ * The same pass as cpa_sched_iter without the seq_file: capture runs it with
+ * one BPF_PROG_TEST_RUN. The open-coded task iterator (6.7+) walks the thread
+ * lists under RCU; the task/ iterator looks each task up by pid, creates and
+ * reads a file, and cost about twice as much per task (docs/metrics.md).
+ * Capture falls back to cpa_sched_iter where this does not load.
+ */
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task,
+			     unsigned int flags) __weak __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __weak __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
+extern void bpf_rcu_read_lock(void) __weak __ksym;
+extern void bpf_rcu_read_unlock(void) __weak __ksym;
+
+SEC("syscall")
+int cpa_sched_walk(void *ctx)
+{
+	struct bpf_iter_task it;
+	struct task_struct *t;
+
+	bpf_rcu_read_lock();
+	bpf_iter_task_new(&it, NULL, BPF_TASK_ITER_ALL_THREADS);
+	while ((t = bpf_iter_task_next(&it)))
+		account(t, false);
+	bpf_iter_task_destroy(&it);
+	bpf_rcu_read_unlock();
+	return 0;
+}
+
 /* A thread gone between two passes: its last part, once per thread as its
  * task_struct is freed (after its last switch, so its counters are final; at
  * sched_process_exit the exit path's own run time would be missed). The cost
@@ -424,6 +450,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, CPA_SCHED_CPUS);
+	__uint(map_flags, BPF_F_MMAPABLE); /* capture reads it in place */
 	__type(key, __u32);
 	__type(value, struct cpa_sched_val);
 } sched_scpus SEC(".maps");

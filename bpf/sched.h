@@ -41,7 +41,7 @@ struct cpa_sched_val {
 	char comm[CPA_SCHED_COMM_LEN];	      /* group leader's comm (process entries) */
 };
 
-/* Statistics of the BPF side (array map "sched_stats", per CPU). */
+/* Statistics of the BPF side (global "sched_stats" in .bss, capture reads it in place). */
 enum cpa_sched_stat {
 	CPA_SCHED_STAT_PROC_FULL,  /* a process found no room in the map */
 	CPA_SCHED_STAT_NO_STORAGE, /* task storage could not be created */

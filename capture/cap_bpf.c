@@ -909,8 +909,9 @@ int cap_bpf__poll(struct cap_bpf *b, int timeout_ms)
 	int r, n;
 
 	/* Records are submitted without wakeups: epoll only fires when the
-	 * BPF side forced one past the watermark, so consume either way. */
-	r = ring_buffer__poll(b->rb, timeout_ms);
+	 * BPF side forced one past the watermark, so consume either way (and
+	 * with nothing to wait for, consume alone: no epoll_wait). */
+	r = timeout_ms ? ring_buffer__poll(b->rb, timeout_ms) : 0;
 	if (r < 0 && r != -EINTR)
 		return r;
 	n = ring_buffer__consume(b->rb);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,6 +31,8 @@
 _Static_assert(CPA_SCHED_HIST == CPA_METRICS_HIST, "histogram sizes");
 _Static_assert((int)CPA_SCHED_REASON_MAX == (int)CPA_MR_MAX, "switch reasons");
 _Static_assert(CPA_SCHED_COMM_LEN == CPA_COMM_LEN, "comm length");
+/* An mmapped array's slots are the value size rounded up to 8 bytes. */
+_Static_assert(sizeof(struct cpa_sched_val) % 8 == 0, "per-CPU slot stride");
 
 enum { HW_CYCLES, HW_INSTR, HW_CMISS, HW_MAX };
 
@@ -47,11 +50,14 @@ static const char *const proc_path[PROC_FILE_MAX] = {
 struct cap_sched {
 	struct sched_bpf *skel;
 	bool exact;		/* the per-event programs; else the task iterator */
+	bool walk;		/* ... as cpa_sched_walk (BPF_PROG_TEST_RUN), else cpa_sched_iter */
 	unsigned int sample;	/* the sampled programs, 1 in sample events (not exact) */
 	uint64_t iter_start_ns; /* CLOCK_MONOTONIC at the start of the last pass */
 	unsigned int nr_cpus;	/* slots of the per-CPU array read */
 	int nr_possible;
 	struct cpa_sched_val *cpu_prev, *cpu_now;
+	const struct cpa_sched_val *cpu_map; /* the way's per-CPU array, mmapped (NULL: none) */
+	size_t cpu_map_len;
 	uint32_t *keys;		    /* this second's processes: */
 	struct cpa_sched_val *vals; /* their values */
 	uint64_t *order;	    /* key << 32 | index: the processes in pid order */
@@ -70,9 +76,11 @@ struct cap_sched {
 	char *buf; /* PROC_BUF bytes: read_proc() */
 };
 
+static bool libbpf_quiet; /* a load that may fail and has a fallback */
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (level == LIBBPF_DEBUG)
+	if (level == LIBBPF_DEBUG || libbpf_quiet)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
 }
@@ -105,14 +113,30 @@ static const char *read_proc(struct cap_sched *s, enum proc_file f)
 	return s->buf;
 }
 
+/* Up to n decimal numbers from p on, blank-separated, as sscanf's "%llu"s
+ * take them without its format parsing; how many. */
+static int u64s_parse(const char *p, unsigned long long *v, int n)
+{
+	char *end;
+	int i;
+
+	for (i = 0; i < n; i++, p = end) {
+		while (*p == ' ')
+			p++;
+		if (*p < '0' || *p > '9')
+			break;
+		v[i] = strtoull(p, &end, 10);
+	}
+	return i;
+}
+
 static bool stat_read(struct cap_sched *s, uint64_t ret[3], uint32_t *ret_cpus)
 {
 	unsigned long long v[10] = {0};
 	const char *p = read_proc(s, PROC_STAT);
 	uint32_t n = 0;
 
-	if (!p || sscanf(p, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
-			 &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) < 5)
+	if (!p || strncmp(p, "cpu ", 4) != 0 || u64s_parse(p + 4, v, 10) < 5)
 		return false;
 	/* guest and guest_nice are already inside user and nice */
 	ret[0] = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
@@ -206,9 +230,18 @@ static void system_fill(struct cap_sched *s, struct cpa_metrics *m)
 	bool ok[2];
 
 	m->flags |= CPA_MF_SYSTEM;
-	if (p && sscanf(p, "%lf %lf %lf", &l[0], &l[1], &l[2]) == 3)
-		for (int i = 0; i < 3; i++)
-			m->load_milli[i] = (uint32_t)(l[i] * 1000.0 + 0.5);
+	/* "I.FF I.FF I.FF ...": three strtod()s, as sscanf's "%lf"s */
+	for (int i = 0; p && i < 3; i++) {
+		char *end;
+
+		l[i] = strtod(p, &end);
+		if (end == p)
+			break;
+		p = end;
+		if (i == 2)
+			for (int k = 0; k < 3; k++)
+				m->load_milli[k] = (uint32_t)(l[k] * 1000.0 + 0.5);
+	}
 	if (stat_read(s, st, &m->nr_cpus)) {
 		if (s->stat_ok) {
 			m->cpu_busy_ticks = st[0] - s->stat_prev[0];
@@ -243,8 +276,9 @@ static void system_fill(struct cap_sched *s, struct cpa_metrics *m)
 
 /*
  * Counter mode: one pass of the task iterator (bpf/sched.bpf.c), which adds
- * what each task did since the previous pass to sched_iprocs / sched_icpus.
- * The iterator writes nothing to read: read() returns 0 at the end.
+ * what each task did since the previous pass to sched_iprocs / sched_icpus:
+ * one run of cpa_sched_walk, else a read of cpa_sched_iter (it writes
+ * nothing to read: read() returns 0 at the end).
  */
 static int iter_pass(struct cap_sched *s)
 {
@@ -254,6 +288,14 @@ static int iter_pass(struct cap_sched *s)
 	int fd;
 
 	s->skel->bss->sched_since_ns = s->iter_start_ns;
+	if (s->walk) {
+		LIBBPF_OPTS(bpf_test_run_opts, o);
+
+		if (bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.cpa_sched_walk), &o) < 0)
+			return -errno;
+		s->iter_start_ns = start;
+		return 0;
+	}
 	fd = bpf_iter_create(bpf_link__fd(s->skel->links.cpa_sched_iter));
 	if (fd < 0)
 		return -errno;
@@ -304,14 +346,24 @@ static bool cpu_delta(struct cpa_sched_val *d, const struct cpa_sched_val *now,
 /* Process updates that found the map full since the last call (all CPUs). */
 static uint32_t dropped(struct cap_sched *s)
 {
-	uint64_t st[CPA_SCHED_STAT_MAX], d;
+	uint64_t now = __atomic_load_n(&s->skel->bss->sched_stats[CPA_SCHED_STAT_PROC_FULL],
+				       __ATOMIC_RELAXED),
+		 d = now - s->dropped_prev;
 
-	if (s->nr_possible <= 0 || cap_bpf__percpu_sum(bpf_map__fd(s->skel->maps.sched_stats),
-						       s->nr_possible, CPA_SCHED_STAT_MAX, st) < 0)
-		return 0;
-	d = st[CPA_SCHED_STAT_PROC_FULL] - s->dropped_prev;
-	s->dropped_prev = st[CPA_SCHED_STAT_PROC_FULL];
+	s->dropped_prev = now;
 	return (uint32_t)MIN(d, UINT32_MAX);
+}
+
+/* The per-CPU slots as they are now: read in place, no syscall (the array
+ * is BPF_F_MMAPABLE); the BPF side adds to them meanwhile, which the next
+ * read's difference carries. */
+static int cpus_read(struct cap_sched *s, int cfd)
+{
+	if (!s->cpu_map)
+		return cap_bpf__array_read(cfd, s->nr_cpus, s->cpu_now, sizeof(*s->cpu_now));
+	for (unsigned int c = 0; c < s->nr_cpus; c++)
+		s->cpu_now[c] = s->cpu_map[c];
+	return 0;
 }
 
 /*
@@ -436,6 +488,14 @@ int cap_sched__emit_ents(struct cap_emit *e, uint64_t time_ns, uint32_t interval
 	return r;
 }
 
+/* The loaded way's per-CPU array. */
+static struct bpf_map *cpus_map(const struct cap_sched *s)
+{
+	return s->exact	   ? s->skel->maps.sched_cpus
+	       : s->sample ? s->skel->maps.sched_scpus
+			   : s->skel->maps.sched_icpus;
+}
+
 int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_ns,
 		    struct cap_policy *pol, const struct cpa_metrics_ent *extra,
 		    unsigned int n_extra)
@@ -443,10 +503,7 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 	struct bpf_map *pm = s->exact	 ? s->skel->maps.sched_procs
 			     : s->sample ? s->skel->maps.sched_sprocs
 					 : s->skel->maps.sched_iprocs;
-	struct bpf_map *cm = s->exact	 ? s->skel->maps.sched_cpus
-			     : s->sample ? s->skel->maps.sched_scpus
-					 : s->skel->maps.sched_icpus;
-	int pfd = bpf_map__fd(pm), cfd = bpf_map__fd(cm);
+	int pfd = bpf_map__fd(pm), cfd = bpf_map__fd(cpus_map(s));
 	struct emitter *x = calloc(1, sizeof(*x));
 	struct cpa_sched_val d;
 	unsigned int nk, np = 0;
@@ -483,7 +540,7 @@ int cap_sched__tick(struct cap_sched *s, struct cap_emit *e, uint64_t now_real_n
 			policy_proc_fill(&s->pprocs[np++], s->keys[i], &s->vals[i],
 					 x->hdr.interval_ms, s->exact || s->sample);
 	}
-	if (cap_bpf__array_read(cfd, s->nr_cpus, s->cpu_now, sizeof(*s->cpu_now)) == 0)
+	if (cpus_read(s, cfd) == 0)
 		for (unsigned int c = 0; c < s->nr_cpus; c++) {
 			if (cpu_delta(&d, &s->cpu_now[c], &s->cpu_prev[c]))
 				add(x, c, CPA_MK_CPU, &d);
@@ -518,36 +575,50 @@ int cap_sched__open(const char *btf_path, bool exact, unsigned int sample, struc
 	libbpf_set_print(libbpf_print);
 	if (btf_path)
 		oo.btf_custom_path = btf_path;
-	s->skel = sched_bpf__open_opts(&oo);
-	if (!s->skel) {
-		r = -errno;
-		cap_sched__free(s);
-		return log_error_errno(r, "scheduler metrics: open BPF object: %m");
-	}
 	/* One way only: the others' programs stay out of the kernel and their
 	 * per-process hashes shrink to one entry. The exact way wins over the
 	 * sampled one (a policy on the run-queue P99 asks for it). */
 	s->exact = exact;
 	s->sample = exact || sample < 2 ? 0 : MIN(sample, CPA_SCHED_SAMPLE_MAX);
 	cnt = !exact && !s->sample;
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup, exact);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup_new, exact);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_switch, exact);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_swakeup, s->sample);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_swakeup_new, s->sample);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_sswitch, s->sample);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_iter, cnt);
-	bpf_program__set_autoload(s->skel->progs.cpa_sched_free, cnt);
-	if (!exact)
-		bpf_map__set_max_entries(s->skel->maps.sched_procs, 1);
-	if (!s->sample)
-		bpf_map__set_max_entries(s->skel->maps.sched_sprocs, 1);
-	if (!cnt)
-		bpf_map__set_max_entries(s->skel->maps.sched_iprocs, 1);
-	s->skel->rodata->sched_sample_n = s->sample ? s->sample : 1;
-	r = sched_bpf__load(s->skel);
-	if (r >= 0)
-		r = sched_bpf__attach(s->skel);
+	/* The counters' pass as cpa_sched_walk where the kernel has the
+	 * open-coded task iterator (6.7+), else as cpa_sched_iter (as with
+	 * CPA_SCHED_PASS=iter in the environment: the tests' way to run it). */
+	s->walk = cnt && !(getenv("CPA_SCHED_PASS") && !strcmp(getenv("CPA_SCHED_PASS"), "iter"));
+	for (;;) {
+		s->skel = sched_bpf__open_opts(&oo);
+		if (!s->skel) {
+			r = -errno;
+			cap_sched__free(s);
+			return log_error_errno(r, "scheduler metrics: open BPF object: %m");
+		}
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup, exact);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_wakeup_new, exact);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_switch, exact);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_swakeup, s->sample);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_swakeup_new, s->sample);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_sswitch, s->sample);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_walk, s->walk);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_iter, cnt && !s->walk);
+		bpf_program__set_autoload(s->skel->progs.cpa_sched_free, cnt);
+		if (!exact)
+			bpf_map__set_max_entries(s->skel->maps.sched_procs, 1);
+		if (!s->sample)
+			bpf_map__set_max_entries(s->skel->maps.sched_sprocs, 1);
+		if (!cnt)
+			bpf_map__set_max_entries(s->skel->maps.sched_iprocs, 1);
+		s->skel->rodata->sched_sample_n = s->sample ? s->sample : 1;
+		libbpf_quiet = s->walk;
+		r = sched_bpf__load(s->skel);
+		libbpf_quiet = false;
+		if (r >= 0)
+			r = sched_bpf__attach(s->skel);
+		if (r >= 0 || !s->walk)
+			break;
+		sched_bpf__destroy(s->skel);
+		s->skel = NULL;
+		s->walk = false;
+	}
 	if (r < 0) {
 		cap_sched__free(s);
 		return log_error_errno(r, "scheduler metrics: load/attach %s: %m",
@@ -559,6 +630,19 @@ int cap_sched__open(const char *btf_path, bool exact, unsigned int sample, struc
 	s->nr_cpus = r > 0 ? (unsigned int)MIN(r, CPA_SCHED_CPUS) : 1;
 	s->nr_possible = r;
 	s->batch_ok = true;
+	{
+		struct bpf_map *cm = cpus_map(s);
+		size_t pg = (size_t)sysconf(_SC_PAGESIZE),
+		       len = (size_t)bpf_map__value_size(cm) * bpf_map__max_entries(cm);
+		void *p;
+
+		len = (len + pg - 1) / pg * pg;
+		p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(cm), 0);
+		if (p != MAP_FAILED) {
+			s->cpu_map = p;
+			s->cpu_map_len = len;
+		}
+	}
 	s->cpu_prev = calloc(s->nr_cpus, sizeof(*s->cpu_prev));
 	s->cpu_now = calloc(s->nr_cpus, sizeof(*s->cpu_now));
 	s->keys = calloc(CPA_SCHED_PROCS, sizeof(*s->keys));
@@ -600,6 +684,8 @@ void cap_sched__free(struct cap_sched *s)
 {
 	if (!s)
 		return;
+	if (s->cpu_map)
+		munmap((void *)s->cpu_map, s->cpu_map_len);
 	sched_bpf__destroy(s->skel);
 	if (s->hw_fd) {
 		for (int i = 0; s->hw_fd[i] != -2; i++)

@@ -260,14 +260,14 @@ static char *runq_check(const char *mode, const char *has, const char *not_a, co
 }
 
 /* The default: no program per switch or wakeup, and still per process the
- * run-queue delay, the waits and the switches, from the task counters. */
-START_TEST(test_metrics_counters)
+ * run-queue delay, the waits and the switches, from the task counters (the
+ * pass that `cpa ctl cost` lists: has; not that of another way or pass). */
+static void counters_check(const char *has, const char * not )
 {
 	struct row r[3], *u = &r[0], *c = &r[1], *h = &r[2];
 	char *out;
 
-	test_need_root_bpf(bin, sizeof(bin));
-	out = runq_check("--sched_metrics", "\nBPF program", "cpa_sched_switch", "cpa_sched_wakeup",
+	out = runq_check("--sched_metrics", has, "cpa_sched_switch", not,
 			 "Source: the kernel's task counters", r);
 	ck_assert_msg(u->waits > 300 && c->waits > 300, "waits %llu/%llu", u->waits, c->waits);
 	ck_assert_msg(u->slices > 300 && c->slices > 300, "switches %llu/%llu", u->slices,
@@ -279,6 +279,24 @@ START_TEST(test_metrics_counters)
 	ck_assert_msg(h->preempt > 90.0, "hogs: %.1f%% of switches preempted", h->preempt);
 	ck_assert_msg(c->sleep > 50.0, "waker: %.1f%% voluntary", c->sleep);
 	free(out);
+}
+
+START_TEST(test_metrics_counters)
+{
+	test_need_root_bpf(bin, sizeof(bin));
+	counters_check("\nBPF program", "cpa_sched_wakeup");
+}
+END_TEST
+
+/* The pass of kernels without the open-coded task iterator (before 6.7):
+ * the task/ iterator read as a file, forced here by CPA_SCHED_PASS=iter;
+ * the same figures. */
+START_TEST(test_metrics_counters_iter)
+{
+	test_need_root_bpf(bin, sizeof(bin));
+	setenv("CPA_SCHED_PASS", "iter", 1);
+	counters_check("\ncpa_sched_iter ", "cpa_sched_walk");
+	unsetenv("CPA_SCHED_PASS");
 }
 END_TEST
 
@@ -909,6 +927,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_metrics_runq);
 	tcase_add_test(tc, test_metrics_counters);
+	tcase_add_test(tc, test_metrics_counters_iter);
 	tcase_add_test(tc, test_metrics_modes);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("idle");
