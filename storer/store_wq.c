@@ -226,12 +226,21 @@ static bool fault_hit(const struct store_wq *q, enum wq_fault_kind k, uint64_t n
 	return n >= f->after && n - f->after < f->count;
 }
 
+/* Hand what was prepared to the kernel; a failed submit leaves the sqes
+ * queued: they go with the next one (unlinked to what follows). */
+static void uring_flush(struct store_wq *q)
+{
+	q->link_prev = NULL;
+	if (io_uring_sq_ready(&q->ring))
+		io_uring_submit(&q->ring);
+}
+
 static int uring_submit_op(struct store_wq *q, struct wop *op)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
 
 	if (!sqe) {
-		io_uring_submit(&q->ring);
+		uring_flush(q);
 		store_wq__reap(q, q->inflight >= URING_DEPTH);
 		sqe = io_uring_get_sqe(&q->ring);
 		if (!sqe)
@@ -258,8 +267,11 @@ static int uring_submit_op(struct store_wq *q, struct wop *op)
 	}
 	io_uring_sqe_set_data(sqe, op);
 	q->inflight++;
-	/* A failed submit leaves the sqe queued: it goes with the next one. */
-	io_uring_submit(&q->ring);
+	/* Runs after the op before it, whatever that one's result (a failed or
+	 * short write is retried on its own): the kick submits the chain. */
+	if (q->link_prev)
+		q->link_prev->flags |= IOSQE_IO_HARDLINK;
+	q->link_prev = sqe;
 	return 0;
 }
 
@@ -319,14 +331,17 @@ void store_wq__retry_due(struct store_wq *q, uint64_t now_ns, bool all)
 
 void store_wq__kick(struct store_wq *q)
 {
-	io_uring_submit(&q->ring);
+	uring_flush(q);
 }
 
 void store_wq__wait(struct store_wq *q)
 {
-	store_wq__kick(q);
-	while (q->inflight)
+	/* A completion may queue more (an index entry, the rest of a short
+	 * write): submitted before the next wait. */
+	while (q->inflight) {
+		uring_flush(q);
 		store_wq__reap(q, true);
+	}
 }
 
 void store_wq__drain(struct store_wq *q)
@@ -380,7 +395,14 @@ int store_wq__init(struct store_wq *q, uint64_t max_retry_bytes, struct store_wr
 	q->st = st;
 	if (spec && *spec && parse_fault(spec, q->fault) < 0)
 		return -EINVAL;
-	r = io_uring_queue_init(URING_DEPTH, &q->ring, 0);
+	/* The completions of writes io-wq ran leave the request's free to us as
+	 * task work: without COOP_TASKRUN it interrupts our sleep at once (a
+	 * wakeup of its own after every submission); with it, it runs when we
+	 * next enter the kernel. The CQEs themselves are posted by io-wq, and a
+	 * chain goes on in io-wq, so nothing waits for it. Before 5.19: without. */
+	r = io_uring_queue_init(URING_DEPTH, &q->ring, IORING_SETUP_COOP_TASKRUN);
+	if (r == -EINVAL)
+		r = io_uring_queue_init(URING_DEPTH, &q->ring, 0);
 	if (r < 0)
 		return r;
 	q->ring_ok = true;

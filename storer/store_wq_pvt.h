@@ -91,7 +91,10 @@ struct store_wq {
 	bool dict_lost_io; /* ... and it failed with EIO */
 	bool fsync_failed; /* an fsync failed: what it covered may not be on the device */
 	struct wq_fault fault[WQ_FAULT_MAX_];
-	uint32_t inflight;
+	uint32_t inflight; /* prepared or submitted, not yet reaped */
+	/* The last op prepared since the last submit: the next one is hard-linked
+	 * behind it, so one io-wq worker runs what a wakeup queued in order. */
+	struct io_uring_sqe *link_prev;
 	struct wop *retry_head, *retry_tail;
 	uint64_t retry_bytes, max_retry_bytes;
 	struct store_writer_stats *st; /* the writer's: write and drop counters */
@@ -110,7 +113,10 @@ void wop__free(struct wop *op);
 int store_wq__init(struct store_wq *q, uint64_t max_retry_bytes, struct store_writer_stats *st);
 /* Gives up whatever still waits for a retry. Call store_wq__drain() first. */
 void store_wq__exit(struct store_wq *q);
-/* Queue op (taken): submitted now, or retried later when the ring is full. */
+/*
+ * Queue op (taken): prepared now (submitted by the next store_wq__kick(), or
+ * at once when the ring is full), or retried later when the ring stays full.
+ */
 void store_wq__submit(struct store_wq *q, struct wop *op);
 /* A copy of buf written to f at off. 0 or -ENOMEM. */
 int store_wq__write(struct store_wq *q, struct sfile *f, uint64_t off, const void *buf,
@@ -121,7 +127,14 @@ int store_wq__fsync(struct store_wq *q, struct sfile *f);
 void store_wq__reap(struct store_wq *q, bool wait_one);
 /* Resubmit ops whose retry time passed (all of them when all). */
 void store_wq__retry_due(struct store_wq *q, uint64_t now_ns, bool all);
-/* Push queued submissions to the kernel. */
+/*
+ * Push what was prepared since the last kick to the kernel, in one
+ * io_uring_enter: a hard-linked chain (IOSQE_IO_HARDLINK: each op runs after
+ * the one before whatever its result), so a buffered write that ext4 hands to
+ * io-wq wakes one worker per kick, not one per write. The writer kicks before
+ * the input a write carries may be released (store_writer__close_block()) and
+ * at the end of each tick.
+ */
 void store_wq__kick(struct store_wq *q);
 /* Wait for everything in flight. */
 void store_wq__wait(struct store_wq *q);
