@@ -1926,8 +1926,7 @@ static void symd__apply_cap(struct symd *s)
  */
 void symd__heap_setup(void)
 {
-	mallopt(M_MMAP_THRESHOLD, SYMD_HEAP_MMAP_MIN);
-	mallopt(M_TRIM_THRESHOLD, 2 * SYMD_HEAP_MMAP_MIN);
+	heap_trim__setup(SYMD_HEAP_MMAP_MIN);
 }
 
 static void symd__heap_tick(struct symd *s, uint64_t now)
@@ -1954,9 +1953,12 @@ static void symd__heap_tick(struct symd *s, uint64_t now)
 		/* Under churn loads never stop (most are binaries already gone): what
 		 * loads, epochs and idle binaries freed goes back once it is
 		 * SYMD_TRIM_FREE (a quarter of the cap if less): the next loads touch
-		 * those pages again, at most once a second. */
+		 * those pages again, at most once a second, and only after the caches
+		 * moved (an idle host's wakeup skips mallinfo2()). */
 		s->trim_ns = now;
-		heap_trim__maybe(&s->trim, MIN(s->cap / 4, SYMD_TRIM_FREE));
+		heap_trim__maybe_moved(&s->trim, MIN(s->cap / 4, SYMD_TRIM_FREE),
+				       bs.loads + bs.evictions + bs.idle_drops + s->resets +
+					       s->gauge_bytes);
 	}
 }
 
