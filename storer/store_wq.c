@@ -194,6 +194,10 @@ void store_wq__reap(struct store_wq *q, bool wait_one)
 {
 	struct io_uring_cqe *cqe;
 
+	/* DEFER_TASKRUN: the completions io-wq left us are posted only now. */
+	if (q->defer_taskrun && q->inflight && !wait_one)
+		(void)io_uring_get_events(&q->ring);
+
 	for (;;) {
 		int r = wait_one ? io_uring_wait_cqe(&q->ring, &cqe)
 				 : io_uring_peek_cqe(&q->ring, &cqe);
@@ -230,7 +234,6 @@ static bool fault_hit(const struct store_wq *q, enum wq_fault_kind k, uint64_t n
  * queued: they go with the next one (unlinked to what follows). */
 static void uring_flush(struct store_wq *q)
 {
-	q->link_prev = NULL;
 	if (io_uring_sq_ready(&q->ring))
 		io_uring_submit(&q->ring);
 }
@@ -267,11 +270,7 @@ static int uring_submit_op(struct store_wq *q, struct wop *op)
 	}
 	io_uring_sqe_set_data(sqe, op);
 	q->inflight++;
-	/* Runs after the op before it, whatever that one's result (a failed or
-	 * short write is retried on its own): the kick submits the chain. */
-	if (q->link_prev)
-		q->link_prev->flags |= IOSQE_IO_HARDLINK;
-	q->link_prev = sqe;
+	/* The kick submits it, with the rest of this wakeup's. */
 	return 0;
 }
 
@@ -395,16 +394,28 @@ int store_wq__init(struct store_wq *q, uint64_t max_retry_bytes, struct store_wr
 	q->st = st;
 	if (spec && *spec && parse_fault(spec, q->fault) < 0)
 		return -EINVAL;
-	/* The completions of writes io-wq ran leave the request's free to us as
-	 * task work: without COOP_TASKRUN it interrupts our sleep at once (a
-	 * wakeup of its own after every submission); with it, it runs when we
-	 * next enter the kernel. The CQEs themselves are posted by io-wq, and a
-	 * chain goes on in io-wq, so nothing waits for it. Before 5.19: without. */
-	r = io_uring_queue_init(URING_DEPTH, &q->ring, IORING_SETUP_COOP_TASKRUN);
+	/*
+	 * A write io-wq ran leaves its completion to us as task work, which
+	 * wakes our sleep at once, one wakeup per write (COOP_TASKRUN only
+	 * spares the IPI). With DEFER_TASKRUN it waits until we reap
+	 * (io_uring_get_events()): the data is written by then all the same.
+	 * One bounded worker: the writes of a kick run one after the other on
+	 * it (they did: io-wq serializes the writes of a file), one worker
+	 * wakeup per kick, and no second worker is started and retired for
+	 * them. Before 6.1: neither, as before.
+	 */
+	r = io_uring_queue_init(URING_DEPTH, &q->ring,
+				IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+	q->defer_taskrun = r == 0;
 	if (r == -EINVAL)
 		r = io_uring_queue_init(URING_DEPTH, &q->ring, 0);
 	if (r < 0)
 		return r;
+	{
+		unsigned int max_workers[2] = {1, 0}; /* bounded: 1; unbounded: as is */
+
+		(void)io_uring_register_iowq_max_workers(&q->ring, max_workers);
+	}
 	q->ring_ok = true;
 	return 0;
 }

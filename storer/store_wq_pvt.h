@@ -91,10 +91,8 @@ struct store_wq {
 	bool dict_lost_io; /* ... and it failed with EIO */
 	bool fsync_failed; /* an fsync failed: what it covered may not be on the device */
 	struct wq_fault fault[WQ_FAULT_MAX_];
-	uint32_t inflight; /* prepared or submitted, not yet reaped */
-	/* The last op prepared since the last submit: the next one is hard-linked
-	 * behind it, so one io-wq worker runs what a wakeup queued in order. */
-	struct io_uring_sqe *link_prev;
+	uint32_t inflight;  /* prepared or submitted, not yet reaped */
+	bool defer_taskrun; /* IORING_SETUP_DEFER_TASKRUN: reap gets the events first */
 	struct wop *retry_head, *retry_tail;
 	uint64_t retry_bytes, max_retry_bytes;
 	struct store_writer_stats *st; /* the writer's: write and drop counters */
@@ -129,11 +127,11 @@ void store_wq__reap(struct store_wq *q, bool wait_one);
 void store_wq__retry_due(struct store_wq *q, uint64_t now_ns, bool all);
 /*
  * Push what was prepared since the last kick to the kernel, in one
- * io_uring_enter: a hard-linked chain (IOSQE_IO_HARDLINK: each op runs after
- * the one before whatever its result), so a buffered write that ext4 hands to
- * io-wq wakes one worker per kick, not one per write. The writer kicks before
- * the input a write carries may be released (store_writer__close_block()) and
- * at the end of each tick.
+ * io_uring_enter: the buffered writes ext4 hands to io-wq wake its one worker
+ * once per kick, not once per write, and their completions wait for the next
+ * reap instead of waking us (store_wq__init()). The writer kicks before the
+ * input a write carries may be released (store_writer__kick()) and at the
+ * end of each tick.
  */
 void store_wq__kick(struct store_wq *q);
 /* Wait for everything in flight. */
