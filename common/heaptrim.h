@@ -35,20 +35,6 @@ static inline bool heap_trim__maybe(struct heap_trim *t, size_t more)
 }
 
 /*
- * Allocations up to mmap_min come from the heap, and free heap up to twice that
- * stays at its top: a buffer a stage allocates and frees at every wakeup (a
- * block's encoding, a binary's tables) reuses pages that are already ours
- * instead of an mmap, or a top given back and grown again, that faults every
- * page in anew (~10 us a fault on the VMs we run on, docs/bench.md). What is
- * free past that goes back by heap_trim__maybe().
- */
-static inline void heap_trim__setup(size_t mmap_min)
-{
-	mallopt(M_MMAP_THRESHOLD, (int)mmap_min);
-	mallopt(M_TRIM_THRESHOLD, (int)(2 * mmap_min));
-}
-
-/*
  * heap_trim__maybe() only when key moved since the last look: a figure of the
  * caller's that changes whenever its long-lived memory does (a cache's bytes,
  * its loads, evictions, epochs). mallinfo2() walks every free chunk of every

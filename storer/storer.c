@@ -116,8 +116,6 @@ int storer__append_losses(const struct cpa_config *cfg, const struct cpa_loss *l
 	return r < 0 ? r : 0;
 }
 
-#define STORER_HEAP_MMAP_MIN (1u << 20) /* heap_trim__setup() */
-
 int storer__open(const struct shm_stage_ctx *ctx, void **ret)
 {
 	const struct cpa_config *cfg = ctx->cfg;
@@ -126,9 +124,6 @@ int storer__open(const struct shm_stage_ctx *ctx, void **ret)
 	struct storer *s;
 	int r;
 
-	/* A block's encoding (~130 KiB for an idle host's few samples and
-	 * metrics) and its scratch are allocated and freed at each wakeup. */
-	heap_trim__setup(STORER_HEAP_MMAP_MIN);
 	writer_opts(cfg, &o);
 	r = store_writer__new(&o, &w);
 	if (r == -EBUSY) {

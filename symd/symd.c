@@ -1926,7 +1926,8 @@ static void symd__apply_cap(struct symd *s)
  */
 void symd__heap_setup(void)
 {
-	heap_trim__setup(SYMD_HEAP_MMAP_MIN);
+	mallopt(M_MMAP_THRESHOLD, SYMD_HEAP_MMAP_MIN);
+	mallopt(M_TRIM_THRESHOLD, 2 * SYMD_HEAP_MMAP_MIN);
 }
 
 static void symd__heap_tick(struct symd *s, uint64_t now)
