@@ -231,7 +231,7 @@ static bool fault_hit(const struct store_wq *q, enum wq_fault_kind k, uint64_t n
 }
 
 /* Hand what was prepared to the kernel; a failed submit leaves the sqes
- * queued: they go with the next one (unlinked to what follows). */
+ * queued: they go with the next one. */
 static void uring_flush(struct store_wq *q)
 {
 	if (io_uring_sq_ready(&q->ring))
