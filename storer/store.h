@@ -138,8 +138,13 @@ int store_writer__tick(struct store_writer *w, uint64_t now_ns);
 void store_writer__set_mem_cap(struct store_writer *w, uint64_t bytes);
 /* false when a sample at time_ns would first close the open block. */
 bool store_writer__fits(const struct store_writer *w, uint64_t time_ns);
-/* Close the open block now (if any); 1 if one was closed. */
+/* Close the open block now (if any); 1 if one was closed. Its writes (and the
+ * journal's) are queued: store_writer__kick() submits them. */
 int store_writer__close_block(struct store_writer *w);
+/* Submit the writes queued since the last kick, in one submission (store_wq.c):
+ * before the input they hold is released. store_writer__tick() kicks at its
+ * end, store_writer__flush() and store_writer__free() wait for everything. */
+void store_writer__kick(struct store_writer *w);
 /* Close the open block, wait for all writes, fsync (sync) the files. */
 int store_writer__flush(struct store_writer *w, bool sync);
 /* Bytes of aggregated state in the open block (to bound memory). */

@@ -194,6 +194,10 @@ void store_wq__reap(struct store_wq *q, bool wait_one)
 {
 	struct io_uring_cqe *cqe;
 
+	/* DEFER_TASKRUN: the completions io-wq left us are posted only now. */
+	if (q->defer_taskrun && q->inflight && !wait_one)
+		(void)io_uring_get_events(&q->ring);
+
 	for (;;) {
 		int r = wait_one ? io_uring_wait_cqe(&q->ring, &cqe)
 				 : io_uring_peek_cqe(&q->ring, &cqe);
@@ -226,12 +230,20 @@ static bool fault_hit(const struct store_wq *q, enum wq_fault_kind k, uint64_t n
 	return n >= f->after && n - f->after < f->count;
 }
 
+/* Hand what was prepared to the kernel; a failed submit leaves the sqes
+ * queued: they go with the next one. */
+static void uring_flush(struct store_wq *q)
+{
+	if (io_uring_sq_ready(&q->ring))
+		io_uring_submit(&q->ring);
+}
+
 static int uring_submit_op(struct store_wq *q, struct wop *op)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
 
 	if (!sqe) {
-		io_uring_submit(&q->ring);
+		uring_flush(q);
 		store_wq__reap(q, q->inflight >= URING_DEPTH);
 		sqe = io_uring_get_sqe(&q->ring);
 		if (!sqe)
@@ -258,8 +270,7 @@ static int uring_submit_op(struct store_wq *q, struct wop *op)
 	}
 	io_uring_sqe_set_data(sqe, op);
 	q->inflight++;
-	/* A failed submit leaves the sqe queued: it goes with the next one. */
-	io_uring_submit(&q->ring);
+	/* The kick submits it, with the rest of this wakeup's. */
 	return 0;
 }
 
@@ -319,14 +330,17 @@ void store_wq__retry_due(struct store_wq *q, uint64_t now_ns, bool all)
 
 void store_wq__kick(struct store_wq *q)
 {
-	io_uring_submit(&q->ring);
+	uring_flush(q);
 }
 
 void store_wq__wait(struct store_wq *q)
 {
-	store_wq__kick(q);
-	while (q->inflight)
+	/* A completion may queue more (an index entry, the rest of a short
+	 * write): submitted before the next wait. */
+	while (q->inflight) {
+		uring_flush(q);
 		store_wq__reap(q, true);
+	}
 }
 
 void store_wq__drain(struct store_wq *q)
@@ -380,9 +394,28 @@ int store_wq__init(struct store_wq *q, uint64_t max_retry_bytes, struct store_wr
 	q->st = st;
 	if (spec && *spec && parse_fault(spec, q->fault) < 0)
 		return -EINVAL;
-	r = io_uring_queue_init(URING_DEPTH, &q->ring, 0);
+	/*
+	 * A write io-wq ran leaves its completion to us as task work, which
+	 * wakes our sleep at once, one wakeup per write (COOP_TASKRUN only
+	 * spares the IPI). With DEFER_TASKRUN it waits until we reap
+	 * (io_uring_get_events()): the data is written by then all the same.
+	 * One bounded worker: the writes of a kick run one after the other on
+	 * it (they did: io-wq serializes the writes of a file), one worker
+	 * wakeup per kick, and no second worker is started and retired for
+	 * them. Before 6.1: neither, as before.
+	 */
+	r = io_uring_queue_init(URING_DEPTH, &q->ring,
+				IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+	q->defer_taskrun = r == 0;
+	if (r == -EINVAL)
+		r = io_uring_queue_init(URING_DEPTH, &q->ring, 0);
 	if (r < 0)
 		return r;
+	{
+		unsigned int max_workers[2] = {1, 0}; /* bounded: 1; unbounded: as is */
+
+		(void)io_uring_register_iowq_max_workers(&q->ring, max_workers);
+	}
 	q->ring_ok = true;
 	return 0;
 }

@@ -91,7 +91,8 @@ struct store_wq {
 	bool dict_lost_io; /* ... and it failed with EIO */
 	bool fsync_failed; /* an fsync failed: what it covered may not be on the device */
 	struct wq_fault fault[WQ_FAULT_MAX_];
-	uint32_t inflight;
+	uint32_t inflight;  /* prepared or submitted, not yet reaped */
+	bool defer_taskrun; /* IORING_SETUP_DEFER_TASKRUN: reap gets the events first */
 	struct wop *retry_head, *retry_tail;
 	uint64_t retry_bytes, max_retry_bytes;
 	struct store_writer_stats *st; /* the writer's: write and drop counters */
@@ -110,7 +111,10 @@ void wop__free(struct wop *op);
 int store_wq__init(struct store_wq *q, uint64_t max_retry_bytes, struct store_writer_stats *st);
 /* Gives up whatever still waits for a retry. Call store_wq__drain() first. */
 void store_wq__exit(struct store_wq *q);
-/* Queue op (taken): submitted now, or retried later when the ring is full. */
+/*
+ * Queue op (taken): prepared now (submitted by the next store_wq__kick(), or
+ * at once when the ring is full), or retried later when the ring stays full.
+ */
 void store_wq__submit(struct store_wq *q, struct wop *op);
 /* A copy of buf written to f at off. 0 or -ENOMEM. */
 int store_wq__write(struct store_wq *q, struct sfile *f, uint64_t off, const void *buf,
@@ -121,7 +125,14 @@ int store_wq__fsync(struct store_wq *q, struct sfile *f);
 void store_wq__reap(struct store_wq *q, bool wait_one);
 /* Resubmit ops whose retry time passed (all of them when all). */
 void store_wq__retry_due(struct store_wq *q, uint64_t now_ns, bool all);
-/* Push queued submissions to the kernel. */
+/*
+ * Push what was prepared since the last kick to the kernel, in one
+ * io_uring_enter: the buffered writes ext4 hands to io-wq wake its one worker
+ * once per kick, not once per write, and their completions wait for the next
+ * reap instead of waking us (store_wq__init()). The writer kicks before the
+ * input a write carries may be released (store_writer__kick()) and at the
+ * end of each tick.
+ */
 void store_wq__kick(struct store_wq *q);
 /* Wait for everything in flight. */
 void store_wq__wait(struct store_wq *q);

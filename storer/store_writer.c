@@ -357,7 +357,8 @@ int store_writer__close_block(struct store_writer *w)
 	int64_t min_s, max_s;
 	int r;
 
-	/* Definitions reach the journal before the input holding them is released. */
+	/* Definitions reach the journal before the input holding them is released:
+	 * queued with the block, submitted with it (store_writer__kick()). */
 	store_journal__flush(&w->jr, &w->wq);
 	if (!k->open)
 		return 0;
@@ -817,9 +818,15 @@ int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 		if (r > 0)
 			note_removed(w, r, names);
 	}
-	if (closed)
-		store_wq__kick(&w->wq);
+	/* What this wakeup queued (journal records, index entries of completed
+	 * blocks, retries) goes to the kernel in one submission. */
+	store_wq__kick(&w->wq);
 	return closed;
+}
+
+void store_writer__kick(struct store_writer *w)
+{
+	store_wq__kick(&w->wq);
 }
 
 int store_writer__flush(struct store_writer *w, bool sync)

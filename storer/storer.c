@@ -39,7 +39,11 @@ struct storer {
 	uint64_t rec_pos;    /* ring position of the record at hand */
 	uint32_t rec_bytes;  /* its size in the ring */
 	bool block_closed;   /* a block closed since the last release */
-	int fail_err;	     /* the store failure reported and not yet recovered, 0 = none */
+	/* close_before() closed a block in this batch: release up to rel_pos,
+	 * with mark rel_mark, at its end (after the writes are submitted). */
+	bool rel_pending;
+	uint64_t rel_pos, rel_mark;
+	int fail_err; /* the store failure reported and not yet recovered, 0 = none */
 	struct store_writer_stats synced; /* writer stats already added to the counters */
 	int last_logged_err;
 	uint64_t last_log_ns;
@@ -231,7 +235,11 @@ static void close_before(struct storer *s, uint64_t time_ns)
 	if (store_writer__fits(s->w, time_ns))
 		return;
 	if (store_writer__close_block(s->w) > 0) {
-		shm_ring__release_upto_mark_sc(s->in, s->rec_pos, s->dd.high);
+		/* Released at the end of the batch, after one submission of
+		 * what the batch closed (storer__batch()). */
+		s->rel_pos = s->rec_pos;
+		s->rel_mark = s->dd.high;
+		s->rel_pending = true;
 		s->unreleased = s->rec_bytes;
 		s->block_closed = false;
 	}
@@ -362,6 +370,8 @@ static void release_if_idle(struct storer *s)
 
 static void release(struct storer *s)
 {
+	store_writer__kick(s->w);
+	s->rel_pending = false;
 	shm_ring__release_mark_sc(s->in, s->dd.high);
 	s->unreleased = 0;
 	s->block_closed = false;
@@ -409,8 +419,14 @@ int storer__batch(void *obj, unsigned int max)
 			s->block_closed = true;
 	}
 	release_if_idle(s);
-	if (s->block_closed)
+	if (s->block_closed) {
 		release(s);
+	} else if (s->rel_pending) {
+		/* The blocks closed before the record that opened the open one. */
+		store_writer__kick(s->w);
+		s->rel_pending = false;
+		shm_ring__release_upto_mark_sc(s->in, s->rel_pos, s->rel_mark);
+	}
 	return (int)n;
 }
 

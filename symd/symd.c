@@ -1954,9 +1954,12 @@ static void symd__heap_tick(struct symd *s, uint64_t now)
 		/* Under churn loads never stop (most are binaries already gone): what
 		 * loads, epochs and idle binaries freed goes back once it is
 		 * SYMD_TRIM_FREE (a quarter of the cap if less): the next loads touch
-		 * those pages again, at most once a second. */
+		 * those pages again, at most once a second, and only after the caches
+		 * moved (an idle host's wakeup skips mallinfo2()). */
 		s->trim_ns = now;
-		heap_trim__maybe(&s->trim, MIN(s->cap / 4, SYMD_TRIM_FREE));
+		heap_trim__maybe_moved(&s->trim, MIN(s->cap / 4, SYMD_TRIM_FREE),
+				       bs.loads + bs.evictions + bs.idle_drops + s->resets +
+					       s->gauge_bytes);
 	}
 }
 

@@ -18,6 +18,7 @@
 #include "common/fileio.h"
 #include "common/gopclntab.h"
 #include "common/hash.h"
+#include "common/heaptrim.h"
 #include "common/probespec.h"
 #include "common/intern.h"
 #include "common/macro.h"
@@ -755,6 +756,40 @@ START_TEST(test_gopclntab)
 }
 END_TEST
 
+/*
+ * heap_trim__maybe_moved(): the first call looks at the heap; later ones only
+ * once the caller's key moved (an idle stage's wakeup pays no mallinfo2()),
+ * and then trim when the heap's free bytes grew by `more`.
+ */
+START_TEST(test_heaptrim)
+{
+	enum { N = 4096, SZ = 4096 }; /* 16 MiB in heap chunks (under the mmap threshold) */
+	struct heap_trim t = {0};
+	void **p = calloc(N, sizeof(*p));
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert(!heap_trim__maybe_moved(&t, 8u << 20, 1));
+	ck_assert(t.looked);
+	for (unsigned int i = 0; i < N; i++) {
+		p[i] = malloc(SZ);
+		ck_assert_ptr_nonnull(p[i]);
+		memset(p[i], 1, SZ);
+	}
+	/* The last one stays: the freed chunks are inside the heap, not at its top. */
+	for (unsigned int i = 0; i + 1 < N; i++)
+		free(p[i]);
+	ck_assert_uint_ge(mallinfo2().fordblks, 8u << 20);
+	/* 16 MiB free, the key did not move: no look, no trim. */
+	ck_assert(!heap_trim__maybe_moved(&t, 8u << 20, 1));
+	/* It moved: the look finds them and trims. */
+	ck_assert(heap_trim__maybe_moved(&t, 8u << 20, 2));
+	/* Moved again, nothing more free since the trim: no trim. */
+	ck_assert(!heap_trim__maybe_moved(&t, 8u << 20, 3));
+	free(p[N - 1]);
+	free(p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common");
@@ -766,7 +801,7 @@ int main(void)
 		{"intern", test_intern},       {"cpulist", test_cpulist},
 		{"probespec", test_probespec}, {"array", test_array},
 		{"hash", test_hash},	       {"intern_flags", test_intern_flags},
-		{"gopclntab", test_gopclntab},
+		{"gopclntab", test_gopclntab}, {"heaptrim", test_heaptrim},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -96,6 +96,7 @@ struct ucache {
 	uint64_t last_idle_ns;	/* idle_bins() */
 	uint64_t last_quiet_ns; /* quiet_pages() */
 	struct heap_trim trim;	/* common/heaptrim.h, with quiet_pages() */
+	uint64_t quiet_drops;	/* indexes quiet_pages() dropped pages of */
 };
 
 static void cnt(struct ucache *c, unsigned int idx, uint64_t n)
@@ -1312,10 +1313,14 @@ static void idle_bins(struct ucache *c, uint64_t now_ns)
 }
 
 /* The file pages of indexes that built chunks and went quiet since. */
-static void quiet_pages(struct ucache *c)
+/* How many indexes dropped pages. */
+static unsigned int quiet_pages(struct ucache *c)
 {
+	unsigned int n = 0;
+
 	for (struct ucfi *f = c->cfis; f; f = f->next)
-		(void)cfi_index__drop_quiet(f->index);
+		n += cfi_index__drop_quiet(f->index);
+	return n;
 }
 
 void ucache__sweep(struct ucache *c, uint64_t now_ns)
@@ -1342,10 +1347,12 @@ void ucache__sweep(struct ucache *c, uint64_t now_ns)
 	 * ended mapping a little longer than queued samples can be old. */
 	maphist__sweep(c->mh, c->hist_now, MAX(c->o.dead_grace_ns, HIST_GRACE_NS));
 	if (now_ns - c->last_quiet_ns >= QUIET_PAGES_NS) {
-		quiet_pages(c);
+		c->quiet_drops += quiet_pages(c);
 		/* What sweeps and evictions freed goes back once it is much: glibc keeps
-		 * freed chunks, and under churn the heap never shrinks by itself. */
-		heap_trim__maybe(&c->trim, TRIM_FREED);
+		 * freed chunks, and under churn the heap never shrinks by itself. A
+		 * cache that did not move freed nothing: no look at the heap then. */
+		heap_trim__maybe_moved(&c->trim, TRIM_FREED,
+				       ucache__bytes(c) + c->quiet_drops + c->n_procs);
 		c->last_quiet_ns = now_ns;
 	}
 	if (now_ns - c->last_idle_ns >= BIN_IDLE_SCAN_NS) {
