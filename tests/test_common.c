@@ -778,6 +778,14 @@ START_TEST(test_heaptrim)
 	/* The last one stays: the freed chunks are inside the heap, not at its top. */
 	for (unsigned int i = 0; i + 1 < N; i++)
 		free(p[i]);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	/* The sanitizer's allocator stands in for glibc's: mallinfo2() sees no
+	 * heap, so only the key rule can be checked. */
+	ck_assert(!heap_trim__maybe_moved(&t, 8u << 20, 1));
+	ck_assert_uint_eq(t.key, 1);
+	heap_trim__maybe_moved(&t, 8u << 20, 2);
+	ck_assert_uint_eq(t.key, 2);
+#else
 	ck_assert_uint_ge(mallinfo2().fordblks, 8u << 20);
 	/* 16 MiB free, the key did not move: no look, no trim. */
 	ck_assert(!heap_trim__maybe_moved(&t, 8u << 20, 1));
@@ -785,6 +793,7 @@ START_TEST(test_heaptrim)
 	ck_assert(heap_trim__maybe_moved(&t, 8u << 20, 2));
 	/* Moved again, nothing more free since the trim: no trim. */
 	ck_assert(!heap_trim__maybe_moved(&t, 8u << 20, 3));
+#endif
 	free(p[N - 1]);
 	free(p);
 }
