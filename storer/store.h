@@ -166,8 +166,8 @@ void store_writer__stats(const struct store_writer *w, struct store_writer_stats
 /* What retention removed since the last call (store_retention__run()'s names,
  * "" if nothing), for the caller's log; clears it. */
 void store_writer__take_removed(struct store_writer *w, char *buf, size_t len);
-/* true when nothing waits for a retry and the store dir and segment could
- * be made: the store takes writes. */
+/* true when nothing waits for a retry or is being retried, and the store dir
+ * and segment could be made: the store takes writes. */
 bool store_writer__healthy(const struct store_writer *w);
 /* Path of the store dir being written ("" before the first block). */
 const char *store_writer__dir(const struct store_writer *w);

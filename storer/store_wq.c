@@ -83,6 +83,8 @@ static void fly_unlink(struct store_wq *q, struct wop *op)
 		q->fly_tail = op->fl_prev;
 	op->fl_prev = op->fl_next = NULL;
 	op->flying = false;
+	q->retrying -= op->retried;
+	op->retried = false;
 }
 
 /* On the in-flight list with the next seq; a short write's rest keeps its
@@ -100,6 +102,8 @@ static void fly_link(struct store_wq *q, struct wop *op)
 		q->fly_head = op;
 	q->fly_tail = op;
 	op->flying = true;
+	op->retried = op->err != 0;
+	q->retrying += op->retried;
 }
 
 /* Which waiting op goes first when the retry budget runs out: lowest rank;

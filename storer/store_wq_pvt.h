@@ -59,6 +59,7 @@ struct wop {
 	struct wop *fl_prev, *fl_next; /* in flight, oldest first */
 	uint64_t seq;		       /* barrier number, set when (re)prepared */
 	bool flying;		       /* on the in-flight list */
+	bool retried;		       /* ... after a failure (store_wq.retrying) */
 	enum wop_kind kind;
 	struct sfile *f;
 	struct sdir *dir; /* WOP_BLOCK: where its index entry goes */
@@ -102,6 +103,7 @@ struct store_wq {
 	/* Those ops, by seq (a short write's rest keeps its place). */
 	struct wop *fly_head, *fly_tail;
 	uint64_t seq_next;  /* the next op's seq */
+	uint32_t retrying;  /* of them, retries of failed ops: not healthy yet */
 	bool defer_taskrun; /* IORING_SETUP_DEFER_TASKRUN: reap gets the events first */
 	struct wop *retry_head, *retry_tail;
 	uint64_t retry_bytes, max_retry_bytes;

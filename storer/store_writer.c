@@ -862,7 +862,8 @@ int store_writer__flush(struct store_writer *w, bool sync)
 
 bool store_writer__healthy(const struct store_writer *w)
 {
-	return !w->open_err && !w->wq.retry_head && !lost_unrecorded(w);
+	/* A retry in flight may fail again: healthy once it went through. */
+	return !w->open_err && !w->wq.retry_head && !w->wq.retrying && !lost_unrecorded(w);
 }
 
 void store_writer__stats(const struct store_writer *w, struct store_writer_stats *ret)
