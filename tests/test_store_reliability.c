@@ -4,9 +4,10 @@
  * (docs/reliability.md, "Store"): a full disk at creation and later (real
  * tmpfs, root only: `test_store_reliability disk`), a storer killed right
  * after a block boundary or right after submitting blocks' writes, a flipped
- * version byte, a FIFO / sparse / magic-filled / copied segment, the store dir deleted while writing, a second
- * writer on the same root, `cpa show --read ROOT` over two runs of a day, and
- * a torn tail said at default verbosity.
+ * version byte, a FIFO / sparse / magic-filled / copied segment, the store
+ * dir deleted while writing, a second writer on the same root, `cpa show
+ * --read ROOT` over two runs of a day, and a torn tail said at default
+ * verbosity.
  */
 #include <check.h>
 #include <errno.h>
