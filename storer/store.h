@@ -141,10 +141,16 @@ bool store_writer__fits(const struct store_writer *w, uint64_t time_ns);
 /* Close the open block now (if any); 1 if one was closed. Its writes (and the
  * journal's) are queued: store_writer__kick() submits them. */
 int store_writer__close_block(struct store_writer *w);
-/* Submit the writes queued since the last kick, in one submission (store_wq.c):
- * before the input they hold is released. store_writer__tick() kicks at its
- * end, store_writer__flush() and store_writer__free() wait for everything. */
-void store_writer__kick(struct store_writer *w);
+/* Submit the writes queued since the last kick, in one submission (store_wq.c).
+ * Returns their barrier: the input they hold is released once
+ * store_writer__landed() says so. store_writer__tick() kicks at its end,
+ * store_writer__flush() and store_writer__free() wait for everything. */
+uint64_t store_writer__kick(struct store_writer *w);
+/* Every write queued before barrier b completed (into the page cache, or
+ * failed: a retry's samples are counted if it is given up): a SIGKILL now
+ * cannot undo it, a write still queued in the kernel is cancelled by one.
+ * Waits up to wait_ms for it (0: looks at what the last reap saw). */
+bool store_writer__landed(struct store_writer *w, uint64_t b, int wait_ms);
 /* Close the open block, wait for all writes, fsync (sync) the files. */
 int store_writer__flush(struct store_writer *w, bool sync);
 /* Bytes of aggregated state in the open block (to bound memory). */
@@ -160,8 +166,8 @@ void store_writer__stats(const struct store_writer *w, struct store_writer_stats
 /* What retention removed since the last call (store_retention__run()'s names,
  * "" if nothing), for the caller's log; clears it. */
 void store_writer__take_removed(struct store_writer *w, char *buf, size_t len);
-/* true when nothing waits for a retry and the store dir and segment could
- * be made: the store takes writes. */
+/* true when nothing waits for a retry or is being retried, and the store dir
+ * and segment could be made: the store takes writes. */
 bool store_writer__healthy(const struct store_writer *w);
 /* Path of the store dir being written ("" before the first block). */
 const char *store_writer__dir(const struct store_writer *w);

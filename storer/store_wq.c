@@ -68,6 +68,44 @@ void wop__free(struct wop *op)
 
 static int uring_submit_op(struct store_wq *q, struct wop *op);
 
+/* Off the in-flight list: it completed (or was never submitted). */
+static void fly_unlink(struct store_wq *q, struct wop *op)
+{
+	if (!op->flying)
+		return;
+	if (op->fl_prev)
+		op->fl_prev->fl_next = op->fl_next;
+	else
+		q->fly_head = op->fl_next;
+	if (op->fl_next)
+		op->fl_next->fl_prev = op->fl_prev;
+	else
+		q->fly_tail = op->fl_prev;
+	op->fl_prev = op->fl_next = NULL;
+	op->flying = false;
+	q->retrying -= op->retried;
+	op->retried = false;
+}
+
+/* On the in-flight list with the next seq; a short write's rest keeps its
+ * place and seq: a barrier after the op waits for all of it. */
+static void fly_link(struct store_wq *q, struct wop *op)
+{
+	if (op->flying)
+		return;
+	op->seq = q->seq_next++;
+	op->fl_next = NULL;
+	op->fl_prev = q->fly_tail;
+	if (q->fly_tail)
+		q->fly_tail->fl_next = op;
+	else
+		q->fly_head = op;
+	q->fly_tail = op;
+	op->flying = true;
+	op->retried = op->err != 0;
+	q->retrying += op->retried;
+}
+
 /* Which waiting op goes first when the retry budget runs out: lowest rank;
  * 3, a file header, never. */
 static int give_up_rank(const struct wop *op)
@@ -79,6 +117,9 @@ static int give_up_rank(const struct wop *op)
 
 static void retry_push(struct store_wq *q, struct wop *op, uint64_t now)
 {
+	/* Not in flight: a barrier does not wait for a retry (the disk may stay
+	 * full), the op counts as lost if it is given up. */
+	fly_unlink(q, op);
 	op->next = NULL;
 	op->retry_at_ns = now + NSEC_PER_SEC;
 	if (q->retry_tail)
@@ -155,6 +196,7 @@ static void op_complete(struct store_wq *q, struct wop *op, int res)
 			 * and prove nothing); the writer rolls the segment. */
 			q->st->fsync_errors++;
 			q->fsync_failed = true;
+			fly_unlink(q, op);
 			wop__free(op);
 			return;
 		}
@@ -187,6 +229,7 @@ static void op_complete(struct store_wq *q, struct wop *op, int res)
 		}
 		/* No memory for the entry: the reader's tail scan still finds the block. */
 	}
+	fly_unlink(q, op);
 	wop__free(op);
 }
 
@@ -270,6 +313,7 @@ static int uring_submit_op(struct store_wq *q, struct wop *op)
 	}
 	io_uring_sqe_set_data(sqe, op);
 	q->inflight++;
+	fly_link(q, op);
 	/* The kick submits it, with the rest of this wakeup's. */
 	return 0;
 }
@@ -331,6 +375,29 @@ void store_wq__retry_due(struct store_wq *q, uint64_t now_ns, bool all)
 void store_wq__kick(struct store_wq *q)
 {
 	uring_flush(q);
+}
+
+void store_wq__wait_passed(struct store_wq *q, uint64_t b, int timeout_ms)
+{
+	uint64_t until = clock_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * NSEC_PER_MSEC;
+
+	while (!store_wq__passed(q, b)) {
+		struct __kernel_timespec ts;
+		struct io_uring_cqe *cqe;
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
+		int r;
+
+		if (now >= until)
+			break;
+		ts.tv_sec = (long long)((until - now) / NSEC_PER_SEC);
+		ts.tv_nsec = (long long)((until - now) % NSEC_PER_SEC);
+		uring_flush(q);
+		/* Runs our deferred task work: the completions are posted. */
+		r = io_uring_wait_cqe_timeout(&q->ring, &cqe, &ts);
+		if (r < 0 && r != -EINTR && r != -ETIME)
+			break;
+		store_wq__reap(q, false);
+	}
 }
 
 void store_wq__wait(struct store_wq *q)

@@ -7,6 +7,10 @@
  * oldest is given up (a block leaves a hole the reader skips). A block's
  * index entry is queued only once the block's own write completed, so an
  * index entry never points at bytes that were not handed to the kernel.
+ * Ops are numbered as they are first prepared: a barrier (store_wq__barrier())
+ * is passed once every op numbered before it completed (into the page cache,
+ * or failed and went to the retry list): what a later SIGKILL cannot take
+ * back, whereas a write still queued for io-wq is cancelled by the exit.
  *
  *   store_wq__submit(block op) --IORING_OP_WRITE--> seg_NNNNNN.cps
  *        completion --> [idx entry 24] --IORING_OP_WRITE--> index
@@ -51,7 +55,11 @@ enum wop_kind {
 };
 
 struct wop {
-	struct wop *next; /* retry list */
+	struct wop *next;	       /* retry list */
+	struct wop *fl_prev, *fl_next; /* in flight, oldest first */
+	uint64_t seq;		       /* barrier number, set when (re)prepared */
+	bool flying;		       /* on the in-flight list */
+	bool retried;		       /* ... after a failure (store_wq.retrying) */
 	enum wop_kind kind;
 	struct sfile *f;
 	struct sdir *dir; /* WOP_BLOCK: where its index entry goes */
@@ -91,7 +99,11 @@ struct store_wq {
 	bool dict_lost_io; /* ... and it failed with EIO */
 	bool fsync_failed; /* an fsync failed: what it covered may not be on the device */
 	struct wq_fault fault[WQ_FAULT_MAX_];
-	uint32_t inflight;  /* prepared or submitted, not yet reaped */
+	uint32_t inflight; /* prepared or submitted, not yet reaped */
+	/* Those ops, by seq (a short write's rest keeps its place). */
+	struct wop *fly_head, *fly_tail;
+	uint64_t seq_next;  /* the next op's seq */
+	uint32_t retrying;  /* of them, retries of failed ops: not healthy yet */
 	bool defer_taskrun; /* IORING_SETUP_DEFER_TASKRUN: reap gets the events first */
 	struct wop *retry_head, *retry_tail;
 	uint64_t retry_bytes, max_retry_bytes;
@@ -134,6 +146,19 @@ void store_wq__retry_due(struct store_wq *q, uint64_t now_ns, bool all);
  * end of each tick.
  */
 void store_wq__kick(struct store_wq *q);
+/* The ops prepared so far, for store_wq__passed(). */
+static inline uint64_t store_wq__barrier(const struct store_wq *q)
+{
+	return q->seq_next;
+}
+/* Every op prepared before barrier b completed (its completion reaped). */
+static inline bool store_wq__passed(const struct store_wq *q, uint64_t b)
+{
+	return !q->fly_head || q->fly_head->seq >= b;
+}
+/* Submit what was prepared and reap until barrier b is passed, at most
+ * timeout_ms (a write stuck in the kernel, dirty throttling). */
+void store_wq__wait_passed(struct store_wq *q, uint64_t b, int timeout_ms);
 /* Wait for everything in flight. */
 void store_wq__wait(struct store_wq *q);
 /* Retry and wait, a bounded number of rounds (a disk that keeps failing does

@@ -824,9 +824,17 @@ int store_writer__tick(struct store_writer *w, uint64_t now_ns)
 	return closed;
 }
 
-void store_writer__kick(struct store_writer *w)
+uint64_t store_writer__kick(struct store_writer *w)
 {
 	store_wq__kick(&w->wq);
+	return store_wq__barrier(&w->wq);
+}
+
+bool store_writer__landed(struct store_writer *w, uint64_t b, int wait_ms)
+{
+	if (wait_ms > 0)
+		store_wq__wait_passed(&w->wq, b, wait_ms);
+	return store_wq__passed(&w->wq, b);
 }
 
 int store_writer__flush(struct store_writer *w, bool sync)
@@ -854,7 +862,8 @@ int store_writer__flush(struct store_writer *w, bool sync)
 
 bool store_writer__healthy(const struct store_writer *w)
 {
-	return !w->open_err && !w->wq.retry_head && !lost_unrecorded(w);
+	/* A retry in flight may fail again: healthy once it went through. */
+	return !w->open_err && !w->wq.retry_head && !w->wq.retrying && !lost_unrecorded(w);
 }
 
 void store_writer__stats(const struct store_writer *w, struct store_writer_stats *ret)

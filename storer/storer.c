@@ -4,11 +4,17 @@
  *
  * Exactly once: input space is released (with the highest seq as the ring's
  * consumer mark) only once the block holding those samples was closed and
- * handed to io_uring, or at exit after the final flush. A restarted storer
- * skips seq <= mark, and a restarted symd's replayed batch is skipped too
- * (shm/dedup.h). When a record opens the next block, the input is
- * released only up to that record (shm_ring__release_upto_mark_sc()), so a
- * crash loses nothing that is not in a submitted block (never duplicates).
+ * its write completed (into the page cache: io_uring punts ext4's buffered
+ * writes to an io-wq worker, and a SIGKILL cancels a write still queued
+ * there), or at exit after the final flush. The release waits up to
+ * STORER_LAND_MS for the completion, so the mark follows the write closely
+ * (a kill in between duplicates the block); past that it stays pending and
+ * the next wakeups (STORER_LAND_MS apart at most) reap and release it. A
+ * restarted storer skips seq <= mark, and a restarted symd's replayed batch
+ * is skipped too (shm/dedup.h). When a record opens the next block, the
+ * input is released only up to that record
+ * (shm_ring__release_upto_mark_sc()), so a crash loses nothing that is not
+ * in a written block.
  * Records the store refused (no dir or segment could be made: a full disk)
  * are counted by the writer and stored as a [lost: storer write_errors] row
  * ([lost: storer io_errors] for EIO) once it can write again; they are
@@ -27,6 +33,9 @@
 #include "shm/records.h"
 #include "storer.h"
 
+#define STORER_LAND_MS 100 /* wait for a block's write before its release */
+#define STORER_RELS    8   /* releases waiting for their writes */
+
 struct storer {
 	struct shm_stage *st;
 	struct shm_ring_cons *in;
@@ -43,6 +52,12 @@ struct storer {
 	 * with mark rel_mark, at its end (after the writes are submitted). */
 	bool rel_pending;
 	uint64_t rel_pos, rel_mark;
+	/* Releases waiting for the writes kicked before them (barrier, from
+	 * store_writer__kick()), oldest first. */
+	struct storer_rel {
+		uint64_t barrier, pos, mark;
+	} rel[STORER_RELS];
+	unsigned int nrel;
 	int fail_err; /* the store failure reported and not yet recovered, 0 = none */
 	struct store_writer_stats synced; /* writer stats already added to the counters */
 	int last_logged_err;
@@ -368,13 +383,39 @@ static void release_if_idle(struct storer *s)
 	}
 }
 
+/* Release the input up to the newest waiting release whose writes landed. */
+static void rel_apply(struct storer *s)
+{
+	unsigned int i = 0;
+
+	while (i < s->nrel && store_writer__landed(s->w, s->rel[i].barrier, 0))
+		i++;
+	if (!i)
+		return;
+	shm_ring__release_upto_mark_sc(s->in, s->rel[i - 1].pos, s->rel[i - 1].mark);
+	s->nrel -= i;
+	memmove(s->rel, s->rel + i, s->nrel * sizeof(s->rel[0]));
+}
+
+/* Submit what was queued; release the input before pos, with mark, once
+ * those writes completed: at once, or at a later wakeup. */
+static void rel_queue(struct storer *s, uint64_t pos, uint64_t mark)
+{
+	uint64_t b = store_writer__kick(s->w);
+
+	if (s->nrel == STORER_RELS)
+		s->nrel--; /* the new one covers the newest */
+	s->rel[s->nrel++] = (struct storer_rel){.barrier = b, .pos = pos, .mark = mark};
+	(void)store_writer__landed(s->w, b, STORER_LAND_MS);
+	rel_apply(s);
+}
+
 static void release(struct storer *s)
 {
-	store_writer__kick(s->w);
 	s->rel_pending = false;
-	shm_ring__release_mark_sc(s->in, s->dd.high);
 	s->unreleased = 0;
 	s->block_closed = false;
+	rel_queue(s, shm_ring__tail_sc(s->in), s->dd.high);
 }
 
 int storer__batch(void *obj, unsigned int max)
@@ -423,9 +464,8 @@ int storer__batch(void *obj, unsigned int max)
 		release(s);
 	} else if (s->rel_pending) {
 		/* The blocks closed before the record that opened the open one. */
-		store_writer__kick(s->w);
 		s->rel_pending = false;
-		shm_ring__release_upto_mark_sc(s->in, s->rel_pos, s->rel_mark);
+		rel_queue(s, s->rel_pos, s->rel_mark);
 	}
 	return (int)n;
 }
@@ -512,6 +552,8 @@ int storer__tick(void *obj, uint64_t now)
 	release_if_idle(s);
 	if (s->block_closed)
 		release(s);
+	else
+		rel_apply(s); /* what the tick's reap saw complete */
 	sync_counters(s);
 	return 0;
 }
@@ -531,7 +573,7 @@ int storer__finish(struct storer *s, bool sync)
 
 /*
  * A producer wakes a sleeping consumer when committed - released >= the
- * wake threshold, and we release only when a block closes: the open block's
+ * wake threshold, and we release only once a block's write completed: the open block's
  * records count against it. Past 64 KiB of them (a 5 s block at a few
  * hundred samples/s) every commit of symd would wake us, so the threshold
  * is STORER_WAKE_BYTES (128 KiB, an eighth of ring 2: with the quarter an
@@ -551,10 +593,11 @@ uint64_t storer__wake_bytes(const struct storer *s)
  * Nothing here is due before the open block's deadline (the records wait in
  * the ring, which wakes us early past STORER_WAKE_BYTES) or the next
  * retention run, so the deadline is that; STORER_IDLE_MS at most while a
- * write waits for a retry (or the store cannot be opened), STORER_REAP_MS
- * while writes are only in flight: their completions (and the index entry a
- * block's completion submits) are reaped at the next wakeup, which a
- * stretched batch brings within SHM_BATCH_IDLE_MS; readers find a block
+ * write waits for a retry (or the store cannot be opened), STORER_LAND_MS
+ * while a release waits for its writes, STORER_REAP_MS while writes are only
+ * in flight: their completions (and the index entry a block's completion
+ * submits) are reaped at the next wakeup, which a stretched batch brings
+ * within SHM_BATCH_IDLE_MS; readers find a block
  * without its index entry meanwhile (docs/store-format.md). With no block
  * open and nothing in flight the wait has none (-1): the first record wakes
  * us (wake bytes 1). A wakeup costs as much as storing ~25 samples.
@@ -568,6 +611,11 @@ int storer__sleep_ms(const struct storer *s, uint64_t now)
 	int cap = store_writer__healthy(s->w) ? STORER_REAP_MS : STORER_IDLE_MS;
 	uint64_t ms;
 
+	/* A release waits for its writes: back soon to reap them. */
+	if (s->nrel) {
+		cap = STORER_LAND_MS;
+		busy = true;
+	}
 	if (!dl)
 		return busy ? cap : -1;
 	if (dl <= now)
@@ -602,7 +650,7 @@ void storer__wait_for(void *obj, uint64_t now_ns, uint64_t *ret_wake_bytes, int 
 	*ret_ms = storer__sleep_ms(s, now_ns);
 	(void)store_writer__due(s->w, &busy);
 	if (small && s->wait_ns && *ret_ms >= 0 && *ret_ms < STORER_STRETCH_MS && !busy &&
-	    store_writer__deadline(s->w))
+	    !s->nrel && store_writer__deadline(s->w))
 		*ret_ms = STORER_STRETCH_MS;
 	s->wait_taken = s->taken;
 	s->wait_ns = now_ns;

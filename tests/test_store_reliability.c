@@ -3,10 +3,11 @@
  * The store under damage, hostile files and operator accidents
  * (docs/reliability.md, "Store"): a full disk at creation and later (real
  * tmpfs, root only: `test_store_reliability disk`), a storer killed right
- * after a block boundary, a flipped version byte, a FIFO / sparse / magic-
- * filled / copied segment, the store dir deleted while writing, a second
- * writer on the same root, `cpa show --read ROOT` over two runs of a day, and
- * a torn tail said at default verbosity.
+ * after a block boundary or right after submitting blocks' writes, a flipped
+ * version byte, a FIFO / sparse / magic-filled / copied segment, the store
+ * dir deleted while writing, a second writer on the same root, `cpa show
+ * --read ROOT` over two runs of a day, and a torn tail said at default
+ * verbosity.
  */
 #include <check.h>
 #include <errno.h>
@@ -441,11 +442,11 @@ START_TEST(test_store_deleted)
 END_TEST
 
 /*
- * A storer killed (SIGKILL) right after a batch in which a block closed and
- * the next one opened: the restarted storer stores every sample exactly
- * once. The input is released only up to the record that opened the new block.
+ * A storer (a child) takes secs seconds of per_sec samples from the ring in
+ * batches, sleeps delay_us and dies by SIGKILL; a restarted storer takes the
+ * rest: every sample is in the store exactly once.
  */
-START_TEST(test_kill_after_block_boundary)
+static void kill_and_restart(uint32_t secs, uint32_t per_sec, useconds_t delay_us)
 {
 	char *root = t_mkdtemp();
 	struct shm_layout l;
@@ -465,12 +466,11 @@ START_TEST(test_kill_after_block_boundary)
 	st = shm_arena__stage(a, SHM_STAGE_STORER);
 	ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
 	ring_defs(&p, NSTACKS);
-	/* 4 s of block 1, then 2 s of block 2, committed at once: one batch. */
-	for (uint32_t sec = 1; sec < 7; sec++)
-		for (uint32_t k = 0; k < 20; k++) {
+	for (uint32_t sec = 1; sec <= secs; sec++)
+		for (uint32_t k = 0; k < per_sec; k++) {
 			struct cpa_sample_out o;
 
-			t_sample(&o, seq++, base + sec * T_NS + k * (T_NS / 20),
+			t_sample(&o, seq++, base + sec * T_NS + k * (T_NS / per_sec),
 				 1 + (sec + k) % NSTACKS, 0);
 			put_rec(&p, CPA_REC_SAMPLE_OUT, &o, sizeof(o), NULL, 0);
 			fed++;
@@ -491,8 +491,8 @@ START_TEST(test_kill_after_block_boundary)
 		do
 			n = storer__batch(s, STORER_BATCH);
 		while (n > 0);
-		/* Block 1 is handed to io_uring, block 2 is open: die now. */
-		usleep(200000);
+		if (delay_us)
+			usleep(delay_us);
 		raise(SIGKILL);
 		_exit(4);
 	}
@@ -519,6 +519,32 @@ START_TEST(test_kill_after_block_boundary)
 	shm_arena__free(a);
 	t_rm_rf(root);
 	free(root);
+}
+
+/*
+ * A storer killed (SIGKILL) right after a batch in which a block closed and
+ * the next one opened: the restarted storer stores every sample exactly
+ * once. The input is released only up to the record that opened the new block.
+ */
+START_TEST(test_kill_after_block_boundary)
+{
+	/* 4 s of block 1, then 2 s of block 2, committed at once: one batch.
+	 * Block 1 is handed to io_uring, block 2 is open: die 200 ms later. */
+	kill_and_restart(6, 20, 200000);
+}
+END_TEST
+
+/*
+ * Killed at once after batches that closed many blocks (1 sample a second,
+ * a block every 5 s): the blocks' writes were submitted, some still queued
+ * for io-wq (ext4 punts buffered writes to it), which the kill cancels. The
+ * input of a block is released only once its write completed: nothing is
+ * lost, nothing stored twice. Several rounds: the kill lands at a different
+ * point of the writes each time.
+ */
+START_TEST(test_kill_after_submit)
+{
+	kill_and_restart(240, 1, 0);
 }
 END_TEST
 
@@ -1049,6 +1075,10 @@ int main(int argc, char **argv)
 		   test_segment_copies);
 	TEST_TCASE(s, "accidents", test_root_lock, test_store_deleted,
 		   test_kill_after_block_boundary);
+	tc = tcase_create("kill_after_submit");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_kill_after_submit, 0, 10);
+	suite_add_tcase(s, tc);
 	TEST_TCASE(s, "show", test_show_spans_runs, test_show_torn_tail);
 	tc = tcase_create("io_errors");
 	tcase_set_timeout(tc, 120);
