@@ -411,8 +411,11 @@ static size_t opt_size(const struct opt_def *d)
 	}
 }
 
+_Static_assert(ARRAY_SIZE(opt_table) <= CPA_OPTS_MAX, "given[] has a bit per option");
+
 /* "where" is "" for argv, "FILE:LINE: " for config lines. */
-static int opt_set(const struct opt_def *d, const char *val, struct cpa_opts *o, const char *where)
+static int opt_set_value(const struct opt_def *d, const char *val, struct cpa_opts *o,
+			 const char *where)
 {
 	long long v;
 	int r;
@@ -483,6 +486,21 @@ static int opt_set(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		return 0;
 	}
 	return -EINVAL;
+}
+
+/* The value, and whether the option counts as given (not after `null`). */
+static int opt_set(const struct opt_def *d, const char *val, struct cpa_opts *o, const char *where)
+{
+	size_t i = (size_t)(d - opt_table);
+	int r = opt_set_value(d, val, o, where);
+
+	if (r < 0)
+		return r;
+	if (val && !strcmp(val, "null"))
+		o->given[i / 64] &= ~(1ULL << (i % 64));
+	else
+		o->given[i / 64] |= 1ULL << (i % 64);
+	return 0;
 }
 
 static const struct opt_def *opt_find_long(const char *name, size_t len, unsigned int scope)
@@ -843,6 +861,66 @@ int cpa_opts__check(struct cpa_opts *o)
 	return 0;
 }
 
+bool cpa_opts__given(const struct cpa_opts *o, const char *name)
+{
+	const struct opt_def *d = opt_find_long(name, strlen(name), cmd_scope(o));
+	size_t i;
+
+	if (!d)
+		return false;
+	i = (size_t)(d - opt_table);
+	return o->given[i / 64] & (1ULL << (i % 64));
+}
+
+/* ", --name" onto list when the option was given. */
+static void given_add(const struct cpa_opts *o, const char *name, char *list, size_t len)
+{
+	size_t n = strlen(list);
+
+	if (cpa_opts__given(o, name))
+		snprintf(list + n, len - n, "%s--%s", n ? ", " : "", name);
+}
+
+void cpa_opts__warn_unused(const struct cpa_opts *o)
+{
+	const struct monitor_opts *m = &o->mon;
+	char x[256] = "";
+
+	if (o->cmd == CPA_CMD_SHOW) {
+		/* --show_range and --use_cui name what they do not use themselves (export/) */
+		if (o->show.endtime && cpa_opts__given(o, "output_num") && !o->show.show_range &&
+		    !o->show.use_cui)
+			log_warn("--endtime %s decides the number of records: -n %ld not used",
+				 o->show.endtime, o->show.output_num);
+		return;
+	}
+	if (o->cmd != CPA_CMD_MONITOR)
+		return;
+	if (!m->oneshot && cpa_opts__given(o, "output_prof"))
+		log_warn("-o is the profile of --oneshot: --output_prof '%s' not used without "
+			 "--oneshot",
+			 m->output_prof);
+	if (m->oneshot && cpa_opts__given(o, "store_dir"))
+		log_warn("--oneshot keeps its store next to -o and removes it: --store_dir '%s' "
+			 "not used",
+			 m->store_dir);
+	/* a --policy may turn off-CPU sampling on for a process */
+	if (!m->offcpu && !m->policy) {
+		given_add(o, "offcpu_min_us", x, sizeof(x));
+		given_add(o, "offcpu_max_us", x, sizeof(x));
+		given_add(o, "offcpu_state", x, sizeof(x));
+		if (x[0])
+			log_warn("off-CPU sampling is off (no --offcpu): %s not used", x);
+	}
+	x[0] = 0;
+	if (!m->nr_probes) {
+		given_add(o, "probe_rate", x, sizeof(x));
+		given_add(o, "probe_budget", x, sizeof(x));
+		if (x[0])
+			log_warn("no --probe given: %s not used", x);
+	}
+}
+
 int cpa_opts__parse(struct cpa_opts *o, enum cpa_cmd cmd, int argc, char **argv)
 {
 	int r;
@@ -857,7 +935,10 @@ int cpa_opts__parse(struct cpa_opts *o, enum cpa_cmd cmd, int argc, char **argv)
 		if (r < 0)
 			return r;
 	}
-	return cpa_opts__check(o);
+	r = cpa_opts__check(o);
+	if (r == 0)
+		cpa_opts__warn_unused(o);
+	return r;
 }
 
 /* ---- value checks ---- */

@@ -38,6 +38,7 @@ enum cpa_cmd {
 #define CPA_MAX_CPUS	       CPULIST_MAX_CPUS /* cpu-list bitmap width */
 #define CPA_DEFAULT_STORE_DIR  "/var/log/cpa"
 #define CPA_PROBE_RATE_DEFAULT 100 /* --probe_rate: samples/s per probe */
+#define CPA_OPTS_MAX	       128 /* entries of the option table at most (bits of given[]) */
 
 struct monitor_opts {
 	const char *store_dir;
@@ -125,6 +126,9 @@ struct cpa_opts {
 	const char *config;
 	struct monitor_opts mon; /* ctl reuses mon.store_dir */
 	struct show_cli show;
+	/* Options given on the command line or in --config, a bit per option table entry
+	 * (cpa_opts__given()): a given value equal to the default is still given. */
+	uint64_t given[CPA_OPTS_MAX / 64];
 	/* positional arguments (only `cpa ctl` takes any) */
 	char **args;
 	int n_args;
@@ -151,6 +155,17 @@ int cpa_opts__parse(struct cpa_opts *o, enum cpa_cmd cmd, int argc, char **argv)
 int cpa_opts__parse_argv(struct cpa_opts *o, int argc, char **argv);
 int cpa_opts__load_config(struct cpa_opts *o, const char *path);
 int cpa_opts__check(struct cpa_opts *o);
+
+/*
+ * Whether the option of o->cmd named name (long name) was given, on the command
+ * line or in --config; a `null` value puts it back to its default: not given.
+ */
+bool cpa_opts__given(const struct cpa_opts *o, const char *name);
+/*
+ * One warning line for given options that the other options given make unused
+ * (-n with --endtime, -o without --oneshot, ...). cpa_opts__parse() calls it.
+ */
+void cpa_opts__warn_unused(const struct cpa_opts *o);
 
 /* Print the option list of cmd (global options included). */
 void cpa_opts__print_help(FILE *f, enum cpa_cmd cmd);

@@ -695,6 +695,68 @@ START_TEST(test_null_is_default)
 END_TEST
 
 /*
+ * The parser knows which options were given, a default value given included,
+ * on the command line or in --config (where `null` means not given); a given
+ * option that the others make unused gets one warning line naming it.
+ */
+START_TEST(test_given_unused)
+{
+	char path[] = "/tmp/cpa-test-cli-XXXXXX";
+	int fd = mkstemp(path);
+
+	/* -n 1 is the default, and given */
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "-E", "12:00:05"), 0);
+	ck_assert(!cpa_opts__given(&O, "output_num"));
+	ck_assert(cpa_opts__given(&O, "endtime") && cpa_opts__given(&O, "read"));
+	ck_assert_msg(!strstr(logbuf, "not used"), "%s", logbuf);
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "-n", "1", "-E", "12:00:05"), 0);
+	ck_assert(cpa_opts__given(&O, "output_num"));
+	ASSERT_LOG("WARNING: --endtime 12:00:05 decides the number of records: -n 1 not used");
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "--output_num=7", "--endtime", "12:00:05"), 0);
+	ASSERT_LOG("--endtime 12:00:05 decides the number of records: -n 7 not used");
+	ck_assert_ptr_null(strchr(strchr(logbuf, '\n') + 1, '\n')); /* one line */
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "-n", "7"), 0);
+	ck_assert_str_eq(logbuf, "");
+	/* --show_range and --use_cui name what they do not use in the export (once) */
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "-n", "7", "-E", "12:00:05", "-p"), 0);
+	ck_assert_str_eq(logbuf, "");
+
+	/* a switch given 0 was given; an option of another command is not */
+	ck_assert_int_eq(PARSE(MON, "--offcpu", "0", "-F", "49"), 0);
+	ck_assert(cpa_opts__given(&O, "offcpu") && cpa_opts__given(&O, "freq"));
+	ck_assert(!cpa_opts__given(&O, "read") && !cpa_opts__given(&O, "no_such_option"));
+
+	/* monitor: -o is --oneshot's, --store_dir is not --oneshot's */
+	ck_assert_int_eq(PARSE(MON, "-o", "cpa.prof"), 0);
+	ASSERT_LOG("-o is the profile of --oneshot: --output_prof 'cpa.prof' not used without "
+		   "--oneshot");
+	ck_assert_int_eq(PARSE(MON, "--oneshot", "-s", "/tmp/s", "-o", "/tmp/x.prof"), 0);
+	ASSERT_LOG("--oneshot keeps its store next to -o and removes it: --store_dir '/tmp/s' not "
+		   "used");
+	ck_assert_int_eq(
+		PARSE(MON, "--offcpu_min_us", "5", "--offcpu_state=S", "--probe_rate", "3"), 0);
+	ASSERT_LOG("off-CPU sampling is off (no --offcpu): --offcpu_min_us, --offcpu_state not "
+		   "used");
+	ASSERT_LOG("no --probe given: --probe_rate not used");
+	ck_assert_int_eq(PARSE(MON, "--offcpu", "--offcpu_min_us", "5", "--oneshot", "-o", "x"), 0);
+	ck_assert_str_eq(logbuf, "");
+
+	/* --config sets too; null there puts the default back, not given */
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	write_file(path, "output_num: 2\n");
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "-E", "12:00:05", "--config", path), 0);
+	ASSERT_LOG("-n 2 not used");
+	write_file(path, "output_num: null\n");
+	ck_assert_int_eq(PARSE(SHOW, "-r", "/tmp", "-n", "3", "-E", "12:00:05", "--config", path),
+			 0);
+	ck_assert(!cpa_opts__given(&O, "output_num"));
+	ck_assert_msg(!strstr(logbuf, "not used"), "%s", logbuf);
+	unlink(path);
+}
+END_TEST
+
+/*
  * Should cpa block on a FIFO (open or read), SIGALRM writes it a line that
  * is no valid content, so cpa goes on and the test fails on fifo_timed_out
  * instead of hanging. Re-armed: a file may be opened more than once.
@@ -838,7 +900,7 @@ static Suite *cli_suite(void)
 			       test_sched_metrics_values, test_bad_values_named, test_stack_size,
 			       test_cpulist, test_built_flags_accepted, test_config_file,
 			       test_config_hostile, test_btf_path, test_time_of_day,
-			       test_null_is_default);
+			       test_null_is_default, test_given_unused);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	TEST_TCASE(s, "binary", test_bin_version_usage, test_bin_errors, test_bin_input_files,
