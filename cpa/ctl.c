@@ -145,22 +145,10 @@ static bool has_cache(enum shm_stage_id id)
 
 /* cpa ctl mem STAGE MB: the cap the stage applies on its next tick, and
  * the RLIMIT_AS backstop of the running process moved along. */
-static int set_mem(struct shm_stage *st, enum shm_stage_id id, pid_t mpid, const char *arg)
+static int set_mem(struct shm_stage *st, enum shm_stage_id id, pid_t mpid, long long mb)
 {
 	pid_t pid = __atomic_load_n(&st->pid, __ATOMIC_RELAXED);
 	uint64_t old, as;
-	char names[128];
-	long long mb;
-
-	if (!has_cache(id)) {
-		log_error("mem: %s has no cache to cap (%s)", shm_stage_name(id),
-			  stage_names(names, sizeof(names), SHM_LIMIT_MEM));
-		return 2;
-	}
-	if (parse_ll(arg, 1, 1048576, &mb) < 0) {
-		log_error("mem: invalid value '%s' (MiB, 1..1048576)", arg);
-		return 2;
-	}
 	old = __atomic_exchange_n(&st->mem_limit_mb, (uint64_t)mb, __ATOMIC_RELAXED);
 	printf("%s mem limit: %lld MiB (was %llu MiB)\n", shm_stage_name(id), mb,
 	       (unsigned long long)old);
@@ -357,7 +345,7 @@ static enum shm_stage_id producer(void)
  * while it runs as it is. bench/overhead.c measures the same things around
  * a workload of its own; this is for the host at hand.
  */
-static int print_cost(struct shm_arena *a, pid_t mpid, const char *arg)
+static int print_cost(struct shm_arena *a, pid_t mpid, long long want)
 {
 	struct cost_row w[SHM_STAGE_MAX + 1] = {0};
 	enum shm_stage_id prod = producer();
@@ -370,13 +358,8 @@ static int print_cost(struct shm_arena *a, pid_t mpid, const char *arg)
 	double secs, samples, cpa_ms = 0, bpf_ms = 0, trap_ms = 0;
 	int stats_fd = -1, stats_r = 0, found = 0, probes_r = -ENOENT;
 	struct timespec ts = {0};
-	long long want = 10;
 	pid_t cap_pid;
 
-	if (arg && parse_ll(arg, 1, 3600, &want) < 0) {
-		log_error("cost: invalid window '%s' (seconds, 1..3600)", arg);
-		return 2;
-	}
 	for (int i = 0; i <= SHM_STAGE_MAX; i++) {
 		struct cost_row *r = &w[i];
 
@@ -503,6 +486,8 @@ int cmd_ctl(struct cpa_opts *o)
 	struct shm_arena *a = NULL;
 	enum shm_stage_id id = SHM_STAGE_MAX;
 	const char *verb;
+	long long n = 10; /* cost's window, rate's records/s, mem's MiB */
+	char names[128];
 	pid_t mpid;
 	int code = 1;
 
@@ -520,6 +505,10 @@ int cmd_ctl(struct cpa_opts *o)
 	} else if (!strcmp(verb, "cost")) {
 		if (o->n_args > 2)
 			goto usage;
+		if (o->n_args > 1 && parse_ll(o->args[1], 1, 3600, &n) < 0) {
+			log_error("cost: invalid window '%s' (seconds, 1..3600)", o->args[1]);
+			return 2;
+		}
 	} else if (!strcmp(verb, "restart")) {
 		if (o->n_args != 2)
 			goto usage;
@@ -530,6 +519,21 @@ int cmd_ctl(struct cpa_opts *o)
 			goto usage;
 		if (stage_from_name(o->args[1], &id) < 0)
 			return 2;
+		/* the values are checked before the monitor is looked for */
+		if (!strcmp(verb, "mem") && !has_cache(id)) {
+			log_error("mem: %s has no cache to cap (%s)", shm_stage_name(id),
+				  stage_names(names, sizeof(names), SHM_LIMIT_MEM));
+			return 2;
+		}
+		if (!strcmp(verb, "mem") && parse_ll(o->args[2], 1, 1048576, &n) < 0) {
+			log_error("mem: invalid value '%s' (MiB, 1..1048576)", o->args[2]);
+			return 2;
+		}
+		if (!strcmp(verb, "rate") && parse_ll(o->args[2], 0, LLONG_MAX, &n) < 0) {
+			log_error("rate: invalid value '%s' (records per second, 0 = unlimited)",
+				  o->args[2]);
+			return 2;
+		}
 	} else {
 		log_error("ctl: unknown action '%s' (status, cost, restart, rate, mem)", verb);
 		return 2;
@@ -544,7 +548,7 @@ int cmd_ctl(struct cpa_opts *o)
 		print_status(a, mpid, store_dir);
 		code = 0;
 	} else if (!strcmp(verb, "cost")) {
-		code = print_cost(a, mpid, o->n_args > 1 ? o->args[1] : NULL);
+		code = print_cost(a, mpid, n);
 	} else if (!strcmp(verb, "restart")) {
 		struct shm_stage *st = shm_arena__stage(a, id);
 		uint32_t gen;
@@ -561,7 +565,7 @@ int cmd_ctl(struct cpa_opts *o)
 			code = 0;
 		}
 	} else if (!strcmp(verb, "mem")) {
-		code = set_mem(shm_arena__stage(a, id), id, mpid, o->args[2]);
+		code = set_mem(shm_arena__stage(a, id), id, mpid, n);
 		/* An idle stage sleeps with no deadline: wake it to apply the cap now. */
 		if (code == 0 && shm_stages[id].ring_in >= 0) {
 			void *ring =
@@ -572,19 +576,11 @@ int cmd_ctl(struct cpa_opts *o)
 		}
 	} else {
 		struct shm_stage *st = shm_arena__stage(a, id);
-		long long n;
-		uint64_t old;
+		uint64_t old = __atomic_exchange_n(&st->rate_limit, (uint64_t)n, __ATOMIC_RELAXED);
 
-		if (parse_ll(o->args[2], 0, LLONG_MAX, &n) < 0) {
-			log_error("rate: invalid value '%s' (records per second, 0 = unlimited)",
-				  o->args[2]);
-			code = 2;
-		} else {
-			old = __atomic_exchange_n(&st->rate_limit, (uint64_t)n, __ATOMIC_RELAXED);
-			printf("%s rate limit: %lld records/s%s (was %llu)\n", shm_stage_name(id),
-			       n, n ? "" : " (unlimited)", (unsigned long long)old);
-			code = 0;
-		}
+		printf("%s rate limit: %lld records/s%s (was %llu)\n", shm_stage_name(id), n,
+		       n ? "" : " (unlimited)", (unsigned long long)old);
+		code = 0;
 	}
 	shm_arena__free(a);
 	return code;

@@ -648,6 +648,19 @@ START_TEST(test_bin_errors)
 	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "status");
 	ck_assert_int_eq(r.code, 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "no cpa monitor runs on '/nonexistent-store'"));
+	/* a bad value is a usage error (2) whether a monitor runs or not */
+	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "cost", "abc");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "cost: invalid window 'abc' (seconds, 1..3600)"));
+	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "rate", "symd", "many");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "rate: invalid value 'many'"));
+	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "mem", "symd", "0");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "mem: invalid value '0' (MiB, 1..1048576)"));
+	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "mem", "capture", "64");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "mem: capture has no cache to cap"));
 }
 END_TEST
 
