@@ -742,6 +742,39 @@ START_TEST(test_show_use_cui)
 }
 END_TEST
 
+/*
+ * --end alone (cpa show --use_cui -E alone passes just that) opens on the range
+ * from the first record, as cpa show -E exports it; an end not after the start
+ * is a usage error, as in cpa show.
+ */
+START_TEST(test_begin_end)
+{
+	char args[2400], cpa[1100];
+	struct test_run r;
+
+	snprintf(args, sizeof(args), "--end 10:06:00 %s", store_root);
+	tui_start(args, 80, 24);
+	free(wait_for("range 10:00:00-10:06:00 (6m00s)"));
+	tui_stop();
+	path_of(cpa, sizeof(cpa), "cpa");
+	if (access(cpa, X_OK) == 0) {
+		/* a server of its own: a new session right after kill-server may fail */
+		snprintf(sock, sizeof(sock), "cpa-view-test-%d-e", (int)getpid());
+		ck_assert_int_eq(sh("tmux -L %s -f /dev/null new-session -d -x 80 -y 24 "
+				    "'env LANG=C.UTF-8 %s show --read %s --use_cui -E 10:07:00'",
+				    sock, cpa, store_root),
+				 0);
+		free(wait_for("range 10:00:00-10:07:00 (7m00s)"));
+		tui_stop();
+	}
+	test_run_bin(&r, "cpa-view",
+		     (const char *const[]){"-B", "10:05:00", "-E", "10:04:00", store_root, NULL});
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_msg(strstr(r.err, "cpa-view: --end 10:04:00 is not after --begin 10:05:00\n"),
+		      "%s", r.err);
+}
+END_TEST
+
 /* ---- a store recorded by real BPF ---- */
 
 static bool can_bpf(void)
@@ -1319,6 +1352,7 @@ static Suite *suite(bool bpf)
 	tcase_add_test(tc, test_sizes);
 	tcase_add_test(tc, test_bad_stores);
 	tcase_add_test(tc, test_show_use_cui);
+	tcase_add_test(tc, test_begin_end);
 	tcase_add_test(tc, test_live);
 	tcase_add_test(tc, test_metrics_triggers);
 	tcase_add_test(tc, test_day_runs);

@@ -119,6 +119,13 @@ int main(int argc, char **argv)
 			optind < argc ? "one STORE, please" : "missing STORE");
 		return 2;
 	}
+	/* as cpa show says it: an end at or before the start is no range */
+	if (o.begin && o.end && vapp__parse_tod(o.end) <= vapp__parse_tod(o.begin)) {
+		fprintf(stderr,
+			"cpa-view: --end %s is not after --begin %s\nTry 'cpa-view --help'.\n",
+			o.end, o.begin);
+		return 2;
+	}
 	o.store = argv[optind];
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		/* curses without a terminal reads EOF forever: refuse */

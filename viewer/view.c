@@ -541,9 +541,11 @@ int vapp__init(struct vapp *a, const struct vview_opts *o)
 		a->r0 = a->v1 - 300;
 		a->r1 = a->v1;
 	}
-	if (o->begin) {
-		long tod = vapp__parse_tod(o->begin);
-		int64_t b = tod >= 0 ? tod_to_time(a, tod) : a->r0, e = b + (a->r1 - a->r0);
+	if (o->begin || o->end) {
+		/* --end alone: from the first record, as cpa show -E */
+		long tod = o->begin ? vapp__parse_tod(o->begin) : -1;
+		int64_t b = tod >= 0 ? tod_to_time(a, tod) : o->begin ? a->r0 : a->v0;
+		int64_t e = b + (a->r1 - a->r0);
 
 		if (o->end && vapp__parse_tod(o->end) >= 0)
 			e = local_midnight(b) + vapp__parse_tod(o->end);
