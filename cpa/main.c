@@ -125,20 +125,24 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version")) {
-		printf("cpa %s\n", CPA_VERSION);
-		return 0;
-	}
-	cmd = cpa_cmd__from_name(argv[1]);
+	cmd = !strcmp(argv[1], "--version") ? CPA_CMD_VERSION : cpa_cmd__from_name(argv[1]);
 	switch (cmd) {
 	case CPA_CMD_NONE:
 		log_error("unknown command '%s'", argv[1]);
 		usage(stderr);
 		return 2;
 	case CPA_CMD_VERSION:
-		printf("cpa %s\n", CPA_VERSION);
-		return 0;
 	case CPA_CMD_HELP:
+		/* version takes no argument, help one command */
+		if (argc > (cmd == CPA_CMD_HELP ? 3 : 2)) {
+			log_error("unexpected argument '%s'", argv[cmd == CPA_CMD_HELP ? 3 : 2]);
+			fprintf(stderr, "Try 'cpa --help'.\n");
+			return 2;
+		}
+		if (cmd == CPA_CMD_VERSION) {
+			printf("cpa %s\n", CPA_VERSION);
+			return 0;
+		}
 		if (argc > 2) {
 			enum cpa_cmd c = cpa_cmd__from_name(argv[2]);
 

@@ -308,11 +308,14 @@ int cmd_monitor(struct cpa_opts *o)
 	}
 	{
 		char err[PATH_MAX + 128];
+		struct stat st;
 
 		/* Walked without following another user's link (safepath.h). */
 		r = safe_path__dir(store_arg, true, 0750, err, sizeof(err));
 		if (r == -EPERM)
 			log_error("--store_dir %s", err);
+		else if (r == -ENOTDIR && stat(store_arg, &st) == 0 && !S_ISDIR(st.st_mode))
+			log_error("--store_dir '%s': exists and is not a directory", store_arg);
 		else if (r < 0)
 			log_error_errno(r, "--store_dir '%s': cannot create it: %m", store_arg);
 		if (r < 0)

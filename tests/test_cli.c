@@ -587,6 +587,18 @@ START_TEST(test_bin_version_usage)
 	ck_assert_ptr_nonnull(strstr(r.err, "unknown command 'frobnicate'"));
 	ck_assert_ptr_nonnull(strstr(r.err, "Usage: cpa <command>"));
 
+	/* version takes no argument, help one command */
+	RUN(&r, "version", "--short");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_str_eq(r.out, "");
+	ck_assert_ptr_nonnull(strstr(r.err, "unexpected argument '--short'"));
+	RUN(&r, "--version", "x");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "unexpected argument 'x'"));
+	RUN(&r, "help", "show", "monitor");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "unexpected argument 'monitor'"));
+
 	RUN(&r, "help");
 	ck_assert_int_eq(r.code, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "monitor"));
@@ -642,6 +654,11 @@ START_TEST(test_bin_errors)
 	ck_assert_int_eq(r.code, 1);
 	ck_assert_ptr_nonnull(strstr(
 		r.err, "--store_dir '/etc/hostname/store': cannot create it: Not a directory"));
+	/* an existing file is named as such, not as a directory that cannot be created */
+	RUN(&r, "monitor", "--store_dir", "/etc/hostname");
+	ck_assert_int_eq(r.code, 1);
+	ck_assert_msg(strstr(r.err, "--store_dir '/etc/hostname': exists and is not a directory"),
+		      "%s", r.err);
 
 	RUN(&r, "ctl");
 	ck_assert_int_eq(r.code, 2);
