@@ -413,6 +413,8 @@ static size_t opt_size(const struct opt_def *d)
 
 _Static_assert(ARRAY_SIZE(opt_table) <= CPA_OPTS_MAX, "given[] has a bit per option");
 
+static const struct opt_def *opt_find_short(char c, unsigned int scope);
+
 /* "where" is "" for argv, "FILE:LINE: " for config lines. */
 static int opt_set_value(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			 const char *where)
@@ -470,9 +472,12 @@ static int opt_set_value(const struct opt_def *d, const char *val, struct cpa_op
 			log_error("%s--%s: empty value", where, d->name);
 			return -EINVAL;
 		}
-		/* `--store_dir --offcpu` is a forgotten value, not a directory
-		 * named "--offcpu" (write ./--offcpu for that). */
-		if (val[0] == '-' && val[1] == '-' && val[2]) {
+		/* `--store_dir --offcpu` or `-s -K` is a forgotten value, not a
+		 * directory named "--offcpu" or "-K" (write ./-K for that); a
+		 * longer word such as `--target_comm -bash` stays a value. */
+		if (val[0] == '-' &&
+		    ((val[1] == '-' && val[2]) ||
+		     (val[1] && !val[2] && opt_find_short(val[1], OPT_SCOPE(o->cmd))))) {
 			log_error("%s--%s: missing value (got the option '%s')", where, d->name,
 				  val);
 			return -EINVAL;

@@ -249,6 +249,10 @@ START_TEST(test_bad_values_named)
 		{MON, "--store_dir", "--offcpu",
 		 "--store_dir: missing value (got the option '--offcpu')"},
 		{SHOW, "--read", "--no_env", "--read: missing value (got the option '--no_env')"},
+		/* a short option of the command where the value was forgotten */
+		{MON, "--store_dir", "-K", "--store_dir: missing value (got the option '-K')"},
+		{MON, "-o", "-S", "--output_prof: missing value (got the option '-S')"},
+		{SHOW, "--output_prof", "-S", "--output_prof: missing value (got the option '-S')"},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -259,6 +263,10 @@ START_TEST(test_bad_values_named)
 		ck_assert_msg(r == -EINVAL, "%s %s accepted", cases[i].flag, cases[i].val);
 		ASSERT_LOG(cases[i].msg);
 	}
+	/* a word that is no option stays a value: a login shell's comm */
+	ck_assert_int_eq(PARSE(SHOW, "--target_comm", "-bash", "-r", "/tmp"), 0);
+	ck_assert_str_eq(O.show.target_comm, "-bash");
+	ck_assert_int_eq(PARSE(SHOW, "--target_comm", "-Z", "-r", "/tmp"), 0);
 	ck_assert_int_eq(PARSE(MON, "--freq"), -EINVAL);
 	ASSERT_LOG("--freq: missing value (HZ)");
 	ck_assert_int_eq(PARSE(MON, "--bogus"), -EINVAL);
