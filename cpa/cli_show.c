@@ -5,7 +5,9 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -42,6 +44,85 @@ static int exec_viewer(const struct show_cli *c)
 }
 
 #include "export/show.h"
+#include "storer/store.h"
+
+/* p is d or below it. */
+static bool path_under(const char *p, const char *d)
+{
+	size_t n = strlen(d);
+
+	return !strncmp(p, d, n) && (!p[n] || p[n] == '/' || (n == 1 && d[0] == '/'));
+}
+
+/* The real path of path's directory into dir, its last name into *base. */
+static bool real_parent(const char *path, char *dir, const char **base)
+{
+	char copy[PATH_MAX];
+	size_t n = strlen(path);
+	char *slash;
+
+	if (n >= sizeof(copy))
+		return false;
+	memcpy(copy, path, n + 1);
+	while (n > 1 && copy[n - 1] == '/')
+		copy[--n] = 0;
+	slash = strrchr(copy, '/');
+	*base = path + (slash ? slash + 1 - copy : 0);
+	if (!slash)
+		return realpath(".", dir) != NULL;
+	if (slash == copy)
+		slash[1] = 0;
+	else
+		*slash = 0;
+	return realpath(copy, dir) != NULL;
+}
+
+/*
+ * An output written into the store being read would overwrite it (-o on a
+ * segment, --sched_csv on its conf) or, for --split_path, add a run of the same
+ * day that the next read of that root counts twice: refused before anything
+ * is read or written. read: --read or --diff_base_read, a store dir or a root.
+ */
+static int output_in_store(const char *opt, const char *path, bool split, const char *read)
+{
+	char r[PATH_MAX], root[PATH_MAX], p[PATH_MAX], first[PATH_MAX + 8];
+	const char *base, *rest;
+	bool day, bad;
+
+	if (!path || !read || !realpath(read, r) || !real_parent(path, p, &base))
+		return 0; /* show_run() names a path it cannot use */
+	day = store_dir__is_store(r);
+	snprintf(root, sizeof(root), "%s", r);
+	if (day && strrchr(root, '/') != root)
+		*strrchr(root, '/') = 0;
+	if (split) {
+		/* the split's own dir: p/base, or the parent a root */
+		snprintf(first, sizeof(first), "%s/%s", p, base);
+		bad = path_under(first, r) || (day && !strcmp(first, root));
+	} else if (day) {
+		bad = path_under(p, r);
+	} else if (path_under(p, r)) {
+		/* in one of the root's store dirs (not a folder of the user's), or
+		 * one of its own files (.storer-dict-*, .cpa-lock) or run names */
+		rest = p + strlen(r);
+		if (*rest) {
+			snprintf(first, sizeof(first), "%s/%.*s", r, (int)strcspn(rest + 1, "/"),
+				 rest + 1);
+			bad = store_dir__is_store(first);
+		} else {
+			bad = base[0] == '.' || !strncmp(base, "cpa_", 4);
+		}
+	} else {
+		bad = false;
+	}
+	if (!bad)
+		return 0;
+	log_error("%s '%s' is %s the store '%s' being read: %s; write it elsewhere", opt, path,
+		  split && day && !path_under(first, r) ? "the root of" : "inside", r,
+		  split ? "the split would be one of its runs, its samples counted twice"
+			: "show never writes into a store");
+	return -EINVAL;
+}
 
 int cmd_show(struct cpa_opts *o)
 {
@@ -82,6 +163,15 @@ int cmd_show(struct cpa_opts *o)
 		.sched_json = c->sched_json,
 		.triggers = c->triggers,
 	};
+	for (int i = 0; i < 2; i++) {
+		const char *rd = i ? c->diff_base_read : c->read;
+
+		if (output_in_store("-o", c->output_prof, false, rd) < 0 ||
+		    output_in_store("--sched_csv", c->sched_csv, false, rd) < 0 ||
+		    output_in_store("--sched_json", c->sched_json, false, rd) < 0 ||
+		    output_in_store("--split_path", c->split_path, true, rd) < 0)
+			return 2;
+	}
 	if (c->use_cui) {
 		show_warn_unused(&so); /* what cpa-view does not take */
 		return exec_viewer(c);

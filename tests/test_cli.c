@@ -795,6 +795,76 @@ START_TEST(test_given_unused)
 END_TEST
 
 /*
+ * cpa show writes nothing into the store it reads: -o onto a segment (or
+ * anywhere in a store dir), --sched_csv onto its conf, a root's own files, a
+ * --split_path into the root (a second run of the day, read twice) are refused
+ * before anything is read, exit 2, the store untouched. Elsewhere is fine.
+ */
+START_TEST(test_bin_output_in_store)
+{
+	static struct test_run r;
+	char dir[] = "/tmp/cpa-test-cli-XXXXXX", root[64], day[96], seg[128], p[160];
+	const char *seg_text = "segment bytes\n";
+	char *o;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(root, sizeof(root), "%s/root", dir);
+	snprintf(day, sizeof(day), "%s/cpa_261129", root);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	ck_assert_int_eq(mkdir(day, 0755), 0);
+	snprintf(seg, sizeof(seg), "%s/seg_000001.cps", day);
+	write_file(seg, seg_text);
+	snprintf(p, sizeof(p), "%s/conf", day);
+	write_file(p, "version: 1\n");
+	snprintf(p, sizeof(p), "%s/exports", root);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+
+	RUN(&r, "show", "--read", root, "-o", seg);
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_msg(strstr(r.err, "is inside the store") &&
+			      strstr(r.err, "being read: show never writes into a store; write it "
+					    "elsewhere"),
+		      "%s", r.err);
+	ck_assert_ptr_null(strstr(r.out, "Write"));
+	RUN(&r, "show", "--read", day, "-o", seg);
+	ck_assert_int_eq(r.code, 2);
+	snprintf(p, sizeof(p), "%s/new.prof", day);
+	RUN(&r, "show", "--read", day, "-o", p);
+	ck_assert_int_eq(r.code, 2);
+	snprintf(p, sizeof(p), "%s/conf", day);
+	RUN(&r, "show", "--read", root, "--sched_csv", p);
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "--sched_csv '"));
+	snprintf(p, sizeof(p), "%s/.storer-dict-1", root);
+	RUN(&r, "show", "--read", root, "-o", p);
+	ck_assert_int_eq(r.code, 2);
+	RUN(&r, "show", "--read", root, "--split_path", root);
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "the split would be one of its runs"));
+	RUN(&r, "show", "--read", day, "--split_path", root);
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "is the root of the store"));
+	o = test_cmd_out(NULL, "cat %s", seg);
+	ck_assert_str_eq(o, seg_text);
+	free(o);
+
+	/* beside the store dirs, in a folder of the root, elsewhere: not refused
+	 * here (this fake store then fails to read: exit 1) */
+	snprintf(p, sizeof(p), "%s/x.prof", root);
+	RUN(&r, "show", "--read", root, "-o", p);
+	ck_assert_msg(r.code != 2 && !strstr(r.err, "being read"), "%s", r.err);
+	snprintf(p, sizeof(p), "%s/exports/x.prof", root);
+	RUN(&r, "show", "--read", root, "-o", p);
+	ck_assert_msg(r.code != 2 && !strstr(r.err, "being read"), "%s", r.err);
+	snprintf(p, sizeof(p), "%s/split", dir);
+	RUN(&r, "show", "--read", day, "--split_path", p);
+	ck_assert_msg(r.code != 2 && !strstr(r.err, "being read"), "%s", r.err);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	ck_assert_int_eq(system(p), 0);
+}
+END_TEST
+
+/*
  * Should cpa block on a FIFO (open or read), SIGALRM writes it a line that
  * is no valid content, so cpa goes on and the test fails on fifo_timed_out
  * instead of hanging. Re-armed: a file may be opened more than once.
@@ -942,7 +1012,7 @@ static Suite *cli_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	TEST_TCASE(s, "binary", test_bin_version_usage, test_bin_errors, test_bin_input_files,
-		   test_bin_pidfile_full_disk);
+		   test_bin_pidfile_full_disk, test_bin_output_in_store);
 	return s;
 }
 
