@@ -242,7 +242,7 @@ static const struct opt_def opt_table[] = {
 	{"target_pid", 0, OPT_LONG, SHOW, O(show.target_pid), 0, 4194304, "PID", "only this pid",
 	 NULL},
 	{"target_comm", 0, OPT_STR, SHOW, O(show.target_comm), 0, 0, "NAME", "only this comm",
-	 NULL},
+	 check_comm},
 	{"target_env", 0, OPT_STR, SHOW, O(show.target_env), 0, 0, "VALUE", "only this env label",
 	 NULL},
 	{"probe_id", 0, OPT_LONG, SHOW, O(show.probe_id), 0, CPA_PROBE_MAX - 1, "N",

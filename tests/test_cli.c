@@ -240,6 +240,10 @@ START_TEST(test_bad_values_named)
 		{MON, "--probe_budget", "-1", "--probe_budget: invalid value '-1'"},
 		{MON, "--probe_budget", "1%", "--probe_budget: invalid value '1%'"},
 		{SHOW, "--probe_id", "8", "--probe_id: value '8' out of range"},
+		/* the kernel keeps 15 bytes of a comm: a longer one would match nothing */
+		{SHOW, "--target_comm", "a-very-long-process-name",
+		 "--target_comm: 'a-very-long-process-name' is longer than 15 characters (the "
+		 "kernel keeps 15 of a comm: use 'a-very-long-pro')"},
 		{SHOW, "--output_num", "0", "--output_num: value '0' out of range"},
 		{SHOW, "--starttime", "25:00:00",
 		 "--starttime: invalid time format '25:00:00' (expected HH:MM:SS"},
