@@ -212,7 +212,8 @@ static const struct opt_def opt_table[] = {
 	 "end, local time of day; decides the number of records", check_time},
 	{"output_num", 'n', OPT_LONG, SHOW, O(show.output_num), 1, LONG_MAX, "N",
 	 "must be a positive integer: the number of 1-second records to export from the start "
-	 "(default 1); past the last record: Not Found Enough Records",
+	 "(default 1; not used with --endtime, which decides); past the last record: Not Found "
+	 "Enough Records",
 	 NULL},
 	{"output_prof", 'o', OPT_STR, SHOW, O(show.output_prof), 0, 0, "PATH",
 	 "output flamegraph file path (default cpa_<HH:MM:SS.mmm>_<n>.prof; --format by its "
