@@ -531,6 +531,11 @@ int export_pprof__add(struct exporter *e, const struct store_sample *s, int side
 		       s->cgroup_id, s->count, s->weight, side, 0);
 }
 
+const struct rowmap *export_pprof__rows(const struct exporter *e)
+{
+	return &((const struct pprof *)e->pp)->rows;
+}
+
 int export_pprof__add_row(struct exporter *e, const struct store_rows *b, size_t i, int side)
 {
 	struct pprof *p = e->pp;
