@@ -535,6 +535,8 @@ static int add_rows(struct exporter *e, const struct store_rows *b, int side)
 			continue;
 		count_row(e, d->sec, side);
 		if (e->fmt == EXPORT_PPROF) {
+			if (i + ROWMAP_AHEAD / 2 < b->n)
+				export_pprof__prefetch_row(e, b, i + ROWMAP_AHEAD / 2, side);
 			r = export_pprof__add_row(e, b, i, side);
 			if (r < 0)
 				return r;

@@ -213,6 +213,9 @@ int export_pprof__new(struct exporter *e);
 int export_pprof__add(struct exporter *e, const struct store_sample *s, int side);
 /* Row i of b, resolved once per (src, seg, stack, names) (export__add_rows()). */
 int export_pprof__add_row(struct exporter *e, const struct store_rows *b, size_t i, int side);
+/* A hint: loads the sample slot row i will go to, when known (nothing changes). */
+void export_pprof__prefetch_row(const struct exporter *e, const struct store_rows *b, size_t i,
+				int side);
 /* pprof's row map (export_pprof__add_row()'s cache), for rowmap__prefetch(). */
 const struct rowmap *export_pprof__rows(const struct exporter *e);
 /* Writes gzip'd protobuf to fd f. */
