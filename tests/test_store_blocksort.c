@@ -160,11 +160,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("store_blocksort");
-	TCase *tc = tcase_create("sort");
 
-	tcase_add_test(tc, test_sorted_and_runs);
-	tcase_add_test(tc, test_duplicates);
-	tcase_add_test(tc, test_random);
-	suite_add_tcase(s, tc);
+	TEST_TCASE(s, "sort", test_sorted_and_runs, test_duplicates, test_random);
 	return test_run_suite(s);
 }
