@@ -519,6 +519,7 @@ int export__add_base(void *ctx, const struct store_sample *s)
 static int add_rows(struct exporter *e, const struct store_rows *b, int side)
 {
 	bool each = e->fmt == EXPORT_SPEEDSCOPE && e->n_trig && !side;
+	const struct rowmap *rm = e->fmt == EXPORT_PPROF ? export_pprof__rows(e) : &e->rows;
 	struct store_sample s;
 	int r;
 
@@ -528,10 +529,14 @@ static int add_rows(struct exporter *e, const struct store_rows *b, int side)
 		struct rowmap_key k = {{d->comm, d->pcomm, d->env, e->o.no_pid ? 0 : d->pid}};
 		uint32_t node;
 
+		if (i + ROWMAP_AHEAD < b->n)
+			rowmap__prefetch(rm, b->rows[i + ROWMAP_AHEAD].stack_id);
 		if (!kind_taken(e, d->kind))
 			continue;
 		count_row(e, d->sec, side);
 		if (e->fmt == EXPORT_PPROF) {
+			if (i + ROWMAP_AHEAD / 2 < b->n)
+				export_pprof__prefetch_row(e, b, i + ROWMAP_AHEAD / 2, side);
 			r = export_pprof__add_row(e, b, i, side);
 			if (r < 0)
 				return r;
@@ -558,6 +563,15 @@ static int add_rows(struct exporter *e, const struct store_rows *b, int side)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+uint32_t export__rows_skip(const struct exporter *e)
+{
+	/* pprof labels and speedscope's trigger copies take every field; the
+	 * tree takes the row's kind, second, names, pid, stack, count and weight */
+	if (e->fmt == EXPORT_PPROF || (e->fmt == EXPORT_SPEEDSCOPE && e->n_trig))
+		return 0;
+	return STORE_COL_TID | STORE_COL_CPU | STORE_COL_CGROUP;
 }
 
 int export__add_rows(void *ctx, const struct store_rows *b)

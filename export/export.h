@@ -73,6 +73,9 @@ int export__add_base(void *ctx, const struct store_sample *s);
  * resolved once, the same file as row by row. */
 int export__add_rows(void *ctx, const struct store_rows *b);
 int export__add_base_rows(void *ctx, const struct store_rows *b);
+/* The row columns (STORE_COL_*) export__add_rows() does not read now (its triggers
+ * added): store_filter.skip for the rows' query. */
+uint32_t export__rows_skip(const struct exporter *e);
 
 /*
  * A policy trigger of the range (store_reader__triggers()), added before the

@@ -100,6 +100,20 @@ bool rowmap__find(const struct rowmap *m, uint32_t src, uint32_t seg, uint32_t s
 int rowmap__put(struct rowmap *m, uint32_t src, uint32_t seg, uint32_t stack,
 		const struct rowmap_key *k, uint32_t val);
 void rowmap__free(struct rowmap *m);
+/* Rows ahead whose entry a loop over a block's rows prefetches: a block's rows
+ * come by (second, pid, tid, stack), so each looks up an entry far from the
+ * last one, a cache miss. */
+#define ROWMAP_AHEAD 16
+/* Starts loading the first entry of stack's chain (no more than a hint). */
+static inline void rowmap__prefetch(const struct rowmap *m, uint32_t stack)
+{
+	uint32_t e;
+
+	if (stack < m->nhead && (e = m->head[stack]) != 0) {
+		__builtin_prefetch(&m->ents[e - 1]);
+		__builtin_prefetch((const char *)&m->ents[e] - 1);
+	}
+}
 
 /* ---- the name tree (folded diff, svg, speedscope) ---- */
 
@@ -199,6 +213,11 @@ int export_pprof__new(struct exporter *e);
 int export_pprof__add(struct exporter *e, const struct store_sample *s, int side);
 /* Row i of b, resolved once per (src, seg, stack, names) (export__add_rows()). */
 int export_pprof__add_row(struct exporter *e, const struct store_rows *b, size_t i, int side);
+/* A hint: loads the sample slot row i will go to, when known (nothing changes). */
+void export_pprof__prefetch_row(const struct exporter *e, const struct store_rows *b, size_t i,
+				int side);
+/* pprof's row map (export_pprof__add_row()'s cache), for rowmap__prefetch(). */
+const struct rowmap *export_pprof__rows(const struct exporter *e);
 /* Writes gzip'd protobuf to fd f. */
 int export_pprof__write(struct exporter *e, FILE *f);
 void export_pprof__free(struct exporter *e);

@@ -81,8 +81,9 @@ struct pp_ctx {
 	uint64_t cgroup;
 };
 
-/* A direct-mapped cache in front of pprof.ctxs: a row's ctx in one compare. */
-#define CTX_CACHE 4096
+/* A direct-mapped cache in front of pprof.ctxs: a row's ctx in one compare; 16 k slots,
+ * so a busy host's few thousand (thread, kind) pairs seldom evict each other. */
+#define CTX_CACHE 16384
 struct pp_cslot {
 	struct pp_ctx k;
 	uint32_t id; /* + 1, 0 = empty */
@@ -386,17 +387,24 @@ static inline bool ctx_eq(const struct pp_ctx *a, const struct pp_ctx *b)
 	       a->side == b->side && a->trigger == b->trigger && a->cgroup == b->cgroup;
 }
 
+/* c's slot of pprof.ccache. */
+static inline uint32_t ctx_cache_pos(const struct pp_ctx *c)
+{
+	return (uint32_t)hash64_mix(
+		       ((uint64_t)c->pid << 32 | c->tid) ^
+		       hash64_fib(c->kind | c->side << 8 | (uint64_t)c->trigger << 16)) &
+	       (CTX_CACHE - 1);
+}
+
 /* Id of c in pprof.ctxs: a row's thread, kind, cgroup, ... */
 static int ctx_of(struct pprof *p, const struct pp_ctx *c, uint32_t *ret)
 {
-	uint64_t h = hash64_mix(((uint64_t)c->pid << 32 | c->tid) ^
-				hash64_fib(c->kind | c->side << 8 | (uint64_t)c->trigger << 16));
 	struct pp_cslot *x;
 	int r;
 
 	if (!p->ccache && !(p->ccache = calloc(CTX_CACHE, sizeof(*p->ccache))))
 		return -ENOMEM;
-	x = &p->ccache[h & (CTX_CACHE - 1)];
+	x = &p->ccache[ctx_cache_pos(c)];
 	if (x->id && ctx_eq(&x->k, c)) {
 		*ret = x->id - 1;
 		return 0;
@@ -496,20 +504,27 @@ static int add_sample(struct pprof *p, uint32_t rv, const struct pp_ctx *c, uint
 	return 0;
 }
 
+/* The ctx of a row (add_key()), its trigger aside. */
+static inline struct pp_ctx row_ctx(const struct exporter *e, uint32_t pid, uint32_t tid,
+				    uint32_t kind, uint32_t probe_id, uint64_t cgroup, int side)
+{
+	/* --no_pid: no pid and tid labels, so the samples of processes of the same
+	 * names merge (a trigger's window still goes by the row's pid) */
+	return (struct pp_ctx){.pid = e->o.no_pid ? 0 : pid,
+			       .tid = e->o.no_pid ? 0 : tid,
+			       .kind = kind,
+			       .probe = kind == CPA_KIND_PROBE ? probe_id : 0,
+			       .side = (uint32_t)side,
+			       .cgroup = cgroup};
+}
+
 /* The row's values onto its sample: resolved rv, the rest from the row. */
 static int add_key(struct exporter *e, struct pprof *p, const struct pp_rval *rv, int64_t sec,
 		   bool lost, uint32_t pid, uint32_t tid, uint32_t cpu, uint32_t kind,
 		   uint32_t probe_id, uint64_t cgroup, uint64_t count, uint64_t weight, int side,
 		   uint32_t rv_id)
 {
-	/* --no_pid: no pid and tid labels, so the samples of processes of the same
-	 * names merge (a trigger's window still goes by the row's pid) */
-	struct pp_ctx c = {.pid = e->o.no_pid ? 0 : pid,
-			   .tid = e->o.no_pid ? 0 : tid,
-			   .kind = kind,
-			   .probe = kind == CPA_KIND_PROBE ? probe_id : 0,
-			   .side = (uint32_t)side,
-			   .cgroup = cgroup};
+	struct pp_ctx c = row_ctx(e, pid, tid, kind, probe_id, cgroup, side);
 	int r = trigger_of(e, p, sec, lost, pid, side, &c.trigger);
 
 	if (r < 0)
@@ -529,6 +544,35 @@ int export_pprof__add(struct exporter *e, const struct store_sample *s, int side
 		return r;
 	return add_key(e, p, &rv, s->sec, s->lost, s->pid, s->tid, s->cpu, s->kind, s->probe_id,
 		       s->cgroup_id, s->count, s->weight, side, 0);
+}
+
+const struct rowmap *export_pprof__rows(const struct exporter *e)
+{
+	return &((const struct pprof *)e->pp)->rows;
+}
+
+/*
+ * The slot of the table of samples row i of b goes to, loaded ahead when its
+ * rval and ctx are known already (its stack seen before in this segment, its
+ * ctx in the cache; no triggers): a big table's probe is a cache miss a row.
+ */
+void export_pprof__prefetch_row(const struct exporter *e, const struct store_rows *b, size_t i,
+				int side)
+{
+	const struct pprof *p = e->pp;
+	const struct store_row *d = &b->rows[i];
+	struct rowmap_key key = {{d->comm, d->pcomm, e->o.no_env ? 0 : d->env}};
+	struct pp_ctx c;
+	const struct pp_cslot *x;
+	uint32_t rv;
+
+	if (e->n_trig || !p->slots || !p->ccache ||
+	    !rowmap__find(&p->rows, e->src, b->seg, d->stack_id, &key, &rv))
+		return;
+	c = row_ctx(e, d->pid, d->tid, d->kind, d->probe_id, d->cgroup_id, side);
+	x = &p->ccache[ctx_cache_pos(&c)];
+	if (x->id && ctx_eq(&x->k, &c))
+		__builtin_prefetch(&p->slots[slot_hash(rv, x->id - 1, d->cpu) & p->mask], 1);
 }
 
 int export_pprof__add_row(struct exporter *e, const struct store_rows *b, size_t i, int side)

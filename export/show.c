@@ -249,6 +249,8 @@ static int fold_rows(void *ctx, const struct store_rows *b)
 		uint64_t v = off ? d->weight : d->count;
 		uint32_t line;
 
+		if (i + ROWMAP_AHEAD < b->n)
+			rowmap__prefetch(&c->keys, b->rows[i + ROWMAP_AHEAD].stack_id);
 		if ((o->kind == SHOW_KIND_ON && off) || (o->kind == SHOW_KIND_OFF && !off))
 			continue;
 		row_key(o, d, off, &k);
@@ -544,16 +546,20 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t las
 static int read_window(struct store_reader *r, const char *dir, int64_t t0, int64_t n,
 		       const struct store_filter *filt, struct show_ctx *c)
 {
+	struct store_filter f = *filt;
 	struct show_progress pg;
 	int ret;
 
+	/* Only the raw label reads a row's thread, CPU and cgroup (row_key(), build_line()). */
+	if (!c->o->show_raw)
+		f.skip |= STORE_COL_TID | STORE_COL_CPU | STORE_COL_CGROUP;
 	c->buf = malloc(LINE_MAX_BYTES);
 	if (!c->buf)
 		return log_error_errno(-ENOMEM, "line buffer: %m");
 	show_progress__init(&pg, t0, n);
 	c->progress = &pg;
-	ret = store_reader__query_rows(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt,
-				       fold_rows, c);
+	ret = store_reader__query_rows(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, &f, fold_rows,
+				       c);
 	show_progress__done(&pg);
 	c->progress = NULL;
 	if (ret < 0)

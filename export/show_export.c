@@ -173,11 +173,12 @@ static int feed(struct store_reader *r, int64_t t0, int64_t t1, const struct sto
 		struct exporter *e, store_rows_fn add)
 {
 	struct feed f = {.e = e, .add = add};
+	struct store_filter sf = *filt;
 	int ret;
 
+	sf.skip |= export__rows_skip(e);
 	show_progress__init(&f.pg, t0, t1 - t0);
-	ret = store_reader__query_rows(r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, filt, feed_rows,
-				       &f);
+	ret = store_reader__query_rows(r, (uint64_t)t0 * NS, (uint64_t)t1 * NS, &sf, feed_rows, &f);
 	show_progress__done(&f.pg);
 	return ret;
 }

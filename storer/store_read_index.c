@@ -27,6 +27,59 @@ static int block_cmp(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* Past this many increasing runs the blocks go to qsort(). */
+#define SORT_MAX_RUNS 8
+
+/*
+ * v in block_cmp() order, as qsort() leaves it. The writer appends blocks in
+ * file order, so a segment's blocks are one increasing run, or a few (index
+ * entries rewritten after a restart, the blocks a scan found appended after
+ * the indexed ones): checked in one pass, a few runs merged in another. Equal
+ * offsets (a duplicated entry), many runs or no memory: qsort() as before, so
+ * the order is qsort's in every case (with distinct offsets there is only one).
+ */
+void store_read__sort_blocks(struct rblock *v, uint32_t n)
+{
+	uint32_t run[SORT_MAX_RUNS + 1], head[SORT_MAX_RUNS], nrun = 1, i, j;
+	struct rblock *tmp;
+
+	run[0] = 0;
+	for (i = 1; i < n; i++) {
+		if (v[i].off > v[i - 1].off)
+			continue;
+		if (v[i].off == v[i - 1].off || nrun == SORT_MAX_RUNS)
+			goto fallback;
+		run[nrun++] = i;
+	}
+	if (nrun == 1)
+		return;
+	run[nrun] = n;
+	tmp = malloc((size_t)n * sizeof(*v));
+	if (!tmp)
+		goto fallback;
+	memcpy(head, run, nrun * sizeof(*head));
+	for (i = 0; i < n; i++) {
+		uint32_t best = UINT32_MAX;
+
+		for (j = 0; j < nrun; j++) {
+			if (head[j] == run[j + 1])
+				continue;
+			if (best == UINT32_MAX || v[head[j]].off < v[head[best]].off)
+				best = j;
+			else if (v[head[j]].off == v[head[best]].off) {
+				free(tmp);
+				goto fallback;
+			}
+		}
+		tmp[i] = v[head[best]++];
+	}
+	memcpy(v, tmp, (size_t)n * sizeof(*v));
+	free(tmp);
+	return;
+fallback:
+	qsort(v, n, sizeof(*v), block_cmp);
+}
+
 static int seg_add_block(struct rseg *s, const struct rblock *b)
 {
 	if (grow((void **)&s->blocks, &s->cap, s->n + 1, sizeof(*b)) < 0)
@@ -396,8 +449,7 @@ static int seg_finish(struct store_reader *r, struct rseg *s)
 
 	if (s->fd < 0)
 		return 0;
-	if (s->n)
-		qsort(s->blocks, s->n, sizeof(*s->blocks), block_cmp);
+	store_read__sort_blocks(s->blocks, s->n);
 	for (i = 0; i < s->n; i++) {
 		const struct rblock *b = &s->blocks[i];
 
@@ -436,7 +488,7 @@ static int seg_finish(struct store_reader *r, struct rseg *s)
 			return ret;
 	}
 	if (s->n != n)
-		qsort(s->blocks, s->n, sizeof(*s->blocks), block_cmp);
+		store_read__sort_blocks(s->blocks, s->n);
 	r->st.blocks_indexed += s->n;
 	rseg__close(s);
 	return 0;

@@ -85,11 +85,23 @@ void store_rows__sample(const struct store_rows *b, size_t i, struct store_sampl
 	*ret = smp;
 }
 
-/* rbuf__varint() with its one-byte case (most deltas) inline. */
+/* rbuf__varint() with its one- and two-byte cases (most deltas) inline. */
 static inline uint64_t col_varint(struct rbuf *b)
 {
-	if (b->pos < b->len && b->p[b->pos] < 0x80)
+	if (b->len - b->pos >= 2) {
+		const uint8_t *p = b->p + b->pos;
+
+		if (p[0] < 0x80) {
+			b->pos++;
+			return p[0];
+		}
+		if (p[1] < 0x80) {
+			b->pos += 2;
+			return (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+		}
+	} else if (b->pos < b->len && b->p[b->pos] < 0x80) {
 		return b->p[b->pos++];
+	}
 	return rbuf__varint(b);
 }
 
@@ -164,30 +176,35 @@ static int emit_rows(struct store_reader *r, struct rseg *s, const uint8_t *p, s
 	}
 	r->row_cols |= ~skip & STORE_COL_ALL;
 
-#define COLUMN(stmt)                                                                \
-	for (i = 0; i < n;) {                                                       \
-		uint64_t w_;                                                        \
-		if (n - i >= 8 && b.len - b.pos >= 8 &&                             \
-		    (memcpy(&w_, b.p + b.pos, 8), !(w_ & 0x8080808080808080ULL))) { \
-			b.pos += 8;                                                 \
-			if (!w_) { /* eight zeros: stmt folds to a copy */          \
-				for (int k_ = 0; k_ < 8; k_++, i++) {               \
-					struct store_row *d = &rows[i];             \
-					const uint64_t v = 0;                       \
-					stmt;                                       \
-				}                                                   \
-				continue;                                           \
-			}                                                           \
-			for (int k_ = 0; k_ < 8; k_++, i++, w_ >>= 8) {             \
-				struct store_row *d = &rows[i];                     \
-				uint64_t v = w_ & 0xff;                             \
-				stmt;                                               \
-			}                                                           \
-		} else {                                                            \
-			struct store_row *d = &rows[i++];                           \
-			uint64_t v = col_varint(&b);                                \
-			stmt;                                                       \
-		}                                                                   \
+#define COLUMN(stmt)                                                          \
+	for (i = 0; i < n;) {                                                 \
+		uint64_t w_, m_;                                              \
+		if (n - i >= 8 && b.len - b.pos >= 8) {                       \
+			memcpy(&w_, b.p + b.pos, 8);                          \
+			m_ = w_ & 0x8080808080808080ULL;                      \
+			if (!w_) { /* eight zeros: stmt folds to a copy */    \
+				b.pos += 8;                                   \
+				for (int k_ = 0; k_ < 8; k_++, i++) {         \
+					struct store_row *d = &rows[i];       \
+					const uint64_t v = 0;                 \
+					stmt;                                 \
+				}                                             \
+				continue;                                     \
+			}                                                     \
+			/* the one-byte values before the first longer one */ \
+			int l_ = m_ ? __builtin_ctzll(m_) >> 3 : 8;           \
+			b.pos += (size_t)l_;                                  \
+			for (int k_ = 0; k_ < l_; k_++, i++, w_ >>= 8) {      \
+				struct store_row *d = &rows[i];               \
+				uint64_t v = w_ & 0xff;                       \
+				stmt;                                         \
+			}                                                     \
+			if (!m_)                                              \
+				continue;                                     \
+		}                                                             \
+		struct store_row *d = &rows[i++];                             \
+		uint64_t v = col_varint(&b);                                  \
+		stmt;                                                         \
 	}
 #define DELTA32(field)                                                       \
 	do {                                                                 \

@@ -137,6 +137,8 @@ int store_read__segs(struct store_reader *r);
 /* Each segment's blocks: its header checked, the index read, the gaps and
  * the tail scanned. 0, -ENOMEM or -EPROTONOSUPPORT (a newer format). */
 int store_read__blocks(struct store_reader *r);
+/* v sorted by offset, the order qsort() gives (the index's entries usually are). */
+void store_read__sort_blocks(struct rblock *v, uint32_t n);
 
 /* ---- store_read_block.c */
 /* All of len bytes at off: 0, -ENODATA when the file ends first, or -errno. */

@@ -14,3 +14,6 @@ add_dependencies(test_store_reliability cpa) # the show cases run build/bin/cpa
 add_test(NAME test_store_disk COMMAND test_store_reliability disk)
 set_tests_properties(test_store_disk PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "unit;store"
   ENVIRONMENT "CPA_BUILD_DIR=${CMAKE_BINARY_DIR};CK_DEFAULT_TIMEOUT=300")
+# The reader's sort of a segment's blocks against qsort() (storer/store_read_index.c).
+cpa_add_test(NAME test_store_blocksort SOURCES test_store_blocksort.c
+  LIBS cpa_store cpa_common LABELS store TIMEOUT 60)
