@@ -437,13 +437,15 @@ int show_pick_dir(const char *read, long tod, char *buf, size_t len)
 				read);
 		return r;
 	}
+	if (len)
+		buf[0] = 0;
 	r = store_root__pick(read, tod, buf, len);
 	if (r == -ENOENT)
 		log_error("failed to open input file: no cpa store in '%s' (want a cpa_YYMMDD... "
 			  "dir or the root holding them)",
 			  read);
-	else if (r < 0)
-		log_error_errno(r, "failed to open input file: read store root '%s': %m", read);
+	else if (r < 0) /* the dir that cannot be read: --read, or a store dir in it */
+		log_error_errno(r, "failed to open input file: '%s': %m", buf[0] ? buf : read);
 	return r;
 }
 

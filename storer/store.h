@@ -441,8 +441,9 @@ void store_root__list_free(char **names, uint32_t n);
  * The store dir under root for local time of day tod_s (-1: the newest): the
  * newest cpa_* dir whose records span that time of day, else the newest one
  * holding records (a run that captured nothing leaves an empty dir), else the
- * newest. Its path into buf; -ENOENT when root holds none. Used by `cpa show`
- * and cpa-view.
+ * newest. Its path into buf; -ENOENT when root holds none; -errno when root
+ * cannot be listed, or none of its cpa_* dirs can (that dir's path into buf:
+ * EACCES of a store of another user). Used by `cpa show` and cpa-view.
  */
 int store_root__pick(const char *root, long tod_s, char *buf, size_t len);
 /*

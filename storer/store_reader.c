@@ -14,6 +14,7 @@
  * callback and skipped; a block past the end of its file (torn tail) is
  * skipped; a block the index does not know of is found by scanning.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/timeutil.h"
+#include "store_dir_pvt.h"
 #include "store_reader_pvt.h"
 
 void store_read__notice(struct store_reader *r, const char *fmt, ...)
@@ -398,6 +400,28 @@ static long local_tod(uint64_t ns)
 	return tm.tm_hour * 3600L + tm.tm_min * 60L + tm.tm_sec;
 }
 
+struct shut_ctx {
+	const char *root;
+	char *buf;
+	size_t len;
+};
+
+/* A cpa_* dir of root that cannot be listed (not readable by this user): its
+ * path into buf, -errno; 0 for one that can, or is no dir. */
+static int shut_dir(void *ctx, const char *name)
+{
+	struct shut_ctx *c = ctx;
+	DIR *d;
+
+	snprintf(c->buf, c->len, "%s/%s", c->root, name);
+	d = opendir(c->buf);
+	if (d) {
+		closedir(d);
+		return 0;
+	}
+	return errno == ENOTDIR || errno == ENOENT ? 0 : -errno;
+}
+
 /*
  * The store dir under root for local time-of-day tod_s (-1: the newest): the
  * newest cpa_* dir whose records span that time of day, else the newest one
@@ -414,8 +438,12 @@ int store_root__pick(const char *root, long tod_s, char *buf, size_t len)
 	if (ret < 0)
 		return ret;
 	if (!n) {
+		struct shut_ctx c = {root, buf, len};
+
 		store_root__list_free(names, n);
-		return -ENOENT;
+		/* none readable: say why, not that there is none */
+		ret = store_dir__for_each_store(root, shut_dir, &c);
+		return ret < 0 ? ret : -ENOENT;
 	}
 	snprintf(buf, len, "%s/%s", root, names[n - 1]);
 	for (i = n; i-- > 0;) {

@@ -2,6 +2,10 @@
 # Parser cases in-process (cpa_cli) plus the built binary (CPA_BUILD_DIR/bin/cpa).
 cpa_add_test(NAME test_cli SOURCES test_cli.c LIBS cpa_cli cpa_common LABELS cli TIMEOUT 60)
 add_dependencies(test_cli cpa)
+# The same program with "nonroot" runs cpa as nobody (setpriv): root only, else 77.
+add_test(NAME test_cli_nonroot COMMAND test_cli nonroot)
+set_tests_properties(test_cli_nonroot PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS "unit;cli"
+  ENVIRONMENT "CPA_BUILD_DIR=${CMAKE_BINARY_DIR};CK_DEFAULT_TIMEOUT=60")
 
 # Fake stages: one source built as capture, unwindd, symd and storer in their
 # own directory, which test_monitor hands to the monitor as CPA_STAGE_DIR.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_cli: the option parser in-process (cpa_cli, messages captured through
- * the log sink) and the built `cpa` binary end to end (CPA_BUILD_DIR). No root.
+ * the log sink) and the built `cpa` binary end to end (CPA_BUILD_DIR). No root;
+ * `test_cli nonroot` (test_cli_nonroot) runs cpa as nobody: root only, else 77.
  */
 #include <check.h>
 #include <errno.h>
@@ -1005,6 +1006,56 @@ START_TEST(test_bin_pidfile_full_disk)
 }
 END_TEST
 
+/* ---- as another user (root only: `test_cli nonroot`, else 77) ---- */
+
+static char nr_dir[] = "/tmp/cpa-test-cli-nr-XXXXXX";
+static bool nr_made;
+
+/* cpa show --read rd run as nobody: its stderr (2>&1), exit code in *rc. */
+static char *show_as_nobody(const char *rd, int *rc)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+
+	return test_cmd_out(rc,
+			    "setpriv --reuid=65534 --regid=65534 --clear-groups '%s/bin/cpa' show "
+			    "--read '%s' 2>&1",
+			    b ? b : ".", rd);
+}
+
+/*
+ * A store nobody may read (a root-owned 0700 store dir): cpa show says which
+ * dir and "Permission denied" in one line, exit 1, not that there is no store.
+ */
+START_TEST(test_bin_store_not_readable)
+{
+	char root[96], day[128], want[256], *o;
+	int rc;
+
+	snprintf(root, sizeof(root), "%s/root", nr_dir);
+	snprintf(day, sizeof(day), "%s/cpa_261129", root);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	ck_assert_int_eq(mkdir(day, 0700), 0);
+	snprintf(want, sizeof(want), "%s/seg_000001.cps", day);
+	write_file(want, "segment bytes\n");
+	snprintf(want, sizeof(want), "failed to open input file: '%s': Permission denied", day);
+	for (int i = 0; i < 2; i++) {
+		/* the root, then the store dir itself */
+		o = show_as_nobody(i ? day : root, &rc);
+		ck_assert_msg(rc == 1 && strstr(o, want) && !strstr(o, "no cpa store") &&
+				      !strstr(o, "store root"),
+			      "exit %d: %s", rc, o);
+		ck_assert_msg(strchr(o, '\n') == o + strlen(o) - 1, "not one line: %s", o);
+		free(o);
+	}
+	/* a root nobody may not list: named, with the reason */
+	ck_assert_int_eq(chmod(root, 0700), 0);
+	snprintf(want, sizeof(want), "failed to open input file: '%s': Permission denied", root);
+	o = show_as_nobody(root, &rc);
+	ck_assert_msg(rc == 1 && strstr(o, want), "exit %d: %s", rc, o);
+	free(o);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -1020,10 +1071,50 @@ static Suite *cli_suite(void)
 	return s;
 }
 
-int main(void)
+/* nobody can run the built cpa here (setpriv, a build dir others may enter) */
+static bool nobody_runs_cpa(void)
 {
-	SRunner *sr = srunner_create(cli_suite());
+	const char *b = getenv("CPA_BUILD_DIR");
+	char cmd[PATH_MAX + 128];
+
+	if (geteuid() != 0 || !mkdtemp(nr_dir))
+		return false;
+	nr_made = true;
+	if (chmod(nr_dir, 0755) < 0)
+		return false;
+	snprintf(cmd, sizeof(cmd),
+		 "setpriv --reuid=65534 --regid=65534 --clear-groups '%s/bin/cpa' version "
+		 ">/dev/null 2>&1",
+		 b ? b : ".");
+	return system(cmd) == 0;
+}
+
+int main(int argc, char **argv)
+{
+	SRunner *sr;
 	int failed;
+
+	if (argc > 1 && !strcmp(argv[1], "nonroot")) {
+		Suite *s = suite_create("cli_nonroot");
+		char cmd[128];
+
+		if (!nobody_runs_cpa()) {
+			fprintf(stderr, "needs root, setpriv and a cpa nobody may run: skipped\n");
+			if (nr_made)
+				rmdir(nr_dir);
+			return TEST_SKIP;
+		}
+		TEST_TCASE(s, "nonroot", test_bin_store_not_readable);
+		sr = srunner_create(s);
+		srunner_run_all(sr, CK_NORMAL);
+		failed = srunner_ntests_failed(sr);
+		srunner_free(sr);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", nr_dir);
+		if (system(cmd) != 0)
+			failed++;
+		return failed ? 1 : 0;
+	}
+	sr = srunner_create(cli_suite());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
