@@ -355,11 +355,12 @@ static int write_prof(const struct show_acc *acc, const char *path)
 	for (i = 0; i < n; i++)
 		ids[i] = i + 1;
 	qsort_r(ids, n, sizeof(*ids), id_cmp, (void *)&fd->lines);
+	/* -o names the file (its default one too): messages name the option */
 	r = export_file__open(&x, path);
 	if (r < 0 && x.err[0])
-		return log_error_errno(r, "%s", x.err);
+		return log_error_errno(r, "-o: %s", x.err);
 	if (r < 0)
-		return log_error_errno(r, "open '%s': %m", path);
+		return log_error_errno(r, "-o: open '%s': %m", path);
 	for (i = 0; i < n; i++) {
 		uint32_t len;
 		const char *line = intern__key(&fd->lines, ids[i], &len);
@@ -369,7 +370,7 @@ static int write_prof(const struct show_acc *acc, const char *path)
 	}
 	r = export_file__close(&x, true);
 	if (r < 0)
-		return log_error_errno(r, "write '%s': %m", path);
+		return log_error_errno(r, "-o: write '%s': %m", path);
 	return 0;
 }
 

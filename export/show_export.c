@@ -286,7 +286,7 @@ static int split(const struct show_opts *o, struct store_reader *r, const char *
 	(void)export__store_freq(dir, &freq);
 	ret = store_split__new(o->split_path, freq, &sp);
 	if (ret < 0)
-		return log_error_errno(ret, "new store in '%s': %m", o->split_path);
+		return log_error_errno(ret, "--split_path: new store in '%s': %m", o->split_path);
 	sf.sp = sp;
 	ret = store_reader__query(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt, split_add,
 				  &sf);
@@ -296,7 +296,7 @@ static int split(const struct show_opts *o, struct store_reader *r, const char *
 	}
 	ret = store_split__close(sp, &samples, out, sizeof(out));
 	if (ret < 0) {
-		log_error_errno(ret, "write '%s': %m", o->split_path);
+		log_error_errno(ret, "--split_path: write '%s': %m", o->split_path);
 		goto out;
 	}
 	if (!samples) {
@@ -411,7 +411,7 @@ int show_export(const struct show_opts *o, struct store_reader *r, const char *d
 		snprintf(outp, sizeof(outp), "cpa_%s_%lld%s", a, (long long)n, export__suffix(fmt));
 	ret = export__write(e, outp);
 	if (ret < 0) {
-		log_error("%s", export__error(e));
+		log_error("-o: %s", export__error(e));
 		goto out;
 	}
 	export__stats(e, &st);

@@ -399,21 +399,22 @@ static void print_summary(struct sched_ctx *c, const char *a, const char *b)
 	fflush(stdout);
 }
 
-static FILE *open_out(const char *path)
+/* opt: the option naming path, named in the message. */
+static FILE *open_out(const char *opt, const char *path)
 {
 	FILE *f = fopen(path, "we");
 
 	if (!f)
-		log_error_errno(-errno, "open '%s': %m", path);
+		log_error_errno(-errno, "%s: open '%s': %m", opt, path);
 	return f;
 }
 
-static int close_out(FILE *f, const char *path)
+static int close_out(FILE *f, const char *opt, const char *path)
 {
 	if (!f)
 		return 0;
 	if (ferror(f) | (fclose(f) != 0))
-		return log_error_errno(-(errno ? errno : EIO), "write '%s': %m", path);
+		return log_error_errno(-(errno ? errno : EIO), "%s: write '%s': %m", opt, path);
 	return 0;
 }
 
@@ -466,10 +467,11 @@ int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, in
 
 	if (o->triggers && !o->sched && !o->sched_csv && !o->sched_json)
 		return print_triggers(o, r, t0, n);
-	if (o->sched_csv && !(c.csv = open_out(o->sched_csv)))
+	if (o->sched_csv && !(c.csv = open_out("--sched_csv", o->sched_csv)))
 		return -EIO;
-	if (o->sched_json && !(c.json = open_out(o->sched_json))) {
-		fclose(c.csv);
+	if (o->sched_json && !(c.json = open_out("--sched_json", o->sched_json))) {
+		if (c.csv)
+			fclose(c.csv);
 		return -EIO;
 	}
 	if (c.csv)
@@ -484,9 +486,9 @@ int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, in
 		log_error_errno(ret, "read the metrics: %m");
 	if (c.json)
 		fprintf(c.json, "%s\n]}\n", c.json_sec_open ? "\n  ]}" : "");
-	e = close_out(c.csv, o->sched_csv);
+	e = close_out(c.csv, "--sched_csv", o->sched_csv);
 	ret = ret < 0 ? ret : e;
-	e = close_out(c.json, o->sched_json);
+	e = close_out(c.json, "--sched_json", o->sched_json);
 	ret = ret < 0 ? ret : e;
 	show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
 	show_fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));

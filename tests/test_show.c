@@ -466,6 +466,14 @@ START_TEST(test_show_binary)
 	RUN_BIN(&r, "-B", "12:00:00");
 	ck_assert_int_ne(r.code, 0);
 	ck_assert_msg(strstr(r.err, "Not Found Enough Records"), "%s", r.err);
+
+	/* an output the option names that cannot be written: the option named */
+	RUN_BIN(&r, "-B", "10:00:05", "-o", "/tmp");
+	ck_assert_int_eq(r.code, 1);
+	ck_assert_msg(strstr(r.err, "ERROR: -o: open '/tmp': Is a directory"), "%s", r.err);
+	RUN_BIN(&r, "-B", "10:00:05", "-o", "/tmp", "--format", "pprof");
+	ck_assert_int_eq(r.code, 1);
+	ck_assert_msg(strstr(r.err, "ERROR: -o: open '/tmp': Is a directory"), "%s", r.err);
 }
 END_TEST
 
@@ -889,6 +897,19 @@ START_TEST(test_show_unused_opts)
 	o.use_cui = false;
 	o.target_pid = -1;
 	o.format = "pprof";
+
+	/* --sched_csv and --sched_json that cannot be written: the option named */
+	logbuf[0] = 0;
+	o.sched_csv = mroot;
+	ck_assert_int_lt(run(&o), 0);
+	ck_assert_msg(strstr(logbuf, "--sched_csv: open '") && strstr(logbuf, "Is a directory"),
+		      "%s", logbuf);
+	o.sched_csv = NULL;
+	logbuf[0] = 0;
+	o.sched_json = mroot;
+	ck_assert_int_lt(run(&o), 0);
+	ck_assert_msg(strstr(logbuf, "--sched_json: open '"), "%s", logbuf);
+	o.sched_json = NULL;
 
 	/* speedscope has no diff: said before anything is read */
 	logbuf[0] = 0;
