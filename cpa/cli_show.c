@@ -124,6 +124,11 @@ static int output_in_store(const char *opt, const char *path, bool split, const 
 	return -EINVAL;
 }
 
+static bool opt_given(const void *ctx, const char *name)
+{
+	return cpa_opts__given(ctx, name);
+}
+
 int cmd_show(struct cpa_opts *o)
 {
 	const struct show_cli *c = &o->show;
@@ -162,6 +167,8 @@ int cmd_show(struct cpa_opts *o)
 		.sched_csv = c->sched_csv,
 		.sched_json = c->sched_json,
 		.triggers = c->triggers,
+		.given = opt_given,
+		.given_ctx = o,
 	};
 	for (int i = 0; i < 2; i++) {
 		const char *rd = i ? c->diff_base_read : c->read;

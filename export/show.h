@@ -44,6 +44,11 @@ struct show_opts {
 	bool sched;			    /* --sched: the summary on stdout */
 	const char *sched_csv, *sched_json; /* --sched_csv/--sched_json FILE: the series */
 	bool triggers;			    /* --triggers: the policy triggers of the range */
+	/* Whether the option of long name name was given, a default value included
+	 * (cpa's parser: cpa_opts__given()); NULL: a value other than the default
+	 * counts as given. For show_warn_unused(). */
+	bool (*given)(const void *ctx, const char *name);
+	const void *given_ctx;
 };
 
 /* 0 ok, or negative errno (already logged). */

@@ -27,6 +27,12 @@ static void list_add(char *buf, size_t len, bool given, const char *item)
 		snprintf(buf + k, len - k, "%s%s", k ? ", " : "", item);
 }
 
+/* Option name (long) given: by the parser's record, else non_default. */
+static bool given(const struct show_opts *o, const char *name, bool non_default)
+{
+	return o->given ? o->given(o->given_ctx, name) : non_default;
+}
+
 /* The label switches the user gave (and --show_raw when raw) onto buf's list. */
 static void list_labels(const struct show_opts *o, bool raw, char *buf, size_t len)
 {
@@ -44,7 +50,7 @@ static void list_profile(const struct show_opts *o, char *buf, size_t len)
 	list_add(buf, len, o->diff_base_read || o->diff_base_start || o->diff_base_end,
 		 "--diff_base_*");
 	list_add(buf, len, o->split_path, "--split_path");
-	list_add(buf, len, o->kind != SHOW_KIND_AUTO, "--kind");
+	list_add(buf, len, given(o, "kind", o->kind != SHOW_KIND_AUTO), "--kind");
 	list_labels(o, true, buf, len);
 }
 
@@ -54,8 +60,9 @@ static void list_filters(const struct show_opts *o, bool probe, char *buf, size_
 {
 	list_add(buf, len, o->target_env, "--target_env");
 	list_add(buf, len, o->target_cpu, "--target_cpu");
-	list_add(buf, len, o->target_cgroup_id >= 0, "--target_cgroup_id");
-	list_add(buf, len, probe && o->probe_id >= 0, "--probe_id");
+	list_add(buf, len, given(o, "target_cgroup_id", o->target_cgroup_id >= 0),
+		 "--target_cgroup_id");
+	list_add(buf, len, probe && given(o, "probe_id", o->probe_id >= 0), "--probe_id");
 }
 
 /* What the store's range (--show_range) or cpa-view (--use_cui) does not take. */
@@ -64,10 +71,10 @@ static void warn_range_view(const struct show_opts *o)
 	char x[512] = "";
 
 	list_add(x, sizeof(x), o->use_cui && o->show_range, "--show_range");
-	list_add(x, sizeof(x), o->output_num != 1, "-n");
+	list_add(x, sizeof(x), given(o, "output_num", o->output_num != 1), "-n");
 	list_add(x, sizeof(x), !o->use_cui && o->endtime, "--endtime");
 	list_profile(o, x, sizeof(x));
-	list_add(x, sizeof(x), o->target_pid >= 0, "--target_pid");
+	list_add(x, sizeof(x), given(o, "target_pid", o->target_pid >= 0), "--target_pid");
 	list_add(x, sizeof(x), o->target_comm, "--target_comm");
 	list_filters(o, o->use_cui, x, sizeof(x));
 	list_add(x, sizeof(x), o->sched || o->sched_csv || o->sched_json, "--sched*");

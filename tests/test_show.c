@@ -467,6 +467,15 @@ START_TEST(test_show_binary)
 	ck_assert_int_ne(r.code, 0);
 	ck_assert_msg(strstr(r.err, "Not Found Enough Records"), "%s", r.err);
 
+	/* --show_range names a given -n as unused, the default value too */
+	RUN_BIN(&r, "--show_range", "1", "-n", "1");
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_msg(strstr(r.err, "--show_range prints the store's range only: -n not used"),
+		      "%s", r.err);
+	RUN_BIN(&r, "--show_range", "1");
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_str_eq(r.err, "");
+
 	/* an output the option names that cannot be written: the option named */
 	RUN_BIN(&r, "-B", "10:00:05", "-o", "/tmp");
 	ck_assert_int_eq(r.code, 1);
