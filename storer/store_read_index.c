@@ -443,8 +443,8 @@ static int read_index(struct store_reader *r)
 /* Sort, drop duplicates and overlaps, then scan the gaps and the tail. */
 static int seg_finish(struct store_reader *r, struct rseg *s)
 {
-	uint32_t i, k = 0, n;
-	uint64_t pos = sizeof(struct store_seg_hdr);
+	uint32_t i, k = 0, n, past = 0, past_off = 0;
+	uint64_t pos = sizeof(struct store_seg_hdr), past_bytes = 0;
 	int ret;
 
 	if (s->fd < 0)
@@ -458,17 +458,25 @@ static int seg_finish(struct store_reader *r, struct rseg *s)
 		if ((uint64_t)b->off + b->len > s->size) {
 			/* Indexed, but the file ends first (a torn write, a
 			 * truncated copy): not readable, so not in the range.
-			 * The scan below reports the bytes that are there. */
-			if (b->off >= s->size) {
-				r->st.blocks_torn++;
-				store_read__notice(
-					r,
-					"%s: indexed block at %u lies past the end of the file, skipped",
-					s->path, b->off);
+			 * The scan below reports the bytes that are there; the
+			 * blocks wholly past the end are counted (once each, a
+			 * duplicate index entry not again) and said once below. */
+			if (b->off >= s->size && !(past && b->off == past_off)) {
+				past++;
+				past_off = b->off;
+				past_bytes += b->len;
 			}
 			continue;
 		}
 		s->blocks[k++] = *b;
+	}
+	if (past) {
+		r->st.blocks_torn += past;
+		store_read__notice(
+			r,
+			"%s: %u indexed block(s), %llu bytes, lie past the end of the file "
+			"(%llu bytes: truncated), skipped",
+			s->path, past, (unsigned long long)past_bytes, (unsigned long long)s->size);
 	}
 	s->n = k;
 	n = s->n;

@@ -27,6 +27,7 @@
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "storer/store.h"
+#include "storer/store_fmt.h"
 #include "storer/storer.h"
 #include "test_store_util.h"
 #include "test_util.h"
@@ -631,6 +632,55 @@ START_TEST(test_show_torn_tail)
 }
 END_TEST
 
+/*
+ * A segment cut to half its size, its index whole: the blocks past the end are
+ * one warning line for the segment (its path, how many blocks and bytes, the
+ * count exact) beside the summary, not one line per block.
+ */
+START_TEST(test_show_truncated_segment)
+{
+	static struct test_run r;
+	char *root = t_mkdtemp(), dir[1024], p[1100], want[1300];
+	uint32_t past = 0, cut;
+	uint64_t bytes = 0;
+	size_t len;
+	char *idx;
+	struct stat sb;
+
+	make_store(root, 200, 3600, dir, sizeof(dir)); /* 40 blocks of 5 s, one segment */
+	seg_file(dir, 1, p, sizeof(p));
+	ck_assert_int_eq(stat(p, &sb), 0);
+	cut = (uint32_t)(sb.st_size / 2);
+	ck_assert_int_eq(truncate(p, cut), 0);
+	/* what the index says lies past the cut */
+	snprintf(want, sizeof(want), "%s/index", dir);
+	idx = test_slurp(want, &len);
+	for (size_t off = sizeof(struct store_idx_hdr); off + sizeof(struct store_idx_entry) <= len;
+	     off += sizeof(struct store_idx_entry)) {
+		struct store_idx_entry e;
+
+		memcpy(&e, idx + off, sizeof(e));
+		if (e.seg_no == 1 && e.off >= cut) {
+			past++;
+			bytes += e.len;
+		}
+	}
+	free(idx);
+	ck_assert_uint_gt(past, 10);
+	RUN_SHOW(&r, dir, "--show_range", "1");
+	ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+	snprintf(want, sizeof(want),
+		 "WARNING: %s: %u indexed block(s), %llu bytes, lie past the end of the file "
+		 "(%u bytes: truncated), skipped\n",
+		 p, past, (unsigned long long)bytes, cut);
+	ck_assert_msg(strstr(r.err, want), "want '%s' in: %s", want, r.err);
+	ck_assert_msg(strstr(r.err, "torn and 0 corrupt block(s)"), "%s", r.err); /* the summary */
+	ck_assert_msg(count_in(r.err, "\n") == 2, "%s", r.err);
+	t_rm_rf(root);
+	free(root);
+}
+END_TEST
+
 /* ------------------------------------------------------------ full disk (root) */
 
 static char mnt[64];
@@ -1079,7 +1129,8 @@ int main(int argc, char **argv)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_kill_after_submit, 0, 10);
 	suite_add_tcase(s, tc);
-	TEST_TCASE(s, "show", test_show_spans_runs, test_show_torn_tail);
+	TEST_TCASE(s, "show", test_show_spans_runs, test_show_torn_tail,
+		   test_show_truncated_segment);
 	tc = tcase_create("io_errors");
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_eio_writes, 0, 2);
