@@ -29,32 +29,42 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# tmp_checked DIR CTEST_ARGS...: ctest with TMPDIR=DIR (emptied first), then
-# fail naming what is left in DIR by a test that passed or skipped. A test's
-# scratch is DIR/<test>-XXXXXX or DIR/<test>.XXXXXX; a failed test's stays.
+# tmp_checked DIR CTEST_ARGS...: ctest with TMPDIR=DIR/tmpdir, fresh and empty;
+# as root also in a mount namespace of its own where /tmp is DIR/tmp, empty, so
+# that a fixed /tmp path shows too. Then it fails naming what a test that passed
+# or skipped left in either. A test's scratch is <test>-XXXXXX or <test>.XXXXXX;
+# a failed test's stays.
 tmp_checked() {
-	local dir=$1 rc=0 out failed leaks="" e owner
+	local dir=$1 rc=0 out=$1.ctest failed leaks="" d e owner
 	shift
 	rm -rf "$dir"
-	mkdir -p "$dir"
-	out=$dir.ctest
-	TMPDIR=$dir ctest "$@" 2>&1 | tee "$out" || rc=$?
+	mkdir -p "$dir/tmpdir" "$dir/tmp"
+	chmod 1777 "$dir/tmpdir" "$dir/tmp"
+	local run=(env TMPDIR="$dir/tmpdir" ctest "$@")
+	if [ "$(id -u)" -eq 0 ] && unshare -m --propagation private true 2>/dev/null; then
+		run=(unshare -m --propagation private sh -c 'mount --bind "$0" /tmp && exec "$@"'
+			"$dir/tmp" "${run[@]}")
+	fi
+	"${run[@]}" 2>&1 | tee "$out" || rc=$?
 	failed=" $(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*/\1/p' "$out" | tr '\n' ' ') "
-	for e in "$dir"/* "$dir"/.[!.]*; do
-		[ -e "$e" ] || [ -L "$e" ] || continue
-		e=${e##*/}
-		owner=${e%[-.]??????}
-		if [ "$owner" != "$e" ] && [[ $failed == *" $owner "* ]]; then
-			echo "== kept for the failed test $owner: $dir/$e"
-		else
-			leaks+=" $e"
-		fi
+	for d in tmpdir tmp; do
+		for e in "$dir/$d"/* "$dir/$d"/.[!.]*; do
+			[ -e "$e" ] || [ -L "$e" ] || continue
+			e=${e#"$dir/"}
+			owner=${e#*/}
+			owner=${owner%[-.]??????}
+			if [[ $e != */"$owner" && $failed == *" $owner "* ]]; then
+				echo "== kept for the failed test $owner: $dir/$e"
+			else
+				leaks+=" $e"
+			fi
+		done
 	done
 	if [ -n "$leaks" ]; then
-		echo "== left in TMPDIR=$dir by tests that did not fail:"
+		echo "== left by tests that did not fail (tmpdir/: \$TMPDIR, tmp/: /tmp) in $dir:"
 		for e in $leaks; do
 			echo "   $e"
-			find "$dir/$e" -maxdepth 2 | head -5 | sed 's/^/     /'
+			find "$dir/$e" -mindepth 1 -maxdepth 2 | head -4 | sed "s|^$dir/|     |"
 		done
 		[ "$rc" -ne 0 ] || rc=1
 	fi
