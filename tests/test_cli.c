@@ -407,8 +407,8 @@ static void write_file(const char *path, const char *s)
 
 START_TEST(test_config_file)
 {
-	char path[] = "/tmp/cpa-test-cli-XXXXXX";
-	int fd = mkstemp(path);
+	char path[PATH_MAX];
+	int fd = test_mkstemp(path, sizeof(path), "cli");
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
@@ -466,8 +466,8 @@ END_TEST
 
 START_TEST(test_config_hostile)
 {
-	char path[] = "/tmp/cpa-test-cli-XXXXXX";
-	int fd = mkstemp(path);
+	char path[PATH_MAX];
+	int fd = test_mkstemp(path, sizeof(path), "cli");
 	FILE *f;
 
 	ck_assert_int_ge(fd, 0);
@@ -526,9 +526,9 @@ END_TEST
 
 START_TEST(test_btf_path)
 {
-	char path[] = "/tmp/cpa-test-btf-XXXXXX";
+	char path[PATH_MAX];
 	static const unsigned char fake_btf[] = {0x9f, 0xeb, 1, 0, 24, 0, 0, 0, 0, 0, 0, 0};
-	int fd = mkstemp(path);
+	int fd = test_mkstemp(path, sizeof(path), "btf");
 
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(PARSE(MON, "-b", "/nonexistent/btf"), -ENOENT);
@@ -604,6 +604,7 @@ END_TEST
 START_TEST(test_bin_errors)
 {
 	static struct test_run r;
+	char dir[PATH_MAX], store[PATH_MAX + 8];
 	regex_t re;
 
 	RUN(&r, "monitor", "--freq", "0");
@@ -632,9 +633,9 @@ START_TEST(test_bin_errors)
 
 	/* Set-up errors of the monitor: exit 1 with the reason. */
 	setenv("CPA_STAGE_DIR", "/nonexistent-stage-dir", 1);
-	RUN(&r, "monitor", "--store_dir", "/tmp/cpa-test-cli-store");
+	snprintf(store, sizeof(store), "%s/store", test_scratch_in(dir, sizeof(dir), "cli-store"));
+	RUN(&r, "monitor", "--store_dir", store);
 	unsetenv("CPA_STAGE_DIR");
-	rmdir("/tmp/cpa-test-cli-store");
 	ck_assert_int_eq(r.code, 1);
 	ck_assert_ptr_nonnull(
 		strstr(r.err, "stage 'capture' not usable at '/nonexistent-stage-dir/capture'"));
@@ -654,9 +655,9 @@ END_TEST
 /* CPA's config files write "null" for an unset value: the default. */
 START_TEST(test_null_is_default)
 {
-	char path[] = "/tmp/cpa-test-cli-XXXXXX";
+	char path[PATH_MAX];
 	static struct test_run r;
-	int fd = mkstemp(path);
+	int fd = test_mkstemp(path, sizeof(path), "cli");
 
 	ck_assert_int_eq(PARSE(MON, "--btf_path", "null", "--freq", "99", "--freq", "null", "-p",
 			       "null", "--probe", "null", "--record_env_name=null"),
@@ -733,10 +734,10 @@ START_TEST(test_bin_input_files)
 {
 	static struct test_run r;
 	struct sigaction sa = {.sa_handler = fifo_unblock, .sa_flags = SA_RESTART};
-	char dir[] = "/tmp/cpa-test-in-XXXXXX", pol[PATH_MAX], fifo[PATH_MAX], store[PATH_MAX],
+	char dir[PATH_MAX], pol[PATH_MAX], fifo[PATH_MAX], store[PATH_MAX],
 	     spec[PATH_MAX + 32];
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "in");
 	snprintf(pol, sizeof(pol), "%s/boost.policy", dir);
 	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
 	snprintf(store, sizeof(store), "%s/store", dir);
@@ -801,13 +802,13 @@ END_TEST
 START_TEST(test_bin_pidfile_full_disk)
 {
 	static struct test_run r;
-	char dir[] = "/tmp/cpa-test-full-XXXXXX", path[PATH_MAX];
+	char dir[PATH_MAX], path[PATH_MAX];
 	static char chunk[4096];
 	int fd;
 
 	if (geteuid() != 0)
 		return;
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "full");
 	if (mount("cpa-test", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755") < 0) {
 		fprintf(stderr, "test_bin_pidfile_full_disk: tmpfs: %s: skipped\n",
 			strerror(errno));
@@ -848,11 +849,5 @@ static Suite *cli_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(cli_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return test_run_suite(cli_suite());
 }

@@ -1567,15 +1567,14 @@ END_TEST
 
 /* ---------------------------------------------------------------- a full disk */
 
-static char mnt[64];
+static char mnt[PATH_MAX];
 
 /* A tmpfs of size bytes (root only); 0 when mounted. */
 static int small_fs(const char *size)
 {
 	char opts[64];
 
-	snprintf(mnt, sizeof(mnt), "/tmp/cpa-xfull-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(mnt));
+	test_scratch_in(mnt, sizeof(mnt), "xfull");
 	snprintf(opts, sizeof(opts), "size=%s", size);
 	if (mount("tmpfs", mnt, "tmpfs", 0, opts) < 0) {
 		rmdir(mnt);

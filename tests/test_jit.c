@@ -30,7 +30,7 @@
 #include "workload/jit_src.h"
 
 static char bin_dir[4096];
-static char dir[] = "/tmp/cpa-jit-XXXXXX";
+static char dir[PATH_MAX]; /* main()'s test_scratch(): kept if the test fails */
 static const char *runtime;
 static char node_path[4096], java_path[4096];
 
@@ -191,10 +191,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "skip: no %s\n", runtime);
 		return 77;
 	}
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	test_scratch_in(dir, sizeof(dir), "jit");
 	if (put("hot.js", jit_node_src) < 0 || put("Hot.java", jit_java_src) < 0)
 		return 1;
 	if (strcmp(runtime, "node")) {
@@ -205,5 +202,5 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	return run_test_rmdir(s, tc, test_jit_programs, 240, dir);
+	return run_one_test(s, tc, test_jit_programs, 240);
 }

@@ -633,7 +633,7 @@ END_TEST
 
 /* ------------------------------------------------------------ full disk (root) */
 
-static char mnt[64];
+static char mnt[PATH_MAX];
 
 static void fill_disk(const char *path)
 {
@@ -1044,8 +1044,7 @@ END_TEST
 
 static void disk_setup(void)
 {
-	snprintf(mnt, sizeof(mnt), "/tmp/cpa-tmpfs-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(mnt));
+	test_scratch_in(mnt, sizeof(mnt), "tmpfs");
 	ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), 0);
 }
 
