@@ -27,7 +27,8 @@ const char *fuzz__dir(void)
 	if (!scratch[0]) {
 		const char *tmp = getenv("TMPDIR");
 
-		snprintf(scratch, sizeof(scratch), "%s/cpa-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		snprintf(scratch, sizeof(scratch), "%s/cpa-fuzz-XXXXXX",
+			 tmp && *tmp ? tmp : "/tmp");
 		if (!mkdtemp(scratch)) {
 			perror("fuzz: mkdtemp");
 			exit(1);

@@ -734,8 +734,7 @@ START_TEST(test_bin_input_files)
 {
 	static struct test_run r;
 	struct sigaction sa = {.sa_handler = fifo_unblock, .sa_flags = SA_RESTART};
-	char dir[PATH_MAX], pol[PATH_MAX], fifo[PATH_MAX], store[PATH_MAX],
-	     spec[PATH_MAX + 32];
+	char dir[PATH_MAX], pol[PATH_MAX], fifo[PATH_MAX], store[PATH_MAX], spec[PATH_MAX + 32];
 
 	test_scratch_in(dir, sizeof(dir), "in");
 	snprintf(pol, sizeof(pol), "%s/boost.policy", dir);

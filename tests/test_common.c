@@ -170,9 +170,8 @@ START_TEST(test_read_full_file)
 	ck_assert_int_eq(read_full_file_at(dfd, "no-such-file-here", 0, 1024, &buf, &cap, &len),
 			 -ENOENT);
 	/* READ_FULL_TRUNCATE keeps the head of a longer file */
-	ck_assert_int_eq(
-		read_full_file_at(dfd, name, READ_FULL_TRUNCATE, 1000, &buf, &cap, &len),
-		0);
+	ck_assert_int_eq(read_full_file_at(dfd, name, READ_FULL_TRUNCATE, 1000, &buf, &cap, &len),
+			 0);
 	ck_assert_uint_eq(len, 1000);
 	ck_assert(memcmp(buf, big, len) == 0);
 	ck_assert_int_eq(buf[len], '\0');

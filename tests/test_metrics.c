@@ -688,8 +688,7 @@ static double oncpu_s(const char *store, unsigned int pid, long from, long to)
 
 START_TEST(test_metrics_policy)
 {
-	char cpa[PATH_MAX + 8], store[PATH_MAX], pol[PATH_MAX], a[32],
-				b[32], log[PATH_MAX];
+	char cpa[PATH_MAX + 8], store[PATH_MAX], pol[PATH_MAX], a[32], b[32], log[PATH_MAX];
 	char *margv[] = {cpa,	     "monitor", "--store_dir", store, "-F", "49",
 			 "--policy", pol,	"--duration",  "37",  NULL};
 	char *sargv[] = {cpa, "show",	   "--read", store,	   "--starttime",
