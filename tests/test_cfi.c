@@ -421,7 +421,7 @@ static size_t index_matches(int efd, int dfd);
 
 START_TEST(test_debug_frame)
 {
-	char cmd[1024], dbg[PATH_MAX];
+	char cmd[4 * PATH_MAX + 512], dbg[PATH_MAX];
 	_cleanup_close_ int dfd = test_mkstemp(dbg, sizeof(dbg), "cfi_dbg");
 	_cleanup_close_ int efd = -1;
 	struct cfi_table *t = NULL, *t2 = NULL;
@@ -443,7 +443,7 @@ START_TEST(test_debug_frame)
 	index_matches(efd, dfd);
 
 	/* the same debug file with SHF_COMPRESSED sections: same rows */
-	char zpath[64], zcmd[256];
+	char zpath[PATH_MAX + 8], zcmd[2 * PATH_MAX + 64];
 	struct cfi_table *t3 = NULL;
 
 	snprintf(zpath, sizeof(zpath), "%s.z", dbg);
@@ -630,7 +630,7 @@ END_TEST
  * no more tables from it. */
 START_TEST(test_index_truncated)
 {
-	char path[PATH_MAX], cmd[256];
+	char path[PATH_MAX], cmd[2 * PATH_MAX];
 	_cleanup_close_ int fd = test_mkstemp(path, sizeof(path), "cfi_trunc");
 	struct cfi_index *x = NULL;
 	const struct cfi_table *c;

@@ -734,7 +734,8 @@ START_TEST(test_bin_input_files)
 {
 	static struct test_run r;
 	struct sigaction sa = {.sa_handler = fifo_unblock, .sa_flags = SA_RESTART};
-	char dir[PATH_MAX], pol[PATH_MAX], fifo[PATH_MAX], store[PATH_MAX], spec[PATH_MAX + 32];
+	char dir[PATH_MAX], pol[PATH_MAX + 64], fifo[PATH_MAX + 64], store[PATH_MAX + 64],
+		spec[PATH_MAX + 128];
 
 	test_scratch_in(dir, sizeof(dir), "in");
 	snprintf(pol, sizeof(pol), "%s/boost.policy", dir);
@@ -801,7 +802,7 @@ END_TEST
 START_TEST(test_bin_pidfile_full_disk)
 {
 	static struct test_run r;
-	char dir[PATH_MAX], path[PATH_MAX];
+	char dir[PATH_MAX], path[PATH_MAX + 64];
 	static char chunk[4096];
 	int fd;
 

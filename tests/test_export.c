@@ -1615,7 +1615,7 @@ static int list_dir(const char *dir, char *buf, size_t len)
 START_TEST(test_full_disk)
 {
 	static const char old[] = "the previous export\n";
-	char path[1100], names[4096], sroot[1100], filler[100], *text;
+	char path[PATH_MAX + 64], names[4096], sroot[PATH_MAX + 64], filler[PATH_MAX + 64], *text;
 	struct store_split *sp;
 	struct store_reader *r;
 	struct store_filter flt;

@@ -154,7 +154,7 @@ static struct row find_row(const char *out, const char *comm)
 static char *runq_run(const char *mode, char **cost)
 {
 	char cpa[PATH_MAX + 8], store[PATH_MAX], a[16], b[16];
-	char log[PATH_MAX];
+	char log[PATH_MAX + 64];
 	char *margv[] = {cpa,  "monitor",    "--store_dir", store,	  "-F",
 			 "19", "--duration", "11",	    (char *)mode, NULL};
 	char *sargv[] = {cpa, "show",	   "--read", store,	"--starttime",
@@ -323,8 +323,8 @@ END_TEST
 /* Which way capture took, as its log line says, for `cpa monitor [extra]`. */
 static char *monitor_log(const char *extra, const char *policy_line)
 {
-	char cpa[PATH_MAX + 8], store[PATH_MAX], pol[PATH_MAX];
-	char log[PATH_MAX];
+	char cpa[PATH_MAX + 8], store[PATH_MAX], pol[PATH_MAX + 64];
+	char log[PATH_MAX + 64];
 	char *margv[] = {cpa, "monitor", "--store_dir", store, "--duration", "3", NULL, NULL, NULL};
 	char *out;
 	pid_t mon;
@@ -448,7 +448,7 @@ static unsigned long long busy_ticks(void)
  */
 START_TEST(test_metrics_idle)
 {
-	char cpa[PATH_MAX + 8], store[PATH_MAX], log[PATH_MAX];
+	char cpa[PATH_MAX + 8], store[PATH_MAX], log[PATH_MAX + 64];
 	char a[16], b[16], spid[16];
 	char *margv[] = {cpa,  "monitor", "--store_dir", store, "--pid", spid,
 			 "-F", "49",	  "--duration",	 "24",	NULL};
@@ -688,7 +688,8 @@ static double oncpu_s(const char *store, unsigned int pid, long from, long to)
 
 START_TEST(test_metrics_policy)
 {
-	char cpa[PATH_MAX + 8], store[PATH_MAX], pol[PATH_MAX], a[32], b[32], log[PATH_MAX];
+	char cpa[PATH_MAX + 8], store[PATH_MAX], pol[PATH_MAX + 64], a[32], b[32],
+		log[PATH_MAX + 64];
 	char *margv[] = {cpa,	     "monitor", "--store_dir", store, "-F", "49",
 			 "--policy", pol,	"--duration",  "37",  NULL};
 	char *sargv[] = {cpa, "show",	   "--read", store,	   "--starttime",
@@ -868,8 +869,8 @@ END_TEST
 /* cpa monitor refuses a bad file with its line and reason, before anything starts. */
 START_TEST(test_policy_file_refused)
 {
-	char dir[PATH_MAX], pol[PATH_MAX], st[PATH_MAX];
-	char want[PATH_MAX + 64], *err;
+	char dir[PATH_MAX], pol[PATH_MAX + 64], st[PATH_MAX + 64];
+	char want[PATH_MAX + 256], *err;
 	FILE *f;
 	int rc;
 

@@ -250,7 +250,7 @@ START_TEST(test_policy_e2e)
 {
 	char cpa[PATH_MAX + 8], exe[PATH_MAX], store[PATH_MAX];
 	char pol[PATH_MAX + 16], p0[PATH_MAX + 32], p1[PATH_MAX + 32], root[64], cgdir[PATH_MAX];
-	char cgname[64], a[32], b[32], *o, log[PATH_MAX];
+	char cgname[64], a[32], b[32], *o, log[PATH_MAX + 64];
 	char *margv[] = {
 		cpa,	   "monitor", "--store_dir",  store, "-F",	 "49", "--probe",    p0,
 		"--probe", p1,	      "--probe_rate", "0",   "--policy", pol,  "--duration", "21",
@@ -580,8 +580,8 @@ END_TEST
 /* cpa monitor refuses a policy naming a probe the run does not have, with the line. */
 START_TEST(test_policy_probe_refused)
 {
-	char dir[PATH_MAX], pol[PATH_MAX], st[PATH_MAX];
-	char want[PATH_MAX + 128];
+	char dir[PATH_MAX], pol[PATH_MAX + 64], st[PATH_MAX + 64];
+	char want[PATH_MAX + 256];
 	struct test_run *r = calloc(1, sizeof(*r));
 	const char *args[] = {"monitor", "--store_dir",		st,  "--policy", pol,
 			      "--probe", "kprobe:do_nanosleep", NULL};

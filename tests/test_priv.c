@@ -204,7 +204,7 @@ END_TEST
 /* The whole store as folded stacks ("comm:pid;root;...;leaf COUNT"), no env label. */
 static char *show_all(const struct mon *m)
 {
-	char cpa[1100], start[32], num[32], prof[128];
+	char cpa[1100], start[32], num[32], prof[PATH_MAX + 64];
 	char *rng[] = {cpa, "show", "--read", (char *)m->store, "--show_range", NULL};
 	char *exp[] = {cpa, "show", "--read", (char *)m->store, "-B", start, "--output_num",
 		       num, "-o",   prof,     "--no_env",	NULL};

@@ -171,7 +171,7 @@ static void store_range(const struct mon *m, char b[16], char e[16])
 /* `cpa show --probe_id id` over the whole store; the .prof text, *ret_head stdout. */
 static char *show_probe(const struct mon *m, int id, char **ret_head)
 {
-	char cpa[1100], sid[16], b[16], e[16], prof[128];
+	char cpa[1100], sid[16], b[16], e[16], prof[PATH_MAX + 64];
 	char *argv[] = {cpa, "show", "--read", (char *)m->store, "-B",	       b,   "-E",
 			e,   "-o",   prof,     "--no_env",	 "--probe_id", sid, NULL};
 	int rc, fd;

@@ -216,7 +216,7 @@ static void put_str(int fd, uint64_t addr, const char *s)
  * FX_CODE (the file written anew: the same inode, as a process's memory). */
 static uint32_t fake_code(const char *root, uint32_t pid, const char *qualname, int32_t first)
 {
-	char path[256];
+	char path[PATH_MAX + 32];
 	uint64_t ck;
 	int fd;
 
@@ -241,7 +241,7 @@ static uint32_t fake_code(const char *root, uint32_t pid, const char *qualname, 
 
 static uint32_t fake_proc(const char *root, uint32_t pid, const char *qualname)
 {
-	char path[256];
+	char path[PATH_MAX + 32];
 
 	snprintf(path, sizeof(path), "%s/%u", root, pid);
 	ck_assert_int_eq(mkdir(path, 0700), 0);
@@ -250,7 +250,7 @@ static uint32_t fake_proc(const char *root, uint32_t pid, const char *qualname)
 
 START_TEST(test_pysym_drop)
 {
-	char root[PATH_MAX], name[512], path[256];
+	char root[PATH_MAX], name[512], path[PATH_MAX + 32];
 	uint32_t line, ck_a, ck_b;
 	struct pysym *p;
 
@@ -316,7 +316,7 @@ static void fx_named(struct pysym *p, uint32_t pid, uint32_t ck, const char *wan
 /* The fixture's pid is gone. */
 static void fx_gone(const char *root, uint32_t pid)
 {
-	char path[256];
+	char path[PATH_MAX + 32];
 
 	snprintf(path, sizeof(path), "%s/%u/mem", root, pid);
 	ck_assert_int_eq(unlink(path), 0);
@@ -355,7 +355,7 @@ END_TEST
 START_TEST(test_pysym_drop_many)
 {
 	enum { NPROC = 3000, BASE = 100000 };
-	char root[PATH_MAX], name[512], path[256];
+	char root[PATH_MAX], name[512], path[PATH_MAX + 32];
 	static uint32_t ck[NPROC];
 	uint32_t line, held = 0;
 	struct pysym *p;

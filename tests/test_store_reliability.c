@@ -750,7 +750,7 @@ static uint64_t space_returns(const char *filler, struct shm_ring_prod *p, struc
  */
 START_TEST(test_full_disk)
 {
-	char root[128], filler[128];
+	char root[PATH_MAX + 64], filler[PATH_MAX + 64];
 	struct rig g;
 	struct store_writer_stats ws;
 	struct tally t = {0};

@@ -765,7 +765,7 @@ START_TEST(test_bincache_refreshed)
 	struct symd_file_ref late = {.path = NULL};
 	struct bincache_stats st;
 	struct bincache *c;
-	char dir[PATH_MAX], path[256], cmd[600];
+	char dir[PATH_MAX], path[PATH_MAX + 64], cmd[3 * PATH_MAX];
 
 	test_scratch_in(dir, sizeof(dir), "bincache");
 	snprintf(path, sizeof(path), "%s/late.so", dir);

@@ -226,7 +226,7 @@ static int readelf_build_id(const char *path, uint8_t *out, int max)
 
 START_TEST(test_build_id_compiled)
 {
-	char dir[PATH_MAX], src[128], bin[128], cmd[512];
+	char dir[PATH_MAX], src[PATH_MAX + 64], bin[PATH_MAX + 64], cmd[3 * PATH_MAX];
 	uint8_t id[ELFID_MAX], want[ELFID_MAX];
 	uint8_t len = 0;
 	int fd, wn;
@@ -645,7 +645,7 @@ END_TEST
  * definition is marked for re-sending. */
 START_TEST(test_identify_retry_from_live_process)
 {
-	char dir[PATH_MAX], path[256], line[1400], cmd[1400], prog[300];
+	char dir[PATH_MAX], path[PATH_MAX + 64], line[1400], cmd[3 * PATH_MAX], prog[PATH_MAX + 64];
 	const char *exe = self_exe();
 	uint8_t want[ELFID_MAX];
 	uint64_t now = 1000 * NSEC_PER_SEC;
