@@ -239,6 +239,20 @@ static uint32_t fake_code(const char *root, uint32_t pid, const char *qualname, 
 	return (uint32_t)(ck ^ (ck >> 32));
 }
 
+/* A scratch directory for a fake /proc, as a path relative to the case's cwd,
+ * there made its parent: pysym keeps at most 63 bytes of its root, and
+ * $TMPDIR may be longer. */
+static void fake_root(char *root, size_t len)
+{
+	char *slash;
+
+	test_scratch_in(root, len, "pysym-proc");
+	slash = strrchr(root, '/');
+	*slash = '\0';
+	ck_assert_int_eq(chdir(root), 0);
+	memmove(root, slash + 1, strlen(slash + 1) + 1);
+}
+
 static uint32_t fake_proc(const char *root, uint32_t pid, const char *qualname)
 {
 	char path[PATH_MAX + 32];
@@ -254,7 +268,7 @@ START_TEST(test_pysym_drop)
 	uint32_t line, ck_a, ck_b;
 	struct pysym *p;
 
-	test_scratch_in(root, sizeof(root), "pysym-proc");
+	fake_root(root, sizeof(root));
 	ck_a = fake_proc(root, 4242, "A.f");
 	ck_b = fake_proc(root, 4343, "B.g");
 	ck_assert_int_eq(pysym__new(root, &p), 0);
@@ -330,7 +344,7 @@ START_TEST(test_pysym_reuse)
 	uint32_t line, warm, hot;
 	struct pysym *p;
 
-	test_scratch_in(root, sizeof(root), "pysym-proc");
+	fake_root(root, sizeof(root));
 	warm = fake_proc(root, 4545, "warm");
 	ck_assert_int_eq(pysym__new(root, &p), 0);
 	fx_named(p, 4545, warm, "warm (fx.py)");
@@ -360,7 +374,7 @@ START_TEST(test_pysym_drop_many)
 	uint32_t line, held = 0;
 	struct pysym *p;
 
-	test_scratch_in(root, sizeof(root), "pysym-proc");
+	fake_root(root, sizeof(root));
 	for (uint32_t i = 0; i < NPROC; i++)
 		ck[i] = fake_proc(root, BASE + i * 7, "M.f");
 	ck_assert_int_eq(pysym__new(root, &p), 0);

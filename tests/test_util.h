@@ -228,7 +228,7 @@ static inline int test_run_suite(Suite *s)
 
 	snprintf(run, sizeof(run), "%s/%s-XXXXXX", test_tmpdir(),
 		 name && *name ? name : program_invocation_short_name);
-	if (!mkdtemp(run)) {
+	if (!mkdtemp(run) || chmod(run, 0755) != 0) { /* 0755: tests that run as nobody */
 		fprintf(stderr, "mkdtemp %s: %s\n", run, strerror(errno));
 		return EXIT_FAILURE;
 	}
