@@ -24,7 +24,7 @@
 
 #include "test_util.h"
 
-static char bin[1024], dir[64];
+static char bin[1024], dir[PATH_MAX];
 
 /* Share (percent) of folded samples whose stack holds ";fn;". */
 static double folded_share(const char *prof, const char *fn)
@@ -199,7 +199,7 @@ static void export(int from, int n, const char *out, const char *extra)
 
 START_TEST(test_export_real_run)
 {
-	char wl[1100], lib[1100], bid[128], url[1300], *o, *prof, *top, *svg;
+	char wl[1100], lib[1100], bid[128], url[PATH_MAX + 256], *o, *prof, *top, *svg;
 	double fshare, share;
 	int rc, t0, status, n_all;
 	pid_t mon;

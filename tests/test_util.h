@@ -202,7 +202,10 @@ static inline char *test_scratch_in(char *buf, size_t len, const char *tag)
 {
 	char *p = test_scratch(tag);
 
-	snprintf(buf, len, "%s", p);
+	if ((size_t)snprintf(buf, len, "%s", p) >= len) {
+		fprintf(stderr, "test scratch %s: longer than %zu bytes\n", p, len - 1);
+		abort();
+	}
 	free(p);
 	return buf;
 }
