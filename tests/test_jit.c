@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 {
 	Suite *s = suite_create("jit");
 	TCase *tc = tcase_create("jit");
-	char cmd[8400];
+	char cmd[8400], perfdata[300];
 	struct passwd *pw;
 	bool had_perfdata;
 	int r;
@@ -201,6 +201,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "skip: no %s\n", runtime);
 		return 77;
 	}
+	/* the JVMs' (javac's too) /tmp/hsperfdata_<user>: removed, when empty, if
+	 * the test made it */
+	pw = getpwuid(geteuid());
+	snprintf(perfdata, sizeof(perfdata), "/tmp/hsperfdata_%s", pw ? pw->pw_name : "root");
+	had_perfdata = access(perfdata, F_OK) == 0;
 	test_scratch_in(dir, sizeof(dir), "jit");
 	if (put("hot.js", jit_node_src) < 0 || put("Hot.java", jit_java_src) < 0)
 		return 1;
@@ -212,12 +217,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	/* the JVM's /tmp/hsperfdata_<user>: removed (when empty) if the test made it */
-	pw = getpwuid(geteuid());
-	snprintf(cmd, sizeof(cmd), "/tmp/hsperfdata_%s", pw ? pw->pw_name : "root");
-	had_perfdata = access(cmd, F_OK) == 0;
 	r = run_one_test(s, tc, test_jit_programs, 240);
 	if (r == EXIT_SUCCESS && !had_perfdata)
-		rmdir(cmd);
+		rmdir(perfdata);
 	return r;
 }
