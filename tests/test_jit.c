@@ -210,7 +210,10 @@ int main(int argc, char **argv)
 	if (put("hot.js", jit_node_src) < 0 || put("Hot.java", jit_java_src) < 0)
 		return 1;
 	if (strcmp(runtime, "node")) {
-		snprintf(cmd, sizeof(cmd), "cd '%s' && javac -d . Hot.java", dir);
+		/* no attach: a monitor running meanwhile would have javac write a
+		 * /tmp/perf-PID.map */
+		snprintf(cmd, sizeof(cmd),
+			 "cd '%s' && javac -J-XX:+DisableAttachMechanism -d . Hot.java", dir);
 		r = system(cmd);
 		if (r != 0) {
 			fprintf(stderr, "javac failed (%d)\n", r);
