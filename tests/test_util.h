@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the Check test programs: the skip code, the environment
- * (CPA_STRESS=1 asks for bigger runs, TSan for smaller ones), a runner, a test
- * case from a list of tests, and reading a whole fd, file or command's output.
+ * (CPA_STRESS=1 asks for bigger runs, TSan for smaller ones), scratch
+ * directories, a runner, a test case from a list of tests, and reading a whole
+ * fd, file or command's output.
  */
 #ifndef CPA_TEST_UTIL_H
 #define CPA_TEST_UTIL_H
@@ -347,9 +348,11 @@ static inline void test_slurp_fd(int fd, char *buf, size_t len)
 static inline void test_run_bin(struct test_run *r, const char *exe, const char *const *args)
 {
 	const char *b = getenv("CPA_BUILD_DIR");
-	char path[PATH_MAX], out[] = "/tmp/cpa-test-out-XXXXXX", err[] = "/tmp/cpa-test-err-XXXXXX";
+	char path[PATH_MAX], out[PATH_MAX], err[PATH_MAX];
 	const char *argv[64] = {path};
-	int ofd = mkstemp(out), efd = mkstemp(err), n = 1, status;
+	int ofd = test_mkstemp(out, sizeof(out), "out"),
+	    efd = test_mkstemp(err, sizeof(err), "err");
+	int n = 1, status;
 	pid_t pid;
 
 	ck_assert_int_ge(ofd, 0);
