@@ -625,7 +625,9 @@ int main(int argc, char **argv)
 	if (keep) {
 		snprintf(store, sizeof(store), "%s", keep);
 	} else {
-		snprintf(store, sizeof(store), "/tmp/cpa-torture-XXXXXX");
+		const char *tmp = getenv("TMPDIR");
+
+		snprintf(store, sizeof(store), "%s/cpa-torture-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 		if (!mkdtemp(store))
 			return 1;
 	}

@@ -14,7 +14,7 @@
 #include "shm/records.h"
 #include "shm/ring.h"
 
-static char scratch[64];
+static char scratch[PATH_MAX];
 
 static void scratch_rm(void)
 {
@@ -25,7 +25,10 @@ static void scratch_rm(void)
 const char *fuzz__dir(void)
 {
 	if (!scratch[0]) {
-		snprintf(scratch, sizeof(scratch), "/tmp/cpa-fuzz-XXXXXX");
+		const char *tmp = getenv("TMPDIR");
+
+		snprintf(scratch, sizeof(scratch), "%s/cpa-fuzz-XXXXXX",
+			 tmp && *tmp ? tmp : "/tmp");
 		if (!mkdtemp(scratch)) {
 			perror("fuzz: mkdtemp");
 			exit(1);

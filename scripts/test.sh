@@ -20,15 +20,70 @@
 # the script ends with the last ctest summary, a table of the phases (seconds,
 # result) and a final line, and exits 1 if any failed. The long torture and
 # fuzz campaigns are scripts/soak.sh; the day-to-day subset is `ctest --preset fast`.
+# Each ctest run gets a fresh, empty TMPDIR; a run fails when a test that did
+# not fail left anything there (a failed test keeps its scratch directory,
+# named after it, and prints its path). The same check on a subset:
 #
 #   bash scripts/test.sh
+#   bash scripts/test.sh --tmp-check BUILD_DIR [CTEST_ARGS...]   e.g. build -L unit
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# tmp_checked DIR CTEST_ARGS...: ctest with TMPDIR=DIR/tmpdir, fresh and empty;
+# as root also in a mount namespace of its own where /tmp is DIR/tmp, empty, so
+# that a fixed /tmp path shows too. Then it fails naming what a test that passed
+# or skipped left in either. A test's scratch is <test>-XXXXXX or <test>.XXXXXX;
+# a failed test's stays.
+tmp_checked() {
+	local dir=$1 rc=0 out=$1.ctest failed leaks="" d e owner
+	shift
+	rm -rf "$dir"
+	mkdir -p "$dir/tmpdir" "$dir/tmp"
+	chmod 1777 "$dir/tmpdir" "$dir/tmp"
+	local run=(env TMPDIR="$dir/tmpdir" ctest "$@")
+	if [ "$(id -u)" -eq 0 ] && unshare -m --propagation private true 2>/dev/null; then
+		run=(unshare -m --propagation private sh -c 'mount --bind "$0" /tmp && exec "$@"'
+			"$dir/tmp" "${run[@]}")
+	fi
+	"${run[@]}" 2>&1 | tee "$out" || rc=$?
+	failed=" $(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*/\1/p' "$out" | tr '\n' ' ') "
+	for d in tmpdir tmp; do
+		for e in "$dir/$d"/* "$dir/$d"/.[!.]*; do
+			[ -e "$e" ] || [ -L "$e" ] || continue
+			e=${e#"$dir/"}
+			owner=${e#*/}
+			owner=${owner%[-.]??????}
+			if [[ $e != */"$owner" && $failed == *" $owner "* ]]; then
+				echo "== kept for the failed test $owner: $dir/$e"
+			else
+				leaks+=" $e"
+			fi
+		done
+	done
+	if [ -n "$leaks" ]; then
+		echo "== left by tests that did not fail (tmpdir/: \$TMPDIR, tmp/: /tmp) in $dir:"
+		for e in $leaks; do
+			echo "   $e"
+			find "$dir/$e" -mindepth 1 -maxdepth 2 | head -4 | sed "s|^$dir/|     |"
+		done
+		[ "$rc" -ne 0 ] || rc=1
+	fi
+	return "$rc"
+}
+
+if [ "${1:-}" = --tmp-check ]; then
+	[ $# -ge 2 ] || { echo "usage: $0 --tmp-check BUILD_DIR [CTEST_ARGS...]" >&2; exit 2; }
+	b=$(realpath "$2")
+	shift 2
+	tmp_checked "$b/test-tmp" --test-dir "$b" "$@"
+	exit
+fi
 
 jobs=$(nproc)
 logs=build-test-logs
 rm -rf "$logs"
 mkdir -p "$logs"
+tmp=$PWD/$logs/tmp # each ctest phase's TMPDIR: tmp/<phase>
 start=$SECONDS
 
 # phase NAME CMD...: run CMD, append "NAME<TAB>seconds<TAB>result" to $logs/phases.
@@ -69,7 +124,7 @@ phase deps bash scripts/deps.sh || exit 1
 
 asan=ok
 if phase asan-build clean_build asan; then
-	phase asan-unit ctest --preset asan -L '^(unit|fuzz)$' --timeout 1200 || true
+	phase asan-unit tmp_checked "$tmp/asan-unit" --preset asan -L '^(unit|fuzz)$' --timeout 1200 || true
 else
 	asan=
 	skip asan-unit asan-build
@@ -79,7 +134,7 @@ echo "== release, fuzz, tsan-build: nice 19 in the background ($logs/background.
 (renice -n 19 -p "$BASHPID" >/dev/null || true; background) >"$logs/background.log" 2>&1 </dev/null &
 bg=$!
 if [ -n "$asan" ]; then
-	phase asan-e2e ctest --preset asan -L '^e2e$' -LE '^plain$' --timeout 1200 || true
+	phase asan-e2e tmp_checked "$tmp/asan-e2e" --preset asan -L '^e2e$' -LE '^plain$' --timeout 1200 || true
 else
 	skip asan-e2e asan-build
 fi
@@ -91,12 +146,12 @@ echo "== background phases (release, fuzz, tsan-build), $logs/background.log:"
 cat "$logs/background.log"
 
 if grep -q '^tsan-build	.*	ok$' "$logs/phases"; then
-	phase tsan-test ctest --preset tsan --timeout 900 || true
+	phase tsan-test tmp_checked "$tmp/tsan-test" --preset tsan --timeout 900 || true
 else
 	skip tsan-test tsan-build
 fi
 if grep -q '^release	.*	ok$' "$logs/phases"; then
-	phase torture ctest --preset release -L '^(torture|plain)$' --timeout 900 || true
+	phase torture tmp_checked "$tmp/torture" --preset release -L '^(torture|plain)$' --timeout 900 || true
 else
 	skip torture release
 fi

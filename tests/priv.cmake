@@ -21,7 +21,7 @@ endforeach()
 # world-writable directory (common/safepath.h); the modes of a new store.
 add_test(NAME test_paths COMMAND ${CMAKE_CURRENT_LIST_DIR}/test_paths.sh)
 set_tests_properties(test_paths PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-  LABELS "e2e;root" ENVIRONMENT "CPA_BUILD_DIR=${CMAKE_BINARY_DIR}")
+  LABELS "e2e;root" ENVIRONMENT "CPA_BUILD_DIR=${CMAKE_BINARY_DIR};CPA_TEST_NAME=test_paths")
 
 # common/safepath alone: links and files nobody planted, the temp file +
 # renameat pattern of export -o and --split_path. Root, else exit 77.

@@ -24,6 +24,7 @@
 #include "shm/arena.h"
 #include "shm/counters.h"
 #include "shm/records.h"
+#include "test_util.h"
 
 #define FREQ	     99
 #define BUSY_CPU_SEC 2
@@ -661,8 +662,6 @@ static Suite *capture_bpf_suite(void)
 
 int main(int argc, char **argv)
 {
-	SRunner *sr;
-	int failed;
 	ssize_t n;
 
 	if (argc == 4 && !strcmp(argv[1], "busy"))
@@ -680,9 +679,5 @@ int main(int argc, char **argv)
 	snprintf(BUSY_COMM, sizeof(BUSY_COMM), "cpab%u", (unsigned int)getpid());
 	snprintf(OTHER_COMM, sizeof(OTHER_COMM), "cpao%u", (unsigned int)getpid());
 
-	sr = srunner_create(capture_bpf_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return test_run_suite(capture_bpf_suite());
 }

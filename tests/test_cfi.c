@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "test_util.h"
 #include "tests/fixtures/cfi/cfi_capture.h"
 #include "unwindd/cfi.h"
 #include "unwindd/cfi_pvt.h"
@@ -420,8 +421,8 @@ static size_t index_matches(int efd, int dfd);
 
 START_TEST(test_debug_frame)
 {
-	char cmd[1024], dbg[] = "/tmp/cfi_dbg_XXXXXX";
-	_cleanup_close_ int dfd = mkstemp(dbg);
+	char cmd[4 * PATH_MAX + 512], dbg[PATH_MAX];
+	_cleanup_close_ int dfd = test_mkstemp(dbg, sizeof(dbg), "cfi_dbg");
 	_cleanup_close_ int efd = -1;
 	struct cfi_table *t = NULL, *t2 = NULL;
 
@@ -442,7 +443,7 @@ START_TEST(test_debug_frame)
 	index_matches(efd, dfd);
 
 	/* the same debug file with SHF_COMPRESSED sections: same rows */
-	char zpath[64], zcmd[256];
+	char zpath[PATH_MAX + 8], zcmd[2 * PATH_MAX + 64];
 	struct cfi_table *t3 = NULL;
 
 	snprintf(zpath, sizeof(zpath), "%s.z", dbg);
@@ -629,8 +630,8 @@ END_TEST
  * no more tables from it. */
 START_TEST(test_index_truncated)
 {
-	char path[] = "/tmp/cfi_trunc_XXXXXX", cmd[256];
-	_cleanup_close_ int fd = mkstemp(path);
+	char path[PATH_MAX], cmd[2 * PATH_MAX];
+	_cleanup_close_ int fd = test_mkstemp(path, sizeof(path), "cfi_trunc");
 	struct cfi_index *x = NULL;
 	const struct cfi_table *c;
 	struct cfi_table *t = NULL;
@@ -1522,8 +1523,6 @@ robust:
 int main(void)
 {
 	bool walks, vdso = getauxval(AT_SYSINFO_EHDR) != 0;
-	SRunner *sr;
-	int failed;
 
 	if (access(FIXTURE, X_OK) != 0) {
 		fprintf(stderr, "test_cfi: %s not built\n", FIXTURE);
@@ -1534,11 +1533,7 @@ int main(void)
 		fprintf(stderr, "test_cfi: cannot ptrace a child: walk cases skipped\n");
 	if (!vdso)
 		fprintf(stderr, "test_cfi: no vDSO mapped: vDSO cases skipped\n");
-	sr = srunner_create(cfi_suite(walks, vdso));
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (failed)
+	if (test_run_suite(cfi_suite(walks, vdso)) != EXIT_SUCCESS)
 		return EXIT_FAILURE;
 	return walks && vdso ? EXIT_SUCCESS : 77; /* partly skipped: say so to CTest */
 }

@@ -420,8 +420,8 @@ static void write_file(const char *path, const char *s)
 
 START_TEST(test_config_file)
 {
-	char path[] = "/tmp/cpa-test-cli-XXXXXX";
-	int fd = mkstemp(path);
+	char path[PATH_MAX];
+	int fd = test_mkstemp(path, sizeof(path), "cli");
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
@@ -479,8 +479,8 @@ END_TEST
 
 START_TEST(test_config_hostile)
 {
-	char path[] = "/tmp/cpa-test-cli-XXXXXX";
-	int fd = mkstemp(path);
+	char path[PATH_MAX];
+	int fd = test_mkstemp(path, sizeof(path), "cli");
 	FILE *f;
 
 	ck_assert_int_ge(fd, 0);
@@ -539,9 +539,9 @@ END_TEST
 
 START_TEST(test_btf_path)
 {
-	char path[] = "/tmp/cpa-test-btf-XXXXXX";
+	char path[PATH_MAX];
 	static const unsigned char fake_btf[] = {0x9f, 0xeb, 1, 0, 24, 0, 0, 0, 0, 0, 0, 0};
-	int fd = mkstemp(path);
+	int fd = test_mkstemp(path, sizeof(path), "btf");
 
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(PARSE(MON, "-b", "/nonexistent/btf"), -ENOENT);
@@ -629,6 +629,7 @@ END_TEST
 START_TEST(test_bin_errors)
 {
 	static struct test_run r;
+	char dir[PATH_MAX], store[PATH_MAX + 8];
 	regex_t re;
 
 	RUN(&r, "monitor", "--freq", "0");
@@ -657,9 +658,9 @@ START_TEST(test_bin_errors)
 
 	/* Set-up errors of the monitor: exit 1 with the reason. */
 	setenv("CPA_STAGE_DIR", "/nonexistent-stage-dir", 1);
-	RUN(&r, "monitor", "--store_dir", "/tmp/cpa-test-cli-store");
+	snprintf(store, sizeof(store), "%s/store", test_scratch_in(dir, sizeof(dir), "cli-store"));
+	RUN(&r, "monitor", "--store_dir", store);
 	unsetenv("CPA_STAGE_DIR");
-	rmdir("/tmp/cpa-test-cli-store");
 	ck_assert_int_eq(r.code, 1);
 	ck_assert_ptr_nonnull(
 		strstr(r.err, "stage 'capture' not usable at '/nonexistent-stage-dir/capture'"));
@@ -697,9 +698,9 @@ END_TEST
 /* CPA's config files write "null" for an unset value: the default. */
 START_TEST(test_null_is_default)
 {
-	char path[] = "/tmp/cpa-test-cli-XXXXXX";
+	char path[PATH_MAX];
 	static struct test_run r;
-	int fd = mkstemp(path);
+	int fd = test_mkstemp(path, sizeof(path), "cli");
 
 	ck_assert_int_eq(PARSE(MON, "--btf_path", "null", "--freq", "99", "--freq", "null", "-p",
 			       "null", "--probe", "null", "--record_env_name=null"),
@@ -908,10 +909,10 @@ START_TEST(test_bin_input_files)
 {
 	static struct test_run r;
 	struct sigaction sa = {.sa_handler = fifo_unblock, .sa_flags = SA_RESTART};
-	char dir[] = "/tmp/cpa-test-in-XXXXXX", pol[PATH_MAX], fifo[PATH_MAX], store[PATH_MAX],
-	     spec[PATH_MAX + 32];
+	char dir[PATH_MAX], pol[PATH_MAX + 64], fifo[PATH_MAX + 64], store[PATH_MAX + 64],
+		spec[PATH_MAX + 128];
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "in");
 	snprintf(pol, sizeof(pol), "%s/boost.policy", dir);
 	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
 	snprintf(store, sizeof(store), "%s/store", dir);
@@ -976,13 +977,13 @@ END_TEST
 START_TEST(test_bin_pidfile_full_disk)
 {
 	static struct test_run r;
-	char dir[] = "/tmp/cpa-test-full-XXXXXX", path[PATH_MAX];
+	char dir[PATH_MAX], path[PATH_MAX + 64];
 	static char chunk[4096];
 	int fd;
 
 	if (geteuid() != 0)
 		return;
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "full");
 	if (mount("cpa-test", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755") < 0) {
 		fprintf(stderr, "test_bin_pidfile_full_disk: tmpfs: %s: skipped\n",
 			strerror(errno));
@@ -1008,9 +1009,6 @@ END_TEST
 
 /* ---- as another user (root only: `test_cli nonroot`, else 77) ---- */
 
-static char nr_dir[] = "/tmp/cpa-test-cli-nr-XXXXXX";
-static bool nr_made;
-
 /* cpa show --read rd run as nobody: its stderr (2>&1), exit code in *rc. */
 static char *show_as_nobody(const char *rd, int *rc)
 {
@@ -1028,9 +1026,11 @@ static char *show_as_nobody(const char *rd, int *rc)
  */
 START_TEST(test_bin_store_not_readable)
 {
-	char root[96], day[128], want[256], *o;
+	char nr_dir[PATH_MAX], root[PATH_MAX + 8], day[PATH_MAX + 32], want[PATH_MAX + 128], *o;
 	int rc;
 
+	test_scratch_in(nr_dir, sizeof(nr_dir), "nr");
+	ck_assert_int_eq(chmod(nr_dir, 0755), 0); /* nobody walks in */
 	snprintf(root, sizeof(root), "%s/root", nr_dir);
 	snprintf(day, sizeof(day), "%s/cpa_261129", root);
 	ck_assert_int_eq(mkdir(root, 0755), 0);
@@ -1077,10 +1077,7 @@ static bool nobody_runs_cpa(void)
 	const char *b = getenv("CPA_BUILD_DIR");
 	char cmd[PATH_MAX + 128];
 
-	if (geteuid() != 0 || !mkdtemp(nr_dir))
-		return false;
-	nr_made = true;
-	if (chmod(nr_dir, 0755) < 0)
+	if (geteuid() != 0)
 		return false;
 	snprintf(cmd, sizeof(cmd),
 		 "setpriv --reuid=65534 --regid=65534 --clear-groups '%s/bin/cpa' version "
@@ -1091,33 +1088,15 @@ static bool nobody_runs_cpa(void)
 
 int main(int argc, char **argv)
 {
-	SRunner *sr;
-	int failed;
-
 	if (argc > 1 && !strcmp(argv[1], "nonroot")) {
 		Suite *s = suite_create("cli_nonroot");
-		char cmd[128];
 
 		if (!nobody_runs_cpa()) {
 			fprintf(stderr, "needs root, setpriv and a cpa nobody may run: skipped\n");
-			if (nr_made)
-				rmdir(nr_dir);
 			return TEST_SKIP;
 		}
 		TEST_TCASE(s, "nonroot", test_bin_store_not_readable);
-		sr = srunner_create(s);
-		srunner_run_all(sr, CK_NORMAL);
-		failed = srunner_ntests_failed(sr);
-		srunner_free(sr);
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", nr_dir);
-		if (system(cmd) != 0)
-			failed++;
-		return failed ? 1 : 0;
+		return test_run_suite(s);
 	}
-	sr = srunner_create(cli_suite());
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return test_run_suite(cli_suite());
 }

@@ -125,14 +125,13 @@ START_TEST(test_array)
 }
 END_TEST
 
-static char tmp_path[64];
+static char tmp_path[PATH_MAX];
 
 static void write_tmp(const char *data, size_t len)
 {
 	int fd;
 
-	snprintf(tmp_path, sizeof(tmp_path), "/tmp/cpa-test-common.XXXXXX");
-	fd = mkstemp(tmp_path);
+	fd = test_mkstemp(tmp_path, sizeof(tmp_path), "common");
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
 	close(fd);
@@ -143,6 +142,7 @@ START_TEST(test_read_full_file)
 	static char big[100000];
 	char *buf = NULL, *p;
 	size_t cap = 0, len, i;
+	char *name;
 	int dfd;
 
 	for (i = 0; i < sizeof(big); i++)
@@ -159,17 +159,19 @@ START_TEST(test_read_full_file)
 	ck_assert_int_eq(read_full_file(tmp_path, 0, sizeof(big) - 1, &p, &len), -EFBIG);
 
 	/* relative to a directory fd, into a reused buffer */
-	dfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	name = strrchr(tmp_path, '/');
+	*name = '\0';
+	dfd = open(tmp_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	*name++ = '/';
 	ck_assert_int_ge(dfd, 0);
-	ck_assert_int_eq(read_full_file_at(dfd, tmp_path + 5, 0, SIZE_MAX, &buf, &cap, &len), 0);
+	ck_assert_int_eq(read_full_file_at(dfd, name, 0, SIZE_MAX, &buf, &cap, &len), 0);
 	ck_assert_uint_eq(len, sizeof(big));
 	ck_assert(memcmp(buf, big, len) == 0);
 	ck_assert_int_eq(read_full_file_at(dfd, "no-such-file-here", 0, 1024, &buf, &cap, &len),
 			 -ENOENT);
 	/* READ_FULL_TRUNCATE keeps the head of a longer file */
-	ck_assert_int_eq(
-		read_full_file_at(dfd, tmp_path + 5, READ_FULL_TRUNCATE, 1000, &buf, &cap, &len),
-		0);
+	ck_assert_int_eq(read_full_file_at(dfd, name, READ_FULL_TRUNCATE, 1000, &buf, &cap, &len),
+			 0);
 	ck_assert_uint_eq(len, 1000);
 	ck_assert(memcmp(buf, big, len) == 0);
 	ck_assert_int_eq(buf[len], '\0');

@@ -6,8 +6,7 @@
 set -uo pipefail
 build=${CPA_BUILD_DIR:?}
 bin=$build/bin
-tmp=$(mktemp -d /tmp/cpa-compat-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/test_scratch.sh" compat
 failed=0
 fail() {
 	echo "FAIL: $*" >&2

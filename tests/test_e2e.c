@@ -87,10 +87,10 @@ static void workload_finish(struct workload *w)
 
 static char *store_new(void)
 {
-	char *d = strdup("/tmp/cpa-e2e-XXXXXX");
+	char d[PATH_MAX];
 
-	ck_assert_ptr_nonnull(mkdtemp(d));
-	return d;
+	scratch_store("e2e", d, sizeof(d));
+	return strdup(d);
 }
 
 /* `cpa monitor` on store (its output in <store>.log), once all its stages run:
@@ -1110,7 +1110,7 @@ static void run_real(const char *tag, struct real_prog *progs, size_t n, const c
  */
 START_TEST(test_e2e_real_programs)
 {
-	char big[64] = "/tmp/cpa-e2e-real-big.txt", mid[64] = "/tmp/cpa-e2e-real-mid.txt";
+	char *dir = test_scratch("e2e-real"), big[PATH_MAX], mid[PATH_MAX];
 	struct real_prog progs[] = {
 		{"gzip -9", {"/usr/bin/gzip", "-9", "-c", NULL}, big, "/usr/bin/gzip"},
 		{"xz -9",
@@ -1120,11 +1120,14 @@ START_TEST(test_e2e_real_programs)
 	};
 
 	need_root_bpf();
+	snprintf(big, sizeof(big), "%s/big.txt", dir);
+	snprintf(mid, sizeof(mid), "%s/mid.txt", dir);
 	gen_text(big, 48);
 	gen_text(mid, 5);
 	run_real("", progs, ARRAY_SIZE(progs), NULL, 0.99);
 	unlink(big);
 	unlink(mid);
+	free(dir);
 }
 END_TEST
 
@@ -1140,7 +1143,7 @@ END_TEST
  */
 START_TEST(test_e2e_real_big_frames)
 {
-	char big[64] = "/tmp/cpa-e2e-real-bz.txt";
+	char *dir = test_scratch("e2e-real"), big[PATH_MAX];
 	struct real_prog progs[] = {
 		{"bzip2 -9",
 		 {"/usr/bin/bzip2", "-9", "-c", NULL},
@@ -1173,6 +1176,7 @@ START_TEST(test_e2e_real_big_frames)
 		fprintf(stderr, "skip: sqlite3 or bzip2 not installed\n");
 		return;
 	}
+	snprintf(big, sizeof(big), "%s/bz.txt", dir);
 	gen_text(big, 48);
 	run_real("", progs, 1, NULL, 0.99);
 	run_real("", progs + 1, 1, NULL, 0.97);
@@ -1182,6 +1186,7 @@ START_TEST(test_e2e_real_big_frames)
 	else
 		fprintf(stderr, "skip openssl: not installed\n");
 	unlink(big);
+	free(dir);
 }
 END_TEST
 

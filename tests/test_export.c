@@ -1567,15 +1567,14 @@ END_TEST
 
 /* ---------------------------------------------------------------- a full disk */
 
-static char mnt[64];
+static char mnt[PATH_MAX];
 
 /* A tmpfs of size bytes (root only); 0 when mounted. */
 static int small_fs(const char *size)
 {
 	char opts[64];
 
-	snprintf(mnt, sizeof(mnt), "/tmp/cpa-xfull-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(mnt));
+	test_scratch_in(mnt, sizeof(mnt), "xfull");
 	snprintf(opts, sizeof(opts), "size=%s", size);
 	if (mount("tmpfs", mnt, "tmpfs", 0, opts) < 0) {
 		rmdir(mnt);
@@ -1616,7 +1615,7 @@ static int list_dir(const char *dir, char *buf, size_t len)
 START_TEST(test_full_disk)
 {
 	static const char old[] = "the previous export\n";
-	char path[1100], names[4096], sroot[1100], filler[100], *text;
+	char path[PATH_MAX + 64], names[4096], sroot[PATH_MAX + 64], filler[PATH_MAX + 64], *text;
 	struct store_split *sp;
 	struct store_reader *r;
 	struct store_filter flt;

@@ -24,7 +24,7 @@
 
 #include "test_util.h"
 
-static char bin[1024], dir[64];
+static char bin[1024], dir[PATH_MAX];
 
 /* Share (percent) of folded samples whose stack holds ";fn;". */
 static double folded_share(const char *prof, const char *fn)
@@ -199,7 +199,7 @@ static void export(int from, int n, const char *out, const char *extra)
 
 START_TEST(test_export_real_run)
 {
-	char wl[1100], lib[1100], bid[128], url[1300], *o, *prof, *top, *svg;
+	char wl[1100], lib[1100], bid[128], url[PATH_MAX + 256], *o, *prof, *top, *svg;
 	double fshare, share;
 	int rc, t0, status, n_all;
 	pid_t mon;
@@ -208,8 +208,7 @@ START_TEST(test_export_real_run)
 	need("xmllint");
 	need("chromium");
 	need("readelf");
-	snprintf(dir, sizeof(dir), "/tmp/cpa-export-e2e-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "export-e2e");
 
 	mon = monitor(10, 199);
 	sleep(2);
@@ -385,8 +384,7 @@ START_TEST(test_export_real_run)
 	free(o);
 
 	free(prof);
-	o = test_cmd_out(&rc, "rm -rf '%s'", dir);
-	free(o);
+	test_rm_rf(dir);
 }
 END_TEST
 
@@ -456,8 +454,7 @@ START_TEST(test_export_diff_switch)
 	pid_t mon;
 
 	need("go");
-	snprintf(dir, sizeof(dir), "/tmp/cpa-export-e2e-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "export-e2e");
 	/* Our own copy under our own name: the monitor sees the whole machine, where
 	 * other tests may run cpa-workload; --target_comm keeps to ours. */
 	o = test_cmd_out(&rc, "cp %s/cpa-workload %s/wlswitch", bin, dir);
@@ -542,8 +539,7 @@ START_TEST(test_export_diff_switch)
 	free(p1);
 	free(fd);
 	free(svg);
-	o = test_cmd_out(&rc, "rm -rf '%s'", dir);
-	free(o);
+	test_rm_rf(dir);
 }
 END_TEST
 

@@ -44,7 +44,7 @@
 #include "test_util.h"
 
 static char bin_dir[4096];
-static char dir[] = "/tmp/cpa-go-XXXXXX";
+static char dir[PATH_MAX]; /* main()'s test_scratch(): kept if the test fails */
 
 struct go_stats {
 	long samples, hot, marked, bottom;
@@ -358,10 +358,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "skip: no go\n");
 		return 77;
 	}
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	test_scratch_in(dir, sizeof(dir), "go");
 	snprintf(src, sizeof(src), "%s/main.go", dir);
 	f = fopen(src, "w");
 	if (!f || fputs(offcpu ? go_block_src : go_burn_src, f) < 0 || fclose(f)) {
@@ -383,5 +380,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "go build failed (%d)\n", r);
 		return 1;
 	}
-	return run_test_rmdir(s, tc, offcpu ? test_go_offcpu : test_go_programs, 240, dir);
+	return run_one_test(s, tc, offcpu ? test_go_offcpu : test_go_programs, 240);
 }

@@ -51,13 +51,12 @@ static char tmpdir[256];
 
 static void tmp_setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/cpa-hostile-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	test_scratch_in(tmpdir, sizeof(tmpdir), "hostile");
 }
 
 static void tmp_teardown(void)
 {
-	run_sh("rm -rf '%s'", tmpdir);
+	test_rm_rf(tmpdir);
 }
 
 static uint8_t *slurp(const char *path, size_t *ret_len)

@@ -11,8 +11,7 @@
 # when a cpa package is installed already).
 set -euo pipefail
 build=${CPA_BUILD_DIR:?}
-tmp=$(mktemp -d /tmp/cpa-install-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/test_scratch.sh" install
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # The unit scores 3.0 with systemd 252 (5.1 before its sandboxing was tightened).
 CPA_MAX_EXPOSURE=${CPA_MAX_EXPOSURE:-3.5}

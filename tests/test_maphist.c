@@ -473,7 +473,7 @@ START_TEST(test_ucache_forged_build_id)
 					0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67};
 	const uint32_t pid = (uint32_t)getpid(); /* alive: its root resolves the paths */
 	struct ucache_opts o = {.dead_grace_ns = 1000000000ull};
-	char dir[] = "/tmp/test_maphist.XXXXXX", cmd[2048], evil[256], victim[256];
+	char dir[PATH_MAX], cmd[PATH_MAX + 2048], evil[PATH_MAX + 64], victim[PATH_MAX + 64];
 	const struct cfi_table *te, *tv;
 	struct cpa_map_event ev = {0};
 	struct ubin *attacker;
@@ -481,7 +481,7 @@ START_TEST(test_ucache_forged_build_id)
 	struct uproc *p;
 	struct uloc l;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "maphist");
 	snprintf(evil, sizeof(evil), "%s/libevil.so", dir);
 	snprintf(victim, sizeof(victim), "%s/libvictim.so", dir);
 	snprintf(
@@ -542,8 +542,7 @@ START_TEST(test_ucache_forged_build_id)
 	ck_assert_ptr_eq(ucache__cfi(c, p, &l), tv);
 	ucache__free(c);
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	test_rm_rf(dir);
 }
 END_TEST
 
@@ -559,7 +558,7 @@ START_TEST(test_ucache_own_view_no_poisoning)
 {
 	static const uint8_t bid[20] = {0xfe, 0xed, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23,
 					0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x99};
-	char dir[] = "/tmp/test_ownview.XXXXXX", cmd[4096], lib[512], proc[512];
+	char dir[PATH_MAX], cmd[4 * PATH_MAX + 2048], lib[PATH_MAX + 64], proc[PATH_MAX + 64];
 	struct ucache_opts o = {.dead_grace_ns = 1000000000ull};
 	struct cpa_map_event ev = {0};
 	struct ucache *c;
@@ -568,7 +567,7 @@ START_TEST(test_ucache_own_view_no_poisoning)
 	struct ubin *forged, *ours;
 	struct stat st;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "ownview");
 	snprintf(lib, sizeof(lib), "%s/lib/libown.so", dir);
 	snprintf(proc, sizeof(proc), "%s/proc", dir);
 	snprintf(
@@ -659,8 +658,7 @@ START_TEST(test_ucache_own_view_no_poisoning)
 	ck_assert_uint_eq(l.bin->ino, (uint64_t)st.st_ino);
 	ucache__free(c);
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	test_rm_rf(dir);
 }
 END_TEST
 

@@ -153,8 +153,8 @@ static struct row find_row(const char *out, const char *comm)
  * the contended waker ran. */
 static char *runq_run(const char *mode, char **cost)
 {
-	char cpa[PATH_MAX + 8], store[] = "/tmp/cpa-test-metrics-XXXXXX", a[16], b[16];
-	char log[PATH_MAX];
+	char cpa[PATH_MAX + 8], store[PATH_MAX], a[16], b[16];
+	char log[PATH_MAX + 64];
 	char *margv[] = {cpa,  "monitor",    "--store_dir", store,	  "-F",
 			 "19", "--duration", "11",	    (char *)mode, NULL};
 	char *sargv[] = {cpa, "show",	   "--read", store,	"--starttime",
@@ -166,7 +166,7 @@ static char *runq_run(const char *mode, char **cost)
 	int cpu = test_cpu(), rc;
 
 	path_of(cpa, sizeof(cpa), "cpa");
-	ck_assert_ptr_nonnull(mkdtemp(store));
+	test_scratch_in(store, sizeof(store), "metrics");
 	snprintf(log, sizeof(log), "%s/monitor.log", store);
 	mon = spawn_monitor(margv, log, 60);
 	sleep(1); /* the first metrics second has passed */
@@ -194,13 +194,7 @@ static char *runq_run(const char *mode, char **cost)
 	for (const char *q = strstr(out, "\ncpam_"); q; q = strstr(q + 1, "\ncpam_"))
 		fprintf(stderr, "%.140s\n", q + 1);
 	ck_assert_msg(rc == 0, "cpa show --sched: exit %d", rc);
-	{
-		char cmd[PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", store);
-		rc = system(cmd);
-		(void)rc;
-	}
+	test_rm_rf(store);
 	return out;
 }
 
@@ -329,15 +323,15 @@ END_TEST
 /* Which way capture took, as its log line says, for `cpa monitor [extra]`. */
 static char *monitor_log(const char *extra, const char *policy_line)
 {
-	char cpa[PATH_MAX + 8], store[] = "/tmp/cpa-test-metrics-XXXXXX", pol[PATH_MAX];
-	char log[PATH_MAX], cmd[PATH_MAX + 16];
+	char cpa[PATH_MAX + 8], store[PATH_MAX], pol[PATH_MAX + 64];
+	char log[PATH_MAX + 64];
 	char *margv[] = {cpa, "monitor", "--store_dir", store, "--duration", "3", NULL, NULL, NULL};
 	char *out;
 	pid_t mon;
 	FILE *f;
 
 	path_of(cpa, sizeof(cpa), "cpa");
-	ck_assert_ptr_nonnull(mkdtemp(store));
+	test_scratch_in(store, sizeof(store), "metrics");
 	if (policy_line) {
 		snprintf(pol, sizeof(pol), "%s/p.policy", store);
 		f = fopen(pol, "w");
@@ -354,9 +348,7 @@ static char *monitor_log(const char *extra, const char *policy_line)
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
 	out = test_slurp(log, NULL);
 	ck_assert_ptr_nonnull(out);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", store);
-	if (system(cmd)) {
-	}
+	test_rm_rf(store);
 	return out;
 }
 
@@ -456,8 +448,8 @@ static unsigned long long busy_ticks(void)
  */
 START_TEST(test_metrics_idle)
 {
-	char cpa[PATH_MAX + 8], store[] = "/tmp/cpa-test-metrics-XXXXXX", log[PATH_MAX];
-	char a[16], b[16], spid[16], cmd[PATH_MAX + 16];
+	char cpa[PATH_MAX + 8], store[PATH_MAX], log[PATH_MAX + 64];
+	char a[16], b[16], spid[16];
 	char *margv[] = {cpa,  "monitor", "--store_dir", store, "--pid", spid,
 			 "-F", "49",	  "--duration",	 "24",	NULL};
 	char *sargv[] = {cpa, "show",	   "--read", store,	"--starttime",
@@ -480,7 +472,7 @@ START_TEST(test_metrics_idle)
 	}
 	snprintf(spid, sizeof(spid), "%d", sleeper);
 	path_of(cpa, sizeof(cpa), "cpa");
-	ck_assert_ptr_nonnull(mkdtemp(store));
+	test_scratch_in(store, sizeof(store), "metrics");
 	snprintf(log, sizeof(log), "%s/monitor.log", store);
 	mon = spawn_monitor(margv, log, 60);
 	s0 = time(NULL);
@@ -533,9 +525,7 @@ START_TEST(test_metrics_idle)
 		      "%s: %.1f ms on CPU in the metrics, %.1f ms by its rusage", ONCE, r.oncpu_ms,
 		      once_ms);
 	free(out);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", store);
-	rc = system(cmd);
-	(void)rc;
+	test_rm_rf(store);
 }
 END_TEST
 
@@ -698,8 +688,8 @@ static double oncpu_s(const char *store, unsigned int pid, long from, long to)
 
 START_TEST(test_metrics_policy)
 {
-	char cpa[PATH_MAX + 8], store[] = "/tmp/cpa-test-policy-XXXXXX", pol[PATH_MAX], a[32],
-				b[32], log[PATH_MAX];
+	char cpa[PATH_MAX + 8], store[PATH_MAX], pol[PATH_MAX + 64], a[32], b[32],
+		log[PATH_MAX + 64];
 	char *margv[] = {cpa,	     "monitor", "--store_dir", store, "-F", "49",
 			 "--policy", pol,	"--duration",  "37",  NULL};
 	char *sargv[] = {cpa, "show",	   "--read", store,	   "--starttime",
@@ -715,7 +705,7 @@ START_TEST(test_metrics_policy)
 
 	test_need_root_bpf(bin, sizeof(bin));
 	path_of(cpa, sizeof(cpa), "cpa");
-	ck_assert_ptr_nonnull(mkdtemp(store));
+	test_scratch_in(store, sizeof(store), "policy");
 	snprintf(pol, sizeof(pol), "%s/burst.policy", store);
 	f = fopen(pol, "w");
 	ck_assert_ptr_nonnull(f);
@@ -770,13 +760,7 @@ START_TEST(test_metrics_policy)
 		      "off-CPU samples after the window");
 	off = folded(store, (unsigned int)w, trig_s, end_s + 1, "off");
 	ck_assert_msg(off > 0, "no off-CPU samples inside the window");
-	{
-		char cmd[PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", store);
-		rc = system(cmd);
-		(void)rc;
-	}
+	test_rm_rf(store);
 }
 END_TEST
 
@@ -885,12 +869,12 @@ END_TEST
 /* cpa monitor refuses a bad file with its line and reason, before anything starts. */
 START_TEST(test_policy_file_refused)
 {
-	char dir[] = "/tmp/cpa-test-polfile-XXXXXX", pol[PATH_MAX], st[PATH_MAX];
-	char want[PATH_MAX + 64], *err;
+	char dir[PATH_MAX], pol[PATH_MAX + 64], st[PATH_MAX + 64];
+	char want[PATH_MAX + 256], *err;
 	FILE *f;
 	int rc;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "polfile");
 	snprintf(pol, sizeof(pol), "%s/bad.policy", dir);
 	snprintf(st, sizeof(st), "%s/store", dir);
 	f = fopen(pol, "w");

@@ -9,7 +9,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -27,6 +26,7 @@
 
 #include "common/timeutil.h"
 #include "common/sdnotify.h"
+#include "test_util.h"
 
 struct mon {
 	pid_t pid;
@@ -107,28 +107,20 @@ static void dump_log(const struct mon *m)
 	free(s);
 }
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(path);
-}
-
 /* Remove a passing case's directory (a failing one keeps it for a look). */
 static void mon_cleanup(struct mon *m)
 {
-	nftw(m->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	test_rm_rf(m->dir);
 }
 
 /* Start `cpa monitor --store_dir <dir>/store <args...>` with env "K=V" pairs. */
 static void mon_start(struct mon *m, const char *const *env, const char *const *args)
 {
-	char tmpl[] = "/tmp/cpa-test-monitor-XXXXXX";
 	char cpa[PATH_MAX], stages[PATH_MAX];
 	const char *argv[32];
 	int n = 0;
 
-	ck_assert_ptr_nonnull(mkdtemp(tmpl));
-	snprintf(m->dir, sizeof(m->dir), "%s", tmpl);
+	test_scratch_in(m->dir, sizeof(m->dir), "monitor");
 	snprintf(m->store, sizeof(m->store), "%s/store", m->dir);
 	snprintf(m->log, sizeof(m->log), "%s/monitor.log", m->dir);
 	snprintf(cpa, sizeof(cpa), "%s/bin/cpa", build_dir());
@@ -533,14 +525,14 @@ START_TEST(test_crash_loop_keeps_trying)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char env_sock[PATH_MAX + 32], path[PATH_MAX + 16], *st;
-	char tmpl[] = "/tmp/cpa-test-notify-XXXXXX";
+	char tmpl[PATH_MAX];
 	bool status_loop = false, status_ok = false, healthy = false;
 	uint64_t end;
 	long out0, out1;
 	struct mon m;
 	int fd;
 
-	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	test_scratch_in(tmpl, sizeof(tmpl), "notify");
 	snprintf(path, sizeof(path), "%s/notify", tmpl);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -777,11 +769,11 @@ END_TEST
 
 START_TEST(test_store_dir_refused)
 {
-	char dir[] = "/tmp/cpa-test-wwstore-XXXXXX";
+	char dir[PATH_MAX];
 	struct mon m;
 
 	/* A store anyone can write: refused before any stage runs. */
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "wwstore");
 	ck_assert_int_eq(chmod(dir, 0777), 0);
 	mon_start(&m, NULL, (const char *const[]){"--store_dir", dir, NULL});
 	ck_assert_int_eq(mon_wait(&m, 20000), 1);
@@ -797,7 +789,7 @@ START_TEST(test_store_dir_refused)
 		ck_assert(WAIT_LOG(&m, 100, "owned by uid 65534, not by root or uid 0: refused"));
 		mon_cleanup(&m);
 	}
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	test_rm_rf(dir);
 }
 END_TEST
 
@@ -913,9 +905,9 @@ START_TEST(test_sd_notify)
 	int fd;
 
 	/* A socket path before the monitor's dir exists: make our own dir. */
-	char tmpl[] = "/tmp/cpa-test-notify-XXXXXX";
+	char tmpl[PATH_MAX];
 
-	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	test_scratch_in(tmpl, sizeof(tmpl), "notify");
 	snprintf(path, sizeof(path), "%s/notify", tmpl);
 	ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
 	memcpy(sa.sun_path, path, strlen(path) + 1);
@@ -1076,11 +1068,5 @@ static Suite *monitor_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(monitor_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return test_run_suite(monitor_suite());
 }

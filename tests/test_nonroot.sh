@@ -13,12 +13,13 @@ build=${CPA_BUILD_DIR:?}
 [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ] || exit 77
 command -v setcap >/dev/null && command -v setpriv >/dev/null && id nobody >/dev/null || exit 77
 command -v groupadd >/dev/null || exit 77
-tmp=$(mktemp -d /tmp/cpa-nonroot-XXXXXX)
+. "$(dirname "$0")/test_scratch.sh" nonroot
 made_group= spin=
 cleanup() {
-	[ -z "$spin" ] || kill "$spin" 2>/dev/null || true
+	local rc=$?
+	[ -z "$spin" ] || { kill "$spin" && wait "$spin"; } 2>/dev/null || true
 	[ -z "$made_group" ] || groupdel cpa || true
-	rm -rf "$tmp"
+	scratch_done $rc
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -10,9 +10,9 @@ build=${CPA_BUILD_DIR:?}
 [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ] || exit 77
 command -v setpriv >/dev/null && id nobody >/dev/null || exit 77
 cpa=$build/bin/cpa
-tmp=$(mktemp -d /tmp/cpa-paths-XXXXXX)
+. "$(dirname "$0")/test_scratch.sh" paths
 spin=
-trap '[ -z "$spin" ] || kill "$spin" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'rc=$?; [ -z "$spin" ] || { kill "$spin" && wait "$spin"; } 2>/dev/null || true; scratch_done $rc' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 

@@ -248,9 +248,9 @@ static pid_t start_child(const char *exe, const char *mode, const char *env)
 
 START_TEST(test_policy_e2e)
 {
-	char cpa[PATH_MAX + 8], exe[PATH_MAX], store[] = "/tmp/cpa-test-pol-XXXXXX";
+	char cpa[PATH_MAX + 8], exe[PATH_MAX], store[PATH_MAX];
 	char pol[PATH_MAX + 16], p0[PATH_MAX + 32], p1[PATH_MAX + 32], root[64], cgdir[PATH_MAX];
-	char cgname[64], a[32], b[32], *o, log[PATH_MAX];
+	char cgname[64], a[32], b[32], *o, log[PATH_MAX + 64];
 	char *margv[] = {
 		cpa,	   "monitor", "--store_dir",  store, "-F",	 "49", "--probe",    p0,
 		"--probe", p1,	      "--probe_rate", "0",   "--policy", pol,  "--duration", "21",
@@ -273,7 +273,7 @@ START_TEST(test_policy_e2e)
 	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	ck_assert_int_gt(len, 0);
 	exe[len] = '\0';
-	ck_assert_ptr_nonnull(mkdtemp(store));
+	test_scratch_in(store, sizeof(store), "pol");
 	snprintf(p0, sizeof(p0), "uprobe:%s:pol_rate_target", exe);
 	snprintf(p1, sizeof(p1), "uprobe:%s:pol_att_target", exe);
 
@@ -405,13 +405,7 @@ START_TEST(test_policy_e2e)
 	/* 50 calls a second over the 4 s window (and up to the second's end) */
 	ck_assert_msg(inside >= ATT_CALL_HZ * 4 * 0.5 && inside <= ATT_CALL_HZ * 6,
 		      "%ld samples inside", inside);
-	{
-		char cmd[PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", store);
-		rc = system(cmd);
-		(void)rc;
-	}
+	test_rm_rf(store);
 }
 END_TEST
 
@@ -586,15 +580,15 @@ END_TEST
 /* cpa monitor refuses a policy naming a probe the run does not have, with the line. */
 START_TEST(test_policy_probe_refused)
 {
-	char dir[] = "/tmp/cpa-test-polprobe-XXXXXX", pol[PATH_MAX], st[PATH_MAX];
-	char want[PATH_MAX + 128];
+	char dir[PATH_MAX], pol[PATH_MAX + 64], st[PATH_MAX + 64];
+	char want[PATH_MAX + 256];
 	struct test_run *r = calloc(1, sizeof(*r));
 	const char *args[] = {"monitor", "--store_dir",		st,  "--policy", pol,
 			      "--probe", "kprobe:do_nanosleep", NULL};
 	FILE *f;
 
 	ck_assert_ptr_nonnull(r);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "polprobe");
 	snprintf(pol, sizeof(pol), "%s/p.policy", dir);
 	snprintf(st, sizeof(st), "%s/store", dir);
 	f = fopen(pol, "w");

@@ -39,8 +39,8 @@ static char bin_dir[1024];
 
 struct mon {
 	pid_t pid;
-	char store[64];
-	char log[128];
+	char store[PATH_MAX];
+	char log[PATH_MAX + 8];
 };
 
 /* The monitor's log so far (malloc'ed). */
@@ -59,8 +59,7 @@ static void mon_start(struct mon *m, const char *const *args)
 	char *argv[32] = {cpa, "monitor", "--store_dir", m->store};
 	int n = 4;
 
-	snprintf(m->store, sizeof(m->store), "/tmp/cpa-priv-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(m->store));
+	scratch_store("priv", m->store, sizeof(m->store));
 	snprintf(m->log, sizeof(m->log), "%s.log", m->store);
 	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
 	for (int i = 0; args[i]; i++)
@@ -85,7 +84,8 @@ static void mon_halt(struct mon *m)
 
 static void mon_remove(struct mon *m)
 {
-	run_sh("rm -rf '%s' '%s'", m->store, m->log);
+	test_rm_rf(m->store);
+	unlink(m->log);
 }
 
 static void mon_stop(struct mon *m)
@@ -204,7 +204,7 @@ END_TEST
 /* The whole store as folded stacks ("comm:pid;root;...;leaf COUNT"), no env label. */
 static char *show_all(const struct mon *m)
 {
-	char cpa[1100], start[32], num[32], prof[128];
+	char cpa[1100], start[32], num[32], prof[PATH_MAX + 64];
 	char *rng[] = {cpa, "show", "--read", (char *)m->store, "--show_range", NULL};
 	char *exp[] = {cpa, "show", "--read", (char *)m->store, "-B", start, "--output_num",
 		       num, "-o",   prof,     "--no_env",	NULL};
@@ -283,12 +283,12 @@ static void comm_stats_of(const char *prof, const char *comm, struct comm_stats 
 START_TEST(test_mount_ns_binaries)
 {
 	static const char *const comms[] = {"spin-link", "spin-bid"};
-	char work[] = "/tmp/cpa-ns-XXXXXX", *prof;
+	char work[PATH_MAX], *prof;
 	struct comm_stats cs;
 	struct mon m;
 
 	test_need_root_bpf(bin_dir, sizeof(bin_dir));
-	ck_assert_ptr_nonnull(mkdtemp(work));
+	test_scratch_in(work, sizeof(work), "ns");
 	/* host/: the host's build at the path (with a decoy debug file of its
 	 * own); ns/: what the namespace sees there instead, stripped, its
 	 * symbols in spin.debug (by debuglink) and under dbg/ (by build-id),
@@ -333,7 +333,7 @@ START_TEST(test_mount_ns_binaries)
 			comms[i], cs.host, cs.unnamed, cs.first_bad);
 	}
 	free(prof);
-	run_sh("rm -rf '%s'", work);
+	test_rm_rf(work);
 }
 END_TEST
 

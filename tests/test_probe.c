@@ -112,8 +112,8 @@ static void wl_end(struct wl *w)
 
 struct mon {
 	pid_t pid;
-	char store[64];
-	char log[128];
+	char store[PATH_MAX];
+	char log[PATH_MAX + 8];
 };
 
 /* cpa monitor --pid wl --probe ... ; returns once every stage runs. */
@@ -125,8 +125,7 @@ static void mon_start(struct mon *m, pid_t wl, const char *const *probes, const 
 		"--pid", pid,	    "--stack_size", "4096",   "--probe_rate", (char *)rate};
 	int n = 12;
 
-	snprintf(m->store, sizeof(m->store), "/tmp/cpa-probe-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(m->store));
+	scratch_store("probe", m->store, sizeof(m->store));
 	snprintf(m->log, sizeof(m->log), "%s.log", m->store);
 	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
 	snprintf(pid, sizeof(pid), "%d", (int)wl);
@@ -172,7 +171,7 @@ static void store_range(const struct mon *m, char b[16], char e[16])
 /* `cpa show --probe_id id` over the whole store; the .prof text, *ret_head stdout. */
 static char *show_probe(const struct mon *m, int id, char **ret_head)
 {
-	char cpa[1100], sid[16], b[16], e[16], prof[128];
+	char cpa[1100], sid[16], b[16], e[16], prof[PATH_MAX + 64];
 	char *argv[] = {cpa, "show", "--read", (char *)m->store, "-B",	       b,   "-E",
 			e,   "-o",   prof,     "--no_env",	 "--probe_id", sid, NULL};
 	int rc, fd;
@@ -225,10 +224,8 @@ static void tally(const char *prof, pid_t pid, const char *want, struct tally *t
 
 static void mon_cleanup(struct mon *m)
 {
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", m->store, m->log);
-	ck_assert_int_eq(system(cmd), 0);
+	test_rm_rf(m->store);
+	unlink(m->log);
 }
 
 /* ---- tests ---- */
@@ -379,7 +376,7 @@ static double wl_malloc_rate(const char *count, pid_t pid, int ms)
  */
 START_TEST(test_probe_budget)
 {
-	char wl[1100], count[64] = "/tmp/cpa-probe-count-XXXXXX", up[700], spec[720], cpa[1100];
+	char wl[1100], count[PATH_MAX], up[700], spec[720], cpa[1100];
 	char pid[16], line[64], *log = NULL, *out, *head, *prof, *p;
 	char *wl_argv[] = {wl, count, NULL};
 	char *mon_argv[] = {cpa,       "monitor", "--store_dir",    NULL,  "-F", "1", "--pid", pid,
@@ -392,7 +389,7 @@ START_TEST(test_probe_budget)
 	pid_t wpid = 0;
 
 	need_root_bpf();
-	fd = mkstemp(count);
+	fd = test_mkstemp(count, sizeof(count), "probe-count");
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 	snprintf(wl, sizeof(wl), "%s/cpa-wl-malloc", bin_dir);
@@ -406,8 +403,7 @@ START_TEST(test_probe_budget)
 	snprintf(up, sizeof(up), "%s", libc_path());
 	snprintf(spec, sizeof(spec), "uprobe:%s:malloc", up);
 
-	snprintf(m.store, sizeof(m.store), "/tmp/cpa-probe-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(m.store));
+	scratch_store("probe", m.store, sizeof(m.store));
 	snprintf(m.log, sizeof(m.log), "%s.log", m.store);
 	mon_argv[3] = m.store;
 	/* Probes are attached before capture reports RUNNING. */
@@ -501,7 +497,7 @@ START_TEST(test_probe_bad_specs)
 		{"fexit:vfs_read", "refuses function tracing"},
 		{"uprobe:relative/path:main", "invalid value"},
 	};
-	char cpa[1100], uprobe_sym[1200], store[] = "/tmp/cpa-probe-XXXXXX";
+	char cpa[1100], uprobe_sym[1200], store[PATH_MAX];
 	struct dirent *de;
 	DIR *d;
 	bool kprobes = access("/sys/bus/event_source/devices/kprobe/type", F_OK) == 0;
@@ -509,7 +505,7 @@ START_TEST(test_probe_bad_specs)
 	FILE *ff;
 
 	need_root_bpf();
-	ck_assert_ptr_nonnull(mkdtemp(store));
+	test_scratch_in(store, sizeof(store), "probe");
 	/* Our test kernel refuses function tracing (fentry loads fail): then
 	 * fentry/fexit must be refused at start too. tracefs is mounted by now
 	 * if cpa ran before; mount errors only mean we skip that item. */
@@ -553,8 +549,7 @@ START_TEST(test_probe_bad_specs)
 		ck_assert_msg(strncmp(de->d_name, "cpa_", 4), "store %s/%s created", store,
 			      de->d_name);
 	closedir(d);
-	snprintf(uprobe_sym, sizeof(uprobe_sym), "rm -rf '%s'", store);
-	ck_assert_int_eq(system(uprobe_sym), 0);
+	test_rm_rf(store);
 }
 END_TEST
 

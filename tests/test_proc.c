@@ -209,19 +209,21 @@ char *monitor_fold_kind(const char *cpa, const char *store, const char *prof, co
 	return test_slurp(prof, NULL);
 }
 
-int run_test_rmdir(Suite *s, TCase *tc, const TTest *t, int timeout_s, const char *dir)
+void scratch_store(const char *tag, char *buf, size_t len)
 {
-	char cmd[4200];
-	int r;
+	char *dir = test_scratch(tag);
 
+	ck_assert_int_lt(snprintf(buf, len, "%s/store", dir), (int)len);
+	ck_assert_int_eq(mkdir(buf, 0755), 0);
+	free(dir);
+}
+
+int run_one_test(Suite *s, TCase *tc, const TTest *t, int timeout_s)
+{
 	tcase_set_timeout(tc, timeout_s);
 	tcase_add_test(tc, t);
 	suite_add_tcase(s, tc);
-	r = test_run_suite(s);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-	return r;
+	return test_run_suite(s);
 }
 
 void fold_lines_of(const char *prof, pid_t pid, void (*fn)(void *ctx, char *stack, long count),

@@ -50,9 +50,12 @@ char *monitor_fold_kind(const char *cpa, const char *store, const char *prof, co
  * fn(ctx, stack, count), stack = ";root;...;leaf" (a copy fn may cut up). */
 void fold_lines_of(const char *prof, pid_t pid, void (*fn)(void *ctx, char *stack, long count),
 		   void *ctx);
-/* Run the one test t (timeout_s) of a suite in its own TCase, then remove dir (the
- * test's temporary directory): test_run_suite()'s exit code. */
-int run_test_rmdir(Suite *s, TCase *tc, const TTest *t, int timeout_s, const char *dir);
+/* An empty store directory <scratch>/store in buf (test_scratch(tag)): a
+ * monitor's <store>.log beside it stays in the test's scratch directory. */
+void scratch_store(const char *tag, char *buf, size_t len);
+/* Run the one test t (timeout_s) of a suite in its own TCase: test_run_suite()'s
+ * exit code. */
+int run_one_test(Suite *s, TCase *tc, const TTest *t, int timeout_s);
 /* For main(), outside a running test: 77 (with a line saying why) unless root with
  * kernel BTF and $CPA_BUILD_DIR, else 0 and bin_dir = $CPA_BUILD_DIR/bin. */
 int test_e2e_ready(char *bin_dir, size_t len);

@@ -78,7 +78,7 @@ START_TEST(test_pysym_lines)
 	int tried = 0;
 
 	for (size_t p = 0; p < sizeof(pythons) / sizeof(pythons[0]); p++) {
-		char script[] = "/tmp/cpa-pysym-XXXXXX", *out, *line, *save = NULL;
+		char script[PATH_MAX], *out, *line, *save = NULL;
 		uint8_t tab[65536];
 		size_t n = 0;
 		uint32_t first = 0;
@@ -87,7 +87,7 @@ START_TEST(test_pysym_lines)
 
 		if (access(pythons[p].path, X_OK) != 0)
 			continue;
-		fd = mkstemp(script);
+		fd = test_mkstemp(script, sizeof(script), "pysym");
 		ck_assert_int_ge(fd, 0);
 		ck_assert_int_eq(write(fd, lines_py, sizeof(lines_py) - 1),
 				 (ssize_t)(sizeof(lines_py) - 1));
@@ -216,7 +216,7 @@ static void put_str(int fd, uint64_t addr, const char *s)
  * FX_CODE (the file written anew: the same inode, as a process's memory). */
 static uint32_t fake_code(const char *root, uint32_t pid, const char *qualname, int32_t first)
 {
-	char path[256];
+	char path[PATH_MAX + 32];
 	uint64_t ck;
 	int fd;
 
@@ -239,9 +239,23 @@ static uint32_t fake_code(const char *root, uint32_t pid, const char *qualname, 
 	return (uint32_t)(ck ^ (ck >> 32));
 }
 
+/* A scratch directory for a fake /proc, as a path relative to the case's cwd,
+ * there made its parent: pysym keeps at most 63 bytes of its root, and
+ * $TMPDIR may be longer. */
+static void fake_root(char *root, size_t len)
+{
+	char *slash;
+
+	test_scratch_in(root, len, "pysym-proc");
+	slash = strrchr(root, '/');
+	*slash = '\0';
+	ck_assert_int_eq(chdir(root), 0);
+	memmove(root, slash + 1, strlen(slash + 1) + 1);
+}
+
 static uint32_t fake_proc(const char *root, uint32_t pid, const char *qualname)
 {
-	char path[256];
+	char path[PATH_MAX + 32];
 
 	snprintf(path, sizeof(path), "%s/%u", root, pid);
 	ck_assert_int_eq(mkdir(path, 0700), 0);
@@ -250,11 +264,11 @@ static uint32_t fake_proc(const char *root, uint32_t pid, const char *qualname)
 
 START_TEST(test_pysym_drop)
 {
-	char root[] = "/tmp/cpa-pysym-proc-XXXXXX", name[512], path[256];
+	char root[PATH_MAX], name[512], path[PATH_MAX + 32];
 	uint32_t line, ck_a, ck_b;
 	struct pysym *p;
 
-	ck_assert_ptr_nonnull(mkdtemp(root));
+	fake_root(root, sizeof(root));
 	ck_a = fake_proc(root, 4242, "A.f");
 	ck_b = fake_proc(root, 4343, "B.g");
 	ck_assert_int_eq(pysym__new(root, &p), 0);
@@ -316,7 +330,7 @@ static void fx_named(struct pysym *p, uint32_t pid, uint32_t ck, const char *wan
 /* The fixture's pid is gone. */
 static void fx_gone(const char *root, uint32_t pid)
 {
-	char path[256];
+	char path[PATH_MAX + 32];
 
 	snprintf(path, sizeof(path), "%s/%u/mem", root, pid);
 	ck_assert_int_eq(unlink(path), 0);
@@ -326,11 +340,11 @@ static void fx_gone(const char *root, uint32_t pid)
 
 START_TEST(test_pysym_reuse)
 {
-	char root[] = "/tmp/cpa-pysym-proc-XXXXXX", name[512];
+	char root[PATH_MAX], name[512];
 	uint32_t line, warm, hot;
 	struct pysym *p;
 
-	ck_assert_ptr_nonnull(mkdtemp(root));
+	fake_root(root, sizeof(root));
 	warm = fake_proc(root, 4545, "warm");
 	ck_assert_int_eq(pysym__new(root, &p), 0);
 	fx_named(p, 4545, warm, "warm (fx.py)");
@@ -355,12 +369,12 @@ END_TEST
 START_TEST(test_pysym_drop_many)
 {
 	enum { NPROC = 3000, BASE = 100000 };
-	char root[] = "/tmp/cpa-pysym-proc-XXXXXX", name[512], path[256];
+	char root[PATH_MAX], name[512], path[PATH_MAX + 32];
 	static uint32_t ck[NPROC];
 	uint32_t line, held = 0;
 	struct pysym *p;
 
-	ck_assert_ptr_nonnull(mkdtemp(root));
+	fake_root(root, sizeof(root));
 	for (uint32_t i = 0; i < NPROC; i++)
 		ck[i] = fake_proc(root, BASE + i * 7, "M.f");
 	ck_assert_int_eq(pysym__new(root, &p), 0);

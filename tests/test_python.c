@@ -45,7 +45,7 @@
 #define HOT_SECS  "10"
 
 static char bin_dir[4096], cpa[4200];
-static char dir[] = "/tmp/cpa-python-XXXXXX";
+static char dir[PATH_MAX]; /* main()'s test_scratch(): kept if the test fails */
 
 struct py_stats {
 	long samples, hot, native_below, complete, marked;
@@ -238,10 +238,7 @@ int main(void)
 	if (test_e2e_ready(bin_dir, sizeof(bin_dir)))
 		return 77;
 	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	return run_test_rmdir(s, tc, PY_REUSE ? test_python_reuse : test_python_hot,
-			      PY_REUSE ? 120 : 240, dir);
+	test_scratch_in(dir, sizeof(dir), "python");
+	return run_one_test(s, tc, PY_REUSE ? test_python_reuse : test_python_hot,
+			    PY_REUSE ? 120 : 240);
 }

@@ -64,8 +64,7 @@ static void setup(void)
 
 	if (geteuid() != 0)
 		exit(TEST_SKIP);
-	snprintf(top, sizeof(top), "/tmp/cpa-safepath-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(top));
+	test_scratch_in(top, sizeof(top), "safepath");
 	ck_assert_int_eq(chmod(top, 0755), 0);
 	snprintf(shared, sizeof(shared), "%s/shared", top);
 	ck_assert_int_eq(mkdir(shared, 0777), 0);
@@ -81,10 +80,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
-	ck_assert_int_eq(system(cmd), 0);
+	test_rm_rf(top);
 }
 
 /* dir (what nobody planted, a kind) is refused, and so is a file under it. */

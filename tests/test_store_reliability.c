@@ -683,7 +683,7 @@ END_TEST
 
 /* ------------------------------------------------------------ full disk (root) */
 
-static char mnt[64];
+static char mnt[PATH_MAX];
 
 static void fill_disk(const char *path)
 {
@@ -800,7 +800,7 @@ static uint64_t space_returns(const char *filler, struct shm_ring_prod *p, struc
  */
 START_TEST(test_full_disk)
 {
-	char root[128], filler[128];
+	char root[PATH_MAX + 64], filler[PATH_MAX + 64];
 	struct rig g;
 	struct store_writer_stats ws;
 	struct tally t = {0};
@@ -1094,8 +1094,7 @@ END_TEST
 
 static void disk_setup(void)
 {
-	snprintf(mnt, sizeof(mnt), "/tmp/cpa-tmpfs-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(mnt));
+	test_scratch_in(mnt, sizeof(mnt), "tmpfs");
 	ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), 0);
 }
 

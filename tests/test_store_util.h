@@ -17,6 +17,7 @@
 
 #include "shm/stage.h"
 #include "storer/store.h"
+#include "test_util.h"
 
 #define T_NS		   1000000000ULL
 #define T_STR_PCOMM	   1
@@ -158,21 +159,15 @@ static inline uint64_t t_base_ns(void)
 	return (uint64_t)mktime(&tm) * T_NS;
 }
 
+/* A scratch directory (test_scratch()), and rm -rf. */
 static inline char *t_mkdtemp(void)
 {
-	char tmpl[] = "/tmp/cpa-store-test-XXXXXX";
-	char *p = mkdtemp(tmpl);
-
-	return p ? strdup(p) : NULL;
+	return test_scratch("store-test");
 }
 
 static inline void t_rm_rf(const char *path)
 {
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cleanup of %s failed\n", path);
+	test_rm_rf(path);
 }
 
 /* Times print in UTC, whatever the host's zone: the tests compare hh:mm:ss. */

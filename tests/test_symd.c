@@ -50,16 +50,12 @@ static char tmpdir[256];
 
 static void tmp_setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_symd.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	test_scratch_in(tmpdir, sizeof(tmpdir), "symd");
 }
 
 static void tmp_teardown(void)
 {
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
+	test_rm_rf(tmpdir);
 }
 
 static void *fx_handle(void)
@@ -769,9 +765,9 @@ START_TEST(test_bincache_refreshed)
 	struct symd_file_ref late = {.path = NULL};
 	struct bincache_stats st;
 	struct bincache *c;
-	char dir[] = "/tmp/test_bincache.XXXXXX", path[256], cmd[600];
+	char dir[PATH_MAX], path[PATH_MAX + 64], cmd[3 * PATH_MAX];
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "bincache");
 	snprintf(path, sizeof(path), "%s/late.so", dir);
 	late.path = path;
 	ck_assert_int_eq(bincache__new(64u << 20, &paths, &c), 0);
@@ -788,8 +784,7 @@ START_TEST(test_bincache_refreshed)
 	bincache__stats(c, &st);
 	ck_assert_uint_eq(st.loaded, 2);
 	ck_assert_uint_eq(st.refreshed, 1);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	test_rm_rf(dir);
 	bincache__free(c);
 }
 END_TEST
@@ -2565,11 +2560,5 @@ static Suite *symd_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(symd_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run_suite(symd_suite());
 }

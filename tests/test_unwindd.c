@@ -226,14 +226,14 @@ static int readelf_build_id(const char *path, uint8_t *out, int max)
 
 START_TEST(test_build_id_compiled)
 {
-	char dir[] = "/tmp/cpa-unw-XXXXXX", src[128], bin[128], cmd[512];
+	char dir[PATH_MAX], src[PATH_MAX + 64], bin[PATH_MAX + 64], cmd[3 * PATH_MAX];
 	uint8_t id[ELFID_MAX], want[ELFID_MAX];
 	uint8_t len = 0;
 	int fd, wn;
 	FILE *f;
 
 	ck_assert_int_eq(elfid__init(), 0);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "unw");
 	snprintf(src, sizeof(src), "%s/tiny.c", dir);
 	snprintf(bin, sizeof(bin), "%s/tiny", dir);
 	f = fopen(src, "we");
@@ -264,8 +264,7 @@ START_TEST(test_build_id_compiled)
 	ck_assert_int_eq(elfid__from_fd(fd, id, &len), -ENOEXEC);
 	close(fd);
 
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	test_rm_rf(dir);
 }
 END_TEST
 
@@ -599,14 +598,14 @@ START_TEST(test_neg_cache_new_library)
 		"00401000-00480000 r-xp 00001000 fd:01 100 /opt/fix/app\n"
 		"7f1000400000-7f1000500000 r-xp 00004000 fd:01 300 /opt/fix/libtwo.so\n"
 		"7f3000000000-7f3000100000 r-xp 00000000 fd:01 400 /opt/fix/libnew.so\n";
-	char dir[] = "/tmp/cpa-unw-neg-XXXXXX", path[256], cmd[300];
+	char dir[PATH_MAX], path[PATH_MAX + 8];
 	struct shm_stage st = {0};
 	uint64_t now = 1000 * NSEC_PER_SEC;
 	struct ucache *c;
 	struct uproc *p;
 	struct uloc l;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "unw-neg");
 	snprintf(path, sizeof(path), "%s/7", dir);
 	ck_assert_int_eq(mkdir(path, 0700), 0);
 	write_maps(dir, app);
@@ -636,8 +635,7 @@ START_TEST(test_neg_cache_new_library)
 	ck_assert_str_eq(l.bin->path, "/opt/fix/libtwo.so");
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
 	ucache__free(c);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	test_rm_rf(dir);
 }
 END_TEST
 
@@ -647,7 +645,7 @@ END_TEST
  * definition is marked for re-sending. */
 START_TEST(test_identify_retry_from_live_process)
 {
-	char dir[] = "/tmp/cpa-unw-proc-XXXXXX", path[256], line[1400], cmd[1400], prog[300];
+	char dir[PATH_MAX], path[PATH_MAX + 64], line[1400], cmd[3 * PATH_MAX], prog[PATH_MAX + 64];
 	const char *exe = self_exe();
 	uint8_t want[ELFID_MAX];
 	uint64_t now = 1000 * NSEC_PER_SEC;
@@ -659,7 +657,7 @@ START_TEST(test_identify_retry_from_live_process)
 	int i, wn;
 	FILE *f;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	test_scratch_in(dir, sizeof(dir), "unw-proc");
 	/* The program as pid 2's root shows it, at a path ours does not have. */
 	snprintf(path, sizeof(path), "%s/rootfs", dir);
 	ck_assert_int_eq(mkdir(path, 0700), 0);
@@ -704,8 +702,7 @@ START_TEST(test_identify_retry_from_live_process)
 		ck_assert_mem_eq(b->build_id, want, (size_t)wn);
 	}
 	ucache__free(c);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	test_rm_rf(dir);
 }
 END_TEST
 

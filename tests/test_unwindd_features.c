@@ -335,16 +335,12 @@ static char tmpdir[256];
 
 static void tmp_make(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/cpa-unwindd-test-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	test_scratch_in(tmpdir, sizeof(tmpdir), "unwindd-test");
 }
 
 static void tmp_remove(void)
 {
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
+	test_rm_rf(tmpdir);
 }
 
 /* proc/<pid>/environ in the fixture tree: NUL-separated KEY=VALUE. */
@@ -908,11 +904,5 @@ static Suite *features_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(features_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run_suite(features_suite());
 }

@@ -1,21 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the Check test programs: the skip code, the environment
- * (CPA_STRESS=1 asks for bigger runs, TSan for smaller ones), a runner, a test
- * case from a list of tests, and reading a whole fd, file or command's output.
+ * (CPA_STRESS=1 asks for bigger runs, TSan for smaller ones), scratch
+ * directories, a runner, a test case from a list of tests, and reading a whole
+ * fd, file or command's output.
  */
 #ifndef CPA_TEST_UTIL_H
 #define CPA_TEST_UTIL_H
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,15 +68,191 @@ static inline void test_hms(char *buf, size_t len, long s)
 		 (int)(s % 60));
 }
 
-/* Run a suite; exit 0 when every case passed, 1 otherwise. */
+/*
+ * Scratch space. test_scratch("e2e") makes a fresh directory and returns its
+ * path (malloc'd): inside the run's directory during test_run_suite(), else
+ * $TMPDIR/cpa-e2e-XXXXXX. The process that made it removes it when it exits 0
+ * or 77 (a Check case that passed: Check ends a failed case with _exit(1), a
+ * crash or a timeout ends it without exit handlers), after it killed and
+ * reaped what is left of its process group (Check runs each case in a group of
+ * its own), so that no monitor or stage writes there during the removal; on any
+ * other exit it keeps it and prints its path. The run's directory is
+ * $TMPDIR/<ctest name>-XXXXXX (CPA_TEST_NAME, set by tests/CMakeLists.txt):
+ * test_run_suite() removes it when every case passed, else prints what the
+ * failed cases left in it. $TMPDIR defaults to /tmp.
+ */
+#define TEST_SCRATCH_ENV "CPA_TEST_SCRATCH"
+
+static inline const char *test_tmpdir(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t && *t ? t : "/tmp";
+}
+
+static inline int test_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	if (remove(path) != 0 && errno != ENOENT)
+		fprintf(stderr, "test: remove %s: %s\n", path, strerror(errno));
+	return 0;
+}
+
+/* rm -rf path (it does not follow symlinks). */
+static inline void test_rm_rf(const char *path)
+{
+	nftw(path, test_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Kill and reap the other processes of our process group when we lead it. */
+static inline void test_reap_group(void)
+{
+	pid_t self = getpid();
+
+	if (getpgrp() != self)
+		return;
+	for (int round = 0; round < 500; round++) {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+		int left = 0;
+
+		if (!d)
+			return;
+		while ((de = readdir(d))) {
+			char path[64], buf[512], *p, state;
+			int pid = atoi(de->d_name), pgrp, fd;
+			ssize_t n;
+
+			if (pid <= 0 || pid == self)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			buf[n > 0 ? n : 0] = 0;
+			p = strrchr(buf, ')'); /* pid (comm) state ppid pgrp */
+			if (!p || sscanf(p + 1, " %c %*d %d", &state, &pgrp) != 2 || pgrp != self ||
+			    state == 'Z' || state == 'X')
+				continue;
+			kill(pid, SIGKILL);
+			left++;
+		}
+		closedir(d);
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (!left)
+			return;
+		usleep(10000);
+	}
+}
+
+struct test_scratch_dir {
+	struct test_scratch_dir *next; /* reachable, for LeakSanitizer */
+	pid_t pid;
+	char path[];
+};
+
+static struct test_scratch_dir *test_scratch_dirs;
+
+static inline void test_scratch_exit(int status, void *arg)
+{
+	struct test_scratch_dir *s = arg;
+
+	if (getpid() != s->pid) /* a fork of the process that made it */
+		return;
+	if (status == 0 || status == TEST_SKIP) {
+		test_reap_group();
+		test_rm_rf(s->path);
+	} else {
+		fprintf(stderr, "test scratch kept: %s\n", s->path);
+	}
+}
+
+/* A fresh directory for this test, removed if it passes (above); no Check call,
+ * so fuzz/seeds.c may use it. */
+static inline char *test_scratch(const char *tag)
+{
+	const char *run = getenv(TEST_SCRATCH_ENV);
+	size_t len = strlen(test_tmpdir()) + strlen(tag) + 16 + (run ? strlen(run) : 0);
+	struct test_scratch_dir *s = malloc(sizeof(*s) + len);
+
+	if (!s)
+		abort();
+	if (run && *run)
+		snprintf(s->path, len, "%s/%s-XXXXXX", run, tag);
+	else
+		snprintf(s->path, len, "%s/cpa-%s-XXXXXX", test_tmpdir(), tag);
+	if (!mkdtemp(s->path)) {
+		fprintf(stderr, "mkdtemp %s: %s\n", s->path, strerror(errno));
+		abort();
+	}
+	s->pid = getpid();
+	s->next = test_scratch_dirs;
+	test_scratch_dirs = s;
+	if (on_exit(test_scratch_exit, s) != 0)
+		abort();
+	return strdup(s->path);
+}
+
+/* test_scratch() into buf (len bytes). */
+static inline char *test_scratch_in(char *buf, size_t len, const char *tag)
+{
+	char *p = test_scratch(tag);
+
+	if ((size_t)snprintf(buf, len, "%s", p) >= len) {
+		fprintf(stderr, "test scratch %s: longer than %zu bytes\n", p, len - 1);
+		abort();
+	}
+	free(p);
+	return buf;
+}
+
+/* mkstemp() of a file named tag-XXXXXX in the run's directory (test_scratch()),
+ * else in $TMPDIR, its path in buf (len bytes); the caller removes it. */
+static inline int test_mkstemp(char *buf, size_t len, const char *tag)
+{
+	const char *run = getenv(TEST_SCRATCH_ENV);
+
+	snprintf(buf, len, "%s/%s-XXXXXX", run && *run ? run : test_tmpdir(), tag);
+	return mkstemp(buf);
+}
+
+/* Run a suite; exit 0 when every case passed, 1 otherwise. The cases' scratch
+ * directories go in one of the run's (test_scratch()). */
 static inline int test_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);
+	const char *name = getenv("CPA_TEST_NAME");
+	char run[PATH_MAX];
 	int failed;
 
+	snprintf(run, sizeof(run), "%s/%s-XXXXXX", test_tmpdir(),
+		 name && *name ? name : program_invocation_short_name);
+	if (!mkdtemp(run) || chmod(run, 0755) != 0) { /* 0755: tests that run as nobody */
+		fprintf(stderr, "mkdtemp %s: %s\n", run, strerror(errno));
+		return EXIT_FAILURE;
+	}
+	setenv(TEST_SCRATCH_ENV, run, 1);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	if (!failed) {
+		test_rm_rf(run);
+	} else if (rmdir(run) != 0) {
+		DIR *d = opendir(run);
+		struct dirent *de;
+
+		while (d && (de = readdir(d)))
+			if (de->d_name[0] != '.')
+				fprintf(stderr, "test scratch kept: %s/%s\n", run, de->d_name);
+		if (d)
+			closedir(d);
+	}
+	unsetenv(TEST_SCRATCH_ENV);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
@@ -167,9 +348,11 @@ static inline void test_slurp_fd(int fd, char *buf, size_t len)
 static inline void test_run_bin(struct test_run *r, const char *exe, const char *const *args)
 {
 	const char *b = getenv("CPA_BUILD_DIR");
-	char path[PATH_MAX], out[] = "/tmp/cpa-test-out-XXXXXX", err[] = "/tmp/cpa-test-err-XXXXXX";
+	char path[PATH_MAX], out[PATH_MAX], err[PATH_MAX];
 	const char *argv[64] = {path};
-	int ofd = mkstemp(out), efd = mkstemp(err), n = 1, status;
+	int ofd = test_mkstemp(out, sizeof(out), "out"),
+	    efd = test_mkstemp(err, sizeof(err), "err");
+	int n = 1, status;
 	pid_t pid;
 
 	ck_assert_int_ge(ofd, 0);

@@ -25,7 +25,7 @@
 #define LD_RATE 100
 #define LD_ON	80 /* of LD_RATE */
 
-static char tmp_root[64], store[128];
+static char tmp_root[PATH_MAX], store[PATH_MAX + 8];
 
 static void setup(void)
 {
@@ -34,8 +34,7 @@ static void setup(void)
 	uint32_t st[10], comm;
 	char buf[512];
 
-	snprintf(tmp_root, sizeof(tmp_root), "/tmp/cpa-view-load-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmp_root));
+	test_scratch_in(tmp_root, sizeof(tmp_root), "view-load");
 	snprintf(store, sizeof(store), "%s/store", tmp_root);
 	ck_assert_int_eq(mkdir(store, 0755), 0);
 	ck_assert_ptr_nonnull(g);
@@ -58,10 +57,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_root);
-	ck_assert_int_eq(system(cmd), 0);
+	test_rm_rf(tmp_root);
 }
 
 static int64_t t10(void)

@@ -29,7 +29,7 @@
 #include "test_view_util.h"
 
 static char bin_dir[1024];
-static char sock[64];
+static char sock[108]; /* the tmux server's socket: a sun_path */
 static char tmp_root[256];
 
 static void path_of(char *buf, size_t len, const char *exe)
@@ -50,31 +50,42 @@ _printf_(1, 2) static int sh(const char *fmt, ...)
 
 /* ---- tmux ---- */
 
+/* sock: in the run's scratch directory (test_scratch()), not /tmp/tmux-UID. */
+static void tui_sock(void)
+{
+	const char *run = getenv(TEST_SCRATCH_ENV);
+
+	ck_assert_int_lt(snprintf(sock, sizeof(sock), "%s/tmux-%d", run ? run : test_tmpdir(),
+				  (int)getpid()),
+			 (int)sizeof(sock));
+}
+
 static void tui_start(const char *args, int cols, int rows)
 {
 	char view[1100];
 
 	path_of(view, sizeof(view), "cpa-view");
-	snprintf(sock, sizeof(sock), "cpa-view-test-%d", (int)getpid());
-	sh("tmux -L %s kill-server 2>/dev/null", sock);
+	tui_sock();
+	sh("tmux -S '%s' kill-server 2>/dev/null", sock);
 	/* remain-on-exit: a crash leaves its last screen to capture */
-	ck_assert_int_eq(sh("tmux -L %s -f /dev/null new-session -d -x %d -y %d "
+	ck_assert_int_eq(sh("tmux -S '%s' -f /dev/null new-session -d -x %d -y %d "
 			    "'env LANG=C.UTF-8 %s %s'",
 			    sock, cols, rows, view, args),
 			 0);
-	sh("tmux -L %s set-option -g remain-on-exit on >/dev/null", sock);
+	sh("tmux -S '%s' set-option -g remain-on-exit on >/dev/null", sock);
 }
 
 static void tui_stop(void)
 {
-	sh("tmux -L %s kill-server 2>/dev/null", sock);
+	sh("tmux -S '%s' kill-server 2>/dev/null", sock);
+	unlink(sock); /* tmux leaves it */
 }
 
 static char *screen(bool esc)
 {
 	char cmd[256];
 
-	snprintf(cmd, sizeof(cmd), "tmux -L %s capture-pane -p %s -t 0", sock, esc ? "-e" : "");
+	snprintf(cmd, sizeof(cmd), "tmux -S '%s' capture-pane -p %s -t 0", sock, esc ? "-e" : "");
 	return test_cmd_out(NULL, "%s", cmd);
 }
 
@@ -131,13 +142,13 @@ static char *wait_without(char *s, const char *gone)
 /* Keys in tmux send-keys syntax (Enter, Escape, Tab, C-u...). */
 static void keys(const char *k)
 {
-	ck_assert_int_eq(sh("tmux -L %s send-keys -t 0 %s", sock, k), 0);
+	ck_assert_int_eq(sh("tmux -S '%s' send-keys -t 0 %s", sock, k), 0);
 }
 
 /* Literal text. */
 static void type(const char *text)
 {
-	ck_assert_int_eq(sh("tmux -L %s send-keys -t 0 -l '%s'", sock, text), 0);
+	ck_assert_int_eq(sh("tmux -S '%s' send-keys -t 0 -l '%s'", sock, text), 0);
 }
 
 static void prompt_answer(const char *key, const char *label, const char *text)
@@ -193,8 +204,7 @@ static char store_root[300];
 
 static void synth_setup(void)
 {
-	snprintf(tmp_root, sizeof(tmp_root), "/tmp/cpa-view-test-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmp_root));
+	test_scratch_in(tmp_root, sizeof(tmp_root), "view-test");
 	snprintf(store_root, sizeof(store_root), "%s/store", tmp_root);
 	ck_assert_int_eq(mkdir(store_root, 0755), 0);
 	ck_assert_int_eq(vt_write_store(store_root), 0);
@@ -203,7 +213,7 @@ static void synth_setup(void)
 static void synth_teardown(void)
 {
 	tui_stop();
-	sh("rm -rf '%s'", tmp_root);
+	test_rm_rf(tmp_root);
 }
 
 /* Expected shares of the whole store, as the viewer prints them. */
@@ -494,7 +504,7 @@ START_TEST(test_sizes)
 
 	tui_start(store_root, 80, 24);
 	free(wait_for("cpa-view"));
-	sh("tmux -L %s resize-window -t 0 -x 120 -y 40", sock);
+	sh("tmux -S '%s' resize-window -t 0 -x 120 -y 40", sock);
 	/* the axis row ends with the store's end time at the right edge */
 	s = wait_for("10:10:00\n");
 	for (int i = 0; i < 100; i++) {
@@ -510,9 +520,9 @@ START_TEST(test_sizes)
 	ck_assert_msg(l && strlen(l) == 120, "axis not redrawn at 120 columns:\n%s", s);
 	free(l);
 	free(s);
-	sh("tmux -L %s resize-window -t 0 -x 50 -y 12", sock);
+	sh("tmux -S '%s' resize-window -t 0 -x 50 -y 12", sock);
 	free(wait_for("terminal too small: 50x12"));
-	sh("tmux -L %s resize-window -t 0 -x 80 -y 24", sock);
+	sh("tmux -S '%s' resize-window -t 0 -x 80 -y 24", sock);
 	free(wait_for("hot_function"));
 	tui_stop();
 	/* ASCII fallback */
@@ -542,10 +552,10 @@ static int tui_exit_code(const char *args, char *err, size_t errlen)
 	snprintf(rc_path, sizeof(rc_path), "%s/rc", tmp_root);
 	snprintf(err_path, sizeof(err_path), "%s/err", tmp_root);
 	unlink(rc_path);
-	snprintf(sock, sizeof(sock), "cpa-view-test-%d", (int)getpid());
-	sh("tmux -L %s kill-server 2>/dev/null", sock);
+	tui_sock();
+	sh("tmux -S '%s' kill-server 2>/dev/null", sock);
 	snprintf(cmd, sizeof(cmd),
-		 "tmux -L %s -f /dev/null new-session -d -x 80 -y 24 "
+		 "tmux -S '%s' -f /dev/null new-session -d -x 80 -y 24 "
 		 "'env LANG=C.UTF-8 %s %s 2>%s; echo $? >%s.tmp; mv %s.tmp %s; sleep 30'",
 		 sock, view, args, err_path, rc_path, rc_path, rc_path);
 	ck_assert_int_eq(system(cmd), 0);
@@ -731,10 +741,10 @@ START_TEST(test_show_use_cui)
 	path_of(cpa, sizeof(cpa), "cpa");
 	if (access(cpa, X_OK) != 0)
 		return; /* the front command is not built in this tree */
-	snprintf(sock, sizeof(sock), "cpa-view-test-%d", (int)getpid());
-	sh("tmux -L %s kill-server 2>/dev/null", sock);
+	tui_sock();
+	sh("tmux -S '%s' kill-server 2>/dev/null", sock);
 	snprintf(args, sizeof(args),
-		 "tmux -L %s -f /dev/null new-session -d -x 80 -y 24 "
+		 "tmux -S '%s' -f /dev/null new-session -d -x 80 -y 24 "
 		 "'env LANG=C.UTF-8 %s show --read %s --use_cui -B 10:05:00 -E 10:06:00'",
 		 sock, cpa, store_root);
 	ck_assert_int_eq(system(args), 0);
