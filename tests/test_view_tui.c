@@ -769,8 +769,9 @@ START_TEST(test_begin_end)
 	path_of(cpa, sizeof(cpa), "cpa");
 	if (access(cpa, X_OK) == 0) {
 		/* a server of its own: a new session right after kill-server may fail */
-		snprintf(sock, sizeof(sock), "cpa-view-test-%d-e", (int)getpid());
-		ck_assert_int_eq(sh("tmux -L %s -f /dev/null new-session -d -x 80 -y 24 "
+		ck_assert_int_lt(strlen(sock) + 2, sizeof(sock));
+		strcat(sock, "-e");
+		ck_assert_int_eq(sh("tmux -S '%s' -f /dev/null new-session -d -x 80 -y 24 "
 				    "'env LANG=C.UTF-8 %s show --read %s --use_cui -E 10:07:00'",
 				    sock, cpa, store_root),
 				 0);
