@@ -530,6 +530,38 @@ START_TEST(test_e2e_nofp_complete_and_shares)
 END_TEST
 
 /*
+ * Samples of the CFI fixture's process pid in prof (folded, no env label),
+ * those complete (from _start through chain, e.g. ";main;big_a;big_b;big_c;")
+ * and those cut short at the end of the copied stack.
+ */
+static void fixture_stacks(const char *prof, pid_t pid, const char *chain, long *total,
+			   long *complete, long *cut)
+{
+	char label[64];
+	const char *line;
+
+	*total = *complete = *cut = 0;
+	snprintf(label, sizeof(label), "cfi_fixture:%d;", pid);
+	for (line = prof; line && *line;) {
+		const char *eol = strchr(line, '\n');
+		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
+		long n = strtol(strrchr(l, ' ') + 1, NULL, 10);
+
+		line = eol ? eol + 1 : NULL;
+		if (strncmp(l, label, strlen(label))) {
+			free(l);
+			continue;
+		}
+		*total += n;
+		if (!strncmp(l + strlen(label), "_start;", 7) && strstr(l, chain))
+			*complete += n;
+		if (strstr(l, "<# STACK READ #>"))
+			*cut += n;
+		free(l);
+	}
+}
+
+/*
  * The adaptive stack copy (issue 10): three 6 KB frames need ~20 KiB of
  * stack, more than the default 8 KiB. A process not learned yet copies up
  * to the cap (32 KiB), so its samples are complete to _start from the
@@ -539,9 +571,7 @@ START_TEST(test_e2e_adaptive_stack_copy)
 {
 	char *store = store_new(), *prof, fix[] = CFI_FIXTURE_DIR "/cfi_fixture";
 	char *argv[] = {fix, "bigloop", "6", NULL};
-	char label[64];
-	long total = 0, complete = 0, cut = 0;
-	const char *line;
+	long total, complete, cut;
 	pid_t mon, pid;
 	int out;
 	struct range r;
@@ -555,25 +585,7 @@ START_TEST(test_e2e_adaptive_stack_copy)
 
 	show_range(store, &r);
 	prof = show_all(store, &r);
-	snprintf(label, sizeof(label), "cfi_fixture:%d;", pid);
-	for (line = prof; line && *line;) {
-		const char *eol = strchr(line, '\n');
-		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
-		long n = strtol(strrchr(l, ' ') + 1, NULL, 10);
-
-		line = eol ? eol + 1 : NULL;
-		if (strncmp(l, label, strlen(label))) {
-			free(l);
-			continue;
-		}
-		total += n;
-		if (!strncmp(l + strlen(label), "_start;", 7) &&
-		    strstr(l, ";main;big_a;big_b;big_c;"))
-			complete += n;
-		if (strstr(l, "<# STACK READ #>"))
-			cut += n;
-		free(l);
-	}
+	fixture_stacks(prof, pid, ";main;big_a;big_b;big_c;", &total, &complete, &cut);
 	fprintf(stderr, "e2e adaptive copy: %ld samples, %ld complete, %ld stack read\n", total,
 		complete, cut);
 	/* ~6 s of CPU at 99 Hz; fewer on a loaded host, enough for the share. */
@@ -583,6 +595,112 @@ START_TEST(test_e2e_adaptive_stack_copy)
 	ck_assert_msg(complete >= 0.9 * (double)total, "complete %ld of %ld", complete, total);
 	free(prof);
 	free(store);
+}
+END_TEST
+
+static char *slurp_path(const char *path);
+
+/*
+ * `cpa monitor --stack_size SIZE` (whole machine, 99 Hz, 8 s) while the CFI
+ * fixture spins 4 s at the bottom of 6 KB frames (bigdeep: main, five
+ * big_rec, big_c: ~37 KB of stack). Returns the monitor's log; the fixture's
+ * samples and complete ones in *total and *complete.
+ */
+static char *bigdeep_run(const char *size, long *total, long *complete)
+{
+	char *store = store_new(), *prof, *text, cpa[1100], log[1100];
+	char fix[] = CFI_FIXTURE_DIR "/cfi_fixture";
+	char *argv[] = {cpa,	      "monitor", "--store_dir",	 store,	       "-F", "99",
+			"--duration", "8",	 "--stack_size", (char *)size, NULL};
+	char *fargv[] = {fix, "bigdeep", "4", "5", NULL};
+	long cut;
+	pid_t mon, pid;
+	int out;
+	struct range r;
+
+	path_of(cpa, sizeof(cpa), "cpa");
+	snprintf(log, sizeof(log), "%s.log", store);
+	mon = spawn_monitor(argv, log, 60);
+	pid = spawn(fargv, &out);
+	ck_assert_int_eq(wait_exit(pid, NULL), 0);
+	close(out);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	show_range(store, &r);
+	prof = show_all(store, &r);
+	fixture_stacks(prof, pid, ";main;big_rec;big_rec;big_rec;big_rec;big_rec;big_c;", total,
+		       complete, &cut);
+	fprintf(stderr, "e2e --stack_size %s: %ld samples, %ld complete, %ld stack read\n", size,
+		*total, *complete, cut);
+	text = slurp_path(log);
+	free(prof);
+	free(store);
+	return text;
+}
+
+/*
+ * Every documented --stack_size runs the BPF backend: above 8192 (copy caps
+ * of 48 and 64 KiB) its unrolled copy was too complex for the verifier and
+ * capture fell back to the perf backend, after thousands of lines of
+ * verifier log. A process with ~37 KB of stack, more than the default cap
+ * (32 KiB), is complete from _start with any of them.
+ */
+START_TEST(test_e2e_stack_size_large)
+{
+	static const char *const sizes[] = {"12288", "16384", "65536"};
+	long total, complete;
+
+	need_root_bpf();
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		char *text = bigdeep_run(sizes[i], &total, &complete);
+
+		ck_assert_msg(strstr(text, "(cpu-clock), user stack copy") &&
+				      !strstr(text, "perf backend") && !strstr(text, "libbpf"),
+			      "--stack_size %s: not the BPF backend; the log:\n%.3000s", sizes[i],
+			      text);
+		ck_assert_int_gt(total, 40);
+		ck_assert_msg(complete >= 0.9 * (double)total,
+			      "--stack_size %s: complete %ld of %ld", sizes[i], complete, total);
+		free(text);
+	}
+}
+END_TEST
+
+/*
+ * Where the verifier cannot take the copy (a kernel without bpf_loop(),
+ * 5.17: forced here with CPA_BPF_USTACK_COPY=unrolled), capture says so in
+ * one line naming --stack_size and samples through the perf backend: no
+ * verifier log (that is for --verbose).
+ */
+START_TEST(test_e2e_stack_size_fallback)
+{
+	long total, complete;
+	const char *p, *q;
+	char *text;
+	int lines = 0;
+
+	need_root_bpf();
+	setenv("CPA_BPF_USTACK_COPY", "unrolled", 1);
+	text = bigdeep_run("65536", &total, &complete);
+	unsetenv("CPA_BPF_USTACK_COPY");
+	if (strstr(text, "(cpu-clock), user stack copy")) {
+		fprintf(stderr, "skip: this kernel's verifier takes the unrolled 64 KiB copy\n");
+		free(text);
+		return;
+	}
+	for (p = text; (q = strstr(p, "--stack_size 65536")); p = q + 1)
+		lines++;
+	ck_assert_msg(lines == 1 && strstr(text, "--stack_size 65536: a user stack copy of up to "
+						 "65536 bytes is too complex for this kernel's "
+						 "BPF verifier without bpf_loop() (Linux 5.17+); "
+						 "using the perf backend"),
+		      "not one line naming --stack_size 65536 and the perf backend:\n%.3000s",
+		      text);
+	ck_assert_msg(!strstr(text, "libbpf"), "libbpf's log without --verbose:\n%.3000s", text);
+	ck_assert_msg(strstr(text, "(cpu-clock, perf backend)"), "no perf backend:\n%.3000s", text);
+	/* The perf backend copies 65528 bytes: the fixture is complete there too. */
+	ck_assert_int_gt(total, 40);
+	ck_assert_msg(complete >= 0.9 * (double)total, "complete %ld of %ld", complete, total);
+	free(text);
 }
 END_TEST
 
@@ -1726,6 +1844,7 @@ int main(int argc, char **argv)
 		{"pid", 120, {test_e2e_pid_filter}},
 		{"stop", 120, {test_e2e_stop_sigint, test_e2e_stop_sigterm}},
 		{"stack", 120, {test_e2e_adaptive_stack_copy}},
+		{"stacksize", 240, {test_e2e_stack_size_large, test_e2e_stack_size_fallback}},
 		{"oneshot", 120, {test_oneshot_duration, test_oneshot_sigint}},
 		{"bench", 120, {test_bench_cpa_lines, test_e2e_ctl_cost}},
 		{"offcpu", 120, {test_e2e_offcpu}},
