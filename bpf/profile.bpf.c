@@ -166,9 +166,10 @@ struct ustack_copy {
  * Into the dynptr record (d) or the record's memory (s), one callback each:
  * a branch on which would be checked both ways.
  */
-static __always_inline bool chunk_of(__u32 i, const struct ustack_copy *c, __u64 *o, __u64 *l)
+static __always_inline long copy_chunk(__u32 i, struct ustack_copy *c, bool dynptr)
 {
 	__u64 off, len, want = c->want;
+	void *dst;
 
 	if (i == 0) {
 		off = 0;
@@ -178,22 +179,9 @@ static __always_inline bool chunk_of(__u32 i, const struct ustack_copy *c, __u64
 		len = CPA_BPF_PAGE;
 	}
 	if (off >= want)
-		return false;
+		return 1;
 	if (len > want - off)
 		len = want - off;
-	*o = off;
-	*l = len;
-	return true;
-}
-
-static long copy_chunk_dynptr(__u32 i, void *ctx)
-{
-	struct ustack_copy *c = ctx;
-	__u64 off, len;
-	void *dst;
-
-	if (!chunk_of(i, c, &off, &len))
-		return 1;
 	/* Explicit bounds for the verifier, checked on the very registers
 	 * used below: off < stack_size and len <= one page, and the record
 	 * has a page of slack past stack_size. */
@@ -201,28 +189,27 @@ static long copy_chunk_dynptr(__u32 i, void *ctx)
 	barrier_var(off);
 	if (len > CPA_BPF_PAGE || off >= stack_size)
 		return 1;
-	dst = bpf_dynptr_data(c->d, CPA_BPF_STACK_OFF + off, CPA_BPF_PAGE);
-	if (!dst || bpf_probe_read_user(dst, len, (const void *)(c->sp + off)))
+	if (dynptr) {
+		dst = bpf_dynptr_data(c->d, CPA_BPF_STACK_OFF + off, CPA_BPF_PAGE);
+		if (!dst)
+			return 1;
+	} else {
+		dst = c->s->stack + off;
+	}
+	if (bpf_probe_read_user(dst, len, (const void *)(c->sp + off)))
 		return 1;
 	c->copied = off + len;
 	return 0;
 }
 
+static long copy_chunk_dynptr(__u32 i, void *ctx)
+{
+	return copy_chunk(i, ctx, true);
+}
+
 static long copy_chunk_mem(__u32 i, void *ctx)
 {
-	struct ustack_copy *c = ctx;
-	__u64 off, len;
-
-	if (!chunk_of(i, c, &off, &len))
-		return 1;
-	barrier_var(len);
-	barrier_var(off);
-	if (len > CPA_BPF_PAGE || off >= stack_size)
-		return 1;
-	if (bpf_probe_read_user(c->s->stack + off, len, (const void *)(c->sp + off)))
-		return 1;
-	c->copied = off + len;
-	return 0;
+	return copy_chunk(i, ctx, false);
 }
 
 static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, struct bpf_dynptr *d, __u64 sp,
@@ -255,7 +242,7 @@ static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, struct bpf_dy
 		rem = want - off;
 		if (len > rem)
 			len = rem;
-		/* As in copy_chunk_dynptr(). */
+		/* As in copy_chunk(). */
 		barrier_var(len);
 		barrier_var(off);
 		if (len > CPA_BPF_PAGE || off >= stack_size)

@@ -561,64 +561,30 @@ static void fixture_stacks(const char *prof, pid_t pid, const char *chain, long 
 	}
 }
 
-/*
- * The adaptive stack copy (issue 10): three 6 KB frames need ~20 KiB of
- * stack, more than the default 8 KiB. A process not learned yet copies up
- * to the cap (32 KiB), so its samples are complete to _start from the
- * first; unwindd then lowers the copy to what the walks need.
- */
-START_TEST(test_e2e_adaptive_stack_copy)
-{
-	char *store = store_new(), *prof, fix[] = CFI_FIXTURE_DIR "/cfi_fixture";
-	char *argv[] = {fix, "bigloop", "6", NULL};
-	long total, complete, cut;
-	pid_t mon, pid;
-	int out;
-	struct range r;
-
-	need_root_bpf();
-	mon = monitor_start(store, 8, 99, 0);
-	pid = spawn(argv, &out);
-	ck_assert_int_eq(wait_exit(pid, NULL), 0);
-	close(out);
-	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-
-	show_range(store, &r);
-	prof = show_all(store, &r);
-	fixture_stacks(prof, pid, ";main;big_a;big_b;big_c;", &total, &complete, &cut);
-	fprintf(stderr, "e2e adaptive copy: %ld samples, %ld complete, %ld stack read\n", total,
-		complete, cut);
-	/* ~6 s of CPU at 99 Hz; fewer on a loaded host, enough for the share. */
-	ck_assert_int_gt(total, 40);
-	/* With a fixed 8 KiB copy none would be complete; a process not yet
-	 * learned gets the cap, so nearly all are, from the first sample. */
-	ck_assert_msg(complete >= 0.9 * (double)total, "complete %ld of %ld", complete, total);
-	free(prof);
-	free(store);
-}
-END_TEST
-
 static char *slurp_path(const char *path);
 
 /*
- * `cpa monitor --stack_size SIZE` (whole machine, 99 Hz, 8 s) while the CFI
- * fixture spins 4 s at the bottom of 6 KB frames (bigdeep: main, five
- * big_rec, big_c: ~37 KB of stack). Returns the monitor's log; the fixture's
- * samples and complete ones in *total and *complete.
+ * `cpa monitor` (whole machine, 99 Hz, 8 s; --stack_size stack_size unless
+ * NULL) while the CFI fixture runs mode (bigloop, bigdeep) with args a1 and
+ * a2. Returns the monitor's log; the fixture's samples, those complete from
+ * _start through chain and those cut short in *total, *complete and *cut.
  */
-static char *bigdeep_run(const char *size, long *total, long *complete)
+static char *fixture_profile(const char *mode, const char *a1, const char *a2,
+			     const char *stack_size, const char *chain, long *total, long *complete,
+			     long *cut)
 {
 	char *store = store_new(), *prof, *text, cpa[1100], log[1100];
 	char fix[] = CFI_FIXTURE_DIR "/cfi_fixture";
-	char *argv[] = {cpa,	      "monitor", "--store_dir",	 store,	       "-F", "99",
-			"--duration", "8",	 "--stack_size", (char *)size, NULL};
-	char *fargv[] = {fix, "bigdeep", "4", "5", NULL};
-	long cut;
+	char *argv[] = {cpa, "monitor",	     "--store_dir",	 store, "-F", "99", "--duration",
+			"8", "--stack_size", (char *)stack_size, NULL};
+	char *fargv[] = {fix, (char *)mode, (char *)a1, (char *)a2, NULL};
 	pid_t mon, pid;
 	int out;
 	struct range r;
 
 	path_of(cpa, sizeof(cpa), "cpa");
+	if (!stack_size)
+		argv[8] = NULL;
 	snprintf(log, sizeof(log), "%s.log", store);
 	mon = spawn_monitor(argv, log, 60);
 	pid = spawn(fargv, &out);
@@ -627,13 +593,50 @@ static char *bigdeep_run(const char *size, long *total, long *complete)
 	ck_assert_int_eq(wait_exit(mon, NULL), 0);
 	show_range(store, &r);
 	prof = show_all(store, &r);
-	fixture_stacks(prof, pid, ";main;big_rec;big_rec;big_rec;big_rec;big_rec;big_c;", total,
-		       complete, &cut);
-	fprintf(stderr, "e2e --stack_size %s: %ld samples, %ld complete, %ld stack read\n", size,
-		*total, *complete, cut);
+	fixture_stacks(prof, pid, chain, total, complete, cut);
 	text = slurp_path(log);
 	free(prof);
 	free(store);
+	return text;
+}
+
+/*
+ * The adaptive stack copy (issue 10): three 6 KB frames need ~20 KiB of
+ * stack, more than the default 8 KiB. A process not learned yet copies up
+ * to the cap (32 KiB), so its samples are complete to _start from the
+ * first; unwindd then lowers the copy to what the walks need.
+ */
+START_TEST(test_e2e_adaptive_stack_copy)
+{
+	long total, complete, cut;
+
+	need_root_bpf();
+	free(fixture_profile("bigloop", "6", NULL, NULL, ";main;big_a;big_b;big_c;", &total,
+			     &complete, &cut));
+	fprintf(stderr, "e2e adaptive copy: %ld samples, %ld complete, %ld stack read\n", total,
+		complete, cut);
+	/* ~6 s of CPU at 99 Hz; fewer on a loaded host, enough for the share. */
+	ck_assert_int_gt(total, 40);
+	/* With a fixed 8 KiB copy none would be complete; a process not yet
+	 * learned gets the cap, so nearly all are, from the first sample. */
+	ck_assert_msg(complete >= 0.9 * (double)total, "complete %ld of %ld", complete, total);
+}
+END_TEST
+
+/*
+ * The CFI fixture spinning 4 s at the bottom of 6 KB frames (bigdeep: main,
+ * five big_rec, big_c: ~37 KB of stack) under `cpa monitor --stack_size
+ * size`: the monitor's log, the fixture's samples and complete ones.
+ */
+static char *bigdeep_run(const char *size, long *total, long *complete)
+{
+	long cut;
+	char *text = fixture_profile("bigdeep", "4", "5", size,
+				     ";main;big_rec;big_rec;big_rec;big_rec;big_rec;big_c;", total,
+				     complete, &cut);
+
+	fprintf(stderr, "e2e --stack_size %s: %ld samples, %ld complete, %ld stack read\n", size,
+		*total, *complete, cut);
 	return text;
 }
 
