@@ -34,15 +34,15 @@ dir=$(mktemp -d /tmp/cpa-bpf-run-cost.XXXXXX)
 trap 'sysctl -qw kernel.bpf_stats_enabled="$stats_was"; rm -rf "$dir"' EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
 
-prog_now() { # "run_time_ns run_cnt" of cpa_on_cpu
-	bpftool prog show name cpa_on_cpu | awk '/run_time_ns/ {
+prog_now() { # "run_time_ns run_cnt" of program id $1 (this run's cpa_on_cpu, not another cpa's)
+	bpftool prog show id "$1" | awk '/run_time_ns/ {
 		for (i = 1; i <= NF; i++) { if ($i == "run_time_ns") t = $(i + 1)
 			if ($i == "run_cnt") c = $(i + 1) } } END { print t + 0, c + 0 }'
 }
 
 # One run of build $1 with monitor args $2: prints ns per run and runs.
 one_run() {
-	local cpa=$1 args=$2 wl w m t0 c0 t1 c1
+	local cpa=$1 args=$2 wl w m t0 c0 t1 c1 id
 	wl=$(dirname "$(realpath "$cpa")")/cpa-workload-nofp
 	rm -rf "$dir/store"
 	"$wl" --seconds 20 --threads 1 >/dev/null 2>&1 &
@@ -52,9 +52,16 @@ one_run() {
 	m=$!
 	for _ in $(seq 100); do grep -q "capture: sampling" "$dir/log" && break; sleep 0.1; done
 	sleep 3
-	read -r t0 c0 < <(prog_now)
+	id=$(sed -n 's/.*capture: sampling.*prog id \([0-9]*\).*/\1/p' "$dir/log" | tail -1)
+	if [ -z "$id" ]; then
+		echo "bpf_run_cost: no BPF backend with '$args':" >&2
+		grep capture "$dir/log" >&2
+		kill "$m" "$w" 2>/dev/null || true
+		exit 1
+	fi
+	read -r t0 c0 < <(prog_now "$id")
 	sleep 12
-	read -r t1 c1 < <(prog_now)
+	read -r t1 c1 < <(prog_now "$id")
 	wait "$m" || true
 	kill "$w" 2>/dev/null || true
 	wait "$w" 2>/dev/null || true

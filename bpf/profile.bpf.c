@@ -123,15 +123,94 @@ static __always_inline __u64 submit_flags(void)
 }
 
 /*
- * Copy up to stack_size bytes from sp upward, page by page: the first chunk
- * ends at sp's page boundary, the next ones are whole pages. A failing page
- * ends the copy, so the top of a short stack (or a stack whose next page is
- * not mapped) still yields everything below it. Into s->stack, or with d
- * into the dynptr record d at CPA_BPF_STACK_OFF: a slice of one page per
- * chunk (a slice's length must be a constant, hence the record's page of
- * slack past want).
+ * The user stack copy and the FP chain through bpf_loop(), where the kernel
+ * has it (5.17+; capture sets use_bpf_loop, CPA_BPF_USTACK_COPY=unrolled
+ * clears it): the verifier checks a callback once for all its calls, while
+ * an unrolled loop is checked once per iteration and per way the iterations
+ * before it ended, which passes its 1M instructions with copies over 32 KiB
+ * (or with the FP chain walked over a copy: scratch and fixed records).
  */
-#define CPA_BPF_STACK_OFF sizeof(struct cpa_bpf_sample)
+const volatile bool use_bpf_loop = false;
+
+static __always_inline bool use_loop(void)
+{
+	return use_bpf_loop && bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_loop);
+}
+
+/*
+ * Copy up to want bytes (at most stack_size) from sp upward, page by page:
+ * the first chunk ends at sp's page boundary, the next ones are whole pages.
+ * A failing page ends the copy, so the top of a short stack (or a stack
+ * whose next page is not mapped) still yields everything below it. Into
+ * s->stack, or with d into the dynptr record d at CPA_BPF_STACK_OFF: a slice
+ * of one page per chunk (a slice's length must be a constant, hence the
+ * record's page of slack past want). Returns the bytes copied.
+ * With use_loop(), one chunk per bpf_loop() callback.
+ */
+#define CPA_BPF_STACK_OFF  sizeof(struct cpa_bpf_sample)
+#define CPA_BPF_MAX_CHUNKS (CPA_BPF_MAX_STACK / CPA_BPF_PAGE + 1)
+
+/* One copy's constants, and the bytes copied so far (written, never read, by
+ * the callback: a value the verifier need not track from one call to the
+ * next). */
+struct ustack_copy {
+	struct cpa_bpf_sample *s;
+	struct bpf_dynptr *d;
+	__u64 sp, want, first;
+	__u64 copied;
+};
+
+/*
+ * Chunk i of the copy: its offset follows from i alone (the first chunk
+ * ends at sp's page boundary), so every call is the same to the verifier.
+ * Into the dynptr record (d) or the record's memory (s), one callback each:
+ * a branch on which would be checked both ways.
+ */
+static __always_inline long copy_chunk(__u32 i, struct ustack_copy *c, bool dynptr)
+{
+	__u64 off, len, want = c->want;
+	void *dst;
+
+	if (i == 0) {
+		off = 0;
+		len = c->first;
+	} else {
+		off = c->first + (__u64)(i - 1) * CPA_BPF_PAGE;
+		len = CPA_BPF_PAGE;
+	}
+	if (off >= want)
+		return 1;
+	if (len > want - off)
+		len = want - off;
+	/* Explicit bounds for the verifier, checked on the very registers
+	 * used below: off < stack_size and len <= one page, and the record
+	 * has a page of slack past stack_size. */
+	barrier_var(len);
+	barrier_var(off);
+	if (len > CPA_BPF_PAGE || off >= stack_size)
+		return 1;
+	if (dynptr) {
+		dst = bpf_dynptr_data(c->d, CPA_BPF_STACK_OFF + off, CPA_BPF_PAGE);
+		if (!dst)
+			return 1;
+	} else {
+		dst = c->s->stack + off;
+	}
+	if (bpf_probe_read_user(dst, len, (const void *)(c->sp + off)))
+		return 1;
+	c->copied = off + len;
+	return 0;
+}
+
+static long copy_chunk_dynptr(__u32 i, void *ctx)
+{
+	return copy_chunk(i, ctx, true);
+}
+
+static long copy_chunk_mem(__u32 i, void *ctx)
+{
+	return copy_chunk(i, ctx, false);
+}
 
 static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, struct bpf_dynptr *d, __u64 sp,
 					 __u64 want)
@@ -140,16 +219,30 @@ static __always_inline __u32 copy_ustack(struct cpa_bpf_sample *s, struct bpf_dy
 	__u64 off = 0, len, rem, addr = sp;
 	void *dst;
 
-	for (int i = 0; i < CPA_BPF_MAX_STACK / CPA_BPF_PAGE + 1; i++) {
+	if (use_loop()) {
+		struct ustack_copy c = {
+			.s = s,
+			.d = d,
+			.sp = sp,
+			.want = want < stack_size ? want : stack_size,
+			.first = CPA_BPF_PAGE - (sp & (CPA_BPF_PAGE - 1)),
+		};
+
+		if (d)
+			bpf_loop(CPA_BPF_MAX_CHUNKS, copy_chunk_dynptr, &c, 0);
+		else
+			bpf_loop(CPA_BPF_MAX_CHUNKS, copy_chunk_mem, &c, 0);
+		off = c.copied;
+		return off <= stack_size ? (__u32)off : 0;
+	}
+	for (int i = 0; i < CPA_BPF_MAX_CHUNKS; i++) {
 		if (off >= want || off >= stack_size)
 			break;
 		len = CPA_BPF_PAGE - (addr & (CPA_BPF_PAGE - 1));
 		rem = want - off;
 		if (len > rem)
 			len = rem;
-		/* Explicit bounds for the verifier, checked on the very
-		 * registers used below: off < stack_size and len <= one page,
-		 * and the reservation has a page of slack past stack_size. */
+		/* As in copy_chunk(). */
 		barrier_var(len);
 		barrier_var(off);
 		if (len > CPA_BPF_PAGE || off >= stack_size)
@@ -222,6 +315,58 @@ static __always_inline __u64 ustack_want(struct task_struct *task, __u64 sp, boo
 #define FP_MAX_SPAN   (8ull << 20) /* a frame pointer this far above sp is not one */
 #define USER_ADDR_END (1ull << 47) /* x86-64 user code is below this (4-level paging) */
 
+/* The FP chain's walk state for bpf_loop(): step i adds ufp[i + 1], so the
+ * count is written, never read, by the callback. */
+struct fp_chain {
+	struct cpa_bpf_sample *s;
+	__u64 sp, fp, lo, copied;
+	__u32 n;
+	bool jump;
+};
+
+static __always_inline long fp_step(__u32 i, struct fp_chain *c, bool from_copy)
+{
+	struct cpa_bpf_sample *s = c->s;
+	__u64 sp = c->sp, fp = c->fp, lo = c->lo, off, frame[2];
+	__u32 n = i + 1;
+
+	if (fp < lo || fp - lo > FP_MAX_SPAN || (fp & 7))
+		return 1;
+	off = fp - sp;
+	barrier_var(off);
+	if (from_copy && off + 16 <= c->copied && off <= stack_size) {
+		frame[0] = *(__u64 *)(s->stack + off);
+		frame[1] = *(__u64 *)(s->stack + off + 8);
+	} else if (bpf_probe_read_user(frame, sizeof(frame), (const void *)fp)) {
+		return 1;
+	}
+	if (!frame[1])
+		return 1;
+	barrier_var(n);
+	if (n >= CPA_BPF_MAX_UFP)
+		return 1;
+	s->ufp[n] = frame[1];
+	c->n = n + 1;
+	if (frame[0] <= fp) {
+		/* As in fp_walk(). */
+		if (!c->jump || lo != sp || !frame[0])
+			return 1;
+		c->lo = frame[0];
+	}
+	c->fp = frame[0];
+	return 0;
+}
+
+static long fp_step_user(__u32 i, void *ctx)
+{
+	return fp_step(i, ctx, false);
+}
+
+static long fp_step_copy(__u32 i, void *ctx)
+{
+	return fp_step(i, ctx, true);
+}
+
 static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, struct bpf_dynptr *d, __u64 copied,
 				     bool jump)
 {
@@ -229,6 +374,23 @@ static __always_inline __s32 fp_walk(struct cpa_bpf_sample *s, struct bpf_dynptr
 	__u32 n = 1;
 
 	s->ufp[0] = s->regs.ip;
+	if (use_loop()) {
+		struct fp_chain c = {.s = s,
+				     .sp = sp,
+				     .fp = fp,
+				     .lo = lo,
+				     .copied = copied,
+				     .n = 1,
+				     .jump = jump};
+
+		/* A dynptr record's chain is walked before the copy. */
+		if (d)
+			bpf_loop(CPA_BPF_MAX_UFP - 1, fp_step_user, &c, 0);
+		else
+			bpf_loop(CPA_BPF_MAX_UFP - 1, fp_step_copy, &c, 0);
+		n = c.n;
+		return n <= CPA_BPF_MAX_UFP ? (__s32)(n * sizeof(__u64)) : 0;
+	}
 	for (int i = 0; i < CPA_BPF_MAX_UFP - 1; i++) {
 		if (fp < lo || fp - lo > FP_MAX_SPAN || (fp & 7))
 			break;

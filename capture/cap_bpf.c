@@ -50,16 +50,24 @@ struct cap_bpf {
 	uint32_t *ustack_pid;
 };
 
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+/*
+ * libbpf's warnings while the programs load, held until the load's outcome
+ * (without --verbose): a program the verifier finds too complex (E2BIG, a
+ * --stack_size this kernel cannot take) has capture say so in one line
+ * rather than thousands of lines of verifier log; any other failure shows
+ * them as before.
+ */
+static struct {
+	bool on;
+	FILE *f;
+	char *buf;
+	size_t len;
+} load_log;
+
+static void libbpf_lines(enum libbpf_print_level level, char *msg)
 {
-	_cleanup_free_ char *msg = NULL;
 	size_t n;
 
-	if (level != LIBBPF_WARN && !log_enabled(LOG_LVL_DEBUG))
-		return 0;
-	/* Verifier logs arrive as one big multi-line message. */
-	if (vasprintf(&msg, fmt, ap) < 0)
-		return 0;
 	/* One log line per line: a verifier log is thousands of them. */
 	for (char *line = msg, *next; line && *line; line = next) {
 		next = strchr(line, '\n');
@@ -71,7 +79,47 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 		else
 			log_debug("libbpf: %.*s", (int)n, line);
 	}
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	_cleanup_free_ char *msg = NULL;
+
+	if (level != LIBBPF_WARN && !log_enabled(LOG_LVL_DEBUG))
+		return 0;
+	if (load_log.on && !log_enabled(LOG_LVL_DEBUG)) {
+		if (!load_log.f)
+			load_log.f = open_memstream(&load_log.buf, &load_log.len);
+		if (load_log.f)
+			vfprintf(load_log.f, fmt, ap);
+		return 0;
+	}
+	/* Verifier logs arrive as one big multi-line message. */
+	if (vasprintf(&msg, fmt, ap) < 0)
+		return 0;
+	libbpf_lines(level, msg);
 	return 0;
+}
+
+/* Load the programs, libbpf's warnings held (load_log): shown on a failure
+ * other than E2BIG, which the caller reports in one line. */
+static int profile_load(struct cap_bpf *b)
+{
+	int r;
+
+	load_log.on = true;
+	r = profile_bpf__load(b->skel);
+	load_log.on = false;
+	if (load_log.f) {
+		fclose(load_log.f);
+		if (r < 0 && r != -E2BIG)
+			libbpf_lines(LIBBPF_WARN, load_log.buf);
+		free(load_log.buf);
+		load_log.f = NULL;
+		load_log.buf = NULL;
+		load_log.len = 0;
+	}
+	return r;
 }
 
 /* One clear line per libbpf failure; libbpf's own detail went out above. */
@@ -164,6 +212,17 @@ static uint32_t rec_mode_pick(void)
 	return CPA_BPF_REC_SCRATCH;
 }
 
+bool cap_bpf_copy_loop(void)
+{
+	const char *env = getenv("CPA_BPF_USTACK_COPY");
+
+	if (env && !strcmp(env, "unrolled"))
+		return false;
+	if (env && *env && strcmp(env, "loop"))
+		log_warn("CPA_BPF_USTACK_COPY=%s: not loop or unrolled; ignored", env);
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) > 0;
+}
+
 /* The scratch slots (two per possible CPU) only where they are used. */
 static int rec_mode_setup(struct cap_bpf *b)
 {
@@ -172,6 +231,7 @@ static int rec_mode_setup(struct cap_bpf *b)
 	int r;
 
 	b->skel->rodata->rec_mode = mode;
+	b->skel->rodata->use_bpf_loop = cap_bpf_copy_loop();
 	r = bpf_map__set_value_size(b->skel->maps.sample_scratch,
 				    scratch ? b->skel->rodata->rec_size
 					    : sizeof(struct cpa_bpf_sample));
@@ -180,7 +240,8 @@ static int rec_mode_setup(struct cap_bpf *b)
 					     scratch ? 2 * (uint32_t)b->nr_possible : 1);
 	if (r < 0)
 		return bpf_fail(r, "size sample scratch map");
-	log_info("BPF sample records: %s", rec_mode_names[mode]);
+	log_info("BPF sample records: %s, user stack copy %s", rec_mode_names[mode],
+		 b->skel->rodata->use_bpf_loop ? "by bpf_loop" : "unrolled");
 	return 0;
 }
 
@@ -351,7 +412,11 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 	if (r < 0)
 		goto out_free;
 
-	r = profile_bpf__load(b->skel);
+	r = profile_load(b);
+	if (r == -E2BIG) {
+		log_debug("load BPF programs: too complex for the verifier (E2BIG)");
+		goto out_free;
+	}
 	if (r < 0) {
 		r = bpf_fail(r, "load BPF programs (verifier output above)");
 		goto out_free;

@@ -46,7 +46,8 @@ struct cap_bpf_opts {
 /* Returns 0 to go on, < 0 to stop consuming (that error is returned). */
 typedef int (*cap_bpf_record_fn)(void *ctx, const void *data, size_t size);
 
-/* Open, set knobs, load. */
+/* Open, set knobs, load. -E2BIG: the verifier found the programs too complex
+ * (a stack_size this kernel cannot take), not logged: the caller says it. */
 int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 		  struct cap_bpf **ret);
 /* One cpu-clock event per CPU at freq Hz, the program attached to each,
@@ -132,6 +133,11 @@ int cap_bpf__py_procs_fd(const struct cap_bpf *b);
 int cap_bpf__py_slots_fd(const struct cap_bpf *b);
 int cap_bpf__py_execs_fd(const struct cap_bpf *b);
 void cap_bpf__free(struct cap_bpf *b);
+
+/* Whether the BPF user stack copy runs through bpf_loop() (the kernel has it,
+ * 5.17+), which takes any stack_size; else it is unrolled, which the
+ * verifier takes up to 32 KiB. CPA_BPF_USTACK_COPY=unrolled forces that. */
+bool cap_bpf_copy_loop(void);
 
 /* Ring buffer size for nr_cpus CPUs sampling at freq with stack_size copies,
  * plus a second's budget of nr_probes probes at probe_rate (0 = no limit). */

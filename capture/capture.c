@@ -790,16 +790,37 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 		return setup_perf(c, &o);
 
 	r = setup_bpf(c, &o);
-	if (r >= 0 || !bpf_fallback_allowed(c->cfg))
+	if (r >= 0)
 		return r;
 	/*
 	 * Plain on-CPU sampling does not need BPF: rather than record nothing,
 	 * say so loudly and sample through perf_event alone. BPF-only modes
-	 * (off-CPU, probes, one-shot) fail instead.
+	 * (off-CPU, probes, one-shot) fail instead. A program too complex for
+	 * the verifier (E2BIG) is the copy's size on a kernel without
+	 * bpf_loop(): one line naming the option, the log with --verbose.
 	 */
-	log_warn("BPF backend unusable (%s): falling back to the perf backend "
-		 "(filters in user space, higher cost per sample)",
-		 strerror(r < 0 ? -r : r));
+	if (r == -E2BIG) {
+		const char *why = cap_bpf_copy_loop() ? "" : " without bpf_loop() (Linux 5.17+)";
+
+		if (!bpf_fallback_allowed(c->cfg))
+			return log_error_errno(
+				r,
+				"--stack_size %u: a user stack copy of up to %u bytes "
+				"is too complex for this kernel's BPF verifier%s, and "
+				"--offcpu, --probe and --oneshot need the BPF backend: "
+				"use a lower --stack_size",
+				c->cfg->stack_size, o.stack_size, why);
+		log_warn("--stack_size %u: a user stack copy of up to %u bytes is too complex for "
+			 "this kernel's BPF verifier%s; using the perf backend (%u-byte copies, "
+			 "filters in user space; --verbose shows the verifier's log)",
+			 c->cfg->stack_size, o.stack_size, why, c->stack_start);
+	} else if (!bpf_fallback_allowed(c->cfg)) {
+		return r;
+	} else {
+		log_warn("BPF backend unusable (%s): falling back to the perf backend "
+			 "(filters in user space, higher cost per sample)",
+			 strerror(-r));
+	}
 	backend_free(c);
 	return setup_perf(c, &o);
 }

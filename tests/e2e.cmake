@@ -3,7 +3,8 @@
 # (the workload comes from tests/workload.cmake).
 # One executable, one ctest per case group (its argument): test_e2e (the sample
 # count, --backend perf, the no-FP shares), test_e2e_pid (--pid), test_e2e_stop
-# (SIGINT, SIGTERM), test_e2e_stack (the adaptive stack copy), test_e2e_oneshot
+# (SIGINT, SIGTERM), test_e2e_stack (the adaptive stack copy), test_e2e_stacksize
+# (--stack_size above 8192 on the BPF backend, the fallback's line), test_e2e_oneshot
 # (--oneshot), test_e2e_bench (--bench's CPA lines and the ctl cost),
 # test_e2e_offcpu (--offcpu against the workload's measured blocking),
 # test_e2e_faketime (the stages under LD_PRELOAD=libfaketime across a fake
@@ -23,7 +24,7 @@ target_compile_definitions(test_e2e PRIVATE CFI_FIXTURE_DIR="${CMAKE_BINARY_DIR}
 # test_e2e_oneshot is the smoke test of the fast preset; test_e2e_faketime
 # skips itself in a sanitizer build, so it also carries `plain`: scripts/test.sh
 # runs that label on the Release build.
-foreach(group pid stop stack oneshot bench offcpu faketime real bigframes churn dlopen)
+foreach(group pid stop stack stacksize oneshot bench offcpu faketime real bigframes churn dlopen)
   set(extra "")
   if(group STREQUAL "oneshot")
     set(extra smoke)

@@ -530,31 +530,17 @@ START_TEST(test_e2e_nofp_complete_and_shares)
 END_TEST
 
 /*
- * The adaptive stack copy (issue 10): three 6 KB frames need ~20 KiB of
- * stack, more than the default 8 KiB. A process not learned yet copies up
- * to the cap (32 KiB), so its samples are complete to _start from the
- * first; unwindd then lowers the copy to what the walks need.
+ * Samples of the CFI fixture's process pid in prof (folded, no env label),
+ * those complete (from _start through chain, e.g. ";main;big_a;big_b;big_c;")
+ * and those cut short at the end of the copied stack.
  */
-START_TEST(test_e2e_adaptive_stack_copy)
+static void fixture_stacks(const char *prof, pid_t pid, const char *chain, long *total,
+			   long *complete, long *cut)
 {
-	char *store = store_new(), *prof, fix[] = CFI_FIXTURE_DIR "/cfi_fixture";
-	char *argv[] = {fix, "bigloop", "6", NULL};
 	char label[64];
-	long total = 0, complete = 0, cut = 0;
 	const char *line;
-	pid_t mon, pid;
-	int out;
-	struct range r;
 
-	need_root_bpf();
-	mon = monitor_start(store, 8, 99, 0);
-	pid = spawn(argv, &out);
-	ck_assert_int_eq(wait_exit(pid, NULL), 0);
-	close(out);
-	ck_assert_int_eq(wait_exit(mon, NULL), 0);
-
-	show_range(store, &r);
-	prof = show_all(store, &r);
+	*total = *complete = *cut = 0;
 	snprintf(label, sizeof(label), "cfi_fixture:%d;", pid);
 	for (line = prof; line && *line;) {
 		const char *eol = strchr(line, '\n');
@@ -566,14 +552,67 @@ START_TEST(test_e2e_adaptive_stack_copy)
 			free(l);
 			continue;
 		}
-		total += n;
-		if (!strncmp(l + strlen(label), "_start;", 7) &&
-		    strstr(l, ";main;big_a;big_b;big_c;"))
-			complete += n;
+		*total += n;
+		if (!strncmp(l + strlen(label), "_start;", 7) && strstr(l, chain))
+			*complete += n;
 		if (strstr(l, "<# STACK READ #>"))
-			cut += n;
+			*cut += n;
 		free(l);
 	}
+}
+
+static char *slurp_path(const char *path);
+
+/*
+ * `cpa monitor` (whole machine, 99 Hz, 8 s; --stack_size stack_size unless
+ * NULL) while the CFI fixture runs mode (bigloop, bigdeep) with args a1 and
+ * a2. Returns the monitor's log; the fixture's samples, those complete from
+ * _start through chain and those cut short in *total, *complete and *cut.
+ */
+static char *fixture_profile(const char *mode, const char *a1, const char *a2,
+			     const char *stack_size, const char *chain, long *total, long *complete,
+			     long *cut)
+{
+	char *store = store_new(), *prof, *text, cpa[1100], log[1100];
+	char fix[] = CFI_FIXTURE_DIR "/cfi_fixture";
+	char *argv[] = {cpa, "monitor",	     "--store_dir",	 store, "-F", "99", "--duration",
+			"8", "--stack_size", (char *)stack_size, NULL};
+	char *fargv[] = {fix, (char *)mode, (char *)a1, (char *)a2, NULL};
+	pid_t mon, pid;
+	int out;
+	struct range r;
+
+	path_of(cpa, sizeof(cpa), "cpa");
+	if (!stack_size)
+		argv[8] = NULL;
+	snprintf(log, sizeof(log), "%s.log", store);
+	mon = spawn_monitor(argv, log, 60);
+	pid = spawn(fargv, &out);
+	ck_assert_int_eq(wait_exit(pid, NULL), 0);
+	close(out);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	show_range(store, &r);
+	prof = show_all(store, &r);
+	fixture_stacks(prof, pid, chain, total, complete, cut);
+	text = slurp_path(log);
+	free(prof);
+	free(store);
+	return text;
+}
+
+/*
+ * The adaptive stack copy (issue 10): three 6 KB frames need ~20 KiB of
+ * stack, more than the default 8 KiB. A process not learned yet copies up
+ * to the cap (32 KiB), so its samples are complete to _start from the
+ * first; unwindd then lowers the copy to what the walks need.
+ */
+START_TEST(test_e2e_adaptive_stack_copy)
+{
+	long total, complete, cut;
+
+	need_root_bpf();
+	free(fixture_profile("bigloop", "6", NULL, NULL, ";main;big_a;big_b;big_c;", &total,
+			     &complete, &cut));
 	fprintf(stderr, "e2e adaptive copy: %ld samples, %ld complete, %ld stack read\n", total,
 		complete, cut);
 	/* ~6 s of CPU at 99 Hz; fewer on a loaded host, enough for the share. */
@@ -581,8 +620,90 @@ START_TEST(test_e2e_adaptive_stack_copy)
 	/* With a fixed 8 KiB copy none would be complete; a process not yet
 	 * learned gets the cap, so nearly all are, from the first sample. */
 	ck_assert_msg(complete >= 0.9 * (double)total, "complete %ld of %ld", complete, total);
-	free(prof);
-	free(store);
+}
+END_TEST
+
+/*
+ * The CFI fixture spinning 4 s at the bottom of 6 KB frames (bigdeep: main,
+ * five big_rec, big_c: ~37 KB of stack) under `cpa monitor --stack_size
+ * size`: the monitor's log, the fixture's samples and complete ones.
+ */
+static char *bigdeep_run(const char *size, long *total, long *complete)
+{
+	long cut;
+	char *text = fixture_profile("bigdeep", "4", "5", size,
+				     ";main;big_rec;big_rec;big_rec;big_rec;big_rec;big_c;", total,
+				     complete, &cut);
+
+	fprintf(stderr, "e2e --stack_size %s: %ld samples, %ld complete, %ld stack read\n", size,
+		*total, *complete, cut);
+	return text;
+}
+
+/*
+ * Every documented --stack_size runs the BPF backend: above 8192 (copy caps
+ * of 48 and 64 KiB) its unrolled copy was too complex for the verifier and
+ * capture fell back to the perf backend, after thousands of lines of
+ * verifier log. A process with ~37 KB of stack, more than the default cap
+ * (32 KiB), is complete from _start with any of them.
+ */
+START_TEST(test_e2e_stack_size_large)
+{
+	static const char *const sizes[] = {"12288", "16384", "65536"};
+	long total, complete;
+
+	need_root_bpf();
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		char *text = bigdeep_run(sizes[i], &total, &complete);
+
+		ck_assert_msg(strstr(text, "(cpu-clock), user stack copy") &&
+				      !strstr(text, "perf backend") && !strstr(text, "libbpf"),
+			      "--stack_size %s: not the BPF backend; the log:\n%.3000s", sizes[i],
+			      text);
+		ck_assert_int_gt(total, 40);
+		ck_assert_msg(complete >= 0.9 * (double)total,
+			      "--stack_size %s: complete %ld of %ld", sizes[i], complete, total);
+		free(text);
+	}
+}
+END_TEST
+
+/*
+ * Where the verifier cannot take the copy (a kernel without bpf_loop(),
+ * 5.17: forced here with CPA_BPF_USTACK_COPY=unrolled), capture says so in
+ * one line naming --stack_size and samples through the perf backend: no
+ * verifier log (that is for --verbose).
+ */
+START_TEST(test_e2e_stack_size_fallback)
+{
+	long total, complete;
+	const char *p, *q;
+	char *text;
+	int lines = 0;
+
+	need_root_bpf();
+	setenv("CPA_BPF_USTACK_COPY", "unrolled", 1);
+	text = bigdeep_run("65536", &total, &complete);
+	unsetenv("CPA_BPF_USTACK_COPY");
+	if (strstr(text, "(cpu-clock), user stack copy")) {
+		fprintf(stderr, "skip: this kernel's verifier takes the unrolled 64 KiB copy\n");
+		free(text);
+		return;
+	}
+	for (p = text; (q = strstr(p, "--stack_size 65536")); p = q + 1)
+		lines++;
+	ck_assert_msg(lines == 1 && strstr(text, "--stack_size 65536: a user stack copy of up to "
+						 "65536 bytes is too complex for this kernel's "
+						 "BPF verifier without bpf_loop() (Linux 5.17+); "
+						 "using the perf backend"),
+		      "not one line naming --stack_size 65536 and the perf backend:\n%.3000s",
+		      text);
+	ck_assert_msg(!strstr(text, "libbpf"), "libbpf's log without --verbose:\n%.3000s", text);
+	ck_assert_msg(strstr(text, "(cpu-clock, perf backend)"), "no perf backend:\n%.3000s", text);
+	/* The perf backend copies 65528 bytes: the fixture is complete there too. */
+	ck_assert_int_gt(total, 40);
+	ck_assert_msg(complete >= 0.9 * (double)total, "complete %ld of %ld", complete, total);
+	free(text);
 }
 END_TEST
 
@@ -1731,6 +1852,7 @@ int main(int argc, char **argv)
 		{"pid", 120, {test_e2e_pid_filter}},
 		{"stop", 120, {test_e2e_stop_sigint, test_e2e_stop_sigterm}},
 		{"stack", 120, {test_e2e_adaptive_stack_copy}},
+		{"stacksize", 240, {test_e2e_stack_size_large, test_e2e_stack_size_fallback}},
 		{"oneshot", 120, {test_oneshot_duration, test_oneshot_sigint}},
 		{"bench", 120, {test_bench_cpa_lines, test_e2e_ctl_cost}},
 		{"offcpu", 120, {test_e2e_offcpu}},
