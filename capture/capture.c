@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/mount.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -39,19 +38,11 @@
 #define CAP_OFFCPU_TICK_LAG_NS (2 * NSEC_PER_MSEC) /* tick this long after a wall second */
 #define CAP_TICK_RINGBUF_MAX   (2u << 20) /* BPF ring buffer grown for one wakeup a second */
 /* The longest metrics interval on an idle host (docs/metrics.md, "Idle host"):
- * the stretched batch (SHM_BATCH_IDLE_MS), so capture, unwindd and symd wake
- * once per stretched batch. The poll says how long it sleeps (SHM_SLOT_ASLEEP
- * holds its deadline: the supervisor's hang check waits for it) and the
- * nudge that comes with a STOP wakes it through an eventfd in the poll's
- * epoll set, so it cannot be missed. Without that eventfd, CAP_IDLE_TICK_SHORT_NS
- * (under the stop timeout, 5 s) and half the hang timeout. */
-#define CAP_IDLE_TICK_MAX_NS   ((uint64_t)SHM_BATCH_IDLE_MS * NSEC_PER_MSEC)
-#define CAP_IDLE_TICK_SHORT_NS (4 * NSEC_PER_SEC)
+ * under the supervisor's stop timeout (5 s), which a STOP that comes during
+ * the sleep must not outlast should its nudge (SIGURG) be missed. */
+#define CAP_IDLE_TICK_MAX_NS (4 * NSEC_PER_SEC)
 /* ... while at most this many samples a second fire (idle_next()). */
 #define CAP_IDLE_SAMPLES_PER_S 1
-
-/* The nudge's eventfd in the poll's epoll set (capture__new()), -1: none. */
-static int cap_nudge_fd = -1;
 
 struct capture {
 	const volatile sig_atomic_t *term; /* SIGTERM seen */
@@ -84,8 +75,7 @@ struct capture {
 	 * the stats were last read (CLOCK_MONOTONIC). */
 	uint64_t tick_len_ns, active_mark, stats_ns, tick_at_ns;
 	/* The poll's sleep: the BPF ring buffer's epoll and the mapping
-	 * history's rings (their half-full wakeup) and the nudge's eventfd;
-	 * -1: the former alone. */
+	 * history's rings (their half-full wakeup); -1: the former alone. */
 	int epfd;
 	/* The poll's deadline (cap_poll_next_ms()): the last poll's result,
 	 * the deadline, and when the last deadline was set, ring 0 flushed and
@@ -909,8 +899,7 @@ int capture__finish(void *obj, enum shm_stage_end how)
  * anything happens. While at most CAP_IDLE_SAMPLES_PER_S samples a second
  * fired on tasks other than the idle one (taken, or dropped by --pid/--comm:
  * at 49 Hz, under ~2 % of one CPU busy) it doubles up to CAP_IDLE_TICK_MAX_NS
- * (CAP_IDLE_TICK_SHORT_NS and half the hang timeout without the nudge's
- * eventfd): capture sleeps through it and its record
+ * (and half the hang timeout): capture sleeps through it and its record
  * covers it all, unless more records than that come (the BPF side wakes us
  * with the one past it, wake_after), which ends it then. Only when nothing
  * else needs the per-second tick: probes (their budget), policies (evaluated
@@ -919,8 +908,7 @@ int capture__finish(void *obj, enum shm_stage_end how)
 static uint64_t idle_next(struct capture *c, uint64_t now_ns)
 {
 	uint64_t act = c->bpf_stats[CPA_BPF_STAT_PRODUCED] + c->bpf_stats[CPA_BPF_STAT_FILTERED];
-	uint64_t max = cap_nudge_fd >= 0 ? CAP_IDLE_TICK_MAX_NS : CAP_IDLE_TICK_SHORT_NS,
-		 secs = (now_ns - c->tick_at_ns) / NSEC_PER_SEC;
+	uint64_t max = CAP_IDLE_TICK_MAX_NS, secs = (now_ns - c->tick_at_ns) / NSEC_PER_SEC;
 	bool quiet = act - c->active_mark <= MAX(secs, 1) * CAP_IDLE_SAMPLES_PER_S;
 
 	c->active_mark = act;
@@ -929,7 +917,7 @@ static uint64_t idle_next(struct capture *c, uint64_t now_ns)
 	    (c->cfg->flags & (CPA_CFG_OFFCPU | CPA_CFG_ONESHOT)) ||
 	    cap_emit__losses_pending(&c->emit))
 		return NSEC_PER_SEC;
-	if (cap_nudge_fd < 0 && c->cfg->hang_timeout_ms)
+	if (c->cfg->hang_timeout_ms)
 		max = MIN(max, (uint64_t)c->cfg->hang_timeout_ms * NSEC_PER_MSEC / 2);
 	return MAX(MIN(c->tick_len_ns * 2, max), NSEC_PER_SEC);
 }
@@ -942,29 +930,6 @@ static int next_tick_ms(const struct capture *c, uint64_t now_ns)
 		       : 0;
 }
 
-/*
- * The poll's sleep while a stretched tick runs, on the epoll set (the BPF ring
- * buffer, the mapping rings, the nudge). No heartbeat comes meanwhile:
- * SHM_SLOT_ASLEEP holds the deadline (kernel CLOCK_MONOTONIC, as the
- * heartbeat), which the supervisor's hang check waits for; the stamp after
- * the wait comes before the slot is cleared.
- */
-static int stretched_wait(struct capture *c, int wait_ms)
-{
-	struct epoll_event ev;
-	uint64_t n;
-	int r;
-
-	shm_stage__cnt_set(c->st, SHM_SLOT_ASLEEP,
-			   clock_kernel_ns(CLOCK_MONOTONIC) + (uint64_t)wait_ms * NSEC_PER_MSEC);
-	r = epoll_wait(c->epfd, &ev, 1, wait_ms) < 0 ? -errno : 0;
-	shm_stage__heartbeat(c->st);
-	shm_stage__cnt_set(c->st, SHM_SLOT_ASLEEP, 0);
-	if (cap_nudge_fd >= 0 && read(cap_nudge_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
-		r = -errno;
-	return r;
-}
-
 /* One poll of the kernel buffers, never past the once-a-second tick: it
  * stamps the heartbeat, so an idle capture wakes exactly once a second. */
 int capture__poll(void *obj)
@@ -975,13 +940,15 @@ int capture__poll(void *obj)
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ALIVE_NS,
 			   __atomic_load_n(&c->st->heartbeat_ns, __ATOMIC_RELAXED));
 	if (c->mmapev && c->bpf) {
+		struct epoll_event ev;
+
 		/* The mapping rings only while a stretched tick sleeps: every
 		 * second they are drained anyway, and a churning host's would
 		 * wake us more often. */
 		if (c->epfd < 0 || c->tick_len_ns <= NSEC_PER_SEC)
 			r = cap_bpf__wait(c->bpf, wait_ms);
-		else
-			r = stretched_wait(c, wait_ms);
+		else if (epoll_wait(c->epfd, &ev, 1, wait_ms) < 0)
+			r = -errno;
 		wait_ms = 0;
 	}
 	if (r >= 0 || r == -EINTR)
@@ -1063,13 +1030,7 @@ int capture__tick(void *obj, uint64_t now_ns)
 
 static void on_nudge(int sig)
 {
-	int e = errno;
-	uint64_t one = 1;
-
 	(void)sig;
-	if (cap_nudge_fd >= 0 && write(cap_nudge_fd, &one, sizeof(one)) < 0)
-		(void)0; /* already readable */
-	errno = e;
 }
 
 int capture__new(const struct shm_stage_ctx *ctx, void **ret)
@@ -1078,7 +1039,7 @@ int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 	 * (no SA_RESTART), the loop's head then sees the command. */
 	struct sigaction sa = {.sa_handler = on_nudge};
 	struct capture *c = calloc(1, sizeof(*c));
-	int r, fd;
+	int r;
 
 	if (!c)
 		return log_error_errno(-ENOMEM, "allocate capture state: %m");
@@ -1122,13 +1083,6 @@ int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 			close(c->epfd);
 			c->epfd = -1;
 		}
-		/* A STOP's nudge that comes just before the sleep still ends it. */
-		fd = c->epfd >= 0 ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : -1;
-		if (fd >= 0 && epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			close(fd);
-			fd = -1;
-		}
-		cap_nudge_fd = fd;
 	}
 	c->next_tick_ns = clock_ns(CLOCK_MONOTONIC) + NSEC_PER_SEC;
 	c->tick_len_ns = NSEC_PER_SEC;
@@ -1151,10 +1105,6 @@ void capture__free(void *obj)
 	backend_free(c);
 	if (c->epfd >= 0)
 		close(c->epfd);
-	if (cap_nudge_fd >= 0) {
-		close(cap_nudge_fd);
-		cap_nudge_fd = -1;
-	}
 	cap_mmapev__free(c->mmapev);
 	cap_sched__free(c->sched);
 	cap_policy__free(c->policy);

@@ -795,22 +795,10 @@ static bool asleep(struct supervisor *s, struct sup_stage *st, uint64_t now)
 	return false;
 }
 
-/*
- * Its last sign of life, for the hang check: the last beat, or when we saw it
- * woken. A stage with no input ring that sleeps on a deadline of its own
- * (capture's stretched poll) holds that deadline in SHM_SLOT_ASLEEP (kernel
- * CLOCK_MONOTONIC) and beats when it wakes: it counts as alive until then,
- * so its hang deadline is the end of its sleep plus the hang timeout (at most
- * a stretched batch past its last beat, whatever the slot says).
- */
+/* Its last sign of life, for the hang check: the last beat, or when we saw it woken. */
 static uint64_t alive_at(const struct sup_stage *st)
 {
-	uint64_t t = MAX(last_beat(st), st->woken_ns), until;
-
-	if (st->d->ring_in < 0 && (until = shm_stage__cnt(st->blk, SHM_SLOT_ASLEEP)))
-		t = MAX(t, MIN(until, last_beat(st) + (uint64_t)SHM_BATCH_IDLE_MS * NSEC_PER_MSEC +
-					      NSEC_PER_SEC));
-	return t;
+	return MAX(last_beat(st), st->woken_ns);
 }
 
 /* When st counts as hung if it does not beat again; 0 when it is not watched.

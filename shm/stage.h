@@ -56,9 +56,7 @@ enum shm_counter {
 	/* Not a counter (no name, never printed): 1 while the stage sleeps in
 	 * its input wait (shm_stage__run()), where it needs no heartbeat: the
 	 * supervisor does not count it as hung until the ring's producer (or a
-	 * kick) woke it and it still does not beat (docs/pipeline.md). capture,
-	 * with no input ring, holds its stretched poll's deadline here instead
-	 * (kernel CLOCK_MONOTONIC ns): not hung before it. */
+	 * kick) woke it and it still does not beat (docs/pipeline.md). */
 	SHM_SLOT_ASLEEP = SHM_CNT_COMMON_MAX,
 	/* Stage-specific counters start here; names via shm_counter_name(). */
 	SHM_CNT_STAGE_BASE = 16,
