@@ -29,10 +29,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# tmp_ours: the names in /tmp a test of ours could leave (sorted).
+tmp_ours() {
+	find /tmp -mindepth 1 -maxdepth 1 \( -name 'cpa*' -o -name 'tmux-*' -o -name 'perf-*.map' \
+		-o -name 'hsperfdata_*' \) -printf '%f\n' 2>/dev/null | sort
+}
+
 # tmp_checked DIR CTEST_ARGS...: ctest with TMPDIR=DIR/tmpdir, fresh and empty;
 # as root also in a mount namespace of its own where /tmp is DIR/tmp, empty, so
-# that a fixed /tmp path shows too. Then it fails naming what a test that passed
-# or skipped left in either. A test's scratch is <test>-XXXXXX or <test>.XXXXXX;
+# that a fixed /tmp path shows too (where the tree and DIR are not under /tmp,
+# which that would hide; else the names tmp_ours lists that are new in /tmp
+# after the run count, linked into DIR/tmp). Then it fails naming what a test
+# that passed or skipped left in either. A test's scratch is <test>-XXXXXX or <test>.XXXXXX;
 # a failed test's stays.
 tmp_checked() {
 	local dir=$1 rc=0 out=$1.ctest failed leaks="" d e owner
@@ -40,12 +48,21 @@ tmp_checked() {
 	rm -rf "$dir"
 	mkdir -p "$dir/tmpdir" "$dir/tmp"
 	chmod 1777 "$dir/tmpdir" "$dir/tmp"
-	local run=(env TMPDIR="$dir/tmpdir" ctest "$@")
-	if [ "$(id -u)" -eq 0 ] && unshare -m --propagation private true 2>/dev/null; then
+	local run=(env TMPDIR="$dir/tmpdir" ctest "$@") before="" private=0
+	if [ "$(id -u)" -eq 0 ] && [[ $PWD/ != /tmp/* && $dir/ != /tmp/* ]] &&
+		unshare -m --propagation private true 2>/dev/null; then
 		run=(unshare -m --propagation private sh -c 'mount --bind "$0" /tmp && exec "$@"'
 			"$dir/tmp" "${run[@]}")
+		private=1
+	else
+		before=$(tmp_ours)
 	fi
 	"${run[@]}" 2>&1 | tee "$out" || rc=$?
+	if [ "$private" -eq 0 ]; then
+		comm -13 <(echo "$before") <(tmp_ours) | while read -r e; do
+			if [ -n "$e" ]; then ln -s "/tmp/$e" "$dir/tmp/$e" || true; fi
+		done
+	fi
 	failed=" $(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*/\1/p' "$out" | tr '\n' ' ') "
 	for d in tmpdir tmp; do
 		for e in "$dir/$d"/* "$dir/$d"/.[!.]*; do

@@ -578,7 +578,7 @@ END_TEST
 
 static void write_maps(const char *dir, const char *text)
 {
-	char path[256];
+	char path[PATH_MAX + 16];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/7/maps", dir);
