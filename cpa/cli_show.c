@@ -95,9 +95,12 @@ static int output_in_store(const char *opt, const char *path, bool split, const 
 	snprintf(root, sizeof(root), "%s", r);
 	if (day && strrchr(root, '/') != root)
 		*strrchr(root, '/') = 0;
-	if (split) {
-		/* the split's own dir: p/base, or the parent a root */
-		snprintf(first, sizeof(first), "%s/%s", p, base);
+	if (split)
+		snprintf(first, sizeof(first), "%s/%s", p, base); /* the split's own dir */
+	if (split && (day || !strcmp(first, r))) {
+		/* in the store dir read or its root, or the root read itself; in a
+		 * root read, a folder of the user's is fine (below): the root's
+		 * runs are its cpa_* dirs */
 		bad = path_under(first, r) || (day && !strcmp(first, root));
 	} else if (day) {
 		bad = path_under(p, r);

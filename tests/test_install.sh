@@ -12,6 +12,7 @@
 set -euo pipefail
 build=${CPA_BUILD_DIR:?}
 . "$(dirname "$0")/test_scratch.sh" install
+export TMPDIR=$tmp # lintian leaves mldbm-elf-* temp files: with the scratch they go
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # The unit scores 3.0 with systemd 252 (5.1 before its sandboxing was tightened).
 CPA_MAX_EXPOSURE=${CPA_MAX_EXPOSURE:-3.5}
