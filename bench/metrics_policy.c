@@ -13,7 +13,9 @@
  *       on-CPU time and run-queue delay are both under T, is kept as one row
  *       per (process, block) holding the sums and how many seconds (where it
  *       has two such seconds or more in the block; one stays as it is);
- *   P1+P2 both.
+ *   P1+P2 both;
+ *   none  no process rows at all: the floor of this lever (the headers, the
+ *         CPUs' rows).
  *
  * The folded rows are entries of kind 0 (no reader knows it; a real format
  * would name it) in their second's records, keys first as capture writes
@@ -71,7 +73,7 @@ struct store {
 };
 
 struct pol {
-	bool p1, p2;
+	bool p1, p2, none; /* none: no process rows at all (the floor) */
 	double t_ns;
 };
 
@@ -377,6 +379,12 @@ static int block_run(struct store *st, const struct pol *pl, struct res *r, unsi
 			struct obuf *to = o;
 			uint32_t id = 0;
 
+			if (pl->none && p) {
+				r->fold_ents++;
+				r->fold_on += (double)x->oncpu_ns;
+				r->fold_rq += (double)x->runq_ns;
+				continue;
+			}
 			if (pl->p1 && one && p->on < pl->t_ns) {
 				id = (uint32_t)comm_idx(st, x->comm) + 1;
 			} else if (pl->p2 && is_proc(x) && !one && quiet[x->id] >= 2 &&
@@ -474,7 +482,7 @@ static int pol_run(struct store *st, const struct pol *pl, struct res *r, const 
 
 		if (!p->seen)
 			continue;
-		if (pl->p1 && p->blk0 == p->blk1 && p->on < pl->t_ns) {
+		if (pl->none || (pl->p1 && p->blk0 == p->blk1 && p->on < pl->t_ns)) {
 			r->gone++;
 			r->gone_on += p->on;
 			continue;
@@ -542,19 +550,24 @@ int metrics_policy__run(const char *dir)
 	printf("  %-6s %4s %6s %6s %6s %6s %7s %6s %6s %12s %13s %13s %15s %4s\n", "policy", "T ms",
 	       "rows/s", "B/s", "B/p", "vs v5", "fold %", "on %", "rq %", "gone (on %)",
 	       "sec on/rq %", "proc on/rq %", "comm % / +ms", "bad");
-	for (unsigned int k = 0; k < 1 + 3 * ARRAY_SIZE(ts) && !e; k++) {
+	for (unsigned int k = 0; k < 2 + 3 * ARRAY_SIZE(ts) && !e; k++) {
 		struct pol pl = {.p1 = k && (k - 1) % 3 != 1,
 				 .p2 = k && (k - 1) % 3 != 0,
-				 .t_ns = k ? ts[(k - 1) / 3] : 0};
+				 .none = k == 1 + 3 * ARRAY_SIZE(ts),
+				 .t_ns = k ? ts[MIN(k - 1, 3 * ARRAY_SIZE(ts) - 1) / 3] : 0};
 		struct res r;
 		char t[8];
 
 		e = pol_run(&st, &pl, &r, base.got, quiet);
-		snprintf(t, sizeof(t), pl.t_ns < 1e18 ? "%.1f" : "all", pl.t_ns / 1e6);
+		if (pl.none || pl.t_ns > 1e18)
+			snprintf(t, sizeof(t), "%s", pl.none ? "-" : "all");
+		else
+			snprintf(t, sizeof(t), "%.1f", pl.t_ns / 1e6);
 		if (!e)
 			printf("  %-6s %4s %6.1f %6.0f %6.2f %6.2f %7.1f %6.1f %6.1f %5.0f (%4.1f) "
 			       "%5.2f / %5.2f %5.2f / %5.2f %7.2f / %5.2f %4llu\n",
 			       !k		? "v5"
+			       : pl.none	? "none"
 			       : pl.p1 && pl.p2 ? "P1+P2"
 			       : pl.p1		? "P1"
 						: "P2",
