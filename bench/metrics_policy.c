@@ -347,7 +347,7 @@ static int block_run(struct store *st, const struct pol *pl, struct res *r, unsi
 	struct sbuf g = {0}, cnt = {0}, all = {0};
 	const size_t s0 = st->blk0[b], s1 = st->blk0[b + 1];
 	uint64_t nrec = 0;
-	int e = 0;
+	int e = -ENOMEM; /* until the block is encoded */
 
 	/* P2: the quiet seconds of each long-lived process in the block */
 	for (size_t i = s0; i < s1; i++)
@@ -395,7 +395,7 @@ static int block_run(struct store *st, const struct pol *pl, struct res *r, unsi
 			}
 			if (!id) {
 				if (!(w = orow_add(o)))
-					return -ENOMEM;
+					goto out;
 				w->e = *x;
 				continue;
 			}
@@ -407,7 +407,7 @@ static int block_run(struct store *st, const struct pol *pl, struct res *r, unsi
 					w = &to->r[k];
 			if (!w) {
 				if (!(w = orow_add(to)))
-					return -ENOMEM;
+					goto out;
 				w->e.id = id;
 				nfold += to == o;
 			}
@@ -420,7 +420,7 @@ static int block_run(struct store *st, const struct pol *pl, struct res *r, unsi
 				struct orow *w = orow_add(o);
 
 				if (!w)
-					return -ENOMEM;
+					goto out;
 				*w = brow->r[k];
 				nfold++;
 			}
@@ -431,7 +431,7 @@ static int block_run(struct store *st, const struct pol *pl, struct res *r, unsi
 			size_t a = 0;
 
 			if (!t)
-				return -ENOMEM;
+				goto out;
 			for (size_t k = 0; k < o->n; k++)
 				if (!o->r[k].e.kind)
 					t[a++] = o->r[k];
@@ -448,11 +448,10 @@ static int block_run(struct store *st, const struct pol *pl, struct res *r, unsi
 	sbuf__put(&all, g.p, g.len);
 	sbuf__put(&all, cnt.p, cnt.len);
 	if (g.oom || cnt.oom || all.oom)
-		e = -ENOMEM;
-	else
-		r->bytes += zsize(all.p, all.len) + 1; /* + the varint count, about */
-	if (!e)
-		e = block_check(st, r, &g, nrec, b);
+		goto out;
+	r->bytes += zsize(all.p, all.len) + 1; /* + the varint count, about */
+	e = block_check(st, r, &g, nrec, b);
+out:
 	sbuf__free(&g);
 	sbuf__free(&cnt);
 	sbuf__free(&all);
