@@ -23,7 +23,8 @@
  *
  * each as the largest relative error; counts (waits, switches, slices),
  * keys and comms must come back exact (the "exact" column counts entries that
- * did not).
+ * did not). Then the same store in v5 with fewer rows, by the policies of
+ * metrics_policy.c, and what each costs users.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@
 
 #include "common/array.h"
 #include "common/macro.h"
+#include "metrics_policy.h"
 #include "store_metrics_pvt.h"
 
 #define BLOCK_NS (5ull * 1000000000ull)
@@ -79,7 +81,7 @@ static uint64_t cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static double zsize(const void *p, size_t len)
+double zsize(const void *p, size_t len)
 {
 	size_t cap = ZSTD_compressBound(len), z;
 	void *dst;
@@ -94,12 +96,12 @@ static double zsize(const void *p, size_t len)
 	return ZSTD_isError(z) ? 0 : (double)z;
 }
 
-static double dmax(double x, double y)
+double dmax(double x, double y)
 {
 	return x > y ? x : y;
 }
 
-static double rel(double got, double want)
+double rel(double got, double want)
 {
 	return want ? (got > want ? got - want : want - got) / want : got ? 1 : 0;
 }
@@ -357,6 +359,11 @@ int main(int argc, char **argv)
 		       100 * pon[0], 100 * pon[1], 100 * prq[0], 100 * prq[1], 100 * a.comm_on[0],
 		       100 * a.comm_on[1], (unsigned long long)a.inexact[0],
 		       (unsigned long long)a.inexact[1]);
+		e = metrics_policy__run(argv[i]);
+		if (e < 0) {
+			fprintf(stderr, "%s: policies: %s\n", argv[i], strerror(-e));
+			return 1;
+		}
 		for (unsigned int k = 0; k < NENC; k++)
 			sbuf__free(&a.v[k]);
 		free(a.recs);

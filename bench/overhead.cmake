@@ -27,6 +27,7 @@ add_executable(bench_sched_error ${CMAKE_CURRENT_LIST_DIR}/sched_error.c
 add_dependencies(bench_sched_error sched_skel cpa-wl-offcpu)
 target_link_libraries(bench_sched_error PRIVATE cpa_bpf_skel cpa_common m)
 
-# bench_metrics_store: the metrics' bytes per second of stores, v1 to v5 encodings side by side, their v4 and v5 columns, and the error of v4 and v5.
-add_executable(bench_metrics_store ${CMAKE_CURRENT_LIST_DIR}/metrics_store.c)
+# bench_metrics_store: the metrics' bytes per second of stores, v1 to v5 encodings side by side, their v4 and v5 columns, the error of v4 and v5, and v5 with fewer rows (metrics_policy.c).
+add_executable(bench_metrics_store ${CMAKE_CURRENT_LIST_DIR}/metrics_store.c
+	${CMAKE_CURRENT_LIST_DIR}/metrics_policy.c)
 target_link_libraries(bench_metrics_store PRIVATE cpa_store cpa_common)
