@@ -104,6 +104,7 @@ struct supervisor {
 	char stop_order[128]; /* "capture first, then drain unwindd, symd, storer" */
 	char all_names[128];  /* "capture, unwindd, symd, storer" */
 	int exit_code;
+	bool permanent; /* a stage exited SHM_EXIT_PERMANENT: so does cpa monitor */
 	bool ready_sent;
 	char status[256];
 	uint64_t start_ns;
@@ -328,6 +329,8 @@ static int stage_spawn(struct supervisor *s, struct sup_stage *st)
 	__atomic_store_n(&st->blk->started_ns, st->spawn_ns, __ATOMIC_RELAXED);
 	/* A life killed in its input wait left the flag: not this one's. */
 	shm_stage__cnt_set(st->blk, SHM_SLOT_ASLEEP, 0);
+	/* No stage runs: its cause is ours to clear. */
+	memset(st->blk->cause, 0, sizeof(st->blk->cause));
 	st->woken_ns = 0;
 	__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_NONE, __ATOMIC_RELEASE);
 	shm_stage__set_state(st->blk, SHM_STATE_STARTING);
@@ -373,6 +376,32 @@ static void stage_give_up(struct supervisor *s, struct sup_stage *st, const char
 	st->restart_at_ns = 0;
 	s->exit_code = 1;
 	begin_stop(s, "a stage cannot start");
+}
+
+/*
+ * A stage that exited SHM_EXIT_PERMANENT cannot run, whatever a restart
+ * does (no privilege, a configuration the kernel refuses): its cause line,
+ * once, no restart, the pipeline stopped, and cpa monitor exits with the
+ * same code (docs/supervisor.md, "Permanent errors").
+ */
+static void stage_permanent(struct supervisor *s, struct sup_stage *st)
+{
+	char cause[sizeof(st->blk->cause)];
+
+	memcpy(cause, st->blk->cause, sizeof(cause));
+	cause[sizeof(cause) - 1] = 0;
+	if (cause[0])
+		log_error("%s: %s", st->name, cause);
+	else
+		log_error("%s: exited with code %d (an error a restart cannot fix) without saying "
+			  "why (--verbose shows its log)",
+			  st->name, SHM_EXIT_PERMANENT);
+	st->gave_up = true;
+	st->restart_at_ns = 0;
+	if (st->stop_asked || s->phase == SUP_KILLING)
+		st->stop_done = true;
+	s->permanent = true;
+	begin_stop(s, "a stage cannot run");
 }
 
 /* A stage that ran healthy_ms since its spawn: its failure streak is over. */
@@ -549,6 +578,10 @@ static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 				     status_clean(status) ? SHM_STATE_EXITED : SHM_STATE_FAILED);
 	describe_status(status, how, sizeof(how));
 
+	if (WIFEXITED(status) && WEXITSTATUS(status) == SHM_EXIT_PERMANENT) {
+		stage_permanent(s, st);
+		return;
+	}
 	if (st->stop_asked) {
 		if (status_clean(status)) {
 			log_info("%s (pid %d) %s", st->name, pid,
@@ -1388,10 +1421,12 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 out:
 	if (r < 0)
 		s->exit_code = 1;
+	if (s->permanent)
+		s->exit_code = SHM_EXIT_PERMANENT;
 	if (s->exit_code == 0)
 		log_info("all stages stopped and drained");
 	else
 		log_error("stopped with errors (exit code %d)", s->exit_code);
 	sup_teardown(s);
-	return r < 0 ? 1 : s->exit_code;
+	return s->exit_code;
 }
