@@ -26,6 +26,7 @@
 
 #include "common/timeutil.h"
 #include "common/sdnotify.h"
+#include "shm/stage.h"
 #include "test_util.h"
 
 struct mon {
@@ -429,6 +430,29 @@ START_TEST(test_start_failure_gives_up)
 	ck_assert(WAIT_LOG(&m, 100, "capture failed to start 3 times in a row",
 			   "exited with code 2", "giving up"));
 	ck_assert(WAIT_LOG(&m, 100, "stopped with errors"));
+	mon_cleanup(&m);
+}
+END_TEST
+
+/*
+ * A stage that exits SHM_EXIT_PERMANENT with a cause: that line once, no
+ * restart (a single life), the pipeline stopped, and the monitor exits 78.
+ */
+START_TEST(test_permanent_not_restarted)
+{
+	struct mon m;
+	char *log;
+
+	mon_start(&m, (const char *const[]){"FAKE_PERMANENT=capture", NULL}, NULL);
+	ck_assert_int_eq(mon_wait(&m, 15000), SHM_EXIT_PERMANENT);
+	ck_assert(WAIT_LOG(&m, 100, "capture: fake cause: the remedy the test names"));
+	ck_assert(WAIT_LOG(&m, 100, "stopping (a stage cannot run)"));
+	ck_assert(WAIT_LOG(&m, 100, "stopped with errors (exit code 78)"));
+	log = read_file(m.log);
+	ck_assert_msg(!strstr(log, "restart"), "a permanent error was restarted:\n%s", log);
+	ck_assert_msg(!strstr(log, "giving up"), "a permanent error was retried:\n%s", log);
+	free(log);
+	ck_assert(WAIT_EVENT(&m, 100, "capture permanent"));
 	mon_cleanup(&m);
 }
 END_TEST
@@ -1050,6 +1074,7 @@ static Suite *monitor_suite(void)
 	tcase_add_test(tc, test_start_timeout);
 	tcase_add_test(tc, test_duration);
 	tcase_add_test(tc, test_start_failure_gives_up);
+	tcase_add_test(tc, test_permanent_not_restarted);
 	tcase_add_test(tc, test_crash_loop_keeps_trying);
 	tcase_add_test(tc, test_ctl_cost);
 	tcase_add_test(tc, test_ctl_mem);
