@@ -8,10 +8,14 @@
  * tick. No signal handlers: a handler could run in the middle of a spawn,
  * the signalfd cannot.
  *
- *   RUNNING --SIGINT/SIGTERM/--duration/give-up--> STOPPING --all done--> DONE
+ *   RUNNING --SIGINT/SIGTERM/--duration/give-up/permanent--> STOPPING --all done--> DONE
  *                                                     | 2nd signal
  *                                                     v
  *                                                  KILLING (SIGKILL all) --> DONE
+ *
+ * A stage that exits SHM_EXIT_PERMANENT (shm/stage.h: no privilege, a
+ * configuration the kernel refuses) is never restarted: its cause line once,
+ * the stop, and the monitor exits with that code (stage_permanent()).
  *
  * STOPPING walks the pipeline from the producer down, one stage at a time:
  * the producer (capture) gets cmd STOP (SIGTERM, then SIGKILL after
