@@ -5,7 +5,8 @@
 #     cause line and exits 78 before a store dir or a stage exists;
 # (b) root with CAP_PERFMON, CAP_BPF and CAP_SYS_ADMIN out of the bounding set
 #     (past the preflight): capture finds it, exits 78 with its cause, the
-#     monitor says it once, restarts nothing and exits 78;
+#     monitor says it once, restarts nothing and exits 78; --verbose keeps
+#     the detail (libbpf's messages, each refused perf_event_open);
 # (c) the verifier refusing the unrolled copy of --stack_size 16384 with
 #     --offcpu (no fallback): the same, naming --stack_size;
 # (d) a capture killed with SIGKILL is still restarted (test_monitor's
@@ -62,6 +63,14 @@ if [ "$paranoid" -gt 0 ]; then
 	# perf fallback failing too) is in that line; --verbose has the detail.
 	! grep -E "capture: (ERROR|WARNING)" "$tmp/nocaps.log" ||
 		fail "nocaps: capture's detail at the default level"
+	rc=0
+	timeout 120 setpriv --bounding-set -perfmon,-bpf,-sys_admin --inh-caps -all \
+		"$tmp/bin/cpa" monitor --store_dir "$tmp/b" --duration 5 --verbose >"$tmp/nocaps-v.log" 2>&1 ||
+		rc=$?
+	permanent nocaps-v
+	grep -q "capture: debug: libbpf: " "$tmp/nocaps-v.log" || fail "nocaps --verbose: no libbpf detail"
+	grep -q "capture: debug: .*perf_event_open .*Permission denied" "$tmp/nocaps-v.log" ||
+		fail "nocaps --verbose: no perf_event_open detail"
 else
 	echo "kernel.perf_event_paranoid=$paranoid: (a) and (b) skipped (the perf backend may run unprivileged)"
 fi
