@@ -236,9 +236,10 @@ static int stage_dir_find(char *buf, size_t len)
  * kernel.perf_event_paranoid above 0 (no system-wide perf_event without
  * CAP_PERFMON: neither BPF's sampling events nor the perf backend's), it
  * cannot sample whatever the options: the line capture would give, now,
- * before a store dir or a stage exists. Anything less certain (root with
- * capabilities taken away, NoNewPrivileges= over file capabilities) is
- * capture's to find, with the same line.
+ * before a store dir or a stage exists (file capabilities count only without
+ * no_new_privs: systemd's NoNewPrivileges= keeps an exec from gaining them).
+ * Anything less certain (root with capabilities taken away) is capture's to
+ * find, with the same line.
  */
 static int preflight_privilege(const char *stage_dir)
 {
@@ -249,8 +250,10 @@ static int preflight_privilege(const char *stage_dir)
 	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, CAP_PERFMON, 0, 0) == 1 ||
 	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, CAP_SYS_ADMIN, 0, 0) == 1)
 		return 0;
+	/* File capabilities, unless no_new_privs keeps an exec from gaining them. */
 	snprintf(path, sizeof(path), "%s/%s", stage_dir, shm_stage_name(SHM_STAGE_CAPTURE));
-	if (getxattr(path, "security.capability", NULL, 0) > 0)
+	if (getxattr(path, "security.capability", NULL, 0) > 0 &&
+	    prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
 		return 0;
 	paranoid = shm_perf_paranoid();
 	if (paranoid <= 0)
