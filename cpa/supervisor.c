@@ -108,9 +108,10 @@ struct supervisor {
 	char stop_order[128]; /* "capture first, then drain unwindd, symd, storer" */
 	char all_names[128];  /* "capture, unwindd, symd, storer" */
 	int exit_code;
-	bool permanent; /* a stage exited SHM_EXIT_PERMANENT: so does cpa monitor */
+	bool permanent;		    /* a stage exited SHM_EXIT_PERMANENT: so does cpa monitor */
+	char permanent_status[320]; /* its cause, systemd's last STATUS= */
 	bool ready_sent;
-	char status[256];
+	char status[384];
 	uint64_t start_ns;
 	uint64_t stop_at_ns; /* --duration: from the moment every stage runs */
 	uint64_t next_stats_ns;
@@ -394,6 +395,8 @@ static void stage_permanent(struct supervisor *s, struct sup_stage *st)
 
 	memcpy(cause, st->blk->cause, sizeof(cause));
 	cause[sizeof(cause) - 1] = 0;
+	snprintf(s->permanent_status, sizeof(s->permanent_status), "failed: %s: %s", st->name,
+		 cause[0] ? cause : "an error a restart cannot fix");
 	if (cause[0])
 		log_error("%s: %s", st->name, cause);
 	else
@@ -1425,8 +1428,11 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 out:
 	if (r < 0)
 		s->exit_code = 1;
-	if (s->permanent)
+	if (s->permanent) {
 		s->exit_code = SHM_EXIT_PERMANENT;
+		/* What `systemctl status` shows once the service has failed. */
+		set_status(s, s->permanent_status);
+	}
 	if (s->exit_code == 0)
 		log_info("all stages stopped and drained");
 	else

@@ -440,11 +440,36 @@ END_TEST
  */
 START_TEST(test_permanent_not_restarted)
 {
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char env_sock[PATH_MAX + 32], path[PATH_MAX + 16], tmpl[PATH_MAX], buf[512], last[512] = "";
 	struct mon m;
 	char *log;
+	ssize_t n;
+	int fd;
 
-	mon_start(&m, (const char *const[]){"FAKE_PERMANENT=capture", NULL}, NULL);
+	/* systemd hears the cause as the last STATUS= */
+	test_scratch_in(tmpl, sizeof(tmpl), "notify");
+	snprintf(path, sizeof(path), "%s/notify", tmpl);
+	ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	snprintf(env_sock, sizeof(env_sock), "NOTIFY_SOCKET=%s", path);
+
+	mon_start(&m, (const char *const[]){"FAKE_PERMANENT=capture", env_sock, NULL}, NULL);
 	ck_assert_int_eq(mon_wait(&m, 15000), SHM_EXIT_PERMANENT);
+	while ((n = recv(fd, buf, sizeof(buf) - 1, 0)) > 0) {
+		buf[n] = 0;
+		if (strstr(buf, "STATUS="))
+			snprintf(last, sizeof(last), "%s", strstr(buf, "STATUS="));
+	}
+	close(fd);
+	unlink(path);
+	rmdir(tmpl);
+	ck_assert_msg(
+		!strcmp(last, "STATUS=failed: capture: fake cause: the remedy the test names"),
+		"last status: %s", last);
 	ck_assert(WAIT_LOG(&m, 100, "capture: fake cause: the remedy the test names"));
 	ck_assert(WAIT_LOG(&m, 100, "stopping (a stage cannot run)"));
 	ck_assert(WAIT_LOG(&m, 100, "stopped with errors (exit code 78)"));
