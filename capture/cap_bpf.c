@@ -73,6 +73,9 @@ static void libbpf_lines(enum libbpf_print_level level, char *msg)
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
+		/* libbpf's own messages start with its name: ours says it once. */
+		if (!strncmp(line, "libbpf: ", 8))
+			line += 8;
 		n = strlen(line);
 		if (level == LIBBPF_WARN)
 			log_warn("libbpf: %.*s", (int)n, line);
@@ -102,7 +105,8 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 /* Load the programs, libbpf's warnings held (load_log): shown on a failure
- * other than E2BIG, which the caller reports in one line. */
+ * other than E2BIG, EPERM or EACCES, which the caller reports in one line
+ * (the verifier's size limit; no privilege: shm/stage.h SHM_CAUSE_NOPRIV). */
 static int profile_load(struct cap_bpf *b)
 {
 	int r;
@@ -112,7 +116,7 @@ static int profile_load(struct cap_bpf *b)
 	load_log.on = false;
 	if (load_log.f) {
 		fclose(load_log.f);
-		if (r < 0 && r != -E2BIG)
+		if (r < 0 && r != -E2BIG && r != -EPERM && r != -EACCES)
 			libbpf_lines(LIBBPF_WARN, load_log.buf);
 		free(load_log.buf);
 		load_log.f = NULL;
@@ -122,12 +126,14 @@ static int profile_load(struct cap_bpf *b)
 	return r;
 }
 
-/* One clear line per libbpf failure; libbpf's own detail went out above. */
+/* One clear line per libbpf failure; libbpf's own detail went out above.
+ * No privilege is the caller's to say, once (capture.c, SHM_CAUSE_NOPRIV). */
 static int bpf_fail(int r, const char *what)
 {
-	if (r == -EPERM || r == -EACCES)
-		return log_error_errno(
-			r, "%s: %m (needs root: CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN)", what);
+	if (r == -EPERM || r == -EACCES) {
+		log_debug("%s: %s (no privilege)", what, strerror(-r));
+		return r;
+	}
 	if (r == -ENOENT || r == -ESRCH)
 		return log_error_errno(r, "%s: %m (kernel BTF missing? try --btf_path)", what);
 	return log_error_errno(r, "%s: %m", what);
@@ -513,6 +519,8 @@ int cap_bpf__attach(struct cap_bpf *b, const unsigned int *cpus, unsigned int n,
 					       "perf_event_open cpu-clock cpu %u at %u Hz: %m "
 					       "(above kernel.perf_event_max_sample_rate?)",
 					       cpus[i], freq);
+		if (fd == -EACCES || fd == -EPERM)
+			return bpf_fail(fd, "perf_event_open cpu-clock");
 		if (fd < 0)
 			return log_error_errno(fd, "perf_event_open cpu-clock cpu %u: %m", cpus[i]);
 		link = bpf_program__attach_perf_event(b->skel->progs.cpa_on_cpu, fd);

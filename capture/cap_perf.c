@@ -527,6 +527,12 @@ int cap_perf__open(const struct cap_perf_opts *o, const unsigned int *cpus, unsi
 		p->n_cpus++;
 		if (r == -ENODEV)
 			continue;
+		/* No privilege: the caller says so, once (SHM_CAUSE_NOPRIV). */
+		if (r == -EACCES || r == -EPERM) {
+			log_debug("perf_event_open cpu-clock cpu %u (perf backend): %s", cpus[i],
+				  strerror(-r));
+			goto out_free;
+		}
 		if (r < 0) {
 			r = log_error_errno(
 				r, "perf_event_open cpu-clock cpu %u (perf backend): %m", cpus[i]);

@@ -690,17 +690,46 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 	return 0;
 }
 
+static bool denied(int r)
+{
+	return r == -EPERM || r == -EACCES;
+}
+
+/*
+ * No privilege to sample: BPF refused, and perf_event system-wide with it.
+ * A restart cannot fix that: the one line the monitor says (shm/stage.h),
+ * and capture exits SHM_EXIT_PERMANENT (its detail with --verbose).
+ */
+static int nopriv(struct capture *c, int r)
+{
+	shm_stage__permanent(c->st, SHM_CAUSE_NOPRIV, shm_perf_paranoid());
+	log_debug("%s", c->st->cause);
+	return r;
+}
+
 /* Only plain on-CPU sampling may fall back; BPF-only modes must fail. */
 static bool bpf_fallback_allowed(const struct cpa_config *cfg)
 {
 	return !(cfg->flags & (CPA_CFG_OFFCPU | CPA_CFG_ONESHOT)) && cfg->nr_probes == 0;
 }
 
+/* The backend's set-up done (r): no privilege is the one line; a running
+ * capture without the mapping history (mmap_err) says so. */
+static int backend_done(struct capture *c, int r, int mmap_err)
+{
+	if (denied(r))
+		return nopriv(c, r);
+	if (r >= 0 && mmap_err < 0)
+		log_warn_errno(mmap_err, "no mapping history (%m): user frames of processes that "
+					 "exit quickly will be unresolved");
+	return r;
+}
+
 static int capture_setup(struct capture *c, struct shm_arena *a)
 {
 	struct cap_bpf_opts o = {};
 	bool refused;
-	int r;
+	int r, mmap_err = 0, bpf_err;
 
 	c->cfg = shm_arena__config(a);
 	r = config_check(c->cfg);
@@ -756,10 +785,10 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	o.offcpu_threads = CAP_OFFCPU_THREADS;
 	if (!o.kernel_only) {
 		/* Without it unwindd reads /proc/PID/maps, racing short-lived processes. */
-		r = cap_mmapev__open(c->cpus, c->nr_cpus, o.target_tgid, &c->emit, &c->mmapev);
-		if (r < 0)
-			log_warn_errno(r, "no mapping history (%m): user frames of processes that "
-					  "exit quickly will be unresolved");
+		/* Said once sampling runs: without privilege that is the one line. */
+		mmap_err = MIN(
+			cap_mmapev__open(c->cpus, c->nr_cpus, o.target_tgid, &c->emit, &c->mmapev),
+			0);
 	}
 	if (c->cfg->policy_path[0]) {
 		const char *specs[CPA_PROBE_MAX];
@@ -777,11 +806,12 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 		o.offcpu = o.offcpu || o.offcpu_gated;
 	}
 	if (c->cfg->backend == CPA_BACKEND_PERF)
-		return setup_perf(c, &o);
+		return backend_done(c, setup_perf(c, &o), mmap_err);
 
 	r = setup_bpf(c, &o);
 	if (r >= 0)
-		return r;
+		return backend_done(c, r, mmap_err);
+	bpf_err = r;
 	/*
 	 * Plain on-CPU sampling does not need BPF: rather than record nothing,
 	 * say so loudly and sample through perf_event alone. BPF-only modes
@@ -792,27 +822,38 @@ static int capture_setup(struct capture *c, struct shm_arena *a)
 	if (r == -E2BIG) {
 		const char *why = cap_bpf_copy_loop() ? "" : " without bpf_loop() (Linux 5.17+)";
 
-		if (!bpf_fallback_allowed(c->cfg))
-			return log_error_errno(
-				r,
+		/* The same program on every restart: the monitor says it once. */
+		if (!bpf_fallback_allowed(c->cfg)) {
+			shm_stage__permanent(
+				c->st,
 				"--stack_size %u: a user stack copy of up to %u bytes "
 				"is too complex for this kernel's BPF verifier%s, and "
 				"--offcpu, --probe and --oneshot need the BPF backend: "
 				"use a lower --stack_size",
 				c->cfg->stack_size, o.stack_size, why);
+			log_debug("%s", c->st->cause);
+			return r;
+		}
 		log_warn("--stack_size %u: a user stack copy of up to %u bytes is too complex for "
 			 "this kernel's BPF verifier%s; using the perf backend (%u-byte copies, "
 			 "filters in user space; --verbose shows the verifier's log)",
 			 c->cfg->stack_size, o.stack_size, why, c->stack_start);
 	} else if (!bpf_fallback_allowed(c->cfg)) {
-		return r;
-	} else {
+		return denied(r) ? nopriv(c, r) : r;
+	} else if (!denied(r)) {
 		log_warn("BPF backend unusable (%s): falling back to the perf backend "
 			 "(filters in user space, higher cost per sample)",
 			 strerror(-r));
 	}
 	backend_free(c);
-	return setup_perf(c, &o);
+	r = setup_perf(c, &o);
+	/* Said only when the fallback runs: else the one line covers it. */
+	if (r >= 0 && denied(bpf_err))
+		log_warn("BPF backend unusable (%s: needs CAP_BPF+CAP_PERFMON or root): "
+			 "falling back to the perf backend (filters in user space, higher cost "
+			 "per sample)",
+			 strerror(-bpf_err));
+	return backend_done(c, r, mmap_err);
 }
 
 /* Mapping events first: each mapping reaches ring 0 before the samples in it. */

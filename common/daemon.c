@@ -253,7 +253,7 @@ int daemon__main(const struct daemon_stage *d, int argc, char **argv)
 	const char *name = shm_stage_name(d->id);
 	struct shm_arena *a = NULL;
 	struct shm_stage *st;
-	int r;
+	int r, code;
 
 	log_set_subsystem(name);
 	if (check_caller(name) < 0)
@@ -284,6 +284,8 @@ int daemon__main(const struct daemon_stage *d, int argc, char **argv)
 	}
 	r = run_loop(d, a, st);
 	shm_stage__exit(st, r);
+	/* A cause said (shm_stage__permanent()): no restart can fix it. */
+	code = r >= 0 ? 0 : st->cause[0] ? SHM_EXIT_PERMANENT : 1;
 	shm_arena__free(a);
-	return r < 0 ? 1 : 0;
+	return code;
 }

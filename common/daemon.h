@@ -43,8 +43,9 @@ struct daemon_stage {
 extern volatile sig_atomic_t daemon_term;
 
 /* main() of a stage: 0 after a clean exit, 1 after a failure, 2 for a bad
- * command line or no arena. The capabilities of its row are kept, the
- * others dropped for good, and no_new_privs is set. */
+ * command line or no arena, SHM_EXIT_PERMANENT after a failure whose cause
+ * the stage wrote with shm_stage__permanent() (shm/stage.h). The capabilities of its row are kept,
+ * the others dropped for good, and no_new_privs is set. */
 int daemon__main(const struct daemon_stage *d, int argc, char **argv);
 
 #endif /* CPA_DAEMON_H */

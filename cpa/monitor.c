@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -229,6 +231,38 @@ static int stage_dir_find(char *buf, size_t len)
 }
 
 /*
+ * Not root: capture's privilege comes from its file (cpa-setcap) or from our
+ * ambient capabilities (systemd's AmbientCapabilities=). With neither, and
+ * kernel.perf_event_paranoid above 0 (no system-wide perf_event without
+ * CAP_PERFMON: neither BPF's sampling events nor the perf backend's), it
+ * cannot sample whatever the options: the line capture would give, now,
+ * before a store dir or a stage exists (file capabilities count only without
+ * no_new_privs: systemd's NoNewPrivileges= keeps an exec from gaining them).
+ * Anything less certain (root with capabilities taken away) is capture's to
+ * find, with the same line.
+ */
+static int preflight_privilege(const char *stage_dir)
+{
+	char path[PATH_MAX + 16];
+	int paranoid;
+
+	if (geteuid() == 0 ||
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, CAP_PERFMON, 0, 0) == 1 ||
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, CAP_SYS_ADMIN, 0, 0) == 1)
+		return 0;
+	/* File capabilities, unless no_new_privs keeps an exec from gaining them. */
+	snprintf(path, sizeof(path), "%s/%s", stage_dir, shm_stage_name(SHM_STAGE_CAPTURE));
+	if (getxattr(path, "security.capability", NULL, 0) > 0 &&
+	    prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+		return 0;
+	paranoid = shm_perf_paranoid();
+	if (paranoid <= 0)
+		return 0;
+	log_error("capture: " SHM_CAUSE_NOPRIV, paranoid);
+	return -EPERM;
+}
+
+/*
  * --oneshot: the run writes a store like any other run, into a private root
  * next to the output file (the same file system, and a directory we can
  * write to, checked before anything starts); after the drain,
@@ -301,6 +335,13 @@ int cmd_monitor(struct cpa_opts *o)
 	r = supervisor_params__init(&p);
 	if (r < 0)
 		return 2;
+	r = stage_dir_find(d->stage_dir, sizeof(d->stage_dir));
+	if (r < 0)
+		goto out;
+	if (preflight_privilege(d->stage_dir) < 0) {
+		code = SHM_EXIT_PERMANENT;
+		goto out;
+	}
 	if (m->oneshot) {
 		if (oneshot_root(m->output_prof, d->oneshot_dir, sizeof(d->oneshot_dir)) < 0)
 			return 1;
@@ -326,9 +367,6 @@ int cmd_monitor(struct cpa_opts *o)
 		log_error_errno(-errno, "--store_dir '%s': %m", store_arg);
 		goto out;
 	}
-	r = stage_dir_find(d->stage_dir, sizeof(d->stage_dir));
-	if (r < 0)
-		goto out;
 	r = pidfile_take(d->store_dir, d->pidfile, sizeof(d->pidfile), &pidfd);
 	if (r < 0) {
 		*d->pidfile = 0; /* another monitor's: not ours to remove */
@@ -342,9 +380,13 @@ int cmd_monitor(struct cpa_opts *o)
 				m->stack_size, m->max_queue_size);
 		goto out;
 	}
+	/* An option this machine refuses (a --probe target, --policy): no
+	 * restart fixes it (docs/cli.md, "Exit codes"). */
 	r = config_fill(shm_arena__config(arena), o, d->store_dir);
-	if (r < 0)
+	if (r < 0) {
+		code = SHM_EXIT_PERMANENT;
 		goto out;
+	}
 	log_info("cpa %s: store_dir %s, freq %ld Hz, %u cpus, arena %llu KiB, stages from %s",
 		 CPA_VERSION, d->store_dir, m->freq, shm_arena__config(arena)->nr_cpus,
 		 (unsigned long long)(arena->size >> 10), d->stage_dir);

@@ -8,10 +8,14 @@
  * tick. No signal handlers: a handler could run in the middle of a spawn,
  * the signalfd cannot.
  *
- *   RUNNING --SIGINT/SIGTERM/--duration/give-up--> STOPPING --all done--> DONE
+ *   RUNNING --SIGINT/SIGTERM/--duration/give-up/permanent--> STOPPING --all done--> DONE
  *                                                     | 2nd signal
  *                                                     v
  *                                                  KILLING (SIGKILL all) --> DONE
+ *
+ * A stage that exits SHM_EXIT_PERMANENT (shm/stage.h: no privilege, a
+ * configuration the kernel refuses) is never restarted: its cause line once,
+ * the stop, and the monitor exits with that code (stage_permanent()).
  *
  * STOPPING walks the pipeline from the producer down, one stage at a time:
  * the producer (capture) gets cmd STOP (SIGTERM, then SIGKILL after
@@ -104,8 +108,10 @@ struct supervisor {
 	char stop_order[128]; /* "capture first, then drain unwindd, symd, storer" */
 	char all_names[128];  /* "capture, unwindd, symd, storer" */
 	int exit_code;
+	bool permanent;		    /* a stage exited SHM_EXIT_PERMANENT: so does cpa monitor */
+	char permanent_status[320]; /* its cause, systemd's last STATUS= */
 	bool ready_sent;
-	char status[256];
+	char status[384];
 	uint64_t start_ns;
 	uint64_t stop_at_ns; /* --duration: from the moment every stage runs */
 	uint64_t next_stats_ns;
@@ -328,6 +334,8 @@ static int stage_spawn(struct supervisor *s, struct sup_stage *st)
 	__atomic_store_n(&st->blk->started_ns, st->spawn_ns, __ATOMIC_RELAXED);
 	/* A life killed in its input wait left the flag: not this one's. */
 	shm_stage__cnt_set(st->blk, SHM_SLOT_ASLEEP, 0);
+	/* No stage runs: its cause is ours to clear. */
+	memset(st->blk->cause, 0, sizeof(st->blk->cause));
 	st->woken_ns = 0;
 	__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_NONE, __ATOMIC_RELEASE);
 	shm_stage__set_state(st->blk, SHM_STATE_STARTING);
@@ -373,6 +381,34 @@ static void stage_give_up(struct supervisor *s, struct sup_stage *st, const char
 	st->restart_at_ns = 0;
 	s->exit_code = 1;
 	begin_stop(s, "a stage cannot start");
+}
+
+/*
+ * A stage that exited SHM_EXIT_PERMANENT cannot run, whatever a restart
+ * does (no privilege, a configuration the kernel refuses): its cause line,
+ * once, no restart, the pipeline stopped, and cpa monitor exits with the
+ * same code (docs/supervisor.md, "Permanent errors").
+ */
+static void stage_permanent(struct supervisor *s, struct sup_stage *st)
+{
+	char cause[sizeof(st->blk->cause)];
+
+	memcpy(cause, st->blk->cause, sizeof(cause));
+	cause[sizeof(cause) - 1] = 0;
+	snprintf(s->permanent_status, sizeof(s->permanent_status), "failed: %s: %s", st->name,
+		 cause[0] ? cause : "an error a restart cannot fix");
+	if (cause[0])
+		log_error("%s: %s", st->name, cause);
+	else
+		log_error("%s: exited with code %d (an error a restart cannot fix) without saying "
+			  "why (--verbose shows its log)",
+			  st->name, SHM_EXIT_PERMANENT);
+	st->gave_up = true;
+	st->restart_at_ns = 0;
+	if (st->stop_asked || s->phase == SUP_KILLING)
+		st->stop_done = true;
+	s->permanent = true;
+	begin_stop(s, "a stage cannot run");
 }
 
 /* A stage that ran healthy_ms since its spawn: its failure streak is over. */
@@ -549,6 +585,10 @@ static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 				     status_clean(status) ? SHM_STATE_EXITED : SHM_STATE_FAILED);
 	describe_status(status, how, sizeof(how));
 
+	if (WIFEXITED(status) && WEXITSTATUS(status) == SHM_EXIT_PERMANENT) {
+		stage_permanent(s, st);
+		return;
+	}
 	if (st->stop_asked) {
 		if (status_clean(status)) {
 			log_info("%s (pid %d) %s", st->name, pid,
@@ -1388,10 +1428,15 @@ int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p)
 out:
 	if (r < 0)
 		s->exit_code = 1;
+	if (s->permanent) {
+		s->exit_code = SHM_EXIT_PERMANENT;
+		/* What `systemctl status` shows once the service has failed. */
+		set_status(s, s->permanent_status);
+	}
 	if (s->exit_code == 0)
 		log_info("all stages stopped and drained");
 	else
 		log_error("stopped with errors (exit code %d)", s->exit_code);
 	sup_teardown(s);
-	return r < 0 ? 1 : s->exit_code;
+	return s->exit_code;
 }

@@ -34,7 +34,8 @@ int supervisor_params__init(struct supervisor_params *p);
 /*
  * Run the pipeline until stopped. The caller has blocked SIGCHLD, SIGINT,
  * SIGTERM and SIGHUP. Returns the process exit code: 0 when every stage
- * stopped and drained, 1 otherwise (give-up, forced kill, set-up error).
+ * stopped and drained, SHM_EXIT_PERMANENT when a stage exited so (its cause
+ * logged, not restarted), 1 otherwise (give-up, forced kill, set-up error).
  */
 int supervisor__run(struct shm_arena *arena, const struct supervisor_params *p);
 

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "stage.h"
 
+#include <fcntl.h>
 #include <linux/capability.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "arena.h"
 #include "counters.h"
@@ -75,6 +80,33 @@ static const char *const storer_counters[STO_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
  * for as the JVM's user, symd/jvm.c). storer: none.
  */
 #define CAPS_PROCS (CAPB(CAP_SYS_PTRACE) | CAPB(CAP_DAC_READ_SEARCH))
+
+void shm_stage__permanent(struct shm_stage *st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(st->cause, sizeof(st->cause), fmt, ap);
+	va_end(ap);
+	if (!st->cause[0])
+		snprintf(st->cause, sizeof(st->cause), "a permanent error");
+}
+
+int shm_perf_paranoid(void)
+{
+	char buf[32];
+	ssize_t n = -1;
+	int fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return 2;
+	buf[n] = 0;
+	return atoi(buf);
+}
 
 const struct shm_stage_desc shm_stages[SHM_STAGE_MAX] = {
 	[SHM_STAGE_CAPTURE] =

@@ -80,10 +80,40 @@ struct shm_stage {
 				* changes it live, the stage applies it on its tick */
 	/* lines 1..8: counters, owned by the stage */
 	uint64_t cnt[SHM_CNT_MAX];
+	/* lines 9..12: why this life cannot run, one line (cause: remedy), set
+	 * by shm_stage__permanent() before the stage exits SHM_EXIT_PERMANENT;
+	 * the supervisor clears it at spawn and reads it once it has reaped
+	 * the stage */
+	char cause[256];
 };
 
 _Static_assert(offsetof(struct shm_stage, cnt) == 64, "counters start on their own line");
-_Static_assert(sizeof(struct shm_stage) == 64 + 8 * SHM_CNT_MAX, "stage block size");
+_Static_assert(sizeof(struct shm_stage) == 64 + 8 * SHM_CNT_MAX + 256, "stage block size");
+
+/*
+ * The stage exit-code contract (docs/supervisor.md, "Permanent errors").
+ * 0: a clean exit; 1: a failure (restarted); 2: a bad command line or no
+ * arena. SHM_EXIT_PERMANENT: an error a restart cannot fix (no privilege,
+ * a configuration this kernel refuses): the stage said why in its block's
+ * cause; the supervisor does not restart it, logs that line, stops the
+ * pipeline and `cpa monitor` exits with the same code (sysexits.h's
+ * EX_CONFIG; the systemd unit's RestartPreventExitStatus=).
+ */
+#define SHM_EXIT_PERMANENT 78
+
+/* The cause of the commonest one, without root: capture and the monitor's
+ * preflight say it in the same words (%d: kernel.perf_event_paranoid). */
+#define SHM_CAUSE_NOPRIV                                                                      \
+	"needs root or CAP_PERFMON+CAP_BPF (kernel.perf_event_paranoid=%d): run as root, or " \
+	"install with cpa-setcap (docs/packaging.md, \"Without root\")"
+
+/* Write the cause line (printf format) into st->cause; the stage then
+ * exits SHM_EXIT_PERMANENT (common/daemon.c does when a cause is set). */
+void shm_stage__permanent(struct shm_stage *st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* kernel.perf_event_paranoid, or 2 (the kernel's default) if unreadable. */
+int shm_perf_paranoid(void);
 
 static inline void shm_stage__cnt_add(struct shm_stage *st, unsigned int idx, uint64_t n)
 {

@@ -27,3 +27,10 @@ set_tests_properties(test_paths PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
 # renameat pattern of export -o and --split_path. Root, else exit 77.
 cpa_add_test(NAME test_safepath SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_safepath.c
   LIBS cpa_common LABELS root)
+
+# Permanent errors are one line, not five restarts (docs/supervisor.md,
+# "Permanent errors"): nobody without capabilities, root without them, the
+# verifier's refusal with --offcpu; a SIGKILLed capture still restarted.
+# Root, BTF, setpriv, else exit 77.
+cpa_test(NAME test_permanent COMMAND ${CMAKE_CURRENT_LIST_DIR}/test_permanent.sh
+  LABELS e2e root)

@@ -26,6 +26,7 @@
 
 #include "common/timeutil.h"
 #include "common/sdnotify.h"
+#include "shm/stage.h"
 #include "test_util.h"
 
 struct mon {
@@ -429,6 +430,54 @@ START_TEST(test_start_failure_gives_up)
 	ck_assert(WAIT_LOG(&m, 100, "capture failed to start 3 times in a row",
 			   "exited with code 2", "giving up"));
 	ck_assert(WAIT_LOG(&m, 100, "stopped with errors"));
+	mon_cleanup(&m);
+}
+END_TEST
+
+/*
+ * A stage that exits SHM_EXIT_PERMANENT with a cause: that line once, no
+ * restart (a single life), the pipeline stopped, and the monitor exits 78.
+ */
+START_TEST(test_permanent_not_restarted)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char env_sock[PATH_MAX + 32], path[PATH_MAX + 16], tmpl[PATH_MAX], buf[512], last[512] = "";
+	struct mon m;
+	char *log;
+	ssize_t n;
+	int fd;
+
+	/* systemd hears the cause as the last STATUS= */
+	test_scratch_in(tmpl, sizeof(tmpl), "notify");
+	snprintf(path, sizeof(path), "%s/notify", tmpl);
+	ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	snprintf(env_sock, sizeof(env_sock), "NOTIFY_SOCKET=%s", path);
+
+	mon_start(&m, (const char *const[]){"FAKE_PERMANENT=capture", env_sock, NULL}, NULL);
+	ck_assert_int_eq(mon_wait(&m, 15000), SHM_EXIT_PERMANENT);
+	while ((n = recv(fd, buf, sizeof(buf) - 1, 0)) > 0) {
+		buf[n] = 0;
+		if (strstr(buf, "STATUS="))
+			snprintf(last, sizeof(last), "%s", strstr(buf, "STATUS="));
+	}
+	close(fd);
+	unlink(path);
+	rmdir(tmpl);
+	ck_assert_msg(
+		!strcmp(last, "STATUS=failed: capture: fake cause: the remedy the test names"),
+		"last status: %s", last);
+	ck_assert(WAIT_LOG(&m, 100, "capture: fake cause: the remedy the test names"));
+	ck_assert(WAIT_LOG(&m, 100, "stopping (a stage cannot run)"));
+	ck_assert(WAIT_LOG(&m, 100, "stopped with errors (exit code 78)"));
+	log = read_file(m.log);
+	ck_assert_msg(!strstr(log, "restart"), "a permanent error was restarted:\n%s", log);
+	ck_assert_msg(!strstr(log, "giving up"), "a permanent error was retried:\n%s", log);
+	free(log);
+	ck_assert(WAIT_EVENT(&m, 100, "capture permanent"));
 	mon_cleanup(&m);
 }
 END_TEST
@@ -1050,6 +1099,7 @@ static Suite *monitor_suite(void)
 	tcase_add_test(tc, test_start_timeout);
 	tcase_add_test(tc, test_duration);
 	tcase_add_test(tc, test_start_failure_gives_up);
+	tcase_add_test(tc, test_permanent_not_restarted);
 	tcase_add_test(tc, test_crash_loop_keeps_trying);
 	tcase_add_test(tc, test_ctl_cost);
 	tcase_add_test(tc, test_ctl_mem);

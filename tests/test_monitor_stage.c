@@ -13,8 +13,10 @@
  *
  * and environment variables FAKE_FAIL_START=<stage> (exit 2 before RUNNING,
  * like a capture without BPF), FAKE_SLOW_START=<stage>:<ms> (sit that long in
- * STARTING without a heartbeat, like capture while the verifier checks its BPF)
- * and FAKE_IGNORE_DRAIN=<stage>. Lifecycle events
+ * STARTING without a heartbeat, like capture while the verifier checks its BPF),
+ * FAKE_PERMANENT=<stage> (a cause in its block, then exit SHM_EXIT_PERMANENT
+ * through the daemon shell, like a capture without privilege) and
+ * FAKE_IGNORE_DRAIN=<stage>. Lifecycle events
  * are appended to $FAKE_CTL_DIR/events as "<stage> <event> ..." lines.
  */
 #include <errno.h>
@@ -111,6 +113,11 @@ static int fake_new(const struct shm_stage_ctx *ctx, void **ret)
 	if (ctx->st->pid != getpid()) {
 		fprintf(stderr, "%s: block pid %d is not mine\n", fake.name, ctx->st->pid);
 		return -ESRCH;
+	}
+	if (env_is("FAKE_PERMANENT", fake.name)) {
+		event(fake.name, "permanent");
+		shm_stage__permanent(ctx->st, "fake cause: the remedy the test names");
+		return -EPERM;
 	}
 	fake.st = ctx->st;
 	fake.in = ctx->in;

@@ -6,7 +6,8 @@
 # whole chain with symbolized kernel frames; (c) with none it fails. The
 # attack of issue 27: (d) nobody, not in the group, is refused by every
 # capability stage; (e) nobody in the group cannot --debug_option a root
-# process's memory. Needs root to set it up, BTF, setcap and setpriv (and
+# process's memory; (f) (a)'s install under no_new_privs (NoNewPrivileges=)
+# is one cause line and exit 78. Needs root to set it up, BTF, setcap and setpriv (and
 # the group cpa, created for the test if the host has none); else exit 77.
 set -euo pipefail
 build=${CPA_BUILD_DIR:?}
@@ -88,6 +89,20 @@ done
 run filecaps "$GROUPS_CPA" || fail "filecaps: monitor exited $? ($(tail -3 "$tmp/filecaps.log"))"
 check filecaps
 
+# (f) the same install under no_new_privs (NoNewPrivileges=): an exec gains no
+# file capabilities, so the monitor says so in one line, exit 78, no restart
+# (where kernel.perf_event_paranoid is above 0: else the perf backend runs)
+if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 0 ]; then
+	rc=0
+	run nnp "$GROUPS_CPA" --no-new-privs || rc=$?
+	[ "$rc" = 78 ] || fail "nnp: exit $rc, not 78: $(tail -3 "$tmp/nnp.log")"
+	grep -q "capture: needs root or CAP_PERFMON+CAP_BPF" "$tmp/nnp.log" ||
+		fail "nnp: no cause line: $(cat "$tmp/nnp.log")"
+	[ "$(wc -l <"$tmp/nnp.log")" = 1 ] ||
+		fail "nnp: more than the cause line: $(cat "$tmp/nnp.log")"
+	echo "nnp: refused: $(cat "$tmp/nnp.log")"
+fi
+
 # (d) the same install, nobody not in the group: refused with one line, nothing recorded
 chmod 755 "$tmp/bin"/{capture,unwindd,symd} # as the attack had it: world-executable
 setcap cap_bpf,cap_perfmon=ep "$tmp/bin/capture"
@@ -129,6 +144,9 @@ run ambient "$GROUPS_NONE" --inh-caps "$AMBIENT" --ambient-caps "$AMBIENT" ||
 	fail "ambient: monitor exited $? ($(tail -3 "$tmp/ambient.log"))"
 check ambient
 
-# (c) no capabilities: capture cannot load BPF, the monitor gives up
-if run nocaps "$GROUPS_NONE"; then fail "the monitor ran as nobody without capabilities"; fi
+# (c) no capabilities: capture cannot sample, the monitor says so (exit 78)
+rc=0
+run nocaps "$GROUPS_NONE" || rc=$?
+[ "$rc" != 0 ] || fail "the monitor ran as nobody without capabilities"
+[ "$rc" = 78 ] || fail "nocaps: exit $rc, not 78: $(tail -3 "$tmp/nocaps.log")"
 echo "nocaps: refused as expected"
