@@ -429,7 +429,7 @@ static void rel_apply(struct storer *s)
 		return;
 	/* Blocks holding seqs are in the store, their input not yet released:
 	 * a kill here must not store them twice (the test knob's point). */
-	if (s->rel[i - 1].mark > shm_ring__mark_sc(s->in))
+	if (s->fault_left && s->rel[i - 1].mark > shm_ring__mark_sc(s->in))
 		shm_fault__commit_point(&s->fault_left);
 	shm_ring__release_upto_mark_sc(s->in, s->rel[i - 1].pos, s->rel[i - 1].mark);
 	s->nrel -= i;
