@@ -42,8 +42,10 @@
  * restart backoff); --replay N:G makes lives 1..G of unwindd and of symd die
  * right after committing the output of their N-th batch, before releasing its
  * input (CPA_FAULT_KILL_AFTER_COMMIT, shm/fault.h), so each successor sends
- * that batch again; the run then fails unless symd or the storer skipped
- * copies, and the balance must hold as always; --hang_at_stop NAME SIGSTOPs
+ * that batch again, and those of the storer at their first release, once the
+ * block's write landed, so each successor reads that block's input again;
+ * the run then fails unless symd or the storer skipped copies, and the balance
+ * must hold as always; --hang_at_stop NAME SIGSTOPs
  * unwindd, symd or the storer just before the SIGINT, with a drain timeout of
  * 3 s, so the monitor kills it at stop: what it held must be in the store as
  * lost (docs/pipeline.md, "Stopping").
@@ -644,8 +646,9 @@ int main(int argc, char **argv)
 	if (replay_n) {
 		char v[96];
 
-		snprintf(v, sizeof(v), "unwindd:%u:%u,symd:%u:%u", replay_n, replay_g, replay_n,
-			 replay_g);
+		/* The storer's first release raising its mark: the first block, 6 s on. */
+		snprintf(v, sizeof(v), "unwindd:%u:%u,symd:%u:%u,storer:1:%u", replay_n, replay_g,
+			 replay_n, replay_g, replay_g);
 		setenv("CPA_FAULT_KILL_AFTER_COMMIT", v, 1);
 	}
 	if (hang_at_stop >= 0)

@@ -12,7 +12,8 @@
  * it rarely (the futex wake of the commit is where a pending signal is
  * delivered). Read once at start, by common/daemon.c for every such stage
  * (shm_stage_ctx.fault_kill_batches); unset costs one untaken branch per
- * batch.
+ * batch. The storer reads it itself (storer__new()): its N-th release that
+ * raises the mark, once the blocks' writes landed.
  *
  * Library code: no logging.
  */

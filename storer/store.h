@@ -22,7 +22,7 @@
 #include "shm/records.h"
 
 #define STORE_VERSION_MAJOR 1
-#define STORE_VERSION_MINOR 1 /* 1.1: the metrics section */
+#define STORE_VERSION_MINOR 2 /* 1.1: the metrics section; 1.2: a block's highest seq */
 
 /* Default block length: amortises the block header, index entry and zstd frame
  * over 5 seconds (docs/store-format.md has the measurements). */
@@ -93,6 +93,14 @@ void store_writer__free(struct store_writer *w);
  * start time) when that is taken. A restarted storer of the same run (same
  * run_id) continues the store dir it was writing. Call before the first sample. */
 void store_writer__set_run_id(struct store_writer *w, uint64_t run_id);
+/*
+ * The highest record seq (shm/records.h) that the complete blocks at the tail
+ * of this run's store dirs hold: what an earlier life of the storer of the
+ * same run (the same arena, the same seq space) stored, released (up to mark,
+ * the input ring's) or not. 0 when none does (a new run, a store of format
+ * 1.1 or older). Call after store_writer__set_run_id(); store_root__stored_seq().
+ */
+uint64_t store_writer__stored_seq(const struct store_writer *w, uint64_t mark);
 
 /*
  * Dictionary journal in dir (the store root): every definition taken is also
@@ -453,6 +461,17 @@ int store_root__pick(const char *root, long tod_s, char *buf, size_t len);
  * *ret_dirs (free each, then it). 0 or -errno. Used by `cpa show` and cpa-view.
  */
 int store_root__day_dirs(const char *root, const char *picked, char ***ret_dirs, uint32_t *ret_n);
+/*
+ * The highest record seq the store dirs of run run_id (conf run_id) under root
+ * hold in their complete blocks (STORE_BF_SEQ, format 1.2; store_tail.c), for
+ * a consumer whose ring mark is mark: per dir, the blocks of its newest
+ * segment from the newest indexed one at or below mark (else from the
+ * segment's header) on, each checked whole (header, section CRCs, zstd); a
+ * torn or corrupt block and what follows it do not count, an earlier segment
+ * is looked at when the newest holds no complete block. *ret_seq 0 when none.
+ * 0 or -errno.
+ */
+int store_root__stored_seq(const char *root, uint64_t run_id, uint64_t mark, uint64_t *ret_seq);
 
 /* ---- timeline (store_timeline.c): counts from the index and block headers only */
 

@@ -117,6 +117,7 @@ void block__reset(struct block *k)
 	k->n_metrics = 0;
 	k->events.len = 0;
 	k->n_events = 0;
+	k->seq_hi = 0;
 	if (k->slots)
 		memset(k->slots, 0, (size_t)k->nslots * sizeof(*k->slots));
 }
@@ -307,6 +308,17 @@ int store_enc__block(struct store_enc *e, const struct block *k, const struct se
 		if (e->raw_data.oom || k->metrics.oom || k->events.oom)
 			return -ENOMEM;
 	}
+	/* Format 1.2: the highest seq last, then its varint's length, so a
+	 * restarted storer finds it from the end (store_tail.c); older readers
+	 * stop before it. */
+	if (k->seq_hi) {
+		size_t at = e->raw_data.len;
+
+		sbuf__varint(&e->raw_data, k->seq_hi);
+		if (e->raw_data.oom)
+			return -ENOMEM;
+		sbuf__put(&e->raw_data, &(uint8_t){(uint8_t)(e->raw_data.len - at)}, 1);
+	}
 	if (e->raw_dict.oom)
 		return -ENOMEM;
 	cap = sizeof(h) + ZSTD_compressBound(e->raw_dict.len) + ZSTD_compressBound(e->raw_data.len);
@@ -325,7 +337,8 @@ int store_enc__block(struct store_enc *e, const struct block *k, const struct se
 	h.major = STORE_VERSION_MAJOR;
 	h.minor = STORE_VERSION_MINOR;
 	h.type = STORE_BLOCK_DATA;
-	h.flags = (dz ? STORE_BF_DICT : 0) | (k->n_metrics || k->n_events ? STORE_BF_METRICS : 0);
+	h.flags = (dz ? STORE_BF_DICT : 0) | (k->n_metrics || k->n_events ? STORE_BF_METRICS : 0) |
+		  (k->seq_hi ? STORE_BF_SEQ : 0);
 	h.t_min_ns = k->t_min_ns;
 	h.t_max_ns = k->t_max_ns;
 	h.dict_zlen = dz;
@@ -345,6 +358,21 @@ int store_enc__block(struct store_enc *e, const struct block *k, const struct se
 		.flags = h.flags,
 	};
 	return 0;
+}
+
+bool store_block__seq_trailer(const uint8_t *p, size_t len, uint64_t *ret_seq)
+{
+	struct rbuf r;
+	uint8_t n;
+
+	if (len < 2)
+		return false;
+	n = p[len - 1];
+	if (!n || n > 10 || n > len - 1)
+		return false;
+	r = (struct rbuf){.p = p + len - 1 - n, .len = n};
+	*ret_seq = rbuf__varint(&r);
+	return !r.bad && r.pos == n;
 }
 
 int store_enc__init(struct store_enc *e, int zstd_level)

@@ -82,12 +82,22 @@ struct block {
 	uint32_t n_metrics;
 	struct sbuf events; /* encoded CPA_REC_EVENT records */
 	uint32_t n_events;
+	uint64_t seq_hi; /* the highest seq of the records taken, 0 = none */
 };
 
 /* Add count and weight to key's row. 0 or -ENOMEM. */
 int block__add(struct block *k, const struct row_key *key, uint64_t count, uint64_t weight);
 /* Widen the block's [t_min_ns, t_max_ns] to t. */
 void block__time(struct block *k, uint64_t t);
+/* A record with seq was taken into the block. */
+static inline void block__seq(struct block *k, uint64_t seq)
+{
+	if (seq > k->seq_hi)
+		k->seq_hi = seq;
+}
+/* The seq trailer (STORE_BF_SEQ) at the end of a decoded data section of len bytes:
+ * true with the seq, false when it is malformed. */
+bool store_block__seq_trailer(const uint8_t *p, size_t len, uint64_t *ret_seq);
 /* Closed and empty; memory kept for the next one. */
 void block__reset(struct block *k);
 void block__free(struct block *k);

@@ -133,6 +133,13 @@ int store_dir__conf_get(const char *dir, const char *key, char *buf, size_t len)
 	return r;
 }
 
+uint64_t store_dir__run_id(const char *dir)
+{
+	char v[32];
+
+	return store_dir__conf_get(dir, "run_id", v, sizeof(v)) < 0 ? 0 : strtoull(v, NULL, 10);
+}
+
 bool store_dir__is_store(const char *path)
 {
 	return for_each_entry(path, store_file_entry, NULL) > 0;

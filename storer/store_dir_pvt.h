@@ -34,6 +34,9 @@ int store_dir__for_each_seg(const char *dir, store_seg_fn fn, void *ctx);
 /* Every cpa_* entry of root, in directory order (same returns). */
 int store_dir__for_each_store(const char *root, store_name_fn fn, void *ctx);
 
+/* run_id of a store dir's conf (the monitor run that writes it), 0 if none. */
+uint64_t store_dir__run_id(const char *dir);
+
 /* "cpa_YYMMDD" of the local day of unix second t. */
 void store_dir__day_name(int64_t t, char *buf, size_t len);
 /* Days since 1970-01-01 of the local calendar date of unix second t. */

@@ -19,6 +19,7 @@
 #define STORE_BLOCK_DATA 1u
 #define STORE_BF_DICT	 1u /* a dictionary section precedes the rows */
 #define STORE_BF_METRICS 2u /* 1.1: a metrics section follows the rows (store_metrics.c) */
+#define STORE_BF_SEQ	 4u /* 1.2: the data section ends with the block's highest seq */
 
 /* Hard caps a reader enforces before it allocates anything. */
 #define STORE_MAX_SECTION    (64u << 20)

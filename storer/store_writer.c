@@ -110,14 +110,6 @@ static int write_conf(struct store_writer *w, const char *dir)
 	return 0;
 }
 
-/* run_id of an existing store dir's conf, 0 if none. */
-static uint64_t dir_run_id(const char *dir)
-{
-	char v[32];
-
-	return store_dir__conf_get(dir, "run_id", v, sizeof(v)) < 0 ? 0 : strtoull(v, NULL, 10);
-}
-
 static int seg_max(void *ctx, const char *name, uint32_t no)
 {
 	uint32_t *max = ctx;
@@ -232,7 +224,7 @@ static int open_dir(struct store_writer *w, int64_t t)
 			break;
 		if (errno != EEXIST)
 			return -errno;
-		if (w->run_id && dir_run_id(path) == w->run_id) {
+		if (w->run_id && store_dir__run_id(path) == w->run_id) {
 			existing = true;
 			break;
 		}
@@ -602,6 +594,7 @@ static int add_sample(struct store_writer *w, const struct cpa_sample_out *s)
 	r = block__add(&w->blk, &key, 1, s->weight);
 	if (r < 0)
 		return r;
+	block__seq(&w->blk, s->seq);
 	w->blk.samples++;
 	w->st.samples++;
 	return 0;
@@ -644,6 +637,7 @@ static int add_loss(struct store_writer *w, const struct cpa_loss *l)
 	r = block__add(&w->blk, &key, l->count, l->weight ? l->weight : l->count);
 	if (r < 0)
 		return r;
+	block__seq(&w->blk, l->seq);
 	w->blk.samples += l->count;
 	w->st.lost_samples += l->count;
 	return 0;
@@ -673,6 +667,7 @@ int store_writer__add_metrics(struct store_writer *w, const struct cpa_metrics *
 	if (w->blk.metrics.oom)
 		return -ENOMEM;
 	block__time(&w->blk, m->time_ns);
+	block__seq(&w->blk, m->seq);
 	w->blk.n_metrics++;
 	return 0;
 }
@@ -687,6 +682,7 @@ int store_writer__add_event(struct store_writer *w, const struct cpa_policy_even
 	if (w->blk.events.oom)
 		return -ENOMEM;
 	block__time(&w->blk, ev->time_ns);
+	block__seq(&w->blk, ev->seq);
 	w->blk.n_events++;
 	return 0;
 }
@@ -938,6 +934,13 @@ void store_writer__set_run_id(struct store_writer *w, uint64_t run_id)
 	 * captures; a failure here is retried by the first block. */
 	if (!w->dir && open_dir(w, (int64_t)(run_id / NSEC_PER_SEC)) < 0)
 		close_dir(w);
+}
+
+uint64_t store_writer__stored_seq(const struct store_writer *w, uint64_t mark)
+{
+	uint64_t seq = 0;
+
+	return store_root__stored_seq(w->root, w->run_id, mark, &seq) < 0 ? 0 : seq;
 }
 
 void store_writer__free(struct store_writer *w)

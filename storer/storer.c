@@ -7,12 +7,14 @@
  * its write completed (into the page cache: io_uring punts ext4's buffered
  * writes to an io-wq worker, and a SIGKILL cancels a write still queued
  * there), or at exit after the final flush. The release waits up to
- * STORER_LAND_MS for the completion, so the mark follows the write closely
- * (a kill in between duplicates the block); past that it stays pending and
- * the next wakeups (STORER_LAND_MS apart at most) reap and release it. A
- * restarted storer skips seq <= mark, and a restarted symd's replayed batch
- * is skipped too (shm/dedup.h). When a record opens the next block, the
- * input is released only up to that record
+ * STORER_LAND_MS for the completion, so the mark follows the write closely;
+ * past that it stays pending and the next wakeups (STORER_LAND_MS apart at
+ * most) reap and release it. A kill in between leaves the mark below a block
+ * that is in the store: a restarted storer skips seq <= the higher of the
+ * mark and the highest seq the complete blocks at the store's tail hold
+ * (store_writer__stored_seq()), so it does not store that block twice; a
+ * restarted symd's replayed batch is skipped too (shm/dedup.h). When a record
+ * opens the next block, the input is released only up to that record
  * (shm_ring__release_upto_mark_sc()), so a crash loses nothing that is not
  * in a written block.
  * Records the store refused (no dir or segment could be made: a full disk)
@@ -27,9 +29,11 @@
 
 #include "common/heaptrim.h"
 #include "common/log.h"
+#include "common/macro.h"
 #include "common/timeutil.h"
 #include "shm/counters.h"
 #include "shm/dedup.h"
+#include "shm/fault.h"
 #include "shm/records.h"
 #include "storer.h"
 
@@ -44,6 +48,9 @@ struct storer {
 	/* Copies from an earlier life of ours or of symd (shm/dedup.h); dd.high
 	 * is the highest seq taken into the store (open block included). */
 	struct shm_dedup dd;
+	/* dd starts at the higher of the ring's mark and the highest seq the
+	 * store's tail holds (store_writer__stored_seq()). */
+	uint64_t mark, stored;
 	uint64_t unreleased; /* input bytes peeked since the last release */
 	uint64_t rec_pos;    /* ring position of the record at hand */
 	uint32_t rec_bytes;  /* its size in the ring */
@@ -58,6 +65,10 @@ struct storer {
 		uint64_t barrier, pos, mark;
 	} rel[STORER_RELS];
 	unsigned int nrel;
+	/* CPA_FAULT_KILL_AFTER_COMMIT=storer:N:G (shm/fault.h): this life dies
+	 * at its N-th release that raises the mark, after the writes landed and
+	 * before the release; the releases left. */
+	unsigned int fault_left;
 	int fail_err; /* the store failure reported and not yet recovered, 0 = none */
 	struct store_writer_stats synced; /* writer stats already added to the counters */
 	int last_logged_err;
@@ -73,13 +84,25 @@ int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_wri
 		struct storer **ret)
 {
 	struct storer *s = calloc(1, sizeof(*s));
+	int r;
 
 	if (!s)
 		return -ENOMEM;
+	r = shm_fault__kill_after_commit(
+		SHM_STAGE_STORER, st ? __atomic_load_n(&st->generation, __ATOMIC_RELAXED) : 0);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
+	s->fault_left = (unsigned int)r;
 	s->st = st;
 	s->in = in;
 	s->w = w;
-	shm_dedup__init(&s->dd, shm_ring__mark_sc(in));
+	/* A life killed between a block's landed write and its release left
+	 * the mark below what the store holds: skip up to the store's seq. */
+	s->mark = shm_ring__mark_sc(in);
+	s->stored = store_writer__stored_seq(w, s->mark);
+	shm_dedup__init(&s->dd, MAX(s->mark, s->stored));
 	*ret = s;
 	return 0;
 }
@@ -164,13 +187,25 @@ int storer__open(const struct shm_stage_ctx *ctx, void **ret)
 	else if (r > 0)
 		log_info("replayed %d symd definitions from the dictionary journal", r);
 	r = storer__new(ctx->st, ctx->in, w, &s);
+	if (r == -EINVAL) {
+		store_writer__free(w);
+		return log_error_errno(r, "%s: malformed", SHM_FAULT_KILL_ENV);
+	}
 	if (r < 0) {
 		store_writer__free(w);
 		return log_error_errno(r, "set up: %m");
 	}
+	if (s->fault_left)
+		log_warn("test knob %s: this life dies before its release %u", SHM_FAULT_KILL_ENV,
+			 s->fault_left);
 	s->own_w = true;
-	log_info("writing to '%s', resuming after seq %llu", o.root,
-		 (unsigned long long)storer__resume_seq(s));
+	if (s->stored > s->mark)
+		log_info("writing to '%s', resuming after seq %llu: the store holds it, the ring's "
+			 "mark is %llu (killed before a release: what was stored is skipped)",
+			 o.root, (unsigned long long)s->stored, (unsigned long long)s->mark);
+	else
+		log_info("writing to '%s', resuming after seq %llu", o.root,
+			 (unsigned long long)storer__resume_seq(s));
 	*ret = s;
 	return 0;
 }
@@ -392,6 +427,10 @@ static void rel_apply(struct storer *s)
 		i++;
 	if (!i)
 		return;
+	/* Blocks holding seqs are in the store, their input not yet released:
+	 * a kill here must not store them twice (the test knob's point). */
+	if (s->fault_left && s->rel[i - 1].mark > shm_ring__mark_sc(s->in))
+		shm_fault__commit_point(&s->fault_left);
 	shm_ring__release_upto_mark_sc(s->in, s->rel[i - 1].pos, s->rel[i - 1].mark);
 	s->nrel -= i;
 	memmove(s->rel, s->rel + i, s->nrel * sizeof(s->rel[0]));

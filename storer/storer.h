@@ -24,6 +24,9 @@
  * the caller's (free the storer first). */
 struct storer;
 
+/* Its dedup starts after the higher of in's mark and the highest seq the tail
+ * of w's run's store holds (store_writer__stored_seq(): set w's run id
+ * first). -EINVAL: CPA_FAULT_KILL_AFTER_COMMIT is malformed (shm/fault.h). */
 int storer__new(struct shm_stage *st, struct shm_ring_cons *in, struct store_writer *w,
 		struct storer **ret);
 /* The daemon's new hook (common/daemon.h): the store writer from the config
@@ -45,7 +48,7 @@ int storer__batch(void *s, unsigned int max);
 int storer__tick(void *s, uint64_t now_ns);
 /* Close the open block, wait for the writes (fsync if sync) and release. */
 int storer__finish(struct storer *s, bool sync);
-/* The input mark at start: seq <= this was stored by an earlier life. */
+/* Where the dedup started: seq <= this was stored by an earlier life. */
 uint64_t storer__resume_seq(const struct storer *s);
 /* Input bytes peeked since the last release (held by the open block). */
 uint64_t storer__unreleased(const struct storer *s);

@@ -26,6 +26,7 @@
 #include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
+#include "shm/fault.h"
 #include "storer/store.h"
 #include "storer/store_fmt.h"
 #include "storer/storer.h"
@@ -442,12 +443,24 @@ START_TEST(test_store_deleted)
 }
 END_TEST
 
+/* What is done to the newest segment's last block after the kill. */
+enum tail_damage {
+	TAIL_WHOLE,
+	TAIL_TORN,    /* cut short: the write did not complete */
+	TAIL_FLIPPED, /* a byte of its data section flipped: its CRC fails */
+};
+
 /*
  * A storer (a child) takes secs seconds of per_sec samples from the ring in
- * batches, sleeps delay_us and dies by SIGKILL; a restarted storer takes the
- * rest: every sample is in the store exactly once.
+ * batches and dies by SIGKILL: delay_us after the last batch, or, with
+ * commit, at its commit-th release that raises the mark, once the blocks'
+ * writes landed and before the release (CPA_FAULT_KILL_AFTER_COMMIT=
+ * storer:commit:1). dmg is done to the last block of its segment; a restarted
+ * storer takes the rest: every sample that reads back is in the store
+ * exactly once. What the restart skipped as copies into *ret_dup.
  */
-static void kill_and_restart(uint32_t secs, uint32_t per_sec, useconds_t delay_us)
+static void kill_and_restart_at(uint32_t secs, uint32_t per_sec, useconds_t delay_us,
+				unsigned int commit, enum tail_damage dmg, uint64_t *ret_dup)
 {
 	char *root = t_mkdtemp();
 	struct shm_layout l;
@@ -482,8 +495,12 @@ static void kill_and_restart(uint32_t secs, uint32_t per_sec, useconds_t delay_u
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		struct store_writer_opts o = {.root = root, .record_interval = 1};
+		char knob[32];
 		int n;
 
+		snprintf(knob, sizeof(knob), "storer:%u:1", commit);
+		if (commit && setenv(SHM_FAULT_KILL_ENV, knob, 1) < 0)
+			_exit(5);
 		if (shm_arena__open_cons(a, SHM_RING_SYMD, &c) < 0 || store_writer__new(&o, &w) < 0)
 			_exit(2);
 		store_writer__set_run_id(w, base);
@@ -492,14 +509,34 @@ static void kill_and_restart(uint32_t secs, uint32_t per_sec, useconds_t delay_u
 		do
 			n = storer__batch(s, STORER_BATCH);
 		while (n > 0);
+		/* A write that took longer than the release's wait: a tick releases it. */
+		for (int i = 0; commit && i < 500; i++) {
+			usleep(10000);
+			storer__tick(s, base + 7 * T_NS);
+		}
 		if (delay_us)
 			usleep(delay_us);
-		raise(SIGKILL);
-		_exit(4);
+		if (!commit)
+			raise(SIGKILL);
+		_exit(4); /* the knob did not kill */
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "child status %#x",
+		      status);
 
+	if (dmg != TAIL_WHOLE) {
+		char dir[1024], seg[1100];
+		struct stat sb;
+
+		ck_assert_int_eq(t_store_dir(root, dir, sizeof(dir)), 0);
+		seg_file(dir, 1, seg, sizeof(seg));
+		ck_assert_int_eq(stat(seg, &sb), 0);
+		ck_assert_int_gt(sb.st_size, (off_t)(sizeof(struct store_seg_hdr) + 40));
+		if (dmg == TAIL_TORN)
+			ck_assert_int_eq(truncate(seg, sb.st_size - 40), 0);
+		else
+			flip_byte(seg, sb.st_size - 1);
+	}
 	ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &c), 0);
 	{
 		struct store_writer_opts o = {.root = root, .record_interval = 1};
@@ -515,11 +552,21 @@ static void kill_and_restart(uint32_t secs, uint32_t per_sec, useconds_t delay_u
 	storer__free(s);
 	store_writer__free(w);
 	tally_root(root, &t);
-	ck_assert_uint_eq(t.samples, fed);
-	ck_assert_uint_eq(shm_stage__cnt(st, SHM_CNT_DROP_DUP), 0);
+	ck_assert_msg(t.samples == fed, "stored %llu of %llu samples (%s)",
+		      (unsigned long long)t.samples, (unsigned long long)fed,
+		      t.samples > fed ? "duplicates" : "lost");
+	*ret_dup = shm_stage__cnt(st, SHM_CNT_DROP_DUP);
 	shm_arena__free(a);
 	t_rm_rf(root);
 	free(root);
+}
+
+static void kill_and_restart(uint32_t secs, uint32_t per_sec, useconds_t delay_us)
+{
+	uint64_t dup;
+
+	kill_and_restart_at(secs, per_sec, delay_us, 0, TAIL_WHOLE, &dup);
+	ck_assert_uint_eq(dup, 0);
 }
 
 /*
@@ -546,6 +593,156 @@ END_TEST
 START_TEST(test_kill_after_submit)
 {
 	kill_and_restart(240, 1, 0);
+}
+END_TEST
+
+/*
+ * Killed between a block's landed write and the release of its input
+ * (CPA_FAULT_KILL_AFTER_COMMIT=storer:N:1): the ring's mark is below the
+ * block, so the restarted storer reads its samples again. It starts from the
+ * highest seq the store's tail holds and skips them: stored once. A torn or
+ * corrupt last block holds nothing that reads back, so its seq does not
+ * count and its samples are stored again.
+ */
+START_TEST(test_kill_after_landed)
+{
+	static const struct {
+		uint32_t secs, per_sec;
+		unsigned int commit;
+		enum tail_damage dmg;
+	} c[] = {
+		/* block 1 (seconds 1-4, 80 samples) landed, block 2 open */
+		{6, 20, 1, TAIL_WHOLE},
+		{6, 20, 1, TAIL_TORN},
+		{6, 20, 1, TAIL_FLIPPED},
+		/* a block every 5 s, dozens landed in the batch */
+		{240, 1, 1, TAIL_WHOLE},
+		{240, 1, 1, TAIL_TORN},
+		{240, 1, 1, TAIL_FLIPPED},
+	};
+	uint64_t dup;
+
+	kill_and_restart_at(c[_i].secs, c[_i].per_sec, 0, c[_i].commit, c[_i].dmg, &dup);
+	/* Whole: the landed blocks were read again and skipped. */
+	if (c[_i].dmg == TAIL_WHOLE)
+		ck_assert_uint_gt(dup, 0);
+	if (_i == 0)
+		ck_assert_uint_eq(dup, 80);
+	if (_i == 1 || _i == 2)
+		ck_assert_uint_eq(dup, 0);
+}
+END_TEST
+
+/* A store of 50 s at 20 samples/s, seqs 1..1000: 10 blocks, block k holding
+ * 100k+1..100k+100; their index entries by block into ents (by offset). */
+static void seq_store(const char *root, uint64_t run_id, bool with_seq, char *dir, size_t len,
+		      struct store_idx_entry *ents)
+{
+	struct store_writer *w = writer(root, 3600, 0);
+	uint64_t seq = 1, base = t_base_ns();
+	char p[1100];
+	int fd, n = 0;
+
+	store_writer__set_run_id(w, run_id);
+	t_defs(w, NSTACKS, 0);
+	for (uint32_t sec = 0; sec < 50; sec++)
+		for (uint32_t k = 0; k < 20; k++) {
+			struct cpa_sample_out o;
+
+			t_sample(&o, with_seq ? seq : 0, base + sec * T_NS + k * (T_NS / 20),
+				 1 + (sec + k) % NSTACKS, 0);
+			seq++;
+			ck_assert_int_eq(store_writer__add_sample(w, &o), 0);
+		}
+	store_writer__free(w);
+	ck_assert_int_eq(t_store_dir(root, dir, len), 0);
+	snprintf(p, sizeof(p), "%s/index", dir);
+	fd = open(p, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	for (off_t off = sizeof(struct store_idx_hdr);
+	     pread(fd, &ents[n], sizeof(ents[n]), off) == (ssize_t)sizeof(ents[n]);
+	     off += (off_t)sizeof(ents[n]))
+		n++;
+	close(fd);
+	ck_assert_int_eq(n, 10);
+	for (int i = 1; i < n; i++)
+		ck_assert_uint_gt(ents[i].off, ents[i - 1].off);
+}
+
+static uint64_t stored_seq(const char *root, uint64_t run_id, uint64_t mark)
+{
+	uint64_t seq = 1234;
+
+	ck_assert_int_eq(store_root__stored_seq(root, run_id, mark, &seq), 0);
+	return seq;
+}
+
+/*
+ * Where a restarted storer resumes (store_root__stored_seq()): the highest seq
+ * of the blocks that are whole at the tail of its run's store, counted only
+ * from a block known to have everything before it written (released: at or
+ * below the ring's mark, or the segment's start), and only up to the first
+ * block that is not whole (a hole left by a write the kill cancelled while a
+ * later one completed, a torn or corrupt block).
+ */
+START_TEST(test_stored_seq_tail)
+{
+	char *root = t_mkdtemp(), dir[1024], seg[1100];
+	uint64_t run = t_base_ns();
+	struct store_idx_entry e[10];
+	struct store_seg_hdr h;
+	struct stat sb;
+	int fd;
+
+	seq_store(root, run, true, dir, sizeof(dir), e);
+	ck_assert_uint_eq(stored_seq(root, run, 0), 1000);
+	ck_assert_uint_eq(stored_seq(root, run, 500), 1000);
+	/* Another run's store (another seq space) says nothing. */
+	ck_assert_uint_eq(stored_seq(root, run + 1, 0), 0);
+	/* An empty newest segment (only its header): the one before it. */
+	seg_file(dir, 1, seg, sizeof(seg));
+	fd = open(seg, O_RDONLY);
+	ck_assert_int_eq(pread(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	close(fd);
+	h.seg_no = 2;
+	h.crc = store_crc(&h, offsetof(struct store_seg_hdr, crc));
+	seg_file(dir, 2, seg, sizeof(seg));
+	fd = open(seg, O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_eq(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	close(fd);
+	ck_assert_uint_eq(stored_seq(root, run, 500), 1000);
+	ck_assert_int_eq(unlink(seg), 0);
+	/* Block 7 never written (zeros), 8 and 9 complete and indexed: from the
+	 * newest block at or below the mark (4, 500) up to the hole: 700. */
+	seg_file(dir, 1, seg, sizeof(seg));
+	{
+		uint8_t zero[4096] = {0};
+
+		fd = open(seg, O_WRONLY);
+		ck_assert_uint_le(e[7].len, sizeof(zero));
+		ck_assert_int_eq(pwrite(fd, zero, e[7].len, e[7].off), (ssize_t)e[7].len);
+		close(fd);
+	}
+	ck_assert_uint_eq(stored_seq(root, run, 500), 700);
+	ck_assert_uint_eq(stored_seq(root, run, 0), 700);
+	t_rm_rf(root);
+
+	/* A torn last block, then a corrupt one: the block before it. */
+	seq_store(root, run, true, dir, sizeof(dir), e);
+	seg_file(dir, 1, seg, sizeof(seg));
+	ck_assert_int_eq(stat(seg, &sb), 0);
+	ck_assert_int_eq(truncate(seg, sb.st_size - 40), 0);
+	ck_assert_uint_eq(stored_seq(root, run, 500), 900);
+	ck_assert_uint_eq(stored_seq(root, run, 0), 900);
+	ck_assert_int_eq(truncate(seg, sb.st_size), 0); /* its last 40 bytes now zeros */
+	ck_assert_uint_eq(stored_seq(root, run, 500), 900);
+	t_rm_rf(root);
+
+	/* Blocks without a seq (a store before 1.2 has none either): 0. */
+	seq_store(root, run, false, dir, sizeof(dir), e);
+	ck_assert_uint_eq(stored_seq(root, run, 0), 0);
+	t_rm_rf(root);
+	free(root);
 }
 END_TEST
 
@@ -1127,6 +1324,11 @@ int main(int argc, char **argv)
 	tc = tcase_create("kill_after_submit");
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_kill_after_submit, 0, 10);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("kill_after_landed");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_kill_after_landed, 0, 6);
+	tcase_add_test(tc, test_stored_seq_tail);
 	suite_add_tcase(s, tc);
 	TEST_TCASE(s, "show", test_show_spans_runs, test_show_torn_tail,
 		   test_show_truncated_segment);

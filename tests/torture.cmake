@@ -23,7 +23,9 @@ foreach(ms 0 50)
 endforeach()
 # unwindd and symd kill themselves between the output commit and the input
 # release (CPA_FAULT_KILL_AFTER_COMMIT, shm/fault.h) four times each: the
-# consumer must skip the batch their successors send again (shm/dedup.h).
+# consumer must skip the batch their successors send again (shm/dedup.h); the
+# storer four times once a block's write landed, before its release: its
+# successor must skip what the store holds.
 cpa_test(NAME test_torture_replay
   COMMAND bench_torture --kills 4 --victims capture,storer --replay 5:4 --healthy 2000
     --freq 999 --pace 1500:2500
