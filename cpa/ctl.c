@@ -525,6 +525,11 @@ int cmd_ctl(struct cpa_opts *o)
 				  stage_names(names, sizeof(names), SHM_LIMIT_MEM));
 			return 2;
 		}
+		if (!strcmp(verb, "rate") && !(shm_stages[id].limits & SHM_LIMIT_RATE)) {
+			log_error("rate: %s applies no rate limit (%s)", shm_stage_name(id),
+				  stage_names(names, sizeof(names), SHM_LIMIT_RATE));
+			return 2;
+		}
 		if (!strcmp(verb, "mem") && parse_ll(o->args[2], 1, 1048576, &n) < 0) {
 			log_error("mem: invalid value '%s' (MiB, 1..1048576)", o->args[2]);
 			return 2;

@@ -692,6 +692,12 @@ START_TEST(test_bin_errors)
 	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "mem", "capture", "64");
 	ck_assert_int_eq(r.code, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "mem: capture has no cache to cap"));
+	/* the storer reads no rate limit: a value it would ignore is refused */
+	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "rate", "storer", "100");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_msg(strstr(r.err, "rate: storer applies no rate limit (capture, unwindd or "
+				    "symd)"),
+		      "%s", r.err);
 }
 END_TEST
 
