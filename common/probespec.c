@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "probespec.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -46,7 +47,9 @@ static int sym_off(struct probe_spec *p, const char *s, bool off_ok)
 
 	if (!plus)
 		return part_copy(p->a, s, strlen(s));
-	if (!off_ok || !plus[1])
+	/* digits only: strtoull() would take "-5" (2^64 - 5, a probe before the
+	 * symbol) and " 5" */
+	if (!off_ok || !isdigit((unsigned char)plus[1]))
 		return -EINVAL;
 	errno = 0;
 	p->off = strtoull(plus + 1, &end, 0);
@@ -232,7 +235,8 @@ static int vaddr_to_off(Elf *e, uint64_t v, uint64_t *ret)
 }
 
 /* A defined function named name in .symtab, then .dynsym: its address. */
-static int elf_func(Elf *e, const char *name, uint64_t *ret)
+/* The address of function name, and its size (0 when the symbol has none). */
+static int elf_func(Elf *e, const char *name, uint64_t *ret, uint64_t *ret_size)
 {
 	static const uint32_t kinds[] = {SHT_SYMTAB, SHT_DYNSYM};
 
@@ -257,6 +261,7 @@ static int elf_func(Elf *e, const char *name, uint64_t *ret)
 				n = elf_strptr(e, sh.sh_link, s.st_name);
 				if (n && !strcmp(n, name)) {
 					*ret = s.st_value;
+					*ret_size = s.st_size;
 					return 0;
 				}
 			}
@@ -317,7 +322,7 @@ static int elf_check(const char *spec, struct probe_spec *p)
 {
 	_cleanup_close_ int fd = -1;
 	char err[1300];
-	uint64_t v;
+	uint64_t v, size = 0;
 	Elf *e;
 	int r = 0;
 
@@ -338,11 +343,18 @@ static int elf_check(const char *spec, struct probe_spec *p)
 		if (!elf_has_usdt(e, p->a, p->b))
 			r = log_error_errno(-ENOENT, "probe '%s': %s has no USDT note %s:%s", spec,
 					    p->path, p->a, p->b);
-	} else if (elf_func(e, p->a, &v) < 0) {
+	} else if (elf_func(e, p->a, &v, &size) < 0) {
 		r = log_error_errno(-ENOENT,
 				    "probe '%s': no function '%s' in %s (.symtab or "
 				    ".dynsym)",
 				    spec, p->a, p->path);
+	} else if (size && p->off >= size) {
+		/* it would trap in whatever follows the function */
+		r = log_error_errno(-ERANGE,
+				    "probe '%s': offset %#llx is past the end of %s (%llu bytes) "
+				    "in %s",
+				    spec, (unsigned long long)p->off, p->a,
+				    (unsigned long long)size, p->path);
 	} else if (vaddr_to_off(e, v + p->off, &p->file_off) < 0) {
 		r = log_error_errno(-ENOENT, "probe '%s': %s+%#llx is in no loadable segment", spec,
 				    p->a, (unsigned long long)p->off);

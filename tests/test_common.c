@@ -457,6 +457,9 @@ START_TEST(test_probespec)
 		"uprobe:x:y", "uprobe:/x",    "uprobe:/x:sym+",	  "uprobe:/x:sym+zz",
 		"usdt:/x:n",  "usdt:/x::n",   "uretprobe:/x:",
 	};
+	/* an offset is digits: not a negative one (before the symbol), nor blanks */
+	static const char *const bad_off[] = {"uprobe:/x:sym+-5", "uprobe:/x:sym+ 5",
+					      "kprobe:vfs_read+-8"};
 	char self[4096], spec[4200];
 	struct probe_spec p;
 	uint8_t code[16];
@@ -465,6 +468,9 @@ START_TEST(test_probespec)
 
 	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(probe_spec__parse(bad[i], &p) == -EINVAL, "'%s' accepted", bad[i]);
+	for (unsigned int i = 0; i < sizeof(bad_off) / sizeof(bad_off[0]); i++)
+		ck_assert_msg(probe_spec__parse(bad_off[i], &p) == -EINVAL, "'%s' accepted",
+			      bad_off[i]);
 	ck_assert_int_eq(probe_spec__parse("tracepoint:sched:sched_switch", &p), 0);
 	ck_assert_int_eq(p.type, PROBE_TRACEPOINT);
 	ck_assert_str_eq(p.a, "sched");
@@ -504,6 +510,11 @@ START_TEST(test_probespec)
 			probe_spec__resolve("uprobe:/lib/x86_64-linux-gnu/libc.so.6:getppid", &p),
 			0);
 		ck_assert_uint_gt(p.file_off, 0);
+		/* an offset past the function's end would trap in the next one */
+		ck_assert_int_eq(
+			probe_spec__resolve(
+				"uprobe:/lib/x86_64-linux-gnu/libc.so.6:getppid+0x10000", &p),
+			-ERANGE);
 	}
 	snprintf(spec, sizeof(spec), "uprobe:%s:no_such_function_here", self);
 	ck_assert_int_eq(probe_spec__resolve(spec, &p), -ENOENT);
