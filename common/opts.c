@@ -1192,6 +1192,19 @@ static int check_probe(const struct opt_def *d, const char *val, struct cpa_opts
 		log_error("%s--%s: at most %d probes", where, d->name, CPA_PROBE_MAX);
 		return -EINVAL;
 	}
+	/* The same probe twice would record each hit twice (once per probe id). */
+	for (unsigned int i = 0; i < o->mon.nr_probes; i++) {
+		struct probe_spec q;
+
+		if (probe_spec__parse(o->mon.probes[i], &q) == 0 && q.type == p.type &&
+		    q.off == p.off && !strcmp(q.path, p.path) && !strcmp(q.a, p.a) &&
+		    !strcmp(q.b, p.b)) {
+			log_error("%s--%s: '%s' is the same probe as probe %u '%s' (each hit "
+				  "would be recorded twice)",
+				  where, d->name, val, i, o->mon.probes[i]);
+			return -EINVAL;
+		}
+	}
 	o->mon.probes[o->mon.nr_probes++] = val;
 	return 0;
 }

@@ -364,13 +364,23 @@ START_TEST(test_built_flags_accepted)
 	ck_assert_int_eq(cpa_opts__probe_budget_ppm("100"), 1000000);
 	ck_assert_int_eq(cpa_opts__probe_budget_ppm("0.0001"), 1);
 	ck_assert_int_eq(cpa_opts__probe_budget_ppm("0.00015"), -EINVAL); /* 4 decimals at most */
-	ck_assert_int_eq(PARSE(MON, "--probe", "tracepoint:a:b", "--probe", "tracepoint:a:b",
-			       "--probe", "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
-			       "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
-			       "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
-			       "tracepoint:a:b"),
+	ck_assert_int_eq(PARSE(MON, "--probe", "tracepoint:a:b1", "--probe", "tracepoint:a:b2",
+			       "--probe", "tracepoint:a:b3", "--probe", "tracepoint:a:b4",
+			       "--probe", "tracepoint:a:b5", "--probe", "tracepoint:a:b6",
+			       "--probe", "tracepoint:a:b7", "--probe", "tracepoint:a:b8",
+			       "--probe", "tracepoint:a:b9"),
 			 -EINVAL);
 	ASSERT_LOG("--probe: at most 8 probes");
+	/* The same probe twice (also spelt differently) would record each hit twice. */
+	ck_assert_int_eq(PARSE(MON, "--probe", "tracepoint:a:b", "--probe", "tracepoint:a:b"),
+			 -EINVAL);
+	ASSERT_LOG("--probe: 'tracepoint:a:b' is the same probe as probe 0 'tracepoint:a:b'");
+	ck_assert_int_eq(PARSE(MON, "--probe", "uprobe:/bin/x:f", "--probe", "uprobe:/bin/x:f+0x0"),
+			 -EINVAL);
+	ASSERT_LOG("--probe: 'uprobe:/bin/x:f+0x0' is the same probe as probe 0 'uprobe:/bin/x:f'");
+	ck_assert_int_eq(PARSE(MON, "--probe", "uprobe:/bin/x:f", "--probe", "uretprobe:/bin/x:f",
+			       "--probe", "uprobe:/bin/x:f+4"),
+			 0);
 	ck_assert_int_eq(PARSE(MON, "--backend", "perf"), 0);
 	ck_assert_int_eq(PARSE(MON, "--debug_option", "12,10,/tmp/dump"), 0);
 	ck_assert_int_eq(PARSE(MON, "--parse_env_values", "a,b"), 0);
