@@ -28,6 +28,7 @@
 #include "macro.h"
 #include "policy.h"
 #include "probespec.h"
+#include "pushurl.h"
 #include "shm/config.h"
 
 enum opt_type {
@@ -90,6 +91,8 @@ static int check_policy(const struct opt_def *d, const char *val, struct cpa_opt
 			const char *where);
 static int check_sched_metrics(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			       const char *where);
+static int check_push(const struct opt_def *d, const char *val, struct cpa_opts *o,
+		      const char *where);
 static int policy_probes_check(const struct cpa_opts *o);
 
 static const struct opt_def opt_table[] = {
@@ -162,7 +165,7 @@ static const struct opt_def opt_table[] = {
 	 "cut the package path of Go names: github.com/x/y/pkg.F -> pkg.F", NULL},
 	{"push", 0, OPT_STR, MON, O(mon.push), 0, 0, "URL",
 	 "post every interval of the store to Pyroscope at URL (cpa-push, restarted if it exits)",
-	 NULL},
+	 check_push},
 	{"pc_locations", 0, OPT_BOOL, MON, O(mon.pc_locations), 0, 0, NULL,
 	 "store one frame per pc, not per function (pprof Locations at the sampled instruction; "
 	 "a bigger store)",
@@ -1033,6 +1036,19 @@ static int check_probe_budget(const struct opt_def *d, const char *val, struct c
 	return cpa_opts__probe_budget_ppm(val) < 0
 		       ? bad_value(d, val, where, "percent of one CPU, 0..100, e.g. 0.5")
 		       : 0;
+}
+
+/* A URL cpa-push could never post to is refused now, not retried for ever. */
+static int check_push(const struct opt_def *d, const char *val, struct cpa_opts *o,
+		      const char *where)
+{
+	char err[128], hint[160];
+
+	(void)o;
+	if (push_url__check(val, err, sizeof(err)) == 0)
+		return 0;
+	snprintf(hint, sizeof(hint), "%s; e.g. http://pyroscope:4040", err);
+	return bad_value(d, val, where, hint);
 }
 
 static int check_kind(const struct opt_def *d, const char *val, struct cpa_opts *o,

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "common/pushurl.h"
 #include "common/safepath.h"
 #include "push.h"
 
@@ -87,6 +88,7 @@ int main(int argc, char **argv)
 	};
 	struct push_opts o = {.name = "cpa.cpu", .interval = 10, .backlog = 360, .retry_ms = 1000};
 	struct push_stats st;
+	char err[128], url[2048];
 	long v;
 	int c, r;
 
@@ -155,6 +157,18 @@ int main(int argc, char **argv)
 		log_error("--store_dir and --url are required, and nothing else");
 		return usage(2);
 	}
+	if (push_url__check(o.url, err, sizeof(err)) < 0) {
+		log_error("--url: invalid value '%s' (%s; e.g. http://pyroscope:4040)", o.url, err);
+		return usage(2);
+	}
+	/* the posts' paths are appended: "http://h:4040/" + "/ingest" is no route */
+	if (snprintf(url, sizeof(url), "%s", o.url) >= (int)sizeof(url)) {
+		log_error("--url: longer than %zu bytes", sizeof(url) - 1);
+		return usage(2);
+	}
+	for (size_t n = strlen(url); n && url[n - 1] == '/'; n--)
+		url[n - 1] = 0;
+	o.url = url;
 	r = push__run(&o, &st);
 	log_info("stopped at %lld: %llu posts, %llu failed posts, %llu empty windows, %llu windows "
 		 "given up",

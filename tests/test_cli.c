@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "shm/config.h"
 #include "common/opts.h"
+#include "common/pushurl.h"
 #include "test_util.h"
 
 static char logbuf[8192];
@@ -711,6 +712,45 @@ START_TEST(test_bin_errors)
 }
 END_TEST
 
+/* --push URL (and cpa-push --url): a URL no post could reach is refused at the
+ * option check, not retried for ever by the keeper. */
+START_TEST(test_push_url)
+{
+	static const char *const good[] = {
+		"http://pyroscope:4040", "https://p.example.com",
+		"HTTP://h:1/",		 "http://10.0.0.1:4040/pr",
+		"http://[::1]:4040",	 "http://u:pw@h:4040",
+		"http://h:65535",	 "https://grafana.net/pyroscope/",
+	};
+	static const char *const bad[][2] = {
+		{"", "http:// or https://"},	    {"pyroscope:4040", "http:// or https://"},
+		{"ftp://h", "http:// or https://"}, {"http://", "no host"},
+		{"http://:4040", "no host"},	    {"http:///ingest", "no host"},
+		{"http://h:", "an empty port"},	    {"http://h:0", "1..65535"},
+		{"http://h:65536", "1..65535"},	    {"http://h:99999999999999999999", "1..65535"},
+		{"http://h:40x0", "1..65535"},	    {"http://h /x", "blank"},
+		{"http://h/x\n", "control"},	    {"http://h/?name=x", "no query"},
+		{"http://h/#f", "no query"},	    {"http://[]:1", "[address]"},
+		{"http://[::1]x", "only :port"},
+	};
+	char err[128];
+
+	for (unsigned int i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(push_url__check(good[i], err, sizeof(err)) == 0, "'%s' refused: %s",
+			      good[i], err);
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_msg(push_url__check(bad[i][0], err, sizeof(err)) == -EINVAL,
+			      "'%s' accepted", bad[i][0]);
+		ck_assert_msg(!bad[i][1] || strstr(err, bad[i][1]), "'%s': %s", bad[i][0], err);
+	}
+	ck_assert_int_eq(PARSE(MON, "--push", "pyroscope:4040"), -EINVAL);
+	ASSERT_LOG("--push: invalid value 'pyroscope:4040' (it must start with http:// or "
+		   "https://; e.g. http://pyroscope:4040)");
+	ck_assert_int_eq(PARSE(MON, "--push", "http://pyroscope:4040"), 0);
+	ck_assert_str_eq(O.mon.push, "http://pyroscope:4040");
+}
+END_TEST
+
 /* CPA's config files write "null" for an unset value: the default. */
 START_TEST(test_null_is_default)
 {
@@ -1088,7 +1128,7 @@ static Suite *cli_suite(void)
 			       test_sched_metrics_values, test_bad_values_named, test_stack_size,
 			       test_cpulist, test_built_flags_accepted, test_config_file,
 			       test_config_hostile, test_btf_path, test_time_of_day,
-			       test_null_is_default, test_given_unused);
+			       test_null_is_default, test_given_unused, test_push_url);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	TEST_TCASE(s, "binary", test_bin_version_usage, test_bin_errors, test_bin_input_files,

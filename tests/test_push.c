@@ -178,6 +178,9 @@ static void build_store(const char *dir)
 	store_writer__free(w);
 }
 
+/* appended to the receiver's URL by push() */
+static const char *url_tail = "";
+
 /* Run cpa-push --once with extra args; its exit code. */
 static int push(const char *extra1, const char *extra2)
 {
@@ -187,7 +190,7 @@ static int push(const char *extra1, const char *extra2)
 	int st;
 
 	snprintf(exe, sizeof(exe), "%s/bin/cpa-push", b);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", rx.port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", rx.port, url_tail);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -297,7 +300,9 @@ START_TEST(test_push_restart_and_outage)
 		snprintf(pos, sizeof(pos), "%s/.cpa-push.pos", root);
 		ck_assert_int_eq(unlink(pos), 0);
 		n = atomic_load(&rx.n);
+		url_tail = "/"; /* a base URL written with its slash: still /profiles/writeraw */
 		rc = push("--protocol", "parca");
+		url_tail = "";
 		ck_assert_int_eq(rc, 0);
 		ck_assert_int_eq(atomic_load(&rx.n) - n, (int)((expect_from - first) / INTERVAL));
 		for (i = n; i < atomic_load(&rx.n); i++) {
@@ -319,6 +324,36 @@ START_TEST(test_push_restart_and_outage)
 			ptotal += upload_samples(dec, raw, sizeof(raw));
 		}
 		ck_assert_int_eq(ptotal, want);
+	}
+}
+END_TEST
+
+/* A URL no post could reach is a usage error, one line naming it, not a
+ * cpa-push that fails every post for ever. */
+START_TEST(test_push_bad_url)
+{
+	static const char *const bad[] = {"pyroscope:4040", "http://h:0", "http://h/x?y=1",
+					  "ftp://h", ""};
+	const char *b = getenv("CPA_BUILD_DIR");
+	char cmd[4096], out[2048];
+
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		FILE *p;
+		size_t n;
+		int st;
+
+		snprintf(cmd, sizeof(cmd),
+			 "timeout 20 '%s/bin/cpa-push' --store_dir '%s' --url '%s' --once 2>&1", b,
+			 root, bad[i]);
+		p = popen(cmd, "r");
+		ck_assert_ptr_nonnull(p);
+		n = fread(out, 1, sizeof(out) - 1, p);
+		out[n] = 0;
+		st = pclose(p);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "'%s': status %d: %s", bad[i],
+			      st, out);
+		snprintf(cmd, sizeof(cmd), "--url: invalid value '%s' (", bad[i]);
+		ck_assert_msg(strstr(out, cmd), "'%s': %s", bad[i], out);
 	}
 }
 END_TEST
@@ -695,11 +730,13 @@ int main(void)
 	tcase_add_test(tc, test_push_restart_and_outage);
 	tcase_add_test(tc, test_push_streaming_receiver);
 	tcase_add_test(tc, test_push_sigterm_cancels_post);
+	tcase_add_test(tc, test_push_bad_url);
 #endif
 	(void)test_monitor_push; /* the other program's case */
 	(void)test_push_restart_and_outage;
 	(void)test_push_streaming_receiver;
 	(void)test_push_sigterm_cancels_post;
+	(void)test_push_bad_url;
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	/* no fork: the receiver thread and its state live in this process */
