@@ -273,8 +273,9 @@ static const char *resp_text(struct resp *rs)
 }
 
 /* POST the window's pprof as the backend wants it; 0 on a 2xx, -ECANCELED on a
- * stop, else -EIO (logged). */
-static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const char *body, size_t len)
+ * stop, else -EIO with the failure in why (the caller logs it). */
+static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const char *body, size_t len,
+		char *why, size_t whylen)
 {
 	char name[512], url[4096], hdr[300];
 	struct curl_slist *h = NULL;
@@ -331,23 +332,44 @@ static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const cha
 		return -ECANCELED;
 	}
 	if (cr == CURLE_WRITE_ERROR && rs->total > RESP_MAX) {
-		log_warn("post [%lld, %lld) to %s: HTTP %ld with a response over %d KiB: aborted, "
+		snprintf(why, whylen,
+			 "post [%lld, %lld) to %s: HTTP %ld with a response over %d KiB: aborted, "
 			 "counted as failed; it began: %s",
 			 (long long)a, (long long)b, p->o->url, code, RESP_MAX / 1024,
 			 resp_text(rs));
 		return -EIO;
 	}
 	if (cr != CURLE_OK) {
-		log_warn("post [%lld, %lld) to %s: %s", (long long)a, (long long)b, p->o->url,
-			 curl_easy_strerror(cr));
+		snprintf(why, whylen, "post [%lld, %lld) to %s: %s", (long long)a, (long long)b,
+			 p->o->url, curl_easy_strerror(cr));
 		return -EIO;
 	}
 	if (code < 200 || code > 299) {
-		log_warn("post [%lld, %lld) to %s: HTTP %ld: %s", (long long)a, (long long)b,
-			 p->o->url, code, rs->n ? resp_text(rs) : "(empty body)");
+		snprintf(why, whylen, "post [%lld, %lld) to %s: HTTP %ld: %s", (long long)a,
+			 (long long)b, p->o->url, code, rs->n ? resp_text(rs) : "(empty body)");
 		return -EIO;
 	}
 	return 0;
+}
+
+/*
+ * A backend that stays down fails the same post every retry: the first
+ * failure of a streak, and a failure that reads differently, are a warning;
+ * the same one again is logged at debug level (--verbose), so an outage is
+ * one line in the journal, and its end another.
+ */
+static void failing_log(const char *why, uint32_t *failing, uint32_t delay, uint32_t interval)
+{
+	static char last[RESP_KEEP + 1024];
+
+	if (!*failing || strcmp(why, last))
+		log_warn("%s; kept, retried in %u ms, the delay doubling up to %u s (the same "
+			 "failure again is logged with --verbose only)",
+			 why, delay, interval);
+	else
+		log_debug("%s (attempt %u)", why, *failing + 1);
+	snprintf(last, sizeof(last), "%s", why);
+	++*failing;
 }
 
 static void sleep_ms(uint32_t ms)
@@ -364,7 +386,8 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 	struct poster p = {.o = o};
 	char posf[PATH_MAX], tmp[PATH_MAX];
 	struct sigaction sa = {.sa_handler = on_signal};
-	uint32_t delay = o->retry_ms;
+	uint32_t delay = o->retry_ms, failing = 0; /* failed posts in a row */
+	char why[RESP_KEEP + 1024];
 	int r = 0;
 
 	sigaction(SIGTERM, &sa, NULL);
@@ -444,15 +467,21 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 					r = -EIO; /* retried, as a failed post */
 					break;
 				}
-				r = post(&p, a, b, freq, body, len);
+				r = post(&p, a, b, freq, body, len, why, sizeof(why));
 				if (r == -ECANCELED) {
 					r = 0; /* stopping: the window stays for the next start */
 					break;
 				}
 				if (r < 0) {
 					st.post_errors++;
+					failing_log(why, &failing, delay, o->interval);
 					break; /* retry this window after a delay */
 				}
+				if (failing)
+					log_info("post [%lld, %lld) to %s accepted after %u failed "
+						 "attempt(s)",
+						 (long long)a, (long long)b, o->url, failing);
+				failing = 0;
 				st.posts++;
 				posted = true;
 			}

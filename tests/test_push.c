@@ -180,6 +180,8 @@ static void build_store(const char *dir)
 
 /* appended to the receiver's URL by push() */
 static const char *url_tail = "";
+/* push()'s stderr goes there when set */
+static const char *push_log;
 
 /* Run cpa-push --once with extra args; its exit code. */
 static int push(const char *extra1, const char *extra2)
@@ -194,6 +196,11 @@ static int push(const char *extra1, const char *extra2)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
+		int fd = push_log ? open(push_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
+				  : -1;
+
+		if (fd >= 0)
+			dup2(fd, 2);
 		execl(exe, exe, "--store_dir", root, "--url", url, "--interval", "10", "--once",
 		      "--retry_ms", "20", "--host", "testhost", "--org_id", "tenant-1", extra1,
 		      extra2, (char *)NULL);
@@ -287,7 +294,31 @@ START_TEST(test_push_restart_and_outage)
 		snprintf(pos, sizeof(pos), "%s/.cpa-push.pos", root);
 		ck_assert_int_eq(unlink(pos), 0);
 	}
-	rc = push("--backlog", "3");
+	/* ... through an outage of 3 failed posts: one warning for it (not one a
+	 * retry), one line when it ends */
+	{
+		char lp[1100], *log;
+		const char *l;
+		int warns = 0;
+
+		snprintf(lp, sizeof(lp), "%s/push.log", root);
+		push_log = lp;
+		atomic_store(&rx.failed, 0);
+		atomic_store(&rx.fail_next, 3);
+		rc = push("--backlog", "3");
+		push_log = NULL;
+		ck_assert_int_eq(atomic_load(&rx.failed), 3);
+		log = test_slurp(lp, NULL);
+		ck_assert_ptr_nonnull(log);
+		for (l = log; (l = strstr(l, "WARNING: post [")); l++)
+			warns++;
+		ck_assert_msg(warns == 1, "%d warnings for one outage: %s", warns, log);
+		ck_assert_msg(strstr(log, "HTTP 503") && strstr(log, "accepted after 3 failed "
+								     "attempt(s)"),
+			      "%s", log);
+		free(log);
+		ck_assert_int_eq(unlink(lp), 0);
+	}
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(atomic_load(&rx.n), n + 3);
 	ck_assert_int_eq(rx.up[n].from, expect_from - 3 * INTERVAL);
