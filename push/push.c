@@ -101,17 +101,37 @@ static void dirs_close(struct sdir *d, int n)
 		store_reader__free(d[i].r);
 }
 
-static int64_t pos_load(const char *path)
+/*
+ * The saved position into *ret, -1 when there is none yet. A file that
+ * cannot be read or holds no position is an error (logged): starting over
+ * from the store's first record would post every kept window again.
+ */
+static int pos_load(const char *path, int64_t *ret)
 {
-	FILE *f = fopen(path, "re");
-	long long v = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	long long v;
+	char *end;
+	int r;
 
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	*ret = -1;
+	r = read_full_file(path, 0, 64, &buf, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return log_error_errno(r,
+				       "position file '%s': %m (nothing posted; remove it to "
+				       "post from the store's first record)",
+				       path);
+	errno = 0;
+	v = strtoll(buf, &end, 10);
+	if (errno || end == buf || v < 0 || (*end && strcmp(end, "\n")))
+		return log_error_errno(-EBADMSG,
+				       "position file '%s' holds no position ('%.*s'): nothing "
+				       "posted; remove it to post from the store's first record",
+				       path, (int)strcspn(buf, "\n"), buf);
+	*ret = v;
+	return 0;
 }
 
 /* Written beside it, then renamed, in a directory walked without following
@@ -400,7 +420,13 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 	snprintf(tmp, sizeof(tmp), "%s/.cpa-push.pb.gz", o->root);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(p.c = curl_easy_init()))
 		return log_error_errno(-ENOMEM, "libcurl init failed");
-	st.pos = pos_load(posf);
+	if (pos_load(posf, &st.pos) < 0) {
+		curl_easy_cleanup(p.c);
+		curl_global_cleanup();
+		if (ret)
+			*ret = st;
+		return -EBADMSG;
+	}
 	if (st.pos >= 0)
 		log_info("resuming at %lld (%s)", (long long)st.pos, posf);
 

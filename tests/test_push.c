@@ -356,6 +356,22 @@ START_TEST(test_push_restart_and_outage)
 		}
 		ck_assert_int_eq(ptotal, want);
 	}
+	/* 6: a position file that holds no position is an error, not a start from
+	 * the first record (which would post every window again) */
+	{
+		char pos[1100];
+		FILE *f;
+
+		snprintf(pos, sizeof(pos), "%s/.cpa-push.pos", root);
+		f = fopen(pos, "we");
+		ck_assert_ptr_nonnull(f);
+		fputs("garbage\n", f);
+		fclose(f);
+		n = atomic_load(&rx.n);
+		rc = push(NULL, NULL);
+		ck_assert_int_eq(rc, 1);
+		ck_assert_int_eq(atomic_load(&rx.n), n);
+	}
 }
 END_TEST
 
