@@ -845,9 +845,25 @@ int cpa_opts__check(struct cpa_opts *o)
 		return -EINVAL;
 	}
 	if (o->cmd == CPA_CMD_MONITOR && o->mon.policy) {
+		/* capture evaluates the policies on the scheduler metrics (BPF) */
+		if (!o->mon.sched_metrics || o->mon.oneshot || !strcmp(o->mon.backend, "perf")) {
+			log_error("--policy needs the scheduler metrics and the BPF backend: not "
+				  "with %s",
+				  !o->mon.sched_metrics ? "--sched_metrics=0"
+				  : o->mon.oneshot	? "--oneshot"
+							: "--backend perf");
+			return -EINVAL;
+		}
 		r = policy_probes_check(o);
 		if (r < 0)
 			return r;
+	}
+	if (o->cmd == CPA_CMD_MONITOR && o->mon.push && o->mon.oneshot) {
+		/* cpa-push posts sealed windows of a store --oneshot removes at its end:
+		 * the run's last seconds would never reach the backend */
+		log_error("--push follows a store, --oneshot writes one profile and removes its "
+			  "store: not both");
+		return -EINVAL;
 	}
 	if (o->cmd == CPA_CMD_MONITOR && !strcmp(o->mon.backend, "perf") &&
 	    (o->mon.offcpu || o->mon.nr_probes)) {

@@ -748,6 +748,9 @@ START_TEST(test_push_url)
 		   "https://; e.g. http://pyroscope:4040)");
 	ck_assert_int_eq(PARSE(MON, "--push", "http://pyroscope:4040"), 0);
 	ck_assert_str_eq(O.mon.push, "http://pyroscope:4040");
+	/* --oneshot removes the store cpa-push follows: its last windows would be lost */
+	ck_assert_int_eq(PARSE(MON, "--push", "http://pyroscope:4040", "--oneshot"), -EINVAL);
+	ASSERT_LOG("--push follows a store, --oneshot writes one profile and removes its store");
 }
 END_TEST
 
@@ -986,6 +989,26 @@ START_TEST(test_bin_input_files)
 	ck_assert_int_eq(chmod(pol, 0644), 0);
 	/* The same file, trusted, is accepted. */
 	ck_assert_int_eq(PARSE(MON, "--policy", pol), 0);
+	/* ... but not where no policy can be evaluated: a usage error (2), before any
+	 * store is made */
+	{
+		static const char *const no[][2] = {
+			{"--backend", "perf"}, {"--sched_metrics", "0"}, {"--oneshot", "1"}};
+		char want[128];
+
+		for (unsigned int i = 0; i < 3; i++) {
+			RUN(&r, "monitor", "--store_dir", store, "--policy", pol, "--duration", "1",
+			    no[i][0], no[i][1]);
+			snprintf(want, sizeof(want),
+				 "--policy needs the scheduler metrics and the BPF backend: not "
+				 "with %s",
+				 i == 1 ? "--sched_metrics=0" : no[i][0]);
+			ck_assert_msg(r.code == 2 && strstr(r.err, want), "%s: exit %d: %s",
+				      no[i][0], r.code, r.err);
+			ck_assert_int_eq(access(store, F_OK), -1);
+		}
+	}
+	ck_assert_int_eq(PARSE(MON, "--policy", pol, "--sched_metrics=sampled"), 0);
 
 	/* Writable by anyone: anyone decides what cpa (root) boosts. */
 	ck_assert_int_eq(chmod(pol, 0666), 0);
