@@ -7,7 +7,9 @@
  *            [--retry_ms 1000] [--protocol pyroscope|parca] [--once] [--max_posts N]
  *            [--verbose]
  */
+#include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "common/pushurl.h"
 #include "common/safepath.h"
 #include "push.h"
+#include "storer/store.h"
 
 static int usage(int rc)
 {
@@ -88,7 +91,8 @@ int main(int argc, char **argv)
 	};
 	struct push_opts o = {.name = "cpa.cpu", .interval = 10, .backlog = 360, .retry_ms = 1000};
 	struct push_stats st;
-	char err[128], url[2048];
+	char err[128], url[2048], parent[4096];
+	struct stat sb;
 	long v;
 	int c, r;
 
@@ -169,6 +173,23 @@ int main(int argc, char **argv)
 	for (size_t n = strlen(url); n && url[n - 1] == '/'; n--)
 		url[n - 1] = 0;
 	o.url = url;
+	/* the root the monitor writes, whose cpa_* dirs are followed: a path that
+	 * is no directory, or one store dir, would be waited on for ever */
+	if (stat(o.root, &sb) < 0) {
+		log_error("--store_dir '%s': %s", o.root, strerror(errno));
+		return 1;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		log_error("--store_dir '%s': not a directory", o.root);
+		return 1;
+	}
+	if (store_dir__is_store(o.root)) {
+		snprintf(parent, sizeof(parent), "%s", o.root);
+		log_error("--store_dir '%s' is one store dir: give the store root that holds "
+			  "the cpa_* dirs, '%s' (cpa monitor's --store_dir)",
+			  o.root, dirname(parent));
+		return usage(2);
+	}
 	r = push__run(&o, &st);
 	log_info("stopped at %lld: %llu posts, %llu failed posts, %llu empty windows, %llu windows "
 		 "given up",

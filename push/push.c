@@ -407,6 +407,7 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 	char posf[PATH_MAX], tmp[PATH_MAX];
 	struct sigaction sa = {.sa_handler = on_signal};
 	uint32_t delay = o->retry_ms, failing = 0; /* failed posts in a row */
+	bool waiting_said = false;
 	char why[RESP_KEEP + 1024];
 	int r = 0;
 
@@ -448,6 +449,11 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 			dirs_close(d, nd);
 			if (o->once)
 				break;
+			if (!waiting_said)
+				log_info("no store under '%s' yet (no cpa_* dir with records): "
+					 "waiting for one",
+					 o->root);
+			waiting_said = true;
 			sleep_ms(1000);
 			continue;
 		}

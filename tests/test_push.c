@@ -402,6 +402,33 @@ START_TEST(test_push_bad_url)
 		snprintf(cmd, sizeof(cmd), "--url: invalid value '%s' (", bad[i]);
 		ck_assert_msg(strstr(out, cmd), "'%s': %s", bad[i], out);
 	}
+	/* --store_dir: one store dir (not its root) would be waited on for ever, a
+	 * file was named as a bad position file */
+	{
+		char sd[1100], f[1100], want[2400], *o;
+		int rc;
+
+		ck_assert_int_eq(t_store_dir(root, sd, sizeof(sd)), 0);
+		o = test_cmd_out(&rc,
+				 "timeout 20 '%s/bin/cpa-push' --store_dir '%s' --url "
+				 "http://127.0.0.1:9 --once 2>&1",
+				 b, sd);
+		snprintf(want, sizeof(want),
+			 "--store_dir '%s' is one store dir: give the store root that holds the "
+			 "cpa_* dirs, '%s'",
+			 sd, root);
+		ck_assert_msg(rc == 2 && strstr(o, want), "exit %d: %s", rc, o);
+		free(o);
+		snprintf(f, sizeof(f), "%s/.cpa-lock", root);
+		o = test_cmd_out(&rc,
+				 "timeout 20 '%s/bin/cpa-push' --store_dir '%s' --url "
+				 "http://127.0.0.1:9 --once 2>&1",
+				 b, f);
+		snprintf(want, sizeof(want), "--store_dir '%s': not a directory", f);
+		ck_assert_msg(rc == 1 && strstr(o, want) && !strstr(o, "position file"),
+			      "exit %d: %s", rc, o);
+		free(o);
+	}
 }
 END_TEST
 
