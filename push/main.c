@@ -70,6 +70,30 @@ static int num(const char *flag, const char *v, long lo, long hi, long *ret)
 	return 0;
 }
 
+/*
+ * --name, --host and --org_id go into the series name (name{host=H}), the
+ * Parca JSON and a header as they are: a value that would break those (or be
+ * cut short) would have every post refused, so it is refused here.
+ */
+static int label_ok(const char *flag, const char *v, size_t max, const char *forbidden)
+{
+	const char *p;
+
+	if (!*v || strlen(v) > max) {
+		log_error("--%s: invalid value '%s' (1..%zu characters)", flag, v, max);
+		return -1;
+	}
+	for (p = v; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f || strchr(forbidden, *p)) {
+			log_error("--%s: invalid value '%s' (no blank nor control character%s%s)",
+				  flag, v, forbidden[1] ? ", none of " : "", forbidden + 1);
+			return -1;
+		}
+	return 0;
+}
+
+#define LABEL_FORBIDDEN " {}=,\"\\"
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -107,12 +131,18 @@ int main(int argc, char **argv)
 			o.url = optarg;
 			break;
 		case 'n':
+			if (label_ok("name", optarg, 200, LABEL_FORBIDDEN) < 0)
+				return 2;
 			o.name = optarg;
 			break;
 		case 'H':
+			if (label_ok("host", optarg, 253, LABEL_FORBIDDEN) < 0)
+				return 2;
 			o.host = optarg;
 			break;
 		case 'O':
+			if (label_ok("org_id", optarg, 200, " ") < 0)
+				return 2;
 			o.org_id = optarg;
 			break;
 		case 'i':

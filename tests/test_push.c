@@ -402,6 +402,29 @@ START_TEST(test_push_bad_url)
 		snprintf(cmd, sizeof(cmd), "--url: invalid value '%s' (", bad[i]);
 		ck_assert_msg(strstr(out, cmd), "'%s': %s", bad[i], out);
 	}
+	/* what goes into the series name, the Parca JSON or a header as it is */
+	{
+		static const char *const lab[][2] = {{"--name", "app{x"},
+						     {"--host", "h,env=x"},
+						     {"--host", "h\"x"},
+						     {"--name", ""},
+						     {"--org_id", "t\r\nX-Evil: 1"}};
+		char *o;
+		int rc;
+
+		for (unsigned int i = 0; i < sizeof(lab) / sizeof(lab[0]); i++) {
+			setenv("CPA_T_VAL", lab[i][1], 1);
+			o = test_cmd_out(&rc,
+					 "timeout 20 '%s/bin/cpa-push' --store_dir '%s' --url "
+					 "http://127.0.0.1:9 --once %s \"$CPA_T_VAL\" 2>&1",
+					 b, root, lab[i][0]);
+			snprintf(cmd, sizeof(cmd), "%s: invalid value '", lab[i][0]);
+			ck_assert_msg(rc == 2 && strstr(o, cmd), "%s '%s': exit %d: %s", lab[i][0],
+				      lab[i][1], rc, o);
+			free(o);
+		}
+		unsetenv("CPA_T_VAL");
+	}
 	/* --store_dir: one store dir (not its root) would be waited on for ever, a
 	 * file was named as a bad position file */
 	{
