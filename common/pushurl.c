@@ -18,6 +18,10 @@ int push_url__check(const char *url, char *err, size_t errlen)
 	const char *auth, *end, *host, *port = NULL, *p;
 	unsigned long n = 0;
 
+	if (strlen(url) >= PUSH_URL_MAX) {
+		snprintf(err, errlen, "longer than %d bytes", PUSH_URL_MAX - 1);
+		return -EINVAL;
+	}
 	if (!strncasecmp(url, "http://", 7))
 		auth = url + 7;
 	else if (!strncasecmp(url, "https://", 8))

@@ -9,11 +9,15 @@
 
 #include <stddef.h>
 
+/* A URL's bytes, with its NUL: cpa-push builds each post's URL from it. */
+#define PUSH_URL_MAX 2048
+
 /*
  * 0 when url is http:// or https:// (any case), a host (a name, an IPv4
  * address or [IPv6]), an optional :port 1..65535, an optional path; no
  * query nor fragment (cpa-push appends its own path and query), no blank
- * nor control character. Else -EINVAL and the reason in err.
+ * nor control character, shorter than PUSH_URL_MAX. Else -EINVAL and the
+ * reason in err.
  */
 int push_url__check(const char *url, char *err, size_t errlen);
 

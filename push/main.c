@@ -115,7 +115,7 @@ int main(int argc, char **argv)
 	};
 	struct push_opts o = {.name = "cpa.cpu", .interval = 10, .backlog = 360, .retry_ms = 1000};
 	struct push_stats st;
-	char err[128], url[2048], parent[4096];
+	char err[128], url[PUSH_URL_MAX], parent[4096];
 	struct stat sb;
 	long v;
 	int c, r;
@@ -196,10 +196,7 @@ int main(int argc, char **argv)
 		return usage(2);
 	}
 	/* the posts' paths are appended: "http://h:4040/" + "/ingest" is no route */
-	if (snprintf(url, sizeof(url), "%s", o.url) >= (int)sizeof(url)) {
-		log_error("--url: longer than %zu bytes", sizeof(url) - 1);
-		return usage(2);
-	}
+	snprintf(url, sizeof(url), "%s", o.url);
 	for (size_t n = strlen(url); n && url[n - 1] == '/'; n--)
 		url[n - 1] = 0;
 	o.url = url;

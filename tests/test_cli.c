@@ -743,6 +743,19 @@ START_TEST(test_push_url)
 			      "'%s' accepted", bad[i][0]);
 		ck_assert_msg(!bad[i][1] || strstr(err, bad[i][1]), "'%s': %s", bad[i][0], err);
 	}
+	{
+		char *lng = malloc(PUSH_URL_MAX + 16);
+
+		ck_assert_ptr_nonnull(lng);
+		memset(lng, 'a', PUSH_URL_MAX + 15);
+		memcpy(lng, "http://h/", 9);
+		lng[PUSH_URL_MAX] = 0;
+		ck_assert_int_eq(push_url__check(lng, err, sizeof(err)), -EINVAL);
+		ck_assert_str_eq(err, "longer than 2047 bytes");
+		lng[PUSH_URL_MAX - 1] = 0;
+		ck_assert_int_eq(push_url__check(lng, err, sizeof(err)), 0);
+		free(lng);
+	}
 	ck_assert_int_eq(PARSE(MON, "--push", "pyroscope:4040"), -EINVAL);
 	ASSERT_LOG("--push: invalid value 'pyroscope:4040' (it must start with http:// or "
 		   "https://; e.g. http://pyroscope:4040)");
