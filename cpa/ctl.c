@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@
 #include "common/cost.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
+#include "storer/store.h"
 #include "supervisor.h"
 
 static int monitor_pid_get(const char *store_dir, pid_t *ret)
@@ -49,7 +51,15 @@ static int monitor_pid_get(const char *store_dir, pid_t *ret)
 	snprintf(path, sizeof(path), "%s/%s", store_dir, CPA_PIDFILE_NAME);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		if (errno == ENOENT)
+		char parent[PATH_MAX];
+
+		snprintf(parent, sizeof(parent), "%s", store_dir);
+		if (errno == ENOENT && store_dir__is_store(store_dir))
+			/* a cpa_* dir of the root: its monitor's pid file is in the root */
+			log_error("no cpa monitor runs on '%s': it is one store dir, the monitor's "
+				  "--store_dir is the root that holds it, '%s'",
+				  store_dir, dirname(parent));
+		else if (errno == ENOENT)
 			log_error("no cpa monitor runs on '%s' (no %s)", store_dir, path);
 		else
 			log_error_errno(-errno, "open '%s': %m", path);

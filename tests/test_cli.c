@@ -690,6 +690,24 @@ START_TEST(test_bin_errors)
 	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "status");
 	ck_assert_int_eq(r.code, 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "no cpa monitor runs on '/nonexistent-store'"));
+	/* a store dir of the root given for the root: named as such, with the root */
+	{
+		char sd[PATH_MAX + 64], seg[PATH_MAX + 96], want[2 * PATH_MAX + 200];
+		FILE *f;
+
+		snprintf(sd, sizeof(sd), "%s/cpa_261129", dir);
+		ck_assert_int_eq(mkdir(sd, 0750), 0);
+		snprintf(seg, sizeof(seg), "%s/seg_000001.cps", sd);
+		f = fopen(seg, "we");
+		ck_assert_ptr_nonnull(f);
+		fclose(f);
+		RUN(&r, "ctl", "--store_dir", sd, "status");
+		snprintf(want, sizeof(want),
+			 "no cpa monitor runs on '%s': it is one store dir, the monitor's "
+			 "--store_dir is the root that holds it, '%s'",
+			 sd, dir);
+		ck_assert_msg(r.code == 1 && strstr(r.err, want), "exit %d: %s", r.code, r.err);
+	}
 	/* a bad value is a usage error (2) whether a monitor runs or not */
 	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "cost", "abc");
 	ck_assert_int_eq(r.code, 2);
