@@ -406,7 +406,9 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 	struct poster p = {.o = o};
 	char posf[PATH_MAX], tmp[PATH_MAX];
 	struct sigaction sa = {.sa_handler = on_signal};
-	uint32_t delay = o->retry_ms, failing = 0; /* failed posts in a row */
+	/* the first retry's delay, doubled up to the interval: never past it */
+	uint32_t delay0 = MIN(o->retry_ms, o->interval * 1000u), delay = delay0;
+	uint32_t failing = 0; /* failed posts in a row */
 	bool waiting_said = false;
 	char why[RESP_KEEP + 1024];
 	int r = 0;
@@ -523,7 +525,7 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 				log_error_errno(r, "save '%s': %m", posf);
 				break;
 			}
-			delay = o->retry_ms;
+			delay = delay0;
 			if (o->max_posts && (long)st.posts >= o->max_posts) {
 				stop = 1;
 				break;

@@ -182,6 +182,8 @@ static void build_store(const char *dir)
 static const char *url_tail = "";
 /* push()'s stderr goes there when set */
 static const char *push_log;
+/* push()'s --retry_ms */
+static const char *push_retry_ms = "20";
 
 /* Run cpa-push --once with extra args; its exit code. */
 static int push(const char *extra1, const char *extra2)
@@ -198,12 +200,18 @@ static int push(const char *extra1, const char *extra2)
 	if (pid == 0) {
 		int fd = push_log ? open(push_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
 				  : -1;
+		const char *argv[24] = {exe,	      "--store_dir", root,     "--url",
+					url,	      "--interval",  "10",     "--once",
+					"--retry_ms", push_retry_ms, "--host", "testhost",
+					"--org_id",   "tenant-1"};
+		int n = 14;
 
 		if (fd >= 0)
 			dup2(fd, 2);
-		execl(exe, exe, "--store_dir", root, "--url", url, "--interval", "10", "--once",
-		      "--retry_ms", "20", "--host", "testhost", "--org_id", "tenant-1", extra1,
-		      extra2, (char *)NULL);
+		argv[n++] = extra1;
+		argv[n++] = extra1 ? extra2 : NULL;
+		argv[n] = NULL;
+		execv(exe, (char **)argv);
 		_exit(127);
 	}
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -325,15 +333,29 @@ START_TEST(test_push_restart_and_outage)
 	ck_assert_int_eq(rx.up[n + 2].until, expect_from);
 	/* 5: Parca: WriteRaw JSON with the pprof base64'd, the same samples */
 	{
-		char pos[1100], cmd[4096];
+		char pos[1100], cmd[4096], lp[1100], *log;
 		long ptotal = 0;
 
 		snprintf(pos, sizeof(pos), "%s/.cpa-push.pos", root);
 		ck_assert_int_eq(unlink(pos), 0);
 		n = atomic_load(&rx.n);
 		url_tail = "/"; /* a base URL written with its slash: still /profiles/writeraw */
+		/* a first retry delay longer than the interval waits the interval (the
+		 * delay doubles up to it), not --retry_ms */
+		snprintf(lp, sizeof(lp), "%s/push.log", root);
+		push_log = lp;
+		push_retry_ms = "600000";
+		atomic_store(&rx.failed, 0);
+		atomic_store(&rx.fail_next, 1);
 		rc = push("--protocol", "parca");
 		url_tail = "";
+		push_log = NULL;
+		push_retry_ms = "20";
+		ck_assert_int_eq(atomic_load(&rx.failed), 1);
+		log = test_slurp(lp, NULL);
+		ck_assert_msg(strstr(log, "retried in 10000 ms"), "%s", log);
+		free(log);
+		ck_assert_int_eq(unlink(lp), 0);
 		ck_assert_int_eq(rc, 0);
 		ck_assert_int_eq(atomic_load(&rx.n) - n, (int)((expect_from - first) / INTERVAL));
 		for (i = n; i < atomic_load(&rx.n); i++) {
