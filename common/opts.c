@@ -145,7 +145,7 @@ static const struct opt_def opt_table[] = {
 	 check_offcpu_state},
 	{"probe", 0, OPT_STR, MON, O(mon.probe), 0, 0, "SPEC",
 	 "a stack on each hit of SPEC, repeatable (up to 8): tracepoint:GROUP:NAME, "
-	 "uprobe:/PATH:SYM[+OFF], uretprobe:/PATH:SYM[+OFF], usdt:/PATH:PROVIDER:NAME, "
+	 "uprobe:/PATH:SYM[+OFF], uretprobe:/PATH:SYM, usdt:/PATH:PROVIDER:NAME, "
 	 "kprobe:FN[+OFF], kretprobe:FN, fentry:FN, fexit:FN",
 	 check_probe},
 	{"probe_rate", 0, OPT_LONG, MON, O(mon.probe_rate), 0, 1000000, "N",

@@ -87,7 +87,10 @@ int probe_spec__parse(const char *spec, struct probe_spec *p)
 			return -EINVAL;
 		if (part_copy(p->path, rest, (size_t)(c - rest)) < 0)
 			return -EINVAL;
-		return sym_off(p, c + 1, true);
+		/* A return probe takes the return address at the stack's top: only
+		 * true at the entry; inside the function (after a push) it would
+		 * overwrite a saved register and crash the probed program. */
+		return sym_off(p, c + 1, p->type == PROBE_UPROBE);
 	case PROBE_USDT: {
 		const char *c2;
 

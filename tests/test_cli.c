@@ -236,6 +236,8 @@ START_TEST(test_bad_values_named)
 		{MON, "--probe", "uprobe:/bin/x:sym+",
 		 "--probe: invalid value 'uprobe:/bin/x:sym+'"},
 		{MON, "--probe", "kretprobe:fn+4", "--probe: invalid value 'kretprobe:fn+4'"},
+		{MON, "--probe", "uretprobe:/bin/x:fn+4",
+		 "--probe: invalid value 'uretprobe:/bin/x:fn+4'"},
 		{MON, "--probe_rate", "-1", "--probe_rate: value '-1' out of range"},
 		{MON, "--probe_budget", "101", "--probe_budget: invalid value '101'"},
 		{MON, "--probe_budget", "0.", "--probe_budget: invalid value '0.'"},

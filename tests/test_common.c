@@ -459,7 +459,9 @@ START_TEST(test_probespec)
 	};
 	/* an offset is digits: not a negative one (before the symbol), nor blanks */
 	static const char *const bad_off[] = {"uprobe:/x:sym+-5", "uprobe:/x:sym+ 5",
-					      "kprobe:vfs_read+-8"};
+					      "kprobe:vfs_read+-8",
+					      /* a return probe inside the function crashed it */
+					      "uretprobe:/x:fn+4", "uretprobe:/x:fn+0"};
 	char self[4096], spec[4200];
 	struct probe_spec p;
 	uint8_t code[16];
@@ -475,11 +477,16 @@ START_TEST(test_probespec)
 	ck_assert_int_eq(p.type, PROBE_TRACEPOINT);
 	ck_assert_str_eq(p.a, "sched");
 	ck_assert_str_eq(p.b, "sched_switch");
-	ck_assert_int_eq(probe_spec__parse("uretprobe:/usr/lib/a:b.so:fn+0x20", &p), 0);
-	ck_assert_int_eq(p.type, PROBE_URETPROBE);
+	ck_assert_int_eq(probe_spec__parse("uprobe:/usr/lib/a:b.so:fn+0x20", &p), 0);
+	ck_assert_int_eq(p.type, PROBE_UPROBE);
 	ck_assert_str_eq(p.path, "/usr/lib/a:b.so");
 	ck_assert_str_eq(p.a, "fn");
 	ck_assert_uint_eq(p.off, 0x20);
+	ck_assert_int_eq(probe_spec__parse("uretprobe:/usr/lib/a:b.so:fn", &p), 0);
+	ck_assert_int_eq(p.type, PROBE_URETPROBE);
+	ck_assert_str_eq(p.path, "/usr/lib/a:b.so");
+	ck_assert_str_eq(p.a, "fn");
+	ck_assert_uint_eq(p.off, 0);
 	ck_assert_int_eq(probe_spec__parse("usdt:/bin/x:prov:name", &p), 0);
 	ck_assert_int_eq(p.type, PROBE_USDT);
 	ck_assert_str_eq(p.path, "/bin/x");
