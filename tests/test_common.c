@@ -449,6 +449,41 @@ __attribute__((noinline)) int probespec_target(int x)
 	return x * 3 + 1;
 }
 
+#ifdef __x86_64__
+/* Instructions of known lengths, starting at 0, 10, 14, 18 and 24. */
+__asm__(".text\n"
+	".globl probespec_insns\n"
+	".type probespec_insns, @function\n"
+	"probespec_insns:\n"
+	"	movabs $0x1122334455667788, %rax\n" /* 48 b8 imm64 */
+	"	lea 0x1(%rdi,%rdi,2), %eax\n"	    /* 8d 44 7f 01 */
+	"	vpxor %xmm0, %xmm0, %xmm0\n"	    /* c5 f9 ef c0 */
+	"	mov 0x10(%rip), %eax\n"		    /* 8b 05 disp32 */
+	"	ret\n"
+	".size probespec_insns, .-probespec_insns\n");
+#endif
+
+/* A uprobe inside an instruction (its breakpoint byte corrupted it: the probed
+ * program crashed) is refused; one at an instruction's start is taken. */
+START_TEST(test_probespec_insn_boundary)
+{
+#ifdef __x86_64__
+	char self[4096], spec[4200];
+	struct probe_spec p;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	ck_assert_int_gt(n, 0);
+	self[n] = 0;
+	for (unsigned int off = 1; off <= 24; off++) {
+		bool start = off == 10 || off == 14 || off == 18 || off == 24;
+
+		snprintf(spec, sizeof(spec), "uprobe:%s:probespec_insns+%u", self, off);
+		ck_assert_msg(probe_spec__resolve(spec, &p) == (start ? 0 : -ERANGE), "+%u", off);
+	}
+#endif
+}
+END_TEST
+
 START_TEST(test_probespec)
 {
 	static const char *const bad[] = {
@@ -826,11 +861,17 @@ int main(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{"timeutil", test_timeutil},   {"fileio", test_read_full_file},
-		{"intern", test_intern},       {"cpulist", test_cpulist},
-		{"probespec", test_probespec}, {"array", test_array},
-		{"hash", test_hash},	       {"intern_flags", test_intern_flags},
-		{"gopclntab", test_gopclntab}, {"heaptrim", test_heaptrim},
+		{"timeutil", test_timeutil},
+		{"fileio", test_read_full_file},
+		{"intern", test_intern},
+		{"cpulist", test_cpulist},
+		{"probespec", test_probespec},
+		{"array", test_array},
+		{"hash", test_hash},
+		{"intern_flags", test_intern_flags},
+		{"gopclntab", test_gopclntab},
+		{"heaptrim", test_heaptrim},
+		{"probespec_insn", test_probespec_insn_boundary},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
