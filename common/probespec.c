@@ -744,7 +744,7 @@ static int insn_boundary(int fd, Elf *e, uint64_t v, uint64_t off, uint64_t *bef
 	if (!buf)
 		return 0;
 	n = pread(fd, buf, off + 16, (off_t)foff);
-	if (n <= 0)
+	if (n <= 0 || (uint64_t)n <= off)
 		return 0;
 	while (pos < off) {
 		size_t l = x86_insn_len(buf + pos, (size_t)n - pos);
