@@ -28,6 +28,7 @@
 #include "macro.h"
 #include "policy.h"
 #include "probespec.h"
+#include "pushurl.h"
 #include "shm/config.h"
 
 enum opt_type {
@@ -90,6 +91,8 @@ static int check_policy(const struct opt_def *d, const char *val, struct cpa_opt
 			const char *where);
 static int check_sched_metrics(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			       const char *where);
+static int check_push(const struct opt_def *d, const char *val, struct cpa_opts *o,
+		      const char *where);
 static int policy_probes_check(const struct cpa_opts *o);
 
 static const struct opt_def opt_table[] = {
@@ -142,7 +145,7 @@ static const struct opt_def opt_table[] = {
 	 check_offcpu_state},
 	{"probe", 0, OPT_STR, MON, O(mon.probe), 0, 0, "SPEC",
 	 "a stack on each hit of SPEC, repeatable (up to 8): tracepoint:GROUP:NAME, "
-	 "uprobe:/PATH:SYM[+OFF], uretprobe:/PATH:SYM[+OFF], usdt:/PATH:PROVIDER:NAME, "
+	 "uprobe:/PATH:SYM[+OFF], uretprobe:/PATH:SYM, usdt:/PATH:PROVIDER:NAME, "
 	 "kprobe:FN[+OFF], kretprobe:FN, fentry:FN, fexit:FN",
 	 check_probe},
 	{"probe_rate", 0, OPT_LONG, MON, O(mon.probe_rate), 0, 1000000, "N",
@@ -162,7 +165,7 @@ static const struct opt_def opt_table[] = {
 	 "cut the package path of Go names: github.com/x/y/pkg.F -> pkg.F", NULL},
 	{"push", 0, OPT_STR, MON, O(mon.push), 0, 0, "URL",
 	 "post every interval of the store to Pyroscope at URL (cpa-push, restarted if it exits)",
-	 NULL},
+	 check_push},
 	{"pc_locations", 0, OPT_BOOL, MON, O(mon.pc_locations), 0, 0, NULL,
 	 "store one frame per pc, not per function (pprof Locations at the sampled instruction; "
 	 "a bigger store)",
@@ -842,9 +845,25 @@ int cpa_opts__check(struct cpa_opts *o)
 		return -EINVAL;
 	}
 	if (o->cmd == CPA_CMD_MONITOR && o->mon.policy) {
+		/* capture evaluates the policies on the scheduler metrics (BPF) */
+		if (!o->mon.sched_metrics || o->mon.oneshot || !strcmp(o->mon.backend, "perf")) {
+			log_error("--policy needs the scheduler metrics and the BPF backend: not "
+				  "with %s",
+				  !o->mon.sched_metrics ? "--sched_metrics=0"
+				  : o->mon.oneshot	? "--oneshot"
+							: "--backend perf");
+			return -EINVAL;
+		}
 		r = policy_probes_check(o);
 		if (r < 0)
 			return r;
+	}
+	if (o->cmd == CPA_CMD_MONITOR && o->mon.push && o->mon.oneshot) {
+		/* cpa-push posts sealed windows of a store --oneshot removes at its end:
+		 * the run's last seconds would never reach the backend */
+		log_error("--push follows a store, --oneshot writes one profile and removes its "
+			  "store: not both");
+		return -EINVAL;
 	}
 	if (o->cmd == CPA_CMD_MONITOR && !strcmp(o->mon.backend, "perf") &&
 	    (o->mon.offcpu || o->mon.nr_probes)) {
@@ -1035,6 +1054,19 @@ static int check_probe_budget(const struct opt_def *d, const char *val, struct c
 		       : 0;
 }
 
+/* A URL cpa-push could never post to is refused now, not retried for ever. */
+static int check_push(const struct opt_def *d, const char *val, struct cpa_opts *o,
+		      const char *where)
+{
+	char err[128], hint[160];
+
+	(void)o;
+	if (push_url__check(val, err, sizeof(err)) == 0)
+		return 0;
+	snprintf(hint, sizeof(hint), "%s; e.g. http://pyroscope:4040", err);
+	return bad_value(d, val, where, hint);
+}
+
 static int check_kind(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		      const char *where)
 {
@@ -1191,6 +1223,19 @@ static int check_probe(const struct opt_def *d, const char *val, struct cpa_opts
 	if (o->mon.nr_probes >= CPA_PROBE_MAX) {
 		log_error("%s--%s: at most %d probes", where, d->name, CPA_PROBE_MAX);
 		return -EINVAL;
+	}
+	/* The same probe twice would record each hit twice (once per probe id). */
+	for (unsigned int i = 0; i < o->mon.nr_probes; i++) {
+		struct probe_spec q;
+
+		if (probe_spec__parse(o->mon.probes[i], &q) == 0 && q.type == p.type &&
+		    q.off == p.off && !strcmp(q.path, p.path) && !strcmp(q.a, p.a) &&
+		    !strcmp(q.b, p.b)) {
+			log_error("%s--%s: '%s' is the same probe as probe %u '%s' (each hit "
+				  "would be recorded twice)",
+				  where, d->name, val, i, o->mon.probes[i]);
+			return -EINVAL;
+		}
 	}
 	o->mon.probes[o->mon.nr_probes++] = val;
 	return 0;

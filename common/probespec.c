@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "probespec.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -46,7 +47,9 @@ static int sym_off(struct probe_spec *p, const char *s, bool off_ok)
 
 	if (!plus)
 		return part_copy(p->a, s, strlen(s));
-	if (!off_ok || !plus[1])
+	/* digits only: strtoull() would take "-5" (2^64 - 5, a probe before the
+	 * symbol) and " 5" */
+	if (!off_ok || !isdigit((unsigned char)plus[1]))
 		return -EINVAL;
 	errno = 0;
 	p->off = strtoull(plus + 1, &end, 0);
@@ -84,7 +87,10 @@ int probe_spec__parse(const char *spec, struct probe_spec *p)
 			return -EINVAL;
 		if (part_copy(p->path, rest, (size_t)(c - rest)) < 0)
 			return -EINVAL;
-		return sym_off(p, c + 1, true);
+		/* A return probe takes the return address at the stack's top: only
+		 * true at the entry; inside the function (after a push) it would
+		 * overwrite a saved register and crash the probed program. */
+		return sym_off(p, c + 1, p->type == PROBE_UPROBE);
 	case PROBE_USDT: {
 		const char *c2;
 
@@ -232,7 +238,8 @@ static int vaddr_to_off(Elf *e, uint64_t v, uint64_t *ret)
 }
 
 /* A defined function named name in .symtab, then .dynsym: its address. */
-static int elf_func(Elf *e, const char *name, uint64_t *ret)
+/* The address of function name, and its size (0 when the symbol has none). */
+static int elf_func(Elf *e, const char *name, uint64_t *ret, uint64_t *ret_size)
 {
 	static const uint32_t kinds[] = {SHT_SYMTAB, SHT_DYNSYM};
 
@@ -257,6 +264,7 @@ static int elf_func(Elf *e, const char *name, uint64_t *ret)
 				n = elf_strptr(e, sh.sh_link, s.st_name);
 				if (n && !strcmp(n, name)) {
 					*ret = s.st_value;
+					*ret_size = s.st_size;
 					return 0;
 				}
 			}
@@ -313,11 +321,215 @@ int probe_spec__open_binary(const char *spec, const struct probe_spec *p, int *r
 	return input_file__open(what, p->path, 0, ret_fd, err, errlen);
 }
 
+/*
+ * The length of the x86-64 instruction at b (at most len bytes), or 0 when it
+ * is not one this decoder knows for sure (EVEX, XOP, 3DNow!, opcodes invalid
+ * in 64-bit mode, a 66 prefix on a branch): the caller then takes the
+ * offset as it is. Enough of the encoding to walk compiled code: prefixes,
+ * REX, the one-, two- and three-byte maps, VEX, ModRM/SIB/displacements and
+ * the immediates.
+ */
+static size_t x86_insn_len(const uint8_t *b, size_t len)
+{
+	/* one-byte map: bit 0 ModRM; bits 1-3 the immediate: 1 imm8, 2 imm16,
+	 * 3 imm16/32 (66), 4 imm8 for /0 and /1 (F6), 5 imm16/32 for /0 and /1
+	 * (F7), 6 imm16 + imm8 (ENTER), 7 moffs; 0xff not known */
+#define M     1
+#define I8    (1 << 1)
+#define I16   (2 << 1)
+#define IZ    (3 << 1)
+#define F6    (4 << 1)
+#define F7    (5 << 1)
+#define ENT   (6 << 1)
+#define MOFFS (7 << 1)
+#define BAD   0xff
+	/* 00-3f: the eight ALU ops, each E,G / G,E (ModRM) and AL/eAX,imm; the
+	 * rest there are prefixes, 0f or invalid in 64-bit mode */
+#define ALU M, M, M, M, I8, IZ, BAD, BAD
+	/* clang-format off */
+	static const uint8_t one[256] = {
+		/* 00 */ ALU, ALU, ALU, ALU, ALU, ALU, ALU, ALU,
+		/* 40 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		/* 50 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		/* 60 */ BAD, BAD, BAD, M, BAD, BAD, BAD, BAD, IZ, M | IZ, I8, M | I8, 0, 0, 0, 0,
+		/* 70 */ I8, I8, I8, I8, I8, I8, I8, I8, I8, I8, I8, I8, I8, I8, I8, I8,
+		/* 80 */ M | I8, M | IZ, BAD, M | I8, M, M, M, M, M, M, M, M, M, M, M, M,
+		/* 90 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, BAD, 0, 0, 0, 0, 0,
+		/* a0 */ MOFFS, MOFFS, MOFFS, MOFFS, 0, 0, 0, 0, I8, IZ, 0, 0, 0, 0, 0, 0,
+		/* b0 */ I8, I8, I8, I8, I8, I8, I8, I8, IZ, IZ, IZ, IZ, IZ, IZ, IZ, IZ,
+		/* c0 */ M | I8, M | I8, I16, 0, BAD, BAD, M | I8, M | IZ,
+		         ENT, 0, I16, 0, 0, I8, BAD, 0,
+		/* d0 */ M, M, M, M, BAD, BAD, BAD, 0, M, M, M, M, M, M, M, M,
+		/* e0 */ I8, I8, I8, I8, I8, I8, I8, I8, IZ, IZ, BAD, I8, 0, 0, 0, 0,
+		/* f0 */ BAD, 0, BAD, BAD, 0, 0, M | F6, M | F7, 0, 0, 0, 0, 0, 0, M, M,
+	};
+	/* clang-format on */
+	size_t i = 0, imm = 0;
+	bool o16 = false, a32 = false, w = false, modrm = false;
+	unsigned int op, map = 0, t = 0;
+
+	for (; i < len && i < 14; i++) { /* legacy prefixes */
+		if (b[i] == 0x66)
+			o16 = true;
+		else if (b[i] == 0x67)
+			a32 = true;
+		else if (b[i] != 0xf0 && b[i] != 0xf2 && b[i] != 0xf3 && b[i] != 0x2e &&
+			 b[i] != 0x36 && b[i] != 0x3e && b[i] != 0x26 && b[i] != 0x64 &&
+			 b[i] != 0x65)
+			break;
+	}
+	if (i < len && (b[i] & 0xf0) == 0x40) /* REX */
+		w = b[i++] & 8;
+	if (i >= len)
+		return 0;
+	op = b[i++];
+	if (op == 0xc4 || op == 0xc5) { /* VEX: ModRM always, but vzeroupper/all */
+		if (i + (op == 0xc4 ? 2 : 1) >= len)
+			return 0;
+		map = op == 0xc5 ? 1 : b[i] & 0x1f;
+		i += op == 0xc4 ? 2 : 1;
+		op = b[i++];
+		if (map < 1 || map > 3)
+			return 0;
+		if (map == 1 && op == 0x77)
+			return i;
+		modrm = true;
+		imm = map == 3 || (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 ||
+						(op >= 0xc4 && op <= 0xc6)));
+	} else if (op == 0x0f) {
+		if (i >= len)
+			return 0;
+		op = b[i++];
+		if (op == 0x38 || op == 0x3a) {
+			if (i >= len)
+				return 0;
+			i++;
+			modrm = true;
+			imm = op == 0x3a;
+		} else if (op == 0x04 || op == 0x0a || op == 0x0c || op == 0x0f ||
+			   (op >= 0x24 && op <= 0x27) || op == 0x39 || (op >= 0x3b && op <= 0x3f) ||
+			   op == 0x7a || op == 0x7b || op == 0xa6 || op == 0xa7) {
+			return 0;
+		} else if (op >= 0x80 && op <= 0x8f) { /* jcc rel32 */
+			if (o16)
+				return 0;
+			imm = 4;
+		} else {
+			modrm = !((op >= 0x05 && op <= 0x0b) || op == 0x0e ||
+				  (op >= 0x30 && op <= 0x37) || op == 0x77 || op == 0xa0 ||
+				  op == 0xa1 || op == 0xa2 || op == 0xa8 || op == 0xa9 ||
+				  op == 0xaa || (op >= 0xc8 && op <= 0xcf));
+			imm = (op >= 0x70 && op <= 0x73) || op == 0xa4 || op == 0xac ||
+			      op == 0xba || op == 0xc2 || (op >= 0xc4 && op <= 0xc6);
+		}
+	} else {
+		t = one[op];
+		if (t == BAD || ((op == 0xe8 || op == 0xe9) && o16))
+			return 0;
+		modrm = t & M;
+		switch (t & ~M) {
+		case I8:
+		case F6:
+			imm = 1;
+			break;
+		case I16:
+			imm = 2;
+			break;
+		case IZ:
+		case F7:
+			imm = o16 && !w ? 2 : 4;
+			if (op >= 0xb8 && op <= 0xbf && w)
+				imm = 8;
+			break;
+		case ENT:
+			imm = 3;
+			break;
+		case MOFFS:
+			imm = a32 ? 4 : 8;
+			break;
+		}
+	}
+	if (modrm) {
+		unsigned int mr, mod, rm;
+
+		if (i >= len)
+			return 0;
+		mr = b[i++];
+		mod = mr >> 6;
+		rm = mr & 7;
+		if ((t & ~M) == F6 || (t & ~M) == F7) /* test /0 /1 only take one */
+			imm = (mr >> 3 & 7) <= 1 ? imm : 0;
+		if (mod != 3 && rm == 4) {
+			if (i >= len)
+				return 0;
+			if (mod == 0 && (b[i] & 7) == 5)
+				i += 4;
+			i++;
+		}
+		if (mod == 1)
+			i += 1;
+		else if (mod == 2 || (mod == 0 && rm == 5))
+			i += 4;
+	}
+	i += imm;
+	return i <= len && i <= 15 ? i : 0;
+#undef ALU
+#undef M
+#undef I8
+#undef I16
+#undef IZ
+#undef F6
+#undef F7
+#undef ENT
+#undef MOFFS
+#undef BAD
+}
+
+/*
+ * An x86-64 uprobe at SYMBOL+OFF must start an instruction: the kernel writes
+ * its breakpoint there whatever it finds, and one inside an instruction
+ * changed that instruction (the probed program crashed, or computed
+ * something else). The function is decoded from its start up to OFF; 0 when
+ * OFF starts an instruction or the decoder cannot tell, -ERANGE (with the
+ * boundaries around it in *before and *after) when it does not.
+ */
+static int insn_boundary(int fd, Elf *e, uint64_t v, uint64_t off, uint64_t *before,
+			 uint64_t *after)
+{
+	GElf_Ehdr eh;
+	uint64_t foff, pos = 0;
+	_cleanup_free_ uint8_t *buf = NULL;
+	ssize_t n;
+
+	if (!off || off > 65536 || !gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64 ||
+	    vaddr_to_off(e, v, &foff) < 0)
+		return 0;
+	buf = malloc(off + 16);
+	if (!buf)
+		return 0;
+	n = pread(fd, buf, off + 16, (off_t)foff);
+	if (n <= 0 || (uint64_t)n <= off)
+		return 0;
+	while (pos < off) {
+		size_t l = x86_insn_len(buf + pos, (size_t)n - pos);
+
+		if (!l)
+			return 0;
+		if (pos + l > off) {
+			*before = pos;
+			*after = pos + l;
+			return -ERANGE;
+		}
+		pos += l;
+	}
+	return 0;
+}
+
 static int elf_check(const char *spec, struct probe_spec *p)
 {
 	_cleanup_close_ int fd = -1;
 	char err[1300];
-	uint64_t v;
+	uint64_t v, size = 0, before = 0, after = 0;
 	Elf *e;
 	int r = 0;
 
@@ -338,11 +550,25 @@ static int elf_check(const char *spec, struct probe_spec *p)
 		if (!elf_has_usdt(e, p->a, p->b))
 			r = log_error_errno(-ENOENT, "probe '%s': %s has no USDT note %s:%s", spec,
 					    p->path, p->a, p->b);
-	} else if (elf_func(e, p->a, &v) < 0) {
+	} else if (elf_func(e, p->a, &v, &size) < 0) {
 		r = log_error_errno(-ENOENT,
 				    "probe '%s': no function '%s' in %s (.symtab or "
 				    ".dynsym)",
 				    spec, p->a, p->path);
+	} else if (size && p->off >= size) {
+		/* it would trap in whatever follows the function */
+		r = log_error_errno(-ERANGE,
+				    "probe '%s': offset %#llx is past the end of %s (%llu bytes) "
+				    "in %s",
+				    spec, (unsigned long long)p->off, p->a,
+				    (unsigned long long)size, p->path);
+	} else if (p->type == PROBE_UPROBE &&
+		   insn_boundary(fd, e, v, p->off, &before, &after) < 0) {
+		r = log_error_errno(-ERANGE,
+				    "probe '%s': offset %#llx is inside an instruction of %s (one "
+				    "spans %#llx..%#llx): a breakpoint there would corrupt it",
+				    spec, (unsigned long long)p->off, p->a,
+				    (unsigned long long)before, (unsigned long long)after);
 	} else if (vaddr_to_off(e, v + p->off, &p->file_off) < 0) {
 		r = log_error_errno(-ENOENT, "probe '%s': %s+%#llx is in no loadable segment", spec,
 				    p->a, (unsigned long long)p->off);

@@ -5,7 +5,7 @@
  * starts) and again by capture, which attaches what was resolved here.
  *
  *   tracepoint:GROUP:NAME
- *   uprobe:/PATH:SYMBOL[+OFF]   uretprobe:/PATH:SYMBOL[+OFF]
+ *   uprobe:/PATH:SYMBOL[+OFF]   uretprobe:/PATH:SYMBOL
  *   usdt:/PATH:PROVIDER:NAME
  *   kprobe:FUNC[+OFF]           kretprobe:FUNC
  *   fentry:FUNC                 fexit:FUNC
@@ -38,8 +38,8 @@ struct probe_spec {
 	uint64_t file_off;	   /* uprobes, after probe_spec__resolve(): where to attach */
 };
 
-#define PROBE_SPEC_GRAMMAR                                                                 \
-	"tracepoint:GROUP:NAME, uprobe:/PATH:SYMBOL[+OFF], uretprobe:/PATH:SYMBOL[+OFF], " \
+#define PROBE_SPEC_GRAMMAR                                                           \
+	"tracepoint:GROUP:NAME, uprobe:/PATH:SYMBOL[+OFF], uretprobe:/PATH:SYMBOL, " \
 	"usdt:/PATH:PROVIDER:NAME, kprobe:FUNC[+OFF], kretprobe:FUNC, fentry:FUNC or fexit:FUNC"
 
 /* Syntax only, nothing logged: -EINVAL. */

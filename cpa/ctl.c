@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@
 #include "common/cost.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
+#include "storer/store.h"
 #include "supervisor.h"
 
 static int monitor_pid_get(const char *store_dir, pid_t *ret)
@@ -49,7 +51,15 @@ static int monitor_pid_get(const char *store_dir, pid_t *ret)
 	snprintf(path, sizeof(path), "%s/%s", store_dir, CPA_PIDFILE_NAME);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		if (errno == ENOENT)
+		char parent[PATH_MAX];
+
+		snprintf(parent, sizeof(parent), "%s", store_dir);
+		if (errno == ENOENT && store_dir__is_store(store_dir))
+			/* a cpa_* dir of the root: its monitor's pid file is in the root */
+			log_error("no cpa monitor runs on '%s': it is one store dir, the monitor's "
+				  "--store_dir is the root that holds it, '%s'",
+				  store_dir, dirname(parent));
+		else if (errno == ENOENT)
 			log_error("no cpa monitor runs on '%s' (no %s)", store_dir, path);
 		else
 			log_error_errno(-errno, "open '%s': %m", path);
@@ -143,27 +153,64 @@ static bool has_cache(enum shm_stage_id id)
 	return shm_stages[id].limits & SHM_LIMIT_MEM;
 }
 
-/* cpa ctl mem STAGE MB: the cap the stage applies on its next tick, and
- * the RLIMIT_AS backstop of the running process moved along. */
+/*
+ * cpa ctl mem STAGE MB: the cap the stage applies on its next tick, and the
+ * RLIMIT_AS backstop of the running process moved along, so that the two
+ * never disagree: a raise moves the backstop first and, when that is refused
+ * (raising a hard limit needs CAP_SYS_RESOURCE), leaves the cap as it was
+ * (a cap above the backstop would have the stage fail its allocations
+ * before it evicts); a cut lowers the cap first. The caller holds the
+ * writers' lock (ctl_lock()), so two ctl runs cannot interleave these steps.
+ */
 static int set_mem(struct shm_stage *st, enum shm_stage_id id, pid_t mpid, long long mb)
 {
 	pid_t pid = __atomic_load_n(&st->pid, __ATOMIC_RELAXED);
-	uint64_t old, as;
-	old = __atomic_exchange_n(&st->mem_limit_mb, (uint64_t)mb, __ATOMIC_RELAXED);
+	uint64_t old = __atomic_load_n(&st->mem_limit_mb, __ATOMIC_RELAXED);
+	uint64_t as = supervisor__as_limit(id, (uint64_t)mb);
+	bool backstop = as && pid > 0 && is_child_of(pid, mpid);
+	struct rlimit rl = {.rlim_cur = as, .rlim_max = as};
+
+	if (backstop && (uint64_t)mb > old && prlimit(pid, RLIMIT_AS, &rl, NULL) < 0) {
+		log_error_errno(
+			-errno,
+			"raise the RLIMIT_AS backstop of %s (pid %d) to %llu MiB: %m (needs "
+			"CAP_SYS_RESOURCE); its cache cap stays %llu MiB",
+			shm_stage_name(id), pid, (unsigned long long)(as >> 20),
+			(unsigned long long)old);
+		return 1;
+	}
+	__atomic_store_n(&st->mem_limit_mb, (uint64_t)mb, __ATOMIC_RELAXED);
 	printf("%s mem limit: %lld MiB (was %llu MiB)\n", shm_stage_name(id), mb,
 	       (unsigned long long)old);
-	as = supervisor__as_limit(id, (uint64_t)mb);
-	if (as && pid > 0 && is_child_of(pid, mpid)) {
-		struct rlimit rl = {.rlim_cur = as, .rlim_max = as};
-
-		if (prlimit(pid, RLIMIT_AS, &rl, NULL) < 0)
-			log_warn_errno(-errno, "prlimit %s (pid %d) RLIMIT_AS: %m",
-				       shm_stage_name(id), pid);
-		else
-			printf("%s RLIMIT_AS backstop: %llu MiB\n", shm_stage_name(id),
-			       (unsigned long long)(as >> 20));
-	}
+	if (!backstop)
+		return 0;
+	if ((uint64_t)mb <= old && prlimit(pid, RLIMIT_AS, &rl, NULL) < 0)
+		log_warn_errno(-errno, "prlimit %s (pid %d) RLIMIT_AS: %m", shm_stage_name(id),
+			       pid);
+	else
+		printf("%s RLIMIT_AS backstop: %llu MiB\n", shm_stage_name(id),
+		       (unsigned long long)(as >> 20));
 	return 0;
+}
+
+/*
+ * The writers of a monitor's limits (ctl mem, ctl rate) one at a time: an
+ * exclusive flock on the store dir (nothing else locks the directory
+ * itself). -errno when it cannot be had (logged).
+ */
+static int ctl_lock(const char *store_dir)
+{
+	int fd = open(store_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return log_error_errno(-errno, "open '%s': %m", store_dir);
+	if (flock(fd, LOCK_EX) < 0) {
+		int r = log_error_errno(-errno, "lock '%s': %m", store_dir);
+
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 static void print_status(struct shm_arena *a, pid_t mpid, const char *store_dir)
@@ -490,6 +537,7 @@ int cmd_ctl(struct cpa_opts *o)
 	char names[128];
 	pid_t mpid;
 	int code = 1;
+	_cleanup_close_ int lock_fd = -1;
 
 	if (o->n_args < 1) {
 		log_error(
@@ -525,6 +573,11 @@ int cmd_ctl(struct cpa_opts *o)
 				  stage_names(names, sizeof(names), SHM_LIMIT_MEM));
 			return 2;
 		}
+		if (!strcmp(verb, "rate") && !(shm_stages[id].limits & SHM_LIMIT_RATE)) {
+			log_error("rate: %s applies no rate limit (%s)", shm_stage_name(id),
+				  stage_names(names, sizeof(names), SHM_LIMIT_RATE));
+			return 2;
+		}
 		if (!strcmp(verb, "mem") && parse_ll(o->args[2], 1, 1048576, &n) < 0) {
 			log_error("mem: invalid value '%s' (MiB, 1..1048576)", o->args[2]);
 			return 2;
@@ -543,6 +596,13 @@ int cmd_ctl(struct cpa_opts *o)
 		return 1;
 	if (arena_open(mpid, &a) < 0)
 		return 1;
+	if (!strcmp(verb, "mem") || !strcmp(verb, "rate")) {
+		lock_fd = ctl_lock(store_dir);
+		if (lock_fd < 0) {
+			shm_arena__free(a);
+			return 1;
+		}
+	}
 
 	if (!strcmp(verb, "status")) {
 		print_status(a, mpid, store_dir);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/log.h"
 #include "export.h"
@@ -87,6 +88,38 @@ static void warn_range_view(const struct show_opts *o)
 		log_warn("--show_range prints the store's range only: %s not used", x);
 }
 
+/*
+ * Without --format, -o's suffix picks the format and any other suffix is
+ * folded text (CPA's rule); a suffix that reads as another format's
+ * (x.pprof, x.json, X.SVG) would get folded text silently. -ENOENT when path
+ * looks like no format, else the one it looks like.
+ */
+static int format_look_alike(const char *path, enum export_format *ret)
+{
+	static const struct {
+		const char *suffix;
+		enum export_format fmt;
+	} alike[] = {
+		{"pprof", EXPORT_PPROF},
+		{"pb", EXPORT_PPROF},
+		{"gz", EXPORT_PPROF},
+		{"svg", EXPORT_SVG},
+		{"html", EXPORT_SVG},
+		{"json", EXPORT_SPEEDSCOPE},
+		{"speedscope", EXPORT_SPEEDSCOPE},
+	};
+	const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+
+	if (!dot || (slash && dot < slash))
+		return -ENOENT;
+	for (unsigned int i = 0; i < sizeof(alike) / sizeof(alike[0]); i++)
+		if (!strcasecmp(dot + 1, alike[i].suffix)) {
+			*ret = alike[i].fmt;
+			return 0;
+		}
+	return -ENOENT;
+}
+
 void show_warn_unused(const struct show_opts *o)
 {
 	enum export_format fmt = EXPORT_FOLDED, sfx;
@@ -123,8 +156,12 @@ void show_warn_unused(const struct show_opts *o)
 	}
 	if (o->format && export__parse_format(o->format, &fmt) < 0)
 		return; /* show_export() says so */
-	if (!o->format && o->output_prof)
-		(void)export__format_of_path(o->output_prof, &fmt);
+	if (!o->format && o->output_prof && export__format_of_path(o->output_prof, &fmt) < 0 &&
+	    format_look_alike(o->output_prof, &sfx) == 0)
+		log_warn("-o '%s' looks like %s, but only %s picks it: writing folded stacks "
+			 "(--format %s writes %s)",
+			 o->output_prof, export__format_name(sfx), export__suffix(sfx),
+			 export__format_name(sfx), export__format_name(sfx));
 	if (o->format && o->output_prof && export__format_of_path(o->output_prof, &sfx) == 0 &&
 	    sfx != fmt)
 		log_warn("-o '%s' has the suffix of %s: --format %s writes %s into it",

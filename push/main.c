@@ -7,15 +7,19 @@
  *            [--retry_ms 1000] [--protocol pyroscope|parca] [--once] [--max_posts N]
  *            [--verbose]
  */
+#include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "common/pushurl.h"
 #include "common/safepath.h"
 #include "push.h"
+#include "storer/store.h"
 
 static int usage(int rc)
 {
@@ -39,8 +43,9 @@ static int usage(int rc)
 	       "      --org_id ID         X-Scope-OrgID header (multi-tenant Pyroscope)\n"
 	       "      --backlog N         intervals kept waiting before the oldest are given up,\n"
 	       "                          1..1000000 (default 360)\n"
-	       "      --retry_ms MS       first retry delay of a failed post, doubled up to the\n"
-	       "                          interval, 1..600000 (default 1000)\n"
+	       "      --retry_ms MS       first retry delay of a failed post (at most the\n"
+	       "                          interval), doubled up to the interval, 1..600000\n"
+	       "                          (default 1000)\n"
 	       "      --once              post what is sealed now, then exit\n"
 	       "      --max_posts N       exit after N posts, 1..2^30\n"
 	       "  -v, --verbose           debug logging\n"
@@ -66,6 +71,30 @@ static int num(const char *flag, const char *v, long lo, long hi, long *ret)
 	return 0;
 }
 
+/*
+ * --name, --host and --org_id go into the series name (name{host=H}), the
+ * Parca JSON and a header as they are: a value that would break those (or be
+ * cut short) would have every post refused, so it is refused here.
+ */
+static int label_ok(const char *flag, const char *v, size_t max, const char *forbidden)
+{
+	const char *p;
+
+	if (!*v || strlen(v) > max) {
+		log_error("--%s: invalid value '%s' (1..%zu characters)", flag, v, max);
+		return -1;
+	}
+	for (p = v; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f || strchr(forbidden, *p)) {
+			log_error("--%s: invalid value '%s' (no blank nor control character%s%s)",
+				  flag, v, forbidden[1] ? ", none of " : "", forbidden + 1);
+			return -1;
+		}
+	return 0;
+}
+
+#define LABEL_FORBIDDEN " {}=,\"\\"
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -87,6 +116,8 @@ int main(int argc, char **argv)
 	};
 	struct push_opts o = {.name = "cpa.cpu", .interval = 10, .backlog = 360, .retry_ms = 1000};
 	struct push_stats st;
+	char err[128], url[PUSH_URL_MAX], parent[4096];
+	struct stat sb;
 	long v;
 	int c, r;
 
@@ -101,12 +132,18 @@ int main(int argc, char **argv)
 			o.url = optarg;
 			break;
 		case 'n':
+			if (label_ok("name", optarg, 200, LABEL_FORBIDDEN) < 0)
+				return 2;
 			o.name = optarg;
 			break;
 		case 'H':
+			if (label_ok("host", optarg, 253, LABEL_FORBIDDEN) < 0)
+				return 2;
 			o.host = optarg;
 			break;
 		case 'O':
+			if (label_ok("org_id", optarg, 200, " ") < 0)
+				return 2;
 			o.org_id = optarg;
 			break;
 		case 'i':
@@ -153,6 +190,32 @@ int main(int argc, char **argv)
 	}
 	if (!o.root || !o.url || optind != argc) {
 		log_error("--store_dir and --url are required, and nothing else");
+		return usage(2);
+	}
+	if (push_url__check(o.url, err, sizeof(err)) < 0) {
+		log_error("--url: invalid value '%s' (%s; e.g. http://pyroscope:4040)", o.url, err);
+		return usage(2);
+	}
+	/* the posts' paths are appended: "http://h:4040/" + "/ingest" is no route */
+	snprintf(url, sizeof(url), "%s", o.url);
+	for (size_t n = strlen(url); n && url[n - 1] == '/'; n--)
+		url[n - 1] = 0;
+	o.url = url;
+	/* the root the monitor writes, whose cpa_* dirs are followed: a path that
+	 * is no directory, or one store dir, would be waited on for ever */
+	if (stat(o.root, &sb) < 0) {
+		log_error("--store_dir '%s': %s", o.root, strerror(errno));
+		return 1;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		log_error("--store_dir '%s': not a directory", o.root);
+		return 1;
+	}
+	if (store_dir__is_store(o.root)) {
+		snprintf(parent, sizeof(parent), "%s", o.root);
+		log_error("--store_dir '%s' is one store dir: give the store root that holds "
+			  "the cpa_* dirs, '%s' (cpa monitor's --store_dir)",
+			  o.root, dirname(parent));
 		return usage(2);
 	}
 	r = push__run(&o, &st);

@@ -101,17 +101,37 @@ static void dirs_close(struct sdir *d, int n)
 		store_reader__free(d[i].r);
 }
 
-static int64_t pos_load(const char *path)
+/*
+ * The saved position into *ret, -1 when there is none yet. A file that
+ * cannot be read or holds no position is an error (logged): starting over
+ * from the store's first record would post every kept window again.
+ */
+static int pos_load(const char *path, int64_t *ret)
 {
-	FILE *f = fopen(path, "re");
-	long long v = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	long long v;
+	char *end;
+	int r;
 
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	*ret = -1;
+	r = read_full_file(path, 0, 64, &buf, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return log_error_errno(r,
+				       "position file '%s': %m (nothing posted; remove it to "
+				       "post from the store's first record)",
+				       path);
+	errno = 0;
+	v = strtoll(buf, &end, 10);
+	if (errno || end == buf || v < 0 || (*end && strcmp(end, "\n")))
+		return log_error_errno(-EBADMSG,
+				       "position file '%s' holds no position ('%.*s'): nothing "
+				       "posted; remove it to post from the store's first record",
+				       path, (int)strcspn(buf, "\n"), buf);
+	*ret = v;
+	return 0;
 }
 
 /* Written beside it, then renamed, in a directory walked without following
@@ -273,8 +293,9 @@ static const char *resp_text(struct resp *rs)
 }
 
 /* POST the window's pprof as the backend wants it; 0 on a 2xx, -ECANCELED on a
- * stop, else -EIO (logged). */
-static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const char *body, size_t len)
+ * stop, else -EIO with the failure in why (the caller logs it). */
+static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const char *body, size_t len,
+		char *why, size_t whylen)
 {
 	char name[512], url[4096], hdr[300];
 	struct curl_slist *h = NULL;
@@ -331,23 +352,44 @@ static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const cha
 		return -ECANCELED;
 	}
 	if (cr == CURLE_WRITE_ERROR && rs->total > RESP_MAX) {
-		log_warn("post [%lld, %lld) to %s: HTTP %ld with a response over %d KiB: aborted, "
+		snprintf(why, whylen,
+			 "post [%lld, %lld) to %s: HTTP %ld with a response over %d KiB: aborted, "
 			 "counted as failed; it began: %s",
 			 (long long)a, (long long)b, p->o->url, code, RESP_MAX / 1024,
 			 resp_text(rs));
 		return -EIO;
 	}
 	if (cr != CURLE_OK) {
-		log_warn("post [%lld, %lld) to %s: %s", (long long)a, (long long)b, p->o->url,
-			 curl_easy_strerror(cr));
+		snprintf(why, whylen, "post [%lld, %lld) to %s: %s", (long long)a, (long long)b,
+			 p->o->url, curl_easy_strerror(cr));
 		return -EIO;
 	}
 	if (code < 200 || code > 299) {
-		log_warn("post [%lld, %lld) to %s: HTTP %ld: %s", (long long)a, (long long)b,
-			 p->o->url, code, rs->n ? resp_text(rs) : "(empty body)");
+		snprintf(why, whylen, "post [%lld, %lld) to %s: HTTP %ld: %s", (long long)a,
+			 (long long)b, p->o->url, code, rs->n ? resp_text(rs) : "(empty body)");
 		return -EIO;
 	}
 	return 0;
+}
+
+/*
+ * A backend that stays down fails the same post every retry: the first
+ * failure of a streak, and a failure that reads differently, are a warning;
+ * the same one again is logged at debug level (--verbose), so an outage is
+ * one line in the journal, and its end another.
+ */
+static void failing_log(const char *why, uint32_t *failing, uint32_t delay, uint32_t interval)
+{
+	static char last[RESP_KEEP + 1024];
+
+	if (!*failing || strcmp(why, last))
+		log_warn("%s; kept, retried in %u ms, the delay doubling up to %u s (the same "
+			 "failure again is logged with --verbose only)",
+			 why, delay, interval);
+	else
+		log_debug("%s (attempt %u)", why, *failing + 1);
+	snprintf(last, sizeof(last), "%s", why);
+	++*failing;
 }
 
 static void sleep_ms(uint32_t ms)
@@ -364,7 +406,11 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 	struct poster p = {.o = o};
 	char posf[PATH_MAX], tmp[PATH_MAX];
 	struct sigaction sa = {.sa_handler = on_signal};
-	uint32_t delay = o->retry_ms;
+	/* the first retry's delay, doubled up to the interval: never past it */
+	uint32_t delay0 = MIN(o->retry_ms, o->interval * 1000u), delay = delay0;
+	uint32_t failing = 0; /* failed posts in a row */
+	bool waiting_said = false;
+	char why[RESP_KEEP + 1024];
 	int r = 0;
 
 	sigaction(SIGTERM, &sa, NULL);
@@ -377,7 +423,13 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 	snprintf(tmp, sizeof(tmp), "%s/.cpa-push.pb.gz", o->root);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(p.c = curl_easy_init()))
 		return log_error_errno(-ENOMEM, "libcurl init failed");
-	st.pos = pos_load(posf);
+	if (pos_load(posf, &st.pos) < 0) {
+		curl_easy_cleanup(p.c);
+		curl_global_cleanup();
+		if (ret)
+			*ret = st;
+		return -EBADMSG;
+	}
 	if (st.pos >= 0)
 		log_info("resuming at %lld (%s)", (long long)st.pos, posf);
 
@@ -399,6 +451,11 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 			dirs_close(d, nd);
 			if (o->once)
 				break;
+			if (!waiting_said)
+				log_info("no store under '%s' yet (no cpa_* dir with records): "
+					 "waiting for one",
+					 o->root);
+			waiting_said = true;
 			sleep_ms(1000);
 			continue;
 		}
@@ -444,15 +501,21 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 					r = -EIO; /* retried, as a failed post */
 					break;
 				}
-				r = post(&p, a, b, freq, body, len);
+				r = post(&p, a, b, freq, body, len, why, sizeof(why));
 				if (r == -ECANCELED) {
 					r = 0; /* stopping: the window stays for the next start */
 					break;
 				}
 				if (r < 0) {
 					st.post_errors++;
+					failing_log(why, &failing, delay, o->interval);
 					break; /* retry this window after a delay */
 				}
+				if (failing)
+					log_info("post [%lld, %lld) to %s accepted after %u failed "
+						 "attempt(s)",
+						 (long long)a, (long long)b, o->url, failing);
+				failing = 0;
 				st.posts++;
 				posted = true;
 			}
@@ -462,7 +525,7 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 				log_error_errno(r, "save '%s': %m", posf);
 				break;
 			}
-			delay = o->retry_ms;
+			delay = delay0;
 			if (o->max_posts && (long)st.posts >= o->max_posts) {
 				stop = 1;
 				break;

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "shm/config.h"
 #include "common/opts.h"
+#include "common/pushurl.h"
 #include "test_util.h"
 
 static char logbuf[8192];
@@ -235,6 +236,8 @@ START_TEST(test_bad_values_named)
 		{MON, "--probe", "uprobe:/bin/x:sym+",
 		 "--probe: invalid value 'uprobe:/bin/x:sym+'"},
 		{MON, "--probe", "kretprobe:fn+4", "--probe: invalid value 'kretprobe:fn+4'"},
+		{MON, "--probe", "uretprobe:/bin/x:fn+4",
+		 "--probe: invalid value 'uretprobe:/bin/x:fn+4'"},
 		{MON, "--probe_rate", "-1", "--probe_rate: value '-1' out of range"},
 		{MON, "--probe_budget", "101", "--probe_budget: invalid value '101'"},
 		{MON, "--probe_budget", "0.", "--probe_budget: invalid value '0.'"},
@@ -364,13 +367,23 @@ START_TEST(test_built_flags_accepted)
 	ck_assert_int_eq(cpa_opts__probe_budget_ppm("100"), 1000000);
 	ck_assert_int_eq(cpa_opts__probe_budget_ppm("0.0001"), 1);
 	ck_assert_int_eq(cpa_opts__probe_budget_ppm("0.00015"), -EINVAL); /* 4 decimals at most */
-	ck_assert_int_eq(PARSE(MON, "--probe", "tracepoint:a:b", "--probe", "tracepoint:a:b",
-			       "--probe", "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
-			       "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
-			       "tracepoint:a:b", "--probe", "tracepoint:a:b", "--probe",
-			       "tracepoint:a:b"),
+	ck_assert_int_eq(PARSE(MON, "--probe", "tracepoint:a:b1", "--probe", "tracepoint:a:b2",
+			       "--probe", "tracepoint:a:b3", "--probe", "tracepoint:a:b4",
+			       "--probe", "tracepoint:a:b5", "--probe", "tracepoint:a:b6",
+			       "--probe", "tracepoint:a:b7", "--probe", "tracepoint:a:b8",
+			       "--probe", "tracepoint:a:b9"),
 			 -EINVAL);
 	ASSERT_LOG("--probe: at most 8 probes");
+	/* The same probe twice (also spelt differently) would record each hit twice. */
+	ck_assert_int_eq(PARSE(MON, "--probe", "tracepoint:a:b", "--probe", "tracepoint:a:b"),
+			 -EINVAL);
+	ASSERT_LOG("--probe: 'tracepoint:a:b' is the same probe as probe 0 'tracepoint:a:b'");
+	ck_assert_int_eq(PARSE(MON, "--probe", "uprobe:/bin/x:f", "--probe", "uprobe:/bin/x:f+0x0"),
+			 -EINVAL);
+	ASSERT_LOG("--probe: 'uprobe:/bin/x:f+0x0' is the same probe as probe 0 'uprobe:/bin/x:f'");
+	ck_assert_int_eq(PARSE(MON, "--probe", "uprobe:/bin/x:f", "--probe", "uretprobe:/bin/x:f",
+			       "--probe", "uprobe:/bin/x:f+4"),
+			 0);
 	ck_assert_int_eq(PARSE(MON, "--backend", "perf"), 0);
 	ck_assert_int_eq(PARSE(MON, "--debug_option", "12,10,/tmp/dump"), 0);
 	ck_assert_int_eq(PARSE(MON, "--parse_env_values", "a,b"), 0);
@@ -679,6 +692,24 @@ START_TEST(test_bin_errors)
 	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "status");
 	ck_assert_int_eq(r.code, 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "no cpa monitor runs on '/nonexistent-store'"));
+	/* a store dir of the root given for the root: named as such, with the root */
+	{
+		char sd[PATH_MAX + 64], seg[PATH_MAX + 96], want[2 * PATH_MAX + 200];
+		FILE *f;
+
+		snprintf(sd, sizeof(sd), "%s/cpa_261129", dir);
+		ck_assert_int_eq(mkdir(sd, 0750), 0);
+		snprintf(seg, sizeof(seg), "%s/seg_000001.cps", sd);
+		f = fopen(seg, "we");
+		ck_assert_ptr_nonnull(f);
+		fclose(f);
+		RUN(&r, "ctl", "--store_dir", sd, "status");
+		snprintf(want, sizeof(want),
+			 "no cpa monitor runs on '%s': it is one store dir, the monitor's "
+			 "--store_dir is the root that holds it, '%s'",
+			 sd, dir);
+		ck_assert_msg(r.code == 1 && strstr(r.err, want), "exit %d: %s", r.code, r.err);
+	}
 	/* a bad value is a usage error (2) whether a monitor runs or not */
 	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "cost", "abc");
 	ck_assert_int_eq(r.code, 2);
@@ -692,6 +723,67 @@ START_TEST(test_bin_errors)
 	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "mem", "capture", "64");
 	ck_assert_int_eq(r.code, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "mem: capture has no cache to cap"));
+	/* the storer reads no rate limit: a value it would ignore is refused */
+	RUN(&r, "ctl", "--store_dir", "/nonexistent-store", "rate", "storer", "100");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert_msg(strstr(r.err, "rate: storer applies no rate limit (capture, unwindd or "
+				    "symd)"),
+		      "%s", r.err);
+}
+END_TEST
+
+/* --push URL (and cpa-push --url): a URL no post could reach is refused at the
+ * option check, not retried for ever by the keeper. */
+START_TEST(test_push_url)
+{
+	static const char *const good[] = {
+		"http://pyroscope:4040", "https://p.example.com",
+		"HTTP://h:1/",		 "http://10.0.0.1:4040/pr",
+		"http://[::1]:4040",	 "http://u:pw@h:4040",
+		"http://h:65535",	 "https://grafana.net/pyroscope/",
+	};
+	static const char *const bad[][2] = {
+		{"", "http:// or https://"},	    {"pyroscope:4040", "http:// or https://"},
+		{"ftp://h", "http:// or https://"}, {"http://", "no host"},
+		{"http://:4040", "no host"},	    {"http:///ingest", "no host"},
+		{"http://h:", "an empty port"},	    {"http://h:0", "1..65535"},
+		{"http://h:65536", "1..65535"},	    {"http://h:99999999999999999999", "1..65535"},
+		{"http://h:40x0", "1..65535"},	    {"http://h /x", "blank"},
+		{"http://h/x\n", "control"},	    {"http://h/?name=x", "no query"},
+		{"http://h/#f", "no query"},	    {"http://[]:1", "[address]"},
+		{"http://[::1]x", "only :port"},
+	};
+	char err[128];
+
+	for (unsigned int i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(push_url__check(good[i], err, sizeof(err)) == 0, "'%s' refused: %s",
+			      good[i], err);
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_msg(push_url__check(bad[i][0], err, sizeof(err)) == -EINVAL,
+			      "'%s' accepted", bad[i][0]);
+		ck_assert_msg(!bad[i][1] || strstr(err, bad[i][1]), "'%s': %s", bad[i][0], err);
+	}
+	{
+		char *lng = malloc(PUSH_URL_MAX + 16);
+
+		ck_assert_ptr_nonnull(lng);
+		memset(lng, 'a', PUSH_URL_MAX + 15);
+		memcpy(lng, "http://h/", 9);
+		lng[PUSH_URL_MAX] = 0;
+		ck_assert_int_eq(push_url__check(lng, err, sizeof(err)), -EINVAL);
+		ck_assert_str_eq(err, "longer than 2047 bytes");
+		lng[PUSH_URL_MAX - 1] = 0;
+		ck_assert_int_eq(push_url__check(lng, err, sizeof(err)), 0);
+		free(lng);
+	}
+	ck_assert_int_eq(PARSE(MON, "--push", "pyroscope:4040"), -EINVAL);
+	ASSERT_LOG("--push: invalid value 'pyroscope:4040' (it must start with http:// or "
+		   "https://; e.g. http://pyroscope:4040)");
+	ck_assert_int_eq(PARSE(MON, "--push", "http://pyroscope:4040"), 0);
+	ck_assert_str_eq(O.mon.push, "http://pyroscope:4040");
+	/* --oneshot removes the store cpa-push follows: its last windows would be lost */
+	ck_assert_int_eq(PARSE(MON, "--push", "http://pyroscope:4040", "--oneshot"), -EINVAL);
+	ASSERT_LOG("--push follows a store, --oneshot writes one profile and removes its store");
 }
 END_TEST
 
@@ -930,6 +1022,26 @@ START_TEST(test_bin_input_files)
 	ck_assert_int_eq(chmod(pol, 0644), 0);
 	/* The same file, trusted, is accepted. */
 	ck_assert_int_eq(PARSE(MON, "--policy", pol), 0);
+	/* ... but not where no policy can be evaluated: a usage error (2), before any
+	 * store is made */
+	{
+		static const char *const no[][2] = {
+			{"--backend", "perf"}, {"--sched_metrics", "0"}, {"--oneshot", "1"}};
+		char want[128];
+
+		for (unsigned int i = 0; i < 3; i++) {
+			RUN(&r, "monitor", "--store_dir", store, "--policy", pol, "--duration", "1",
+			    no[i][0], no[i][1]);
+			snprintf(want, sizeof(want),
+				 "--policy needs the scheduler metrics and the BPF backend: not "
+				 "with %s",
+				 i == 1 ? "--sched_metrics=0" : no[i][0]);
+			ck_assert_msg(r.code == 2 && strstr(r.err, want), "%s: exit %d: %s",
+				      no[i][0], r.code, r.err);
+			ck_assert_int_eq(access(store, F_OK), -1);
+		}
+	}
+	ck_assert_int_eq(PARSE(MON, "--policy", pol, "--sched_metrics=sampled"), 0);
 
 	/* Writable by anyone: anyone decides what cpa (root) boosts. */
 	ck_assert_int_eq(chmod(pol, 0666), 0);
@@ -1072,7 +1184,7 @@ static Suite *cli_suite(void)
 			       test_sched_metrics_values, test_bad_values_named, test_stack_size,
 			       test_cpulist, test_built_flags_accepted, test_config_file,
 			       test_config_hostile, test_btf_path, test_time_of_day,
-			       test_null_is_default, test_given_unused);
+			       test_null_is_default, test_given_unused, test_push_url);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	TEST_TCASE(s, "binary", test_bin_version_usage, test_bin_errors, test_bin_input_files,

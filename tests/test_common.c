@@ -449,6 +449,41 @@ __attribute__((noinline)) int probespec_target(int x)
 	return x * 3 + 1;
 }
 
+#ifdef __x86_64__
+/* Instructions of known lengths, starting at 0, 10, 14, 18 and 24. */
+__asm__(".text\n"
+	".globl probespec_insns\n"
+	".type probespec_insns, @function\n"
+	"probespec_insns:\n"
+	"	movabs $0x1122334455667788, %rax\n" /* 48 b8 imm64 */
+	"	lea 0x1(%rdi,%rdi,2), %eax\n"	    /* 8d 44 7f 01 */
+	"	vpxor %xmm0, %xmm0, %xmm0\n"	    /* c5 f9 ef c0 */
+	"	mov 0x10(%rip), %eax\n"		    /* 8b 05 disp32 */
+	"	ret\n"
+	".size probespec_insns, .-probespec_insns\n");
+#endif
+
+/* A uprobe inside an instruction (its breakpoint byte corrupted it: the probed
+ * program crashed) is refused; one at an instruction's start is taken. */
+START_TEST(test_probespec_insn_boundary)
+{
+#ifdef __x86_64__
+	char self[4096], spec[4200];
+	struct probe_spec p;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	ck_assert_int_gt(n, 0);
+	self[n] = 0;
+	for (unsigned int off = 1; off <= 24; off++) {
+		bool start = off == 10 || off == 14 || off == 18 || off == 24;
+
+		snprintf(spec, sizeof(spec), "uprobe:%s:probespec_insns+%u", self, off);
+		ck_assert_msg(probe_spec__resolve(spec, &p) == (start ? 0 : -ERANGE), "+%u", off);
+	}
+#endif
+}
+END_TEST
+
 START_TEST(test_probespec)
 {
 	static const char *const bad[] = {
@@ -457,6 +492,11 @@ START_TEST(test_probespec)
 		"uprobe:x:y", "uprobe:/x",    "uprobe:/x:sym+",	  "uprobe:/x:sym+zz",
 		"usdt:/x:n",  "usdt:/x::n",   "uretprobe:/x:",
 	};
+	/* an offset is digits: not a negative one (before the symbol), nor blanks */
+	static const char *const bad_off[] = {"uprobe:/x:sym+-5", "uprobe:/x:sym+ 5",
+					      "kprobe:vfs_read+-8",
+					      /* a return probe inside the function crashed it */
+					      "uretprobe:/x:fn+4", "uretprobe:/x:fn+0"};
 	char self[4096], spec[4200];
 	struct probe_spec p;
 	uint8_t code[16];
@@ -465,15 +505,23 @@ START_TEST(test_probespec)
 
 	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(probe_spec__parse(bad[i], &p) == -EINVAL, "'%s' accepted", bad[i]);
+	for (unsigned int i = 0; i < sizeof(bad_off) / sizeof(bad_off[0]); i++)
+		ck_assert_msg(probe_spec__parse(bad_off[i], &p) == -EINVAL, "'%s' accepted",
+			      bad_off[i]);
 	ck_assert_int_eq(probe_spec__parse("tracepoint:sched:sched_switch", &p), 0);
 	ck_assert_int_eq(p.type, PROBE_TRACEPOINT);
 	ck_assert_str_eq(p.a, "sched");
 	ck_assert_str_eq(p.b, "sched_switch");
-	ck_assert_int_eq(probe_spec__parse("uretprobe:/usr/lib/a:b.so:fn+0x20", &p), 0);
-	ck_assert_int_eq(p.type, PROBE_URETPROBE);
+	ck_assert_int_eq(probe_spec__parse("uprobe:/usr/lib/a:b.so:fn+0x20", &p), 0);
+	ck_assert_int_eq(p.type, PROBE_UPROBE);
 	ck_assert_str_eq(p.path, "/usr/lib/a:b.so");
 	ck_assert_str_eq(p.a, "fn");
 	ck_assert_uint_eq(p.off, 0x20);
+	ck_assert_int_eq(probe_spec__parse("uretprobe:/usr/lib/a:b.so:fn", &p), 0);
+	ck_assert_int_eq(p.type, PROBE_URETPROBE);
+	ck_assert_str_eq(p.path, "/usr/lib/a:b.so");
+	ck_assert_str_eq(p.a, "fn");
+	ck_assert_uint_eq(p.off, 0);
 	ck_assert_int_eq(probe_spec__parse("usdt:/bin/x:prov:name", &p), 0);
 	ck_assert_int_eq(p.type, PROBE_USDT);
 	ck_assert_str_eq(p.path, "/bin/x");
@@ -504,6 +552,11 @@ START_TEST(test_probespec)
 			probe_spec__resolve("uprobe:/lib/x86_64-linux-gnu/libc.so.6:getppid", &p),
 			0);
 		ck_assert_uint_gt(p.file_off, 0);
+		/* an offset past the function's end would trap in the next one */
+		ck_assert_int_eq(
+			probe_spec__resolve(
+				"uprobe:/lib/x86_64-linux-gnu/libc.so.6:getppid+0x10000", &p),
+			-ERANGE);
 	}
 	snprintf(spec, sizeof(spec), "uprobe:%s:no_such_function_here", self);
 	ck_assert_int_eq(probe_spec__resolve(spec, &p), -ENOENT);
@@ -808,11 +861,17 @@ int main(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{"timeutil", test_timeutil},   {"fileio", test_read_full_file},
-		{"intern", test_intern},       {"cpulist", test_cpulist},
-		{"probespec", test_probespec}, {"array", test_array},
-		{"hash", test_hash},	       {"intern_flags", test_intern_flags},
-		{"gopclntab", test_gopclntab}, {"heaptrim", test_heaptrim},
+		{"timeutil", test_timeutil},
+		{"fileio", test_read_full_file},
+		{"intern", test_intern},
+		{"cpulist", test_cpulist},
+		{"probespec", test_probespec},
+		{"array", test_array},
+		{"hash", test_hash},
+		{"intern_flags", test_intern_flags},
+		{"gopclntab", test_gopclntab},
+		{"heaptrim", test_heaptrim},
+		{"probespec_insn", test_probespec_insn_boundary},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -760,6 +760,86 @@ START_TEST(test_ctl_mem)
 }
 END_TEST
 
+/* symd's cache cap as `cpa ctl status` shows it (MiB), -1 if not found. */
+static long long symd_cap(struct mon *m)
+{
+	char *out, *l;
+	long long mb = -1;
+
+	ck_assert_int_eq(CTL(m, &out, "status"), 0);
+	l = strstr(out, "\nsymd: ");
+	l = l ? strstr(l, "mem limit ") : NULL;
+	if (l)
+		mb = strtoll(l + strlen("mem limit "), NULL, 10);
+	free(out);
+	return mb;
+}
+
+/* Two `cpa ctl mem symd` runs at once, output dropped. */
+static void ctl_mem_pair(struct mon *m, const char *a, const char *b)
+{
+	const char *v[2] = {a, b};
+	char cpa[PATH_MAX];
+	pid_t pid[2];
+
+	snprintf(cpa, sizeof(cpa), "%s/bin/cpa", build_dir());
+	for (int i = 0; i < 2; i++) {
+		pid[i] = fork();
+		ck_assert_int_ge(pid[i], 0);
+		if (pid[i] == 0) {
+			int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execl(cpa, cpa, "ctl", "--store_dir", m->store, "mem", "symd", v[i],
+			      (char *)NULL);
+			_exit(127);
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		waitpid(pid[i], NULL, 0);
+}
+
+/*
+ * The cache cap and the RLIMIT_AS backstop ctl mem moves along never
+ * disagree: not after a cut then a raise (raising a hard limit needs
+ * CAP_SYS_RESOURCE: without it the raise is refused, exit 1, and the cap
+ * stays), not after two ctl runs at once. A cap above its backstop has the
+ * stage fail allocations before it evicts.
+ */
+START_TEST(test_ctl_mem_backstop_agrees)
+{
+	struct mon m;
+	char *out;
+	pid_t pid;
+	int rc;
+
+	mon_start(&m, NULL, (const char *const[]){"--max_cache_size_mb", "256", NULL});
+	mon_ready(&m);
+	pid = running_pid(&m, "symd", 1);
+	ck_assert_int_gt(pid, 0);
+	if (!as_limit_of(pid)) { /* a sanitizer build sets no backstop */
+		mon_stop_drained(&m, SIGTERM);
+		return;
+	}
+	ck_assert_int_eq(CTL(&m, &out, "mem", "symd", "64"), 0);
+	free(out);
+	rc = CTL(&m, &out, "mem", "symd", "512");
+	ck_assert_msg(rc == 0 || (rc == 1 && strstr(out, "needs CAP_SYS_RESOURCE") &&
+				  strstr(out, "its cache cap stays 64 MiB")),
+		      "exit %d: %s", rc, out);
+	free(out);
+	ck_assert_int_eq(symd_cap(&m), rc == 0 ? 512 : 64);
+	ck_assert_uint_eq(as_limit_of(pid), (2ull * (unsigned long long)symd_cap(&m) + 1024) << 20);
+	for (int i = 0; i < 10; i++) {
+		ctl_mem_pair(&m, i % 2 ? "40" : "30", i % 2 ? "700" : "600");
+		ck_assert_uint_eq(as_limit_of(pid), (2ull * (unsigned long long)symd_cap(&m) + 1024)
+							    << 20);
+	}
+	mon_stop_drained(&m, SIGTERM);
+}
+END_TEST
+
 /* CapEff of pid, ~0 if unreadable or without no_new_privs. */
 static unsigned long long cap_eff(pid_t pid)
 {
@@ -1103,6 +1183,7 @@ static Suite *monitor_suite(void)
 	tcase_add_test(tc, test_crash_loop_keeps_trying);
 	tcase_add_test(tc, test_ctl_cost);
 	tcase_add_test(tc, test_ctl_mem);
+	tcase_add_test(tc, test_ctl_mem_backstop_agrees);
 	tcase_add_test(tc, test_stage_capabilities);
 	tcase_add_test(tc, test_store_dir_refused);
 	tcase_add_test(tc, test_ctl_rate_restart);

@@ -178,6 +178,13 @@ static void build_store(const char *dir)
 	store_writer__free(w);
 }
 
+/* appended to the receiver's URL by push() */
+static const char *url_tail = "";
+/* push()'s stderr goes there when set */
+static const char *push_log;
+/* push()'s --retry_ms */
+static const char *push_retry_ms = "20";
+
 /* Run cpa-push --once with extra args; its exit code. */
 static int push(const char *extra1, const char *extra2)
 {
@@ -187,13 +194,24 @@ static int push(const char *extra1, const char *extra2)
 	int st;
 
 	snprintf(exe, sizeof(exe), "%s/bin/cpa-push", b);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", rx.port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", rx.port, url_tail);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		execl(exe, exe, "--store_dir", root, "--url", url, "--interval", "10", "--once",
-		      "--retry_ms", "20", "--host", "testhost", "--org_id", "tenant-1", extra1,
-		      extra2, (char *)NULL);
+		int fd = push_log ? open(push_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
+				  : -1;
+		const char *argv[24] = {exe,	      "--store_dir", root,     "--url",
+					url,	      "--interval",  "10",     "--once",
+					"--retry_ms", push_retry_ms, "--host", "testhost",
+					"--org_id",   "tenant-1"};
+		int n = 14;
+
+		if (fd >= 0)
+			dup2(fd, 2);
+		argv[n++] = extra1;
+		argv[n++] = extra1 ? extra2 : NULL;
+		argv[n] = NULL;
+		execv(exe, (char **)argv);
 		_exit(127);
 	}
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -284,20 +302,60 @@ START_TEST(test_push_restart_and_outage)
 		snprintf(pos, sizeof(pos), "%s/.cpa-push.pos", root);
 		ck_assert_int_eq(unlink(pos), 0);
 	}
-	rc = push("--backlog", "3");
+	/* ... through an outage of 3 failed posts: one warning for it (not one a
+	 * retry), one line when it ends */
+	{
+		char lp[1100], *log;
+		const char *l;
+		int warns = 0;
+
+		snprintf(lp, sizeof(lp), "%s/push.log", root);
+		push_log = lp;
+		atomic_store(&rx.failed, 0);
+		atomic_store(&rx.fail_next, 3);
+		rc = push("--backlog", "3");
+		push_log = NULL;
+		ck_assert_int_eq(atomic_load(&rx.failed), 3);
+		log = test_slurp(lp, NULL);
+		ck_assert_ptr_nonnull(log);
+		for (l = log; (l = strstr(l, "WARNING: post [")); l++)
+			warns++;
+		ck_assert_msg(warns == 1, "%d warnings for one outage: %s", warns, log);
+		ck_assert_msg(strstr(log, "HTTP 503") && strstr(log, "accepted after 3 failed "
+								     "attempt(s)"),
+			      "%s", log);
+		free(log);
+		ck_assert_int_eq(unlink(lp), 0);
+	}
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(atomic_load(&rx.n), n + 3);
 	ck_assert_int_eq(rx.up[n].from, expect_from - 3 * INTERVAL);
 	ck_assert_int_eq(rx.up[n + 2].until, expect_from);
 	/* 5: Parca: WriteRaw JSON with the pprof base64'd, the same samples */
 	{
-		char pos[1100], cmd[4096];
+		char pos[1100], cmd[4096], lp[1100], *log;
 		long ptotal = 0;
 
 		snprintf(pos, sizeof(pos), "%s/.cpa-push.pos", root);
 		ck_assert_int_eq(unlink(pos), 0);
 		n = atomic_load(&rx.n);
+		url_tail = "/"; /* a base URL written with its slash: still /profiles/writeraw */
+		/* a first retry delay longer than the interval waits the interval (the
+		 * delay doubles up to it), not --retry_ms */
+		snprintf(lp, sizeof(lp), "%s/push.log", root);
+		push_log = lp;
+		push_retry_ms = "600000";
+		atomic_store(&rx.failed, 0);
+		atomic_store(&rx.fail_next, 1);
 		rc = push("--protocol", "parca");
+		url_tail = "";
+		push_log = NULL;
+		push_retry_ms = "20";
+		ck_assert_int_eq(atomic_load(&rx.failed), 1);
+		log = test_slurp(lp, NULL);
+		ck_assert_msg(strstr(log, "retried in 10000 ms"), "%s", log);
+		free(log);
+		ck_assert_int_eq(unlink(lp), 0);
 		ck_assert_int_eq(rc, 0);
 		ck_assert_int_eq(atomic_load(&rx.n) - n, (int)((expect_from - first) / INTERVAL));
 		for (i = n; i < atomic_load(&rx.n); i++) {
@@ -319,6 +377,102 @@ START_TEST(test_push_restart_and_outage)
 			ptotal += upload_samples(dec, raw, sizeof(raw));
 		}
 		ck_assert_int_eq(ptotal, want);
+	}
+	/* 6: a position file that holds no position is an error, not a start from
+	 * the first record (which would post every window again) */
+	{
+		char pos[1100];
+		FILE *f;
+
+		snprintf(pos, sizeof(pos), "%s/.cpa-push.pos", root);
+		f = fopen(pos, "we");
+		ck_assert_ptr_nonnull(f);
+		fputs("garbage\n", f);
+		fclose(f);
+		n = atomic_load(&rx.n);
+		rc = push(NULL, NULL);
+		ck_assert_int_eq(rc, 1);
+		ck_assert_int_eq(atomic_load(&rx.n), n);
+	}
+}
+END_TEST
+
+/* A URL no post could reach is a usage error, one line naming it, not a
+ * cpa-push that fails every post for ever. */
+START_TEST(test_push_bad_url)
+{
+	static const char *const bad[] = {"pyroscope:4040", "http://h:0", "http://h/x?y=1",
+					  "ftp://h", ""};
+	const char *b = getenv("CPA_BUILD_DIR");
+	char cmd[4096], out[2048];
+
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		FILE *p;
+		size_t n;
+		int st;
+
+		snprintf(cmd, sizeof(cmd),
+			 "timeout 20 '%s/bin/cpa-push' --store_dir '%s' --url '%s' --once 2>&1", b,
+			 root, bad[i]);
+		p = popen(cmd, "r");
+		ck_assert_ptr_nonnull(p);
+		n = fread(out, 1, sizeof(out) - 1, p);
+		out[n] = 0;
+		st = pclose(p);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "'%s': status %d: %s", bad[i],
+			      st, out);
+		snprintf(cmd, sizeof(cmd), "--url: invalid value '%s' (", bad[i]);
+		ck_assert_msg(strstr(out, cmd), "'%s': %s", bad[i], out);
+	}
+	/* what goes into the series name, the Parca JSON or a header as it is */
+	{
+		static const char *const lab[][2] = {{"--name", "app{x"},
+						     {"--host", "h,env=x"},
+						     {"--host", "h\"x"},
+						     {"--name", ""},
+						     {"--org_id", "t\r\nX-Evil: 1"}};
+		char *o;
+		int rc;
+
+		for (unsigned int i = 0; i < sizeof(lab) / sizeof(lab[0]); i++) {
+			setenv("CPA_T_VAL", lab[i][1], 1);
+			o = test_cmd_out(&rc,
+					 "timeout 20 '%s/bin/cpa-push' --store_dir '%s' --url "
+					 "http://127.0.0.1:9 --once %s \"$CPA_T_VAL\" 2>&1",
+					 b, root, lab[i][0]);
+			snprintf(cmd, sizeof(cmd), "%s: invalid value '", lab[i][0]);
+			ck_assert_msg(rc == 2 && strstr(o, cmd), "%s '%s': exit %d: %s", lab[i][0],
+				      lab[i][1], rc, o);
+			free(o);
+		}
+		unsetenv("CPA_T_VAL");
+	}
+	/* --store_dir: one store dir (not its root) would be waited on for ever, a
+	 * file was named as a bad position file */
+	{
+		char sd[1100], f[1100], want[2400], *o;
+		int rc;
+
+		ck_assert_int_eq(t_store_dir(root, sd, sizeof(sd)), 0);
+		o = test_cmd_out(&rc,
+				 "timeout 20 '%s/bin/cpa-push' --store_dir '%s' --url "
+				 "http://127.0.0.1:9 --once 2>&1",
+				 b, sd);
+		snprintf(want, sizeof(want),
+			 "--store_dir '%s' is one store dir: give the store root that holds the "
+			 "cpa_* dirs, '%s'",
+			 sd, root);
+		ck_assert_msg(rc == 2 && strstr(o, want), "exit %d: %s", rc, o);
+		free(o);
+		snprintf(f, sizeof(f), "%s/.cpa-lock", root);
+		o = test_cmd_out(&rc,
+				 "timeout 20 '%s/bin/cpa-push' --store_dir '%s' --url "
+				 "http://127.0.0.1:9 --once 2>&1",
+				 b, f);
+		snprintf(want, sizeof(want), "--store_dir '%s': not a directory", f);
+		ck_assert_msg(rc == 1 && strstr(o, want) && !strstr(o, "position file"),
+			      "exit %d: %s", rc, o);
+		free(o);
 	}
 }
 END_TEST
@@ -695,11 +849,13 @@ int main(void)
 	tcase_add_test(tc, test_push_restart_and_outage);
 	tcase_add_test(tc, test_push_streaming_receiver);
 	tcase_add_test(tc, test_push_sigterm_cancels_post);
+	tcase_add_test(tc, test_push_bad_url);
 #endif
 	(void)test_monitor_push; /* the other program's case */
 	(void)test_push_restart_and_outage;
 	(void)test_push_streaming_receiver;
 	(void)test_push_sigterm_cancels_post;
+	(void)test_push_bad_url;
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	/* no fork: the receiver thread and its state live in this process */

@@ -861,6 +861,20 @@ START_TEST(test_show_unused_opts)
 	/* a format and a file of another format's suffix */
 	snprintf(path, sizeof(path), "%s/x.svg", mroot);
 	said(&o, "has the suffix of svg: --format pprof writes pprof into it");
+	/* no format, and a suffix that reads as one but is not its (folded text) */
+	o.format = NULL;
+	snprintf(path, sizeof(path), "%s/x.pprof", mroot);
+	said(&o, "/x.pprof' looks like pprof, but only .pb.gz picks it: writing folded stacks "
+		 "(--format pprof writes pprof)");
+	snprintf(path, sizeof(path), "%s/x.SVG", mroot);
+	said(&o, "/x.SVG' looks like svg, but only .svg picks it");
+	snprintf(path, sizeof(path), "%s/x.json", mroot);
+	said(&o, "/x.json' looks like speedscope, but only .speedscope.json picks it");
+	snprintf(path, sizeof(path), "%s/x.txt", mroot);
+	logbuf[0] = 0;
+	ck_assert_msg(run(&o) == 0, "%s", logbuf);
+	ck_assert_msg(!strstr(logbuf, "looks like"), "%s", logbuf);
+	o.format = "pprof";
 
 	/* a split keeps every field */
 	snprintf(split, sizeof(split), "%s/split", mroot);
