@@ -495,15 +495,16 @@ static void warn_skipped(const struct store_reader *r, const char *dir)
 
 /*
  * The export window [*ret_t0, *ret_t0 + *ret_n) in unix seconds, within the
- * records [first, last]. A start before the first record starts at it (CPA
- * reads the records from there); a window reaching past the last record, or
+ * time the records cover, [first, end) (end: store_reader__range_end(), past
+ * the last record's interval). A start before the first record starts at it
+ * (CPA reads the records from there); a window reaching past end, or
  * starting after it, is "Not Found Enough Records" (-ENODATA).
  */
-static int select_window(const struct show_opts *o, uint64_t first, uint64_t last, long stod,
+static int select_window(const struct show_opts *o, uint64_t first, uint64_t end_ns, long stod,
 			 long etod, int64_t *ret_t0, int64_t *ret_n)
 {
 	/* Times of day are within the store's own day: that of its first record. */
-	int64_t first_s = (int64_t)(first / NS), last_s = (int64_t)(last / NS);
+	int64_t first_s = (int64_t)(first / NS), end_s = (int64_t)(end_ns / NS);
 	int64_t day0 = local_midnight(first_s);
 	int64_t t0 = stod >= 0 ? day0 + stod : first_s, end = 0;
 	char a[32], b[32], ha[32], hb[32];
@@ -530,11 +531,11 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t las
 	}
 	if (etod < 0)
 		end = t0 + o->output_num;
-	if (end > last_s + 1 || end <= t0) {
+	if (end > end_s || end <= t0) {
 		fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
 		fmt_tod((uint64_t)end * NS, b, sizeof(b));
 		fmt_tod((uint64_t)first_s * NS, ha, sizeof(ha));
-		fmt_tod((uint64_t)(last_s + 1) * NS, hb, sizeof(hb));
+		fmt_tod((uint64_t)end_s * NS, hb, sizeof(hb));
 		log_error("Not Found Enough Records: asked for [ %s - %s ], the store holds [ %s - "
 			  "%s ]",
 			  a, b, ha, hb);
@@ -626,7 +627,7 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	int64_t t0, n;
 	int ret;
 
-	ret = select_window(o, first, last, stod, etod, &t0, &n);
+	ret = select_window(o, first, store_reader__range_end(r, last), stod, etod, &t0, &n);
 	if (ret < 0)
 		return ret;
 	fmt_tod((uint64_t)t0 * NS, a, sizeof(a));

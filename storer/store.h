@@ -403,6 +403,12 @@ typedef int (*store_metrics_fn)(void *ctx, const struct cpa_metrics *m,
  * returning non-zero stops the walk and is returned. */
 int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns,
 			  store_metrics_fn fn, void *ctx);
+/* The end (realtime ns, a whole second) of the time the records cover, last_ns
+ * being store_reader__range()'s last: a metrics record of an idle host's
+ * stretched interval covers the seconds of its interval_ms from its start
+ * (docs/metrics.md, "Idle host"), any other record its second. The last
+ * record's start + its length, or last_ns's second + 1 when reading fails. */
+uint64_t store_reader__range_end(struct store_reader *r, uint64_t last_ns);
 /* Policy events (start and end records) with time_ns in [t0_ns, t1_ns). */
 typedef int (*store_event_fn)(void *ctx, const struct cpa_policy_event *ev);
 int store_reader__events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, store_event_fn fn,

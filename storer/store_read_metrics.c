@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/policy.h"
+#include "common/timeutil.h"
 #include "store_metrics_pvt.h"
 #include "store_reader_pvt.h"
 
@@ -72,6 +73,32 @@ int store_reader__metrics(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns
 			  store_metrics_fn fn, void *ctx)
 {
 	return metrics_walk(r, t0_ns, t1_ns, fn, NULL, ctx);
+}
+
+/* The longest interval a record covers that store_reader__range_end() looks
+ * back for: capture's stretch is at most 4 s (docs/metrics.md, "Idle host"). */
+#define RANGE_END_LOOKBACK_S 64
+
+static int on_range_end(void *ctx, const struct cpa_metrics *m, const struct cpa_metrics_ent *ents)
+{
+	uint64_t *end_s = ctx, ms = m->interval_ms ? m->interval_ms : 1000;
+	/* its seconds, as `cpa show --sched` counts them (export/show_sched.c) */
+	uint64_t e = m->time_ns / NSEC_PER_SEC + MAX((ms + 500) / 1000, 1);
+
+	(void)ents;
+	*end_s = MAX(*end_s, e);
+	return 0;
+}
+
+uint64_t store_reader__range_end(struct store_reader *r, uint64_t last_ns)
+{
+	uint64_t last_s = last_ns / NSEC_PER_SEC, end_s = last_s + 1;
+	uint64_t from_s = last_s > RANGE_END_LOOKBACK_S ? last_s - RANGE_END_LOOKBACK_S : 0;
+
+	if (metrics_walk(r, from_s * NSEC_PER_SEC, end_s * NSEC_PER_SEC, on_range_end, NULL,
+			 &end_s) < 0)
+		end_s = last_s + 1;
+	return end_s * NSEC_PER_SEC;
 }
 
 int store_reader__events(struct store_reader *r, uint64_t t0_ns, uint64_t t1_ns, store_event_fn fn,

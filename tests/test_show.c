@@ -1144,13 +1144,72 @@ START_TEST(test_show_sched_stretched)
 }
 END_TEST
 
+/*
+ * A store whose last record is an idle host's stretched interval (docs/metrics.md, "Idle
+ * host"): samples in 10:00:00 and 10:00:01, a metrics record of 1 s at 10:00:00 and one of
+ * 4 s at 10:00:01, so the store covers [10:00:00, 10:00:05). A range ending inside the last
+ * interval is found (folded and --sched), one past its end is "Not Found Enough Records".
+ */
+START_TEST(test_show_range_stretched)
+{
+	static const uint32_t ms[] = {1000, 4000};
+	struct store_writer_opts wo = {.record_interval = 1};
+	struct show_opts o = defaults();
+	uint64_t seq = 1, base = t_base_ns();
+	char *mr = NULL, sdir[1024], path[1100];
+	struct store_writer *w = t_store_new(&wo, &mr);
+
+	t_defs(w, NSTACKS, 0);
+	for (uint32_t i = 0; i < 2; i++) {
+		struct cpa_metrics m = {.seq = seq++,
+					.time_ns = base + i * T_NS + 2000000ULL,
+					.interval_ms = ms[i],
+					.flags = CPA_MF_SYSTEM | CPA_MF_COUNTERS,
+					.nr_cpus = 2,
+					.cpu_busy_ticks = 1,
+					.cpu_idle_ticks = ms[i] / 10};
+		struct cpa_sample_out smp;
+
+		t_sample(&smp, seq++, base + i * T_NS + 500000000ULL, 1, 0);
+		ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+		ck_assert_int_eq(store_writer__add_metrics(w, &m, NULL), 0);
+	}
+	t_store_close(w, mr, sdir, sizeof(sdir));
+	log_set_level(LOG_LVL_ERROR);
+	o.read = sdir;
+	snprintf(path, sizeof(path), "%s/st.prof", mr);
+	o.output_prof = path;
+	o.starttime = "10:00:00";
+	o.endtime = "10:00:04"; /* inside the last interval */
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "Export Record Time From [ 10:00:00.000 - 10:00:04.000 ]\n"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "Write  ["), "%s", out);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	o.endtime = NULL;
+	o.output_num = 5; /* to its end */
+	o.sched = true;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "]: 5 seconds\n"), "%s", out);
+	o.output_num = 6; /* past it */
+	ck_assert_int_eq(run(&o), -ENODATA);
+	o.sched = false;
+	o.starttime = "10:00:05";
+	o.output_num = 1;
+	ck_assert_int_eq(run(&o), -ENODATA);
+	t_rm_rf(mr);
+	free(mr);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("show");
 	TCase *tc = TEST_TCASE(s, "show", test_show_range, test_show_export, test_show_default_name,
 			       test_show_labels, test_show_raw, test_show_markers,
 			       test_show_not_enough, test_show_binary, test_show_filters,
-			       test_show_errors, test_show_export_root, test_show_sched_stretched);
+			       test_show_errors, test_show_export_root, test_show_sched_stretched,
+			       test_show_range_stretched);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	/* CPA's behaviours, over a store with metrics-only seconds and an off-CPU sample. */
