@@ -210,7 +210,7 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 		return -EINVAL;
 	}
 	if (o->diff_base_read) {
-		ret = show_pick_dir(o->diff_base_read, stod, dir, sizeof(dir));
+		ret = show_pick_dir(o->diff_base_read, stod, dir, sizeof(dir), NULL, 0);
 		if (ret < 0)
 			return ret;
 		ret = store_reader__open_err(dir, show_on_notice, NULL, &own, err, sizeof(err));
