@@ -9,7 +9,9 @@
  *	Write  [ HH:MM:SS.mmm - HH:MM:SS.mmm ] Record to <path>, Stack Type <n>
  * Folded line: label;...;root_frame;...;leaf_frame; COUNT
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,12 +421,70 @@ static int parse_request(const struct show_opts *o, struct store_filter *filt, u
 	return 0;
 }
 
+#define DAY_NAME_LEN 10 /* "cpa_YYMMDD" */
+
+/* name: a run dir's, cpa_YYMMDD or cpa_YYMMDD_... */
+static bool run_dir_name(const char *name)
+{
+	if (strncmp(name, "cpa_", 4) || strspn(name + 4, "0123456789") < 6)
+		return false;
+	return !name[DAY_NAME_LEN] || name[DAY_NAME_LEN] == '_';
+}
+
+/*
+ * The run dirs of root this user cannot open, of the picked dir's day or later
+ * (the runs read with it, or newer ones): their samples are missing from the
+ * output, each said in one line naming it and why (the store library lists only
+ * the dirs it can read). The one a refused range may lie in, "'path', which ...",
+ * into shut (len > 0): the newest of the picked day's, else the newest.
+ */
+static void warn_shut(const char *root, const char *picked, char *shut, size_t len)
+{
+	const char *day = strrchr(picked, '/') ? strrchr(picked, '/') + 1 : picked;
+	char newest[PATH_MAX] = "", p[PATH_MAX + 256];
+	DIR *d = opendir(root);
+	struct dirent *de;
+	int fd, e, same, best_same = -1;
+
+	while (d && (de = readdir(d))) {
+		if (!run_dir_name(de->d_name) || strncmp(de->d_name, day, DAY_NAME_LEN) < 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", root, de->d_name);
+		fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		e = errno;
+		if (e == ENOTDIR || e == ENOENT)
+			continue;
+		log_warn("'%s': %s: its samples are not in this output (this user cannot read that "
+			 "run)",
+			 p, strerror(e));
+		/* the refusal names the newest of the picked day's, else the newest */
+		same = !strncmp(de->d_name, day, DAY_NAME_LEN);
+		if (len &&
+		    (same > best_same || (same == best_same && strcmp(de->d_name, newest) > 0))) {
+			best_same = same;
+			snprintf(newest, sizeof(newest), "%s", de->d_name);
+			snprintf(shut, len, "'%s', which this user cannot read (%s)", p,
+				 strerror(e));
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
 /* --read names a store dir, or a root to pick one from by --starttime (tod, -1 =
- * the newest): the dir into buf, or -errno (logged). */
-int show_pick_dir(const char *read, long tod, char *buf, size_t len)
+ * the newest): the dir into buf, or -errno (logged). Under a root, the run dirs
+ * it cannot read from the picked one's day on are said (warnings), warn_shut()'s
+ * pick of them into shut ("" if none; shut may be NULL). */
+int show_pick_dir(const char *read, long tod, char *buf, size_t len, char *shut, size_t shutlen)
 {
 	int r;
 
+	if (shut && shutlen)
+		shut[0] = 0;
 	if (store_dir__is_store(read)) {
 		snprintf(buf, len, "%s", read);
 		return 0;
@@ -447,17 +507,20 @@ int show_pick_dir(const char *read, long tod, char *buf, size_t len)
 			  read);
 	else if (r < 0) /* the dir that cannot be read: --read, or a store dir in it */
 		log_error_errno(r, "failed to open input file: '%s': %m", buf[0] ? buf : read);
-	return r;
+	if (r < 0)
+		return r;
+	warn_shut(read, buf, shut, shut ? shutlen : 0);
+	return 0;
 }
 
-static int open_store(const struct show_opts *o, long stod, char *dir, size_t len,
-		      struct store_reader **ret)
+static int open_store(const struct show_opts *o, long stod, char *dir, size_t len, char *shut,
+		      size_t shutlen, struct store_reader **ret)
 {
 	char err[512], **dirs = NULL;
 	uint32_t n = 0;
 	int r;
 
-	r = show_pick_dir(o->read, stod, dir, len);
+	r = show_pick_dir(o->read, stod, dir, len, shut, shutlen);
 	if (r < 0)
 		return r;
 	/* A root: every run of the picked dir's day, read as one. */
@@ -501,7 +564,7 @@ static void warn_skipped(const struct store_reader *r, const char *dir)
  * starting after it, is "Not Found Enough Records" (-ENODATA).
  */
 static int select_window(const struct show_opts *o, uint64_t first, uint64_t end_ns, long stod,
-			 long etod, int64_t *ret_t0, int64_t *ret_n)
+			 long etod, const char *shut, int64_t *ret_t0, int64_t *ret_n)
 {
 	/* Times of day are within the store's own day: that of its first record. */
 	int64_t first_s = (int64_t)(first / NS), end_s = (int64_t)(end_ns / NS);
@@ -536,9 +599,10 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t end
 		fmt_tod((uint64_t)end * NS, b, sizeof(b));
 		fmt_tod((uint64_t)first_s * NS, ha, sizeof(ha));
 		fmt_tod((uint64_t)end_s * NS, hb, sizeof(hb));
+		/* a run dir this user cannot read may hold them: named */
 		log_error("Not Found Enough Records: asked for [ %s - %s ], the store holds [ %s - "
-			  "%s ]",
-			  a, b, ha, hb);
+			  "%s ]%s%s",
+			  a, b, ha, hb, *shut ? "; they may be in " : "", shut);
 		return -ENODATA;
 	}
 	*ret_t0 = t0;
@@ -618,7 +682,7 @@ static void print_write_line(const struct show_acc *acc, const char *path)
 
 /* The export: window, read and fold, write the .prof, and CPA's lines around it. */
 static int run_export(const struct show_opts *o, struct store_reader *r, const char *dir,
-		      uint64_t first, uint64_t last, long stod, long etod,
+		      uint64_t first, uint64_t last, long stod, long etod, const char *shut,
 		      const struct store_filter *filt)
 {
 	struct show_ctx c = {.o = o};
@@ -627,7 +691,7 @@ static int run_export(const struct show_opts *o, struct store_reader *r, const c
 	int64_t t0, n;
 	int ret;
 
-	ret = select_window(o, first, store_reader__range_end(r, last), stod, etod, &t0, &n);
+	ret = select_window(o, first, store_reader__range_end(r, last), stod, etod, shut, &t0, &n);
 	if (ret < 0)
 		return ret;
 	fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
@@ -693,7 +757,7 @@ int show_run(const struct show_opts *o)
 	_cleanup_free_ uint64_t *cpus = NULL;
 	struct store_reader *r = NULL;
 	struct store_filter filt;
-	char dir[PATH_MAX + 256], a[32], b[32];
+	char dir[PATH_MAX + 256], shut[PATH_MAX + 512], a[32], b[32];
 	uint64_t first, last, recs;
 	int64_t rfirst, rlast;
 	long stod = -1, etod = -1;
@@ -705,7 +769,7 @@ int show_run(const struct show_opts *o)
 	ret = parse_request(o, &filt, &cpus, &stod, &etod);
 	if (ret < 0)
 		return ret;
-	ret = open_store(o, stod, dir, sizeof(dir), &r);
+	ret = open_store(o, stod, dir, sizeof(dir), shut, sizeof(shut), &r);
 	if (ret < 0)
 		return ret;
 	ret = store_reader__range(r, &first, &last, &recs);
@@ -738,7 +802,7 @@ int show_run(const struct show_opts *o)
 		/* --sched reads the metrics: its window may start before the first record. */
 		if (!o->show_range)
 			ret = run_export(o, r, dir, show_sched_wanted(o) ? first : pfirst, last,
-					 stod, etod, &filt);
+					 stod, etod, shut, &filt);
 	}
 	warn_skipped(r, dir);
 	store_reader__free(r);

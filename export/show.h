@@ -61,8 +61,11 @@ void show_fmt_tod(uint64_t ns, char *buf, size_t len);
 long show_parse_tod(const char *s);
 void show_on_notice(void *ctx, const char *msg);
 /* The store dir --read names, or the one picked under a root for time of day tod
- * (-1: the newest); -errno (logged) when there is none. */
-int show_pick_dir(const char *read, long tod, char *buf, size_t len);
+ * (-1: the newest); -errno (logged) when there is none. The root's run dirs this
+ * user cannot read, from the picked one's day on, are warned of; the one a refused
+ * range may lie in ("'path', which this user cannot read (reason)") into shut when
+ * not NULL, else "". */
+int show_pick_dir(const char *read, long tod, char *buf, size_t len, char *shut, size_t shutlen);
 
 /* The progress bar of a long read (show_progress.c): on stderr when it is a
  * terminal and the read runs longer than a second, nothing otherwise. */

@@ -227,10 +227,11 @@ static int feed(struct store_reader *r, int64_t t0, int64_t t1, const struct sto
 	return ret;
 }
 
-/* The base range of a diff: its own store (or ours), its own day. */
+/* The base range of a diff: its own store (or ours, sdir), its own day. */
 static int add_base(const struct show_opts *o, struct exporter *e, struct store_reader *r,
-		    const struct store_filter *filt, int64_t n)
+		    const char *sdir, const struct store_filter *filt, int64_t n)
 {
+	struct export_stats st;
 	struct store_reader *br = r, *own = NULL;
 	char dir[PATH_MAX + 256], err[512], a[32], b[32];
 	long stod = -1, etod = -1;
@@ -247,7 +248,7 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 		return -EINVAL;
 	}
 	if (o->diff_base_read) {
-		ret = show_pick_dir(o->diff_base_read, stod, dir, sizeof(dir));
+		ret = show_pick_dir(o->diff_base_read, stod, dir, sizeof(dir), NULL, 0);
 		if (ret < 0)
 			return ret;
 		ret = store_reader__open_err(dir, show_on_notice, NULL, &own, err, sizeof(err));
@@ -278,9 +279,15 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 	fflush(stdout);
 	ret = feed(br, t0, t1, filt, e, export__add_base_rows);
 	if (ret < 0) {
-		log_error("read base: %s", ret == -ENOMEM ? "out of memory" : export__error(e));
+		log_error("read the diff base '%s': %s", own ? dir : sdir,
+			  ret == -ENOMEM ? "out of memory" : export__error(e));
 		goto out;
 	}
+	export__stats(e, &st);
+	if (!st.rows[1])
+		log_warn("the diff base [ %s - %s ] of '%s' holds no records (--diff_base_start, "
+			 "--diff_base_end, --diff_base_read): every stack shows as new",
+			 a, b, own ? dir : sdir);
 	ret = 0;
 out:
 	store_reader__free(own);
@@ -442,12 +449,9 @@ int show_export(const struct show_opts *o, struct store_reader *r, const char *d
 		goto out;
 	}
 	if (o->diff_base_read || o->diff_base_start || o->diff_base_end) {
-		ret = add_base(o, e, r, filt, n);
+		ret = add_base(o, e, r, dir, filt, n);
 		if (ret < 0)
 			goto out;
-		export__stats(e, &st);
-		if (!st.rows[1])
-			log_warn("the diff base range holds no records");
 	}
 	if (o->output_prof && *o->output_prof)
 		snprintf(outp, sizeof(outp), "%s", o->output_prof);

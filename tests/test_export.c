@@ -14,6 +14,7 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -1569,18 +1570,47 @@ END_TEST
 
 static char mnt[PATH_MAX];
 
-/* A tmpfs of size bytes (root only); 0 when mounted. */
+/*
+ * A tmpfs of size bytes (root only) on a scratch dir, in a mount namespace of
+ * this test process's own: the mount goes with the process whatever the
+ * outcome (a failed check exits without cleaning up, a timeout kills it);
+ * 0 when mounted.
+ */
 static int small_fs(const char *size)
 {
 	char opts[64];
 
 	test_scratch_in(mnt, sizeof(mnt), "xfull");
 	snprintf(opts, sizeof(opts), "size=%s", size);
-	if (mount("tmpfs", mnt, "tmpfs", 0, opts) < 0) {
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", mnt, "tmpfs", 0, opts) < 0) {
+		int r = -errno;
+
 		rmdir(mnt);
-		return -errno;
+		return r;
 	}
 	return 0;
+}
+
+/* path is a mount point in this process's mount namespace. */
+static bool mounted(const char *path)
+{
+	char line[PATH_MAX + 512], want[PATH_MAX + 4];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	bool hit = false;
+
+	ck_assert_ptr_nonnull(f);
+	/* "id parent major:minor root mount-point ...": the mount point is field 5 */
+	snprintf(want, sizeof(want), " %s ", path);
+	while (!hit && fgets(line, sizeof(line), f)) {
+		char *p = line;
+
+		for (int i = 0; i < 4 && p; i++)
+			p = strchr(p + 1, ' ');
+		hit = p && !strncmp(p, want, strlen(want));
+	}
+	fclose(f);
+	return hit;
 }
 
 static void small_fs_gone(void)
@@ -1709,6 +1739,46 @@ START_TEST(test_full_disk)
 	}
 	store_reader__free(r);
 	small_fs_gone();
+}
+END_TEST
+
+/*
+ * The full-disk case's tmpfs does not outlive a case that fails after mounting
+ * it (a check failure exits the process): no stale mounts on the host.
+ */
+START_TEST(test_full_disk_unmounted)
+{
+	char where[PATH_MAX];
+	int p[2], st;
+	bool left;
+	pid_t pid;
+	ssize_t n;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_full_disk_unmounted: needs root (mounts a tmpfs): skipped\n");
+		return;
+	}
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* as a case that fails right after small_fs(): exit, no cleanup */
+		int r = small_fs("64k");
+
+		dprintf(p[1], "%s", r == 0 && mounted(mnt) ? mnt : "");
+		_exit(1);
+	}
+	close(p[1]);
+	n = read(p[0], where, sizeof(where) - 1);
+	where[n > 0 ? n : 0] = 0;
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(where[0], "the tmpfs was not mounted");
+	left = mounted(where);
+	if (left)
+		umount2(where, MNT_DETACH);
+	rmdir(where);
+	ck_assert_msg(!left, "'%s' still mounted after its case failed", where);
 }
 END_TEST
 
@@ -1844,6 +1914,7 @@ int main(void)
 	tcase_add_test(tc, test_speedscope_active);
 	tcase_add_test(tc, test_hostile_names);
 	tcase_add_test(tc, test_full_disk);
+	tcase_add_test(tc, test_full_disk_unmounted);
 	tcase_add_test(tc, test_pprof_lines);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);

@@ -450,25 +450,28 @@ START_TEST(test_export_diff_switch)
 	double fa0, fa1, fb0, fb1, a, b, c;
 	long base, now, tb, tn;
 	int rc, status, b0, b1, n0, n1;
-	char extra[256], *o, *p0, *p1, *svg, *fd;
+	char extra[256], comm[16], only[64], *o, *p0, *p1, *svg, *fd;
 	pid_t mon;
 
 	need("go");
 	test_scratch_in(dir, sizeof(dir), "export-e2e");
 	/* Our own copy under our own name: the monitor sees the whole machine, where
-	 * other tests may run cpa-workload; --target_comm keeps to ours. */
-	o = test_cmd_out(&rc, "cp %s/cpa-workload %s/wlswitch", bin, dir);
+	 * other tests may run cpa-workload, or this test in another build tree at the
+	 * same time; --target_comm keeps to ours (a name of this run's, 15 bytes). */
+	snprintf(comm, sizeof(comm), "wlsw%d", (int)(getpid() % 10000000));
+	snprintf(only, sizeof(only), "--target_comm %s", comm);
+	o = test_cmd_out(&rc, "cp %s/cpa-workload %s/%s", bin, dir, comm);
 	ck_assert_int_eq(rc, 0);
 	free(o);
 	mon = monitor(15, 199);
 	sleep(2);
 	b0 = tod_now() + 1;
-	o = test_cmd_out(&rc, "%s/wlswitch --seconds 5 --threads 0", dir);
+	o = test_cmd_out(&rc, "%s/%s --seconds 5 --threads 0", dir, comm);
 	ck_assert_int_eq(rc, 0);
 	free(o);
 	b1 = tod_now() - 1;
 	n0 = tod_now() + 1;
-	o = test_cmd_out(&rc, "%s/wlswitch --seconds 5 --threads 1 --depth 6", dir);
+	o = test_cmd_out(&rc, "%s/%s --seconds 5 --threads 1 --depth 6", dir, comm);
 	ck_assert_int_eq(rc, 0);
 	free(o);
 	n1 = tod_now() - 1;
@@ -477,14 +480,14 @@ START_TEST(test_export_diff_switch)
 	ck_assert(b1 > b0 && n1 > n0);
 
 	/* the two ranges apart, then the diff; --no_pid: the two runs are two pids */
-	export(b0, b1 - b0, "base.prof", "--no_pid --target_comm wlswitch");
-	export(n0, n1 - n0, "new.prof", "--no_pid --target_comm wlswitch");
-	export(b0, b1 - b0, "base.pb.gz", "--target_comm wlswitch");
-	export(n0, n1 - n0, "new.pb.gz", "--target_comm wlswitch");
-	snprintf(
-		extra, sizeof(extra),
-		"--no_pid --target_comm wlswitch --diff_base_start %02d:%02d:%02d --diff_base_end %02d:%02d:%02d",
-		b0 / 3600, b0 / 60 % 60, b0 % 60, b1 / 3600, b1 / 60 % 60, b1 % 60);
+	snprintf(extra, sizeof(extra), "--no_pid %s", only);
+	export(b0, b1 - b0, "base.prof", extra);
+	export(n0, n1 - n0, "new.prof", extra);
+	export(b0, b1 - b0, "base.pb.gz", only);
+	export(n0, n1 - n0, "new.pb.gz", only);
+	snprintf(extra, sizeof(extra),
+		 "--no_pid %s --diff_base_start %02d:%02d:%02d --diff_base_end %02d:%02d:%02d",
+		 only, b0 / 3600, b0 / 60 % 60, b0 % 60, b1 / 3600, b1 / 60 % 60, b1 % 60);
 	export(n0, n1 - n0, "diff.prof", extra);
 	export(n0, n1 - n0, "diff.svg", extra);
 

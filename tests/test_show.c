@@ -778,6 +778,28 @@ START_TEST(test_show_said)
 	ck_assert_msg(strstr(logbuf, "the run holds on- and off-CPU samples: wrote the off-CPU "
 				     "ones only (counts in ns), as CPA's --offcpu one-shot"),
 		      "%s", logbuf);
+
+	/* A diff base without records (seconds 10-11 hold metrics only): its range, its
+	 * store and the options that chose them named. */
+	logbuf[0] = 0;
+	o.kind = SHOW_KIND_AUTO;
+	o.starttime = "10:00:02";
+	o.output_num = 2;
+	o.format = "pprof";
+	o.diff_base_start = "10:00:10";
+	o.diff_base_end = "10:00:11";
+	ck_assert_int_eq(run(&o), 0);
+	{
+		char want[1400];
+
+		snprintf(
+			want, sizeof(want),
+			"the diff base [ 10:00:10.000 - 10:00:11.000 ] of '%s' holds no records "
+			"(--diff_base_start, --diff_base_end, --diff_base_read): every stack shows "
+			"as new",
+			mstore);
+		ck_assert_msg(strstr(logbuf, want), "want '%s' in: %s", want, logbuf);
+	}
 }
 END_TEST
 

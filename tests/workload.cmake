@@ -5,8 +5,11 @@ include_guard(GLOBAL)
 
 # The workloads stand for the programs users profile, so they are built as
 # those are: without the sanitizer of an asan/tsan build (its interceptors and
-# redzones would change the very stacks the e2e tests check).
+# redzones would change the very stacks the e2e tests check), and with debug
+# info whatever the build type (the tests symbolize them down to source lines;
+# a Release build passes no -g).
 function(cpa_profiled_program target)
+  target_compile_options(${target} PRIVATE -g)
   if(CPA_SANITIZE)
     target_compile_options(${target} PRIVATE -fno-sanitize=all)
     target_link_options(${target} PRIVATE -fno-sanitize=all)

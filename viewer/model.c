@@ -232,13 +232,14 @@ static int pick_dir(const char *path, char *dir, size_t len, char *err, size_t e
 		snprintf(dir, len, "%s", path);
 		return 0;
 	}
+	dir[0] = 0;
 	r = store_root__pick(path, -1, dir, len);
 	if (r == -ENOENT)
 		snprintf(err, errlen,
 			 "no cpa store in '%s' (want a cpa_YYMMDD... dir or the root holding them)",
 			 path);
-	else if (r < 0)
-		snprintf(err, errlen, "read store root '%s': %s", path, strerror(-r));
+	else if (r < 0) /* the dir that cannot be read: path, or its one store dir (as cpa show) */
+		snprintf(err, errlen, "'%s': %s", dir[0] ? dir : path, strerror(-r));
 	return r;
 }
 
