@@ -50,6 +50,7 @@
 #include "common/sdnotify.h"
 #include "shm/loss.h"
 #include "shm/stage_loop.h"
+#include "storer/store.h"
 #include "storer/storer.h"
 
 #define BACKOFF_MIN_MS		100
@@ -535,16 +536,43 @@ static int held_to_ring(struct supervisor *s, struct sup_stage *st, struct shm_l
 }
 
 /*
+ * The sink's cut-off beyond the arena: the highest seq the complete blocks at
+ * the tail of this run's store hold, read as a restarted storer reads it
+ * (store_root__stored_seq()). A storer killed after a block's write completed
+ * and before its release left the ring's mark below that block: its samples
+ * are stored, not held. 0 for a stage with an output ring, or when the
+ * store cannot say (then they count as held: lost and stored).
+ */
+static uint64_t stop_stored_seq(struct supervisor *s, struct sup_stage *st)
+{
+	const struct cpa_config *cfg = shm_arena__config(s->arena);
+	uint64_t seq = 0;
+	int r;
+
+	if (st->d->ring_out >= 0)
+		return 0;
+	r = store_root__stored_seq(cfg->store_dir[0] ? cfg->store_dir : CPA_DEFAULT_STORE_DIR,
+				   cfg->start_realtime_ns, shm_loss__passed(s->arena, st->id),
+				   &seq);
+	if (r < 0)
+		log_warn_errno(r,
+			       "%s: reading what the store holds: %m (what it held is counted "
+			       "from its ring's mark)",
+			       st->name);
+	return r < 0 ? 0 : seq;
+}
+
+/*
  * A consumer killed at stop (it did not drain in time, or died draining) is
  * not started again: what it held is counted as lost, from the arena
- * (shm_loss__held()), in LOSS records sent on through its output ring, or,
- * for the sink, appended to the store by the monitor itself.
- * docs/pipeline.md, "Stopping".
+ * (shm_loss__held()) and, for the sink, the store's tail (stop_stored_seq()),
+ * in LOSS records sent on through its output ring, or, for the sink,
+ * appended to the store by the monitor itself. docs/pipeline.md, "Stopping".
  */
 static void stop_count_held(struct supervisor *s, struct sup_stage *st)
 {
 	struct shm_loss_table t = {0};
-	uint64_t n = shm_loss__held(s->arena, st->id, &t);
+	uint64_t n = shm_loss__held(s->arena, st->id, stop_stored_seq(s, st), &t);
 	int r;
 
 	if (!n)
