@@ -374,6 +374,17 @@ static int stage_spawn(struct supervisor *s, struct sup_stage *st)
 
 static void begin_stop(struct supervisor *s, const char *why);
 
+/*
+ * A stop step's line (stopping capture, draining a consumer, its exit):
+ * info, but debug in the stop after a permanent error, where the cause line
+ * and the last line say what the user needs (docs/supervisor.md, "Permanent
+ * errors"); warnings and errors of the stop stay what they are.
+ */
+static enum log_level step_lvl(const struct supervisor *s)
+{
+	return s->permanent ? LOG_LVL_DEBUG : LOG_LVL_INFO;
+}
+
 static void stage_give_up(struct supervisor *s, struct sup_stage *st, const char *what)
 {
 	log_error("%s failed to start %u times in a row (last: %s); giving up", st->name,
@@ -619,9 +630,9 @@ static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 	}
 	if (st->stop_asked) {
 		if (status_clean(status)) {
-			log_info("%s (pid %d) %s", st->name, pid,
-				 st->d->role == SHM_ROLE_PRODUCER ? "stopped"
-								  : "drained and exited");
+			log_printf(step_lvl(s), "%s (pid %d) %s", st->name, pid,
+				   st->d->role == SHM_ROLE_PRODUCER ? "stopped"
+								    : "drained and exited");
 		} else if (st->term_sent && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) {
 			log_warn("%s (pid %d) left on SIGTERM, not on STOP", st->name, pid);
 		} else {
@@ -723,7 +734,7 @@ static void stop_step_begin(struct supervisor *s)
 			/* An idle capture may sleep up to 4 s (docs/metrics.md, "Idle
 			 * host"): the nudge cuts it short (it ignores the signal). */
 			kill(st->pid, SIGURG);
-			log_info("stopping %s (pid %d)", st->name, st->pid);
+			log_printf(step_lvl(s), "stopping %s (pid %d)", st->name, st->pid);
 			snprintf(status, sizeof(status), "stopping: %s", st->name);
 			set_status(s, status);
 			return;
@@ -731,8 +742,9 @@ static void stop_step_begin(struct supervisor *s)
 		/* A consumer that is down with input left is started to drain it:
 		 * stopping must not lose what is already in the ring. */
 		if (!st->pid && ring_pending(s, st->d->ring_in) > 0) {
-			log_info("%s is down with %llu bytes in its input: starting it to drain",
-				 st->name, (unsigned long long)ring_pending(s, st->d->ring_in));
+			log_printf(step_lvl(s),
+				   "%s is down with %llu bytes in its input: starting it to drain",
+				   st->name, (unsigned long long)ring_pending(s, st->d->ring_in));
 			st->restart_at_ns = 0;
 			if (stage_spawn(s, st) < 0) {
 				s->exit_code = 1;
@@ -749,8 +761,8 @@ static void stop_step_begin(struct supervisor *s)
 		st->deadline_ns = now + s->p.drain_timeout_ms * NSEC_PER_MSEC;
 		__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_DRAIN, __ATOMIC_RELEASE);
 		kick_input(s, st);
-		log_info("draining %s (pid %d): %llu bytes pending in its input", st->name, st->pid,
-			 (unsigned long long)ring_pending(s, st->d->ring_in));
+		log_printf(step_lvl(s), "draining %s (pid %d): %llu bytes pending in its input",
+			   st->name, st->pid, (unsigned long long)ring_pending(s, st->d->ring_in));
 		snprintf(status, sizeof(status), "stopping: draining %s", st->name);
 		set_status(s, status);
 		return;
@@ -795,7 +807,11 @@ static void begin_stop(struct supervisor *s, const char *why)
 {
 	if (s->phase != SUP_RUNNING)
 		return;
-	log_info("stopping (%s): %s", why, s->stop_order);
+	/* After a permanent error, the one line: the order is a step. */
+	if (s->permanent)
+		log_info("stopping (%s)", why);
+	else
+		log_info("stopping (%s): %s", why, s->stop_order);
 	notify(s, "STOPPING=1\nSTATUS=%s", "stopping");
 	s->phase = SUP_STOPPING;
 	s->stop_idx = 0;
