@@ -23,7 +23,7 @@
  *   bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] [--keep DIR]
  *                 [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS]
  *                 [--stall PCT] [--victims NAME,...] [--stop_after_kill MS]
- *                 [--replay N:G] [--hang_at_stop NAME]
+ *                 [--replay N:G] [--hang_at_stop NAME] [--kill_at_stop storer]
  *
  * --per_stage N kills until each of the five victims has been killed N times
  * (the long run: 500 each); --pace the pause before a kill, in ms (default
@@ -48,7 +48,11 @@
  * must hold as always; --hang_at_stop NAME SIGSTOPs
  * unwindd, symd or the storer just before the SIGINT, with a drain timeout of
  * 3 s, so the monitor kills it at stop: what it held must be in the store as
- * lost (docs/pipeline.md, "Stopping").
+ * lost (docs/pipeline.md, "Stopping"); --kill_at_stop storer kills the
+ * storer at its drain's release, once the last blocks' writes landed
+ * (CPA_FAULT_KILL_AFTER_COMMIT=storer:1:1 with --record_interval 60: its
+ * first block closes at the drain), so the monitor counts what it held at
+ * stop while the store has it: the run fails unless the storer died there.
  *
  * Every capture gap must be marked: the not_sampled_while_down rows stored
  * equal capture's CAP_CNT_DOWN_EST over the monitors (unless a monitor kill
@@ -100,6 +104,7 @@ struct tally {
 };
 
 static char bindir[PATH_MAX], store[PATH_MAX], logpath[PATH_MAX + 16];
+static bool kill_at_stop; /* --kill_at_stop storer */
 static unsigned int freq = 199, duty = 100;
 
 static void msleep(unsigned int ms)
@@ -171,8 +176,10 @@ static pid_t monitor_start(pid_t load)
 		dup2(fd, 2);
 		close(fd);
 	}
+	/* --kill_at_stop: blocks of 60 s, the run's first closes at the drain. */
 	execl(cpa, cpa, "monitor", "--pid", pidarg, "-F", farg, "--store_dir", store,
-	      "--log_print_cycles", "0", (char *)NULL);
+	      "--log_print_cycles", "0", kill_at_stop ? "--record_interval" : (char *)NULL, "60",
+	      (char *)NULL);
 	_exit(127);
 }
 
@@ -540,7 +547,7 @@ static void usage(void)
 	fprintf(stderr, "usage: bench_torture [--kills N | --per_stage N] [--freq HZ] [--seed S] "
 			"[--keep DIR] [--pace MIN:MAX] [--duty PCT] [--healthy MS] [--hangs MS] "
 			"[--stall PCT] [--victims NAME,...] [--stop_after_kill MS] [--replay N:G] "
-			"[--hang_at_stop NAME]\n");
+			"[--hang_at_stop NAME] [--kill_at_stop storer]\n");
 	exit(2);
 }
 
@@ -555,7 +562,7 @@ int main(int argc, char **argv)
 	const char *healthy = NULL;
 	unsigned int replay_n = 0, replay_g = 0;
 	int hang_at_stop = -1; /* stage SIGSTOPped before the SIGINT */
-	bool ok, down_ok;
+	bool ok, down_ok, storer_killed = false;
 	int hang_fails = 0;
 	const char *keep = NULL;
 	struct shm_arena *a = NULL;
@@ -601,6 +608,10 @@ int main(int argc, char **argv)
 			hang_at_stop = (int)shm_stage_by_name(argv[i], strlen(argv[i]));
 			if (hang_at_stop <= SHM_STAGE_CAPTURE || hang_at_stop >= NSTAGES)
 				usage();
+		} else if (!strcmp(argv[i], "--kill_at_stop")) {
+			if (strcmp(argv[++i], "storer"))
+				usage();
+			kill_at_stop = true;
 		} else if (!strcmp(argv[i], "--healthy"))
 			healthy = argv[++i];
 		else if (!strcmp(argv[i], "--pace")) {
@@ -610,7 +621,7 @@ int main(int argc, char **argv)
 		} else
 			usage();
 	}
-	if (!duty || duty > 100 || stall > 100)
+	if (!duty || duty > 100 || stall > 100 || (kill_at_stop && replay_n))
 		usage();
 	if (per_stage)
 		kills = per_stage * (unsigned int)__builtin_popcount(victims);
@@ -653,6 +664,8 @@ int main(int argc, char **argv)
 	}
 	if (hang_at_stop >= 0)
 		setenv("CPA_DRAIN_TIMEOUT_MS", "3000", 1);
+	if (kill_at_stop)
+		setenv("CPA_FAULT_KILL_AFTER_COMMIT", "storer:1:1", 1);
 	if (hang_ms) {
 		char v[16];
 
@@ -763,6 +776,17 @@ int main(int argc, char **argv)
 	}
 	kill(mon, SIGINT);
 	waitpid(mon, &r, 0);
+	{
+		struct shm_stage *sto = shm_arena__stage(a, SHM_STAGE_STORER);
+
+		/* Its first life died by the knob (exit 128 + SIGKILL), never restarted. */
+		storer_killed =
+			__atomic_load_n(&sto->exit_code, __ATOMIC_RELAXED) == 128 + SIGKILL &&
+			__atomic_load_n(&sto->generation, __ATOMIC_RELAXED) == 1;
+		if (kill_at_stop)
+			printf("torture: the storer %s at its drain's release\n",
+			       storer_killed ? "was killed" : "was NOT killed");
+	}
 	monitor_gone(a, false, &t);
 	kill(load, SIGKILL);
 	waitpid(load, NULL, 0);
@@ -805,7 +829,8 @@ int main(int argc, char **argv)
 		  (t.down_est == t.down_marked &&
 		   (!t.kills[SHM_STAGE_CAPTURE] || stop_after_kill >= 0 || t.down_est));
 	ok = down_ok && unaccounted == 0 && !t.dup_excess && !t.corrupt && !t.read_fail &&
-	     t.produced && !hang_fails && (!replay_n || t.copies);
+	     t.produced && !hang_fails && (!replay_n || t.copies) &&
+	     (!kill_at_stop || storer_killed);
 	if (!keep) {
 		char cmd[PATH_MAX * 2 + 32];
 
@@ -818,9 +843,12 @@ int main(int argc, char **argv)
 			"torture: FAILED (seed %u): unaccounted %" PRId64 ", duplicates %" PRIu64
 			", corrupt %" PRIu64 ", unreadable %" PRIu64 ", produced %" PRIu64
 			", hang checks failed %d, copies skipped %" PRIu64 ", gaps marked %" PRIu64
-			" of %" PRIu64 "%s; store and log kept: %s %s\n",
+			" of %" PRIu64 "%s%s; store and log kept: %s %s\n",
 			seed, unaccounted, t.dup_excess, t.corrupt, t.read_fail, t.produced,
 			hang_fails, t.copies, t.down_est, t.down_marked,
-			replay_n && !t.copies ? " (--replay sent none)" : "", store, logpath);
+			replay_n && !t.copies ? " (--replay sent none)" : "",
+			kill_at_stop && !storer_killed ? " (the storer was not killed at stop)"
+						       : "",
+			store, logpath);
 	return ok ? 0 : 1;
 }

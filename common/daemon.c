@@ -240,10 +240,11 @@ static int run_loop(const struct daemon_stage *d, struct shm_arena *a, struct sh
 	if (r < 0 && !l.poll)
 		log_error_errno(r, "input ring: %m");
 	fr = d->finish(obj, r < 0 ? SHM_END_FAILED : l.end);
-	if (r >= 0 && desc->ring_in >= 0)
-		log_info("%s", l.orphaned    ? "monitor gone: drained what was left"
-			       : daemon_term ? "terminated"
-					     : "drained");
+	/* A drain the monitor asked for: its own lines say so (debug here). */
+	if (r >= 0 && desc->ring_in >= 0 && (l.orphaned || daemon_term))
+		log_info("%s", l.orphaned ? "monitor gone: drained what was left" : "terminated");
+	else if (r >= 0 && desc->ring_in >= 0)
+		log_debug("drained");
 	d->free(obj);
 	return r < 0 ? r : fr;
 }

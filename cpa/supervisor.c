@@ -50,6 +50,7 @@
 #include "common/sdnotify.h"
 #include "shm/loss.h"
 #include "shm/stage_loop.h"
+#include "storer/store.h"
 #include "storer/storer.h"
 
 #define BACKOFF_MIN_MS		100
@@ -373,6 +374,17 @@ static int stage_spawn(struct supervisor *s, struct sup_stage *st)
 
 static void begin_stop(struct supervisor *s, const char *why);
 
+/*
+ * A stop step's line (stopping capture, draining a consumer, its exit):
+ * info, but debug in the stop after a permanent error, where the cause line
+ * and the last line say what the user needs (docs/supervisor.md, "Permanent
+ * errors"); warnings and errors of the stop stay what they are.
+ */
+static enum log_level step_lvl(const struct supervisor *s)
+{
+	return s->permanent ? LOG_LVL_DEBUG : LOG_LVL_INFO;
+}
+
 static void stage_give_up(struct supervisor *s, struct sup_stage *st, const char *what)
 {
 	log_error("%s failed to start %u times in a row (last: %s); giving up", st->name,
@@ -535,16 +547,43 @@ static int held_to_ring(struct supervisor *s, struct sup_stage *st, struct shm_l
 }
 
 /*
+ * The sink's cut-off beyond the arena: the highest seq the complete blocks at
+ * the tail of this run's store hold, read as a restarted storer reads it
+ * (store_root__stored_seq()). A storer killed after a block's write completed
+ * and before its release left the ring's mark below that block: its samples
+ * are stored, not held. 0 for a stage with an output ring, or when the
+ * store cannot say (then they count as held: lost and stored).
+ */
+static uint64_t stop_stored_seq(struct supervisor *s, struct sup_stage *st)
+{
+	const struct cpa_config *cfg = shm_arena__config(s->arena);
+	uint64_t seq = 0;
+	int r;
+
+	if (st->d->ring_out >= 0)
+		return 0;
+	r = store_root__stored_seq(cfg->store_dir[0] ? cfg->store_dir : CPA_DEFAULT_STORE_DIR,
+				   cfg->start_realtime_ns, shm_loss__passed(s->arena, st->id),
+				   &seq);
+	if (r < 0)
+		log_warn_errno(r,
+			       "%s: reading what the store holds: %m (what it held is counted "
+			       "from its ring's mark)",
+			       st->name);
+	return r < 0 ? 0 : seq;
+}
+
+/*
  * A consumer killed at stop (it did not drain in time, or died draining) is
  * not started again: what it held is counted as lost, from the arena
- * (shm_loss__held()), in LOSS records sent on through its output ring, or,
- * for the sink, appended to the store by the monitor itself.
- * docs/pipeline.md, "Stopping".
+ * (shm_loss__held()) and, for the sink, the store's tail (stop_stored_seq()),
+ * in LOSS records sent on through its output ring, or, for the sink,
+ * appended to the store by the monitor itself. docs/pipeline.md, "Stopping".
  */
 static void stop_count_held(struct supervisor *s, struct sup_stage *st)
 {
 	struct shm_loss_table t = {0};
-	uint64_t n = shm_loss__held(s->arena, st->id, &t);
+	uint64_t n = shm_loss__held(s->arena, st->id, stop_stored_seq(s, st), &t);
 	int r;
 
 	if (!n)
@@ -591,9 +630,9 @@ static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 	}
 	if (st->stop_asked) {
 		if (status_clean(status)) {
-			log_info("%s (pid %d) %s", st->name, pid,
-				 st->d->role == SHM_ROLE_PRODUCER ? "stopped"
-								  : "drained and exited");
+			log_printf(step_lvl(s), "%s (pid %d) %s", st->name, pid,
+				   st->d->role == SHM_ROLE_PRODUCER ? "stopped"
+								    : "drained and exited");
 		} else if (st->term_sent && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) {
 			log_warn("%s (pid %d) left on SIGTERM, not on STOP", st->name, pid);
 		} else {
@@ -695,7 +734,7 @@ static void stop_step_begin(struct supervisor *s)
 			/* An idle capture may sleep up to 4 s (docs/metrics.md, "Idle
 			 * host"): the nudge cuts it short (it ignores the signal). */
 			kill(st->pid, SIGURG);
-			log_info("stopping %s (pid %d)", st->name, st->pid);
+			log_printf(step_lvl(s), "stopping %s (pid %d)", st->name, st->pid);
 			snprintf(status, sizeof(status), "stopping: %s", st->name);
 			set_status(s, status);
 			return;
@@ -703,8 +742,9 @@ static void stop_step_begin(struct supervisor *s)
 		/* A consumer that is down with input left is started to drain it:
 		 * stopping must not lose what is already in the ring. */
 		if (!st->pid && ring_pending(s, st->d->ring_in) > 0) {
-			log_info("%s is down with %llu bytes in its input: starting it to drain",
-				 st->name, (unsigned long long)ring_pending(s, st->d->ring_in));
+			log_printf(step_lvl(s),
+				   "%s is down with %llu bytes in its input: starting it to drain",
+				   st->name, (unsigned long long)ring_pending(s, st->d->ring_in));
 			st->restart_at_ns = 0;
 			if (stage_spawn(s, st) < 0) {
 				s->exit_code = 1;
@@ -721,8 +761,8 @@ static void stop_step_begin(struct supervisor *s)
 		st->deadline_ns = now + s->p.drain_timeout_ms * NSEC_PER_MSEC;
 		__atomic_store_n(&st->blk->cmd, (uint32_t)SHM_CMD_DRAIN, __ATOMIC_RELEASE);
 		kick_input(s, st);
-		log_info("draining %s (pid %d): %llu bytes pending in its input", st->name, st->pid,
-			 (unsigned long long)ring_pending(s, st->d->ring_in));
+		log_printf(step_lvl(s), "draining %s (pid %d): %llu bytes pending in its input",
+			   st->name, st->pid, (unsigned long long)ring_pending(s, st->d->ring_in));
 		snprintf(status, sizeof(status), "stopping: draining %s", st->name);
 		set_status(s, status);
 		return;
@@ -767,7 +807,11 @@ static void begin_stop(struct supervisor *s, const char *why)
 {
 	if (s->phase != SUP_RUNNING)
 		return;
-	log_info("stopping (%s): %s", why, s->stop_order);
+	/* After a permanent error, the one line: the order is a step. */
+	if (s->permanent)
+		log_info("stopping (%s)", why);
+	else
+		log_info("stopping (%s): %s", why, s->stop_order);
 	notify(s, "STOPPING=1\nSTATUS=%s", "stopping");
 	s->phase = SUP_STOPPING;
 	s->stop_idx = 0;

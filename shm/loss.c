@@ -165,18 +165,27 @@ static uint64_t ring_mark(struct shm_arena *a, int idx)
 	return c ? __atomic_load_n(&c->cons_mark, __ATOMIC_ACQUIRE) : 0;
 }
 
-uint64_t shm_loss__held(struct shm_arena *a, enum shm_stage_id id, struct shm_loss_table *t)
+uint64_t shm_loss__passed(struct shm_arena *a, enum shm_stage_id id)
+{
+	const struct shm_stage_desc *d = &shm_stages[id];
+	uint64_t passed = ring_mark(a, d->ring_in), out;
+
+	out = ring_mark(a, d->ring_out);
+	if (out > passed)
+		passed = out;
+	out = held_walk(a, d->ring_out, 0, id, 0, NULL, NULL, NULL);
+	return out > passed ? out : passed;
+}
+
+uint64_t shm_loss__held(struct shm_arena *a, enum shm_stage_id id, uint64_t stored,
+			struct shm_loss_table *t)
 {
 	const struct shm_stage_desc *d = &shm_stages[id];
 	struct shm_stage *st = shm_arena__stage(a, id);
-	uint64_t passed, samples = 0, losses = 0, pend;
+	uint64_t passed = shm_loss__passed(a, id), samples = 0, losses = 0, pend;
 
-	passed = ring_mark(a, d->ring_in);
-	if (ring_mark(a, d->ring_out) > passed)
-		passed = ring_mark(a, d->ring_out);
-	pend = held_walk(a, d->ring_out, 0, id, 0, NULL, NULL, NULL);
-	if (pend > passed)
-		passed = pend;
+	if (stored > passed)
+		passed = stored;
 	held_walk(a, d->ring_in, passed, id, d->lost_at_stop, t, &samples, &losses);
 	pend = d->loss_pending ? shm_stage__cnt(st, d->loss_pending) : 0;
 	if (pend)

@@ -64,17 +64,26 @@ uint64_t shm_loss__carry(struct shm_loss_table *t, struct shm_stage *st, unsigne
 
 struct shm_arena;
 
+/* The highest seq consumer id passed on, as the arena shows it: its input
+ * ring's mark, its output ring's mark and the seqs still in that ring. */
+uint64_t shm_loss__passed(struct shm_arena *a, enum shm_stage_id id);
+
 /*
  * What consumer id held when it was killed at stop (docs/pipeline.md,
  * "Stopping"), read from the arena after its death: every record
  * of its input ring not released whose seq is above the highest it passed
- * on (its input mark, the mark of its output ring and the seqs still in that
- * ring): samples as one loss (id, its lost_at_stop reason) per kind, LOSS
- * records as themselves; and its pending aggregates (its loss_pending gauge,
- * seq = that highest + 1). Folded into t; the samples are added to counter
- * lost_at_stop. Returns the count folded in.
+ * on (the higher of shm_loss__passed() and stored): samples as one loss (id,
+ * its lost_at_stop reason) per kind, LOSS records as themselves; and its
+ * pending aggregates (its loss_pending gauge, seq = that highest + 1).
+ * stored: the highest seq it passed on beyond the arena, 0 when none; for
+ * the sink, what its store's tail holds (store_root__stored_seq() from
+ * shm_loss__passed(), the cut-off a restarted storer resumes after): a
+ * storer killed after a block's write completed and before its release
+ * left the mark below that block. Folded into t; the samples are added to
+ * counter lost_at_stop. Returns the count folded in.
  */
-uint64_t shm_loss__held(struct shm_arena *a, enum shm_stage_id id, struct shm_loss_table *t);
+uint64_t shm_loss__held(struct shm_arena *a, enum shm_stage_id id, uint64_t stored,
+			struct shm_loss_table *t);
 
 static inline unsigned int shm_loss__pending(const struct shm_loss_table *t)
 {

@@ -5,8 +5,10 @@
 #     cause line and exits 78 before a store dir or a stage exists;
 # (b) root with CAP_PERFMON, CAP_BPF and CAP_SYS_ADMIN out of the bounding set
 #     (past the preflight): capture finds it, exits 78 with its cause, the
-#     monitor says it once, restarts nothing and exits 78; --verbose keeps
-#     the detail (libbpf's messages, each refused perf_event_open);
+#     monitor says it once, restarts nothing and exits 78, and the stop is
+#     one line before the last (its drain steps only with --verbose);
+#     --verbose keeps the detail (libbpf's messages, each refused
+#     perf_event_open);
 # (c) the verifier refusing the unrolled copy of --stack_size 16384 with
 #     --offcpu (no fallback): the same, naming --stack_size;
 # (d) a capture killed with SIGKILL is still restarted (test_monitor's
@@ -36,6 +38,19 @@ permanent() {
 	! grep -q "libbpf: libbpf:" "$log" || fail "$name: doubled libbpf prefix"
 	grep -q "stopped with errors (exit code 78)" "$log" || [ "$name" = nobody ] ||
 		fail "$name: no final line: $(tail -3 "$log")"
+	case $name in
+	nobody) ;;
+	*-v) # --verbose: the stop's steps are there, at debug level
+		grep -q "monitor: debug: draining unwindd" "$log" ||
+			fail "$name: no drain step at debug level: $(tail -5 "$log")" ;;
+	*) # from the cause on the monitor says one line that the pipeline stops and
+		# the last line (a stage's start may still print between them); no drain steps
+		sed -n '/monitor: ERROR: /,$p' "$log" | grep "monitor: " >"$log.stop" || true
+		[ "$(wc -l <"$log.stop")" = 3 ] &&
+			sed -n 2p "$log.stop" | grep -q "monitor: stopping (a stage cannot run)$" ||
+			fail "$name: more than the cause, the stop and the last line: $(cat "$log.stop")"
+		! grep -i "drain" "$log" || fail "$name: drain steps at the default level" ;;
+	esac
 	echo "$name: exit 78 in $(wc -l <"$log") lines: $(grep -m1 'ERROR' "$log")"
 }
 

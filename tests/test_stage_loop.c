@@ -2,8 +2,8 @@
 /*
  * The stage skeleton's shm/ half over a real arena: shm_stage__attach's
  * config check, shm_stage__run (RUNNING, batches, DRAIN, SIGTERM, busy
- * retry, hard errors; a poll source with STOP), the rate limit and the
- * pending LOSS table.
+ * retry, hard errors; a poll source with STOP), the rate limit, the
+ * pending LOSS table and what a consumer killed at stop held.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -399,6 +399,53 @@ START_TEST(test_loss_table)
 }
 END_TEST
 
+/*
+ * What a storer killed at stop held (shm_loss__held()): ring 2's samples not
+ * released above the higher of the ring's mark and the seq the store's tail
+ * holds (stored): a block whose write landed before the kill is not lost.
+ */
+START_TEST(test_loss_held_cutoff)
+{
+	static const struct {
+		uint64_t stored, held;
+	} c[] = {{0, 7}, {2, 7}, {8, 2}, {10, 0}};
+
+	for (unsigned int i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct shm_arena *a = arena_new();
+		struct shm_stage *st = shm_arena__stage(a, SHM_STAGE_STORER);
+		struct shm_loss_table t = {0};
+		struct shm_ring_prod p;
+		struct shm_ring_cons cons;
+		struct shm_msg m;
+
+		ck_assert_int_eq(shm_arena__open_prod(a, SHM_RING_SYMD, &p), 0);
+		for (uint64_t seq = 1; seq <= 10; seq++) {
+			struct cpa_sample_out o = {.seq = seq, .time_ns = seq, .weight = 1};
+			void *rec;
+
+			ck_assert_int_eq(
+				shm_ring__reserve_sp(&p, sizeof(o), CPA_REC_SAMPLE_OUT, &rec), 0);
+			memcpy(rec, &o, sizeof(o));
+		}
+		shm_ring__commit_sp(&p);
+		/* Released up to seq 3 (the mark); 4..10 still in the ring. */
+		ck_assert_int_eq(shm_arena__open_cons(a, SHM_RING_SYMD, &cons), 0);
+		for (int k = 0; k < 3; k++)
+			ck_assert_int_eq(shm_ring__peek_sc(&cons, &m), 0);
+		shm_ring__release_mark_sc(&cons, 3);
+		ck_assert_uint_eq(shm_loss__passed(a, SHM_STAGE_STORER), 3);
+
+		ck_assert_uint_eq(shm_loss__held(a, SHM_STAGE_STORER, c[i].stored, &t), c[i].held);
+		ck_assert_uint_eq(shm_loss__count(&t), c[i].held);
+		ck_assert_uint_eq(shm_stage__cnt(st, shm_stages[SHM_STAGE_STORER].lost_at_stop),
+				  c[i].held);
+		if (c[i].held)
+			ck_assert_uint_eq(t.ent[0].seq, 10);
+		shm_arena__free(a);
+	}
+}
+END_TEST
+
 /* The consumer's rule (shm/dedup.h): what a restarted producer sends again
  * is a copy; a loss is one only inside the window its START reset names. */
 START_TEST(test_dedup_rule)
@@ -482,6 +529,7 @@ int main(void)
 	Suite *s = suite_create("stage_loop");
 	TEST_TCASE(s, "stage_loop", test_attach_checks_config, test_run_drains, test_run_sigterm,
 		   test_run_waits_idle, test_run_idle_no_deadline, test_run_error, test_run_poll,
-		   test_rate_limit, test_loss_table, test_dedup_rule, test_fault_knob);
+		   test_rate_limit, test_loss_table, test_loss_held_cutoff, test_dedup_rule,
+		   test_fault_knob);
 	return test_run_suite(s);
 }
