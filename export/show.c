@@ -550,12 +550,6 @@ static void warn_skipped(const struct store_reader *r, const char *dir)
 		 (unsigned long long)st.bytes_skipped, st.segs_skipped);
 }
 
-/*
- * The export window [*ret_t0, *ret_t0 + *ret_n) in unix seconds, within the
- * records [first, last]. A start before the first record starts at it (CPA
- * reads the records from there); a window reaching past the last record, or
- * starting after it, is "Not Found Enough Records" (-ENODATA).
- */
 /* Local midnight of the day after the one starting at local midnight day0 (DST: not + 86400). */
 static int64_t next_midnight(int64_t day0)
 {
@@ -563,15 +557,15 @@ static int64_t next_midnight(int64_t day0)
 }
 
 /*
- * Times of day are within the store's own day, that of its first record; an
- * --endtime earlier than --starttime is on the next day. The end asked, in unix
- * seconds (0 = -n's, from the start).
+ * Times of day are within the store's own day, that of its first record; from
+ * a root (days of runs), an --endtime earlier than --starttime is on the next
+ * day; a store dir is one day. The end asked, in unix seconds (0 = -n's).
  */
-static int64_t window_etod_end(int64_t day0, long stod, long etod)
+static int64_t window_etod_end(const struct show_opts *o, int64_t day0, long stod, long etod)
 {
 	if (etod < 0)
 		return 0;
-	if (stod >= 0 && etod < stod)
+	if (stod >= 0 && etod < stod && !store_dir__is_store(o->read))
 		return next_midnight(day0) + etod;
 	return day0 + etod;
 }
@@ -583,10 +577,16 @@ static int64_t window_end(const struct show_opts *o, uint64_t first, long stod, 
 	int64_t t0 = stod >= 0 ? day0 + stod : first_s;
 
 	if (etod >= 0)
-		return window_etod_end(day0, stod, etod);
+		return window_etod_end(o, day0, stod, etod);
 	return MAX(t0, first_s) + MIN(o->output_num, 366L * 86400);
 }
 
+/*
+ * The export window [*ret_t0, *ret_t0 + *ret_n) in unix seconds, within the
+ * records [first, last]. A start before the first record starts at it (CPA
+ * reads the records from there); a window reaching past the last record, or
+ * starting after it, is "Not Found Enough Records" (-ENODATA).
+ */
 static int select_window(const struct show_opts *o, uint64_t first, uint64_t last, long stod,
 			 long etod, int64_t *ret_t0, int64_t *ret_n)
 {
@@ -596,9 +596,13 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t las
 	char a[32], b[32], ha[32], hb[32];
 
 	if (etod >= 0) {
-		end = window_etod_end(day0, stod, etod);
+		end = window_etod_end(o, day0, stod, etod);
 		if (end <= t0) {
-			log_error("--endtime %s is not after the start", o->endtime);
+			log_error("--endtime %s is not after the start%s", o->endtime,
+				  etod < stod
+					  ? " (a store dir holds one day: --read its root for a "
+					    "window across midnight)"
+					  : "");
 			return -EINVAL;
 		}
 	} else if (o->output_num > 366L * 86400) {

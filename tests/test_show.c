@@ -1274,17 +1274,47 @@ START_TEST(test_show_midnight)
 	o.output_num = 1;
 	o.endtime = "00:00:12";
 	ck_assert_int_eq(run(&o), -ENODATA);
-	/* a store dir is its own day: its message is as before */
+	/* a store dir is one day: -n past its end as before, -E before -B says where to read */
 	logbuf[0] = 0;
 	o.read = store;
-	o.endtime = "00:00:05";
+	o.endtime = NULL;
+	o.output_num = 10;
 	ck_assert_int_eq(run(&o), -ENODATA);
 	ck_assert_msg(strstr(logbuf, "Not Found Enough Records: asked for [ 23:59:55.000 - "
 				     "00:00:05.000 ], the store holds [ 23:59:50.000 - "
 				     "00:00:00.000 ]"),
 		      "%s", logbuf);
+	logbuf[0] = 0;
+	o.endtime = "00:00:05";
+	ck_assert_int_eq(run(&o), -EINVAL);
+	ck_assert_msg(strstr(logbuf, "--endtime 00:00:05 is not after the start (a store dir holds "
+				     "one day: --read its root for a window across midnight)"),
+		      "%s", logbuf);
 	log_set_sink(NULL);
 	ck_assert_int_ne(access(path, F_OK), 0);
+
+	/* the real `cpa show` as the incident's user runs it, TZ from the environment */
+	{
+		static struct test_run r;
+
+		test_run_bin(&r, "cpa",
+			     (const char *const[]){"show", "--read", root, "-B", "23:59:58", "-E",
+						   "00:00:02", "-o", path, NULL});
+		ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+		snprintf(want, sizeof(want),
+			 "%sExport Record Time From [ 23:59:58.000 - 00:00:02.000 ]\n"
+			 "Write  [ 23:59:58.000 - 00:00:02.000 ] Record to %s, Stack Type 3\n",
+			 range, path);
+		ck_assert_str_eq(r.out, want);
+		ck_assert_str_eq(r.err, "");
+		midnight_counts(path, 2, 2, 4);
+		test_run_bin(&r, "cpa",
+			     (const char *const[]){"show", "--read", store, "-B", "23:59:58", "-E",
+						   "00:00:02", "-o", path, NULL});
+		ck_assert_int_eq(r.code, 1);
+		ck_assert_msg(strstr(r.err, "--read its root for a window across midnight"), "%s",
+			      r.err);
+	}
 }
 END_TEST
 
