@@ -1315,6 +1315,31 @@ START_TEST(test_show_midnight)
 		ck_assert_msg(strstr(r.err, "--read its root for a window across midnight"), "%s",
 			      r.err);
 	}
+
+	/* a damaged segment of the picked day is said once, though the day is read twice */
+	{
+		char seg[1200];
+		int fd;
+		const char *hit;
+
+		snprintf(seg, sizeof(seg), "%s/seg_000001.cps", store);
+		fd = open(seg, O_WRONLY);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(pwrite(fd, "XXXX", 4, 0), 4);
+		close(fd);
+		logbuf[0] = 0;
+		log_set_level(LOG_LVL_WARN);
+		log_set_sink(log_capture);
+		o.read = root;
+		o.starttime = "23:59:55";
+		o.endtime = NULL;
+		o.output_num = 10;
+		ck_assert_int_eq(run(&o), 0);
+		log_set_sink(NULL);
+		hit = strstr(logbuf, "bad segment header");
+		ck_assert_msg(hit && !strstr(hit + 1, "bad segment header"), "%s", logbuf);
+		midnight_counts(path, 5, 5, 10);
+	}
 }
 END_TEST
 
