@@ -499,7 +499,7 @@ static int add_day_dirs(const char *root, int64_t day, char ***dirs, uint32_t *n
  * The store of --read: a store dir, or from a root the picked dir's day with all
  * its runs; next_day (unix second, 0 = none): the runs of that day too, read as
  * one after them (a window across midnight), without saying again what the
- * picked day's dirs said when they were opened before.
+ * picked day's dirs said when they were opened before; none there: *ret NULL.
  */
 static int open_store(const struct show_opts *o, long stod, int64_t next_day, char *dir, size_t len,
 		      struct store_reader **ret)
@@ -517,7 +517,12 @@ static int open_store(const struct show_opts *o, long stod, int64_t next_day, ch
 		if (next_day && add_day_dirs(o->read, next_day, &dirs, &n) < 0)
 			n = n_day;
 	}
-	if (n > 1 || (n && n > n_day)) {
+	if (next_day && n == n_day) { /* no runs on the next day: what is open stays */
+		*ret = NULL;
+		r = 0;
+		goto out;
+	}
+	if (n > 1 || next_day) {
 		for (uint32_t i = 0; i < n; i++)
 			log_debug("reading '%s'", dirs[i]);
 		said_now = (struct notice_said){next_day ? dirs : NULL, next_day ? n_day : 0};
@@ -527,11 +532,12 @@ static int open_store(const struct show_opts *o, long stod, int64_t next_day, ch
 	} else {
 		r = store_reader__open_err(dir, on_notice, NULL, ret, err, sizeof(err));
 	}
+	if (r < 0)
+		log_error("%s", err);
+out:
 	for (uint32_t i = 0; i < n; i++)
 		free(dirs[i]);
 	free(dirs);
-	if (r < 0)
-		log_error("%s", err);
 	return r;
 }
 
@@ -723,7 +729,7 @@ static int reach_next_day(const struct show_opts *o, struct store_reader **rp, c
 	    window_end(o, first, stod, etod) <= (int64_t)(*last / NS) + 1)
 		return 0;
 	ret = open_store(o, stod, next_midnight(day0), dir, dirlen, &r);
-	if (ret < 0)
+	if (ret < 0 || !r)
 		return ret;
 	if (store_reader__range(r, &a, &b, &recs) < 0) {
 		log_error("%s", store_reader__error(r));
@@ -742,7 +748,7 @@ static int run_export(const struct show_opts *o, struct store_reader **rp, char 
 		      const struct store_filter *filt)
 {
 	struct show_ctx c = {.o = o};
-	struct store_reader *r = *rp;
+	struct store_reader *r;
 	const struct show_acc *acc;
 	char a[32], b[32], ha[32], hb[32], outp[PATH_MAX];
 	int64_t t0, n;

@@ -1339,6 +1339,18 @@ START_TEST(test_show_midnight)
 		hit = strstr(logbuf, "bad segment header");
 		ck_assert_msg(hit && !strstr(hit + 1, "bad segment header"), "%s", logbuf);
 		midnight_counts(path, 5, 5, 10);
+		/* without the next day: the message of a window that is not there, said once */
+		t_rm_rf(sdir);
+		logbuf[0] = 0;
+		log_set_sink(log_capture);
+		ck_assert_int_eq(run(&o), -ENODATA);
+		log_set_sink(NULL);
+		hit = strstr(logbuf, "bad segment header");
+		ck_assert_msg(hit && !strstr(hit + 1, "bad segment header"), "%s", logbuf);
+		ck_assert_msg(strstr(logbuf, "Not Found Enough Records: asked for [ 23:59:55.000 - "
+					     "00:00:05.000 ], the store holds [ 23:59:50.000 - "
+					     "00:00:00.000 ]"),
+			      "%s", logbuf);
 	}
 }
 END_TEST
