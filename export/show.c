@@ -328,9 +328,25 @@ static long parse_tod(const char *s)
 	return parse_tod_r(s, false);
 }
 
+/* While a set is reopened with the next day: the dirs whose notices were said. */
+struct notice_said {
+	char **dirs;
+	uint32_t n;
+};
+static struct notice_said said_now; /* the reader keeps its ctx: a static, empty after open */
+
 static void on_notice(void *ctx, const char *msg)
 {
-	(void)ctx;
+	const struct notice_said *said = ctx;
+
+	for (uint32_t i = 0; said && i < said->n; i++) {
+		size_t l = strlen(said->dirs[i]);
+
+		if (!strncmp(msg, said->dirs[i], l) && msg[l] == '/') {
+			log_debug("%s", msg);
+			return;
+		}
+	}
 	/* The block being written right now looks torn to a reader: not news. */
 	if (strstr(msg, "torn"))
 		log_debug("%s", msg);
@@ -513,31 +529,81 @@ int show_pick_dir(const char *read, long tod, char *buf, size_t len, char *shut,
 	return 0;
 }
 
-static int open_store(const struct show_opts *o, long stod, char *dir, size_t len, char *shut,
-		      size_t shutlen, struct store_reader **ret)
+/* The runs of the local day holding unix second day (cpa_YYMMDD...) under root, appended. */
+static int add_day_dirs(const char *root, int64_t day, char ***dirs, uint32_t *n)
 {
-	char err[512], **dirs = NULL;
-	uint32_t n = 0;
+	char name[32], **d = NULL, **all;
+	uint32_t k = 0;
+	time_t t = (time_t)day;
+	struct tm tm;
 	int r;
 
-	r = show_pick_dir(o->read, stod, dir, len, shut, shutlen);
+	localtime_r(&t, &tm);
+	snprintf(name, sizeof(name), "cpa_%02d%02d%02d", tm.tm_year % 100, tm.tm_mon + 1,
+		 tm.tm_mday);
+	r = store_root__day_dirs(root, name, &d, &k);
 	if (r < 0)
 		return r;
+	all = realloc(*dirs, (*n + k + 1) * sizeof(*all));
+	if (!all) {
+		for (uint32_t i = 0; i < k; i++)
+			free(d[i]);
+		free(d);
+		return -ENOMEM;
+	}
+	memcpy(all + *n, d, k * sizeof(*d));
+	free(d);
+	*dirs = all;
+	*n += k;
+	return 0;
+}
+
+/*
+ * The store of --read: a store dir, or from a root the picked dir's day with all
+ * its runs; next_day (unix second, 0 = none): the runs of that day too, read as
+ * one after them (a window across midnight), without saying again what the
+ * picked day's dirs said when they were opened before (dir is the picked one
+ * then, and its unreadable runs were named); none there: *ret NULL.
+ */
+static int open_store(const struct show_opts *o, long stod, int64_t next_day, char *dir, size_t len,
+		      char *shut, size_t shutlen, struct store_reader **ret)
+{
+	char err[512], **dirs = NULL;
+	uint32_t n = 0, n_day = 0;
+	int r;
+
+	if (!next_day) {
+		r = show_pick_dir(o->read, stod, dir, len, shut, shutlen);
+		if (r < 0)
+			return r;
+	}
 	/* A root: every run of the picked dir's day, read as one. */
-	if (!store_dir__is_store(o->read) && store_root__day_dirs(o->read, dir, &dirs, &n) == 0 &&
-	    n > 1) {
+	if (!store_dir__is_store(o->read) && store_root__day_dirs(o->read, dir, &dirs, &n) == 0) {
+		n_day = n;
+		if (next_day && add_day_dirs(o->read, next_day, &dirs, &n) < 0)
+			n = n_day;
+	}
+	if (next_day && n == n_day) { /* no runs on the next day: what is open stays */
+		*ret = NULL;
+		r = 0;
+		goto out;
+	}
+	if (n > 1 || next_day) {
 		for (uint32_t i = 0; i < n; i++)
 			log_debug("reading '%s'", dirs[i]);
-		r = store_reader__open_set((const char *const *)dirs, n, on_notice, NULL, ret, err,
-					   sizeof(err));
+		said_now = (struct notice_said){next_day ? dirs : NULL, next_day ? n_day : 0};
+		r = store_reader__open_set((const char *const *)dirs, n, on_notice, &said_now, ret,
+					   err, sizeof(err));
+		said_now = (struct notice_said){0}; /* from here on it says everything */
 	} else {
 		r = store_reader__open_err(dir, on_notice, NULL, ret, err, sizeof(err));
 	}
+	if (r < 0)
+		log_error("%s", err);
+out:
 	for (uint32_t i = 0; i < n; i++)
 		free(dirs[i]);
 	free(dirs);
-	if (r < 0)
-		log_error("%s", err);
 	return r;
 }
 
@@ -554,6 +620,37 @@ static void warn_skipped(const struct store_reader *r, const char *dir)
 		 "block being written right now, or damage; -v says where)",
 		 dir, (unsigned long long)st.blocks_torn, (unsigned long long)st.blocks_corrupt,
 		 (unsigned long long)st.bytes_skipped, st.segs_skipped);
+}
+
+/* Local midnight of the day after the one starting at local midnight day0 (DST: not + 86400). */
+static int64_t next_midnight(int64_t day0)
+{
+	return local_midnight(day0 + 36 * 3600);
+}
+
+/*
+ * Times of day are within the store's own day, that of its first record; from
+ * a root (days of runs), an --endtime earlier than --starttime is on the next
+ * day; a store dir is one day. The end asked, in unix seconds (0 = -n's).
+ */
+static int64_t window_etod_end(const struct show_opts *o, int64_t day0, long stod, long etod)
+{
+	if (etod < 0)
+		return 0;
+	if (stod >= 0 && etod < stod && !store_dir__is_store(o->read))
+		return next_midnight(day0) + etod;
+	return day0 + etod;
+}
+
+/* The end of the window (unix seconds) select_window() would take. */
+static int64_t window_end(const struct show_opts *o, uint64_t first, long stod, long etod)
+{
+	int64_t first_s = (int64_t)(first / NS), day0 = local_midnight(first_s);
+	int64_t t0 = stod >= 0 ? day0 + stod : first_s;
+
+	if (etod >= 0)
+		return window_etod_end(o, day0, stod, etod);
+	return MAX(t0, first_s) + MIN(o->output_num, 366L * 86400);
 }
 
 /*
@@ -573,9 +670,13 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t end
 	char a[32], b[32], ha[32], hb[32];
 
 	if (etod >= 0) {
-		end = day0 + etod;
+		end = window_etod_end(o, day0, stod, etod);
 		if (end <= t0) {
-			log_error("--endtime %s is not after the start", o->endtime);
+			log_error("--endtime %s is not after the start%s", o->endtime,
+				  etod < stod
+					  ? " (a store dir holds one day: --read its root for a "
+					    "window across midnight)"
+					  : "");
 			return -EINVAL;
 		}
 	} else if (o->output_num > 366L * 86400) {
@@ -680,17 +781,52 @@ static void print_write_line(const struct show_acc *acc, const char *path)
 	fflush(stdout);
 }
 
+/*
+ * A window from a root reaching past the last record of the picked day: the
+ * next day's runs read too, as one with it (*rp reopened, *last theirs), so
+ * the window spans midnight. Without records on the next day nothing changes.
+ */
+static int reach_next_day(const struct show_opts *o, struct store_reader **rp, char *dir,
+			  size_t dirlen, uint64_t first, uint64_t *last, long stod, long etod)
+{
+	struct store_reader *r = NULL;
+	uint64_t a, b, recs;
+	int64_t day0 = local_midnight((int64_t)(first / NS));
+	int ret;
+
+	if (store_dir__is_store(o->read) ||
+	    window_end(o, first, stod, etod) <= (int64_t)(*last / NS) + 1)
+		return 0;
+	ret = open_store(o, stod, next_midnight(day0), dir, dirlen, NULL, 0, &r);
+	if (ret < 0 || !r)
+		return ret;
+	if (store_reader__range(r, &a, &b, &recs) < 0) {
+		log_error("%s", store_reader__error(r));
+		store_reader__free(r);
+		return -EIO;
+	}
+	store_reader__free(*rp);
+	*rp = r;
+	*last = MAX(*last, b);
+	return 0;
+}
+
 /* The export: window, read and fold, write the .prof, and CPA's lines around it. */
-static int run_export(const struct show_opts *o, struct store_reader *r, const char *dir,
+static int run_export(const struct show_opts *o, struct store_reader **rp, char *dir, size_t dirlen,
 		      uint64_t first, uint64_t last, long stod, long etod, const char *shut,
 		      const struct store_filter *filt)
 {
 	struct show_ctx c = {.o = o};
+	struct store_reader *r;
 	const struct show_acc *acc;
 	char a[32], b[32], ha[32], hb[32], outp[PATH_MAX];
 	int64_t t0, n;
 	int ret;
 
+	ret = reach_next_day(o, rp, dir, dirlen, first, &last, stod, etod);
+	if (ret < 0)
+		return ret;
+	r = *rp;
 	ret = select_window(o, first, store_reader__range_end(r, last), stod, etod, shut, &t0, &n);
 	if (ret < 0)
 		return ret;
@@ -769,7 +905,7 @@ int show_run(const struct show_opts *o)
 	ret = parse_request(o, &filt, &cpus, &stod, &etod);
 	if (ret < 0)
 		return ret;
-	ret = open_store(o, stod, dir, sizeof(dir), shut, sizeof(shut), &r);
+	ret = open_store(o, stod, 0, dir, sizeof(dir), shut, sizeof(shut), &r);
 	if (ret < 0)
 		return ret;
 	ret = store_reader__range(r, &first, &last, &recs);
@@ -801,8 +937,9 @@ int show_run(const struct show_opts *o)
 		show_warn_unused(o);
 		/* --sched reads the metrics: its window may start before the first record. */
 		if (!o->show_range)
-			ret = run_export(o, r, dir, show_sched_wanted(o) ? first : pfirst, last,
-					 stod, etod, shut, &filt);
+			ret = run_export(o, &r, dir, sizeof(dir),
+					 show_sched_wanted(o) ? first : pfirst, last, stod, etod,
+					 shut, &filt);
 	}
 	warn_skipped(r, dir);
 	store_reader__free(r);

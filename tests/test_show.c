@@ -1224,6 +1224,217 @@ START_TEST(test_show_range_stretched)
 }
 END_TEST
 
+/* ---- a window across local midnight (a root with runs on two days) ---- */
+
+/*
+ * One monitor run from 23:50 local, TZ explicit and not UTC (local midnight is
+ * not UTC's): samples from 23:59:50 to 00:00:09, the writer rotating into the
+ * next day's dir at midnight. Each second stack 1 before midnight, stack 2
+ * after it, stack 3 on both sides.
+ */
+static void setup_midnight(void)
+{
+	struct store_writer_opts o = {.record_interval = 1};
+	struct tm tm = {.tm_year = 126,
+			.tm_mon = 10,
+			.tm_mday = 20,
+			.tm_hour = 23,
+			.tm_min = 59,
+			.tm_sec = 50,
+			.tm_isdst = -1};
+	struct store_writer *w;
+	uint64_t seq = 1, base;
+
+	setenv("TZ", "CPA-1", 1); /* UTC+1, no tzdata needed */
+	tzset();
+	base = (uint64_t)mktime(&tm) * T_NS;
+	w = t_store_new(&o, &root);
+	store_writer__set_run_id(w, base - 590 * T_NS);
+	t_defs(w, NSTACKS, 0);
+	for (uint32_t sec = 0; sec < 20; sec++) {
+		struct cpa_sample_out smp;
+
+		t_sample(&smp, seq++, base + sec * T_NS + 100000000ULL, sec < 10 ? 1 : 2, 0);
+		ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+		t_sample(&smp, seq++, base + sec * T_NS + 200000000ULL, 3, 0);
+		ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+	}
+	store_writer__free(w);
+	snprintf(store, sizeof(store), "%s/cpa_261120", root);
+}
+
+/* The counts of stacks 1, 2 and 3 in the .prof at path, and no other line. */
+static void midnight_counts(const char *path, unsigned long long c1, unsigned long long c2,
+			    unsigned long long c3)
+{
+	static const char *const labels[] = {"", "ENV_A;app:1001;", "ENV_A;db:1002;",
+					     "ENV_A;app:1000;"};
+	const unsigned long long want[] = {0, c1, c2, c3};
+	char line[8192];
+	struct prof p;
+	int lines = 0;
+
+	read_prof(path, &p);
+	for (uint32_t s = 1; s <= 3; s++) {
+		folded(s, labels[s], line, sizeof(line));
+		ck_assert_msg(prof_count(&p, line) == want[s], "stack %u: %llu, want %llu", s,
+			      prof_count(&p, line), want[s]);
+		lines += want[s] > 0;
+	}
+	ck_assert_int_eq(p.n, lines);
+}
+
+START_TEST(test_show_midnight)
+{
+	struct show_opts o = defaults();
+	char path[1100], want[2048], sdir[1100];
+	static const char range[] =
+		"Record Time From [ 23:59:50.100 ] to [ 23:59:59.200 ] Records Num: 10\n";
+
+	log_set_level(LOG_LVL_ERROR);
+	snprintf(sdir, sizeof(sdir), "%s/cpa_261121", root);
+	ck_assert_msg(access(sdir, F_OK) == 0, "no next-day dir %s", sdir);
+	o.read = root;
+	prof_to(&o, path, sizeof(path), "mid.prof");
+	/* 5 seconds each side of midnight, by -n and by an -E earlier than -B */
+	o.starttime = "23:59:55";
+	o.output_num = 10;
+	ck_assert_int_eq(run(&o), 0);
+	snprintf(want, sizeof(want),
+		 "%sExport Record Time From [ 23:59:55.000 - 00:00:05.000 ]\n"
+		 "Write  [ 23:59:55.000 - 00:00:05.000 ] Record to %s, Stack Type 3\n",
+		 range, path);
+	ck_assert_str_eq(out, want);
+	midnight_counts(path, 5, 5, 10);
+	o.output_num = 1;
+	o.endtime = "00:00:05";
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_str_eq(out, want);
+	midnight_counts(path, 5, 5, 10);
+	/* the whole run: the picked day's records to the next day's last */
+	o.starttime = "23:59:50";
+	o.endtime = "00:00:10";
+	ck_assert_int_eq(run(&o), 0);
+	midnight_counts(path, 10, 10, 20);
+	/* a window within one day reads that day */
+	o.endtime = NULL;
+	o.starttime = "00:00:02";
+	o.output_num = 3;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "Export Record Time From [ 00:00:02.000 - 00:00:05.000 ]\n"),
+		      "%s", out);
+	midnight_counts(path, 0, 3, 3);
+	o.starttime = "23:59:52";
+	ck_assert_int_eq(run(&o), 0);
+	midnight_counts(path, 3, 0, 3);
+
+	/* the range is the picked day's, as before */
+	o.show_range = true;
+	o.starttime = "23:59:55";
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_str_eq(out, range);
+	o.starttime = NULL; /* the newest day */
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_str_eq(out,
+			 "Record Time From [ 00:00:00.100 ] to [ 00:00:09.200 ] Records Num: 10\n");
+	o.show_range = false;
+
+	/* what the store does not hold is still Not Found Enough Records */
+	logbuf[0] = 0;
+	log_set_sink(log_capture);
+	unlink(path);
+	o.starttime = "23:59:55";
+	o.output_num = 16; /* to 00:00:11, the last record is in 00:00:09 */
+	ck_assert_int_eq(run(&o), -ENODATA);
+	ck_assert_msg(strstr(logbuf, "Not Found Enough Records: asked for [ 23:59:55.000 - "
+				     "00:00:11.000 ], the store holds [ 23:59:50.000 - "
+				     "00:00:10.000 ]"),
+		      "%s", logbuf);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	o.output_num = 1;
+	o.endtime = "00:00:12";
+	ck_assert_int_eq(run(&o), -ENODATA);
+	/* a store dir is one day: -n past its end as before, -E before -B says where to read */
+	logbuf[0] = 0;
+	o.read = store;
+	o.endtime = NULL;
+	o.output_num = 10;
+	ck_assert_int_eq(run(&o), -ENODATA);
+	ck_assert_msg(strstr(logbuf, "Not Found Enough Records: asked for [ 23:59:55.000 - "
+				     "00:00:05.000 ], the store holds [ 23:59:50.000 - "
+				     "00:00:00.000 ]"),
+		      "%s", logbuf);
+	logbuf[0] = 0;
+	o.endtime = "00:00:05";
+	ck_assert_int_eq(run(&o), -EINVAL);
+	ck_assert_msg(strstr(logbuf, "--endtime 00:00:05 is not after the start (a store dir holds "
+				     "one day: --read its root for a window across midnight)"),
+		      "%s", logbuf);
+	log_set_sink(NULL);
+	ck_assert_int_ne(access(path, F_OK), 0);
+
+	/* the real `cpa show` as the incident's user runs it, TZ from the environment */
+	{
+		static struct test_run r;
+
+		test_run_bin(&r, "cpa",
+			     (const char *const[]){"show", "--read", root, "-B", "23:59:58", "-E",
+						   "00:00:02", "-o", path, NULL});
+		ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+		snprintf(want, sizeof(want),
+			 "%sExport Record Time From [ 23:59:58.000 - 00:00:02.000 ]\n"
+			 "Write  [ 23:59:58.000 - 00:00:02.000 ] Record to %s, Stack Type 3\n",
+			 range, path);
+		ck_assert_str_eq(r.out, want);
+		ck_assert_str_eq(r.err, "");
+		midnight_counts(path, 2, 2, 4);
+		test_run_bin(&r, "cpa",
+			     (const char *const[]){"show", "--read", store, "-B", "23:59:58", "-E",
+						   "00:00:02", "-o", path, NULL});
+		ck_assert_int_eq(r.code, 1);
+		ck_assert_msg(strstr(r.err, "--read its root for a window across midnight"), "%s",
+			      r.err);
+	}
+
+	/* a damaged segment of the picked day is said once, though the day is read twice */
+	{
+		char seg[1200];
+		int fd;
+		const char *hit;
+
+		snprintf(seg, sizeof(seg), "%s/seg_000001.cps", store);
+		fd = open(seg, O_WRONLY);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(pwrite(fd, "XXXX", 4, 0), 4);
+		close(fd);
+		logbuf[0] = 0;
+		log_set_level(LOG_LVL_WARN);
+		log_set_sink(log_capture);
+		o.read = root;
+		o.starttime = "23:59:55";
+		o.endtime = NULL;
+		o.output_num = 10;
+		ck_assert_int_eq(run(&o), 0);
+		log_set_sink(NULL);
+		hit = strstr(logbuf, "bad segment header");
+		ck_assert_msg(hit && !strstr(hit + 1, "bad segment header"), "%s", logbuf);
+		midnight_counts(path, 5, 5, 10);
+		/* without the next day: the message of a window that is not there, said once */
+		t_rm_rf(sdir);
+		logbuf[0] = 0;
+		log_set_sink(log_capture);
+		ck_assert_int_eq(run(&o), -ENODATA);
+		log_set_sink(NULL);
+		hit = strstr(logbuf, "bad segment header");
+		ck_assert_msg(hit && !strstr(hit + 1, "bad segment header"), "%s", logbuf);
+		ck_assert_msg(strstr(logbuf, "Not Found Enough Records: asked for [ 23:59:55.000 - "
+					     "00:00:05.000 ], the store holds [ 23:59:50.000 - "
+					     "00:00:00.000 ]"),
+			      "%s", logbuf);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("show");
@@ -1241,5 +1452,8 @@ int main(void)
 	/* Reading by rows (store_reader__query_rows()) against sample by sample. */
 	tc = TEST_TCASE(s, "rows", test_show_folded_rows_vs_samples, test_show_progress_tty);
 	tcase_add_checked_fixture(tc, setup_segments, teardown);
+	/* A root whose run spans local midnight. */
+	tc = TEST_TCASE(s, "midnight", test_show_midnight);
+	tcase_add_checked_fixture(tc, setup_midnight, teardown);
 	return test_run_suite(s);
 }
