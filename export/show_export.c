@@ -233,7 +233,7 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 {
 	struct export_stats st;
 	struct store_reader *br = r, *own = NULL;
-	char dir[PATH_MAX + 256], err[512], a[32], b[32];
+	char dir[PATH_MAX + 256], a[32], b[32];
 	long stod = -1, etod = -1;
 	uint64_t first, last, recs;
 	int64_t day0, t0, t1;
@@ -248,14 +248,9 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 		return -EINVAL;
 	}
 	if (o->diff_base_read) {
-		ret = show_pick_dir(o->diff_base_read, stod, dir, sizeof(dir), NULL, 0);
+		ret = show_open_store(o->diff_base_read, stod, 0, dir, sizeof(dir), NULL, 0, &own);
 		if (ret < 0)
 			return ret;
-		ret = store_reader__open_err(dir, show_on_notice, NULL, &own, err, sizeof(err));
-		if (ret < 0) {
-			log_error("%s", err);
-			return ret;
-		}
 		br = own;
 		export__new_source(e);
 	}
@@ -266,12 +261,22 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 	}
 	day0 = local_midnight((int64_t)(first / NS));
 	t0 = stod >= 0 ? day0 + stod : (int64_t)(first / NS);
-	/* Without an end, the base is as long as the range it is compared with. */
-	t1 = etod >= 0 ? day0 + etod : t0 + n;
+	/* Without an end, the base is as long as the range it is compared with;
+	 * from a root, as --read, it reaches into the next day's runs. */
+	t1 = etod >= 0 ? (o->diff_base_read ? show_etod_end(o->diff_base_read, day0, stod, etod)
+					    : day0 + etod)
+		       : t0 + n;
 	if (t1 <= t0) {
 		log_error("--diff_base_end %s is not after the base's start", o->diff_base_end);
 		ret = -EINVAL;
 		goto out;
+	}
+	if (own) {
+		ret = show_reach_next_day(o->diff_base_read, &own, dir, sizeof(dir), first, &last,
+					  t1);
+		if (ret < 0)
+			goto out;
+		br = own;
 	}
 	show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
 	show_fmt_tod((uint64_t)t1 * NS, b, sizeof(b));
