@@ -312,6 +312,7 @@ static enum export_kinds kinds_of(const struct show_opts *o)
 struct split_feed {
 	struct store_split *sp;
 	enum show_kind kind;
+	uint64_t rows; /* added */
 };
 
 static int split_add(void *ctx, const struct store_sample *s)
@@ -321,6 +322,7 @@ static int split_add(void *ctx, const struct store_sample *s)
 
 	if ((f->kind == SHOW_KIND_ON && off) || (f->kind == SHOW_KIND_OFF && !off))
 		return 0;
+	f->rows++;
 	return store_split__add(f->sp, s);
 }
 
@@ -333,6 +335,7 @@ static int split(const struct show_opts *o, struct store_reader *r, const char *
 	char out[PATH_MAX], a[32], b[32];
 	uint32_t freq = 0;
 	uint64_t samples = 0;
+	bool made;
 	int ret;
 
 	if (o->diff_base_read || o->diff_base_start || o->diff_base_end) {
@@ -340,9 +343,13 @@ static int split(const struct show_opts *o, struct store_reader *r, const char *
 		return -EINVAL;
 	}
 	(void)export__store_freq(dir, &freq);
+	/* A failed or empty split leaves nothing it made: not DIR either. */
+	made = access(o->split_path, F_OK) < 0 && errno == ENOENT;
 	ret = store_split__new(o->split_path, freq, &sp);
-	if (ret < 0)
-		return log_error_errno(ret, "--split_path: new store in '%s': %m", o->split_path);
+	if (ret < 0) {
+		log_error_errno(ret, "--split_path: new store in '%s': %m", o->split_path);
+		goto out;
+	}
 	sf.sp = sp;
 	ret = store_reader__query(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt, split_add,
 				  &sf);
@@ -350,22 +357,24 @@ static int split(const struct show_opts *o, struct store_reader *r, const char *
 		log_error_errno(ret, "split '%s' into '%s': %m", dir, o->split_path);
 		goto out;
 	}
-	ret = store_split__close(sp, &samples, out, sizeof(out));
-	if (ret < 0) {
-		log_error_errno(ret, "--split_path: write '%s': %m", o->split_path);
-		goto out;
-	}
-	if (!samples) {
+	if (!sf.rows) {
 		show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
 		show_fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
 		log_error("no records in [ %s - %s ] of '%s'", a, b, dir);
 		ret = -ENODATA;
+		goto out; /* not closed: its free removes the store dirs it made */
+	}
+	ret = store_split__close(sp, &samples, out, sizeof(out));
+	if (ret < 0) {
+		log_error_errno(ret, "--split_path: write '%s': %m", o->split_path);
 		goto out;
 	}
 	printf("Split %llu samples into %s\n", (unsigned long long)samples, out);
 	fflush(stdout);
 out:
 	store_split__free(sp);
+	if (ret < 0 && made)
+		(void)rmdir(o->split_path);
 	return ret;
 }
 

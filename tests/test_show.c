@@ -916,7 +916,36 @@ START_TEST(test_show_unused_opts)
 	ck_assert_int_eq(run(&o), 0);
 	ck_assert_msg(strstr(out, "Split 5 samples into "), "%s", out);
 	o.kind = SHOW_KIND_AUTO;
+	/* ... and an empty one fails and leaves no dir behind */
+	snprintf(split, sizeof(split), "%s/split_none", mroot);
+	o.target_pid = 4242;
+	logbuf[0] = 0;
+	ck_assert_int_eq(run(&o), -ENODATA);
+	ck_assert_msg(strstr(logbuf, "no records in ["), "%s", logbuf);
+	ck_assert_msg(access(split, F_OK) < 0 && errno == ENOENT, "%s left behind", split);
+	o.target_pid = -1;
 	o.split_path = NULL;
+
+	/* --sched_csv, --sched_json without scheduler metrics: fail, no file left */
+	{
+		char csv[1100], json[1100];
+
+		snprintf(csv, sizeof(csv), "%s/m.csv", mroot);
+		snprintf(json, sizeof(json), "%s/m.json", mroot);
+		o.sched_csv = csv;
+		o.sched_json = json;
+		logbuf[0] = 0;
+		ck_assert_int_eq(run(&o), -ENODATA);
+		ck_assert_msg(strstr(logbuf, "no scheduler metrics in ["), "%s", logbuf);
+		ck_assert_msg(access(csv, F_OK) < 0 && errno == ENOENT, "%s left behind", csv);
+		ck_assert_msg(access(json, F_OK) < 0 && errno == ENOENT, "%s left behind", json);
+		/* one that was there (a device, a user's file) is not removed */
+		o.sched_csv = "/dev/null";
+		o.sched_json = NULL;
+		ck_assert_int_eq(run(&o), -ENODATA);
+		ck_assert_int_eq(access("/dev/null", F_OK), 0);
+		o.sched_csv = NULL;
+	}
 
 	/* the policy triggers are no profile */
 	o.triggers = true;
