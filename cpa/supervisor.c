@@ -192,6 +192,17 @@ static bool status_clean(int status)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/*
+ * An unasked stage that left with code 0 (its way of obeying a SIGTERM from
+ * a live monitor) or died of SIGTERM (before its handler was set): someone
+ * asked it to go, `cpa ctl restart` or an operator's kill. The monitor itself
+ * only sends SIGTERM during a stop.
+ */
+static bool status_asked(int status)
+{
+	return status_clean(status) || (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+}
+
 static void notify(struct supervisor *s, const char *fmt, const char *arg)
 {
 	int r;
@@ -438,14 +449,16 @@ static void stage_healthy(struct supervisor *s, struct sup_stage *st, uint64_t n
 }
 
 /*
- * A stage died without being asked: count it, then restart it after a
- * backoff (100 ms doubling to 5 s, reset once a generation runs healthy_ms).
+ * A stage died without being asked by the monitor: count it, then restart
+ * it after a backoff (100 ms doubling to 5 s, reset once a generation runs
+ * healthy_ms). One asked to leave by someone else (asked: cpa ctl restart, a
+ * SIGTERM) is no failure: restarted after the shortest backoff, not counted.
  * Only a stage that never reached RUNNING in this monitor's life gives up
  * (a set-up failure: no BPF, a bad config); one that has run is restarted
  * for as long as it takes, whatever kills it.
  */
 static void stage_failed(struct supervisor *s, struct sup_stage *st, const char *what,
-			 uint64_t uptime_ns)
+			 uint64_t uptime_ns, bool asked)
 {
 	bool fast = !st->seen_running || uptime_ns < FAST_FAIL_MS * NSEC_PER_MSEC;
 
@@ -454,8 +467,10 @@ static void stage_failed(struct supervisor *s, struct sup_stage *st, const char 
 		st->fast_fails = 0;
 		st->looping = false;
 	}
-	st->fast_fails = fast ? st->fast_fails + 1 : 0;
-	if (!st->ever_running && st->fast_fails >= s->p.max_fast_fails) {
+	/* An asked restart is no failure: the streak and the backoff stay. */
+	if (!asked)
+		st->fast_fails = fast ? st->fast_fails + 1 : 0;
+	if (!asked && !st->ever_running && st->fast_fails >= s->p.max_fast_fails) {
 		stage_give_up(s, st, what);
 		return;
 	}
@@ -464,6 +479,14 @@ static void stage_failed(struct supervisor *s, struct sup_stage *st, const char 
 	if (s->phase == SUP_STOPPING && st->d->role == SHM_ROLE_PRODUCER) {
 		/* Its producer role is over; nothing to restart it for. */
 		st->stop_done = true;
+		return;
+	}
+	if (asked) {
+		st->restart_at_ns =
+			clock_kernel_ns(CLOCK_MONOTONIC) + BACKOFF_MIN_MS * NSEC_PER_MSEC;
+		log_info("%s: asked to leave (cpa ctl restart, a SIGTERM); restarting in %d ms "
+			 "(restart %llu)",
+			 what, BACKOFF_MIN_MS, (unsigned long long)st->restarts + 1);
 		return;
 	}
 	st->restart_at_ns = clock_kernel_ns(CLOCK_MONOTONIC) + st->backoff_ms * NSEC_PER_MSEC;
@@ -658,7 +681,7 @@ static void stage_reaped(struct supervisor *s, struct sup_stage *st, int status)
 		log_warn("%s", what);
 		return;
 	}
-	stage_failed(s, st, what, uptime);
+	stage_failed(s, st, what, uptime, status_asked(status));
 }
 
 static void reap_children(struct supervisor *s)
@@ -1111,7 +1134,7 @@ static void sup_step(struct supervisor *s, uint64_t now)
 				char what[128];
 
 				snprintf(what, sizeof(what), "%s could not be started", st->name);
-				stage_failed(s, st, what, 0);
+				stage_failed(s, st, what, 0, false);
 			} else {
 				log_printf(st->looping ? LOG_LVL_DEBUG : LOG_LVL_INFO,
 					   "%s restarted (pid %d, generation %u, restart %llu)",

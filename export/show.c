@@ -565,22 +565,22 @@ static int add_day_dirs(const char *root, int64_t day, char ***dirs, uint32_t *n
  * picked day's dirs said when they were opened before (dir is the picked one
  * then, and its unreadable runs were named); none there: *ret NULL.
  */
-static int open_store(const struct show_opts *o, long stod, int64_t next_day, char *dir, size_t len,
-		      char *shut, size_t shutlen, struct store_reader **ret)
+int show_open_store(const char *read, long stod, int64_t next_day, char *dir, size_t len,
+		    char *shut, size_t shutlen, struct store_reader **ret)
 {
 	char err[512], **dirs = NULL;
 	uint32_t n = 0, n_day = 0;
 	int r;
 
 	if (!next_day) {
-		r = show_pick_dir(o->read, stod, dir, len, shut, shutlen);
+		r = show_pick_dir(read, stod, dir, len, shut, shutlen);
 		if (r < 0)
 			return r;
 	}
 	/* A root: every run of the picked dir's day, read as one. */
-	if (!store_dir__is_store(o->read) && store_root__day_dirs(o->read, dir, &dirs, &n) == 0) {
+	if (!store_dir__is_store(read) && store_root__day_dirs(read, dir, &dirs, &n) == 0) {
 		n_day = n;
-		if (next_day && add_day_dirs(o->read, next_day, &dirs, &n) < 0)
+		if (next_day && add_day_dirs(read, next_day, &dirs, &n) < 0)
 			n = n_day;
 	}
 	if (next_day && n == n_day) { /* no runs on the next day: what is open stays */
@@ -633,11 +633,11 @@ static int64_t next_midnight(int64_t day0)
  * a root (days of runs), an --endtime earlier than --starttime is on the next
  * day; a store dir is one day. The end asked, in unix seconds (0 = -n's).
  */
-static int64_t window_etod_end(const struct show_opts *o, int64_t day0, long stod, long etod)
+int64_t show_etod_end(const char *read, int64_t day0, long stod, long etod)
 {
 	if (etod < 0)
 		return 0;
-	if (stod >= 0 && etod < stod && !store_dir__is_store(o->read))
+	if (stod >= 0 && etod < stod && !store_dir__is_store(read))
 		return next_midnight(day0) + etod;
 	return day0 + etod;
 }
@@ -649,7 +649,7 @@ static int64_t window_end(const struct show_opts *o, uint64_t first, long stod, 
 	int64_t t0 = stod >= 0 ? day0 + stod : first_s;
 
 	if (etod >= 0)
-		return window_etod_end(o, day0, stod, etod);
+		return show_etod_end(o->read, day0, stod, etod);
 	return MAX(t0, first_s) + MIN(o->output_num, 366L * 86400);
 }
 
@@ -670,7 +670,7 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t end
 	char a[32], b[32], ha[32], hb[32];
 
 	if (etod >= 0) {
-		end = window_etod_end(o, day0, stod, etod);
+		end = show_etod_end(o->read, day0, stod, etod);
 		if (end <= t0) {
 			log_error("--endtime %s is not after the start%s", o->endtime,
 				  etod < stod
@@ -786,18 +786,17 @@ static void print_write_line(const struct show_acc *acc, const char *path)
  * next day's runs read too, as one with it (*rp reopened, *last theirs), so
  * the window spans midnight. Without records on the next day nothing changes.
  */
-static int reach_next_day(const struct show_opts *o, struct store_reader **rp, char *dir,
-			  size_t dirlen, uint64_t first, uint64_t *last, long stod, long etod)
+int show_reach_next_day(const char *read, struct store_reader **rp, char *dir, size_t dirlen,
+			uint64_t first, uint64_t *last, int64_t end)
 {
 	struct store_reader *r = NULL;
 	uint64_t a, b, recs;
 	int64_t day0 = local_midnight((int64_t)(first / NS));
 	int ret;
 
-	if (store_dir__is_store(o->read) ||
-	    window_end(o, first, stod, etod) <= (int64_t)(*last / NS) + 1)
+	if (store_dir__is_store(read) || end <= (int64_t)(*last / NS) + 1)
 		return 0;
-	ret = open_store(o, stod, next_midnight(day0), dir, dirlen, NULL, 0, &r);
+	ret = show_open_store(read, -1, next_midnight(day0), dir, dirlen, NULL, 0, &r);
 	if (ret < 0 || !r)
 		return ret;
 	if (store_reader__range(r, &a, &b, &recs) < 0) {
@@ -823,7 +822,8 @@ static int run_export(const struct show_opts *o, struct store_reader **rp, char 
 	int64_t t0, n;
 	int ret;
 
-	ret = reach_next_day(o, rp, dir, dirlen, first, &last, stod, etod);
+	ret = show_reach_next_day(o->read, rp, dir, dirlen, first, &last,
+				  window_end(o, first, stod, etod));
 	if (ret < 0)
 		return ret;
 	r = *rp;
@@ -905,7 +905,7 @@ int show_run(const struct show_opts *o)
 	ret = parse_request(o, &filt, &cpus, &stod, &etod);
 	if (ret < 0)
 		return ret;
-	ret = open_store(o, stod, 0, dir, sizeof(dir), shut, sizeof(shut), &r);
+	ret = show_open_store(o->read, stod, 0, dir, sizeof(dir), shut, sizeof(shut), &r);
 	if (ret < 0)
 		return ret;
 	ret = store_reader__range(r, &first, &last, &recs);

@@ -66,6 +66,18 @@ void show_on_notice(void *ctx, const char *msg);
  * range may lie in ("'path', which this user cannot read (reason)") into shut when
  * not NULL, else "". */
 int show_pick_dir(const char *read, long tod, char *buf, size_t len, char *shut, size_t shutlen);
+/* The store of read (a store dir, or under a root the picked dir's day with all
+ * its runs); next_day (unix second, 0 = none): that day's runs added to the
+ * picked day's in dir. 0, *ret NULL: no runs there. */
+int show_open_store(const char *read, long stod, int64_t next_day, char *dir, size_t len,
+		    char *shut, size_t shutlen, struct store_reader **ret);
+/* A window ending at end (unix s) past *last, from a root: *rp reopened with the
+ * next day's runs too (*last theirs); otherwise nothing changes. */
+int show_reach_next_day(const char *read, struct store_reader **rp, char *dir, size_t dirlen,
+			uint64_t first, uint64_t *last, int64_t end);
+/* The end (unix s) of a window by time of day etod (-1: none, 0 returned) in the
+ * day starting day0: from a root, an etod before stod is on the next day. */
+int64_t show_etod_end(const char *read, int64_t day0, long stod, long etod);
 
 /* The progress bar of a long read (show_progress.c): on stderr when it is a
  * terminal and the read runs longer than a second, nothing otherwise. */

@@ -233,7 +233,7 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 {
 	struct export_stats st;
 	struct store_reader *br = r, *own = NULL;
-	char dir[PATH_MAX + 256], err[512], a[32], b[32];
+	char dir[PATH_MAX + 256], a[32], b[32];
 	long stod = -1, etod = -1;
 	uint64_t first, last, recs;
 	int64_t day0, t0, t1;
@@ -248,14 +248,9 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 		return -EINVAL;
 	}
 	if (o->diff_base_read) {
-		ret = show_pick_dir(o->diff_base_read, stod, dir, sizeof(dir), NULL, 0);
+		ret = show_open_store(o->diff_base_read, stod, 0, dir, sizeof(dir), NULL, 0, &own);
 		if (ret < 0)
 			return ret;
-		ret = store_reader__open_err(dir, show_on_notice, NULL, &own, err, sizeof(err));
-		if (ret < 0) {
-			log_error("%s", err);
-			return ret;
-		}
 		br = own;
 		export__new_source(e);
 	}
@@ -266,12 +261,22 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 	}
 	day0 = local_midnight((int64_t)(first / NS));
 	t0 = stod >= 0 ? day0 + stod : (int64_t)(first / NS);
-	/* Without an end, the base is as long as the range it is compared with. */
-	t1 = etod >= 0 ? day0 + etod : t0 + n;
+	/* Without an end, the base is as long as the range it is compared with;
+	 * from a root, as --read, it reaches into the next day's runs. */
+	t1 = etod >= 0 ? (o->diff_base_read ? show_etod_end(o->diff_base_read, day0, stod, etod)
+					    : day0 + etod)
+		       : t0 + n;
 	if (t1 <= t0) {
 		log_error("--diff_base_end %s is not after the base's start", o->diff_base_end);
 		ret = -EINVAL;
 		goto out;
+	}
+	if (own) {
+		ret = show_reach_next_day(o->diff_base_read, &own, dir, sizeof(dir), first, &last,
+					  t1);
+		if (ret < 0)
+			goto out;
+		br = own;
 	}
 	show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
 	show_fmt_tod((uint64_t)t1 * NS, b, sizeof(b));
@@ -307,6 +312,7 @@ static enum export_kinds kinds_of(const struct show_opts *o)
 struct split_feed {
 	struct store_split *sp;
 	enum show_kind kind;
+	uint64_t rows; /* added */
 };
 
 static int split_add(void *ctx, const struct store_sample *s)
@@ -316,6 +322,7 @@ static int split_add(void *ctx, const struct store_sample *s)
 
 	if ((f->kind == SHOW_KIND_ON && off) || (f->kind == SHOW_KIND_OFF && !off))
 		return 0;
+	f->rows++;
 	return store_split__add(f->sp, s);
 }
 
@@ -328,6 +335,7 @@ static int split(const struct show_opts *o, struct store_reader *r, const char *
 	char out[PATH_MAX], a[32], b[32];
 	uint32_t freq = 0;
 	uint64_t samples = 0;
+	bool made;
 	int ret;
 
 	if (o->diff_base_read || o->diff_base_start || o->diff_base_end) {
@@ -335,9 +343,13 @@ static int split(const struct show_opts *o, struct store_reader *r, const char *
 		return -EINVAL;
 	}
 	(void)export__store_freq(dir, &freq);
+	/* A failed or empty split leaves nothing it made: not DIR either. */
+	made = access(o->split_path, F_OK) < 0 && errno == ENOENT;
 	ret = store_split__new(o->split_path, freq, &sp);
-	if (ret < 0)
-		return log_error_errno(ret, "--split_path: new store in '%s': %m", o->split_path);
+	if (ret < 0) {
+		log_error_errno(ret, "--split_path: new store in '%s': %m", o->split_path);
+		goto out;
+	}
 	sf.sp = sp;
 	ret = store_reader__query(r, (uint64_t)t0 * NS, (uint64_t)(t0 + n) * NS, filt, split_add,
 				  &sf);
@@ -345,22 +357,24 @@ static int split(const struct show_opts *o, struct store_reader *r, const char *
 		log_error_errno(ret, "split '%s' into '%s': %m", dir, o->split_path);
 		goto out;
 	}
-	ret = store_split__close(sp, &samples, out, sizeof(out));
-	if (ret < 0) {
-		log_error_errno(ret, "--split_path: write '%s': %m", o->split_path);
-		goto out;
-	}
-	if (!samples) {
+	if (!sf.rows) {
 		show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
 		show_fmt_tod((uint64_t)(t0 + n) * NS, b, sizeof(b));
 		log_error("no records in [ %s - %s ] of '%s'", a, b, dir);
 		ret = -ENODATA;
+		goto out; /* not closed: its free removes the store dirs it made */
+	}
+	ret = store_split__close(sp, &samples, out, sizeof(out));
+	if (ret < 0) {
+		log_error_errno(ret, "--split_path: write '%s': %m", o->split_path);
 		goto out;
 	}
 	printf("Split %llu samples into %s\n", (unsigned long long)samples, out);
 	fflush(stdout);
 out:
 	store_split__free(sp);
+	if (ret < 0 && made)
+		(void)rmdir(o->split_path);
 	return ret;
 }
 

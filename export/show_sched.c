@@ -399,11 +399,15 @@ static void print_summary(struct sched_ctx *c, const char *a, const char *b)
 	fflush(stdout);
 }
 
-/* opt: the option naming path, named in the message. */
-static FILE *open_out(const char *opt, const char *path)
+/* opt: the option naming path, named in the message; *made: the file is new
+ * (an export that fails removes it), not one that was there (/dev/stdout). */
+static FILE *open_out(const char *opt, const char *path, bool *made)
 {
-	FILE *f = fopen(path, "we");
+	FILE *f = fopen(path, "wxe");
 
+	*made = f != NULL;
+	if (!f && errno == EEXIST)
+		f = fopen(path, "we");
 	if (!f)
 		log_error_errno(-errno, "%s: open '%s': %m", opt, path);
 	return f;
@@ -463,15 +467,18 @@ int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, in
 {
 	struct sched_ctx c = {.o = o, .json_first = true};
 	char a[32], b[32];
+	bool made_csv = false, made_json = false;
 	int ret = 0, e;
 
 	if (o->triggers && !o->sched && !o->sched_csv && !o->sched_json)
 		return print_triggers(o, r, t0, n);
-	if (o->sched_csv && !(c.csv = open_out("--sched_csv", o->sched_csv)))
+	if (o->sched_csv && !(c.csv = open_out("--sched_csv", o->sched_csv, &made_csv)))
 		return -EIO;
-	if (o->sched_json && !(c.json = open_out("--sched_json", o->sched_json))) {
+	if (o->sched_json && !(c.json = open_out("--sched_json", o->sched_json, &made_json))) {
 		if (c.csv)
 			fclose(c.csv);
+		if (made_csv)
+			unlink(o->sched_csv);
 		return -EIO;
 	}
 	if (c.csv)
@@ -498,6 +505,11 @@ int show_sched(const struct show_opts *o, struct store_reader *r, int64_t t0, in
 			  a, b);
 		ret = -ENODATA;
 	}
+	/* A failed or empty export leaves no file it made. */
+	if (ret < 0 && made_csv)
+		unlink(o->sched_csv);
+	if (ret < 0 && made_json)
+		unlink(o->sched_json);
 	if (ret >= 0 && o->sched)
 		print_summary(&c, a, b);
 	if (ret >= 0 && (o->sched || o->triggers))

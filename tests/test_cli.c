@@ -1104,11 +1104,9 @@ START_TEST(test_bin_pidfile_full_disk)
 
 	if (geteuid() != 0)
 		return;
-	test_scratch_in(dir, sizeof(dir), "full");
-	if (mount("cpa-test", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755") < 0) {
-		fprintf(stderr, "test_bin_pidfile_full_disk: tmpfs: %s: skipped\n",
-			strerror(errno));
-		rmdir(dir);
+	fd = test_tmpfs(dir, sizeof(dir), "full", "size=64k,mode=0755");
+	if (fd < 0) {
+		fprintf(stderr, "test_bin_pidfile_full_disk: tmpfs: %s: skipped\n", strerror(-fd));
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/fill", dir);

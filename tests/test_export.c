@@ -1570,47 +1570,13 @@ END_TEST
 
 static char mnt[PATH_MAX];
 
-/*
- * A tmpfs of size bytes (root only) on a scratch dir, in a mount namespace of
- * this test process's own: the mount goes with the process whatever the
- * outcome (a failed check exits without cleaning up, a timeout kills it);
- * 0 when mounted.
- */
+/* A tmpfs of size bytes (root only) on a scratch dir: test_tmpfs(). */
 static int small_fs(const char *size)
 {
 	char opts[64];
 
-	test_scratch_in(mnt, sizeof(mnt), "xfull");
 	snprintf(opts, sizeof(opts), "size=%s", size);
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("tmpfs", mnt, "tmpfs", 0, opts) < 0) {
-		int r = -errno;
-
-		rmdir(mnt);
-		return r;
-	}
-	return 0;
-}
-
-/* path is a mount point in this process's mount namespace. */
-static bool mounted(const char *path)
-{
-	char line[PATH_MAX + 512], want[PATH_MAX + 4];
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	bool hit = false;
-
-	ck_assert_ptr_nonnull(f);
-	/* "id parent major:minor root mount-point ...": the mount point is field 5 */
-	snprintf(want, sizeof(want), " %s ", path);
-	while (!hit && fgets(line, sizeof(line), f)) {
-		char *p = line;
-
-		for (int i = 0; i < 4 && p; i++)
-			p = strchr(p + 1, ' ');
-		hit = p && !strncmp(p, want, strlen(want));
-	}
-	fclose(f);
-	return hit;
+	return test_tmpfs(mnt, sizeof(mnt), "xfull", opts);
 }
 
 static void small_fs_gone(void)
@@ -1765,7 +1731,7 @@ START_TEST(test_full_disk_unmounted)
 		/* as a case that fails right after small_fs(): exit, no cleanup */
 		int r = small_fs("64k");
 
-		dprintf(p[1], "%s", r == 0 && mounted(mnt) ? mnt : "");
+		dprintf(p[1], "%s", r == 0 && test_mounted(mnt) ? mnt : "");
 		_exit(1);
 	}
 	close(p[1]);
@@ -1774,7 +1740,7 @@ START_TEST(test_full_disk_unmounted)
 	close(p[0]);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_msg(where[0], "the tmpfs was not mounted");
-	left = mounted(where);
+	left = test_mounted(where);
 	if (left)
 		umount2(where, MNT_DETACH);
 	rmdir(where);

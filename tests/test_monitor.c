@@ -955,6 +955,57 @@ START_TEST(test_ctl_rate_restart)
 }
 END_TEST
 
+/*
+ * `cpa ctl restart` a few times in a row: an operator's restart is not a
+ * failure. Every one is restarted at the shortest backoff, none makes the
+ * stage "failing repeatedly".
+ */
+START_TEST(test_ctl_restart_not_failure)
+{
+	struct mon m;
+	char *out, gen[32], *log;
+
+	mon_start(&m, NULL, NULL);
+	mon_ready(&m);
+	for (unsigned int g = 2; g <= 6; g++) {
+		uint64_t end = ms_now() + 10000;
+		bool running = false;
+
+		ck_assert_int_eq(CTL(&m, &out, "restart", "symd"), 0);
+		free(out);
+		snprintf(gen, sizeof(gen), "generation %u", g);
+		if (!WAIT_LOG(&m, 5000, "symd restarted", gen))
+			dump_log(&m), ck_abort_msg("symd not restarted into %s", gen);
+		/* The next restart needs the new generation running. */
+		snprintf(gen, sizeof(gen), "symd: running, pid");
+		while (!running && ms_now() < end) {
+			char want[48];
+
+			snprintf(want, sizeof(want), "generation %u,", g);
+			if (CTL(&m, &out, "status") == 0) {
+				char *l = strstr(out, gen);
+
+				running = l && strstr(l, want) && strstr(l, want) < strchr(l, '\n');
+			}
+			free(out);
+			if (!running)
+				usleep(20000);
+		}
+		ck_assert_msg(running, "symd generation %u not running", g);
+	}
+	ck_assert(WAIT_LOG(&m, 100, "symd (pid", "exited with code 0", "restarting in 100 ms",
+			   "(restart 5)"));
+	log = read_file(m.log);
+	ck_assert_msg(!strstr(log, "failing repeatedly"), "a restart counted as a failure:\n%s",
+		      log);
+	free(log);
+
+	kill(m.pid, SIGTERM);
+	ck_assert_int_eq(mon_wait(&m, 20000), 0);
+	mon_cleanup(&m);
+}
+END_TEST
+
 START_TEST(test_drain_timeout)
 {
 	struct mon m;
@@ -1187,6 +1238,7 @@ static Suite *monitor_suite(void)
 	tcase_add_test(tc, test_stage_capabilities);
 	tcase_add_test(tc, test_store_dir_refused);
 	tcase_add_test(tc, test_ctl_rate_restart);
+	tcase_add_test(tc, test_ctl_restart_not_failure);
 	tcase_add_test(tc, test_drain_timeout);
 	tcase_add_test(tc, test_second_monitor_refused);
 	tcase_add_test(tc, test_sd_notify);

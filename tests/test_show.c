@@ -916,7 +916,36 @@ START_TEST(test_show_unused_opts)
 	ck_assert_int_eq(run(&o), 0);
 	ck_assert_msg(strstr(out, "Split 5 samples into "), "%s", out);
 	o.kind = SHOW_KIND_AUTO;
+	/* ... and an empty one fails and leaves no dir behind */
+	snprintf(split, sizeof(split), "%s/split_none", mroot);
+	o.target_pid = 4242;
+	logbuf[0] = 0;
+	ck_assert_int_eq(run(&o), -ENODATA);
+	ck_assert_msg(strstr(logbuf, "no records in ["), "%s", logbuf);
+	ck_assert_msg(access(split, F_OK) < 0 && errno == ENOENT, "%s left behind", split);
+	o.target_pid = -1;
 	o.split_path = NULL;
+
+	/* --sched_csv, --sched_json without scheduler metrics: fail, no file left */
+	{
+		char csv[1100], json[1100];
+
+		snprintf(csv, sizeof(csv), "%s/m.csv", mroot);
+		snprintf(json, sizeof(json), "%s/m.json", mroot);
+		o.sched_csv = csv;
+		o.sched_json = json;
+		logbuf[0] = 0;
+		ck_assert_int_eq(run(&o), -ENODATA);
+		ck_assert_msg(strstr(logbuf, "no scheduler metrics in ["), "%s", logbuf);
+		ck_assert_msg(access(csv, F_OK) < 0 && errno == ENOENT, "%s left behind", csv);
+		ck_assert_msg(access(json, F_OK) < 0 && errno == ENOENT, "%s left behind", json);
+		/* one that was there (a device, a user's file) is not removed */
+		o.sched_csv = "/dev/null";
+		o.sched_json = NULL;
+		ck_assert_int_eq(run(&o), -ENODATA);
+		ck_assert_int_eq(access("/dev/null", F_OK), 0);
+		o.sched_csv = NULL;
+	}
 
 	/* the policy triggers are no profile */
 	o.triggers = true;
@@ -1435,6 +1464,51 @@ START_TEST(test_show_midnight)
 }
 END_TEST
 
+/* A diff base read from the root (--diff_base_read) across midnight: the base
+ * takes the next day's runs too, as --read does. */
+START_TEST(test_show_midnight_diff_base)
+{
+	struct show_opts o = defaults();
+	static const char *const labels[] = {"", "ENV_A;app:1001;", "ENV_A;db:1002;",
+					     "ENV_A;app:1000;"};
+	static const unsigned int want[][2] = {{0, 0}, {2, 0}, {2, 2}, {4, 2}};
+	char path[1100], line[8192], *txt;
+
+	log_set_level(LOG_LVL_ERROR);
+	o.read = root;
+	prof_to(&o, path, sizeof(path), "diff.prof");
+	o.starttime = "00:00:05";
+	o.output_num = 2;
+	o.diff_base_read = root;
+	o.diff_base_start = "23:59:58";
+	o.diff_base_end = "00:00:02";
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "Diff Base Record Time From [ 23:59:58.000 - 00:00:02.000 ]"),
+		      "%s", out);
+	txt = test_slurp(path, NULL);
+	for (uint32_t s = 1; s <= 3; s++) {
+		size_t l;
+
+		folded(s, labels[s], line, sizeof(line));
+		l = strlen(line);
+		snprintf(line + l, sizeof(line) - l, " %u %u\n", want[s][0], want[s][1]);
+		ck_assert_msg(strstr(txt, line), "no '%s' in:\n%s", line, txt);
+	}
+	free(txt);
+	/* -n's length from the base's start, across midnight too */
+	o.diff_base_end = NULL;
+	o.output_num = 4;
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "Diff Base Record Time From [ 23:59:58.000 - 00:00:02.000 ]"),
+		      "%s", out);
+	txt = test_slurp(path, NULL);
+	folded(3, labels[3], line, sizeof(line));
+	strcat(line, " 4 4\n");
+	ck_assert_msg(strstr(txt, line), "no '%s' in:\n%s", line, txt);
+	free(txt);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("show");
@@ -1453,7 +1527,7 @@ int main(void)
 	tc = TEST_TCASE(s, "rows", test_show_folded_rows_vs_samples, test_show_progress_tty);
 	tcase_add_checked_fixture(tc, setup_segments, teardown);
 	/* A root whose run spans local midnight. */
-	tc = TEST_TCASE(s, "midnight", test_show_midnight);
+	tc = TEST_TCASE(s, "midnight", test_show_midnight, test_show_midnight_diff_base);
 	tcase_add_checked_fixture(tc, setup_midnight, teardown);
 	return test_run_suite(s);
 }

@@ -14,12 +14,14 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -209,6 +211,48 @@ static inline char *test_scratch_in(char *buf, size_t len, const char *tag)
 	}
 	free(p);
 	return buf;
+}
+
+/*
+ * A tmpfs (mount options opts, e.g. "size=64k"; root only) on a new scratch
+ * dir (test_scratch_in(buf, len, tag)), in a mount namespace of this test
+ * process's own: the mount goes with the process whatever the outcome (a
+ * failed check exits without cleaning up, a timeout kills it), and the
+ * processes it starts see it. 0 when mounted, else -errno (the dir removed).
+ */
+static inline int test_tmpfs(char *buf, size_t len, const char *tag, const char *opts)
+{
+	test_scratch_in(buf, len, tag);
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", buf, "tmpfs", 0, opts) < 0) {
+		int r = -errno;
+
+		rmdir(buf);
+		return r;
+	}
+	return 0;
+}
+
+/* path is a mount point in this process's mount namespace. */
+static inline bool test_mounted(const char *path)
+{
+	char line[PATH_MAX + 512], want[PATH_MAX + 4];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	bool hit = false;
+
+	if (!f)
+		return false;
+	/* "id parent major:minor root mount-point ...": the mount point is field 5 */
+	snprintf(want, sizeof(want), " %s ", path);
+	while (!hit && fgets(line, sizeof(line), f)) {
+		char *p = line;
+
+		for (int i = 0; i < 4 && p; i++)
+			p = strchr(p + 1, ' ');
+		hit = p && !strncmp(p, want, strlen(want));
+	}
+	fclose(f);
+	return hit;
 }
 
 /* mkstemp() of a file named tag-XXXXXX in the run's directory (test_scratch()),
