@@ -167,12 +167,13 @@ static int on_record(void *ctx, const void *data, size_t size)
 
 	/* A Python sample's code objects, named while the process lives
 	 * (cap_pyname.h): the records go right before the sample. */
-	if (size >= sizeof(struct cpa_bpf_sample) && t->type == CPA_BPF_REC_SAMPLE)
-		cap_pyname__sample(c->pyname, &c->emit, data, size);
-	else if (size >= sizeof(struct cpa_bpf_offcpu) && t->type == CPA_BPF_REC_OFFCPU)
+	if (size >= sizeof(struct cpa_bpf_sample) && t->type == CPA_BPF_REC_SAMPLE) {
+		if (((const struct cpa_bpf_sample *)data)->py_n)
+			cap_pyname__sample(c->pyname, &c->emit, data, size);
+	} else if (size >= sizeof(struct cpa_bpf_offcpu) && t->type == CPA_BPF_REC_OFFCPU) {
 		cap_pyname__sample(c->pyname, &c->emit, &((const struct cpa_bpf_offcpu *)data)->s,
 				   size - offsetof(struct cpa_bpf_offcpu, s));
-	else if (size >= sizeof(*t) && t->type == CPA_BPF_REC_TASK) {
+	} else if (size >= sizeof(*t) && t->type == CPA_BPF_REC_TASK) {
 		/* A gone process's learned copy size goes with it (pids are reused). */
 		if (c->bpf && t->kind == CPA_BPF_TASK_EXIT)
 			cap_bpf__ustack_set(c->bpf, t->pid, 0);
