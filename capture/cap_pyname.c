@@ -66,14 +66,23 @@ void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid)
 }
 
 /* pycode_read_fn: another process's memory, one syscall. */
-static int vm_read(void *ctx, uint64_t addr, void *buf, size_t len)
+static int vm_read(void *ctx, const struct pycode_seg *segs, unsigned int n)
 {
 	pid_t pid = (pid_t)(uintptr_t)ctx;
-	struct iovec local = {.iov_base = buf, .iov_len = len};
-	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-	ssize_t r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	struct iovec local[8], remote[8];
+	size_t want = 0;
+	ssize_t r;
 
-	if (r == (ssize_t)len)
+	if (n > ARRAY_SIZE(local))
+		return -EINVAL;
+	for (unsigned int i = 0; i < n; i++) {
+		local[i] = (struct iovec){.iov_base = segs[i].buf, .iov_len = segs[i].len};
+		remote[i] = (struct iovec){.iov_base = (void *)(uintptr_t)segs[i].addr,
+					   .iov_len = segs[i].len};
+		want += segs[i].len;
+	}
+	r = process_vm_readv(pid, local, n, remote, n, 0);
+	if (r == (ssize_t)want)
 		return 0;
 	return r < 0 && errno == ESRCH ? -ESRCH : -EFAULT;
 }

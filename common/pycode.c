@@ -23,56 +23,57 @@ const struct pycode_layout *pycode__layout(unsigned int minor)
 	return NULL;
 }
 
-struct rd {
-	pycode_read_fn fn;
-	void *ctx;
-	bool gone;
+static bool addr_ok(uint64_t addr)
+{
+	return addr && addr < (1ull << 47);
+}
+
+/* Every segment read, or the reader's error (-EINVAL: an address no user
+ * process has). */
+static int read_segs(pycode_read_fn rd, void *ctx, const struct pycode_seg *s, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (!addr_ok(s[i].addr))
+			return -EINVAL;
+	return rd(ctx, s, n);
+}
+
+/* A str's header (48 bytes at obj): where its characters are, how many
+ * (at most PYCODE_MAX_STR) and how wide; false when not a compact str. */
+struct str_at {
+	uint64_t addr;
+	uint32_t len, kind;
 };
 
-static int mem_read(struct rd *r, uint64_t addr, void *buf, size_t len)
+static bool str_parse(const struct pycode_layout *l, uint64_t obj, const uint8_t *hdr,
+		      struct str_at *ret)
 {
-	int e;
-
-	if (!addr || addr >= (1ull << 47))
-		return -EINVAL;
-	e = r->fn(r->ctx, addr, buf, len);
-	if (e == -ESRCH)
-		r->gone = true;
-	return e;
-}
-
-static int read_ptr(struct rd *r, uint64_t addr, uint64_t *ret)
-{
-	return mem_read(r, addr, ret, sizeof(*ret));
-}
-
-/* A str object as UTF-8 (compact strings: every str a code object holds). */
-static char *read_str(struct rd *r, const struct pycode_layout *l, uint64_t obj)
-{
-	uint8_t hdr[48], raw[PYCODE_MAX_STR * 4];
 	uint64_t len;
-	uint32_t state, kind, i;
-	char *out;
-	size_t o = 0;
+	uint32_t state, kind;
 
-	if (mem_read(r, obj, hdr, sizeof(hdr)) < 0)
-		return NULL;
 	memcpy(&len, hdr + 16, 8);
 	memcpy(&state, hdr + 32, 4);
 	kind = (state >> 2) & 7;
 	if (!(state & (1u << 5)) || (kind != 1 && kind != 2 && kind != 4))
-		return NULL; /* not compact */
-	len = MIN(len, (uint64_t)PYCODE_MAX_STR);
-	if (mem_read(r, obj + ((state & (1u << 6)) ? l->ascii_size : l->compact_size), raw,
-		     len * kind) < 0)
-		return NULL;
-	out = malloc(len * 4 + 1);
+		return false; /* not compact */
+	ret->len = (uint32_t)MIN(len, (uint64_t)PYCODE_MAX_STR);
+	ret->kind = kind;
+	ret->addr = obj + ((state & (1u << 6)) ? l->ascii_size : l->compact_size);
+	return true;
+}
+
+/* The characters raw of s as UTF-8. */
+static char *str_utf8(const struct str_at *s, const uint8_t *raw)
+{
+	char *out = malloc(s->len * 4 + 1);
+	size_t o = 0;
+
 	if (!out)
 		return NULL;
-	for (i = 0; i < len; i++) {
-		uint32_t c = kind == 1	 ? raw[i]
-			     : kind == 2 ? ((uint16_t *)raw)[i]
-					 : ((uint32_t *)raw)[i];
+	for (uint32_t i = 0; i < s->len; i++) {
+		uint32_t c = s->kind == 1   ? raw[i]
+			     : s->kind == 2 ? ((const uint16_t *)raw)[i]
+					    : ((const uint32_t *)raw)[i];
 
 		if (c < 0x80) {
 			out[o++] = (char)(c ? c : '?');
@@ -94,16 +95,6 @@ static char *read_str(struct rd *r, const struct pycode_layout *l, uint64_t obj)
 	return out;
 }
 
-/* Is obj a code object: its type's tp_name is "code". */
-static bool is_code(struct rd *r, uint64_t obj)
-{
-	uint64_t type, name;
-	char buf[8];
-
-	return read_ptr(r, obj + 8, &type) == 0 && read_ptr(r, type + 24, &name) == 0 &&
-	       mem_read(r, name, buf, 5) == 0 && !memcmp(buf, "code", 5);
-}
-
 void pycode__info_clear(struct pycode_info *info)
 {
 	free(info->qualname);
@@ -112,38 +103,85 @@ void pycode__info_clear(struct pycode_info *info)
 	memset(info, 0, sizeof(*info));
 }
 
-int pycode__read(pycode_read_fn fn, void *ctx, const struct pycode_layout *l, uint64_t code,
+/*
+ * Three reads, each of several segments (one process_vm_readv in capture):
+ * the object; its type's name pointer, its two strs' headers and its line
+ * table's length; the type's name, the characters and the line table. The
+ * type's name must be "code" before anything else is believed.
+ */
+int pycode__read(pycode_read_fn rd, void *ctx, const struct pycode_layout *l, uint64_t code,
 		 size_t max_linetab, struct pycode_info *c)
 {
-	struct rd r = {.fn = fn, .ctx = ctx};
-	uint8_t co[256];
-	uint64_t qn, fn_, lt, lt_len, ck;
+	uint8_t co[256], qh[48], fh[48], qraw[PYCODE_MAX_STR * 4], fraw[PYCODE_MAX_STR * 4];
+	uint64_t type, qn, fn, lt, lt_len = 0, tp_name;
+	struct str_at qs, fs;
+	char tname[8];
 	int32_t first;
+	uint64_t ck;
+	int r;
 
 	memset(c, 0, sizeof(*c));
-	if (!is_code(&r, code))
-		return r.gone ? -ESRCH : -EINVAL;
-	if (mem_read(&r, code, co, sizeof(co)) < 0)
-		return r.gone ? -ESRCH : -EINVAL;
+	r = read_segs(rd, ctx, &(struct pycode_seg){code, co, sizeof(co)}, 1);
+	if (r < 0)
+		return r == -ESRCH ? r : -EINVAL;
+	memcpy(&type, co + 8, 8);
 	memcpy(&qn, co + l->co_qualname, 8);
-	memcpy(&fn_, co + l->co_filename, 8);
+	memcpy(&fn, co + l->co_filename, 8);
 	memcpy(&lt, co + l->co_linetable, 8);
 	memcpy(&first, co + l->co_firstlineno, 4);
 	memcpy(&ck, co + l->co_firstlineno, 8);
-	c->qualname = read_str(&r, l, qn);
-	c->filename = read_str(&r, l, fn_);
+	r = read_segs(rd, ctx,
+		      (struct pycode_seg[]){{type + 24, &tp_name, 8},
+					    {qn, qh, sizeof(qh)},
+					    {fn, fh, sizeof(fh)},
+					    {lt + 16, &lt_len, 8}},
+		      4);
+	if (r < 0)
+		return r == -ESRCH ? r : -EINVAL;
+	if (!str_parse(l, qn, qh, &qs) || !str_parse(l, fn, fh, &fs))
+		return -EINVAL;
+	c->linetab_size = lt_len;
+	if (lt_len <= max_linetab) {
+		c->linetab = malloc(lt_len ? lt_len : 1);
+		if (!c->linetab)
+			return -ENOMEM;
+	}
+	{
+		struct pycode_seg s[] = {
+			{tp_name, tname, 5},
+			{qs.addr, qraw, (size_t)qs.len * qs.kind},
+			{fs.addr, fraw, (size_t)fs.len * fs.kind},
+			{lt + 32, c->linetab, c->linetab ? lt_len : 0},
+		};
+
+		/* an empty string's or line table's segment is read as none */
+		for (unsigned int i = 1; i < ARRAY_SIZE(s); i++)
+			if (!s[i].len)
+				s[i].addr = tp_name;
+		r = read_segs(rd, ctx, s, ARRAY_SIZE(s));
+		if (r < 0 && r != -ESRCH && c->linetab) {
+			/* the names without the line table */
+			r = read_segs(rd, ctx, s, 3);
+			lt_len = 0;
+		}
+		if (r < 0) {
+			pycode__info_clear(c);
+			return r == -ESRCH ? r : -EINVAL;
+		}
+	}
+	if (memcmp(tname, "code", 5)) {
+		pycode__info_clear(c);
+		return -EINVAL;
+	}
+	c->qualname = str_utf8(&qs, qraw);
+	c->filename = str_utf8(&fs, fraw);
 	if (!c->qualname || !c->filename) {
 		pycode__info_clear(c);
-		return r.gone ? -ESRCH : -EINVAL;
+		return -ENOMEM;
 	}
 	c->firstlineno = first > 0 ? (uint32_t)first : 0;
 	c->check = (uint32_t)(ck ^ (ck >> 32));
-	/* bytes: ob_size at 16, the bytes at 32 */
-	if (read_ptr(&r, lt + 16, &lt_len) == 0) {
-		c->linetab_size = lt_len;
-		if (lt_len <= max_linetab && (c->linetab = malloc(lt_len ? lt_len : 1)) &&
-		    mem_read(&r, lt + 32, c->linetab, lt_len) == 0)
-			c->linetab_len = lt_len;
-	}
+	if (c->linetab)
+		c->linetab_len = lt_len;
 	return 0;
 }

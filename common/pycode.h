@@ -22,9 +22,16 @@ struct pycode_layout {
 	uint16_t ascii_size, compact_size; /* sizeof(PyASCIIObject), PyCompactUnicodeObject */
 };
 
-/* Read len bytes at addr of the process into buf: 0, -ESRCH when the process
- * is gone, another -errno when the bytes cannot be read. */
-typedef int (*pycode_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+/* len bytes of the process at addr, into buf. */
+struct pycode_seg {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+};
+
+/* Read n segments of the process (capture: one process_vm_readv): 0 when all
+ * were read, -ESRCH when the process is gone, another -errno else. */
+typedef int (*pycode_read_fn)(void *ctx, const struct pycode_seg *segs, unsigned int n);
 
 struct pycode_info {
 	char *qualname; /* UTF-8, NUL-terminated (3.10: co_name) */
@@ -40,10 +47,10 @@ struct pycode_info {
 const struct pycode_layout *pycode__layout(unsigned int minor);
 
 /*
- * The code object at code through rd(ctx, ...) into *ret (owned by the caller:
- * pycode__info_clear()). The line table is read when at most max_linetab
- * bytes. 0, -ESRCH (the process is gone), -EINVAL (not a code object or
- * unreadable).
+ * The code object at code through rd(ctx, ...), three calls, into *ret (owned
+ * by the caller: pycode__info_clear()). The line table is read when at most
+ * max_linetab bytes. 0, -ESRCH (the process is gone), -EINVAL (not a code
+ * object or unreadable), -ENOMEM.
  */
 int pycode__read(pycode_read_fn rd, void *ctx, const struct pycode_layout *l, uint64_t code,
 		 size_t max_linetab, struct pycode_info *ret);

@@ -163,12 +163,11 @@ struct mem_ctx {
 	uint32_t pid;
 };
 
-static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
+static int mem_read(void *ctx, const struct pycode_seg *segs, unsigned int n)
 {
 	struct mem_ctx *m = ctx;
 	struct pysym *p = m->p;
 	char path[96];
-	ssize_t n;
 
 	if (p->mem_pid != m->pid || p->mem_fd < 0) {
 		if (p->mem_fd >= 0)
@@ -179,8 +178,11 @@ static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		if (p->mem_fd < 0)
 			return -ESRCH;
 	}
-	n = pread(p->mem_fd, buf, len, (off_t)addr);
-	return n == (ssize_t)len ? 0 : -EFAULT;
+	for (unsigned int i = 0; i < n; i++)
+		if (segs[i].len && pread(p->mem_fd, segs[i].buf, segs[i].len,
+					 (off_t)segs[i].addr) != (ssize_t)segs[i].len)
+			return -EFAULT;
+	return 0;
 }
 
 /* Slot c holds info (taken) as pid's code object at code. */

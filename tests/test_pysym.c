@@ -140,9 +140,12 @@ static const char live_py[] =
 	"sys.stdin.read()\n";
 
 /* pycode_read_fn over an open /proc/PID/mem (ctx: its fd). */
-static int fd_read(void *ctx, uint64_t addr, void *buf, size_t len)
+static int fd_read(void *ctx, const struct pycode_seg *s, unsigned int n)
 {
-	return pread(*(int *)ctx, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EFAULT;
+	for (unsigned int i = 0; i < n; i++)
+		if (pread(*(int *)ctx, s[i].buf, s[i].len, (off_t)s[i].addr) != (ssize_t)s[i].len)
+			return -EFAULT;
+	return 0;
 }
 
 START_TEST(test_pysym_live)
