@@ -25,7 +25,23 @@ struct cap_pyname {
 	struct sent slots[CAP_PYNAME_SLOTS];
 	uint64_t pids[PID_BITS / 64];
 	struct cap_pyname_stats stats;
+	bool soon;
 };
+
+void cap_pyname__started(struct cap_pyname *n)
+{
+	if (n)
+		n->soon = true;
+}
+
+bool cap_pyname__soon(struct cap_pyname *n)
+{
+	bool r = n && n->soon;
+
+	if (n)
+		n->soon = false;
+	return r;
+}
 
 int cap_pyname__new(struct cap_pyname **ret)
 {
@@ -125,6 +141,7 @@ static int send_code(struct cap_pyname *n, struct cap_emit *e, uint32_t pid,
 		memcpy(p + ql, info.filename, fl);
 		memcpy(p + ql + fl, info.linetab, info.linetab_len);
 		n->stats.sent++;
+		n->soon = true;
 	}
 	pycode__info_clear(&info);
 	return r;

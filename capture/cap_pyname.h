@@ -15,6 +15,7 @@
 #ifndef CPA_CAPTURE_CAP_PYNAME_H
 #define CPA_CAPTURE_CAP_PYNAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,17 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 			size_t size);
 /* pid exited or exec'd: what was sent for it goes. */
 void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid);
+
+/*
+ * A Python started (an exec whose comm starts with python), or this poll sent
+ * code objects: a Python's new code objects are being sampled. True once;
+ * capture's next poll is then at most CAP_PYNAME_POLL_MS away rather than up
+ * to a second, so that the code objects of a short-lived process are read
+ * while it runs.
+ */
+#define CAP_PYNAME_POLL_MS 100
+void cap_pyname__started(struct cap_pyname *n);
+bool cap_pyname__soon(struct cap_pyname *n);
 
 struct cap_pyname_stats {
 	uint64_t sent;	 /* CPA_REC_PYCODE records emitted */

@@ -178,6 +178,8 @@ static int on_record(void *ctx, const void *data, size_t size)
 		if (c->bpf && t->kind == CPA_BPF_TASK_EXIT)
 			cap_bpf__ustack_set(c->bpf, t->pid, 0);
 		cap_pyname__drop_pid(c->pyname, t->pid);
+		if (t->kind == CPA_BPF_TASK_EXEC && !strncmp(t->comm, "python", 6))
+			cap_pyname__started(c->pyname);
 	}
 	return cap_emit__record(&c->emit, data, size);
 }
@@ -1036,6 +1038,8 @@ int capture__tick(void *obj, uint64_t now_ns)
 	}
 	if (cap_python__soon(c->python))
 		c->poll_ms = CAP_POLL_MIN_MS;
+	else if (cap_pyname__soon(c->pyname))
+		c->poll_ms = MIN(c->poll_ms, CAP_PYNAME_POLL_MS);
 	else if (c->tick_len_ns > NSEC_PER_SEC)
 		c->poll_ms = (int)(c->tick_len_ns / NSEC_PER_MSEC); /* up to the tick */
 	/* More records than a stretched interval allows woke us: it ends now,
