@@ -82,6 +82,23 @@ static void py_line(void *ctx, char *stack, long c)
 		st->complete += c;
 }
 
+/* *st of pid's folded lines in text, printed ("e2e python<tag> <py>: ..."). */
+static void py_stats_of(const char *text, pid_t pid, const char *tag, const char *py,
+			struct py_stats *st)
+{
+	double all;
+
+	memset(st, 0, sizeof(*st));
+	fold_lines_of(text, pid, py_line, st);
+	all = (double)MAX(st->samples, 1);
+	fprintf(stderr,
+		"e2e python%s %s: %ld samples, hot() under b() under a() %.2f %% (native frames "
+		"below %.2f %%), Python stack complete %.2f %%, Python root marker %.2f %%\n",
+		tag, py, st->samples, 100.0 * (double)st->hot / all,
+		100.0 * (double)st->native_below / all, 100.0 * (double)st->complete / all,
+		100.0 * (double)st->marked / all);
+}
+
 /* py script a1 [a2], its stdout to out (-1: inherited). */
 static pid_t start_py(const char *py, const char *script, const char *a1, const char *a2, int out)
 {
@@ -133,20 +150,8 @@ START_TEST(test_python_hot)
 	fold_pids[1] = child_pid(pidfile);
 	text = monitor_stop_fold(mon, pids, n, 1, cpa, store, prof);
 	/* every line printed before any check */
-	for (int i = 0; i < n; i++) {
-		double all;
-
-		memset(&st[i], 0, sizeof(st[i]));
-		fold_lines_of(text, fold_pids[i], py_line, &st[i]);
-		all = (double)MAX(st[i].samples, 1);
-		fprintf(stderr,
-			"e2e python %s: %ld samples, hot() under b() under a() %.2f %% (native "
-			"frames below %.2f %%), Python stack complete %.2f %%, Python root "
-			"marker %.2f %%\n",
-			pys[i], st[i].samples, 100.0 * (double)st[i].hot / all,
-			100.0 * (double)st[i].native_below / all,
-			100.0 * (double)st[i].complete / all, 100.0 * (double)st[i].marked / all);
-	}
+	for (int i = 0; i < n; i++)
+		py_stats_of(text, fold_pids[i], "", pys[i], &st[i]);
 	for (int i = 0; i < n; i++) {
 		/* 49 Hz for 30 s: 1470 at a whole CPU, fewer on a busy machine */
 		ck_assert_msg(st[i].samples >= 100, "%s: %ld samples", pys[i], st[i].samples);
@@ -290,18 +295,8 @@ START_TEST(test_python_gone)
 	sleep(2);
 	ck_assert_int_eq(kill(symd, SIGCONT), 0);
 	text = monitor_stop_fold(mon, pids, 0, 2, cpa, store, prof);
-	for (int i = 0; i < n; i++) {
-		double all;
-
-		memset(&st[i], 0, sizeof(st[i]));
-		fold_lines_of(text, pids[i], py_line, &st[i]);
-		all = (double)MAX(st[i].samples, 1);
-		fprintf(stderr,
-			"e2e python gone %s: %ld samples, hot() under b() under a() %.2f %%, "
-			"Python root marker %.2f %%\n",
-			pys[i], st[i].samples, 100.0 * (double)st[i].hot / all,
-			100.0 * (double)st[i].marked / all);
-	}
+	for (int i = 0; i < n; i++)
+		py_stats_of(text, pids[i], " gone", pys[i], &st[i]);
 	for (int i = 0; i < n; i++) {
 		/* 49 Hz for 3 s: 147 at a whole CPU, fewer on a busy machine */
 		ck_assert_msg(st[i].samples >= 20, "%s: %ld samples", pys[i], st[i].samples);
