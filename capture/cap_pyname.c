@@ -10,6 +10,7 @@
 #include "common/hash.h"
 #include "common/macro.h"
 #include "common/pycode.h"
+#include "common/timeutil.h"
 #include "shm/counters.h"
 #include "shm/records.h"
 
@@ -25,22 +26,18 @@ struct cap_pyname {
 	struct sent slots[CAP_PYNAME_SLOTS];
 	uint64_t pids[PID_BITS / 64];
 	struct cap_pyname_stats stats;
-	bool soon;
+	uint64_t busy_ns; /* CLOCK_MONOTONIC of the last send or Python exec, 0: none */
 };
 
 void cap_pyname__started(struct cap_pyname *n)
 {
 	if (n)
-		n->soon = true;
+		n->busy_ns = clock_ns(CLOCK_MONOTONIC);
 }
 
-bool cap_pyname__soon(struct cap_pyname *n)
+bool cap_pyname__soon(const struct cap_pyname *n, uint64_t now_ns)
 {
-	bool r = n && n->soon;
-
-	if (n)
-		n->soon = false;
-	return r;
+	return n && n->busy_ns && now_ns - n->busy_ns < CAP_PYNAME_BUSY_NS;
 }
 
 int cap_pyname__new(struct cap_pyname **ret)
@@ -141,7 +138,7 @@ static int send_code(struct cap_pyname *n, struct cap_emit *e, uint32_t pid,
 		memcpy(p + ql, info.filename, fl);
 		memcpy(p + ql + fl, info.linetab, info.linetab_len);
 		n->stats.sent++;
-		n->soon = true;
+		n->busy_ns = clock_ns(CLOCK_MONOTONIC);
 	}
 	pycode__info_clear(&info);
 	return r;

@@ -41,15 +41,17 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid);
 
 /*
- * A Python started (an exec whose comm starts with python), or this poll sent
- * code objects: a Python's new code objects are being sampled. True once;
- * capture's next poll is then at most CAP_PYNAME_POLL_MS away rather than up
- * to a second, so that the code objects of a short-lived process are read
- * while it runs.
+ * A Python started (an exec whose comm starts with python) or code objects
+ * were sent less than CAP_PYNAME_BUSY_NS before now_ns (CLOCK_MONOTONIC): a
+ * Python's new code objects are being sampled. Capture's next poll is then at
+ * most CAP_PYNAME_POLL_MS away rather than up to a second, so that the code
+ * objects of a short-lived process are read while it runs (a program's later
+ * phases bring new ones: its first poll is not enough).
  */
 #define CAP_PYNAME_POLL_MS 100
+#define CAP_PYNAME_BUSY_NS (2 * NSEC_PER_SEC)
 void cap_pyname__started(struct cap_pyname *n);
-bool cap_pyname__soon(struct cap_pyname *n);
+bool cap_pyname__soon(const struct cap_pyname *n, uint64_t now_ns);
 
 struct cap_pyname_stats {
 	uint64_t sent;	 /* CPA_REC_PYCODE records emitted */

@@ -1038,7 +1038,7 @@ int capture__tick(void *obj, uint64_t now_ns)
 	}
 	if (cap_python__soon(c->python))
 		c->poll_ms = CAP_POLL_MIN_MS;
-	else if (cap_pyname__soon(c->pyname))
+	else if (cap_pyname__soon(c->pyname, now_ns))
 		c->poll_ms = MIN(c->poll_ms, CAP_PYNAME_POLL_MS);
 	else if (c->tick_len_ns > NSEC_PER_SEC)
 		c->poll_ms = (int)(c->tick_len_ns / NSEC_PER_MSEC); /* up to the tick */
