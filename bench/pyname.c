@@ -25,6 +25,7 @@
 #include "capture/cap_emit.h"
 #include "capture/cap_pyname.h"
 #include "common/timeutil.h"
+#include "pychild.h"
 #include "shm/arena.h"
 #include "shm/records.h"
 
@@ -82,7 +83,7 @@ static uint64_t run(struct cap_pyname *pn, struct cap_emit *e, struct shm_ring_c
 int main(int argc, char **argv)
 {
 	unsigned int reps = argc > 1 ? (unsigned int)atoi(argv[1]) : 5, minor;
-	int in[2], out[2];
+	int in;
 	uint64_t codes[DEPTH], res[3][64];
 	struct shm_layout l = {.n_rings = 1};
 	struct shm_ring_prod prod;
@@ -94,24 +95,12 @@ int main(int argc, char **argv)
 	struct cpa_bpf_pyframe *pf;
 	size_t size = sizeof(*bs) + sizeof(*pf) * DEPTH;
 	char line[1024];
-	FILE *f;
 	pid_t pid;
 
-	if (reps < 1 || reps > 64 || pipe(in) || pipe(out))
+	if (reps < 1 || reps > 64)
 		return 2;
-	pid = fork();
-	if (pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[1]);
-		close(out[0]);
-		execlp("python3", "python3", "-c", script, (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	f = fdopen(out[0], "r");
-	if (!f || !fgets(line, sizeof(line), f)) {
+	pid = py_child(script, line, sizeof(line), &in);
+	if (!pid) {
 		fprintf(stderr, "bench_pyname: no python3\n");
 		return 77;
 	}
@@ -166,7 +155,7 @@ int main(int argc, char **argv)
 	       (double)res[1][reps / 2] / (double)(res[0][reps / 2] ? res[0][reps / 2] : 1));
 	printf("%-10s %12llu %10.2f\n", "py first", (unsigned long long)res[2][reps / 2],
 	       (double)res[2][reps / 2] / (double)(res[0][reps / 2] ? res[0][reps / 2] : 1));
-	close(in[1]);
+	close(in);
 	waitpid(pid, NULL, 0);
 	cap_pyname__free(pn);
 	shm_arena__free(a);

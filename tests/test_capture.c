@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/pychild.h"
 #include "bpf/profile.h"
 #include "capture/cap_emit.h"
 #include "capture/cap_pyname.h"
@@ -803,37 +804,18 @@ END_TEST
 /* A python3 with two functions f0 and f1 made by exec (file "<string>"):
  * *ret_minor, their code objects' addresses; its stdin kept open in *ret_in
  * (closed: it exits). 0 when there is no python3. */
-static pid_t py_child(unsigned int *ret_minor, uint64_t code[2], int *ret_in)
+static pid_t py_codes(unsigned int *ret_minor, uint64_t code[2], int *ret_in)
 {
 	static const char script[] = "import sys\n"
 				     "exec('def f0(): pass\\ndef f1(): pass')\n"
 				     "print(sys.version_info[1], id(f0.__code__), id(f1.__code__),"
 				     " flush=True)\n"
 				     "sys.stdin.read()\n";
-	int in[2], out[2];
-	char line[256] = "";
-	ssize_t n;
-	pid_t pid;
+	char line[256];
+	pid_t pid = py_child(script, line, sizeof(line), ret_in);
 
-	ck_assert_int_eq(pipe(in), 0);
-	ck_assert_int_eq(pipe(out), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[1]);
-		close(out[0]);
-		execlp("python3", "python3", "-c", script, (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	n = read(out[0], line, sizeof(line) - 1);
-	close(out[0]);
-	*ret_in = in[1];
-	if (n <= 0 || sscanf(line, "%u %" SCNu64 " %" SCNu64, ret_minor, &code[0], &code[1]) != 3) {
-		close(in[1]);
+	if (pid && sscanf(line, "%u %" SCNu64 " %" SCNu64, ret_minor, &code[0], &code[1]) != 3) {
+		close(*ret_in);
 		waitpid(pid, NULL, 0);
 		return 0;
 	}
@@ -900,7 +882,7 @@ START_TEST(test_pyname)
 	struct fix f;
 	size_t size;
 	int in;
-	pid_t pid = py_child(&minor, code, &in);
+	pid_t pid = py_codes(&minor, code, &in);
 
 	if (!pid) {
 		fprintf(stderr, "test_pyname: no python3, skipped\n");
