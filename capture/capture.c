@@ -21,6 +21,7 @@
 #include "cap_emit.h"
 #include "cap_mmapev.h"
 #include "cap_python.h"
+#include "cap_pyname.h"
 #include "cap_perf.h"
 #include "cap_policy.h"
 #include "cap_sched.h"
@@ -57,6 +58,7 @@ struct capture {
 	struct cap_perf *perf;		      /* ... or the perf_event-only one */
 	struct cap_mmapev *mmapev;	      /* the mapping history (cap_mmapev.h) */
 	struct cap_python *python;	      /* Python processes for BPF (cap_python.h) */
+	struct cap_pyname *pyname;	      /* Python code objects sent (cap_pyname.h) */
 	struct cap_sched *sched;	      /* scheduler metrics (docs/metrics.md) */
 	struct cap_policy *policy;	      /* --policy: trigger policies (docs/metrics.md) */
 	uint64_t bpf_stats[CPA_BPF_STAT_MAX]; /* totals as last read */
@@ -163,10 +165,22 @@ static int on_record(void *ctx, const void *data, size_t size)
 	struct capture *c = ctx;
 	const struct cpa_bpf_task *t = data;
 
-	/* A gone process's learned copy size goes with it (pids are reused). */
-	if (c->bpf && size >= sizeof(*t) && t->type == CPA_BPF_REC_TASK &&
-	    t->kind == CPA_BPF_TASK_EXIT)
-		cap_bpf__ustack_set(c->bpf, t->pid, 0);
+	/* A Python sample's code objects, named while the process lives
+	 * (cap_pyname.h): the records go right before the sample. */
+	if (size >= sizeof(struct cpa_bpf_sample) && t->type == CPA_BPF_REC_SAMPLE) {
+		if (((const struct cpa_bpf_sample *)data)->py_n)
+			cap_pyname__sample(c->pyname, &c->emit, data, size);
+	} else if (size >= sizeof(struct cpa_bpf_offcpu) && t->type == CPA_BPF_REC_OFFCPU) {
+		cap_pyname__sample(c->pyname, &c->emit, &((const struct cpa_bpf_offcpu *)data)->s,
+				   size - offsetof(struct cpa_bpf_offcpu, s));
+	} else if (size >= sizeof(*t) && t->type == CPA_BPF_REC_TASK) {
+		/* A gone process's learned copy size goes with it (pids are reused). */
+		if (c->bpf && t->kind == CPA_BPF_TASK_EXIT)
+			cap_bpf__ustack_set(c->bpf, t->pid, 0);
+		cap_pyname__drop_pid(c->pyname, t->pid);
+		if (t->kind == CPA_BPF_TASK_EXEC && !strncmp(t->comm, "python", 6))
+			cap_pyname__started(c->pyname);
+	}
 	return cap_emit__record(&c->emit, data, size);
 }
 
@@ -221,6 +235,8 @@ static void backend_free(struct capture *c)
 {
 	cap_mmapev__set_python(c->mmapev, NULL);
 	cap_python__free(c->python);
+	cap_pyname__free(c->pyname);
+	c->pyname = NULL;
 	c->python = NULL;
 	cap_perf__free(c->perf);
 	cap_bpf__free(c->bpf);
@@ -665,6 +681,8 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 			    cap_bpf__py_execs_fd(c->bpf), o->target_tgid, &c->python) >= 0) {
 		cap_mmapev__set_python(c->mmapev, c->python);
 		log_info("python: %d interpreters running", cap_python__scan(c->python));
+		if (cap_pyname__new(&c->pyname) < 0)
+			log_warn("python: no memory for naming code objects here: symd reads them");
 	}
 	down_mark(c);
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
@@ -1020,6 +1038,8 @@ int capture__tick(void *obj, uint64_t now_ns)
 	}
 	if (cap_python__soon(c->python))
 		c->poll_ms = CAP_POLL_MIN_MS;
+	else if (cap_pyname__soon(c->pyname, now_ns))
+		c->poll_ms = MIN(c->poll_ms, CAP_PYNAME_POLL_MS);
 	else if (c->tick_len_ns > NSEC_PER_SEC)
 		c->poll_ms = (int)(c->tick_len_ns / NSEC_PER_MSEC); /* up to the tick */
 	/* More records than a stretched interval allows woke us: it ends now,

@@ -111,7 +111,8 @@ static bool rec_is_sample(uint16_t type)
 static bool rec_has_seq(uint16_t type)
 {
 	return rec_is_sample(type) || type == CPA_REC_TASK || type == CPA_REC_LOSS ||
-	       type == CPA_REC_MAP || type == CPA_REC_METRICS || type == CPA_REC_EVENT;
+	       type == CPA_REC_MAP || type == CPA_REC_METRICS || type == CPA_REC_EVENT ||
+	       type == CPA_REC_PYCODE;
 }
 
 /* Walk ring idx's records not released (a private consumer that never

@@ -11,8 +11,9 @@
  *   unwindd --(DICT_RESET, MODULE, FRAMES, TASK, LOSS)--> symd
  *   symd    --(DICT_RESET, STR, MODULE, FRAME, STACK, SAMPLE_OUT, LOSS)--> storer
  *   capture --(METRICS, EVENT)--> unwindd --> symd --> storer	(forwarded unchanged)
+ *   capture --(PYCODE)--> unwindd --> symd	(forwarded unchanged)
  *
- * Sequence numbers: capture gives every SAMPLE/TASK/LOSS/MAP a seq that grows
+ * Sequence numbers: capture gives every SAMPLE/TASK/LOSS/MAP/METRICS/EVENT/PYCODE a seq that grows
  * strictly (generation << 40 | counter, so it also grows across a capture
  * restart). Every later stage keeps the seq of the input record on whatever
  * it derives from it, and publishes the highest seq it has passed on as the
@@ -47,6 +48,7 @@ enum cpa_rec_type {
 	CPA_REC_MAP,	     /* capture -> unwindd: struct cpa_map_event + path */
 	CPA_REC_METRICS,     /* capture -> storer, forwarded as is: struct cpa_metrics + entries */
 	CPA_REC_EVENT,	     /* capture -> storer, forwarded as is: struct cpa_policy_event */
+	CPA_REC_PYCODE,	     /* capture -> symd, forwarded by unwindd: struct cpa_pycode + bytes */
 	CPA_REC_TYPE_MAX,
 };
 
@@ -153,6 +155,36 @@ struct cpa_pyframe {
 	uint32_t check; /* the code object's co_check word at sample time (bpf/profile.h) */
 };
 _Static_assert(sizeof(struct cpa_pyframe) == 16, "cpa_pyframe layout");
+
+/*
+ * CPA_REC_PYCODE (capture -> unwindd -> symd), then char qualname[qualname_len],
+ * char filename[filename_len] (no NUL), uint8_t linetab[linetab_len]: a code
+ * object of pid as capture read it when it first forwarded a sample with it
+ * (once per (pid, code, check) until the process's exit or exec), right before
+ * that sample. symd names the sample's frames from it rather than from
+ * /proc/PID/mem seconds later, when a short-lived process may be gone or its
+ * code objects freed (docs/unwinding.md, "Python").
+ */
+#define CPA_PYCODE_MAX_LINETAB 8192 /* longer line tables: symd reads them itself */
+
+struct cpa_pycode {
+	uint64_t seq;
+	uint64_t code; /* PyCodeObject * (no CPA_PY_ENTRY bit) */
+	uint32_t pid;
+	uint32_t check; /* its co_check word, as a cpa_pyframe's */
+	uint32_t firstlineno;
+	uint32_t linetab_len;
+	uint16_t qualname_len;
+	uint16_t filename_len;
+	uint8_t py_minor;
+	uint8_t pad[3];
+};
+_Static_assert(sizeof(struct cpa_pycode) == 40, "cpa_pycode layout");
+
+static inline uint64_t cpa_rec_pycode_size(const struct cpa_pycode *c)
+{
+	return sizeof(*c) + (uint64_t)c->qualname_len + c->filename_len + c->linetab_len;
+}
 
 /* Same values as enum cpa_bpf_py_status. */
 enum cpa_py_status {

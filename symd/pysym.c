@@ -12,21 +12,7 @@
 
 #include "common/hash.h"
 #include "common/macro.h"
-
-/* PyCodeObject and str layouts per minor version (x86-64; the versions'
- * headers, as capture's offsets table: capture/cap_python.c). */
-struct py_layout {
-	unsigned int minor;
-	uint16_t co_filename, co_name, co_qualname, co_firstlineno, co_linetable, co_code;
-	uint16_t ascii_size, compact_size; /* sizeof(PyASCIIObject), PyCompactUnicodeObject */
-};
-
-static const struct py_layout layouts[] = {
-	{10, 104, 112, 112, 40, 120, 0, 48, 72}, /* no co_qualname: co_name */
-	{11, 112, 120, 128, 72, 136, 184, 48, 72},
-	{12, 112, 120, 128, 68, 136, 192, 40, 56},
-	{13, 112, 120, 128, 68, 136, 200, 40, 56},
-};
+#include "common/pycode.h"
 
 struct pycode {
 	uint32_t pid; /* 0: free */
@@ -58,6 +44,7 @@ struct pysym {
 	struct pycode slots[PYSYM_SLOTS];
 	struct pypid pids[PYSYM_PIDS]; /* linear probing */
 	uint64_t scans;
+	uint64_t primed;
 	uint32_t mem_pid;
 	int mem_fd;
 };
@@ -170,124 +157,81 @@ void pysym__free(struct pysym *p)
 	free(p);
 }
 
-static int mem_read(struct pysym *p, uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	char path[96];
-	ssize_t n;
+/* pycode_read_fn over /proc/PID/mem (one open file, the last pid's). */
+struct mem_ctx {
+	struct pysym *p;
+	uint32_t pid;
+};
 
-	if (p->mem_pid != pid || p->mem_fd < 0) {
+static int mem_read(void *ctx, const struct pycode_seg *segs, unsigned int n)
+{
+	struct mem_ctx *m = ctx;
+	struct pysym *p = m->p;
+	char path[96];
+
+	if (p->mem_pid != m->pid || p->mem_fd < 0) {
 		if (p->mem_fd >= 0)
 			close(p->mem_fd);
-		snprintf(path, sizeof(path), "%s/%u/mem", p->proc, pid);
+		snprintf(path, sizeof(path), "%s/%u/mem", p->proc, m->pid);
 		p->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
-		p->mem_pid = pid;
+		p->mem_pid = m->pid;
 		if (p->mem_fd < 0)
 			return -ESRCH;
 	}
-	if (!addr || addr >= (1ull << 47))
-		return -EINVAL;
-	n = pread(p->mem_fd, buf, len, (off_t)addr);
-	return n == (ssize_t)len ? 0 : -EFAULT;
+	for (unsigned int i = 0; i < n; i++)
+		if (segs[i].len && pread(p->mem_fd, segs[i].buf, segs[i].len,
+					 (off_t)segs[i].addr) != (ssize_t)segs[i].len)
+			return -EFAULT;
+	return 0;
 }
 
-static int read_ptr(struct pysym *p, uint32_t pid, uint64_t addr, uint64_t *ret)
+/* Slot c holds info (taken) as pid's code object at code. */
+static void code_set(struct pysym *p, struct pycode *c, uint32_t pid, uint64_t code,
+		     struct pycode_info *info)
 {
-	return mem_read(p, pid, addr, ret, sizeof(*ret));
-}
-
-/* A str object as UTF-8 (compact strings: every str a code object holds). */
-static char *read_str(struct pysym *p, uint32_t pid, const struct py_layout *l, uint64_t obj)
-{
-	uint8_t hdr[48], raw[PYSYM_MAX_STR * 4];
-	uint64_t len;
-	uint32_t state, kind, i;
-	char *out;
-	size_t o = 0;
-
-	if (mem_read(p, pid, obj, hdr, sizeof(hdr)) < 0)
-		return NULL;
-	memcpy(&len, hdr + 16, 8);
-	memcpy(&state, hdr + 32, 4);
-	kind = (state >> 2) & 7;
-	if (!(state & (1u << 5)) || (kind != 1 && kind != 2 && kind != 4))
-		return NULL; /* not compact */
-	len = MIN(len, (uint64_t)PYSYM_MAX_STR);
-	if (mem_read(p, pid, obj + ((state & (1u << 6)) ? l->ascii_size : l->compact_size), raw,
-		     len * kind) < 0)
-		return NULL;
-	out = malloc(len * 4 + 1);
-	if (!out)
-		return NULL;
-	for (i = 0; i < len; i++) {
-		uint32_t c = kind == 1	 ? raw[i]
-			     : kind == 2 ? ((uint16_t *)raw)[i]
-					 : ((uint32_t *)raw)[i];
-
-		if (c < 0x80) {
-			out[o++] = (char)(c ? c : '?');
-		} else if (c < 0x800) {
-			out[o++] = (char)(0xc0 | c >> 6);
-			out[o++] = (char)(0x80 | (c & 0x3f));
-		} else if (c < 0x10000) {
-			out[o++] = (char)(0xe0 | c >> 12);
-			out[o++] = (char)(0x80 | ((c >> 6) & 0x3f));
-			out[o++] = (char)(0x80 | (c & 0x3f));
-		} else {
-			out[o++] = (char)(0xf0 | c >> 18);
-			out[o++] = (char)(0x80 | ((c >> 12) & 0x3f));
-			out[o++] = (char)(0x80 | ((c >> 6) & 0x3f));
-			out[o++] = (char)(0x80 | (c & 0x3f));
-		}
-	}
-	out[o] = '\0';
-	return out;
-}
-
-/* Is obj a code object: its type's tp_name is "code". */
-static bool is_code(struct pysym *p, uint32_t pid, uint64_t obj)
-{
-	uint64_t type, name;
-	char buf[8];
-
-	return read_ptr(p, pid, obj + 8, &type) == 0 && read_ptr(p, pid, type + 24, &name) == 0 &&
-	       mem_read(p, pid, name, buf, 5) == 0 && !memcmp(buf, "code", 5);
-}
-
-static int code_load(struct pysym *p, uint32_t pid, const struct py_layout *l, uint64_t code,
-		     struct pycode *c)
-{
-	uint8_t co[256];
-	uint64_t qn, fn, lt, lt_len, ck;
-	int32_t first;
-
-	if (!is_code(p, pid, code))
-		return p->mem_fd < 0 ? -ESRCH : -EINVAL;
-	if (mem_read(p, pid, code, co, sizeof(co)) < 0)
-		return -EINVAL;
-	memcpy(&qn, co + l->co_qualname, 8);
-	memcpy(&fn, co + l->co_filename, 8);
-	memcpy(&lt, co + l->co_linetable, 8);
-	memcpy(&first, co + l->co_firstlineno, 4);
-	memcpy(&ck, co + l->co_firstlineno, 8);
 	code_clear(p, c);
-	c->qualname = read_str(p, pid, l, qn);
-	c->filename = read_str(p, pid, l, fn);
-	if (!c->qualname || !c->filename) {
-		code_clear(p, c);
-		return -EINVAL;
-	}
-	c->firstlineno = first > 0 ? (uint32_t)first : 0;
-	c->check = (uint32_t)(ck ^ (ck >> 32));
-	/* bytes: ob_size at 16, the bytes at 32 */
-	if (read_ptr(p, pid, lt + 16, &lt_len) == 0 && lt_len <= PYSYM_MAX_LINETAB &&
-	    (c->linetab = malloc(lt_len ? lt_len : 1)) &&
-	    mem_read(p, pid, lt + 32, c->linetab, lt_len) == 0)
-		c->linetab_len = lt_len;
+	c->qualname = TAKE_PTR(info->qualname);
+	c->filename = TAKE_PTR(info->filename);
+	c->linetab = TAKE_PTR(info->linetab);
+	c->linetab_len = info->linetab_len;
+	c->firstlineno = info->firstlineno;
+	c->check = info->check;
 	c->pid = pid;
 	c->code = code;
 	if (pid)
 		pid_hold(p, pid);
+	pycode__info_clear(info);
+}
+
+static int code_load(struct pysym *p, uint32_t pid, const struct pycode_layout *l, uint64_t code,
+		     struct pycode *c)
+{
+	struct mem_ctx m = {.p = p, .pid = pid};
+	struct pycode_info info;
+	int r = pycode__read(mem_read, &m, l, code, PYSYM_MAX_LINETAB, &info);
+
+	/* A failed read leaves the slot as it was: still right for samples
+	 * with its own check word (a record from capture primed it). */
+	if (r < 0)
+		return r;
+	code_set(p, c, pid, code, &info);
 	return 0;
+}
+
+static struct pycode *slot_of(struct pysym *p, uint32_t pid, uint64_t code)
+{
+	return &p->slots[hash64_fib(code ^ ((uint64_t)pid << 47) ^ pid) % PYSYM_SLOTS];
+}
+
+void pysym__prime(struct pysym *p, uint32_t pid, uint64_t code, struct pycode_info *info)
+{
+	code_set(p, slot_of(p, pid, code), pid, code, info);
+	p->primed++;
+}
+
+uint64_t pysym__primed(const struct pysym *p)
+{
+	return p->primed;
 }
 
 static uint32_t varint(const uint8_t *t, size_t n, size_t *i)
@@ -374,19 +318,16 @@ uint32_t pysym__line(unsigned int minor, const uint8_t *t, size_t n, uint32_t fi
 int pysym__name(struct pysym *p, uint32_t pid, unsigned int minor, uint64_t code, uint32_t instr,
 		uint32_t check, char *buf, size_t len, uint32_t *ret_line)
 {
-	const struct py_layout *l = NULL;
+	const struct pycode_layout *l = pycode__layout(minor);
 	struct pycode *c;
 	uint64_t unit;
 	uint32_t line;
 	bool cached;
 	int r, n;
 
-	for (size_t i = 0; i < ARRAY_SIZE(layouts); i++)
-		if (layouts[i].minor == minor)
-			l = &layouts[i];
 	if (!l)
 		return -EINVAL;
-	c = &p->slots[hash64_fib(code ^ ((uint64_t)pid << 47) ^ pid) % PYSYM_SLOTS];
+	c = slot_of(p, pid, code);
 	cached = c->pid == pid && c->code == code;
 	/* Not the slot's code object: read the address again. The slot's may
 	 * have been freed and its memory given to this one (pymalloc hands a

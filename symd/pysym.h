@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Python frames' names (docs/unwinding.md, "Python"): a CPython code object
- * read from /proc/PID/mem once per (process, code address), cached with
+ * as capture read it at sample time (CPA_REC_PYCODE), else read from
+ * /proc/PID/mem (common/pycode.h) once per (process, code address), cached with
  * its qualified name, file, first line and line table (read again when a
  * sample's check word is not the cached one's); the line of an
  * instruction is decoded from the table (3.10's pairs, 3.11+'s location
@@ -14,10 +15,10 @@
 #include <stdint.h>
 
 #define PYSYM_SLOTS	  8192	      /* (pid, code) entries kept, direct-mapped */
-#define PYSYM_MAX_STR	  512	      /* longest name or file name read */
 #define PYSYM_MAX_LINETAB (64u << 10) /* longest line table read */
 
 struct pysym;
+struct pycode_info;
 
 /* proc: the /proc to read (tests: a fixture's). */
 int pysym__new(const char *proc, struct pysym **ret);
@@ -37,6 +38,11 @@ uint64_t pysym__scans(const struct pysym *p);
  */
 int pysym__name(struct pysym *p, uint32_t pid, unsigned int minor, uint64_t code, uint32_t instr,
 		uint32_t check, char *buf, size_t len, uint32_t *ret_line);
+/* pid's code object at code as capture read it (CPA_REC_PYCODE): into its
+ * slot, as if read here; info's buffers are taken (info is cleared). */
+void pysym__prime(struct pysym *p, uint32_t pid, uint64_t code, struct pycode_info *info);
+/* Tests: code objects primed so far. */
+uint64_t pysym__primed(const struct pysym *p);
 /* Line of the code unit at unit in a line table (3.minor), first line
  * firstlineno; 0 when none. Exposed for tests. */
 uint32_t pysym__line(unsigned int minor, const uint8_t *tab, size_t n, uint32_t firstlineno,

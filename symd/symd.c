@@ -39,6 +39,7 @@
 #include "common/intern.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/pycode.h"
 #include "common/timeutil.h"
 #include "debuginfod.h"
 #include "elfsym.h"
@@ -1716,6 +1717,41 @@ static void on_task(struct symd *s, const struct shm_msg *m)
 	}
 }
 
+/* A code object capture read at sample time (CPA_REC_PYCODE): into pysym's
+ * cache, where the sample after it finds it. */
+static void on_pycode(struct symd *s, const struct shm_msg *m)
+{
+	struct pycode_info info = {0};
+	struct cpa_pycode c;
+	const char *b;
+
+	if (m->len < sizeof(c)) {
+		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+		return;
+	}
+	memcpy(&c, m->data, sizeof(c));
+	if (cpa_rec_pycode_size(&c) > m->len || !c.pid) {
+		cnt(s, SHM_CNT_DROP_CORRUPT, 1);
+		return;
+	}
+	if (is_copy(s, c.seq, false) || !s->py)
+		return;
+	b = (const char *)m->data + sizeof(c);
+	info.qualname = strndup(b, c.qualname_len);
+	info.filename = strndup(b + c.qualname_len, c.filename_len);
+	info.linetab = malloc(c.linetab_len ? c.linetab_len : 1);
+	if (!info.qualname || !info.filename || !info.linetab) {
+		pycode__info_clear(&info);
+		cnt(s, SHM_CNT_ERRORS, 1);
+		return;
+	}
+	memcpy(info.linetab, b + c.qualname_len + c.filename_len, c.linetab_len);
+	info.linetab_len = c.linetab_len;
+	info.firstlineno = c.firstlineno;
+	info.check = c.check;
+	pysym__prime(s->py, c.pid, c.code, &info);
+}
+
 static void on_loss(struct symd *s, const struct shm_msg *m)
 {
 	struct cpa_loss l;
@@ -1791,6 +1827,9 @@ static void symd__handle(struct symd *s, const struct shm_msg *m)
 	case CPA_REC_METRICS:
 	case CPA_REC_EVENT:
 		on_forward(s, m);
+		break;
+	case CPA_REC_PYCODE:
+		on_pycode(s, m);
 		break;
 	default:
 		cnt(s, SHM_CNT_DROP_CORRUPT, 1);

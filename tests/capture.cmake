@@ -1,7 +1,7 @@
 # capture: unit tests of the output side (no privileges), and the BPF
 # integration test (root + BPF, else exit 77 = skipped).
 cpa_add_test(NAME test_capture
-  SOURCES test_capture.c
+  SOURCES test_capture.c ${CMAKE_SOURCE_DIR}/bench/pychild.c
   LIBS cpa_capture_core cpa_shm cpa_common
   LABELS capture
   TIMEOUT 60)

@@ -9,13 +9,18 @@ cpa_add_test(NAME test_python SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python.c
 # code object symd named and runs hot() from its address; hot() must be named.
 cpa_add_test(NAME test_python_reuse SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python.c
   ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 180 EXCLUSIVE)
-foreach(t test_python test_python_reuse)
+# test_python_gone (PY_GONE 1): py_hot.py runs 3 s and exits while symd is stopped; its
+# samples reach symd after it is gone and must still name hot() (capture's CPA_REC_PYCODE).
+cpa_add_test(NAME test_python_gone SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 180 EXCLUSIVE)
+foreach(t test_python test_python_reuse test_python_gone)
   add_dependencies(${t} cpa capture unwindd symd storer)
   target_compile_definitions(${t} PRIVATE
     PY_HOT_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_hot.py"
     PY_REUSE_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_reuse.py")
 endforeach()
-target_compile_definitions(test_python PRIVATE PY_REUSE=0)
-target_compile_definitions(test_python_reuse PRIVATE PY_REUSE=1)
+target_compile_definitions(test_python PRIVATE PY_REUSE=0 PY_GONE=0)
+target_compile_definitions(test_python_reuse PRIVATE PY_REUSE=1 PY_GONE=0)
+target_compile_definitions(test_python_gone PRIVATE PY_REUSE=0 PY_GONE=1)
 cpa_add_test(NAME test_pysym SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pysym.c
   ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LIBS cpa_symd_core LABELS unit python TIMEOUT 60)

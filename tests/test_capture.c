@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
  * capture's output side without BPF: hand-made BPF records through
- * cap_emit into a real ring of a real arena, read back as a consumer.
+ * cap_emit into a real ring of a real arena, read back as a consumer; the
+ * code objects cap_pyname reads from a live python3 (none: that test skips).
  */
 #include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/pychild.h"
 #include "bpf/profile.h"
 #include "capture/cap_emit.h"
+#include "capture/cap_pyname.h"
 #include "capture/cap_sys.h"
 #include "common/timeutil.h"
 #include "shm/arena.h"
@@ -795,6 +801,131 @@ START_TEST(test_poll_deadline)
 }
 END_TEST
 
+/* A python3 with two functions f0 and f1 made by exec (file "<string>"):
+ * *ret_minor, their code objects' addresses; its stdin kept open in *ret_in
+ * (closed: it exits). 0 when there is no python3. */
+static pid_t py_codes(unsigned int *ret_minor, uint64_t code[2], int *ret_in)
+{
+	static const char script[] = "import sys\n"
+				     "exec('def f0(): pass\\ndef f1(): pass')\n"
+				     "print(sys.version_info[1], id(f0.__code__), id(f1.__code__),"
+				     " flush=True)\n"
+				     "sys.stdin.read()\n";
+	char line[256];
+	pid_t pid = py_child(script, line, sizeof(line), ret_in);
+
+	if (pid && sscanf(line, "%u %" SCNu64 " %" SCNu64, ret_minor, &code[0], &code[1]) != 3) {
+		close(*ret_in);
+		waitpid(pid, NULL, 0);
+		return 0;
+	}
+	return pid;
+}
+
+/* ring 0 after one sample through cap_pyname + cap_emit: the code objects'
+ * CPA_REC_PYCODE records (codes seen: their bits in *ret_seen), then the
+ * sample; every seq above the one before. */
+static int pycode_records(struct fix *f, struct cap_pyname *pn, struct cpa_bpf_sample *bs,
+			  size_t size, const uint64_t code[2], unsigned int *ret_seen)
+{
+	uint64_t last = 0, seq;
+	int n = 0;
+
+	cap_pyname__sample(pn, &f->e, bs, size);
+	ck_assert_int_eq(cap_emit__record(&f->e, bs, size), 0);
+	cap_emit__commit(&f->e);
+	*ret_seen = 0;
+	for (;;) {
+		struct shm_msg m = peek(f);
+		struct cpa_pycode c;
+		const char *b;
+
+		memcpy(&seq, m.data, 8);
+		ck_assert_uint_gt(seq, last);
+		last = seq;
+		if (m.type == CPA_REC_SAMPLE)
+			break;
+		ck_assert_uint_eq(m.type, CPA_REC_PYCODE);
+		ck_assert_uint_ge(m.len, sizeof(c));
+		memcpy(&c, m.data, sizeof(c));
+		ck_assert_uint_eq(cpa_rec_pycode_size(&c), m.len);
+		ck_assert_uint_eq(c.pid, bs->pid);
+		ck_assert_uint_eq(c.py_minor, bs->py_ver & 0xff);
+		ck_assert_uint_gt(c.linetab_len, 0);
+		b = (const char *)m.data + sizeof(c);
+		ck_assert_int_eq(c.qualname_len, 2);
+		ck_assert_int_eq(c.filename_len, 8);
+		ck_assert(!memcmp(b + 2, "<string>", 8));
+		ck_assert(c.code == code[0] || c.code == code[1]);
+		ck_assert(!memcmp(b, c.code == code[0] ? "f0" : "f1", 2));
+		*ret_seen |= c.code == code[0] ? 1 : 2;
+		n++;
+	}
+	shm_ring__release_sc(&f->cons);
+	return n;
+}
+
+/*
+ * cap_pyname: a Python sample's code objects are read from the live process
+ * and sent before the sample, once per process (not again for the next
+ * sample; again after its exit or exec); a gone process's are not sent and
+ * its sample still is.
+ */
+START_TEST(test_pyname)
+{
+	struct cap_pyname_stats st;
+	struct cpa_bpf_pyframe *pf;
+	struct cpa_bpf_sample *bs;
+	struct cap_pyname *pn;
+	unsigned int minor, seen;
+	uint64_t code[2];
+	struct fix f;
+	size_t size;
+	int in;
+	pid_t pid = py_codes(&minor, code, &in);
+
+	if (!pid) {
+		fprintf(stderr, "test_pyname: no python3, skipped\n");
+		return;
+	}
+	if (minor < 10 || minor > 13) {
+		fprintf(stderr, "test_pyname: python3.%u has no layout, skipped\n", minor);
+		close(in);
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	fix_init(&f, 1u << 20);
+	ck_assert_int_eq(cap_pyname__new(&pn), 0);
+	bs = bpf_sample(0, 0, 0, &size);
+	bs->pid = (uint32_t)pid;
+	bs->py_ver = (uint16_t)(0x0300 | minor);
+	bs->py_status = CPA_BPF_PY_OK;
+	bs->py_n = 2;
+	pf = (struct cpa_bpf_pyframe *)bs->stack;
+	pf[0] = (struct cpa_bpf_pyframe){.code = code[1], .instr = 0};
+	pf[1] = (struct cpa_bpf_pyframe){.code = code[0] | CPA_BPF_PY_ENTRY, .instr = 0};
+	ck_assert(!cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
+	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 2);
+	ck_assert_uint_eq(seen, 3);
+	ck_assert(cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
+	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 0);
+	cap_pyname__drop_pid(pn, (uint32_t)pid + 1);
+	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 0);
+	cap_pyname__drop_pid(pn, (uint32_t)pid);
+	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 2);
+	close(in);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	cap_pyname__drop_pid(pn, (uint32_t)pid);
+	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 0);
+	cap_pyname__stats(pn, &st);
+	ck_assert_uint_eq(st.sent, 4);
+	ck_assert_uint_ge(st.failed, 1);
+	cap_pyname__free(pn);
+	free(bs);
+	fix_free(&f);
+}
+END_TEST
+
 static Suite *capture_suite(void)
 {
 	Suite *s = suite_create("capture");
@@ -802,7 +933,8 @@ static Suite *capture_suite(void)
 		   test_probe_detached_rows, test_ustack_refused_flagged, test_degrade_then_drop,
 		   test_oversize_degrades, test_rate_limit, test_offcpu_conversion,
 		   test_loss_aggregation, test_delivered_gauges, test_seq_exhaustion,
-		   test_clock_offset, test_sys_parsers, test_commit_by_bytes, test_poll_deadline);
+		   test_clock_offset, test_sys_parsers, test_commit_by_bytes, test_poll_deadline,
+		   test_pyname);
 	return s;
 }
 

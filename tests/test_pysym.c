@@ -6,6 +6,8 @@
  *    for each CPython 3.10-3.13 the machine has;
  *  - a live Debian python3.11's method is named "K.m (<string>:LINE)" from
  *    its code object's address, and refused (-ESTALE) with another check word;
+ *    read as capture reads it (common/pycode.h) and primed into a new pysym
+ *    (CPA_REC_PYCODE), it is named the same after the process is gone;
  *  - an exit drops exactly the pid's entries, and looks through the slots
  *    only for a pid that holds some (a fixture /proc: fake 3.12 code objects);
  *  - a code object at an address whose earlier one was named is named
@@ -24,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/pycode.h"
 #include "symd/pysym.h"
 #include "test_proc.h"
 #include "test_util.h"
@@ -136,8 +139,18 @@ static const char live_py[] =
 	"print(hex(id(K.m.__code__)), K.m.__code__.co_firstlineno, flush=True)\n"
 	"sys.stdin.read()\n";
 
+/* pycode_read_fn over an open /proc/PID/mem (ctx: its fd). */
+static int fd_read(void *ctx, const struct pycode_seg *s, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (pread(*(int *)ctx, s[i].buf, s[i].len, (off_t)s[i].addr) != (ssize_t)s[i].len)
+			return -EFAULT;
+	return 0;
+}
+
 START_TEST(test_pysym_live)
 {
+	struct pycode_info info;
 	char *argv[] = {"/usr/bin/python3.11", "-c", (char *)live_py, NULL};
 	int in[2], out[2], memfd, len;
 	char buf[256], name[512], path[64];
@@ -181,10 +194,29 @@ START_TEST(test_pysym_live)
 				     sizeof(name), &line),
 			 -ESTALE);
 	pysym__free(p);
+	/* capture's read (common/pycode.h), primed into a symd that names it
+	 * after the process is gone (CPA_REC_PYCODE) */
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	memfd = open(path, O_RDONLY);
+	ck_assert_int_ge(memfd, 0);
+	ck_assert_int_eq(pycode__read(fd_read, &memfd, pycode__layout(11), code, 8192, &info), 0);
+	close(memfd);
+	ck_assert_uint_eq(info.check, check);
 	close(in[1]);
 	close(out[0]);
 	kill(pid, SIGKILL);
 	wait_exit(pid, NULL);
+	ck_assert_int_eq(pysym__new(NULL, &p), 0);
+	ck_assert_int_eq(
+		pysym__name(p, (uint32_t)pid, 11, code, 184 + 2, check, name, sizeof(name), &line),
+		-ESRCH);
+	pysym__prime(p, (uint32_t)pid, code, &info);
+	ck_assert_ptr_null(info.qualname);
+	len = pysym__name(p, (uint32_t)pid, 11, code, 184 + 2, check, name, sizeof(name), &line);
+	ck_assert_msg(len > 0, "pysym__name, primed: %d", len);
+	ck_assert_str_eq(name, buf);
+	ck_assert_uint_eq(pysym__primed(p), 1);
+	pysym__free(p);
 }
 END_TEST
 

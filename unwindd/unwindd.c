@@ -1011,14 +1011,15 @@ static void handle_loss(struct unwindd *u, const struct shm_msg *msg)
 	loss_add(u, l.stage, l.reason, l.kind, l.count, l.weight, l.seq, l.time_ns);
 }
 
-/* Metrics and policy events (docs/metrics.md): not ours, passed on unchanged.
- * Both records start with their seq. */
+/* Metrics and policy events (docs/metrics.md), capture's Python code objects
+ * (for symd): not ours, passed on unchanged. Each starts with its seq. */
 static void handle_forward(struct unwindd *u, const struct shm_msg *msg)
 {
 	uint64_t seq;
 	void *out;
 
-	if (msg->len < sizeof(struct cpa_policy_event)) {
+	if (msg->len < (msg->type == CPA_REC_PYCODE ? sizeof(struct cpa_pycode)
+						    : sizeof(struct cpa_policy_event))) {
 		drop_corrupt(u);
 		return;
 	}
@@ -1123,6 +1124,7 @@ int unwindd__batch(void *obj, unsigned int max)
 			break;
 		case CPA_REC_METRICS:
 		case CPA_REC_EVENT:
+		case CPA_REC_PYCODE: /* for symd */
 			handle_forward(u, m);
 			break;
 		default:

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+#include "cap_pyname.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "common/hash.h"
+#include "common/macro.h"
+#include "common/pycode.h"
+#include "common/timeutil.h"
+#include "shm/counters.h"
+#include "shm/records.h"
+
+#define PID_BITS (1u << 16) /* a bit per pid % PID_BITS: may it hold slots */
+
+struct sent {
+	uint64_t code;
+	uint32_t pid; /* 0: free */
+	uint32_t check;
+};
+
+struct cap_pyname {
+	struct sent slots[CAP_PYNAME_SLOTS];
+	uint64_t pids[PID_BITS / 64];
+	struct cap_pyname_stats stats;
+	uint64_t busy_ns; /* CLOCK_MONOTONIC of the last send or Python exec, 0: none */
+};
+
+void cap_pyname__started(struct cap_pyname *n)
+{
+	if (n)
+		n->busy_ns = clock_ns(CLOCK_MONOTONIC);
+}
+
+bool cap_pyname__soon(const struct cap_pyname *n, uint64_t now_ns)
+{
+	return n && n->busy_ns && now_ns - n->busy_ns < CAP_PYNAME_BUSY_NS;
+}
+
+int cap_pyname__new(struct cap_pyname **ret)
+{
+	struct cap_pyname *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	*ret = n;
+	return 0;
+}
+
+void cap_pyname__free(struct cap_pyname *n)
+{
+	free(n);
+}
+
+void cap_pyname__stats(const struct cap_pyname *n, struct cap_pyname_stats *ret)
+{
+	*ret = n->stats;
+}
+
+void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid)
+{
+	uint64_t bit = 1ull << (pid % 64), *w;
+
+	if (!n)
+		return;
+	w = &n->pids[(pid % PID_BITS) / 64];
+	if (!(*w & bit))
+		return;
+	*w &= ~bit;
+	n->stats.scans++;
+	for (size_t i = 0; i < CAP_PYNAME_SLOTS; i++)
+		if (n->slots[i].pid == pid)
+			n->slots[i] = (struct sent){0};
+		else if (n->slots[i].pid % PID_BITS == pid % PID_BITS)
+			*w |= bit; /* another pid of the same bit keeps it */
+}
+
+/* pycode_read_fn: another process's memory, one syscall. */
+static int vm_read(void *ctx, const struct pycode_seg *segs, unsigned int n)
+{
+	pid_t pid = (pid_t)(uintptr_t)ctx;
+	struct iovec local[8], remote[8];
+	size_t want = 0;
+	ssize_t r;
+
+	if (n > ARRAY_SIZE(local))
+		return -EINVAL;
+	for (unsigned int i = 0; i < n; i++) {
+		local[i] = (struct iovec){.iov_base = segs[i].buf, .iov_len = segs[i].len};
+		remote[i] = (struct iovec){.iov_base = (void *)(uintptr_t)segs[i].addr,
+					   .iov_len = segs[i].len};
+		want += segs[i].len;
+	}
+	r = process_vm_readv(pid, local, n, remote, n, 0);
+	if (r == (ssize_t)want)
+		return 0;
+	return r < 0 && errno == ESRCH ? -ESRCH : -EFAULT;
+}
+
+/* Read pid's code object and emit it. -ESRCH: the process is gone. */
+static int send_code(struct cap_pyname *n, struct cap_emit *e, uint32_t pid,
+		     const struct pycode_layout *l, uint64_t code)
+{
+	struct pycode_info info;
+	struct cpa_pycode *c;
+	size_t ql, fl;
+	int r;
+
+	r = pycode__read(vm_read, (void *)(uintptr_t)pid, l, code, CPA_PYCODE_MAX_LINETAB, &info);
+	if (r < 0) {
+		n->stats.failed++;
+		return r;
+	}
+	/* A longer line table is left to symd's own read. */
+	if (info.linetab_len != info.linetab_size) {
+		pycode__info_clear(&info);
+		return 0;
+	}
+	ql = MIN(strlen(info.qualname), (size_t)UINT16_MAX);
+	fl = MIN(strlen(info.filename), (size_t)UINT16_MAX);
+	r = cap_emit__reserve_seq(e, CPA_REC_PYCODE,
+				  (uint32_t)(sizeof(*c) + ql + fl + info.linetab_len), (void **)&c);
+	if (r == 0) {
+		uint8_t *p = (uint8_t *)(c + 1);
+
+		c->code = code;
+		c->pid = pid;
+		c->check = info.check;
+		c->firstlineno = info.firstlineno;
+		c->linetab_len = (uint32_t)info.linetab_len;
+		c->qualname_len = (uint16_t)ql;
+		c->filename_len = (uint16_t)fl;
+		c->py_minor = (uint8_t)l->minor;
+		memcpy(p, info.qualname, ql);
+		memcpy(p + ql, info.filename, fl);
+		memcpy(p + ql + fl, info.linetab, info.linetab_len);
+		n->stats.sent++;
+		n->busy_ns = clock_ns(CLOCK_MONOTONIC);
+	}
+	pycode__info_clear(&info);
+	return r;
+}
+
+void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct cpa_bpf_sample *bs,
+			size_t size)
+{
+	const struct pycode_layout *l;
+	const struct cpa_bpf_pyframe *pf;
+	uint32_t npy = bs->py_n;
+
+	if (likely(!npy) || !n || npy > CPA_BPF_MAX_PYFRAMES || bs->stack_len > size ||
+	    size < sizeof(*bs) + bs->stack_len + sizeof(*pf) * npy)
+		return;
+	l = pycode__layout(bs->py_ver & 0xff);
+	if (!l)
+		return;
+	pf = (const struct cpa_bpf_pyframe *)(bs->stack + bs->stack_len);
+	for (uint32_t i = 0; i < npy; i++) {
+		struct cpa_bpf_pyframe f;
+		struct sent *s;
+		uint64_t code;
+		int r;
+
+		memcpy(&f, &pf[i], sizeof(f));
+		code = f.code & ~CPA_BPF_PY_ENTRY;
+		s = &n->slots[hash64_fib(code ^ ((uint64_t)bs->pid << 47) ^ f.check) %
+			      CAP_PYNAME_SLOTS];
+		if (s->pid == bs->pid && s->code == code && s->check == f.check)
+			continue;
+		r = send_code(n, e, bs->pid, l, code);
+		if (r == -ESRCH)
+			return; /* gone: symd says so */
+		if (r == -ENOBUFS || r == -EOVERFLOW || r == -EAGAIN)
+			return; /* ring 0 full: the next sample tries again */
+		/* Sent, or not a code object to read (symd tries itself): not again. */
+		*s = (struct sent){.code = code, .pid = bs->pid, .check = f.check};
+		n->pids[(bs->pid % PID_BITS) / 64] |= 1ull << (bs->pid % 64);
+	}
+}
