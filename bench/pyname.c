@@ -7,7 +7,10 @@
  *   native     a sample without Python frames (the test of py_n only)
  *   py sent    a Python sample of DEPTH frames whose code objects were sent
  *   py first   the same with the process's set dropped before each sample:
- *              DEPTH code objects read (process_vm_readv) and emitted
+ *              DEPTH code objects read (process_vm_readv) and emitted, each
+ *              sample in a poll of its own (cap_pyname__poll())
+ *   py over    the same past the poll's read budget (CAP_PYNAME_BUDGET_NS):
+ *              nothing read, the sample forwarded for symd to name
  *
  * The frames are a live python3's (a child running DEPTH nested functions,
  * printing their code objects' addresses). Usage: bench_pyname [reps]
@@ -27,6 +30,7 @@
 #include "common/timeutil.h"
 #include "pychild.h"
 #include "shm/arena.h"
+#include "shm/counters.h"
 #include "shm/records.h"
 
 #define DEPTH 10
@@ -56,7 +60,8 @@ static void drain(struct shm_ring_cons *c)
 	shm_ring__release_sc(c);
 }
 
-/* ns per sample of n samples of bs; drop: the process's set before each. */
+/* ns per sample of n samples of bs; drop: the process's set before each, 1:
+ * and a poll's budget begins, 2: not (past it after the first few). */
 static uint64_t run(struct cap_pyname *pn, struct cap_emit *e, struct shm_ring_cons *c,
 		    struct cpa_bpf_sample *bs, size_t size, unsigned int n, int drop)
 {
@@ -65,6 +70,8 @@ static uint64_t run(struct cap_pyname *pn, struct cap_emit *e, struct shm_ring_c
 	for (unsigned int i = 0; i < n; i++) {
 		if (drop)
 			cap_pyname__drop_pid(pn, bs->pid);
+		if (drop == 1)
+			cap_pyname__poll(pn);
 		t0 = clock_ns(CLOCK_MONOTONIC);
 		if (bs->py_n)
 			cap_pyname__sample(pn, e, bs, size);
@@ -84,7 +91,7 @@ int main(int argc, char **argv)
 {
 	unsigned int reps = argc > 1 ? (unsigned int)atoi(argv[1]) : 5, minor;
 	int in;
-	uint64_t codes[DEPTH], res[3][64];
+	uint64_t codes[DEPTH], res[4][64];
 	struct shm_layout l = {.n_rings = 1};
 	struct shm_ring_prod prod;
 	struct shm_ring_cons cons;
@@ -117,7 +124,7 @@ int main(int argc, char **argv)
 	if (shm_arena__create(&l, &a) < 0 || shm_arena__open_prod(a, 0, &prod) < 0 ||
 	    shm_arena__open_cons(a, 0, &cons) < 0 ||
 	    cap_emit__init(&e, &prod, shm_arena__stage(a, SHM_STAGE_CAPTURE), 1, 8192) < 0 ||
-	    cap_pyname__new(&pn) < 0)
+	    cap_pyname__new(&pn, shm_arena__stage(a, SHM_STAGE_CAPTURE)) < 0)
 		return 1;
 	bs = calloc(1, size);
 	bs->type = CPA_BPF_REC_SAMPLE;
@@ -136,18 +143,21 @@ int main(int argc, char **argv)
 		bs->py_n = DEPTH;
 		res[1][r] = run(pn, &e, &cons, bs, size, 20000, 0);
 		res[2][r] = run(pn, &e, &cons, bs, size, 500, 1);
+		cap_pyname__poll(pn);
+		res[3][r] = run(pn, &e, &cons, bs, size, 20000, 2);
 		bs->py_n = npy;
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		qsort(res[i], reps, sizeof(res[i][0]), cmp_u64);
 	{
-		struct cap_pyname_stats st;
+		struct shm_stage *st = shm_arena__stage(a, SHM_STAGE_CAPTURE);
 
-		cap_pyname__stats(pn, &st);
 		printf("bench_pyname: python3.%u, %d frames, median of %u rounds (records sent %llu, "
-		       "reads failed %llu)\n",
-		       minor, DEPTH, reps, (unsigned long long)st.sent,
-		       (unsigned long long)st.failed);
+		       "reads failed %llu, samples past the budget %llu)\n",
+		       minor, DEPTH, reps,
+		       (unsigned long long)shm_stage__cnt(st, CAP_CNT_PYCODE_SENT),
+		       (unsigned long long)shm_stage__cnt(st, CAP_CNT_PYCODE_FAILED),
+		       (unsigned long long)shm_stage__cnt(st, CAP_CNT_PYCODE_DEFERRED));
 	}
 	printf("%-10s %12s %10s\n", "sample", "ns/sample", "vs native");
 	printf("%-10s %12llu %10s\n", "native", (unsigned long long)res[0][reps / 2], "1.00");
@@ -155,6 +165,8 @@ int main(int argc, char **argv)
 	       (double)res[1][reps / 2] / (double)(res[0][reps / 2] ? res[0][reps / 2] : 1));
 	printf("%-10s %12llu %10.2f\n", "py first", (unsigned long long)res[2][reps / 2],
 	       (double)res[2][reps / 2] / (double)(res[0][reps / 2] ? res[0][reps / 2] : 1));
+	printf("%-10s %12llu %10.2f\n", "py over", (unsigned long long)res[3][reps / 2],
+	       (double)res[3][reps / 2] / (double)(res[0][reps / 2] ? res[0][reps / 2] : 1));
 	close(in);
 	waitpid(pid, NULL, 0);
 	cap_pyname__free(pn);

@@ -25,9 +25,16 @@ struct sent {
 struct cap_pyname {
 	struct sent slots[CAP_PYNAME_SLOTS];
 	uint64_t pids[PID_BITS / 64];
-	struct cap_pyname_stats stats;
-	uint64_t busy_ns; /* CLOCK_MONOTONIC of the last send or Python exec, 0: none */
+	struct shm_stage *st; /* its CAP_CNT_PYCODE_* counters, NULL: none */
+	uint64_t busy_ns;     /* CLOCK_MONOTONIC of the last send or Python exec, 0: none */
+	uint64_t spent_ns;    /* reading code objects since the poll began */
 };
+
+static void cnt_add(struct cap_pyname *n, unsigned int idx)
+{
+	if (n->st)
+		shm_stage__cnt_add(n->st, idx, 1);
+}
 
 void cap_pyname__started(struct cap_pyname *n)
 {
@@ -40,12 +47,13 @@ bool cap_pyname__soon(const struct cap_pyname *n, uint64_t now_ns)
 	return n && n->busy_ns && now_ns - n->busy_ns < CAP_PYNAME_BUSY_NS;
 }
 
-int cap_pyname__new(struct cap_pyname **ret)
+int cap_pyname__new(struct cap_pyname **ret, struct shm_stage *st)
 {
 	struct cap_pyname *n = calloc(1, sizeof(*n));
 
 	if (!n)
 		return -ENOMEM;
+	n->st = st;
 	*ret = n;
 	return 0;
 }
@@ -55,9 +63,10 @@ void cap_pyname__free(struct cap_pyname *n)
 	free(n);
 }
 
-void cap_pyname__stats(const struct cap_pyname *n, struct cap_pyname_stats *ret)
+void cap_pyname__poll(struct cap_pyname *n)
 {
-	*ret = n->stats;
+	if (n)
+		n->spent_ns = 0;
 }
 
 void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid)
@@ -70,7 +79,6 @@ void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid)
 	if (!(*w & bit))
 		return;
 	*w &= ~bit;
-	n->stats.scans++;
 	for (size_t i = 0; i < CAP_PYNAME_SLOTS; i++)
 		if (n->slots[i].pid == pid)
 			n->slots[i] = (struct sent){0};
@@ -111,7 +119,7 @@ static int send_code(struct cap_pyname *n, struct cap_emit *e, uint32_t pid,
 
 	r = pycode__read(vm_read, (void *)(uintptr_t)pid, l, code, CPA_PYCODE_MAX_LINETAB, &info);
 	if (r < 0) {
-		n->stats.failed++;
+		cnt_add(n, CAP_CNT_PYCODE_FAILED);
 		return r;
 	}
 	/* A longer line table is left to symd's own read. */
@@ -137,7 +145,7 @@ static int send_code(struct cap_pyname *n, struct cap_emit *e, uint32_t pid,
 		memcpy(p, info.qualname, ql);
 		memcpy(p + ql, info.filename, fl);
 		memcpy(p + ql + fl, info.linetab, info.linetab_len);
-		n->stats.sent++;
+		cnt_add(n, CAP_CNT_PYCODE_SENT);
 		n->busy_ns = clock_ns(CLOCK_MONOTONIC);
 	}
 	pycode__info_clear(&info);
@@ -161,7 +169,7 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 	for (uint32_t i = 0; i < npy; i++) {
 		struct cpa_bpf_pyframe f;
 		struct sent *s;
-		uint64_t code;
+		uint64_t code, t0;
 		int r;
 
 		memcpy(&f, &pf[i], sizeof(f));
@@ -170,7 +178,13 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 			      CAP_PYNAME_SLOTS];
 		if (s->pid == bs->pid && s->code == code && s->check == f.check)
 			continue;
+		if (n->spent_ns >= CAP_PYNAME_BUDGET_NS) {
+			cnt_add(n, CAP_CNT_PYCODE_DEFERRED); /* the rest: symd's own read */
+			return;
+		}
+		t0 = clock_ns(CLOCK_MONOTONIC);
 		r = send_code(n, e, bs->pid, l, code);
+		n->spent_ns += clock_ns(CLOCK_MONOTONIC) - t0;
 		if (r == -ESRCH)
 			return; /* gone: symd says so */
 		if (r == -ENOBUFS || r == -EOVERFLOW || r == -EAGAIN)

@@ -11,6 +11,12 @@
  * The set of what was sent is direct-mapped on (pid, code, check): an evicted
  * entry only costs a read and a record again. A pid's entries go at its exit
  * or exec.
+ *
+ * The reads are bounded per poll (CAP_PYNAME_BUDGET_NS): capture is the
+ * producer, and a host starting many deep-stack Pythons at once must not keep
+ * it from draining the BPF ring buffer. Past the budget a sample goes on
+ * without the records of the code objects left (symd reads them itself, and
+ * the next poll sends them when they are sampled again).
  */
 #ifndef CPA_CAPTURE_CAP_PYNAME_H
 #define CPA_CAPTURE_CAP_PYNAME_H
@@ -21,12 +27,15 @@
 
 #include "bpf/profile.h"
 #include "cap_emit.h"
+#include "common/timeutil.h"
+#include "shm/stage.h"
 
 #define CAP_PYNAME_SLOTS 4096 /* (pid, code, check) sent, direct-mapped */
 
 struct cap_pyname;
 
-int cap_pyname__new(struct cap_pyname **ret);
+/* Counts into st's CAP_CNT_PYCODE_* counters (shm/counters.h); NULL: none. */
+int cap_pyname__new(struct cap_pyname **ret, struct shm_stage *st);
 void cap_pyname__free(struct cap_pyname *n);
 
 /*
@@ -37,6 +46,15 @@ void cap_pyname__free(struct cap_pyname *n);
  */
 void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct cpa_bpf_sample *bs,
 			size_t size);
+/*
+ * A poll begins: CAP_PYNAME_BUDGET_NS of code object reads (the time spent in
+ * process_vm_readv and its parsing, as measured) until the next one. 1 ms at
+ * ~10 us a read is ~100 code objects; at CAP_PYNAME_POLL_MS polls at most 1 %
+ * of a CPU, and a poll of a BPF ring buffer taking samples at 1000 Hz on every
+ * CPU is late by at most 1 ms of them.
+ */
+#define CAP_PYNAME_BUDGET_NS (1 * NSEC_PER_MSEC)
+void cap_pyname__poll(struct cap_pyname *n);
 /* pid exited or exec'd: what was sent for it goes. */
 void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid);
 
@@ -52,12 +70,5 @@ void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid);
 #define CAP_PYNAME_BUSY_NS (2 * NSEC_PER_SEC)
 void cap_pyname__started(struct cap_pyname *n);
 bool cap_pyname__soon(const struct cap_pyname *n, uint64_t now_ns);
-
-struct cap_pyname_stats {
-	uint64_t sent;	 /* CPA_REC_PYCODE records emitted */
-	uint64_t failed; /* code objects that could not be read (symd tries later) */
-	uint64_t scans;	 /* drops that looked through the slots */
-};
-void cap_pyname__stats(const struct cap_pyname *n, struct cap_pyname_stats *ret);
 
 #endif /* CPA_CAPTURE_CAP_PYNAME_H */

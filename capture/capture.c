@@ -681,7 +681,7 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 			    cap_bpf__py_execs_fd(c->bpf), o->target_tgid, &c->python) >= 0) {
 		cap_mmapev__set_python(c->mmapev, c->python);
 		log_info("python: %d interpreters running", cap_python__scan(c->python));
-		if (cap_pyname__new(&c->pyname) < 0)
+		if (cap_pyname__new(&c->pyname, c->st) < 0)
 			log_warn("python: no memory for naming code objects here: symd reads them");
 	}
 	down_mark(c);
@@ -1012,6 +1012,7 @@ int capture__poll(void *obj)
 	}
 	if (r >= 0 || r == -EINTR)
 		r = mmapev_drain(c);
+	cap_pyname__poll(c->pyname); /* its reads' budget (cap_pyname.h) */
 	if (r >= 0)
 		r = backend_poll(c, wait_ms);
 

@@ -65,6 +65,11 @@ enum capture_counter {
 	/* Samples estimated not taken by probes --probe_budget detached, at
 	 * the rate each recorded before (LOSS records of kind probe). */
 	CAP_CNT_PROBE_DETACHED,
+	/* Python code objects named by capture (capture/cap_pyname.h) */
+	CAP_CNT_PYCODE_SENT,	 /* CPA_REC_PYCODE records sent */
+	CAP_CNT_PYCODE_FAILED,	 /* code objects that could not be read (symd tries) */
+	CAP_CNT_PYCODE_DEFERRED, /* samples whose unread code objects the per-poll
+				  * read budget left to symd */
 	CAP_CNT_MAX_,
 };
 

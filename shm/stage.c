@@ -35,6 +35,7 @@ static const char *const capture_counters[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"offcpu_builds", "offcpu_places",    "down_since_ns",
 	"down_rate",	 "down_pending",     "down_pending_time",
 	"gen_alive_ns",	 "loss_pending",     "probe_detached",
+	"pycode_sent",	 "pycode_failed",    "pycode_deferred",
 };
 static const char *const unwindd_counters[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"frames",	 "stop_end",	 "stop_no_map",
