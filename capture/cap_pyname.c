@@ -28,6 +28,7 @@ struct cap_pyname {
 	struct shm_stage *st; /* its CAP_CNT_PYCODE_* counters, NULL: none */
 	uint64_t busy_ns;     /* CLOCK_MONOTONIC of the last send or Python exec, 0: none */
 	uint64_t spent_ns;    /* reading code objects since the poll began */
+	unsigned int evict;   /* the way a full bucket gives up next */
 };
 
 static void cnt_add(struct cap_pyname *n, unsigned int idx)
@@ -168,15 +169,19 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 	pf = (const struct cpa_bpf_pyframe *)(bs->stack + bs->stack_len);
 	for (uint32_t i = 0; i < npy; i++) {
 		struct cpa_bpf_pyframe f;
-		struct sent *s;
+		struct sent *b;
 		uint64_t code, t0;
+		unsigned int w;
 		int r;
 
 		memcpy(&f, &pf[i], sizeof(f));
 		code = f.code & ~CPA_BPF_PY_ENTRY;
-		s = &n->slots[hash64_fib(code ^ ((uint64_t)bs->pid << 47) ^ f.check) %
-			      CAP_PYNAME_SLOTS];
-		if (s->pid == bs->pid && s->code == code && s->check == f.check)
+		b = &n->slots[hash64_mix(code ^ ((uint64_t)bs->pid << 47) ^ f.check) %
+			      (CAP_PYNAME_SLOTS / CAP_PYNAME_WAYS) * CAP_PYNAME_WAYS];
+		for (w = 0; w < CAP_PYNAME_WAYS; w++)
+			if (b[w].pid == bs->pid && b[w].code == code && b[w].check == f.check)
+				break;
+		if (w < CAP_PYNAME_WAYS)
 			continue;
 		if (n->spent_ns >= CAP_PYNAME_BUDGET_NS) {
 			cnt_add(n, CAP_CNT_PYCODE_DEFERRED); /* the rest: symd's own read */
@@ -189,8 +194,13 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 			return; /* gone: symd says so */
 		if (r == -ENOBUFS || r == -EOVERFLOW || r == -EAGAIN)
 			return; /* ring 0 full: the next sample tries again */
-		/* Sent, or not a code object to read (symd tries itself): not again. */
-		*s = (struct sent){.code = code, .pid = bs->pid, .check = f.check};
+		/* Sent, or not a code object to read (symd tries itself): not again.
+		 * Into a free way of its bucket, else the next one in turn. */
+		for (w = 0; w < CAP_PYNAME_WAYS && b[w].pid; w++)
+			;
+		if (w == CAP_PYNAME_WAYS)
+			w = n->evict++ % CAP_PYNAME_WAYS;
+		b[w] = (struct sent){.code = code, .pid = bs->pid, .check = f.check};
 		n->pids[(bs->pid % PID_BITS) / 64] |= 1ull << (bs->pid % 64);
 	}
 }

@@ -8,8 +8,10 @@
  * host's pipeline brings it the sample, a short-lived process may be gone or
  * its interpreter may have freed its code objects.
  *
- * The set of what was sent is direct-mapped on (pid, code, check): an evicted
- * entry only costs a read and a record again. A pid's entries go at its exit
+ * The set of what was sent is CAP_PYNAME_WAYS-way set-associative on (pid,
+ * code, check): an evicted entry only costs a read and a record again (with
+ * the budget below, a direct-mapped set's collisions among a thousand code
+ * objects could take a poll's whole budget, every poll). A pid's entries go at its exit
  * or exec.
  *
  * The reads are bounded per poll (CAP_PYNAME_BUDGET_NS): capture is the
@@ -30,7 +32,8 @@
 #include "common/timeutil.h"
 #include "shm/stage.h"
 
-#define CAP_PYNAME_SLOTS 4096 /* (pid, code, check) sent, direct-mapped */
+#define CAP_PYNAME_SLOTS 4096 /* (pid, code, check) sent */
+#define CAP_PYNAME_WAYS	 4    /* ... in buckets of this many (a cache line) */
 
 struct cap_pyname;
 

@@ -873,7 +873,6 @@ static int pycode_records(struct fix *f, struct cap_pyname *pn, struct cpa_bpf_s
  */
 START_TEST(test_pyname)
 {
-	struct cap_pyname_stats st;
 	struct cpa_bpf_pyframe *pf;
 	struct cpa_bpf_sample *bs;
 	struct cap_pyname *pn;
@@ -895,7 +894,7 @@ START_TEST(test_pyname)
 		return;
 	}
 	fix_init(&f, 1u << 20);
-	ck_assert_int_eq(cap_pyname__new(&pn), 0);
+	ck_assert_int_eq(cap_pyname__new(&pn, f.st), 0);
 	bs = bpf_sample(0, 0, 0, &size);
 	bs->pid = (uint32_t)pid;
 	bs->py_ver = (uint16_t)(0x0300 | minor);
@@ -917,11 +916,171 @@ START_TEST(test_pyname)
 	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
 	cap_pyname__drop_pid(pn, (uint32_t)pid);
 	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 0);
-	cap_pyname__stats(pn, &st);
-	ck_assert_uint_eq(st.sent, 4);
-	ck_assert_uint_ge(st.failed, 1);
+	/* The stage counters `cpa ctl` shows. */
+	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_PYCODE_SENT), 4);
+	ck_assert_uint_ge(shm_stage__cnt(f.st, CAP_CNT_PYCODE_FAILED), 1);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_PYCODE_DEFERRED), 0);
 	cap_pyname__free(pn);
 	free(bs);
+	fix_free(&f);
+}
+END_TEST
+
+#define BUDGET_CODES 1024 /* ~8 ms of reads at bench_pyname's ~7.5 us each */
+
+/* One poll of cap_pyname over the samples bs[0..n): ring 0 must hold each
+ * sample exactly as cap_emit alone makes it (ref[i]), after the code objects'
+ * records (each named f<its index in code[]>, marked in sent[]). Their count. */
+static unsigned int budget_poll(struct fix *f, struct cap_pyname *pn, struct cpa_bpf_sample **bs,
+				size_t size, unsigned int n, uint8_t *const *ref,
+				const uint32_t *ref_len, const uint64_t *code, uint8_t *sent)
+{
+	unsigned int pycodes = 0, samples = 0;
+	struct shm_msg m;
+
+	cap_pyname__poll(pn);
+	for (unsigned int i = 0; i < n; i++) {
+		cap_pyname__sample(pn, &f->e, bs[i], size);
+		ck_assert_int_eq(cap_emit__record(&f->e, bs[i], size), 0);
+		cap_emit__commit(&f->e);
+		while (shm_ring__peek_sc(&f->cons, &m) == 0) {
+			struct cpa_pycode c;
+			unsigned int k;
+			char name[16];
+
+			if (m.type == CPA_REC_SAMPLE) {
+				ck_assert_uint_eq(m.len, ref_len[samples]);
+				/* All but the sequence number (the first 8 bytes). */
+				ck_assert(!memcmp((const uint8_t *)m.data + 8, ref[samples] + 8,
+						  m.len - 8));
+				samples++;
+				continue;
+			}
+			ck_assert_uint_eq(m.type, CPA_REC_PYCODE);
+			memcpy(&c, m.data, sizeof(c));
+			for (k = 0; k < BUDGET_CODES && code[k] != c.code; k++)
+				;
+			ck_assert_uint_lt(k, BUDGET_CODES);
+			sent[k] = 1;
+			snprintf(name, sizeof(name), "f%u", k);
+			ck_assert_uint_eq(c.qualname_len, strlen(name));
+			ck_assert(!memcmp((const char *)m.data + sizeof(c), name, strlen(name)));
+			pycodes++;
+		}
+		shm_ring__release_sc(&f->cons);
+	}
+	ck_assert_uint_eq(samples, n);
+	return pycodes;
+}
+
+static unsigned int count_sent(const uint8_t *sent)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < BUDGET_CODES; i++)
+		n += sent[i];
+	return n;
+}
+
+/*
+ * cap_pyname's budget: a Python with BUDGET_CODES distinct functions sampled
+ * at once (16 samples of 64 frames, every code object new) is more than a
+ * poll's CAP_PYNAME_BUDGET_NS of reads. The records stop there: the samples
+ * past it go on unchanged (symd names their frames by its own read) and are
+ * counted as deferred; the next polls send the rest (the set of what was
+ * sent is direct-mapped: a code object evicted by another is sent again).
+ */
+START_TEST(test_pyname_budget)
+{
+	static const char script[] =
+		"import sys\n"
+		"for i in range(1024): exec(f'def f{i}(): pass', globals())\n"
+		"print(sys.version_info[1], *[id(globals()[f'f{i}'].__code__) for i in range(1024)],"
+		" flush=True)\n"
+		"sys.stdin.read()\n";
+	enum { NS = BUDGET_CODES / CPA_BPF_MAX_PYFRAMES };
+	struct cpa_bpf_sample *bs[NS];
+	uint8_t *ref[NS], sent[BUDGET_CODES] = {0};
+	uint32_t ref_len[NS];
+	uint64_t code[BUDGET_CODES];
+	unsigned int minor, first, polls;
+	size_t lsize = 64 << 10, size;
+	char *line = malloc(lsize), *p;
+	struct cap_pyname *pn;
+	struct fix f, f0;
+	int in;
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(line);
+	pid = py_child(script, line, lsize, &in);
+	if (!pid) {
+		fprintf(stderr, "test_pyname_budget: no python3, skipped\n");
+		free(line);
+		return;
+	}
+	minor = (unsigned int)strtoul(line, &p, 10);
+	for (unsigned int i = 0; i < BUDGET_CODES; i++)
+		code[i] = strtoull(p, &p, 10);
+	free(line);
+	if (minor < 10 || minor > 13) {
+		fprintf(stderr, "test_pyname_budget: python3.%u has no layout, skipped\n", minor);
+		close(in);
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	ck_assert_uint_ne(code[BUDGET_CODES - 1], 0);
+	/* The samples, and what cap_emit alone makes of each. */
+	fix_init(&f0, 1u << 20);
+	for (unsigned int i = 0; i < NS; i++) {
+		struct cpa_bpf_pyframe *pf;
+		struct shm_msg m;
+
+		bs[i] = bpf_sample(0, 0, 0, &size);
+		bs[i]->pid = (uint32_t)pid;
+		bs[i]->py_ver = (uint16_t)(0x0300 | minor);
+		bs[i]->py_status = CPA_BPF_PY_OK;
+		bs[i]->py_n = CPA_BPF_MAX_PYFRAMES;
+		pf = (struct cpa_bpf_pyframe *)bs[i]->stack;
+		for (unsigned int j = 0; j < CPA_BPF_MAX_PYFRAMES; j++)
+			pf[j] = (struct cpa_bpf_pyframe){
+				.code = code[i * CPA_BPF_MAX_PYFRAMES + j]};
+		ck_assert_int_eq(cap_emit__record(&f0.e, bs[i], size), 0);
+		cap_emit__commit(&f0.e);
+		m = peek(&f0);
+		ck_assert_uint_eq(m.type, CPA_REC_SAMPLE);
+		ref[i] = malloc(m.len);
+		ck_assert_ptr_nonnull(ref[i]);
+		memcpy(ref[i], m.data, m.len);
+		ref_len[i] = m.len;
+		shm_ring__release_sc(&f0.cons);
+	}
+	fix_free(&f0);
+
+	fix_init(&f, 1u << 20);
+	ck_assert_int_eq(cap_pyname__new(&pn, f.st), 0);
+	first = budget_poll(&f, pn, bs, size, NS, ref, ref_len, code, sent);
+	/* The reads stopped at the budget, the samples after went on. */
+	ck_assert_uint_ge(first, 1);
+	ck_assert_uint_lt(first, BUDGET_CODES);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_PYCODE_SENT), first);
+	ck_assert_uint_ge(shm_stage__cnt(f.st, CAP_CNT_PYCODE_DEFERRED), 1);
+	ck_assert_uint_le(shm_stage__cnt(f.st, CAP_CNT_PYCODE_DEFERRED), NS);
+	ck_assert_uint_eq(count_sent(sent), first);
+	/* The next polls send the rest (at least a read each). */
+	for (polls = 1; count_sent(sent) < BUDGET_CODES && polls < BUDGET_CODES; polls++)
+		ck_assert_uint_ge(budget_poll(&f, pn, bs, size, NS, ref, ref_len, code, sent), 1);
+	ck_assert_uint_eq(count_sent(sent), BUDGET_CODES);
+	ck_assert_uint_ge(shm_stage__cnt(f.st, CAP_CNT_PYCODE_SENT), BUDGET_CODES);
+	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_PYCODE_FAILED), 0);
+	fprintf(stderr, "test_pyname_budget: %u of %u code objects in the first poll, all in %u\n",
+		first, BUDGET_CODES, polls);
+	close(in);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	cap_pyname__free(pn);
+	for (unsigned int i = 0; i < NS; i++) {
+		free(bs[i]);
+		free(ref[i]);
+	}
 	fix_free(&f);
 }
 END_TEST
@@ -934,7 +1093,7 @@ static Suite *capture_suite(void)
 		   test_oversize_degrades, test_rate_limit, test_offcpu_conversion,
 		   test_loss_aggregation, test_delivered_gauges, test_seq_exhaustion,
 		   test_clock_offset, test_sys_parsers, test_commit_by_bytes, test_poll_deadline,
-		   test_pyname);
+		   test_pyname, test_pyname_budget);
 	return s;
 }
 
