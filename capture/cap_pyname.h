@@ -52,9 +52,9 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 /*
  * A poll begins: CAP_PYNAME_BUDGET_NS of code object reads (the time spent in
  * process_vm_readv and its parsing, as measured) until the next one. 1 ms at
- * ~10 us a read is ~100 code objects; at CAP_PYNAME_POLL_MS polls at most 1 %
- * of a CPU, and a poll of a BPF ring buffer taking samples at 1000 Hz on every
- * CPU is late by at most 1 ms of them.
+ * ~10 us a read is ~100 code objects; at most 5 % of a CPU at the
+ * CAP_POLL_MIN_MS floor, 1 % at CAP_PYNAME_POLL_MS polls, and a poll of the BPF
+ * ring buffer is late by at most 1 ms of samples.
  */
 #define CAP_PYNAME_BUDGET_NS (1 * NSEC_PER_MSEC)
 void cap_pyname__poll(struct cap_pyname *n);
