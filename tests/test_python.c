@@ -33,6 +33,16 @@
  *
  *   - >= 90 % of its samples name hot() under b() under a().
  *
+ * Built again as test_python_many (PY_MANY 1): tests/workload/py_many.py runs
+ * chains of 60 distinct functions, a new chain every ~10 ms (30,000 code
+ * objects), for 15 s: more code objects per poll than capture's read budget
+ * (docs/unwinding.md "Python"). Debian's:
+ *
+ *   - capture's counters (`cpa ctl status`) moved: records sent and samples
+ *     past the budget (pycode_sent, pycode_deferred);
+ *   - >= 90 % of its samples name spin() under its chain's cK_59() and cK_0()
+ *     (the code objects capture did not send, symd read itself).
+ *
  * Root + BTF + /usr/bin/python3.11, else 77.
  */
 #include <check.h>
@@ -307,6 +317,84 @@ START_TEST(test_python_gone)
 }
 END_TEST
 
+/* One folded line of py_many.py: spin() under cK_59() and cK_0() of one K. */
+static void many_line(void *ctx, char *stack, long c)
+{
+	struct py_stats *st = ctx;
+	char *sp = strstr(stack, ";spin ("), *last = NULL, want[32];
+	int k = -1, d = -1;
+	bool named = false;
+
+	st->samples += c;
+	if (sp) {
+		*sp = 0;
+		last = strrchr(stack, ';');
+		if (last && sscanf(last, ";c%d_%d (", &k, &d) == 2 && d == 59) {
+			snprintf(want, sizeof(want), ";c%d_0 (", k);
+			named = strstr(stack, want) != NULL;
+		}
+		*sp = ';';
+	}
+	if (named)
+		st->hot += c;
+	else if (st->samples - st->hot <= 4 * c)
+		fprintf(stderr, "  not named: %.600s\n", stack);
+}
+
+/* capture's counter name in `cpa ctl status` (store), -1 if not there. */
+static long long capture_counter(const char *store, const char *name)
+{
+	char *argv[] = {cpa, "ctl", "--store_dir", (char *)store, "status", NULL};
+	int rc;
+	char *out = run(argv, &rc), *cap, *p;
+	long long v = -1;
+
+	ck_assert_ptr_nonnull(out);
+	ck_assert_int_eq(rc, 0);
+	cap = strstr(out, "capture:");
+	p = cap ? strstr(cap, name) : NULL;
+	if (p && sscanf(p + strlen(name), "%*[ :=]%lld", &v) != 1)
+		v = -1;
+	if (v < 0)
+		fprintf(stderr, "ctl status has no capture %s:\n%s\n", name, out);
+	free(out);
+	return v;
+}
+
+START_TEST(test_python_many)
+{
+	char store[4200], log[4200], prof[4200], *text;
+	char *margv[] = {cpa, "monitor", "--store_dir", store, NULL};
+	long long sent, deferred;
+	struct py_stats st;
+	pid_t mon, pid;
+
+	snprintf(store, sizeof(store), "%s/store", dir);
+	snprintf(log, sizeof(log), "%s/monitor.log", dir);
+	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
+	mon = spawn_monitor(margv, log, 60);
+	sleep(1);
+	pid = start_py(PY_DEBIAN, PY_MANY_SCRIPT, "15", NULL, -1);
+	ck_assert_int_eq(wait_exit(pid, NULL), 0);
+	sent = capture_counter(store, "pycode_sent");
+	deferred = capture_counter(store, "pycode_deferred");
+	text = monitor_stop_fold(mon, &pid, 0, 2, cpa, store, prof);
+	memset(&st, 0, sizeof(st));
+	fold_lines_of(text, pid, many_line, &st);
+	fprintf(stderr,
+		"e2e python many: %ld samples, spin() under its chain named %.2f %%; capture: "
+		"pycode_sent %lld, pycode_deferred %lld\n",
+		st.samples, 100.0 * (double)st.hot / (double)MAX(st.samples, 1), sent, deferred);
+	ck_assert_int_gt(sent, 0);
+	ck_assert_int_gt(deferred, 0);
+	/* 49 Hz for 15 s: 735 at a whole CPU, fewer on a busy machine */
+	ck_assert_msg(st.samples >= 100, "%ld samples", st.samples);
+	ck_assert_msg(st.hot >= 0.90 * (double)st.samples, "named in %ld of %ld", st.hot,
+		      st.samples);
+	free(text);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("python");
@@ -322,8 +410,9 @@ int main(void)
 	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
 	test_scratch_in(dir, sizeof(dir), "python");
 	return run_one_test(s, tc,
-			    PY_GONE    ? test_python_gone
+			    PY_MANY    ? test_python_many
+			    : PY_GONE  ? test_python_gone
 			    : PY_REUSE ? test_python_reuse
 				       : test_python_hot,
-			    PY_REUSE || PY_GONE ? 120 : 240);
+			    PY_REUSE || PY_GONE || PY_MANY ? 120 : 240);
 }
