@@ -177,6 +177,53 @@ START_TEST(test_view_unreadable_named)
 }
 END_TEST
 
+/*
+ * cpa-view on a root with a readable older run and an unreadable newer one of
+ * the same day: it opens the older run's data and names the newer dir and why
+ * (the model's line the screen shows); on the next day's too.
+ */
+START_TEST(test_view_newest_unreadable)
+{
+	char later[PATH_MAX + 32], next[PATH_MAX + 32], want[2 * PATH_MAX + 128], got[2048] = "";
+	long long first = (long long)(t_base_ns() / T_NS), f = 0, l = 0;
+	int p[2], st, r = 0;
+	unsigned int nu = 0;
+	pid_t pid;
+	ssize_t n;
+
+	shut_run(root, "cpa_261120_start_110000", later, sizeof(later));
+	shut_run(root, "cpa_261121", next, sizeof(next));
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct vmodel *m = calloc(1, sizeof(*m));
+		char e[1024] = "";
+		int rr = -1;
+
+		close(p[0]);
+		if (m && setgroups(0, NULL) == 0 && setresgid(NOBODY, NOBODY, NOBODY) == 0 &&
+		    setresuid(NOBODY, NOBODY, NOBODY) == 0)
+			rr = vmodel__open(m, root, e, sizeof(e));
+		dprintf(p[1], "%d %u %lld %lld %s", rr, rr ? 0 : m->n_unread,
+			rr ? 0LL : (long long)m->first_s, rr ? 0LL : (long long)m->last_s,
+			rr ? e : m->unread);
+		_exit(0);
+	}
+	close(p[1]);
+	n = read(p[0], got, sizeof(got) - 1);
+	got[n > 0 ? n : 0] = 0;
+	close(p[0]);
+	waitpid(pid, &st, 0);
+	ck_assert_msg(sscanf(got, "%d %u %lld %lld", &r, &nu, &f, &l) == 4 && r == 0 && nu == 2 &&
+			      f == first && l == first + 9,
+		      "want the older run's 10 s from %lld and 2 dirs named: %s", first, got);
+	snprintf(want, sizeof(want), "'%s': Permission denied; '%s': Permission denied", later,
+		 next);
+	ck_assert_msg(strstr(got, want), "want \"%s\": %s", want, got);
+}
+END_TEST
+
 /* nobody runs the built cpa and reaches the scratch dirs (setpriv, dirs others may enter) */
 static bool nobody_can(void)
 {
@@ -206,7 +253,8 @@ int main(void)
 				"skipped\n");
 		return TEST_SKIP;
 	}
-	tc = TEST_TCASE(s, "nobody", test_show_newest_unreadable, test_view_unreadable_named);
+	tc = TEST_TCASE(s, "nobody", test_show_newest_unreadable, test_view_unreadable_named,
+			test_view_newest_unreadable);
 	tcase_add_checked_fixture(tc, setup, NULL);
 	return test_run_suite(s);
 }

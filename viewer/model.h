@@ -227,6 +227,10 @@ struct vmodel {
 	char **dirs;
 	uint32_t n_dirs;
 	struct store_reader *r;
+	/* given a root: its run dirs of dir's day or later this user cannot open
+	 * (another user's runs), their samples not shown: "'path': reason; ..." */
+	char unread[1024];
+	uint32_t n_unread;
 	struct strtab names;
 	struct u64map stack_dedup; /* hash of the frames -> stack */
 	struct vstack *stacks;
