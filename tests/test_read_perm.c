@@ -224,6 +224,72 @@ START_TEST(test_view_newest_unreadable)
 }
 END_TEST
 
+/* The tmux pane's screen (socket sock). */
+static char *pane(const char *sock)
+{
+	return test_cmd_out(NULL, "tmux -S '%s' capture-pane -p -t 0", sock);
+}
+
+/*
+ * The real cpa-view as nobody in a terminal (tmux) on that root: the header
+ * counts the unreadable runs, the bottom line names them and why; after q,
+ * stderr says it once more (the terminal's last words).
+ */
+START_TEST(test_view_tui_unreadable)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+	char later[PATH_MAX + 32], next[PATH_MAX + 32], sock[108], rc[PATH_MAX + 32],
+		err[PATH_MAX + 32], want[3 * PATH_MAX], *scr = NULL, *o;
+	int i, r;
+
+	if (system("tmux -V >/dev/null 2>&1")) {
+		fprintf(stderr, "no tmux: cpa-view's screen not looked at\n");
+		return;
+	}
+	shut_run(root, "cpa_261120_start_110000", later, sizeof(later));
+	shut_run(root, "cpa_261121", next, sizeof(next));
+	ck_assert_int_lt(snprintf(sock, sizeof(sock), "%s/tmux", out), (int)sizeof(sock));
+	snprintf(rc, sizeof(rc), "%s/rc", out);
+	snprintf(err, sizeof(err), "%s/err", out);
+	/* wide enough for both paths on the bottom line; the session ends with
+	 * cpa-view (a failed check leaves it at most 60 s) */
+	free(test_cmd_out(
+		&r,
+		"tmux -S '%s' -f /dev/null new-session -d -x 400 -y 30 \"timeout --foreground 60 "
+		"setpriv --reuid=%d --regid=%d --clear-groups env LANG=C.UTF-8 "
+		"'%s/bin/cpa-view' '%s' 2>'%s'; echo \\$? >'%s.tmp'; mv '%s.tmp' '%s'\" "
+		">/dev/null 2>&1",
+		sock, NOBODY, NOBODY, b ? b : ".", root, err, rc, rc, rc));
+	ck_assert_int_eq(r, 0);
+	snprintf(want, sizeof(want),
+		 "'%s': Permission denied; '%s': Permission denied: their samples are not shown "
+		 "(this user cannot read those runs)",
+		 later, next);
+	for (i = 0; i < 300; i++) {
+		free(scr);
+		scr = pane(sock);
+		if (strstr(scr, want) && strstr(scr, "unreadable runs: 2"))
+			break;
+		usleep(50000);
+	}
+	ck_assert_msg(i < 300, "want \"%s\" and the header's count:\n%s", want, scr);
+	ck_assert_msg(strstr(scr, "cpa_261120 ") && strstr(scr, "10:00:00-10:00:10"),
+		      "the older run's 10 s:\n%s", scr);
+	free(scr);
+	free(test_cmd_out(&r, "tmux -S '%s' send-keys -t 0 q", sock));
+	ck_assert_int_eq(r, 0);
+	for (i = 0; i < 300 && access(rc, R_OK); i++)
+		usleep(50000);
+	o = test_cmd_out(NULL, "cat '%s' '%s'", rc, err);
+	free(test_cmd_out(NULL, "tmux -S '%s' kill-server 2>&1", sock));
+	unlink(sock);
+	snprintf(want, sizeof(want), "0\ncpa-view: warning: '%s': Permission denied; '%s'", later,
+		 next);
+	ck_assert_msg(!strncmp(o, want, strlen(want)) && count(o, "cpa-view:") == 1, "%s", o);
+	free(o);
+}
+END_TEST
+
 /* nobody runs the built cpa and reaches the scratch dirs (setpriv, dirs others may enter) */
 static bool nobody_can(void)
 {
@@ -254,7 +320,7 @@ int main(void)
 		return TEST_SKIP;
 	}
 	tc = TEST_TCASE(s, "nobody", test_show_newest_unreadable, test_view_unreadable_named,
-			test_view_newest_unreadable);
+			test_view_newest_unreadable, test_view_tui_unreadable);
 	tcase_add_checked_fixture(tc, setup, NULL);
 	return test_run_suite(s);
 }

@@ -440,6 +440,16 @@ void vmodel__free(struct vmodel *m)
 	memset(m, 0, sizeof(*m));
 }
 
+void vmodel__unread_line(const struct vmodel *m, char *buf, size_t len)
+{
+	if (!m->n_unread) {
+		snprintf(buf, len, "%s", "");
+		return;
+	}
+	snprintf(buf, len, "%s: %s samples are not shown (this user cannot read %s)", m->unread,
+		 m->n_unread > 1 ? "their" : "its", m->n_unread > 1 ? "those runs" : "that run");
+}
+
 uint64_t vmodel__corrupt(const struct vmodel *m)
 {
 	struct store_read_stats st = {0};

@@ -277,6 +277,9 @@ int vmodel__open(struct vmodel *m, const char *path, char *err, size_t errlen);
 int vmodel__reload(struct vmodel *m, char *err, size_t errlen);
 void vmodel__free(struct vmodel *m);
 uint64_t vmodel__corrupt(const struct vmodel *m);
+/* The run dirs not read because this user cannot open them (m->unread), as one
+ * line for the screen and stderr; "" when none. */
+void vmodel__unread_line(const struct vmodel *m, char *buf, size_t len);
 
 /* Samples of second s on the timeline: exact when known, else the header estimate. */
 uint64_t vmodel__sec_total(const struct vmodel *m, int64_t s);
