@@ -136,22 +136,16 @@ START_TEST(test_show_newest_unreadable)
 END_TEST
 
 /*
- * cpa-view on a root whose only run nobody may read: the message names that
- * dir and the reason, as cpa show's does (not just "read store root").
+ * cpa-view's model opened on path as nobody, in a forked child: into got,
+ * "R MSG" when vmodel__open() fails (R its -errno, MSG its message), else
+ * "0 N FIRST LAST UNREAD" (the unreadable run dirs, the timeline's seconds).
  */
-START_TEST(test_view_unreadable_named)
+static void view_nobody(const char *path, char *got, size_t len)
 {
-	char dir[PATH_MAX + 32], want[PATH_MAX + 96], err[1024] = "";
-	char one[PATH_MAX + 16];
 	int p[2], st;
 	pid_t pid;
 	ssize_t n;
 
-	snprintf(one, sizeof(one), "%s/one", root);
-	ck_assert_int_eq(mkdir(one, 0755), 0);
-	write_run(one);
-	snprintf(dir, sizeof(dir), "%s/cpa_261120", one);
-	ck_assert_int_eq(chmod(dir, 0), 0);
 	ck_assert_int_eq(pipe(p), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -163,15 +157,36 @@ START_TEST(test_view_unreadable_named)
 		close(p[0]);
 		if (m && setgroups(0, NULL) == 0 && setresgid(NOBODY, NOBODY, NOBODY) == 0 &&
 		    setresuid(NOBODY, NOBODY, NOBODY) == 0)
-			r = vmodel__open(m, one, e, sizeof(e));
-		dprintf(p[1], "%d %s", r, e);
+			r = vmodel__open(m, path, e, sizeof(e));
+		if (r)
+			dprintf(p[1], "%d %s", r, e);
+		else
+			dprintf(p[1], "0 %u %lld %lld %s", m->n_unread, (long long)m->first_s,
+				(long long)m->last_s, m->unread);
 		_exit(0);
 	}
 	close(p[1]);
-	n = read(p[0], err, sizeof(err) - 1);
-	err[n > 0 ? n : 0] = 0;
+	n = read(p[0], got, len - 1);
+	got[n > 0 ? n : 0] = 0;
 	close(p[0]);
 	waitpid(pid, &st, 0);
+}
+
+/*
+ * cpa-view on a root whose only run nobody may read: the message names that
+ * dir and the reason, as cpa show's does (not just "read store root").
+ */
+START_TEST(test_view_unreadable_named)
+{
+	char dir[PATH_MAX + 32], want[PATH_MAX + 96], err[1024] = "";
+	char one[PATH_MAX + 16];
+
+	snprintf(one, sizeof(one), "%s/one", root);
+	ck_assert_int_eq(mkdir(one, 0755), 0);
+	write_run(one);
+	snprintf(dir, sizeof(dir), "%s/cpa_261120", one);
+	ck_assert_int_eq(chmod(dir, 0), 0);
+	view_nobody(one, err, sizeof(err));
 	snprintf(want, sizeof(want), "%d '%s': Permission denied", -EACCES, dir);
 	ck_assert_msg(!strncmp(err, want, strlen(want)) && !strstr(err, "store root"), "%s", err);
 }
@@ -186,35 +201,12 @@ START_TEST(test_view_newest_unreadable)
 {
 	char later[PATH_MAX + 32], next[PATH_MAX + 32], want[2 * PATH_MAX + 128], got[2048] = "";
 	long long first = (long long)(t_base_ns() / T_NS), f = 0, l = 0;
-	int p[2], st, r = 0;
 	unsigned int nu = 0;
-	pid_t pid;
-	ssize_t n;
+	int r = -1;
 
 	shut_run(root, "cpa_261120_start_110000", later, sizeof(later));
 	shut_run(root, "cpa_261121", next, sizeof(next));
-	ck_assert_int_eq(pipe(p), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		struct vmodel *m = calloc(1, sizeof(*m));
-		char e[1024] = "";
-		int rr = -1;
-
-		close(p[0]);
-		if (m && setgroups(0, NULL) == 0 && setresgid(NOBODY, NOBODY, NOBODY) == 0 &&
-		    setresuid(NOBODY, NOBODY, NOBODY) == 0)
-			rr = vmodel__open(m, root, e, sizeof(e));
-		dprintf(p[1], "%d %u %lld %lld %s", rr, rr ? 0 : m->n_unread,
-			rr ? 0LL : (long long)m->first_s, rr ? 0LL : (long long)m->last_s,
-			rr ? e : m->unread);
-		_exit(0);
-	}
-	close(p[1]);
-	n = read(p[0], got, sizeof(got) - 1);
-	got[n > 0 ? n : 0] = 0;
-	close(p[0]);
-	waitpid(pid, &st, 0);
+	view_nobody(root, got, sizeof(got));
 	ck_assert_msg(sscanf(got, "%d %u %lld %lld", &r, &nu, &f, &l) == 4 && r == 0 && nu == 2 &&
 			      f == first && l == first + 9,
 		      "want the older run's 10 s from %lld and 2 dirs named: %s", first, got);
