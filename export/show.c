@@ -9,7 +9,6 @@
  *	Write  [ HH:MM:SS.mmm - HH:MM:SS.mmm ] Record to <path>, Stack Type <n>
  * Folded line: label;...;root_frame;...;leaf_frame; COUNT
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -437,58 +436,32 @@ static int parse_request(const struct show_opts *o, struct store_filter *filt, u
 	return 0;
 }
 
-#define DAY_NAME_LEN 10 /* "cpa_YYMMDD" */
-
-/* name: a run dir's, cpa_YYMMDD or cpa_YYMMDD_... */
-static bool run_dir_name(const char *name)
-{
-	if (strncmp(name, "cpa_", 4) || strspn(name + 4, "0123456789") < 6)
-		return false;
-	return !name[DAY_NAME_LEN] || name[DAY_NAME_LEN] == '_';
-}
+struct shut_pick {
+	const char *day; /* the picked dir's name */
+	char *shut;	 /* the one a refused range may lie in, into shut (len > 0) */
+	size_t len;
+	int best_same;
+};
 
 /*
- * The run dirs of root this user cannot open, of the picked dir's day or later
- * (the runs read with it, or newer ones): their samples are missing from the
- * output, each said in one line naming it and why (the store library lists only
- * the dirs it can read). The one a refused range may lie in, "'path', which ...",
- * into shut (len > 0): the newest of the picked day's, else the newest.
+ * A run dir of root this user cannot open, of the picked dir's day or later
+ * (store_root__for_each_shut()): its samples are missing from the output, said
+ * in one line naming it and why. The one a refused range may lie in, "'path',
+ * which ...", into shut: the newest of the picked day's, else the newest.
  */
-static void warn_shut(const char *root, const char *picked, char *shut, size_t len)
+static void warn_shut(void *ctx, const char *p, int e)
 {
-	const char *day = strrchr(picked, '/') ? strrchr(picked, '/') + 1 : picked;
-	char newest[PATH_MAX] = "", p[PATH_MAX + 256];
-	DIR *d = opendir(root);
-	struct dirent *de;
-	int fd, e, same, best_same = -1;
+	struct shut_pick *c = ctx;
+	const char *name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+	int same = !strncmp(name, c->day, 10); /* "cpa_YYMMDD" */
 
-	while (d && (de = readdir(d))) {
-		if (!run_dir_name(de->d_name) || strncmp(de->d_name, day, DAY_NAME_LEN) < 0)
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", root, de->d_name);
-		fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0) {
-			close(fd);
-			continue;
-		}
-		e = errno;
-		if (e == ENOTDIR || e == ENOENT)
-			continue;
-		log_warn("'%s': %s: its samples are not in this output (this user cannot read that "
-			 "run)",
-			 p, strerror(e));
-		/* the refusal names the newest of the picked day's, else the newest */
-		same = !strncmp(de->d_name, day, DAY_NAME_LEN);
-		if (len &&
-		    (same > best_same || (same == best_same && strcmp(de->d_name, newest) > 0))) {
-			best_same = same;
-			snprintf(newest, sizeof(newest), "%s", de->d_name);
-			snprintf(shut, len, "'%s', which this user cannot read (%s)", p,
-				 strerror(e));
-		}
+	log_warn("'%s': %s: its samples are not in this output (this user cannot read that run)", p,
+		 strerror(e));
+	/* name order: a later one of the same kind is newer */
+	if (c->len && same >= c->best_same) {
+		c->best_same = same;
+		snprintf(c->shut, c->len, "'%s', which this user cannot read (%s)", p, strerror(e));
 	}
-	if (d)
-		closedir(d);
 }
 
 /* --read names a store dir, or a root to pick one from by --starttime (tod, -1 =
@@ -525,7 +498,12 @@ int show_pick_dir(const char *read, long tod, char *buf, size_t len, char *shut,
 		log_error_errno(r, "failed to open input file: '%s': %m", buf[0] ? buf : read);
 	if (r < 0)
 		return r;
-	warn_shut(read, buf, shut, shut ? shutlen : 0);
+	{
+		struct shut_pick c = {strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf, shut,
+				      shut ? shutlen : 0, -1};
+
+		store_root__for_each_shut(read, buf, warn_shut, &c);
+	}
 	return 0;
 }
 

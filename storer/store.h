@@ -468,6 +468,15 @@ int store_root__pick(const char *root, long tod_s, char *buf, size_t len);
  */
 int store_root__day_dirs(const char *root, const char *picked, char ***ret_dirs, uint32_t *ret_n);
 /*
+ * The run dirs (cpa_YYMMDD or cpa_YYMMDD_...) under root of picked's day or
+ * later (picked: a path or name cpa_YYMMDD...) that this user cannot open
+ * (EACCES: another user's run, chmod 000): fn(ctx, path, errno) for each, in
+ * name order (oldest first). The store library lists only the dirs it can read;
+ * `cpa show` and cpa-view name these. 0 or -errno when root cannot be listed.
+ */
+typedef void (*store_shut_fn)(void *ctx, const char *path, int err);
+int store_root__for_each_shut(const char *root, const char *picked, store_shut_fn fn, void *ctx);
+/*
  * The highest record seq the store dirs of run run_id (conf run_id) under root
  * hold in their complete blocks (STORE_BF_SEQ, format 1.2; store_tail.c), for
  * a consumer whose ring mark is mark: per dir, the blocks of its newest

@@ -145,8 +145,19 @@ bool store_dir__is_store(const char *path)
 	return for_each_entry(path, store_file_entry, NULL) > 0;
 }
 
+#define DAY_NAME_LEN 10 /* "cpa_YYMMDD" */
+
+/* name: a run dir's, cpa_YYMMDD or cpa_YYMMDD_... */
+static bool run_dir_name(const char *name)
+{
+	if (strncmp(name, STORE_DIR_PREFIX, 4) || strspn(name + 4, "0123456789") < 6)
+		return false;
+	return !name[DAY_NAME_LEN] || name[DAY_NAME_LEN] == '_';
+}
+
 struct list_ctx {
 	const char *root;
+	const char *day; /* NULL: the store dirs; else the run dirs of this day or later */
 	char **names;
 	uint32_t n, cap;
 };
@@ -157,7 +168,8 @@ static int list_one(void *ctx, const char *name)
 	char p[PATH_MAX + 256];
 
 	snprintf(p, sizeof(p), "%s/%s", c->root, name);
-	if (!store_dir__is_store(p))
+	if (c->day ? !run_dir_name(name) || strncmp(name, c->day, DAY_NAME_LEN) < 0
+		   : !store_dir__is_store(p))
 		return 0;
 	if (array_grow32((void **)&c->names, &c->cap, (size_t)c->n + 1, sizeof(*c->names)) < 0)
 		return -ENOMEM;
@@ -182,9 +194,10 @@ void store_root__list_free(char **names, uint32_t n)
 	free(names);
 }
 
-int store_root__list(const char *root, char ***ret_names, uint32_t *ret_n)
+/* list_ctx's names under root, sorted. 0 or -errno. */
+static int list_names(const char *root, const char *day, char ***ret_names, uint32_t *ret_n)
 {
-	struct list_ctx c = {.root = root};
+	struct list_ctx c = {.root = root, .day = day};
 	int r = store_dir__for_each_store(root, list_one, &c);
 
 	if (r < 0) {
@@ -196,6 +209,30 @@ int store_root__list(const char *root, char ***ret_names, uint32_t *ret_n)
 	*ret_names = c.names;
 	*ret_n = c.n;
 	return 0;
+}
+
+int store_root__list(const char *root, char ***ret_names, uint32_t *ret_n)
+{
+	return list_names(root, NULL, ret_names, ret_n);
+}
+
+int store_root__for_each_shut(const char *root, const char *picked, store_shut_fn fn, void *ctx)
+{
+	const char *day = strrchr(picked, '/') ? strrchr(picked, '/') + 1 : picked;
+	char p[PATH_MAX + 256], **names = NULL;
+	uint32_t n = 0;
+	int r = list_names(root, day, &names, &n), fd;
+
+	for (uint32_t i = 0; r == 0 && i < n; i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, names[i]);
+		fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		else if (errno != ENOTDIR && errno != ENOENT)
+			fn(ctx, p, errno);
+	}
+	store_root__list_free(names, n);
+	return r;
 }
 
 int64_t store_dir__local_day(int64_t t)

@@ -6,4 +6,4 @@ endif()
 
 cpa_add_test(NAME test_read_perm SOURCES test_read_perm.c
   LIBS cpa_viewer cpa_store cpa_shm cpa_common LABELS unit show TIMEOUT 120)
-add_dependencies(test_read_perm cpa) # runs build/bin/cpa as nobody
+add_dependencies(test_read_perm cpa cpa-view) # runs build/bin/cpa and cpa-view as nobody

@@ -136,22 +136,16 @@ START_TEST(test_show_newest_unreadable)
 END_TEST
 
 /*
- * cpa-view on a root whose only run nobody may read: the message names that
- * dir and the reason, as cpa show's does (not just "read store root").
+ * cpa-view's model opened on path as nobody, in a forked child: into got,
+ * "R MSG" when vmodel__open() fails (R its -errno, MSG its message), else
+ * "0 N FIRST LAST UNREAD" (the unreadable run dirs, the timeline's seconds).
  */
-START_TEST(test_view_unreadable_named)
+static void view_nobody(const char *path, char *got, size_t len)
 {
-	char dir[PATH_MAX + 32], want[PATH_MAX + 96], err[1024] = "";
-	char one[PATH_MAX + 16];
 	int p[2], st;
 	pid_t pid;
 	ssize_t n;
 
-	snprintf(one, sizeof(one), "%s/one", root);
-	ck_assert_int_eq(mkdir(one, 0755), 0);
-	write_run(one);
-	snprintf(dir, sizeof(dir), "%s/cpa_261120", one);
-	ck_assert_int_eq(chmod(dir, 0), 0);
 	ck_assert_int_eq(pipe(p), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -163,17 +157,128 @@ START_TEST(test_view_unreadable_named)
 		close(p[0]);
 		if (m && setgroups(0, NULL) == 0 && setresgid(NOBODY, NOBODY, NOBODY) == 0 &&
 		    setresuid(NOBODY, NOBODY, NOBODY) == 0)
-			r = vmodel__open(m, one, e, sizeof(e));
-		dprintf(p[1], "%d %s", r, e);
+			r = vmodel__open(m, path, e, sizeof(e));
+		if (r)
+			dprintf(p[1], "%d %s", r, e);
+		else
+			dprintf(p[1], "0 %u %lld %lld %s", m->n_unread, (long long)m->first_s,
+				(long long)m->last_s, m->unread);
 		_exit(0);
 	}
 	close(p[1]);
-	n = read(p[0], err, sizeof(err) - 1);
-	err[n > 0 ? n : 0] = 0;
+	n = read(p[0], got, len - 1);
+	got[n > 0 ? n : 0] = 0;
 	close(p[0]);
 	waitpid(pid, &st, 0);
+}
+
+/*
+ * cpa-view on a root whose only run nobody may read: the message names that
+ * dir and the reason, as cpa show's does (not just "read store root").
+ */
+START_TEST(test_view_unreadable_named)
+{
+	char dir[PATH_MAX + 32], want[PATH_MAX + 96], err[1024] = "";
+	char one[PATH_MAX + 16];
+
+	snprintf(one, sizeof(one), "%s/one", root);
+	ck_assert_int_eq(mkdir(one, 0755), 0);
+	write_run(one);
+	snprintf(dir, sizeof(dir), "%s/cpa_261120", one);
+	ck_assert_int_eq(chmod(dir, 0), 0);
+	view_nobody(one, err, sizeof(err));
 	snprintf(want, sizeof(want), "%d '%s': Permission denied", -EACCES, dir);
 	ck_assert_msg(!strncmp(err, want, strlen(want)) && !strstr(err, "store root"), "%s", err);
+}
+END_TEST
+
+/*
+ * cpa-view on a root with a readable older run and an unreadable newer one of
+ * the same day: it opens the older run's data and names the newer dir and why
+ * (the model's line the screen shows); on the next day's too.
+ */
+START_TEST(test_view_newest_unreadable)
+{
+	char later[PATH_MAX + 32], next[PATH_MAX + 32], want[2 * PATH_MAX + 128], got[2048] = "";
+	long long first = (long long)(t_base_ns() / T_NS), f = 0, l = 0;
+	unsigned int nu = 0;
+	int r = -1;
+
+	shut_run(root, "cpa_261120_start_110000", later, sizeof(later));
+	shut_run(root, "cpa_261121", next, sizeof(next));
+	view_nobody(root, got, sizeof(got));
+	ck_assert_msg(sscanf(got, "%d %u %lld %lld", &r, &nu, &f, &l) == 4 && r == 0 && nu == 2 &&
+			      f == first && l == first + 9,
+		      "want the older run's 10 s from %lld and 2 dirs named: %s", first, got);
+	snprintf(want, sizeof(want), "'%s': Permission denied; '%s': Permission denied", later,
+		 next);
+	ck_assert_msg(strstr(got, want), "want \"%s\": %s", want, got);
+}
+END_TEST
+
+/* The tmux pane's screen (socket sock). */
+static char *pane(const char *sock)
+{
+	return test_cmd_out(NULL, "tmux -S '%s' capture-pane -p -t 0", sock);
+}
+
+/*
+ * The real cpa-view as nobody in a terminal (tmux) on that root: the header
+ * counts the unreadable runs, the bottom line names them and why; after q,
+ * stderr says it once more (the terminal's last words).
+ */
+START_TEST(test_view_tui_unreadable)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+	char later[PATH_MAX + 32], next[PATH_MAX + 32], sock[108], rc[PATH_MAX + 32],
+		err[PATH_MAX + 32], want[3 * PATH_MAX], *scr = NULL, *o;
+	int i, r;
+
+	if (system("tmux -V >/dev/null 2>&1")) {
+		fprintf(stderr, "no tmux: cpa-view's screen not looked at\n");
+		return;
+	}
+	shut_run(root, "cpa_261120_start_110000", later, sizeof(later));
+	shut_run(root, "cpa_261121", next, sizeof(next));
+	ck_assert_int_lt(snprintf(sock, sizeof(sock), "%s/tmux", out), (int)sizeof(sock));
+	snprintf(rc, sizeof(rc), "%s/rc", out);
+	snprintf(err, sizeof(err), "%s/err", out);
+	/* wide enough for both paths on the bottom line; the session ends with
+	 * cpa-view (a failed check leaves it at most 60 s) */
+	free(test_cmd_out(
+		&r,
+		"tmux -S '%s' -f /dev/null new-session -d -x 400 -y 30 \"timeout --foreground 60 "
+		"setpriv --reuid=%d --regid=%d --clear-groups env LANG=C.UTF-8 "
+		"'%s/bin/cpa-view' '%s' 2>'%s'; echo \\$? >'%s.tmp'; mv '%s.tmp' '%s'\" "
+		">/dev/null 2>&1",
+		sock, NOBODY, NOBODY, b ? b : ".", root, err, rc, rc, rc));
+	ck_assert_int_eq(r, 0);
+	snprintf(want, sizeof(want),
+		 "'%s': Permission denied; '%s': Permission denied: their samples are not shown "
+		 "(this user cannot read those runs)",
+		 later, next);
+	for (i = 0; i < 300; i++) {
+		free(scr);
+		scr = pane(sock);
+		if (strstr(scr, want) && strstr(scr, "unreadable runs: 2"))
+			break;
+		usleep(50000);
+	}
+	ck_assert_msg(i < 300, "want \"%s\" and the header's count:\n%s", want, scr);
+	ck_assert_msg(strstr(scr, "cpa_261120 ") && strstr(scr, "10:00:00-10:00:10"),
+		      "the older run's 10 s:\n%s", scr);
+	free(scr);
+	free(test_cmd_out(&r, "tmux -S '%s' send-keys -t 0 q", sock));
+	ck_assert_int_eq(r, 0);
+	for (i = 0; i < 300 && access(rc, R_OK); i++)
+		usleep(50000);
+	o = test_cmd_out(NULL, "cat '%s' '%s'", rc, err);
+	free(test_cmd_out(NULL, "tmux -S '%s' kill-server 2>&1", sock));
+	unlink(sock);
+	snprintf(want, sizeof(want), "0\ncpa-view: warning: '%s': Permission denied; '%s'", later,
+		 next);
+	ck_assert_msg(!strncmp(o, want, strlen(want)) && count(o, "cpa-view:") == 1, "%s", o);
+	free(o);
 }
 END_TEST
 
@@ -206,7 +311,8 @@ int main(void)
 				"skipped\n");
 		return TEST_SKIP;
 	}
-	tc = TEST_TCASE(s, "nobody", test_show_newest_unreadable, test_view_unreadable_named);
+	tc = TEST_TCASE(s, "nobody", test_show_newest_unreadable, test_view_unreadable_named,
+			test_view_newest_unreadable, test_view_tui_unreadable);
 	tcase_add_checked_fixture(tc, setup, NULL);
 	return test_run_suite(s);
 }

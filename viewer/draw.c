@@ -813,6 +813,9 @@ static void draw_header(struct vapp *a)
 	if (corrupt)
 		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "  corrupt blocks skipped: %llu",
 				      (unsigned long long)corrupt);
+	if (a->m.n_unread) /* named on the bottom line at open, and on stderr at exit */
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "  unreadable runs: %u",
+				      a->m.n_unread);
 	snprintf(buf + o, sizeof(buf) - o, "  group %s%s%s%s", vgroup__name(a->f.group),
 		 a->f.kernel ? "" : "  no-kernel", filt[0] ? "  " : "", filt);
 	line_fill(0, pair_attr(a, P_TITLE) | (a->color ? 0 : A_REVERSE), buf, a->cols);

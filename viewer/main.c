@@ -188,6 +188,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cpa-view: the terminal went away\n");
 	if (!a->have_model)
 		fprintf(stderr, "cpa-view: %s\n", a->err);
+	else if (a->m.n_unread) {
+		char un[1280];
+
+		vmodel__unread_line(&a->m, un, sizeof(un));
+		fprintf(stderr, "cpa-view: warning: %s\n", un);
+	}
 	r = gone ? 1 : a->have_model ? 0 : 1;
 	vapp__free(a);
 	free(a);

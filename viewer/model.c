@@ -309,11 +309,28 @@ static void model_close(struct vmodel *m)
 	m->known = NULL;
 }
 
+/* A run dir of the root this user cannot open: into m->unread, named. */
+static void on_unread(void *ctx, const char *path, int e)
+{
+	struct vmodel *m = ctx;
+	size_t o = strlen(m->unread);
+
+	if (o < sizeof(m->unread) - 1)
+		snprintf(m->unread + o, sizeof(m->unread) - o, "%s'%s': %s", o ? "; " : "", path,
+			 strerror(e));
+	m->n_unread++;
+}
+
 static int model_load(struct vmodel *m, char *err, size_t errlen)
 {
 	uint64_t first, last, recs;
 	size_t n;
 	int r;
+
+	m->unread[0] = 0;
+	m->n_unread = 0;
+	if (m->root[0])
+		store_root__for_each_shut(m->root, m->dir, on_unread, m);
 
 	/* A root: every run of the picked dir's day, read as one (as `cpa show`). */
 	if (m->root[0] && store_root__day_dirs(m->root, m->dir, &m->dirs, &m->n_dirs) == 0 &&
@@ -421,6 +438,16 @@ void vmodel__free(struct vmodel *m)
 	free(m->frames);
 	pthread_mutex_destroy(&m->mu);
 	memset(m, 0, sizeof(*m));
+}
+
+void vmodel__unread_line(const struct vmodel *m, char *buf, size_t len)
+{
+	if (!m->n_unread) {
+		snprintf(buf, len, "%s", "");
+		return;
+	}
+	snprintf(buf, len, "%s: %s samples are not shown (this user cannot read %s)", m->unread,
+		 m->n_unread > 1 ? "their" : "its", m->n_unread > 1 ? "those runs" : "that run");
 }
 
 uint64_t vmodel__corrupt(const struct vmodel *m)

@@ -227,6 +227,10 @@ struct vmodel {
 	char **dirs;
 	uint32_t n_dirs;
 	struct store_reader *r;
+	/* given a root: its run dirs of dir's day or later this user cannot open
+	 * (another user's runs), their samples not shown: "'path': reason; ..." */
+	char unread[1024];
+	uint32_t n_unread;
 	struct strtab names;
 	struct u64map stack_dedup; /* hash of the frames -> stack */
 	struct vstack *stacks;
@@ -273,6 +277,9 @@ int vmodel__open(struct vmodel *m, const char *path, char *err, size_t errlen);
 int vmodel__reload(struct vmodel *m, char *err, size_t errlen);
 void vmodel__free(struct vmodel *m);
 uint64_t vmodel__corrupt(const struct vmodel *m);
+/* The run dirs not read because this user cannot open them (m->unread), as one
+ * line for the screen and stderr; "" when none. */
+void vmodel__unread_line(const struct vmodel *m, char *buf, size_t len);
 
 /* Samples of second s on the timeline: exact when known, else the header estimate. */
 uint64_t vmodel__sec_total(const struct vmodel *m, int64_t s);

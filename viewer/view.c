@@ -531,6 +531,7 @@ int vapp__init(struct vapp *a, const struct vview_opts *o)
 	if (r < 0)
 		return r;
 	a->have_model = true;
+	vmodel__unread_line(&a->m, a->msg, sizeof(a->msg));
 	a->v0 = a->m.first_s;
 	a->v1 = store_end(a);
 	/* A short store is shown whole; a long one opens on its last 5 minutes. */
@@ -600,6 +601,7 @@ void vapp__tick(struct vapp *a)
 {
 	int64_t old_end = a->have_model ? store_end(a) : 0;
 	bool at_end = a->have_model && a->r1 >= old_end, view_end = a->v1 >= old_end;
+	uint32_t n_unread = a->m.n_unread;
 	int r;
 
 	if (a->ld.running)
@@ -611,6 +613,7 @@ void vapp__tick(struct vapp *a)
 		a->m.corrupt = vmodel__corrupt(&a->m);
 		a->have_model = true;
 		a->err[0] = '\0';
+		vmodel__unread_line(&a->m, a->msg, sizeof(a->msg));
 		a->v0 = a->r0 = a->m.first_s;
 		a->v1 = a->r1 = store_end(a);
 		a->dirty = true;
@@ -622,6 +625,8 @@ void vapp__tick(struct vapp *a)
 		return;
 	}
 	a->m.corrupt = vmodel__corrupt(&a->m);
+	if (a->m.n_unread > n_unread) /* a run this user cannot read: said when it appears */
+		vmodel__unread_line(&a->m, a->msg, sizeof(a->msg));
 	if (store_end(a) == old_end)
 		return;
 	if (view_end)

@@ -113,7 +113,7 @@ struct vapp {
 	uint32_t help_scroll;
 	bool utf8, color;
 	int rows, cols;
-	char msg[256];
+	char msg[1280];
 	bool quit;
 	struct vload ld;
 };
