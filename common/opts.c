@@ -419,6 +419,23 @@ _Static_assert(ARRAY_SIZE(opt_table) <= CPA_OPTS_MAX, "given[] has a bit per opt
 
 static const struct opt_def *opt_find_short(char c, unsigned int scope);
 
+/*
+ * What a check derived from an option's values, put back with it by `null`:
+ * every --probe so far (the list, not only the last), --debug_option's parts.
+ */
+static void opt_reset_derived(const struct opt_def *d, struct cpa_opts *o,
+			      const struct cpa_opts *def)
+{
+	if (d->off == O(mon.probe)) {
+		memcpy(o->mon.probes, def->mon.probes, sizeof(o->mon.probes));
+		o->mon.nr_probes = def->mon.nr_probes;
+	} else if (d->off == O(mon.debug_option)) {
+		o->mon.debug_pid = def->mon.debug_pid;
+		o->mon.debug_freq = def->mon.debug_freq;
+		o->mon.debug_path = def->mon.debug_path;
+	}
+}
+
 /* "where" is "" for argv, "FILE:LINE: " for config lines. */
 static int opt_set_value(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			 const char *where)
@@ -432,6 +449,7 @@ static int opt_set_value(const struct opt_def *d, const char *val, struct cpa_op
 
 		cpa_opts__init(&def);
 		memcpy(opt_ptr(d, o), opt_ptr(d, &def), opt_size(d));
+		opt_reset_derived(d, o, &def);
 		if (d->type == OPT_BOOL && d->check)
 			return d->check(d, *(bool *)opt_ptr(d, &def) ? "1" : "0", o, where);
 		return 0;
@@ -1150,7 +1168,6 @@ static int check_sched_metrics(const struct opt_def *d, const char *val, struct 
 	return 0;
 }
 
-/* Repeatable: each --probe appends; probe id = its position. */
 static int check_policy(const struct opt_def *d, const char *val, struct cpa_opts *o,
 			const char *where)
 {
@@ -1193,6 +1210,7 @@ static int policy_probes_check(const struct cpa_opts *o)
 	return 0;
 }
 
+/* Repeatable: each --probe appends; probe id = its position; `null` empties the list. */
 static int check_probe(const struct opt_def *d, const char *val, struct cpa_opts *o,
 		       const char *where)
 {

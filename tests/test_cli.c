@@ -802,6 +802,29 @@ START_TEST(test_null_is_default)
 	ck_assert_int_eq(O.mon.pid, -1);
 	ck_assert_ptr_null(O.mon.probe);
 	ck_assert_ptr_null(O.mon.record_env_name);
+	/* a later null empties the --probe list (the default: no probe), not only the last */
+	ck_assert_int_eq(PARSE(MON, "--probe", "tracepoint:syscalls:sys_enter_getppid", "--probe",
+			       "kprobe:vfs_read", "--probe", "null", "--probe_rate", "3"),
+			 0);
+	ck_assert_uint_eq(O.mon.nr_probes, 0);
+	ck_assert_ptr_null(O.mon.probe);
+	ck_assert(!cpa_opts__given(&O, "probe"));
+	ASSERT_LOG("no --probe given: --probe_rate not used");
+	/* ... and the ones after it are the list, from probe id 0 */
+	ck_assert_int_eq(PARSE(MON, "--probe", "kprobe:vfs_read", "--probe", "null", "--probe",
+			       "tracepoint:syscalls:sys_enter_getppid", "--probe",
+			       "kprobe:vfs_read"),
+			 0);
+	ck_assert_uint_eq(O.mon.nr_probes, 2);
+	ck_assert_str_eq(O.mon.probes[0], "tracepoint:syscalls:sys_enter_getppid");
+	ck_assert_str_eq(O.mon.probes[1], "kprobe:vfs_read");
+	/* --debug_option's parts go with it */
+	ck_assert_int_eq(PARSE(MON, "--debug_option", "12,3,/tmp/cpa-dbg", "--debug_option=null"),
+			 0);
+	ck_assert_ptr_null(O.mon.debug_option);
+	ck_assert_int_eq(O.mon.debug_pid, 0);
+	ck_assert_int_eq(O.mon.debug_freq, 0);
+	ck_assert_ptr_null(O.mon.debug_path);
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
@@ -812,9 +835,14 @@ START_TEST(test_null_is_default)
 			 "persistent_day: null\n"
 			 "debug_option: null\n"
 			 "kernel_stack: null\n");
-	ck_assert_int_eq(PARSE(MON, "-s", "/tmp/x", "-P", "3", "-K", "--config", path), 0);
+	ck_assert_int_eq(PARSE(MON, "-s", "/tmp/x", "-P", "3", "-K", "--probe", "kprobe:vfs_read",
+			       "--debug_option", "12,3,/tmp/cpa-dbg", "--config", path),
+			 0);
 	ck_assert_ptr_null(O.btf_path);
 	ck_assert_ptr_null(O.mon.probe);
+	ck_assert_uint_eq(O.mon.nr_probes, 0);
+	ck_assert_int_eq(O.mon.debug_pid, 0);
+	ck_assert_ptr_null(O.mon.debug_path);
 	ck_assert_ptr_null(O.mon.comm);
 	ck_assert_str_eq(O.mon.store_dir, "/var/log/cpa");
 	ck_assert_int_eq(O.mon.persistent_day, 7);
