@@ -546,15 +546,22 @@ static int add_day_dirs(const char *root, int64_t day, char ***dirs, uint32_t *n
 int show_open_store(const char *read, long stod, int64_t next_day, char *dir, size_t len,
 		    char *shut, size_t shutlen, struct store_reader **ret)
 {
+	if (!next_day) {
+		int r = show_pick_dir(read, stod, dir, len, shut, shutlen);
+
+		if (r < 0)
+			return r;
+	}
+	return show_open_day(read, next_day, dir, ret);
+}
+
+/* show_open_store() of a dir picked already: nothing about the root said again. */
+int show_open_day(const char *read, int64_t next_day, const char *dir, struct store_reader **ret)
+{
 	char err[512], **dirs = NULL;
 	uint32_t n = 0, n_day = 0;
 	int r;
 
-	if (!next_day) {
-		r = show_pick_dir(read, stod, dir, len, shut, shutlen);
-		if (r < 0)
-			return r;
-	}
 	/* A root: every run of the picked dir's day, read as one. */
 	if (!store_dir__is_store(read) && store_root__day_dirs(read, dir, &dirs, &n) == 0) {
 		n_day = n;

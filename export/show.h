@@ -71,6 +71,8 @@ int show_pick_dir(const char *read, long tod, char *buf, size_t len, char *shut,
  * picked day's in dir. 0, *ret NULL: no runs there. */
 int show_open_store(const char *read, long stod, int64_t next_day, char *dir, size_t len,
 		    char *shut, size_t shutlen, struct store_reader **ret);
+/* The same of dir, picked under the root read already (nothing about the root said again). */
+int show_open_day(const char *read, int64_t next_day, const char *dir, struct store_reader **ret);
 /* A window ending at end (unix s) past *last, from a root: *rp reopened with the
  * next day's runs too (*last theirs); otherwise nothing changes. */
 int show_reach_next_day(const char *read, struct store_reader **rp, char *dir, size_t dirlen,

@@ -227,10 +227,68 @@ static int feed(struct store_reader *r, int64_t t0, int64_t t1, const struct sto
 	return ret;
 }
 
-/* The base range of a diff: its own store (or ours, sdir), its own day. */
+/*
+ * Whether r's records hold time of day tod (-1: any) on one of their days: that
+ * day's local midnight into *day0 (else, and for -1, the first record's day).
+ */
+static bool holds_tod(struct store_reader *r, long tod, int64_t *day0)
+{
+	uint64_t first, last, recs;
+	int64_t a, b;
+
+	if (store_reader__range(r, &first, &last, &recs) < 0)
+		return false;
+	a = (int64_t)(first / NS);
+	b = (int64_t)(last / NS);
+	*day0 = local_midnight(a);
+	if (tod < 0)
+		return true;
+	for (int64_t d = *day0; d <= b; d = local_midnight(d + 36 * 3600))
+		if (d + tod >= a && d + tod <= b) {
+			*day0 = d;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * A base on --read (no --diff_base_read) starting at stod that the exported
+ * store r does not hold: from a root, the day whose records span it, as
+ * --starttime picks one (its runs into *own, its dir into dir). *own NULL: r
+ * it is (a store dir, or no day holds it).
+ */
+static int base_day_of_read(const struct show_opts *o, struct store_reader *r, long stod, char *dir,
+			    size_t len, struct store_reader **own)
+{
+	char pick[PATH_MAX + 256];
+	int64_t day0;
+	int ret;
+
+	*own = NULL;
+	if (stod < 0 || store_dir__is_store(o->read) || holds_tod(r, stod, &day0) ||
+	    store_root__pick(o->read, stod, pick, sizeof(pick)) < 0)
+		return 0;
+	ret = show_open_day(o->read, 0, pick, own);
+	if (ret < 0)
+		return ret;
+	if (!holds_tod(*own, stod, &day0)) { /* the newest day, not one spanning stod */
+		store_reader__free(*own);
+		*own = NULL;
+		return 0;
+	}
+	snprintf(dir, len, "%s", pick);
+	return 0;
+}
+
+/*
+ * The base range of a diff: its own store (--diff_base_read) or ours (r, in
+ * sdir), on the day that holds its start; from a root, as --read is read: the
+ * day --diff_base_start picks and the next one when the base reaches past it.
+ */
 static int add_base(const struct show_opts *o, struct exporter *e, struct store_reader *r,
 		    const char *sdir, const struct store_filter *filt, int64_t n)
 {
+	const char *bread = o->diff_base_read ? o->diff_base_read : o->read;
 	struct export_stats st;
 	struct store_reader *br = r, *own = NULL;
 	char dir[PATH_MAX + 256], a[32], b[32];
@@ -249,34 +307,35 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 	}
 	if (o->diff_base_read) {
 		ret = show_open_store(o->diff_base_read, stod, 0, dir, sizeof(dir), NULL, 0, &own);
-		if (ret < 0)
-			return ret;
-		br = own;
-		export__new_source(e);
+	} else {
+		snprintf(dir, sizeof(dir), "%s", sdir);
+		ret = base_day_of_read(o, r, stod, dir, sizeof(dir), &own);
 	}
+	if (ret < 0)
+		return ret;
+	if (own)
+		br = own;
 	ret = store_reader__range(br, &first, &last, &recs);
 	if (ret < 0) {
 		log_error("%s", store_reader__error(br));
 		goto out;
 	}
-	day0 = local_midnight((int64_t)(first / NS));
+	(void)holds_tod(br, stod, &day0);
 	t0 = stod >= 0 ? day0 + stod : (int64_t)(first / NS);
 	/* Without an end, the base is as long as the range it is compared with;
 	 * from a root, as --read, it reaches into the next day's runs. */
-	t1 = etod >= 0 ? (o->diff_base_read ? show_etod_end(o->diff_base_read, day0, stod, etod)
-					    : day0 + etod)
-		       : t0 + n;
+	t1 = etod >= 0 ? show_etod_end(bread, day0, stod, etod) : t0 + n;
 	if (t1 <= t0) {
 		log_error("--diff_base_end %s is not after the base's start", o->diff_base_end);
 		ret = -EINVAL;
 		goto out;
 	}
+	ret = show_reach_next_day(bread, &own, dir, sizeof(dir), first, &last, t1);
+	if (ret < 0)
+		goto out;
 	if (own) {
-		ret = show_reach_next_day(o->diff_base_read, &own, dir, sizeof(dir), first, &last,
-					  t1);
-		if (ret < 0)
-			goto out;
 		br = own;
+		export__new_source(e); /* another reader: other (seg, stack_id) ids */
 	}
 	show_fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
 	show_fmt_tod((uint64_t)t1 * NS, b, sizeof(b));
