@@ -553,6 +553,85 @@ START_TEST(test_probe_bad_specs)
 }
 END_TEST
 
+/* The conf of the one run dir (cpa_*) under store, as text. */
+static char *run_conf(const char *store)
+{
+	char path[PATH_MAX + 300] = "";
+	struct dirent *de;
+	DIR *d = opendir(store);
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, "cpa_", 4))
+			snprintf(path, sizeof(path), "%s/%s/conf", store, de->d_name);
+	closedir(d);
+	ck_assert_msg(path[0], "no run dir in %s", store);
+	return test_slurp(path, NULL);
+}
+
+/*
+ * `null` is an option's default, and --probe's is no probe: a later `--probe null`
+ * on the command line, or `probe: null` in the --config file, drops every --probe
+ * before it. Those are not attached and not in the run's conf; a --probe after
+ * the null is probe 0.
+ */
+START_TEST(test_probe_null)
+{
+	static const char getppid_tp[] = "tracepoint:syscalls:sys_enter_getppid";
+	static const char getpid_tp[] = "tracepoint:syscalls:sys_enter_getpid";
+	char cpa[1100], store[PATH_MAX], cfg[PATH_MAX + 16];
+
+	need_root_bpf();
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
+	for (int round = 0; round < 2; round++) {
+		char *argv[] = {cpa,	       "monitor",
+				"--store_dir", store,
+				"-F",	       "1",
+				"--duration",  "2",
+				"--probe",     (char *)getppid_tp,
+				"--probe",     "null",
+				"--probe",     (char *)getpid_tp,
+				NULL};
+		char *out, *conf;
+		int fds[2], rc;
+		pid_t pid;
+		FILE *f;
+
+		scratch_store("probe", store, sizeof(store));
+		if (round == 1) { /* the null in --config, after the command line's --probe */
+			snprintf(cfg, sizeof(cfg), "%s.conf", store);
+			f = fopen(cfg, "we");
+			ck_assert_ptr_nonnull(f);
+			ck_assert_int_ge(fputs("probe: null\n", f), 0);
+			ck_assert_int_eq(fclose(f), 0);
+			argv[10] = "--config";
+			argv[11] = cfg;
+			argv[12] = NULL;
+		}
+		ck_assert_int_eq(pipe2(fds, O_CLOEXEC), 0);
+		pid = spawn_fds(argv, -1, fds[1], fds[1]);
+		close(fds[1]);
+		out = slurp_fd(fds[0]);
+		rc = wait_exit(pid, NULL);
+		ck_assert_msg(rc == 0, "cpa monitor exited %d: %s", rc, out);
+		ck_assert_msg(!strstr(out, "getppid"), "the dropped probe is in the run: %s", out);
+		conf = run_conf(store);
+		if (round == 0)
+			ck_assert_msg(
+				strstr(conf, "\nprobe_0: tracepoint:syscalls:sys_enter_getpid\n") &&
+					!strstr(conf, "probe_1"),
+				"conf:\n%s", conf);
+		else
+			ck_assert_msg(!strstr(conf, "probe_"), "conf:\n%s", conf);
+		free(conf);
+		free(out);
+		test_rm_rf(store);
+		if (round == 1)
+			unlink(cfg);
+	}
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	Suite *s = suite_create("probe");
@@ -563,7 +642,7 @@ int main(int argc, char **argv)
 		tc = TEST_TCASE(s, "e2e", test_probe_budget);
 	else
 		tc = TEST_TCASE(s, "e2e", test_probe_counts, test_probe_rate_limit,
-				test_probe_bad_specs);
+				test_probe_bad_specs, test_probe_null);
 	tcase_set_timeout(tc, 240);
 	return test_run_suite(s);
 }
