@@ -1482,51 +1482,26 @@ static void diff_counts(const char *path, const unsigned int want[4][2])
 	free(txt);
 }
 
-/* A diff base read from the root (--diff_base_read) across midnight: the base
- * takes the next day's runs too, as --read does. */
-START_TEST(test_show_midnight_diff_base)
+/* A diff of o into path: the base range printed as base ("HH:MM:SS.mmm - ..."), its counts want. */
+static void diff_run(const struct show_opts *o, const char *path, const char *base,
+		     const unsigned int want[4][2])
 {
-	struct show_opts o = defaults();
-	static const char *const labels[] = {"", "ENV_A;app:1001;", "ENV_A;db:1002;",
-					     "ENV_A;app:1000;"};
-	static const unsigned int want[4][2] = {{0, 0}, {2, 0}, {2, 2}, {4, 2}};
-	char path[1100], line[8192], *txt;
+	char line[128];
 
-	log_set_level(LOG_LVL_ERROR);
-	o.read = root;
-	prof_to(&o, path, sizeof(path), "diff.prof");
-	o.starttime = "00:00:05";
-	o.output_num = 2;
-	o.diff_base_read = root;
-	o.diff_base_start = "23:59:58";
-	o.diff_base_end = "00:00:02";
-	ck_assert_int_eq(run(&o), 0);
-	ck_assert_msg(strstr(out, "Diff Base Record Time From [ 23:59:58.000 - 00:00:02.000 ]"),
-		      "%s", out);
+	ck_assert_int_eq(run(o), 0);
+	snprintf(line, sizeof(line), "Diff Base Record Time From [ %s ]", base);
+	ck_assert_msg(strstr(out, line), "%s", out);
 	diff_counts(path, want);
-	/* -n's length from the base's start, across midnight too */
-	o.diff_base_end = NULL;
-	o.output_num = 4;
-	ck_assert_int_eq(run(&o), 0);
-	ck_assert_msg(strstr(out, "Diff Base Record Time From [ 23:59:58.000 - 00:00:02.000 ]"),
-		      "%s", out);
-	txt = test_slurp(path, NULL);
-	folded(3, labels[3], line, sizeof(line));
-	strcat(line, " 4 4\n");
-	ck_assert_msg(strstr(txt, line), "no '%s' in:\n%s", line, txt);
-	free(txt);
 }
-END_TEST
 
 /*
- * A diff base on --read's root (no --diff_base_read) across midnight while the
- * exported range is on one day: the base is on the day its start picks, with
- * the next day's runs, as --read's own range; within an exported range across
- * midnight, on the day of the range that holds its start.
+ * A diff base across midnight from the root, --diff_base_read's or --read's own:
+ * the base is on the day its start picks and takes the next day's runs too, as
+ * --read's range does, while the exported range is on one day; with an exported
+ * range across midnight, on its day that holds the base's start.
  */
-START_TEST(test_show_midnight_diff_base_on_read)
+START_TEST(test_show_midnight_diff_base)
 {
-	struct show_opts o = defaults();
 	static const unsigned int want[4][2] = {{0, 0}, {2, 0}, {2, 2}, {4, 2}};
 	static const unsigned int want_n[4][2] = {{0, 0}, {2, 0}, {2, 4}, {4, 4}};
 	static const unsigned int want_both[4][2] = {{0, 0}, {2, 5}, {2, 5}, {4, 10}};
@@ -1534,38 +1509,31 @@ START_TEST(test_show_midnight_diff_base_on_read)
 	char path[1100];
 
 	log_set_level(LOG_LVL_ERROR);
-	o.read = root;
-	prof_to(&o, path, sizeof(path), "diff.prof");
-	o.starttime = "00:00:05";
-	o.output_num = 2;
-	o.diff_base_start = "23:59:58";
-	o.diff_base_end = "00:00:02";
-	ck_assert_int_eq(run(&o), 0);
-	ck_assert_msg(strstr(out, "Diff Base Record Time From [ 23:59:58.000 - 00:00:02.000 ]"),
-		      "%s", out);
-	diff_counts(path, want);
-	/* -n's length from the base's start, across midnight too */
-	o.diff_base_end = NULL;
-	o.output_num = 4;
-	ck_assert_int_eq(run(&o), 0);
-	ck_assert_msg(strstr(out, "Diff Base Record Time From [ 23:59:58.000 - 00:00:02.000 ]"),
-		      "%s", out);
-	diff_counts(path, want_n);
-	/* the exported range across midnight too: the base within it */
-	o.starttime = "23:59:55";
-	o.endtime = "00:00:05";
-	o.diff_base_end = "00:00:02";
-	ck_assert_int_eq(run(&o), 0);
-	ck_assert_msg(strstr(out, "Diff Base Record Time From [ 23:59:58.000 - 00:00:02.000 ]"),
-		      "%s", out);
-	diff_counts(path, want_both);
-	/* ... and a base on the range's second day */
-	o.diff_base_start = "00:00:06";
-	o.diff_base_end = "00:00:08";
-	ck_assert_int_eq(run(&o), 0);
-	ck_assert_msg(strstr(out, "Diff Base Record Time From [ 00:00:06.000 - 00:00:08.000 ]"),
-		      "%s", out);
-	diff_counts(path, want_next);
+	for (int on_read = 0; on_read < 2; on_read++) {
+		struct show_opts o = defaults();
+
+		o.read = root;
+		prof_to(&o, path, sizeof(path), "diff.prof");
+		o.diff_base_read = on_read ? NULL : root;
+		o.starttime = "00:00:05";
+		o.output_num = 2;
+		o.diff_base_start = "23:59:58";
+		o.diff_base_end = "00:00:02";
+		diff_run(&o, path, "23:59:58.000 - 00:00:02.000", want);
+		/* -n's length from the base's start, across midnight too */
+		o.diff_base_end = NULL;
+		o.output_num = 4;
+		diff_run(&o, path, "23:59:58.000 - 00:00:02.000", want_n);
+		/* the exported range across midnight too: the base within it */
+		o.starttime = "23:59:55";
+		o.endtime = "00:00:05";
+		o.diff_base_end = "00:00:02";
+		diff_run(&o, path, "23:59:58.000 - 00:00:02.000", want_both);
+		/* ... and a base on the range's second day */
+		o.diff_base_start = "00:00:06";
+		o.diff_base_end = "00:00:08";
+		diff_run(&o, path, "00:00:06.000 - 00:00:08.000", want_next);
+	}
 }
 END_TEST
 
@@ -1587,8 +1555,7 @@ int main(void)
 	tc = TEST_TCASE(s, "rows", test_show_folded_rows_vs_samples, test_show_progress_tty);
 	tcase_add_checked_fixture(tc, setup_segments, teardown);
 	/* A root whose run spans local midnight. */
-	tc = TEST_TCASE(s, "midnight", test_show_midnight, test_show_midnight_diff_base,
-			test_show_midnight_diff_base_on_read);
+	tc = TEST_TCASE(s, "midnight", test_show_midnight, test_show_midnight_diff_base);
 	tcase_add_checked_fixture(tc, setup_midnight, teardown);
 	return test_run_suite(s);
 }
