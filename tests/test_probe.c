@@ -428,6 +428,86 @@ START_TEST(test_probe_refused)
 }
 END_TEST
 
+/* The monitor's log once it holds what, after from (a minute at most). */
+static char *log_wait(const struct mon *m, const char *from, const char *what)
+{
+	char *log = NULL;
+
+	for (int i = 0; i < 600; i++) {
+		const char *f;
+
+		free(log);
+		log = slurp_path(m->log);
+		f = from ? strstr(log, from) : log;
+		if (f && strstr(f, what))
+			return log;
+		usleep(100 * 1000);
+	}
+	/* its end: what the monitor said last */
+	ck_abort_msg("no '%s' after '%s' in the monitor's log:\n%s", what, from ? from : "",
+		     log + (strlen(log) > 4000 ? strlen(log) - 4000 : 0));
+	return log;
+}
+
+/*
+ * A probe's file gone when capture restarts (a package upgrade removed it,
+ * then capture died): the restarted capture's own check refuses the spec; it
+ * is left out and that capture runs, with the other probe counting.
+ */
+START_TEST(test_probe_file_gone)
+{
+	char copy[PATH_MAX], gone[PATH_MAX + 32], up[1200], *log, *head, *prof;
+	const char *probes[] = {gone, up, NULL};
+	const char *p;
+	struct tally t;
+	struct mon m;
+	struct wl w;
+	int fd, cap = 0;
+
+	need_root_bpf();
+	wl_start(&w, N_CALLS, 0, 0);
+	fd = test_mkstemp(copy, sizeof(copy), "probe-wl-copy");
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	run_sh("cp '%s' '%s'", w.exe, copy);
+	snprintf(gone, sizeof(gone), "uprobe:%s:wl_probe_target", copy);
+	snprintf(up, sizeof(up), "uprobe:%s:wl_probe_target", w.exe);
+	mon_start(&m, w.pid, probes, RATE_ALL);
+	log = slurp_path(m.log);
+	p = strstr(log, "all stages running (");
+	ck_assert_msg(p && (p = strstr(p, "capture ")) && sscanf(p, "capture %d", &cap) == 1,
+		      "no capture pid in:\n%s", log);
+	free(log);
+	ck_assert_int_eq(unlink(copy), 0);
+	ck_assert_int_eq(kill(cap, SIGKILL), 0);
+	/* the restarted capture leaves probe 0 out and samples */
+	free(log_wait(&m, "capture restarted", "' left out (above)"));
+	free(log_wait(&m, "' left out (above)", "capture: sampling "));
+	wl_run(&w);
+	mon_stop(&m);
+	wl_end(&w);
+
+	log = slurp_path(m.log);
+	ck_assert_msg(strstr(log, copy) && strstr(log, "No such file or directory") &&
+			      strstr(log, "(restart 1)") && !strstr(log, "(restart 2)"),
+		      "want one restart (the kill) and the cause:\n%s", log);
+	prof = show_probe(&m, 1, &head);
+	tally(prof, w.pid, ";wl_probe_target; ", &t);
+	ck_assert_msg(t.hits == N_CALLS && t.whole == N_CALLS && !t.lost,
+		      "probe 1: %ld hits (want %d), %ld whole, %ld lost:\n%s", t.hits, N_CALLS,
+		      t.whole, t.lost, prof);
+	free(prof);
+	free(head);
+	prof = show_probe(&m, 0, &head);
+	ck_assert_msg(strstr(prof, "<# LOST: CAPTURE PROBE REFUSED #>"),
+		      "probe 0: no probe_refused row:\n%s", prof);
+	free(prof);
+	free(head);
+	free(log);
+	mon_cleanup(&m);
+}
+END_TEST
+
 /* ---- the probe budget ---- */
 
 /* cpa-wl-malloc's calls so far and its CPU ns (schedstat). */
@@ -654,7 +734,7 @@ int main(int argc, char **argv)
 		tc = TEST_TCASE(s, "e2e", test_probe_budget);
 	else
 		tc = TEST_TCASE(s, "e2e", test_probe_counts, test_probe_rate_limit,
-				test_probe_refused, test_probe_bad_specs);
+				test_probe_refused, test_probe_file_gone, test_probe_bad_specs);
 	tcase_set_timeout(tc, 240);
 	return test_run_suite(s);
 }
