@@ -348,6 +348,27 @@ static char *line_of(const char *text, const char *start)
 	return p ? strndup(p + 1, strcspn(p + 1, "\n")) : strdup("");
 }
 
+/* Probe 1 (on wl_probe_target) counted every call; probe 0, left out, has no
+ * sample and the row that says why. */
+static void refused_store_check(const struct mon *m, pid_t pid)
+{
+	char *head, *prof = show_probe(m, 1, &head);
+	struct tally t;
+
+	tally(prof, pid, ";wl_probe_target; ", &t);
+	ck_assert_msg(t.hits == N_CALLS && t.whole == N_CALLS && !t.lost,
+		      "probe 1: %ld hits (want %d), %ld whole, %ld lost:\n%s", t.hits, N_CALLS,
+		      t.whole, t.lost, prof);
+	free(prof);
+	free(head);
+	prof = show_probe(m, 0, &head);
+	tally(prof, pid, "", &t);
+	ck_assert_msg(!t.hits && strstr(prof, "<# LOST: CAPTURE PROBE REFUSED #>"),
+		      "probe 0: %ld samples, or no probe_refused row:\n%s", t.hits, prof);
+	free(prof);
+	free(head);
+}
+
 /*
  * A probe the kernel refuses at attach (a uprobe on wl_halt, whose first
  * instruction is hlt: the spec check takes it, the kernel's x86 uprobes do
@@ -358,10 +379,9 @@ static char *line_of(const char *text, const char *start)
  */
 START_TEST(test_probe_refused)
 {
-	char halt[1200], up[1200], cpa[1100], want[2600], *log, *out, *row, *head, *prof;
+	char halt[1200], up[1200], cpa[1100], want[2600], *log, *out, *row;
 	const char *probes[] = {halt, up, NULL};
 	const char *p;
-	struct tally t;
 	struct mon m;
 	struct wl w;
 	int rc, lines = 0;
@@ -409,20 +429,7 @@ START_TEST(test_probe_refused)
 	ck_assert_msg(!strstr(log, "restart") && !strstr(log, "libbpf"),
 		      "capture restarted, or libbpf's lines shown:\n%s", log);
 
-	/* The other probe counted every call; probe 0's row says why it has none. */
-	prof = show_probe(&m, 1, &head);
-	tally(prof, w.pid, ";wl_probe_target; ", &t);
-	ck_assert_msg(t.hits == N_CALLS && t.whole == N_CALLS && !t.lost,
-		      "probe 1: %ld hits (want %d), %ld whole, %ld lost:\n%s", t.hits, N_CALLS,
-		      t.whole, t.lost, prof);
-	free(prof);
-	free(head);
-	prof = show_probe(&m, 0, &head);
-	tally(prof, w.pid, ";wl_halt; ", &t);
-	ck_assert_msg(!t.hits && strstr(prof, "<# LOST: CAPTURE PROBE REFUSED #>"),
-		      "probe 0: %ld hits, no probe_refused row:\n%s", t.hits, prof);
-	free(prof);
-	free(head);
+	refused_store_check(&m, w.pid);
 	free(log);
 	mon_cleanup(&m);
 }
@@ -456,10 +463,9 @@ static char *log_wait(const struct mon *m, const char *from, const char *what)
  */
 START_TEST(test_probe_file_gone)
 {
-	char copy[PATH_MAX], gone[PATH_MAX + 32], up[1200], *log, *head, *prof;
+	char copy[PATH_MAX], gone[PATH_MAX + 32], up[1200], *log;
 	const char *probes[] = {gone, up, NULL};
 	const char *p;
-	struct tally t;
 	struct mon m;
 	struct wl w;
 	int fd, cap = 0;
@@ -491,18 +497,7 @@ START_TEST(test_probe_file_gone)
 	ck_assert_msg(strstr(log, copy) && strstr(log, "No such file or directory") &&
 			      strstr(log, "(restart 1)") && !strstr(log, "(restart 2)"),
 		      "want one restart (the kill) and the cause:\n%s", log);
-	prof = show_probe(&m, 1, &head);
-	tally(prof, w.pid, ";wl_probe_target; ", &t);
-	ck_assert_msg(t.hits == N_CALLS && t.whole == N_CALLS && !t.lost,
-		      "probe 1: %ld hits (want %d), %ld whole, %ld lost:\n%s", t.hits, N_CALLS,
-		      t.whole, t.lost, prof);
-	free(prof);
-	free(head);
-	prof = show_probe(&m, 0, &head);
-	ck_assert_msg(strstr(prof, "<# LOST: CAPTURE PROBE REFUSED #>"),
-		      "probe 0: no probe_refused row:\n%s", prof);
-	free(prof);
-	free(head);
+	refused_store_check(&m, w.pid);
 	free(log);
 	mon_cleanup(&m);
 }
