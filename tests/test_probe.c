@@ -348,6 +348,14 @@ static char *line_of(const char *text, const char *start)
 	return p ? strndup(p + 1, strcspn(p + 1, "\n")) : strdup("");
 }
 
+/* The workload of the left-out cases, and in up the spec of their probe 1. */
+static void refused_start(struct wl *w, char *up, size_t len)
+{
+	need_root_bpf();
+	wl_start(w, N_CALLS, 0, 0);
+	snprintf(up, len, "uprobe:%s:wl_probe_target", w->exe);
+}
+
 /* Probe 1 (on wl_probe_target) counted every call; probe 0, left out, has no
  * sample and the row that says why. */
 static void refused_store_check(const struct mon *m, pid_t pid)
@@ -386,10 +394,8 @@ START_TEST(test_probe_refused)
 	struct wl w;
 	int rc, lines = 0;
 
-	need_root_bpf();
-	wl_start(&w, N_CALLS, 0, 0);
+	refused_start(&w, up, sizeof(up));
 	snprintf(halt, sizeof(halt), "uprobe:%s:wl_halt", w.exe);
-	snprintf(up, sizeof(up), "uprobe:%s:wl_probe_target", w.exe);
 	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
 	mon_start(&m, w.pid, probes, RATE_ALL);
 	{
@@ -464,20 +470,17 @@ static char *log_wait(const struct mon *m, const char *from, const char *what)
 START_TEST(test_probe_file_gone)
 {
 	char copy[PATH_MAX], gone[PATH_MAX + 32], up[1200], *log;
-	const char *probes[] = {gone, up, NULL};
-	const char *p;
-	struct mon m;
-	struct wl w;
+	const char *probes[] = {gone, up, NULL}, *p;
 	int fd, cap = 0;
+	struct wl w;
+	struct mon m;
 
-	need_root_bpf();
-	wl_start(&w, N_CALLS, 0, 0);
+	refused_start(&w, up, sizeof(up));
 	fd = test_mkstemp(copy, sizeof(copy), "probe-wl-copy");
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 	run_sh("cp '%s' '%s'", w.exe, copy);
 	snprintf(gone, sizeof(gone), "uprobe:%s:wl_probe_target", copy);
-	snprintf(up, sizeof(up), "uprobe:%s:wl_probe_target", w.exe);
 	mon_start(&m, w.pid, probes, RATE_ALL);
 	log = slurp_path(m.log);
 	p = strstr(log, "all stages running (");
