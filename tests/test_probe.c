@@ -432,7 +432,7 @@ START_TEST(test_probe_refused)
 	ck_assert_msg(lines == 1 && strstr(log, want),
 		      "want one warning '%s...' (with the kernel's reason), %d lines:\n%s", want,
 		      lines, log);
-	ck_assert_msg(!strstr(log, "restart") && !strstr(log, "libbpf"),
+	ck_assert_msg(!strstr(log, "capture restarted") && !strstr(log, "libbpf"),
 		      "capture restarted, or libbpf's lines shown:\n%s", log);
 
 	refused_store_check(&m, w.pid);
