@@ -37,6 +37,7 @@ struct cap_bpf {
 	uint32_t probe_rate, budget_ppm;
 	const char *probe_texts[CPA_BPF_PROBE_MAX];
 	uint32_t budget_detached; /* probes the budget detached: never attached again */
+	uint32_t refused;	  /* probes left out: unresolved, or refused at attach */
 	struct cpa_bpf_probe_ctl pctl[CPA_BPF_PROBE_MAX]; /* as last written to probe_ctl */
 	unsigned int over[CPA_BPF_PROBE_MAX];		  /* windows in a row the trap was over */
 	uint64_t det_rate[CPA_BPF_PROBE_MAX];		  /* samples/s before the detach */
@@ -64,6 +65,10 @@ static struct {
 	size_t len;
 } load_log;
 
+/* While a probe attaches: libbpf's warnings are debug lines (--verbose), the
+ * outcome is ours to say in one line (probe_left_out()). */
+static bool attach_quiet;
+
 static void libbpf_lines(enum libbpf_print_level level, char *msg)
 {
 	size_t n;
@@ -88,6 +93,8 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 {
 	_cleanup_free_ char *msg = NULL;
 
+	if (attach_quiet)
+		level = LIBBPF_DEBUG;
 	if (level != LIBBPF_WARN && !log_enabled(LOG_LVL_DEBUG))
 		return 0;
 	if (load_log.on && !log_enabled(LOG_LVL_DEBUG)) {
@@ -303,8 +310,9 @@ static void probes_autoload(struct cap_bpf *b)
 
 	/* One fentry/fexit pair per probe id, bound to its function at load. */
 	for (unsigned int i = 0; i < CPA_BPF_PROBE_MAX; i++) {
-		bool fentry = i < b->nr_probes && b->probes[i].type == PROBE_FENTRY;
-		bool fexit = i < b->nr_probes && b->probes[i].type == PROBE_FEXIT;
+		bool in = i < b->nr_probes && !(b->refused & (1u << i));
+		bool fentry = in && b->probes[i].type == PROBE_FENTRY;
+		bool fexit = in && b->probes[i].type == PROBE_FEXIT;
 		struct bpf_program *pe, *px;
 
 		snprintf(name, sizeof(name), "cpa_fentry%u", i);
@@ -320,6 +328,8 @@ static void probes_autoload(struct cap_bpf *b)
 	}
 
 	for (unsigned int i = 0; i < b->nr_probes; i++) {
+		if (b->refused & (1u << i))
+			continue;
 		switch (b->probes[i].type) {
 		case PROBE_UPROBE:
 		case PROBE_URETPROBE:
@@ -406,6 +416,7 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 	 * never pay the breakpoint (the BPF filter would drop them anyway). */
 	b->uprobe_pid = o->target_tgid ? (int)o->target_tgid : -1;
 	b->nr_probes = MIN(o->nr_probes, (unsigned int)CPA_BPF_PROBE_MAX);
+	b->refused = o->probes_out & (uint32_t)((1ull << b->nr_probes) - 1);
 	probes_autoload(b);
 	r = bpf_map__set_max_entries(b->skel->maps.rb, o->ringbuf_size);
 	if (r < 0) {
@@ -746,7 +757,9 @@ static void probes_calibrate(struct cap_bpf *b)
 		enum probe_type t = b->probes[i].type;
 
 		b->pctl[i] = (struct cpa_bpf_probe_ctl){0};
-		if (t == PROBE_UPROBE || t == PROBE_URETPROBE || t == PROBE_USDT) {
+		if (b->refused & (1u << i))
+			b->pctl[i].state = CPA_BPF_PROBE_REFUSED;
+		else if (t == PROBE_UPROBE || t == PROBE_URETPROBE || t == PROBE_USDT) {
 			enum calib_class cls = calib_class_of(&b->probes[i]);
 			bool ret = t == PROBE_URETPROBE;
 			uint64_t *v = &ps[cls][ret];
@@ -765,20 +778,84 @@ static void probes_calibrate(struct cap_bpf *b)
 	}
 }
 
+static void probe_ctl_set(struct cap_bpf *b, unsigned int i, uint32_t state, uint32_t thin)
+{
+	int fd = bpf_map__fd(b->skel->maps.probe_ctl);
+
+	b->pctl[i].state = state;
+	b->pctl[i].thin_rate = thin;
+	if (bpf_map_update_elem(fd, &i, &b->pctl[i], BPF_ANY) < 0)
+		log_warn_errno(-errno, "probe %u: write probe_ctl: %m", i);
+}
+
+/* What the kernel's error means: its name where strerror() has none. */
+static const char *attach_reason(int err, char *buf, size_t len)
+{
+	if (err == 524) /* ENOTSUPP, the kernel's own: libc has no text for it */
+		return "ENOTSUPP (524): the kernel's uprobes cannot take the instruction there";
+	snprintf(buf, len, "%s", strerror(err));
+	return buf;
+}
+
+/* Probe i could not be attached (err: errno): one line, and it is left out
+ * for the rest of this capture (cpa ctl cost: state "detached (refused)"). */
+static void probe_left_out(struct cap_bpf *b, unsigned int i, int err)
+{
+	const struct probe_spec *p = &b->probes[i];
+	const char *name = b->probe_texts[i] ? b->probe_texts[i] : "?";
+	char where[PROBE_PART_MAX * 3 + 64], why[128];
+
+	switch (p->type) {
+	case PROBE_UPROBE:
+	case PROBE_URETPROBE:
+		snprintf(where, sizeof(where), "%s on %s at file offset %#llx",
+			 p->type == PROBE_UPROBE ? "uprobe" : "uretprobe", p->path,
+			 (unsigned long long)p->file_off);
+		break;
+	case PROBE_USDT:
+		snprintf(where, sizeof(where), "USDT %s:%s in %s", p->a, p->b, p->path);
+		break;
+	case PROBE_TRACEPOINT:
+		snprintf(where, sizeof(where), "tracepoint %s:%s", p->a, p->b);
+		break;
+	default:
+		snprintf(where, sizeof(where), "%s+%#llx", p->a, (unsigned long long)p->off);
+		break;
+	}
+	b->refused |= 1u << i;
+	probe_ctl_set(b, i, CPA_BPF_PROBE_REFUSED, 0);
+	log_warn("probe %u '%s' left out: the kernel refused its %s: %s; sampling and the other "
+		 "probes go on ([lost: capture probe_refused])",
+		 i, name, where, attach_reason(err, why, sizeof(why)));
+}
+
+/* Attach probe i; left out (NULL) when the kernel refuses it. */
+static struct bpf_link *probe_attach_or_leave(struct cap_bpf *b, unsigned int i)
+{
+	struct bpf_link *link;
+
+	attach_quiet = true;
+	link = probe_attach(b, i);
+	attach_quiet = false;
+	if (!link)
+		probe_left_out(b, i, errno ? errno : EINVAL);
+	return link;
+}
+
 int cap_bpf__attach_probes(struct cap_bpf *b)
 {
 	probes_calibrate(b);
 	for (unsigned int i = 0; i < b->nr_probes; i++) {
-		if (b->held_probes & (1u << i))
+		if ((b->held_probes | b->refused) & (1u << i))
 			continue;
-		b->probe_links[i] = probe_attach(b, i);
-		if (!b->probe_links[i]) {
-			int r = -errno;
-
-			return bpf_fail(r, "attach probe");
-		}
+		b->probe_links[i] = probe_attach_or_leave(b, i);
 	}
 	return 0;
+}
+
+uint32_t cap_bpf__probes_refused(const struct cap_bpf *b)
+{
+	return b->refused;
 }
 
 /* ---- trigger policies: their probes (probe=, attach=) ---- */
@@ -792,10 +869,10 @@ int cap_bpf__policy_probe(struct cap_bpf *b, unsigned int id, bool on)
 		b->probe_links[id] = NULL;
 		return 0;
 	}
-	if (b->probe_links[id] || (b->budget_detached & (1u << id)))
+	if (b->probe_links[id] || ((b->budget_detached | b->refused) & (1u << id)))
 		return 0;
-	b->probe_links[id] = probe_attach(b, id);
-	return b->probe_links[id] ? 0 : -errno;
+	b->probe_links[id] = probe_attach_or_leave(b, id);
+	return 0;
 }
 
 int cap_bpf__policy_hits(struct cap_bpf *b, cap_bpf_hit_fn fn, void *ctx)
@@ -864,16 +941,6 @@ int cap_bpf__read_probe_stats(struct cap_bpf *b, uint64_t ret[CPA_BPF_PROBE_MAX]
 }
 
 /* ---- the probe budget ---- */
-
-static void probe_ctl_set(struct cap_bpf *b, unsigned int i, uint32_t state, uint32_t thin)
-{
-	int fd = bpf_map__fd(b->skel->maps.probe_ctl);
-
-	b->pctl[i].state = state;
-	b->pctl[i].thin_rate = thin;
-	if (bpf_map_update_elem(fd, &i, &b->pctl[i], BPF_ANY) < 0)
-		log_warn_errno(-errno, "probe %u: write probe_ctl: %m", i);
-}
 
 /* The samples/s that keep a probe's BPF cost within room ns per second, its
  * admitted samples having cost run_ns per second at adm per second. */

@@ -38,6 +38,7 @@ struct cap_bpf_opts {
 	uint32_t probe_rate;		 /* samples/s per probe; 0 = no limit */
 	uint32_t probe_budget_ppm;	 /* --probe_budget: millionths of one CPU; 0 = none */
 	const char *probe_texts[CPA_BPF_PROBE_MAX]; /* the specs as given, for log lines */
+	uint32_t probes_out; /* ids capture could not resolve: left out, never attached */
 	/* Trigger policies: probe ids counted per process (probe_rate), and
 	 * probe ids attached only by a trigger (attach=: not at start). */
 	uint32_t policy_rate_probes, policy_attach_probes;
@@ -53,8 +54,17 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 /* One cpu-clock event per CPU at freq Hz, the program attached to each,
  * plus the exec/exit tracepoints. */
 int cap_bpf__attach(struct cap_bpf *b, const unsigned int *cpus, unsigned int n, uint32_t freq);
-/* Attach each probe of the opts with its index as cookie (after cap_bpf__attach). */
+/*
+ * Attach each probe of the opts with its index as cookie (after
+ * cap_bpf__attach). A probe the kernel refuses (an instruction its uprobes
+ * cannot take, the file gone, a full uprobe table...) is left out with one
+ * warning naming it, its file or function, its offset and the kernel's
+ * reason; the others and sampling go on (cap_bpf__probes_refused()).
+ */
 int cap_bpf__attach_probes(struct cap_bpf *b);
+/* The probes left out (bit per id): probes_out and those the kernel refused,
+ * at start or when a policy's attach= asked. */
+uint32_t cap_bpf__probes_refused(const struct cap_bpf *b);
 /* Per-probe hits and skipped hits (enum cpa_bpf_probe_stat), summed over CPUs. */
 int cap_bpf__read_probe_stats(struct cap_bpf *b,
 			      uint64_t ret[CPA_BPF_PROBE_MAX][CPA_BPF_PSTAT_MAX]);
@@ -100,7 +110,8 @@ int cap_bpf__offcpu_flush(struct cap_bpf *b);
 /* Trigger policies (docs/metrics.md). tgid's enum cpa_bpf_policy_flag set
  * (0: none, the entry goes). */
 int cap_bpf__policy_target(struct cap_bpf *b, uint32_t tgid, uint32_t flags);
-/* Attach (on) or detach a probe of policy_attach_probes. */
+/* Attach (on) or detach a probe of policy_attach_probes; one the kernel
+ * refuses is left out as at start (0). */
 int cap_bpf__policy_probe(struct cap_bpf *b, unsigned int id, bool on);
 /* Take and clear the per-process hits of policy_rate_probes: fn per entry.
  * Returns the entries taken or -errno. */

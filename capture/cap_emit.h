@@ -73,11 +73,13 @@ enum cap_loss_slot {
 	 * --probe_rate (CAP_CNT_PROBE_SKIPPED), BPF ring buffer full
 	 * (CAP_CNT_BPF_RB_LOST), estimated not taken since --probe_budget
 	 * detached the probe (CAP_CNT_PROBE_DETACHED: not produced, so not in
-	 * the produced/delivered accounting) */
+	 * the produced/delivered accounting), and one row per capture for a
+	 * probe left out at attach (CAP_CNT_PROBE_REFUSED, not produced either) */
 	CAP_LOSS_PROBE_RATE,
 	CAP_LOSS_PROBE_RB = CAP_LOSS_PROBE_RATE + CPA_BPF_PROBE_MAX,
 	CAP_LOSS_PROBE_DET = CAP_LOSS_PROBE_RB + CPA_BPF_PROBE_MAX,
-	CAP_LOSS_MAX = CAP_LOSS_PROBE_DET + CPA_BPF_PROBE_MAX,
+	CAP_LOSS_PROBE_REF = CAP_LOSS_PROBE_DET + CPA_BPF_PROBE_MAX,
+	CAP_LOSS_MAX = CAP_LOSS_PROBE_REF + CPA_BPF_PROBE_MAX,
 };
 
 struct cap_loss_pending {

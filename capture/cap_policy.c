@@ -226,7 +226,8 @@ static void apply(struct cap_policy *p, uint32_t pid, bool stack_changed)
 
 		if ((attach ^ p->attached) & bit) {
 			r = cap_bpf__policy_probe(p->bpf, k, attach & bit);
-			if (r >= 0)
+			/* one the kernel refused was said when it was left out */
+			if (r >= 0 && !(cap_bpf__probes_refused(p->bpf) & bit))
 				log_info("policies: probe %u %s", k,
 					 attach & bit ? "attached" : "detached");
 			p->attached = r >= 0 ? p->attached ^ bit : p->attached;

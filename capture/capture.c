@@ -67,11 +67,12 @@ struct capture {
 	uint64_t probe_read_ns; /* CLOCK_MONOTONIC of that read (the budget's window) */
 	struct cpa_metrics_ent probe_ents[CPA_BPF_PROBE_MAX]; /* this second's costs (kind probe) */
 	unsigned int n_probe_ents;
-	uint64_t probe_real_ns; /* CLOCK_REALTIME of the read before: the second's start */
-	char pin_path[96];	/* the stats map pinned for the next generation ("" = none) */
-	uint64_t down_since_ns; /* kernel MONOTONIC: a killed generation's estimated end */
-	uint64_t down_rate;	/* ... and its samples per second then (0: no estimate) */
-	uint64_t next_tick_ns;	/* CLOCK_MONOTONIC of the next second's work */
+	uint64_t probe_real_ns;	 /* CLOCK_REALTIME of the read before: the second's start */
+	uint32_t probes_refused; /* probes left out whose [lost: probe_refused] row went */
+	char pin_path[96];	 /* the stats map pinned for the next generation ("" = none) */
+	uint64_t down_since_ns;	 /* kernel MONOTONIC: a killed generation's estimated end */
+	uint64_t down_rate;	 /* ... and its samples per second then (0: no estimate) */
+	uint64_t next_tick_ns;	 /* CLOCK_MONOTONIC of the next second's work */
 	/* The metrics interval: a second, longer on an idle host (idle_next());
 	 * samples taken or filtered (PRODUCED + FILTERED) at the last tick; when
 	 * the stats were last read (CLOCK_MONOTONIC). */
@@ -256,6 +257,17 @@ static void probe_stats_sync(struct capture *c, bool end)
 
 	if (!c->cfg->nr_probes || !c->bpf)
 		return;
+	/* A probe left out: one row, so that `cpa show --probe_id N` says why
+	 * it has no samples (how many it would have taken is unknown). */
+	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
+		uint32_t bit = 1u << i;
+
+		if (!(cap_bpf__probes_refused(c->bpf) & bit & ~c->probes_refused))
+			continue;
+		c->probes_refused |= bit;
+		cap_emit__loss_add(&c->emit, (enum cap_loss_slot)(CAP_LOSS_PROBE_REF + i), 1, t);
+		shm_stage__cnt_add(c->st, CAP_CNT_PROBE_REFUSED, 1);
+	}
 	if (cap_bpf__read_probe_stats(c->bpf, now) < 0) {
 		shm_stage__cnt_add(c->st, SHM_CNT_ERRORS, 1);
 		return;
@@ -310,16 +322,20 @@ static int probe_metrics_emit(struct capture *c)
 static void probes_log(const struct capture *c)
 {
 	for (unsigned int i = 0; i < c->cfg->nr_probes && c->bpf; i++)
-		log_info("probe %u '%s': %" PRIu64 " hits, %" PRIu64 " over --probe_rate or the "
-			 "budget, %" PRIu64 " lost (BPF ring buffer full); %" PRIu64
-			 " runs: trap %.1f ms, BPF %.1f ms",
-			 i, c->cfg->probes[i], c->probe_stats[i][CPA_BPF_PSTAT_HITS],
-			 c->probe_stats[i][CPA_BPF_PSTAT_SKIPPED],
-			 c->probe_stats[i][CPA_BPF_PSTAT_RB_LOST],
-			 c->probe_stats[i][CPA_BPF_PSTAT_RUNS],
-			 (double)c->probe_stats[i][CPA_BPF_PSTAT_RUNS] *
-				 (double)cap_bpf__probe_trap_ps(c->bpf, i) / 1e9,
-			 (double)c->probe_stats[i][CPA_BPF_PSTAT_RUN_NS] / 1e6);
+		if (cap_bpf__probes_refused(c->bpf) & (1u << i))
+			log_info("probe %u '%s': left out (not attached)", i, c->cfg->probes[i]);
+		else
+			log_info("probe %u '%s': %" PRIu64 " hits, %" PRIu64
+				 " over --probe_rate or the "
+				 "budget, %" PRIu64 " lost (BPF ring buffer full); %" PRIu64
+				 " runs: trap %.1f ms, BPF %.1f ms",
+				 i, c->cfg->probes[i], c->probe_stats[i][CPA_BPF_PSTAT_HITS],
+				 c->probe_stats[i][CPA_BPF_PSTAT_SKIPPED],
+				 c->probe_stats[i][CPA_BPF_PSTAT_RB_LOST],
+				 c->probe_stats[i][CPA_BPF_PSTAT_RUNS],
+				 (double)c->probe_stats[i][CPA_BPF_PSTAT_RUNS] *
+					 (double)cap_bpf__probe_trap_ps(c->bpf, i) / 1e9,
+				 (double)c->probe_stats[i][CPA_BPF_PSTAT_RUN_NS] / 1e6);
 }
 
 /* Fold the BPF side's per-CPU statistics into our counters and losses
@@ -645,9 +661,13 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 	/* The monitor checked them already; the file or tracefs may have
 	 * changed since (a restart), so check again and say which. */
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
-		r = probe_spec__resolve(c->cfg->probes[i], &c->probes[i]);
-		if (r < 0)
-			return r;
+		/* gone or changed since: left out like a probe the kernel refuses */
+		if (probe_spec__resolve(c->cfg->probes[i], &c->probes[i]) < 0) {
+			log_warn("probe %u '%s' left out (above); sampling and the other probes "
+				 "go on ([lost: capture probe_refused])",
+				 i, c->cfg->probes[i]);
+			o->probes_out |= 1u << i;
+		}
 	}
 	o->probes = c->probes;
 	o->nr_probes = c->cfg->nr_probes;
@@ -686,6 +706,8 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 	}
 	down_mark(c);
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
+		if (cap_bpf__probes_refused(c->bpf) & (1u << i))
+			continue; /* said when it was left out */
 		if (c->cfg->probe_rate)
 			log_info("probe %u: %s (at most %" PRIu64 " samples/s)", i,
 				 c->cfg->probes[i], c->cfg->probe_rate);

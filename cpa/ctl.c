@@ -329,7 +329,8 @@ static int bpf_stats_on(int *ret_fd)
 static double print_probes(const struct cpa_config *c, const struct cost_probe *p0,
 			   const struct cost_probe *p1, double secs)
 {
-	static const char *const states[] = {"attached", "thinned", "detached (budget)"};
+	static const char *const states[] = {"attached", "thinned", "detached (budget)",
+					     "detached (refused at attach)"};
 	double trap_ms = 0;
 
 	printf("\n%-5s %9s %9s %9s %10s %9s %10s  %s\n", "probe", "runs", "runs/s", "trap ns",
@@ -345,7 +346,7 @@ static double print_probes(const struct cpa_config *c, const struct cost_probe *
 			snprintf(state, sizeof(state), "thinned to %u/s", p1[i].thin_rate);
 		else
 			snprintf(state, sizeof(state), "%s",
-				 states[p1[i].state < 3 ? p1[i].state : 0]);
+				 states[p1[i].state < ARRAY_SIZE(states) ? p1[i].state : 0]);
 		printf("%-5u %9.0f %9.1f %9.0f %10.3f %9.0f %10.3f  %s, %s\n", i, runs, runs / secs,
 		       (double)p1[i].trap_ps / 1e3, trap_ns / 1e7 / secs,
 		       runs > 0 ? bpf_ns / runs : 0, bpf_ns / 1e7 / secs, state, c->probes[i]);

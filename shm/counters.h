@@ -70,6 +70,9 @@ enum capture_counter {
 	CAP_CNT_PYCODE_FAILED,	 /* code objects that could not be read (symd tries) */
 	CAP_CNT_PYCODE_DEFERRED, /* samples whose unread code objects the per-poll
 				  * read budget left to symd */
+	/* Probes left out at attach (the kernel refused them, or their file
+	 * was gone), one per capture life: a LOSS record of kind probe each. */
+	CAP_CNT_PROBE_REFUSED,
 	CAP_CNT_MAX_,
 };
 

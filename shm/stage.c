@@ -36,6 +36,7 @@ static const char *const capture_counters[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"down_rate",	 "down_pending",     "down_pending_time",
 	"gen_alive_ns",	 "loss_pending",     "probe_detached",
 	"pycode_sent",	 "pycode_failed",    "pycode_deferred",
+	"probe_refused",
 };
 static const char *const unwindd_counters[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"frames",	 "stop_end",	 "stop_no_map",

@@ -328,8 +328,6 @@ START_TEST(test_probe_rate_limit)
 }
 END_TEST
 
-/* ---- the probe budget ---- */
-
 /* The text of the file at path (the monitor's log). */
 static char *slurp_path(const char *path)
 {
@@ -338,6 +336,177 @@ static char *slurp_path(const char *path)
 	ck_assert_msg(fd >= 0, "open '%s': %m", path);
 	return slurp_fd(fd);
 }
+
+/* The line of text that starts with start (after a newline), copied. */
+static char *line_of(const char *text, const char *start)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\n%s", start);
+	p = strstr(text, pat);
+	return p ? strndup(p + 1, strcspn(p + 1, "\n")) : strdup("");
+}
+
+/* The workload of the left-out cases, and in up the spec of their probe 1. */
+static void refused_start(struct wl *w, char *up, size_t len)
+{
+	need_root_bpf();
+	wl_start(w, N_CALLS, 0, 0);
+	snprintf(up, len, "uprobe:%s:wl_probe_target", w->exe);
+}
+
+/* Probe 1 (on wl_probe_target) counted every call; probe 0, left out, has no
+ * sample and the row that says why. */
+static void refused_store_check(const struct mon *m, pid_t pid)
+{
+	char *head, *prof = show_probe(m, 1, &head);
+	struct tally t;
+
+	tally(prof, pid, ";wl_probe_target; ", &t);
+	ck_assert_msg(t.hits == N_CALLS && t.whole == N_CALLS && !t.lost,
+		      "probe 1: %ld hits (want %d), %ld whole, %ld lost:\n%s", t.hits, N_CALLS,
+		      t.whole, t.lost, prof);
+	free(prof);
+	free(head);
+	prof = show_probe(m, 0, &head);
+	tally(prof, pid, "", &t);
+	ck_assert_msg(!t.hits && strstr(prof, "<# LOST: CAPTURE PROBE REFUSED #>"),
+		      "probe 0: %ld samples, or no probe_refused row:\n%s", t.hits, prof);
+	free(prof);
+	free(head);
+}
+
+/*
+ * A probe the kernel refuses at attach (a uprobe on wl_halt, whose first
+ * instruction is hlt: the spec check takes it, the kernel's x86 uprobes do
+ * not while the workload maps the file) is left out with one line naming
+ * it, its file, offset and the kernel's reason; capture is not restarted,
+ * the other probe counts every call, `cpa ctl cost` shows it detached and
+ * the store says why it has no samples.
+ */
+START_TEST(test_probe_refused)
+{
+	char halt[1200], up[1200], cpa[1100], want[2600], *log, *out, *row;
+	const char *probes[] = {halt, up, NULL};
+	const char *p;
+	struct mon m;
+	struct wl w;
+	int rc, lines = 0;
+
+	refused_start(&w, up, sizeof(up));
+	snprintf(halt, sizeof(halt), "uprobe:%s:wl_halt", w.exe);
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
+	mon_start(&m, w.pid, probes, RATE_ALL);
+	{
+		char *ctl_argv[] = {cpa, "ctl", "--store_dir", m.store, "cost", "1", NULL};
+
+		out = run(ctl_argv, &rc);
+		ck_assert_msg(rc == 0, "cpa ctl cost exited %d: %s", rc, out);
+		row = line_of(out, "0 ");
+		ck_assert_msg(strstr(row, "detached (refused at attach), ") && strstr(row, halt),
+			      "probe 0 not shown detached in cpa ctl cost:\n%s", out);
+		free(row);
+		row = line_of(out, "1 ");
+		ck_assert_msg(strstr(row, " attached, ") && strstr(row, up),
+			      "probe 1 not shown attached in cpa ctl cost:\n%s", out);
+		free(row);
+		free(out);
+	}
+	wl_run(&w);
+	mon_stop(&m);
+	wl_end(&w);
+
+	/* One warning or error line names the probe: its file, offset, reason. */
+	log = slurp_path(m.log);
+	for (p = log; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] ? 1 : 0)) {
+		char *l = strndup(p, strcspn(p, "\n"));
+
+		if (strstr(l, "wl_halt") && (strstr(l, "WARNING") || strstr(l, "ERROR")))
+			lines++;
+		free(l);
+	}
+	snprintf(want, sizeof(want),
+		 "probe 0 '%s' left out: the kernel refused its uprobe on %s at file offset 0x",
+		 halt, w.exe);
+	ck_assert_msg(lines == 1 && strstr(log, want),
+		      "want one warning '%s...' (with the kernel's reason), %d lines:\n%s", want,
+		      lines, log);
+	ck_assert_msg(!strstr(log, "capture restarted") && !strstr(log, "libbpf"),
+		      "capture restarted, or libbpf's lines shown:\n%s", log);
+
+	refused_store_check(&m, w.pid);
+	free(log);
+	mon_cleanup(&m);
+}
+END_TEST
+
+/* The monitor's log once it holds what, after from (a minute at most). */
+static char *log_wait(const struct mon *m, const char *from, const char *what)
+{
+	char *log = NULL;
+
+	for (int i = 0; i < 600; i++) {
+		const char *f;
+
+		free(log);
+		log = slurp_path(m->log);
+		f = from ? strstr(log, from) : log;
+		if (f && strstr(f, what))
+			return log;
+		usleep(100 * 1000);
+	}
+	/* its end: what the monitor said last */
+	ck_abort_msg("no '%s' after '%s' in the monitor's log:\n%s", what, from ? from : "",
+		     log + (strlen(log) > 4000 ? strlen(log) - 4000 : 0));
+	return log;
+}
+
+/*
+ * A probe's file gone when capture restarts (a package upgrade removed it,
+ * then capture died): the restarted capture's own check refuses the spec; it
+ * is left out and that capture runs, with the other probe counting.
+ */
+START_TEST(test_probe_file_gone)
+{
+	char copy[PATH_MAX], gone[PATH_MAX + 32], up[1200], *log;
+	const char *probes[] = {gone, up, NULL}, *p;
+	int fd, cap = 0;
+	struct wl w;
+	struct mon m;
+
+	refused_start(&w, up, sizeof(up));
+	fd = test_mkstemp(copy, sizeof(copy), "probe-wl-copy");
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	run_sh("cp '%s' '%s'", w.exe, copy);
+	snprintf(gone, sizeof(gone), "uprobe:%s:wl_probe_target", copy);
+	mon_start(&m, w.pid, probes, RATE_ALL);
+	log = slurp_path(m.log);
+	p = strstr(log, "all stages running (");
+	ck_assert_msg(p && (p = strstr(p, "capture ")) && sscanf(p, "capture %d", &cap) == 1,
+		      "no capture pid in:\n%s", log);
+	free(log);
+	ck_assert_int_eq(unlink(copy), 0);
+	ck_assert_int_eq(kill(cap, SIGKILL), 0);
+	/* the restarted capture leaves probe 0 out and samples */
+	free(log_wait(&m, "capture restarted", "' left out (above)"));
+	free(log_wait(&m, "' left out (above)", "capture: sampling "));
+	wl_run(&w);
+	mon_stop(&m);
+	wl_end(&w);
+
+	log = slurp_path(m.log);
+	ck_assert_msg(strstr(log, copy) && strstr(log, "No such file or directory") &&
+			      strstr(log, "(restart 1)") && !strstr(log, "(restart 2)"),
+		      "want one restart (the kill) and the cause:\n%s", log);
+	refused_store_check(&m, w.pid);
+	free(log);
+	mon_cleanup(&m);
+}
+END_TEST
+
+/* ---- the probe budget ---- */
 
 /* cpa-wl-malloc's calls so far and its CPU ns (schedstat). */
 static void wl_malloc_read(const char *count, pid_t pid, uint64_t *ret_calls, uint64_t *ret_ns)
@@ -642,7 +811,8 @@ int main(int argc, char **argv)
 		tc = TEST_TCASE(s, "e2e", test_probe_budget);
 	else
 		tc = TEST_TCASE(s, "e2e", test_probe_counts, test_probe_rate_limit,
-				test_probe_bad_specs, test_probe_null);
+				test_probe_refused, test_probe_file_gone, test_probe_bad_specs,
+				test_probe_null);
 	tcase_set_timeout(tc, 240);
 	return test_run_suite(s);
 }

@@ -22,6 +22,20 @@ static volatile long sink;
 
 long wl_probe_target(long i); /* the uprobe target: a global symbol */
 
+/*
+ * wl_halt: never called; it starts with hlt, an instruction the kernel's
+ * x86 uprobes refuse (ENOTSUPP, like int3, int N and cli): a uprobe there
+ * passes cpa's spec check and is refused at attach while this process maps
+ * the file (test_probe_refused).
+ */
+__asm__(".text\n"
+	".globl wl_halt\n"
+	".type wl_halt, @function\n"
+	"wl_halt:\n"
+	"\thlt\n"
+	"\tret\n"
+	".size wl_halt, .-wl_halt\n");
+
 __attribute__((noinline)) long wl_probe_target(long i)
 {
 	sink += i;
