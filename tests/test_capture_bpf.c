@@ -335,6 +335,13 @@ static void consume(struct cap_run *cr, struct seen *s, pid_t pid, pid_t other)
 				if (l->reason == SHM_CNT_DROP_RING_FULL)
 					s->lost_ring_full += l->count;
 				s->losses++;
+			} else if (m[i].type == CPA_REC_PYCODE) {
+				/* Whole machine: a Python elsewhere on the host has its
+				 * code objects sent (docs/unwinding.md, "Python"). */
+				const struct cpa_pycode *c = m[i].data;
+
+				ck_assert_uint_ge(m[i].len, sizeof(*c));
+				ck_assert_uint_eq(cpa_rec_pycode_size(c), m[i].len);
 			} else {
 				ck_abort_msg("unexpected record type %u", m[i].type);
 			}
