@@ -915,7 +915,7 @@ END_TEST
 /*
  * Without --once: an outage of 6 failed posts, each answer reading its own
  * way, is retried to its end (no --timeout: that is --once's only) and is
- * one warning, then one line when the backend is back.
+ * one warning, then one line when the backend is back; a 403 is retried too.
  */
 START_TEST(test_push_daemon_outage)
 {
@@ -949,6 +949,25 @@ START_TEST(test_push_daemon_outage)
 	ck_assert_msg(rc == 2 && strstr(err, "--timeout applies to --once only"), "exit %d: %s", rc,
 		      err);
 	free(err);
+	/* a 403, which ends --once at once, a daemon retries: the backend may be
+	 * fixed meanwhile; SIGTERM stops it */
+	{
+		static const char *const forever[] = {NULL};
+		struct hrx h;
+		int reqs = 0;
+		pid_t pid;
+
+		rx_hostile_start(&h, RX_FORBID);
+		pid = push_spawnv(dir, h.port, forever);
+		for (int n; reqs < 4 && (n = rx_wait_requests(&h, 30000)) > 0;)
+			reqs += n;
+		kill(pid, SIGTERM);
+		ck_assert_int_eq(waitpid(pid, &rc, 0), pid);
+		rx_hostile_stop(&h);
+		ck_assert_int_ge(reqs, 4);
+		ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "status %d", rc);
+		ck_assert_int_eq(pos_read(dir), (long long)(t_base_ns() / T_NS) + 3 * INTERVAL);
+	}
 	t_rm_rf(dir);
 	free(dir);
 }
