@@ -4,8 +4,8 @@
  *
  *   cpa-push --store_dir /var/log/cpa --url http://pyroscope:4040 [--interval 10]
  *            [--name cpa.cpu] [--host H] [--org_id ID] [--backlog 360]
- *            [--retry_ms 1000] [--protocol pyroscope|parca] [--once] [--max_posts N]
- *            [--verbose]
+ *            [--retry_ms 1000] [--protocol pyroscope|parca] [--once [--timeout 60]]
+ *            [--max_posts N] [--verbose]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -47,14 +47,18 @@ static int usage(int rc)
 	       "                          interval), doubled up to the interval, 1..600000\n"
 	       "                          (default 1000)\n"
 	       "      --once              post what is sealed now, then exit\n"
+	       "      --timeout S         with --once: give up when the backend accepts no post\n"
+	       "                          for S seconds, 1..86400 (default 60); a post it\n"
+	       "                          refuses (3xx, 4xx but 408/425/429) gives up at once\n"
 	       "      --max_posts N       exit after N posts, 1..2^30\n"
 	       "  -v, --verbose           debug logging\n"
 	       "  -h, --help              print this help and exit\n"
 	       "  -V, --version           print the version and exit\n"
 	       "\n"
 	       "SIGINT or SIGTERM stop it (a post in flight is cancelled and sent again on the\n"
-	       "next start). Exit status: 0 when stopped, 1 on a run-time failure, 2 on a usage\n"
-	       "error. docs/push.md has the details.\n");
+	       "next start). Exit status: 0 when stopped, 1 on a run-time failure (with --once:\n"
+	       "windows left unposted; the position is kept, the next run posts them), 2 on a\n"
+	       "usage error. docs/push.md has the details.\n");
 	return 0;
 }
 
@@ -112,9 +116,12 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{"protocol", required_argument, NULL, 'P'},
+		{"timeout", required_argument, NULL, 't'},
 		{NULL, 0, NULL, 0},
 	};
-	struct push_opts o = {.name = "cpa.cpu", .interval = 10, .backlog = 360, .retry_ms = 1000};
+	struct push_opts o = {
+		.name = "cpa.cpu", .interval = 10, .backlog = 360, .retry_ms = 1000, .timeout = 60};
+	bool timeout_set = false;
 	struct push_stats st;
 	char err[128], url[PUSH_URL_MAX], parent[4096];
 	struct stat sb;
@@ -168,6 +175,12 @@ int main(int argc, char **argv)
 		case '1':
 			o.once = true;
 			break;
+		case 't':
+			if (num("timeout", optarg, 1, 86400, &v) < 0)
+				return 2;
+			o.timeout = (uint32_t)v;
+			timeout_set = true;
+			break;
 		case 'P':
 			if (strcmp(optarg, "pyroscope") && strcmp(optarg, "parca")) {
 				log_error("--protocol: invalid value '%s' (pyroscope or parca)",
@@ -190,6 +203,11 @@ int main(int argc, char **argv)
 	}
 	if (!o.root || !o.url || optind != argc) {
 		log_error("--store_dir and --url are required, and nothing else");
+		return usage(2);
+	}
+	if (timeout_set && !o.once) {
+		/* without --once it retries for ever: a daemon outlives an outage */
+		log_error("--timeout applies to --once only");
 		return usage(2);
 	}
 	if (push_url__check(o.url, err, sizeof(err)) < 0) {

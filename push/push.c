@@ -10,7 +10,8 @@
  *   while [pos, pos + interval) ends before limit:
  *         export it as pprof (every store dir that overlaps), POST it, and
  *         on a 2xx move pos on and save it (write + rename); on a failure
- *         keep pos and retry later with a growing delay
+ *         keep pos and retry later with a growing delay (--once: for at
+ *         most o->timeout s, and not a post the backend refused for good)
  *   when more than `backlog` windows wait (backend down for long), the
  *         oldest are given up, counted and logged: memory and disk use stay
  *         bounded whatever the backend does
@@ -32,6 +33,7 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/safepath.h"
+#include "common/timeutil.h"
 #include "export/export.h"
 #include "push.h"
 #include "storer/store.h"
@@ -205,10 +207,13 @@ out:
 	return r;
 }
 
+#define POST_TIMEOUT_MS 30000 /* one post, connecting included */
+
 struct poster {
 	CURL *c;
 	const struct push_opts *o;
 	char host[256];
+	long timeout_ms; /* this post's bound: POST_TIMEOUT_MS, less near --once's end */
 };
 
 /*
@@ -292,8 +297,19 @@ static const char *resp_text(struct resp *rs)
 	return rs->head;
 }
 
+/*
+ * An answer that the same post will get again, however long it is retried: a
+ * redirect (not followed) or a 4xx but 408 Request Timeout, 425 Too Early and
+ * 429 Too Many Requests.
+ */
+static bool refused_for_good(long code)
+{
+	return code >= 300 && code <= 499 && code != 408 && code != 425 && code != 429;
+}
+
 /* POST the window's pprof as the backend wants it; 0 on a 2xx, -ECANCELED on a
- * stop, else -EIO with the failure in why (the caller logs it). */
+ * stop, -EREMOTEIO on an answer that refused_for_good(), else -EIO; the failure
+ * in why (the caller logs it). */
 static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const char *body, size_t len,
 		char *why, size_t whylen)
 {
@@ -336,7 +352,7 @@ static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const cha
 	curl_easy_setopt(p->c, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(p->c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	curl_easy_setopt(p->c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(p->c, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(p->c, CURLOPT_TIMEOUT_MS, p->timeout_ms);
 	curl_easy_setopt(p->c, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(p->c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(p->c, CURLOPT_WRITEFUNCTION, resp_write);
@@ -367,29 +383,61 @@ static int post(struct poster *p, int64_t a, int64_t b, uint32_t freq, const cha
 	if (code < 200 || code > 299) {
 		snprintf(why, whylen, "post [%lld, %lld) to %s: HTTP %ld: %s", (long long)a,
 			 (long long)b, p->o->url, code, rs->n ? resp_text(rs) : "(empty body)");
-		return -EIO;
+		return refused_for_good(code) ? -EREMOTEIO : -EIO;
 	}
 	return 0;
 }
 
 /*
- * A backend that stays down fails the same post every retry: the first
- * failure of a streak, and a failure that reads differently, are a warning;
- * the same one again is logged at debug level (--verbose), so an outage is
- * one line in the journal, and its end another.
+ * A backend that is down fails post after post, each reading its own way
+ * (a refused connection, a 503 whose body names the request): the first
+ * failure of an outage is one warning, the rest are logged at debug level
+ * (--verbose), and the post accepted after it one info line: an outage is
+ * two lines in the journal however long it lasts.
  */
-static void failing_log(const char *why, uint32_t *failing, uint32_t delay, uint32_t interval)
+static void failing_log(const struct push_opts *o, const char *why, uint32_t failing,
+			uint32_t delay)
 {
-	static char last[RESP_KEEP + 1024];
-
-	if (!*failing || strcmp(why, last))
-		log_warn("%s; kept, retried in %u ms, the delay doubling up to %u s (the same "
-			 "failure again is logged with --verbose only)",
-			 why, delay, interval);
+	if (failing > 1)
+		log_debug("%s (attempt %u)", why, failing);
+	else if (o->once)
+		log_warn(
+			"%s; kept, retried in %u ms, the delay doubling up to %u s, for up to %u s "
+			"(--timeout); further failures are logged with --verbose only",
+			why, delay, o->interval, o->timeout);
 	else
-		log_debug("%s (attempt %u)", why, *failing + 1);
-	snprintf(last, sizeof(last), "%s", why);
-	++*failing;
+		log_warn("%s; kept, retried in %u ms, the delay doubling up to %u s, until the "
+			 "backend is back (said once: further failures are logged with --verbose "
+			 "only)",
+			 why, delay, o->interval);
+}
+
+/*
+ * --once gives up (a refused post, or none accepted for --timeout s): one
+ * line naming the windows it leaves, which stay unposted on disk for the
+ * next run.
+ */
+static void once_give_up(const struct push_opts *o, int r, const char *why, uint32_t failing,
+			 int64_t pos, int64_t limit, const char *posf)
+{
+	int64_t n = (limit - pos) / (int64_t)o->interval, end = pos + n * (int64_t)o->interval;
+	char what[128];
+
+	if (r == -EREMOTEIO)
+		snprintf(what, sizeof(what), "refused by the backend, not retried");
+	else
+		snprintf(what, sizeof(what), "no post accepted in %u s (--timeout), %u attempt(s)",
+			 o->timeout, failing);
+	log_error("--once: %s: %s; windows [%lld, %lld) (%lld of %u s) not posted; nothing lost: "
+		  "the position stays at %lld in %s, the next run starts there",
+		  why, what, (long long)pos, (long long)end, (long long)n, o->interval,
+		  (long long)pos, posf);
+}
+
+/* ns from now to end, 0 when past it */
+static uint64_t ns_left(uint64_t end, uint64_t now)
+{
+	return end > now ? end - now : 0;
 }
 
 static void sleep_ms(uint32_t ms)
@@ -408,7 +456,9 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 	struct sigaction sa = {.sa_handler = on_signal};
 	/* the first retry's delay, doubled up to the interval: never past it */
 	uint32_t delay0 = MIN(o->retry_ms, o->interval * 1000u), delay = delay0;
-	uint32_t failing = 0; /* failed posts in a row */
+	uint32_t failing = 0;		 /* failed posts in a row */
+	uint64_t fail_since = 0, t0 = 0; /* CLOCK_MONOTONIC ns: the first of them began */
+	const uint64_t bound = (uint64_t)o->timeout * NSEC_PER_SEC; /* --once */
 	bool waiting_said = false;
 	char why[RESP_KEEP + 1024];
 	int r = 0;
@@ -495,27 +545,39 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 				for (i = 0; i < nd; i++)
 					if (d[i].freq)
 						freq = d[i].freq;
+				t0 = clock_ns(CLOCK_MONOTONIC);
 				r = read_full_file(tmp, 0, SIZE_MAX, &body, &len);
 				if (r < 0) {
-					log_error_errno(r, "read '%s': %m", tmp);
+					snprintf(why, sizeof(why), "read '%.2048s': %s", tmp,
+						 strerror(-r));
 					r = -EIO; /* retried, as a failed post */
 					break;
 				}
+				/* --once ends about bound after its first failed post
+				 * began, a post in flight too */
+				p.timeout_ms = POST_TIMEOUT_MS;
+				if (o->once)
+					p.timeout_ms = (long)MIN(
+						POST_TIMEOUT_MS,
+						MAX(failing ? ns_left(fail_since + bound, t0)
+							    : bound,
+						    NSEC_PER_SEC) /
+							NSEC_PER_MSEC);
 				r = post(&p, a, b, freq, body, len, why, sizeof(why));
 				if (r == -ECANCELED) {
 					r = 0; /* stopping: the window stays for the next start */
 					break;
 				}
-				if (r < 0) {
-					st.post_errors++;
-					failing_log(why, &failing, delay, o->interval);
-					break; /* retry this window after a delay */
-				}
+				if (r < 0)
+					break; /* retried after a delay, below */
 				if (failing)
 					log_info("post [%lld, %lld) to %s accepted after %u failed "
-						 "attempt(s)",
-						 (long long)a, (long long)b, o->url, failing);
+						 "attempt(s) in %.1f s: the backend is back",
+						 (long long)a, (long long)b, o->url, failing,
+						 (double)(clock_ns(CLOCK_MONOTONIC) - fail_since) /
+							 NSEC_PER_SEC);
 				failing = 0;
+				fail_since = 0;
 				st.posts++;
 				posted = true;
 			}
@@ -532,14 +594,29 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 			}
 		}
 		dirs_close(d, nd);
-		if (r < 0 && r != -EIO)
-			break;
-		if (r == -EIO) {
-			sleep_ms(delay);
+		if (r == -EREMOTEIO && !o->once)
+			r = -EIO; /* a daemon retries it: the backend may be fixed meanwhile */
+		if (r == -EIO || r == -EREMOTEIO) {
+			uint64_t now = clock_ns(CLOCK_MONOTONIC), left;
+
+			st.post_errors++;
+			if (!failing++)
+				fail_since = t0;
+			left = ns_left(fail_since + bound, now);
+			if (o->once && (r == -EREMOTEIO || !left)) {
+				r = r == -EREMOTEIO ? r : -ETIMEDOUT;
+				once_give_up(o, r, why, failing, st.pos, limit, posf);
+				break;
+			}
+			failing_log(o, why, failing, delay);
+			sleep_ms(o->once ? (uint32_t)MIN((uint64_t)delay, left / NSEC_PER_MSEC)
+					 : delay);
 			delay = MIN(delay * 2, o->interval * 1000u);
 			r = 0;
 			continue;
 		}
+		if (r < 0)
+			break;
 		if (o->once && !posted && st.pos + (int64_t)o->interval > limit)
 			break;
 		if (!posted)

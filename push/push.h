@@ -23,6 +23,7 @@ struct push_opts {
 	uint32_t retry_ms;  /* first retry delay after a failed post (default 1000) */
 	bool parca;	    /* Parca's /profiles/writeraw instead of Pyroscope's /ingest */
 	bool once;	    /* exit when caught up */
+	uint32_t timeout;   /* --once: seconds a failing post is retried (default 60) */
 	long max_posts;	    /* exit after this many posts (tests), 0 = no limit */
 };
 
@@ -31,7 +32,12 @@ struct push_stats {
 	int64_t pos; /* next window's start (unix seconds) */
 };
 
-/* 0 when stopped (signal, --once caught up, max_posts), or -errno (logged). */
+/*
+ * 0 when stopped (signal, --once caught up, max_posts), or -errno (logged):
+ * with --once, -ETIMEDOUT when no post was accepted for o->timeout seconds and
+ * -EREMOTEIO when the backend refused a post for good (a 3xx or 4xx but 408,
+ * 425, 429); either logs one line naming the windows not posted.
+ */
 int push__run(const struct push_opts *o, struct push_stats *ret);
 
 #endif /* CPA_PUSH_H */

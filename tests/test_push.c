@@ -50,6 +50,7 @@ static struct {
 	int fd, port;
 	pthread_t th;
 	atomic_int fail_next; /* answer 503 to this many requests */
+	atomic_int fail_vary; /* with a body naming the request (each reads its own way) */
 	atomic_int failed;
 	struct upload up[MAXUP];
 	atomic_int n;
@@ -97,10 +98,16 @@ static void *rx_main(void *arg)
 			return NULL;
 		body = rx_read_request(c, head, sizeof(head), &got);
 		if (atomic_load(&rx.fail_next) > 0) {
+			char msg[64] = "";
+
 			atomic_fetch_sub(&rx.fail_next, 1);
+			if (atomic_load(&rx.fail_vary))
+				snprintf(msg, sizeof(msg), "overloaded, request %d",
+					 atomic_load(&rx.failed));
 			atomic_fetch_add(&rx.failed, 1);
 			dprintf(c,
-				"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+				"HTTP/1.1 503 Service Unavailable\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+				strlen(msg), msg);
 		} else if (atomic_load(&rx.n) < MAXUP && body) {
 			struct upload *u = &rx.up[atomic_load(&rx.n)];
 			char *q = strchr(head, '?'), *sp = q ? strchr(q, ' ') : NULL, *o;
@@ -147,6 +154,8 @@ static void rx_start(void)
 	socklen_t al = sizeof(a);
 	int one = 1;
 
+	if (rx.port)
+		return; /* one receiver for the program's cases */
 	rx.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(rx.fd, 0);
 	setsockopt(rx.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -484,8 +493,9 @@ END_TEST
  *              body streamed without a length (16 MiB, then close); the
  *              3rd and later a plain 200.
  *   RX_HANG:   takes the request and answers nothing for 20 s.
+ *   RX_FORBID: answers every request 403 with a body naming the cause.
  */
-enum rx_mode { RX_STREAM, RX_HANG };
+enum rx_mode { RX_STREAM, RX_HANG, RX_FORBID };
 
 struct hrx {
 	pid_t pid;
@@ -511,6 +521,16 @@ static void rx_hostile_main(int fd, enum rx_mode mode, int ready)
 		if (mode == RX_HANG) {
 			sleep(20);
 			_exit(0);
+		}
+		if (mode == RX_FORBID) {
+			static const char why[] = "tenant-1 may not write profiles";
+
+			dprintf(c,
+				"HTTP/1.1 403 Forbidden\r\nContent-Length: %zu\r\nConnection: "
+				"close\r\n\r\n%s",
+				strlen(why), why);
+			close(c);
+			continue;
 		}
 		if (i >= 2) {
 			dprintf(c,
@@ -575,12 +595,19 @@ static void rx_hostile_stop(struct hrx *h)
 	close(h->ready);
 }
 
-/* cpa-push on dir against port, stdout and stderr into files of dir. */
-static pid_t push_spawn(const char *dir, int port, const char *extra1, const char *extra2)
+/* cpa-push on dir against port, stdout and stderr into files of dir; extra:
+ * more arguments, NULL-terminated. */
+static pid_t push_spawnv(const char *dir, int port, const char *const *extra)
 {
 	const char *b = getenv("CPA_BUILD_DIR");
 	char exe[1100], url[64], out[1100], err[1100];
+	const char *argv[32] = {exe,	      "--store_dir", dir,	   "--url", url,
+				"--interval", "10",	     "--retry_ms", "20"};
+	int n = 9;
 	pid_t pid;
+
+	while (*extra && n < 31)
+		argv[n++] = *extra++;
 
 	snprintf(exe, sizeof(exe), "%s/bin/cpa-push", b);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
@@ -594,11 +621,17 @@ static pid_t push_spawn(const char *dir, int port, const char *extra1, const cha
 
 		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
 			_exit(126);
-		execl(exe, exe, "--store_dir", dir, "--url", url, "--interval", "10", "--retry_ms",
-		      "20", extra1, extra2, (char *)NULL);
+		execv(exe, (char **)argv);
 		_exit(127);
 	}
 	return pid;
+}
+
+static pid_t push_spawn(const char *dir, int port, const char *extra1, const char *extra2)
+{
+	const char *extra[] = {extra1, extra2, NULL};
+
+	return push_spawnv(dir, port, extra);
 }
 
 /* Its exit status once it exits within ms, else -1 (still running). */
@@ -736,6 +769,211 @@ START_TEST(test_push_sigterm_cancels_post)
 END_TEST
 
 /*
+ * cpa-push --once as a cron job or CI step runs it (built as test_push_once):
+ * while the backend is down it gives up after --timeout s, exit 1, with one
+ * line naming the windows it did not post; a later run posts those windows,
+ * each once; a 403 ends it at the first post; a daemon (no --once) outlives
+ * an outage and says so twice, not once a retry.
+ */
+
+/* Runs cpa-push (push_spawnv()) to its exit: its status, and its stderr into
+ * err (malloc'd). No timer: a cpa-push that never ends is ended by ctest's
+ * TIMEOUT, a failure. */
+static int push_run(const char *dir, int port, const char *const *extra, char **err)
+{
+	char path[1100];
+	pid_t pid = push_spawnv(dir, port, extra);
+	int st;
+
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	snprintf(path, sizeof(path), "%s/push.err", dir);
+	*err = test_slurp(path, NULL);
+	ck_assert_ptr_nonnull(*err);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* A loopback port bound and not listening: a connection to it is refused. */
+static int dead_port(int *fd)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+
+	*fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(*fd, 0);
+	ck_assert_int_eq(bind(*fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(*fd, (struct sockaddr *)&a, &al), 0);
+	return ntohs(a.sin_port);
+}
+
+/* The range of "windows [A, B) (N of 10 s) not posted" in the give-up line. */
+static void not_posted(const char *err, long long *a, long long *b)
+{
+	const char *l = strstr(err, "ERROR: --once: ");
+	long long n;
+
+	ck_assert_msg(l, "no give-up line in: %s", err);
+	l = strstr(l, "windows [");
+	ck_assert_msg(l && sscanf(l, "windows [%lld, %lld) (%lld of 10 s) not posted", a, b, &n) ==
+				      3,
+		      "%s", err);
+	ck_assert_int_eq(*b - *a, n * INTERVAL);
+	ck_assert_int_gt(n, 0);
+}
+
+START_TEST(test_push_once_backend_down)
+{
+	static const char *const two[] = {"--once", "--max_posts", "2", NULL};
+	static const char *const bounded[] = {"--once", "--timeout", "2", NULL};
+	static const char *const once[] = {"--once", NULL};
+	char *dir = t_mkdtemp(), *err, want[1400];
+	long long first = (long long)(t_base_ns() / T_NS), a, b, a2, b2;
+	int fd, port = dead_port(&fd), n0, rc, i;
+
+	build_store(dir);
+	rx_start();
+	n0 = atomic_load(&rx.n);
+	/* two windows posted, the rest wait */
+	rc = push_run(dir, rx.port, two, &err);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	free(err);
+	ck_assert_int_eq(atomic_load(&rx.n) - n0, 2);
+	/* nothing listens: exit 1 after --timeout, the rest named, nothing saved */
+	rc = push_run(dir, port, bounded, &err);
+	ck_assert_msg(rc == 1, "exit %d: %s", rc, err);
+	ck_assert_msg(strstr(err, "Couldn't connect to server") &&
+			      strstr(err, "no post accepted in 2 s (--timeout)"),
+		      "%s", err);
+	not_posted(err, &a, &b);
+	ck_assert_int_eq(a, first + 2 * INTERVAL);
+	snprintf(want, sizeof(want), "nothing lost: the position stays at %lld in %s/.cpa-push.pos",
+		 a, dir);
+	ck_assert_msg(strstr(err, want), "%s", err);
+	free(err);
+	ck_assert_int_eq(pos_read(dir), a);
+	/* the backend answers 503 (retried) until the bound: the same */
+	atomic_store(&rx.failed, 0);
+	atomic_store(&rx.fail_next, 1 << 30);
+	rc = push_run(dir, rx.port, bounded, &err);
+	atomic_store(&rx.fail_next, 0);
+	ck_assert_msg(rc == 1 && strstr(err, "HTTP 503"), "exit %d: %s", rc, err);
+	ck_assert_int_ge(atomic_load(&rx.failed), 2);
+	not_posted(err, &a2, &b2);
+	ck_assert_int_eq(a2, a);
+	ck_assert_int_eq(b2, b);
+	free(err);
+	ck_assert_int_eq(atomic_load(&rx.n) - n0, 2);
+	/* back: the next run posts exactly the windows named, after the first two */
+	rc = push_run(dir, rx.port, once, &err);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	free(err);
+	ck_assert_int_eq(atomic_load(&rx.n) - n0, 2 + (int)((b - a) / INTERVAL));
+	for (i = n0; i < atomic_load(&rx.n); i++)
+		ck_assert_int_eq(rx.up[i].from, first + (i - n0) * INTERVAL);
+	ck_assert_int_eq(rx.up[atomic_load(&rx.n) - 1].until, b);
+	/* and a run after it, nothing */
+	rc = push_run(dir, rx.port, once, &err);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	free(err);
+	ck_assert_int_eq(atomic_load(&rx.n) - n0, 2 + (int)((b - a) / INTERVAL));
+	close(fd);
+	t_rm_rf(dir);
+	free(dir);
+}
+END_TEST
+
+/* A 403 will be a 403 again: the first post ends --once (default --timeout),
+ * the status and the body's start in its line, the position kept. */
+START_TEST(test_push_once_refused)
+{
+	static const char *const once[] = {"--once", NULL};
+	long long first = (long long)(t_base_ns() / T_NS), a, b;
+	char *dir = t_mkdtemp(), *err;
+	struct hrx h;
+	int rc, reqs = 0;
+
+	build_store(dir);
+	rx_hostile_start(&h, RX_FORBID);
+	rc = push_run(dir, h.port, once, &err);
+	for (int n; (n = rx_wait_requests(&h, 100)) > 0;)
+		reqs += n;
+	rx_hostile_stop(&h);
+	ck_assert_msg(rc == 1, "exit %d: %s", rc, err);
+	ck_assert_int_eq(reqs, 1);
+	ck_assert_msg(strstr(err, "HTTP 403: tenant-1 may not write profiles: refused by the "
+				  "backend, not retried"),
+		      "%s", err);
+	ck_assert_msg(!strstr(err, "WARNING"), "a warning before the error: %s", err);
+	not_posted(err, &a, &b);
+	ck_assert_int_eq(a, first);
+	ck_assert_int_eq(pos_read(dir), -1);
+	free(err);
+	t_rm_rf(dir);
+	free(dir);
+}
+END_TEST
+
+/*
+ * Without --once: an outage of 6 failed posts, each answer reading its own
+ * way, is retried to its end (no --timeout: that is --once's only) and is
+ * one warning, then one line when the backend is back; a 403 is retried too.
+ */
+START_TEST(test_push_daemon_outage)
+{
+	static const char *const daemon[] = {"--max_posts", "3", NULL};
+	static const char *const bad[] = {"--timeout", "5", NULL};
+	char *dir = t_mkdtemp(), *err;
+	const char *l;
+	int n0, rc, warns = 0, backs = 0;
+
+	build_store(dir);
+	rx_start();
+	n0 = atomic_load(&rx.n);
+	atomic_store(&rx.failed, 0);
+	atomic_store(&rx.fail_vary, 1);
+	atomic_store(&rx.fail_next, 6);
+	rc = push_run(dir, rx.port, daemon, &err);
+	atomic_store(&rx.fail_vary, 0);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	ck_assert_int_eq(atomic_load(&rx.failed), 6);
+	ck_assert_int_eq(atomic_load(&rx.n) - n0, 3);
+	for (l = err; (l = strstr(l, "WARNING: ")); l++)
+		warns++;
+	for (l = err; (l = strstr(l, "accepted after 6 failed attempt(s)")); l++)
+		backs++;
+	ck_assert_msg(warns == 1 && backs == 1 && strstr(err, "overloaded, request 0") &&
+			      strstr(err, "until the backend is back"),
+		      "%d warnings, %d lines when it is back: %s", warns, backs, err);
+	free(err);
+	/* --timeout is --once's: a daemon outlives an outage */
+	rc = push_run(dir, rx.port, bad, &err);
+	ck_assert_msg(rc == 2 && strstr(err, "--timeout applies to --once only"), "exit %d: %s", rc,
+		      err);
+	free(err);
+	/* a 403, which ends --once at once, a daemon retries: the backend may be
+	 * fixed meanwhile; SIGTERM stops it */
+	{
+		static const char *const forever[] = {NULL};
+		struct hrx h;
+		int reqs = 0;
+		pid_t pid;
+
+		rx_hostile_start(&h, RX_FORBID);
+		pid = push_spawnv(dir, h.port, forever);
+		for (int n; reqs < 4 && (n = rx_wait_requests(&h, 30000)) > 0;)
+			reqs += n;
+		kill(pid, SIGTERM);
+		ck_assert_int_eq(waitpid(pid, &rc, 0), pid);
+		rx_hostile_stop(&h);
+		ck_assert_int_ge(reqs, 4);
+		ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "status %d", rc);
+		ck_assert_int_eq(pos_read(dir), (long long)(t_base_ns() / T_NS) + 3 * INTERVAL);
+	}
+	t_rm_rf(dir);
+	free(dir);
+}
+END_TEST
+
+/*
  * cpa monitor --push URL (built as test_push_monitor; root + BTF): the
  * monitor runs cpa-push next to the stages; while the workload runs, sealed
  * windows reach the receiver, contiguous, holding the workload's samples.
@@ -841,9 +1079,14 @@ int main(void)
 	root = t_mkdtemp();
 	/* Only the TCase this program runs: one never added would leak. */
 	s = suite_create("push");
-#ifdef PUSH_MONITOR
+#if defined(PUSH_MONITOR)
 	tc = tcase_create("monitor");
 	tcase_add_test(tc, test_monitor_push);
+#elif defined(PUSH_ONCE)
+	tc = tcase_create("once");
+	tcase_add_test(tc, test_push_once_backend_down);
+	tcase_add_test(tc, test_push_once_refused);
+	tcase_add_test(tc, test_push_daemon_outage);
 #else
 	tc = tcase_create("push");
 	tcase_add_test(tc, test_push_restart_and_outage);
@@ -856,6 +1099,9 @@ int main(void)
 	(void)test_push_streaming_receiver;
 	(void)test_push_sigterm_cancels_post;
 	(void)test_push_bad_url;
+	(void)test_push_once_backend_down;
+	(void)test_push_once_refused;
+	(void)test_push_daemon_outage;
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	/* no fork: the receiver thread and its state live in this process */
