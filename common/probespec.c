@@ -321,15 +321,24 @@ int probe_spec__open_binary(const char *spec, const struct probe_spec *p, int *r
 	return input_file__open(what, p->path, 0, ret_fd, err, errlen);
 }
 
+/* What x86_insn_len() saw of an instruction, for uprobe_refuses(). */
+struct x86_insn {
+	uint8_t op;	  /* the opcode byte: after 0f, 0f 38, 0f 3a or VEX's */
+	uint8_t map;	  /* 0 one-byte, 1 0f, 2 0f 38, 3 0f 3a */
+	uint8_t modrm;	  /* when it has one */
+	uint8_t seg_lock; /* its first es, cs, ss, ds or lock prefix; 0 if none */
+	bool vex, o16;
+};
+
 /*
  * The length of the x86-64 instruction at b (at most len bytes), or 0 when it
  * is not one this decoder knows for sure (EVEX, XOP, 3DNow!, opcodes invalid
  * in 64-bit mode, a 66 prefix on a branch): the caller then takes the
  * offset as it is. Enough of the encoding to walk compiled code: prefixes,
  * REX, the one-, two- and three-byte maps, VEX, ModRM/SIB/displacements and
- * the immediates.
+ * the immediates. What it saw in *in.
  */
-static size_t x86_insn_len(const uint8_t *b, size_t len)
+static size_t x86_insn_len(const uint8_t *b, size_t len, struct x86_insn *in)
 {
 	/* one-byte map: bit 0 ModRM; bits 1-3 the immediate: 1 imm8, 2 imm16,
 	 * 3 imm16/32 (66), 4 imm8 for /0 and /1 (F6), 5 imm16/32 for /0 and /1
@@ -368,16 +377,19 @@ static size_t x86_insn_len(const uint8_t *b, size_t len)
 	bool o16 = false, a32 = false, w = false, modrm = false;
 	unsigned int op, map = 0, t = 0;
 
+	memset(in, 0, sizeof(*in));
 	for (; i < len && i < 14; i++) { /* legacy prefixes */
 		if (b[i] == 0x66)
 			o16 = true;
 		else if (b[i] == 0x67)
 			a32 = true;
-		else if (b[i] != 0xf0 && b[i] != 0xf2 && b[i] != 0xf3 && b[i] != 0x2e &&
-			 b[i] != 0x36 && b[i] != 0x3e && b[i] != 0x26 && b[i] != 0x64 &&
-			 b[i] != 0x65)
+		else if (b[i] == 0xf0 || b[i] == 0x26 || b[i] == 0x2e || b[i] == 0x36 ||
+			 b[i] == 0x3e)
+			in->seg_lock = in->seg_lock ? in->seg_lock : b[i];
+		else if (b[i] != 0xf2 && b[i] != 0xf3 && b[i] != 0x64 && b[i] != 0x65)
 			break;
 	}
+	in->o16 = o16;
 	if (i < len && (b[i] & 0xf0) == 0x40) /* REX */
 		w = b[i++] & 8;
 	if (i >= len)
@@ -391,6 +403,9 @@ static size_t x86_insn_len(const uint8_t *b, size_t len)
 		op = b[i++];
 		if (map < 1 || map > 3)
 			return 0;
+		in->vex = true;
+		in->map = (uint8_t)map;
+		in->op = (uint8_t)op;
 		if (map == 1 && op == 0x77)
 			return i;
 		modrm = true;
@@ -400,10 +415,13 @@ static size_t x86_insn_len(const uint8_t *b, size_t len)
 		if (i >= len)
 			return 0;
 		op = b[i++];
+		in->map = 1;
+		in->op = (uint8_t)op;
 		if (op == 0x38 || op == 0x3a) {
 			if (i >= len)
 				return 0;
-			i++;
+			in->map = op == 0x38 ? 2 : 3;
+			in->op = b[i++];
 			modrm = true;
 			imm = op == 0x3a;
 		} else if (op == 0x04 || op == 0x0a || op == 0x0c || op == 0x0f ||
@@ -423,6 +441,7 @@ static size_t x86_insn_len(const uint8_t *b, size_t len)
 			      op == 0xba || op == 0xc2 || (op >= 0xc4 && op <= 0xc6);
 		}
 	} else {
+		in->op = (uint8_t)op;
 		t = one[op];
 		if (t == BAD || ((op == 0xe8 || op == 0xe9) && o16))
 			return 0;
@@ -455,6 +474,7 @@ static size_t x86_insn_len(const uint8_t *b, size_t len)
 		if (i >= len)
 			return 0;
 		mr = b[i++];
+		in->modrm = (uint8_t)mr;
 		mod = mr >> 6;
 		rm = mr & 7;
 		if ((t & ~M) == F6 || (t & ~M) == F7) /* test /0 /1 only take one */
@@ -486,22 +506,87 @@ static size_t x86_insn_len(const uint8_t *b, size_t len)
 }
 
 /*
- * An x86-64 uprobe at SYMBOL+OFF must start an instruction: the kernel writes
- * its breakpoint there whatever it finds, and one inside an instruction
- * changed that instruction (the probed program crashed, or computed
- * something else). The function is decoded from its start up to OFF; 0 when
- * OFF starts an instruction or the decoder cannot tell, -ERANGE (with the
- * boundaries around it in *before and *after) when it does not.
+ * Does the kernel's x86-64 uprobe refuse the instruction at b (ENOTSUPP at
+ * attach, arch/x86/kernel/uprobes.c: good_insns_64, is_prefix_bad(),
+ * insn_masking_exception(), branch_setup_xol_ops())? Its name in what when
+ * it does. Each class was seen refused by a real attach on Linux 6.18; an
+ * instruction the decoder does not know is taken (capture leaves such a
+ * probe out if the kernel refuses it).
  */
-static int insn_boundary(int fd, Elf *e, uint64_t v, uint64_t off, uint64_t *before,
-			 uint64_t *after)
+static bool uprobe_refuses(const uint8_t *b, size_t len, char *what, size_t n)
+{
+	/* good_insns_64's zeros: for a VEX instruction the kernel looks its
+	 * opcode byte up there too, whatever the map */
+	static const uint8_t refused64[] = {
+		0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f, 0x37, 0x3f, 0x60, 0x61, 0x62,
+		0x6c, 0x6d, 0x6e, 0x6f, 0x82, 0x9a, 0xcc, 0xcd, 0xce, 0xcf, 0xd4, 0xd5, 0xd6, 0xe4,
+		0xe5, 0xe6, 0xe7, 0xea, 0xec, 0xed, 0xee, 0xef, 0xf1, 0xf4, 0xfa, 0xfb,
+	};
+	/* those of them this decoder knows as one-byte instructions */
+	static const char *const names[256] = {
+		[0x6c] = "insb", [0x6d] = "insl", [0x6e] = "outsb", [0x6f] = "outsl",
+		[0xcc] = "int3", [0xcd] = "int",  [0xcf] = "iret",  [0xe4] = "in",
+		[0xe5] = "in",	 [0xe6] = "out",  [0xe7] = "out",   [0xec] = "in",
+		[0xed] = "in",	 [0xee] = "out",  [0xef] = "out",   [0xf1] = "int1",
+		[0xf4] = "hlt",	 [0xfa] = "cli",  [0xfb] = "sti",
+	};
+	struct x86_insn in;
+	size_t l = x86_insn_len(b, len, &in);
+
+	if (!l)
+		return false;
+	/* Newer kernels take (and optimize) exactly this cs-prefixed nop. */
+	if (in.seg_lock && !(l == 10 && !memcmp(b, "\x66\x2e\x0f\x1f\x84", 5))) {
+		snprintf(what, n, "`%s`-prefixed instruction%s",
+			 in.seg_lock == 0xf0   ? "lock"
+			 : in.seg_lock == 0x3e ? "ds"
+			 : in.seg_lock == 0x2e ? "cs"
+			 : in.seg_lock == 0x26 ? "es"
+					       : "ss",
+			 in.seg_lock == 0x3e ? " (`notrack`)" : "");
+		return true;
+	}
+	if (in.vex && memchr(refused64, in.op, sizeof(refused64))) {
+		snprintf(what, n, "AVX (VEX-encoded) instruction with opcode byte %#x", in.op);
+		return true;
+	}
+	if (in.vex || in.map)
+		return false;
+	if (names[in.op] && in.op == 0xcd)
+		snprintf(what, n, "`int $%#x`", b[l - 1]);
+	else if (names[in.op])
+		snprintf(what, n, "`%s`", names[in.op]);
+	else if (in.op == 0x8e && (in.modrm >> 3 & 7) == 2) /* masks the next exception */
+		snprintf(what, n, "`mov` to %%ss");
+	else if (in.o16 && (in.op == 0xeb || (in.op >= 0x70 && in.op <= 0x7f)))
+		snprintf(what, n, "`%s` with a 16-bit operand prefix (0x66)",
+			 in.op == 0xeb ? "jmp" : "jcc");
+	else
+		return false;
+	return true;
+}
+
+/*
+ * An x86-64 uprobe at SYMBOL+OFF must start an instruction the kernel's
+ * uprobes take: the kernel writes its breakpoint there whatever it finds, and
+ * one inside an instruction changed that instruction (the probed program
+ * crashed, or computed something else); one on an instruction the kernel
+ * refuses is refused at attach. The function is decoded from its start up to
+ * OFF; 0 when OFF starts an instruction the kernel takes or the decoder
+ * cannot tell, -ERANGE (with the boundaries around it in *before and *after)
+ * when OFF does not start one, -EOPNOTSUPP (its name in what) when OFF starts
+ * one the kernel refuses.
+ */
+static int insn_check(int fd, Elf *e, uint64_t v, uint64_t off, uint64_t *before, uint64_t *after,
+		      char *what, size_t whatlen)
 {
 	GElf_Ehdr eh;
 	uint64_t foff, pos = 0;
 	_cleanup_free_ uint8_t *buf = NULL;
+	struct x86_insn in;
 	ssize_t n;
 
-	if (!off || off > 65536 || !gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64 ||
+	if (off > 65536 || !gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64 ||
 	    vaddr_to_off(e, v, &foff) < 0)
 		return 0;
 	buf = malloc(off + 16);
@@ -511,7 +596,7 @@ static int insn_boundary(int fd, Elf *e, uint64_t v, uint64_t off, uint64_t *bef
 	if (n <= 0 || (uint64_t)n <= off)
 		return 0;
 	while (pos < off) {
-		size_t l = x86_insn_len(buf + pos, (size_t)n - pos);
+		size_t l = x86_insn_len(buf + pos, (size_t)n - pos, &in);
 
 		if (!l)
 			return 0;
@@ -522,16 +607,16 @@ static int insn_boundary(int fd, Elf *e, uint64_t v, uint64_t off, uint64_t *bef
 		}
 		pos += l;
 	}
-	return 0;
+	return uprobe_refuses(buf + off, (size_t)n - off, what, whatlen) ? -EOPNOTSUPP : 0;
 }
 
 static int elf_check(const char *spec, struct probe_spec *p)
 {
 	_cleanup_close_ int fd = -1;
-	char err[1300];
+	char err[1300], what[96] = "";
 	uint64_t v, size = 0, before = 0, after = 0;
 	Elf *e;
-	int r = 0;
+	int r = 0, insn = 0;
 
 	r = probe_spec__open_binary(spec, p, &fd, err, sizeof(err));
 	if (r < 0) {
@@ -562,8 +647,8 @@ static int elf_check(const char *spec, struct probe_spec *p)
 				    "in %s",
 				    spec, (unsigned long long)p->off, p->a,
 				    (unsigned long long)size, p->path);
-	} else if (p->type == PROBE_UPROBE &&
-		   insn_boundary(fd, e, v, p->off, &before, &after) < 0) {
+	} else if ((insn = insn_check(fd, e, v, p->off, &before, &after, what, sizeof(what))) ==
+		   -ERANGE) {
 		r = log_error_errno(-ERANGE,
 				    "probe '%s': offset %#llx is inside an instruction of %s (one "
 				    "spans %#llx..%#llx): a breakpoint there would corrupt it",
@@ -572,6 +657,12 @@ static int elf_check(const char *spec, struct probe_spec *p)
 	} else if (vaddr_to_off(e, v + p->off, &p->file_off) < 0) {
 		r = log_error_errno(-ENOENT, "probe '%s': %s+%#llx is in no loadable segment", spec,
 				    p->a, (unsigned long long)p->off);
+	} else if (insn == -EOPNOTSUPP) {
+		r = log_error_errno(-EOPNOTSUPP,
+				    "probe '%s': %s at %s+%#llx (%s+%#llx): the kernel's uprobes "
+				    "cannot probe this instruction; pick another offset",
+				    spec, what, p->path, (unsigned long long)p->file_off, p->a,
+				    (unsigned long long)p->off);
 	}
 	elf_end(e);
 	return r;

@@ -54,7 +54,9 @@ int probe_spec__open_binary(const char *spec, const struct probe_spec *p, int *r
 
 /*
  * Can this spec be attached here? The file exists and is an ELF with the
- * symbol (uprobes: file_off set as libbpf wants it) or the USDT note, the
+ * symbol (uprobes: file_off set as libbpf wants it; on x86-64 the probed
+ * address starts an instruction the kernel's uprobes take, as far as the
+ * function decodes: -ERANGE, -EOPNOTSUPP if not) or the USDT note, the
  * tracepoint exists (tracefs is mounted at /sys/kernel/tracing if it was
  * not), the kernel has kprobes (-EOPNOTSUPP naming CONFIG_KPROBES if not),
  * fentry/fexit: the function is in the kernel's BTF and traceable.

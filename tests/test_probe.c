@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shm/stage.h"
 #include "test_proc.h"
 #include "test_util.h"
 
@@ -378,24 +379,24 @@ static void refused_store_check(const struct mon *m, pid_t pid)
 }
 
 /*
- * A probe the kernel refuses at attach (a uprobe on wl_halt, whose first
- * instruction is hlt: the spec check takes it, the kernel's x86 uprobes do
- * not while the workload maps the file) is left out with one line naming
+ * A probe the kernel refuses at attach (a uprobe on wl_evex, whose first
+ * instruction is an EVEX one: the spec check takes it, the kernel's x86
+ * uprobes do not while the workload maps the file) is left out with one line naming
  * it, its file, offset and the kernel's reason; capture is not restarted,
  * the other probe counts every call, `cpa ctl cost` shows it detached and
  * the store says why it has no samples.
  */
 START_TEST(test_probe_refused)
 {
-	char halt[1200], up[1200], cpa[1100], want[2600], *log, *out, *row;
-	const char *probes[] = {halt, up, NULL};
+	char evex[1200], up[1200], cpa[1100], want[2600], *log, *out, *row;
+	const char *probes[] = {evex, up, NULL};
 	const char *p;
 	struct mon m;
 	struct wl w;
 	int rc, lines = 0;
 
 	refused_start(&w, up, sizeof(up));
-	snprintf(halt, sizeof(halt), "uprobe:%s:wl_halt", w.exe);
+	snprintf(evex, sizeof(evex), "uprobe:%s:wl_evex", w.exe);
 	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
 	mon_start(&m, w.pid, probes, RATE_ALL);
 	{
@@ -404,7 +405,7 @@ START_TEST(test_probe_refused)
 		out = run(ctl_argv, &rc);
 		ck_assert_msg(rc == 0, "cpa ctl cost exited %d: %s", rc, out);
 		row = line_of(out, "0 ");
-		ck_assert_msg(strstr(row, "detached (refused at attach), ") && strstr(row, halt),
+		ck_assert_msg(strstr(row, "detached (refused at attach), ") && strstr(row, evex),
 			      "probe 0 not shown detached in cpa ctl cost:\n%s", out);
 		free(row);
 		row = line_of(out, "1 ");
@@ -422,13 +423,13 @@ START_TEST(test_probe_refused)
 	for (p = log; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] ? 1 : 0)) {
 		char *l = strndup(p, strcspn(p, "\n"));
 
-		if (strstr(l, "wl_halt") && (strstr(l, "WARNING") || strstr(l, "ERROR")))
+		if (strstr(l, "wl_evex") && (strstr(l, "WARNING") || strstr(l, "ERROR")))
 			lines++;
 		free(l);
 	}
 	snprintf(want, sizeof(want),
 		 "probe 0 '%s' left out: the kernel refused its uprobe on %s at file offset 0x",
-		 halt, w.exe);
+		 evex, w.exe);
 	ck_assert_msg(lines == 1 && strstr(log, want),
 		      "want one warning '%s...' (with the kernel's reason), %d lines:\n%s", want,
 		      lines, log);
@@ -647,7 +648,9 @@ START_TEST(test_probe_budget)
 }
 END_TEST
 
-/* Bad specs stop cpa monitor before anything starts, naming the cause. */
+/* Bad specs stop cpa monitor before anything starts, naming the cause; a uprobe
+ * on an instruction the kernel's uprobes refuse (wl_halt starts with hlt) too,
+ * with the exit code of the machine's refusals (SHM_EXIT_PERMANENT). */
 START_TEST(test_probe_bad_specs)
 {
 	static const struct {
@@ -666,7 +669,7 @@ START_TEST(test_probe_bad_specs)
 		{"fexit:vfs_read", "refuses function tracing"},
 		{"uprobe:relative/path:main", "invalid value"},
 	};
-	char cpa[1100], uprobe_sym[1200], store[PATH_MAX];
+	char cpa[1100], uprobe_sym[1200], uprobe_hlt[1200], hlt_says[1200], store[PATH_MAX];
 	struct dirent *de;
 	DIR *d;
 	bool kprobes = access("/sys/bus/event_source/devices/kprobe/type", F_OK) == 0;
@@ -685,11 +688,14 @@ START_TEST(test_probe_bad_specs)
 		ftrace_refused = errno == EPERM || errno == EACCES;
 	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
 	snprintf(uprobe_sym, sizeof(uprobe_sym), "uprobe:%s/cpa-probe-wl:wl_no_such_fn", bin_dir);
-	for (unsigned int i = 0; i <= sizeof(bad) / sizeof(bad[0]); i++) {
-		const char *spec = i < sizeof(bad) / sizeof(bad[0]) ? bad[i].spec : uprobe_sym;
-		const char *says = i < sizeof(bad) / sizeof(bad[0])
-					   ? bad[i].says
-					   : "no function 'wl_no_such_fn' in";
+	snprintf(uprobe_hlt, sizeof(uprobe_hlt), "uprobe:%s/cpa-probe-wl:wl_halt", bin_dir);
+	snprintf(hlt_says, sizeof(hlt_says), "`hlt` at %s/cpa-probe-wl+0x", bin_dir);
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]) + 2; i++) {
+		const unsigned int nb = sizeof(bad) / sizeof(bad[0]);
+		const char *spec = i < nb ? bad[i].spec : i == nb ? uprobe_sym : uprobe_hlt;
+		const char *says = i < nb    ? bad[i].says
+				   : i == nb ? "no function 'wl_no_such_fn' in"
+					     : hlt_says;
 		char *argv[] = {cpa,	      "monitor",    "--store_dir", store, "--probe",
 				(char *)spec, "--duration", "1",	   NULL};
 		int err[2], rc;
@@ -709,6 +715,13 @@ START_TEST(test_probe_bad_specs)
 			      spec, rc, says, text);
 		ck_assert_msg(!strstr(text, "stages running"), "'%s' started stages: %s", spec,
 			      text);
+		ck_assert_msg(spec != uprobe_hlt ||
+				      (rc == SHM_EXIT_PERMANENT &&
+				       strstr(text, " (wl_halt+0): the kernel's uprobes "
+						    "cannot probe this instruction; "
+						    "pick another offset")),
+			      "'%s': exit %d (want %d), or not the whole line: %s", spec, rc,
+			      SHM_EXIT_PERMANENT, text);
 		free(text);
 	}
 	/* No store (day directory) was started. */

@@ -24,9 +24,8 @@ long wl_probe_target(long i); /* the uprobe target: a global symbol */
 
 /*
  * wl_halt: never called; it starts with hlt, an instruction the kernel's
- * x86 uprobes refuse (ENOTSUPP, like int3, int N and cli): a uprobe there
- * passes cpa's spec check and is refused at attach while this process maps
- * the file (test_probe_refused).
+ * x86 uprobes refuse (ENOTSUPP, like int3, int N and cli): cpa's spec check
+ * refuses a uprobe there (test_probe_bad_specs).
  */
 __asm__(".text\n"
 	".globl wl_halt\n"
@@ -35,6 +34,20 @@ __asm__(".text\n"
 	"\thlt\n"
 	"\tret\n"
 	".size wl_halt, .-wl_halt\n");
+
+/*
+ * wl_evex: never called; it starts with vpxord (EVEX 62 .. ef), which the
+ * kernel's x86 uprobes refuse too (ENOTSUPP) and cpa's decoder does not know:
+ * a uprobe there passes the spec check and is refused at attach while this
+ * process maps the file (test_probe_refused).
+ */
+__asm__(".text\n"
+	".globl wl_evex\n"
+	".type wl_evex, @function\n"
+	"wl_evex:\n"
+	"\t.byte 0x62, 0xf1, 0x7d, 0x48, 0xef, 0xc0\n"
+	"\tret\n"
+	".size wl_evex, .-wl_evex\n");
 
 __attribute__((noinline)) long wl_probe_target(long i)
 {
