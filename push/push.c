@@ -460,7 +460,7 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 	uint64_t fail_since = 0, t0 = 0; /* CLOCK_MONOTONIC ns: the first of them began */
 	const uint64_t bound = (uint64_t)o->timeout * NSEC_PER_SEC; /* --once */
 	bool waiting_said = false;
-	char why[RESP_KEEP + 1024];
+	char why[RESP_KEEP + 1024] = "";
 	int r = 0;
 
 	sigaction(SIGTERM, &sa, NULL);
@@ -536,16 +536,23 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 				log_error("%s", err);
 				break;
 			}
+			/* this attempt began: an outage's first one starts --timeout */
+			t0 = clock_ns(CLOCK_MONOTONIC);
 			r = export_window(d, nd, a, b, tmp);
-			if (r < 0)
+			if (r < 0) {
+				snprintf(why, sizeof(why), "export [%lld, %lld) to '%.2048s': %s",
+					 (long long)a, (long long)b, tmp, strerror(-r));
+				/* a full disk frees up: retried as a failed post */
+				if (r == -ENOSPC || r == -EFBIG || r == -EDQUOT)
+					r = -EIO;
 				break;
+			}
 			if (r == 0) {
 				st.windows_empty++;
 			} else {
 				for (i = 0; i < nd; i++)
 					if (d[i].freq)
 						freq = d[i].freq;
-				t0 = clock_ns(CLOCK_MONOTONIC);
 				r = read_full_file(tmp, 0, SIZE_MAX, &body, &len);
 				if (r < 0) {
 					snprintf(why, sizeof(why), "read '%.2048s': %s", tmp,
@@ -584,7 +591,12 @@ int push__run(const struct push_opts *o, struct push_stats *ret)
 			st.pos = b;
 			r = pos_save(posf, st.pos);
 			if (r < 0) {
-				log_error_errno(r, "save '%s': %m", posf);
+				snprintf(why, sizeof(why),
+					 "save the position %lld to '%.2048s': %s (on disk it is "
+					 "behind: [%lld, %lld) may be posted again)",
+					 (long long)st.pos, posf, strerror(-r), (long long)a,
+					 (long long)b);
+				log_error("%s", why);
 				break;
 			}
 			delay = delay0;

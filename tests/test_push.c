@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -913,6 +914,61 @@ START_TEST(test_push_once_refused)
 END_TEST
 
 /*
+ * The window's pprof cannot be written (RLIMIT_FSIZE: a full disk stands in):
+ * --once retries it as a failed post until --timeout, and its line says the
+ * export failed, not an empty reason after no attempt at all.
+ */
+START_TEST(test_push_once_export_fails)
+{
+	const char *b = getenv("CPA_BUILD_DIR");
+	char *dir = t_mkdtemp(), exe[1100], url[64], err[16384];
+	const char *l;
+	unsigned int attempts = 0;
+	int pfd[2], st, n0;
+	size_t n = 0;
+	ssize_t k;
+	pid_t pid;
+
+	build_store(dir);
+	rx_start();
+	n0 = atomic_load(&rx.n);
+	snprintf(exe, sizeof(exe), "%s/bin/cpa-push", b);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", rx.port);
+	ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rlimit rl = {100, 100}; /* below any pprof; stderr is a pipe */
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl) < 0 || dup2(pfd[1], 2) < 0)
+			_exit(126);
+		execl(exe, exe, "--store_dir", dir, "--url", url, "--interval", "10", "--retry_ms",
+		      "20", "--once", "--timeout", "2", (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	while (n < sizeof(err) - 1 && (k = read(pfd[0], err + n, sizeof(err) - 1 - n)) > 0)
+		n += (size_t)k;
+	err[n] = 0;
+	close(pfd[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d: %s", st, err);
+	l = strstr(err, "ERROR: --once: ");
+	ck_assert_msg(l && !strncmp(l + 15, "export [", 8), "no export failure named: %s", err);
+	l = strstr(l, "no post accepted in 2 s (--timeout), ");
+	ck_assert_msg(l && sscanf(l, "no post accepted in 2 s (--timeout), %u attempt", &attempts),
+		      "%s", err);
+	ck_assert_msg(attempts >= 2, "given up after %u attempt(s), not retried: %s", attempts,
+		      err);
+	ck_assert_int_eq(atomic_load(&rx.n), n0);
+	ck_assert_int_eq(pos_read(dir), -1);
+	t_rm_rf(dir);
+	free(dir);
+}
+END_TEST
+
+/*
  * Without --once: an outage of 6 failed posts, each answer reading its own
  * way, is retried to its end (no --timeout: that is --once's only) and is
  * one warning, then one line when the backend is back; a 403 is retried too.
@@ -1086,6 +1142,7 @@ int main(void)
 	tc = tcase_create("once");
 	tcase_add_test(tc, test_push_once_backend_down);
 	tcase_add_test(tc, test_push_once_refused);
+	tcase_add_test(tc, test_push_once_export_fails);
 	tcase_add_test(tc, test_push_daemon_outage);
 #else
 	tc = tcase_create("push");
