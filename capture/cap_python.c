@@ -363,17 +363,20 @@ uint32_t cap_python__count(const struct cap_python *p)
 }
 
 /* An OK entry is not replaced by a worse one: pyenv's python3.11 has no
- * _PyRuntime, the libpython3.11.so it maps next has. */
+ * _PyRuntime, the libpython3.11.so it maps next has. The entry's woke is
+ * the one the map has (the exec program may have entered the process, and
+ * its first sample woken us already), else 0: its first sample wakes us. */
 static void put(struct cap_python *p, uint32_t pid, const struct cpa_bpf_py_proc *o)
 {
-	struct cpa_bpf_py_proc cur;
+	struct cpa_bpf_py_proc cur, e = *o;
 	bool had = bpf_map_lookup_elem(p->map_fd, &pid, &cur) == 0;
 	uint32_t slot;
 
 	if (had && cur.status == CPA_BPF_PY_OK && o->status != CPA_BPF_PY_OK)
 		return;
 	maybe_set(p, pid, true);
-	if (bpf_map_update_elem(p->map_fd, &pid, o, BPF_ANY) < 0) {
+	e.woke = had ? cur.woke : 0;
+	if (bpf_map_update_elem(p->map_fd, &pid, &e, BPF_ANY) < 0) {
 		log_debug("python: pid %u not tracked: %s", pid, strerror(errno));
 		return;
 	}

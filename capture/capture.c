@@ -178,8 +178,6 @@ static int on_record(void *ctx, const void *data, size_t size)
 		if (c->bpf && t->kind == CPA_BPF_TASK_EXIT)
 			cap_bpf__ustack_set(c->bpf, t->pid, 0);
 		cap_pyname__drop_pid(c->pyname, t->pid);
-		if (t->kind == CPA_BPF_TASK_EXEC && !strncmp(t->comm, "python", 6))
-			cap_pyname__started(c->pyname);
 	}
 	return cap_emit__record(&c->emit, data, size);
 }
