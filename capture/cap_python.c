@@ -261,9 +261,10 @@ struct py_cached {
 };
 
 /*
- * The pids that may have a py_procs entry: those we entered, those whose exec
- * the exec program may have entered (comm "python..."), the map's keys after
- * lost mapping events. A bit per pid (pid_max is at most 2^22: 512 KiB,
+ * The pids that may have a py_procs entry: those we entered (the exec
+ * program's too, whatever their comm: their interpreter's MMAP event follows),
+ * those whose exec the exec program may have entered (comm "python..."), the
+ * map's keys after lost mapping events. A bit per pid (pid_max is at most 2^22: 512 KiB,
  * touched only where pids are). A fork or exec of any other process needs no
  * map syscall: those were 4-5 per new process (a lookup of the parent, a
  * delete, a slot read), a fifth of capture's CPU under churn. A bit left for
