@@ -11,6 +11,7 @@
 #   pass     `python3 -c pass` every 2 s (mostly never sampled)
 #   compute  a python3 computing 0.3 s every 5 s (sampled, its code objects named)
 #   none     no Python: the host's own (the baseline of the two above)
+# PY (default python3, as found in PATH) is the interpreter the workloads run.
 # Prints per round capture's and all of cpa's wakeups/s and µs of CPU a second, A and B.
 # Root only.
 set -eu
@@ -18,15 +19,15 @@ set -eu
 	echo "usage: $0 A_BIN_DIR B_BIN_DIR SECONDS ROUNDS [\"WORKLOAD...\"]" >&2
 	exit 2
 }
-A=$1 B=$2 SECS=$3 ROUNDS=$4 WORKLOADS=${5:-pass compute}
+A=$1 B=$2 SECS=$3 ROUNDS=$4 WORKLOADS=${5:-pass compute} PY=${PY:-python3}
 here=$(cd "$(dirname "$0")" && pwd)
 load=
 trap '[ -n "$load" ] && kill $load 2>/dev/null; wait 2>/dev/null || true' EXIT
 workload() {
 	case $1 in
-	pass) while :; do python3 -c pass; sleep 2; done ;;
+	pass) while :; do "$PY" -c pass; sleep 2; done ;;
 	compute) while :; do
-		python3 -c 'import time
+		"$PY" -c 'import time
 def f(n):
     return sum(i * i for i in range(n))
 e = time.monotonic() + 0.3

@@ -289,26 +289,36 @@ static pid_t stage_pid(pid_t mon, const char *comm)
 	return found;
 }
 
+/* The monitor of margv started, its symd found and stopped (SIGSTOP, up to
+ * the 10 s hang timeout): a slow pipeline. Its symd's pid in *ret_symd. */
+static pid_t monitor_symd_stopped(char **margv, const char *log, pid_t *ret_symd)
+{
+	pid_t mon = spawn_monitor(margv, log, 60), symd = 0;
+
+	sleep(1);
+	for (int i = 0; i < 50 && !(symd = stage_pid(mon, "symd")); i++)
+		usleep(100 * 1000);
+	ck_assert_int_gt(symd, 0);
+	ck_assert_int_eq(kill(symd, SIGSTOP), 0);
+	*ret_symd = symd;
+	return mon;
+}
+
 START_TEST(test_python_gone)
 {
 	char store[4200], log[4200], prof[4200], *text;
 	char *margv[] = {cpa, "monitor", "--store_dir", store, NULL};
 	const char *pys[] = {PY_DEBIAN, PY_PYENV};
 	int n = access(PY_PYENV, X_OK) == 0 ? 2 : 1;
-	pid_t mon, pids[2], symd = 0;
+	pid_t mon, pids[2], symd;
 	struct py_stats st[2];
 
 	snprintf(store, sizeof(store), "%s/store", dir);
 	snprintf(log, sizeof(log), "%s/monitor.log", dir);
 	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
-	mon = spawn_monitor(margv, log, 60);
-	sleep(1);
-	for (int i = 0; i < 50 && !(symd = stage_pid(mon, "symd")); i++)
-		usleep(100 * 1000);
-	ck_assert_int_gt(symd, 0);
-	/* symd stopped for ~4-5 s (under the 10 s hang timeout): the
-	 * Pythons run 3 s and are gone before it reads their first sample. */
-	ck_assert_int_eq(kill(symd, SIGSTOP), 0);
+	/* symd stopped for ~4-5 s: the Pythons run 3 s and are gone before
+	 * it reads their first sample. */
+	mon = monitor_symd_stopped(margv, log, &symd);
 	for (int i = 0; i < n; i++)
 		pids[i] = start_py(pys[i], PY_HOT_SCRIPT, "3", NULL, -1);
 	for (int i = 0; i < n; i++)
@@ -333,21 +343,16 @@ START_TEST(test_python_alias)
 	char store[4200], log[4200], prof[4200], link[4200], *text;
 	char *margv[] = {cpa, "monitor", "--store_dir", store, NULL};
 	struct py_stats st, all = {0};
-	pid_t mon, pids[ALIAS_RUNS], symd = 0;
+	pid_t mon, pids[ALIAS_RUNS], symd;
 
 	snprintf(store, sizeof(store), "%s/store", dir);
 	snprintf(log, sizeof(log), "%s/monitor.log", dir);
 	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
 	snprintf(link, sizeof(link), "%s/pyworker", dir);
 	ck_assert_int_eq(symlink(PY_DEBIAN, link), 0);
-	mon = spawn_monitor(margv, log, 60);
-	sleep(1);
-	for (int i = 0; i < 50 && !(symd = stage_pid(mon, "symd")); i++)
-		usleep(100 * 1000);
-	ck_assert_int_gt(symd, 0);
-	/* symd stopped for ~6 s (under the 10 s hang timeout): every
-	 * process is gone before it reads the first sample. */
-	ck_assert_int_eq(kill(symd, SIGSTOP), 0);
+	/* symd stopped for ~6 s: every process is gone before it reads the
+	 * first sample. */
+	mon = monitor_symd_stopped(margv, log, &symd);
 	for (int i = 0; i < ALIAS_RUNS; i++) {
 		if (i)
 			usleep(2500 * 1000);
