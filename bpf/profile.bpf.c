@@ -609,6 +609,7 @@ struct py_buf {
 	__u64 fr;		   /* next frame to read */
 	__u32 n;
 	__u32 status;
+	__u32 wake; /* the process's first walk with frames (cpa_bpf_py_proc.woke) */
 };
 
 struct {
@@ -719,6 +720,7 @@ static __always_inline struct py_buf *py_walk(__u32 tgid, __u64 self, __u32 *key
 		return NULL;
 	b->pp = *pp;
 	b->n = 0;
+	b->wake = 0;
 	b->status = pp->status;
 	if (pp->status != CPA_BPF_PY_OK)
 		return b;
@@ -747,6 +749,12 @@ static __always_inline struct py_buf *py_walk(__u32 tgid, __u64 self, __u32 *key
 		b->fr = py_read_ptr(b->fr + pp->cf_frame);
 	b->status = CPA_BPF_PY_TRUNC;
 	bpf_loop(CPA_BPF_MAX_PYFRAMES + 8, py_frame_cb, key, 0);
+	/* The process's first frames: capture is woken for its code objects
+	 * (one write per process; two CPUs at once may both wake it). */
+	if (b->n && !b->pp.woke) {
+		((struct cpa_bpf_py_proc *)pp)->woke = 1;
+		b->wake = 1;
+	}
 	return b;
 }
 
@@ -764,21 +772,22 @@ __noinline int py_walk_global(__u32 tgid, __u64 self, __u32 key)
 /*
  * The Python part of sample s (record_sample()): py_ver/py_status/py_n in
  * s, the frames copied to dst (the record's bytes after the stack, d NULL)
- * or into d at that offset.
+ * or into d at that offset. True: the process's first sample with frames,
+ * to be submitted with a forced wakeup (py_flags()).
  */
-static __always_inline void py_sample(struct cpa_bpf_sample *s, struct bpf_dynptr *d, void *dst,
+static __always_inline bool py_sample(struct cpa_bpf_sample *s, struct bpf_dynptr *d, void *dst,
 				      struct task_struct *task, __u32 tgid, __u32 kind)
 {
 	__u32 key = kind == CPA_BPF_KIND_PROBE, n, len;
 	struct py_buf *b;
 
 	if (kernel_only || (s->flags & CPA_BPF_F_KERNEL_THREAD))
-		return;
+		return false;
 	if (!py_walk_global(tgid, task->thread.fsbase, key))
-		return;
+		return false;
 	b = bpf_map_lookup_elem(&py_scratch, &key);
 	if (!b)
-		return;
+		return false;
 	s->py_ver = b->pp.version;
 	s->py_status = (__u16)b->status;
 	n = b->n;
@@ -787,27 +796,41 @@ static __always_inline void py_sample(struct cpa_bpf_sample *s, struct bpf_dynpt
 	len = n * sizeof(struct cpa_bpf_pyframe);
 	barrier_var(len);
 	if (len > CPA_BPF_PY_AREA)
-		return;
+		return false;
 	if (d) {
 		if (bpf_dynptr_write(d, CPA_BPF_STACK_OFF + s->stack_len, b->f, len, 0))
-			return;
+			return false;
 	} else if (bpf_probe_read_kernel(dst, len, b->f)) {
-		return;
+		return false;
 	}
 	s->py_n = n;
+	return b->wake;
 }
 
 /* py_sample() into a record built in place (scratch slot or fixed
  * reservation, rec_size bytes: the Python area follows the stack's cap). */
-static __always_inline void py_record(struct cpa_bpf_sample *s, struct task_struct *task,
+static __always_inline bool py_record(struct cpa_bpf_sample *s, struct task_struct *task,
 				      __u32 tgid, __u32 kind, bool py)
 {
 	__u64 sl = s->stack_len;
 
 	barrier_var(sl);
 	if (!py || sl > stack_size)
-		return;
-	py_sample(s, NULL, (void *)s->stack + sl, task, tgid, kind);
+		return false;
+	return py_sample(s, NULL, (void *)s->stack + sl, task, tgid, kind);
+}
+
+/*
+ * A sample's submit flags: a Python process's first sample with frames
+ * (py_sample() true) wakes capture now, so that it reads the code objects
+ * while the process lives, however short its life (capture/cap_pyname.h);
+ * its later ones wait for capture's poll like any other.
+ */
+static __always_inline __u64 py_flags(bool wake)
+{
+	__u64 f = submit_flags();
+
+	return wake ? BPF_RB_FORCE_WAKEUP : f;
 }
 
 /*
@@ -925,7 +948,7 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 	struct cpa_bpf_sample *s;
 	struct bpf_dynptr d;
 	char comm[CPA_BPF_COMM_LEN];
-	bool py;
+	bool py, wake;
 
 	if (tid == 0 && !with_idle)
 		return 0;
@@ -969,9 +992,8 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 		s->time_ns = bpf_ktime_get_boot_ns();
 		fill_sample(ctx, s, &d, want, task, ir, in_user, 0, tgid, tid, comm, kind,
 			    probe_id);
-		if (py)
-			py_sample(s, &d, NULL, task, tgid, kind);
-		bpf_ringbuf_submit_dynptr(&d, submit_flags());
+		wake = py && py_sample(s, &d, NULL, task, tgid, kind);
+		bpf_ringbuf_submit_dynptr(&d, py_flags(wake));
 		return 0;
 	}
 	if (rec_mode == CPA_BPF_REC_SCRATCH) {
@@ -985,11 +1007,11 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 		s->time_ns = bpf_ktime_get_boot_ns();
 		fill_sample(ctx, s, NULL, want, task, ir, in_user, 0, tgid, tid, comm, kind,
 			    probe_id);
-		py_record(s, task, tgid, kind, py);
+		wake = py_record(s, task, tgid, kind, py);
 		len = CPA_BPF_STACK_OFF + s->stack_len + s->py_n * sizeof(struct cpa_bpf_pyframe);
 		if (len > rec_size)
 			len = rec_size;
-		if (bpf_ringbuf_output(&rb, s, len, submit_flags()))
+		if (bpf_ringbuf_output(&rb, s, len, py_flags(wake)))
 			count_rb_lost(kind, probe_id);
 		return 0;
 	}
@@ -1001,8 +1023,8 @@ static __always_inline int record_sample(void *ctx, const struct cpa_bpf_regs *i
 	s->type = CPA_BPF_REC_SAMPLE;
 	s->time_ns = bpf_ktime_get_boot_ns();
 	fill_sample(ctx, s, NULL, want, task, ir, in_user, 0, tgid, tid, comm, kind, probe_id);
-	py_record(s, task, tgid, kind, py);
-	bpf_ringbuf_submit(s, submit_flags());
+	wake = py_record(s, task, tgid, kind, py);
+	bpf_ringbuf_submit(s, py_flags(wake));
 	return 0;
 }
 
@@ -1191,7 +1213,9 @@ int cpa_probe_tp(void *ctx)
 	return probe_run(ctx, NULL, false, (__u32)bpf_get_attach_cookie(ctx));
 }
 
-static __always_inline int emit_task(struct task_struct *p, __u32 kind)
+/* wake: a forced wakeup for this record (the exec of a Python capture must
+ * look at, py_exec()); else submit_flags(). */
+static __always_inline int emit_task(struct task_struct *p, __u32 kind, bool wake)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct cpa_bpf_task *t;
@@ -1215,14 +1239,7 @@ static __always_inline int emit_task(struct task_struct *p, __u32 kind)
 	t->pid = tgid;
 	t->tid = BPF_CORE_READ(p, pid);
 	__builtin_memcpy(t->comm, comm, sizeof(comm));
-	/* A Python starting: capture drains its mapping events now and tells
-	 * the on-CPU program where its frames are (py_procs), rather than at
-	 * its next poll, up to a second of samples later. */
-	if (kind == CPA_BPF_TASK_EXEC && comm[0] == 'p' && comm[1] == 'y' && comm[2] == 't' &&
-	    comm[3] == 'h' && comm[4] == 'o' && comm[5] == 'n')
-		bpf_ringbuf_submit(t, BPF_RB_FORCE_WAKEUP);
-	else
-		bpf_ringbuf_submit(t, submit_flags());
+	bpf_ringbuf_submit(t, wake ? BPF_RB_FORCE_WAKEUP : submit_flags());
 	return 0;
 }
 
@@ -1233,28 +1250,39 @@ struct {
 	__type(value, struct cpa_bpf_py_proc);
 } py_execs SEC(".maps");
 
-/* An exec of an interpreter capture knows (py_execs): its py_procs entry now. */
-static __always_inline void py_exec(struct task_struct *p, struct linux_binprm *bprm)
+/*
+ * An exec of an interpreter capture knows (py_execs): its py_procs entry now.
+ * The executed file's own name (a symlink's target, a script's interpreter)
+ * must say python: an inode number the interpreter's file had before an
+ * upgrade may be another file's now. The comm need not: a venv's entry point
+ * or a link named otherwise runs the same interpreter. True: a python file
+ * not entered here (capture has not resolved it yet, or a launcher whose
+ * libpython maps next): capture is woken to drain its mapping events now
+ * rather than at its next poll, up to seconds of samples later.
+ */
+static __always_inline bool py_exec(struct task_struct *p, struct linux_binprm *bprm)
 {
 	struct cpa_bpf_py_exec k = {};
 	struct cpa_bpf_py_proc *t, e;
 	__u32 tgid = p->tgid, slot = tgid % CPA_BPF_PY_SLOTS;
+	const unsigned char *name = BPF_CORE_READ(bprm, file, f_path.dentry, d_name.name);
 	char c[8];
 
-	/* The file's name, now the comm, says python: an inode number the
-	 * interpreter's file had before an upgrade may be another file's now. */
-	if (bpf_probe_read_kernel(c, sizeof(c), p->comm) || c[0] != 'p' || c[1] != 'y' ||
+	if (bpf_probe_read_kernel(c, sizeof(c), name) || c[0] != 'p' || c[1] != 'y' ||
 	    c[2] != 't' || c[3] != 'h' || c[4] != 'o' || c[5] != 'n')
-		return;
+		return false;
 	k.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
 	k.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
 	t = bpf_map_lookup_elem(&py_execs, &k);
 	if (!t)
-		return;
+		return true;
 	e = *t;
 	e.runtime += BPF_CORE_READ(p, mm, start_code);
-	if (bpf_map_update_elem(&py_procs, &tgid, &e, BPF_ANY) == 0)
-		bpf_map_update_elem(&py_slots, &slot, &tgid, BPF_ANY);
+	e.woke = 0;
+	if (bpf_map_update_elem(&py_procs, &tgid, &e, BPF_ANY))
+		return true;
+	bpf_map_update_elem(&py_slots, &slot, &tgid, BPF_ANY);
+	return false;
 }
 
 /* comm is already the new image's name here (set in begin_new_exec). */
@@ -1262,6 +1290,7 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(cpa_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = p->tgid, slot = tgid % CPA_BPF_PY_SLOTS, *t;
+	bool wake = false;
 
 	/* The old image's entry (a forked Python's child running another
 	 * program) goes now; py_exec() enters the new one if it is Python. */
@@ -1271,8 +1300,8 @@ int BPF_PROG(cpa_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm
 			*t = 0;
 	}
 	if (!target_tgid || tgid == target_tgid)
-		py_exec(p, bprm);
-	return emit_task(p, CPA_BPF_TASK_EXEC);
+		wake = py_exec(p, bprm);
+	return emit_task(p, CPA_BPF_TASK_EXEC, wake);
 }
 
 /*
@@ -1294,6 +1323,7 @@ int BPF_PROG(cpa_fork, struct task_struct *parent, struct task_struct *child)
 	if (!pp)
 		return 0;
 	e = *pp;
+	e.woke = 0; /* its own first sample wakes capture: the code objects are its own */
 	if (bpf_map_update_elem(&py_procs, &tgid, &e, BPF_ANY) == 0)
 		bpf_map_update_elem(&py_slots, &slot, &tgid, BPF_ANY);
 	return 0;
@@ -1317,7 +1347,7 @@ int BPF_PROG(cpa_exit, struct task_struct *p)
 		if (t && *t == tgid)
 			*t = 0;
 	}
-	return emit_task(p, CPA_BPF_TASK_EXIT);
+	return emit_task(p, CPA_BPF_TASK_EXIT, false);
 }
 
 /*

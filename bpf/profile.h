@@ -170,6 +170,12 @@ struct cpa_bpf_py_proc {
 	__u16 fr_owner;	    /* owner (3.12+) */
 	__u16 entry_mode;   /* enum cpa_bpf_py_entry_mode */
 	__u16 co_check;	    /* PyCodeObject: co_firstlineno and the int after it */
+	/* 0 until the process's first sample with Python frames: the sampler
+	 * sets it and submits that sample with a forced wakeup, so capture
+	 * reads its code objects while it runs (docs/capture.md, "Python").
+	 * Capture enters a process with 0 and keeps the value it finds. */
+	__u16 woke;
+	__u16 _pad0[3];
 };
 
 /* Sample flags the BPF side sets; same bit values as enum cpa_sample_flag. */
@@ -320,7 +326,7 @@ _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, regs) == 88, "cpa_bpf_s
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 256, "cpa_bpf_sample kstack");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1272, "cpa_bpf_sample ufp");
 _Static_assert(sizeof(struct cpa_bpf_sample) == 2296, "cpa_bpf_sample fixed part");
-_Static_assert(sizeof(struct cpa_bpf_py_proc) == 40, "cpa_bpf_py_proc layout");
+_Static_assert(sizeof(struct cpa_bpf_py_proc) == 48, "cpa_bpf_py_proc layout");
 _Static_assert(sizeof(struct cpa_bpf_task) == 40, "cpa_bpf_task layout");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_offcpu, s) == 320, "cpa_bpf_offcpu layout");
 

@@ -22,11 +22,17 @@ struct sent {
 	uint32_t check;
 };
 
+/* A process code objects were sent for lately: CLOCK_MONOTONIC of its last. */
+struct busy {
+	uint64_t ns;
+	uint32_t pid; /* 0: free */
+};
+
 struct cap_pyname {
 	struct sent slots[CAP_PYNAME_SLOTS];
 	uint64_t pids[PID_BITS / 64];
+	struct busy busy[CAP_PYNAME_BUSY_PIDS];
 	struct shm_stage *st; /* its CAP_CNT_PYCODE_* counters, NULL: none */
-	uint64_t busy_ns;     /* CLOCK_MONOTONIC of the last send or Python exec, 0: none */
 	uint64_t spent_ns;    /* reading code objects since the poll began */
 	unsigned int evict;   /* the way a full bucket gives up next */
 };
@@ -37,15 +43,31 @@ static void cnt_add(struct cap_pyname *n, unsigned int idx)
 		shm_stage__cnt_add(n->st, idx, 1);
 }
 
-void cap_pyname__started(struct cap_pyname *n)
+/* Code objects sent for pid now: its entry, else a free or the oldest one. */
+static void busy_mark(struct cap_pyname *n, uint32_t pid)
 {
-	if (n)
-		n->busy_ns = clock_ns(CLOCK_MONOTONIC);
+	struct busy *b = &n->busy[0];
+
+	for (unsigned int i = 0; i < CAP_PYNAME_BUSY_PIDS; i++) {
+		if (n->busy[i].pid == pid) {
+			b = &n->busy[i];
+			break;
+		}
+		if (!n->busy[i].pid || n->busy[i].ns < b->ns)
+			b = &n->busy[i];
+	}
+	b->pid = pid;
+	b->ns = clock_ns(CLOCK_MONOTONIC);
 }
 
 bool cap_pyname__soon(const struct cap_pyname *n, uint64_t now_ns)
 {
-	return n && n->busy_ns && now_ns - n->busy_ns < CAP_PYNAME_BUSY_NS;
+	if (!n)
+		return false;
+	for (unsigned int i = 0; i < CAP_PYNAME_BUSY_PIDS; i++)
+		if (n->busy[i].pid && now_ns - n->busy[i].ns < CAP_PYNAME_BUSY_NS)
+			return true;
+	return false;
 }
 
 int cap_pyname__new(struct cap_pyname **ret, struct shm_stage *st)
@@ -76,6 +98,9 @@ void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid)
 
 	if (!n)
 		return;
+	for (unsigned int i = 0; i < CAP_PYNAME_BUSY_PIDS; i++)
+		if (n->busy[i].pid == pid)
+			n->busy[i] = (struct busy){0}; /* gone: nothing more to read */
 	w = &n->pids[(pid % PID_BITS) / 64];
 	if (!(*w & bit))
 		return;
@@ -147,7 +172,7 @@ static int send_code(struct cap_pyname *n, struct cap_emit *e, uint32_t pid,
 		memcpy(p + ql, info.filename, fl);
 		memcpy(p + ql + fl, info.linetab, info.linetab_len);
 		cnt_add(n, CAP_CNT_PYCODE_SENT);
-		n->busy_ns = clock_ns(CLOCK_MONOTONIC);
+		busy_mark(n, pid);
 	}
 	pycode__info_clear(&info);
 	return r;

@@ -62,16 +62,21 @@ void cap_pyname__poll(struct cap_pyname *n);
 void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid);
 
 /*
- * A Python started (an exec whose comm starts with python) or code objects
- * were sent less than CAP_PYNAME_BUSY_NS before now_ns (CLOCK_MONOTONIC): a
- * Python's new code objects are being sampled. Capture's next poll is then at
- * most CAP_PYNAME_POLL_MS away rather than up to a second, so that the code
+ * Code objects were sent for a process that has not exited (nor exec'd)
+ * less than CAP_PYNAME_BUSY_NS before now_ns (CLOCK_MONOTONIC): a Python's
+ * new code objects are being sampled. Capture's next poll is then at most
+ * CAP_PYNAME_POLL_MS away rather than up to a second, so that the code
  * objects of a short-lived process are read while it runs (a program's later
- * phases bring new ones: its first poll is not enough).
+ * phases bring new ones: its first poll is not enough). What starts it is
+ * the process's first sample with Python frames: the BPF side submits it
+ * with a forced wakeup (cpa_bpf_py_proc.woke, bpf/profile.h), whatever the
+ * process's comm, and only for a Python that gets sampled. The last
+ * CAP_PYNAME_BUSY_PIDS processes sent for are kept; a process's exit ends
+ * its part at once.
  */
-#define CAP_PYNAME_POLL_MS 100
-#define CAP_PYNAME_BUSY_NS (2 * NSEC_PER_SEC)
-void cap_pyname__started(struct cap_pyname *n);
+#define CAP_PYNAME_POLL_MS   100
+#define CAP_PYNAME_BUSY_NS   (2 * NSEC_PER_SEC)
+#define CAP_PYNAME_BUSY_PIDS 8
 bool cap_pyname__soon(const struct cap_pyname *n, uint64_t now_ns);
 
 #endif /* CPA_CAPTURE_CAP_PYNAME_H */

@@ -261,9 +261,10 @@ struct py_cached {
 };
 
 /*
- * The pids that may have a py_procs entry: those we entered, those whose exec
- * the exec program may have entered (comm "python..."), the map's keys after
- * lost mapping events. A bit per pid (pid_max is at most 2^22: 512 KiB,
+ * The pids that may have a py_procs entry: those we entered (the exec
+ * program's too, whatever their comm: their interpreter's MMAP event follows),
+ * those whose exec the exec program may have entered (comm "python..."), the
+ * map's keys after lost mapping events. A bit per pid (pid_max is at most 2^22: 512 KiB,
  * touched only where pids are). A fork or exec of any other process needs no
  * map syscall: those were 4-5 per new process (a lookup of the parent, a
  * delete, a slot read), a fifth of capture's CPU under churn. A bit left for
@@ -363,17 +364,20 @@ uint32_t cap_python__count(const struct cap_python *p)
 }
 
 /* An OK entry is not replaced by a worse one: pyenv's python3.11 has no
- * _PyRuntime, the libpython3.11.so it maps next has. */
+ * _PyRuntime, the libpython3.11.so it maps next has. The entry's woke is
+ * the one the map has (the exec program may have entered the process, and
+ * its first sample woken us already), else 0: its first sample wakes us. */
 static void put(struct cap_python *p, uint32_t pid, const struct cpa_bpf_py_proc *o)
 {
-	struct cpa_bpf_py_proc cur;
+	struct cpa_bpf_py_proc cur, e = *o;
 	bool had = bpf_map_lookup_elem(p->map_fd, &pid, &cur) == 0;
 	uint32_t slot;
 
 	if (had && cur.status == CPA_BPF_PY_OK && o->status != CPA_BPF_PY_OK)
 		return;
 	maybe_set(p, pid, true);
-	if (bpf_map_update_elem(p->map_fd, &pid, o, BPF_ANY) < 0) {
+	e.woke = had ? cur.woke : 0;
+	if (bpf_map_update_elem(p->map_fd, &pid, &e, BPF_ANY) < 0) {
 		log_debug("python: pid %u not tracked: %s", pid, strerror(errno));
 		return;
 	}

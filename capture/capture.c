@@ -83,8 +83,10 @@ struct capture {
 	/* The poll's deadline (cap_poll_next_ms()): the last poll's result,
 	 * the deadline, and when the last deadline was set, ring 0 flushed and
 	 * the tick ran (CLOCK_MONOTONIC); the records out (SHM_CNT_OUT) at
-	 * that flush. */
-	int polled, poll_ms;
+	 * that flush. wait_ms: the deadline the next poll waits for, poll_ms or
+	 * less while Python code objects are being named (cap_pyname__soon():
+	 * not kept, so that the polls go back to poll_ms at once after it). */
+	int polled, poll_ms, wait_ms;
 	uint64_t poll_last, flushed, now, flushed_recs;
 	unsigned int cpus[CAP_MAX_CPUS];
 	unsigned int nr_cpus;
@@ -179,8 +181,6 @@ static int on_record(void *ctx, const void *data, size_t size)
 		if (c->bpf && t->kind == CPA_BPF_TASK_EXIT)
 			cap_bpf__ustack_set(c->bpf, t->pid, 0);
 		cap_pyname__drop_pid(c->pyname, t->pid);
-		if (t->kind == CPA_BPF_TASK_EXEC && !strncmp(t->comm, "python", 6))
-			cap_pyname__started(c->pyname);
 	}
 	return cap_emit__record(&c->emit, data, size);
 }
@@ -1016,7 +1016,7 @@ static int next_tick_ms(const struct capture *c, uint64_t now_ns)
 int capture__poll(void *obj)
 {
 	struct capture *c = obj;
-	int r = 0, wait_ms = MIN(c->poll_ms, next_tick_ms(c, c->now));
+	int r = 0, wait_ms = MIN(c->wait_ms, next_tick_ms(c, c->now));
 
 	shm_stage__cnt_set(c->st, CAP_CNT_GEN_ALIVE_NS,
 			   __atomic_load_n(&c->st->heartbeat_ns, __ATOMIC_RELAXED));
@@ -1051,6 +1051,7 @@ int capture__poll(void *obj)
 int capture__tick(void *obj, uint64_t now_ns)
 {
 	struct capture *c = obj;
+	bool naming = cap_pyname__soon(c->pyname, now_ns);
 	uint32_t wake;
 	int r;
 
@@ -1061,10 +1062,9 @@ int capture__tick(void *obj, uint64_t now_ns)
 	}
 	if (cap_python__soon(c->python))
 		c->poll_ms = CAP_POLL_MIN_MS;
-	else if (cap_pyname__soon(c->pyname, now_ns))
-		c->poll_ms = MIN(c->poll_ms, CAP_PYNAME_POLL_MS);
-	else if (c->tick_len_ns > NSEC_PER_SEC)
+	else if (!naming && c->tick_len_ns > NSEC_PER_SEC)
 		c->poll_ms = (int)(c->tick_len_ns / NSEC_PER_MSEC); /* up to the tick */
+	c->wait_ms = naming ? MIN(c->poll_ms, CAP_PYNAME_POLL_MS) : c->poll_ms;
 	/* More records than a stretched interval allows woke us: it ends now,
 	 * seconds again. */
 	if (c->tick_len_ns > NSEC_PER_SEC && c->polled > 0 && !cap_bpf__wake_left(c->bpf))
@@ -1173,7 +1173,7 @@ int capture__new(const struct shm_stage_ctx *ctx, void **ret)
 	c->tick_at_ns = clock_ns(CLOCK_MONOTONIC);
 	if (c->cfg->flags & CPA_CFG_OFFCPU)
 		c->next_tick_ns = offcpu_next_tick(clock_ns(CLOCK_MONOTONIC));
-	c->poll_ms = CAP_POLL_FLOW_MS;
+	c->poll_ms = c->wait_ms = CAP_POLL_FLOW_MS;
 	c->now = c->poll_last = c->flushed = clock_ns(CLOCK_MONOTONIC);
 	c->flushed_recs = shm_stage__cnt(c->st, SHM_CNT_OUT);
 	*ret = c;

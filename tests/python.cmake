@@ -17,16 +17,21 @@ cpa_add_test(NAME test_python_gone SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python
 # poll than capture's read budget: its counters move, and symd still names them.
 cpa_add_test(NAME test_python_many SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python.c
   ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 180 EXCLUSIVE)
-foreach(t test_python test_python_reuse test_python_gone test_python_many)
+# test_python_alias (PY_ALIAS 1): a link named pyworker to python3.11 (its comm not
+# python...) lives 1 s, twice, while symd is stopped: its samples still name hot().
+cpa_add_test(NAME test_python_alias SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 180 EXCLUSIVE)
+foreach(t test_python test_python_reuse test_python_gone test_python_many test_python_alias)
   add_dependencies(${t} cpa capture unwindd symd storer)
   target_compile_definitions(${t} PRIVATE
     PY_HOT_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_hot.py"
     PY_REUSE_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_reuse.py"
     PY_MANY_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_many.py")
 endforeach()
-target_compile_definitions(test_python PRIVATE PY_REUSE=0 PY_GONE=0 PY_MANY=0)
-target_compile_definitions(test_python_reuse PRIVATE PY_REUSE=1 PY_GONE=0 PY_MANY=0)
-target_compile_definitions(test_python_gone PRIVATE PY_REUSE=0 PY_GONE=1 PY_MANY=0)
-target_compile_definitions(test_python_many PRIVATE PY_REUSE=0 PY_GONE=0 PY_MANY=1)
+target_compile_definitions(test_python PRIVATE PY_REUSE=0 PY_GONE=0 PY_MANY=0 PY_ALIAS=0)
+target_compile_definitions(test_python_reuse PRIVATE PY_REUSE=1 PY_GONE=0 PY_MANY=0 PY_ALIAS=0)
+target_compile_definitions(test_python_gone PRIVATE PY_REUSE=0 PY_GONE=1 PY_MANY=0 PY_ALIAS=0)
+target_compile_definitions(test_python_many PRIVATE PY_REUSE=0 PY_GONE=0 PY_MANY=1 PY_ALIAS=0)
+target_compile_definitions(test_python_alias PRIVATE PY_REUSE=0 PY_GONE=0 PY_MANY=0 PY_ALIAS=1)
 cpa_add_test(NAME test_pysym SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pysym.c
   ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LIBS cpa_symd_core LABELS unit python TIMEOUT 60)

@@ -869,7 +869,8 @@ static int pycode_records(struct fix *f, struct cap_pyname *pn, struct cpa_bpf_s
  * cap_pyname: a Python sample's code objects are read from the live process
  * and sent before the sample, once per process (not again for the next
  * sample; again after its exit or exec); a gone process's are not sent and
- * its sample still is.
+ * its sample still is. Sends ask for fast polls (cap_pyname__soon()) until
+ * the process's exit or exec.
  */
 START_TEST(test_pyname)
 {
@@ -909,13 +910,19 @@ START_TEST(test_pyname)
 	ck_assert(cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
 	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 0);
 	cap_pyname__drop_pid(pn, (uint32_t)pid + 1);
+	ck_assert(cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
 	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 0);
+	/* Its exit (or exec) ends the fast polls it started. */
 	cap_pyname__drop_pid(pn, (uint32_t)pid);
+	ck_assert(!cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
 	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 2);
+	ck_assert(cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
 	close(in);
 	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
 	cap_pyname__drop_pid(pn, (uint32_t)pid);
+	ck_assert(!cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
 	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 0);
+	ck_assert(!cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
 	/* The stage counters `cpa ctl` shows. */
 	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_PYCODE_SENT), 4);
 	ck_assert_uint_ge(shm_stage__cnt(f.st, CAP_CNT_PYCODE_FAILED), 1);
