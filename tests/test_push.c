@@ -1158,6 +1158,7 @@ int main(void)
 	(void)test_push_bad_url;
 	(void)test_push_once_backend_down;
 	(void)test_push_once_refused;
+	(void)test_push_once_export_fails;
 	(void)test_push_daemon_outage;
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
