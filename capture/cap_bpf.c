@@ -824,9 +824,17 @@ static void probe_left_out(struct cap_bpf *b, unsigned int i, int err)
 	}
 	b->refused |= 1u << i;
 	probe_ctl_set(b, i, CPA_BPF_PROBE_REFUSED, 0);
-	log_warn("probe %u '%s' left out: the kernel refused its %s: %s; sampling and the other "
-		 "probes go on ([lost: capture probe_refused])",
-		 i, name, where, attach_reason(err, why, sizeof(why)));
+	/* Out of a resource now (a later capture start may find it): not a
+	 * refusal of the probe itself, and not worth stopping capture for. */
+	if (err == ENOMEM || err == EMFILE || err == ENFILE || err == EAGAIN || err == EINTR)
+		log_warn("probe %u '%s' left out until capture's next start: attaching its %s "
+			 "failed: %s; sampling and the other probes go on ([lost: capture "
+			 "probe_refused])",
+			 i, name, where, attach_reason(err, why, sizeof(why)));
+	else
+		log_warn("probe %u '%s' left out: the kernel refused its %s: %s; sampling and the "
+			 "other probes go on ([lost: capture probe_refused])",
+			 i, name, where, attach_reason(err, why, sizeof(why)));
 }
 
 /* Attach probe i; left out (NULL) when the kernel refuses it. */

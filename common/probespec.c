@@ -535,7 +535,8 @@ static bool uprobe_refuses(const uint8_t *b, size_t len, char *what, size_t n)
 
 	if (!l)
 		return false;
-	/* Newer kernels take (and optimize) exactly this cs-prefixed nop. */
+	/* This cs-prefixed nop Linux 6.18 refuses and newer kernels take (and
+	 * optimize): left to the attach, which leaves it out where refused. */
 	if (in.seg_lock && !(l == 10 && !memcmp(b, "\x66\x2e\x0f\x1f\x84", 5))) {
 		snprintf(what, n, "`%s`-prefixed instruction%s",
 			 in.seg_lock == 0xf0   ? "lock"
@@ -658,11 +659,16 @@ static int elf_check(const char *spec, struct probe_spec *p)
 		r = log_error_errno(-ENOENT, "probe '%s': %s+%#llx is in no loadable segment", spec,
 				    p->a, (unsigned long long)p->off);
 	} else if (insn == -EOPNOTSUPP) {
-		r = log_error_errno(-EOPNOTSUPP,
-				    "probe '%s': %s at %s+%#llx (%s+%#llx): the kernel's uprobes "
-				    "cannot probe this instruction; pick another offset",
-				    spec, what, p->path, (unsigned long long)p->file_off, p->a,
-				    (unsigned long long)p->off);
+		r = log_error_errno(
+			-EOPNOTSUPP,
+			"probe '%s': %s at %s+%#llx (%s+%#llx): the kernel's uprobes "
+			"cannot probe this instruction; %s",
+			spec, what, p->path, (unsigned long long)p->file_off, p->a,
+			(unsigned long long)p->off,
+			p->type == PROBE_URETPROBE
+				? "a uretprobe's breakpoint is at the function's entry: "
+				  "probe its callers or a uprobe inside it instead"
+				: "pick another offset");
 	}
 	elf_end(e);
 	return r;

@@ -597,7 +597,12 @@ START_TEST(test_probespec_insn_refused)
 	}
 	/* A return probe sets its breakpoint at the entry: refused alike. */
 	snprintf(spec, sizeof(spec), "uretprobe:%s:probespec_refused", self);
+	refused_line[0] = 0;
 	ck_assert_int_eq(probe_spec__resolve(spec, &p), -EOPNOTSUPP);
+	/* ... and no offset to pick: the line says what is left */
+	ck_assert_msg(strstr(refused_line, "a uretprobe's breakpoint is at the function's entry") &&
+			      !strstr(refused_line, "pick another offset"),
+		      "%s", refused_line);
 	log_set_sink(NULL);
 #endif
 }
