@@ -178,10 +178,19 @@ static int mem_read(void *ctx, const struct pycode_seg *segs, unsigned int n)
 		if (p->mem_fd < 0)
 			return -ESRCH;
 	}
-	for (unsigned int i = 0; i < n; i++)
-		if (segs[i].len && pread(p->mem_fd, segs[i].buf, segs[i].len,
-					 (off_t)segs[i].addr) != (ssize_t)segs[i].len)
+	for (unsigned int i = 0; i < n; i++) {
+		ssize_t r;
+
+		if (!segs[i].len)
+			continue;
+		r = pread(p->mem_fd, segs[i].buf, segs[i].len, (off_t)segs[i].addr);
+		/* 0 bytes: the process's memory is gone (it exited after the
+		 * file was opened; an address it does not map is -EIO) */
+		if (r == 0)
+			return -ESRCH;
+		if (r != (ssize_t)segs[i].len)
 			return -EFAULT;
+	}
 	return 0;
 }
 

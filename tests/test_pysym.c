@@ -6,6 +6,8 @@
  *    for each CPython 3.10-3.13 the machine has;
  *  - a live Debian python3.11's method is named "K.m (<string>:LINE)" from
  *    its code object's address, and refused (-ESTALE) with another check word;
+ *    once the process exited, another code object's read through the same
+ *    open /proc/PID/mem says the process is gone (-ESRCH), not freed;
  *    read as capture reads it (common/pycode.h) and primed into a new pysym
  *    (CPA_REC_PYCODE), it is named the same after the process is gone;
  *  - an exit drops exactly the pid's entries, and looks through the slots
@@ -130,13 +132,17 @@ START_TEST(test_pysym_lines)
 END_TEST
 
 /* The live method: prints the code object's address, its co_code offset
- * unit 0's line, then waits on stdin. */
+ * unit 0's line and another function's code object's address, then waits on
+ * stdin. */
 static const char live_py[] =
 	"import sys\n"
 	"class K:\n"
 	"    def m(self):\n"
 	"        return 1\n"
-	"print(hex(id(K.m.__code__)), K.m.__code__.co_firstlineno, flush=True)\n"
+	"def g():\n"
+	"    return 2\n"
+	"print(hex(id(K.m.__code__)), K.m.__code__.co_firstlineno, hex(id(g.__code__)),\n"
+	"      flush=True)\n"
 	"sys.stdin.read()\n";
 
 /* pycode_read_fn over an open /proc/PID/mem (ctx: its fd). */
@@ -154,7 +160,7 @@ START_TEST(test_pysym_live)
 	char *argv[] = {"/usr/bin/python3.11", "-c", (char *)live_py, NULL};
 	int in[2], out[2], memfd, len;
 	char buf[256], name[512], path[64];
-	uint64_t code, ck;
+	uint64_t code, code_g, ck;
 	uint32_t first, line, check;
 	struct pysym *p;
 	ssize_t n;
@@ -174,8 +180,8 @@ START_TEST(test_pysym_live)
 		got += (size_t)n;
 		buf[got] = 0;
 	}
-	ck_assert_msg(sscanf(buf, "%" SCNx64 " %" SCNu32, &code, &first) == 2, "python said: %s",
-		      buf);
+	ck_assert_msg(sscanf(buf, "%" SCNx64 " %" SCNu32 " %" SCNx64, &code, &first, &code_g) == 3,
+		      "python said: %s", buf);
 	/* the check word as BPF reads it: 8 bytes at co_firstlineno (3.11: 72) */
 	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
 	memfd = open(path, O_RDONLY);
@@ -193,7 +199,6 @@ START_TEST(test_pysym_live)
 	ck_assert_int_eq(pysym__name(p, (uint32_t)pid, 11, code, 184 + 2, check + 1, name,
 				     sizeof(name), &line),
 			 -ESTALE);
-	pysym__free(p);
 	/* capture's read (common/pycode.h), primed into a symd that names it
 	 * after the process is gone (CPA_REC_PYCODE) */
 	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
@@ -206,6 +211,16 @@ START_TEST(test_pysym_live)
 	close(out[0]);
 	kill(pid, SIGKILL);
 	wait_exit(pid, NULL);
+	/* p's /proc/PID/mem is still open (it reads 0 bytes now): K.m stays
+	 * named from its slot, g()'s read says the process is gone (-ESRCH, a
+	 * sample's "process gone before naming"), not a freed code object */
+	len = pysym__name(p, (uint32_t)pid, 11, code, 184 + 2, check, name, sizeof(name), &line);
+	ck_assert_msg(len > 0, "pysym__name, cached after exit: %d", len);
+	ck_assert_str_eq(name, buf);
+	ck_assert_int_eq(
+		pysym__name(p, (uint32_t)pid, 11, code_g, 184 + 2, 0, name, sizeof(name), &line),
+		-ESRCH);
+	pysym__free(p);
 	ck_assert_int_eq(pysym__new(NULL, &p), 0);
 	ck_assert_int_eq(
 		pysym__name(p, (uint32_t)pid, 11, code, 184 + 2, check, name, sizeof(name), &line),

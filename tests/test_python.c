@@ -41,7 +41,10 @@
  *   - capture's counters (`cpa ctl status`) moved: records sent and samples
  *     past the budget (pycode_sent, pycode_deferred);
  *   - >= 90 % of its samples in the chains name spin() under a cK_59() (the
- *     code objects capture did not send, symd read itself).
+ *     code objects capture did not send, symd read itself);
+ *   - none carries "code object freed": every chain lives until the exit, and
+ *     a sample whose code objects symd reads only after it (the last ~2 s:
+ *     the pipeline's delay) says the process is gone.
  *
  * Built again as test_python_alias (PY_ALIAS 1): a Python whose comm does not
  * say python (a link named pyworker to Debian's python3.11, as a venv's entry
@@ -79,7 +82,7 @@ static char bin_dir[4096], cpa[4200];
 static char dir[PATH_MAX]; /* main()'s test_scratch(): kept if the test fails */
 
 struct py_stats {
-	long samples, hot, native_below, complete, marked;
+	long samples, hot, native_below, complete, marked, freed;
 };
 
 /* One folded line of the interpreter (fold_lines_of()): ";root;...;leaf". */
@@ -389,6 +392,8 @@ static void many_line(void *ctx, char *stack, long c)
 	st->samples += c;
 	if (strstr(stack, "<# PYTHON:"))
 		st->marked += c;
+	if (strstr(stack, "<# PYTHON: CODE OBJECT FREED #>"))
+		st->freed += c;
 	if (sp) {
 		*sp = 0;
 		last = strrchr(stack, ';');
@@ -443,9 +448,11 @@ START_TEST(test_python_many)
 	fold_lines_of(text, pid, many_line, &st);
 	fprintf(stderr,
 		"e2e python many: %ld samples, spin() under cK_59() %.2f %%, Python root marker "
-		"%.2f %%; capture: pycode_sent %lld, pycode_deferred %lld\n",
+		"%.2f %% (code object freed %.2f %%); capture: pycode_sent %lld, pycode_deferred "
+		"%lld\n",
 		st.samples, 100.0 * (double)st.hot / (double)MAX(st.samples, 1),
-		100.0 * (double)st.marked / (double)MAX(st.samples, 1), sent, deferred);
+		100.0 * (double)st.marked / (double)MAX(st.samples, 1),
+		100.0 * (double)st.freed / (double)MAX(st.samples, 1), sent, deferred);
 	ck_assert_int_gt(sent, 0);
 	ck_assert_int_gt(deferred, 0);
 	/* 49 Hz for 15 s: 735 at a whole CPU, fewer on a busy machine (its
@@ -453,6 +460,9 @@ START_TEST(test_python_many)
 	ck_assert_msg(st.samples >= 100, "%ld samples", st.samples);
 	ck_assert_msg(st.hot >= 0.90 * (double)st.samples, "named in %ld of %ld", st.hot,
 		      st.samples);
+	/* no chain's code object is freed while it runs: what symd could not
+	 * read (its samples after the exit) is the process gone, not freed */
+	ck_assert_msg(st.freed == 0, "code object freed in %ld of %ld", st.freed, st.samples);
 	free(text);
 }
 END_TEST
