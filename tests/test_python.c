@@ -53,7 +53,7 @@
  *
  *   - >= 90 % of their samples name hot() under b() under a().
  *
- * Built again as test_python_launcher (PY_LAUNCH 1): pyenv's python3.11, a
+ * Built again as test_python_launcher (PY_LAUNCHER 1): pyenv's python3.11, a
  * launcher (its interpreter in libpython3.11.so, mapped after its exec),
  * lives 0.8 s, twice, 2.5 s apart, while symd is stopped: capture enters it
  * at its first sample (a pending entry, no timed polls) and names its code
@@ -555,7 +555,7 @@ int main(void)
 		fprintf(stderr, "skip: needs %s\n", PY_DEBIAN);
 		return 77;
 	}
-	if (PY_LAUNCH && access(PY_PYENV, X_OK) != 0) {
+	if (PY_LAUNCHER && access(PY_PYENV, X_OK) != 0) {
 		fprintf(stderr, "skip: needs %s\n", PY_PYENV);
 		return 77;
 	}
@@ -564,11 +564,11 @@ int main(void)
 	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
 	test_scratch_in(dir, sizeof(dir), "python");
 	return run_one_test(s, tc,
-			    PY_LAUNCH  ? test_python_launcher
-			    : PY_ALIAS ? test_python_alias
-			    : PY_MANY  ? test_python_many
-			    : PY_GONE  ? test_python_gone
-			    : PY_REUSE ? test_python_reuse
-				       : test_python_hot,
-			    PY_REUSE || PY_GONE || PY_MANY || PY_ALIAS || PY_LAUNCH ? 120 : 240);
+			    PY_LAUNCHER ? test_python_launcher
+			    : PY_ALIAS	? test_python_alias
+			    : PY_MANY	? test_python_many
+			    : PY_GONE	? test_python_gone
+			    : PY_REUSE	? test_python_reuse
+					: test_python_hot,
+			    PY_REUSE || PY_GONE || PY_MANY || PY_ALIAS || PY_LAUNCHER ? 120 : 240);
 }
