@@ -722,6 +722,12 @@ static __always_inline struct py_buf *py_walk(__u32 tgid, __u64 self, __u32 *key
 	b->n = 0;
 	b->wake = 0;
 	b->status = pp->status;
+	/* A launcher's entry (pending): its first sample wakes capture to
+	 * read the libpython mapping that completes it (py_exec()). */
+	if (pp->status == CPA_BPF_PY_PENDING && !b->pp.woke) {
+		((struct cpa_bpf_py_proc *)pp)->woke = 1;
+		b->wake = 1;
+	}
 	if (pp->status != CPA_BPF_PY_OK)
 		return b;
 	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_loop)) {
@@ -788,6 +794,8 @@ static __always_inline bool py_sample(struct cpa_bpf_sample *s, struct bpf_dynpt
 	b = bpf_map_lookup_elem(&py_scratch, &key);
 	if (!b)
 		return false;
+	if (b->status == CPA_BPF_PY_PENDING)
+		return b->wake; /* no interpreter yet: a sample without Python */
 	s->py_ver = b->pp.version;
 	s->py_status = (__u16)b->status;
 	n = b->n;
@@ -1213,9 +1221,7 @@ int cpa_probe_tp(void *ctx)
 	return probe_run(ctx, NULL, false, (__u32)bpf_get_attach_cookie(ctx));
 }
 
-/* wake: a forced wakeup for this record (the exec of a Python capture must
- * look at, py_exec()); else submit_flags(). */
-static __always_inline int emit_task(struct task_struct *p, __u32 kind, bool wake)
+static __always_inline int emit_task(struct task_struct *p, __u32 kind)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct cpa_bpf_task *t;
@@ -1239,7 +1245,7 @@ static __always_inline int emit_task(struct task_struct *p, __u32 kind, bool wak
 	t->pid = tgid;
 	t->tid = BPF_CORE_READ(p, pid);
 	__builtin_memcpy(t->comm, comm, sizeof(comm));
-	bpf_ringbuf_submit(t, wake ? BPF_RB_FORCE_WAKEUP : submit_flags());
+	bpf_ringbuf_submit(t, submit_flags());
 	return 0;
 }
 
@@ -1255,34 +1261,33 @@ struct {
  * The executed file's own name (a symlink's target, a script's interpreter)
  * must say python: an inode number the interpreter's file had before an
  * upgrade may be another file's now. The comm need not: a venv's entry point
- * or a link named otherwise runs the same interpreter. True: a python file
- * not entered here (capture has not resolved it yet, or a launcher whose
- * libpython maps next): capture is woken to drain its mapping events now
- * rather than at its next poll, up to seconds of samples later.
+ * or a link named otherwise runs the same interpreter. A python file without
+ * a template (capture has not resolved it yet, or a launcher whose libpython
+ * maps next) is entered pending (CPA_BPF_PY_PENDING): its first sample wakes
+ * capture (py_walk()), which reads its mappings then and completes the entry;
+ * one that is never sampled costs capture nothing.
  */
-static __always_inline bool py_exec(struct task_struct *p, struct linux_binprm *bprm)
+static __always_inline void py_exec(struct task_struct *p, struct linux_binprm *bprm)
 {
 	struct cpa_bpf_py_exec k = {};
-	struct cpa_bpf_py_proc *t, e;
+	struct cpa_bpf_py_proc *t, e = {};
 	__u32 tgid = p->tgid, slot = tgid % CPA_BPF_PY_SLOTS;
 	const unsigned char *name = BPF_CORE_READ(bprm, file, f_path.dentry, d_name.name);
 	char c[8];
 
 	if (bpf_probe_read_kernel(c, sizeof(c), name) || c[0] != 'p' || c[1] != 'y' ||
 	    c[2] != 't' || c[3] != 'h' || c[4] != 'o' || c[5] != 'n')
-		return false;
+		return;
 	k.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
 	k.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
 	t = bpf_map_lookup_elem(&py_execs, &k);
-	if (!t)
-		return true;
-	e = *t;
-	e.runtime += BPF_CORE_READ(p, mm, start_code);
+	if (t) {
+		e = *t;
+		e.runtime += BPF_CORE_READ(p, mm, start_code);
+	}
 	e.woke = 0;
-	if (bpf_map_update_elem(&py_procs, &tgid, &e, BPF_ANY))
-		return true;
-	bpf_map_update_elem(&py_slots, &slot, &tgid, BPF_ANY);
-	return false;
+	if (bpf_map_update_elem(&py_procs, &tgid, &e, BPF_ANY) == 0)
+		bpf_map_update_elem(&py_slots, &slot, &tgid, BPF_ANY);
 }
 
 /* comm is already the new image's name here (set in begin_new_exec). */
@@ -1290,7 +1295,6 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(cpa_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = p->tgid, slot = tgid % CPA_BPF_PY_SLOTS, *t;
-	bool wake = false;
 
 	/* The old image's entry (a forked Python's child running another
 	 * program) goes now; py_exec() enters the new one if it is Python. */
@@ -1300,8 +1304,8 @@ int BPF_PROG(cpa_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm
 			*t = 0;
 	}
 	if (!target_tgid || tgid == target_tgid)
-		wake = py_exec(p, bprm);
-	return emit_task(p, CPA_BPF_TASK_EXEC, wake);
+		py_exec(p, bprm);
+	return emit_task(p, CPA_BPF_TASK_EXEC);
 }
 
 /*
@@ -1347,7 +1351,7 @@ int BPF_PROG(cpa_exit, struct task_struct *p)
 		if (t && *t == tgid)
 			*t = 0;
 	}
-	return emit_task(p, CPA_BPF_TASK_EXIT, false);
+	return emit_task(p, CPA_BPF_TASK_EXIT);
 }
 
 /*

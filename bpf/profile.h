@@ -141,6 +141,11 @@ enum cpa_bpf_py_entry_mode {
 
 /* cpa_bpf_sample.py_status (and cpa_bpf_py_proc.status): what the walk got. */
 enum cpa_bpf_py_status {
+	/* cpa_bpf_py_proc.status only, never a sample's: a python file the exec
+	 * program entered without an interpreter address (a launcher whose
+	 * libpython maps next, or one capture has not resolved yet); its first
+	 * sample wakes capture, which completes the entry from its mappings. */
+	CPA_BPF_PY_PENDING = 0,
 	CPA_BPF_PY_OK = 1,	/* the whole chain, to its NULL end */
 	CPA_BPF_PY_TRUNC,	/* CPA_BPF_MAX_PYFRAMES frames, more beyond */
 	CPA_BPF_PY_NO_TSTATE,	/* the thread has no thread state (not a Python thread) */
@@ -170,10 +175,11 @@ struct cpa_bpf_py_proc {
 	__u16 fr_owner;	    /* owner (3.12+) */
 	__u16 entry_mode;   /* enum cpa_bpf_py_entry_mode */
 	__u16 co_check;	    /* PyCodeObject: co_firstlineno and the int after it */
-	/* 0 until the process's first sample with Python frames: the sampler
-	 * sets it and submits that sample with a forced wakeup, so capture
-	 * reads its code objects while it runs (docs/capture.md, "Python").
-	 * Capture enters a process with 0 and keeps the value it finds. */
+	/* 0 until the process's first sample with Python frames (a pending
+	 * entry's: its first sample): the sampler sets it and submits that
+	 * sample with a forced wakeup, so capture reads its code objects (its
+	 * mappings) while it runs (docs/capture.md, "Python"). Capture enters
+	 * a process with 0 and keeps the value an OK entry has. */
 	__u16 woke;
 	__u16 _pad0[3];
 };

@@ -282,7 +282,6 @@ struct cap_python {
 	uint64_t map_ops; /* py_procs syscalls for fork and exec events (tests) */
 	struct py_cached cache[PY_CACHE];
 	unsigned int next;
-	bool soon; /* a launcher seen: its libpython's mapping is next */
 	char *maps;
 	size_t maps_cap;
 };
@@ -327,15 +326,6 @@ static void maybe_set(struct cap_python *p, uint32_t pid, bool on)
 		p->maybe[pid / 64] &= ~(1ull << (pid % 64));
 }
 
-bool cap_python__soon(struct cap_python *p)
-{
-	bool r = p && p->soon;
-
-	if (p)
-		p->soon = false;
-	return r;
-}
-
 void cap_python__lost(struct cap_python *p)
 {
 	uint32_t key, next, n = 0;
@@ -364,9 +354,11 @@ uint32_t cap_python__count(const struct cap_python *p)
 }
 
 /* An OK entry is not replaced by a worse one: pyenv's python3.11 has no
- * _PyRuntime, the libpython3.11.so it maps next has. The entry's woke is
- * the one the map has (the exec program may have entered the process, and
- * its first sample woken us already), else 0: its first sample wakes us. */
+ * _PyRuntime (its entry is pending), the libpython3.11.so it maps next has.
+ * The entry's woke is the one an OK entry in the map has (the exec program
+ * may have entered the process, and its first sample woken us already),
+ * else 0: its next sample wakes us (a pending one's: it still waits for its
+ * library's mapping; an OK one's: its first with frames). */
 static void put(struct cap_python *p, uint32_t pid, const struct cpa_bpf_py_proc *o)
 {
 	struct cpa_bpf_py_proc cur, e = *o;
@@ -376,7 +368,7 @@ static void put(struct cap_python *p, uint32_t pid, const struct cpa_bpf_py_proc
 	if (had && cur.status == CPA_BPF_PY_OK && o->status != CPA_BPF_PY_OK)
 		return;
 	maybe_set(p, pid, true);
-	e.woke = had ? cur.woke : 0;
+	e.woke = had && cur.status == CPA_BPF_PY_OK ? cur.woke : 0;
 	if (bpf_map_update_elem(p->map_fd, &pid, &e, BPF_ANY) < 0) {
 		log_debug("python: pid %u not tracked: %s", pid, strerror(errno));
 		return;
@@ -458,10 +450,6 @@ static void on_mapping(struct cap_python *p, uint32_t pid, uint64_t start, uint6
 
 		if (x->used && x->pgoff == pgoff && !memcmp(x->key, key, key_len)) {
 			o = x->o;
-			if (!o.status) {
-				p->soon = true;
-				return;
-			}
 			if (o.status == CPA_BPF_PY_OK)
 				o.runtime = (uint64_t)((int64_t)start + x->delta);
 			put(p, pid, &o);
@@ -477,10 +465,7 @@ static void on_mapping(struct cap_python *p, uint32_t pid, uint64_t start, uint6
 	close(fd);
 	if (r < 0)
 		return;
-	if (r == 1)
-		p->soon = true;
-	else
-		put(p, pid, &o);
+	put(p, pid, &o); /* r 1, a launcher: pending (o is zeroes) */
 	if (key_len) {
 		c = &p->cache[p->next++ % PY_CACHE];
 		memset(c, 0, sizeof(*c));

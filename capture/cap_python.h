@@ -44,8 +44,10 @@ int cap_python__resolve(int fd, uint64_t start, uint64_t pgoff, unsigned int nam
 int cap_python__new(int map_fd, int slots_fd, int execs_fd, uint32_t target_tgid,
 		    struct cap_python **ret);
 /* A mapping event (capture's, before it is emitted): MMAP of an interpreter
- * adds pid, FORK copies the parent's entry, EXEC drops pid's (path: the
- * new comm). Only a pid that may have an entry costs a map syscall. */
+ * adds pid (a launcher's, python3.X linking libpython3.X.so: pending, its
+ * next sample wakes capture for the library's mapping), FORK copies the
+ * parent's entry, EXEC drops pid's (path: the new comm). Only a pid that
+ * may have an entry costs a map syscall. */
 void cap_python__map_event(struct cap_python *p, const struct cpa_map_event *ev, const char *path);
 /* Mapping events were lost: the map's pids may have entries. */
 void cap_python__lost(struct cap_python *p);
@@ -54,10 +56,6 @@ uint64_t cap_python__map_ops(const struct cap_python *p);
 /* The processes already running: /proc/PID/maps of each. Returns how many
  * Python processes it found. */
 int cap_python__scan(struct cap_python *p);
-/* True once after a launcher (python3.X linking libpython3.X.so) was
- * mapped: its library's mapping follows within milliseconds, so capture
- * drains the mapping events again soon rather than at its next poll. */
-bool cap_python__soon(struct cap_python *p);
 /* Processes whose entry is in the map now. */
 uint32_t cap_python__count(const struct cap_python *p);
 void cap_python__free(struct cap_python *p);

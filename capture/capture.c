@@ -1060,9 +1060,7 @@ int capture__tick(void *obj, uint64_t now_ns)
 		c->poll_ms = cap_poll_next_ms(c->poll_ms, c->polled, now_ns - c->poll_last);
 		c->poll_last = now_ns;
 	}
-	if (cap_python__soon(c->python))
-		c->poll_ms = CAP_POLL_MIN_MS;
-	else if (!naming && c->tick_len_ns > NSEC_PER_SEC)
+	if (!naming && c->tick_len_ns > NSEC_PER_SEC)
 		c->poll_ms = (int)(c->tick_len_ns / NSEC_PER_MSEC); /* up to the tick */
 	c->wait_ms = naming ? MIN(c->poll_ms, CAP_PYNAME_POLL_MS) : c->poll_ms;
 	/* More records than a stretched interval allows woke us: it ends now,

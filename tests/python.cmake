@@ -21,17 +21,28 @@ cpa_add_test(NAME test_python_many SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python
 # python...) lives 1 s, twice, while symd is stopped: its samples still name hot().
 cpa_add_test(NAME test_python_alias SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python.c
   ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 180 EXCLUSIVE)
-foreach(t test_python test_python_reuse test_python_gone test_python_many test_python_alias)
+# test_python_launcher (PY_LAUNCHER 1): pyenv's python3.11 (a launcher: libpython3.11.so) lives
+# 0.8 s, twice, while symd is stopped: hot() named; its `--version` runs cost capture fewer
+# than half a wakeup each over /bin/true's (no exec wakeup, no timed polls for a launcher).
+# Without pyenv's 3.11.7, 77.
+cpa_add_test(NAME test_python_launcher SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 180 EXCLUSIVE)
+foreach(t test_python test_python_reuse test_python_gone test_python_many test_python_alias
+    test_python_launcher)
   add_dependencies(${t} cpa capture unwindd symd storer)
   target_compile_definitions(${t} PRIVATE
     PY_HOT_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_hot.py"
     PY_REUSE_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_reuse.py"
     PY_MANY_SCRIPT="${CMAKE_SOURCE_DIR}/tests/workload/py_many.py")
+  # PY_<SUFFIX> 1 in test_python_<suffix>, the others 0
+  foreach(f REUSE GONE MANY ALIAS LAUNCHER)
+    string(TOLOWER ${f} suffix)
+    if(t STREQUAL "test_python_${suffix}")
+      target_compile_definitions(${t} PRIVATE PY_${f}=1)
+    else()
+      target_compile_definitions(${t} PRIVATE PY_${f}=0)
+    endif()
+  endforeach()
 endforeach()
-target_compile_definitions(test_python PRIVATE PY_REUSE=0 PY_GONE=0 PY_MANY=0 PY_ALIAS=0)
-target_compile_definitions(test_python_reuse PRIVATE PY_REUSE=1 PY_GONE=0 PY_MANY=0 PY_ALIAS=0)
-target_compile_definitions(test_python_gone PRIVATE PY_REUSE=0 PY_GONE=1 PY_MANY=0 PY_ALIAS=0)
-target_compile_definitions(test_python_many PRIVATE PY_REUSE=0 PY_GONE=0 PY_MANY=1 PY_ALIAS=0)
-target_compile_definitions(test_python_alias PRIVATE PY_REUSE=0 PY_GONE=0 PY_MANY=0 PY_ALIAS=1)
 cpa_add_test(NAME test_pysym SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pysym.c
   ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LIBS cpa_symd_core LABELS unit python TIMEOUT 60)

@@ -9,7 +9,12 @@
  *    into a reused pid;
  *  - an exec named python... may have been entered by the exec program: its
  *    fork is looked up;
- *  - after lost mapping events the map's pids are looked up again.
+ *  - after lost mapping events the map's pids are looked up again;
+ *  - a launcher (pyenv's python3.11, linking libpython3.11.so; skipped
+ *    without it) gets a pending entry whose next sample wakes capture, and
+ *    again after its first sample woke it while its library was not mapped;
+ *    the library's mapping completes it with woke 0, so its first sample
+ *    with Python frames wakes capture too.
  * Root + BPF maps, else 77.
  */
 #include <bpf/bpf.h>
@@ -17,6 +22,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "bpf/profile.h"
@@ -133,6 +140,89 @@ START_TEST(test_cap_python_churn)
 }
 END_TEST
 
+#define PYENV_BIN "/root/.pyenv/versions/3.11.7/bin/python3.11"
+#define PYENV_LIB "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0"
+
+/* An executable mapping of path at start in pid (path read through
+ * /proc/PID/root: pid is this process, the file is not mapped). */
+static void mmap_ev(struct cap_python *p, uint32_t pid, const char *path, uint64_t start)
+{
+	struct cpa_map_event ev = {
+		.kind = CPA_MAP_MMAP, .pid = pid, .tid = pid, .start = start, .len = 0x1000};
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	ev.ino = st.st_ino;
+	ev.dev_major = major(st.st_dev);
+	ev.dev_minor = minor(st.st_dev);
+	cap_python__map_event(p, &ev, path);
+}
+
+/* pid's entry: 0, or -1 when it has none. */
+static int entry_of(const struct maps *m, uint32_t pid, struct cpa_bpf_py_proc *e)
+{
+	return bpf_map_lookup_elem(m->procs, &pid, e) == 0 ? 0 : -1;
+}
+
+/* What the sampler does with an entry's first sample (py_walk()). */
+static void sampled(const struct maps *m, uint32_t pid)
+{
+	struct cpa_bpf_py_proc e;
+
+	ck_assert_int_eq(entry_of(m, pid, &e), 0);
+	e.woke = 1;
+	ck_assert_int_eq(bpf_map_update_elem(m->procs, &pid, &e, BPF_ANY), 0);
+}
+
+START_TEST(test_cap_python_launcher)
+{
+	uint32_t pid = (uint32_t)getpid();
+	struct cpa_bpf_py_proc e;
+	struct cap_python *p;
+	struct maps m;
+
+	if (access(PYENV_BIN, R_OK) || access(PYENV_LIB, R_OK)) {
+		fprintf(stderr, "launcher case skipped: no %s\n", PYENV_BIN);
+		return;
+	}
+	ck_assert_int_eq(maps_open(&m), 0);
+	ck_assert_int_eq(cap_python__new(m.procs, m.slots, m.execs, 0, &p), 0);
+
+	/* its exec, then the launcher's mapping: pending, its sample wakes */
+	exec_ev(p, pid, "python3");
+	mmap_ev(p, pid, PYENV_BIN, 0x555500000000);
+	ck_assert_int_eq(entry_of(&m, pid, &e), 0);
+	ck_assert_uint_eq(e.status, CPA_BPF_PY_PENDING);
+	ck_assert_uint_eq(e.woke, 0);
+	/* its first sample woke us before the library was mapped: the next
+	 * drain sees the launcher's mapping again (another process of it, from
+	 * the cache) and re-arms the wakeup */
+	sampled(&m, pid);
+	mmap_ev(p, pid, PYENV_BIN, 0x555500000000);
+	ck_assert_int_eq(entry_of(&m, pid, &e), 0);
+	ck_assert_uint_eq(e.status, CPA_BPF_PY_PENDING);
+	ck_assert_uint_eq(e.woke, 0);
+	/* a sample woke us, the library is mapped: complete, woke 0 */
+	sampled(&m, pid);
+	mmap_ev(p, pid, PYENV_LIB, 0x7f0000000000);
+	ck_assert_int_eq(entry_of(&m, pid, &e), 0);
+	ck_assert_uint_eq(e.status, CPA_BPF_PY_OK);
+	ck_assert_uint_ne(e.runtime, 0);
+	ck_assert_uint_eq(e.woke, 0);
+	/* its first sample with frames woke us: an OK entry keeps it, and a
+	 * launcher's mapping seen late does not make it pending again */
+	sampled(&m, pid);
+	mmap_ev(p, pid, PYENV_LIB, 0x7f0000000000);
+	mmap_ev(p, pid, PYENV_BIN, 0x555500000000);
+	ck_assert_int_eq(entry_of(&m, pid, &e), 0);
+	ck_assert_uint_eq(e.status, CPA_BPF_PY_OK);
+	ck_assert_uint_eq(e.woke, 1);
+
+	cap_python__free(p);
+	maps_close(&m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cap_python");
@@ -145,6 +235,7 @@ int main(void)
 	}
 	maps_close(&m);
 	tcase_add_test(tc, test_cap_python_churn);
+	tcase_add_test(tc, test_cap_python_launcher);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

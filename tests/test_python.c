@@ -56,7 +56,23 @@
  *
  *   - >= 90 % of their samples name hot() under b() under a().
  *
- * Root + BTF + /usr/bin/python3.11, else 77.
+ * Built again as test_python_launcher (PY_LAUNCHER 1): pyenv's python3.11, a
+ * launcher (its interpreter in libpython3.11.so, mapped after its exec),
+ * lives 0.8 s, twice, 2.5 s apart, while symd is stopped: capture enters it
+ * at its first sample (a pending entry, no timed polls) and names its code
+ * objects while it lives. Then capture's wakeups (`cpa ctl status`) while
+ * LAUNCH_RUNS `python3.11 --version` of pyenv's run (3 ms each: mostly never
+ * sampled), against the same number of /bin/true runs, by turns,
+ * LAUNCH_ROUNDS times:
+ *
+ *   - >= 90 % of the two Pythons' samples name hot() under b() under a();
+ *   - the launchers cost capture fewer than half a wakeup each over
+ *     /bin/true: a launcher never sampled wakes nothing (its exec woke
+ *     capture, which then polled 20 ms later, and 40, 80 ... while it found
+ *     nothing, until it read the library's mapping: 1-2 wakeups each).
+ *
+ * Root + BTF + /usr/bin/python3.11, else 77 (test_python_launcher: pyenv's
+ * 3.11.7 too).
  */
 #include <check.h>
 #include <dirent.h>
@@ -71,12 +87,14 @@
 #include "test_proc.h"
 #include "test_util.h"
 
-#define PY_DEBIAN  "/usr/bin/python3.11"
-#define PY_PYENV   "/root/.pyenv/versions/3.11.7/bin/python3.11"
-#define PY_SECS	   "30"
-#define WARM_SECS  "5"
-#define HOT_SECS   "10"
-#define ALIAS_RUNS 2
+#define PY_DEBIAN     "/usr/bin/python3.11"
+#define PY_PYENV      "/root/.pyenv/versions/3.11.7/bin/python3.11"
+#define PY_SECS	      "30"
+#define WARM_SECS     "5"
+#define HOT_SECS      "10"
+#define ALIAS_RUNS    2
+#define LAUNCH_RUNS   50
+#define LAUNCH_ROUNDS 4
 
 static char bin_dir[4096], cpa[4200];
 static char dir[PATH_MAX]; /* main()'s test_scratch(): kept if the test fails */
@@ -467,6 +485,76 @@ START_TEST(test_python_many)
 }
 END_TEST
 
+/* argv run n times, 20 ms apart, then 2 s for capture's last polls:
+ * capture's wakeups over it. */
+static long long wakeups_over(const char *store, char *const argv[], int n)
+{
+	long long w0 = capture_counter(store, "wakeups"), w1;
+
+	for (int i = 0; i < n; i++) {
+		pid_t pid = spawn_fds(argv, -1, -1, -1);
+
+		ck_assert_int_eq(wait_exit(pid, NULL), 0);
+		usleep(20 * 1000);
+	}
+	sleep(2);
+	w1 = capture_counter(store, "wakeups");
+	ck_assert_int_ge(w0, 0);
+	ck_assert_int_ge(w1, w0);
+	return w1 - w0;
+}
+
+START_TEST(test_python_launcher)
+{
+	char store[4200], log[4200], prof[4200], *text;
+	char *margv[] = {cpa, "monitor", "--store_dir", store, NULL};
+	char *ver[] = {PY_PYENV, "--version", NULL}, *tru[] = {"/bin/true", NULL};
+	long long w_py = 0, w_true = 0;
+	struct py_stats st, all = {0};
+	pid_t mon, pids[ALIAS_RUNS], symd;
+
+	snprintf(store, sizeof(store), "%s/store", dir);
+	snprintf(log, sizeof(log), "%s/monitor.log", dir);
+	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
+	/* symd stopped for ~6 s: every process is gone before it reads the
+	 * first sample. */
+	mon = monitor_symd_stopped(margv, log, &symd);
+	for (int i = 0; i < ALIAS_RUNS; i++) {
+		if (i)
+			usleep(2500 * 1000);
+		pids[i] = start_py(PY_PYENV, PY_HOT_SCRIPT, "0.8", NULL, -1);
+		ck_assert_int_eq(wait_exit(pids[i], NULL), 0);
+	}
+	sleep(1);
+	ck_assert_int_eq(kill(symd, SIGCONT), 0);
+	/* by turns: the host's own wakeups fall on both */
+	for (int r = 0; r < LAUNCH_ROUNDS; r++) {
+		long long a = wakeups_over(store, r % 2 ? tru : ver, LAUNCH_RUNS);
+		long long b = wakeups_over(store, r % 2 ? ver : tru, LAUNCH_RUNS);
+
+		w_py += r % 2 ? b : a;
+		w_true += r % 2 ? a : b;
+	}
+	text = monitor_stop_fold(mon, pids, 0, 2, cpa, store, prof);
+	for (int i = 0; i < ALIAS_RUNS; i++) {
+		py_stats_of(text, pids[i], " launcher", PY_PYENV, &st);
+		all.samples += st.samples;
+		all.hot += st.hot;
+	}
+	fprintf(stderr,
+		"e2e python launcher: capture's wakeups over %d x %d runs: python3.11 --version "
+		"(pyenv's) %lld, /bin/true %lld\n",
+		LAUNCH_ROUNDS, LAUNCH_RUNS, w_py, w_true);
+	/* 49 Hz for 2 x 0.8 s: 78 at a whole CPU, fewer on a busy machine */
+	ck_assert_msg(all.samples >= 10, "%ld samples", all.samples);
+	ck_assert_msg(all.hot >= 0.90 * (double)all.samples, "hot() in %ld of %ld", all.hot,
+		      all.samples);
+	ck_assert_msg(2 * (w_py - w_true) < (long long)LAUNCH_ROUNDS * LAUNCH_RUNS,
+		      "launchers: %lld wakeups, /bin/true: %lld", w_py, w_true);
+	free(text);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("python");
@@ -477,15 +565,20 @@ int main(void)
 		fprintf(stderr, "skip: needs %s\n", PY_DEBIAN);
 		return 77;
 	}
+	if (PY_LAUNCHER && access(PY_PYENV, X_OK) != 0) {
+		fprintf(stderr, "skip: needs %s\n", PY_PYENV);
+		return 77;
+	}
 	if (test_e2e_ready(bin_dir, sizeof(bin_dir)))
 		return 77;
 	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
 	test_scratch_in(dir, sizeof(dir), "python");
 	return run_one_test(s, tc,
-			    PY_ALIAS   ? test_python_alias
-			    : PY_MANY  ? test_python_many
-			    : PY_GONE  ? test_python_gone
-			    : PY_REUSE ? test_python_reuse
-				       : test_python_hot,
-			    PY_REUSE || PY_GONE || PY_MANY || PY_ALIAS ? 120 : 240);
+			    PY_LAUNCHER ? test_python_launcher
+			    : PY_ALIAS	? test_python_alias
+			    : PY_MANY	? test_python_many
+			    : PY_GONE	? test_python_gone
+			    : PY_REUSE	? test_python_reuse
+					: test_python_hot,
+			    PY_REUSE || PY_GONE || PY_MANY || PY_ALIAS || PY_LAUNCHER ? 120 : 240);
 }
