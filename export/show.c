@@ -536,47 +536,59 @@ static int add_day_dirs(const char *root, int64_t day, char ***dirs, uint32_t *n
 	return 0;
 }
 
+/* Local midnight of the day after the one starting at local midnight day0 (DST: not + 86400). */
+static int64_t next_midnight(int64_t day0)
+{
+	return local_midnight(day0 + 36 * 3600);
+}
+
 /*
  * The store of --read: a store dir, or from a root the picked dir's day with all
- * its runs; next_day (unix second, 0 = none): the runs of that day too, read as
- * one after them (a window across midnight), without saying again what the
- * picked day's dirs said when they were opened before (dir is the picked one
- * then, and its unreadable runs were named); none there: *ret NULL.
+ * its runs; more (NULL: none): the runs of the days it names too, read as one
+ * after them (a window across midnights), without saying again what the dirs
+ * opened before said (dir is the picked one then, and its unreadable runs were
+ * named); none there: *ret NULL.
  */
-int show_open_store(const char *read, long stod, int64_t next_day, char *dir, size_t len,
-		    char *shut, size_t shutlen, struct store_reader **ret)
+int show_open_store(const char *read, long stod, const struct show_days *more, char *dir,
+		    size_t len, char *shut, size_t shutlen, struct store_reader **ret)
 {
-	if (!next_day) {
+	if (!more) {
 		int r = show_pick_dir(read, stod, dir, len, shut, shutlen);
 
 		if (r < 0)
 			return r;
 	}
-	return show_open_day(read, next_day, dir, ret);
+	return show_open_day(read, more, dir, ret);
 }
 
 /* show_open_store() of a dir picked already: nothing about the root said again. */
-int show_open_day(const char *read, int64_t next_day, const char *dir, struct store_reader **ret)
+int show_open_day(const char *read, const struct show_days *more, const char *dir,
+		  struct store_reader **ret)
 {
 	char err[512], **dirs = NULL;
-	uint32_t n = 0, n_day = 0;
+	uint32_t n = 0, n_said = 0;
 	int r;
 
-	/* A root: every run of the picked dir's day, read as one. */
+	/* A root: every run of the picked dir's day, read as one; then the later days'. */
 	if (!store_dir__is_store(read) && store_root__day_dirs(read, dir, &dirs, &n) == 0) {
-		n_day = n;
-		if (next_day && add_day_dirs(read, next_day, &dirs, &n) < 0)
-			n = n_day;
+		n_said = n;
+		for (int64_t d = more ? more->from : 0; more && d <= more->to;
+		     d = next_midnight(d)) {
+			if (add_day_dirs(read, d, &dirs, &n) < 0)
+				break;
+			if (d <= more->said)
+				n_said = n;
+		}
 	}
-	if (next_day && n == n_day) { /* no runs on the next day: what is open stays */
+	if (more && n == n_said) { /* no runs on the days not open yet: what is open stays */
 		*ret = NULL;
 		r = 0;
 		goto out;
 	}
-	if (n > 1 || next_day) {
+	if (n > 1 || more) {
 		for (uint32_t i = 0; i < n; i++)
 			log_debug("reading '%s'", dirs[i]);
-		said_now = (struct notice_said){next_day ? dirs : NULL, next_day ? n_day : 0};
+		said_now = (struct notice_said){more ? dirs : NULL, more ? n_said : 0};
 		r = store_reader__open_set((const char *const *)dirs, n, on_notice, &said_now, ret,
 					   err, sizeof(err));
 		said_now = (struct notice_said){0}; /* from here on it says everything */
@@ -605,12 +617,6 @@ static void warn_skipped(const struct store_reader *r, const char *dir)
 		 "block being written right now, or damage; -v says where)",
 		 dir, (unsigned long long)st.blocks_torn, (unsigned long long)st.blocks_corrupt,
 		 (unsigned long long)st.bytes_skipped, st.segs_skipped);
-}
-
-/* Local midnight of the day after the one starting at local midnight day0 (DST: not + 86400). */
-static int64_t next_midnight(int64_t day0)
-{
-	return local_midnight(day0 + 36 * 3600);
 }
 
 /*
@@ -767,21 +773,26 @@ static void print_write_line(const struct show_acc *acc, const char *path)
 }
 
 /*
- * A window from a root reaching past the last record of the picked day: the
- * next day's runs read too, as one with it (*rp reopened, *last theirs), so
- * the window spans midnight. Without records on the next day nothing changes.
+ * A window from a root reaching past the last record (*last) of the days open:
+ * the runs of the later days through the one holding its end read too, as one
+ * with the picked day's (*rp reopened, *last theirs), so the window spans
+ * midnights. Without records on a day not open yet nothing changes.
  */
 int show_reach_next_day(const char *read, struct store_reader **rp, char *dir, size_t dirlen,
 			uint64_t first, uint64_t *last, int64_t end)
 {
 	struct store_reader *r = NULL;
 	uint64_t a, b, recs;
-	int64_t day0 = local_midnight((int64_t)(first / NS));
+	int64_t last_s = (int64_t)(*last / NS);
+	/* the days after the picked one through end's; those through last's are open */
+	struct show_days more = {next_midnight(local_midnight((int64_t)(first / NS))), end - 1,
+				 last_s};
 	int ret;
 
-	if (store_dir__is_store(read) || end <= (int64_t)(*last / NS) + 1)
+	if (store_dir__is_store(read) || end <= last_s + 1 ||
+	    local_midnight(end - 1) <= local_midnight(last_s))
 		return 0;
-	ret = show_open_store(read, -1, next_midnight(day0), dir, dirlen, NULL, 0, &r);
+	ret = show_open_store(read, -1, &more, dir, dirlen, NULL, 0, &r);
 	if (ret < 0 || !r)
 		return ret;
 	if (store_reader__range(r, &a, &b, &recs) < 0) {
@@ -890,7 +901,7 @@ int show_run(const struct show_opts *o)
 	ret = parse_request(o, &filt, &cpus, &stod, &etod);
 	if (ret < 0)
 		return ret;
-	ret = show_open_store(o->read, stod, 0, dir, sizeof(dir), shut, sizeof(shut), &r);
+	ret = show_open_store(o->read, stod, NULL, dir, sizeof(dir), shut, sizeof(shut), &r);
 	if (ret < 0)
 		return ret;
 	ret = store_reader__range(r, &first, &last, &recs);

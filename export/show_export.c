@@ -268,7 +268,7 @@ static int base_day_of_read(const struct show_opts *o, struct store_reader *r, l
 	if (stod < 0 || store_dir__is_store(o->read) || holds_tod(r, stod, &day0) ||
 	    store_root__pick(o->read, stod, pick, sizeof(pick)) < 0)
 		return 0;
-	ret = show_open_day(o->read, 0, pick, own);
+	ret = show_open_day(o->read, NULL, pick, own);
 	if (ret < 0)
 		return ret;
 	if (!holds_tod(*own, stod, &day0)) { /* the newest day, not one spanning stod */
@@ -283,7 +283,7 @@ static int base_day_of_read(const struct show_opts *o, struct store_reader *r, l
 /*
  * The base range of a diff: its own store (--diff_base_read) or ours (r, in
  * sdir), on the day that holds its start; from a root, as --read is read: the
- * day --diff_base_start picks and the next one when the base reaches past it.
+ * day --diff_base_start picks and the later ones the base reaches into.
  */
 static int add_base(const struct show_opts *o, struct exporter *e, struct store_reader *r,
 		    const char *sdir, const struct store_filter *filt, int64_t n)
@@ -306,7 +306,8 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 		return -EINVAL;
 	}
 	if (o->diff_base_read) {
-		ret = show_open_store(o->diff_base_read, stod, 0, dir, sizeof(dir), NULL, 0, &own);
+		ret = show_open_store(o->diff_base_read, stod, NULL, dir, sizeof(dir), NULL, 0,
+				      &own);
 	} else {
 		snprintf(dir, sizeof(dir), "%s", sdir);
 		ret = base_day_of_read(o, r, stod, dir, sizeof(dir), &own);
