@@ -327,30 +327,35 @@ static long parse_tod(const char *s)
 	return parse_tod_r(s, false);
 }
 
-/* While a set is reopened with the next day: the dirs whose notices were said. */
-struct notice_said {
-	char **dirs;
-	uint32_t n;
-};
-static struct notice_said said_now; /* the reader keeps its ctx: a static, empty after open */
+/*
+ * The warnings of one show_run() said once each: a day's runs are read again
+ * when a window reaches into later days, a diff base may read the range's own
+ * runs again (--diff_base_read of the same root), or another day of --read's
+ * root; what they say again goes to the debug level. Up to SAID_MAX_BYTES of
+ * lines remembered (a store damaged all over says each block once anyway).
+ */
+#define SAID_MAX_BYTES (4u << 20)
+static struct intern said_lines;
+
+static void warn_once(const char *msg)
+{
+	uint32_t id;
+
+	if (intern__bytes(&said_lines) < SAID_MAX_BYTES &&
+	    intern__get(&said_lines, msg, (uint32_t)strlen(msg), &id) == 0)
+		log_debug("%s", msg);
+	else
+		log_warn("%s", msg);
+}
 
 static void on_notice(void *ctx, const char *msg)
 {
-	const struct notice_said *said = ctx;
-
-	for (uint32_t i = 0; said && i < said->n; i++) {
-		size_t l = strlen(said->dirs[i]);
-
-		if (!strncmp(msg, said->dirs[i], l) && msg[l] == '/') {
-			log_debug("%s", msg);
-			return;
-		}
-	}
+	(void)ctx;
 	/* The block being written right now looks torn to a reader: not news. */
 	if (strstr(msg, "torn"))
 		log_debug("%s", msg);
 	else
-		log_warn("%s", msg);
+		warn_once(msg);
 }
 
 static int id_cmp(const void *a, const void *b, void *arg)
@@ -455,8 +460,12 @@ static void warn_shut(void *ctx, const char *p, int e)
 	const char *name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
 	int same = !strncmp(name, c->day, 10); /* "cpa_YYMMDD" */
 
-	log_warn("'%s': %s: its samples are not in this output (this user cannot read that run)", p,
+	char line[PATH_MAX + 128];
+
+	snprintf(line, sizeof(line),
+		 "'%s': %s: its samples are not in this output (this user cannot read that run)", p,
 		 strerror(e));
+	warn_once(line);
 	/* name order: a later one of the same kind is newer */
 	if (c->len && same >= c->best_same) {
 		c->best_same = same;
@@ -545,9 +554,8 @@ static int64_t next_midnight(int64_t day0)
 /*
  * The store of --read: a store dir, or from a root the picked dir's day with all
  * its runs; more (NULL: none): the runs of the days it names too, read as one
- * after them (a window across midnights), without saying again what the dirs
- * opened before said (dir is the picked one then, and its unreadable runs were
- * named); none there: *ret NULL.
+ * after them (a window across midnights; dir is the picked one then, and its
+ * unreadable runs were named); none on the days not open yet: *ret NULL.
  */
 int show_open_store(const char *read, long stod, const struct show_days *more, char *dir,
 		    size_t len, char *shut, size_t shutlen, struct store_reader **ret)
@@ -566,21 +574,21 @@ int show_open_day(const char *read, const struct show_days *more, const char *di
 		  struct store_reader **ret)
 {
 	char err[512], **dirs = NULL;
-	uint32_t n = 0, n_said = 0;
+	uint32_t n = 0, n_open = 0;
 	int r;
 
 	/* A root: every run of the picked dir's day, read as one; then the later days'. */
 	if (!store_dir__is_store(read) && store_root__day_dirs(read, dir, &dirs, &n) == 0) {
-		n_said = n;
+		n_open = n;
 		for (int64_t d = more ? more->from : 0; more && d <= more->to;
 		     d = next_midnight(d)) {
 			if (add_day_dirs(read, d, &dirs, &n) < 0)
 				break;
-			if (d <= more->said)
-				n_said = n;
+			if (d <= more->open)
+				n_open = n;
 		}
 	}
-	if (more && n == n_said) { /* no runs on the days not open yet: what is open stays */
+	if (more && n == n_open) { /* no runs on the days not open yet: what is open stays */
 		*ret = NULL;
 		r = 0;
 		goto out;
@@ -588,10 +596,9 @@ int show_open_day(const char *read, const struct show_days *more, const char *di
 	if (n > 1 || more) {
 		for (uint32_t i = 0; i < n; i++)
 			log_debug("reading '%s'", dirs[i]);
-		said_now = (struct notice_said){more ? dirs : NULL, more ? n_said : 0};
-		r = store_reader__open_set((const char *const *)dirs, n, on_notice, &said_now, ret,
-					   err, sizeof(err));
-		said_now = (struct notice_said){0}; /* from here on it says everything */
+		/* what the dirs open before said is not said again (warn_once()) */
+		r = store_reader__open_set((const char *const *)dirs, n, on_notice, NULL, ret, err,
+					   sizeof(err));
 	} else {
 		r = store_reader__open_err(dir, on_notice, NULL, ret, err, sizeof(err));
 	}
@@ -605,18 +612,21 @@ out:
 }
 
 /* What the reader passed over, at default verbosity: the output lacks it. */
-static void warn_skipped(const struct store_reader *r, const char *dir)
+void show_warn_skipped(const struct store_reader *r, const char *dir)
 {
 	struct store_read_stats st;
+	char line[PATH_MAX + 512];
 
 	store_reader__stats(r, &st);
 	if (!st.blocks_torn && !st.blocks_corrupt && !st.bytes_skipped && !st.segs_skipped)
 		return;
-	log_warn("'%s': skipped %llu torn and %llu corrupt block(s), %llu unreadable byte(s) and "
+	snprintf(line, sizeof(line),
+		 "'%s': skipped %llu torn and %llu corrupt block(s), %llu unreadable byte(s) and "
 		 "%u segment file(s): their samples are not in this output (a crash mid-write, a "
 		 "block being written right now, or damage; -v says where)",
 		 dir, (unsigned long long)st.blocks_torn, (unsigned long long)st.blocks_corrupt,
 		 (unsigned long long)st.bytes_skipped, st.segs_skipped);
+	warn_once(line);
 }
 
 /*
@@ -937,8 +947,9 @@ int show_run(const struct show_opts *o)
 					 show_sched_wanted(o) ? first : pfirst, last, stod, etod,
 					 shut, &filt);
 	}
-	warn_skipped(r, dir);
+	show_warn_skipped(r, dir);
 	store_reader__free(r);
+	intern__free(&said_lines); /* the next run says everything again */
 	return ret;
 }
 
@@ -1022,5 +1033,6 @@ int show_export_root(const char *root, const char *output_prof)
 		print_write_line(acc, output_prof);
 	}
 	show_ctx_free(&c);
+	intern__free(&said_lines);
 	return ret;
 }

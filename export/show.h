@@ -54,12 +54,15 @@ struct show_opts {
 /* 0 ok, or negative errno (already logged). */
 int show_run(const struct show_opts *o);
 
-/* show.c's helpers that show_export.c shares. */
+/* show.c's helpers that show_export.c shares. Their warnings are said once a
+ * show_run(). */
 struct store_reader;
 struct store_filter;
 void show_fmt_tod(uint64_t ns, char *buf, size_t len);
 long show_parse_tod(const char *s);
 void show_on_notice(void *ctx, const char *msg);
+/* One warning when r passed over parts of the store dir dir (counts; -v says where). */
+void show_warn_skipped(const struct store_reader *r, const char *dir);
 /* The store dir --read names, or the one picked under a root for time of day tod
  * (-1: the newest); -errno (logged) when there is none. The root's run dirs this
  * user cannot read, from the picked one's day on, are warned of; the one a refused
@@ -68,10 +71,9 @@ void show_on_notice(void *ctx, const char *msg);
 int show_pick_dir(const char *read, long tod, char *buf, size_t len, char *shut, size_t shutlen);
 /* The days a window from a root reaches past the picked one's: the runs of the
  * local days from midnight from through the one holding to (unix s), read after
- * the picked day's; those of the days through said's were opened before (their
- * notices said). */
+ * the picked day's; those of the days through open's are open already. */
 struct show_days {
-	int64_t from, to, said;
+	int64_t from, to, open;
 };
 /* The store of read (a store dir, or under a root the picked dir's day with all
  * its runs); more (NULL: none): those days' runs added to the picked day's in

@@ -1263,9 +1263,11 @@ END_TEST
  */
 /* A writer of a monitor run started at 23:50 local on 2026-11-20 in a new
  * root; 23:59:50, 10 s before midnight, into *base. */
+static uint32_t seg_seconds; /* segment_seconds of run_to_midnight()'s writer (0: default) */
+
 static struct store_writer *run_to_midnight(uint64_t *base)
 {
-	struct store_writer_opts o = {.record_interval = 1};
+	struct store_writer_opts o = {.record_interval = 1, .segment_seconds = seg_seconds};
 	struct tm tm = {.tm_year = 126,
 			.tm_mon = 10,
 			.tm_mday = 20,
@@ -1474,7 +1476,7 @@ START_TEST(test_show_midnight)
 }
 END_TEST
 
-/* The folded diff at path: stacks 1, 2 and 3 with base and new counts want[s]. */
+/* The folded diff at path: stacks 1, 2 and 3 with base and new counts want[s] (0 0: absent). */
 static void diff_counts(const char *path, const unsigned int want[4][2])
 {
 	static const char *const labels[] = {"", "ENV_A;app:1001;", "ENV_A;db:1002;",
@@ -1485,6 +1487,10 @@ static void diff_counts(const char *path, const unsigned int want[4][2])
 		size_t l;
 
 		folded(s, labels[s], line, sizeof(line));
+		if (!want[s][0] && !want[s][1]) { /* in neither range: no line */
+			ck_assert_msg(!strstr(txt, line), "'%s' in:\n%s", line, txt);
+			continue;
+		}
 		l = strlen(line);
 		snprintf(line + l, sizeof(line) - l, " %u %u\n", want[s][0], want[s][1]);
 		ck_assert_msg(strstr(txt, line), "no '%s' in:\n%s", line, txt);
@@ -1634,6 +1640,93 @@ START_TEST(test_show_three_days)
 }
 END_TEST
 
+/* The three days, each day's 10 s in two segment files of 5 s. */
+static void setup_three_days_segs(void)
+{
+	seg_seconds = 5;
+	setup_three_days();
+	seg_seconds = 0;
+}
+
+/* How many lines of logbuf hold both a and b. */
+static int log_lines_with(const char *a, const char *b)
+{
+	int n = 0;
+
+	for (const char *p = logbuf; *p;) {
+		size_t l = strcspn(p, "\n");
+		char *line = strndup(p, l);
+
+		n += strstr(line, a) && strstr(line, b);
+		free(line);
+		p += l + (p[l] ? 1 : 0);
+	}
+	return n;
+}
+
+/*
+ * A run file the reader cannot open (a directory in its place: the open of a
+ * segment fails as for one of another user, EACCES), in the exported range's
+ * day and in the diff base's: each is named once, in one warning, whether the
+ * base is on --read (another day, or the range's own) or --diff_base_read; the
+ * rest is exported.
+ */
+START_TEST(test_show_unreadable_file)
+{
+	static const unsigned int want[4][2] = {{0, 0}, {0, 5}, {5, 0}, {0, 0}};
+	static const unsigned int want_same[4][2] = {{0, 0}, {5, 5}, {0, 0}, {0, 0}};
+	char path[1100], seg[2][1300];
+	struct show_opts o = defaults();
+
+	for (int d = 0; d < 2; d++) {
+		char from[sizeof(seg) + 8];
+
+		snprintf(seg[d], sizeof(seg[d]), "%s/cpa_2611%d/seg_000002.cps", root, 20 + d);
+		snprintf(from, sizeof(from), "%s.moved", seg[d]);
+		ck_assert_int_eq(rename(seg[d], from), 0);
+		ck_assert_int_eq(mkdir(seg[d], 0755), 0);
+	}
+	log_set_level(LOG_LVL_WARN);
+	o.read = root;
+	prof_to(&o, path, sizeof(path), "unread.diff");
+	o.format = "folded";
+	o.starttime = "23:59:50";
+	o.output_num = 5; /* the first segment's seconds */
+	logbuf[0] = 0;
+	log_set_sink(log_capture);
+	/* the range alone */
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(log_lines_with(seg[0], "skipped") == 1, "%s", logbuf);
+	midnight_counts(path, 5, 0, 0);
+	/* a base on another day, on --read and by --diff_base_read */
+	o.diff_base_start = "12:00:00";
+	for (int on_read = 0; on_read < 2; on_read++) {
+		o.diff_base_read = on_read ? NULL : root;
+		logbuf[0] = 0;
+		diff_run(&o, path, "12:00:00.000 - 12:00:05.000", want);
+		ck_assert_msg(log_lines_with(seg[0], "skipped") == 1, "%s", logbuf);
+		ck_assert_msg(log_lines_with(seg[1], "skipped") == 1, "%s", logbuf);
+		/* and each day's count of what the output lacks */
+		ck_assert_msg(log_lines_with("/cpa_261120': skipped", "1 segment file(s)") == 1,
+			      "%s", logbuf);
+		ck_assert_msg(log_lines_with("/cpa_261121': skipped", "1 segment file(s)") == 1,
+			      "%s", logbuf);
+	}
+	/* a base on the range's own day: its file named once */
+	o.diff_base_start = "23:59:50";
+	for (int on_read = 0; on_read < 2; on_read++) {
+		o.diff_base_read = on_read ? NULL : root;
+		logbuf[0] = 0;
+		diff_run(&o, path, "23:59:50.000 - 23:59:55.000", want_same);
+		ck_assert_msg(log_lines_with(seg[0], "skipped") == 1, "%s", logbuf);
+		ck_assert_msg(log_lines_with("/cpa_261120': skipped", "1 segment file(s)") == 1,
+			      "%s", logbuf);
+		ck_assert_msg(log_lines_with(seg[1], "skipped") == 0, "%s", logbuf);
+	}
+	log_set_sink(NULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("show");
@@ -1657,5 +1750,7 @@ int main(void)
 	/* A root with a run over three days. */
 	tc = TEST_TCASE(s, "three_days", test_show_three_days);
 	tcase_add_checked_fixture(tc, setup_three_days, teardown);
+	tc = TEST_TCASE(s, "unreadable", test_show_unreadable_file);
+	tcase_add_checked_fixture(tc, setup_three_days_segs, teardown);
 	return test_run_suite(s);
 }
