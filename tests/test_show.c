@@ -5,7 +5,6 @@
  * filters and errors.
  */
 #include <check.h>
-#include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -1730,85 +1729,6 @@ START_TEST(test_show_unreadable_file)
 }
 END_TEST
 
-/* show_run(o) as nobody (uid 65534) in a fork, stdout to /dev/null: its
- * return, its log lines into logbuf. */
-static int run_as_nobody(const struct show_opts *o)
-{
-	int p[2], st, r;
-	pid_t pid;
-	ssize_t n;
-	size_t len = 0;
-
-	ck_assert_int_eq(pipe(p), 0);
-	fflush(stdout);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		close(p[0]);
-		dup2(null, 1);
-		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
-		    setresuid(65534, 65534, 65534) < 0)
-			_exit(99);
-		logbuf[0] = 0;
-		log_set_sink(log_capture);
-		r = show_run(o);
-		fflush(stdout);
-		if (write(p[1], logbuf, strlen(logbuf)) < 0)
-			_exit(98);
-		_exit(r < 0 ? -r : 0);
-	}
-	close(p[1]);
-	while ((n = read(p[0], logbuf + len, sizeof(logbuf) - 1 - len)) > 0)
-		len += (size_t)n;
-	logbuf[len] = 0;
-	close(p[0]);
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) < 98, "status %#x", st);
-	return -WEXITSTATUS(st);
-}
-
-/*
- * A run dir of another user (root's, 0700) on the diff base's day, as nobody:
- * named once, whether the base is on --read (a day before the range's: the
- * range's own pick names the days from its own on) or --diff_base_read.
- */
-START_TEST(test_show_unreadable_base_run)
-{
-	static const unsigned int want[4][2] = {{0, 0}, {10, 0}, {0, 10}, {0, 0}};
-	char path[1200], shut[1100], outdir[1100];
-	struct show_opts o = defaults();
-
-	if (geteuid() != 0)
-		return; /* needs to become nobody: root only */
-	{
-		int rc;
-
-		free(test_cmd_out(&rc, "chmod -R a+rX '%s'", root));
-		ck_assert_int_eq(rc, 0);
-	}
-	snprintf(outdir, sizeof(outdir), "%s/out", root);
-	ck_assert_int_eq(mkdir(outdir, 0777), 0);
-	ck_assert_int_eq(chmod(outdir, 0777), 0);
-	snprintf(shut, sizeof(shut), "%s/cpa_261120_start_235959", root);
-	ck_assert_int_eq(mkdir(shut, 0700), 0);
-	snprintf(path, sizeof(path), "%s/base.diff", outdir);
-	o.read = root;
-	o.output_prof = path;
-	o.format = "folded";
-	o.starttime = "12:00:00"; /* the 21st */
-	o.output_num = 10;
-	o.diff_base_start = "23:59:50"; /* the 20th */
-	for (int on_read = 0; on_read < 2; on_read++) {
-		o.diff_base_read = on_read ? NULL : root;
-		ck_assert_msg(run_as_nobody(&o) == 0, "%s", logbuf);
-		ck_assert_msg(log_lines_with(shut, "Permission denied") == 1, "%s", logbuf);
-		diff_counts(path, want);
-	}
-}
-END_TEST
-
 int main(void)
 {
 	Suite *s = suite_create("show");
@@ -1832,7 +1752,7 @@ int main(void)
 	/* A root with a run over three days. */
 	tc = TEST_TCASE(s, "three_days", test_show_three_days);
 	tcase_add_checked_fixture(tc, setup_three_days, teardown);
-	tc = TEST_TCASE(s, "unreadable", test_show_unreadable_file, test_show_unreadable_base_run);
+	tc = TEST_TCASE(s, "unreadable", test_show_unreadable_file);
 	tcase_add_checked_fixture(tc, setup_three_days_segs, teardown);
 	return test_run_suite(s);
 }
