@@ -908,6 +908,7 @@ int show_run(const struct show_opts *o)
 	log_set_subsystem("show");
 	if (o->verbose)
 		log_set_level(LOG_LVL_DEBUG);
+	intern__free(&said_lines); /* a run that failed early left its lines */
 	ret = parse_request(o, &filt, &cpus, &stod, &etod);
 	if (ret < 0)
 		return ret;
@@ -1011,6 +1012,7 @@ int show_export_root(const char *root, const char *output_prof)
 	int ret;
 
 	store_filter__init(&filt);
+	intern__free(&said_lines); /* as show_run() */
 	ret = store_root__list(root, &names, &n);
 	if (ret < 0)
 		return log_error_errno(ret, "read store root '%s': %m", root);
