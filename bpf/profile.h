@@ -244,7 +244,9 @@ enum cpa_bpf_probe_state {
 	CPA_BPF_PROBE_ON = 0,	    /* attached, under budget */
 	CPA_BPF_PROBE_THINNED = 1,  /* attached, samples capped at thin_rate */
 	CPA_BPF_PROBE_DETACHED = 2, /* detached: over budget even thinned to 1/s */
-	CPA_BPF_PROBE_REFUSED = 3,  /* never attached: refused by the kernel, or its file gone */
+	CPA_BPF_PROBE_REFUSED =
+		3, /* never attached: refused by the kernel, or changed since checked */
+	CPA_BPF_PROBE_GONE = 4, /* never attached: its file gone since the monitor checked it */
 };
 
 struct cpa_bpf_probe_ctl {

@@ -38,6 +38,7 @@ struct cap_bpf {
 	const char *probe_texts[CPA_BPF_PROBE_MAX];
 	uint32_t budget_detached; /* probes the budget detached: never attached again */
 	uint32_t refused;	  /* probes left out: unresolved, or refused at attach */
+	uint32_t gone;		  /* of refused, those whose file was gone at start */
 	struct cpa_bpf_probe_ctl pctl[CPA_BPF_PROBE_MAX]; /* as last written to probe_ctl */
 	unsigned int over[CPA_BPF_PROBE_MAX];		  /* windows in a row the trap was over */
 	uint64_t det_rate[CPA_BPF_PROBE_MAX];		  /* samples/s before the detach */
@@ -417,6 +418,7 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 	b->uprobe_pid = o->target_tgid ? (int)o->target_tgid : -1;
 	b->nr_probes = MIN(o->nr_probes, (unsigned int)CPA_BPF_PROBE_MAX);
 	b->refused = o->probes_out & (uint32_t)((1ull << b->nr_probes) - 1);
+	b->gone = o->probes_gone & b->refused;
 	probes_autoload(b);
 	r = bpf_map__set_max_entries(b->skel->maps.rb, o->ringbuf_size);
 	if (r < 0) {
@@ -758,7 +760,8 @@ static void probes_calibrate(struct cap_bpf *b)
 
 		b->pctl[i] = (struct cpa_bpf_probe_ctl){0};
 		if (b->refused & (1u << i))
-			b->pctl[i].state = CPA_BPF_PROBE_REFUSED;
+			b->pctl[i].state =
+				b->gone & (1u << i) ? CPA_BPF_PROBE_GONE : CPA_BPF_PROBE_REFUSED;
 		else if (t == PROBE_UPROBE || t == PROBE_URETPROBE || t == PROBE_USDT) {
 			enum calib_class cls = calib_class_of(&b->probes[i]);
 			bool ret = t == PROBE_URETPROBE;

@@ -38,7 +38,8 @@ struct cap_bpf_opts {
 	uint32_t probe_rate;		 /* samples/s per probe; 0 = no limit */
 	uint32_t probe_budget_ppm;	 /* --probe_budget: millionths of one CPU; 0 = none */
 	const char *probe_texts[CPA_BPF_PROBE_MAX]; /* the specs as given, for log lines */
-	uint32_t probes_out; /* ids capture could not resolve: left out, never attached */
+	uint32_t probes_out;  /* ids capture could not resolve: left out, never attached */
+	uint32_t probes_gone; /* of probes_out, those whose file is gone (CPA_BPF_PROBE_GONE) */
 	/* Trigger policies: probe ids counted per process (probe_rate), and
 	 * probe ids attached only by a trigger (attach=: not at start). */
 	uint32_t policy_rate_probes, policy_attach_probes;

@@ -574,6 +574,18 @@ static uint64_t offcpu_next_tick(uint64_t now_mono_ns)
 	return now_mono_ns + (NSEC_PER_SEC - real % NSEC_PER_SEC) + CAP_OFFCPU_TICK_LAG_NS;
 }
 
+/* A uprobe, uretprobe or USDT spec whose file is gone (ENOENT): its path into path. */
+static bool probe_file_gone(const char *spec, char *path, size_t len)
+{
+	struct probe_spec p;
+
+	if (probe_spec__parse(spec, &p) < 0 ||
+	    (p.type != PROBE_UPROBE && p.type != PROBE_URETPROBE && p.type != PROBE_USDT))
+		return false;
+	snprintf(path, len, "%s", p.path);
+	return access(p.path, F_OK) < 0 && errno == ENOENT;
+}
+
 /* Still-blocked threads: their blocked time so far goes into this second. */
 static void offcpu_flush(struct capture *c)
 {
@@ -659,10 +671,20 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 	 */
 	o->wakeup_bytes = (uint32_t)MIN((uint64_t)o->ringbuf_size / 2, c->ring->size / 2);
 	/* The monitor checked them already; the file or tracefs may have
-	 * changed since (a restart), so check again and say which. */
+	 * changed since (an upgrade while cpa starts, a restart), so check
+	 * again and say which. */
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {
+		char path[PROBE_PART_MAX];
+
 		/* gone or changed since: left out like a probe the kernel refuses */
-		if (probe_spec__resolve(c->cfg->probes[i], &c->probes[i]) < 0) {
+		if (probe_file_gone(c->cfg->probes[i], path, sizeof(path))) {
+			log_warn("probe %u '%s' left out: its file %s is gone (%s) since cpa "
+				 "monitor checked it; sampling and the other probes go on ([lost: "
+				 "capture probe_refused])",
+				 i, c->cfg->probes[i], path, strerror(ENOENT));
+			o->probes_out |= 1u << i;
+			o->probes_gone |= 1u << i;
+		} else if (probe_spec__resolve(c->cfg->probes[i], &c->probes[i]) < 0) {
 			log_warn("probe %u '%s' left out (above); sampling and the other probes "
 				 "go on ([lost: capture probe_refused])",
 				 i, c->cfg->probes[i]);

@@ -68,7 +68,7 @@ struct cost_probe {
 	uint64_t skipped; /* hits over the rate limit or the budget's */
 	uint64_t trap_ps; /* calibrated trap time per run, ps (0: kernel probe) */
 	uint32_t thin_rate;
-	uint32_t state; /* 0 attached, 1 thinned, 2 detached by the budget */
+	uint32_t state; /* enum cpa_bpf_probe_state: attached, thinned, detached, refused, gone */
 };
 
 /* The probes of the capture whose programs set holds: -ENOENT when its

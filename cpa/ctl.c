@@ -330,7 +330,8 @@ static double print_probes(const struct cpa_config *c, const struct cost_probe *
 			   const struct cost_probe *p1, double secs)
 {
 	static const char *const states[] = {"attached", "thinned", "detached (budget)",
-					     "detached (refused at attach)"};
+					     "detached (refused at attach)",
+					     "detached (file gone)"};
 	double trap_ms = 0;
 
 	printf("\n%-5s %9s %9s %9s %10s %9s %10s  %s\n", "probe", "runs", "runs/s", "trap ns",

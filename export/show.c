@@ -327,30 +327,35 @@ static long parse_tod(const char *s)
 	return parse_tod_r(s, false);
 }
 
-/* While a set is reopened with the next day: the dirs whose notices were said. */
-struct notice_said {
-	char **dirs;
-	uint32_t n;
-};
-static struct notice_said said_now; /* the reader keeps its ctx: a static, empty after open */
+/*
+ * The warnings of one show_run() said once each: a day's runs are read again
+ * when a window reaches into later days, a diff base may read the range's own
+ * runs again (--diff_base_read of the same root), or another day of --read's
+ * root; what they say again goes to the debug level. Up to SAID_MAX_BYTES of
+ * lines remembered (a store damaged all over says each block once anyway).
+ */
+#define SAID_MAX_BYTES (4u << 20)
+static struct intern said_lines;
+
+static void warn_once(const char *msg)
+{
+	uint32_t id;
+
+	if (intern__bytes(&said_lines) < SAID_MAX_BYTES &&
+	    intern__get(&said_lines, msg, (uint32_t)strlen(msg), &id) == 0)
+		log_debug("%s", msg);
+	else
+		log_warn("%s", msg);
+}
 
 static void on_notice(void *ctx, const char *msg)
 {
-	const struct notice_said *said = ctx;
-
-	for (uint32_t i = 0; said && i < said->n; i++) {
-		size_t l = strlen(said->dirs[i]);
-
-		if (!strncmp(msg, said->dirs[i], l) && msg[l] == '/') {
-			log_debug("%s", msg);
-			return;
-		}
-	}
+	(void)ctx;
 	/* The block being written right now looks torn to a reader: not news. */
 	if (strstr(msg, "torn"))
 		log_debug("%s", msg);
 	else
-		log_warn("%s", msg);
+		warn_once(msg);
 }
 
 static int id_cmp(const void *a, const void *b, void *arg)
@@ -455,8 +460,12 @@ static void warn_shut(void *ctx, const char *p, int e)
 	const char *name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
 	int same = !strncmp(name, c->day, 10); /* "cpa_YYMMDD" */
 
-	log_warn("'%s': %s: its samples are not in this output (this user cannot read that run)", p,
+	char line[PATH_MAX + 128];
+
+	snprintf(line, sizeof(line),
+		 "'%s': %s: its samples are not in this output (this user cannot read that run)", p,
 		 strerror(e));
+	warn_once(line);
 	/* name order: a later one of the same kind is newer */
 	if (c->len && same >= c->best_same) {
 		c->best_same = same;
@@ -536,50 +545,60 @@ static int add_day_dirs(const char *root, int64_t day, char ***dirs, uint32_t *n
 	return 0;
 }
 
+/* Local midnight of the day after the one starting at local midnight day0 (DST: not + 86400). */
+static int64_t next_midnight(int64_t day0)
+{
+	return local_midnight(day0 + 36 * 3600);
+}
+
 /*
  * The store of --read: a store dir, or from a root the picked dir's day with all
- * its runs; next_day (unix second, 0 = none): the runs of that day too, read as
- * one after them (a window across midnight), without saying again what the
- * picked day's dirs said when they were opened before (dir is the picked one
- * then, and its unreadable runs were named); none there: *ret NULL.
+ * its runs; more (NULL: none): the runs of the days it names too, read as one
+ * after them (a window across midnights; dir is the picked one then, and its
+ * unreadable runs were named); none on the days not open yet: *ret NULL.
  */
-int show_open_store(const char *read, long stod, int64_t next_day, char *dir, size_t len,
-		    char *shut, size_t shutlen, struct store_reader **ret)
+int show_open_store(const char *read, long stod, const struct show_days *more, char *dir,
+		    size_t len, char *shut, size_t shutlen, struct store_reader **ret)
 {
-	if (!next_day) {
+	if (!more) {
 		int r = show_pick_dir(read, stod, dir, len, shut, shutlen);
 
 		if (r < 0)
 			return r;
 	}
-	return show_open_day(read, next_day, dir, ret);
+	return show_open_day(read, more, dir, ret);
 }
 
 /* show_open_store() of a dir picked already: nothing about the root said again. */
-int show_open_day(const char *read, int64_t next_day, const char *dir, struct store_reader **ret)
+int show_open_day(const char *read, const struct show_days *more, const char *dir,
+		  struct store_reader **ret)
 {
 	char err[512], **dirs = NULL;
-	uint32_t n = 0, n_day = 0;
+	uint32_t n = 0, n_open = 0;
 	int r;
 
-	/* A root: every run of the picked dir's day, read as one. */
+	/* A root: every run of the picked dir's day, read as one; then the later days'. */
 	if (!store_dir__is_store(read) && store_root__day_dirs(read, dir, &dirs, &n) == 0) {
-		n_day = n;
-		if (next_day && add_day_dirs(read, next_day, &dirs, &n) < 0)
-			n = n_day;
+		n_open = n;
+		for (int64_t d = more ? more->from : 0; more && d <= more->to;
+		     d = next_midnight(d)) {
+			if (add_day_dirs(read, d, &dirs, &n) < 0)
+				break;
+			if (d <= more->open)
+				n_open = n;
+		}
 	}
-	if (next_day && n == n_day) { /* no runs on the next day: what is open stays */
+	if (more && n == n_open) { /* no runs on the days not open yet: what is open stays */
 		*ret = NULL;
 		r = 0;
 		goto out;
 	}
-	if (n > 1 || next_day) {
+	if (n > 1 || more) {
 		for (uint32_t i = 0; i < n; i++)
 			log_debug("reading '%s'", dirs[i]);
-		said_now = (struct notice_said){next_day ? dirs : NULL, next_day ? n_day : 0};
-		r = store_reader__open_set((const char *const *)dirs, n, on_notice, &said_now, ret,
-					   err, sizeof(err));
-		said_now = (struct notice_said){0}; /* from here on it says everything */
+		/* what the dirs open before said is not said again (warn_once()) */
+		r = store_reader__open_set((const char *const *)dirs, n, on_notice, NULL, ret, err,
+					   sizeof(err));
 	} else {
 		r = store_reader__open_err(dir, on_notice, NULL, ret, err, sizeof(err));
 	}
@@ -593,24 +612,21 @@ out:
 }
 
 /* What the reader passed over, at default verbosity: the output lacks it. */
-static void warn_skipped(const struct store_reader *r, const char *dir)
+void show_warn_skipped(const struct store_reader *r, const char *dir)
 {
 	struct store_read_stats st;
+	char line[PATH_MAX + 512];
 
 	store_reader__stats(r, &st);
 	if (!st.blocks_torn && !st.blocks_corrupt && !st.bytes_skipped && !st.segs_skipped)
 		return;
-	log_warn("'%s': skipped %llu torn and %llu corrupt block(s), %llu unreadable byte(s) and "
+	snprintf(line, sizeof(line),
+		 "'%s': skipped %llu torn and %llu corrupt block(s), %llu unreadable byte(s) and "
 		 "%u segment file(s): their samples are not in this output (a crash mid-write, a "
 		 "block being written right now, or damage; -v says where)",
 		 dir, (unsigned long long)st.blocks_torn, (unsigned long long)st.blocks_corrupt,
 		 (unsigned long long)st.bytes_skipped, st.segs_skipped);
-}
-
-/* Local midnight of the day after the one starting at local midnight day0 (DST: not + 86400). */
-static int64_t next_midnight(int64_t day0)
-{
-	return local_midnight(day0 + 36 * 3600);
+	warn_once(line);
 }
 
 /*
@@ -767,21 +783,26 @@ static void print_write_line(const struct show_acc *acc, const char *path)
 }
 
 /*
- * A window from a root reaching past the last record of the picked day: the
- * next day's runs read too, as one with it (*rp reopened, *last theirs), so
- * the window spans midnight. Without records on the next day nothing changes.
+ * A window from a root reaching past the last record (*last) of the days open:
+ * the runs of the later days through the one holding its end read too, as one
+ * with the picked day's (*rp reopened, *last theirs), so the window spans
+ * midnights. Without records on a day not open yet nothing changes.
  */
 int show_reach_next_day(const char *read, struct store_reader **rp, char *dir, size_t dirlen,
 			uint64_t first, uint64_t *last, int64_t end)
 {
 	struct store_reader *r = NULL;
 	uint64_t a, b, recs;
-	int64_t day0 = local_midnight((int64_t)(first / NS));
+	int64_t last_s = (int64_t)(*last / NS);
+	/* the days after the picked one through end's; those through last's are open */
+	struct show_days more = {next_midnight(local_midnight((int64_t)(first / NS))), end - 1,
+				 last_s};
 	int ret;
 
-	if (store_dir__is_store(read) || end <= (int64_t)(*last / NS) + 1)
+	if (store_dir__is_store(read) || end <= last_s + 1 ||
+	    local_midnight(end - 1) <= local_midnight(last_s))
 		return 0;
-	ret = show_open_store(read, -1, next_midnight(day0), dir, dirlen, NULL, 0, &r);
+	ret = show_open_store(read, -1, &more, dir, dirlen, NULL, 0, &r);
 	if (ret < 0 || !r)
 		return ret;
 	if (store_reader__range(r, &a, &b, &recs) < 0) {
@@ -887,10 +908,11 @@ int show_run(const struct show_opts *o)
 	log_set_subsystem("show");
 	if (o->verbose)
 		log_set_level(LOG_LVL_DEBUG);
+	intern__free(&said_lines); /* a run that failed early left its lines */
 	ret = parse_request(o, &filt, &cpus, &stod, &etod);
 	if (ret < 0)
 		return ret;
-	ret = show_open_store(o->read, stod, 0, dir, sizeof(dir), shut, sizeof(shut), &r);
+	ret = show_open_store(o->read, stod, NULL, dir, sizeof(dir), shut, sizeof(shut), &r);
 	if (ret < 0)
 		return ret;
 	ret = store_reader__range(r, &first, &last, &recs);
@@ -926,8 +948,9 @@ int show_run(const struct show_opts *o)
 					 show_sched_wanted(o) ? first : pfirst, last, stod, etod,
 					 shut, &filt);
 	}
-	warn_skipped(r, dir);
+	show_warn_skipped(r, dir);
 	store_reader__free(r);
+	intern__free(&said_lines); /* the next run says everything again */
 	return ret;
 }
 
@@ -989,6 +1012,7 @@ int show_export_root(const char *root, const char *output_prof)
 	int ret;
 
 	store_filter__init(&filt);
+	intern__free(&said_lines); /* as show_run() */
 	ret = store_root__list(root, &names, &n);
 	if (ret < 0)
 		return log_error_errno(ret, "read store root '%s': %m", root);
@@ -1011,5 +1035,6 @@ int show_export_root(const char *root, const char *output_prof)
 		print_write_line(acc, output_prof);
 	}
 	show_ctx_free(&c);
+	intern__free(&said_lines);
 	return ret;
 }

@@ -54,27 +54,38 @@ struct show_opts {
 /* 0 ok, or negative errno (already logged). */
 int show_run(const struct show_opts *o);
 
-/* show.c's helpers that show_export.c shares. */
+/* show.c's helpers that show_export.c shares. Their warnings are said once a
+ * show_run(). */
 struct store_reader;
 struct store_filter;
 void show_fmt_tod(uint64_t ns, char *buf, size_t len);
 long show_parse_tod(const char *s);
 void show_on_notice(void *ctx, const char *msg);
+/* One warning when r passed over parts of the store dir dir (counts; -v says where). */
+void show_warn_skipped(const struct store_reader *r, const char *dir);
 /* The store dir --read names, or the one picked under a root for time of day tod
  * (-1: the newest); -errno (logged) when there is none. The root's run dirs this
  * user cannot read, from the picked one's day on, are warned of; the one a refused
  * range may lie in ("'path', which this user cannot read (reason)") into shut when
  * not NULL, else "". */
 int show_pick_dir(const char *read, long tod, char *buf, size_t len, char *shut, size_t shutlen);
+/* The days a window from a root reaches past the picked one's: the runs of the
+ * local days from midnight from through the one holding to (unix s), read after
+ * the picked day's; those of the days through open's are open already. */
+struct show_days {
+	int64_t from, to, open;
+};
 /* The store of read (a store dir, or under a root the picked dir's day with all
- * its runs); next_day (unix second, 0 = none): that day's runs added to the
- * picked day's in dir. 0, *ret NULL: no runs there. */
-int show_open_store(const char *read, long stod, int64_t next_day, char *dir, size_t len,
-		    char *shut, size_t shutlen, struct store_reader **ret);
+ * its runs); more (NULL: none): those days' runs added to the picked day's in
+ * dir. 0, *ret NULL: no runs there that were not open. */
+int show_open_store(const char *read, long stod, const struct show_days *more, char *dir,
+		    size_t len, char *shut, size_t shutlen, struct store_reader **ret);
 /* The same of dir, picked under the root read already (nothing about the root said again). */
-int show_open_day(const char *read, int64_t next_day, const char *dir, struct store_reader **ret);
+int show_open_day(const char *read, const struct show_days *more, const char *dir,
+		  struct store_reader **ret);
 /* A window ending at end (unix s) past *last, from a root: *rp reopened with the
- * next day's runs too (*last theirs); otherwise nothing changes. */
+ * runs of the days after the picked one through end's (*last theirs); otherwise,
+ * or when those days not open yet hold none, nothing changes. */
 int show_reach_next_day(const char *read, struct store_reader **rp, char *dir, size_t dirlen,
 			uint64_t first, uint64_t *last, int64_t end);
 /* The end (unix s) of a window by time of day etod (-1: none, 0 returned) in the

@@ -254,8 +254,9 @@ static bool holds_tod(struct store_reader *r, long tod, int64_t *day0)
 /*
  * A base on --read (no --diff_base_read) starting at stod that the exported
  * store r does not hold: from a root, the day whose records span it, as
- * --starttime picks one (its runs into *own, its dir into dir). *own NULL: r
- * it is (a store dir, or no day holds it).
+ * --starttime picks one (its runs into *own, its dir into dir; its run dirs
+ * this user cannot open named, as --read's). *own NULL: r it is (a store dir,
+ * or no day holds it).
  */
 static int base_day_of_read(const struct show_opts *o, struct store_reader *r, long stod, char *dir,
 			    size_t len, struct store_reader **own)
@@ -266,9 +267,9 @@ static int base_day_of_read(const struct show_opts *o, struct store_reader *r, l
 
 	*own = NULL;
 	if (stod < 0 || store_dir__is_store(o->read) || holds_tod(r, stod, &day0) ||
-	    store_root__pick(o->read, stod, pick, sizeof(pick)) < 0)
+	    show_pick_dir(o->read, stod, pick, sizeof(pick), NULL, 0) < 0)
 		return 0;
-	ret = show_open_day(o->read, 0, pick, own);
+	ret = show_open_day(o->read, NULL, pick, own);
 	if (ret < 0)
 		return ret;
 	if (!holds_tod(*own, stod, &day0)) { /* the newest day, not one spanning stod */
@@ -283,7 +284,7 @@ static int base_day_of_read(const struct show_opts *o, struct store_reader *r, l
 /*
  * The base range of a diff: its own store (--diff_base_read) or ours (r, in
  * sdir), on the day that holds its start; from a root, as --read is read: the
- * day --diff_base_start picks and the next one when the base reaches past it.
+ * day --diff_base_start picks and the later ones the base reaches into.
  */
 static int add_base(const struct show_opts *o, struct exporter *e, struct store_reader *r,
 		    const char *sdir, const struct store_filter *filt, int64_t n)
@@ -306,7 +307,8 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 		return -EINVAL;
 	}
 	if (o->diff_base_read) {
-		ret = show_open_store(o->diff_base_read, stod, 0, dir, sizeof(dir), NULL, 0, &own);
+		ret = show_open_store(o->diff_base_read, stod, NULL, dir, sizeof(dir), NULL, 0,
+				      &own);
 	} else {
 		snprintf(dir, sizeof(dir), "%s", sdir);
 		ret = base_day_of_read(o, r, stod, dir, sizeof(dir), &own);
@@ -347,6 +349,8 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 			  ret == -ENOMEM ? "out of memory" : export__error(e));
 		goto out;
 	}
+	if (own) /* r's are said at the end */
+		show_warn_skipped(own, dir);
 	export__stats(e, &st);
 	if (!st.rows[1])
 		log_warn("the diff base [ %s - %s ] of '%s' holds no records (--diff_base_start, "

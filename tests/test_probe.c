@@ -378,6 +378,44 @@ static void refused_store_check(const struct mon *m, pid_t pid)
 	free(head);
 }
 
+/* `cpa ctl cost` of m: probe 0 (spec0) in state state0 ("detached (...), "),
+ * probe 1 (spec1) attached. */
+static void ctl_cost_left_out(const struct mon *m, const char *state0, const char *spec0,
+			      const char *spec1)
+{
+	char cpa[1100], *out, *row;
+	char *ctl_argv[] = {cpa, "ctl", "--store_dir", (char *)m->store, "cost", "1", NULL};
+	int rc;
+
+	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
+	out = run(ctl_argv, &rc);
+	ck_assert_msg(rc == 0, "cpa ctl cost exited %d: %s", rc, out);
+	row = line_of(out, "0 ");
+	ck_assert_msg(strstr(row, state0) && strstr(row, spec0),
+		      "probe 0 not shown '%s' in cpa ctl cost:\n%s", state0, out);
+	free(row);
+	row = line_of(out, "1 ");
+	ck_assert_msg(strstr(row, " attached, ") && strstr(row, spec1),
+		      "probe 1 not shown attached in cpa ctl cost:\n%s", out);
+	free(row);
+	free(out);
+}
+
+/* The warning or error lines of log that hold what. */
+static int bad_lines(const char *log, const char *what)
+{
+	int lines = 0;
+
+	for (const char *p = log; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] ? 1 : 0)) {
+		char *l = strndup(p, strcspn(p, "\n"));
+
+		if (strstr(l, what) && (strstr(l, "WARNING") || strstr(l, "ERROR")))
+			lines++;
+		free(l);
+	}
+	return lines;
+}
+
 /*
  * A probe the kernel refuses at attach (a uprobe on wl_evex, whose first
  * instruction is an EVEX one: the spec check takes it, the kernel's x86
@@ -388,45 +426,23 @@ static void refused_store_check(const struct mon *m, pid_t pid)
  */
 START_TEST(test_probe_refused)
 {
-	char evex[1200], up[1200], cpa[1100], want[2600], *log, *out, *row;
+	char evex[1200], up[1200], want[2600], *log;
 	const char *probes[] = {evex, up, NULL};
-	const char *p;
 	struct mon m;
 	struct wl w;
-	int rc, lines = 0;
+	int lines;
 
 	refused_start(&w, up, sizeof(up));
 	snprintf(evex, sizeof(evex), "uprobe:%s:wl_evex", w.exe);
-	snprintf(cpa, sizeof(cpa), "%s/cpa", bin_dir);
 	mon_start(&m, w.pid, probes, RATE_ALL);
-	{
-		char *ctl_argv[] = {cpa, "ctl", "--store_dir", m.store, "cost", "1", NULL};
-
-		out = run(ctl_argv, &rc);
-		ck_assert_msg(rc == 0, "cpa ctl cost exited %d: %s", rc, out);
-		row = line_of(out, "0 ");
-		ck_assert_msg(strstr(row, "detached (refused at attach), ") && strstr(row, evex),
-			      "probe 0 not shown detached in cpa ctl cost:\n%s", out);
-		free(row);
-		row = line_of(out, "1 ");
-		ck_assert_msg(strstr(row, " attached, ") && strstr(row, up),
-			      "probe 1 not shown attached in cpa ctl cost:\n%s", out);
-		free(row);
-		free(out);
-	}
+	ctl_cost_left_out(&m, "detached (refused at attach), ", evex, up);
 	wl_run(&w);
 	mon_stop(&m);
 	wl_end(&w);
 
 	/* One warning or error line names the probe: its file, offset, reason. */
 	log = slurp_path(m.log);
-	for (p = log; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] ? 1 : 0)) {
-		char *l = strndup(p, strcspn(p, "\n"));
-
-		if (strstr(l, "wl_evex") && (strstr(l, "WARNING") || strstr(l, "ERROR")))
-			lines++;
-		free(l);
-	}
+	lines = bad_lines(log, "wl_evex");
 	snprintf(want, sizeof(want),
 		 "probe 0 '%s' left out: the kernel refused its uprobe on %s at file offset 0x",
 		 evex, w.exe);
@@ -463,25 +479,36 @@ static char *log_wait(const struct mon *m, const char *from, const char *what)
 	return log;
 }
 
+/* refused_start(), and a copy of the workload (its path in copy) whose
+ * wl_probe_target probe 0 is (gone): the file-gone cases. */
+static void gone_start(struct wl *w, char *up, size_t len, char *copy, size_t clen, char *gone,
+		       size_t glen)
+{
+	int fd;
+
+	refused_start(w, up, len);
+	fd = test_mkstemp(copy, clen, "probe-wl-copy");
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	run_sh("cp '%s' '%s'", w->exe, copy);
+	snprintf(gone, glen, "uprobe:%s:wl_probe_target", copy);
+}
+
 /*
  * A probe's file gone when capture restarts (a package upgrade removed it,
- * then capture died): the restarted capture's own check refuses the spec; it
- * is left out and that capture runs, with the other probe counting.
+ * then capture died): the restarted capture's own check finds it gone; it is
+ * left out (one line naming the file) and that capture runs, with the other
+ * probe counting.
  */
 START_TEST(test_probe_file_gone)
 {
 	char copy[PATH_MAX], gone[PATH_MAX + 32], up[1200], *log;
 	const char *probes[] = {gone, up, NULL}, *p;
-	int fd, cap = 0;
+	int cap = 0;
 	struct wl w;
 	struct mon m;
 
-	refused_start(&w, up, sizeof(up));
-	fd = test_mkstemp(copy, sizeof(copy), "probe-wl-copy");
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	run_sh("cp '%s' '%s'", w.exe, copy);
-	snprintf(gone, sizeof(gone), "uprobe:%s:wl_probe_target", copy);
+	gone_start(&w, up, sizeof(up), copy, sizeof(copy), gone, sizeof(gone));
 	mon_start(&m, w.pid, probes, RATE_ALL);
 	log = slurp_path(m.log);
 	p = strstr(log, "all stages running (");
@@ -491,8 +518,8 @@ START_TEST(test_probe_file_gone)
 	ck_assert_int_eq(unlink(copy), 0);
 	ck_assert_int_eq(kill(cap, SIGKILL), 0);
 	/* the restarted capture leaves probe 0 out and samples */
-	free(log_wait(&m, "capture restarted", "' left out (above)"));
-	free(log_wait(&m, "' left out (above)", "capture: sampling "));
+	free(log_wait(&m, "capture restarted", "' left out: its file "));
+	free(log_wait(&m, "' left out: its file ", "capture: sampling "));
 	wl_run(&w);
 	mon_stop(&m);
 	wl_end(&w);
@@ -501,6 +528,58 @@ START_TEST(test_probe_file_gone)
 	ck_assert_msg(strstr(log, copy) && strstr(log, "No such file or directory") &&
 			      strstr(log, "(restart 1)") && !strstr(log, "(restart 2)"),
 		      "want one restart (the kill) and the cause:\n%s", log);
+	refused_store_check(&m, w.pid);
+	free(log);
+	mon_cleanup(&m);
+}
+END_TEST
+
+/*
+ * A probe's file gone when capture first starts (removed after the monitor's
+ * check: an upgrade in the middle of the start; here a capture wrapper in
+ * CPA_STAGE_DIR removes it, then runs capture): capture leaves it out with one
+ * line naming the file and that it is gone, and `cpa ctl cost` says the file
+ * is gone, not that the kernel refused the probe; the other probe counts.
+ */
+START_TEST(test_probe_file_gone_first)
+{
+	char copy[PATH_MAX], gone[PATH_MAX + 32], up[1200], stages[PATH_MAX];
+	char path[PATH_MAX + 32], want[PATH_MAX + 128], *log;
+	const char *probes[] = {gone, up, NULL};
+	static const char *const stage[] = {"unwindd", "symd", "storer"};
+	int lines;
+	struct wl w;
+	struct mon m;
+
+	gone_start(&w, up, sizeof(up), copy, sizeof(copy), gone, sizeof(gone));
+	test_scratch_in(stages, sizeof(stages), "probe-stages");
+	for (unsigned int i = 0; i < sizeof(stage) / sizeof(stage[0]); i++) {
+		char to[1100];
+
+		snprintf(path, sizeof(path), "%s/%s", stages, stage[i]);
+		snprintf(to, sizeof(to), "%s/%s", bin_dir, stage[i]);
+		ck_assert_int_eq(symlink(to, path), 0);
+	}
+	snprintf(path, sizeof(path), "%s/capture", stages);
+	run_sh("printf '#!/bin/sh\\nrm -f \"%s\"\\nexec \"%s/capture\" \"$@\"\\n' > '%s' && "
+	       "chmod 755 '%s'",
+	       copy, bin_dir, path, path);
+	setenv("CPA_STAGE_DIR", stages, 1);
+	mon_start(&m, w.pid, probes, RATE_ALL);
+	unsetenv("CPA_STAGE_DIR");
+	ck_assert_int_ne(access(copy, F_OK), 0);
+	ctl_cost_left_out(&m, "detached (file gone), ", gone, up);
+	wl_run(&w);
+	mon_stop(&m);
+	wl_end(&w);
+
+	/* One warning or error line names the probe and its file gone. */
+	log = slurp_path(m.log);
+	lines = bad_lines(log, copy);
+	snprintf(want, sizeof(want), "left out: its file %s is gone (No such file or directory)",
+		 copy);
+	ck_assert_msg(lines == 1 && strstr(log, want) && !strstr(log, "the kernel refused"),
+		      "want one line '...%s' (%d lines):\n%s", want, lines, log);
 	refused_store_check(&m, w.pid);
 	free(log);
 	mon_cleanup(&m);
@@ -826,6 +905,9 @@ int main(int argc, char **argv)
 		tc = TEST_TCASE(s, "e2e", test_probe_counts, test_probe_rate_limit,
 				test_probe_refused, test_probe_file_gone, test_probe_bad_specs,
 				test_probe_null);
+	tcase_set_timeout(tc, 240);
+	/* capture's first start without a probe's file (a wrapper stage dir) */
+	tc = TEST_TCASE(s, "first_start", test_probe_file_gone_first);
 	tcase_set_timeout(tc, 240);
 	return test_run_suite(s);
 }

@@ -24,12 +24,13 @@
 
 static char root[PATH_MAX], out[PATH_MAX + 16];
 
-/* 10 s of samples from 2026-11-20 10:00:00 into root: run dir cpa_261120. */
-static void write_run(const char *r)
+/* 10 s of samples from 2026-11-20 10:00:00 + off seconds into root: run dir
+ * cpa_261120 (off 0). */
+static void write_run(const char *r, uint64_t off)
 {
 	struct store_writer_opts o = {.record_interval = 1, .root = r};
 	struct store_writer *w;
-	uint64_t seq = 1, base = t_base_ns();
+	uint64_t seq = 1, base = t_base_ns() + off * T_NS;
 
 	ck_assert_int_eq(store_writer__new(&o, &w), 0);
 	t_defs(w, 3, 0);
@@ -64,7 +65,7 @@ static void setup(void)
 	t_utc();
 	test_scratch_in(root, sizeof(root), "readperm");
 	ck_assert_int_eq(chmod(root, 0755), 0); /* nobody walks in */
-	write_run(root);
+	write_run(root, 0);
 	snprintf(out, sizeof(out), "%s/out", root);
 	ck_assert_int_eq(mkdir(out, 0777), 0);
 	ck_assert_int_eq(chmod(out, 0777), 0);
@@ -136,6 +137,37 @@ START_TEST(test_show_newest_unreadable)
 END_TEST
 
 /*
+ * A diff base on a day before the range's (the range on the 21st, the base on
+ * the 20th): a run dir of the base's day nobody may read is named once, with
+ * the base on --read (the range's pick names the days from its own on only)
+ * and by --diff_base_read; the diff of what can be read is written.
+ */
+START_TEST(test_show_base_unreadable)
+{
+	char later[PATH_MAX + 32], want[PATH_MAX + 160], args[3 * PATH_MAX];
+	char *o;
+	int rc;
+
+	write_run(root, 26 * 3600); /* cpa_261121, from 12:00:00 */
+	shut_run(root, "cpa_261120_start_110000", later, sizeof(later));
+	snprintf(want, sizeof(want),
+		 "WARNING: '%s': Permission denied: its samples are not in this output", later);
+	for (int i = 0; i < 2; i++) {
+		snprintf(args, sizeof(args),
+			 "-B 12:00:00 -n 5 --diff_base_start 10:00:00 --format folded -o "
+			 "'%s/d.prof' %s%s%s",
+			 out, i ? "--diff_base_read '" : "", i ? root : "", i ? "'" : "");
+		o = show_nobody(&rc, root, args);
+		ck_assert_msg(rc == 0 && strstr(o, "Diff Base Record Time From [ 10:00:00.000 - "
+						   "10:00:05.000 ]"),
+			      "exit %d: %s", rc, o);
+		ck_assert_msg(count(o, want) == 1, "'%s' not said once: %s", later, o);
+		free(o);
+	}
+}
+END_TEST
+
+/*
  * cpa-view's model opened on path as nobody, in a forked child: into got,
  * "R MSG" when vmodel__open() fails (R its -errno, MSG its message), else
  * "0 N FIRST LAST UNREAD" (the unreadable run dirs, the timeline's seconds).
@@ -183,7 +215,7 @@ START_TEST(test_view_unreadable_named)
 
 	snprintf(one, sizeof(one), "%s/one", root);
 	ck_assert_int_eq(mkdir(one, 0755), 0);
-	write_run(one);
+	write_run(one, 0);
 	snprintf(dir, sizeof(dir), "%s/cpa_261120", one);
 	ck_assert_int_eq(chmod(dir, 0), 0);
 	view_nobody(one, err, sizeof(err));
@@ -311,8 +343,9 @@ int main(void)
 				"skipped\n");
 		return TEST_SKIP;
 	}
-	tc = TEST_TCASE(s, "nobody", test_show_newest_unreadable, test_view_unreadable_named,
-			test_view_newest_unreadable, test_view_tui_unreadable);
+	tc = TEST_TCASE(s, "nobody", test_show_newest_unreadable, test_show_base_unreadable,
+			test_view_unreadable_named, test_view_newest_unreadable,
+			test_view_tui_unreadable);
 	tcase_add_checked_fixture(tc, setup, NULL);
 	return test_run_suite(s);
 }

@@ -1261,9 +1261,13 @@ END_TEST
  * next day's dir at midnight. Each second stack 1 before midnight, stack 2
  * after it, stack 3 on both sides.
  */
-static void setup_midnight(void)
+/* A writer of a monitor run started at 23:50 local on 2026-11-20 in a new
+ * root; 23:59:50, 10 s before midnight, into *base. */
+static uint32_t seg_seconds; /* segment_seconds of run_to_midnight()'s writer (0: default) */
+
+static struct store_writer *run_to_midnight(uint64_t *base)
 {
-	struct store_writer_opts o = {.record_interval = 1};
+	struct store_writer_opts o = {.record_interval = 1, .segment_seconds = seg_seconds};
 	struct tm tm = {.tm_year = 126,
 			.tm_mon = 10,
 			.tm_mday = 20,
@@ -1272,14 +1276,22 @@ static void setup_midnight(void)
 			.tm_sec = 50,
 			.tm_isdst = -1};
 	struct store_writer *w;
+
+	*base = (uint64_t)mktime(&tm) * T_NS;
+	w = t_store_new(&o, &root);
+	store_writer__set_run_id(w, *base - 590 * T_NS);
+	t_defs(w, NSTACKS, 0);
+	return w;
+}
+
+static void setup_midnight(void)
+{
+	struct store_writer *w;
 	uint64_t seq = 1, base;
 
 	setenv("TZ", "CPA-1", 1); /* UTC+1, no tzdata needed */
 	tzset();
-	base = (uint64_t)mktime(&tm) * T_NS;
-	w = t_store_new(&o, &root);
-	store_writer__set_run_id(w, base - 590 * T_NS);
-	t_defs(w, NSTACKS, 0);
+	w = run_to_midnight(&base);
 	for (uint32_t sec = 0; sec < 20; sec++) {
 		struct cpa_sample_out smp;
 
@@ -1464,7 +1476,7 @@ START_TEST(test_show_midnight)
 }
 END_TEST
 
-/* The folded diff at path: stacks 1, 2 and 3 with base and new counts want[s]. */
+/* The folded diff at path: stacks 1, 2 and 3 with base and new counts want[s] (0 0: absent). */
 static void diff_counts(const char *path, const unsigned int want[4][2])
 {
 	static const char *const labels[] = {"", "ENV_A;app:1001;", "ENV_A;db:1002;",
@@ -1475,6 +1487,10 @@ static void diff_counts(const char *path, const unsigned int want[4][2])
 		size_t l;
 
 		folded(s, labels[s], line, sizeof(line));
+		if (!want[s][0] && !want[s][1]) { /* in neither range: no line */
+			ck_assert_msg(!strstr(txt, line), "'%s' in:\n%s", line, txt);
+			continue;
+		}
 		l = strlen(line);
 		snprintf(line + l, sizeof(line) - l, " %u %u\n", want[s][0], want[s][1]);
 		ck_assert_msg(strstr(txt, line), "no '%s' in:\n%s", line, txt);
@@ -1537,6 +1553,182 @@ START_TEST(test_show_midnight_diff_base)
 }
 END_TEST
 
+/* ---- a window over three days (a root with a run on each of three UTC days) ---- */
+
+#define DAY 86400L
+
+/*
+ * One monitor run over three UTC days, the writer rotating at each midnight:
+ * stack 1 each second of 23:59:50-59 on 2026-11-20, stack 2 of 12:00:00-09 on
+ * the 21st, stack 3 of 00:00:00-09 on the 22nd. Only the first day's records
+ * span 23:59:5x: -B 23:59:50 picks it.
+ */
+static void setup_three_days(void)
+{
+	static const uint64_t at[] = {0, 12 * 3600 + 10, DAY + 10}; /* from 23:59:50 */
+	struct store_writer *w;
+	uint64_t seq = 1, base;
+
+	t_utc();
+	w = run_to_midnight(&base);
+	for (uint32_t d = 0; d < 3; d++)
+		for (uint32_t sec = 0; sec < 10; sec++) {
+			struct cpa_sample_out smp;
+
+			t_sample(&smp, seq++, base + (at[d] + sec) * T_NS + 100000000ULL, d + 1, 0);
+			ck_assert_int_eq(store_writer__add_sample(w, &smp), 0);
+		}
+	store_writer__free(w);
+	snprintf(store, sizeof(store), "%s/cpa_261120", root);
+}
+
+/*
+ * From the root, -B 23:59:50 -n <a day and 20 s> covers the three days: every
+ * sample read once, as folded, pprof and a diff whose base (on --read, or
+ * --diff_base_read) is the same range; and a base reaching a third day from a
+ * range of two reads it too (it reopened the second day instead).
+ */
+START_TEST(test_show_three_days)
+{
+	static const unsigned int same[4][2] = {{0, 0}, {10, 10}, {10, 10}, {10, 10}};
+	static const unsigned int later[4][2] = {{0, 0}, {0, 5}, {10, 5}, {5, 0}};
+	char path[1100], want[2048], d[1100];
+	struct show_opts o = defaults();
+
+	log_set_level(LOG_LVL_ERROR);
+	for (int i = 0; i < 3; i++) {
+		snprintf(d, sizeof(d), "%s/cpa_2611%d", root, 20 + i);
+		ck_assert_msg(access(d, F_OK) == 0, "no day dir %s", d);
+	}
+	o.read = root;
+	prof_to(&o, path, sizeof(path), "three.prof");
+	o.starttime = "23:59:50";
+	o.output_num = DAY + 20; /* to 00:00:10 on the 22nd */
+	ck_assert_int_eq(run(&o), 0);
+	snprintf(want, sizeof(want),
+		 "Record Time From [ 23:59:50.100 ] to [ 23:59:59.100 ] Records Num: 10\n"
+		 "Export Record Time From [ 23:59:50.000 - 00:00:10.000 ]\n"
+		 "Write  [ 23:59:50.000 - 00:00:10.000 ] Record to %s, Stack Type 3\n",
+		 path);
+	ck_assert_str_eq(out, want);
+	midnight_counts(path, 10, 10, 10);
+	/* pprof: the same range, the same stacks */
+	prof_to(&o, path, sizeof(path), "three.pb.gz");
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(out, "Export Record Time From [ 23:59:50.000 - 00:00:10.000 ]\n"),
+		      "%s", out);
+	snprintf(want, sizeof(want),
+		 "Write  [ 23:59:50.000 - 00:00:10.000 ] Record to %s, Stack Type 3\n", path);
+	ck_assert_msg(strstr(out, want), "%s", out);
+	/* a diff whose base is the same three days, on --read's store and on its own */
+	prof_to(&o, path, sizeof(path), "three.diff");
+	o.format = "folded";
+	o.diff_base_start = "23:59:50";
+	for (int on_read = 0; on_read < 2; on_read++) {
+		o.diff_base_read = on_read ? NULL : root;
+		diff_run(&o, path, "23:59:50.000 - 00:00:10.000", same);
+	}
+	/* a range of two days, its base from the second day into the third */
+	o.starttime = "23:59:55";
+	o.output_num = DAY / 2 + 10; /* to 12:00:05 on the 21st */
+	o.diff_base_start = "12:00:00";
+	o.diff_base_end = "00:00:05"; /* on the 22nd */
+	for (int on_read = 0; on_read < 2; on_read++) {
+		o.diff_base_read = on_read ? NULL : root;
+		diff_run(&o, path, "12:00:00.000 - 00:00:05.000", later);
+	}
+}
+END_TEST
+
+/* The three days, each day's 10 s in two segment files of 5 s. */
+static void setup_three_days_segs(void)
+{
+	seg_seconds = 5;
+	setup_three_days();
+	seg_seconds = 0;
+}
+
+/* How many lines of logbuf hold both a and b. */
+static int log_lines_with(const char *a, const char *b)
+{
+	int n = 0;
+
+	for (const char *p = logbuf; *p;) {
+		size_t l = strcspn(p, "\n");
+		char *line = strndup(p, l);
+
+		n += strstr(line, a) && strstr(line, b);
+		free(line);
+		p += l + (p[l] ? 1 : 0);
+	}
+	return n;
+}
+
+/*
+ * diff_run() of o with its base by --diff_base_read, then on --read: each time
+ * the unreadable seg[0] (the range's day) named once, with its day's count
+ * line, and seg[1] (the 21st's) and its count line n1 times.
+ */
+static void unread_base(struct show_opts *o, const char *path, const char *base,
+			const unsigned int want[4][2], char seg[2][1300], int n1)
+{
+	for (int on_read = 0; on_read < 2; on_read++) {
+		o->diff_base_read = on_read ? NULL : root;
+		logbuf[0] = 0;
+		diff_run(o, path, base, want);
+		ck_assert_msg(log_lines_with(seg[0], "skipped") == 1, "%s", logbuf);
+		ck_assert_msg(log_lines_with(seg[1], "skipped") == n1, "%s", logbuf);
+		ck_assert_msg(log_lines_with("/cpa_261120': skipped", "1 segment file(s)") == 1,
+			      "%s", logbuf);
+		ck_assert_msg(log_lines_with("/cpa_261121': skipped", "1 segment file(s)") == n1,
+			      "%s", logbuf);
+	}
+}
+
+/*
+ * A run file the reader cannot open (a directory in its place: the open of a
+ * segment fails as for one of another user, EACCES), in the exported range's
+ * day and in the diff base's: each is named once, in one warning, whether the
+ * base is on --read (another day, or the range's own) or --diff_base_read; the
+ * rest is exported.
+ */
+START_TEST(test_show_unreadable_file)
+{
+	static const unsigned int want[4][2] = {{0, 0}, {0, 5}, {5, 0}, {0, 0}};
+	static const unsigned int want_same[4][2] = {{0, 0}, {5, 5}, {0, 0}, {0, 0}};
+	char path[1100], seg[2][1300];
+	struct show_opts o = defaults();
+
+	for (int d = 0; d < 2; d++) {
+		char from[sizeof(seg) + 8];
+
+		snprintf(seg[d], sizeof(seg[d]), "%s/cpa_2611%d/seg_000002.cps", root, 20 + d);
+		snprintf(from, sizeof(from), "%s.moved", seg[d]);
+		ck_assert_int_eq(rename(seg[d], from), 0);
+		ck_assert_int_eq(mkdir(seg[d], 0755), 0);
+	}
+	log_set_level(LOG_LVL_WARN);
+	o.read = root;
+	prof_to(&o, path, sizeof(path), "unread.diff");
+	o.format = "folded";
+	o.starttime = "23:59:50";
+	o.output_num = 5; /* the first segment's seconds */
+	logbuf[0] = 0;
+	log_set_sink(log_capture);
+	/* the range alone */
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(log_lines_with(seg[0], "skipped") == 1, "%s", logbuf);
+	midnight_counts(path, 5, 0, 0);
+	/* a base on another day, by --diff_base_read and on --read: both days named */
+	o.diff_base_start = "12:00:00";
+	unread_base(&o, path, "12:00:00.000 - 12:00:05.000", want, seg, 1);
+	/* a base on the range's own day: its file named once */
+	o.diff_base_start = "23:59:50";
+	unread_base(&o, path, "23:59:50.000 - 23:59:55.000", want_same, seg, 0);
+	log_set_sink(NULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("show");
@@ -1557,5 +1749,10 @@ int main(void)
 	/* A root whose run spans local midnight. */
 	tc = TEST_TCASE(s, "midnight", test_show_midnight, test_show_midnight_diff_base);
 	tcase_add_checked_fixture(tc, setup_midnight, teardown);
+	/* A root with a run over three days. */
+	tc = TEST_TCASE(s, "three_days", test_show_three_days);
+	tcase_add_checked_fixture(tc, setup_three_days, teardown);
+	tc = TEST_TCASE(s, "unreadable", test_show_unreadable_file);
+	tcase_add_checked_fixture(tc, setup_three_days_segs, teardown);
 	return test_run_suite(s);
 }
