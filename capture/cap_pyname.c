@@ -32,9 +32,12 @@ struct cap_pyname {
 	struct sent slots[CAP_PYNAME_SLOTS];
 	uint64_t pids[PID_BITS / 64];
 	struct busy busy[CAP_PYNAME_BUSY_PIDS];
-	struct shm_stage *st; /* its CAP_CNT_PYCODE_* counters, NULL: none */
-	uint64_t spent_ns;    /* reading code objects since the poll began */
-	unsigned int evict;   /* the way a full bucket gives up next */
+	struct shm_stage *st;	  /* its CAP_CNT_PYCODE_* counters, NULL: none */
+	uint64_t spent_ns;	  /* reading code objects since the poll began */
+	cap_pyname_room_fn *room; /* past the base budget: room for more reads? */
+	void *room_ctx;		  /* its argument */
+	uint64_t max_ns;	  /* ... up to this much of reads a poll */
+	unsigned int evict;	  /* the way a full bucket gives up next */
 };
 
 static void cnt_add(struct cap_pyname *n, unsigned int idx)
@@ -90,6 +93,26 @@ void cap_pyname__poll(struct cap_pyname *n)
 {
 	if (n)
 		n->spent_ns = 0;
+}
+
+void cap_pyname__set_room(struct cap_pyname *n, cap_pyname_room_fn *room, void *ctx,
+			  uint64_t max_ns)
+{
+	n->room = room;
+	n->room_ctx = ctx;
+	n->max_ns = max_ns;
+}
+
+/* May the poll read one more code object: within its base budget, or past it
+ * while the buffers have room (counted). */
+static bool budget_left(struct cap_pyname *n)
+{
+	if (n->spent_ns < CAP_PYNAME_BUDGET_NS)
+		return true;
+	if (!n->room || n->spent_ns >= n->max_ns || !n->room(n->room_ctx))
+		return false;
+	cnt_add(n, CAP_CNT_PYCODE_PAST_BUDGET);
+	return true;
 }
 
 void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid)
@@ -208,7 +231,7 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 				break;
 		if (w < CAP_PYNAME_WAYS)
 			continue;
-		if (n->spent_ns >= CAP_PYNAME_BUDGET_NS) {
+		if (!budget_left(n)) {
 			cnt_add(n, CAP_CNT_PYCODE_DEFERRED); /* the rest: symd's own read */
 			return;
 		}
