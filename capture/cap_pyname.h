@@ -35,6 +35,17 @@
 
 #define CAP_PYNAME_SLOTS 4096 /* (pid, code, check) sent */
 #define CAP_PYNAME_WAYS	 4    /* ... in buckets of this many (a cache line) */
+/*
+ * A code object sent more than this many records ago is read and sent again
+ * when sampled: symd's cache (symd/pysym.h: 8192 entries, 4-way, the least
+ * recently used out) may have let it go meanwhile, under a flood of new
+ * ones, and with this set still saying "sent" symd would read it itself,
+ * after the process's exit for a sample of its last seconds. 1024 records
+ * over symd's 2048 sets: four in one set, which could push it out, in ~0.2 %
+ * of them. Only a host sending records gets here: a Python whose code
+ * objects were all sent sends none, and reads none again.
+ */
+#define CAP_PYNAME_RESEND 1024
 
 struct cap_pyname;
 
