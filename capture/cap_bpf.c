@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,6 +27,11 @@
 struct cap_bpf {
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
+	/* The ring buffer's consumer and producer positions, mapped read-only
+	 * apart from libbpf's (which keeps them private): how much is unread
+	 * (cap_bpf__rb_unread()). NULL: not mapped. */
+	const unsigned long *rb_cons, *rb_prod;
+	uint32_t rb_size;
 	struct bpf_link **links; /* one per CPU; each owns its perf event fd */
 	int *pfds;		 /* those fds (not ours to close): a policy's freq */
 	unsigned int n_links;
@@ -364,6 +370,32 @@ static void probes_autoload(struct cap_bpf *b)
 	bpf_program__set_autoattach(b->skel->progs.cpa_probe_tp, false);
 }
 
+/*
+ * The ring buffer's two position pages again, read-only (the kernel allows
+ * that of both; libbpf maps the same pages for itself): what the BPF side
+ * produced and what on_record() consumed, as libbpf stores it after each
+ * record. Not mapped: cap_bpf__rb_unread() says full, so nothing that asks
+ * it for room gets any.
+ */
+static void rb_positions_map(struct cap_bpf *b, uint32_t size)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	int fd = bpf_map__fd(b->skel->maps.rb);
+	void *cons, *prod;
+
+	cons = mmap(NULL, pg, PROT_READ, MAP_SHARED, fd, 0);
+	if (cons == MAP_FAILED)
+		return;
+	prod = mmap(NULL, pg, PROT_READ, MAP_SHARED, fd, (off_t)pg);
+	if (prod == MAP_FAILED) {
+		munmap(cons, pg);
+		return;
+	}
+	b->rb_cons = cons;
+	b->rb_prod = prod;
+	b->rb_size = size;
+}
+
 int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 		  struct cap_bpf **ret)
 {
@@ -446,6 +478,7 @@ int cap_bpf__open(const struct cap_bpf_opts *o, cap_bpf_record_fn fn, void *ctx,
 		r = bpf_fail(-errno, "map BPF ring buffer");
 		goto out_free;
 	}
+	rb_positions_map(b, o->ringbuf_size);
 	*ret = b;
 	return 0;
 
@@ -1086,6 +1119,20 @@ int cap_bpf__epoll_fd(const struct cap_bpf *b)
 	return ring_buffer__epoll_fd(b->rb);
 }
 
+uint64_t cap_bpf__rb_unread(const struct cap_bpf *b, uint64_t *ret_size)
+{
+	unsigned long prod, cons;
+
+	*ret_size = b->rb_size;
+	if (!b->rb_prod)
+		return b->rb_size;
+	/* Pairs with the BPF side's store-release of the producer position
+	 * (bpf_ringbuf_commit) and with libbpf's of the consumer one. */
+	cons = __atomic_load_n(b->rb_cons, __ATOMIC_ACQUIRE);
+	prod = __atomic_load_n(b->rb_prod, __ATOMIC_ACQUIRE);
+	return prod - cons > b->rb_size ? b->rb_size : prod - cons;
+}
+
 uint64_t cap_bpf__wake_left(const struct cap_bpf *b)
 {
 	int64_t n = __atomic_load_n(&b->skel->bss->wake_left, __ATOMIC_RELAXED);
@@ -1169,6 +1216,10 @@ void cap_bpf__free(struct cap_bpf *b)
 	free(b->links);
 	free(b->pfds);
 	ring_buffer__free(b->rb);
+	if (b->rb_prod) {
+		munmap((void *)b->rb_cons, (size_t)sysconf(_SC_PAGESIZE));
+		munmap((void *)b->rb_prod, (size_t)sysconf(_SC_PAGESIZE));
+	}
 	profile_bpf__destroy(b->skel);
 	free(b->ustack_pid);
 	free(b);

@@ -96,6 +96,10 @@ int cap_bpf__poll(struct cap_bpf *b, int timeout_ms);
 int cap_bpf__wait(struct cap_bpf *b, int timeout_ms);
 /* The epoll fd cap_bpf__wait() sleeps on (readable: a wakeup pending). */
 int cap_bpf__epoll_fd(const struct cap_bpf *b);
+/* Bytes in the ring buffer not consumed yet (records and their headers;
+ * during cap_bpf__poll(), from the record on_record() has on), and its size
+ * in *ret_size; the size when it cannot tell. */
+uint64_t cap_bpf__rb_unread(const struct cap_bpf *b, uint64_t *ret_size);
 /* n > 0: the n-th record the BPF side submits from now wakes cap_bpf__wait()
  * (once); 0: off (the usual wakeups only). */
 void cap_bpf__wake_after(struct cap_bpf *b, uint32_t n);

@@ -16,11 +16,17 @@
 
 #define PID_BITS (1u << 16) /* a bit per pid % PID_BITS: may it hold slots */
 
+/* The code address's low 48 bits (x86-64 and arm64 user space), and in the
+ * 16 above them when it was sent: records sent so far / SENT_UNIT. */
+#define SENT_CODE_MASK ((1ull << 48) - 1)
+#define SENT_UNIT      16
+
 struct sent {
-	uint64_t code;
+	uint64_t code_at;
 	uint32_t pid; /* 0: free */
 	uint32_t check;
 };
+_Static_assert(sizeof(struct sent) * CAP_PYNAME_WAYS == 64, "a bucket is a cache line");
 
 /* A process code objects were sent for lately: CLOCK_MONOTONIC of its last. */
 struct busy {
@@ -32,9 +38,13 @@ struct cap_pyname {
 	struct sent slots[CAP_PYNAME_SLOTS];
 	uint64_t pids[PID_BITS / 64];
 	struct busy busy[CAP_PYNAME_BUSY_PIDS];
-	struct shm_stage *st; /* its CAP_CNT_PYCODE_* counters, NULL: none */
-	uint64_t spent_ns;    /* reading code objects since the poll began */
-	unsigned int evict;   /* the way a full bucket gives up next */
+	struct shm_stage *st;	  /* its CAP_CNT_PYCODE_* counters, NULL: none */
+	uint64_t spent_ns;	  /* reading code objects since the poll began */
+	uint64_t sends;		  /* CPA_REC_PYCODE records sent */
+	cap_pyname_room_fn *room; /* past the base budget: room for more reads? */
+	void *room_ctx;		  /* its argument */
+	uint64_t max_ns;	  /* ... up to this much of reads a poll */
+	unsigned int evict;	  /* the way a full bucket gives up next */
 };
 
 static void cnt_add(struct cap_pyname *n, unsigned int idx)
@@ -90,6 +100,26 @@ void cap_pyname__poll(struct cap_pyname *n)
 {
 	if (n)
 		n->spent_ns = 0;
+}
+
+void cap_pyname__set_room(struct cap_pyname *n, cap_pyname_room_fn *room, void *ctx,
+			  uint64_t max_ns)
+{
+	n->room = room;
+	n->room_ctx = ctx;
+	n->max_ns = max_ns;
+}
+
+/* May the poll read one more code object: within its base budget, or past it
+ * while the buffers have room (counted). */
+static bool budget_left(struct cap_pyname *n)
+{
+	if (n->spent_ns < CAP_PYNAME_BUDGET_NS)
+		return true;
+	if (!n->room || n->spent_ns >= n->max_ns || !n->room(n->room_ctx))
+		return false;
+	cnt_add(n, CAP_CNT_PYCODE_PAST_BUDGET);
+	return true;
 }
 
 void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid)
@@ -172,6 +202,7 @@ static int send_code(struct cap_pyname *n, struct cap_emit *e, uint32_t pid,
 		memcpy(p + ql, info.filename, fl);
 		memcpy(p + ql + fl, info.linetab, info.linetab_len);
 		cnt_add(n, CAP_CNT_PYCODE_SENT);
+		n->sends++;
 		busy_mark(n, pid);
 	}
 	pycode__info_clear(&info);
@@ -194,9 +225,10 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 	pf = (const struct cpa_bpf_pyframe *)(bs->stack + bs->stack_len);
 	for (uint32_t i = 0; i < npy; i++) {
 		struct cpa_bpf_pyframe f;
-		struct sent *b;
+		uint16_t at = (uint16_t)(n->sends / SENT_UNIT);
+		unsigned int w, again = CAP_PYNAME_WAYS;
 		uint64_t code, t0;
-		unsigned int w;
+		struct sent *b;
 		int r;
 
 		memcpy(&f, &pf[i], sizeof(f));
@@ -204,11 +236,16 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 		b = &n->slots[hash64_mix(code ^ ((uint64_t)bs->pid << 47) ^ f.check) %
 			      (CAP_PYNAME_SLOTS / CAP_PYNAME_WAYS) * CAP_PYNAME_WAYS];
 		for (w = 0; w < CAP_PYNAME_WAYS; w++)
-			if (b[w].pid == bs->pid && b[w].code == code && b[w].check == f.check)
+			if (b[w].pid == bs->pid && b[w].check == f.check &&
+			    ((b[w].code_at ^ code) & SENT_CODE_MASK) == 0)
 				break;
-		if (w < CAP_PYNAME_WAYS)
+		/* Sent, and not too many records ago for symd to hold it still. */
+		if (w < CAP_PYNAME_WAYS &&
+		    (uint16_t)(at - (b[w].code_at >> 48)) < CAP_PYNAME_RESEND / SENT_UNIT)
 			continue;
-		if (n->spent_ns >= CAP_PYNAME_BUDGET_NS) {
+		if (w < CAP_PYNAME_WAYS)
+			again = w; /* read and sent again, in its way */
+		if (!budget_left(n)) {
 			cnt_add(n, CAP_CNT_PYCODE_DEFERRED); /* the rest: symd's own read */
 			return;
 		}
@@ -221,11 +258,16 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 			return; /* ring 0 full: the next sample tries again */
 		/* Sent, or not a code object to read (symd tries itself): not again.
 		 * Into a free way of its bucket, else the next one in turn. */
-		for (w = 0; w < CAP_PYNAME_WAYS && b[w].pid; w++)
-			;
+		w = again;
+		if (w == CAP_PYNAME_WAYS)
+			for (w = 0; w < CAP_PYNAME_WAYS && b[w].pid; w++)
+				;
 		if (w == CAP_PYNAME_WAYS)
 			w = n->evict++ % CAP_PYNAME_WAYS;
-		b[w] = (struct sent){.code = code, .pid = bs->pid, .check = f.check};
+		b[w] = (struct sent){.code_at = (code & SENT_CODE_MASK) |
+						(uint64_t)(uint16_t)(n->sends / SENT_UNIT) << 48,
+				     .pid = bs->pid,
+				     .check = f.check};
 		n->pids[(bs->pid % PID_BITS) / 64] |= 1ull << (bs->pid % 64);
 	}
 }

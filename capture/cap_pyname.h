@@ -14,11 +14,12 @@
  * objects could take a poll's whole budget, every poll). A pid's entries go at its exit
  * or exec.
  *
- * The reads are bounded per poll (CAP_PYNAME_BUDGET_NS): capture is the
- * producer, and a host starting many deep-stack Pythons at once must not keep
- * it from draining the BPF ring buffer. Past the budget a sample goes on
- * without the records of the code objects left (symd reads them itself, and
- * the next poll sends them when they are sampled again).
+ * The reads are bounded per poll (CAP_PYNAME_BUDGET_NS, longer while the
+ * buffers have room: cap_pyname__set_room()): capture is the producer, and a
+ * host starting many deep-stack Pythons at once must not keep it from
+ * draining the BPF ring buffer. Past the budget a sample goes on without the
+ * records of the code objects left (symd reads them itself, and the next poll
+ * sends them when they are sampled again).
  */
 #ifndef CPA_CAPTURE_CAP_PYNAME_H
 #define CPA_CAPTURE_CAP_PYNAME_H
@@ -34,6 +35,17 @@
 
 #define CAP_PYNAME_SLOTS 4096 /* (pid, code, check) sent */
 #define CAP_PYNAME_WAYS	 4    /* ... in buckets of this many (a cache line) */
+/*
+ * A code object sent more than this many records ago is read and sent again
+ * when sampled: symd's cache (symd/pysym.h: 8192 entries, 4-way, the least
+ * recently used out) may have let it go meanwhile, under a flood of new
+ * ones, and with this set still saying "sent" symd would read it itself,
+ * after the process's exit for a sample of its last seconds. 1024 records
+ * over symd's 2048 sets: four in one set, which could push it out, in ~0.2 %
+ * of them. Only a host sending records gets here: a Python whose code
+ * objects were all sent sends none, and reads none again.
+ */
+#define CAP_PYNAME_RESEND 1024
 
 struct cap_pyname;
 
@@ -58,6 +70,20 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
  */
 #define CAP_PYNAME_BUDGET_NS (1 * NSEC_PER_MSEC)
 void cap_pyname__poll(struct cap_pyname *n);
+/*
+ * Past CAP_PYNAME_BUDGET_NS, a poll's reads go on while room(ctx) says the
+ * buffers capture drains and fills have room (capture: the BPF ring buffer
+ * at most 1/16 full, ring 0 at least half free), asked before each read, up
+ * to max_ns of reads a poll (CAP_PYNAME_BUDGET_MAX_NS): what the budget is
+ * for is that the BPF ring buffer never fills while capture reads, and a
+ * read (~10 us) cannot fill 15/16 of a buffer sized for 2.5 s of samples.
+ * The code objects so read are counted in CAP_CNT_PYCODE_PAST_BUDGET. Without
+ * a room function (NULL, the default) the budget is CAP_PYNAME_BUDGET_NS.
+ */
+#define CAP_PYNAME_BUDGET_MAX_NS (10 * NSEC_PER_MSEC)
+typedef bool cap_pyname_room_fn(void *ctx);
+void cap_pyname__set_room(struct cap_pyname *n, cap_pyname_room_fn *room, void *ctx,
+			  uint64_t max_ns);
 /* pid exited or exec'd: what was sent for it goes. */
 void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid);
 

@@ -163,6 +163,22 @@ static uint32_t target_tgid(const struct cpa_config *cfg)
 	return (uint32_t)tgid;
 }
 
+/*
+ * cap_pyname's reads past their base budget (cap_pyname.h): while the BPF
+ * ring buffer is at most 1/CAP_PYNAME_ROOM_DIV full, so a read (~10 us)
+ * cannot make it lose samples, and ring 0 at least half free, so the
+ * records do not push samples into degradation.
+ */
+#define CAP_PYNAME_ROOM_DIV 16
+static bool pyname_room(void *ctx)
+{
+	struct capture *c = ctx;
+	uint64_t size, unread = cap_bpf__rb_unread(c->bpf, &size);
+
+	return unread <= size / CAP_PYNAME_ROOM_DIV &&
+	       shm_ring__free_bytes_sp(c->ring) >= c->ring->size / 2;
+}
+
 static int on_record(void *ctx, const void *data, size_t size)
 {
 	struct capture *c = ctx;
@@ -725,6 +741,8 @@ static int setup_bpf(struct capture *c, struct cap_bpf_opts *o)
 		log_info("python: %d interpreters running", cap_python__scan(c->python));
 		if (cap_pyname__new(&c->pyname, c->st) < 0)
 			log_warn("python: no memory for naming code objects here: symd reads them");
+		else
+			cap_pyname__set_room(c->pyname, pyname_room, c, CAP_PYNAME_BUDGET_MAX_NS);
 	}
 	down_mark(c);
 	for (unsigned int i = 0; i < c->cfg->nr_probes; i++) {

@@ -73,6 +73,9 @@ enum capture_counter {
 	/* Probes left out at attach (the kernel refused them, or their file
 	 * was gone), one per capture life: a LOSS record of kind probe each. */
 	CAP_CNT_PROBE_REFUSED,
+	/* Code objects read past a poll's base read budget while the buffers
+	 * had room (capture/cap_pyname.h, cap_pyname__set_room()). */
+	CAP_CNT_PYCODE_PAST_BUDGET,
 	CAP_CNT_MAX_,
 };
 

@@ -24,19 +24,19 @@ void shm_stage__heartbeat(struct shm_stage *st)
 #define GAUGES(lo, hi) ((~0ull >> (63 - (hi))) & (~0ull << (lo)))
 
 static const char *const capture_counters[CAP_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
-	"samples",	 "bpf_ringbuf_lost", "bpf_no_ustack",
-	"bpf_filtered",	 "task_events",	     "ustack_bytes",
-	"offcpu",	 "offcpu_ns",	     "offcpu_untracked",
-	"probe_skipped", "ustack_hints",     "map_events",
-	"map_lost",	 "produced",	     "lost_with_capture",
-	"gen_acct_done", "gen_acct_next",    "gen_acct_head",
-	"gen_carry",	 "gen_bpf_synced",   "gen_tick_ns",
-	"gen_rate",	 "gen_pinned",	     "not_sampled_while_down",
-	"offcpu_builds", "offcpu_places",    "down_since_ns",
-	"down_rate",	 "down_pending",     "down_pending_time",
-	"gen_alive_ns",	 "loss_pending",     "probe_detached",
-	"pycode_sent",	 "pycode_failed",    "pycode_deferred",
-	"probe_refused",
+	"samples",	 "bpf_ringbuf_lost",   "bpf_no_ustack",
+	"bpf_filtered",	 "task_events",	       "ustack_bytes",
+	"offcpu",	 "offcpu_ns",	       "offcpu_untracked",
+	"probe_skipped", "ustack_hints",       "map_events",
+	"map_lost",	 "produced",	       "lost_with_capture",
+	"gen_acct_done", "gen_acct_next",      "gen_acct_head",
+	"gen_carry",	 "gen_bpf_synced",     "gen_tick_ns",
+	"gen_rate",	 "gen_pinned",	       "not_sampled_while_down",
+	"offcpu_builds", "offcpu_places",      "down_since_ns",
+	"down_rate",	 "down_pending",       "down_pending_time",
+	"gen_alive_ns",	 "loss_pending",       "probe_detached",
+	"pycode_sent",	 "pycode_failed",      "pycode_deferred",
+	"probe_refused", "pycode_past_budget",
 };
 static const char *const unwindd_counters[UNW_CNT_MAX_ - SHM_CNT_STAGE_BASE] = {
 	"frames",	 "stop_end",	 "stop_no_map",

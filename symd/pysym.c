@@ -15,7 +15,8 @@
 #include "common/pycode.h"
 
 struct pycode {
-	uint32_t pid; /* 0: free */
+	uint32_t pid;  /* 0: free */
+	uint32_t used; /* pysym's clock when last named or set: the LRU way goes */
 	uint32_t firstlineno;
 	uint32_t check; /* the co_check word (bpf/profile.h) */
 	uint64_t code;
@@ -45,6 +46,7 @@ struct pysym {
 	struct pypid pids[PYSYM_PIDS]; /* linear probing */
 	uint64_t scans;
 	uint64_t primed;
+	uint32_t clock; /* ticks at each name and set (wraps: ages are differences) */
 	uint32_t mem_pid;
 	int mem_fd;
 };
@@ -207,6 +209,7 @@ static void code_set(struct pysym *p, struct pycode *c, uint32_t pid, uint64_t c
 	c->check = info->check;
 	c->pid = pid;
 	c->code = code;
+	c->used = ++p->clock;
 	if (pid)
 		pid_hold(p, pid);
 	pycode__info_clear(info);
@@ -227,9 +230,26 @@ static int code_load(struct pysym *p, uint32_t pid, const struct pycode_layout *
 	return 0;
 }
 
+/*
+ * (pid, code)'s slot: its own in its set, else where it goes, a free way or
+ * the least recently used one. The set from a mixed hash: code addresses
+ * are 16-aligned and a process's are close together (a multiplicative
+ * hash's low bits, as this was, put a process's code objects in 512 of the
+ * 8192 slots).
+ */
 static struct pycode *slot_of(struct pysym *p, uint32_t pid, uint64_t code)
 {
-	return &p->slots[hash64_fib(code ^ ((uint64_t)pid << 47) ^ pid) % PYSYM_SLOTS];
+	struct pycode *set = &p->slots[hash64_mix(code ^ ((uint64_t)pid << 47)) %
+				       (PYSYM_SLOTS / PYSYM_WAYS) * PYSYM_WAYS],
+		      *c = set;
+
+	for (unsigned int w = 0; w < PYSYM_WAYS; w++) {
+		if (set[w].pid == pid && set[w].code == code)
+			return &set[w];
+		if (c->pid && (!set[w].pid || p->clock - set[w].used > p->clock - c->used))
+			c = &set[w];
+	}
+	return c;
 }
 
 void pysym__prime(struct pysym *p, uint32_t pid, uint64_t code, struct pycode_info *info)
@@ -351,6 +371,7 @@ int pysym__name(struct pysym *p, uint32_t pid, unsigned int minor, uint64_t code
 	 * again cannot tell what was there. */
 	if (c->check != check)
 		return -ESTALE;
+	c->used = ++p->clock;
 	if (minor == 10) {
 		int32_t lasti = (int32_t)instr;
 

@@ -4,7 +4,11 @@
  * as capture read it at sample time (CPA_REC_PYCODE), else read from
  * /proc/PID/mem (common/pycode.h) once per (process, code address), cached with
  * its qualified name, file, first line and line table (read again when a
- * sample's check word is not the cached one's); the line of an
+ * sample's check word is not the cached one's). The cache is set-associative,
+ * a set's least recently named or primed entry makes room: a flood of
+ * capture's records for new code objects does not push out the ones every
+ * sample names (a process's main(), its loop), which a process gone by the
+ * time its last samples come could not give again. The line of an
  * instruction is decoded from the table (3.10's pairs, 3.11+'s location
  * table). Names are "qualname (file:line)".
  */
@@ -14,7 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PYSYM_SLOTS	  8192	      /* (pid, code) entries kept, direct-mapped */
+#define PYSYM_SLOTS	  8192	      /* (pid, code) entries kept ... */
+#define PYSYM_WAYS	  4	      /* ... in sets of this many, the least recently used out */
 #define PYSYM_MAX_LINETAB (64u << 10) /* longest line table read */
 
 struct pysym;

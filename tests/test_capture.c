@@ -989,6 +989,103 @@ static unsigned int count_sent(const uint8_t *sent)
 	return n;
 }
 
+/* A python3 child with BUDGET_CODES distinct functions, sampled at once: NS
+ * samples of 64 frames, every code object new, and what cap_emit alone makes
+ * of each sample (ring 0 must hold exactly that after the records). */
+enum { NS = BUDGET_CODES / CPA_BPF_MAX_PYFRAMES };
+struct budget_fix {
+	struct cpa_bpf_sample *bs[NS];
+	uint8_t *ref[NS], sent[BUDGET_CODES];
+	uint32_t ref_len[NS];
+	uint64_t code[BUDGET_CODES];
+	size_t size;
+	pid_t pid;
+	int in;
+	struct fix f; /* ring 0 and the stage counters */
+	struct cap_pyname *pn;
+};
+
+/* false: no python3 with a layout here (skipped, said so as name). */
+static bool budget_fix_init(struct budget_fix *b, const char *name)
+{
+	static const char script[] =
+		"import sys\n"
+		"for i in range(1024): exec(f'def f{i}(): pass', globals())\n"
+		"print(sys.version_info[1], *[id(globals()[f'f{i}'].__code__) for i in range(1024)],"
+		" flush=True)\n"
+		"sys.stdin.read()\n";
+	size_t lsize = 64 << 10;
+	char *line = malloc(lsize), *p;
+	unsigned int minor;
+	struct fix f0;
+
+	memset(b, 0, sizeof(*b));
+	ck_assert_ptr_nonnull(line);
+	b->pid = py_child(script, line, lsize, &b->in);
+	if (!b->pid) {
+		fprintf(stderr, "%s: no python3, skipped\n", name);
+		free(line);
+		return false;
+	}
+	minor = (unsigned int)strtoul(line, &p, 10);
+	for (unsigned int i = 0; i < BUDGET_CODES; i++)
+		b->code[i] = strtoull(p, &p, 10);
+	free(line);
+	if (minor < 10 || minor > 13) {
+		fprintf(stderr, "%s: python3.%u has no layout, skipped\n", name, minor);
+		close(b->in);
+		waitpid(b->pid, NULL, 0);
+		return false;
+	}
+	ck_assert_uint_ne(b->code[BUDGET_CODES - 1], 0);
+	fix_init(&f0, 1u << 20);
+	for (unsigned int i = 0; i < NS; i++) {
+		struct cpa_bpf_pyframe *pf;
+		struct shm_msg m;
+
+		b->bs[i] = bpf_sample(0, 0, 0, &b->size);
+		b->bs[i]->pid = (uint32_t)b->pid;
+		b->bs[i]->py_ver = (uint16_t)(0x0300 | minor);
+		b->bs[i]->py_status = CPA_BPF_PY_OK;
+		b->bs[i]->py_n = CPA_BPF_MAX_PYFRAMES;
+		pf = (struct cpa_bpf_pyframe *)b->bs[i]->stack;
+		for (unsigned int j = 0; j < CPA_BPF_MAX_PYFRAMES; j++)
+			pf[j] = (struct cpa_bpf_pyframe){
+				.code = b->code[i * CPA_BPF_MAX_PYFRAMES + j]};
+		ck_assert_int_eq(cap_emit__record(&f0.e, b->bs[i], b->size), 0);
+		cap_emit__commit(&f0.e);
+		m = peek(&f0);
+		ck_assert_uint_eq(m.type, CPA_REC_SAMPLE);
+		b->ref[i] = malloc(m.len);
+		ck_assert_ptr_nonnull(b->ref[i]);
+		memcpy(b->ref[i], m.data, m.len);
+		b->ref_len[i] = m.len;
+		shm_ring__release_sc(&f0.cons);
+	}
+	fix_free(&f0);
+	fix_init(&b->f, 1u << 20);
+	ck_assert_int_eq(cap_pyname__new(&b->pn, b->f.st), 0);
+	return true;
+}
+
+/* One poll over the samples: the code objects sent in it. */
+static unsigned int budget_fix_poll(struct budget_fix *b)
+{
+	return budget_poll(&b->f, b->pn, b->bs, b->size, NS, b->ref, b->ref_len, b->code, b->sent);
+}
+
+static void budget_fix_free(struct budget_fix *b)
+{
+	close(b->in);
+	ck_assert_int_eq(waitpid(b->pid, NULL, 0), b->pid);
+	cap_pyname__free(b->pn);
+	for (unsigned int i = 0; i < NS; i++) {
+		free(b->bs[i]);
+		free(b->ref[i]);
+	}
+	fix_free(&b->f);
+}
+
 /*
  * cap_pyname's budget: a Python with BUDGET_CODES distinct functions sampled
  * at once (16 samples of 64 frames, every code object new) is more than a
@@ -999,96 +1096,116 @@ static unsigned int count_sent(const uint8_t *sent)
  */
 START_TEST(test_pyname_budget)
 {
-	static const char script[] =
-		"import sys\n"
-		"for i in range(1024): exec(f'def f{i}(): pass', globals())\n"
-		"print(sys.version_info[1], *[id(globals()[f'f{i}'].__code__) for i in range(1024)],"
-		" flush=True)\n"
-		"sys.stdin.read()\n";
-	enum { NS = BUDGET_CODES / CPA_BPF_MAX_PYFRAMES };
-	struct cpa_bpf_sample *bs[NS];
-	uint8_t *ref[NS], sent[BUDGET_CODES] = {0};
-	uint32_t ref_len[NS];
-	uint64_t code[BUDGET_CODES];
-	unsigned int minor, first, polls;
-	size_t lsize = 64 << 10, size;
-	char *line = malloc(lsize), *p;
-	struct cap_pyname *pn;
-	struct fix f, f0;
-	int in;
-	pid_t pid;
+	unsigned int first, polls;
+	struct budget_fix b;
 
-	ck_assert_ptr_nonnull(line);
-	pid = py_child(script, line, lsize, &in);
-	if (!pid) {
-		fprintf(stderr, "test_pyname_budget: no python3, skipped\n");
-		free(line);
+	if (!budget_fix_init(&b, "test_pyname_budget"))
 		return;
-	}
-	minor = (unsigned int)strtoul(line, &p, 10);
-	for (unsigned int i = 0; i < BUDGET_CODES; i++)
-		code[i] = strtoull(p, &p, 10);
-	free(line);
-	if (minor < 10 || minor > 13) {
-		fprintf(stderr, "test_pyname_budget: python3.%u has no layout, skipped\n", minor);
-		close(in);
-		waitpid(pid, NULL, 0);
-		return;
-	}
-	ck_assert_uint_ne(code[BUDGET_CODES - 1], 0);
-	/* The samples, and what cap_emit alone makes of each. */
-	fix_init(&f0, 1u << 20);
-	for (unsigned int i = 0; i < NS; i++) {
-		struct cpa_bpf_pyframe *pf;
-		struct shm_msg m;
-
-		bs[i] = bpf_sample(0, 0, 0, &size);
-		bs[i]->pid = (uint32_t)pid;
-		bs[i]->py_ver = (uint16_t)(0x0300 | minor);
-		bs[i]->py_status = CPA_BPF_PY_OK;
-		bs[i]->py_n = CPA_BPF_MAX_PYFRAMES;
-		pf = (struct cpa_bpf_pyframe *)bs[i]->stack;
-		for (unsigned int j = 0; j < CPA_BPF_MAX_PYFRAMES; j++)
-			pf[j] = (struct cpa_bpf_pyframe){
-				.code = code[i * CPA_BPF_MAX_PYFRAMES + j]};
-		ck_assert_int_eq(cap_emit__record(&f0.e, bs[i], size), 0);
-		cap_emit__commit(&f0.e);
-		m = peek(&f0);
-		ck_assert_uint_eq(m.type, CPA_REC_SAMPLE);
-		ref[i] = malloc(m.len);
-		ck_assert_ptr_nonnull(ref[i]);
-		memcpy(ref[i], m.data, m.len);
-		ref_len[i] = m.len;
-		shm_ring__release_sc(&f0.cons);
-	}
-	fix_free(&f0);
-
-	fix_init(&f, 1u << 20);
-	ck_assert_int_eq(cap_pyname__new(&pn, f.st), 0);
-	first = budget_poll(&f, pn, bs, size, NS, ref, ref_len, code, sent);
+	first = budget_fix_poll(&b);
 	/* The reads stopped at the budget, the samples after went on. */
 	ck_assert_uint_ge(first, 1);
 	ck_assert_uint_lt(first, BUDGET_CODES);
-	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_PYCODE_SENT), first);
-	ck_assert_uint_ge(shm_stage__cnt(f.st, CAP_CNT_PYCODE_DEFERRED), 1);
-	ck_assert_uint_le(shm_stage__cnt(f.st, CAP_CNT_PYCODE_DEFERRED), NS);
-	ck_assert_uint_eq(count_sent(sent), first);
+	ck_assert_uint_eq(shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_SENT), first);
+	ck_assert_uint_ge(shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_DEFERRED), 1);
+	ck_assert_uint_le(shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_DEFERRED), NS);
+	ck_assert_uint_eq(shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_PAST_BUDGET), 0);
+	ck_assert_uint_eq(count_sent(b.sent), first);
 	/* The next polls send the rest (at least a read each). */
-	for (polls = 1; count_sent(sent) < BUDGET_CODES && polls < BUDGET_CODES; polls++)
-		ck_assert_uint_ge(budget_poll(&f, pn, bs, size, NS, ref, ref_len, code, sent), 1);
-	ck_assert_uint_eq(count_sent(sent), BUDGET_CODES);
-	ck_assert_uint_ge(shm_stage__cnt(f.st, CAP_CNT_PYCODE_SENT), BUDGET_CODES);
-	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_PYCODE_FAILED), 0);
+	for (polls = 1; count_sent(b.sent) < BUDGET_CODES && polls < BUDGET_CODES; polls++)
+		ck_assert_uint_ge(budget_fix_poll(&b), 1);
+	ck_assert_uint_eq(count_sent(b.sent), BUDGET_CODES);
+	ck_assert_uint_ge(shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_SENT), BUDGET_CODES);
+	ck_assert_uint_eq(shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_FAILED), 0);
 	fprintf(stderr, "test_pyname_budget: %u of %u code objects in the first poll, all in %u\n",
 		first, BUDGET_CODES, polls);
-	close(in);
-	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
-	cap_pyname__free(pn);
-	for (unsigned int i = 0; i < NS; i++) {
-		free(bs[i]);
-		free(ref[i]);
-	}
-	fix_free(&f);
+	budget_fix_free(&b);
+}
+END_TEST
+
+/* A room function as capture's (cap_pyname__set_room()): room for the first
+ * `yes` asks, none after; the records sent when it first said no. */
+struct room {
+	struct shm_stage *st;
+	unsigned int asked, yes;
+	uint64_t sent_at_no;
+};
+
+static bool room_fn(void *ctx)
+{
+	struct room *r = ctx;
+
+	if (r->asked++ < r->yes)
+		return true;
+	if (r->asked == r->yes + 1)
+		r->sent_at_no = shm_stage__cnt(r->st, CAP_CNT_PYCODE_SENT);
+	return false;
+}
+
+/*
+ * Past the base budget, reads go on while the buffers have room (capture:
+ * the BPF ring buffer nearly empty), each read asked for: the same 1024 code
+ * objects as test_pyname_budget all go in one poll while there is room, none
+ * deferred; when the room ends, the reads stop there and the samples after
+ * go on unchanged, deferred, as at the base budget. Every sample still
+ * follows its records and is what cap_emit alone makes of it (budget_poll()).
+ */
+START_TEST(test_pyname_room)
+{
+	struct room r = {.yes = UINT32_MAX};
+	uint64_t sent0, past0;
+	unsigned int first, again;
+	struct budget_fix b;
+
+	if (!budget_fix_init(&b, "test_pyname_room"))
+		return;
+	r.st = b.f.st;
+	cap_pyname__set_room(b.pn, room_fn, &r, UINT64_MAX);
+	first = budget_fix_poll(&b);
+	ck_assert_uint_eq(first, BUDGET_CODES);
+	ck_assert_uint_eq(count_sent(b.sent), BUDGET_CODES);
+	ck_assert_uint_eq(shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_DEFERRED), 0);
+	/* Those past the base budget were asked for, one by one. */
+	ck_assert_uint_ge(r.asked, 1);
+	ck_assert_uint_eq(shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_PAST_BUDGET), r.asked);
+	fprintf(stderr, "test_pyname_room: %u of %u code objects past the base budget\n", r.asked,
+		BUDGET_CODES);
+
+	/* BUDGET_CODES = CAP_PYNAME_RESEND records later, the last sample's
+	 * code objects are not sent again, the first's first ones are: symd may
+	 * have let them go (cap_pyname.h). */
+	ck_assert_uint_eq(BUDGET_CODES, CAP_PYNAME_RESEND);
+	ck_assert_uint_eq(budget_poll(&b.f, b.pn, &b.bs[NS - 1], b.size, 1, &b.ref[NS - 1],
+				      &b.ref_len[NS - 1], b.code, b.sent),
+			  0);
+	again = budget_poll(&b.f, b.pn, &b.bs[0], b.size, 1, &b.ref[0], &b.ref_len[0], b.code,
+			    b.sent);
+	ck_assert_uint_ge(again, 1);
+	ck_assert_uint_le(again, CPA_BPF_MAX_PYFRAMES);
+	ck_assert_uint_eq(budget_poll(&b.f, b.pn, &b.bs[0], b.size, 1, &b.ref[0], &b.ref_len[0],
+				      b.code, b.sent),
+			  0);
+
+	/* As if the process exec'd (all of it to read again), with room for
+	 * 50 reads past the base budget, then none. */
+	cap_pyname__drop_pid(b.pn, (uint32_t)b.pid);
+	memset(b.sent, 0, sizeof(b.sent));
+	sent0 = shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_SENT);
+	past0 = shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_PAST_BUDGET);
+	r = (struct room){.st = b.f.st, .yes = 50};
+	cap_pyname__set_room(b.pn, room_fn, &r, UINT64_MAX);
+	first = budget_fix_poll(&b);
+	ck_assert_uint_lt(first, BUDGET_CODES);
+	ck_assert_uint_gt(r.asked, r.yes);
+	ck_assert_uint_eq(shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_PAST_BUDGET) - past0, r.yes);
+	ck_assert_uint_eq(shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_SENT), r.sent_at_no);
+	ck_assert_uint_eq(shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_SENT) - sent0, first);
+	ck_assert_uint_ge(shm_stage__cnt(b.f.st, CAP_CNT_PYCODE_DEFERRED), 1);
+	/* A max of 0: the base budget alone, the room not asked. */
+	r = (struct room){.st = b.f.st, .yes = UINT32_MAX};
+	cap_pyname__set_room(b.pn, room_fn, &r, 0);
+	ck_assert_uint_lt(budget_fix_poll(&b), BUDGET_CODES);
+	ck_assert_uint_eq(r.asked, 0);
+	budget_fix_free(&b);
 }
 END_TEST
 
@@ -1100,7 +1217,7 @@ static Suite *capture_suite(void)
 		   test_oversize_degrades, test_rate_limit, test_offcpu_conversion,
 		   test_loss_aggregation, test_delivered_gauges, test_seq_exhaustion,
 		   test_clock_offset, test_sys_parsers, test_commit_by_bytes, test_poll_deadline,
-		   test_pyname, test_pyname_budget);
+		   test_pyname, test_pyname_budget, test_pyname_room);
 	return s;
 }
 

@@ -448,8 +448,55 @@ START_TEST(test_pysym_drop_many)
 		ck_assert_msg((r > 0) == (h == 1), "pid %u: held %u, name %d", pid, h, r);
 		held += h;
 	}
-	/* 1500 in 8192 direct-mapped slots: most of them kept theirs */
+	/* 1500 in 8192 slots, 4-way: most of them kept theirs */
 	ck_assert_uint_gt(held, 1000);
+	pysym__free(p);
+}
+END_TEST
+
+/*
+ * A process whose samples all run main() while capture's records bring new
+ * code objects by the thousand (tests/workload/py_many.py): the one every
+ * sample names stays cached, through 18,000 records of the same process at
+ * addresses close to it, and is named after the process is gone. (With a
+ * direct-mapped cache on a multiplicative hash's low bits, the process's
+ * code objects shared 512 slots: main() went at the first of them to land on
+ * its slot, and a sample after the exit said "process gone before naming".)
+ */
+START_TEST(test_pysym_flood)
+{
+	enum { ROUNDS = 300, PER = 60 };
+	char root[PATH_MAX];
+	struct pysym *p;
+	uint32_t ck, ck_other;
+	uint64_t k = 0;
+
+	fake_root(root, sizeof(root));
+	ck = fake_proc(root, 4646, "main");
+	ck_other = fake_proc(root, 4747, "other");
+	ck_assert_int_eq(pysym__new(root, &p), 0);
+	fx_named(p, 4646, ck, "main (fx.py)");
+	/* another process named since: 4646's /proc/PID/mem is not open */
+	fx_named(p, 4747, ck_other, "other (fx.py)");
+	fx_gone(root, 4646);
+	fx_gone(root, 4747);
+	ck_assert_int_eq(rmdir(root), 0);
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < PER; i++) {
+			struct pycode_info info = {
+				.qualname = strdup("chain"),
+				.filename = strdup("fx.py"),
+				.firstlineno = 1,
+				.check = 1,
+			};
+
+			ck_assert_ptr_nonnull(info.qualname);
+			ck_assert_ptr_nonnull(info.filename);
+			pysym__prime(p, 4646, FX_CODE + 16 * ++k, &info);
+		}
+		fx_named(p, 4646, ck, "main (fx.py)");
+	}
+	ck_assert_uint_eq(pysym__primed(p), ROUNDS * PER);
 	pysym__free(p);
 }
 END_TEST
@@ -466,6 +513,7 @@ int main(void)
 	tcase_add_test(tc, test_pysym_drop);
 	tcase_add_test(tc, test_pysym_drop_many);
 	tcase_add_test(tc, test_pysym_reuse);
+	tcase_add_test(tc, test_pysym_flood);
 	if (any) {
 		tcase_add_test(tc, test_pysym_lines);
 		tcase_add_test(tc, test_pysym_live);
