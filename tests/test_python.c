@@ -489,7 +489,10 @@ START_TEST(test_python_many)
 	/* read by capture while it lived, its last seconds too */
 	ck_assert_msg(st.gone < 0.01 * (double)st.samples,
 		      "process gone before naming in %ld of %ld", st.gone, st.samples);
-	ck_assert_int_gt(past, 0);
+	/* the workload passes the base budget: read past it (room in the
+	 * rings) or deferred (none); test_pyname_room checks which */
+	ck_assert_msg(past + deferred > 0, "pycode_past_budget %lld, pycode_deferred %lld", past,
+		      deferred);
 	free(text);
 }
 END_TEST
