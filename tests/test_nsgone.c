@@ -4,7 +4,7 @@
  * `unshare -m`), named and unwound after they exit (docs/unwindd.md,
  * "Binaries of gone processes"; docs/symd.md, "Lookup path", step 3).
  *
- * Each namespace sees at a path of ours (host/) a stripped build of the spin
+ * Each namespace sees at a path of ours (host/NAME/) a stripped build of the spin
  * program with other function names (ns_inside_*) and its debug file next to
  * it (.gnu_debuglink), where the host has an unstripped build named
  * ns_host_*: once with frame pointers, once without (the walk needs the
@@ -30,6 +30,8 @@
 
 #include "test_proc.h"
 #include "test_util.h"
+
+#define SPIN "cpa-nsgone-spin" /* the programs' comm */
 
 static char bin_dir[1024];
 
@@ -77,7 +79,9 @@ START_TEST(test_gone_in_namespace)
 	static const char *const names[] = {"gone-link", "gone-nofp", "alone-link", "alone-nofp"};
 	char work[PATH_MAX], store[PATH_MAX + 8], log[PATH_MAX + 16], prof[PATH_MAX + 16];
 	char cpa[1100], path[PATH_MAX + 32];
-	char *margv[] = {cpa, "monitor", "--store_dir", store, "-F", "99", NULL};
+	/* Their samples only: the rest of a busy host would fill ring 0
+	 * while unwindd is stopped. */
+	char *margv[] = {cpa, "monitor", "--store_dir", store, "-F", "99", "-n", SPIN, NULL};
 	pid_t mon, stages[2] = {0, 0};
 	struct spin_stats st;
 	char *text;
@@ -88,15 +92,16 @@ START_TEST(test_gone_in_namespace)
 	snprintf(store, sizeof(store), "%s/store", work);
 	snprintf(log, sizeof(log), "%s/monitor.log", work);
 	snprintf(prof, sizeof(prof), "%s/out.prof", work);
-	/* host/NAME: the host's build, unstripped; ns/NAME: the namespace's,
-	 * stripped, its symbols in ns/NAME.debug (found by debuglink). */
+	/* host/NAME/SPIN: the host's build, unstripped; ns/NAME/SPIN: the
+	 * namespace's, stripped, its symbols in SPIN.debug next to it (found by
+	 * debuglink). One comm for all four, told apart by pid. */
 	run_sh("set -e; W='%s'; B='%s'; mkdir $W/host $W/ns; "
 	       "for n in gone-link gone-nofp alone-link alone-nofp; do "
 	       "v=${n#*-}; s=; [ $v = nofp ] && s=-nofp; "
-	       "cp $B/cpa-ns-spin-host$s $W/host/$n; "
-	       "objcopy --only-keep-debug $B/cpa-ns-spin-inside$s $W/ns/$n.debug; "
-	       "objcopy --strip-all --add-gnu-debuglink=$W/ns/$n.debug "
-	       "$B/cpa-ns-spin-inside$s $W/ns/$n; done",
+	       "mkdir $W/host/$n $W/ns/$n; cp $B/cpa-ns-spin-host$s $W/host/$n/" SPIN "; "
+	       "objcopy --only-keep-debug $B/cpa-ns-spin-inside$s $W/ns/$n/" SPIN ".debug; "
+	       "objcopy --strip-all --add-gnu-debuglink=$W/ns/$n/" SPIN ".debug "
+	       "$B/cpa-ns-spin-inside$s $W/ns/$n/" SPIN "; done",
 	       work, bin_dir);
 
 	/* Stopped stages must not be taken for hung ones. */
@@ -119,8 +124,8 @@ START_TEST(test_gone_in_namespace)
 	run_sh("export W='%s'; unshare -m --propagation private sh -c '"
 	       "mount --bind $W/ns $W/host || exit 1; sleep 600 & s=$!; touch $W/up; "
 	       "while [ ! -e $W/alone-done ]; do sleep 0.1; done; "
-	       "$W/host/gone-link 0.3 & echo $! > $W/gone-link.pid; wait $!; "
-	       "$W/host/gone-nofp 0.3 & echo $! > $W/gone-nofp.pid; wait $!; "
+	       "$W/host/gone-link/" SPIN " 0.3 & echo $! > $W/gone-link.pid; wait $!; "
+	       "$W/host/gone-nofp/" SPIN " 0.3 & echo $! > $W/gone-nofp.pid; wait $!; "
 	       "touch $W/ran; while [ ! -e $W/release ]; do sleep 0.1; done; kill $s' "
 	       ">$W/ns.log 2>&1 &",
 	       work);
@@ -128,8 +133,8 @@ START_TEST(test_gone_in_namespace)
 	/* Without one: the namespace is empty once this returns. */
 	run_sh("export W='%s'; unshare -m --propagation private sh -c '"
 	       "mount --bind $W/ns $W/host || exit 1; "
-	       "$W/host/alone-link 0.3 & echo $! > $W/alone-link.pid; wait $! || exit 1; "
-	       "$W/host/alone-nofp 0.3 & echo $! > $W/alone-nofp.pid; wait $!' && "
+	       "$W/host/alone-link/" SPIN " 0.3 & echo $! > $W/alone-link.pid; wait $! || exit 1; "
+	       "$W/host/alone-nofp/" SPIN " 0.3 & echo $! > $W/alone-nofp.pid; wait $!' && "
 	       "touch $W/alone-done",
 	       work);
 	wait_file(work, "ran");
