@@ -329,20 +329,6 @@ static void bin_free(struct ucache *c, struct ubin *b)
 	free(b);
 }
 
-/*
- * Open the file behind a mapping as the process sees it. map_files/ names
- * the exact inode even when the path was deleted or lives in another mount
- * namespace; it needs CAP_CHECKPOINT_RESTORE (or SYS_ADMIN), so fall back to
- * root/<path> (the process's namespace and root) and check that it is still
- * the same inode. The path as we see it only once the process is gone, and
- * only when it is the same file: dev and inode, or (known by build-id only)
- * the build-id; a process in a container may see another file there. A gone
- * process of another mount namespace (its exec event named it) first has
- * its path looked up under the root of a live process of that namespace,
- * checked as root/<path> is. root (when not NULL) gets where the process's
- * other files are: "" for ours, "<proc>/PID/root" for another mount
- * namespace or root (PID that live process's for a gone one).
- */
 /* The file the process sees is b's: the same inode (root/<path> may be an
  * overlay's, with another dev), and our path the very file; a binary known
  * by build-id only (dev 0), the same build-id. */
@@ -382,6 +368,20 @@ static int bin_open_peer(struct ucache *c, const struct ubin *b, uint32_t peer, 
 	return fd;
 }
 
+/*
+ * Open the file behind a mapping as the process sees it. map_files/ names
+ * the exact inode even when the path was deleted or lives in another mount
+ * namespace; it needs CAP_CHECKPOINT_RESTORE (or SYS_ADMIN), so fall back to
+ * root/<path> (the process's namespace and root) and check that it is still
+ * the same inode. The path as we see it only once the process is gone, and
+ * only when it is the same file: dev and inode, or (known by build-id only)
+ * the build-id; a process in a container may see another file there. A gone
+ * process of another mount namespace (its exec event named it) first has
+ * its path looked up under the root of a live process of that namespace,
+ * checked as root/<path> is. root (when not NULL) gets where the process's
+ * other files are: "" for ours, "<proc>/PID/root" for another mount
+ * namespace or root (PID that live process's for a gone one).
+ */
 static int bin_open(struct ucache *c, const struct ubin *b, uint32_t pid, uint64_t start,
 		    uint64_t end, char *root, size_t root_size)
 {
