@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_nsgone: short-lived processes of another mount namespace (a container,
- * `unshare -m`), named and unwound after they exit (docs/unwindd.md,
- * "Binaries of gone processes"; docs/symd.md, "Lookup path", step 3).
+ * `unshare -m`), named and unwound after they exit (docs/unwindd.md, "Gone
+ * processes of another mount namespace"; docs/symd.md, "Lookup path", step 3).
  *
  * Each namespace sees at a path of ours (host/NAME/) a stripped build of the spin
  * program with other function names (ns_inside_*) and its debug file next to
