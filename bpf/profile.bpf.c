@@ -1245,6 +1245,9 @@ static __always_inline int emit_task(struct task_struct *p, __u32 kind)
 	t->pid = tgid;
 	t->tid = BPF_CORE_READ(p, pid);
 	__builtin_memcpy(t->comm, comm, sizeof(comm));
+	/* Where its paths resolve once it is gone (docs/unwindd.md). */
+	t->mnt_ns = kind == CPA_BPF_TASK_EXEC ? BPF_CORE_READ(p, nsproxy, mnt_ns, ns.inum) : 0;
+	t->_pad0 = 0;
 	bpf_ringbuf_submit(t, submit_flags());
 	return 0;
 }

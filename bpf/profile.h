@@ -297,6 +297,10 @@ struct cpa_bpf_task {
 	__u32 pid;
 	__u32 tid;
 	char comm[CPA_BPF_COMM_LEN];
+	/* EXEC: the mount namespace it runs in (inode of /proc/PID/ns/mnt,
+	 * nsproxy->mnt_ns->ns.inum), 0 when unknown */
+	__u32 mnt_ns;
+	__u32 _pad0;
 };
 
 /*
@@ -335,7 +339,7 @@ _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, kstack) == 256, "cpa_bp
 _Static_assert(__builtin_offsetof(struct cpa_bpf_sample, ufp) == 1272, "cpa_bpf_sample ufp");
 _Static_assert(sizeof(struct cpa_bpf_sample) == 2296, "cpa_bpf_sample fixed part");
 _Static_assert(sizeof(struct cpa_bpf_py_proc) == 48, "cpa_bpf_py_proc layout");
-_Static_assert(sizeof(struct cpa_bpf_task) == 40, "cpa_bpf_task layout");
+_Static_assert(sizeof(struct cpa_bpf_task) == 48, "cpa_bpf_task layout");
 _Static_assert(__builtin_offsetof(struct cpa_bpf_offcpu, s) == 320, "cpa_bpf_offcpu layout");
 
 /* Most bytes one sample takes in the BPF ring buffer for a given stack_size. */

@@ -429,6 +429,7 @@ static int emit_task(struct cap_emit *e, const struct cpa_bpf_task *bt)
 	t->pid = bt->pid;
 	t->tid = bt->tid;
 	t->kind = bt->kind == CPA_BPF_TASK_EXEC ? CPA_TASK_EXEC : CPA_TASK_EXIT;
+	t->mnt_ns = bt->kind == CPA_BPF_TASK_EXEC ? bt->mnt_ns : 0;
 	memcpy(t->comm, bt->comm, CPA_COMM_LEN);
 	t->comm[CPA_COMM_LEN - 1] = '\0';
 	shm_stage__cnt_add(e->st, CAP_CNT_TASK_EVENTS, 1);

@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/procroot.h"
 
 /* User registers asked for, in the bit order perf writes them. */
 /* Every general-purpose register (a CFA rule may name any); the kernel
@@ -263,6 +264,9 @@ static int on_task(struct cap_perf *p, uint32_t kind, uint32_t pid, uint32_t tid
 	if (!wanted(p, pid, tid))
 		return 0;
 	memcpy(t.comm, comm, CPA_BPF_COMM_LEN);
+	/* The BPF exec event's mount namespace, read while it (mostly) lives. */
+	if (kind == CPA_BPF_TASK_EXEC)
+		t.mnt_ns = proc_mnt_ns(NULL, pid);
 	return p->fn(p->ctx, &t, sizeof(t));
 }
 

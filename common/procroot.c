@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include "procroot.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+
+#include "timeutil.h"
 
 static bool same_file(const struct stat *a, const struct stat *b)
 {
@@ -42,4 +48,123 @@ int proc_root_kind(const char *proc, uint32_t pid)
 		return stat(path, &st) < 0 ? -errno : PROC_ROOT_OURS;
 	}
 	return have_mnt && same_file(&st, &self_mnt) ? PROC_ROOT_OURS : PROC_ROOT_OTHER;
+}
+
+uint32_t proc_mnt_ns(const char *proc, uint32_t pid)
+{
+	char path[300];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%u/ns/mnt", proc ? proc : "/proc", pid);
+	return stat(path, &st) == 0 ? (uint32_t)st.st_ino : 0;
+}
+
+uint32_t proc_mnt_self(void)
+{
+	static _Thread_local uint32_t self;
+	static _Thread_local bool looked;
+	struct stat st;
+
+	if (!looked) {
+		self = stat("/proc/self/ns/mnt", &st) == 0 ? (uint32_t)st.st_ino : 0;
+		looked = true;
+	}
+	return self;
+}
+
+void proc_mnt_note(struct proc_mnt_tab *t, uint32_t pid, uint32_t ns)
+{
+	t->slot[pid % PROC_MNT_SLOTS].pid = pid;
+	t->slot[pid % PROC_MNT_SLOTS].ns = ns;
+	t->slot[pid % PROC_MNT_SLOTS].exited = false;
+}
+
+void proc_mnt_exit(struct proc_mnt_tab *t, uint32_t pid)
+{
+	if (t->slot[pid % PROC_MNT_SLOTS].pid == pid)
+		t->slot[pid % PROC_MNT_SLOTS].exited = true;
+}
+
+uint32_t proc_mnt_of(const struct proc_mnt_tab *t, uint32_t pid)
+{
+	return pid && t->slot[pid % PROC_MNT_SLOTS].pid == pid ? t->slot[pid % PROC_MNT_SLOTS].ns
+							       : 0;
+}
+
+/* A live process of each mount namespace the last walk of <proc> met (one
+ * per slot, ns % PROC_MNT_PEERS: a collision keeps the first), per thread. */
+struct mnt_peer_slot {
+	uint32_t ns, pid;
+};
+
+struct mnt_peers {
+	struct mnt_peer_slot slot[PROC_MNT_PEERS];
+	uint64_t walk_ns; /* when, 0: never */
+};
+
+static void mnt_walk(struct mnt_peers *t, const char *proc)
+{
+	struct dirent *d;
+	DIR *dir = opendir(proc);
+
+	memset(t->slot, 0, sizeof(t->slot));
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		char *end;
+		unsigned long n = strtoul(d->d_name, &end, 10);
+		uint32_t ns;
+
+		if (d->d_name[0] < '1' || d->d_name[0] > '9' || *end || n > UINT32_MAX)
+			continue;
+		ns = proc_mnt_ns(proc, (uint32_t)n);
+		if (ns && !t->slot[ns % PROC_MNT_PEERS].ns) {
+			t->slot[ns % PROC_MNT_PEERS].ns = ns;
+			t->slot[ns % PROC_MNT_PEERS].pid = (uint32_t)n;
+		}
+	}
+	closedir(dir);
+}
+
+/* A process tab names in ns that has not exited (as far as tab knows) and
+ * is there: at most PROC_MNT_TRIES looked at. */
+static uint32_t mnt_of_tab(const struct proc_mnt_tab *tab, const char *proc, uint32_t ns)
+{
+	unsigned int i, tries = 0;
+
+	for (i = 0; tab && i < PROC_MNT_SLOTS && tries < PROC_MNT_TRIES; i++) {
+		if (tab->slot[i].ns != ns || tab->slot[i].exited || !tab->slot[i].pid)
+			continue;
+		tries++;
+		if (proc_mnt_ns(proc, tab->slot[i].pid) == ns)
+			return tab->slot[i].pid;
+	}
+	return 0;
+}
+
+uint32_t proc_mnt_peer(const char *proc, const struct proc_mnt_tab *tab, uint32_t ns)
+{
+	static _Thread_local struct mnt_peers t;
+	struct mnt_peer_slot *p = &t.slot[ns % PROC_MNT_PEERS];
+	uint64_t now;
+	uint32_t pid;
+
+	if (!ns || ns == proc_mnt_self())
+		return 0;
+	if (!proc)
+		proc = "/proc";
+	if (p->ns == ns && proc_mnt_ns(proc, p->pid) == ns)
+		return p->pid;
+	pid = mnt_of_tab(tab, proc, ns);
+	if (pid) {
+		p->ns = ns;
+		p->pid = pid;
+		return pid;
+	}
+	now = clock_ns(CLOCK_MONOTONIC);
+	if (t.walk_ns && now - t.walk_ns < PROC_MNT_WALK_NS)
+		return 0;
+	t.walk_ns = now;
+	mnt_walk(&t, proc);
+	return p->ns == ns ? p->pid : 0;
 }

@@ -9,6 +9,7 @@
 #ifndef CPA_PROCROOT_H
 #define CPA_PROCROOT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum {
@@ -23,5 +24,59 @@ enum {
  * without ns/mnt (a test's scratch tree) compares the roots only.
  */
 int proc_root_kind(const char *proc, uint32_t pid);
+
+/*
+ * Gone processes of another mount namespace (docs/unwindd.md, "Binaries of
+ * gone processes"). A path resolves the same for every process of one mount
+ * namespace (and root): once a process is gone, with its /proc/PID/root, its
+ * files are looked up under the root of a live process of its namespace, and
+ * taken only when provably the mapped file (dev and inode, or build-id).
+ *
+ * Mount namespaces are named by their inode (that of /proc/PID/ns/mnt, the
+ * kernel's ns.inum, which capture's exec events carry).
+ */
+
+/* The mount namespace of pid (proc NULL: "/proc"); 0 when it cannot be told. */
+uint32_t proc_mnt_ns(const char *proc, uint32_t pid);
+
+/* Ours (/proc/self/ns/mnt, looked at once per thread); 0 when unknown. */
+uint32_t proc_mnt_self(void);
+
+/*
+ * Which mount namespace each process exec'd into, by pid, kept past its exit:
+ * a direct-mapped table (pid % PROC_MNT_SLOTS), a slot overwritten by the next
+ * exec there. A stale entry (a reused pid) costs at most a failed lookup: what
+ * it finds is checked against the mapped file.
+ */
+#define PROC_MNT_SLOTS 4096u
+struct proc_mnt_tab {
+	struct {
+		uint32_t pid, ns;
+		bool exited; /* its exit event came: no peer for others */
+	} slot[PROC_MNT_SLOTS];
+};
+
+/* pid exec'd (or was forked) into ns (0: unknown). */
+void proc_mnt_note(struct proc_mnt_tab *t, uint32_t pid, uint32_t ns);
+/* pid exited: its namespace stays known, it is no peer any more. */
+void proc_mnt_exit(struct proc_mnt_tab *t, uint32_t pid);
+/* pid's namespace as noted, 0 when unknown. */
+uint32_t proc_mnt_of(const struct proc_mnt_tab *t, uint32_t pid);
+
+/*
+ * A live process in mount namespace ns other than ours (0, ours or none
+ * found: 0). The one found last for ns is kept (per thread, PROC_MNT_PEERS
+ * slots by ns) and checked with one stat per call; else a process tab (may
+ * be NULL) noted in ns and saw no exit of (at most PROC_MNT_TRIES of them
+ * checked: a stage behind its events takes the gone for alive); else one
+ * walk of <proc> notes a process of each namespace it meets (a collision
+ * keeps the first): the processes of a namespace that exec'd before we
+ * started. Walks are PROC_MNT_WALK_NS apart at least, however many
+ * namespaces come and go (a sandboxed build makes one per action).
+ */
+#define PROC_MNT_PEERS	 64u
+#define PROC_MNT_TRIES	 16u
+#define PROC_MNT_WALK_NS 1000000000ull
+uint32_t proc_mnt_peer(const char *proc, const struct proc_mnt_tab *tab, uint32_t ns);
 
 #endif /* CPA_PROCROOT_H */

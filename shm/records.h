@@ -211,7 +211,10 @@ struct cpa_task_event {
 	uint32_t pid;
 	uint32_t tid;
 	uint32_t kind; /* enum cpa_task_event_kind */
-	uint32_t _pad0;
+	/* EXEC: its mount namespace (the inode of /proc/PID/ns/mnt), 0 when
+	 * unknown: where its paths resolve once it is gone (a live process of
+	 * that namespace, docs/unwindd.md "Binaries of gone processes") */
+	uint32_t mnt_ns;
 	char comm[CPA_COMM_LEN];
 };
 _Static_assert(sizeof(struct cpa_task_event) == 48, "cpa_task_event layout");

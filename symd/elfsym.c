@@ -1051,20 +1051,37 @@ static bool is_mapped_file(int fd, const struct symd_file_ref *ref)
 	       (uint64_t)st.st_ino == ref->ino;
 }
 
+/* A file at the path under a peer's root (another process of the gone
+ * one's mount namespace) is the mapped one: the same build-id (checked by
+ * the caller), else the same inode (root/<path> may be an overlay's, with
+ * another dev). */
+static bool is_peer_file(int fd, const struct symd_file_ref *ref)
+{
+	struct stat st;
+
+	if (ref->build_id_len)
+		return true;
+	return ref->ino && fstat(fd, &st) == 0 && (uint64_t)st.st_ino == ref->ino;
+}
+
 /*
  * The module's own file as process ref->pid sees it (kind: proc_root_kind()
  * of it). map_files/ names the mapped inode in any mount namespace;
- * root/<path> resolves in the process's namespace and root. The path as we
- * see it serves only when there is no process (pid 0) or it is gone (kind <
- * 0), and only when it is the mapped file: the same dev and inode, else (a
+ * root/<path> resolves in the process's namespace and root. Once the process
+ * is gone (kind < 0), the path under the root of peer (a live process of its
+ * mount namespace; 0: none), when it is the mapped file (is_peer_file()). The
+ * path as we see it serves only when there is no process (pid 0) or it is
+ * gone, and only when it is the mapped file: the same dev and inode, else (a
  * module known by build-id only) the same build-id. A candidate whose
  * build-id differs from the one unwindd saw (replaced on disk) is skipped.
+ * *root_pid becomes peer when its root held the file.
  */
 static int open_module(const struct symd_paths *paths, const struct symd_file_ref *ref, int kind,
-		       struct elfimg *e, uint8_t *bid, uint8_t *bid_len)
+		       uint32_t peer, struct elfimg *e, uint8_t *bid, uint8_t *bid_len,
+		       uint32_t *root_pid)
 {
-	char cand[3][CPA_PATH_MAX + 128];
-	bool ours[3] = {};
+	char cand[4][CPA_PATH_MAX + 128];
+	bool ours[4] = {}, of_peer[4] = {};
 	unsigned int n = 0, i;
 	int r, err = -ENOENT;
 
@@ -1074,6 +1091,11 @@ static int open_module(const struct symd_paths *paths, const struct symd_file_re
 	if (ref->pid && kind >= 0 && ref->path[0] == '/')
 		snprintf(cand[n++], sizeof(cand[0]), "%s/%u/root%s", proc_dir(paths), ref->pid,
 			 ref->path);
+	if (ref->pid && kind < 0 && peer && ref->path[0] == '/') {
+		of_peer[n] = true;
+		snprintf(cand[n++], sizeof(cand[0]), "%s/%u/root%s", proc_dir(paths), peer,
+			 ref->path);
+	}
 	if ((!ref->pid || kind < 0) && ref->path[0] == '/') {
 		ours[n] = ref->pid != 0;
 		snprintf(cand[n++], sizeof(cand[0]), "%s", ref->path);
@@ -1089,8 +1111,9 @@ static int open_module(const struct symd_paths *paths, const struct symd_file_re
 				err = r;
 			continue;
 		}
-		if (ours[i] && !is_mapped_file(e->src.fd, ref)) {
-			/* Our path, not provably the process's file. */
+		if ((ours[i] && !is_mapped_file(e->src.fd, ref)) ||
+		    (of_peer[i] && !is_peer_file(e->src.fd, ref))) {
+			/* Not provably the process's file. */
 			elfimg__fini(e);
 			err = -ESTALE;
 			continue;
@@ -1103,6 +1126,8 @@ static int open_module(const struct symd_paths *paths, const struct symd_file_re
 			err = -ESTALE;
 			continue;
 		}
+		if (of_peer[i])
+			*root_pid = peer;
 		return 0;
 	}
 	return err;
@@ -1216,22 +1241,23 @@ static int open_debug_cand(const char *path, const uint8_t *bid, uint8_t bid_len
 
 /*
  * The debug file of a module, where the process would find it: under
- * /proc/PID/root for a process in another mount namespace or root (kind
- * PROC_ROOT_OTHER), else our paths (our namespace; no process; or a process
- * gone, whose binary open_module() proved to be the file at our path). A
- * test's debug_root and the debuginfod cache are ours.
+ * /proc/<root_pid>/root (the process's own in another mount namespace or
+ * root; a live process of a gone one's namespace, whose root held its
+ * binary), else (root_pid 0) our paths (our namespace; no process; or a
+ * process gone, whose binary open_module() proved to be the file at our
+ * path). A test's debug_root and the debuginfod cache are ours.
  */
 static int find_debug_file(const struct symd_paths *paths, const struct symd_file_ref *ref,
-			   int kind, const struct elfimg *main, const uint8_t *bid, uint8_t bid_len,
-			   struct elfimg *e, uint32_t *ret_src)
+			   uint32_t root_pid, const struct elfimg *main, const uint8_t *bid,
+			   uint8_t bid_len, struct elfimg *e, uint32_t *ret_src)
 {
 	char path[CPA_PATH_MAX * 2 + 256], hex[2 * CPA_BUILD_ID_MAX + 1], root[CPA_PATH_MAX] = "";
 	const char *droot = root; /* prefix of the debug root */
 	const Elf64_Shdr *link;
 	unsigned int i;
 
-	if (kind == PROC_ROOT_OTHER)
-		snprintf(root, sizeof(root), "%s/%u/root", proc_dir(paths), ref->pid);
+	if (root_pid)
+		snprintf(root, sizeof(root), "%s/%u/root", proc_dir(paths), root_pid);
 	if (paths && paths->debug_root)
 		droot = "";
 
@@ -1438,22 +1464,27 @@ int symbin__load(const struct symd_paths *paths, const struct symd_file_ref *ref
 	struct elfimg e = {.src.fd = -1}, d = {.src.fd = -1};
 	struct symbin *b = symbin__alloc();
 	bool has_symtab = false;
-	uint32_t src = 0;
+	uint32_t src = 0, peer = 0, root_pid = 0;
 	int r, kind;
 
 	if (!b)
 		return -ENOMEM;
-	/* Where the process's paths lead, told once: both lookups follow it. */
+	/* Where the process's paths lead, told once: both lookups follow it.
+	 * Gone, a live process of its mount namespace shows them. */
 	kind = ref->pid ? proc_root_kind(proc_dir(paths), ref->pid) : PROC_ROOT_OURS;
-	r = open_module(paths, ref, kind, &e, b->build_id, &b->build_id_len);
+	if (kind == PROC_ROOT_OTHER)
+		root_pid = ref->pid;
+	else if (kind < 0)
+		peer = proc_mnt_peer(proc_dir(paths), ref->mnt_tab, ref->mnt_ns);
+	r = open_module(paths, ref, kind, peer, &e, b->build_id, &b->build_id_len, &root_pid);
 	if (r < 0)
 		goto out;
 	r = symbin__from_img(b, &e, &sv, &has_symtab);
 	if (r < 0)
 		goto out;
 	if (!has_symtab) {
-		if (find_debug_file(paths, ref, kind, &e, b->build_id, b->build_id_len, &d, &src) ==
-		    0) {
+		if (find_debug_file(paths, ref, root_pid, &e, b->build_id, b->build_id_len, &d,
+				    &src) == 0) {
 			bool found;
 
 			r = symvec__collect(&sv, &d, SHT_SYMTAB, &found);

@@ -84,6 +84,8 @@ struct symd_paths {
 	const char *debuginfod_cache; /* <dir>/<build-id hex>/debuginfo; NULL = none */
 };
 
+struct proc_mnt_tab; /* common/procroot.h */
+
 /* What identifies a file for opening: the module as unwindd described it. */
 struct symd_file_ref {
 	const char *path; /* as the process pid sees it */
@@ -93,13 +95,20 @@ struct symd_file_ref {
 	uint64_t dev, ino; /* of the mapped file; dev 0: unknown (known by build-id) */
 	const uint8_t *build_id;
 	uint8_t build_id_len;
+	/* pid's mount namespace (0: unknown): once pid is gone, its path is
+	 * looked up under a live process of it (common/procroot.h), one of
+	 * mnt_tab's first (may be NULL) */
+	uint32_t mnt_ns;
+	const struct proc_mnt_tab *mnt_tab;
 };
 
 /* Open the module's file as the process sees it (/proc/PID/map_files, else
  * /proc/PID/root + path; the path as we see it only once the process is gone
- * and only when it is the mapped file: same dev/inode, or same build-id), read
- * its symbols plus those of a debug file (looked up under /proc/PID/root for a
- * process in another mount namespace or root) / MiniDebugInfo. -ENOENT/-EACCES
+ * and only when it is the mapped file: same dev/inode, or same build-id; a
+ * gone process's first under the root of a live one of its mount namespace),
+ * read its symbols plus those of a debug file (looked up under /proc/PID/root
+ * for a process in another mount namespace or root, or that live one's) /
+ * MiniDebugInfo. -ENOENT/-EACCES
  * when it cannot be opened, -ESTALE when only another file is there,
  * -EBADMSG/-EFBIG/-E2BIG/-ETIME when refused. */
 int symbin__load(const struct symd_paths *paths, const struct symd_file_ref *ref,

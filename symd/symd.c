@@ -39,6 +39,7 @@
 #include "common/intern.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/procroot.h"
 #include "common/pycode.h"
 #include "common/timeutil.h"
 #include "debuginfod.h"
@@ -95,6 +96,7 @@ struct umod {
 	uint64_t ino;
 	uint64_t map_start;
 	uint64_t map_end;
+	uint32_t mnt_ns; /* pid's mount namespace when defined, 0: unknown */
 	uint8_t bid[CPA_BUILD_ID_MAX];
 	char *path;
 };
@@ -153,6 +155,9 @@ struct symd {
 	struct umod *umods; /* open addressing by id; cleared, never deleted from */
 	uint32_t umods_cap;
 	uint32_t umods_n;
+	/* Each process's mount namespace from its exec event: a module of a
+	 * gone one is opened through a live process of it (common/procroot.h). */
+	struct proc_mnt_tab mnt;
 
 	struct bincache *bins;
 	struct dfetch *df; /* debuginfod, NULL = off */
@@ -1043,6 +1048,8 @@ static struct symbin *umod_bin(struct symd *s, struct umod *m)
 		.ino = m->ino,
 		.build_id = m->bid,
 		.build_id_len = m->bid_len,
+		.mnt_ns = m->mnt_ns,
+		.mnt_tab = &s->mnt,
 	};
 	struct bincache_stats after;
 	struct symbin *b;
@@ -1676,6 +1683,7 @@ static void on_module(struct symd *s, const struct shm_msg *m)
 		.ino = d.ino,
 		.map_start = d.map_start,
 		.map_end = d.map_end,
+		.mnt_ns = proc_mnt_of(&s->mnt, d.pid),
 		.path = path,
 	};
 	memcpy(u->bid, d.build_id, d.build_id_len);
@@ -1711,6 +1719,10 @@ static void on_task(struct symd *s, const struct shm_msg *m)
 		return;
 	/* exec replaces the image (new environment, new JIT); capture sends
 	 * EXIT once per process, from its last thread, whatever its tid. */
+	if (t.kind == CPA_TASK_EXEC)
+		proc_mnt_note(&s->mnt, t.pid, t.mnt_ns);
+	else if (t.kind == CPA_TASK_EXIT)
+		proc_mnt_exit(&s->mnt, t.pid);
 	if (t.kind == CPA_TASK_EXEC || t.kind == CPA_TASK_EXIT) {
 		pids__drop(s, t.pid);
 		pysym__drop_pid(s->py, t.pid);

@@ -20,6 +20,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "common/procroot.h"
 #include "common/timeutil.h"
 #include "shm/arena.h"
 #include "shm/counters.h"
@@ -218,6 +219,7 @@ struct seen {
 	unsigned int pid_samples, pid_kstack, pid_user, pid_user_ok, pid_regs_in_kernel;
 	unsigned int pid_busy_comm, pid_bad_comm, other_pid_samples, foreign_samples;
 	unsigned int exec_seen, exit_seen, degraded;
+	unsigned int exec_ns_ok; /* exec events naming our mount namespace */
 	/* The mapping history (CPA_REC_MAP) of the busy child, and of the other one. */
 	unsigned int map_exec, map_mmap_exe, map_other;
 	uint64_t lost_ring_full;
@@ -308,6 +310,9 @@ static void consume(struct cap_run *cr, struct seen *s, pid_t pid, pid_t other)
 				ck_assert_uint_ge(m[i].len, sizeof(*t));
 				if (t->pid == (uint32_t)pid && t->kind == CPA_TASK_EXEC)
 					s->exec_seen++;
+				if (t->pid == (uint32_t)pid && t->kind == CPA_TASK_EXEC &&
+				    t->mnt_ns && t->mnt_ns == proc_mnt_self())
+					s->exec_ns_ok++;
 				if (t->pid == (uint32_t)pid && t->kind == CPA_TASK_EXIT)
 					s->exit_seen++;
 			} else if (m[i].type == CPA_REC_MAP) {
@@ -453,6 +458,8 @@ START_TEST(test_busy_child_sampled)
 	/* ... and for nearly all of them the FP chain reaches our own code. */
 	ck_assert_uint_ge(s.pid_fp_ok, s.pid_user * 0.9);
 	ck_assert_uint_eq(s.exec_seen, 1);
+	/* ... naming the mount namespace it runs in (ours). */
+	ck_assert_uint_eq(s.exec_ns_ok, 1);
 	ck_assert_uint_eq(s.exit_seen, 1);
 	/* The kernel's mapping events: its exec, then its executable mapped. */
 	ck_assert_uint_eq(s.map_exec, 1);

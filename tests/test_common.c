@@ -20,6 +20,7 @@
 #include "common/hash.h"
 #include "common/heaptrim.h"
 #include "common/probespec.h"
+#include "common/procroot.h"
 #include "common/intern.h"
 #include "common/log.h"
 #include "common/macro.h"
@@ -978,6 +979,72 @@ START_TEST(test_heaptrim)
 }
 END_TEST
 
+/*
+ * Mount namespaces of gone processes (common/procroot.h), over a fake proc
+ * whose PID/ns/mnt files' inodes stand for namespaces: a live process of
+ * one found by a walk, by the exec table between walks (a walk is a second
+ * apart at least), none for an exited one; ours never needs one.
+ */
+/* proc/PID/ns/mnt, a file of its own: its inode is PID's namespace. */
+static uint32_t fake_proc(const char *proc, uint32_t pid)
+{
+	char path[700];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u", proc, pid);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%u/ns", proc, pid);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%u/ns/mnt", proc, pid);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	close(fd);
+	return (uint32_t)st.st_ino;
+}
+
+START_TEST(test_mnt_peer)
+{
+	static struct proc_mnt_tab tab;
+	char dir[512], proc[600], path[700];
+	uint32_t ns_b, ns_c;
+
+	test_scratch_in(dir, sizeof(dir), "mntpeer");
+	snprintf(proc, sizeof(proc), "%s/proc", dir);
+	ck_assert_int_eq(mkdir(proc, 0755), 0);
+	ns_b = fake_proc(proc, 11);
+	ns_b = fake_proc(proc, 12);
+	ck_assert_uint_eq(proc_mnt_ns(proc, 12), ns_b);
+	ck_assert_uint_eq(proc_mnt_ns(proc, 13), 0);
+
+	/* The first look walks proc. */
+	ck_assert_uint_eq(proc_mnt_peer(proc, NULL, ns_b), 12);
+	ck_assert_uint_eq(proc_mnt_peer(proc, NULL, ns_b), 12); /* kept */
+	/* A namespace born since: no walk within the second... */
+	ns_c = fake_proc(proc, 13);
+	snprintf(path, sizeof(path), "%s/13", proc);
+	ck_assert_uint_eq(proc_mnt_peer(proc, NULL, ns_c), 0);
+	/* ... but its exec was seen: that process. */
+	proc_mnt_note(&tab, 21, ns_c); /* gone meanwhile (no proc/21) */
+	proc_mnt_note(&tab, 13, ns_c);
+	ck_assert_uint_eq(proc_mnt_peer(proc, &tab, ns_c), 13);
+	/* It exits: its namespace is still known, no peer left. */
+	proc_mnt_exit(&tab, 13);
+	test_rm_rf(path);
+	ck_assert_uint_eq(proc_mnt_of(&tab, 13), ns_c);
+	ck_assert_uint_eq(proc_mnt_of(&tab, 13 + PROC_MNT_SLOTS), 0);
+	ck_assert_uint_eq(proc_mnt_of(&tab, 0), 0);
+	ck_assert_uint_eq(proc_mnt_peer(proc, &tab, ns_c), 0);
+	/* Ours, or unknown: no peer needed. */
+	ck_assert_uint_ne(proc_mnt_self(), 0);
+	ck_assert_uint_eq(proc_mnt_ns(NULL, (uint32_t)getpid()), proc_mnt_self());
+	ck_assert_uint_eq(proc_mnt_peer(NULL, NULL, proc_mnt_self()), 0);
+	ck_assert_uint_eq(proc_mnt_peer(proc, &tab, 0), 0);
+	test_rm_rf(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common");
@@ -997,6 +1064,7 @@ int main(void)
 		{"heaptrim", test_heaptrim},
 		{"probespec_insn", test_probespec_insn_boundary},
 		{"probespec_refused", test_probespec_insn_refused},
+		{"mnt_peer", test_mnt_peer},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -662,6 +663,96 @@ START_TEST(test_ucache_own_view_no_poisoning)
 }
 END_TEST
 
+/*
+ * A gone process of another mount namespace (its exec event named it): its
+ * binary, at a path ours does not have, is opened under the root of a live
+ * process of that namespace, for its unwind table; a child forked from it
+ * is of its namespace too. A namespace with no live process left, or a file
+ * there with another build-id: no table (as before), never another file.
+ */
+START_TEST(test_ucache_gone_namespace_peer)
+{
+	char dir[1024], lib[1100], proc[1100], nslib[2200], nsfile[1200], cmd[8192];
+	struct ucache_opts o = {.dead_grace_ns = 1000000000ull};
+	struct cpa_map_event ev = {0};
+	uint8_t bid[ELFID_MAX], bid_len = 0;
+	struct stat st;
+	uint32_t ns;
+	int fd;
+
+	test_scratch_in(dir, sizeof(dir), "nspeer");
+	/* lib: a path only the namespace has (under nsroot/); proc/201 lives
+	 * in it, its ns/mnt's inode the namespace's. */
+	snprintf(lib, sizeof(lib), "%s/lib/libns.so", dir);
+	snprintf(nslib, sizeof(nslib), "%s/nsroot%s", dir, lib);
+	snprintf(proc, sizeof(proc), "%s/proc", dir);
+	snprintf(nsfile, sizeof(nsfile), "%s/201/ns/mnt", proc);
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s' && mkdir -p proc/201/ns \"$(dirname '%s')\" && "
+		 "printf 'void ns_fn(void) { for (volatile int i = 0; i < 9; i++) ; }\\n' > a.c && "
+		 "cc -O1 -shared -fPIC -Wl,--build-id -o '%s' a.c && touch proc/201/ns/mnt && "
+		 "ln -s '%s/nsroot' proc/201/root",
+		 dir, nslib, nslib, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(stat(nsfile, &st), 0);
+	ns = (uint32_t)st.st_ino;
+	fd = open(nslib, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(elfid__init(), 0);
+	ck_assert_int_eq(elfid__from_fd(fd, bid, &bid_len), 0);
+	close(fd);
+	o.proc_root = proc;
+
+	/* case 0: exec'd in ns; 1: forked from such a process; 2: exec'd in a
+	 * namespace nobody is left in; 3: in ns, but the file there is
+	 * another build. */
+	for (int i = 0; i < 4; i++) {
+		const uint32_t pid = 300 + (uint32_t)i;
+		struct ucache *c;
+		struct uproc *p;
+		struct uloc l;
+
+		ck_assert_int_eq(ucache__new(&o, &c), 0);
+		if (i == 1) {
+			ucache__task_exec(c, 299, ns);
+			ev = (struct cpa_map_event){
+				.kind = CPA_MAP_FORK, .pid = pid, .ppid = 299, .time_ns = 100};
+			ck_assert_int_eq(ucache__map_event(c, &ev, ""), 0);
+		} else {
+			ucache__task_exec(c, pid, i == 2 ? ns + 1 : ns);
+		}
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = CPA_MAP_MMAP;
+		ev.pid = pid;
+		ev.time_ns = 300;
+		ev.start = 0x555555554000;
+		ev.len = 0x1000;
+		ev.build_id_len = bid_len;
+		memcpy(ev.build_id, bid, bid_len);
+		if (i == 3)
+			ev.build_id[0] ^= 0xff;
+		ev.path_len = (uint16_t)strlen(lib);
+		ck_assert_int_eq(ucache__map_event(c, &ev, lib), 0);
+		ucache__task_exit(c, pid, 1, 400);
+
+		p = ucache__proc(c, pid, 1);
+		ck_assert_ptr_nonnull(p);
+		p->sample_ns = 350;
+		ck_assert_int_eq(ucache__find(c, p, 0x555555554010, 1, &l), 0);
+		ck_assert_ptr_nonnull(l.bin);
+		if (i < 2) {
+			ck_assert_msg(ucache__cfi(c, p, &l) != NULL, "case %d: no table", i);
+			ck_assert(!l.bin->gone);
+		} else {
+			ck_assert_msg(ucache__cfi(c, p, &l) == NULL, "case %d: a table", i);
+			ck_assert(l.bin->gone);
+		}
+		ucache__free(c);
+	}
+	test_rm_rf(dir);
+}
+END_TEST
+
 static Suite *maphist_suite(void)
 {
 	Suite *s = suite_create("maphist");
@@ -669,7 +760,8 @@ static Suite *maphist_suite(void)
 		   test_exec_new_generation, test_exec_storm_window, test_fork_inherits,
 		   test_exit_and_sweep, test_sweep_each_end_in_turn, test_pid_reuse,
 		   test_ucache_events_gone_process, test_ucache_forged_build_id,
-		   test_ucache_own_view_no_poisoning, test_ucache_idle_bins_go);
+		   test_ucache_own_view_no_poisoning, test_ucache_idle_bins_go,
+		   test_ucache_gone_namespace_peer);
 	return s;
 }
 

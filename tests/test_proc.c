@@ -3,6 +3,7 @@
 #include "test_util.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -207,6 +208,34 @@ char *monitor_fold_kind(const char *cpa, const char *store, const char *prof, co
 	ck_assert_msg(rc == 0, "cpa show: %s", out);
 	free(out);
 	return test_slurp(prof, NULL);
+}
+
+/* The pid of the monitor mon's stage process named comm, 0 if none. */
+pid_t monitor_stage_pid(pid_t mon, const char *comm)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while (!found && (e = readdir(d))) {
+		char path[300], name[64];
+		int pid = atoi(e->d_name), ppid;
+		FILE *f;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%*d (%63[^)]) %*c %d", name, &ppid) == 2 && ppid == mon &&
+		    !strcmp(name, comm))
+			found = pid;
+		fclose(f);
+	}
+	closedir(d);
+	return found;
 }
 
 void scratch_store(const char *tag, char *buf, size_t len)

@@ -52,6 +52,8 @@ void fold_lines_of(const char *prof, pid_t pid, void (*fn)(void *ctx, char *stac
 		   void *ctx);
 /* An empty store directory <scratch>/store in buf (test_scratch(tag)): a
  * monitor's <store>.log beside it stays in the test's scratch directory. */
+/* The pid of the monitor mon's stage process named comm, 0 if none. */
+pid_t monitor_stage_pid(pid_t mon, const char *comm);
 void scratch_store(const char *tag, char *buf, size_t len);
 /* Run the one test t (timeout_s) of a suite in its own TCase: test_run_suite()'s
  * exit code. */

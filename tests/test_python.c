@@ -77,7 +77,6 @@
  * 3.11.7 too).
  */
 #include <check.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -284,34 +283,6 @@ START_TEST(test_python_reuse)
 }
 END_TEST
 
-/* The pid of the monitor mon's stage process named comm, 0 if none. */
-static pid_t stage_pid(pid_t mon, const char *comm)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	pid_t found = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while (!found && (e = readdir(d))) {
-		char path[300], name[64];
-		int pid = atoi(e->d_name), ppid;
-		FILE *f;
-
-		if (pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (fscanf(f, "%*d (%63[^)]) %*c %d", name, &ppid) == 2 && ppid == mon &&
-		    !strcmp(name, comm))
-			found = pid;
-		fclose(f);
-	}
-	closedir(d);
-	return found;
-}
-
 /* The monitor of margv started, its symd found and stopped (SIGSTOP, up to
  * the 10 s hang timeout): a slow pipeline. Its symd's pid in *ret_symd. */
 static pid_t monitor_symd_stopped(char **margv, const char *log, pid_t *ret_symd)
@@ -319,7 +290,7 @@ static pid_t monitor_symd_stopped(char **margv, const char *log, pid_t *ret_symd
 	pid_t mon = spawn_monitor(margv, log, 60), symd = 0;
 
 	sleep(1);
-	for (int i = 0; i < 50 && !(symd = stage_pid(mon, "symd")); i++)
+	for (int i = 0; i < 50 && !(symd = monitor_stage_pid(mon, "symd")); i++)
 		usleep(100 * 1000);
 	ck_assert_int_gt(symd, 0);
 	ck_assert_int_eq(kill(symd, SIGSTOP), 0);

@@ -516,6 +516,73 @@ START_TEST(test_other_process_paths)
 }
 END_TEST
 
+/*
+ * A gone process of another mount namespace: its module is read under the
+ * root of a live process of that namespace (the fake proc/4244, whose
+ * ns/mnt's inode is the namespace), where it is stripped and its debug file
+ * next to it (debuglink), rather than at our path (the unstripped build);
+ * only when it is provably the file (build-id, else inode). With no live
+ * process of its namespace, our path as before.
+ */
+START_TEST(test_gone_process_namespace_peer)
+{
+	struct fx_fn l = fx_local();
+	struct symd_paths paths = {.debug_root = "/nonexistent"};
+	struct symd_file_ref ref = {.path = FX_SO, .pid = 4242};
+	char proc[512], root[512], nsmnt[600];
+	struct symbin *b = NULL, *own;
+	struct stat st, nst;
+
+	tmp_setup();
+	snprintf(proc, sizeof(proc), "%s/proc", tmpdir);
+	snprintf(root, sizeof(root), "%s/root", tmpdir);
+	run_sh("mkdir -p '%s/4244/ns' \"$(dirname '%s%s')\" && touch '%s/4244/ns/mnt' && "
+	       "ln -s '%s' '%s/4244/root'",
+	       proc, root, FX_SO, proc, root, proc);
+	run_sh("objcopy --only-keep-debug '%s' '%s%s.debug' && objcopy --strip-all "
+	       "--add-gnu-debuglink='%s%s.debug' '%s' '%s%s'",
+	       FX_SO, root, FX_SO, root, FX_SO, FX_SO, root, FX_SO);
+	paths.proc = proc;
+	ck_assert_int_eq(stat(FX_SO, &st), 0);
+	ck_assert_int_eq(symbin__load(&paths, &(struct symd_file_ref){.path = FX_SO}, &own), 0);
+	ck_assert(own->src & SYMBIN_SRC_SYMTAB);
+	snprintf(nsmnt, sizeof(nsmnt), "%s/4244/ns/mnt", proc);
+	ck_assert_int_eq(stat(nsmnt, &nst), 0);
+
+	/* Known by build-id: the namespace's file, its debug file there. */
+	ref.build_id = own->build_id;
+	ref.build_id_len = own->build_id_len;
+	ref.mnt_ns = (uint32_t)nst.st_ino;
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), 0);
+	ck_assert(!(b->src & SYMBIN_SRC_SYMTAB));
+	ck_assert(b->src & SYMBIN_SRC_DEBUGLINK);
+	ck_assert_str_eq(lookup(b, l.off), "cpa_fx_local_helper");
+	symbin__free(b);
+
+	/* By dev and inode (ours): the namespace's file is another inode, so
+	 * not taken; ours is the very file. */
+	ref.build_id = NULL;
+	ref.build_id_len = 0;
+	ref.dev = st.st_dev;
+	ref.ino = st.st_ino;
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), 0);
+	ck_assert(b->src & SYMBIN_SRC_SYMTAB);
+	symbin__free(b);
+
+	/* Its namespace has nobody left: our path, as before. */
+	ref.build_id = own->build_id;
+	ref.build_id_len = own->build_id_len;
+	ref.dev = ref.ino = 0;
+	ref.mnt_ns = (uint32_t)nst.st_ino + 1;
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), 0);
+	ck_assert(b->src & SYMBIN_SRC_SYMTAB);
+	ck_assert(!(b->src & SYMBIN_SRC_DEBUGLINK));
+	symbin__free(b);
+	symbin__free(own);
+	tmp_teardown();
+}
+END_TEST
+
 START_TEST(test_minidebuginfo)
 {
 	struct fx_fn l = fx_local();
@@ -2537,8 +2604,8 @@ static Suite *symd_suite(void)
 
 	TEST_TCASE(s, "elf", test_lookup_fixture, test_fde_and_plt, test_entry_point_start,
 		   test_debug_file_build_id, test_debug_file_debuglink, test_other_process_paths,
-		   test_minidebuginfo, test_go_binary, test_hostile_elf,
-		   test_bincache_counts_and_evicts, test_bincache_refreshed,
+		   test_gone_process_namespace_peer, test_minidebuginfo, test_go_binary,
+		   test_hostile_elf, test_bincache_counts_and_evicts, test_bincache_refreshed,
 		   test_bincache_forged_build_id);
 
 	TEST_TCASE(s, "parsers", test_kallsyms, test_kallsyms_compact, test_perf_map,

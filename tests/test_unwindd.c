@@ -486,7 +486,7 @@ START_TEST(test_fixture_proc_exec_exit)
 
 	/* exec: maps forgotten, re-read at once (no throttle). */
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 2);
-	ucache__task_exec(c, FIX_PID);
+	ucache__task_exec(c, FIX_PID, 0);
 	ck_assert_int_eq(p->n_maps, 0);
 	ck_assert_int_eq(ucache__find(c, p, 0x401234, now + 1, &l), 0);
 	ck_assert_uint_eq(st.cnt[UNW_CNT_MAPS_REFRESH], 3);
@@ -565,7 +565,7 @@ START_TEST(test_neg_cache_known_missing)
 
 	/* exec: a new address space, nothing known, no backoff. */
 	t += 40 * NSEC_PER_SEC;
-	ucache__task_exec(c, FIX_PID);
+	ucache__task_exec(c, FIX_PID, 0);
 	ck_assert_uint_eq(p->n_neg, 0);
 	ck_assert_uint_eq(p->miss_level, 0);
 	ck_assert_int_eq(ucache__find(c, p, 0x10000000, t, &l), -ENOENT);

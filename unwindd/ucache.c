@@ -85,6 +85,9 @@ struct ucache {
 	struct maphist *mh;
 	struct ubin *bids[BIDS_SLOTS];
 	uint64_t hist_now;
+	/* Each process's mount namespace, from exec events and forks: a gone
+	 * one's files are looked up through a live process of it. */
+	struct proc_mnt_tab mnt;
 
 	/* Scratch for maps reads and parsing; reused so a refresh allocates
 	 * only when a process grows. */
@@ -326,6 +329,45 @@ static void bin_free(struct ucache *c, struct ubin *b)
 	free(b);
 }
 
+/* The file the process sees is b's: the same inode (root/<path> may be an
+ * overlay's, with another dev), and our path the very file; a binary known
+ * by build-id only (dev 0), the same build-id. */
+static bool bin_is_file(const struct ubin *b, int fd, bool ours)
+{
+	uint8_t bid[CPA_BUILD_ID_MAX];
+	struct stat sb;
+	uint8_t n = 0;
+
+	if (b->dev || !b->ino)
+		return fstat(fd, &sb) == 0 && (uint64_t)sb.st_ino == b->ino &&
+		       (!ours || (uint64_t)sb.st_dev == b->dev);
+	return elfid__from_fd(fd, bid, &n) == 0 && n == b->build_id_len &&
+	       memcmp(bid, b->build_id, n) == 0;
+}
+
+/* b's path under the root of peer, a live process of the gone one's mount
+ * namespace: b's file there (-ENOENT: none, try ours). */
+static int bin_open_peer(struct ucache *c, const struct ubin *b, uint32_t peer, char *root,
+			 size_t root_size)
+{
+	char path[512];
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%u/root%s", c->proc_root, peer, b->path) >=
+	    (int)sizeof(path))
+		return -ENOENT;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	if (!bin_is_file(b, fd, false)) {
+		close(fd);
+		return -ENOENT;
+	}
+	if (root)
+		snprintf(root, root_size, "%s/%u/root", c->proc_root, peer);
+	return fd;
+}
+
 /*
  * Open the file behind a mapping as the process sees it. map_files/ names
  * the exact inode even when the path was deleted or lives in another mount
@@ -333,16 +375,19 @@ static void bin_free(struct ucache *c, struct ubin *b)
  * root/<path> (the process's namespace and root) and check that it is still
  * the same inode. The path as we see it only once the process is gone, and
  * only when it is the same file: dev and inode, or (known by build-id only)
- * the build-id; a process in a container may see another file there. root
- * (when not NULL) gets where the process's other files are: "" for ours,
- * "<proc>/PID/root" for another mount namespace or root.
+ * the build-id; a process in a container may see another file there. A gone
+ * process of another mount namespace (its exec event named it) first has
+ * its path looked up under the root of a live process of that namespace,
+ * checked as root/<path> is. root (when not NULL) gets where the process's
+ * other files are: "" for ours, "<proc>/PID/root" for another mount
+ * namespace or root (PID that live process's for a gone one).
  */
 static int bin_open(struct ucache *c, const struct ubin *b, uint32_t pid, uint64_t start,
 		    uint64_t end, char *root, size_t root_size)
 {
 	char path[512];
-	struct stat sb;
 	int fd, kind = proc_root_kind(c->proc_root, pid);
+	uint32_t peer = 0;
 	bool ours = false;
 
 	if (root)
@@ -359,6 +404,10 @@ static int bin_open(struct ucache *c, const struct ubin *b, uint32_t pid, uint64
 		    (int)sizeof(path))
 			return -ENAMETOOLONG;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
+	} else if (b->path[0] == '/' &&
+		   (peer = proc_mnt_peer(c->proc_root, &c->mnt, proc_mnt_of(&c->mnt, pid))) &&
+		   (fd = bin_open_peer(c, b, peer, root, root_size)) != -ENOENT) {
+		return fd;
 	} else if (b->path[0] == '/') {
 		/* The process is gone (its /proc/PID with it): the path as we
 		 * see it, checked to be the same file below. */
@@ -369,24 +418,9 @@ static int bin_open(struct ucache *c, const struct ubin *b, uint32_t pid, uint64
 	}
 	if (fd < 0)
 		return -errno;
-	if (b->dev || !b->ino) {
-		/* root/<path> may be an overlay's inode with another dev: the
-		 * inode there; our path must be the very file. */
-		if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_ino != b->ino ||
-		    (ours && (uint64_t)sb.st_dev != b->dev)) {
-			close(fd);
-			return -ESTALE;
-		}
-	} else {
-		/* Known by build-id only (dev 0): the same build-id or nothing. */
-		uint8_t bid[CPA_BUILD_ID_MAX];
-		uint8_t n = 0;
-
-		if (elfid__from_fd(fd, bid, &n) < 0 || n != b->build_id_len ||
-		    memcmp(bid, b->build_id, n) != 0) {
-			close(fd);
-			return -ESTALE;
-		}
+	if (!bin_is_file(b, fd, ours)) {
+		close(fd);
+		return -ESTALE;
 	}
 	return fd;
 }
@@ -880,14 +914,16 @@ void ucache__task_exit(struct ucache *c, uint32_t pid, uint64_t now_ns, uint64_t
 	struct uproc *p = ucache__proc_peek(c, pid);
 
 	maphist__exit(c->mh, pid, time_ns);
+	proc_mnt_exit(&c->mnt, pid);
 	if (p && !p->dead_ns)
 		p->dead_ns = now_ns ? now_ns : 1;
 }
 
-void ucache__task_exec(struct ucache *c, uint32_t pid)
+void ucache__task_exec(struct ucache *c, uint32_t pid, uint32_t mnt_ns)
 {
 	struct uproc *p = ucache__proc_peek(c, pid);
 
+	proc_mnt_note(&c->mnt, pid, mnt_ns);
 	if (!p)
 		return;
 	/* A new image (or a reused pid): nothing of the old maps applies. */
@@ -1139,6 +1175,8 @@ int ucache__map_event(struct ucache *c, const struct cpa_map_event *ev, const ch
 	case CPA_MAP_EXEC:
 		return maphist__exec(c->mh, ev->pid, ev->time_ns);
 	case CPA_MAP_FORK:
+		/* A child (not a thread) starts in its parent's namespace. */
+		proc_mnt_note(&c->mnt, ev->pid, proc_mnt_of(&c->mnt, ev->ppid));
 		return maphist__fork(c->mh, ev->pid, ev->ppid, ev->time_ns);
 	case CPA_MAP_MMAP:
 		break;

@@ -179,9 +179,11 @@ unsigned int ucache__go(const struct uloc *loc, int32_t *ret_sp);
 /* exit: keep the maps dead_grace_ns for samples still queued, then free
  * (now_ns: the caller's clock; time_ns: the exit's, the samples' clock).
  * exec: forget the /proc maps; the next sample re-reads them (the history
- * follows the CPA_MAP_EXEC event instead, which is earlier). */
+ * follows the CPA_MAP_EXEC event instead, which is earlier); mnt_ns (0:
+ * unknown) is the mount namespace it runs in, where its paths are looked up
+ * once it is gone (common/procroot.h). */
 void ucache__task_exit(struct ucache *c, uint32_t pid, uint64_t now_ns, uint64_t time_ns);
-void ucache__task_exec(struct ucache *c, uint32_t pid);
+void ucache__task_exec(struct ucache *c, uint32_t pid, uint32_t mnt_ns);
 
 /* One mapping event into the history: 0, -EINVAL (malformed), -ENOMEM. */
 int ucache__map_event(struct ucache *c, const struct cpa_map_event *ev, const char *path);

@@ -954,7 +954,7 @@ static void handle_task(struct unwindd *u, const struct shm_msg *msg)
 		return;
 	env_task(u, &t);
 	if (t.kind == CPA_TASK_EXEC)
-		ucache__task_exec(u->cache, t.pid);
+		ucache__task_exec(u->cache, t.pid, t.mnt_ns);
 	else
 		/* capture sends EXIT once per process, when its last thread
 		 * leaves (any tid), so the address space is gone. */
