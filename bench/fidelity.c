@@ -10,11 +10,14 @@
  * process at the same time. Afterwards `cpa show` and `perf script` are
  * folded the same way and printed per program:
  *
- *   - samples (cpa, perf);
+ *   - samples (cpa, perf; perf's own count when `perf script` aborted);
  *   - complete share: the stack holds the process or thread start
  *     (_start, __libc_start_main(_impl), __libc_start_call_main,
  *     start_thread, clone3, clone);
+ *   - the share whose leaf is named (not "[unknown]");
  *   - cpa's stop reasons ([unwind stopped: ...], [degraded ...]) as shares;
+ *   - the balance: what capture read (+ the kernel's drops), the store's loss
+ *     rows, and what the store lacks of it (unaccounted);
  *   - top-10 self (leaf) shares side by side and the largest difference
  *     (frames without a symbol compare as "[unknown]": cpa names them
  *     lib+0xSTART, perf [unknown]);
@@ -185,6 +188,70 @@ struct opts {
 	int stack_size;
 };
 
+/* capture's "stopped: N samples, ... M lost in the kernel" lines in the monitor's log, summed
+ * over its lives: what capture read from the BPF ring, and what the kernel dropped. */
+static void capture_counts(const char *log, double *samples, double *rb_lost)
+{
+	char line[1024], *p;
+	FILE *f = fopen(log, "re");
+
+	*samples = *rb_lost = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		p = strstr(line, "stopped: ");
+		if (!p || !strstr(line, "lost in the kernel"))
+			continue;
+		*samples += strtod(p + 9, NULL);
+		p = strstr(p, " degraded, ");
+		if (p)
+			*rb_lost += strtod(p + 11, NULL);
+	}
+	if (f)
+		fclose(f);
+}
+
+/* perf's own count of its samples (`perf report --stats`), when `perf script` aborted on
+ * the recording (perf 6.1 on kernel 6.18, docs/bench.md): -1 if none. */
+static double perf_stat_samples(const char *pdata)
+{
+	char cmd[4400], line[256];
+	double n = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "perf report -i '%s' --stats 2>/dev/null", pdata);
+	f = popen(cmd, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (n < 0 && strstr(line, "SAMPLE events:"))
+			n = strtod(strchr(line, ':') + 1, NULL);
+	pclose(f);
+	return n;
+}
+
+/* Of a side's samples: those whose leaf names a function (not "[unknown]", not a marker
+ * alone), and (cpa) those in loss rows. */
+static double named_share(const struct fold_side *a)
+{
+	double n = 0;
+
+	for (int i = 0; i < a->self.n; i++)
+		if (strcmp(a->self.names[i], "[unknown]"))
+			n += a->self.counts[i];
+	return a->samples ? 100 * n / a->samples : NAN;
+}
+
+static double lost_rows(const struct fold_side *a)
+{
+	double n = 0;
+
+	for (int i = 0; i < a->stops.n; i++)
+		if ((strstr(a->stops.names[i], "LOST") || strstr(a->stops.names[i], "lost")) &&
+		    !strstr(a->stops.names[i], "WHILE DOWN") &&
+		    !strstr(a->stops.names[i], "while_down"))
+			n += a->stops.counts[i];
+	return n;
+}
+
 static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 {
 	char cmd[4096], d[16384], store[4200], pdata[4200], pscript[4200], prof[4200];
@@ -198,7 +265,7 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	char stack[32] = "";
 	const char *s;
 	size_t k = 0;
-	double maxd = 0;
+	double maxd = 0, cap_smp, cap_rb;
 
 	/* the command with {in} filled */
 	for (s = pg->cmd; *s && k < sizeof(cmd) - 256; s++) {
@@ -305,12 +372,25 @@ static int run_one(const struct opts *o, const struct prog *pg, const char *in)
 	printf("\n== %s: %s\n", pg->name, cmd);
 	printf("  %-34s %12s %7s %-5s\n", "", "cpa", "perf", perf_cg(pg));
 	printf("  %-34s %12.0f %12.0f\n", "samples", c.samples, p.samples);
+	if (!p.samples)
+		printf("  %-34s %12s %12.0f\n", "perf's samples (report --stats)", "-",
+		       perf_stat_samples(pdata));
 	printf("  %-34s %11.2f%% %11.2f%%\n", "complete (rooted at process/thread start)",
 	       c.samples ? 100 * c.complete / c.samples : NAN,
 	       p.samples ? 100 * p.complete / p.samples : NAN);
+	printf("  %-34s %11.2f%% %11.2f%%\n", "leaf named (not [unknown])", named_share(&c),
+	       named_share(&p));
 	for (i = 0; i < c.stops.n; i++)
 		printf("  %-34s %11.2f%% %12s\n", c.stops.names[i],
 		       100 * c.stops.counts[i] / c.samples, "-");
+	/* the balance: what capture read from the BPF ring (+ the kernel's drops) against
+	 * the store's rows, samples and loss rows alike */
+	snprintf(d, sizeof(d), "%.4100s.log", store);
+	capture_counts(d, &cap_smp, &cap_rb);
+	printf("  %-34s %12.0f %12s\n", "captured (+ lost in the kernel)", cap_smp + cap_rb, "-");
+	printf("  %-34s %12.0f %12s\n", "in loss rows", lost_rows(&c), "-");
+	printf("  %-34s %12.0f %12s\n", "unaccounted (captured - stored)",
+	       cap_smp + cap_rb - c.samples, "-");
 	/* top-10 self of either side, by the larger share */
 	for (j = 0; j < 2; j++) {
 		const struct fold_side *a = j ? &p : &c;

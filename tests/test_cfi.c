@@ -892,6 +892,21 @@ START_TEST(test_stop_reasons)
 	/* without the flag: ANON at the first JIT frame, as before */
 	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_ANON);
 	ck_assert_uint_eq(n, 2);
+	/* a gap whose rbp is no frame pointer (glibc's clone3 after its syscall:
+	 * no FDE there) leads the frame-pointer guess nowhere mapped: the walk
+	 * stopped for want of CFI (NO_CFI, as without the flag), not for a
+	 * mapping the history lacks (NO_MAP) */
+	memset(stk, 0, sizeof(stk));
+	r = (struct unw_regs){.ip = SYN_LIBC + entry, .sp = s.base + 64, .bp = s.base + 128};
+	stk[8] = SYN_LIBC + gap + 1; /* leaf -> a gap of libc */
+	stk[16] = 5;		     /* "saved rbp" */
+	stk[17] = 0x20000000;	     /* "return address": no mapping */
+	ck_assert_int_eq(unw_walk_flags(&r, &s, syn_find, NULL, UNW_F_FP_JIT, f, 8, &n, NULL),
+			 CPA_STOP_NO_CFI);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(f[1].offset, gap + 1);
+	ck_assert_int_eq(unw_walk(&r, &s, syn_find, NULL, f, 8, &n), CPA_STOP_NO_CFI);
+	ck_assert_uint_eq(n, 2);
 
 	/* leaf pc in no mapping at all */
 	r.ip = 0x30000000;

@@ -618,6 +618,11 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 	uint64_t top = regs->sp;
 	unsigned int n = 0;
 	bool exact = true; /* the leaf's ip is not a return address */
+	/* r.ip is a frame-pointer guess for a frame in a CFI gap (UNW_F_FP_JIT): a
+	 * guess that leads nowhere mapped is that frame's missing CFI, not a
+	 * mapping the history lacks (glibc's clone3 after its syscall, where
+	 * rbp is no frame pointer) */
+	bool gap_guess = false;
 	uint32_t next_flags = 0;
 	int stop;
 
@@ -640,9 +645,10 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 		loc.go = UNW_GO_NONE;
 		loc.go_sp = -1;
 		if (find(ctx, exact ? r.ip : r.ip - 1, &loc) < 0) {
-			stop = CPA_STOP_NO_MAP;
+			stop = gap_guess ? CPA_STOP_NO_CFI : CPA_STOP_NO_MAP;
 			break;
 		}
+		gap_guess = false;
 		f = &out[n++];
 		f->pc = r.ip;
 		f->offset = loc.file_off + (exact ? 0 : 1);
@@ -690,6 +696,7 @@ int unw_walk_flags(const struct unw_regs *regs, const struct unw_stack *stack, u
 		if (stop == CPA_STOP_NO_CFI &&
 		    ((!loc.table && (flags & UNW_F_FP_FALLBACK)) ||
 		     (loc.table && (flags & UNW_F_FP_JIT) && CFI_RULE_KIND(w) == CFI_K_GAP))) {
+			gap_guess = loc.table != NULL;
 			stop = step_fp(&r, stack);
 			next_flags = CPA_UF_FP;
 			unw_stats.fp_frames++;
