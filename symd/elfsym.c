@@ -1053,15 +1053,18 @@ static bool is_mapped_file(int fd, const struct symd_file_ref *ref)
 
 /* A file at the path under a peer's root (another process of the gone
  * one's mount namespace) is the mapped one: the same build-id (checked by
- * the caller), else the same inode (root/<path> may be an overlay's, with
- * another dev). */
+ * the caller), else the same dev and inode. Not the inode alone: the peer
+ * is picked by a mount namespace id the kernel reuses once the namespace is
+ * gone, and inode numbers repeat across filesystems (an overlay's file
+ * without a build-id is not taken: its dev differs from its mapping's). */
 static bool is_peer_file(int fd, const struct symd_file_ref *ref)
 {
 	struct stat st;
 
 	if (ref->build_id_len)
 		return true;
-	return ref->ino && fstat(fd, &st) == 0 && (uint64_t)st.st_ino == ref->ino;
+	return ref->dev && ref->ino && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == ref->dev &&
+	       (uint64_t)st.st_ino == ref->ino;
 }
 
 /*

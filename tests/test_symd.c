@@ -529,9 +529,9 @@ START_TEST(test_gone_process_namespace_peer)
 	struct fx_fn l = fx_local();
 	struct symd_paths paths = {.debug_root = "/nonexistent"};
 	struct symd_file_ref ref = {.path = FX_SO, .pid = 4242};
-	char proc[512], root[512], nsmnt[600];
+	char proc[512], root[512], nsmnt[600], nsso[1024];
 	struct symbin *b = NULL, *own;
-	struct stat st, nst;
+	struct stat st, nst, fst;
 
 	tmp_setup();
 	snprintf(proc, sizeof(proc), "%s/proc", tmpdir);
@@ -548,6 +548,7 @@ START_TEST(test_gone_process_namespace_peer)
 	ck_assert(own->src & SYMBIN_SRC_SYMTAB);
 	snprintf(nsmnt, sizeof(nsmnt), "%s/4244/ns/mnt", proc);
 	ck_assert_int_eq(stat(nsmnt, &nst), 0);
+	snprintf(nsso, sizeof(nsso), "%s%s", root, FX_SO);
 
 	/* Known by build-id: the namespace's file, its debug file there. */
 	ref.build_id = own->build_id;
@@ -568,6 +569,14 @@ START_TEST(test_gone_process_namespace_peer)
 	ck_assert_int_eq(symbin__load(&paths, &ref, &b), 0);
 	ck_assert(b->src & SYMBIN_SRC_SYMTAB);
 	symbin__free(b);
+
+	/* By the namespace file's inode number on another dev (another
+	 * filesystem's file with that number; the peer found by a reused
+	 * namespace id): neither that file nor ours. */
+	ck_assert_int_eq(stat(nsso, &fst), 0);
+	ref.dev = fst.st_dev + 7;
+	ref.ino = fst.st_ino;
+	ck_assert_int_eq(symbin__load(&paths, &ref, &b), -ESTALE);
 
 	/* Its namespace has nobody left: our path, as before. */
 	ref.build_id = own->build_id;

@@ -329,19 +329,32 @@ static void bin_free(struct ucache *c, struct ubin *b)
 	free(b);
 }
 
-/* The file the process sees is b's: the same inode (root/<path> may be an
- * overlay's, with another dev), and our path the very file; a binary known
- * by build-id only (dev 0), the same build-id. */
-static bool bin_is_file(const struct ubin *b, int fd, bool ours)
+enum bin_view {
+	BIN_LIVE_ROOT, /* root/<path> of the live process */
+	BIN_OURS,      /* our path, the process gone */
+	BIN_PEER,      /* root/<path> of a live process of the gone one's namespace */
+};
+
+/*
+ * The file opened is b's. The live process's root/<path>: the same inode
+ * (an overlay's file shows another dev there than its mapping). Our path:
+ * the same dev and inode. A peer's: the same build-id when b has one, else
+ * the same dev and inode: the peer is picked by a mount namespace id the
+ * kernel reuses once the namespace is gone, and inode numbers repeat across
+ * filesystems, so an inode alone proves nothing there (an overlay's file
+ * without a build-id is not taken). A binary known by build-id only (dev 0):
+ * the same build-id.
+ */
+static bool bin_is_file(const struct ubin *b, int fd, enum bin_view view)
 {
 	uint8_t bid[CPA_BUILD_ID_MAX];
 	struct stat sb;
 	uint8_t n = 0;
 
-	if (b->dev || !b->ino)
+	if ((b->dev || !b->ino) && !(view == BIN_PEER && b->build_id_len))
 		return fstat(fd, &sb) == 0 && (uint64_t)sb.st_ino == b->ino &&
-		       (!ours || (uint64_t)sb.st_dev == b->dev);
-	return elfid__from_fd(fd, bid, &n) == 0 && n == b->build_id_len &&
+		       (view == BIN_LIVE_ROOT || (uint64_t)sb.st_dev == b->dev);
+	return b->build_id_len && elfid__from_fd(fd, bid, &n) == 0 && n == b->build_id_len &&
 	       memcmp(bid, b->build_id, n) == 0;
 }
 
@@ -359,7 +372,7 @@ static int bin_open_peer(struct ucache *c, const struct ubin *b, uint32_t peer, 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -ENOENT;
-	if (!bin_is_file(b, fd, false)) {
+	if (!bin_is_file(b, fd, BIN_PEER)) {
 		close(fd);
 		return -ENOENT;
 	}
@@ -418,7 +431,7 @@ static int bin_open(struct ucache *c, const struct ubin *b, uint32_t pid, uint64
 	}
 	if (fd < 0)
 		return -errno;
-	if (!bin_is_file(b, fd, ours)) {
+	if (!bin_is_file(b, fd, ours ? BIN_OURS : BIN_LIVE_ROOT)) {
 		close(fd);
 		return -ESTALE;
 	}
