@@ -1126,8 +1126,10 @@ uint64_t cap_bpf__rb_unread(const struct cap_bpf *b, uint64_t *ret_size)
 	*ret_size = b->rb_size;
 	if (!b->rb_prod)
 		return b->rb_size;
-	/* Pairs with the BPF side's store-release of the producer position
-	 * (bpf_ringbuf_commit) and with libbpf's of the consumer one. */
+	/* Pairs with the kernel's store-release of the producer position,
+	 * made at reserve (bpf_ringbuf_reserve: what is reserved counts as
+	 * unread, committed or not, so this is an upper bound) and with
+	 * libbpf's of the consumer one. */
 	cons = __atomic_load_n(b->rb_cons, __ATOMIC_ACQUIRE);
 	prod = __atomic_load_n(b->rb_prod, __ATOMIC_ACQUIRE);
 	return prod - cons > b->rb_size ? b->rb_size : prod - cons;

@@ -42,7 +42,7 @@
  *   - capture's counters (`cpa ctl status`) moved: records sent, and code
  *     objects read past the base budget (pycode_sent, pycode_past_budget);
  *   - >= 90 % of its samples in the chains name spin() under a cK_59();
- *   - under 1 % say "process gone before naming": capture read their code
+ *   - under 2 % say "process gone before naming": capture read their code
  *     objects while the process lived (with the budget at 1 ms a poll, those
  *     of its last ~2 s were left to symd, which read them after the exit:
  *     1-6 % on this VM, by its load);
@@ -457,8 +457,11 @@ START_TEST(test_python_many)
 	/* no chain's code object is freed while it runs: what symd could not
 	 * read (its samples after the exit) is the process gone, not freed */
 	ck_assert_msg(st.freed == 0, "code object freed in %ld of %ld", st.freed, st.samples);
-	/* read by capture while it lived, its last seconds too */
-	ck_assert_msg(st.gone < 0.01 * (double)st.samples,
+	/* read by capture while it lived, its last seconds too: 0-0.31 % in 8
+	 * runs at load 6-12, where 4d4ca39 had 0-4.4 % (median 1.2 %); the
+	 * bound leaves a loaded CI host room (the rings' fill decides how far
+	 * a poll reads past its budget) */
+	ck_assert_msg(st.gone < 0.02 * (double)st.samples,
 		      "process gone before naming in %ld of %ld", st.gone, st.samples);
 	/* the workload passes the base budget: read past it (room in the
 	 * rings) or deferred (none); test_pyname_room checks which */
