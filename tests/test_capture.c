@@ -1181,9 +1181,21 @@ START_TEST(test_pyname_room)
 			    b.sent);
 	ck_assert_uint_ge(again, 1);
 	ck_assert_uint_le(again, CPA_BPF_MAX_PYFRAMES);
-	ck_assert_uint_eq(budget_poll(&b.f, b.pn, &b.bs[0], b.size, 1, &b.ref[0], &b.ref_len[0],
-				      b.code, b.sent),
-			  0);
+	/* Sampled again, it settles within a few polls: nothing more to send.
+	 * Not always at the next poll: each resend moves the send count on, past
+	 * the stamp of another of its code objects sent a little later in the
+	 * first poll (how many of them share a stamp depends on the order and
+	 * on the 4-way set's evictions, on real addresses: ASLR decides). */
+	for (int i = 0;; i++) {
+		unsigned int more = budget_poll(&b.f, b.pn, &b.bs[0], b.size, 1, &b.ref[0],
+						&b.ref_len[0], b.code, b.sent);
+
+		if (!more)
+			break;
+		ck_assert_msg(i < 8 && more <= CPA_BPF_MAX_PYFRAMES,
+			      "poll %d of the first sample sent %u again (%u at the resend)", i,
+			      more, again);
+	}
 
 	/* As if the process exec'd (all of it to read again), with room for
 	 * 50 reads past the base budget, then none. */
