@@ -64,6 +64,13 @@ void proc_mnt_exit(struct proc_mnt_tab *t, uint32_t pid);
 uint32_t proc_mnt_of(const struct proc_mnt_tab *t, uint32_t pid);
 
 /*
+ * Every process of <proc> (NULL: "/proc") noted in t with its namespace, one
+ * stat each: those that exec'd before we started have no exec event to tell
+ * it (docs/unwindd.md, "Seed"). Returns how many were noted.
+ */
+uint32_t proc_mnt_seed(const char *proc, struct proc_mnt_tab *t);
+
+/*
  * A live process in mount namespace ns other than ours (0, ours or none
  * found: 0). The one found last for ns is kept (per thread, PROC_MNT_PEERS
  * slots by ns) and checked with one stat per call; else a process tab (may
