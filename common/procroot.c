@@ -127,7 +127,8 @@ uint32_t proc_mnt_seed(const char *proc, struct proc_mnt_tab *t)
 }
 
 /* A live process of each mount namespace the last walk of <proc> met (one
- * per slot, ns % PROC_MNT_PEERS: a collision keeps the first), per thread. */
+ * per slot, ns % PROC_MNT_PEERS: a collision keeps the first, but the one
+ * the walk is for wins its slot), per thread. */
 struct mnt_peer_slot {
 	uint32_t ns, pid;
 };
@@ -137,7 +138,7 @@ struct mnt_peers {
 	uint64_t walk_ns; /* when, 0: never */
 };
 
-static void mnt_walk(struct mnt_peers *t, const char *proc)
+static void mnt_walk(struct mnt_peers *t, const char *proc, uint32_t want)
 {
 	DIR *dir = opendir(proc);
 	uint32_t pid, ns;
@@ -146,7 +147,8 @@ static void mnt_walk(struct mnt_peers *t, const char *proc)
 	if (!dir)
 		return;
 	while (next_proc_ns(dir, proc, &pid, &ns))
-		if (ns && !t->slot[ns % PROC_MNT_PEERS].ns) {
+		if (ns && (!t->slot[ns % PROC_MNT_PEERS].ns ||
+			   (ns == want && t->slot[ns % PROC_MNT_PEERS].ns != want))) {
 			t->slot[ns % PROC_MNT_PEERS].ns = ns;
 			t->slot[ns % PROC_MNT_PEERS].pid = pid;
 		}
@@ -192,6 +194,6 @@ uint32_t proc_mnt_peer(const char *proc, const struct proc_mnt_tab *tab, uint32_
 	if (t.walk_ns && now - t.walk_ns < PROC_MNT_WALK_NS)
 		return 0;
 	t.walk_ns = now;
-	mnt_walk(&t, proc);
+	mnt_walk(&t, proc, ns);
 	return p->ns == ns ? p->pid : 0;
 }

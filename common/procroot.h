@@ -77,9 +77,10 @@ uint32_t proc_mnt_seed(const char *proc, struct proc_mnt_tab *t);
  * be NULL) noted in ns and saw no exit of (at most PROC_MNT_TRIES of them
  * checked: a stage behind its events takes the gone for alive); else one
  * walk of <proc> notes a process of each namespace it meets (a collision
- * keeps the first): the processes of a namespace that exec'd before we
- * started. Walks are PROC_MNT_WALK_NS apart at least, however many
- * namespaces come and go (a sandboxed build makes one per action).
+ * keeps the first, but ns wins its slot): the processes of a namespace that
+ * exec'd before we started (those the seed noted are in tab). Walks are
+ * PROC_MNT_WALK_NS apart at least, however many namespaces come and go (a
+ * sandboxed build makes one per action).
  */
 #define PROC_MNT_PEERS	 64u
 #define PROC_MNT_TRIES	 16u
