@@ -91,8 +91,44 @@ uint32_t proc_mnt_of(const struct proc_mnt_tab *t, uint32_t pid)
 							       : 0;
 }
 
+/* The next process of an opendir()ed <proc> with its mount namespace (0:
+ * unknown); false at the end. */
+static bool next_proc_ns(DIR *dir, const char *proc, uint32_t *pid, uint32_t *ns)
+{
+	struct dirent *d;
+
+	while ((d = readdir(dir))) {
+		char *end;
+		unsigned long n = strtoul(d->d_name, &end, 10);
+
+		if (d->d_name[0] < '1' || d->d_name[0] > '9' || *end || n > UINT32_MAX)
+			continue;
+		*pid = (uint32_t)n;
+		*ns = proc_mnt_ns(proc, *pid);
+		return true;
+	}
+	return false;
+}
+
+uint32_t proc_mnt_seed(const char *proc, struct proc_mnt_tab *t)
+{
+	DIR *dir = opendir(proc ? proc : "/proc");
+	uint32_t n = 0, pid, ns;
+
+	if (!dir)
+		return 0;
+	while (next_proc_ns(dir, proc, &pid, &ns))
+		if (ns) {
+			proc_mnt_note(t, pid, ns);
+			n++;
+		}
+	closedir(dir);
+	return n;
+}
+
 /* A live process of each mount namespace the last walk of <proc> met (one
- * per slot, ns % PROC_MNT_PEERS: a collision keeps the first), per thread. */
+ * per slot, ns % PROC_MNT_PEERS: a collision keeps the first, but the one
+ * the walk is for wins its slot), per thread. */
 struct mnt_peer_slot {
 	uint32_t ns, pid;
 };
@@ -102,27 +138,20 @@ struct mnt_peers {
 	uint64_t walk_ns; /* when, 0: never */
 };
 
-static void mnt_walk(struct mnt_peers *t, const char *proc)
+static void mnt_walk(struct mnt_peers *t, const char *proc, uint32_t want)
 {
-	struct dirent *d;
 	DIR *dir = opendir(proc);
+	uint32_t pid, ns;
 
 	memset(t->slot, 0, sizeof(t->slot));
 	if (!dir)
 		return;
-	while ((d = readdir(dir))) {
-		char *end;
-		unsigned long n = strtoul(d->d_name, &end, 10);
-		uint32_t ns;
-
-		if (d->d_name[0] < '1' || d->d_name[0] > '9' || *end || n > UINT32_MAX)
-			continue;
-		ns = proc_mnt_ns(proc, (uint32_t)n);
-		if (ns && !t->slot[ns % PROC_MNT_PEERS].ns) {
+	while (next_proc_ns(dir, proc, &pid, &ns))
+		if (ns && (!t->slot[ns % PROC_MNT_PEERS].ns ||
+			   (ns == want && t->slot[ns % PROC_MNT_PEERS].ns != want))) {
 			t->slot[ns % PROC_MNT_PEERS].ns = ns;
-			t->slot[ns % PROC_MNT_PEERS].pid = (uint32_t)n;
+			t->slot[ns % PROC_MNT_PEERS].pid = pid;
 		}
-	}
 	closedir(dir);
 }
 
@@ -165,6 +194,6 @@ uint32_t proc_mnt_peer(const char *proc, const struct proc_mnt_tab *tab, uint32_
 	if (t.walk_ns && now - t.walk_ns < PROC_MNT_WALK_NS)
 		return 0;
 	t.walk_ns = now;
-	mnt_walk(&t, proc);
+	mnt_walk(&t, proc, ns);
 	return p->ns == ns ? p->pid : 0;
 }

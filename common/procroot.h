@@ -64,15 +64,23 @@ void proc_mnt_exit(struct proc_mnt_tab *t, uint32_t pid);
 uint32_t proc_mnt_of(const struct proc_mnt_tab *t, uint32_t pid);
 
 /*
+ * Every process of <proc> (NULL: "/proc") noted in t with its namespace, one
+ * stat each: those that exec'd before we started have no exec event to tell
+ * it (docs/unwindd.md, "Seed"). Returns how many were noted.
+ */
+uint32_t proc_mnt_seed(const char *proc, struct proc_mnt_tab *t);
+
+/*
  * A live process in mount namespace ns other than ours (0, ours or none
  * found: 0). The one found last for ns is kept (per thread, PROC_MNT_PEERS
  * slots by ns) and checked with one stat per call; else a process tab (may
  * be NULL) noted in ns and saw no exit of (at most PROC_MNT_TRIES of them
  * checked: a stage behind its events takes the gone for alive); else one
  * walk of <proc> notes a process of each namespace it meets (a collision
- * keeps the first): the processes of a namespace that exec'd before we
- * started. Walks are PROC_MNT_WALK_NS apart at least, however many
- * namespaces come and go (a sandboxed build makes one per action).
+ * keeps the first, but ns wins its slot): the processes of a namespace that
+ * exec'd before we started (those the seed noted are in tab). Walks are
+ * PROC_MNT_WALK_NS apart at least, however many namespaces come and go (a
+ * sandboxed build makes one per action).
  */
 #define PROC_MNT_PEERS	 64u
 #define PROC_MNT_TRIES	 16u

@@ -1666,6 +1666,14 @@ static void on_module(struct symd *s, const struct shm_msg *m)
 	u = umods__find(s, d.id);
 	if (u && !umod_same(u, &d, path))
 		s->pcc_gen++;
+	/* A pid we meet first here, while it lives (forked, never exec'd
+	 * since we started): its namespace, once. */
+	if (d.pid && !proc_mnt_of(&s->mnt, d.pid)) {
+		uint32_t ns = proc_mnt_ns(s->paths.proc, d.pid);
+
+		if (ns)
+			proc_mnt_note(&s->mnt, d.pid, ns);
+	}
 	u = umods__insert(s, d.id);
 	if (!u) {
 		free(path);
@@ -2069,6 +2077,14 @@ int symd__new(const struct symd_opts *o, struct symd **ret)
 	s->generation = o->generation;
 	s->fault_left = o->fault_kill_batches;
 	s->paths = o->paths;
+	/* The mount namespaces of processes that exec'd before we started
+	 * (no exec event names them): for those gone before we open their
+	 * modules. Only with the real /proc, as unwindd's seed. */
+	if (!s->paths.proc) {
+		uint32_t noted = proc_mnt_seed(NULL, &s->mnt);
+
+		log_debug("%u processes' mount namespaces noted", noted);
+	}
 	snprintf(s->env_keys, sizeof(s->env_keys), "%.*s", (int)sizeof(s->env_keys) - 1,
 		 o->cfg->record_env_name);
 	intern__init(&s->strs);

@@ -1041,6 +1041,13 @@ START_TEST(test_mnt_peer)
 	ck_assert_uint_eq(proc_mnt_ns(NULL, (uint32_t)getpid()), proc_mnt_self());
 	ck_assert_uint_eq(proc_mnt_peer(NULL, NULL, proc_mnt_self()), 0);
 	ck_assert_uint_eq(proc_mnt_peer(proc, &tab, 0), 0);
+	/* The seed at start: every process there noted with its namespace
+	 * (those that exec'd before we started: no exec event names them). */
+	memset(&tab, 0, sizeof(tab));
+	ck_assert_uint_eq(proc_mnt_seed(proc, &tab), 2);
+	ck_assert_uint_eq(proc_mnt_of(&tab, 11), proc_mnt_ns(proc, 11));
+	ck_assert_uint_eq(proc_mnt_of(&tab, 12), ns_b);
+	ck_assert_uint_eq(proc_mnt_of(&tab, 13), 0);
 	test_rm_rf(dir);
 }
 END_TEST

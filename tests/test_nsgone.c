@@ -17,6 +17,9 @@
  *   never the host's build.
  * - alone-*: nothing of their namespace is left: unnamed (as before), never
  *   the host's.
+ * - early-*: exec'd before the monitor started (no exec event names their
+ *   namespace; stopped until unwindd and symd are), a sibling lives on: named
+ *   as gone-* through the namespace unwindd's and symd's seeds of /proc note.
  *
  * Needs root, BTF and unshare (exit 77 otherwise).
  */
@@ -76,7 +79,8 @@ static void wait_file(const char *dir, const char *name)
 
 START_TEST(test_gone_in_namespace)
 {
-	static const char *const names[] = {"gone-link", "gone-nofp", "alone-link", "alone-nofp"};
+	static const char *const names[] = {"gone-link",  "gone-nofp",	"alone-link",
+					    "alone-nofp", "early-link", "early-nofp"};
 	char work[PATH_MAX], store[PATH_MAX + 8], log[PATH_MAX + 16], prof[PATH_MAX + 16];
 	char cpa[1100], path[PATH_MAX + 32];
 	/* Their samples only: the rest of a busy host would fill ring 0
@@ -96,13 +100,27 @@ START_TEST(test_gone_in_namespace)
 	 * namespace's, stripped, its symbols in SPIN.debug next to it (found by
 	 * debuglink). One comm for all four, told apart by pid. */
 	run_sh("set -e; W='%s'; B='%s'; mkdir $W/host $W/ns; "
-	       "for n in gone-link gone-nofp alone-link alone-nofp; do "
+	       "for n in gone-link gone-nofp alone-link alone-nofp early-link early-nofp; do "
 	       "v=${n#*-}; s=; [ $v = nofp ] && s=-nofp; "
 	       "mkdir $W/host/$n $W/ns/$n; cp $B/cpa-ns-spin-host$s $W/host/$n/" SPIN "; "
 	       "objcopy --only-keep-debug $B/cpa-ns-spin-inside$s $W/ns/$n/" SPIN ".debug; "
 	       "objcopy --strip-all --add-gnu-debuglink=$W/ns/$n/" SPIN ".debug "
 	       "$B/cpa-ns-spin-inside$s $W/ns/$n/" SPIN "; done",
 	       work, bin_dir);
+
+	/* Before the monitor: exec'd (its comm is the program's), then stopped
+	 * until unwindd and symd are; a sibling (sleep) lives on. */
+	run_sh("export W='%s'; unshare -m --propagation private sh -c '"
+	       "mount --bind $W/ns $W/host || exit 1; sleep 600 & s=$!; "
+	       "for n in early-link early-nofp; do $W/host/$n/" SPIN " 0.3 & p=$!; "
+	       "until [ \"$(cat /proc/$p/comm 2>/dev/null)\" = " SPIN " ]; do :; done; "
+	       "kill -STOP $p; echo $p > $W/$n.pid; done; touch $W/early-up; "
+	       "while [ ! -e $W/early-go ]; do sleep 0.1; done; "
+	       "for n in early-link early-nofp; do p=$(cat $W/$n.pid); kill -CONT $p; wait $p; done; "
+	       "touch $W/early-ran; while [ ! -e $W/release ]; do sleep 0.1; done; kill $s' "
+	       ">$W/early.log 2>&1 &",
+	       work);
+	wait_file(work, "early-up");
 
 	/* Stopped stages must not be taken for hung ones. */
 	setenv("CPA_HANG_TIMEOUT_MS", "300000", 1);
@@ -138,6 +156,9 @@ START_TEST(test_gone_in_namespace)
 	       "touch $W/alone-done",
 	       work);
 	wait_file(work, "ran");
+	snprintf(path, sizeof(path), "%s/early-go", work);
+	run_sh("touch '%s'", path);
+	wait_file(work, "early-ran");
 
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_eq(kill(stages[i], SIGCONT), 0);

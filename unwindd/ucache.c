@@ -1225,7 +1225,7 @@ static void hist_seed(struct ucache *c)
 {
 	DIR *d = opendir(c->proc_root);
 	struct dirent *de;
-	uint32_t procs = 0;
+	uint32_t procs = 0, other = 0, self = proc_mnt_self();
 
 	if (!d)
 		return;
@@ -1241,9 +1241,19 @@ static void hist_seed(struct ucache *c)
 			if (maphist__mmap(c->mh, (uint32_t)pid, 0, &c->tmp[i]) < 0)
 				break;
 		procs += n > 0;
+		/* Its mount namespace: no exec event will tell it (a process of
+		 * a container gone later is looked up through a peer). */
+		if (n > 0) {
+			uint32_t ns = proc_mnt_ns(c->proc_root, (uint32_t)pid);
+
+			if (ns)
+				proc_mnt_note(&c->mnt, (uint32_t)pid, ns);
+			other += ns && ns != self;
+		}
 	}
 	closedir(d);
-	log_debug("mapping history seeded from %u processes", procs);
+	log_debug("mapping history seeded from %u processes (%u of other mount namespaces)", procs,
+		  other);
 }
 
 /* ---- sweep and eviction ---- */
