@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "macro.h"
 #include "timeutil.h"
 
 static bool same_file(const struct stat *a, const struct stat *b)
@@ -135,7 +136,8 @@ struct mnt_peer_slot {
 
 struct mnt_peers {
 	struct mnt_peer_slot slot[PROC_MNT_PEERS];
-	uint64_t walk_ns; /* when, 0: never */
+	uint64_t walk_ns;     /* when, 0: never */
+	uint64_t walk_gap_ns; /* the least time to the next: see proc_mnt_peer() */
 };
 
 static void mnt_walk(struct mnt_peers *t, const char *proc, uint32_t want)
@@ -191,9 +193,15 @@ uint32_t proc_mnt_peer(const char *proc, const struct proc_mnt_tab *tab, uint32_
 		return pid;
 	}
 	now = clock_ns(CLOCK_MONOTONIC);
-	if (t.walk_ns && now - t.walk_ns < PROC_MNT_WALK_NS)
+	if (t.walk_ns && now - t.walk_ns < t.walk_gap_ns)
 		return 0;
 	t.walk_ns = now;
 	mnt_walk(&t, proc, ns);
+	/* A walk stats every process: on a host of 30,000 that is tens of ms,
+	 * and a churn of containers may ask for one each time. The next comes
+	 * PROC_MNT_WALK_COST times its duration later at least: walks take at
+	 * most 1/PROC_MNT_WALK_COST of a CPU. */
+	t.walk_gap_ns = MAX(PROC_MNT_WALK_NS,
+			    (clock_ns(CLOCK_MONOTONIC) - now) * (uint64_t)PROC_MNT_WALK_COST);
 	return p->ns == ns ? p->pid : 0;
 }
