@@ -127,9 +127,11 @@ uint32_t proc_mnt_seed(const char *proc, struct proc_mnt_tab *t)
 	return n;
 }
 
-/* A live process of each mount namespace the last walk of <proc> met (one
- * per slot, ns % PROC_MNT_PEERS: a collision keeps the first, but the one
- * the walk is for wins its slot), per thread. */
+/* A live process of each mount namespace the last walk of <proc> met, and
+ * of each found since (open addressing from ns % PROC_MNT_PEERS, at most
+ * PROC_MNT_PROBE slots on: a host's few dozen namespaces, systemd's services
+ * among them, all fit; were they more, the one the walk is for wins its
+ * first slot), per thread. */
 struct mnt_peer_slot {
 	uint32_t ns, pid;
 };
@@ -140,6 +142,22 @@ struct mnt_peers {
 	uint64_t walk_gap_ns; /* the least time to the next: see proc_mnt_peer() */
 };
 
+#define PROC_MNT_PROBE 16u
+
+/* ns's slot; else (add) a free one on its run, else its first; else NULL. */
+static struct mnt_peer_slot *peer_slot(struct mnt_peers *t, uint32_t ns, bool add)
+{
+	for (unsigned int i = 0; i < PROC_MNT_PROBE; i++) {
+		struct mnt_peer_slot *s = &t->slot[(ns + i) % PROC_MNT_PEERS];
+
+		if (s->ns == ns)
+			return s;
+		if (!s->ns)
+			return add ? s : NULL;
+	}
+	return add ? &t->slot[ns % PROC_MNT_PEERS] : NULL;
+}
+
 static void mnt_walk(struct mnt_peers *t, const char *proc, uint32_t want)
 {
 	DIR *dir = opendir(proc);
@@ -148,12 +166,14 @@ static void mnt_walk(struct mnt_peers *t, const char *proc, uint32_t want)
 	memset(t->slot, 0, sizeof(t->slot));
 	if (!dir)
 		return;
-	while (next_proc_ns(dir, proc, &pid, &ns))
-		if (ns && (!t->slot[ns % PROC_MNT_PEERS].ns ||
-			   (ns == want && t->slot[ns % PROC_MNT_PEERS].ns != want))) {
-			t->slot[ns % PROC_MNT_PEERS].ns = ns;
-			t->slot[ns % PROC_MNT_PEERS].pid = pid;
+	while (next_proc_ns(dir, proc, &pid, &ns)) {
+		struct mnt_peer_slot *s = ns ? peer_slot(t, ns, true) : NULL;
+
+		if (s && s->ns != ns && (!s->ns || ns == want)) {
+			s->ns = ns;
+			s->pid = pid;
 		}
+	}
 	closedir(dir);
 }
 
@@ -176,7 +196,7 @@ static uint32_t mnt_of_tab(const struct proc_mnt_tab *tab, const char *proc, uin
 uint32_t proc_mnt_peer(const char *proc, const struct proc_mnt_tab *tab, uint32_t ns)
 {
 	static _Thread_local struct mnt_peers t;
-	struct mnt_peer_slot *p = &t.slot[ns % PROC_MNT_PEERS];
+	struct mnt_peer_slot *p;
 	uint64_t now;
 	uint32_t pid;
 
@@ -184,10 +204,12 @@ uint32_t proc_mnt_peer(const char *proc, const struct proc_mnt_tab *tab, uint32_
 		return 0;
 	if (!proc)
 		proc = "/proc";
-	if (p->ns == ns && proc_mnt_ns(proc, p->pid) == ns)
+	p = peer_slot(&t, ns, false);
+	if (p && proc_mnt_ns(proc, p->pid) == ns)
 		return p->pid;
 	pid = mnt_of_tab(tab, proc, ns);
 	if (pid) {
+		p = peer_slot(&t, ns, true);
 		p->ns = ns;
 		p->pid = pid;
 		return pid;
@@ -203,5 +225,6 @@ uint32_t proc_mnt_peer(const char *proc, const struct proc_mnt_tab *tab, uint32_
 	 * most 1/PROC_MNT_WALK_COST of a CPU. */
 	t.walk_gap_ns = MAX(PROC_MNT_WALK_NS,
 			    (clock_ns(CLOCK_MONOTONIC) - now) * (uint64_t)PROC_MNT_WALK_COST);
-	return p->ns == ns ? p->pid : 0;
+	p = peer_slot(&t, ns, false);
+	return p ? p->pid : 0;
 }

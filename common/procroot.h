@@ -73,17 +73,17 @@ uint32_t proc_mnt_seed(const char *proc, struct proc_mnt_tab *t);
 /*
  * A live process in mount namespace ns other than ours (0, ours or none
  * found: 0). The one found last for ns is kept (per thread, PROC_MNT_PEERS
- * slots by ns) and checked with one stat per call; else a process tab (may
+ * slots, open addressing by ns) and checked with one stat per call; else a
+ * process tab (may
  * be NULL) noted in ns and saw no exit of (at most PROC_MNT_TRIES of them
  * checked: a stage behind its events takes the gone for alive); else one
- * walk of <proc> notes a process of each namespace it meets (a collision
- * keeps the first, but ns wins its slot): the processes of a namespace that
- * exec'd before we started (those the seed noted are in tab). Walks are
- * PROC_MNT_WALK_NS apart at least, however many namespaces come and go (a
- * sandboxed build makes one per action), and PROC_MNT_WALK_COST times the
- * last one's duration: at most 0.5 % of a CPU on a host of any size.
+ * walk of <proc> notes a process of each namespace it meets (past
+ * PROC_MNT_PEERS of them a collision keeps the first, but ns wins): the processes of a namespace
+ * that exec'd before we started (those the seed noted are in tab). Walks are PROC_MNT_WALK_NS apart
+ * at least, however many namespaces come and go (a sandboxed build makes one per action), and
+ * PROC_MNT_WALK_COST times the last one's duration: at most 0.5 % of a CPU on a host of any size.
  */
-#define PROC_MNT_PEERS	   64u
+#define PROC_MNT_PEERS	   1024u
 #define PROC_MNT_TRIES	   16u
 #define PROC_MNT_WALK_NS   1000000000ull
 #define PROC_MNT_WALK_COST 200u /* a walk's duration times this to the next */
