@@ -67,11 +67,14 @@
  * sampled), against the same number of /bin/true runs, by turns,
  * LAUNCH_ROUNDS times:
  *
- *   - >= 90 % of the two Pythons' samples name hot() under b() under a();
- *   - the launchers cost capture fewer than half a wakeup each over
- *     /bin/true: a launcher never sampled wakes nothing (its exec woke
- *     capture, which then polled 20 ms later, and 40, 80 ... while it found
- *     nothing, until it read the library's mapping: 1-2 wakeups each).
+ *   - >= 90 % of the two Pythons' samples past start-up and before exit
+ *     name hot() under b() under a();
+ *   - the launchers cost capture fewer than one wakeup each over /bin/true:
+ *     a launcher never sampled wakes nothing (its exec woke capture, which
+ *     then polled 20 ms later, and 40, 80 ... while it found nothing, until
+ *     it read the library's mapping: ~1.9 wakeups each). 0.1-0.3 each on a
+ *     quiet host, up to 0.57 on one loaded by a test run and builds: half a
+ *     wakeup was too near.
  *
  * Root + BTF + /usr/bin/python3.11, else 77 (test_python_launcher: pyenv's
  * 3.11.7 too).
@@ -102,6 +105,7 @@ static char dir[PATH_MAX]; /* main()'s test_scratch(): kept if the test fails */
 
 struct py_stats {
 	long samples, hot, native_below, complete, marked, freed, gone;
+	long outside; /* not hot, in the interpreter's start-up or exit */
 };
 
 /* One folded line of the interpreter (fold_lines_of()): ";root;...;leaf". */
@@ -119,6 +123,9 @@ static void py_line(void *ctx, char *stack, long c)
 	} else if (st->samples - st->hot <= 4 * c) {
 		fprintf(stderr, "  not hot: %.400s\n", stack);
 	}
+	if (!h && (strstr(stack, ";pymain_init;") || strstr(stack, ";Py_FinalizeEx;") ||
+		   strstr(stack, "<# EXIT:")))
+		st->outside += c;
 	if (strstr(stack, "<# PYTHON:"))
 		st->marked += c;
 	else if (strstr(stack, ";<module> (") && !strstr(stack, ";_PyEval_EvalFrameDefault;"))
@@ -325,8 +332,11 @@ START_TEST(test_python_gone)
 	for (int i = 0; i < n; i++) {
 		/* 49 Hz for 3 s: 147 at a whole CPU, fewer on a busy machine */
 		ck_assert_msg(st[i].samples >= 20, "%s: %ld samples", pys[i], st[i].samples);
-		ck_assert_msg(st[i].hot >= 0.90 * (double)st[i].samples, "%s: hot() in %ld of %ld",
-			      pys[i], st[i].hot, st[i].samples);
+		/* of its samples past start-up and before exit: on a loaded host
+		 * those phases take a larger share of a short run */
+		ck_assert_msg(st[i].hot >= 0.90 * (double)(st[i].samples - st[i].outside),
+			      "%s: hot() in %ld of %ld (%ld in start-up or exit)", pys[i],
+			      st[i].hot, st[i].samples, st[i].outside);
 	}
 	free(text);
 }
@@ -360,11 +370,13 @@ START_TEST(test_python_alias)
 		py_stats_of(text, pids[i], " alias", "pyworker -> " PY_DEBIAN, &st);
 		all.samples += st.samples;
 		all.hot += st.hot;
+		all.outside += st.outside;
 	}
 	/* 49 Hz for 2 x 1 s: 98 at a whole CPU, fewer on a busy machine */
 	ck_assert_msg(all.samples >= 10, "%ld samples", all.samples);
-	ck_assert_msg(all.hot >= 0.90 * (double)all.samples, "hot() in %ld of %ld", all.hot,
-		      all.samples);
+	ck_assert_msg(all.hot >= 0.90 * (double)(all.samples - all.outside),
+		      "hot() in %ld of %ld (%ld in start-up or exit)", all.hot, all.samples,
+		      all.outside);
 	free(text);
 }
 END_TEST
@@ -526,6 +538,7 @@ START_TEST(test_python_launcher)
 		py_stats_of(text, pids[i], " launcher", PY_PYENV, &st);
 		all.samples += st.samples;
 		all.hot += st.hot;
+		all.outside += st.outside;
 	}
 	fprintf(stderr,
 		"e2e python launcher: capture's wakeups over %d x %d runs: python3.11 --version "
@@ -533,9 +546,11 @@ START_TEST(test_python_launcher)
 		LAUNCH_ROUNDS, LAUNCH_RUNS, w_py, w_true);
 	/* 49 Hz for 2 x 0.8 s: 78 at a whole CPU, fewer on a busy machine */
 	ck_assert_msg(all.samples >= 10, "%ld samples", all.samples);
-	ck_assert_msg(all.hot >= 0.90 * (double)all.samples, "hot() in %ld of %ld", all.hot,
-		      all.samples);
-	ck_assert_msg(2 * (w_py - w_true) < (long long)LAUNCH_ROUNDS * LAUNCH_RUNS,
+	/* past start-up, before exit (a loaded host: 7 of 42 there once) */
+	ck_assert_msg(all.hot >= 0.90 * (double)(all.samples - all.outside),
+		      "hot() in %ld of %ld (%ld in start-up or exit)", all.hot, all.samples,
+		      all.outside);
+	ck_assert_msg(w_py - w_true < (long long)LAUNCH_ROUNDS * LAUNCH_RUNS,
 		      "launchers: %lld wakeups, /bin/true: %lld", w_py, w_true);
 	free(text);
 }
