@@ -18,6 +18,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/macro.h"
+#include "common/procroot.h"
 #include "shm/config.h"
 
 _Static_assert(CPA_MAX_PYFRAMES == CPA_BPF_MAX_PYFRAMES, "Python frames: one limit");
@@ -404,8 +405,9 @@ static int open_mapped(uint32_t pid, uint64_t start, uint64_t end, const char *p
 	fd = open(buf, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0 || path[0] != '/')
 		return fd;
-	snprintf(buf, sizeof(buf), "/proc/%u/root%s", pid, path);
-	return open(buf, O_RDONLY | O_CLOEXEC);
+	/* In its root: an absolute symlink there is not ours (common/procroot.h). */
+	snprintf(buf, sizeof(buf), "/proc/%u/root", pid);
+	return proc_root_open(buf, path, O_RDONLY);
 }
 
 static const char *base_name(const char *path)

@@ -3,13 +3,19 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "log.h"
 #include "macro.h"
 #include "timeutil.h"
 
@@ -49,6 +55,48 @@ int proc_root_kind(const char *proc, uint32_t pid)
 		return stat(path, &st) < 0 ? -errno : PROC_ROOT_OURS;
 	}
 	return have_mnt && same_file(&st, &self_mnt) ? PROC_ROOT_OURS : PROC_ROOT_OTHER;
+}
+
+int proc_root_open(const char *root, const char *path, int flags)
+{
+	static _Thread_local bool no_openat2; /* ENOSYS once */
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	_cleanup_close_ int dfd = -1;
+	char full[PATH_MAX];
+	int fd = -1;
+
+	if (!root[0]) {
+		fd = open(path, flags | O_CLOEXEC);
+		return fd < 0 ? -errno : fd;
+	}
+	if (path[0] != '/')
+		return -ENOENT; /* "[vdso]", a name: no file under root */
+	if (!no_openat2) {
+		dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return -errno;
+		/* EAGAIN: a rename or mount under root raced the walk. */
+		for (int i = 0; i < 3; i++) {
+			fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+			if (fd >= 0 || errno != EAGAIN)
+				break;
+		}
+		if (fd >= 0)
+			return fd;
+		if (errno != ENOSYS)
+			return -errno;
+		no_openat2 = true;
+		log_debug("openat2: %s: a process's paths resolve as <root><path> (absolute "
+			  "symlinks in our root)",
+			  strerror(ENOSYS));
+	}
+	if (snprintf(full, sizeof(full), "%s%s", root, path) >= (int)sizeof(full))
+		return -ENAMETOOLONG;
+	fd = open(full, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 uint32_t proc_mnt_ns(const char *proc, uint32_t pid)

@@ -26,6 +26,19 @@ enum {
 int proc_root_kind(const char *proc, uint32_t pid);
 
 /*
+ * Open path (absolute, as the process sees it) under root, where a process's
+ * paths resolve: "" is ours (a plain open()); else a directory such as
+ * "<proc>/PID/root". Every component resolves inside root: an absolute
+ * symlink met on the way (a container's /usr/lib/debug/.build-id/ab/cd.debug
+ * -> /opt/x.debug, its /usr/lib -> /) and ".." stop at root, never reach our
+ * files (openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS), Linux 5.6). On an
+ * older kernel (ENOSYS) root and path joined, opened as before, said once at
+ * debug level. flags as open()'s (O_CLOEXEC added); an fd, else -errno
+ * (-ENOENT for a path under root that is not absolute).
+ */
+int proc_root_open(const char *root, const char *path, int flags);
+
+/*
  * Gone processes of another mount namespace (docs/unwindd.md, "Binaries of
  * gone processes"). A path resolves the same for every process of one mount
  * namespace (and root): once a process is gone, with its /proc/PID/root, its

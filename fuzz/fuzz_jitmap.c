@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t start;
 
 	fuzz__write("perf-1.map", data, size, path, sizeof(path));
-	if (jitmap__load(path, SIZE_MAX, NULL, &j) < 0)
+	if (jitmap__load("", path, SIZE_MAX, NULL, &j) < 0)
 		return 0;
 	while (p < end) {
 		uint64_t a = fuzz__line_addr(&p, end);
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* the JIT appends (or rewrites) its map: the second half read again */
 	fuzz__write("perf-1.map", data + size / 2, size - size / 2, path, sizeof(path));
-	if (jitmap__update(j, path, SIZE_MAX, NULL, jitmap__read_ns(j) + 1, JITMAP_REREAD) >= 0)
+	if (jitmap__update(j, "", path, SIZE_MAX, NULL, jitmap__read_ns(j) + 1, JITMAP_REREAD) >= 0)
 		for (p = (const char *)data; p < end;) {
 			uint64_t a = fuzz__line_addr(&p, end);
 			const char *s = jitmap__lookup_at(j, a, jitmap__read_ns(j), &start);

@@ -1000,14 +1000,16 @@ static bool elfimg__is_go(const struct elfimg *e)
 
 /* ---- opening files ---- */
 
-static int open_elf(const char *path, struct elfimg *e)
+/* path under root (common/procroot.h: "" ours, else where a process's paths
+ * resolve). */
+static int open_elf(const char *root, const char *path, struct elfimg *e)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	_cleanup_close_ int fd = proc_root_open(root, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
 	struct stat st;
 	int r;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
@@ -1083,7 +1085,8 @@ static int open_module(const struct symd_paths *paths, const struct symd_file_re
 		       uint32_t peer, struct elfimg *e, uint8_t *bid, uint8_t *bid_len,
 		       uint32_t *root_pid)
 {
-	char cand[4][CPA_PATH_MAX + 128];
+	/* Each candidate: a path under a root (common/procroot.h). */
+	char cand[4][CPA_PATH_MAX + 128], root[4][320] = {};
 	bool ours[4] = {}, of_peer[4] = {};
 	unsigned int n = 0, i;
 	int r, err = -ENOENT;
@@ -1091,13 +1094,14 @@ static int open_module(const struct symd_paths *paths, const struct symd_file_re
 	if (ref->pid && ref->map_start < ref->map_end)
 		snprintf(cand[n++], sizeof(cand[0]), "%s/%u/map_files/%lx-%lx", proc_dir(paths),
 			 ref->pid, (unsigned long)ref->map_start, (unsigned long)ref->map_end);
-	if (ref->pid && kind >= 0 && ref->path[0] == '/')
-		snprintf(cand[n++], sizeof(cand[0]), "%s/%u/root%s", proc_dir(paths), ref->pid,
-			 ref->path);
+	if (ref->pid && kind >= 0 && ref->path[0] == '/') {
+		snprintf(root[n], sizeof(root[0]), "%s/%u/root", proc_dir(paths), ref->pid);
+		snprintf(cand[n++], sizeof(cand[0]), "%s", ref->path);
+	}
 	if (ref->pid && kind < 0 && peer && ref->path[0] == '/') {
 		of_peer[n] = true;
-		snprintf(cand[n++], sizeof(cand[0]), "%s/%u/root%s", proc_dir(paths), peer,
-			 ref->path);
+		snprintf(root[n], sizeof(root[0]), "%s/%u/root", proc_dir(paths), peer);
+		snprintf(cand[n++], sizeof(cand[0]), "%s", ref->path);
 	}
 	if ((!ref->pid || kind < 0) && ref->path[0] == '/') {
 		ours[n] = ref->pid != 0;
@@ -1105,7 +1109,7 @@ static int open_module(const struct symd_paths *paths, const struct symd_file_re
 	}
 
 	for (i = 0; i < n; i++) {
-		r = open_elf(cand[i], e);
+		r = open_elf(root[i], cand[i], e);
 		if (r < 0) {
 			/* A refused ELF says more than a missing path. */
 			if (r != -ENOENT && r != -EACCES && r != -EPERM && r != -ENOTDIR)
@@ -1160,15 +1164,15 @@ static int file_crc32(int fd, uint64_t size, uint32_t *ret)
 
 /* A debug file is good when it carries a .symtab and matches the binary:
  * same build-id, or (no build-id) the CRC from .gnu_debuglink. */
-static int open_debug(const char *path, const uint8_t *bid, uint8_t bid_len, bool check_crc,
-		      uint32_t crc, struct elfimg *e)
+static int open_debug(const char *root, const char *path, const uint8_t *bid, uint8_t bid_len,
+		      bool check_crc, uint32_t crc, struct elfimg *e)
 {
 	const Elf64_Shdr *s;
 	uint8_t dbid[CPA_BUILD_ID_MAX];
 	uint8_t dlen = 0;
 	int r;
 
-	r = open_elf(path, e);
+	r = open_elf(root, path, e);
 	if (r < 0)
 		return r;
 	s = elfimg__find_type(e, SHT_SYMTAB);
@@ -1209,19 +1213,21 @@ struct dir_slot {
 
 static _Thread_local struct dir_slot dir_cache[DIR_SLOTS];
 
-static bool dir_may_exist(const char *path)
+/* path's directory under root (common/procroot.h). */
+static bool dir_may_exist(const char *root, const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	uint64_t h, now;
 	char dir[CPA_PATH_MAX * 2 + 256];
 	struct dir_slot *d;
-	struct stat st;
 	size_t len;
+	int fd;
 
 	if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir))
 		return true;
 	len = (size_t)(slash - path);
-	h = hash64(path, len) | 1; /* 0 marks an empty slot */
+	/* 0 marks an empty slot */
+	h = (hash64(path, len) ^ hash64(root, strlen(root)) * 0x9e3779b97f4a7c15ull) | 1;
 	now = clock_ns(CLOCK_MONOTONIC);
 	d = &dir_cache[h % DIR_SLOTS];
 	if (d->h == h && now - d->t < DIR_TTL_NS)
@@ -1230,16 +1236,19 @@ static bool dir_may_exist(const char *path)
 	dir[len] = 0;
 	d->h = h;
 	d->t = now;
-	d->exists = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+	fd = proc_root_open(root, dir, O_PATH | O_DIRECTORY);
+	d->exists = fd >= 0;
+	if (fd >= 0)
+		close(fd);
 	return d->exists;
 }
 
-static int open_debug_cand(const char *path, const uint8_t *bid, uint8_t bid_len, bool check_crc,
-			   uint32_t crc, struct elfimg *e)
+static int open_debug_cand(const char *root, const char *path, const uint8_t *bid, uint8_t bid_len,
+			   bool check_crc, uint32_t crc, struct elfimg *e)
 {
-	if (!dir_may_exist(path))
+	if (!dir_may_exist(root, path))
 		return -ENOENT;
-	return open_debug(path, bid, bid_len, check_crc, crc, e);
+	return open_debug(root, path, bid, bid_len, check_crc, crc, e);
 }
 
 /*
@@ -1255,7 +1264,7 @@ static int find_debug_file(const struct symd_paths *paths, const struct symd_fil
 			   uint8_t bid_len, struct elfimg *e, uint32_t *ret_src)
 {
 	char path[CPA_PATH_MAX * 2 + 256], hex[2 * CPA_BUILD_ID_MAX + 1], root[CPA_PATH_MAX] = "";
-	const char *droot = root; /* prefix of the debug root */
+	const char *droot = root; /* where the debug root resolves */
 	const Elf64_Shdr *link;
 	unsigned int i;
 
@@ -1267,9 +1276,9 @@ static int find_debug_file(const struct symd_paths *paths, const struct symd_fil
 	if (bid_len >= 2) {
 		for (i = 0; i < bid_len; i++)
 			snprintf(hex + 2 * i, 3, "%02x", bid[i]);
-		snprintf(path, sizeof(path), "%s%s/.build-id/%.2s/%s.debug", droot,
-			 debug_root(paths), hex, hex + 2);
-		if (open_debug_cand(path, bid, bid_len, false, 0, e) == 0) {
+		snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", debug_root(paths), hex,
+			 hex + 2);
+		if (open_debug_cand(droot, path, bid, bid_len, false, 0, e) == 0) {
 			*ret_src = SYMBIN_SRC_DEBUG_BUILDID;
 			return 0;
 		}
@@ -1278,7 +1287,7 @@ static int find_debug_file(const struct symd_paths *paths, const struct symd_fil
 				 hex);
 			/* not through the directory cache: the download thread
 			 * creates the directory, and the load is retried then */
-			if (open_debug(path, bid, bid_len, false, 0, e) == 0) {
+			if (open_debug("", path, bid, bid_len, false, 0, e) == 0) {
 				*ret_src = SYMBIN_SRC_DEBUGINFOD;
 				return 0;
 			}
@@ -1305,14 +1314,14 @@ static int find_debug_file(const struct symd_paths *paths, const struct symd_fil
 
 		for (i = 0; i < 3; i++) {
 			if (i == 0)
-				snprintf(path, sizeof(path), "%s%s/%s", root, dir, (char *)d);
+				snprintf(path, sizeof(path), "%s/%s", dir, (char *)d);
 			else if (i == 1)
-				snprintf(path, sizeof(path), "%s%s/.debug/%s", root, dir,
-					 (char *)d);
+				snprintf(path, sizeof(path), "%s/.debug/%s", dir, (char *)d);
 			else
-				snprintf(path, sizeof(path), "%s%s%s/%s", droot, debug_root(paths),
-					 dir, (char *)d);
-			if (open_debug_cand(path, bid, bid_len, true, crc, e) == 0) {
+				snprintf(path, sizeof(path), "%s%s/%s", debug_root(paths), dir,
+					 (char *)d);
+			if (open_debug_cand(i < 2 ? root : droot, path, bid, bid_len, true, crc,
+					    e) == 0) {
 				*ret_src = SYMBIN_SRC_DEBUGLINK;
 				return 0;
 			}

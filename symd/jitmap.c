@@ -25,6 +25,7 @@
 
 #include "common/fileio.h"
 #include "common/macro.h"
+#include "common/procroot.h"
 #include "common/timeutil.h"
 #include "names.h"
 
@@ -95,12 +96,12 @@ static int jitmap_trusted(const struct stat *st, const uint32_t *uids)
 	return 0;
 }
 
-static int jitmap_open(const char *path, const uint32_t *uids, struct stat *st)
+static int jitmap_open(const char *root, const char *path, const uint32_t *uids, struct stat *st)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), err;
+	int fd = proc_root_open(root, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK), err;
 
 	if (fd < 0)
-		return errno == ELOOP ? -EPERM : -errno; /* a symlink is nobody's map */
+		return fd == -ELOOP ? -EPERM : fd; /* a symlink is nobody's map */
 	if (fstat(fd, st) < 0)
 		err = -errno;
 	else
@@ -252,14 +253,15 @@ static int jitmap_read(struct jitmap *j, int fd, const struct stat *st, size_t m
 	return jitmap_parse(j, from, max_bytes, after_ns, dedupe);
 }
 
-int jitmap__load(const char *path, size_t max_bytes, const uint32_t *uids, struct jitmap **ret)
+int jitmap__load(const char *root, const char *path, size_t max_bytes, const uint32_t *uids,
+		 struct jitmap **ret)
 {
 	_cleanup_close_ int fd = -1;
 	struct jitmap *j;
 	struct stat st;
 	int err;
 
-	fd = jitmap_open(path, uids, &st);
+	fd = jitmap_open(root, path, uids, &st);
 	if (fd < 0)
 		return fd;
 	if ((uint64_t)st.st_size + 1 + sizeof(*j) > MIN(max_bytes, (size_t)JIT_FILE_MAX))
@@ -279,15 +281,15 @@ int jitmap__load(const char *path, size_t max_bytes, const uint32_t *uids, struc
 	return 0;
 }
 
-int jitmap__update(struct jitmap *j, const char *path, size_t max_bytes, const uint32_t *uids,
-		   uint64_t now_ns, unsigned int flags)
+int jitmap__update(struct jitmap *j, const char *root, const char *path, size_t max_bytes,
+		   const uint32_t *uids, uint64_t now_ns, unsigned int flags)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 	uint64_t prev = j->read_ns;
 	bool reread = flags & JITMAP_REREAD;
 
-	fd = jitmap_open(path, uids, &st);
+	fd = jitmap_open(root, path, uids, &st);
 	if (fd < 0)
 		return fd;
 	if (!reread &&

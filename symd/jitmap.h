@@ -17,9 +17,11 @@ struct jitmap;
  * and effective uid), the file must be a regular file (not a symlink: opened
  * O_NOFOLLOW) owned by one of them or by root and not writable by others,
  * else -EPERM; NULL skips that check (tests, fuzzing). Its entries may name
- * code of any time; the map's read time is now (CLOCK_REALTIME).
+ * code of any time; the map's read time is now (CLOCK_REALTIME). path is
+ * looked up under root (common/procroot.h: "" ours, else a process's root).
  */
-int jitmap__load(const char *path, size_t max_bytes, const uint32_t *uids, struct jitmap **ret);
+int jitmap__load(const char *root, const char *path, size_t max_bytes, const uint32_t *uids,
+		 struct jitmap **ret);
 /*
  * Read the lines the JIT appended since the last read, checked and bounded as
  * jitmap__load() (max_bytes: the whole map's). Their entries were written
@@ -28,8 +30,8 @@ int jitmap__load(const char *path, size_t max_bytes, const uint32_t *uids, struc
  * the file was replaced or cut (load it again), -EFBIG (the pool keeps every
  * read's bytes: load it again), -EPERM, -errno.
  */
-int jitmap__update(struct jitmap *j, const char *path, size_t max_bytes, const uint32_t *uids,
-		   uint64_t now_ns, unsigned int flags);
+int jitmap__update(struct jitmap *j, const char *root, const char *path, size_t max_bytes,
+		   const uint32_t *uids, uint64_t now_ns, unsigned int flags);
 /* jitmap__update() flag: the JIT rewrites its whole map (HotSpot's
  * Compiler.perfmap): read it all again, keep the entries already known
  * (with their time), add the others. */

@@ -35,6 +35,7 @@
 
 #include "common/fileio.h"
 #include "common/macro.h"
+#include "common/procroot.h"
 
 #define JVM_CHILDREN_MAX 8 /* requests running at once */
 #define JVM_CHILD_SECS	 5 /* a request's child gives up after this */
@@ -185,6 +186,8 @@ static int jvm_wait(unsigned int slot, uint64_t wait_ns)
 int jvm__request_perfmap(const char *proc, uint32_t pid, uint32_t nspid, uint64_t wait_ns)
 {
 	struct jvm_req q = {.pid = pid};
+	_cleanup_close_ int tmp = -1;
+	char root[256];
 	unsigned int slot;
 	pid_t c;
 	int err;
@@ -197,10 +200,15 @@ int jvm__request_perfmap(const char *proc, uint32_t pid, uint32_t nspid, uint64_
 	err = jvm_status(proc, pid, &q);
 	if (err < 0)
 		return err;
-	snprintf(q.sock, sizeof(q.sock), "%s/%u/root/tmp/.java_pid%u", proc, pid, nspid);
+	/* Its /tmp as it sees it (an absolute symlink there resolves in its
+	 * root: common/procroot.h), named to the child through our fd. */
+	snprintf(root, sizeof(root), "%s/%u/root", proc, pid);
+	tmp = proc_root_open(root, "/tmp", O_PATH | O_DIRECTORY);
+	if (tmp < 0)
+		return tmp;
+	snprintf(q.sock, sizeof(q.sock), "/proc/self/fd/%d/.java_pid%u", tmp, nspid);
 	snprintf(q.attach[0], sizeof(q.attach[0]), "%s/%u/cwd/.attach_pid%u", proc, pid, nspid);
-	snprintf(q.attach[1], sizeof(q.attach[1]), "%s/%u/root/tmp/.attach_pid%u", proc, pid,
-		 nspid);
+	snprintf(q.attach[1], sizeof(q.attach[1]), "/proc/self/fd/%d/.attach_pid%u", tmp, nspid);
 	c = fork();
 	if (c < 0)
 		return -errno;

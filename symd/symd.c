@@ -618,15 +618,28 @@ static void jit_refuse(struct symd *s, struct pidinfo *p, const char *path, int6
 	}
 }
 
+/* lstat() of path under root (common/procroot.h): 0 or -errno. */
+static int root_lstat(const char *root, const char *path, struct stat *st)
+{
+	int fd = proc_root_open(root, path, O_PATH | O_NOFOLLOW), r;
+
+	if (fd < 0)
+		return fd;
+	r = fstat(fd, st) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
 static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
 {
-	char path[2][256];
+	/* Its map as it sees it (in its root), else ours. */
+	char root[2][256] = {}, path[2][64], shown[320];
 	uint32_t uids[2];
 	unsigned int i;
 
 	p->jit_next_ns = now + SYMD_JIT_RECHECK_NS;
-	snprintf(path[0], sizeof(path[0]), "%s/%u/root/tmp/perf-%u.map", proc_dir(s), p->pid,
-		 ns_pid(s, p->pid, uids));
+	snprintf(root[0], sizeof(root[0]), "%s/%u/root", proc_dir(s), p->pid);
+	snprintf(path[0], sizeof(path[0]), "/tmp/perf-%u.map", ns_pid(s, p->pid, uids));
 	snprintf(path[1], sizeof(path[1]), "/tmp/perf-%u.map", p->pid);
 	for (i = 0; i < 2; i++) {
 		int64_t mtime;
@@ -634,7 +647,7 @@ static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
 		struct stat st;
 		int r;
 
-		if (lstat(path[i], &st) < 0)
+		if (root_lstat(root[i], path[i], &st) < 0)
 			continue;
 		mtime = (int64_t)st.st_mtim.tv_sec * NSEC_PER_SEC + st.st_mtim.tv_nsec;
 		if (p->jit && p->jit_src == i && st.st_size == p->jit_size &&
@@ -647,9 +660,9 @@ static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
 			size_t before = jitmap__bytes(p->jit);
 
 			jit_make_room(s, p, (size_t)MAX(st.st_size - p->jit_size, (int64_t)0));
-			r = jitmap__update(p->jit, path[i], s->jit_budget - (s->jit_bytes - before),
-					   uids, clock_ns(CLOCK_REALTIME),
-					   p->jvm ? JITMAP_REREAD : 0);
+			r = jitmap__update(p->jit, root[i], path[i],
+					   s->jit_budget - (s->jit_bytes - before), uids,
+					   clock_ns(CLOCK_REALTIME), p->jvm ? JITMAP_REREAD : 0);
 			s->jit_bytes += jitmap__bytes(p->jit) - before;
 			bins_rebudget(s);
 			if (r >= 0) {
@@ -664,15 +677,17 @@ static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
 		r = -EFBIG;
 		if ((uint64_t)st.st_size < s->jit_budget) {
 			jit_make_room(s, p, (size_t)st.st_size);
-			r = jitmap__load(path[i], s->jit_budget - s->jit_bytes, uids, &j);
+			r = jitmap__load(root[i], path[i], s->jit_budget - s->jit_bytes, uids, &j);
 			/* Its entries did not fit beside the others: alone, then. */
 			if (r == -EFBIG && s->jit_bytes) {
 				jit_make_room(s, p, s->jit_budget);
-				r = jitmap__load(path[i], s->jit_budget - s->jit_bytes, uids, &j);
+				r = jitmap__load(root[i], path[i], s->jit_budget - s->jit_bytes,
+						 uids, &j);
 			}
 		}
 		if (r == -EPERM || r == -EFBIG || r == -EBADMSG) {
-			jit_refuse(s, p, path[i], st.st_size, r);
+			snprintf(shown, sizeof(shown), "%s%s", root[i], path[i]);
+			jit_refuse(s, p, shown, st.st_size, r);
 			return;
 		}
 		if (r < 0)

@@ -16,6 +16,9 @@ foreach(tag inside host)
   cpa_profiled_program(cpa-ns-spin-${tag})
   add_dependencies(test_priv cpa-ns-spin-${tag})
 endforeach()
+# The build without frame pointers (nsgone.cmake): a build-id of its own for
+# test_priv's debug file reached by build-id through an absolute symlink.
+add_dependencies(test_priv cpa-ns-spin-inside-nofp)
 
 # Paths cpa writes as root, through links user nobody planted in a sticky
 # world-writable directory (common/safepath.h); the modes of a new store.

@@ -1052,6 +1052,78 @@ START_TEST(test_mnt_peer)
 }
 END_TEST
 
+/* Files of root/NAME holding NAME (a scratch tree). */
+static void put_file(const char *root, const char *name)
+{
+	char path[700];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, name, strlen(name)), (ssize_t)strlen(name));
+	close(fd);
+}
+
+/* What proc_root_open(root, path) opened ("" when it failed). */
+static const char *read_in_root(const char *root, const char *path, char *buf, size_t len)
+{
+	int fd = proc_root_open(root, path, O_RDONLY);
+
+	if (fd < 0)
+		return "";
+	test_slurp_fd(fd, buf, len);
+	return buf;
+}
+
+/*
+ * A process's paths resolve inside its root (common/procroot.h): an absolute
+ * symlink of the tree (a container's /usr/lib/debug/.build-id/... ->
+ * /opt/...) leads to root/opt, not to our /opt; ".." stops at root, by path
+ * or by link; "" is ours.
+ */
+START_TEST(test_root_open)
+{
+	char dir[512], root[600], path[700], buf[64];
+
+	test_scratch_in(dir, sizeof(dir), "rootopen");
+	snprintf(root, sizeof(root), "%s/root", dir);
+	put_file(dir, "outside");
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	snprintf(path, sizeof(path), "%s/opt", root);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	put_file(root, "opt/x.debug");
+	put_file(root, "outside");
+	snprintf(path, sizeof(path), "%s/lib", root);
+	ck_assert_int_eq(symlink("/", path), 0); /* a container's /lib -> / */
+	snprintf(path, sizeof(path), "%s/dbg", root);
+	ck_assert_int_eq(symlink("/opt/x.debug", path), 0);
+	snprintf(path, sizeof(path), "%s/up", root);
+	ck_assert_int_eq(symlink("../../outside", path), 0);
+	/* Our /opt/x.debug is not there: the link leads into root. */
+	ck_assert_int_ne(access("/opt/x.debug", F_OK), 0);
+	ck_assert_str_eq(read_in_root(root, "/dbg", buf, sizeof(buf)), "opt/x.debug");
+	ck_assert_str_eq(read_in_root(root, "/lib/lib/opt/x.debug", buf, sizeof(buf)),
+			 "opt/x.debug");
+	/* Up past root: root's own "outside", never dir's. */
+	ck_assert_str_eq(read_in_root(root, "/../../outside", buf, sizeof(buf)), "outside");
+	ck_assert_str_eq(read_in_root(root, "/up", buf, sizeof(buf)), "outside");
+	snprintf(path, sizeof(path), "%s/outside", root);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(proc_root_open(root, "/up", O_RDONLY), -ENOENT);
+	ck_assert_int_eq(proc_root_open(root, "/../outside", O_RDONLY), -ENOENT);
+	/* A name, not a path: nothing under root. */
+	ck_assert_int_eq(proc_root_open(root, "opt/x.debug", O_RDONLY), -ENOENT);
+	/* Ours: a plain open. */
+	snprintf(path, sizeof(path), "%s/outside", dir);
+	ck_assert_str_eq(read_in_root("", path, buf, sizeof(buf)), "outside");
+	/* The magic links of proc are not followed inside a root. */
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)getpid());
+	ck_assert_int_lt(proc_root_open(path, "/proc/self/root/etc/hostname", O_RDONLY), 0);
+	test_rm_rf(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common");
@@ -1072,6 +1144,7 @@ int main(void)
 		{"probespec_insn", test_probespec_insn_boundary},
 		{"probespec_refused", test_probespec_insn_refused},
 		{"mnt_peer", test_mnt_peer},
+		{"root_open", test_root_open},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -15,7 +15,10 @@
  *   (a decoy debug file of the host's build at the same place). Profiled by
  *   the real pipeline, its frames name its own functions: unwindd and symd
  *   looked up its files in its namespace (/proc/PID/map_files, /proc/PID/root),
- *   not at our paths.
+ *   not at our paths. Two more reach their debug file through an ABSOLUTE
+ *   symlink (by debuglink, by build-id) whose target only the namespace has
+ *   (the host has a decoy there): named too, the link resolved in the
+ *   process's root (common/procroot.h, proc_root_open()), not in ours.
  *
  * Needs root and BTF (exit 77 otherwise).
  */
@@ -283,7 +286,7 @@ static void comm_stats_of(const char *prof, const char *comm, struct comm_stats 
 
 START_TEST(test_mount_ns_binaries)
 {
-	static const char *const comms[] = {"spin-link", "spin-bid"};
+	static const char *const comms[] = {"spin-link", "spin-bid", "spin-alink", "spin-abid"};
 	char work[PATH_MAX], *prof;
 	struct comm_stats cs;
 	struct mon m;
@@ -307,10 +310,30 @@ START_TEST(test_mount_ns_binaries)
 	       "cp $W/ns/spin.debug $d/$(echo $bid | cut -c3-).debug; "
 	       "test ! -e /usr/lib/debug/.build-id/$(echo $bid | cut -c1-2)/$(echo $bid | cut -c3-).debug",
 	       work, bin_dir);
+	/* Through absolute links to opt/, where the namespace sees nsopt/ and
+	 * the host has decoys: spin-alink (no build-id) by its debuglink
+	 * (ns/spin-alink.debug -> W/opt/spin-alink.debug), spin-abid (the
+	 * build without frame pointers: a build-id of its own) by build-id
+	 * (dbg/.build-id/xx/yy.debug -> W/opt/spin-abid.debug). */
+	run_sh("set -e; W='%s'; B='%s'; mkdir $W/opt $W/nsopt; "
+	       "cp $B/cpa-ns-spin-host $W/host/spin-alink; cp $B/cpa-ns-spin-host $W/host/spin-abid; "
+	       "cp $W/host/spin.debug $W/opt/spin-alink.debug; "
+	       "cp $W/host/spin.debug $W/opt/spin-abid.debug; "
+	       "cp $W/ns/spin.debug $W/nsopt/spin-alink.debug; "
+	       "objcopy --strip-all --remove-section=.note.gnu.build-id "
+	       "--add-gnu-debuglink=$W/nsopt/spin-alink.debug $B/cpa-ns-spin-inside "
+	       "$W/ns/spin-alink; ln -s $W/opt/spin-alink.debug $W/ns/spin-alink.debug; "
+	       "objcopy --only-keep-debug $B/cpa-ns-spin-inside-nofp $W/nsopt/spin-abid.debug; "
+	       "objcopy --strip-all $B/cpa-ns-spin-inside-nofp $W/ns/spin-abid; "
+	       "bid=$(readelf -n $B/cpa-ns-spin-inside-nofp | sed -n 's/.*Build ID: //p'); "
+	       "test -n \"$bid\"; d=$W/dbg/.build-id/$(echo $bid | cut -c1-2); mkdir -p $d; "
+	       "ln -s $W/opt/spin-abid.debug $d/$(echo $bid | cut -c3-).debug; "
+	       "test ! -e /usr/lib/debug/.build-id/$(echo $bid | cut -c1-2)/$(echo $bid | cut -c3-).debug",
+	       work, bin_dir);
 
 	mon_start(&m, (const char *const[]){"-F", "99", NULL});
-	/* Both run in one new mount namespace (private: the host sees none of
-	 * its mounts) where host/ shows ns/ and /usr/lib/debug shows dbg/. Each
+	/* All run in one new mount namespace (private: the host sees none of
+	 * its mounts) where host/ shows ns/, /usr/lib/debug dbg/, opt/ nsopt/. Each
 	 * spins 2 s of CPU, then sleeps until go exists: the monitor drains
 	 * while they live. A process in another namespace gone before symd
 	 * names its frames cannot be named (its files are gone with it: not
@@ -321,22 +344,28 @@ START_TEST(test_mount_ns_binaries)
 	if (ns == 0) {
 		char cmd[4 * PATH_MAX];
 
-		snprintf(
-			cmd, sizeof(cmd),
-			"export W='%s'; exec unshare -m --propagation private sh -c '"
-			"mount --bind $W/ns $W/host && mount --bind $W/dbg /usr/lib/debug || exit 1; "
-			"$W/host/spin-link 2 $W/spun-link $W/go & a=$!; "
-			"$W/host/spin-bid 2 $W/spun-bid $W/go & b=$!; wait $a && wait $b'",
-			work);
+		snprintf(cmd, sizeof(cmd),
+			 "export W='%s'; exec unshare -m --propagation private sh -c '"
+			 "mount --bind $W/ns $W/host && mount --bind $W/dbg /usr/lib/debug && "
+			 "mount --bind $W/nsopt $W/opt || exit 1; "
+			 "$W/host/spin-link 2 $W/spun-link $W/go & a=$!; "
+			 "$W/host/spin-bid 2 $W/spun-bid $W/go & b=$!; "
+			 "$W/host/spin-alink 2 $W/spun-alink $W/go & c=$!; "
+			 "$W/host/spin-abid 2 $W/spun-abid $W/go & d=$!; "
+			 "wait $a && wait $b && wait $c && wait $d'",
+			 work);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0;; i++) {
-		char a[PATH_MAX + 16], b[PATH_MAX + 16];
+		char spun[PATH_MAX + 32];
+		size_t done = 0;
 
-		snprintf(a, sizeof(a), "%s/spun-link", work);
-		snprintf(b, sizeof(b), "%s/spun-bid", work);
-		if (!access(a, F_OK) && !access(b, F_OK))
+		for (size_t c = 0; c < sizeof(comms) / sizeof(comms[0]); c++) {
+			snprintf(spun, sizeof(spun), "%s/spun-%s", work, comms[c] + 5);
+			done += !access(spun, F_OK);
+		}
+		if (done == sizeof(comms) / sizeof(comms[0]))
 			break;
 		ck_assert_msg(waitpid(ns, NULL, WNOHANG) == 0, "the namespace's shell ended early");
 		ck_assert_msg(i < 2400, "the spinners did not spin 2 s of CPU in 120 s");

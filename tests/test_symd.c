@@ -1088,7 +1088,7 @@ START_TEST(test_perf_map)
 	struct jitmap *j;
 	uint64_t start;
 
-	ck_assert_int_eq(jitmap__load(FX_DIR "/perf.map", SIZE_MAX, NULL, &j), 0);
+	ck_assert_int_eq(jitmap__load("", FX_DIR "/perf.map", SIZE_MAX, NULL, &j), 0);
 	/* the later line for the same start wins (recompiled code) */
 	ck_assert_str_eq(jitmap__lookup(j, 0x7f0000001010ull, &start),
 			 "LazyCompile:*foo_recompiled /app/x.js:1");
@@ -1118,7 +1118,7 @@ START_TEST(test_perf_map_overlap_time)
 	 * function that took the old one's start back */
 	fputs("1000 1000 old\n1800 100 mid\n1000 200 new_low\nffff", f);
 	fclose(f);
-	ck_assert_int_eq(jitmap__load(path, SIZE_MAX, NULL, &j), 0);
+	ck_assert_int_eq(jitmap__load("", path, SIZE_MAX, NULL, &j), 0);
 	t0 = jitmap__read_ns(j);
 	ck_assert_str_eq(jitmap__lookup(j, 0x1100, &start), "new_low");
 	ck_assert_str_eq(jitmap__lookup(j, 0x1810, &start), "mid");
@@ -1127,13 +1127,13 @@ START_TEST(test_perf_map_overlap_time)
 	ck_assert_uint_eq(start, 0x1000);
 	ck_assert_ptr_null(jitmap__lookup(j, 0x2000, &start));
 	/* nothing new */
-	ck_assert_int_eq(jitmap__update(j, path, SIZE_MAX, NULL, t0 + 1, 0), 0);
+	ck_assert_int_eq(jitmap__update(j, "", path, SIZE_MAX, NULL, t0 + 1, 0), 0);
 	/* the JIT finishes the partial line and reuses old's tail for "later" */
 	f = fopen(path, "a");
 	fputs(" 10 partial\n1900 80 later\n", f);
 	fclose(f);
 	t1 = t0 + 10 * 1000000000ull;
-	ck_assert_int_eq(jitmap__update(j, path, SIZE_MAX, NULL, t1, 0), 1);
+	ck_assert_int_eq(jitmap__update(j, "", path, SIZE_MAX, NULL, t1, 0), 1);
 	ck_assert_uint_eq(jitmap__read_ns(j), t1);
 	ck_assert_str_eq(jitmap__lookup(j, 0xffff, &start), "partial");
 	/* a sample before the read that found it: the code it replaced */
@@ -1149,16 +1149,16 @@ START_TEST(test_perf_map_overlap_time)
 	f = fopen(path, "w");
 	fputs("1000 10 x\n", f);
 	fclose(f);
-	ck_assert_int_eq(jitmap__update(j, path, SIZE_MAX, NULL, t1 + 1, 0), -ESTALE);
+	ck_assert_int_eq(jitmap__update(j, "", path, SIZE_MAX, NULL, t1 + 1, 0), -ESTALE);
 	/* a JIT that rewrites its map (HotSpot): the known entries keep their
 	 * time, the others are new */
 	f = fopen(path, "w");
 	fputs("1800 100 mid\n1800 100 mid2\n", f);
 	fclose(f);
-	ck_assert_int_eq(jitmap__update(j, path, SIZE_MAX, NULL, t1 + 2, JITMAP_REREAD), 1);
+	ck_assert_int_eq(jitmap__update(j, "", path, SIZE_MAX, NULL, t1 + 2, JITMAP_REREAD), 1);
 	ck_assert_str_eq(jitmap__lookup_at(j, 0x1810, t1 - 1, &start), "mid");
 	ck_assert_str_eq(jitmap__lookup_at(j, 0x1810, t1 + 5, &start), "mid2");
-	ck_assert_int_eq(jitmap__update(j, path, SIZE_MAX, NULL, t1 + 3, JITMAP_REREAD), 0);
+	ck_assert_int_eq(jitmap__update(j, "", path, SIZE_MAX, NULL, t1 + 3, JITMAP_REREAD), 0);
 	ck_assert_uint_gt(jitmap__bytes(j), 0);
 	jitmap__free(j);
 	tmp_teardown();

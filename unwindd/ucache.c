@@ -363,13 +363,11 @@ static bool bin_is_file(const struct ubin *b, int fd, enum bin_view view)
 static int bin_open_peer(struct ucache *c, const struct ubin *b, uint32_t peer, char *root,
 			 size_t root_size)
 {
-	char path[512];
+	char proot[sizeof(c->proc_root) + 16];
 	int fd;
 
-	if (snprintf(path, sizeof(path), "%s/%u/root%s", c->proc_root, peer, b->path) >=
-	    (int)sizeof(path))
-		return -ENOENT;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(proot, sizeof(proot), "%s/%u/root", c->proc_root, peer);
+	fd = proc_root_open(proot, b->path, O_RDONLY);
 	if (fd < 0)
 		return -ENOENT;
 	if (!bin_is_file(b, fd, BIN_PEER)) {
@@ -377,7 +375,7 @@ static int bin_open_peer(struct ucache *c, const struct ubin *b, uint32_t peer, 
 		return -ENOENT;
 	}
 	if (root)
-		snprintf(root, root_size, "%s/%u/root", c->proc_root, peer);
+		snprintf(root, root_size, "%s", proot);
 	return fd;
 }
 
@@ -413,10 +411,10 @@ static int bin_open(struct ucache *c, const struct ubin *b, uint32_t pid, uint64
 	if (fd >= 0)
 		return fd;
 	if (kind >= 0) {
-		if (snprintf(path, sizeof(path), "%s/%u/root%s", c->proc_root, pid, b->path) >=
-		    (int)sizeof(path))
-			return -ENAMETOOLONG;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "%s/%u/root", c->proc_root, pid);
+		fd = proc_root_open(path, b->path, O_RDONLY);
+		if (fd < 0)
+			return fd;
 	} else if (b->path[0] == '/' &&
 		   (peer = proc_mnt_peer(c->proc_root, &c->mnt, proc_mnt_of(&c->mnt, pid))) &&
 		   (fd = bin_open_peer(c, b, peer, root, root_size)) != -ENOENT) {
@@ -836,9 +834,9 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 		if (b->build_id_len >= 2) {
 			/* Where the process would find it (its root), and only
 			 * with the binary's build-id. */
-			char dpath[sizeof(root) + 128];
-			int n = snprintf(dpath, sizeof(dpath), "%s/usr/lib/debug/.build-id/%02x/",
-					 root, b->build_id[0]);
+			char dpath[128];
+			int n = snprintf(dpath, sizeof(dpath), "/usr/lib/debug/.build-id/%02x/",
+					 b->build_id[0]);
 			uint8_t dbid[CPA_BUILD_ID_MAX], dlen = 0;
 			unsigned int i;
 
@@ -846,7 +844,7 @@ const struct cfi_table *ucache__cfi(struct ucache *c, struct uproc *p, const str
 				n += snprintf(dpath + n, sizeof(dpath) - (size_t)n, "%02x",
 					      b->build_id[i]);
 			snprintf(dpath + n, sizeof(dpath) - (size_t)n, ".debug");
-			dfd = open(dpath, O_RDONLY | O_CLOEXEC);
+			dfd = proc_root_open(root, dpath, O_RDONLY);
 			if (dfd >= 0 &&
 			    (elfid__from_fd(dfd, dbid, &dlen) < 0 || dlen != b->build_id_len ||
 			     memcmp(dbid, b->build_id, dlen) != 0)) {
@@ -1105,13 +1103,18 @@ static struct ubin *bin_of_event(struct ucache *c, const struct cpa_map_event *e
 	b = bin_own_view(c, ev, path);
 	if (b)
 		return b;
-	if (ev->path_len < sizeof(buf) - 64) {
-		int n = snprintf(buf, sizeof(buf), "%s/%u/root", c->proc_root, ev->pid);
+	if (ev->path_len < sizeof(buf)) {
+		char root[sizeof(c->proc_root) + 16];
+		int fd;
 
-		memcpy(buf + n, path, ev->path_len);
-		buf[n + ev->path_len] = '\0';
+		snprintf(root, sizeof(root), "%s/%u/root", c->proc_root, ev->pid);
+		memcpy(buf, path, ev->path_len);
+		buf[ev->path_len] = '\0';
 		/* Only the file the process sees: our path may be another. */
-		found = stat(buf, &sb) == 0;
+		fd = proc_root_open(root, buf, O_PATH);
+		found = fd >= 0 && fstat(fd, &sb) == 0;
+		if (fd >= 0)
+			close(fd);
 	}
 	if (!found) {
 		/* Gone: our path, when it holds this build, else the binary seen
