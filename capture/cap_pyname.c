@@ -20,6 +20,15 @@
  * 16 above them when it was sent: records sent so far / SENT_UNIT. */
 #define SENT_CODE_MASK ((1ull << 48) - 1)
 #define SENT_UNIT      16
+#define SENT_OLD       (CAP_PYNAME_RESEND / SENT_UNIT) /* stamp age: send it again */
+/*
+ * That stamp wraps every 2^16 * SENT_UNIT (~1 M) records: an entry left
+ * unsampled that long would look fresh again. Every SENT_SWEEP records the
+ * entries past SENT_OLD go (sent_sweep()), so none is ever older than
+ * SENT_OLD + SENT_SWEEP / SENT_UNIT (2^14 + 64) stamps, and the 16-bit
+ * difference is its true age. 4096 entries per 262,144 records.
+ */
+#define SENT_SWEEP (SENT_UNIT << 14)
 
 struct sent {
 	uint64_t code_at;
@@ -122,6 +131,41 @@ static bool budget_left(struct cap_pyname *n)
 	return true;
 }
 
+/* The stamp of a send now. */
+static uint16_t sent_at(const struct cap_pyname *n)
+{
+	return (uint16_t)(n->sends / SENT_UNIT);
+}
+
+/* Sent again when sampled: its stamp SENT_OLD or more ago (wrap-safe while
+ * sent_sweep() runs). */
+static bool sent_old(const struct cap_pyname *n, const struct sent *s)
+{
+	return (uint16_t)(sent_at(n) - (s->code_at >> 48)) >= SENT_OLD;
+}
+
+/* The entries a sample would send again go: free ways, and no stamp left to
+ * wrap. */
+static void sent_sweep(struct cap_pyname *n)
+{
+	for (size_t i = 0; i < CAP_PYNAME_SLOTS; i++)
+		if (n->slots[i].pid && sent_old(n, &n->slots[i]))
+			n->slots[i] = (struct sent){0};
+}
+
+/* One record sent. */
+static void sent_count(struct cap_pyname *n)
+{
+	if (++n->sends % SENT_SWEEP == 0)
+		sent_sweep(n);
+}
+
+void cap_pyname__count_sends(struct cap_pyname *n, uint64_t k)
+{
+	while (k--)
+		sent_count(n);
+}
+
 void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid)
 {
 	uint64_t bit = 1ull << (pid % 64), *w;
@@ -202,7 +246,7 @@ static int send_code(struct cap_pyname *n, struct cap_emit *e, uint32_t pid,
 		memcpy(p + ql, info.filename, fl);
 		memcpy(p + ql + fl, info.linetab, info.linetab_len);
 		cnt_add(n, CAP_CNT_PYCODE_SENT);
-		n->sends++;
+		sent_count(n);
 		busy_mark(n, pid);
 	}
 	pycode__info_clear(&info);
@@ -225,9 +269,8 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 	pf = (const struct cpa_bpf_pyframe *)(bs->stack + bs->stack_len);
 	for (uint32_t i = 0; i < npy; i++) {
 		struct cpa_bpf_pyframe f;
-		uint16_t at = (uint16_t)(n->sends / SENT_UNIT);
 		unsigned int w, again = CAP_PYNAME_WAYS;
-		uint64_t code, t0;
+		uint64_t code, t0, at;
 		struct sent *b;
 		int r;
 
@@ -240,8 +283,7 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 			    ((b[w].code_at ^ code) & SENT_CODE_MASK) == 0)
 				break;
 		/* Sent, and not too many records ago for symd to hold it still. */
-		if (w < CAP_PYNAME_WAYS &&
-		    (uint16_t)(at - (b[w].code_at >> 48)) < CAP_PYNAME_RESEND / SENT_UNIT)
+		if (w < CAP_PYNAME_WAYS && !sent_old(n, &b[w]))
 			continue;
 		if (w < CAP_PYNAME_WAYS)
 			again = w; /* read and sent again, in its way */
@@ -264,10 +306,8 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 				;
 		if (w == CAP_PYNAME_WAYS)
 			w = n->evict++ % CAP_PYNAME_WAYS;
-		b[w] = (struct sent){.code_at = (code & SENT_CODE_MASK) |
-						(uint64_t)(uint16_t)(n->sends / SENT_UNIT) << 48,
-				     .pid = bs->pid,
-				     .check = f.check};
+		at = (code & SENT_CODE_MASK) | (uint64_t)sent_at(n) << 48;
+		b[w] = (struct sent){.code_at = at, .pid = bs->pid, .check = f.check};
 		n->pids[(bs->pid % PID_BITS) / 64] |= 1ull << (bs->pid % 64);
 	}
 }

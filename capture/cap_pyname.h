@@ -43,7 +43,9 @@
  * after the process's exit for a sample of its last seconds. 1024 records
  * over symd's 2048 sets: four in one set, which could push it out, in ~0.2 %
  * of them. Only a host sending records gets here: a Python whose code
- * objects were all sent sends none, and reads none again.
+ * objects were all sent sends none, and reads none again. The age is kept
+ * in a 16-bit stamp, wrap-safe: the entries past it go every 262,144
+ * records (cap_pyname.c, sent_sweep()).
  */
 #define CAP_PYNAME_RESEND 1024
 
@@ -84,6 +86,9 @@ void cap_pyname__poll(struct cap_pyname *n);
 typedef bool cap_pyname_room_fn(void *ctx);
 void cap_pyname__set_room(struct cap_pyname *n, cap_pyname_room_fn *room, void *ctx,
 			  uint64_t max_ns);
+/* As if k more records were sent, none read (tests: the set k sends later,
+ * past the stamp's wrap). */
+void cap_pyname__count_sends(struct cap_pyname *n, uint64_t k);
 /* pid exited or exec'd: what was sent for it goes. */
 void cap_pyname__drop_pid(struct cap_pyname *n, uint32_t pid);
 

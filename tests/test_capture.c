@@ -865,6 +865,66 @@ static int pycode_records(struct fix *f, struct cap_pyname *pn, struct cpa_bpf_s
 	return n;
 }
 
+/* A python3 child with two code objects (py_codes()), cap_pyname and ring 0
+ * to send them into, and a sample of both as the BPF side makes it. */
+struct py2_fix {
+	struct cpa_bpf_sample *bs;
+	struct cap_pyname *pn;
+	unsigned int minor;
+	uint64_t code[2];
+	struct fix f;
+	size_t size;
+	pid_t pid;
+	int in;
+};
+
+/* false: no python3 with a layout here (skipped, said so as name). */
+static bool py2_fix_init(struct py2_fix *p, const char *name)
+{
+	struct cpa_bpf_pyframe *pf;
+
+	p->pid = py_codes(&p->minor, p->code, &p->in);
+	if (!p->pid) {
+		fprintf(stderr, "%s: no python3, skipped\n", name);
+		return false;
+	}
+	if (p->minor < 10 || p->minor > 13) {
+		fprintf(stderr, "%s: python3.%u has no layout, skipped\n", name, p->minor);
+		close(p->in);
+		waitpid(p->pid, NULL, 0);
+		return false;
+	}
+	fix_init(&p->f, 1u << 20);
+	ck_assert_int_eq(cap_pyname__new(&p->pn, p->f.st), 0);
+	p->bs = bpf_sample(0, 0, 0, &p->size);
+	p->bs->pid = (uint32_t)p->pid;
+	p->bs->py_ver = (uint16_t)(0x0300 | p->minor);
+	p->bs->py_status = CPA_BPF_PY_OK;
+	p->bs->py_n = 2;
+	pf = (struct cpa_bpf_pyframe *)p->bs->stack;
+	pf[0] = (struct cpa_bpf_pyframe){.code = p->code[1], .instr = 0};
+	pf[1] = (struct cpa_bpf_pyframe){.code = p->code[0] | CPA_BPF_PY_ENTRY, .instr = 0};
+	return true;
+}
+
+/* The child's exit (its stdin closed), once: in < 0 after. */
+static void py2_fix_end(struct py2_fix *p)
+{
+	if (p->in < 0)
+		return;
+	close(p->in);
+	p->in = -1;
+	ck_assert_int_eq(waitpid(p->pid, NULL, 0), p->pid);
+}
+
+static void py2_fix_free(struct py2_fix *p)
+{
+	py2_fix_end(p);
+	cap_pyname__free(p->pn);
+	free(p->bs);
+	fix_free(&p->f);
+}
+
 /*
  * cap_pyname: a Python sample's code objects are read from the live process
  * and sent before the sample, once per process (not again for the next
@@ -874,62 +934,59 @@ static int pycode_records(struct fix *f, struct cap_pyname *pn, struct cpa_bpf_s
  */
 START_TEST(test_pyname)
 {
-	struct cpa_bpf_pyframe *pf;
-	struct cpa_bpf_sample *bs;
-	struct cap_pyname *pn;
-	unsigned int minor, seen;
-	uint64_t code[2];
-	struct fix f;
-	size_t size;
-	int in;
-	pid_t pid = py_codes(&minor, code, &in);
+	struct py2_fix p;
+	unsigned int seen;
 
-	if (!pid) {
-		fprintf(stderr, "test_pyname: no python3, skipped\n");
+	if (!py2_fix_init(&p, "test_pyname"))
 		return;
-	}
-	if (minor < 10 || minor > 13) {
-		fprintf(stderr, "test_pyname: python3.%u has no layout, skipped\n", minor);
-		close(in);
-		waitpid(pid, NULL, 0);
-		return;
-	}
-	fix_init(&f, 1u << 20);
-	ck_assert_int_eq(cap_pyname__new(&pn, f.st), 0);
-	bs = bpf_sample(0, 0, 0, &size);
-	bs->pid = (uint32_t)pid;
-	bs->py_ver = (uint16_t)(0x0300 | minor);
-	bs->py_status = CPA_BPF_PY_OK;
-	bs->py_n = 2;
-	pf = (struct cpa_bpf_pyframe *)bs->stack;
-	pf[0] = (struct cpa_bpf_pyframe){.code = code[1], .instr = 0};
-	pf[1] = (struct cpa_bpf_pyframe){.code = code[0] | CPA_BPF_PY_ENTRY, .instr = 0};
-	ck_assert(!cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
-	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 2);
+	ck_assert(!cap_pyname__soon(p.pn, clock_ns(CLOCK_MONOTONIC)));
+	ck_assert_int_eq(pycode_records(&p.f, p.pn, p.bs, p.size, p.code, &seen), 2);
 	ck_assert_uint_eq(seen, 3);
-	ck_assert(cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
-	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 0);
-	cap_pyname__drop_pid(pn, (uint32_t)pid + 1);
-	ck_assert(cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
-	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 0);
+	ck_assert(cap_pyname__soon(p.pn, clock_ns(CLOCK_MONOTONIC)));
+	ck_assert_int_eq(pycode_records(&p.f, p.pn, p.bs, p.size, p.code, &seen), 0);
+	cap_pyname__drop_pid(p.pn, (uint32_t)p.pid + 1);
+	ck_assert(cap_pyname__soon(p.pn, clock_ns(CLOCK_MONOTONIC)));
+	ck_assert_int_eq(pycode_records(&p.f, p.pn, p.bs, p.size, p.code, &seen), 0);
 	/* Its exit (or exec) ends the fast polls it started. */
-	cap_pyname__drop_pid(pn, (uint32_t)pid);
-	ck_assert(!cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
-	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 2);
-	ck_assert(cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
-	close(in);
-	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
-	cap_pyname__drop_pid(pn, (uint32_t)pid);
-	ck_assert(!cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
-	ck_assert_int_eq(pycode_records(&f, pn, bs, size, code, &seen), 0);
-	ck_assert(!cap_pyname__soon(pn, clock_ns(CLOCK_MONOTONIC)));
+	cap_pyname__drop_pid(p.pn, (uint32_t)p.pid);
+	ck_assert(!cap_pyname__soon(p.pn, clock_ns(CLOCK_MONOTONIC)));
+	ck_assert_int_eq(pycode_records(&p.f, p.pn, p.bs, p.size, p.code, &seen), 2);
+	ck_assert(cap_pyname__soon(p.pn, clock_ns(CLOCK_MONOTONIC)));
+	py2_fix_end(&p);
+	cap_pyname__drop_pid(p.pn, (uint32_t)p.pid);
+	ck_assert(!cap_pyname__soon(p.pn, clock_ns(CLOCK_MONOTONIC)));
+	ck_assert_int_eq(pycode_records(&p.f, p.pn, p.bs, p.size, p.code, &seen), 0);
+	ck_assert(!cap_pyname__soon(p.pn, clock_ns(CLOCK_MONOTONIC)));
 	/* The stage counters `cpa ctl` shows. */
-	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_PYCODE_SENT), 4);
-	ck_assert_uint_ge(shm_stage__cnt(f.st, CAP_CNT_PYCODE_FAILED), 1);
-	ck_assert_uint_eq(shm_stage__cnt(f.st, CAP_CNT_PYCODE_DEFERRED), 0);
-	cap_pyname__free(pn);
-	free(bs);
-	fix_free(&f);
+	ck_assert_uint_eq(shm_stage__cnt(p.f.st, CAP_CNT_PYCODE_SENT), 4);
+	ck_assert_uint_ge(shm_stage__cnt(p.f.st, CAP_CNT_PYCODE_FAILED), 1);
+	ck_assert_uint_eq(shm_stage__cnt(p.f.st, CAP_CNT_PYCODE_DEFERRED), 0);
+	py2_fix_free(&p);
+}
+END_TEST
+
+/*
+ * The resend's age (CAP_PYNAME_RESEND) across the send stamp's wrap: a code
+ * object sent, then not sampled while 2^20 records went out (the 16-bit
+ * stamp of records / 16 wrapped once, to the same value), is sent again when
+ * sampled, like one 1024 records old; one sampled again sooner is not.
+ */
+START_TEST(test_pyname_wrap)
+{
+	struct py2_fix p;
+	unsigned int seen;
+
+	if (!py2_fix_init(&p, "test_pyname_wrap"))
+		return;
+	ck_assert_int_eq(pycode_records(&p.f, p.pn, p.bs, p.size, p.code, &seen), 2);
+	cap_pyname__count_sends(p.pn, CAP_PYNAME_RESEND / 2);
+	ck_assert_int_eq(pycode_records(&p.f, p.pn, p.bs, p.size, p.code, &seen), 0);
+	/* 2^20 records after the send, with the two of it */
+	cap_pyname__count_sends(p.pn, (1u << 20) - CAP_PYNAME_RESEND / 2 - 2);
+	ck_assert_int_eq(pycode_records(&p.f, p.pn, p.bs, p.size, p.code, &seen), 2);
+	ck_assert_uint_eq(seen, 3);
+	ck_assert_int_eq(pycode_records(&p.f, p.pn, p.bs, p.size, p.code, &seen), 0);
+	py2_fix_free(&p);
 }
 END_TEST
 
@@ -1229,7 +1286,7 @@ static Suite *capture_suite(void)
 		   test_oversize_degrades, test_rate_limit, test_offcpu_conversion,
 		   test_loss_aggregation, test_delivered_gauges, test_seq_exhaustion,
 		   test_clock_offset, test_sys_parsers, test_commit_by_bytes, test_poll_deadline,
-		   test_pyname, test_pyname_budget, test_pyname_room);
+		   test_pyname, test_pyname_budget, test_pyname_room, test_pyname_wrap);
 	return s;
 }
 
