@@ -24,7 +24,8 @@ cpa_add_test(NAME test_python_alias SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pytho
   ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 180 EXCLUSIVE)
 # test_python_launcher (PY_LAUNCHER 1): pyenv's python3.11 (a launcher: libpython3.11.so) lives
 # 0.8 s, twice, while symd is stopped: hot() named; its `--version` runs cost capture fewer
-# than half a wakeup each over /bin/true's (no exec wakeup, no timed polls for a launcher).
+# than half a wakeup each over /bin/true's, plus one per launcher sampled (no exec wakeup, no
+# timed polls for a launcher).
 # Without pyenv's 3.11.7, 77.
 cpa_add_test(NAME test_python_launcher SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python.c
   ${CMAKE_CURRENT_LIST_DIR}/test_proc.c LABELS e2e root python TIMEOUT 180 EXCLUSIVE)

@@ -70,15 +70,16 @@
  *
  *   - >= 90 % of the two Pythons' samples past start-up and before exit
  *     name hot() under b() under a();
- *   - the launchers cost capture fewer than one wakeup each over /bin/true:
+ *   - the launchers cost capture fewer than half a wakeup each over
+ *     /bin/true, plus one for each launcher sampled:
  *     a launcher never sampled wakes nothing (its exec woke capture, which
  *     then polled 20 ms later, and 40, 80 ... while it found nothing, until
- *     it read the library's mapping: ~1.9 wakeups each). 0.1-0.3 each on a
- *     quiet host, up to 0.57 on one loaded by a test run and builds: half a
- *     wakeup was too near. A sampled launcher wakes capture once (twice if
- *     its first sample came before libpython was mapped): the count follows
- *     the launchers sampled (printed), 0.65-0.83 each with 77-89 of 100
- *     sampled at load 3-4 (docs/bench.md, "Launcher wakeups").
+ *     it read the library's mapping: ~1.9 wakeups each, sampled or not).
+ *     A sampled launcher wakes capture once (twice if its first sample came
+ *     before libpython was mapped): the count follows the launchers sampled
+ *     (printed), 0.1-0.3 each on a quiet host, 0.65-0.83 each with 77-89 of
+ *     100 sampled at load 3-4 (docs/bench.md, "Launcher wakeups"), so a
+ *     bound of one a launcher was too near on a slow host.
  *
  * Root + BTF + /usr/bin/python3.11, else 77 (test_python_launcher: pyenv's
  * 3.11.7 too).
@@ -534,6 +535,7 @@ START_TEST(test_python_launcher)
 	char *margv[] = {cpa, "monitor", "--store_dir", store, NULL};
 	char *ver[] = {PY_PYENV, "--version", NULL}, *tru[] = {"/bin/true", NULL};
 	long long w_py = 0, w_true = 0;
+	int sampled;
 	struct py_stats st, all = {0};
 	pid_t mon, pids[ALIAS_RUNS], symd, runs[LAUNCH_ROUNDS * LAUNCH_RUNS];
 
@@ -572,19 +574,23 @@ START_TEST(test_python_launcher)
 	/* What the extra wakeups are: one per launcher sampled (two when its
 	 * first sample came before libpython was mapped); how many were sampled
 	 * follows their CPU time, which the host's load stretches. */
+	sampled = pids_sampled(text, runs, LAUNCH_ROUNDS * LAUNCH_RUNS);
 	fprintf(stderr,
 		"e2e python launcher: capture's wakeups over %d x %d runs: python3.11 --version "
 		"(pyenv's) %lld, /bin/true %lld; launchers sampled: %d\n",
-		LAUNCH_ROUNDS, LAUNCH_RUNS, w_py, w_true,
-		pids_sampled(text, runs, LAUNCH_ROUNDS * LAUNCH_RUNS));
+		LAUNCH_ROUNDS, LAUNCH_RUNS, w_py, w_true, sampled);
 	/* 49 Hz for 2 x 0.8 s: 78 at a whole CPU, fewer on a busy machine */
 	ck_assert_msg(all.samples >= 10, "%ld samples", all.samples);
 	/* past start-up, before exit (a loaded host: 7 of 42 there once) */
 	ck_assert_msg(all.hot >= 0.90 * (double)(all.samples - all.outside),
 		      "hot() in %ld of %ld (%ld in start-up or exit)", all.hot, all.samples,
 		      all.outside);
-	ck_assert_msg(w_py - w_true < (long long)LAUNCH_ROUNDS * LAUNCH_RUNS,
-		      "launchers: %lld wakeups, /bin/true: %lld", w_py, w_true);
+	/* Half a wakeup per launcher, and one more per launcher sampled: a host
+	 * slow enough that every launcher is sampled early pays ~1 each by
+	 * design; the defect paid ~1.9 each, sampled or not. */
+	ck_assert_msg(w_py - w_true < (long long)LAUNCH_ROUNDS * LAUNCH_RUNS / 2 + sampled,
+		      "launchers: %lld wakeups, /bin/true: %lld, %d of %d sampled", w_py, w_true,
+		      sampled, LAUNCH_ROUNDS * LAUNCH_RUNS);
 	free(text);
 }
 END_TEST
