@@ -195,22 +195,17 @@ static int set_mem(struct shm_stage *st, enum shm_stage_id id, pid_t mpid, long 
 
 /*
  * The writers of a monitor's limits (ctl mem, ctl rate) one at a time: an
- * exclusive flock on the store dir (nothing else locks the directory
- * itself). -errno when it cannot be had (logged).
+ * exclusive flock on the monitor's arena, a file of its own that each ctl
+ * run opens anew (/proc/PID/fd), so their locks conflict; released when the
+ * arena is freed. Not the store dir: the storer holds the store root's flock
+ * for its whole life (store_root__lock()), and a ctl waiting for that waited
+ * until the monitor stopped. 0, or -errno (logged).
  */
-static int ctl_lock(const char *store_dir)
+static int ctl_lock(struct shm_arena *a, pid_t mpid)
 {
-	int fd = open(store_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		return log_error_errno(-errno, "open '%s': %m", store_dir);
-	if (flock(fd, LOCK_EX) < 0) {
-		int r = log_error_errno(-errno, "lock '%s': %m", store_dir);
-
-		close(fd);
-		return r;
-	}
-	return fd;
+	if (flock(a->fd, LOCK_EX) < 0)
+		return log_error_errno(-errno, "lock the arena of monitor pid %d: %m", mpid);
+	return 0;
 }
 
 static void print_status(struct shm_arena *a, pid_t mpid, const char *store_dir)
@@ -539,7 +534,6 @@ int cmd_ctl(struct cpa_opts *o)
 	char names[128];
 	pid_t mpid;
 	int code = 1;
-	_cleanup_close_ int lock_fd = -1;
 
 	if (o->n_args < 1) {
 		log_error(
@@ -599,8 +593,7 @@ int cmd_ctl(struct cpa_opts *o)
 	if (arena_open(mpid, &a) < 0)
 		return 1;
 	if (!strcmp(verb, "mem") || !strcmp(verb, "rate")) {
-		lock_fd = ctl_lock(store_dir);
-		if (lock_fd < 0) {
+		if (ctl_lock(a, mpid) < 0) {
 			shm_arena__free(a);
 			return 1;
 		}
