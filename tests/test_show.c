@@ -618,6 +618,46 @@ static void log_capture(enum log_level lvl, const char *line)
 }
 
 /*
+ * A window that ends before the store's first record holds nothing: Not Found
+ * Enough Records naming the window asked, not "the export starts at" the
+ * first record and then a window that ends before it starts.
+ */
+START_TEST(test_show_before_store)
+{
+	struct show_opts o = defaults();
+	char path[1100];
+
+	log_set_level(LOG_LVL_WARN);
+	log_set_sink(log_capture);
+	prof_to(&o, path, sizeof(path), "before.prof");
+	logbuf[0] = 0;
+	o.starttime = "09:00:00";
+	o.endtime = "09:30:00";
+	ck_assert_int_eq(run(&o), -ENODATA);
+	ck_assert_msg(strstr(logbuf, "Not Found Enough Records: asked for [ 09:00:00.000 - "
+				     "09:30:00.000 ], the store holds [ 10:00:00.000 - "
+				     "10:00:10.000 ]: the window ends before the first record"),
+		      "%s", logbuf);
+	ck_assert_msg(!strstr(logbuf, "Export First Record"), "%s", logbuf);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	/* ending where the first record's second starts: still nothing */
+	logbuf[0] = 0;
+	o.endtime = "10:00:00";
+	ck_assert_int_eq(run(&o), -ENODATA);
+	ck_assert_msg(strstr(logbuf, "asked for [ 09:00:00.000 - 10:00:00.000 ]"), "%s", logbuf);
+	/* reaching into it: moved to the first record, as in CPA */
+	logbuf[0] = 0;
+	o.endtime = "10:00:02";
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(logbuf, "Export First Record"), "%s", logbuf);
+	ck_assert_ptr_nonnull(
+		strstr(out, "Export Record Time From [ 10:00:00.000 - 10:00:02.000 ]\n"));
+	log_set_sink(NULL);
+	log_set_level(LOG_LVL_ERROR);
+}
+END_TEST
+
+/*
  * The fixture of the "cpa" case, as a run with scheduler metrics: metrics alone in seconds 0-1 and
  * 10-11 (before the first sample and after the last), samples in seconds 2-9, more metrics among
  * them, and in second 5 an off-CPU sample of thread 1234 of process 1000 (1 ms blocked).
@@ -1734,9 +1774,9 @@ int main(void)
 	Suite *s = suite_create("show");
 	TCase *tc = TEST_TCASE(s, "show", test_show_range, test_show_export, test_show_default_name,
 			       test_show_labels, test_show_raw, test_show_markers,
-			       test_show_not_enough, test_show_binary, test_show_filters,
-			       test_show_errors, test_show_export_root, test_show_sched_stretched,
-			       test_show_range_stretched);
+			       test_show_not_enough, test_show_before_store, test_show_binary,
+			       test_show_filters, test_show_errors, test_show_export_root,
+			       test_show_sched_stretched, test_show_range_stretched);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	/* CPA's behaviours, over a store with metrics-only seconds and an off-CPU sample. */
