@@ -729,6 +729,28 @@ START_TEST(test_bin_errors)
 	ck_assert_msg(strstr(r.err, "rate: storer applies no rate limit (capture, unwindd or "
 				    "symd)"),
 		      "%s", r.err);
+	/* every usage error of ctl names the verb and ends as the other commands' do */
+	{
+		static const char *const bad[][4] = {
+			{"bogus"},
+			{"restart", "nosuch"},
+			{"rate", "symd", "many"},
+			{"mem", "capture", "64"},
+			{"cost", "abc"},
+			{"restart"},
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			test_run_bin(&r, "cpa",
+				     (const char *const[]){"ctl", "--store_dir",
+							   "/nonexistent-store", bad[i][0],
+							   bad[i][1], bad[i][2], NULL});
+			ck_assert_msg(r.code == 2 && strstr(r.err, "ERROR: ctl") &&
+					      strstr(r.err, "\nTry 'cpa ctl --help'.\n"),
+				      "ctl %s %s: exit %d: %s", bad[i][0],
+				      bad[i][1] ? bad[i][1] : "", r.code, r.err);
+		}
+	}
 }
 END_TEST
 
