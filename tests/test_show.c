@@ -483,6 +483,14 @@ START_TEST(test_show_binary)
 	RUN_BIN(&r, "-B", "10:00:05", "-o", "/tmp", "--format", "pprof");
 	ck_assert_int_eq(r.code, 1);
 	ck_assert_msg(strstr(r.err, "ERROR: -o: open '/tmp': Is a directory"), "%s", r.err);
+	/* a --diff_base_read that does not exist: that option named, not --read */
+	RUN_BIN(&r, "-B", "10:00:05", "-o", path, "--diff_base_start", "10:00:01",
+		"--diff_base_read", "/nonexistent-base");
+	ck_assert_int_eq(r.code, 1);
+	ck_assert_msg(strstr(r.err, "ERROR: failed to open input file: '/nonexistent-base': No "
+				    "such file or directory (--diff_base_read: ") &&
+			      !strstr(r.err, "(--read: "),
+		      "%s", r.err);
 }
 END_TEST
 
@@ -840,6 +848,28 @@ START_TEST(test_show_said)
 			mstore);
 		ck_assert_msg(strstr(logbuf, want), "want '%s' in: %s", want, logbuf);
 	}
+	/* A base reaching past the store's end (seconds 10-11 hold metrics, none after):
+	 * its seconds there hold nothing, so the range's stacks would seem to grow. Said. */
+	logbuf[0] = 0;
+	o.starttime = "10:00:02";
+	o.diff_base_start = "10:00:08";
+	o.diff_base_end = "10:00:14";
+	ck_assert_int_eq(run(&o), 0);
+	{
+		char want[1400];
+
+		snprintf(want, sizeof(want),
+			 "the diff base [ 10:00:08.000 - 10:00:14.000 ] reaches outside the "
+			 "records of '%s' [ 10:00:00.000 - 10:00:12.000 ]: ",
+			 mstore);
+		ck_assert_msg(strstr(logbuf, want), "want '%s' in: %s", want, logbuf);
+	}
+	/* within them: nothing said */
+	logbuf[0] = 0;
+	o.diff_base_start = "10:00:06";
+	o.diff_base_end = "10:00:08";
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(!strstr(logbuf, "diff base"), "%s", logbuf);
 }
 END_TEST
 
