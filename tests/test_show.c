@@ -782,6 +782,15 @@ START_TEST(test_show_raw_offcpu)
 }
 END_TEST
 
+/* The log holds before, the metrics store's dir, then after. */
+static void logged_of_mstore(const char *before, const char *after)
+{
+	char want[1400];
+
+	snprintf(want, sizeof(want), "%s%s%s", before, mstore, after);
+	ck_assert_msg(strstr(logbuf, want), "want '%s' in: %s", want, logbuf);
+}
+
 /*
  * Quiet changes to the request are said on stderr: a -B before the first
  * record (the export starts there), and a folded export of a range with both
@@ -837,17 +846,9 @@ START_TEST(test_show_said)
 	o.diff_base_start = "10:00:10";
 	o.diff_base_end = "10:00:11";
 	ck_assert_int_eq(run(&o), 0);
-	{
-		char want[1400];
-
-		snprintf(
-			want, sizeof(want),
-			"the diff base [ 10:00:10.000 - 10:00:11.000 ] of '%s' holds no records "
-			"(--diff_base_start, --diff_base_end, --diff_base_read): every stack shows "
-			"as new",
-			mstore);
-		ck_assert_msg(strstr(logbuf, want), "want '%s' in: %s", want, logbuf);
-	}
+	logged_of_mstore("the diff base [ 10:00:10.000 - 10:00:11.000 ] of '",
+			 "' holds no records (--diff_base_start, --diff_base_end, "
+			 "--diff_base_read): every stack shows as new");
 	/* A base reaching past the store's end (seconds 10-11 hold metrics, none after):
 	 * its seconds there hold nothing, so the range's stacks would seem to grow. Said. */
 	logbuf[0] = 0;
@@ -855,15 +856,9 @@ START_TEST(test_show_said)
 	o.diff_base_start = "10:00:08";
 	o.diff_base_end = "10:00:14";
 	ck_assert_int_eq(run(&o), 0);
-	{
-		char want[1400];
-
-		snprintf(want, sizeof(want),
-			 "the diff base [ 10:00:08.000 - 10:00:14.000 ] reaches outside the "
-			 "records of '%s' [ 10:00:00.000 - 10:00:12.000 ]: ",
-			 mstore);
-		ck_assert_msg(strstr(logbuf, want), "want '%s' in: %s", want, logbuf);
-	}
+	logged_of_mstore("the diff base [ 10:00:08.000 - 10:00:14.000 ] reaches outside the "
+			 "records of '",
+			 "' [ 10:00:00.000 - 10:00:12.000 ]: ");
 	/* within them: nothing said */
 	logbuf[0] = 0;
 	o.diff_base_start = "10:00:06";
