@@ -279,6 +279,16 @@ START_TEST(test_bad_values_named)
 	ASSERT_LOG("--freq: missing value (HZ)");
 	ck_assert_int_eq(PARSE(MON, "--bogus"), -EINVAL);
 	ASSERT_LOG("unknown option '--bogus'");
+	ck_assert_msg(!strstr(logbuf, "did you mean"), "%s", logbuf);
+	/* a typo: the option meant named, of this command (a dash for an underscore too) */
+	ck_assert_int_eq(PARSE(MON, "--duraton", "5"), -EINVAL);
+	ASSERT_LOG("unknown option '--duraton' (did you mean '--duration'?)");
+	ck_assert_int_eq(PARSE(MON, "--store-dri", "/tmp"), -EINVAL);
+	ASSERT_LOG("unknown option '--store-dri' (did you mean '--store_dir'?)");
+	ck_assert_int_eq(PARSE(SHOW, "--startime", "10:00:00", "-r", "/tmp"), -EINVAL);
+	ASSERT_LOG("unknown option '--startime' (did you mean '--starttime'?)");
+	ck_assert_int_eq(PARSE(SHOW, "--target-pdi", "1", "-r", "/tmp"), -EINVAL);
+	ASSERT_LOG("unknown option '--target-pdi' (did you mean '--target_pid'?)");
 	ck_assert_int_eq(PARSE(MON, "-Z"), -EINVAL);
 	ASSERT_LOG("unknown option '-Z'");
 	ck_assert_int_eq(PARSE(MON, "--read", "/tmp"), -EINVAL);
@@ -458,6 +468,9 @@ START_TEST(test_config_file)
 	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
 	ck_assert_msg(strstr(logbuf, path) && strstr(logbuf, ":2: unknown key 'bogus_key'"), "%s",
 		      logbuf);
+	write_file(path, "freq: 100\npersistant_day: 3\n");
+	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
+	ASSERT_LOG(":2: unknown key 'persistant_day' (did you mean 'persistent_day'?)");
 
 	write_file(path, "freq: 0\n");
 	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
