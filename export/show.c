@@ -721,7 +721,15 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t end
 	if (etod < 0)
 		end = t0 + o->output_num;
 	if (end > end_s || end <= t0) {
-		not_enough(t0, end, first_s, end_s, shut, "");
+		char why[128] = "";
+
+		/* -E before -B from a root: a window of a day, maybe not the one meant */
+		if (etod >= 0 && etod < stod)
+			snprintf(why, sizeof(why),
+				 ": the --endtime %s before the --starttime is the next day's, a "
+				 "window of %lld s",
+				 o->endtime, (long long)(end - t0));
+		not_enough(t0, end, first_s, end_s, shut, why);
 		return -ENODATA;
 	}
 	*ret_t0 = t0;

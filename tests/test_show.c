@@ -660,6 +660,16 @@ START_TEST(test_show_before_store)
 	ck_assert_msg(strstr(logbuf, "Export First Record"), "%s", logbuf);
 	ck_assert_ptr_nonnull(
 		strstr(out, "Export Record Time From [ 10:00:00.000 - 10:00:02.000 ]\n"));
+	/* from a root, an end before the start is the next day's: said when refused */
+	logbuf[0] = 0;
+	o.read = root;
+	o.starttime = "10:00:05";
+	o.endtime = "10:00:04";
+	ck_assert_int_eq(run(&o), -ENODATA);
+	ck_assert_msg(strstr(logbuf, "asked for [ 10:00:05.000 - 10:00:04.000 ], the store holds [ "
+				     "10:00:00.000 - 10:00:10.000 ]: the --endtime 10:00:04 before "
+				     "the --starttime is the next day's, a window of 86399 s"),
+		      "%s", logbuf);
 	log_set_sink(NULL);
 	log_set_level(LOG_LVL_ERROR);
 }
