@@ -472,9 +472,18 @@ static int opt_set_value(const struct opt_def *d, const char *val, struct cpa_op
 	case OPT_LLONG:
 		r = parse_ll(val, d->min, d->max, &v);
 		if (r == -ERANGE) {
+			char range[64];
+
+			/* No bound above but the type's: CPA's words for -n, not 19 digits. */
+			if (d->max != LLONG_MAX)
+				snprintf(range, sizeof(range), "%lld..%lld", d->min, d->max);
+			else if (d->min == 1)
+				snprintf(range, sizeof(range), "a positive integer");
+			else
+				snprintf(range, sizeof(range), "%lld..2^63-1", d->min);
 			/* CPA's words where a script may grep them ("persistent_day > 0"). */
-			log_error("%s--%s: value '%s' out of range (must be %lld..%lld)%s", where,
-				  d->name, val, d->min, d->max,
+			log_error("%s--%s: value '%s' out of range (must be %s)%s", where, d->name,
+				  val, range,
 				  d->off == O(mon.persistent_day) ? ": use persistent_day > 0"
 								  : "");
 			return -EINVAL;

@@ -213,6 +213,11 @@ START_TEST(test_bad_values_named)
 		 "--persistent_day: value '0' out of range (must be 1..36500): use persistent_day "
 		 "> 0"},
 		{MON, "--persistent_day", "-1", "--persistent_day: value '-1' out of range"},
+		/* no bound above: CPA's words, not the type's limit */
+		{SHOW, "--output_num", "0",
+		 "--output_num: value '0' out of range (must be a positive integer)"},
+		{SHOW, "--target_cgroup_id", "-1",
+		 "--target_cgroup_id: value '-1' out of range (must be 0..2^63-1)"},
 		{MON, "--record_interval", "0", "--record_interval: value '0' out of range"},
 		{MON, "--max_queue_size", "0", "--max_queue_size: value '0' out of range"},
 		{MON, "--pid", "-5", "--pid: value '-5' out of range"},
