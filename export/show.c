@@ -945,8 +945,6 @@ int show_run(const struct show_opts *o)
 		log_error("%s", store_reader__error(r));
 	} else if ((ret = store_reader__records(r, &rfirst, &rlast, &recs)) < 0) {
 		log_error_errno(ret, "read '%s': %m", dir);
-	} else if (o->probe_id >= 0 && (ret = show_probe(dir, o->probe_id)) < 0) {
-		/* logged */
 	} else {
 		/*
 		 * Records Num is exactly the seconds holding samples, and the range
@@ -967,8 +965,11 @@ int show_run(const struct show_opts *o)
 		       (unsigned long long)recs);
 		fflush(stdout);
 		show_warn_unused(o);
+		/* after the range, as every run prints it first (scripts read it) */
+		if (!o->show_range && o->probe_id >= 0)
+			ret = show_probe(dir, o->probe_id); /* logged */
 		/* --sched reads the metrics: its window may start before the first record. */
-		if (!o->show_range)
+		if (!o->show_range && ret >= 0)
 			ret = run_export(o, &r, dir, sizeof(dir),
 					 show_sched_wanted(o) ? first : pfirst, last, stod, etod,
 					 shut, &filt);

@@ -516,6 +516,9 @@ START_TEST(test_show_filters)
 	o.output_num = NSEC;
 	o.probe_id = 0;
 	ck_assert_int_eq(run(&o), -ENOENT);
+	/* the range first, as on every run (scripts read it) */
+	ck_assert_str_eq(out, "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records "
+			      "Num: 10\n");
 
 	o = defaults();
 	o.output_prof = path;
