@@ -628,6 +628,16 @@ static void log_capture(enum log_level lvl, const char *line)
 	strcat(logbuf, "\n");
 }
 
+/* o from b to e: Not Found Enough Records, the log saying want. */
+static void refused_saying(struct show_opts *o, const char *b, const char *e, const char *want)
+{
+	logbuf[0] = 0;
+	o->starttime = b;
+	o->endtime = e;
+	ck_assert_int_eq(run(o), -ENODATA);
+	ck_assert_msg(strstr(logbuf, want), "want '%s' in: %s", want, logbuf);
+}
+
 /*
  * A window that ends before the store's first record holds nothing: Not Found
  * Enough Records naming the window asked, not "the export starts at" the
@@ -641,21 +651,14 @@ START_TEST(test_show_before_store)
 	log_set_level(LOG_LVL_WARN);
 	log_set_sink(log_capture);
 	prof_to(&o, path, sizeof(path), "before.prof");
-	logbuf[0] = 0;
-	o.starttime = "09:00:00";
-	o.endtime = "09:30:00";
-	ck_assert_int_eq(run(&o), -ENODATA);
-	ck_assert_msg(strstr(logbuf, "Not Found Enough Records: asked for [ 09:00:00.000 - "
-				     "09:30:00.000 ], the store holds [ 10:00:00.000 - "
-				     "10:00:10.000 ]: the window ends before the first record"),
-		      "%s", logbuf);
+	refused_saying(&o, "09:00:00", "09:30:00",
+		       "Not Found Enough Records: asked for [ 09:00:00.000 - 09:30:00.000 ], the "
+		       "store holds [ 10:00:00.000 - 10:00:10.000 ]: the window ends before the "
+		       "first record");
 	ck_assert_msg(!strstr(logbuf, "Export First Record"), "%s", logbuf);
 	ck_assert_int_ne(access(path, F_OK), 0);
 	/* ending where the first record's second starts: still nothing */
-	logbuf[0] = 0;
-	o.endtime = "10:00:00";
-	ck_assert_int_eq(run(&o), -ENODATA);
-	ck_assert_msg(strstr(logbuf, "asked for [ 09:00:00.000 - 10:00:00.000 ]"), "%s", logbuf);
+	refused_saying(&o, "09:00:00", "10:00:00", "asked for [ 09:00:00.000 - 10:00:00.000 ]");
 	/* reaching into it: moved to the first record, as in CPA */
 	logbuf[0] = 0;
 	o.endtime = "10:00:02";
@@ -664,15 +667,12 @@ START_TEST(test_show_before_store)
 	ck_assert_ptr_nonnull(
 		strstr(out, "Export Record Time From [ 10:00:00.000 - 10:00:02.000 ]\n"));
 	/* from a root, an end before the start is the next day's: said when refused */
-	logbuf[0] = 0;
 	o.read = root;
-	o.starttime = "10:00:05";
-	o.endtime = "10:00:04";
-	ck_assert_int_eq(run(&o), -ENODATA);
-	ck_assert_msg(strstr(logbuf, "asked for [ 10:00:05.000 - 10:00:04.000 ], the store holds [ "
-				     "10:00:00.000 - 10:00:10.000 ]: the --endtime 10:00:04 before "
-				     "the --starttime is the next day's, a window of 86399 s"),
-		      "%s", logbuf);
+	refused_saying(
+		&o, "10:00:05", "10:00:04",
+		"asked for [ 10:00:05.000 - 10:00:04.000 ], the store holds [ 10:00:00.000 - "
+		"10:00:10.000 ]: the --endtime 10:00:04 before the --starttime is the next "
+		"day's, a window of 86399 s");
 	log_set_sink(NULL);
 	log_set_level(LOG_LVL_ERROR);
 }
