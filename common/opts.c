@@ -472,9 +472,18 @@ static int opt_set_value(const struct opt_def *d, const char *val, struct cpa_op
 	case OPT_LLONG:
 		r = parse_ll(val, d->min, d->max, &v);
 		if (r == -ERANGE) {
+			char range[64];
+
+			/* No bound above but the type's: CPA's words for -n, not 19 digits. */
+			if (d->max != LLONG_MAX)
+				snprintf(range, sizeof(range), "%lld..%lld", d->min, d->max);
+			else if (d->min == 1)
+				snprintf(range, sizeof(range), "a positive integer");
+			else
+				snprintf(range, sizeof(range), "%lld..2^63-1", d->min);
 			/* CPA's words where a script may grep them ("persistent_day > 0"). */
-			log_error("%s--%s: value '%s' out of range (must be %lld..%lld)%s", where,
-				  d->name, val, d->min, d->max,
+			log_error("%s--%s: value '%s' out of range (must be %s)%s", where, d->name,
+				  val, range,
 				  d->off == O(mon.persistent_day) ? ": use persistent_day > 0"
 								  : "");
 			return -EINVAL;
@@ -546,6 +555,77 @@ static const struct opt_def *opt_find_long(const char *name, size_t len, unsigne
 	return NULL;
 }
 
+/* Edits from a to b (insert, delete, substitute, swap two neighbours: the
+ * optimal string alignment distance); both shorter than 64. */
+static unsigned int edit_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+	unsigned int d[3][64], *pp = d[0], *p = d[1], *c = d[2];
+
+	for (size_t j = 0; j <= lb; j++)
+		p[j] = (unsigned int)j;
+	for (size_t i = 1; i <= la; i++) {
+		c[0] = (unsigned int)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned int v = p[j - 1] + (a[i - 1] != b[j - 1]);
+
+			v = MIN(v, p[j] + 1);
+			v = MIN(v, c[j - 1] + 1);
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+				v = MIN(v, pp[j - 2] + 1);
+			c[j] = v;
+		}
+		unsigned int *t = pp;
+
+		pp = p;
+		p = c;
+		c = t;
+	}
+	return p[lb];
+}
+
+/*
+ * The option of scope a mistyped name most likely meant (dashes read as
+ * underscores): one or two edits away, at most one per three letters, so a
+ * word that is no option's name gets no guess. NULL if none is that near.
+ */
+static const struct opt_def *opt_nearest(const char *name, size_t len, unsigned int scope)
+{
+	const struct opt_def *best = NULL;
+	unsigned int best_d = 3;
+	char norm[64];
+
+	if (len >= sizeof(norm))
+		return NULL;
+	for (size_t i = 0; i < len; i++)
+		norm[i] = name[i] == '-' ? '_' : name[i];
+	for (unsigned int i = 0; i < ARRAY_SIZE(opt_table); i++) {
+		const char *n = opt_table[i].name;
+		size_t nl = strlen(n);
+		unsigned int d;
+
+		if (!(opt_table[i].scope & scope) || nl >= sizeof(norm))
+			continue;
+		d = edit_distance(norm, len, n, nl);
+		if (d < best_d && d * 3 <= len) {
+			best = &opt_table[i];
+			best_d = d;
+		}
+	}
+	return best;
+}
+
+/* " (did you mean '<prefix><name>'?)" for a mistyped name, else "". */
+static const char *guess_of(const char *name, size_t len, unsigned int scope, const char *prefix,
+			    char *buf, size_t buflen)
+{
+	const struct opt_def *d = opt_nearest(name, len, scope);
+
+	if (!d)
+		return "";
+	snprintf(buf, buflen, " (did you mean '%s%s'?)", prefix, d->name);
+	return buf;
+}
+
 static const struct opt_def *opt_find_short(char c, unsigned int scope)
 {
 	for (unsigned int i = 0; i < ARRAY_SIZE(opt_table); i++)
@@ -612,13 +692,16 @@ int cpa_opts__parse_argv(struct cpa_opts *o, int argc, char **argv)
 			d = opt_find_long(name, len, scope);
 			if (!d) {
 				const char *other = other_cmd_of(name, len);
+				char guess[96];
 
 				if (other)
 					log_error(
 						"--%.*s is an option of 'cpa %s', not of 'cpa %s'",
 						(int)len, name, other, o->cmd_name);
 				else
-					log_error("unknown option '--%.*s'", (int)len, name);
+					log_error("unknown option '--%.*s'%s", (int)len, name,
+						  guess_of(name, len, scope, "--", guess,
+							   sizeof(guess)));
 				return -EINVAL;
 			}
 			if (d->type == OPT_BOOL) {
@@ -768,12 +851,15 @@ int cpa_opts__load_config(struct cpa_opts *o, const char *path)
 		d = opt_find_long(key, strlen(key), cmd_scope(o));
 		if (!d) {
 			const char *other = other_cmd_of(key, strlen(key));
+			char guess[96];
 
 			if (other)
 				log_error("%skey '%s' is an option of 'cpa %s', not of 'cpa %s'",
 					  where, key, other, o->cmd_name);
 			else
-				log_error("%sunknown key '%s'", where, key);
+				log_error("%sunknown key '%s'%s", where, key,
+					  guess_of(key, strlen(key), cmd_scope(o), "", guess,
+						   sizeof(guess)));
 			r = -EINVAL;
 			break;
 		}

@@ -117,14 +117,15 @@ static const char *stage_names(char *buf, size_t len, unsigned int limit)
 	return buf;
 }
 
-static int stage_from_name(const char *name, enum shm_stage_id *ret)
+static int stage_from_name(const char *verb, const char *name, enum shm_stage_id *ret)
 {
 	char names[128];
 
 	*ret = shm_stage_by_name(name, strlen(name));
 	if (*ret != SHM_STAGE_MAX)
 		return 0;
-	log_error("unknown stage '%s' (%s)", name, stage_names(names, sizeof(names), 0));
+	log_error("ctl %s: unknown stage '%s' (%s)", verb, name,
+		  stage_names(names, sizeof(names), 0));
 	return -EINVAL;
 }
 
@@ -195,22 +196,17 @@ static int set_mem(struct shm_stage *st, enum shm_stage_id id, pid_t mpid, long 
 
 /*
  * The writers of a monitor's limits (ctl mem, ctl rate) one at a time: an
- * exclusive flock on the store dir (nothing else locks the directory
- * itself). -errno when it cannot be had (logged).
+ * exclusive flock on the monitor's arena, a file of its own that each ctl
+ * run opens anew (/proc/PID/fd), so their locks conflict; released when the
+ * arena is freed. Not the store dir: the storer holds the store root's flock
+ * for its whole life (store_root__lock()), and a ctl waiting for that waited
+ * until the monitor stopped. 0, or -errno (logged).
  */
-static int ctl_lock(const char *store_dir)
+static int ctl_lock(struct shm_arena *a, pid_t mpid)
 {
-	int fd = open(store_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		return log_error_errno(-errno, "open '%s': %m", store_dir);
-	if (flock(fd, LOCK_EX) < 0) {
-		int r = log_error_errno(-errno, "lock '%s': %m", store_dir);
-
-		close(fd);
-		return r;
-	}
-	return fd;
+	if (flock(a->fd, LOCK_EX) < 0)
+		return log_error_errno(-errno, "lock the arena of monitor pid %d: %m", mpid);
+	return 0;
 }
 
 static void print_status(struct shm_arena *a, pid_t mpid, const char *store_dir)
@@ -539,7 +535,6 @@ int cmd_ctl(struct cpa_opts *o)
 	char names[128];
 	pid_t mpid;
 	int code = 1;
-	_cleanup_close_ int lock_fd = -1;
 
 	if (o->n_args < 1) {
 		log_error(
@@ -556,42 +551,43 @@ int cmd_ctl(struct cpa_opts *o)
 		if (o->n_args > 2)
 			goto usage;
 		if (o->n_args > 1 && parse_ll(o->args[1], 1, 3600, &n) < 0) {
-			log_error("cost: invalid window '%s' (seconds, 1..3600)", o->args[1]);
-			return 2;
+			log_error("ctl cost: invalid window '%s' (seconds, 1..3600)", o->args[1]);
+			goto hint;
 		}
 	} else if (!strcmp(verb, "restart")) {
 		if (o->n_args != 2)
 			goto usage;
-		if (stage_from_name(o->args[1], &id) < 0)
-			return 2;
+		if (stage_from_name(verb, o->args[1], &id) < 0)
+			goto hint;
 	} else if (!strcmp(verb, "rate") || !strcmp(verb, "mem")) {
 		if (o->n_args != 3)
 			goto usage;
-		if (stage_from_name(o->args[1], &id) < 0)
-			return 2;
+		if (stage_from_name(verb, o->args[1], &id) < 0)
+			goto hint;
 		/* the values are checked before the monitor is looked for */
 		if (!strcmp(verb, "mem") && !has_cache(id)) {
-			log_error("mem: %s has no cache to cap (%s)", shm_stage_name(id),
+			log_error("ctl mem: %s has no cache to cap (%s)", shm_stage_name(id),
 				  stage_names(names, sizeof(names), SHM_LIMIT_MEM));
-			return 2;
+			goto hint;
 		}
 		if (!strcmp(verb, "rate") && !(shm_stages[id].limits & SHM_LIMIT_RATE)) {
-			log_error("rate: %s applies no rate limit (%s)", shm_stage_name(id),
+			log_error("ctl rate: %s applies no rate limit (%s)", shm_stage_name(id),
 				  stage_names(names, sizeof(names), SHM_LIMIT_RATE));
-			return 2;
+			goto hint;
 		}
 		if (!strcmp(verb, "mem") && parse_ll(o->args[2], 1, 1048576, &n) < 0) {
-			log_error("mem: invalid value '%s' (MiB, 1..1048576)", o->args[2]);
-			return 2;
+			log_error("ctl mem: invalid value '%s' (MiB, 1..1048576)", o->args[2]);
+			goto hint;
 		}
 		if (!strcmp(verb, "rate") && parse_ll(o->args[2], 0, LLONG_MAX, &n) < 0) {
-			log_error("rate: invalid value '%s' (records per second, 0 = unlimited)",
-				  o->args[2]);
-			return 2;
+			log_error(
+				"ctl rate: invalid value '%s' (records per second, 0 = unlimited)",
+				o->args[2]);
+			goto hint;
 		}
 	} else {
 		log_error("ctl: unknown action '%s' (status, cost, restart, rate, mem)", verb);
-		return 2;
+		goto hint;
 	}
 
 	if (monitor_pid_get(store_dir, &mpid) < 0)
@@ -599,8 +595,7 @@ int cmd_ctl(struct cpa_opts *o)
 	if (arena_open(mpid, &a) < 0)
 		return 1;
 	if (!strcmp(verb, "mem") || !strcmp(verb, "rate")) {
-		lock_fd = ctl_lock(store_dir);
-		if (lock_fd < 0) {
+		if (ctl_lock(a, mpid) < 0) {
 			shm_arena__free(a);
 			return 1;
 		}
@@ -648,6 +643,8 @@ int cmd_ctl(struct cpa_opts *o)
 	return code;
 usage:
 	log_error("ctl %s: wrong number of arguments", verb);
+hint:
+	/* a usage error, answered as the option parser answers one */
 	fprintf(stderr, "Try 'cpa ctl --help'.\n");
 	return 2;
 }

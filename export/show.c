@@ -654,6 +654,23 @@ static int64_t window_end(const struct show_opts *o, uint64_t first, long stod, 
 	return MAX(t0, first_s) + MIN(o->output_num, 366L * 86400);
 }
 
+/* "Not Found Enough Records" for the window [t0, end) of a store holding
+ * [first_s, end_s) (unix seconds); why: more words after the ranges. */
+static void not_enough(int64_t t0, int64_t end, int64_t first_s, int64_t end_s, const char *shut,
+		       const char *why)
+{
+	char a[32], b[32], ha[32], hb[32];
+
+	fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
+	fmt_tod((uint64_t)end * NS, b, sizeof(b));
+	fmt_tod((uint64_t)first_s * NS, ha, sizeof(ha));
+	fmt_tod((uint64_t)end_s * NS, hb, sizeof(hb));
+	/* a run dir this user cannot read may hold them: named */
+	log_error(
+		"Not Found Enough Records: asked for [ %s - %s ], the store holds [ %s - %s ]%s%s%s",
+		a, b, ha, hb, why, *shut ? "; they may be in " : "", shut);
+}
+
 /*
  * The export window [*ret_t0, *ret_t0 + *ret_n) in unix seconds, within the
  * time the records cover, [first, end) (end: store_reader__range_end(), past
@@ -668,7 +685,7 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t end
 	int64_t first_s = (int64_t)(first / NS), end_s = (int64_t)(end_ns / NS);
 	int64_t day0 = local_midnight(first_s);
 	int64_t t0 = stod >= 0 ? day0 + stod : first_s, end = 0;
-	char a[32], b[32], ha[32], hb[32];
+	char a[32], b[32];
 
 	if (etod >= 0) {
 		end = show_etod_end(o->read, day0, stod, etod);
@@ -684,6 +701,13 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t end
 		log_error("--output_num %ld is more than a year of records", o->output_num);
 		return -EINVAL;
 	}
+	if (etod >= 0 && end <= first_s) {
+		/* Nothing of it is in the store: moving the start to the first
+		 * record would make a window that ends before it starts. */
+		not_enough(t0, end, first_s, end_s, shut,
+			   ": the window ends before the first record");
+		return -ENODATA;
+	}
 	if (t0 < first_s) {
 		/* CPA moved it too ("Export First Record"); say so: the range is not the one asked.
 		 */
@@ -697,14 +721,15 @@ static int select_window(const struct show_opts *o, uint64_t first, uint64_t end
 	if (etod < 0)
 		end = t0 + o->output_num;
 	if (end > end_s || end <= t0) {
-		fmt_tod((uint64_t)t0 * NS, a, sizeof(a));
-		fmt_tod((uint64_t)end * NS, b, sizeof(b));
-		fmt_tod((uint64_t)first_s * NS, ha, sizeof(ha));
-		fmt_tod((uint64_t)end_s * NS, hb, sizeof(hb));
-		/* a run dir this user cannot read may hold them: named */
-		log_error("Not Found Enough Records: asked for [ %s - %s ], the store holds [ %s - "
-			  "%s ]%s%s",
-			  a, b, ha, hb, *shut ? "; they may be in " : "", shut);
+		char why[128] = "";
+
+		/* -E before -B from a root: a window of a day, maybe not the one meant */
+		if (etod >= 0 && etod < stod)
+			snprintf(why, sizeof(why),
+				 ": the --endtime %s before the --starttime is the next day's, a "
+				 "window of %lld s",
+				 o->endtime, (long long)(end - t0));
+		not_enough(t0, end, first_s, end_s, shut, why);
 		return -ENODATA;
 	}
 	*ret_t0 = t0;
@@ -920,8 +945,6 @@ int show_run(const struct show_opts *o)
 		log_error("%s", store_reader__error(r));
 	} else if ((ret = store_reader__records(r, &rfirst, &rlast, &recs)) < 0) {
 		log_error_errno(ret, "read '%s': %m", dir);
-	} else if (o->probe_id >= 0 && (ret = show_probe(dir, o->probe_id)) < 0) {
-		/* logged */
 	} else {
 		/*
 		 * Records Num is exactly the seconds holding samples, and the range
@@ -942,8 +965,11 @@ int show_run(const struct show_opts *o)
 		       (unsigned long long)recs);
 		fflush(stdout);
 		show_warn_unused(o);
+		/* after the range, as every run prints it first (scripts read it) */
+		if (!o->show_range && o->probe_id >= 0)
+			ret = show_probe(dir, o->probe_id); /* logged */
 		/* --sched reads the metrics: its window may start before the first record. */
-		if (!o->show_range)
+		if (!o->show_range && ret >= 0)
 			ret = run_export(o, &r, dir, sizeof(dir),
 					 show_sched_wanted(o) ? first : pfirst, last, stod, etod,
 					 shut, &filt);

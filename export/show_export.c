@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "export.h"
@@ -306,6 +307,15 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 		log_error("bad --diff_base_end '%s': want HH:MM:SS", o->diff_base_end);
 		return -EINVAL;
 	}
+	if (o->diff_base_read && access(o->diff_base_read, F_OK) < 0) {
+		/* as show_pick_dir() says it of --read, with this option's name */
+		ret = -errno;
+		log_error_errno(ret,
+				"failed to open input file: '%s': %m (--diff_base_read: a "
+				"cpa_YYMMDD... dir or the root holding them)",
+				o->diff_base_read);
+		return ret;
+	}
 	if (o->diff_base_read) {
 		ret = show_open_store(o->diff_base_read, stod, NULL, dir, sizeof(dir), NULL, 0,
 				      &own);
@@ -352,10 +362,23 @@ static int add_base(const struct show_opts *o, struct exporter *e, struct store_
 	if (own) /* r's are said at the end */
 		show_warn_skipped(own, dir);
 	export__stats(e, &st);
-	if (!st.rows[1])
+	if (!st.rows[1]) {
 		log_warn("the diff base [ %s - %s ] of '%s' holds no records (--diff_base_start, "
 			 "--diff_base_end, --diff_base_read): every stack shows as new",
 			 a, b, own ? dir : sdir);
+	} else if (t0 < (int64_t)(first / NS) ||
+		   t1 > (int64_t)(store_reader__range_end(br, last) / NS)) {
+		/* The range itself is refused there (Not Found Enough Records); a
+		 * base is compared as it is, but not silently. */
+		char ha[32], hb[32];
+
+		show_fmt_tod(first / NS * NS, ha, sizeof(ha));
+		show_fmt_tod(store_reader__range_end(br, last) / NS * NS, hb, sizeof(hb));
+		log_warn("the diff base [ %s - %s ] reaches outside the records of '%s' [ %s - %s "
+			 "]: its seconds there hold nothing, so the range's stacks seem to have "
+			 "grown by what they would have held",
+			 a, b, own ? dir : sdir, ha, hb);
+	}
 	ret = 0;
 out:
 	store_reader__free(own);

@@ -5,7 +5,8 @@
 # count, --backend perf, the no-FP shares), test_e2e_pid (--pid), test_e2e_stop
 # (SIGINT, SIGTERM), test_e2e_stack (the adaptive stack copy), test_e2e_stacksize
 # (--stack_size above 8192 on the BPF backend, the fallback's line), test_e2e_oneshot
-# (--oneshot), test_e2e_bench (--bench's CPA lines and the ctl cost),
+# (--oneshot), test_e2e_bench (--bench's CPA lines and the ctl cost), test_e2e_ctl
+# (ctl rate and mem answer while the real pipeline runs),
 # test_e2e_offcpu (--offcpu against the workload's measured blocking),
 # test_e2e_faketime (the stages under LD_PRELOAD=libfaketime across a fake
 # midnight; 77 without it), test_e2e_real and test_e2e_bigframes (Debian's own
@@ -24,7 +25,7 @@ target_compile_definitions(test_e2e PRIVATE CFI_FIXTURE_DIR="${CMAKE_BINARY_DIR}
 # test_e2e_oneshot is the smoke test of the fast preset; test_e2e_faketime
 # skips itself in a sanitizer build, so it also carries `plain`: scripts/test.sh
 # runs that label on the Release build.
-foreach(group pid stop stack stacksize oneshot bench offcpu faketime real bigframes churn dlopen)
+foreach(group pid stop stack stacksize oneshot bench ctl offcpu faketime real bigframes churn dlopen)
   set(extra "")
   if(group STREQUAL "oneshot")
     set(extra smoke)

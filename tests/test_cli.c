@@ -213,6 +213,11 @@ START_TEST(test_bad_values_named)
 		 "--persistent_day: value '0' out of range (must be 1..36500): use persistent_day "
 		 "> 0"},
 		{MON, "--persistent_day", "-1", "--persistent_day: value '-1' out of range"},
+		/* no bound above: CPA's words, not the type's limit */
+		{SHOW, "--output_num", "0",
+		 "--output_num: value '0' out of range (must be a positive integer)"},
+		{SHOW, "--target_cgroup_id", "-1",
+		 "--target_cgroup_id: value '-1' out of range (must be 0..2^63-1)"},
 		{MON, "--record_interval", "0", "--record_interval: value '0' out of range"},
 		{MON, "--max_queue_size", "0", "--max_queue_size: value '0' out of range"},
 		{MON, "--pid", "-5", "--pid: value '-5' out of range"},
@@ -279,6 +284,16 @@ START_TEST(test_bad_values_named)
 	ASSERT_LOG("--freq: missing value (HZ)");
 	ck_assert_int_eq(PARSE(MON, "--bogus"), -EINVAL);
 	ASSERT_LOG("unknown option '--bogus'");
+	ck_assert_msg(!strstr(logbuf, "did you mean"), "%s", logbuf);
+	/* a typo: the option meant named, of this command (a dash for an underscore too) */
+	ck_assert_int_eq(PARSE(MON, "--duraton", "5"), -EINVAL);
+	ASSERT_LOG("unknown option '--duraton' (did you mean '--duration'?)");
+	ck_assert_int_eq(PARSE(MON, "--store-dri", "/tmp"), -EINVAL);
+	ASSERT_LOG("unknown option '--store-dri' (did you mean '--store_dir'?)");
+	ck_assert_int_eq(PARSE(SHOW, "--startime", "10:00:00", "-r", "/tmp"), -EINVAL);
+	ASSERT_LOG("unknown option '--startime' (did you mean '--starttime'?)");
+	ck_assert_int_eq(PARSE(SHOW, "--target-pdi", "1", "-r", "/tmp"), -EINVAL);
+	ASSERT_LOG("unknown option '--target-pdi' (did you mean '--target_pid'?)");
 	ck_assert_int_eq(PARSE(MON, "-Z"), -EINVAL);
 	ASSERT_LOG("unknown option '-Z'");
 	ck_assert_int_eq(PARSE(MON, "--read", "/tmp"), -EINVAL);
@@ -458,6 +473,9 @@ START_TEST(test_config_file)
 	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
 	ck_assert_msg(strstr(logbuf, path) && strstr(logbuf, ":2: unknown key 'bogus_key'"), "%s",
 		      logbuf);
+	write_file(path, "freq: 100\npersistant_day: 3\n");
+	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
+	ASSERT_LOG(":2: unknown key 'persistant_day' (did you mean 'persistent_day'?)");
 
 	write_file(path, "freq: 0\n");
 	ck_assert_int_eq(PARSE(MON, "-C", path), -EINVAL);
@@ -729,6 +747,28 @@ START_TEST(test_bin_errors)
 	ck_assert_msg(strstr(r.err, "rate: storer applies no rate limit (capture, unwindd or "
 				    "symd)"),
 		      "%s", r.err);
+	/* every usage error of ctl names the verb and ends as the other commands' do */
+	{
+		static const char *const bad[][4] = {
+			{"bogus"},
+			{"restart", "nosuch"},
+			{"rate", "symd", "many"},
+			{"mem", "capture", "64"},
+			{"cost", "abc"},
+			{"restart"},
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			test_run_bin(&r, "cpa",
+				     (const char *const[]){"ctl", "--store_dir",
+							   "/nonexistent-store", bad[i][0],
+							   bad[i][1], bad[i][2], NULL});
+			ck_assert_msg(r.code == 2 && strstr(r.err, "ERROR: ctl") &&
+					      strstr(r.err, "\nTry 'cpa ctl --help'.\n"),
+				      "ctl %s %s: exit %d: %s", bad[i][0],
+				      bad[i][1] ? bad[i][1] : "", r.code, r.err);
+		}
+	}
 }
 END_TEST
 

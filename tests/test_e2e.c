@@ -1561,6 +1561,65 @@ START_TEST(test_e2e_ctl_cost)
 }
 END_TEST
 
+/*
+ * `cpa ctl rate` and `cpa ctl mem` on the real pipeline: each answers while
+ * the monitor runs (their lock is not the storer's lock on the store root,
+ * which a ctl run used to wait for until the monitor stopped), and the value
+ * is in place (`cpa ctl status`).
+ */
+static char *ctl_while_running(const char *cpa, const char *store, pid_t mon, const char *verb,
+			       const char *stage, const char *value)
+{
+	char *argv[] = {(char *)cpa,  "ctl",	     "--store_dir", (char *)store,
+			(char *)verb, (char *)stage, (char *)value, NULL};
+	int out_fd, status = 0;
+	pid_t ctl = spawn(argv, &out_fd);
+	char *out;
+
+	/* A bound on a hang, not a timing: the run takes milliseconds. */
+	for (int i = 0; waitpid(ctl, &status, WNOHANG) == 0; i++) {
+		if (i == 600) {
+			kill(ctl, SIGKILL);
+			waitpid(ctl, NULL, 0);
+			kill(mon, SIGINT);
+			ck_abort_msg("cpa ctl %s %s %s still waits after 60 s, monitor running",
+				     verb, stage, value);
+		}
+		ck_assert_int_eq(waitpid(mon, NULL, WNOHANG), 0);
+		usleep(100 * 1000);
+	}
+	out = slurp_fd(out_fd);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "cpa ctl %s %s %s: status %d:\n%s", verb, stage, value, status, out);
+	return out;
+}
+
+START_TEST(test_e2e_ctl_writers)
+{
+	char *store = store_new(), cpa[1100], *out;
+	char *status_argv[] = {cpa, "ctl", "--store_dir", store, "status", NULL};
+	pid_t mon;
+	int rc;
+
+	need_root_bpf();
+	path_of(cpa, sizeof(cpa), "cpa");
+	mon = monitor_start(store, 0, 49, 0);
+	out = ctl_while_running(cpa, store, mon, "rate", "capture", "5000");
+	ck_assert_msg(strstr(out, "capture rate limit: 5000 records/s"), "%s", out);
+	free(out);
+	out = ctl_while_running(cpa, store, mon, "mem", "symd", "512");
+	ck_assert_msg(strstr(out, "symd mem limit: 512 MiB"), "%s", out);
+	free(out);
+	out = run(status_argv, &rc);
+	ck_assert_msg(rc == 0, "cpa ctl status exited %d:\n%s", rc, out);
+	ck_assert_msg(strstr(out, "rate 5000/s") && strstr(out, "mem limit 512 MiB"), "%s", out);
+	free(out);
+	kill(mon, SIGINT);
+	ck_assert_int_eq(wait_exit(mon, NULL), 0);
+	free(store);
+}
+END_TEST
+
 /* ---- under a clock interposer ---- */
 
 #define FAKETIME_LIB "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -1855,6 +1914,7 @@ int main(int argc, char **argv)
 		{"stacksize", 240, {test_e2e_stack_size_large, test_e2e_stack_size_fallback}},
 		{"oneshot", 120, {test_oneshot_duration, test_oneshot_sigint}},
 		{"bench", 120, {test_bench_cpa_lines, test_e2e_ctl_cost}},
+		{"ctl", 180, {test_e2e_ctl_writers}},
 		{"offcpu", 120, {test_e2e_offcpu}},
 		/* Debian's programs nobody here wrote. */
 		{"real", 300, {test_e2e_real_programs}},

@@ -483,6 +483,14 @@ START_TEST(test_show_binary)
 	RUN_BIN(&r, "-B", "10:00:05", "-o", "/tmp", "--format", "pprof");
 	ck_assert_int_eq(r.code, 1);
 	ck_assert_msg(strstr(r.err, "ERROR: -o: open '/tmp': Is a directory"), "%s", r.err);
+	/* a --diff_base_read that does not exist: that option named, not --read */
+	RUN_BIN(&r, "-B", "10:00:05", "-o", path, "--diff_base_start", "10:00:01",
+		"--diff_base_read", "/nonexistent-base");
+	ck_assert_int_eq(r.code, 1);
+	ck_assert_msg(strstr(r.err, "ERROR: failed to open input file: '/nonexistent-base': No "
+				    "such file or directory (--diff_base_read: ") &&
+			      !strstr(r.err, "(--read: "),
+		      "%s", r.err);
 }
 END_TEST
 
@@ -508,6 +516,9 @@ START_TEST(test_show_filters)
 	o.output_num = NSEC;
 	o.probe_id = 0;
 	ck_assert_int_eq(run(&o), -ENOENT);
+	/* the range first, as on every run (scripts read it) */
+	ck_assert_str_eq(out, "Record Time From [ 10:00:00.100 ] to [ 10:00:09.540 ] Records "
+			      "Num: 10\n");
 
 	o = defaults();
 	o.output_prof = path;
@@ -616,6 +627,56 @@ static void log_capture(enum log_level lvl, const char *line)
 	strncat(logbuf, line, sizeof(logbuf) - strlen(logbuf) - 2);
 	strcat(logbuf, "\n");
 }
+
+/* o from b to e: Not Found Enough Records, the log saying want. */
+static void refused_saying(struct show_opts *o, const char *b, const char *e, const char *want)
+{
+	logbuf[0] = 0;
+	o->starttime = b;
+	o->endtime = e;
+	ck_assert_int_eq(run(o), -ENODATA);
+	ck_assert_msg(strstr(logbuf, want), "want '%s' in: %s", want, logbuf);
+}
+
+/*
+ * A window that ends before the store's first record holds nothing: Not Found
+ * Enough Records naming the window asked, not "the export starts at" the
+ * first record and then a window that ends before it starts.
+ */
+START_TEST(test_show_before_store)
+{
+	struct show_opts o = defaults();
+	char path[1100];
+
+	log_set_level(LOG_LVL_WARN);
+	log_set_sink(log_capture);
+	prof_to(&o, path, sizeof(path), "before.prof");
+	refused_saying(&o, "09:00:00", "09:30:00",
+		       "Not Found Enough Records: asked for [ 09:00:00.000 - 09:30:00.000 ], the "
+		       "store holds [ 10:00:00.000 - 10:00:10.000 ]: the window ends before the "
+		       "first record");
+	ck_assert_msg(!strstr(logbuf, "Export First Record"), "%s", logbuf);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	/* ending where the first record's second starts: still nothing */
+	refused_saying(&o, "09:00:00", "10:00:00", "asked for [ 09:00:00.000 - 10:00:00.000 ]");
+	/* reaching into it: moved to the first record, as in CPA */
+	logbuf[0] = 0;
+	o.endtime = "10:00:02";
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(strstr(logbuf, "Export First Record"), "%s", logbuf);
+	ck_assert_ptr_nonnull(
+		strstr(out, "Export Record Time From [ 10:00:00.000 - 10:00:02.000 ]\n"));
+	/* from a root, an end before the start is the next day's: said when refused */
+	o.read = root;
+	refused_saying(
+		&o, "10:00:05", "10:00:04",
+		"asked for [ 10:00:05.000 - 10:00:04.000 ], the store holds [ 10:00:00.000 - "
+		"10:00:10.000 ]: the --endtime 10:00:04 before the --starttime is the next "
+		"day's, a window of 86399 s");
+	log_set_sink(NULL);
+	log_set_level(LOG_LVL_ERROR);
+}
+END_TEST
 
 /*
  * The fixture of the "cpa" case, as a run with scheduler metrics: metrics alone in seconds 0-1 and
@@ -734,6 +795,15 @@ START_TEST(test_show_raw_offcpu)
 }
 END_TEST
 
+/* The log holds before, the metrics store's dir, then after. */
+static void logged_of_mstore(const char *before, const char *after)
+{
+	char want[1400];
+
+	snprintf(want, sizeof(want), "%s%s%s", before, mstore, after);
+	ck_assert_msg(strstr(logbuf, want), "want '%s' in: %s", want, logbuf);
+}
+
 /*
  * Quiet changes to the request are said on stderr: a -B before the first
  * record (the export starts there), and a folded export of a range with both
@@ -789,17 +859,25 @@ START_TEST(test_show_said)
 	o.diff_base_start = "10:00:10";
 	o.diff_base_end = "10:00:11";
 	ck_assert_int_eq(run(&o), 0);
-	{
-		char want[1400];
-
-		snprintf(
-			want, sizeof(want),
-			"the diff base [ 10:00:10.000 - 10:00:11.000 ] of '%s' holds no records "
-			"(--diff_base_start, --diff_base_end, --diff_base_read): every stack shows "
-			"as new",
-			mstore);
-		ck_assert_msg(strstr(logbuf, want), "want '%s' in: %s", want, logbuf);
-	}
+	logged_of_mstore("the diff base [ 10:00:10.000 - 10:00:11.000 ] of '",
+			 "' holds no records (--diff_base_start, --diff_base_end, "
+			 "--diff_base_read): every stack shows as new");
+	/* A base reaching past the store's end (seconds 10-11 hold metrics, none after):
+	 * its seconds there hold nothing, so the range's stacks would seem to grow. Said. */
+	logbuf[0] = 0;
+	o.starttime = "10:00:02";
+	o.diff_base_start = "10:00:08";
+	o.diff_base_end = "10:00:14";
+	ck_assert_int_eq(run(&o), 0);
+	logged_of_mstore("the diff base [ 10:00:08.000 - 10:00:14.000 ] reaches outside the "
+			 "records of '",
+			 "' [ 10:00:00.000 - 10:00:12.000 ]: ");
+	/* within them: nothing said */
+	logbuf[0] = 0;
+	o.diff_base_start = "10:00:06";
+	o.diff_base_end = "10:00:08";
+	ck_assert_int_eq(run(&o), 0);
+	ck_assert_msg(!strstr(logbuf, "diff base"), "%s", logbuf);
 }
 END_TEST
 
@@ -1734,9 +1812,9 @@ int main(void)
 	Suite *s = suite_create("show");
 	TCase *tc = TEST_TCASE(s, "show", test_show_range, test_show_export, test_show_default_name,
 			       test_show_labels, test_show_raw, test_show_markers,
-			       test_show_not_enough, test_show_binary, test_show_filters,
-			       test_show_errors, test_show_export_root, test_show_sched_stretched,
-			       test_show_range_stretched);
+			       test_show_not_enough, test_show_before_store, test_show_binary,
+			       test_show_filters, test_show_errors, test_show_export_root,
+			       test_show_sched_stretched, test_show_range_stretched);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	/* CPA's behaviours, over a store with metrics-only seconds and an off-CPU sample. */
