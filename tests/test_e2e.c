@@ -255,7 +255,7 @@ static void stats_of(const char *prof, pid_t pid, struct stack_stats *st)
 		count = strtol(sp + 1, NULL, 10);
 		ck_assert_int_gt(count, 0);
 		semi = strchr(l, ';');
-		if (!strstr(l, label) || strstr(l, label) > semi) {
+		if (!strstr(l, label) || strstr(l, label) > semi || stack_before_exec(semi)) {
 			st->other_samples += count;
 			free(l);
 			continue;

@@ -79,6 +79,8 @@ static void go_line(void *ctx, char *semi, long c)
 	char *leaf;
 	int i;
 
+	if (stack_before_exec(semi))
+		return; /* the test's fork, not yet the program */
 	st->samples += c;
 	if (strstr(semi, ";main.burn;") || strstr(semi, ";main.burn") == semi + strlen(semi) - 10)
 		st->hot += c;

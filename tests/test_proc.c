@@ -36,6 +36,11 @@ static pid_t spawn_fds_env(char *const argv[], int in, int out, int err, char *c
 	return pid;
 }
 
+bool stack_before_exec(const char *stack)
+{
+	return strstr(stack, ";spawn_fds_env;") != NULL;
+}
+
 pid_t spawn_fds(char *const argv[], int in, int out, int err)
 {
 	return spawn_fds_env(argv, in, out, err, NULL);

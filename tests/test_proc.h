@@ -7,6 +7,7 @@
 #define CPA_TEST_PROC_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -21,6 +22,13 @@ pid_t spawn_fds(char *const argv[], int in, int out, int err);
 /* Start argv with stdout to a pipe (*ret_out, NULL: inherited), stderr to err_path
  * (NULL: inherited), the NAME=value strings of env added to its environment. */
 pid_t spawn_env(char *const argv[], int *ret_out, const char *err_path, char *const env[]);
+/*
+ * A folded stack (or its part from the first ';') of a spawned child before
+ * its exec: still in the test's own fork path (spawn_fds_env()), under the
+ * program's pid but not the program. A loaded host samples it there (2 of 98
+ * samples once): tests that judge a program's stacks leave these out.
+ */
+bool stack_before_exec(const char *stack);
 /* Exit code, or 128 + signal. */
 int wait_exit(pid_t pid, struct rusage *ru);
 /* Read everything from fd into a malloc'd NUL-terminated string; closes fd. */
