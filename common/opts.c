@@ -177,7 +177,9 @@ static const struct opt_def opt_table[] = {
 	{"max_queue_size", 'm', OPT_LONG, MON, O(mon.max_queue_size), 1, 1048576, "N",
 	 "in-flight sample budget before backpressure (default 4096)", NULL},
 	{"stack_size", 0, OPT_LONG, MON, O(mon.stack_size), CPA_STACK_SIZE_MIN, CPA_STACK_SIZE_MAX,
-	 "BYTES", "user stack copy per sample, multiple of 4096 in [4096, 65536] (default 8192)",
+	 "BYTES",
+	 "user stack copy: its cap is 4 x this, at most 65536 (--backend perf: the copy); "
+	 "a multiple of 4096 in [4096, 65536] (default 8192)",
 	 NULL},
 	{"max_cache_size_mb", 0, OPT_LONG, MON, O(mon.max_cache_size_mb), 1, 1048576, "MB",
 	 "cap on symbol/unwind cache memory, evicted beyond (default 1024)", NULL},

@@ -567,7 +567,7 @@ int show_export(const struct show_opts *o, struct store_reader *r, const char *d
 	show_fmt_tod((uint64_t)(st.max_sec + 1) * NS, b, sizeof(b));
 	printf("Write  [ %s - %s ] Record to %s, Stack Type %llu\n", a, b, outp,
 	       (unsigned long long)st.stacks);
-	if (fmt == EXPORT_SVG)
+	if (fmt == EXPORT_SVG && st.merged)
 		printf("SVG: %llu frames narrower than a pixel merged\n",
 		       (unsigned long long)st.merged);
 	fflush(stdout);
