@@ -2623,7 +2623,7 @@ START_TEST(test_jvm_sock_in_root)
 	struct pollfd pf;
 	pid_t q;
 	FILE *f;
-	int l;
+	int l, fifo;
 
 	test_scratch_in(dir, sizeof(dir), "jvmroot");
 	/* a process for the SIGQUIT of the fixed path: ignores it */
@@ -2667,6 +2667,18 @@ START_TEST(test_jvm_sock_in_root)
 	pf = (struct pollfd){.fd = l, .events = POLLIN};
 	ck_assert_msg(poll(&pf, 1, 0) == 0,
 		      "symd's child connected to our socket through the container's link");
+	/* A FIFO at the attach file's name (with a reader: an open for
+	 * writing would not block) is no attach file: never opened. */
+	ck_assert_int_eq(rmdir(p), 0);
+	ck_assert_int_eq(mkfifo(p, 0666), 0);
+	fifo = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	ck_assert_int_ge(fifo, 0);
+	snprintf(p, sizeof(p), "%s/%d/root/tmp/.java_pid7", dir, (int)q);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(jvm__request_perfmap(dir, (uint32_t)q, 7, 60ull * 1000000000ull), 0);
+	pf = (struct pollfd){.fd = fifo, .events = POLLIN};
+	ck_assert_msg(poll(&pf, 1, 0) == 0, "symd's child opened the FIFO at .attach_pid7");
+	close(fifo);
 	kill(q, SIGKILL);
 	waitpid(q, NULL, 0);
 	close(l);
