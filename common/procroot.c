@@ -57,27 +57,24 @@ int proc_root_kind(const char *proc, uint32_t pid)
 	return have_mnt && same_file(&st, &self_mnt) ? PROC_ROOT_OURS : PROC_ROOT_OTHER;
 }
 
-int proc_root_open(const char *root, const char *path, int flags)
+/* openat2 refused once (per thread): ENOSYS, or EPERM from a seccomp
+ * profile that predates it (Docker's before 20.10). */
+static _Thread_local bool no_openat2;
+
+/* path (absolute) under the directory dfd as an O_PATH fd (of flags,
+ * O_NOFOLLOW and O_DIRECTORY kept): nothing opened yet, whatever it is. */
+static int path_fd_at(int dfd, const char *path, int flags)
 {
-	static _Thread_local bool no_openat2; /* ENOSYS once */
+	int pflags = O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY));
 	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.flags = (uint64_t)pflags,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
 	};
-	_cleanup_close_ int dfd = -1;
-	char full[PATH_MAX];
 	int fd = -1;
 
-	if (!root[0]) {
-		fd = open(path, flags | O_CLOEXEC);
-		return fd < 0 ? -errno : fd;
-	}
 	if (path[0] != '/')
 		return -ENOENT; /* "[vdso]", a name: no file under root */
 	if (!no_openat2) {
-		dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0)
-			return -errno;
 		/* EAGAIN: a rename or mount under root raced the walk. */
 		for (int i = 0; i < 3; i++) {
 			fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
@@ -86,17 +83,95 @@ int proc_root_open(const char *root, const char *path, int flags)
 		}
 		if (fd >= 0)
 			return fd;
-		if (errno != ENOSYS)
+		if (errno != ENOSYS && errno != EPERM)
 			return -errno;
+		/* EPERM: openat2 itself refused (a seccomp filter; O_PATH
+		 * needs no permission on the file, nor do the resolve flags). */
+		log_debug("openat2: %s: this thread's lookups of a process's paths resolve as "
+			  "<root><path> (absolute symlinks in our root)",
+			  strerror(errno));
 		no_openat2 = true;
-		log_debug("openat2: %s: a process's paths resolve as <root><path> (absolute "
-			  "symlinks in our root)",
-			  strerror(ENOSYS));
 	}
-	if (snprintf(full, sizeof(full), "%s%s", root, path) >= (int)sizeof(full))
-		return -ENAMETOOLONG;
-	fd = open(full, flags | O_CLOEXEC);
+	/* As <root><path> would: relative to root, absolute links in ours. */
+	path += strspn(path, "/");
+	fd = openat(dfd, path[0] ? path : ".", pflags);
 	return fd < 0 ? -errno : fd;
+}
+
+int proc_root_dir(const char *root)
+{
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* path under root as an O_PATH fd, as path_fd_at(). */
+static int root_path_fd(const char *root, const char *path, int flags)
+{
+	_cleanup_close_ int dfd = -1;
+	int fd;
+
+	if (!root[0]) {
+		fd = open(path, O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY)));
+		return fd < 0 ? -errno : fd;
+	}
+	if (path[0] != '/')
+		return -ENOENT;
+	dfd = proc_root_dir(root);
+	return dfd < 0 ? dfd : path_fd_at(dfd, path, flags);
+}
+
+int proc_root_open(const char *root, const char *path, int flags)
+{
+	_cleanup_close_ int pfd = root_path_fd(root, path, flags);
+	char self[40];
+	struct stat st;
+	int fd;
+
+	if (pfd < 0)
+		return pfd;
+	if (flags & O_PATH)
+		return TAKE_FD(pfd); /* nothing opened: no type to refuse */
+	if (fstat(pfd, &st) < 0)
+		return -errno;
+	/* A FIFO would block open() for a writer that never comes; a device
+	 * node (a root container can mknod) opened by us is the host's. */
+	if (flags & O_DIRECTORY ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+		return S_ISLNK(st.st_mode) ? -ELOOP : S_ISDIR(st.st_mode) ? -EISDIR : -EPERM;
+	/* The inode looked at, opened (a magic link: no lookup again). */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, (flags & ~(O_NOFOLLOW | O_DIRECTORY)) | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* st's type as flags asked: 0 or -ENOTDIR. */
+static int stat_kind(const struct stat *st, int flags)
+{
+	return flags & O_DIRECTORY && !S_ISDIR(st->st_mode) ? -ENOTDIR : 0;
+}
+
+int proc_root_statat(int root_fd, const char *path, int flags, struct stat *st)
+{
+	_cleanup_close_ int fd = path_fd_at(root_fd, path, flags);
+
+	if (fd < 0)
+		return fd;
+	return fstat(fd, st) < 0 ? -errno : stat_kind(st, flags);
+}
+
+int proc_root_stat(const char *root, const char *path, int flags, struct stat *st)
+{
+	_cleanup_close_ int dfd = -1;
+
+	if (!root[0]) {
+		if (fstatat(AT_FDCWD, path, st, flags & O_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0) < 0)
+			return -errno;
+		return stat_kind(st, flags);
+	}
+	if (path[0] != '/')
+		return -ENOENT;
+	dfd = proc_root_dir(root);
+	return dfd < 0 ? dfd : proc_root_statat(dfd, path, flags, st);
 }
 
 uint32_t proc_mnt_ns(const char *proc, uint32_t pid)

@@ -27,16 +27,41 @@ int proc_root_kind(const char *proc, uint32_t pid);
 
 /*
  * Open path (absolute, as the process sees it) under root, where a process's
- * paths resolve: "" is ours (a plain open()); else a directory such as
- * "<proc>/PID/root". Every component resolves inside root: an absolute
- * symlink met on the way (a container's /usr/lib/debug/.build-id/ab/cd.debug
- * -> /opt/x.debug, its /usr/lib -> /) and ".." stop at root, never reach our
- * files (openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS), Linux 5.6). On an
- * older kernel (ENOSYS) root and path joined, opened as before, said once at
- * debug level. flags as open()'s (O_CLOEXEC added); an fd, else -errno
- * (-ENOENT for a path under root that is not absolute).
+ * paths resolve: "" is ours; else a directory such as "<proc>/PID/root".
+ * Every component resolves inside root: an absolute symlink met on the way
+ * (a container's /usr/lib/debug/.build-id/ab/cd.debug -> /opt/x.debug, its
+ * /usr/lib -> /) and ".." stop at root, never reach our files
+ * (openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS), Linux 5.6). Where
+ * openat2 is refused (ENOSYS: an older kernel; EPERM: a seccomp profile that
+ * predates it) root and path are joined and opened as before, said at debug
+ * level once per thread (each thread finds out for itself).
+ *
+ * Only a regular file is opened (a directory with O_DIRECTORY): whatever is
+ * there is first opened O_PATH (no open of a device, no wait on a FIFO) and
+ * looked at, then that very inode reopened with flags through
+ * /proc/self/fd/N. A FIFO, socket or device node is -EPERM (a process may put
+ * one at any path it controls, a root container may mknod), a directory
+ * -EISDIR, a symlink with O_NOFOLLOW -ELOOP. With O_PATH in flags the O_PATH
+ * fd is returned, whatever the file. flags as open()'s (O_CLOEXEC added);
+ * an fd, else -errno (-ENOENT for a path under root that is not absolute).
  */
 int proc_root_open(const char *root, const char *path, int flags);
+
+/*
+ * stat() of path under root, resolved as proc_root_open() does (one O_PATH
+ * openat2 and fstat; "": a plain stat()): flags 0, O_NOFOLLOW (lstat()) or
+ * O_DIRECTORY (-ENOTDIR unless a directory). 0, else -errno.
+ */
+struct stat;
+int proc_root_stat(const char *root, const char *path, int flags, struct stat *st);
+
+/*
+ * The same in steps, for many paths under one root: root (not "") opened
+ * O_PATH as a directory (an fd, else -errno), then proc_root_statat() of
+ * each path in it (the second open and the fstat only).
+ */
+int proc_root_dir(const char *root);
+int proc_root_statat(int root_fd, const char *path, int flags, struct stat *st);
 
 /*
  * Gone processes of another mount namespace (docs/unwindd.md, "Binaries of

@@ -1004,7 +1004,8 @@ static bool elfimg__is_go(const struct elfimg *e)
  * resolve). */
 static int open_elf(const char *root, const char *path, struct elfimg *e)
 {
-	_cleanup_close_ int fd = proc_root_open(root, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+	/* A regular file only (no FIFO, no device). */
+	_cleanup_close_ int fd = proc_root_open(root, path, O_RDONLY);
 	struct stat st;
 	int r;
 
@@ -1012,8 +1013,6 @@ static int open_elf(const char *root, const char *path, struct elfimg *e)
 		return fd;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EBADMSG;
 	if ((uint64_t)st.st_size > SYMD_MAX_FILE_SIZE)
 		return -EFBIG;
 	r = elfimg__open(e, &(struct elfsrc){.fd = fd, .size = (uint64_t)st.st_size});
@@ -1220,8 +1219,8 @@ static bool dir_may_exist(const char *root, const char *path)
 	uint64_t h, now;
 	char dir[CPA_PATH_MAX * 2 + 256];
 	struct dir_slot *d;
+	struct stat st;
 	size_t len;
-	int fd;
 
 	if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir))
 		return true;
@@ -1236,10 +1235,7 @@ static bool dir_may_exist(const char *root, const char *path)
 	dir[len] = 0;
 	d->h = h;
 	d->t = now;
-	fd = proc_root_open(root, dir, O_PATH | O_DIRECTORY);
-	d->exists = fd >= 0;
-	if (fd >= 0)
-		close(fd);
+	d->exists = proc_root_stat(root, dir, O_DIRECTORY, &st) == 0;
 	return d->exists;
 }
 

@@ -98,10 +98,11 @@ static int jitmap_trusted(const struct stat *st, const uint32_t *uids)
 
 static int jitmap_open(const char *root, const char *path, const uint32_t *uids, struct stat *st)
 {
-	int fd = proc_root_open(root, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK), err;
+	int fd = proc_root_open(root, path, O_RDONLY | O_NOFOLLOW), err;
 
+	/* A symlink is nobody's map; proc_root_open() opens regular files only. */
 	if (fd < 0)
-		return fd == -ELOOP ? -EPERM : fd; /* a symlink is nobody's map */
+		return fd == -ELOOP ? -EPERM : fd;
 	if (fstat(fd, st) < 0)
 		err = -errno;
 	else

@@ -61,11 +61,14 @@ bool jvm__is_jvm(const char *proc, uint32_t pid)
 	return strstr(maps, "/libjvm.so\n") != NULL;
 }
 
+/* Names looked up relative to dirfds: dir[0] the JVM's cwd, dir[1] its /tmp
+ * (-1: none), both as it sees them. */
 struct jvm_req {
 	uint32_t pid;
 	uint32_t uid, gid;
-	char sock[108];
-	char attach[2][128];
+	int dir[2];
+	char sock[32];	 /* .java_pidN, in dir[1] */
+	char attach[32]; /* .attach_pidN, in dir[0] else dir[1] */
 };
 
 /* The JVM's euid, egid and whether it catches SIGQUIT (bit 3 of SigCgt). */
@@ -105,19 +108,54 @@ static void child_sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-static int child_connect(const char *path)
+/*
+ * The socket named name in dir, itself: connect() follows a symlink there,
+ * and its target would resolve in our root (any socket of the host). Taken
+ * only when owned by our euid (the JVM's), as HotSpot's own client checks,
+ * and connected to through /proc/self/fd/S (that very inode).
+ */
+static int child_connect(int dir, const char *name)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = -1, s = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
 
-	if (fd < 0)
+	if (s < 0)
 		return -1;
-	memcpy(a.sun_path, path, MIN(strlen(path), sizeof(a.sun_path) - 1));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		close(fd);
-		return -1;
+	if (fstat(s, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == geteuid()) {
+		snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d", s);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+			close(fd);
+			fd = -1;
+		}
 	}
+	close(s);
 	return fd;
+}
+
+/*
+ * The attach file in dir: made (1: to be removed after), or there already
+ * as a regular file of ours (0: the JVM takes it as well; left as found).
+ * Never an open of what a name there leads to (a symlink, a FIFO, a device):
+ * O_EXCL. -1: none.
+ */
+static int child_attach(int dir, const char *name)
+{
+	struct stat st;
+	int a;
+
+	if (dir < 0)
+		return -1;
+	a = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (a >= 0) {
+		close(a);
+		return 1;
+	}
+	if (errno == EEXIST && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_uid == geteuid())
+		return 0;
+	return -1;
 }
 
 /* The child: syscalls only (the parent may have threads). */
@@ -127,7 +165,7 @@ static _Noreturn void jvm_child(const struct jvm_req *q)
 	struct sigaction sa = {.sa_handler = SIG_DFL};
 	sigset_t set;
 	char buf[512];
-	int fd = -1, made = -1;
+	int fd = -1, made = -1, dir = -1;
 
 	sigaction(SIGALRM, &sa, NULL);
 	sigemptyset(&set);
@@ -139,24 +177,20 @@ static _Noreturn void jvm_child(const struct jvm_req *q)
 		_exit(2);
 	if (geteuid() != q->uid && syscall(SYS_setresuid, q->uid, q->uid, q->uid) < 0)
 		_exit(2);
-	fd = child_connect(q->sock);
+	fd = child_connect(q->dir[1], q->sock);
 	if (fd < 0) {
 		for (int i = 0; i < 2 && made < 0; i++) {
-			int a = open(q->attach[i], O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
-				     0600);
-
-			if (a >= 0) {
-				close(a);
-				made = i;
-			}
+			dir = q->dir[i];
+			made = child_attach(dir, q->attach);
 		}
 		if (made < 0 || kill((pid_t)q->pid, SIGQUIT) < 0)
 			_exit(3);
 		for (int i = 0; i < (JVM_CHILD_SECS * 1000 - 500) / 5 && fd < 0; i++) {
 			child_sleep_ms(5);
-			fd = child_connect(q->sock);
+			fd = child_connect(q->dir[1], q->sock);
 		}
-		unlink(q->attach[made]);
+		if (made)
+			unlinkat(dir, q->attach, 0);
 		if (fd < 0)
 			_exit(4);
 	}
@@ -186,7 +220,7 @@ static int jvm_wait(unsigned int slot, uint64_t wait_ns)
 int jvm__request_perfmap(const char *proc, uint32_t pid, uint32_t nspid, uint64_t wait_ns)
 {
 	struct jvm_req q = {.pid = pid};
-	_cleanup_close_ int tmp = -1;
+	_cleanup_close_ int tmp = -1, cwd = -1;
 	char root[256];
 	unsigned int slot;
 	pid_t c;
@@ -201,14 +235,17 @@ int jvm__request_perfmap(const char *proc, uint32_t pid, uint32_t nspid, uint64_
 	if (err < 0)
 		return err;
 	/* Its /tmp as it sees it (an absolute symlink there resolves in its
-	 * root: common/procroot.h), named to the child through our fd. */
+	 * root: common/procroot.h), and its cwd, handed to the child as fds. */
 	snprintf(root, sizeof(root), "%s/%u/root", proc, pid);
 	tmp = proc_root_open(root, "/tmp", O_PATH | O_DIRECTORY);
 	if (tmp < 0)
 		return tmp;
-	snprintf(q.sock, sizeof(q.sock), "/proc/self/fd/%d/.java_pid%u", tmp, nspid);
-	snprintf(q.attach[0], sizeof(q.attach[0]), "%s/%u/cwd/.attach_pid%u", proc, pid, nspid);
-	snprintf(q.attach[1], sizeof(q.attach[1]), "/proc/self/fd/%d/.attach_pid%u", tmp, nspid);
+	snprintf(root, sizeof(root), "%s/%u/cwd", proc, pid);
+	cwd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	q.dir[0] = cwd;
+	q.dir[1] = tmp;
+	snprintf(q.sock, sizeof(q.sock), ".java_pid%u", nspid);
+	snprintf(q.attach, sizeof(q.attach), ".attach_pid%u", nspid);
 	c = fork();
 	if (c < 0)
 		return -errno;

@@ -618,18 +618,6 @@ static void jit_refuse(struct symd *s, struct pidinfo *p, const char *path, int6
 	}
 }
 
-/* lstat() of path under root (common/procroot.h): 0 or -errno. */
-static int root_lstat(const char *root, const char *path, struct stat *st)
-{
-	int fd = proc_root_open(root, path, O_PATH | O_NOFOLLOW), r;
-
-	if (fd < 0)
-		return fd;
-	r = fstat(fd, st) < 0 ? -errno : 0;
-	close(fd);
-	return r;
-}
-
 static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
 {
 	/* Its map as it sees it (in its root), else ours. */
@@ -647,7 +635,7 @@ static void pidinfo__load_jit(struct symd *s, struct pidinfo *p, uint64_t now)
 		struct stat st;
 		int r;
 
-		if (root_lstat(root[i], path[i], &st) < 0)
+		if (proc_root_stat(root[i], path[i], O_NOFOLLOW, &st) < 0)
 			continue;
 		mtime = (int64_t)st.st_mtim.tv_sec * NSEC_PER_SEC + st.st_mtim.tv_nsec;
 		if (p->jit && p->jit_src == i && st.st_size == p->jit_size &&

@@ -9,8 +9,12 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/array.h"
@@ -1076,15 +1080,28 @@ static const char *read_in_root(const char *root, const char *path, char *buf, s
 	return buf;
 }
 
+/* Whether openat2 works here: false (ENOSYS: before Linux 5.6; EPERM: a
+ * seccomp profile that predates it) where proc_root_open() joins paths. */
+static bool have_openat2(void)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof(how));
+
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0 || (errno != ENOSYS && errno != EPERM);
+}
+
 /*
  * A process's paths resolve inside its root (common/procroot.h): an absolute
  * symlink of the tree (a container's /usr/lib/debug/.build-id/... ->
  * /opt/...) leads to root/opt, not to our /opt; ".." stops at root, by path
- * or by link; "" is ours.
+ * or by link; "" is ours. Without openat2 only what holds joined is checked.
  */
 START_TEST(test_root_open)
 {
 	char dir[512], root[600], path[700], buf[64];
+	bool in_root = have_openat2();
 
 	test_scratch_in(dir, sizeof(dir), "rootopen");
 	snprintf(root, sizeof(root), "%s/root", dir);
@@ -1100,6 +1117,17 @@ START_TEST(test_root_open)
 	ck_assert_int_eq(symlink("/opt/x.debug", path), 0);
 	snprintf(path, sizeof(path), "%s/up", root);
 	ck_assert_int_eq(symlink("../../outside", path), 0);
+	ck_assert_str_eq(read_in_root(root, "/opt/x.debug", buf, sizeof(buf)), "opt/x.debug");
+	/* A name, not a path: nothing under root. */
+	ck_assert_int_eq(proc_root_open(root, "opt/x.debug", O_RDONLY), -ENOENT);
+	/* Ours: a plain open. */
+	snprintf(path, sizeof(path), "%s/outside", dir);
+	ck_assert_str_eq(read_in_root("", path, buf, sizeof(buf)), "outside");
+	if (!in_root) {
+		fprintf(stderr, "test_root_open: no openat2 here, its checks skipped\n");
+		test_rm_rf(dir);
+		return;
+	}
 	/* Our /opt/x.debug is not there: the link leads into root. */
 	ck_assert_int_ne(access("/opt/x.debug", F_OK), 0);
 	ck_assert_str_eq(read_in_root(root, "/dbg", buf, sizeof(buf)), "opt/x.debug");
@@ -1112,14 +1140,80 @@ START_TEST(test_root_open)
 	ck_assert_int_eq(unlink(path), 0);
 	ck_assert_int_eq(proc_root_open(root, "/up", O_RDONLY), -ENOENT);
 	ck_assert_int_eq(proc_root_open(root, "/../outside", O_RDONLY), -ENOENT);
-	/* A name, not a path: nothing under root. */
-	ck_assert_int_eq(proc_root_open(root, "opt/x.debug", O_RDONLY), -ENOENT);
-	/* Ours: a plain open. */
-	snprintf(path, sizeof(path), "%s/outside", dir);
-	ck_assert_str_eq(read_in_root("", path, buf, sizeof(buf)), "outside");
-	/* The magic links of proc are not followed inside a root. */
+	/* The magic links of proc are not followed inside a root (ELOOP:
+	 * refused as a magic link, not EXDEV for leaving root). */
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)getpid());
-	ck_assert_int_lt(proc_root_open(path, "/proc/self/root/etc/hostname", O_RDONLY), 0);
+	ck_assert_int_eq(proc_root_open(path, "/proc/self/root/etc/hostname", O_RDONLY), -ELOOP);
+	test_rm_rf(dir);
+}
+END_TEST
+
+/* proc_root_open() of name under root (and as ours, root "") is err, and
+ * proc_root_stat() finds the file. */
+static void assert_refused(const char *root, const char *name, int err)
+{
+	char path[700];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/%s", name);
+	ck_assert_int_eq(proc_root_open(root, path, O_RDONLY), err);
+	ck_assert_int_eq(proc_root_stat(root, path, 0, &st), 0);
+	fd = proc_root_open(root, path, O_PATH); /* opens nothing: taken */
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	ck_assert_int_eq(proc_root_open("", path, O_RDONLY), err);
+}
+
+/*
+ * Only a regular file (or a directory asked for) is opened under a root or
+ * ours: a FIFO a container put at its debug file's path would block open()
+ * for ever, a device node it made would be opened by us. Refused at once
+ * (a 20 s alarm stands for "for ever"). The device part needs mknod (root).
+ */
+START_TEST(test_root_open_special)
+{
+	char dir[512], root[600], path[700];
+	struct stat st;
+	int fd;
+
+	signal(SIGALRM, SIG_DFL);
+	alarm(20);
+	test_scratch_in(dir, sizeof(dir), "rootspecial");
+	snprintf(root, sizeof(root), "%s/root", dir);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	put_file(root, "file");
+	snprintf(path, sizeof(path), "%s/fifo", root);
+	ck_assert_int_eq(mkfifo(path, 0666), 0);
+	assert_refused(root, "fifo", -EPERM);
+	snprintf(path, sizeof(path), "%s/null", root);
+	if (mknod(path, S_IFCHR | 0666, makedev(1, 3)) == 0)
+		assert_refused(root, "null", -EPERM);
+	else
+		fprintf(stderr, "test_root_open_special: mknod: %s, device part skipped\n",
+			strerror(errno));
+	snprintf(path, sizeof(path), "%s/link", root);
+	ck_assert_int_eq(symlink("/file", path), 0);
+	/* A directory: as a file no, with O_DIRECTORY yes. */
+	assert_refused(root, "", -EISDIR);
+	fd = proc_root_open(root, "/", O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(proc_root_stat(root, "/file", O_DIRECTORY, &st), -ENOTDIR);
+	ck_assert_int_eq(proc_root_stat(root, "/", O_DIRECTORY, &st), 0);
+	/* O_NOFOLLOW: the link itself, refused as open() would. */
+	ck_assert_int_eq(proc_root_open(root, "/link", O_RDONLY | O_NOFOLLOW), -ELOOP);
+	ck_assert_int_eq(proc_root_stat(root, "/link", O_NOFOLLOW, &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_int_eq(proc_root_stat(root, "/link", 0, &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	/* A regular file: opened with the flags asked for. */
+	fd = proc_root_open(root, "/file", O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDWR);
+	close(fd);
+	alarm(0);
 	test_rm_rf(dir);
 }
 END_TEST
@@ -1145,6 +1239,7 @@ int main(void)
 		{"probespec_refused", test_probespec_insn_refused},
 		{"mnt_peer", test_mnt_peer},
 		{"root_open", test_root_open},
+		{"root_open_special", test_root_open_special},
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

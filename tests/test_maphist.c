@@ -663,6 +663,90 @@ START_TEST(test_ucache_own_view_no_poisoning)
 }
 END_TEST
 
+/* The inode of the binary pid's mapping at pc is of, as of sample_ns. */
+static uint64_t bin_ino_at(struct ucache *c, uint32_t pid, uint64_t sample_ns, uint64_t pc)
+{
+	struct uproc *p = ucache__proc(c, pid, 1);
+	struct uloc l;
+
+	ck_assert_ptr_nonnull(p);
+	p->sample_ns = sample_ns;
+	ck_assert_int_eq(ucache__find(c, p, pc, 1, &l), 0);
+	ck_assert_ptr_nonnull(l.bin);
+	return l.bin->ino;
+}
+
+/*
+ * A process's root is opened once for the mapping events of its burst
+ * (ucache.c, root_fd()), and never kept across its pid's fork: a reused pid
+ * may live in another root. Fake /proc: pid 103's root is chroot a, then
+ * (the pid reused by a fork) chroot b, each with its own copy of the file at
+ * the path (which ours does not have).
+ */
+START_TEST(test_ucache_root_per_pid)
+{
+	static const char path[] = "/lib/cpa-held/libheld.so";
+	char dir[PATH_MAX], cmd[2 * PATH_MAX + 1024], file[PATH_MAX + 64];
+	struct ucache_opts o = {.dead_grace_ns = 1000000000ull};
+	struct cpa_map_event ev;
+	uint8_t bid[ELFID_MAX], bid_len = 0;
+	struct stat sa, sb;
+	struct ucache *c;
+	int fd;
+
+	ck_assert_int_eq(elfid__init(), 0);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	test_scratch_in(dir, sizeof(dir), "rootpid");
+	snprintf(
+		cmd, sizeof(cmd),
+		"set -e; cd '%s' && mkdir -p proc/103 a/lib/cpa-held b/lib/cpa-held && "
+		"printf 'void held_fn(void) { for (volatile int i = 0; i < 9; i++) ; }\n' > a.c && "
+		"cc -O1 -shared -fPIC -Wl,--build-id -o a%s a.c && cp a%s b%s && "
+		"ln -s '%s/a' proc/103/root",
+		dir, path, path, path, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(file, sizeof(file), "%s/a%s", dir, path);
+	ck_assert_int_eq(stat(file, &sa), 0);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(elfid__from_fd(fd, bid, &bid_len), 0);
+	close(fd);
+	snprintf(file, sizeof(file), "%s/b%s", dir, path);
+	ck_assert_int_eq(stat(file, &sb), 0);
+	ck_assert_uint_ne(sa.st_ino, sb.st_ino);
+
+	snprintf(file, sizeof(file), "%s/proc", dir);
+	o.proc_root = file;
+	ck_assert_int_eq(ucache__new(&o, &c), 0);
+	ev = (struct cpa_map_event){.kind = CPA_MAP_MMAP,
+				    .pid = 103,
+				    .time_ns = 100,
+				    .start = 0x10000000000,
+				    .len = 0x1000,
+				    .pgoff = 0x1000,
+				    .build_id_len = bid_len,
+				    .path_len = (uint16_t)strlen(path)};
+	memcpy(ev.build_id, bid, bid_len);
+	ck_assert_int_eq(ucache__map_event(c, &ev, path), 0);
+
+	/* pid 103 gone, reused in chroot b. */
+	snprintf(cmd, sizeof(cmd), "cd '%s' && ln -sfn '%s/b' proc/103/root", dir, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	ev.kind = CPA_MAP_FORK;
+	ev.ppid = 1;
+	ev.time_ns = 200;
+	ck_assert_int_eq(ucache__map_event(c, &ev, ""), 0);
+	ev.kind = CPA_MAP_MMAP;
+	ev.time_ns = 300;
+	ev.start = 0x20000000000;
+	ck_assert_int_eq(ucache__map_event(c, &ev, path), 0);
+	/* The binary of the mapping: b's file. */
+	ck_assert_uint_eq(bin_ino_at(c, 103, 400, ev.start + 0x10), (uint64_t)sb.st_ino);
+	ucache__free(c);
+	test_rm_rf(dir);
+}
+END_TEST
+
 /*
  * A gone process of another mount namespace (its exec event named it): its
  * binary, at a path ours does not have, is opened under the root of a live
@@ -772,7 +856,7 @@ static Suite *maphist_suite(void)
 		   test_exit_and_sweep, test_sweep_each_end_in_turn, test_pid_reuse,
 		   test_ucache_events_gone_process, test_ucache_forged_build_id,
 		   test_ucache_own_view_no_poisoning, test_ucache_idle_bins_go,
-		   test_ucache_gone_namespace_peer);
+		   test_ucache_gone_namespace_peer, test_ucache_root_per_pid);
 	return s;
 }
 

@@ -13,12 +13,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +37,7 @@
 #include "symd/ksyms.h"
 #include "symd/names.h"
 #include "symd/jitmap.h"
+#include "symd/jvm.h"
 #include "symd/symd.h"
 
 #define FX_SO  SYMD_FIXTURE_SO
@@ -2606,6 +2610,82 @@ START_TEST(test_exec_drain_and_term)
 }
 END_TEST
 
+/*
+ * The JVM's attach socket is looked up in its root (docs/symd.md): its
+ * /tmp/.java_pidN, an absolute symlink in a container's tree, must not lead
+ * symd's child to a socket of ours. A fake /proc: PID/status (our ids,
+ * SIGQUIT caught), PID/root/tmp/.java_pid7 -> our listening socket.
+ */
+START_TEST(test_jvm_sock_in_root)
+{
+	char dir[512], p[700], host[700];
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct pollfd pf;
+	pid_t q;
+	FILE *f;
+	int l, fifo;
+
+	test_scratch_in(dir, sizeof(dir), "jvmroot");
+	/* a process for the SIGQUIT of the fixed path: ignores it */
+	q = fork();
+	ck_assert_int_ge(q, 0);
+	if (q == 0) {
+		signal(SIGQUIT, SIG_IGN);
+		pause();
+		_exit(0);
+	}
+	snprintf(p, sizeof(p), "%s/%d", dir, (int)q);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/%d/root", dir, (int)q);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/%d/root/tmp", dir, (int)q);
+	ck_assert_int_eq(mkdir(p, 01777), 0);
+	snprintf(p, sizeof(p), "%s/%d/status", dir, (int)q);
+	f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+		"Name:\tjava\nUid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\nSigCgt:\t0000000000000004\n",
+		getuid(), geteuid(), geteuid(), geteuid(), getgid(), getegid(), getegid(),
+		getegid());
+	fclose(f);
+	/* "our" socket, outside the fake root */
+	snprintf(host, sizeof(host), "%s/host.sock", dir);
+	ck_assert_uint_lt(strlen(host), sizeof(a.sun_path));
+	memcpy(a.sun_path, host, strlen(host));
+	l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(l, 0);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(l, 4), 0);
+	snprintf(p, sizeof(p), "%s/%d/root/tmp/.java_pid7", dir, (int)q);
+	ck_assert_int_eq(symlink(host, p), 0); /* absolute: resolves in the container */
+	/* No attach file can be made (no cwd; a directory in /tmp): a child
+	 * that does not connect exits at once; one that connected waits for
+	 * a reply until its alarm. Waited for to the end either way. */
+	snprintf(p, sizeof(p), "%s/%d/root/tmp/.attach_pid7", dir, (int)q);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	ck_assert_int_eq(jvm__request_perfmap(dir, (uint32_t)q, 7, 60ull * 1000000000ull), 0);
+	pf = (struct pollfd){.fd = l, .events = POLLIN};
+	ck_assert_msg(poll(&pf, 1, 0) == 0,
+		      "symd's child connected to our socket through the container's link");
+	/* A FIFO at the attach file's name (with a reader: an open for
+	 * writing would not block) is no attach file: never opened. */
+	ck_assert_int_eq(rmdir(p), 0);
+	ck_assert_int_eq(mkfifo(p, 0666), 0);
+	fifo = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	ck_assert_int_ge(fifo, 0);
+	snprintf(p, sizeof(p), "%s/%d/root/tmp/.java_pid7", dir, (int)q);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(jvm__request_perfmap(dir, (uint32_t)q, 7, 60ull * 1000000000ull), 0);
+	pf = (struct pollfd){.fd = fifo, .events = POLLIN};
+	ck_assert_msg(poll(&pf, 1, 0) == 0, "symd's child opened the FIFO at .attach_pid7");
+	close(fifo);
+	kill(q, SIGKILL);
+	waitpid(q, NULL, 0);
+	close(l);
+	test_rm_rf(dir);
+}
+END_TEST
+
 static Suite *symd_suite(void)
 {
 	Suite *s = suite_create("symd");
@@ -2619,6 +2699,8 @@ static Suite *symd_suite(void)
 
 	TEST_TCASE(s, "parsers", test_kallsyms, test_kallsyms_compact, test_perf_map,
 		   test_perf_map_overlap_time, test_env_pick, test_names);
+	tc = TEST_TCASE(s, "jvm", test_jvm_sock_in_root);
+	tcase_set_timeout(tc, 30);
 
 	tc = TEST_TCASE(s, "stage", test_stage_symbolize, test_stage_flags,
 			test_stage_kallsyms_reload, test_stage_pc_cache_grows,

@@ -588,6 +588,73 @@ static void write_maps(const char *dir, const char *text)
 	fclose(f);
 }
 
+/*
+ * A process in another root (a container) names its debug file by build-id
+ * under its /usr/lib/debug; whatever it put there must not stop unwindd. A
+ * FIFO there: open(O_RDONLY) waits for a writer that never comes. The call
+ * runs in a child under a 20 s alarm (a regular-file check returns at once).
+ */
+START_TEST(test_cfi_debug_fifo_in_root)
+{
+	char dir[512], path[4096], maps[512];
+	uint8_t bid[ELFID_MAX], n = 0;
+	struct stat sb;
+	int status, fd;
+	pid_t c;
+
+	ck_assert_int_eq(elfid__init(), 0);
+	test_scratch_in(dir, sizeof(dir), "unw-fifo");
+	snprintf(path, sizeof(path), "%s/7", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "mkdir -p %s/7/root/bin && cp /bin/true %s/7/root/bin/x", dir,
+		 dir);
+	ck_assert_int_eq(system(path), 0);
+	snprintf(path, sizeof(path), "%s/7/root/bin/x", dir);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(elfid__from_fd(fd, bid, &n), 0);
+	close(fd);
+	ck_assert_uint_ge(n, 2);
+	snprintf(maps, sizeof(maps), "00400000-00500000 r-xp 00000000 fd:01 %llu /bin/x\n",
+		 (unsigned long long)sb.st_ino);
+	write_maps(dir, maps);
+	{
+		int k = snprintf(
+			path, sizeof(path),
+			"mkdir -p %s/7/root/usr/lib/debug/.build-id/%02x && mkfifo %s/7/root/usr/lib/debug/.build-id/%02x/",
+			dir, bid[0], dir, bid[0]);
+
+		for (unsigned int i = 1; i < n; i++)
+			k += snprintf(path + k, sizeof(path) - (size_t)k, "%02x", bid[i]);
+		snprintf(path + k, sizeof(path) - (size_t)k, ".debug");
+	}
+	ck_assert_int_eq(system(path), 0);
+	c = fork();
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		uint64_t now = 1000 * NSEC_PER_SEC;
+		struct ucache *uc = cache_new(dir, NSEC_PER_SEC, NULL);
+		struct uproc *p = ucache__proc(uc, 7, now);
+		struct uloc l;
+
+		signal(SIGALRM, SIG_DFL); /* not check's: it kills the group */
+		alarm(20);
+		if (ucache__find(uc, p, 0x400100, now, &l) != 0 || !l.bin)
+			_exit(3);
+		p->last_use = now;
+		(void)ucache__cfi(uc, p, &l);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(c, &status, 0), c);
+	ck_assert_msg(!WIFSIGNALED(status),
+		      "ucache__cfi() hung on the container's FIFO (signal %d)",
+		      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	test_rm_rf(dir);
+}
+END_TEST
+
 /* A library mapped after our read is found: a miss on a pc not known to be
  * missing re-reads once the throttle allows, and a known-missing page that
  * got mapped since is found after any later read. */
@@ -1512,6 +1579,8 @@ static Suite *unwindd_suite(void)
 		   test_stage_finish_waits_for_room, test_stage_reset_waits_for_room,
 		   test_stage_cfi_walk_seam);
 
+	tc = TEST_TCASE(s, "fifo", test_cfi_debug_fifo_in_root);
+	tcase_set_timeout(tc, 60);
 	tc = TEST_TCASE(s, "process", test_process_drain, test_process_sigterm_and_no_arena);
 	tcase_set_timeout(tc, 60);
 	return s;

@@ -36,6 +36,7 @@
 #define NEG_PAGE_SHIFT	 12
 #define MISS_LEVEL_MAX	 30			 /* cap >> level stays meaningful */
 #define BIDS_SLOTS	 1024			 /* build-id table: chains are fine past this */
+#define ROOT_FDS	 8			 /* process roots held open: root_fd() */
 #define HIST_GRACE_NS	 (5 * IDENT_RETRY_NS)	 /* floor of the history's grace */
 #define BIN_IDLE_SCAN_NS (10ull * 1000000000ull) /* idle_bins() at most this often */
 #define QUIET_PAGES_NS	 (2ull * 1000000000ull)	 /* quiet_pages(): a build-free period */
@@ -88,6 +89,13 @@ struct ucache {
 	/* Each process's mount namespace, from exec events and forks: a gone
 	 * one's files are looked up through a live process of it. */
 	struct proc_mnt_tab mnt;
+	/* The roots of the processes whose mapping events came last (root_fd()),
+	 * by pid % ROOT_FDS; held: fd is a result (an fd, or -errno). */
+	struct {
+		uint32_t pid;
+		int fd;
+		bool held;
+	} roots[ROOT_FDS];
 
 	/* Scratch for maps reads and parsing; reused so a refresh allocates
 	 * only when a process grows. */
@@ -421,14 +429,15 @@ static int bin_open(struct ucache *c, const struct ubin *b, uint32_t pid, uint64
 		return fd;
 	} else if (b->path[0] == '/') {
 		/* The process is gone (its /proc/PID with it): the path as we
-		 * see it, checked to be the same file below. */
-		fd = open(b->path, O_RDONLY | O_CLOEXEC);
+		 * see it, checked to be the same file below (a regular
+		 * file: anyone may have put a FIFO there since). */
+		fd = proc_root_open("", b->path, O_RDONLY);
 		ours = true;
 	} else {
 		return kind;
 	}
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (!bin_is_file(b, fd, ours ? BIN_OURS : BIN_LIVE_ROOT)) {
 		close(fd);
 		return -ESTALE;
@@ -920,10 +929,48 @@ unsigned int ucache__go(const struct uloc *loc, int32_t *ret_sp)
 
 /* ---- task events ---- */
 
+/*
+ * The root of pid (<proc>/PID/root) opened O_PATH, for the mapping events of
+ * its burst after an exec (4-8 of them): each path then costs an openat2 and
+ * an fstat, not also the walk to /proc/PID/root again (a new process's /proc
+ * directory is cold: bin_own_view()). A failure (-errno: gone) is kept as
+ * well. At most ROOT_FDS held (a slot by pid); dropped at the pid's exec,
+ * fork or exit event (a reused pid, maybe another root) and all at each
+ * sweep: a container's root is not held past a quarter second.
+ */
+static int root_fd(struct ucache *c, uint32_t pid)
+{
+	char root[sizeof(c->proc_root) + 16];
+	__typeof__(c->roots[0]) *r = &c->roots[pid % ROOT_FDS];
+
+	if (r->held && r->pid == pid)
+		return r->fd;
+	if (r->held && r->fd >= 0)
+		close(r->fd);
+	snprintf(root, sizeof(root), "%s/%u/root", c->proc_root, pid);
+	r->fd = proc_root_dir(root);
+	r->pid = pid;
+	r->held = true;
+	return r->fd;
+}
+
+/* pid's root no longer held (all: pid 0). */
+static void root_fd_drop(struct ucache *c, uint32_t pid)
+{
+	for (unsigned int i = 0; i < ROOT_FDS; i++) {
+		if (!c->roots[i].held || (pid && c->roots[i].pid != pid))
+			continue;
+		if (c->roots[i].fd >= 0)
+			close(c->roots[i].fd);
+		c->roots[i].held = false;
+	}
+}
+
 void ucache__task_exit(struct ucache *c, uint32_t pid, uint64_t now_ns, uint64_t time_ns)
 {
 	struct uproc *p = ucache__proc_peek(c, pid);
 
+	root_fd_drop(c, pid);
 	maphist__exit(c->mh, pid, time_ns);
 	proc_mnt_exit(&c->mnt, pid);
 	if (p && !p->dead_ns)
@@ -934,6 +981,7 @@ void ucache__task_exec(struct ucache *c, uint32_t pid, uint32_t mnt_ns)
 {
 	struct uproc *p = ucache__proc_peek(c, pid);
 
+	root_fd_drop(c, pid);
 	proc_mnt_note(&c->mnt, pid, mnt_ns);
 	if (!p)
 		return;
@@ -1053,7 +1101,8 @@ static struct ubin *bin_own_path(struct ucache *c, const struct cpa_map_event *e
 		return NULL;
 	b = bin_peek(c, sb.st_dev, sb.st_ino);
 	if (!b || !b->identified || !b->build_id_len) {
-		fd = open(buf, O_RDONLY | O_CLOEXEC);
+		/* A regular file still: not a FIFO put there since. */
+		fd = proc_root_open("", buf, O_RDONLY);
 		if (fd < 0)
 			return NULL;
 		r = fstat(fd, &fsb) == 0 && fsb.st_dev == sb.st_dev && fsb.st_ino == sb.st_ino
@@ -1104,17 +1153,12 @@ static struct ubin *bin_of_event(struct ucache *c, const struct cpa_map_event *e
 	if (b)
 		return b;
 	if (ev->path_len < sizeof(buf)) {
-		char root[sizeof(c->proc_root) + 16];
-		int fd;
+		int rfd = root_fd(c, ev->pid);
 
-		snprintf(root, sizeof(root), "%s/%u/root", c->proc_root, ev->pid);
 		memcpy(buf, path, ev->path_len);
 		buf[ev->path_len] = '\0';
 		/* Only the file the process sees: our path may be another. */
-		fd = proc_root_open(root, buf, O_PATH);
-		found = fd >= 0 && fstat(fd, &sb) == 0;
-		if (fd >= 0)
-			close(fd);
+		found = rfd >= 0 && proc_root_statat(rfd, buf, 0, &sb) == 0;
 	}
 	if (!found) {
 		/* Gone: our path, when it holds this build, else the binary seen
@@ -1189,8 +1233,10 @@ int ucache__map_event(struct ucache *c, const struct cpa_map_event *ev, const ch
 		c->hist_now = ev->time_ns;
 	switch (ev->kind) {
 	case CPA_MAP_EXEC:
+		root_fd_drop(c, ev->pid);
 		return maphist__exec(c->mh, ev->pid, ev->time_ns);
 	case CPA_MAP_FORK:
+		root_fd_drop(c, ev->pid);
 		/* A child (not a thread) starts in its parent's namespace. */
 		proc_mnt_note(&c->mnt, ev->pid, proc_mnt_of(&c->mnt, ev->ppid));
 		return maphist__fork(c->mh, ev->pid, ev->ppid, ev->time_ns);
@@ -1391,6 +1437,7 @@ void ucache__sweep(struct ucache *c, uint64_t now_ns)
 {
 	uint32_t i;
 
+	root_fd_drop(c, 0);
 	for (i = 0; i <= c->procs_mask; i++) {
 		struct uproc *p = c->procs[i], *next;
 
@@ -1543,6 +1590,7 @@ void ucache__free(struct ucache *c)
 
 	if (!c)
 		return;
+	root_fd_drop(c, 0);
 	/* Its entries hold references to the binaries: gone first. */
 	maphist__free(c->mh);
 	if (c->procs) {
