@@ -53,7 +53,6 @@ struct cap_pyname {
 	cap_pyname_room_fn *room; /* past the base budget: room for more reads? */
 	void *room_ctx;		  /* its argument */
 	uint64_t max_ns;	  /* ... up to this much of reads a poll */
-	unsigned int evict;	  /* the way a full bucket gives up next */
 };
 
 static void cnt_add(struct cap_pyname *n, unsigned int idx)
@@ -151,6 +150,25 @@ static void sent_sweep(struct cap_pyname *n)
 	for (size_t i = 0; i < CAP_PYNAME_SLOTS; i++)
 		if (n->slots[i].pid && sent_old(n, &n->slots[i]))
 			n->slots[i] = (struct sent){0};
+}
+
+/* A full bucket's way sent longest ago: the one symd is likeliest to have
+ * let go, and to be sent again anyway (a way taken in turn could be one this
+ * very sample sent). */
+static unsigned int sent_oldest(const struct cap_pyname *n, const struct sent *b)
+{
+	uint16_t now = sent_at(n), oldest = 0;
+	unsigned int w = 0;
+
+	for (unsigned int k = 0; k < CAP_PYNAME_WAYS; k++) {
+		uint16_t age = (uint16_t)(now - (b[k].code_at >> 48));
+
+		if (age > oldest) {
+			oldest = age;
+			w = k;
+		}
+	}
+	return w;
 }
 
 /* One record sent. */
@@ -305,7 +323,7 @@ void cap_pyname__sample(struct cap_pyname *n, struct cap_emit *e, const struct c
 			for (w = 0; w < CAP_PYNAME_WAYS && b[w].pid; w++)
 				;
 		if (w == CAP_PYNAME_WAYS)
-			w = n->evict++ % CAP_PYNAME_WAYS;
+			w = sent_oldest(n, b);
 		at = (code & SENT_CODE_MASK) | (uint64_t)sent_at(n) << 48;
 		b[w] = (struct sent){.code_at = at, .pid = bs->pid, .check = f.check};
 		n->pids[(bs->pid % PID_BITS) / 64] |= 1ull << (bs->pid % 64);
